@@ -1,0 +1,153 @@
+//===- GraphDialect.cpp - ppc graph dialect -------------------------------===//
+
+#include "ppc/Dialect/Graph/GraphDialect.h"
+#include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Dialect/Topology/TopologyDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace ppc::graph;
+
+#include "ppc/Dialect/Graph/GraphDialect.cpp.inc"
+#include "ppc/Dialect/Graph/GraphEnums.cpp.inc"
+#include "ppc/Dialect/Graph/ParallelizableOpInterface.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ppc/Dialect/Graph/GraphAttrs.cpp.inc"
+
+void PPCDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ppc/Dialect/Graph/GraphOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ppc/Dialect/Graph/GraphAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// StrategyAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     ArrayRef<int64_t> degrees, int64_t start,
+                     ArrayRef<int64_t> strides) {
+  for (auto [i, d] : llvm::enumerate(degrees))
+    if (d < 1)
+      return emitError() << "degree " << i << " is " << d
+                         << "; degrees must be >= 1";
+  if (start < 0)
+    return emitError() << "start device " << start << " is negative";
+  int64_t partitioned = llvm::count_if(degrees, [](int64_t d) { return d > 1; });
+  if (!strides.empty() && static_cast<int64_t>(strides.size()) != partitioned)
+    return emitError() << "expected " << partitioned
+                       << " strides (one per dim with degree > 1), got "
+                       << strides.size();
+  for (int64_t s : strides)
+    if (s < 1)
+      return emitError() << "stride " << s << " must be >= 1";
+  return success();
+}
+
+int64_t StrategyAttr::getNumPartitions() const {
+  int64_t n = 1;
+  for (int64_t d : getDegrees())
+    n *= d;
+  return n;
+}
+
+SmallVector<int64_t> StrategyAttr::getEffectiveStrides() const {
+  if (!getStrides().empty())
+    return SmallVector<int64_t>(getStrides());
+  // Contiguous view: row-major products of the partitioned degrees.
+  SmallVector<int64_t> strides;
+  int64_t running = 1;
+  for (int64_t d : llvm::reverse(getDegrees())) {
+    if (d == 1)
+      continue;
+    strides.push_back(running);
+    running *= d;
+  }
+  std::reverse(strides.begin(), strides.end());
+  return strides;
+}
+
+SmallVector<int64_t> StrategyAttr::getDevices() const {
+  SmallVector<int64_t> partitioned;
+  for (int64_t d : getDegrees())
+    if (d > 1)
+      partitioned.push_back(d);
+  SmallVector<int64_t> strides = getEffectiveStrides();
+  SmallVector<int64_t> devices;
+  int64_t n = getNumPartitions();
+  devices.reserve(n);
+  for (int64_t p = 0; p < n; ++p) {
+    int64_t rest = p, device = getStart();
+    for (size_t i = partitioned.size(); i-- > 0;) {
+      device += (rest % partitioned[i]) * strides[i];
+      rest /= partitioned[i];
+    }
+    devices.push_back(device);
+  }
+  return devices;
+}
+
+//===----------------------------------------------------------------------===//
+// Strategy verification against the op and the machine
+//===----------------------------------------------------------------------===//
+
+LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != getStrategyAttrName())
+    return op->emitError() << "unknown ppc dialect attribute '"
+                           << attr.getName().getValue() << "'";
+  auto strategy = dyn_cast<StrategyAttr>(attr.getValue());
+  if (!strategy)
+    return op->emitError() << "'" << getStrategyAttrName()
+                           << "' must be a #ppc.strategy attribute";
+  auto parallelizable = dyn_cast<ParallelizableOpInterface>(op);
+  if (!parallelizable)
+    return op->emitError() << "'" << getStrategyAttrName()
+                           << "' on an op that is not parallelizable";
+
+  ppc::IterationSpace space = parallelizable.getIterationSpace();
+  ArrayRef<int64_t> degrees = strategy.getDegrees();
+  if (degrees.size() != space.dims.size())
+    return op->emitError() << "strategy has " << degrees.size()
+                           << " degrees but the op has " << space.dims.size()
+                           << " iteration dims";
+  for (auto [i, d] : llvm::enumerate(degrees)) {
+    const ppc::IterDim &dim = space.dims[i];
+    if (d > 1 && !dim.splittable)
+      return op->emitError() << "iteration dim " << i << " ("
+                             << ppc::stringifyIterKind(dim.kind)
+                             << ") cannot be split, but its degree is " << d;
+    if (dim.size % d != 0)
+      return op->emitError()
+             << "degree " << d << " does not divide iteration dim " << i
+             << " of size " << dim.size << " into equal partitions";
+  }
+
+  SmallVector<int64_t> devices = strategy.getDevices();
+  std::set<int64_t> distinct(devices.begin(), devices.end());
+  if (distinct.size() != devices.size())
+    return op->emitError() << "strategy maps two partitions to one device; "
+                              "the strides overlap";
+  if (std::optional<int64_t> count = ppc::topo::lookupMachineDeviceCount(op)) {
+    int64_t maxDevice = *std::max_element(devices.begin(), devices.end());
+    if (maxDevice >= *count)
+      return op->emitError() << "strategy uses device " << maxDevice
+                             << " but the machine has " << *count
+                             << " devices";
+  }
+  return success();
+}

@@ -1,0 +1,51 @@
+//===- GraphAttrs.td - ppc graph dialect attributes --------*- tablegen -*-===//
+
+#ifndef PPC_DIALECT_GRAPH_GRAPHATTRS_TD
+#define PPC_DIALECT_GRAPH_GRAPHATTRS_TD
+
+include "ppc/Dialect/Graph/GraphBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
+  let summary = "How one op is split over the machine (SOAP degrees + view)";
+  let description = [{
+    A degree for each iteration dimension of the op (in the order of its
+    `ParallelizableOpInterface` iteration space) and a machine view in the
+    style of Unity: partition `p` (row-major over the degrees) runs on device
+    `start + sum_i coord_i(p) * strides[i]`, where `i` ranges over the
+    partitioned dims (degree > 1) in order. An empty stride list means the
+    contiguous view (strides are the row-major products of the degrees).
+
+    ```mlir
+    // 4-way data parallel x 2-way tensor parallel on devices 0..7, the tensor
+    // parallel pairs 4 apart (across nodes of 4 devices).
+    #ppc.strategy<degrees = [4, 2, 1], strides = [1, 4]>
+    // 8-way data parallel on devices 8..15 (contiguous view).
+    #ppc.strategy<degrees = [8, 1, 1], start = 8>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$degrees,
+                        DefaultValuedParameter<"int64_t", "0">:$start,
+                        OptionalArrayRefParameter<"int64_t">:$strides);
+  let assemblyFormat = [{
+    `<` `degrees` `=` `[` $degrees `]` (`,` `start` `=` $start^)?
+        (`,` `strides` `=` `[` $strides^ `]`)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of partitions (product of the degrees).
+    int64_t getNumPartitions() const;
+    /// The stride of each partitioned dim, filling in the contiguous default.
+    ::llvm::SmallVector<int64_t> getEffectiveStrides() const;
+    /// Device of every partition, in row-major partition order.
+    ::llvm::SmallVector<int64_t> getDevices() const;
+  }];
+}
+
+def PPC_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "approximation used by gelu", [
+      I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::ppc::graph";
+}
+
+#endif // PPC_DIALECT_GRAPH_GRAPHATTRS_TD

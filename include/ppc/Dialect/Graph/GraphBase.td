@@ -1,0 +1,37 @@
+//===- GraphBase.td - ppc graph dialect definition ---------*- tablegen -*-===//
+
+#ifndef PPC_DIALECT_GRAPH_GRAPHBASE_TD
+#define PPC_DIALECT_GRAPH_GRAPHBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def PPC_Dialect : Dialect {
+  let name = "ppc";
+  let cppNamespace = "::ppc::graph";
+  let summary = "Tensor-level training graphs for automatic parallelization";
+  let description = [{
+    The `ppc` dialect holds the computation graph that ppc parallelizes: one
+    op per tensor operator (matmul, conv2d, norms, elementwise, reshapes,
+    losses), weights as explicit `ppc.weight` ops, and a `#ppc.strategy`
+    attribute per op that says how the op is split over the machine. Every
+    compute op implements `ParallelizableOpInterface`, which describes its
+    iteration space in SOAP terms.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute that carries an op's strategy.
+    static constexpr ::llvm::StringLiteral getStrategyAttrName() {
+      return ::llvm::StringLiteral("ppc.strategy");
+    }
+  }];
+}
+
+class PPC_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<PPC_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+#endif // PPC_DIALECT_GRAPH_GRAPHBASE_TD

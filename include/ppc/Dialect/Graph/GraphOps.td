@@ -1,0 +1,387 @@
+//===- GraphOps.td - ppc graph dialect ops -----------------*- tablegen -*-===//
+
+#ifndef PPC_DIALECT_GRAPH_GRAPHOPS_TD
+#define PPC_DIALECT_GRAPH_GRAPHOPS_TD
+
+include "ppc/Dialect/Graph/GraphBase.td"
+include "ppc/Dialect/Graph/GraphAttrs.td"
+include "ppc/Dialect/Graph/ParallelizableOpInterface.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpBase.td"
+
+//===----------------------------------------------------------------------===//
+// Base classes and type constraints
+//===----------------------------------------------------------------------===//
+
+def PPC_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, I1]>;
+def PPC_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def PPC_IndexTensor : RankedTensorOf<[AnySignlessInteger]>;
+def PPC_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
+
+class PPC_Op<string mnemonic, list<Trait> traits = []>
+    : Op<PPC_Dialect, mnemonic, traits>;
+
+// An op the search can split: it describes its iteration space.
+class PPC_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : PPC_Op<mnemonic, !listconcat(traits,
+          [DeclareOpInterfaceMethods<ParallelizableOpInterface>])>;
+
+//===----------------------------------------------------------------------===//
+// Values that are not computed: weights and constants
+//===----------------------------------------------------------------------===//
+
+def PPC_WeightOp : PPC_Op<"weight", [Pure]> {
+  let summary = "A model parameter (trainable unless `frozen`)";
+  let description = [{
+    A weight of the model, named as in the source model (the ONNX initializer
+    name). Weights are distinct from activations: the search replicates or
+    splits them and synchronizes their gradients. `frozen` marks state that is
+    not trained by the optimizer (batch-norm running statistics). The initial
+    value is optional: large models keep it in the source file, found by name.
+
+    ```mlir
+    %w = ppc.weight "fc1.weight" : tensor<256x784xf32>
+    %m = ppc.weight "bn1.running_mean" frozen : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, UnitAttr:$frozen,
+                       OptionalAttr<ElementsAttr>:$value);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$name (`frozen` $frozen^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_ConstantOp : PPC_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor that is not trained";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def PPC_MatMulOp : PPC_ComputeOp<"matmul", [Pure]> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    `result[..., m, n] = sum_k lhs[..., m, k] * rhs[..., k, n]` (with the last
+    two dims of an operand swapped when its transpose flag is set). Leading
+    batch dims broadcast as in numpy; a rank-1 operand is not accepted (the
+    importer reshapes it).
+  }];
+  let arguments = (ins PPC_FloatTensor:$lhs, PPC_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_LinearOp : PPC_ComputeOp<"linear", [Pure]> {
+  let summary = "Fully connected layer: input x weight (+ bias)";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * weight[k, n] + bias[n]`; with
+    `transpose_weight` the weight is laid out `[n, k]` (PyTorch's Linear and
+    ONNX Gemm with transB).
+  }];
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$weight,
+                       Optional<PPC_FloatTensor>:$bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weight);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_Conv2DOp : PPC_ComputeOp<"conv2d", [Pure]> {
+  let summary = "2-D convolution, NCHW, with stride, padding, dilation, groups";
+  let description = [{
+    Input `[N, C, H, W]`, weight `[F, C / groups, KH, KW]`, optional bias
+    `[F]`, result `[N, F, OH, OW]`. `pads` is `[top, left, bottom, right]`.
+  }];
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$weight,
+                       Optional<PPC_FloatTensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and normalization
+//===----------------------------------------------------------------------===//
+
+class PPC_Pool2DOp<string mnemonic> : PPC_ComputeOp<mnemonic, [Pure]> {
+  let arguments = (ins PPC_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_MaxPool2DOp : PPC_Pool2DOp<"max_pool2d"> {
+  let summary = "2-D max pooling, NCHW (`count_include_pad` is ignored)";
+}
+def PPC_AvgPool2DOp : PPC_Pool2DOp<"avg_pool2d"> {
+  let summary = "2-D average pooling, NCHW";
+}
+
+def PPC_GlobalAvgPoolOp : PPC_ComputeOp<"global_avg_pool", [Pure]> {
+  let summary = "Mean over all spatial dims: [N, C, ...] -> [N, C, 1, ...]";
+  let arguments = (ins PPC_FloatTensor:$input);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_BatchNormOp : PPC_ComputeOp<"batch_norm", [Pure]> {
+  let summary = "Batch normalization over dim 1 (channels)";
+  let description = [{
+    In training, normalizes with the batch statistics over every dim but 1 and
+    updates the running `mean`/`variance` weights with `momentum` (ONNX
+    convention: `running = momentum * running + (1 - momentum) * batch`).
+  }];
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$scale,
+                       PPC_FloatTensor:$bias, PPC_FloatTensor:$mean,
+                       PPC_FloatTensor:$variance,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.9">:$momentum);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale `,` $bias `,` $mean `,` $variance "
+                       "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_LayerNormOp : PPC_ComputeOp<"layer_norm", [Pure]> {
+  let summary = "Layer normalization over the dims from `axis` on";
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$scale,
+                       Optional<PPC_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class PPC_SoftmaxLikeOp<string mnemonic>
+    : PPC_ComputeOp<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let arguments = (ins PPC_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+def PPC_SoftmaxOp : PPC_SoftmaxLikeOp<"softmax"> {
+  let summary = "Softmax along `axis`";
+}
+def PPC_LogSoftmaxOp : PPC_SoftmaxLikeOp<"log_softmax"> {
+  let summary = "Log of softmax along `axis`";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class PPC_UnaryOp<string mnemonic, string desc, dag attrs = (ins)>
+    : PPC_ComputeOp<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise " # desc;
+  let arguments = !con((ins PPC_FloatTensor:$input), attrs);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def PPC_ReluOp : PPC_UnaryOp<"relu", "max(x, 0)">;
+def PPC_LeakyReluOp : PPC_UnaryOp<"leaky_relu", "x < 0 ? alpha * x : x",
+    (ins DefaultValuedAttr<F64Attr, "0.01">:$alpha)>;
+def PPC_GeluOp : PPC_UnaryOp<"gelu", "Gaussian error linear unit",
+    (ins DefaultValuedAttr<PPC_GeluApproximation,
+         "::ppc::graph::GeluApproximation::none">:$approximation)>;
+def PPC_SigmoidOp : PPC_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def PPC_TanhOp : PPC_UnaryOp<"tanh", "hyperbolic tangent">;
+def PPC_ClipOp : PPC_UnaryOp<"clip", "min(max(x, min), max)",
+    (ins OptionalAttr<F64Attr>:$min, OptionalAttr<F64Attr>:$max)>;
+def PPC_SqrtOp : PPC_UnaryOp<"sqrt", "square root">;
+def PPC_RsqrtOp : PPC_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def PPC_ExpOp : PPC_UnaryOp<"exp", "e^x">;
+def PPC_LogOp : PPC_UnaryOp<"log", "natural logarithm">;
+def PPC_ErfOp : PPC_UnaryOp<"erf", "error function">;
+def PPC_NegOp : PPC_UnaryOp<"neg", "-x">;
+def PPC_AbsOp : PPC_UnaryOp<"abs", "|x|">;
+def PPC_ReciprocalOp : PPC_UnaryOp<"reciprocal", "1 / x">;
+def PPC_SiluOp : PPC_UnaryOp<"silu", "x * sigmoid(x)">;
+
+class PPC_BinaryOp<string mnemonic, string desc>
+    : PPC_ComputeOp<mnemonic, [Pure]> {
+  let summary = "Elementwise " # desc # " with numpy broadcasting";
+  let arguments = (ins PPC_FloatTensor:$lhs, PPC_FloatTensor:$rhs);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_AddOp : PPC_BinaryOp<"add", "lhs + rhs">;
+def PPC_SubOp : PPC_BinaryOp<"sub", "lhs - rhs">;
+def PPC_MulOp : PPC_BinaryOp<"mul", "lhs * rhs">;
+def PPC_DivOp : PPC_BinaryOp<"div", "lhs / rhs">;
+def PPC_PowOp : PPC_BinaryOp<"pow", "lhs ^ rhs">;
+def PPC_MaxOp : PPC_BinaryOp<"max", "max(lhs, rhs)">;
+def PPC_MinOp : PPC_BinaryOp<"min", "min(lhs, rhs)">;
+
+def PPC_DropoutOp : PPC_ComputeOp<"dropout", [SameOperandsAndResultType]> {
+  let summary = "Zeroes elements with probability `ratio` in training";
+  let description = [{
+    In training, each element is kept with probability `1 - ratio` and scaled
+    by `1 / (1 - ratio)`; the mask is drawn from `seed`. Identity in inference.
+  }];
+  let arguments = (ins PPC_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "0.5">:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_CastOp : PPC_ComputeOp<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "Converts the element type";
+  let arguments = (ins PPC_Tensor:$input);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def PPC_BroadcastOp : PPC_ComputeOp<"broadcast", [Pure]> {
+  let summary = "Broadcasts to the result shape with numpy rules";
+  let arguments = (ins PPC_Tensor:$input);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class PPC_ReduceOp<string mnemonic, string desc>
+    : PPC_ComputeOp<mnemonic, [Pure]> {
+  let summary = desc # " over `axes`";
+  let arguments = (ins PPC_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keep_dims);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+def PPC_ReduceSumOp : PPC_ReduceOp<"reduce_sum", "Sum">;
+def PPC_ReduceMeanOp : PPC_ReduceOp<"reduce_mean", "Mean">;
+def PPC_ReduceMaxOp : PPC_ReduceOp<"reduce_max", "Maximum">;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def PPC_ReshapeOp : PPC_ComputeOp<"reshape", [Pure]> {
+  let summary = "Reinterprets the shape (row-major, same element count)";
+  let arguments = (ins PPC_Tensor:$input);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_TransposeOp : PPC_ComputeOp<"transpose", [Pure]> {
+  let summary = "Permutes dims: result dim i is input dim permutation[i]";
+  let arguments = (ins PPC_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_ConcatOp : PPC_ComputeOp<"concat", [Pure]> {
+  let summary = "Concatenates along `axis`";
+  let arguments = (ins Variadic<PPC_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_SplitOp : PPC_ComputeOp<"split", [Pure]> {
+  let summary = "Splits along `axis` into pieces sized by the result types";
+  let arguments = (ins PPC_Tensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<PPC_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def PPC_SliceOp : PPC_ComputeOp<"slice", [Pure]> {
+  let summary = "Strided slice; the result type gives the element counts";
+  let description = [{
+    `result[i] = input[starts + i * steps]` along every dim (steps > 0).
+  }];
+  let arguments = (ins PPC_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_PadOp : PPC_ComputeOp<"pad", [Pure]> {
+  let summary = "Constant padding; `pads` is [lo..., hi...] as in ONNX";
+  let arguments = (ins PPC_Tensor:$input, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure]> {
+  let summary = "Gathers slices of `data` along `axis` (embedding lookup)";
+  let description = [{
+    ONNX Gather: the result shape is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. An embedding is a gather on axis 0 of a weight.
+  }];
+  let arguments = (ins PPC_Tensor:$data, PPC_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat =
+      "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def PPC_SoftmaxCrossEntropyOp
+    : PPC_ComputeOp<"softmax_cross_entropy", [Pure]> {
+  let summary = "Mean softmax cross-entropy of logits [N, C] and labels [N]";
+  let arguments = (ins PPC_FloatTensor:$logits, PPC_IndexTensor:$labels);
+  let results = (outs PPC_ScalarFloatTensor:$loss);
+  let assemblyFormat =
+      "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_MseLossOp : PPC_ComputeOp<"mse_loss", [Pure]> {
+  let summary = "Mean squared error of two tensors of the same shape";
+  let arguments = (ins PPC_FloatTensor:$prediction, PPC_FloatTensor:$target);
+  let results = (outs PPC_ScalarFloatTensor:$loss);
+  let assemblyFormat = "$prediction `,` $target attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+#endif // PPC_DIALECT_GRAPH_GRAPHOPS_TD

@@ -1,0 +1,123 @@
+//===- IterationSpace.h - SOAP iteration spaces of graph ops ----*- C++ -*-===//
+//
+// The MLIR-free description of an operator that makes SOAP partitioning
+// generic: iteration dimensions with a kind (sample, attribute, parameter,
+// reduction), and for every operand and result the map from iteration
+// dimensions to tensor dimensions. Graph ops produce it through
+// ParallelizableOpInterface; the simulator, search and lowering only ever read
+// this form, so adding an op means describing it, not writing new search code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SUPPORT_ITERATIONSPACE_H
+#define PPC_SUPPORT_ITERATIONSPACE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc {
+
+/// What an iteration dimension means, in FlexFlow's SOAP vocabulary.
+enum class IterKind : uint8_t {
+  Sample,    ///< batch: splitting it is data parallelism.
+  Attribute, ///< spatial / sequence: length, height, width.
+  Parameter, ///< output channels, hidden units, heads.
+  Reduction, ///< contracted: splitting it makes partial sums.
+};
+
+const char *stringifyIterKind(IterKind kind);
+std::optional<IterKind> symbolizeIterKind(const std::string &name);
+
+struct IterDim {
+  int64_t size = 1;
+  IterKind kind = IterKind::Sample;
+  /// False where a split would need communication the op does not describe
+  /// (the softmax axis, a kernel window, the normalized dims of layer norm).
+  bool splittable = true;
+};
+
+/// How one tensor dimension is indexed by the iteration space. An iteration
+/// range [a, b) along `iterDim` touches the tensor range
+///   [floor(a / divisor) * stride + offset,
+///    floor((b - 1) / divisor) * stride + offset + extent)
+/// clipped to the tensor's size. Identity is {d, 1, 1, 0, 1}; a convolution's
+/// input height is {oh, 1, stride, -padTop, (k - 1) * dilation + 1}, whose
+/// overlap between neighbours is the halo; a grouped convolution's input
+/// channels are {oc, outPerGroup, inPerGroup, 0, inPerGroup}.
+struct DimAccess {
+  int32_t iterDim = -1; ///< -1: the whole dimension is read (broadcast).
+  int64_t divisor = 1;
+  int64_t stride = 1;
+  int64_t offset = 0;
+  int64_t extent = 1;
+
+  static DimAccess whole() { return DimAccess(); }
+  static DimAccess identity(int32_t d) { return {d, 1, 1, 0, 1}; }
+  static DimAccess window(int32_t d, int64_t stride, int64_t offset,
+                          int64_t extent) {
+    return {d, 1, stride, offset, extent};
+  }
+  bool isWhole() const { return iterDim < 0; }
+  bool operator==(const DimAccess &o) const {
+    return iterDim == o.iterDim && divisor == o.divisor && stride == o.stride &&
+           offset == o.offset && extent == o.extent;
+  }
+};
+
+/// One operand or result: its shape and how each of its dims is indexed.
+struct TensorAccess {
+  std::vector<int64_t> shape;
+  std::vector<DimAccess> dims; ///< one per tensor dimension.
+};
+
+/// Half-open index range [lo, hi).
+struct Range {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  int64_t size() const { return hi > lo ? hi - lo : 0; }
+  bool operator==(const Range &o) const { return lo == o.lo && hi == o.hi; }
+};
+
+struct IterationSpace {
+  std::vector<IterDim> dims;
+  std::vector<TensorAccess> operands;
+  std::vector<TensorAccess> results;
+
+  /// Number of points of the iteration space (product of the dim sizes).
+  int64_t numPoints() const;
+  /// True if splitting iteration dim `d` leaves each partition of result `r`
+  /// with a partial sum (d indexes no dim of that result).
+  bool makesPartialSum(unsigned d, unsigned r = 0) const;
+  /// Checks the space is self-consistent: sizes positive, every access names
+  /// an existing iteration dim, ranks agree. Returns an error text or "".
+  std::string validate() const;
+};
+
+/// The slice of `access` touched by the iteration ranges `iter` (one per
+/// iteration dim), halos included.
+std::vector<Range> sliceOf(const TensorAccess &access,
+                           const std::vector<Range> &iter);
+
+/// Iteration ranges of partition `index` (row-major over `degrees`) when the
+/// space's dims are split evenly by `degrees`.
+std::vector<Range> partitionRanges(const IterationSpace &space,
+                                   const std::vector<int64_t> &degrees,
+                                   int64_t index);
+
+/// Forward and backward work of one op, for the cost model.
+struct OpCost {
+  double fwdFlops = 0;
+  double bwdFlops = 0;
+  double fwdBytes = 0; ///< bytes read and written by the forward kernel.
+  double bwdBytes = 0;
+};
+
+/// Default SOAP kinds for an activation of `rank` dims, in the layouts the
+/// importers produce: [N], [N, F], [N, S, H], [N, C, H, W], [N, C, D, H, W].
+std::vector<IterKind> activationKinds(unsigned rank);
+
+} // namespace ppc
+
+#endif // PPC_SUPPORT_ITERATIONSPACE_H

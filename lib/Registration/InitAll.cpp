@@ -1,0 +1,23 @@
+//===- InitAll.cpp - register every ppc dialect, pass and pipeline --------===//
+
+#include "ppc/InitAll.h"
+
+#include "ppc/Dialect/Graph/GraphDialect.h"
+#include "ppc/Dialect/Topology/TopologyDialect.h"
+#include "ppc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
+
+void ppc::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<ppc::graph::PPCDialect, ppc::topo::TopologyDialect,
+                  mlir::func::FuncDialect>();
+}
+
+void ppc::registerAllPasses() {
+  ppc::registerPPCPasses();
+  // The generic cleanups people compose with ppc's own passes.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+}

@@ -1,0 +1,155 @@
+//===- IterationSpace.cpp - SOAP iteration spaces of graph ops ------------===//
+//
+// MLIR-free: used by the graph dialect, the simulator and the search alike.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Support/IterationSpace.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace ppc {
+
+const char *stringifyIterKind(IterKind kind) {
+  switch (kind) {
+  case IterKind::Sample:
+    return "sample";
+  case IterKind::Attribute:
+    return "attribute";
+  case IterKind::Parameter:
+    return "parameter";
+  case IterKind::Reduction:
+    return "reduction";
+  }
+  return "unknown";
+}
+
+std::optional<IterKind> symbolizeIterKind(const std::string &name) {
+  for (IterKind k : {IterKind::Sample, IterKind::Attribute,
+                     IterKind::Parameter, IterKind::Reduction})
+    if (name == stringifyIterKind(k))
+      return k;
+  return std::nullopt;
+}
+
+int64_t IterationSpace::numPoints() const {
+  int64_t n = 1;
+  for (const IterDim &d : dims)
+    n *= d.size;
+  return n;
+}
+
+bool IterationSpace::makesPartialSum(unsigned d, unsigned r) const {
+  for (const DimAccess &a : results.at(r).dims)
+    if (a.iterDim == static_cast<int32_t>(d))
+      return false;
+  return true;
+}
+
+static std::string validateAccess(const IterationSpace &space,
+                                  const TensorAccess &t, const char *what,
+                                  unsigned index) {
+  std::ostringstream os;
+  if (t.shape.size() != t.dims.size()) {
+    os << what << " #" << index << " has rank " << t.shape.size() << " but "
+       << t.dims.size() << " dim accesses";
+    return os.str();
+  }
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    const DimAccess &a = t.dims[i];
+    if (a.isWhole())
+      continue;
+    if (a.iterDim >= static_cast<int32_t>(space.dims.size()) ||
+        a.divisor < 1 || a.stride < 0 || a.extent < 1) {
+      os << what << " #" << index << " dim " << i
+         << " has an invalid access to iteration dim " << a.iterDim;
+      return os.str();
+    }
+  }
+  return "";
+}
+
+std::string IterationSpace::validate() const {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i].size < 1)
+      return "iteration dim " + std::to_string(i) + " has size " +
+             std::to_string(dims[i].size);
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (auto err = validateAccess(*this, operands[i], "operand", i);
+        !err.empty())
+      return err;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (auto err = validateAccess(*this, results[i], "result", i);
+        !err.empty())
+      return err;
+  return "";
+}
+
+static int64_t floorDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+std::vector<Range> sliceOf(const TensorAccess &access,
+                           const std::vector<Range> &iter) {
+  std::vector<Range> slice(access.shape.size());
+  for (size_t i = 0; i < access.shape.size(); ++i) {
+    const DimAccess &a = access.dims[i];
+    int64_t size = access.shape[i];
+    if (a.isWhole()) {
+      slice[i] = {0, size};
+      continue;
+    }
+    const Range &r = iter.at(a.iterDim);
+    if (r.size() == 0) {
+      slice[i] = {0, 0};
+      continue;
+    }
+    int64_t lo = floorDiv(r.lo, a.divisor) * a.stride + a.offset;
+    int64_t hi = floorDiv(r.hi - 1, a.divisor) * a.stride + a.offset + a.extent;
+    lo = std::clamp<int64_t>(lo, 0, size);
+    hi = std::clamp<int64_t>(hi, 0, size);
+    slice[i] = {lo, std::max(lo, hi)};
+  }
+  return slice;
+}
+
+std::vector<Range> partitionRanges(const IterationSpace &space,
+                                   const std::vector<int64_t> &degrees,
+                                   int64_t index) {
+  std::vector<Range> ranges(space.dims.size());
+  for (size_t i = space.dims.size(); i-- > 0;) {
+    int64_t deg = i < degrees.size() ? degrees[i] : 1;
+    int64_t part = index % deg;
+    index /= deg;
+    int64_t size = space.dims[i].size;
+    // Even split; the first `size % deg` parts take one extra element.
+    int64_t base = size / deg, extra = size % deg;
+    int64_t lo = part * base + std::min(part, extra);
+    ranges[i] = {lo, lo + base + (part < extra ? 1 : 0)};
+  }
+  return ranges;
+}
+
+std::vector<IterKind> activationKinds(unsigned rank) {
+  using K = IterKind;
+  switch (rank) {
+  case 0:
+    return {};
+  case 1:
+    return {K::Sample};
+  case 2:
+    return {K::Sample, K::Parameter};
+  case 3:
+    return {K::Sample, K::Attribute, K::Parameter};
+  default: {
+    // [N, C, spatial...] and [N, heads, S, S].
+    std::vector<K> kinds(rank, K::Attribute);
+    kinds[0] = K::Sample;
+    kinds[1] = K::Parameter;
+    return kinds;
+  }
+  }
+}
+
+} // namespace ppc

@@ -1,0 +1,111 @@
+//===- IterationSpaceTest.cpp - slices, halos and partial sums ------------===//
+
+#include "ppc/Support/IterationSpace.h"
+
+#include <gtest/gtest.h>
+
+using namespace ppc;
+
+namespace {
+
+// A 3x3 convolution, stride 1, pad 1, on a 1x1x8x8 input, 4 output channels:
+// iteration dims n, f, oh, ow, c, kh, kw.
+IterationSpace conv3x3() {
+  IterationSpace s;
+  s.dims = {{1, IterKind::Sample},    {4, IterKind::Parameter},
+            {8, IterKind::Attribute}, {8, IterKind::Attribute},
+            {1, IterKind::Reduction}, {3, IterKind::Reduction, false},
+            {3, IterKind::Reduction, false}};
+  s.operands.push_back({{1, 1, 8, 8},
+                        {DimAccess::identity(0), DimAccess::identity(4),
+                         DimAccess::window(2, 1, -1, 3),
+                         DimAccess::window(3, 1, -1, 3)}});
+  s.operands.push_back({{4, 1, 3, 3},
+                        {DimAccess::identity(1), DimAccess::identity(4),
+                         DimAccess::identity(5), DimAccess::identity(6)}});
+  s.results.push_back({{1, 4, 8, 8},
+                       {DimAccess::identity(0), DimAccess::identity(1),
+                        DimAccess::identity(2), DimAccess::identity(3)}});
+  return s;
+}
+
+TEST(IterationSpace, ValidatesAndCountsPoints) {
+  IterationSpace s = conv3x3();
+  EXPECT_EQ(s.validate(), "");
+  EXPECT_EQ(s.numPoints(), 1 * 4 * 8 * 8 * 1 * 3 * 3);
+  s.operands[0].dims[2].iterDim = 9;
+  EXPECT_NE(s.validate(), "");
+}
+
+TEST(IterationSpace, HeightSplitHasOneRowHalo) {
+  IterationSpace s = conv3x3();
+  // Split output rows 2 ways: partition 1 computes rows [4, 8).
+  std::vector<int64_t> degrees = {1, 1, 2, 1, 1, 1, 1};
+  std::vector<Range> iter = partitionRanges(s, degrees, 1);
+  EXPECT_EQ(iter[2], (Range{4, 8}));
+  std::vector<Range> in = sliceOf(s.operands[0], iter);
+  // Needs input rows 3..8 (one halo row above, the bottom pad is clipped).
+  EXPECT_EQ(in[2], (Range{3, 8}));
+  EXPECT_EQ(in[3], (Range{0, 8}));
+  // Partition 0 computes rows [0, 4) and reads rows [0, 5).
+  in = sliceOf(s.operands[0], partitionRanges(s, degrees, 0));
+  EXPECT_EQ(in[2], (Range{0, 5}));
+}
+
+TEST(IterationSpace, StridedWindow) {
+  // Output rows [2, 4) of a stride-2, 3-tap window without padding read
+  // input rows [4, 9).
+  TensorAccess a{{16}, {DimAccess::window(0, 2, 0, 3)}};
+  EXPECT_EQ(sliceOf(a, {{2, 4}})[0], (Range{4, 9}));
+}
+
+TEST(IterationSpace, GroupedChannels) {
+  // 8 output channels in 2 groups over 6 input channels: output channels
+  // [4, 8) (group 1) read input channels [3, 6).
+  TensorAccess a{{6}, {DimAccess{0, 4, 3, 0, 3}}};
+  EXPECT_EQ(sliceOf(a, {{4, 8}})[0], (Range{3, 6}));
+  EXPECT_EQ(sliceOf(a, {{0, 2}})[0], (Range{0, 3}));
+}
+
+TEST(IterationSpace, ParameterSplitReplicatesNothingOfTheInput) {
+  IterationSpace s = conv3x3();
+  std::vector<int64_t> degrees = {1, 4, 1, 1, 1, 1, 1};
+  for (int64_t p = 0; p < 4; ++p) {
+    auto iter = partitionRanges(s, degrees, p);
+    EXPECT_EQ(sliceOf(s.operands[1], iter)[0], (Range{p, p + 1}));
+    EXPECT_EQ(sliceOf(s.operands[0], iter)[2], (Range{0, 8}));
+  }
+}
+
+TEST(IterationSpace, PartialSumsComeFromDimsAbsentFromTheResult) {
+  IterationSpace s = conv3x3();
+  EXPECT_FALSE(s.makesPartialSum(0));
+  EXPECT_FALSE(s.makesPartialSum(2));
+  EXPECT_TRUE(s.makesPartialSum(4)); // input channels
+}
+
+TEST(IterationSpace, UnevenSplitCoversEverything) {
+  IterationSpace s;
+  s.dims = {{10, IterKind::Sample}};
+  std::vector<Range> got;
+  for (int64_t p = 0; p < 3; ++p)
+    got.push_back(partitionRanges(s, {3}, p)[0]);
+  EXPECT_EQ(got[0], (Range{0, 4}));
+  EXPECT_EQ(got[1], (Range{4, 7}));
+  EXPECT_EQ(got[2], (Range{7, 10}));
+}
+
+TEST(IterationSpace, KindNamesRoundTrip) {
+  for (IterKind k : {IterKind::Sample, IterKind::Attribute,
+                     IterKind::Parameter, IterKind::Reduction})
+    EXPECT_EQ(symbolizeIterKind(stringifyIterKind(k)), k);
+  EXPECT_FALSE(symbolizeIterKind("channel").has_value());
+}
+
+TEST(IterationSpace, ActivationKinds) {
+  EXPECT_EQ(activationKinds(2),
+            (std::vector<IterKind>{IterKind::Sample, IterKind::Parameter}));
+  EXPECT_EQ(activationKinds(4)[3], IterKind::Attribute);
+}
+
+} // namespace
