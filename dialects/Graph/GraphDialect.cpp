@@ -107,6 +107,9 @@ SmallVector<int64_t> StrategyAttr::getDevices() const {
 
 LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
+  // The module's target machine is described by the topo dialect.
+  if (attr.getName() == ppc::topo::kMachineAttrName)
+    return ppc::topo::verifyMachineAttribute(op, attr.getValue());
   if (attr.getName() != getStrategyAttrName())
     return op->emitError() << "unknown ppc dialect attribute '"
                            << attr.getName().getValue() << "'";
@@ -118,6 +121,10 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
   if (!parallelizable)
     return op->emitError() << "'" << getStrategyAttrName()
                            << "' on an op that is not parallelizable";
+  // Discardable attributes are verified before the op itself, and only a
+  // valid op can describe its iteration space: check the op first.
+  if (failed(op->getName().getRegisteredInfo()->verifyInvariants(op)))
+    return failure();
 
   ppc::IterationSpace space = parallelizable.getIterationSpace();
   ArrayRef<int64_t> degrees = strategy.getDegrees();

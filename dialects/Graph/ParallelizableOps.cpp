@@ -1,0 +1,750 @@
+//===- ParallelizableOps.cpp - iteration spaces and costs of graph ops ----===//
+//
+// ParallelizableOpInterface for every compute op: its SOAP iteration space
+// (dims with kinds, and how each operand/result dim is indexed) and its
+// forward/backward work. Ops are described by a few shared shapes of space
+// (elementwise with numpy broadcasting, contraction, sliding window, reduction,
+// data movement) so each op below is a few lines.
+//
+// Conventions: iteration dims follow the result dims (kinds from
+// ppc::activationKinds) and contracted or windowed dims come last. A dim that
+// an operand broadcasts (size 1 against a larger iteration dim) is read whole.
+//
+// Cost model, shared by all ops unless stated:
+//   fwdBytes = bytes of all operands + results (read once, written once);
+//   bwdBytes = 2 * fwdBytes (reads the forward tensors and the incoming
+//              gradient, writes the operand gradients).
+// FLOPs are hand-derived per op; ops with a second differentiable operand (a
+// weight, the rhs of a matmul) do about twice the forward work in backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Dialect/Graph/GraphOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace ppc::graph;
+using ppc::DimAccess;
+using ppc::IterationSpace;
+using ppc::IterDim;
+using ppc::IterKind;
+using ppc::OpCost;
+using ppc::TensorAccess;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers: shapes, accesses, spaces, costs
+//===----------------------------------------------------------------------===//
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+static int64_t normalizeAxis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+static TensorAccess accessOf(Value value, std::vector<DimAccess> dims) {
+  ArrayRef<int64_t> shape = shapeOf(value);
+  return {std::vector<int64_t>(shape.begin(), shape.end()), std::move(dims)};
+}
+
+/// Tensor dim i read by iteration dim `first + i`.
+static std::vector<DimAccess> identityDims(size_t count, int32_t first = 0) {
+  std::vector<DimAccess> dims;
+  for (size_t i = 0; i < count; ++i)
+    dims.push_back(DimAccess::identity(first + static_cast<int32_t>(i)));
+  return dims;
+}
+
+/// Numpy broadcasting of `shape` against iteration dims
+/// [first, first + iterShape.size()), aligned at the trailing dim: a size-1
+/// dim facing a larger iteration dim is broadcast, hence read whole.
+static std::vector<DimAccess> broadcastDims(ArrayRef<int64_t> shape,
+                                            ArrayRef<int64_t> iterShape,
+                                            int32_t first = 0) {
+  size_t lead = iterShape.size() - shape.size();
+  std::vector<DimAccess> dims;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    size_t iterDim = lead + i;
+    if (size == 1 && iterShape[iterDim] != 1)
+      dims.push_back(DimAccess::whole());
+    else
+      dims.push_back(
+          DimAccess::identity(first + static_cast<int32_t>(iterDim)));
+  }
+  return dims;
+}
+
+/// One iteration dim per entry of `shape`, with the activation kinds of its
+/// rank (sample, parameter, attribute...).
+static std::vector<IterDim> activationDims(ArrayRef<int64_t> shape) {
+  std::vector<IterKind> kinds = ppc::activationKinds(shape.size());
+  std::vector<IterDim> dims;
+  for (auto [size, kind] : llvm::zip(shape, kinds))
+    dims.push_back({size, kind, /*splittable=*/true});
+  return dims;
+}
+
+/// Iteration dims = dims of result 0; every operand and result is mapped with
+/// numpy broadcasting. Unary, binary, cast, dropout, broadcast, and (with
+/// some dims made unsplittable) softmax and layer norm.
+static IterationSpace elementwiseSpace(Operation *op) {
+  ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+  IterationSpace space;
+  space.dims = activationDims(shape);
+  for (Value operand : op->getOperands())
+    space.operands.push_back(
+        accessOf(operand, broadcastDims(shapeOf(operand), shape)));
+  for (Value result : op->getResults())
+    space.results.push_back(
+        accessOf(result, broadcastDims(shapeOf(result), shape)));
+  return space;
+}
+
+/// Number of elements; a dynamic dim counts as 1 so that costs of
+/// not-yet-specialized IR stay finite (the search needs static shapes).
+static double elementCount(Value value) {
+  double count = 1;
+  for (int64_t size : shapeOf(value))
+    count *= ShapedType::isDynamic(size) ? 1 : size;
+  return count;
+}
+
+static double bytesOf(Value value) {
+  Type elementType = getElementTypeOrSelf(value.getType());
+  double elementBytes = (elementType.getIntOrFloatBitWidth() + 7) / 8;
+  return elementCount(value) * elementBytes;
+}
+
+static double inputOutputBytes(Operation *op) {
+  double bytes = 0;
+  for (Value operand : op->getOperands())
+    bytes += bytesOf(operand);
+  for (Value result : op->getResults())
+    bytes += bytesOf(result);
+  return bytes;
+}
+
+/// The cost with the default bytes model (see the file comment).
+static OpCost costOf(Operation *op, double fwdFlops, double bwdFlops) {
+  double bytes = inputOutputBytes(op);
+  return {fwdFlops, bwdFlops, bytes, 2 * bytes};
+}
+
+/// Elementwise: `flopsPerElement` per result element forward; backward does
+/// the same per differentiable operand (dx = dy * f'(x), one per operand).
+static OpCost elementwiseCost(Operation *op, double flopsPerElement = 1) {
+  double fwd = flopsPerElement * elementCount(op->getResult(0));
+  return costOf(op, fwd, fwd * op->getNumOperands());
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+#define PPC_ELEMENTWISE_OP(OpClass)                                            \
+  IterationSpace OpClass::getIterationSpace() {                                \
+    return elementwiseSpace(getOperation());                                   \
+  }                                                                            \
+  OpCost OpClass::getCost() { return elementwiseCost(getOperation()); }
+
+PPC_ELEMENTWISE_OP(ReluOp)
+PPC_ELEMENTWISE_OP(LeakyReluOp)
+PPC_ELEMENTWISE_OP(GeluOp)
+PPC_ELEMENTWISE_OP(SigmoidOp)
+PPC_ELEMENTWISE_OP(TanhOp)
+PPC_ELEMENTWISE_OP(ClipOp)
+PPC_ELEMENTWISE_OP(SqrtOp)
+PPC_ELEMENTWISE_OP(RsqrtOp)
+PPC_ELEMENTWISE_OP(ExpOp)
+PPC_ELEMENTWISE_OP(LogOp)
+PPC_ELEMENTWISE_OP(ErfOp)
+PPC_ELEMENTWISE_OP(NegOp)
+PPC_ELEMENTWISE_OP(AbsOp)
+PPC_ELEMENTWISE_OP(ReciprocalOp)
+PPC_ELEMENTWISE_OP(SiluOp)
+PPC_ELEMENTWISE_OP(AddOp)
+PPC_ELEMENTWISE_OP(SubOp)
+PPC_ELEMENTWISE_OP(MulOp)
+PPC_ELEMENTWISE_OP(DivOp)
+PPC_ELEMENTWISE_OP(PowOp)
+PPC_ELEMENTWISE_OP(MaxOp)
+PPC_ELEMENTWISE_OP(MinOp)
+PPC_ELEMENTWISE_OP(DropoutOp)
+PPC_ELEMENTWISE_OP(CastOp)
+
+#undef PPC_ELEMENTWISE_OP
+
+IterationSpace BroadcastOp::getIterationSpace() {
+  return elementwiseSpace(getOperation());
+}
+
+/// Forward only copies; backward sums the gradient over the broadcast dims
+/// (1 flop per result element).
+OpCost BroadcastOp::getCost() {
+  return costOf(getOperation(), 0, elementCount(getResult()));
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// FLOPs of a contraction over `points` multiply-adds: 2 * points forward;
+/// backward computes two gradients (input and weight/rhs) of the same size,
+/// 4 * points. A bias adds one flop per result element in each direction.
+static OpCost contractionCost(Operation *op, double points, bool hasBias) {
+  double bias = hasBias ? elementCount(op->getResult(0)) : 0;
+  return costOf(op, 2 * points + bias, 4 * points + bias);
+}
+
+/// Dims: batch dims of the result (dim 0 sample; for rank 4, dim 1 is the
+/// heads, a parameter; others attribute), M, N (parameter), K (reduction).
+/// M is the sample dim of a rank-2 matmul and an attribute otherwise.
+IterationSpace MatMulOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  size_t rank = result.size(), batchRank = rank - 2;
+  IterationSpace space;
+  for (size_t i = 0; i < batchRank; ++i) {
+    IterKind kind = i == 0                ? IterKind::Sample
+                    : i == 1 && rank == 4 ? IterKind::Parameter
+                                          : IterKind::Attribute;
+    space.dims.push_back({result[i], kind});
+  }
+  int32_t m = batchRank, n = m + 1, k = m + 2;
+  int64_t kSize = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  space.dims.push_back(
+      {result[m], rank == 2 ? IterKind::Sample : IterKind::Attribute});
+  space.dims.push_back({result[n], IterKind::Parameter});
+  space.dims.push_back({kSize, IterKind::Reduction});
+
+  auto matrixAccess = [&](Value operand, int32_t rows, int32_t cols,
+                          bool transposed) {
+    ArrayRef<int64_t> shape = shapeOf(operand);
+    std::vector<DimAccess> dims =
+        broadcastDims(shape.drop_back(2), result.take_front(batchRank));
+    dims.push_back(DimAccess::identity(transposed ? cols : rows));
+    dims.push_back(DimAccess::identity(transposed ? rows : cols));
+    return accessOf(operand, std::move(dims));
+  };
+  space.operands.push_back(matrixAccess(getLhs(), m, k, getTransposeLhs()));
+  space.operands.push_back(matrixAccess(getRhs(), k, n, getTransposeRhs()));
+  space.results.push_back(accessOf(getResult(), identityDims(rank)));
+  return space;
+}
+
+/// points = prod(batch) * M * N * K.
+OpCost MatMulOp::getCost() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  double kSize = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  return contractionCost(getOperation(), elementCount(getResult()) * kSize,
+                         /*hasBias=*/false);
+}
+
+/// Dims: the leading result dims (activation kinds of the result, minus its
+/// last dim), N (parameter), K (reduction).
+IterationSpace LinearOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  size_t lead = result.size() - 1;
+  IterationSpace space;
+  space.dims = activationDims(result);
+  space.dims.pop_back();
+  int32_t n = lead, k = lead + 1;
+  space.dims.push_back({result.back(), IterKind::Parameter});
+  space.dims.push_back({shapeOf(getInput()).back(), IterKind::Reduction});
+
+  std::vector<DimAccess> inputDims = identityDims(lead);
+  inputDims.push_back(DimAccess::identity(k));
+  space.operands.push_back(accessOf(getInput(), std::move(inputDims)));
+  space.operands.push_back(
+      getTransposeWeight() ? accessOf(getWeight(), {DimAccess::identity(n),
+                                                    DimAccess::identity(k)})
+                           : accessOf(getWeight(), {DimAccess::identity(k),
+                                                    DimAccess::identity(n)}));
+  if (Value bias = getBias())
+    space.operands.push_back(accessOf(bias, {DimAccess::identity(n)}));
+  space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+  return space;
+}
+
+/// points = prod(leading dims) * N * K.
+OpCost LinearOp::getCost() {
+  return contractionCost(getOperation(),
+                         elementCount(getResult()) * shapeOf(getInput()).back(),
+                         /*hasBias=*/getBias() != nullptr);
+}
+
+/// Dims: n (sample), f (parameter), oh, ow (attribute), c (reduction, the
+/// input channels of one group), kh, kw (reduction, unsplittable: the window).
+/// Input rows/cols are windows over oh/ow, so a split along them reads a halo.
+IterationSpace Conv2DOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  ArrayRef<int64_t> weight = shapeOf(getWeight());
+  int64_t groups = static_cast<int64_t>(getGroups());
+  enum : int32_t { N, F, OH, OW, C, KH, KW };
+  IterationSpace space;
+  space.dims = {{result[0], IterKind::Sample},
+                {result[1], IterKind::Parameter},
+                {result[2], IterKind::Attribute},
+                {result[3], IterKind::Attribute},
+                // Per-group channels: with groups, which input channels a
+                // partition reads depends on f, so c is not split separately.
+                {weight[1], IterKind::Reduction, /*splittable=*/groups == 1},
+                {weight[2], IterKind::Reduction, /*splittable=*/false},
+                {weight[3], IterKind::Reduction, /*splittable=*/false}};
+
+  ArrayRef<int64_t> strides = getStrides(), pads = getPads(),
+                    dilations = getDilations();
+  DimAccess channels = DimAccess::identity(C);
+  if (groups > 1) {
+    // Output channel f reads the whole input-channel group f / outPerGroup.
+    int64_t outPerGroup = result[1] / groups, inPerGroup = weight[1];
+    channels = {F, outPerGroup, inPerGroup, 0, inPerGroup};
+  }
+  auto window = [&](int32_t outDim, int i) {
+    return DimAccess::window(outDim, strides[i], -pads[i],
+                             (weight[2 + i] - 1) * dilations[i] + 1);
+  };
+  space.operands.push_back(
+      accessOf(getInput(), {DimAccess::identity(N), channels, window(OH, 0),
+                            window(OW, 1)}));
+  space.operands.push_back(accessOf(
+      getWeight(), {DimAccess::identity(F), DimAccess::identity(C),
+                    DimAccess::identity(KH), DimAccess::identity(KW)}));
+  if (Value bias = getBias())
+    space.operands.push_back(accessOf(bias, {DimAccess::identity(F)}));
+  space.results.push_back(accessOf(getResult(), identityDims(4)));
+  return space;
+}
+
+/// points = N * F * OH * OW * (C / groups) * KH * KW.
+OpCost Conv2DOp::getCost() {
+  ArrayRef<int64_t> weight = shapeOf(getWeight());
+  double perOutput = static_cast<double>(weight[1]) * weight[2] * weight[3];
+  return contractionCost(getOperation(), elementCount(getResult()) * perOutput,
+                         /*hasBias=*/getBias() != nullptr);
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// Dims: n (sample), c (parameter), oh, ow (attribute), kh, kw (reduction,
+/// unsplittable). Like conv2d without the channel contraction.
+template <typename PoolOp> static IterationSpace pool2DSpace(PoolOp pool) {
+  ArrayRef<int64_t> result = shapeOf(pool.getResult());
+  ArrayRef<int64_t> kernel = pool.getKernel(), strides = pool.getStrides(),
+                    pads = pool.getPads();
+  enum : int32_t { N, C, OH, OW, KH, KW };
+  IterationSpace space;
+  space.dims = {{result[0], IterKind::Sample},
+                {result[1], IterKind::Parameter},
+                {result[2], IterKind::Attribute},
+                {result[3], IterKind::Attribute},
+                {kernel[0], IterKind::Reduction, /*splittable=*/false},
+                {kernel[1], IterKind::Reduction, /*splittable=*/false}};
+  auto window = [&](int32_t outDim, int i) {
+    return DimAccess::window(outDim, strides[i], -pads[i], kernel[i]);
+  };
+  space.operands.push_back(
+      accessOf(pool.getInput(), {DimAccess::identity(N), DimAccess::identity(C),
+                                 window(OH, 0), window(OW, 1)}));
+  space.results.push_back(accessOf(pool.getResult(), identityDims(4)));
+  return space;
+}
+
+/// One compare (max) or add (avg) per window element forward; backward routes
+/// or spreads each output gradient over its window, the same count.
+template <typename PoolOp> static OpCost pool2DCost(PoolOp pool) {
+  ArrayRef<int64_t> kernel = pool.getKernel();
+  double points = elementCount(pool.getResult()) * kernel[0] * kernel[1];
+  return costOf(pool.getOperation(), points, points);
+}
+
+IterationSpace MaxPool2DOp::getIterationSpace() { return pool2DSpace(*this); }
+OpCost MaxPool2DOp::getCost() { return pool2DCost(*this); }
+IterationSpace AvgPool2DOp::getIterationSpace() { return pool2DSpace(*this); }
+OpCost AvgPool2DOp::getCost() { return pool2DCost(*this); }
+
+/// Dims: n (sample), c (parameter), then the spatial dims as reductions (a
+/// split along them makes partial sums of the mean).
+IterationSpace GlobalAvgPoolOp::getIterationSpace() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  IterationSpace space;
+  space.dims = {{input[0], IterKind::Sample}, {input[1], IterKind::Parameter}};
+  std::vector<DimAccess> resultDims = identityDims(2);
+  for (int64_t size : input.drop_front(2)) {
+    space.dims.push_back({size, IterKind::Reduction});
+    resultDims.push_back(DimAccess::whole()); // size 1
+  }
+  space.operands.push_back(accessOf(getInput(), identityDims(input.size())));
+  space.results.push_back(accessOf(getResult(), std::move(resultDims)));
+  return space;
+}
+
+/// One add per input element forward; backward spreads the gradient, one
+/// flop per input element.
+OpCost GlobalAvgPoolOp::getCost() {
+  double elements = elementCount(getInput());
+  return costOf(getOperation(), elements, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and softmax
+//===----------------------------------------------------------------------===//
+
+/// Normalizations, per element: forward mean (1), variance (3), normalize
+/// (2), scale and shift (2); backward about twice that.
+static constexpr double kNormFwdFlopsPerElement = 8;
+static constexpr double kNormBwdFlopsPerElement = 16;
+
+/// Dims: n (sample), c (parameter), spatial dims (attribute); the per-channel
+/// operands follow c. Splitting n or a spatial dim leaves each partition
+/// with partial batch statistics: training then needs an all-reduce of the
+/// statistics (sync batch norm), which the lowering inserts; the iteration
+/// space only says which slices each partition touches.
+IterationSpace BatchNormOp::getIterationSpace() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  IterationSpace space;
+  space.dims = {{input[0], IterKind::Sample}, {input[1], IterKind::Parameter}};
+  for (int64_t size : input.drop_front(2))
+    space.dims.push_back({size, IterKind::Attribute});
+  space.operands.push_back(accessOf(getInput(), identityDims(input.size())));
+  for (Value perChannel : {getScale(), getBias(), getMean(), getVariance()})
+    space.operands.push_back(accessOf(perChannel, {DimAccess::identity(1)}));
+  space.results.push_back(accessOf(getResult(), identityDims(input.size())));
+  return space;
+}
+
+OpCost BatchNormOp::getCost() {
+  double elements = elementCount(getInput());
+  return costOf(getOperation(), kNormFwdFlopsPerElement * elements,
+                kNormBwdFlopsPerElement * elements);
+}
+
+/// Elementwise over the input (scale and bias broadcast along the trailing
+/// dims); the normalized dims (from `axis` on) cannot be split, since every
+/// element needs the statistics over all of them.
+IterationSpace LayerNormOp::getIterationSpace() {
+  IterationSpace space = elementwiseSpace(getOperation());
+  for (size_t d = normalizeAxis(getAxisAttr().getInt(), space.dims.size());
+       d < space.dims.size(); ++d)
+    space.dims[d].splittable = false;
+  return space;
+}
+
+OpCost LayerNormOp::getCost() {
+  double elements = elementCount(getInput());
+  return costOf(getOperation(), kNormFwdFlopsPerElement * elements,
+                kNormBwdFlopsPerElement * elements);
+}
+
+/// Elementwise except along `axis`, which cannot be split.
+template <typename SoftmaxLikeOp>
+static IterationSpace softmaxLikeSpace(SoftmaxLikeOp op) {
+  IterationSpace space = elementwiseSpace(op.getOperation());
+  space.dims[normalizeAxis(op.getAxisAttr().getInt(), space.dims.size())]
+      .splittable = false;
+  return space;
+}
+
+/// Per element, forward: max, subtract, exp, sum, divide (or subtract the
+/// log) = 5; backward: y * (dy - sum(dy * y)) = 4.
+template <typename SoftmaxLikeOp>
+static OpCost softmaxLikeCost(SoftmaxLikeOp op) {
+  double elements = elementCount(op.getResult());
+  return costOf(op.getOperation(), 5 * elements, 4 * elements);
+}
+
+IterationSpace SoftmaxOp::getIterationSpace() {
+  return softmaxLikeSpace(*this);
+}
+OpCost SoftmaxOp::getCost() { return softmaxLikeCost(*this); }
+IterationSpace LogSoftmaxOp::getIterationSpace() {
+  return softmaxLikeSpace(*this);
+}
+OpCost LogSoftmaxOp::getCost() { return softmaxLikeCost(*this); }
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// Dims: the input dims, the reduced ones of reduction kind. The result reads
+/// a kept reduced dim (size 1) whole and has no dim for a dropped one.
+template <typename ReduceOp>
+static IterationSpace reduceSpace(ReduceOp reduce) {
+  ArrayRef<int64_t> input = shapeOf(reduce.getInput());
+  IterationSpace space;
+  space.dims = activationDims(input);
+  for (int64_t axis : reduce.getAxes())
+    space.dims[normalizeAxis(axis, input.size())].kind = IterKind::Reduction;
+  std::vector<DimAccess> resultDims;
+  for (auto [d, dim] : llvm::enumerate(space.dims)) {
+    if (dim.kind != IterKind::Reduction)
+      resultDims.push_back(DimAccess::identity(d));
+    else if (reduce.getKeepDims())
+      resultDims.push_back(DimAccess::whole());
+  }
+  space.operands.push_back(
+      accessOf(reduce.getInput(), identityDims(input.size())));
+  space.results.push_back(accessOf(reduce.getResult(), std::move(resultDims)));
+  return space;
+}
+
+/// One op per input element forward; backward broadcasts the gradient (one
+/// flop per input element, the scaling of a mean included).
+template <typename ReduceOp> static OpCost reduceCost(ReduceOp reduce) {
+  double elements = elementCount(reduce.getInput());
+  return costOf(reduce.getOperation(), elements, elements);
+}
+
+IterationSpace ReduceSumOp::getIterationSpace() { return reduceSpace(*this); }
+OpCost ReduceSumOp::getCost() { return reduceCost(*this); }
+IterationSpace ReduceMeanOp::getIterationSpace() { return reduceSpace(*this); }
+OpCost ReduceMeanOp::getCost() { return reduceCost(*this); }
+IterationSpace ReduceMaxOp::getIterationSpace() { return reduceSpace(*this); }
+OpCost ReduceMaxOp::getCost() { return reduceCost(*this); }
+
+//===----------------------------------------------------------------------===//
+// Data movement: no FLOPs, only bytes (a reshape not even those)
+//===----------------------------------------------------------------------===//
+
+/// Dims: the result dims. Result and input dims are grouped into runs of equal
+/// product (size-1 dims aside, which are read whole), e.g. [6, 4] -> [2, 3, 4]
+/// gives groups {6 | 2, 3} and {4 | 4}. In a group, the outermost result dim
+/// indexes the outermost input dim with a stride (split: [a*b] -> [a, b]
+/// reads b input rows per index) or a divisor (merge: [a, b] -> [a*b] reads
+/// input row i / b); the other dims of the group are read whole and their
+/// result dims are unsplittable, since their slices are strided in memory.
+IterationSpace ReshapeOp::getIterationSpace() {
+  ArrayRef<int64_t> input = shapeOf(getInput()), result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = activationDims(result);
+  std::vector<DimAccess> inputDims(input.size(), DimAccess::whole());
+  auto finish = [&] {
+    space.operands.push_back(accessOf(getInput(), std::move(inputDims)));
+    space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+    return space;
+  };
+  auto markAllUnsplittable = [&] {
+    for (IterDim &dim : space.dims)
+      dim.splittable = false;
+    return finish();
+  };
+
+  SmallVector<int32_t> inDims, outDims; // positions of the non-1 dims
+  for (auto [i, size] : llvm::enumerate(input))
+    if (size != 1)
+      inDims.push_back(i);
+  for (auto [i, size] : llvm::enumerate(result))
+    if (size != 1)
+      outDims.push_back(i);
+  if (llvm::any_of(input, ShapedType::isDynamic) ||
+      llvm::any_of(result, ShapedType::isDynamic))
+    return markAllUnsplittable();
+
+  size_t i = 0, j = 0;
+  while (i < inDims.size() && j < outDims.size()) {
+    size_t inFirst = i, outFirst = j;
+    int64_t inProduct = input[inDims[i++]], outProduct = result[outDims[j++]];
+    while (inProduct != outProduct) {
+      if (inProduct < outProduct && i < inDims.size())
+        inProduct *= input[inDims[i++]];
+      else if (outProduct < inProduct && j < outDims.size())
+        outProduct *= result[outDims[j++]];
+      else // element counts differ: invalid IR, describe nothing splittable
+        return markAllUnsplittable();
+    }
+    int32_t outer = outDims[outFirst];
+    for (size_t k = outFirst + 1; k < j; ++k)
+      space.dims[outDims[k]].splittable = false;
+    // Elements under one index of the outermost dim, on either side.
+    int64_t inInner = inProduct / input[inDims[inFirst]];
+    int64_t outInner = outProduct / result[outer];
+    if (outInner % inInner == 0) {
+      int64_t rows = outInner / inInner;
+      inputDims[inDims[inFirst]] = {outer, 1, rows, 0, rows};
+    } else if (inInner % outInner == 0) {
+      inputDims[inDims[inFirst]] = {outer, inInner / outInner, 1, 0, 1};
+    } else {
+      // e.g. [6, 4] -> [4, 6]: result rows straddle input rows.
+      space.dims[outer].splittable = false;
+    }
+  }
+  return finish();
+}
+
+/// A row-major reshape is a view: no FLOPs, no bytes moved.
+OpCost ReshapeOp::getCost() { return {}; }
+
+/// Dims: the result dims; input dim permutation[i] is read by dim i.
+IterationSpace TransposeOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = activationDims(result);
+  std::vector<DimAccess> inputDims(result.size());
+  for (auto [i, p] : llvm::enumerate(getPermutation()))
+    inputDims[p] = DimAccess::identity(i);
+  space.operands.push_back(accessOf(getInput(), std::move(inputDims)));
+  space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+  return space;
+}
+
+OpCost TransposeOp::getCost() { return costOf(getOperation(), 0, 0); }
+
+/// Identity access except along `axis`, shifted by `-offset`.
+static TensorAccess shiftedAccess(Value value, int64_t axis, int64_t offset) {
+  std::vector<DimAccess> dims = identityDims(shapeOf(value).size());
+  dims[axis].offset = -offset;
+  return accessOf(value, std::move(dims));
+}
+
+/// Dims: the result dims; input i is read along `axis` at offset -off_i,
+/// where off_i is the size of the inputs before it.
+IterationSpace ConcatOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), result.size());
+  IterationSpace space;
+  space.dims = activationDims(result);
+  int64_t offset = 0;
+  for (Value input : getInputs()) {
+    space.operands.push_back(shiftedAccess(input, axis, offset));
+    offset += shapeOf(input)[axis];
+  }
+  space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+  return space;
+}
+
+OpCost ConcatOp::getCost() { return costOf(getOperation(), 0, 0); }
+
+/// Dims: the input dims; result j is written along `axis` at offset -off_j.
+IterationSpace SplitOp::getIterationSpace() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), input.size());
+  IterationSpace space;
+  space.dims = activationDims(input);
+  space.operands.push_back(accessOf(getInput(), identityDims(input.size())));
+  int64_t offset = 0;
+  for (Value result : getResults()) {
+    space.results.push_back(shiftedAccess(result, axis, offset));
+    offset += shapeOf(result)[axis];
+  }
+  return space;
+}
+
+OpCost SplitOp::getCost() { return costOf(getOperation(), 0, 0); }
+
+/// Dims: the result dims; input dim d is read at start_d + i * step_d.
+IterationSpace SliceOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = activationDims(result);
+  std::vector<DimAccess> inputDims;
+  for (auto [d, start, step] : llvm::enumerate(getStarts(), getSteps()))
+    inputDims.push_back(DimAccess::window(d, step, start, 1));
+  space.operands.push_back(accessOf(getInput(), std::move(inputDims)));
+  space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+  return space;
+}
+
+OpCost SliceOp::getCost() { return costOf(getOperation(), 0, 0); }
+
+/// Dims: the result dims; input dim d is read at i - padLo_d (out of range
+/// indices are the padding value).
+IterationSpace PadOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = activationDims(result);
+  std::vector<DimAccess> inputDims;
+  for (size_t d = 0; d < result.size(); ++d)
+    inputDims.push_back(DimAccess::window(d, 1, -getPads()[d], 1));
+  space.operands.push_back(accessOf(getInput(), std::move(inputDims)));
+  space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+  return space;
+}
+
+/// One write per result element (the padding included).
+OpCost PadOp::getCost() { return costOf(getOperation(), 0, 0); }
+
+/// Dims: the result dims (data[:axis], indices, data[axis+1:]), then the
+/// gathered data dim (e.g. the vocabulary of an embedding) as a reduction:
+/// splitting it is Megatron's vocabulary-parallel embedding, where each
+/// partition looks up only the indices in its range, writes zeros elsewhere,
+/// and the partial results are summed.
+IterationSpace GatherOp::getIterationSpace() {
+  ArrayRef<int64_t> data = shapeOf(getData()), result = shapeOf(getResult());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), data.size());
+  size_t indicesRank = shapeOf(getIndices()).size();
+  IterationSpace space;
+  space.dims = activationDims(result);
+  int32_t gathered = result.size();
+  space.dims.push_back({data[axis], IterKind::Reduction});
+
+  std::vector<DimAccess> dataDims;
+  for (int64_t d = 0; d < static_cast<int64_t>(data.size()); ++d) {
+    if (d < axis)
+      dataDims.push_back(DimAccess::identity(d));
+    else if (d == axis)
+      dataDims.push_back(DimAccess::identity(gathered));
+    else
+      dataDims.push_back(DimAccess::identity(d - 1 + indicesRank));
+  }
+  space.operands.push_back(accessOf(getData(), std::move(dataDims)));
+  space.operands.push_back(
+      accessOf(getIndices(), identityDims(indicesRank, axis)));
+  space.results.push_back(accessOf(getResult(), identityDims(result.size())));
+  return space;
+}
+
+/// Forward copies rows; backward scatter-adds the gradient (one flop per
+/// result element). Bytes: only the gathered rows of `data` are read, not the
+/// whole table, so fwdBytes = indices + 2 * result.
+OpCost GatherOp::getCost() {
+  double bytes = bytesOf(getIndices()) + 2 * bytesOf(getResult());
+  return {0, elementCount(getResult()), bytes, 2 * bytes};
+}
+
+//===----------------------------------------------------------------------===//
+// Losses: the result is a scalar, so every split makes partial sums
+//===----------------------------------------------------------------------===//
+
+/// Dims: n (sample), c (parameter, unsplittable: the softmax runs over it).
+IterationSpace SoftmaxCrossEntropyOp::getIterationSpace() {
+  ArrayRef<int64_t> logits = shapeOf(getLogits());
+  IterationSpace space;
+  space.dims = {{logits[0], IterKind::Sample},
+                {logits[1], IterKind::Parameter, /*splittable=*/false}};
+  space.operands.push_back(accessOf(getLogits(), identityDims(2)));
+  space.operands.push_back(accessOf(getLabels(), identityDims(1)));
+  space.results.push_back(accessOf(getLoss(), {}));
+  return space;
+}
+
+/// Forward: log-softmax (5 per logit) plus picking and averaging the label's
+/// term (2 per sample); backward: softmax - onehot, scaled by 1/N (2 per
+/// logit).
+OpCost SoftmaxCrossEntropyOp::getCost() {
+  double logits = elementCount(getLogits());
+  double samples = elementCount(getLabels());
+  return costOf(getOperation(), 5 * logits + 2 * samples, 2 * logits);
+}
+
+/// Dims: the dims of the prediction (activation kinds).
+IterationSpace MseLossOp::getIterationSpace() {
+  ArrayRef<int64_t> shape = shapeOf(getPrediction());
+  IterationSpace space;
+  space.dims = activationDims(shape);
+  space.operands.push_back(
+      accessOf(getPrediction(), identityDims(shape.size())));
+  space.operands.push_back(accessOf(getTarget(), identityDims(shape.size())));
+  space.results.push_back(accessOf(getLoss(), {}));
+  return space;
+}
+
+/// Forward: subtract, square, accumulate (3 per element); backward:
+/// 2 * (p - t) / n (2 per element).
+OpCost MseLossOp::getCost() {
+  double elements = elementCount(getPrediction());
+  return costOf(getOperation(), 3 * elements, 2 * elements);
+}

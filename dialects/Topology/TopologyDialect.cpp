@@ -1,17 +1,475 @@
 //===- TopologyDialect.cpp - ppc machine description dialect -------------===//
 
 #include "ppc/Dialect/Topology/TopologyDialect.h"
+#include "ppc/Dialect/Topology/TopologyOps.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace ppc::topo;
 
 #include "ppc/Dialect/Topology/TopologyDialect.cpp.inc"
 
-void TopologyDialect::initialize() {}
+#define GET_ATTRDEF_CLASSES
+#include "ppc/Dialect/Topology/TopologyAttrs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "ppc/Dialect/Topology/TopologyOps.cpp.inc"
+
+namespace {
+
+/// Prints aliases (#h100_sxm5_80gb, #nvlink, #cluster) so that a machine's
+/// device and link specs are written once at the top of the file.
+struct TopoOpAsmInterface : public OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    if (auto device = dyn_cast<DeviceAttr>(attr)) {
+      std::string alias;
+      for (char c : device.getName())
+        alias += std::isalnum(static_cast<unsigned char>(c))
+                     ? static_cast<char>(std::tolower(c))
+                     : '_';
+      if (alias.empty() || std::isdigit(static_cast<unsigned char>(alias[0])))
+        alias = "device_" + alias;
+      os << alias;
+      return AliasResult::OverridableAlias;
+    }
+    if (auto link = dyn_cast<LinkAttr>(attr)) {
+      os << ppc::stringifyLinkKind(link.getKind());
+      return AliasResult::OverridableAlias;
+    }
+    if (isa<ClusterAttr>(attr)) {
+      os << "cluster";
+      return AliasResult::OverridableAlias;
+    }
+    return AliasResult::NoAlias;
+  }
+};
+
+} // namespace
+
+void TopologyDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ppc/Dialect/Topology/TopologyAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ppc/Dialect/Topology/TopologyOps.cpp.inc"
+      >();
+  addInterfaces<TopoOpAsmInterface>();
+}
+
+//===----------------------------------------------------------------------===//
+// Number syntax
+//===----------------------------------------------------------------------===//
+
+/// Prints the shortest text that reads back as `value`, always with a '.' so
+/// that MLIR lexes it as a float.
+static void printDouble(AsmPrinter &printer, double value) {
+  char buffer[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text(buffer);
+  if (text.find('.') == std::string::npos) {
+    size_t exponent = text.find_first_of("eE");
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  printer.getStream() << text;
+}
+
+/// A float or an integer (so that `bandwidth = 100` is accepted).
+static ParseResult parseNumber(AsmParser &parser, double &value) {
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    value = f.getValueAsDouble();
+  else if (auto i = dyn_cast<IntegerAttr>(attr))
+    value = static_cast<double>(i.getValue().getSExtValue());
+  else
+    return parser.emitError(loc, "expected a number");
+  return success();
+}
+
+/// `key = <number>`.
+static ParseResult parseNumberField(AsmParser &parser, StringRef key,
+                                    double &value) {
+  return failure(parser.parseKeyword(key) || parser.parseEqual() ||
+                 parseNumber(parser, value));
+}
+
+static std::string listDTypes() {
+  std::string names;
+  for (int i = 0; i < ppc::kNumDTypes; ++i)
+    names += std::string(i ? ", " : "") +
+             ppc::stringifyDType(static_cast<ppc::DType>(i));
+  return names;
+}
+
+static std::string listLinkKinds() {
+  std::string names;
+  for (int i = 0; i <= static_cast<int>(ppc::LinkKind::Other); ++i)
+    names += std::string(i ? ", " : "") +
+             ppc::stringifyLinkKind(static_cast<ppc::LinkKind>(i));
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceAttr
+//===----------------------------------------------------------------------===//
+
+// #topo.device<"name", peak_flops = {f32 = 1.0e+13, ...},
+//              memory_bandwidth = 1.0e+12, memory_bytes = 17179869184
+//              [, launch_overhead = 5.0e-06]>
+Attribute DeviceAttr::parse(AsmParser &parser, Type) {
+  MLIRContext *ctx = parser.getContext();
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseLess() || parser.parseString(&name) || parser.parseComma() ||
+      parser.parseKeyword("peak_flops") || parser.parseEqual())
+    return {};
+  SmallVector<NamedAttribute> flops;
+  auto parseFlop = [&]() -> ParseResult {
+    std::string key;
+    if (failed(parser.parseOptionalKeywordOrString(&key))) {
+      // `i8` lexes as an integer type, not a keyword.
+      Type type;
+      OptionalParseResult parsedType = parser.parseOptionalType(type);
+      if (!parsedType.has_value() || failed(*parsedType))
+        return parser.emitError(parser.getCurrentLocation(),
+                                "expected an element type name (")
+               << listDTypes() << ")";
+      llvm::raw_string_ostream(key) << type;
+    }
+    double value;
+    if (parser.parseEqual() || parseNumber(parser, value))
+      return failure();
+    flops.emplace_back(StringAttr::get(ctx, key),
+                       FloatAttr::get(Float64Type::get(ctx), value));
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, parseFlop))
+    return {};
+  double bandwidth, overhead = 0;
+  int64_t bytes;
+  if (parser.parseComma() ||
+      parseNumberField(parser, "memory_bandwidth", bandwidth) ||
+      parser.parseComma() || parser.parseKeyword("memory_bytes") ||
+      parser.parseEqual() || parser.parseInteger(bytes))
+    return {};
+  if (succeeded(parser.parseOptionalComma()) &&
+      parseNumberField(parser, "launch_overhead", overhead))
+    return {};
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, ctx, name,
+                    DictionaryAttr::get(ctx, flops), APFloat(bandwidth), bytes,
+                    APFloat(overhead));
+}
+
+void DeviceAttr::print(AsmPrinter &printer) const {
+  printer << "<\"" << getName() << "\", peak_flops = {";
+  llvm::interleaveComma(getPeakFlops(), printer, [&](NamedAttribute entry) {
+    printer.printKeywordOrString(entry.getName().getValue());
+    printer << " = ";
+    printDouble(printer, cast<FloatAttr>(entry.getValue()).getValueAsDouble());
+  });
+  printer << "}, memory_bandwidth = ";
+  printDouble(printer, getMemoryBandwidth().convertToDouble());
+  printer << ", memory_bytes = " << getMemoryBytes();
+  if (!getLaunchOverhead().isZero()) {
+    printer << ", launch_overhead = ";
+    printDouble(printer, getLaunchOverhead().convertToDouble());
+  }
+  printer << ">";
+}
+
+LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef name, DictionaryAttr peakFlops,
+                                 APFloat memoryBandwidth, int64_t memoryBytes,
+                                 APFloat launchOverhead) {
+  if (name.empty())
+    return emitError() << "device name must not be empty";
+  bool hasF32 = false;
+  for (NamedAttribute entry : peakFlops) {
+    StringRef key = entry.getName().getValue();
+    if (!ppc::symbolizeDType(key.str()))
+      return emitError() << "unknown element type '" << key
+                         << "' in peak_flops (expected one of "
+                         << listDTypes() << ")";
+    auto value = dyn_cast<FloatAttr>(entry.getValue());
+    if (!value)
+      return emitError() << "peak_flops." << key << " must be a float";
+    double flops = value.getValueAsDouble();
+    if (!(std::isfinite(flops) && flops > 0))
+      return emitError() << "peak_flops." << key << " must be > 0, got "
+                         << flops;
+    hasF32 |= key == "f32";
+  }
+  if (!hasF32)
+    return emitError() << "peak_flops must give an f32 rate";
+  double bandwidth = memoryBandwidth.convertToDouble();
+  if (!(std::isfinite(bandwidth) && bandwidth > 0))
+    return emitError() << "memory_bandwidth must be > 0, got " << bandwidth;
+  if (memoryBytes <= 0)
+    return emitError() << "memory_bytes must be > 0, got " << memoryBytes;
+  double overhead = launchOverhead.convertToDouble();
+  if (!(std::isfinite(overhead) && overhead >= 0))
+    return emitError() << "launch_overhead must be >= 0, got " << overhead;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinkAttr
+//===----------------------------------------------------------------------===//
+
+// #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06>
+Attribute LinkAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string kindName;
+  if (parser.parseLess())
+    return {};
+  SMLoc kindLoc = parser.getCurrentLocation();
+  if (parser.parseKeywordOrString(&kindName))
+    return {};
+  std::optional<ppc::LinkKind> kind = ppc::symbolizeLinkKind(kindName);
+  if (!kind) {
+    parser.emitError(kindLoc, "unknown link kind '")
+        << kindName << "' (expected one of " << listLinkKinds() << ")";
+    return {};
+  }
+  double bandwidth, latency;
+  if (parser.parseComma() || parseNumberField(parser, "bandwidth", bandwidth) ||
+      parser.parseComma() || parseNumberField(parser, "latency", latency) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), *kind, APFloat(bandwidth),
+                    APFloat(latency));
+}
+
+void LinkAttr::print(AsmPrinter &printer) const {
+  printer << "<" << ppc::stringifyLinkKind(getKind()) << ", bandwidth = ";
+  printDouble(printer, getBandwidth().convertToDouble());
+  printer << ", latency = ";
+  printDouble(printer, getLatency().convertToDouble());
+  printer << ">";
+}
+
+LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ppc::LinkKind, APFloat bandwidth,
+                               APFloat latency) {
+  double bw = bandwidth.convertToDouble(), lat = latency.convertToDouble();
+  if (!(std::isfinite(bw) && bw > 0))
+    return emitError() << "link bandwidth must be > 0, got " << bw;
+  if (!(std::isfinite(lat) && lat >= 0))
+    return emitError() << "link latency must be >= 0, got " << lat;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ClusterAttr
+//===----------------------------------------------------------------------===//
+
+// #topo.cluster<nodes = 2, devices_per_node = 8[, nics_per_node = 8],
+//               device = #topo.device<...>, intra = #topo.link<...>,
+//               inter = #topo.link<...>>
+Attribute ClusterAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  int64_t nodes, perNode, nics = 1;
+  DeviceAttr device;
+  LinkAttr intra, inter;
+  if (parser.parseLess() || parser.parseKeyword("nodes") ||
+      parser.parseEqual() || parser.parseInteger(nodes) ||
+      parser.parseComma() || parser.parseKeyword("devices_per_node") ||
+      parser.parseEqual() || parser.parseInteger(perNode) ||
+      parser.parseComma())
+    return {};
+  if (succeeded(parser.parseOptionalKeyword("nics_per_node")) &&
+      (parser.parseEqual() || parser.parseInteger(nics) || parser.parseComma()))
+    return {};
+  if (parser.parseKeyword("device") || parser.parseEqual() ||
+      parser.parseAttribute(device) || parser.parseComma() ||
+      parser.parseKeyword("intra") || parser.parseEqual() ||
+      parser.parseAttribute(intra) || parser.parseComma() ||
+      parser.parseKeyword("inter") || parser.parseEqual() ||
+      parser.parseAttribute(inter) || parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), nodes, perNode, nics, device, intra,
+                    inter);
+}
+
+void ClusterAttr::print(AsmPrinter &printer) const {
+  printer << "<nodes = " << getNodes()
+          << ", devices_per_node = " << getDevicesPerNode();
+  if (getNicsPerNode() != 1)
+    printer << ", nics_per_node = " << getNicsPerNode();
+  printer << ", device = " << getDevice() << ", intra = " << getIntra()
+          << ", inter = " << getInter() << ">";
+}
+
+LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t nodes, int64_t devicesPerNode,
+                                  int64_t nicsPerNode, DeviceAttr device,
+                                  LinkAttr intra, LinkAttr inter) {
+  if (nodes < 1)
+    return emitError() << "a cluster needs nodes >= 1, got " << nodes;
+  if (devicesPerNode < 1)
+    return emitError() << "a cluster needs devices_per_node >= 1, got "
+                       << devicesPerNode;
+  if (nicsPerNode < 1 || nicsPerNode > devicesPerNode)
+    return emitError() << "nics_per_node must be between 1 and "
+                          "devices_per_node ("
+                       << devicesPerNode << "), got " << nicsPerNode;
+  if (!device || !intra || !inter)
+    return emitError() << "a cluster needs a device, an intra and an inter "
+                          "link";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+void MachineOp::build(OpBuilder &builder, OperationState &state,
+                      StringRef name) {
+  state.addAttribute(getSymNameAttrName(state.name),
+                     builder.getStringAttr(name));
+  state.addRegion()->emplaceBlock();
+}
+
+int64_t MachineOp::getNumDevices() {
+  return llvm::range_size(getDevices());
+}
+
+LogicalResult MachineOp::verifyRegions() {
+  // Vertex ids: devices and switches in order of appearance.
+  llvm::DenseMap<StringAttr, int64_t> vertexOf;
+  SmallVector<DeviceOp> devices;
+  for (Operation &op : getGraph().front()) {
+    if (auto device = dyn_cast<DeviceOp>(op)) {
+      vertexOf[device.getSymNameAttr()] = vertexOf.size();
+      devices.push_back(device);
+    } else if (auto sw = dyn_cast<SwitchOp>(op)) {
+      vertexOf[sw.getSymNameAttr()] = vertexOf.size();
+    } else if (!isa<LinkOp>(op)) {
+      return op.emitOpError() << "cannot be in a topo.machine, which holds "
+                                 "only topo.device, topo.switch and "
+                                 "topo.link ops";
+    }
+  }
+  if (devices.empty())
+    return emitOpError() << "has no devices";
+
+  llvm::EquivalenceClasses<int64_t> components;
+  for (auto [name, vertex] : vertexOf)
+    components.insert(vertex);
+  for (LinkOp link : getGraph().getOps<LinkOp>()) {
+    int64_t ends[2];
+    std::array<FlatSymbolRefAttr, 2> refs = {link.getSrcAttr(),
+                                             link.getDstAttr()};
+    for (auto [i, ref] : llvm::enumerate(refs)) {
+      auto it = vertexOf.find(ref.getAttr());
+      if (it == vertexOf.end())
+        return link.emitOpError()
+               << (i == 0 ? "source " : "destination ") << ref
+               << " is not a device or switch of machine @" << getSymName();
+      ends[i] = it->second;
+    }
+    if (ends[0] == ends[1])
+      return link.emitOpError() << "connects " << link.getSrcAttr()
+                                << " to itself";
+    components.unionSets(ends[0], ends[1]);
+  }
+  // A device no transfer can reach makes every strategy that uses it
+  // impossible to cost, so reject it here.
+  int64_t first = vertexOf[devices.front().getSymNameAttr()];
+  for (DeviceOp device : devices)
+    if (!components.isEquivalent(first, vertexOf[device.getSymNameAttr()]))
+      return device.emitOpError()
+             << "cannot reach device @" << devices.front().getSymName()
+             << ": the link graph of machine @" << getSymName()
+             << " is disconnected";
+  return success();
+}
+
+LogicalResult DeviceOp::verify() {
+  if (getNodeAttr().getInt() < 0)
+    return emitOpError() << "node must be >= 0, got "
+                         << getNodeAttr().getInt();
+  return success();
+}
+
+LogicalResult SwitchOp::verify() {
+  if (getKind().empty())
+    return emitOpError() << "kind must not be empty";
+  if (IntegerAttr node = getNodeAttr(); node && node.getInt() < 0)
+    return emitOpError() << "node must be >= 0 (leave it out for a switch "
+                            "between nodes), got "
+                         << node.getInt();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The module's machine
+//===----------------------------------------------------------------------===//
+
+LogicalResult ppc::topo::verifyMachineAttribute(Operation *op,
+                                                Attribute value) {
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kMachineAttrName
+                           << "' belongs on a builtin.module, not on '"
+                           << op->getName() << "'";
+  if (isa<ClusterAttr>(value))
+    return success();
+  auto ref = dyn_cast<FlatSymbolRefAttr>(value);
+  if (!ref)
+    return op->emitError() << "'" << kMachineAttrName
+                           << "' must be a #topo.cluster attribute or a "
+                              "symbol reference to a topo.machine op, got "
+                           << value;
+  Operation *target = SymbolTable::lookupSymbolIn(op, ref.getAttr());
+  if (!target)
+    return op->emitError() << "'" << kMachineAttrName << "' refers to " << ref
+                           << ", which this module does not define";
+  if (!isa<MachineOp>(target))
+    return op->emitError() << "'" << kMachineAttrName << "' refers to " << ref
+                           << ", which is a '" << target->getName()
+                           << "', not a topo.machine";
+  return success();
+}
 
 std::optional<int64_t> ppc::topo::lookupMachineDeviceCount(Operation *op) {
-  (void)op;
+  for (Operation *holder = op; holder; holder = holder->getParentOp()) {
+    Attribute value = holder->getAttr(kMachineAttrName);
+    if (!value)
+      continue;
+    if (auto cluster = dyn_cast<ClusterAttr>(value))
+      return cluster.getNumDevices();
+    if (auto ref = dyn_cast<FlatSymbolRefAttr>(value);
+        ref && holder->hasTrait<OpTrait::SymbolTable>())
+      if (auto machine = dyn_cast_or_null<MachineOp>(
+              SymbolTable::lookupSymbolIn(holder, ref.getAttr())))
+        return machine.getNumDevices();
+    // A malformed machine is reported by its own verifier.
+    return std::nullopt;
+  }
   return std::nullopt;
 }

@@ -78,7 +78,7 @@ void summarize(func::FuncOp func, raw_ostream &os) {
                       fwdFlops / 1e9, bwdFlops / 1e9);
 }
 
-struct OpSummaryPass : public impl::OpSummaryBase<OpSummaryPass> {
+struct OpSummaryPass : public ppc::impl::OpSummaryBase<OpSummaryPass> {
   using Base::Base;
   void runOnOperation() override {
     std::string error;

@@ -27,10 +27,9 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
   let parameters = (ins ArrayRefParameter<"int64_t">:$degrees,
                         DefaultValuedParameter<"int64_t", "0">:$start,
                         OptionalArrayRefParameter<"int64_t">:$strides);
-  let assemblyFormat = [{
-    `<` `degrees` `=` `[` $degrees `]` (`,` `start` `=` $start^)?
-        (`,` `strides` `=` `[` $strides^ `]`)? `>`
-  }];
+  // Hand-written (GraphOps.cpp): a declarative format cannot parse two
+  // optional groups that both begin with `,` (it commits to the first).
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Number of partitions (product of the degrees).

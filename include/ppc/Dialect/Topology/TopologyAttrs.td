@@ -1,0 +1,88 @@
+//===- TopologyAttrs.td - topo dialect attributes ----------*- tablegen -*-===//
+
+#ifndef PPC_DIALECT_TOPOLOGY_TOPOLOGYATTRS_TD
+#define PPC_DIALECT_TOPOLOGY_TOPOLOGYATTRS_TD
+
+include "ppc/Dialect/Topology/TopologyBase.td"
+
+def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
+  let summary = "One kind of device: peak FLOP/s per dtype, memory, launch cost";
+  let description = [{
+    A device model (a GPU, a CPU process): its name, its peak FLOP/s per
+    element type (`f64`, `f32`, `tf32`, `bf16`, `f16`, `f8`, `i8`; `f32` is
+    required, a type left out runs at the rate of the next wider one), memory
+    bandwidth in bytes/s, memory capacity in bytes and the fixed cost of
+    launching one kernel in seconds (optional, 0 by default).
+
+    ```mlir
+    #h100 = #topo.device<"H100-SXM5-80GB",
+        peak_flops = {f32 = 6.7e13, bf16 = 9.895e14, f16 = 9.895e14},
+        memory_bandwidth = 3.35e12, memory_bytes = 85899345920,
+        launch_overhead = 5.0e-06>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"model name">:$name,
+                        "::mlir::DictionaryAttr":$peakFlops,
+                        APFloatParameter<"bytes/s">:$memoryBandwidth,
+                        "int64_t":$memoryBytes,
+                        APFloatParameter<"seconds">:$launchOverhead);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Topo_LinkAttr : Topo_Attr<"Link", "link"> {
+  let summary = "A full-duplex link: kind, bandwidth per direction, latency";
+  let description = [{
+    Kind is one of `shared_memory`, `pcie`, `nvlink`, `infinity_fabric`,
+    `upi`, `infiniband`, `ethernet`, `other`; bandwidth is bytes/s in each
+    direction; latency is in seconds.
+
+    ```mlir
+    #nvlink = #topo.link<nvlink, bandwidth = 4.5e11, latency = 1.0e-06>
+    ```
+  }];
+  let parameters = (ins "::ppc::LinkKind":$kind,
+                        APFloatParameter<"bytes/s">:$bandwidth,
+                        APFloatParameter<"seconds">:$latency);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Topo_ClusterAttr : Topo_Attr<"Cluster", "cluster"> {
+  let summary = "The compact form: nodes x identical devices, two links";
+  let description = [{
+    `nodes` nodes of `devices_per_node` devices each; `intra` is what two
+    devices of one node see, `inter` what two devices of different nodes see
+    (point to point, per direction). `nics_per_node` (default 1) network
+    adapters per node are shared by the node's devices in contiguous blocks.
+    Device `d` is on node `d / devices_per_node`.
+
+    ```mlir
+    #topo.cluster<nodes = 2, devices_per_node = 8, nics_per_node = 8,
+                  device = #h100, intra = #nvlink, inter = #ndr>
+    ```
+  }];
+  let parameters = (ins "int64_t":$nodes, "int64_t":$devicesPerNode,
+                        "int64_t":$nicsPerNode,
+                        "::ppc::topo::DeviceAttr":$device,
+                        "::ppc::topo::LinkAttr":$intra,
+                        "::ppc::topo::LinkAttr":$inter);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumDevices() const { return getNodes() * getDevicesPerNode(); }
+  }];
+}
+
+// Op arguments holding these attributes print and parse them in full
+// (`#topo.link<...>`, or its alias), not in the stripped `<...>` form.
+class Topo_FullAttr<Topo_Attr attrDef, string desc>
+    : Attr<CPred<"::llvm::isa<" # attrDef.cppType # ">($_self)">, desc> {
+  let storageType = attrDef.cppType;
+  let returnType = attrDef.cppType;
+  let convertFromStorage = "$_self";
+}
+def Topo_DeviceSpecAttr : Topo_FullAttr<Topo_DeviceAttr, "#topo.device">;
+def Topo_LinkSpecAttr : Topo_FullAttr<Topo_LinkAttr, "#topo.link">;
+
+#endif // PPC_DIALECT_TOPOLOGY_TOPOLOGYATTRS_TD

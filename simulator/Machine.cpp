@@ -1,0 +1,389 @@
+//===- Machine.cpp - MLIR-free machine model ------------------------------===//
+
+#include "ppc/Simulator/Machine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace ppc {
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr const char *kDTypeNames[kNumDTypes] = {"f64",  "f32", "tf32", "bf16",
+                                                 "f16",  "f8",  "i8"};
+constexpr const char *kLinkKindNames[] = {
+    "shared_memory", "pcie",       "nvlink",   "infinity_fabric",
+    "upi",           "infiniband", "ethernet", "other"};
+} // namespace
+
+const char *stringifyDType(DType type) {
+  return kDTypeNames[static_cast<int>(type)];
+}
+
+std::optional<DType> symbolizeDType(std::string_view name) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (name == kDTypeNames[i])
+      return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+const char *stringifyLinkKind(LinkKind kind) {
+  return kLinkKindNames[static_cast<int>(kind)];
+}
+
+std::optional<LinkKind> symbolizeLinkKind(std::string_view name) {
+  for (int i = 0, e = std::size(kLinkKindNames); i < e; ++i)
+    if (name == kLinkKindNames[i])
+      return static_cast<LinkKind>(i);
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceSpec
+//===----------------------------------------------------------------------===//
+
+double DeviceSpec::getPeakFlops(DType type) const {
+  // Without a unit of its own a narrow type runs on the next wider one.
+  for (std::optional<DType> t = type; t;) {
+    if (hasPeakFlops(*t))
+      return peakFlops[static_cast<int>(*t)];
+    switch (*t) {
+    case DType::F8:
+    case DType::I8:
+      t = DType::F16;
+      break;
+    case DType::F32:
+      t = std::nullopt;
+      break;
+    default:
+      t = DType::F32;
+      break;
+    }
+  }
+  return 0;
+}
+
+bool DeviceSpec::operator==(const DeviceSpec &other) const {
+  return name == other.name && peakFlops == other.peakFlops &&
+         memoryBandwidth == other.memoryBandwidth &&
+         memoryBytes == other.memoryBytes &&
+         launchOverhead == other.launchOverhead;
+}
+
+//===----------------------------------------------------------------------===//
+// Hierarchical expansion
+//===----------------------------------------------------------------------===//
+
+static std::string switchKindFor(LinkKind kind) {
+  switch (kind) {
+  case LinkKind::NVLink:
+    return "nvswitch";
+  case LinkKind::PCIe:
+    return "pcie-switch";
+  case LinkKind::SharedMemory:
+    return "memory";
+  case LinkKind::InfiniBand:
+    return "ib-switch";
+  case LinkKind::Ethernet:
+    return "ethernet-switch";
+  default:
+    return "switch";
+  }
+}
+
+Machine Machine::fromCluster(const ClusterSpec &spec, std::string name) {
+  Machine m;
+  m.name = std::move(name);
+  m.cluster = spec;
+  m.specs.push_back(spec.device);
+  int64_t numDevices = spec.numDevices();
+  for (int64_t n = 0; n < spec.nodes; ++n)
+    for (int64_t d = 0; d < spec.devicesPerNode; ++d)
+      m.devices.push_back({"n" + std::to_string(n) + ".d" + std::to_string(d),
+                           n, 0});
+  auto addSwitch = [&](std::string switchName, std::string kind,
+                       int64_t node) {
+    m.switches.push_back({std::move(switchName), std::move(kind), node});
+    return numDevices + m.numSwitches() - 1;
+  };
+  // Each leg to a switch carries half the latency, so that the two-leg path
+  // between two devices adds up to exactly the spec.
+  LinkSpec intraLeg = spec.intra;
+  intraLeg.latency /= 2;
+  LinkSpec interLeg = spec.inter;
+  interLeg.latency /= 2;
+  LinkSpec nicToFabric = spec.inter;
+  nicToFabric.latency = 0;
+
+  bool multiNode = spec.nodes > 1;
+  std::vector<int64_t> nicsOfNode;
+  for (int64_t n = 0; n < spec.nodes; ++n) {
+    std::string prefix = "n" + std::to_string(n) + ".";
+    if (spec.devicesPerNode > 1) {
+      int64_t sw =
+          addSwitch(prefix + "switch", switchKindFor(spec.intra.kind), n);
+      for (int64_t d = 0; d < spec.devicesPerNode; ++d)
+        m.links.push_back({n * spec.devicesPerNode + d, sw, intraLeg});
+    }
+    if (!multiNode)
+      continue;
+    int64_t firstNic = numDevices + m.numSwitches();
+    for (int64_t k = 0; k < spec.nicsPerNode; ++k) {
+      nicsOfNode.push_back(
+          addSwitch(prefix + "nic" + std::to_string(k), "nic", n));
+    }
+    // Devices share NICs in contiguous blocks (GPU i next to NIC i*k/d).
+    for (int64_t d = 0; d < spec.devicesPerNode; ++d)
+      m.links.push_back({n * spec.devicesPerNode + d,
+                         firstNic + d * spec.nicsPerNode / spec.devicesPerNode,
+                         interLeg});
+  }
+  if (multiNode) {
+    int64_t fabric = addSwitch("fabric", switchKindFor(spec.inter.kind), -1);
+    for (int64_t nic : nicsOfNode)
+      m.links.push_back({nic, fabric, nicToFabric});
+  }
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Queries
+//===----------------------------------------------------------------------===//
+
+int64_t Machine::numNodes() const {
+  int64_t maxNode = -1;
+  for (const Device &d : devices)
+    maxNode = std::max(maxNode, d.node);
+  return maxNode + 1;
+}
+
+const std::string &Machine::getVertexName(int64_t vertex) const {
+  if (vertex < numDevices())
+    return devices[vertex].name;
+  return switches[vertex - numDevices()].name;
+}
+
+int64_t Machine::findVertex(std::string_view vertexName) const {
+  for (int64_t v = 0, e = numVertices(); v < e; ++v)
+    if (getVertexName(v) == vertexName)
+      return v;
+  return -1;
+}
+
+LinkSpec Machine::effectiveLink(int64_t src, int64_t dst, double bytes) const {
+  if (src == dst)
+    return {LinkKind::Other, getSpec(src).memoryBandwidth, 0};
+  if (cluster)
+    return src / cluster->devicesPerNode == dst / cluster->devicesPerNode
+               ? cluster->intra
+               : cluster->inter;
+  if (std::optional<Route> r = route(src, dst, bytes))
+    return r->effective;
+  return {LinkKind::Other, 0, std::numeric_limits<double>::infinity()};
+}
+
+std::optional<Route> Machine::route(int64_t src, int64_t dst,
+                                    double bytes) const {
+  if (src == dst) {
+    Route r;
+    r.effective = effectiveLink(src, dst);
+    return r;
+  }
+  int64_t numV = numVertices();
+  std::vector<std::vector<int64_t>> adjacent(numV);
+  std::set<double> bandwidths;
+  for (int64_t l = 0, e = links.size(); l < e; ++l) {
+    adjacent[links[l].src].push_back(l);
+    adjacent[links[l].dst].push_back(l);
+    bandwidths.insert(links[l].spec.bandwidth);
+  }
+
+  // The time of a path is not a sum over its links (the bandwidth term is
+  // its minimum), so run one latency-shortest-path search per bottleneck
+  // candidate: with links below bandwidth b removed, the best path costs at
+  // most latency + bytes / b. The minimum over all b is exact.
+  std::optional<Route> best;
+  double bestTime = std::numeric_limits<double>::infinity();
+  using Entry = std::pair<std::pair<double, int64_t>, int64_t>;
+  for (double threshold : bandwidths) {
+    // (latency, hops) per vertex; fewer hops breaks ties between equal
+    // latencies so that routes stay short and deterministic.
+    std::vector<std::pair<double, int64_t>> dist(
+        numV, {std::numeric_limits<double>::infinity(), 0});
+    std::vector<int64_t> via(numV, -1);
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+    dist[src] = {0, 0};
+    queue.push({dist[src], src});
+    while (!queue.empty()) {
+      auto [d, v] = queue.top();
+      queue.pop();
+      if (d != dist[v])
+        continue;
+      if (v == dst)
+        break;
+      for (int64_t l : adjacent[v]) {
+        const Link &link = links[l];
+        if (link.spec.bandwidth < threshold)
+          continue;
+        int64_t w = link.src == v ? link.dst : link.src;
+        std::pair<double, int64_t> nd = {d.first + link.spec.latency,
+                                         d.second + 1};
+        if (nd < dist[w]) {
+          dist[w] = nd;
+          via[w] = l;
+          queue.push({nd, w});
+        }
+      }
+    }
+    if (via[dst] < 0)
+      continue;
+    Route r;
+    r.effective.bandwidth = std::numeric_limits<double>::infinity();
+    for (int64_t v = dst; v != src;) {
+      const Link &link = links[via[v]];
+      r.links.push_back(via[v]);
+      r.effective.latency += link.spec.latency;
+      if (link.spec.bandwidth < r.effective.bandwidth) {
+        r.effective.bandwidth = link.spec.bandwidth;
+        r.effective.kind = link.spec.kind;
+      }
+      v = link.src == v ? link.dst : link.src;
+    }
+    std::reverse(r.links.begin(), r.links.end());
+    double time = r.effective.transferTime(bytes);
+    if (time < bestTime) {
+      bestTime = time;
+      best = std::move(r);
+    }
+  }
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+static bool isPositive(double x) { return std::isfinite(x) && x > 0; }
+static bool isNonNegative(double x) { return std::isfinite(x) && x >= 0; }
+
+/// Why `spec` is impossible, or "".
+static std::string validateDeviceSpec(const DeviceSpec &spec) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (!isNonNegative(spec.peakFlops[i]))
+      return std::string("peak ") + kDTypeNames[i] + " FLOP/s must be > 0";
+  if (!spec.hasPeakFlops(DType::F32))
+    return "peak f32 FLOP/s must be > 0";
+  if (!isPositive(spec.memoryBandwidth))
+    return "memory bandwidth must be > 0";
+  if (spec.memoryBytes <= 0)
+    return "memory capacity must be > 0";
+  if (!isNonNegative(spec.launchOverhead))
+    return "launch overhead must be >= 0";
+  return "";
+}
+
+static std::string validateLinkSpec(const LinkSpec &spec) {
+  if (!isPositive(spec.bandwidth))
+    return "bandwidth must be > 0";
+  if (!isNonNegative(spec.latency))
+    return "latency must be >= 0";
+  return "";
+}
+
+std::string Machine::validate() const {
+  if (cluster) {
+    const ClusterSpec &c = *cluster;
+    if (c.nodes < 1)
+      return "cluster: nodes must be >= 1";
+    if (c.devicesPerNode < 1)
+      return "cluster: devices per node must be >= 1";
+    if (c.nicsPerNode < 1 || c.nicsPerNode > c.devicesPerNode)
+      return "cluster: NICs per node must be between 1 and the devices per "
+             "node (" +
+             std::to_string(c.devicesPerNode) + ")";
+    if (std::string e = validateDeviceSpec(c.device); !e.empty())
+      return "cluster: device '" + c.device.name + "': " + e;
+    if (std::string e = validateLinkSpec(c.intra); !e.empty())
+      return "cluster: intra-node link: " + e;
+    if (std::string e = validateLinkSpec(c.inter); !e.empty())
+      return "cluster: inter-node link: " + e;
+  }
+  if (devices.empty())
+    return "the machine has no devices";
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (std::string e = validateDeviceSpec(specs[i]); !e.empty())
+      return "device spec " + std::to_string(i) + " '" + specs[i].name +
+             "': " + e;
+
+  std::unordered_map<std::string_view, int64_t> names;
+  for (int64_t v = 0, e = numVertices(); v < e; ++v) {
+    const std::string &vertexName = getVertexName(v);
+    std::string what = v < numDevices()
+                           ? "device " + std::to_string(v)
+                           : "switch " + std::to_string(v - numDevices());
+    if (vertexName.empty())
+      return what + " has no name";
+    if (!names.emplace(vertexName, v).second)
+      return what + ": name '" + vertexName + "' is used twice";
+  }
+  for (int64_t i = 0, e = numDevices(); i < e; ++i) {
+    const Device &d = devices[i];
+    if (d.node < 0)
+      return "device '" + d.name + "': node must be >= 0";
+    if (d.spec < 0 || d.spec >= static_cast<int64_t>(specs.size()))
+      return "device '" + d.name + "': spec " + std::to_string(d.spec) +
+             " out of range (" + std::to_string(specs.size()) + " specs)";
+  }
+  for (const Switch &s : switches)
+    if (s.node < -1)
+      return "switch '" + s.name + "': node must be >= 0, or -1 for none";
+
+  std::vector<std::vector<int64_t>> adjacent(numVertices());
+  for (size_t l = 0; l < links.size(); ++l) {
+    const Link &link = links[l];
+    std::string what = "link " + std::to_string(l);
+    for (int64_t end : {link.src, link.dst})
+      if (end < 0 || end >= numVertices())
+        return what + ": endpoint " + std::to_string(end) +
+               " out of range (" + std::to_string(numVertices()) +
+               " devices and switches)";
+    if (link.src == link.dst)
+      return what + ": connects '" + getVertexName(link.src) + "' to itself";
+    if (std::string e = validateLinkSpec(link.spec); !e.empty())
+      return what + " ('" + getVertexName(link.src) + "' -> '" +
+             getVertexName(link.dst) + "'): " + e;
+    adjacent[link.src].push_back(link.dst);
+    adjacent[link.dst].push_back(link.src);
+  }
+
+  // Every device must reach every other one, or some transfers are
+  // impossible.
+  std::vector<bool> seen(numVertices(), false);
+  std::vector<int64_t> stack = {0};
+  seen[0] = true;
+  while (!stack.empty()) {
+    int64_t v = stack.back();
+    stack.pop_back();
+    for (int64_t w : adjacent[v])
+      if (!seen[w]) {
+        seen[w] = true;
+        stack.push_back(w);
+      }
+  }
+  for (int64_t d = 1, e = numDevices(); d < e; ++d)
+    if (!seen[d])
+      return "device '" + devices[d].name + "' cannot reach device '" +
+             devices[0].name + "': the link graph is disconnected";
+  return "";
+}
+
+} // namespace ppc

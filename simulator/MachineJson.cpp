@@ -1,0 +1,521 @@
+//===- MachineJson.cpp - machine descriptions as JSON ---------------------===//
+//
+// The format is documented in docs/machine-format.md. Reading is strict
+// (unknown keys are errors: a misspelt "bandwith" must not silently become a
+// default) and every error names the JSON path of the offending value.
+// Quantities may be plain numbers in base units or strings with a unit
+// ("300 GB/s", "100 Gb/s", "80 GiB", "1.5 us", "989 TFLOP/s").
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/Machine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+using json = nlohmann::json;
+// Written files keep their keys in a readable order.
+using ojson = nlohmann::ordered_json;
+
+namespace ppc {
+namespace {
+
+/// Thrown inside this file only, with the path and the problem.
+struct JsonError {
+  std::string path;
+  std::string message;
+};
+
+enum class Dim { Bandwidth, Bytes, Time, Flops };
+
+struct Unit {
+  const char *name;
+  double scale;
+};
+
+const std::vector<Unit> &unitsOf(Dim dim) {
+  static const std::vector<Unit> bandwidth = {
+      {"B/s", 1},        {"KB/s", 1e3},      {"MB/s", 1e6},
+      {"GB/s", 1e9},     {"TB/s", 1e12},     {"KiB/s", 1024.0},
+      {"MiB/s", 1 << 20}, {"GiB/s", 1 << 30}, {"Kb/s", 1e3 / 8},
+      {"Mb/s", 1e6 / 8}, {"Gb/s", 1e9 / 8},  {"Tb/s", 1e12 / 8}};
+  static const std::vector<Unit> bytes = {
+      {"B", 1},           {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9},        {"TB", 1e12},       {"KiB", 1024.0},
+      {"MiB", 1 << 20},   {"GiB", 1 << 30},   {"TiB", 1099511627776.0}};
+  // Negative scales divide: 5 / 1e6 is exactly the double 5e-6, whereas
+  // 5 * 1e-6 is not.
+  static const std::vector<Unit> time = {
+      {"s", 1}, {"ms", -1e3}, {"us", -1e6}, {"ns", -1e9}};
+  static const std::vector<Unit> flops = {
+      {"FLOP/s", 1},      {"GFLOP/s", 1e9},  {"TFLOP/s", 1e12},
+      {"PFLOP/s", 1e15},  {"FLOPS", 1},      {"GFLOPS", 1e9},
+      {"TFLOPS", 1e12},   {"PFLOPS", 1e15}};
+  switch (dim) {
+  case Dim::Bandwidth:
+    return bandwidth;
+  case Dim::Bytes:
+    return bytes;
+  case Dim::Time:
+    return time;
+  case Dim::Flops:
+    return flops;
+  }
+  return bytes;
+}
+
+const char *dimName(Dim dim) {
+  switch (dim) {
+  case Dim::Bandwidth:
+    return "a bandwidth";
+  case Dim::Bytes:
+    return "a size";
+  case Dim::Time:
+    return "a time";
+  case Dim::Flops:
+    return "a FLOP rate";
+  }
+  return "";
+}
+
+std::string join(const std::vector<std::string> &items) {
+  std::string out;
+  for (const std::string &s : items)
+    out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+/// A JSON object being read: checks types, tracks the path, and rejects keys
+/// nobody asked for.
+class ObjectReader {
+public:
+  ObjectReader(const json &value, std::string path)
+      : value(value), path(std::move(path)) {
+    if (!value.is_object())
+      throw JsonError{this->path.empty() ? "(top level)" : this->path,
+                      "must be an object"};
+  }
+
+  std::string at(const std::string &key) const {
+    return path.empty() ? key : path + "." + key;
+  }
+  bool has(const std::string &key) const { return value.contains(key); }
+
+  const json &get(const std::string &key) {
+    seen.insert(key);
+    auto it = value.find(key);
+    if (it == value.end())
+      throw JsonError{at(key), "missing"};
+    return *it;
+  }
+
+  std::string getString(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_string())
+      throw JsonError{at(key), "must be a string"};
+    return v.get<std::string>();
+  }
+  std::string getString(const std::string &key, std::string dflt) {
+    return has(key) ? getString(key) : dflt;
+  }
+
+  int64_t getInt(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_number_integer())
+      throw JsonError{at(key), "must be an integer"};
+    return v.get<int64_t>();
+  }
+  int64_t getInt(const std::string &key, int64_t dflt) {
+    return has(key) ? getInt(key) : dflt;
+  }
+
+  /// A number in base units, or a string "<number> <unit>".
+  double getQuantity(const std::string &key, Dim dim) {
+    return readQuantity(get(key), at(key), dim);
+  }
+
+  static double readQuantity(const json &v, const std::string &where,
+                             Dim dim) {
+    if (v.is_number())
+      return v.get<double>();
+    if (!v.is_string())
+      throw JsonError{where, std::string("must be a number or a string with "
+                                         "a unit, e.g. ") +
+                                 example(dim)};
+    std::string text = v.get<std::string>();
+    const char *begin = text.c_str();
+    char *end = nullptr;
+    double number = std::strtod(begin, &end);
+    if (end == begin)
+      throw JsonError{where, "'" + text + "' does not start with a number"};
+    std::string unit(end);
+    unit.erase(0, unit.find_first_not_of(' '));
+    std::vector<std::string> known;
+    for (const Unit &u : unitsOf(dim)) {
+      if (unit == u.name)
+        return u.scale < 0 ? number / -u.scale : number * u.scale;
+      known.push_back(u.name);
+    }
+    throw JsonError{where, "unknown unit '" + unit + "' for " + dimName(dim) +
+                               " (use " + join(known) + ")"};
+  }
+
+  static const char *example(Dim dim) {
+    switch (dim) {
+    case Dim::Bandwidth:
+      return "\"300 GB/s\"";
+    case Dim::Bytes:
+      return "\"80 GiB\"";
+    case Dim::Time:
+      return "\"1.5 us\"";
+    case Dim::Flops:
+      return "\"989 TFLOP/s\"";
+    }
+    return "";
+  }
+
+  /// Call once every key has been read: anything left is a typo.
+  void finish() const {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (!seen.count(it.key()))
+        throw JsonError{at(it.key()), "unknown key"};
+  }
+
+private:
+  const json &value;
+  std::string path;
+  std::set<std::string> seen;
+};
+
+void requirePositive(double x, const std::string &where) {
+  if (!(std::isfinite(x) && x > 0))
+    throw JsonError{where, "must be > 0"};
+}
+void requireNonNegative(double x, const std::string &where) {
+  if (!(std::isfinite(x) && x >= 0))
+    throw JsonError{where, "must be >= 0"};
+}
+
+DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
+  ObjectReader r(value, path);
+  DeviceSpec spec;
+  spec.name = r.getString("name");
+  if (spec.name.empty())
+    throw JsonError{r.at("name"), "must not be empty"};
+  ObjectReader flops(r.get("peak_flops"), r.at("peak_flops"));
+  for (auto it = value["peak_flops"].begin(); it != value["peak_flops"].end();
+       ++it) {
+    std::string where = flops.at(it.key());
+    std::optional<DType> type = symbolizeDType(it.key());
+    if (!type) {
+      std::vector<std::string> names;
+      for (int i = 0; i < kNumDTypes; ++i)
+        names.push_back(stringifyDType(static_cast<DType>(i)));
+      throw JsonError{where, "unknown element type (use " + join(names) + ")"};
+    }
+    double f = flops.getQuantity(it.key(), Dim::Flops);
+    requirePositive(f, where);
+    spec.setPeakFlops(*type, f);
+  }
+  if (!spec.hasPeakFlops(DType::F32))
+    throw JsonError{flops.at("f32"), "missing (every device needs an f32 rate)"};
+  spec.memoryBandwidth = r.getQuantity("memory_bandwidth", Dim::Bandwidth);
+  requirePositive(spec.memoryBandwidth, r.at("memory_bandwidth"));
+  const json &memory = r.get("memory_bytes");
+  double bytes = memory.is_number_integer()
+                     ? static_cast<double>(memory.get<int64_t>())
+                     : ObjectReader::readQuantity(memory, r.at("memory_bytes"),
+                                                  Dim::Bytes);
+  requirePositive(bytes, r.at("memory_bytes"));
+  spec.memoryBytes = static_cast<int64_t>(bytes);
+  spec.launchOverhead =
+      r.has("launch_overhead") ? r.getQuantity("launch_overhead", Dim::Time)
+                               : 0;
+  requireNonNegative(spec.launchOverhead, r.at("launch_overhead"));
+  r.finish();
+  return spec;
+}
+
+LinkKind readLinkKind(ObjectReader &r) {
+  std::string kind = r.getString("kind");
+  if (std::optional<LinkKind> k = symbolizeLinkKind(kind))
+    return *k;
+  std::vector<std::string> names;
+  for (int i = 0; i <= static_cast<int>(LinkKind::Other); ++i)
+    names.push_back(stringifyLinkKind(static_cast<LinkKind>(i)));
+  throw JsonError{r.at("kind"),
+                  "unknown link kind '" + kind + "' (use " + join(names) + ")"};
+}
+
+/// Reads kind, bandwidth and latency of `r` (which may hold other keys).
+LinkSpec readLinkFields(ObjectReader &r) {
+  LinkSpec spec;
+  spec.kind = readLinkKind(r);
+  spec.bandwidth = r.getQuantity("bandwidth", Dim::Bandwidth);
+  requirePositive(spec.bandwidth, r.at("bandwidth"));
+  spec.latency = r.has("latency") ? r.getQuantity("latency", Dim::Time) : 0;
+  requireNonNegative(spec.latency, r.at("latency"));
+  return spec;
+}
+
+LinkSpec readLinkSpec(const json &value, const std::string &path) {
+  ObjectReader r(value, path);
+  LinkSpec spec = readLinkFields(r);
+  r.finish();
+  return spec;
+}
+
+const json &readArray(ObjectReader &r, const std::string &key) {
+  const json &v = r.get(key);
+  if (!v.is_array())
+    throw JsonError{r.at(key), "must be an array"};
+  return v;
+}
+
+std::string indexed(const std::string &key, size_t i) {
+  return key + "[" + std::to_string(i) + "]";
+}
+
+Machine readMachine(const json &value) {
+  ObjectReader top(value, "");
+  std::string name = top.getString("name", "");
+  bool hasCluster = top.has("cluster");
+  bool hasGraph = top.has("devices");
+  if (hasCluster && hasGraph)
+    throw JsonError{"cluster", "a machine has either 'cluster' or 'devices', "
+                               "not both"};
+  if (!hasCluster && !hasGraph)
+    throw JsonError{"(top level)", "needs 'cluster' (nodes x devices) or "
+                                   "'devices' and 'links' (explicit graph)"};
+  if (hasCluster) {
+    ObjectReader c(top.get("cluster"), "cluster");
+    ClusterSpec spec;
+    spec.nodes = c.getInt("nodes");
+    if (spec.nodes < 1)
+      throw JsonError{c.at("nodes"), "must be >= 1"};
+    spec.devicesPerNode = c.getInt("devices_per_node");
+    if (spec.devicesPerNode < 1)
+      throw JsonError{c.at("devices_per_node"), "must be >= 1"};
+    spec.nicsPerNode = c.getInt("nics_per_node", 1);
+    if (spec.nicsPerNode < 1 || spec.nicsPerNode > spec.devicesPerNode)
+      throw JsonError{c.at("nics_per_node"),
+                      "must be between 1 and devices_per_node (" +
+                          std::to_string(spec.devicesPerNode) + ")"};
+    spec.device = readDeviceSpec(c.get("device"), c.at("device"));
+    spec.intra = readLinkSpec(c.get("intra"), c.at("intra"));
+    spec.inter = readLinkSpec(c.get("inter"), c.at("inter"));
+    c.finish();
+    top.finish();
+    return Machine::fromCluster(spec, name);
+  }
+
+  Machine m;
+  m.name = name;
+  const json &specs = readArray(top, "device_specs");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    m.specs.push_back(readDeviceSpec(specs[i], indexed("device_specs", i)));
+    for (size_t j = 0; j < i; ++j)
+      if (m.specs[j].name == m.specs[i].name)
+        throw JsonError{indexed("device_specs", i) + ".name",
+                        "'" + m.specs[i].name + "' is defined twice"};
+  }
+  if (m.specs.empty())
+    throw JsonError{"device_specs", "must not be empty"};
+
+  std::map<std::string, int64_t> vertexOf;
+  auto addName = [&](const std::string &n, const std::string &where) {
+    if (n.empty())
+      throw JsonError{where, "must not be empty"};
+    if (!vertexOf.emplace(n, static_cast<int64_t>(vertexOf.size())).second)
+      throw JsonError{where, "'" + n + "' is used twice"};
+  };
+  const json &devices = readArray(top, "devices");
+  if (devices.empty())
+    throw JsonError{"devices", "must not be empty"};
+  for (size_t i = 0; i < devices.size(); ++i) {
+    ObjectReader d(devices[i], indexed("devices", i));
+    Device device;
+    device.name = d.getString("name");
+    addName(device.name, d.at("name"));
+    device.node = d.getInt("node", 0);
+    if (device.node < 0)
+      throw JsonError{d.at("node"), "must be >= 0"};
+    if (d.has("spec")) {
+      std::string specName = d.getString("spec");
+      device.spec = -1;
+      for (size_t s = 0; s < m.specs.size(); ++s)
+        if (m.specs[s].name == specName)
+          device.spec = s;
+      if (device.spec < 0)
+        throw JsonError{d.at("spec"),
+                        "no device spec named '" + specName + "'"};
+    } else if (m.specs.size() > 1) {
+      throw JsonError{d.at("spec"),
+                      "missing (needed when there are several device specs)"};
+    }
+    d.finish();
+    m.devices.push_back(device);
+  }
+  if (top.has("switches")) {
+    const json &switches = readArray(top, "switches");
+    for (size_t i = 0; i < switches.size(); ++i) {
+      ObjectReader s(switches[i], indexed("switches", i));
+      Switch sw;
+      sw.name = s.getString("name");
+      addName(sw.name, s.at("name"));
+      sw.kind = s.getString("kind", "switch");
+      sw.node = s.getInt("node", -1);
+      if (sw.node < -1)
+        throw JsonError{s.at("node"), "must be >= 0, or -1 for none"};
+      s.finish();
+      m.switches.push_back(sw);
+    }
+  }
+  const json &links = top.has("links") ? readArray(top, "links") : json::array();
+  for (size_t i = 0; i < links.size(); ++i) {
+    ObjectReader l(links[i], indexed("links", i));
+    Link link;
+    for (auto [key, end] : {std::pair{"src", &link.src},
+                             std::pair{"dst", &link.dst}}) {
+      std::string endName = l.getString(key);
+      auto it = vertexOf.find(endName);
+      if (it == vertexOf.end())
+        throw JsonError{l.at(key),
+                        "no device or switch named '" + endName + "'"};
+      *end = it->second;
+    }
+    if (link.src == link.dst)
+      throw JsonError{indexed("links", i),
+                      "connects '" + l.getString("src") + "' to itself"};
+    link.spec = readLinkFields(l);
+    l.finish();
+    m.links.push_back(link);
+  }
+  top.finish();
+  return m;
+}
+
+ojson writeDeviceSpec(const DeviceSpec &spec) {
+  ojson flops = ojson::object();
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (spec.peakFlops[i] > 0)
+      flops[stringifyDType(static_cast<DType>(i))] = spec.peakFlops[i];
+  return {{"name", spec.name},
+          {"peak_flops", flops},
+          {"memory_bandwidth", spec.memoryBandwidth},
+          {"memory_bytes", spec.memoryBytes},
+          {"launch_overhead", spec.launchOverhead}};
+}
+
+ojson writeLinkSpec(const LinkSpec &spec) {
+  return {{"kind", stringifyLinkKind(spec.kind)},
+          {"bandwidth", spec.bandwidth},
+          {"latency", spec.latency}};
+}
+
+} // namespace
+
+std::optional<Machine> parseMachineJson(std::string_view text,
+                                        std::string_view fileName,
+                                        std::string &error) {
+  std::string file(fileName.empty() ? "<machine>" : fileName);
+  json value;
+  try {
+    value = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error &e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line...".
+    std::string what = e.what();
+    size_t start = what.find("] ");
+    error = file + ": invalid JSON: " +
+            (start == std::string::npos ? what : what.substr(start + 2));
+    return std::nullopt;
+  }
+  try {
+    Machine m = readMachine(value);
+    if (std::string problem = m.validate(); !problem.empty()) {
+      error = file + ": " + problem;
+      return std::nullopt;
+    }
+    return m;
+  } catch (const JsonError &e) {
+    error = file + ": " + e.path + ": " + e.message;
+  } catch (const json::exception &e) {
+    error = file + ": " + e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<Machine> readMachineJsonFile(const std::string &path,
+                                           std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open the file";
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parseMachineJson(buffer.str(), path, error);
+}
+
+std::string writeMachineJson(const Machine &machine, bool explicitGraph) {
+  ojson out = ojson::object();
+  if (!machine.name.empty())
+    out["name"] = machine.name;
+  if (machine.cluster && !explicitGraph) {
+    const ClusterSpec &c = *machine.cluster;
+    out["cluster"] = {{"nodes", c.nodes},
+                      {"devices_per_node", c.devicesPerNode},
+                      {"nics_per_node", c.nicsPerNode},
+                      {"device", writeDeviceSpec(c.device)},
+                      {"intra", writeLinkSpec(c.intra)},
+                      {"inter", writeLinkSpec(c.inter)}};
+    return out.dump(2) + "\n";
+  }
+  ojson specs = ojson::array();
+  for (const DeviceSpec &s : machine.specs)
+    specs.push_back(writeDeviceSpec(s));
+  ojson devices = ojson::array();
+  for (const Device &d : machine.devices)
+    devices.push_back({{"name", d.name},
+                       {"node", d.node},
+                       {"spec", machine.specs[d.spec].name}});
+  ojson switches = ojson::array();
+  for (const Switch &s : machine.switches)
+    switches.push_back({{"name", s.name}, {"kind", s.kind}, {"node", s.node}});
+  ojson links = ojson::array();
+  for (const Link &l : machine.links) {
+    ojson link = writeLinkSpec(l.spec);
+    link["src"] = machine.getVertexName(l.src);
+    link["dst"] = machine.getVertexName(l.dst);
+    links.push_back(link);
+  }
+  out["device_specs"] = specs;
+  out["devices"] = devices;
+  if (!machine.switches.empty())
+    out["switches"] = switches;
+  out["links"] = links;
+  return out.dump(2) + "\n";
+}
+
+std::optional<Machine> loadMachine(const std::string &presetOrPath,
+                                   std::string &error) {
+  if (std::optional<Machine> preset = lookupPreset(presetOrPath))
+    return preset;
+  bool looksLikePath = presetOrPath.find('/') != std::string::npos ||
+                       presetOrPath.find('.') != std::string::npos;
+  if (!looksLikePath && !std::ifstream(presetOrPath)) {
+    error = "unknown machine '" + presetOrPath +
+            "': not a preset (" + listPresetNames() +
+            ") nor a JSON file";
+    return std::nullopt;
+  }
+  return readMachineJsonFile(presetOrPath, error);
+}
+
+} // namespace ppc

@@ -1,0 +1,219 @@
+//===- MachinePresets.cpp - built-in machine descriptions -----------------===//
+//
+// Figures are vendor datasheet peaks (dense, no sparsity); latencies are the
+// usual order of a small-message transfer, which no datasheet gives.
+// Capacities are the GiB that the devices report (an "80 GB" A100 shows
+// 81920 MiB).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/Machine.h"
+
+#include <charconv>
+#include <functional>
+
+namespace ppc {
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr int64_t kGiB = int64_t(1) << 30;
+
+/// Gb/s of a network datasheet to bytes/s.
+constexpr double gbit(double gbps) { return gbps * kGiga / 8; }
+
+// Written as literals, not n * 1e-6, so that they print back exactly.
+// cudaLaunchKernel to kernel start, a few microseconds on every generation.
+constexpr double kGpuLaunch = 5e-6;
+
+DeviceSpec makeDevice(std::string name,
+                      std::initializer_list<std::pair<DType, double>> flops,
+                      double memoryBandwidth, int64_t memoryBytes,
+                      double launchOverhead) {
+  DeviceSpec spec;
+  spec.name = std::move(name);
+  for (auto [type, f] : flops)
+    spec.setPeakFlops(type, f);
+  spec.memoryBandwidth = memoryBandwidth;
+  spec.memoryBytes = memoryBytes;
+  spec.launchOverhead = launchOverhead;
+  return spec;
+}
+
+/// Tesla P100 SXM2 datasheet: 5.3 TFLOP/s f64, 10.6 f32, 21.2 f16;
+/// 732 GB/s CoWoS HBM2, 16 GB.
+DeviceSpec p100() {
+  return makeDevice("P100-SXM2-16GB",
+                    {{DType::F64, 5.3 * kTera},
+                     {DType::F32, 10.6 * kTera},
+                     {DType::F16, 21.2 * kTera}},
+                    732 * kGiga, 16 * kGiB, kGpuLaunch);
+}
+
+/// Tesla K80 datasheet, per GK210 die (a board has two, and CUDA sees two
+/// devices): 8.73 TFLOP/s f32 and 2.91 f64 at boost clock per board, i.e.
+/// 4.37 and 1.46 per die; 480 GB/s and 24 GB GDDR5 per board, i.e. 240 GB/s
+/// and 12 GB per die. Kepler has no faster f16 path.
+DeviceSpec k80() {
+  return makeDevice("K80-GK210",
+                    {{DType::F64, 1.46 * kTera}, {DType::F32, 4.37 * kTera}},
+                    240 * kGiga, 12 * kGiB, kGpuLaunch);
+}
+
+/// A100 SXM4 80GB datasheet: 9.7 TFLOP/s f64, 19.5 f32, 156 tf32 tensor
+/// core, 312 bf16/f16 tensor core, 624 TOPS int8 (dense); HBM2e 2039 GB/s.
+DeviceSpec a100() {
+  return makeDevice("A100-SXM4-80GB",
+                    {{DType::F64, 9.7 * kTera},
+                     {DType::F32, 19.5 * kTera},
+                     {DType::TF32, 156 * kTera},
+                     {DType::BF16, 312 * kTera},
+                     {DType::F16, 312 * kTera},
+                     {DType::I8, 624 * kTera}},
+                    2039 * kGiga, 80 * kGiB, kGpuLaunch);
+}
+
+/// H100 SXM5 80GB datasheet: 34 TFLOP/s f64, 67 f32, 494.5 tf32, 989.5
+/// bf16/f16, 1979 fp8 and 1979 TOPS int8 tensor core (dense, half the
+/// "with sparsity" figures); HBM3 3.35 TB/s.
+DeviceSpec h100() {
+  return makeDevice("H100-SXM5-80GB",
+                    {{DType::F64, 34 * kTera},
+                     {DType::F32, 67 * kTera},
+                     {DType::TF32, 494.5 * kTera},
+                     {DType::BF16, 989.5 * kTera},
+                     {DType::F16, 989.5 * kTera},
+                     {DType::F8, 1979 * kTera},
+                     {DType::I8, 1979 * kTera}},
+                    3350 * kGiga, 80 * kGiB, kGpuLaunch);
+}
+
+// NVLink 1.0: 20 GB/s per direction per link (P100 has four links).
+const LinkSpec kNVLink1 = {LinkKind::NVLink, 20 * kGiga, 1e-6};
+// NVLink 3 through NVSwitch: 600 GB/s total per A100 = 300 GB/s each way.
+const LinkSpec kNVLink3 = {LinkKind::NVLink, 300 * kGiga, 1e-6};
+// NVLink 4 through NVSwitch: 900 GB/s total per H100 = 450 GB/s each way.
+const LinkSpec kNVLink4 = {LinkKind::NVLink, 450 * kGiga, 1e-6};
+// PCIe 3.0 x16: 8 GT/s x 16 lanes x 128/130 = 15.75 GB/s each way.
+const LinkSpec kPCIe3 = {LinkKind::PCIe, 15.75 * kGiga, 2e-6};
+// InfiniBand FDR 56 Gb/s, EDR 100, HDR 200, NDR 400 (per port).
+const LinkSpec kFDR = {LinkKind::InfiniBand, gbit(56), 1.3e-6};
+const LinkSpec kEDR = {LinkKind::InfiniBand, gbit(100), 1e-6};
+const LinkSpec kHDR = {LinkKind::InfiniBand, gbit(200), 1e-6};
+const LinkSpec kNDR = {LinkKind::InfiniBand, gbit(400), 1e-6};
+
+Machine cluster(std::string name, int64_t nodes, int64_t perNode,
+                int64_t nics, DeviceSpec device, LinkSpec intra,
+                LinkSpec inter) {
+  ClusterSpec spec;
+  spec.nodes = nodes;
+  spec.devicesPerNode = perNode;
+  spec.nicsPerNode = nics;
+  spec.device = std::move(device);
+  spec.intra = intra;
+  spec.inter = inter;
+  return Machine::fromCluster(spec, std::move(name));
+}
+
+/// FlexFlow's P100 cluster: 4 nodes x 4 P100, NVLink in a node, one
+/// 100 Gb/s EDR InfiniBand adapter per node.
+Machine p100x16() { return cluster("p100x16", 4, 4, 1, p100(), kNVLink1, kEDR); }
+
+/// FlexFlow's K80 cluster: 16 nodes x 4 K80 dies, PCIe in a node, one
+/// 56 Gb/s FDR InfiniBand adapter per node.
+Machine k80x64() { return cluster("k80x64", 16, 4, 1, k80(), kPCIe3, kFDR); }
+
+/// DGX A100: 8 GPUs on NVSwitch, 8 single-port HDR ConnectX-6 for the
+/// compute fabric (one per GPU).
+Machine dgxA100(int64_t nodes, std::string name) {
+  return cluster(std::move(name), nodes, 8, 8, a100(), kNVLink3, kHDR);
+}
+
+/// DGX H100: 8 GPUs on NVSwitch, 8 NDR ConnectX-7 (one 400 Gb/s per GPU).
+Machine dgxH100(int64_t nodes, std::string name) {
+  return cluster(std::move(name), nodes, 8, 8, h100(), kNVLink4, kNDR);
+}
+
+/// The build/CI machines: 2 cores of an AMD EPYC (Zen 5, AVX-512 with two
+/// 512-bit FMA pipes: 64 f32 FLOP/cycle, 32 f64, bf16 dot products at twice
+/// f32) at 2.1 GHz, 24 GB. Memory bandwidth is what two cores stream, not
+/// the socket's. `processes` MPI ranks share the host evenly; they talk
+/// through shared memory (a copy reads and writes, so half the bandwidth).
+Machine cpuHost(int64_t processes, std::string name) {
+  constexpr double cores = 2, clock = 2.1 * kGiga;
+  constexpr double hostF32 = cores * 64 * clock;
+  constexpr double hostBandwidth = 20 * kGiga;
+  constexpr int64_t hostMemory = 24 * kGiga;
+  double share = 1.0 / processes;
+  DeviceSpec cpu = makeDevice("cpu-epyc-2core",
+                              {{DType::F64, hostF32 / 2 * share},
+                               {DType::F32, hostF32 * share},
+                               {DType::BF16, hostF32 * 2 * share}},
+                              hostBandwidth * share,
+                              static_cast<int64_t>(hostMemory * share),
+                              1e-6);
+  LinkSpec shm = {LinkKind::SharedMemory, hostBandwidth / 2, 0.5e-6};
+  return cluster(std::move(name), 1, processes, 1, cpu, shm, shm);
+}
+
+/// Parses "<prefix><N>" with N >= 1.
+std::optional<int64_t> countAfter(std::string_view name,
+                                  std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix)
+    return std::nullopt;
+  std::string_view digits = name.substr(prefix.size());
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || end != digits.data() + digits.size() || n < 1 ||
+      n > 1 << 16)
+    return std::nullopt;
+  return n;
+}
+
+} // namespace
+
+std::optional<Machine> lookupPreset(std::string_view name) {
+  if (name == "p100x16")
+    return p100x16();
+  if (name == "k80x64")
+    return k80x64();
+  if (name == "dgx-a100")
+    return dgxA100(1, "dgx-a100");
+  if (name == "dgx-h100")
+    return dgxH100(1, "dgx-h100");
+  if (name == "cpu")
+    return cpuHost(1, "cpu");
+  std::string owned(name);
+  if (std::optional<int64_t> n = countAfter(name, "dgx-a100x"))
+    return dgxA100(*n, owned);
+  if (std::optional<int64_t> n = countAfter(name, "dgx-h100x"))
+    return dgxH100(*n, owned);
+  if (std::optional<int64_t> n = countAfter(name, "cpux"))
+    return cpuHost(*n, owned);
+  return std::nullopt;
+}
+
+std::vector<PresetInfo> listPresets() {
+  return {
+      {"p100x16", "FlexFlow's P100 cluster: 4 nodes x 4 P100, NVLink, "
+                  "100 Gb/s InfiniBand"},
+      {"k80x64", "FlexFlow's K80 cluster: 16 nodes x 4 K80, PCIe, "
+                 "56 Gb/s InfiniBand"},
+      {"dgx-a100", "one DGX A100: 8 A100-80GB on NVSwitch (300 GB/s)"},
+      {"dgx-a100xN", "N DGX A100 nodes, 8 x 200 Gb/s HDR InfiniBand each"},
+      {"dgx-h100", "one DGX H100: 8 H100-SXM-80GB on NVSwitch (450 GB/s)"},
+      {"dgx-h100xN", "N DGX H100 nodes, 8 x 400 Gb/s NDR InfiniBand each"},
+      {"cpu", "this host as one device: 2 cores, 24 GB"},
+      {"cpuxN", "N processes on this host sharing cores, memory and memory "
+                "bandwidth"},
+  };
+}
+
+std::string listPresetNames() {
+  std::string names;
+  for (const PresetInfo &p : listPresets())
+    names += (names.empty() ? "" : ", ") + p.name;
+  return names;
+}
+
+} // namespace ppc

@@ -1,0 +1,884 @@
+// RUN: ppc-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier error of the ppc dialect: ops first, then the
+// strategy attribute.
+
+func.func @f0() {
+  // expected-error @+1 {{'ppc.weight' op weight name must not be empty}}
+  %0 = ppc.weight "" : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f1() {
+  // expected-error @+1 {{'ppc.weight' op initial value has type 'tensor<3xf32>' but the weight has type 'tensor<2xf32>'}}
+  %0 = ppc.weight "w" {value = dense<1.0> : tensor<3xf32>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f2(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.matmul' op lhs must have rank >= 2, got rank 1}}
+  %0 = ppc.matmul %a, %b : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f3(%a: tensor<8x64xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @+1 {{'ppc.matmul' op contraction dims differ: lhs has 64, rhs has 32}}
+  %0 = ppc.matmul %a, %b : (tensor<8x64xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f4(%a: tensor<8x64xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'ppc.matmul' op contraction dims differ: lhs has 64, rhs has 32}}
+  %0 = ppc.matmul %a, %b {transpose_rhs = true} : (tensor<8x64xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f5(%a: tensor<2x8x4xf32>, %b: tensor<3x4x5xf32>) {
+  // expected-error @+1 {{'ppc.matmul' op shapes are not broadcast-compatible: lhs dim 0 is 2, rhs dim 0 is 3}}
+  %0 = ppc.matmul %a, %b : (tensor<2x8x4xf32>, tensor<3x4x5xf32>) -> tensor<2x8x5xf32>
+  return
+}
+
+// -----
+
+func.func @f6(%a: tensor<2x8x4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+1 {{'ppc.matmul' op result has shape [2, 8, 6] but expected [2, 8, 5]: dim 2 is 6, expected 5}}
+  %0 = ppc.matmul %a, %b : (tensor<2x8x4xf32>, tensor<4x5xf32>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @f7(%a: tensor<8x4xf32>, %b: tensor<4x5xf16>) {
+  // expected-error @+1 {{'ppc.matmul' op element types differ: operand #0 has 'f32' but operand #1 has 'f16'}}
+  %0 = ppc.matmul %a, %b : (tensor<8x4xf32>, tensor<4x5xf16>) -> tensor<8x5xf32>
+  return
+}
+
+// -----
+
+func.func @f8(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'ppc.linear' op weight must have rank 2, got rank 1}}
+  %0 = ppc.linear %x, %w : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f9(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{'ppc.linear' op contraction dims differ: input has 8, weight has 16 (weight is [K, N])}}
+  %0 = ppc.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f10(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error @+1 {{'ppc.linear' op contraction dims differ: input has 8, weight has 16 (weight is [N, K])}}
+  %0 = ppc.linear %x, %w {transpose_weight = true} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f11(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'ppc.linear' op bias has shape [8] but expected [16]: dim 0 is 8, expected 16}}
+  %0 = ppc.linear %x, %w, %b : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f12(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error @+1 {{'ppc.linear' op result has rank 3 (shape [4, 2, 16]) but expected rank 2 (shape [4, 16])}}
+  %0 = ppc.linear %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @f13(%x: tensor<2x8x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op input must have rank 4, got rank 3}}
+  %0 = ppc.conv2d %x, %w : (tensor<2x8x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f14(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op 'strides' must have 2 entries, got 1}}
+  %0 = ppc.conv2d %x, %w {strides = array<i64: 1>} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f15(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op 'strides' entry 1 is 0; expected >= 1}}
+  %0 = ppc.conv2d %x, %w {strides = array<i64: 1, 0>} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f16(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op 'pads' entry 1 is -1; expected >= 0}}
+  %0 = ppc.conv2d %x, %w {pads = array<i64: 0, -1, 0, 0>} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f17(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op 'dilations' entry 0 is 0; expected >= 1}}
+  %0 = ppc.conv2d %x, %w {dilations = array<i64: 0, 1>} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f18(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op groups is 0; expected >= 1}}
+  %0 = ppc.conv2d %x, %w {groups = 0 : i64} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f19(%x: tensor<2x8x16x16xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op input channels 8 are not divisible by groups 3}}
+  %0 = ppc.conv2d %x, %w {groups = 3 : i64} : (tensor<2x8x16x16xf32>, tensor<6x2x3x3xf32>) -> tensor<2x6x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f20(%x: tensor<2x8x16x16xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op output channels 6 are not divisible by groups 4}}
+  %0 = ppc.conv2d %x, %w {groups = 4 : i64} : (tensor<2x8x16x16xf32>, tensor<6x2x3x3xf32>) -> tensor<2x6x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f21(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op weight dim 1 is 8 but input has 8 channels in 2 groups (expected 4)}}
+  %0 = ppc.conv2d %x, %w {groups = 2 : i64} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f22(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op bias has shape [8] but expected [4]: dim 0 is 8, expected 4}}
+  %0 = ppc.conv2d %x, %w, %b  : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>, tensor<8xf32>) -> tensor<2x4x14x14xf32>
+  return
+}
+
+// -----
+
+func.func @f23(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op padded input dim 2 is 16 but the dilated kernel spans 17}}
+  %0 = ppc.conv2d %x, %w {dilations = array<i64: 8, 8>} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @f24(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op result has shape [2, 4, 9, 8] but expected [2, 4, 8, 8]: dim 2 is 9, expected 8}}
+  %0 = ppc.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x9x8xf32>
+  return
+}
+
+// -----
+
+func.func @f25(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv2d' op element types differ: operand #0 has 'f32' but result #0 has 'f16'}}
+  %0 = ppc.conv2d %x, %w  : (tensor<2x8x16x16xf32>, tensor<4x8x3x3xf32>) -> tensor<2x4x14x14xf16>
+  return
+}
+
+// -----
+
+func.func @f26(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.max_pool2d' op 'kernel' must have 2 entries, got 1}}
+  %0 = ppc.max_pool2d %x {kernel = array<i64: 3>} : tensor<1x4x8x8xf32> -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f27(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.avg_pool2d' op 'kernel' entry 0 is 0; expected >= 1}}
+  %0 = ppc.avg_pool2d %x {kernel = array<i64: 0, 3>} : tensor<1x4x8x8xf32> -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f28(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.max_pool2d' op padded input dim 3 is 8 but the kernel spans 9}}
+  %0 = ppc.max_pool2d %x {kernel = array<i64: 3, 9>} : tensor<1x4x8x8xf32> -> tensor<1x4x6x1xf32>
+  return
+}
+
+// -----
+
+func.func @f29(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.max_pool2d' op result has shape [1, 4, 4, 4] but expected [1, 4, 3, 3]: dim 2 is 4, expected 3}}
+  %0 = ppc.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f30(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.avg_pool2d' op result has shape [1, 4, 3, 3] but expected [1, 4, 4, 4]: dim 2 is 3, expected 4}}
+  %0 = ppc.avg_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, ceil_mode = true} : tensor<1x4x8x8xf32> -> tensor<1x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f31(%x: tensor<1x1x5x5xf32>) {
+  // expected-error @+1 {{'ppc.max_pool2d' op result has shape [1, 1, 4, 4] but expected [1, 1, 3, 3]: dim 2 is 4, expected 3}}
+  %0 = ppc.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, ceil_mode = true} : tensor<1x1x5x5xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f32(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'ppc.global_avg_pool' op input must have rank >= 3, got rank 2}}
+  %0 = ppc.global_avg_pool %x : tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f33(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.global_avg_pool' op result has rank 2 (shape [1, 4]) but expected rank 4 (shape [1, 4, 1, 1])}}
+  %0 = ppc.global_avg_pool %x : tensor<1x4x8x8xf32> -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @f34(%x: tensor<4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.batch_norm' op input must have rank >= 2, got rank 1}}
+  %0 = ppc.batch_norm %x, %c, %c, %c, %c  : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f35(%x: tensor<2x4x3x3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'ppc.batch_norm' op scale has shape [3] but expected [4]: dim 0 is 3, expected 4}}
+  %0 = ppc.batch_norm %x, %c, %c, %c, %c  : (tensor<2x4x3x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f36(%x: tensor<2x4x3x3xf32>, %c: tensor<4xf32>, %v: tensor<4x1xf32>) {
+  // expected-error @+1 {{'ppc.batch_norm' op variance has rank 2 (shape [4, 1]) but expected rank 1 (shape [4])}}
+  %0 = ppc.batch_norm %x, %c, %c, %c, %v : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x1xf32>) -> tensor<2x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f37(%x: tensor<2x4x3x3xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.batch_norm' op epsilon -1 must be >= 0}}
+  %0 = ppc.batch_norm %x, %c, %c, %c, %c {epsilon = -1.0 : f64} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f38(%x: tensor<2x4x3x3xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.batch_norm' op momentum 1.5 must be in [0, 1]}}
+  %0 = ppc.batch_norm %x, %c, %c, %c, %c {momentum = 1.5 : f64} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f39(%x: tensor<2x4x3x3xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.batch_norm' op result has shape [2, 4, 3, 4] but expected [2, 4, 3, 3]: dim 3 is 4, expected 3}}
+  %0 = ppc.batch_norm %x, %c, %c, %c, %c  : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f40(%x: tensor<2x5x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'ppc.layer_norm' op axis 3 is out of range for rank 3 (expected -3 <= axis < 3)}}
+  %0 = ppc.layer_norm %x, %s {axis = 3 : i64} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f41(%x: tensor<2x5x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'ppc.layer_norm' op scale has rank 1 (shape [16]) but expected rank 2 (shape [5, 16])}}
+  %0 = ppc.layer_norm %x, %s {axis = 1 : i64} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f42(%x: tensor<2x5x16xf32>, %s: tensor<16xf32>, %b: tensor<15xf32>) {
+  // expected-error @+1 {{'ppc.layer_norm' op bias has shape [15] but expected [16]: dim 0 is 15, expected 16}}
+  %0 = ppc.layer_norm %x, %s, %b : (tensor<2x5x16xf32>, tensor<16xf32>, tensor<15xf32>) -> tensor<2x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f43(%x: tensor<2x5x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'ppc.layer_norm' op epsilon -0.5 must be >= 0}}
+  %0 = ppc.layer_norm %x, %s {epsilon = -0.5 : f64} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f44(%x: tensor<2x5x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'ppc.layer_norm' op result has shape [2, 6, 16] but expected [2, 5, 16]: dim 1 is 6, expected 5}}
+  %0 = ppc.layer_norm %x, %s : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x6x16xf32>
+  return
+}
+
+// -----
+
+func.func @f45(%x: tensor<f32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'ppc.layer_norm' op input must have rank >= 1, got rank 0}}
+  %0 = ppc.layer_norm %x, %s : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f46(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'ppc.softmax' op axis -3 is out of range for rank 2 (expected -2 <= axis < 2)}}
+  %0 = ppc.softmax %x {axis = -3 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f47(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'ppc.log_softmax' op axis 2 is out of range for rank 2 (expected -2 <= axis < 2)}}
+  %0 = ppc.log_softmax %x {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f48(%x: tensor<f32>) {
+  // expected-error @+1 {{'ppc.softmax' op input must have rank >= 1, got rank 0}}
+  %0 = ppc.softmax %x : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f49(%a: tensor<4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.add' op shapes are not broadcast-compatible: lhs dim 1 is 3, rhs dim 0 is 4}}
+  %0 = ppc.add %a, %b : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @f50(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'ppc.mul' op result has shape [4, 1] but expected [4, 3]: dim 1 is 1, expected 3}}
+  %0 = ppc.mul %a, %b : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f51(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'ppc.sub' op element types differ: operand #0 has 'f32' but operand #1 has 'f16'}}
+  %0 = ppc.sub %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f52(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.dropout' op ratio 1 must be in [0, 1)}}
+  %0 = ppc.dropout %x {ratio = 1.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f53(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.dropout' op ratio -0.1 must be in [0, 1)}}
+  %0 = ppc.dropout %x {ratio = -0.1 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f54(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'ppc.broadcast' op input rank 2 exceeds result rank 1}}
+  %0 = ppc.broadcast %x : tensor<2x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f55(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'ppc.broadcast' op input dim 0 is 3 but result dim 1 is 6; a broadcast dim must be 1 or equal}}
+  %0 = ppc.broadcast %x : tensor<3x4xf32> -> tensor<2x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @f56(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.broadcast' op element types differ: operand #0 has 'f32' but result #0 has 'f16'}}
+  %0 = ppc.broadcast %x : tensor<4xf32> -> tensor<2x4xf16>
+  return
+}
+
+// -----
+
+func.func @f57(%x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'ppc.reduce_sum' op expects at least one axis}}
+  %0 = ppc.reduce_sum %x {axes = array<i64>} : tensor<4x6x8xf32> -> tensor<4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f58(%x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'ppc.reduce_mean' op axis 3 is out of range for rank 3 (expected -3 <= axis < 3)}}
+  %0 = ppc.reduce_mean %x {axes = array<i64: 3>} : tensor<4x6x8xf32> -> tensor<4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @f59(%x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'ppc.reduce_max' op axis -2 (dim 1) is repeated}}
+  %0 = ppc.reduce_max %x {axes = array<i64: 1, -2>} : tensor<4x6x8xf32> -> tensor<4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @f60(%x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'ppc.reduce_sum' op result has rank 2 (shape [4, 8]) but expected rank 3 (shape [4, 1, 8])}}
+  %0 = ppc.reduce_sum %x {axes = array<i64: 1>} : tensor<4x6x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f61(%x: tensor<4x6x8xf32>) {
+  // expected-error @+1 {{'ppc.reduce_sum' op result has rank 3 (shape [4, 1, 8]) but expected rank 2 (shape [4, 8])}}
+  %0 = ppc.reduce_sum %x {axes = array<i64: 1>, keep_dims = false} : tensor<4x6x8xf32> -> tensor<4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @f62(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.reshape' op element count differs: input [2, 8] has 16, result [3, 5] has 15}}
+  %0 = ppc.reshape %x : tensor<2x8xf32> -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @f63(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.reshape' op element types differ: operand #0 has 'f32' but result #0 has 'f16'}}
+  %0 = ppc.reshape %x : tensor<2x8xf32> -> tensor<16xf16>
+  return
+}
+
+// -----
+
+func.func @f64(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'ppc.transpose' op permutation has 2 entries but the input has rank 3}}
+  %0 = ppc.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f65(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'ppc.transpose' op permutation entry 2 is 3; expected 0 <= entry < 3}}
+  %0 = ppc.transpose %x {permutation = array<i64: 1, 0, 3>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f66(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'ppc.transpose' op permutation entry 2 repeats dim 1}}
+  %0 = ppc.transpose %x {permutation = array<i64: 1, 0, 1>} : tensor<2x3x4xf32> -> tensor<3x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @f67(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'ppc.transpose' op result has shape [4, 3, 2] but expected [4, 2, 3]: dim 1 is 3, expected 2}}
+  %0 = ppc.transpose %x {permutation = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+  return
+}
+
+// -----
+
+func.func @f68() {
+  // expected-error @+1 {{'ppc.concat' op expects at least one input}}
+  %0 = ppc.concat {axis = 0 : i64} : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @f69(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) {
+  // expected-error @+1 {{'ppc.concat' op axis 2 is out of range for rank 2 (expected -2 <= axis < 2)}}
+  %0 = ppc.concat %a, %b {axis = 2 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f70(%a: tensor<2x3xf32>, %b: tensor<5xf32>) {
+  // expected-error @+1 {{'ppc.concat' op input #1 has rank 1 but the result has rank 2}}
+  %0 = ppc.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<5xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f71(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
+  // expected-error @+1 {{'ppc.concat' op input #1 dim 0 is 3 but the result dim 0 is 2}}
+  %0 = ppc.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f72(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) {
+  // expected-error @+1 {{'ppc.concat' op sizes along axis 1 add up to 8 but the result has 9}}
+  %0 = ppc.concat %a, %b {axis = -1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x9xf32>
+  return
+}
+
+// -----
+
+func.func @f73(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.split' op sizes along axis 1 add up to 7 but the input has 8}}
+  %0:2 = ppc.split %x {axis = 1 : i64} : tensor<2x8xf32> -> tensor<2x3xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f74(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.split' op result #1 dim 0 is 3 but the input dim 0 is 2}}
+  %0:2 = ppc.split %x {axis = 1 : i64} : tensor<2x8xf32> -> tensor<2x3xf32>, tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @f75(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.split' op element types differ: operand #0 has 'f32' but result #1 has 'f16'}}
+  %0:2 = ppc.split %x {axis = 1 : i64} : tensor<2x8xf32> -> tensor<2x3xf32>, tensor<2x5xf16>
+  return
+}
+
+// -----
+
+func.func @f76(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{'ppc.slice' op 'starts' must have 2 entries, got 1}}
+  %0 = ppc.slice %x {starts = array<i64: 0>, steps = array<i64: 1, 1>} : tensor<10x8xf32> -> tensor<10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f77(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{'ppc.slice' op 'starts' entry 0 is -1; expected >= 0}}
+  %0 = ppc.slice %x {starts = array<i64: -1, 0>, steps = array<i64: 1, 1>} : tensor<10x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @f78(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{'ppc.slice' op 'steps' entry 1 is 0; expected >= 1}}
+  %0 = ppc.slice %x {starts = array<i64: 0, 0>, steps = array<i64: 1, 0>} : tensor<10x8xf32> -> tensor<10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f79(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{'ppc.slice' op result rank 1 differs from input rank 2}}
+  %0 = ppc.slice %x {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<10x8xf32> -> tensor<80xf32>
+  return
+}
+
+// -----
+
+func.func @f81(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{'ppc.slice' op dim 0 reads index 10 (start 2 + (5 - 1) * step 2) but the input has 10}}
+  %0 = ppc.slice %x {starts = array<i64: 2, 0>, steps = array<i64: 2, 1>} : tensor<10x8xf32> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @f82(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'ppc.pad' op 'pads' must have 4 entries, got 2}}
+  %0 = ppc.pad %x {pads = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @f83(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'ppc.pad' op dim 1 has size 3 and pads -2, -2, which leave -1 elements}}
+  %0 = ppc.pad %x {pads = array<i64: 0, -2, 0, -2>} : tensor<2x3xf32> -> tensor<2x0xf32>
+  return
+}
+
+// -----
+
+func.func @f84(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'ppc.pad' op result has shape [5, 3] but expected [5, 4]: dim 1 is 3, expected 4}}
+  %0 = ppc.pad %x {pads = array<i64: 1, 0, 2, 1>} : tensor<2x3xf32> -> tensor<5x3xf32>
+  return
+}
+
+// -----
+
+func.func @f85(%d: tensor<100x16xf32>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{'ppc.gather' op axis 2 is out of range for rank 2 (expected -2 <= axis < 2)}}
+  %0 = ppc.gather %d, %i {axis = 2 : i64} : (tensor<100x16xf32>, tensor<4xi64>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f86(%d: tensor<100x16xf32>, %i: tensor<4x10xi64>) {
+  // expected-error @+1 {{'ppc.gather' op result has rank 2 (shape [4, 16]) but expected rank 3 (shape [4, 10, 16])}}
+  %0 = ppc.gather %d, %i : (tensor<100x16xf32>, tensor<4x10xi64>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f87(%d: tensor<5x6x7xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'ppc.gather' op result has shape [5, 6, 7] but expected [5, 3, 7]: dim 1 is 6, expected 3}}
+  %0 = ppc.gather %d, %i {axis = -2 : i64} : (tensor<5x6x7xf32>, tensor<3xi32>) -> tensor<5x6x7xf32>
+  return
+}
+
+// -----
+
+func.func @f88(%d: tensor<f32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'ppc.gather' op data must have rank >= 1, got rank 0}}
+  %0 = ppc.gather %d, %i : (tensor<f32>, tensor<3xi32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @f89(%d: tensor<10xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'ppc.gather' op element types differ: operand #0 has 'f32' but result #0 has 'f16'}}
+  %0 = ppc.gather %d, %i : (tensor<10xf32>, tensor<3xi32>) -> tensor<3xf16>
+  return
+}
+
+// -----
+
+func.func @f90(%l: tensor<8x10x2xf32>, %y: tensor<8xi64>) {
+  // expected-error @+1 {{'ppc.softmax_cross_entropy' op logits must have rank 2, got rank 3}}
+  %0 = ppc.softmax_cross_entropy %l, %y : (tensor<8x10x2xf32>, tensor<8xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f91(%l: tensor<8x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'ppc.softmax_cross_entropy' op labels has shape [4] but expected [8]: dim 0 is 4, expected 8}}
+  %0 = ppc.softmax_cross_entropy %l, %y : (tensor<8x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f92(%l: tensor<8x10xf32>, %y: tensor<8xi64>) {
+  // expected-error @+1 {{'ppc.softmax_cross_entropy' op element types differ: operand #0 has 'f32' but result #0 has 'f16'}}
+  %0 = ppc.softmax_cross_entropy %l, %y : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f16>
+  return
+}
+
+// -----
+
+func.func @f93(%p: tensor<4x3xf32>, %t: tensor<4x2xf32>) {
+  // expected-error @+1 {{'ppc.mse_loss' op target has shape [4, 2] but expected [4, 3]: dim 1 is 2, expected 3}}
+  %0 = ppc.mse_loss %p, %t : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f94(%p: tensor<4x3xf32>, %t: tensor<4x3xf16>) {
+  // expected-error @+1 {{'ppc.mse_loss' op element types differ: operand #0 has 'f32' but operand #1 has 'f16'}}
+  %0 = ppc.mse_loss %p, %t : (tensor<4x3xf32>, tensor<4x3xf16>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @strategy_bad_degree(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{degree 1 is 0; degrees must be >= 1}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 0]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_negative_start(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{start device -1 is negative}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = -1>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_stride_count(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{expected 2 strides (one per dim with degree > 1), got 1}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 2], strides = [1]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_bad_stride(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{stride 0 must be >= 1}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], strides = [0]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{expected 'start' or 'strides' (each at most once), got 'step'}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], step = 1>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_repeated_key(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{expected 'start' or 'strides' (each at most once), got 'start'}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 1, start = 2>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_unsplittable(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{iteration dim 1 (parameter) cannot be split, but its degree is 2}}
+  %0 = ppc.softmax %x {ppc.strategy = #ppc.strategy<degrees = [1, 2]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_uneven(%x: tensor<6x16xf32>) {
+  // expected-error @+1 {{degree 4 does not divide iteration dim 0 of size 6 into equal partitions}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4, 1]>} : tensor<6x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_overlap(%x: tensor<8x16xf32>) {
+  // Partitions (0, 1) and (1, 0) both land on device 2.
+  // expected-error @+1 {{strategy maps two partitions to one device; the strides overlap}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 2], strides = [2, 2]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_degree_count(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) {
+  // expected-error @+1 {{strategy has 2 degrees but the op has 3 iteration dims}}
+  %0 = ppc.linear %x, %w {ppc.strategy = #ppc.strategy<degrees = [2, 2]>} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_not_parallelizable() {
+  // expected-error @+1 {{'ppc.strategy' on an op that is not parallelizable}}
+  %0 = ppc.weight "w" {ppc.strategy = #ppc.strategy<degrees = [2]>} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_not_a_strategy(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'ppc.strategy' must be a #ppc.strategy attribute}}
+  %0 = ppc.relu %x {ppc.strategy = [2, 1]} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_ppc_attribute(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{unknown ppc dialect attribute 'ppc.strategies'}}
+  %0 = ppc.relu %x {ppc.strategies = #ppc.strategy<degrees = [2, 1]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_without_results(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'ppc.split' op expects at least one result}}
+  "ppc.split"(%x) {axis = 0 : i64} : (tensor<2xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @linear_scalar_input(%x: tensor<f32>, %w: tensor<1x1xf32>) {
+  // expected-error @+1 {{'ppc.linear' op input must have rank >= 1, got rank 0}}
+  %0 = ppc.linear %x, %w : (tensor<f32>, tensor<1x1xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// The op is verified before its strategy (which needs its iteration space).
+func.func @strategy_on_invalid_op(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.matmul' op lhs must have rank >= 2, got rank 1}}
+  %0 = ppc.matmul %a, %b {ppc.strategy = #ppc.strategy<degrees = [1, 1, 1]>} : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
+  return
+}

@@ -1,0 +1,468 @@
+//===- MachineTest.cpp - machine model, presets, routes, JSON -------------===//
+
+#include "ppc/Simulator/Machine.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+using namespace ppc;
+
+namespace {
+
+std::string validJsonCluster() {
+  return R"({
+    "name": "tiny",
+    "cluster": {
+      "nodes": 2, "devices_per_node": 2,
+      "device": {"name": "gpu", "peak_flops": {"f32": 1e12},
+                 "memory_bandwidth": 1e11, "memory_bytes": 1000000},
+      "intra": {"kind": "nvlink", "bandwidth": 1e11, "latency": 1e-6},
+      "inter": {"kind": "infiniband", "bandwidth": 1e10, "latency": 2e-6}
+    }
+  })";
+}
+
+/// Two devices behind a switch, and a third reachable directly from the
+/// first over a slow, low-latency link and via the switch over fast links.
+std::string validJsonGraph() {
+  return R"({
+    "name": "triangle",
+    "device_specs": [{"name": "gpu", "peak_flops": {"f32": "10 TFLOP/s"},
+                      "memory_bandwidth": "1 TB/s", "memory_bytes": "16 GiB",
+                      "launch_overhead": "5 us"}],
+    "devices": [{"name": "a"}, {"name": "b"}, {"name": "c", "node": 1}],
+    "switches": [{"name": "sw", "kind": "nvswitch"}],
+    "links": [
+      {"src": "a", "dst": "sw", "kind": "nvlink", "bandwidth": "100 GB/s",
+       "latency": "1 us"},
+      {"src": "b", "dst": "sw", "kind": "nvlink", "bandwidth": "100 GB/s",
+       "latency": "1 us"},
+      {"src": "c", "dst": "sw", "kind": "nvlink", "bandwidth": "100 GB/s",
+       "latency": "1 us"},
+      {"src": "a", "dst": "c", "kind": "ethernet", "bandwidth": "10 Gb/s",
+       "latency": "0.5 us"}
+    ]
+  })";
+}
+
+std::string parseError(const std::string &text) {
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(text, "machine.json", error);
+  EXPECT_FALSE(m.has_value()) << text;
+  return error;
+}
+
+} // namespace
+
+TEST(MachineEnums, RoundTrip) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    auto t = static_cast<DType>(i);
+    EXPECT_EQ(symbolizeDType(stringifyDType(t)), t);
+  }
+  for (int i = 0; i <= static_cast<int>(LinkKind::Other); ++i) {
+    auto k = static_cast<LinkKind>(i);
+    EXPECT_EQ(symbolizeLinkKind(stringifyLinkKind(k)), k);
+  }
+  EXPECT_FALSE(symbolizeDType("f128"));
+  EXPECT_FALSE(symbolizeLinkKind("smoke-signals"));
+}
+
+TEST(MachineDeviceSpec, PeakFlopsFallBackToWiderTypes) {
+  DeviceSpec s;
+  s.setPeakFlops(DType::F32, 10);
+  s.setPeakFlops(DType::F16, 20);
+  EXPECT_EQ(s.getPeakFlops(DType::F32), 10);
+  EXPECT_EQ(s.getPeakFlops(DType::BF16), 10); // no bf16 unit: f32
+  EXPECT_EQ(s.getPeakFlops(DType::F8), 20);   // f8 -> f16
+  EXPECT_EQ(s.getPeakFlops(DType::I8), 20);
+  EXPECT_EQ(s.getPeakFlops(DType::F64), 10);
+}
+
+TEST(MachinePresets, FlexFlowClusters) {
+  std::optional<Machine> p100 = lookupPreset("p100x16");
+  ASSERT_TRUE(p100);
+  EXPECT_EQ(p100->validate(), "");
+  EXPECT_EQ(p100->numDevices(), 16);
+  EXPECT_EQ(p100->numNodes(), 4);
+  EXPECT_EQ(p100->getSpec(0).getPeakFlops(DType::F32), 10.6e12);
+  EXPECT_EQ(p100->getSpec(0).getPeakFlops(DType::F16), 21.2e12);
+  EXPECT_EQ(p100->getSpec(0).memoryBandwidth, 732e9);
+  EXPECT_EQ(p100->getSpec(0).memoryBytes, int64_t(16) << 30);
+  EXPECT_EQ(p100->effectiveLink(0, 1).kind, LinkKind::NVLink);
+  EXPECT_EQ(p100->effectiveLink(0, 4).kind, LinkKind::InfiniBand);
+  EXPECT_DOUBLE_EQ(p100->effectiveLink(0, 4).bandwidth, 12.5e9); // 100 Gb/s
+  EXPECT_EQ(p100->cluster->nicsPerNode, 1);
+
+  std::optional<Machine> k80 = lookupPreset("k80x64");
+  ASSERT_TRUE(k80);
+  EXPECT_EQ(k80->validate(), "");
+  EXPECT_EQ(k80->numDevices(), 64);
+  EXPECT_EQ(k80->numNodes(), 16);
+  EXPECT_EQ(k80->getSpec(0).memoryBandwidth, 240e9);
+  EXPECT_NEAR(k80->getSpec(0).getPeakFlops(DType::F32), 4.37e12, 1e10);
+  EXPECT_EQ(k80->effectiveLink(0, 3).kind, LinkKind::PCIe);
+  EXPECT_DOUBLE_EQ(k80->effectiveLink(0, 4).bandwidth, 7e9); // 56 Gb/s
+}
+
+TEST(MachinePresets, DGX) {
+  std::optional<Machine> a100 = lookupPreset("dgx-a100");
+  ASSERT_TRUE(a100);
+  EXPECT_EQ(a100->numDevices(), 8);
+  EXPECT_EQ(a100->numNodes(), 1);
+  EXPECT_EQ(a100->getSpec(0).getPeakFlops(DType::BF16), 312e12);
+  EXPECT_EQ(a100->getSpec(0).getPeakFlops(DType::F32), 19.5e12);
+  EXPECT_EQ(a100->getSpec(0).memoryBandwidth, 2039e9);
+  EXPECT_EQ(a100->effectiveLink(0, 7).bandwidth, 300e9);
+
+  std::optional<Machine> h100 = lookupPreset("dgx-h100x4");
+  ASSERT_TRUE(h100);
+  EXPECT_EQ(h100->validate(), "");
+  EXPECT_EQ(h100->name, "dgx-h100x4");
+  EXPECT_EQ(h100->numDevices(), 32);
+  EXPECT_EQ(h100->numNodes(), 4);
+  EXPECT_EQ(h100->getNode(9), 1);
+  const DeviceSpec &spec = h100->getSpec(0);
+  EXPECT_EQ(spec.getPeakFlops(DType::F32), 67e12);
+  EXPECT_EQ(spec.getPeakFlops(DType::BF16), 989.5e12);
+  EXPECT_EQ(spec.getPeakFlops(DType::F16), 989.5e12);
+  EXPECT_EQ(spec.memoryBandwidth, 3350e9);
+  EXPECT_EQ(spec.memoryBytes, int64_t(80) << 30);
+  EXPECT_EQ(h100->effectiveLink(0, 1).bandwidth, 450e9);
+  EXPECT_EQ(h100->effectiveLink(0, 8).bandwidth, 50e9); // 400 Gb/s NDR
+  EXPECT_EQ(h100->cluster->nicsPerNode, 8);
+
+  EXPECT_EQ(lookupPreset("dgx-a100x3")->numDevices(), 24);
+}
+
+TEST(MachinePresets, CpuSharesTheHost) {
+  std::optional<Machine> one = lookupPreset("cpu");
+  std::optional<Machine> four = lookupPreset("cpux4");
+  ASSERT_TRUE(one && four);
+  EXPECT_EQ(one->validate(), "");
+  EXPECT_EQ(four->validate(), "");
+  EXPECT_EQ(one->numDevices(), 1);
+  EXPECT_EQ(four->numDevices(), 4);
+  EXPECT_EQ(four->numNodes(), 1);
+  EXPECT_DOUBLE_EQ(four->getSpec(0).memoryBandwidth * 4,
+                   one->getSpec(0).memoryBandwidth);
+  EXPECT_DOUBLE_EQ(four->getSpec(0).getPeakFlops(DType::F32) * 4,
+                   one->getSpec(0).getPeakFlops(DType::F32));
+  EXPECT_EQ(four->effectiveLink(0, 3).kind, LinkKind::SharedMemory);
+}
+
+TEST(MachinePresets, UnknownNamesAndList) {
+  EXPECT_FALSE(lookupPreset("tpu-v4"));
+  EXPECT_FALSE(lookupPreset("dgx-h100x0"));
+  EXPECT_FALSE(lookupPreset("dgx-h100x"));
+  EXPECT_FALSE(lookupPreset("dgx-h100x2a"));
+  EXPECT_FALSE(lookupPreset("cpux-1"));
+  std::string names = listPresetNames();
+  EXPECT_NE(names.find("p100x16"), std::string::npos);
+  EXPECT_NE(names.find("dgx-h100xN"), std::string::npos);
+  for (const PresetInfo &p : listPresets()) {
+    std::string concrete = p.name;
+    if (concrete.back() == 'N')
+      concrete.back() = '2';
+    std::optional<Machine> m = lookupPreset(concrete);
+    ASSERT_TRUE(m) << concrete;
+    EXPECT_EQ(m->validate(), "") << concrete;
+  }
+}
+
+TEST(MachineCluster, ExpansionMatchesTheCompactForm) {
+  ClusterSpec spec;
+  spec.nodes = 3;
+  spec.devicesPerNode = 4;
+  spec.nicsPerNode = 2;
+  spec.device.name = "dev";
+  spec.device.setPeakFlops(DType::F32, 1e12);
+  spec.device.memoryBandwidth = 1e11;
+  spec.device.memoryBytes = 1 << 30;
+  spec.intra = {LinkKind::NVLink, 1e11, 2e-6};
+  spec.inter = {LinkKind::InfiniBand, 1e10, 4e-6};
+  Machine m = Machine::fromCluster(spec, "c");
+  EXPECT_EQ(m.validate(), "");
+  EXPECT_EQ(m.numDevices(), 12);
+  // Per node a switch and 2 NICs, plus the fabric.
+  EXPECT_EQ(m.numSwitches(), 3 * 3 + 1);
+  EXPECT_EQ(m.devices[5].name, "n1.d1");
+  EXPECT_EQ(m.getNode(5), 1);
+  EXPECT_EQ(m.findVertex("fabric"), m.numVertices() - 1);
+  EXPECT_EQ(m.findVertex("n2.nic1"), 12 + 8);
+  EXPECT_EQ(m.findVertex("nope"), -1);
+
+  // The explicit graph, with the compact form dropped, routes every pair
+  // exactly as the compact form says.
+  Machine graph = m;
+  graph.cluster.reset();
+  for (int64_t a = 0; a < m.numDevices(); ++a)
+    for (int64_t b = 0; b < m.numDevices(); ++b) {
+      LinkSpec compact = m.effectiveLink(a, b);
+      LinkSpec routed = graph.effectiveLink(a, b);
+      EXPECT_EQ(compact.kind, routed.kind) << a << " -> " << b;
+      EXPECT_DOUBLE_EQ(compact.bandwidth, routed.bandwidth);
+      EXPECT_DOUBLE_EQ(compact.latency, routed.latency);
+    }
+  // Same node: device -> switch -> device.
+  std::optional<Route> r = graph.route(0, 3);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->links.size(), 2u);
+  // Across nodes: device -> NIC -> fabric -> NIC -> device.
+  r = graph.route(0, 11);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->links.size(), 4u);
+  // Devices 0 and 1 share NIC 0 of node 0, devices 2 and 3 share NIC 1.
+  EXPECT_EQ(m.links[graph.route(0, 4)->links[0]].dst, m.findVertex("n0.nic0"));
+  EXPECT_EQ(m.links[graph.route(1, 4)->links[0]].dst, m.findVertex("n0.nic0"));
+  EXPECT_EQ(m.links[graph.route(2, 4)->links[0]].dst, m.findVertex("n0.nic1"));
+}
+
+TEST(MachineCluster, PresetsAgreeWithTheirGraphs) {
+  for (const char *name : {"p100x16", "k80x64", "dgx-h100x2", "cpux3"}) {
+    Machine m = *lookupPreset(name);
+    Machine graph = m;
+    graph.cluster.reset();
+    for (int64_t b : {int64_t(1), m.numDevices() - 1}) {
+      LinkSpec compact = m.effectiveLink(0, b);
+      LinkSpec routed = graph.effectiveLink(0, b);
+      EXPECT_EQ(compact.bandwidth, routed.bandwidth) << name;
+      EXPECT_DOUBLE_EQ(compact.latency, routed.latency) << name;
+    }
+  }
+}
+
+TEST(MachineRoute, PicksTheFasterPathForTheMessageSize) {
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(validJsonGraph(), "t", error);
+  ASSERT_TRUE(m) << error;
+  // Small messages take the direct low-latency Ethernet link...
+  std::optional<Route> small = m->route(0, 2, 8);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->links.size(), 1u);
+  EXPECT_EQ(small->effective.kind, LinkKind::Ethernet);
+  EXPECT_DOUBLE_EQ(small->effective.latency, 0.5e-6);
+  // ...large ones the NVLink path through the switch.
+  std::optional<Route> large = m->route(0, 2, 1 << 20);
+  ASSERT_TRUE(large);
+  EXPECT_EQ(large->links.size(), 2u);
+  EXPECT_EQ(large->effective.kind, LinkKind::NVLink);
+  EXPECT_DOUBLE_EQ(large->effective.bandwidth, 100e9);
+  EXPECT_DOUBLE_EQ(large->effective.latency, 2e-6);
+  // A device to itself: its memory.
+  std::optional<Route> self = m->route(1, 1);
+  ASSERT_TRUE(self);
+  EXPECT_TRUE(self->links.empty());
+  EXPECT_DOUBLE_EQ(self->effective.bandwidth, 1e12);
+  EXPECT_EQ(self->effective.latency, 0);
+}
+
+TEST(MachineJson, UnitsAndDefaults) {
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(validJsonGraph(), "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->specs[0].getPeakFlops(DType::F32), 10e12);
+  EXPECT_EQ(m->specs[0].memoryBandwidth, 1e12);
+  EXPECT_EQ(m->specs[0].memoryBytes, int64_t(16) << 30);
+  EXPECT_DOUBLE_EQ(m->specs[0].launchOverhead, 5e-6);
+  EXPECT_EQ(m->devices[0].node, 0);
+  EXPECT_EQ(m->devices[2].node, 1);
+  EXPECT_DOUBLE_EQ(m->links[3].spec.bandwidth, 1.25e9); // 10 Gb/s
+  EXPECT_FALSE(m->cluster);
+}
+
+TEST(MachineJson, RoundTripBothForms) {
+  for (const char *name : {"p100x16", "dgx-h100x2", "cpux2"}) {
+    Machine m = *lookupPreset(name);
+    std::string error;
+    // Compact form.
+    std::optional<Machine> back =
+        parseMachineJson(writeMachineJson(m), name, error);
+    ASSERT_TRUE(back) << error;
+    ASSERT_TRUE(back->cluster);
+    EXPECT_EQ(*back->cluster, *m.cluster);
+    EXPECT_EQ(back->name, m.name);
+    EXPECT_EQ(back->numVertices(), m.numVertices());
+    // Explicit form: same graph, no compact form.
+    std::optional<Machine> graph =
+        parseMachineJson(writeMachineJson(m, /*explicitGraph=*/true), name,
+                         error);
+    ASSERT_TRUE(graph) << error;
+    EXPECT_FALSE(graph->cluster);
+    ASSERT_EQ(graph->links.size(), m.links.size());
+    for (size_t i = 0; i < m.links.size(); ++i) {
+      EXPECT_EQ(graph->links[i].src, m.links[i].src);
+      EXPECT_EQ(graph->links[i].dst, m.links[i].dst);
+      EXPECT_EQ(graph->links[i].spec, m.links[i].spec);
+    }
+    EXPECT_EQ(graph->specs, m.specs);
+    // Writing it again gives the same text.
+    EXPECT_EQ(writeMachineJson(*graph), writeMachineJson(m, true));
+  }
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(validJsonGraph(), "t", error);
+  ASSERT_TRUE(m);
+  std::optional<Machine> back =
+      parseMachineJson(writeMachineJson(*m), "t", error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(writeMachineJson(*back), writeMachineJson(*m));
+}
+
+TEST(MachineJson, ErrorsNameThePath) {
+  EXPECT_EQ(parseError("{"),
+            "machine.json: invalid JSON: parse error at line 1, column 2: "
+            "syntax error while parsing object key - unexpected end of "
+            "input; expected string literal");
+  EXPECT_EQ(parseError("[]"), "machine.json: (top level): must be an object");
+  EXPECT_EQ(parseError("{}"),
+            "machine.json: (top level): needs 'cluster' (nodes x devices) or "
+            "'devices' and 'links' (explicit graph)");
+
+  auto graphWith = [](std::string from, std::string to) {
+    std::string text = validJsonGraph();
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  EXPECT_EQ(parseError(graphWith(R"("memory_bytes": "16 GiB")",
+                                 R"("memory_bytes": 0)")),
+            "machine.json: device_specs[0].memory_bytes: must be > 0");
+  EXPECT_EQ(parseError(graphWith(R"("memory_bytes": "16 GiB")",
+                                 R"("memory_bytes": "16 GB/s")")),
+            "machine.json: device_specs[0].memory_bytes: unknown unit 'GB/s' "
+            "for a size (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+  EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})",
+                                 R"({"f32": -1})")),
+            "machine.json: device_specs[0].peak_flops.f32: must be > 0");
+  EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})",
+                                 R"({"bf16": 1e12})")),
+            "machine.json: device_specs[0].peak_flops.f32: missing (every "
+            "device needs an f32 rate)");
+  EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})",
+                                 R"({"f32": 1, "f4": 2})")),
+            "machine.json: device_specs[0].peak_flops.f4: unknown element "
+            "type (use f64, f32, tf32, bf16, f16, f8, i8)");
+  EXPECT_EQ(parseError(graphWith(R"({"name": "c", "node": 1})",
+                                 R"({"name": "c", "node": -1})")),
+            "machine.json: devices[2].node: must be >= 0");
+  EXPECT_EQ(parseError(graphWith(R"({"name": "b"})", R"({"name": "a"})")),
+            "machine.json: devices[1].name: 'a' is used twice");
+  EXPECT_EQ(parseError(graphWith(R"({"name": "b"})",
+                                 R"({"name": "b", "spec": "tpu"})")),
+            "machine.json: devices[1].spec: no device spec named 'tpu'");
+  EXPECT_EQ(parseError(graphWith(R"({"name": "b"})",
+                                 R"({"name": "b", "colour": "red"})")),
+            "machine.json: devices[1].colour: unknown key");
+  EXPECT_EQ(parseError(graphWith(R"("src": "a", "dst": "sw")",
+                                 R"("src": "a", "dst": "sw2")")),
+            "machine.json: links[0].dst: no device or switch named 'sw2'");
+  EXPECT_EQ(parseError(graphWith(R"("src": "a", "dst": "sw")",
+                                 R"("src": "a", "dst": "a")")),
+            "machine.json: links[0]: connects 'a' to itself");
+  EXPECT_EQ(parseError(graphWith(R"("kind": "ethernet")", R"("kind": "smoke")")),
+            "machine.json: links[3].kind: unknown link kind 'smoke' (use "
+            "shared_memory, pcie, nvlink, infinity_fabric, upi, infiniband, "
+            "ethernet, other)");
+  EXPECT_EQ(parseError(graphWith(R"("bandwidth": "10 Gb/s")",
+                                 R"("bandwidth": 0)")),
+            "machine.json: links[3].bandwidth: must be > 0");
+  EXPECT_EQ(parseError(graphWith(R"("latency": "0.5 us")",
+                                 R"("latency": "-1 us")")),
+            "machine.json: links[3].latency: must be >= 0");
+  EXPECT_EQ(parseError(graphWith(R"("latency": "0.5 us")",
+                                 R"("latency": true)")),
+            "machine.json: links[3].latency: must be a number or a string "
+            "with a unit, e.g. \"1.5 us\"");
+
+  // Structural problems come from validate(), after the file parsed.
+  std::string disconnected = validJsonGraph();
+  disconnected = graphWith(
+      R"({"src": "c", "dst": "sw", "kind": "nvlink", "bandwidth": "100 GB/s",
+       "latency": "1 us"},
+      {"src": "a", "dst": "c", "kind": "ethernet", "bandwidth": "10 Gb/s",
+       "latency": "0.5 us"})",
+      R"({"src": "b", "dst": "sw", "kind": "pcie", "bandwidth": 1})");
+  EXPECT_EQ(parseError(disconnected),
+            "machine.json: device 'c' cannot reach device 'a': the link "
+            "graph is disconnected");
+
+  std::string cluster = validJsonCluster();
+  EXPECT_EQ(parseError(cluster.replace(cluster.find("\"nodes\": 2"), 10,
+                                       "\"nodes\": 0")),
+            "machine.json: cluster.nodes: must be >= 1");
+  cluster = validJsonCluster();
+  EXPECT_EQ(parseError(cluster.replace(cluster.find("\"devices_per_node\": 2"),
+                                       21,
+                                       "\"devices_per_node\": 2, "
+                                       "\"nics_per_node\": 3")),
+            "machine.json: cluster.nics_per_node: must be between 1 and "
+            "devices_per_node (2)");
+  cluster = validJsonCluster();
+  EXPECT_EQ(parseError(cluster.replace(cluster.find("\"bandwidth\": 1e10"), 17,
+                                       "\"bandwidth\": -5")),
+            "machine.json: cluster.inter.bandwidth: must be > 0");
+  cluster = validJsonCluster();
+  EXPECT_EQ(parseError(cluster.replace(cluster.find("\"name\": \"tiny\""), 14,
+                                       "\"name\": \"tiny\", \"devices\": []")),
+            "machine.json: cluster: a machine has either 'cluster' or "
+            "'devices', not both");
+}
+
+TEST(MachineJson, FilesAndLoadMachine) {
+  std::string error;
+  EXPECT_FALSE(readMachineJsonFile("/nonexistent/m.json", error));
+  EXPECT_EQ(error, "/nonexistent/m.json: cannot open the file");
+
+  EXPECT_FALSE(loadMachine("tpu-pod", error));
+  EXPECT_NE(error.find("unknown machine 'tpu-pod'"), std::string::npos);
+  EXPECT_NE(error.find("dgx-h100xN"), std::string::npos);
+  EXPECT_TRUE(loadMachine("dgx-h100", error));
+
+  std::string path = ::testing::TempDir() + "/ppc-machine-test.json";
+  std::ofstream(path) << validJsonCluster();
+  std::optional<Machine> m = loadMachine(path, error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->numDevices(), 4);
+  EXPECT_EQ(m->name, "tiny");
+}
+
+TEST(MachineValidate, ImpossibleMachines) {
+  Machine good = *lookupPreset("dgx-a100x2");
+  ASSERT_EQ(good.validate(), "");
+  auto broken = [&](auto edit) {
+    Machine m = good;
+    m.cluster.reset();
+    edit(m);
+    return m.validate();
+  };
+  EXPECT_EQ(broken([](Machine &m) { m.devices.clear(); }),
+            "the machine has no devices");
+  EXPECT_EQ(broken([](Machine &m) { m.specs[0].memoryBytes = 0; }),
+            "device spec 0 'A100-SXM4-80GB': memory capacity must be > 0");
+  EXPECT_EQ(broken([](Machine &m) { m.specs[0].memoryBandwidth = -1; }),
+            "device spec 0 'A100-SXM4-80GB': memory bandwidth must be > 0");
+  EXPECT_EQ(broken([](Machine &m) { m.specs[0].setPeakFlops(DType::F32, 0); }),
+            "device spec 0 'A100-SXM4-80GB': peak f32 FLOP/s must be > 0");
+  EXPECT_EQ(broken([](Machine &m) { m.devices[3].spec = 2; }),
+            "device 'n0.d3': spec 2 out of range (1 specs)");
+  EXPECT_EQ(broken([](Machine &m) { m.devices[1].name = "n0.d0"; }),
+            "device 1: name 'n0.d0' is used twice");
+  EXPECT_EQ(broken([](Machine &m) { m.links[2].dst = 1000; }),
+            "link 2: endpoint 1000 out of range (35 devices and switches)");
+  EXPECT_EQ(broken([](Machine &m) { m.links[0].dst = m.links[0].src; }),
+            "link 0: connects 'n0.d0' to itself");
+  EXPECT_EQ(broken([](Machine &m) { m.links[0].spec.bandwidth = 0; }),
+            "link 0 ('n0.d0' -> 'n0.switch'): bandwidth must be > 0");
+  EXPECT_EQ(broken([](Machine &m) {
+              // Cut node 1 off the fabric.
+              m.links.erase(m.links.end() - 8, m.links.end());
+            }),
+            "device 'n1.d0' cannot reach device 'n0.d0': the link graph is "
+            "disconnected");
+
+  Machine badCluster = good;
+  badCluster.cluster->nicsPerNode = 9;
+  EXPECT_EQ(badCluster.validate(),
+            "cluster: NICs per node must be between 1 and the devices per "
+            "node (8)");
+}
