@@ -17,7 +17,8 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/ppc DESTINATION ${CMAKE_INSTALL_
 set(PPC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ppc)
 install(EXPORT PPCTargets NAMESPACE ppc:: DESTINATION ${PPC_CMAKE_DIR})
 configure_package_config_file(cmake/PPCConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/PPCConfig.cmake INSTALL_DESTINATION ${PPC_CMAKE_DIR})
+  ${PROJECT_BINARY_DIR}/PPCConfig.cmake INSTALL_DESTINATION ${PPC_CMAKE_DIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/PPCConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/PPCConfig.cmake

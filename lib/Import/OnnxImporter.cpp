@@ -1,16 +1,930 @@
-// Placeholder replaced by the importer implementation.
-#include "ppc/Import/OnnxImporter.h"
+//===- OnnxImporter.cpp - ONNX model to ppc graph dialect -----------------===//
+//
+// The import pipeline:
+//   1. parse (binary ModelProto or ONNX's textual syntax);
+//   2. check the opset, resolve external data next to the model, run ONNX's
+//      checker;
+//   3. bind symbolic dims (--batch-size, --input-shape) on the graph inputs;
+//   4. alternate ONNX shape inference and constant folding of shape
+//      subgraphs until nothing changes, then drop dead nodes;
+//   5. report every unsupported node and every dynamic shape at once;
+//   6. convert node by node into `func.func @main`, then recognize decomposed
+//      LayerNorm/GELU.
+// ONNX reports errors with C++ exceptions: they are caught here and become
+// MLIR diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "ppc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ManagedStatic.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/parser.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include <climits>
+#include <exception>
+
 using namespace mlir;
-namespace ppc {
-bool isOnnxModel(llvm::StringRef) { return false; }
-OwningOpRef<ModuleOp> importOnnxModel(llvm::StringRef, llvm::StringRef,
-                                      MLIRContext *ctx,
-                                      const OnnxImportOptions &) {
-  emitError(UnknownLoc::get(ctx)) << "ONNX import not built yet";
+using namespace ppc;
+using namespace ppc::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Command-line options
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One `--input-shape=NAME:DxDxD` value.
+struct InputShapeSpec {
+  std::string name;
+  SmallVector<int64_t> dims;
+};
+
+/// Parses `NAME:DxDxD`; the name may itself contain ':' (TF-style names), so
+/// the shape is what follows the last one. An empty shape is a scalar.
+struct InputShapeParser : public llvm::cl::basic_parser<InputShapeSpec> {
+  using basic_parser::basic_parser;
+  bool parse(llvm::cl::Option &opt, StringRef, StringRef arg,
+             InputShapeSpec &value) {
+    auto [name, dims] = arg.rsplit(':');
+    if (name.empty() || name.size() == arg.size())
+      return opt.error("expected NAME:DxDx..., got '" + arg + "'");
+    value.name = name.str();
+    value.dims.clear();
+    if (dims.empty())
+      return false;
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t d;
+      if (part.trim().getAsInteger(10, d) || d < 0)
+        return opt.error("bad dim '" + part + "' in '" + arg + "'");
+      value.dims.push_back(d);
+    }
+    return false;
+  }
+  StringRef getValueName() const override { return "name:DxD..."; }
+};
+
+struct ImportCLOptions {
+  llvm::cl::OptionCategory category{"ONNX import options"};
+  llvm::cl::opt<int64_t> batchSize{
+      "batch-size",
+      llvm::cl::desc("Bind dim 0 of ONNX graph inputs whose dim 0 is symbolic"),
+      llvm::cl::init(0), llvm::cl::cat(category)};
+  llvm::cl::list<InputShapeSpec, bool, InputShapeParser> inputShapes{
+      "input-shape",
+      llvm::cl::desc("Static shape of an ONNX graph input, NAME:DxDx... "
+                     "(repeatable, comma separated)"),
+      llvm::cl::CommaSeparated, llvm::cl::cat(category)};
+  llvm::cl::opt<int64_t> embedMaxBytes{
+      "embed-weights-max-bytes",
+      llvm::cl::desc("Embed ONNX initializer values up to this many bytes "
+                     "per weight into ppc.weight"),
+      llvm::cl::init(0), llvm::cl::cat(category)};
+};
+} // namespace
+
+static llvm::ManagedStatic<ImportCLOptions> clOptions;
+
+void ppc::registerOnnxImportCLOptions() { *clOptions; }
+
+OnnxImportOptions ppc::getOnnxImportOptionsFromCL() {
+  OnnxImportOptions options;
+  if (!clOptions.isConstructed())
+    return options;
+  if (clOptions->batchSize.getNumOccurrences())
+    options.batchSize = clOptions->batchSize;
+  for (const InputShapeSpec &spec : clOptions->inputShapes)
+    options.inputShapes[spec.name] = spec.dims;
+  options.maxEmbeddedWeightBytes = clOptions->embedMaxBytes;
+  return options;
+}
+
+//===----------------------------------------------------------------------===//
+// Recognizing and parsing models
+//===----------------------------------------------------------------------===//
+
+/// Skips whitespace and `#` comment lines, as ONNX's text parser does.
+static StringRef skipSpaceAndComments(StringRef text) {
+  while (true) {
+    text = text.ltrim();
+    if (!text.starts_with("#"))
+      return text;
+    text = text.drop_until([](char c) { return c == '\n'; });
+  }
+}
+
+/// The textual syntax opens with a `<key: value, ...>` model header.
+static bool looksLikeOnnxText(StringRef contents) {
+  StringRef text = skipSpaceAndComments(contents);
+  if (!text.consume_front("<"))
+    return false;
+  text = text.ltrim();
+  StringRef key = text.take_while(
+      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return !key.empty() && text.drop_front(key.size()).ltrim().starts_with(":");
+}
+
+/// A binary model starts with field 1 (ir_version, varint): byte 0x08 and a
+/// small version. Enough to tell a damaged model from any MLIR input.
+static bool looksLikeOnnxBinary(StringRef contents) {
+  return contents.size() >= 2 && contents[0] == 0x08 && contents[1] >= 1;
+}
+
+static bool parseBinary(StringRef contents, onnx::ModelProto &model) {
+  if (contents.size() >= static_cast<size_t>(INT_MAX))
+    return false;
+  return model.ParseFromArray(contents.data(),
+                              static_cast<int>(contents.size())) &&
+         model.has_graph() && model.has_ir_version();
+}
+
+/// Parses ONNX text; returns an error message on failure.
+static std::optional<std::string> parseText(StringRef contents,
+                                            onnx::ModelProto &model) {
+  // The parser reads a NUL-terminated string.
+  std::string text = contents.str();
+  try {
+    onnx::OnnxParser parser(text.c_str());
+    onnx::Status status = parser.Parse(model);
+    if (!status.IsOK())
+      return status.ErrorMessage();
+    if (!parser.EndOfInput())
+      return std::string("unexpected text after the model's graph");
+  } catch (const std::exception &e) {
+    return std::string(e.what());
+  } catch (...) {
+    return std::string("unknown parser error");
+  }
+  if (!model.has_graph())
+    return std::string("the model has no graph");
+  return std::nullopt;
+}
+
+bool ppc::isOnnxModel(StringRef contents) {
+  if (looksLikeOnnxText(contents) || looksLikeOnnxBinary(contents))
+    return true;
+  onnx::ModelProto model;
+  return parseBinary(contents, model);
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter: materializing values
+//===----------------------------------------------------------------------===//
+
+Location GraphImporter::getFileLoc() {
+  return FileLineColLoc::get(context, path, 0, 0);
+}
+
+Location GraphImporter::getNodeLoc(const onnx::NodeProto &node,
+                                   unsigned index) {
+  std::string name = node.name();
+  if (name.empty())
+    name = node.op_type() + "#" + std::to_string(index);
+  return NameLoc::get(StringAttr::get(context, name), getFileLoc());
+}
+
+RankedTensorType GraphImporter::getType(StringRef name) {
+  auto it = types.find(name);
+  if (it == types.end() || !it->second.shape)
+    return {};
+  const SmallVector<int64_t> &shape = *it->second.shape;
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return {};
+  Type elementType = getElementType(it->second.dtype, context);
+  if (!elementType)
+    return {};
+  return RankedTensorType::get(shape, elementType);
+}
+
+bool GraphImporter::isWeightInitializer(StringRef name) {
+  if (folded.count(name))
+    return false;
+  auto it = initializers.find(name);
+  if (it == initializers.end())
+    return false;
+  const onnx::TensorProto &t = *it->second;
+  SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+  return isFloatDType(t.data_type()) && getNumElements(shape).value_or(0) > 1;
+}
+
+const ConstTensor *GraphImporter::getConst(StringRef name) {
+  if (name.empty())
+    return nullptr;
+  auto f = folded.find(name);
+  if (f != folded.end())
+    return &f->second;
+  auto d = decoded.find(name);
+  if (d != decoded.end())
+    return &d->second;
+  auto it = initializers.find(name);
+  if (it == initializers.end() || isWeightInitializer(name))
+    return nullptr;
+  ConstTensor tensor;
+  if (decodeTensor(*it->second, tensor))
+    return nullptr;
+  return &decoded.try_emplace(name, std::move(tensor)).first->second;
+}
+
+void GraphImporter::positionConstBuilder() {
+  // Computed at each use: an "after op" point taken while that op was last
+  // in the block would later mean the end of the block.
+  if (lastConstOp)
+    constBuilder.setInsertionPointAfter(lastConstOp);
+  else
+    constBuilder.setInsertionPointToStart(body);
+}
+
+Value GraphImporter::createConstant(const ConstTensor &tensor,
+                                    Type elementType) {
+  ConstTensor converted = tensor;
+  int32_t dtype = getDTypeFor(elementType);
+  if (dtype && dtype != tensor.dtype) {
+    converted = ConstTensor::zeros(dtype, tensor.shape);
+    for (int64_t i = 0, e = tensor.numElements(); i < e; ++i) {
+      if (converted.isFloat())
+        converted.floats[i] = tensor.getDouble(i);
+      else
+        converted.ints[i] = tensor.getInt(i);
+    }
+  }
+  auto type = RankedTensorType::get(
+      converted.shape, getElementType(converted.dtype, context));
+  DenseElementsAttr attr = getElementsAttr(type, encodeBytes(converted));
+  if (!attr)
+    return {};
+  positionConstBuilder();
+  auto op = graph::ConstantOp::create(constBuilder, currentLoc, attr);
+  lastConstOp = op;
+  return op.getResult();
+}
+
+Value GraphImporter::createScalar(double value, Type elementType) {
+  ConstTensor t;
+  t.dtype = getDTypeFor(elementType);
+  if (!t.dtype)
+    return {};
+  if (t.isFloat())
+    t.floats = {value};
+  else
+    t.ints = {static_cast<int64_t>(value)};
+  return createConstant(t, elementType);
+}
+
+FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  Location loc = NameLoc::get(StringAttr::get(context, name), getFileLoc());
+
+  if (isWeightInitializer(name)) {
+    const onnx::TensorProto &t = *initializers[name];
+    RankedTensorType type = getType(name);
+    if (!type)
+      return emitError(loc) << "weight '" << name << "' has an unsupported type";
+    ElementsAttr value;
+    int64_t bytes = type.getNumElements() * getDTypeByteWidth(t.data_type());
+    if (bytes <= options.maxEmbeddedWeightBytes) {
+      std::string data;
+      if (auto err = readTensorBytes(t, data))
+        return emitError(loc) << "cannot read weight '" << name << "': " << *err;
+      value = getElementsAttr(type, data);
+    }
+    positionConstBuilder();
+    auto op = graph::WeightOp::create(
+        constBuilder, loc, type, StringAttr::get(context, name),
+        frozenWeights.contains(name) ? UnitAttr::get(context) : UnitAttr(),
+        value);
+    lastConstOp = op;
+    return values[name] = op.getResult();
+  }
+
+  Value result;
+  if (const ConstTensor *c = getConst(name)) {
+    Type type = elementType ? elementType : getElementType(c->dtype, context);
+    OpBuilder::InsertionGuard guard(builder);
+    Location saved = currentLoc;
+    currentLoc = loc;
+    result = type ? createConstant(*c, type) : Value();
+    currentLoc = saved;
+  } else if (initializers.count(name)) {
+    // A non-float constant too large for the evaluator: embed its bytes.
+    const onnx::TensorProto &t = *initializers[name];
+    std::string data;
+    RankedTensorType type = getType(name);
+    if (!type || readTensorBytes(t, data))
+      return emitError(loc) << "cannot read initializer '" << name << "'";
+    if (DenseElementsAttr attr = getElementsAttr(type, data)) {
+      positionConstBuilder();
+      auto op = graph::ConstantOp::create(constBuilder, loc, attr);
+      lastConstOp = op;
+      result = op.getResult();
+    }
+  } else {
+    return emitError(currentLoc) << "value '" << name << "' is not defined";
+  }
+  if (!result)
+    return emitError(loc) << "cannot materialize constant '" << name << "'";
+  // Only cache the natural type: a converted copy is specific to its user.
+  if (!elementType)
+    values[name] = result;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Model-level steps
+//===----------------------------------------------------------------------===//
+
+namespace {
+class ModelImporter {
+public:
+  ModelImporter(onnx::ModelProto &model, StringRef path, MLIRContext *context,
+                const OnnxImportOptions &options)
+      : model(model), path(path.str()), context(context), options(options) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  Location fileLoc() { return FileLineColLoc::get(context, path, 0, 0); }
+  Location valueLoc(StringRef name) {
+    return NameLoc::get(StringAttr::get(context, name), fileLoc());
+  }
+
+  LogicalResult checkOpset();
+  LogicalResult resolveExternalData();
+  LogicalResult runChecker();
+  LogicalResult bindInputShapes();
+  LogicalResult inferShapes();
+  void collectTypes();
+  LogicalResult foldConstants();
+  bool foldOnce();
+  bool refineShapes();
+  void eliminateDeadNodes();
+  void countUses();
+  LogicalResult validate();
+  std::string describeDynamicShape(StringRef name);
+  OwningOpRef<ModuleOp> buildModule();
+
+  bool isGraphInput(StringRef name) {
+    return graphInputs.count(name) && !importer->initializers.count(name);
+  }
+
+  onnx::ModelProto &model;
+  std::string path;
+  MLIRContext *context;
+  const OnnxImportOptions &options;
+  int64_t opset = 0;
+  std::unique_ptr<GraphImporter> importer;
+  llvm::StringSet<> graphInputs;
+};
+} // namespace
+
+LogicalResult ModelImporter::checkOpset() {
+  bool found = false;
+  for (const auto &entry : model.opset_import()) {
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+      opset = entry.version();
+      found = true;
+    }
+  }
+  if (!found)
+    return emitError(fileLoc())
+           << "ONNX model imports no opset of the default domain";
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return emitError(fileLoc())
+           << "unsupported ONNX opset " << opset << ": ppc imports opsets "
+           << kMinOpset << " to " << kMaxOpset
+           << " (convert the model with onnx.version_converter)";
+  return success();
+}
+
+/// Makes every external data location absolute, relative to the model's
+/// directory, and checks that the file is there. ONNX's checker then finds
+/// the files whatever the current directory.
+LogicalResult ModelImporter::resolveExternalData() {
+  SmallString<256> dir(path == "-" ? "" : path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  (void)llvm::sys::fs::make_absolute(dir);
+  for (onnx::TensorProto &tensor : *model.mutable_graph()->mutable_initializer()) {
+    if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    auto *entries = tensor.mutable_external_data();
+    auto location = llvm::find_if(
+        *entries, [](const auto &e) { return e.key() == "location"; });
+    if (location == entries->end())
+      return emitError(valueLoc(tensor.name()))
+             << "initializer '" << tensor.name()
+             << "' has external data without a location";
+    SmallString<256> file(location->value());
+    if (!llvm::sys::path::is_absolute(file)) {
+      file = dir;
+      llvm::sys::path::append(file, location->value());
+    }
+    if (!llvm::sys::fs::is_regular_file(file))
+      return emitError(valueLoc(tensor.name()))
+             << "external data file '" << file << "' of initializer '"
+             << tensor.name() << "' does not exist";
+    location->set_value(std::string(file));
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::runChecker() {
+  try {
+    onnx::checker::check_model(model);
+  } catch (const onnx::checker::ValidationError &e) {
+    return emitError(fileLoc()) << "invalid ONNX model: " << e.what();
+  } catch (const std::exception &e) {
+    return emitError(fileLoc()) << "invalid ONNX model: " << e.what();
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::bindInputShapes() {
+  if (options.batchSize && *options.batchSize <= 0)
+    return emitError(fileLoc())
+           << "--batch-size must be positive, got " << *options.batchSize;
+  onnx::GraphProto &graph = *model.mutable_graph();
+  llvm::StringSet<> initializerNames;
+  for (const auto &t : graph.initializer())
+    initializerNames.insert(t.name());
+
+  bool changed = false;
+  llvm::StringSet<> seen;
+  for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
+    if (initializerNames.contains(input.name()) ||
+        !input.type().has_tensor_type())
+      continue;
+    auto *tensorType = input.mutable_type()->mutable_tensor_type();
+    auto it = options.inputShapes.find(input.name());
+    if (it != options.inputShapes.end()) {
+      seen.insert(input.name());
+      const SmallVector<int64_t> &dims = it->second;
+      if (tensorType->has_shape() &&
+          tensorType->shape().dim_size() != static_cast<int>(dims.size()))
+        return emitError(valueLoc(input.name()))
+               << "--input-shape for '" << input.name() << "' has rank "
+               << dims.size() << ", but the input has rank "
+               << tensorType->shape().dim_size();
+      auto *shape = tensorType->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : dims)
+        shape->add_dim()->set_dim_value(d);
+      changed = true;
+      continue;
+    }
+    if (!options.batchSize || !tensorType->has_shape() ||
+        tensorType->shape().dim_size() == 0)
+      continue;
+    auto *dim0 = tensorType->mutable_shape()->mutable_dim(0);
+    if (dim0->has_dim_value())
+      continue;
+    dim0->set_dim_value(*options.batchSize);
+    changed = true;
+  }
+  for (const auto &entry : options.inputShapes) {
+    if (seen.contains(entry.getKey()))
+      continue;
+    std::string names;
+    for (const auto &input : graph.input())
+      if (!initializerNames.contains(input.name()))
+        names += (names.empty() ? "'" : ", '") + input.name() + "'";
+    return emitError(fileLoc())
+           << "--input-shape names '" << entry.getKey()
+           << "', which is not a graph input (inputs: " << names << ")";
+  }
+  // Shapes recorded for the old symbolic dims would contradict the bound
+  // ones: let shape inference recompute them.
+  if (changed) {
+    graph.clear_value_info();
+    for (auto &output : *graph.mutable_output())
+      if (output.type().has_tensor_type())
+        output.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::inferShapes() {
+  try {
+    onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*strict_mode=*/0,
+                                     /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception &e) {
+    return emitError(fileLoc()) << "ONNX shape inference failed: " << e.what();
+  }
+  return success();
+}
+
+void ModelImporter::collectTypes() {
+  auto &types = importer->types;
+  types.clear();
+  auto add = [&](const onnx::ValueInfoProto &info) {
+    if (!info.type().has_tensor_type())
+      return;
+    const auto &tt = info.type().tensor_type();
+    GraphImporter::ValueType &vt = types[info.name()];
+    vt.dtype = tt.elem_type();
+    if (!tt.has_shape()) {
+      vt.shape.reset();
+      return;
+    }
+    vt.shape.emplace();
+    vt.symbols.clear();
+    for (const auto &dim : tt.shape().dim()) {
+      vt.shape->push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      vt.symbols.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+    }
+  };
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &info : graph.input())
+    add(info);
+  for (const auto &info : graph.value_info())
+    add(info);
+  for (const auto &info : graph.output())
+    add(info);
+  for (const auto &t : graph.initializer()) {
+    GraphImporter::ValueType &vt = types[t.name()];
+    vt.dtype = t.data_type();
+    vt.shape.emplace(t.dims().begin(), t.dims().end());
+    vt.symbols.assign(t.dims_size(), "");
+  }
+}
+
+/// One pass of folding over the graph in topological order; folded nodes are
+/// removed and their results become initializers. Returns true if it folded.
+bool ModelImporter::foldOnce() {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  GraphImporter &imp = *importer;
+  std::vector<onnx::NodeProto> kept;
+  bool changed = false;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    bool isDefault = node.domain().empty() || node.domain() == "ai.onnx";
+    bool shapeOnly = node.op_type() == "Shape" || node.op_type() == "Size";
+    SmallVector<FoldInput> inputs;
+    bool blocked = !isDefault || !isFoldableOpType(node.op_type());
+    for (const std::string &name : node.input()) {
+      if (blocked)
+        break;
+      FoldInput in;
+      in.present = !name.empty();
+      if (in.present) {
+        // Never fold trainable weights away into constants.
+        if (!shapeOnly && imp.isWeightInitializer(name))
+          blocked = true;
+        in.value = imp.getConst(name);
+        auto t = imp.types.find(name);
+        if (t != imp.types.end())
+          in.shape = t->second.shape;
+      }
+      inputs.push_back(in);
+    }
+    SmallVector<ConstTensor> results;
+    if (blocked || failed(foldNode(node, opset, inputs, results))) {
+      kept.push_back(std::move(node));
+      continue;
+    }
+    for (auto [name, tensor] : llvm::zip(node.output(), results)) {
+      if (name.empty())
+        continue;
+      encodeTensor(tensor, name, *graph.add_initializer());
+      imp.folded[name] = std::move(tensor);
+    }
+    changed = true;
+  }
+  // The nodes were moved out: put the kept ones back.
+  graph.clear_node();
+  for (onnx::NodeProto &node : kept)
+    *graph.add_node() = std::move(node);
+  if (changed) {
+    imp.initializers.clear();
+    for (const auto &t : graph.initializer())
+      imp.initializers[t.name()] = &t;
+  }
+  return changed;
+}
+
+LogicalResult ModelImporter::foldConstants() {
+  // Each round folds what the previous shape inference made static; a chain
+  // Shape -> Reshape -> Shape -> ... needs one round per link.
+  for (int round = 0; round < 32; ++round) {
+    if (failed(inferShapes()))
+      return failure();
+    collectTypes();
+    bool folded = foldOnce();
+    if (!refineShapes() && !folded)
+      return success();
+  }
+  return success();
+}
+
+/// Records shapes that ONNX's inference leaves unknown but ppc can compute
+/// (Slice with attributes before opset 10). Returns true if it added any.
+bool ModelImporter::refineShapes() {
+  GraphImporter &imp = *importer;
+  onnx::GraphProto &graph = *model.mutable_graph();
+  bool changed = false;
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.op_type() != "Slice" || node.input_size() < 1 ||
+        node.output_size() < 1 || imp.getType(node.output(0)))
+      continue;
+    RankedTensorType in = imp.getType(node.input(0));
+    if (!in)
+      continue;
+    auto shape = inferSliceShape(imp, node, in.getShape());
+    if (!shape)
+      continue;
+    onnx::ValueInfoProto *info = nullptr;
+    for (auto &vi : *graph.mutable_value_info())
+      if (vi.name() == node.output(0))
+        info = &vi;
+    if (!info) {
+      info = graph.add_value_info();
+      info->set_name(node.output(0));
+    }
+    auto *tensorType = info->mutable_type()->mutable_tensor_type();
+    tensorType->set_elem_type(imp.types[node.input(0)].dtype);
+    tensorType->clear_shape();
+    auto *protoShape = tensorType->mutable_shape();
+    for (int64_t d : *shape)
+      protoShape->add_dim()->set_dim_value(d);
+    changed = true;
+  }
+  return changed;
+}
+
+/// Drops nodes none of whose outputs is used (folding leftovers, unused
+/// Dropout masks), from the back so chains go at once.
+void ModelImporter::eliminateDeadNodes() {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  llvm::StringSet<> live;
+  for (const auto &output : graph.output())
+    live.insert(output.name());
+  std::vector<bool> keep(graph.node_size(), false);
+  for (int i = graph.node_size() - 1; i >= 0; --i) {
+    const onnx::NodeProto &node = graph.node(i);
+    keep[i] = llvm::any_of(node.output(), [&](const std::string &name) {
+      return !name.empty() && live.contains(name);
+    });
+    if (keep[i])
+      for (const std::string &name : node.input())
+        live.insert(name);
+  }
+  std::vector<onnx::NodeProto> kept;
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (keep[i])
+      kept.push_back(std::move(*graph.mutable_node(i)));
+  graph.clear_node();
+  for (onnx::NodeProto &node : kept)
+    *graph.add_node() = std::move(node);
+}
+
+void ModelImporter::countUses() {
+  importer->numUses.clear();
+  for (const auto &node : model.graph().node())
+    for (const std::string &name : node.input())
+      if (!name.empty())
+        ++importer->numUses[name];
+  for (const auto &output : model.graph().output())
+    ++importer->numUses[output.name()];
+}
+
+std::string ModelImporter::describeDynamicShape(StringRef name) {
+  auto it = importer->types.find(name);
+  if (it == importer->types.end() || !it->second.shape)
+    return "has no inferred shape";
+  const auto &vt = it->second;
+  for (auto [i, d] : llvm::enumerate(*vt.shape)) {
+    if (d >= 0)
+      continue;
+    std::string msg = "has dynamic dim " + std::to_string(i);
+    if (!vt.symbols[i].empty())
+      msg += " ('" + vt.symbols[i] + "')";
+    return msg;
+  }
+  if (!getElementType(vt.dtype, context))
+    return "has unsupported element type '" + getDTypeName(vt.dtype).str() +
+           "'";
+  return "has a non-static shape";
+}
+
+/// Reports every unsupported node and every value whose shape is not static,
+/// then fails if there was any.
+LogicalResult ModelImporter::validate() {
+  GraphImporter &imp = *importer;
+  struct Problem {
+    Location loc;
+    std::string message;
+  };
+  SmallVector<Problem> unsupported, dynamic;
+  llvm::StringSet<> reported;
+  auto checkStatic = [&](StringRef name, const onnx::NodeProto &node,
+                         Location loc, StringRef role) {
+    if (name.empty() || imp.getType(name) || reported.contains(name))
+      return;
+    reported.insert(name);
+    dynamic.push_back(
+        {loc, ("value '" + name + "' (" + role + " of node '" +
+               (node.name().empty() ? node.op_type() : node.name()) + "', " +
+               node.op_type() + ") " + describeDynamicShape(name))
+                  .str()});
+  };
+
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &input : graph.input()) {
+    if (!isGraphInput(input.name()) || imp.getType(input.name()))
+      continue;
+    reported.insert(input.name());
+    dynamic.push_back({valueLoc(input.name()),
+                       "graph input '" + input.name() + "' " +
+                           describeDynamicShape(input.name())});
+  }
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    Location loc = imp.getNodeLoc(node, index);
+    bool isDefault = node.domain().empty() || node.domain() == "ai.onnx";
+    const ConverterInfo *info =
+        isDefault ? lookupConverter(node.op_type()) : nullptr;
+    std::string where = "'" + node.op_type() + "' (node '" + node.name() +
+                        "', domain '" + node.domain() + "', opset " +
+                        std::to_string(opset) + ")";
+    if (!info) {
+      bool foldOnly = isDefault && isFoldableOpType(node.op_type());
+      bool inputsDynamic = false;
+      for (const std::string &name : node.input())
+        if (!name.empty() && !imp.getType(name) && foldOnly) {
+          checkStatic(name, node, loc, "input");
+          inputsDynamic = true;
+        }
+      if (!inputsDynamic)
+        unsupported.push_back(
+            {loc, foldOnly ? where + ": only supported when its inputs are "
+                                 "constants, which they are not here"
+                           : where});
+      continue;
+    }
+    if (auto reason = getUnsupportedReason(imp, node)) {
+      unsupported.push_back({loc, where + " " + *reason});
+      continue;
+    }
+    for (auto [i, name] : llvm::enumerate(node.input()))
+      if (i < info->numDataInputs)
+        checkStatic(name, node, loc, "input " + std::to_string(i));
+    for (auto [i, name] : llvm::enumerate(node.output()))
+      if (imp.numUses.lookup(name))
+        checkStatic(name, node, loc, "output " + std::to_string(i));
+    if (info->needsFloat && node.output_size() > 0) {
+      auto it = imp.types.find(node.output(0));
+      if (it != imp.types.end() && it->second.dtype &&
+          !isFloatDType(it->second.dtype))
+        unsupported.push_back(
+            {loc, where + " on " + getDTypeName(it->second.dtype).str() +
+                      " tensors (ppc supports it on floating-point tensors)"});
+    }
+  }
+
+  if (!unsupported.empty()) {
+    InFlightDiagnostic diag = emitError(fileLoc())
+                              << unsupported.size()
+                              << " unsupported ONNX node(s) in the model";
+    for (const Problem &p : unsupported)
+      diag.attachNote(p.loc) << "unsupported operator " << p.message;
+  }
+  if (!dynamic.empty()) {
+    InFlightDiagnostic diag =
+        emitError(fileLoc())
+        << dynamic.size()
+        << " value(s) have no static shape; bind the symbolic dims with "
+           "--batch-size=N or --input-shape=NAME:DxDx...";
+    // One symbolic dim taints every value downstream: the first few say
+    // where it comes from.
+    constexpr size_t kMaxNotes = 8;
+    for (const Problem &p : ArrayRef(dynamic).take_front(kMaxNotes))
+      diag.attachNote(p.loc) << p.message;
+    if (dynamic.size() > kMaxNotes)
+      diag.attachNote() << "... and " << dynamic.size() - kMaxNotes
+                        << " more";
+  }
+  return success(unsupported.empty() && dynamic.empty());
+}
+
+OwningOpRef<ModuleOp> ModelImporter::buildModule() {
+  GraphImporter &imp = *importer;
+  const onnx::GraphProto &graph = model.graph();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module->getBody());
+
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &input : graph.input()) {
+    if (!isGraphInput(input.name()))
+      continue;
+    argTypes.push_back(imp.getType(input.name()));
+    argNames.push_back(input.name());
+  }
+  auto func = func::FuncOp::create(moduleBuilder, fileLoc(), "main",
+                                   moduleBuilder.getFunctionType(argTypes, {}));
+  Block *body = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "ppc.name", StringAttr::get(context, name));
+    imp.setValue(name, body->getArgument(i));
+  }
+  imp.body = body;
+  imp.builder.setInsertionPointToEnd(body);
+
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    imp.currentLoc = imp.getNodeLoc(node, index);
+    imp.builder.setInsertionPointToEnd(body);
+    const ConverterInfo *info = lookupConverter(node.op_type());
+    if (!info || failed(info->convert(imp, node)))
+      return nullptr;
+  }
+
+  imp.builder.setInsertionPointToEnd(body);
+  SmallVector<Value> results;
+  for (const auto &output : graph.output()) {
+    imp.currentLoc = valueLoc(output.name());
+    FailureOr<Value> v = imp.getValue(output.name());
+    if (failed(v))
+      return nullptr;
+    results.push_back(*v);
+  }
+  func::ReturnOp::create(imp.builder, fileLoc(), results);
+  func.setFunctionType(
+      moduleBuilder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "ppc.name", StringAttr::get(context, output.name()));
+
+  recognizePatterns(func);
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> ModelImporter::run() {
+  if (failed(checkOpset()) || failed(resolveExternalData()) ||
+      failed(runChecker()) || failed(bindInputShapes()))
+    return nullptr;
+  // Name unnamed nodes by their original position, before folding and dead
+  // code elimination renumber them: locations then match the source model.
+  for (auto [index, node] :
+       llvm::enumerate(*model.mutable_graph()->mutable_node()))
+    if (node.name().empty())
+      node.set_name(node.op_type() + "#" + std::to_string(index));
+  importer = std::make_unique<GraphImporter>(context, path, opset, options);
+  for (const auto &t : model.graph().initializer())
+    importer->initializers[t.name()] = &t;
+  for (const auto &input : model.graph().input())
+    graphInputs.insert(input.name());
+  for (const auto &node : model.graph().node())
+    if (node.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(node.input_size(), 5); ++i)
+        importer->frozenWeights.insert(node.input(i));
+
+  if (failed(foldConstants()))
+    return nullptr;
+  eliminateDeadNodes();
+  countUses();
+  if (failed(validate()))
+    return nullptr;
+  return buildModule();
+}
+
+OwningOpRef<ModuleOp> ppc::importOnnxModel(StringRef contents, StringRef path,
+                                           MLIRContext *context,
+                                           const OnnxImportOptions &options) {
+  context->loadDialect<graph::PPCDialect, func::FuncDialect>();
+  Location fileLoc = FileLineColLoc::get(context, path, 0, 0);
+  onnx::ModelProto model;
+  if (looksLikeOnnxText(contents)) {
+    if (auto err = parseText(contents, model)) {
+      emitError(fileLoc) << "cannot parse ONNX text: " << *err;
+      return nullptr;
+    }
+  } else if (!parseBinary(contents, model)) {
+    emitError(fileLoc) << "cannot parse ONNX model: the protobuf is truncated "
+                          "or corrupt, or has no graph";
+    return nullptr;
+  }
+  try {
+    return ModelImporter(model, path, context, options).run();
+  } catch (const std::exception &e) {
+    emitError(fileLoc) << "ONNX import failed: " << e.what();
+  } catch (...) {
+    emitError(fileLoc) << "ONNX import failed with an unknown error";
+  }
   return nullptr;
 }
-void registerOnnxImportCLOptions() {}
-OnnxImportOptions getOnnxImportOptionsFromCL() { return {}; }
-} // namespace ppc

@@ -1,0 +1,232 @@
+//===- ImporterInternal.h - Shared pieces of the ONNX importer --*- C++ -*-===//
+//
+// Private to lib/Import: the constant-tensor type used to fold shape
+// subgraphs, tensor decoding, the per-node conversion interface and the
+// pattern recognizers run on the imported function.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_LIB_IMPORT_IMPORTERINTERNAL_H
+#define PPC_LIB_IMPORT_IMPORTERINTERNAL_H
+
+#include "ppc/Import/OnnxImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc {
+namespace onnx_import {
+
+/// Opsets of the default ONNX domain that the importer accepts.
+constexpr int64_t kMinOpset = 9;
+constexpr int64_t kMaxOpset = 17;
+
+/// Largest tensor (in elements) that the constant evaluator produces or
+/// decodes: shape subgraphs are tiny, and this bounds memory on odd models.
+constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
+
+//===----------------------------------------------------------------------===//
+// Constant tensors
+//===----------------------------------------------------------------------===//
+
+/// A small dense tensor known at import time. Integer and bool elements live
+/// in `ints`, floating-point ones in `floats` (exactly one is populated).
+struct ConstTensor {
+  int32_t dtype = onnx::TensorProto::INT64;
+  llvm::SmallVector<int64_t> shape;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+
+  bool isFloat() const;
+  int64_t numElements() const;
+  double getDouble(int64_t i) const {
+    return isFloat() ? floats[i] : static_cast<double>(ints[i]);
+  }
+  int64_t getInt(int64_t i) const {
+    return isFloat() ? static_cast<int64_t>(floats[i]) : ints[i];
+  }
+  /// Makes a tensor of `dtype` and `shape` with zeroed elements.
+  static ConstTensor zeros(int32_t dtype, llvm::ArrayRef<int64_t> shape);
+};
+
+bool isFloatDType(int32_t dtype);
+/// Bytes per element of an ONNX data type, 0 if unsupported.
+int64_t getDTypeByteWidth(int32_t dtype);
+llvm::StringRef getDTypeName(int32_t dtype);
+/// The ONNX data type of an MLIR element type, 0 if none.
+int32_t getDTypeFor(mlir::Type type);
+/// The MLIR element type for an ONNX data type, null if it has none in ppc.
+mlir::Type getElementType(int32_t dtype, mlir::MLIRContext *ctx);
+
+/// Product of `shape`, or nullopt on a negative dim or overflow.
+std::optional<int64_t> getNumElements(llvm::ArrayRef<int64_t> shape);
+
+/// Reads a tensor's data as little-endian bytes in the element type's own
+/// width, from whichever field holds them (raw, typed or external; external
+/// locations have already been made absolute). Returns an error message.
+std::optional<std::string> readTensorBytes(const onnx::TensorProto &tensor,
+                                           std::string &bytes);
+/// Decodes a tensor into a ConstTensor (error message on failure).
+std::optional<std::string> decodeTensor(const onnx::TensorProto &tensor,
+                                        ConstTensor &result);
+/// Encodes a ConstTensor into little-endian bytes of its element type.
+std::string encodeBytes(const ConstTensor &tensor);
+void encodeTensor(const ConstTensor &tensor, llvm::StringRef name,
+                  onnx::TensorProto &proto);
+/// The elements attribute for raw little-endian bytes of `type`.
+mlir::DenseElementsAttr getElementsAttr(mlir::RankedTensorType type,
+                                        llvm::StringRef bytes);
+
+//===----------------------------------------------------------------------===//
+// Node attributes
+//===----------------------------------------------------------------------===//
+
+/// The double with the shortest decimal form of a float (1e-5f -> 1e-5), so
+/// that f64 attributes read as the model's author wrote them.
+double widenFloat(float value);
+
+const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                     llvm::StringRef name);
+int64_t getAttrInt(const onnx::NodeProto &node, llvm::StringRef name,
+                   int64_t defaultValue);
+double getAttrFloat(const onnx::NodeProto &node, llvm::StringRef name,
+                    double defaultValue);
+std::string getAttrString(const onnx::NodeProto &node, llvm::StringRef name,
+                          llvm::StringRef defaultValue);
+std::optional<llvm::SmallVector<int64_t>>
+getAttrInts(const onnx::NodeProto &node, llvm::StringRef name);
+
+//===----------------------------------------------------------------------===//
+// Constant evaluator (ShapeFolding.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What the evaluator knows about one input of a node: its value when it is a
+/// constant, its static shape when known (enough for Shape and Size).
+struct FoldInput {
+  const ConstTensor *value = nullptr;
+  std::optional<llvm::SmallVector<int64_t>> shape;
+  bool present = false; // false for an omitted optional input
+};
+
+/// True for op types the evaluator knows.
+bool isFoldableOpType(llvm::StringRef opType);
+/// Evaluates `node` on known inputs. Fails (without diagnostics) when an input
+/// is unknown, an attribute is unsupported or a result would be too large.
+mlir::LogicalResult foldNode(const onnx::NodeProto &node, int64_t opset,
+                             llvm::ArrayRef<FoldInput> inputs,
+                             llvm::SmallVectorImpl<ConstTensor> &results);
+
+//===----------------------------------------------------------------------===//
+// Node conversion (OpConversions.cpp)
+//===----------------------------------------------------------------------===//
+
+class GraphImporter;
+using ConvertFn = mlir::LogicalResult (*)(GraphImporter &,
+                                          const onnx::NodeProto &);
+
+struct ConverterInfo {
+  ConvertFn convert;
+  /// Inputs from this index on are attribute-like (shapes, axes, pads) and
+  /// must be constants; the ones before are tensors the ppc op consumes.
+  unsigned numDataInputs;
+  /// The ppc op only takes floating-point tensors.
+  bool needsFloat;
+};
+
+/// The converter for an op type of the default domain, or null.
+const ConverterInfo *lookupConverter(llvm::StringRef opType);
+
+/// Why a node of a supported op type cannot be imported, or nullopt.
+std::optional<std::string> getUnsupportedReason(GraphImporter &imp,
+                                                const onnx::NodeProto &node);
+
+/// The result shape of a Slice node on an input of `inShape`, when its
+/// parameters are constants (ONNX infers none for the attribute form).
+std::optional<llvm::SmallVector<int64_t>>
+inferSliceShape(GraphImporter &imp, const onnx::NodeProto &node,
+                llvm::ArrayRef<int64_t> inShape);
+
+/// The import state that converters use.
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext *context, llvm::StringRef path,
+                int64_t opset, const OnnxImportOptions &options)
+      : context(context), builder(context), constBuilder(context),
+        path(path.str()), opset(opset), options(options) {}
+
+  mlir::MLIRContext *context;
+  /// Inserts the op being converted; constBuilder inserts weights and
+  /// constants at the top of the function, in order of first use.
+  mlir::OpBuilder builder;
+  mlir::OpBuilder constBuilder;
+  std::string path;
+  int64_t opset;
+  const OnnxImportOptions &options;
+
+  /// The ONNX value name of each imported value.
+  llvm::StringMap<mlir::Value> values;
+  /// Initializers by name, and the ones that are folding results.
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<ConstTensor> folded;
+  /// Cache of decoded initializers (for attribute-like inputs).
+  llvm::StringMap<ConstTensor> decoded;
+  /// Initializers that are batch-norm running statistics.
+  llvm::StringSet<> frozenWeights;
+  /// Inferred element type and shape per value (dim < 0: not static).
+  struct ValueType {
+    int32_t dtype = 0;
+    std::optional<llvm::SmallVector<int64_t>> shape;
+    /// The dim_param of each dim ("" when none), for error messages.
+    llvm::SmallVector<std::string> symbols;
+  };
+  llvm::StringMap<ValueType> types;
+  /// Nodes that read each value.
+  llvm::StringMap<unsigned> numUses;
+
+  /// Location of a node: its name (or op_type#index) at the model file.
+  mlir::Location getNodeLoc(const onnx::NodeProto &node, unsigned index);
+  mlir::Location getFileLoc();
+  mlir::Location currentLoc = mlir::UnknownLoc::get(context);
+
+  /// The static tensor type of an ONNX value, null if unknown or dynamic.
+  mlir::RankedTensorType getType(llvm::StringRef name);
+  /// The value for an ONNX name, materializing weights and constants.
+  /// `elementType` converts a constant to another element type (integer
+  /// exponents of Pow, for instance).
+  mlir::FailureOr<mlir::Value> getValue(llvm::StringRef name,
+                                        mlir::Type elementType = {});
+  /// The value of a constant ONNX name (initializer or folded), if any.
+  const ConstTensor *getConst(llvm::StringRef name);
+  /// Points constBuilder after the last weight/constant created so far.
+  void positionConstBuilder();
+  mlir::Block *body = nullptr;
+  mlir::Operation *lastConstOp = nullptr;
+  /// Materializes a ppc.constant.
+  mlir::Value createConstant(const ConstTensor &tensor, mlir::Type elementType);
+  /// A scalar-like float constant (shape `[]`) of `elementType`.
+  mlir::Value createScalar(double value, mlir::Type elementType);
+  /// True for initializers imported as trainable or frozen ppc.weight.
+  bool isWeightInitializer(llvm::StringRef name);
+  void setValue(llvm::StringRef name, mlir::Value value) {
+    values[name] = value;
+  }
+};
+
+/// Replaces decomposed LayerNorm and GELU subgraphs of `func` by ppc.layer_norm
+/// and ppc.gelu, and folds a bias add into a bias-less ppc.linear.
+void recognizePatterns(mlir::func::FuncOp func);
+
+} // namespace onnx_import
+} // namespace ppc
+
+#endif // PPC_LIB_IMPORT_IMPORTERINTERNAL_H

@@ -1,0 +1,862 @@
+//===- OpConversions.cpp - ONNX nodes to ppc graph ops --------------------===//
+//
+// One converter per ONNX op type (opsets 9 to 17). Converters read the
+// static result types that shape inference computed (validate() has checked
+// them) and the constant values of attribute-like inputs (axes, pads, split
+// sizes), which moved from attributes to inputs at various opsets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "ppc/Dialect/Graph/GraphOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ppc;
+using namespace ppc::onnx_import;
+using onnx::NodeProto;
+
+namespace g = ppc::graph;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static bool hasInput(const NodeProto &node, int i) {
+  return i < node.input_size() && !node.input(i).empty();
+}
+
+/// True if output `i` exists and something reads it.
+static bool isOutputUsed(GraphImporter &imp, const NodeProto &node, int i) {
+  return i < node.output_size() && !node.output(i).empty() &&
+         imp.numUses.lookup(node.output(i)) > 0;
+}
+
+static RankedTensorType getResultType(GraphImporter &imp, const NodeProto &node,
+                                      int i = 0) {
+  return imp.getType(node.output(i));
+}
+
+/// Converts `value` to `elementType` with ppc.cast when they differ.
+static Value coerce(GraphImporter &imp, Value value, Type elementType) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!elementType || type.getElementType() == elementType)
+    return value;
+  return g::CastOp::create(imp.builder, imp.currentLoc,
+                           type.clone(elementType), value);
+}
+
+/// Input `i` as a value; constants are created with `elementType`, other
+/// values cast to it.
+static FailureOr<Value> getInput(GraphImporter &imp, const NodeProto &node,
+                                 int i, Type elementType = {}) {
+  if (!hasInput(node, i))
+    return emitError(imp.currentLoc)
+           << "'" << node.op_type() << "' needs input " << i;
+  FailureOr<Value> v = imp.getValue(node.input(i), elementType);
+  if (failed(v))
+    return failure();
+  return coerce(imp, *v, elementType);
+}
+
+/// The integer list held by constant input `i`, if it is one.
+static std::optional<SmallVector<int64_t>>
+getConstInts(GraphImporter &imp, const NodeProto &node, int i) {
+  if (!hasInput(node, i))
+    return std::nullopt;
+  const ConstTensor *c = imp.getConst(node.input(i));
+  if (!c || c->isFloat() || c->shape.size() > 1)
+    return std::nullopt;
+  return SmallVector<int64_t>(c->ints.begin(), c->ints.end());
+}
+
+static std::optional<double> getConstScalar(GraphImporter &imp,
+                                            const NodeProto &node, int i) {
+  if (!hasInput(node, i))
+    return std::nullopt;
+  const ConstTensor *c = imp.getConst(node.input(i));
+  if (!c || c->numElements() != 1)
+    return std::nullopt;
+  if (c->dtype == onnx::TensorProto::FLOAT)
+    return widenFloat(static_cast<float>(c->floats[0]));
+  return c->getDouble(0);
+}
+
+static int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// The axes of a reduction (attribute, or input 1 for ReduceSum >= 13),
+/// normalized and sorted; nullopt when the node reduces nothing.
+static std::optional<SmallVector<int64_t>>
+getReduceAxes(GraphImporter &imp, const NodeProto &node, int64_t rank) {
+  std::optional<SmallVector<int64_t>> axes;
+  if (node.op_type() == "ReduceSum" && imp.opset >= 13)
+    axes = getConstInts(imp, node, 1);
+  else
+    axes = getAttrInts(node, "axes");
+  if (!axes || axes->empty()) {
+    if (getAttrInt(node, "noop_with_empty_axes", 0))
+      return std::nullopt;
+    axes.emplace();
+    for (int64_t i = 0; i < rank; ++i)
+      axes->push_back(i);
+  }
+  for (int64_t &a : *axes)
+    a = normalizeAxis(a, rank);
+  llvm::sort(*axes);
+  return axes;
+}
+
+static SmallVector<int64_t> broadcastShape(ArrayRef<int64_t> a,
+                                           ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+static Value reshape(GraphImporter &imp, Value value, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  return g::ReshapeOp::create(imp.builder, imp.currentLoc, type.clone(shape),
+                              value);
+}
+
+static FloatAttr f64(GraphImporter &imp, double v) {
+  return imp.builder.getF64FloatAttr(v);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult convertUnary(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0, type.getElementType());
+  if (failed(x))
+    return failure();
+  imp.setValue(node.output(0), OpTy::create(imp.builder, imp.currentLoc, type,
+                                            ValueRange{*x}));
+  return success();
+}
+
+/// Binary ops; variadic Max/Min chain from the left.
+template <typename OpTy>
+static LogicalResult convertBinary(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  Type et = type.getElementType();
+  FailureOr<Value> acc = getInput(imp, node, 0, et);
+  if (failed(acc))
+    return failure();
+  for (int i = 1; i < node.input_size(); ++i) {
+    FailureOr<Value> rhs = getInput(imp, node, i, et);
+    if (failed(rhs))
+      return failure();
+    auto shape = broadcastShape(cast<RankedTensorType>(acc->getType()).getShape(),
+                                cast<RankedTensorType>(rhs->getType()).getShape());
+    Type resultType = i + 1 == node.input_size() ? Type(type) : type.clone(shape);
+    acc = OpTy::create(imp.builder, imp.currentLoc, resultType, *acc, *rhs)
+              .getResult();
+  }
+  imp.setValue(node.output(0), reshape(imp, *acc, type.getShape()));
+  return success();
+}
+
+static LogicalResult convertLeakyRelu(GraphImporter &imp,
+                                      const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  imp.setValue(node.output(0),
+               g::LeakyReluOp::create(imp.builder, imp.currentLoc, type, *x,
+                                      f64(imp, getAttrFloat(node, "alpha", 0.01))));
+  return success();
+}
+
+static LogicalResult convertClip(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  FloatAttr minAttr, maxAttr;
+  if (imp.opset < 11) {
+    if (findAttr(node, "min"))
+      minAttr = f64(imp, getAttrFloat(node, "min", 0));
+    if (findAttr(node, "max"))
+      maxAttr = f64(imp, getAttrFloat(node, "max", 0));
+  } else {
+    if (auto v = getConstScalar(imp, node, 1))
+      minAttr = f64(imp, *v);
+    if (auto v = getConstScalar(imp, node, 2))
+      maxAttr = f64(imp, *v);
+  }
+  imp.setValue(node.output(0), g::ClipOp::create(imp.builder, imp.currentLoc,
+                                                 type, *x, minAttr, maxAttr));
+  return success();
+}
+
+/// Softmax and LogSoftmax. Before opset 13 they coerce the input to 2-D
+/// [prod(d[:axis]), prod(d[axis:])] and normalize each row: the same as a
+/// softmax on the last dim unless axis < rank - 1, where a reshape is needed.
+template <typename OpTy>
+static LogicalResult convertSoftmax(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = type.getRank();
+  int64_t axis = getAttrInt(node, "axis", imp.opset < 13 ? 1 : -1);
+  axis = normalizeAxis(axis, rank);
+  auto softmax = [&](Value v, int64_t ax) -> Value {
+    return OpTy::create(imp.builder, imp.currentLoc, v.getType(), v,
+                        imp.builder.getI64IntegerAttr(ax));
+  };
+  if (imp.opset >= 13 || axis >= rank - 1) {
+    imp.setValue(node.output(0), softmax(*x, std::max<int64_t>(axis, 0)));
+    return success();
+  }
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) *= shape[i];
+  Value flat = reshape(imp, *x, {outer, inner});
+  imp.setValue(node.output(0), reshape(imp, softmax(flat, 1), shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and normalization
+//===----------------------------------------------------------------------===//
+
+/// Pads [top, left, bottom, right] for a 2-D window, from `pads` or auto_pad.
+static SmallVector<int64_t> getWindowPads(const NodeProto &node,
+                                          ArrayRef<int64_t> inputHW,
+                                          ArrayRef<int64_t> kernel,
+                                          ArrayRef<int64_t> strides,
+                                          ArrayRef<int64_t> dilations) {
+  std::string autoPad = getAttrString(node, "auto_pad", "NOTSET");
+  if (autoPad == "NOTSET" || autoPad.empty())
+    return getAttrInts(node, "pads").value_or(SmallVector<int64_t>{0, 0, 0, 0});
+  SmallVector<int64_t> pads(4, 0);
+  if (autoPad == "VALID")
+    return pads;
+  for (int i = 0; i < 2; ++i) {
+    int64_t out = (inputHW[i] + strides[i] - 1) / strides[i];
+    int64_t window = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t total =
+        std::max<int64_t>(0, (out - 1) * strides[i] + window - inputHW[i]);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_LOWER" ? large : small;
+    pads[i + 2] = autoPad == "SAME_LOWER" ? small : large;
+  }
+  return pads;
+}
+
+static LogicalResult convertConv(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0), w = getInput(imp, node, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  Value bias;
+  if (hasInput(node, 2)) {
+    FailureOr<Value> b = getInput(imp, node, 2);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  auto xShape = cast<RankedTensorType>(x->getType()).getShape();
+  auto wShape = cast<RankedTensorType>(w->getType()).getShape();
+  SmallVector<int64_t> kernel(wShape.drop_front(2));
+  auto strides = getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
+  auto dilations =
+      getAttrInts(node, "dilations").value_or(SmallVector<int64_t>{1, 1});
+  auto pads = getWindowPads(node, xShape.drop_front(2), kernel, strides,
+                            dilations);
+  imp.setValue(node.output(0),
+               g::Conv2DOp::create(imp.builder, imp.currentLoc, type, *x, *w,
+                                   bias, strides, pads, dilations,
+                                   getAttrInt(node, "group", 1)));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult convertPool(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  auto xShape = cast<RankedTensorType>(x->getType()).getShape();
+  SmallVector<int64_t> kernel = *getAttrInts(node, "kernel_shape");
+  auto strides = getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
+  auto pads = getWindowPads(node, xShape.drop_front(2), kernel, strides, {1, 1});
+  bool ceilMode = getAttrInt(node, "ceil_mode", 0) != 0;
+  bool includePad = getAttrInt(node, "count_include_pad", 0) != 0;
+  imp.setValue(node.output(0),
+               OpTy::create(imp.builder, imp.currentLoc, type, *x, kernel,
+                            strides, pads, ceilMode, includePad));
+  return success();
+}
+
+static LogicalResult convertBatchNorm(GraphImporter &imp,
+                                      const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  SmallVector<Value> operands;
+  for (int i = 0; i < 5; ++i) {
+    FailureOr<Value> v = getInput(imp, node, i, type.getElementType());
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  imp.setValue(node.output(0),
+               g::BatchNormOp::create(
+                   imp.builder, imp.currentLoc, type, operands[0], operands[1],
+                   operands[2], operands[3], operands[4],
+                   f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
+                   f64(imp, getAttrFloat(node, "momentum", 0.9))));
+  return success();
+}
+
+static LogicalResult convertLayerNorm(GraphImporter &imp,
+                                      const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0), scale = getInput(imp, node, 1);
+  if (failed(x) || failed(scale))
+    return failure();
+  Value bias;
+  if (hasInput(node, 2)) {
+    FailureOr<Value> b = getInput(imp, node, 2);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  int64_t axis = normalizeAxis(getAttrInt(node, "axis", -1), type.getRank());
+  imp.setValue(node.output(0),
+               g::LayerNormOp::create(
+                   imp.builder, imp.currentLoc, type, *x, *scale, bias,
+                   imp.builder.getI64IntegerAttr(axis),
+                   f64(imp, getAttrFloat(node, "epsilon", 1e-5))));
+  return success();
+}
+
+static LogicalResult convertGlobalAvgPool(GraphImporter &imp,
+                                          const NodeProto &node) {
+  return convertUnary<g::GlobalAvgPoolOp>(imp, node);
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// Gemm: alpha * A' B' + beta * C. A transposed A becomes a ppc.transpose,
+/// B' is the linear's weight layout; alpha/beta other than 1 become a
+/// multiplication by a constant, and a 1-D C with unit factors the bias.
+static LogicalResult convertGemm(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  Type et = type.getElementType();
+  FailureOr<Value> a = getInput(imp, node, 0, et), b = getInput(imp, node, 1, et);
+  if (failed(a) || failed(b))
+    return failure();
+  double alpha = getAttrFloat(node, "alpha", 1.0);
+  double beta = getAttrFloat(node, "beta", 1.0);
+  if (getAttrInt(node, "transA", 0)) {
+    auto aType = cast<RankedTensorType>(a->getType());
+    auto transposed =
+        aType.clone({aType.getDimSize(1), aType.getDimSize(0)});
+    a = g::TransposeOp::create(imp.builder, imp.currentLoc, transposed, *a,
+                               ArrayRef<int64_t>{1, 0})
+            .getResult();
+  }
+  Value c;
+  if (hasInput(node, 2) && beta != 0.0) {
+    FailureOr<Value> cv = getInput(imp, node, 2, et);
+    if (failed(cv))
+      return failure();
+    c = *cv;
+  }
+  auto cType = c ? cast<RankedTensorType>(c.getType()) : RankedTensorType();
+  bool cIsBias = c && alpha == 1.0 && beta == 1.0 && cType.getRank() == 1 &&
+                 cType.getDimSize(0) == type.getDimSize(1);
+  Value y = g::LinearOp::create(imp.builder, imp.currentLoc, type, *a, *b,
+                                cIsBias ? c : Value(),
+                                getAttrInt(node, "transB", 0) != 0);
+  if (alpha != 1.0)
+    y = g::MulOp::create(imp.builder, imp.currentLoc, type, y,
+                         imp.createScalar(alpha, et));
+  if (c && !cIsBias) {
+    if (beta != 1.0)
+      c = g::MulOp::create(imp.builder, imp.currentLoc, cType, c,
+                           imp.createScalar(beta, et));
+    y = g::AddOp::create(imp.builder, imp.currentLoc, type, y, c);
+  }
+  imp.setValue(node.output(0), y);
+  return success();
+}
+
+/// MatMul. A 2-D weight on the right makes a ppc.linear (a parameter the
+/// search can split like a fully connected layer); rank-1 operands are
+/// reshaped to matrices and the result reshaped back, as numpy specifies.
+static LogicalResult convertMatMul(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> a = getInput(imp, node, 0), b = getInput(imp, node, 1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto aType = cast<RankedTensorType>(a->getType());
+  auto bType = cast<RankedTensorType>(b->getType());
+  if (aType.getRank() >= 2 && bType.getRank() == 2 &&
+      imp.isWeightInitializer(node.input(1))) {
+    imp.setValue(node.output(0), g::LinearOp::create(imp.builder,
+                                                     imp.currentLoc, type, *a,
+                                                     *b, Value(), false));
+    return success();
+  }
+  SmallVector<int64_t> aShape(aType.getShape()), bShape(bType.getShape());
+  if (aShape.size() == 1)
+    aShape.insert(aShape.begin(), 1);
+  if (bShape.size() == 1)
+    bShape.push_back(1);
+  Value lhs = reshape(imp, *a, aShape), rhs = reshape(imp, *b, bShape);
+  SmallVector<int64_t> shape =
+      broadcastShape(ArrayRef(aShape).drop_back(2), ArrayRef(bShape).drop_back(2));
+  shape.push_back(aShape[aShape.size() - 2]);
+  shape.push_back(bShape.back());
+  Value y = g::MatMulOp::create(imp.builder, imp.currentLoc, type.clone(shape),
+                                lhs, rhs, false, false);
+  imp.setValue(node.output(0), reshape(imp, y, type.getShape()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Flatten, Reshape, Squeeze, Unsqueeze: the result type says it all.
+static LogicalResult convertReshape(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  imp.setValue(node.output(0), reshape(imp, *x, type.getShape()));
+  return success();
+}
+
+static LogicalResult convertIdentity(GraphImporter &imp,
+                                     const NodeProto &node) {
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  imp.setValue(node.output(0), *x);
+  return success();
+}
+
+static LogicalResult convertCast(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  imp.setValue(node.output(0), coerce(imp, *x, type.getElementType()));
+  return success();
+}
+
+static LogicalResult convertExpand(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  Value v = *x;
+  if (v.getType() != type)
+    v = g::BroadcastOp::create(imp.builder, imp.currentLoc, type, v);
+  imp.setValue(node.output(0), v);
+  return success();
+}
+
+static LogicalResult convertTranspose(GraphImporter &imp,
+                                      const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> perm;
+  if (auto attr = getAttrInts(node, "perm"))
+    perm = *attr;
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  imp.setValue(node.output(0),
+               g::TransposeOp::create(imp.builder, imp.currentLoc, type, *x,
+                                      perm));
+  return success();
+}
+
+static LogicalResult convertConcat(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Value> v = getInput(imp, node, i, type.getElementType());
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  int64_t axis = normalizeAxis(getAttrInt(node, "axis", 0), type.getRank());
+  imp.setValue(node.output(0),
+               g::ConcatOp::create(imp.builder, imp.currentLoc, type, inputs,
+                                   imp.builder.getI64IntegerAttr(axis)));
+  return success();
+}
+
+static LogicalResult convertSplit(GraphImporter &imp, const NodeProto &node) {
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  SmallVector<Type> types;
+  for (int i = 0; i < node.output_size(); ++i) {
+    RankedTensorType t = getResultType(imp, node, i);
+    if (!t)
+      return emitError(imp.currentLoc)
+             << "Split output '" << node.output(i) << "' has no static shape";
+    types.push_back(t);
+  }
+  int64_t axis = normalizeAxis(getAttrInt(node, "axis", 0), rank);
+  auto split = g::SplitOp::create(imp.builder, imp.currentLoc, types, *x,
+                                  imp.builder.getI64IntegerAttr(axis));
+  for (auto [name, result] : llvm::zip(node.output(), split.getResults()))
+    if (!name.empty())
+      imp.setValue(name, result);
+  return success();
+}
+
+namespace {
+/// A Slice resolved to a start and a positive step per dim.
+struct SliceParams {
+  SmallVector<int64_t> starts, steps, shape;
+};
+} // namespace
+
+/// Resolves Slice's starts/ends/axes/steps (attributes before opset 10,
+/// constant inputs after), clamping negative and out-of-range (INT_MAX)
+/// bounds. Returns an error message when the slice is not supported.
+static FailureOr<SliceParams> getSliceParams(GraphImporter &imp,
+                                             const NodeProto &node,
+                                             ArrayRef<int64_t> inShape,
+                                             std::string &error) {
+  std::optional<SmallVector<int64_t>> starts, ends, axes, steps;
+  if (imp.opset < 10) {
+    starts = getAttrInts(node, "starts");
+    ends = getAttrInts(node, "ends");
+    axes = getAttrInts(node, "axes");
+  } else {
+    starts = getConstInts(imp, node, 1);
+    ends = getConstInts(imp, node, 2);
+    if (hasInput(node, 3) && !(axes = getConstInts(imp, node, 3)))
+      starts.reset();
+    if (hasInput(node, 4) && !(steps = getConstInts(imp, node, 4)))
+      starts.reset();
+  }
+  if (!starts || !ends || starts->size() != ends->size()) {
+    error = "Slice with non-constant starts/ends/axes/steps";
+    return failure();
+  }
+  size_t n = starts->size();
+  int64_t rank = inShape.size();
+  if (!axes) {
+    axes.emplace();
+    for (size_t i = 0; i < n; ++i)
+      axes->push_back(i);
+  }
+  if (!steps)
+    steps = SmallVector<int64_t>(n, 1);
+  if (axes->size() != n || steps->size() != n) {
+    error = "Slice with mismatched starts/ends/axes/steps";
+    return failure();
+  }
+  SliceParams p{SmallVector<int64_t>(rank, 0), SmallVector<int64_t>(rank, 1),
+                SmallVector<int64_t>(inShape)};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t axis = normalizeAxis((*axes)[i], rank), step = (*steps)[i];
+    if (axis < 0 || axis >= rank) {
+      error = "Slice axis out of range";
+      return failure();
+    }
+    if (step <= 0) {
+      error = "Slice with step " + std::to_string(step) +
+              " (only positive steps are supported)";
+      return failure();
+    }
+    int64_t dim = inShape[axis];
+    auto clampIndex = [&](int64_t v) {
+      if (v < 0)
+        v = v < -dim ? 0 : v + dim;
+      return std::clamp<int64_t>(v, 0, dim);
+    };
+    int64_t b = clampIndex((*starts)[i]), e = clampIndex((*ends)[i]);
+    p.starts[axis] = b;
+    p.steps[axis] = step;
+    p.shape[axis] = e > b ? (e - b + step - 1) / step : 0;
+  }
+  return p;
+}
+
+std::optional<SmallVector<int64_t>>
+onnx_import::inferSliceShape(GraphImporter &imp, const NodeProto &node,
+                             ArrayRef<int64_t> inShape) {
+  std::string error;
+  FailureOr<SliceParams> p = getSliceParams(imp, node, inShape, error);
+  if (failed(p))
+    return std::nullopt;
+  return p->shape;
+}
+
+static LogicalResult convertSlice(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  std::string error;
+  FailureOr<SliceParams> p = getSliceParams(imp, node, xType.getShape(), error);
+  if (failed(p))
+    return emitError(imp.currentLoc) << "unsupported " << error;
+  imp.setValue(node.output(0),
+               g::SliceOp::create(imp.builder, imp.currentLoc,
+                                  type.clone(p->shape), *x, p->starts,
+                                  p->steps));
+  return success();
+}
+
+/// Pad: `pads`/`value` attributes before opset 11, constant inputs after.
+static LogicalResult convertPad(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  std::optional<SmallVector<int64_t>> pads;
+  double value = 0.0;
+  if (imp.opset < 11) {
+    pads = getAttrInts(node, "pads");
+    value = getAttrFloat(node, "value", 0.0);
+  } else {
+    pads = getConstInts(imp, node, 1);
+    if (auto v = getConstScalar(imp, node, 2))
+      value = *v;
+  }
+  if (!pads)
+    return emitError(imp.currentLoc) << "Pad with non-constant pads";
+  imp.setValue(node.output(0),
+               g::PadOp::create(imp.builder, imp.currentLoc, type, *x,
+                                imp.builder.getDenseI64ArrayAttr(*pads),
+                                f64(imp, value)));
+  return success();
+}
+
+/// Gather; constant negative indices are made positive.
+static LogicalResult convertGather(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> data = getInput(imp, node, 0);
+  if (failed(data))
+    return failure();
+  auto dataType = cast<RankedTensorType>(data->getType());
+  int64_t axis = normalizeAxis(getAttrInt(node, "axis", 0), dataType.getRank());
+  Value indices;
+  if (const ConstTensor *c = imp.getConst(node.input(1))) {
+    ConstTensor normalized = *c;
+    int64_t dim = dataType.getDimSize(axis);
+    for (int64_t &i : normalized.ints)
+      if (i < 0)
+        i += dim;
+    indices = imp.createConstant(normalized,
+                                 getElementType(c->dtype, imp.context));
+  } else {
+    FailureOr<Value> v = getInput(imp, node, 1);
+    if (failed(v))
+      return failure();
+    indices = *v;
+  }
+  imp.setValue(node.output(0),
+               g::GatherOp::create(imp.builder, imp.currentLoc, type, *data,
+                                   indices,
+                                   imp.builder.getI64IntegerAttr(axis)));
+  return success();
+}
+
+/// Dropout: `ratio` attribute before opset 12, optional input after.
+static LogicalResult convertDropout(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  double ratio = imp.opset < 12 ? getAttrFloat(node, "ratio", 0.5)
+                                : getConstScalar(imp, node, 1).value_or(0.5);
+  imp.setValue(node.output(0),
+               g::DropoutOp::create(
+                   imp.builder, imp.currentLoc, type, *x, f64(imp, ratio),
+                   imp.builder.getI64IntegerAttr(getAttrInt(node, "seed", 0))));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult convertReduce(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  auto axes = getReduceAxes(imp, node, rank);
+  if (!axes) { // noop_with_empty_axes
+    imp.setValue(node.output(0), *x);
+    return success();
+  }
+  bool keepDims = getAttrInt(node, "keepdims", 1) != 0;
+  imp.setValue(node.output(0),
+               OpTy::create(imp.builder, imp.currentLoc, type, *x, *axes,
+                            keepDims));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Registry
+//===----------------------------------------------------------------------===//
+
+const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
+  static const llvm::StringMap<ConverterInfo> converters = [] {
+    constexpr unsigned all = ~0u;
+    llvm::StringMap<ConverterInfo> m;
+    m["Add"] = {convertBinary<g::AddOp>, all, true};
+    m["Sub"] = {convertBinary<g::SubOp>, all, true};
+    m["Mul"] = {convertBinary<g::MulOp>, all, true};
+    m["Div"] = {convertBinary<g::DivOp>, all, true};
+    m["Pow"] = {convertBinary<g::PowOp>, all, true};
+    m["Max"] = {convertBinary<g::MaxOp>, all, true};
+    m["Min"] = {convertBinary<g::MinOp>, all, true};
+    m["Relu"] = {convertUnary<g::ReluOp>, 1, true};
+    m["LeakyRelu"] = {convertLeakyRelu, 1, true};
+    m["Sigmoid"] = {convertUnary<g::SigmoidOp>, 1, true};
+    m["Tanh"] = {convertUnary<g::TanhOp>, 1, true};
+    m["Clip"] = {convertClip, 1, true};
+    m["Sqrt"] = {convertUnary<g::SqrtOp>, 1, true};
+    m["Exp"] = {convertUnary<g::ExpOp>, 1, true};
+    m["Log"] = {convertUnary<g::LogOp>, 1, true};
+    m["Erf"] = {convertUnary<g::ErfOp>, 1, true};
+    m["Neg"] = {convertUnary<g::NegOp>, 1, true};
+    m["Abs"] = {convertUnary<g::AbsOp>, 1, true};
+    m["Reciprocal"] = {convertUnary<g::ReciprocalOp>, 1, true};
+    m["Softmax"] = {convertSoftmax<g::SoftmaxOp>, 1, true};
+    m["LogSoftmax"] = {convertSoftmax<g::LogSoftmaxOp>, 1, true};
+    m["Conv"] = {convertConv, 3, true};
+    m["Gemm"] = {convertGemm, 3, true};
+    m["MatMul"] = {convertMatMul, 2, true};
+    m["BatchNormalization"] = {convertBatchNorm, 5, true};
+    m["LayerNormalization"] = {convertLayerNorm, 3, true};
+    m["MaxPool"] = {convertPool<g::MaxPool2DOp>, 1, true};
+    m["AveragePool"] = {convertPool<g::AvgPool2DOp>, 1, true};
+    m["GlobalAveragePool"] = {convertGlobalAvgPool, 1, true};
+    m["Flatten"] = {convertReshape, 1, false};
+    m["Reshape"] = {convertReshape, 1, false};
+    m["Squeeze"] = {convertReshape, 1, false};
+    m["Unsqueeze"] = {convertReshape, 1, false};
+    m["Transpose"] = {convertTranspose, 1, false};
+    m["Concat"] = {convertConcat, all, false};
+    m["Split"] = {convertSplit, 1, false};
+    m["Slice"] = {convertSlice, 1, false};
+    m["Pad"] = {convertPad, 1, false};
+    m["Gather"] = {convertGather, 2, false};
+    m["Dropout"] = {convertDropout, 1, true};
+    m["Identity"] = {convertIdentity, 1, false};
+    m["Cast"] = {convertCast, 1, false};
+    m["ReduceSum"] = {convertReduce<g::ReduceSumOp>, 1, true};
+    m["ReduceMean"] = {convertReduce<g::ReduceMeanOp>, 1, true};
+    m["ReduceMax"] = {convertReduce<g::ReduceMaxOp>, 1, true};
+    m["Expand"] = {convertExpand, 1, false};
+    return m;
+  }();
+  auto it = converters.find(opType);
+  return it == converters.end() ? nullptr : &it->second;
+}
+
+/// Why a node of a supported op type still cannot be imported (attribute
+/// values, optional outputs in use, ranks), or nullopt.
+std::optional<std::string>
+onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
+  StringRef op = node.op_type();
+  // Ranks are known even where dims are still dynamic (reported apart).
+  auto inputRank = [&](int i) -> int64_t {
+    auto it = hasInput(node, i) ? imp.types.find(node.input(i)) : imp.types.end();
+    if (it == imp.types.end() || !it->second.shape)
+      return -1;
+    return it->second.shape->size();
+  };
+  for (int i = 1; i < node.output_size(); ++i)
+    if (op != "Split" && isOutputUsed(imp, node, i))
+      return "with its output " + std::to_string(i) + " in use";
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool" ||
+      op == "GlobalAveragePool") {
+    if (inputRank(0) != 4 && inputRank(0) != -1)
+      return "on a rank-" + std::to_string(inputRank(0)) +
+             " input (only 2-D NCHW is supported)";
+    if (op == "Conv" && getAttrInts(node, "kernel_shape") &&
+        getAttrInts(node, "kernel_shape")->size() != 2)
+      return std::string("with a non 2-D kernel");
+  }
+  if (op == "MaxPool" || op == "AveragePool") {
+    auto kernel = getAttrInts(node, "kernel_shape");
+    if (!kernel || kernel->size() != 2)
+      return std::string("without a 2-D kernel_shape");
+    auto dilations = getAttrInts(node, "dilations");
+    if (dilations && llvm::any_of(*dilations, [](int64_t d) { return d != 1; }))
+      return std::string("with dilations");
+  }
+  if (op == "Pad") {
+    std::string mode = getAttrString(node, "mode", "constant");
+    if (mode != "constant")
+      return "in mode '" + mode + "' (only 'constant' is supported)";
+    auto pads = imp.opset < 11 ? getAttrInts(node, "pads")
+                               : getConstInts(imp, node, 1);
+    if (!pads)
+      return std::string("with non-constant pads");
+    if (llvm::any_of(*pads, [](int64_t p) { return p < 0; }))
+      return std::string("with negative pads");
+    if (imp.opset >= 11 && hasInput(node, 2) && !getConstScalar(imp, node, 2))
+      return std::string("with a non-constant pad value");
+  }
+  if (op == "Slice") {
+    RankedTensorType t = imp.getType(node.input(0));
+    std::string error;
+    if (t && failed(getSliceParams(imp, node, t.getShape(), error)))
+      return "(" + error + ")";
+  }
+  if (op == "Clip" && imp.opset >= 11)
+    for (int i = 1; i < 3; ++i)
+      if (hasInput(node, i) && !getConstScalar(imp, node, i))
+        return std::string("with non-constant min/max");
+  if (op == "Dropout" && imp.opset >= 12 && hasInput(node, 1) &&
+      !getConstScalar(imp, node, 1))
+    return std::string("with a non-constant ratio");
+  if (op == "Split" && imp.opset >= 13 && hasInput(node, 1) &&
+      !getConstInts(imp, node, 1))
+    return std::string("with non-constant split sizes");
+  if (op == "ReduceSum" && imp.opset >= 13 && hasInput(node, 1) &&
+      !getConstInts(imp, node, 1))
+    return std::string("with non-constant axes");
+  if (op == "Gemm" && ((inputRank(0) != 2 && inputRank(0) != -1) ||
+                       (inputRank(1) != 2 && inputRank(1) != -1)))
+    return std::string("on operands that are not matrices");
+  if (op == "Gather" && hasInput(node, 1)) {
+    auto it = imp.types.find(node.input(1));
+    if (it != imp.types.end() && isFloatDType(it->second.dtype))
+      return std::string("with floating-point indices");
+  }
+  return std::nullopt;
+}

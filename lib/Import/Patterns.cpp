@@ -1,0 +1,332 @@
+//===- Patterns.cpp - Recognize decomposed LayerNorm and GELU -------------===//
+//
+// Exporters before opset 17 (and before GELU became an ONNX op) write
+// LayerNorm and GELU as chains of elementwise ops. The search and the cost
+// model should see one op each: the chains are matched on the imported ppc
+// ops and replaced. A bias Add after a bias-less ppc.linear (MatMul + Add, the
+// way PyTorch exports nn.Linear on 3-D inputs) is folded into the linear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "ppc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ppc;
+using namespace ppc::onnx_import;
+
+namespace g = ppc::graph;
+
+/// The value of a one-element (or splat) float ppc.constant.
+static std::optional<double> getScalarConstant(Value v) {
+  auto op = v.getDefiningOp<g::ConstantOp>();
+  if (!op)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!attr || !isa<FloatType>(attr.getElementType()) || !attr.isSplat())
+    return std::nullopt;
+  APFloat value = attr.getSplatValue<APFloat>();
+  if (&value.getSemantics() == &APFloat::IEEEsingle())
+    return widenFloat(value.convertToFloat());
+  bool lost;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+  return value.convertToDouble();
+}
+
+static bool isConstantNear(Value v, double expected) {
+  std::optional<double> c = getScalarConstant(v);
+  return c && std::fabs(*c - expected) <= 1e-4 * std::max(1.0, std::fabs(expected));
+}
+
+/// Flattens a tree of single-use multiplications into its factors.
+static void collectFactors(Value v, bool isRoot,
+                           SmallVectorImpl<Value> &factors) {
+  auto mul = v.getDefiningOp<g::MulOp>();
+  if (mul && (isRoot || v.hasOneUse())) {
+    collectFactors(mul.getLhs(), false, factors);
+    collectFactors(mul.getRhs(), false, factors);
+    return;
+  }
+  factors.push_back(v);
+}
+
+/// If `v` is `c + other` (either order) with c ~= `constant`, returns other.
+static Value matchAddConstant(Value v, double constant) {
+  auto add = v.getDefiningOp<g::AddOp>();
+  if (!add || !v.hasOneUse())
+    return {};
+  if (isConstantNear(add.getLhs(), constant))
+    return add.getRhs();
+  if (isConstantNear(add.getRhs(), constant))
+    return add.getLhs();
+  return {};
+}
+
+/// Removes from `factors` one constant ~= `constant`; false if none.
+static bool takeConstant(SmallVectorImpl<Value> &factors, double constant) {
+  auto it = llvm::find_if(factors,
+                          [&](Value f) { return isConstantNear(f, constant); });
+  if (it == factors.end())
+    return false;
+  factors.erase(it);
+  return true;
+}
+
+/// erf(x / sqrt(2)) or erf(x * (1 / sqrt(2))): returns x.
+static Value matchErfArgument(Value v) {
+  auto erf = v.getDefiningOp<g::ErfOp>();
+  if (!erf || !v.hasOneUse() || !erf.getInput().hasOneUse())
+    return {};
+  Value t = erf.getInput();
+  if (auto div = t.getDefiningOp<g::DivOp>())
+    return isConstantNear(div.getRhs(), M_SQRT2) ? div.getLhs() : Value();
+  SmallVector<Value> factors;
+  collectFactors(t, true, factors);
+  if (factors.size() == 2 && takeConstant(factors, M_SQRT1_2))
+    return factors[0];
+  return {};
+}
+
+/// tanh(sqrt(2/pi) * (x + 0.044715 * x^3)): returns x.
+static Value matchTanhArgument(Value v) {
+  auto tanh = v.getDefiningOp<g::TanhOp>();
+  if (!tanh || !v.hasOneUse())
+    return {};
+  SmallVector<Value> outer;
+  collectFactors(tanh.getInput(), true, outer);
+  if (outer.size() != 2 || !takeConstant(outer, std::sqrt(2.0 / M_PI)))
+    return {};
+  auto sum = outer[0].getDefiningOp<g::AddOp>();
+  if (!sum || !outer[0].hasOneUse())
+    return {};
+  for (auto [x, cubic] : {std::pair(sum.getLhs(), sum.getRhs()),
+                          std::pair(sum.getRhs(), sum.getLhs())}) {
+    SmallVector<Value> factors;
+    collectFactors(cubic, false, factors);
+    if (!cubic.hasOneUse() || !takeConstant(factors, 0.044715))
+      continue;
+    if (factors.size() == 1) {
+      auto pow = factors[0].getDefiningOp<g::PowOp>();
+      if (pow && pow.getLhs() == x && isConstantNear(pow.getRhs(), 3.0))
+        return x;
+    } else if (factors.size() == 3 &&
+               llvm::all_of(factors, [&](Value f) { return f == x; })) {
+      return x;
+    }
+  }
+  return {};
+}
+
+/// x * 0.5 * (1 + erf(x / sqrt2)) or the tanh form, in any operand order.
+static bool matchGelu(g::MulOp root, OpBuilder &builder) {
+  SmallVector<Value> factors;
+  collectFactors(root.getResult(), true, factors);
+  if (factors.size() != 3 || !takeConstant(factors, 0.5))
+    return false;
+  for (int i = 0; i < 2; ++i) {
+    Value x = factors[i], inner = matchAddConstant(factors[1 - i], 1.0);
+    if (!inner || x.getType() != root.getType())
+      continue;
+    std::optional<g::GeluApproximation> approx;
+    if (matchErfArgument(inner) == x)
+      approx = g::GeluApproximation::none;
+    else if (matchTanhArgument(inner) == x)
+      approx = g::GeluApproximation::tanh;
+    if (!approx)
+      continue;
+    builder.setInsertionPoint(root);
+    auto gelu = g::GeluOp::create(builder, root.getLoc(), root.getType(), x,
+                                  *approx);
+    root.getResult().replaceAllUsesWith(gelu.getResult());
+    return true;
+  }
+  return false;
+}
+
+/// The first normalized dim if `axes` are the trailing dims of a rank-`rank`
+/// tensor, else -1.
+static int64_t getTrailingAxis(ArrayRef<int64_t> axes, int64_t rank) {
+  if (axes.empty())
+    return -1;
+  SmallVector<int64_t> sorted;
+  for (int64_t a : axes)
+    sorted.push_back(a < 0 ? a + rank : a);
+  llvm::sort(sorted);
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != rank - static_cast<int64_t>(sorted.size() - i))
+      return -1;
+  return sorted.front();
+}
+
+/// If `user` is the only user of `v` and an op of `OpTy`, returns it.
+template <typename OpTy>
+static OpTy getSingleUser(Value v) {
+  if (!v.hasOneUse())
+    return {};
+  return dyn_cast<OpTy>(*v.getUsers().begin());
+}
+
+/// An affine parameter (scale or bias) applied by `op` to `v`: the other
+/// operand, when it holds exactly the normalized dims.
+template <typename OpTy>
+static Value matchAffine(OpTy op, Value v, ArrayRef<int64_t> normShape) {
+  if (!op || op.getType() != v.getType())
+    return {};
+  Value other = op.getLhs() == v ? op.getRhs() : op.getLhs();
+  auto type = cast<RankedTensorType>(other.getType());
+  // Leading 1s broadcast away: [1, 1, D] acts as [D].
+  ArrayRef<int64_t> shape = type.getShape();
+  while (shape.size() > normShape.size() && shape.front() == 1)
+    shape = shape.drop_front();
+  return shape == normShape ? other : Value();
+}
+
+/// mean = ReduceMean(x); d = x - mean; var = ReduceMean(d^2 or d*d);
+/// y = d / sqrt(var + eps) [* scale] [+ bias].
+static bool matchLayerNorm(g::ReduceMeanOp mean, OpBuilder &builder) {
+  Value x = mean.getInput();
+  auto xType = cast<RankedTensorType>(x.getType());
+  int64_t axis = getTrailingAxis(mean.getAxes(), xType.getRank());
+  if (axis < 0 || !mean.getKeepDims())
+    return false;
+  auto sub = getSingleUser<g::SubOp>(mean.getResult());
+  if (!sub || sub.getLhs() != x || sub.getRhs() != mean.getResult() ||
+      sub.getType() != xType)
+    return false;
+  Value d = sub.getResult();
+  // d feeds the square and the final division, nothing else.
+  Operation *square = nullptr;
+  g::DivOp div;
+  for (Operation *user : d.getUsers()) {
+    if (auto pow = dyn_cast<g::PowOp>(user);
+        pow && pow.getLhs() == d && isConstantNear(pow.getRhs(), 2.0))
+      square = user;
+    else if (auto mul = dyn_cast<g::MulOp>(user);
+             mul && mul.getLhs() == d && mul.getRhs() == d)
+      square = user;
+    else if (auto dv = dyn_cast<g::DivOp>(user); dv && dv.getLhs() == d)
+      div = dv;
+    else
+      return false;
+  }
+  if (!square || !div)
+    return false;
+  auto var = getSingleUser<g::ReduceMeanOp>(square->getResult(0));
+  if (!var || var.getAxes() != mean.getAxes() || !var.getKeepDims())
+    return false;
+  auto addEps = getSingleUser<g::AddOp>(var.getResult());
+  if (!addEps)
+    return false;
+  Value epsValue =
+      addEps.getLhs() == var.getResult() ? addEps.getRhs() : addEps.getLhs();
+  std::optional<double> eps = getScalarConstant(epsValue);
+  auto sqrt = getSingleUser<g::SqrtOp>(addEps.getResult());
+  if (!eps || !sqrt || div.getRhs() != sqrt.getResult() ||
+      !sqrt.getResult().hasOneUse())
+    return false;
+
+  ArrayRef<int64_t> normShape = xType.getShape().drop_front(axis);
+  Operation *root = div;
+  Value scale, bias;
+  auto scaleMul = getSingleUser<g::MulOp>(div.getResult());
+  if ((scale = matchAffine(scaleMul, div.getResult(), normShape))) {
+    root = scaleMul;
+    auto biasAdd = getSingleUser<g::AddOp>(scaleMul.getResult());
+    if ((bias = matchAffine(biasAdd, scaleMul.getResult(), normShape)))
+      root = biasAdd;
+  }
+
+  builder.setInsertionPoint(root);
+  auto normType = RankedTensorType::get(normShape, xType.getElementType());
+  auto reshapeTo = [&](Value v) -> Value {
+    if (!v || v.getType() == normType)
+      return v;
+    return g::ReshapeOp::create(builder, root->getLoc(), normType, v);
+  };
+  if (!scale) {
+    auto ones = DenseElementsAttr::get(
+        normType, builder.getFloatAttr(xType.getElementType(), 1.0));
+    scale = g::ConstantOp::create(builder, root->getLoc(), ones);
+  }
+  auto ln = g::LayerNormOp::create(
+      builder, root->getLoc(), xType, x, reshapeTo(scale), reshapeTo(bias),
+      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(*eps));
+  root->getResult(0).replaceAllUsesWith(ln.getResult());
+  return true;
+}
+
+/// linear(x, w) + b with b of shape [N] (either operand order).
+static bool matchLinearBias(g::LinearOp linear, OpBuilder &builder) {
+  if (linear.getBias())
+    return false;
+  auto add = getSingleUser<g::AddOp>(linear.getResult());
+  if (!add || add.getType() != linear.getType())
+    return false;
+  Value bias = add.getLhs() == linear.getResult() ? add.getRhs() : add.getLhs();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  auto type = linear.getType();
+  if (biasType.getRank() != 1 ||
+      biasType.getDimSize(0) != type.getDimSize(type.getRank() - 1))
+    return false;
+  builder.setInsertionPoint(add);
+  auto fused = g::LinearOp::create(builder, linear.getLoc(), type,
+                                   linear.getInput(), linear.getWeight(), bias,
+                                   linear.getTransposeWeight());
+  add.getResult().replaceAllUsesWith(fused.getResult());
+  return true;
+}
+
+/// Erases ops left without users by the rewrites.
+static void eraseDeadOps(Block &block) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
+      if (op.use_empty() && isOpTriviallyDead(&op)) {
+        op.erase();
+        changed = true;
+      }
+    }
+  }
+}
+
+void onnx_import::recognizePatterns(func::FuncOp func) {
+  OpBuilder builder(func.getContext());
+  Block &body = func.getBody().front();
+  // Each match replaces the uses of its root; the dead chain is erased at
+  // the end, so walking a snapshot of the ops is safe.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body)
+    ops.push_back(&op);
+  llvm::SmallPtrSet<Operation *, 16> replaced;
+  for (Operation *op : ops)
+    if (auto mean = dyn_cast<g::ReduceMeanOp>(op))
+      matchLayerNorm(mean, builder);
+  eraseDeadOps(body);
+
+  ops.clear();
+  for (Operation &op : body)
+    ops.push_back(&op);
+  // Roots are visited last-first so the outermost multiplication of a GELU
+  // is seen before the inner ones it contains.
+  for (Operation *op : llvm::reverse(ops)) {
+    if (replaced.contains(op))
+      continue;
+    if (auto mul = dyn_cast<g::MulOp>(op); mul && !mul->use_empty())
+      if (matchGelu(mul, builder))
+        replaced.insert(op);
+  }
+  eraseDeadOps(body);
+
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (auto linear = dyn_cast<g::LinearOp>(&op))
+      matchLinearBias(linear, builder);
+  eraseDeadOps(body);
+}

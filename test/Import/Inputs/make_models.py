@@ -1,0 +1,37 @@
+"""Regenerates the tiny binary ONNX models used by the importer's lit tests.
+
+Run with /usr/bin/python3 (python3-onnx) from this directory.
+"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+# A named Gemm + Relu with a symbolic batch dim.
+w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "fc.weight")
+graph = helper.make_graph(
+    [helper.make_node("Gemm", ["x", "fc.weight"], ["h"], name="fc", transB=1),
+     helper.make_node("Relu", ["h"], ["y"], name="act")],
+    "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], [w])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+          "tiny.onnx")
+
+# The same weight stored in an external file next to the model, and a model
+# whose external file is missing.
+def external_model(location):
+    t = onnx.TensorProto()
+    t.name, t.data_type = "fc.weight", TensorProto.FLOAT
+    t.dims.extend([3, 2])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "24")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "fc.weight"], ["y"], name="fc", transB=1)],
+        "ext", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], [t])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+onnx.save(external_model("external.bin"), "external.onnx")
+np.arange(6, dtype=np.float32).tofile("external.bin")
+onnx.save(external_model("missing.bin"), "external-missing.onnx")
