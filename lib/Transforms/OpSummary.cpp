@@ -74,8 +74,8 @@ void summarize(func::FuncOp func, raw_ostream &os) {
   llvm::stable_sort(sorted, [](auto &a, auto &b) { return a.second > b.second; });
   for (auto &[name, count] : sorted)
     os << llvm::formatv("    {0,-28} {1,6}\n", name, count);
-  os << llvm::formatv("  forward GFLOPs: {0:f3}, backward GFLOPs: {1:f3}\n",
-                      fwdFlops / 1e9, bwdFlops / 1e9);
+  os << llvm::formatv("  forward FLOPs: {0:e3}, backward FLOPs: {1:e3}\n",
+                      fwdFlops, bwdFlops);
 }
 
 struct OpSummaryPass : public ppc::impl::OpSummaryBase<OpSummaryPass> {
