@@ -58,47 +58,17 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t StrategyAttr::getNumPartitions() const {
-  int64_t n = 1;
-  for (int64_t d : getDegrees())
-    n *= d;
-  return n;
+ppc::OpConfig StrategyAttr::getConfig() const {
+  return {getDegrees().vec(), getStart(), getStrides().vec()};
 }
 
-SmallVector<int64_t> StrategyAttr::getEffectiveStrides() const {
-  if (!getStrides().empty())
-    return SmallVector<int64_t>(getStrides());
-  // Contiguous view: row-major products of the partitioned degrees.
-  SmallVector<int64_t> strides;
-  int64_t running = 1;
-  for (int64_t d : llvm::reverse(getDegrees())) {
-    if (d == 1)
-      continue;
-    strides.push_back(running);
-    running *= d;
-  }
-  std::reverse(strides.begin(), strides.end());
-  return strides;
+int64_t StrategyAttr::getNumPartitions() const {
+  return getConfig().numPartitions();
 }
 
 SmallVector<int64_t> StrategyAttr::getDevices() const {
-  SmallVector<int64_t> partitioned;
-  for (int64_t d : getDegrees())
-    if (d > 1)
-      partitioned.push_back(d);
-  SmallVector<int64_t> strides = getEffectiveStrides();
-  SmallVector<int64_t> devices;
-  int64_t n = getNumPartitions();
-  devices.reserve(n);
-  for (int64_t p = 0; p < n; ++p) {
-    int64_t rest = p, device = getStart();
-    for (size_t i = partitioned.size(); i-- > 0;) {
-      device += (rest % partitioned[i]) * strides[i];
-      rest /= partitioned[i];
-    }
-    devices.push_back(device);
-  }
-  return devices;
+  std::vector<int64_t> devices = getConfig().devices();
+  return SmallVector<int64_t>(devices.begin(), devices.end());
 }
 
 //===----------------------------------------------------------------------===//

@@ -32,10 +32,10 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// The MLIR-free form the simulator and search use.
+    ::ppc::OpConfig getConfig() const;
     /// Number of partitions (product of the degrees).
     int64_t getNumPartitions() const;
-    /// The stride of each partitioned dim, filling in the contiguous default.
-    ::llvm::SmallVector<int64_t> getEffectiveStrides() const;
     /// Device of every partition, in row-major partition order.
     ::llvm::SmallVector<int64_t> getDevices() const;
   }];

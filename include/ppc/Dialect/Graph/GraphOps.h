@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Graph/ParallelizableOpInterface.h"
+#include "ppc/Support/MachineView.h"
 
 #include "ppc/Dialect/Graph/GraphEnums.h.inc"
 

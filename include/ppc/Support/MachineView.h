@@ -1,0 +1,40 @@
+//===- MachineView.h - which device runs which partition -------*- C++ -*-===//
+//
+// An op's configuration in the SOAP space: a degree per iteration dimension
+// and a machine view in Unity's style (a start device and a stride per
+// partitioned dim). MLIR-free: #ppc.strategy, the simulator and the search
+// all map partitions to devices with this one piece of code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SUPPORT_MACHINEVIEW_H
+#define PPC_SUPPORT_MACHINEVIEW_H
+
+#include <cstdint>
+#include <vector>
+
+namespace ppc {
+
+struct OpConfig {
+  /// One degree per iteration dim of the op.
+  std::vector<int64_t> degrees;
+  /// Device of partition 0.
+  int64_t start = 0;
+  /// One stride per dim with degree > 1, in order; empty: contiguous (the
+  /// row-major products of the partitioned degrees).
+  std::vector<int64_t> strides;
+
+  int64_t numPartitions() const;
+  std::vector<int64_t> effectiveStrides() const;
+  /// Device of every partition, partitions in row-major order over degrees:
+  /// start + sum_i coord_i * stride_i over the partitioned dims.
+  std::vector<int64_t> devices() const;
+  bool operator==(const OpConfig &o) const {
+    return degrees == o.degrees && start == o.start && strides == o.strides;
+  }
+  bool operator!=(const OpConfig &o) const { return !(*this == o); }
+};
+
+} // namespace ppc
+
+#endif // PPC_SUPPORT_MACHINEVIEW_H
