@@ -10,7 +10,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <set>
 
 using namespace mlir;
 using namespace ppc::graph;
@@ -96,35 +95,10 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
   if (failed(op->getName().getRegisteredInfo()->verifyInvariants(op)))
     return failure();
 
-  ppc::IterationSpace space = parallelizable.getIterationSpace();
-  ArrayRef<int64_t> degrees = strategy.getDegrees();
-  if (degrees.size() != space.dims.size())
-    return op->emitError() << "strategy has " << degrees.size()
-                           << " degrees but the op has " << space.dims.size()
-                           << " iteration dims";
-  for (auto [i, d] : llvm::enumerate(degrees)) {
-    const ppc::IterDim &dim = space.dims[i];
-    if (d > 1 && !dim.splittable)
-      return op->emitError() << "iteration dim " << i << " ("
-                             << ppc::stringifyIterKind(dim.kind)
-                             << ") cannot be split, but its degree is " << d;
-    if (dim.size % d != 0)
-      return op->emitError()
-             << "degree " << d << " does not divide iteration dim " << i
-             << " of size " << dim.size << " into equal partitions";
-  }
-
-  SmallVector<int64_t> devices = strategy.getDevices();
-  std::set<int64_t> distinct(devices.begin(), devices.end());
-  if (distinct.size() != devices.size())
-    return op->emitError() << "strategy maps two partitions to one device; "
-                              "the strides overlap";
-  if (std::optional<int64_t> count = ppc::topo::lookupMachineDeviceCount(op)) {
-    int64_t maxDevice = *std::max_element(devices.begin(), devices.end());
-    if (maxDevice >= *count)
-      return op->emitError() << "strategy uses device " << maxDevice
-                             << " but the machine has " << *count
-                             << " devices";
-  }
+  std::string problem =
+      ppc::checkConfig(parallelizable.getIterationSpace(), strategy.getConfig(),
+                       ppc::topo::lookupMachineDeviceCount(op));
+  if (!problem.empty())
+    return op->emitError() << problem;
   return success();
 }

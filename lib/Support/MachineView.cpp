@@ -1,8 +1,11 @@
 //===- MachineView.cpp - which device runs which partition ----------------===//
 
 #include "ppc/Support/MachineView.h"
+#include "ppc/Support/IterationSpace.h"
 
 #include <algorithm>
+#include <set>
+#include <sstream>
 
 namespace ppc {
 
@@ -45,6 +48,64 @@ std::vector<int64_t> OpConfig::devices() const {
     result[p] = device;
   }
   return result;
+}
+
+std::string checkConfig(const IterationSpace &space, const OpConfig &config,
+                        std::optional<int64_t> numDevices) {
+  std::ostringstream os;
+  const std::vector<int64_t> &degrees = config.degrees;
+  if (degrees.size() != space.dims.size()) {
+    os << "strategy has " << degrees.size() << " degrees but the op has "
+       << space.dims.size() << " iteration dims";
+    return os.str();
+  }
+  int64_t partitioned = 0;
+  for (size_t i = 0; i < degrees.size(); ++i) {
+    int64_t d = degrees[i];
+    const IterDim &dim = space.dims[i];
+    if (d < 1) {
+      os << "degree " << i << " is " << d << "; degrees must be >= 1";
+      return os.str();
+    }
+    if (d > 1 && !dim.splittable) {
+      os << "iteration dim " << i << " (" << stringifyIterKind(dim.kind)
+         << ") cannot be split, but its degree is " << d;
+      return os.str();
+    }
+    if (dim.size % d != 0) {
+      os << "degree " << d << " does not divide iteration dim " << i
+         << " of size " << dim.size << " into equal partitions";
+      return os.str();
+    }
+    partitioned += d > 1;
+  }
+  if (config.start < 0) {
+    os << "start device " << config.start << " is negative";
+    return os.str();
+  }
+  if (!config.strides.empty() &&
+      static_cast<int64_t>(config.strides.size()) != partitioned) {
+    os << "expected " << partitioned
+       << " strides (one per dim with degree > 1), got "
+       << config.strides.size();
+    return os.str();
+  }
+  for (int64_t s : config.strides)
+    if (s < 1) {
+      os << "stride " << s << " must be >= 1";
+      return os.str();
+    }
+  std::vector<int64_t> devices = config.devices();
+  if (std::set<int64_t>(devices.begin(), devices.end()).size() !=
+      devices.size())
+    return "strategy maps two partitions to one device; the strides overlap";
+  int64_t maxDevice = *std::max_element(devices.begin(), devices.end());
+  if (numDevices && maxDevice >= *numDevices) {
+    os << "strategy uses device " << maxDevice << " but the machine has "
+       << *numDevices << " devices";
+    return os.str();
+  }
+  return "";
 }
 
 } // namespace ppc

@@ -11,6 +11,8 @@
 #define PPC_SUPPORT_MACHINEVIEW_H
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace ppc {
@@ -34,6 +36,16 @@ struct OpConfig {
   }
   bool operator!=(const OpConfig &o) const { return !(*this == o); }
 };
+
+struct IterationSpace;
+
+/// Checks that `config` fits an op with iteration space `space` (one degree
+/// per dim, splittable dims only, equal partitions, no two partitions on one
+/// device) and, when given, a machine of `numDevices` devices. Returns the
+/// problem, or "" when it fits. The strategy verifier and the simulator both
+/// use it, so they accept exactly the same configurations.
+std::string checkConfig(const IterationSpace &space, const OpConfig &config,
+                        std::optional<int64_t> numDevices = std::nullopt);
 
 } // namespace ppc
 

@@ -1,0 +1,105 @@
+//===- CostModel.h - time of one kernel on one device -----------*- C++ -*-===//
+//
+// The default is an analytical roofline per device kind: peak FLOP/s for the
+// op's dtype, memory bandwidth, an efficiency curve that makes small kernels
+// slower than their roofline, and a fixed launch overhead. A measured
+// profile (JSON, docs/profile-format.md, written by ppc-profile on a real
+// GPU) overrides it for the kernels it has measured.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SIMULATOR_COSTMODEL_H
+#define PPC_SIMULATOR_COSTMODEL_H
+
+#include "ppc/Simulator/Graph.h"
+#include "ppc/Simulator/Machine.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ppc::sim {
+
+enum class Phase : uint8_t { Forward, Backward };
+
+/// What one partition of an op computes: its iteration ranges, and the
+/// shapes of its operand and result slices.
+struct KernelShape {
+  std::vector<Range> iter;
+  std::vector<std::vector<int64_t>> operandShapes;
+  std::vector<std::vector<int64_t>> resultShapes;
+};
+
+/// The slices partition `index` of `op` reads and writes under `degrees`.
+KernelShape kernelShape(const Op &op, const std::vector<int64_t> &degrees,
+                        int64_t index);
+
+class CostModel {
+public:
+  virtual ~CostModel() = default;
+  /// Seconds one partition's kernel of `op` takes in `phase` on `device`.
+  virtual double kernelTime(const Op &op, const KernelShape &shape,
+                            Phase phase, const DeviceSpec &device) const = 0;
+  /// Seconds an optimizer step over `elements` weights takes on `device`
+  /// (`stateTensors` optimizer states per weight: 0 SGD, 1 momentum, 2 Adam).
+  virtual double updateTime(int64_t elements, int64_t elemBytes,
+                            int stateTensors, const DeviceSpec &device) const;
+};
+
+/// Roofline: max(flops / (peak * efficiency), bytes / bandwidth) + launch.
+/// The efficiency of a kernel doing `flops` is flops / (flops + halfFlops)
+/// (half the peak at halfFlops), bounded below by minEfficiency: small
+/// kernels do not fill the device.
+class RooflineCostModel : public CostModel {
+public:
+  /// FLOPs at which a kernel reaches half of peak. 2e8 fits cuBLAS GEMMs on
+  /// recent GPUs roughly (a 512^3 GEMM runs near half peak on an H100).
+  double halfFlops = 2e8;
+  double minEfficiency = 0.02;
+  double kernelTime(const Op &op, const KernelShape &shape, Phase phase,
+                    const DeviceSpec &device) const override;
+};
+
+/// A measured profile: times keyed by (op kind, operand shapes, dtype,
+/// device name, phase). Kernels it lacks fall back to the roofline model.
+class ProfiledCostModel : public CostModel {
+public:
+  struct Key {
+    std::string kind;
+    std::vector<std::vector<int64_t>> operandShapes;
+    DType dtype;
+    std::string device;
+    Phase phase;
+    bool operator<(const Key &o) const {
+      return std::tie(kind, operandShapes, dtype, device, phase) <
+             std::tie(o.kind, o.operandShapes, o.dtype, o.device, o.phase);
+    }
+  };
+
+  void add(const Key &key, double seconds) { times[key] = seconds; }
+  size_t size() const { return times.size(); }
+  /// Parses the JSON profile format; on error returns nullopt and sets
+  /// `error` to "<fileName>: <json path>: <problem>".
+  static std::optional<ProfiledCostModel>
+  parse(const std::string &text, const std::string &fileName,
+        std::string &error);
+  static std::optional<ProfiledCostModel> readFile(const std::string &path,
+                                                   std::string &error);
+  std::string toJson() const;
+
+  double kernelTime(const Op &op, const KernelShape &shape, Phase phase,
+                    const DeviceSpec &device) const override;
+  /// How many kernelTime calls found a measurement, and how many fell back.
+  mutable int64_t hits = 0, misses = 0;
+
+  RooflineCostModel fallback;
+
+private:
+  std::map<Key, double> times;
+};
+
+} // namespace ppc::sim
+
+#endif // PPC_SIMULATOR_COSTMODEL_H

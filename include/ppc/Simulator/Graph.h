@@ -1,0 +1,82 @@
+//===- Graph.h - the simulator's view of a training graph -------*- C++ -*-===//
+//
+// MLIR-free: what the simulator and the search know of a model. Every op is
+// its iteration space (ParallelizableOpInterface's answer) plus its cost and
+// where its operands come from. lib/Simulator builds it from a ppc module.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SIMULATOR_GRAPH_H
+#define PPC_SIMULATOR_GRAPH_H
+
+#include "ppc/Simulator/Machine.h"
+#include "ppc/Support/IterationSpace.h"
+#include "ppc/Support/MachineView.h"
+
+#include <string>
+#include <vector>
+
+namespace ppc::sim {
+
+/// Where one operand of an op comes from.
+struct Source {
+  enum class Kind : uint8_t {
+    Op,       ///< result `result` of op `index` (an activation).
+    Input,    ///< graph input `index`: each partition's slice is loaded
+              ///< where it is used (the data loader), at no cost.
+    Weight,   ///< weight `index`: each partition keeps its slice.
+    Constant, ///< replicated everywhere at no cost.
+  };
+  Kind kind = Kind::Constant;
+  int32_t index = 0;
+  int32_t result = 0;
+};
+
+struct Op {
+  /// For reports: the op's name in the model (ONNX node name or location).
+  std::string name;
+  /// Operation name, e.g. "ppc.conv2d": the key of measured profiles.
+  std::string kind;
+  IterationSpace space;
+  OpCost cost;
+  /// Element type of the op's compute and of its results.
+  DType dtype = DType::F32;
+  int64_t elemBytes = 4;
+  /// One per operand, parallel to space.operands.
+  std::vector<Source> operands;
+};
+
+struct Weight {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elemBytes = 4;
+  /// False for state the optimizer does not train (batch-norm statistics):
+  /// it has no gradient to synchronize and no optimizer state.
+  bool trainable = true;
+};
+
+/// A model: ops in a topological order (operands come from earlier ops).
+struct Graph {
+  std::vector<Op> ops;
+  std::vector<Weight> weights;
+  int64_t numInputs = 0;
+
+  /// Empty when well formed, else the first problem: a source out of range
+  /// or from a later op, an invalid iteration space, an operand count that
+  /// does not match the space.
+  std::string validate() const;
+};
+
+/// One configuration per op, parallel to Graph::ops.
+using Strategy = std::vector<OpConfig>;
+
+/// Every op on one device (degrees all 1, start `device`).
+Strategy singleDevice(const Graph &graph, int64_t device = 0);
+/// Data parallel over `numDevices`: each op's first sample dim split by the
+/// largest divisor of its size that is <= numDevices and divides numDevices;
+/// ops without a sample dim stay whole on device 0.
+Strategy dataParallel(const Graph &graph, int64_t numDevices);
+
+} // namespace ppc::sim
+
+#endif // PPC_SIMULATOR_GRAPH_H

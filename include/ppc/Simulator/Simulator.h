@@ -1,0 +1,143 @@
+//===- Simulator.h - one training iteration, simulated ----------*- C++ -*-===//
+//
+// Simulates forward, backward, gradient synchronization and the optimizer
+// update of one training iteration of a Graph under a Strategy on a Machine.
+//
+// The iteration is a fixed, issue-ordered list of segments, as a real
+// executor issues work: the forward of every op in topological order (the
+// transfers into it, its kernels, the all-reduce of its partial sums), then
+// the backward in reverse order (gradient transfers, kernels, and — when
+// overlapping — the all-reduce of its weight gradients), then the optimizer
+// updates. Each resource (a device's compute stream, its communication
+// stream, each direction of each link) runs its work in issue order: a task
+// starts when its inputs are ready and all its resources are free. One
+// linear pass over the segments gives every start and end time.
+//
+// Delta simulation (FlexFlow's idea): when one op's configuration changes,
+// only the segments that op touches are rebuilt (its kernels, the transfers
+// on its edges, its reductions, sync and update), the memory accounting is
+// adjusted by that op's difference, and the timing pass is re-run from the
+// op's first segment with the resource state saved there. The result is
+// identical to a full simulation by construction, and tested to be.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SIMULATOR_SIMULATOR_H
+#define PPC_SIMULATOR_SIMULATOR_H
+
+#include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Graph.h"
+#include "ppc/Simulator/Machine.h"
+
+#include <array>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ppc::sim {
+
+enum class Optimizer : uint8_t { SGD, Momentum, Adam };
+/// How replicas of a weight synchronize their gradients.
+enum class GradSync : uint8_t { AllReduce, ReduceScatterAllGather };
+
+struct SimOptions {
+  Optimizer optimizer = Optimizer::SGD;
+  GradSync gradSync = GradSync::AllReduce;
+  /// Start each weight's gradient all-reduce right after its backward
+  /// (overlapping the rest of backward), or only after the whole backward.
+  bool overlapGradSync = true;
+  /// Record every task for a timeline (writeChromeTrace); off in search.
+  bool recordTimeline = false;
+};
+
+/// Where one device's memory goes at the peak (bytes).
+struct MemoryUse {
+  int64_t weights = 0;
+  int64_t gradients = 0;
+  int64_t optimizerState = 0;
+  /// Op results kept from forward for backward, and received input slices.
+  int64_t activations = 0;
+  /// The largest transient buffer (an op's result gradient in backward).
+  int64_t workspace = 0;
+  int64_t total() const {
+    return weights + gradients + optimizerState + activations + workspace;
+  }
+};
+
+struct DeviceStats {
+  double computeTime = 0; ///< seconds its compute stream is busy.
+  double commTime = 0;    ///< seconds its communication stream is busy.
+  double idleTime = 0;    ///< iteration time minus compute time.
+  MemoryUse memory;
+  int64_t capacity = 0;
+};
+
+struct SimResult {
+  /// Seconds from the first forward kernel to the last optimizer update.
+  double iterationTime = 0;
+  std::vector<DeviceStats> devices;
+  /// Bytes moved by point-to-point transfers and collectives, by the kind of
+  /// link they cross (intra-node vs network), indexed by LinkKind.
+  std::array<double, 8> bytesByLinkKind{};
+  /// True if any device needs more memory than it has.
+  bool outOfMemory = false;
+  /// The device with the largest memory need relative to its capacity.
+  int64_t tightestDevice = 0;
+
+  int64_t peakMemory() const;
+  double totalBytes() const;
+};
+
+/// The alpha-beta time of an all-reduce of `bytes` over `devices` on
+/// `machine`, as NCCL runs it: a ring over the group's bottleneck link, or,
+/// when the group spans several nodes, hierarchical (reduce-scatter inside
+/// nodes, all-reduce across nodes on the shards, all-gather inside nodes),
+/// whichever is faster.
+double allReduceTime(const Machine &machine,
+                     const std::vector<int64_t> &devices, double bytes);
+/// Reduce-scatter (or all-gather) of `bytes` in total: half an all-reduce.
+double reduceScatterTime(const Machine &machine,
+                         const std::vector<int64_t> &devices, double bytes);
+
+class Simulator {
+public:
+  Simulator(const Graph &graph, const Machine &machine,
+            const CostModel &costModel, SimOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator &) = delete;
+  Simulator &operator=(const Simulator &) = delete;
+
+  /// Full simulation: builds every segment for `strategy` and times them.
+  /// The strategy is kept for later update() calls.
+  SimResult simulate(const Strategy &strategy);
+  /// Delta simulation: op `op` changes to `config`; everything else stays
+  /// as in the last simulate()/update(). Same result as simulate() of the
+  /// whole new strategy.
+  SimResult update(size_t op, const OpConfig &config);
+  const Strategy &currentStrategy() const;
+
+  /// Checks that `config` fits `op` and the machine; empty if it does.
+  std::string checkConfig(size_t op, const OpConfig &config) const;
+
+  /// The timeline of the last simulation as Chrome trace JSON (Perfetto,
+  /// chrome://tracing): one track per device compute and communication
+  /// stream and one per link. Needs SimOptions::recordTimeline.
+  void writeChromeTrace(std::ostream &os) const;
+
+  /// Seconds the last simulation charged to each op: forward kernels,
+  /// backward kernels, and communication (transfers into it, partial sums,
+  /// gradient sync), the slowest partition of each.
+  struct OpTimes {
+    double forward = 0, backward = 0, communication = 0;
+  };
+  std::vector<OpTimes> opTimes() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace ppc::sim
+
+#endif // PPC_SIMULATOR_SIMULATOR_H
