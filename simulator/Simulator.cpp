@@ -1,0 +1,892 @@
+//===- Simulator.cpp - one training iteration, simulated ------------------===//
+//
+// See Simulator.h for the model. The task graph is never materialized as
+// nodes and edges: each op keeps its kernels, partial-sum reductions,
+// gradient syncs and updates as arrays, each producer-consumer edge keeps its
+// transfers, and the timing pass walks them in issue order. This keeps a
+// delta simulation to rebuilding a few arrays plus one linear pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/Simulator.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ppc::sim {
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Bottleneck bandwidth and worst latency over the ring devices[0] ->
+/// devices[1] -> ... -> devices[0].
+LinkSpec ringLink(const Machine &machine, const std::vector<int64_t> &devices) {
+  LinkSpec ring;
+  ring.bandwidth = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    LinkSpec l = machine.effectiveLink(devices[i],
+                                       devices[(i + 1) % devices.size()]);
+    if (l.bandwidth < ring.bandwidth) {
+      ring.bandwidth = l.bandwidth;
+      ring.kind = l.kind;
+    }
+    ring.latency = std::max(ring.latency, l.latency);
+  }
+  return ring;
+}
+
+/// Ring all-reduce: 2(k-1) steps of bytes/k each.
+double ringAllReduce(int64_t k, const LinkSpec &link, double bytes) {
+  if (k <= 1)
+    return 0;
+  return 2.0 * (k - 1) * link.latency +
+         2.0 * (k - 1) / k * bytes / link.bandwidth;
+}
+
+} // namespace
+
+double allReduceTime(const Machine &machine,
+                     const std::vector<int64_t> &devices, double bytes) {
+  int64_t k = static_cast<int64_t>(devices.size());
+  if (k <= 1 || bytes <= 0)
+    return 0;
+  double best = ringAllReduce(k, ringLink(machine, devices), bytes);
+
+  // Hierarchical: needs the same number of devices in each node.
+  std::map<int64_t, std::vector<int64_t>> byNode;
+  for (int64_t d : devices)
+    byNode[machine.getNode(d)].push_back(d);
+  int64_t nodes = static_cast<int64_t>(byNode.size());
+  if (nodes <= 1)
+    return best;
+  int64_t local = static_cast<int64_t>(byNode.begin()->second.size());
+  for (auto &[node, members] : byNode)
+    if (static_cast<int64_t>(members.size()) != local)
+      return best;
+  // Inside each node: reduce-scatter then all-gather (one all-reduce's worth).
+  double intra = 0;
+  if (local > 1)
+    intra = ringAllReduce(local, ringLink(machine, byNode.begin()->second),
+                          bytes);
+  // Across nodes: `local` rails each all-reduce a 1/local shard. Devices of
+  // a node share its NICs, so a rail gets nics/local of a NIC when fewer.
+  std::vector<int64_t> leaders;
+  for (auto &[node, members] : byNode)
+    leaders.push_back(members.front());
+  LinkSpec inter = ringLink(machine, leaders);
+  if (machine.cluster && machine.cluster->nicsPerNode < local)
+    inter.bandwidth *= static_cast<double>(machine.cluster->nicsPerNode) /
+                       static_cast<double>(local);
+  double across = ringAllReduce(nodes, inter, bytes / local);
+  return std::min(best, intra + across);
+}
+
+double reduceScatterTime(const Machine &machine,
+                         const std::vector<int64_t> &devices, double bytes) {
+  return 0.5 * allReduceTime(machine, devices, bytes);
+}
+
+int64_t SimResult::peakMemory() const {
+  int64_t peak = 0;
+  for (const DeviceStats &d : devices)
+    peak = std::max(peak, d.memory.total());
+  return peak;
+}
+
+double SimResult::totalBytes() const {
+  double total = 0;
+  for (double b : bytesByLinkKind)
+    total += b;
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// Simulator state
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using Slice = std::vector<Range>;
+
+int64_t volume(const Slice &slice) {
+  int64_t v = 1;
+  for (const Range &r : slice)
+    v *= r.size();
+  return v;
+}
+
+int64_t overlapVolume(const Slice &a, const Slice &b) {
+  int64_t v = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    int64_t lo = std::max(a[i].lo, b[i].lo), hi = std::min(a[i].hi, b[i].hi);
+    if (hi <= lo)
+      return 0;
+    v *= hi - lo;
+  }
+  return v;
+}
+
+/// A slice as a flat key, to group partitions holding the same data.
+std::vector<int64_t> sliceKey(const Slice &slice) {
+  std::vector<int64_t> key;
+  key.reserve(2 * slice.size());
+  for (const Range &r : slice) {
+    key.push_back(r.lo);
+    key.push_back(r.hi);
+  }
+  return key;
+}
+
+/// Groups partitions whose slices are equal; returns the group of each.
+std::vector<int32_t> groupBySlice(const std::vector<Slice> &slices,
+                                  int32_t &numGroups) {
+  std::map<std::vector<int64_t>, int32_t> ids;
+  std::vector<int32_t> group(slices.size());
+  for (size_t p = 0; p < slices.size(); ++p)
+    group[p] =
+        ids.emplace(sliceKey(slices[p]), static_cast<int32_t>(ids.size()))
+            .first->second;
+  numGroups = static_cast<int32_t>(ids.size());
+  return group;
+}
+
+/// A point-to-point transfer between a partition of the sending op and one
+/// of the receiving op.
+struct Transfer {
+  int32_t src = 0, dst = 0;
+  int32_t route = 0; ///< index into Impl::routes.
+  int64_t bytes = 0;
+  double time = 0;
+};
+
+/// Data a partition reads from a partition on its own device.
+struct LocalDep {
+  int32_t src = 0, dst = 0;
+};
+
+/// A collective over some partitions of one op (all on distinct devices).
+struct Collective {
+  std::vector<int32_t> partitions;
+  int64_t bytes = 0;   ///< bytes of the reduced buffer.
+  double time = 0;     ///< before the consumer may go on.
+  double postTime = 0; ///< all-gather after the update (sharded sync).
+  LinkKind kind = LinkKind::Other;
+  double movedBytes = 0; ///< bytes all participants send in total.
+};
+
+/// The route of transfers from one device to another, as resources.
+struct RouteInfo {
+  LinkSpec link;
+  std::vector<int32_t> resources;
+};
+
+/// Producer result `result` of op `producer` feeds operand `operand` of op
+/// `consumer`.
+struct Edge {
+  int32_t producer = 0, result = 0, consumer = 0, operand = 0;
+  std::vector<Transfer> fwd, bwd;
+  std::vector<LocalDep> fwdLocal, bwdLocal;
+};
+
+struct OpState {
+  std::vector<int64_t> devices;
+  std::vector<Slice> iter;
+  /// resultSlices[r][p]: slice of result r partition p computes.
+  std::vector<std::vector<Slice>> resultSlices;
+  /// Partitions holding the same result slices (partial sums, then copies).
+  std::vector<int32_t> replicaGroup;
+  int32_t numReplicaGroups = 0;
+  std::vector<double> fwdTime, bwdTime, updateTime;
+  std::vector<Collective> partialSums, gradSyncs;
+  /// Gradient syncs each partition takes part in.
+  std::vector<std::vector<int32_t>> syncsOf;
+  std::vector<MemoryUse> memory;
+
+  // Timing of the last pass.
+  std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
+};
+
+int stateTensors(Optimizer optimizer) {
+  switch (optimizer) {
+  case Optimizer::SGD:
+    return 0;
+  case Optimizer::Momentum:
+    return 1;
+  case Optimizer::Adam:
+    return 2;
+  }
+  return 0;
+}
+
+struct TimelineEvent {
+  std::string name;
+  int32_t resource;
+  double start, duration;
+};
+
+} // namespace
+
+struct Simulator::Impl {
+  const Graph &graph;
+  const Machine &machine;
+  const CostModel &costModel;
+  SimOptions options;
+  int64_t numDevices;
+
+  Strategy strategy;
+  std::vector<OpState> ops;
+  std::vector<Edge> edges;
+  std::vector<std::vector<int32_t>> inEdges, outEdges;
+
+  // Resources: compute stream d, communication stream numDevices + d, and
+  // direction k of link l at 2 * numDevices + 2 * l + k.
+  std::vector<double> freeAt;
+  std::vector<int32_t> routeOf; ///< numDevices^2, -1 until computed.
+  std::vector<RouteInfo> routes;
+  std::vector<TimelineEvent> timeline;
+
+  Impl(const Graph &graph, const Machine &machine, const CostModel &costModel,
+       SimOptions options)
+      : graph(graph), machine(machine), costModel(costModel),
+        options(options), numDevices(machine.numDevices()) {
+    ops.resize(graph.ops.size());
+    inEdges.resize(graph.ops.size());
+    outEdges.resize(graph.ops.size());
+    for (size_t c = 0; c < graph.ops.size(); ++c) {
+      const Op &op = graph.ops[c];
+      for (size_t o = 0; o < op.operands.size(); ++o) {
+        const Source &src = op.operands[o];
+        if (src.kind != Source::Kind::Op)
+          continue;
+        Edge e;
+        e.producer = src.index;
+        e.result = src.result;
+        e.consumer = static_cast<int32_t>(c);
+        e.operand = static_cast<int32_t>(o);
+        int32_t id = static_cast<int32_t>(edges.size());
+        edges.push_back(std::move(e));
+        inEdges[c].push_back(id);
+        outEdges[src.index].push_back(id);
+      }
+    }
+    freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
+    routeOf.assign(numDevices * numDevices, -1);
+  }
+
+  const RouteInfo &route(int64_t src, int64_t dst) {
+    int32_t &id = routeOf[src * numDevices + dst];
+    if (id < 0) {
+      RouteInfo info;
+      info.link = machine.effectiveLink(src, dst);
+      if (std::optional<Route> r = machine.route(src, dst)) {
+        int64_t at = src;
+        for (int64_t l : r->links) {
+          const Link &link = machine.links[l];
+          int dir = link.src == at ? 0 : 1;
+          at = dir == 0 ? link.dst : link.src;
+          info.resources.push_back(
+              static_cast<int32_t>(2 * numDevices + 2 * l + dir));
+        }
+      }
+      id = static_cast<int32_t>(routes.size());
+      routes.push_back(std::move(info));
+    }
+    return routes[id];
+  }
+
+  Collective makeCollective(const OpState &st, std::vector<int32_t> members,
+                            int64_t bytes, bool sharded) {
+    Collective c;
+    c.partitions = std::move(members);
+    c.bytes = bytes;
+    std::vector<int64_t> devices;
+    for (int32_t p : c.partitions)
+      devices.push_back(st.devices[p]);
+    double k = static_cast<double>(devices.size());
+    if (sharded) {
+      c.time = reduceScatterTime(machine, devices, bytes);
+      c.postTime = c.time;
+    } else {
+      c.time = allReduceTime(machine, devices, bytes);
+    }
+    c.movedBytes = 2.0 * (k - 1) * bytes;
+    std::set<int64_t> nodes;
+    for (int64_t d : devices)
+      nodes.insert(machine.getNode(d));
+    c.kind = machine.effectiveLink(devices[0], devices[1]).kind;
+    if (nodes.size() > 1)
+      for (size_t i = 1; i < devices.size(); ++i)
+        if (machine.getNode(devices[i]) != machine.getNode(devices[0])) {
+          c.kind = machine.effectiveLink(devices[0], devices[i]).kind;
+          break;
+        }
+    return c;
+  }
+
+  /// Rebuilds everything of op `i` that depends on its own configuration.
+  void buildOp(size_t i) {
+    const Op &op = graph.ops[i];
+    const OpConfig &config = strategy[i];
+    OpState &st = ops[i];
+    st.devices = config.devices();
+    int32_t n = static_cast<int32_t>(st.devices.size());
+    st.iter.resize(n);
+    for (int32_t p = 0; p < n; ++p)
+      st.iter[p] = partitionRanges(op.space, config.degrees, p);
+
+    st.resultSlices.assign(op.space.results.size(), {});
+    for (size_t r = 0; r < op.space.results.size(); ++r)
+      for (int32_t p = 0; p < n; ++p)
+        st.resultSlices[r].push_back(sliceOf(op.space.results[r], st.iter[p]));
+
+    st.fwdTime.resize(n);
+    st.bwdTime.resize(n);
+    for (int32_t p = 0; p < n; ++p) {
+      KernelShape shape = kernelShape(op, config.degrees, p);
+      const DeviceSpec &spec = machine.getSpec(st.devices[p]);
+      st.fwdTime[p] = costModel.kernelTime(op, shape, Phase::Forward, spec);
+      st.bwdTime[p] = costModel.kernelTime(op, shape, Phase::Backward, spec);
+    }
+
+    // Partitions computing the same result slices hold partial sums of it
+    // (they differ only in dims the result does not index): all-reduce.
+    st.partialSums.clear();
+    st.replicaGroup.assign(n, 0);
+    st.numReplicaGroups = n;
+    if (!op.space.results.empty()) {
+      std::vector<Slice> joined(n);
+      for (int32_t p = 0; p < n; ++p)
+        for (const auto &slices : st.resultSlices)
+          joined[p].insert(joined[p].end(), slices[p].begin(),
+                           slices[p].end());
+      st.replicaGroup = groupBySlice(joined, st.numReplicaGroups);
+      if (st.numReplicaGroups < n) {
+        std::vector<std::vector<int32_t>> members(st.numReplicaGroups);
+        for (int32_t p = 0; p < n; ++p)
+          members[st.replicaGroup[p]].push_back(p);
+        for (auto &m : members) {
+          int64_t bytes = 0;
+          for (const auto &slices : st.resultSlices)
+            bytes += volume(slices[m.front()]) * op.elemBytes;
+          st.partialSums.push_back(
+              makeCollective(st, std::move(m), bytes, /*sharded=*/false));
+        }
+      }
+    }
+
+    // Weights: each partition keeps its slice; replicas of a slice
+    // synchronize their gradients.
+    bool sharded = options.gradSync == GradSync::ReduceScatterAllGather;
+    int states = stateTensors(options.optimizer);
+    st.gradSyncs.clear();
+    st.syncsOf.assign(n, {});
+    st.memory.assign(n, MemoryUse());
+    std::vector<int64_t> updateElems(n, 0);
+    int64_t updateElemBytes = 4;
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      const Source &src = op.operands[o];
+      if (src.kind == Source::Kind::Input)
+        for (int32_t p = 0; p < n; ++p)
+          st.memory[p].activations +=
+              volume(sliceOf(op.space.operands[o], st.iter[p])) *
+              op.elemBytes;
+      if (src.kind != Source::Kind::Weight)
+        continue;
+      const Weight &w = graph.weights[src.index];
+      std::vector<Slice> slices(n);
+      for (int32_t p = 0; p < n; ++p)
+        slices[p] = sliceOf(op.space.operands[o], st.iter[p]);
+      int32_t numGroups = 0;
+      std::vector<int32_t> group = groupBySlice(slices, numGroups);
+      std::vector<std::vector<int32_t>> members(numGroups);
+      for (int32_t p = 0; p < n; ++p)
+        members[group[p]].push_back(p);
+      for (int32_t p = 0; p < n; ++p) {
+        int64_t bytes = volume(slices[p]) * w.elemBytes;
+        st.memory[p].weights += bytes;
+        if (!w.trainable)
+          continue;
+        int64_t shards =
+            sharded ? static_cast<int64_t>(members[group[p]].size()) : 1;
+        st.memory[p].gradients += bytes;
+        st.memory[p].optimizerState += states * bytes / shards;
+        updateElems[p] += volume(slices[p]) / shards;
+        updateElemBytes = w.elemBytes;
+      }
+      if (!w.trainable)
+        continue;
+      for (auto &m : members) {
+        if (m.size() < 2)
+          continue;
+        int64_t bytes = volume(slices[m.front()]) * w.elemBytes;
+        int32_t id = static_cast<int32_t>(st.gradSyncs.size());
+        for (int32_t p : m)
+          st.syncsOf[p].push_back(id);
+        st.gradSyncs.push_back(makeCollective(st, std::move(m), bytes, sharded));
+      }
+    }
+    st.updateTime.assign(n, 0);
+    for (int32_t p = 0; p < n; ++p) {
+      if (updateElems[p] > 0)
+        st.updateTime[p] =
+            costModel.updateTime(updateElems[p], updateElemBytes, states,
+                                 machine.getSpec(st.devices[p]));
+      // Results are kept for backward; the largest result gradient is the
+      // transient buffer of the backward kernel.
+      for (const auto &slices : st.resultSlices) {
+        int64_t bytes = volume(slices[p]) * op.elemBytes;
+        st.memory[p].activations += bytes;
+        st.memory[p].workspace = std::max(st.memory[p].workspace, bytes);
+      }
+    }
+  }
+
+  /// Rebuilds the transfers of edge `e` for the current configurations.
+  void buildEdge(Edge &e) {
+    const Op &consumer = graph.ops[e.consumer];
+    const OpState &prod = ops[e.producer];
+    const OpState &cons = ops[e.consumer];
+    const std::vector<Slice> &produced = prod.resultSlices[e.result];
+    int64_t elemBytes = graph.ops[e.producer].elemBytes;
+    e.fwd.clear();
+    e.bwd.clear();
+    e.fwdLocal.clear();
+    e.bwdLocal.clear();
+
+    int32_t np = static_cast<int32_t>(prod.devices.size());
+    int32_t nq = static_cast<int32_t>(cons.devices.size());
+    std::vector<int64_t> overlap(np);
+    std::vector<int32_t> chosen(prod.numReplicaGroups);
+    for (int32_t q = 0; q < nq; ++q) {
+      Slice needed = sliceOf(consumer.space.operands[e.operand], cons.iter[q]);
+      int64_t dstDevice = cons.devices[q];
+      for (int32_t p = 0; p < np; ++p)
+        overlap[p] = overlapVolume(needed, produced[p]);
+
+      // Forward: one copy of each replicated region, from the local replica
+      // if there is one, else from the replica with the fastest link.
+      std::fill(chosen.begin(), chosen.end(), -1);
+      for (int32_t p = 0; p < np; ++p) {
+        if (overlap[p] == 0)
+          continue;
+        int32_t &best = chosen[prod.replicaGroup[p]];
+        if (best < 0 || prod.devices[p] == dstDevice) {
+          best = p;
+          continue;
+        }
+        if (prod.devices[best] == dstDevice)
+          continue;
+        if (route(prod.devices[p], dstDevice).link.bandwidth >
+            route(prod.devices[best], dstDevice).link.bandwidth)
+          best = p;
+      }
+      for (int32_t p : chosen) {
+        if (p < 0)
+          continue;
+        if (prod.devices[p] == dstDevice) {
+          e.fwdLocal.push_back({p, q});
+          continue;
+        }
+        e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
+                                     overlap[p] * elemBytes));
+      }
+
+      // Backward: every replica needs the gradient of its region; each
+      // consumer partition sends what it computed.
+      for (int32_t p = 0; p < np; ++p) {
+        if (overlap[p] == 0)
+          continue;
+        if (prod.devices[p] == dstDevice)
+          e.bwdLocal.push_back({q, p});
+        else
+          e.bwd.push_back(makeTransfer(q, p, dstDevice, prod.devices[p],
+                                       overlap[p] * elemBytes));
+      }
+    }
+  }
+
+  Transfer makeTransfer(int32_t src, int32_t dst, int64_t srcDevice,
+                        int64_t dstDevice, int64_t bytes) {
+    Transfer t;
+    t.src = src;
+    t.dst = dst;
+    t.bytes = bytes;
+    route(srcDevice, dstDevice);
+    t.route = routeOf[srcDevice * numDevices + dstDevice];
+    t.time = routes[t.route].link.transferTime(static_cast<double>(bytes));
+    return t;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Timing
+  //===--------------------------------------------------------------------===//
+
+  void record(const std::string &name, int32_t resource, double start,
+              double end) {
+    if (options.recordTimeline)
+      timeline.push_back({name, resource, start, end - start});
+  }
+
+  /// Runs a point-to-point transfer ready at `ready`; returns its end.
+  double runTransfer(const Transfer &t, double ready, const Edge &e,
+                     bool backward) {
+    const RouteInfo &r = routes[t.route];
+    double start = ready;
+    for (int32_t res : r.resources)
+      start = std::max(start, freeAt[res]);
+    double end = start + t.time;
+    for (int32_t res : r.resources)
+      freeAt[res] = end;
+    if (options.recordTimeline) {
+      const std::string &from = graph.ops[e.producer].name;
+      const std::string &to = graph.ops[e.consumer].name;
+      std::string name = backward ? to + " -> " + from + " (grad)"
+                                  : from + " -> " + to;
+      for (int32_t res : r.resources)
+        record(name, res, start, end);
+    }
+    return end;
+  }
+
+  /// Runs a collective of op `op` ready when `ready(p)` for its members.
+  template <typename ReadyFn>
+  double runCollective(const OpState &st, const Collective &c, double time,
+                       ReadyFn ready, const std::string &name) {
+    double start = 0;
+    for (int32_t p : c.partitions)
+      start = std::max({start, ready(p), freeAt[numDevices + st.devices[p]]});
+    double end = start + time;
+    for (int32_t p : c.partitions) {
+      freeAt[numDevices + st.devices[p]] = end;
+      record(name, static_cast<int32_t>(numDevices + st.devices[p]), start,
+             end);
+    }
+    return end;
+  }
+
+  double runKernel(int64_t device, double ready, double time,
+                   const std::string &name) {
+    double start = std::max(freeAt[device], ready);
+    double end = start + time;
+    freeAt[device] = end;
+    record(name, static_cast<int32_t>(device), start, end);
+    return end;
+  }
+
+  void forward(int32_t i) {
+    OpState &st = ops[i];
+    const std::string &name = graph.ops[i].name;
+    size_t n = st.devices.size();
+    st.inReady.assign(n, 0);
+    for (int32_t id : inEdges[i]) {
+      const Edge &e = edges[id];
+      const OpState &prod = ops[e.producer];
+      for (const LocalDep &d : e.fwdLocal)
+        st.inReady[d.dst] = std::max(st.inReady[d.dst], prod.fwdEnd[d.src]);
+      for (const Transfer &t : e.fwd)
+        st.inReady[t.dst] =
+            std::max(st.inReady[t.dst],
+                     runTransfer(t, prod.fwdEnd[t.src], e, false));
+    }
+    st.fwdEnd.resize(n);
+    for (size_t p = 0; p < n; ++p)
+      st.fwdEnd[p] = runKernel(st.devices[p], st.inReady[p], st.fwdTime[p],
+                               name + " fwd");
+    for (const Collective &c : st.partialSums) {
+      double end = runCollective(
+          st, c, c.time, [&](int32_t p) { return st.fwdEnd[p]; },
+          name + " partial-sum all-reduce");
+      for (int32_t p : c.partitions)
+        st.fwdEnd[p] = end;
+    }
+  }
+
+  void backward(int32_t i) {
+    OpState &st = ops[i];
+    const std::string &name = graph.ops[i].name;
+    size_t n = st.devices.size();
+    st.gradReady.assign(n, 0);
+    for (int32_t id : outEdges[i]) {
+      const Edge &e = edges[id];
+      const OpState &cons = ops[e.consumer];
+      for (const LocalDep &d : e.bwdLocal)
+        st.gradReady[d.dst] = std::max(st.gradReady[d.dst], cons.bwdEnd[d.src]);
+      for (const Transfer &t : e.bwd)
+        st.gradReady[t.dst] =
+            std::max(st.gradReady[t.dst],
+                     runTransfer(t, cons.bwdEnd[t.src], e, true));
+    }
+    st.bwdEnd.resize(n);
+    for (size_t p = 0; p < n; ++p)
+      st.bwdEnd[p] = runKernel(st.devices[p], st.gradReady[p], st.bwdTime[p],
+                               name + " bwd");
+  }
+
+  /// Gradient all-reduces of op `i`, none starting before `notBefore`.
+  void syncGradients(int32_t i, double notBefore) {
+    OpState &st = ops[i];
+    st.syncEnd.resize(st.gradSyncs.size());
+    for (size_t g = 0; g < st.gradSyncs.size(); ++g)
+      st.syncEnd[g] = runCollective(
+          st, st.gradSyncs[g], st.gradSyncs[g].time,
+          [&](int32_t p) { return std::max(st.bwdEnd[p], notBefore); },
+          graph.ops[i].name + " grad sync");
+  }
+
+  void update(int32_t i) {
+    OpState &st = ops[i];
+    size_t n = st.devices.size();
+    st.updateEnd.assign(n, 0);
+    for (size_t p = 0; p < n; ++p) {
+      double ready = st.bwdEnd[p];
+      for (int32_t g : st.syncsOf[p])
+        ready = std::max(ready, st.syncEnd[g]);
+      st.updateEnd[p] = st.updateTime[p] > 0
+                            ? runKernel(st.devices[p], ready, st.updateTime[p],
+                                        graph.ops[i].name + " update")
+                            : ready;
+    }
+    // Sharded sync: gather the updated shards back.
+    for (const Collective &c : st.gradSyncs)
+      if (c.postTime > 0)
+        runCollective(
+            st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; },
+            graph.ops[i].name + " weight all-gather");
+  }
+
+  double runTiming() {
+    std::fill(freeAt.begin(), freeAt.end(), 0.0);
+    timeline.clear();
+    int32_t n = static_cast<int32_t>(ops.size());
+    for (int32_t i = 0; i < n; ++i)
+      forward(i);
+    for (int32_t i = n - 1; i >= 0; --i) {
+      backward(i);
+      if (options.overlapGradSync)
+        syncGradients(i, 0);
+    }
+    if (!options.overlapGradSync) {
+      // Synchronize only once the whole backward pass is done.
+      double backwardDone = 0;
+      for (int64_t d = 0; d < numDevices; ++d)
+        backwardDone = std::max(backwardDone, freeAt[d]);
+      for (int32_t i = n - 1; i >= 0; --i)
+        syncGradients(i, backwardDone);
+    }
+    for (int32_t i = n - 1; i >= 0; --i)
+      update(i);
+    double end = 0;
+    for (double t : freeAt)
+      end = std::max(end, t);
+    return end;
+  }
+
+  SimResult result(double iterationTime) {
+    SimResult r;
+    r.iterationTime = iterationTime;
+    r.devices.resize(numDevices);
+    for (int64_t d = 0; d < numDevices; ++d)
+      r.devices[d].capacity = machine.getSpec(d).memoryBytes;
+    for (const OpState &st : ops) {
+      for (size_t p = 0; p < st.devices.size(); ++p) {
+        DeviceStats &dev = r.devices[st.devices[p]];
+        dev.computeTime += st.fwdTime[p] + st.bwdTime[p] + st.updateTime[p];
+        MemoryUse &m = dev.memory;
+        const MemoryUse &add = st.memory[p];
+        m.weights += add.weights;
+        m.gradients += add.gradients;
+        m.optimizerState += add.optimizerState;
+        m.activations += add.activations;
+        m.workspace = std::max(m.workspace, add.workspace);
+      }
+      for (const auto *list : {&st.partialSums, &st.gradSyncs})
+        for (const Collective &c : *list) {
+          for (int32_t p : c.partitions)
+            r.devices[st.devices[p]].commTime += c.time + c.postTime;
+          r.bytesByLinkKind[static_cast<int>(c.kind)] +=
+              c.movedBytes;
+        }
+    }
+    for (const Edge &e : edges) {
+      const OpState &prod = ops[e.producer], &cons = ops[e.consumer];
+      for (const Transfer &t : e.fwd) {
+        r.devices[prod.devices[t.src]].commTime += t.time;
+        r.devices[cons.devices[t.dst]].commTime += t.time;
+        r.devices[cons.devices[t.dst]].memory.activations += t.bytes;
+        r.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] +=
+            t.bytes;
+      }
+      for (const Transfer &t : e.bwd) {
+        r.devices[cons.devices[t.src]].commTime += t.time;
+        r.devices[prod.devices[t.dst]].commTime += t.time;
+        r.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] +=
+            t.bytes;
+      }
+    }
+    double worst = -1;
+    for (int64_t d = 0; d < numDevices; ++d) {
+      DeviceStats &dev = r.devices[d];
+      dev.idleTime = std::max(0.0, iterationTime - dev.computeTime);
+      double need = static_cast<double>(dev.memory.total()) /
+                    static_cast<double>(std::max<int64_t>(1, dev.capacity));
+      if (need > worst) {
+        worst = need;
+        r.tightestDevice = d;
+      }
+      if (dev.memory.total() > dev.capacity)
+        r.outOfMemory = true;
+    }
+    return r;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Simulator
+//===----------------------------------------------------------------------===//
+
+Simulator::Simulator(const Graph &graph, const Machine &machine,
+                     const CostModel &costModel, SimOptions options)
+    : impl(std::make_unique<Impl>(graph, machine, costModel, options)) {}
+
+Simulator::~Simulator() = default;
+
+std::string Simulator::checkConfig(size_t op, const OpConfig &config) const {
+  if (op >= impl->graph.ops.size())
+    return "op " + std::to_string(op) + " is out of range";
+  return ppc::checkConfig(impl->graph.ops[op].space, config,
+                          impl->numDevices);
+}
+
+SimResult Simulator::simulate(const Strategy &strategy) {
+  assert(strategy.size() == impl->graph.ops.size() &&
+         "one configuration per op");
+  impl->strategy = strategy;
+  for (size_t i = 0; i < impl->ops.size(); ++i)
+    impl->buildOp(i);
+  for (Edge &e : impl->edges)
+    impl->buildEdge(e);
+  return impl->result(impl->runTiming());
+}
+
+SimResult Simulator::update(size_t op, const OpConfig &config) {
+  impl->strategy[op] = config;
+  impl->buildOp(op);
+  for (int32_t id : impl->inEdges[op])
+    impl->buildEdge(impl->edges[id]);
+  for (int32_t id : impl->outEdges[op])
+    impl->buildEdge(impl->edges[id]);
+  return impl->result(impl->runTiming());
+}
+
+const Strategy &Simulator::currentStrategy() const { return impl->strategy; }
+
+std::vector<Simulator::OpTimes> Simulator::opTimes() const {
+  std::vector<OpTimes> times(impl->ops.size());
+  for (size_t i = 0; i < impl->ops.size(); ++i) {
+    const OpState &st = impl->ops[i];
+    OpTimes &t = times[i];
+    for (size_t p = 0; p < st.devices.size(); ++p) {
+      t.forward = std::max(t.forward, st.fwdTime[p]);
+      t.backward = std::max(t.backward, st.bwdTime[p]);
+    }
+    // Transfers into a partition run one after another on its links.
+    std::vector<double> incoming(st.devices.size(), 0);
+    for (int32_t id : impl->inEdges[i])
+      for (const Transfer &tr : impl->edges[id].fwd)
+        incoming[tr.dst] += tr.time;
+    double comm = 0;
+    for (double v : incoming)
+      comm = std::max(comm, v);
+    for (const auto *list : {&st.partialSums, &st.gradSyncs}) {
+      double worst = 0;
+      for (const Collective &c : *list)
+        worst = std::max(worst, c.time + c.postTime);
+      comm += worst;
+    }
+    t.communication = comm;
+  }
+  return times;
+}
+
+namespace {
+std::string jsonEscape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+} // namespace
+
+void Simulator::writeChromeTrace(std::ostream &os) const {
+  const Impl &im = *impl;
+  int64_t nd = im.numDevices;
+  os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  auto sep = [&]() {
+    if (!first)
+      os << ",\n";
+    first = false;
+  };
+  // Track names: pid = device (tid 0 compute, 1 communication), pid nd = links.
+  for (int64_t d = 0; d < nd; ++d) {
+    sep();
+    os << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << d
+       << ", \"args\": {\"name\": \"device " << d << " ("
+       << jsonEscape(im.machine.devices[d].name) << ")\"}}";
+    for (int tid = 0; tid < 2; ++tid) {
+      sep();
+      os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << d
+         << ", \"tid\": " << tid << ", \"args\": {\"name\": \""
+         << (tid == 0 ? "compute" : "communication") << "\"}}";
+    }
+  }
+  sep();
+  os << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << nd
+     << ", \"args\": {\"name\": \"links\"}}";
+  for (size_t l = 0; l < im.machine.links.size(); ++l)
+    for (int dir = 0; dir < 2; ++dir) {
+      const Link &link = im.machine.links[l];
+      int64_t a = dir == 0 ? link.src : link.dst;
+      int64_t b = dir == 0 ? link.dst : link.src;
+      sep();
+      os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << nd
+         << ", \"tid\": " << 2 * l + dir << ", \"args\": {\"name\": \""
+         << jsonEscape(im.machine.getVertexName(a)) << " -> "
+         << jsonEscape(im.machine.getVertexName(b)) << "\"}}";
+    }
+  os << std::setprecision(12);
+  for (const TimelineEvent &ev : im.timeline) {
+    int64_t pid, tid;
+    if (ev.resource < 2 * nd) {
+      pid = ev.resource % nd;
+      tid = ev.resource / nd;
+    } else {
+      pid = nd;
+      tid = ev.resource - 2 * nd;
+    }
+    sep();
+    os << "{\"ph\": \"X\", \"name\": \"" << jsonEscape(ev.name)
+       << "\", \"pid\": " << pid << ", \"tid\": " << tid
+       << ", \"ts\": " << ev.start * 1e6 << ", \"dur\": " << ev.duration * 1e6
+       << "}";
+  }
+  os << "\n]}\n";
+}
+
+} // namespace ppc::sim

@@ -1,0 +1,320 @@
+//===- SimulatorTest.cpp - the simulator against hand-computed timelines --===//
+//
+// Small graphs on machines with round numbers and a cost model with fixed
+// kernel times, so every expected time below is worked out by hand in the
+// comments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/Simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace ppc;
+using namespace ppc::sim;
+
+namespace {
+
+constexpr double kMs = 1e-3;
+
+/// Forward 1 ms and backward 2 ms for a whole op, scaled by the share of
+/// the iteration points a partition computes; optimizer steps 0.5 ms.
+class FixedCostModel : public CostModel {
+public:
+  double kernelTime(const Op &op, const KernelShape &shape, Phase phase,
+                    const DeviceSpec &) const override {
+    double points = 1;
+    for (const Range &r : shape.iter)
+      points *= static_cast<double>(r.size());
+    double share = points / static_cast<double>(op.space.numPoints());
+    return (phase == Phase::Forward ? 1 : 2) * kMs * share;
+  }
+  double updateTime(int64_t elements, int64_t, int,
+                    const DeviceSpec &) const override {
+    return elements > 0 ? 0.5 * kMs : 0;
+  }
+};
+
+/// `nodes` x `perNode` devices of 1 GB; links of 1 GB/s with 10 us latency
+/// inside a node and 0.1 GB/s with 100 us across nodes.
+Machine roundMachine(int64_t nodes, int64_t perNode) {
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.devicesPerNode = perNode;
+  c.nicsPerNode = perNode;
+  c.device.name = "round";
+  c.device.setPeakFlops(DType::F32, 1e12);
+  c.device.memoryBandwidth = 1e11;
+  c.device.memoryBytes = 1'000'000'000;
+  c.intra = {LinkKind::NVLink, 1e9, 10e-6};
+  c.inter = {LinkKind::InfiniBand, 1e8, 100e-6};
+  return Machine::fromCluster(c, "round");
+}
+
+TensorAccess identity(std::vector<int64_t> shape) {
+  TensorAccess t{shape, {}};
+  for (size_t i = 0; i < shape.size(); ++i)
+    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
+  return t;
+}
+
+/// y = relu(x) on [n, f]: dims n (sample), f (parameter).
+Op elementwise(std::string name, int64_t n, int64_t f, Source input) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.relu";
+  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
+  op.space.operands = {identity({n, f})};
+  op.space.results = {identity({n, f})};
+  op.operands = {input};
+  return op;
+}
+
+/// y = x * W on x [n, k], W [k, m]: dims n, m, k.
+Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source input,
+          int32_t weight) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.linear";
+  op.space.dims = {{n, IterKind::Sample},
+                   {m, IterKind::Parameter},
+                   {k, IterKind::Reduction}};
+  op.space.operands = {
+      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
+      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
+  op.space.results = {identity({n, m})};
+  op.operands = {input, {Source::Kind::Weight, weight, 0}};
+  return op;
+}
+
+Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
+Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
+
+OpConfig on(int64_t device, size_t rank) {
+  return {std::vector<int64_t>(rank, 1), device, {}};
+}
+
+TEST(Simulator, TwoOpChainAcrossTwoDevices) {
+  // A on device 0 feeds B on device 1: 4 x 1000 f32 = 16000 bytes cross an
+  // intra-node link: 10 us + 16000 B / 1 GB/s = 26 us each way.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  SimResult r = sim.simulate({on(0, 2), on(1, 2)});
+  // A fwd [0, 1], transfer [1, 1.026], B fwd [1.026, 2.026],
+  // B bwd [2.026, 4.026], gradient transfer [4.026, 4.052],
+  // A bwd [4.052, 6.052] (ms).
+  EXPECT_NEAR(r.iterationTime, 6.052 * kMs, 1e-12);
+  EXPECT_NEAR(r.devices[0].computeTime, 3 * kMs, 1e-12);
+  EXPECT_NEAR(r.devices[1].computeTime, 3 * kMs, 1e-12);
+  EXPECT_NEAR(r.devices[0].commTime, 2 * 0.026 * kMs, 1e-12);
+  EXPECT_DOUBLE_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+                   2 * 16000.0);
+  // Both on one device: no transfer, 6 ms of kernels back to back.
+  EXPECT_NEAR(sim.simulate({on(0, 2), on(0, 2)}).iterationTime, 6 * kMs,
+              1e-12);
+}
+
+TEST(Simulator, TransferAcrossNodes) {
+  // The same chain with A and B on different nodes: 100 us + 16000 B /
+  // 0.1 GB/s = 260 us each way, so 6 ms + 2 * 0.26 ms.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  Machine m = roundMachine(2, 1);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  SimResult r = sim.simulate({on(0, 2), on(1, 2)});
+  EXPECT_NEAR(r.iterationTime, 6.52 * kMs, 1e-12);
+  EXPECT_DOUBLE_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::InfiniBand)],
+                   2 * 16000.0);
+}
+
+TEST(Simulator, RingAllReduceMatchesAlphaBeta) {
+  Machine m = roundMachine(1, 4);
+  // Ring of 4: 2 (k - 1) alpha + 2 (k - 1) / k * S / B.
+  double bytes = 4e6;
+  double expected = 2 * 3 * 10e-6 + 2.0 * 3 / 4 * bytes / 1e9;
+  EXPECT_NEAR(allReduceTime(m, {0, 1, 2, 3}, bytes), expected, 1e-12);
+  EXPECT_NEAR(reduceScatterTime(m, {0, 1, 2, 3}, bytes), expected / 2, 1e-12);
+  EXPECT_EQ(allReduceTime(m, {2}, bytes), 0);
+
+  // 2 nodes x 2: a flat ring crosses the network at 0.1 GB/s; hierarchical
+  // does an intra all-reduce (2 alpha + S / B) and a cross-node all-reduce
+  // of S / 2 per rail (2 alpha' + (S / 2) / B'), which is faster.
+  Machine two = roundMachine(2, 2);
+  double ring = 2 * 3 * 100e-6 + 2.0 * 3 / 4 * bytes / 1e8;
+  double hier = (2 * 10e-6 + bytes / 1e9) + (2 * 100e-6 + bytes / 2 / 1e8);
+  ASSERT_LT(hier, ring);
+  EXPECT_NEAR(allReduceTime(two, {0, 1, 2, 3}, bytes), hier, 1e-12);
+}
+
+/// Two linear layers with 1000 x 1000 f32 weights (4 MB each), data
+/// parallel over two devices of one node.
+Graph twoLayerMlp() {
+  Graph g;
+  g.numInputs = 1;
+  g.weights = {{"w0", {1000, 1000}, 4, true}, {"w1", {1000, 1000}, 4, true}};
+  g.ops = {linear("fc0", 8, 1000, 1000, input(), 0),
+           linear("fc1", 8, 1000, 1000, fromOp(0), 1)};
+  return g;
+}
+
+TEST(Simulator, GradientSyncOverlapsBackward) {
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  // A 4 MB all-reduce over 2 devices: 2 * 10 us + 4e6 B / 1 GB/s = 4.02 ms.
+  double sync = 2 * 10e-6 + 4e6 / 1e9;
+  Strategy dp = {{{2, 1, 1}, 0, {}}, {{2, 1, 1}, 0, {}}};
+  {
+    SimOptions opts;
+    opts.overlapGradSync = true;
+    Simulator sim(g, m, cost, opts);
+    SimResult r = sim.simulate(dp);
+    // Per device: fwd0 [0, .5], fwd1 [.5, 1], bwd1 [1, 2], sync1 on the
+    // communication stream [2, 2 + sync] while bwd0 runs [2, 3], sync0
+    // [2 + sync, 2 + 2 sync], then update1 (0.5 ms) at max(3, 2 + sync)
+    // and update0 after sync0: the end is 2 + 2 sync + 0.5 ms.
+    EXPECT_NEAR(r.iterationTime, 2 * kMs + 2 * sync + 0.5 * kMs, 1e-12);
+    EXPECT_NEAR(r.devices[0].commTime, 2 * sync, 1e-12);
+  }
+  {
+    SimOptions opts;
+    opts.overlapGradSync = false;
+    Simulator sim(g, m, cost, opts);
+    // Syncs wait for the whole backward (3 ms): 3 + 2 sync + 0.5 ms.
+    EXPECT_NEAR(sim.simulate(dp).iterationTime,
+                3 * kMs + 2 * sync + 0.5 * kMs, 1e-12);
+  }
+}
+
+TEST(Simulator, ReductionSplitAllReducesPartialSums) {
+  // fc0 split along its reduction dim k over 2 devices: each computes a
+  // partial [8, 1000] result that is all-reduced (32000 B: 2 * 10 us +
+  // 32000 / 1e9 s = 52 us) before fc1 on device 0 reads it.
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  SimResult r = sim.simulate({{{1, 1, 2}, 0, {}}, on(0, 3)});
+  // fwd0 [0, .5] on both, all-reduce [.5, .552], fwd1 [.552, 1.552],
+  // bwd1 [1.552, 3.552]; bwd0 on device 0 [3.552, 4.552]; device 1 gets
+  // its gradient (32000 B: 42 us) at 3.594 and runs [3.594, 4.594]. No
+  // weight is replicated, so no sync; updates: device 0 runs fc1's and
+  // then fc0's [4.552, 5.052, 5.552], device 1 fc0's [4.594, 5.094].
+  EXPECT_NEAR(r.iterationTime, 5.552 * kMs, 1e-12);
+  std::vector<Simulator::OpTimes> times = sim.opTimes();
+  EXPECT_NEAR(times[0].forward, 0.5 * kMs, 1e-12);
+  EXPECT_NEAR(times[0].communication, 52e-6, 1e-12);
+}
+
+TEST(Simulator, MemoryOfASmallMlp) {
+  // Adam, data parallel over 2: each device holds both 4 MB weights, their
+  // gradients and 2 x 4 MB of Adam state each; activations are each op's
+  // [4, 1000] result slice (16 KB) plus the [4, 1000] input slice (16 KB);
+  // the workspace is the largest result gradient (16 KB).
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  SimOptions opts;
+  opts.optimizer = Optimizer::Adam;
+  Simulator sim(g, m, cost, opts);
+  Strategy dp = {{{2, 1, 1}, 0, {}}, {{2, 1, 1}, 0, {}}};
+  SimResult r = sim.simulate(dp);
+  const MemoryUse &mem = r.devices[1].memory;
+  EXPECT_EQ(mem.weights, 8'000'000);
+  EXPECT_EQ(mem.gradients, 8'000'000);
+  EXPECT_EQ(mem.optimizerState, 16'000'000);
+  EXPECT_EQ(mem.activations, 3 * 16'000);
+  EXPECT_EQ(mem.workspace, 16'000);
+  EXPECT_EQ(r.peakMemory(), 32'000'000 + 4 * 16'000);
+  EXPECT_FALSE(r.outOfMemory);
+
+  // Sharded sync (reduce-scatter + all-gather) divides Adam state by 2.
+  opts.gradSync = GradSync::ReduceScatterAllGather;
+  Simulator sharded(g, m, cost, opts);
+  EXPECT_EQ(sharded.simulate(dp).devices[1].memory.optimizerState,
+            8'000'000);
+
+  // On 1 GB devices, 1e8-element weights do not fit.
+  Graph big = g;
+  big.weights[0].shape = {10000, 10000};
+  big.ops[0] = linear("fc0", 8, 10000, 10000, input(), 0);
+  big.ops[1] = linear("fc1", 8, 10000, 1000, fromOp(0), 1);
+  big.weights[1].shape = {10000, 1000};
+  Simulator oom(big, m, cost, opts);
+  EXPECT_TRUE(oom.simulate(dp).outOfMemory);
+}
+
+TEST(Simulator, DeltaEqualsFullOnHandBuiltGraph) {
+  Graph g = twoLayerMlp();
+  g.ops.push_back(elementwise("act", 8, 1000, fromOp(1)));
+  Machine m = roundMachine(2, 2);
+  FixedCostModel cost;
+  Simulator delta(g, m, cost), full(g, m, cost);
+  Strategy s = {on(0, 3), on(0, 3), on(0, 2)};
+  delta.simulate(s);
+  std::vector<OpConfig> choices = {
+      {{2, 1, 1}, 0, {}}, {{1, 2, 1}, 1, {2}}, {{1, 1, 2}, 2, {}},
+      {{2, 2, 1}, 0, {}}, {{4, 1, 1}, 0, {}},  {{1, 1, 1}, 3, {}}};
+  for (int step = 0; step < 60; ++step) {
+    size_t op = step % 2;
+    const OpConfig &c = choices[(step * 7 + op) % choices.size()];
+    ASSERT_EQ(delta.checkConfig(op, c), "");
+    s[op] = c;
+    SimResult a = delta.update(op, c);
+    SimResult b = full.simulate(s);
+    ASSERT_EQ(a.iterationTime, b.iterationTime) << "step " << step;
+    for (size_t d = 0; d < a.devices.size(); ++d)
+      ASSERT_EQ(a.devices[d].memory.total(), b.devices[d].memory.total());
+  }
+}
+
+TEST(Simulator, CheckConfigRejectsBadConfigs) {
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  EXPECT_EQ(sim.checkConfig(0, {{2, 1, 1}, 0, {}}), "");
+  EXPECT_NE(sim.checkConfig(0, {{4, 1, 1}, 0, {}}), ""); // device 3 of 2
+  EXPECT_NE(sim.checkConfig(0, {{3, 1, 1}, 0, {}}), ""); // 3 does not divide 8
+  EXPECT_NE(sim.checkConfig(0, {{2, 1}, 0, {}}), "");    // wrong rank
+  EXPECT_NE(sim.checkConfig(5, {{1, 1, 1}, 0, {}}), ""); // no such op
+}
+
+TEST(Simulator, ChromeTraceHasEveryTask) {
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  SimOptions opts;
+  opts.recordTimeline = true;
+  Simulator sim(g, m, cost, opts);
+  sim.simulate({on(0, 2), on(1, 2)});
+  std::ostringstream os;
+  sim.writeChromeTrace(os);
+  std::string trace = os.str();
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"A fwd\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"B bwd\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"A -> B\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"B -> A (grad)\""), std::string::npos);
+  // B fwd starts at 1.026 ms = 1026 us.
+  EXPECT_NE(trace.find("\"name\": \"B fwd\", \"pid\": 1, \"tid\": 0, "
+                       "\"ts\": 1026,"),
+            std::string::npos)
+      << trace;
+}
+
+} // namespace
