@@ -1,0 +1,392 @@
+//===- CostModel.cpp - time of one kernel on one device -------------------===//
+//
+// The roofline default and the measured-profile override. Formulas:
+//
+//   kernel (RooflineCostModel), for partition p of an op in phase ph:
+//     flops = OpCost.<ph>Flops * points(p) / points(op)
+//     bytes = OpCost.<ph>Bytes * elements(p) / elements(op)
+//       where elements() sums the elements of every operand and result
+//       (slices for p, whole tensors for the op). For the usual OpCost
+//       (fwdBytes = all operands + results once, bwdBytes = 2 * fwdBytes)
+//       this is exactly slice elements * elemBytes forward and twice that
+//       backward; halos and operands a split does not shrink (a weight under
+//       a batch split) are counted in full on every partition.
+//     eff   = max(minEfficiency, flops / (flops + halfFlops))
+//     time  = max(flops / (peak(dtype) * eff), bytes / memoryBandwidth)
+//             + launchOverhead
+//     and 0 (no kernel, no launch) when flops and bytes are both 0 (views
+//     such as reshape) or the partition is empty.
+//
+//   optimizer step (CostModel::updateTime), per weight element with
+//   s = stateTensors (SGD 0, momentum 1, Adam 2):
+//     bytes = elemBytes * (3 + 2 s)  read weight and gradient, write weight;
+//                                    read and write every state tensor
+//     flops = 2 + 4 s                SGD's multiply-add, ~4 per state update
+//     time  = max(flops / peak, bytes / memoryBandwidth) + launchOverhead
+//     (elementwise: no small-kernel efficiency curve; f64 peak for 8-byte
+//     weights, f32 otherwise, as optimizers update in f32 master weights).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/CostModel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using json = nlohmann::json;
+// Written files keep their keys in a readable order.
+using ojson = nlohmann::ordered_json;
+
+namespace ppc::sim {
+namespace {
+
+std::vector<int64_t> sizesOf(const std::vector<Range> &slice) {
+  std::vector<int64_t> sizes;
+  sizes.reserve(slice.size());
+  for (const Range &r : slice)
+    sizes.push_back(r.size());
+  return sizes;
+}
+
+double elementsOf(const std::vector<int64_t> &shape) {
+  double n = 1;
+  for (int64_t size : shape)
+    n *= static_cast<double>(size);
+  return n;
+}
+
+double elementsOf(const std::vector<std::vector<int64_t>> &shapes) {
+  double n = 0;
+  for (const std::vector<int64_t> &shape : shapes)
+    n += elementsOf(shape);
+  return n;
+}
+
+double elementsOf(const std::vector<TensorAccess> &tensors) {
+  double n = 0;
+  for (const TensorAccess &t : tensors)
+    n += elementsOf(t.shape);
+  return n;
+}
+
+const char *stringifyPhase(Phase phase) {
+  return phase == Phase::Forward ? "forward" : "backward";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Kernel shapes
+//===----------------------------------------------------------------------===//
+
+KernelShape kernelShape(const Op &op, const std::vector<int64_t> &degrees,
+                        int64_t index) {
+  KernelShape shape;
+  shape.iter = partitionRanges(op.space, degrees, index);
+  shape.operandShapes.reserve(op.space.operands.size());
+  for (const TensorAccess &operand : op.space.operands)
+    shape.operandShapes.push_back(sizesOf(sliceOf(operand, shape.iter)));
+  shape.resultShapes.reserve(op.space.results.size());
+  for (const TensorAccess &result : op.space.results)
+    shape.resultShapes.push_back(sizesOf(sliceOf(result, shape.iter)));
+  return shape;
+}
+
+//===----------------------------------------------------------------------===//
+// Roofline
+//===----------------------------------------------------------------------===//
+
+double CostModel::updateTime(int64_t elements, int64_t elemBytes,
+                             int stateTensors, const DeviceSpec &device) const {
+  if (elements <= 0)
+    return 0;
+  double n = static_cast<double>(elements);
+  double bytes = n * static_cast<double>(elemBytes) * (3 + 2 * stateTensors);
+  double flops = n * (2 + 4 * stateTensors);
+  double peak = device.getPeakFlops(elemBytes == 8 ? DType::F64 : DType::F32);
+  return std::max(flops / peak, bytes / device.memoryBandwidth) +
+         device.launchOverhead;
+}
+
+double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
+                                     Phase phase,
+                                     const DeviceSpec &device) const {
+  bool forward = phase == Phase::Forward;
+  double opFlops = forward ? op.cost.fwdFlops : op.cost.bwdFlops;
+  double opBytes = forward ? op.cost.fwdBytes : op.cost.bwdBytes;
+  if (opFlops <= 0 && opBytes <= 0)
+    return 0; // A view: nothing runs, nothing is launched.
+
+  double points = 1;
+  for (const Range &r : shape.iter)
+    points *= static_cast<double>(r.size());
+  if (points == 0)
+    return 0; // More partitions than points: this one has nothing to do.
+  double pointFraction = points / static_cast<double>(op.space.numPoints());
+
+  // Bytes follow the slices, not the points: a halo or an operand the split
+  // does not shrink is read in full by every partition.
+  double wholeElements =
+      elementsOf(op.space.operands) + elementsOf(op.space.results);
+  double byteFraction =
+      wholeElements > 0
+          ? (elementsOf(shape.operandShapes) + elementsOf(shape.resultShapes)) /
+                wholeElements
+          : pointFraction;
+
+  double flops = opFlops * pointFraction;
+  double bytes = opBytes * byteFraction;
+  double computeTime = 0;
+  if (flops > 0) {
+    double efficiency = halfFlops > 0 ? flops / (flops + halfFlops) : 1.0;
+    efficiency = std::max(efficiency, minEfficiency);
+    computeTime = flops / (device.getPeakFlops(op.dtype) * efficiency);
+  }
+  double memoryTime = bytes > 0 ? bytes / device.memoryBandwidth : 0;
+  return std::max(computeTime, memoryTime) + device.launchOverhead;
+}
+
+//===----------------------------------------------------------------------===//
+// Measured profiles
+//===----------------------------------------------------------------------===//
+
+double ProfiledCostModel::kernelTime(const Op &op, const KernelShape &shape,
+                                     Phase phase,
+                                     const DeviceSpec &device) const {
+  bool forward = phase == Phase::Forward;
+  // Views launch no kernel: there is nothing to measure, and counting them
+  // as misses would hide how much of the real work the profile covers.
+  if ((forward ? op.cost.fwdFlops : op.cost.bwdFlops) <= 0 &&
+      (forward ? op.cost.fwdBytes : op.cost.bwdBytes) <= 0)
+    return 0;
+  Key key{op.kind, shape.operandShapes, op.dtype, device.name, phase};
+  if (auto it = times.find(key); it != times.end()) {
+    ++hits;
+    return it->second;
+  }
+  ++misses;
+  return fallback.kernelTime(op, shape, phase, device);
+}
+
+namespace {
+
+/// Thrown inside this file only, with the JSON path and the problem.
+struct JsonError {
+  std::string path;
+  std::string message;
+};
+
+/// A JSON object being read: checks types, tracks the path, and rejects keys
+/// nobody asked for (a misspelt "second" must not go unnoticed).
+class ObjectReader {
+public:
+  ObjectReader(const json &value, std::string path)
+      : value(value), path(std::move(path)) {
+    if (!value.is_object())
+      throw JsonError{this->path.empty() ? "(top level)" : this->path,
+                      "must be an object"};
+  }
+
+  std::string at(const std::string &key) const {
+    return path.empty() ? key : path + "." + key;
+  }
+  bool has(const std::string &key) const { return value.contains(key); }
+
+  const json &get(const std::string &key) {
+    seen.insert(key);
+    auto it = value.find(key);
+    if (it == value.end())
+      throw JsonError{at(key), "missing"};
+    return *it;
+  }
+
+  std::string getString(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_string())
+      throw JsonError{at(key), "must be a string"};
+    std::string s = v.get<std::string>();
+    if (s.empty())
+      throw JsonError{at(key), "must not be empty"};
+    return s;
+  }
+
+  int64_t getInt(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_number_integer())
+      throw JsonError{at(key), "must be an integer"};
+    return v.get<int64_t>();
+  }
+
+  double getNumber(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_number())
+      throw JsonError{at(key), "must be a number"};
+    return v.get<double>();
+  }
+
+  /// Call once every key has been read: anything left is a typo.
+  void finish() const {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (!seen.count(it.key()))
+        throw JsonError{at(it.key()), "unknown key"};
+  }
+
+private:
+  const json &value;
+  std::string path;
+  std::set<std::string> seen;
+};
+
+DType readDType(ObjectReader &r) {
+  std::string name = r.getString("dtype");
+  if (std::optional<DType> type = symbolizeDType(name))
+    return *type;
+  std::string known;
+  for (int i = 0; i < kNumDTypes; ++i)
+    known += std::string(i ? ", " : "") + stringifyDType(static_cast<DType>(i));
+  throw JsonError{r.at("dtype"),
+                  "unknown element type '" + name + "' (use " + known + ")"};
+}
+
+Phase readPhase(ObjectReader &r) {
+  std::string name = r.getString("phase");
+  for (Phase phase : {Phase::Forward, Phase::Backward})
+    if (name == stringifyPhase(phase))
+      return phase;
+  throw JsonError{r.at("phase"),
+                  "unknown phase '" + name + "' (use forward, backward)"};
+}
+
+std::vector<std::vector<int64_t>> readShapes(ObjectReader &r) {
+  const json &value = r.get("operand_shapes");
+  std::string path = r.at("operand_shapes");
+  if (!value.is_array())
+    throw JsonError{path, "must be an array of shapes"};
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < value.size(); ++i) {
+    std::string where = path + "[" + std::to_string(i) + "]";
+    if (!value[i].is_array())
+      throw JsonError{where, "must be an array of dim sizes"};
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < value[i].size(); ++d) {
+      const json &size = value[i][d];
+      if (!size.is_number_integer() || size.get<int64_t>() < 0)
+        throw JsonError{where + "[" + std::to_string(d) + "]",
+                        "must be an integer >= 0"};
+      shape.push_back(size.get<int64_t>());
+    }
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+ProfiledCostModel readProfile(const json &value) {
+  ObjectReader top(value, "");
+  if (int64_t version = top.getInt("version"); version != 1)
+    throw JsonError{"version", "unsupported version " +
+                                   std::to_string(version) + " (expected 1)"};
+  std::optional<std::string> defaultDevice;
+  if (top.has("device"))
+    defaultDevice = top.getString("device");
+  const json &entries = top.get("entries");
+  if (!entries.is_array())
+    throw JsonError{"entries", "must be an array"};
+  top.finish();
+
+  ProfiledCostModel model;
+  // Where each key was defined, to name both sides of a duplicate.
+  std::map<ProfiledCostModel::Key, size_t> firstEntry;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string path = "entries[" + std::to_string(i) + "]";
+    ObjectReader r(entries[i], path);
+    ProfiledCostModel::Key key;
+    key.kind = r.getString("op");
+    key.dtype = readDType(r);
+    if (r.has("device"))
+      key.device = r.getString("device");
+    else if (defaultDevice)
+      key.device = *defaultDevice;
+    else
+      throw JsonError{r.at("device"), "missing (and no top-level device)"};
+    key.phase = readPhase(r);
+    key.operandShapes = readShapes(r);
+    double seconds = r.getNumber("seconds");
+    if (!(std::isfinite(seconds) && seconds > 0))
+      throw JsonError{r.at("seconds"), "must be > 0"};
+    // How many timed runs the figure averages: for people, not the model.
+    if (r.has("runs") && r.getInt("runs") < 1)
+      throw JsonError{r.at("runs"), "must be >= 1"};
+    r.finish();
+    auto [it, inserted] = firstEntry.emplace(key, i);
+    if (!inserted)
+      throw JsonError{path, "measures the same kernel as entries[" +
+                                std::to_string(it->second) + "]"};
+    model.add(key, seconds);
+  }
+  return model;
+}
+
+} // namespace
+
+std::optional<ProfiledCostModel>
+ProfiledCostModel::parse(const std::string &text, const std::string &fileName,
+                         std::string &error) {
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error &e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line...".
+    std::string what = e.what();
+    size_t start = what.find("] ");
+    error = fileName + ": invalid JSON: " +
+            (start == std::string::npos ? what : what.substr(start + 2));
+    return std::nullopt;
+  }
+  try {
+    return readProfile(value);
+  } catch (const JsonError &e) {
+    error = fileName + ": " + e.path + ": " + e.message;
+  } catch (const json::exception &e) {
+    error = fileName + ": " + e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<ProfiledCostModel>
+ProfiledCostModel::readFile(const std::string &path, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open the file";
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse(buffer.str(), path, error);
+}
+
+std::string ProfiledCostModel::toJson() const {
+  // One entry per line: profiles get long, and a diff of two should show
+  // which kernels changed.
+  std::string out = "{\n  \"version\": 1,\n  \"entries\": [";
+  bool first = true;
+  for (const auto &[key, seconds] : times) {
+    ojson entry = ojson::object();
+    entry["op"] = key.kind;
+    entry["dtype"] = stringifyDType(key.dtype);
+    entry["device"] = key.device;
+    entry["phase"] = stringifyPhase(key.phase);
+    entry["operand_shapes"] = key.operandShapes;
+    entry["seconds"] = seconds;
+    out += (first ? "\n    " : ",\n    ") + entry.dump();
+    first = false;
+  }
+  out += first ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+} // namespace ppc::sim

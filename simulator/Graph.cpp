@@ -1,0 +1,159 @@
+//===- Graph.cpp - the simulator's view of a training graph ---------------===//
+//
+// Well-formedness checks and the two trivial strategies every search starts
+// from (or compares against): everything on one device, and data parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/Graph.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace ppc::sim {
+namespace {
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+/// "op 3 'fc1' (ppc.matmul)": how errors name an op.
+std::string describeOp(const Graph &graph, size_t index) {
+  const Op &op = graph.ops[index];
+  std::string text = "op " + std::to_string(index);
+  if (!op.name.empty())
+    text += " '" + op.name + "'";
+  if (!op.kind.empty())
+    text += " (" + op.kind + ")";
+  return text;
+}
+
+/// The problem with operand `operand` of op `index`, or "".
+std::string validateSource(const Graph &graph, size_t index, size_t operand) {
+  const Op &op = graph.ops[index];
+  const Source &source = op.operands[operand];
+  const std::vector<int64_t> &shape = op.space.operands[operand].shape;
+  std::string where =
+      describeOp(graph, index) + ": operand " + std::to_string(operand) + ": ";
+  switch (source.kind) {
+  case Source::Kind::Op: {
+    if (source.index < 0 || static_cast<size_t>(source.index) >= index)
+      return where + "source op " + std::to_string(source.index) +
+             (source.index >= 0 &&
+                      static_cast<size_t>(source.index) < graph.ops.size()
+                  ? " is not an earlier op"
+                  : " out of range");
+    const Op &producer = graph.ops[source.index];
+    if (source.result < 0 ||
+        static_cast<size_t>(source.result) >= producer.space.results.size())
+      return where + "result " + std::to_string(source.result) + " of op " +
+             std::to_string(source.index) + " out of range (it has " +
+             std::to_string(producer.space.results.size()) + ")";
+    const std::vector<int64_t> &produced =
+        producer.space.results[source.result].shape;
+    // Transfers are sized from the producer's slices and read as the
+    // consumer's slices: the two must describe the same tensor.
+    if (produced != shape)
+      return where + "shape " + shapeString(shape) + " but result " +
+             std::to_string(source.result) + " of op " +
+             std::to_string(source.index) + " has shape " +
+             shapeString(produced);
+    return "";
+  }
+  case Source::Kind::Input:
+    if (source.index < 0 || source.index >= graph.numInputs)
+      return where + "input " + std::to_string(source.index) +
+             " out of range (" + std::to_string(graph.numInputs) + " inputs)";
+    return "";
+  case Source::Kind::Weight: {
+    if (source.index < 0 ||
+        static_cast<size_t>(source.index) >= graph.weights.size())
+      return where + "weight " + std::to_string(source.index) +
+             " out of range (" + std::to_string(graph.weights.size()) +
+             " weights)";
+    const Weight &weight = graph.weights[source.index];
+    if (weight.shape != shape)
+      return where + "shape " + shapeString(shape) + " but weight " +
+             std::to_string(source.index) + " '" + weight.name +
+             "' has shape " + shapeString(weight.shape);
+    return "";
+  }
+  case Source::Kind::Constant:
+    return "";
+  }
+  return where + "unknown source kind";
+}
+
+} // namespace
+
+std::string Graph::validate() const {
+  if (numInputs < 0)
+    return "negative input count " + std::to_string(numInputs);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i].elemBytes < 1)
+      return "weight " + std::to_string(i) + " '" + weights[i].name +
+             "': element size " + std::to_string(weights[i].elemBytes);
+    for (int64_t size : weights[i].shape)
+      if (size < 0)
+        return "weight " + std::to_string(i) + " '" + weights[i].name +
+               "': negative dim in shape " + shapeString(weights[i].shape);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op &op = ops[i];
+    if (std::string problem = op.space.validate(); !problem.empty())
+      return describeOp(*this, i) + ": " + problem;
+    if (op.operands.size() != op.space.operands.size())
+      return describeOp(*this, i) + ": " + std::to_string(op.operands.size()) +
+             " sources for " + std::to_string(op.space.operands.size()) +
+             " operands of the iteration space";
+    if (op.elemBytes < 1)
+      return describeOp(*this, i) + ": element size " +
+             std::to_string(op.elemBytes);
+    for (size_t o = 0; o < op.operands.size(); ++o)
+      if (std::string problem = validateSource(*this, i, o); !problem.empty())
+        return problem;
+  }
+  return "";
+}
+
+Strategy singleDevice(const Graph &graph, int64_t device) {
+  Strategy strategy;
+  strategy.reserve(graph.ops.size());
+  for (const Op &op : graph.ops) {
+    OpConfig config;
+    config.degrees.assign(op.space.dims.size(), 1);
+    config.start = device;
+    strategy.push_back(std::move(config));
+  }
+  return strategy;
+}
+
+Strategy dataParallel(const Graph &graph, int64_t numDevices) {
+  Strategy strategy = singleDevice(graph, 0);
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const std::vector<IterDim> &dims = graph.ops[i].space.dims;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d].kind != IterKind::Sample || !dims[d].splittable)
+        continue;
+      // Equal partitions on a device group that tiles the machine: the
+      // degree divides both the batch and the device count (batch 6 on 4
+      // devices -> 2).
+      int64_t degree = 1;
+      for (int64_t k = std::min(numDevices, dims[d].size); k > 1; --k)
+        if (dims[d].size % k == 0 && numDevices % k == 0) {
+          degree = k;
+          break;
+        }
+      strategy[i].degrees[d] = degree;
+      break;
+    }
+  }
+  return strategy;
+}
+
+} // namespace ppc::sim
