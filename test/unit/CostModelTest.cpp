@@ -1,0 +1,679 @@
+//===- CostModelTest.cpp - kernel costs, profiles, graphs, strategies -----===//
+//
+// Expected times are worked out by hand from the preset datasheet figures
+// (see simulator/CostModel.cpp for the formulas):
+//   H100: 67e12 FLOP/s f32, 3.35e12 B/s, 5 us launch;
+//   cpu:  2 cores * 64 FLOP/cycle * 2.1 GHz = 268.8e9 FLOP/s f32, 20e9 B/s,
+//         1 us launch;
+//   halfFlops 2e8, minEfficiency 0.02. With efficiency F / (F + h) above the
+//   floor, the compute time F / (peak * eff) is (F + h) / peak.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Graph.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+using namespace ppc;
+using namespace ppc::sim;
+
+namespace {
+
+/// Relative comparison: hand-computed figures carry ~15 significant digits.
+#define EXPECT_REL(actual, expected)                                           \
+  EXPECT_NEAR((actual), (expected), 1e-9 * std::abs(expected))
+
+DeviceSpec presetDevice(const char *preset) {
+  std::optional<Machine> machine = lookupPreset(preset);
+  EXPECT_TRUE(machine.has_value()) << preset;
+  return machine->getSpec(0);
+}
+
+/// C[m, n] = A[m, k] * B[k, n], with the dialect's cost conventions.
+Op matmul(int64_t m, int64_t k, int64_t n, std::string name = "mm") {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.matmul";
+  op.space.dims = {{m, IterKind::Sample},
+                   {n, IterKind::Parameter},
+                   {k, IterKind::Reduction}};
+  op.space.operands = {
+      {{m, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
+      {{k, n}, {DimAccess::identity(2), DimAccess::identity(1)}}};
+  op.space.results = {
+      {{m, n}, {DimAccess::identity(0), DimAccess::identity(1)}}};
+  double flops = 2.0 * m * n * k;
+  double bytes = 4.0 * (m * k + k * n + m * n);
+  op.cost = {flops, 2 * flops, bytes, 2 * bytes};
+  op.operands = {{Source::Kind::Input, 0}, {Source::Kind::Weight, 0}};
+  return op;
+}
+
+/// Elementwise relu over [n, f]: one FLOP per element.
+Op relu(int64_t n, int64_t f, std::string name = "relu") {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.relu";
+  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
+  TensorAccess t{{n, f}, {DimAccess::identity(0), DimAccess::identity(1)}};
+  op.space.operands = {t};
+  op.space.results = {t};
+  double elements = static_cast<double>(n) * f;
+  op.cost = {elements, elements, 8 * elements, 16 * elements};
+  op.operands = {{Source::Kind::Op, 0, 0}};
+  return op;
+}
+
+/// Row-major reshape [n, f] -> [n * f]: a view.
+Op reshape(int64_t n, int64_t f) {
+  Op op;
+  op.name = "flatten";
+  op.kind = "ppc.reshape";
+  op.space.dims = {{n * f, IterKind::Sample}};
+  op.space.operands = {{{n, f}, {DimAccess::whole(), DimAccess::whole()}}};
+  op.space.results = {{{n * f}, {DimAccess::identity(0)}}};
+  op.operands = {{Source::Kind::Op, 0, 0}};
+  return op;
+}
+
+/// conv2d, 3x3 kernel, stride 1, padding 1: dims n, o, oh, ow, c.
+Op conv3x3(int64_t n, int64_t c, int64_t hw, int64_t o) {
+  Op op;
+  op.name = "conv";
+  op.kind = "ppc.conv2d";
+  op.space.dims = {{n, IterKind::Sample},
+                   {o, IterKind::Parameter},
+                   {hw, IterKind::Attribute},
+                   {hw, IterKind::Attribute},
+                   {c, IterKind::Reduction}};
+  op.space.operands = {
+      {{n, c, hw, hw},
+       {DimAccess::identity(0), DimAccess::identity(4),
+        DimAccess::window(2, 1, -1, 3), DimAccess::window(3, 1, -1, 3)}},
+      {{o, c, 3, 3},
+       {DimAccess::identity(1), DimAccess::identity(4), DimAccess::whole(),
+        DimAccess::whole()}}};
+  op.space.results = {{{n, o, hw, hw},
+                       {DimAccess::identity(0), DimAccess::identity(1),
+                        DimAccess::identity(2), DimAccess::identity(3)}}};
+  double flops = 2.0 * n * o * hw * hw * c * 9;
+  double bytes = 4.0 * (n * c * hw * hw + o * c * 9 + n * o * hw * hw);
+  op.cost = {flops, 2 * flops, bytes, 2 * bytes};
+  op.operands = {{Source::Kind::Input, 0}, {Source::Kind::Weight, 0}};
+  return op;
+}
+
+KernelShape whole(const Op &op) {
+  return kernelShape(op, std::vector<int64_t>(op.space.dims.size(), 1), 0);
+}
+
+/// A device whose compute is free: time * bandwidth is the bytes charged.
+DeviceSpec bandwidthOnly() {
+  DeviceSpec d;
+  d.name = "bw";
+  d.setPeakFlops(DType::F32, 1e300);
+  d.memoryBandwidth = 1;
+  return d;
+}
+
+/// A device whose memory is free: time * peak / efficiency is the FLOPs.
+DeviceSpec computeOnly() {
+  DeviceSpec d;
+  d.name = "fl";
+  d.setPeakFlops(DType::F32, 1);
+  d.memoryBandwidth = 1e300;
+  return d;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Roofline
+//===----------------------------------------------------------------------===//
+
+TEST(Roofline, ComputeBoundMatmulOnH100) {
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  Op op = matmul(4096, 4096, 4096);
+  RooflineCostModel model;
+  // F = 2 * 4096^3 = 137438953472: (F + 2e8) / 67e12 = 2.05431273838806e-3 s
+  // beats 12 * 4096^2 B / 3.35e12 B/s = 6.0e-5 s; plus 5 us.
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, h100),
+             2.0593127383880597e-3);
+  // Backward: 2F and 2x bytes: (2F + 2e8) / 67e12 + 5 us.
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, h100),
+             (2 * 137438953472.0 + 2e8) / 67e12 + 5e-6);
+}
+
+TEST(Roofline, MemoryBoundReluOnH100) {
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  Op op = relu(4096, 4096);
+  RooflineCostModel model;
+  // 2 * 4 * 4096^2 B / 3.35e12 = 4.0065e-5 s beats 3.2e-6 s of compute.
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, h100),
+             4.506499343283582e-5);
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, h100),
+             2 * 4.006499343283582e-5 + 5e-6);
+}
+
+TEST(Roofline, CpuPreset) {
+  DeviceSpec cpu = presetDevice("cpu");
+  RooflineCostModel model;
+  // Matmul 1024^3: (2147483648 + 2e8) / 268.8e9 = 8.7332e-3 s, compute
+  // bound (12 MiB / 20e9 = 6.3e-4 s), plus 1 us.
+  Op mm = matmul(1024, 1024, 1024);
+  EXPECT_REL(model.kernelTime(mm, whole(mm), Phase::Forward, cpu),
+             8.734198095238094e-3);
+  // Relu over 1024^2: efficiency 0.0052 -> floor 0.02, compute 1.95e-4 s;
+  // memory 8 MiB / 20e9 = 4.194304e-4 s wins; plus 1 us.
+  Op r = relu(1024, 1024);
+  EXPECT_REL(model.kernelTime(r, whole(r), Phase::Forward, cpu), 4.204304e-4);
+}
+
+TEST(Roofline, SmallKernelEfficiency) {
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  RooflineCostModel model;
+  // 64^3: F = 524288, efficiency 0.0026 is below the floor of 0.02:
+  // 524288 / (67e12 * 0.02) = 3.9126e-7 s, plus 5 us.
+  Op small = matmul(64, 64, 64);
+  EXPECT_REL(model.kernelTime(small, whole(small), Phase::Forward, h100),
+             5.3912597014925376e-6);
+  // Without the floor the curve alone gives (F + 2e8) / 67e12.
+  RooflineCostModel noFloor;
+  noFloor.minEfficiency = 0;
+  EXPECT_REL(noFloor.kernelTime(small, whole(small), Phase::Forward, h100),
+             2.9928998208955226e-6 + 5e-6);
+  // 512^3 runs at 57% of peak, as the header promises ("near half").
+  Op mid = matmul(512, 512, 512);
+  EXPECT_REL(model.kernelTime(mid, whole(mid), Phase::Forward, h100),
+             1.1991573970149254e-5);
+  // Per FLOP, a big kernel is cheaper than a small one.
+  Op big = matmul(4096, 4096, 4096);
+  double perFlopSmall =
+      (model.kernelTime(small, whole(small), Phase::Forward, h100) - 5e-6) /
+      small.cost.fwdFlops;
+  double perFlopBig =
+      (model.kernelTime(big, whole(big), Phase::Forward, h100) - 5e-6) /
+      big.cost.fwdFlops;
+  EXPECT_GT(perFlopSmall, 40 * perFlopBig); // 1 / minEfficiency = 50.
+}
+
+TEST(Roofline, LaunchOverhead) {
+  DeviceSpec device = presetDevice("dgx-h100");
+  RooflineCostModel model;
+  Op op = relu(8, 8);
+  device.launchOverhead = 0;
+  double bare = model.kernelTime(op, whole(op), Phase::Forward, device);
+  device.launchOverhead = 7e-6;
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, device),
+             bare + 7e-6);
+  // A tiny kernel is all launch.
+  EXPECT_LT(bare, 1e-8);
+}
+
+TEST(Roofline, ViewsCostNothing) {
+  RooflineCostModel model;
+  Op view = reshape(64, 128);
+  for (const char *preset : {"dgx-h100", "cpu"})
+    for (Phase phase : {Phase::Forward, Phase::Backward})
+      EXPECT_EQ(
+          model.kernelTime(view, whole(view), phase, presetDevice(preset)), 0);
+}
+
+TEST(Roofline, PartitionsScaleFlopsByPointsAndBytesBySlices) {
+  RooflineCostModel model;
+  model.halfFlops = 0; // efficiency 1: time * peak is the FLOPs.
+  Op op = matmul(64, 1024, 1024);
+  // Split m by 2 and n by 4: an eighth of the points.
+  std::vector<int64_t> degrees = {2, 4, 1};
+  KernelShape part = kernelShape(op, degrees, 5);
+  EXPECT_REL(model.kernelTime(op, part, Phase::Forward, computeOnly()),
+             op.cost.fwdFlops / 8);
+  EXPECT_REL(model.kernelTime(op, part, Phase::Backward, computeOnly()),
+             op.cost.bwdFlops / 8);
+  // Bytes: A[32, 1024] + B[1024, 256] + C[32, 256], 4 bytes each, and twice
+  // that backward.
+  double bytes = 4.0 * (32 * 1024 + 1024 * 256 + 32 * 256);
+  EXPECT_REL(model.kernelTime(op, part, Phase::Forward, bandwidthOnly()),
+             bytes);
+  EXPECT_REL(model.kernelTime(op, part, Phase::Backward, bandwidthOnly()),
+             2 * bytes);
+
+  // A convolution split along its height reads a halo: each half of the 8
+  // output rows reads 5 input rows.
+  Op conv = conv3x3(2, 3, 8, 4);
+  KernelShape half = kernelShape(conv, {1, 1, 2, 1, 1}, 1);
+  double haloBytes = 4.0 * (2 * 3 * 5 * 8 + 4 * 3 * 9 + 2 * 4 * 4 * 8);
+  EXPECT_REL(model.kernelTime(conv, half, Phase::Forward, bandwidthOnly()),
+             haloBytes);
+}
+
+TEST(Roofline, EmptyPartitionCostsNothing) {
+  RooflineCostModel model;
+  Op op = relu(2, 4);
+  // Degree 4 over a dim of size 2: partitions 2 and 3 have no points.
+  KernelShape empty = kernelShape(op, {4, 1}, 3);
+  EXPECT_EQ(
+      model.kernelTime(op, empty, Phase::Forward, presetDevice("dgx-h100")), 0);
+}
+
+TEST(Roofline, DtypePicksThePeak) {
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  RooflineCostModel model;
+  Op op = matmul(4096, 4096, 4096);
+  op.dtype = DType::BF16;
+  op.elemBytes = 2;
+  op.cost.fwdBytes /= 2;
+  // (F + 2e8) / 989.5e12 = 1.391e-4 s beats 100 MB / 3.35e12 = 3.0e-5 s.
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, h100),
+             (137438953472.0 + 2e8) / 989.5e12 + 5e-6);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel shapes
+//===----------------------------------------------------------------------===//
+
+TEST(KernelShape, SplitMatmul) {
+  Op op = matmul(64, 1024, 1024);
+  // Row-major over degrees {2, 4, 1}: partition 5 is m part 1, n part 1.
+  KernelShape part = kernelShape(op, {2, 4, 1}, 5);
+  ASSERT_EQ(part.iter.size(), 3u);
+  EXPECT_EQ(part.iter[0], (Range{32, 64}));
+  EXPECT_EQ(part.iter[1], (Range{256, 512}));
+  EXPECT_EQ(part.iter[2], (Range{0, 1024}));
+  using Shapes = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(part.operandShapes, (Shapes{{32, 1024}, {1024, 256}}));
+  EXPECT_EQ(part.resultShapes, (Shapes{{32, 256}}));
+
+  // Splitting the reduction: every partition holds a partial [64, 1024].
+  KernelShape partial = kernelShape(op, {1, 1, 4}, 2);
+  EXPECT_EQ(partial.operandShapes, (Shapes{{64, 256}, {256, 1024}}));
+  EXPECT_EQ(partial.resultShapes, (Shapes{{64, 1024}}));
+}
+
+TEST(KernelShape, ConvHalo) {
+  Op conv = conv3x3(2, 3, 8, 4);
+  using Shapes = std::vector<std::vector<int64_t>>;
+  // Output rows [0, 4) read input rows [0, 5) (padding clipped); rows
+  // [4, 8) read [3, 8): rows 3 and 4 are the halo.
+  KernelShape top = kernelShape(conv, {1, 1, 2, 1, 1}, 0);
+  KernelShape bottom = kernelShape(conv, {1, 1, 2, 1, 1}, 1);
+  EXPECT_EQ(top.iter[2], (Range{0, 4}));
+  EXPECT_EQ(bottom.iter[2], (Range{4, 8}));
+  EXPECT_EQ(top.operandShapes, (Shapes{{2, 3, 5, 8}, {4, 3, 3, 3}}));
+  EXPECT_EQ(bottom.operandShapes, (Shapes{{2, 3, 5, 8}, {4, 3, 3, 3}}));
+  EXPECT_EQ(bottom.resultShapes, (Shapes{{2, 4, 4, 8}}));
+  // Four ways along both spatial dims: each quarter reads 5x5.
+  KernelShape corner = kernelShape(conv, {1, 1, 2, 2, 1}, 3);
+  EXPECT_EQ(corner.operandShapes[0], (std::vector<int64_t>{2, 3, 5, 5}));
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer update
+//===----------------------------------------------------------------------===//
+
+TEST(UpdateTime, SgdMomentumAdam) {
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  RooflineCostModel model;
+  int64_t n = 1 << 20;
+  // Bytes 4 * n * (3 + 2s) over 3.35e12 B/s (FLOPs are 100x cheaper), +5 us.
+  EXPECT_REL(model.updateTime(n, 4, 0, h100), 8.756093134328358e-6);
+  EXPECT_REL(model.updateTime(n, 4, 1, h100), 1.1260155223880598e-5);
+  EXPECT_REL(model.updateTime(n, 4, 2, h100), 1.3764217313432835e-5);
+  EXPECT_EQ(model.updateTime(0, 4, 2, h100), 0);
+  // Without memory limits, the FLOPs: n * (2 + 4s) / peak.
+  EXPECT_REL(model.updateTime(n, 4, 0, computeOnly()), n * 2.0);
+  EXPECT_REL(model.updateTime(n, 4, 2, computeOnly()), n * 10.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Profiles
+//===----------------------------------------------------------------------===//
+
+TEST(Profile, HitsOverrideMissesFallBack) {
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  Op op = matmul(64, 1024, 1024);
+  KernelShape part = kernelShape(op, {2, 1, 1}, 0);
+  ProfiledCostModel profile;
+  profile.add({"ppc.matmul",
+               {{32, 1024}, {1024, 1024}},
+               DType::F32,
+               "H100-SXM5-80GB",
+               Phase::Forward},
+              1.25e-5);
+  EXPECT_EQ(profile.kernelTime(op, part, Phase::Forward, h100), 1.25e-5);
+  EXPECT_EQ(profile.hits, 1);
+  EXPECT_EQ(profile.misses, 0);
+
+  RooflineCostModel roofline;
+  // Another phase, shape, dtype or device is another kernel.
+  EXPECT_EQ(profile.kernelTime(op, part, Phase::Backward, h100),
+            roofline.kernelTime(op, part, Phase::Backward, h100));
+  KernelShape wholeOp = whole(op);
+  EXPECT_EQ(profile.kernelTime(op, wholeOp, Phase::Forward, h100),
+            roofline.kernelTime(op, wholeOp, Phase::Forward, h100));
+  Op bf16 = op;
+  bf16.dtype = DType::BF16;
+  EXPECT_EQ(profile.kernelTime(bf16, part, Phase::Forward, h100),
+            roofline.kernelTime(bf16, part, Phase::Forward, h100));
+  DeviceSpec a100 = presetDevice("dgx-a100");
+  EXPECT_EQ(profile.kernelTime(op, part, Phase::Forward, a100),
+            roofline.kernelTime(op, part, Phase::Forward, a100));
+  EXPECT_EQ(profile.hits, 1);
+  EXPECT_EQ(profile.misses, 4);
+
+  // The fallback is configurable.
+  profile.fallback.minEfficiency = 1;
+  RooflineCostModel full;
+  full.minEfficiency = 1;
+  EXPECT_EQ(profile.kernelTime(op, wholeOp, Phase::Forward, h100),
+            full.kernelTime(op, wholeOp, Phase::Forward, h100));
+
+  // Views are no kernels: 0, and neither a hit nor a miss.
+  Op view = reshape(4, 4);
+  EXPECT_EQ(profile.kernelTime(view, whole(view), Phase::Forward, h100), 0);
+  EXPECT_EQ(profile.hits + profile.misses, 6);
+}
+
+TEST(Profile, JsonRoundTrip) {
+  std::string text = R"({
+    "version": 1,
+    "device": "H100-SXM5-80GB",
+    "entries": [
+      {"op": "ppc.matmul", "dtype": "f32", "phase": "forward",
+       "operand_shapes": [[64, 1024], [1024, 1024]], "seconds": 1.2e-5,
+       "runs": 10},
+      {"op": "ppc.matmul", "dtype": "f32", "phase": "backward",
+       "operand_shapes": [[64, 1024], [1024, 1024]], "seconds": 2.5e-5},
+      {"op": "ppc.relu", "dtype": "bf16", "device": "A100-SXM4-80GB",
+       "phase": "forward", "operand_shapes": [[64, 1024]],
+       "seconds": 3.0000000000000004e-6},
+      {"op": "ppc.sum", "dtype": "f32", "phase": "forward",
+       "operand_shapes": [[]], "seconds": 1e-6}
+    ]
+  })";
+  std::string error;
+  std::optional<ProfiledCostModel> profile =
+      ProfiledCostModel::parse(text, "prof.json", error);
+  ASSERT_TRUE(profile) << error;
+  EXPECT_EQ(profile->size(), 4u);
+
+  std::string written = profile->toJson();
+  std::optional<ProfiledCostModel> again =
+      ProfiledCostModel::parse(written, "written.json", error);
+  ASSERT_TRUE(again) << error << "\n" << written;
+  EXPECT_EQ(again->size(), 4u);
+  EXPECT_EQ(again->toJson(), written);
+
+  // The default device was applied, and the values survive exactly.
+  Op op = matmul(64, 1024, 1024);
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  EXPECT_EQ(again->kernelTime(op, whole(op), Phase::Forward, h100), 1.2e-5);
+  EXPECT_EQ(again->kernelTime(op, whole(op), Phase::Backward, h100), 2.5e-5);
+  Op r = relu(64, 1024);
+  r.dtype = DType::BF16;
+  EXPECT_EQ(
+      again->kernelTime(r, whole(r), Phase::Forward, presetDevice("dgx-a100")),
+      3.0000000000000004e-6);
+  EXPECT_EQ(again->hits, 3);
+
+  // An empty profile writes and reads back too.
+  ProfiledCostModel empty;
+  std::optional<ProfiledCostModel> emptyAgain =
+      ProfiledCostModel::parse(empty.toJson(), "empty.json", error);
+  ASSERT_TRUE(emptyAgain) << error;
+  EXPECT_EQ(emptyAgain->size(), 0u);
+}
+
+TEST(Profile, ReadFile) {
+  std::string path = ::testing::TempDir() + "ppc-cost-model-test.json";
+  {
+    std::ofstream out(path);
+    out << R"({"version": 1, "entries": [{"op": "ppc.relu", "dtype": "f32",
+      "device": "cpu-epyc-2core", "phase": "forward",
+      "operand_shapes": [[8, 8]], "seconds": 2e-6}]})";
+  }
+  std::string error;
+  std::optional<ProfiledCostModel> profile =
+      ProfiledCostModel::readFile(path, error);
+  ASSERT_TRUE(profile) << error;
+  Op r = relu(8, 8);
+  EXPECT_EQ(
+      profile->kernelTime(r, whole(r), Phase::Forward, presetDevice("cpu")),
+      2e-6);
+  std::remove(path.c_str());
+
+  EXPECT_FALSE(ProfiledCostModel::readFile(path, error));
+  EXPECT_EQ(error, path + ": cannot open the file");
+}
+
+namespace {
+
+std::string profileError(const std::string &text) {
+  std::string error;
+  EXPECT_FALSE(ProfiledCostModel::parse(text, "prof.json", error)) << text;
+  return error;
+}
+
+/// A profile whose entry 1 is `entry` (entry 0 is valid).
+std::string withEntry(const std::string &entry) {
+  return R"({"version": 1, "device": "gpu", "entries": [
+    {"op": "ppc.relu", "dtype": "f32", "phase": "forward",
+     "operand_shapes": [[2]], "seconds": 1e-6}, )" +
+         entry + "]}";
+}
+
+} // namespace
+
+TEST(Profile, JsonErrors) {
+  EXPECT_EQ(profileError("[1, 2]"),
+            "prof.json: (top level): must be an object");
+  EXPECT_EQ(profileError(R"({"entries": []})"), "prof.json: version: missing");
+  EXPECT_EQ(profileError(R"({"version": 2, "entries": []})"),
+            "prof.json: version: unsupported version 2 (expected 1)");
+  EXPECT_EQ(profileError(R"({"version": 1, "entries": {}})"),
+            "prof.json: entries: must be an array");
+  EXPECT_EQ(profileError(R"({"version": 1, "entries": [], "x": 0})"),
+            "prof.json: x: unknown key");
+  EXPECT_EQ(profileError(R"({"version": 1, "entries": [3]})"),
+            "prof.json: entries[0]: must be an object");
+  EXPECT_EQ(profileError(R"({"version": 1, "entries": [{"op": "ppc.relu",
+              "dtype": "f32", "phase": "forward", "operand_shapes": [],
+              "seconds": 1}]})"),
+            "prof.json: entries[0].device: missing (and no top-level device)");
+
+  const char *rest = R"("operand_shapes": [[2]], "seconds": 1e-6)";
+  EXPECT_EQ(profileError(withEntry(R"({"op": "ppc.relu", "dtype": "f32",
+              "phase": "forward", "operand_shapes": [[2]], "seconds": -1})")),
+            "prof.json: entries[1].seconds: must be > 0");
+  EXPECT_EQ(profileError(withEntry(R"({"op": "ppc.relu", "dtype": "f32",
+              "phase": "forward", "operand_shapes": [[2]], "seconds": "1"})")),
+            "prof.json: entries[1].seconds: must be a number");
+  EXPECT_EQ(
+      profileError(withEntry(
+          std::string(
+              R"({"op": "ppc.relu", "dtype": "f33", "phase": "forward", )") +
+          rest + "}")),
+      "prof.json: entries[1].dtype: unknown element type 'f33' (use f64, f32, "
+      "tf32, bf16, f16, f8, i8)");
+  EXPECT_EQ(
+      profileError(withEntry(
+          std::string(R"({"op": "ppc.relu", "dtype": "f32", "phase": "up", )") +
+          rest + "}")),
+      "prof.json: entries[1].phase: unknown phase 'up' (use forward, "
+      "backward)");
+  EXPECT_EQ(profileError(withEntry(R"({"op": "", "dtype": "f32",
+              "phase": "forward", "operand_shapes": [[2]], "seconds": 1})")),
+            "prof.json: entries[1].op: must not be empty");
+  EXPECT_EQ(profileError(withEntry(R"({"op": "ppc.relu", "dtype": "f32",
+              "phase": "forward", "operand_shapes": [[2, -1]], "seconds": 1})")),
+            "prof.json: entries[1].operand_shapes[0][1]: must be an integer "
+            ">= 0");
+  EXPECT_EQ(profileError(withEntry(R"({"op": "ppc.relu", "dtype": "f32",
+              "phase": "forward", "operand_shapes": [2], "seconds": 1})")),
+            "prof.json: entries[1].operand_shapes[0]: must be an array of dim "
+            "sizes");
+  EXPECT_EQ(
+      profileError(withEntry(std::string(R"({"op": "ppc.relu", "dtype": "f32",
+                  "phase": "forward", "runs": 0, )") +
+                             rest + "}")),
+      "prof.json: entries[1].runs: must be >= 1");
+  EXPECT_EQ(
+      profileError(withEntry(std::string(R"({"op": "ppc.relu", "dtype": "f32",
+                  "phase": "forward", "note": "x", )") +
+                             rest + "}")),
+      "prof.json: entries[1].note: unknown key");
+  // Entry 0 again, with its device spelt out: the same kernel twice.
+  EXPECT_EQ(
+      profileError(withEntry(std::string(R"({"op": "ppc.relu", "dtype": "f32",
+                  "device": "gpu", "phase": "forward", )") +
+                             rest + "}")),
+      "prof.json: entries[1]: measures the same kernel as entries[0]");
+  std::string invalid = profileError("{\"version\": 1,");
+  EXPECT_EQ(invalid.rfind("prof.json: invalid JSON: ", 0), 0u) << invalid;
+}
+
+//===----------------------------------------------------------------------===//
+// Graphs and baseline strategies
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// x[batch, 16] -> fc1 (w0[16, 32]) -> relu -> fc2 (w1[32, 10]) -> flatten,
+/// and a weight-only op (a [32, 10] scale of w1) with no sample dim.
+Graph mlp(int64_t batch) {
+  Graph g;
+  g.numInputs = 1;
+  g.weights = {{"w0", {16, 32}}, {"w1", {32, 10}}};
+  Op fc1 = matmul(batch, 16, 32, "fc1");
+  fc1.operands = {{Source::Kind::Input, 0}, {Source::Kind::Weight, 0}};
+  Op act = relu(batch, 32, "act");
+  act.operands = {{Source::Kind::Op, 0, 0}};
+  Op fc2 = matmul(batch, 32, 10, "fc2");
+  fc2.operands = {{Source::Kind::Op, 1, 0}, {Source::Kind::Weight, 1}};
+  Op flat = reshape(batch, 10);
+  flat.operands = {{Source::Kind::Op, 2, 0}};
+  Op scale;
+  scale.name = "scale";
+  scale.kind = "ppc.mul";
+  scale.space.dims = {{32, IterKind::Parameter}, {10, IterKind::Parameter}};
+  TensorAccess t{{32, 10}, {DimAccess::identity(0), DimAccess::identity(1)}};
+  scale.space.operands = {t, {{}, {}}};
+  scale.space.results = {t};
+  scale.operands = {{Source::Kind::Weight, 1}, {Source::Kind::Constant}};
+  g.ops = {fc1, act, fc2, flat, scale};
+  return g;
+}
+
+} // namespace
+
+TEST(Graph, ValidMlp) { EXPECT_EQ(mlp(6).validate(), ""); }
+
+TEST(Graph, ValidateErrors) {
+  {
+    Graph g = mlp(6);
+    g.ops[1].operands[0] = {Source::Kind::Op, 1, 0};
+    EXPECT_EQ(g.validate(),
+              "op 1 'act' (ppc.relu): operand 0: source op 1 is not an "
+              "earlier op");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[1].operands[0] = {Source::Kind::Op, 9, 0};
+    EXPECT_EQ(g.validate(),
+              "op 1 'act' (ppc.relu): operand 0: source op 9 out of range");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[1].operands[0] = {Source::Kind::Op, 0, 1};
+    EXPECT_EQ(g.validate(), "op 1 'act' (ppc.relu): operand 0: result 1 of "
+                            "op 0 out of range (it has 1)");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[0].operands[0] = {Source::Kind::Input, 1};
+    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand 0: input 1 out "
+                            "of range (1 inputs)");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[0].operands[1] = {Source::Kind::Weight, 2};
+    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand 1: weight 2 out "
+                            "of range (2 weights)");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[0].operands[1] = {Source::Kind::Weight, 1};
+    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand 1: shape [16, "
+                            "32] but weight 1 'w1' has shape [32, 10]");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[0].space.results[0].shape = {6, 31};
+    g.ops[0].space.dims[1].size = 31;
+    EXPECT_EQ(g.validate(), "op 1 'act' (ppc.relu): operand 0: shape [6, 32] "
+                            "but result 0 of op 0 has shape [6, 31]");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[1].operands.pop_back();
+    EXPECT_EQ(g.validate(), "op 1 'act' (ppc.relu): 0 sources for 1 operands "
+                            "of the iteration space");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[3].space.dims[0].size = 0;
+    EXPECT_EQ(g.validate(),
+              "op 3 'flatten' (ppc.reshape): iteration dim 0 has size 0");
+  }
+  {
+    Graph g = mlp(6);
+    g.ops[0].space.operands[0].dims[1].iterDim = 7;
+    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand #0 dim 1 has an "
+                            "invalid access to iteration dim 7");
+  }
+}
+
+TEST(Graph, SingleDevice) {
+  Graph g = mlp(6);
+  Strategy s = singleDevice(g, 3);
+  ASSERT_EQ(s.size(), g.ops.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].degrees,
+              std::vector<int64_t>(g.ops[i].space.dims.size(), 1));
+    EXPECT_EQ(s[i].start, 3);
+    EXPECT_EQ(s[i].numPartitions(), 1);
+  }
+}
+
+TEST(Graph, DataParallelPicksDivisorDegrees) {
+  // Batch 6 on 4 devices: 4 and 3 do not divide both, 2 does.
+  Graph g = mlp(6);
+  Strategy s = dataParallel(g, 4);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].degrees, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(s[1].degrees, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(s[2].degrees, (std::vector<int64_t>{2, 1, 1}));
+  // The flattened [6 * 10] reshape's sample dim of 60 splits 4 ways.
+  EXPECT_EQ(s[3].degrees, (std::vector<int64_t>{4}));
+  // No sample dim: whole, on device 0.
+  EXPECT_EQ(s[4].degrees, (std::vector<int64_t>{1, 1}));
+  for (const OpConfig &c : s)
+    EXPECT_EQ(c.start, 0);
+
+  EXPECT_EQ(dataParallel(mlp(8), 4)[0].degrees[0], 4);
+  EXPECT_EQ(dataParallel(mlp(6), 8)[0].degrees[0], 2);
+  EXPECT_EQ(dataParallel(mlp(8), 6)[0].degrees[0], 2);
+  EXPECT_EQ(dataParallel(mlp(5), 4)[0].degrees[0], 1);
+  EXPECT_EQ(dataParallel(mlp(3), 3)[0].degrees[0], 3);
+  EXPECT_EQ(dataParallel(mlp(6), 1)[0].degrees[0], 1);
+
+  // An unsplittable sample dim is left alone.
+  Graph g2 = mlp(8);
+  g2.ops[1].space.dims[0].splittable = false;
+  EXPECT_EQ(dataParallel(g2, 4)[1].degrees, (std::vector<int64_t>{1, 1}));
+}
