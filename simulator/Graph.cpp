@@ -8,6 +8,7 @@
 #include "ppc/Simulator/Graph.h"
 
 #include <algorithm>
+#include <random>
 #include <sstream>
 
 namespace ppc::sim {
@@ -154,6 +155,40 @@ Strategy dataParallel(const Graph &graph, int64_t numDevices) {
     }
   }
   return strategy;
+}
+
+OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng) {
+  const std::vector<IterDim> &dims = op.space.dims;
+  OpConfig config;
+  config.degrees.assign(dims.size(), 1);
+  // Split dims one factor at a time: pick a splittable dim and a prime
+  // factor of the devices still free that divides what is left of the dim.
+  int64_t budget = numDevices;
+  std::uniform_int_distribution<int> coin(0, 3);
+  for (int attempt = 0; attempt < 8 && budget > 1 && coin(rng) != 0;
+       ++attempt) {
+    std::vector<size_t> candidates;
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d].splittable)
+        candidates.push_back(d);
+    if (candidates.empty())
+      break;
+    size_t d = candidates[std::uniform_int_distribution<size_t>(
+        0, candidates.size() - 1)(rng)];
+    int64_t factor = 2;
+    while (budget % factor != 0)
+      ++factor;
+    if ((dims[d].size / config.degrees[d]) % factor != 0)
+      continue;
+    config.degrees[d] *= factor;
+    budget /= factor;
+  }
+  // A contiguous view at a random start that keeps every device in range.
+  int64_t parts = config.numPartitions();
+  int64_t slots = numDevices / parts;
+  config.start =
+      std::uniform_int_distribution<int64_t>(0, slots - 1)(rng) * parts;
+  return config;
 }
 
 } // namespace ppc::sim

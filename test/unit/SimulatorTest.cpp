@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 using namespace ppc;
@@ -315,6 +316,26 @@ TEST(Simulator, ChromeTraceHasEveryTask) {
                        "\"ts\": 1026,"),
             std::string::npos)
       << trace;
+}
+
+} // namespace
+
+namespace {
+
+TEST(Simulator, RandomConfigsAreValidAndVaried) {
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(2, 4);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  std::mt19937_64 rng(7);
+  std::set<std::vector<int64_t>> seen;
+  for (int i = 0; i < 500; ++i) {
+    OpConfig c = randomConfig(g.ops[i % 2], m.numDevices(), rng);
+    ASSERT_EQ(sim.checkConfig(i % 2, c), "");
+    seen.insert(c.degrees);
+  }
+  // Splits of n = 8, m = 1000 and k = 1000 by 2, 4 and 8 in many mixes.
+  EXPECT_GT(seen.size(), 8u);
 }
 
 } // namespace

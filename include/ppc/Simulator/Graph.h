@@ -13,6 +13,7 @@
 #include "ppc/Support/IterationSpace.h"
 #include "ppc/Support/MachineView.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,12 @@ Strategy singleDevice(const Graph &graph, int64_t device = 0);
 /// largest divisor of its size that is <= numDevices and divides numDevices;
 /// ops without a sample dim stay whole on device 0.
 Strategy dataParallel(const Graph &graph, int64_t numDevices);
+
+/// A random configuration of `op` on `numDevices` devices: a random subset
+/// of its splittable dims split by factors of the device count (so the
+/// degrees multiply to a divisor of it) on a contiguous view. Always valid
+/// for checkConfig; a building block for benchmarks, tests and the search.
+OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng);
 
 } // namespace ppc::sim
 
