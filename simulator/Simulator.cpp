@@ -227,8 +227,21 @@ int stateTensors(Optimizer optimizer) {
   return 0;
 }
 
+/// What a timeline event is; its name is only built when a trace is written.
+enum class TaskKind : uint8_t {
+  Forward,
+  Backward,
+  Update,
+  PartialSum,
+  GradSync,
+  WeightGather,
+  Transfer,
+  GradTransfer,
+};
+
 struct TimelineEvent {
-  std::string name;
+  int32_t op;       ///< the op, or for transfers the edge.
+  TaskKind kind;
   int32_t resource;
   double start, duration;
 };
@@ -530,15 +543,15 @@ struct Simulator::Impl {
   // Timing
   //===--------------------------------------------------------------------===//
 
-  void record(const std::string &name, int32_t resource, double start,
+  void record(int32_t op, TaskKind kind, int32_t resource, double start,
               double end) {
     if (options.recordTimeline)
-      timeline.push_back({name, resource, start, end - start});
+      timeline.push_back({op, kind, resource, start, end - start});
   }
 
   /// Runs a point-to-point transfer ready at `ready`; returns its end.
-  double runTransfer(const Transfer &t, double ready, const Edge &e,
-                     bool backward) {
+  double runTransfer(const Transfer &t, double ready, int32_t edge,
+                     TaskKind kind) {
     const RouteInfo &r = routes[t.route];
     double start = ready;
     for (int32_t res : r.resources)
@@ -546,45 +559,39 @@ struct Simulator::Impl {
     double end = start + t.time;
     for (int32_t res : r.resources)
       freeAt[res] = end;
-    if (options.recordTimeline) {
-      const std::string &from = graph.ops[e.producer].name;
-      const std::string &to = graph.ops[e.consumer].name;
-      std::string name = backward ? to + " -> " + from + " (grad)"
-                                  : from + " -> " + to;
+    if (options.recordTimeline)
       for (int32_t res : r.resources)
-        record(name, res, start, end);
-    }
+        record(edge, kind, res, start, end);
     return end;
   }
 
   /// Runs a collective of op `op` ready when `ready(p)` for its members.
   template <typename ReadyFn>
   double runCollective(const OpState &st, const Collective &c, double time,
-                       ReadyFn ready, const std::string &name) {
+                       ReadyFn ready, int32_t op, TaskKind kind) {
     double start = 0;
     for (int32_t p : c.partitions)
       start = std::max({start, ready(p), freeAt[numDevices + st.devices[p]]});
     double end = start + time;
     for (int32_t p : c.partitions) {
       freeAt[numDevices + st.devices[p]] = end;
-      record(name, static_cast<int32_t>(numDevices + st.devices[p]), start,
+      record(op, kind, static_cast<int32_t>(numDevices + st.devices[p]), start,
              end);
     }
     return end;
   }
 
-  double runKernel(int64_t device, double ready, double time,
-                   const std::string &name) {
+  double runKernel(int64_t device, double ready, double time, int32_t op,
+                   TaskKind kind) {
     double start = std::max(freeAt[device], ready);
     double end = start + time;
     freeAt[device] = end;
-    record(name, static_cast<int32_t>(device), start, end);
+    record(op, kind, static_cast<int32_t>(device), start, end);
     return end;
   }
 
   void forward(int32_t i) {
     OpState &st = ops[i];
-    const std::string &name = graph.ops[i].name;
     size_t n = st.devices.size();
     st.inReady.assign(n, 0);
     for (int32_t id : inEdges[i]) {
@@ -595,16 +602,16 @@ struct Simulator::Impl {
       for (const Transfer &t : e.fwd)
         st.inReady[t.dst] =
             std::max(st.inReady[t.dst],
-                     runTransfer(t, prod.fwdEnd[t.src], e, false));
+                     runTransfer(t, prod.fwdEnd[t.src], id, TaskKind::Transfer));
     }
     st.fwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
-      st.fwdEnd[p] = runKernel(st.devices[p], st.inReady[p], st.fwdTime[p],
-                               name + " fwd");
+      st.fwdEnd[p] = runKernel(st.devices[p], st.inReady[p], st.fwdTime[p], i,
+                               TaskKind::Forward);
     for (const Collective &c : st.partialSums) {
       double end = runCollective(
-          st, c, c.time, [&](int32_t p) { return st.fwdEnd[p]; },
-          name + " partial-sum all-reduce");
+          st, c, c.time, [&](int32_t p) { return st.fwdEnd[p]; }, i,
+          TaskKind::PartialSum);
       for (int32_t p : c.partitions)
         st.fwdEnd[p] = end;
     }
@@ -612,7 +619,6 @@ struct Simulator::Impl {
 
   void backward(int32_t i) {
     OpState &st = ops[i];
-    const std::string &name = graph.ops[i].name;
     size_t n = st.devices.size();
     st.gradReady.assign(n, 0);
     for (int32_t id : outEdges[i]) {
@@ -623,12 +629,12 @@ struct Simulator::Impl {
       for (const Transfer &t : e.bwd)
         st.gradReady[t.dst] =
             std::max(st.gradReady[t.dst],
-                     runTransfer(t, cons.bwdEnd[t.src], e, true));
+                     runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer));
     }
     st.bwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
       st.bwdEnd[p] = runKernel(st.devices[p], st.gradReady[p], st.bwdTime[p],
-                               name + " bwd");
+                               i, TaskKind::Backward);
   }
 
   /// Gradient all-reduces of op `i`, none starting before `notBefore`.
@@ -638,8 +644,8 @@ struct Simulator::Impl {
     for (size_t g = 0; g < st.gradSyncs.size(); ++g)
       st.syncEnd[g] = runCollective(
           st, st.gradSyncs[g], st.gradSyncs[g].time,
-          [&](int32_t p) { return std::max(st.bwdEnd[p], notBefore); },
-          graph.ops[i].name + " grad sync");
+          [&](int32_t p) { return std::max(st.bwdEnd[p], notBefore); }, i,
+          TaskKind::GradSync);
   }
 
   void update(int32_t i) {
@@ -652,15 +658,15 @@ struct Simulator::Impl {
         ready = std::max(ready, st.syncEnd[g]);
       st.updateEnd[p] = st.updateTime[p] > 0
                             ? runKernel(st.devices[p], ready, st.updateTime[p],
-                                        graph.ops[i].name + " update")
+                                        i, TaskKind::Update)
                             : ready;
     }
     // Sharded sync: gather the updated shards back.
     for (const Collective &c : st.gradSyncs)
       if (c.postTime > 0)
         runCollective(
-            st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; },
-            graph.ops[i].name + " weight all-gather");
+            st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; }, i,
+            TaskKind::WeightGather);
   }
 
   double runTiming() {
@@ -833,6 +839,42 @@ std::string jsonEscape(const std::string &s) {
 }
 } // namespace
 
+/// The name of a timeline event: "<op> fwd", "<producer> -> <consumer>"...
+static std::string eventName(const Graph &graph,
+                             const std::vector<Edge> &edges,
+                             const TimelineEvent &ev) {
+  if (ev.kind == TaskKind::Transfer || ev.kind == TaskKind::GradTransfer) {
+    const std::string &from = graph.ops[edges[ev.op].producer].name;
+    const std::string &to = graph.ops[edges[ev.op].consumer].name;
+    return ev.kind == TaskKind::Transfer ? from + " -> " + to
+                                         : to + " -> " + from + " (grad)";
+  }
+  const char *what = "";
+  switch (ev.kind) {
+  case TaskKind::Forward:
+    what = " fwd";
+    break;
+  case TaskKind::Backward:
+    what = " bwd";
+    break;
+  case TaskKind::Update:
+    what = " update";
+    break;
+  case TaskKind::PartialSum:
+    what = " partial-sum all-reduce";
+    break;
+  case TaskKind::GradSync:
+    what = " grad sync";
+    break;
+  case TaskKind::WeightGather:
+    what = " weight all-gather";
+    break;
+  default:
+    break;
+  }
+  return graph.ops[ev.op].name + what;
+}
+
 void Simulator::writeChromeTrace(std::ostream &os) const {
   const Impl &im = *impl;
   int64_t nd = im.numDevices;
@@ -881,7 +923,8 @@ void Simulator::writeChromeTrace(std::ostream &os) const {
       tid = ev.resource - 2 * nd;
     }
     sep();
-    os << "{\"ph\": \"X\", \"name\": \"" << jsonEscape(ev.name)
+    os << "{\"ph\": \"X\", \"name\": \""
+       << jsonEscape(eventName(im.graph, im.edges, ev))
        << "\", \"pid\": " << pid << ", \"tid\": " << tid
        << ", \"ts\": " << ev.start * 1e6 << ", \"dur\": " << ev.duration * 1e6
        << "}";

@@ -5,6 +5,9 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+// The enums that ppc-simulate's options take.
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Simulator/Simulator.h"
 
 #include <memory>
 

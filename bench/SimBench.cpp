@@ -1,0 +1,152 @@
+//===- SimBench.cpp - full vs delta simulation speed ----------------------===//
+//
+// ppc-sim-bench MODEL.mlir|MODEL.onnx --machines=dgx-a100x2,dgx-h100x8
+//
+// For each machine: starts from data parallel, then measures, on one core,
+// full simulations per second (simulate() of the whole strategy) and delta
+// simulations per second (update() of one random op to a random valid
+// configuration, as a search step does), and prints their ratio side by side.
+// It also checks that the last delta result equals a full simulation of the
+// same strategy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Import/OnnxImporter.h"
+#include "ppc/InitAll.h"
+#include "ppc/Simulator/Simulator.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <chrono>
+#include <random>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.mlir|model.onnx>"));
+static cl::list<std::string>
+    machines("machines", cl::CommaSeparated,
+             cl::desc("Machine presets or JSON files (default "
+                      "dgx-a100x2,dgx-h100x8: 16 and 64 devices)"));
+static cl::opt<double> seconds("seconds", cl::init(1.0),
+                               cl::desc("Time spent measuring each rate"));
+static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("Random seed"));
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsed(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Calls `step` until `seconds` have passed; returns calls per second.
+template <typename Step> double rate(Step step) {
+  int64_t calls = 0;
+  Clock::time_point start = Clock::now();
+  double spent = 0;
+  do {
+    for (int i = 0; i < 8; ++i)
+      step(calls++);
+    spent = elapsed(start);
+  } while (spent < seconds);
+  return static_cast<double>(calls) / spent;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  ppc::registerOnnxImportCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "ppc simulator benchmark\n");
+  std::vector<std::string> machineNames(machines.begin(), machines.end());
+  if (machineNames.empty())
+    machineNames = {"dgx-a100x2", "dgx-h100x8"};
+
+  DialectRegistry registry;
+  ppc::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string error;
+  auto file = openInputFile(modelPath, &error);
+  if (!file) {
+    llvm::errs() << "ppc-sim-bench: " << error << "\n";
+    return 1;
+  }
+  OwningOpRef<ModuleOp> module;
+  if (ppc::isOnnxModel(file->getBuffer())) {
+    module = ppc::importOnnxModel(file->getBuffer(), modelPath, &context,
+                                  ppc::getOnnxImportOptionsFromCL());
+  } else {
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (!module)
+    return 1;
+  auto funcs = module->getOps<func::FuncOp>();
+  if (funcs.empty()) {
+    llvm::errs() << "ppc-sim-bench: no function in " << modelPath << "\n";
+    return 1;
+  }
+  FailureOr<ppc::sim::Graph> graph = ppc::buildSimGraph(*funcs.begin());
+  if (failed(graph))
+    return 1;
+
+  llvm::outs() << llvm::formatv(
+      "{0,-28} {1,5} {2,7} {3,12} {4,13} {5,7} {6,11}\n", "model", "ops",
+      "devices", "full sims/s", "delta sims/s", "ratio", "delta==full");
+  ppc::sim::RooflineCostModel cost;
+  for (const std::string &name : machineNames) {
+    std::optional<ppc::Machine> machine = ppc::loadMachine(name, error);
+    if (!machine) {
+      llvm::errs() << "ppc-sim-bench: " << error << "\n";
+      return 1;
+    }
+    int64_t numDevices = machine->numDevices();
+    ppc::sim::Strategy start = ppc::sim::dataParallel(*graph, numDevices);
+
+    ppc::sim::Simulator full(*graph, *machine, cost);
+    double fullRate = rate([&](int64_t) { full.simulate(start); });
+
+    // Random single-op changes, drawn before timing.
+    std::mt19937_64 rng(seed);
+    std::vector<std::pair<size_t, ppc::OpConfig>> changes;
+    std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
+    for (int i = 0; i < 4096; ++i) {
+      size_t op = pickOp(rng);
+      changes.emplace_back(
+          op, ppc::sim::randomConfig(graph->ops[op], numDevices, rng));
+    }
+    ppc::sim::Simulator delta(*graph, *machine, cost);
+    delta.simulate(start);
+    ppc::sim::SimResult last;
+    double deltaRate = rate([&](int64_t i) {
+      auto &[op, config] = changes[i % changes.size()];
+      last = delta.update(op, config);
+    });
+    ppc::sim::SimResult check = full.simulate(delta.currentStrategy());
+    bool same = check.iterationTime == last.iterationTime &&
+                check.peakMemory() == last.peakMemory();
+
+    llvm::outs() << llvm::formatv(
+        "{0,-28} {1,5} {2,7} {3,12:f1} {4,13:f1} {5,6:f1}x {6,11}\n",
+        llvm::sys::path::filename(modelPath), graph->ops.size(), numDevices,
+        fullRate, deltaRate, deltaRate / fullRate, same ? "yes" : "NO");
+    if (!same)
+      return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,376 @@
+//===- Simulate.cpp - simulate one training iteration of a strategy -------===//
+//
+// Reads the module as the simulator sees it (SimGraph), the strategy from the
+// ops' #ppc.strategy attributes and the machine from `ppc.machine`, runs the
+// simulator once, and prints what the iteration costs. Nothing is written to
+// the IR: a strategy is judged here, chosen elsewhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Dialect/Topology/MachineConversion.h"
+#include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Simulator.h"
+#include "ppc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <numeric>
+#include <sstream>
+
+namespace ppc {
+#define GEN_PASS_DEF_SIMULATE
+#include "ppc/Transforms/Passes.h.inc"
+} // namespace ppc
+
+using namespace mlir;
+using namespace ppc;
+
+namespace {
+
+/// Ops listed in the per-op table; the rest are summed in one line.
+constexpr size_t kTopOps = 20;
+
+const char *stringifyOptimizer(sim::Optimizer optimizer) {
+  switch (optimizer) {
+  case sim::Optimizer::SGD:
+    return "sgd";
+  case sim::Optimizer::Momentum:
+    return "momentum";
+  case sim::Optimizer::Adam:
+    return "adam";
+  }
+  return "?";
+}
+
+double toMs(double seconds) { return seconds * 1e3; }
+
+/// Bytes in the largest binary unit that keeps the number >= 1.
+std::string formatBytes(double bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  if (unit == 0)
+    return llvm::formatv("{0} B", static_cast<int64_t>(bytes)).str();
+  return llvm::formatv("{0:f2} {1}", bytes, units[unit]).str();
+}
+
+std::string formatDegrees(const OpConfig &config) {
+  std::string text =
+      "[" +
+      llvm::join(llvm::map_range(config.degrees,
+                                 [](int64_t d) { return std::to_string(d); }),
+                 ",") +
+      "]";
+  if (config.start != 0)
+    text += " @" + std::to_string(config.start);
+  return text;
+}
+
+/// The batch size, when the first input's dim 0 is static: with it the
+/// iteration time becomes a throughput.
+std::optional<int64_t> getBatchSize(func::FuncOp func) {
+  if (func.getNumArguments() == 0)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[0]);
+  if (!type || type.getRank() == 0 || type.isDynamicDim(0))
+    return std::nullopt;
+  return type.getDimSize(0);
+}
+
+/// `path` with `.<suffix>` before its extension: one trace per function when
+/// the module has several.
+std::string withSuffix(StringRef path, StringRef suffix) {
+  StringRef extension = llvm::sys::path::extension(path);
+  return (path.drop_back(extension.size()) + "." + suffix + extension).str();
+}
+
+/// The machine in one line, e.g. "dgx-h100x2: 16 x H100-SXM5-80GB in 2
+/// nodes"; a machine attached as a #topo.cluster has no name.
+std::string describeMachine(const Machine &machine) {
+  llvm::MapVector<StringRef, int64_t> counts;
+  for (const Device &device : machine.devices)
+    ++counts[machine.specs[device.spec].name];
+  std::string text = machine.name.empty() ? "" : machine.name + ": ";
+  text += llvm::join(llvm::map_range(counts,
+                                     [](auto &entry) {
+                                       return std::to_string(entry.second) +
+                                              " x " + entry.first.str();
+                                     }),
+                     " + ");
+  if (int64_t nodes = machine.numNodes(); nodes > 1)
+    text += " in " + std::to_string(nodes) + " nodes";
+  return text;
+}
+
+struct SimulatePass : public ppc::impl::SimulateBase<SimulatePass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  /// Simulates one function and writes its report; fails after emitting an
+  /// error when it cannot be simulated.
+  LogicalResult simulateFunction(func::FuncOp func, const Machine &machine,
+                                 const sim::CostModel &costModel,
+                                 StringRef tracePathForFunc, raw_ostream &os);
+  void writeReport(func::FuncOp func, const Machine &machine,
+                   const sim::Graph &graph, const sim::Strategy &strategy,
+                   int64_t numAssigned, const sim::SimResult &result,
+                   const sim::Simulator &simulator, raw_ostream &os);
+
+  std::optional<sim::ProfiledCostModel> profile;
+};
+
+void SimulatePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  // The pass only reads the module.
+  markAllAnalysesPreserved();
+  profile.reset();
+
+  std::optional<Machine> machine = topo::lookupMachine(module);
+  if (!machine) {
+    module.emitError() << "ppc-simulate: no machine attached; use "
+                          "--ppc-attach-machine=machine=NAME";
+    return signalPassFailure();
+  }
+
+  sim::RooflineCostModel roofline;
+  const sim::CostModel *costModel = &roofline;
+  if (!profilePath.empty()) {
+    std::string error;
+    profile = sim::ProfiledCostModel::readFile(profilePath, error);
+    if (!profile) {
+      module.emitError() << "ppc-simulate: cannot read the profile: " << error;
+      return signalPassFailure();
+    }
+    costModel = &*profile;
+  }
+
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputPath, &error);
+  if (!output) {
+    module.emitError() << "ppc-simulate: cannot open the report output '"
+                       << outputPath << "': " << error;
+    return signalPassFailure();
+  }
+
+  // Functions without graph ops (helpers, empty stubs) have nothing to cost.
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && !getSimulatedOps(func).empty())
+      funcs.push_back(func);
+  if (funcs.empty())
+    output->os() << "ppc-simulate: no function with graph ops to simulate\n";
+
+  bool failed = false;
+  for (func::FuncOp func : funcs) {
+    std::string tracePathForFunc;
+    if (!tracePath.empty())
+      tracePathForFunc = funcs.size() == 1 ? tracePath.getValue()
+                                           : withSuffix(tracePath.getValue(),
+                                                        func.getSymName());
+    failed |= mlir::failed(simulateFunction(func, *machine, *costModel,
+                                            tracePathForFunc, output->os()));
+  }
+  output->keep();
+  if (failed)
+    signalPassFailure();
+}
+
+LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
+                                             const Machine &machine,
+                                             const sim::CostModel &costModel,
+                                             StringRef tracePathForFunc,
+                                             raw_ostream &os) {
+  FailureOr<sim::Graph> graph = buildSimGraph(func);
+  if (mlir::failed(graph))
+    return failure();
+  FailureOr<sim::Strategy> strategy =
+      readStrategy(func, *graph, unassigned, machine.numDevices());
+  if (mlir::failed(strategy))
+    return failure();
+
+  sim::SimOptions options;
+  options.optimizer = optimizer;
+  options.gradSync = gradSync;
+  options.overlapGradSync = overlap;
+  options.recordTimeline = !tracePathForFunc.empty();
+  sim::Simulator simulator(*graph, machine, costModel, options);
+
+  // Every bad configuration is reported, not only the first.
+  SmallVector<Operation *> ops = getSimulatedOps(func);
+  int64_t numAssigned = 0;
+  bool invalid = false;
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    if (op->hasAttr(graph::PPCDialect::getStrategyAttrName()))
+      ++numAssigned;
+    std::string problem = simulator.checkConfig(index, (*strategy)[index]);
+    if (problem.empty())
+      continue;
+    op->emitError() << "ppc-simulate: invalid configuration "
+                    << formatDegrees((*strategy)[index]) << " for op '"
+                    << graph->ops[index].name << "': " << problem;
+    invalid = true;
+  }
+  if (invalid)
+    return failure();
+
+  // The profile's hit counts are per function.
+  if (profile)
+    profile->hits = profile->misses = 0;
+  sim::SimResult result = simulator.simulate(*strategy);
+  if (result.outOfMemory) {
+    const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
+    // At the location, not the op: a warning need not dump the function.
+    emitWarning(func.getLoc())
+        << "ppc-simulate: @" << func.getSymName()
+        << " does not fit in memory: device " << result.tightestDevice
+        << " needs " << formatBytes(tightest.memory.total()) << " of "
+        << formatBytes(tightest.capacity);
+  }
+
+  if (!tracePathForFunc.empty()) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> trace =
+        openOutputFile(tracePathForFunc, &error);
+    if (!trace)
+      return func.emitError() << "ppc-simulate: cannot open the trace output '"
+                              << tracePathForFunc << "': " << error;
+    std::ostringstream json;
+    simulator.writeChromeTrace(json);
+    trace->os() << json.str();
+    trace->keep();
+  }
+
+  writeReport(func, machine, *graph, *strategy, numAssigned, result, simulator,
+              os);
+  return success();
+}
+
+void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
+                               const sim::Graph &graph,
+                               const sim::Strategy &strategy,
+                               int64_t numAssigned,
+                               const sim::SimResult &result,
+                               const sim::Simulator &simulator,
+                               raw_ostream &os) {
+  os << "ppc simulation @" << func.getSymName() << " on "
+     << describeMachine(machine) << "\n";
+  os << llvm::formatv(
+      "  ops: {0} ({1} with ppc.strategy, {2} {3})\n", graph.ops.size(),
+      numAssigned, graph.ops.size() - numAssigned,
+      unassigned == UnassignedPolicy::DataParallel ? "data parallel by default"
+                                                   : "on device 0 by default");
+  os << "  optimizer: " << stringifyOptimizer(optimizer) << ", gradient sync: "
+     << (gradSync == sim::GradSync::AllReduce ? "all-reduce" : "reduce-scatter")
+     << (overlap ? " overlapped with backward" : " after backward") << "\n";
+  os << "  cost model: ";
+  if (profile)
+    os << llvm::formatv("profile '{0}' ({1} kernels measured, {2} from the "
+                        "roofline model)\n",
+                        profilePath, profile->hits, profile->misses);
+  else
+    os << "roofline\n";
+
+  os << llvm::formatv("  iteration time: {0:f3} ms\n",
+                      toMs(result.iterationTime));
+  if (std::optional<int64_t> batch = getBatchSize(func);
+      batch && result.iterationTime > 0)
+    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
+                        *batch / result.iterationTime, *batch);
+  if (result.outOfMemory) {
+    const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
+    os << llvm::formatv("  warning: out of memory: device {0} needs {1} of "
+                        "{2}\n",
+                        result.tightestDevice,
+                        formatBytes(tightest.memory.total()),
+                        formatBytes(tightest.capacity));
+  }
+
+  os << "\n  devices:\n";
+  os << llvm::formatv("  {0,6} {1,11} {2,11} {3,11}  {4,11} {5,11} {6,11} "
+                      "{7,11} {8,11} {9,11} {10,11}\n",
+                      "device", "compute ms", "comm ms", "idle ms", "weights",
+                      "gradients", "optimizer", "activations", "workspace",
+                      "total", "capacity");
+  for (auto [index, device] : llvm::enumerate(result.devices)) {
+    const sim::MemoryUse &memory = device.memory;
+    os << llvm::formatv(
+        "  {0,6} {1,11:f3} {2,11:f3} {3,11:f3}  {4,11} {5,11} "
+        "{6,11} {7,11} {8,11} {9,11} {10,11}",
+        index, toMs(device.computeTime), toMs(device.commTime),
+        toMs(device.idleTime), formatBytes(memory.weights),
+        formatBytes(memory.gradients), formatBytes(memory.optimizerState),
+        formatBytes(memory.activations), formatBytes(memory.workspace),
+        formatBytes(memory.total()), formatBytes(device.capacity));
+    if (memory.total() > device.capacity)
+      os << "  OOM";
+    os << "\n";
+  }
+
+  os << "\n  bytes moved by link kind:\n";
+  bool movedAny = false;
+  for (auto [kind, bytes] : llvm::enumerate(result.bytesByLinkKind)) {
+    if (bytes <= 0)
+      continue;
+    movedAny = true;
+    os << llvm::formatv("  {0,-16} {1,12}  ({2:e3} B)\n",
+                        stringifyLinkKind(static_cast<LinkKind>(kind)),
+                        formatBytes(bytes), bytes);
+  }
+  if (!movedAny)
+    os << "  none\n";
+
+  std::vector<sim::Simulator::OpTimes> times = simulator.opTimes();
+  auto total = [&](size_t op) {
+    return times[op].forward + times[op].backward + times[op].communication;
+  };
+  std::vector<size_t> order(times.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Stable: ties keep program order, so the table is deterministic.
+  llvm::stable_sort(order,
+                    [&](size_t a, size_t b) { return total(a) > total(b); });
+  size_t shown = std::min(order.size(), kTopOps);
+  os << llvm::formatv("\n  ops by time (top {0} of {1}):\n", shown,
+                      order.size());
+  os << llvm::formatv("  {0,-32} {1,-26} {2,-16} {3,10} {4,10} {5,10} "
+                      "{6,10}\n",
+                      "op", "kind", "degrees", "fwd ms", "bwd ms", "comm ms",
+                      "total ms");
+  for (size_t op : ArrayRef(order).take_front(shown)) {
+    std::string name = graph.ops[op].name;
+    if (name.size() > 32)
+      name = name.substr(0, 29) + "...";
+    os << llvm::formatv("  {0,-32} {1,-26} {2,-16} {3,10:f3} {4,10:f3} "
+                        "{5,10:f3} {6,10:f3}\n",
+                        name, graph.ops[op].kind, formatDegrees(strategy[op]),
+                        toMs(times[op].forward), toMs(times[op].backward),
+                        toMs(times[op].communication), toMs(total(op)));
+  }
+  if (shown < order.size()) {
+    double rest = 0;
+    for (size_t op : ArrayRef(order).drop_front(shown))
+      rest += total(op);
+    os << llvm::formatv(
+        "  {0,-32} {1,-26} {2,-16} {3,10} {4,10} {5,10} "
+        "{6,10:f3}\n",
+        llvm::formatv("({0} more ops)", order.size() - shown).str(), "", "", "",
+        "", "", toMs(rest));
+  }
+  os << "\n";
+}
+
+} // namespace

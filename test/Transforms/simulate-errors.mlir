@@ -1,0 +1,54 @@
+// RUN: split-file %s %t
+// RUN: not ppc-opt %t/mlp.mlir --ppc-simulate 2>&1 | FileCheck %s --check-prefix=NOMACHINE
+// The verifier rejects a strategy that does not fit the attached machine...
+// RUN: not ppc-opt %t/too-wide.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=VERIFIER
+// ...and so does the pass, for IR that was not verified against it.
+// RUN: not ppc-opt %t/too-wide.mlir --verify-each=false --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=CONFIG
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=profile=%t/missing.json 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=profile=%t/bad-profile.json 2>&1 | FileCheck %s --check-prefix=BADPROFILE
+// RUN: not ppc-opt %t/call.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=DIALECT
+// RUN: not ppc-opt %t/unregistered.mlir --allow-unregistered-dialect --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=UNREGISTERED
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=output=%t/no/such/dir/report.txt 2>&1 | FileCheck %s --check-prefix=OUTPUT
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=optimizer=lamb 2>&1 | FileCheck %s --check-prefix=OPTION
+
+// NOMACHINE: error: ppc-simulate: no machine attached; use --ppc-attach-machine=machine=NAME
+// VERIFIER: too-wide.mlir:3:8: error: strategy uses device 15 but the machine has 8 devices
+// CONFIG: too-wide.mlir:3:8: error: ppc-simulate: invalid configuration [16,1,1] for op 'ppc.linear#0': {{.+}}
+// PROFILE: error: ppc-simulate: cannot read the profile: {{.*}}missing.json
+// BADPROFILE: error: ppc-simulate: cannot read the profile: {{.*}}bad-profile.json: {{.+}}
+// DIALECT: call.mlir:3:8: error: cannot simulate 'func.call': only ppc graph ops, weights and constants can be costed
+// UNREGISTERED: unregistered.mlir:2:8: error: cannot simulate 'test.custom': only ppc graph ops, weights and constants can be costed
+// OUTPUT: error: ppc-simulate: cannot open the report output '{{.*}}report.txt'
+// OPTION: for the --optimizer option: Cannot find option named 'lamb'!
+
+//--- mlp.mlir
+func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x4096xf32> {
+  %w1 = ppc.weight "fc1.weight" : tensor<1024x4096xf32>
+  %0 = ppc.linear %x, %w1 : (tensor<64x1024xf32>, tensor<1024x4096xf32>) -> tensor<64x4096xf32> loc("fc1")
+  return %0 : tensor<64x4096xf32>
+}
+
+//--- too-wide.mlir
+func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x4096xf32> {
+  %w1 = ppc.weight "fc1.weight" : tensor<1024x4096xf32>
+  %0 = ppc.linear %x, %w1 {ppc.strategy = #ppc.strategy<degrees = [16, 1, 1]>} : (tensor<64x1024xf32>, tensor<1024x4096xf32>) -> tensor<64x4096xf32>
+  return %0 : tensor<64x4096xf32>
+}
+
+//--- call.mlir
+func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %0 = ppc.relu %x : tensor<64x1024xf32>
+  %1 = func.call @helper(%0) : (tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  return %1 : tensor<64x1024xf32>
+}
+func.func private @helper(tensor<64x1024xf32>) -> tensor<64x1024xf32>
+
+//--- unregistered.mlir
+func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %0 = "test.custom"(%x) : (tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %1 = ppc.relu %0 : tensor<64x1024xf32>
+  return %1 : tensor<64x1024xf32>
+}
+
+//--- bad-profile.json
+{"not a profile": true
