@@ -365,6 +365,7 @@ private:
   LogicalResult checkOpset();
   LogicalResult resolveExternalData();
   LogicalResult runChecker();
+  LogicalResult checkWindowAttributes();
   LogicalResult bindInputShapes();
   LogicalResult inferShapes();
   void collectTypes();
@@ -450,6 +451,23 @@ LogicalResult ModelImporter::runChecker() {
     return emitError(fileLoc()) << "invalid ONNX model: " << e.what();
   } catch (const std::exception &e) {
     return emitError(fileLoc()) << "invalid ONNX model: " << e.what();
+  }
+  return success();
+}
+
+/// ONNX's shape inference divides by strides and dilations without checking
+/// them (a zero stride is a SIGFPE inside libonnx, found by fuzzing): reject
+/// non-positive window attributes before running it.
+LogicalResult ModelImporter::checkWindowAttributes() {
+  for (auto [index, node] : llvm::enumerate(model.graph().node())) {
+    for (StringRef name : {"strides", "dilations", "kernel_shape"}) {
+      const onnx::AttributeProto *attr = findAttr(node, name);
+      if (!attr || llvm::all_of(attr->ints(), [](int64_t v) { return v > 0; }))
+        continue;
+      return emitError(fileLoc())
+             << "invalid ONNX model: node '" << node.name() << "' ("
+             << node.op_type() << ") has a non-positive '" << name << "'";
+    }
   }
   return success();
 }
@@ -875,15 +893,16 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
 }
 
 OwningOpRef<ModuleOp> ModelImporter::run() {
-  if (failed(checkOpset()) || failed(resolveExternalData()) ||
-      failed(runChecker()) || failed(bindInputShapes()))
-    return nullptr;
   // Name unnamed nodes by their original position, before folding and dead
   // code elimination renumber them: locations then match the source model.
   for (auto [index, node] :
        llvm::enumerate(*model.mutable_graph()->mutable_node()))
     if (node.name().empty())
       node.set_name(node.op_type() + "#" + std::to_string(index));
+  if (failed(checkOpset()) || failed(resolveExternalData()) ||
+      failed(runChecker()) || failed(checkWindowAttributes()) ||
+      failed(bindInputShapes()))
+    return nullptr;
   importer = std::make_unique<GraphImporter>(context, path, opset, options);
   for (const auto &t : model.graph().initializer())
     importer->initializers[t.name()] = &t;

@@ -106,8 +106,9 @@ static Value matchTanhArgument(Value v) {
   auto sum = outer[0].getDefiningOp<g::AddOp>();
   if (!sum || !outer[0].hasOneUse())
     return {};
-  for (auto [x, cubic] : {std::pair(sum.getLhs(), sum.getRhs()),
-                          std::pair(sum.getRhs(), sum.getLhs())}) {
+  for (auto operands : {std::pair(sum.getLhs(), sum.getRhs()),
+                        std::pair(sum.getRhs(), sum.getLhs())}) {
+    Value x = operands.first, cubic = operands.second;
     SmallVector<Value> factors;
     collectFactors(cubic, false, factors);
     if (!cubic.hasOneUse() || !takeConstant(factors, 0.044715))
