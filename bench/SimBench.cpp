@@ -5,8 +5,13 @@
 // For each machine: starts from data parallel, then measures, on one core,
 // full simulations per second (simulate() of the whole strategy) and delta
 // simulations per second (update() of one random op to a random valid
-// configuration, as a search step does), and prints their ratio side by side.
-// It also checks that the last delta result equals a full simulation of the
+// configuration), and prints their ratios side by side. Delta is measured in
+// two ways:
+//   - propose/revert: change one op, then change it back, as an MCMC step
+//     that is rejected does (most are); the strategy stays near the start;
+//   - random walk: keep every change, so the strategy drifts to a random
+//     one whose resharding edges are all-to-all (the worst case).
+// It also checks that each delta result equals a full simulation of the
 // same strategy.
 //
 //===----------------------------------------------------------------------===//
@@ -106,8 +111,9 @@ int main(int argc, char **argv) {
     return 1;
 
   llvm::outs() << llvm::formatv(
-      "{0,-28} {1,5} {2,7} {3,12} {4,13} {5,7} {6,11}\n", "model", "ops",
-      "devices", "full sims/s", "delta sims/s", "ratio", "delta==full");
+      "{0,-24} {1,5} {2,7} {3,11} | {4,14} {5,6} | {6,14} {7,6} | {8}\n",
+      "model", "ops", "devices", "full sims/s", "propose/revert", "ratio",
+      "random walk", "ratio", "delta==full");
   ppc::sim::RooflineCostModel cost;
   for (const std::string &name : machineNames) {
     std::optional<ppc::Machine> machine = ppc::loadMachine(name, error);
@@ -130,21 +136,38 @@ int main(int argc, char **argv) {
       changes.emplace_back(
           op, ppc::sim::randomConfig(graph->ops[op], numDevices, rng));
     }
-    ppc::sim::Simulator delta(*graph, *machine, cost);
-    delta.simulate(start);
+    auto sameAsFull = [&](ppc::sim::Simulator &delta,
+                          const ppc::sim::SimResult &last) {
+      ppc::sim::SimResult check = full.simulate(delta.currentStrategy());
+      return check.iterationTime == last.iterationTime &&
+             check.peakMemory() == last.peakMemory();
+    };
+
+    // Propose/revert: two updates per step, counted as two simulations.
+    ppc::sim::Simulator proposer(*graph, *machine, cost);
+    proposer.simulate(start);
     ppc::sim::SimResult last;
-    double deltaRate = rate([&](int64_t i) {
+    double proposeRate = 2 * rate([&](int64_t i) {
       auto &[op, config] = changes[i % changes.size()];
-      last = delta.update(op, config);
+      proposer.update(op, config);
+      last = proposer.update(op, start[op]);
     });
-    ppc::sim::SimResult check = full.simulate(delta.currentStrategy());
-    bool same = check.iterationTime == last.iterationTime &&
-                check.peakMemory() == last.peakMemory();
+    bool same = sameAsFull(proposer, last);
+
+    ppc::sim::Simulator walker(*graph, *machine, cost);
+    walker.simulate(start);
+    double walkRate = rate([&](int64_t i) {
+      auto &[op, config] = changes[i % changes.size()];
+      last = walker.update(op, config);
+    });
+    same = same && sameAsFull(walker, last);
 
     llvm::outs() << llvm::formatv(
-        "{0,-28} {1,5} {2,7} {3,12:f1} {4,13:f1} {5,6:f1}x {6,11}\n",
+        "{0,-24} {1,5} {2,7} {3,11:f1} | {4,14:f1} {5,5:f1}x | {6,14:f1} "
+        "{7,5:f1}x | {8}\n",
         llvm::sys::path::filename(modelPath), graph->ops.size(), numDevices,
-        fullRate, deltaRate, deltaRate / fullRate, same ? "yes" : "NO");
+        fullRate, proposeRate, proposeRate / fullRate, walkRate,
+        walkRate / fullRate, same ? "yes" : "NO");
     if (!same)
       return 1;
   }

@@ -195,6 +195,10 @@ struct Edge {
   int32_t producer = 0, result = 0, consumer = 0, operand = 0;
   std::vector<Transfer> fwd, bwd;
   std::vector<LocalDep> fwdLocal, bwdLocal;
+  // Totals of the transfers, kept so that a result need not walk them.
+  std::vector<std::pair<int32_t, double>> commTimeByDevice;
+  std::vector<std::pair<int32_t, int64_t>> receivedByDevice;
+  std::array<double, 8> bytesByLinkKind{};
 };
 
 struct OpState {
@@ -525,6 +529,33 @@ struct Simulator::Impl {
                                        overlap[p] * elemBytes));
       }
     }
+    summarizeEdge(e);
+  }
+
+  /// Per-device communication time and received bytes, and bytes per link
+  /// kind, of the transfers of `e`.
+  void summarizeEdge(Edge &e) {
+    e.commTimeByDevice.clear();
+    e.receivedByDevice.clear();
+    e.bytesByLinkKind.fill(0);
+    if (e.fwd.empty() && e.bwd.empty())
+      return;
+    const OpState &prod = ops[e.producer], &cons = ops[e.consumer];
+    std::map<int32_t, double> comm;
+    std::map<int32_t, int64_t> received;
+    for (const Transfer &t : e.fwd) {
+      comm[prod.devices[t.src]] += t.time;
+      comm[cons.devices[t.dst]] += t.time;
+      received[cons.devices[t.dst]] += t.bytes;
+      e.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] += t.bytes;
+    }
+    for (const Transfer &t : e.bwd) {
+      comm[cons.devices[t.src]] += t.time;
+      comm[prod.devices[t.dst]] += t.time;
+      e.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] += t.bytes;
+    }
+    e.commTimeByDevice.assign(comm.begin(), comm.end());
+    e.receivedByDevice.assign(received.begin(), received.end());
   }
 
   Transfer makeTransfer(int32_t src, int32_t dst, int64_t srcDevice,
@@ -669,12 +700,29 @@ struct Simulator::Impl {
             TaskKind::WeightGather);
   }
 
-  double runTiming() {
-    std::fill(freeAt.begin(), freeAt.end(), 0.0);
-    timeline.clear();
+  /// Resource state at the start of the forward of every kCheckpointEvery-th
+  /// op: the forward before the first changed op need not be re-run.
+  static constexpr int32_t kCheckpointEvery = 8;
+  std::vector<std::vector<double>> checkpoints;
+
+  /// Times the whole iteration, re-using the last pass for the forward of
+  /// the ops before `firstChanged` (nothing before it changed).
+  double runTiming(int32_t firstChanged = 0) {
     int32_t n = static_cast<int32_t>(ops.size());
-    for (int32_t i = 0; i < n; ++i)
+    checkpoints.resize((n + kCheckpointEvery - 1) / kCheckpointEvery);
+    int32_t first = (firstChanged / kCheckpointEvery) * kCheckpointEvery;
+    if (options.recordTimeline || first == 0) {
+      first = 0;
+      std::fill(freeAt.begin(), freeAt.end(), 0.0);
+      timeline.clear();
+    } else {
+      freeAt = checkpoints[first / kCheckpointEvery];
+    }
+    for (int32_t i = first; i < n; ++i) {
+      if (i % kCheckpointEvery == 0)
+        checkpoints[i / kCheckpointEvery] = freeAt;
       forward(i);
+    }
     for (int32_t i = n - 1; i >= 0; --i) {
       backward(i);
       if (options.overlapGradSync)
@@ -723,20 +771,12 @@ struct Simulator::Impl {
         }
     }
     for (const Edge &e : edges) {
-      const OpState &prod = ops[e.producer], &cons = ops[e.consumer];
-      for (const Transfer &t : e.fwd) {
-        r.devices[prod.devices[t.src]].commTime += t.time;
-        r.devices[cons.devices[t.dst]].commTime += t.time;
-        r.devices[cons.devices[t.dst]].memory.activations += t.bytes;
-        r.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] +=
-            t.bytes;
-      }
-      for (const Transfer &t : e.bwd) {
-        r.devices[cons.devices[t.src]].commTime += t.time;
-        r.devices[prod.devices[t.dst]].commTime += t.time;
-        r.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] +=
-            t.bytes;
-      }
+      for (auto [device, time] : e.commTimeByDevice)
+        r.devices[device].commTime += time;
+      for (auto [device, bytes] : e.receivedByDevice)
+        r.devices[device].memory.activations += bytes;
+      for (size_t k = 0; k < e.bytesByLinkKind.size(); ++k)
+        r.bytesByLinkKind[k] += e.bytesByLinkKind[k];
     }
     double worst = -1;
     for (int64_t d = 0; d < numDevices; ++d) {
@@ -790,7 +830,9 @@ SimResult Simulator::update(size_t op, const OpConfig &config) {
     impl->buildEdge(impl->edges[id]);
   for (int32_t id : impl->outEdges[op])
     impl->buildEdge(impl->edges[id]);
-  return impl->result(impl->runTiming());
+  // The op's own forward block is the first one that changed: its incoming
+  // transfers are part of it, its outgoing ones of later blocks.
+  return impl->result(impl->runTiming(static_cast<int32_t>(op)));
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }
