@@ -54,12 +54,38 @@ double ringAllReduce(int64_t k, const LinkSpec &link, double bytes) {
 
 } // namespace
 
-double allReduceTime(const Machine &machine,
-                     const std::vector<int64_t> &devices, double bytes) {
+namespace {
+
+/// An all-reduce as NCCL would run it: its time, and the bytes all
+/// participants send over each kind of link.
+struct AllReducePlan {
+  double time = 0;
+  std::array<double, 8> bytesByLinkKind{};
+};
+
+/// Adds the bytes of a ring all-reduce of `bytes` over `devices`: each
+/// member sends 2 (k - 1) / k of the buffer to the next one.
+void addRingBytes(const Machine &machine, const std::vector<int64_t> &devices,
+                  double bytes, std::array<double, 8> &byKind) {
+  int64_t k = static_cast<int64_t>(devices.size());
+  if (k <= 1)
+    return;
+  for (int64_t i = 0; i < k; ++i) {
+    LinkKind kind =
+        machine.effectiveLink(devices[i], devices[(i + 1) % k]).kind;
+    byKind[static_cast<int>(kind)] += 2.0 * (k - 1) / k * bytes;
+  }
+}
+
+AllReducePlan planAllReduce(const Machine &machine,
+                            const std::vector<int64_t> &devices,
+                            double bytes) {
+  AllReducePlan plan;
   int64_t k = static_cast<int64_t>(devices.size());
   if (k <= 1 || bytes <= 0)
-    return 0;
-  double best = ringAllReduce(k, ringLink(machine, devices), bytes);
+    return plan;
+  plan.time = ringAllReduce(k, ringLink(machine, devices), bytes);
+  addRingBytes(machine, devices, bytes, plan.bytesByLinkKind);
 
   // Hierarchical: needs the same number of devices in each node.
   std::map<int64_t, std::vector<int64_t>> byNode;
@@ -67,11 +93,11 @@ double allReduceTime(const Machine &machine,
     byNode[machine.getNode(d)].push_back(d);
   int64_t nodes = static_cast<int64_t>(byNode.size());
   if (nodes <= 1)
-    return best;
+    return plan;
   int64_t local = static_cast<int64_t>(byNode.begin()->second.size());
   for (auto &[node, members] : byNode)
     if (static_cast<int64_t>(members.size()) != local)
-      return best;
+      return plan;
   // Inside each node: reduce-scatter then all-gather (one all-reduce's worth).
   double intra = 0;
   if (local > 1)
@@ -79,15 +105,31 @@ double allReduceTime(const Machine &machine,
                           bytes);
   // Across nodes: `local` rails each all-reduce a 1/local shard. Devices of
   // a node share its NICs, so a rail gets nics/local of a NIC when fewer.
-  std::vector<int64_t> leaders;
+  std::vector<std::vector<int64_t>> rails(local);
   for (auto &[node, members] : byNode)
-    leaders.push_back(members.front());
-  LinkSpec inter = ringLink(machine, leaders);
+    for (int64_t r = 0; r < local; ++r)
+      rails[r].push_back(members[r]);
+  LinkSpec inter = ringLink(machine, rails.front());
   if (machine.cluster && machine.cluster->nicsPerNode < local)
     inter.bandwidth *= static_cast<double>(machine.cluster->nicsPerNode) /
                        static_cast<double>(local);
-  double across = ringAllReduce(nodes, inter, bytes / local);
-  return std::min(best, intra + across);
+  double hierarchical = intra + ringAllReduce(nodes, inter, bytes / local);
+  if (hierarchical >= plan.time)
+    return plan;
+  plan.time = hierarchical;
+  plan.bytesByLinkKind.fill(0);
+  for (auto &[node, members] : byNode)
+    addRingBytes(machine, members, bytes, plan.bytesByLinkKind);
+  for (const std::vector<int64_t> &rail : rails)
+    addRingBytes(machine, rail, bytes / local, plan.bytesByLinkKind);
+  return plan;
+}
+
+} // namespace
+
+double allReduceTime(const Machine &machine,
+                     const std::vector<int64_t> &devices, double bytes) {
+  return planAllReduce(machine, devices, bytes).time;
 }
 
 double reduceScatterTime(const Machine &machine,
@@ -179,8 +221,9 @@ struct Collective {
   int64_t bytes = 0;   ///< bytes of the reduced buffer.
   double time = 0;     ///< before the consumer may go on.
   double postTime = 0; ///< all-gather after the update (sharded sync).
-  LinkKind kind = LinkKind::Other;
-  double movedBytes = 0; ///< bytes all participants send in total.
+  /// Bytes all participants send, by link kind (twice for a sharded sync:
+  /// reduce-scatter and all-gather together move what an all-reduce does).
+  std::array<double, 8> bytesByLinkKind{};
 };
 
 /// The route of transfers from one device to another, as resources.
@@ -328,24 +371,12 @@ struct Simulator::Impl {
     std::vector<int64_t> devices;
     for (int32_t p : c.partitions)
       devices.push_back(st.devices[p]);
-    double k = static_cast<double>(devices.size());
-    if (sharded) {
-      c.time = reduceScatterTime(machine, devices, bytes);
-      c.postTime = c.time;
-    } else {
-      c.time = allReduceTime(machine, devices, bytes);
-    }
-    c.movedBytes = 2.0 * (k - 1) * bytes;
-    std::set<int64_t> nodes;
-    for (int64_t d : devices)
-      nodes.insert(machine.getNode(d));
-    c.kind = machine.effectiveLink(devices[0], devices[1]).kind;
-    if (nodes.size() > 1)
-      for (size_t i = 1; i < devices.size(); ++i)
-        if (machine.getNode(devices[i]) != machine.getNode(devices[0])) {
-          c.kind = machine.effectiveLink(devices[0], devices[i]).kind;
-          break;
-        }
+    AllReducePlan plan =
+        planAllReduce(machine, devices, static_cast<double>(bytes));
+    // A reduce-scatter and an all-gather are each half an all-reduce.
+    c.time = sharded ? plan.time / 2 : plan.time;
+    c.postTime = sharded ? plan.time / 2 : 0;
+    c.bytesByLinkKind = plan.bytesByLinkKind;
     return c;
   }
 
@@ -766,8 +797,8 @@ struct Simulator::Impl {
         for (const Collective &c : *list) {
           for (int32_t p : c.partitions)
             r.devices[st.devices[p]].commTime += c.time + c.postTime;
-          r.bytesByLinkKind[static_cast<int>(c.kind)] +=
-              c.movedBytes;
+          for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
+            r.bytesByLinkKind[k] += c.bytesByLinkKind[k];
         }
     }
     for (const Edge &e : edges) {

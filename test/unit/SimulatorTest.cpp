@@ -339,3 +339,24 @@ TEST(Simulator, RandomConfigsAreValidAndVaried) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Simulator, HierarchicalAllReduceCountsBytesPerLinkKind) {
+  // Data parallel over 2 nodes x 2: each 4 MB weight gradient is all-reduced
+  // hierarchically. Inside a node each of 2 devices sends 2 (2-1)/2 S = S
+  // (4 S over both nodes); across nodes 2 rails of 2 devices each send S / 2
+  // (2 S in all). Two weights: 8 S over NVLink, 4 S over InfiniBand.
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(2, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  SimResult r = sim.simulate({{{4, 1, 1}, 0, {}}, {{4, 1, 1}, 0, {}}});
+  double s = 4e6;
+  EXPECT_DOUBLE_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+                   8 * s);
+  EXPECT_DOUBLE_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::InfiniBand)],
+                   4 * s);
+}
+
+} // namespace
