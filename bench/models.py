@@ -13,7 +13,12 @@ import argparse
 import sys
 
 
-def ty(shape, dtype="f32"):
+# Element type of float tensors (--dtype): f32, or bf16 for mixed precision.
+FLOAT = "f32"
+
+
+def ty(shape, dtype=None):
+    dtype = dtype or FLOAT
     return "tensor<" + "x".join(str(d) for d in shape) + "x" + dtype + ">"
 
 
@@ -173,7 +178,10 @@ def main():
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--ff", type=int, default=4096)
     ap.add_argument("--vocab", type=int, default=30522)
+    ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     a = ap.parse_args()
+    global FLOAT
+    FLOAT = a.dtype
     if a.model == "bert":
         header, e, result, out = bert(a.layers, a.batch, a.seq, a.hidden, a.heads, a.ff, a.vocab)
     else:

@@ -109,8 +109,9 @@ double CostModel::updateTime(int64_t elements, int64_t elemBytes,
   double bytes = n * static_cast<double>(elemBytes) * (3 + 2 * stateTensors);
   double flops = n * (2 + 4 * stateTensors);
   double peak = device.getPeakFlops(elemBytes == 8 ? DType::F64 : DType::F32);
-  return std::max(flops / peak, bytes / device.memoryBandwidth) +
-         device.launchOverhead;
+  // No launch overhead: frameworks update all weights with a few
+  // multi-tensor kernels, not one kernel per weight.
+  return std::max(flops / peak, bytes / device.memoryBandwidth);
 }
 
 double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
