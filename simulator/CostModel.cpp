@@ -30,6 +30,8 @@
 
 #include "ppc/Simulator/CostModel.h"
 
+#include "JsonReader.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -176,75 +178,11 @@ double ProfiledCostModel::kernelTime(const Op &op, const KernelShape &shape,
 
 namespace {
 
-/// Thrown inside this file only, with the JSON path and the problem.
-struct JsonError {
-  std::string path;
-  std::string message;
-};
-
-/// A JSON object being read: checks types, tracks the path, and rejects keys
-/// nobody asked for (a misspelt "second" must not go unnoticed).
-class ObjectReader {
-public:
-  ObjectReader(const json &value, std::string path)
-      : value(value), path(std::move(path)) {
-    if (!value.is_object())
-      throw JsonError{this->path.empty() ? "(top level)" : this->path,
-                      "must be an object"};
-  }
-
-  std::string at(const std::string &key) const {
-    return path.empty() ? key : path + "." + key;
-  }
-  bool has(const std::string &key) const { return value.contains(key); }
-
-  const json &get(const std::string &key) {
-    seen.insert(key);
-    auto it = value.find(key);
-    if (it == value.end())
-      throw JsonError{at(key), "missing"};
-    return *it;
-  }
-
-  std::string getString(const std::string &key) {
-    const json &v = get(key);
-    if (!v.is_string())
-      throw JsonError{at(key), "must be a string"};
-    std::string s = v.get<std::string>();
-    if (s.empty())
-      throw JsonError{at(key), "must not be empty"};
-    return s;
-  }
-
-  int64_t getInt(const std::string &key) {
-    const json &v = get(key);
-    if (!v.is_number_integer())
-      throw JsonError{at(key), "must be an integer"};
-    return v.get<int64_t>();
-  }
-
-  double getNumber(const std::string &key) {
-    const json &v = get(key);
-    if (!v.is_number())
-      throw JsonError{at(key), "must be a number"};
-    return v.get<double>();
-  }
-
-  /// Call once every key has been read: anything left is a typo.
-  void finish() const {
-    for (auto it = value.begin(); it != value.end(); ++it)
-      if (!seen.count(it.key()))
-        throw JsonError{at(it.key()), "unknown key"};
-  }
-
-private:
-  const json &value;
-  std::string path;
-  std::set<std::string> seen;
-};
+using json_reader::JsonError;
+using json_reader::ObjectReader;
 
 DType readDType(ObjectReader &r) {
-  std::string name = r.getString("dtype");
+  std::string name = r.getNonEmptyString("dtype");
   if (std::optional<DType> type = symbolizeDType(name))
     return *type;
   std::string known;
@@ -255,7 +193,7 @@ DType readDType(ObjectReader &r) {
 }
 
 Phase readPhase(ObjectReader &r) {
-  std::string name = r.getString("phase");
+  std::string name = r.getNonEmptyString("phase");
   for (Phase phase : {Phase::Forward, Phase::Backward})
     if (name == stringifyPhase(phase))
       return phase;
@@ -293,7 +231,7 @@ ProfiledCostModel readProfile(const json &value) {
                                    std::to_string(version) + " (expected 1)"};
   std::optional<std::string> defaultDevice;
   if (top.has("device"))
-    defaultDevice = top.getString("device");
+    defaultDevice = top.getNonEmptyString("device");
   const json &entries = top.get("entries");
   if (!entries.is_array())
     throw JsonError{"entries", "must be an array"};
@@ -306,10 +244,10 @@ ProfiledCostModel readProfile(const json &value) {
     std::string path = "entries[" + std::to_string(i) + "]";
     ObjectReader r(entries[i], path);
     ProfiledCostModel::Key key;
-    key.kind = r.getString("op");
+    key.kind = r.getNonEmptyString("op");
     key.dtype = readDType(r);
     if (r.has("device"))
-      key.device = r.getString("device");
+      key.device = r.getNonEmptyString("device");
     else if (defaultDevice)
       key.device = *defaultDevice;
     else

@@ -10,6 +10,8 @@
 
 #include "ppc/Simulator/Machine.h"
 
+#include "JsonReader.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -27,10 +29,8 @@ namespace ppc {
 namespace {
 
 /// Thrown inside this file only, with the path and the problem.
-struct JsonError {
-  std::string path;
-  std::string message;
-};
+using json_reader::JsonError;
+using json_reader::ObjectReader;
 
 enum class Dim { Bandwidth, Bytes, Time, Flops };
 
@@ -41,22 +41,21 @@ struct Unit {
 
 const std::vector<Unit> &unitsOf(Dim dim) {
   static const std::vector<Unit> bandwidth = {
-      {"B/s", 1},        {"KB/s", 1e3},      {"MB/s", 1e6},
-      {"GB/s", 1e9},     {"TB/s", 1e12},     {"KiB/s", 1024.0},
+      {"B/s", 1},         {"KB/s", 1e3},      {"MB/s", 1e6},
+      {"GB/s", 1e9},      {"TB/s", 1e12},     {"KiB/s", 1024.0},
       {"MiB/s", 1 << 20}, {"GiB/s", 1 << 30}, {"Kb/s", 1e3 / 8},
-      {"Mb/s", 1e6 / 8}, {"Gb/s", 1e9 / 8},  {"Tb/s", 1e12 / 8}};
+      {"Mb/s", 1e6 / 8},  {"Gb/s", 1e9 / 8},  {"Tb/s", 1e12 / 8}};
   static const std::vector<Unit> bytes = {
-      {"B", 1},           {"KB", 1e3},        {"MB", 1e6},
-      {"GB", 1e9},        {"TB", 1e12},       {"KiB", 1024.0},
-      {"MiB", 1 << 20},   {"GiB", 1 << 30},   {"TiB", 1099511627776.0}};
+      {"B", 1},         {"KB", 1e3},      {"MB", 1e6},
+      {"GB", 1e9},      {"TB", 1e12},     {"KiB", 1024.0},
+      {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1099511627776.0}};
   // Negative scales divide: 5 / 1e6 is exactly the double 5e-6, whereas
   // 5 * 1e-6 is not.
   static const std::vector<Unit> time = {
       {"s", 1}, {"ms", -1e3}, {"us", -1e6}, {"ns", -1e9}};
   static const std::vector<Unit> flops = {
-      {"FLOP/s", 1},      {"GFLOP/s", 1e9},  {"TFLOP/s", 1e12},
-      {"PFLOP/s", 1e15},  {"FLOPS", 1},      {"GFLOPS", 1e9},
-      {"TFLOPS", 1e12},   {"PFLOPS", 1e15}};
+      {"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
+      {"FLOPS", 1},  {"GFLOPS", 1e9},  {"TFLOPS", 1e12},  {"PFLOPS", 1e15}};
   switch (dim) {
   case Dim::Bandwidth:
     return bandwidth;
@@ -91,107 +90,50 @@ std::string join(const std::vector<std::string> &items) {
   return out;
 }
 
-/// A JSON object being read: checks types, tracks the path, and rejects keys
-/// nobody asked for.
-class ObjectReader {
-public:
-  ObjectReader(const json &value, std::string path)
-      : value(value), path(std::move(path)) {
-    if (!value.is_object())
-      throw JsonError{this->path.empty() ? "(top level)" : this->path,
-                      "must be an object"};
+/// An example of a quantity with a unit, for error messages.
+const char *example(Dim dim) {
+  switch (dim) {
+  case Dim::Bandwidth:
+    return "\"300 GB/s\"";
+  case Dim::Bytes:
+    return "\"80 GiB\"";
+  case Dim::Time:
+    return "\"1.5 us\"";
+  case Dim::Flops:
+    return "\"989 TFLOP/s\"";
   }
+  return "";
+}
 
-  std::string at(const std::string &key) const {
-    return path.empty() ? key : path + "." + key;
+/// A number in base units, or a string "<number> <unit>".
+double readQuantity(const json &v, const std::string &where, Dim dim) {
+  if (v.is_number())
+    return v.get<double>();
+  if (!v.is_string())
+    throw JsonError{where, std::string("must be a number or a string with "
+                                       "a unit, e.g. ") +
+                               example(dim)};
+  std::string text = v.get<std::string>();
+  const char *begin = text.c_str();
+  char *end = nullptr;
+  double number = std::strtod(begin, &end);
+  if (end == begin)
+    throw JsonError{where, "'" + text + "' does not start with a number"};
+  std::string unit(end);
+  unit.erase(0, unit.find_first_not_of(' '));
+  std::vector<std::string> known;
+  for (const Unit &u : unitsOf(dim)) {
+    if (unit == u.name)
+      return u.scale < 0 ? number / -u.scale : number * u.scale;
+    known.push_back(u.name);
   }
-  bool has(const std::string &key) const { return value.contains(key); }
+  throw JsonError{where, "unknown unit '" + unit + "' for " + dimName(dim) +
+                             " (use " + join(known) + ")"};
+}
 
-  const json &get(const std::string &key) {
-    seen.insert(key);
-    auto it = value.find(key);
-    if (it == value.end())
-      throw JsonError{at(key), "missing"};
-    return *it;
-  }
-
-  std::string getString(const std::string &key) {
-    const json &v = get(key);
-    if (!v.is_string())
-      throw JsonError{at(key), "must be a string"};
-    return v.get<std::string>();
-  }
-  std::string getString(const std::string &key, std::string dflt) {
-    return has(key) ? getString(key) : dflt;
-  }
-
-  int64_t getInt(const std::string &key) {
-    const json &v = get(key);
-    if (!v.is_number_integer())
-      throw JsonError{at(key), "must be an integer"};
-    return v.get<int64_t>();
-  }
-  int64_t getInt(const std::string &key, int64_t dflt) {
-    return has(key) ? getInt(key) : dflt;
-  }
-
-  /// A number in base units, or a string "<number> <unit>".
-  double getQuantity(const std::string &key, Dim dim) {
-    return readQuantity(get(key), at(key), dim);
-  }
-
-  static double readQuantity(const json &v, const std::string &where,
-                             Dim dim) {
-    if (v.is_number())
-      return v.get<double>();
-    if (!v.is_string())
-      throw JsonError{where, std::string("must be a number or a string with "
-                                         "a unit, e.g. ") +
-                                 example(dim)};
-    std::string text = v.get<std::string>();
-    const char *begin = text.c_str();
-    char *end = nullptr;
-    double number = std::strtod(begin, &end);
-    if (end == begin)
-      throw JsonError{where, "'" + text + "' does not start with a number"};
-    std::string unit(end);
-    unit.erase(0, unit.find_first_not_of(' '));
-    std::vector<std::string> known;
-    for (const Unit &u : unitsOf(dim)) {
-      if (unit == u.name)
-        return u.scale < 0 ? number / -u.scale : number * u.scale;
-      known.push_back(u.name);
-    }
-    throw JsonError{where, "unknown unit '" + unit + "' for " + dimName(dim) +
-                               " (use " + join(known) + ")"};
-  }
-
-  static const char *example(Dim dim) {
-    switch (dim) {
-    case Dim::Bandwidth:
-      return "\"300 GB/s\"";
-    case Dim::Bytes:
-      return "\"80 GiB\"";
-    case Dim::Time:
-      return "\"1.5 us\"";
-    case Dim::Flops:
-      return "\"989 TFLOP/s\"";
-    }
-    return "";
-  }
-
-  /// Call once every key has been read: anything left is a typo.
-  void finish() const {
-    for (auto it = value.begin(); it != value.end(); ++it)
-      if (!seen.count(it.key()))
-        throw JsonError{at(it.key()), "unknown key"};
-  }
-
-private:
-  const json &value;
-  std::string path;
-  std::set<std::string> seen;
-};
+double getQuantity(ObjectReader &r, const std::string &key, Dim dim) {
+  return readQuantity(r.get(key), r.at(key), dim);
+}
 
 void requirePositive(double x, const std::string &where) {
   if (!(std::isfinite(x) && x > 0))
@@ -219,24 +161,24 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
         names.push_back(stringifyDType(static_cast<DType>(i)));
       throw JsonError{where, "unknown element type (use " + join(names) + ")"};
     }
-    double f = flops.getQuantity(it.key(), Dim::Flops);
+    double f = getQuantity(flops, it.key(), Dim::Flops);
     requirePositive(f, where);
     spec.setPeakFlops(*type, f);
   }
   if (!spec.hasPeakFlops(DType::F32))
-    throw JsonError{flops.at("f32"), "missing (every device needs an f32 rate)"};
-  spec.memoryBandwidth = r.getQuantity("memory_bandwidth", Dim::Bandwidth);
+    throw JsonError{flops.at("f32"),
+                    "missing (every device needs an f32 rate)"};
+  spec.memoryBandwidth = getQuantity(r, "memory_bandwidth", Dim::Bandwidth);
   requirePositive(spec.memoryBandwidth, r.at("memory_bandwidth"));
   const json &memory = r.get("memory_bytes");
   double bytes = memory.is_number_integer()
                      ? static_cast<double>(memory.get<int64_t>())
-                     : ObjectReader::readQuantity(memory, r.at("memory_bytes"),
-                                                  Dim::Bytes);
+                     : readQuantity(memory, r.at("memory_bytes"), Dim::Bytes);
   requirePositive(bytes, r.at("memory_bytes"));
   spec.memoryBytes = static_cast<int64_t>(bytes);
-  spec.launchOverhead =
-      r.has("launch_overhead") ? r.getQuantity("launch_overhead", Dim::Time)
-                               : 0;
+  spec.launchOverhead = r.has("launch_overhead")
+                            ? getQuantity(r, "launch_overhead", Dim::Time)
+                            : 0;
   requireNonNegative(spec.launchOverhead, r.at("launch_overhead"));
   r.finish();
   return spec;
@@ -257,9 +199,9 @@ LinkKind readLinkKind(ObjectReader &r) {
 LinkSpec readLinkFields(ObjectReader &r) {
   LinkSpec spec;
   spec.kind = readLinkKind(r);
-  spec.bandwidth = r.getQuantity("bandwidth", Dim::Bandwidth);
+  spec.bandwidth = getQuantity(r, "bandwidth", Dim::Bandwidth);
   requirePositive(spec.bandwidth, r.at("bandwidth"));
-  spec.latency = r.has("latency") ? r.getQuantity("latency", Dim::Time) : 0;
+  spec.latency = r.has("latency") ? getQuantity(r, "latency", Dim::Time) : 0;
   requireNonNegative(spec.latency, r.at("latency"));
   return spec;
 }
@@ -377,12 +319,13 @@ Machine readMachine(const json &value) {
       m.switches.push_back(sw);
     }
   }
-  const json &links = top.has("links") ? readArray(top, "links") : json::array();
+  const json &links =
+      top.has("links") ? readArray(top, "links") : json::array();
   for (size_t i = 0; i < links.size(); ++i) {
     ObjectReader l(links[i], indexed("links", i));
     Link link;
-    for (auto [key, end] : {std::pair{"src", &link.src},
-                             std::pair{"dst", &link.dst}}) {
+    for (auto [key, end] :
+         {std::pair{"src", &link.src}, std::pair{"dst", &link.dst}}) {
       std::string endName = l.getString(key);
       auto it = vertexOf.find(endName);
       if (it == vertexOf.end())
@@ -510,9 +453,8 @@ std::optional<Machine> loadMachine(const std::string &presetOrPath,
   bool looksLikePath = presetOrPath.find('/') != std::string::npos ||
                        presetOrPath.find('.') != std::string::npos;
   if (!looksLikePath && !std::ifstream(presetOrPath)) {
-    error = "unknown machine '" + presetOrPath +
-            "': not a preset (" + listPresetNames() +
-            ") nor a JSON file";
+    error = "unknown machine '" + presetOrPath + "': not a preset (" +
+            listPresetNames() + ") nor a JSON file";
     return std::nullopt;
   }
   return readMachineJsonFile(presetOrPath, error);

@@ -33,8 +33,8 @@ LinkSpec ringLink(const Machine &machine, const std::vector<int64_t> &devices) {
   LinkSpec ring;
   ring.bandwidth = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < devices.size(); ++i) {
-    LinkSpec l = machine.effectiveLink(devices[i],
-                                       devices[(i + 1) % devices.size()]);
+    LinkSpec l =
+        machine.effectiveLink(devices[i], devices[(i + 1) % devices.size()]);
     if (l.bandwidth < ring.bandwidth) {
       ring.bandwidth = l.bandwidth;
       ring.kind = l.kind;
@@ -78,8 +78,7 @@ void addRingBytes(const Machine &machine, const std::vector<int64_t> &devices,
 }
 
 AllReducePlan planAllReduce(const Machine &machine,
-                            const std::vector<int64_t> &devices,
-                            double bytes) {
+                            const std::vector<int64_t> &devices, double bytes) {
   AllReducePlan plan;
   int64_t k = static_cast<int64_t>(devices.size());
   if (k <= 1 || bytes <= 0)
@@ -101,8 +100,8 @@ AllReducePlan planAllReduce(const Machine &machine,
   // Inside each node: reduce-scatter then all-gather (one all-reduce's worth).
   double intra = 0;
   if (local > 1)
-    intra = ringAllReduce(local, ringLink(machine, byNode.begin()->second),
-                          bytes);
+    intra =
+        ringAllReduce(local, ringLink(machine, byNode.begin()->second), bytes);
   // Across nodes: `local` rails each all-reduce a 1/local shard. Devices of
   // a node share its NICs, so a rail gets nics/local of a NIC when fewer.
   std::vector<std::vector<int64_t>> rails(local);
@@ -287,7 +286,7 @@ enum class TaskKind : uint8_t {
 };
 
 struct TimelineEvent {
-  int32_t op;       ///< the op, or for transfers the edge.
+  int32_t op; ///< the op, or for transfers the edge.
   TaskKind kind;
   int32_t resource;
   double start, duration;
@@ -316,8 +315,8 @@ struct Simulator::Impl {
 
   Impl(const Graph &graph, const Machine &machine, const CostModel &costModel,
        SimOptions options)
-      : graph(graph), machine(machine), costModel(costModel),
-        options(options), numDevices(machine.numDevices()) {
+      : graph(graph), machine(machine), costModel(costModel), options(options),
+        numDevices(machine.numDevices()) {
     ops.resize(graph.ops.size());
     inEdges.resize(graph.ops.size());
     outEdges.resize(graph.ops.size());
@@ -414,8 +413,7 @@ struct Simulator::Impl {
       std::vector<Slice> joined(n);
       for (int32_t p = 0; p < n; ++p)
         for (const auto &slices : st.resultSlices)
-          joined[p].insert(joined[p].end(), slices[p].begin(),
-                           slices[p].end());
+          joined[p].insert(joined[p].end(), slices[p].begin(), slices[p].end());
       st.replicaGroup = groupBySlice(joined, st.numReplicaGroups);
       if (st.numReplicaGroups < n) {
         std::vector<std::vector<int32_t>> members(st.numReplicaGroups);
@@ -445,8 +443,7 @@ struct Simulator::Impl {
       if (src.kind == Source::Kind::Input)
         for (int32_t p = 0; p < n; ++p)
           st.memory[p].activations +=
-              volume(sliceOf(op.space.operands[o], st.iter[p])) *
-              op.elemBytes;
+              volume(sliceOf(op.space.operands[o], st.iter[p])) * op.elemBytes;
       if (src.kind != Source::Kind::Weight)
         continue;
       const Weight &w = graph.weights[src.index];
@@ -479,7 +476,8 @@ struct Simulator::Impl {
         int32_t id = static_cast<int32_t>(st.gradSyncs.size());
         for (int32_t p : m)
           st.syncsOf[p].push_back(id);
-        st.gradSyncs.push_back(makeCollective(st, std::move(m), bytes, sharded));
+        st.gradSyncs.push_back(
+            makeCollective(st, std::move(m), bytes, sharded));
       }
     }
     st.updateTime.assign(n, 0);
@@ -663,8 +661,8 @@ struct Simulator::Impl {
         st.inReady[d.dst] = std::max(st.inReady[d.dst], prod.fwdEnd[d.src]);
       for (const Transfer &t : e.fwd)
         st.inReady[t.dst] =
-            std::max(st.inReady[t.dst],
-                     runTransfer(t, prod.fwdEnd[t.src], id, TaskKind::Transfer));
+            std::max(st.inReady[t.dst], runTransfer(t, prod.fwdEnd[t.src], id,
+                                                    TaskKind::Transfer));
     }
     st.fwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
@@ -690,13 +688,13 @@ struct Simulator::Impl {
         st.gradReady[d.dst] = std::max(st.gradReady[d.dst], cons.bwdEnd[d.src]);
       for (const Transfer &t : e.bwd)
         st.gradReady[t.dst] =
-            std::max(st.gradReady[t.dst],
-                     runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer));
+            std::max(st.gradReady[t.dst], runTransfer(t, cons.bwdEnd[t.src], id,
+                                                      TaskKind::GradTransfer));
     }
     st.bwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
-      st.bwdEnd[p] = runKernel(st.devices[p], st.gradReady[p], st.bwdTime[p],
-                               i, TaskKind::Backward);
+      st.bwdEnd[p] = runKernel(st.devices[p], st.gradReady[p], st.bwdTime[p], i,
+                               TaskKind::Backward);
   }
 
   /// Gradient all-reduces of op `i`, none starting before `notBefore`.
@@ -839,8 +837,7 @@ Simulator::~Simulator() = default;
 std::string Simulator::checkConfig(size_t op, const OpConfig &config) const {
   if (op >= impl->graph.ops.size())
     return "op " + std::to_string(op) + " is out of range";
-  return ppc::checkConfig(impl->graph.ops[op].space, config,
-                          impl->numDevices);
+  return ppc::checkConfig(impl->graph.ops[op].space, config, impl->numDevices);
 }
 
 SimResult Simulator::simulate(const Strategy &strategy) {
@@ -913,8 +910,7 @@ std::string jsonEscape(const std::string &s) {
 } // namespace
 
 /// The name of a timeline event: "<op> fwd", "<producer> -> <consumer>"...
-static std::string eventName(const Graph &graph,
-                             const std::vector<Edge> &edges,
+static std::string eventName(const Graph &graph, const std::vector<Edge> &edges,
                              const TimelineEvent &ev) {
   if (ev.kind == TaskKind::Transfer || ev.kind == TaskKind::GradTransfer) {
     const std::string &from = graph.ops[edges[ev.op].producer].name;

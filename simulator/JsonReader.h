@@ -1,0 +1,99 @@
+//===- JsonReader.h - strict reading of JSON objects ------------*- C++ -*-===//
+//
+// Private to the simulator library: the machine and profile readers share
+// it. Errors are thrown as JsonError (path, problem) and caught at the
+// reader's boundary, which turns them into "<file>: <path>: <problem>".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SIMULATOR_JSONREADER_H
+#define PPC_SIMULATOR_JSONREADER_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+namespace ppc::json_reader {
+
+struct JsonError {
+  std::string path;
+  std::string message;
+};
+
+/// A JSON object being read: checks types, tracks the path, and rejects keys
+/// nobody asked for (a misspelt key must not go unnoticed).
+class ObjectReader {
+public:
+  using json = nlohmann::json;
+
+  ObjectReader(const json &value, std::string path)
+      : value(value), path(std::move(path)) {
+    if (!value.is_object())
+      throw JsonError{this->path.empty() ? "(top level)" : this->path,
+                      "must be an object"};
+  }
+
+  std::string at(const std::string &key) const {
+    return path.empty() ? key : path + "." + key;
+  }
+  bool has(const std::string &key) const { return value.contains(key); }
+
+  const json &get(const std::string &key) {
+    seen.insert(key);
+    auto it = value.find(key);
+    if (it == value.end())
+      throw JsonError{at(key), "missing"};
+    return *it;
+  }
+
+  std::string getString(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_string())
+      throw JsonError{at(key), "must be a string"};
+    return v.get<std::string>();
+  }
+  std::string getString(const std::string &key, std::string dflt) {
+    return has(key) ? getString(key) : dflt;
+  }
+  std::string getNonEmptyString(const std::string &key) {
+    std::string s = getString(key);
+    if (s.empty())
+      throw JsonError{at(key), "must not be empty"};
+    return s;
+  }
+
+  int64_t getInt(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_number_integer())
+      throw JsonError{at(key), "must be an integer"};
+    return v.get<int64_t>();
+  }
+  int64_t getInt(const std::string &key, int64_t dflt) {
+    return has(key) ? getInt(key) : dflt;
+  }
+
+  double getNumber(const std::string &key) {
+    const json &v = get(key);
+    if (!v.is_number())
+      throw JsonError{at(key), "must be a number"};
+    return v.get<double>();
+  }
+
+  /// Call once every key has been read: anything left is a typo.
+  void finish() const {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (!seen.count(it.key()))
+        throw JsonError{at(it.key()), "unknown key"};
+  }
+
+private:
+  const json &value;
+  std::string path;
+  std::set<std::string> seen;
+};
+
+} // namespace ppc::json_reader
+
+#endif // PPC_SIMULATOR_JSONREADER_H
