@@ -148,10 +148,10 @@ int main(int argc, char **argv) {
     proposer.simulate(start);
     ppc::sim::SimResult last;
     double proposeRate = 2 * rate([&](int64_t i) {
-      auto &[op, config] = changes[i % changes.size()];
-      proposer.update(op, config);
-      last = proposer.update(op, start[op]);
-    });
+                           auto &[op, config] = changes[i % changes.size()];
+                           proposer.update(op, config);
+                           last = proposer.update(op, start[op]);
+                         });
     bool same = sameAsFull(proposer, last);
 
     ppc::sim::Simulator walker(*graph, *machine, cost);

@@ -18,8 +18,8 @@ namespace ppc {
 //===----------------------------------------------------------------------===//
 
 namespace {
-constexpr const char *kDTypeNames[kNumDTypes] = {"f64",  "f32", "tf32", "bf16",
-                                                 "f16",  "f8",  "i8"};
+constexpr const char *kDTypeNames[kNumDTypes] = {"f64", "f32", "tf32", "bf16",
+                                                 "f16", "f8",  "i8"};
 constexpr const char *kLinkKindNames[] = {
     "shared_memory", "pcie",       "nvlink",   "infinity_fabric",
     "upi",           "infiniband", "ethernet", "other"};
@@ -108,10 +108,9 @@ Machine Machine::fromCluster(const ClusterSpec &spec, std::string name) {
   int64_t numDevices = spec.numDevices();
   for (int64_t n = 0; n < spec.nodes; ++n)
     for (int64_t d = 0; d < spec.devicesPerNode; ++d)
-      m.devices.push_back({"n" + std::to_string(n) + ".d" + std::to_string(d),
-                           n, 0});
-  auto addSwitch = [&](std::string switchName, std::string kind,
-                       int64_t node) {
+      m.devices.push_back(
+          {"n" + std::to_string(n) + ".d" + std::to_string(d), n, 0});
+  auto addSwitch = [&](std::string switchName, std::string kind, int64_t node) {
     m.switches.push_back({std::move(switchName), std::move(kind), node});
     return numDevices + m.numSwitches() - 1;
   };
@@ -353,9 +352,8 @@ std::string Machine::validate() const {
     std::string what = "link " + std::to_string(l);
     for (int64_t end : {link.src, link.dst})
       if (end < 0 || end >= numVertices())
-        return what + ": endpoint " + std::to_string(end) +
-               " out of range (" + std::to_string(numVertices()) +
-               " devices and switches)";
+        return what + ": endpoint " + std::to_string(end) + " out of range (" +
+               std::to_string(numVertices()) + " devices and switches)";
     if (link.src == link.dst)
       return what + ": connects '" + getVertexName(link.src) + "' to itself";
     if (std::string e = validateLinkSpec(link.spec); !e.empty())

@@ -104,9 +104,8 @@ const LinkSpec kEDR = {LinkKind::InfiniBand, gbit(100), 1e-6};
 const LinkSpec kHDR = {LinkKind::InfiniBand, gbit(200), 1e-6};
 const LinkSpec kNDR = {LinkKind::InfiniBand, gbit(400), 1e-6};
 
-Machine cluster(std::string name, int64_t nodes, int64_t perNode,
-                int64_t nics, DeviceSpec device, LinkSpec intra,
-                LinkSpec inter) {
+Machine cluster(std::string name, int64_t nodes, int64_t perNode, int64_t nics,
+                DeviceSpec device, LinkSpec intra, LinkSpec inter) {
   ClusterSpec spec;
   spec.nodes = nodes;
   spec.devicesPerNode = perNode;
@@ -119,7 +118,9 @@ Machine cluster(std::string name, int64_t nodes, int64_t perNode,
 
 /// FlexFlow's P100 cluster: 4 nodes x 4 P100, NVLink in a node, one
 /// 100 Gb/s EDR InfiniBand adapter per node.
-Machine p100x16() { return cluster("p100x16", 4, 4, 1, p100(), kNVLink1, kEDR); }
+Machine p100x16() {
+  return cluster("p100x16", 4, 4, 1, p100(), kNVLink1, kEDR);
+}
 
 /// FlexFlow's K80 cluster: 16 nodes x 4 K80 dies, PCIe in a node, one
 /// 56 Gb/s FDR InfiniBand adapter per node.
@@ -152,8 +153,7 @@ Machine cpuHost(int64_t processes, std::string name) {
                                {DType::F32, hostF32 * share},
                                {DType::BF16, hostF32 * 2 * share}},
                               hostBandwidth * share,
-                              static_cast<int64_t>(hostMemory * share),
-                              1e-6);
+                              static_cast<int64_t>(hostMemory * share), 1e-6);
   LinkSpec shm = {LinkKind::SharedMemory, hostBandwidth / 2, 0.5e-6};
   return cluster(std::move(name), 1, processes, 1, cpu, shm, shm);
 }
@@ -165,7 +165,8 @@ std::optional<int64_t> countAfter(std::string_view name,
     return std::nullopt;
   std::string_view digits = name.substr(prefix.size());
   int64_t n = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), n);
   if (ec != std::errc() || end != digits.data() + digits.size() || n < 1 ||
       n > 1 << 16)
     return std::nullopt;

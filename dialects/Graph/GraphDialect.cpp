@@ -10,7 +10,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-
 using namespace mlir;
 using namespace ppc::graph;
 
@@ -36,17 +35,17 @@ void PPCDialect::initialize() {
 // StrategyAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     ArrayRef<int64_t> degrees, int64_t start,
-                     ArrayRef<int64_t> strides) {
+LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayRef<int64_t> degrees, int64_t start,
+                                   ArrayRef<int64_t> strides) {
   for (auto [i, d] : llvm::enumerate(degrees))
     if (d < 1)
       return emitError() << "degree " << i << " is " << d
                          << "; degrees must be >= 1";
   if (start < 0)
     return emitError() << "start device " << start << " is negative";
-  int64_t partitioned = llvm::count_if(degrees, [](int64_t d) { return d > 1; });
+  int64_t partitioned =
+      llvm::count_if(degrees, [](int64_t d) { return d > 1; });
   if (!strides.empty() && static_cast<int64_t>(strides.size()) != partitioned)
     return emitError() << "expected " << partitioned
                        << " strides (one per dim with degree > 1), got "

@@ -98,19 +98,19 @@ ppc::Machine toMachine(MachineOp op) {
   llvm::DenseMap<Attribute, int64_t> specOf;
   llvm::StringMap<int64_t> vertexOf;
   for (DeviceOp device : op.getDevices()) {
-    auto [it, inserted] = specOf.try_emplace(device.getSpec(),
-                                             machine.specs.size());
+    auto [it, inserted] =
+        specOf.try_emplace(device.getSpec(), machine.specs.size());
     if (inserted)
       machine.specs.push_back(toDeviceSpec(device.getSpec()));
     vertexOf[device.getSymName()] = machine.devices.size();
-    machine.devices.push_back({device.getSymName().str(),
-                               device.getNodeAttr().getInt(), it->second});
+    machine.devices.push_back(
+        {device.getSymName().str(), device.getNodeAttr().getInt(), it->second});
   }
   for (SwitchOp sw : op.getGraph().getOps<SwitchOp>()) {
     vertexOf[sw.getSymName()] = machine.numVertices();
     IntegerAttr node = sw.getNodeAttr();
-    machine.switches.push_back({sw.getSymName().str(), sw.getKind().str(),
-                                node ? node.getInt() : -1});
+    machine.switches.push_back(
+        {sw.getSymName().str(), sw.getKind().str(), node ? node.getInt() : -1});
   }
   for (LinkOp link : op.getGraph().getOps<LinkOp>())
     machine.links.push_back({vertexOf.lookup(link.getSrc()),

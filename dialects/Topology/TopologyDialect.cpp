@@ -211,8 +211,8 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     StringRef key = entry.getName().getValue();
     if (!ppc::symbolizeDType(key.str()))
       return emitError() << "unknown element type '" << key
-                         << "' in peak_flops (expected one of "
-                         << listDTypes() << ")";
+                         << "' in peak_flops (expected one of " << listDTypes()
+                         << ")";
     auto value = dyn_cast<FloatAttr>(entry.getValue());
     if (!value)
       return emitError() << "peak_flops." << key << " must be a float";
@@ -259,9 +259,8 @@ Attribute LinkAttr::parse(AsmParser &parser, Type) {
       parser.parseComma() || parseNumberField(parser, "latency", latency) ||
       parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), *kind, APFloat(bandwidth),
-                    APFloat(latency));
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    *kind, APFloat(bandwidth), APFloat(latency));
 }
 
 void LinkAttr::print(AsmPrinter &printer) const {
@@ -311,9 +310,8 @@ Attribute ClusterAttr::parse(AsmParser &parser, Type) {
       parser.parseKeyword("inter") || parser.parseEqual() ||
       parser.parseAttribute(inter) || parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), nodes, perNode, nics, device, intra,
-                    inter);
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    nodes, perNode, nics, device, intra, inter);
 }
 
 void ClusterAttr::print(AsmPrinter &printer) const {
@@ -355,9 +353,7 @@ void MachineOp::build(OpBuilder &builder, OperationState &state,
   state.addRegion()->emplaceBlock();
 }
 
-int64_t MachineOp::getNumDevices() {
-  return llvm::range_size(getDevices());
-}
+int64_t MachineOp::getNumDevices() { return llvm::range_size(getDevices()); }
 
 LogicalResult MachineOp::verifyRegions() {
   // Vertex ids: devices and switches in order of appearance.
@@ -394,8 +390,8 @@ LogicalResult MachineOp::verifyRegions() {
       ends[i] = it->second;
     }
     if (ends[0] == ends[1])
-      return link.emitOpError() << "connects " << link.getSrcAttr()
-                                << " to itself";
+      return link.emitOpError()
+             << "connects " << link.getSrcAttr() << " to itself";
     components.unionSets(ends[0], ends[1]);
   }
   // A device no transfer can reach makes every strategy that uses it
@@ -412,8 +408,7 @@ LogicalResult MachineOp::verifyRegions() {
 
 LogicalResult DeviceOp::verify() {
   if (getNodeAttr().getInt() < 0)
-    return emitOpError() << "node must be >= 0, got "
-                         << getNodeAttr().getInt();
+    return emitOpError() << "node must be >= 0, got " << getNodeAttr().getInt();
   return success();
 }
 

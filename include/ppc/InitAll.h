@@ -1,4 +1,5 @@
-//===- InitAll.h - register every ppc dialect, pass and pipeline -*- C++ -*-===//
+//===- InitAll.h - register every ppc dialect, pass and pipeline -*- C++
+//-*-===//
 
 #ifndef PPC_INITALL_H
 #define PPC_INITALL_H

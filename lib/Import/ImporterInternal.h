@@ -159,8 +159,8 @@ inferSliceShape(GraphImporter &imp, const onnx::NodeProto &node,
 /// The import state that converters use.
 class GraphImporter {
 public:
-  GraphImporter(mlir::MLIRContext *context, llvm::StringRef path,
-                int64_t opset, const OnnxImportOptions &options)
+  GraphImporter(mlir::MLIRContext *context, llvm::StringRef path, int64_t opset,
+                const OnnxImportOptions &options)
       : context(context), builder(context), constBuilder(context),
         path(path.str()), opset(opset), options(options) {}
 

@@ -132,8 +132,8 @@ static bool looksLikeOnnxText(StringRef contents) {
   if (!text.consume_front("<"))
     return false;
   text = text.ltrim();
-  StringRef key = text.take_while(
-      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  StringRef key =
+      text.take_while([](char c) { return llvm::isAlnum(c) || c == '_'; });
   return !key.empty() && text.drop_front(key.size()).ltrim().starts_with(":");
 }
 
@@ -260,8 +260,8 @@ Value GraphImporter::createConstant(const ConstTensor &tensor,
         converted.ints[i] = tensor.getInt(i);
     }
   }
-  auto type = RankedTensorType::get(
-      converted.shape, getElementType(converted.dtype, context));
+  auto type = RankedTensorType::get(converted.shape,
+                                    getElementType(converted.dtype, context));
   DenseElementsAttr attr = getElementsAttr(type, encodeBytes(converted));
   if (!attr)
     return {};
@@ -293,13 +293,15 @@ FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
     const onnx::TensorProto &t = *initializers[name];
     RankedTensorType type = getType(name);
     if (!type)
-      return emitError(loc) << "weight '" << name << "' has an unsupported type";
+      return emitError(loc)
+             << "weight '" << name << "' has an unsupported type";
     ElementsAttr value;
     int64_t bytes = type.getNumElements() * getDTypeByteWidth(t.data_type());
     if (bytes <= options.maxEmbeddedWeightBytes) {
       std::string data;
       if (auto err = readTensorBytes(t, data))
-        return emitError(loc) << "cannot read weight '" << name << "': " << *err;
+        return emitError(loc)
+               << "cannot read weight '" << name << "': " << *err;
       value = getElementsAttr(type, data);
     }
     positionConstBuilder();
@@ -420,7 +422,8 @@ LogicalResult ModelImporter::resolveExternalData() {
   if (dir.empty())
     dir = ".";
   (void)llvm::sys::fs::make_absolute(dir);
-  for (onnx::TensorProto &tensor : *model.mutable_graph()->mutable_initializer()) {
+  for (onnx::TensorProto &tensor :
+       *model.mutable_graph()->mutable_initializer()) {
     if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
       continue;
     auto *entries = tensor.mutable_external_data();
@@ -767,9 +770,9 @@ LogicalResult ModelImporter::validate() {
     if (!isGraphInput(input.name()) || imp.getType(input.name()))
       continue;
     reported.insert(input.name());
-    dynamic.push_back({valueLoc(input.name()),
-                       "graph input '" + input.name() + "' " +
-                           describeDynamicShape(input.name())});
+    dynamic.push_back(
+        {valueLoc(input.name()), "graph input '" + input.name() + "' " +
+                                     describeDynamicShape(input.name())});
   }
   for (auto [index, node] : llvm::enumerate(graph.node())) {
     Location loc = imp.getNodeLoc(node, index);
@@ -790,7 +793,7 @@ LogicalResult ModelImporter::validate() {
       if (!inputsDynamic)
         unsupported.push_back(
             {loc, foldOnly ? where + ": only supported when its inputs are "
-                                 "constants, which they are not here"
+                                     "constants, which they are not here"
                            : where});
       continue;
     }
@@ -833,8 +836,7 @@ LogicalResult ModelImporter::validate() {
     for (const Problem &p : ArrayRef(dynamic).take_front(kMaxNotes))
       diag.attachNote(p.loc) << p.message;
     if (dynamic.size() > kMaxNotes)
-      diag.attachNote() << "... and " << dynamic.size() - kMaxNotes
-                        << " more";
+      diag.attachNote() << "... and " << dynamic.size() - kMaxNotes << " more";
   }
   return success(unsupported.empty() && dynamic.empty());
 }

@@ -47,8 +47,8 @@ static Value coerce(GraphImporter &imp, Value value, Type elementType) {
   auto type = cast<RankedTensorType>(value.getType());
   if (!elementType || type.getElementType() == elementType)
     return value;
-  return g::CastOp::create(imp.builder, imp.currentLoc,
-                           type.clone(elementType), value);
+  return g::CastOp::create(imp.builder, imp.currentLoc, type.clone(elementType),
+                           value);
 }
 
 /// Input `i` as a value; constants are created with `elementType`, other
@@ -147,8 +147,8 @@ static LogicalResult convertUnary(GraphImporter &imp, const NodeProto &node) {
   FailureOr<Value> x = getInput(imp, node, 0, type.getElementType());
   if (failed(x))
     return failure();
-  imp.setValue(node.output(0), OpTy::create(imp.builder, imp.currentLoc, type,
-                                            ValueRange{*x}));
+  imp.setValue(node.output(0),
+               OpTy::create(imp.builder, imp.currentLoc, type, ValueRange{*x}));
   return success();
 }
 
@@ -164,9 +164,11 @@ static LogicalResult convertBinary(GraphImporter &imp, const NodeProto &node) {
     FailureOr<Value> rhs = getInput(imp, node, i, et);
     if (failed(rhs))
       return failure();
-    auto shape = broadcastShape(cast<RankedTensorType>(acc->getType()).getShape(),
-                                cast<RankedTensorType>(rhs->getType()).getShape());
-    Type resultType = i + 1 == node.input_size() ? Type(type) : type.clone(shape);
+    auto shape =
+        broadcastShape(cast<RankedTensorType>(acc->getType()).getShape(),
+                       cast<RankedTensorType>(rhs->getType()).getShape());
+    Type resultType =
+        i + 1 == node.input_size() ? Type(type) : type.clone(shape);
     acc = OpTy::create(imp.builder, imp.currentLoc, resultType, *acc, *rhs)
               .getResult();
   }
@@ -180,9 +182,10 @@ static LogicalResult convertLeakyRelu(GraphImporter &imp,
   FailureOr<Value> x = getInput(imp, node, 0);
   if (failed(x))
     return failure();
-  imp.setValue(node.output(0),
-               g::LeakyReluOp::create(imp.builder, imp.currentLoc, type, *x,
-                                      f64(imp, getAttrFloat(node, "alpha", 0.01))));
+  imp.setValue(
+      node.output(0),
+      g::LeakyReluOp::create(imp.builder, imp.currentLoc, type, *x,
+                             f64(imp, getAttrFloat(node, "alpha", 0.01))));
   return success();
 }
 
@@ -280,11 +283,12 @@ static LogicalResult convertConv(GraphImporter &imp, const NodeProto &node) {
   auto xShape = cast<RankedTensorType>(x->getType()).getShape();
   auto wShape = cast<RankedTensorType>(w->getType()).getShape();
   SmallVector<int64_t> kernel(wShape.drop_front(2));
-  auto strides = getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
+  auto strides =
+      getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
   auto dilations =
       getAttrInts(node, "dilations").value_or(SmallVector<int64_t>{1, 1});
-  auto pads = getWindowPads(node, xShape.drop_front(2), kernel, strides,
-                            dilations);
+  auto pads =
+      getWindowPads(node, xShape.drop_front(2), kernel, strides, dilations);
   imp.setValue(node.output(0),
                g::Conv2DOp::create(imp.builder, imp.currentLoc, type, *x, *w,
                                    bias, strides, pads, dilations,
@@ -300,8 +304,10 @@ static LogicalResult convertPool(GraphImporter &imp, const NodeProto &node) {
     return failure();
   auto xShape = cast<RankedTensorType>(x->getType()).getShape();
   SmallVector<int64_t> kernel = *getAttrInts(node, "kernel_shape");
-  auto strides = getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
-  auto pads = getWindowPads(node, xShape.drop_front(2), kernel, strides, {1, 1});
+  auto strides =
+      getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
+  auto pads =
+      getWindowPads(node, xShape.drop_front(2), kernel, strides, {1, 1});
   bool ceilMode = getAttrInt(node, "ceil_mode", 0) != 0;
   bool includePad = getAttrInt(node, "count_include_pad", 0) != 0;
   imp.setValue(node.output(0),
@@ -320,12 +326,12 @@ static LogicalResult convertBatchNorm(GraphImporter &imp,
       return failure();
     operands.push_back(*v);
   }
-  imp.setValue(node.output(0),
-               g::BatchNormOp::create(
-                   imp.builder, imp.currentLoc, type, operands[0], operands[1],
-                   operands[2], operands[3], operands[4],
-                   f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
-                   f64(imp, getAttrFloat(node, "momentum", 0.9))));
+  imp.setValue(
+      node.output(0),
+      g::BatchNormOp::create(imp.builder, imp.currentLoc, type, operands[0],
+                             operands[1], operands[2], operands[3], operands[4],
+                             f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
+                             f64(imp, getAttrFloat(node, "momentum", 0.9))));
   return success();
 }
 
@@ -343,11 +349,11 @@ static LogicalResult convertLayerNorm(GraphImporter &imp,
     bias = *b;
   }
   int64_t axis = normalizeAxis(getAttrInt(node, "axis", -1), type.getRank());
-  imp.setValue(node.output(0),
-               g::LayerNormOp::create(
-                   imp.builder, imp.currentLoc, type, *x, *scale, bias,
-                   imp.builder.getI64IntegerAttr(axis),
-                   f64(imp, getAttrFloat(node, "epsilon", 1e-5))));
+  imp.setValue(
+      node.output(0),
+      g::LayerNormOp::create(imp.builder, imp.currentLoc, type, *x, *scale,
+                             bias, imp.builder.getI64IntegerAttr(axis),
+                             f64(imp, getAttrFloat(node, "epsilon", 1e-5))));
   return success();
 }
 
@@ -366,15 +372,15 @@ static LogicalResult convertGlobalAvgPool(GraphImporter &imp,
 static LogicalResult convertGemm(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
   Type et = type.getElementType();
-  FailureOr<Value> a = getInput(imp, node, 0, et), b = getInput(imp, node, 1, et);
+  FailureOr<Value> a = getInput(imp, node, 0, et),
+                   b = getInput(imp, node, 1, et);
   if (failed(a) || failed(b))
     return failure();
   double alpha = getAttrFloat(node, "alpha", 1.0);
   double beta = getAttrFloat(node, "beta", 1.0);
   if (getAttrInt(node, "transA", 0)) {
     auto aType = cast<RankedTensorType>(a->getType());
-    auto transposed =
-        aType.clone({aType.getDimSize(1), aType.getDimSize(0)});
+    auto transposed = aType.clone({aType.getDimSize(1), aType.getDimSize(0)});
     a = g::TransposeOp::create(imp.builder, imp.currentLoc, transposed, *a,
                                ArrayRef<int64_t>{1, 0})
             .getResult();
@@ -417,9 +423,9 @@ static LogicalResult convertMatMul(GraphImporter &imp, const NodeProto &node) {
   auto bType = cast<RankedTensorType>(b->getType());
   if (aType.getRank() >= 2 && bType.getRank() == 2 &&
       imp.isWeightInitializer(node.input(1))) {
-    imp.setValue(node.output(0), g::LinearOp::create(imp.builder,
-                                                     imp.currentLoc, type, *a,
-                                                     *b, Value(), false));
+    imp.setValue(node.output(0),
+                 g::LinearOp::create(imp.builder, imp.currentLoc, type, *a, *b,
+                                     Value(), false));
     return success();
   }
   SmallVector<int64_t> aShape(aType.getShape()), bShape(bType.getShape());
@@ -428,8 +434,8 @@ static LogicalResult convertMatMul(GraphImporter &imp, const NodeProto &node) {
   if (bShape.size() == 1)
     bShape.push_back(1);
   Value lhs = reshape(imp, *a, aShape), rhs = reshape(imp, *b, bShape);
-  SmallVector<int64_t> shape =
-      broadcastShape(ArrayRef(aShape).drop_back(2), ArrayRef(bShape).drop_back(2));
+  SmallVector<int64_t> shape = broadcastShape(ArrayRef(aShape).drop_back(2),
+                                              ArrayRef(bShape).drop_back(2));
   shape.push_back(aShape[aShape.size() - 2]);
   shape.push_back(bShape.back());
   Value y = g::MatMulOp::create(imp.builder, imp.currentLoc, type.clone(shape),
@@ -495,9 +501,9 @@ static LogicalResult convertTranspose(GraphImporter &imp,
   else
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
-  imp.setValue(node.output(0),
-               g::TransposeOp::create(imp.builder, imp.currentLoc, type, *x,
-                                      perm));
+  imp.setValue(
+      node.output(0),
+      g::TransposeOp::create(imp.builder, imp.currentLoc, type, *x, perm));
   return success();
 }
 
@@ -630,10 +636,9 @@ static LogicalResult convertSlice(GraphImporter &imp, const NodeProto &node) {
   FailureOr<SliceParams> p = getSliceParams(imp, node, xType.getShape(), error);
   if (failed(p))
     return emitError(imp.currentLoc) << "unsupported " << error;
-  imp.setValue(node.output(0),
-               g::SliceOp::create(imp.builder, imp.currentLoc,
-                                  type.clone(p->shape), *x, p->starts,
-                                  p->steps));
+  imp.setValue(node.output(0), g::SliceOp::create(imp.builder, imp.currentLoc,
+                                                  type.clone(p->shape), *x,
+                                                  p->starts, p->steps));
   return success();
 }
 
@@ -677,8 +682,8 @@ static LogicalResult convertGather(GraphImporter &imp, const NodeProto &node) {
     for (int64_t &i : normalized.ints)
       if (i < 0)
         i += dim;
-    indices = imp.createConstant(normalized,
-                                 getElementType(c->dtype, imp.context));
+    indices =
+        imp.createConstant(normalized, getElementType(c->dtype, imp.context));
   } else {
     FailureOr<Value> v = getInput(imp, node, 1);
     if (failed(v))
@@ -720,9 +725,8 @@ static LogicalResult convertReduce(GraphImporter &imp, const NodeProto &node) {
     return success();
   }
   bool keepDims = getAttrInt(node, "keepdims", 1) != 0;
-  imp.setValue(node.output(0),
-               OpTy::create(imp.builder, imp.currentLoc, type, *x, *axes,
-                            keepDims));
+  imp.setValue(node.output(0), OpTy::create(imp.builder, imp.currentLoc, type,
+                                            *x, *axes, keepDims));
   return success();
 }
 
@@ -793,7 +797,8 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
   StringRef op = node.op_type();
   // Ranks are known even where dims are still dynamic (reported apart).
   auto inputRank = [&](int i) -> int64_t {
-    auto it = hasInput(node, i) ? imp.types.find(node.input(i)) : imp.types.end();
+    auto it =
+        hasInput(node, i) ? imp.types.find(node.input(i)) : imp.types.end();
     if (it == imp.types.end() || !it->second.shape)
       return -1;
     return it->second.shape->size();
@@ -822,8 +827,8 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
     std::string mode = getAttrString(node, "mode", "constant");
     if (mode != "constant")
       return "in mode '" + mode + "' (only 'constant' is supported)";
-    auto pads = imp.opset < 11 ? getAttrInts(node, "pads")
-                               : getConstInts(imp, node, 1);
+    auto pads =
+        imp.opset < 11 ? getAttrInts(node, "pads") : getConstInts(imp, node, 1);
     if (!pads)
       return std::string("with non-constant pads");
     if (llvm::any_of(*pads, [](int64_t p) { return p < 0; }))

@@ -42,7 +42,8 @@ static std::optional<double> getScalarConstant(Value v) {
 
 static bool isConstantNear(Value v, double expected) {
   std::optional<double> c = getScalarConstant(v);
-  return c && std::fabs(*c - expected) <= 1e-4 * std::max(1.0, std::fabs(expected));
+  return c &&
+         std::fabs(*c - expected) <= 1e-4 * std::max(1.0, std::fabs(expected));
 }
 
 /// Flattens a tree of single-use multiplications into its factors.
@@ -143,8 +144,8 @@ static bool matchGelu(g::MulOp root, OpBuilder &builder) {
     if (!approx)
       continue;
     builder.setInsertionPoint(root);
-    auto gelu = g::GeluOp::create(builder, root.getLoc(), root.getType(), x,
-                                  *approx);
+    auto gelu =
+        g::GeluOp::create(builder, root.getLoc(), root.getType(), x, *approx);
     root.getResult().replaceAllUsesWith(gelu.getResult());
     return true;
   }
@@ -167,8 +168,7 @@ static int64_t getTrailingAxis(ArrayRef<int64_t> axes, int64_t rank) {
 }
 
 /// If `user` is the only user of `v` and an op of `OpTy`, returns it.
-template <typename OpTy>
-static OpTy getSingleUser(Value v) {
+template <typename OpTy> static OpTy getSingleUser(Value v) {
   if (!v.hasOneUse())
     return {};
   return dyn_cast<OpTy>(*v.getUsers().begin());

@@ -548,12 +548,13 @@ LogicalResult Folder::foldElementwise(StringRef opType) {
     std::vector<int64_t> ri = broadcastIndices(rhs->shape, *shape);
     // Pow keeps the base's type; comparisons give bools.
     bool floatMath = acc.isFloat() || rhs->isFloat();
-    int32_t dtype = isComparison(opType) ? int32_t(TensorProto::BOOL)
-                                         : acc.dtype;
+    int32_t dtype =
+        isComparison(opType) ? int32_t(TensorProto::BOOL) : acc.dtype;
     ConstTensor out = ConstTensor::zeros(dtype, *shape);
     for (size_t i = 0; i < li.size(); ++i) {
       if (floatMath) {
-        auto v = applyFloat(opType, acc.getDouble(li[i]), rhs->getDouble(ri[i]));
+        auto v =
+            applyFloat(opType, acc.getDouble(li[i]), rhs->getDouble(ri[i]));
         if (!v)
           return failure();
         if (out.isFloat())
@@ -588,13 +589,13 @@ LogicalResult Folder::foldUnary(StringRef opType) {
   if (!t.isFloat()) {
     if (opType == "Neg" || opType == "Abs") {
       for (int64_t &v : t.ints)
-        v = opType == "Neg" ? static_cast<int64_t>(0 - uint64_t(v))
-                            : (v < 0 ? static_cast<int64_t>(0 - uint64_t(v))
-                                     : v);
+        v = opType == "Neg"
+                ? static_cast<int64_t>(0 - uint64_t(v))
+                : (v < 0 ? static_cast<int64_t>(0 - uint64_t(v)) : v);
       return emit(std::move(t));
     }
     return opType == "Floor" || opType == "Ceil" ? emit(std::move(t))
-                                                  : failure();
+                                                 : failure();
   }
   std::function<double(double)> fn =
       llvm::StringSwitch<std::function<double(double)>>(opType)
@@ -779,9 +780,8 @@ LogicalResult Folder::fold() {
     return foldConstantOfShape();
   if (op == "Cast")
     return foldCast();
-  if (llvm::is_contained({"Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                          "Identity"},
-                         op))
+  if (llvm::is_contained(
+          {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}, op))
     return foldReshapeLike(op);
   if (op == "Concat")
     return foldConcat();
@@ -799,27 +799,27 @@ LogicalResult Folder::fold() {
     return foldTranspose();
   if (op.starts_with("Reduce"))
     return foldReduce(op);
-  if (llvm::is_contained({"Floor", "Ceil", "Neg", "Abs", "Sqrt", "Reciprocal",
-                          "Round", "Not"},
-                         op))
+  if (llvm::is_contained(
+          {"Floor", "Ceil", "Neg", "Abs", "Sqrt", "Reciprocal", "Round", "Not"},
+          op))
     return foldUnary(op);
   return foldElementwise(op);
 }
 
 bool onnx_import::isFoldableOpType(StringRef opType) {
   return llvm::is_contained(
-      {"Shape",     "Size",        "Constant",     "ConstantOfShape",
-       "Cast",      "Reshape",     "Flatten",      "Squeeze",
-       "Unsqueeze", "Identity",    "Concat",       "Gather",
-       "Slice",     "Where",       "Range",        "Expand",
-       "Transpose", "ReduceProd",  "ReduceSum",    "ReduceMean",
-       "ReduceMax", "ReduceMin",   "Floor",        "Ceil",
-       "Neg",       "Abs",         "Sqrt",         "Reciprocal",
-       "Round",     "Not",         "Add",          "Sub",
-       "Mul",       "Div",         "Pow",          "Max",
-       "Min",       "Sum",         "Mod",          "Equal",
-       "Less",      "Greater",     "LessOrEqual",  "GreaterOrEqual",
-       "And",       "Or",          "Xor"},
+      {"Shape",     "Size",       "Constant",    "ConstantOfShape",
+       "Cast",      "Reshape",    "Flatten",     "Squeeze",
+       "Unsqueeze", "Identity",   "Concat",      "Gather",
+       "Slice",     "Where",      "Range",       "Expand",
+       "Transpose", "ReduceProd", "ReduceSum",   "ReduceMean",
+       "ReduceMax", "ReduceMin",  "Floor",       "Ceil",
+       "Neg",       "Abs",        "Sqrt",        "Reciprocal",
+       "Round",     "Not",        "Add",         "Sub",
+       "Mul",       "Div",        "Pow",         "Max",
+       "Min",       "Sum",        "Mod",         "Equal",
+       "Less",      "Greater",    "LessOrEqual", "GreaterOrEqual",
+       "And",       "Or",         "Xor"},
       opType);
 }
 

@@ -58,8 +58,8 @@ StringRef onnx_import::getDTypeName(int32_t dtype) {
   if (!TensorProto::DataType_IsValid(dtype))
     return "invalid";
   static const std::string names[] = {
-      "undefined", "float",  "uint8",  "int8",      "uint16",     "int16",
-      "int32",     "int64",  "string", "bool",      "float16",    "double",
+      "undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+      "int32",     "int64",  "string",    "bool",       "float16", "double",
       "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
   if (dtype < 0 || dtype >= static_cast<int32_t>(std::size(names)))
     return "unknown";
@@ -164,8 +164,8 @@ static uint64_t readLE(const char *p, int64_t width) {
 }
 
 /// Reads the [offset, offset + length) part of an external data file.
-static std::optional<std::string>
-readExternalBytes(const TensorProto &tensor, std::string &bytes) {
+static std::optional<std::string> readExternalBytes(const TensorProto &tensor,
+                                                    std::string &bytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &entry : tensor.external_data()) {
@@ -319,8 +319,8 @@ std::string onnx_import::encodeBytes(const ConstTensor &tensor) {
       break;
     case TensorProto::FLOAT16:
     case TensorProto::BFLOAT16:
-      bits = doubleToHalf(tensor.floats[i],
-                          tensor.dtype == TensorProto::BFLOAT16);
+      bits =
+          doubleToHalf(tensor.floats[i], tensor.dtype == TensorProto::BFLOAT16);
       break;
     case TensorProto::BOOL:
       bits = tensor.ints[i] != 0;
@@ -385,8 +385,7 @@ double onnx_import::widenFloat(float value) {
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
   double result;
-  if (ec != std::errc() ||
-      StringRef(buffer, end - buffer).getAsDouble(result))
+  if (ec != std::errc() || StringRef(buffer, end - buffer).getAsDouble(result))
     return value;
   return result;
 }

@@ -26,8 +26,8 @@ const char *stringifyIterKind(IterKind kind) {
 }
 
 std::optional<IterKind> symbolizeIterKind(const std::string &name) {
-  for (IterKind k : {IterKind::Sample, IterKind::Attribute,
-                     IterKind::Parameter, IterKind::Reduction})
+  for (IterKind k : {IterKind::Sample, IterKind::Attribute, IterKind::Parameter,
+                     IterKind::Reduction})
     if (name == stringifyIterKind(k))
       return k;
   return std::nullopt;
@@ -60,8 +60,8 @@ static std::string validateAccess(const IterationSpace &space,
     const DimAccess &a = t.dims[i];
     if (a.isWhole())
       continue;
-    if (a.iterDim >= static_cast<int32_t>(space.dims.size()) ||
-        a.divisor < 1 || a.stride < 0 || a.extent < 1) {
+    if (a.iterDim >= static_cast<int32_t>(space.dims.size()) || a.divisor < 1 ||
+        a.stride < 0 || a.extent < 1) {
       os << what << " #" << index << " dim " << i
          << " has an invalid access to iteration dim " << a.iterDim;
       return os.str();
@@ -80,8 +80,7 @@ std::string IterationSpace::validate() const {
         !err.empty())
       return err;
   for (size_t i = 0; i < results.size(); ++i)
-    if (auto err = validateAccess(*this, results[i], "result", i);
-        !err.empty())
+    if (auto err = validateAccess(*this, results[i], "result", i); !err.empty())
       return err;
   return "";
 }

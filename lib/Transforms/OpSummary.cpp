@@ -71,7 +71,8 @@ void summarize(func::FuncOp func, raw_ostream &os) {
   os << "  ops: " << numOps << "\n";
   SmallVector<std::pair<StringRef, int64_t>> sorted(opCounts.begin(),
                                                     opCounts.end());
-  llvm::stable_sort(sorted, [](auto &a, auto &b) { return a.second > b.second; });
+  llvm::stable_sort(sorted,
+                    [](auto &a, auto &b) { return a.second > b.second; });
   for (auto &[name, count] : sorted)
     os << llvm::formatv("    {0,-28} {1,6}\n", name, count);
   os << llvm::formatv("  forward FLOPs: {0:e3}, backward FLOPs: {1:e3}\n",
@@ -84,8 +85,8 @@ struct OpSummaryPass : public ppc::impl::OpSummaryBase<OpSummaryPass> {
     std::string error;
     auto output = openOutputFile(outputPath, &error);
     if (!output) {
-      getOperation().emitError() << "cannot open summary output '"
-                                 << outputPath << "': " << error;
+      getOperation().emitError()
+          << "cannot open summary output '" << outputPath << "': " << error;
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>())

@@ -46,8 +46,7 @@ std::optional<Graph> importExample(const std::string &name, int64_t batch) {
   return *graph;
 }
 
-void expectIdentical(const SimResult &delta, const SimResult &full,
-                     int step) {
+void expectIdentical(const SimResult &delta, const SimResult &full, int step) {
   ASSERT_EQ(delta.iterationTime, full.iterationTime) << "step " << step;
   ASSERT_EQ(delta.outOfMemory, full.outOfMemory) << "step " << step;
   ASSERT_EQ(delta.bytesByLinkKind, full.bytesByLinkKind) << "step " << step;
@@ -109,16 +108,15 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
 
 INSTANTIATE_TEST_SUITE_P(
     Examples, DeltaSimulation,
-    ::testing::Values(
-        Case{"mlp.onnx", "dgx-a100x2", Optimizer::SGD, true,
-             GradSync::AllReduce},
-        Case{"cnn.onnx", "p100x16", Optimizer::Adam, true,
-             GradSync::AllReduce},
-        Case{"cnn.onnx", "dgx-h100", Optimizer::Momentum, false,
-             GradSync::ReduceScatterAllGather},
-        Case{"transformer.onnx", "k80x64", Optimizer::Adam, true,
-             GradSync::ReduceScatterAllGather},
-        Case{"transformer.onnx", "dgx-a100x2", Optimizer::SGD, false,
-             GradSync::AllReduce}));
+    ::testing::Values(Case{"mlp.onnx", "dgx-a100x2", Optimizer::SGD, true,
+                           GradSync::AllReduce},
+                      Case{"cnn.onnx", "p100x16", Optimizer::Adam, true,
+                           GradSync::AllReduce},
+                      Case{"cnn.onnx", "dgx-h100", Optimizer::Momentum, false,
+                           GradSync::ReduceScatterAllGather},
+                      Case{"transformer.onnx", "k80x64", Optimizer::Adam, true,
+                           GradSync::ReduceScatterAllGather},
+                      Case{"transformer.onnx", "dgx-a100x2", Optimizer::SGD,
+                           false, GradSync::AllReduce}));
 
 } // namespace

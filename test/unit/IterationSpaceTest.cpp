@@ -12,14 +12,14 @@ namespace {
 // iteration dims n, f, oh, ow, c, kh, kw.
 IterationSpace conv3x3() {
   IterationSpace s;
-  s.dims = {{1, IterKind::Sample},    {4, IterKind::Parameter},
-            {8, IterKind::Attribute}, {8, IterKind::Attribute},
-            {1, IterKind::Reduction}, {3, IterKind::Reduction, false},
+  s.dims = {{1, IterKind::Sample},          {4, IterKind::Parameter},
+            {8, IterKind::Attribute},       {8, IterKind::Attribute},
+            {1, IterKind::Reduction},       {3, IterKind::Reduction, false},
             {3, IterKind::Reduction, false}};
-  s.operands.push_back({{1, 1, 8, 8},
-                        {DimAccess::identity(0), DimAccess::identity(4),
-                         DimAccess::window(2, 1, -1, 3),
-                         DimAccess::window(3, 1, -1, 3)}});
+  s.operands.push_back(
+      {{1, 1, 8, 8},
+       {DimAccess::identity(0), DimAccess::identity(4),
+        DimAccess::window(2, 1, -1, 3), DimAccess::window(3, 1, -1, 3)}});
   s.operands.push_back({{4, 1, 3, 3},
                         {DimAccess::identity(1), DimAccess::identity(4),
                          DimAccess::identity(5), DimAccess::identity(6)}});
@@ -96,8 +96,8 @@ TEST(IterationSpace, UnevenSplitCoversEverything) {
 }
 
 TEST(IterationSpace, KindNamesRoundTrip) {
-  for (IterKind k : {IterKind::Sample, IterKind::Attribute,
-                     IterKind::Parameter, IterKind::Reduction})
+  for (IterKind k : {IterKind::Sample, IterKind::Attribute, IterKind::Parameter,
+                     IterKind::Reduction})
     EXPECT_EQ(symbolizeIterKind(stringifyIterKind(k)), k);
   EXPECT_FALSE(symbolizeIterKind("channel").has_value());
 }

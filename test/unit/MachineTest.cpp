@@ -284,9 +284,8 @@ TEST(MachineJson, RoundTripBothForms) {
     EXPECT_EQ(back->name, m.name);
     EXPECT_EQ(back->numVertices(), m.numVertices());
     // Explicit form: same graph, no compact form.
-    std::optional<Machine> graph =
-        parseMachineJson(writeMachineJson(m, /*explicitGraph=*/true), name,
-                         error);
+    std::optional<Machine> graph = parseMachineJson(
+        writeMachineJson(m, /*explicitGraph=*/true), name, error);
     ASSERT_TRUE(graph) << error;
     EXPECT_FALSE(graph->cluster);
     ASSERT_EQ(graph->links.size(), m.links.size());
@@ -331,13 +330,12 @@ TEST(MachineJson, ErrorsNameThePath) {
                                  R"("memory_bytes": "16 GB/s")")),
             "machine.json: device_specs[0].memory_bytes: unknown unit 'GB/s' "
             "for a size (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
-  EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})",
-                                 R"({"f32": -1})")),
+  EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})", R"({"f32": -1})")),
             "machine.json: device_specs[0].peak_flops.f32: must be > 0");
-  EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})",
-                                 R"({"bf16": 1e12})")),
-            "machine.json: device_specs[0].peak_flops.f32: missing (every "
-            "device needs an f32 rate)");
+  EXPECT_EQ(
+      parseError(graphWith(R"({"f32": "10 TFLOP/s"})", R"({"bf16": 1e12})")),
+      "machine.json: device_specs[0].peak_flops.f32: missing (every "
+      "device needs an f32 rate)");
   EXPECT_EQ(parseError(graphWith(R"({"f32": "10 TFLOP/s"})",
                                  R"({"f32": 1, "f4": 2})")),
             "machine.json: device_specs[0].peak_flops.f4: unknown element "
@@ -359,20 +357,21 @@ TEST(MachineJson, ErrorsNameThePath) {
   EXPECT_EQ(parseError(graphWith(R"("src": "a", "dst": "sw")",
                                  R"("src": "a", "dst": "a")")),
             "machine.json: links[0]: connects 'a' to itself");
-  EXPECT_EQ(parseError(graphWith(R"("kind": "ethernet")", R"("kind": "smoke")")),
-            "machine.json: links[3].kind: unknown link kind 'smoke' (use "
-            "shared_memory, pcie, nvlink, infinity_fabric, upi, infiniband, "
-            "ethernet, other)");
-  EXPECT_EQ(parseError(graphWith(R"("bandwidth": "10 Gb/s")",
-                                 R"("bandwidth": 0)")),
-            "machine.json: links[3].bandwidth: must be > 0");
-  EXPECT_EQ(parseError(graphWith(R"("latency": "0.5 us")",
-                                 R"("latency": "-1 us")")),
-            "machine.json: links[3].latency: must be >= 0");
-  EXPECT_EQ(parseError(graphWith(R"("latency": "0.5 us")",
-                                 R"("latency": true)")),
-            "machine.json: links[3].latency: must be a number or a string "
-            "with a unit, e.g. \"1.5 us\"");
+  EXPECT_EQ(
+      parseError(graphWith(R"("kind": "ethernet")", R"("kind": "smoke")")),
+      "machine.json: links[3].kind: unknown link kind 'smoke' (use "
+      "shared_memory, pcie, nvlink, infinity_fabric, upi, infiniband, "
+      "ethernet, other)");
+  EXPECT_EQ(
+      parseError(graphWith(R"("bandwidth": "10 Gb/s")", R"("bandwidth": 0)")),
+      "machine.json: links[3].bandwidth: must be > 0");
+  EXPECT_EQ(
+      parseError(graphWith(R"("latency": "0.5 us")", R"("latency": "-1 us")")),
+      "machine.json: links[3].latency: must be >= 0");
+  EXPECT_EQ(
+      parseError(graphWith(R"("latency": "0.5 us")", R"("latency": true)")),
+      "machine.json: links[3].latency: must be a number or a string "
+      "with a unit, e.g. \"1.5 us\"");
 
   // Structural problems come from validate(), after the file parsed.
   std::string disconnected = validJsonGraph();
@@ -391,12 +390,12 @@ TEST(MachineJson, ErrorsNameThePath) {
                                        "\"nodes\": 0")),
             "machine.json: cluster.nodes: must be >= 1");
   cluster = validJsonCluster();
-  EXPECT_EQ(parseError(cluster.replace(cluster.find("\"devices_per_node\": 2"),
-                                       21,
-                                       "\"devices_per_node\": 2, "
-                                       "\"nics_per_node\": 3")),
-            "machine.json: cluster.nics_per_node: must be between 1 and "
-            "devices_per_node (2)");
+  EXPECT_EQ(
+      parseError(cluster.replace(cluster.find("\"devices_per_node\": 2"), 21,
+                                 "\"devices_per_node\": 2, "
+                                 "\"nics_per_node\": 3")),
+      "machine.json: cluster.nics_per_node: must be between 1 and "
+      "devices_per_node (2)");
   cluster = validJsonCluster();
   EXPECT_EQ(parseError(cluster.replace(cluster.find("\"bandwidth\": 1e10"), 17,
                                        "\"bandwidth\": -5")),

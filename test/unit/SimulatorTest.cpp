@@ -119,8 +119,7 @@ TEST(Simulator, TwoOpChainAcrossTwoDevices) {
   EXPECT_DOUBLE_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
                    2 * 16000.0);
   // Both on one device: no transfer, 6 ms of kernels back to back.
-  EXPECT_NEAR(sim.simulate({on(0, 2), on(0, 2)}).iterationTime, 6 * kMs,
-              1e-12);
+  EXPECT_NEAR(sim.simulate({on(0, 2), on(0, 2)}).iterationTime, 6 * kMs, 1e-12);
 }
 
 TEST(Simulator, TransferAcrossNodes) {
@@ -193,8 +192,8 @@ TEST(Simulator, GradientSyncOverlapsBackward) {
     opts.overlapGradSync = false;
     Simulator sim(g, m, cost, opts);
     // Syncs wait for the whole backward (3 ms): 3 + 2 sync + 0.5 ms.
-    EXPECT_NEAR(sim.simulate(dp).iterationTime,
-                3 * kMs + 2 * sync + 0.5 * kMs, 1e-12);
+    EXPECT_NEAR(sim.simulate(dp).iterationTime, 3 * kMs + 2 * sync + 0.5 * kMs,
+                1e-12);
   }
 }
 
@@ -243,8 +242,7 @@ TEST(Simulator, MemoryOfASmallMlp) {
   // Sharded sync (reduce-scatter + all-gather) divides Adam state by 2.
   opts.gradSync = GradSync::ReduceScatterAllGather;
   Simulator sharded(g, m, cost, opts);
-  EXPECT_EQ(sharded.simulate(dp).devices[1].memory.optimizerState,
-            8'000'000);
+  EXPECT_EQ(sharded.simulate(dp).devices[1].memory.optimizerState, 8'000'000);
 
   // On 1 GB devices, 1e8-element weights do not fit.
   Graph big = g;
@@ -264,9 +262,9 @@ TEST(Simulator, DeltaEqualsFullOnHandBuiltGraph) {
   Simulator delta(g, m, cost), full(g, m, cost);
   Strategy s = {on(0, 3), on(0, 3), on(0, 2)};
   delta.simulate(s);
-  std::vector<OpConfig> choices = {
-      {{2, 1, 1}, 0, {}}, {{1, 2, 1}, 1, {2}}, {{1, 1, 2}, 2, {}},
-      {{2, 2, 1}, 0, {}}, {{4, 1, 1}, 0, {}},  {{1, 1, 1}, 3, {}}};
+  std::vector<OpConfig> choices = {{{2, 1, 1}, 0, {}}, {{1, 2, 1}, 1, {2}},
+                                   {{1, 1, 2}, 2, {}}, {{2, 2, 1}, 0, {}},
+                                   {{4, 1, 1}, 0, {}}, {{1, 1, 1}, 3, {}}};
   for (int step = 0; step < 60; ++step) {
     size_t op = step % 2;
     const OpConfig &c = choices[(step * 7 + op) % choices.size()];

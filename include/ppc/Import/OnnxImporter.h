@@ -33,10 +33,9 @@ bool isOnnxModel(llvm::StringRef contents);
 /// `contents` is the file's bytes, `path` its name (for external data and
 /// diagnostics). Errors are reported to the context's diagnostic engine and
 /// yield a null module.
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(llvm::StringRef contents,
-                                                  llvm::StringRef path,
-                                                  mlir::MLIRContext *context,
-                                                  const OnnxImportOptions &options);
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModel(llvm::StringRef contents, llvm::StringRef path,
+                mlir::MLIRContext *context, const OnnxImportOptions &options);
 
 /// Registers `--batch-size`, `--input-shape` and `--embed-weights-max-bytes`
 /// as command-line options, and reads them back.

@@ -40,8 +40,8 @@ class CostModel {
 public:
   virtual ~CostModel() = default;
   /// Seconds one partition's kernel of `op` takes in `phase` on `device`.
-  virtual double kernelTime(const Op &op, const KernelShape &shape,
-                            Phase phase, const DeviceSpec &device) const = 0;
+  virtual double kernelTime(const Op &op, const KernelShape &shape, Phase phase,
+                            const DeviceSpec &device) const = 0;
   /// Seconds an optimizer step over `elements` weights takes on `device`
   /// (`stateTensors` optimizer states per weight: 0 SGD, 1 momentum, 2 Adam).
   virtual double updateTime(int64_t elements, int64_t elemBytes,
@@ -82,9 +82,9 @@ public:
   size_t size() const { return times.size(); }
   /// Parses the JSON profile format; on error returns nullopt and sets
   /// `error` to "<fileName>: <json path>: <problem>".
-  static std::optional<ProfiledCostModel>
-  parse(const std::string &text, const std::string &fileName,
-        std::string &error);
+  static std::optional<ProfiledCostModel> parse(const std::string &text,
+                                                const std::string &fileName,
+                                                std::string &error);
   static std::optional<ProfiledCostModel> readFile(const std::string &path,
                                                    std::string &error);
   std::string toJson() const;
