@@ -380,10 +380,11 @@ struct Simulator::Impl {
   }
 
   /// Rebuilds everything of op `i` that depends on its own configuration.
-  void buildOp(size_t i) {
+  void buildOp(size_t i) { buildOpState(i, strategy[i], ops[i]); }
+
+  /// Builds into `st` what op `i` is under `config`.
+  void buildOpState(size_t i, const OpConfig &config, OpState &st) {
     const Op &op = graph.ops[i];
-    const OpConfig &config = strategy[i];
-    OpState &st = ops[i];
     st.devices = config.devices();
     int32_t n = static_cast<int32_t>(st.devices.size());
     st.iter.resize(n);
@@ -498,9 +499,13 @@ struct Simulator::Impl {
 
   /// Rebuilds the transfers of edge `e` for the current configurations.
   void buildEdge(Edge &e) {
+    buildTransfers(e, ops[e.producer], ops[e.consumer]);
+    summarizeEdge(e, ops[e.producer], ops[e.consumer]);
+  }
+
+  /// Builds the transfers of `e` between the producer and consumer states.
+  void buildTransfers(Edge &e, const OpState &prod, const OpState &cons) {
     const Op &consumer = graph.ops[e.consumer];
-    const OpState &prod = ops[e.producer];
-    const OpState &cons = ops[e.consumer];
     const std::vector<Slice> &produced = prod.resultSlices[e.result];
     int64_t elemBytes = graph.ops[e.producer].elemBytes;
     e.fwd.clear();
@@ -558,18 +563,16 @@ struct Simulator::Impl {
                                        overlap[p] * elemBytes));
       }
     }
-    summarizeEdge(e);
   }
 
   /// Per-device communication time and received bytes, and bytes per link
   /// kind, of the transfers of `e`.
-  void summarizeEdge(Edge &e) {
+  void summarizeEdge(Edge &e, const OpState &prod, const OpState &cons) {
     e.commTimeByDevice.clear();
     e.receivedByDevice.clear();
     e.bytesByLinkKind.fill(0);
     if (e.fwd.empty() && e.bwd.empty())
       return;
-    const OpState &prod = ops[e.producer], &cons = ops[e.consumer];
     std::map<int32_t, double> comm;
     std::map<int32_t, int64_t> received;
     for (const Transfer &t : e.fwd) {
@@ -597,6 +600,63 @@ struct Simulator::Impl {
     t.route = routeOf[srcDevice * numDevices + dstDevice];
     t.time = routes[t.route].link.transferTime(static_cast<double>(bytes));
     return t;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Additive costs for the dynamic programming search
+  //===--------------------------------------------------------------------===//
+
+  /// States of ops under configurations other than the current ones,
+  /// memoized: the DP asks for each (op, config) many times.
+  std::map<std::pair<size_t, std::vector<int64_t>>, OpState> stateCache;
+
+  const OpState &stateFor(size_t op, const OpConfig &config) {
+    std::vector<int64_t> key = config.degrees;
+    key.push_back(config.start);
+    key.insert(key.end(), config.strides.begin(), config.strides.end());
+    auto [it, inserted] = stateCache.try_emplace({op, std::move(key)});
+    if (inserted)
+      buildOpState(op, config, it->second);
+    return it->second;
+  }
+
+  double nodeCost(size_t op, const OpConfig &config) {
+    const OpState &st = stateFor(op, config);
+    double kernels = 0, collectives = 0, updates = 0;
+    for (size_t p = 0; p < st.devices.size(); ++p) {
+      kernels = std::max(kernels, st.fwdTime[p] + st.bwdTime[p]);
+      updates = std::max(updates, st.updateTime[p]);
+    }
+    for (const auto *list : {&st.partialSums, &st.gradSyncs})
+      for (const Collective &c : *list)
+        collectives += c.time + c.postTime;
+    return kernels + collectives + updates;
+  }
+
+  double edgeCost(size_t consumer, size_t operand,
+                  const OpConfig &producerConfig,
+                  const OpConfig &consumerConfig) {
+    for (int32_t id : inEdges[consumer]) {
+      if (edges[id].operand != static_cast<int32_t>(operand))
+        continue;
+      Edge e = edges[id];
+      buildTransfers(e, stateFor(e.producer, producerConfig),
+                     stateFor(consumer, consumerConfig));
+      // Transfers into one partition queue behind each other; partitions
+      // receive in parallel.
+      std::map<int32_t, double> fwdIn, bwdIn;
+      for (const Transfer &t : e.fwd)
+        fwdIn[t.dst] += t.time;
+      for (const Transfer &t : e.bwd)
+        bwdIn[t.dst] += t.time;
+      double fwd = 0, bwd = 0;
+      for (auto &[p, t] : fwdIn)
+        fwd = std::max(fwd, t);
+      for (auto &[p, t] : bwdIn)
+        bwd = std::max(bwd, t);
+      return fwd + bwd;
+    }
+    return 0;
   }
 
   //===--------------------------------------------------------------------===//
@@ -864,6 +924,16 @@ SimResult Simulator::update(size_t op, const OpConfig &config) {
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }
+
+double Simulator::nodeCost(size_t op, const OpConfig &config) {
+  return impl->nodeCost(op, config);
+}
+
+double Simulator::edgeCost(size_t consumer, size_t operand,
+                           const OpConfig &producerConfig,
+                           const OpConfig &consumerConfig) {
+  return impl->edgeCost(consumer, operand, producerConfig, consumerConfig);
+}
 
 std::vector<Simulator::OpTimes> Simulator::opTimes() const {
   std::vector<OpTimes> times(impl->ops.size());

@@ -358,3 +358,28 @@ TEST(Simulator, HierarchicalAllReduceCountsBytesPerLinkKind) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Simulator, AdditiveCostsForDynamicProgramming) {
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  // Whole on one device: 1 ms forward + 2 ms backward; split in two: each
+  // partition does half.
+  EXPECT_NEAR(sim.nodeCost(0, on(0, 2)), 3 * kMs, 1e-12);
+  EXPECT_NEAR(sim.nodeCost(0, {{2, 1}, 0, {}}), 1.5 * kMs, 1e-12);
+  // A on device 0 feeding B on device 1: 26 us each way.
+  EXPECT_NEAR(sim.edgeCost(1, 0, on(0, 2), on(1, 2)), 2 * 26e-6, 1e-12);
+  EXPECT_EQ(sim.edgeCost(1, 0, on(0, 2), on(0, 2)), 0);
+  // Queries leave the simulator's own strategy alone.
+  sim.simulate({on(0, 2), on(1, 2)});
+  sim.nodeCost(1, on(0, 2));
+  EXPECT_EQ(sim.currentStrategy()[1], on(1, 2));
+}
+
+} // namespace

@@ -117,6 +117,18 @@ public:
   SimResult update(size_t op, const OpConfig &config);
   const Strategy &currentStrategy() const;
 
+  /// An additive cost model for searches that need one (the dynamic
+  /// programming): the cost of op `op` under `config` alone — its slowest
+  /// partition's forward + backward kernels, its partial-sum and gradient
+  /// collectives and its update — and of the edge feeding operand `operand`
+  /// of op `consumer` — the slowest partition's incoming transfers, forward
+  /// plus backward. Neither changes the current strategy; states are
+  /// memoized per configuration.
+  double nodeCost(size_t op, const OpConfig &config);
+  double edgeCost(size_t consumer, size_t operand,
+                  const OpConfig &producerConfig,
+                  const OpConfig &consumerConfig);
+
   /// Checks that `config` fits `op` and the machine; empty if it does.
   std::string checkConfig(size_t op, const OpConfig &config) const;
 

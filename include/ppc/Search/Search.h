@@ -1,0 +1,173 @@
+//===- Search.h - SOAP strategy search --------------------------*- C++ -*-===//
+//
+// MLIR-free search over the SOAP space: per op, a degree vector over its
+// splittable iteration dims times a machine view. Strategies are judged by
+// the simulator (a whole training iteration); memory-infeasible strategies
+// are rejected. The lib/ pass writes the winner as #ppc.strategy attributes
+// and nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SEARCH_SEARCH_H
+#define PPC_SEARCH_SEARCH_H
+
+#include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Graph.h"
+#include "ppc/Simulator/Machine.h"
+#include "ppc/Simulator/Simulator.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ppc::search {
+
+//===----------------------------------------------------------------------===//
+// Problem
+//===----------------------------------------------------------------------===//
+
+/// What is searched for and how it is judged.
+struct Problem {
+  const sim::Graph &graph;
+  const Machine &machine;
+  const sim::CostModel &costModel;
+  sim::SimOptions simOptions;
+  /// Bytes per device a strategy may use; 0: each device's capacity.
+  int64_t memoryLimit = 0;
+};
+
+/// The search objective: the simulated iteration time, or +infinity when a
+/// device needs more memory than allowed.
+double objective(const Problem &problem, const sim::SimResult &result);
+
+//===----------------------------------------------------------------------===//
+// Configuration space
+//===----------------------------------------------------------------------===//
+
+struct SpaceOptions {
+  /// Also split reduction dims (partial sums); attribute and parameter dims
+  /// are always searched.
+  bool reductionSplits = true;
+  /// Degree vectors per op at most (largest total degree first); 0: all.
+  int64_t maxDegreeVectors = 0;
+  /// Machine views: contiguous blocks at every aligned start, plus strided
+  /// views that place partitioned dims across nodes.
+  bool stridedViews = true;
+};
+
+/// Every configuration considered for each op: degree vectors over its
+/// splittable dims (sample, attribute, parameter, and reduction when
+/// allowed) whose product divides the device count and each degree divides
+/// its dim, times the machine views that fit the machine. All valid for
+/// Simulator::checkConfig.
+class ConfigSpace {
+public:
+  ConfigSpace(const sim::Graph &graph, const Machine &machine,
+              SpaceOptions options = {});
+  const std::vector<OpConfig> &configs(size_t op) const {
+    return perOp[op];
+  }
+  size_t numOps() const { return perOp.size(); }
+  /// log10 of the number of strategies (product of per-op counts).
+  double log10Size() const;
+
+private:
+  std::vector<std::vector<OpConfig>> perOp;
+};
+
+//===----------------------------------------------------------------------===//
+// Baselines
+//===----------------------------------------------------------------------===//
+
+/// Megatron-style tensor parallelism for transformer blocks: degree
+/// `tensorParallel` over the parameter dim of the first linear/matmul of
+/// each pair (column parallel) and the reduction dim of the second (row
+/// parallel), attention heads split likewise, data parallel over the rest of
+/// the devices; other ops data parallel.
+sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
+                       int64_t tensorParallel);
+/// Krizhevsky's "one weird trick": data-parallel convolutions (and
+/// everything else), model-parallel (parameter dim split over all devices)
+/// fully connected layers.
+sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine);
+
+//===----------------------------------------------------------------------===//
+// Search
+//===----------------------------------------------------------------------===//
+
+struct TracePoint {
+  int64_t iteration = 0;
+  double seconds = 0;
+  double current = 0; ///< objective of the chain's current strategy.
+  double best = 0;    ///< best objective so far (over all chains).
+};
+
+struct SearchOptions {
+  /// Budget: stop after this many proposals per chain (0: no limit) or
+  /// this many seconds (0: no limit); at least one must be set.
+  int64_t iterations = 0;
+  double seconds = 0;
+  uint64_t seed = 1;
+  /// Independent MCMC chains run on this many threads.
+  int threads = 1;
+  /// Metropolis-Hastings: accept a worse strategy with exp(-beta * dt / t)
+  /// where dt / t is the relative slowdown.
+  double beta = 20;
+  /// Go back to the best strategy after this many proposals without an
+  /// improvement (0: never).
+  int64_t resetAfter = 2000;
+  /// Share of proposals that copy a neighbour's configuration along an edge
+  /// instead of drawing a random one.
+  double propagateProbability = 0.25;
+  /// Progress with ETA on stderr (only when it is a terminal).
+  bool progress = false;
+  /// Set to true from another thread to stop early; the best so far wins.
+  const std::atomic<bool> *cancel = nullptr;
+  /// Record a trace point every this many iterations.
+  int64_t traceEvery = 100;
+};
+
+struct SearchResult {
+  std::string algorithm;
+  sim::Strategy strategy;
+  sim::SimResult result;
+  double objective = std::numeric_limits<double>::infinity();
+  int64_t iterations = 0; ///< strategies simulated or evaluated.
+  double seconds = 0;
+  std::vector<TracePoint> trace;
+};
+
+/// FlexFlow's MCMC: from each start strategy (chains round-robin over the
+/// starts), propose a random op's random configuration (or a neighbour's
+/// along an edge), simulate it with delta simulation, accept by
+/// Metropolis-Hastings, keep the best. Deterministic for a seed and thread
+/// count.
+SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
+                  const std::vector<sim::Strategy> &starts,
+                  const SearchOptions &options);
+
+/// Dynamic programming over a series-parallel decomposition of the graph
+/// (OptCNN's node and edge elimination): exact for its own cost model,
+/// which is the sum over ops of nodeCost plus the sum over edges of
+/// edgeCost (Simulator::nodeCost/edgeCost), i.e. no overlap between ops.
+/// The result is then simulated in full. Graphs that do not reduce to
+/// series-parallel are cut at their bottleneck ops and the pieces solved
+/// one by one, keeping the configurations of the cut ops fixed.
+SearchResult dynamicProgramming(const Problem &problem,
+                                const ConfigSpace &space,
+                                const SearchOptions &options);
+
+/// Exhaustive search with branch and bound (a strategy's partial sum of
+/// node costs bounds it from below): the optimum under the simulator, for
+/// small graphs. Fails (empty strategy) if the space exceeds
+/// `maxStrategies`.
+SearchResult exhaustive(const Problem &problem, const ConfigSpace &space,
+                        const SearchOptions &options,
+                        double maxStrategies = 1e7);
+
+} // namespace ppc::search
+
+#endif // PPC_SEARCH_SEARCH_H
