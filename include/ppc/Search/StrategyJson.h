@@ -1,0 +1,44 @@
+//===- StrategyJson.h - strategies as readable, editable JSON ---*- C++ -*-===//
+//
+// The strategy file users export, edit and feed back (docs/strategy-format.md):
+// one entry per op, keyed by the op's name, with its kind, iteration dims
+// (size and SOAP kind), degrees, machine view and devices, and — when a
+// simulation is given — its predicted forward, backward and communication
+// time. MLIR-free: the export/import passes and the report both use it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SEARCH_STRATEGYJSON_H
+#define PPC_SEARCH_STRATEGYJSON_H
+
+#include "ppc/Simulator/Graph.h"
+#include "ppc/Simulator/Machine.h"
+#include "ppc/Simulator/Simulator.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc::search {
+
+/// Writes `strategy` for `graph` on `machine` as JSON. `times` (from
+/// Simulator::opTimes) and `result` add predictions when non-null.
+std::string
+writeStrategyJson(const sim::Graph &graph, const Machine &machine,
+                  const sim::Strategy &strategy,
+                  const std::vector<sim::Simulator::OpTimes> *times = nullptr,
+                  const sim::SimResult *result = nullptr);
+
+/// Reads a strategy file for `graph`: every op must be named exactly once
+/// (by name; entries for unknown ops, missing ops, or degrees that do not
+/// fit are errors naming the entry). Returns nullopt with `error` set to
+/// "<fileName>: <json path>: <problem>".
+std::optional<sim::Strategy> readStrategyJson(const std::string &text,
+                                              const std::string &fileName,
+                                              const sim::Graph &graph,
+                                              const Machine &machine,
+                                              std::string &error);
+
+} // namespace ppc::search
+
+#endif // PPC_SEARCH_STRATEGYJSON_H
