@@ -30,7 +30,7 @@
 
 #include "ppc/Simulator/CostModel.h"
 
-#include "JsonReader.h"
+#include "ppc/Support/JsonReader.h"
 
 #include <nlohmann/json.hpp>
 
@@ -275,17 +275,10 @@ ProfiledCostModel readProfile(const json &value) {
 std::optional<ProfiledCostModel>
 ProfiledCostModel::parse(const std::string &text, const std::string &fileName,
                          std::string &error) {
-  json value;
-  try {
-    value = json::parse(text);
-  } catch (const json::parse_error &e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line...".
-    std::string what = e.what();
-    size_t start = what.find("] ");
-    error = fileName + ": invalid JSON: " +
-            (start == std::string::npos ? what : what.substr(start + 2));
+  std::optional<json> parsed = json_reader::parseJson(text, fileName, error);
+  if (!parsed)
     return std::nullopt;
-  }
+  const json &value = *parsed;
   try {
     return readProfile(value);
   } catch (const JsonError &e) {

@@ -10,7 +10,7 @@
 
 #include "ppc/Simulator/Machine.h"
 
-#include "JsonReader.h"
+#include "ppc/Support/JsonReader.h"
 
 #include <nlohmann/json.hpp>
 
@@ -368,17 +368,10 @@ std::optional<Machine> parseMachineJson(std::string_view text,
                                         std::string_view fileName,
                                         std::string &error) {
   std::string file(fileName.empty() ? "<machine>" : fileName);
-  json value;
-  try {
-    value = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error &e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line...".
-    std::string what = e.what();
-    size_t start = what.find("] ");
-    error = file + ": invalid JSON: " +
-            (start == std::string::npos ? what : what.substr(start + 2));
+  std::optional<json> parsed = json_reader::parseJson(text, file, error);
+  if (!parsed)
     return std::nullopt;
-  }
+  const json &value = *parsed;
   try {
     Machine m = readMachine(value);
     if (std::string problem = m.validate(); !problem.empty()) {

@@ -1,19 +1,22 @@
 //===- JsonReader.h - strict reading of JSON objects ------------*- C++ -*-===//
 //
-// Private to the simulator library: the machine and profile readers share
-// it. Errors are thrown as JsonError (path, problem) and caught at the
-// reader's boundary, which turns them into "<file>: <path>: <problem>".
+// Header-only, shared by ppc's JSON readers (machines, profiles, strategies):
+// errors are thrown as JsonError (path, problem) and caught at the reader's
+// boundary, which turns them into "<file>: <path>: <problem>". Only code
+// built with exceptions uses it (the MLIR-free libraries).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PPC_SIMULATOR_JSONREADER_H
-#define PPC_SIMULATOR_JSONREADER_H
+#ifndef PPC_SUPPORT_JSONREADER_H
+#define PPC_SUPPORT_JSONREADER_H
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace ppc::json_reader {
 
@@ -94,6 +97,23 @@ private:
   std::set<std::string> seen;
 };
 
+/// Parses `text`, or sets `error` to "<fileName>: invalid JSON: <what and
+/// where>" and returns nullopt.
+inline std::optional<nlohmann::json> parseJson(std::string_view text,
+                                               const std::string &fileName,
+                                               std::string &error) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error &e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line...".
+    std::string what = e.what();
+    size_t start = what.find("] ");
+    error = fileName + ": invalid JSON: " +
+            (start == std::string::npos ? what : what.substr(start + 2));
+    return std::nullopt;
+  }
+}
+
 } // namespace ppc::json_reader
 
-#endif // PPC_SIMULATOR_JSONREADER_H
+#endif // PPC_SUPPORT_JSONREADER_H
