@@ -230,7 +230,8 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
 
   // The profile's hit counts are per function.
   if (profile)
-    profile->hits = profile->misses = 0;
+    profile->hits = 0;
+  profile->misses = 0;
   sim::SimResult result = simulator.simulate(*strategy);
   if (result.outOfMemory) {
     const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
@@ -281,7 +282,8 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
   if (profile)
     os << llvm::formatv("profile '{0}' ({1} kernels measured, {2} from the "
                         "roofline model)\n",
-                        profilePath, profile->hits, profile->misses);
+                        profilePath, profile->hits.load(),
+                        profile->misses.load());
   else
     os << "roofline\n";
 

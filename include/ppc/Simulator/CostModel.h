@@ -14,6 +14,7 @@
 #include "ppc/Simulator/Graph.h"
 #include "ppc/Simulator/Machine.h"
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,28 @@ struct KernelShape {
 /// The slices partition `index` of `op` reads and writes under `degrees`.
 KernelShape kernelShape(const Op &op, const std::vector<int64_t> &degrees,
                         int64_t index);
+
+/// A statistics counter that may be bumped from several threads and is
+/// copied with its owner.
+class RelaxedCounter {
+public:
+  RelaxedCounter() = default;
+  RelaxedCounter(const RelaxedCounter &other) : value(other.load()) {}
+  RelaxedCounter &operator=(const RelaxedCounter &other) {
+    value.store(other.load(), std::memory_order_relaxed);
+    return *this;
+  }
+  RelaxedCounter &operator=(int64_t v) {
+    value.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  void operator++() { value.fetch_add(1, std::memory_order_relaxed); }
+  int64_t load() const { return value.load(std::memory_order_relaxed); }
+  operator int64_t() const { return load(); }
+
+private:
+  std::atomic<int64_t> value{0};
+};
 
 class CostModel {
 public:
@@ -92,7 +115,8 @@ public:
   double kernelTime(const Op &op, const KernelShape &shape, Phase phase,
                     const DeviceSpec &device) const override;
   /// How many kernelTime calls found a measurement, and how many fell back.
-  mutable int64_t hits = 0, misses = 0;
+  /// Atomic: searches call kernelTime from several threads.
+  mutable RelaxedCounter hits, misses;
 
   RooflineCostModel fallback;
 
