@@ -3,6 +3,25 @@
 
     python3 bench/models.py bert --layers 24 --batch 64 > bert-large.mlir
     python3 bench/models.py resnet50 --batch 64 > resnet50.mlir
+    python3 bench/models.py resnet101 --batch 1024 > resnet101.mlir
+    python3 bench/models.py alexnet | inception_v3 | rnnlm | transformer
+
+Models (sizes as published; --batch is the global batch of one step):
+  bert          BERT-style encoder (--layers, --hidden, --heads, --ff, --seq,
+                --vocab), untied output layer
+  transformer   the same encoder stack at Transformer-base size: 6 layers,
+                hidden 512, 8 heads, ff 2048, seq 128, vocab 32000 (unless
+                overridden)
+  resnet50/101  torchvision ResNet, bottleneck blocks [3,4,6,3]/[3,4,23,3]
+                (25.6 M / 44.5 M parameters, 4.1 / 7.8 GMAC at 224x224)
+  alexnet       torchvision AlexNet: 5 conv + 3 fc, 224x224 (61.1 M
+                parameters, 0.71 GMAC)
+  inception_v3  torchvision Inception-v3 without the aux head, 299x299
+                (23.8 M parameters, 5.7 GMAC)
+  rnnlm         FlexFlow's RNNLM: embedding, 2-layer LSTM unrolled over
+                --steps (20) time steps, hidden --hidden (1024 unless given),
+                vocab 10000 (PTB), a linear to the vocab on every step's
+                output; the LSTM weights are one ppc.weight used by all steps
 
 The graphs are what ppc-opt's ONNX importer produces for the same models
 (weights as `ppc.weight` without values), so the simulator and search see
@@ -44,6 +63,95 @@ class Emitter:
         v = self.value()
         self.emit('%s = %s loc("%s")' % (v, text, name))
         return v
+
+    def multi(self, name, count, text):
+        """An op with `count` results; returns their names."""
+        v = self.value()
+        self.emit('%s:%d = %s loc("%s")' % (v, count, text, name))
+        return ["%s#%d" % (v, i) for i in range(count)]
+
+
+def out_size(size, k, stride, pad_lo, pad_hi):
+    return (size + pad_lo + pad_hi - k) // stride + 1
+
+
+class Cnn:
+    """Helpers for NCHW convolutional models: each returns (value, shape)."""
+
+    def __init__(self, e):
+        self.e = e
+
+    def conv(self, v, shape, cout, k, stride=1, pad=0, name="conv", bias=False):
+        """k and pad: an int, or (kh, kw) and (ph, pw)."""
+        e = self.e
+        n, cin, h, w = shape
+        kh, kw = (k, k) if isinstance(k, int) else k
+        ph, pw = (pad, pad) if isinstance(pad, int) else pad
+        out = [n, cout, out_size(h, kh, stride, ph, ph),
+               out_size(w, kw, stride, pw, pw)]
+        wt = e.weight(name + ".weight", [cout, cin, kh, kw])
+        operands, types = [v, wt], [ty(shape), ty([cout, cin, kh, kw])]
+        if bias:
+            operands.append(e.weight(name + ".bias", [cout]))
+            types.append(ty([cout]))
+        r = e.op(name, "ppc.conv2d %s {pads = array<i64: %d, %d, %d, %d>, "
+                 "strides = array<i64: %d, %d>} : (%s) -> %s"
+                 % (", ".join(operands), ph, pw, ph, pw, stride, stride,
+                    ", ".join(types), ty(out)))
+        return r, out
+
+    def bn(self, v, shape, name, relu=True):
+        e = self.e
+        c = shape[1]
+        ws = [e.weight(name + s, [c]) for s in (".weight", ".bias")]
+        # Running statistics are state the optimizer does not train.
+        ws += [e.weight(name + s, [c], frozen=True)
+               for s in (".running_mean", ".running_var")]
+        r = e.op(name, "ppc.batch_norm %s, %s, %s, %s, %s : (%s, %s, %s, %s, %s) -> %s"
+                 % (v, ws[0], ws[1], ws[2], ws[3], ty(shape), ty([c]), ty([c]),
+                    ty([c]), ty([c]), ty(shape)))
+        if relu:
+            r = self.relu(r, shape, name + ".relu")
+        return r
+
+    def relu(self, v, shape, name):
+        return self.e.op(name, "ppc.relu %s : %s" % (v, ty(shape)))
+
+    def pool(self, kind, v, shape, k, stride, pad=0, name="pool"):
+        n, c, h, w = shape
+        out = [n, c, out_size(h, k, stride, pad, pad), out_size(w, k, stride, pad, pad)]
+        extra = ", count_include_pad = true" if kind == "avg" else ""
+        r = self.e.op(name, "ppc.%s_pool2d %s {kernel = array<i64: %d, %d>, "
+                      "pads = array<i64: %d, %d, %d, %d>, strides = array<i64: %d, %d>%s} : %s -> %s"
+                      % (kind, v, k, k, pad, pad, pad, pad, stride, stride, extra,
+                         ty(shape), ty(out)))
+        return r, out
+
+    def concat(self, parts, name):
+        """parts: (value, shape) pairs, joined along channels."""
+        shapes = [s for _, s in parts]
+        out = list(shapes[0])
+        out[1] = sum(s[1] for s in shapes)
+        r = self.e.op(name, "ppc.concat %s {axis = 1 : i64} : (%s) -> %s"
+                      % (", ".join(v for v, _ in parts),
+                         ", ".join(ty(s) for s in shapes), ty(out)))
+        return r, out
+
+    def linear(self, v, din, dout, batch, name):
+        e = self.e
+        w = e.weight(name + ".weight", [dout, din])
+        b = e.weight(name + ".bias", [dout])
+        return e.op(name, "ppc.linear %s, %s, %s {transpose_weight = true} : "
+                    "(%s, %s, %s) -> %s" % (v, w, b, ty([batch, din]), ty([dout, din]),
+                                           ty([dout]), ty([batch, dout])))
+
+    def head(self, v, shape, classes, name="fc"):
+        """Global average pool, flatten, fully connected."""
+        n, c = shape[0], shape[1]
+        pooled = [n, c, 1, 1]
+        x = self.e.op("avgpool", "ppc.global_avg_pool %s : %s -> %s" % (v, ty(shape), ty(pooled)))
+        x = self.e.op("flatten", "ppc.reshape %s : %s -> %s" % (x, ty(pooled), ty([n, c])))
+        return self.linear(x, c, classes, n, name), [n, classes]
 
 
 def bert(layers, batch, seq, hidden, heads, ff, vocab):
@@ -106,86 +214,277 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab):
     return header, e, logits, out
 
 
-def resnet50(batch, classes=1000):
+RESNET_BLOCKS = {50: [3, 4, 6, 3], 101: [3, 4, 23, 3], 152: [3, 8, 36, 3]}
+
+
+def resnet(depth, batch, classes=1000):
+    """torchvision ResNet-50/101/152 (bottleneck blocks, stride in the 3x3)."""
     e = Emitter()
-
-    def conv(v, shape, cout, k, stride, pad, name):
-        n, cin, h, w = shape
-        oh = (h + 2 * pad - k) // stride + 1
-        ow = (w + 2 * pad - k) // stride + 1
-        wt = e.weight(name + ".weight", [cout, cin, k, k])
-        out = [n, cout, oh, ow]
-        r = e.op(name, "ppc.conv2d %s, %s {pads = array<i64: %d, %d, %d, %d>, strides = array<i64: %d, %d>} : (%s, %s) -> %s"
-                 % (v, wt, pad, pad, pad, pad, stride, stride, ty(shape), ty([cout, cin, k, k]), ty(out)))
-        return r, out
-
-    def bn(v, shape, name, relu=True):
-        c = shape[1]
-        ws = [e.weight(name + s, [c]) for s in (".weight", ".bias")]
-        # Running statistics are state the optimizer does not train.
-        ws += [e.weight(name + s, [c], frozen=True)
-               for s in (".running_mean", ".running_var")]
-        r = e.op(name, "ppc.batch_norm %s, %s, %s, %s, %s : (%s, %s, %s, %s, %s) -> %s"
-                 % (v, ws[0], ws[1], ws[2], ws[3], ty(shape), ty([c]), ty([c]), ty([c]), ty([c]), ty(shape)))
-        if relu:
-            r = e.op(name + ".relu", "ppc.relu %s : %s" % (r, ty(shape)))
-        return r
-
-    x, s = conv("%image", [batch, 3, 224, 224], 64, 7, 2, 3, "conv1")
-    x = bn(x, s, "bn1")
-    ps = [batch, 64, 56, 56]
-    x = e.op("maxpool", "ppc.max_pool2d %s {kernel = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : %s -> %s"
-             % (x, ty(s), ty(ps)))
-    s = ps
-    cin = 64
-    for stage, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]):
+    c = Cnn(e)
+    x, s = c.conv("%image", [batch, 3, 224, 224], 64, 7, 2, 3, "conv1")
+    x = c.bn(x, s, "bn1")
+    x, s = c.pool("max", x, s, 3, 2, 1, "maxpool")
+    widths = [(64, 1), (128, 2), (256, 2), (512, 2)]
+    for stage, ((width, stride), blocks) in enumerate(zip(widths, RESNET_BLOCKS[depth])):
         for b in range(blocks):
             p = "layer%d.%d." % (stage + 1, b)
             st = stride if b == 0 else 1
-            y, ys = conv(x, s, width, 1, 1, 0, p + "conv1")
-            y = bn(y, ys, p + "bn1")
-            y, ys = conv(y, ys, width, 3, st, 1, p + "conv2")
-            y = bn(y, ys, p + "bn2")
-            y, ys = conv(y, ys, width * 4, 1, 1, 0, p + "conv3")
-            y = bn(y, ys, p + "bn3", relu=False)
+            y, ys = c.conv(x, s, width, 1, 1, 0, p + "conv1")
+            y = c.bn(y, ys, p + "bn1")
+            y, ys = c.conv(y, ys, width, 3, st, 1, p + "conv2")
+            y = c.bn(y, ys, p + "bn2")
+            y, ys = c.conv(y, ys, width * 4, 1, 1, 0, p + "conv3")
+            y = c.bn(y, ys, p + "bn3", relu=False)
             if b == 0:
-                sc, scs = conv(x, s, width * 4, 1, st, 0, p + "downsample.0")
-                sc = bn(sc, scs, p + "downsample.1", relu=False)
+                sc, scs = c.conv(x, s, width * 4, 1, st, 0, p + "downsample.0")
+                sc = c.bn(sc, scs, p + "downsample.1", relu=False)
             else:
                 sc = x
             x = e.op(p + "add", "ppc.add %s, %s : (%s, %s) -> %s" % (y, sc, ty(ys), ty(ys), ty(ys)))
-            x = e.op(p + "relu", "ppc.relu %s : %s" % (x, ty(ys)))
+            x = c.relu(x, ys, p + "relu")
             s = ys
-    pooled = [batch, 2048, 1, 1]
-    x = e.op("avgpool", "ppc.global_avg_pool %s : %s -> %s" % (x, ty(s), ty(pooled)))
-    x = e.op("flatten", "ppc.reshape %s : %s -> %s" % (x, ty(pooled), ty([batch, 2048])))
-    w = e.weight("fc.weight", [classes, 2048])
-    bias = e.weight("fc.bias", [classes])
-    out = [batch, classes]
-    x = e.op("fc", "ppc.linear %s, %s, %s {transpose_weight = true} : (%s, %s, %s) -> %s"
-             % (x, w, bias, ty([batch, 2048]), ty([classes, 2048]), ty([classes]), ty(out)))
+    x, out = c.head(x, s, classes)
     header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, 224, 224]), ty(out))
     return header, e, x, out
 
 
+def alexnet(batch, classes=1000):
+    """torchvision AlexNet (5 conv with bias + ReLU, 3 max pools, 3 fc)."""
+    e = Emitter()
+    c = Cnn(e)
+    s = [batch, 3, 224, 224]
+    x = "%image"
+    convs = [(64, 11, 4, 2, True), (192, 5, 1, 2, True), (384, 3, 1, 1, False),
+             (256, 3, 1, 1, False), (256, 3, 1, 1, True)]
+    for i, (cout, k, stride, pad, pool) in enumerate(convs):
+        name = "features.conv%d" % (i + 1)
+        x, s = c.conv(x, s, cout, k, stride, pad, name, bias=True)
+        x = c.relu(x, s, name + ".relu")
+        if pool:
+            x, s = c.pool("max", x, s, 3, 2, 0, name + ".pool")
+    # At 224x224 the adaptive average pool to 6x6 is the identity.
+    flat = s[1] * s[2] * s[3]
+    x = e.op("flatten", "ppc.reshape %s : %s -> %s" % (x, ty(s), ty([batch, flat])))
+    din = flat
+    for i, dout in enumerate([4096, 4096]):
+        name = "classifier.fc%d" % (i + 1)
+        x = e.op(name + ".dropout", "ppc.dropout %s {ratio = 0.5 : f64} : %s"
+                 % (x, ty([batch, din])))
+        x = c.linear(x, din, dout, batch, name)
+        x = c.relu(x, [batch, dout], name + ".relu")
+        din = dout
+    x = c.linear(x, din, classes, batch, "classifier.fc3")
+    out = [batch, classes]
+    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, 224, 224]), ty(out))
+    return header, e, x, out
+
+
+def inception_v3(batch, classes=1000):
+    """torchvision Inception-v3 (transform_input off, no aux head)."""
+    e = Emitter()
+    c = Cnn(e)
+
+    def basic(v, shape, cout, k, stride=1, pad=0, name="conv"):
+        # BasicConv2d: conv without bias, batch norm, ReLU.
+        y, ys = c.conv(v, shape, cout, k, stride, pad, name + ".conv")
+        return c.bn(y, ys, name + ".bn"), ys
+
+    def pool_branch(v, s, cout, name):
+        y, ys = c.pool("avg", v, s, 3, 1, 1, name + ".avgpool")
+        return basic(y, ys, cout, 1, name=name)
+
+    def block_a(v, s, pool_features, p):
+        b1 = basic(v, s, 64, 1, name=p + "branch1x1")
+        b5 = basic(v, s, 48, 1, name=p + "branch5x5_1")
+        b5 = basic(*b5, 64, 5, pad=2, name=p + "branch5x5_2")
+        b3 = basic(v, s, 64, 1, name=p + "branch3x3dbl_1")
+        b3 = basic(*b3, 96, 3, pad=1, name=p + "branch3x3dbl_2")
+        b3 = basic(*b3, 96, 3, pad=1, name=p + "branch3x3dbl_3")
+        bp = pool_branch(v, s, pool_features, p + "branch_pool")
+        return c.concat([b1, b5, b3, bp], p + "concat")
+
+    def block_b(v, s, p):
+        b3 = basic(v, s, 384, 3, stride=2, name=p + "branch3x3")
+        bd = basic(v, s, 64, 1, name=p + "branch3x3dbl_1")
+        bd = basic(*bd, 96, 3, pad=1, name=p + "branch3x3dbl_2")
+        bd = basic(*bd, 96, 3, stride=2, name=p + "branch3x3dbl_3")
+        bp = c.pool("max", v, s, 3, 2, 0, p + "branch_pool")
+        return c.concat([b3, bd, bp], p + "concat")
+
+    def block_c(v, s, c7, p):
+        b1 = basic(v, s, 192, 1, name=p + "branch1x1")
+        b7 = basic(v, s, c7, 1, name=p + "branch7x7_1")
+        b7 = basic(*b7, c7, (1, 7), pad=(0, 3), name=p + "branch7x7_2")
+        b7 = basic(*b7, 192, (7, 1), pad=(3, 0), name=p + "branch7x7_3")
+        bd = basic(v, s, c7, 1, name=p + "branch7x7dbl_1")
+        bd = basic(*bd, c7, (7, 1), pad=(3, 0), name=p + "branch7x7dbl_2")
+        bd = basic(*bd, c7, (1, 7), pad=(0, 3), name=p + "branch7x7dbl_3")
+        bd = basic(*bd, c7, (7, 1), pad=(3, 0), name=p + "branch7x7dbl_4")
+        bd = basic(*bd, 192, (1, 7), pad=(0, 3), name=p + "branch7x7dbl_5")
+        bp = pool_branch(v, s, 192, p + "branch_pool")
+        return c.concat([b1, b7, bd, bp], p + "concat")
+
+    def block_d(v, s, p):
+        b3 = basic(v, s, 192, 1, name=p + "branch3x3_1")
+        b3 = basic(*b3, 320, 3, stride=2, name=p + "branch3x3_2")
+        b7 = basic(v, s, 192, 1, name=p + "branch7x7x3_1")
+        b7 = basic(*b7, 192, (1, 7), pad=(0, 3), name=p + "branch7x7x3_2")
+        b7 = basic(*b7, 192, (7, 1), pad=(3, 0), name=p + "branch7x7x3_3")
+        b7 = basic(*b7, 192, 3, stride=2, name=p + "branch7x7x3_4")
+        bp = c.pool("max", v, s, 3, 2, 0, p + "branch_pool")
+        return c.concat([b3, b7, bp], p + "concat")
+
+    def block_e(v, s, p):
+        b1 = basic(v, s, 320, 1, name=p + "branch1x1")
+        b3 = basic(v, s, 384, 1, name=p + "branch3x3_1")
+        b3 = c.concat([basic(*b3, 384, (1, 3), pad=(0, 1), name=p + "branch3x3_2a"),
+                       basic(*b3, 384, (3, 1), pad=(1, 0), name=p + "branch3x3_2b")],
+                      p + "branch3x3.concat")
+        bd = basic(v, s, 448, 1, name=p + "branch3x3dbl_1")
+        bd = basic(*bd, 384, 3, pad=1, name=p + "branch3x3dbl_2")
+        bd = c.concat([basic(*bd, 384, (1, 3), pad=(0, 1), name=p + "branch3x3dbl_3a"),
+                       basic(*bd, 384, (3, 1), pad=(1, 0), name=p + "branch3x3dbl_3b")],
+                      p + "branch3x3dbl.concat")
+        bp = pool_branch(v, s, 192, p + "branch_pool")
+        return c.concat([b1, b3, bd, bp], p + "concat")
+
+    x = basic("%image", [batch, 3, 299, 299], 32, 3, stride=2, name="Conv2d_1a_3x3")
+    x = basic(*x, 32, 3, name="Conv2d_2a_3x3")
+    x = basic(*x, 64, 3, pad=1, name="Conv2d_2b_3x3")
+    x = c.pool("max", *x, 3, 2, 0, "maxpool1")
+    x = basic(*x, 80, 1, name="Conv2d_3b_1x1")
+    x = basic(*x, 192, 3, name="Conv2d_4a_3x3")
+    x = c.pool("max", *x, 3, 2, 0, "maxpool2")
+    x = block_a(*x, 32, "Mixed_5b.")
+    x = block_a(*x, 64, "Mixed_5c.")
+    x = block_a(*x, 64, "Mixed_5d.")
+    x = block_b(*x, "Mixed_6a.")
+    for name, c7 in [("Mixed_6b.", 128), ("Mixed_6c.", 160), ("Mixed_6d.", 160),
+                     ("Mixed_6e.", 192)]:
+        x = block_c(*x, c7, name)
+    x = block_d(*x, "Mixed_7a.")
+    x = block_e(*x, "Mixed_7b.")
+    x = block_e(*x, "Mixed_7c.")
+    v, s = x
+    n, ch = s[0], s[1]
+    pooled = [n, ch, 1, 1]
+    v = e.op("avgpool", "ppc.global_avg_pool %s : %s -> %s" % (v, ty(s), ty(pooled)))
+    v = e.op("flatten", "ppc.reshape %s : %s -> %s" % (v, ty(pooled), ty([n, ch])))
+    v = e.op("dropout", "ppc.dropout %s {ratio = 0.5 : f64} : %s" % (v, ty([n, ch])))
+    v = c.linear(v, ch, classes, n, "fc")
+    out = [n, classes]
+    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, 299, 299]), ty(out))
+    return header, e, v, out
+
+
+def rnnlm(batch, steps, hidden, vocab, layers=2):
+    """FlexFlow's RNNLM: embedding, `layers` LSTM layers unrolled over `steps`
+    time steps, a linear to the vocabulary on every step's output.
+
+    Each LSTM cell is one linear on [x, h] (concat) to the 4 gates, a split,
+    sigmoid/tanh and the elementwise state update. The weights of a layer (and
+    of the output linear) are one ppc.weight used by every time step.
+    """
+    e = Emitter()
+    bh = [batch, hidden]
+    emb = e.weight("embed.weight", [vocab, hidden])
+    x = e.op("embed", "ppc.gather %s, %%tokens : (%s, %s) -> %s"
+             % (emb, ty([vocab, hidden]), ty([batch, steps], "i64"),
+                ty([batch, steps, hidden])))
+    pieces = e.multi("embed.split", steps, "ppc.split %s {axis = 1 : i64} : %s -> %s"
+                     % (x, ty([batch, steps, hidden]),
+                        ", ".join([ty([batch, 1, hidden])] * steps)))
+    inputs = [e.op("embed.step%d" % t, "ppc.reshape %s : %s -> %s"
+                   % (p, ty([batch, 1, hidden]), ty(bh)))
+              for t, p in enumerate(pieces)]
+
+    def elementwise(kind, name, *vs):
+        if len(vs) == 1:
+            return e.op(name, "ppc.%s %s : %s" % (kind, vs[0], ty(bh)))
+        return e.op(name, "ppc.%s %s, %s : (%s, %s) -> %s"
+                    % (kind, vs[0], vs[1], ty(bh), ty(bh), ty(bh)))
+
+    for l in range(layers):
+        p = "lstm%d." % l
+        w = e.weight(p + "weight", [4 * hidden, 2 * hidden])
+        b = e.weight(p + "bias", [4 * hidden])
+        # h0 = c0 = 0, constants (replicated at no cost).
+        h = cell = e.op(p + "zeros", "ppc.constant dense<0.0> : %s" % ty(bh))
+        outputs = []
+        for t, xt in enumerate(inputs):
+            q = "%sstep%d." % (p, t)
+            xh = e.op(q + "concat", "ppc.concat %s, %s {axis = 1 : i64} : (%s, %s) -> %s"
+                      % (xt, h, ty(bh), ty(bh), ty([batch, 2 * hidden])))
+            gates = e.op(q + "gates", "ppc.linear %s, %s, %s {transpose_weight = true} : "
+                         "(%s, %s, %s) -> %s"
+                         % (xh, w, b, ty([batch, 2 * hidden]), ty([4 * hidden, 2 * hidden]),
+                            ty([4 * hidden]), ty([batch, 4 * hidden])))
+            i, f, g, o = e.multi(q + "split", 4, "ppc.split %s {axis = 1 : i64} : %s -> %s"
+                                 % (gates, ty([batch, 4 * hidden]), ", ".join([ty(bh)] * 4)))
+            i = elementwise("sigmoid", q + "input_gate", i)
+            f = elementwise("sigmoid", q + "forget_gate", f)
+            g = elementwise("tanh", q + "cell_gate", g)
+            o = elementwise("sigmoid", q + "output_gate", o)
+            cell = elementwise("add", q + "cell", elementwise("mul", q + "f*c", f, cell),
+                               elementwise("mul", q + "i*g", i, g))
+            h = elementwise("mul", q + "hidden", o, elementwise("tanh", q + "tanh_cell", cell))
+            outputs.append(h)
+        inputs = outputs
+    w = e.weight("decoder.weight", [vocab, hidden])
+    b = e.weight("decoder.bias", [vocab])
+    logits = []
+    for t, h in enumerate(inputs):
+        logits.append(e.op("decoder.step%d" % t, "ppc.linear %s, %s, %s {transpose_weight = true} : "
+                           "(%s, %s, %s) -> %s" % (h, w, b, ty(bh), ty([vocab, hidden]),
+                                                  ty([vocab]), ty([batch, vocab]))))
+    out = [batch, steps * vocab]
+    result = e.op("decoder.concat", "ppc.concat %s {axis = 1 : i64} : (%s) -> %s"
+                  % (", ".join(logits), ", ".join([ty([batch, vocab])] * steps), ty(out)))
+    header = "func.func @main(%%tokens: %s) -> %s {" % (ty([batch, steps], "i64"), ty(out))
+    return header, e, result, out
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("model", choices=["bert", "resnet50"])
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--layers", type=int, default=24)
-    ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--hidden", type=int, default=1024)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--ff", type=int, default=4096)
-    ap.add_argument("--vocab", type=int, default=30522)
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="\n".join(__doc__.splitlines()[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", choices=["bert", "transformer", "resnet50", "resnet101",
+                                      "resnet152", "alexnet", "inception_v3", "rnnlm"])
+    ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--seq", type=int)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--heads", type=int)
+    ap.add_argument("--ff", type=int)
+    ap.add_argument("--vocab", type=int)
+    ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     a = ap.parse_args()
     global FLOAT
     FLOAT = a.dtype
-    if a.model == "bert":
-        header, e, result, out = bert(a.layers, a.batch, a.seq, a.hidden, a.heads, a.ff, a.vocab)
+
+    def pick(value, default):
+        return default if value is None else value
+
+    if a.model in ("bert", "transformer"):
+        # BERT-Large by default; Transformer-base sizes for `transformer`.
+        d = (dict(layers=24, seq=512, hidden=1024, heads=16, ff=4096, vocab=30522)
+             if a.model == "bert" else
+             dict(layers=6, seq=128, hidden=512, heads=8, ff=2048, vocab=32000))
+        header, e, result, out = bert(
+            pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
+            pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]), pick(a.ff, d["ff"]),
+            pick(a.vocab, d["vocab"]))
+    elif a.model.startswith("resnet"):
+        header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch)
+    elif a.model == "alexnet":
+        header, e, result, out = alexnet(a.batch)
+    elif a.model == "inception_v3":
+        header, e, result, out = inception_v3(a.batch)
     else:
-        header, e, result, out = resnet50(a.batch)
+        header, e, result, out = rnnlm(a.batch, a.steps, pick(a.hidden, 1024),
+                                       pick(a.vocab, 10000), pick(a.layers, 2))
     sys.stdout.write("module {\n  " + header + "\n")
     sys.stdout.write("\n".join(e.lines) + "\n")
     sys.stdout.write("    return %s : %s\n  }\n}\n" % (result, ty(out)))

@@ -1,1 +1,250 @@
-// Placeholder: being written.
+//===- Baselines.cpp - expert strategies ----------------------------------===//
+//
+// Megatron-LM's tensor parallelism and Krizhevsky's "one weird trick", built
+// from the structure of a sim::Graph alone (op kinds, iteration spaces and
+// edges), so they apply to any imported model that has the shapes they
+// expect, and fall back to data parallelism op by op where it does not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Search/Search.h"
+
+#include <map>
+#include <numeric>
+
+namespace ppc::search {
+
+namespace {
+
+bool hasWeightOperand(const sim::Op &op) {
+  for (const sim::Source &source : op.operands)
+    if (source.kind == sim::Source::Kind::Weight)
+      return true;
+  return false;
+}
+
+/// A linear layer: ppc.linear, or ppc.matmul with a weight operand.
+bool isWeightedContraction(const sim::Op &op) {
+  return (op.kind == "ppc.linear" || op.kind == "ppc.matmul") &&
+         hasWeightOperand(op);
+}
+
+/// The largest divisor of `numDevices` that divides `size`.
+int64_t largestCommonDegree(int64_t size, int64_t numDevices) {
+  return std::gcd(size, numDevices);
+}
+
+int firstSampleDim(const IterationSpace &space) {
+  for (size_t d = 0; d < space.dims.size(); ++d)
+    if (space.dims[d].kind == IterKind::Sample && space.dims[d].splittable)
+      return static_cast<int>(d);
+  return -1;
+}
+
+/// Degree `tensorDegree` on dim `tensorDim` (innermost, stride 1: each
+/// tensor-parallel group is a contiguous block of devices, inside a node),
+/// and the sample dim split by as much of `dataDegree` as it divides, one
+/// partition per group (stride `tensorDegree`). An op that cannot take the
+/// tensor split runs data parallel on the first device of each group, as
+/// Megatron runs layer norms and residuals: replicated in the group, which
+/// SOAP expresses as one copy per group next to the group's data.
+OpConfig hybridConfig(const sim::Op &op, int tensorDim, int64_t tensorDegree,
+                      int64_t dataDegree) {
+  const IterationSpace &space = op.space;
+  OpConfig config;
+  config.degrees.assign(space.dims.size(), 1);
+  int sample = firstSampleDim(space);
+  bool tensorSplit = tensorDim >= 0 && tensorDim != sample &&
+                     tensorDegree > 1 && space.dims[tensorDim].splittable &&
+                     space.dims[tensorDim].size % tensorDegree == 0;
+  if (tensorSplit)
+    config.degrees[tensorDim] = tensorDegree;
+  if (sample >= 0)
+    config.degrees[sample] =
+        largestCommonDegree(space.dims[sample].size, dataDegree);
+  // One stride per partitioned dim, in dim order.
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    if (config.degrees[d] == 1)
+      continue;
+    config.strides.push_back(static_cast<int>(d) == tensorDim ? 1
+                                                              : tensorDegree);
+  }
+  if (config.strides == OpConfig{config.degrees, 0, {}}.effectiveStrides())
+    config.strides.clear(); // the contiguous default says the same
+  return config;
+}
+
+/// Which op reads which result: (consumer op, operand index) per result.
+struct Use {
+  size_t op;
+  size_t operand;
+};
+using UseMap = std::map<std::pair<size_t, int32_t>, std::vector<Use>>;
+
+UseMap buildUses(const sim::Graph &graph) {
+  UseMap uses;
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (size_t i = 0; i < graph.ops[c].operands.size(); ++i) {
+      const sim::Source &source = graph.ops[c].operands[i];
+      if (source.kind == sim::Source::Kind::Op)
+        uses[{static_cast<size_t>(source.index), source.result}].push_back(
+            {c, i});
+    }
+  return uses;
+}
+
+/// One Megatron block grown from a column-parallel linear: the split of its
+/// output features is followed through the ops that read it (elementwise
+/// ops, reshapes and transposes into heads, attention matmuls, softmax)
+/// until every path ends in a linear layer that contracts over it (the
+/// row-parallel partner). `dimOf` gets the iteration dim split in each op
+/// of the block; false if some path ends anywhere else (the graph output, an
+/// op that cannot split that dim), in which case the block is not used.
+bool growBlock(const sim::Graph &graph, const UseMap &uses, size_t column,
+               int columnDim, int64_t degree,
+               const std::map<size_t, int> &assigned,
+               std::map<size_t, int> &dimOf) {
+  dimOf[column] = columnDim;
+  // (op, result, tensor dim) whose tensor dim is split.
+  struct Split {
+    size_t op;
+    int32_t result;
+    size_t tensorDim;
+  };
+  std::vector<Split> work;
+  auto pushResults = [&](size_t op, int dim) -> bool {
+    const IterationSpace &space = graph.ops[op].space;
+    bool any = false;
+    for (size_t r = 0; r < space.results.size(); ++r)
+      for (size_t t = 0; t < space.results[r].dims.size(); ++t)
+        if (space.results[r].dims[t].iterDim == dim) {
+          work.push_back({op, static_cast<int32_t>(r), t});
+          any = true;
+        }
+    return any; // false: the split dim is contracted away (partial sums)
+  };
+  if (!pushResults(column, columnDim))
+    return false;
+  while (!work.empty()) {
+    Split split = work.back();
+    work.pop_back();
+    auto it = uses.find({split.op, split.result});
+    if (it == uses.end())
+      return false; // a graph output: no row-parallel partner on this path
+    for (const Use &use : it->second) {
+      const sim::Op &consumer = graph.ops[use.op];
+      const DimAccess &access =
+          consumer.space.operands[use.operand].dims[split.tensorDim];
+      if (access.isWhole())
+        return false;
+      int dim = access.iterDim;
+      const IterDim &iterDim = consumer.space.dims[dim];
+      auto previous = dimOf.find(use.op);
+      if (previous == dimOf.end()) {
+        auto other = assigned.find(use.op);
+        if (other != assigned.end()) {
+          if (other->second != dim)
+            return false;
+          continue; // joins a block already built (q, k, v meet)
+        }
+      } else {
+        if (previous->second != dim)
+          return false;
+        continue;
+      }
+      if (!iterDim.splittable || iterDim.size % degree != 0 ||
+          iterDim.kind == IterKind::Sample)
+        return false;
+      dimOf[use.op] = dim;
+      if (isWeightedContraction(consumer)) {
+        // The row-parallel partner must contract over the split features.
+        if (iterDim.kind != IterKind::Reduction)
+          return false;
+        continue;
+      }
+      if (!pushResults(use.op, dim))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// The iteration dim of a linear layer that indexes its weight's output
+/// features: a parameter dim that indexes the result and the weight.
+int columnDimOf(const sim::Op &op) {
+  const IterationSpace &space = op.space;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    if (op.operands[i].kind != sim::Source::Kind::Weight)
+      continue;
+    for (const DimAccess &access : space.operands[i].dims) {
+      if (access.isWhole())
+        continue;
+      const IterDim &dim = space.dims[access.iterDim];
+      if (dim.kind == IterKind::Parameter && dim.splittable &&
+          !space.makesPartialSum(access.iterDim))
+        return access.iterDim;
+    }
+  }
+  return -1;
+}
+
+} // namespace
+
+sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
+                       int64_t tensorParallel) {
+  int64_t numDevices = machine.numDevices();
+  // A tensor-parallel degree that does not divide the machine is reduced to
+  // the largest one that does.
+  int64_t tp = std::gcd(std::max<int64_t>(tensorParallel, 1), numDevices);
+  int64_t dp = numDevices / tp;
+  UseMap uses = buildUses(graph);
+
+  std::map<size_t, int> tensorDimOf;
+  if (tp > 1)
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      if (tensorDimOf.count(op) || !isWeightedContraction(graph.ops[op]))
+        continue;
+      int column = columnDimOf(graph.ops[op]);
+      if (column < 0 || graph.ops[op].space.dims[column].size % tp != 0)
+        continue;
+      std::map<size_t, int> block;
+      if (growBlock(graph, uses, op, column, tp, tensorDimOf, block))
+        tensorDimOf.insert(block.begin(), block.end());
+    }
+
+  sim::Strategy strategy;
+  strategy.reserve(graph.ops.size());
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    auto it = tensorDimOf.find(op);
+    strategy.push_back(hybridConfig(
+        graph.ops[op], it == tensorDimOf.end() ? -1 : it->second, tp, dp));
+  }
+  return strategy;
+}
+
+sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
+  int64_t numDevices = machine.numDevices();
+  sim::Strategy strategy;
+  strategy.reserve(graph.ops.size());
+  for (const sim::Op &op : graph.ops) {
+    int parameter = -1;
+    if (op.kind == "ppc.linear")
+      for (size_t d = 0; d < op.space.dims.size(); ++d)
+        if (op.space.dims[d].kind == IterKind::Parameter &&
+            op.space.dims[d].splittable) {
+          parameter = static_cast<int>(d);
+          break;
+        }
+    // Model parallel over as many devices as the output features allow (all
+    // of them when they divide); devices left over split the batch.
+    int64_t degree =
+        parameter < 0
+            ? 1
+            : largestCommonDegree(op.space.dims[parameter].size, numDevices);
+    strategy.push_back(
+        hybridConfig(op, parameter, degree, numDevices / degree));
+  }
+  return strategy;
+}
+
+} // namespace ppc::search

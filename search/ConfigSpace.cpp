@@ -1,1 +1,194 @@
-// Placeholder: being written.
+//===- ConfigSpace.cpp - the SOAP configurations of every op --------------===//
+//
+// Per op: every degree vector over its splittable iteration dims (sample,
+// attribute, parameter, and reduction when allowed) whose product divides
+// the device count, times the machine views that place it on the machine:
+// contiguous blocks at every aligned start, and strided views that spread one
+// partitioned dim across nodes while the others stay packed inside a node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Search/Search.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <set>
+
+namespace ppc::search {
+
+double objective(const Problem &problem, const sim::SimResult &result) {
+  for (const sim::DeviceStats &device : result.devices) {
+    int64_t limit =
+        problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
+    if (device.memory.total() > limit)
+      return std::numeric_limits<double>::infinity();
+  }
+  return result.iterationTime;
+}
+
+namespace {
+
+/// Prime factors of `n` with multiplicity, ascending.
+std::vector<int64_t> primeFactors(int64_t n) {
+  std::vector<int64_t> factors;
+  for (int64_t p = 2; p * p <= n; ++p)
+    while (n % p == 0) {
+      factors.push_back(p);
+      n /= p;
+    }
+  if (n > 1)
+    factors.push_back(n);
+  return factors;
+}
+
+/// Divisors of `n` (given its prime factors), ascending.
+std::vector<int64_t> divisorsOf(const std::vector<int64_t> &primes) {
+  std::set<int64_t> divisors = {1};
+  for (int64_t p : primes) {
+    std::set<int64_t> next = divisors;
+    for (int64_t d : divisors)
+      next.insert(d * p);
+    divisors = std::move(next);
+  }
+  return {divisors.begin(), divisors.end()};
+}
+
+/// Every degree vector of `dims` whose product divides `numDevices`, with
+/// each degree a divisor of `numDevices` that divides its dim.
+std::vector<std::vector<int64_t>>
+degreeVectors(const std::vector<IterDim> &dims, bool reductionSplits,
+              const std::vector<int64_t> &deviceDivisors, int64_t numDevices) {
+  std::vector<std::vector<int64_t>> result;
+  std::vector<int64_t> degrees(dims.size(), 1);
+  // Depth-first over dims; `budget` is what the degrees so far leave of the
+  // device count (the product of the rest must divide it).
+  auto recurse = [&](auto &self, size_t d, int64_t budget) -> void {
+    if (d == dims.size()) {
+      result.push_back(degrees);
+      return;
+    }
+    const IterDim &dim = dims[d];
+    bool searched =
+        dim.splittable && (dim.kind != IterKind::Reduction || reductionSplits);
+    for (int64_t k : deviceDivisors) {
+      if (k > 1 && (!searched || budget % k != 0 || dim.size % k != 0))
+        continue;
+      degrees[d] = k;
+      self(self, d + 1, budget / k);
+    }
+    degrees[d] = 1;
+  };
+  recurse(recurse, 0, numDevices);
+  return result;
+}
+
+int64_t product(const std::vector<int64_t> &values) {
+  int64_t p = 1;
+  for (int64_t v : values)
+    p *= v;
+  return p;
+}
+
+/// Devices per node when the machine is made of equal nodes numbered in
+/// contiguous blocks (always so for cluster machines), else 0.
+int64_t uniformDevicesPerNode(const Machine &machine) {
+  if (machine.cluster)
+    return machine.cluster->devicesPerNode;
+  int64_t numDevices = machine.numDevices(), nodes = machine.numNodes();
+  if (nodes <= 0 || numDevices % nodes != 0)
+    return 0;
+  int64_t perNode = numDevices / nodes;
+  for (int64_t d = 0; d < numDevices; ++d)
+    if (machine.getNode(d) != d / perNode)
+      return 0;
+  return perNode;
+}
+
+/// The machine views of `degrees`: contiguous at every start aligned to the
+/// partition count, then (on a machine of several equal nodes) views that
+/// stride one partitioned dim across nodes, keeping the other partitioned
+/// dims packed inside a node. Views that map partitions to devices the same
+/// way as an earlier one are left out.
+void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
+                 int64_t devicesPerNode, bool stridedViews,
+                 std::vector<OpConfig> &out) {
+  int64_t partitions = product(degrees);
+  std::set<std::vector<int64_t>> seen;
+  auto add = [&](OpConfig config) {
+    if (seen.insert(config.devices()).second)
+      out.push_back(std::move(config));
+  };
+  for (int64_t start = 0; start + partitions <= numDevices; start += partitions)
+    add(OpConfig{degrees, start, {}});
+
+  int64_t nodes = devicesPerNode > 0 ? numDevices / devicesPerNode : 0;
+  if (!stridedViews || nodes < 2)
+    return;
+  std::vector<size_t> partitioned;
+  for (size_t d = 0; d < degrees.size(); ++d)
+    if (degrees[d] > 1)
+      partitioned.push_back(d);
+  for (size_t across = 0; across < partitioned.size(); ++across) {
+    int64_t acrossDegree = degrees[partitioned[across]];
+    int64_t inside = partitions / acrossDegree;
+    if (nodes % acrossDegree != 0 || devicesPerNode % inside != 0)
+      continue;
+    // Row-major packing of the other partitioned dims inside a node.
+    std::vector<int64_t> strides(partitioned.size());
+    int64_t running = 1;
+    for (size_t i = partitioned.size(); i-- > 0;) {
+      if (i == across)
+        continue;
+      strides[i] = running;
+      running *= degrees[partitioned[i]];
+    }
+    strides[across] = devicesPerNode;
+    for (int64_t group = 0; group < nodes / acrossDegree; ++group)
+      for (int64_t slot = 0; slot < devicesPerNode / inside; ++slot)
+        add(OpConfig{degrees,
+                     group * acrossDegree * devicesPerNode + slot * inside,
+                     strides});
+  }
+}
+
+} // namespace
+
+ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
+                         SpaceOptions options) {
+  int64_t numDevices = machine.numDevices();
+  std::vector<int64_t> deviceDivisors = divisorsOf(primeFactors(numDevices));
+  int64_t devicesPerNode = uniformDevicesPerNode(machine);
+  perOp.reserve(graph.ops.size());
+  for (const sim::Op &op : graph.ops) {
+    std::vector<std::vector<int64_t>> vectors = degreeVectors(
+        op.space.dims, options.reductionSplits, deviceDivisors, numDevices);
+    // Largest total degree first; ties in lexicographic order, so the cap
+    // keeps the same vectors on every run.
+    std::stable_sort(
+        vectors.begin(), vectors.end(),
+        [](const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+          int64_t pa = product(a), pb = product(b);
+          return pa != pb ? pa > pb : a > b;
+        });
+    if (options.maxDegreeVectors > 0 &&
+        static_cast<int64_t>(vectors.size()) > options.maxDegreeVectors)
+      vectors.resize(options.maxDegreeVectors);
+    std::vector<OpConfig> configs;
+    for (const std::vector<int64_t> &degrees : vectors)
+      appendViews(degrees, numDevices, devicesPerNode, options.stridedViews,
+                  configs);
+    for ([[maybe_unused]] const OpConfig &config : configs)
+      assert(checkConfig(op.space, config, numDevices).empty());
+    perOp.push_back(std::move(configs));
+  }
+}
+
+double ConfigSpace::log10Size() const {
+  double sum = 0;
+  for (const std::vector<OpConfig> &configs : perOp)
+    sum += std::log10(static_cast<double>(std::max<size_t>(configs.size(), 1)));
+  return sum;
+}
+
+} // namespace ppc::search

@@ -1,1 +1,678 @@
-// Placeholder: being written.
+//===- DynamicProgramming.cpp - OptCNN elimination, Unity splits ----------===//
+//
+// The additive cost model: cost(S) = sum_op nodeCost(op, S[op]) + sum over
+// op-to-op edges edgeCost(consumer, operand, S[producer], S[consumer]), i.e.
+// a pairwise model on the op graph (node tables and edge tables).
+//
+// 1. Elimination (OptCNN): parallel edges between two ops merge by adding
+//    their tables; an op with exactly two incident edges to two distinct
+//    ops (one in, one out on a chain) is replaced by one edge whose table
+//    is minimized over the op's configurations; an op with a single
+//    incident edge (a branch end, an op fed only by inputs) folds into its
+//    neighbour's node table. Each step keeps its argmins for backtracking
+//    and is exact, so a series-parallel graph (or a tree of them) reduces
+//    to isolated ops and is solved exactly.
+// 2. What does not reduce (skip connections that break series-parallelism)
+//    is a core of ops whose tables carry the eliminated ops exactly. A small
+//    core is enumerated. A large one is cut, as Unity does, at bottleneck
+//    ops (no core edge jumps over them in topological order), each segment
+//    is solved for every pair of configurations of its two cut ops, and a DP
+//    over the sequence of cut ops chains the segments; a segment too large
+//    to enumerate falls back to coordinate descent (not exact).
+// 3. The strategy is simulated in full; if it overflows memory, the DP is
+//    re-run with configurations that need more than a half (a quarter) of
+//    a device by themselves rejected, then data parallel is the fallback.
+// 4. Refinement under the simulator: sweeps of single-op moves (each op to
+//    each of its configurations, kept when the simulated objective drops)
+//    until none helps. trace.front() is the DP's answer before it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DpDetail.h"
+#include "OpFootprint.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace ppc::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+/// Strategies of a core (or segment) enumerated exactly at most.
+constexpr double kEnumerateLimit = 2e5;
+
+/// A pairwise cost model over ops: node tables and edge tables.
+struct Pairwise {
+  struct Edge {
+    size_t a = 0, b = 0;   ///< a < b (topological order).
+    std::vector<double> t; ///< t[ca * |C_b| + cb].
+    bool alive = true;
+  };
+  std::vector<size_t> count;
+  std::vector<std::vector<double>> node;
+  std::vector<Edge> edges;
+
+  double at(const Edge &e, size_t x, size_t cx, size_t cy) const {
+    return e.a == x ? e.t[cx * count[e.b] + cy] : e.t[cy * count[e.b] + cx];
+  }
+  size_t other(const Edge &e, size_t x) const { return e.a == x ? e.b : e.a; }
+};
+
+/// One elimination, undone in reverse order to recover the eliminated op.
+struct Elimination {
+  size_t op = 0, left = 0, right = 0;
+  bool series = false;     ///< else a leaf folded into `left`.
+  std::vector<size_t> arg; ///< [cl * |C_right| + cr] or [cl].
+};
+
+class Solver {
+public:
+  Solver(Pairwise model, const std::atomic<bool> *cancel)
+      : m(std::move(model)), cancel(cancel) {}
+
+  /// The configuration index of every op minimizing the additive cost.
+  std::vector<size_t> solve() {
+    size_t n = m.count.size();
+    adj.assign(n, {});
+    for (size_t e = 0; e < m.edges.size(); ++e) {
+      adj[m.edges[e].a].push_back(e);
+      adj[m.edges[e].b].push_back(e);
+    }
+    alive.assign(n, true);
+    reduce();
+    std::vector<size_t> core;
+    for (size_t i = 0; i < n; ++i)
+      if (alive[i])
+        core.push_back(i);
+    assignment.assign(n, 0);
+    solveCore(core);
+    for (auto it = eliminations.rbegin(); it != eliminations.rend(); ++it) {
+      size_t cl = assignment[it->left];
+      assignment[it->op] =
+          it->series ? it->arg[cl * m.count[it->right] + assignment[it->right]]
+                     : it->arg[cl];
+    }
+    return assignment;
+  }
+
+  int64_t evaluated = 0;
+  bool exact = true;
+
+private:
+  Pairwise m;
+  const std::atomic<bool> *cancel;
+  std::vector<std::vector<size_t>> adj;
+  std::vector<bool> alive;
+  std::vector<Elimination> eliminations;
+  std::vector<size_t> assignment;
+
+  bool cancelled() const {
+    return cancel && cancel->load(std::memory_order_relaxed);
+  }
+
+  /// Alive edges of `x`, parallel ones merged into one.
+  std::vector<size_t> incident(size_t x) {
+    std::vector<size_t> result;
+    std::vector<size_t> &list = adj[x];
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](size_t e) { return !m.edges[e].alive; }),
+               list.end());
+    for (size_t e : list) {
+      Pairwise::Edge &edge = m.edges[e];
+      size_t y = m.other(edge, x);
+      auto same = std::find_if(result.begin(), result.end(), [&](size_t f) {
+        return m.other(m.edges[f], x) == y;
+      });
+      if (same == result.end()) {
+        result.push_back(e);
+        continue;
+      }
+      // Edge elimination: both edges join the same two ops (a < b both).
+      Pairwise::Edge &into = m.edges[*same];
+      for (size_t i = 0; i < into.t.size(); ++i)
+        into.t[i] += edge.t[i];
+      evaluated += static_cast<int64_t>(into.t.size());
+      edge.alive = false;
+    }
+    list = result;
+    return result;
+  }
+
+  void reduce() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t j = 0; j < alive.size(); ++j) {
+        if (!alive[j])
+          continue;
+        std::vector<size_t> es = incident(j);
+        if (es.size() == 1)
+          foldLeaf(j, es[0]);
+        else if (es.size() == 2)
+          eliminateSeries(j, es[0], es[1]);
+        else
+          continue;
+        changed = true;
+      }
+    }
+  }
+
+  /// j hangs off one edge: node_i[ci] += min_cj edge(ci, cj) + node_j[cj].
+  void foldLeaf(size_t j, size_t e) {
+    Pairwise::Edge &edge = m.edges[e];
+    size_t i = m.other(edge, j);
+    Elimination el{j, i, i, false, std::vector<size_t>(m.count[i], 0)};
+    for (size_t ci = 0; ci < m.count[i]; ++ci) {
+      double best = kInf;
+      for (size_t cj = 0; cj < m.count[j]; ++cj) {
+        double v = m.at(edge, j, cj, ci) + m.node[j][cj];
+        if (v < best) {
+          best = v;
+          el.arg[ci] = cj;
+        }
+      }
+      m.node[i][ci] += best;
+    }
+    evaluated += static_cast<int64_t>(m.count[i] * m.count[j]);
+    edge.alive = false;
+    alive[j] = false;
+    eliminations.push_back(std::move(el));
+  }
+
+  /// i - j - k: one edge i - k minimized over j.
+  void eliminateSeries(size_t j, size_t e1, size_t e2) {
+    size_t i = m.other(m.edges[e1], j), k = m.other(m.edges[e2], j);
+    if (i > k) {
+      std::swap(i, k);
+      std::swap(e1, e2);
+    }
+    const Pairwise::Edge &left = m.edges[e1], &right = m.edges[e2];
+    size_t ni = m.count[i], nj = m.count[j], nk = m.count[k];
+    Pairwise::Edge merged;
+    merged.a = i;
+    merged.b = k;
+    merged.t.assign(ni * nk, kInf);
+    Elimination el{j, i, k, true, std::vector<size_t>(ni * nk, 0)};
+    for (size_t ci = 0; ci < ni; ++ci)
+      for (size_t cj = 0; cj < nj; ++cj) {
+        double base = m.at(left, j, cj, ci) + m.node[j][cj];
+        for (size_t ck = 0; ck < nk; ++ck) {
+          double v = base + m.at(right, j, cj, ck);
+          if (v < merged.t[ci * nk + ck]) {
+            merged.t[ci * nk + ck] = v;
+            el.arg[ci * nk + ck] = cj;
+          }
+        }
+      }
+    evaluated += static_cast<int64_t>(ni * nj * nk);
+    m.edges[e1].alive = m.edges[e2].alive = false;
+    alive[j] = false;
+    size_t id = m.edges.size();
+    m.edges.push_back(std::move(merged));
+    adj[i].push_back(id);
+    adj[k].push_back(id);
+    eliminations.push_back(std::move(el));
+  }
+
+  //===------------------------------------------------------------------===//
+  // The core: enumeration, sequence splits, coordinate descent
+  //===------------------------------------------------------------------===//
+
+  /// Edges among `ops` (and to fixed ops), as lists per op.
+  struct Sub {
+    std::vector<size_t> ops; ///< free ops.
+    /// Per free op: (edge, neighbour) pairs whose neighbour is free and
+    /// earlier in `ops`, and those whose neighbour is fixed.
+    std::vector<std::vector<std::pair<size_t, size_t>>> earlier, fixed;
+  };
+
+  Sub makeSub(const std::vector<size_t> &ops, const std::vector<bool> &inSub,
+              const std::vector<bool> &isFixed) {
+    Sub s;
+    s.ops = ops;
+    s.earlier.resize(ops.size());
+    s.fixed.resize(ops.size());
+    std::vector<size_t> rank(alive.size(), SIZE_MAX);
+    for (size_t r = 0; r < ops.size(); ++r)
+      rank[ops[r]] = r;
+    for (size_t r = 0; r < ops.size(); ++r)
+      for (size_t e : adj[ops[r]]) {
+        if (!m.edges[e].alive)
+          continue;
+        size_t y = m.other(m.edges[e], ops[r]);
+        if (isFixed[y])
+          s.fixed[r].push_back({e, y});
+        else if (inSub[y] && rank[y] < r)
+          s.earlier[r].push_back({e, y});
+      }
+    return s;
+  }
+
+  /// Cost of op r of `s` at config c given the assignment of its earlier
+  /// and fixed neighbours (and, with `all`, its later ones too).
+  double local(const Sub &s, size_t r, size_t c) const {
+    size_t x = s.ops[r];
+    double v = m.node[x][c];
+    for (auto [e, y] : s.earlier[r])
+      v += m.at(m.edges[e], x, c, assignment[y]);
+    for (auto [e, y] : s.fixed[r])
+      v += m.at(m.edges[e], x, c, assignment[y]);
+    return v;
+  }
+
+  double enumerate(const Sub &s, size_t r, double partial, double &best,
+                   std::vector<size_t> &bestAssign) {
+    if (partial >= best)
+      return best; // costs are non-negative: a valid cut-off.
+    if (r == s.ops.size()) {
+      best = partial;
+      for (size_t i = 0; i < s.ops.size(); ++i)
+        bestAssign[i] = assignment[s.ops[i]];
+      return best;
+    }
+    for (size_t c = 0; c < m.count[s.ops[r]]; ++c) {
+      assignment[s.ops[r]] = c;
+      ++evaluated;
+      enumerate(s, r + 1, partial + local(s, r, c), best, bestAssign);
+    }
+    return best;
+  }
+
+  /// Minimizes over the free ops of `s` (fixed ones already assigned);
+  /// leaves them assigned and returns the cost, fixed-free edges included.
+  double solveSub(const Sub &s) {
+    double size = 1;
+    for (size_t x : s.ops)
+      size *= static_cast<double>(m.count[x]);
+    std::vector<size_t> bestAssign(s.ops.size(), 0);
+    if (size <= kEnumerateLimit && !cancelled()) {
+      double best = kInf;
+      enumerate(s, 0, 0, best, bestAssign);
+      for (size_t i = 0; i < s.ops.size(); ++i)
+        assignment[s.ops[i]] = bestAssign[i];
+      if (std::isfinite(best) || s.ops.empty())
+        return s.ops.empty() ? 0 : best;
+    }
+    exact = false;
+    return coordinateDescent(s);
+  }
+
+  /// Greedy start (each op best given the ops before it), then sweeps that
+  /// move one op at a time to its best configuration given all neighbours.
+  double coordinateDescent(const Sub &s) {
+    for (size_t r = 0; r < s.ops.size(); ++r) {
+      size_t bestC = 0;
+      double best = kInf;
+      for (size_t c = 0; c < m.count[s.ops[r]]; ++c) {
+        double v = local(s, r, c);
+        ++evaluated;
+        if (v < best) {
+          best = v;
+          bestC = c;
+        }
+      }
+      assignment[s.ops[r]] = bestC;
+    }
+    std::vector<bool> inSub(alive.size(), false);
+    for (size_t x : s.ops)
+      inSub[x] = true;
+    for (int sweep = 0; sweep < 100; ++sweep) {
+      bool moved = false;
+      for (size_t x : s.ops) {
+        size_t bestC = assignment[x];
+        double best = kInf;
+        for (size_t c = 0; c < m.count[x]; ++c) {
+          double v = m.node[x][c];
+          for (size_t e : adj[x])
+            if (m.edges[e].alive) {
+              size_t y = m.other(m.edges[e], x);
+              if (inSub[y] || isFixedNow[y])
+                v += m.at(m.edges[e], x, c, assignment[y]);
+            }
+          ++evaluated;
+          if (v < best - 1e-15) {
+            best = v;
+            bestC = c;
+          }
+        }
+        moved = moved || bestC != assignment[x];
+        assignment[x] = bestC;
+      }
+      if (!moved)
+        break;
+    }
+    double total = 0;
+    for (size_t r = 0; r < s.ops.size(); ++r)
+      total += local(s, r, assignment[s.ops[r]]);
+    return total;
+  }
+
+  std::vector<bool> isFixedNow;
+
+  void solveCore(const std::vector<size_t> &core) {
+    size_t n = alive.size();
+    isFixedNow.assign(n, false);
+    std::vector<bool> inCore(n, false);
+    for (size_t x : core)
+      inCore[x] = true;
+    double size = 1;
+    for (size_t x : core)
+      size *= static_cast<double>(m.count[x]);
+    if (size <= kEnumerateLimit) {
+      solveSub(makeSub(core, inCore, isFixedNow));
+      return;
+    }
+    // Unity's sequence split: cut ops are those no core edge jumps over.
+    std::vector<size_t> pos(n, 0);
+    for (size_t p = 0; p < core.size(); ++p)
+      pos[core[p]] = p;
+    std::vector<int> cover(core.size() + 1, 0);
+    for (size_t x : core)
+      for (size_t e : adj[x])
+        if (m.edges[e].alive && m.edges[e].a == x) {
+          size_t pa = pos[m.edges[e].a], pb = pos[m.edges[e].b];
+          if (pb > pa + 1) {
+            ++cover[pa + 1];
+            --cover[pb];
+          }
+        }
+    std::vector<size_t> cuts;
+    for (size_t p = 0, c = 0; p < core.size(); ++p) {
+      c += cover[p];
+      if (c == 0)
+        cuts.push_back(core[p]);
+    }
+    if (cuts.empty()) {
+      solveSub(makeSub(core, inCore, isFixedNow));
+      return;
+    }
+    // Segment t holds the core ops between cut t-1 and cut t (exclusive).
+    size_t numSeg = cuts.size() + 1;
+    std::vector<std::vector<size_t>> interior(numSeg);
+    for (size_t x : core) {
+      if (std::find(cuts.begin(), cuts.end(), x) != cuts.end())
+        continue;
+      size_t t = std::upper_bound(
+                     cuts.begin(), cuts.end(), x,
+                     [&](size_t a, size_t b) { return pos[a] < pos[b]; }) -
+                 cuts.begin();
+      interior[t].push_back(x);
+    }
+    // For each segment and each pair of end configurations: its cost and
+    // the interior's best assignment.
+    auto ends = [&](size_t t) {
+      return std::pair<std::optional<size_t>, std::optional<size_t>>{
+          t > 0 ? std::optional<size_t>(cuts[t - 1]) : std::nullopt,
+          t < cuts.size() ? std::optional<size_t>(cuts[t]) : std::nullopt};
+    };
+    std::vector<std::vector<double>> segCost(numSeg);
+    std::vector<std::vector<std::vector<size_t>>> segAssign(numSeg);
+    for (size_t t = 0; t < numSeg; ++t) {
+      auto [l, r] = ends(t);
+      size_t nl = l ? m.count[*l] : 1, nr = r ? m.count[*r] : 1;
+      std::vector<bool> inSeg(n, false), fixed(n, false);
+      for (size_t x : interior[t])
+        inSeg[x] = true;
+      if (l)
+        fixed[*l] = true;
+      if (r)
+        fixed[*r] = true;
+      isFixedNow = fixed;
+      Sub s = makeSub(interior[t], inSeg, fixed);
+      // The edge joining the two ends directly, if any.
+      std::vector<size_t> direct;
+      if (l && r)
+        for (size_t e : adj[*l])
+          if (m.edges[e].alive && m.other(m.edges[e], *l) == *r)
+            direct.push_back(e);
+      segCost[t].assign(nl * nr, kInf);
+      segAssign[t].assign(nl * nr, {});
+      for (size_t cl = 0; cl < nl; ++cl)
+        for (size_t cr = 0; cr < nr; ++cr) {
+          if (l)
+            assignment[*l] = cl;
+          if (r)
+            assignment[*r] = cr;
+          double v = solveSub(s);
+          for (size_t e : direct)
+            v += m.at(m.edges[e], *l, cl, cr);
+          segCost[t][cl * nr + cr] = v;
+          for (size_t x : interior[t])
+            segAssign[t][cl * nr + cr].push_back(assignment[x]);
+        }
+    }
+    isFixedNow.assign(n, false);
+    // DP over the sequence of cut ops.
+    std::vector<std::vector<double>> value(cuts.size());
+    std::vector<std::vector<size_t>> from(cuts.size());
+    for (size_t q = 0; q < cuts.size(); ++q) {
+      size_t nq = m.count[cuts[q]];
+      value[q].assign(nq, kInf);
+      from[q].assign(nq, 0);
+      for (size_t c = 0; c < nq; ++c) {
+        if (q == 0) {
+          value[q][c] = segCost[0][c] + m.node[cuts[q]][c];
+          continue;
+        }
+        size_t np = m.count[cuts[q - 1]];
+        for (size_t cp = 0; cp < np; ++cp) {
+          double v =
+              value[q - 1][cp] + segCost[q][cp * nq + c] + m.node[cuts[q]][c];
+          ++evaluated;
+          if (v < value[q][c]) {
+            value[q][c] = v;
+            from[q][c] = cp;
+          }
+        }
+      }
+    }
+    size_t last = cuts.size() - 1, bestC = 0;
+    double best = kInf;
+    for (size_t c = 0; c < m.count[cuts[last]]; ++c) {
+      double v = value[last][c] + segCost[numSeg - 1][c];
+      if (v < best) {
+        best = v;
+        bestC = c;
+      }
+    }
+    for (size_t q = cuts.size(); q-- > 0;) {
+      assignment[cuts[q]] = bestC;
+      if (q > 0)
+        bestC = from[q][bestC];
+    }
+    for (size_t t = 0; t < numSeg; ++t) {
+      auto [l, r] = ends(t);
+      size_t nr = r ? m.count[*r] : 1;
+      size_t key = (l ? assignment[*l] : 0) * nr + (r ? assignment[*r] : 0);
+      for (size_t i = 0; i < interior[t].size(); ++i)
+        assignment[interior[t][i]] = segAssign[t][key][i];
+    }
+  }
+};
+
+/// The additive model's tables over the whole space, built once, and its
+/// minimization.
+struct AdditiveModel {
+  Pairwise base;
+  /// Per op and configuration: its own memory over the device's limit.
+  std::vector<std::vector<double>> ownShare;
+  int64_t evaluated = 0;
+  bool exact = true;
+
+  AdditiveModel(const Problem &problem, const ConfigSpace &space,
+                sim::Simulator &simulator) {
+    const sim::Graph &graph = problem.graph;
+    size_t n = graph.ops.size();
+    detail::FootprintProfiler profiler(problem);
+    size_t numDevices = static_cast<size_t>(problem.machine.numDevices());
+    base.count.resize(n);
+    base.node.resize(n);
+    ownShare.resize(n);
+    for (size_t op = 0; op < n; ++op) {
+      const std::vector<OpConfig> &configs = space.configs(op);
+      base.count[op] = configs.size();
+      for (const OpConfig &c : configs) {
+        base.node[op].push_back(simulator.nodeCost(op, c));
+        detail::OpFootprint f = profiler.profile(op, c);
+        double share = 0;
+        for (size_t d = 0; d < numDevices; ++d)
+          share = std::max(share,
+                           static_cast<double>(f.memory[d] + f.workspace[d]) /
+                               static_cast<double>(profiler.limit(d)));
+        ownShare[op].push_back(share);
+      }
+      evaluated += static_cast<int64_t>(configs.size());
+    }
+    for (size_t op = 0; op < n; ++op)
+      for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
+        const sim::Source &src = graph.ops[op].operands[o];
+        if (src.kind != sim::Source::Kind::Op)
+          continue;
+        size_t p = static_cast<size_t>(src.index);
+        Pairwise::Edge e;
+        e.a = p;
+        e.b = op;
+        for (const OpConfig &cp : space.configs(p))
+          for (const OpConfig &cc : space.configs(op))
+            e.t.push_back(simulator.edgeCost(op, o, cp, cc));
+        evaluated += static_cast<int64_t>(e.t.size());
+        base.edges.push_back(std::move(e));
+      }
+  }
+
+  /// The additive optimum with configurations that need more than
+  /// `fraction` of a device by themselves rejected (unless that rejects all
+  /// of an op's).
+  sim::Strategy solve(const ConfigSpace &space, double fraction,
+                      const std::atomic<bool> *cancel) {
+    size_t n = base.count.size();
+    Pairwise model = base;
+    for (size_t op = 0; op < n; ++op) {
+      bool any = false;
+      for (double s : ownShare[op])
+        any = any || s <= fraction;
+      if (!any)
+        continue;
+      for (size_t c = 0; c < model.count[op]; ++c)
+        if (ownShare[op][c] > fraction)
+          model.node[op][c] = kInf;
+    }
+    Solver solver(std::move(model), cancel);
+    std::vector<size_t> choice = solver.solve();
+    evaluated += solver.evaluated;
+    exact = solver.exact;
+    sim::Strategy s(n);
+    for (size_t op = 0; op < n; ++op)
+      s[op] = space.configs(op)[choice[op]];
+    return s;
+  }
+};
+
+} // namespace
+
+sim::Strategy detail::additiveOptimum(const Problem &problem,
+                                      const ConfigSpace &space, bool *exact) {
+  sim::Simulator simulator(problem.graph, problem.machine, problem.costModel,
+                           problem.simOptions);
+  AdditiveModel model(problem, space, simulator);
+  sim::Strategy s = model.solve(space, 1.0, nullptr);
+  if (exact)
+    *exact = model.exact;
+  return s;
+}
+
+SearchResult dynamicProgramming(const Problem &problem,
+                                const ConfigSpace &space,
+                                const SearchOptions &options) {
+  auto started = Clock::now();
+  SearchResult result;
+  result.algorithm = "dp";
+  const sim::Graph &graph = problem.graph;
+  size_t n = graph.ops.size();
+  if (space.numOps() != n)
+    return result;
+  for (size_t op = 0; op < n; ++op)
+    if (space.configs(op).empty())
+      return result;
+
+  sim::Simulator simulator(graph, problem.machine, problem.costModel,
+                           problem.simOptions);
+  AdditiveModel model(problem, space, simulator);
+  auto solveWith = [&](double fraction) {
+    sim::Strategy s = model.solve(space, fraction, options.cancel);
+    result.iterations = model.evaluated;
+    return s;
+  };
+
+  for (double fraction : {1.0, 0.5, 0.25}) {
+    sim::Strategy s = solveWith(fraction);
+    sim::SimResult r = simulator.simulate(s);
+    double value = objective(problem, r);
+    if (result.strategy.empty() || value < result.objective) {
+      result.strategy = std::move(s);
+      result.result = r;
+      result.objective = value;
+    }
+    if (std::isfinite(result.objective) ||
+        (options.cancel && options.cancel->load()))
+      break;
+  }
+  if (!std::isfinite(result.objective)) {
+    sim::Strategy s = sim::dataParallel(graph, problem.machine.numDevices());
+    sim::SimResult r = simulator.simulate(s);
+    double value = objective(problem, r);
+    if (value < result.objective) {
+      result.strategy = std::move(s);
+      result.result = r;
+      result.objective = value;
+    }
+  }
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - started).count();
+  };
+  // First trace point: the DP's own answer, simulated.
+  result.trace.push_back(
+      {result.iterations, elapsed(), result.objective, result.objective});
+
+  // The additive model charges every op and transfer in sequence; the
+  // simulator overlaps partitions on different devices and gradient syncs
+  // with backward. Sweeps of single-op moves judged by the simulator (delta
+  // simulation) close that gap from the DP's answer.
+  if (std::isfinite(result.objective)) {
+    simulator.simulate(result.strategy);
+    for (int sweep = 0; sweep < 20; ++sweep) {
+      bool improved = false;
+      for (size_t op = 0; op < n; ++op) {
+        if ((options.cancel && options.cancel->load()) ||
+            (options.seconds > 0 && elapsed() > options.seconds))
+          break;
+        OpConfig kept = result.strategy[op];
+        for (const OpConfig &c : space.configs(op)) {
+          if (c == kept)
+            continue;
+          sim::SimResult r = simulator.update(op, c);
+          ++result.iterations;
+          double value = objective(problem, r);
+          if (value < result.objective * (1 - 1e-12)) {
+            result.objective = value;
+            result.result = r;
+            result.strategy[op] = c;
+            improved = true;
+          }
+        }
+        simulator.update(op, result.strategy[op]);
+      }
+      if (!improved)
+        break;
+    }
+  }
+  result.seconds = elapsed();
+  result.trace.push_back(
+      {result.iterations, result.seconds, result.objective, result.objective});
+  return result;
+}
+
+} // namespace ppc::search

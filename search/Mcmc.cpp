@@ -1,1 +1,347 @@
-// Placeholder: being written.
+//===- Mcmc.cpp - FlexFlow's Metropolis-Hastings strategy search ----------===//
+//
+// Independent chains, one per thread, each with its own Simulator so that a
+// proposal costs one delta simulation. A chain proposes either a neighbour's
+// configuration copied along an edge or a random configuration of a random
+// op, accepts by Metropolis-Hastings on the relative slowdown, and goes back
+// to its best strategy when it has not improved for a while. Chains share
+// nothing that affects their choices, so with an iteration budget the result
+// depends only on the seed and the number of threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Search/Search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+namespace ppc::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// SplitMix64's finalizer: decorrelates the seeds of chains 0, 1, 2...
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// How far the neediest device is over its memory limit (1: at the limit).
+/// Guides chains that start out of memory towards feasible strategies.
+double memoryPressure(const Problem &problem, const sim::SimResult &result) {
+  double worst = 0;
+  for (const sim::DeviceStats &device : result.devices) {
+    int64_t limit =
+        problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
+    if (limit > 0)
+      worst = std::max(worst, static_cast<double>(device.memory.total()) /
+                                  static_cast<double>(limit));
+  }
+  return worst;
+}
+
+/// Neighbours of every op along graph edges: its producers and consumers.
+std::vector<std::vector<size_t>> neighbours(const sim::Graph &graph) {
+  std::vector<std::vector<size_t>> result(graph.ops.size());
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (const sim::Source &source : graph.ops[c].operands)
+      if (source.kind == sim::Source::Kind::Op) {
+        size_t p = static_cast<size_t>(source.index);
+        result[c].push_back(p);
+        result[p].push_back(c);
+      }
+  for (std::vector<size_t> &list : result) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return result;
+}
+
+/// What all chains share while running: the budget, progress counters and
+/// the best objective seen anywhere (for the trace and the progress line
+/// only; no chain decides anything on it).
+struct Shared {
+  const Problem &problem;
+  const ConfigSpace &space;
+  const SearchOptions &options;
+  const std::vector<std::vector<size_t>> &adjacency;
+  Clock::time_point begin;
+  double startObjective;
+  std::atomic<int64_t> totalIterations{0};
+  std::atomic<bool> timeUp{false};
+  std::mutex bestMutex;
+  double globalBest;
+
+  void offerBest(double value) {
+    std::lock_guard<std::mutex> lock(bestMutex);
+    globalBest = std::min(globalBest, value);
+  }
+  double best() {
+    std::lock_guard<std::mutex> lock(bestMutex);
+    return globalBest;
+  }
+};
+
+struct ChainResult {
+  sim::Strategy best;
+  double bestObjective = kInfinity;
+  int64_t iterations = 0;
+  std::vector<TracePoint> trace;
+};
+
+bool progressWanted(const SearchOptions &options) {
+  return options.progress && isatty(2);
+}
+
+void printProgress(Shared &shared, bool final) {
+  const SearchOptions &options = shared.options;
+  double elapsed = secondsSince(shared.begin);
+  int64_t done = shared.totalIterations.load(std::memory_order_relaxed);
+  double best = shared.best();
+  double eta = -1;
+  if (options.iterations > 0 && done > 0) {
+    int64_t total = options.iterations * std::max(options.threads, 1);
+    eta = elapsed * static_cast<double>(total - done) / done;
+  }
+  if (options.seconds > 0) {
+    double left = std::max(0.0, options.seconds - elapsed);
+    eta = eta < 0 ? left : std::min(eta, left);
+  }
+  double gain = std::isfinite(shared.startObjective) && std::isfinite(best)
+                    ? (1 - best / shared.startObjective) * 100
+                    : 0;
+  std::fprintf(stderr,
+               "\rmcmc: %lld iterations (%.0f/s), best %.3f ms, %.1f%% "
+               "better than the start, ETA %.0f s   ",
+               static_cast<long long>(done), done / std::max(elapsed, 1e-9),
+               best * 1e3, gain, std::max(eta, 0.0));
+  if (final)
+    std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
+  const Problem &problem = shared.problem;
+  const SearchOptions &options = shared.options;
+  const sim::Graph &graph = problem.graph;
+  int64_t numDevices = problem.machine.numDevices();
+  sim::Simulator simulator(graph, problem.machine, problem.costModel,
+                           problem.simOptions);
+  std::mt19937_64 rng(mix(mix(options.seed) ^ mix(chain + 1)));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<size_t> pickOp(0, graph.ops.size() - 1);
+  bool showProgress = chain == 0 && progressWanted(options);
+
+  ChainResult out;
+  sim::SimResult currentResult = simulator.simulate(start);
+  double current = objective(problem, currentResult);
+  double currentPressure = memoryPressure(problem, currentResult);
+  out.best = start;
+  out.bestObjective = current;
+  int64_t sinceImprovement = 0;
+  double lastPrint = 0;
+  if (chain == 0)
+    out.trace.push_back(
+        {0, secondsSince(shared.begin), current, shared.best()});
+
+  // A configuration for `op` that differs from its current one: a
+  // neighbour's along an edge when that fits the op, else a random one.
+  auto propose = [&](size_t op) -> std::optional<OpConfig> {
+    const OpConfig &now = simulator.currentStrategy()[op];
+    if (unit(rng) < options.propagateProbability &&
+        !shared.adjacency[op].empty()) {
+      const std::vector<size_t> &near = shared.adjacency[op];
+      size_t from =
+          near[std::uniform_int_distribution<size_t>(0, near.size() - 1)(rng)];
+      const OpConfig &copy = simulator.currentStrategy()[from];
+      if (copy.degrees.size() == graph.ops[op].space.dims.size() &&
+          copy != now &&
+          checkConfig(graph.ops[op].space, copy, numDevices).empty())
+        return copy;
+    }
+    const std::vector<OpConfig> &configs = shared.space.configs(op);
+    if (configs.empty())
+      return std::nullopt;
+    const OpConfig &pick = configs[std::uniform_int_distribution<size_t>(
+        0, configs.size() - 1)(rng)];
+    if (pick == now)
+      return std::nullopt;
+    return pick;
+  };
+
+  int64_t pendingCount = 0; // iterations not yet added to the shared total
+  while (options.iterations <= 0 || out.iterations < options.iterations) {
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed))
+      break;
+    // The clock is read every few iterations only: a delta simulation can
+    // take microseconds.
+    if ((out.iterations & 15) == 0) {
+      shared.totalIterations.fetch_add(pendingCount, std::memory_order_relaxed);
+      pendingCount = 0;
+      if (options.seconds > 0) {
+        if (shared.timeUp.load(std::memory_order_relaxed))
+          break;
+        if (secondsSince(shared.begin) >= options.seconds) {
+          shared.timeUp.store(true, std::memory_order_relaxed);
+          break;
+        }
+      }
+      if (showProgress && secondsSince(shared.begin) - lastPrint > 0.2) {
+        lastPrint = secondsSince(shared.begin);
+        printProgress(shared, false);
+      }
+    }
+    ++out.iterations;
+    ++pendingCount;
+
+    size_t op = pickOp(rng);
+    std::optional<OpConfig> proposal = propose(op);
+    if (proposal) {
+      OpConfig previous = simulator.currentStrategy()[op];
+      sim::SimResult next = simulator.update(op, *proposal);
+      double value = objective(problem, next);
+      bool accept;
+      if (!std::isfinite(value)) {
+        // Out of memory: only a chain that is itself out of memory may
+        // move, and only towards less pressure.
+        double pressure = memoryPressure(problem, next);
+        accept = !std::isfinite(current) && pressure < currentPressure;
+        if (accept)
+          currentPressure = pressure;
+      } else if (value <= current) {
+        accept = true;
+      } else {
+        double slowdown = (value - current) / current;
+        accept = unit(rng) < std::exp(-options.beta * slowdown);
+      }
+      if (accept) {
+        current = value;
+        if (std::isfinite(value))
+          currentPressure = memoryPressure(problem, next);
+      } else {
+        simulator.update(op, previous);
+      }
+    }
+
+    if (current < out.bestObjective) {
+      out.bestObjective = current;
+      out.best = simulator.currentStrategy();
+      sinceImprovement = 0;
+      shared.offerBest(current);
+    } else if (options.resetAfter > 0 && std::isfinite(out.bestObjective) &&
+               ++sinceImprovement >= options.resetAfter) {
+      // Stuck: start again from the chain's best.
+      sim::SimResult reset = simulator.simulate(out.best);
+      current = objective(problem, reset);
+      currentPressure = memoryPressure(problem, reset);
+      sinceImprovement = 0;
+    }
+
+    if (chain == 0 && options.traceEvery > 0 &&
+        out.iterations % options.traceEvery == 0)
+      out.trace.push_back(
+          {out.iterations, secondsSince(shared.begin), current, shared.best()});
+  }
+  shared.totalIterations.fetch_add(pendingCount, std::memory_order_relaxed);
+  if (chain == 0 &&
+      (out.trace.empty() || out.trace.back().iteration != out.iterations))
+    out.trace.push_back(
+        {out.iterations, secondsSince(shared.begin), current, shared.best()});
+  return out;
+}
+
+} // namespace
+
+SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
+                  const std::vector<sim::Strategy> &starts,
+                  const SearchOptions &options) {
+  Clock::time_point begin = Clock::now();
+  const sim::Graph &graph = problem.graph;
+  int64_t numDevices = problem.machine.numDevices();
+  SearchResult out;
+  out.algorithm = "mcmc";
+
+  // Starts that do not fit the graph or the machine are left out; with none
+  // left, the search starts from data parallelism.
+  std::vector<sim::Strategy> validStarts;
+  for (const sim::Strategy &start : starts) {
+    bool valid = start.size() == graph.ops.size();
+    for (size_t op = 0; valid && op < start.size(); ++op)
+      valid = checkConfig(graph.ops[op].space, start[op], numDevices).empty();
+    if (valid)
+      validStarts.push_back(start);
+  }
+  if (validStarts.empty())
+    validStarts.push_back(sim::dataParallel(graph, numDevices));
+
+  // Evaluate every start first: the result is never worse than the best.
+  double bestStart = kInfinity;
+  size_t bestStartIndex = 0;
+  {
+    sim::Simulator simulator(graph, problem.machine, problem.costModel,
+                             problem.simOptions);
+    for (size_t i = 0; i < validStarts.size(); ++i) {
+      double value = objective(problem, simulator.simulate(validStarts[i]));
+      if (value < bestStart) {
+        bestStart = value;
+        bestStartIndex = i;
+      }
+    }
+  }
+  sim::Strategy best = validStarts[bestStartIndex];
+  double bestObjective = bestStart;
+
+  bool hasBudget = options.iterations > 0 || options.seconds > 0;
+  if (hasBudget && !graph.ops.empty()) {
+    std::vector<std::vector<size_t>> adjacency = neighbours(graph);
+    Shared shared{problem, space, options, adjacency, begin, bestStart};
+    shared.globalBest = bestStart;
+    size_t numChains = static_cast<size_t>(std::max(options.threads, 1));
+    std::vector<ChainResult> chains(numChains);
+    std::vector<std::thread> threads;
+    for (size_t c = 1; c < numChains; ++c)
+      threads.emplace_back([&, c] {
+        chains[c] = runChain(shared, c, validStarts[c % validStarts.size()]);
+      });
+    chains[0] = runChain(shared, 0, validStarts[0]);
+    for (std::thread &thread : threads)
+      thread.join();
+    if (progressWanted(options))
+      printProgress(shared, true);
+
+    // Chain order decides ties, so the winner does not depend on timing.
+    for (ChainResult &chain : chains) {
+      out.iterations += chain.iterations;
+      if (chain.bestObjective < bestObjective) {
+        bestObjective = chain.bestObjective;
+        best = std::move(chain.best);
+      }
+    }
+    out.trace = std::move(chains[0].trace);
+  }
+
+  sim::Simulator simulator(graph, problem.machine, problem.costModel,
+                           problem.simOptions);
+  out.result = simulator.simulate(best);
+  out.objective = objective(problem, out.result);
+  out.strategy = std::move(best);
+  out.seconds = secondsSince(begin);
+  return out;
+}
+
+} // namespace ppc::search

@@ -4,6 +4,7 @@
 
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Topology/TopologyDialect.h"
+#include "ppc/Pipelines/Pipelines.h"
 #include "ppc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +17,7 @@ void ppc::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void ppc::registerAllPasses() {
   ppc::registerPPCPasses();
+  ppc::registerPPCPipelines();
   // The generic cleanups people compose with ppc's own passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

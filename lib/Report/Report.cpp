@@ -1,1 +1,495 @@
-// Placeholder: being written.
+//===- Report.cpp - the report directory ----------------------------------===//
+//
+// Simulates the found strategy (with a timeline) and every baseline once,
+// builds the per-op rows, and writes each file from them. The scaling curve
+// re-runs a short search on machines made of the first k devices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Report/Report.h"
+
+#include "ReportModel.h"
+#include "ppc/Search/StrategyJson.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace ppc::report {
+namespace {
+
+std::string writeFile(const fs::path &path, const std::string &text) {
+  std::ofstream os(path, std::ios::binary | std::ios::trunc);
+  if (os)
+    os << text;
+  if (os)
+    os.close();
+  if (!os)
+    return "cannot write '" + path.string() + "'";
+  return "";
+}
+
+int optimizerStates(sim::Optimizer o) {
+  switch (o) {
+  case sim::Optimizer::SGD:
+    return 0;
+  case sim::Optimizer::Momentum:
+    return 1;
+  case sim::Optimizer::Adam:
+    return 2;
+  }
+  return 0;
+}
+
+int64_t volume(const std::vector<Range> &slice) {
+  int64_t n = 1;
+  for (const Range &r : slice)
+    n *= r.size();
+  return n;
+}
+
+int64_t intersection(const std::vector<Range> &a, const std::vector<Range> &b) {
+  if (a.size() != b.size())
+    return 0;
+  int64_t n = 1;
+  for (size_t i = 0; i < a.size(); ++i)
+    n *= std::max<int64_t>(0, std::min(a[i].hi, b[i].hi) -
+                                  std::max(a[i].lo, b[i].lo));
+  return n;
+}
+
+/// Partition 0's share of the op's weights (with gradients and optimizer
+/// state) and results: what one device holds for it. Partitions are equal,
+/// so partition 0 stands for all.
+int64_t opMemory(const sim::Graph &g, const sim::Op &op, const OpConfig &config,
+                 int states) {
+  std::vector<Range> iter = partitionRanges(op.space, config.degrees, 0);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < op.operands.size() && i < op.space.operands.size();
+       ++i) {
+    const sim::Source &src = op.operands[i];
+    if (src.kind != sim::Source::Kind::Weight ||
+        src.index >= static_cast<int32_t>(g.weights.size()))
+      continue;
+    const sim::Weight &w = g.weights[src.index];
+    int64_t copies = w.trainable ? 2 + states : 1;
+    bytes += volume(sliceOf(op.space.operands[i], iter)) * w.elemBytes * copies;
+  }
+  for (const TensorAccess &r : op.space.results)
+    bytes += volume(sliceOf(r, iter)) * op.elemBytes;
+  return bytes;
+}
+
+/// Forward bytes operand `operand` of `consumer` needs from devices other
+/// than its own: each consumer partition's input slice minus what a
+/// producer partition on the same device already holds.
+double reshardBytes(const sim::Graph &g, size_t consumer, size_t operand,
+                    const sim::Strategy &s) {
+  const sim::Op &cons = g.ops[consumer];
+  const sim::Source &src = cons.operands[operand];
+  const sim::Op &prod = g.ops[src.index];
+  const OpConfig &pc = s[src.index], &cc = s[consumer];
+  if (pc == cc && prod.space.dims.size() == cons.space.dims.size() &&
+      prod.space.results[src.result].dims == cons.space.operands[operand].dims)
+    return 0;
+  std::vector<int64_t> prodDevices = pc.devices();
+  std::vector<int64_t> consDevices = cc.devices();
+  double bytes = 0;
+  for (size_t c = 0; c < consDevices.size(); ++c) {
+    std::vector<Range> need = sliceOf(
+        cons.space.operands[operand],
+        partitionRanges(cons.space, cc.degrees, static_cast<int64_t>(c)));
+    int64_t local = 0;
+    for (size_t p = 0; p < prodDevices.size(); ++p)
+      if (prodDevices[p] == consDevices[c])
+        local = std::max(
+            local,
+            intersection(need,
+                         sliceOf(prod.space.results[src.result],
+                                 partitionRanges(prod.space, pc.degrees,
+                                                 static_cast<int64_t>(p)))));
+    bytes += static_cast<double>(volume(need) - local) * prod.elemBytes;
+  }
+  return bytes;
+}
+
+/// Dim 0 of the first graph input an op reads, when the caller gave none.
+int64_t inferBatch(const sim::Graph &g) {
+  for (const sim::Op &op : g.ops)
+    for (size_t i = 0; i < op.operands.size() && i < op.space.operands.size();
+         ++i)
+      if (op.operands[i].kind == sim::Source::Kind::Input &&
+          !op.space.operands[i].shape.empty())
+        return op.space.operands[i].shape[0];
+  return 1;
+}
+
+std::string toLower(std::string s) {
+  for (char &c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// The machine of the first `k` devices of `m`, or nullopt when they do not
+/// make whole nodes (or a prefix of node 0).
+std::optional<Machine> firstDevices(const Machine &m, int64_t k) {
+  if (k == m.numDevices())
+    return m;
+  if (m.cluster) {
+    ClusterSpec c = *m.cluster;
+    if (k <= c.devicesPerNode) {
+      c.nodes = 1;
+      c.devicesPerNode = k;
+      c.nicsPerNode = std::min(c.nicsPerNode, k);
+    } else {
+      if (k % c.devicesPerNode)
+        return std::nullopt;
+      c.nodes = k / c.devicesPerNode;
+    }
+    return Machine::fromCluster(c, m.name + "[0:" + std::to_string(k) + "]");
+  }
+  // Explicit graph: keep the first k devices if they are whole nodes or all
+  // in node 0, the switches of those nodes (and the network when several
+  // nodes remain), and the links between what is kept.
+  std::map<int64_t, int64_t> perNode;
+  for (const Device &d : m.devices)
+    ++perNode[d.node];
+  std::map<int64_t, int64_t> kept;
+  for (int64_t i = 0; i < k; ++i)
+    ++kept[m.devices[i].node];
+  bool prefixOfOne = kept.size() == 1;
+  for (auto [node, n] : kept)
+    if (!prefixOfOne && n != perNode[node])
+      return std::nullopt;
+  Machine sub;
+  sub.name = m.name + "[0:" + std::to_string(k) + "]";
+  sub.specs = m.specs;
+  sub.devices.assign(m.devices.begin(), m.devices.begin() + k);
+  std::vector<int64_t> remap(m.numVertices(), -1);
+  for (int64_t i = 0; i < k; ++i)
+    remap[i] = i;
+  for (int64_t s = 0; s < m.numSwitches(); ++s) {
+    const Switch &sw = m.switches[s];
+    bool keep = sw.node >= 0 ? kept.count(sw.node) > 0 : kept.size() > 1;
+    if (!keep)
+      continue;
+    remap[m.numDevices() + s] = k + sub.numSwitches();
+    sub.switches.push_back(sw);
+  }
+  for (const Link &l : m.links)
+    if (remap[l.src] >= 0 && remap[l.dst] >= 0)
+      sub.links.push_back({remap[l.src], remap[l.dst], l.spec});
+  if (!sub.validate().empty())
+    return std::nullopt;
+  return sub;
+}
+
+// Ordered: keys stay in the order written (name first), for people.
+using Json = nlohmann::ordered_json;
+
+Json bytesJson(const sim::SimResult &r) {
+  Json j = Json::object();
+  for (int k = 0; k < 8; ++k)
+    if (r.bytesByLinkKind[k] > 0)
+      j[stringifyLinkKind(static_cast<LinkKind>(k))] = r.bytesByLinkKind[k];
+  return j;
+}
+
+std::string writeBaselinesText(const ReportModel &m) {
+  // Only the link kinds some strategy uses get a column.
+  std::vector<int> kinds;
+  for (int k = 0; k < 8; ++k)
+    for (const StrategyRow &s : m.strategies)
+      if (s.result.bytesByLinkKind[k] > 0) {
+        kinds.push_back(k);
+        break;
+      }
+  std::vector<std::string> header = {"best", "strategy", "iter ms", "samples/s",
+                                     "vs DP"};
+  for (int k : kinds)
+    header.push_back(std::string(stringifyLinkKind(static_cast<LinkKind>(k))) +
+                     " bytes");
+  for (const char *h : {"total bytes", "peak memory", "oom"})
+    header.push_back(h);
+  std::vector<std::vector<std::string>> rows = {header};
+  for (const StrategyRow &s : m.strategies) {
+    std::vector<std::string> row = {
+        s.best ? "*" : "", s.found ? s.name + " (found)" : s.name,
+        fixed(s.result.iterationTime * 1e3, 3), fixed(s.throughput, 1),
+        fixed(s.speedupVsDataParallel, 2) + "x"};
+    for (int k : kinds)
+      row.push_back(formatBytes(s.result.bytesByLinkKind[k]));
+    row.push_back(formatBytes(s.result.totalBytes()));
+    row.push_back(formatBytes(static_cast<double>(s.result.peakMemory())));
+    row.push_back(s.result.outOfMemory ? "OOM" : "no");
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto &r : rows)
+    for (size_t c = 0; c < r.size(); ++c)
+      width[c] = std::max(width[c], r[c].size());
+  std::ostringstream os;
+  os << "Baselines vs found on " << m.input->problem.machine.numDevices()
+     << " devices (batch " << m.input->batchSize << ")\n\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string line;
+    for (size_t c = 0; c < rows[i].size(); ++c) {
+      std::string pad(width[c] - rows[i][c].size(), ' ');
+      // Names and flags left, numbers right.
+      line += (c < 2 ? rows[i][c] + pad : pad + rows[i][c]) + "  ";
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    os << line << "\n";
+    if (i == 0)
+      os << std::string(line.size(), '-') << "\n";
+  }
+  os << "\nbest (*): the lowest iteration time that fits in memory; vs DP: "
+        "speedup over data parallel.\n";
+  return os.str();
+}
+
+std::string writeBaselinesJson(const ReportModel &m) {
+  Json j;
+  j["model"] = m.input->modelName;
+  j["machine"] = m.input->machineName;
+  j["devices"] = m.input->problem.machine.numDevices();
+  j["batch"] = m.input->batchSize;
+  for (const StrategyRow &s : m.strategies)
+    if (s.best)
+      j["best"] = s.name;
+  j["strategies"] = Json::array();
+  for (const StrategyRow &s : m.strategies) {
+    Json e;
+    e["name"] = s.name;
+    e["found"] = s.found;
+    e["iteration_ms"] = s.result.iterationTime * 1e3;
+    e["throughput"] = s.throughput;
+    e["bytes_by_link_kind"] = bytesJson(s.result);
+    e["total_bytes"] = s.result.totalBytes();
+    e["peak_memory_bytes"] = s.result.peakMemory();
+    e["out_of_memory"] = s.result.outOfMemory;
+    e["speedup_vs_data_parallel"] = s.speedupVsDataParallel;
+    e["best"] = s.best;
+    j["strategies"].push_back(std::move(e));
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string writeTrace(const search::SearchResult &found) {
+  std::ostringstream os;
+  os << "iteration,seconds,current_ms,best_ms\n";
+  for (const search::TracePoint &p : found.trace)
+    os << p.iteration << "," << fixed(p.seconds, 6) << ","
+       << fixed(p.current * 1e3, 6) << "," << fixed(p.best * 1e3, 6) << "\n";
+  return os.str();
+}
+
+std::string writeScaling(const ReportModel &m, double foundObjective) {
+  const ReportInput &in = *m.input;
+  const search::Problem &p = in.problem;
+  int64_t n = p.machine.numDevices();
+  std::vector<int64_t> counts;
+  for (int64_t k = 1; k < n; k *= 2)
+    counts.push_back(k);
+  counts.push_back(n);
+  sim::SimOptions opts = p.simOptions;
+  opts.recordTimeline = false;
+  std::ostringstream os;
+  os << "devices,strategy,iteration_ms,throughput\n";
+  auto row = [&](int64_t k, const char *name, double objective) {
+    // The objective is +inf when out of memory: no throughput then.
+    os << k << "," << name << "," << fixed(objective * 1e3, 6) << ","
+       << fixed(std::isfinite(objective) && objective > 0
+                    ? in.batchSize / objective
+                    : 0,
+                3)
+       << "\n";
+  };
+  for (int64_t k : counts) {
+    std::optional<Machine> machine = firstDevices(p.machine, k);
+    if (!machine)
+      continue;
+    search::Problem sub{p.graph, *machine, p.costModel, opts, p.memoryLimit};
+    sim::Strategy dp = sim::dataParallel(p.graph, k);
+    double dpObjective;
+    {
+      sim::Simulator s(p.graph, *machine, p.costModel, opts);
+      dpObjective = search::objective(sub, s.simulate(dp));
+    }
+    double best = dpObjective;
+    if (k > 1) {
+      search::SearchOptions so = in.scalingSearch;
+      if (so.iterations <= 0 && so.seconds <= 0)
+        so.iterations = 500;
+      so.progress = false;
+      search::ConfigSpace space(p.graph, *machine);
+      search::SearchResult r = search::mcmc(sub, space, {dp}, so);
+      best = std::min(best, r.objective);
+    }
+    // On the whole machine the main search's answer counts too.
+    if (k == n)
+      best = std::min(best, foundObjective);
+    row(k, "data parallel", dpObjective);
+    row(k, "best found", best);
+  }
+  return os.str();
+}
+
+} // namespace
+
+std::string writeReport(const std::string &dir, const ReportInput &input) {
+  const search::Problem &p = input.problem;
+  const sim::Graph &g = p.graph;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    return "cannot create report directory '" + dir +
+           "': " + (ec ? ec.message() : "not a directory");
+  const sim::Strategy &strategy = input.found.strategy;
+  if (strategy.size() != g.ops.size())
+    return "found strategy has " + std::to_string(strategy.size()) +
+           " configurations for " + std::to_string(g.ops.size()) + " ops";
+
+  ReportInput in = input;
+  if (in.batchSize <= 0)
+    in.batchSize = inferBatch(g);
+  ReportModel m;
+  m.input = &in;
+
+  // The found strategy, once, with a timeline.
+  sim::SimOptions opts = p.simOptions;
+  opts.recordTimeline = true;
+  sim::Simulator simulator(g, p.machine, p.costModel, opts);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    std::string problem = simulator.checkConfig(i, strategy[i]);
+    if (!problem.empty())
+      return "found strategy: op '" + g.ops[i].name + "': " + problem;
+  }
+  m.found = simulator.simulate(strategy);
+  std::vector<sim::Simulator::OpTimes> times = simulator.opTimes();
+  std::ostringstream timeline;
+  simulator.writeChromeTrace(timeline);
+  double foundObjective = search::objective(p, m.found);
+  m.capacity = p.memoryLimit > 0
+                   ? p.memoryLimit
+                   : (m.found.devices.empty()
+                          ? 0
+                          : m.found.devices[m.found.tightestDevice].capacity);
+
+  int states = optimizerStates(p.simOptions.optimizer);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const sim::Op &op = g.ops[i];
+    OpRow row;
+    row.name = op.name.empty() ? "op" + std::to_string(i) : op.name;
+    row.kind = op.kind;
+    row.shape =
+        op.space.results.empty() ? "-" : formatShape(op.space.results[0].shape);
+    row.degrees = formatDegrees(op, strategy[i]);
+    row.devices = compactDevices(strategy[i].devices());
+    row.cls = classify(op, strategy[i]);
+    if (i < times.size()) {
+      row.fwdMs = times[i].forward * 1e3;
+      row.bwdMs = times[i].backward * 1e3;
+      row.commMs = times[i].communication * 1e3;
+    }
+    row.memoryBytes = opMemory(g, op, strategy[i], states);
+    m.ops.push_back(std::move(row));
+    for (size_t o = 0; o < op.operands.size(); ++o)
+      if (op.operands[o].kind == sim::Source::Kind::Op)
+        m.edges.push_back({static_cast<size_t>(op.operands[o].index), i,
+                           reshardBytes(g, i, o, strategy)});
+  }
+
+  // Baselines; data parallel is always compared with, even if not given.
+  std::vector<std::pair<std::string, sim::Strategy>> baselines =
+      input.baselines;
+  auto isDataParallel = [](const std::string &name) {
+    return toLower(name).rfind("data parallel", 0) == 0;
+  };
+  if (std::none_of(baselines.begin(), baselines.end(),
+                   [&](const auto &b) { return isDataParallel(b.first); }))
+    baselines.insert(
+        baselines.begin(),
+        {"data parallel", sim::dataParallel(g, p.machine.numDevices())});
+  {
+    sim::SimOptions baseOpts = p.simOptions;
+    baseOpts.recordTimeline = false;
+    sim::Simulator s(g, p.machine, p.costModel, baseOpts);
+    for (const auto &[name, st] : baselines) {
+      if (st.size() != g.ops.size())
+        return "baseline '" + name + "' has " + std::to_string(st.size()) +
+               " configurations for " + std::to_string(g.ops.size()) + " ops";
+      StrategyRow row;
+      row.name = name;
+      row.result = s.simulate(st);
+      row.objective = search::objective(p, row.result);
+      m.strategies.push_back(std::move(row));
+    }
+  }
+  StrategyRow foundRow;
+  foundRow.name = in.found.algorithm.empty() ? "found" : in.found.algorithm;
+  foundRow.found = true;
+  foundRow.result = m.found;
+  foundRow.objective = foundObjective;
+  m.strategies.push_back(std::move(foundRow));
+
+  double inf = std::numeric_limits<double>::infinity();
+  m.bestBaselineMs = inf;
+  for (StrategyRow &s : m.strategies) {
+    double t = s.result.iterationTime;
+    s.throughput = t > 0 ? in.batchSize / t : 0;
+    if (!s.found && isDataParallel(s.name) && m.dataParallelMs == 0)
+      m.dataParallelMs = t * 1e3;
+    if (!s.found && s.objective * 1e3 < m.bestBaselineMs) {
+      m.bestBaselineMs = s.objective * 1e3;
+      m.bestBaselineName = s.name;
+    }
+  }
+  if (!std::isfinite(m.bestBaselineMs))
+    m.bestBaselineMs = 0; // every baseline is out of memory.
+  // Exactly one best; the found strategy wins ties (it is what is used).
+  size_t best = m.strategies.size() - 1;
+  for (size_t i = 0; i < m.strategies.size(); ++i)
+    if (m.strategies[i].objective < m.strategies[best].objective)
+      best = i;
+  m.strategies[best].best = true;
+  for (StrategyRow &s : m.strategies)
+    s.speedupVsDataParallel =
+        s.result.iterationTime > 0 && m.dataParallelMs > 0
+            ? m.dataParallelMs / (s.result.iterationTime * 1e3)
+            : 0;
+
+  fs::path d(dir);
+  std::vector<std::pair<const char *, std::string>> files = {
+      {"strategy.json",
+       search::writeStrategyJson(g, p.machine, strategy, &times, &m.found)},
+      {"summary.txt", writeSummary(m)},
+      {"timeline.json", timeline.str()},
+      {"search-trace.csv", writeTrace(in.found)},
+      {"graph.dot", writeDot(m)},
+      {"graph.html", writeHtml(m)},
+      {"baselines.txt", writeBaselinesText(m)},
+      {"baselines.json", writeBaselinesJson(m)},
+  };
+  for (const auto &[name, text] : files)
+    if (std::string err = writeFile(d / name, text); !err.empty())
+      return err;
+  if (input.scaling)
+    if (std::string err =
+            writeFile(d / "scaling.csv", writeScaling(m, foundObjective));
+        !err.empty())
+      return err;
+  return "";
+}
+
+} // namespace ppc::report

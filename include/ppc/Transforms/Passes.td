@@ -92,4 +92,143 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
   ];
 }
 
+def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
+  let summary = "Search a parallelization strategy and attach it as #ppc.strategy";
+  let description = [{
+    Searches the SOAP space of every function with graph ops for the
+    strategy with the fastest simulated training iteration on the machine
+    attached to the module (`ppc.machine`, see `--ppc-attach-machine`), and
+    sets `ppc.strategy` on every simulated op. Nothing else in the module
+    changes: lowering passes read the attributes.
+
+    `algorithm=mcmc` (FlexFlow's Metropolis-Hastings search) runs independent
+    chains on `threads` threads, started from data parallel, the expert
+    strategies (Megatron, one weird trick) and the strategy already on the
+    module, if any; `dp` is the dynamic programming over a series-parallel
+    decomposition; `exhaustive` is exact on small graphs; `data-parallel`,
+    `megatron` and `one-weird-trick` take that baseline as it is. The result
+    is deterministic for a seed and a thread count. Ctrl-C ends the search
+    with the best strategy so far. A one-line summary goes to stderr; with
+    `report-dir` the report files of docs/reports.md are written as well.
+  }];
+  let options = [
+    Option<"algorithm", "algorithm", "std::string", "\"mcmc\"",
+           "mcmc, dp, exhaustive, data-parallel, megatron or "
+           "one-weird-trick">,
+    Option<"budget", "budget", "std::string", "\"1000\"",
+           "Search budget: seconds ('30s', '2m', '1h') or iterations per "
+           "chain ('5000' or '5000it')">,
+    Option<"threads", "threads", "unsigned", "0",
+           "Threads for independent MCMC chains (0: every core)">,
+    Option<"seed", "seed", "uint64_t", "1", "Random seed">,
+    Option<"optimizer", "optimizer", "::ppc::sim::Optimizer",
+           "::ppc::sim::Optimizer::SGD",
+           "Optimizer whose state and update are simulated",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::sim::Optimizer::SGD, "sgd", "plain SGD"),
+             clEnumValN(::ppc::sim::Optimizer::Momentum, "momentum",
+                        "SGD with momentum (one state tensor per weight)"),
+             clEnumValN(::ppc::sim::Optimizer::Adam, "adam",
+                        "Adam (two state tensors per weight)"))}]>,
+    Option<"overlap", "overlap", "bool", "true",
+           "Overlap each weight's gradient synchronization with the rest of "
+           "backward">,
+    Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
+           "::ppc::sim::GradSync::AllReduce",
+           "How replicas of a weight synchronize their gradients",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::sim::GradSync::AllReduce, "all-reduce",
+                        "all-reduce of the gradients"),
+             clEnumValN(::ppc::sim::GradSync::ReduceScatterAllGather,
+                        "reduce-scatter",
+                        "reduce-scatter, sharded update, all-gather"))}]>,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Memory per device a strategy may use ('16GiB', '500MB', bytes); "
+           "default: each device's capacity">,
+    Option<"profilePath", "profile", "std::string", "\"\"",
+           "Measured kernel times (JSON, docs/profile-format.md)">,
+    Option<"reportDir", "report-dir", "std::string", "\"\"",
+           "Write the report files (strategy, summary, timeline, search "
+           "trace, graph, baselines, scaling) into this directory">,
+    Option<"progress", "progress", "std::string", "\"auto\"",
+           "Progress with ETA on stderr: auto (when stderr is a terminal), "
+           "on or off">,
+  ];
+  let dependentDialects = ["::ppc::graph::PPCDialect"];
+}
+
+def ExportStrategy : Pass<"ppc-export-strategy", "mlir::ModuleOp"> {
+  let summary = "Write the module's strategy to a JSON strategy file";
+  let description = [{
+    Writes every simulated op's configuration (its `ppc.strategy`, or data
+    parallel for ops without one) in the format of docs/strategy-format.md,
+    with the predicted per-op times of one simulated iteration. The file can
+    be edited and read back with `--ppc-import-strategy`. With several
+    functions, one file per function: `FILE.<function>.json`. The module is
+    unchanged.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"\"",
+           "Strategy file to write ('-' for stdout)">,
+    Option<"predict", "predict", "bool", "true",
+           "Simulate the strategy and add predicted times">,
+    Option<"optimizer", "optimizer", "::ppc::sim::Optimizer",
+           "::ppc::sim::Optimizer::SGD",
+           "Optimizer simulated for the predictions",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::sim::Optimizer::SGD, "sgd", "plain SGD"),
+             clEnumValN(::ppc::sim::Optimizer::Momentum, "momentum",
+                        "SGD with momentum"),
+             clEnumValN(::ppc::sim::Optimizer::Adam, "adam", "Adam"))}]>,
+  ];
+}
+
+def ImportStrategy : Pass<"ppc-import-strategy", "mlir::ModuleOp"> {
+  let summary = "Set #ppc.strategy on every op from a JSON strategy file";
+  let description = [{
+    Reads a strategy file (docs/strategy-format.md) and sets `ppc.strategy`
+    on every simulated op, replacing what was there. Every op must have
+    exactly one entry; an unknown op name, a missing op, degrees that do not
+    fit the op or the attached machine, or malformed JSON are errors naming
+    the entry, and then nothing is changed. With several functions, each reads
+    `FILE.<function>.json`.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"\"", "Strategy file to read">,
+  ];
+  let dependentDialects = ["::ppc::graph::PPCDialect"];
+}
+
+def AddLoss : Pass<"ppc-add-loss", "mlir::ModuleOp"> {
+  let summary = "Append a training loss to every function with graph ops";
+  let description = [{
+    ONNX models are inference graphs; training needs a loss. The pass takes
+    the function's first result and appends `ppc.softmax_cross_entropy` for
+    class logits (`[N, C]`, or `[N, S, C]` reshaped to `[N*S, C]` with the
+    labels `[N, S]` reshaped alike) or `ppc.mse_loss` otherwise, with a new
+    function argument `labels` (class indices, i64) or `targets` (same type
+    as the prediction). The loss becomes the function's only result. A
+    function that already has a loss op is left as it is.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"auto\"",
+           "auto (softmax-ce for [N, C] and [N, S, C] results, else mse), "
+           "softmax-ce, mse or none">,
+  ];
+  let dependentDialects = ["::ppc::graph::PPCDialect"];
+}
+
+def ConvertDType : Pass<"ppc-convert-dtype", "mlir::ModuleOp"> {
+  let summary = "Rewrite every floating-point tensor to one element type";
+  let description = [{
+    Mixed-precision training as the simulator sees it: every floating-point
+    tensor type of every function (arguments, results, op results, weights)
+    and the values of constants and embedded weights become `dtype`.
+    Integer tensors (labels, indices) are unchanged.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"f32\"", "f32, bf16 or f16">,
+  ];
+}
+
 #endif // PPC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,89 @@
+//===- Pipelines.h - ppc's registered pass pipelines ------------*- C++ -*-===//
+
+#ifndef PPC_PIPELINES_PIPELINES_H
+#define PPC_PIPELINES_PIPELINES_H
+
+#include "ppc/Simulator/Simulator.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+#include <thread>
+
+namespace ppc {
+
+/// Options of `ppc-auto-parallel`, the whole job in one pipeline: add a
+/// loss, convert the dtype, attach the machine, search, export.
+struct AutoParallelOptions
+    : public mlir::PassPipelineOptions<AutoParallelOptions> {
+  Option<std::string> machine{
+      *this, "machine",
+      llvm::cl::desc("Machine preset or JSON file (empty: the machine "
+                     "already attached to the module)")};
+  Option<std::string> search{
+      *this, "search",
+      llvm::cl::desc("mcmc, dp, exhaustive, data-parallel, megatron or "
+                     "one-weird-trick"),
+      llvm::cl::init("mcmc")};
+  Option<std::string> budget{
+      *this, "budget",
+      llvm::cl::desc("Search budget: seconds ('30s', '2m') or iterations per "
+                     "chain ('5000', '5000it')"),
+      llvm::cl::init("30s")};
+  Option<unsigned> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads for independent MCMC chains (default: every "
+                     "core; 0 too)"),
+      llvm::cl::init(std::thread::hardware_concurrency())};
+  Option<uint64_t> seed{*this, "seed", llvm::cl::desc("Random seed"),
+                        llvm::cl::init(1)};
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("auto (softmax-ce for class logits, else mse), "
+                     "softmax-ce, mse or none (the model has a loss)"),
+      llvm::cl::init("auto")};
+  Option<sim::Optimizer> optimizer{
+      *this, "optimizer", llvm::cl::desc("Optimizer simulated in training"),
+      llvm::cl::init(sim::Optimizer::SGD),
+      llvm::cl::values(
+          clEnumValN(sim::Optimizer::SGD, "sgd", "plain SGD"),
+          clEnumValN(sim::Optimizer::Momentum, "momentum", "SGD with momentum"),
+          clEnumValN(sim::Optimizer::Adam, "adam", "Adam"))};
+  Option<std::string> dtype{
+      *this, "dtype",
+      llvm::cl::desc("Element type of training: f32, bf16 or f16 (mixed "
+                     "precision)"),
+      llvm::cl::init("f32")};
+  Option<std::string> memoryLimit{
+      *this, "memory-limit",
+      llvm::cl::desc("Memory per device a strategy may use ('16GiB'); "
+                     "default: each device's capacity")};
+  Option<std::string> reportDir{
+      *this, "report-dir",
+      llvm::cl::desc("Write the report files into this directory")};
+  Option<std::string> strategyOut{
+      *this, "strategy-out",
+      llvm::cl::desc("Write the strategy file (JSON) here")};
+  Option<std::string> strategyIn{
+      *this, "strategy-in",
+      llvm::cl::desc("Take the strategy from this file instead of "
+                     "searching")};
+  Option<std::string> progress{
+      *this, "progress",
+      llvm::cl::desc("Search progress on stderr: auto (when a terminal), on "
+                     "or off"),
+      llvm::cl::init("auto")};
+};
+
+/// Adds `ppc-auto-parallel`'s passes to `pm`. The batch size is not an
+/// option: it is the importer's (--batch-size, --input-shape).
+void buildAutoParallelPipeline(mlir::OpPassManager &pm,
+                               const AutoParallelOptions &options);
+
+/// Registers every ppc pipeline.
+void registerPPCPipelines();
+
+} // namespace ppc
+
+#endif // PPC_PIPELINES_PIPELINES_H

@@ -1,0 +1,70 @@
+//===- AutoParallel.cpp - the whole job as one pipeline -------------------===//
+//
+// `ppc-auto-parallel` is the individual passes in their usual order, so that
+// what the pipeline does can be redone (or changed) step by step with
+// ppc-opt. Options are only forwarded: each pass validates its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Pipelines/Pipelines.h"
+
+#include "ppc/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+#include <thread>
+
+using namespace mlir;
+
+void ppc::buildAutoParallelPipeline(OpPassManager &pm,
+                                    const AutoParallelOptions &options) {
+  AddLossOptions lossOptions;
+  lossOptions.loss = options.loss;
+  pm.addPass(createAddLoss(lossOptions));
+
+  ConvertDTypeOptions dtypeOptions;
+  dtypeOptions.dtype = options.dtype;
+  pm.addPass(createConvertDType(dtypeOptions));
+
+  if (!options.machine.empty()) {
+    AttachMachineOptions machineOptions;
+    machineOptions.machine = options.machine;
+    pm.addPass(createAttachMachine(machineOptions));
+  }
+
+  if (!options.strategyIn.empty()) {
+    ImportStrategyOptions importOptions;
+    importOptions.file = options.strategyIn;
+    pm.addPass(createImportStrategy(importOptions));
+  } else {
+    SearchStrategyOptions searchOptions;
+    searchOptions.algorithm = options.search;
+    searchOptions.budget = options.budget;
+    searchOptions.threads =
+        options.threads ? options.threads.getValue()
+                        : std::max(1u, std::thread::hardware_concurrency());
+    searchOptions.seed = options.seed;
+    searchOptions.optimizer = options.optimizer;
+    searchOptions.memoryLimit = options.memoryLimit;
+    searchOptions.reportDir = options.reportDir;
+    searchOptions.progress = options.progress;
+    pm.addPass(createSearchStrategy(searchOptions));
+  }
+
+  if (!options.strategyOut.empty()) {
+    ExportStrategyOptions exportOptions;
+    exportOptions.file = options.strategyOut;
+    exportOptions.optimizer = options.optimizer;
+    pm.addPass(createExportStrategy(exportOptions));
+  }
+}
+
+void ppc::registerPPCPipelines() {
+  PassPipelineRegistration<AutoParallelOptions>(
+      "ppc-auto-parallel",
+      "Parallelize a model for training: add a loss, convert the dtype, "
+      "attach the machine, search a strategy (#ppc.strategy on every op), "
+      "and write the report and strategy file. The batch size is the "
+      "importer's --batch-size",
+      buildAutoParallelPipeline);
+}

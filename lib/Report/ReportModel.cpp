@@ -1,0 +1,305 @@
+//===- ReportModel.cpp - formats and the readable summary -----------------===//
+
+#include "ReportModel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace ppc::report {
+
+const char *stringifyStrategyClass(StrategyClass c) {
+  switch (c) {
+  case StrategyClass::SingleDevice:
+    return "single device";
+  case StrategyClass::DataParallel:
+    return "data parallel";
+  case StrategyClass::Tensor:
+    return "tensor (parameter/reduction)";
+  case StrategyClass::Spatial:
+    return "spatial (attribute)";
+  case StrategyClass::Mixed:
+    return "mixed";
+  }
+  return "unknown";
+}
+
+const char *colorOf(StrategyClass c) {
+  // Light fills so black labels stay readable; distinct hues per class.
+  switch (c) {
+  case StrategyClass::SingleDevice:
+    return "#d9d9d9";
+  case StrategyClass::DataParallel:
+    return "#9ecae1";
+  case StrategyClass::Tensor:
+    return "#fdae6b";
+  case StrategyClass::Spatial:
+    return "#a1d99b";
+  case StrategyClass::Mixed:
+    return "#bcbddc";
+  }
+  return "#ffffff";
+}
+
+StrategyClass classify(const sim::Op &op, const OpConfig &config) {
+  bool sample = false, tensor = false, spatial = false;
+  for (size_t d = 0; d < config.degrees.size() && d < op.space.dims.size();
+       ++d) {
+    if (config.degrees[d] <= 1)
+      continue;
+    switch (op.space.dims[d].kind) {
+    case IterKind::Sample:
+      sample = true;
+      break;
+    case IterKind::Attribute:
+      spatial = true;
+      break;
+    case IterKind::Parameter:
+    case IterKind::Reduction:
+      tensor = true;
+      break;
+    }
+  }
+  int groups = sample + tensor + spatial;
+  if (groups == 0)
+    return StrategyClass::SingleDevice;
+  if (groups > 1)
+    return StrategyClass::Mixed;
+  if (sample)
+    return StrategyClass::DataParallel;
+  return tensor ? StrategyClass::Tensor : StrategyClass::Spatial;
+}
+
+std::string compactDevices(std::vector<int64_t> devices) {
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty())
+    return "-";
+  // A long constant stride (a strided machine view) reads best elided.
+  if (devices.size() > 4) {
+    int64_t stride = devices[1] - devices[0];
+    bool progression = stride > 1;
+    for (size_t i = 2; progression && i < devices.size(); ++i)
+      progression = devices[i] - devices[i - 1] == stride;
+    if (progression)
+      return std::to_string(devices[0]) + "," + std::to_string(devices[1]) +
+             ",...," + std::to_string(devices.back());
+  }
+  std::string out;
+  for (size_t i = 0; i < devices.size();) {
+    size_t j = i;
+    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1)
+      ++j;
+    if (!out.empty())
+      out += ",";
+    if (j - i >= 2) {
+      out += std::to_string(devices[i]) + "-" + std::to_string(devices[j]);
+    } else {
+      for (size_t k = i; k <= j; ++k)
+        out += (k > i ? "," : "") + std::to_string(devices[k]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string formatDegrees(const sim::Op &op, const OpConfig &config) {
+  std::string out;
+  for (size_t d = 0; d < config.degrees.size() && d < op.space.dims.size();
+       ++d) {
+    if (config.degrees[d] <= 1)
+      continue;
+    if (!out.empty())
+      out += " ";
+    // The SOAP letter: sample, attribute, parameter, reduction (R: "O" is
+    // FlexFlow's name for it, but "reduction" is what users read here).
+    const char *letter = "?";
+    switch (op.space.dims[d].kind) {
+    case IterKind::Sample:
+      letter = "S";
+      break;
+    case IterKind::Attribute:
+      letter = "A";
+      break;
+    case IterKind::Parameter:
+      letter = "P";
+      break;
+    case IterKind::Reduction:
+      letter = "R";
+      break;
+    }
+    out += letter + std::to_string(config.degrees[d]);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string out;
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? "x" : "") + std::to_string(shape[i]);
+  return out;
+}
+
+std::string fixed(double value, int digits) {
+  if (std::isinf(value))
+    return value > 0 ? "inf" : "-inf";
+  if (std::isnan(value))
+    return "nan";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, value);
+  return buf;
+}
+
+std::string formatBytes(double bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fixed(bytes, u == 0 ? 0 : 1) + " " + units[u];
+}
+
+std::string escapeDot(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+namespace {
+
+/// Left-aligned text columns, right-aligned numbers.
+class Table {
+public:
+  explicit Table(std::vector<std::string> header, std::vector<bool> right)
+      : right(std::move(right)) {
+    rows.push_back(std::move(header));
+  }
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  void rule() { rules.push_back(rows.size()); }
+  std::string str() const {
+    std::vector<size_t> width(rows[0].size(), 0);
+    for (const auto &r : rows)
+      for (size_t c = 0; c < r.size(); ++c)
+        width[c] = std::max(width[c], r[c].size());
+    size_t total = 0;
+    for (size_t w : width)
+      total += w + 2;
+    std::ostringstream os;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (std::count(rules.begin(), rules.end(), i))
+        os << std::string(total - 2, '-') << "\n";
+      std::string line;
+      for (size_t c = 0; c < rows[i].size(); ++c) {
+        const std::string &cell = rows[i][c];
+        std::string pad(width[c] - cell.size(), ' ');
+        line += right[c] ? pad + cell : cell + pad;
+        if (c + 1 < rows[i].size())
+          line += "  ";
+      }
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      os << line << "\n";
+      if (i == 0)
+        os << std::string(total - 2, '-') << "\n";
+    }
+    return os.str();
+  }
+
+private:
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> right;
+  std::vector<size_t> rules;
+};
+
+} // namespace
+
+std::string writeSummary(const ReportModel &m) {
+  const ReportInput &in = *m.input;
+  const sim::SimResult &r = m.found;
+  double ms = r.iterationTime * 1e3;
+  std::ostringstream os;
+  os << "ppc report: " << (in.modelName.empty() ? "model" : in.modelName)
+     << " on "
+     << (in.machineName.empty() ? in.problem.machine.name : in.machineName)
+     << " (" << in.problem.machine.numDevices() << " devices)\n\n";
+  auto line = [&](const std::string &key, const std::string &value) {
+    os << "  " << key << std::string(20 - std::min<size_t>(key.size(), 19), ' ')
+       << value << "\n";
+  };
+  line("batch", std::to_string(in.batchSize) + " samples");
+  line("algorithm", (in.found.algorithm.empty() ? std::string("(given)")
+                                                : in.found.algorithm) +
+                        " (" + std::to_string(in.found.iterations) +
+                        " strategies, " + fixed(in.found.seconds, 1) + " s)");
+  line("iteration time", fixed(ms, 3) + " ms (predicted)");
+  line("throughput",
+       fixed(r.iterationTime > 0 ? in.batchSize / r.iterationTime : 0, 1) +
+           " samples/s");
+  auto speedup = [&](double baseMs) {
+    return ms > 0 && baseMs > 0 ? fixed(baseMs / ms, 2) + "x" : "n/a";
+  };
+  line("vs data parallel", speedup(m.dataParallelMs) + " (data parallel: " +
+                               fixed(m.dataParallelMs, 3) + " ms)");
+  if (!m.bestBaselineName.empty())
+    line("vs best baseline", speedup(m.bestBaselineMs) + " (" +
+                                 m.bestBaselineName + ": " +
+                                 fixed(m.bestBaselineMs, 3) + " ms)");
+  int64_t tight = r.tightestDevice;
+  line(
+      "peak memory",
+      formatBytes(static_cast<double>(r.peakMemory())) + " of " +
+          formatBytes(static_cast<double>(m.capacity)) + " per device" +
+          (r.devices.empty() ? "" : " (device " + std::to_string(tight) + ")") +
+          (r.outOfMemory ? "  OUT OF MEMORY" : ""));
+  // How many ops fall in each class: the one-line answer to "what did it do".
+  std::string classes;
+  for (int c = 0; c < kNumStrategyClasses; ++c) {
+    auto cls = static_cast<StrategyClass>(c);
+    int64_t n = std::count_if(m.ops.begin(), m.ops.end(),
+                              [&](const OpRow &o) { return o.cls == cls; });
+    if (n)
+      classes += (classes.empty() ? "" : ", ") + std::to_string(n) + " " +
+                 stringifyStrategyClass(cls);
+  }
+  line("ops", classes.empty() ? "none" : classes);
+  os << "\n";
+
+  Table t({"op", "kind", "output", "degrees", "devices", "fwd ms", "bwd ms",
+           "comm ms", "memory"},
+          {false, false, false, false, false, true, true, true, true});
+  double fwd = 0, bwd = 0, comm = 0;
+  int64_t mem = 0;
+  for (const OpRow &o : m.ops) {
+    t.add({o.name, o.kind, o.shape, o.degrees, o.devices, fixed(o.fwdMs, 3),
+           fixed(o.bwdMs, 3), fixed(o.commMs, 3),
+           formatBytes(static_cast<double>(o.memoryBytes))});
+    fwd += o.fwdMs;
+    bwd += o.bwdMs;
+    comm += o.commMs;
+    mem += o.memoryBytes;
+  }
+  t.rule();
+  t.add({"total (sum over ops)", "", "", "", "", fixed(fwd, 3), fixed(bwd, 3),
+         fixed(comm, 3), formatBytes(static_cast<double>(mem))});
+  os << t.str();
+  os << "\nfwd/bwd: the slowest partition's kernels; comm: transfers into the "
+        "op, partial-sum\nreductions and gradient sync; memory: per device, "
+        "weights with gradients and\noptimizer state plus the result kept "
+        "for backward. Communication overlaps\ncompute, so the sums need not "
+        "add up to the iteration time.\n";
+  return os.str();
+}
+
+} // namespace ppc::report

@@ -1,0 +1,103 @@
+//===- ReportModel.h - what every report file is written from ---*- C++ -*-===//
+//
+// Internal to lib/Report: the found strategy and the baselines simulated
+// once, and per-op rows (degrees, class, devices, times, memory) that the
+// text, DOT and HTML writers all format. Keeping one model means the files
+// cannot disagree with each other.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_LIB_REPORT_REPORTMODEL_H
+#define PPC_LIB_REPORT_REPORTMODEL_H
+
+#include "ppc/Report/Report.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ppc::report {
+
+/// How an op is parallelized, for colouring graphs.
+enum class StrategyClass : uint8_t {
+  SingleDevice, ///< one partition.
+  DataParallel, ///< only sample dims split.
+  Tensor,       ///< only parameter and/or reduction dims split.
+  Spatial,      ///< only attribute dims split.
+  Mixed,        ///< dims of several of the groups above split.
+};
+inline constexpr int kNumStrategyClasses = 5;
+
+const char *stringifyStrategyClass(StrategyClass c);
+/// Fill colour of a class (the same in DOT and HTML).
+const char *colorOf(StrategyClass c);
+StrategyClass classify(const sim::Op &op, const OpConfig &config);
+
+/// One op of the found strategy, ready to print.
+struct OpRow {
+  std::string name;
+  std::string kind;
+  std::string shape;   ///< result 0, e.g. "64x128x28x28".
+  std::string degrees; ///< "S4 P2", "-" when whole.
+  std::string devices; ///< "0-7", "0,4,8,12".
+  StrategyClass cls = StrategyClass::SingleDevice;
+  double fwdMs = 0, bwdMs = 0, commMs = 0;
+  /// Bytes per device this op holds: its weight slices (with gradients and
+  /// optimizer state) and its result slice kept for backward.
+  int64_t memoryBytes = 0;
+};
+
+/// One producer -> consumer edge of the graph.
+struct EdgeRow {
+  size_t producer = 0, consumer = 0;
+  /// Forward bytes moved between the two configurations (the gradient moves
+  /// as much back); 0 when the consumer finds its slices locally.
+  double reshardBytes = 0;
+};
+
+/// A strategy simulated: a baseline or the found one.
+struct StrategyRow {
+  std::string name;
+  bool found = false;
+  sim::SimResult result;
+  double objective = 0; ///< search::objective: +inf when out of memory.
+  double throughput = 0;
+  double speedupVsDataParallel = 0;
+  bool best = false;
+};
+
+struct ReportModel {
+  const ReportInput *input = nullptr;
+  sim::SimResult found;
+  std::vector<OpRow> ops;
+  std::vector<EdgeRow> edges;
+  /// Baselines in input order, then the found strategy; exactly one best.
+  std::vector<StrategyRow> strategies;
+  int64_t capacity = 0; ///< bytes per device the strategy may use.
+  double dataParallelMs = 0;
+  double bestBaselineMs = 0;
+  std::string bestBaselineName;
+};
+
+/// Formats -----------------------------------------------------------------
+
+/// "0-7", "0,4,8,12", "0-3,8-11": sorted, runs of 3+ as ranges.
+std::string compactDevices(std::vector<int64_t> devices);
+std::string formatDegrees(const sim::Op &op, const OpConfig &config);
+std::string formatShape(const std::vector<int64_t> &shape);
+/// 1536 -> "1.5 KiB".
+std::string formatBytes(double bytes);
+/// Fixed-point with `digits` decimals.
+std::string fixed(double value, int digits);
+/// Escapes for a DOT double-quoted string and for HTML text.
+std::string escapeDot(const std::string &s);
+
+/// Writers (each returns the file's text) --------------------------------
+
+std::string writeSummary(const ReportModel &model);
+std::string writeDot(const ReportModel &model);
+std::string writeHtml(const ReportModel &model);
+
+} // namespace ppc::report
+
+#endif // PPC_LIB_REPORT_REPORTMODEL_H

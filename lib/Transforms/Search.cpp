@@ -1,0 +1,450 @@
+//===- Search.cpp - search a strategy and attach it as #ppc.strategy ------===//
+//
+// The glue between the module and the MLIR-free search: the function becomes
+// a sim::Graph, the machine comes from `ppc.machine`, the search runs, and
+// the winner is written back as one #ppc.strategy per op. Following the
+// auto-partitioner contract, nothing else in the module changes, so a
+// searched, imported or hand-written strategy lowers the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StrategyUtils.h"
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Dialect/Graph/GraphDialect.h"
+#include "ppc/Dialect/Topology/MachineConversion.h"
+#include "ppc/Report/Report.h"
+#include "ppc/Search/Search.h"
+#include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Simulator.h"
+#include "ppc/Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <thread>
+#include <unistd.h>
+
+namespace ppc {
+#define GEN_PASS_DEF_SEARCHSTRATEGY
+#include "ppc/Transforms/Passes.h.inc"
+} // namespace ppc
+
+using namespace mlir;
+using namespace ppc;
+
+namespace {
+
+enum class Algorithm {
+  MCMC,
+  DynamicProgramming,
+  Exhaustive,
+  DataParallel,
+  Megatron,
+  OneWeirdTrick
+};
+
+std::optional<Algorithm> parseAlgorithm(StringRef name) {
+  return llvm::StringSwitch<std::optional<Algorithm>>(name)
+      .Case("mcmc", Algorithm::MCMC)
+      .Case("dp", Algorithm::DynamicProgramming)
+      .Case("exhaustive", Algorithm::Exhaustive)
+      .Case("data-parallel", Algorithm::DataParallel)
+      .Case("megatron", Algorithm::Megatron)
+      .Case("one-weird-trick", Algorithm::OneWeirdTrick)
+      .Default(std::nullopt);
+}
+
+struct Budget {
+  int64_t iterations = 0;
+  double seconds = 0;
+};
+
+/// "30s", "1.5m", "2h", "500ms": seconds; "5000" or "5000it": iterations.
+std::optional<Budget> parseBudget(StringRef text) {
+  text = text.trim();
+  StringRef number =
+      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  StringRef unit = text.drop_front(number.size()).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  Budget budget;
+  if (unit.empty() || unit == "it" || unit == "iterations") {
+    if (number.contains('.'))
+      return std::nullopt;
+    budget.iterations = static_cast<int64_t>(value);
+    return budget;
+  }
+  double scale = llvm::StringSwitch<double>(unit)
+                     .Case("ms", 1e-3)
+                     .Cases({"s", "sec"}, 1)
+                     .Cases({"m", "min"}, 60)
+                     .Case("h", 3600)
+                     .Default(0);
+  if (scale == 0)
+    return std::nullopt;
+  budget.seconds = value * scale;
+  return budget;
+}
+
+/// "16GiB", "16G" (binary), "16GB" (decimal), "500MiB", "123456" (bytes).
+std::optional<int64_t> parseBytes(StringRef text) {
+  text = text.trim();
+  StringRef number =
+      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  StringRef unit = text.drop_front(number.size()).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  double scale = llvm::StringSwitch<double>(unit.lower())
+                     .Cases({"", "b"}, 1)
+                     .Cases({"k", "kib"}, 0x1p10)
+                     .Cases({"m", "mib"}, 0x1p20)
+                     .Cases({"g", "gib"}, 0x1p30)
+                     .Cases({"t", "tib"}, 0x1p40)
+                     .Case("kb", 1e3)
+                     .Case("mb", 1e6)
+                     .Case("gb", 1e9)
+                     .Case("tb", 1e12)
+                     .Default(0);
+  if (scale == 0)
+    return std::nullopt;
+  return static_cast<int64_t>(value * scale);
+}
+
+std::string formatMs(double seconds) {
+  if (!std::isfinite(seconds))
+    return "out of memory";
+  return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
+}
+
+/// Set by SIGINT while a search runs: the search stops with its best so far.
+std::atomic<bool> cancelRequested{false};
+
+extern "C" void onInterrupt(int) {
+  cancelRequested.store(true);
+  // A second Ctrl-C ends the process as usual.
+  std::signal(SIGINT, SIG_DFL);
+}
+
+/// Routes SIGINT to the cancel flag for its lifetime, then puts the previous
+/// handler back.
+class InterruptScope {
+public:
+  InterruptScope() {
+    cancelRequested.store(false);
+    struct sigaction action = {};
+    action.sa_handler = onInterrupt;
+    sigemptyset(&action.sa_mask);
+    installed = sigaction(SIGINT, &action, &previous) == 0;
+  }
+  ~InterruptScope() {
+    if (installed)
+      sigaction(SIGINT, &previous, nullptr);
+  }
+  InterruptScope(const InterruptScope &) = delete;
+  InterruptScope &operator=(const InterruptScope &) = delete;
+
+private:
+  struct sigaction previous = {};
+  bool installed = false;
+};
+
+/// Dim 0 of the first input when static: the samples of one iteration.
+int64_t getBatchSize(func::FuncOp func) {
+  if (func.getNumArguments() == 0)
+    return 0;
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[0]);
+  if (!type || type.getRank() == 0 || type.isDynamicDim(0))
+    return 0;
+  return type.getDimSize(0);
+}
+
+/// The model's name for report titles: the input file's stem when the
+/// module knows it, else the function's name.
+std::string getModelName(ModuleOp module, func::FuncOp func, size_t numFuncs) {
+  std::string name;
+  if (auto loc = dyn_cast<FileLineColLoc>(module.getLoc()))
+    name = llvm::sys::path::stem(loc.getFilename().getValue()).str();
+  if (name.empty())
+    return func.getSymName().str();
+  if (numFuncs > 1)
+    name += ":" + func.getSymName().str();
+  return name;
+}
+
+/// "dgx-h100x2" when the machine has a name, else "16 x H100-SXM5-80GB".
+std::string describeMachine(const Machine &machine) {
+  if (!machine.name.empty())
+    return machine.name;
+  std::string spec = machine.specs.empty() ? "device" : machine.specs[0].name;
+  return std::to_string(machine.numDevices()) + " x " + spec;
+}
+
+struct SearchStrategyPass
+    : public ppc::impl::SearchStrategyBase<SearchStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult searchFunction(func::FuncOp func, const Machine &machine,
+                               const sim::CostModel &costModel,
+                               size_t numFuncs);
+
+  Algorithm algo = Algorithm::MCMC;
+  Budget parsedBudget;
+  int64_t memoryLimitBytes = 0;
+  bool showProgress = false;
+};
+
+void SearchStrategyPass::runOnOperation() {
+  ModuleOp module = getOperation();
+
+  // Options first: a typo must not cost a search.
+  std::optional<Algorithm> parsedAlgorithm = parseAlgorithm(algorithm);
+  if (!parsedAlgorithm) {
+    module.emitError() << "ppc-search: unknown algorithm '" << algorithm
+                       << "'; expected mcmc, dp, exhaustive, data-parallel, "
+                          "megatron or one-weird-trick";
+    return signalPassFailure();
+  }
+  algo = *parsedAlgorithm;
+  std::optional<Budget> budgetValue = parseBudget(budget);
+  if (!budgetValue) {
+    module.emitError() << "ppc-search: bad budget '" << budget
+                       << "'; expected seconds ('30s', '2m', '1h') or "
+                          "iterations ('5000', '5000it')";
+    return signalPassFailure();
+  }
+  parsedBudget = *budgetValue;
+  memoryLimitBytes = 0;
+  if (!memoryLimit.empty()) {
+    std::optional<int64_t> bytes = parseBytes(memoryLimit);
+    if (!bytes) {
+      module.emitError() << "ppc-search: bad memory-limit '" << memoryLimit
+                         << "'; expected e.g. '16GiB', '500MB' or bytes";
+      return signalPassFailure();
+    }
+    memoryLimitBytes = *bytes;
+  }
+  if (progress != "auto" && progress != "on" && progress != "off") {
+    module.emitError() << "ppc-search: progress must be auto, on or off, not '"
+                       << progress << "'";
+    return signalPassFailure();
+  }
+  showProgress =
+      progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
+
+  std::optional<Machine> machine = topo::lookupMachine(module);
+  if (!machine) {
+    module.emitError() << "ppc-search: no machine attached; use "
+                          "--ppc-attach-machine=machine=NAME";
+    return signalPassFailure();
+  }
+
+  sim::RooflineCostModel roofline;
+  std::optional<sim::ProfiledCostModel> profile;
+  const sim::CostModel *costModel = &roofline;
+  if (!profilePath.empty()) {
+    std::string error;
+    profile = sim::ProfiledCostModel::readFile(profilePath, error);
+    if (!profile) {
+      module.emitError() << "ppc-search: cannot read the profile: " << error;
+      return signalPassFailure();
+    }
+    costModel = &*profile;
+  }
+
+  SmallVector<func::FuncOp> funcs =
+      transforms_detail::getFunctionsToSplit(module);
+  for (func::FuncOp func : funcs)
+    if (failed(searchFunction(func, *machine, *costModel, funcs.size())))
+      return signalPassFailure();
+}
+
+LogicalResult
+SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
+                                   const sim::CostModel &costModel,
+                                   size_t numFuncs) {
+  FailureOr<sim::Graph> graph = buildSimGraph(func);
+  if (failed(graph))
+    return failure();
+  int64_t numDevices = machine.numDevices();
+
+  sim::SimOptions simOptions;
+  simOptions.optimizer = optimizer;
+  simOptions.gradSync = gradSync;
+  simOptions.overlapGradSync = overlap;
+  search::Problem problem{*graph, machine, costModel, simOptions,
+                          memoryLimitBytes};
+
+  // The baselines: MCMC starts from them and the report compares with them.
+  int64_t devicesPerNode =
+      machine.cluster ? machine.cluster->devicesPerNode
+                      : numDevices / std::max<int64_t>(1, machine.numNodes());
+  std::vector<std::pair<std::string, sim::Strategy>> baselines = {
+      {"data parallel", sim::dataParallel(*graph, numDevices)},
+      {"megatron (tp=" + std::to_string(devicesPerNode) + ")",
+       search::megatron(*graph, machine, devicesPerNode)},
+      {"one weird trick", search::oneWeirdTrick(*graph, machine)},
+  };
+
+  // A strategy already on the module (imported, hand-written, an earlier
+  // search) is one more start: the search can only improve on it.
+  std::optional<sim::Strategy> existing;
+  SmallVector<Operation *> ops = getSimulatedOps(func);
+  if (llvm::any_of(ops, [](Operation *op) {
+        return op->hasAttr(graph::PPCDialect::getStrategyAttrName());
+      })) {
+    FailureOr<sim::Strategy> read =
+        readStrategy(func, *graph, UnassignedPolicy::DataParallel, numDevices);
+    if (failed(read))
+      return failure();
+    sim::Simulator checker(*graph, machine, costModel, simOptions);
+    for (auto [index, op] : llvm::enumerate(ops)) {
+      std::string problemText = checker.checkConfig(index, (*read)[index]);
+      if (!problemText.empty())
+        return op->emitError()
+               << "ppc-search: the op's strategy does not fit it or the "
+                  "machine: "
+               << problemText;
+    }
+    existing = std::move(*read);
+  }
+
+  search::SearchOptions options;
+  options.iterations = parsedBudget.iterations;
+  options.seconds = parsedBudget.seconds;
+  options.seed = seed;
+  options.threads =
+      threads
+          ? static_cast<int>(threads)
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.progress = showProgress;
+  options.cancel = &cancelRequested;
+
+  auto evaluate = [&](std::string name, const sim::Strategy &strategy) {
+    auto begin = std::chrono::steady_clock::now();
+    sim::Simulator simulator(*graph, machine, costModel, simOptions);
+    search::SearchResult result;
+    result.algorithm = std::move(name);
+    result.strategy = strategy;
+    result.result = simulator.simulate(strategy);
+    result.objective = search::objective(problem, result.result);
+    result.iterations = 1;
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+            .count();
+    return result;
+  };
+
+  search::SearchResult found;
+  {
+    InterruptScope interrupt;
+    switch (algo) {
+    case Algorithm::MCMC: {
+      search::ConfigSpace space(*graph, machine);
+      std::vector<sim::Strategy> starts;
+      for (auto &baseline : baselines)
+        starts.push_back(baseline.second);
+      if (existing)
+        starts.push_back(*existing);
+      found = search::mcmc(problem, space, starts, options);
+      break;
+    }
+    case Algorithm::DynamicProgramming: {
+      search::ConfigSpace space(*graph, machine);
+      found = search::dynamicProgramming(problem, space, options);
+      break;
+    }
+    case Algorithm::Exhaustive: {
+      search::ConfigSpace space(*graph, machine);
+      found = search::exhaustive(problem, space, options);
+      if (found.strategy.empty())
+        return emitError(func.getLoc())
+               << "ppc-search: exhaustive search of @" << func.getSymName()
+               << " is out of reach: 10^"
+               << llvm::formatv("{0:f1}", space.log10Size())
+               << " strategies; use algorithm=mcmc or algorithm=dp";
+      break;
+    }
+    case Algorithm::DataParallel:
+      found = evaluate("data-parallel", baselines[0].second);
+      break;
+    case Algorithm::Megatron:
+      found = evaluate("megatron", baselines[1].second);
+      break;
+    case Algorithm::OneWeirdTrick:
+      found = evaluate("one-weird-trick", baselines[2].second);
+      break;
+    }
+  }
+  bool interrupted = cancelRequested.load();
+  if (found.strategy.size() != graph->ops.size())
+    return emitError(func.getLoc())
+           << "ppc-search: the search of @" << func.getSymName()
+           << " returned no strategy";
+  if (found.algorithm.empty())
+    found.algorithm = algorithm;
+
+  transforms_detail::applyStrategy(func, found.strategy);
+
+  search::SearchResult dataParallel =
+      evaluate("data-parallel", baselines[0].second);
+  std::string comparison;
+  if (std::isfinite(found.objective) && std::isfinite(dataParallel.objective))
+    comparison =
+        llvm::formatv(" ({0:f2}x)", dataParallel.objective / found.objective)
+            .str();
+  // Only MCMC runs chains on several threads.
+  std::string threadsText =
+      algo == Algorithm::MCMC
+          ? llvm::formatv(" on {0} thread{1}", options.threads,
+                          options.threads == 1 ? "" : "s")
+                .str()
+          : "";
+  llvm::errs() << llvm::formatv(
+      "ppc-search @{0}: {1}, {2} iterations in {3:f2} s{4}{5}: "
+      "{6} per iteration predicted, data parallel {7}{8}\n",
+      func.getSymName(), found.algorithm, found.iterations, found.seconds,
+      threadsText, interrupted ? " (interrupted)" : "",
+      formatMs(found.objective), formatMs(dataParallel.objective), comparison);
+  if (!std::isfinite(found.objective))
+    emitWarning(func.getLoc())
+        << "ppc-search: no strategy found for @" << func.getSymName()
+        << " fits in memory; the strategy written does not fit";
+
+  if (!reportDir.empty()) {
+    report::ReportInput input{problem,
+                              getModelName(getOperation(), func, numFuncs),
+                              describeMachine(machine),
+                              getBatchSize(func),
+                              found,
+                              baselines};
+    // The scaling curve runs one short search per device count.
+    input.scalingSearch = options;
+    input.scalingSearch.progress = false;
+    if (options.iterations > 0)
+      input.scalingSearch.iterations =
+          std::max<int64_t>(50, options.iterations / 4);
+    if (options.seconds > 0)
+      input.scalingSearch.seconds = std::min(5.0, options.seconds / 8);
+    std::string dir = numFuncs > 1 ? (reportDir + "/" + func.getSymName()).str()
+                                   : reportDir.getValue();
+    std::string error = report::writeReport(dir, input);
+    if (!error.empty())
+      return emitError(func.getLoc()) << "ppc-search: " << error;
+  }
+  return success();
+}
+
+} // namespace

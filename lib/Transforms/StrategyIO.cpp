@@ -1,0 +1,151 @@
+//===- StrategyIO.cpp - strategy files: export and import -----------------===//
+//
+// The strategy file (docs/strategy-format.md) is how people read, edit and
+// reuse a strategy: export writes the module's #ppc.strategy attributes with
+// predictions, import sets them from a file — all or nothing, so a bad file
+// never leaves a half-applied strategy behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StrategyUtils.h"
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Dialect/Graph/GraphDialect.h"
+#include "ppc/Dialect/Topology/MachineConversion.h"
+#include "ppc/Search/StrategyJson.h"
+#include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Simulator.h"
+#include "ppc/Transforms/Passes.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace ppc {
+#define GEN_PASS_DEF_EXPORTSTRATEGY
+#define GEN_PASS_DEF_IMPORTSTRATEGY
+#include "ppc/Transforms/Passes.h.inc"
+} // namespace ppc
+
+using namespace mlir;
+using namespace ppc;
+
+namespace {
+
+struct ExportStrategyPass
+    : public ppc::impl::ExportStrategyBase<ExportStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    markAllAnalysesPreserved();
+    if (file.empty()) {
+      module.emitError() << "ppc-export-strategy needs file=<path.json>";
+      return signalPassFailure();
+    }
+    std::optional<Machine> machine = topo::lookupMachine(module);
+    if (!machine) {
+      module.emitError() << "ppc-export-strategy: no machine attached; use "
+                            "--ppc-attach-machine=machine=NAME";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs =
+        transforms_detail::getFunctionsToSplit(module);
+    for (func::FuncOp func : funcs)
+      if (failed(exportFunction(
+              func, *machine,
+              transforms_detail::pathForFunction(file, func, funcs.size()))))
+        return signalPassFailure();
+  }
+
+  LogicalResult exportFunction(func::FuncOp func, const Machine &machine,
+                               StringRef path) {
+    FailureOr<sim::Graph> graph = buildSimGraph(func);
+    if (failed(graph))
+      return failure();
+    // Ops without a strategy are written as what they run as elsewhere
+    // (ppc-simulate's default), so the file always covers every op.
+    FailureOr<sim::Strategy> strategy = readStrategy(
+        func, *graph, UnassignedPolicy::DataParallel, machine.numDevices());
+    if (failed(strategy))
+      return failure();
+
+    std::optional<sim::SimResult> result;
+    std::vector<sim::Simulator::OpTimes> times;
+    if (predict) {
+      sim::RooflineCostModel costModel;
+      sim::SimOptions options;
+      options.optimizer = optimizer;
+      sim::Simulator simulator(*graph, machine, costModel, options);
+      for (auto [index, op] : llvm::enumerate(getSimulatedOps(func))) {
+        std::string problem = simulator.checkConfig(index, (*strategy)[index]);
+        if (!problem.empty())
+          return op->emitError()
+                 << "ppc-export-strategy: invalid configuration for op '"
+                 << graph->ops[index].name << "': " << problem;
+      }
+      result = simulator.simulate(*strategy);
+      times = simulator.opTimes();
+    }
+
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(path, &error);
+    if (!output)
+      return emitError(func.getLoc())
+             << "ppc-export-strategy: cannot open '" << path << "': " << error;
+    output->os() << search::writeStrategyJson(*graph, machine, *strategy,
+                                              predict ? &times : nullptr,
+                                              result ? &*result : nullptr);
+    output->keep();
+    return success();
+  }
+};
+
+struct ImportStrategyPass
+    : public ppc::impl::ImportStrategyBase<ImportStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (file.empty()) {
+      module.emitError() << "ppc-import-strategy needs file=<path.json>";
+      return signalPassFailure();
+    }
+    std::optional<Machine> machine = topo::lookupMachine(module);
+    if (!machine) {
+      module.emitError() << "ppc-import-strategy: no machine attached; use "
+                            "--ppc-attach-machine=machine=NAME";
+      return signalPassFailure();
+    }
+
+    // Read and check every function's file before changing anything.
+    SmallVector<func::FuncOp> funcs =
+        transforms_detail::getFunctionsToSplit(module);
+    SmallVector<sim::Strategy> strategies;
+    for (func::FuncOp func : funcs) {
+      std::string path =
+          transforms_detail::pathForFunction(file, func, funcs.size());
+      FailureOr<sim::Graph> graph = buildSimGraph(func);
+      if (failed(graph))
+        return signalPassFailure();
+      std::string error;
+      std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
+      if (!buffer) {
+        emitError(func.getLoc())
+            << "ppc-import-strategy: cannot read '" << path << "': " << error;
+        return signalPassFailure();
+      }
+      std::optional<sim::Strategy> strategy = search::readStrategyJson(
+          buffer->getBuffer().str(), path, *graph, *machine, error);
+      if (!strategy) {
+        emitError(func.getLoc()) << "ppc-import-strategy: " << error;
+        return signalPassFailure();
+      }
+      strategies.push_back(std::move(*strategy));
+    }
+    for (auto [func, strategy] : llvm::zip_equal(funcs, strategies))
+      transforms_detail::applyStrategy(func, strategy);
+  }
+};
+
+} // namespace

@@ -1,0 +1,328 @@
+//===- ReportTest.cpp - the report directory's files and their contents ---===//
+//
+// A four-op MLP on 2 nodes x 4 devices with a hand-made "found" strategy
+// that touches every strategy class: data parallel, mixed, tensor parallel
+// on a strided view, single device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Report/Report.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace ppc;
+using namespace ppc::sim;
+namespace fs = std::filesystem;
+
+namespace {
+
+Machine machine(int64_t nodes, int64_t perNode) {
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.devicesPerNode = perNode;
+  c.nicsPerNode = perNode;
+  c.device.name = "round";
+  c.device.setPeakFlops(DType::F32, 1e13);
+  c.device.memoryBandwidth = 1e12;
+  c.device.memoryBytes = 1'000'000'000;
+  c.device.launchOverhead = 5e-6;
+  c.intra = {LinkKind::NVLink, 1e11, 5e-6};
+  c.inter = {LinkKind::InfiniBand, 1e10, 20e-6};
+  return Machine::fromCluster(c, "round");
+}
+
+TensorAccess identity(std::vector<int64_t> shape) {
+  TensorAccess t{shape, {}};
+  for (size_t i = 0; i < shape.size(); ++i)
+    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
+  return t;
+}
+
+Op elementwise(std::string name, int64_t n, int64_t f, Source input) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.relu";
+  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
+  op.space.operands = {identity({n, f})};
+  op.space.results = {identity({n, f})};
+  op.cost = {double(n * f), double(n * f), 8.0 * n * f, 12.0 * n * f};
+  op.operands = {input};
+  return op;
+}
+
+Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source input,
+          int32_t weight) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.linear";
+  op.space.dims = {{n, IterKind::Sample},
+                   {m, IterKind::Parameter},
+                   {k, IterKind::Reduction}};
+  op.space.operands = {
+      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
+      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
+  op.space.results = {identity({n, m})};
+  op.cost = {2.0 * n * k * m, 4.0 * n * k * m, 4.0 * (n * k + k * m + n * m),
+             8.0 * (n * k + k * m + n * m)};
+  op.operands = {input, {Source::Kind::Weight, weight, 0}};
+  return op;
+}
+
+Graph mlp() {
+  Graph g;
+  g.numInputs = 1;
+  g.weights = {{"fc1.w", {256, 512}}, {"fc2.w", {512, 16}}};
+  g.ops = {linear("fc1", 64, 256, 512, {Source::Kind::Input, 0, 0}, 0),
+           elementwise("relu1", 64, 512, {Source::Kind::Op, 0, 0}),
+           linear("fc2", 64, 512, 16, {Source::Kind::Op, 1, 0}, 1),
+           elementwise("softmax", 64, 16, {Source::Kind::Op, 2, 0})};
+  return g;
+}
+
+/// Every class once: fc1 data parallel, relu1 mixed, fc2 tensor parallel on
+/// devices 0 and 4, softmax on device 3.
+Strategy handMade() {
+  return {{{8, 1, 1}, 0, {}},
+          {{4, 2}, 0, {}},
+          {{1, 2, 1}, 0, {4}},
+          {{1, 1}, 3, {}}};
+}
+
+std::string read(const fs::path &p) {
+  std::ifstream is(p);
+  std::stringstream ss;
+  ss << is.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream is(text);
+  for (std::string l; std::getline(is, l);)
+    out.push_back(l);
+  return out;
+}
+
+class ReportTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("ppc-report-test-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    ASSERT_EQ(graph.validate(), "");
+  }
+  void TearDown() override {
+    if (!HasFailure())
+      fs::remove_all(dir);
+  }
+
+  std::string write(const Machine &m, bool scaling = true,
+                    Strategy found = handMade()) {
+    search::Problem problem{graph, m, cost};
+    report::ReportInput in{problem};
+    in.modelName = "mlp";
+    in.machineName = "round 2x4";
+    in.batchSize = 64;
+    in.found.algorithm = "mcmc";
+    in.found.strategy = std::move(found);
+    in.found.iterations = 300;
+    in.found.seconds = 0.5;
+    for (int i = 0; i <= 3; ++i)
+      in.found.trace.push_back(
+          {i * 100, i * 0.1, 2e-3 - i * 1e-4, 2e-3 - i * 2e-4});
+    in.baselines = {{"data parallel", dataParallel(graph, m.numDevices())},
+                    {"one weird trick", search::oneWeirdTrick(graph, m)}};
+    in.scaling = scaling;
+    in.scalingSearch.iterations = 40;
+    return report::writeReport(dir.string(), in);
+  }
+
+  fs::path dir;
+  Graph graph = mlp();
+  RooflineCostModel cost;
+};
+
+TEST_F(ReportTest, WritesEveryFile) {
+  ASSERT_EQ(write(machine(2, 4)), "");
+  for (const char *f : {"strategy.json", "summary.txt", "timeline.json",
+                        "search-trace.csv", "graph.dot", "graph.html",
+                        "baselines.txt", "baselines.json", "scaling.csv"}) {
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+    EXPECT_GT(fs::file_size(dir / f), 0u) << f;
+  }
+  // The timeline is Chrome trace JSON.
+  EXPECT_TRUE(nlohmann::json::accept(read(dir / "timeline.json")));
+}
+
+TEST_F(ReportTest, StrategyJsonNamesEveryOp) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  nlohmann::json j = nlohmann::json::parse(read(dir / "strategy.json"));
+  std::set<std::string> names;
+  for (const auto &op : j.at("ops"))
+    names.insert(op.at("name").get<std::string>());
+  for (const Op &op : graph.ops)
+    EXPECT_TRUE(names.count(op.name)) << op.name;
+}
+
+TEST_F(ReportTest, SummaryHasHeaderAndOneRowPerOp) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  std::string s = read(dir / "summary.txt");
+  for (const char *key :
+       {"mlp", "round 2x4", "batch", "64 samples", "mcmc", "iteration time",
+        "throughput", "vs data parallel", "vs best baseline", "peak memory"})
+    EXPECT_NE(s.find(key), std::string::npos) << key << "\n" << s;
+  auto rowOf = [&](const std::string &name) {
+    for (const std::string &l : lines(s))
+      if (l.rfind(name + " ", 0) == 0)
+        return l;
+    return std::string();
+  };
+  // Degrees as SOAP letters, devices as compact ranges.
+  EXPECT_NE(rowOf("fc1").find("S8"), std::string::npos);
+  EXPECT_NE(rowOf("fc1").find("0-7"), std::string::npos);
+  EXPECT_NE(rowOf("fc1").find("64x512"), std::string::npos);
+  EXPECT_NE(rowOf("relu1").find("S4 P2"), std::string::npos);
+  EXPECT_NE(rowOf("fc2").find("P2"), std::string::npos);
+  EXPECT_NE(rowOf("fc2").find("0,4"), std::string::npos);
+  EXPECT_NE(rowOf("softmax").find(" 3 "), std::string::npos)
+      << rowOf("softmax");
+}
+
+TEST_F(ReportTest, SearchTraceCsv) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  std::vector<std::string> l = lines(read(dir / "search-trace.csv"));
+  ASSERT_EQ(l.size(), 5u);
+  EXPECT_EQ(l[0], "iteration,seconds,current_ms,best_ms");
+  EXPECT_EQ(l[4].substr(0, 4), "300,");
+}
+
+TEST_F(ReportTest, DotIsPlausible) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  std::string d = read(dir / "graph.dot");
+  EXPECT_EQ(d.rfind("digraph ", 0), 0u);
+  EXPECT_EQ(std::count(d.begin(), d.end(), '{'),
+            std::count(d.begin(), d.end(), '}'));
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    EXPECT_NE(
+        d.find("  op" + std::to_string(i) + " [label=\"" + graph.ops[i].name),
+        std::string::npos);
+  EXPECT_NE(d.find("op0 -> op1"), std::string::npos);
+  EXPECT_NE(d.find("op2 -> op3"), std::string::npos);
+  EXPECT_NE(d.find("cluster_legend"), std::string::npos);
+  for (const char *cls :
+       {"data parallel", "tensor", "spatial", "mixed", "single device"})
+    EXPECT_NE(d.find(cls), std::string::npos) << cls;
+  // fc1 (S8) -> relu1 (S4 P2) reshards: its edge carries a byte label.
+  size_t edge = d.find("op0 -> op1 [label=\"");
+  EXPECT_NE(edge, std::string::npos) << d;
+}
+
+TEST_F(ReportTest, HtmlIsSelfContained) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  std::string h = read(dir / "graph.html");
+  EXPECT_EQ(h.find("http://"), std::string::npos);
+  EXPECT_EQ(h.find("https://"), std::string::npos);
+  EXPECT_EQ(h.find("src="), std::string::npos);
+  EXPECT_EQ(h.find("<link"), std::string::npos);
+  EXPECT_EQ(h.find("@import"), std::string::npos);
+  for (const Op &op : graph.ops)
+    EXPECT_NE(h.find("\"" + op.name + "\""), std::string::npos) << op.name;
+  for (const char *s : {"<svg", "data parallel", "one weird trick",
+                        "class=\"best", "id=\"legend\"", "id=\"tip\""})
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+}
+
+TEST_F(ReportTest, BaselinesMarkTheBest) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  nlohmann::json j = nlohmann::json::parse(read(dir / "baselines.json"));
+  const auto &rows = j.at("strategies");
+  ASSERT_EQ(rows.size(), 3u);
+  int best = 0, found = 0;
+  double bestMs = 1e300;
+  for (const auto &r : rows) {
+    best += r.at("best").get<bool>();
+    found += r.at("found").get<bool>();
+    if (!r.at("out_of_memory").get<bool>())
+      bestMs = std::min(bestMs, r.at("iteration_ms").get<double>());
+    EXPECT_TRUE(r.contains("bytes_by_link_kind"));
+    EXPECT_TRUE(r.contains("total_bytes"));
+    EXPECT_TRUE(r.contains("peak_memory_bytes"));
+  }
+  EXPECT_EQ(best, 1);
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ(rows[0].at("name"), "data parallel");
+  EXPECT_DOUBLE_EQ(rows[0].at("speedup_vs_data_parallel").get<double>(), 1.0);
+  for (const auto &r : rows)
+    if (r.at("best").get<bool>()) {
+      EXPECT_DOUBLE_EQ(r.at("iteration_ms").get<double>(), bestMs);
+      EXPECT_EQ(j.at("best"), r.at("name"));
+    }
+  std::string t = read(dir / "baselines.txt");
+  int starred = 0;
+  for (const std::string &l : lines(t))
+    starred += l.rfind("*", 0) == 0;
+  EXPECT_EQ(starred, 1) << t;
+  EXPECT_NE(t.find("one weird trick"), std::string::npos);
+  EXPECT_NE(t.find("(found)"), std::string::npos);
+}
+
+TEST_F(ReportTest, DataParallelIsAddedWhenMissing) {
+  Machine m = machine(2, 4);
+  search::Problem problem{graph, m, cost};
+  report::ReportInput in{problem};
+  in.found.strategy = handMade();
+  in.scaling = false;
+  ASSERT_EQ(report::writeReport(dir.string(), in), "");
+  nlohmann::json j = nlohmann::json::parse(read(dir / "baselines.json"));
+  ASSERT_EQ(j.at("strategies").size(), 2u);
+  EXPECT_EQ(j.at("strategies")[0].at("name"), "data parallel");
+  // Batch inferred from the graph input.
+  EXPECT_EQ(j.at("batch"), 64);
+}
+
+std::vector<int64_t> scalingCounts(const std::string &csv) {
+  std::vector<std::string> l = lines(csv);
+  EXPECT_EQ(l.at(0), "devices,strategy,iteration_ms,throughput");
+  std::vector<int64_t> out;
+  for (size_t i = 1; i < l.size(); ++i) {
+    EXPECT_EQ(std::count(l[i].begin(), l[i].end(), ','), 3) << l[i];
+    out.push_back(std::stoll(l[i]));
+  }
+  return out;
+}
+
+TEST_F(ReportTest, ScalingPowersOfTwo) {
+  ASSERT_EQ(write(machine(2, 4)), "");
+  std::vector<int64_t> k = scalingCounts(read(dir / "scaling.csv"));
+  EXPECT_EQ(k, (std::vector<int64_t>{1, 1, 2, 2, 4, 4, 8, 8}));
+}
+
+TEST_F(ReportTest, ScalingOnExplicitMachineSkipsPartialNodes) {
+  // 3 nodes x 2: 1 and 2 are in node 0, 4 is two nodes, 6 is all; 8 > 6.
+  Machine m = machine(3, 2);
+  m.cluster.reset();
+  ASSERT_EQ(write(m, true, dataParallel(graph, 6)), "");
+  std::vector<int64_t> k = scalingCounts(read(dir / "scaling.csv"));
+  EXPECT_EQ(k, (std::vector<int64_t>{1, 1, 2, 2, 4, 4, 6, 6}));
+}
+
+TEST_F(ReportTest, UnwritableDirectoryNamesThePath) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";
+  fs::path bad = dir / "file" / "report";
+  Machine m = machine(1, 2);
+  search::Problem problem{graph, m, cost};
+  report::ReportInput in{problem};
+  in.found.strategy = dataParallel(graph, 2);
+  std::string err = report::writeReport(bad.string(), in);
+  EXPECT_NE(err.find(bad.string()), std::string::npos) << err;
+}
+
+} // namespace

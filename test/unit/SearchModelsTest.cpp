@@ -1,0 +1,198 @@
+//===- SearchModelsTest.cpp - baselines and MCMC on the example models ----===//
+//
+// The bundled example models, imported as the compiler imports them:
+// Megatron recognizes the transformer's blocks, "one weird trick" the CNN's
+// fully connected layer, and MCMC improves on data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Import/OnnxImporter.h"
+#include "ppc/InitAll.h"
+#include "ppc/Search/Search.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+using namespace ppc;
+using namespace ppc::sim;
+using namespace ppc::search;
+
+namespace {
+
+std::optional<Graph> importExample(const std::string &name, int64_t batch) {
+  std::string path = std::string(PPC_SOURCE_DIR) + "/examples/" + name;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return std::nullopt;
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OnnxImportOptions options;
+  options.batchSize = batch;
+  auto module =
+      importOnnxModel((*buffer)->getBuffer(), path, &context, options);
+  if (!module)
+    return std::nullopt;
+  auto funcs = module->getOps<mlir::func::FuncOp>();
+  mlir::FailureOr<Graph> graph = buildSimGraph(*funcs.begin());
+  if (mlir::failed(graph))
+    return std::nullopt;
+  return *graph;
+}
+
+Machine preset(const std::string &name) {
+  std::string error;
+  std::optional<Machine> machine = loadMachine(name, error);
+  EXPECT_TRUE(machine) << error;
+  return *machine;
+}
+
+void expectValid(const Graph &graph, const Strategy &strategy,
+                 int64_t numDevices) {
+  ASSERT_EQ(strategy.size(), graph.ops.size());
+  for (size_t op = 0; op < graph.ops.size(); ++op)
+    EXPECT_EQ(checkConfig(graph.ops[op].space, strategy[op], numDevices), "")
+        << "op " << op << " (" << graph.ops[op].name << ")";
+}
+
+bool hasWeight(const Op &op) {
+  for (const Source &source : op.operands)
+    if (source.kind == Source::Kind::Weight)
+      return true;
+  return false;
+}
+
+TEST(SearchModels, MegatronOnTheTransformer) {
+  std::optional<Graph> graph = importExample("transformer.onnx", 16);
+  ASSERT_TRUE(graph);
+  Machine machine = preset("p100x16"); // 4 nodes x 4
+  Strategy s = megatron(*graph, machine, 4);
+  expectValid(*graph, s, 16);
+
+  // 2 blocks x (q, k, v, ff1 column parallel; out, ff2 row parallel); the
+  // LM head feeds the output and stays data parallel.
+  int columns = 0, rows = 0, heads = 0;
+  for (size_t i = 0; i < graph->ops.size(); ++i) {
+    const Op &op = graph->ops[i];
+    const std::vector<int64_t> &degrees = s[i].degrees;
+    for (size_t d = 0; d < degrees.size(); ++d) {
+      if (degrees[d] != 4)
+        continue;
+      IterKind kind = op.space.dims[d].kind;
+      if (op.kind == "ppc.linear" && kind == IterKind::Parameter)
+        ++columns;
+      else if (op.kind == "ppc.linear" && kind == IterKind::Reduction)
+        ++rows;
+      else if (op.kind == "ppc.matmul" && !hasWeight(op) && d == 1)
+        ++heads; // attention scores and context, split by heads
+    }
+    // Data parallel on the remaining 4 devices, everywhere.
+    if (!op.space.dims.empty() && op.space.dims[0].kind == IterKind::Sample &&
+        op.space.dims[0].splittable) {
+      EXPECT_EQ(degrees[0], 4) << op.name;
+    }
+  }
+  EXPECT_EQ(columns, 8);
+  EXPECT_EQ(rows, 4);
+  EXPECT_EQ(heads, 4);
+  // Tensor-parallel groups inside a node: partitions 4g..4g+3 share one.
+  for (size_t i = 0; i < graph->ops.size(); ++i) {
+    std::vector<int64_t> devices = s[i].devices();
+    if (devices.size() != 16)
+      continue;
+    for (size_t p = 0; p < 16; ++p)
+      EXPECT_EQ(machine.getNode(devices[p]),
+                machine.getNode(devices[p / 4 * 4]));
+  }
+
+  RooflineCostModel cost;
+  Simulator simulator(*graph, machine, cost);
+  SimResult result = simulator.simulate(s);
+  EXPECT_GT(result.iterationTime, 0);
+  std::printf("transformer on p100x16: data parallel %.3f ms, megatron tp4 "
+              "%.3f ms\n",
+              simulator.simulate(dataParallel(*graph, 16)).iterationTime * 1e3,
+              result.iterationTime * 1e3);
+}
+
+TEST(SearchModels, MegatronOnTheMlp) {
+  // fc1 -> relu -> fc2 is one pair; fc3 feeds the output.
+  std::optional<Graph> graph = importExample("mlp.onnx", 32);
+  ASSERT_TRUE(graph);
+  Machine machine = preset("dgx-a100"); // 8 devices
+  Strategy s = megatron(*graph, machine, 8);
+  expectValid(*graph, s, 8);
+  std::vector<size_t> linears;
+  for (size_t i = 0; i < graph->ops.size(); ++i)
+    if (graph->ops[i].kind == "ppc.linear")
+      linears.push_back(i);
+  ASSERT_EQ(linears.size(), 3u);
+  EXPECT_EQ(s[linears[0]].degrees, (std::vector<int64_t>{1, 8, 1}));
+  EXPECT_EQ(s[linears[1]].degrees, (std::vector<int64_t>{1, 1, 8}));
+  // tp 8 on 8 devices leaves no data parallelism: fc3, outside the pair,
+  // runs on the first device of the one group.
+  EXPECT_EQ(s[linears[2]].degrees, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(megatron(*graph, machine, 2)[linears[2]].degrees,
+            (std::vector<int64_t>{4, 1, 1}));
+}
+
+TEST(SearchModels, OneWeirdTrickOnTheCnn) {
+  std::optional<Graph> graph = importExample("cnn.onnx", 16);
+  ASSERT_TRUE(graph);
+  Machine machine = preset("dgx-h100"); // 8 devices
+  Strategy s = oneWeirdTrick(*graph, machine);
+  expectValid(*graph, s, 8);
+  Strategy dp = dataParallel(*graph, 8);
+  int convs = 0, linears = 0;
+  for (size_t i = 0; i < graph->ops.size(); ++i) {
+    const Op &op = graph->ops[i];
+    if (op.kind == "ppc.linear") {
+      // 10 output features: 2-way model parallel, 4-way over the batch.
+      ++linears;
+      EXPECT_EQ(s[i].degrees, (std::vector<int64_t>{4, 2, 1}));
+    } else {
+      convs += op.kind == "ppc.conv2d";
+      EXPECT_EQ(s[i], dp[i]) << op.name;
+    }
+  }
+  EXPECT_EQ(convs, 3);
+  EXPECT_EQ(linears, 1);
+  RooflineCostModel cost;
+  Simulator simulator(*graph, machine, cost);
+  EXPECT_GT(simulator.simulate(s).iterationTime, 0);
+}
+
+TEST(SearchModels, McmcOnTheTransformer) {
+  std::optional<Graph> graph = importExample("transformer.onnx", 64);
+  ASSERT_TRUE(graph);
+  Machine machine = preset("p100x16");
+  RooflineCostModel cost;
+  Problem problem{*graph, machine, cost, {}};
+  ConfigSpace space(*graph, machine);
+  EXPECT_GT(space.log10Size(), 10);
+  Strategy dp = dataParallel(*graph, 16);
+  Strategy tp = megatron(*graph, machine, 4);
+  SearchOptions options;
+  options.iterations = 3000;
+  options.threads = 2;
+  SearchResult r = mcmc(problem, space, {dp, tp}, options);
+  expectValid(*graph, r.strategy, 16);
+  Simulator simulator(*graph, machine, cost);
+  double dpTime = simulator.simulate(dp).iterationTime;
+  double tpTime = simulator.simulate(tp).iterationTime;
+  EXPECT_LE(r.objective, std::min(dpTime, tpTime));
+  std::printf("transformer batch 64 on p100x16: %zu ops, 10^%.1f strategies; "
+              "data parallel %.3f ms, megatron %.3f ms, mcmc %.3f ms; "
+              "%lld iterations in %.2f s (%.0f/s on %d threads)\n",
+              graph->ops.size(), space.log10Size(), dpTime * 1e3, tpTime * 1e3,
+              r.objective * 1e3, static_cast<long long>(r.iterations),
+              r.seconds, r.iterations / r.seconds, options.threads);
+}
+
+} // namespace

@@ -1,0 +1,441 @@
+//===- SearchOptimalityTest.cpp - DP and exhaustive against brute force ---===//
+//
+// Exhaustive search against plain enumeration under the simulator; the DP
+// against plain enumeration under its own additive model (chains, a
+// residual diamond, a non-series-parallel bridge, a sequence of bridges that
+// needs Unity's splits); and the acceptance check: on a 6-layer MLP and the
+// example CNN on 4 and 8 devices, DP and MCMC land within 2% of the
+// exhaustive optimum under the same simulator.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/Import/OnnxImporter.h"
+#include "ppc/InitAll.h"
+#include "ppc/Search/Search.h"
+
+#include "DpDetail.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <iostream>
+
+using namespace ppc;
+using namespace ppc::sim;
+using namespace ppc::search;
+
+namespace {
+
+TensorAccess identity(std::vector<int64_t> shape) {
+  TensorAccess t{shape, {}};
+  for (size_t i = 0; i < shape.size(); ++i)
+    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
+  return t;
+}
+
+Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
+Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
+
+/// y = x * W on x [n, k], W [k, m]: dims n (sample), m (parameter), k
+/// (reduction); adds its weight to `g`.
+Op linear(Graph &g, std::string name, int64_t n, int64_t k, int64_t m,
+          Source in) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = "ppc.linear";
+  op.space.dims = {{n, IterKind::Sample},
+                   {m, IterKind::Parameter},
+                   {k, IterKind::Reduction}};
+  op.space.operands = {
+      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
+      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
+  op.space.results = {identity({n, m})};
+  op.cost.fwdFlops = 2.0 * static_cast<double>(n * k * m);
+  op.cost.bwdFlops = 2 * op.cost.fwdFlops;
+  op.cost.fwdBytes = 4.0 * static_cast<double>(n * k + k * m + n * m);
+  op.cost.bwdBytes = 2 * op.cost.fwdBytes;
+  op.operands = {
+      in, {Source::Kind::Weight, static_cast<int32_t>(g.weights.size()), 0}};
+  g.weights.push_back({op.name + ".w", {k, m}, 4, true});
+  return op;
+}
+
+/// Elementwise over [n, f] of one or more inputs (relu, add).
+Op elementwise(std::string name, int64_t n, int64_t f,
+               std::vector<Source> ins) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = ins.size() == 1 ? "ppc.relu" : "ppc.add";
+  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
+  for (size_t i = 0; i < ins.size(); ++i)
+    op.space.operands.push_back(identity({n, f}));
+  op.space.results = {identity({n, f})};
+  op.cost.fwdFlops = static_cast<double>(n * f);
+  op.cost.bwdFlops = op.cost.fwdFlops;
+  op.cost.fwdBytes = 4.0 * static_cast<double>((ins.size() + 1) * n * f);
+  op.cost.bwdBytes = 2 * op.cost.fwdBytes;
+  op.operands = std::move(ins);
+  return op;
+}
+
+/// One DGX H100 node cut down to `devices` GPUs (NVSwitch, 80 GB each).
+Machine h100(int64_t devices) {
+  std::optional<Machine> preset = lookupPreset("dgx-h100");
+  EXPECT_TRUE(preset && preset->cluster);
+  ClusterSpec c = *preset->cluster;
+  c.devicesPerNode = devices;
+  c.nicsPerNode = std::min(c.nicsPerNode, devices);
+  return Machine::fromCluster(c, "h100x" + std::to_string(devices));
+}
+
+double spaceSize(const ConfigSpace &space) {
+  double size = 1;
+  for (size_t op = 0; op < space.numOps(); ++op)
+    size *= static_cast<double>(space.configs(op).size());
+  return size;
+}
+
+/// Calls `visit` with every strategy of `space`.
+void forEachStrategy(const ConfigSpace &space,
+                     const std::function<void(const Strategy &)> &visit) {
+  Strategy s(space.numOps());
+  std::function<void(size_t)> rec = [&](size_t op) {
+    if (op == space.numOps()) {
+      visit(s);
+      return;
+    }
+    for (const OpConfig &c : space.configs(op)) {
+      s[op] = c;
+      rec(op + 1);
+    }
+  };
+  rec(0);
+}
+
+/// The DP's additive cost of a strategy, from tables precomputed once.
+struct Additive {
+  const Graph &graph;
+  std::vector<std::vector<double>> node;
+  struct E {
+    size_t p, c;
+    std::vector<double> t;
+  };
+  std::vector<E> edges;
+
+  Additive(const Problem &problem, const ConfigSpace &space)
+      : graph(problem.graph) {
+    Simulator sim(problem.graph, problem.machine, problem.costModel,
+                  problem.simOptions);
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      node.emplace_back();
+      for (const OpConfig &c : space.configs(op))
+        node.back().push_back(sim.nodeCost(op, c));
+      for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
+        const Source &s = graph.ops[op].operands[o];
+        if (s.kind != Source::Kind::Op)
+          continue;
+        E e{static_cast<size_t>(s.index), op, {}};
+        for (const OpConfig &a : space.configs(e.p))
+          for (const OpConfig &b : space.configs(op))
+            e.t.push_back(sim.edgeCost(op, o, a, b));
+        edges.push_back(std::move(e));
+      }
+    }
+  }
+
+  double cost(const std::vector<size_t> &idx) const {
+    double v = 0;
+    for (size_t op = 0; op < node.size(); ++op)
+      v += node[op][idx[op]];
+    for (const E &e : edges)
+      v += e.t[idx[e.p] * node[e.c].size() + idx[e.c]];
+    return v;
+  }
+
+  /// Minimum over all index vectors, by plain enumeration.
+  double bruteForce() const {
+    std::vector<size_t> idx(node.size(), 0);
+    double best = INFINITY;
+    while (true) {
+      best = std::min(best, cost(idx));
+      size_t op = 0;
+      while (op < idx.size() && ++idx[op] == node[op].size())
+        idx[op++] = 0;
+      if (op == idx.size())
+        return best;
+    }
+  }
+};
+
+std::vector<size_t> indicesOf(const ConfigSpace &space, const Strategy &s) {
+  std::vector<size_t> idx;
+  for (size_t op = 0; op < s.size(); ++op) {
+    const auto &cs = space.configs(op);
+    size_t i = std::find(cs.begin(), cs.end(), s[op]) - cs.begin();
+    EXPECT_LT(i, cs.size()) << "op " << op << " config not in the space";
+    idx.push_back(std::min(i, cs.size() - 1));
+  }
+  return idx;
+}
+
+SearchOptions quick() {
+  SearchOptions o;
+  o.iterations = 2000;
+  return o;
+}
+
+SpaceOptions smallSpace(int64_t maxDegreeVectors) {
+  SpaceOptions o;
+  o.maxDegreeVectors = maxDegreeVectors;
+  o.stridedViews = false;
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Exhaustive search
+//===----------------------------------------------------------------------===//
+
+TEST(Exhaustive, FindsTheBruteForceOptimumOnThreeOps) {
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc1", 64, 512, 1024, input()));
+  g.ops.push_back(elementwise("relu", 64, 1024, {fromOp(0)}));
+  g.ops.push_back(linear(g, "fc2", 64, 1024, 256, fromOp(1)));
+  ASSERT_EQ(g.validate(), "");
+  Machine machine = h100(4);
+  RooflineCostModel cost;
+  Problem problem{g, machine, cost, {}};
+  ConfigSpace space(g, machine, smallSpace(0));
+  ASSERT_GT(spaceSize(space), 1);
+  ASSERT_LT(spaceSize(space), 2e5);
+  std::cout << spaceSize(space) << " strategies\n";
+
+  Simulator sim(g, machine, cost);
+  double best = INFINITY;
+  forEachStrategy(space, [&](const Strategy &s) {
+    best = std::min(best, objective(problem, sim.simulate(s)));
+  });
+
+  SearchResult r = exhaustive(problem, space, quick());
+  EXPECT_EQ(r.algorithm, "exhaustive");
+  ASSERT_EQ(r.strategy.size(), g.ops.size());
+  EXPECT_DOUBLE_EQ(r.objective, best);
+  EXPECT_DOUBLE_EQ(objective(problem, sim.simulate(r.strategy)), best);
+  // The bound pruned something: fewer leaves than strategies.
+  EXPECT_LE(static_cast<double>(r.iterations), spaceSize(space));
+}
+
+TEST(Exhaustive, RefusesTooLargeSpaces) {
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc1", 64, 512, 1024, input()));
+  g.ops.push_back(linear(g, "fc2", 64, 1024, 256, fromOp(0)));
+  Machine machine = h100(4);
+  RooflineCostModel cost;
+  Problem problem{g, machine, cost, {}};
+  ConfigSpace space(g, machine);
+  SearchResult r = exhaustive(problem, space, quick(), 2);
+  EXPECT_EQ(r.algorithm, "exhaustive");
+  EXPECT_TRUE(r.strategy.empty());
+  EXPECT_TRUE(std::isinf(r.objective));
+}
+
+//===----------------------------------------------------------------------===//
+// Dynamic programming under its additive model
+//===----------------------------------------------------------------------===//
+
+/// DP's strategy costs exactly the brute-force minimum of the additive model.
+void expectAdditiveOptimum(const Graph &g, const Machine &machine,
+                           SpaceOptions options, double maxSpace = 3e6) {
+  ASSERT_EQ(g.validate(), "");
+  RooflineCostModel cost;
+  Problem problem{g, machine, cost, {}};
+  ConfigSpace space(g, machine, options);
+  double size = spaceSize(space);
+  ASSERT_LE(size, maxSpace) << "space too large to enumerate";
+  std::cout << g.ops.size() << " ops, " << size << " strategies\n";
+  Additive additive(problem, space);
+  double best = additive.bruteForce();
+  bool exact = false;
+  Strategy raw = detail::additiveOptimum(problem, space, &exact);
+  EXPECT_TRUE(exact);
+  ASSERT_EQ(raw.size(), g.ops.size());
+  EXPECT_NEAR(additive.cost(indicesOf(space, raw)), best, 1e-12 * best + 1e-15)
+      << "space size " << size;
+
+  // The search itself: the DP's answer refined under the simulator, so no
+  // worse than the raw answer simulated.
+  SearchResult r = dynamicProgramming(problem, space, quick());
+  EXPECT_EQ(r.algorithm, "dp");
+  ASSERT_EQ(r.strategy.size(), g.ops.size());
+  EXPECT_GT(r.iterations, 0);
+  Simulator sim(g, machine, cost);
+  EXPECT_DOUBLE_EQ(r.objective, objective(problem, sim.simulate(r.strategy)));
+  EXPECT_LE(r.objective, objective(problem, sim.simulate(raw)));
+  ASSERT_FALSE(r.trace.empty());
+  EXPECT_DOUBLE_EQ(r.trace.front().best, objective(problem, sim.simulate(raw)));
+}
+
+TEST(DynamicProgramming, ExactOnAChain) {
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc1", 64, 256, 512, input()));
+  g.ops.push_back(elementwise("relu1", 64, 512, {fromOp(0)}));
+  g.ops.push_back(linear(g, "fc2", 64, 512, 512, fromOp(1)));
+  g.ops.push_back(elementwise("relu2", 64, 512, {fromOp(2)}));
+  g.ops.push_back(linear(g, "fc3", 64, 512, 128, fromOp(3)));
+  expectAdditiveOptimum(g, h100(4), smallSpace(4));
+}
+
+TEST(DynamicProgramming, ExactOnAResidualDiamond) {
+  // fc1 -> (fc2 -> relu) -> add(fc1, relu) -> fc3: series-parallel.
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc1", 64, 256, 512, input()));
+  g.ops.push_back(linear(g, "fc2", 64, 512, 512, fromOp(0)));
+  g.ops.push_back(elementwise("relu", 64, 512, {fromOp(1)}));
+  g.ops.push_back(elementwise("add", 64, 512, {fromOp(0), fromOp(2)}));
+  g.ops.push_back(linear(g, "fc3", 64, 512, 128, fromOp(3)));
+  expectAdditiveOptimum(g, h100(4), smallSpace(4));
+}
+
+TEST(DynamicProgramming, TwoInputsAndASideBranch) {
+  // Two ops fed only by inputs, joined by an add; a branch off the middle.
+  Graph g;
+  g.numInputs = 2;
+  g.ops.push_back(linear(g, "a", 64, 256, 512, input(0)));
+  g.ops.push_back(linear(g, "b", 64, 128, 512, input(1)));
+  g.ops.push_back(elementwise("add", 64, 512, {fromOp(0), fromOp(1)}));
+  g.ops.push_back(linear(g, "head", 64, 512, 64, fromOp(2)));
+  g.ops.push_back(elementwise("side", 64, 512, {fromOp(2)}));
+  expectAdditiveOptimum(g, h100(4), smallSpace(4));
+}
+
+/// a -> b, a -> c, a -> d, b -> c, b -> d, c -> d: a K4, the smallest graph
+/// that is not series-parallel (every op keeps three edges).
+void addK4(Graph &g, Source in, int64_t f) {
+  int32_t a = static_cast<int32_t>(g.ops.size());
+  g.ops.push_back(elementwise("a", 64, f, {in}));
+  g.ops.push_back(elementwise("b", 64, f, {fromOp(a)}));
+  g.ops.push_back(elementwise("c", 64, f, {fromOp(a), fromOp(a + 1)}));
+  g.ops.push_back(
+      elementwise("d", 64, f, {fromOp(a), fromOp(a + 1), fromOp(a + 2)}));
+}
+
+TEST(DynamicProgramming, ExactOnANonSeriesParallelK4) {
+  // Nothing eliminates; the core is small enough to enumerate.
+  Graph g;
+  g.numInputs = 1;
+  addK4(g, input(), 256);
+  expectAdditiveOptimum(g, h100(4), smallSpace(4));
+}
+
+TEST(DynamicProgramming, SequenceOfK4sSplitsAtBottlenecks) {
+  // Two K4s in a row: nothing eliminates and the core (8 ops, 5^8
+  // strategies) is too large to enumerate at once; the cut ops (each K4's
+  // first and last) split it, and each segment is enumerated per pair of
+  // cut configurations: still exact.
+  Graph g;
+  g.numInputs = 1;
+  addK4(g, input(), 256);
+  addK4(g, fromOp(3), 256);
+  expectAdditiveOptimum(g, h100(4), smallSpace(4), 2e6);
+}
+
+//===----------------------------------------------------------------------===//
+// Acceptance: DP and MCMC within 2% of the optimum
+//===----------------------------------------------------------------------===//
+
+std::optional<Graph> importExample(const std::string &name, int64_t batch) {
+  std::string path = std::string(PPC_SOURCE_DIR) + "/examples/" + name;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return std::nullopt;
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OnnxImportOptions options;
+  options.batchSize = batch;
+  auto module =
+      importOnnxModel((*buffer)->getBuffer(), path, &context, options);
+  if (!module)
+    return std::nullopt;
+  auto funcs = module->getOps<mlir::func::FuncOp>();
+  mlir::FailureOr<Graph> graph = buildSimGraph(*funcs.begin());
+  if (mlir::failed(graph))
+    return std::nullopt;
+  return *graph;
+}
+
+/// Six linear layers with relus between them, batch 64, width 1024.
+Graph mlp6() {
+  Graph g;
+  g.numInputs = 1;
+  Source in = input();
+  for (int l = 0; l < 6; ++l) {
+    int64_t k = l == 0 ? 784 : 1024, m = l == 5 ? 16 : 1024;
+    g.ops.push_back(linear(g, "fc" + std::to_string(l), 64, k, m, in));
+    in = fromOp(static_cast<int32_t>(g.ops.size() - 1));
+  }
+  return g;
+}
+
+struct Acceptance {
+  const char *model;
+  int64_t devices;
+  int64_t maxDegreeVectors;
+};
+
+class WithinTwoPercent : public ::testing::TestWithParam<Acceptance> {};
+
+TEST_P(WithinTwoPercent, OfTheExhaustiveOptimum) {
+  const Acceptance &c = GetParam();
+  std::optional<Graph> graph;
+  if (std::string(c.model) == "mlp6")
+    graph = mlp6();
+  else
+    graph = importExample(c.model, 16);
+  ASSERT_TRUE(graph) << "cannot import " << c.model;
+  Machine machine = h100(c.devices);
+  RooflineCostModel cost;
+  Problem problem{*graph, machine, cost, {}};
+  ConfigSpace space(*graph, machine, smallSpace(c.maxDegreeVectors));
+  double size = spaceSize(space);
+  std::cout << c.model << " on " << c.devices
+            << " devices: " << graph->ops.size() << " ops, 10^"
+            << std::log10(size) << " strategies\n";
+
+  SearchOptions options;
+  options.iterations = 4000;
+  SearchResult best = exhaustive(problem, space, options, 1e8);
+  ASSERT_FALSE(best.strategy.empty()) << "space of " << size;
+  ASSERT_TRUE(std::isfinite(best.objective));
+
+  SearchResult dp = dynamicProgramming(problem, space, options);
+  EXPECT_GE(dp.objective, best.objective * (1 - 1e-9));
+  EXPECT_LE(dp.objective, 1.02 * best.objective)
+      << "DP gap " << 100 * (dp.objective / best.objective - 1) << "%";
+
+  std::vector<Strategy> starts = {dataParallel(*graph, c.devices)};
+  SearchResult mc = mcmc(problem, space, starts, options);
+  EXPECT_GE(mc.objective, best.objective * (1 - 1e-9));
+  EXPECT_LE(mc.objective, 1.02 * best.objective)
+      << "MCMC gap " << 100 * (mc.objective / best.objective - 1) << "%";
+  std::cout << "  optimum " << best.objective * 1e3 << " ms, DP +"
+            << 100 * (dp.objective / best.objective - 1) << "%, MCMC +"
+            << 100 * (mc.objective / best.objective - 1) << "%\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WithinTwoPercent,
+                         ::testing::Values(Acceptance{"mlp6", 4, 4},
+                                           Acceptance{"mlp6", 8, 4},
+                                           Acceptance{"cnn.onnx", 4, 2},
+                                           Acceptance{"cnn.onnx", 8, 2}));
+
+} // namespace
