@@ -11,17 +11,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/Analysis/SimGraph.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
-#include "ppc/InitAll.h"
 #include "ppc/Search/Search.h"
-
-#include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <optional>
 #include <string>
 
@@ -30,13 +27,6 @@ using namespace ppc::sim;
 using namespace ppc::search;
 
 namespace {
-
-TensorAccess identity(std::vector<int64_t> shape) {
-  TensorAccess t{shape, {}};
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
-  return t;
-}
 
 /// Six linear layers (784 -> 1024 x 5 -> 16), batch 64.
 Graph mlp6() {
@@ -55,7 +45,7 @@ Graph mlp6() {
     op.space.operands = {
         {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
         {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-    op.space.results = {identity({n, m})};
+    op.space.results = {TensorAccess::identity({n, m})};
     op.cost.fwdFlops = 2.0 * static_cast<double>(n * k * m);
     op.cost.bwdFlops = 2 * op.cost.fwdFlops;
     op.cost.fwdBytes = 4.0 * static_cast<double>(n * k + k * m + n * m);
@@ -70,24 +60,13 @@ Graph mlp6() {
 }
 
 std::optional<Graph> importExample(const std::string &path, int64_t batch) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return std::nullopt;
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
   OnnxImportOptions options;
   options.batchSize = batch;
-  auto module =
-      importOnnxModel((*buffer)->getBuffer(), path, &context, options);
-  if (!module)
-    return std::nullopt;
-  auto funcs = module->getOps<mlir::func::FuncOp>();
-  mlir::FailureOr<Graph> graph = buildSimGraph(*funcs.begin());
-  if (mlir::failed(graph))
-    return std::nullopt;
-  return *graph;
+  std::string error;
+  std::optional<Graph> graph = loadSimGraph(path, options, error);
+  if (!graph)
+    std::cerr << error << "\n";
+  return graph;
 }
 
 Machine h100(int64_t devices) {

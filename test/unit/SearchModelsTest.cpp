@@ -6,13 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/Analysis/SimGraph.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
-#include "ppc/InitAll.h"
 #include "ppc/Search/Search.h"
-
-#include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
 
@@ -25,25 +21,13 @@ using namespace ppc::search;
 namespace {
 
 std::optional<Graph> importExample(const std::string &name, int64_t batch) {
-  std::string path = std::string(PPC_SOURCE_DIR) + "/examples/" + name;
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return std::nullopt;
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
   OnnxImportOptions options;
   options.batchSize = batch;
-  auto module =
-      importOnnxModel((*buffer)->getBuffer(), path, &context, options);
-  if (!module)
-    return std::nullopt;
-  auto funcs = module->getOps<mlir::func::FuncOp>();
-  mlir::FailureOr<Graph> graph = buildSimGraph(*funcs.begin());
-  if (mlir::failed(graph))
-    return std::nullopt;
-  return *graph;
+  std::string error;
+  std::optional<Graph> graph = loadSimGraph(
+      std::string(PPC_SOURCE_DIR) + "/examples/" + name, options, error);
+  EXPECT_TRUE(graph) << error;
+  return graph;
 }
 
 Machine preset(const std::string &name) {

@@ -9,15 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/Analysis/SimGraph.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
-#include "ppc/InitAll.h"
 #include "ppc/Search/Search.h"
 
 #include "DpDetail.h"
-
-#include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
 
@@ -30,13 +26,6 @@ using namespace ppc::sim;
 using namespace ppc::search;
 
 namespace {
-
-TensorAccess identity(std::vector<int64_t> shape) {
-  TensorAccess t{shape, {}};
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
-  return t;
-}
 
 Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
 Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
@@ -54,7 +43,7 @@ Op linear(Graph &g, std::string name, int64_t n, int64_t k, int64_t m,
   op.space.operands = {
       {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
       {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {identity({n, m})};
+  op.space.results = {TensorAccess::identity({n, m})};
   op.cost.fwdFlops = 2.0 * static_cast<double>(n * k * m);
   op.cost.bwdFlops = 2 * op.cost.fwdFlops;
   op.cost.fwdBytes = 4.0 * static_cast<double>(n * k + k * m + n * m);
@@ -73,8 +62,8 @@ Op elementwise(std::string name, int64_t n, int64_t f,
   op.kind = ins.size() == 1 ? "ppc.relu" : "ppc.add";
   op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
   for (size_t i = 0; i < ins.size(); ++i)
-    op.space.operands.push_back(identity({n, f}));
-  op.space.results = {identity({n, f})};
+    op.space.operands.push_back(TensorAccess::identity({n, f}));
+  op.space.results = {TensorAccess::identity({n, f})};
   op.cost.fwdFlops = static_cast<double>(n * f);
   op.cost.bwdFlops = op.cost.fwdFlops;
   op.cost.fwdBytes = 4.0 * static_cast<double>((ins.size() + 1) * n * f);
@@ -352,25 +341,13 @@ TEST(DynamicProgramming, SequenceOfK4sSplitsAtBottlenecks) {
 //===----------------------------------------------------------------------===//
 
 std::optional<Graph> importExample(const std::string &name, int64_t batch) {
-  std::string path = std::string(PPC_SOURCE_DIR) + "/examples/" + name;
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return std::nullopt;
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
   OnnxImportOptions options;
   options.batchSize = batch;
-  auto module =
-      importOnnxModel((*buffer)->getBuffer(), path, &context, options);
-  if (!module)
-    return std::nullopt;
-  auto funcs = module->getOps<mlir::func::FuncOp>();
-  mlir::FailureOr<Graph> graph = buildSimGraph(*funcs.begin());
-  if (mlir::failed(graph))
-    return std::nullopt;
-  return *graph;
+  std::string error;
+  std::optional<Graph> graph = loadSimGraph(
+      std::string(PPC_SOURCE_DIR) + "/examples/" + name, options, error);
+  EXPECT_TRUE(graph) << error;
+  return graph;
 }
 
 /// Six linear layers with relus between them, batch 64, width 1024.

@@ -38,13 +38,6 @@ Machine roundMachine(int64_t nodes, int64_t perNode,
   return Machine::fromCluster(c, "round");
 }
 
-TensorAccess identity(std::vector<int64_t> shape) {
-  TensorAccess t{shape, {}};
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
-  return t;
-}
-
 Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
 Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
 Source weight(int32_t w) { return {Source::Kind::Weight, w, 0}; }
@@ -69,7 +62,7 @@ Op conv(std::string name, int64_t n, int64_t c, int64_t f, int64_t hw,
       {{f, c, 3, 3},
        {DimAccess::identity(1), DimAccess::identity(4), DimAccess::identity(5),
         DimAccess::identity(6)}}};
-  op.space.results = {identity({n, f, hw, hw})};
+  op.space.results = {TensorAccess::identity({n, f, hw, hw})};
   op.operands = {in, weight(w)};
   double points = static_cast<double>(op.space.numPoints());
   op.cost = {2 * points, 4 * points, 4.0 * n * (c + f) * hw * hw,
@@ -90,7 +83,7 @@ Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source in,
   op.space.operands = {
       {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
       {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {identity({n, m})};
+  op.space.results = {TensorAccess::identity({n, m})};
   op.operands = {in, weight(w)};
   double points = static_cast<double>(n * k * m);
   op.cost = {2 * points, 4 * points, 4.0 * (n * k + k * m + n * m),
@@ -105,8 +98,8 @@ Op elementwise(std::string name, std::string kind, int64_t n, int64_t f,
   op.name = std::move(name);
   op.kind = std::move(kind);
   op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
-  op.space.operands = {identity({n, f})};
-  op.space.results = {identity({n, f})};
+  op.space.operands = {TensorAccess::identity({n, f})};
+  op.space.results = {TensorAccess::identity({n, f})};
   op.operands = {in};
   op.cost = {8.0 * n * f, 8.0 * n * f, 8.0 * n * f, 16.0 * n * f};
   return op;

@@ -54,21 +54,14 @@ Machine roundMachine(int64_t nodes, int64_t perNode) {
   return Machine::fromCluster(c, "round");
 }
 
-TensorAccess identity(std::vector<int64_t> shape) {
-  TensorAccess t{shape, {}};
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
-  return t;
-}
-
 /// y = relu(x) on [n, f]: dims n (sample), f (parameter).
 Op elementwise(std::string name, int64_t n, int64_t f, Source input) {
   Op op;
   op.name = std::move(name);
   op.kind = "ppc.relu";
   op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
-  op.space.operands = {identity({n, f})};
-  op.space.results = {identity({n, f})};
+  op.space.operands = {TensorAccess::identity({n, f})};
+  op.space.results = {TensorAccess::identity({n, f})};
   op.operands = {input};
   return op;
 }
@@ -85,7 +78,7 @@ Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source input,
   op.space.operands = {
       {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
       {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {identity({n, m})};
+  op.space.results = {TensorAccess::identity({n, m})};
   op.operands = {input, {Source::Kind::Weight, weight, 0}};
   return op;
 }

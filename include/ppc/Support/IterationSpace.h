@@ -70,6 +70,14 @@ struct DimAccess {
 struct TensorAccess {
   std::vector<int64_t> shape;
   std::vector<DimAccess> dims; ///< one per tensor dimension.
+
+  /// Tensor dim i indexed by iteration dim i (an elementwise op's tensors).
+  static TensorAccess identity(std::vector<int64_t> shape) {
+    TensorAccess t{std::move(shape), {}};
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      t.dims.push_back(DimAccess::identity(static_cast<int32_t>(i)));
+    return t;
+  }
 };
 
 /// Half-open index range [lo, hi).

@@ -1,0 +1,48 @@
+//===- ModelLoader.cpp - a model file as the simulator's graph ------------===//
+
+#include "ppc/ModelLoader/ModelLoader.h"
+
+#include "ppc/Analysis/SimGraph.h"
+#include "ppc/InitAll.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+
+std::optional<ppc::sim::Graph>
+ppc::loadSimGraph(const std::string &path, const OnnxImportOptions &options,
+                  std::string &error) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::raw_string_ostream diagnostics(error);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
+
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
+  if (!file)
+    return std::nullopt;
+  OwningOpRef<ModuleOp> module;
+  if (isOnnxModel(file->getBuffer())) {
+    module = importOnnxModel(file->getBuffer(), path, &context, options);
+  } else {
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (!module)
+    return std::nullopt;
+  auto funcs = module->getOps<func::FuncOp>();
+  if (funcs.empty()) {
+    error = path + ": no function to simulate";
+    return std::nullopt;
+  }
+  FailureOr<sim::Graph> graph = buildSimGraph(*funcs.begin());
+  if (failed(graph))
+    return std::nullopt;
+  return std::move(*graph);
+}
