@@ -305,6 +305,9 @@ struct Simulator::Impl {
   std::vector<OpState> ops;
   std::vector<Edge> edges;
   std::vector<std::vector<int32_t>> inEdges, outEdges;
+  /// The op that holds, synchronizes and updates each weight: its first
+  /// user, which is the last to finish backward. -1 for unused weights.
+  std::vector<int32_t> weightOwner;
 
   // Resources: compute stream d, communication stream numDevices + d, and
   // direction k of link l at 2 * numDevices + 2 * l + k.
@@ -337,6 +340,11 @@ struct Simulator::Impl {
         outEdges[src.index].push_back(id);
       }
     }
+    weightOwner.assign(graph.weights.size(), -1);
+    for (size_t i = 0; i < graph.ops.size(); ++i)
+      for (const Source &src : graph.ops[i].operands)
+        if (src.kind == Source::Kind::Weight && weightOwner[src.index] < 0)
+          weightOwner[src.index] = static_cast<int32_t>(i);
     freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
     routeOf.assign(numDevices * numDevices, -1);
   }
@@ -445,7 +453,11 @@ struct Simulator::Impl {
         for (int32_t p = 0; p < n; ++p)
           st.memory[p].activations +=
               volume(sliceOf(op.space.operands[o], st.iter[p])) * op.elemBytes;
-      if (src.kind != Source::Kind::Weight)
+      // A weight used by several ops (tied embeddings, an unrolled RNN's
+      // cell) is held, synchronized and updated once, by its owner; the
+      // other users' gradients accumulate into it locally.
+      if (src.kind != Source::Kind::Weight ||
+          weightOwner[src.index] != static_cast<int32_t>(i))
         continue;
       const Weight &w = graph.weights[src.index];
       std::vector<Slice> slices(n);
