@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace ppc::search {
@@ -501,9 +502,15 @@ struct AdditiveModel {
   std::vector<std::vector<double>> ownShare;
   int64_t evaluated = 0;
   bool exact = true;
+  /// Set when `stop` said to give up before every table was built.
+  bool abandoned = false;
 
-  AdditiveModel(const Problem &problem, const ConfigSpace &space,
-                sim::Simulator &simulator) {
+  /// `stop` is polled while the tables are built (they grow with the square
+  /// of the configurations per op, which is large on big machines).
+  AdditiveModel(
+      const Problem &problem, const ConfigSpace &space,
+      sim::Simulator &simulator,
+      const std::function<bool()> &stop = [] { return false; }) {
     const sim::Graph &graph = problem.graph;
     size_t n = graph.ops.size();
     detail::FootprintProfiler profiler(problem);
@@ -515,6 +522,10 @@ struct AdditiveModel {
       const std::vector<OpConfig> &configs = space.configs(op);
       base.count[op] = configs.size();
       for (const OpConfig &c : configs) {
+        if (stop()) {
+          abandoned = true;
+          return;
+        }
         base.node[op].push_back(simulator.nodeCost(op, c));
         detail::OpFootprint f = profiler.profile(op, c);
         double share = 0;
@@ -536,8 +547,13 @@ struct AdditiveModel {
         e.a = p;
         e.b = op;
         for (const OpConfig &cp : space.configs(p))
-          for (const OpConfig &cc : space.configs(op))
+          for (const OpConfig &cc : space.configs(op)) {
+            if (stop()) {
+              abandoned = true;
+              return;
+            }
             e.t.push_back(simulator.edgeCost(op, o, cp, cc));
+          }
         evaluated += static_cast<int64_t>(e.t.size());
         base.edges.push_back(std::move(e));
       }
@@ -600,7 +616,27 @@ SearchResult dynamicProgramming(const Problem &problem,
 
   sim::Simulator simulator(graph, problem.machine, problem.costModel,
                            problem.simOptions);
-  AdditiveModel model(problem, space, simulator);
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - started).count();
+  };
+  auto stop = [&] {
+    return (options.cancel && options.cancel->load()) ||
+           (options.seconds > 0 && elapsed() > options.seconds);
+  };
+  AdditiveModel model(problem, space, simulator, stop);
+  if (model.abandoned) {
+    // Out of budget before the DP could start: answer data parallel, and
+    // say so, rather than overrun.
+    result.algorithm = "dp (budget spent building cost tables; data parallel)";
+    result.strategy = sim::dataParallel(graph, problem.machine.numDevices());
+    result.result = simulator.simulate(result.strategy);
+    result.objective = objective(problem, result.result);
+    result.iterations = model.evaluated;
+    result.seconds = elapsed();
+    result.trace.push_back({result.iterations, result.seconds, result.objective,
+                            result.objective});
+    return result;
+  }
   auto solveWith = [&](double fraction) {
     sim::Strategy s = model.solve(space, fraction, options.cancel);
     result.iterations = model.evaluated;
@@ -630,9 +666,6 @@ SearchResult dynamicProgramming(const Problem &problem,
       result.objective = value;
     }
   }
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(Clock::now() - started).count();
-  };
   // First trace point: the DP's own answer, simulated.
   result.trace.push_back(
       {result.iterations, elapsed(), result.objective, result.objective});

@@ -155,7 +155,10 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
 /// edgeCost (Simulator::nodeCost/edgeCost), i.e. no overlap between ops.
 /// The result is then simulated in full. Graphs that do not reduce to
 /// series-parallel are cut at their bottleneck ops and the pieces solved
-/// one by one, keeping the configurations of the cut ops fixed.
+/// one by one, keeping the configurations of the cut ops fixed. The cost
+/// tables grow with the square of the configurations per op: when building
+/// them outlasts options.seconds (or options.cancel is set), the result is
+/// data parallel, named so in SearchResult::algorithm.
 SearchResult dynamicProgramming(const Problem &problem,
                                 const ConfigSpace &space,
                                 const SearchOptions &options);
