@@ -211,6 +211,18 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       if (growBlock(graph, uses, op, column, tp, tensorDimOf, block))
         tensorDimOf.insert(block.begin(), block.end());
     }
+  // Linear layers outside blocks (the output head over the vocabulary) are
+  // column parallel in their group, as Megatron's vocabulary-parallel head:
+  // left whole on one device per group they would run on 1/tp of the
+  // machine.
+  if (tp > 1)
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      if (tensorDimOf.count(op) || !isWeightedContraction(graph.ops[op]))
+        continue;
+      int column = columnDimOf(graph.ops[op]);
+      if (column >= 0 && graph.ops[op].space.dims[column].size % tp == 0)
+        tensorDimOf[op] = column;
+    }
 
   sim::Strategy strategy;
   strategy.reserve(graph.ops.size());

@@ -82,7 +82,8 @@ TEST(SearchModels, MegatronOnTheTransformer) {
       EXPECT_EQ(degrees[0], 4) << op.name;
     }
   }
-  EXPECT_EQ(columns, 8);
+  // q, k, v, ff1 of both blocks, and the vocabulary head on its own.
+  EXPECT_EQ(columns, 9);
   EXPECT_EQ(rows, 4);
   EXPECT_EQ(heads, 4);
   // Tensor-parallel groups inside a node: partitions 4g..4g+3 share one.
@@ -119,11 +120,12 @@ TEST(SearchModels, MegatronOnTheMlp) {
   ASSERT_EQ(linears.size(), 3u);
   EXPECT_EQ(s[linears[0]].degrees, (std::vector<int64_t>{1, 8, 1}));
   EXPECT_EQ(s[linears[1]].degrees, (std::vector<int64_t>{1, 1, 8}));
-  // tp 8 on 8 devices leaves no data parallelism: fc3, outside the pair,
-  // runs on the first device of the one group.
+  // fc3, outside the pair, is column parallel on its own where its 10
+  // outputs divide by tp: not with tp 8 (it runs on the first device of the
+  // one group), but with tp 2 (and 4-way over the batch).
   EXPECT_EQ(s[linears[2]].degrees, (std::vector<int64_t>{1, 1, 1}));
   EXPECT_EQ(megatron(*graph, machine, 2)[linears[2]].degrees,
-            (std::vector<int64_t>{4, 1, 1}));
+            (std::vector<int64_t>{4, 2, 1}));
 }
 
 TEST(SearchModels, OneWeirdTrickOnTheCnn) {

@@ -331,12 +331,14 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   // to one that does (3 -> 1).
   EXPECT_EQ(megatron(g, m, 1), dataParallel(g, 8));
   expectValid(g, megatron(g, m, 3), 8);
-  // A block whose output goes nowhere is not tensor parallel.
+  // A block whose output goes nowhere is no block: its linear layer is
+  // column parallel on its own (like Megatron's vocabulary-parallel head)
+  // and the op after it stays data parallel.
   Graph open = g;
   open.ops.resize(2);
   Strategy s2 = megatron(open, m, 4);
   expectValid(open, s2, 8);
-  EXPECT_EQ(s2[0].degrees, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(s2[0].degrees, (std::vector<int64_t>{2, 4, 1}));
   EXPECT_EQ(s2[1].degrees, (std::vector<int64_t>{2, 1}));
 }
 

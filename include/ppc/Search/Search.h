@@ -86,7 +86,8 @@ private:
 /// `tensorParallel` over the parameter dim of the first linear/matmul of
 /// each pair (column parallel) and the reduction dim of the second (row
 /// parallel), attention heads split likewise, data parallel over the rest of
-/// the devices; other ops data parallel.
+/// the devices; linear layers outside blocks (the vocabulary head) column
+/// parallel in their group; other ops data parallel, one copy per group.
 sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
                        int64_t tensorParallel);
 /// Krizhevsky's "one weird trick": data-parallel convolutions (and
