@@ -67,15 +67,30 @@ struct Budget {
   double seconds = 0;
 };
 
+/// A positive number followed by an optional unit: "1.5m" -> (1.5, "m").
+struct Quantity {
+  StringRef number;
+  double value;
+  StringRef unit;
+};
+std::optional<Quantity> splitQuantity(StringRef text) {
+  text = text.trim();
+  Quantity q;
+  q.number =
+      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  q.unit = text.drop_front(q.number.size()).trim();
+  if (q.number.empty() || q.number.getAsDouble(q.value) || q.value <= 0)
+    return std::nullopt;
+  return q;
+}
+
 /// "30s", "1.5m", "2h", "500ms": seconds; "5000" or "5000it": iterations.
 std::optional<Budget> parseBudget(StringRef text) {
-  text = text.trim();
-  StringRef number =
-      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
-  StringRef unit = text.drop_front(number.size()).trim();
-  double value;
-  if (number.empty() || number.getAsDouble(value) || value <= 0)
+  std::optional<Quantity> q = splitQuantity(text);
+  if (!q)
     return std::nullopt;
+  StringRef number = q->number, unit = q->unit;
+  double value = q->value;
   Budget budget;
   if (unit.empty() || unit == "it" || unit == "iterations") {
     if (number.contains('.'))
@@ -97,13 +112,11 @@ std::optional<Budget> parseBudget(StringRef text) {
 
 /// "16GiB", "16G" (binary), "16GB" (decimal), "500MiB", "123456" (bytes).
 std::optional<int64_t> parseBytes(StringRef text) {
-  text = text.trim();
-  StringRef number =
-      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
-  StringRef unit = text.drop_front(number.size()).trim();
-  double value;
-  if (number.empty() || number.getAsDouble(value) || value <= 0)
+  std::optional<Quantity> q = splitQuantity(text);
+  if (!q)
     return std::nullopt;
+  StringRef unit = q->unit;
+  double value = q->value;
   double scale = llvm::StringSwitch<double>(unit.lower())
                      .Cases({"", "b"}, 1)
                      .Cases({"k", "kib"}, 0x1p10)
