@@ -14,21 +14,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/Analysis/SimGraph.h"
 #include "ppc/Import/OnnxImporter.h"
-#include "ppc/InitAll.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Search/Search.h"
 #include "ppc/Simulator/Simulator.h"
 
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <algorithm>
 #include <cmath>
@@ -169,36 +163,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  DialectRegistry registry;
-  ppc::registerAllDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string error;
-  auto file = openInputFile(modelPath, &error);
-  if (!file) {
+  std::optional<sim::Graph> graph =
+      ppc::loadSimGraph(modelPath, ppc::getOnnxImportOptionsFromCL(), error);
+  if (!graph) {
     llvm::errs() << "ppc-search-bench: " << error << "\n";
     return 1;
   }
-  OwningOpRef<ModuleOp> module;
-  if (ppc::isOnnxModel(file->getBuffer())) {
-    module = ppc::importOnnxModel(file->getBuffer(), modelPath, &context,
-                                  ppc::getOnnxImportOptionsFromCL());
-  } else {
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  }
-  if (!module)
-    return 1;
-  auto funcs = module->getOps<func::FuncOp>();
-  if (funcs.empty()) {
-    llvm::errs() << "ppc-search-bench: no function in " << modelPath << "\n";
-    return 1;
-  }
-  FailureOr<sim::Graph> graph = ppc::buildSimGraph(*funcs.begin());
-  if (failed(graph))
-    return 1;
   std::string model = label.empty() ? llvm::sys::path::stem(modelPath).str()
                                     : static_cast<std::string>(label);
 

@@ -16,21 +16,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/Analysis/SimGraph.h"
 #include "ppc/Import/OnnxImporter.h"
-#include "ppc/InitAll.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Simulator/Simulator.h"
 
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <chrono>
 #include <random>
@@ -79,36 +73,13 @@ int main(int argc, char **argv) {
   if (machineNames.empty())
     machineNames = {"dgx-a100x2", "dgx-h100x8"};
 
-  DialectRegistry registry;
-  ppc::registerAllDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string error;
-  auto file = openInputFile(modelPath, &error);
-  if (!file) {
+  std::optional<ppc::sim::Graph> graph =
+      ppc::loadSimGraph(modelPath, ppc::getOnnxImportOptionsFromCL(), error);
+  if (!graph) {
     llvm::errs() << "ppc-sim-bench: " << error << "\n";
     return 1;
   }
-  OwningOpRef<ModuleOp> module;
-  if (ppc::isOnnxModel(file->getBuffer())) {
-    module = ppc::importOnnxModel(file->getBuffer(), modelPath, &context,
-                                  ppc::getOnnxImportOptionsFromCL());
-  } else {
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  }
-  if (!module)
-    return 1;
-  auto funcs = module->getOps<func::FuncOp>();
-  if (funcs.empty()) {
-    llvm::errs() << "ppc-sim-bench: no function in " << modelPath << "\n";
-    return 1;
-  }
-  FailureOr<ppc::sim::Graph> graph = ppc::buildSimGraph(*funcs.begin());
-  if (failed(graph))
-    return 1;
 
   llvm::outs() << llvm::formatv(
       "{0,-24} {1,5} {2,7} {3,11} | {4,14} {5,6} | {6,14} {7,6} | {8}\n",
