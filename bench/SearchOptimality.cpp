@@ -11,9 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Search/Search.h"
+
+#include "SimTestGraphs.h"
 
 #include <cmath>
 #include <cstdio>
@@ -28,36 +30,7 @@ using namespace ppc::search;
 
 namespace {
 
-/// Six linear layers (784 -> 1024 x 5 -> 16), batch 64.
-Graph mlp6() {
-  Graph g;
-  g.numInputs = 1;
-  Source in{Source::Kind::Input, 0, 0};
-  const int64_t n = 64;
-  for (int l = 0; l < 6; ++l) {
-    int64_t k = l == 0 ? 784 : 1024, m = l == 5 ? 16 : 1024;
-    Op op;
-    op.name = "fc" + std::to_string(l);
-    op.kind = "ppc.linear";
-    op.space.dims = {{n, IterKind::Sample},
-                     {m, IterKind::Parameter},
-                     {k, IterKind::Reduction}};
-    op.space.operands = {
-        {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
-        {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-    op.space.results = {TensorAccess::identity({n, m})};
-    op.cost.fwdFlops = 2.0 * static_cast<double>(n * k * m);
-    op.cost.bwdFlops = 2 * op.cost.fwdFlops;
-    op.cost.fwdBytes = 4.0 * static_cast<double>(n * k + k * m + n * m);
-    op.cost.bwdBytes = 2 * op.cost.fwdBytes;
-    op.operands = {
-        in, {Source::Kind::Weight, static_cast<int32_t>(g.weights.size()), 0}};
-    g.weights.push_back({op.name + ".w", {k, m}, 4, true});
-    g.ops.push_back(std::move(op));
-    in = {Source::Kind::Op, static_cast<int32_t>(g.ops.size() - 1), 0};
-  }
-  return g;
-}
+using ppc::sim::testing::mlp6;
 
 std::optional<Graph> importExample(const std::string &path, int64_t batch) {
   OnnxImportOptions options;

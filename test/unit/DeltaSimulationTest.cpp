@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Simulator/Simulator.h"
 
 #include <gtest/gtest.h>

@@ -8,6 +8,8 @@
 
 #include "ppc/Report/Report.h"
 
+#include "SimTestGraphs.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,8 @@ using namespace ppc::sim;
 namespace fs = std::filesystem;
 
 namespace {
+
+using namespace ppc::sim::testing;
 
 Machine machine(int64_t nodes, int64_t perNode) {
   ClusterSpec c;
@@ -38,33 +42,9 @@ Machine machine(int64_t nodes, int64_t perNode) {
 }
 
 Op elementwise(std::string name, int64_t n, int64_t f, Source input) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.relu";
-  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
-  op.space.operands = {TensorAccess::identity({n, f})};
-  op.space.results = {TensorAccess::identity({n, f})};
-  op.cost = {double(n * f), double(n * f), 8.0 * n * f, 12.0 * n * f};
-  op.operands = {input};
-  return op;
-}
-
-Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source input,
-          int32_t weight) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.linear";
-  op.space.dims = {{n, IterKind::Sample},
-                   {m, IterKind::Parameter},
-                   {k, IterKind::Reduction}};
-  op.space.operands = {
-      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
-      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {TensorAccess::identity({n, m})};
-  op.cost = {2.0 * n * k * m, 4.0 * n * k * m, 4.0 * (n * k + k * m + n * m),
-             8.0 * (n * k + k * m + n * m)};
-  op.operands = {input, {Source::Kind::Weight, weight, 0}};
-  return op;
+  return ppc::sim::testing::elementwise(
+      std::move(name), "ppc.relu", n, f, {input},
+      {double(n * f), double(n * f), 8.0 * n * f, 12.0 * n * f});
 }
 
 Graph mlp() {

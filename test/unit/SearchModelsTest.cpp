@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Search/Search.h"
 
 #include <gtest/gtest.h>

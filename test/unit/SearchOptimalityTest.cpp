@@ -9,11 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Import/OnnxImporter.h"
+#include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Search/Search.h"
 
 #include "DpDetail.h"
+
+#include "SimTestGraphs.h"
 
 #include <gtest/gtest.h>
 
@@ -27,49 +29,17 @@ using namespace ppc::search;
 
 namespace {
 
-Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
-Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
-
-/// y = x * W on x [n, k], W [k, m]: dims n (sample), m (parameter), k
-/// (reduction); adds its weight to `g`.
-Op linear(Graph &g, std::string name, int64_t n, int64_t k, int64_t m,
-          Source in) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.linear";
-  op.space.dims = {{n, IterKind::Sample},
-                   {m, IterKind::Parameter},
-                   {k, IterKind::Reduction}};
-  op.space.operands = {
-      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
-      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {TensorAccess::identity({n, m})};
-  op.cost.fwdFlops = 2.0 * static_cast<double>(n * k * m);
-  op.cost.bwdFlops = 2 * op.cost.fwdFlops;
-  op.cost.fwdBytes = 4.0 * static_cast<double>(n * k + k * m + n * m);
-  op.cost.bwdBytes = 2 * op.cost.fwdBytes;
-  op.operands = {
-      in, {Source::Kind::Weight, static_cast<int32_t>(g.weights.size()), 0}};
-  g.weights.push_back({op.name + ".w", {k, m}, 4, true});
-  return op;
-}
+using namespace ppc::sim::testing;
 
 /// Elementwise over [n, f] of one or more inputs (relu, add).
 Op elementwise(std::string name, int64_t n, int64_t f,
                std::vector<Source> ins) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = ins.size() == 1 ? "ppc.relu" : "ppc.add";
-  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
-  for (size_t i = 0; i < ins.size(); ++i)
-    op.space.operands.push_back(TensorAccess::identity({n, f}));
-  op.space.results = {TensorAccess::identity({n, f})};
-  op.cost.fwdFlops = static_cast<double>(n * f);
-  op.cost.bwdFlops = op.cost.fwdFlops;
-  op.cost.fwdBytes = 4.0 * static_cast<double>((ins.size() + 1) * n * f);
-  op.cost.bwdBytes = 2 * op.cost.fwdBytes;
-  op.operands = std::move(ins);
-  return op;
+  double bytes = 4.0 * static_cast<double>((ins.size() + 1) * n * f);
+  std::string kind = ins.size() == 1 ? "ppc.relu" : "ppc.add";
+  return ppc::sim::testing::elementwise(
+      std::move(name), std::move(kind), n, f, std::move(ins),
+      {static_cast<double>(n * f), static_cast<double>(n * f), bytes,
+       2 * bytes});
 }
 
 /// One DGX H100 node cut down to `devices` GPUs (NVSwitch, 80 GB each).
@@ -348,19 +318,6 @@ std::optional<Graph> importExample(const std::string &name, int64_t batch) {
       std::string(PPC_SOURCE_DIR) + "/examples/" + name, options, error);
   EXPECT_TRUE(graph) << error;
   return graph;
-}
-
-/// Six linear layers with relus between them, batch 64, width 1024.
-Graph mlp6() {
-  Graph g;
-  g.numInputs = 1;
-  Source in = input();
-  for (int l = 0; l < 6; ++l) {
-    int64_t k = l == 0 ? 784 : 1024, m = l == 5 ? 16 : 1024;
-    g.ops.push_back(linear(g, "fc" + std::to_string(l), 64, k, m, in));
-    in = fromOp(static_cast<int32_t>(g.ops.size() - 1));
-  }
-  return g;
 }
 
 struct Acceptance {

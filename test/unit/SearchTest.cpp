@@ -9,6 +9,8 @@
 
 #include "ppc/Search/Search.h"
 
+#include "SimTestGraphs.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -19,6 +21,8 @@ using namespace ppc::sim;
 using namespace ppc::search;
 
 namespace {
+
+using namespace ppc::sim::testing;
 
 /// `nodes` x `perNode` devices of 1 GB, 1 TFLOP/s; 10 GB/s inside a node,
 /// 1 GB/s across nodes.
@@ -37,10 +41,6 @@ Machine roundMachine(int64_t nodes, int64_t perNode,
   c.inter = {LinkKind::InfiniBand, 1e9, 20e-6};
   return Machine::fromCluster(c, "round");
 }
-
-Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
-Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
-Source weight(int32_t w) { return {Source::Kind::Weight, w, 0}; }
 
 /// 3x3 convolution, padding 1, on x [n, c, h, w] with weight [f, c, 3, 3]:
 /// dims n (sample), f (parameter), oh, ow (attribute), c (reduction), kh, kw
@@ -70,39 +70,12 @@ Op conv(std::string name, int64_t n, int64_t c, int64_t f, int64_t hw,
   return op;
 }
 
-/// y = x W on x [n, k], W [k, m]: dims n (sample), m (parameter), k
-/// (reduction).
-Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source in,
-          int32_t w) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.linear";
-  op.space.dims = {{n, IterKind::Sample},
-                   {m, IterKind::Parameter},
-                   {k, IterKind::Reduction}};
-  op.space.operands = {
-      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
-      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {TensorAccess::identity({n, m})};
-  op.operands = {in, weight(w)};
-  double points = static_cast<double>(n * k * m);
-  op.cost = {2 * points, 4 * points, 4.0 * (n * k + k * m + n * m),
-             8.0 * (n * k + k * m + n * m)};
-  return op;
-}
-
 /// An elementwise op on [n, f]: dims n (sample), f (parameter).
 Op elementwise(std::string name, std::string kind, int64_t n, int64_t f,
                Source in) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = std::move(kind);
-  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
-  op.space.operands = {TensorAccess::identity({n, f})};
-  op.space.results = {TensorAccess::identity({n, f})};
-  op.operands = {in};
-  op.cost = {8.0 * n * f, 8.0 * n * f, 8.0 * n * f, 16.0 * n * f};
-  return op;
+  return ppc::sim::testing::elementwise(
+      std::move(name), std::move(kind), n, f, {in},
+      {8.0 * n * f, 8.0 * n * f, 8.0 * n * f, 16.0 * n * f});
 }
 
 /// image [n, 4, 8, 8] -> conv 4->8 -> relu -> conv 8->8 (as [n, f] views

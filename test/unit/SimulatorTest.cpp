@@ -8,6 +8,8 @@
 
 #include "ppc/Simulator/Simulator.h"
 
+#include "SimTestGraphs.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -17,6 +19,8 @@ using namespace ppc;
 using namespace ppc::sim;
 
 namespace {
+
+using namespace ppc::sim::testing;
 
 constexpr double kMs = 1e-3;
 
@@ -54,37 +58,11 @@ Machine roundMachine(int64_t nodes, int64_t perNode) {
   return Machine::fromCluster(c, "round");
 }
 
-/// y = relu(x) on [n, f]: dims n (sample), f (parameter).
-Op elementwise(std::string name, int64_t n, int64_t f, Source input) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.relu";
-  op.space.dims = {{n, IterKind::Sample}, {f, IterKind::Parameter}};
-  op.space.operands = {TensorAccess::identity({n, f})};
-  op.space.results = {TensorAccess::identity({n, f})};
-  op.operands = {input};
-  return op;
+/// y = relu(x) on [n, f]; its cost is not used (FixedCostModel).
+Op elementwise(std::string name, int64_t n, int64_t f, Source in) {
+  return ppc::sim::testing::elementwise(std::move(name), "ppc.relu", n, f, {in},
+                                        {});
 }
-
-/// y = x * W on x [n, k], W [k, m]: dims n, m, k.
-Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source input,
-          int32_t weight) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.linear";
-  op.space.dims = {{n, IterKind::Sample},
-                   {m, IterKind::Parameter},
-                   {k, IterKind::Reduction}};
-  op.space.operands = {
-      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
-      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {TensorAccess::identity({n, m})};
-  op.operands = {input, {Source::Kind::Weight, weight, 0}};
-  return op;
-}
-
-Source fromOp(int32_t op) { return {Source::Kind::Op, op, 0}; }
-Source input(int32_t i = 0) { return {Source::Kind::Input, i, 0}; }
 
 OpConfig on(int64_t device, size_t rank) {
   return {std::vector<int64_t>(rank, 1), device, {}};
