@@ -2,9 +2,12 @@
 
 #include "ppc/InitAll.h"
 
+#include "ppc/Conversion/Passes.h"
 #include "ppc/Dialect/Graph/GraphDialect.h"
+#include "ppc/Dialect/Plan/PlanDialect.h"
 #include "ppc/Dialect/Topology/TopologyDialect.h"
 #include "ppc/Pipelines/Pipelines.h"
+#include "ppc/Target/PlanExport.h"
 #include "ppc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -12,11 +15,14 @@
 
 void ppc::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<ppc::graph::PPCDialect, ppc::topo::TopologyDialect,
+                  ppc::plan::PlanDialect,
                   mlir::func::FuncDialect>();
 }
 
 void ppc::registerAllPasses() {
   ppc::registerPPCPasses();
+  ppc::registerPPCConversionPasses();
+  ppc::registerPPCTargetPasses();
   ppc::registerPPCPipelines();
   // The generic cleanups people compose with ppc's own passes.
   mlir::registerCanonicalizerPass();

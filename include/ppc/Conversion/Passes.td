@@ -1,0 +1,72 @@
+//===- Passes.td - ppc lowering passes ---------------------*- tablegen -*-===//
+
+#ifndef PPC_CONVERSION_PASSES_TD
+#define PPC_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MaterializeResharding : Pass<"ppc-materialize-resharding",
+                                 "mlir::ModuleOp"> {
+  let summary = "Insert explicit parallel ops where configurations differ";
+  let description = [{
+    Reads every op's `ppc.strategy` (ops without one follow `unassigned`)
+    and, on each edge from a producer to a consumer whose partitions do not
+    line up, inserts the parallel op that moves the data, as the simulator
+    costs it (Unity's parallel operators):
+      * `ppc.reduce`      the producer leaves partial sums (a reduction dim
+                          is split): all-reduce within each group of partials;
+      * `ppc.combine`     the consumer holds fewer, larger pieces;
+      * `ppc.repartition` the consumer holds pieces of another layout;
+      * `ppc.replicate`   the consumer holds the same piece on several ranks.
+    Each carries the configuration of the producer (`from`) and the consumer
+    (`to`). Edges that already line up are left alone; running the pass twice
+    changes nothing the second time.
+  }];
+  let options = [
+    Option<"unassigned", "unassigned", "::ppc::UnassignedPolicy",
+           "::ppc::UnassignedPolicy::SingleDevice",
+           "What ops without a ppc.strategy run as",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::UnassignedPolicy::SingleDevice, "single-device",
+                        "whole on device 0"),
+             clEnumValN(::ppc::UnassignedPolicy::DataParallel, "data-parallel",
+                        "data parallel over every device"))}]>,
+  ];
+  let dependentDialects = ["::ppc::graph::PPCDialect"];
+}
+
+def PartitionToPlan : Pass<"ppc-partition-to-plan", "mlir::ModuleOp"> {
+  let summary = "Lower a partitioned graph to per-rank programs (plan dialect)";
+  let description = [{
+    Replaces the module's body by one `plan.plan`: the global tensors and ops
+    of the function, and per rank a program of buffer allocations, loads,
+    forward kernels on local slices, transfers (copy, send/recv) and
+    collectives for the parallel ops, the loss, backward kernels with their
+    gradient transfers, gradient all-reduces of replicated weights, and
+    optimizer updates. A function that returns a loss (see `ppc-add-loss`)
+    gives a training plan; any other a forward-only plan whose results are
+    gathered on rank 0. Ranks are the devices of the attached machine
+    (`ppc.machine`); without one, the devices the strategy uses.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, momentum or adam">,
+    Option<"learningRate", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.9", "Momentum (momentum)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"epsilon", "epsilon", "double", "1e-8", "Adam epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.0", "L2 weight decay">,
+    Option<"unassigned", "unassigned", "::ppc::UnassignedPolicy",
+           "::ppc::UnassignedPolicy::SingleDevice",
+           "What ops without a ppc.strategy run as",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::UnassignedPolicy::SingleDevice, "single-device",
+                        "whole on device 0"),
+             clEnumValN(::ppc::UnassignedPolicy::DataParallel, "data-parallel",
+                        "data parallel over every device"))}]>,
+  ];
+  let dependentDialects = ["::ppc::plan::PlanDialect"];
+}
+
+#endif // PPC_CONVERSION_PASSES_TD

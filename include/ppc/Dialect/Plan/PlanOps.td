@@ -1,0 +1,275 @@
+//===- PlanOps.td - ppc plan dialect: per-rank programs ----*- tablegen -*-===//
+//
+// The runtime plan as IR: the model's global graph (plan.tensor, plan.op)
+// and one plan.program per rank of instructions on !plan.buffer values.
+// It mirrors include/ppc/Runtime/plan.proto one to one: lib/Target writes a
+// plan.plan op as that protobuf file, which ppc-run executes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_DIALECT_PLAN_PLANOPS_TD
+#define PPC_DIALECT_PLAN_PLANOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/EnumAttr.td"
+
+def Plan_Dialect : Dialect {
+  let name = "plan";
+  let cppNamespace = "::ppc::plan";
+  let summary = "Per-rank runtime programs of a partitioned training step";
+  let description = [{
+    A `plan.plan` holds what the executor needs: the global tensors and ops
+    of the model (so that a step can be re-run on one device to verify it),
+    and one `plan.program` per rank. A program allocates buffers that hold
+    boxes of global tensors, runs forward and backward kernels of graph ops on
+    them, moves boxes between ranks (send/recv) and runs collectives over
+    rank groups, in the phases of a training step.
+  }];
+  let useDefaultTypePrinterParser = 1;
+}
+
+class Plan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Plan_Dialect, mnemonic, traits>;
+
+def Plan_BufferType : TypeDef<Plan_Dialect, "Buffer"> {
+  let mnemonic = "buffer";
+  let summary = "A dense float32 buffer holding a box of a tensor";
+}
+
+def Plan_Phase : I32EnumAttr<"Phase", "phase of a training step", [
+    I32EnumAttrCase<"forward", 1>, I32EnumAttrCase<"loss", 2>,
+    I32EnumAttrCase<"backward", 3>, I32EnumAttrCase<"grad_sync", 4>,
+    I32EnumAttrCase<"update", 5>]> {
+  let cppNamespace = "::ppc::plan";
+}
+
+def Plan_Role : I32EnumAttr<"Role", "where a tensor's values come from", [
+    I32EnumAttrCase<"activation", 1>, I32EnumAttrCase<"input", 2>,
+    I32EnumAttrCase<"weight", 3>, I32EnumAttrCase<"frozen", 4>,
+    I32EnumAttrCase<"constant", 5>]> {
+  let cppNamespace = "::ppc::plan";
+}
+
+def Plan_Init : I32EnumAttr<"Init", "initial value of a weight", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"zeros", 1>,
+    I32EnumAttrCase<"ones", 2>, I32EnumAttrCase<"uniform", 3>,
+    I32EnumAttrCase<"data", 4>]> {
+  let cppNamespace = "::ppc::plan";
+}
+
+def Plan_CollectiveKind : I32EnumAttr<"CollectiveKind", "collective", [
+    I32EnumAttrCase<"all_reduce", 1>, I32EnumAttrCase<"all_gather", 2>,
+    I32EnumAttrCase<"reduce_scatter", 3>, I32EnumAttrCase<"broadcast", 4>,
+    I32EnumAttrCase<"all_to_all", 5>]> {
+  let cppNamespace = "::ppc::plan";
+}
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, NoTerminator,
+    NoRegionArguments, SingleBlock, IsolatedFromAbove]> {
+  let summary = "A runtime plan: global graph plus one program per rank";
+  let description = [{
+    ```mlir
+    plan.plan version 1 ranks 2 attributes {machine = "cpux2", ...} {
+      plan.tensor @x input [8, 784] f32 ...
+      plan.op @fc1 "ppc.linear" (@x, @w, @b) -> (@h) {...}
+      plan.program rank 0 { ... }
+      plan.program rank 1 { ... }
+    }
+    ```
+    `optimizer` is a dictionary {kind = "sgd"|"momentum"|"adam", lr, momentum,
+    beta1, beta2, epsilon, weight_decay}; absent for forward-only plans.
+  }];
+  let arguments = (ins I64Attr:$version, I64Attr:$num_ranks,
+                       StrAttr:$machine, StrAttr:$machine_description,
+                       StrAttr:$strategy, I64Attr:$batch_size,
+                       OptionalAttr<DictionaryAttr>:$optimizer,
+                       OptionalAttr<FlatSymbolRefAttr>:$loss);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "`version` $version `ranks` $num_ranks attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Plan_TensorOp : Plan_Op<"tensor", [Symbol,
+    HasParent<"::ppc::plan::PlanOp">]> {
+  let summary = "A global tensor of the model";
+  let description = [{
+    `init` and `init_bound` say how a weight starts (`data` uses `value`);
+    `int_max` bounds synthetic integer inputs (labels in [0, classes)).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Plan_Role:$role,
+                       DenseI64ArrayAttr:$shape, TypeAttr:$element_type,
+                       DefaultValuedAttr<Plan_Init, "::ppc::plan::Init::none">:$init,
+                       DefaultValuedAttr<F64Attr, "0.0">:$init_bound,
+                       OptionalAttr<ElementsAttr>:$value,
+                       DefaultValuedAttr<I64Attr, "0">:$int_max,
+                       UnitAttr:$is_output, OptionalAttr<StrAttr>:$model_name);
+  let assemblyFormat = "$sym_name $role $shape $element_type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_GraphOp : Plan_Op<"op", [Symbol, HasParent<"::ppc::plan::PlanOp">]> {
+  let summary = "An op of the global graph, with its ppc dialect attributes";
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
+                       FlatSymbolRefArrayAttr:$operands,
+                       FlatSymbolRefArrayAttr:$results,
+                       DictionaryAttr:$op_attributes,
+                       DenseBoolArrayAttr:$needs_grad,
+                       OptionalAttr<StrAttr>:$model_name);
+  let assemblyFormat = "$sym_name $kind $operands `->` $results "
+                       "`needs_grad` $needs_grad `attributes` $op_attributes "
+                       "attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_ProgramOp : Plan_Op<"program", [NoTerminator, SingleBlock,
+    NoRegionArguments, HasParent<"::ppc::plan::PlanOp">]> {
+  let summary = "The instructions of one rank, in execution order";
+  let arguments = (ins I64Attr:$rank);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`rank` $rank attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+class Plan_InstrOp<string mnemonic, list<Trait> traits = []>
+    : Plan_Op<mnemonic, !listconcat(traits,
+          [HasParent<"::ppc::plan::ProgramOp">])>;
+
+def Plan_PhaseOp : Plan_InstrOp<"phase"> {
+  let summary = "Starts a phase of the step (for timing and traces)";
+  let arguments = (ins Plan_Phase:$phase);
+  let assemblyFormat = "$phase attr-dict";
+}
+
+def Plan_AllocOp : Plan_InstrOp<"alloc"> {
+  let summary = "A buffer holding box [lo, hi) of a tensor (or its gradient)";
+  let description = [{
+    Without `tensor` the buffer is scratch of shape `hi` (lo all 0).
+  }];
+  let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$tensor,
+                       DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi,
+                       UnitAttr:$grad);
+  let results = (outs Plan_BufferType:$buffer);
+  let assemblyFormat = "($tensor^)? $lo $hi (`grad` $grad^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_FreeOp : Plan_InstrOp<"free"> {
+  let arguments = (ins Plan_BufferType:$buffer);
+  let assemblyFormat = "$buffer attr-dict";
+}
+
+def Plan_LoadOp : Plan_InstrOp<"load"> {
+  let summary = "Fills a buffer from its tensor's source (data, init, value)";
+  let arguments = (ins Plan_BufferType:$buffer);
+  let assemblyFormat = "$buffer attr-dict";
+}
+
+def Plan_FillOp : Plan_InstrOp<"fill"> {
+  let arguments = (ins Plan_BufferType:$buffer, F32Attr:$value);
+  let assemblyFormat = "$buffer `,` $value attr-dict";
+}
+
+def Plan_CopyOp : Plan_InstrOp<"copy"> {
+  let summary = "Copies (or adds) box [lo, hi) from one buffer to another";
+  let arguments = (ins Plan_BufferType:$source, Plan_BufferType:$dest,
+                       DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi,
+                       UnitAttr:$accumulate);
+  let assemblyFormat = "$source `->` $dest $lo $hi (`accumulate` $accumulate^)? "
+                       "attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_SendOp : Plan_InstrOp<"send"> {
+  let arguments = (ins Plan_BufferType:$buffer, DenseI64ArrayAttr:$lo,
+                       DenseI64ArrayAttr:$hi, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = "$buffer $lo $hi `to` $peer `tag` $tag attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_RecvOp : Plan_InstrOp<"recv"> {
+  let arguments = (ins Plan_BufferType:$buffer, DenseI64ArrayAttr:$lo,
+                       DenseI64ArrayAttr:$hi, I64Attr:$peer, I64Attr:$tag,
+                       UnitAttr:$accumulate);
+  let assemblyFormat = "$buffer $lo $hi `from` $peer `tag` $tag "
+                       "(`accumulate` $accumulate^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_KernelOp : Plan_InstrOp<"kernel", [AttrSizedOperandSegments]> {
+  let summary = "Forward kernel of a graph op on one partition";
+  let arguments = (ins FlatSymbolRefAttr:$op, I64Attr:$stage,
+                       Variadic<Plan_BufferType>:$inputs,
+                       Variadic<Plan_BufferType>:$outputs,
+                       Variadic<Plan_BufferType>:$scratch);
+  let assemblyFormat = "$op `stage` $stage `ins` `(` $inputs `)` "
+                       "`outs` `(` $outputs `)` (`scratch` `(` $scratch^ `)`)? "
+                       "attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward",
+    [AttrSizedOperandSegments]> {
+  let summary = "Backward kernel: adds operand gradients of one partition";
+  let description = [{
+    `grad_mask` has one entry per operand of the op; `input_grads` holds a
+    buffer for each true entry, in order.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$op, I64Attr:$stage,
+                       DenseBoolArrayAttr:$grad_mask,
+                       Variadic<Plan_BufferType>:$inputs,
+                       Variadic<Plan_BufferType>:$outputs,
+                       Variadic<Plan_BufferType>:$output_grads,
+                       Variadic<Plan_BufferType>:$input_grads,
+                       Variadic<Plan_BufferType>:$scratch);
+  let assemblyFormat = "$op `stage` $stage `ins` `(` $inputs `)` "
+                       "`outs` `(` $outputs `)` `output_grads` `(` $output_grads `)` "
+                       "`input_grads` $grad_mask `(` $input_grads `)` "
+                       "(`scratch` `(` $scratch^ `)`)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_CollectiveOp : Plan_InstrOp<"collective"> {
+  let summary = "A collective over a group of ranks";
+  let description = [{
+    all_reduce and broadcast work in place on `buffer`; all_gather,
+    reduce_scatter and all_to_all read `buffer` and write `result`.
+    `reduction` is "sum" or "max"; `root` indexes `group`.
+  }];
+  let arguments = (ins Plan_CollectiveKind:$kind, DenseI64ArrayAttr:$group,
+                       Plan_BufferType:$buffer,
+                       Optional<Plan_BufferType>:$result,
+                       DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction,
+                       DefaultValuedAttr<I64Attr, "0">:$root,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let assemblyFormat = "$kind $buffer (`->` $result^)? `group` $group attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_UpdateOp : Plan_InstrOp<"update"> {
+  let summary = "Optimizer step of a weight buffer with its gradient";
+  let arguments = (ins Plan_BufferType:$weight, Plan_BufferType:$grad);
+  let assemblyFormat = "$weight `,` $grad attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_OutputOp : Plan_InstrOp<"output"> {
+  let summary = "Marks a buffer that holds a whole output tensor";
+  let arguments = (ins Plan_BufferType:$buffer);
+  let assemblyFormat = "$buffer attr-dict";
+  let hasVerifier = 1;
+}
+
+#endif // PPC_DIALECT_PLAN_PLANOPS_TD

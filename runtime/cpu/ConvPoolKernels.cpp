@@ -1,0 +1,9 @@
+//===- ConvPoolKernels.cpp ----------------------------------------------------===//
+
+#include "KernelRegistry.h"
+
+namespace ppc::runtime::cpu {
+
+void registerConvPoolKernels(KernelTable &) {}
+
+} // namespace ppc::runtime::cpu

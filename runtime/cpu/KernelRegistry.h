@@ -1,0 +1,77 @@
+//===- KernelRegistry.h - how kernel files register their ops ---*- C++ -*-===//
+//
+// Private to runtime/cpu. Each *Kernels.cpp file registers the ops it
+// implements; Kernels.cpp dispatches by op kind. Box iteration helpers are
+// here so every kernel walks boxes the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_CPU_KERNELREGISTRY_H
+#define PPC_RUNTIME_CPU_KERNELREGISTRY_H
+
+#include "ppc/Runtime/Kernels.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime::cpu {
+
+using ForwardFn = std::function<KernelStatus(
+    const OpDesc &, const KernelContext &, const std::vector<TensorView> &,
+    std::vector<TensorView> &, std::vector<TensorView> &)>;
+using BackwardFn = std::function<KernelStatus(
+    const OpDesc &, const KernelContext &, const std::vector<TensorView> &,
+    const std::vector<TensorView> &, const std::vector<TensorView> &,
+    std::vector<TensorView> &, std::vector<TensorView> &)>;
+using ScratchFn = std::function<std::vector<std::vector<int64_t>>(
+    const OpDesc &, const std::vector<TensorView> &, bool backward)>;
+
+struct KernelImpl {
+  ForwardFn forward;
+  BackwardFn backward;
+  /// Null for single-stage ops.
+  ScratchFn scratch;
+  /// Stages in training (forward, backward); inference always runs 1.
+  int32_t trainingStages = 1;
+};
+
+using KernelTable = std::map<std::string, KernelImpl>;
+
+void registerContractionKernels(KernelTable &table);
+void registerConvPoolKernels(KernelTable &table);
+void registerNormKernels(KernelTable &table);
+void registerLossKernels(KernelTable &table);
+void registerElementwiseKernels(KernelTable &table);
+void registerReduceKernels(KernelTable &table);
+void registerDataMovementKernels(KernelTable &table);
+
+/// Calls fn(index) for every global index of box [lo, hi), row-major.
+template <typename Fn>
+void forEachIndex(const std::vector<int64_t> &lo,
+                  const std::vector<int64_t> &hi, Fn &&fn) {
+  size_t rank = lo.size();
+  for (size_t d = 0; d < rank; ++d)
+    if (hi[d] <= lo[d])
+      return;
+  std::vector<int64_t> index = lo;
+  while (true) {
+    fn(static_cast<const std::vector<int64_t> &>(index));
+    size_t d = rank;
+    while (d > 0) {
+      --d;
+      if (++index[d] < hi[d])
+        break;
+      index[d] = lo[d];
+      if (d == 0)
+        return;
+    }
+    if (rank == 0)
+      return;
+  }
+}
+
+} // namespace ppc::runtime::cpu
+
+#endif // PPC_RUNTIME_CPU_KERNELREGISTRY_H
