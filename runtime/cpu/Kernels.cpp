@@ -2,8 +2,159 @@
 
 #include "KernelRegistry.h"
 
+#include <algorithm>
+
 namespace ppc::runtime {
 
-std::vector<std::string> supportedOps() { return {}; }
+int64_t TensorView::numElements() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < lo.size(); ++d)
+    n *= std::max<int64_t>(0, hi[d] - lo[d]);
+  return n;
+}
+
+std::vector<int64_t> TensorView::strides() const {
+  std::vector<int64_t> s(lo.size(), 1);
+  for (size_t d = lo.size(); d-- > 1;)
+    s[d - 1] = s[d] * (hi[d] - lo[d]);
+  return s;
+}
+
+int64_t TensorView::offsetOf(const std::vector<int64_t> &index) const {
+  int64_t offset = 0;
+  for (size_t d = 0; d < lo.size(); ++d)
+    offset = offset * (hi[d] - lo[d]) + (index[d] - lo[d]);
+  return offset;
+}
+
+bool TensorView::contains(const std::vector<int64_t> &index) const {
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (index[d] < lo[d] || index[d] >= hi[d])
+      return false;
+  return true;
+}
+
+bool TensorView::isWhole() const {
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (lo[d] != 0 || hi[d] != shape[d])
+      return false;
+  return true;
+}
+
+bool OpDesc::has(const std::string &name) const {
+  return attributes.count(name) != 0;
+}
+
+int64_t OpDesc::getInt(const std::string &name, int64_t fallback) const {
+  auto it = attributes.find(name);
+  if (it == attributes.end())
+    return fallback;
+  if (auto *i = std::get_if<int64_t>(&it->second))
+    return *i;
+  if (auto *f = std::get_if<double>(&it->second))
+    return static_cast<int64_t>(*f);
+  return fallback;
+}
+
+double OpDesc::getFloat(const std::string &name, double fallback) const {
+  auto it = attributes.find(name);
+  if (it == attributes.end())
+    return fallback;
+  if (auto *f = std::get_if<double>(&it->second))
+    return *f;
+  if (auto *i = std::get_if<int64_t>(&it->second))
+    return static_cast<double>(*i);
+  return fallback;
+}
+
+std::string OpDesc::getString(const std::string &name,
+                              const std::string &fallback) const {
+  auto it = attributes.find(name);
+  if (it == attributes.end())
+    return fallback;
+  if (auto *s = std::get_if<std::string>(&it->second))
+    return *s;
+  return fallback;
+}
+
+std::vector<int64_t> OpDesc::getInts(const std::string &name,
+                                     std::vector<int64_t> fallback) const {
+  auto it = attributes.find(name);
+  if (it == attributes.end())
+    return fallback;
+  if (auto *v = std::get_if<std::vector<int64_t>>(&it->second))
+    return *v;
+  return fallback;
+}
+
+static const cpu::KernelTable &kernelTable() {
+  static const cpu::KernelTable table = [] {
+    cpu::KernelTable t;
+    cpu::registerContractionKernels(t);
+    cpu::registerConvPoolKernels(t);
+    cpu::registerNormKernels(t);
+    cpu::registerLossKernels(t);
+    cpu::registerElementwiseKernels(t);
+    cpu::registerReduceKernels(t);
+    cpu::registerDataMovementKernels(t);
+    return t;
+  }();
+  return table;
+}
+
+static const cpu::KernelImpl *lookup(const std::string &kind) {
+  auto it = kernelTable().find(kind);
+  return it == kernelTable().end() ? nullptr : &it->second;
+}
+
+static KernelStatus unsupported(const std::string &kind, const char *what) {
+  return kind + ": the cpu backend has no " + what + " kernel for this op";
+}
+
+std::vector<std::vector<int64_t>>
+scratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
+              bool backward) {
+  const cpu::KernelImpl *impl = lookup(op.kind);
+  if (!impl || !impl->scratch)
+    return {};
+  return impl->scratch(op, inputs, backward);
+}
+
+int32_t numStages(const OpDesc &op, bool training, bool backward) {
+  const cpu::KernelImpl *impl = lookup(op.kind);
+  if (!impl || !training)
+    return 1;
+  return impl->trainingStages;
+}
+
+KernelStatus forward(const OpDesc &op, const KernelContext &ctx,
+                     const std::vector<TensorView> &inputs,
+                     std::vector<TensorView> &outputs,
+                     std::vector<TensorView> &scratch) {
+  const cpu::KernelImpl *impl = lookup(op.kind);
+  if (!impl || !impl->forward)
+    return unsupported(op.kind, "forward");
+  return impl->forward(op, ctx, inputs, outputs, scratch);
+}
+
+KernelStatus backward(const OpDesc &op, const KernelContext &ctx,
+                      const std::vector<TensorView> &inputs,
+                      const std::vector<TensorView> &outputs,
+                      const std::vector<TensorView> &outputGrads,
+                      std::vector<TensorView> &inputGrads,
+                      std::vector<TensorView> &scratch) {
+  const cpu::KernelImpl *impl = lookup(op.kind);
+  if (!impl || !impl->backward)
+    return unsupported(op.kind, "backward");
+  return impl->backward(op, ctx, inputs, outputs, outputGrads, inputGrads,
+                        scratch);
+}
+
+std::vector<std::string> supportedOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : kernelTable())
+    ops.push_back(entry.first);
+  return ops;
+}
 
 } // namespace ppc::runtime

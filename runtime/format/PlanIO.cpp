@@ -2,17 +2,208 @@
 
 #include "ppc/Runtime/PlanIO.h"
 
+#include <google/protobuf/text_format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
 namespace ppc::runtime {
 
-std::string writePlanFile(const ppc::planfile::Plan &, const std::string &path,
-                          bool) {
-  return "writePlanFile: not implemented yet (" + path + ")";
+using namespace ppc::planfile;
+
+std::string writePlanFile(const Plan &plan, const std::string &path,
+                          bool text) {
+  std::string bytes;
+  if (text) {
+    if (!google::protobuf::TextFormat::PrintToString(plan, &bytes))
+      return "cannot print the plan as text";
+  } else if (!plan.SerializeToString(&bytes)) {
+    return "cannot serialize the plan";
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return "cannot open '" + tmp + "' for writing";
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out)
+      return "cannot write '" + tmp + "'";
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return "cannot rename '" + tmp + "' to '" + path + "'";
+  return "";
 }
 
-std::string readPlanFile(const std::string &path, ppc::planfile::Plan &) {
-  return "readPlanFile: not implemented yet (" + path + ")";
+std::string readPlanFile(const std::string &path, Plan &plan) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return "cannot open plan file '" + path + "'";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string bytes = buffer.str();
+  if (bytes.empty())
+    return "plan file '" + path + "' is empty";
+  // Text plans start with a field name ("version: 1"); binary ones with the
+  // tag byte of field 1 (0x08).
+  bool parsed = bytes[0] == 0x08
+                    ? plan.ParseFromString(bytes)
+                    : google::protobuf::TextFormat::ParseFromString(bytes,
+                                                                    &plan);
+  if (!parsed)
+    return "'" + path + "' is not a ppc plan file (protobuf parse failed)";
+  if (plan.version() != kPlanVersion)
+    return "plan file '" + path + "' has format version " +
+           std::to_string(plan.version()) + " but this ppc-run reads version " +
+           std::to_string(kPlanVersion) + "; regenerate it with ppc-opt";
+  if (std::string err = validatePlan(plan); !err.empty())
+    return "plan file '" + path + "' is inconsistent: " + err;
+  return "";
 }
 
-std::string validatePlan(const ppc::planfile::Plan &) { return ""; }
+static std::string checkBox(const Box &box, const Tensor &tensor) {
+  if (box.lo_size() != tensor.shape_size() ||
+      box.hi_size() != tensor.shape_size())
+    return "a box of rank " + std::to_string(box.lo_size()) + " on tensor '" +
+           tensor.name() + "' of rank " + std::to_string(tensor.shape_size());
+  for (int d = 0; d < box.lo_size(); ++d)
+    if (box.lo(d) < 0 || box.hi(d) > tensor.shape(d) || box.lo(d) > box.hi(d))
+      return "box dim " + std::to_string(d) + " [" +
+             std::to_string(box.lo(d)) + ", " + std::to_string(box.hi(d)) +
+             ") is outside tensor '" + tensor.name() + "'";
+  return "";
+}
+
+std::string validatePlan(const Plan &plan) {
+  const int numTensors = plan.tensors_size();
+  const int numOps = plan.ops_size();
+  const int numRanks = plan.programs_size();
+  if (numRanks == 0)
+    return "it has no programs";
+  if (plan.machine().num_devices() != 0 &&
+      plan.machine().num_devices() != numRanks)
+    return "it has " + std::to_string(numRanks) + " programs for a machine of " +
+           std::to_string(plan.machine().num_devices()) + " devices";
+  for (int t = 0; t < numTensors; ++t)
+    if (plan.tensors(t).id() != t)
+      return "tensor #" + std::to_string(t) + " has id " +
+             std::to_string(plan.tensors(t).id());
+  for (int o = 0; o < numOps; ++o) {
+    const Op &op = plan.ops(o);
+    if (op.id() != o)
+      return "op #" + std::to_string(o) + " has id " + std::to_string(op.id());
+    for (int t : op.operands())
+      if (t < 0 || t >= numTensors)
+        return "op '" + op.name() + "' reads tensor " + std::to_string(t) +
+               " of " + std::to_string(numTensors);
+    for (int t : op.results())
+      if (t < 0 || t >= numTensors)
+        return "op '" + op.name() + "' writes tensor " + std::to_string(t) +
+               " of " + std::to_string(numTensors);
+  }
+  if (plan.training() &&
+      (plan.loss_tensor() < 0 || plan.loss_tensor() >= numTensors))
+    return "a training plan without a loss tensor";
+  for (int r = 0; r < numRanks; ++r) {
+    const Program &program = plan.programs(r);
+    std::string where = "rank " + std::to_string(r) + ": ";
+    if (program.rank() != r)
+      return where + "program has rank " + std::to_string(program.rank());
+    std::set<int> buffers;
+    auto known = [&](int b) { return buffers.count(b) != 0; };
+    for (int i = 0; i < program.instructions_size(); ++i) {
+      const Instruction &instr = program.instructions(i);
+      std::string at = where + "instruction " + std::to_string(i) + ": ";
+      std::vector<int> used;
+      switch (instr.kind_case()) {
+      case Instruction::kAlloc: {
+        const Buffer &b = instr.alloc().buffer();
+        if (!buffers.insert(b.id()).second)
+          return at + "buffer " + std::to_string(b.id()) + " allocated twice";
+        if (b.tensor() >= numTensors)
+          return at + "buffer of unknown tensor " + std::to_string(b.tensor());
+        if (b.tensor() >= 0)
+          if (std::string err = checkBox(b.box(), plan.tensors(b.tensor()));
+              !err.empty())
+            return at + err;
+        break;
+      }
+      case Instruction::kFree:
+        used = {instr.free().buffer()};
+        break;
+      case Instruction::kLoad:
+        used = {instr.load().buffer()};
+        break;
+      case Instruction::kFill:
+        used = {instr.fill().buffer()};
+        break;
+      case Instruction::kCopy:
+        used = {instr.copy().src(), instr.copy().dst()};
+        break;
+      case Instruction::kSend:
+      case Instruction::kRecv: {
+        bool send = instr.kind_case() == Instruction::kSend;
+        int peer = send ? instr.send().peer() : instr.recv().peer();
+        used = {send ? instr.send().buffer() : instr.recv().buffer()};
+        if (peer < 0 || peer >= numRanks || peer == r)
+          return at + "peer " + std::to_string(peer) + " is not another rank";
+        break;
+      }
+      case Instruction::kKernel:
+      case Instruction::kKernelBackward: {
+        bool fwd = instr.kind_case() == Instruction::kKernel;
+        int op = fwd ? instr.kernel().op() : instr.kernel_backward().op();
+        if (op < 0 || op >= numOps)
+          return at + "kernel of unknown op " + std::to_string(op);
+        if (fwd) {
+          used.assign(instr.kernel().inputs().begin(),
+                      instr.kernel().inputs().end());
+          used.insert(used.end(), instr.kernel().outputs().begin(),
+                      instr.kernel().outputs().end());
+        } else {
+          const auto &k = instr.kernel_backward();
+          used.assign(k.inputs().begin(), k.inputs().end());
+          used.insert(used.end(), k.output_grads().begin(),
+                      k.output_grads().end());
+          for (int g : k.input_grads())
+            if (g >= 0)
+              used.push_back(g);
+        }
+        break;
+      }
+      case Instruction::kCollective: {
+        const auto &c = instr.collective();
+        bool member = false;
+        for (int m : c.group()) {
+          if (m < 0 || m >= numRanks)
+            return at + "collective group names rank " + std::to_string(m);
+          member |= m == r;
+        }
+        if (!member)
+          return at + "collective over a group without this rank";
+        used = {c.buffer()};
+        break;
+      }
+      case Instruction::kUpdate:
+        used = {instr.update().weight(), instr.update().grad()};
+        break;
+      case Instruction::kOutput:
+        used = {instr.output().buffer()};
+        break;
+      default:
+        break;
+      }
+      for (int b : used)
+        if (!known(b))
+          return at + "uses buffer " + std::to_string(b) +
+                 " before it is allocated";
+      if (instr.kind_case() == Instruction::kFree)
+        buffers.erase(instr.free().buffer());
+    }
+  }
+  return "";
+}
 
 } // namespace ppc::runtime

@@ -26,8 +26,11 @@
 //  - Backward kernels ADD their contributions into the input-grad views
 //    (zero-filled by the plan); a null input grad is not wanted. Contributions
 //    of a halo land in the halo part of the grad view; the plan sends them on.
-//  - Staged ops (batch_norm) run stage 0 then stage 1, with the plan summing
-//    the scratch buffer across the partitions that share channels in between.
+//  - Staged ops (batch_norm in training) run stage 0 then stage 1, with the
+//    plan summing the scratch buffers across the partitions that share
+//    channels in between. A backward kernel gets the forward's scratch
+//    buffers first, then its own. batch_norm in training updates its running
+//    mean/variance operands in place (every replica the same way).
 //  - Integer tensors (labels, indices) are held as floats.
 //
 //===----------------------------------------------------------------------===//
