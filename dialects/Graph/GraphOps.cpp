@@ -786,3 +786,16 @@ LogicalResult MseLossOp::verify() {
   return verifyShapeIs(op, "target", shapeOf(getTarget()),
                        shapeOf(getPrediction()));
 }
+
+bool ppc::graph::isParallelOp(Operation *op) {
+  return isa<RepartitionOp, CombineOp, ReplicateOp, PartialReduceOp>(op);
+}
+
+Value ppc::graph::stripParallelOps(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isParallelOp(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}

@@ -104,6 +104,14 @@ FailureOr<sim::Graph> ppc::buildSimGraph(func::FuncOp func) {
     }
     if (isa<func::ReturnOp>(op))
       continue;
+    // Parallel ops move data between the ops they connect; the simulator
+    // costs that movement on the edge itself.
+    if (isParallelOp(&op)) {
+      auto it = sources.find(op.getOperand(0));
+      if (it != sources.end())
+        sources[op.getResult(0)] = it->second;
+      continue;
+    }
     auto parallelizable = dyn_cast<ParallelizableOpInterface>(op);
     if (!parallelizable || !isSimulated(&op))
       return op.emitError() << "cannot simulate '" << op.getName()

@@ -1,18 +1,920 @@
-//===- PartitionToPlan.cpp ------------------------------------------------------===//
+//===- PartitionToPlan.cpp - per-rank programs of a partitioned graph -----===//
+//
+// Lowers a function of graph ops with their strategies (and the parallel ops
+// of --ppc-materialize-resharding) to a plan.plan: the global tensors and
+// ops, and one program per rank. Every partition of every op becomes a kernel
+// on buffers holding exactly the boxes its iteration ranges touch; the
+// parallel ops become copies, send/recv pairs and all-reduces; the backward
+// pass mirrors the forward one with gradients flowing back along the same
+// boxes and accumulating at the producer; replicated weight gradients are
+// all-reduced; each rank updates the weight pieces it holds.
+//
+// Instructions are emitted in one global order and each rank's program is
+// its subsequence, so with non-blocking sends the programs cannot deadlock:
+// every recv and collective waits only for instructions earlier in that order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PartitionedFunction.h"
 
 #include "ppc/Conversion/Passes.h"
-
 #include "ppc/Dialect/Graph/GraphDialect.h"
-#include "ppc/Dialect/Plan/PlanDialect.h"
+#include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Dialect/Plan/PlanOps.h"
+#include "ppc/Runtime/PlanIO.h"
+#include "ppc/Search/StrategyJson.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+using namespace ppc::graph;
 
 namespace ppc {
 #define GEN_PASS_DEF_PARTITIONTOPLAN
 #include "ppc/Conversion/Passes.h.inc"
 
 namespace {
-struct PartitionToPlanPass : impl::PartitionToPlanBase<PartitionToPlanPass> {
-  using PartitionToPlanBase::PartitionToPlanBase;
-  void runOnOperation() override {}
+
+using conversion::Box;
+using conversion::OpLayout;
+using conversion::PartitionedFunction;
+
+/// Buffers are keyed by what they hold: a tensor's box (value or gradient)
+/// on one rank.
+struct BufferKey {
+  int64_t rank;
+  std::string tensor;
+  std::vector<std::pair<int64_t, int64_t>> box;
+  bool grad;
+  bool operator<(const BufferKey &o) const {
+    return std::tie(rank, tensor, box, grad) <
+           std::tie(o.rank, o.tensor, o.box, o.grad);
+  }
 };
+
+std::vector<std::pair<int64_t, int64_t>> boxKey(const Box &box) {
+  std::vector<std::pair<int64_t, int64_t>> key;
+  for (const Range &r : box)
+    key.emplace_back(r.lo, r.hi);
+  return key;
+}
+
+std::vector<int64_t> shapeOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return {type.getShape().begin(), type.getShape().end()};
+}
+
+bool isFloat(Value value) {
+  return isa<FloatType>(getElementTypeOrSelf(value.getType()));
+}
+
+/// Where a forward operand buffer came from, for the backward pass.
+struct OperandSource {
+  Value buffer;
+  /// Producer pieces the buffer was assembled from: (partition, box).
+  std::vector<std::pair<int64_t, Box>> pieces;
+  /// The buffer is the producer partition's own result buffer.
+  std::optional<int64_t> aliased;
+};
+
+class PlanEmitter {
+public:
+  PlanEmitter(func::FuncOp func, PartitionedFunction &parts,
+              const PartitionToPlanOptions &options)
+      : func(func), parts(parts), options(options),
+        context(func.getContext()), builder(context) {}
+
+  FailureOr<plan::PlanOp> emit(OpBuilder &top);
+
+private:
+  // Setup.
+  LogicalResult emitTensors();
+  LogicalResult emitGraphOps();
+  plan::Init weightInit(WeightOp weight, double &bound);
+  int64_t intMaxOf(Value value);
+  // Buffers and instructions.
+  OpBuilder &at(int64_t rank);
+  Value alloc(int64_t rank, StringRef tensor, const Box &box, bool grad);
+  Value allocScratch(int64_t rank, const std::vector<int64_t> &shape);
+  void transfer(int64_t fromRank, Value from, int64_t toRank, Value to,
+                const Box &box, bool accumulate);
+  void allReduce(const std::vector<int64_t> &ranks,
+                 const std::vector<Value> &buffers);
+  void phase(plan::Phase phase);
+  DenseI64ArrayAttr loAttr(const Box &box);
+  DenseI64ArrayAttr hiAttr(const Box &box);
+  // Forward and backward.
+  FailureOr<OperandSource> operandBuffer(int64_t k, unsigned i, int64_t p);
+  Value sourceBuffer(int64_t rank, Value value, const Box &box);
+  LogicalResult emitForward(int64_t k);
+  void emitPartialSums(int64_t k, bool grads);
+  Value gradBuffer(int64_t k, unsigned r, int64_t p);
+  LogicalResult emitBackward(int64_t k);
+  LogicalResult emitGradSyncAndUpdate();
+  LogicalResult emitOutputs();
+  bool isBatchNormTraining(int64_t k) const;
+  /// The partition of producer `k` result `r` whose piece `box` a reader on
+  /// `rank` uses: one on `rank` if any, else the first.
+  int64_t chooseReplica(int64_t k, unsigned r, int64_t q, int64_t rank) const;
+
+  func::FuncOp func;
+  PartitionedFunction &parts;
+  const PartitionToPlanOptions &options;
+  MLIRContext *context;
+  OpBuilder builder;
+  Location loc = UnknownLoc::get(context);
+  bool training = false;
+  std::optional<std::pair<int64_t, unsigned>> loss;
+
+  plan::PlanOp planOp;
+  std::vector<plan::ProgramOp> programs;
+  std::vector<OpBuilder> builders;
+  int64_t nextTag = 0;
+
+  DenseMap<Value, std::string> tensorOf; // stripped value -> tensor symbol
+  std::vector<std::string> opSymbols;
+  std::map<BufferKey, Value> persistent; // weights, inputs, constants
+  std::set<std::string> trainable;
+  // [op][result][partition] result buffers and their gradients.
+  std::vector<std::vector<std::vector<Value>>> results, resultGrads;
+  // [op][operand][partition]
+  std::vector<std::vector<std::vector<OperandSource>>> operands;
+  // [op][partition] forward scratch of staged kernels.
+  std::vector<std::vector<Value>> scratch;
+  // Weight gradients by (rank, tensor, box).
+  std::map<BufferKey, Value> weightGrads;
+  std::vector<std::pair<int64_t, Value>> transient;
+};
+
+OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
+
+DenseI64ArrayAttr PlanEmitter::loAttr(const Box &box) {
+  SmallVector<int64_t> lo;
+  for (const Range &r : box)
+    lo.push_back(r.lo);
+  return DenseI64ArrayAttr::get(context, lo);
+}
+
+DenseI64ArrayAttr PlanEmitter::hiAttr(const Box &box) {
+  SmallVector<int64_t> hi;
+  for (const Range &r : box)
+    hi.push_back(std::max(r.lo, r.hi));
+  return DenseI64ArrayAttr::get(context, hi);
+}
+
+Value PlanEmitter::alloc(int64_t rank, StringRef tensor, const Box &box,
+                         bool grad) {
+  Value buffer = at(rank).create<plan::AllocOp>(
+      loc, plan::BufferType::get(context),
+      FlatSymbolRefAttr::get(context, tensor), loAttr(box), hiAttr(box),
+      grad ? UnitAttr::get(context) : UnitAttr());
+  return buffer;
+}
+
+Value PlanEmitter::allocScratch(int64_t rank,
+                                const std::vector<int64_t> &shape) {
+  Box box;
+  for (int64_t size : shape)
+    box.push_back({0, size});
+  Value buffer = at(rank).create<plan::AllocOp>(
+      loc, plan::BufferType::get(context), FlatSymbolRefAttr(), loAttr(box),
+      hiAttr(box), UnitAttr());
+  transient.emplace_back(rank, buffer);
+  return buffer;
+}
+
+void PlanEmitter::transfer(int64_t fromRank, Value from, int64_t toRank,
+                           Value to, const Box &box, bool accumulate) {
+  UnitAttr acc = accumulate ? UnitAttr::get(context) : UnitAttr();
+  if (fromRank == toRank) {
+    at(toRank).create<plan::CopyOp>(loc, from, to, loAttr(box), hiAttr(box),
+                                    acc);
+    return;
+  }
+  // MPI guarantees tags up to 32767; reusing one is safe because messages
+  // between a pair of ranks are matched in order.
+  int64_t tag = nextTag++ % 32768;
+  OpBuilder &b = at(fromRank);
+  at(fromRank).create<plan::SendOp>(loc, from, loAttr(box), hiAttr(box),
+                                    b.getI64IntegerAttr(toRank),
+                                    b.getI64IntegerAttr(tag));
+  at(toRank).create<plan::RecvOp>(loc, to, loAttr(box), hiAttr(box),
+                                  b.getI64IntegerAttr(fromRank),
+                                  b.getI64IntegerAttr(tag), acc);
+}
+
+void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
+                            const std::vector<Value> &buffers) {
+  if (ranks.size() < 2)
+    return;
+  auto group = DenseI64ArrayAttr::get(context, ranks);
+  for (auto [rank, buffer] : llvm::zip(ranks, buffers))
+    at(rank).create<plan::CollectiveOp>(
+        loc,
+        plan::CollectiveKindAttr::get(context,
+                                      plan::CollectiveKind::all_reduce),
+        group, buffer, Value(), builder.getStringAttr("sum"),
+        builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
+}
+
+void PlanEmitter::phase(plan::Phase value) {
+  for (OpBuilder &b : builders)
+    b.create<plan::PhaseOp>(loc, plan::PhaseAttr::get(context, value));
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors and graph ops
+//===----------------------------------------------------------------------===//
+
+plan::Init PlanEmitter::weightInit(WeightOp weight, double &bound) {
+  bound = 0;
+  if (weight.getValue())
+    return plan::Init::data;
+  // Normalization scales and running variances start at one, their shifts
+  // and running means and every other vector (biases) at zero.
+  for (OpOperand &use : weight.getResult().getUses()) {
+    Operation *user = use.getOwner();
+    unsigned n = use.getOperandNumber();
+    if (isa<BatchNormOp>(user))
+      return n == 1 || n == 4 ? plan::Init::ones : plan::Init::zeros;
+    if (isa<LayerNormOp>(user))
+      return n == 1 ? plan::Init::ones : plan::Init::zeros;
+  }
+  std::vector<int64_t> shape = shapeOf(weight.getResult());
+  if (shape.size() < 2)
+    return plan::Init::zeros;
+  int64_t fanIn = 1;
+  for (size_t d = 1; d < shape.size(); ++d)
+    fanIn *= shape[d];
+  // Linear weights laid out [in, out] read their fan-in from dim 0.
+  for (OpOperand &use : weight.getResult().getUses())
+    if (auto linear = dyn_cast<LinearOp>(use.getOwner()))
+      if (use.getOperandNumber() == 1 && !linear.getTransposeWeight())
+        fanIn = shape[0];
+  bound = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, fanIn)));
+  return plan::Init::uniform;
+}
+
+/// Synthetic integer inputs must be valid class labels or indices: follow
+/// the value through data movement to the op that reads it as such.
+int64_t PlanEmitter::intMaxOf(Value value) {
+  SmallVector<Value> work{value};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(user))
+        return shapeOf(loss.getLogits())[1];
+      if (auto gather = dyn_cast<GatherOp>(user)) {
+        if (use.getOperandNumber() == 1) {
+          std::vector<int64_t> data = shapeOf(gather.getData());
+          int64_t axis = gather.getAxis();
+          return data[axis < 0 ? axis + data.size() : axis];
+        }
+        continue;
+      }
+      if (isParallelOp(user) ||
+          isa<ReshapeOp, TransposeOp, CastOp, SliceOp, ConcatOp, SplitOp>(
+              user))
+        for (Value result : user->getResults())
+          work.push_back(result);
+    }
+  }
+  return 2;
+}
+
+LogicalResult PlanEmitter::emitTensors() {
+  OpBuilder &b = builder;
+  int64_t count = 0;
+  auto symbol = [&](StringRef prefix) {
+    return (prefix + Twine(count++)).str();
+  };
+  auto create = [&](Value value, plan::Role role, StringRef name,
+                    plan::Init init, double bound, ElementsAttr data,
+                    int64_t intMax, StringRef prefix) {
+    std::string sym = symbol(prefix);
+    std::vector<int64_t> shape = shapeOf(value);
+    auto op = b.create<plan::TensorOp>(
+        loc, StringAttr::get(context, sym), plan::RoleAttr::get(context, role),
+        DenseI64ArrayAttr::get(context, shape),
+        TypeAttr::get(getElementTypeOrSelf(value.getType())),
+        plan::InitAttr::get(context, init),
+        b.getF64FloatAttr(bound), data, b.getI64IntegerAttr(intMax),
+        UnitAttr(), name.empty() ? StringAttr() : b.getStringAttr(name));
+    (void)op;
+    tensorOf[value] = sym;
+    return sym;
+  };
+
+  for (BlockArgument arg : func.getArguments()) {
+    std::string name = ("arg" + Twine(arg.getArgNumber())).str();
+    if (auto attr = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "ppc.name"))
+      name = attr.getValue().str();
+    bool integer = !isFloat(arg);
+    create(arg, plan::Role::input, name, plan::Init::none, 0, {},
+           integer ? intMaxOf(arg) : 0, "in");
+  }
+  for (Operation &op : func.getBody().front()) {
+    if (auto weight = dyn_cast<WeightOp>(op)) {
+      double bound = 0;
+      plan::Init init = weightInit(weight, bound);
+      std::string sym = create(
+          weight.getResult(),
+          weight.getFrozen() ? plan::Role::frozen : plan::Role::weight,
+          weight.getName(), init, bound,
+          weight.getValue() ? *weight.getValue() : ElementsAttr(), 0, "w");
+      if (!weight.getFrozen())
+        trainable.insert(sym);
+      continue;
+    }
+    if (auto constant = dyn_cast<graph::ConstantOp>(op)) {
+      create(constant.getResult(), plan::Role::constant, "", plan::Init::data,
+             0, constant.getValue(), 0, "c");
+      continue;
+    }
+    auto it = parts.indexOf.find(&op);
+    if (it == parts.indexOf.end())
+      continue;
+    for (OpResult result : op.getResults())
+      create(result, plan::Role::activation,
+             parts.graph.ops[it->second].name, plan::Init::none, 0, {}, 0,
+             "t");
+  }
+  // Returned values are the plan's outputs.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (Value value : ret.getOperands()) {
+    Value stripped = stripParallelOps(value);
+    auto it = tensorOf.find(stripped);
+    if (it == tensorOf.end() || !parts.producerOf(stripped))
+      return ret.emitError("the plan can only return results of graph ops");
+    auto tensor = planOp.lookupSymbol<plan::TensorOp>(it->second);
+    tensor.setIsOutput(true);
+  }
+  return success();
+}
+
+LogicalResult PlanEmitter::emitGraphOps() {
+  for (auto [k, op] : llvm::enumerate(parts.ops)) {
+    SmallVector<Attribute> operandSyms, resultSyms;
+    SmallVector<bool> needsGrad;
+    for (Value operand : op->getOperands()) {
+      Value stripped = stripParallelOps(operand);
+      auto it = tensorOf.find(stripped);
+      if (it == tensorOf.end())
+        return op->emitError("cannot lower an operand that is not a function "
+                             "argument, weight, constant or graph op result");
+      operandSyms.push_back(FlatSymbolRefAttr::get(context, it->second));
+      bool grad = isFloat(stripped) &&
+                  (parts.producerOf(stripped).has_value() ||
+                   trainable.count(it->second));
+      needsGrad.push_back(training && grad);
+    }
+    for (Value result : op->getResults())
+      resultSyms.push_back(FlatSymbolRefAttr::get(context, tensorOf[result]));
+    // The kernels read the inherent attributes by their ODS names.
+    NamedAttrList attrs;
+    for (NamedAttribute attr : op->getAttrDictionary())
+      if (!attr.getName().getValue().starts_with("ppc."))
+        attrs.push_back(attr);
+    if (isa<CastOp>(op)) {
+      std::string to;
+      llvm::raw_string_ostream os(to);
+      getElementTypeOrSelf(op->getResult(0).getType()).print(os);
+      attrs.set("to", StringAttr::get(context, to));
+    }
+    std::string sym = ("op" + Twine(k)).str();
+    opSymbols.push_back(sym);
+    builder.create<plan::GraphOp>(
+        loc, StringAttr::get(context, sym),
+        StringAttr::get(context, op->getName().getStringRef()),
+        ArrayAttr::get(context, operandSyms),
+        ArrayAttr::get(context, resultSyms),
+        attrs.getDictionary(context),
+        DenseBoolArrayAttr::get(context, needsGrad),
+        StringAttr::get(context, parts.graph.ops[k].name));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+bool PlanEmitter::isBatchNormTraining(int64_t k) const {
+  return training && isa<BatchNormOp>(parts.ops[k]);
+}
+
+int64_t PlanEmitter::chooseReplica(int64_t k, unsigned r, int64_t q,
+                                   int64_t rank) const {
+  const OpLayout &layout = parts.layouts[k];
+  std::vector<int64_t> group = layout.sameResultBox(r, q);
+  for (int64_t candidate : group)
+    if (layout.devices[candidate] == rank)
+      return candidate;
+  return group.front();
+}
+
+/// The persistent buffer of an argument, weight or constant box on a rank.
+Value PlanEmitter::sourceBuffer(int64_t rank, Value value, const Box &box) {
+  const std::string &tensor = tensorOf[value];
+  BufferKey key{rank, tensor, boxKey(box), false};
+  auto it = persistent.find(key);
+  if (it != persistent.end())
+    return it->second;
+  Value buffer = alloc(rank, tensor, box, false);
+  at(rank).create<plan::LoadOp>(loc, buffer);
+  persistent[key] = buffer;
+  return buffer;
+}
+
+FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
+                                                    int64_t p) {
+  Operation *op = parts.ops[k];
+  const OpLayout &layout = parts.layouts[k];
+  int64_t rank = layout.devices[p];
+  const Box &box = layout.operandBoxes[i][p];
+  Value operand = op->getOperand(i);
+  Value stripped = stripParallelOps(operand);
+  OperandSource source;
+  auto producer = parts.producerOf(stripped);
+  if (!producer) {
+    source.buffer = sourceBuffer(rank, stripped, box);
+    return source;
+  }
+  auto [pk, pr] = *producer;
+  const OpLayout &from = parts.layouts[pk];
+  // The producer's own buffer when it holds exactly this box here.
+  for (int64_t q = 0; q < from.numPartitions(); ++q)
+    if (from.devices[q] == rank && from.resultBoxes[pr][q] == box) {
+      source.buffer = results[pk][pr][q];
+      source.aliased = q;
+      return source;
+    }
+  // Anything else must have been made explicit by a parallel op, unless
+  // the piece is on this rank already.
+  Operation *def = operand.getDefiningOp();
+  bool moved = def && isParallelOp(def) && !isa<PartialReduceOp>(def);
+  if (!moved && !conversion::linesUp(from.resultPieces(pr),
+                                     {conversion::Piece{rank, box}}))
+    return op->emitError()
+           << "operand #" << i << " of '" << parts.graph.ops[k].name
+           << "' needs data from other devices but no parallel op moves it: "
+              "run --ppc-materialize-resharding first";
+  source.buffer = alloc(rank, tensorOf[stripped], box, false);
+  transient.emplace_back(rank, source.buffer);
+  std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
+  for (int64_t q = 0; q < from.numPartitions(); ++q) {
+    if (!seen.insert(boxKey(from.resultBoxes[pr][q])).second)
+      continue;
+    std::optional<Box> common = conversion::intersect(from.resultBoxes[pr][q],
+                                                      box);
+    if (!common)
+      continue;
+    int64_t replica = chooseReplica(pk, pr, q, rank);
+    transfer(from.devices[replica], results[pk][pr][replica], rank,
+             source.buffer, *common, /*accumulate=*/false);
+    source.pieces.emplace_back(replica, *common);
+  }
+  return source;
+}
+
+void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
+  const OpLayout &layout = parts.layouts[k];
+  for (unsigned r = 0; r < layout.partial.size(); ++r) {
+    if (!layout.partial[r])
+      continue;
+    std::set<int64_t> done;
+    for (int64_t p = 0; p < layout.numPartitions(); ++p) {
+      if (done.count(p))
+        continue;
+      std::vector<int64_t> group = layout.sameResultBox(r, p);
+      std::vector<int64_t> ranks;
+      std::vector<Value> buffers;
+      for (int64_t q : group) {
+        done.insert(q);
+        ranks.push_back(layout.devices[q]);
+        buffers.push_back(grads ? gradBuffer(k, r, q) : results[k][r][q]);
+      }
+      allReduce(ranks, buffers);
+    }
+  }
+}
+
+LogicalResult PlanEmitter::emitForward(int64_t k) {
+  Operation *op = parts.ops[k];
+  const OpLayout &layout = parts.layouts[k];
+  int64_t numParts = layout.numPartitions();
+  operands[k].assign(op->getNumOperands(),
+                     std::vector<OperandSource>(numParts));
+  results[k].assign(op->getNumResults(), std::vector<Value>(numParts));
+  resultGrads[k].assign(op->getNumResults(), std::vector<Value>(numParts));
+  scratch[k].assign(numParts, Value());
+  if (loss && loss->first == static_cast<int64_t>(k))
+    phase(plan::Phase::loss);
+
+  std::vector<SmallVector<Value>> ins(numParts), outs(numParts);
+  for (int64_t p = 0; p < numParts; ++p) {
+    int64_t rank = layout.devices[p];
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      FailureOr<OperandSource> source = operandBuffer(k, i, p);
+      if (failed(source))
+        return failure();
+      operands[k][i][p] = *source;
+      ins[p].push_back(source->buffer);
+    }
+    for (unsigned r = 0; r < op->getNumResults(); ++r) {
+      Value buffer = alloc(rank, tensorOf[op->getResult(r)],
+                           layout.resultBoxes[r][p], false);
+      transient.emplace_back(rank, buffer);
+      results[k][r][p] = buffer;
+      outs[p].push_back(buffer);
+    }
+  }
+  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
+  if (!isBatchNormTraining(k)) {
+    for (int64_t p = 0; p < numParts; ++p)
+      at(layout.devices[p])
+          .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(0),
+                                  ins[p], outs[p],
+                                  ValueRange());
+  } else {
+    // Batch statistics are summed over the partitions that share channels
+    // between the two stages, so every split normalizes like the whole.
+    int64_t channels = shapeOf(op->getOperand(0))[1];
+    for (int64_t p = 0; p < numParts; ++p) {
+      scratch[k][p] = allocScratch(layout.devices[p], {3, channels});
+      at(layout.devices[p])
+          .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(0),
+                                  ins[p], outs[p],
+                                  ValueRange{scratch[k][p]});
+    }
+    std::vector<unsigned> notChannels;
+    for (unsigned d = 0; d < layout.iter[0].size(); ++d)
+      if (d != 1)
+        notChannels.push_back(d);
+    std::set<int64_t> done;
+    for (int64_t p = 0; p < numParts; ++p) {
+      if (done.count(p))
+        continue;
+      std::vector<int64_t> ranks;
+      std::vector<Value> buffers;
+      for (int64_t q : layout.sameRangesExcept(p, notChannels)) {
+        done.insert(q);
+        ranks.push_back(layout.devices[q]);
+        buffers.push_back(scratch[k][q]);
+      }
+      allReduce(ranks, buffers);
+    }
+    for (int64_t p = 0; p < numParts; ++p)
+      at(layout.devices[p])
+          .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(1),
+                                  ins[p], outs[p],
+                                  ValueRange{scratch[k][p]});
+  }
+  emitPartialSums(k, /*grads=*/false);
+  return success();
+}
+
+LogicalResult PlanEmitter::emitOutputs() {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (Value value : ret.getOperands()) {
+    auto [k, r] = *parts.producerOf(value);
+    const OpLayout &layout = parts.layouts[k];
+    Box whole = conversion::wholeBox(shapeOf(value));
+    Value buffer;
+    for (int64_t q = 0; q < layout.numPartitions() && !buffer; ++q)
+      if (layout.devices[q] == 0 && layout.resultBoxes[r][q] == whole)
+        buffer = results[k][r][q];
+    if (!buffer) {
+      buffer = alloc(0, tensorOf[stripParallelOps(value)], whole, false);
+      transient.emplace_back(0, buffer);
+      std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
+      for (int64_t q = 0; q < layout.numPartitions(); ++q) {
+        if (!seen.insert(boxKey(layout.resultBoxes[r][q])).second ||
+            conversion::isEmpty(layout.resultBoxes[r][q]))
+          continue;
+        int64_t replica = chooseReplica(k, r, q, 0);
+        transfer(layout.devices[replica], results[k][r][replica], 0, buffer,
+                 layout.resultBoxes[r][q], false);
+      }
+    }
+    at(0).create<plan::OutputOp>(loc, buffer);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward, gradient synchronization, update
+//===----------------------------------------------------------------------===//
+
+Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
+  Value &buffer = resultGrads[k][r][p];
+  if (!buffer) {
+    const OpLayout &layout = parts.layouts[k];
+    int64_t rank = layout.devices[p];
+    buffer = alloc(rank, tensorOf[parts.ops[k]->getResult(r)],
+                   layout.resultBoxes[r][p], true);
+    transient.emplace_back(rank, buffer);
+    // The loss is the one value whose gradient is seeded: with 1 on one
+    // replica, so the partial-sum all-reduce of gradients gives 1 on all.
+    bool seed = loss && loss->first == k && loss->second == r &&
+                layout.sameResultBox(r, p).front() == p;
+    at(rank).create<plan::FillOp>(loc, buffer,
+                                  builder.getF32FloatAttr(seed ? 1.0f : 0.0f));
+  }
+  return buffer;
+}
+
+LogicalResult PlanEmitter::emitBackward(int64_t k) {
+  Operation *op = parts.ops[k];
+  const OpLayout &layout = parts.layouts[k];
+  int64_t numParts = layout.numPartitions();
+  auto graphOp = planOp.lookupSymbol<plan::GraphOp>(opSymbols[k]);
+  ArrayRef<bool> needsGrad = graphOp.getNeedsGrad();
+  if (llvm::none_of(needsGrad, [](bool b) { return b; }))
+    return success();
+  bool isLoss = loss && loss->first == k;
+  bool anyGrad = isLoss;
+  for (auto &perResult : resultGrads[k])
+    for (Value v : perResult)
+      anyGrad |= static_cast<bool>(v);
+  if (!anyGrad)
+    return success(); // nothing downstream depends on it
+
+  emitPartialSums(k, /*grads=*/true);
+  std::vector<SmallVector<Value>> outGrads(numParts), inGrads(numParts);
+  std::vector<SmallVector<Value>> ins(numParts), outs(numParts);
+  // Gradients of operands read from another buffer, sent back afterwards.
+  std::vector<std::vector<Value>> sendBack(numParts);
+  for (int64_t p = 0; p < numParts; ++p) {
+    int64_t rank = layout.devices[p];
+    sendBack[p].assign(op->getNumOperands(), Value());
+    for (unsigned r = 0; r < op->getNumResults(); ++r) {
+      outGrads[p].push_back(gradBuffer(k, r, p));
+      outs[p].push_back(results[k][r][p]);
+    }
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      const OperandSource &source = operands[k][i][p];
+      ins[p].push_back(source.buffer);
+      if (!needsGrad[i])
+        continue;
+      Value stripped = stripParallelOps(op->getOperand(i));
+      const Box &box = layout.operandBoxes[i][p];
+      auto producer = parts.producerOf(stripped);
+      if (!producer) {
+        // A trainable weight: its gradient piece lives across steps.
+        BufferKey key{rank, tensorOf[stripped], boxKey(box), true};
+        Value &grad = weightGrads[key];
+        if (!grad) {
+          grad = alloc(rank, tensorOf[stripped], box, true);
+          at(rank).create<plan::FillOp>(loc, grad,
+                                        builder.getF32FloatAttr(0.0f));
+        }
+        inGrads[p].push_back(grad);
+        continue;
+      }
+      if (source.aliased) {
+        inGrads[p].push_back(
+            gradBuffer(producer->first, producer->second, *source.aliased));
+        continue;
+      }
+      Value grad = alloc(rank, tensorOf[stripped], box, true);
+      transient.emplace_back(rank, grad);
+      at(rank).create<plan::FillOp>(loc, grad, builder.getF32FloatAttr(0.0f));
+      inGrads[p].push_back(grad);
+      sendBack[p][i] = grad;
+    }
+  }
+
+  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
+  auto mask = DenseBoolArrayAttr::get(context, needsGrad);
+  auto emitKernels = [&](int64_t stage, auto scratchOf) {
+    for (int64_t p = 0; p < numParts; ++p)
+      at(layout.devices[p])
+          .create<plan::KernelBackwardOp>(loc, opSym,
+                                          builder.getI64IntegerAttr(stage),
+                                          mask, ins[p],
+                                          outs[p], outGrads[p], inGrads[p],
+                                          scratchOf(p));
+  };
+  if (!isBatchNormTraining(k)) {
+    emitKernels(0, [](int64_t) { return SmallVector<Value>(); });
+  } else {
+    int64_t channels = shapeOf(op->getOperand(0))[1];
+    std::vector<Value> sums(numParts);
+    for (int64_t p = 0; p < numParts; ++p)
+      sums[p] = allocScratch(layout.devices[p], {2, channels});
+    auto both = [&](int64_t p) {
+      return SmallVector<Value>{scratch[k][p], sums[p]};
+    };
+    emitKernels(0, both);
+    std::vector<unsigned> notChannels;
+    for (unsigned d = 0; d < layout.iter[0].size(); ++d)
+      if (d != 1)
+        notChannels.push_back(d);
+    std::set<int64_t> done;
+    for (int64_t p = 0; p < numParts; ++p) {
+      if (done.count(p))
+        continue;
+      std::vector<int64_t> ranks;
+      std::vector<Value> buffers;
+      for (int64_t q : layout.sameRangesExcept(p, notChannels)) {
+        done.insert(q);
+        ranks.push_back(layout.devices[q]);
+        buffers.push_back(sums[q]);
+      }
+      allReduce(ranks, buffers);
+    }
+    emitKernels(1, both);
+  }
+
+  // Each operand gradient goes back to the pieces its values came from.
+  for (int64_t p = 0; p < numParts; ++p) {
+    int64_t rank = layout.devices[p];
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      if (!sendBack[p][i])
+        continue;
+      auto [pk, pr] = *parts.producerOf(op->getOperand(i));
+      for (const auto &[q, box] : operands[k][i][p].pieces)
+        transfer(rank, sendBack[p][i], parts.layouts[pk].devices[q],
+                 gradBuffer(pk, pr, q), box, /*accumulate=*/true);
+    }
+  }
+  return success();
+}
+
+LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
+  phase(plan::Phase::grad_sync);
+  // Replicas of the same weight piece sum their gradients.
+  std::map<std::pair<std::string, std::vector<std::pair<int64_t, int64_t>>>,
+           std::vector<std::pair<int64_t, Value>>>
+      replicas;
+  for (const auto &[key, grad] : weightGrads)
+    replicas[{key.tensor, key.box}].emplace_back(key.rank, grad);
+  for (const auto &[a, ranksA] : replicas)
+    for (const auto &[b, ranksB] : replicas) {
+      if (a.first != b.first || a.second == b.second)
+        continue;
+      Box boxA, boxB;
+      for (auto [lo, hi] : a.second)
+        boxA.push_back({lo, hi});
+      for (auto [lo, hi] : b.second)
+        boxB.push_back({lo, hi});
+      if (conversion::intersect(boxA, boxB))
+        return func.emitError()
+               << "weight tensor @" << a.first
+               << " is read in overlapping but different pieces by the ops "
+                  "that use it; give its users the same split of the weight";
+    }
+  for (const auto &[piece, holders] : replicas) {
+    std::vector<int64_t> ranks;
+    std::vector<Value> buffers;
+    for (const auto &[rank, grad] : holders) {
+      ranks.push_back(rank);
+      buffers.push_back(grad);
+    }
+    allReduce(ranks, buffers);
+  }
+  phase(plan::Phase::update);
+  for (const auto &[key, grad] : weightGrads) {
+    BufferKey valueKey = key;
+    valueKey.grad = false;
+    at(key.rank).create<plan::UpdateOp>(loc, persistent.at(valueKey), grad);
+  }
+  return success();
+}
+
+FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
+  // A function returning the scalar of a loss op trains; anything else is
+  // a forward-only plan.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (ret.getNumOperands() == 1) {
+    Value value = stripParallelOps(ret.getOperand(0));
+    if (isa_and_nonnull<SoftmaxCrossEntropyOp, MseLossOp>(
+            value.getDefiningOp()))
+      loss = parts.producerOf(value);
+  }
+  training = loss.has_value();
+
+  int64_t numRanks = parts.numDevices;
+  int64_t batch = 1;
+  if (func.getNumArguments() > 0 && !shapeOf(func.getArgument(0)).empty())
+    batch = shapeOf(func.getArgument(0))[0];
+  std::string strategyJson;
+  if (parts.machine)
+    strategyJson =
+        search::writeStrategyJson(parts.graph, *parts.machine, parts.strategy);
+
+  DictionaryAttr optimizer;
+  if (training) {
+    if (options.optimizer != "sgd" && options.optimizer != "momentum" &&
+        options.optimizer != "adam")
+      return func.emitError() << "unknown optimizer '" << options.optimizer
+                              << "': expected sgd, momentum or adam";
+    NamedAttrList attrs;
+    attrs.set("kind", builder.getStringAttr(options.optimizer));
+    attrs.set("lr", builder.getF64FloatAttr(options.learningRate));
+    attrs.set("momentum", builder.getF64FloatAttr(options.momentum));
+    attrs.set("beta1", builder.getF64FloatAttr(options.beta1));
+    attrs.set("beta2", builder.getF64FloatAttr(options.beta2));
+    attrs.set("epsilon", builder.getF64FloatAttr(options.epsilon));
+    attrs.set("weight_decay", builder.getF64FloatAttr(options.weightDecay));
+    optimizer = attrs.getDictionary(context);
+  }
+  planOp = top.create<plan::PlanOp>(
+      func.getLoc(), top.getI64IntegerAttr(runtime::kPlanVersion),
+      top.getI64IntegerAttr(numRanks), top.getStringAttr(parts.machineName),
+      top.getStringAttr(parts.machineName), top.getStringAttr(strategyJson),
+      top.getI64IntegerAttr(batch), optimizer, FlatSymbolRefAttr());
+  Block *body = new Block();
+  planOp.getBody().push_back(body);
+  builder.setInsertionPointToEnd(body);
+
+  if (failed(emitTensors()) || failed(emitGraphOps()))
+    return failure();
+  if (loss)
+    planOp.setLossAttr(FlatSymbolRefAttr::get(
+        context, tensorOf[parts.ops[loss->first]->getResult(loss->second)]));
+
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    auto program = builder.create<plan::ProgramOp>(
+        loc, builder.getI64IntegerAttr(rank));
+    program.getBody().push_back(new Block());
+    programs.push_back(program);
+    builders.emplace_back(context);
+    builders.back().setInsertionPointToEnd(&program.getBody().front());
+  }
+
+  size_t numOps = parts.ops.size();
+  results.resize(numOps);
+  resultGrads.resize(numOps);
+  operands.resize(numOps);
+  scratch.resize(numOps);
+  phase(plan::Phase::forward);
+  for (size_t k = 0; k < numOps; ++k)
+    if (failed(emitForward(k)))
+      return failure();
+  if (failed(emitOutputs()))
+    return failure();
+  if (training) {
+    phase(plan::Phase::backward);
+    for (size_t k = numOps; k-- > 0;)
+      if (failed(emitBackward(k)))
+        return failure();
+    if (failed(emitGradSyncAndUpdate()))
+      return failure();
+  }
+  // Step-local buffers go at the end of the step; weights and their
+  // gradients persist.
+  for (auto [rank, buffer] : transient)
+    at(rank).create<plan::FreeOp>(loc, buffer);
+  return planOp;
+}
+
+struct PartitionToPlanPass
+    : impl::PartitionToPlanBase<PartitionToPlanPass> {
+  using PartitionToPlanBase::PartitionToPlanBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && !getSimulatedOps(func).empty())
+        funcs.push_back(func);
+    if (funcs.size() != 1) {
+      module.emitError() << "ppc-partition-to-plan needs exactly one function "
+                            "of graph ops, found "
+                         << funcs.size();
+      return signalPassFailure();
+    }
+    func::FuncOp func = funcs.front();
+    FailureOr<conversion::PartitionedFunction> parts =
+        conversion::analyzePartitions(func, unassigned);
+    if (failed(parts))
+      return signalPassFailure();
+    PartitionToPlanOptions options{optimizer, learningRate, momentum, beta1,
+                                   beta2,     epsilon,      weightDecay,
+                                   unassigned};
+    OpBuilder top(module.getContext());
+    top.setInsertionPointToEnd(module.getBody());
+    PlanEmitter emitter(func, *parts, options);
+    FailureOr<plan::PlanOp> plan = emitter.emit(top);
+    if (failed(plan)) {
+      // Leave the module as it was.
+      module.walk([](plan::PlanOp op) { op.erase(); });
+      return signalPassFailure();
+    }
+    // The plan replaces the graph: it holds everything the runtime needs.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (&op != plan->getOperation())
+        op.erase();
+    module->removeAttr("ppc.machine");
+  }
+};
+
 } // namespace
 } // namespace ppc

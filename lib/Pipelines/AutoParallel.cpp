@@ -8,6 +8,8 @@
 
 #include "ppc/Pipelines/Pipelines.h"
 
+#include "ppc/Conversion/Passes.h"
+#include "ppc/Target/PlanExport.h"
 #include "ppc/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -57,6 +59,44 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     exportOptions.optimizer = options.optimizer;
     pm.addPass(createExportStrategy(exportOptions));
   }
+
+  if (!options.planOut.empty()) {
+    LowerToPlanOptions planOptions;
+    planOptions.plan = options.planOut;
+    planOptions.text = options.planText;
+    planOptions.learningRate = options.learningRate;
+    switch (options.optimizer) {
+    case sim::Optimizer::SGD:
+      planOptions.optimizer = "sgd";
+      break;
+    case sim::Optimizer::Momentum:
+      planOptions.optimizer = "momentum";
+      break;
+    case sim::Optimizer::Adam:
+      planOptions.optimizer = "adam";
+      break;
+    }
+    buildLowerToPlanPipeline(pm, planOptions);
+  }
+}
+
+void ppc::buildLowerToPlanPipeline(OpPassManager &pm,
+                                   const LowerToPlanOptions &options) {
+  UnassignedPolicy unassigned = options.unassigned;
+  MaterializeReshardingOptions materialize;
+  materialize.unassigned = unassigned;
+  pm.addPass(createMaterializeResharding(materialize));
+  PartitionToPlanOptions partition;
+  partition.optimizer = options.optimizer;
+  partition.learningRate = options.learningRate;
+  partition.unassigned = unassigned;
+  pm.addPass(createPartitionToPlan(partition));
+  if (!options.plan.empty()) {
+    ExportPlanOptions exportOptions;
+    exportOptions.file = options.plan;
+    exportOptions.text = options.text;
+    pm.addPass(createExportPlan(exportOptions));
+  }
 }
 
 void ppc::registerPPCPipelines() {
@@ -67,4 +107,9 @@ void ppc::registerPPCPipelines() {
       "and write the report and strategy file. The batch size is the "
       "importer's --batch-size",
       buildAutoParallelPipeline);
+  PassPipelineRegistration<LowerToPlanOptions>(
+      "ppc-lower-to-plan",
+      "Lower a module with strategies to a runtime plan: materialize "
+      "resharding, partition into per-rank programs, write the plan file",
+      buildLowerToPlanPipeline);
 }

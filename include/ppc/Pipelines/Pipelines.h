@@ -6,6 +6,8 @@
 #include "ppc/Simulator/Simulator.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "ppc/Analysis/SimGraph.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 #include <string>
@@ -74,7 +76,46 @@ struct AutoParallelOptions
       llvm::cl::desc("Search progress on stderr: auto (when a terminal), on "
                      "or off"),
       llvm::cl::init("auto")};
+  Option<std::string> planOut{
+      *this, "plan",
+      llvm::cl::desc("Lower the strategy and write the plan file for ppc-run "
+                     "here (the module becomes the plan)")};
+  Option<bool> planText{*this, "plan-text",
+                        llvm::cl::desc("Write the plan in protobuf text form"),
+                        llvm::cl::init(false)};
+  Option<double> learningRate{*this, "lr",
+                              llvm::cl::desc("Learning rate in the plan"),
+                              llvm::cl::init(0.01)};
 };
+
+/// Options of `ppc-lower-to-plan`: materialize resharding, partition into
+/// per-rank programs and write the plan file.
+struct LowerToPlanOptions
+    : public mlir::PassPipelineOptions<LowerToPlanOptions> {
+  Option<std::string> plan{*this, "plan",
+                           llvm::cl::desc("Plan file to write (none: keep "
+                                          "the plan dialect module only)")};
+  Option<bool> text{*this, "text",
+                    llvm::cl::desc("Write the plan in protobuf text form"),
+                    llvm::cl::init(false)};
+  Option<std::string> optimizer{
+      *this, "optimizer", llvm::cl::desc("sgd, momentum or adam"),
+      llvm::cl::init("sgd")};
+  Option<double> learningRate{*this, "lr", llvm::cl::desc("Learning rate"),
+                              llvm::cl::init(0.01)};
+  Option<UnassignedPolicy> unassigned{
+      *this, "unassigned", llvm::cl::desc("What ops without a strategy run as"),
+      llvm::cl::init(UnassignedPolicy::SingleDevice),
+      llvm::cl::values(clEnumValN(UnassignedPolicy::SingleDevice,
+                                  "single-device", "whole on device 0"),
+                       clEnumValN(UnassignedPolicy::DataParallel,
+                                  "data-parallel",
+                                  "data parallel over every device"))};
+};
+
+/// Adds `ppc-lower-to-plan`'s passes to `pm`.
+void buildLowerToPlanPipeline(mlir::OpPassManager &pm,
+                              const LowerToPlanOptions &options);
 
 /// Adds `ppc-auto-parallel`'s passes to `pm`. The batch size is not an
 /// option: it is the importer's (--batch-size, --input-shape).

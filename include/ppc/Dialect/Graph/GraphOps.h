@@ -21,4 +21,12 @@
 #define GET_OP_CLASSES
 #include "ppc/Dialect/Graph/GraphOps.h.inc"
 
+namespace ppc::graph {
+/// True for the parallel ops that --ppc-materialize-resharding inserts
+/// (repartition, combine, replicate, reduce): data movement, not compute.
+bool isParallelOp(mlir::Operation *op);
+/// `value` with the parallel ops that define it looked through.
+mlir::Value stripParallelOps(mlir::Value value);
+} // namespace ppc::graph
+
 #endif // PPC_DIALECT_GRAPH_GRAPHOPS_H

@@ -384,4 +384,33 @@ def PPC_MseLossOp : PPC_ComputeOp<"mse_loss", [Pure]> {
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Parallel ops (inserted by --ppc-materialize-resharding)
+//===----------------------------------------------------------------------===//
+
+// Unity's parallel operators: explicit data movement between an op whose
+// partitions produce a value and an op whose partitions read it differently.
+// `from` is the producer's configuration, `to` the consumer's (absent when the
+// consumer is the function's return: the whole value on device 0).
+class PPC_ParallelOp<string mnemonic, string desc>
+    : PPC_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = desc;
+  let arguments = (ins PPC_Tensor:$input,
+                       OptionalAttr<PPC_StrategyAttr>:$from,
+                       OptionalAttr<PPC_StrategyAttr>:$to);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input (`from` $from^)? (`to` $to^)? attr-dict `:` "
+                       "type($result)";
+}
+
+def PPC_RepartitionOp : PPC_ParallelOp<"repartition",
+    "Moves a value to pieces of another layout (point-to-point)">;
+def PPC_CombineOp : PPC_ParallelOp<"combine",
+    "Gathers pieces of a value into fewer, larger pieces">;
+def PPC_ReplicateOp : PPC_ParallelOp<"replicate",
+    "Copies pieces of a value to several devices">;
+def PPC_PartialReduceOp : PPC_ParallelOp<"reduce",
+    "Sums the partial results of a split reduction (all-reduce per group)">;
+
 #endif // PPC_DIALECT_GRAPH_GRAPHOPS_TD
