@@ -477,8 +477,13 @@ static IterationSpace reduceSpace(ReduceOp reduce) {
   ArrayRef<int64_t> input = shapeOf(reduce.getInput());
   IterationSpace space;
   space.dims = activationDims(input);
-  for (int64_t axis : reduce.getAxes())
-    space.dims[normalizeAxis(axis, input.size())].kind = IterKind::Reduction;
+  // Partial maxima do not sum: reduce_max keeps its reduced dims whole.
+  bool sums = !isa<ReduceMaxOp>(reduce.getOperation());
+  for (int64_t axis : reduce.getAxes()) {
+    IterDim &dim = space.dims[normalizeAxis(axis, input.size())];
+    dim.kind = IterKind::Reduction;
+    dim.splittable = sums;
+  }
   std::vector<DimAccess> resultDims;
   for (auto [d, dim] : llvm::enumerate(space.dims)) {
     if (dim.kind != IterKind::Reduction)

@@ -1,9 +1,708 @@
-//===- ElementwiseKernels.cpp ----------------------------------------------------===//
+//===- ElementwiseKernels.cpp - unary, binary, dropout, cast, broadcast ---===//
+//
+// Every op here is elementwise over its result with numpy broadcasting: an
+// operand is aligned at the trailing dim and a size-1 dim is read at index 0
+// for every result index. A partition computes its output box; a broadcast
+// operand's gradient is summed over the broadcast positions of that box (the
+// plan sums the partials of the partitions).
+//
+//===----------------------------------------------------------------------===//
 
 #include "KernelRegistry.h"
+#include "KernelHelpers.h"
+
+#include <cmath>
+#include <cstdint>
 
 namespace ppc::runtime::cpu {
+namespace {
 
-void registerElementwiseKernels(KernelTable &) {}
+using Offsets2 = std::array<int64_t, 2>;
+using Offsets3 = std::array<int64_t, 3>;
+using Offsets4 = std::array<int64_t, 4>;
+using Offsets5 = std::array<int64_t, 5>;
+
+/// Numpy broadcasting of a view of global `shape` against the iteration
+/// dims: aligned at the trailing dim, a size-1 dim is read at index 0.
+std::vector<DimMap> broadcastMaps(const std::vector<int64_t> &shape,
+                                  size_t iterRank) {
+  size_t lead = iterRank - shape.size();
+  std::vector<DimMap> maps;
+  for (size_t i = 0; i < shape.size(); ++i)
+    maps.push_back(shape[i] == 1
+                       ? DimMap::fixed(0)
+                       : DimMap::identity(static_cast<int64_t>(lead + i)));
+  return maps;
+}
+
+/// A view with the name errors give it ("lhs", "output gradient").
+struct NamedView {
+  const char *name;
+  const TensorView *view;
+};
+
+/// Accesses of `views` from the iteration box of `box` (the output view, or
+/// the output gradient in backward), each with numpy broadcasting.
+KernelStatus broadcastAccesses(const OpDesc &op, const TensorView &box,
+                               const std::vector<NamedView> &views,
+                               std::vector<StridedAccess> &accesses) {
+  for (const NamedView &named : views) {
+    const TensorView &view = *named.view;
+    std::optional<StridedAccess> access;
+    if (view.rank() <= box.rank())
+      access = stridedAccess(view, box.lo, box.hi,
+                             broadcastMaps(view.shape, box.lo.size()));
+    if (!access)
+      return op.kind + ": the " + named.name +
+             " view does not hold what the output box reads";
+    accesses.push_back(*access);
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops: value(x) and derivative(x, y) with y = value(x)
+//===----------------------------------------------------------------------===//
+
+/// Base of the unary functors: a non-empty `error` rejects the attributes.
+struct UnaryFn {
+  KernelStatus error;
+};
+
+float sigmoidOf(float x) {
+  if (x >= 0)
+    return 1.0f / (1.0f + std::exp(-x));
+  float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+struct Relu : UnaryFn {
+  explicit Relu(const OpDesc &) {}
+  float value(float x) const { return x > 0 ? x : 0.0f; }
+  float derivative(float x, float) const { return x > 0 ? 1.0f : 0.0f; }
+};
+
+struct LeakyRelu : UnaryFn {
+  float alpha;
+  explicit LeakyRelu(const OpDesc &op)
+      : alpha(static_cast<float>(op.getFloat("alpha", 0.01))) {}
+  float value(float x) const { return x < 0 ? alpha * x : x; }
+  float derivative(float x, float) const { return x < 0 ? alpha : 1.0f; }
+};
+
+struct Gelu : UnaryFn {
+  static constexpr float kSqrtHalf = 0.70710678118654752f;
+  static constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+  static constexpr float kSqrt2OverPi = 0.79788456080286536f;
+  static constexpr float kCubic = 0.044715f;
+  bool useTanh = false;
+
+  explicit Gelu(const OpDesc &op) {
+    std::string approximation = op.getString("approximation", "none");
+    useTanh = approximation == "tanh";
+    if (!useTanh && approximation != "none")
+      error = op.kind + ": unknown approximation '" + approximation +
+              "'; expected 'none' or 'tanh'";
+  }
+  float value(float x) const {
+    if (useTanh)
+      return 0.5f * x *
+             (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
+    return 0.5f * x * (1.0f + std::erf(x * kSqrtHalf));
+  }
+  float derivative(float x, float) const {
+    if (useTanh) {
+      float t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+      return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi *
+                                     (1.0f + 3.0f * kCubic * x * x);
+    }
+    return 0.5f * (1.0f + std::erf(x * kSqrtHalf)) +
+           x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+  }
+};
+
+struct Sigmoid : UnaryFn {
+  explicit Sigmoid(const OpDesc &) {}
+  float value(float x) const { return sigmoidOf(x); }
+  float derivative(float, float y) const { return y * (1.0f - y); }
+};
+
+struct Tanh : UnaryFn {
+  explicit Tanh(const OpDesc &) {}
+  float value(float x) const { return std::tanh(x); }
+  float derivative(float, float y) const { return 1.0f - y * y; }
+};
+
+/// Missing bounds are infinite. The gradient passes where min <= x <= max.
+struct Clip : UnaryFn {
+  float lo, hi;
+  explicit Clip(const OpDesc &op)
+      : lo(static_cast<float>(op.getFloat("min", -INFINITY))),
+        hi(static_cast<float>(op.getFloat("max", INFINITY))) {}
+  float value(float x) const { return std::fmin(std::fmax(x, lo), hi); }
+  float derivative(float x, float) const {
+    return x >= lo && x <= hi ? 1.0f : 0.0f;
+  }
+};
+
+struct Sqrt : UnaryFn {
+  explicit Sqrt(const OpDesc &) {}
+  float value(float x) const { return std::sqrt(x); }
+  float derivative(float, float y) const { return 0.5f / y; }
+};
+
+struct Rsqrt : UnaryFn {
+  explicit Rsqrt(const OpDesc &) {}
+  float value(float x) const { return 1.0f / std::sqrt(x); }
+  float derivative(float, float y) const { return -0.5f * y * y * y; }
+};
+
+struct Exp : UnaryFn {
+  explicit Exp(const OpDesc &) {}
+  float value(float x) const { return std::exp(x); }
+  float derivative(float, float y) const { return y; }
+};
+
+struct Log : UnaryFn {
+  explicit Log(const OpDesc &) {}
+  float value(float x) const { return std::log(x); }
+  float derivative(float x, float) const { return 1.0f / x; }
+};
+
+struct Erf : UnaryFn {
+  static constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+  explicit Erf(const OpDesc &) {}
+  float value(float x) const { return std::erf(x); }
+  float derivative(float x, float) const {
+    return kTwoOverSqrtPi * std::exp(-x * x);
+  }
+};
+
+struct Neg : UnaryFn {
+  explicit Neg(const OpDesc &) {}
+  float value(float x) const { return -x; }
+  float derivative(float, float) const { return -1.0f; }
+};
+
+struct Abs : UnaryFn {
+  explicit Abs(const OpDesc &) {}
+  float value(float x) const { return std::fabs(x); }
+  float derivative(float x, float) const {
+    return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f;
+  }
+};
+
+struct Reciprocal : UnaryFn {
+  explicit Reciprocal(const OpDesc &) {}
+  float value(float x) const { return 1.0f / x; }
+  float derivative(float, float y) const { return -y * y; }
+};
+
+struct Silu : UnaryFn {
+  explicit Silu(const OpDesc &) {}
+  float value(float x) const { return x * sigmoidOf(x); }
+  float derivative(float x, float) const {
+    float s = sigmoidOf(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+};
+
+/// The result element type comes as the string attribute `to` ("f32",
+/// "i64", "i1"...). Values stay floats: a float type keeps them, an integer
+/// type truncates toward zero, i1 is x != 0. Only a float result passes a
+/// gradient.
+struct Cast : UnaryFn {
+  enum class Target { Float, Bool, Integer };
+  Target target = Target::Float;
+
+  explicit Cast(const OpDesc &op) {
+    std::string to = op.getString("to", "f32");
+    if (to == "i1")
+      target = Target::Bool;
+    else if (isIntegerType(to))
+      target = Target::Integer;
+    else if (!isFloatType(to))
+      error = op.kind + ": unknown target type '" + to + "'";
+  }
+  float value(float x) const {
+    switch (target) {
+    case Target::Float:
+      return x;
+    case Target::Bool:
+      return x != 0 ? 1.0f : 0.0f;
+    case Target::Integer:
+      return std::trunc(x);
+    }
+    return x;
+  }
+  float derivative(float, float) const {
+    return target == Target::Float ? 1.0f : 0.0f;
+  }
+
+private:
+  static bool isFloatType(const std::string &type) {
+    return type == "f16" || type == "bf16" || type == "f32" || type == "f64";
+  }
+  /// i8, si32, ui64, index...
+  static bool isIntegerType(const std::string &type) {
+    if (type == "index")
+      return true;
+    size_t digits = type.rfind("si", 0) == 0 || type.rfind("ui", 0) == 0 ? 2
+                    : type.rfind('i', 0) == 0                              ? 1
+                                                                           : 0;
+    return digits != 0 && type.size() > digits &&
+           type.find_first_not_of("0123456789", digits) == std::string::npos;
+  }
+};
+
+template <typename Fn>
+KernelStatus unaryForward(const OpDesc &op,
+                          const std::vector<TensorView> &inputs,
+                          std::vector<TensorView> &outputs) {
+  Fn fn(op);
+  if (!fn.error.empty())
+    return fn.error;
+  if (KernelStatus s =
+          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
+      !s.empty())
+    return s;
+  const TensorView &x = inputs[0];
+  TensorView &y = outputs[0];
+  if (x.shape == y.shape && sameBox(x, y)) {
+    int64_t n = y.numElements();
+    for (int64_t i = 0; i < n; ++i)
+      y.data[i] = fn.value(x.data[i]);
+    return {};
+  }
+  std::vector<StridedAccess> a;
+  if (KernelStatus s = broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a); !s.empty())
+    return s;
+  walkStrided<2>(extentsOf(y.lo, y.hi), {a[0], a[1]}, [&](const Offsets2 &o) {
+    y.data[o[1]] = fn.value(x.data[o[0]]);
+  });
+  return {};
+}
+
+/// dx += dy * f'(x).
+template <typename Fn>
+KernelStatus unaryBackward(const OpDesc &op,
+                           const std::vector<TensorView> &inputs,
+                           const std::vector<TensorView> &outputs,
+                           const std::vector<TensorView> &outputGrads,
+                           std::vector<TensorView> &inputGrads) {
+  Fn fn(op);
+  if (!fn.error.empty())
+    return fn.error;
+  if (KernelStatus s =
+          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
+      !s.empty())
+    return s;
+  if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                                   outputGrads.size(), 1);
+      !s.empty())
+    return s;
+  TensorView &dx = inputGrads[0];
+  if (!dx.data)
+    return {};
+  const TensorView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
+  if (x.shape == dy.shape && sameBox(x, dy) && sameBox(y, dy) &&
+      sameBox(dx, dy)) {
+    int64_t n = dy.numElements();
+    for (int64_t i = 0; i < n; ++i)
+      dx.data[i] += dy.data[i] * fn.derivative(x.data[i], y.data[i]);
+    return {};
+  }
+  std::vector<StridedAccess> a;
+  if (KernelStatus s = broadcastAccesses(
+              op, dy,
+              {{"input", &x},
+               {"output", &y},
+               {"output gradient", &dy},
+               {"input gradient", &dx}},
+              a);
+      !s.empty())
+    return s;
+  walkStrided<4>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2], a[3]},
+                 [&](const Offsets4 &o) {
+                   dx.data[o[3]] += dy.data[o[2]] *
+                                    fn.derivative(x.data[o[0]], y.data[o[1]]);
+                 });
+  return {};
+}
+
+template <typename Fn> KernelImpl unaryKernel() {
+  KernelImpl impl;
+  impl.forward = [](const OpDesc &op, const KernelContext &,
+                    const std::vector<TensorView> &inputs,
+                    std::vector<TensorView> &outputs,
+                    std::vector<TensorView> &) {
+    return unaryForward<Fn>(op, inputs, outputs);
+  };
+  impl.backward = [](const OpDesc &op, const KernelContext &,
+                     const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &outputs,
+                     const std::vector<TensorView> &outputGrads,
+                     std::vector<TensorView> &inputGrads,
+                     std::vector<TensorView> &) {
+    return unaryBackward<Fn>(op, inputs, outputs, outputGrads, inputGrads);
+  };
+  return impl;
+}
+
+//===----------------------------------------------------------------------===//
+// Binary ops: value(l, r) and the partial derivatives given y = value(l, r)
+//===----------------------------------------------------------------------===//
+
+struct Add {
+  float value(float l, float r) const { return l + r; }
+  float dLhs(float, float, float) const { return 1.0f; }
+  float dRhs(float, float, float) const { return 1.0f; }
+};
+
+struct Sub {
+  float value(float l, float r) const { return l - r; }
+  float dLhs(float, float, float) const { return 1.0f; }
+  float dRhs(float, float, float) const { return -1.0f; }
+};
+
+struct Mul {
+  float value(float l, float r) const { return l * r; }
+  float dLhs(float, float r, float) const { return r; }
+  float dRhs(float l, float, float) const { return l; }
+};
+
+struct Div {
+  float value(float l, float r) const { return l / r; }
+  float dLhs(float, float r, float) const { return 1.0f / r; }
+  float dRhs(float, float r, float y) const { return -y / r; }
+};
+
+/// As in PyTorch, the lhs gradient is 0 where r == 0 (0^0 would give NaN);
+/// the rhs gradient is 0 where l <= 0, where log(l) is not real.
+struct Pow {
+  float value(float l, float r) const { return std::pow(l, r); }
+  float dLhs(float l, float r, float) const {
+    return r == 0 ? 0.0f : r * std::pow(l, r - 1.0f);
+  }
+  float dRhs(float l, float, float y) const {
+    return l > 0 ? y * std::log(l) : 0.0f;
+  }
+};
+
+/// Ties split the gradient evenly, as in PyTorch.
+struct Max {
+  float value(float l, float r) const { return l >= r ? l : r; }
+  float dLhs(float l, float r, float) const {
+    return l > r ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+  float dRhs(float l, float r, float) const {
+    return r > l ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+};
+
+struct Min {
+  float value(float l, float r) const { return l <= r ? l : r; }
+  float dLhs(float l, float r, float) const {
+    return l < r ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+  float dRhs(float l, float r, float) const {
+    return r < l ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+};
+
+template <typename Fn>
+KernelStatus binaryForward(const OpDesc &op,
+                           const std::vector<TensorView> &inputs,
+                           std::vector<TensorView> &outputs) {
+  if (KernelStatus s =
+          expectArity(op, "views", inputs.size(), 2, outputs.size(), 1);
+      !s.empty())
+    return s;
+  Fn fn;
+  const TensorView &l = inputs[0], &r = inputs[1];
+  TensorView &y = outputs[0];
+  if (l.shape == y.shape && r.shape == y.shape && sameBox(l, y) &&
+      sameBox(r, y)) {
+    int64_t n = y.numElements();
+    for (int64_t i = 0; i < n; ++i)
+      y.data[i] = fn.value(l.data[i], r.data[i]);
+    return {};
+  }
+  std::vector<StridedAccess> a;
+  if (KernelStatus s = broadcastAccesses(
+          op, y, {{"lhs", &l}, {"rhs", &r}, {"output", &y}}, a); !s.empty())
+    return s;
+  walkStrided<3>(extentsOf(y.lo, y.hi), {a[0], a[1], a[2]},
+                 [&](const Offsets3 &o) {
+                   y.data[o[2]] = fn.value(l.data[o[0]], r.data[o[1]]);
+                 });
+  return {};
+}
+
+/// Adds dy * d(value)/d(operand) into `grad`, the gradient of operand
+/// `which` (0: lhs, 1: rhs); a broadcast operand sums over the box.
+template <typename Fn>
+KernelStatus binaryGrad(const OpDesc &op, int which, const TensorView &l,
+                        const TensorView &r, const TensorView &y,
+                        const TensorView &dy, TensorView &grad) {
+  Fn fn;
+  auto derivative = [&](float lv, float rv, float yv) {
+    return which == 0 ? fn.dLhs(lv, rv, yv) : fn.dRhs(lv, rv, yv);
+  };
+  if (l.shape == dy.shape && r.shape == dy.shape && sameBox(l, dy) && sameBox(r, dy) &&
+      sameBox(y, dy) && sameBox(grad, dy)) {
+    int64_t n = dy.numElements();
+    for (int64_t i = 0; i < n; ++i)
+      grad.data[i] += dy.data[i] * derivative(l.data[i], r.data[i], y.data[i]);
+    return {};
+  }
+  std::vector<StridedAccess> a;
+  if (KernelStatus s = broadcastAccesses(op, dy,
+                                       {{"lhs", &l},
+                                        {"rhs", &r},
+                                        {"output", &y},
+                                        {"output gradient", &dy},
+                                        {which == 0 ? "lhs gradient"
+                                                    : "rhs gradient",
+                                         &grad}},
+                                       a);
+      !s.empty())
+    return s;
+  walkStrided<5>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2], a[3], a[4]},
+                 [&](const Offsets5 &o) {
+                   grad.data[o[4]] +=
+                       dy.data[o[3]] *
+                       derivative(l.data[o[0]], r.data[o[1]], y.data[o[2]]);
+                 });
+  return {};
+}
+
+template <typename Fn>
+KernelStatus binaryBackward(const OpDesc &op,
+                            const std::vector<TensorView> &inputs,
+                            const std::vector<TensorView> &outputs,
+                            const std::vector<TensorView> &outputGrads,
+                            std::vector<TensorView> &inputGrads) {
+  if (KernelStatus s =
+          expectArity(op, "views", inputs.size(), 2, outputs.size(), 1);
+      !s.empty())
+    return s;
+  if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 2,
+                                   outputGrads.size(), 1);
+      !s.empty())
+    return s;
+  for (int which = 0; which < 2; ++which) {
+    if (!inputGrads[which].data)
+      continue;
+    if (KernelStatus s =
+            binaryGrad<Fn>(op, which, inputs[0], inputs[1], outputs[0],
+                           outputGrads[0], inputGrads[which]);
+        !s.empty())
+      return s;
+  }
+  return {};
+}
+
+template <typename Fn> KernelImpl binaryKernel() {
+  KernelImpl impl;
+  impl.forward = [](const OpDesc &op, const KernelContext &,
+                    const std::vector<TensorView> &inputs,
+                    std::vector<TensorView> &outputs,
+                    std::vector<TensorView> &) {
+    return binaryForward<Fn>(op, inputs, outputs);
+  };
+  impl.backward = [](const OpDesc &op, const KernelContext &,
+                     const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &outputs,
+                     const std::vector<TensorView> &outputGrads,
+                     std::vector<TensorView> &inputGrads,
+                     std::vector<TensorView> &) {
+    return binaryBackward<Fn>(op, inputs, outputs, outputGrads, inputGrads);
+  };
+  return impl;
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/// The keep mask as a pure function of (seed, step, global flat index), so
+/// every partitioning, and the backward, draws the same mask.
+struct DropoutMask {
+  uint64_t stream;
+  float ratio;
+  float scale;
+
+  DropoutMask(const OpDesc &op, const KernelContext &ctx)
+      : stream(splitmix64(
+            splitmix64(static_cast<uint64_t>(op.getInt("seed", 0))) ^
+            static_cast<uint64_t>(ctx.step))),
+        ratio(static_cast<float>(op.getFloat("ratio", 0.5))),
+        scale(1.0f / (1.0f - ratio)) {}
+
+  /// The scale of element `flatIndex`: 0 if dropped, 1 / (1 - ratio) if kept.
+  float factor(int64_t flatIndex) const {
+    uint64_t bits = splitmix64(stream + static_cast<uint64_t>(flatIndex) *
+                                            0x9e3779b97f4a7c15ULL);
+    // 24 random bits: uniform in [0, 1), exact in a float.
+    float uniform = static_cast<float>(bits >> 40) * 0x1.0p-24f;
+    return uniform < ratio ? 0.0f : scale;
+  }
+};
+
+/// Offsets of the global flat index of the points of `view`'s box.
+StridedAccess globalFlatAccess(const TensorView &view) {
+  StridedAccess access{0, std::vector<int64_t>(view.shape.size(), 1)};
+  for (size_t d = view.shape.size(); d-- > 1;)
+    access.strides[d - 1] = access.strides[d] * view.shape[d];
+  for (size_t d = 0; d < view.shape.size(); ++d)
+    access.base += view.lo[d] * access.strides[d];
+  return access;
+}
+
+/// dst = src * mask over the box of `dst` (or dst += ... when accumulating);
+/// outside training the mask is all ones.
+KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
+                          const TensorView &src, TensorView &dst,
+                          bool accumulate) {
+  double ratio = op.getFloat("ratio", 0.5);
+  if (!(ratio >= 0 && ratio < 1))
+    return op.kind + ": ratio " + std::to_string(ratio) +
+           " must be in [0, 1)";
+  std::vector<StridedAccess> a;
+  if (KernelStatus s = broadcastAccesses(op, dst, {{"source", &src}, {"destination", &dst}}, a); !s.empty())
+    return s;
+  std::vector<int64_t> extents = extentsOf(dst.lo, dst.hi);
+  if (!ctx.training || ratio == 0) {
+    walkStrided<2>(extents, {a[0], a[1]}, [&](const Offsets2 &o) {
+      dst.data[o[1]] = (accumulate ? dst.data[o[1]] : 0.0f) + src.data[o[0]];
+    });
+    return {};
+  }
+  DropoutMask mask(op, ctx);
+  walkStrided<3>(extents, {a[0], a[1], globalFlatAccess(dst)},
+                 [&](const Offsets3 &o) {
+                   float value = src.data[o[0]] * mask.factor(o[2]);
+                   dst.data[o[1]] =
+                       (accumulate ? dst.data[o[1]] : 0.0f) + value;
+                 });
+  return {};
+}
+
+KernelImpl dropoutKernel() {
+  KernelImpl impl;
+  impl.forward = [](const OpDesc &op, const KernelContext &ctx,
+                    const std::vector<TensorView> &inputs,
+                    std::vector<TensorView> &outputs,
+                    std::vector<TensorView> &) -> KernelStatus {
+    if (KernelStatus s =
+            expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
+        !s.empty())
+      return s;
+    return applyDropout(op, ctx, inputs[0], outputs[0], /*accumulate=*/false);
+  };
+  impl.backward = [](const OpDesc &op, const KernelContext &ctx,
+                     const std::vector<TensorView> &,
+                     const std::vector<TensorView> &,
+                     const std::vector<TensorView> &outputGrads,
+                     std::vector<TensorView> &inputGrads,
+                     std::vector<TensorView> &) -> KernelStatus {
+    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(),
+                                     1, outputGrads.size(), 1);
+        !s.empty())
+      return s;
+    if (!inputGrads[0].data)
+      return {};
+    // The gradient is masked like the input: same box, same mask.
+    return applyDropout(op, ctx, outputGrads[0], inputGrads[0],
+                        /*accumulate=*/true);
+  };
+  return impl;
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcast
+//===----------------------------------------------------------------------===//
+
+KernelImpl broadcastKernel() {
+  KernelImpl impl;
+  impl.forward = [](const OpDesc &op, const KernelContext &,
+                    const std::vector<TensorView> &inputs,
+                    std::vector<TensorView> &outputs,
+                    std::vector<TensorView> &) -> KernelStatus {
+    if (KernelStatus s =
+            expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
+        !s.empty())
+      return s;
+    const TensorView &x = inputs[0];
+    TensorView &y = outputs[0];
+    std::vector<StridedAccess> a;
+    if (KernelStatus s = broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a); !s.empty())
+      return s;
+    walkStrided<2>(extentsOf(y.lo, y.hi), {a[0], a[1]},
+                   [&](const Offsets2 &o) { y.data[o[1]] = x.data[o[0]]; });
+    return {};
+  };
+  impl.backward = [](const OpDesc &op, const KernelContext &,
+                     const std::vector<TensorView> &,
+                     const std::vector<TensorView> &,
+                     const std::vector<TensorView> &outputGrads,
+                     std::vector<TensorView> &inputGrads,
+                     std::vector<TensorView> &) -> KernelStatus {
+    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(),
+                                     1, outputGrads.size(), 1);
+        !s.empty())
+      return s;
+    TensorView &dx = inputGrads[0];
+    if (!dx.data)
+      return {};
+    const TensorView &dy = outputGrads[0];
+    std::vector<StridedAccess> a;
+    if (KernelStatus s = broadcastAccesses(
+            op, dy, {{"output gradient", &dy}, {"input gradient", &dx}}, a); !s.empty())
+      return s;
+    walkStrided<2>(extentsOf(dy.lo, dy.hi), {a[0], a[1]},
+                   [&](const Offsets2 &o) { dx.data[o[1]] += dy.data[o[0]]; });
+    return {};
+  };
+  return impl;
+}
+
+} // namespace
+
+void registerElementwiseKernels(KernelTable &table) {
+  table["ppc.relu"] = unaryKernel<Relu>();
+  table["ppc.leaky_relu"] = unaryKernel<LeakyRelu>();
+  table["ppc.gelu"] = unaryKernel<Gelu>();
+  table["ppc.sigmoid"] = unaryKernel<Sigmoid>();
+  table["ppc.tanh"] = unaryKernel<Tanh>();
+  table["ppc.clip"] = unaryKernel<Clip>();
+  table["ppc.sqrt"] = unaryKernel<Sqrt>();
+  table["ppc.rsqrt"] = unaryKernel<Rsqrt>();
+  table["ppc.exp"] = unaryKernel<Exp>();
+  table["ppc.log"] = unaryKernel<Log>();
+  table["ppc.erf"] = unaryKernel<Erf>();
+  table["ppc.neg"] = unaryKernel<Neg>();
+  table["ppc.abs"] = unaryKernel<Abs>();
+  table["ppc.reciprocal"] = unaryKernel<Reciprocal>();
+  table["ppc.silu"] = unaryKernel<Silu>();
+  table["ppc.cast"] = unaryKernel<Cast>();
+  table["ppc.add"] = binaryKernel<Add>();
+  table["ppc.sub"] = binaryKernel<Sub>();
+  table["ppc.mul"] = binaryKernel<Mul>();
+  table["ppc.div"] = binaryKernel<Div>();
+  table["ppc.pow"] = binaryKernel<Pow>();
+  table["ppc.max"] = binaryKernel<Max>();
+  table["ppc.min"] = binaryKernel<Min>();
+  table["ppc.dropout"] = dropoutKernel();
+  table["ppc.broadcast"] = broadcastKernel();
+}
 
 } // namespace ppc::runtime::cpu

@@ -96,6 +96,12 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, NoTerminator,
   let assemblyFormat =
       "`version` $version `ranks` $num_ranks attr-dict-with-keyword $body";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The plan format version the verifier accepts. It must equal
+    /// ppc::runtime::kPlanVersion (lib/Target static_asserts it: the dialect
+    /// cannot include the protobuf-generated PlanIO.h).
+    static constexpr uint64_t kSupportedVersion = 1;
+  }];
 }
 
 def Plan_TensorOp : Plan_Op<"tensor", [Symbol,
@@ -116,7 +122,8 @@ def Plan_TensorOp : Plan_Op<"tensor", [Symbol,
   let hasVerifier = 1;
 }
 
-def Plan_GraphOp : Plan_Op<"op", [Symbol, HasParent<"::ppc::plan::PlanOp">]> {
+def Plan_GraphOp : Plan_Op<"op", [Symbol, HasParent<"::ppc::plan::PlanOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "An op of the global graph, with its ppc dialect attributes";
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
                        FlatSymbolRefArrayAttr:$operands,
@@ -153,7 +160,8 @@ def Plan_PhaseOp : Plan_InstrOp<"phase"> {
   let assemblyFormat = "$phase attr-dict";
 }
 
-def Plan_AllocOp : Plan_InstrOp<"alloc"> {
+def Plan_AllocOp : Plan_InstrOp<"alloc",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "A buffer holding box [lo, hi) of a tensor (or its gradient)";
   let description = [{
     Without `tensor` the buffer is scratch of shape `hi` (lo all 0).
@@ -171,10 +179,12 @@ def Plan_FreeOp : Plan_InstrOp<"free"> {
   let assemblyFormat = "$buffer attr-dict";
 }
 
-def Plan_LoadOp : Plan_InstrOp<"load"> {
+def Plan_LoadOp : Plan_InstrOp<"load",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Fills a buffer from its tensor's source (data, init, value)";
   let arguments = (ins Plan_BufferType:$buffer);
   let assemblyFormat = "$buffer attr-dict";
+  let hasVerifier = 1;
 }
 
 def Plan_FillOp : Plan_InstrOp<"fill"> {
@@ -208,7 +218,8 @@ def Plan_RecvOp : Plan_InstrOp<"recv"> {
   let hasVerifier = 1;
 }
 
-def Plan_KernelOp : Plan_InstrOp<"kernel", [AttrSizedOperandSegments]> {
+def Plan_KernelOp : Plan_InstrOp<"kernel", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Forward kernel of a graph op on one partition";
   let arguments = (ins FlatSymbolRefAttr:$op, I64Attr:$stage,
                        Variadic<Plan_BufferType>:$inputs,
@@ -221,7 +232,8 @@ def Plan_KernelOp : Plan_InstrOp<"kernel", [AttrSizedOperandSegments]> {
 }
 
 def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward",
-    [AttrSizedOperandSegments]> {
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Backward kernel: adds operand gradients of one partition";
   let description = [{
     `grad_mask` has one entry per operand of the op; `input_grads` holds a
@@ -258,14 +270,16 @@ def Plan_CollectiveOp : Plan_InstrOp<"collective"> {
   let hasVerifier = 1;
 }
 
-def Plan_UpdateOp : Plan_InstrOp<"update"> {
+def Plan_UpdateOp : Plan_InstrOp<"update",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Optimizer step of a weight buffer with its gradient";
   let arguments = (ins Plan_BufferType:$weight, Plan_BufferType:$grad);
   let assemblyFormat = "$weight `,` $grad attr-dict";
   let hasVerifier = 1;
 }
 
-def Plan_OutputOp : Plan_InstrOp<"output"> {
+def Plan_OutputOp : Plan_InstrOp<"output",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Marks a buffer that holds a whole output tensor";
   let arguments = (ins Plan_BufferType:$buffer);
   let assemblyFormat = "$buffer attr-dict";

@@ -1,0 +1,111 @@
+//===- Communicator.h - MPI between the ranks of a plan ---------*- C++ -*-===//
+//
+// MLIR-free. Point-to-point messages and collectives over groups of world
+// ranks, with every wait polled against a deadline: a rank that waits longer
+// than the timeout prints
+//   ppc-run: rank R: timed out after T s in WHAT
+// and aborts the whole job (MPI_Abort), so a lost message never hangs it.
+// A world of one rank, and any group of one rank, never calls MPI, so
+// single-rank plans also run in a process without MPI (tests).
+//
+// Collectives take a group (world ranks, in order); a member's index in the
+// group is its rank in the group's communicator. Counts are per member, in
+// group order; data is float32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_COMMUNICATOR_H
+#define PPC_RUNTIME_COMMUNICATOR_H
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime {
+
+class Communicator {
+public:
+  /// Describes what a wait is for; called only when it times out.
+  using Where = std::function<std::string()>;
+
+  /// MPI_COMM_WORLD; MPI must be initialized.
+  static std::unique_ptr<Communicator> world(double timeoutSeconds);
+  /// One rank, no MPI.
+  static std::unique_ptr<Communicator> single();
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  double timeout() const { return timeout_; }
+
+  /// Creates the communicators of `groups` (every distinct group of the plan,
+  /// the same list on every rank): collective over each group's members, in
+  /// list order, so ranks never wait on each other in a cycle.
+  std::string createGroups(const std::vector<std::vector<int>> &groups);
+
+  /// The largest tag a message may have.
+  int maxTag() const;
+
+  /// Sends `data`; completes in the background.
+  std::string send(std::vector<float> data, int peer, int tag);
+  /// Receives exactly `n` floats; a message of another size is an error.
+  std::string recv(float *data, int64_t n, int peer, int tag,
+                   const Where &where);
+  /// Waits for every send to be delivered. `context` names the point
+  /// ("end of step 3") in a timeout message.
+  std::string completeSends(const std::string &context);
+
+  std::string allReduce(float *data, int64_t n, const std::vector<int> &group,
+                        bool max, const Where &where);
+  std::string broadcast(float *data, int64_t n, const std::vector<int> &group,
+                        int root, const Where &where);
+  /// Member i's `send` (counts[i] floats) lands at the sum of the earlier
+  /// counts in `recv`.
+  std::string allGather(const float *send, float *recv,
+                        const std::vector<int64_t> &counts,
+                        const std::vector<int> &group, const Where &where);
+  /// `send` holds one block per member (counts[i] floats each, in order);
+  /// this member's reduced block goes to `recv`.
+  std::string reduceScatter(const float *send, float *recv,
+                            const std::vector<int64_t> &counts,
+                            const std::vector<int> &group, bool max,
+                            const Where &where);
+  /// `send` holds sendCounts[i] floats for member i, in order; `recv` gets
+  /// recvCounts[i] from member i, in order.
+  std::string allToAll(const float *send, const std::vector<int64_t> &sendCounts,
+                       float *recv, const std::vector<int64_t> &recvCounts,
+                       const std::vector<int> &group, const Where &where);
+  /// Every member's `mine` (the same length on all), in group order.
+  std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
+                                     const std::vector<int> &group,
+                                     const Where &where);
+
+  // Over the whole world.
+  /// Elementwise maximum over ranks, on every rank.
+  std::vector<double> maxOverRanks(const std::vector<double> &values,
+                                   const Where &where);
+  /// True on every rank if `flag` is true on any.
+  bool anyRank(bool flag, const Where &where);
+  /// Every rank's string on rank 0 (in rank order); empty elsewhere.
+  std::vector<std::string> gatherToRoot(const std::string &mine,
+                                        const Where &where);
+  /// Rank 0's value on every rank.
+  int64_t broadcastFromRoot(int64_t value, const Where &where);
+  void barrier(const Where &where);
+
+  /// Ends every rank of the job with `code` (just this process without MPI).
+  [[noreturn]] void abort(int code);
+
+private:
+  Communicator(int rank, int size, double timeout, bool mpi);
+  struct Impl;
+  int rank_, size_;
+  double timeout_;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_COMMUNICATOR_H

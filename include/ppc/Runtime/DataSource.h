@@ -1,0 +1,72 @@
+//===- DataSource.h - values of inputs, weights and constants ---*- C++ -*-===//
+//
+// MLIR-free. What a plan's Load instruction puts into a buffer holding box
+// [lo, hi) of a tensor. Every value is a function of the tensor and the
+// element's global flat index (never of the box), so all ranks and all
+// partitionings, and the single-device reference of --verify, see the same
+// numbers:
+//  - INPUT: the array of `--input NAME=FILE.npy` (the same every step), else
+//    synthetic: hash(seed, step, tensor id, index) mapped to a float uniform
+//    in [-1, 1), or for integer inputs (int_max > 0) to an integer in
+//    [0, int_max) held as a float. A new batch every step.
+//  - WEIGHT / FROZEN: by the tensor's init: ZEROS, ONES, UNIFORM(bound) drawn
+//    from hash(seed, 0, tensor id, index) (steps count from 1, so stream 0 is
+//    never an input's), or DATA. UNIFORM with bound 0, and an unspecified
+//    init without data, use bound 1/sqrt(fan_in), fan_in being the product
+//    of the dims after the first (the first dim of a vector).
+//    With InitMode::Seed, WEIGHT tensors ignore DATA and draw UNIFORM;
+//    FROZEN ones (batch-norm statistics) keep DATA, since random running
+//    variances would be negative.
+//  - CONSTANT: DATA (ZEROS / ONES when the plan says so).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_DATASOURCE_H
+#define PPC_RUNTIME_DATASOURCE_H
+
+#include "ppc/Runtime/plan.pb.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime {
+
+/// splitmix64 chained over (seed, stream, tensor, index).
+uint64_t hashElement(uint64_t seed, uint64_t stream, uint64_t tensor,
+                     uint64_t index);
+
+/// The top 24 bits of `hash` as a float uniform in [-1, 1) (exact in f32).
+float uniformFromHash(uint64_t hash);
+
+enum class InitMode {
+  Plan, ///< as the plan says
+  Seed, ///< weights drawn from the seed even where the plan has DATA
+};
+
+class DataSource {
+public:
+  DataSource(const ppc::planfile::Plan &plan, uint64_t seed, InitMode mode);
+
+  /// Uses the array in `path` for the input tensor named `name` (every
+  /// step). Errors: no such tensor (the message lists the inputs), not an
+  /// input, unreadable file, shape differs.
+  std::string setInputFile(const std::string &name, const std::string &path);
+
+  /// Writes the values of box [lo, hi) of tensor `tensor` at training step
+  /// `step` (counted from 1) into `data`, row-major over the box.
+  std::string load(int32_t tensor, const std::vector<int64_t> &lo,
+                   const std::vector<int64_t> &hi, int64_t step,
+                   float *data) const;
+
+private:
+  const ppc::planfile::Plan &plan;
+  uint64_t seed;
+  InitMode mode;
+  std::map<int32_t, std::vector<float>> inputFiles;
+};
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_DATASOURCE_H

@@ -1,0 +1,68 @@
+//===- Executor.h - runs a plan's training steps ----------------*- C++ -*-===//
+//
+// MLIR-free. Each rank interprets its program of the plan once per step:
+//  - Buffers are dense float32 boxes of tensors (or of their gradients), or
+//    scratch; Alloc zero-fills them. Buffers of WEIGHT and FROZEN tensors
+//    (not gradients) persist across steps by buffer id with their optimizer
+//    state: their Load runs once (or never, after --resume), and their Free
+//    only ends the step's use. INPUT buffers load every step (a new
+//    synthetic batch per step), CONSTANT ones too.
+//  - Send copies the box away and returns (all sends complete by the end of
+//    the step); Recv waits for the message of (peer, tag). Copy and Recv
+//    with `accumulate` add into the destination.
+//  - Collectives over a group, in group order (see Collectives.cpp for the
+//    layouts of all_gather, reduce_scatter and all_to_all).
+//  - Update applies the plan's optimizer to a weight buffer with a gradient
+//    buffer of the same box.
+//  - Output records a buffer holding a whole tensor (the loss, or a model
+//    output) after it is computed.
+// Steps count from 1 and continue after --resume, so synthetic batches, and
+// hence whole runs, do not depend on where a run was interrupted.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_EXECUTOR_H
+#define PPC_RUNTIME_EXECUTOR_H
+
+#include "ppc/Runtime/Communicator.h"
+#include "ppc/Runtime/DataSource.h"
+#include "ppc/Runtime/plan.pb.h"
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ppc::runtime {
+
+struct RunOptions {
+  int64_t steps = 10;
+  uint64_t seed = 1;
+  /// (tensor name, .npy path) for inputs read from files.
+  std::vector<std::pair<std::string, std::string>> inputs;
+  InitMode init = InitMode::Plan;
+  bool verify = false;
+  double verifyTolerance = 1e-4;
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0; ///< 0: only after the last step
+  std::string resumeDir;
+  std::string saveOutputsDir;
+  std::string traceFile;
+  int threads = 1;
+  std::string logFile;
+  bool quiet = false;
+};
+
+/// Runs `options.steps` steps of `plan` on this rank of `comm` (one process
+/// per rank, all calling this). Rank 0 prints progress to `out`; errors go
+/// to `err` as one line "ppc-run: ...". Returns the exit code: 0, or 1 for an
+/// error or a failed --verify. A failure inside a step of a multi-rank run
+/// aborts the whole job instead, since other ranks may be waiting on this
+/// one.
+int runPlan(const ppc::planfile::Plan &plan, const RunOptions &options,
+            Communicator &comm, std::ostream &out, std::ostream &err);
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_EXECUTOR_H

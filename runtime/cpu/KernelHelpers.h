@@ -1,0 +1,154 @@
+//===- KernelHelpers.h - strided box walks, arity checks --------*- C++ -*-===//
+//
+// Private to runtime/cpu. Most kernels visit the points of an iteration box
+// and read or write, per point, one element of each of a few views, at an
+// index that is an affine function of the point (identity, broadcast, shift,
+// stride, permutation). Such an index is a linear function of the point in
+// the view's buffer, so the walk only adds strides: no per-element
+// offsetOf, and the innermost dim is a tight loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_CPU_KERNELHELPERS_H
+#define PPC_RUNTIME_CPU_KERNELHELPERS_H
+
+#include "ppc/Runtime/Kernels.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime::cpu {
+
+/// How one view dim is indexed by an iteration point p:
+/// index = p[iterDim] * scale + offset, or just `offset` when iterDim < 0.
+struct DimMap {
+  int64_t iterDim = -1;
+  int64_t scale = 1;
+  int64_t offset = 0;
+
+  static DimMap identity(int64_t d, int64_t offset = 0) {
+    return {d, 1, offset};
+  }
+  static DimMap fixed(int64_t index) { return {-1, 1, index}; }
+};
+
+/// A view's buffer offset as a linear function of the iteration point:
+/// offset = base + sum_d (p[d] - lo[d]) * strides[d].
+struct StridedAccess {
+  int64_t base = 0;
+  std::vector<int64_t> strides;
+};
+
+/// The access of `view` from the iteration box [lo, hi) through `dims` (one
+/// per view dim); nullopt if the box reaches an element the view does not
+/// hold (or its rank is not that of `dims`). `scale` must be positive.
+inline std::optional<StridedAccess>
+stridedAccess(const TensorView &view, const std::vector<int64_t> &lo,
+              const std::vector<int64_t> &hi, const std::vector<DimMap> &dims) {
+  if (dims.size() != view.lo.size() || view.hi.size() != view.lo.size())
+    return std::nullopt;
+  StridedAccess access{0, std::vector<int64_t>(lo.size(), 0)};
+  bool empty = false;
+  for (size_t d = 0; d < lo.size(); ++d)
+    empty |= hi[d] <= lo[d];
+  std::vector<int64_t> viewStrides = view.strides();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const DimMap &map = dims[i];
+    int64_t first = map.offset, last = map.offset;
+    if (map.iterDim >= 0) {
+      first += lo[map.iterDim] * map.scale;
+      last += (hi[map.iterDim] - 1) * map.scale;
+      access.strides[map.iterDim] += viewStrides[i] * map.scale;
+    }
+    if (!empty && (first < view.lo[i] || last >= view.hi[i]))
+      return std::nullopt;
+    access.base += (first - view.lo[i]) * viewStrides[i];
+  }
+  return access;
+}
+
+/// The access of a view whose dims are the iteration dims, in order.
+inline std::optional<StridedAccess>
+identityAccess(const TensorView &view, const std::vector<int64_t> &lo,
+               const std::vector<int64_t> &hi) {
+  std::vector<DimMap> dims;
+  for (size_t d = 0; d < lo.size(); ++d)
+    dims.push_back(DimMap::identity(static_cast<int64_t>(d)));
+  return stridedAccess(view, lo, hi, dims);
+}
+
+/// Calls fn(offsets) for every point of the box with `extents`, row-major,
+/// where offsets[k] is the offset of the point under accesses[k].
+template <size_t N, typename Fn>
+void walkStrided(const std::vector<int64_t> &extents,
+                 const std::array<StridedAccess, N> &accesses, Fn &&fn) {
+  for (int64_t extent : extents)
+    if (extent <= 0)
+      return;
+  std::array<int64_t, N> offsets;
+  for (size_t k = 0; k < N; ++k)
+    offsets[k] = accesses[k].base;
+  size_t rank = extents.size();
+  if (rank == 0) {
+    fn(static_cast<const std::array<int64_t, N> &>(offsets));
+    return;
+  }
+  std::array<int64_t, N> innerStrides;
+  for (size_t k = 0; k < N; ++k)
+    innerStrides[k] = accesses[k].strides[rank - 1];
+  std::vector<int64_t> counter(rank - 1, 0);
+  while (true) {
+    std::array<int64_t, N> point = offsets;
+    for (int64_t i = 0; i < extents[rank - 1]; ++i) {
+      fn(static_cast<const std::array<int64_t, N> &>(point));
+      for (size_t k = 0; k < N; ++k)
+        point[k] += innerStrides[k];
+    }
+    // Odometer over the outer dims.
+    size_t d = rank - 1;
+    while (true) {
+      if (d == 0)
+        return;
+      --d;
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] += accesses[k].strides[d];
+      if (++counter[d] < extents[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] -= accesses[k].strides[d] * extents[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+/// Extents of the box [lo, hi).
+inline std::vector<int64_t> extentsOf(const std::vector<int64_t> &lo,
+                                      const std::vector<int64_t> &hi) {
+  std::vector<int64_t> extents(lo.size());
+  for (size_t d = 0; d < lo.size(); ++d)
+    extents[d] = hi[d] - lo[d];
+  return extents;
+}
+
+/// Checks the numbers of views a kernel got (`what`: "views" of operands and
+/// results, or "gradient views").
+inline KernelStatus expectArity(const OpDesc &op, const char *what,
+                                size_t operands, size_t expectedOperands,
+                                size_t results, size_t expectedResults) {
+  if (operands == expectedOperands && results == expectedResults)
+    return {};
+  return op.kind + ": expects " + std::to_string(expectedOperands) +
+         " operand and " + std::to_string(expectedResults) + " result " +
+         what + ", got " + std::to_string(operands) + " and " +
+         std::to_string(results);
+}
+
+inline bool sameBox(const TensorView &a, const TensorView &b) {
+  return a.lo == b.lo && a.hi == b.hi;
+}
+
+} // namespace ppc::runtime::cpu
+
+#endif // PPC_RUNTIME_CPU_KERNELHELPERS_H

@@ -1,0 +1,109 @@
+//===- Boxes.h - walking boxes held in dense buffers ------------*- C++ -*-===//
+//
+// Private to runtime/executor. A buffer holds box [lo, hi) of a tensor,
+// row-major over the box; copies, sends and loads move a sub-box between two
+// such buffers as runs of contiguous elements.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_EXECUTOR_BOXES_H
+#define PPC_RUNTIME_EXECUTOR_BOXES_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime {
+
+using Index = std::vector<int64_t>;
+
+inline int64_t boxVolume(const Index &lo, const Index &hi) {
+  int64_t n = 1;
+  for (size_t d = 0; d < lo.size(); ++d)
+    n *= hi[d] > lo[d] ? hi[d] - lo[d] : 0;
+  return n;
+}
+
+/// True if box [lo, hi) lies inside [outerLo, outerHi) (same rank).
+inline bool boxInside(const Index &lo, const Index &hi, const Index &outerLo,
+                      const Index &outerHi) {
+  if (lo.size() != outerLo.size() || hi.size() != outerHi.size() ||
+      lo.size() != hi.size())
+    return false;
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (lo[d] < outerLo[d] || hi[d] > outerHi[d] || lo[d] > hi[d])
+      return false;
+  return true;
+}
+
+/// The intersection of two boxes; empty (volume 0) when they do not meet.
+inline void boxIntersect(const Index &aLo, const Index &aHi, const Index &bLo,
+                         const Index &bHi, Index &lo, Index &hi) {
+  lo.resize(aLo.size());
+  hi.resize(aLo.size());
+  for (size_t d = 0; d < aLo.size(); ++d) {
+    lo[d] = aLo[d] > bLo[d] ? aLo[d] : bLo[d];
+    hi[d] = aHi[d] < bHi[d] ? aHi[d] : bHi[d];
+    if (hi[d] < lo[d])
+      hi[d] = lo[d];
+  }
+}
+
+inline std::string boxString(const Index &lo, const Index &hi) {
+  std::string s = "[";
+  for (size_t d = 0; d < lo.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(lo[d]) + ":" + std::to_string(hi[d]);
+  return s + "]";
+}
+
+/// Calls fn(aOffset, bOffset, length) for runs of contiguous elements that
+/// together cover box [lo, hi), where `a` holds box [aLo, aHi) and `b` holds
+/// [bLo, bHi), both containing [lo, hi). Trailing dims that all three boxes
+/// cover whole merge into one run.
+template <typename Fn>
+void forEachRun(const Index &lo, const Index &hi, const Index &aLo,
+                const Index &aHi, const Index &bLo, const Index &bHi, Fn &&fn) {
+  const size_t rank = lo.size();
+  if (boxVolume(lo, hi) == 0)
+    return;
+  if (rank == 0) {
+    fn(int64_t(0), int64_t(0), int64_t(1));
+    return;
+  }
+  // The first dim of the run: every later dim is whole in all three boxes.
+  size_t k = rank - 1;
+  while (k > 0 && lo[k] == aLo[k] && hi[k] == aHi[k] && lo[k] == bLo[k] &&
+         hi[k] == bHi[k])
+    --k;
+  Index aStride(rank, 1), bStride(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) {
+    aStride[d - 1] = aStride[d] * (aHi[d] - aLo[d]);
+    bStride[d - 1] = bStride[d] * (bHi[d] - bLo[d]);
+  }
+  const int64_t length = (hi[k] - lo[k]) * aStride[k];
+  Index index(lo.begin(), lo.begin() + k);
+  while (true) {
+    int64_t a = (lo[k] - aLo[k]) * aStride[k];
+    int64_t b = (lo[k] - bLo[k]) * bStride[k];
+    for (size_t d = 0; d < k; ++d) {
+      a += (index[d] - aLo[d]) * aStride[d];
+      b += (index[d] - bLo[d]) * bStride[d];
+    }
+    fn(a, b, length);
+    size_t d = k;
+    while (d > 0) {
+      --d;
+      if (++index[d] < hi[d])
+        break;
+      index[d] = lo[d];
+      if (d == 0)
+        return;
+    }
+    if (k == 0)
+      return;
+  }
+}
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_EXECUTOR_BOXES_H

@@ -1,0 +1,462 @@
+//===- Communicator.cpp - MPI between the ranks of a plan -----------------===//
+
+#include "ppc/Runtime/Communicator.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <sched.h>
+#include <thread>
+
+namespace ppc::runtime {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+struct PendingSend {
+  std::vector<float> data;
+  MPI_Request request = MPI_REQUEST_NULL;
+  int peer = 0, tag = 0;
+};
+
+std::string groupString(const std::vector<int> &group) {
+  std::string s = "[";
+  for (size_t i = 0; i < group.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(group[i]);
+  return s + "]";
+}
+
+std::string mpiErrorString(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, length);
+}
+
+/// MPI counts are ints; the displacements of `counts`, or an error.
+std::string toMpiCounts(const std::vector<int64_t> &counts,
+                        std::vector<int> &out, std::vector<int> &displs) {
+  out.resize(counts.size());
+  displs.resize(counts.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > INT_MAX || offset > INT_MAX)
+      return "a collective of more than 2^31 floats is not supported";
+    out[i] = static_cast<int>(counts[i]);
+    displs[i] = static_cast<int>(offset);
+    offset += counts[i];
+  }
+  return "";
+}
+} // namespace
+
+struct Communicator::Impl {
+  bool mpi = false;
+  double timeout = 0;
+  int rank = 0;
+  std::map<std::vector<int>, MPI_Comm> comms;
+  std::list<PendingSend> sends;
+
+  [[noreturn]] void timedOut(const Where &where) {
+    std::fprintf(stderr, "ppc-run: rank %d: timed out after %g s in %s\n",
+                 rank, timeout, where().c_str());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::abort();
+  }
+
+  /// Polls `requests` until all complete, backing off from spinning to
+  /// sleeping so oversubscribed ranks leave the cores to the others.
+  std::string wait(int n, MPI_Request *requests, MPI_Status *statuses,
+                   const Where &where) {
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point deadline =
+        start + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(timeout));
+    while (true) {
+      int done = 0;
+      int rc = MPI_Testall(n, requests, &done,
+                           statuses ? statuses : MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        if (rc == MPI_ERR_IN_STATUS && statuses)
+          for (int i = 0; i < n; ++i)
+            if (statuses[i].MPI_ERROR != MPI_SUCCESS)
+              rc = statuses[i].MPI_ERROR;
+        return mpiErrorString(rc);
+      }
+      if (done)
+        return "";
+      Clock::time_point now = Clock::now();
+      if (now >= deadline)
+        timedOut(where);
+      auto waited = now - start;
+      if (waited > std::chrono::milliseconds(2))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      else if (waited > std::chrono::microseconds(50))
+        sched_yield();
+    }
+  }
+
+  std::string commOf(const std::vector<int> &group, MPI_Comm &comm) {
+    auto it = comms.find(group);
+    if (it == comms.end())
+      return "no communicator for group " + groupString(group);
+    comm = it->second;
+    return "";
+  }
+
+  std::string reap() {
+    for (auto it = sends.begin(); it != sends.end();) {
+      int done = 0;
+      int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        return "send to rank " + std::to_string(it->peer) + " failed: " +
+               mpiErrorString(rc);
+      it = done ? sends.erase(it) : std::next(it);
+    }
+    return "";
+  }
+};
+
+Communicator::Communicator(int rank, int size, double timeout, bool mpi)
+    : rank_(rank), size_(size), timeout_(timeout),
+      impl(std::make_unique<Impl>()) {
+  impl->mpi = mpi;
+  impl->timeout = timeout;
+  impl->rank = rank;
+}
+
+Communicator::~Communicator() {
+  if (!impl->mpi)
+    return;
+  for (auto &entry : impl->comms)
+    MPI_Comm_free(&entry.second);
+}
+
+std::unique_ptr<Communicator> Communicator::world(double timeoutSeconds) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Errors come back as codes, reported with the instruction that failed.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return std::unique_ptr<Communicator>(
+      new Communicator(rank, size, timeoutSeconds, size > 1));
+}
+
+std::unique_ptr<Communicator> Communicator::single() {
+  return std::unique_ptr<Communicator>(new Communicator(0, 1, 0, false));
+}
+
+std::string
+Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
+  if (!impl->mpi)
+    return "";
+  MPI_Group world;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::string err;
+  for (size_t i = 0; i < groups.size() && err.empty(); ++i) {
+    const std::vector<int> &group = groups[i];
+    bool member = false;
+    for (int r : group)
+      member |= r == rank_;
+    if (!member || group.size() < 2 || impl->comms.count(group))
+      continue;
+    MPI_Group g;
+    MPI_Group_incl(world, static_cast<int>(group.size()), group.data(), &g);
+    MPI_Comm comm;
+    int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, static_cast<int>(i),
+                                   &comm);
+    MPI_Group_free(&g);
+    if (rc != MPI_SUCCESS) {
+      err = "cannot create a communicator for group " + groupString(group) +
+            ": " + mpiErrorString(rc);
+      break;
+    }
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    impl->comms[group] = comm;
+  }
+  MPI_Group_free(&world);
+  return err;
+}
+
+int Communicator::maxTag() const {
+  if (!impl->mpi)
+    return INT_MAX;
+  int *value = nullptr, found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
+  return found ? *value : 32767;
+}
+
+std::string Communicator::send(std::vector<float> data, int peer, int tag) {
+  if (data.size() > INT_MAX)
+    return "a message of more than 2^31 floats is not supported";
+  if (std::string err = impl->reap(); !err.empty())
+    return err;
+  PendingSend &s = impl->sends.emplace_back();
+  s.data = std::move(data);
+  s.peer = peer;
+  s.tag = tag;
+  int rc = MPI_Isend(s.data.data(), static_cast<int>(s.data.size()), MPI_FLOAT,
+                     peer, tag, MPI_COMM_WORLD, &s.request);
+  if (rc != MPI_SUCCESS)
+    return "MPI_Isend failed: " + mpiErrorString(rc);
+  return "";
+}
+
+std::string Communicator::recv(float *data, int64_t n, int peer, int tag,
+                               const Where &where) {
+  if (n > INT_MAX)
+    return "a message of more than 2^31 floats is not supported";
+  MPI_Request request;
+  MPI_Status status;
+  int rc = MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+                     MPI_COMM_WORLD, &request);
+  if (rc != MPI_SUCCESS)
+    return "MPI_Irecv failed: " + mpiErrorString(rc);
+  if (std::string err = impl->wait(1, &request, &status, where);
+      !err.empty())
+    return "receiving from rank " + std::to_string(peer) + " (tag " +
+           std::to_string(tag) + ", a box of " + std::to_string(n) +
+           " floats) failed: " + err;
+  int count = 0;
+  MPI_Get_count(&status, MPI_FLOAT, &count);
+  if (count != n)
+    return "the message from rank " + std::to_string(peer) + " (tag " +
+           std::to_string(tag) + ") has " + std::to_string(count) +
+           " floats but the box has " + std::to_string(n);
+  return "";
+}
+
+std::string Communicator::completeSends(const std::string &context) {
+  if (impl->sends.empty())
+    return "";
+  std::vector<MPI_Request> requests;
+  for (PendingSend &s : impl->sends)
+    requests.push_back(s.request);
+  const PendingSend &first = impl->sends.front();
+  std::string err = impl->wait(
+      static_cast<int>(requests.size()), requests.data(), nullptr, [&] {
+        return "send completion (" + context + ", " +
+               std::to_string(requests.size()) +
+               " outstanding, the first to rank " + std::to_string(first.peer) +
+               " tag " + std::to_string(first.tag) + ")";
+      });
+  impl->sends.clear();
+  return err.empty() ? "" : "sending failed: " + err;
+}
+
+std::string Communicator::allReduce(float *data, int64_t n,
+                                    const std::vector<int> &group, bool max,
+                                    const Where &where) {
+  if (group.size() < 2)
+    return "";
+  if (n > INT_MAX)
+    return "a collective of more than 2^31 floats is not supported";
+  MPI_Comm comm;
+  if (std::string err = impl->commOf(group, comm); !err.empty())
+    return err;
+  MPI_Request request;
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
+                          max ? MPI_MAX : MPI_SUM, comm, &request);
+  if (rc != MPI_SUCCESS)
+    return mpiErrorString(rc);
+  return impl->wait(1, &request, nullptr, where);
+}
+
+std::string Communicator::broadcast(float *data, int64_t n,
+                                    const std::vector<int> &group, int root,
+                                    const Where &where) {
+  if (group.size() < 2)
+    return "";
+  if (n > INT_MAX)
+    return "a collective of more than 2^31 floats is not supported";
+  MPI_Comm comm;
+  if (std::string err = impl->commOf(group, comm); !err.empty())
+    return err;
+  MPI_Request request;
+  int rc = MPI_Ibcast(data, static_cast<int>(n), MPI_FLOAT, root, comm,
+                      &request);
+  if (rc != MPI_SUCCESS)
+    return mpiErrorString(rc);
+  return impl->wait(1, &request, nullptr, where);
+}
+
+/// This rank's index in `group`.
+static int indexIn(const std::vector<int> &group, int rank) {
+  for (size_t i = 0; i < group.size(); ++i)
+    if (group[i] == rank)
+      return static_cast<int>(i);
+  return -1;
+}
+
+std::string Communicator::allGather(const float *send, float *recv,
+                                    const std::vector<int64_t> &counts,
+                                    const std::vector<int> &group,
+                                    const Where &where) {
+  const int me = indexIn(group, rank_);
+  if (group.size() < 2) {
+    std::memcpy(recv, send, counts[0] * sizeof(float));
+    return "";
+  }
+  std::vector<int> c, displs;
+  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+    return err;
+  MPI_Comm comm;
+  if (std::string err = impl->commOf(group, comm); !err.empty())
+    return err;
+  MPI_Request request;
+  int rc = MPI_Iallgatherv(send, c[me], MPI_FLOAT, recv, c.data(),
+                           displs.data(), MPI_FLOAT, comm, &request);
+  if (rc != MPI_SUCCESS)
+    return mpiErrorString(rc);
+  return impl->wait(1, &request, nullptr, where);
+}
+
+std::string Communicator::reduceScatter(const float *send, float *recv,
+                                        const std::vector<int64_t> &counts,
+                                        const std::vector<int> &group,
+                                        bool max, const Where &where) {
+  if (group.size() < 2) {
+    std::memcpy(recv, send, counts[0] * sizeof(float));
+    return "";
+  }
+  std::vector<int> c, displs;
+  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+    return err;
+  MPI_Comm comm;
+  if (std::string err = impl->commOf(group, comm); !err.empty())
+    return err;
+  MPI_Request request;
+  int rc = MPI_Ireduce_scatter(send, recv, c.data(), MPI_FLOAT,
+                               max ? MPI_MAX : MPI_SUM, comm, &request);
+  if (rc != MPI_SUCCESS)
+    return mpiErrorString(rc);
+  return impl->wait(1, &request, nullptr, where);
+}
+
+std::string Communicator::allToAll(const float *send,
+                                   const std::vector<int64_t> &sendCounts,
+                                   float *recv,
+                                   const std::vector<int64_t> &recvCounts,
+                                   const std::vector<int> &group,
+                                   const Where &where) {
+  if (group.size() < 2) {
+    std::memcpy(recv, send, sendCounts[0] * sizeof(float));
+    return "";
+  }
+  std::vector<int> sc, sd, rc, rd;
+  if (std::string err = toMpiCounts(sendCounts, sc, sd); !err.empty())
+    return err;
+  if (std::string err = toMpiCounts(recvCounts, rc, rd); !err.empty())
+    return err;
+  MPI_Comm comm;
+  if (std::string err = impl->commOf(group, comm); !err.empty())
+    return err;
+  MPI_Request request;
+  int code = MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv,
+                            rc.data(), rd.data(), MPI_FLOAT, comm, &request);
+  if (code != MPI_SUCCESS)
+    return mpiErrorString(code);
+  return impl->wait(1, &request, nullptr, where);
+}
+
+std::vector<int64_t>
+Communicator::allGatherInts(const std::vector<int64_t> &mine,
+                            const std::vector<int> &group, const Where &where) {
+  if (group.size() < 2)
+    return mine;
+  std::vector<int64_t> all(mine.size() * group.size());
+  MPI_Comm comm;
+  if (!impl->commOf(group, comm).empty())
+    return {};
+  MPI_Request request;
+  if (MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T,
+                     all.data(), static_cast<int>(mine.size()), MPI_INT64_T,
+                     comm, &request) != MPI_SUCCESS ||
+      !impl->wait(1, &request, nullptr, where).empty())
+    return {};
+  return all;
+}
+
+std::vector<double> Communicator::maxOverRanks(const std::vector<double> &values,
+                                               const Where &where) {
+  std::vector<double> out = values;
+  if (!impl->mpi)
+    return out;
+  MPI_Request request;
+  MPI_Iallreduce(MPI_IN_PLACE, out.data(), static_cast<int>(out.size()),
+                 MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  impl->wait(1, &request, nullptr, where);
+  return out;
+}
+
+bool Communicator::anyRank(bool flag, const Where &where) {
+  if (!impl->mpi)
+    return flag;
+  int value = flag ? 1 : 0;
+  MPI_Request request;
+  MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
+                 &request);
+  impl->wait(1, &request, nullptr, where);
+  return value != 0;
+}
+
+std::vector<std::string> Communicator::gatherToRoot(const std::string &mine,
+                                                    const Where &where) {
+  if (!impl->mpi)
+    return {mine};
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size_), displs(size_);
+  MPI_Request request;
+  MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
+              MPI_COMM_WORLD, &request);
+  impl->wait(1, &request, nullptr, where);
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    displs[r] = total;
+    total += lengths[r];
+  }
+  std::string all(rank_ == 0 ? total : 0, '\0');
+  MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+               displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &request);
+  impl->wait(1, &request, nullptr, where);
+  std::vector<std::string> out;
+  if (rank_ == 0)
+    for (int r = 0; r < size_; ++r)
+      out.push_back(all.substr(displs[r], lengths[r]));
+  return out;
+}
+
+int64_t Communicator::broadcastFromRoot(int64_t value, const Where &where) {
+  if (!impl->mpi)
+    return value;
+  MPI_Request request;
+  MPI_Ibcast(&value, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request);
+  impl->wait(1, &request, nullptr, where);
+  return value;
+}
+
+void Communicator::barrier(const Where &where) {
+  if (!impl->mpi)
+    return;
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  impl->wait(1, &request, nullptr, where);
+}
+
+void Communicator::abort(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (impl->mpi)
+    MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+} // namespace ppc::runtime

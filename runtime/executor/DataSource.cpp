@@ -1,0 +1,191 @@
+//===- DataSource.cpp - values of inputs, weights and constants -----------===//
+
+#include "ppc/Runtime/DataSource.h"
+
+#include "Boxes.h"
+#include "ppc/Runtime/Npy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ppc::runtime {
+
+using ppc::planfile::Tensor;
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t hashElement(uint64_t seed, uint64_t stream, uint64_t tensor,
+                     uint64_t index) {
+  uint64_t h = splitmix64(seed);
+  h = splitmix64(h ^ stream);
+  h = splitmix64(h ^ tensor);
+  return splitmix64(h ^ index);
+}
+
+float uniformFromHash(uint64_t hash) {
+  return static_cast<float>(hash >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(shape[d]);
+  return s + "]";
+}
+
+static const char *roleName(Tensor::Role role) {
+  switch (role) {
+  case Tensor::INPUT:
+    return "an input";
+  case Tensor::WEIGHT:
+    return "a weight";
+  case Tensor::FROZEN:
+    return "a frozen weight";
+  case Tensor::CONSTANT:
+    return "a constant";
+  default:
+    return "an activation";
+  }
+}
+
+DataSource::DataSource(const ppc::planfile::Plan &plan, uint64_t seed,
+                       InitMode mode)
+    : plan(plan), seed(seed), mode(mode) {}
+
+std::string DataSource::setInputFile(const std::string &name,
+                                     const std::string &path) {
+  const Tensor *tensor = nullptr;
+  std::string inputs;
+  for (const Tensor &t : plan.tensors()) {
+    if (t.role() == Tensor::INPUT)
+      inputs += (inputs.empty() ? "" : ", ") + t.name();
+    if (t.name() == name)
+      tensor = &t;
+  }
+  if (!tensor)
+    return "--input " + name + ": the plan has no tensor '" + name +
+           "'; its inputs are: " + (inputs.empty() ? "(none)" : inputs);
+  if (tensor->role() != Tensor::INPUT)
+    return "--input " + name + ": '" + name + "' is " +
+           roleName(tensor->role()) + ", not an input; its inputs are: " +
+           inputs;
+  NpyArray array;
+  if (std::string err = readNpy(path, array); !err.empty())
+    return "--input " + name + ": " + err;
+  std::vector<int64_t> expected(tensor->shape().begin(),
+                                tensor->shape().end());
+  if (array.shape != expected)
+    return "--input " + name + ": '" + path + "' has shape " +
+           shapeString(array.shape) + " but the plan expects " +
+           shapeString(expected);
+  inputFiles[tensor->id()] = std::move(array.data);
+  return "";
+}
+
+namespace {
+enum class Rule { Zeros, Ones, Uniform, Data, Input };
+}
+
+std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
+                             const std::vector<int64_t> &hi, int64_t step,
+                             float *data) const {
+  const Tensor &tensor = plan.tensors(id);
+  const std::vector<int64_t> shape(tensor.shape().begin(),
+                                   tensor.shape().end());
+  const std::vector<int64_t> zero(shape.size(), 0);
+  const int64_t numElements = boxVolume(zero, shape);
+
+  Rule rule;
+  double bound = tensor.init_bound();
+  switch (tensor.role()) {
+  case Tensor::INPUT:
+    rule = Rule::Input;
+    break;
+  case Tensor::WEIGHT:
+  case Tensor::FROZEN:
+  case Tensor::CONSTANT: {
+    Tensor::Init init = tensor.init();
+    if (init == Tensor::INIT_UNSPECIFIED)
+      init = tensor.data_size() > 0 ? Tensor::DATA
+             : tensor.role() == Tensor::WEIGHT ? Tensor::UNIFORM
+                                               : Tensor::ZEROS;
+    if (mode == InitMode::Seed && tensor.role() == Tensor::WEIGHT &&
+        init == Tensor::DATA)
+      init = Tensor::UNIFORM;
+    rule = init == Tensor::ZEROS  ? Rule::Zeros
+           : init == Tensor::ONES ? Rule::Ones
+           : init == Tensor::DATA ? Rule::Data
+                                  : Rule::Uniform;
+    if (tensor.role() == Tensor::CONSTANT && rule == Rule::Uniform)
+      return "constant '" + tensor.name() + "' has no data";
+    break;
+  }
+  default:
+    return "tensor '" + tensor.name() +
+           "' is computed by an op and cannot be loaded";
+  }
+  if (rule == Rule::Uniform && bound <= 0) {
+    int64_t fanIn = 1;
+    for (size_t d = shape.size() > 1 ? 1 : 0; d < shape.size(); ++d)
+      fanIn *= shape[d];
+    bound = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fanIn, 1)));
+  }
+  if (rule == Rule::Data && tensor.data_size() != numElements)
+    return "tensor '" + tensor.name() + "' has " +
+           std::to_string(tensor.data_size()) + " values for shape " +
+           shapeString(shape) + " (" + std::to_string(numElements) +
+           " elements)";
+  const std::vector<float> *file = nullptr;
+  if (rule == Rule::Input)
+    if (auto it = inputFiles.find(id); it != inputFiles.end())
+      file = &it->second;
+
+  const float fbound = static_cast<float>(bound);
+  const int64_t intMax = tensor.int_max();
+  // The second box is the whole tensor: its offsets are global flat indices.
+  forEachRun(lo, hi, lo, hi, zero, shape,
+             [&](int64_t at, int64_t index, int64_t length) {
+               float *out = data + at;
+               for (int64_t i = 0; i < length; ++i) {
+                 uint64_t flat = static_cast<uint64_t>(index + i);
+                 switch (rule) {
+                 case Rule::Zeros:
+                   out[i] = 0.0f;
+                   break;
+                 case Rule::Ones:
+                   out[i] = 1.0f;
+                   break;
+                 case Rule::Data:
+                   out[i] = tensor.data(static_cast<int>(flat));
+                   break;
+                 case Rule::Uniform:
+                   out[i] = fbound *
+                            uniformFromHash(hashElement(seed, 0, id, flat));
+                   break;
+                 case Rule::Input:
+                   if (file) {
+                     out[i] = (*file)[flat];
+                   } else {
+                     uint64_t h = hashElement(seed, step, id, flat);
+                     if (intMax > 0) {
+                       // 53 random bits scaled: uniform over [0, int_max).
+                       double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+                       out[i] = static_cast<float>(std::min<int64_t>(
+                           static_cast<int64_t>(u * intMax), intMax - 1));
+                     } else {
+                       out[i] = uniformFromHash(h);
+                     }
+                   }
+                   break;
+                 }
+               }
+             });
+  return "";
+}
+
+} // namespace ppc::runtime

@@ -1,0 +1,620 @@
+//===- ProgramRunner.cpp - interprets one rank's program ------------------===//
+
+#include "ProgramRunner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+namespace ppc::runtime {
+
+using namespace ppc::planfile;
+using Clock = std::chrono::steady_clock;
+
+const char *phaseName(int phase) {
+  static const char *names[kNumPhases] = {"other",    "forward",   "loss",
+                                          "backward", "grad_sync", "update"};
+  return phase >= 0 && phase < kNumPhases ? names[phase] : "other";
+}
+
+static OpDesc describe(const Plan &plan, const Op &op) {
+  OpDesc desc;
+  desc.kind = op.kind();
+  for (const Attribute &a : op.attributes()) {
+    switch (a.value_case()) {
+    case Attribute::kI:
+      desc.attributes[a.name()] = a.i();
+      break;
+    case Attribute::kF:
+      desc.attributes[a.name()] = a.f();
+      break;
+    case Attribute::kS:
+      desc.attributes[a.name()] = a.s();
+      break;
+    case Attribute::kInts:
+      desc.attributes[a.name()] = std::vector<int64_t>(
+          a.ints().values().begin(), a.ints().values().end());
+      break;
+    case Attribute::kFloats:
+      desc.attributes[a.name()] = std::vector<double>(
+          a.floats().values().begin(), a.floats().values().end());
+      break;
+    default:
+      break;
+    }
+  }
+  for (int32_t t : op.operands())
+    desc.operandShapes.emplace_back(plan.tensors(t).shape().begin(),
+                                    plan.tensors(t).shape().end());
+  for (int32_t t : op.results())
+    desc.resultShapes.emplace_back(plan.tensors(t).shape().begin(),
+                                   plan.tensors(t).shape().end());
+  return desc;
+}
+
+ProgramRunner::ProgramRunner(const Plan &plan, const DataSource &data,
+                             Communicator &comm)
+    : plan(plan), program(plan.programs(comm.rank())), data(data), comm(comm) {
+}
+
+std::string ProgramRunner::prepare() {
+  for (const Op &op : plan.ops())
+    descs.push_back(describe(plan, op));
+
+  const int n = program.instructions_size();
+  contextOp.assign(n, -1);
+  int32_t next = -1;
+  for (int i = n - 1; i >= 0; --i) {
+    const Instruction &instr = program.instructions(i);
+    if (instr.has_kernel())
+      next = instr.kernel().op();
+    else if (instr.has_kernel_backward())
+      next = instr.kernel_backward().op();
+    contextOp[i] = next;
+  }
+  int32_t last = -1;
+  for (int i = 0; i < n; ++i) {
+    if (contextOp[i] < 0)
+      contextOp[i] = last;
+    const Instruction &instr = program.instructions(i);
+    if (instr.has_kernel())
+      last = instr.kernel().op();
+    else if (instr.has_kernel_backward())
+      last = instr.kernel_backward().op();
+  }
+
+  const int maxTag = comm.maxTag();
+  for (int i = 0; i < n; ++i) {
+    const Instruction &instr = program.instructions(i);
+    int tag = instr.has_send()   ? instr.send().tag()
+              : instr.has_recv() ? instr.recv().tag()
+                                 : 0;
+    if (tag < 0 || tag > maxTag)
+      return "instruction " + std::to_string(i) + ": tag " +
+             std::to_string(tag) + " is outside MPI's range [0, " +
+             std::to_string(maxTag) + "]";
+  }
+
+  // Every rank lists every group of the plan in the same order.
+  std::set<std::vector<int>> groups;
+  for (const Program &p : plan.programs())
+    for (const Instruction &instr : p.instructions())
+      if (instr.has_collective())
+        groups.insert(std::vector<int>(instr.collective().group().begin(),
+                                       instr.collective().group().end()));
+  return comm.createGroups({groups.begin(), groups.end()});
+}
+
+std::string ProgramRunner::tensorName(int32_t tensor) const {
+  return tensor < 0 ? "scratch" : plan.tensors(tensor).name();
+}
+
+std::string ProgramRunner::context() const {
+  std::string s = "instruction " + std::to_string(index_) + " of step " +
+                  std::to_string(step_) + ", phase " + phaseName(phase_);
+  if (index_ < static_cast<int>(contextOp.size()) && contextOp[index_] >= 0)
+    s += ", op " + plan.ops(contextOp[index_]).name();
+  return s;
+}
+
+static bool isCommunication(const Instruction &instr) {
+  return instr.has_send() || instr.has_recv() || instr.has_collective();
+}
+
+std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
+                                   StepProfile &profile) {
+  step_ = step;
+  phase_ = 0;
+  keepGradients_ = keepGradients;
+  profile = StepProfile();
+  trace_.clear();
+  if (keepGradients) {
+    keptGrads_.clear();
+    updated_.clear();
+  }
+  live.clear();
+  const Clock::time_point start = Clock::now();
+  auto seconds = [](Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+  };
+  for (index_ = 0; index_ < program.instructions_size(); ++index_) {
+    const Instruction &instr = program.instructions(index_);
+    const Clock::time_point t0 = Clock::now();
+    if (std::string err = execute(instr); !err.empty())
+      return err + " (" + context() + ")";
+    const Clock::time_point t1 = Clock::now();
+    profile.phaseSeconds[phase_] += seconds(t1 - t0);
+    if (isCommunication(instr))
+      profile.commSeconds += seconds(t1 - t0);
+    if (trace && !instr.has_alloc() && !instr.has_free() &&
+        !instr.has_phase() && !instr.has_output())
+      trace_.push_back({traceName(instr), isCommunication(instr) ? 1 : 0,
+                        seconds(t0 - start), seconds(t1 - t0), phase_,
+                        index_});
+  }
+  const Clock::time_point t0 = Clock::now();
+  if (std::string err =
+          comm.completeSends("end of step " + std::to_string(step));
+      !err.empty())
+    return err + " (end of step " + std::to_string(step) + ")";
+  const Clock::time_point t1 = Clock::now();
+  profile.phaseSeconds[phase_] += seconds(t1 - t0);
+  profile.commSeconds += seconds(t1 - t0);
+  if (trace && t1 - t0 > std::chrono::microseconds(1))
+    trace_.push_back({"send completion", 1, seconds(t0 - start),
+                      seconds(t1 - t0), phase_, -1});
+  live.clear();
+  profile.seconds = seconds(t1 - start);
+  return "";
+}
+
+std::string ProgramRunner::execute(const Instruction &instr) {
+  switch (instr.kind_case()) {
+  case Instruction::kPhase:
+    phase_ = instr.phase().phase();
+    if (phase_ < 0 || phase_ >= kNumPhases)
+      phase_ = 0;
+    return "";
+  case Instruction::kAlloc:
+    return alloc(instr.alloc().buffer());
+  case Instruction::kFree:
+    live.erase(instr.free().buffer());
+    return "";
+  case Instruction::kLoad: {
+    Buffer *b;
+    if (std::string err = lookup(instr.load().buffer(), b); !err.empty())
+      return err;
+    return load(*b, instr.load().buffer());
+  }
+  case Instruction::kFill: {
+    Buffer *b;
+    if (std::string err = lookup(instr.fill().buffer(), b); !err.empty())
+      return err;
+    std::fill(b->storage->begin(), b->storage->end(), instr.fill().value());
+    return "";
+  }
+  case Instruction::kCopy:
+    return copy(instr.copy());
+  case Instruction::kSend:
+    return send(instr.send());
+  case Instruction::kRecv:
+    return recv(instr.recv());
+  case Instruction::kKernel:
+    return kernel(instr.kernel());
+  case Instruction::kKernelBackward:
+    return kernelBackward(instr.kernel_backward());
+  case Instruction::kCollective:
+    return collective(instr.collective());
+  case Instruction::kUpdate:
+    return update(instr.update());
+  case Instruction::kOutput:
+    return output(instr.output());
+  default:
+    return "unknown instruction kind " + std::to_string(instr.kind_case());
+  }
+}
+
+std::string ProgramRunner::lookup(int32_t id, Buffer *&buffer) {
+  auto it = live.find(id);
+  if (it == live.end())
+    return "buffer " + std::to_string(id) + " is not allocated";
+  buffer = &it->second;
+  return "";
+}
+
+static bool isPersistentRole(const Tensor &t) {
+  return t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN;
+}
+
+std::string ProgramRunner::alloc(const planfile::Buffer &b) {
+  Buffer buffer;
+  buffer.tensor = b.tensor();
+  buffer.grad = b.grad();
+  if (b.tensor() < 0) {
+    buffer.shape.assign(b.shape().begin(), b.shape().end());
+    for (int64_t d : buffer.shape)
+      if (d < 0)
+        return "scratch buffer " + std::to_string(b.id()) +
+               " has a negative dim";
+    buffer.lo.assign(buffer.shape.size(), 0);
+    buffer.hi = buffer.shape;
+  } else {
+    const Tensor &t = plan.tensors(b.tensor());
+    buffer.shape.assign(t.shape().begin(), t.shape().end());
+    buffer.lo.assign(b.box().lo().begin(), b.box().lo().end());
+    buffer.hi.assign(b.box().hi().begin(), b.box().hi().end());
+  }
+  if (b.tensor() >= 0 && !b.grad() && isPersistentRole(plan.tensors(b.tensor()))) {
+    auto it = persistent.find(b.id());
+    if (it == persistent.end()) {
+      Persistent p;
+      p.tensor = b.tensor();
+      p.lo = buffer.lo;
+      p.hi = buffer.hi;
+      p.storage = std::make_shared<std::vector<float>>(
+          std::max<int64_t>(buffer.size(), 1), 0.0f);
+      it = persistent.emplace(b.id(), std::move(p)).first;
+    } else if (it->second.tensor != b.tensor() || it->second.lo != buffer.lo ||
+               it->second.hi != buffer.hi) {
+      return "weight buffer " + std::to_string(b.id()) + " of '" +
+             tensorName(b.tensor()) + "' " + boxString(buffer.lo, buffer.hi) +
+             " was " + boxString(it->second.lo, it->second.hi) + " of '" +
+             tensorName(it->second.tensor) +
+             "' before (from the previous step or the checkpoint)";
+    }
+    buffer.storage = it->second.storage;
+  } else {
+    // Never empty, so a view's data is null only where no gradient is wanted.
+    buffer.storage = std::make_shared<std::vector<float>>(
+        std::max<int64_t>(buffer.size(), 1), 0.0f);
+  }
+  live[b.id()] = std::move(buffer);
+  return "";
+}
+
+std::string ProgramRunner::load(Buffer &b, int32_t id) {
+  if (b.tensor < 0 || b.grad)
+    return "load of buffer " + std::to_string(id) + ", which holds " +
+           (b.grad ? "a gradient" : "scratch") + " and has no source";
+  auto it = persistent.find(id);
+  if (it != persistent.end()) {
+    if (it->second.loaded)
+      return "";
+    it->second.loaded = true;
+  }
+  return data.load(b.tensor, b.lo, b.hi, step_, b.data());
+}
+
+std::string ProgramRunner::copy(const Instruction::Copy &c) {
+  Buffer *src, *dst;
+  if (std::string err = lookup(c.src(), src); !err.empty())
+    return err;
+  if (std::string err = lookup(c.dst(), dst); !err.empty())
+    return err;
+  Index lo(c.box().lo().begin(), c.box().lo().end());
+  Index hi(c.box().hi().begin(), c.box().hi().end());
+  if (!boxInside(lo, hi, src->lo, src->hi) ||
+      !boxInside(lo, hi, dst->lo, dst->hi))
+    return "copy of box " + boxString(lo, hi) + " from buffer " +
+           std::to_string(c.src()) + " " + boxString(src->lo, src->hi) +
+           " to buffer " + std::to_string(c.dst()) + " " +
+           boxString(dst->lo, dst->hi) + ": the box is not inside both";
+  const float *s = src->data();
+  float *d = dst->data();
+  const bool add = c.accumulate();
+  forEachRun(lo, hi, src->lo, src->hi, dst->lo, dst->hi,
+             [&](int64_t a, int64_t b, int64_t n) {
+               if (add)
+                 for (int64_t i = 0; i < n; ++i)
+                   d[b + i] += s[a + i];
+               else
+                 std::memmove(d + b, s + a, n * sizeof(float));
+             });
+  return "";
+}
+
+std::string ProgramRunner::send(const Instruction::Send &s) {
+  Buffer *b;
+  if (std::string err = lookup(s.buffer(), b); !err.empty())
+    return err;
+  Index lo(s.box().lo().begin(), s.box().lo().end());
+  Index hi(s.box().hi().begin(), s.box().hi().end());
+  if (!boxInside(lo, hi, b->lo, b->hi))
+    return "send of box " + boxString(lo, hi) + " outside buffer " +
+           std::to_string(s.buffer()) + " " + boxString(b->lo, b->hi);
+  std::vector<float> message(boxVolume(lo, hi));
+  const float *src = b->data();
+  forEachRun(lo, hi, b->lo, b->hi, lo, hi,
+             [&](int64_t a, int64_t m, int64_t n) {
+               std::memcpy(message.data() + m, src + a, n * sizeof(float));
+             });
+  return comm.send(std::move(message), s.peer(), s.tag());
+}
+
+std::string ProgramRunner::recv(const Instruction::Recv &r) {
+  Buffer *b;
+  if (std::string err = lookup(r.buffer(), b); !err.empty())
+    return err;
+  Index lo(r.box().lo().begin(), r.box().lo().end());
+  Index hi(r.box().hi().begin(), r.box().hi().end());
+  if (!boxInside(lo, hi, b->lo, b->hi))
+    return "recv into box " + boxString(lo, hi) + " outside buffer " +
+           std::to_string(r.buffer()) + " " + boxString(b->lo, b->hi);
+  const int64_t n = boxVolume(lo, hi);
+  auto where = [&] {
+    return "recv (" + context() + ", peer " + std::to_string(r.peer()) +
+           " tag " + std::to_string(r.tag()) + ")";
+  };
+  // The whole buffer can take the message directly.
+  if (!r.accumulate() && lo == b->lo && hi == b->hi)
+    return comm.recv(b->data(), n, r.peer(), r.tag(), where);
+  staging.resize(n);
+  if (std::string err = comm.recv(staging.data(), n, r.peer(), r.tag(), where);
+      !err.empty())
+    return err;
+  float *dst = b->data();
+  const bool add = r.accumulate();
+  forEachRun(lo, hi, lo, hi, b->lo, b->hi,
+             [&](int64_t m, int64_t a, int64_t len) {
+               if (add)
+                 for (int64_t i = 0; i < len; ++i)
+                   dst[a + i] += staging[m + i];
+               else
+                 std::memcpy(dst + a, staging.data() + m, len * sizeof(float));
+             });
+  return "";
+}
+
+std::string ProgramRunner::viewOf(int32_t id, int32_t tensor, bool grad,
+                                  const char *what, size_t index,
+                                  TensorView &view) {
+  if (id < 0) {
+    const Tensor &t = plan.tensors(tensor);
+    view = TensorView{nullptr,
+                      Index(t.shape().begin(), t.shape().end()),
+                      Index(t.shape_size(), 0), Index(t.shape_size(), 0)};
+    return "";
+  }
+  Buffer *b;
+  if (std::string err = lookup(id, b); !err.empty())
+    return err;
+  if (tensor >= 0 && (b->tensor != tensor || b->grad != grad))
+    return std::string(what) + " " + std::to_string(index) + " is buffer " +
+           std::to_string(id) + " of " + (b->grad ? "the gradient of " : "") +
+           "'" + tensorName(b->tensor) + "', not of " +
+           (grad ? "the gradient of " : "") + "'" + tensorName(tensor) + "'";
+  view = b->view();
+  return "";
+}
+
+/// Where a kernel's buffer lists do not match its op.
+static std::string countMismatch(const Op &op, const char *what, int have,
+                                 int want) {
+  return "kernel of op '" + op.name() + "' (" + op.kind() + ") has " +
+         std::to_string(have) + " " + what + " for " + std::to_string(want);
+}
+
+std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
+  const Op &op = plan.ops(k.op());
+  if (k.inputs_size() != op.operands_size())
+    return countMismatch(op, "inputs", k.inputs_size(), op.operands_size());
+  if (k.outputs_size() != op.results_size())
+    return countMismatch(op, "outputs", k.outputs_size(), op.results_size());
+  std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
+      scratch(k.scratch_size());
+  for (int i = 0; i < k.inputs_size(); ++i)
+    if (std::string err = viewOf(k.inputs(i), op.operands(i), false, "input",
+                                 i, inputs[i]);
+        !err.empty())
+      return err;
+  for (int i = 0; i < k.outputs_size(); ++i)
+    if (std::string err = viewOf(k.outputs(i), op.results(i), false, "output",
+                                 i, outputs[i]);
+        !err.empty())
+      return err;
+  for (int i = 0; i < k.scratch_size(); ++i)
+    if (std::string err = viewOf(k.scratch(i), -1, false, "scratch", i,
+                                 scratch[i]);
+        !err.empty())
+      return err;
+  KernelContext ctx{step_, plan.training(), k.stage()};
+  KernelStatus status = forward(descs[k.op()], ctx, inputs, outputs, scratch);
+  if (!status.empty())
+    return "kernel error in op '" + op.name() + "' (forward, stage " +
+           std::to_string(k.stage()) + "): " + status;
+  return "";
+}
+
+std::string ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
+  const Op &op = plan.ops(k.op());
+  if (k.inputs_size() != op.operands_size())
+    return countMismatch(op, "inputs", k.inputs_size(), op.operands_size());
+  if (k.outputs_size() != op.results_size())
+    return countMismatch(op, "outputs", k.outputs_size(), op.results_size());
+  if (k.output_grads_size() != op.results_size())
+    return countMismatch(op, "output gradients", k.output_grads_size(),
+                         op.results_size());
+  if (k.input_grads_size() != op.operands_size())
+    return countMismatch(op, "input gradients", k.input_grads_size(),
+                         op.operands_size());
+  std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
+      outputGrads(k.output_grads_size()), inputGrads(k.input_grads_size()),
+      scratch(k.scratch_size());
+  for (int i = 0; i < k.inputs_size(); ++i)
+    if (std::string err = viewOf(k.inputs(i), op.operands(i), false, "input",
+                                 i, inputs[i]);
+        !err.empty())
+      return err;
+  for (int i = 0; i < k.outputs_size(); ++i)
+    if (std::string err = viewOf(k.outputs(i), op.results(i), false, "output",
+                                 i, outputs[i]);
+        !err.empty())
+      return err;
+  for (int i = 0; i < k.output_grads_size(); ++i)
+    if (std::string err = viewOf(k.output_grads(i), op.results(i), true,
+                                 "output gradient", i, outputGrads[i]);
+        !err.empty())
+      return err;
+  for (int i = 0; i < k.input_grads_size(); ++i)
+    if (std::string err = viewOf(k.input_grads(i), op.operands(i), true,
+                                 "input gradient", i, inputGrads[i]);
+        !err.empty())
+      return err;
+  for (int i = 0; i < k.scratch_size(); ++i)
+    if (std::string err = viewOf(k.scratch(i), -1, false, "scratch", i,
+                                 scratch[i]);
+        !err.empty())
+      return err;
+  KernelContext ctx{step_, plan.training(), k.stage()};
+  KernelStatus status = backward(descs[k.op()], ctx, inputs, outputs,
+                                 outputGrads, inputGrads, scratch);
+  if (!status.empty())
+    return "kernel error in op '" + op.name() + "' (backward, stage " +
+           std::to_string(k.stage()) + "): " + status;
+  return "";
+}
+
+std::string ProgramRunner::update(const Instruction::Update &u) {
+  Buffer *w, *g;
+  if (std::string err = lookup(u.weight(), w); !err.empty())
+    return err;
+  if (std::string err = lookup(u.grad(), g); !err.empty())
+    return err;
+  auto it = persistent.find(u.weight());
+  if (it == persistent.end() ||
+      plan.tensors(w->tensor).role() != Tensor::WEIGHT)
+    return "update of buffer " + std::to_string(u.weight()) + " of '" +
+           tensorName(w->tensor) + "', which is not a weight";
+  if (!g->grad || g->tensor != w->tensor || g->lo != w->lo || g->hi != w->hi)
+    return "update of weight '" + tensorName(w->tensor) + "' " +
+           boxString(w->lo, w->hi) + " with buffer " +
+           std::to_string(u.grad()) + ", which is not its gradient's box";
+  if (keepGradients_) {
+    keptGrads_.push_back({g->tensor, g->lo, g->hi,
+                          std::vector<float>(g->data(), g->data() + g->size())});
+    updated_.push_back(u.weight());
+  }
+  applyOptimizer(plan.optimizer(), w->data(), g->data(), w->size(),
+                 it->second.optimizer);
+  return "";
+}
+
+std::string ProgramRunner::output(const Instruction::Output &o) {
+  Buffer *b;
+  if (std::string err = lookup(o.buffer(), b); !err.empty())
+    return err;
+  const Index zero(b->shape.size(), 0);
+  if (b->tensor < 0 || b->grad || b->lo != zero || b->hi != b->shape)
+    return "output buffer " + std::to_string(o.buffer()) +
+           " does not hold the whole tensor '" + tensorName(b->tensor) + "'";
+  outputs_[b->tensor].assign(b->data(), b->data() + b->size());
+  return "";
+}
+
+std::string ProgramRunner::traceName(const Instruction &instr) const {
+  auto nameOf = [&](int32_t id) {
+    auto it = live.find(id);
+    return it == live.end() ? std::string("?") : tensorName(it->second.tensor);
+  };
+  switch (instr.kind_case()) {
+  case Instruction::kKernel:
+    return plan.ops(instr.kernel().op()).name() + " fwd";
+  case Instruction::kKernelBackward:
+    return plan.ops(instr.kernel_backward().op()).name() + " bwd";
+  case Instruction::kUpdate:
+    return "update " + nameOf(instr.update().weight());
+  case Instruction::kLoad:
+    return "load " + nameOf(instr.load().buffer());
+  case Instruction::kFill:
+    return "fill " + nameOf(instr.fill().buffer());
+  case Instruction::kCopy:
+    return "copy " + nameOf(instr.copy().dst());
+  case Instruction::kSend:
+    return "send " + nameOf(instr.send().buffer()) + " to " +
+           std::to_string(instr.send().peer());
+  case Instruction::kRecv:
+    return "recv " + nameOf(instr.recv().buffer()) + " from " +
+           std::to_string(instr.recv().peer());
+  case Instruction::kCollective:
+    return std::string(Instruction::CollectiveKind_Name(
+               instr.collective().kind())) +
+           " " + nameOf(instr.collective().buffer());
+  default:
+    return "";
+  }
+}
+
+std::vector<BoxValues> ProgramRunner::updatedWeights() const {
+  std::vector<BoxValues> out;
+  for (int32_t id : updated_) {
+    const Persistent &p = persistent.at(id);
+    out.push_back({p.tensor, p.lo, p.hi,
+                   std::vector<float>(p.storage->begin(),
+                                      p.storage->begin() +
+                                          boxVolume(p.lo, p.hi))});
+  }
+  return out;
+}
+
+std::vector<BoxValues> ProgramRunner::frozenBuffers() const {
+  std::vector<BoxValues> out;
+  for (const auto &[id, p] : persistent)
+    if (plan.tensors(p.tensor).role() == Tensor::FROZEN && p.loaded)
+      out.push_back({p.tensor, p.lo, p.hi,
+                     std::vector<float>(p.storage->begin(),
+                                        p.storage->begin() +
+                                            boxVolume(p.lo, p.hi))});
+  return out;
+}
+
+void ProgramRunner::saveState(Checkpoint &checkpoint) const {
+  checkpoint.optimizerSlots = numOptimizerSlots(plan.optimizer());
+  checkpoint.buffers.clear();
+  for (const auto &[id, p] : persistent) {
+    CheckpointBuffer b;
+    b.buffer = id;
+    b.tensor = p.tensor;
+    b.lo = p.lo;
+    b.hi = p.hi;
+    b.values.assign(p.storage->begin(),
+                    p.storage->begin() + boxVolume(p.lo, p.hi));
+    b.optimizer = p.optimizer;
+    checkpoint.buffers.push_back(std::move(b));
+  }
+}
+
+std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
+  if (checkpoint.optimizerSlots != numOptimizerSlots(plan.optimizer()))
+    return "the checkpoint's optimizer state does not fit the plan's optimizer";
+  persistent.clear();
+  for (const CheckpointBuffer &b : checkpoint.buffers) {
+    if (b.tensor < 0 || b.tensor >= plan.tensors_size() ||
+        !isPersistentRole(plan.tensors(b.tensor)))
+      return "the checkpoint holds buffer " + std::to_string(b.buffer) +
+             " of tensor " + std::to_string(b.tensor) +
+             ", which is not a weight of this plan";
+    const Tensor &t = plan.tensors(b.tensor);
+    if (!boxInside(b.lo, b.hi, Index(t.shape_size(), 0),
+                   Index(t.shape().begin(), t.shape().end())))
+      return "the checkpoint's box " + boxString(b.lo, b.hi) + " of '" +
+             t.name() + "' is outside the tensor";
+    Persistent p;
+    p.tensor = b.tensor;
+    p.lo = b.lo;
+    p.hi = b.hi;
+    std::vector<float> values = b.values;
+    values.resize(std::max<size_t>(values.size(), 1));
+    p.storage = std::make_shared<std::vector<float>>(std::move(values));
+    p.loaded = true;
+    p.optimizer = b.optimizer;
+    // Slots that were never used are stored as zeros; keep them unsized so
+    // the first update sizes them, as in an uninterrupted run.
+    if (p.optimizer.steps == 0)
+      p.optimizer.slots.clear();
+    persistent.emplace(b.buffer, std::move(p));
+  }
+  return "";
+}
+
+} // namespace ppc::runtime

@@ -1,0 +1,167 @@
+//===- ProgramRunner.h - interprets one rank's program ----------*- C++ -*-===//
+//
+// Private to runtime/executor: the instruction interpreter behind runPlan
+// (semantics in ppc/Runtime/Executor.h). It keeps the persistent weight
+// buffers with their optimizer state across steps, and per step the live
+// buffers, the outputs, the time spent per phase and, when asked, a trace and
+// the gradients that --verify compares.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H
+#define PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H
+
+#include "Boxes.h"
+#include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Runtime/Communicator.h"
+#include "ppc/Runtime/DataSource.h"
+#include "ppc/Runtime/Kernels.h"
+#include "ppc/Runtime/Optimizer.h"
+#include "ppc/Runtime/plan.pb.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ppc::runtime {
+
+/// Phases of a step as indices: Instruction::Phase values, 0 before the
+/// first marker.
+constexpr int kNumPhases = 6;
+const char *phaseName(int phase);
+
+struct StepProfile {
+  double seconds = 0;
+  double phaseSeconds[kNumPhases] = {};
+  double commSeconds = 0; ///< in send, recv, collectives (part of the phases)
+};
+
+struct TraceEvent {
+  std::string name;
+  int tid = 0;        ///< 0 compute, 1 communication
+  double start = 0;   ///< seconds since the start of the step
+  double duration = 0;
+  int phase = 0;
+  int instruction = -1;
+};
+
+/// A box of a tensor's values or gradient kept for --verify.
+struct BoxValues {
+  int32_t tensor = 0;
+  Index lo, hi;
+  std::vector<float> values;
+};
+
+class ProgramRunner {
+public:
+  ProgramRunner(const ppc::planfile::Plan &plan, const DataSource &data,
+                Communicator &comm);
+
+  /// Builds the op descriptions, checks tags, creates the group
+  /// communicators (collective over the world).
+  std::string prepare();
+
+  /// Runs the program once as step `step`. With `trace`, records events;
+  /// with `keepGradients`, copies every gradient an Update consumes.
+  /// Errors name the instruction, step, phase and op.
+  std::string runStep(int64_t step, bool trace, bool keepGradients,
+                      StepProfile &profile);
+
+  /// Whole output tensors recorded by Output in the last step.
+  const std::map<int32_t, std::vector<float>> &outputs() const {
+    return outputs_;
+  }
+  const std::vector<TraceEvent> &traceEvents() const { return trace_; }
+  /// Gradients consumed by Update in the last step run with keepGradients,
+  /// and the weight buffers it updated.
+  const std::vector<BoxValues> &keptGradients() const { return keptGrads_; }
+  std::vector<BoxValues> updatedWeights() const;
+  /// Current values of the persistent buffers of FROZEN tensors.
+  std::vector<BoxValues> frozenBuffers() const;
+
+  /// The persistent buffers and optimizer state (fields other than the
+  /// buffers are left to the caller).
+  void saveState(Checkpoint &checkpoint) const;
+  /// Restores them; Loads of restored buffers are skipped.
+  std::string restoreState(const Checkpoint &checkpoint);
+
+private:
+  struct Buffer {
+    int32_t tensor = -1; ///< -1: scratch
+    bool grad = false;
+    Index shape; ///< the tensor's global shape; a scratch buffer's own shape
+    Index lo, hi;
+    std::shared_ptr<std::vector<float>> storage;
+    float *data() const { return storage->data(); }
+    int64_t size() const { return boxVolume(lo, hi); }
+    TensorView view() const { return {data(), shape, lo, hi}; }
+  };
+  struct Persistent {
+    int32_t tensor = 0;
+    Index lo, hi;
+    std::shared_ptr<std::vector<float>> storage;
+    bool loaded = false;
+    OptimizerState optimizer;
+  };
+  /// How a collective instruction's boxes map onto MPI counts; computed the
+  /// first time it runs (programs repeat every step).
+  struct CollectiveLayout {
+    std::vector<int64_t> counts;      ///< all_gather / reduce_scatter
+    std::vector<Index> pieceLo, pieceHi; ///< per member (see Collectives.cpp)
+    std::vector<Index> sendLo, sendHi;   ///< all_to_all
+    std::vector<int64_t> sendCounts;
+    bool direct = false; ///< pieces are contiguous in the buffer's layout
+  };
+
+  using Instruction = ppc::planfile::Instruction;
+
+  std::string execute(const Instruction &instr);
+  std::string alloc(const ppc::planfile::Buffer &b);
+  std::string load(Buffer &b, int32_t id);
+  std::string copy(const Instruction::Copy &c);
+  std::string send(const Instruction::Send &s);
+  std::string recv(const Instruction::Recv &r);
+  std::string kernel(const Instruction::Kernel &k);
+  std::string kernelBackward(const Instruction::KernelBackward &k);
+  std::string collective(const Instruction::Collective &c);
+  std::string collectiveLayout(const Instruction::Collective &c,
+                               const Buffer &buffer, const Buffer *result,
+                               CollectiveLayout &layout);
+  std::string update(const Instruction::Update &u);
+  std::string output(const Instruction::Output &o);
+
+  std::string lookup(int32_t id, Buffer *&buffer);
+  std::string viewOf(int32_t id, int32_t tensor, bool grad, const char *what,
+                     size_t index, TensorView &view);
+  std::string traceName(const Instruction &instr) const;
+  /// "instruction I of step S, phase P, op NAME" for errors and timeouts.
+  std::string context() const;
+  std::string tensorName(int32_t tensor) const;
+
+  const ppc::planfile::Plan &plan;
+  const ppc::planfile::Program &program;
+  const DataSource &data;
+  Communicator &comm;
+  std::vector<OpDesc> descs;
+  /// Per instruction, the op it serves (the next kernel's, else the last).
+  std::vector<int32_t> contextOp;
+  std::map<int32_t, Persistent> persistent;
+  std::unordered_map<int32_t, Buffer> live;
+  std::map<int, CollectiveLayout> layouts;
+  std::map<int32_t, std::vector<float>> outputs_;
+  std::vector<TraceEvent> trace_;
+  std::vector<BoxValues> keptGrads_;
+  std::vector<int32_t> updated_;
+  std::vector<float> staging;
+
+  int64_t step_ = 0;
+  int phase_ = 0;
+  int index_ = 0;
+  bool keepGradients_ = false;
+};
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H

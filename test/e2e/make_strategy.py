@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Derive the e2e tests' strategies from a data-parallel strategy file.
+
+Reads a strategy file written by --ppc-export-strategy (every op with its
+iteration dims, their kinds and splittability) and writes one of:
+  dp       the input as it is (data parallel);
+  tensor   each op splits its first splittable parameter dim (output
+           channels, hidden units) over the devices, else its first
+           splittable reduction dim (row parallel), else runs whole on
+           device 0;
+  spatial  each op splits its first splittable attribute dim (height,
+           sequence), else its sample dim;
+  mixed    op i is data parallel, tensor parallel or whole on device
+           i mod N, in turn, so that every kind of resharding appears.
+"""
+import argparse
+import json
+import sys
+
+
+def split_first(op, kinds, devices):
+    """Degrees splitting the first splittable dim of one of `kinds`."""
+    for kind in kinds:
+        for d, dim in enumerate(op["dims"]):
+            if (dim["kind"] == kind and dim.get("splittable", True)
+                    and dim["size"] % devices == 0):
+                degrees = [1] * len(op["dims"])
+                degrees[d] = devices
+                return degrees
+    return None
+
+
+def configure(op, kind, devices, index):
+    whole = [1] * len(op["dims"])
+    if kind == "dp":
+        return op["degrees"], op["start"]
+    if kind == "tensor":
+        return split_first(op, ["parameter", "reduction"], devices) or whole, 0
+    if kind == "spatial":
+        return split_first(op, ["attribute", "sample"], devices) or whole, 0
+    if kind == "mixed":
+        turn = index % 3
+        if turn == 0:
+            return split_first(op, ["sample"], devices) or whole, 0
+        if turn == 1:
+            return split_first(op, ["parameter", "reduction"], devices) or whole, 0
+        return whole, index % devices
+    sys.exit(f"make_strategy.py: unknown kind '{kind}'")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", required=True,
+                        choices=["dp", "tensor", "spatial", "mixed"])
+    parser.add_argument("input")
+    parser.add_argument("output")
+    args = parser.parse_args()
+    with open(args.input) as f:
+        strategy = json.load(f)
+    devices = strategy["machine"]["devices"]
+    for index, op in enumerate(strategy["ops"]):
+        op["degrees"], op["start"] = configure(op, args.kind, devices, index)
+        op["strides"] = []
+        op.pop("devices", None)
+        op.pop("predicted_ms", None)
+    strategy.pop("prediction", None)
+    with open(args.output, "w") as f:
+        json.dump(strategy, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,943 @@
+//===- CpuKernelsATest.cpp - contraction, conv/pool, norm, loss kernels ---===//
+//
+// For every op: the forward against a naive reference on small shapes, the
+// backward against finite differences, and partitioned runs (batch, output
+// channels, split reductions with partial sums, halos, staged batch_norm)
+// against the whole-op run (KernelTestUtil.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+using namespace ppc::runtime;
+using namespace ppc::runtime::test;
+
+namespace {
+
+using Range = std::pair<int64_t, int64_t>;
+
+/// [0, size) cut into `parts` nearly equal ranges.
+std::vector<Range> splitRange(int64_t size, int64_t parts) {
+  std::vector<Range> ranges;
+  for (int64_t p = 0; p < parts; ++p)
+    ranges.push_back({size * p / parts, size * (p + 1) / parts});
+  return ranges;
+}
+
+KernelContext training() { return {}; }
+
+KernelContext inference() {
+  KernelContext ctx;
+  ctx.training = false;
+  return ctx;
+}
+
+/// The op's operands as random values in [-1, 1), one seed per operand.
+std::vector<std::vector<float>> randomInputs(const OpDesc &op,
+                                             uint32_t seed = 1) {
+  std::vector<std::vector<float>> inputs;
+  for (size_t i = 0; i < op.operandShapes.size(); ++i)
+    inputs.push_back(
+        randomValues(numElementsOf(op.operandShapes[i]), seed + 17 * i));
+  return inputs;
+}
+
+std::vector<float> forwardWhole(const OpDesc &op, const KernelContext &ctx,
+                                const std::vector<std::vector<float>> &inputs,
+                                size_t result = 0) {
+  OpRun run = runOp(op, ctx, inputs, {wholePartition(op)});
+  EXPECT_EQ(run.error, "");
+  return run.error.empty() ? run.outputs[result] : std::vector<float>{};
+}
+
+std::string forwardError(const OpDesc &op, const KernelContext &ctx,
+                         const std::vector<std::vector<float>> &inputs,
+                         const std::vector<Partition> &partitions) {
+  return runOp(op, ctx, inputs, partitions).error;
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+struct MatMulCase {
+  std::vector<int64_t> lhs, rhs, result;
+  bool transposeLhs, transposeRhs;
+};
+
+OpDesc matMulOp(const MatMulCase &c) {
+  return makeOp("ppc.matmul", {c.lhs, c.rhs}, {c.result},
+                {{"transpose_lhs", int64_t{c.transposeLhs}},
+                 {"transpose_rhs", int64_t{c.transposeRhs}}});
+}
+
+/// Naive batched matmul with numpy broadcasting of the batch dims.
+std::vector<float> referenceMatMul(const MatMulCase &c,
+                                   const std::vector<float> &lhs,
+                                   const std::vector<float> &rhs) {
+  size_t rank = c.result.size(), batchRank = rank - 2;
+  int64_t m = c.result[rank - 2], n = c.result[rank - 1];
+  int64_t k = c.transposeLhs ? c.lhs[c.lhs.size() - 2] : c.lhs.back();
+  std::vector<float> out(numElementsOf(c.result));
+  std::vector<int64_t> batchShape(c.result.begin(), c.result.end() - 2);
+  // Offset of the matrix of `batch` in an operand, broadcasting size-1 dims.
+  auto matrixOffset = [&](const std::vector<int64_t> &shape,
+                          const std::vector<int64_t> &batch) {
+    size_t lead = batchRank - (shape.size() - 2);
+    int64_t offset = 0;
+    for (size_t d = 0; d + 2 < shape.size(); ++d)
+      offset = offset * shape[d] + (shape[d] == 1 ? 0 : batch[lead + d]);
+    return offset * shape[shape.size() - 2] * shape.back();
+  };
+  int64_t batches = numElementsOf(batchShape);
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<int64_t> batch(batchRank);
+    for (int64_t d = batchRank, rest = b; d-- > 0; rest /= batchShape[d])
+      batch[d] = rest % batchShape[d];
+    const float *a = lhs.data() + matrixOffset(c.lhs, batch);
+    const float *bm = rhs.data() + matrixOffset(c.rhs, batch);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += static_cast<double>(c.transposeLhs ? a[p * m + i]
+                                                    : a[i * k + p]) *
+                 (c.transposeRhs ? bm[j * k + p] : bm[p * n + j]);
+        out[(b * m + i) * n + j] = static_cast<float>(sum);
+      }
+  }
+  return out;
+}
+
+/// The partition computing result batches `batch`, rows m, cols n over the
+/// reduction range k.
+Partition matMulPartition(const MatMulCase &c, const std::vector<Range> &batch,
+                          Range m, Range n, Range k) {
+  auto operandBox = [&](const std::vector<int64_t> &shape, Range rows,
+                        Range cols, bool transposed) {
+    Box box = wholeBox(shape);
+    size_t lead = batch.size() - (shape.size() - 2);
+    for (size_t d = 0; d + 2 < shape.size(); ++d)
+      if (shape[d] != 1)
+        box = withRange(box, d, batch[lead + d].first, batch[lead + d].second);
+    if (transposed)
+      std::swap(rows, cols);
+    box = withRange(box, shape.size() - 2, rows.first, rows.second);
+    return withRange(box, shape.size() - 1, cols.first, cols.second);
+  };
+  Box result = wholeBox(c.result);
+  for (size_t d = 0; d < batch.size(); ++d)
+    result = withRange(result, d, batch[d].first, batch[d].second);
+  size_t rank = c.result.size();
+  result = withRange(result, rank - 2, m.first, m.second);
+  result = withRange(result, rank - 1, n.first, n.second);
+  return {{operandBox(c.lhs, m, k, c.transposeLhs),
+           operandBox(c.rhs, k, n, c.transposeRhs)},
+          {result}};
+}
+
+const std::vector<MatMulCase> kMatMulCases = {
+    {{3, 4}, {4, 5}, {3, 5}, false, false},
+    {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}, false, false},
+    {{2, 3, 4}, {4, 5}, {2, 3, 5}, false, false},
+    {{2, 4, 3}, {5, 4}, {2, 3, 5}, true, true},
+    {{2, 1, 3, 4}, {1, 3, 5, 4}, {2, 3, 3, 5}, false, true},
+    {{3, 4, 3}, {3, 4, 5}, {3, 3, 5}, true, false},
+};
+
+TEST(CpuMatMul, ForwardMatchesNaiveProduct) {
+  for (const MatMulCase &c : kMatMulCases) {
+    OpDesc op = matMulOp(c);
+    auto inputs = randomInputs(op);
+    expectClose(forwardWhole(op, training(), inputs),
+                referenceMatMul(c, inputs[0], inputs[1]), 1e-5, 1e-5,
+                "matmul forward");
+  }
+}
+
+TEST(CpuMatMul, GradientsMatchFiniteDifferences) {
+  for (const MatMulCase &c : kMatMulCases) {
+    OpDesc op = matMulOp(c);
+    checkGradients(op, training(), randomInputs(op));
+  }
+}
+
+TEST(CpuMatMul, PartitionsMatchWholeOp) {
+  for (const MatMulCase &c : kMatMulCases) {
+    OpDesc op = matMulOp(c);
+    auto inputs = randomInputs(op);
+    size_t rank = c.result.size();
+    int64_t m = c.result[rank - 2], n = c.result[rank - 1];
+    int64_t k = c.transposeLhs ? c.lhs[c.lhs.size() - 2] : c.lhs.back();
+    std::vector<Range> wholeBatch;
+    for (size_t d = 0; d + 2 < rank; ++d)
+      wholeBatch.push_back({0, c.result[d]});
+    // M x N x K split (K partial sums), 2 x 2 x 2.
+    std::vector<Partition> grid;
+    for (Range mr : splitRange(m, 2))
+      for (Range nr : splitRange(n, 2))
+        for (Range kr : splitRange(k, 2))
+          grid.push_back(matMulPartition(c, wholeBatch, mr, nr, kr));
+    expectPartitionsMatchWhole(op, training(), inputs, grid);
+    // Batch split along dim 0 (weights broadcast over it are replicated).
+    if (rank > 2) {
+      std::vector<Partition> byBatch;
+      for (Range br : splitRange(c.result[0], c.result[0])) {
+        std::vector<Range> batch = wholeBatch;
+        batch[0] = br;
+        byBatch.push_back(matMulPartition(c, batch, {0, m}, {0, n}, {0, k}));
+      }
+      expectPartitionsMatchWhole(op, training(), inputs, byBatch);
+    }
+  }
+}
+
+TEST(CpuMatMul, RejectsMismatchedReductionBoxes) {
+  MatMulCase c = kMatMulCases[0];
+  OpDesc op = matMulOp(c);
+  Partition p = matMulPartition(c, {}, {0, 3}, {0, 5}, {0, 2});
+  p.inputs[1] = withRange(p.inputs[1], 0, 0, 4);
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {p})
+                .find("rhs box along K does not match"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// linear
+//===----------------------------------------------------------------------===//
+
+OpDesc linearOp(const std::vector<int64_t> &input, int64_t n,
+                bool transposeWeight, bool bias) {
+  int64_t k = input.back();
+  std::vector<std::vector<int64_t>> operands = {
+      input, transposeWeight ? std::vector<int64_t>{n, k}
+                             : std::vector<int64_t>{k, n}};
+  if (bias)
+    operands.push_back({n});
+  std::vector<int64_t> result = input;
+  result.back() = n;
+  return makeOp("ppc.linear", operands, {result},
+                {{"transpose_weight", int64_t{transposeWeight}}});
+}
+
+/// Rows of the leading dims, cols n, reduction k; the bias follows n.
+Partition linearPartition(const OpDesc &op, const std::vector<Range> &rows,
+                          Range n, Range k) {
+  bool transposed = op.getInt("transpose_weight", 0) != 0;
+  const auto &inputShape = op.operandShapes[0];
+  size_t last = inputShape.size() - 1;
+  Box input = wholeBox(inputShape), result = wholeBox(op.resultShapes[0]);
+  for (size_t d = 0; d < last; ++d) {
+    input = withRange(input, d, rows[d].first, rows[d].second);
+    result = withRange(result, d, rows[d].first, rows[d].second);
+  }
+  input = withRange(input, last, k.first, k.second);
+  result = withRange(result, last, n.first, n.second);
+  Box weight = wholeBox(op.operandShapes[1]);
+  weight = withRange(weight, transposed ? 1 : 0, k.first, k.second);
+  weight = withRange(weight, transposed ? 0 : 1, n.first, n.second);
+  Partition p{{input, weight}, {result}};
+  if (op.operandShapes.size() == 3)
+    p.inputs.push_back({{n.first}, {n.second}});
+  return p;
+}
+
+TEST(CpuLinear, ForwardMatchesNaiveProduct) {
+  for (bool transposed : {false, true})
+    for (bool bias : {false, true}) {
+      OpDesc op = linearOp({2, 3, 4}, 5, transposed, bias);
+      auto inputs = randomInputs(op);
+      std::vector<float> expected(2 * 3 * 5);
+      for (int64_t r = 0; r < 6; ++r)
+        for (int64_t j = 0; j < 5; ++j) {
+          double sum = bias ? inputs[2][j] : 0.0;
+          for (int64_t p = 0; p < 4; ++p)
+            sum += static_cast<double>(inputs[0][r * 4 + p]) *
+                   inputs[1][transposed ? j * 4 + p : p * 5 + j];
+          expected[r * 5 + j] = static_cast<float>(sum);
+        }
+      expectClose(forwardWhole(op, training(), inputs), expected, 1e-5, 1e-5,
+                  "linear forward");
+    }
+}
+
+TEST(CpuLinear, GradientsMatchFiniteDifferences) {
+  for (bool transposed : {false, true})
+    for (bool bias : {false, true}) {
+      OpDesc op = linearOp({2, 3, 4}, 5, transposed, bias);
+      checkGradients(op, training(), randomInputs(op));
+    }
+}
+
+TEST(CpuLinear, PartitionsMatchWholeOp) {
+  for (bool transposed : {false, true}) {
+    OpDesc op = linearOp({4, 3, 6}, 5, transposed, /*bias=*/true);
+    auto inputs = randomInputs(op);
+    std::vector<Partition> byRows, byColumns, byReduction, grid;
+    for (Range r : splitRange(4, 2))
+      byRows.push_back(linearPartition(op, {r, {0, 3}}, {0, 5}, {0, 6}));
+    for (Range n : splitRange(5, 3))
+      byColumns.push_back(linearPartition(op, {{0, 4}, {0, 3}}, n, {0, 6}));
+    for (Range k : splitRange(6, 3))
+      byReduction.push_back(linearPartition(op, {{0, 4}, {0, 3}}, {0, 5}, k));
+    for (Range r : splitRange(4, 2))
+      for (Range n : splitRange(5, 2))
+        for (Range k : splitRange(6, 2))
+          grid.push_back(linearPartition(op, {r, {0, 3}}, n, k));
+    for (const auto &partitions : {byRows, byColumns, byReduction, grid})
+      expectPartitionsMatchWhole(op, training(), inputs, partitions);
+  }
+}
+
+TEST(CpuLinear, RejectsMismatchedWeightBox) {
+  OpDesc op = linearOp({2, 4}, 3, false, false);
+  Partition p = linearPartition(op, {{0, 2}}, {0, 3}, {0, 2});
+  p.inputs[1] = withRange(p.inputs[1], 0, 2, 4);
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {p})
+                .find("weight box along K does not match"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  std::vector<int64_t> input, weight;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t groups;
+  bool bias;
+
+  int64_t outSize(int i) const {
+    int64_t window = (weight[2 + i] - 1) * dilations[i] + 1;
+    return (input[2 + i] + pads[i] + pads[2 + i] - window) / strides[i] + 1;
+  }
+  std::vector<int64_t> result() const {
+    return {input[0], weight[0], outSize(0), outSize(1)};
+  }
+};
+
+OpDesc convOp(const ConvCase &c) {
+  std::vector<std::vector<int64_t>> operands = {c.input, c.weight};
+  if (c.bias)
+    operands.push_back({c.weight[0]});
+  return makeOp("ppc.conv2d", operands, {c.result()},
+                {{"strides", c.strides},
+                 {"pads", c.pads},
+                 {"dilations", c.dilations},
+                 {"groups", c.groups}});
+}
+
+const std::vector<ConvCase> kConvCases = {
+    // 3x3, pad 1.
+    {{2, 4, 6, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    // Stride 2 x 1, asymmetric pads, dilation 2 x 1, no bias.
+    {{2, 3, 9, 6}, {4, 3, 3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 1, false},
+    // Two groups.
+    {{2, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+    // Pointwise (the im2col-free path).
+    {{2, 4, 3, 5}, {3, 4, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    // Depthwise, stride 2.
+    {{1, 3, 5, 5}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3, true},
+};
+
+std::vector<float> referenceConv(const ConvCase &c,
+                                 const std::vector<std::vector<float>> &in) {
+  std::vector<int64_t> r = c.result();
+  int64_t C = c.input[1], H = c.input[2], W = c.input[3];
+  int64_t Cg = c.weight[1], KH = c.weight[2], KW = c.weight[3];
+  int64_t Fg = r[1] / c.groups;
+  std::vector<float> out(numElementsOf(r));
+  for (int64_t n = 0; n < r[0]; ++n)
+    for (int64_t f = 0; f < r[1]; ++f)
+      for (int64_t oh = 0; oh < r[2]; ++oh)
+        for (int64_t ow = 0; ow < r[3]; ++ow) {
+          double sum = c.bias ? in[2][f] : 0.0;
+          for (int64_t j = 0; j < Cg; ++j)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t l = 0; l < KW; ++l) {
+                int64_t ih = oh * c.strides[0] - c.pads[0] + i * c.dilations[0];
+                int64_t iw = ow * c.strides[1] - c.pads[1] + l * c.dilations[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                int64_t ch = f / Fg * Cg + j;
+                sum += static_cast<double>(
+                           in[0][((n * C + ch) * H + ih) * W + iw]) *
+                       in[1][((f * Cg + j) * KH + i) * KW + l];
+              }
+          out[((n * r[1] + f) * r[2] + oh) * r[3] + ow] =
+              static_cast<float>(sum);
+        }
+  return out;
+}
+
+/// The partition computing samples n, output channels f, rows oh, cols ow
+/// over weight channels c (a reduction range when groups == 1).
+Partition convPartition(const ConvCase &c, Range n, Range f, Range oh,
+                        Range ow, Range ch) {
+  int64_t Cg = c.weight[1], Fg = c.weight[0] / c.groups;
+  Range inChannels = ch;
+  if (c.groups > 1)
+    inChannels = {f.first / Fg * Cg, ((f.second - 1) / Fg + 1) * Cg};
+  auto window = [&](Range out, int i) {
+    return windowRange(out.first, out.second, c.strides[i], -c.pads[i],
+                       (c.weight[2 + i] - 1) * c.dilations[i] + 1,
+                       c.input[2 + i]);
+  };
+  Range rows = window(oh, 0), cols = window(ow, 1);
+  Partition p;
+  p.inputs.push_back({{n.first, inChannels.first, rows.first, cols.first},
+                      {n.second, inChannels.second, rows.second, cols.second}});
+  p.inputs.push_back({{f.first, ch.first, 0, 0},
+                      {f.second, ch.second, c.weight[2], c.weight[3]}});
+  if (c.bias)
+    p.inputs.push_back({{f.first}, {f.second}});
+  p.outputs.push_back({{n.first, f.first, oh.first, ow.first},
+                       {n.second, f.second, oh.second, ow.second}});
+  return p;
+}
+
+TEST(CpuConv2d, ForwardMatchesNaiveConvolution) {
+  for (const ConvCase &c : kConvCases) {
+    OpDesc op = convOp(c);
+    auto inputs = randomInputs(op);
+    expectClose(forwardWhole(op, training(), inputs), referenceConv(c, inputs),
+                1e-5, 1e-5, "conv2d forward");
+  }
+}
+
+TEST(CpuConv2d, GradientsMatchFiniteDifferences) {
+  for (const ConvCase &c : kConvCases) {
+    OpDesc op = convOp(c);
+    checkGradients(op, training(), randomInputs(op));
+  }
+}
+
+TEST(CpuConv2d, PartitionsMatchWholeOp) {
+  for (const ConvCase &c : kConvCases) {
+    OpDesc op = convOp(c);
+    auto inputs = randomInputs(op);
+    std::vector<int64_t> r = c.result();
+    Range allN{0, r[0]}, allF{0, r[1]}, allH{0, r[2]}, allW{0, r[3]},
+        allC{0, c.weight[1]};
+    std::vector<Partition> byBatch, byChannels, byRows, byCols, grid;
+    for (Range n : splitRange(r[0], r[0]))
+      byBatch.push_back(convPartition(c, n, allF, allH, allW, allC));
+    // Output channels cut across group boundaries when grouped.
+    for (Range f : splitRange(r[1], 3))
+      byChannels.push_back(convPartition(c, allN, f, allH, allW, allC));
+    for (Range h : splitRange(r[2], 3))
+      byRows.push_back(convPartition(c, allN, allF, h, allW, allC));
+    for (Range w : splitRange(r[3], 2))
+      byCols.push_back(convPartition(c, allN, allF, allH, w, allC));
+    // Rows with halos x input channels (partial sums, groups == 1 only).
+    int64_t channelParts = c.groups == 1 ? 2 : 1;
+    for (Range h : splitRange(r[2], 2))
+      for (Range ch : splitRange(c.weight[1], channelParts))
+        for (Range f : splitRange(r[1], 2))
+          grid.push_back(convPartition(c, allN, f, h, allW, ch));
+    for (const auto &partitions : {byBatch, byChannels, byRows, byCols, grid})
+      expectPartitionsMatchWhole(op, training(), inputs, partitions);
+  }
+}
+
+TEST(CpuConv2d, RejectsMismatchedChannelBoxes) {
+  const ConvCase &c = kConvCases[0];
+  OpDesc op = convOp(c);
+  Partition p = convPartition(c, {0, 2}, {0, 6}, {0, 6}, {0, 5}, {0, 2});
+  p.inputs[1] = withRange(p.inputs[1], 1, 0, 4);
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {p})
+                .find("weight box does not match the input channel range"),
+            std::string::npos);
+  // Rows without their halo.
+  Partition noHalo = convPartition(c, {0, 2}, {0, 6}, {0, 3}, {0, 5}, {0, 4});
+  noHalo.inputs[0] = withRange(noHalo.inputs[0], 2, 0, 3);
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {noHalo})
+                .find("halo"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// max_pool2d, avg_pool2d
+//===----------------------------------------------------------------------===//
+
+struct PoolCase {
+  std::vector<int64_t> input, kernel, strides, pads;
+  bool ceilMode, countIncludePad;
+
+  int64_t outSize(int i) const {
+    int64_t span = input[2 + i] + pads[i] + pads[2 + i] - kernel[i];
+    int64_t out = (ceilMode ? (span + strides[i] - 1) / strides[i]
+                            : span / strides[i]) +
+                  1;
+    // As PyTorch: the last window must start inside the input or left pad.
+    if (ceilMode && (out - 1) * strides[i] >= input[2 + i] + pads[i])
+      --out;
+    return out;
+  }
+  std::vector<int64_t> result() const {
+    return {input[0], input[1], outSize(0), outSize(1)};
+  }
+};
+
+OpDesc poolOp(const std::string &kind, const PoolCase &c) {
+  return makeOp(kind, {c.input}, {c.result()},
+                {{"kernel", c.kernel},
+                 {"strides", c.strides},
+                 {"pads", c.pads},
+                 {"ceil_mode", int64_t{c.ceilMode}},
+                 {"count_include_pad", int64_t{c.countIncludePad}}});
+}
+
+const std::vector<PoolCase> kPoolCases = {
+    {{2, 3, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false},
+    {{2, 2, 7, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, false},
+    {{2, 2, 7, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, true},
+    {{1, 2, 6, 7}, {3, 2}, {2, 2}, {1, 0, 1, 1}, true, true},
+    {{1, 2, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true, false},
+};
+
+/// Distinct values 0.05 apart in shuffled order: no ties, and finite
+/// differences do not reorder a window.
+std::vector<float> distinctValues(int64_t count, uint32_t seed) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = 0.05f * static_cast<float>(i - count / 2);
+  std::shuffle(values.begin(), values.end(), std::mt19937(seed));
+  return values;
+}
+
+/// Naive pooling; a window's divisor follows PyTorch (count_include_pad
+/// counts the padding up to the padded size, never a ceil_mode overhang).
+std::vector<float> referencePool(const PoolCase &c, bool max,
+                                 const std::vector<float> &in) {
+  std::vector<int64_t> r = c.result();
+  int64_t H = c.input[2], W = c.input[3];
+  std::vector<float> out(numElementsOf(r));
+  for (int64_t plane = 0; plane < r[0] * r[1]; ++plane)
+    for (int64_t oh = 0; oh < r[2]; ++oh)
+      for (int64_t ow = 0; ow < r[3]; ++ow) {
+        int64_t hs = oh * c.strides[0] - c.pads[0];
+        int64_t ws = ow * c.strides[1] - c.pads[1];
+        int64_t he = std::min(hs + c.kernel[0], H + c.pads[2]);
+        int64_t we = std::min(ws + c.kernel[1], W + c.pads[3]);
+        double best = -1e30, sum = 0;
+        int64_t count = 0;
+        for (int64_t ih = std::max<int64_t>(hs, 0); ih < std::min(he, H); ++ih)
+          for (int64_t iw = std::max<int64_t>(ws, 0); iw < std::min(we, W);
+               ++iw) {
+            float v = in[(plane * H + ih) * W + iw];
+            best = std::max<double>(best, v);
+            sum += v;
+            ++count;
+          }
+        int64_t divisor = c.countIncludePad ? (he - hs) * (we - ws) : count;
+        out[(plane * r[2] + oh) * r[3] + ow] =
+            static_cast<float>(max ? best : sum / divisor);
+      }
+  return out;
+}
+
+Partition poolPartition(const PoolCase &c, Range n, Range ch, Range oh,
+                        Range ow) {
+  auto window = [&](Range out, int i) {
+    return windowRange(out.first, out.second, c.strides[i], -c.pads[i],
+                       c.kernel[i], c.input[2 + i]);
+  };
+  Range rows = window(oh, 0), cols = window(ow, 1);
+  Box input{{n.first, ch.first, rows.first, cols.first},
+            {n.second, ch.second, rows.second, cols.second}};
+  Box output{{n.first, ch.first, oh.first, ow.first},
+             {n.second, ch.second, oh.second, ow.second}};
+  return {{input}, {output}};
+}
+
+std::vector<std::vector<Partition>> poolPartitionings(const PoolCase &c) {
+  std::vector<int64_t> r = c.result();
+  Range allN{0, r[0]}, allC{0, r[1]}, allH{0, r[2]}, allW{0, r[3]};
+  std::vector<Partition> byBatch, byChannels, byRowsAndCols;
+  for (Range n : splitRange(r[0], r[0]))
+    byBatch.push_back(poolPartition(c, n, allC, allH, allW));
+  for (Range ch : splitRange(r[1], 2))
+    byChannels.push_back(poolPartition(c, allN, ch, allH, allW));
+  for (Range h : splitRange(r[2], 2))
+    for (Range w : splitRange(r[3], 2))
+      byRowsAndCols.push_back(poolPartition(c, allN, allC, h, w));
+  return {byBatch, byChannels, byRowsAndCols};
+}
+
+TEST(CpuPool2d, ForwardMatchesNaivePooling) {
+  for (const PoolCase &c : kPoolCases)
+    for (bool max : {true, false}) {
+      OpDesc op = poolOp(max ? "ppc.max_pool2d" : "ppc.avg_pool2d", c);
+      std::vector<std::vector<float>> inputs = {
+          randomValues(numElementsOf(c.input), 3)};
+      expectClose(forwardWhole(op, training(), inputs),
+                  referencePool(c, max, inputs[0]), 1e-6, 1e-5,
+                  op.kind + " forward");
+    }
+}
+
+TEST(CpuPool2d, GradientsMatchFiniteDifferences) {
+  for (const PoolCase &c : kPoolCases)
+    for (const char *kind : {"ppc.max_pool2d", "ppc.avg_pool2d"}) {
+      OpDesc op = poolOp(kind, c);
+      checkGradients(op, training(),
+                     {distinctValues(numElementsOf(c.input), 5)});
+    }
+}
+
+TEST(CpuPool2d, MaxPoolRoutesTiesToTheFirstMaximum) {
+  PoolCase c{{1, 1, 2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false, false};
+  OpDesc op = poolOp("ppc.max_pool2d", c);
+  std::vector<std::vector<float>> grads = {{3.0f}};
+  OpRun run = runOp(op, training(), {{1.0f, 2.0f, 2.0f, 0.5f}},
+                    {wholePartition(op)}, &grads);
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], {2.0f}, 0, 0, "max_pool2d tie forward");
+  expectClose(run.inputGrads[0], {0.0f, 3.0f, 0.0f, 0.0f}, 0, 0,
+              "max_pool2d tie backward");
+}
+
+TEST(CpuPool2d, PartitionsMatchWholeOp) {
+  for (const PoolCase &c : kPoolCases)
+    for (const char *kind : {"ppc.max_pool2d", "ppc.avg_pool2d"}) {
+      OpDesc op = poolOp(kind, c);
+      std::vector<std::vector<float>> inputs = {
+          distinctValues(numElementsOf(c.input), 7)};
+      for (const auto &partitions : poolPartitionings(c))
+        expectPartitionsMatchWhole(op, training(), inputs, partitions);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// global_avg_pool
+//===----------------------------------------------------------------------===//
+
+TEST(CpuGlobalAvgPool, ForwardGradientsAndPartitions) {
+  OpDesc op =
+      makeOp("ppc.global_avg_pool", {{2, 3, 4, 5}}, {{2, 3, 1, 1}}, {});
+  auto inputs = randomInputs(op);
+  std::vector<float> expected(6, 0.0f);
+  for (int64_t plane = 0; plane < 6; ++plane) {
+    double sum = 0;
+    for (int64_t k = 0; k < 20; ++k)
+      sum += inputs[0][plane * 20 + k];
+    expected[plane] = static_cast<float>(sum / 20);
+  }
+  expectClose(forwardWhole(op, training(), inputs), expected, 1e-6, 1e-5,
+              "global_avg_pool forward");
+  checkGradients(op, training(), inputs);
+
+  auto partition = [](Range n, Range c, Range h, Range w) {
+    Box input{{n.first, c.first, h.first, w.first},
+              {n.second, c.second, h.second, w.second}};
+    Box output{{n.first, c.first, 0, 0}, {n.second, c.second, 1, 1}};
+    return Partition{{input}, {output}};
+  };
+  std::vector<Partition> byBatchAndChannel, bySpatial;
+  for (Range n : splitRange(2, 2))
+    for (Range c : splitRange(3, 2))
+      byBatchAndChannel.push_back(partition(n, c, {0, 4}, {0, 5}));
+  // A split spatial dim is a reduction: partial means add up.
+  for (Range h : splitRange(4, 2))
+    for (Range w : splitRange(5, 2))
+      bySpatial.push_back(partition({0, 2}, {0, 3}, h, w));
+  expectPartitionsMatchWhole(op, training(), inputs, byBatchAndChannel);
+  expectPartitionsMatchWhole(op, training(), inputs, bySpatial);
+}
+
+//===----------------------------------------------------------------------===//
+// batch_norm
+//===----------------------------------------------------------------------===//
+
+OpDesc batchNormOp(const std::vector<int64_t> &input) {
+  std::vector<int64_t> perChannel = {input[1]};
+  return makeOp("ppc.batch_norm",
+                {input, perChannel, perChannel, perChannel, perChannel},
+                {input}, {{"epsilon", 1e-5}, {"momentum", 0.9}});
+}
+
+/// Input, scale, bias, running mean, running variance (positive).
+std::vector<std::vector<float>> batchNormInputs(const OpDesc &op) {
+  auto inputs = randomInputs(op);
+  for (float &v : inputs[0])
+    v = 2.0f * v + 0.5f;
+  for (float &v : inputs[4])
+    v = 0.5f + std::fabs(v);
+  return inputs;
+}
+
+/// The partition holding samples n, channels c and rows h of [N, C, H, W].
+Partition batchNormPartition(const std::vector<int64_t> &shape, Range n,
+                             Range c, Range h) {
+  Box input{{n.first, c.first, h.first, 0},
+            {n.second, c.second, h.second, shape[3]}};
+  Box channels{{c.first}, {c.second}};
+  return {{input, channels, channels, channels, channels}, {input}};
+}
+
+TEST(CpuBatchNorm, TrainingForwardNormalizesAndUpdatesRunningStats) {
+  std::vector<int64_t> shape = {3, 2, 2, 3};
+  OpDesc op = batchNormOp(shape);
+  auto inputs = batchNormInputs(op);
+  OpRun run = runOp(op, training(), inputs, {wholePartition(op)});
+  ASSERT_EQ(run.error, "");
+  std::vector<float> expected(inputs[0].size());
+  std::vector<float> mean = inputs[3], variance = inputs[4];
+  for (int64_t c = 0; c < 2; ++c) {
+    std::vector<int64_t> at;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t k = 0; k < 6; ++k)
+        at.push_back((n * 2 + c) * 6 + k);
+    double sum = 0, squares = 0;
+    for (int64_t i : at)
+      sum += inputs[0][i];
+    double m = sum / at.size();
+    for (int64_t i : at)
+      squares += (inputs[0][i] - m) * (inputs[0][i] - m);
+    double biased = squares / at.size();
+    for (int64_t i : at)
+      expected[i] = static_cast<float>((inputs[0][i] - m) /
+                                           std::sqrt(biased + 1e-5) *
+                                           inputs[1][c] +
+                                       inputs[2][c]);
+    mean[c] = static_cast<float>(0.9 * mean[c] + 0.1 * m);
+    variance[c] = static_cast<float>(0.9 * variance[c] +
+                                     0.1 * squares / (at.size() - 1));
+  }
+  expectClose(run.outputs[0], expected, 1e-5, 1e-4, "batch_norm forward");
+  expectClose(run.inputs[3], mean, 1e-6, 1e-5, "batch_norm running mean");
+  expectClose(run.inputs[4], variance, 1e-6, 1e-5,
+              "batch_norm running variance");
+}
+
+TEST(CpuBatchNorm, InferenceForwardUsesRunningStats) {
+  OpDesc op = batchNormOp({2, 3, 2, 2});
+  auto inputs = batchNormInputs(op);
+  OpRun run = runOp(op, inference(), inputs, {wholePartition(op)});
+  ASSERT_EQ(run.error, "");
+  std::vector<float> expected(inputs[0].size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    int64_t c = (i / 4) % 3;
+    expected[i] =
+        static_cast<float>((inputs[0][i] - inputs[3][c]) /
+                               std::sqrt(inputs[4][c] + 1e-5) * inputs[1][c] +
+                           inputs[2][c]);
+  }
+  expectClose(run.outputs[0], expected, 1e-5, 1e-5,
+              "batch_norm inference forward");
+  expectClose(run.inputs[3], inputs[3], 0, 0, "running mean untouched");
+  expectClose(run.inputs[4], inputs[4], 0, 0, "running variance untouched");
+}
+
+TEST(CpuBatchNorm, GradientsMatchFiniteDifferences) {
+  OpDesc op = batchNormOp({3, 2, 2, 3});
+  auto inputs = batchNormInputs(op);
+  // In training the running statistics do not reach the result.
+  checkGradients(op, training(), inputs, {true, true, true, false, false});
+  checkGradients(op, inference(), inputs);
+}
+
+TEST(CpuBatchNorm, PartitionsWithSummedStatisticsMatchWholeOp) {
+  std::vector<int64_t> shape = {4, 3, 4, 2};
+  OpDesc op = batchNormOp(shape);
+  auto inputs = batchNormInputs(op);
+  Range allN{0, 4}, allC{0, 3}, allH{0, 4};
+  std::vector<Partition> byBatch, byChannels, byRows, grid;
+  for (Range n : splitRange(4, 3))
+    byBatch.push_back(batchNormPartition(shape, n, allC, allH));
+  for (Range c : splitRange(3, 3))
+    byChannels.push_back(batchNormPartition(shape, allN, c, allH));
+  for (Range h : splitRange(4, 2))
+    byRows.push_back(batchNormPartition(shape, allN, allC, h));
+  for (Range n : splitRange(4, 2))
+    for (Range c : splitRange(3, 2))
+      for (Range h : splitRange(4, 2))
+        grid.push_back(batchNormPartition(shape, n, c, h));
+  std::vector<bool> needsGrad = {true, true, true, false, false};
+  for (const auto &partitions : {byBatch, byChannels, byRows, grid}) {
+    expectPartitionsMatchWhole(op, training(), inputs, partitions, needsGrad,
+                               2e-5);
+    expectPartitionsMatchWhole(op, inference(), inputs, partitions, {}, 1e-5);
+  }
+}
+
+TEST(CpuBatchNorm, StagesAndScratchShapes) {
+  OpDesc op = batchNormOp({2, 5, 3, 3});
+  std::vector<float> data(2 * 5 * 3 * 3);
+  TensorView half =
+      boxView(data, op.operandShapes[0], {{0, 1, 0, 0}, {2, 3, 3, 3}});
+  EXPECT_EQ(numStages(op, true, false), 2);
+  EXPECT_EQ(numStages(op, true, true), 2);
+  EXPECT_EQ(numStages(op, false, false), 1);
+  using Shapes = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(scratchShapes(op, {half}, false), (Shapes{{3, 5}}));
+  EXPECT_EQ(scratchShapes(op, {half}, true), (Shapes{{2, 5}}));
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm
+//===----------------------------------------------------------------------===//
+
+TEST(CpuLayerNorm, ForwardGradientsAndPartitions) {
+  for (bool bias : {false, true})
+    for (int64_t axis : {-1, 1}) {
+      std::vector<int64_t> shape = {3, 4, 5};
+      std::vector<int64_t> normalized(shape.begin() + (axis == 1 ? 1 : 2),
+                                      shape.end());
+      std::vector<std::vector<int64_t>> operands = {shape, normalized};
+      if (bias)
+        operands.push_back(normalized);
+      OpDesc op = makeOp("ppc.layer_norm", operands, {shape},
+                         {{"axis", axis}, {"epsilon", 1e-5}});
+      auto inputs = randomInputs(op);
+      int64_t width = numElementsOf(normalized), rows = 60 / width;
+      std::vector<float> expected(60);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *x = inputs[0].data() + r * width;
+        double mean = std::accumulate(x, x + width, 0.0) / width, var = 0;
+        for (int64_t k = 0; k < width; ++k)
+          var += (x[k] - mean) * (x[k] - mean) / width;
+        for (int64_t k = 0; k < width; ++k)
+          expected[r * width + k] = static_cast<float>(
+              (x[k] - mean) / std::sqrt(var + 1e-5) * inputs[1][k] +
+              (bias ? inputs[2][k] : 0.0));
+      }
+      expectClose(forwardWhole(op, training(), inputs), expected, 1e-5, 1e-4,
+                  "layer_norm forward");
+      checkGradients(op, training(), inputs);
+
+      std::vector<Partition> byRows;
+      for (Range n : splitRange(3, 3))
+        for (Range m : splitRange(4, axis == 1 ? 1 : 2)) {
+          Partition p = wholePartition(op);
+          Box box = withRange(withRange(wholeBox(shape), 0, n.first, n.second),
+                              1, m.first, m.second);
+          p.inputs[0] = box;
+          p.outputs[0] = box;
+          byRows.push_back(p);
+        }
+      expectPartitionsMatchWhole(op, training(), inputs, byRows);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// softmax, log_softmax
+//===----------------------------------------------------------------------===//
+
+TEST(CpuSoftmax, ForwardGradientsAndPartitions) {
+  for (const char *kind : {"ppc.softmax", "ppc.log_softmax"})
+    for (int64_t axis : {-1, 1}) {
+      std::vector<int64_t> shape = {2, 4, 3};
+      OpDesc op = makeOp(kind, {shape}, {shape}, {{"axis", axis}});
+      auto inputs = randomInputs(op);
+      for (float &v : inputs[0])
+        v *= 3.0f;
+      bool log = std::string(kind) == "ppc.log_softmax";
+      int64_t a = axis == 1 ? 1 : 2;
+      int64_t inner = a == 1 ? 3 : 1, size = shape[a];
+      std::vector<float> expected(24);
+      for (int64_t i = 0; i < 24; ++i) {
+        int64_t k = (i / inner) % size, first = i - k * inner;
+        double sum = 0;
+        for (int64_t j = 0; j < size; ++j)
+          sum += std::exp(inputs[0][first + j * inner]);
+        double p = std::exp(inputs[0][i]) / sum;
+        expected[i] = static_cast<float>(log ? std::log(p) : p);
+      }
+      expectClose(forwardWhole(op, training(), inputs), expected, 1e-6, 1e-5,
+                  op.kind + " forward");
+      checkGradients(op, training(), inputs);
+
+      std::vector<Partition> split;
+      int64_t other = a == 1 ? 2 : 1;
+      for (Range n : splitRange(2, 2))
+        for (Range r : splitRange(shape[other], 2)) {
+          Box box = withRange(withRange(wholeBox(shape), 0, n.first, n.second),
+                              other, r.first, r.second);
+          split.push_back({{box}, {box}});
+        }
+      expectPartitionsMatchWhole(op, training(), inputs, split);
+    }
+}
+
+TEST(CpuSoftmax, RejectsSplitAxis) {
+  OpDesc op = makeOp("ppc.softmax", {{2, 4}}, {{2, 4}}, {{"axis", int64_t{1}}});
+  Box half{{0, 0}, {2, 2}};
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {{{half}, {half}}})
+                .find("softmax axis whole"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// softmax_cross_entropy, mse_loss
+//===----------------------------------------------------------------------===//
+
+TEST(CpuSoftmaxCrossEntropy, ForwardGradientsAndRowPartitions) {
+  OpDesc op = makeOp("ppc.softmax_cross_entropy", {{6, 4}, {6}}, {{}}, {});
+  std::vector<std::vector<float>> inputs = {randomValues(24, 11, -2, 2),
+                                            {0, 3, 1, 1, 2, 0}};
+  double total = 0;
+  for (int64_t r = 0; r < 6; ++r) {
+    double sum = 0;
+    for (int64_t k = 0; k < 4; ++k)
+      sum += std::exp(inputs[0][r * 4 + k]);
+    total += std::log(sum) - inputs[0][r * 4 + int64_t(inputs[1][r])];
+  }
+  expectClose(forwardWhole(op, training(), inputs),
+              {static_cast<float>(total / 6)}, 1e-6, 1e-5,
+              "softmax_cross_entropy forward");
+  checkGradients(op, training(), inputs, {true, false});
+
+  std::vector<Partition> byRows;
+  for (Range r : splitRange(6, 3))
+    byRows.push_back(Partition{
+        {Box{{r.first, 0}, {r.second, 4}}, Box{{r.first}, {r.second}}},
+        {Box{}}});
+  expectPartitionsMatchWhole(op, training(), inputs, byRows, {true, false});
+}
+
+TEST(CpuSoftmaxCrossEntropy, RejectsLabelsThatAreNotClasses) {
+  OpDesc op = makeOp("ppc.softmax_cross_entropy", {{2, 3}, {2}}, {{}}, {});
+  std::vector<std::vector<float>> inputs = {randomValues(6, 1), {0, 3}};
+  EXPECT_NE(forwardError(op, training(), inputs, {wholePartition(op)})
+                .find("is not a class in [0, 3)"),
+            std::string::npos);
+}
+
+TEST(CpuMseLoss, ForwardGradientsAndPartitions) {
+  std::vector<int64_t> shape = {4, 3};
+  OpDesc op = makeOp("ppc.mse_loss", {shape, shape}, {{}}, {});
+  auto inputs = randomInputs(op);
+  double total = 0;
+  for (size_t i = 0; i < 12; ++i)
+    total += (inputs[0][i] - inputs[1][i]) * (inputs[0][i] - inputs[1][i]);
+  expectClose(forwardWhole(op, training(), inputs),
+              {static_cast<float>(total / 12)}, 1e-6, 1e-5, "mse_loss forward");
+  checkGradients(op, training(), inputs);
+
+  std::vector<Partition> grid;
+  for (Range r : splitRange(4, 2))
+    for (Range c : splitRange(3, 2)) {
+      Box box{{r.first, c.first}, {r.second, c.second}};
+      grid.push_back(Partition{{box, box}, {Box{}}});
+    }
+  expectPartitionsMatchWhole(op, training(), inputs, grid);
+}
+
+TEST(CpuKernelsA, RegistersItsOps) {
+  std::vector<std::string> ops = supportedOps();
+  for (const char *kind :
+       {"ppc.matmul", "ppc.linear", "ppc.conv2d", "ppc.max_pool2d",
+        "ppc.avg_pool2d", "ppc.global_avg_pool", "ppc.batch_norm",
+        "ppc.layer_norm", "ppc.softmax", "ppc.log_softmax",
+        "ppc.softmax_cross_entropy", "ppc.mse_loss"})
+    EXPECT_TRUE(std::find(ops.begin(), ops.end(), kind) != ops.end()) << kind;
+}
+
+} // namespace

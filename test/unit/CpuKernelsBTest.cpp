@@ -1,0 +1,979 @@
+//===- CpuKernelsBTest.cpp - elementwise, reduce, data movement kernels ---===//
+//
+// For every op: the forward against a naive reference, the backward against
+// finite differences, and partitioned runs (the boxes its iteration space
+// allows, as the plan would hand them out) against the whole-op run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtil.h"
+
+#include <functional>
+
+using namespace ppc::runtime;
+using namespace ppc::runtime::test;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers: indices, grids of boxes, numpy broadcasting
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+int64_t ravel(const std::vector<int64_t> &index,
+              const std::vector<int64_t> &shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * shape[d] + index[d];
+  return flat;
+}
+
+/// The boxes of an even grid split of `shape`: dim d in parts[d] pieces, the
+/// first size % parts pieces one longer (as ppc::partitionRanges).
+std::vector<Box> gridBoxes(const std::vector<int64_t> &shape,
+                           const std::vector<int64_t> &parts) {
+  std::vector<Box> boxes = {wholeBox(shape)};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<Box> next;
+    for (const Box &box : boxes) {
+      int64_t base = shape[d] / parts[d], extra = shape[d] % parts[d];
+      for (int64_t p = 0; p < parts[d]; ++p) {
+        int64_t lo = p * base + std::min(p, extra);
+        next.push_back(withRange(box, d, lo, lo + base + (p < extra ? 1 : 0)));
+      }
+    }
+    boxes = std::move(next);
+  }
+  return boxes;
+}
+
+/// One partition per iteration box, its views' boxes given by `boxesOf`.
+std::vector<Partition>
+partitionsOf(const std::vector<Box> &iterationBoxes,
+             const std::function<Partition(const Box &)> &boxesOf) {
+  std::vector<Partition> partitions;
+  for (const Box &box : iterationBoxes)
+    partitions.push_back(boxesOf(box));
+  return partitions;
+}
+
+/// The box of an operand of `shape` that numpy-broadcasts to the iteration
+/// box `box`: size-1 dims are read whole.
+Box broadcastBox(const std::vector<int64_t> &shape, const Box &box) {
+  size_t lead = box.lo.size() - shape.size();
+  Box operand = wholeBox(shape);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1)
+      operand = withRange(operand, i, box.lo[lead + i], box.hi[lead + i]);
+  return operand;
+}
+
+/// Flat offset of the element of an operand of `shape` that broadcasts to
+/// result index `index`.
+int64_t broadcastOffset(const std::vector<int64_t> &index,
+                        const std::vector<int64_t> &shape) {
+  size_t lead = index.size() - shape.size();
+  std::vector<int64_t> operand(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i)
+    operand[i] = shape[i] == 1 ? 0 : index[lead + i];
+  return ravel(operand, shape);
+}
+
+OpRun runWhole(const OpDesc &op, const std::vector<std::vector<float>> &inputs,
+               const KernelContext &ctx = {}) {
+  return runOp(op, ctx, inputs, {wholePartition(op)});
+}
+
+/// Runs forward and backward whole with output gradient `dy`.
+OpRun runWholeWithGrad(const OpDesc &op,
+                       const std::vector<std::vector<float>> &inputs,
+                       const std::vector<std::vector<float>> &dy,
+                       std::vector<bool> needsGrad = {},
+                       const KernelContext &ctx = {}) {
+  return runOp(op, ctx, inputs, {wholePartition(op)}, &dy,
+               std::move(needsGrad));
+}
+
+std::string nameOf(const std::string &kind) {
+  return kind.substr(kind.find('.') + 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops
+//===----------------------------------------------------------------------===//
+
+struct UnaryCase {
+  std::string name;
+  std::string kind;
+  std::map<std::string, AttributeValue> attributes;
+  std::function<double(double)> reference;
+  float lo, hi; ///< input range
+  /// Inputs keep 0.05 away from these points (kinks of the function), so
+  /// finite differences do not straddle them.
+  std::vector<float> kinks;
+};
+
+double sigmoidRef(double x) { return 1 / (1 + std::exp(-x)); }
+
+std::vector<UnaryCase> unaryCases() {
+  const double pi = std::acos(-1.0);
+  return {
+      {"relu", "ppc.relu", {}, [](double x) { return x > 0 ? x : 0; }, -2, 2,
+       {0}},
+      {"leaky_relu",
+       "ppc.leaky_relu",
+       {{"alpha", 0.2}},
+       [](double x) { return x < 0 ? 0.2 * x : x; },
+       -2,
+       2,
+       {0}},
+      {"leaky_relu_default", "ppc.leaky_relu", {},
+       [](double x) { return x < 0 ? 0.01 * x : x; }, -2, 2, {0}},
+      {"gelu", "ppc.gelu", {{"approximation", std::string("none")}},
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+       -3, 3, {}},
+      {"gelu_tanh", "ppc.gelu", {{"approximation", std::string("tanh")}},
+       [pi](double x) {
+         return 0.5 * x *
+                (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x)));
+       },
+       -3, 3, {}},
+      {"sigmoid", "ppc.sigmoid", {}, sigmoidRef, -4, 4, {}},
+      {"tanh", "ppc.tanh", {}, [](double x) { return std::tanh(x); }, -3, 3,
+       {}},
+      {"clip",
+       "ppc.clip",
+       {{"min", -0.5}, {"max", 0.7}},
+       [](double x) { return std::min(std::max(x, -0.5), 0.7); },
+       -1.5,
+       1.5,
+       {-0.5f, 0.7f}},
+      {"clip_min_only", "ppc.clip", {{"min", 0.1}},
+       [](double x) { return std::max(x, 0.1); }, -1.5, 1.5, {0.1f}},
+      {"sqrt", "ppc.sqrt", {}, [](double x) { return std::sqrt(x); }, 0.2, 3,
+       {}},
+      {"rsqrt", "ppc.rsqrt", {}, [](double x) { return 1 / std::sqrt(x); },
+       0.2, 3, {}},
+      {"exp", "ppc.exp", {}, [](double x) { return std::exp(x); }, -2, 2, {}},
+      {"log", "ppc.log", {}, [](double x) { return std::log(x); }, 0.2, 3, {}},
+      {"erf", "ppc.erf", {}, [](double x) { return std::erf(x); }, -2, 2, {}},
+      {"neg", "ppc.neg", {}, [](double x) { return -x; }, -2, 2, {}},
+      {"abs", "ppc.abs", {}, [](double x) { return std::fabs(x); }, -2, 2, {0}},
+      {"reciprocal", "ppc.reciprocal", {}, [](double x) { return 1 / x; }, 0.3,
+       3, {}},
+      {"silu", "ppc.silu", {}, [](double x) { return x * sigmoidRef(x); }, -4,
+       4, {}},
+      {"cast_f32", "ppc.cast", {{"to", std::string("f32")}},
+       [](double x) { return x; }, -2, 2, {}},
+  };
+}
+
+std::vector<float> unaryInputs(const UnaryCase &c, int64_t count) {
+  std::vector<float> x = randomValues(count, 17, c.lo, c.hi);
+  for (float &v : x)
+    for (float kink : c.kinks)
+      if (std::fabs(v - kink) < 0.05f)
+        v = kink + (v >= kink ? 0.05f : -0.05f);
+  return x;
+}
+
+class UnaryTest : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(UnaryTest, ForwardMatchesReference) {
+  const UnaryCase &c = GetParam();
+  std::vector<int64_t> shape = {4, 6};
+  OpDesc op = makeOp(c.kind, {shape}, {shape}, c.attributes);
+  std::vector<float> x = unaryInputs(c, numElementsOf(shape));
+  OpRun run = runWhole(op, {x});
+  ASSERT_EQ(run.error, "");
+  std::vector<float> expected;
+  for (float v : x)
+    expected.push_back(static_cast<float>(c.reference(v)));
+  expectClose(run.outputs[0], expected, 1e-6, 1e-5, c.name);
+}
+
+TEST_P(UnaryTest, GradientMatchesFiniteDifferences) {
+  const UnaryCase &c = GetParam();
+  std::vector<int64_t> shape = {4, 6};
+  OpDesc op = makeOp(c.kind, {shape}, {shape}, c.attributes);
+  checkGradients(op, {}, {unaryInputs(c, numElementsOf(shape))});
+}
+
+TEST_P(UnaryTest, PartitionsMatchWhole) {
+  const UnaryCase &c = GetParam();
+  std::vector<int64_t> shape = {5, 6};
+  OpDesc op = makeOp(c.kind, {shape}, {shape}, c.attributes);
+  std::vector<std::vector<float>> inputs = {
+      unaryInputs(c, numElementsOf(shape))};
+  expectPartitionsMatchWhole(
+      op, {}, inputs, partitionsOf(gridBoxes(shape, {2, 3}), [](const Box &b) {
+        return Partition{{b}, {b}};
+      }));
+  // Views holding more than the partition reads take the strided path.
+  expectPartitionsMatchWhole(
+      op, {}, inputs,
+      partitionsOf(gridBoxes(shape, {3, 2}), [&](const Box &b) {
+        return Partition{{wholeBox(shape)}, {b}};
+      }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, UnaryTest, ::testing::ValuesIn(unaryCases()),
+                         [](const ::testing::TestParamInfo<UnaryCase> &info) {
+                           return info.param.name;
+                         });
+
+TEST(GeluTest, RejectsUnknownApproximation) {
+  OpDesc op = makeOp("ppc.gelu", {{3}}, {{3}},
+                     {{"approximation", std::string("fast")}});
+  OpRun run = runWhole(op, {{0.0f, 1.0f, 2.0f}});
+  EXPECT_NE(run.error.find("approximation"), std::string::npos) << run.error;
+}
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+TEST(CastTest, IntegerTargetsTruncateTowardZero) {
+  std::vector<float> x = {-2.7f, -0.5f, 0.0f, 0.5f, 2.7f, 3.0f};
+  for (const char *to : {"i64", "i32", "si8", "ui8"}) {
+    OpDesc op = makeOp("ppc.cast", {{6}}, {{6}}, {{"to", std::string(to)}});
+    OpRun run = runWhole(op, {x});
+    ASSERT_EQ(run.error, "") << to;
+    expectClose(run.outputs[0], {-2, 0, 0, 0, 2, 3}, 0, 0, to);
+  }
+}
+
+TEST(CastTest, BoolTargetIsNonZero) {
+  OpDesc op = makeOp("ppc.cast", {{5}}, {{5}}, {{"to", std::string("i1")}});
+  OpRun run = runWhole(op, {{-2.0f, 0.0f, 0.25f, 0.0f, 7.0f}});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], {1, 0, 1, 0, 1}, 0, 0, "i1");
+}
+
+TEST(CastTest, OnlyFloatTargetsPassGradients) {
+  std::vector<float> x = {-1.5f, 0.5f, 2.5f}, dy = {1.0f, 2.0f, 3.0f};
+  OpDesc toInt = makeOp("ppc.cast", {{3}}, {{3}}, {{"to", std::string("i64")}});
+  OpRun run = runWholeWithGrad(toInt, {x}, {dy});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.inputGrads[0], {0, 0, 0}, 0, 0, "grad through i64");
+  OpDesc toHalf =
+      makeOp("ppc.cast", {{3}}, {{3}}, {{"to", std::string("bf16")}});
+  run = runWholeWithGrad(toHalf, {x}, {dy});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.inputGrads[0], dy, 0, 0, "grad through bf16");
+}
+
+TEST(CastTest, RejectsUnknownTarget) {
+  OpDesc op = makeOp("ppc.cast", {{2}}, {{2}}, {{"to", std::string("q7")}});
+  OpRun run = runWhole(op, {{1.0f, 2.0f}});
+  EXPECT_NE(run.error.find("ppc.cast"), std::string::npos) << run.error;
+}
+
+//===----------------------------------------------------------------------===//
+// Binary ops with numpy broadcasting
+//===----------------------------------------------------------------------===//
+
+struct BinaryCase {
+  std::string kind;
+  std::function<double(double, double)> reference;
+  float lhsLo, lhsHi, rhsLo, rhsHi;
+};
+
+std::vector<BinaryCase> binaryCases() {
+  return {
+      {"ppc.add", [](double l, double r) { return l + r; }, -1, 1, -1, 1},
+      {"ppc.sub", [](double l, double r) { return l - r; }, -1, 1, -1, 1},
+      {"ppc.mul", [](double l, double r) { return l * r; }, -1, 1, -1, 1},
+      {"ppc.div", [](double l, double r) { return l / r; }, -1, 1, 0.5, 2},
+      {"ppc.pow", [](double l, double r) { return std::pow(l, r); }, 0.5, 2,
+       -1.5, 1.5},
+      {"ppc.max", [](double l, double r) { return std::max(l, r); }, -1, 1, -1,
+       1},
+      {"ppc.min", [](double l, double r) { return std::min(l, r); }, -1, 1, -1,
+       1},
+  };
+}
+
+/// Operand shapes, the broadcast result shape, and how to split the result.
+struct BroadcastShapes {
+  std::vector<int64_t> lhs, rhs, result, parts;
+};
+
+std::vector<BroadcastShapes> broadcastShapes() {
+  return {
+      {{3, 4}, {3, 4}, {3, 4}, {3, 2}},
+      {{2, 3, 4}, {4}, {2, 3, 4}, {2, 1, 2}},
+      {{2, 1, 4}, {3, 1}, {2, 3, 4}, {2, 3, 2}},
+      {{1}, {2, 3}, {2, 3}, {2, 1}},
+  };
+}
+
+class BinaryTest : public ::testing::TestWithParam<BinaryCase> {};
+
+TEST_P(BinaryTest, ForwardMatchesReference) {
+  const BinaryCase &c = GetParam();
+  for (const BroadcastShapes &s : broadcastShapes()) {
+    OpDesc op = makeOp(c.kind, {s.lhs, s.rhs}, {s.result});
+    std::vector<float> l =
+        randomValues(numElementsOf(s.lhs), 3, c.lhsLo, c.lhsHi);
+    std::vector<float> r =
+        randomValues(numElementsOf(s.rhs), 4, c.rhsLo, c.rhsHi);
+    OpRun run = runWhole(op, {l, r});
+    ASSERT_EQ(run.error, "");
+    std::vector<float> expected;
+    for (int64_t e = 0; e < numElementsOf(s.result); ++e) {
+      std::vector<int64_t> index = unravel(e, s.result);
+      expected.push_back(static_cast<float>(
+          c.reference(l[broadcastOffset(index, s.lhs)],
+                      r[broadcastOffset(index, s.rhs)])));
+    }
+    expectClose(run.outputs[0], expected, 1e-6, 1e-5, c.kind);
+  }
+}
+
+TEST_P(BinaryTest, GradientMatchesFiniteDifferences) {
+  const BinaryCase &c = GetParam();
+  for (const BroadcastShapes &s : broadcastShapes()) {
+    OpDesc op = makeOp(c.kind, {s.lhs, s.rhs}, {s.result});
+    checkGradients(op, {},
+                   {randomValues(numElementsOf(s.lhs), 5, c.lhsLo, c.lhsHi),
+                    randomValues(numElementsOf(s.rhs), 6, c.rhsLo, c.rhsHi)});
+  }
+}
+
+TEST_P(BinaryTest, PartitionsMatchWhole) {
+  const BinaryCase &c = GetParam();
+  for (const BroadcastShapes &s : broadcastShapes()) {
+    OpDesc op = makeOp(c.kind, {s.lhs, s.rhs}, {s.result});
+    std::vector<std::vector<float>> inputs = {
+        randomValues(numElementsOf(s.lhs), 7, c.lhsLo, c.lhsHi),
+        randomValues(numElementsOf(s.rhs), 8, c.rhsLo, c.rhsHi)};
+    expectPartitionsMatchWhole(
+        op, {}, inputs,
+        partitionsOf(gridBoxes(s.result, s.parts), [&](const Box &b) {
+          return Partition{{broadcastBox(s.lhs, b), broadcastBox(s.rhs, b)},
+                           {b}};
+        }));
+    // Only one operand's gradient wanted.
+    expectPartitionsMatchWhole(
+        op, {}, inputs,
+        partitionsOf(gridBoxes(s.result, s.parts),
+                     [&](const Box &b) {
+                       return Partition{
+                           {broadcastBox(s.lhs, b), broadcastBox(s.rhs, b)},
+                           {b}};
+                     }),
+        {false, true});
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryTest, ::testing::ValuesIn(binaryCases()),
+                         [](const ::testing::TestParamInfo<BinaryCase> &info) {
+                           return nameOf(info.param.kind);
+                         });
+
+TEST(BinaryTest, TiesSplitTheGradient) {
+  OpDesc op = makeOp("ppc.max", {{2}, {2}}, {{2}});
+  OpRun run = runWholeWithGrad(op, {{1.0f, 2.0f}, {1.0f, 0.0f}}, {{4.0f, 4.0f}});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.inputGrads[0], {2, 4}, 0, 0, "lhs");
+  expectClose(run.inputGrads[1], {2, 0}, 0, 0, "rhs");
+}
+
+TEST(BinaryTest, BroadcastGradientSumsOverBroadcastPositions) {
+  // d(l + r)/dr for r of shape [3] against l of shape [2, 3]: column sums.
+  OpDesc op = makeOp("ppc.add", {{2, 3}, {3}}, {{2, 3}});
+  OpRun run = runWholeWithGrad(op, {std::vector<float>(6, 0.0f), {0, 0, 0}},
+                               {{1, 2, 3, 4, 5, 6}});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.inputGrads[1], {5, 7, 9}, 0, 0, "rhs grad");
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+OpDesc dropoutOp(const std::vector<int64_t> &shape, double ratio,
+                 int64_t seed) {
+  return makeOp("ppc.dropout", {shape}, {shape},
+                {{"ratio", ratio}, {"seed", seed}});
+}
+
+/// Positions the mask drops (outputs 0 for inputs that are never 0).
+std::vector<bool> droppedOf(const std::vector<float> &y) {
+  std::vector<bool> dropped;
+  for (float v : y)
+    dropped.push_back(v == 0.0f);
+  return dropped;
+}
+
+TEST(DropoutTest, KeepsAndScalesAtTheRatio) {
+  std::vector<int64_t> shape = {64, 100};
+  std::vector<float> x = randomValues(numElementsOf(shape), 1, 0.5f, 1.5f);
+  OpRun run = runWhole(dropoutOp(shape, 0.3, 7), {x});
+  ASSERT_EQ(run.error, "");
+  float scale = 1.0f / (1.0f - 0.3f);
+  int64_t dropped = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (run.outputs[0][i] == 0.0f)
+      ++dropped;
+    else
+      EXPECT_FLOAT_EQ(run.outputs[0][i], x[i] * scale) << i;
+  }
+  double fraction = static_cast<double>(dropped) / x.size();
+  EXPECT_NEAR(fraction, 0.3, 0.03);
+}
+
+TEST(DropoutTest, MaskDependsOnSeedAndStepOnly) {
+  std::vector<int64_t> shape = {8, 50};
+  std::vector<float> x = randomValues(numElementsOf(shape), 2, 0.5f, 1.5f);
+  auto maskOf = [&](int64_t seed, int64_t step) {
+    KernelContext ctx;
+    ctx.step = step;
+    OpRun run = runOp(dropoutOp(shape, 0.5, seed), ctx, {x},
+                      {wholePartition(dropoutOp(shape, 0.5, seed))});
+    EXPECT_EQ(run.error, "");
+    return droppedOf(run.outputs[0]);
+  };
+  EXPECT_EQ(maskOf(3, 10), maskOf(3, 10));
+  EXPECT_NE(maskOf(3, 10), maskOf(3, 11));
+  EXPECT_NE(maskOf(3, 10), maskOf(4, 10));
+}
+
+TEST(DropoutTest, PartitionsDrawTheWholeMask) {
+  std::vector<int64_t> shape = {6, 10};
+  OpDesc op = dropoutOp(shape, 0.4, 11);
+  KernelContext ctx;
+  ctx.step = 5;
+  std::vector<float> x = randomValues(numElementsOf(shape), 3, 0.5f, 1.5f);
+  expectPartitionsMatchWhole(
+      op, ctx, {x}, partitionsOf(gridBoxes(shape, {3, 2}), [](const Box &b) {
+        return Partition{{b}, {b}};
+      }),
+      {}, 0.0);
+}
+
+TEST(DropoutTest, GradientUsesTheForwardMask) {
+  KernelContext ctx;
+  ctx.step = 2;
+  checkGradients(dropoutOp({4, 6}, 0.5, 9), ctx,
+                 {randomValues(24, 4, -1.0f, 1.0f)});
+}
+
+TEST(DropoutTest, IdentityOutsideTrainingAndAtRatioZero) {
+  std::vector<int64_t> shape = {3, 5};
+  std::vector<float> x = randomValues(15, 5), dy = randomValues(15, 6);
+  KernelContext inference;
+  inference.training = false;
+  OpRun run = runWholeWithGrad(dropoutOp(shape, 0.5, 1), {x}, {dy}, {},
+                               inference);
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], x, 0, 0, "inference output");
+  expectClose(run.inputGrads[0], dy, 0, 0, "inference grad");
+  run = runWholeWithGrad(dropoutOp(shape, 0.0, 1), {x}, {dy});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], x, 0, 0, "ratio 0 output");
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcast
+//===----------------------------------------------------------------------===//
+
+TEST(BroadcastTest, ForwardGradientAndPartitions) {
+  struct Case {
+    std::vector<int64_t> input, result, parts;
+  };
+  for (const Case &c : {Case{{3, 1}, {2, 3, 4}, {2, 3, 2}},
+                        Case{{4}, {3, 4}, {3, 2}},
+                        Case{{1, 1}, {2, 2}, {2, 2}}}) {
+    OpDesc op = makeOp("ppc.broadcast", {c.input}, {c.result});
+    std::vector<float> x = randomValues(numElementsOf(c.input), 9);
+    OpRun run = runWhole(op, {x});
+    ASSERT_EQ(run.error, "");
+    std::vector<float> expected;
+    for (int64_t e = 0; e < numElementsOf(c.result); ++e)
+      expected.push_back(x[broadcastOffset(unravel(e, c.result), c.input)]);
+    expectClose(run.outputs[0], expected, 0, 0, "broadcast");
+    checkGradients(op, {}, {x});
+    expectPartitionsMatchWhole(
+        op, {}, {x}, partitionsOf(gridBoxes(c.result, c.parts), [&](const Box &b) {
+          return Partition{{broadcastBox(c.input, b)}, {b}};
+        }));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+struct ReduceCase {
+  std::string name;
+  std::string kind;
+  std::vector<int64_t> axes;
+  bool keepDims;
+};
+
+std::vector<ReduceCase> reduceCases() {
+  return {
+      {"sum_1_keep", "ppc.reduce_sum", {1}, true},
+      {"sum_0_2", "ppc.reduce_sum", {0, 2}, false},
+      {"mean_last", "ppc.reduce_mean", {-1}, false},
+      {"mean_1_2_keep", "ppc.reduce_mean", {1, 2}, true},
+      {"max_1_keep", "ppc.reduce_max", {1}, true},
+      {"max_0_2", "ppc.reduce_max", {0, 2}, false},
+  };
+}
+
+const std::vector<int64_t> kReduceInput = {3, 4, 5};
+
+std::vector<bool> reducedDims(const ReduceCase &c) {
+  std::vector<bool> reduced(kReduceInput.size(), false);
+  for (int64_t axis : c.axes)
+    reduced[axis < 0 ? axis + static_cast<int64_t>(kReduceInput.size())
+                     : axis] = true;
+  return reduced;
+}
+
+std::vector<int64_t> reduceResultShape(const ReduceCase &c) {
+  std::vector<bool> reduced = reducedDims(c);
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < kReduceInput.size(); ++d)
+    if (!reduced[d])
+      shape.push_back(kReduceInput[d]);
+    else if (c.keepDims)
+      shape.push_back(1);
+  return shape;
+}
+
+OpDesc reduceOp(const ReduceCase &c) {
+  return makeOp(c.kind, {kReduceInput}, {reduceResultShape(c)},
+                {{"axes", c.axes}, {"keep_dims", int64_t{c.keepDims}}});
+}
+
+/// The partition of the input box `box` (an iteration box): the result box
+/// follows it along the kept dims and is whole along the reduced ones.
+Partition reducePartition(const ReduceCase &c, const Box &box) {
+  std::vector<bool> reduced = reducedDims(c);
+  Box result;
+  for (size_t d = 0; d < kReduceInput.size(); ++d) {
+    if (!reduced[d]) {
+      result.lo.push_back(box.lo[d]);
+      result.hi.push_back(box.hi[d]);
+    } else if (c.keepDims) {
+      result.lo.push_back(0);
+      result.hi.push_back(1);
+    }
+  }
+  return {{box}, {result}};
+}
+
+class ReduceTest : public ::testing::TestWithParam<ReduceCase> {};
+
+TEST_P(ReduceTest, ForwardMatchesReference) {
+  const ReduceCase &c = GetParam();
+  std::vector<float> x = randomValues(numElementsOf(kReduceInput), 21);
+  OpRun run = runWhole(reduceOp(c), {x});
+  ASSERT_EQ(run.error, "");
+  std::vector<int64_t> resultShape = reduceResultShape(c);
+  std::vector<bool> reduced = reducedDims(c);
+  bool isMax = c.kind == "ppc.reduce_max";
+  std::vector<double> acc(numElementsOf(resultShape), isMax ? -INFINITY : 0.0);
+  int64_t count = 1;
+  for (size_t d = 0; d < reduced.size(); ++d)
+    count *= reduced[d] ? kReduceInput[d] : 1;
+  for (int64_t e = 0; e < numElementsOf(kReduceInput); ++e) {
+    std::vector<int64_t> index = unravel(e, kReduceInput), out;
+    for (size_t d = 0; d < index.size(); ++d)
+      if (!reduced[d])
+        out.push_back(index[d]);
+      else if (c.keepDims)
+        out.push_back(0);
+    double &slot = acc[ravel(out, resultShape)];
+    slot = isMax ? std::max(slot, static_cast<double>(x[e])) : slot + x[e];
+  }
+  std::vector<float> expected;
+  for (double v : acc)
+    expected.push_back(
+        static_cast<float>(c.kind == "ppc.reduce_mean" ? v / count : v));
+  expectClose(run.outputs[0], expected, 1e-5, 1e-5, c.name);
+}
+
+TEST_P(ReduceTest, GradientMatchesFiniteDifferences) {
+  const ReduceCase &c = GetParam();
+  checkGradients(reduceOp(c), {},
+                 {randomValues(numElementsOf(kReduceInput), 22)});
+}
+
+TEST_P(ReduceTest, PartitionsMatchWhole) {
+  const ReduceCase &c = GetParam();
+  std::vector<std::vector<float>> inputs = {
+      randomValues(numElementsOf(kReduceInput), 23)};
+  std::vector<bool> reduced = reducedDims(c);
+  auto partitions = [&](bool splitReduced) {
+    std::vector<int64_t> parts;
+    for (size_t d = 0; d < reduced.size(); ++d)
+      parts.push_back(reduced[d] && !splitReduced ? 1 : 2);
+    return partitionsOf(gridBoxes(kReduceInput, parts),
+                        [&](const Box &b) { return reducePartition(c, b); });
+  };
+  expectPartitionsMatchWhole(reduceOp(c), {}, inputs, partitions(false));
+  if (c.kind == "ppc.reduce_max") {
+    // A max of partials is not their sum: the lowering never splits it.
+    OpRun run = runOp(reduceOp(c), {}, inputs, partitions(true));
+    EXPECT_NE(run.error.find("must not be split"), std::string::npos)
+        << run.error;
+    return;
+  }
+  // Split reduced axes: partial sums that add up (means by global count).
+  expectPartitionsMatchWhole(reduceOp(c), {}, inputs, partitions(true));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ReduceTest, ::testing::ValuesIn(reduceCases()),
+                         [](const ::testing::TestParamInfo<ReduceCase> &info) {
+                           return info.param.name;
+                         });
+
+TEST(ReduceMaxTest, TiesShareTheGradient) {
+  OpDesc op = makeOp("ppc.reduce_max", {{2, 4}}, {{2}},
+                     {{"axes", std::vector<int64_t>{1}},
+                      {"keep_dims", int64_t{0}}});
+  OpRun run = runWholeWithGrad(op, {{3, 1, 3, 2, 0, 5, 1, 4}}, {{2.0f, 1.0f}});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], {3, 5}, 0, 0, "max");
+  expectClose(run.inputGrads[0], {1, 0, 1, 0, 0, 1, 0, 0}, 0, 0, "grad");
+}
+
+//===----------------------------------------------------------------------===//
+// Reshape
+//===----------------------------------------------------------------------===//
+
+TEST(ReshapeTest, ForwardIsRowMajorReinterpretation) {
+  std::vector<float> x = randomValues(24, 31);
+  for (const auto &[from, to] :
+       std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{2, 3, 4}, {6, 4}}, {{6, 4}, {2, 3, 4}}, {{4, 6}, {6, 4}}}) {
+    OpDesc op = makeOp("ppc.reshape", {from}, {to});
+    OpRun run = runWhole(op, {x});
+    ASSERT_EQ(run.error, "");
+    expectClose(run.outputs[0], x, 0, 0, "reshape");
+    checkGradients(op, {}, {x});
+  }
+}
+
+TEST(ReshapeTest, PartitionsMatchWhole) {
+  std::vector<float> x = randomValues(24, 32);
+  // [2, 3, 4] -> [6, 4]: result rows [a, b) read input rows [a/3, (b-1)/3],
+  // the trailing 4 maps to itself.
+  // Whole rows are one run of the flat order on both sides; a column split
+  // is not.
+  OpDesc merge = makeOp("ppc.reshape", {{2, 3, 4}}, {{6, 4}});
+  for (const std::vector<int64_t> &parts : {std::vector<int64_t>{2, 1},
+                                            std::vector<int64_t>{2, 2}})
+    expectPartitionsMatchWhole(
+        merge, {}, {x},
+        partitionsOf(gridBoxes({6, 4}, parts), [](const Box &b) {
+          Box input = {{b.lo[0] / 3, 0, b.lo[1]},
+                       {(b.hi[0] - 1) / 3 + 1, 3, b.hi[1]}};
+          return Partition{{input}, {b}};
+        }));
+  // [6, 4] -> [2, 3, 4]: result index i of dim 0 reads input rows [3i, 3i+3).
+  OpDesc split = makeOp("ppc.reshape", {{6, 4}}, {{2, 3, 4}});
+  expectPartitionsMatchWhole(
+      split, {}, {x},
+      partitionsOf(gridBoxes({2, 3, 4}, {2, 1, 2}), [](const Box &b) {
+        Box input = {{3 * b.lo[0], b.lo[2]}, {3 * b.hi[0], b.hi[2]}};
+        return Partition{{input}, {b}};
+      }));
+  // [4, 6] -> [6, 4] straddles rows: with the input whole, any result split.
+  OpDesc straddle = makeOp("ppc.reshape", {{4, 6}}, {{6, 4}});
+  expectPartitionsMatchWhole(
+      straddle, {}, {x},
+      partitionsOf(gridBoxes({6, 4}, {2, 2}), [](const Box &b) {
+        return Partition{{wholeBox({4, 6})}, {b}};
+      }));
+}
+
+TEST(ReshapeTest, RejectsMissingInput) {
+  OpDesc op = makeOp("ppc.reshape", {{2, 3}}, {{3, 2}});
+  std::vector<float> x = randomValues(6, 33);
+  Box firstRow = {{0, 0}, {1, 3}};
+  OpRun run = runOp(op, {}, {x}, {Partition{{firstRow}, {wholeBox({3, 2})}}});
+  EXPECT_NE(run.error.find("ppc.reshape"), std::string::npos) << run.error;
+}
+
+//===----------------------------------------------------------------------===//
+// Transpose
+//===----------------------------------------------------------------------===//
+
+TEST(TransposeTest, ForwardGradientAndPartitions) {
+  std::vector<int64_t> input = {2, 3, 4}, permutation = {2, 0, 1},
+                       result = {4, 2, 3};
+  OpDesc op = makeOp("ppc.transpose", {input}, {result},
+                     {{"permutation", permutation}});
+  std::vector<float> x = randomValues(24, 41);
+  OpRun run = runWhole(op, {x});
+  ASSERT_EQ(run.error, "");
+  std::vector<float> expected;
+  for (int64_t e = 0; e < 24; ++e) {
+    std::vector<int64_t> index = unravel(e, result), source(3);
+    for (size_t i = 0; i < 3; ++i)
+      source[permutation[i]] = index[i];
+    expected.push_back(x[ravel(source, input)]);
+  }
+  expectClose(run.outputs[0], expected, 0, 0, "transpose");
+  checkGradients(op, {}, {x});
+  expectPartitionsMatchWhole(
+      op, {}, {x}, partitionsOf(gridBoxes(result, {2, 2, 2}), [&](const Box &b) {
+        Box in = wholeBox(input);
+        for (size_t i = 0; i < 3; ++i)
+          in = withRange(in, permutation[i], b.lo[i], b.hi[i]);
+        return Partition{{in}, {b}};
+      }));
+}
+
+//===----------------------------------------------------------------------===//
+// Concat and split
+//===----------------------------------------------------------------------===//
+
+/// The part of piece [offset, offset + size) along `axis` that the iteration
+/// box `b` (in whole coordinates) covers, in the piece's coordinates.
+Box pieceBox(const Box &b, const std::vector<int64_t> &pieceShape, size_t axis,
+             int64_t offset) {
+  int64_t size = pieceShape[axis];
+  int64_t lo = std::clamp<int64_t>(b.lo[axis] - offset, 0, size);
+  int64_t hi = std::clamp<int64_t>(b.hi[axis] - offset, 0, size);
+  Box piece = b;
+  return withRange(piece, axis, lo, std::max(lo, hi));
+}
+
+TEST(ConcatTest, ForwardGradientAndPartitions) {
+  std::vector<std::vector<int64_t>> pieces = {{2, 3}, {2, 1}, {2, 2}};
+  std::vector<int64_t> result = {2, 6};
+  for (int64_t axisAttr : {int64_t{1}, int64_t{-1}}) {
+    OpDesc op = makeOp("ppc.concat", pieces, {result}, {{"axis", axisAttr}});
+    std::vector<std::vector<float>> inputs = {
+        randomValues(6, 51), randomValues(2, 52), randomValues(4, 53)};
+    OpRun run = runWhole(op, inputs);
+    ASSERT_EQ(run.error, "");
+    std::vector<float> expected;
+    for (int64_t row = 0; row < 2; ++row)
+      for (size_t i = 0; i < pieces.size(); ++i)
+        for (int64_t col = 0; col < pieces[i][1]; ++col)
+          expected.push_back(inputs[i][row * pieces[i][1] + col]);
+    expectClose(run.outputs[0], expected, 0, 0, "concat");
+    checkGradients(op, {}, inputs);
+    // Splits along the axis give some partitions empty pieces.
+    expectPartitionsMatchWhole(
+        op, {}, inputs,
+        partitionsOf(gridBoxes(result, {2, 3}), [&](const Box &b) {
+          Partition p{{}, {b}};
+          int64_t offset = 0;
+          for (const auto &piece : pieces) {
+            p.inputs.push_back(pieceBox(b, piece, 1, offset));
+            offset += piece[1];
+          }
+          return p;
+        }));
+  }
+}
+
+TEST(SplitTest, ForwardGradientAndPartitions) {
+  std::vector<int64_t> input = {5, 4};
+  std::vector<std::vector<int64_t>> pieces = {{2, 4}, {3, 4}};
+  OpDesc op = makeOp("ppc.split", {input}, pieces, {{"axis", int64_t{0}}});
+  std::vector<float> x = randomValues(20, 61);
+  OpRun run = runWhole(op, {x});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], std::vector<float>(x.begin(), x.begin() + 8), 0,
+              0, "first piece");
+  expectClose(run.outputs[1], std::vector<float>(x.begin() + 8, x.end()), 0, 0,
+              "second piece");
+  checkGradients(op, {}, {x});
+  // The iteration space is the input's: the results' boxes are its clipped
+  // shifts, empty where a partition does not reach a piece.
+  expectPartitionsMatchWhole(
+      op, {}, {x}, partitionsOf(gridBoxes(input, {3, 2}), [&](const Box &b) {
+        Partition p{{b}, {}};
+        int64_t offset = 0;
+        for (const auto &piece : pieces) {
+          p.outputs.push_back(pieceBox(b, piece, 0, offset));
+          offset += piece[0];
+        }
+        return p;
+      }));
+}
+
+//===----------------------------------------------------------------------===//
+// Slice and pad
+//===----------------------------------------------------------------------===//
+
+TEST(SliceTest, ForwardGradientAndPartitions) {
+  std::vector<int64_t> input = {7, 5}, starts = {1, 0}, steps = {2, 2},
+                       result = {3, 3};
+  OpDesc op = makeOp("ppc.slice", {input}, {result},
+                     {{"starts", starts}, {"steps", steps}});
+  std::vector<float> x = randomValues(35, 71);
+  OpRun run = runWhole(op, {x});
+  ASSERT_EQ(run.error, "");
+  std::vector<float> expected;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      expected.push_back(x[(1 + 2 * i) * 5 + 2 * j]);
+  expectClose(run.outputs[0], expected, 0, 0, "slice");
+  checkGradients(op, {}, {x});
+  expectPartitionsMatchWhole(
+      op, {}, {x}, partitionsOf(gridBoxes(result, {2, 3}), [&](const Box &b) {
+        Box in = wholeBox(input);
+        for (size_t d = 0; d < 2; ++d) {
+          auto [lo, hi] =
+              windowRange(b.lo[d], b.hi[d], steps[d], starts[d], 1, input[d]);
+          in = withRange(in, d, lo, hi);
+        }
+        return Partition{{in}, {b}};
+      }));
+}
+
+TEST(PadTest, ForwardGradientAndPartitions) {
+  std::vector<int64_t> input = {3, 4};
+  // Positive pads, then a negative low pad that crops.
+  for (const std::vector<int64_t> &pads :
+       {std::vector<int64_t>{1, 0, 2, 1}, std::vector<int64_t>{-1, 1, 0, 1}}) {
+    std::vector<int64_t> result = {input[0] + pads[0] + pads[2],
+                                   input[1] + pads[1] + pads[3]};
+    OpDesc op =
+        makeOp("ppc.pad", {input}, {result}, {{"pads", pads}, {"value", 0.5}});
+    std::vector<float> x = randomValues(12, 81);
+    OpRun run = runWhole(op, {x});
+    ASSERT_EQ(run.error, "");
+    std::vector<float> expected;
+    for (int64_t i = 0; i < result[0]; ++i)
+      for (int64_t j = 0; j < result[1]; ++j) {
+        int64_t si = i - pads[0], sj = j - pads[1];
+        bool inside = si >= 0 && si < input[0] && sj >= 0 && sj < input[1];
+        expected.push_back(inside ? x[si * input[1] + sj] : 0.5f);
+      }
+    expectClose(run.outputs[0], expected, 0, 0, "pad");
+    checkGradients(op, {}, {x});
+    expectPartitionsMatchWhole(
+        op, {}, {x}, partitionsOf(gridBoxes(result, {3, 2}), [&](const Box &b) {
+          Box in = wholeBox(input);
+          for (size_t d = 0; d < 2; ++d) {
+            auto [lo, hi] =
+                windowRange(b.lo[d], b.hi[d], 1, -pads[d], 1, input[d]);
+            in = withRange(in, d, lo, std::max(lo, hi));
+          }
+          return Partition{{in}, {b}};
+        }));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gather
+//===----------------------------------------------------------------------===//
+
+struct GatherCase {
+  std::vector<int64_t> data, indices;
+  int64_t axis;
+  std::vector<float> indexValues;
+  /// Split of the iteration dims: the result dims, then the gathered rows.
+  std::vector<int64_t> parts;
+};
+
+std::vector<int64_t> gatherResultShape(const GatherCase &c) {
+  std::vector<int64_t> shape(c.data.begin(), c.data.begin() + c.axis);
+  shape.insert(shape.end(), c.indices.begin(), c.indices.end());
+  shape.insert(shape.end(), c.data.begin() + c.axis + 1, c.data.end());
+  return shape;
+}
+
+OpDesc gatherOp(const GatherCase &c) {
+  return makeOp("ppc.gather", {c.data, c.indices}, {gatherResultShape(c)},
+                {{"axis", c.axis}});
+}
+
+std::vector<GatherCase> gatherCases() {
+  return {
+      // An embedding lookup; -1 is the last row, 4 appears twice.
+      {{5, 3}, {2, 3}, 0, {0, 4, 2, -1, 3, 1}, {2, 1, 2, 2}},
+      {{2, 5, 3}, {4}, 1, {1, 4, 0, 1}, {2, 2, 1, 3}},
+  };
+}
+
+TEST(GatherTest, ForwardMatchesReference) {
+  for (const GatherCase &c : gatherCases()) {
+    std::vector<float> data = randomValues(numElementsOf(c.data), 91);
+    OpRun run = runWhole(gatherOp(c), {data, c.indexValues});
+    ASSERT_EQ(run.error, "");
+    std::vector<int64_t> result = gatherResultShape(c);
+    size_t indicesRank = c.indices.size();
+    std::vector<float> expected;
+    for (int64_t e = 0; e < numElementsOf(result); ++e) {
+      std::vector<int64_t> index = unravel(e, result), source;
+      std::vector<int64_t> idx(index.begin() + c.axis,
+                               index.begin() + c.axis + indicesRank);
+      int64_t row = static_cast<int64_t>(c.indexValues[ravel(idx, c.indices)]);
+      source.assign(index.begin(), index.begin() + c.axis);
+      source.push_back(row < 0 ? row + c.data[c.axis] : row);
+      source.insert(source.end(), index.begin() + c.axis + indicesRank,
+                    index.end());
+      expected.push_back(data[ravel(source, c.data)]);
+    }
+    expectClose(run.outputs[0], expected, 0, 0, "gather");
+  }
+}
+
+TEST(GatherTest, GradientScatterAddsIntoData) {
+  for (const GatherCase &c : gatherCases())
+    checkGradients(gatherOp(c), {},
+                   {randomValues(numElementsOf(c.data), 92), c.indexValues},
+                   {true, false});
+}
+
+TEST(GatherTest, VocabularyAndBatchSplitsMatchWhole) {
+  for (const GatherCase &c : gatherCases()) {
+    std::vector<int64_t> result = gatherResultShape(c);
+    std::vector<int64_t> iteration = result;
+    iteration.push_back(c.data[c.axis]);
+    size_t rowsDim = result.size(), indicesRank = c.indices.size();
+    auto partitionOf = [&](const Box &b) {
+      Box resultBox = {std::vector<int64_t>(b.lo.begin(), b.lo.end() - 1),
+                       std::vector<int64_t>(b.hi.begin(), b.hi.end() - 1)};
+      Box data = wholeBox(c.data), indices = wholeBox(c.indices);
+      for (int64_t d = 0; d < static_cast<int64_t>(c.data.size()); ++d) {
+        size_t iterDim = d < c.axis    ? d
+                         : d == c.axis ? rowsDim
+                                       : d - 1 + indicesRank;
+        data = withRange(data, d, b.lo[iterDim], b.hi[iterDim]);
+      }
+      for (size_t k = 0; k < indicesRank; ++k)
+        indices = withRange(indices, k, b.lo[c.axis + k], b.hi[c.axis + k]);
+      return Partition{{data, indices}, {resultBox}};
+    };
+    // Rows split: partitions sharing a result box hold partial results that
+    // are zero outside their rows and sum to the whole.
+    expectPartitionsMatchWhole(
+        gatherOp(c), {},
+        {randomValues(numElementsOf(c.data), 93), c.indexValues},
+        partitionsOf(gridBoxes(iteration, c.parts), partitionOf),
+        {true, false});
+  }
+}
+
+TEST(GatherTest, RejectsOutOfRangeIndex) {
+  GatherCase c = gatherCases()[0];
+  c.indexValues[2] = 5;
+  OpRun run =
+      runWhole(gatherOp(c), {randomValues(numElementsOf(c.data), 94),
+                             c.indexValues});
+  EXPECT_NE(run.error.find("out of range"), std::string::npos) << run.error;
+}
+
+} // namespace
