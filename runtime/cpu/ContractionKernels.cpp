@@ -102,8 +102,7 @@ KernelStatus matMulRanges(const OpDesc &op, const MatrixOperand &lhs,
   if (ranges.mHi <= ranges.mLo || ranges.nHi <= ranges.nLo)
     return "";
   for (auto [operand, rowLo, rowHi, colLo, colHi, what] :
-       {std::tuple{&lhs, ranges.mLo, ranges.mHi, ranges.kLo, ranges.kHi,
-                   "lhs"},
+       {std::tuple{&lhs, ranges.mLo, ranges.mHi, ranges.kLo, ranges.kHi, "lhs"},
         std::tuple{&rhs, ranges.kLo, ranges.kHi, ranges.nLo, ranges.nHi,
                    "rhs"}}) {
     if (operand->transposed) {
@@ -318,8 +317,8 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
   int64_t ldw = inputs[1].extent(1);
   const float *dy = dResult.data, *x = inputs[0].data;
   if (inputGrads[0].data) // dX = dY op(W)^T
-    gemm(false, !r.transposeWeight, r.rows, k, n, dy, n,
-         weightAt(inputs[1], r), ldw, true, inputGrads[0].data, k);
+    gemm(false, !r.transposeWeight, r.rows, k, n, dy, n, weightAt(inputs[1], r),
+         ldw, true, inputGrads[0].data, k);
   if (inputGrads[1].data) {
     float *dw = weightAt(inputGrads[1], r);
     if (!r.transposeWeight) // dW = X^T dY

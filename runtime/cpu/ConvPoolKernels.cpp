@@ -59,9 +59,9 @@ int64_t floorDiv(int64_t a, int64_t b) {
 /// Geometry of a 2-D window op along one spatial dim: output position o reads
 /// input positions o * stride - padLo + t * dilation for t in [0, kernel).
 struct Axis {
-  int64_t size;   ///< input size (global)
+  int64_t size; ///< input size (global)
   int64_t stride, padLo, padHi, kernel, dilation;
-  int64_t outLo, outHi; ///< output range of the partition
+  int64_t outLo, outHi;   ///< output range of the partition
   int64_t viewLo, viewHi; ///< input range the view holds
 
   int64_t start(int64_t o) const { return o * stride - padLo; }
@@ -86,8 +86,8 @@ struct Axis {
 Axis makeAxis(const TensorView &input, const TensorView &output, int64_t dim,
               int64_t stride, int64_t padLo, int64_t padHi, int64_t kernel,
               int64_t dilation) {
-  return {input.shape[dim], stride,         padLo,          padHi,
-          kernel,           dilation,       output.lo[dim], output.hi[dim],
+  return {input.shape[dim], stride,       padLo,          padHi,
+          kernel,           dilation,     output.lo[dim], output.hi[dim],
           input.lo[dim],    input.hi[dim]};
 }
 
@@ -99,8 +99,8 @@ Axis makeAxis(const TensorView &input, const TensorView &output, int64_t dim,
 struct ConvGeometry {
   Axis rows, cols;
   int64_t groups;
-  int64_t outPerGroup;        ///< F / groups (global)
-  int64_t inPerGroup;         ///< weight dim 1 (global), C / groups
+  int64_t outPerGroup;          ///< F / groups (global)
+  int64_t inPerGroup;           ///< weight dim 1 (global), C / groups
   int64_t weightCLo, weightCHi; ///< weight's dim-1 box: channels of a group
   int64_t kh, kw;
   bool addsBias;
@@ -174,11 +174,9 @@ KernelStatus convGeometry(const OpDesc &op,
 /// Offset in `input` of (n, c, row, col), global indices inside its box.
 int64_t offset4(const TensorView &view, int64_t n, int64_t c, int64_t row,
                 int64_t col) {
-  return ((((n - view.lo[0]) * view.extent(1) + (c - view.lo[1])) *
-               view.extent(2) +
-           (row - view.lo[2])) *
-              view.extent(3) +
-          (col - view.lo[3]));
+  int64_t plane = (n - view.lo[0]) * view.extent(1) + (c - view.lo[1]);
+  int64_t line = plane * view.extent(2) + (row - view.lo[2]);
+  return line * view.extent(3) + (col - view.lo[3]);
 }
 
 /// True when the im2col matrix of a channel block is the input itself: a
@@ -191,13 +189,13 @@ bool isPointwise(const ConvGeometry &g) {
          g.cols.viewLo == g.cols.outLo && g.cols.viewHi == g.cols.outHi;
 }
 
-/// Calls fn(patchRow, inputRowOffset, oh, owFirst, owLast, iwFirst) for every
-/// (channel, tap, output row) whose input row lies inside the tensor: output
-/// cols [owFirst, owLast) read input cols iwFirst + (ow - owFirst) * stride.
-/// `inputRowOffset` is the offset in the view of (n, c, ih, 0-of-view).
+/// Calls fn(patchRow, rowOffset, oh, owFirst, owLast, iwFirst) for every
+/// (channel, tap, output row) whose input row ih lies inside the tensor:
+/// output cols [owFirst, owLast) read input cols iwFirst + (ow - owFirst) *
+/// stride, and input col iw of row ih is at view offset rowOffset + iw.
 template <typename Fn>
-void forEachPatchRow(const ConvGeometry &g, const TensorView &input,
-                     int64_t n, int64_t cFirst, Fn &&fn) {
+void forEachPatchRow(const ConvGeometry &g, const TensorView &input, int64_t n,
+                     int64_t cFirst, Fn &&fn) {
   int64_t channels = g.weightCHi - g.weightCLo;
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t i = 0; i < g.kh; ++i) {
@@ -348,37 +346,39 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
   std::vector<float> dCol(pointwise || !dInput.data ? 0 : patch * plane);
   for (int64_t n = dOutput.lo[0]; n < dOutput.hi[0]; ++n) {
     const float *dy = dOutput.data + (n - dOutput.lo[0]) * outC * plane;
-    forEachGroup(g, dOutput, [&](int64_t fFirst, int64_t fLast,
-                                 int64_t cFirst) {
-      const float *dyGroup = dy + (fFirst - dOutput.lo[1]) * plane;
-      int64_t fCount = fLast - fFirst;
-      if (dWeight.data) { // dW += dY col^T
-        const float *patches =
-            input.data + offset4(input, n, cFirst, g.rows.outLo, g.cols.outLo);
-        if (!pointwise) {
-          im2col(g, input, n, cFirst, col.data());
-          patches = col.data();
-        }
-        gemm(false, true, fCount, patch, plane, dyGroup, plane, patches, plane,
-             true, dWeight.data + offset4(dWeight, fFirst, g.weightCLo, 0, 0),
-             patch);
-      }
-      if (dInput.data) { // dCol = W^T dY, scattered back onto the input
-        const float *w =
-            weight.data + offset4(weight, fFirst, g.weightCLo, 0, 0);
-        if (pointwise) {
-          gemm(true, false, patch, plane, fCount, w, patch, dyGroup, plane,
-               true,
-               dInput.data +
-                   offset4(dInput, n, cFirst, g.rows.outLo, g.cols.outLo),
-               plane);
-        } else {
-          gemm(true, false, patch, plane, fCount, w, patch, dyGroup, plane,
-               false, dCol.data(), plane);
-          col2imAdd(g, dInput, n, cFirst, dCol.data());
-        }
-      }
-    });
+    forEachGroup(
+        g, dOutput, [&](int64_t fFirst, int64_t fLast, int64_t cFirst) {
+          const float *dyGroup = dy + (fFirst - dOutput.lo[1]) * plane;
+          int64_t fCount = fLast - fFirst;
+          if (dWeight.data) { // dW += dY col^T
+            const float *patches =
+                input.data +
+                offset4(input, n, cFirst, g.rows.outLo, g.cols.outLo);
+            if (!pointwise) {
+              im2col(g, input, n, cFirst, col.data());
+              patches = col.data();
+            }
+            gemm(false, true, fCount, patch, plane, dyGroup, plane, patches,
+                 plane, true,
+                 dWeight.data + offset4(dWeight, fFirst, g.weightCLo, 0, 0),
+                 patch);
+          }
+          if (dInput.data) { // dCol = W^T dY, scattered back onto the input
+            const float *w =
+                weight.data + offset4(weight, fFirst, g.weightCLo, 0, 0);
+            if (pointwise) {
+              gemm(true, false, patch, plane, fCount, w, patch, dyGroup, plane,
+                   true,
+                   dInput.data +
+                       offset4(dInput, n, cFirst, g.rows.outLo, g.cols.outLo),
+                   plane);
+            } else {
+              gemm(true, false, patch, plane, fCount, w, patch, dyGroup, plane,
+                   false, dCol.data(), plane);
+              col2imAdd(g, dInput, n, cFirst, dCol.data());
+            }
+          }
+        });
     if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
       for (int64_t f = dOutput.lo[1]; f < dOutput.hi[1]; ++f) {
         const float *row = dy + (f - dOutput.lo[1]) * plane;
@@ -413,10 +413,10 @@ KernelStatus poolGeometry(const OpDesc &op,
   std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
   if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4)
     return op.kind + ": bad kernel, strides or pads";
-  g.rows = makeAxis(input, output, 2, strides[0], pads[0], pads[2], kernel[0],
-                    1);
-  g.cols = makeAxis(input, output, 3, strides[1], pads[1], pads[3], kernel[1],
-                    1);
+  g.rows =
+      makeAxis(input, output, 2, strides[0], pads[0], pads[2], kernel[0], 1);
+  g.cols =
+      makeAxis(input, output, 3, strides[1], pads[1], pads[3], kernel[1], 1);
   g.countIncludePad = op.getInt("count_include_pad", 0) != 0;
   for (int64_t d = 0; d < 2; ++d)
     if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
@@ -455,10 +455,9 @@ void forEachPlane(InView &in, OutView &out, Fn &&fn) {
 }
 
 /// Offset in an input plane of the view of the first maximum (row-major) of
-/// output (oh, ow)'s window, or -1 when the window is all padding.
-int64_t argMax(const PoolGeometry &g, const TensorView &input,
-               const float *plane, int64_t oh, int64_t ow) {
-  Window rows = windowOf(g.rows, oh), cols = windowOf(g.cols, ow);
+/// the window rows x cols, or -1 when the window is all padding.
+int64_t argMax(const TensorView &input, const float *plane, const Window &rows,
+               const Window &cols) {
   int64_t width = input.extent(3), best = -1;
   float bestValue = -std::numeric_limits<float>::infinity();
   for (int64_t ih = rows.first; ih < rows.last; ++ih)
@@ -486,12 +485,14 @@ KernelStatus maxPoolForward(const OpDesc &op, const KernelContext &,
   const TensorView &input = inputs[0];
   int64_t outW = output.extent(3);
   forEachPlane(input, output, [&](const float *in, float *out) {
-    for (int64_t oh = output.lo[2]; oh < output.hi[2]; ++oh)
+    for (int64_t oh = output.lo[2]; oh < output.hi[2]; ++oh) {
+      Window rows = windowOf(g.rows, oh);
       for (int64_t ow = output.lo[3]; ow < output.hi[3]; ++ow) {
-        int64_t at = argMax(g, input, in, oh, ow);
+        int64_t at = argMax(input, in, rows, windowOf(g.cols, ow));
         out[(oh - output.lo[2]) * outW + (ow - output.lo[3])] =
             at < 0 ? 0.0f : in[at];
       }
+    }
   });
   return "";
 }
@@ -518,12 +519,14 @@ KernelStatus maxPoolBackward(const OpDesc &op, const KernelContext &,
   forEachPlane(inputGrads[0], dOutput, [&](float *dIn, const float *dOut) {
     // The same plane of the input: grad and input views share their box.
     const float *in = input.data + (dIn - inputGrads[0].data);
-    for (int64_t oh = dOutput.lo[2]; oh < dOutput.hi[2]; ++oh)
+    for (int64_t oh = dOutput.lo[2]; oh < dOutput.hi[2]; ++oh) {
+      Window rows = windowOf(g.rows, oh);
       for (int64_t ow = dOutput.lo[3]; ow < dOutput.hi[3]; ++ow) {
-        int64_t at = argMax(g, input, in, oh, ow);
+        int64_t at = argMax(input, in, rows, windowOf(g.cols, ow));
         if (at >= 0)
           dIn[at] += dOut[(oh - dOutput.lo[2]) * outW + (ow - dOutput.lo[3])];
       }
+    }
   });
   return "";
 }
@@ -597,9 +600,8 @@ KernelStatus avgPoolBackward(const OpDesc &op, const KernelContext &,
         int64_t divisor = avgDivisor(g, rows, cols);
         if (divisor <= 0)
           continue;
-        float share =
-            dOut[(oh - dOutput.lo[2]) * outW + (ow - dOutput.lo[3])] /
-            static_cast<float>(divisor);
+        float share = dOut[(oh - dOutput.lo[2]) * outW + (ow - dOutput.lo[3])] /
+                      static_cast<float>(divisor);
         for (int64_t ih = rows.first; ih < rows.last; ++ih) {
           float *row = dIn + (ih - dInput.lo[2]) * inW - dInput.lo[3];
           for (int64_t iw = cols.first; iw < cols.last; ++iw)
@@ -646,8 +648,7 @@ KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
     return op.kind + ": expects 1 result";
   TensorView &output = outputs[0];
   int64_t count, local;
-  if (KernelStatus status =
-          globalPoolShape(op, inputs, output, count, local);
+  if (KernelStatus status = globalPoolShape(op, inputs, output, count, local);
       !status.empty())
     return status;
   const TensorView &input = inputs[0];
@@ -677,8 +678,7 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
     return status;
   const TensorView &dOutput = outputGrads[0];
   int64_t count, local;
-  if (KernelStatus status =
-          globalPoolShape(op, inputs, dOutput, count, local);
+  if (KernelStatus status = globalPoolShape(op, inputs, dOutput, count, local);
       !status.empty())
     return status;
   TensorView &dInput = inputGrads[0];

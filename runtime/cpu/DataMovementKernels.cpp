@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelRegistry.h"
 #include "KernelHelpers.h"
+#include "KernelRegistry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -71,9 +71,8 @@ KernelStatus copyAlong(const OpDesc &op, const std::vector<int64_t> &lo,
       dst.data[o[1]] += src.data[o[0]];
     });
   else
-    walkStrided<2>(extents, {*srcAccess, *dstAccess}, [&](const Offsets2 &o) {
-      dst.data[o[1]] = src.data[o[0]];
-    });
+    walkStrided<2>(extents, {*srcAccess, *dstAccess},
+                   [&](const Offsets2 &o) { dst.data[o[1]] = src.data[o[0]]; });
   return {};
 }
 
@@ -257,9 +256,8 @@ KernelImpl reshapeKernel() {
     if (!dx.data)
       return {};
     const TensorView &dy = outputGrads[0];
-    return walkReshape(op, dx, dy, [&](int64_t r, int64_t i) {
-      dx.data[i] += dy.data[r];
-    });
+    return walkReshape(op, dx, dy,
+                       [&](int64_t r, int64_t i) { dx.data[i] += dy.data[r]; });
   };
   return impl;
 }
@@ -273,8 +271,7 @@ KernelStatus transposeMap(const OpDesc &op, const TensorView &input,
                           const TensorView &result, CopyMap &map) {
   std::vector<int64_t> permutation = op.getInts("permutation", {});
   int64_t rank = result.rank();
-  if (static_cast<int64_t>(permutation.size()) != rank ||
-      input.rank() != rank)
+  if (static_cast<int64_t>(permutation.size()) != rank || input.rank() != rank)
     return op.kind + ": permutation needs one entry per dim";
   map.inputDims.assign(rank, DimMap());
   std::vector<bool> seen(rank, false);
@@ -412,8 +409,8 @@ KernelImpl concatKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, inputs.size(), outputs,
-                                           1);
+    if (KernelStatus s =
+            checkForwardArity(op, inputs, inputs.size(), outputs, 1);
         !s.empty())
       return s;
     if (KernelStatus s =
@@ -428,9 +425,9 @@ KernelImpl concatKernel() {
     for (size_t i = 0; i < inputGrads.size(); ++i) {
       if (!inputGrads[i].data)
         continue;
-      if (KernelStatus s = copyAlong(op, maps[i].lo, maps[i].hi, dy,
-                                     identityDims(rank), inputGrads[i],
-                                     maps[i].pieceDims, /*accumulate=*/true);
+      if (KernelStatus s =
+              copyAlong(op, maps[i].lo, maps[i].hi, dy, identityDims(rank),
+                        inputGrads[i], maps[i].pieceDims, /*accumulate=*/true);
           !s.empty())
         return s;
     }
@@ -505,9 +502,10 @@ KernelImpl splitKernel() {
 // Gather
 //===----------------------------------------------------------------------===//
 
-/// Calls fn(resultOffset, dataOffset) for every element of the result box
-/// whose index falls in the rows of `data` the partition holds (dataOffset
-/// < 0 for the others).
+/// Calls fn(resultOffset, dataOffset, count) for runs of `count` elements of
+/// the result box, contiguous in both views, that share one index: dataOffset
+/// is where the run starts in `data` if the index falls in the rows the
+/// partition holds, else negative.
 template <typename Fn>
 KernelStatus walkGather(const OpDesc &op, const TensorView &data,
                         const TensorView &indices, const TensorView &result,
@@ -530,11 +528,9 @@ KernelStatus walkGather(const OpDesc &op, const TensorView &data,
   for (int64_t k = 0; k < indicesRank; ++k)
     indexDims.push_back(DimMap::identity(axis + k));
 
-  int64_t rows = data.shape[axis], rowLo = data.lo[axis],
-          rowHi = data.hi[axis];
+  int64_t rows = data.shape[axis], rowLo = data.lo[axis], rowHi = data.hi[axis];
   if (rowHi <= rowLo) { // holds no row: every element is someone else's
-    for (int64_t i = 0, n = result.numElements(); i < n; ++i)
-      fn(i, int64_t{-1});
+    fn(int64_t{0}, int64_t{-1}, result.numElements());
     return {};
   }
   std::optional<StridedAccess> resultAccess =
@@ -547,23 +543,43 @@ KernelStatus walkGather(const OpDesc &op, const TensorView &data,
     return op.kind + ": the indices or data view does not hold what the "
                      "result box reads";
   int64_t rowStride = data.strides()[axis];
+
+  // The dims after the gathered one, held whole by both views (an embedding
+  // not split along its hidden dim), are one contiguous run per index.
+  std::vector<int64_t> extents = extentsOf(result.lo, result.hi);
+  int64_t lead = axis + indicesRank, run = 1;
+  bool trailingWhole = true;
+  for (int64_t d = lead; d < result.rank(); ++d) {
+    int64_t dataDim = d - indicesRank + 1;
+    trailingWhole &= result.extent(d) == result.shape[d] &&
+                     data.extent(dataDim) == data.shape[dataDim];
+    run *= result.extent(d);
+  }
+  std::array<StridedAccess, 3> accesses = {*resultAccess, *indexAccess,
+                                           *dataAccess};
+  if (trailingWhole) {
+    extents.resize(lead);
+    for (StridedAccess &access : accesses)
+      access.strides.resize(lead);
+  } else {
+    run = 1;
+  }
+
   float badIndex = 0;
   bool bad = false;
-  walkStrided<3>(extentsOf(result.lo, result.hi),
-                 {*resultAccess, *indexAccess, *dataAccess},
-                 [&](const Offsets3 &o) {
-                   float value = indices.data[o[1]];
-                   int64_t row = static_cast<int64_t>(std::llround(value));
-                   if (row < 0)
-                     row += rows;
-                   if (!(row >= 0 && row < rows) || value != value) {
-                     bad = true;
-                     badIndex = value;
-                     row = -1;
-                   }
-                   bool held = row >= rowLo && row < rowHi;
-                   fn(o[0], held ? o[2] + (row - rowLo) * rowStride : -1);
-                 });
+  walkStrided<3>(extents, accesses, [&](const Offsets3 &o) {
+    float value = indices.data[o[1]];
+    int64_t row = static_cast<int64_t>(std::llround(value));
+    if (row < 0)
+      row += rows;
+    if (!(row >= 0 && row < rows) || value != value) {
+      bad = true;
+      badIndex = value;
+      row = -1;
+    }
+    bool held = row >= rowLo && row < rowHi;
+    fn(o[0], held ? o[2] + (row - rowLo) * rowStride : -1, run);
+  });
   if (bad)
     return op.kind + ": index " + std::to_string(badIndex) +
            " is out of range for " + std::to_string(rows) + " rows";
@@ -581,11 +597,16 @@ KernelImpl gatherKernel() {
       return s;
     const TensorView &data = inputs[0];
     TensorView &result = outputs[0];
-    return walkGather(op, data, inputs[1], result,
-                      [&](int64_t resultOffset, int64_t dataOffset) {
-                        result.data[resultOffset] =
-                            dataOffset < 0 ? 0.0f : data.data[dataOffset];
-                      });
+    return walkGather(
+        op, data, inputs[1], result,
+        [&](int64_t resultOffset, int64_t dataOffset, int64_t count) {
+          float *out = result.data + resultOffset;
+          if (dataOffset < 0)
+            std::fill(out, out + count, 0.0f);
+          else
+            std::copy(data.data + dataOffset, data.data + dataOffset + count,
+                      out);
+        });
   };
   impl.backward = [](const OpDesc &op, const KernelContext &,
                      const std::vector<TensorView> &inputs,
@@ -605,11 +626,14 @@ KernelImpl gatherKernel() {
     if (!dData.data)
       return {};
     const TensorView &dy = outputGrads[0];
-    return walkGather(op, dData, inputs[1], dy,
-                      [&](int64_t resultOffset, int64_t dataOffset) {
-                        if (dataOffset >= 0)
-                          dData.data[dataOffset] += dy.data[resultOffset];
-                      });
+    return walkGather(
+        op, dData, inputs[1], dy,
+        [&](int64_t resultOffset, int64_t dataOffset, int64_t count) {
+          if (dataOffset < 0)
+            return;
+          for (int64_t i = 0; i < count; ++i)
+            dData.data[dataOffset + i] += dy.data[resultOffset + i];
+        });
   };
   return impl;
 }

@@ -8,9 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelRegistry.h"
 #include "KernelHelpers.h"
+#include "KernelRegistry.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 
@@ -97,12 +98,20 @@ struct Gelu : UnaryFn {
   static constexpr float kCubic = 0.044715f;
   bool useTanh = false;
 
+  /// The approximation comes as its keyword or, as the plan file exports an
+  /// I32EnumAttr, as its value (none = 0, tanh = 1).
   explicit Gelu(const OpDesc &op) {
     std::string approximation = op.getString("approximation", "none");
+    auto it = op.attributes.find("approximation");
+    if (it != op.attributes.end())
+      if (const int64_t *value = std::get_if<int64_t>(&it->second))
+        approximation = *value == 0   ? "none"
+                        : *value == 1 ? "tanh"
+                                      : std::to_string(*value);
     useTanh = approximation == "tanh";
     if (!useTanh && approximation != "none")
       error = op.kind + ": unknown approximation '" + approximation +
-              "'; expected 'none' or 'tanh'";
+              "'; expected 'none' or 'tanh' (0 or 1)";
   }
   float value(float x) const {
     if (useTanh)
@@ -240,16 +249,20 @@ struct Cast : UnaryFn {
   }
 
 private:
+  /// f16, bf16, f32, f64, tf32, f8E4M3FN...
   static bool isFloatType(const std::string &type) {
-    return type == "f16" || type == "bf16" || type == "f32" || type == "f64";
+    size_t letter =
+        type.rfind("bf", 0) == 0 || type.rfind("tf", 0) == 0 ? 1 : 0;
+    return type.size() > letter + 1 && type[letter] == 'f' &&
+           std::isdigit(static_cast<unsigned char>(type[letter + 1]));
   }
   /// i8, si32, ui64, index...
   static bool isIntegerType(const std::string &type) {
     if (type == "index")
       return true;
     size_t digits = type.rfind("si", 0) == 0 || type.rfind("ui", 0) == 0 ? 2
-                    : type.rfind('i', 0) == 0                              ? 1
-                                                                           : 0;
+                    : type.rfind('i', 0) == 0                            ? 1
+                                                                         : 0;
     return digits != 0 && type.size() > digits &&
            type.find_first_not_of("0123456789", digits) == std::string::npos;
   }
@@ -275,7 +288,9 @@ KernelStatus unaryForward(const OpDesc &op,
     return {};
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a); !s.empty())
+  if (KernelStatus s =
+          broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a);
+      !s.empty())
     return s;
   walkStrided<2>(extentsOf(y.lo, y.hi), {a[0], a[1]}, [&](const Offsets2 &o) {
     y.data[o[1]] = fn.value(x.data[o[0]]);
@@ -313,13 +328,12 @@ KernelStatus unaryBackward(const OpDesc &op,
     return {};
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(
-              op, dy,
-              {{"input", &x},
-               {"output", &y},
-               {"output gradient", &dy},
-               {"input gradient", &dx}},
-              a);
+  if (KernelStatus s = broadcastAccesses(op, dy,
+                                         {{"input", &x},
+                                          {"output", &y},
+                                          {"output gradient", &dy},
+                                          {"input gradient", &dx}},
+                                         a);
       !s.empty())
     return s;
   walkStrided<4>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2], a[3]},
@@ -430,7 +444,8 @@ KernelStatus binaryForward(const OpDesc &op,
   }
   std::vector<StridedAccess> a;
   if (KernelStatus s = broadcastAccesses(
-          op, y, {{"lhs", &l}, {"rhs", &r}, {"output", &y}}, a); !s.empty())
+          op, y, {{"lhs", &l}, {"rhs", &r}, {"output", &y}}, a);
+      !s.empty())
     return s;
   walkStrided<3>(extentsOf(y.lo, y.hi), {a[0], a[1], a[2]},
                  [&](const Offsets3 &o) {
@@ -449,23 +464,22 @@ KernelStatus binaryGrad(const OpDesc &op, int which, const TensorView &l,
   auto derivative = [&](float lv, float rv, float yv) {
     return which == 0 ? fn.dLhs(lv, rv, yv) : fn.dRhs(lv, rv, yv);
   };
-  if (l.shape == dy.shape && r.shape == dy.shape && sameBox(l, dy) && sameBox(r, dy) &&
-      sameBox(y, dy) && sameBox(grad, dy)) {
+  if (l.shape == dy.shape && r.shape == dy.shape && sameBox(l, dy) &&
+      sameBox(r, dy) && sameBox(y, dy) && sameBox(grad, dy)) {
     int64_t n = dy.numElements();
     for (int64_t i = 0; i < n; ++i)
       grad.data[i] += dy.data[i] * derivative(l.data[i], r.data[i], y.data[i]);
     return {};
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(op, dy,
-                                       {{"lhs", &l},
-                                        {"rhs", &r},
-                                        {"output", &y},
-                                        {"output gradient", &dy},
-                                        {which == 0 ? "lhs gradient"
-                                                    : "rhs gradient",
-                                         &grad}},
-                                       a);
+  if (KernelStatus s = broadcastAccesses(
+          op, dy,
+          {{"lhs", &l},
+           {"rhs", &r},
+           {"output", &y},
+           {"output gradient", &dy},
+           {which == 0 ? "lhs gradient" : "rhs gradient", &grad}},
+          a);
       !s.empty())
     return s;
   walkStrided<5>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2], a[3], a[4]},
@@ -541,9 +555,9 @@ struct DropoutMask {
   float scale;
 
   DropoutMask(const OpDesc &op, const KernelContext &ctx)
-      : stream(splitmix64(
-            splitmix64(static_cast<uint64_t>(op.getInt("seed", 0))) ^
-            static_cast<uint64_t>(ctx.step))),
+      : stream(
+            splitmix64(splitmix64(static_cast<uint64_t>(op.getInt("seed", 0))) ^
+                       static_cast<uint64_t>(ctx.step))),
         ratio(static_cast<float>(op.getFloat("ratio", 0.5))),
         scale(1.0f / (1.0f - ratio)) {}
 
@@ -574,10 +588,11 @@ KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
                           bool accumulate) {
   double ratio = op.getFloat("ratio", 0.5);
   if (!(ratio >= 0 && ratio < 1))
-    return op.kind + ": ratio " + std::to_string(ratio) +
-           " must be in [0, 1)";
+    return op.kind + ": ratio " + std::to_string(ratio) + " must be in [0, 1)";
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(op, dst, {{"source", &src}, {"destination", &dst}}, a); !s.empty())
+  if (KernelStatus s = broadcastAccesses(
+          op, dst, {{"source", &src}, {"destination", &dst}}, a);
+      !s.empty())
     return s;
   std::vector<int64_t> extents = extentsOf(dst.lo, dst.hi);
   if (!ctx.training || ratio == 0) {
@@ -587,12 +602,11 @@ KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
     return {};
   }
   DropoutMask mask(op, ctx);
-  walkStrided<3>(extents, {a[0], a[1], globalFlatAccess(dst)},
-                 [&](const Offsets3 &o) {
-                   float value = src.data[o[0]] * mask.factor(o[2]);
-                   dst.data[o[1]] =
-                       (accumulate ? dst.data[o[1]] : 0.0f) + value;
-                 });
+  walkStrided<3>(
+      extents, {a[0], a[1], globalFlatAccess(dst)}, [&](const Offsets3 &o) {
+        float value = src.data[o[0]] * mask.factor(o[2]);
+        dst.data[o[1]] = (accumulate ? dst.data[o[1]] : 0.0f) + value;
+      });
   return {};
 }
 
@@ -614,8 +628,8 @@ KernelImpl dropoutKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(),
-                                     1, outputGrads.size(), 1);
+    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                                     outputGrads.size(), 1);
         !s.empty())
       return s;
     if (!inputGrads[0].data)
@@ -644,7 +658,9 @@ KernelImpl broadcastKernel() {
     const TensorView &x = inputs[0];
     TensorView &y = outputs[0];
     std::vector<StridedAccess> a;
-    if (KernelStatus s = broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a); !s.empty())
+    if (KernelStatus s =
+            broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a);
+        !s.empty())
       return s;
     walkStrided<2>(extentsOf(y.lo, y.hi), {a[0], a[1]},
                    [&](const Offsets2 &o) { y.data[o[1]] = x.data[o[0]]; });
@@ -656,8 +672,8 @@ KernelImpl broadcastKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(),
-                                     1, outputGrads.size(), 1);
+    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                                     outputGrads.size(), 1);
         !s.empty())
       return s;
     TensorView &dx = inputGrads[0];
@@ -666,7 +682,8 @@ KernelImpl broadcastKernel() {
     const TensorView &dy = outputGrads[0];
     std::vector<StridedAccess> a;
     if (KernelStatus s = broadcastAccesses(
-            op, dy, {{"output gradient", &dy}, {"input gradient", &dx}}, a); !s.empty())
+            op, dy, {{"output gradient", &dy}, {"input gradient", &dx}}, a);
+        !s.empty())
       return s;
     walkStrided<2>(extentsOf(dy.lo, dy.hi), {a[0], a[1]},
                    [&](const Offsets2 &o) { dx.data[o[1]] += dy.data[o[0]]; });

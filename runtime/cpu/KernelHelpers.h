@@ -140,8 +140,8 @@ inline KernelStatus expectArity(const OpDesc &op, const char *what,
   if (operands == expectedOperands && results == expectedResults)
     return {};
   return op.kind + ": expects " + std::to_string(expectedOperands) +
-         " operand and " + std::to_string(expectedResults) + " result " +
-         what + ", got " + std::to_string(operands) + " and " +
+         " operand and " + std::to_string(expectedResults) + " result " + what +
+         ", got " + std::to_string(operands) + " and " +
          std::to_string(results);
 }
 

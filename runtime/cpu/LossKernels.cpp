@@ -31,8 +31,7 @@ KernelStatus checkGradViews(const OpDesc &op,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputGrads,
                             const std::vector<TensorView> &inputGrads) {
-  if (KernelStatus status = checkScalarResult(op, outputGrads);
-      !status.empty())
+  if (KernelStatus status = checkScalarResult(op, outputGrads); !status.empty())
     return status;
   if (inputGrads.size() != inputs.size())
     return op.kind + ": expects one grad per operand";
@@ -101,8 +100,7 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &,
   double total = 0;
   for (int64_t row = shape.rowLo; row < shape.rowHi; ++row) {
     int64_t label;
-    if (KernelStatus status =
-            labelOf(op, inputs[1], row, shape.classes, label);
+    if (KernelStatus status = labelOf(op, inputs[1], row, shape.classes, label);
         !status.empty())
       return status;
     const float *logits = inputs[0].data + (row - shape.rowLo) * shape.classes;
@@ -132,8 +130,7 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
   double scale = outputGrads[0].data[0] / static_cast<double>(shape.batch);
   for (int64_t row = shape.rowLo; row < shape.rowHi; ++row) {
     int64_t label;
-    if (KernelStatus status =
-            labelOf(op, inputs[1], row, shape.classes, label);
+    if (KernelStatus status = labelOf(op, inputs[1], row, shape.classes, label);
         !status.empty())
       return status;
     int64_t offset = (row - shape.rowLo) * shape.classes;

@@ -104,8 +104,8 @@ float *channels(const TensorView &view, const BatchNormShape &shape) {
 /// Pointer to row `row`, channel cLo, of a [rows, C] scratch view, which
 /// must hold every row and the held channels.
 KernelStatus scratchRow(const OpDesc &op, const TensorView &scratch,
-                        int64_t rows, const BatchNormShape &shape,
-                        int64_t row, float *&at) {
+                        int64_t rows, const BatchNormShape &shape, int64_t row,
+                        float *&at) {
   if (scratch.rank() != 2 || scratch.lo[0] != 0 || scratch.hi[0] != rows ||
       scratch.lo[1] > shape.cLo || scratch.hi[1] < shape.cHi || !scratch.data)
     return op.kind + ": scratch must be a [" + std::to_string(rows) +
@@ -124,8 +124,8 @@ KernelStatus batchStats(const OpDesc &op, const TensorView &scratch,
                         const BatchNormShape &shape, double epsilon,
                         BatchStats &stats) {
   float *sum, *sumSquares, *count;
-  for (auto [row, at] : {std::pair{0, &sum}, std::pair{1, &sumSquares},
-                         std::pair{2, &count}})
+  for (auto [row, at] :
+       {std::pair{0, &sum}, std::pair{1, &sumSquares}, std::pair{2, &count}})
     if (KernelStatus status = scratchRow(op, scratch, 3, shape, row, *at);
         !status.empty())
       return status;
@@ -199,8 +199,8 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
 
   if (ctx.stage == 0) {
     float *sum, *sumSquares, *count;
-    for (auto [row, at] : {std::pair{0, &sum}, std::pair{1, &sumSquares},
-                           std::pair{2, &count}})
+    for (auto [row, at] :
+         {std::pair{0, &sum}, std::pair{1, &sumSquares}, std::pair{2, &count}})
       if (KernelStatus status = scratchRow(op, scratch[0], 3, shape, row, *at);
           !status.empty())
         return status;
@@ -242,7 +242,8 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
   float *runningVariance = channels(inputs[Variance], shape);
   for (int64_t c = 0; c < held; ++c) {
     double n = stats.count[c];
-    double unbiased = n > 1 ? stats.variance[c] * n / (n - 1) : stats.variance[c];
+    double unbiased =
+        n > 1 ? stats.variance[c] * n / (n - 1) : stats.variance[c];
     runningMean[c] = static_cast<float>(momentum * runningMean[c] +
                                         (1 - momentum) * stats.mean[c]);
     runningVariance[c] = static_cast<float>(momentum * runningVariance[c] +
@@ -309,8 +310,8 @@ void batchNormInferenceBackward(const std::vector<TensorView> &inputs,
       channels(inputGrads[Mean], shape)[c] +=
           static_cast<float>(-sumDy[c] * invStd * scale[c]);
     if (inputGrads[Variance].data)
-      channels(inputGrads[Variance], shape)[c] += static_cast<float>(
-          -0.5 * sumDyXhat[c] * scale[c] * invStd * invStd);
+      channels(inputGrads[Variance], shape)[c] +=
+          static_cast<float>(-0.5 * sumDyXhat[c] * scale[c] * invStd * invStd);
   }
   if (!inputGrads[Input].data)
     return;
@@ -398,9 +399,8 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
 std::vector<std::vector<int64_t>>
 batchNormScratch(const OpDesc &, const std::vector<TensorView> &inputs,
                  bool backward) {
-  int64_t channelCount = inputs.empty() || inputs[0].rank() < 2
-                             ? 0
-                             : inputs[0].shape[1];
+  int64_t channelCount =
+      inputs.empty() || inputs[0].rank() < 2 ? 0 : inputs[0].shape[1];
   return {{backward ? 2 : 3, channelCount}};
 }
 

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelRegistry.h"
 #include "KernelHelpers.h"
+#include "KernelRegistry.h"
 
 #include <algorithm>
 #include <limits>
@@ -105,6 +105,30 @@ KernelStatus accessesOf(const OpDesc &op, const ReduceWalk &walk,
   return {};
 }
 
+/// Sum of n elements `stride` apart; four partial sums keep the adds from
+/// waiting on each other.
+float sumOfRun(const float *data, int64_t n, int64_t stride) {
+  float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k)
+      partial[k] += data[(i + k) * stride];
+  for (; i < n; ++i)
+    partial[0] += data[i * stride];
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+}
+
+/// Max of n elements `stride` apart; NaN propagates.
+float maxOfRun(const float *data, int64_t n, int64_t stride) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    float value = data[i * stride];
+    if (value > max || value != value)
+      max = value;
+  }
+  return max;
+}
+
 KernelStatus reduceForward(const OpDesc &op, Reduction kind,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs) {
@@ -121,25 +145,34 @@ KernelStatus reduceForward(const OpDesc &op, Reduction kind,
   if (KernelStatus s = accessesOf(op, walk, {&x}, {&y}, a); !s.empty())
     return s;
 
-  float initial = kind == Reduction::Max
-                      ? -std::numeric_limits<float>::infinity()
-                      : 0.0f;
+  float initial =
+      kind == Reduction::Max ? -std::numeric_limits<float>::infinity() : 0.0f;
   int64_t count = y.numElements();
   std::fill(y.data, y.data + count, initial);
   std::vector<int64_t> extents = extentsOf(walk.lo, walk.hi);
-  using Offsets = std::array<int64_t, 2>;
-  if (kind == Reduction::Max) {
-    // NaN propagates: once the max is NaN, no comparison replaces it.
-    walkStrided<2>(extents, {a[0], a[1]}, [&](const Offsets &o) {
-      float value = x.data[o[0]];
-      if (value > y.data[o[1]] || value != value)
-        y.data[o[1]] = value;
+  auto combine = [kind](float &into, float value) {
+    if (kind != Reduction::Max)
+      into += value;
+    else if (value > into || value != value) // NaN propagates
+      into = value;
+  };
+  if (!extents.empty() && walk.reduced.back()) {
+    // Reducing the innermost dim: each output element takes a whole run, in
+    // registers rather than through its memory slot.
+    int64_t run = extents.back(), stride = a[0].strides.back();
+    extents.pop_back();
+    a[0].strides.pop_back();
+    a[1].strides.pop_back();
+    walkStrided<2>(extents, {a[0], a[1]}, [&](const std::array<int64_t, 2> &o) {
+      const float *in = x.data + o[0];
+      combine(y.data[o[1]], kind == Reduction::Max ? maxOfRun(in, run, stride)
+                                                   : sumOfRun(in, run, stride));
     });
-    return {};
+  } else {
+    walkStrided<2>(extents, {a[0], a[1]}, [&](const std::array<int64_t, 2> &o) {
+      combine(y.data[o[1]], x.data[o[0]]);
+    });
   }
-  walkStrided<2>(extents, {a[0], a[1]}, [&](const Offsets &o) {
-    y.data[o[1]] += x.data[o[0]];
-  });
   if (kind == Reduction::Mean) {
     float scale = 1.0f / static_cast<float>(walk.globalCount);
     for (int64_t i = 0; i < count; ++i)
@@ -179,10 +212,9 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind,
     float scale = kind == Reduction::Mean
                       ? 1.0f / static_cast<float>(walk.globalCount)
                       : 1.0f;
-    walkStrided<2>(extents, {a[0], a[1]},
-                   [&](const std::array<int64_t, 2> &o) {
-                     dx.data[o[0]] += dy.data[o[1]] * scale;
-                   });
+    walkStrided<2>(extents, {a[0], a[1]}, [&](const std::array<int64_t, 2> &o) {
+      dx.data[o[0]] += dy.data[o[1]] * scale;
+    });
     return {};
   }
 

@@ -377,8 +377,8 @@ std::vector<float> referenceConv(const ConvCase &c,
 
 /// The partition computing samples n, output channels f, rows oh, cols ow
 /// over weight channels c (a reduction range when groups == 1).
-Partition convPartition(const ConvCase &c, Range n, Range f, Range oh,
-                        Range ow, Range ch) {
+Partition convPartition(const ConvCase &c, Range n, Range f, Range oh, Range ow,
+                        Range ch) {
   int64_t Cg = c.weight[1], Fg = c.weight[0] / c.groups;
   Range inChannels = ch;
   if (c.groups > 1)
@@ -456,9 +456,9 @@ TEST(CpuConv2d, RejectsMismatchedChannelBoxes) {
   // Rows without their halo.
   Partition noHalo = convPartition(c, {0, 2}, {0, 6}, {0, 3}, {0, 5}, {0, 4});
   noHalo.inputs[0] = withRange(noHalo.inputs[0], 2, 0, 3);
-  EXPECT_NE(forwardError(op, training(), randomInputs(op), {noHalo})
-                .find("halo"),
-            std::string::npos);
+  EXPECT_NE(
+      forwardError(op, training(), randomInputs(op), {noHalo}).find("halo"),
+      std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//
@@ -471,9 +471,9 @@ struct PoolCase {
 
   int64_t outSize(int i) const {
     int64_t span = input[2 + i] + pads[i] + pads[2 + i] - kernel[i];
-    int64_t out = (ceilMode ? (span + strides[i] - 1) / strides[i]
-                            : span / strides[i]) +
-                  1;
+    int64_t out =
+        (ceilMode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) +
+        1;
     // As PyTorch: the last window must start inside the input or left pad.
     if (ceilMode && (out - 1) * strides[i] >= input[2 + i] + pads[i])
       --out;
@@ -619,8 +619,7 @@ TEST(CpuPool2d, PartitionsMatchWholeOp) {
 //===----------------------------------------------------------------------===//
 
 TEST(CpuGlobalAvgPool, ForwardGradientsAndPartitions) {
-  OpDesc op =
-      makeOp("ppc.global_avg_pool", {{2, 3, 4, 5}}, {{2, 3, 1, 1}}, {});
+  OpDesc op = makeOp("ppc.global_avg_pool", {{2, 3, 4, 5}}, {{2, 3, 1, 1}}, {});
   auto inputs = randomInputs(op);
   std::vector<float> expected(6, 0.0f);
   for (int64_t plane = 0; plane < 6; ++plane) {
@@ -702,13 +701,12 @@ TEST(CpuBatchNorm, TrainingForwardNormalizesAndUpdatesRunningStats) {
       squares += (inputs[0][i] - m) * (inputs[0][i] - m);
     double biased = squares / at.size();
     for (int64_t i : at)
-      expected[i] = static_cast<float>((inputs[0][i] - m) /
-                                           std::sqrt(biased + 1e-5) *
-                                           inputs[1][c] +
-                                       inputs[2][c]);
+      expected[i] = static_cast<float>(
+          (inputs[0][i] - m) / std::sqrt(biased + 1e-5) * inputs[1][c] +
+          inputs[2][c]);
     mean[c] = static_cast<float>(0.9 * mean[c] + 0.1 * m);
-    variance[c] = static_cast<float>(0.9 * variance[c] +
-                                     0.1 * squares / (at.size() - 1));
+    variance[c] =
+        static_cast<float>(0.9 * variance[c] + 0.1 * squares / (at.size() - 1));
   }
   expectClose(run.outputs[0], expected, 1e-5, 1e-4, "batch_norm forward");
   expectClose(run.inputs[3], mean, 1e-6, 1e-5, "batch_norm running mean");

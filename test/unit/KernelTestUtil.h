@@ -25,7 +25,7 @@
 //   Box, wholeBox(shape), withRange(box, dim, lo, hi), windowRange(...)
 //   numElementsOf(shape), randomValues(count, seed, lo, hi)
 //   boxView(data, shape, box), viewOf(data, shape)      views over vectors
-//   extractBox(whole, shape, box), addBox(whole, shape, box, part)
+//   extractBox(whole, shape, box), addBox/writeBox(whole, shape, box, part)
 //   makeOp(kind, operandShapes, resultShapes, attributes)
 //   Partition, wholePartition(op)
 //   OpRun runOp(op, ctx, inputs, partitions, outputGrads, needsGrad)
@@ -385,8 +385,8 @@ inline void expectClose(const std::vector<float> &actual,
     double a = actual[i], e = expected[i];
     bool close = std::fabs(a - e) <= atol + rtol * std::fabs(e);
     if (!close && reported++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " is " << a
-                    << ", expected " << e;
+      ADD_FAILURE() << what << ": element " << i << " is " << a << ", expected "
+                    << e;
   }
 }
 
@@ -452,11 +452,12 @@ inline void checkGradients(const OpDesc &op, const KernelContext &ctx,
 /// Runs the op whole and as `partitions`, forward and backward with random
 /// output gradients, and EXPECTs equal outputs, operand gradients (needsGrad,
 /// empty: all) and operands after the forward, to `tol` (abs and rel).
-inline void expectPartitionsMatchWhole(
-    const OpDesc &op, const KernelContext &ctx,
-    const std::vector<std::vector<float>> &inputs,
-    const std::vector<Partition> &partitions, std::vector<bool> needsGrad = {},
-    double tol = 1e-5, uint32_t seed = 99) {
+inline void
+expectPartitionsMatchWhole(const OpDesc &op, const KernelContext &ctx,
+                           const std::vector<std::vector<float>> &inputs,
+                           const std::vector<Partition> &partitions,
+                           std::vector<bool> needsGrad = {}, double tol = 1e-5,
+                           uint32_t seed = 99) {
   std::vector<std::vector<float>> outputGrads;
   for (size_t o = 0; o < op.resultShapes.size(); ++o)
     outputGrads.push_back(
