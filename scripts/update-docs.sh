@@ -7,4 +7,6 @@ build=${PPC_BUILD_DIR:-$root/build}
 cmake --build "$build" --target mlir-doc >/dev/null
 mkdir -p "$root/docs/dialects"
 cp "$build/docs/Dialects/GraphDialect.md" "$build/docs/Dialects/TopologyDialect.md" \
-   "$build/docs/PPCPasses.md" "$root/docs/dialects/"
+   "$build/docs/Dialects/PlanDialect.md" "$build/docs/PPCPasses.md" \
+   "$build/docs/PPCConversionPasses.md" "$build/docs/PPCTargetPasses.md" \
+   "$root/docs/dialects/"

@@ -173,11 +173,13 @@ static LogicalResult exportAttribute(plan::GraphOp op, NamedAttribute named,
     return success();
   }
   if (auto a = dyn_cast<DenseI32ArrayAttr>(attr)) {
+    ints(); // set the list even when empty
     for (int32_t v : a.asArrayRef())
       ints()->Add(v);
     return success();
   }
   if (auto a = dyn_cast<DenseBoolArrayAttr>(attr)) {
+    ints();
     for (bool v : a.asArrayRef())
       ints()->Add(v ? 1 : 0);
     return success();
@@ -187,6 +189,7 @@ static LogicalResult exportAttribute(plan::GraphOp op, NamedAttribute named,
     return success();
   }
   if (auto a = dyn_cast<DenseF32ArrayAttr>(attr)) {
+    floats();
     for (float v : a.asArrayRef())
       floats()->Add(v);
     return success();
@@ -673,11 +676,11 @@ public:
     for (const pf::Op &o : message.ops())
       opNames.push_back(uniqueName(o.name(), "op", opNames.size()));
 
-    for (const pf::Tensor &t : message.tensors())
-      if (failed(importTensor(t)))
+    for (int i = 0; i < message.tensors_size(); ++i)
+      if (failed(importTensor(message.tensors(i), tensorNames[i])))
         return nullptr;
-    for (const pf::Op &o : message.ops())
-      if (failed(importOp(o)))
+    for (int i = 0; i < message.ops_size(); ++i)
+      if (failed(importOp(message.ops(i), opNames[i])))
         return nullptr;
     if (message.loss_tensor() >= 0) {
       FailureOr<FlatSymbolRefAttr> loss = tensorRef(message.loss_tensor());
@@ -759,8 +762,7 @@ private:
     return builder.getArrayAttr(refs);
   }
 
-  LogicalResult importTensor(const pf::Tensor &t) {
-    StringAttr symbol = tensorNames[&t - &*message.tensors().begin()];
+  LogicalResult importTensor(const pf::Tensor &t, StringAttr symbol) {
     Type elementType = dtypeToType(context, t.dtype());
     if (!elementType)
       return error() << "tensor '" << t.name() << "' has unknown dtype '"
@@ -818,9 +820,7 @@ private:
     return failure();
   }
 
-  LogicalResult importOp(const pf::Op &o) {
-    size_t index = &o - &*message.ops().begin();
-    StringAttr symbol = opNames[index];
+  LogicalResult importOp(const pf::Op &o, StringAttr symbol) {
     FailureOr<ArrayAttr> operands = tensorRefs(o.operands());
     FailureOr<ArrayAttr> results = tensorRefs(o.results());
     if (failed(operands) || failed(results))
