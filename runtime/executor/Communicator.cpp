@@ -2,6 +2,8 @@
 
 #include "ppc/Runtime/Communicator.h"
 
+// The C API only: OpenMPI's C++ bindings need a library we do not link.
+#define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <chrono>
@@ -63,9 +65,9 @@ struct Communicator::Impl {
   std::map<std::vector<int>, MPI_Comm> comms;
   std::list<PendingSend> sends;
 
-  [[noreturn]] void timedOut(const Where &where) {
-    std::fprintf(stderr, "ppc-run: rank %d: timed out after %g s in %s\n",
-                 rank, timeout, where().c_str());
+  [[noreturn]] void timedOut(double seconds, const Where &where) {
+    std::fprintf(stderr, "ppc-run: rank %d: timed out after %g s in %s\n", rank,
+                 seconds, where().c_str());
     std::fflush(stderr);
     std::fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -76,10 +78,19 @@ struct Communicator::Impl {
   /// sleeping so oversubscribed ranks leave the cores to the others.
   std::string wait(int n, MPI_Request *requests, MPI_Status *statuses,
                    const Where &where) {
+    return waitFor(timeout, n, requests, statuses, where);
+  }
+  /// Waits between steps get twice the timeout: they wait for whole steps
+  /// of other ranks, so the rank stuck inside a step reports first.
+  std::string waitBetweenSteps(MPI_Request *request, const Where &where) {
+    return waitFor(2 * timeout, 1, request, nullptr, where);
+  }
+  std::string waitFor(double seconds, int n, MPI_Request *requests,
+                      MPI_Status *statuses, const Where &where) {
     const Clock::time_point start = Clock::now();
     const Clock::time_point deadline =
         start + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(timeout));
+                    std::chrono::duration<double>(seconds));
     while (true) {
       int done = 0;
       int rc = MPI_Testall(n, requests, &done,
@@ -95,7 +106,7 @@ struct Communicator::Impl {
         return "";
       Clock::time_point now = Clock::now();
       if (now >= deadline)
-        timedOut(where);
+        timedOut(seconds, where);
       auto waited = now - start;
       if (waited > std::chrono::milliseconds(2))
         std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -117,8 +128,8 @@ struct Communicator::Impl {
       int done = 0;
       int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS)
-        return "send to rank " + std::to_string(it->peer) + " failed: " +
-               mpiErrorString(rc);
+        return "send to rank " + std::to_string(it->peer) +
+               " failed: " + mpiErrorString(rc);
       it = done ? sends.erase(it) : std::next(it);
     }
     return "";
@@ -126,8 +137,7 @@ struct Communicator::Impl {
 };
 
 Communicator::Communicator(int rank, int size, double timeout, bool mpi)
-    : rank_(rank), size_(size), timeout_(timeout),
-      impl(std::make_unique<Impl>()) {
+    : rank_(rank), size_(size), impl(std::make_unique<Impl>()) {
   impl->mpi = mpi;
   impl->timeout = timeout;
   impl->rank = rank;
@@ -139,6 +149,12 @@ Communicator::~Communicator() {
   for (auto &entry : impl->comms)
     MPI_Comm_free(&entry.second);
 }
+
+void Communicator::initialize(int &argc, char **&argv) {
+  MPI_Init(&argc, &argv);
+}
+
+void Communicator::finalize() { MPI_Finalize(); }
 
 std::unique_ptr<Communicator> Communicator::world(double timeoutSeconds) {
   int rank = 0, size = 1;
@@ -171,8 +187,8 @@ Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
     MPI_Group g;
     MPI_Group_incl(world, static_cast<int>(group.size()), group.data(), &g);
     MPI_Comm comm;
-    int rc = MPI_Comm_create_group(MPI_COMM_WORLD, g, static_cast<int>(i),
-                                   &comm);
+    int rc =
+        MPI_Comm_create_group(MPI_COMM_WORLD, g, static_cast<int>(i), &comm);
     MPI_Group_free(&g);
     if (rc != MPI_SUCCESS) {
       err = "cannot create a communicator for group " + groupString(group) +
@@ -220,8 +236,7 @@ std::string Communicator::recv(float *data, int64_t n, int peer, int tag,
                      MPI_COMM_WORLD, &request);
   if (rc != MPI_SUCCESS)
     return "MPI_Irecv failed: " + mpiErrorString(rc);
-  if (std::string err = impl->wait(1, &request, &status, where);
-      !err.empty())
+  if (std::string err = impl->wait(1, &request, &status, where); !err.empty())
     return "receiving from rank " + std::to_string(peer) + " (tag " +
            std::to_string(tag) + ", a box of " + std::to_string(n) +
            " floats) failed: " + err;
@@ -259,7 +274,7 @@ std::string Communicator::allReduce(float *data, int64_t n,
     return "";
   if (n > INT_MAX)
     return "a collective of more than 2^31 floats is not supported";
-  MPI_Comm comm;
+  MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
@@ -277,12 +292,12 @@ std::string Communicator::broadcast(float *data, int64_t n,
     return "";
   if (n > INT_MAX)
     return "a collective of more than 2^31 floats is not supported";
-  MPI_Comm comm;
+  MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
-  int rc = MPI_Ibcast(data, static_cast<int>(n), MPI_FLOAT, root, comm,
-                      &request);
+  int rc =
+      MPI_Ibcast(data, static_cast<int>(n), MPI_FLOAT, root, comm, &request);
   if (rc != MPI_SUCCESS)
     return mpiErrorString(rc);
   return impl->wait(1, &request, nullptr, where);
@@ -308,7 +323,7 @@ std::string Communicator::allGather(const float *send, float *recv,
   std::vector<int> c, displs;
   if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
     return err;
-  MPI_Comm comm;
+  MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
@@ -321,8 +336,8 @@ std::string Communicator::allGather(const float *send, float *recv,
 
 std::string Communicator::reduceScatter(const float *send, float *recv,
                                         const std::vector<int64_t> &counts,
-                                        const std::vector<int> &group,
-                                        bool max, const Where &where) {
+                                        const std::vector<int> &group, bool max,
+                                        const Where &where) {
   if (group.size() < 2) {
     std::memcpy(recv, send, counts[0] * sizeof(float));
     return "";
@@ -330,7 +345,7 @@ std::string Communicator::reduceScatter(const float *send, float *recv,
   std::vector<int> c, displs;
   if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
     return err;
-  MPI_Comm comm;
+  MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
@@ -356,7 +371,7 @@ std::string Communicator::allToAll(const float *send,
     return err;
   if (std::string err = toMpiCounts(recvCounts, rc, rd); !err.empty())
     return err;
-  MPI_Comm comm;
+  MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
@@ -373,7 +388,7 @@ Communicator::allGatherInts(const std::vector<int64_t> &mine,
   if (group.size() < 2)
     return mine;
   std::vector<int64_t> all(mine.size() * group.size());
-  MPI_Comm comm;
+  MPI_Comm comm = MPI_COMM_NULL;
   if (!impl->commOf(group, comm).empty())
     return {};
   MPI_Request request;
@@ -385,15 +400,16 @@ Communicator::allGatherInts(const std::vector<int64_t> &mine,
   return all;
 }
 
-std::vector<double> Communicator::maxOverRanks(const std::vector<double> &values,
-                                               const Where &where) {
+std::vector<double>
+Communicator::maxOverRanks(const std::vector<double> &values,
+                           const Where &where) {
   std::vector<double> out = values;
   if (!impl->mpi)
     return out;
   MPI_Request request;
   MPI_Iallreduce(MPI_IN_PLACE, out.data(), static_cast<int>(out.size()),
                  MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
-  impl->wait(1, &request, nullptr, where);
+  impl->waitBetweenSteps(&request, where);
   return out;
 }
 
@@ -404,7 +420,7 @@ bool Communicator::anyRank(bool flag, const Where &where) {
   MPI_Request request;
   MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD,
                  &request);
-  impl->wait(1, &request, nullptr, where);
+  impl->waitBetweenSteps(&request, where);
   return value != 0;
 }
 
@@ -417,7 +433,7 @@ std::vector<std::string> Communicator::gatherToRoot(const std::string &mine,
   MPI_Request request;
   MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
               MPI_COMM_WORLD, &request);
-  impl->wait(1, &request, nullptr, where);
+  impl->waitBetweenSteps(&request, where);
   int total = 0;
   for (int r = 0; r < size_; ++r) {
     displs[r] = total;
@@ -426,7 +442,7 @@ std::vector<std::string> Communicator::gatherToRoot(const std::string &mine,
   std::string all(rank_ == 0 ? total : 0, '\0');
   MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
                displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &request);
-  impl->wait(1, &request, nullptr, where);
+  impl->waitBetweenSteps(&request, where);
   std::vector<std::string> out;
   if (rank_ == 0)
     for (int r = 0; r < size_; ++r)
@@ -439,7 +455,7 @@ int64_t Communicator::broadcastFromRoot(int64_t value, const Where &where) {
     return value;
   MPI_Request request;
   MPI_Ibcast(&value, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request);
-  impl->wait(1, &request, nullptr, where);
+  impl->waitBetweenSteps(&request, where);
   return value;
 }
 
@@ -448,7 +464,7 @@ void Communicator::barrier(const Where &where) {
     return;
   MPI_Request request;
   MPI_Ibarrier(MPI_COMM_WORLD, &request);
-  impl->wait(1, &request, nullptr, where);
+  impl->waitBetweenSteps(&request, where);
 }
 
 void Communicator::abort(int code) {

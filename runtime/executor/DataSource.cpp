@@ -72,13 +72,12 @@ std::string DataSource::setInputFile(const std::string &name,
            "'; its inputs are: " + (inputs.empty() ? "(none)" : inputs);
   if (tensor->role() != Tensor::INPUT)
     return "--input " + name + ": '" + name + "' is " +
-           roleName(tensor->role()) + ", not an input; its inputs are: " +
-           inputs;
+           roleName(tensor->role()) +
+           ", not an input; its inputs are: " + inputs;
   NpyArray array;
   if (std::string err = readNpy(path, array); !err.empty())
     return "--input " + name + ": " + err;
-  std::vector<int64_t> expected(tensor->shape().begin(),
-                                tensor->shape().end());
+  std::vector<int64_t> expected(tensor->shape().begin(), tensor->shape().end());
   if (array.shape != expected)
     return "--input " + name + ": '" + path + "' has shape " +
            shapeString(array.shape) + " but the plan expects " +
@@ -111,7 +110,7 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
   case Tensor::CONSTANT: {
     Tensor::Init init = tensor.init();
     if (init == Tensor::INIT_UNSPECIFIED)
-      init = tensor.data_size() > 0 ? Tensor::DATA
+      init = tensor.data_size() > 0            ? Tensor::DATA
              : tensor.role() == Tensor::WEIGHT ? Tensor::UNIFORM
                                                : Tensor::ZEROS;
     if (mode == InitMode::Seed && tensor.role() == Tensor::WEIGHT &&
@@ -164,8 +163,8 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
                    out[i] = tensor.data(static_cast<int>(flat));
                    break;
                  case Rule::Uniform:
-                   out[i] = fbound *
-                            uniformFromHash(hashElement(seed, 0, id, flat));
+                   out[i] =
+                       fbound * uniformFromHash(hashElement(seed, 0, id, flat));
                    break;
                  case Rule::Input:
                    if (file) {

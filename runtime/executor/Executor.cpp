@@ -1,3 +1,501 @@
-//===- Executor.cpp - runs a rank's program of a plan ---------------------===//
+//===- Executor.cpp - runs a plan's training steps ------------------------===//
+//
+// The step loop around ProgramRunner: setup checks that every rank agrees on
+// (so that all exit cleanly together), progress and summary on rank 0,
+// --verify, checkpoints, outputs and traces.
+//
+//===----------------------------------------------------------------------===//
 
-#include "ppc/Runtime/PlanIO.h"
+#include "ppc/Runtime/Executor.h"
+
+#include "ProgramRunner.h"
+#include "Trace.h"
+#include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/Reference.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+extern "C" void openblas_set_num_threads(int numThreads);
+
+namespace ppc::runtime {
+
+using namespace ppc::planfile;
+
+namespace {
+
+std::string format(const char *fmt, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), fmt, value);
+  return text;
+}
+
+std::string hex(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(v));
+  return text;
+}
+
+/// One line of the --verify table: the worst error of one tensor's buffers.
+struct VerifyRow {
+  double maxAbs = 0;
+  double maxRel = 0;
+};
+/// (kind, tensor id): kinds in table order.
+enum VerifyKind { VLoss, VOutput, VGrad, VWeight, VFrozen };
+const char *verifyKindName(int kind) {
+  static const char *names[] = {"loss", "output", "grad", "weight", "frozen"};
+  return names[kind];
+}
+using VerifyTable = std::map<std::pair<int, int32_t>, VerifyRow>;
+
+double maxMagnitude(const std::vector<float> &values) {
+  double m = 0;
+  for (float v : values)
+    m = std::max(m, std::fabs(double(v)));
+  return m;
+}
+
+/// Compares box [lo, hi) of a tensor against the whole reference tensor
+/// `ref` of `shape` (empty `ref`: zeros). The relative error divides by the
+/// largest |value| of the reference tensor, but at least by `floor`: a
+/// gradient that cancels to rounding noise (a bias before batch norm) has
+/// no meaningful scale of its own. NaN counts as infinite.
+VerifyRow compareBox(const std::vector<float> &ref, const Index &shape,
+                     const Index &lo, const Index &hi,
+                     const std::vector<float> &values, double floor) {
+  VerifyRow row;
+  auto note = [&](double d) {
+    row.maxAbs = std::max(row.maxAbs, std::isnan(d) ? INFINITY : d);
+  };
+  if (ref.empty()) {
+    for (int64_t i = 0; i < boxVolume(lo, hi); ++i)
+      note(std::fabs(double(values[i])));
+  } else {
+    forEachRun(lo, hi, lo, hi, Index(shape.size(), 0), shape,
+               [&](int64_t a, int64_t g, int64_t n) {
+                 for (int64_t i = 0; i < n; ++i)
+                   note(std::fabs(double(values[a + i]) - ref[g + i]));
+               });
+  }
+  const double scale = std::max(maxMagnitude(ref), floor);
+  if (std::isnan(scale))
+    row.maxAbs = INFINITY;
+  row.maxRel = scale > 0 ? row.maxAbs / scale : row.maxAbs;
+  return row;
+}
+
+void merge(VerifyTable &table, std::pair<int, int32_t> key, VerifyRow row) {
+  VerifyRow &r = table[key];
+  r.maxAbs = std::max(r.maxAbs, row.maxAbs);
+  r.maxRel = std::max(r.maxRel, row.maxRel);
+}
+
+class Run {
+public:
+  Run(const Plan &plan, const RunOptions &options, Communicator &comm,
+      std::ostream &out, std::ostream &err)
+      : plan(plan), options(options), comm(comm), out(out), err(err),
+        rank(comm.rank()), hash(planHash(plan)),
+        data(plan, options.seed, options.init), runner(plan, data, comm) {}
+
+  int run();
+
+private:
+  /// Setup problems: every rank learns whether any rank failed; the failing
+  /// ranks print (only rank 0 when all see the same problem).
+  bool anyFailed(const std::string &error, bool sameOnAllRanks) {
+    bool any = comm.anyRank(!error.empty(), [] { return "setup checks"; });
+    if (!error.empty() && (!sameOnAllRanks || rank == 0)) {
+      err << "ppc-run: ";
+      if (!sameOnAllRanks && comm.size() > 1)
+        err << "rank " << rank << ": ";
+      err << error << "\n";
+      err.flush();
+    }
+    return any;
+  }
+  /// A failure while ranks may be waiting on each other: ends the job.
+  int stepFailure(const std::string &error) {
+    err << "ppc-run: rank " << rank << ": " << error << "\n";
+    err.flush();
+    if (comm.size() > 1)
+      comm.abort(1);
+    return 1;
+  }
+
+  std::string checkOptions() const;
+  /// Both false after a failure that every rank saw and reported.
+  bool resume(int64_t &steps);
+  bool writeCheckpoint(int64_t steps);
+  int verify(int64_t step);
+  void printStep(int64_t step, int64_t last, double seconds);
+  void printSummary(const std::vector<double> &times,
+                    const std::vector<double> &phases);
+  std::string saveOutputs() const;
+
+  const Plan &plan;
+  const RunOptions &options;
+  Communicator &comm;
+  std::ostream &out, &err;
+  const int rank;
+  const uint64_t hash;
+  DataSource data;
+  ProgramRunner runner;
+  std::ofstream log;
+};
+
+std::string Run::checkOptions() const {
+  if (options.steps < 1)
+    return "--steps must be at least 1";
+  if (options.checkpointEvery < 0)
+    return "--checkpoint-every must not be negative";
+  if (options.checkpointEvery > 0 && options.checkpointDir.empty())
+    return "--checkpoint-every needs --checkpoint DIR";
+  if (options.verify && !options.resumeDir.empty())
+    return "--verify checks the first step from the initial weights and "
+           "cannot be combined with --resume";
+  if (options.verifyTolerance <= 0)
+    return "--verify-tolerance must be positive";
+  if (options.threads < 1)
+    return "--threads must be at least 1";
+  return "";
+}
+
+bool Run::resume(int64_t &steps) {
+  const std::string &dir = options.resumeDir;
+  CheckpointMarker marker;
+  std::string error = readCompleteMarker(dir, marker);
+  if (error.empty() && marker.numRanks != comm.size())
+    error = "checkpoint '" + dir + "' was written by a run of " +
+            std::to_string(marker.numRanks) + " ranks; this one has " +
+            std::to_string(comm.size());
+  if (error.empty() && marker.planHash != hash)
+    error = "checkpoint '" + dir + "' was written for another plan (plan " +
+            hex(marker.planHash) + ", this plan " + hex(hash) + ")";
+  if (anyFailed(error, true))
+    return false;
+
+  Checkpoint checkpoint;
+  const std::string path = checkpointFileName(dir, rank);
+  error = readCheckpointFile(path, checkpoint);
+  if (error.empty() &&
+      (checkpoint.planHash != hash || checkpoint.rank != rank ||
+       checkpoint.numRanks != comm.size()))
+    error = "'" + path + "' is not this plan's checkpoint of rank " +
+            std::to_string(rank);
+  if (error.empty() && checkpoint.steps != marker.steps)
+    error = "'" + path + "' is of step " + std::to_string(checkpoint.steps) +
+            " but '" + dir + "/COMPLETE' says step " +
+            std::to_string(marker.steps) +
+            " (a run was killed while writing the checkpoint)";
+  if (error.empty())
+    error = runner.restoreState(checkpoint);
+  if (anyFailed(error, false))
+    return false;
+  steps = marker.steps;
+  return true;
+}
+
+bool Run::writeCheckpoint(int64_t steps) {
+  const std::string &dir = options.checkpointDir;
+  Checkpoint checkpoint;
+  checkpoint.planHash = hash;
+  checkpoint.rank = rank;
+  checkpoint.numRanks = comm.size();
+  checkpoint.steps = steps;
+  runner.saveState(checkpoint);
+  const std::string path = checkpointFileName(dir, rank);
+  // Every rank's new file is on disk before any replaces its old one.
+  std::string error = makeDirectories(dir);
+  if (error.empty())
+    error = stageCheckpointFile(path, checkpoint);
+  if (anyFailed(error, false) || anyFailed(commitFile(path), false))
+    return false;
+  if (rank == 0)
+    error = writeCompleteMarker(dir, {steps, comm.size(), hash});
+  return !anyFailed(error, false);
+}
+
+int Run::verify(int64_t step) {
+  ReferenceStep ref;
+  if (anyFailed(runReferenceStep(plan, data, step, ref), true))
+    return 1;
+  auto shapeOf = [&](int32_t t) {
+    return Index(plan.tensors(t).shape().begin(),
+                 plan.tensors(t).shape().end());
+  };
+  // Floors of the relative errors: 1% of the largest |value| among the
+  // reference's tensors of each kind (the same on every rank).
+  double floor[VFrozen + 1] = {};
+  for (int32_t t = 0; t < plan.tensors_size(); ++t) {
+    const Tensor &tensor = plan.tensors(t);
+    int kind = tensor.role() == Tensor::WEIGHT   ? VWeight
+               : tensor.role() == Tensor::FROZEN ? VFrozen
+               : tensor.is_output()              ? VOutput
+                                                 : -1;
+    if (kind >= 0)
+      floor[kind] = std::max(floor[kind], 0.01 * maxMagnitude(ref.values[t]));
+    if (kind == VWeight)
+      floor[VGrad] = std::max(floor[VGrad], 0.01 * maxMagnitude(ref.grads[t]));
+  }
+  floor[VLoss] = floor[VOutput];
+  VerifyTable table;
+  for (const auto &[t, values] : runner.outputs()) {
+    Index shape = shapeOf(t);
+    int kind = plan.training() && t == plan.loss_tensor() ? VLoss : VOutput;
+    merge(table, {kind, t},
+          compareBox(ref.values[t], shape, Index(shape.size(), 0), shape,
+                     values, floor[kind]));
+  }
+  for (const BoxValues &g : runner.keptGradients())
+    merge(table, {VGrad, g.tensor},
+          compareBox(ref.grads[g.tensor], shapeOf(g.tensor), g.lo, g.hi,
+                     g.values, floor[VGrad]));
+  for (const BoxValues &w : runner.updatedWeights())
+    merge(table, {VWeight, w.tensor},
+          compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
+                     w.values, floor[VWeight]));
+  for (const BoxValues &f : runner.frozenBuffers())
+    merge(table, {VFrozen, f.tensor},
+          compareBox(ref.values[f.tensor], shapeOf(f.tensor), f.lo, f.hi,
+                     f.values, floor[VFrozen]));
+
+  std::ostringstream mine;
+  mine.precision(17);
+  for (const auto &[key, row] : table)
+    mine << key.first << ' ' << key.second << ' ' << row.maxAbs << ' '
+         << row.maxRel << '\n';
+  std::vector<std::string> all =
+      comm.gatherToRoot(mine.str(), [] { return "verify gather"; });
+  int64_t failed = 0;
+  if (rank == 0) {
+    VerifyTable worst;
+    for (const std::string &text : all) {
+      std::istringstream in(text);
+      int kind;
+      int32_t tensor;
+      std::string a, r;
+      while (in >> kind >> tensor >> a >> r)
+        merge(worst, {kind, tensor}, {std::stod(a), std::stod(r)});
+    }
+    out << "verify: step " << step
+        << " against the single-device reference (worst over ranks, "
+           "tolerance "
+        << format("%g", options.verifyTolerance) << " relative)\n";
+    char line[256];
+    std::snprintf(line, sizeof(line), "  %-7s %-32s %14s %14s\n", "what",
+                  "tensor", "max abs err", "max rel err");
+    out << line;
+    for (const auto &[key, row] : worst) {
+      bool bad = !(row.maxRel <= options.verifyTolerance);
+      failed += bad;
+      std::snprintf(line, sizeof(line), "  %-7s %-32s %14.3e %14.3e%s\n",
+                    verifyKindName(key.first),
+                    plan.tensors(key.second).name().c_str(), row.maxAbs,
+                    row.maxRel, bad ? "  FAILED" : "");
+      out << line;
+    }
+    if (worst.empty())
+      out << "  (nothing to compare: the plan has no outputs or updates)\n";
+    if (failed)
+      out << "verify FAILED: " << failed << " tensor"
+          << (failed == 1 ? "" : "s") << " above the tolerance\n";
+    else
+      out << "verify passed\n";
+    out.flush();
+  }
+  failed = comm.broadcastFromRoot(failed, [] { return "verify verdict"; });
+  return failed ? 1 : 0;
+}
+
+void Run::printStep(int64_t step, int64_t last, double seconds) {
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  if (plan.training()) {
+    auto it = runner.outputs().find(plan.loss_tensor());
+    if (it != runner.outputs().end() && !it->second.empty())
+      loss = it->second[0];
+  }
+  const double samples =
+      plan.batch_size() > 0 ? double(plan.batch_size()) / seconds : 0;
+  if (!options.quiet) {
+    out << "step " << step << "/" << last;
+    if (!std::isnan(loss))
+      out << "  loss " << format("%.6f", loss);
+    out << "  " << format("%.1f", seconds * 1e3) << " ms";
+    if (samples > 0)
+      out << "  " << format("%.1f", samples) << " samples/s";
+    out << "\n";
+    out.flush();
+  }
+  if (log.is_open()) {
+    log << "{\"step\": " << step;
+    if (!std::isnan(loss))
+      log << ", \"loss\": " << format("%.9g", loss);
+    log << ", \"time_ms\": " << format("%.6g", seconds * 1e3);
+    if (samples > 0)
+      log << ", \"samples_per_s\": " << format("%.6g", samples);
+    log << "}\n";
+    log.flush();
+  }
+}
+
+void Run::printSummary(const std::vector<double> &times,
+                       const std::vector<double> &phases) {
+  if (options.quiet)
+    return;
+  // The first step of a run warms up caches and MPI connections.
+  const size_t from = times.size() > 1 ? 1 : 0;
+  double total = 0;
+  for (size_t i = from; i < times.size(); ++i)
+    total += times[i];
+  const double mean = total / double(times.size() - from);
+  out << "mean step " << format("%.2f", mean * 1e3) << " ms over "
+      << times.size() - from << " step" << (times.size() - from == 1 ? "" : "s")
+      << (from ? " (the first excluded)" : "");
+  if (plan.batch_size() > 0)
+    out << ", " << format("%.1f", double(plan.batch_size()) / mean)
+        << " samples/s";
+  out << "\nphase breakdown, ms per step (max over ranks):\n";
+  char line[128];
+  for (int p = 1; p <= kNumPhases; ++p) {
+    int phase = p % kNumPhases; // "other" last, and only if any
+    if (phase == 0 && phases[0] == 0)
+      continue;
+    std::snprintf(line, sizeof(line), "  %-14s %10.3f\n", phaseName(phase),
+                  phases[phase] * 1e3);
+    out << line;
+  }
+  std::snprintf(line, sizeof(line), "  %-14s %10.3f  (part of the above)\n",
+                "communication", phases[kNumPhases] * 1e3);
+  out << line;
+  out.flush();
+}
+
+std::string Run::saveOutputs() const {
+  const std::string &dir = options.saveOutputsDir;
+  for (const auto &[t, values] : runner.outputs()) {
+    std::string name = plan.tensors(t).name();
+    for (char &c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
+          c != '-' && c != '.')
+        c = '_';
+    Index shape(plan.tensors(t).shape().begin(), plan.tensors(t).shape().end());
+    if (std::string error =
+            writeNpy(dir + "/" + name + ".npy", shape, values.data());
+        !error.empty())
+      return error;
+  }
+  return "";
+}
+
+int Run::run() {
+  if (anyFailed(checkOptions(), true))
+    return 1;
+  openblas_set_num_threads(options.threads);
+
+  std::string error;
+  for (const auto &[name, path] : options.inputs)
+    if (error.empty())
+      error = data.setInputFile(name, path);
+  if (anyFailed(error, true))
+    return 1;
+  if (anyFailed(runner.prepare(), false))
+    return 1;
+  int64_t done = 0;
+  if (!options.resumeDir.empty() && !resume(done))
+    return 1;
+  // Files rank 0 writes at the end: fail now rather than after the run.
+  if (rank == 0) {
+    if (!options.logFile.empty()) {
+      log.open(options.logFile, std::ios::trunc);
+      if (!log)
+        error = "cannot open log file '" + options.logFile + "' for writing";
+    }
+    if (error.empty() && !options.traceFile.empty() &&
+        !std::ofstream(options.traceFile))
+      error = "cannot open trace file '" + options.traceFile + "' for writing";
+    if (error.empty() && !options.saveOutputsDir.empty())
+      error = makeDirectories(options.saveOutputsDir);
+  }
+  if (anyFailed(error, false))
+    return 1;
+
+  const int64_t first = done + 1, last = done + options.steps;
+  std::vector<double> times;
+  std::vector<double> phases(kNumPhases + 1, 0.0);
+  for (int64_t step = first; step <= last; ++step) {
+    const bool trace = !options.traceFile.empty() && step == last;
+    if (trace)
+      comm.barrier([] { return "the barrier before the traced step"; });
+    StepProfile profile;
+    if (std::string e = runner.runStep(
+            step, trace, options.verify && step == first, profile);
+        !e.empty())
+      return stepFailure(e);
+    const double seconds = comm.maxOverRanks({profile.seconds}, [&] {
+      return "the step time reduction after step " + std::to_string(step);
+    })[0];
+    times.push_back(seconds);
+    if (step > first || options.steps == 1) {
+      for (int p = 0; p < kNumPhases; ++p)
+        phases[p] += profile.phaseSeconds[p];
+      phases[kNumPhases] += profile.commSeconds;
+    }
+    if (rank == 0)
+      printStep(step, last, seconds);
+    if (options.verify && step == first && verify(step) != 0)
+      return 1;
+    if (options.checkpointEvery > 0 && step != last &&
+        step % options.checkpointEvery == 0 && !writeCheckpoint(step))
+      return 1;
+  }
+  if (!options.checkpointDir.empty() && !writeCheckpoint(last))
+    return 1;
+
+  std::vector<std::string> traces;
+  if (!options.traceFile.empty())
+    traces = comm.gatherToRoot(traceEventsJson(runner.traceEvents(), rank),
+                               [] { return "the trace gather"; });
+  const double counted = double(options.steps > 1 ? options.steps - 1 : 1);
+  for (double &p : phases)
+    p /= counted;
+  phases = comm.maxOverRanks(phases, [] { return "the phase time reduction"; });
+  if (rank != 0)
+    return 0;
+  if (!options.traceFile.empty())
+    error = writeChromeTrace(options.traceFile, traces, last);
+  if (error.empty() && !options.saveOutputsDir.empty())
+    error = saveOutputs();
+  if (!error.empty()) {
+    err << "ppc-run: " << error << "\n";
+    return 1;
+  }
+  printSummary(times, phases);
+  return 0;
+}
+
+} // namespace
+
+int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
+            std::ostream &out, std::ostream &err) {
+  if (plan.programs_size() != comm.size()) {
+    if (comm.rank() == 0)
+      err << "ppc-run: this plan was made for " << plan.programs_size()
+          << " ranks (machine " << plan.machine().name() << ") but runs on "
+          << comm.size() << "; start it with mpirun -np "
+          << plan.programs_size() << "\n";
+    return 1;
+  }
+  Run run(plan, options, comm, out, err);
+  return run.run();
+}
+
+} // namespace ppc::runtime

@@ -35,7 +35,8 @@ static std::string headerValue(const std::string &header,
   std::string value = header.substr(pos, end - pos);
   size_t first = value.find_first_not_of(" \t");
   size_t last = value.find_last_not_of(" \t");
-  return first == std::string::npos ? "" : value.substr(first, last - first + 1);
+  return first == std::string::npos ? ""
+                                    : value.substr(first, last - first + 1);
 }
 
 template <typename T>
@@ -155,8 +156,8 @@ std::string writeNpy(const std::string &path, const std::vector<int64_t> &shape,
   else if (shape.size() == 1)
     shapeText.pop_back(); // "(3,)"
   shapeText += ")";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
-                       shapeText + ", }";
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shapeText + ", }";
   // Magic, version and length take 10 bytes; the data starts 64-aligned.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

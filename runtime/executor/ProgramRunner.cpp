@@ -18,7 +18,7 @@ const char *phaseName(int phase) {
   return phase >= 0 && phase < kNumPhases ? names[phase] : "other";
 }
 
-static OpDesc describe(const Plan &plan, const Op &op) {
+OpDesc describeOp(const Plan &plan, const Op &op) {
   OpDesc desc;
   desc.kind = op.kind();
   for (const Attribute &a : op.attributes()) {
@@ -55,12 +55,11 @@ static OpDesc describe(const Plan &plan, const Op &op) {
 
 ProgramRunner::ProgramRunner(const Plan &plan, const DataSource &data,
                              Communicator &comm)
-    : plan(plan), program(plan.programs(comm.rank())), data(data), comm(comm) {
-}
+    : plan(plan), program(plan.programs(comm.rank())), data(data), comm(comm) {}
 
 std::string ProgramRunner::prepare() {
   for (const Op &op : plan.ops())
-    descs.push_back(describe(plan, op));
+    descs.push_back(describeOp(plan, op));
 
   const int n = program.instructions_size();
   contextOp.assign(n, -1);
@@ -150,8 +149,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     if (trace && !instr.has_alloc() && !instr.has_free() &&
         !instr.has_phase() && !instr.has_output())
       trace_.push_back({traceName(instr), isCommunication(instr) ? 1 : 0,
-                        seconds(t0 - start), seconds(t1 - t0), phase_,
-                        index_});
+                        seconds(t0 - start), seconds(t1 - t0), phase_, index_});
   }
   const Clock::time_point t0 = Clock::now();
   if (std::string err =
@@ -245,7 +243,8 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b) {
     buffer.lo.assign(b.box().lo().begin(), b.box().lo().end());
     buffer.hi.assign(b.box().hi().begin(), b.box().hi().end());
   }
-  if (b.tensor() >= 0 && !b.grad() && isPersistentRole(plan.tensors(b.tensor()))) {
+  if (b.tensor() >= 0 && !b.grad() &&
+      isPersistentRole(plan.tensors(b.tensor()))) {
     auto it = persistent.find(b.id());
     if (it == persistent.end()) {
       Persistent p;
@@ -371,8 +370,7 @@ std::string ProgramRunner::viewOf(int32_t id, int32_t tensor, bool grad,
                                   TensorView &view) {
   if (id < 0) {
     const Tensor &t = plan.tensors(tensor);
-    view = TensorView{nullptr,
-                      Index(t.shape().begin(), t.shape().end()),
+    view = TensorView{nullptr, Index(t.shape().begin(), t.shape().end()),
                       Index(t.shape_size(), 0), Index(t.shape_size(), 0)};
     return "";
   }
@@ -404,18 +402,18 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
   std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       scratch(k.scratch_size());
   for (int i = 0; i < k.inputs_size(); ++i)
-    if (std::string err = viewOf(k.inputs(i), op.operands(i), false, "input",
-                                 i, inputs[i]);
+    if (std::string err =
+            viewOf(k.inputs(i), op.operands(i), false, "input", i, inputs[i]);
         !err.empty())
       return err;
   for (int i = 0; i < k.outputs_size(); ++i)
-    if (std::string err = viewOf(k.outputs(i), op.results(i), false, "output",
-                                 i, outputs[i]);
+    if (std::string err =
+            viewOf(k.outputs(i), op.results(i), false, "output", i, outputs[i]);
         !err.empty())
       return err;
   for (int i = 0; i < k.scratch_size(); ++i)
-    if (std::string err = viewOf(k.scratch(i), -1, false, "scratch", i,
-                                 scratch[i]);
+    if (std::string err =
+            viewOf(k.scratch(i), -1, false, "scratch", i, scratch[i]);
         !err.empty())
       return err;
   KernelContext ctx{step_, plan.training(), k.stage()};
@@ -426,7 +424,8 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
   return "";
 }
 
-std::string ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
+std::string
+ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
   const Op &op = plan.ops(k.op());
   if (k.inputs_size() != op.operands_size())
     return countMismatch(op, "inputs", k.inputs_size(), op.operands_size());
@@ -442,13 +441,13 @@ std::string ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) 
       outputGrads(k.output_grads_size()), inputGrads(k.input_grads_size()),
       scratch(k.scratch_size());
   for (int i = 0; i < k.inputs_size(); ++i)
-    if (std::string err = viewOf(k.inputs(i), op.operands(i), false, "input",
-                                 i, inputs[i]);
+    if (std::string err =
+            viewOf(k.inputs(i), op.operands(i), false, "input", i, inputs[i]);
         !err.empty())
       return err;
   for (int i = 0; i < k.outputs_size(); ++i)
-    if (std::string err = viewOf(k.outputs(i), op.results(i), false, "output",
-                                 i, outputs[i]);
+    if (std::string err =
+            viewOf(k.outputs(i), op.results(i), false, "output", i, outputs[i]);
         !err.empty())
       return err;
   for (int i = 0; i < k.output_grads_size(); ++i)
@@ -462,8 +461,8 @@ std::string ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) 
         !err.empty())
       return err;
   for (int i = 0; i < k.scratch_size(); ++i)
-    if (std::string err = viewOf(k.scratch(i), -1, false, "scratch", i,
-                                 scratch[i]);
+    if (std::string err =
+            viewOf(k.scratch(i), -1, false, "scratch", i, scratch[i]);
         !err.empty())
       return err;
   KernelContext ctx{step_, plan.training(), k.stage()};
@@ -491,8 +490,9 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
            boxString(w->lo, w->hi) + " with buffer " +
            std::to_string(u.grad()) + ", which is not its gradient's box";
   if (keepGradients_) {
-    keptGrads_.push_back({g->tensor, g->lo, g->hi,
-                          std::vector<float>(g->data(), g->data() + g->size())});
+    keptGrads_.push_back(
+        {g->tensor, g->lo, g->hi,
+         std::vector<float>(g->data(), g->data() + g->size())});
     updated_.push_back(u.weight());
   }
   applyOptimizer(plan.optimizer(), w->data(), g->data(), w->size(),
@@ -537,9 +537,8 @@ std::string ProgramRunner::traceName(const Instruction &instr) const {
     return "recv " + nameOf(instr.recv().buffer()) + " from " +
            std::to_string(instr.recv().peer());
   case Instruction::kCollective:
-    return std::string(Instruction::CollectiveKind_Name(
-               instr.collective().kind())) +
-           " " + nameOf(instr.collective().buffer());
+    return std::string(collectiveName(instr.collective().kind())) + " " +
+           nameOf(instr.collective().buffer());
   default:
     return "";
   }
@@ -549,10 +548,10 @@ std::vector<BoxValues> ProgramRunner::updatedWeights() const {
   std::vector<BoxValues> out;
   for (int32_t id : updated_) {
     const Persistent &p = persistent.at(id);
-    out.push_back({p.tensor, p.lo, p.hi,
-                   std::vector<float>(p.storage->begin(),
-                                      p.storage->begin() +
-                                          boxVolume(p.lo, p.hi))});
+    out.push_back(
+        {p.tensor, p.lo, p.hi,
+         std::vector<float>(p.storage->begin(),
+                            p.storage->begin() + boxVolume(p.lo, p.hi))});
   }
   return out;
 }
@@ -561,10 +560,10 @@ std::vector<BoxValues> ProgramRunner::frozenBuffers() const {
   std::vector<BoxValues> out;
   for (const auto &[id, p] : persistent)
     if (plan.tensors(p.tensor).role() == Tensor::FROZEN && p.loaded)
-      out.push_back({p.tensor, p.lo, p.hi,
-                     std::vector<float>(p.storage->begin(),
-                                        p.storage->begin() +
-                                            boxVolume(p.lo, p.hi))});
+      out.push_back(
+          {p.tensor, p.lo, p.hi,
+           std::vector<float>(p.storage->begin(),
+                              p.storage->begin() + boxVolume(p.lo, p.hi))});
   return out;
 }
 

@@ -31,6 +31,9 @@ namespace ppc::runtime {
 /// first marker.
 constexpr int kNumPhases = 6;
 const char *phaseName(int phase);
+const char *collectiveName(ppc::planfile::Instruction::CollectiveKind kind);
+/// The kernels' view of a global op: attributes and global shapes.
+OpDesc describeOp(const ppc::planfile::Plan &plan, const ppc::planfile::Op &op);
 
 struct StepProfile {
   double seconds = 0;
@@ -40,8 +43,8 @@ struct StepProfile {
 
 struct TraceEvent {
   std::string name;
-  int tid = 0;        ///< 0 compute, 1 communication
-  double start = 0;   ///< seconds since the start of the step
+  int tid = 0;      ///< 0 compute, 1 communication
+  double start = 0; ///< seconds since the start of the step
   double duration = 0;
   int phase = 0;
   int instruction = -1;
@@ -108,7 +111,7 @@ private:
   /// How a collective instruction's boxes map onto MPI counts; computed the
   /// first time it runs (programs repeat every step).
   struct CollectiveLayout {
-    std::vector<int64_t> counts;      ///< all_gather / reduce_scatter
+    std::vector<int64_t> counts;         ///< all_gather / reduce_scatter
     std::vector<Index> pieceLo, pieceHi; ///< per member (see Collectives.cpp)
     std::vector<Index> sendLo, sendHi;   ///< all_to_all
     std::vector<int64_t> sendCounts;

@@ -1,8 +1,214 @@
 //===- ppc-run.cpp - run a ppc plan ---------------------------------------===//
+//
+// Executes a plan file written by ppc-opt: one process per rank under
+// mpirun, or a single process for one-rank plans.
+//
+//===----------------------------------------------------------------------===//
 
-#include <cstdio>
+#include "ppc/Runtime/Executor.h"
+#include "ppc/Runtime/PlanIO.h"
 
-int main() {
-  std::fprintf(stderr, "ppc-run: not implemented yet\n");
-  return 1;
+#include <cstdlib>
+#include <iostream>
+#include <malloc.h>
+#include <string>
+
+using namespace ppc::runtime;
+
+static const char kHelp[] = R"(usage: ppc-run PLAN [options]
+       mpirun -np K ppc-run PLAN [options]     (K = the plan's ranks)
+
+Runs training (or inference) steps of a plan written by ppc-opt, one process
+per rank. Rank 0 prints the loss, step time and throughput of every step and
+a summary (mean step time without the first step, phase breakdown).
+
+options:
+  --steps N              steps to run (10); after --resume, N more steps
+  --seed S               seed of synthetic inputs and weight init (1)
+  --input NAME=FILE.npy  the input tensor NAME from a .npy file, the same every
+                         step (default: a new synthetic batch every step)
+  --init=plan|seed       weights as the plan says (plan, default), or drawn
+                         from the seed even where the plan has their values
+  --verify               after step 1 every rank also runs the step on the
+                         whole model by itself and compares the loss, outputs,
+                         gradients, updated weights and batch-norm statistics
+                         it holds; exit 1 ("verify FAILED") if an error is
+                         above the tolerance
+  --verify-tolerance X   largest relative error per tensor (1e-4): max |err|
+                         over max |reference value| of the tensor (at least 1%
+                         of the largest among tensors of its kind, since a
+                         gradient that cancels to rounding noise, like a bias
+                         before batch norm, has no scale of its own).
+                         Partitioned sums add float32 numbers in another
+                         order, which changes them by about 1e-7 relative per
+                         addition; a wrong plan errs by far more
+  --checkpoint DIR       write DIR/rank-R.ckpt (weights, optimizer state, step)
+                         after the last step, and DIR/COMPLETE when all are
+  --checkpoint-every N   also after every step number divisible by N
+  --resume DIR           continue from a checkpoint of the same plan; the run
+                         goes on exactly as if it had not been interrupted
+  --save-outputs DIR     write each output (the loss, or the model outputs of
+                         a forward-only plan) as DIR/NAME.npy after the last
+                         step
+  --trace FILE           Chrome trace (chrome://tracing, Perfetto) of the last
+                         step: pid = rank, tid 0 compute, tid 1 communication
+  --timeout SECONDS      abort the job when a rank waits this long for a
+                         message or collective (300)
+  --threads N            OpenBLAS threads per rank (1)
+  --log FILE             one JSON object per step: step, loss, time_ms
+  --quiet                no per-step lines or summary
+  --help                 this text
+)";
+
+namespace {
+struct Args {
+  std::string plan;
+  RunOptions options;
+  double timeout = 300;
+  bool help = false;
+};
+
+bool parseNumber(const std::string &text, double &value) {
+  try {
+    size_t used = 0;
+    value = std::stod(text, &used);
+    return used == text.size();
+  } catch (...) {
+    return false;
+  }
+}
+
+bool parseInt(const std::string &text, int64_t &value) {
+  try {
+    size_t used = 0;
+    value = std::stoll(text, &used);
+    return used == text.size();
+  } catch (...) {
+    return false;
+  }
+}
+
+/// "" or what is wrong with the command line.
+std::string parseArgs(int argc, char **argv, Args &args) {
+  RunOptions &o = args.options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+      if (!args.plan.empty())
+        return "unexpected argument '" + arg + "' (the plan is '" + args.plan +
+               "')";
+      args.plan = arg;
+      continue;
+    }
+    std::string name = arg, value;
+    bool hasValue = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasValue = true;
+    }
+    auto takeValue = [&]() -> bool {
+      if (hasValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    auto bad = [&](const char *what) {
+      return name + " needs " + what +
+             (hasValue ? ", not '" + value + "'" : "");
+    };
+    int64_t n = 0;
+    double x = 0;
+    if (name == "--help" || name == "-h") {
+      args.help = true;
+    } else if (name == "--verify") {
+      o.verify = true;
+    } else if (name == "--quiet") {
+      o.quiet = true;
+    } else if (name == "--steps" || name == "--seed" ||
+               name == "--checkpoint-every" || name == "--threads") {
+      if (!takeValue() || !parseInt(value, n))
+        return bad("an integer");
+      if (name == "--steps")
+        o.steps = n;
+      else if (name == "--seed")
+        o.seed = static_cast<uint64_t>(n);
+      else if (name == "--checkpoint-every")
+        o.checkpointEvery = n;
+      else
+        o.threads = static_cast<int>(n);
+    } else if (name == "--timeout" || name == "--verify-tolerance") {
+      if (!takeValue() || !parseNumber(value, x) || !(x > 0))
+        return bad("a positive number");
+      if (name == "--timeout")
+        args.timeout = x;
+      else
+        o.verifyTolerance = x;
+    } else if (name == "--init") {
+      if (!takeValue() || (value != "plan" && value != "seed"))
+        return bad("'plan' or 'seed'");
+      o.init = value == "seed" ? InitMode::Seed : InitMode::Plan;
+    } else if (name == "--input") {
+      size_t eq = std::string::npos;
+      if (!takeValue() || (eq = value.find('=')) == std::string::npos ||
+          eq == 0)
+        return bad("NAME=FILE.npy");
+      o.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else if (name == "--checkpoint" || name == "--resume" ||
+               name == "--save-outputs" || name == "--trace" ||
+               name == "--log") {
+      if (!takeValue() || value.empty())
+        return bad("a path");
+      std::string &target = name == "--checkpoint"     ? o.checkpointDir
+                            : name == "--resume"       ? o.resumeDir
+                            : name == "--save-outputs" ? o.saveOutputsDir
+                            : name == "--trace"        ? o.traceFile
+                                                       : o.logFile;
+      target = value;
+    } else {
+      return "unknown option '" + name + "' (see --help)";
+    }
+  }
+  if (!args.help && args.plan.empty())
+    return "no plan file given (usage: ppc-run PLAN [options]; see --help)";
+  return "";
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  // Every step allocates and frees the same buffers (and MPI its temporary
+  // ones). By default glibc maps large blocks fresh each time, and the page
+  // faults of touching them again cost more than the kernels of a small
+  // model: keep freed memory in the heap instead.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  Communicator::initialize(argc, argv);
+  int code = 1;
+  {
+    Args args;
+    std::string error = parseArgs(argc, argv, args);
+    auto comm = Communicator::world(args.timeout);
+    // Every rank sees the same arguments and plan: rank 0 speaks for all.
+    const bool speaks = comm->rank() == 0;
+    ppc::planfile::Plan plan;
+    if (!error.empty()) {
+      if (speaks)
+        std::cerr << "ppc-run: " << error << "\n";
+    } else if (args.help) {
+      if (speaks)
+        std::cout << kHelp;
+      code = 0;
+    } else if (std::string e = readPlanFile(args.plan, plan); !e.empty()) {
+      if (speaks)
+        std::cerr << "ppc-run: " << e << "\n";
+    } else {
+      code = runPlan(plan, args.options, *comm, std::cout, std::cerr);
+    }
+    std::cout.flush();
+    std::cerr.flush();
+  }
+  Communicator::finalize();
+  return code;
 }

@@ -75,7 +75,8 @@ struct CheckpointMarker {
 /// Writes `dir`/COMPLETE atomically.
 std::string writeCompleteMarker(const std::string &dir,
                                 const CheckpointMarker &marker);
-std::string readCompleteMarker(const std::string &dir, CheckpointMarker &marker);
+std::string readCompleteMarker(const std::string &dir,
+                               CheckpointMarker &marker);
 
 /// Creates `dir` and its parents if missing.
 std::string makeDirectories(const std::string &dir);

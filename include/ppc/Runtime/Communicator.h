@@ -30,6 +30,9 @@ public:
   /// Describes what a wait is for; called only when it times out.
   using Where = std::function<std::string()>;
 
+  /// MPI_Init and MPI_Finalize, for a program's main.
+  static void initialize(int &argc, char **&argv);
+  static void finalize();
   /// MPI_COMM_WORLD; MPI must be initialized.
   static std::unique_ptr<Communicator> world(double timeoutSeconds);
   /// One rank, no MPI.
@@ -38,7 +41,6 @@ public:
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  double timeout() const { return timeout_; }
 
   /// Creates the communicators of `groups` (every distinct group of the plan,
   /// the same list on every rank): collective over each group's members, in
@@ -74,15 +76,17 @@ public:
                             const Where &where);
   /// `send` holds sendCounts[i] floats for member i, in order; `recv` gets
   /// recvCounts[i] from member i, in order.
-  std::string allToAll(const float *send, const std::vector<int64_t> &sendCounts,
-                       float *recv, const std::vector<int64_t> &recvCounts,
+  std::string allToAll(const float *send,
+                       const std::vector<int64_t> &sendCounts, float *recv,
+                       const std::vector<int64_t> &recvCounts,
                        const std::vector<int> &group, const Where &where);
   /// Every member's `mine` (the same length on all), in group order.
   std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
                                      const std::vector<int> &group,
                                      const Where &where);
 
-  // Over the whole world.
+  // Over the whole world, between steps: these waits time out after twice
+  // the timeout, so that a rank stuck inside a step is the one to report.
   /// Elementwise maximum over ranks, on every rank.
   std::vector<double> maxOverRanks(const std::vector<double> &values,
                                    const Where &where);
@@ -102,7 +106,6 @@ private:
   Communicator(int rank, int size, double timeout, bool mpi);
   struct Impl;
   int rank_, size_;
-  double timeout_;
   std::unique_ptr<Impl> impl;
 };
 

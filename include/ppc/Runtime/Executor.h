@@ -45,7 +45,7 @@ struct RunOptions {
   bool verify = false;
   double verifyTolerance = 1e-4;
   std::string checkpointDir;
-  int64_t checkpointEvery = 0; ///< 0: only after the last step
+  int64_t checkpointEvery = 0; ///< also after steps divisible by it (0: no)
   std::string resumeDir;
   std::string saveOutputsDir;
   std::string traceFile;

@@ -25,7 +25,7 @@ namespace ppc::runtime {
 
 /// What the optimizer keeps per weight buffer between steps.
 struct OptimizerState {
-  int64_t steps = 0;                ///< updates done (ADAM's t)
+  int64_t steps = 0;                     ///< updates done (ADAM's t)
   std::vector<std::vector<float>> slots; ///< MOMENTUM: {v}; ADAM: {m, v}
 };
 

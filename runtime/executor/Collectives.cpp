@@ -1,0 +1,334 @@
+//===- Collectives.cpp - the Collective instruction -----------------------===//
+//
+// Layouts, for a group of n members in group order (boxes in the buffers'
+// coordinates: global for tensor buffers, [0, shape) for scratch):
+//  - ALL_REDUCE, BROADCAST: in place on `buffer`; every member's buffer has
+//    the same number of elements.
+//  - ALL_GATHER: member i's `buffer` is piece i; every member's `result`
+//    holds the same box R, which along `axis` is the concatenation of the
+//    pieces in group order and equals each piece in the other dims.
+//  - REDUCE_SCATTER: every member's `buffer` holds the same box B; member i's
+//    `result` is piece i of B along `axis` (the pieces concatenated in group
+//    order make B) and receives the sum (max) over members of that piece.
+//  - ALL_TO_ALL: member i's `result` R_i receives from every member j the
+//    part of j's `buffer` B_j inside R_i; the B_j must cover R_i (e.g. B_j are
+//    the pieces along one dim, R_i the pieces along `axis`).
+// The first run of an instruction exchanges the members' boxes, checks them
+// and keeps the MPI counts (programs repeat every step).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProgramRunner.h"
+
+#include <cstring>
+
+namespace ppc::runtime {
+
+using namespace ppc::planfile;
+
+namespace {
+constexpr int kMaxDims = 8;
+// Exchanged per member: dims, buffer lo/hi, result lo/hi.
+constexpr int kRecordSize = 1 + 4 * kMaxDims;
+
+std::string groupString(const google::protobuf::RepeatedField<int32_t> &g) {
+  std::string s = "[";
+  for (int i = 0; i < g.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(g.Get(i));
+  return s + "]";
+}
+
+} // namespace
+
+const char *collectiveName(Instruction::CollectiveKind kind) {
+  switch (kind) {
+  case Instruction::ALL_REDUCE:
+    return "all_reduce";
+  case Instruction::ALL_GATHER:
+    return "all_gather";
+  case Instruction::REDUCE_SCATTER:
+    return "reduce_scatter";
+  case Instruction::BROADCAST:
+    return "broadcast";
+  case Instruction::ALL_TO_ALL:
+    return "all_to_all";
+  default:
+    return "collective";
+  }
+}
+
+namespace {
+
+/// Product of the box's extents in dims before `axis`: 1 when the pieces
+/// along `axis` are contiguous blocks of the row-major box.
+int64_t outerExtent(const Index &lo, const Index &hi, int axis) {
+  int64_t n = 1;
+  for (int d = 0; d < axis; ++d)
+    n *= hi[d] - lo[d];
+  return n;
+}
+
+/// Checks that `pieces` (in group order) tile `whole` along `axis`.
+std::string checkTiling(const std::vector<Index> &lo,
+                        const std::vector<Index> &hi, const Index &wholeLo,
+                        const Index &wholeHi, int axis) {
+  int64_t at = wholeLo[axis];
+  for (size_t i = 0; i < lo.size(); ++i) {
+    for (size_t d = 0; d < wholeLo.size(); ++d)
+      if (static_cast<int>(d) != axis &&
+          (lo[i][d] != wholeLo[d] || hi[i][d] != wholeHi[d]))
+        return "piece " + std::to_string(i) + " " + boxString(lo[i], hi[i]) +
+               " differs from " + boxString(wholeLo, wholeHi) +
+               " outside axis " + std::to_string(axis);
+    if (lo[i][axis] != at)
+      return "piece " + std::to_string(i) + " " + boxString(lo[i], hi[i]) +
+             " does not start where piece " + std::to_string(i) +
+             " should along axis " + std::to_string(axis) + " (" +
+             std::to_string(at) + ")";
+    at = hi[i][axis];
+  }
+  if (at != wholeHi[axis])
+    return "the pieces end at " + std::to_string(at) + " along axis " +
+           std::to_string(axis) + ", not at " + std::to_string(wholeHi[axis]);
+  return "";
+}
+} // namespace
+
+std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
+                                            const Buffer &buffer,
+                                            const Buffer *result,
+                                            CollectiveLayout &layout) {
+  const int dims = static_cast<int>(buffer.lo.size());
+  if (dims > kMaxDims)
+    return "collectives on buffers of more than " + std::to_string(kMaxDims) +
+           " dims are not supported";
+  std::vector<int64_t> mine(kRecordSize, 0);
+  mine[0] = dims;
+  for (int d = 0; d < dims; ++d) {
+    mine[1 + d] = buffer.lo[d];
+    mine[1 + kMaxDims + d] = buffer.hi[d];
+    if (result && static_cast<int>(result->lo.size()) == dims) {
+      mine[1 + 2 * kMaxDims + d] = result->lo[d];
+      mine[1 + 3 * kMaxDims + d] = result->hi[d];
+    }
+  }
+  const std::vector<int> group(c.group().begin(), c.group().end());
+  const size_t n = group.size();
+  std::vector<int64_t> all = comm.allGatherInts(mine, group, [&] {
+    return std::string(collectiveName(c.kind())) + " setup (" + context() +
+           ", group " + groupString(c.group()) + ")";
+  });
+  if (all.size() != n * kRecordSize)
+    return "exchanging the boxes of the members failed";
+  std::vector<Index> bufLo(n), bufHi(n), resLo(n), resHi(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t *r = all.data() + i * kRecordSize;
+    if (r[0] != dims)
+      return "member " + std::to_string(i) + " has a buffer of " +
+             std::to_string(r[0]) + " dims, this one of " +
+             std::to_string(dims);
+    bufLo[i].assign(r + 1, r + 1 + dims);
+    bufHi[i].assign(r + 1 + kMaxDims, r + 1 + kMaxDims + dims);
+    resLo[i].assign(r + 1 + 2 * kMaxDims, r + 1 + 2 * kMaxDims + dims);
+    resHi[i].assign(r + 1 + 3 * kMaxDims, r + 1 + 3 * kMaxDims + dims);
+  }
+  const int axis = c.axis();
+  const bool needsAxis = c.kind() == Instruction::ALL_GATHER ||
+                         c.kind() == Instruction::REDUCE_SCATTER;
+  if (needsAxis && (axis < 0 || axis >= dims))
+    return "axis " + std::to_string(axis) + " of a buffer of " +
+           std::to_string(dims) + " dims";
+  if (result && static_cast<int>(result->lo.size()) != dims)
+    return "the result buffer has " + std::to_string(result->lo.size()) +
+           " dims, the buffer " + std::to_string(dims);
+
+  switch (c.kind()) {
+  case Instruction::ALL_REDUCE:
+  case Instruction::BROADCAST:
+    for (size_t i = 0; i < n; ++i)
+      if (boxVolume(bufLo[i], bufHi[i]) != buffer.size())
+        return "member " + std::to_string(i) + " holds " +
+               std::to_string(boxVolume(bufLo[i], bufHi[i])) +
+               " elements, this one " + std::to_string(buffer.size());
+    break;
+  case Instruction::ALL_GATHER:
+    for (size_t i = 0; i < n; ++i)
+      if (resLo[i] != result->lo || resHi[i] != result->hi)
+        return "member " + std::to_string(i) + " gathers into " +
+               boxString(resLo[i], resHi[i]) + ", this one into " +
+               boxString(result->lo, result->hi);
+    if (std::string err =
+            checkTiling(bufLo, bufHi, result->lo, result->hi, axis);
+        !err.empty())
+      return err;
+    for (size_t i = 0; i < n; ++i)
+      layout.counts.push_back(boxVolume(bufLo[i], bufHi[i]));
+    layout.pieceLo = bufLo;
+    layout.pieceHi = bufHi;
+    layout.direct = outerExtent(result->lo, result->hi, axis) == 1;
+    break;
+  case Instruction::REDUCE_SCATTER:
+    for (size_t i = 0; i < n; ++i)
+      if (bufLo[i] != buffer.lo || bufHi[i] != buffer.hi)
+        return "member " + std::to_string(i) + " reduces " +
+               boxString(bufLo[i], bufHi[i]) + ", this one " +
+               boxString(buffer.lo, buffer.hi);
+    if (std::string err = checkTiling(resLo, resHi, buffer.lo, buffer.hi, axis);
+        !err.empty())
+      return err;
+    for (size_t i = 0; i < n; ++i)
+      layout.counts.push_back(boxVolume(resLo[i], resHi[i]));
+    layout.pieceLo = resLo;
+    layout.pieceHi = resHi;
+    layout.direct = outerExtent(buffer.lo, buffer.hi, axis) == 1;
+    break;
+  case Instruction::ALL_TO_ALL: {
+    int64_t received = 0;
+    layout.sendLo.resize(n);
+    layout.sendHi.resize(n);
+    layout.pieceLo.resize(n);
+    layout.pieceHi.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      boxIntersect(buffer.lo, buffer.hi, resLo[i], resHi[i], layout.sendLo[i],
+                   layout.sendHi[i]);
+      layout.sendCounts.push_back(
+          boxVolume(layout.sendLo[i], layout.sendHi[i]));
+      boxIntersect(bufLo[i], bufHi[i], result->lo, result->hi,
+                   layout.pieceLo[i], layout.pieceHi[i]);
+      layout.counts.push_back(boxVolume(layout.pieceLo[i], layout.pieceHi[i]));
+      received += layout.counts.back();
+    }
+    if (received != result->size())
+      return "the members' buffers cover " + std::to_string(received) +
+             " of the " + std::to_string(result->size()) +
+             " elements of the result " + boxString(result->lo, result->hi);
+    break;
+  }
+  default:
+    return "unknown collective kind " + std::to_string(c.kind());
+  }
+  return "";
+}
+
+std::string ProgramRunner::collective(const Instruction::Collective &c) {
+  Buffer *buffer, *result = nullptr;
+  if (std::string err = lookup(c.buffer(), buffer); !err.empty())
+    return err;
+  const bool inPlace =
+      c.kind() == Instruction::ALL_REDUCE || c.kind() == Instruction::BROADCAST;
+  if (!inPlace) {
+    if (std::string err = lookup(c.result(), result); !err.empty())
+      return err;
+    if (result == buffer)
+      return std::string(collectiveName(c.kind())) +
+             " needs a result buffer other than its input";
+  }
+  const std::vector<int> group(c.group().begin(), c.group().end());
+  if (c.kind() == Instruction::BROADCAST &&
+      (c.root() < 0 || c.root() >= static_cast<int>(group.size())))
+    return "broadcast root " + std::to_string(c.root()) + " of a group of " +
+           std::to_string(group.size());
+  auto layoutIt = layouts.find(index_);
+  if (layoutIt == layouts.end()) {
+    CollectiveLayout layout;
+    if (std::string err = collectiveLayout(c, *buffer, result, layout);
+        !err.empty())
+      return std::string(collectiveName(c.kind())) + " over group " +
+             groupString(c.group()) + ": " + err;
+    layoutIt = layouts.emplace(index_, std::move(layout)).first;
+  }
+  const CollectiveLayout &layout = layoutIt->second;
+  auto where = [&] {
+    return std::string(collectiveName(c.kind())) + " (" + context() +
+           ", group " + groupString(c.group()) + ")";
+  };
+  const bool max = c.reduction() == Instruction::MAX;
+  const size_t n = group.size();
+  switch (c.kind()) {
+  case Instruction::ALL_REDUCE:
+    return comm.allReduce(buffer->data(), buffer->size(), group, max, where);
+  case Instruction::BROADCAST:
+    return comm.broadcast(buffer->data(), buffer->size(), group, c.root(),
+                          where);
+  case Instruction::ALL_GATHER: {
+    if (layout.direct)
+      return comm.allGather(buffer->data(), result->data(), layout.counts,
+                            group, where);
+    staging.resize(result->size());
+    if (std::string err = comm.allGather(buffer->data(), staging.data(),
+                                         layout.counts, group, where);
+        !err.empty())
+      return err;
+    float *dst = result->data();
+    int64_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
+      forEachRun(lo, hi, lo, hi, result->lo, result->hi,
+                 [&](int64_t a, int64_t b, int64_t len) {
+                   std::memcpy(dst + b, staging.data() + offset + a,
+                               len * sizeof(float));
+                 });
+      offset += layout.counts[i];
+    }
+    return "";
+  }
+  case Instruction::REDUCE_SCATTER: {
+    if (layout.direct)
+      return comm.reduceScatter(buffer->data(), result->data(), layout.counts,
+                                group, max, where);
+    staging.resize(buffer->size());
+    const float *src = buffer->data();
+    int64_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
+      forEachRun(lo, hi, buffer->lo, buffer->hi, lo, hi,
+                 [&](int64_t a, int64_t b, int64_t len) {
+                   std::memcpy(staging.data() + offset + b, src + a,
+                               len * sizeof(float));
+                 });
+      offset += layout.counts[i];
+    }
+    return comm.reduceScatter(staging.data(), result->data(), layout.counts,
+                              group, max, where);
+  }
+  case Instruction::ALL_TO_ALL: {
+    int64_t sent = 0;
+    for (int64_t count : layout.sendCounts)
+      sent += count;
+    std::vector<float> out(sent);
+    const float *src = buffer->data();
+    int64_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Index &lo = layout.sendLo[i], &hi = layout.sendHi[i];
+      forEachRun(lo, hi, buffer->lo, buffer->hi, lo, hi,
+                 [&](int64_t a, int64_t b, int64_t len) {
+                   std::memcpy(out.data() + offset + b, src + a,
+                               len * sizeof(float));
+                 });
+      offset += layout.sendCounts[i];
+    }
+    staging.resize(result->size());
+    if (std::string err =
+            comm.allToAll(out.data(), layout.sendCounts, staging.data(),
+                          layout.counts, group, where);
+        !err.empty())
+      return err;
+    float *dst = result->data();
+    offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
+      forEachRun(lo, hi, lo, hi, result->lo, result->hi,
+                 [&](int64_t a, int64_t b, int64_t len) {
+                   std::memcpy(dst + b, staging.data() + offset + a,
+                               len * sizeof(float));
+                 });
+      offset += layout.counts[i];
+    }
+    return "";
+  }
+  default:
+    return "unknown collective kind " + std::to_string(c.kind());
+  }
+}
+
+} // namespace ppc::runtime

@@ -1,0 +1,55 @@
+//===- make-test-plans.cpp - writes the e2e tests' hand-built plans -------===//
+//
+// make-test-plans DIR writes the plans of TestPlans.h (and a few broken
+// files) into DIR for the mpirun tests in CMakeLists.txt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestPlans.h"
+
+#include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Runtime/Npy.h"
+
+#include <cstdio>
+#include <string>
+
+using namespace ppc::runtime;
+using namespace ppc::runtime::testing;
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make-test-plans DIR\n");
+    return 1;
+  }
+  const std::string dir = argv[1];
+  std::string err = makeDirectories(dir);
+  auto write = [&](const pf::Plan &plan, const std::string &name,
+                   bool text = false) {
+    if (err.empty())
+      err = writePlanFile(plan, dir + "/" + name, text);
+  };
+  write(dataMovementPlan(2), "data-movement-2.plan");
+  write(dataMovementPlan(2), "data-movement-2.plantxt", /*text=*/true);
+  write(silentPeerPlan(), "silent-peer.plan");
+  write(fakeTrainingPlan(2, pf::Optimizer::ADAM), "fake-training-2.plan");
+  write(mlpPlan(2, false, pf::Optimizer::ADAM), "mlp-dp-2.plan");
+  write(mlpPlan(2, true, pf::Optimizer::MOMENTUM), "mlp-tp-2.plan");
+  write(mlpPlan(1, false), "mlp-1.plan");
+  pf::Plan future = dataMovementPlan(2);
+  future.set_version(99);
+  write(future, "version-99.plan");
+
+  // The data movement plan's input x [4, 6], and a wrongly shaped one.
+  std::vector<float> x(24), wrong(3);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  if (err.empty())
+    err = writeNpy(dir + "/x.npy", {4, 6}, x.data());
+  if (err.empty())
+    err = writeNpy(dir + "/x-wrong-shape.npy", {3}, wrong.data());
+  if (!err.empty()) {
+    std::fprintf(stderr, "make-test-plans: %s\n", err.c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,573 @@
+//===- RuntimeTest.cpp - the executor in one process ----------------------===//
+//
+// .npy files, synthetic data, optimizer math, checkpoint files and whole
+// one-rank plans run by runPlan without MPI. Multi-rank runs are the e2e
+// tests (test/e2e).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestPlans.h"
+
+#include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Runtime/Communicator.h"
+#include "ppc/Runtime/DataSource.h"
+#include "ppc/Runtime/Executor.h"
+#include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/Optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using namespace ppc::runtime;
+using namespace ppc::runtime::testing;
+using Index = std::vector<int64_t>;
+
+namespace {
+
+/// A fresh directory under the test's temporary directory.
+std::string tempDir(const std::string &name) {
+  std::string dir = ::testing::TempDir() + "ppc-runtime-test-" +
+                    std::to_string(getpid()) + "-" + name;
+  std::string cmd = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(makeDirectories(dir), "");
+  return dir;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+/// runPlan on one rank without MPI; returns the exit code.
+int run(const pf::Plan &plan, const RunOptions &options, std::string *out,
+        std::string *err = nullptr) {
+  auto comm = Communicator::single();
+  std::ostringstream o, e;
+  int code = runPlan(plan, options, *comm, o, e);
+  if (out)
+    *out = o.str();
+  if (err)
+    *err = e.str();
+  return code;
+}
+
+//===----------------------------------------------------------------------===//
+// .npy
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeNpy, WriteReadRoundTrip) {
+  std::string dir = tempDir("npy");
+  std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -0.125f};
+  ASSERT_EQ(writeNpy(dir + "/a.npy", {2, 3}, values.data()), "");
+  NpyArray a;
+  ASSERT_EQ(readNpy(dir + "/a.npy", a), "");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a.data, values);
+  EXPECT_EQ(a.dtype, "<f4");
+  // numpy aligns the data to 64 bytes.
+  EXPECT_EQ((readFile(dir + "/a.npy").size() - values.size() * 4) % 64, 0u);
+
+  float scalar = 4.0f;
+  ASSERT_EQ(writeNpy(dir + "/s.npy", {}, &scalar), "");
+  ASSERT_EQ(readNpy(dir + "/s.npy", a), "");
+  EXPECT_TRUE(a.shape.empty());
+  EXPECT_EQ(a.data, std::vector<float>{4.0f});
+  ASSERT_EQ(writeNpy(dir + "/v.npy", {1}, &scalar), "");
+  EXPECT_NE(readFile(dir + "/v.npy").find("'shape': (1,)"), std::string::npos);
+}
+
+std::string npyBytes(const std::string &header, const std::string &data) {
+  std::string h = header;
+  while ((10 + h.size() + 1) % 64)
+    h += ' ';
+  h += '\n';
+  std::string bytes = "\x93NUMPY\x01";
+  bytes += '\0';
+  bytes += static_cast<char>(h.size() & 0xff);
+  bytes += static_cast<char>(h.size() >> 8);
+  return bytes + h + data;
+}
+
+TEST(RuntimeNpy, ReadsIntegersAsFloats) {
+  std::string dir = tempDir("npy-int");
+  int64_t labels[4] = {0, 3, 9, -1};
+  writeFile(dir + "/l.npy",
+            npyBytes("{'descr': '<i8', 'fortran_order': False, "
+                     "'shape': (2, 2), }",
+                     std::string(reinterpret_cast<char *>(labels), 32)));
+  NpyArray a;
+  ASSERT_EQ(readNpy(dir + "/l.npy", a), "");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(a.data, (std::vector<float>{0, 3, 9, -1}));
+}
+
+TEST(RuntimeNpy, Errors) {
+  std::string dir = tempDir("npy-errors");
+  NpyArray a;
+  EXPECT_NE(readNpy(dir + "/missing.npy", a).find("cannot open"),
+            std::string::npos);
+  writeFile(dir + "/text.npy", "hello, this is not numpy");
+  EXPECT_NE(readNpy(dir + "/text.npy", a).find("no NUMPY magic"),
+            std::string::npos);
+  writeFile(dir + "/f.npy", npyBytes("{'descr': '<f4', 'fortran_order': True, "
+                                     "'shape': (2, 2), }",
+                                     std::string(16, '\0')));
+  EXPECT_NE(readNpy(dir + "/f.npy", a).find("Fortran order"),
+            std::string::npos);
+  writeFile(dir + "/short.npy",
+            npyBytes("{'descr': '<f4', 'fortran_order': False, "
+                     "'shape': (2, 2), }",
+                     std::string(12, '\0')));
+  EXPECT_NE(readNpy(dir + "/short.npy", a).find("truncated data"),
+            std::string::npos);
+  writeFile(dir + "/c.npy", npyBytes("{'descr': '<c8', 'fortran_order': False, "
+                                     "'shape': (1,), }",
+                                     std::string(8, '\0')));
+  EXPECT_NE(readNpy(dir + "/c.npy", a).find("dtype '<c8'"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Synthetic data and initial values
+//===----------------------------------------------------------------------===//
+
+pf::Plan dataPlan() {
+  PlanBuilder b(1, false);
+  b.tensor("x", {6, 5}, Tensor::INPUT);
+  int labels = b.tensor("labels", {6}, Tensor::INPUT);
+  b.plan.mutable_tensors(labels)->set_int_max(10);
+  b.tensor("w", {5, 4}, Tensor::WEIGHT, Tensor::UNIFORM, 0.5);
+  int d = b.tensor("d", {3}, Tensor::WEIGHT, Tensor::DATA);
+  int f = b.tensor("f", {3}, Tensor::FROZEN, Tensor::DATA);
+  for (int t : {d, f})
+    for (float v : {1.0f, 2.0f, 3.0f})
+      b.plan.mutable_tensors(t)->add_data(v);
+  b.tensor("a", {3}, Tensor::ACTIVATION);
+  b.tensor("u", {8, 2}, Tensor::WEIGHT); // no init, no data
+  return b.plan;
+}
+
+std::vector<float> loadBox(const DataSource &data, int tensor, const Index &lo,
+                           const Index &hi, int64_t step) {
+  int64_t n = 1;
+  for (size_t d = 0; d < lo.size(); ++d)
+    n *= hi[d] - lo[d];
+  std::vector<float> values(n);
+  EXPECT_EQ(data.load(tensor, lo, hi, step, values.data()), "");
+  return values;
+}
+
+TEST(RuntimeDataSource, BoxesAgreeWithTheWholeTensor) {
+  pf::Plan plan = dataPlan();
+  DataSource data(plan, 7, InitMode::Plan);
+  for (int tensor : {0, 2}) {
+    Index shape(plan.tensors(tensor).shape().begin(),
+                plan.tensors(tensor).shape().end());
+    std::vector<float> whole = loadBox(data, tensor, {0, 0}, shape, 3);
+    // Every box of a 2x2 split sees the same values at the same indices.
+    for (int64_t r0 : {int64_t(0), shape[0] / 2})
+      for (int64_t c0 : {int64_t(0), shape[1] / 2}) {
+        Index lo{r0, c0}, hi{r0 + shape[0] / 2, c0 + shape[1] / 2};
+        std::vector<float> box = loadBox(data, tensor, lo, hi, 3);
+        for (int64_t i = lo[0]; i < hi[0]; ++i)
+          for (int64_t j = lo[1]; j < hi[1]; ++j)
+            EXPECT_EQ(box[(i - lo[0]) * (hi[1] - lo[1]) + (j - lo[1])],
+                      whole[i * shape[1] + j]);
+      }
+  }
+}
+
+TEST(RuntimeDataSource, InputsChangePerStepWeightsDoNot) {
+  pf::Plan plan = dataPlan();
+  DataSource data(plan, 7, InitMode::Plan);
+  std::vector<float> x1 = loadBox(data, 0, {0, 0}, {6, 5}, 1);
+  EXPECT_EQ(x1, loadBox(data, 0, {0, 0}, {6, 5}, 1));
+  EXPECT_NE(x1, loadBox(data, 0, {0, 0}, {6, 5}, 2));
+  EXPECT_NE(x1,
+            loadBox(DataSource(plan, 8, InitMode::Plan), 0, {0, 0}, {6, 5}, 1));
+  for (float v : x1) {
+    EXPECT_GE(v, -1.0f);
+    EXPECT_LT(v, 1.0f);
+  }
+  std::set<float> distinct(x1.begin(), x1.end());
+  EXPECT_GT(distinct.size(), 25u);
+
+  std::vector<float> labels = loadBox(data, 1, {0}, {6}, 1);
+  for (float v : labels) {
+    EXPECT_EQ(v, static_cast<float>(static_cast<int>(v)));
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LT(v, 10.0f);
+  }
+
+  std::vector<float> w = loadBox(data, 2, {0, 0}, {5, 4}, 1);
+  EXPECT_EQ(w, loadBox(data, 2, {0, 0}, {5, 4}, 9));
+  for (float v : w) {
+    EXPECT_GE(v, -0.5f);
+    EXPECT_LT(v, 0.5f);
+  }
+  EXPECT_EQ(loadBox(data, 3, {1}, {3}, 1), (std::vector<float>{2, 3}));
+  // No init rule and no data: uniform within 1/sqrt(fan_in = 2).
+  for (float v : loadBox(data, 6, {0, 0}, {8, 2}, 1))
+    EXPECT_LT(std::fabs(v), 1.0f / std::sqrt(2.0f));
+  std::vector<float> a(3);
+  EXPECT_NE(data.load(5, {0}, {3}, 1, a.data()).find("computed by an op"),
+            std::string::npos);
+}
+
+TEST(RuntimeDataSource, SeedInitReplacesWeightDataNotFrozen) {
+  pf::Plan plan = dataPlan();
+  DataSource data(plan, 7, InitMode::Seed);
+  std::vector<float> d = loadBox(data, 3, {0}, {3}, 1);
+  EXPECT_NE(d, (std::vector<float>{1, 2, 3}));
+  for (float v : d) // bound 1/sqrt(3) for a vector of 3
+    EXPECT_LT(std::fabs(v), 1.0f / std::sqrt(3.0f));
+  EXPECT_EQ(loadBox(data, 4, {0}, {3}, 1), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(RuntimeDataSource, InputFiles) {
+  std::string dir = tempDir("inputs");
+  pf::Plan plan = dataPlan();
+  DataSource data(plan, 7, InitMode::Plan);
+  std::vector<float> x(30);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i);
+  ASSERT_EQ(writeNpy(dir + "/x.npy", {6, 5}, x.data()), "");
+  ASSERT_EQ(writeNpy(dir + "/bad.npy", {5, 6}, x.data()), "");
+  EXPECT_EQ(data.setInputFile("x", dir + "/x.npy"), "");
+  EXPECT_EQ(loadBox(data, 0, {1, 2}, {2, 4}, 5), (std::vector<float>{7, 8}));
+  EXPECT_EQ(data.setInputFile("nope", dir + "/x.npy"),
+            "--input nope: the plan has no tensor 'nope'; its inputs are: x, "
+            "labels");
+  EXPECT_NE(data.setInputFile("w", dir + "/x.npy").find("is a weight"),
+            std::string::npos);
+  EXPECT_NE(data.setInputFile("x", dir + "/bad.npy")
+                .find("has shape [5, 6] but the plan expects [6, 5]"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeOptimizer, Sgd) {
+  pf::Optimizer opt;
+  opt.set_kind(pf::Optimizer::SGD);
+  opt.set_learning_rate(0.1);
+  opt.set_weight_decay(0.01);
+  float w = 1.0f, g = 0.5f;
+  OptimizerState state;
+  applyOptimizer(opt, &w, &g, 1, state);
+  EXPECT_FLOAT_EQ(w, 1.0f - 0.1f * (0.5f + 0.01f)); // 0.949
+  EXPECT_TRUE(state.slots.empty());
+}
+
+TEST(RuntimeOptimizer, Momentum) {
+  pf::Optimizer opt;
+  opt.set_kind(pf::Optimizer::MOMENTUM);
+  opt.set_learning_rate(0.1);
+  opt.set_momentum(0.9);
+  float w = 1.0f, g = 0.5f;
+  OptimizerState state;
+  applyOptimizer(opt, &w, &g, 1, state);
+  EXPECT_FLOAT_EQ(w, 0.95f); // v = 0.5
+  applyOptimizer(opt, &w, &g, 1, state);
+  EXPECT_FLOAT_EQ(state.slots[0][0], 0.95f); // v = 0.9 * 0.5 + 0.5
+  EXPECT_FLOAT_EQ(w, 0.855f);
+}
+
+TEST(RuntimeOptimizer, AdamWithBiasCorrection) {
+  pf::Optimizer opt;
+  opt.set_kind(pf::Optimizer::ADAM);
+  opt.set_learning_rate(0.1); // beta1, beta2, epsilon: PyTorch's defaults
+  float w = 1.0f, g = 0.5f;
+  OptimizerState state;
+  applyOptimizer(opt, &w, &g, 1, state);
+  // m = 0.05, v = 0.00025, m^ = 0.5, v^ = 0.25: a step of lr.
+  EXPECT_FLOAT_EQ(w, 0.9f);
+  g = -0.25f;
+  applyOptimizer(opt, &w, &g, 1, state);
+  EXPECT_EQ(state.steps, 2);
+  EXPECT_FLOAT_EQ(state.slots[0][0], 0.02f);       // 0.9 m + 0.1 g
+  EXPECT_FLOAT_EQ(state.slots[1][0], 0.00031225f); // 0.999 v + 0.001 g^2
+  // w -= 0.1 * (0.02 / 0.19) / sqrt(0.00031225 / 0.001999)
+  EXPECT_NEAR(w, 0.8733663f, 1e-6);
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoint files
+//===----------------------------------------------------------------------===//
+
+Checkpoint sampleCheckpoint() {
+  Checkpoint c;
+  c.planHash = 0x0123456789abcdefULL;
+  c.rank = 1;
+  c.numRanks = 2;
+  c.steps = 42;
+  c.optimizerSlots = 2;
+  CheckpointBuffer b;
+  b.buffer = 3;
+  b.tensor = 5;
+  b.lo = {0, 2};
+  b.hi = {2, 4};
+  b.values = {1, 2, 3, 4};
+  b.optimizer.steps = 42;
+  b.optimizer.slots = {{0.1f, 0.2f, 0.3f, 0.4f}, {1, 1, 1, 1}};
+  c.buffers.push_back(b);
+  CheckpointBuffer frozen;
+  frozen.buffer = 4;
+  frozen.tensor = 6;
+  frozen.lo = {0};
+  frozen.hi = {3};
+  frozen.values = {7, 8, 9};
+  c.buffers.push_back(frozen);
+  return c;
+}
+
+TEST(RuntimeCheckpoint, WriteReadRoundTrip) {
+  std::string dir = tempDir("ckpt");
+  std::string path = checkpointFileName(dir, 1);
+  ASSERT_EQ(writeCheckpointFile(path, sampleCheckpoint()), "");
+  // Written under a temporary name and renamed into place.
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good());
+  Checkpoint c;
+  ASSERT_EQ(readCheckpointFile(path, c), "");
+  EXPECT_EQ(c.planHash, 0x0123456789abcdefULL);
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.numRanks, 2);
+  EXPECT_EQ(c.steps, 42);
+  ASSERT_EQ(c.buffers.size(), 2u);
+  EXPECT_EQ(c.buffers[0].hi, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(c.buffers[0].values, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(c.buffers[0].optimizer.slots[0][3], 0.4f);
+  // Slots never used are stored as zeros.
+  EXPECT_EQ(c.buffers[1].optimizer.slots[1], (std::vector<float>{0, 0, 0}));
+
+  // A staged file does not replace the committed one until committed.
+  Checkpoint later = sampleCheckpoint();
+  later.steps = 43;
+  ASSERT_EQ(stageCheckpointFile(path, later), "");
+  ASSERT_EQ(readCheckpointFile(path, c), "");
+  EXPECT_EQ(c.steps, 42);
+  ASSERT_EQ(commitFile(path), "");
+  ASSERT_EQ(readCheckpointFile(path, c), "");
+  EXPECT_EQ(c.steps, 43);
+}
+
+TEST(RuntimeCheckpoint, CorruptFiles) {
+  std::string dir = tempDir("ckpt-corrupt");
+  std::string path = dir + "/c.ckpt";
+  ASSERT_EQ(writeCheckpointFile(path, sampleCheckpoint()), "");
+  const std::string good = readFile(path);
+  Checkpoint c;
+
+  std::string flipped = good;
+  flipped[60] ^= 0x10;
+  writeFile(path, flipped);
+  EXPECT_NE(readCheckpointFile(path, c).find("checksum mismatch"),
+            std::string::npos);
+  writeFile(path, good.substr(0, good.size() - 9));
+  EXPECT_NE(readCheckpointFile(path, c).find("is corrupt"), std::string::npos);
+  writeFile(path, "PPCCKPX" + good.substr(7));
+  EXPECT_NE(readCheckpointFile(path, c).find("is not a ppc checkpoint"),
+            std::string::npos);
+  std::string version = good;
+  version[8] = 9;
+  writeFile(path, version);
+  EXPECT_NE(readCheckpointFile(path, c).find("has format version 9"),
+            std::string::npos);
+  EXPECT_NE(readCheckpointFile(dir + "/none.ckpt", c).find("cannot open"),
+            std::string::npos);
+}
+
+TEST(RuntimeCheckpoint, CompleteMarker) {
+  std::string dir = tempDir("marker");
+  CheckpointMarker m;
+  EXPECT_NE(readCompleteMarker(dir, m).find("no COMPLETE marker"),
+            std::string::npos);
+  ASSERT_EQ(writeCompleteMarker(dir, {12, 4, 0xfedcba9876543210ULL}), "");
+  ASSERT_EQ(readCompleteMarker(dir, m), "");
+  EXPECT_EQ(m.steps, 12);
+  EXPECT_EQ(m.numRanks, 4);
+  EXPECT_EQ(m.planHash, 0xfedcba9876543210ULL);
+}
+
+//===----------------------------------------------------------------------===//
+// Whole plans on one rank
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeRunPlan, DataMovementOnOneRank) {
+  std::string dir = tempDir("data-movement");
+  RunOptions options;
+  options.steps = 3;
+  options.verify = true;
+  options.saveOutputsDir = dir + "/out";
+  options.logFile = dir + "/log.jsonl";
+  options.traceFile = dir + "/trace.json";
+  std::string out;
+  pf::Plan plan = dataMovementPlan(1);
+  ASSERT_EQ(run(plan, options, &out), 0) << out;
+  EXPECT_NE(out.find("verify passed"), std::string::npos) << out;
+  EXPECT_NE(out.find("step 3/3  "), std::string::npos) << out;
+  EXPECT_NE(out.find("output  x"), std::string::npos) << out;
+  // The output is the input of the last step, exactly.
+  NpyArray saved;
+  ASSERT_EQ(readNpy(dir + "/out/x.npy", saved), "");
+  DataSource data(plan, options.seed, InitMode::Plan);
+  EXPECT_EQ(saved.data, loadBox(data, 0, {0, 0}, {2, 3}, 3));
+  std::string log = readFile(options.logFile);
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 3) << log;
+  EXPECT_NE(log.find("{\"step\": 2, \"time_ms\": "), std::string::npos) << log;
+  std::string trace = readFile(options.traceFile);
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"all_to_all x\", \"pid\": 0, \"tid\": 1"),
+            std::string::npos)
+      << trace;
+}
+
+TEST(RuntimeRunPlan, MlpMatchesTheReference) {
+  for (bool tensorParallel : {false, true})
+    for (auto kind :
+         {pf::Optimizer::SGD, pf::Optimizer::MOMENTUM, pf::Optimizer::ADAM}) {
+      RunOptions options;
+      options.steps = 2;
+      options.verify = true;
+      std::string out;
+      ASSERT_EQ(run(mlpPlan(1, tensorParallel, kind), options, &out), 0) << out;
+      EXPECT_NE(out.find("verify passed"), std::string::npos) << out;
+      for (const char *row :
+           {"loss    loss", "grad    fc1.weight", "weight  fc2.bias"})
+        EXPECT_NE(out.find(row), std::string::npos) << row << "\n" << out;
+    }
+}
+
+TEST(RuntimeRunPlan, VerifyCatchesAWrongPlan) {
+  // The gradient of fc2.weight is never computed: verify must notice.
+  pf::Plan plan = mlpPlan(1, false);
+  auto *instrs = plan.mutable_programs(0)->mutable_instructions();
+  for (auto &instr : *instrs)
+    if (instr.has_kernel_backward() && instr.kernel_backward().op() == 2)
+      instr.mutable_kernel_backward()->set_input_grads(1, -1);
+  RunOptions options;
+  options.steps = 1;
+  options.verify = true;
+  std::string out;
+  EXPECT_EQ(run(plan, options, &out), 1);
+  EXPECT_NE(out.find("verify FAILED"), std::string::npos) << out;
+  EXPECT_NE(out.find("fc2.weight"), std::string::npos) << out;
+}
+
+TEST(RuntimeRunPlan, ResumedRunsEndBitIdentical) {
+  std::string dir = tempDir("resume");
+  pf::Plan plan = fakeTrainingPlan(1, pf::Optimizer::ADAM);
+  RunOptions straight;
+  straight.steps = 4;
+  straight.checkpointDir = dir + "/straight";
+  RunOptions half;
+  half.steps = 2;
+  half.checkpointDir = dir + "/half";
+  RunOptions resumed;
+  resumed.steps = 2;
+  resumed.resumeDir = dir + "/half";
+  resumed.checkpointDir = dir + "/resumed";
+  resumed.checkpointEvery = 1;
+  std::string out;
+  ASSERT_EQ(run(plan, straight, &out), 0) << out;
+  ASSERT_EQ(run(plan, half, &out), 0) << out;
+  ASSERT_EQ(run(plan, resumed, &out), 0) << out;
+  EXPECT_NE(out.find("step 3/4  loss "), std::string::npos) << out;
+  EXPECT_EQ(readFile(dir + "/straight/rank-0.ckpt"),
+            readFile(dir + "/resumed/rank-0.ckpt"));
+  EXPECT_EQ(readFile(dir + "/straight/COMPLETE"),
+            readFile(dir + "/resumed/COMPLETE"));
+  Checkpoint c;
+  ASSERT_EQ(readCheckpointFile(dir + "/resumed/rank-0.ckpt", c), "");
+  EXPECT_EQ(c.steps, 4);
+  ASSERT_EQ(c.buffers.size(), 2u); // w and the frozen s
+  EXPECT_EQ(c.buffers[0].optimizer.steps, 4);
+  EXPECT_EQ(c.buffers[1].values, (std::vector<float>{1, 1, 1}));
+}
+
+TEST(RuntimeRunPlan, ResumeErrors) {
+  std::string dir = tempDir("resume-errors");
+  RunOptions write;
+  write.steps = 1;
+  write.checkpointDir = dir + "/a";
+  std::string out, err;
+  ASSERT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), write, &out), 0);
+
+  RunOptions resume;
+  resume.resumeDir = dir + "/a";
+  EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::ADAM), resume, &out, &err),
+            1);
+  EXPECT_NE(err.find("was written for another plan"), std::string::npos) << err;
+
+  // A rank file from another step than COMPLETE: a run died while writing.
+  RunOptions more = write;
+  more.steps = 2;
+  more.checkpointDir = dir + "/b";
+  ASSERT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), more, &out), 0);
+  std::string cmd = "cp '" + dir + "/a/rank-0.ckpt' '" + dir + "/b/'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  resume.resumeDir = dir + "/b";
+  EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
+            1);
+  EXPECT_NE(err.find("is of step 1 but"), std::string::npos) << err;
+
+  resume.resumeDir = dir + "/none";
+  EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
+            1);
+  EXPECT_NE(err.find("no COMPLETE marker"), std::string::npos) << err;
+}
+
+TEST(RuntimeRunPlan, Errors) {
+  std::string out, err;
+  RunOptions options;
+  EXPECT_EQ(run(dataMovementPlan(2), options, &out, &err), 1);
+  EXPECT_EQ(err, "ppc-run: this plan was made for 2 ranks (machine test2) but "
+                 "runs on 1; start it with mpirun -np 2\n");
+
+  pf::Plan plan = mlpPlan(1, false);
+  plan.mutable_ops(1)->set_kind("ppc.no_such_op");
+  options.steps = 2;
+  EXPECT_EQ(run(plan, options, &out, &err), 1);
+  EXPECT_NE(err.find("ppc-run: rank 0: kernel error in op 'relu' (forward, "
+                     "stage 0): ppc.no_such_op: the cpu backend has no "
+                     "forward kernel for this op (instruction "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("of step 1, phase forward, op relu)"), std::string::npos)
+      << err;
+
+  // An all_gather whose pieces do not make up its result.
+  PlanBuilder b(1, false);
+  int x = b.tensor("x", {4, 2}, Tensor::INPUT);
+  int piece = b.alloc(0, x, {0, 0}, {2, 2});
+  int whole = b.whole(0, x);
+  b.collective(0, Instruction::ALL_GATHER, {0}, piece, whole, 0);
+  EXPECT_EQ(run(b.plan, options, &out, &err), 1);
+  EXPECT_NE(err.find("all_gather over group [0]: the pieces end at 2 along "
+                     "axis 0, not at 4"),
+            std::string::npos)
+      << err;
+
+  options.verify = true;
+  options.resumeDir = "somewhere";
+  EXPECT_EQ(run(dataMovementPlan(1), options, &out, &err), 1);
+  EXPECT_NE(err.find("cannot be combined with --resume"), std::string::npos);
+}
+
+} // namespace
