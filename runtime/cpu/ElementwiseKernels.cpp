@@ -13,6 +13,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 
 namespace ppc::runtime::cpu {
@@ -216,18 +217,47 @@ struct Silu : UnaryFn {
   }
 };
 
+/// Rounds to the nearest float16 (ties to even), as a float.
+float roundToHalf(float x) {
+  if (!std::isfinite(x))
+    return x;
+  float magnitude = std::fabs(x);
+  if (magnitude >= 65520.0f) // rounds past the largest half, 65504
+    return std::copysign(INFINITY, x);
+  // Below 2^-14 halves are subnormal with a fixed step of 2^-24.
+  int exponent = magnitude < 0x1.0p-14f ? -14 : std::ilogb(magnitude);
+  float step = std::ldexp(1.0f, exponent - 10);
+  return std::copysign(std::nearbyint(magnitude / step) * step, x);
+}
+
+/// Rounds to the nearest bfloat16 (ties to even): the top 16 bits.
+float roundToBFloat16(float x) {
+  if (std::isnan(x))
+    return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof(bits));
+  return x;
+}
+
 /// The result element type comes as the string attribute `to` ("f32",
-/// "i64", "i1"...). Values stay floats: a float type keeps them, an integer
-/// type truncates toward zero, i1 is x != 0. Only a float result passes a
-/// gradient.
+/// "i64", "i1"...). Values stay floats: f16 and bf16 round to their
+/// precision, other float types keep them, an integer type truncates toward
+/// zero, i1 is x != 0. Only a float result passes a gradient.
 struct Cast : UnaryFn {
-  enum class Target { Float, Bool, Integer };
+  enum class Target { Float, Half, BFloat16, Bool, Integer };
   Target target = Target::Float;
 
   explicit Cast(const OpDesc &op) {
     std::string to = op.getString("to", "f32");
     if (to == "i1")
       target = Target::Bool;
+    else if (to == "f16")
+      target = Target::Half;
+    else if (to == "bf16")
+      target = Target::BFloat16;
     else if (isIntegerType(to))
       target = Target::Integer;
     else if (!isFloatType(to))
@@ -237,6 +267,10 @@ struct Cast : UnaryFn {
     switch (target) {
     case Target::Float:
       return x;
+    case Target::Half:
+      return roundToHalf(x);
+    case Target::BFloat16:
+      return roundToBFloat16(x);
     case Target::Bool:
       return x != 0 ? 1.0f : 0.0f;
     case Target::Integer:
@@ -245,7 +279,7 @@ struct Cast : UnaryFn {
     return x;
   }
   float derivative(float, float) const {
-    return target == Target::Float ? 1.0f : 0.0f;
+    return target == Target::Bool || target == Target::Integer ? 0.0f : 1.0f;
   }
 
 private:

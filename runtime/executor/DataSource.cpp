@@ -54,8 +54,8 @@ static const char *roleName(Tensor::Role role) {
 }
 
 DataSource::DataSource(const ppc::planfile::Plan &plan, uint64_t seed,
-                       InitMode mode)
-    : plan(plan), seed(seed), mode(mode) {}
+                       InitMode mode, int64_t batchCycle)
+    : plan(plan), seed(seed), mode(mode), batchCycle(batchCycle) {}
 
 std::string DataSource::setInputFile(const std::string &name,
                                      const std::string &path) {
@@ -94,6 +94,8 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
                              const std::vector<int64_t> &hi, int64_t step,
                              float *data) const {
   const Tensor &tensor = plan.tensors(id);
+  const int64_t dataStep =
+      batchCycle > 0 ? (step - 1) % batchCycle + 1 : step;
   const std::vector<int64_t> shape(tensor.shape().begin(),
                                    tensor.shape().end());
   const std::vector<int64_t> zero(shape.size(), 0);
@@ -170,7 +172,7 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
                    if (file) {
                      out[i] = (*file)[flat];
                    } else {
-                     uint64_t h = hashElement(seed, step, id, flat);
+                     uint64_t h = hashElement(seed, dataStep, id, flat);
                      if (intMax > 0) {
                        // 53 random bits scaled: uniform over [0, int_max).
                        double u = static_cast<double>(h >> 11) * 0x1.0p-53;

@@ -104,7 +104,7 @@ public:
       std::ostream &out, std::ostream &err)
       : plan(plan), options(options), comm(comm), out(out), err(err),
         rank(comm.rank()), hash(planHash(plan)),
-        data(plan, options.seed, options.init), runner(plan, data, comm) {}
+        data(plan, options.seed, options.init, options.batches), runner(plan, data, comm) {}
 
   int run();
 
@@ -166,6 +166,8 @@ std::string Run::checkOptions() const {
     return "--verify-tolerance must be positive";
   if (options.threads < 1)
     return "--threads must be at least 1";
+  if (options.batches < 0)
+    return "--batches must not be negative";
   return "";
 }
 
@@ -381,15 +383,31 @@ void Run::printSummary(const std::vector<double> &times,
 
 std::string Run::saveOutputs() const {
   const std::string &dir = options.saveOutputsDir;
-  for (const auto &[t, values] : runner.outputs()) {
+  // Files are numbered in the order the model returns its outputs (rank 0's
+  // Output instructions) and carry the tensor's name: output_<i>_<name>.npy.
+  std::map<int32_t, int32_t> tensorOfBuffer;
+  std::vector<int32_t> order;
+  for (const Instruction &instr : plan.programs(0).instructions()) {
+    if (instr.has_alloc())
+      tensorOfBuffer[instr.alloc().buffer().id()] =
+          instr.alloc().buffer().tensor();
+    else if (instr.has_output())
+      order.push_back(tensorOfBuffer[instr.output().buffer()]);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    int32_t t = order[i];
+    auto it = runner.outputs().find(t);
+    if (it == runner.outputs().end())
+      continue;
     std::string name = plan.tensors(t).name();
     for (char &c : name)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
           c != '-' && c != '.')
         c = '_';
     Index shape(plan.tensors(t).shape().begin(), plan.tensors(t).shape().end());
-    if (std::string error =
-            writeNpy(dir + "/" + name + ".npy", shape, values.data());
+    std::string path =
+        dir + "/output_" + std::to_string(i) + "_" + name + ".npy";
+    if (std::string error = writeNpy(path, shape, it->second.data());
         !error.empty())
       return error;
   }

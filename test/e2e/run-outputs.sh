@@ -14,5 +14,5 @@ grep -q '"pid": 0, "tid": 0' "$work/trace.json"
 grep -q '"pid": 1, "tid": 1' "$work/trace.json"
 test "$(wc -l < "$work/log.jsonl")" -eq 3
 grep -q '^{"step": 3, "loss": [-0-9.e]*, "time_ms": ' "$work/log.jsonl"
-test -s "$work/out/loss.npy"
+test -s "$work/out/output_0_loss.npy"
 echo "trace, log and outputs written"

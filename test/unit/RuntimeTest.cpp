@@ -425,7 +425,7 @@ TEST(RuntimeRunPlan, DataMovementOnOneRank) {
   EXPECT_NE(out.find("output  x"), std::string::npos) << out;
   // The output is the input of the last step, exactly.
   NpyArray saved;
-  ASSERT_EQ(readNpy(dir + "/out/x.npy", saved), "");
+  ASSERT_EQ(readNpy(dir + "/out/output_0_x.npy", saved), "");
   DataSource data(plan, options.seed, InitMode::Plan);
   EXPECT_EQ(saved.data, loadBox(data, 0, {0, 0}, {2, 3}, 3));
   std::string log = readFile(options.logFile);

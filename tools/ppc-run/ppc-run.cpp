@@ -55,6 +55,8 @@ options:
   --timeout SECONDS      abort the job when a rank waits this long for a
                          message or collective (300)
   --threads N            OpenBLAS threads per rank (1)
+  --batches N            synthetic batches repeat every N steps (default:
+                         a new batch every step; 1: train on one batch)
   --log FILE             one JSON object per step: step, loss, time_ms
   --quiet                no per-step lines or summary
   --help                 this text
@@ -128,7 +130,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
     } else if (name == "--quiet") {
       o.quiet = true;
     } else if (name == "--steps" || name == "--seed" ||
-               name == "--checkpoint-every" || name == "--threads") {
+               name == "--checkpoint-every" || name == "--threads" ||
+               name == "--batches") {
       if (!takeValue() || !parseInt(value, n))
         return bad("an integer");
       if (name == "--steps")
@@ -137,6 +140,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
         o.seed = static_cast<uint64_t>(n);
       else if (name == "--checkpoint-every")
         o.checkpointEvery = n;
+      else if (name == "--batches")
+        o.batches = n;
       else
         o.threads = static_cast<int>(n);
     } else if (name == "--timeout" || name == "--verify-tolerance") {

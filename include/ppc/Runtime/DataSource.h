@@ -8,7 +8,9 @@
 //  - INPUT: the array of `--input NAME=FILE.npy` (the same every step), else
 //    synthetic: hash(seed, step, tensor id, index) mapped to a float uniform
 //    in [-1, 1), or for integer inputs (int_max > 0) to an integer in
-//    [0, int_max) held as a float. A new batch every step.
+//    [0, int_max) held as a float. A new batch every step, or with a batch
+//    cycle of N the batches of steps 1..N over again (N = 1: one fixed
+//    batch, which a model can fit, so its loss falls).
 //  - WEIGHT / FROZEN: by the tensor's init: ZEROS, ONES, UNIFORM(bound) drawn
 //    from hash(seed, 0, tensor id, index) (steps count from 1, so stream 0 is
 //    never an input's), or DATA. UNIFORM with bound 0, and an unspecified
@@ -47,7 +49,8 @@ enum class InitMode {
 
 class DataSource {
 public:
-  DataSource(const ppc::planfile::Plan &plan, uint64_t seed, InitMode mode);
+  DataSource(const ppc::planfile::Plan &plan, uint64_t seed, InitMode mode,
+             int64_t batchCycle = 0);
 
   /// Uses the array in `path` for the input tensor named `name` (every
   /// step). Errors: no such tensor (the message lists the inputs), not an
@@ -64,6 +67,7 @@ private:
   const ppc::planfile::Plan &plan;
   uint64_t seed;
   InitMode mode;
+  int64_t batchCycle; ///< 0: a new synthetic batch every step
   std::map<int32_t, std::vector<float>> inputFiles;
 };
 

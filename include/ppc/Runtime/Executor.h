@@ -39,6 +39,8 @@ namespace ppc::runtime {
 struct RunOptions {
   int64_t steps = 10;
   uint64_t seed = 1;
+  /// Synthetic batches repeat every this many steps (0: never).
+  int64_t batches = 0;
   /// (tensor name, .npy path) for inputs read from files.
   std::vector<std::pair<std::string, std::string>> inputs;
   InitMode init = InitMode::Plan;
