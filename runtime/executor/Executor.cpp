@@ -92,6 +92,49 @@ VerifyRow compareBox(const std::vector<float> &ref, const Index &shape,
   return row;
 }
 
+/// The most one step of the plan's optimizer (first step, from zero state)
+/// can move a weight per unit of gradient between gradients `a` and `b`:
+/// lr for SGD and momentum; Adam's step lr * g / (|g| + eps) has slope
+/// lr * eps / (|g| + eps)^2 <= lr / (|g| + eps), steepest at 0, which turns
+/// rounding noise in a gradient that cancels to ~0 (a bias before batch
+/// norm) into steps of up to lr.
+double updateSensitivity(const Optimizer &opt, double a, double b) {
+  double lr = opt.learning_rate();
+  if (opt.kind() != Optimizer::ADAM)
+    return lr;
+  double eps = opt.epsilon() > 0 ? opt.epsilon() : 1e-8;
+  double nearest = (a > 0) != (b > 0) ? 0.0
+                                      : std::min(std::fabs(a), std::fabs(b));
+  return lr / (nearest + eps);
+}
+
+/// Compares an updated weight box with the reference, discounting what the
+/// optimizer makes of the gradient difference (checked on its own row):
+/// the error reported is what that difference does not explain.
+VerifyRow compareUpdated(const Optimizer &opt, const std::vector<float> &ref,
+                         const std::vector<float> &refGrad,
+                         const Index &shape, const BoxValues &weight,
+                         const BoxValues &grad, double floor) {
+  VerifyRow row;
+  forEachRun(weight.lo, weight.hi, weight.lo, weight.hi,
+             Index(shape.size(), 0), shape,
+             [&](int64_t a, int64_t g, int64_t n) {
+               for (int64_t i = 0; i < n; ++i) {
+                 double gref = refGrad.empty() ? 0.0 : refGrad[g + i];
+                 double gmine = grad.values[a + i];
+                 double explained = updateSensitivity(opt, gmine, gref) *
+                                    std::fabs(gmine - gref);
+                 double d = std::fabs(double(weight.values[a + i]) -
+                                      ref[g + i]);
+                 d = std::isnan(d) ? INFINITY : std::max(0.0, d - explained);
+                 row.maxAbs = std::max(row.maxAbs, d);
+               }
+             });
+  const double scale = std::max(maxMagnitude(ref), floor);
+  row.maxRel = scale > 0 ? row.maxAbs / scale : row.maxAbs;
+  return row;
+}
+
 void merge(VerifyTable &table, std::pair<int, int32_t> key, VerifyRow row) {
   VerifyRow &r = table[key];
   r.maxAbs = std::max(r.maxAbs, row.maxAbs);
@@ -261,10 +304,18 @@ int Run::verify(int64_t step) {
     merge(table, {VGrad, g.tensor},
           compareBox(ref.grads[g.tensor], shapeOf(g.tensor), g.lo, g.hi,
                      g.values, floor[VGrad]));
-  for (const BoxValues &w : runner.updatedWeights())
+  for (const BoxValues &w : runner.updatedWeights()) {
+    const BoxValues *grad = nullptr;
+    for (const BoxValues &g : runner.keptGradients())
+      if (g.tensor == w.tensor && g.lo == w.lo && g.hi == w.hi)
+        grad = &g;
     merge(table, {VWeight, w.tensor},
-          compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
-                     w.values, floor[VWeight]));
+          grad ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
+                                ref.grads[w.tensor], shapeOf(w.tensor), w,
+                                *grad, floor[VWeight])
+               : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo,
+                            w.hi, w.values, floor[VWeight]));
+  }
   for (const BoxValues &f : runner.frozenBuffers())
     merge(table, {VFrozen, f.tensor},
           compareBox(ref.values[f.tensor], shapeOf(f.tensor), f.lo, f.hi,

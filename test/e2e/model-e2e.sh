@@ -1,0 +1,39 @@
+#!/bin/sh
+# A model trained under mpirun with one strategy, end to end:
+#   1. ppc-opt derives the strategy (test/e2e/make_strategy.py, or the MCMC
+#      search for "searched") and lowers it to a plan for cpuxNP;
+#   2. --verify: the first step matches the single-device step (loss, every
+#      gradient, every updated weight);
+#   3. the loss falls over 8 Adam steps on one fixed batch;
+#   4. a checkpoint resumes bit-identically (checkpoint-resume.sh).
+# usage: model-e2e.sh PPC_OPT EXAMPLES WORKDIR MODEL BATCH KIND NP RUN...
+#        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run")
+set -e
+ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
+shift 7
+here=$(dirname "$0")
+rm -rf "$work"
+mkdir -p "$work"
+import="$ppc_opt $examples/$model.onnx --batch-size=$batch"
+if [ "$kind" = searched ]; then
+  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+else
+  $import --ppc-auto-parallel="machine=cpux$np search=data-parallel strategy-out=$work/dp.json" -o /dev/null
+  python3 "$here/make_strategy.py" --kind "$kind" "$work/dp.json" "$work/strategy.json"
+  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam plan=$work/plan.pb" -o /dev/null
+fi
+
+"$@" "$work/plan.pb" --steps 1 --verify | tee "$work/verify.log"
+grep -q "verify passed" "$work/verify.log"
+
+"$@" "$work/plan.pb" --steps 8 --batches 1 --log "$work/loss.jsonl" --quiet
+python3 - "$work/loss.jsonl" <<'PY'
+import json, sys
+losses = [json.loads(line)["loss"] for line in open(sys.argv[1])]
+print("losses:", " ".join(f"{l:.4f}" for l in losses))
+if not losses[-1] < 0.9 * losses[0]:
+    sys.exit("the loss did not fall by 10% over 8 steps on one batch")
+PY
+
+"$here/checkpoint-resume.sh" "$work/ckpt" "$work/plan.pb" "$@"
+echo "model e2e passed: $model $kind on $np ranks"
