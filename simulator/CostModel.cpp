@@ -11,7 +11,8 @@
 //       this is exactly slice elements * elemBytes forward and twice that
 //       backward; halos and operands a split does not shrink (a weight under
 //       a batch split) are counted in full on every partition.
-//     eff   = max(minEfficiency, flops / (flops + halfFlops))
+//     eff   = max(minEfficiency, flops / (flops + halfFlops)), halfFlops
+//             being the device's half_efficiency_flops when it has one
 //     time  = max(flops / (peak(dtype) * eff), bytes / memoryBandwidth)
 //             + launchOverhead
 //     and 0 (no kernel, no launch) when flops and bytes are both 0 (views
@@ -146,7 +147,9 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   double bytes = opBytes * byteFraction;
   double computeTime = 0;
   if (flops > 0) {
-    double efficiency = halfFlops > 0 ? flops / (flops + halfFlops) : 1.0;
+    double half = device.halfEfficiencyFlops > 0 ? device.halfEfficiencyFlops
+                                                 : halfFlops;
+    double efficiency = half > 0 ? flops / (flops + half) : 1.0;
     efficiency = std::max(efficiency, minEfficiency);
     computeTime = flops / (device.getPeakFlops(op.dtype) * efficiency);
   }

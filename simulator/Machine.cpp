@@ -76,7 +76,8 @@ bool DeviceSpec::operator==(const DeviceSpec &other) const {
   return name == other.name && peakFlops == other.peakFlops &&
          memoryBandwidth == other.memoryBandwidth &&
          memoryBytes == other.memoryBytes &&
-         launchOverhead == other.launchOverhead;
+         launchOverhead == other.launchOverhead &&
+         halfEfficiencyFlops == other.halfEfficiencyFlops;
 }
 
 //===----------------------------------------------------------------------===//

@@ -180,6 +180,13 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
                             ? getQuantity(r, "launch_overhead", Dim::Time)
                             : 0;
   requireNonNegative(spec.launchOverhead, r.at("launch_overhead"));
+  if (r.has("half_efficiency_flops")) {
+    const json &half = r.get("half_efficiency_flops");
+    if (!half.is_number())
+      throw JsonError{r.at("half_efficiency_flops"), "must be a number"};
+    spec.halfEfficiencyFlops = half.get<double>();
+    requireNonNegative(spec.halfEfficiencyFlops, r.at("half_efficiency_flops"));
+  }
   r.finish();
   return spec;
 }
@@ -353,7 +360,8 @@ ojson writeDeviceSpec(const DeviceSpec &spec) {
           {"peak_flops", flops},
           {"memory_bandwidth", spec.memoryBandwidth},
           {"memory_bytes", spec.memoryBytes},
-          {"launch_overhead", spec.launchOverhead}};
+          {"launch_overhead", spec.launchOverhead},
+          {"half_efficiency_flops", spec.halfEfficiencyFlops}};
 }
 
 ojson writeLinkSpec(const LinkSpec &spec) {

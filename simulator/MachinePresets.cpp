@@ -137,24 +137,32 @@ Machine dgxH100(int64_t nodes, std::string name) {
   return cluster(std::move(name), nodes, 8, 8, h100(), kNVLink4, kNDR);
 }
 
-/// The build/CI machines: 2 cores of an AMD EPYC (Zen 5, AVX-512 with two
-/// 512-bit FMA pipes: 64 f32 FLOP/cycle, 32 f64, bf16 dot products at twice
-/// f32) at 2.1 GHz, 24 GB. Memory bandwidth is what two cores stream, not
-/// the socket's. `processes` MPI ranks share the host evenly; they talk
-/// through shared memory (a copy reads and writes, so half the bandwidth).
+/// The build/CI machines (2 cores of an AMD EPYC, 24 GB), calibrated with
+/// bench/calibrate_cpu.sh: every ppc-run rank is one process with one
+/// OpenBLAS thread, so each rank is one core while there are cores for all
+/// of them, and ranks share the cores beyond that.
+///  - f32: single-core OpenBLAS sgemm, 104 GFLOP/s (at 1024^3; 76 GFLOP/s at
+///    64^3, hence half efficiency at ~2e5 FLOPs);
+///  - memory: 9 GB/s, the rate of Adam's update (7 floats moved per weight);
+///  - shared memory between ranks: 5 GB/s and 15 us a message (Open MPI
+///    plus ppc-run staging each message and polling its deadline).
+/// Kernel times are best taken from a profile measured by
+/// `ppc-run --profile` (what the bench does); the roofline then only prices
+/// what the profile lacks.
 Machine cpuHost(int64_t processes, std::string name) {
-  constexpr double cores = 2, clock = 2.1 * kGiga;
-  constexpr double hostF32 = cores * 64 * clock;
-  constexpr double hostBandwidth = 20 * kGiga;
+  constexpr double cores = 2;
+  constexpr double coreF32 = 104 * kGiga;
+  constexpr double coreBandwidth = 9 * kGiga;
   constexpr int64_t hostMemory = 24 * kGiga;
-  double share = 1.0 / processes;
+  double share = std::min(1.0, cores / static_cast<double>(processes));
   DeviceSpec cpu = makeDevice("cpu-epyc-2core",
-                              {{DType::F64, hostF32 / 2 * share},
-                               {DType::F32, hostF32 * share},
-                               {DType::BF16, hostF32 * 2 * share}},
-                              hostBandwidth * share,
-                              static_cast<int64_t>(hostMemory * share), 1e-6);
-  LinkSpec shm = {LinkKind::SharedMemory, hostBandwidth / 2, 0.5e-6};
+                              {{DType::F64, coreF32 / 2 * share},
+                               {DType::F32, coreF32 * share}},
+                              coreBandwidth * share,
+                              hostMemory / std::max<int64_t>(1, processes),
+                              5e-6);
+  cpu.halfEfficiencyFlops = 2e5;
+  LinkSpec shm = {LinkKind::SharedMemory, 5 * kGiga, 15e-6};
   return cluster(std::move(name), 1, processes, 1, cpu, shm, shm);
 }
 
@@ -206,9 +214,9 @@ std::vector<PresetInfo> listPresets() {
       {"dgx-a100xN", "N DGX A100 nodes, 8 x 200 Gb/s HDR InfiniBand each"},
       {"dgx-h100", "one DGX H100: 8 H100-SXM-80GB on NVSwitch (450 GB/s)"},
       {"dgx-h100xN", "N DGX H100 nodes, 8 x 400 Gb/s NDR InfiniBand each"},
-      {"cpu", "this host as one device: 2 cores, 24 GB"},
-      {"cpuxN", "N processes on this host sharing cores, memory and memory "
-                "bandwidth"},
+      {"cpu", "one ppc-run process on this host: one core, 24 GB"},
+      {"cpuxN", "N ppc-run processes on this host: a core each while the 2 "
+                "cores last, then sharing them"},
   };
 }
 

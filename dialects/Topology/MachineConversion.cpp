@@ -20,7 +20,8 @@ DeviceAttr getDeviceAttr(MLIRContext *context, const ppc::DeviceSpec &spec) {
   return DeviceAttr::get(context, spec.name,
                          DictionaryAttr::get(context, flops),
                          APFloat(spec.memoryBandwidth), spec.memoryBytes,
-                         APFloat(spec.launchOverhead));
+                         APFloat(spec.launchOverhead),
+                         APFloat(spec.halfEfficiencyFlops));
 }
 
 LinkAttr getLinkAttr(MLIRContext *context, const ppc::LinkSpec &spec) {
@@ -46,6 +47,7 @@ ppc::DeviceSpec toDeviceSpec(DeviceAttr attr) {
   spec.memoryBandwidth = attr.getMemoryBandwidth().convertToDouble();
   spec.memoryBytes = attr.getMemoryBytes();
   spec.launchOverhead = attr.getLaunchOverhead().convertToDouble();
+  spec.halfEfficiencyFlops = attr.getHalfEfficiencyFlops().convertToDouble();
   return spec;
 }
 

@@ -136,7 +136,8 @@ static std::string listLinkKinds() {
 
 // #topo.device<"name", peak_flops = {f32 = 1.0e+13, ...},
 //              memory_bandwidth = 1.0e+12, memory_bytes = 17179869184
-//              [, launch_overhead = 5.0e-06]>
+//              [, launch_overhead = 5.0e-06]
+//              [, half_efficiency_flops = 2.0e+05]>
 Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   MLIRContext *ctx = parser.getContext();
   SMLoc loc = parser.getCurrentLocation();
@@ -166,21 +167,27 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, parseFlop))
     return {};
-  double bandwidth, overhead = 0;
+  double bandwidth, overhead = 0, halfFlops = 0;
   int64_t bytes;
   if (parser.parseComma() ||
       parseNumberField(parser, "memory_bandwidth", bandwidth) ||
       parser.parseComma() || parser.parseKeyword("memory_bytes") ||
       parser.parseEqual() || parser.parseInteger(bytes))
     return {};
-  if (succeeded(parser.parseOptionalComma()) &&
-      parseNumberField(parser, "launch_overhead", overhead))
-    return {};
+  // Both trailing fields are optional; each is named.
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("launch_overhead"))) {
+      if (parser.parseEqual() || parseNumber(parser, overhead))
+        return {};
+    } else if (parseNumberField(parser, "half_efficiency_flops", halfFlops)) {
+      return {};
+    }
+  }
   if (parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(loc); }, ctx, name,
                     DictionaryAttr::get(ctx, flops), APFloat(bandwidth), bytes,
-                    APFloat(overhead));
+                    APFloat(overhead), APFloat(halfFlops));
 }
 
 void DeviceAttr::print(AsmPrinter &printer) const {
@@ -197,13 +204,18 @@ void DeviceAttr::print(AsmPrinter &printer) const {
     printer << ", launch_overhead = ";
     printDouble(printer, getLaunchOverhead().convertToDouble());
   }
+  if (!getHalfEfficiencyFlops().isZero()) {
+    printer << ", half_efficiency_flops = ";
+    printDouble(printer, getHalfEfficiencyFlops().convertToDouble());
+  }
   printer << ">";
 }
 
 LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef name, DictionaryAttr peakFlops,
                                  APFloat memoryBandwidth, int64_t memoryBytes,
-                                 APFloat launchOverhead) {
+                                 APFloat launchOverhead,
+                                 APFloat halfEfficiencyFlops) {
   if (name.empty())
     return emitError() << "device name must not be empty";
   bool hasF32 = false;
@@ -232,6 +244,10 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double overhead = launchOverhead.convertToDouble();
   if (!(std::isfinite(overhead) && overhead >= 0))
     return emitError() << "launch_overhead must be >= 0, got " << overhead;
+  double halfFlops = halfEfficiencyFlops.convertToDouble();
+  if (!(std::isfinite(halfFlops) && halfFlops >= 0))
+    return emitError() << "half_efficiency_flops must be >= 0, got "
+                       << halfFlops;
   return success();
 }
 

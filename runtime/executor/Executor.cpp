@@ -183,6 +183,7 @@ private:
   void printSummary(const std::vector<double> &times,
                     const std::vector<double> &phases);
   std::string saveOutputs() const;
+  std::string writeProfile(const std::vector<std::string> &perRank) const;
 
   const Plan &plan;
   const RunOptions &options;
@@ -432,6 +433,51 @@ void Run::printSummary(const std::vector<double> &times,
   out.flush();
 }
 
+/// Merges every rank's kernel times (partitions of equal shapes average) and
+/// writes them in the simulator's profile format.
+std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
+  std::map<std::string, KernelTiming> merged;
+  for (const std::string &text : perRank) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t a = line.find('\t'), b = line.rfind('\t');
+      if (a == std::string::npos || a == b)
+        continue;
+      KernelTiming &t = merged[line.substr(0, a)];
+      t.seconds += std::stod(line.substr(a + 1, b - a - 1));
+      t.runs += std::stoll(line.substr(b + 1));
+    }
+  }
+  std::ofstream file(options.profileFile);
+  if (!file)
+    return "cannot open profile file '" + options.profileFile +
+           "' for writing";
+  file << "{\n  \"version\": 1,\n  \"device\": \"" << options.profileDevice
+       << "\",\n  \"entries\": [";
+  bool firstEntry = true;
+  for (const auto &[key, timing] : merged) {
+    if (timing.runs == 0 || timing.seconds <= 0)
+      continue;
+    // key: kind|dtype|phase|shapes
+    size_t p1 = key.find('|'), p2 = key.find('|', p1 + 1),
+           p3 = key.find('|', p2 + 1);
+    file << (firstEntry ? "\n" : ",\n") << "    {\"op\": \""
+         << key.substr(0, p1) << "\", \"dtype\": \""
+         << key.substr(p1 + 1, p2 - p1 - 1) << "\", \"phase\": \""
+         << key.substr(p2 + 1, p3 - p2 - 1)
+         << "\", \"operand_shapes\": " << key.substr(p3 + 1)
+         << ", \"seconds\": " << format("%.6e", timing.seconds / timing.runs)
+         << ", \"runs\": " << timing.runs << "}";
+    firstEntry = false;
+  }
+  file << "\n  ]\n}\n";
+  file.close();
+  if (!file)
+    return "cannot write profile file '" + options.profileFile + "'";
+  return "";
+}
+
 std::string Run::saveOutputs() const {
   const std::string &dir = options.saveOutputsDir;
   // Files are numbered in the order the model returns its outputs (rank 0's
@@ -502,6 +548,9 @@ int Run::run() {
   std::vector<double> phases(kNumPhases + 1, 0.0);
   for (int64_t step = first; step <= last; ++step) {
     const bool trace = !options.traceFile.empty() && step == last;
+    // The first step warms caches and allocators: not part of a profile.
+    runner.setTimeKernels(!options.profileFile.empty() &&
+                          (step > first || options.steps == 1));
     if (trace)
       comm.barrier([] { return "the barrier before the traced step"; });
     StepProfile profile;
@@ -529,6 +578,15 @@ int Run::run() {
   if (!options.checkpointDir.empty() && !writeCheckpoint(last))
     return 1;
 
+  std::vector<std::string> profiles;
+  if (!options.profileFile.empty()) {
+    std::ostringstream mine;
+    mine.precision(17);
+    for (const auto &[key, timing] : runner.kernelTimings())
+      mine << key << '\t' << timing.seconds << '\t' << timing.runs << '\n';
+    profiles = comm.gatherToRoot(mine.str(),
+                                 [] { return "the kernel profile gather"; });
+  }
   std::vector<std::string> traces;
   if (!options.traceFile.empty())
     traces = comm.gatherToRoot(traceEventsJson(runner.traceEvents(), rank),
@@ -543,6 +601,8 @@ int Run::run() {
     error = writeChromeTrace(options.traceFile, traces, last);
   if (error.empty() && !options.saveOutputsDir.empty())
     error = saveOutputs();
+  if (error.empty() && !options.profileFile.empty())
+    error = writeProfile(profiles);
   if (!error.empty()) {
     err << "ppc-run: " << error << "\n";
     return 1;

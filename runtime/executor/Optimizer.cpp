@@ -44,16 +44,24 @@ void applyOptimizer(const Optimizer &optimizer, float *weight,
     const double b2 = optimizer.beta2() != 0 ? optimizer.beta2() : 0.999;
     const double eps = optimizer.epsilon() != 0 ? optimizer.epsilon() : 1e-8;
     const double t = static_cast<double>(state.steps);
-    const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+    // Float arithmetic in the loop, so that it vectorizes: the update was
+    // the largest phase of a small model's step in double.
+    const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2);
+    // 1 - beta in double: in float, 1 - 0.999f is off by 5e-5 relative.
+    const float ob1 = static_cast<float>(1.0 - b1);
+    const float ob2 = static_cast<float>(1.0 - b2);
+    const float step = static_cast<float>(lr / (1.0 - std::pow(b1, t)));
+    const float c2 = static_cast<float>(1.0 - std::pow(b2, t));
+    const float feps = static_cast<float>(eps);
+    const float fdecay = static_cast<float>(decay);
     float *m = state.slots[0].data(), *v = state.slots[1].data();
     for (int64_t i = 0; i < n; ++i) {
-      double g = double(grad[i]) + decay * weight[i];
-      double mi = b1 * m[i] + (1.0 - b1) * g;
-      double vi = b2 * v[i] + (1.0 - b2) * g * g;
-      m[i] = static_cast<float>(mi);
-      v[i] = static_cast<float>(vi);
-      weight[i] = static_cast<float>(
-          weight[i] - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
+      float g = grad[i] + fdecay * weight[i];
+      float mi = fb1 * m[i] + ob1 * g;
+      float vi = fb2 * v[i] + ob2 * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      weight[i] -= step * mi / (std::sqrt(vi / c2) + feps);
     }
     break;
   }

@@ -137,13 +137,29 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   auto seconds = [](Clock::duration d) {
     return std::chrono::duration<double>(d).count();
   };
+  double setupSeconds = 0;
   for (index_ = 0; index_ < program.instructions_size(); ++index_) {
     const Instruction &instr = program.instructions(index_);
     const Clock::time_point t0 = Clock::now();
     if (std::string err = execute(instr); !err.empty())
       return err + " (" + context() + ")";
     const Clock::time_point t1 = Clock::now();
+    if (instr.has_alloc() || instr.has_fill() || instr.has_load() ||
+        instr.has_copy())
+      setupSeconds += seconds(t1 - t0);
     profile.phaseSeconds[phase_] += seconds(t1 - t0);
+    if (timeKernels_ && (instr.has_kernel() || instr.has_kernel_backward())) {
+      KernelTiming &timing = timings_[kernelKey_];
+      // A kernel costs what it takes plus the buffer work that prepares it
+      // (allocations, fills, loads, local copies): what the simulator's
+      // kernel time stands for.
+      timing.seconds += seconds(t1 - t0) + setupSeconds;
+      setupSeconds = 0;
+      // Stages of one op add up to one kernel of the profile.
+      int32_t stage = instr.has_kernel() ? instr.kernel().stage()
+                                         : instr.kernel_backward().stage();
+      timing.runs += stage == 0 ? 1 : 0;
+    }
     if (isCommunication(instr))
       profile.commSeconds += seconds(t1 - t0);
     if (trace && !instr.has_alloc() && !instr.has_free() &&
@@ -393,6 +409,27 @@ static std::string countMismatch(const Op &op, const char *what, int have,
          std::to_string(have) + " " + what + " for " + std::to_string(want);
 }
 
+/// The simulator charges integer ops at the f32 rate and keys them so.
+static std::string profileDType(const std::string &dtype) {
+  return dtype == "f64" || dtype == "f16" || dtype == "bf16" ? dtype : "f32";
+}
+
+std::string ProgramRunner::profileKey(const Op &op, const char *phase,
+                                      const std::vector<TensorView> &inputs) {
+  std::string key = op.kind() + "|" +
+                    profileDType(op.results_size() > 0
+                                     ? plan.tensors(op.results(0)).dtype()
+                                     : "f32") +
+                    "|" + phase + "|[";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    key += i ? ",[" : "[";
+    for (int64_t d = 0; d < inputs[i].rank(); ++d)
+      key += (d ? "," : "") + std::to_string(inputs[i].extent(d));
+    key += "]";
+  }
+  return key + "]";
+}
+
 std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
   const Op &op = plan.ops(k.op());
   if (k.inputs_size() != op.operands_size())
@@ -416,6 +453,7 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
             viewOf(k.scratch(i), -1, false, "scratch", i, scratch[i]);
         !err.empty())
       return err;
+  kernelKey_ = profileKey(op, "forward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
   KernelStatus status = forward(descs[k.op()], ctx, inputs, outputs, scratch);
   if (!status.empty())
@@ -465,6 +503,7 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
             viewOf(k.scratch(i), -1, false, "scratch", i, scratch[i]);
         !err.empty())
       return err;
+  kernelKey_ = profileKey(op, "backward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
   KernelStatus status = backward(descs[k.op()], ctx, inputs, outputs,
                                  outputGrads, inputGrads, scratch);

@@ -41,6 +41,15 @@ struct StepProfile {
   double commSeconds = 0; ///< in send, recv, collectives (part of the phases)
 };
 
+/// Measured kernel times for a profile (docs/profile-format.md): keyed by
+/// op kind, dtype, phase and the partition's operand shapes, the stages of
+/// an op summed.
+struct KernelTiming {
+  double seconds = 0;
+  int64_t runs = 0;
+};
+using KernelTimings = std::map<std::string, KernelTiming>;
+
 struct TraceEvent {
   std::string name;
   int tid = 0;      ///< 0 compute, 1 communication
@@ -80,6 +89,10 @@ public:
   /// Gradients consumed by Update in the last step run with keepGradients,
   /// and the weight buffers it updated.
   const std::vector<BoxValues> &keptGradients() const { return keptGrads_; }
+  /// Kernel times of the steps run with `timeKernels`, by profile key
+  /// "kind|dtype|phase|[[shape],...]".
+  const KernelTimings &kernelTimings() const { return timings_; }
+  void setTimeKernels(bool on) { timeKernels_ = on; }
   std::vector<BoxValues> updatedWeights() const;
   /// Current values of the persistent buffers of FROZEN tensors.
   std::vector<BoxValues> frozenBuffers() const;
@@ -155,6 +168,12 @@ private:
   std::map<int, CollectiveLayout> layouts;
   std::map<int32_t, std::vector<float>> outputs_;
   std::vector<TraceEvent> trace_;
+  bool timeKernels_ = false;
+  KernelTimings timings_;
+  std::string profileKey(const ppc::planfile::Op &op, const char *phase,
+                         const std::vector<TensorView> &inputs);
+  /// Key of the kernel instruction executed last (set by kernel()).
+  std::string kernelKey_;
   std::vector<BoxValues> keptGrads_;
   std::vector<int32_t> updated_;
   std::vector<float> staging;

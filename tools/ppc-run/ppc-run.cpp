@@ -55,6 +55,9 @@ options:
   --timeout SECONDS      abort the job when a rank waits this long for a
                          message or collective (300)
   --threads N            OpenBLAS threads per rank (1)
+  --profile FILE         write the kernels' measured times (all steps but
+                         the first) as a simulator profile for --ppc-simulate
+  --profile-device NAME  device name in that profile (cpu-epyc-2core)
   --batches N            synthetic batches repeat every N steps (default:
                          a new batch every step; 1: train on one batch)
   --log FILE             one JSON object per step: step, loss, time_ms
@@ -163,13 +166,16 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       o.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else if (name == "--checkpoint" || name == "--resume" ||
                name == "--save-outputs" || name == "--trace" ||
-               name == "--log") {
+               name == "--log" || name == "--profile" ||
+               name == "--profile-device") {
       if (!takeValue() || value.empty())
         return bad("a path");
       std::string &target = name == "--checkpoint"     ? o.checkpointDir
                             : name == "--resume"       ? o.resumeDir
                             : name == "--save-outputs" ? o.saveOutputsDir
                             : name == "--trace"        ? o.traceFile
+                            : name == "--profile"      ? o.profileFile
+                            : name == "--profile-device" ? o.profileDevice
                                                        : o.logFile;
       target = value;
     } else {

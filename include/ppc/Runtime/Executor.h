@@ -51,6 +51,10 @@ struct RunOptions {
   std::string resumeDir;
   std::string saveOutputsDir;
   std::string traceFile;
+  /// Writes the kernels' measured times (every step but the first) as a
+  /// simulator profile (docs/profile-format.md) for device `profileDevice`.
+  std::string profileFile;
+  std::string profileDevice = "cpu-epyc-2core";
   int threads = 1;
   std::string logFile;
   bool quiet = false;

@@ -76,6 +76,10 @@ struct DeviceSpec {
   int64_t memoryBytes = 0;
   /// Fixed cost of starting one kernel (or one op on a CPU), seconds.
   double launchOverhead = 0;
+  /// FLOPs at which a kernel reaches half the peak rate (the small-kernel
+  /// efficiency curve); 0: the cost model's default, tuned for GPUs. A CPU
+  /// core reaches it with far smaller GEMMs.
+  double halfEfficiencyFlops = 0;
 
   /// Peak FLOP/s for `type`. A type the device does not list runs at the
   /// rate of the nearest wider type it lists (bf16 -> f32, tf32 -> f32,

@@ -35,6 +35,11 @@
 
 // -----
 
+// expected-error @+1 {{half_efficiency_flops must be >= 0, got -2}}
+#d = #topo.device<"cpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, half_efficiency_flops = -2.0>
+
+// -----
+
 // expected-error @+1 {{expected 'memory_bytes'}}
 #d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory = 1>
 

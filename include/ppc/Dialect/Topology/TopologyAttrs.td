@@ -11,8 +11,10 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
     A device model (a GPU, a CPU process): its name, its peak FLOP/s per
     element type (`f64`, `f32`, `tf32`, `bf16`, `f16`, `f8`, `i8`; `f32` is
     required, a type left out runs at the rate of the next wider one), memory
-    bandwidth in bytes/s, memory capacity in bytes and the fixed cost of
-    launching one kernel in seconds (optional, 0 by default).
+    bandwidth in bytes/s, memory capacity in bytes, the fixed cost of
+    launching one kernel in seconds (optional, 0 by default) and the FLOPs at
+    which a kernel reaches half the peak rate (optional, 0: the cost model's
+    default).
 
     ```mlir
     #h100 = #topo.device<"H100-SXM5-80GB",
@@ -25,7 +27,8 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
                         "::mlir::DictionaryAttr":$peakFlops,
                         APFloatParameter<"bytes/s">:$memoryBandwidth,
                         "int64_t":$memoryBytes,
-                        APFloatParameter<"seconds">:$launchOverhead);
+                        APFloatParameter<"seconds">:$launchOverhead,
+                        APFloatParameter<"flops">:$halfEfficiencyFlops);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
