@@ -163,15 +163,17 @@ TEST(Roofline, MemoryBoundReluOnH100) {
 TEST(Roofline, CpuPreset) {
   DeviceSpec cpu = presetDevice("cpu");
   RooflineCostModel model;
-  // Matmul 1024^3: (2147483648 + 2e8) / 268.8e9 = 8.7332e-3 s, compute
-  // bound (12 MiB / 20e9 = 6.3e-4 s), plus 1 us.
+  // One core with the CPU's own efficiency curve (half at 2e5 FLOPs).
+  // Matmul 1024^3: (2147483648 + 2e5) / 104e9 = 2.06508e-2 s, compute
+  // bound (12 MiB / 9e9 = 1.4e-3 s), plus 5 us.
   Op mm = matmul(1024, 1024, 1024);
   EXPECT_REL(model.kernelTime(mm, whole(mm), Phase::Forward, cpu),
-             8.734198095238094e-3);
-  // Relu over 1024^2: efficiency 0.0052 -> floor 0.02, compute 1.95e-4 s;
-  // memory 8 MiB / 20e9 = 4.194304e-4 s wins; plus 1 us.
+             2147683648.0 / 104e9 + 5e-6);
+  // Relu over 1024^2: compute (1048576 + 2e5) / 104e9 = 1.2e-5 s; memory
+  // 8 MiB / 9e9 = 9.32e-4 s wins; plus 5 us.
   Op r = relu(1024, 1024);
-  EXPECT_REL(model.kernelTime(r, whole(r), Phase::Forward, cpu), 4.204304e-4);
+  EXPECT_REL(model.kernelTime(r, whole(r), Phase::Forward, cpu),
+             8388608.0 / 9e9 + 5e-6);
 }
 
 TEST(Roofline, SmallKernelEfficiency) {

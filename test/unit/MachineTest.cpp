@@ -137,16 +137,24 @@ TEST(MachinePresets, DGX) {
 
 TEST(MachinePresets, CpuSharesTheHost) {
   std::optional<Machine> one = lookupPreset("cpu");
+  std::optional<Machine> two = lookupPreset("cpux2");
   std::optional<Machine> four = lookupPreset("cpux4");
-  ASSERT_TRUE(one && four);
+  ASSERT_TRUE(one && two && four);
+  // A core per rank while the host's two last; beyond, ranks share them.
+  // Memory is always split between the ranks.
+  EXPECT_DOUBLE_EQ(two->getSpec(0).getPeakFlops(DType::F32),
+                   one->getSpec(0).getPeakFlops(DType::F32));
+  EXPECT_DOUBLE_EQ(two->getSpec(0).memoryBandwidth,
+                   one->getSpec(0).memoryBandwidth);
+  EXPECT_EQ(two->getSpec(0).memoryBytes * 2, one->getSpec(0).memoryBytes);
   EXPECT_EQ(one->validate(), "");
   EXPECT_EQ(four->validate(), "");
   EXPECT_EQ(one->numDevices(), 1);
   EXPECT_EQ(four->numDevices(), 4);
   EXPECT_EQ(four->numNodes(), 1);
-  EXPECT_DOUBLE_EQ(four->getSpec(0).memoryBandwidth * 4,
+  EXPECT_DOUBLE_EQ(four->getSpec(0).memoryBandwidth * 2,
                    one->getSpec(0).memoryBandwidth);
-  EXPECT_DOUBLE_EQ(four->getSpec(0).getPeakFlops(DType::F32) * 4,
+  EXPECT_DOUBLE_EQ(four->getSpec(0).getPeakFlops(DType::F32) * 2,
                    one->getSpec(0).getPeakFlops(DType::F32));
   EXPECT_EQ(four->effectiveLink(0, 3).kind, LinkKind::SharedMemory);
 }
