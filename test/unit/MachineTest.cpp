@@ -473,3 +473,24 @@ TEST(MachineValidate, ImpossibleMachines) {
             "cluster: NICs per node must be between 1 and the devices per "
             "node (8)");
 }
+
+TEST(MachineJson, HalfEfficiencyFlops) {
+  std::string text = validJsonGraph();
+  std::string withHalf = text;
+  withHalf.replace(withHalf.find("\"launch_overhead\": \"5 us\""),
+                   std::string("\"launch_overhead\": \"5 us\"").size(),
+                   "\"launch_overhead\": \"5 us\", "
+                   "\"half_efficiency_flops\": 2e5");
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(withHalf, "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_DOUBLE_EQ(m->getSpec(0).halfEfficiencyFlops, 2e5);
+  // Absent: 0, the cost model's own default.
+  m = parseMachineJson(text, "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->getSpec(0).halfEfficiencyFlops, 0);
+  std::string negative = withHalf;
+  negative.replace(negative.find("2e5"), 3, "-1");
+  EXPECT_NE(parseError(negative).find("half_efficiency_flops"),
+            std::string::npos);
+}
