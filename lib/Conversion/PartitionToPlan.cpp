@@ -111,6 +111,7 @@ private:
   Value sourceBuffer(int64_t rank, Value value, const Box &box);
   LogicalResult emitForward(int64_t k);
   void emitPartialSums(int64_t k, bool grads);
+  void sumOverChannelGroups(int64_t k, const std::vector<Value> &buffers);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
   LogicalResult emitBackward(int64_t k);
   LogicalResult emitGradSyncAndUpdate();
@@ -504,6 +505,30 @@ void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
   }
 }
 
+/// Sums per-partition batch-norm statistics over the partitions that hold
+/// the same channels (they differ only in batch and spatial ranges).
+void PlanEmitter::sumOverChannelGroups(int64_t k,
+                                       const std::vector<Value> &buffers) {
+  const OpLayout &layout = parts.layouts[k];
+  std::vector<unsigned> notChannels;
+  for (unsigned d = 0; d < layout.iter[0].size(); ++d)
+    if (d != 1)
+      notChannels.push_back(d);
+  std::set<int64_t> done;
+  for (int64_t p = 0; p < layout.numPartitions(); ++p) {
+    if (done.count(p))
+      continue;
+    std::vector<int64_t> ranks;
+    std::vector<Value> group;
+    for (int64_t q : layout.sameRangesExcept(p, notChannels)) {
+      done.insert(q);
+      ranks.push_back(layout.devices[q]);
+      group.push_back(buffers[q]);
+    }
+    allReduce(ranks, group);
+  }
+}
+
 LogicalResult PlanEmitter::emitForward(int64_t k) {
   Operation *op = parts.ops[k];
   const OpLayout &layout = parts.layouts[k];
@@ -552,23 +577,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
                                   ins[p], outs[p],
                                   ValueRange{scratch[k][p]});
     }
-    std::vector<unsigned> notChannels;
-    for (unsigned d = 0; d < layout.iter[0].size(); ++d)
-      if (d != 1)
-        notChannels.push_back(d);
-    std::set<int64_t> done;
-    for (int64_t p = 0; p < numParts; ++p) {
-      if (done.count(p))
-        continue;
-      std::vector<int64_t> ranks;
-      std::vector<Value> buffers;
-      for (int64_t q : layout.sameRangesExcept(p, notChannels)) {
-        done.insert(q);
-        ranks.push_back(layout.devices[q]);
-        buffers.push_back(scratch[k][q]);
-      }
-      allReduce(ranks, buffers);
-    }
+    sumOverChannelGroups(k, scratch[k]);
     for (int64_t p = 0; p < numParts; ++p)
       at(layout.devices[p])
           .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(1),
@@ -712,23 +721,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
       return SmallVector<Value>{scratch[k][p], sums[p]};
     };
     emitKernels(0, both);
-    std::vector<unsigned> notChannels;
-    for (unsigned d = 0; d < layout.iter[0].size(); ++d)
-      if (d != 1)
-        notChannels.push_back(d);
-    std::set<int64_t> done;
-    for (int64_t p = 0; p < numParts; ++p) {
-      if (done.count(p))
-        continue;
-      std::vector<int64_t> ranks;
-      std::vector<Value> buffers;
-      for (int64_t q : layout.sameRangesExcept(p, notChannels)) {
-        done.insert(q);
-        ranks.push_back(layout.devices[q]);
-        buffers.push_back(sums[q]);
-      }
-      allReduce(ranks, buffers);
-    }
+    sumOverChannelGroups(k, sums);
     emitKernels(1, both);
   }
 

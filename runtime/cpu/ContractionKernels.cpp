@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
 #include <cblas.h>
@@ -25,9 +26,6 @@ bool covers(const TensorView &view, const std::vector<int64_t> &lo,
   return true;
 }
 
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
 
 CBLAS_TRANSPOSE transposeIf(bool transposed) {
   return transposed ? CblasTrans : CblasNoTrans;

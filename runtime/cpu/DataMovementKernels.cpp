@@ -44,9 +44,6 @@ KernelStatus checkBackwardArity(const OpDesc &op,
   return {};
 }
 
-int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
 
 KernelStatus axisOutOfRange(const OpDesc &op, int64_t axis, int64_t rank) {
   return op.kind + ": axis " + std::to_string(axis) +

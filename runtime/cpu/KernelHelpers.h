@@ -149,6 +149,30 @@ inline bool sameBox(const TensorView &a, const TensorView &b) {
   return a.lo == b.lo && a.hi == b.hi;
 }
 
+/// The result grad must match the result box and each wanted operand grad
+/// its operand's box: the kernels index them alike.
+inline KernelStatus checkGradBoxes(const OpDesc &op,
+                            const std::vector<TensorView> &inputs,
+                            const std::vector<TensorView> &outputs,
+                            const std::vector<TensorView> &outputGrads,
+                            const std::vector<TensorView> &inputGrads) {
+  if (outputGrads.size() != outputs.size() ||
+      inputGrads.size() != inputs.size())
+    return op.kind + ": expects one grad per result and per operand";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!sameBox(outputGrads[i], outputs[i]))
+      return op.kind + ": result grad box differs from the result box";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
+      return op.kind + ": operand grad box differs from the operand box";
+  return "";
+}
+
+/// An axis attribute counted from the back when negative.
+inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
 } // namespace ppc::runtime::cpu
 
 #endif // PPC_RUNTIME_CPU_KERNELHELPERS_H

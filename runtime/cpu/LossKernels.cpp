@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
 #include <algorithm>
@@ -16,9 +17,6 @@ namespace ppc::runtime::cpu {
 
 namespace {
 
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
 
 KernelStatus checkScalarResult(const OpDesc &op,
                                const std::vector<TensorView> &results) {

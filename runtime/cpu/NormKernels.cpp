@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
 #include <algorithm>
@@ -24,30 +25,8 @@ namespace ppc::runtime::cpu {
 
 namespace {
 
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
 
-KernelStatus checkGradBoxes(const OpDesc &op,
-                            const std::vector<TensorView> &inputs,
-                            const std::vector<TensorView> &outputs,
-                            const std::vector<TensorView> &outputGrads,
-                            const std::vector<TensorView> &inputGrads) {
-  if (outputGrads.size() != outputs.size() ||
-      inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!sameBox(outputGrads[i], outputs[i]))
-      return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
-}
 
-int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
 
 //===----------------------------------------------------------------------===//
 // batch_norm
