@@ -147,8 +147,8 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   double bytes = opBytes * byteFraction;
   double computeTime = 0;
   if (flops > 0) {
-    double half = device.halfEfficiencyFlops > 0 ? device.halfEfficiencyFlops
-                                                 : halfFlops;
+    double half =
+        device.halfEfficiencyFlops > 0 ? device.halfEfficiencyFlops : halfFlops;
     double efficiency = half > 0 ? flops / (flops + half) : 1.0;
     efficiency = std::max(efficiency, minEfficiency);
     computeTime = flops / (device.getPeakFlops(op.dtype) * efficiency);

@@ -155,12 +155,11 @@ Machine cpuHost(int64_t processes, std::string name) {
   constexpr double coreBandwidth = 9 * kGiga;
   constexpr int64_t hostMemory = 24 * kGiga;
   double share = std::min(1.0, cores / static_cast<double>(processes));
-  DeviceSpec cpu = makeDevice("cpu-epyc-2core",
-                              {{DType::F64, coreF32 / 2 * share},
-                               {DType::F32, coreF32 * share}},
-                              coreBandwidth * share,
-                              hostMemory / std::max<int64_t>(1, processes),
-                              5e-6);
+  DeviceSpec cpu = makeDevice(
+      "cpu-epyc-2core",
+      {{DType::F64, coreF32 / 2 * share}, {DType::F32, coreF32 * share}},
+      coreBandwidth * share, hostMemory / std::max<int64_t>(1, processes),
+      5e-6);
   cpu.halfEfficiencyFlops = 2e5;
   LinkSpec shm = {LinkKind::SharedMemory, 5 * kGiga, 15e-6};
   return cluster(std::move(name), 1, processes, 1, cpu, shm, shm);

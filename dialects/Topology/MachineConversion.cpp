@@ -17,11 +17,10 @@ DeviceAttr getDeviceAttr(MLIRContext *context, const ppc::DeviceSpec &spec) {
           StringAttr::get(context,
                           ppc::stringifyDType(static_cast<ppc::DType>(i))),
           FloatAttr::get(Float64Type::get(context), spec.peakFlops[i]));
-  return DeviceAttr::get(context, spec.name,
-                         DictionaryAttr::get(context, flops),
-                         APFloat(spec.memoryBandwidth), spec.memoryBytes,
-                         APFloat(spec.launchOverhead),
-                         APFloat(spec.halfEfficiencyFlops));
+  return DeviceAttr::get(
+      context, spec.name, DictionaryAttr::get(context, flops),
+      APFloat(spec.memoryBandwidth), spec.memoryBytes,
+      APFloat(spec.launchOverhead), APFloat(spec.halfEfficiencyFlops));
 }
 
 LinkAttr getLinkAttr(MLIRContext *context, const ppc::LinkSpec &spec) {

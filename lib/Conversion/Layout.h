@@ -27,11 +27,11 @@ struct Piece {
 };
 
 struct OpLayout {
-  std::vector<int64_t> devices;                ///< per partition
-  std::vector<Box> iter;                       ///< per partition
-  std::vector<std::vector<Box>> operandBoxes;  ///< [operand][partition]
-  std::vector<std::vector<Box>> resultBoxes;   ///< [result][partition]
-  std::vector<bool> partial;                   ///< per result
+  std::vector<int64_t> devices;               ///< per partition
+  std::vector<Box> iter;                      ///< per partition
+  std::vector<std::vector<Box>> operandBoxes; ///< [operand][partition]
+  std::vector<std::vector<Box>> resultBoxes;  ///< [result][partition]
+  std::vector<bool> partial;                  ///< per result
 
   int64_t numPartitions() const { return static_cast<int64_t>(devices.size()); }
   /// The pieces of result `r`: one per partition.
@@ -43,8 +43,8 @@ struct OpLayout {
   std::vector<int64_t> sameResultBox(unsigned r, int64_t p) const;
   /// Partitions whose iteration ranges agree with `p`'s on every dim but
   /// those in `dims` (batch_norm's statistics groups).
-  std::vector<int64_t> sameRangesExcept(int64_t p,
-                                        const std::vector<unsigned> &dims) const;
+  std::vector<int64_t>
+  sameRangesExcept(int64_t p, const std::vector<unsigned> &dims) const;
 };
 
 OpLayout computeLayout(const IterationSpace &space, const OpConfig &config);

@@ -65,13 +65,13 @@ Value createMovement(OpBuilder &builder, Location loc, Movement movement,
                      Value input, StrategyAttr from, StrategyAttr to) {
   switch (movement) {
   case Movement::Replicate:
-    return builder.create<ReplicateOp>(loc, input.getType(), input, from, to);
+    return ReplicateOp::create(builder, loc, input.getType(), input, from, to);
   case Movement::Combine:
-    return builder.create<CombineOp>(loc, input.getType(), input, from, to);
+    return CombineOp::create(builder, loc, input.getType(), input, from, to);
   case Movement::Repartition:
     break;
   }
-  return builder.create<RepartitionOp>(loc, input.getType(), input, from, to);
+  return RepartitionOp::create(builder, loc, input.getType(), input, from, to);
 }
 
 struct MaterializeReshardingPass
@@ -109,8 +109,8 @@ struct MaterializeReshardingPass
             existing = dyn_cast<PartialReduceOp>(*result.getUsers().begin());
           if (!existing) {
             builder.setInsertionPointAfter(op);
-            existing = builder.create<PartialReduceOp>(
-                op->getLoc(), result.getType(), result, from, from);
+            existing = PartialReduceOp::create(
+                builder, op->getLoc(), result.getType(), result, from, from);
             result.replaceAllUsesExcept(existing.getResult(), existing);
           }
           value = existing.getResult();
@@ -125,9 +125,9 @@ struct MaterializeReshardingPass
           if (isa<func::ReturnOp>(user)) {
             // Results are gathered whole on device 0.
             auto type = cast<RankedTensorType>(value.getType());
-            wanted.push_back({0, conversion::wholeBox(std::vector<int64_t>(
-                                     type.getShape().begin(),
-                                     type.getShape().end()))});
+            wanted.push_back(
+                {0, conversion::wholeBox(std::vector<int64_t>(
+                        type.getShape().begin(), type.getShape().end()))});
           } else {
             auto it = parts->indexOf.find(user);
             if (it == parts->indexOf.end())
@@ -139,9 +139,9 @@ struct MaterializeReshardingPass
           if (conversion::linesUp(produced, wanted))
             continue;
           builder.setInsertionPoint(user);
-          Value moved = createMovement(builder, user->getLoc(),
-                                       classify(produced, wanted), value, from,
-                                       to);
+          Value moved =
+              createMovement(builder, user->getLoc(),
+                             classify(produced, wanted), value, from, to);
           use.set(moved);
         }
       }

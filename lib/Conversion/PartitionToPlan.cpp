@@ -84,8 +84,8 @@ class PlanEmitter {
 public:
   PlanEmitter(func::FuncOp func, PartitionedFunction &parts,
               const PartitionToPlanOptions &options)
-      : func(func), parts(parts), options(options),
-        context(func.getContext()), builder(context) {}
+      : func(func), parts(parts), options(options), context(func.getContext()),
+        builder(context) {}
 
   FailureOr<plan::PlanOp> emit(OpBuilder &top);
 
@@ -168,8 +168,8 @@ DenseI64ArrayAttr PlanEmitter::hiAttr(const Box &box) {
 
 Value PlanEmitter::alloc(int64_t rank, StringRef tensor, const Box &box,
                          bool grad) {
-  Value buffer = at(rank).create<plan::AllocOp>(
-      loc, plan::BufferType::get(context),
+  Value buffer = plan::AllocOp::create(
+      at(rank), loc, plan::BufferType::get(context),
       FlatSymbolRefAttr::get(context, tensor), loAttr(box), hiAttr(box),
       grad ? UnitAttr::get(context) : UnitAttr());
   return buffer;
@@ -180,9 +180,9 @@ Value PlanEmitter::allocScratch(int64_t rank,
   Box box;
   for (int64_t size : shape)
     box.push_back({0, size});
-  Value buffer = at(rank).create<plan::AllocOp>(
-      loc, plan::BufferType::get(context), FlatSymbolRefAttr(), loAttr(box),
-      hiAttr(box), UnitAttr());
+  Value buffer = plan::AllocOp::create(
+      at(rank), loc, plan::BufferType::get(context), FlatSymbolRefAttr(),
+      loAttr(box), hiAttr(box), UnitAttr());
   transient.emplace_back(rank, buffer);
   return buffer;
 }
@@ -191,20 +191,19 @@ void PlanEmitter::transfer(int64_t fromRank, Value from, int64_t toRank,
                            Value to, const Box &box, bool accumulate) {
   UnitAttr acc = accumulate ? UnitAttr::get(context) : UnitAttr();
   if (fromRank == toRank) {
-    at(toRank).create<plan::CopyOp>(loc, from, to, loAttr(box), hiAttr(box),
-                                    acc);
+    plan::CopyOp::create(at(toRank), loc, from, to, loAttr(box), hiAttr(box),
+                         acc);
     return;
   }
   // MPI guarantees tags up to 32767; reusing one is safe because messages
   // between a pair of ranks are matched in order.
   int64_t tag = nextTag++ % 32768;
   OpBuilder &b = at(fromRank);
-  at(fromRank).create<plan::SendOp>(loc, from, loAttr(box), hiAttr(box),
-                                    b.getI64IntegerAttr(toRank),
-                                    b.getI64IntegerAttr(tag));
-  at(toRank).create<plan::RecvOp>(loc, to, loAttr(box), hiAttr(box),
-                                  b.getI64IntegerAttr(fromRank),
-                                  b.getI64IntegerAttr(tag), acc);
+  plan::SendOp::create(at(fromRank), loc, from, loAttr(box), hiAttr(box),
+                       b.getI64IntegerAttr(toRank), b.getI64IntegerAttr(tag));
+  plan::RecvOp::create(at(toRank), loc, to, loAttr(box), hiAttr(box),
+                       b.getI64IntegerAttr(fromRank), b.getI64IntegerAttr(tag),
+                       acc);
 }
 
 void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
@@ -213,8 +212,8 @@ void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
     return;
   auto group = DenseI64ArrayAttr::get(context, ranks);
   for (auto [rank, buffer] : llvm::zip(ranks, buffers))
-    at(rank).create<plan::CollectiveOp>(
-        loc,
+    plan::CollectiveOp::create(
+        at(rank), loc,
         plan::CollectiveKindAttr::get(context,
                                       plan::CollectiveKind::all_reduce),
         group, buffer, Value(), builder.getStringAttr("sum"),
@@ -223,7 +222,7 @@ void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
 
 void PlanEmitter::phase(plan::Phase value) {
   for (OpBuilder &b : builders)
-    b.create<plan::PhaseOp>(loc, plan::PhaseAttr::get(context, value));
+    plan::PhaseOp::create(b, loc, plan::PhaseAttr::get(context, value));
 }
 
 //===----------------------------------------------------------------------===//
@@ -278,8 +277,7 @@ int64_t PlanEmitter::intMaxOf(Value value) {
         continue;
       }
       if (isParallelOp(user) ||
-          isa<ReshapeOp, TransposeOp, CastOp, SliceOp, ConcatOp, SplitOp>(
-              user))
+          isa<ReshapeOp, TransposeOp, CastOp, SliceOp, ConcatOp, SplitOp>(user))
         for (Value result : user->getResults())
           work.push_back(result);
     }
@@ -298,13 +296,14 @@ LogicalResult PlanEmitter::emitTensors() {
                     int64_t intMax, StringRef prefix) {
     std::string sym = symbol(prefix);
     std::vector<int64_t> shape = shapeOf(value);
-    auto op = b.create<plan::TensorOp>(
-        loc, StringAttr::get(context, sym), plan::RoleAttr::get(context, role),
+    auto op = plan::TensorOp::create(
+        b, loc, StringAttr::get(context, sym),
+        plan::RoleAttr::get(context, role),
         DenseI64ArrayAttr::get(context, shape),
         TypeAttr::get(getElementTypeOrSelf(value.getType())),
-        plan::InitAttr::get(context, init),
-        b.getF64FloatAttr(bound), data, b.getI64IntegerAttr(intMax),
-        UnitAttr(), name.empty() ? StringAttr() : b.getStringAttr(name));
+        plan::InitAttr::get(context, init), b.getF64FloatAttr(bound), data,
+        b.getI64IntegerAttr(intMax), UnitAttr(),
+        name.empty() ? StringAttr() : b.getStringAttr(name));
     (void)op;
     tensorOf[value] = sym;
     return sym;
@@ -312,8 +311,8 @@ LogicalResult PlanEmitter::emitTensors() {
 
   for (BlockArgument arg : func.getArguments()) {
     std::string name = ("arg" + Twine(arg.getArgNumber())).str();
-    if (auto attr = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      "ppc.name"))
+    if (auto attr =
+            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "ppc.name"))
       name = attr.getValue().str();
     bool integer = !isFloat(arg);
     create(arg, plan::Role::input, name, plan::Init::none, 0, {},
@@ -341,9 +340,8 @@ LogicalResult PlanEmitter::emitTensors() {
     if (it == parts.indexOf.end())
       continue;
     for (OpResult result : op.getResults())
-      create(result, plan::Role::activation,
-             parts.graph.ops[it->second].name, plan::Init::none, 0, {}, 0,
-             "t");
+      create(result, plan::Role::activation, parts.graph.ops[it->second].name,
+             plan::Init::none, 0, {}, 0, "t");
   }
   // Returned values are the plan's outputs.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -369,9 +367,9 @@ LogicalResult PlanEmitter::emitGraphOps() {
         return op->emitError("cannot lower an operand that is not a function "
                              "argument, weight, constant or graph op result");
       operandSyms.push_back(FlatSymbolRefAttr::get(context, it->second));
-      bool grad = isFloat(stripped) &&
-                  (parts.producerOf(stripped).has_value() ||
-                   trainable.count(it->second));
+      bool grad =
+          isFloat(stripped) && (parts.producerOf(stripped).has_value() ||
+                                trainable.count(it->second));
       needsGrad.push_back(training && grad);
     }
     for (Value result : op->getResults())
@@ -389,12 +387,11 @@ LogicalResult PlanEmitter::emitGraphOps() {
     }
     std::string sym = ("op" + Twine(k)).str();
     opSymbols.push_back(sym);
-    builder.create<plan::GraphOp>(
-        loc, StringAttr::get(context, sym),
+    plan::GraphOp::create(
+        builder, loc, StringAttr::get(context, sym),
         StringAttr::get(context, op->getName().getStringRef()),
         ArrayAttr::get(context, operandSyms),
-        ArrayAttr::get(context, resultSyms),
-        attrs.getDictionary(context),
+        ArrayAttr::get(context, resultSyms), attrs.getDictionary(context),
         DenseBoolArrayAttr::get(context, needsGrad),
         StringAttr::get(context, parts.graph.ops[k].name));
   }
@@ -427,7 +424,7 @@ Value PlanEmitter::sourceBuffer(int64_t rank, Value value, const Box &box) {
   if (it != persistent.end())
     return it->second;
   Value buffer = alloc(rank, tensor, box, false);
-  at(rank).create<plan::LoadOp>(loc, buffer);
+  plan::LoadOp::create(at(rank), loc, buffer);
   persistent[key] = buffer;
   return buffer;
 }
@@ -471,8 +468,8 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   for (int64_t q = 0; q < from.numPartitions(); ++q) {
     if (!seen.insert(boxKey(from.resultBoxes[pr][q])).second)
       continue;
-    std::optional<Box> common = conversion::intersect(from.resultBoxes[pr][q],
-                                                      box);
+    std::optional<Box> common =
+        conversion::intersect(from.resultBoxes[pr][q], box);
     if (!common)
       continue;
     int64_t replica = chooseReplica(pk, pr, q, rank);
@@ -562,27 +559,24 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
   if (!isBatchNormTraining(k)) {
     for (int64_t p = 0; p < numParts; ++p)
-      at(layout.devices[p])
-          .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(0),
-                                  ins[p], outs[p],
-                                  ValueRange());
+      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                             builder.getI64IntegerAttr(0), ins[p], outs[p],
+                             ValueRange());
   } else {
     // Batch statistics are summed over the partitions that share channels
     // between the two stages, so every split normalizes like the whole.
     int64_t channels = shapeOf(op->getOperand(0))[1];
     for (int64_t p = 0; p < numParts; ++p) {
       scratch[k][p] = allocScratch(layout.devices[p], {3, channels});
-      at(layout.devices[p])
-          .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(0),
-                                  ins[p], outs[p],
-                                  ValueRange{scratch[k][p]});
+      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                             builder.getI64IntegerAttr(0), ins[p], outs[p],
+                             ValueRange{scratch[k][p]});
     }
     sumOverChannelGroups(k, scratch[k]);
     for (int64_t p = 0; p < numParts; ++p)
-      at(layout.devices[p])
-          .create<plan::KernelOp>(loc, opSym, builder.getI64IntegerAttr(1),
-                                  ins[p], outs[p],
-                                  ValueRange{scratch[k][p]});
+      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                             builder.getI64IntegerAttr(1), ins[p], outs[p],
+                             ValueRange{scratch[k][p]});
   }
   emitPartialSums(k, /*grads=*/false);
   return success();
@@ -611,7 +605,7 @@ LogicalResult PlanEmitter::emitOutputs() {
                  layout.resultBoxes[r][q], false);
       }
     }
-    at(0).create<plan::OutputOp>(loc, buffer);
+    plan::OutputOp::create(at(0), loc, buffer);
   }
   return success();
 }
@@ -632,8 +626,8 @@ Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
     // replica, so the partial-sum all-reduce of gradients gives 1 on all.
     bool seed = loss && loss->first == k && loss->second == r &&
                 layout.sameResultBox(r, p).front() == p;
-    at(rank).create<plan::FillOp>(loc, buffer,
-                                  builder.getF32FloatAttr(seed ? 1.0f : 0.0f));
+    plan::FillOp::create(at(rank), loc, buffer,
+                         builder.getF32FloatAttr(seed ? 1.0f : 0.0f));
   }
   return buffer;
 }
@@ -680,8 +674,8 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
         Value &grad = weightGrads[key];
         if (!grad) {
           grad = alloc(rank, tensorOf[stripped], box, true);
-          at(rank).create<plan::FillOp>(loc, grad,
-                                        builder.getF32FloatAttr(0.0f));
+          plan::FillOp::create(at(rank), loc, grad,
+                               builder.getF32FloatAttr(0.0f));
         }
         inGrads[p].push_back(grad);
         continue;
@@ -693,7 +687,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
       }
       Value grad = alloc(rank, tensorOf[stripped], box, true);
       transient.emplace_back(rank, grad);
-      at(rank).create<plan::FillOp>(loc, grad, builder.getF32FloatAttr(0.0f));
+      plan::FillOp::create(at(rank), loc, grad, builder.getF32FloatAttr(0.0f));
       inGrads[p].push_back(grad);
       sendBack[p][i] = grad;
     }
@@ -703,12 +697,9 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   auto mask = DenseBoolArrayAttr::get(context, needsGrad);
   auto emitKernels = [&](int64_t stage, auto scratchOf) {
     for (int64_t p = 0; p < numParts; ++p)
-      at(layout.devices[p])
-          .create<plan::KernelBackwardOp>(loc, opSym,
-                                          builder.getI64IntegerAttr(stage),
-                                          mask, ins[p],
-                                          outs[p], outGrads[p], inGrads[p],
-                                          scratchOf(p));
+      plan::KernelBackwardOp::create(
+          at(layout.devices[p]), loc, opSym, builder.getI64IntegerAttr(stage),
+          mask, ins[p], outs[p], outGrads[p], inGrads[p], scratchOf(p));
   };
   if (!isBatchNormTraining(k)) {
     emitKernels(0, [](int64_t) { return SmallVector<Value>(); });
@@ -776,7 +767,7 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
   for (const auto &[key, grad] : weightGrads) {
     BufferKey valueKey = key;
     valueKey.grad = false;
-    at(key.rank).create<plan::UpdateOp>(loc, persistent.at(valueKey), grad);
+    plan::UpdateOp::create(at(key.rank), loc, persistent.at(valueKey), grad);
   }
   return success();
 }
@@ -818,8 +809,8 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
     attrs.set("weight_decay", builder.getF64FloatAttr(options.weightDecay));
     optimizer = attrs.getDictionary(context);
   }
-  planOp = top.create<plan::PlanOp>(
-      func.getLoc(), top.getI64IntegerAttr(runtime::kPlanVersion),
+  planOp = plan::PlanOp::create(
+      top, func.getLoc(), top.getI64IntegerAttr(runtime::kPlanVersion),
       top.getI64IntegerAttr(numRanks), top.getStringAttr(parts.machineName),
       top.getStringAttr(parts.machineName), top.getStringAttr(strategyJson),
       top.getI64IntegerAttr(batch), optimizer, FlatSymbolRefAttr());
@@ -834,8 +825,8 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
         context, tensorOf[parts.ops[loss->first]->getResult(loss->second)]));
 
   for (int64_t rank = 0; rank < numRanks; ++rank) {
-    auto program = builder.create<plan::ProgramOp>(
-        loc, builder.getI64IntegerAttr(rank));
+    auto program =
+        plan::ProgramOp::create(builder, loc, builder.getI64IntegerAttr(rank));
     program.getBody().push_back(new Block());
     programs.push_back(program);
     builders.emplace_back(context);
@@ -864,12 +855,11 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
   // Step-local buffers go at the end of the step; weights and their
   // gradients persist.
   for (auto [rank, buffer] : transient)
-    at(rank).create<plan::FreeOp>(loc, buffer);
+    plan::FreeOp::create(at(rank), loc, buffer);
   return planOp;
 }
 
-struct PartitionToPlanPass
-    : impl::PartitionToPlanBase<PartitionToPlanPass> {
+struct PartitionToPlanPass : impl::PartitionToPlanBase<PartitionToPlanPass> {
   using PartitionToPlanBase::PartitionToPlanBase;
 
   void runOnOperation() override {
@@ -889,9 +879,9 @@ struct PartitionToPlanPass
         conversion::analyzePartitions(func, unassigned);
     if (failed(parts))
       return signalPassFailure();
-    PartitionToPlanOptions options{optimizer, learningRate, momentum, beta1,
-                                   beta2,     epsilon,      weightDecay,
-                                   unassigned};
+    PartitionToPlanOptions options{optimizer,   learningRate, momentum,
+                                   beta1,       beta2,        epsilon,
+                                   weightDecay, unassigned};
     OpBuilder top(module.getContext());
     top.setInsertionPointToEnd(module.getBody());
     PlanEmitter emitter(func, *parts, options);

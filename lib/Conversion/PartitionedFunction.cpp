@@ -58,11 +58,10 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
   for (auto [index, op] : llvm::enumerate(result.ops)) {
     const sim::Op &simOp = result.graph.ops[index];
     const OpConfig &config = result.strategy[index];
-    std::string problem =
-        checkConfig(simOp.space, config, result.numDevices);
+    std::string problem = checkConfig(simOp.space, config, result.numDevices);
     if (!problem.empty())
-      return op->emitError() << "cannot partition '" << simOp.name
-                             << "': " << problem;
+      return op->emitError()
+             << "cannot partition '" << simOp.name << "': " << problem;
     result.indexOf[op] = index;
     result.layouts.push_back(computeLayout(simOp.space, config));
   }

@@ -37,8 +37,8 @@ struct PartitionedFunction {
 /// every configuration against its op and the machine attached to the
 /// module, and computes the layouts. Emits an error at the op and fails on
 /// anything that cannot be partitioned.
-mlir::FailureOr<PartitionedFunction>
-analyzePartitions(mlir::func::FuncOp func, UnassignedPolicy policy);
+mlir::FailureOr<PartitionedFunction> analyzePartitions(mlir::func::FuncOp func,
+                                                       UnassignedPolicy policy);
 
 } // namespace ppc::conversion
 

@@ -26,7 +26,6 @@ bool covers(const TensorView &view, const std::vector<int64_t> &lo,
   return true;
 }
 
-
 CBLAS_TRANSPOSE transposeIf(bool transposed) {
   return transposed ? CblasTrans : CblasNoTrans;
 }

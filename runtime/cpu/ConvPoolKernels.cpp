@@ -24,8 +24,6 @@ namespace ppc::runtime::cpu {
 
 namespace {
 
-
-
 /// Smallest integer >= a / b for b > 0.
 int64_t ceilDiv(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);

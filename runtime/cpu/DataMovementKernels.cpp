@@ -44,7 +44,6 @@ KernelStatus checkBackwardArity(const OpDesc &op,
   return {};
 }
 
-
 KernelStatus axisOutOfRange(const OpDesc &op, int64_t axis, int64_t rank) {
   return op.kind + ": axis " + std::to_string(axis) +
          " is out of range for rank " + std::to_string(rank);

@@ -13,8 +13,8 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 
 namespace ppc::runtime::cpu {
 namespace {

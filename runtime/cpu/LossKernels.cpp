@@ -17,7 +17,6 @@ namespace ppc::runtime::cpu {
 
 namespace {
 
-
 KernelStatus checkScalarResult(const OpDesc &op,
                                const std::vector<TensorView> &results) {
   if (results.size() != 1 || results[0].rank() != 0 || !results[0].data)

@@ -94,8 +94,7 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
                              const std::vector<int64_t> &hi, int64_t step,
                              float *data) const {
   const Tensor &tensor = plan.tensors(id);
-  const int64_t dataStep =
-      batchCycle > 0 ? (step - 1) % batchCycle + 1 : step;
+  const int64_t dataStep = batchCycle > 0 ? (step - 1) % batchCycle + 1 : step;
   const std::vector<int64_t> shape(tensor.shape().begin(),
                                    tensor.shape().end());
   const std::vector<int64_t> zero(shape.size(), 0);

@@ -103,8 +103,8 @@ double updateSensitivity(const Optimizer &opt, double a, double b) {
   if (opt.kind() != Optimizer::ADAM)
     return lr;
   double eps = opt.epsilon() > 0 ? opt.epsilon() : 1e-8;
-  double nearest = (a > 0) != (b > 0) ? 0.0
-                                      : std::min(std::fabs(a), std::fabs(b));
+  double nearest =
+      (a > 0) != (b > 0) ? 0.0 : std::min(std::fabs(a), std::fabs(b));
   return lr / (nearest + eps);
 }
 
@@ -112,20 +112,19 @@ double updateSensitivity(const Optimizer &opt, double a, double b) {
 /// optimizer makes of the gradient difference (checked on its own row):
 /// the error reported is what that difference does not explain.
 VerifyRow compareUpdated(const Optimizer &opt, const std::vector<float> &ref,
-                         const std::vector<float> &refGrad,
-                         const Index &shape, const BoxValues &weight,
-                         const BoxValues &grad, double floor) {
+                         const std::vector<float> &refGrad, const Index &shape,
+                         const BoxValues &weight, const BoxValues &grad,
+                         double floor) {
   VerifyRow row;
-  forEachRun(weight.lo, weight.hi, weight.lo, weight.hi,
-             Index(shape.size(), 0), shape,
-             [&](int64_t a, int64_t g, int64_t n) {
+  forEachRun(weight.lo, weight.hi, weight.lo, weight.hi, Index(shape.size(), 0),
+             shape, [&](int64_t a, int64_t g, int64_t n) {
                for (int64_t i = 0; i < n; ++i) {
                  double gref = refGrad.empty() ? 0.0 : refGrad[g + i];
                  double gmine = grad.values[a + i];
                  double explained = updateSensitivity(opt, gmine, gref) *
                                     std::fabs(gmine - gref);
-                 double d = std::fabs(double(weight.values[a + i]) -
-                                      ref[g + i]);
+                 double d =
+                     std::fabs(double(weight.values[a + i]) - ref[g + i]);
                  d = std::isnan(d) ? INFINITY : std::max(0.0, d - explained);
                  row.maxAbs = std::max(row.maxAbs, d);
                }
@@ -147,7 +146,8 @@ public:
       std::ostream &out, std::ostream &err)
       : plan(plan), options(options), comm(comm), out(out), err(err),
         rank(comm.rank()), hash(planHash(plan)),
-        data(plan, options.seed, options.init, options.batches), runner(plan, data, comm) {}
+        data(plan, options.seed, options.init, options.batches),
+        runner(plan, data, comm) {}
 
   int run();
 
@@ -314,8 +314,8 @@ int Run::verify(int64_t step) {
           grad ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
                                 ref.grads[w.tensor], shapeOf(w.tensor), w,
                                 *grad, floor[VWeight])
-               : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo,
-                            w.hi, w.values, floor[VWeight]));
+               : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
+                            w.values, floor[VWeight]));
   }
   for (const BoxValues &f : runner.frozenBuffers())
     merge(table, {VFrozen, f.tensor},
@@ -451,8 +451,7 @@ std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
   }
   std::ofstream file(options.profileFile);
   if (!file)
-    return "cannot open profile file '" + options.profileFile +
-           "' for writing";
+    return "cannot open profile file '" + options.profileFile + "' for writing";
   file << "{\n  \"version\": 1,\n  \"device\": \"" << options.profileDevice
        << "\",\n  \"entries\": [";
   bool firstEntry = true;

@@ -416,11 +416,11 @@ static std::string profileDType(const std::string &dtype) {
 
 std::string ProgramRunner::profileKey(const Op &op, const char *phase,
                                       const std::vector<TensorView> &inputs) {
-  std::string key = op.kind() + "|" +
-                    profileDType(op.results_size() > 0
-                                     ? plan.tensors(op.results(0)).dtype()
-                                     : "f32") +
-                    "|" + phase + "|[";
+  std::string key =
+      op.kind() + "|" +
+      profileDType(op.results_size() > 0 ? plan.tensors(op.results(0)).dtype()
+                                         : "f32") +
+      "|" + phase + "|[";
   for (size_t i = 0; i < inputs.size(); ++i) {
     key += i ? ",[" : "[";
     for (int64_t d = 0; d < inputs[i].rank(); ++d)

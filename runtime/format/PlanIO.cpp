@@ -48,10 +48,10 @@ std::string readPlanFile(const std::string &path, Plan &plan) {
     return "plan file '" + path + "' is empty";
   // Text plans start with a field name ("version: 1"); binary ones with the
   // tag byte of field 1 (0x08).
-  bool parsed = bytes[0] == 0x08
-                    ? plan.ParseFromString(bytes)
-                    : google::protobuf::TextFormat::ParseFromString(bytes,
-                                                                    &plan);
+  bool parsed =
+      bytes[0] == 0x08
+          ? plan.ParseFromString(bytes)
+          : google::protobuf::TextFormat::ParseFromString(bytes, &plan);
   if (!parsed)
     return "'" + path + "' is not a ppc plan file (protobuf parse failed)";
   if (plan.version() != kPlanVersion)
@@ -70,9 +70,9 @@ static std::string checkBox(const Box &box, const Tensor &tensor) {
            tensor.name() + "' of rank " + std::to_string(tensor.shape_size());
   for (int d = 0; d < box.lo_size(); ++d)
     if (box.lo(d) < 0 || box.hi(d) > tensor.shape(d) || box.lo(d) > box.hi(d))
-      return "box dim " + std::to_string(d) + " [" +
-             std::to_string(box.lo(d)) + ", " + std::to_string(box.hi(d)) +
-             ") is outside tensor '" + tensor.name() + "'";
+      return "box dim " + std::to_string(d) + " [" + std::to_string(box.lo(d)) +
+             ", " + std::to_string(box.hi(d)) + ") is outside tensor '" +
+             tensor.name() + "'";
   return "";
 }
 
@@ -84,7 +84,8 @@ std::string validatePlan(const Plan &plan) {
     return "it has no programs";
   if (plan.machine().num_devices() != 0 &&
       plan.machine().num_devices() != numRanks)
-    return "it has " + std::to_string(numRanks) + " programs for a machine of " +
+    return "it has " + std::to_string(numRanks) +
+           " programs for a machine of " +
            std::to_string(plan.machine().num_devices()) + " devices";
   for (int t = 0; t < numTensors; ++t)
     if (plan.tensors(t).id() != t)

@@ -170,13 +170,13 @@ std::string parseArgs(int argc, char **argv, Args &args) {
                name == "--profile-device") {
       if (!takeValue() || value.empty())
         return bad("a path");
-      std::string &target = name == "--checkpoint"     ? o.checkpointDir
-                            : name == "--resume"       ? o.resumeDir
-                            : name == "--save-outputs" ? o.saveOutputsDir
-                            : name == "--trace"        ? o.traceFile
-                            : name == "--profile"      ? o.profileFile
+      std::string &target = name == "--checkpoint"       ? o.checkpointDir
+                            : name == "--resume"         ? o.resumeDir
+                            : name == "--save-outputs"   ? o.saveOutputsDir
+                            : name == "--trace"          ? o.traceFile
+                            : name == "--profile"        ? o.profileFile
                             : name == "--profile-device" ? o.profileDevice
-                                                       : o.logFile;
+                                                         : o.logFile;
       target = value;
     } else {
       return "unknown option '" + name + "' (see --help)";

@@ -98,9 +98,9 @@ struct LowerToPlanOptions
   Option<bool> text{*this, "text",
                     llvm::cl::desc("Write the plan in protobuf text form"),
                     llvm::cl::init(false)};
-  Option<std::string> optimizer{
-      *this, "optimizer", llvm::cl::desc("sgd, momentum or adam"),
-      llvm::cl::init("sgd")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, momentum or adam"),
+                                llvm::cl::init("sgd")};
   Option<double> learningRate{*this, "lr", llvm::cl::desc("Learning rate"),
                               llvm::cl::init(0.01)};
   Option<UnassignedPolicy> unassigned{

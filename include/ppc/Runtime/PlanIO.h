@@ -19,8 +19,8 @@ constexpr uint32_t kPlanVersion = 1;
 
 /// Writes `plan` to `path` (text format if `text`), atomically: a temporary
 /// file renamed into place. Returns "" or the error.
-std::string writePlanFile(const ppc::planfile::Plan &plan, const std::string &path,
-                          bool text);
+std::string writePlanFile(const ppc::planfile::Plan &plan,
+                          const std::string &path, bool text);
 
 /// Reads a plan written by writePlanFile (binary or text, recognized by
 /// content) and checks its version and its structure (ids in range, one
