@@ -2,6 +2,7 @@
 
 #include "ppc/Runtime/PlanIO.h"
 
+#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <cstdio>
@@ -48,12 +49,24 @@ std::string readPlanFile(const std::string &path, Plan &plan) {
     return "plan file '" + path + "' is empty";
   // Text plans start with a field name ("version: 1"); binary ones with the
   // tag byte of field 1 (0x08).
-  bool parsed =
-      bytes[0] == 0x08
-          ? plan.ParseFromString(bytes)
-          : google::protobuf::TextFormat::ParseFromString(bytes, &plan);
-  if (!parsed)
-    return "'" + path + "' is not a ppc plan file (protobuf parse failed)";
+  if (bytes[0] == 0x08) {
+    if (!plan.ParseFromString(bytes))
+      return "'" + path + "' is not a ppc plan file (protobuf parse failed)";
+  } else {
+    // Keep the text parser's first error for our message, not its log.
+    struct FirstError : google::protobuf::io::ErrorCollector {
+      std::string text;
+      void AddError(int line, int column, const std::string &message) override {
+        if (text.empty())
+          text = std::to_string(line + 1) + ":" + std::to_string(column + 1) +
+                 ": " + message;
+      }
+    } error;
+    google::protobuf::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&error);
+    if (!parser.ParseFromString(bytes, &plan))
+      return "'" + path + "' is not a ppc plan file (" + error.text + ")";
+  }
   if (plan.version() != kPlanVersion)
     return "plan file '" + path + "' has format version " +
            std::to_string(plan.version()) + " but this ppc-run reads version " +
