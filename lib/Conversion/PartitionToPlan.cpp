@@ -120,6 +120,15 @@ private:
   /// The partition of producer `k` result `r` whose piece `box` a reader on
   /// `rank` uses: one on `rank` if any, else the first.
   int64_t chooseReplica(int64_t k, unsigned r, int64_t q, int64_t rank) const;
+  /// The partition of op `k` whose result `r` on `rank` is exactly `box`.
+  std::optional<int64_t> pieceHeldAs(int64_t k, unsigned r, int64_t rank,
+                                     const Box &box) const;
+  /// Fills `buffer` (box `box` on `rank`) from result `r` of op `k`: one
+  /// transfer per distinct piece that overlaps it. Returns (partition, box)
+  /// of every transfer, for the gradients to go back the same way.
+  std::vector<std::pair<int64_t, Box>> gatherPieces(int64_t k, unsigned r,
+                                                    int64_t rank, Value buffer,
+                                                    const Box &box);
 
   func::FuncOp func;
   PartitionedFunction &parts;
@@ -445,13 +454,11 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   }
   auto [pk, pr] = *producer;
   const OpLayout &from = parts.layouts[pk];
-  // The producer's own buffer when it holds exactly this box here.
-  for (int64_t q = 0; q < from.numPartitions(); ++q)
-    if (from.devices[q] == rank && from.resultBoxes[pr][q] == box) {
-      source.buffer = results[pk][pr][q];
-      source.aliased = q;
-      return source;
-    }
+  if (std::optional<int64_t> q = pieceHeldAs(pk, pr, rank, box)) {
+    source.buffer = results[pk][pr][*q];
+    source.aliased = *q;
+    return source;
+  }
   // Anything else must have been made explicit by a parallel op, unless
   // the piece is on this rank already.
   Operation *def = operand.getDefiningOp();
@@ -464,20 +471,39 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
               "run --ppc-materialize-resharding first";
   source.buffer = alloc(rank, tensorOf[stripped], box, false);
   transient.emplace_back(rank, source.buffer);
+  source.pieces = gatherPieces(pk, pr, rank, source.buffer, box);
+  return source;
+}
+
+std::optional<int64_t> PlanEmitter::pieceHeldAs(int64_t k, unsigned r,
+                                                int64_t rank,
+                                                const Box &box) const {
+  const OpLayout &layout = parts.layouts[k];
+  for (int64_t q = 0; q < layout.numPartitions(); ++q)
+    if (layout.devices[q] == rank && layout.resultBoxes[r][q] == box)
+      return q;
+  return std::nullopt;
+}
+
+std::vector<std::pair<int64_t, Box>>
+PlanEmitter::gatherPieces(int64_t k, unsigned r, int64_t rank, Value buffer,
+                          const Box &box) {
+  const OpLayout &layout = parts.layouts[k];
+  std::vector<std::pair<int64_t, Box>> pieces;
   std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
-  for (int64_t q = 0; q < from.numPartitions(); ++q) {
-    if (!seen.insert(boxKey(from.resultBoxes[pr][q])).second)
+  for (int64_t q = 0; q < layout.numPartitions(); ++q) {
+    if (!seen.insert(boxKey(layout.resultBoxes[r][q])).second)
       continue;
     std::optional<Box> common =
-        conversion::intersect(from.resultBoxes[pr][q], box);
+        conversion::intersect(layout.resultBoxes[r][q], box);
     if (!common)
       continue;
-    int64_t replica = chooseReplica(pk, pr, q, rank);
-    transfer(from.devices[replica], results[pk][pr][replica], rank,
-             source.buffer, *common, /*accumulate=*/false);
-    source.pieces.emplace_back(replica, *common);
+    int64_t replica = chooseReplica(k, r, q, rank);
+    transfer(layout.devices[replica], results[k][r][replica], rank, buffer,
+             *common, /*accumulate=*/false);
+    pieces.emplace_back(replica, *common);
   }
-  return source;
+  return pieces;
 }
 
 void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
@@ -586,24 +612,14 @@ LogicalResult PlanEmitter::emitOutputs() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (Value value : ret.getOperands()) {
     auto [k, r] = *parts.producerOf(value);
-    const OpLayout &layout = parts.layouts[k];
     Box whole = conversion::wholeBox(shapeOf(value));
     Value buffer;
-    for (int64_t q = 0; q < layout.numPartitions() && !buffer; ++q)
-      if (layout.devices[q] == 0 && layout.resultBoxes[r][q] == whole)
-        buffer = results[k][r][q];
-    if (!buffer) {
+    if (std::optional<int64_t> q = pieceHeldAs(k, r, 0, whole)) {
+      buffer = results[k][r][*q];
+    } else {
       buffer = alloc(0, tensorOf[stripParallelOps(value)], whole, false);
       transient.emplace_back(0, buffer);
-      std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
-      for (int64_t q = 0; q < layout.numPartitions(); ++q) {
-        if (!seen.insert(boxKey(layout.resultBoxes[r][q])).second ||
-            conversion::isEmpty(layout.resultBoxes[r][q]))
-          continue;
-        int64_t replica = chooseReplica(k, r, q, 0);
-        transfer(layout.devices[replica], results[k][r][replica], 0, buffer,
-                 layout.resultBoxes[r][q], false);
-      }
+      gatherPieces(k, r, 0, buffer, whole);
     }
     plan::OutputOp::create(at(0), loc, buffer);
   }

@@ -430,6 +430,19 @@ std::string ProgramRunner::profileKey(const Op &op, const char *phase,
   return key + "]";
 }
 
+std::string
+ProgramRunner::viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
+                       const google::protobuf::RepeatedField<int32_t> *tensors,
+                       bool grad, const char *what,
+                       std::vector<TensorView> &views) {
+  for (int i = 0; i < ids.size(); ++i)
+    if (std::string err = viewOf(ids.Get(i), tensors ? tensors->Get(i) : -1,
+                                 grad, what, i, views[i]);
+        !err.empty())
+      return err;
+  return "";
+}
+
 std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
   const Op &op = plan.ops(k.op());
   if (k.inputs_size() != op.operands_size())
@@ -438,21 +451,18 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
     return countMismatch(op, "outputs", k.outputs_size(), op.results_size());
   std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       scratch(k.scratch_size());
-  for (int i = 0; i < k.inputs_size(); ++i)
-    if (std::string err =
-            viewOf(k.inputs(i), op.operands(i), false, "input", i, inputs[i]);
-        !err.empty())
-      return err;
-  for (int i = 0; i < k.outputs_size(); ++i)
-    if (std::string err =
-            viewOf(k.outputs(i), op.results(i), false, "output", i, outputs[i]);
-        !err.empty())
-      return err;
-  for (int i = 0; i < k.scratch_size(); ++i)
-    if (std::string err =
-            viewOf(k.scratch(i), -1, false, "scratch", i, scratch[i]);
-        !err.empty())
-      return err;
+  if (std::string err =
+          viewsOf(k.inputs(), &op.operands(), false, "input", inputs);
+      !err.empty())
+    return err;
+  if (std::string err =
+          viewsOf(k.outputs(), &op.results(), false, "output", outputs);
+      !err.empty())
+    return err;
+  if (std::string err =
+          viewsOf(k.scratch(), nullptr, false, "scratch", scratch);
+      !err.empty())
+    return err;
   kernelKey_ = profileKey(op, "forward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
   KernelStatus status = forward(descs[k.op()], ctx, inputs, outputs, scratch);
@@ -478,31 +488,26 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
   std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       outputGrads(k.output_grads_size()), inputGrads(k.input_grads_size()),
       scratch(k.scratch_size());
-  for (int i = 0; i < k.inputs_size(); ++i)
-    if (std::string err =
-            viewOf(k.inputs(i), op.operands(i), false, "input", i, inputs[i]);
-        !err.empty())
-      return err;
-  for (int i = 0; i < k.outputs_size(); ++i)
-    if (std::string err =
-            viewOf(k.outputs(i), op.results(i), false, "output", i, outputs[i]);
-        !err.empty())
-      return err;
-  for (int i = 0; i < k.output_grads_size(); ++i)
-    if (std::string err = viewOf(k.output_grads(i), op.results(i), true,
-                                 "output gradient", i, outputGrads[i]);
-        !err.empty())
-      return err;
-  for (int i = 0; i < k.input_grads_size(); ++i)
-    if (std::string err = viewOf(k.input_grads(i), op.operands(i), true,
-                                 "input gradient", i, inputGrads[i]);
-        !err.empty())
-      return err;
-  for (int i = 0; i < k.scratch_size(); ++i)
-    if (std::string err =
-            viewOf(k.scratch(i), -1, false, "scratch", i, scratch[i]);
-        !err.empty())
-      return err;
+  if (std::string err =
+          viewsOf(k.inputs(), &op.operands(), false, "input", inputs);
+      !err.empty())
+    return err;
+  if (std::string err =
+          viewsOf(k.outputs(), &op.results(), false, "output", outputs);
+      !err.empty())
+    return err;
+  if (std::string err = viewsOf(k.output_grads(), &op.results(), true,
+                                "output gradient", outputGrads);
+      !err.empty())
+    return err;
+  if (std::string err = viewsOf(k.input_grads(), &op.operands(), true,
+                                "input gradient", inputGrads);
+      !err.empty())
+    return err;
+  if (std::string err =
+          viewsOf(k.scratch(), nullptr, false, "scratch", scratch);
+      !err.empty())
+    return err;
   kernelKey_ = profileKey(op, "backward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
   KernelStatus status = backward(descs[k.op()], ctx, inputs, outputs,

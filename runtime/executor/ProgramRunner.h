@@ -151,6 +151,12 @@ private:
   std::string lookup(int32_t id, Buffer *&buffer);
   std::string viewOf(int32_t id, int32_t tensor, bool grad, const char *what,
                      size_t index, TensorView &view);
+  /// viewOf for every buffer of `ids`, the i-th holding (a gradient of)
+  /// tensors[i]; no tensors: scratch buffers.
+  std::string viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
+                      const google::protobuf::RepeatedField<int32_t> *tensors,
+                      bool grad, const char *what,
+                      std::vector<TensorView> &views);
   std::string traceName(const Instruction &instr) const;
   /// "instruction I of step S, phase P, op NAME" for errors and timeouts.
   std::string context() const;
