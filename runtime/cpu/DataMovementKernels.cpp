@@ -32,11 +32,18 @@ KernelStatus checkForwardArity(const OpDesc &op,
                      numOutputs);
 }
 
+/// The forward views' counts, and one gradient view per operand and result.
 KernelStatus checkBackwardArity(const OpDesc &op,
                                 const std::vector<TensorView> &inputs,
+                                size_t numInputs,
                                 const std::vector<TensorView> &outputs,
+                                size_t numOutputs,
                                 const std::vector<TensorView> &outputGrads,
                                 const std::vector<TensorView> &inputGrads) {
+  if (KernelStatus s =
+          checkForwardArity(op, inputs, numInputs, outputs, numOutputs);
+      !s.empty())
+    return s;
   if (inputGrads.size() != inputs.size() ||
       outputGrads.size() != outputs.size())
     return expectArity(op, "gradient views", inputGrads.size(), inputs.size(),
@@ -120,11 +127,8 @@ KernelImpl copyKernel(CopyMapFn mapOf) {
                           const std::vector<TensorView> &outputGrads,
                           std::vector<TensorView> &inputGrads,
                           std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
-      return s;
-    if (KernelStatus s =
-            checkBackwardArity(op, inputs, outputs, outputGrads, inputGrads);
+    if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                                            outputGrads, inputGrads);
         !s.empty())
       return s;
     TensorView &dx = inputGrads[0];
@@ -241,11 +245,8 @@ KernelImpl reshapeKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
-      return s;
-    if (KernelStatus s =
-            checkBackwardArity(op, inputs, outputs, outputGrads, inputGrads);
+    if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                                            outputGrads, inputGrads);
         !s.empty())
       return s;
     TensorView &dx = inputGrads[0];
@@ -405,12 +406,8 @@ KernelImpl concatKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s =
-            checkForwardArity(op, inputs, inputs.size(), outputs, 1);
-        !s.empty())
-      return s;
-    if (KernelStatus s =
-            checkBackwardArity(op, inputs, outputs, outputGrads, inputGrads);
+    if (KernelStatus s = checkBackwardArity(op, inputs, inputs.size(), outputs,
+                                            1, outputGrads, inputGrads);
         !s.empty())
       return s;
     const TensorView &dy = outputGrads[0];
@@ -463,12 +460,8 @@ KernelImpl splitKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s =
-            checkForwardArity(op, inputs, 1, outputs, outputs.size());
-        !s.empty())
-      return s;
-    if (KernelStatus s =
-            checkBackwardArity(op, inputs, outputs, outputGrads, inputGrads);
+    if (KernelStatus s = checkBackwardArity(
+            op, inputs, 1, outputs, outputs.size(), outputGrads, inputGrads);
         !s.empty())
       return s;
     TensorView &dx = inputGrads[0];
@@ -610,11 +603,8 @@ KernelImpl gatherKernel() {
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
                      std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1);
-        !s.empty())
-      return s;
-    if (KernelStatus s =
-            checkBackwardArity(op, inputs, outputs, outputGrads, inputGrads);
+    if (KernelStatus s = checkBackwardArity(op, inputs, 2, outputs, 1,
+                                            outputGrads, inputGrads);
         !s.empty())
       return s;
     // Indices get no gradient; data's is a scatter-add over the held rows.
