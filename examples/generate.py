@@ -18,6 +18,10 @@ ppc-opt's --batch-size binds):
                     GlobalAveragePool, Flatten, Gemm -> logits[N,10]          opset 13
   transformer.onnx  tokens[N,16] int64 -> embedding + 2 encoder blocks
                     -> logits[N,16,100]                                       opset 17
+  tied.onnx         x[N,32] -> Gemm/Relu x3 -> Gemm -> logits[N,10], with shared
+                    weights as exporters write them: one 64x64 weight used by
+                    layers 2 and 3 (tied), one bias initializer used by layers
+                    1-3 (identical initializers de-duplicated)               opset 13
 
 Weights are small random values stored as float32 initializers; scalar and
 shape constants are Constant nodes (as the PyTorch exporter writes them).
@@ -264,10 +268,31 @@ def summarize(model):
     return ops, params, buffers
 
 
+# -------------------------------------------------------------------------- tied
+def build_tied():
+    b = Builder(seed=4)
+    w_in = b.weight("fc1.weight", [64, 32])
+    w_tied = b.weight("tied.weight", [64, 64])
+    bias = b.weight("shared.bias", [64], scale=0.01)
+    h = "x"
+    for i, w in enumerate([w_in, w_tied, w_tied]):
+        h = b.op("Gemm", [h, w, bias], name="fc%d" % (i + 1), transB=1)
+        h = b.op("Relu", [h], name="relu%d" % (i + 1))
+    w_out = b.weight("out.weight", [10, 64])
+    b_out = b.weight("out.bias", [10], scale=0.01)
+    b.op("Gemm", [h, w_out, b_out], name="logits", transB=1)
+    return finish(
+        b, "tied",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
+        13, "MLP with a tied weight and a shared bias (ppc example)")
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     os.makedirs(outdir, exist_ok=True)
-    for name, build in (("mlp", build_mlp), ("cnn", build_cnn), ("transformer", build_transformer)):
+    for name, build in (("mlp", build_mlp), ("cnn", build_cnn), ("transformer", build_transformer),
+                        ("tied", build_tied)):
         model = build()
         path = os.path.join(outdir, name + ".onnx")
         data = model.SerializeToString(deterministic=True)

@@ -122,6 +122,22 @@ std::string Graph::validate() const {
   return "";
 }
 
+std::vector<WeightUse> weightHolders(const Graph &graph) {
+  std::vector<WeightUse> holders(graph.weights.size());
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const std::vector<Source> &operands = graph.ops[i].operands;
+    for (size_t o = 0; o < operands.size(); ++o) {
+      const Source &src = operands[o];
+      if (src.kind != Source::Kind::Weight || src.index < 0 ||
+          static_cast<size_t>(src.index) >= holders.size() ||
+          holders[src.index].op >= 0)
+        continue;
+      holders[src.index] = {static_cast<int32_t>(i), static_cast<int32_t>(o)};
+    }
+  }
+  return holders;
+}
+
 Strategy singleDevice(const Graph &graph, int64_t device) {
   Strategy strategy;
   strategy.reserve(graph.ops.size());

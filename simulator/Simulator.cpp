@@ -232,9 +232,11 @@ struct RouteInfo {
 };
 
 /// Producer result `result` of op `producer` feeds operand `operand` of op
-/// `consumer`.
+/// `consumer`; or, for a weight edge (`weightOperand` >= 0), the weight that
+/// operand `weightOperand` of its holder `producer` reads does.
 struct Edge {
   int32_t producer = 0, result = 0, consumer = 0, operand = 0;
+  int32_t weightOperand = -1;
   std::vector<Transfer> fwd, bwd;
   std::vector<LocalDep> fwdLocal, bwdLocal;
   // Totals of the transfers, kept so that a result need not walk them.
@@ -305,9 +307,9 @@ struct Simulator::Impl {
   std::vector<OpState> ops;
   std::vector<Edge> edges;
   std::vector<std::vector<int32_t>> inEdges, outEdges;
-  /// The op that holds, synchronizes and updates each weight: its first
-  /// user, which is the last to finish backward. -1 for unused weights.
-  std::vector<int32_t> weightOwner;
+  /// The use that holds, synchronizes and updates each weight (see
+  /// weightHolders): its first, whose op is the last to finish backward.
+  std::vector<WeightUse> weightHolder;
 
   // Resources: compute stream d, communication stream numDevices + d, and
   // direction k of link l at 2 * numDevices + 2 * l + k.
@@ -323,28 +325,35 @@ struct Simulator::Impl {
     ops.resize(graph.ops.size());
     inEdges.resize(graph.ops.size());
     outEdges.resize(graph.ops.size());
+    weightHolder = weightHolders(graph);
     for (size_t c = 0; c < graph.ops.size(); ++c) {
       const Op &op = graph.ops[c];
       for (size_t o = 0; o < op.operands.size(); ++o) {
         const Source &src = op.operands[o];
-        if (src.kind != Source::Kind::Op)
-          continue;
         Edge e;
-        e.producer = src.index;
-        e.result = src.result;
+        if (src.kind == Source::Kind::Op) {
+          e.producer = src.index;
+          e.result = src.result;
+        } else if (src.kind == Source::Kind::Weight) {
+          // Another use of a shared weight reads it from its holder. A
+          // second operand of the holder itself reads it locally (an
+          // approximation: no op here reads one weight in two layouts).
+          const WeightUse &holder = weightHolder[src.index];
+          if (holder.op == static_cast<int32_t>(c))
+            continue;
+          e.producer = holder.op;
+          e.weightOperand = holder.operand;
+        } else {
+          continue;
+        }
         e.consumer = static_cast<int32_t>(c);
         e.operand = static_cast<int32_t>(o);
         int32_t id = static_cast<int32_t>(edges.size());
         edges.push_back(std::move(e));
         inEdges[c].push_back(id);
-        outEdges[src.index].push_back(id);
+        outEdges[edges.back().producer].push_back(id);
       }
     }
-    weightOwner.assign(graph.weights.size(), -1);
-    for (size_t i = 0; i < graph.ops.size(); ++i)
-      for (const Source &src : graph.ops[i].operands)
-        if (src.kind == Source::Kind::Weight && weightOwner[src.index] < 0)
-          weightOwner[src.index] = static_cast<int32_t>(i);
     freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
     routeOf.assign(numDevices * numDevices, -1);
   }
@@ -453,11 +462,11 @@ struct Simulator::Impl {
         for (int32_t p = 0; p < n; ++p)
           st.memory[p].activations +=
               volume(sliceOf(op.space.operands[o], st.iter[p])) * op.elemBytes;
-      // A weight used by several ops (tied embeddings, an unrolled RNN's
-      // cell) is held, synchronized and updated once, by its owner; the
-      // other users' gradients accumulate into it locally.
+      // A weight is held, synchronized and updated by one use (see
+      // weightHolders); other uses reach it through weight edges.
       if (src.kind != Source::Kind::Weight ||
-          weightOwner[src.index] != static_cast<int32_t>(i))
+          weightHolder[src.index].op != static_cast<int32_t>(i) ||
+          weightHolder[src.index].operand != static_cast<int32_t>(o))
         continue;
       const Weight &w = graph.weights[src.index];
       std::vector<Slice> slices(n);
@@ -518,8 +527,23 @@ struct Simulator::Impl {
   /// Builds the transfers of `e` between the producer and consumer states.
   void buildTransfers(Edge &e, const OpState &prod, const OpState &cons) {
     const Op &consumer = graph.ops[e.consumer];
-    const std::vector<Slice> &produced = prod.resultSlices[e.result];
+    const std::vector<Slice> *produced = &prod.resultSlices[e.result];
+    const std::vector<int32_t> *replicaGroup = &prod.replicaGroup;
+    int32_t numReplicaGroups = prod.numReplicaGroups;
     int64_t elemBytes = graph.ops[e.producer].elemBytes;
+    std::vector<Slice> held;
+    std::vector<int32_t> heldGroup;
+    if (e.weightOperand >= 0) {
+      // The holder's pieces of the weight, grouped into replicas.
+      const Op &holder = graph.ops[e.producer];
+      for (const Slice &iter : prod.iter)
+        held.push_back(sliceOf(holder.space.operands[e.weightOperand], iter));
+      heldGroup = groupBySlice(held, numReplicaGroups);
+      produced = &held;
+      replicaGroup = &heldGroup;
+      elemBytes =
+          graph.weights[consumer.operands[e.operand].index].elemBytes;
+    }
     e.fwd.clear();
     e.bwd.clear();
     e.fwdLocal.clear();
@@ -528,12 +552,12 @@ struct Simulator::Impl {
     int32_t np = static_cast<int32_t>(prod.devices.size());
     int32_t nq = static_cast<int32_t>(cons.devices.size());
     std::vector<int64_t> overlap(np);
-    std::vector<int32_t> chosen(prod.numReplicaGroups);
+    std::vector<int32_t> chosen(numReplicaGroups);
     for (int32_t q = 0; q < nq; ++q) {
       Slice needed = sliceOf(consumer.space.operands[e.operand], cons.iter[q]);
       int64_t dstDevice = cons.devices[q];
       for (int32_t p = 0; p < np; ++p)
-        overlap[p] = overlapVolume(needed, produced[p]);
+        overlap[p] = overlapVolume(needed, (*produced)[p]);
 
       // Forward: one copy of each replicated region, from the local replica
       // if there is one, else from the replica with the fastest link.
@@ -541,7 +565,7 @@ struct Simulator::Impl {
       for (int32_t p = 0; p < np; ++p) {
         if (overlap[p] == 0)
           continue;
-        int32_t &best = chosen[prod.replicaGroup[p]];
+        int32_t &best = chosen[(*replicaGroup)[p]];
         if (best < 0 || prod.devices[p] == dstDevice) {
           best = p;
           continue;
@@ -557,11 +581,20 @@ struct Simulator::Impl {
           continue;
         if (prod.devices[p] == dstDevice) {
           e.fwdLocal.push_back({p, q});
+          if (e.weightOperand >= 0)
+            e.bwdLocal.push_back({q, p});
           continue;
         }
         e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
                                      overlap[p] * elemBytes));
+        // A weight's gradient goes back to the replica it came from; the
+        // holder's gradient sync then sums over the replicas.
+        if (e.weightOperand >= 0)
+          e.bwd.push_back(makeTransfer(q, p, dstDevice, prod.devices[p],
+                                       overlap[p] * elemBytes));
       }
+      if (e.weightOperand >= 0)
+        continue;
 
       // Backward: every replica needs the gradient of its region; each
       // consumer partition sends what it computed.
@@ -729,12 +762,16 @@ struct Simulator::Impl {
     for (int32_t id : inEdges[i]) {
       const Edge &e = edges[id];
       const OpState &prod = ops[e.producer];
+      // A weight is there from the start; an activation once produced.
+      auto produced = [&](int32_t p) {
+        return e.weightOperand >= 0 ? 0.0 : prod.fwdEnd[p];
+      };
       for (const LocalDep &d : e.fwdLocal)
-        st.inReady[d.dst] = std::max(st.inReady[d.dst], prod.fwdEnd[d.src]);
+        st.inReady[d.dst] = std::max(st.inReady[d.dst], produced(d.src));
       for (const Transfer &t : e.fwd)
         st.inReady[t.dst] =
-            std::max(st.inReady[t.dst], runTransfer(t, prod.fwdEnd[t.src], id,
-                                                    TaskKind::Transfer));
+            std::max(st.inReady[t.dst],
+                     runTransfer(t, produced(t.src), id, TaskKind::Transfer));
     }
     st.fwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
@@ -995,8 +1032,14 @@ std::string jsonEscape(const std::string &s) {
 static std::string eventName(const Graph &graph, const std::vector<Edge> &edges,
                              const TimelineEvent &ev) {
   if (ev.kind == TaskKind::Transfer || ev.kind == TaskKind::GradTransfer) {
-    const std::string &from = graph.ops[edges[ev.op].producer].name;
-    const std::string &to = graph.ops[edges[ev.op].consumer].name;
+    const Edge &e = edges[ev.op];
+    const std::string &to = graph.ops[e.consumer].name;
+    std::string from =
+        e.weightOperand < 0
+            ? graph.ops[e.producer].name
+            : "weight " +
+                  graph.weights[graph.ops[e.consumer].operands[e.operand].index]
+                      .name;
     return ev.kind == TaskKind::Transfer ? from + " -> " + to
                                          : to + " -> " + from + " (grad)";
   }

@@ -7,7 +7,9 @@
 // parallel ops become copies, send/recv pairs and all-reduces; the backward
 // pass mirrors the forward one with gradients flowing back along the same
 // boxes and accumulating at the producer; replicated weight gradients are
-// all-reduced; each rank updates the weight pieces it holds.
+// all-reduced; each rank updates the weight pieces it holds. A weight used by
+// several ops lives in the layout of its holding use (sim::weightHolders);
+// the other uses gather their pieces from it and send their gradients back.
 //
 // Instructions are emitted in one global order and each rank's program is
 // its subsequence, so with non-blocking sends the programs cannot deadlock:
@@ -74,7 +76,8 @@ bool isFloat(Value value) {
 /// Where a forward operand buffer came from, for the backward pass.
 struct OperandSource {
   Value buffer;
-  /// Producer pieces the buffer was assembled from: (partition, box).
+  /// Producer pieces the buffer was assembled from: (partition, box); for a
+  /// weight read away from its holder, partitions of the holding op.
   std::vector<std::pair<int64_t, Box>> pieces;
   /// The buffer is the producer partition's own result buffer.
   std::optional<int64_t> aliased;
@@ -113,6 +116,13 @@ private:
   void emitPartialSums(int64_t k, bool grads);
   void sumOverChannelGroups(int64_t k, const std::vector<Value> &buffers);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
+  /// The use holding the weight that operand `i` of op `k` reads, if any.
+  std::optional<sim::WeightUse> weightHolderOf(int64_t k, unsigned i) const;
+  /// Whether `holder` keeps exactly `box` of its weight on `rank`.
+  bool holdsPiece(const sim::WeightUse &holder, int64_t rank,
+                  const Box &box) const;
+  /// The persistent gradient of a weight piece the holder keeps on `rank`.
+  Value weightGradBuffer(int64_t rank, Value weight, const Box &box);
   LogicalResult emitBackward(int64_t k);
   LogicalResult emitGradSyncAndUpdate();
   LogicalResult emitOutputs();
@@ -156,6 +166,7 @@ private:
   std::vector<std::vector<Value>> scratch;
   // Weight gradients by (rank, tensor, box).
   std::map<BufferKey, Value> weightGrads;
+  std::vector<sim::WeightUse> weightHolders; // by sim::Graph weight index
   std::vector<std::pair<int64_t, Value>> transient;
 };
 
@@ -448,6 +459,30 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   Value stripped = stripParallelOps(operand);
   OperandSource source;
   auto producer = parts.producerOf(stripped);
+  std::optional<sim::WeightUse> holder = weightHolderOf(k, i);
+  if (holder && !holdsPiece(*holder, rank, box)) {
+    // Another use of a shared weight: gather its pieces from the holder.
+    const OpLayout &from = parts.layouts[holder->op];
+    source.buffer = alloc(rank, tensorOf[stripped], box, false);
+    transient.emplace_back(rank, source.buffer);
+    std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
+    for (int64_t q = 0; q < from.numPartitions(); ++q) {
+      const Box &held = from.operandBoxes[holder->operand][q];
+      std::optional<Box> common = conversion::intersect(held, box);
+      if (!common || !seen.insert(boxKey(held)).second)
+        continue;
+      int64_t replica = q; // a holder of this piece on `rank`, if any
+      for (int64_t c = 0; c < from.numPartitions(); ++c)
+        if (from.devices[c] == rank &&
+            from.operandBoxes[holder->operand][c] == held)
+          replica = c;
+      int64_t holderRank = from.devices[replica];
+      transfer(holderRank, sourceBuffer(holderRank, stripped, held), rank,
+               source.buffer, *common, /*accumulate=*/false);
+      source.pieces.emplace_back(replica, *common);
+    }
+    return source;
+  }
   if (!producer) {
     source.buffer = sourceBuffer(rank, stripped, box);
     return source;
@@ -473,6 +508,35 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   transient.emplace_back(rank, source.buffer);
   source.pieces = gatherPieces(pk, pr, rank, source.buffer, box);
   return source;
+}
+
+std::optional<sim::WeightUse> PlanEmitter::weightHolderOf(int64_t k,
+                                                         unsigned i) const {
+  const sim::Source &src = parts.graph.ops[k].operands[i];
+  if (src.kind != sim::Source::Kind::Weight)
+    return std::nullopt;
+  return weightHolders[src.index];
+}
+
+bool PlanEmitter::holdsPiece(const sim::WeightUse &holder, int64_t rank,
+                             const Box &box) const {
+  const OpLayout &layout = parts.layouts[holder.op];
+  for (int64_t q = 0; q < layout.numPartitions(); ++q)
+    if (layout.devices[q] == rank &&
+        layout.operandBoxes[holder.operand][q] == box)
+      return true;
+  return false;
+}
+
+Value PlanEmitter::weightGradBuffer(int64_t rank, Value weight,
+                                    const Box &box) {
+  BufferKey key{rank, tensorOf[weight], boxKey(box), true};
+  Value &grad = weightGrads[key];
+  if (!grad) {
+    grad = alloc(rank, tensorOf[weight], box, true);
+    plan::FillOp::create(at(rank), loc, grad, builder.getF32FloatAttr(0.0f));
+  }
+  return grad;
 }
 
 std::optional<int64_t> PlanEmitter::pieceHeldAs(int64_t k, unsigned r,
@@ -684,16 +748,10 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
       Value stripped = stripParallelOps(op->getOperand(i));
       const Box &box = layout.operandBoxes[i][p];
       auto producer = parts.producerOf(stripped);
-      if (!producer) {
-        // A trainable weight: its gradient piece lives across steps.
-        BufferKey key{rank, tensorOf[stripped], boxKey(box), true};
-        Value &grad = weightGrads[key];
-        if (!grad) {
-          grad = alloc(rank, tensorOf[stripped], box, true);
-          plan::FillOp::create(at(rank), loc, grad,
-                               builder.getF32FloatAttr(0.0f));
-        }
-        inGrads[p].push_back(grad);
+      if (!producer && source.pieces.empty()) {
+        // A trainable weight piece its holder keeps: the gradient lives
+        // across steps.
+        inGrads[p].push_back(weightGradBuffer(rank, stripped, box));
         continue;
       }
       if (source.aliased) {
@@ -738,6 +796,16 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     for (unsigned i = 0; i < op->getNumOperands(); ++i) {
       if (!sendBack[p][i])
         continue;
+      if (std::optional<sim::WeightUse> holder = weightHolderOf(k, i)) {
+        const OpLayout &from = parts.layouts[holder->op];
+        Value weight = stripParallelOps(op->getOperand(i));
+        for (const auto &[q, box] : operands[k][i][p].pieces)
+          transfer(rank, sendBack[p][i], from.devices[q],
+                   weightGradBuffer(from.devices[q], weight,
+                                    from.operandBoxes[holder->operand][q]),
+                   box, /*accumulate=*/true);
+        continue;
+      }
       auto [pk, pr] = *parts.producerOf(op->getOperand(i));
       for (const auto &[q, box] : operands[k][i][p].pieces)
         transfer(rank, sendBack[p][i], parts.layouts[pk].devices[q],
@@ -764,11 +832,15 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
         boxA.push_back({lo, hi});
       for (auto [lo, hi] : b.second)
         boxB.push_back({lo, hi});
+      // The holder's partitions read a weight in equal or disjoint pieces;
+      // anything else is a bug here, not in the strategy.
       if (conversion::intersect(boxA, boxB))
         return func.emitError()
-               << "weight tensor @" << a.first
-               << " is read in overlapping but different pieces by the ops "
-                  "that use it; give its users the same split of the weight";
+               << "internal error: weight '"
+               << planOp.lookupSymbol<plan::TensorOp>(a.first)
+                      .getModelName()
+                      .value_or(a.first)
+               << "' is held in overlapping but different pieces";
     }
   for (const auto &[piece, holders] : replicas) {
     std::vector<int64_t> ranks;
@@ -799,6 +871,7 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
       loss = parts.producerOf(value);
   }
   training = loss.has_value();
+  weightHolders = sim::weightHolders(parts.graph);
 
   int64_t numRanks = parts.numDevices;
   int64_t batch = 1;

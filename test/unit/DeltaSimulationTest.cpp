@@ -101,6 +101,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"transformer.onnx", "k80x64", Optimizer::Adam, true,
                            GradSync::ReduceScatterAllGather},
                       Case{"transformer.onnx", "dgx-a100x2", Optimizer::SGD,
-                           false, GradSync::AllReduce}));
+                           false, GradSync::AllReduce},
+                      // Shared weights: their other users read them from
+                      // the holder, which a change to either must follow.
+                      Case{"tied.onnx", "dgx-a100x2", Optimizer::Adam, true,
+                           GradSync::AllReduce},
+                      Case{"tied.onnx", "p100x16", Optimizer::SGD, false,
+                           GradSync::ReduceScatterAllGather}));
 
 } // namespace

@@ -376,4 +376,32 @@ TEST(Simulator, SharedWeightIsHeldAndSynchronizedOnce) {
   EXPECT_NEAR(r.iterationTime, 3 * kMs + sync + 0.5 * kMs, 1e-12);
 }
 
+TEST(Simulator, SharedWeightReadElsewhereMovesFromItsHolder) {
+  // fc0 holds w0 whole on device 0; fc1 reads it whole on device 1: the
+  // 4 MB weight goes 0 -> 1 in forward and its gradient 1 -> 0 in backward
+  // (as the lowering sends it), besides fc0's 32 KB result and its
+  // gradient. Device 1 keeps no copy of the weight, its gradient or state.
+  Graph g = twoLayerMlp();
+  g.ops[1].operands[1].index = 0;
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  SimResult r = sim.simulate({{{1, 1, 1}, 0, {}}, {{1, 1, 1}, 1, {}}});
+  EXPECT_EQ(r.devices[0].memory.weights, 4'000'000);
+  EXPECT_EQ(r.devices[0].memory.gradients, 4'000'000);
+  EXPECT_EQ(r.devices[1].memory.weights, 0);
+  EXPECT_EQ(r.devices[1].memory.gradients, 0);
+  EXPECT_NEAR(r.totalBytes(), 2 * 4e6 + 2 * 8 * 1000 * 4, 1e-6);
+
+  // fc1 splitting w0's columns on both devices reads pieces that the data
+  // parallel holder keeps on each device: nothing moves for the weight.
+  SimResult local =
+      sim.simulate({{{2, 1, 1}, 0, {}}, {{1, 2, 1}, 0, {}}});
+  EXPECT_EQ(local.devices[1].memory.weights, 4'000'000);
+  // Only fc0's result moves (each device sends the other its half of the
+  // batch, 16 KB, and gets the gradient of it back) besides the holder's
+  // gradient all-reduce (each of the 2 devices sends 4 MB).
+  EXPECT_NEAR(local.totalBytes(), 4 * 4 * 1000 * 4.0 + 2 * 4e6, 1e-6);
+}
+
 } // namespace

@@ -68,6 +68,22 @@ struct Graph {
   std::string validate() const;
 };
 
+/// The use of a weight that holds it: which op and operand.
+struct WeightUse {
+  int32_t op = -1;
+  int32_t operand = -1;
+};
+
+/// Per weight, the use that holds it (-1s for an unused weight). A weight
+/// used by several ops (tied embeddings, an unrolled RNN's cell, ONNX
+/// initializers that an exporter de-duplicated) is one parameter, trained
+/// jointly: it lives in the layout its first use reads it in (that op
+/// holds, synchronizes and updates it), and every other use reads its
+/// pieces from there like an activation from its producer and sends its
+/// gradient back there to accumulate. The simulator prices exactly this
+/// and the lowering emits exactly this, so any strategy lowers.
+std::vector<WeightUse> weightHolders(const Graph &graph);
+
 /// One configuration per op, parallel to Graph::ops.
 using Strategy = std::vector<OpConfig>;
 
