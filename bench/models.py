@@ -18,6 +18,13 @@ Models (sizes as published; --batch is the global batch of one step):
                 parameters, 0.71 GMAC)
   inception_v3  torchvision Inception-v3 without the aux head, 299x299
                 (23.8 M parameters, 5.7 GMAC)
+  --exported    resnet*/inception_v3 as PyTorch's eval-mode ONNX export
+                writes them: batch norm folded into the convolutions' biases,
+                and identical initializers de-duplicated, so one zero bias
+                tensor serves every convolution of the same width (shared
+                weights, as in torchvision's ResNet-50/101 and Inception-v3
+                exports)
+  --image N     input height and width of resnet*/inception_v3 (224/299)
   rnnlm         FlexFlow's RNNLM: embedding, 2-layer LSTM unrolled over
                 --steps (20) time steps, hidden --hidden (1024 unless given),
                 vocab 10000 (PTB), a linear to the vocab on every step's
@@ -34,6 +41,8 @@ import sys
 
 # Element type of float tensors (--dtype): f32, or bf16 for mixed precision.
 FLOAT = "f32"
+# --exported: batch norm folded into biases, identical biases shared.
+EXPORTED = False
 
 
 def ty(shape, dtype=None):
@@ -80,6 +89,7 @@ class Cnn:
 
     def __init__(self, e):
         self.e = e
+        self.shared_biases = {}  # width -> the one de-duplicated bias
 
     def conv(self, v, shape, cout, k, stride=1, pad=0, name="conv", bias=False):
         """k and pad: an int, or (kh, kw) and (ph, pw)."""
@@ -91,7 +101,12 @@ class Cnn:
                out_size(w, kw, stride, pw, pw)]
         wt = e.weight(name + ".weight", [cout, cin, kh, kw])
         operands, types = [v, wt], [ty(shape), ty([cout, cin, kh, kw])]
-        if bias:
+        if EXPORTED:
+            if cout not in self.shared_biases:
+                self.shared_biases[cout] = e.weight("bias_%d" % cout, [cout])
+            operands.append(self.shared_biases[cout])
+            types.append(ty([cout]))
+        elif bias:
             operands.append(e.weight(name + ".bias", [cout]))
             types.append(ty([cout]))
         r = e.op(name, "ppc.conv2d %s {pads = array<i64: %d, %d, %d, %d>, "
@@ -103,6 +118,8 @@ class Cnn:
     def bn(self, v, shape, name, relu=True):
         e = self.e
         c = shape[1]
+        if EXPORTED:  # folded into the preceding convolution
+            return self.relu(v, shape, name + ".relu") if relu else v
         ws = [e.weight(name + s, [c]) for s in (".weight", ".bias")]
         # Running statistics are state the optimizer does not train.
         ws += [e.weight(name + s, [c], frozen=True)
@@ -217,11 +234,11 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab):
 RESNET_BLOCKS = {50: [3, 4, 6, 3], 101: [3, 4, 23, 3], 152: [3, 8, 36, 3]}
 
 
-def resnet(depth, batch, classes=1000):
+def resnet(depth, batch, classes=1000, image=224):
     """torchvision ResNet-50/101/152 (bottleneck blocks, stride in the 3x3)."""
     e = Emitter()
     c = Cnn(e)
-    x, s = c.conv("%image", [batch, 3, 224, 224], 64, 7, 2, 3, "conv1")
+    x, s = c.conv("%image", [batch, 3, image, image], 64, 7, 2, 3, "conv1")
     x = c.bn(x, s, "bn1")
     x, s = c.pool("max", x, s, 3, 2, 1, "maxpool")
     widths = [(64, 1), (128, 2), (256, 2), (512, 2)]
@@ -244,7 +261,7 @@ def resnet(depth, batch, classes=1000):
             x = c.relu(x, ys, p + "relu")
             s = ys
     x, out = c.head(x, s, classes)
-    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, 224, 224]), ty(out))
+    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, image, image]), ty(out))
     return header, e, x, out
 
 
@@ -279,7 +296,7 @@ def alexnet(batch, classes=1000):
     return header, e, x, out
 
 
-def inception_v3(batch, classes=1000):
+def inception_v3(batch, classes=1000, image=299):
     """torchvision Inception-v3 (transform_input off, no aux head)."""
     e = Emitter()
     c = Cnn(e)
@@ -348,7 +365,7 @@ def inception_v3(batch, classes=1000):
         bp = pool_branch(v, s, 192, p + "branch_pool")
         return c.concat([b1, b3, bd, bp], p + "concat")
 
-    x = basic("%image", [batch, 3, 299, 299], 32, 3, stride=2, name="Conv2d_1a_3x3")
+    x = basic("%image", [batch, 3, image, image], 32, 3, stride=2, name="Conv2d_1a_3x3")
     x = basic(*x, 32, 3, name="Conv2d_2a_3x3")
     x = basic(*x, 64, 3, pad=1, name="Conv2d_2b_3x3")
     x = c.pool("max", *x, 3, 2, 0, "maxpool1")
@@ -373,7 +390,7 @@ def inception_v3(batch, classes=1000):
     v = e.op("dropout", "ppc.dropout %s {ratio = 0.5 : f64} : %s" % (v, ty([n, ch])))
     v = c.linear(v, ch, classes, n, "fc")
     out = [n, classes]
-    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, 299, 299]), ty(out))
+    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, image, image]), ty(out))
     return header, e, v, out
 
 
@@ -460,9 +477,13 @@ def main():
     ap.add_argument("--vocab", type=int)
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
+    ap.add_argument("--exported", action="store_true",
+                    help="resnet*/inception_v3: BN folded, identical biases shared")
+    ap.add_argument("--image", type=int, help="resnet*/inception_v3 input size")
     a = ap.parse_args()
-    global FLOAT
+    global FLOAT, EXPORTED
     FLOAT = a.dtype
+    EXPORTED = a.exported
 
     def pick(value, default):
         return default if value is None else value
@@ -477,11 +498,12 @@ def main():
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]), pick(a.ff, d["ff"]),
             pick(a.vocab, d["vocab"]))
     elif a.model.startswith("resnet"):
-        header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch)
+        header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch,
+                                        image=pick(a.image, 224))
     elif a.model == "alexnet":
         header, e, result, out = alexnet(a.batch)
     elif a.model == "inception_v3":
-        header, e, result, out = inception_v3(a.batch)
+        header, e, result, out = inception_v3(a.batch, image=pick(a.image, 299))
     else:
         header, e, result, out = rnnlm(a.batch, a.steps, pick(a.hidden, 1024),
                                        pick(a.vocab, 10000), pick(a.layers, 2))

@@ -14,6 +14,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -53,6 +54,13 @@ int main(int argc, char **argv) {
       argc, argv, "ppc optimizer driver: ONNX or MLIR in, ppc graphs out\n",
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // A user error names what is wrong; dumping the whole module after it
+  // (MLIR's default) buries the message. Still available on request.
+  auto &options = llvm::cl::getRegisteredOptions();
+  if (auto *printOp = static_cast<llvm::cl::opt<bool> *>(
+          options.lookup("mlir-print-op-on-diagnostic"));
+      printOp && printOp->getNumOccurrences() == 0)
+    *printOp = false;
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputPath, &error);
