@@ -150,6 +150,29 @@ double SimResult::totalBytes() const {
   return total;
 }
 
+const OptimizerInfo &optimizerInfo(Optimizer optimizer) {
+  for (const OptimizerInfo &info : kOptimizers)
+    if (info.kind == optimizer)
+      return info;
+  return kOptimizers[0];
+}
+
+const OptimizerInfo *findOptimizer(const std::string &name) {
+  for (const OptimizerInfo &info : kOptimizers)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+std::string optimizerNames() {
+  std::string names;
+  size_t n = std::size(kOptimizers);
+  for (size_t i = 0; i < n; ++i)
+    names += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") +
+             kOptimizers[i].name;
+  return names;
+}
+
 //===----------------------------------------------------------------------===//
 // Simulator state
 //===----------------------------------------------------------------------===//
@@ -264,15 +287,7 @@ struct OpState {
 };
 
 int stateTensors(Optimizer optimizer) {
-  switch (optimizer) {
-  case Optimizer::SGD:
-    return 0;
-  case Optimizer::Momentum:
-    return 1;
-  case Optimizer::Adam:
-    return 2;
-  }
-  return 0;
+  return optimizerInfo(optimizer).stateTensors;
 }
 
 /// What a timeline event is; its name is only built when a trace is written.

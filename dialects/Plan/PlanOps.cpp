@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Dialect/Plan/PlanOps.h"
+#include "ppc/Simulator/Simulator.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -113,7 +114,6 @@ static TensorOp tensorOf(SymbolTableCollection &symbolTable, Value buffer) {
 // plan.plan
 //===----------------------------------------------------------------------===//
 
-static constexpr StringLiteral kOptimizerKinds[] = {"sgd", "momentum", "adam"};
 static constexpr StringLiteral kOptimizerParams[] = {
     "lr", "momentum", "beta1", "beta2", "epsilon", "weight_decay"};
 
@@ -121,9 +121,9 @@ static LogicalResult verifyOptimizer(PlanOp op, DictionaryAttr optimizer) {
   auto kind = optimizer.getAs<StringAttr>("kind");
   if (!kind)
     return op.emitOpError("optimizer needs a string 'kind'");
-  if (!llvm::is_contained(kOptimizerKinds, kind.getValue()))
+  if (!ppc::sim::findOptimizer(kind.getValue().str()))
     return op.emitOpError() << "optimizer kind '" << kind.getValue()
-                            << "' is not one of sgd, momentum, adam";
+                            << "' is not one of " << ppc::sim::optimizerNames();
   for (NamedAttribute entry : optimizer) {
     if (entry.getName() == "kind")
       continue;

@@ -28,6 +28,7 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -884,13 +885,19 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
 
   DictionaryAttr optimizer;
   if (training) {
-    if (options.optimizer != "sgd" && options.optimizer != "momentum" &&
-        options.optimizer != "adam")
+    const sim::OptimizerInfo *info = sim::findOptimizer(options.optimizer);
+    if (!info)
       return func.emitError() << "unknown optimizer '" << options.optimizer
-                              << "': expected sgd, momentum or adam";
+                              << "': expected " << sim::optimizerNames();
+    if (!(options.learningRate >= 0) || std::isinf(options.learningRate))
+      return func.emitError() << "learning rate " << options.learningRate
+                              << " is not a finite number >= 0";
+    // 0 asks for the optimizer's conventional rate.
+    double lr = options.learningRate > 0 ? options.learningRate
+                                         : info->defaultLearningRate;
     NamedAttrList attrs;
     attrs.set("kind", builder.getStringAttr(options.optimizer));
-    attrs.set("lr", builder.getF64FloatAttr(options.learningRate));
+    attrs.set("lr", builder.getF64FloatAttr(lr));
     attrs.set("momentum", builder.getF64FloatAttr(options.momentum));
     attrs.set("beta1", builder.getF64FloatAttr(options.beta1));
     attrs.set("beta2", builder.getF64FloatAttr(options.beta2));

@@ -65,17 +65,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     planOptions.plan = options.planOut;
     planOptions.text = options.planText;
     planOptions.learningRate = options.learningRate;
-    switch (options.optimizer) {
-    case sim::Optimizer::SGD:
-      planOptions.optimizer = "sgd";
-      break;
-    case sim::Optimizer::Momentum:
-      planOptions.optimizer = "momentum";
-      break;
-    case sim::Optimizer::Adam:
-      planOptions.optimizer = "adam";
-      break;
-    }
+    planOptions.optimizer = sim::optimizerInfo(options.optimizer).name;
     buildLowerToPlanPipeline(pm, planOptions);
   }
 }

@@ -40,15 +40,7 @@ namespace {
 constexpr size_t kTopOps = 20;
 
 const char *stringifyOptimizer(sim::Optimizer optimizer) {
-  switch (optimizer) {
-  case sim::Optimizer::SGD:
-    return "sgd";
-  case sim::Optimizer::Momentum:
-    return "momentum";
-  case sim::Optimizer::Adam:
-    return "adam";
-  }
-  return "?";
+  return sim::optimizerInfo(optimizer).name;
 }
 
 double toMs(double seconds) { return seconds * 1e3; }

@@ -51,7 +51,9 @@ def PartitionToPlan : Pass<"ppc-partition-to-plan", "mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
            "sgd, momentum or adam">,
-    Option<"learningRate", "lr", "double", "0.01", "Learning rate">,
+    Option<"learningRate", "lr", "double", "0.0",
+           "Learning rate (0: the optimizer's default, 0.01 for sgd and "
+           "momentum, 0.001 for adam)">,
     Option<"momentum", "momentum", "double", "0.9", "Momentum (momentum)">,
     Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,

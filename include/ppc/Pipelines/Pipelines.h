@@ -83,9 +83,11 @@ struct AutoParallelOptions
   Option<bool> planText{*this, "plan-text",
                         llvm::cl::desc("Write the plan in protobuf text form"),
                         llvm::cl::init(false)};
-  Option<double> learningRate{*this, "lr",
-                              llvm::cl::desc("Learning rate in the plan"),
-                              llvm::cl::init(0.01)};
+  Option<double> learningRate{
+      *this, "lr",
+      llvm::cl::desc("Learning rate in the plan (0: the optimizer's default, "
+                     "0.01 for sgd and momentum, 0.001 for adam)"),
+      llvm::cl::init(0.0)};
 };
 
 /// Options of `ppc-lower-to-plan`: materialize resharding, partition into
@@ -101,8 +103,11 @@ struct LowerToPlanOptions
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd, momentum or adam"),
                                 llvm::cl::init("sgd")};
-  Option<double> learningRate{*this, "lr", llvm::cl::desc("Learning rate"),
-                              llvm::cl::init(0.01)};
+  Option<double> learningRate{
+      *this, "lr",
+      llvm::cl::desc("Learning rate (0: the optimizer's default, 0.01 for sgd "
+                     "and momentum, 0.001 for adam)"),
+      llvm::cl::init(0.0)};
   Option<UnassignedPolicy> unassigned{
       *this, "unassigned", llvm::cl::desc("What ops without a strategy run as"),
       llvm::cl::init(UnassignedPolicy::SingleDevice),

@@ -38,6 +38,30 @@
 namespace ppc::sim {
 
 enum class Optimizer : uint8_t { SGD, Momentum, Adam };
+
+/// What ppc knows of an optimizer: its name in options, plans and docs, the
+/// state it keeps per weight element, and its conventional learning rate
+/// (PyTorch's Adam default; the usual SGD starting point).
+struct OptimizerInfo {
+  Optimizer kind;
+  const char *name;
+  int stateTensors;
+  double defaultLearningRate;
+};
+
+/// Every optimizer: the one list that option parsers, the lowering, the plan
+/// verifier and the docs follow.
+inline constexpr OptimizerInfo kOptimizers[] = {
+    {Optimizer::SGD, "sgd", 0, 0.01},
+    {Optimizer::Momentum, "momentum", 1, 0.01},
+    {Optimizer::Adam, "adam", 2, 1e-3},
+};
+
+const OptimizerInfo &optimizerInfo(Optimizer optimizer);
+/// The optimizer named `name`, or null.
+const OptimizerInfo *findOptimizer(const std::string &name);
+/// "sgd, momentum or adam", for messages.
+std::string optimizerNames();
 /// How replicas of a weight synchronize their gradients.
 enum class GradSync : uint8_t { AllReduce, ReduceScatterAllGather };
 

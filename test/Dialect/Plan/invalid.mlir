@@ -38,7 +38,7 @@ plan.plan version 1 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-// expected-error @+1 {{'plan.plan' op optimizer kind 'rmsprop' is not one of sgd, momentum, adam}}
+// expected-error @+1 {{'plan.plan' op optimizer kind 'rmsprop' is not one of sgd, momentum or adam}}
 plan.plan version 1 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "rmsprop"}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
