@@ -4,7 +4,7 @@
 #      search for "searched") and lowers it to a plan for cpuxNP;
 #   2. --verify: the first step matches the single-device step (loss, every
 #      gradient, every updated weight);
-#   3. the loss falls over 8 Adam steps on one fixed batch;
+#   3. the loss falls over 8 Adam steps (lr 0.01) on one fixed batch;
 #   4. a checkpoint resumes bit-identically (checkpoint-resume.sh).
 # usage: model-e2e.sh PPC_OPT EXAMPLES WORKDIR MODEL BATCH KIND NP RUN...
 #        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run")
@@ -16,11 +16,11 @@ rm -rf "$work"
 mkdir -p "$work"
 import="$ppc_opt $examples/$model.onnx --batch-size=$batch"
 if [ "$kind" = searched ]; then
-  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 else
   $import --ppc-auto-parallel="machine=cpux$np search=data-parallel strategy-out=$work/dp.json" -o /dev/null
   python3 "$here/make_strategy.py" --kind "$kind" "$work/dp.json" "$work/strategy.json"
-  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam plan=$work/plan.pb" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 plan=$work/plan.pb" -o /dev/null
 fi
 
 "$@" "$work/plan.pb" --steps 1 --verify | tee "$work/verify.log"
