@@ -138,6 +138,63 @@ std::vector<WeightUse> weightHolders(const Graph &graph) {
   return holders;
 }
 
+void followBatch(Graph &graph, const std::vector<int> &inputBatchDims) {
+  // batchOf[op][result]: the tensor dim that carries the batch, or -1.
+  std::vector<std::vector<int>> batchOf(graph.ops.size());
+  auto batchDimOf = [&](const Source &src) -> int {
+    switch (src.kind) {
+    case Source::Kind::Input:
+      return static_cast<size_t>(src.index) < inputBatchDims.size()
+                 ? inputBatchDims[src.index]
+                 : 0;
+    case Source::Kind::Op:
+      return batchOf[src.index][src.result];
+    default:
+      return -1;
+    }
+  };
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    Op &op = graph.ops[i];
+    std::vector<IterDim> &dims = op.space.dims;
+    int sample = -1; // the iteration dim that carries the batch
+    bool readsBatch = false;
+    for (size_t o = 0; o < op.operands.size() && sample < 0; ++o) {
+      int b = batchDimOf(op.operands[o]);
+      const std::vector<DimAccess> &access = op.space.operands[o].dims;
+      if (b < 0 || static_cast<size_t>(b) >= access.size())
+        continue;
+      readsBatch = true;
+      int d = access[b].iterDim;
+      if (d >= 0 && static_cast<size_t>(d) < dims.size() &&
+          dims[d].kind != IterKind::Reduction)
+        sample = d;
+    }
+    if (sample >= 0) {
+      for (IterDim &dim : dims)
+        if (dim.kind == IterKind::Sample)
+          dim.kind = IterKind::Attribute;
+      dims[sample].kind = IterKind::Sample;
+    } else if (!readsBatch) {
+      // Nothing to follow (a graph that starts from weights or constants):
+      // the op's own guess stands.
+      for (size_t d = 0; d < dims.size() && sample < 0; ++d)
+        if (dims[d].kind == IterKind::Sample)
+          sample = static_cast<int>(d);
+    }
+    batchOf[i].assign(op.space.results.size(), -1);
+    if (sample < 0)
+      continue;
+    for (size_t r = 0; r < op.space.results.size(); ++r) {
+      const std::vector<DimAccess> &access = op.space.results[r].dims;
+      for (size_t t = 0; t < access.size(); ++t)
+        if (access[t].iterDim == sample) {
+          batchOf[i][r] = static_cast<int>(t);
+          break;
+        }
+    }
+  }
+}
+
 Strategy singleDevice(const Graph &graph, int64_t device) {
   Strategy strategy;
   strategy.reserve(graph.ops.size());

@@ -154,6 +154,25 @@ FailureOr<sim::Graph> ppc::buildSimGraph(func::FuncOp func) {
   if (!problem.empty())
     return func.emitError()
            << "cannot simulate @" << func.getSymName() << ": " << problem;
+
+  // The batch is dim 0 of each input unless the argument says otherwise
+  // (`ppc.batch_dim`, -1 for an input without one).
+  std::vector<int> inputBatchDims;
+  for (BlockArgument arg : func.getArguments()) {
+    int dim = 0;
+    auto shaped = dyn_cast<ShapedType>(arg.getType());
+    int64_t rank = shaped && shaped.hasRank() ? shaped.getRank() : 0;
+    if (auto attr = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                        "ppc.batch_dim")) {
+      dim = static_cast<int>(attr.getInt());
+      if (dim < -1 || dim >= rank)
+        return func.emitError()
+               << "argument #" << arg.getArgNumber() << " has ppc.batch_dim "
+               << attr.getInt() << " but rank " << rank;
+    }
+    inputBatchDims.push_back(rank == 0 ? -1 : dim);
+  }
+  sim::followBatch(graph, inputBatchDims);
   return graph;
 }
 

@@ -84,6 +84,17 @@ struct WeightUse {
 /// and the lowering emits exactly this, so any strategy lowers.
 std::vector<WeightUse> weightHolders(const Graph &graph);
 
+/// Labels the sample (batch) dim of every op by following the batch from
+/// the graph inputs through the ops' tensor maps, instead of by position:
+/// in a sequence-first model ([S, N, E], PyTorch's nn.MultiheadAttention)
+/// the batch is tensor dim 1, then dim 0 after a transpose. The iteration
+/// dim that indexes an operand's batch dim becomes the op's sample dim, and
+/// dims an op guessed as sample by position become attribute dims; ops that
+/// reduce the batch away (a loss) or read none keep their labels.
+/// `inputBatchDims[i]` is input i's batch dim (-1: none); inputs beyond it
+/// have theirs at dim 0.
+void followBatch(Graph &graph, const std::vector<int> &inputBatchDims = {});
+
 /// One configuration per op, parallel to Graph::ops.
 using Strategy = std::vector<OpConfig>;
 
