@@ -258,7 +258,10 @@ Machine readMachine(const json &value) {
                           std::to_string(spec.devicesPerNode) + ")"};
     spec.device = readDeviceSpec(c.get("device"), c.at("device"));
     spec.intra = readLinkSpec(c.get("intra"), c.at("intra"));
-    spec.inter = readLinkSpec(c.get("inter"), c.at("inter"));
+    // One node has no inter-node link: it may be left out.
+    spec.inter = spec.nodes == 1 && !c.has("inter")
+                     ? spec.intra
+                     : readLinkSpec(c.get("inter"), c.at("inter"));
     c.finish();
     top.finish();
     return Machine::fromCluster(spec, name);

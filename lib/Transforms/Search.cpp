@@ -239,6 +239,15 @@ void SearchStrategyPass::runOnOperation() {
     return signalPassFailure();
   }
   parsedBudget = *budgetValue;
+  // One OS thread per chain: beyond this, thread creation fails, and
+  // silently running fewer would change the (seed, threads) result.
+  constexpr unsigned kMaxThreads = 1024;
+  if (threads > kMaxThreads) {
+    module.emitError() << "ppc-search: threads=" << static_cast<uint64_t>(threads)
+                       << " is more than the " << kMaxThreads
+                       << " chains a search may run (0: one per core)";
+    return signalPassFailure();
+  }
   memoryLimitBytes = 0;
   if (!memoryLimit.empty()) {
     std::optional<int64_t> bytes = parseBytes(memoryLimit);

@@ -88,9 +88,12 @@ struct Communicator::Impl {
   std::string waitFor(double seconds, int n, MPI_Request *requests,
                       MPI_Status *statuses, const Where &where) {
     const Clock::time_point start = Clock::now();
+    // A timeout past what the clock can count (--timeout inf) is none.
+    constexpr double kNever = 1e9;
     const Clock::time_point deadline =
-        start + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(seconds));
+        seconds < kNever ? start + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(seconds))
+                         : Clock::time_point::max();
     while (true) {
       int done = 0;
       int rc = MPI_Testall(n, requests, &done,

@@ -415,6 +415,24 @@ TEST(MachineJson, ErrorsNameThePath) {
             "'devices', not both");
 }
 
+TEST(MachineJson, OneNodeNeedsNoInterNodeLink) {
+  std::string single = validJsonCluster();
+  single.replace(single.find("\"nodes\": 2"), 10, "\"nodes\": 1");
+  std::string inter = ",\n      \"inter\": {\"kind\": \"infiniband\", "
+                      "\"bandwidth\": 1e10, \"latency\": 2e-6}";
+  ASSERT_NE(single.find(inter), std::string::npos);
+  std::string noInter = single;
+  noInter.erase(noInter.find(inter), inter.size());
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(noInter, "machine.json", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->numDevices(), 2);
+  // Two nodes still need it.
+  std::string two = noInter;
+  two.replace(two.find("\"nodes\": 1"), 10, "\"nodes\": 2");
+  EXPECT_EQ(parseError(two), "machine.json: cluster.inter: missing");
+}
+
 TEST(MachineJson, FilesAndLoadMachine) {
   std::string error;
   EXPECT_FALSE(readMachineJsonFile("/nonexistent/m.json", error));

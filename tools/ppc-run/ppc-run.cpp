@@ -53,7 +53,7 @@ options:
   --trace FILE           Chrome trace (chrome://tracing, Perfetto) of the last
                          step: pid = rank, tid 0 compute, tid 1 communication
   --timeout SECONDS      abort the job when a rank waits this long for a
-                         message or collective (300)
+                         message or collective (300; inf: never)
   --threads N            OpenBLAS threads per rank (1)
   --profile FILE         write the kernels' measured times (all steps but
                          the first) as a simulator profile for --ppc-simulate
