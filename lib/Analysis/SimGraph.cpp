@@ -107,9 +107,12 @@ FailureOr<sim::Graph> ppc::buildSimGraph(func::FuncOp func) {
     // Parallel ops move data between the ops they connect; the simulator
     // costs that movement on the edge itself.
     if (isParallelOp(&op)) {
+      // Copied out first: inserting may grow the map and move `it`.
       auto it = sources.find(op.getOperand(0));
-      if (it != sources.end())
-        sources[op.getResult(0)] = it->second;
+      if (it != sources.end()) {
+        sim::Source source = it->second;
+        sources[op.getResult(0)] = source;
+      }
       continue;
     }
     auto parallelizable = dyn_cast<ParallelizableOpInterface>(op);
