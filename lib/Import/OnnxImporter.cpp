@@ -18,6 +18,7 @@
 #include "ImporterInternal.h"
 
 #include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Import/OnnxWeights.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -173,6 +174,19 @@ static std::optional<std::string> parseText(StringRef contents,
   return std::nullopt;
 }
 
+std::optional<std::string>
+onnx_import::parseOnnxModel(StringRef contents, onnx::ModelProto &model) {
+  if (looksLikeOnnxText(contents)) {
+    if (auto err = parseText(contents, model))
+      return "cannot parse ONNX text: " + *err;
+    return std::nullopt;
+  }
+  if (!parseBinary(contents, model))
+    return std::string("cannot parse ONNX model: the protobuf is truncated "
+                       "or corrupt, or has no graph");
+  return std::nullopt;
+}
+
 bool ppc::isOnnxModel(StringRef contents) {
   if (looksLikeOnnxText(contents) || looksLikeOnnxBinary(contents))
     return true;
@@ -297,7 +311,8 @@ FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
              << "weight '" << name << "' has an unsupported type";
     ElementsAttr value;
     int64_t bytes = type.getNumElements() * getDTypeByteWidth(t.data_type());
-    if (bytes <= options.maxEmbeddedWeightBytes) {
+    // A model read from stdin cannot be read again: embed every value.
+    if (bytes <= options.maxEmbeddedWeightBytes || path == "-") {
       std::string data;
       if (auto err = readTensorBytes(t, data))
         return emitError(loc)
@@ -413,37 +428,12 @@ LogicalResult ModelImporter::checkOpset() {
   return success();
 }
 
-/// Makes every external data location absolute, relative to the model's
-/// directory, and checks that the file is there. ONNX's checker then finds
-/// the files whatever the current directory.
+/// Makes every external data location absolute (see
+/// resolveExternalDataLocations). ONNX's checker then finds the files
+/// whatever the current directory.
 LogicalResult ModelImporter::resolveExternalData() {
-  SmallString<256> dir(path == "-" ? "" : path);
-  llvm::sys::path::remove_filename(dir);
-  if (dir.empty())
-    dir = ".";
-  (void)llvm::sys::fs::make_absolute(dir);
-  for (onnx::TensorProto &tensor :
-       *model.mutable_graph()->mutable_initializer()) {
-    if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
-      continue;
-    auto *entries = tensor.mutable_external_data();
-    auto location = llvm::find_if(
-        *entries, [](const auto &e) { return e.key() == "location"; });
-    if (location == entries->end())
-      return emitError(valueLoc(tensor.name()))
-             << "initializer '" << tensor.name()
-             << "' has external data without a location";
-    SmallString<256> file(location->value());
-    if (!llvm::sys::path::is_absolute(file)) {
-      file = dir;
-      llvm::sys::path::append(file, location->value());
-    }
-    if (!llvm::sys::fs::is_regular_file(file))
-      return emitError(valueLoc(tensor.name()))
-             << "external data file '" << file << "' of initializer '"
-             << tensor.name() << "' does not exist";
-    location->set_value(std::string(file));
-  }
+  if (auto problem = resolveExternalDataLocations(model, path))
+    return emitError(valueLoc(problem->first)) << problem->second;
   return success();
 }
 
@@ -845,6 +835,14 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
   GraphImporter &imp = *importer;
   const onnx::GraphProto &graph = model.graph();
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  // Weights without a value are read back from the model by name.
+  if (path != "-") {
+    SmallString<256> absolute(path);
+    (void)llvm::sys::fs::make_absolute(absolute);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    (*module)->setAttr(graph::PPCDialect::getSourceModelAttrName(),
+                       StringAttr::get(context, absolute));
+  }
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module->getBody());
 
   SmallVector<Type> argTypes;
@@ -930,14 +928,8 @@ OwningOpRef<ModuleOp> ppc::importOnnxModel(StringRef contents, StringRef path,
   context->loadDialect<graph::PPCDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(context, path, 0, 0);
   onnx::ModelProto model;
-  if (looksLikeOnnxText(contents)) {
-    if (auto err = parseText(contents, model)) {
-      emitError(fileLoc) << "cannot parse ONNX text: " << *err;
-      return nullptr;
-    }
-  } else if (!parseBinary(contents, model)) {
-    emitError(fileLoc) << "cannot parse ONNX model: the protobuf is truncated "
-                          "or corrupt, or has no graph";
+  if (auto err = parseOnnxModel(contents, model)) {
+    emitError(fileLoc) << *err;
     return nullptr;
   }
   try {
