@@ -35,3 +35,12 @@ def external_model(location):
 onnx.save(external_model("external.bin"), "external.onnx")
 np.arange(6, dtype=np.float32).tofile("external.bin")
 onnx.save(external_model("missing.bin"), "external-missing.onnx")
+
+# External data that must not be read: outside the model's directory, by
+# `..`, by an absolute path, or through a symbolic link the test creates
+# (external-link.onnx -> link.bin), and a location that is not a regular
+# file (external-special.onnx -> special.bin, a FIFO the test creates).
+onnx.save(external_model("../../etc/passwd"), "external-escape.onnx")
+onnx.save(external_model("/dev/zero"), "external-absolute.onnx")
+onnx.save(external_model("link.bin"), "external-link.onnx")
+onnx.save(external_model("special.bin"), "external-special.onnx")
