@@ -69,8 +69,9 @@ struct InputShapeParser : public llvm::cl::basic_parser<InputShapeSpec> {
     dims.split(parts, 'x');
     for (StringRef part : parts) {
       int64_t d;
-      if (part.trim().getAsInteger(10, d) || d < 0)
-        return opt.error("bad dim '" + part + "' in '" + arg + "'");
+      if (part.trim().getAsInteger(10, d) || d <= 0)
+        return opt.error("bad dim '" + part + "' in '" + arg +
+                         "': dims are positive integers");
       value.dims.push_back(d);
     }
     return false;
@@ -384,6 +385,7 @@ private:
   LogicalResult runChecker();
   LogicalResult checkWindowAttributes();
   LogicalResult bindInputShapes();
+  LogicalResult checkInputSizes();
   LogicalResult inferShapes();
   void collectTypes();
   LogicalResult foldConstants();
@@ -518,6 +520,8 @@ LogicalResult ModelImporter::bindInputShapes() {
            << "--input-shape names '" << entry.getKey()
            << "', which is not a graph input (inputs: " << names << ")";
   }
+  if (failed(checkInputSizes()))
+    return failure();
   // Shapes recorded for the old symbolic dims would contradict the bound
   // ones: let shape inference recompute them.
   if (changed) {
@@ -525,6 +529,41 @@ LogicalResult ModelImporter::bindInputShapes() {
     for (auto &output : *graph.mutable_output())
       if (output.type().has_tensor_type())
         output.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  return success();
+}
+
+/// Kernels and the simulator divide by dims and multiply them into element
+/// counts: a graph input whose static dims are zero or negative, or whose
+/// element count overflows int64, is an error here rather than a SIGFPE or
+/// a wrong size later.
+LogicalResult ModelImporter::checkInputSizes() {
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringSet<> initializerNames;
+  for (const auto &t : graph.initializer())
+    initializerNames.insert(t.name());
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializerNames.contains(input.name()) ||
+        !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    SmallVector<int64_t> dims;
+    for (auto [index, dim] :
+         llvm::enumerate(input.type().tensor_type().shape().dim())) {
+      if (!dim.has_dim_value())
+        continue;
+      if (dim.dim_value() <= 0)
+        return emitError(valueLoc(input.name()))
+               << "graph input '" << input.name() << "' has dim " << index
+               << " of size " << dim.dim_value()
+               << "; ppc needs positive sizes (empty tensors are not "
+                  "supported)";
+      dims.push_back(dim.dim_value());
+    }
+    if (!getNumElements(dims))
+      return emitError(valueLoc(input.name()))
+             << "graph input '" << input.name()
+             << "' has more elements than fit in 64 bits";
   }
   return success();
 }
@@ -795,8 +834,15 @@ LogicalResult ModelImporter::validate() {
       if (i < info->numDataInputs)
         checkStatic(name, node, loc, "input " + std::to_string(i));
     for (auto [i, name] : llvm::enumerate(node.output()))
-      if (imp.numUses.lookup(name))
+      if (imp.numUses.lookup(name)) {
         checkStatic(name, node, loc, "output " + std::to_string(i));
+        RankedTensorType type = imp.getType(name);
+        if (type && type.getNumElements() == 0)
+          unsupported.push_back(
+              {loc, where + ": its output '" + name +
+                        "' is empty (a zero-size dim; ppc does not support "
+                        "empty tensors)"});
+      }
     if (info->needsFloat && node.output_size() > 0) {
       auto it = imp.types.find(node.output(0));
       if (it != imp.types.end() && it->second.dtype &&
