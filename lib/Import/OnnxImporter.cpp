@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/ManagedStatic.h"
 #include "llvm/Support/Path.h"
 
@@ -380,6 +381,7 @@ private:
     return NameLoc::get(StringAttr::get(context, name), fileLoc());
   }
 
+  LogicalResult checkNamesAreUtf8();
   LogicalResult checkOpset();
   LogicalResult resolveExternalData();
   LogicalResult runChecker();
@@ -410,6 +412,50 @@ private:
   llvm::StringSet<> graphInputs;
 };
 } // namespace
+
+/// ONNX strings are UTF-8, and names end up in JSON (strategy files,
+/// reports) and MLIR: a name that is not UTF-8 is rejected here, naming
+/// where it is and showing it escaped. Replacing the bad bytes instead could
+/// merge two distinct names.
+LogicalResult ModelImporter::checkNamesAreUtf8() {
+  auto check = [&](const std::string &name,
+                   const Twine &where) -> LogicalResult {
+    if (llvm::json::isUTF8(name))
+      return success();
+    std::string escaped;
+    llvm::raw_string_ostream os(escaped);
+    llvm::printEscapedString(name, os);
+    return emitError(fileLoc())
+           << "invalid ONNX model: " << where << " is not valid UTF-8: \""
+           << escaped << "\" (ONNX names are UTF-8 strings)";
+  };
+  const onnx::GraphProto &graph = model.graph();
+  for (auto [i, input] : llvm::enumerate(graph.input()))
+    if (failed(check(input.name(), "the name of graph input #" + Twine(i))))
+      return failure();
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    if (failed(check(output.name(), "the name of graph output #" + Twine(i))))
+      return failure();
+  for (auto [i, info] : llvm::enumerate(graph.value_info()))
+    if (failed(check(info.name(), "the name of value_info #" + Twine(i))))
+      return failure();
+  for (auto [i, tensor] : llvm::enumerate(graph.initializer()))
+    if (failed(check(tensor.name(), "the name of initializer #" + Twine(i))))
+      return failure();
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    std::string where = "node #" + std::to_string(i);
+    if (failed(check(node.name(), "the name of " + where)) ||
+        failed(check(node.op_type(), "the op type of " + where)))
+      return failure();
+    for (auto [j, name] : llvm::enumerate(node.input()))
+      if (failed(check(name, "input " + Twine(j) + " of " + where)))
+        return failure();
+    for (auto [j, name] : llvm::enumerate(node.output()))
+      if (failed(check(name, "output " + Twine(j) + " of " + where)))
+        return failure();
+  }
+  return success();
+}
 
 LogicalResult ModelImporter::checkOpset() {
   bool found = false;
@@ -939,6 +985,8 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
 }
 
 OwningOpRef<ModuleOp> ModelImporter::run() {
+  if (failed(checkNamesAreUtf8()))
+    return nullptr;
   // Name unnamed nodes by their original position, before folding and dead
   // code elimination renumber them: locations then match the source model.
   for (auto [index, node] :
