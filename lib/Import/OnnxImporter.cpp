@@ -389,6 +389,7 @@ private:
   LogicalResult bindInputShapes();
   LogicalResult checkInputSizes();
   LogicalResult inferShapes();
+  LogicalResult checkBoundShapes();
   void collectTypes();
   LogicalResult foldConstants();
   bool foldOnce();
@@ -522,6 +523,30 @@ LogicalResult ModelImporter::bindInputShapes() {
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());
 
+  // Exports with a fixed batch (no input has a symbolic dim 0) get it
+  // rebound too: the batch is the first input's dim 0, and every input with
+  // that dim 0 takes --batch-size. Shape inference and folding then follow;
+  // shapes baked for the old batch are caught by checkBoundShapes.
+  std::optional<int64_t> staticBatch;
+  if (options.batchSize) {
+    bool anySymbolic = false;
+    for (const onnx::ValueInfoProto &input : graph.input()) {
+      if (initializerNames.contains(input.name()) ||
+          options.inputShapes.count(input.name()) ||
+          !input.type().has_tensor_type() ||
+          !input.type().tensor_type().has_shape() ||
+          input.type().tensor_type().shape().dim_size() == 0)
+        continue;
+      const auto &dim0 = input.type().tensor_type().shape().dim(0);
+      if (!dim0.has_dim_value())
+        anySymbolic = true;
+      else if (!staticBatch)
+        staticBatch = dim0.dim_value();
+    }
+    if (anySymbolic)
+      staticBatch.reset();
+  }
+
   bool changed = false;
   llvm::StringSet<> seen;
   for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
@@ -550,7 +575,9 @@ LogicalResult ModelImporter::bindInputShapes() {
         tensorType->shape().dim_size() == 0)
       continue;
     auto *dim0 = tensorType->mutable_shape()->mutable_dim(0);
-    if (dim0->has_dim_value())
+    if (dim0->has_dim_value() &&
+        (!staticBatch || dim0->dim_value() != *staticBatch ||
+         dim0->dim_value() == *options.batchSize))
       continue;
     dim0->set_dim_value(*options.batchSize);
     changed = true;
@@ -622,6 +649,54 @@ LogicalResult ModelImporter::inferShapes() {
         model, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception &e) {
     return emitError(fileLoc()) << "ONNX shape inference failed: " << e.what();
+  }
+  return success();
+}
+
+/// Shapes baked into a model for one input size (a Reshape to a constant
+/// [N, 3072] computed for 32x32 images) contradict other bound sizes. ONNX's
+/// inference then leaves the Reshape's result unknown, and the import would
+/// fail later on a symptom (shape arithmetic left on int64 tensors, an
+/// element count mismatch): name the node and the cause instead.
+LogicalResult ModelImporter::checkBoundShapes() {
+  GraphImporter &imp = *importer;
+  auto str = [](ArrayRef<int64_t> dims) {
+    std::string s = "[";
+    for (auto [i, d] : llvm::enumerate(dims))
+      s += (i ? ", " : "") + std::to_string(d);
+    return s + "]";
+  };
+  for (auto [index, node] : llvm::enumerate(model.graph().node())) {
+    if (node.op_type() != "Reshape" || node.input_size() < 2)
+      continue;
+    RankedTensorType in = imp.getType(node.input(0));
+    const ConstTensor *target = imp.getConst(node.input(1));
+    if (!in || !target || target->isFloat())
+      continue;
+    bool allowZero = getAttrInt(node, "allowzero", 0) != 0;
+    SmallVector<int64_t> dims;
+    int64_t known = 1, inferred = -1;
+    for (int64_t i = 0, e = target->numElements(); i < e; ++i) {
+      int64_t d = target->getInt(i);
+      if (d == 0 && !allowZero && i < in.getRank())
+        d = in.getDimSize(i);
+      dims.push_back(d);
+      if (d == -1)
+        inferred = i;
+      else
+        known *= d;
+    }
+    int64_t count = in.getNumElements();
+    bool fits =
+        inferred >= 0 ? known > 0 && count % known == 0 : known == count;
+    if (fits)
+      continue;
+    return emitError(imp.getNodeLoc(node, index))
+           << "shape inference failed at node '" << node.name()
+           << "' (Reshape): its input " << str(in.getShape()) << " has "
+           << count << " elements, which the target shape " << str(dims)
+           << " cannot hold; the target was probably computed for another "
+              "input size than --batch-size/--input-shape give";
   }
   return success();
 }
@@ -1007,7 +1082,7 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       for (int i = 3; i < std::min(node.input_size(), 5); ++i)
         importer->frozenWeights.insert(node.input(i));
 
-  if (failed(foldConstants()))
+  if (failed(foldConstants()) || failed(checkBoundShapes()))
     return nullptr;
   eliminateDeadNodes();
   countUses();
