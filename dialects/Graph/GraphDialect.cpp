@@ -78,6 +78,12 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
   // The module's target machine is described by the topo dialect.
   if (attr.getName() == ppc::topo::kMachineAttrName)
     return ppc::topo::verifyMachineAttribute(op, attr.getValue());
+  if (attr.getName() == getSourceModelAttrName()) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << getSourceModelAttrName()
+                             << "' must be a string on a module";
+    return success();
+  }
   if (attr.getName() != getStrategyAttrName())
     return op->emitError() << "unknown ppc dialect attribute '"
                            << attr.getName().getValue() << "'";

@@ -36,6 +36,25 @@ constexpr int64_t kMaxOpset = 17;
 constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
 
 //===----------------------------------------------------------------------===//
+// Model files
+//===----------------------------------------------------------------------===//
+
+/// Parses a binary ModelProto or ONNX's textual syntax; the error message on
+/// failure.
+std::optional<std::string> parseOnnxModel(llvm::StringRef contents,
+                                          onnx::ModelProto &model);
+
+/// Makes the external data location of every initializer of `model` (read
+/// from `modelPath`, "-" for stdin) absolute. A location must be relative
+/// and, symbolic links followed, name a regular file inside the model's
+/// directory: ONNX models come from untrusted places, and
+/// `location: ../../etc/passwd` must not read outside it. On failure, the
+/// initializer's name and the message.
+std::optional<std::pair<std::string, std::string>>
+resolveExternalDataLocations(onnx::ModelProto &model,
+                             llvm::StringRef modelPath);
+
+//===----------------------------------------------------------------------===//
 // Constant tensors
 //===----------------------------------------------------------------------===//
 

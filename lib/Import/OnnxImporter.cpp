@@ -18,6 +18,7 @@
 #include "ImporterInternal.h"
 
 #include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Import/OnnxWeights.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -26,6 +27,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/ManagedStatic.h"
 #include "llvm/Support/Path.h"
 
@@ -68,8 +70,9 @@ struct InputShapeParser : public llvm::cl::basic_parser<InputShapeSpec> {
     dims.split(parts, 'x');
     for (StringRef part : parts) {
       int64_t d;
-      if (part.trim().getAsInteger(10, d) || d < 0)
-        return opt.error("bad dim '" + part + "' in '" + arg + "'");
+      if (part.trim().getAsInteger(10, d) || d <= 0)
+        return opt.error("bad dim '" + part + "' in '" + arg +
+                         "': dims are positive integers");
       value.dims.push_back(d);
     }
     return false;
@@ -170,6 +173,19 @@ static std::optional<std::string> parseText(StringRef contents,
   }
   if (!model.has_graph())
     return std::string("the model has no graph");
+  return std::nullopt;
+}
+
+std::optional<std::string>
+onnx_import::parseOnnxModel(StringRef contents, onnx::ModelProto &model) {
+  if (looksLikeOnnxText(contents)) {
+    if (auto err = parseText(contents, model))
+      return "cannot parse ONNX text: " + *err;
+    return std::nullopt;
+  }
+  if (!parseBinary(contents, model))
+    return std::string("cannot parse ONNX model: the protobuf is truncated "
+                       "or corrupt, or has no graph");
   return std::nullopt;
 }
 
@@ -297,7 +313,8 @@ FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
              << "weight '" << name << "' has an unsupported type";
     ElementsAttr value;
     int64_t bytes = type.getNumElements() * getDTypeByteWidth(t.data_type());
-    if (bytes <= options.maxEmbeddedWeightBytes) {
+    // A model read from stdin cannot be read again: embed every value.
+    if (bytes <= options.maxEmbeddedWeightBytes || path == "-") {
       std::string data;
       if (auto err = readTensorBytes(t, data))
         return emitError(loc)
@@ -364,12 +381,15 @@ private:
     return NameLoc::get(StringAttr::get(context, name), fileLoc());
   }
 
+  LogicalResult checkNamesAreUtf8();
   LogicalResult checkOpset();
   LogicalResult resolveExternalData();
   LogicalResult runChecker();
   LogicalResult checkWindowAttributes();
   LogicalResult bindInputShapes();
+  LogicalResult checkInputSizes();
   LogicalResult inferShapes();
+  LogicalResult checkBoundShapes();
   void collectTypes();
   LogicalResult foldConstants();
   bool foldOnce();
@@ -394,6 +414,50 @@ private:
 };
 } // namespace
 
+/// ONNX strings are UTF-8, and names end up in JSON (strategy files,
+/// reports) and MLIR: a name that is not UTF-8 is rejected here, naming
+/// where it is and showing it escaped. Replacing the bad bytes instead could
+/// merge two distinct names.
+LogicalResult ModelImporter::checkNamesAreUtf8() {
+  auto check = [&](const std::string &name,
+                   const Twine &where) -> LogicalResult {
+    if (llvm::json::isUTF8(name))
+      return success();
+    std::string escaped;
+    llvm::raw_string_ostream os(escaped);
+    llvm::printEscapedString(name, os);
+    return emitError(fileLoc())
+           << "invalid ONNX model: " << where << " is not valid UTF-8: \""
+           << escaped << "\" (ONNX names are UTF-8 strings)";
+  };
+  const onnx::GraphProto &graph = model.graph();
+  for (auto [i, input] : llvm::enumerate(graph.input()))
+    if (failed(check(input.name(), "the name of graph input #" + Twine(i))))
+      return failure();
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    if (failed(check(output.name(), "the name of graph output #" + Twine(i))))
+      return failure();
+  for (auto [i, info] : llvm::enumerate(graph.value_info()))
+    if (failed(check(info.name(), "the name of value_info #" + Twine(i))))
+      return failure();
+  for (auto [i, tensor] : llvm::enumerate(graph.initializer()))
+    if (failed(check(tensor.name(), "the name of initializer #" + Twine(i))))
+      return failure();
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    std::string where = "node #" + std::to_string(i);
+    if (failed(check(node.name(), "the name of " + where)) ||
+        failed(check(node.op_type(), "the op type of " + where)))
+      return failure();
+    for (auto [j, name] : llvm::enumerate(node.input()))
+      if (failed(check(name, "input " + Twine(j) + " of " + where)))
+        return failure();
+    for (auto [j, name] : llvm::enumerate(node.output()))
+      if (failed(check(name, "output " + Twine(j) + " of " + where)))
+        return failure();
+  }
+  return success();
+}
+
 LogicalResult ModelImporter::checkOpset() {
   bool found = false;
   for (const auto &entry : model.opset_import()) {
@@ -413,37 +477,12 @@ LogicalResult ModelImporter::checkOpset() {
   return success();
 }
 
-/// Makes every external data location absolute, relative to the model's
-/// directory, and checks that the file is there. ONNX's checker then finds
-/// the files whatever the current directory.
+/// Makes every external data location absolute (see
+/// resolveExternalDataLocations). ONNX's checker then finds the files
+/// whatever the current directory.
 LogicalResult ModelImporter::resolveExternalData() {
-  SmallString<256> dir(path == "-" ? "" : path);
-  llvm::sys::path::remove_filename(dir);
-  if (dir.empty())
-    dir = ".";
-  (void)llvm::sys::fs::make_absolute(dir);
-  for (onnx::TensorProto &tensor :
-       *model.mutable_graph()->mutable_initializer()) {
-    if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
-      continue;
-    auto *entries = tensor.mutable_external_data();
-    auto location = llvm::find_if(
-        *entries, [](const auto &e) { return e.key() == "location"; });
-    if (location == entries->end())
-      return emitError(valueLoc(tensor.name()))
-             << "initializer '" << tensor.name()
-             << "' has external data without a location";
-    SmallString<256> file(location->value());
-    if (!llvm::sys::path::is_absolute(file)) {
-      file = dir;
-      llvm::sys::path::append(file, location->value());
-    }
-    if (!llvm::sys::fs::is_regular_file(file))
-      return emitError(valueLoc(tensor.name()))
-             << "external data file '" << file << "' of initializer '"
-             << tensor.name() << "' does not exist";
-    location->set_value(std::string(file));
-  }
+  if (auto problem = resolveExternalDataLocations(model, path))
+    return emitError(valueLoc(problem->first)) << problem->second;
   return success();
 }
 
@@ -484,6 +523,30 @@ LogicalResult ModelImporter::bindInputShapes() {
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());
 
+  // Exports with a fixed batch (no input has a symbolic dim 0) get it
+  // rebound too: the batch is the first input's dim 0, and every input with
+  // that dim 0 takes --batch-size. Shape inference and folding then follow;
+  // shapes baked for the old batch are caught by checkBoundShapes.
+  std::optional<int64_t> staticBatch;
+  if (options.batchSize) {
+    bool anySymbolic = false;
+    for (const onnx::ValueInfoProto &input : graph.input()) {
+      if (initializerNames.contains(input.name()) ||
+          options.inputShapes.count(input.name()) ||
+          !input.type().has_tensor_type() ||
+          !input.type().tensor_type().has_shape() ||
+          input.type().tensor_type().shape().dim_size() == 0)
+        continue;
+      const auto &dim0 = input.type().tensor_type().shape().dim(0);
+      if (!dim0.has_dim_value())
+        anySymbolic = true;
+      else if (!staticBatch)
+        staticBatch = dim0.dim_value();
+    }
+    if (anySymbolic)
+      staticBatch.reset();
+  }
+
   bool changed = false;
   llvm::StringSet<> seen;
   for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
@@ -512,7 +575,9 @@ LogicalResult ModelImporter::bindInputShapes() {
         tensorType->shape().dim_size() == 0)
       continue;
     auto *dim0 = tensorType->mutable_shape()->mutable_dim(0);
-    if (dim0->has_dim_value())
+    if (dim0->has_dim_value() &&
+        (!staticBatch || dim0->dim_value() != *staticBatch ||
+         dim0->dim_value() == *options.batchSize))
       continue;
     dim0->set_dim_value(*options.batchSize);
     changed = true;
@@ -528,6 +593,8 @@ LogicalResult ModelImporter::bindInputShapes() {
            << "--input-shape names '" << entry.getKey()
            << "', which is not a graph input (inputs: " << names << ")";
   }
+  if (failed(checkInputSizes()))
+    return failure();
   // Shapes recorded for the old symbolic dims would contradict the bound
   // ones: let shape inference recompute them.
   if (changed) {
@@ -535,6 +602,41 @@ LogicalResult ModelImporter::bindInputShapes() {
     for (auto &output : *graph.mutable_output())
       if (output.type().has_tensor_type())
         output.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  return success();
+}
+
+/// Kernels and the simulator divide by dims and multiply them into element
+/// counts: a graph input whose static dims are zero or negative, or whose
+/// element count overflows int64, is an error here rather than a SIGFPE or
+/// a wrong size later.
+LogicalResult ModelImporter::checkInputSizes() {
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringSet<> initializerNames;
+  for (const auto &t : graph.initializer())
+    initializerNames.insert(t.name());
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializerNames.contains(input.name()) ||
+        !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    SmallVector<int64_t> dims;
+    for (auto [index, dim] :
+         llvm::enumerate(input.type().tensor_type().shape().dim())) {
+      if (!dim.has_dim_value())
+        continue;
+      if (dim.dim_value() <= 0)
+        return emitError(valueLoc(input.name()))
+               << "graph input '" << input.name() << "' has dim " << index
+               << " of size " << dim.dim_value()
+               << "; ppc needs positive sizes (empty tensors are not "
+                  "supported)";
+      dims.push_back(dim.dim_value());
+    }
+    if (!getNumElements(dims))
+      return emitError(valueLoc(input.name()))
+             << "graph input '" << input.name()
+             << "' has more elements than fit in 64 bits";
   }
   return success();
 }
@@ -547,6 +649,54 @@ LogicalResult ModelImporter::inferShapes() {
         model, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception &e) {
     return emitError(fileLoc()) << "ONNX shape inference failed: " << e.what();
+  }
+  return success();
+}
+
+/// Shapes baked into a model for one input size (a Reshape to a constant
+/// [N, 3072] computed for 32x32 images) contradict other bound sizes. ONNX's
+/// inference then leaves the Reshape's result unknown, and the import would
+/// fail later on a symptom (shape arithmetic left on int64 tensors, an
+/// element count mismatch): name the node and the cause instead.
+LogicalResult ModelImporter::checkBoundShapes() {
+  GraphImporter &imp = *importer;
+  auto str = [](ArrayRef<int64_t> dims) {
+    std::string s = "[";
+    for (auto [i, d] : llvm::enumerate(dims))
+      s += (i ? ", " : "") + std::to_string(d);
+    return s + "]";
+  };
+  for (auto [index, node] : llvm::enumerate(model.graph().node())) {
+    if (node.op_type() != "Reshape" || node.input_size() < 2)
+      continue;
+    RankedTensorType in = imp.getType(node.input(0));
+    const ConstTensor *target = imp.getConst(node.input(1));
+    if (!in || !target || target->isFloat())
+      continue;
+    bool allowZero = getAttrInt(node, "allowzero", 0) != 0;
+    SmallVector<int64_t> dims;
+    int64_t known = 1, inferred = -1;
+    for (int64_t i = 0, e = target->numElements(); i < e; ++i) {
+      int64_t d = target->getInt(i);
+      if (d == 0 && !allowZero && i < in.getRank())
+        d = in.getDimSize(i);
+      dims.push_back(d);
+      if (d == -1)
+        inferred = i;
+      else
+        known *= d;
+    }
+    int64_t count = in.getNumElements();
+    bool fits =
+        inferred >= 0 ? known > 0 && count % known == 0 : known == count;
+    if (fits)
+      continue;
+    return emitError(imp.getNodeLoc(node, index))
+           << "shape inference failed at node '" << node.name()
+           << "' (Reshape): its input " << str(in.getShape()) << " has "
+           << count << " elements, which the target shape " << str(dims)
+           << " cannot hold; the target was probably computed for another "
+              "input size than --batch-size/--input-shape give";
   }
   return success();
 }
@@ -805,8 +955,15 @@ LogicalResult ModelImporter::validate() {
       if (i < info->numDataInputs)
         checkStatic(name, node, loc, "input " + std::to_string(i));
     for (auto [i, name] : llvm::enumerate(node.output()))
-      if (imp.numUses.lookup(name))
+      if (imp.numUses.lookup(name)) {
         checkStatic(name, node, loc, "output " + std::to_string(i));
+        RankedTensorType type = imp.getType(name);
+        if (type && type.getNumElements() == 0)
+          unsupported.push_back(
+              {loc, where + ": its output '" + name +
+                        "' is empty (a zero-size dim; ppc does not support "
+                        "empty tensors)"});
+      }
     if (info->needsFloat && node.output_size() > 0) {
       auto it = imp.types.find(node.output(0));
       if (it != imp.types.end() && it->second.dtype &&
@@ -845,6 +1002,14 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
   GraphImporter &imp = *importer;
   const onnx::GraphProto &graph = model.graph();
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  // Weights without a value are read back from the model by name.
+  if (path != "-") {
+    SmallString<256> absolute(path);
+    (void)llvm::sys::fs::make_absolute(absolute);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    (*module)->setAttr(graph::PPCDialect::getSourceModelAttrName(),
+                       StringAttr::get(context, absolute));
+  }
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module->getBody());
 
   SmallVector<Type> argTypes;
@@ -895,6 +1060,8 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
 }
 
 OwningOpRef<ModuleOp> ModelImporter::run() {
+  if (failed(checkNamesAreUtf8()))
+    return nullptr;
   // Name unnamed nodes by their original position, before folding and dead
   // code elimination renumber them: locations then match the source model.
   for (auto [index, node] :
@@ -915,7 +1082,7 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       for (int i = 3; i < std::min(node.input_size(), 5); ++i)
         importer->frozenWeights.insert(node.input(i));
 
-  if (failed(foldConstants()))
+  if (failed(foldConstants()) || failed(checkBoundShapes()))
     return nullptr;
   eliminateDeadNodes();
   countUses();
@@ -930,14 +1097,8 @@ OwningOpRef<ModuleOp> ppc::importOnnxModel(StringRef contents, StringRef path,
   context->loadDialect<graph::PPCDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(context, path, 0, 0);
   onnx::ModelProto model;
-  if (looksLikeOnnxText(contents)) {
-    if (auto err = parseText(contents, model)) {
-      emitError(fileLoc) << "cannot parse ONNX text: " << *err;
-      return nullptr;
-    }
-  } else if (!parseBinary(contents, model)) {
-    emitError(fileLoc) << "cannot parse ONNX model: the protobuf is truncated "
-                          "or corrupt, or has no graph";
+  if (auto err = parseOnnxModel(contents, model)) {
+    emitError(fileLoc) << *err;
     return nullptr;
   }
   try {

@@ -9,8 +9,10 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <charconv>
 #include <cmath>
@@ -188,6 +190,72 @@ static std::optional<std::string> readExternalBytes(const TensorProto &tensor,
       (length >= 0 && length > static_cast<int64_t>(data.size()) - offset))
     return "external data file '" + location + "' is too short";
   bytes = data.substr(offset, length < 0 ? StringRef::npos : length).str();
+  return std::nullopt;
+}
+
+/// True if `path` is `dir` or inside it (both absolute, symlinks resolved).
+static bool isInsideDirectory(StringRef path, StringRef dir) {
+  if (!path.consume_front(dir))
+    return false;
+  return path.empty() || llvm::sys::path::is_separator(path.front()) ||
+         llvm::sys::path::is_separator(dir.back());
+}
+
+std::optional<std::pair<std::string, std::string>>
+onnx_import::resolveExternalDataLocations(onnx::ModelProto &model,
+                                          StringRef modelPath) {
+  namespace fs = llvm::sys::fs;
+  namespace path = llvm::sys::path;
+  SmallString<256> dir(modelPath == "-" ? "" : modelPath);
+  path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  SmallString<256> realDir;
+  if (fs::real_path(dir, realDir)) {
+    realDir = dir;
+    (void)fs::make_absolute(realDir);
+  }
+  for (TensorProto &tensor : *model.mutable_graph()->mutable_initializer()) {
+    if (tensor.data_location() != TensorProto::EXTERNAL)
+      continue;
+    auto problem = [&](const llvm::Twine &message) {
+      return std::make_pair(tensor.name(), message.str());
+    };
+    auto *entries = tensor.mutable_external_data();
+    auto location = llvm::find_if(
+        *entries, [](const auto &e) { return e.key() == "location"; });
+    if (location == entries->end())
+      return problem("initializer '" + tensor.name() +
+                     "' has external data without a location");
+    const std::string &written = location->value();
+    std::string where = "external data location '" + written +
+                        "' of initializer '" + tensor.name() + "'";
+    if (path::is_absolute(written))
+      return problem(where + " is an absolute path; it must be relative to "
+                             "the model's directory");
+    SmallString<256> normalized(written);
+    path::remove_dots(normalized, /*remove_dot_dot=*/true);
+    if (normalized.starts_with(".."))
+      return problem(where + " is outside the model's directory '" + realDir +
+                     "'");
+    SmallString<256> file(realDir);
+    path::append(file, normalized);
+    if (!fs::exists(file))
+      return problem("external data file '" + file + "' of initializer '" +
+                     tensor.name() + "' does not exist");
+    // Symbolic links may point anywhere: check where the file really is.
+    SmallString<256> real;
+    if (fs::real_path(file, real))
+      return problem("external data file '" + file + "' of initializer '" +
+                     tensor.name() + "' cannot be resolved");
+    if (!isInsideDirectory(real, realDir))
+      return problem(where + " resolves to '" + real +
+                     "', outside the model's directory '" + realDir + "'");
+    if (!fs::is_regular_file(real))
+      return problem("external data file '" + file + "' of initializer '" +
+                     tensor.name() + "' is not a regular file");
+    location->set_value(std::string(real));
+  }
   return std::nullopt;
 }
 

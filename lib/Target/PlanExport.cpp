@@ -9,6 +9,8 @@
 
 #include "ppc/Target/PlanExport.h"
 
+#include "ppc/Dialect/Graph/GraphDialect.h"
+#include "ppc/Import/OnnxWeights.h"
 #include "ppc/Runtime/PlanIO.h"
 
 #include "mlir/IR/Builders.h"
@@ -20,6 +22,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
@@ -771,7 +775,12 @@ private:
     if (!role)
       return error() << "tensor '" << t.name() << "' has no valid role ("
                      << static_cast<int>(t.role()) << ")";
-    auto init = plan::symbolizeInit(static_cast<uint32_t>(t.init()));
+    // The weights file binding belongs to the file pair that
+    // --ppc-export-plan writes (it is redone from the module's source model
+    // on export): the dialect form keeps the rule it had before.
+    pf::Tensor::Init fileInit =
+        t.init() == pf::Tensor::WEIGHTS_FILE ? t.seed_init() : t.init();
+    auto init = plan::symbolizeInit(static_cast<uint32_t>(fileInit));
     if (!init)
       return error() << "tensor '" << t.name() << "' has an unknown init ("
                      << static_cast<int>(t.init()) << ")";
@@ -1081,6 +1090,64 @@ OwningOpRef<ModuleOp> importPlan(const pf::Plan &message,
 }
 
 //===----------------------------------------------------------------------===//
+// Weights file
+//===----------------------------------------------------------------------===//
+
+LogicalResult writeWeightsFile(pf::Plan &message, StringRef modelPath,
+                               StringRef weightsPath, Location loc) {
+  auto needsValues = [](const pf::Tensor &t) {
+    return (t.role() == pf::Tensor::WEIGHT || t.role() == pf::Tensor::FROZEN) &&
+           t.init() != pf::Tensor::DATA && t.init() != pf::Tensor::WEIGHTS_FILE;
+  };
+  if (llvm::none_of(message.tensors(), needsValues))
+    return success();
+  std::string error;
+  std::unique_ptr<OnnxWeightReader> reader =
+      OnnxWeightReader::open(modelPath, error);
+  if (!reader)
+    return emitError(loc) << "cannot read the model's weights: " << error;
+
+  std::string tmp = (weightsPath + ".tmp").str();
+  std::error_code ec;
+  llvm::raw_fd_ostream out(tmp, ec);
+  if (ec)
+    return emitError(loc) << "cannot open weights file '" << tmp
+                          << "' for writing: " << ec.message();
+  int64_t offset = 0;
+  std::vector<float> values;
+  for (pf::Tensor &t : *message.mutable_tensors()) {
+    if (!needsValues(t))
+      continue;
+    if (auto err = reader->read(t.name(), llvm::to_vector(t.shape()), values)) {
+      out.close();
+      (void)llvm::sys::fs::remove(tmp);
+      return emitError(loc) << "weight '" << t.name() << "': " << *err;
+    }
+    const auto count = static_cast<int64_t>(values.size());
+    out.write(reinterpret_cast<const char *>(values.data()), count * 4);
+    t.set_seed_init(t.init());
+    t.set_init(pf::Tensor::WEIGHTS_FILE);
+    t.set_weights_offset(offset);
+    t.set_weights_count(count);
+    t.set_weights_checksum(runtime::weightsChecksum(values.data(), count));
+    offset += count;
+  }
+  out.close();
+  if (out.has_error()) {
+    (void)llvm::sys::fs::remove(tmp);
+    return emitError(loc) << "cannot write weights file '" << tmp
+                          << "': " << out.error().message();
+  }
+  if (std::error_code rc = llvm::sys::fs::rename(tmp, weightsPath))
+    return emitError(loc) << "cannot rename '" << tmp << "' to '" << weightsPath
+                          << "': " << rc.message();
+  pf::WeightsFile *file = message.mutable_weights_file();
+  file->set_path(llvm::sys::path::filename(weightsPath).str());
+  file->set_size_bytes(offset * 4);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ppc-export-plan
 //===----------------------------------------------------------------------===//
 
@@ -1116,6 +1183,13 @@ struct ExportPlanPass : impl::ExportPlanBase<ExportPlanPass> {
     FailureOr<pf::Plan> message = exportPlan(plans[0]);
     if (failed(message))
       return signalPassFailure();
+    // Weights imported from ONNX without their values: the model's
+    // initializers go to FILE.weights, next to the plan.
+    if (auto model = module->getAttrOfType<StringAttr>(
+            graph::PPCDialect::getSourceModelAttrName()))
+      if (failed(writeWeightsFile(*message, model.getValue(), file + ".weights",
+                                  plans[0].getLoc())))
+        return signalPassFailure();
     if (std::string error = runtime::writePlanFile(*message, file, text);
         !error.empty()) {
       plans[0].emitError() << "ppc-export-plan: " << error;

@@ -4,9 +4,17 @@
 
 #include "Boxes.h"
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ppc::runtime {
 
@@ -86,8 +94,81 @@ std::string DataSource::setInputFile(const std::string &name,
   return "";
 }
 
+/// A read-only mapping of a weights file: every rank of a host shares its
+/// pages, and a rank only touches the boxes it loads.
+struct DataSource::MappedFile {
+  const float *values = nullptr;
+  size_t bytes = 0;
+  ~MappedFile() {
+    if (values)
+      munmap(const_cast<float *>(values), bytes);
+  }
+};
+
+Tensor::Init DataSource::effectiveInit(const Tensor &tensor) const {
+  Tensor::Init init = tensor.init();
+  if (init == Tensor::INIT_UNSPECIFIED)
+    init = tensor.data_size() > 0            ? Tensor::DATA
+           : tensor.role() == Tensor::WEIGHT ? Tensor::UNIFORM
+                                             : Tensor::ZEROS;
+  if (mode == InitMode::Seed && tensor.role() == Tensor::WEIGHT) {
+    if (init == Tensor::DATA)
+      init = Tensor::UNIFORM;
+    else if (init == Tensor::WEIGHTS_FILE)
+      init = tensor.seed_init() == Tensor::INIT_UNSPECIFIED
+                 ? Tensor::UNIFORM
+                 : tensor.seed_init();
+  }
+  return init;
+}
+
+std::string DataSource::setWeightsFile(const std::string &path) {
+  std::vector<const Tensor *> needed;
+  for (const Tensor &t : plan.tensors())
+    if ((t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN) &&
+        effectiveInit(t) == Tensor::WEIGHTS_FILE)
+      needed.push_back(&t);
+  if (needed.empty())
+    return "";
+  const std::string what = "weights file '" + path + "'";
+  if (path.empty())
+    return "the plan reads weights from a weights file but names none";
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0)
+    return what + " cannot be opened: " + std::strerror(errno) +
+           " (it is written next to the plan by ppc-opt; --weights FILE "
+           "names another, --init=seed draws the weights instead)";
+  if (!S_ISREG(info.st_mode))
+    return what + " is not a regular file";
+  const int64_t expected = plan.weights_file().size_bytes();
+  if (info.st_size != expected)
+    return what + " has " + std::to_string(info.st_size) +
+           " bytes but the plan expects " + std::to_string(expected) +
+           " (it belongs to another plan, or was truncated)";
+  auto mapped = std::make_shared<MappedFile>();
+  if (expected > 0) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0)
+      return what + " cannot be opened: " + std::strerror(errno);
+    void *map = mmap(nullptr, static_cast<size_t>(expected), PROT_READ,
+                     MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+      return what + " cannot be mapped: " + std::strerror(errno);
+    mapped->values = static_cast<const float *>(map);
+    mapped->bytes = static_cast<size_t>(expected);
+  }
+  for (const Tensor *t : needed)
+    if (weightsChecksum(mapped->values + t->weights_offset(),
+                        t->weights_count()) != t->weights_checksum())
+      return what + " is corrupt: the values of '" + t->name() +
+             "' do not match the plan's checksum";
+  weights = std::move(mapped);
+  return "";
+}
+
 namespace {
-enum class Rule { Zeros, Ones, Uniform, Data, Input };
+enum class Rule { Zeros, Ones, Uniform, Data, WeightsFile, Input };
 }
 
 std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
@@ -109,18 +190,12 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
   case Tensor::WEIGHT:
   case Tensor::FROZEN:
   case Tensor::CONSTANT: {
-    Tensor::Init init = tensor.init();
-    if (init == Tensor::INIT_UNSPECIFIED)
-      init = tensor.data_size() > 0            ? Tensor::DATA
-             : tensor.role() == Tensor::WEIGHT ? Tensor::UNIFORM
-                                               : Tensor::ZEROS;
-    if (mode == InitMode::Seed && tensor.role() == Tensor::WEIGHT &&
-        init == Tensor::DATA)
-      init = Tensor::UNIFORM;
-    rule = init == Tensor::ZEROS  ? Rule::Zeros
-           : init == Tensor::ONES ? Rule::Ones
-           : init == Tensor::DATA ? Rule::Data
-                                  : Rule::Uniform;
+    Tensor::Init init = effectiveInit(tensor);
+    rule = init == Tensor::ZEROS          ? Rule::Zeros
+           : init == Tensor::ONES         ? Rule::Ones
+           : init == Tensor::DATA         ? Rule::Data
+           : init == Tensor::WEIGHTS_FILE ? Rule::WeightsFile
+                                          : Rule::Uniform;
     if (tensor.role() == Tensor::CONSTANT && rule == Rule::Uniform)
       return "constant '" + tensor.name() + "' has no data";
     break;
@@ -140,6 +215,12 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
            std::to_string(tensor.data_size()) + " values for shape " +
            shapeString(shape) + " (" + std::to_string(numElements) +
            " elements)";
+  if (rule == Rule::WeightsFile && !weights)
+    return "the values of '" + tensor.name() +
+           "' are in the plan's weights file, which was not opened";
+  const float *stored = rule == Rule::WeightsFile
+                            ? weights->values + tensor.weights_offset()
+                            : nullptr;
   const std::vector<float> *file = nullptr;
   if (rule == Rule::Input)
     if (auto it = inputFiles.find(id); it != inputFiles.end())
@@ -162,6 +243,9 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
                    break;
                  case Rule::Data:
                    out[i] = tensor.data(static_cast<int>(flat));
+                   break;
+                 case Rule::WeightsFile:
+                   out[i] = stored[flat];
                    break;
                  case Rule::Uniform:
                    out[i] =

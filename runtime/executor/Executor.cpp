@@ -519,6 +519,8 @@ int Run::run() {
   for (const auto &[name, path] : options.inputs)
     if (error.empty())
       error = data.setInputFile(name, path);
+  if (error.empty())
+    error = data.setWeightsFile(options.weightsFile);
   if (anyFailed(error, true))
     return 1;
   if (anyFailed(runner.prepare(), false))

@@ -89,6 +89,27 @@ static std::string checkBox(const Box &box, const Tensor &tensor) {
   return "";
 }
 
+uint64_t weightsChecksum(const float *values, int64_t count) {
+  // FNV-1a 64 over the little-endian bytes (the host order on every
+  // platform ppc-run builds for).
+  const auto *bytes = reinterpret_cast<const unsigned char *>(values);
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (int64_t i = 0, n = count * 4; i < n; ++i)
+    hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
+  return hash;
+}
+
+std::string weightsFilePath(const std::string &planPath, const Plan &plan) {
+  if (!plan.has_weights_file() || plan.weights_file().path().empty())
+    return "";
+  const std::string &file = plan.weights_file().path();
+  if (file[0] == '/')
+    return file;
+  size_t slash = planPath.rfind('/');
+  return slash == std::string::npos ? file
+                                    : planPath.substr(0, slash + 1) + file;
+}
+
 std::string validatePlan(const Plan &plan) {
   const int numTensors = plan.tensors_size();
   const int numOps = plan.ops_size();
@@ -104,6 +125,24 @@ std::string validatePlan(const Plan &plan) {
     if (plan.tensors(t).id() != t)
       return "tensor #" + std::to_string(t) + " has id " +
              std::to_string(plan.tensors(t).id());
+  for (const Tensor &tensor : plan.tensors()) {
+    if (tensor.init() != Tensor::WEIGHTS_FILE)
+      continue;
+    if (!plan.has_weights_file() || plan.weights_file().path().empty())
+      return "tensor '" + tensor.name() +
+             "' is in a weights file, but the plan names none";
+    int64_t count = 1;
+    for (int64_t d : tensor.shape())
+      count *= d;
+    const int64_t fileCount = plan.weights_file().size_bytes() / 4;
+    if (tensor.weights_count() != count || tensor.weights_offset() < 0 ||
+        tensor.weights_offset() > fileCount - count)
+      return "tensor '" + tensor.name() + "' has " +
+             std::to_string(tensor.weights_count()) + " values at element " +
+             std::to_string(tensor.weights_offset()) +
+             " of the weights file (" + std::to_string(fileCount) +
+             " elements) for " + std::to_string(count) + " elements";
+  }
   for (int o = 0; o < numOps; ++o) {
     const Op &op = plan.ops(o);
     if (op.id() != o)

@@ -27,8 +27,11 @@ options:
   --seed S               seed of synthetic inputs and weight init (1)
   --input NAME=FILE.npy  the input tensor NAME from a .npy file, the same every
                          step (default: a new synthetic batch every step)
-  --init=plan|seed       weights as the plan says (plan, default), or drawn
-                         from the seed even where the plan has their values
+  --init=plan|seed       weights as the plan says (plan, default: the
+                         model's values), or drawn from the seed even where
+                         the plan has their values
+  --weights FILE         the plan's weights file (default: the one named in
+                         the plan, next to it: PLAN.weights)
   --verify               after step 1 every rank also runs the step on the
                          whole model by itself and compares the loss, outputs,
                          gradients, updated weights and batch-norm statistics
@@ -68,6 +71,7 @@ options:
 namespace {
 struct Args {
   std::string plan;
+  std::string weights; ///< --weights, "" for the plan's own
   RunOptions options;
   double timeout = 300;
   bool help = false;
@@ -167,7 +171,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
     } else if (name == "--checkpoint" || name == "--resume" ||
                name == "--save-outputs" || name == "--trace" ||
                name == "--log" || name == "--profile" ||
-               name == "--profile-device") {
+               name == "--profile-device" || name == "--weights") {
       if (!takeValue() || value.empty())
         return bad("a path");
       std::string &target = name == "--checkpoint"       ? o.checkpointDir
@@ -176,6 +180,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
                             : name == "--trace"          ? o.traceFile
                             : name == "--profile"        ? o.profileFile
                             : name == "--profile-device" ? o.profileDevice
+                            : name == "--weights"        ? args.weights
                                                          : o.logFile;
       target = value;
     } else {
@@ -215,6 +220,9 @@ int main(int argc, char **argv) {
       if (speaks)
         std::cerr << "ppc-run: " << e << "\n";
     } else {
+      args.options.weightsFile = args.weights.empty()
+                                     ? weightsFilePath(args.plan, plan)
+                                     : args.weights;
       code = runPlan(plan, args.options, *comm, std::cout, std::cerr);
     }
     std::cout.flush();

@@ -13,12 +13,14 @@
 //    batch, which a model can fit, so its loss falls).
 //  - WEIGHT / FROZEN: by the tensor's init: ZEROS, ONES, UNIFORM(bound) drawn
 //    from hash(seed, 0, tensor id, index) (steps count from 1, so stream 0 is
-//    never an input's), or DATA. UNIFORM with bound 0, and an unspecified
-//    init without data, use bound 1/sqrt(fan_in), fan_in being the product
-//    of the dims after the first (the first dim of a vector).
-//    With InitMode::Seed, WEIGHT tensors ignore DATA and draw UNIFORM;
-//    FROZEN ones (batch-norm statistics) keep DATA, since random running
-//    variances would be negative.
+//    never an input's), DATA, or WEIGHTS_FILE (the model's values in the
+//    plan's weights file, see setWeightsFile). UNIFORM with bound 0, and an
+//    unspecified init without data, use bound 1/sqrt(fan_in), fan_in being the
+//    product of the dims after the first (the first dim of a vector). With
+//    InitMode::Seed, WEIGHT tensors ignore DATA and draw UNIFORM, and
+//    WEIGHTS_FILE ones follow their seed_init; FROZEN ones (batch-norm
+//    statistics) keep their values, since random running variances would be
+//    negative.
 //  - CONSTANT: DATA (ZEROS / ONES when the plan says so).
 //
 //===----------------------------------------------------------------------===//
@@ -30,6 +32,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,6 +60,13 @@ public:
   /// input, unreadable file, shape differs.
   std::string setInputFile(const std::string &name, const std::string &path);
 
+  /// Maps the plan's weights file (raw float32, see plan.proto WeightsFile)
+  /// and checks its size and the checksum of every tensor this run reads
+  /// from it. Errors name the file: missing, not a regular file, of another
+  /// size than the plan says, a tensor whose checksum differs. Nothing to
+  /// do ("") when no tensor needs the file, whatever `path`.
+  std::string setWeightsFile(const std::string &path);
+
   /// Writes the values of box [lo, hi) of tensor `tensor` at training step
   /// `step` (counted from 1) into `data`, row-major over the box.
   std::string load(int32_t tensor, const std::vector<int64_t> &lo,
@@ -69,6 +79,13 @@ private:
   InitMode mode;
   int64_t batchCycle; ///< 0: a new synthetic batch every step
   std::map<int32_t, std::vector<float>> inputFiles;
+  /// The mapped weights file (null when none is used).
+  struct MappedFile;
+  std::shared_ptr<const MappedFile> weights;
+
+  /// The init rule this run applies to a weight or constant.
+  ppc::planfile::Tensor::Init
+  effectiveInit(const ppc::planfile::Tensor &tensor) const;
 };
 
 } // namespace ppc::runtime

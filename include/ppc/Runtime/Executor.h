@@ -44,6 +44,8 @@ struct RunOptions {
   /// (tensor name, .npy path) for inputs read from files.
   std::vector<std::pair<std::string, std::string>> inputs;
   InitMode init = InitMode::Plan;
+  /// The plan's weights file (weightsFilePath of the plan, or --weights).
+  std::string weightsFile;
   bool verify = false;
   double verifyTolerance = 1e-4;
   std::string checkpointDir;

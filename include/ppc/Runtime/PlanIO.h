@@ -28,6 +28,16 @@ std::string writePlanFile(const ppc::planfile::Plan &plan,
 /// wrong.
 std::string readPlanFile(const std::string &path, ppc::planfile::Plan &plan);
 
+/// The checksum of a weights file tensor (Tensor.weights_checksum): FNV-1a
+/// 64 over the little-endian bytes of its float32 values.
+uint64_t weightsChecksum(const float *values, int64_t count);
+
+/// Where the weights file of the plan read from `planPath` is (its
+/// WeightsFile.path taken relative to the plan's directory), "" if it has
+/// none.
+std::string weightsFilePath(const std::string &planPath,
+                            const ppc::planfile::Plan &plan);
+
 /// Checks a plan's internal consistency; "" or the first problem found.
 std::string validatePlan(const ppc::planfile::Plan &plan);
 

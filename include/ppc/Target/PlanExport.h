@@ -20,6 +20,17 @@ mlir::FailureOr<ppc::planfile::Plan> exportPlan(plan::PlanOp plan);
 mlir::OwningOpRef<mlir::ModuleOp> importPlan(const ppc::planfile::Plan &message,
                                              mlir::MLIRContext *context);
 
+/// Writes the values of every weight of `message` that has none in the plan
+/// (WEIGHT and FROZEN tensors other than DATA) from the ONNX model at
+/// `modelPath`, found by initializer name, to the weights file `weightsPath`
+/// (raw float32, written atomically), and rebinds those tensors to it
+/// (WEIGHTS_FILE, offset, count, checksum; their rule becomes `seed_init`).
+/// Does nothing when no tensor needs values.
+mlir::LogicalResult writeWeightsFile(ppc::planfile::Plan &message,
+                                     llvm::StringRef modelPath,
+                                     llvm::StringRef weightsPath,
+                                     mlir::Location loc);
+
 #define GEN_PASS_DECL
 #include "ppc/Target/Passes.h.inc"
 

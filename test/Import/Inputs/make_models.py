@@ -35,3 +35,35 @@ def external_model(location):
 onnx.save(external_model("external.bin"), "external.onnx")
 np.arange(6, dtype=np.float32).tofile("external.bin")
 onnx.save(external_model("missing.bin"), "external-missing.onnx")
+
+# External data that must not be read: outside the model's directory, by
+# `..`, by an absolute path, or through a symbolic link the test creates
+# (external-link.onnx -> link.bin), and a location that is not a regular
+# file (external-special.onnx -> special.bin, a FIFO the test creates).
+onnx.save(external_model("../../etc/passwd"), "external-escape.onnx")
+onnx.save(external_model("/dev/zero"), "external-absolute.onnx")
+onnx.save(external_model("link.bin"), "external-link.onnx")
+onnx.save(external_model("special.bin"), "external-special.onnx")
+
+# Names that are not UTF-8 (ONNX strings must be): a node, a value and an
+# initializer, made by patching same-length placeholders in the bytes
+# (protobuf's Python API refuses to write such strings).
+def patched(model, replacements, path):
+    data = model.SerializeToString()
+    for old, new in replacements:
+        assert len(old) == len(new) and old in data
+        data = data.replace(old, new)
+    with open(path, "wb") as f:
+        f.write(data)
+
+bad = helper.make_graph(
+    [helper.make_node("Gemm", ["x", "fc.weight"], ["h"], name="fc", transB=1),
+     helper.make_node("Relu", ["h"], ["y"], name="NODE@@")],
+    "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    [numpy_helper.from_array(np.ones((3, 2), np.float32), "fc.weight")])
+bad_model = helper.make_model(bad, opset_imports=[helper.make_opsetid("", 13)])
+patched(bad_model, [(b"NODE@@", b"ND\xff\xfe@@")], "bad-utf8-node.onnx")
+bad.node[0].output[0] = bad.node[1].input[0] = "VAL@@"
+patched(helper.make_model(bad, opset_imports=[helper.make_opsetid("", 13)]),
+        [(b"VAL@@", b"V\xc3(@@")], "bad-utf8-value.onnx")

@@ -26,6 +26,12 @@ def PPC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getStrategyAttrName() {
       return ::llvm::StringLiteral("ppc.strategy");
     }
+    /// Name of the module attribute (a string) holding the absolute path of
+    /// the ONNX model the module was imported from: `ppc.weight` ops without
+    /// a value are that model's initializers of the same name.
+    static constexpr ::llvm::StringLiteral getSourceModelAttrName() {
+      return ::llvm::StringLiteral("ppc.source_model");
+    }
   }];
 }
 

@@ -1,0 +1,105 @@
+//===- OnnxWeights.cpp - initializer values read back from a model --------===//
+
+#include "ppc/Import/OnnxWeights.h"
+
+#include "ImporterInternal.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstring>
+#include <exception>
+
+using namespace ppc;
+using namespace ppc::onnx_import;
+using llvm::StringRef;
+
+struct OnnxWeightReader::Model {
+  std::string path;
+  onnx::ModelProto proto;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+};
+
+OnnxWeightReader::OnnxWeightReader(std::unique_ptr<Model> model)
+    : model(std::move(model)) {}
+
+OnnxWeightReader::~OnnxWeightReader() = default;
+
+std::unique_ptr<OnnxWeightReader> OnnxWeightReader::open(StringRef path,
+                                                         std::string &error) {
+  auto model = std::make_unique<Model>();
+  model->path = path.str();
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file) {
+    error = "cannot read ONNX model '" + model->path +
+            "': " + file.getError().message();
+    return nullptr;
+  }
+  try {
+    if (auto err = parseOnnxModel((*file)->getBuffer(), model->proto)) {
+      error = "'" + model->path + "': " + *err;
+      return nullptr;
+    }
+    if (auto problem = resolveExternalDataLocations(model->proto, path)) {
+      error = "ONNX model '" + model->path + "': " + problem->second;
+      return nullptr;
+    }
+  } catch (const std::exception &e) {
+    error = "cannot parse ONNX model '" + model->path + "': " + e.what();
+    return nullptr;
+  }
+  for (const onnx::TensorProto &t : model->proto.graph().initializer())
+    model->initializers[t.name()] = &t;
+  return std::unique_ptr<OnnxWeightReader>(
+      new OnnxWeightReader(std::move(model)));
+}
+
+/// A 16-bit float (IEEE half or bfloat16) as float.
+static float halfToFloat(uint16_t bits, bool bf16) {
+  llvm::APFloat f(bf16 ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEhalf(),
+                  llvm::APInt(16, bits));
+  return static_cast<float>(f.convertToDouble());
+}
+
+std::optional<std::string> OnnxWeightReader::read(StringRef name,
+                                                  llvm::ArrayRef<int64_t> shape,
+                                                  std::vector<float> &values) {
+  std::string what =
+      "initializer '" + name.str() + "' of ONNX model '" + model->path + "'";
+  auto it = model->initializers.find(name);
+  if (it == model->initializers.end())
+    return "the model has no " + what +
+           " (was the model changed after "
+           "import?)";
+  const onnx::TensorProto &tensor = *it->second;
+  if (!llvm::equal(tensor.dims(), shape))
+    return what + " has another shape than the module's weight (was the "
+                  "model changed after import?)";
+  int32_t dtype = tensor.data_type();
+  if (!isFloatDType(dtype))
+    return what + " is not a floating-point tensor";
+  std::string bytes;
+  if (auto err = readTensorBytes(tensor, bytes))
+    return "cannot read " + what + ": " + *err;
+  int64_t width = getDTypeByteWidth(dtype);
+  size_t count = bytes.size() / width;
+  values.resize(count);
+  const char *data = bytes.data();
+  for (size_t i = 0; i < count; ++i) {
+    const char *at = data + i * width;
+    if (dtype == onnx::TensorProto::FLOAT) {
+      std::memcpy(&values[i], at, 4);
+    } else if (dtype == onnx::TensorProto::DOUBLE) {
+      double d;
+      std::memcpy(&d, at, 8);
+      values[i] = static_cast<float>(d);
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, at, 2);
+      values[i] = halfToFloat(bits, dtype == onnx::TensorProto::BFLOAT16);
+    }
+  }
+  return std::nullopt;
+}
