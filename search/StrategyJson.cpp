@@ -183,8 +183,8 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
     anonymous &=
         graph.ops[i].name == graph.ops[i].kind + "#" + std::to_string(i);
   const std::string unnamedHint =
-      " (its ops have no names: print modules with --mlir-print-debuginfo to "
-      "keep the names locations give them)";
+      " (its ops have no names: give them a ppc.name attribute, or keep "
+      "their locations with --mlir-print-debuginfo)";
 
   std::vector<std::optional<OpConfig>> configs(graph.ops.size());
   try {

@@ -84,6 +84,12 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string on a module";
     return success();
   }
+  if (attr.getName() == getNameAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << getNameAttrName()
+                             << "' must be a string";
+    return success();
+  }
   if (attr.getName() != getStrategyAttrName())
     return op->emitError() << "unknown ppc dialect attribute '"
                            << attr.getName().getValue() << "'";

@@ -38,6 +38,8 @@ Type getElementType(Value value) {
 /// The op's name in the model: its NameLoc (the importer names every op
 /// after its ONNX node), looked for through fused and call-site locations.
 std::string getOpName(Operation *op, size_t index) {
+  if (auto attr = op->getAttrOfType<StringAttr>(PPCDialect::getNameAttrName()))
+    return attr.getValue().str();
   std::string name;
   op->getLoc()->walk([&](Location loc) {
     if (auto nameLoc = dyn_cast<NameLoc>(loc)) {

@@ -387,6 +387,8 @@ private:
   LogicalResult runChecker();
   LogicalResult checkWindowAttributes();
   LogicalResult bindInputShapes();
+  void findBatchDims();
+  void nameGraphOps(func::FuncOp func);
   LogicalResult checkInputSizes();
   LogicalResult inferShapes();
   LogicalResult checkBoundShapes();
@@ -411,8 +413,56 @@ private:
   int64_t opset = 0;
   std::unique_ptr<GraphImporter> importer;
   llvm::StringSet<> graphInputs;
+  /// Inputs whose batch is not dim 0, by name: the dim a symbolic name says.
+  llvm::StringMap<int64_t> batchDims;
 };
 } // namespace
+
+/// A sequence-first export ([seq, batch, hidden]) says where its batch is
+/// only by the name of a symbolic dim: take a dim named like a batch when it
+/// is not dim 0 and no other dim is named so. Must run before the symbolic
+/// dims are bound.
+void ModelImporter::findBatchDims() {
+  auto isBatchName = [](StringRef name) {
+    std::string lower = name.lower();
+    return lower == "n" || lower == "b" || lower == "bs" ||
+           StringRef(lower).contains("batch");
+  };
+  for (const onnx::ValueInfoProto &input : model.graph().input()) {
+    if (!input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    const auto &shape = input.type().tensor_type().shape();
+    std::optional<int64_t> batch;
+    int named = 0;
+    for (int d = 0; d < shape.dim_size(); ++d)
+      if (shape.dim(d).has_dim_param() &&
+          isBatchName(shape.dim(d).dim_param())) {
+        batch = d;
+        ++named;
+      }
+    if (named == 1 && *batch != 0)
+      batchDims[input.name()] = *batch;
+  }
+}
+
+/// Graph ops keep their ONNX node name as an attribute too: locations are
+/// dropped when a module is printed without --mlir-print-debuginfo, and
+/// strategy files name ops.
+void ModelImporter::nameGraphOps(func::FuncOp func) {
+  func.walk([&](Operation *op) {
+    if (!isa<graph::PPCDialect>(op->getDialect()) ||
+        !isa<graph::ParallelizableOpInterface>(op))
+      return;
+    op->getLoc()->walk([&](Location loc) {
+      if (auto nameLoc = dyn_cast<NameLoc>(loc)) {
+        op->setAttr(graph::PPCDialect::getNameAttrName(), nameLoc.getName());
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+  });
+}
 
 /// ONNX strings are UTF-8, and names end up in JSON (strategy files,
 /// reports) and MLIR: a name that is not UTF-8 is rejected here, naming
@@ -574,12 +624,14 @@ LogicalResult ModelImporter::bindInputShapes() {
     if (!options.batchSize || !tensorType->has_shape() ||
         tensorType->shape().dim_size() == 0)
       continue;
-    auto *dim0 = tensorType->mutable_shape()->mutable_dim(0);
-    if (dim0->has_dim_value() &&
-        (!staticBatch || dim0->dim_value() != *staticBatch ||
-         dim0->dim_value() == *options.batchSize))
+    // The batch is dim 0 unless a symbolic name says otherwise.
+    auto *batch = tensorType->mutable_shape()->mutable_dim(
+        static_cast<int>(batchDims.lookup(input.name())));
+    if (batch->has_dim_value() &&
+        (!staticBatch || batch->dim_value() != *staticBatch ||
+         batch->dim_value() == *options.batchSize))
       continue;
-    dim0->set_dim_value(*options.batchSize);
+    batch->set_dim_value(*options.batchSize);
     changed = true;
   }
   for (const auto &entry : options.inputShapes) {
@@ -1025,6 +1077,11 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
   Block *body = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, "ppc.name", StringAttr::get(context, name));
+    auto batch = batchDims.find(name);
+    if (batch != batchDims.end())
+      func.setArgAttr(i, "ppc.batch_dim",
+                      IntegerAttr::get(IntegerType::get(context, 64),
+                                       batch->second));
     imp.setValue(name, body->getArgument(i));
   }
   imp.body = body;
@@ -1054,6 +1111,7 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
     func.setResultAttr(i, "ppc.name", StringAttr::get(context, output.name()));
 
   recognizePatterns(func);
+  nameGraphOps(func);
   if (failed(verify(*module)))
     return nullptr;
   return module;
@@ -1069,8 +1127,10 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     if (node.name().empty())
       node.set_name(node.op_type() + "#" + std::to_string(index));
   if (failed(checkOpset()) || failed(resolveExternalData()) ||
-      failed(runChecker()) || failed(checkWindowAttributes()) ||
-      failed(bindInputShapes()))
+      failed(runChecker()) || failed(checkWindowAttributes()))
+    return nullptr;
+  findBatchDims();
+  if (failed(bindInputShapes()))
     return nullptr;
   importer = std::make_unique<GraphImporter>(context, path, opset, options);
   for (const auto &t : model.graph().initializer())

@@ -99,6 +99,13 @@ struct AddLossPass : public ppc::impl::AddLossBase<AddLossPass> {
     auto named = [&](StringRef name) {
       return NameLoc::get(StringAttr::get(context, name), returnOp.getLoc());
     };
+    // ... and the name as an attribute too, which survives printing without
+    // locations, as the importer's ops do.
+    auto withName = [&](Operation *op) {
+      op->setAttr(graph::PPCDialect::getNameAttrName(),
+                  cast<NameLoc>(op->getLoc()).getName());
+      return op->getResult(0);
+    };
     Type elementType = type.getElementType();
     bool crossEntropy = kind == LossKind::SoftmaxCE;
     ArrayRef<int64_t> shape = type.getShape();
@@ -122,18 +129,18 @@ struct AddLossPass : public ppc::impl::AddLossBase<AddLossPass> {
       if (type.getRank() == 3) {
         // Per-token logits: one row per token, as the op takes [N, C].
         int64_t rows = shape[0] * shape[1];
-        logits = graph::ReshapeOp::create(
+        logits = withName(graph::ReshapeOp::create(
             builder, named("loss.logits"),
-            RankedTensorType::get({rows, shape[2]}, elementType), logits);
-        target = graph::ReshapeOp::create(
+            RankedTensorType::get({rows, shape[2]}, elementType), logits));
+        target = withName(graph::ReshapeOp::create(
             builder, named("loss.labels"),
-            RankedTensorType::get({rows}, builder.getIntegerType(64)), target);
+            RankedTensorType::get({rows}, builder.getIntegerType(64)), target));
       }
-      lossValue = graph::SoftmaxCrossEntropyOp::create(
-          builder, named("loss"), lossType, logits, target);
+      lossValue = withName(graph::SoftmaxCrossEntropyOp::create(
+          builder, named("loss"), lossType, logits, target));
     } else {
-      lossValue = graph::MseLossOp::create(builder, named("loss"), lossType,
-                                           prediction, target);
+      lossValue = withName(graph::MseLossOp::create(
+          builder, named("loss"), lossType, prediction, target));
     }
 
     returnOp->setOperands(lossValue);

@@ -22,20 +22,20 @@
 // CE-LABEL: func.func @classifier(
 // CE-SAME:    %[[X:.*]]: tensor<32x16xf32>, %[[LABELS:.*]]: tensor<32xi64> {ppc.name = "labels"}) -> (tensor<f32> {ppc.name = "loss"})
 // CE:         %[[LOGITS:.*]] = ppc.linear %[[X]]
-// CE-NEXT:    %[[LOSS:.*]] = ppc.softmax_cross_entropy %[[LOGITS]], %[[LABELS]] : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
+// CE-NEXT:    %[[LOSS:.*]] = ppc.softmax_cross_entropy %[[LOGITS]], %[[LABELS]] {ppc.name = "loss"} : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
 // CE-NEXT:    return %[[LOSS]] : tensor<f32>
 
 // TOKENS-LABEL: func.func @lm(
 // TOKENS-SAME:    %{{.*}}: tensor<4x8x16xf32>, %[[LABELS:.*]]: tensor<4x8xi64> {ppc.name = "labels"}) -> (tensor<f32> {ppc.name = "loss"})
 // TOKENS:         %[[LOGITS:.*]] = ppc.linear
-// TOKENS-NEXT:    %[[FLAT:.*]] = ppc.reshape %[[LOGITS]] : tensor<4x8x100xf32> -> tensor<32x100xf32>
-// TOKENS-NEXT:    %[[FLATLABELS:.*]] = ppc.reshape %[[LABELS]] : tensor<4x8xi64> -> tensor<32xi64>
+// TOKENS-NEXT:    %[[FLAT:.*]] = ppc.reshape %[[LOGITS]] {ppc.name = "loss.logits"} : tensor<4x8x100xf32> -> tensor<32x100xf32>
+// TOKENS-NEXT:    %[[FLATLABELS:.*]] = ppc.reshape %[[LABELS]] {ppc.name = "loss.labels"} : tensor<4x8xi64> -> tensor<32xi64>
 // TOKENS-NEXT:    %[[LOSS:.*]] = ppc.softmax_cross_entropy %[[FLAT]], %[[FLATLABELS]]
 // TOKENS-NEXT:    return %[[LOSS]] : tensor<f32>
 
 // MSE-LABEL: func.func @regression(
 // MSE-SAME:    %{{.*}}: tensor<32x16xf32>, %[[TARGETS:.*]]: tensor<32x1xf32> {ppc.name = "targets"}) -> (tensor<f32> {ppc.name = "loss"})
-// MSE:         %[[LOSS:.*]] = ppc.mse_loss %{{.*}}, %[[TARGETS]] : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
+// MSE:         %[[LOSS:.*]] = ppc.mse_loss %{{.*}}, %[[TARGETS]] {ppc.name = "loss"} : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
 // MSE-NEXT:    return %[[LOSS]]
 
 // FORCEDMSE: ppc.mse_loss %{{.*}}, %{{.*}} : (tensor<32x10xf32>, tensor<32x10xf32>) -> tensor<f32>

@@ -83,7 +83,7 @@
 // NOFILE: error: ppc-import-strategy: cannot read '{{.*}}nonexistent.json'
 // BATCH: error: ppc-import-strategy: {{.*}}batch.json: ops[0].dims[0]: is 32 sample, but op 'fc1' (ppc.linear) has 64 sample (was the file written for another model or batch size?)
 // NOMACHINE: error: ppc-import-strategy: no machine attached
-// NAMELESS: ops[0].name: no op named 'fc1' in the model (its ops have no names: print modules with --mlir-print-debuginfo
+// NAMELESS: ops[0].name: no op named 'fc1' in the model (its ops have no names: give them a ppc.name attribute, or keep their locations with --mlir-print-debuginfo)
 
 //--- mlp.mlir
 func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {

@@ -32,6 +32,12 @@ def PPC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSourceModelAttrName() {
       return ::llvm::StringLiteral("ppc.source_model");
     }
+    /// Name of the discardable attribute (a string) with an op's name in the
+    /// model (its ONNX node name): what strategy files and reports call it,
+    /// kept when a module is printed without locations.
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("ppc.name");
+    }
   }];
 }
 
