@@ -7,7 +7,9 @@
 
 #include "ppc/Runtime/Executor.h"
 #include "ppc/Runtime/PlanIO.h"
+#include "ppc/Version.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <malloc.h>
@@ -53,7 +55,8 @@ options:
   --trace FILE           Chrome trace (chrome://tracing, Perfetto) of the last
                          step: pid = rank, tid 0 compute, tid 1 communication
   --timeout SECONDS      abort the job when a rank waits this long for a
-                         message or collective (300)
+                         message or collective (300); 'inf' (or 1e9 and up):
+                         wait forever
   --threads N            OpenBLAS threads per rank (1)
   --profile FILE         write the kernels' measured times (all steps but
                          the first) as a simulator profile for --ppc-simulate
@@ -62,6 +65,7 @@ options:
                          a new batch every step; 1: train on one batch)
   --log FILE             one JSON object per step: step, loss, time_ms
   --quiet                no per-step lines or summary
+  --version              ppc's version
   --help                 this text
 )";
 
@@ -71,6 +75,7 @@ struct Args {
   RunOptions options;
   double timeout = 300;
   bool help = false;
+  bool version = false;
 };
 
 bool parseNumber(const std::string &text, double &value) {
@@ -122,12 +127,14 @@ std::string parseArgs(int argc, char **argv, Args &args) {
     };
     auto bad = [&](const char *what) {
       return name + " needs " + what +
-             (hasValue ? ", not '" + value + "'" : "");
+             (value.empty() ? "" : ", not '" + value + "'");
     };
     int64_t n = 0;
     double x = 0;
     if (name == "--help" || name == "-h") {
       args.help = true;
+    } else if (name == "--version") {
+      args.version = true;
     } else if (name == "--verify") {
       o.verify = true;
     } else if (name == "--quiet") {
@@ -147,13 +154,15 @@ std::string parseArgs(int argc, char **argv, Args &args) {
         o.batches = n;
       else
         o.threads = static_cast<int>(n);
-    } else if (name == "--timeout" || name == "--verify-tolerance") {
+    } else if (name == "--timeout") {
+      // stod reads "inf" and "infinity"; NaN fails x > 0.
+      if (!takeValue() || !parseNumber(value, x) || !(x > 0))
+        return bad("a positive number of seconds or 'inf'");
+      args.timeout = std::min(x, kUnlimitedTimeout);
+    } else if (name == "--verify-tolerance") {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number");
-      if (name == "--timeout")
-        args.timeout = x;
-      else
-        o.verifyTolerance = x;
+      o.verifyTolerance = x;
     } else if (name == "--init") {
       if (!takeValue() || (value != "plan" && value != "seed"))
         return bad("'plan' or 'seed'");
@@ -182,7 +191,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       return "unknown option '" + name + "' (see --help)";
     }
   }
-  if (!args.help && args.plan.empty())
+  if (!args.help && !args.version && args.plan.empty())
     return "no plan file given (usage: ppc-run PLAN [options]; see --help)";
   return "";
 }
@@ -210,6 +219,10 @@ int main(int argc, char **argv) {
     } else if (args.help) {
       if (speaks)
         std::cout << kHelp;
+      code = 0;
+    } else if (args.version) {
+      if (speaks)
+        std::cout << "ppc-run (ppc) " << ppc::kVersion << "\n";
       code = 0;
     } else if (std::string e = readPlanFile(args.plan, plan); !e.empty()) {
       if (speaks)
