@@ -203,6 +203,8 @@ std::string Run::checkOptions() const {
     return "--checkpoint-every must not be negative";
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return "--checkpoint-every needs --checkpoint DIR";
+  if (options.keepCheckpoints < 1)
+    return "--keep-checkpoints must be at least 1";
   if (options.verify && !options.resumeDir.empty())
     return "--verify checks the first step from the initial weights and "
            "cannot be combined with --resume";
@@ -216,9 +218,11 @@ std::string Run::checkOptions() const {
 }
 
 bool Run::resume(int64_t &steps) {
-  const std::string &dir = options.resumeDir;
+  std::string dir;
+  std::string error = readLatest(options.resumeDir, dir);
   CheckpointMarker marker;
-  std::string error = readCompleteMarker(dir, marker);
+  if (error.empty())
+    error = readCompleteMarker(dir, marker);
   if (error.empty() && marker.numRanks != comm.size())
     error = "checkpoint '" + dir + "' was written by a run of " +
             std::to_string(marker.numRanks) + " ranks; this one has " +
@@ -251,23 +255,44 @@ bool Run::resume(int64_t &steps) {
 }
 
 bool Run::writeCheckpoint(int64_t steps) {
+  // The protocol of ppc/Runtime/Checkpoint.h: a fresh step directory, every
+  // rank's file, COMPLETE, then LATEST, which commits the step.
   const std::string &dir = options.checkpointDir;
+  bool alternate = false;
+  std::string error;
+  if (rank == 0)
+    error = prepareStepDirectory(dir, steps, alternate);
+  if (anyFailed(error, false))
+    return false;
+  alternate = comm.broadcastFromRoot(alternate, [] {
+    return "the checkpoint directory name broadcast";
+  });
+  const std::string name = stepDirectoryName(steps, alternate);
   Checkpoint checkpoint;
   checkpoint.planHash = hash;
   checkpoint.rank = rank;
   checkpoint.numRanks = comm.size();
   checkpoint.steps = steps;
   runner.saveState(checkpoint);
-  const std::string path = checkpointFileName(dir, rank);
-  // Every rank's new file is on disk before any replaces its old one.
-  std::string error = makeDirectories(dir);
-  if (error.empty())
-    error = stageCheckpointFile(path, checkpoint);
-  if (anyFailed(error, false) || anyFailed(commitFile(path), false))
+  error = writeCheckpointFile(checkpointFileName(dir + "/" + name, rank),
+                              checkpoint);
+  if (anyFailed(error, false))
     return false;
+  if (rank == 0) {
+    error = writeCompleteMarker(dir + "/" + name, {steps, comm.size(), hash});
+    if (error.empty())
+      error = writeLatest(dir, name);
+  }
+  if (anyFailed(error, false))
+    return false;
+  // Older checkpoints go only once LATEST names the new one; failing to
+  // remove one costs disk space, not the run.
   if (rank == 0)
-    error = writeCompleteMarker(dir, {steps, comm.size(), hash});
-  return !anyFailed(error, false);
+    if (std::string e = pruneCheckpoints(dir, options.keepCheckpoints);
+        !e.empty())
+      err << "ppc-run: warning: cannot remove old checkpoints of '" << dir
+          << "': " << e << "\n";
+  return true;
 }
 
 int Run::verify(int64_t step) {

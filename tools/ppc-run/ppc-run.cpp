@@ -44,11 +44,17 @@ options:
                          Partitioned sums add float32 numbers in another
                          order, which changes them by about 1e-7 relative per
                          addition; a wrong plan errs by far more
-  --checkpoint DIR       write DIR/rank-R.ckpt (weights, optimizer state, step)
-                         after the last step, and DIR/COMPLETE when all are
+  --checkpoint DIR       after the last step write DIR/step-S/rank-R.ckpt
+                         (weights, optimizer state, step S), then
+                         DIR/step-S/COMPLETE, then point DIR/LATEST at it;
+                         a run killed at any moment leaves the previous
+                         complete checkpoint or the new one
   --checkpoint-every N   also after every step number divisible by N
-  --resume DIR           continue from a checkpoint of the same plan; the run
-                         goes on exactly as if it had not been interrupted
+  --keep-checkpoints N   complete checkpoints kept in DIR (2); older ones are
+                         deleted once LATEST names the new one
+  --resume DIR           continue from DIR/LATEST's checkpoint of the same
+                         plan; the run goes on exactly as if it had not been
+                         interrupted
   --save-outputs DIR     write each output (the loss, or the model outputs of
                          a forward-only plan) as DIR/NAME.npy after the last
                          step
@@ -141,7 +147,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       o.quiet = true;
     } else if (name == "--steps" || name == "--seed" ||
                name == "--checkpoint-every" || name == "--threads" ||
-               name == "--batches") {
+               name == "--batches" || name == "--keep-checkpoints") {
       if (!takeValue() || !parseInt(value, n))
         return bad("an integer");
       if (name == "--steps")
@@ -152,6 +158,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
         o.checkpointEvery = n;
       else if (name == "--batches")
         o.batches = n;
+      else if (name == "--keep-checkpoints")
+        o.keepCheckpoints = n;
       else
         o.threads = static_cast<int>(n);
     } else if (name == "--timeout") {

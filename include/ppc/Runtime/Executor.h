@@ -48,6 +48,8 @@ struct RunOptions {
   double verifyTolerance = 1e-4;
   std::string checkpointDir;
   int64_t checkpointEvery = 0; ///< also after steps divisible by it (0: no)
+  /// Complete checkpoints kept in checkpointDir, the newest included.
+  int64_t keepCheckpoints = 2;
   std::string resumeDir;
   std::string saveOutputsDir;
   std::string traceFile;
