@@ -167,7 +167,8 @@ private:
   }
   /// A failure while ranks may be waiting on each other: ends the job.
   int stepFailure(const std::string &error) {
-    err << "ppc-run: rank " << rank << ": " << error << "\n";
+    // One write, so that lines of ranks failing together do not interleave.
+    err << "ppc-run: rank " + std::to_string(rank) + ": " + error + "\n";
     err.flush();
     if (comm.size() > 1)
       comm.abort(1);
@@ -637,8 +638,26 @@ int Run::run() {
 
 } // namespace
 
+/// Every rank must run the same plan (the same file, unchanged): rank 0
+/// compares the others' digests with its own. "" or the first difference.
+std::string comparePlanDigests(const Plan &plan, Communicator &comm) {
+  std::vector<std::string> digests = comm.gatherToRoot(
+      hex(planHash(plan)), [] { return "the plan digest exchange"; });
+  for (size_t r = 1; r < digests.size(); ++r)
+    if (digests[r] != digests[0])
+      return "rank " + std::to_string(r) + " runs a different plan (hash " +
+             digests[r] + ") than rank 0 (hash " + digests[0] + ")";
+  return "";
+}
+
 int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
             std::ostream &out, std::ostream &err) {
+  const std::string differs = comparePlanDigests(plan, comm);
+  if (comm.anyRank(!differs.empty(), [] { return "the plan digest check"; })) {
+    if (comm.rank() == 0)
+      err << "ppc-run: " << differs << "\n";
+    return 1;
+  }
   if (plan.programs_size() != comm.size()) {
     if (comm.rank() == 0)
       err << "ppc-run: this plan was made for " << plan.programs_size()

@@ -35,6 +35,17 @@ int main(int argc, char **argv) {
   write(mlpPlan(2, false, pf::Optimizer::ADAM), "mlp-dp-2.plan");
   write(mlpPlan(2, true, pf::Optimizer::MOMENTUM), "mlp-tp-2.plan");
   write(mlpPlan(1, false), "mlp-1.plan");
+  // Another plan for rank 1 than for rank 0 (mpirun's A : B form).
+  write(fakeTrainingPlan(2, pf::Optimizer::SGD), "fake-training-2-sgd.plan");
+  // One plan whose ranks disagree: rank 1's first gradient all-reduce (its
+  // second collective, after the loss's) edited into a broadcast.
+  pf::Plan mismatch = mlpPlan(2, false, pf::Optimizer::ADAM);
+  int collectives = 0;
+  for (pf::Instruction &instr :
+       *mismatch.mutable_programs(1)->mutable_instructions())
+    if (instr.has_collective() && ++collectives == 2)
+      instr.mutable_collective()->set_kind(pf::Instruction::BROADCAST);
+  write(mismatch, "collective-mismatch-2.plan");
   pf::Plan future = dataMovementPlan(2);
   future.set_version(99);
   write(future, "version-99.plan");

@@ -232,9 +232,17 @@ int main(int argc, char **argv) {
       if (speaks)
         std::cout << "ppc-run (ppc) " << ppc::kVersion << "\n";
       code = 0;
-    } else if (std::string e = readPlanFile(args.plan, plan); !e.empty()) {
-      if (speaks)
-        std::cerr << "ppc-run: " << e << "\n";
+    } else if (std::string e = readPlanFile(args.plan, plan);
+               comm->anyRank(!e.empty(), [] { return "reading the plan"; })) {
+      // A file missing on one node only: that rank speaks, so nobody waits
+      // for it.
+      const bool rootFailed = comm->broadcastFromRoot(
+          speaks && !e.empty(), [] { return "reading the plan"; });
+      if (!e.empty() && (speaks || !rootFailed))
+        std::cerr << "ppc-run: "
+                  << (speaks ? "" : "rank " + std::to_string(comm->rank()) +
+                                        ": ")
+                  << e << "\n";
     } else {
       code = runPlan(plan, args.options, *comm, std::cout, std::cerr);
     }
