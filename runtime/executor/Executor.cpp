@@ -180,6 +180,9 @@ private:
   bool resume(int64_t &steps);
   bool writeCheckpoint(int64_t steps);
   int verify(int64_t step);
+  /// The loss this rank output in the last step; null if none (not a
+  /// training plan, or another rank outputs it).
+  const float *lossValue() const;
   void printStep(int64_t step, int64_t last, double seconds);
   void printSummary(const std::vector<double> &times,
                     const std::vector<double> &phases);
@@ -396,19 +399,22 @@ int Run::verify(int64_t step) {
   return failed ? 1 : 0;
 }
 
+const float *Run::lossValue() const {
+  if (!plan.training())
+    return nullptr;
+  auto it = runner.outputs().find(plan.loss_tensor());
+  return it != runner.outputs().end() && !it->second.empty() ? &it->second[0]
+                                                             : nullptr;
+}
+
 void Run::printStep(int64_t step, int64_t last, double seconds) {
-  double loss = std::numeric_limits<double>::quiet_NaN();
-  if (plan.training()) {
-    auto it = runner.outputs().find(plan.loss_tensor());
-    if (it != runner.outputs().end() && !it->second.empty())
-      loss = it->second[0];
-  }
+  const float *loss = lossValue();
   const double samples =
       plan.batch_size() > 0 ? double(plan.batch_size()) / seconds : 0;
   if (!options.quiet) {
     out << "step " << step << "/" << last;
-    if (!std::isnan(loss))
-      out << "  loss " << format("%.6f", loss);
+    if (loss)
+      out << "  loss " << format("%.6f", *loss);
     out << "  " << format("%.1f", seconds * 1e3) << " ms";
     if (samples > 0)
       out << "  " << format("%.1f", samples) << " samples/s";
@@ -417,8 +423,9 @@ void Run::printStep(int64_t step, int64_t last, double seconds) {
   }
   if (log.is_open()) {
     log << "{\"step\": " << step;
-    if (!std::isnan(loss))
-      log << ", \"loss\": " << format("%.9g", loss);
+    if (loss) // JSON has no NaN or infinity
+      log << ", \"loss\": "
+          << (std::isfinite(*loss) ? format("%.9g", *loss) : "null");
     log << ", \"time_ms\": " << format("%.6g", seconds * 1e3);
     if (samples > 0)
       log << ", \"samples_per_s\": " << format("%.6g", samples);
@@ -542,9 +549,14 @@ int Run::run() {
   openblas_set_num_threads(options.threads);
 
   std::string error;
-  for (const auto &[name, path] : options.inputs)
+  for (const auto &[name, path] : options.inputs) {
+    std::string nonfinite;
     if (error.empty())
-      error = data.setInputFile(name, path);
+      error = data.setInputFile(name, path,
+                                options.allowNonfinite ? &nonfinite : nullptr);
+    if (!nonfinite.empty() && rank == 0)
+      err << "ppc-run: warning: " + nonfinite + "\n";
+  }
   if (anyFailed(error, true))
     return 1;
   if (anyFailed(runner.prepare(), false))
@@ -583,9 +595,17 @@ int Run::run() {
             step, trace, options.verify && step == first, profile);
         !e.empty())
       return stepFailure(e);
-    const double seconds = comm.maxOverRanks({profile.seconds}, [&] {
-      return "the step time reduction after step " + std::to_string(step);
-    })[0];
+    // The reduction of the step time also finds the lowest rank whose loss
+    // is NaN or infinite (size - rank, 0 for none), at no extra message.
+    const float *loss = lossValue();
+    const bool finite = !loss || std::isfinite(*loss);
+    const std::vector<double> reduced = comm.maxOverRanks(
+        {profile.seconds, finite ? 0.0 : double(comm.size() - rank)},
+        [&] {
+          return "the step time reduction after step " + std::to_string(step);
+        });
+    const double seconds = reduced[0];
+    const int nonfiniteRank = comm.size() - static_cast<int>(reduced[1]);
     times.push_back(seconds);
     if (step > first || options.steps == 1) {
       for (int p = 0; p < kNumPhases; ++p)
@@ -594,6 +614,13 @@ int Run::run() {
     }
     if (rank == 0)
       printStep(step, last, seconds);
+    if (reduced[1] > 0 && !options.allowNonfinite) {
+      if (rank == nonfiniteRank)
+        err << "ppc-run: rank " + std::to_string(rank) + ": the loss of step " +
+                   std::to_string(step) + " is " + std::to_string(*loss) +
+                   "; stopping (--allow-nonfinite trains on)\n";
+      return 1;
+    }
     if (options.verify && step == first && verify(step) != 0)
       return 1;
     if (options.checkpointEvery > 0 && step != last &&

@@ -46,6 +46,25 @@ int main(int argc, char **argv) {
     if (instr.has_collective() && ++collectives == 2)
       instr.mutable_collective()->set_kind(pf::Instruction::BROADCAST);
   write(mismatch, "collective-mismatch-2.plan");
+  // Training that diverges (learning rate 1e30: the loss of step 2 is
+  // infinite), with the loss output by rank 1 instead of rank 0: right
+  // after rank 1's first collective, the loss's all-reduce.
+  pf::Plan diverging = mlpPlan(2, false);
+  diverging.mutable_optimizer()->set_learning_rate(1e30);
+  auto *rank0 = diverging.mutable_programs(0)->mutable_instructions();
+  for (int i = 0; i < rank0->size(); ++i)
+    if (rank0->Get(i).has_output())
+      rank0->DeleteSubrange(i--, 1);
+  auto *rank1 = diverging.mutable_programs(1)->mutable_instructions();
+  for (int i = 0; i < rank1->size(); ++i)
+    if (rank1->Get(i).has_collective()) {
+      rank1->Add()->mutable_output()->set_buffer(
+          rank1->Get(i).collective().buffer());
+      for (int j = rank1->size() - 1; j > i + 1; --j)
+        rank1->SwapElements(j, j - 1);
+      break;
+    }
+  write(diverging, "mlp-dp-2-diverging.plan");
   pf::Plan future = dataMovementPlan(2);
   future.set_version(99);
   write(future, "version-99.plan");

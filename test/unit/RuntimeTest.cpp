@@ -731,6 +731,45 @@ TEST(RuntimeCheckpoint, EveryInjectedFaultLeavesTheOldOrTheNewCheckpoint) {
   EXPECT_GE(total, 2 * 13 + 4);
 }
 
+TEST(RuntimeRunPlan, NonfiniteLossStopsTraining) {
+  // A learning rate of 1e30 makes the second step's loss overflow.
+  pf::Plan plan = mlpPlan(1, false);
+  plan.mutable_optimizer()->set_learning_rate(1e30);
+  RunOptions options;
+  options.steps = 3;
+  std::string out, err;
+  EXPECT_EQ(run(plan, options, &out, &err), 1);
+  EXPECT_EQ(err, "ppc-run: rank 0: the loss of step 2 is inf; stopping "
+                 "(--allow-nonfinite trains on)\n");
+  EXPECT_NE(out.find("step 2/3  loss inf"), std::string::npos) << out;
+  EXPECT_EQ(out.find("step 3/3"), std::string::npos) << out;
+  options.allowNonfinite = true;
+  EXPECT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_NE(out.find("step 3/3  loss "), std::string::npos) << out;
+}
+
+TEST(RuntimeRunPlan, NonfiniteInputs) {
+  std::string dir = tempDir("nonfinite-input");
+  std::vector<float> x(4 * 8, 0.5f);
+  x[1 * 8 + 2] = NAN;
+  x[3 * 8 + 7] = INFINITY;
+  ASSERT_EQ(writeNpy(dir + "/x.npy", {4, 8}, x.data()), "");
+  RunOptions options;
+  options.steps = 1;
+  options.inputs = {{"x", dir + "/x.npy"}};
+  std::string out, err;
+  EXPECT_EQ(run(mlpPlan(1, false), options, &out, &err), 1);
+  EXPECT_EQ(err, "ppc-run: --input x: '" + dir +
+                     "/x.npy' holds 2 NaN or infinite values (the first, "
+                     "nan, at [1, 2]); --allow-nonfinite accepts them\n");
+  EXPECT_EQ(out, "");
+  options.allowNonfinite = true;
+  EXPECT_EQ(run(mlpPlan(1, false), options, &out, &err), 0) << err;
+  EXPECT_EQ(err, "ppc-run: warning: --input x: '" + dir +
+                     "/x.npy' holds 2 NaN or infinite values (the first, "
+                     "nan, at [1, 2])\n");
+}
+
 TEST(RuntimeRunPlan, Errors) {
   std::string out, err;
   RunOptions options;

@@ -55,6 +55,9 @@ options:
   --resume DIR           continue from DIR/LATEST's checkpoint of the same
                          plan; the run goes on exactly as if it had not been
                          interrupted
+  --allow-nonfinite      keep training when the loss is NaN or infinite, and
+                         accept NaN/Inf in --input files (default: stop with
+                         an error naming the step, or the input)
   --save-outputs DIR     write each output (the loss, or the model outputs of
                          a forward-only plan) as DIR/NAME.npy after the last
                          step
@@ -141,6 +144,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       args.help = true;
     } else if (name == "--version") {
       args.version = true;
+    } else if (name == "--allow-nonfinite") {
+      o.allowNonfinite = true;
     } else if (name == "--verify") {
       o.verify = true;
     } else if (name == "--quiet") {

@@ -45,6 +45,8 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> inputs;
   InitMode init = InitMode::Plan;
   bool verify = false;
+  /// Train on through a NaN/Inf loss and accept NaN/Inf in input files.
+  bool allowNonfinite = false;
   double verifyTolerance = 1e-4;
   std::string checkpointDir;
   int64_t checkpointEvery = 0; ///< also after steps divisible by it (0: no)
