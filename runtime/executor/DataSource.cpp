@@ -4,6 +4,7 @@
 
 #include "Boxes.h"
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,13 +30,6 @@ uint64_t hashElement(uint64_t seed, uint64_t stream, uint64_t tensor,
 
 float uniformFromHash(uint64_t hash) {
   return static_cast<float>(hash >> 40) * (2.0f / 16777216.0f) - 1.0f;
-}
-
-static std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d)
-    s += (d ? ", " : "") + std::to_string(shape[d]);
-  return s + "]";
 }
 
 static const char *roleName(Tensor::Role role) {

@@ -12,6 +12,7 @@
 #include "Trace.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/PlanIO.h"
 #include "ppc/Runtime/Reference.h"
 
 #include <cmath>
@@ -20,7 +21,9 @@
 #include <limits>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
+#include <unistd.h>
 
 extern "C" void openblas_set_num_threads(int numThreads);
 
@@ -34,6 +37,10 @@ std::string format(const char *fmt, double value) {
   char text[64];
   std::snprintf(text, sizeof(text), fmt, value);
   return text;
+}
+
+std::string gib(double bytes) {
+  return format("%.1f GiB", bytes / double(int64_t(1) << 30));
 }
 
 std::string hex(uint64_t v) {
@@ -176,6 +183,15 @@ private:
   }
 
   std::string checkOptions() const;
+  /// "" or "rank R needs N GiB ..." when this rank's buffers at their peak
+  /// (and --verify's whole tensors) exceed the machine's memory.
+  std::string checkMemory() const;
+  /// Encodes `flag` for a maximum over ranks, and decodes the maximum: the
+  /// lowest rank whose flag is set, or -1.
+  double rankFlag(bool flag) const { return flag ? comm.size() - rank : 0; }
+  int lowestFlagged(double max) const {
+    return max > 0 ? comm.size() - static_cast<int>(max) : -1;
+  }
   /// Both false after a failure that every rank saw and reported.
   bool resume(int64_t &steps);
   bool writeCheckpoint(int64_t steps);
@@ -219,6 +235,76 @@ std::string Run::checkOptions() const {
   if (options.batches < 0)
     return "--batches must not be negative";
   return "";
+}
+
+std::string Run::checkMemory() const {
+  // Buffers are sized by boxes of tensors whose bytes validatePlan checked
+  // to fit in int64; sums are in double, which cannot overflow.
+  const int slots = numOptimizerSlots(plan.optimizer());
+  std::map<int32_t, double> live;
+  std::set<int32_t> persistent;
+  double liveBytes = 0, peak = 0, persistentBytes = 0, largest = -1;
+  std::string largestName;
+  for (const Instruction &instr : plan.programs(rank).instructions()) {
+    if (instr.has_free()) {
+      auto it = live.find(instr.free().buffer());
+      if (it != live.end()) {
+        liveBytes -= it->second;
+        live.erase(it);
+      }
+      continue;
+    }
+    if (!instr.has_alloc())
+      continue;
+    const planfile::Buffer &b = instr.alloc().buffer();
+    Index lo, hi(b.shape().begin(), b.shape().end());
+    if (b.tensor() >= 0) {
+      lo.assign(b.box().lo().begin(), b.box().lo().end());
+      hi.assign(b.box().hi().begin(), b.box().hi().end());
+    } else {
+      lo.assign(hi.size(), 0);
+    }
+    const double bytes = double(boxVolume(lo, hi)) * sizeof(float);
+    if (bytes > largest) {
+      largest = bytes;
+      largestName = b.tensor() < 0 ? "scratch buffer " + std::to_string(b.id())
+                                   : std::string(b.grad() ? "gradient of " : "") +
+                                         "tensor '" +
+                                         plan.tensors(b.tensor()).name() +
+                                         "' " + boxString(lo, hi);
+    }
+    const Tensor *t = b.tensor() >= 0 ? &plan.tensors(b.tensor()) : nullptr;
+    if (t && !b.grad() &&
+        (t->role() == Tensor::WEIGHT || t->role() == Tensor::FROZEN)) {
+      // Kept across steps, with the optimizer's state for weights.
+      if (persistent.insert(b.id()).second)
+        persistentBytes +=
+            bytes * (1 + (t->role() == Tensor::WEIGHT ? slots : 0));
+      continue;
+    }
+    liveBytes += bytes;
+    live[b.id()] = bytes;
+    peak = std::max(peak, liveBytes);
+  }
+  // --verify's reference holds every tensor and its gradient whole.
+  double reference = 0;
+  if (options.verify)
+    for (const Tensor &t : plan.tensors())
+      reference += 2.0 * sizeof(float) *
+                   double(checkedElementCount(
+                       Index(t.shape().begin(), t.shape().end())));
+  const double need = persistentBytes + peak;
+  const double memory =
+      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (need + reference <= memory)
+    return "";
+  return "rank " + std::to_string(rank) + " needs " + gib(need) +
+         " for its buffers (the largest: " + largestName + ", " +
+         gib(largest) + ")" +
+         (reference > 0 ? " and " + gib(reference) + " for --verify's whole "
+                                                       "tensors"
+                        : "") +
+         " but this machine has " + gib(memory) + " of memory";
 }
 
 bool Run::resume(int64_t &steps) {
@@ -546,6 +632,16 @@ std::string Run::saveOutputs() const {
 int Run::run() {
   if (anyFailed(checkOptions(), true))
     return 1;
+  // Before any allocation. Ranks of one plan often need the same: the lowest
+  // that does not fit speaks.
+  const std::string tooBig = checkMemory();
+  const int tooBigRank = lowestFlagged(comm.maxOverRanks(
+      {rankFlag(!tooBig.empty())}, [] { return "the memory check"; })[0]);
+  if (tooBigRank >= 0) {
+    if (rank == tooBigRank)
+      err << "ppc-run: " + tooBig + "\n";
+    return 1;
+  }
   openblas_set_num_threads(options.threads);
 
   std::string error;
@@ -596,16 +692,16 @@ int Run::run() {
         !e.empty())
       return stepFailure(e);
     // The reduction of the step time also finds the lowest rank whose loss
-    // is NaN or infinite (size - rank, 0 for none), at no extra message.
+    // is NaN or infinite (rankFlag), at no extra message.
     const float *loss = lossValue();
     const bool finite = !loss || std::isfinite(*loss);
     const std::vector<double> reduced = comm.maxOverRanks(
-        {profile.seconds, finite ? 0.0 : double(comm.size() - rank)},
+        {profile.seconds, rankFlag(!finite)},
         [&] {
           return "the step time reduction after step " + std::to_string(step);
         });
     const double seconds = reduced[0];
-    const int nonfiniteRank = comm.size() - static_cast<int>(reduced[1]);
+    const int nonfiniteRank = lowestFlagged(reduced[1]);
     times.push_back(seconds);
     if (step > first || options.steps == 1) {
       for (int p = 0; p < kNumPhases; ++p)
@@ -614,7 +710,7 @@ int Run::run() {
     }
     if (rank == 0)
       printStep(step, last, seconds);
-    if (reduced[1] > 0 && !options.allowNonfinite) {
+    if (nonfiniteRank >= 0 && !options.allowNonfinite) {
       if (rank == nonfiniteRank)
         err << "ppc-run: rank " + std::to_string(rank) + ": the loss of step " +
                    std::to_string(step) + " is " + std::to_string(*loss) +

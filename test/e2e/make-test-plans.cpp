@@ -10,6 +10,7 @@
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Npy.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -65,6 +66,10 @@ int main(int argc, char **argv) {
       break;
     }
   write(diverging, "mlp-dp-2-diverging.plan");
+  // Batches of 1e9 (1.4 TiB of input per rank), 2^62 and INT64_MAX rows.
+  write(hugeBatchPlan(2, 1000000000), "huge-batch-1e9.plan");
+  write(hugeBatchPlan(2, int64_t(1) << 62), "huge-batch-2e62.plan");
+  write(hugeBatchPlan(2, INT64_MAX), "huge-batch-max.plan");
   pf::Plan future = dataMovementPlan(2);
   future.set_version(99);
   write(future, "version-99.plan");

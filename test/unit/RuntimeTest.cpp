@@ -770,6 +770,50 @@ TEST(RuntimeRunPlan, NonfiniteInputs) {
                      "nan, at [1, 2])\n");
 }
 
+TEST(RuntimeRunPlan, SizesCheckedBeforeAllocating) {
+  std::string out, err;
+  RunOptions options;
+  options.steps = 1;
+  EXPECT_EQ(run(hugeBatchPlan(1, 1000000000), options, &out, &err), 1);
+  EXPECT_EQ(err.rfind("ppc-run: rank 0 needs 2920.6 GiB for its buffers (the "
+                      "largest: tensor 'x' [0:1000000000, 0:784], 2920.6 "
+                      "GiB) but this machine has ",
+                      0),
+            0u)
+      << err;
+  // --verify's whole tensors count too.
+  options.verify = true;
+  EXPECT_EQ(run(hugeBatchPlan(1, 100000000), options, &out, &err), 1);
+  EXPECT_NE(err.find("and 584.1 GiB for --verify's whole tensors"),
+            std::string::npos)
+      << err;
+
+  // Element counts whose bytes overflow int64, and negative dims.
+  for (int64_t batch : {int64_t(1) << 62, INT64_MAX})
+    EXPECT_EQ(validatePlan(hugeBatchPlan(1, batch)),
+              "tensor 'x' of shape [" + std::to_string(batch) +
+                  ", 784] has more than 2^61 elements: its float32 bytes do "
+                  "not fit in 64 bits");
+  EXPECT_EQ(validatePlan(hugeBatchPlan(1, -4)),
+            "tensor 'x' has a negative dim (shape [-4, 784])");
+  PlanBuilder b(1, false);
+  b.scratch(0, {int64_t(1) << 40, int64_t(1) << 30});
+  EXPECT_EQ(validatePlan(b.plan),
+            "rank 0: instruction 0: scratch buffer 0 of shape [1099511627776, "
+            "1073741824] has more than 2^61 elements: its float32 bytes do "
+            "not fit in 64 bits");
+  // Boxes outside their tensor.
+  pf::Plan outside = hugeBatchPlan(1, 8);
+  outside.mutable_programs(0)
+      ->mutable_instructions(1)
+      ->mutable_alloc()
+      ->mutable_buffer()
+      ->mutable_box()
+      ->set_hi(0, 9);
+  EXPECT_EQ(validatePlan(outside), "rank 0: instruction 1: box dim 0 [0, 9) "
+                                   "is outside tensor 'x'");
+}
+
 TEST(RuntimeRunPlan, Errors) {
   std::string out, err;
   RunOptions options;
