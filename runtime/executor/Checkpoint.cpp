@@ -311,11 +311,10 @@ static std::string hex(uint64_t v) {
 std::string writeCompleteMarker(const std::string &dir,
                                 const CheckpointMarker &marker) {
   std::string path = dir + "/COMPLETE";
-  std::string text = "ppc checkpoint " +
-                     std::to_string(kCheckpointLayoutVersion) +
-                     "\nsteps " + std::to_string(marker.steps) + "\nranks " +
-                     std::to_string(marker.numRanks) + "\nplan " +
-                     hex(marker.planHash) + "\n";
+  std::string text =
+      "ppc checkpoint " + std::to_string(kCheckpointLayoutVersion) +
+      "\nsteps " + std::to_string(marker.steps) + "\nranks " +
+      std::to_string(marker.numRanks) + "\nplan " + hex(marker.planHash) + "\n";
   if (std::string err = writeSynced(path + ".tmp", text); !err.empty())
     return err;
   return commitFile(path);

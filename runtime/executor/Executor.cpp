@@ -267,11 +267,11 @@ std::string Run::checkMemory() const {
     const double bytes = double(boxVolume(lo, hi)) * sizeof(float);
     if (bytes > largest) {
       largest = bytes;
-      largestName = b.tensor() < 0 ? "scratch buffer " + std::to_string(b.id())
-                                   : std::string(b.grad() ? "gradient of " : "") +
-                                         "tensor '" +
-                                         plan.tensors(b.tensor()).name() +
-                                         "' " + boxString(lo, hi);
+      largestName = b.tensor() < 0
+                        ? "scratch buffer " + std::to_string(b.id())
+                        : std::string(b.grad() ? "gradient of " : "") +
+                              "tensor '" + plan.tensors(b.tensor()).name() +
+                              "' " + boxString(lo, hi);
     }
     const Tensor *t = b.tensor() >= 0 ? &plan.tensors(b.tensor()) : nullptr;
     if (t && !b.grad() &&
@@ -298,13 +298,12 @@ std::string Run::checkMemory() const {
       double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   if (need + reference <= memory)
     return "";
-  return "rank " + std::to_string(rank) + " needs " + gib(need) +
-         " for its buffers (the largest: " + largestName + ", " +
-         gib(largest) + ")" +
-         (reference > 0 ? " and " + gib(reference) + " for --verify's whole "
-                                                       "tensors"
-                        : "") +
-         " but this machine has " + gib(memory) + " of memory";
+  std::string message = "rank " + std::to_string(rank) + " needs " + gib(need) +
+                        " for its buffers (the largest: " + largestName + ", " +
+                        gib(largest) + ")";
+  if (reference > 0)
+    message += " and " + gib(reference) + " for --verify's whole tensors";
+  return message + " but this machine has " + gib(memory) + " of memory";
 }
 
 bool Run::resume(int64_t &steps) {
@@ -354,9 +353,8 @@ bool Run::writeCheckpoint(int64_t steps) {
     error = prepareStepDirectory(dir, steps, alternate);
   if (anyFailed(error, false))
     return false;
-  alternate = comm.broadcastFromRoot(alternate, [] {
-    return "the checkpoint directory name broadcast";
-  });
+  alternate = comm.broadcastFromRoot(
+      alternate, [] { return "the checkpoint directory name broadcast"; });
   const std::string name = stepDirectoryName(steps, alternate);
   Checkpoint checkpoint;
   checkpoint.planHash = hash;
@@ -695,9 +693,8 @@ int Run::run() {
     // is NaN or infinite (rankFlag), at no extra message.
     const float *loss = lossValue();
     const bool finite = !loss || std::isfinite(*loss);
-    const std::vector<double> reduced = comm.maxOverRanks(
-        {profile.seconds, rankFlag(!finite)},
-        [&] {
+    const std::vector<double> reduced =
+        comm.maxOverRanks({profile.seconds, rankFlag(!finite)}, [&] {
           return "the step time reduction after step " + std::to_string(step);
         });
     const double seconds = reduced[0];

@@ -133,8 +133,8 @@ std::string validatePlan(const Plan &plan) {
     if (tensor.id() != t)
       return "tensor #" + std::to_string(t) + " has id " +
              std::to_string(tensor.id());
-    if (std::string err = checkShape(std::vector<int64_t>(
-            tensor.shape().begin(), tensor.shape().end()));
+    if (std::string err = checkShape(
+            std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()));
         !err.empty())
       return "tensor '" + tensor.name() + "' " + err;
   }

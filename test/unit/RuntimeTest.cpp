@@ -717,8 +717,8 @@ TEST(RuntimeCheckpoint, EveryInjectedFaultLeavesTheOldOrTheNewCheckpoint) {
       ASSERT_EQ(readCompleteMarker(latest, marker), "");
       EXPECT_GE(marker.steps, 2);
       EXPECT_LE(marker.steps, 4);
-      const std::string reference = straight.checkpointDir + "/" +
-                                    stepDirectoryName(marker.steps, false);
+      const std::string reference =
+          straight.checkpointDir + "/" + stepDirectoryName(marker.steps, false);
       EXPECT_EQ(readFile(latest + "/rank-0.ckpt"),
                 readFile(reference + "/rank-0.ckpt"));
       EXPECT_EQ(readFile(latest + "/COMPLETE"),

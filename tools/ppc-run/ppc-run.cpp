@@ -245,8 +245,8 @@ int main(int argc, char **argv) {
           speaks && !e.empty(), [] { return "reading the plan"; });
       if (!e.empty() && (speaks || !rootFailed))
         std::cerr << "ppc-run: "
-                  << (speaks ? "" : "rank " + std::to_string(comm->rank()) +
-                                        ": ")
+                  << (speaks ? ""
+                             : "rank " + std::to_string(comm->rank()) + ": ")
                   << e << "\n";
     } else {
       code = runPlan(plan, args.options, *comm, std::cout, std::cerr);
