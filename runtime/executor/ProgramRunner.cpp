@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <set>
+#include <stdexcept>
 
 namespace ppc::runtime {
 
