@@ -1,12 +1,15 @@
-//===- Checkpoint.cpp - per-rank checkpoint files -------------------------===//
+//===- Checkpoint.cpp - per-step checkpoint directories -------------------===//
 
 #include "ppc/Runtime/Checkpoint.h"
 
 #include "Boxes.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
@@ -55,47 +58,99 @@ std::string makeDirectories(const std::string &dir) {
   return "";
 }
 
+CheckpointFaults &checkpointFaults() {
+  static CheckpointFaults faults = [] {
+    CheckpointFaults f;
+    if (const char *at = std::getenv("PPC_CKPT_FAIL_AT"))
+      f.failAt = std::atoll(at);
+    if (const char *mode = std::getenv("PPC_CKPT_FAIL_MODE"))
+      f.exit = std::string(mode) == "exit";
+    return f;
+  }();
+  return faults;
+}
+
+/// Counts one filesystem step (`what` of `path`) and fails it if it is the
+/// one to fail: an error, or the end of the process as if killed.
+static std::string injectedFault(const char *what, const std::string &path) {
+  CheckpointFaults &faults = checkpointFaults();
+  if (++faults.count != faults.failAt)
+    return "";
+  if (faults.exit) {
+    std::fprintf(stderr,
+                 "ppc-run: injected fault: killed at checkpoint filesystem "
+                 "step %lld (%s '%s')\n",
+                 static_cast<long long>(faults.count), what, path.c_str());
+    std::fflush(stderr);
+    _exit(kCheckpointFaultExitCode);
+  }
+  return std::string("cannot ") + what + " '" + path +
+         "': injected fault at checkpoint filesystem step " +
+         std::to_string(faults.count);
+}
+
 /// Writes `bytes` to `path` and fsyncs it.
 static std::string writeSynced(const std::string &path,
                                const std::string &bytes) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
   if (fd < 0)
     return "cannot open '" + path + "' for writing: " + std::strerror(errno);
+  auto fail = [&](std::string err) {
+    close(fd);
+    return err;
+  };
+  // An injected kill halfway leaves half a file, as a real one can.
+  const size_t half = bytes.size() / 2;
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (done >= half)
+      if (std::string err = injectedFault("write", path); !err.empty())
+        return fail(err);
+    size_t end = done < half ? half : bytes.size();
+    ssize_t n = write(fd, bytes.data() + done, end - done);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0) {
-      std::string err = std::strerror(errno);
-      close(fd);
-      return "cannot write '" + path + "': " + err;
-    }
+    if (n <= 0)
+      return fail("cannot write '" + path + "': " + std::strerror(errno));
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
-    std::string err = std::strerror(errno);
-    close(fd);
-    return "cannot sync '" + path + "': " + err;
-  }
+  if (std::string err = injectedFault("sync", path); !err.empty())
+    return fail(err);
+  if (fsync(fd) != 0)
+    return fail("cannot sync '" + path + "': " + std::strerror(errno));
   close(fd);
   return "";
 }
 
+/// Makes the entries of directory `dir` (renames, removals) durable.
+static std::string syncDirectory(const std::string &dir) {
+  if (std::string err = injectedFault("sync directory", dir); !err.empty())
+    return err;
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return "cannot open directory '" + dir + "': " + std::strerror(errno);
+  int rc = fsync(fd);
+  std::string err = std::strerror(errno);
+  close(fd);
+  return rc == 0 ? "" : "cannot sync directory '" + dir + "': " + err;
+}
+
+static std::string parentDirectory(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 std::string commitFile(const std::string &path) {
   std::string tmp = path + ".tmp";
+  if (std::string err = injectedFault("rename", tmp); !err.empty())
+    return err;
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return "cannot rename '" + tmp + "' to '" + path +
            "': " + std::strerror(errno);
   // The rename itself is durable once the directory is synced.
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  int fd = open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  return "";
+  return syncDirectory(parentDirectory(path));
 }
 
 namespace {
@@ -256,10 +311,10 @@ static std::string hex(uint64_t v) {
 std::string writeCompleteMarker(const std::string &dir,
                                 const CheckpointMarker &marker) {
   std::string path = dir + "/COMPLETE";
-  std::string text = "ppc checkpoint " + std::to_string(kCheckpointVersion) +
-                     "\nsteps " + std::to_string(marker.steps) + "\nranks " +
-                     std::to_string(marker.numRanks) + "\nplan " +
-                     hex(marker.planHash) + "\n";
+  std::string text =
+      "ppc checkpoint " + std::to_string(kCheckpointLayoutVersion) +
+      "\nsteps " + std::to_string(marker.steps) + "\nranks " +
+      std::to_string(marker.numRanks) + "\nplan " + hex(marker.planHash) + "\n";
   if (std::string err = writeSynced(path + ".tmp", text); !err.empty())
     return err;
   return commitFile(path);
@@ -276,13 +331,172 @@ std::string readCompleteMarker(const std::string &dir,
   std::string word, hash;
   uint32_t version = 0;
   in >> word >> word >> version;
-  if (version != kCheckpointVersion)
+  if (version != kCheckpointLayoutVersion)
     return "'" + path + "' is not a ppc checkpoint marker of version " +
-           std::to_string(kCheckpointVersion);
+           std::to_string(kCheckpointLayoutVersion);
   in >> word >> marker.steps >> word >> marker.numRanks >> word >> hash;
   if (!in || hash.size() != 16)
     return "'" + path + "' is corrupt";
   marker.planHash = std::stoull(hash, nullptr, 16);
+  return "";
+}
+
+std::string stepDirectoryName(int64_t steps, bool alternate) {
+  char name[48];
+  std::snprintf(name, sizeof(name), "step-%09lld%s",
+                static_cast<long long>(steps), alternate ? "-2" : "");
+  return name;
+}
+
+/// The step of a step directory's name; -1 for other names.
+static int64_t stepOfName(const std::string &name) {
+  if (name.size() <= 5 ||
+      (name != stepDirectoryName(std::atoll(name.c_str() + 5), false) &&
+       name != stepDirectoryName(std::atoll(name.c_str() + 5), true)))
+    return -1;
+  return std::atoll(name.c_str() + 5);
+}
+
+static std::vector<std::string> stepDirectories(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *entry = readdir(d))
+      if (std::strncmp(entry->d_name, "step-", 5) == 0 &&
+          stepOfName(entry->d_name) >= 0)
+        names.push_back(entry->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// Removes a step directory: COMPLETE first, so that a removal cut short
+/// never leaves something that looks complete.
+static std::string removeStepDirectory(const std::string &path) {
+  std::vector<std::string> files;
+  if (DIR *d = opendir(path.c_str())) {
+    while (dirent *entry = readdir(d))
+      if (std::strcmp(entry->d_name, ".") != 0 &&
+          std::strcmp(entry->d_name, "..") != 0)
+        files.push_back(entry->d_name);
+    closedir(d);
+  } else {
+    return errno == ENOENT ? ""
+                           : "cannot read directory '" + path +
+                                 "': " + std::strerror(errno);
+  }
+  std::stable_partition(files.begin(), files.end(),
+                        [](const std::string &f) { return f == "COMPLETE"; });
+  for (const std::string &f : files) {
+    std::string file = path + "/" + f;
+    if (std::string err = injectedFault("remove", file); !err.empty())
+      return err;
+    if (unlink(file.c_str()) != 0)
+      return "cannot remove '" + file + "': " + std::strerror(errno);
+    if (f == "COMPLETE")
+      if (std::string err = syncDirectory(path); !err.empty())
+        return err;
+  }
+  if (std::string err = injectedFault("remove", path); !err.empty())
+    return err;
+  if (rmdir(path.c_str()) != 0)
+    return "cannot remove '" + path + "': " + std::strerror(errno);
+  return "";
+}
+
+/// The step directory name in `dir`/LATEST; "" when there is none.
+static std::string latestName(const std::string &dir, std::string &name) {
+  name.clear();
+  std::ifstream in(dir + "/LATEST");
+  if (!in)
+    return "";
+  std::string word;
+  uint32_t version = 0;
+  in >> word >> word >> version >> word >> name;
+  if (!in || version != kCheckpointLayoutVersion || word != "latest" ||
+      stepOfName(name) < 0)
+    return "'" + dir + "/LATEST' is not a ppc checkpoint pointer of version " +
+           std::to_string(kCheckpointLayoutVersion);
+  return "";
+}
+
+std::string prepareStepDirectory(const std::string &dir, int64_t steps,
+                                 bool &alternate) {
+  if (std::string err = makeDirectories(dir); !err.empty())
+    return err;
+  std::string latest;
+  if (std::string err = latestName(dir, latest); !err.empty())
+    return err;
+  alternate = latest == stepDirectoryName(steps, false);
+  const std::string path = dir + "/" + stepDirectoryName(steps, alternate);
+  if (std::string err = removeStepDirectory(path); !err.empty())
+    return err;
+  if (std::string err = injectedFault("create directory", path); !err.empty())
+    return err;
+  if (mkdir(path.c_str(), 0777) != 0)
+    return "cannot create directory '" + path + "': " + std::strerror(errno);
+  return "";
+}
+
+std::string writeLatest(const std::string &dir, const std::string &name) {
+  const std::string path = dir + "/LATEST";
+  std::string text = "ppc checkpoint " +
+                     std::to_string(kCheckpointLayoutVersion) + "\nlatest " +
+                     name + "\n";
+  if (std::string err = writeSynced(path + ".tmp", text); !err.empty())
+    return err;
+  return commitFile(path);
+}
+
+std::string readLatest(const std::string &dir, std::string &stepDir) {
+  std::string name;
+  if (std::string err = latestName(dir, name); !err.empty())
+    return err;
+  if (!name.empty()) {
+    stepDir = dir + "/" + name;
+    return "";
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "cannot resume from '" + dir + "': no such directory";
+  if (stat((dir + "/COMPLETE").c_str(), &st) == 0 ||
+      stat(checkpointFileName(dir, 0).c_str(), &st) == 0)
+    return "'" + dir +
+           "' holds a checkpoint in the old layout (rank files and COMPLETE "
+           "directly in it); this ppc-run resumes only from step directories "
+           "named by LATEST (checkpoint layout " +
+           std::to_string(kCheckpointLayoutVersion) + ")";
+  return "'" + dir +
+         "' has no finished checkpoint (no LATEST: no run got to the end of "
+         "writing one there)";
+}
+
+std::string pruneCheckpoints(const std::string &dir, int64_t keep) {
+  std::string latest;
+  if (std::string err = latestName(dir, latest); !err.empty() || latest.empty())
+    return err.empty() ? "'" + dir + "' has no LATEST to keep" : err;
+  // Newest first; the one LATEST names is always kept, then the newest
+  // complete ones of earlier steps. Later steps than LATEST's belong to a
+  // run that this one replaced.
+  std::vector<std::string> names = stepDirectories(dir);
+  std::stable_sort(names.begin(), names.end(),
+                   [](const std::string &a, const std::string &b) {
+                     return stepOfName(a) > stepOfName(b);
+                   });
+  int64_t kept = 1;
+  for (const std::string &name : names) {
+    if (name == latest)
+      continue;
+    CheckpointMarker marker;
+    const std::string path = dir + "/" + name;
+    if (kept < keep && stepOfName(name) < stepOfName(latest) &&
+        readCompleteMarker(path, marker).empty()) {
+      ++kept;
+      continue;
+    }
+    if (std::string err = removeStepDirectory(path); !err.empty())
+      return err;
+  }
   return "";
 }
 

@@ -14,7 +14,12 @@
 //    part of j's `buffer` B_j inside R_i; the B_j must cover R_i (e.g. B_j are
 //    the pieces along one dim, R_i the pieces along `axis`).
 // The first run of an instruction exchanges the members' boxes, checks them
-// and keeps the MPI counts (programs repeat every step).
+// and keeps the MPI counts (programs repeat every step). The same exchange
+// carries each member's kind, reduction, root, element count and how many
+// collectives over the group it ran before, so members of a plan whose
+// programs disagree (one rank's all_reduce where another has a broadcast)
+// stop with both sides named instead of mixing up MPI calls or gradients;
+// later steps run the same instructions and pay nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +33,18 @@ using namespace ppc::planfile;
 
 namespace {
 constexpr int kMaxDims = 8;
-// Exchanged per member: dims, buffer lo/hi, result lo/hi.
-constexpr int kRecordSize = 1 + 4 * kMaxDims;
+// Exchanged per member: dims, buffer lo/hi, result lo/hi, then what the
+// member runs (see kKindField).
+constexpr int kBoxFields = 1 + 4 * kMaxDims;
+enum : int {
+  kKindField = kBoxFields,
+  kReductionField,
+  kRootField,
+  kCountField,
+  kOrdinalField,
+  kInstructionField,
+  kRecordSize
+};
 
 std::string groupString(const google::protobuf::RepeatedField<int32_t> &g) {
   std::string s = "[";
@@ -58,6 +73,17 @@ const char *collectiveName(Instruction::CollectiveKind kind) {
 }
 
 namespace {
+
+/// "all_reduce (sum) of 24 elements" from a member's record.
+std::string describeMember(const int64_t *record) {
+  auto kind = static_cast<Instruction::CollectiveKind>(record[kKindField]);
+  std::string s = collectiveName(kind);
+  if (kind == Instruction::ALL_REDUCE || kind == Instruction::REDUCE_SCATTER)
+    s += record[kReductionField] == Instruction::MAX ? " (max)" : " (sum)";
+  if (kind == Instruction::BROADCAST)
+    s += " (root " + std::to_string(record[kRootField]) + ")";
+  return s + " of " + std::to_string(record[kCountField]) + " elements";
+}
 
 /// Product of the box's extents in dims before `axis`: 1 when the pieces
 /// along `axis` are contiguous blocks of the row-major box.
@@ -113,6 +139,15 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
     }
   }
   const std::vector<int> group(c.group().begin(), c.group().end());
+  mine[kKindField] = c.kind();
+  mine[kReductionField] = c.kind() == Instruction::ALL_REDUCE ||
+                                  c.kind() == Instruction::REDUCE_SCATTER
+                              ? c.reduction()
+                              : 0;
+  mine[kRootField] = c.kind() == Instruction::BROADCAST ? c.root() : 0;
+  mine[kCountField] = buffer.size();
+  mine[kOrdinalField] = collectivesRun[group]++;
+  mine[kInstructionField] = index_;
   const size_t n = group.size();
   std::vector<int64_t> all = comm.allGatherInts(mine, group, [&] {
     return std::string(collectiveName(c.kind())) + " setup (" + context() +
@@ -120,6 +155,27 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
   });
   if (all.size() != n * kRecordSize)
     return "exchanging the boxes of the members failed";
+  // Every member runs the same collective: the same kind, reduction and
+  // root, and for the in-place ones the same element count.
+  const bool inPlace =
+      c.kind() == Instruction::ALL_REDUCE || c.kind() == Instruction::BROADCAST;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t *r = all.data() + i * kRecordSize;
+    if (r[kKindField] != mine[kKindField] ||
+        r[kReductionField] != mine[kReductionField] ||
+        r[kRootField] != mine[kRootField] ||
+        r[kOrdinalField] != mine[kOrdinalField] ||
+        (inPlace && r[kCountField] != mine[kCountField]))
+      return "rank " + std::to_string(group[i]) + " runs " + describeMember(r) +
+             " at its instruction " + std::to_string(r[kInstructionField]) +
+             (r[kOrdinalField] != mine[kOrdinalField]
+                  ? " (its collective " + std::to_string(r[kOrdinalField]) +
+                        " over the group, here " +
+                        std::to_string(mine[kOrdinalField]) + ")"
+                  : "") +
+             " where rank " + std::to_string(comm.rank()) + " runs " +
+             describeMember(mine.data()) + ": the ranks' programs disagree";
+  }
   std::vector<Index> bufLo(n), bufHi(n), resLo(n), resHi(n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t *r = all.data() + i * kRecordSize;
@@ -145,12 +201,7 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
   switch (c.kind()) {
   case Instruction::ALL_REDUCE:
   case Instruction::BROADCAST:
-    for (size_t i = 0; i < n; ++i)
-      if (boxVolume(bufLo[i], bufHi[i]) != buffer.size())
-        return "member " + std::to_string(i) + " holds " +
-               std::to_string(boxVolume(bufLo[i], bufHi[i])) +
-               " elements, this one " + std::to_string(buffer.size());
-    break;
+    break; // counts compared above
   case Instruction::ALL_GATHER:
     for (size_t i = 0; i < n; ++i)
       if (resLo[i] != result->lo || resHi[i] != result->hi)

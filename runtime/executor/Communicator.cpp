@@ -88,12 +88,11 @@ struct Communicator::Impl {
   std::string waitFor(double seconds, int n, MPI_Request *requests,
                       MPI_Status *statuses, const Where &where) {
     const Clock::time_point start = Clock::now();
-    // A timeout past what the clock can count (--timeout inf) is none.
-    constexpr double kNever = 1e9;
+    const bool bounded = seconds < kUnlimitedTimeout;
     const Clock::time_point deadline =
-        seconds < kNever ? start + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(seconds))
-                         : Clock::time_point::max();
+        bounded ? start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(seconds))
+                : Clock::time_point::max();
     while (true) {
       int done = 0;
       int rc = MPI_Testall(n, requests, &done,
@@ -108,7 +107,7 @@ struct Communicator::Impl {
       if (done)
         return "";
       Clock::time_point now = Clock::now();
-      if (now >= deadline)
+      if (bounded && now >= deadline)
         timedOut(seconds, where);
       auto waited = now - start;
       if (waited > std::chrono::milliseconds(2))

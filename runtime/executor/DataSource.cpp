@@ -39,13 +39,6 @@ float uniformFromHash(uint64_t hash) {
   return static_cast<float>(hash >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-static std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d)
-    s += (d ? ", " : "") + std::to_string(shape[d]);
-  return s + "]";
-}
-
 static const char *roleName(Tensor::Role role) {
   switch (role) {
   case Tensor::INPUT:
@@ -65,8 +58,31 @@ DataSource::DataSource(const ppc::planfile::Plan &plan, uint64_t seed,
                        InitMode mode, int64_t batchCycle)
     : plan(plan), seed(seed), mode(mode), batchCycle(batchCycle) {}
 
+/// "" or how many of `values` are NaN or infinite, and the first of them.
+static std::string describeNonfinite(const std::vector<float> &values,
+                                     const std::vector<int64_t> &shape) {
+  int64_t count = 0, first = -1;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i])) {
+      ++count;
+      if (first < 0)
+        first = static_cast<int64_t>(i);
+    }
+  if (count == 0)
+    return "";
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(), rest = first; d-- > 0;) {
+    index[d] = static_cast<int64_t>(rest % shape[d]);
+    rest /= shape[d];
+  }
+  return std::to_string(count) + " NaN or infinite value" +
+         (count == 1 ? "" : "s") + " (the first, " +
+         std::to_string(values[first]) + ", at " + shapeString(index) + ")";
+}
+
 std::string DataSource::setInputFile(const std::string &name,
-                                     const std::string &path) {
+                                     const std::string &path,
+                                     std::string *nonfinite) {
   const Tensor *tensor = nullptr;
   std::string inputs;
   for (const Tensor &t : plan.tensors()) {
@@ -90,6 +106,13 @@ std::string DataSource::setInputFile(const std::string &name,
     return "--input " + name + ": '" + path + "' has shape " +
            shapeString(array.shape) + " but the plan expects " +
            shapeString(expected);
+  if (std::string bad = describeNonfinite(array.data, array.shape);
+      !bad.empty()) {
+    bad = "--input " + name + ": '" + path + "' holds " + bad;
+    if (!nonfinite)
+      return bad + "; --allow-nonfinite accepts them";
+    *nonfinite = bad;
+  }
   inputFiles[tensor->id()] = std::move(array.data);
   return "";
 }

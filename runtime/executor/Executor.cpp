@@ -12,6 +12,7 @@
 #include "Trace.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/PlanIO.h"
 #include "ppc/Runtime/Reference.h"
 
 #include <cmath>
@@ -20,7 +21,9 @@
 #include <limits>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
+#include <unistd.h>
 
 extern "C" void openblas_set_num_threads(int numThreads);
 
@@ -34,6 +37,10 @@ std::string format(const char *fmt, double value) {
   char text[64];
   std::snprintf(text, sizeof(text), fmt, value);
   return text;
+}
+
+std::string gib(double bytes) {
+  return format("%.1f GiB", bytes / double(int64_t(1) << 30));
 }
 
 std::string hex(uint64_t v) {
@@ -167,7 +174,8 @@ private:
   }
   /// A failure while ranks may be waiting on each other: ends the job.
   int stepFailure(const std::string &error) {
-    err << "ppc-run: rank " << rank << ": " << error << "\n";
+    // One write, so that lines of ranks failing together do not interleave.
+    err << "ppc-run: rank " + std::to_string(rank) + ": " + error + "\n";
     err.flush();
     if (comm.size() > 1)
       comm.abort(1);
@@ -175,10 +183,22 @@ private:
   }
 
   std::string checkOptions() const;
+  /// "" or "rank R needs N GiB ..." when this rank's buffers at their peak
+  /// (and --verify's whole tensors) exceed the machine's memory.
+  std::string checkMemory() const;
+  /// Encodes `flag` for a maximum over ranks, and decodes the maximum: the
+  /// lowest rank whose flag is set, or -1.
+  double rankFlag(bool flag) const { return flag ? comm.size() - rank : 0; }
+  int lowestFlagged(double max) const {
+    return max > 0 ? comm.size() - static_cast<int>(max) : -1;
+  }
   /// Both false after a failure that every rank saw and reported.
   bool resume(int64_t &steps);
   bool writeCheckpoint(int64_t steps);
   int verify(int64_t step);
+  /// The loss this rank output in the last step; null if none (not a
+  /// training plan, or another rank outputs it).
+  const float *lossValue() const;
   void printStep(int64_t step, int64_t last, double seconds);
   void printSummary(const std::vector<double> &times,
                     const std::vector<double> &phases);
@@ -203,6 +223,8 @@ std::string Run::checkOptions() const {
     return "--checkpoint-every must not be negative";
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return "--checkpoint-every needs --checkpoint DIR";
+  if (options.keepCheckpoints < 1)
+    return "--keep-checkpoints must be at least 1";
   if (options.verify && !options.resumeDir.empty())
     return "--verify checks the first step from the initial weights and "
            "cannot be combined with --resume";
@@ -215,10 +237,81 @@ std::string Run::checkOptions() const {
   return "";
 }
 
+std::string Run::checkMemory() const {
+  // Buffers are sized by boxes of tensors whose bytes validatePlan checked
+  // to fit in int64; sums are in double, which cannot overflow.
+  const int slots = numOptimizerSlots(plan.optimizer());
+  std::map<int32_t, double> live;
+  std::set<int32_t> persistent;
+  double liveBytes = 0, peak = 0, persistentBytes = 0, largest = -1;
+  std::string largestName;
+  for (const Instruction &instr : plan.programs(rank).instructions()) {
+    if (instr.has_free()) {
+      auto it = live.find(instr.free().buffer());
+      if (it != live.end()) {
+        liveBytes -= it->second;
+        live.erase(it);
+      }
+      continue;
+    }
+    if (!instr.has_alloc())
+      continue;
+    const planfile::Buffer &b = instr.alloc().buffer();
+    Index lo, hi(b.shape().begin(), b.shape().end());
+    if (b.tensor() >= 0) {
+      lo.assign(b.box().lo().begin(), b.box().lo().end());
+      hi.assign(b.box().hi().begin(), b.box().hi().end());
+    } else {
+      lo.assign(hi.size(), 0);
+    }
+    const double bytes = double(boxVolume(lo, hi)) * sizeof(float);
+    if (bytes > largest) {
+      largest = bytes;
+      largestName = b.tensor() < 0
+                        ? "scratch buffer " + std::to_string(b.id())
+                        : std::string(b.grad() ? "gradient of " : "") +
+                              "tensor '" + plan.tensors(b.tensor()).name() +
+                              "' " + boxString(lo, hi);
+    }
+    const Tensor *t = b.tensor() >= 0 ? &plan.tensors(b.tensor()) : nullptr;
+    if (t && !b.grad() &&
+        (t->role() == Tensor::WEIGHT || t->role() == Tensor::FROZEN)) {
+      // Kept across steps, with the optimizer's state for weights.
+      if (persistent.insert(b.id()).second)
+        persistentBytes +=
+            bytes * (1 + (t->role() == Tensor::WEIGHT ? slots : 0));
+      continue;
+    }
+    liveBytes += bytes;
+    live[b.id()] = bytes;
+    peak = std::max(peak, liveBytes);
+  }
+  // --verify's reference holds every tensor and its gradient whole.
+  double reference = 0;
+  if (options.verify)
+    for (const Tensor &t : plan.tensors())
+      reference += 2.0 * sizeof(float) *
+                   double(checkedElementCount(
+                       Index(t.shape().begin(), t.shape().end())));
+  const double need = persistentBytes + peak;
+  const double memory =
+      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (need + reference <= memory)
+    return "";
+  std::string message = "rank " + std::to_string(rank) + " needs " + gib(need) +
+                        " for its buffers (the largest: " + largestName + ", " +
+                        gib(largest) + ")";
+  if (reference > 0)
+    message += " and " + gib(reference) + " for --verify's whole tensors";
+  return message + " but this machine has " + gib(memory) + " of memory";
+}
+
 bool Run::resume(int64_t &steps) {
-  const std::string &dir = options.resumeDir;
+  std::string dir;
+  std::string error = readLatest(options.resumeDir, dir);
   CheckpointMarker marker;
-  std::string error = readCompleteMarker(dir, marker);
+  if (error.empty())
+    error = readCompleteMarker(dir, marker);
   if (error.empty() && marker.numRanks != comm.size())
     error = "checkpoint '" + dir + "' was written by a run of " +
             std::to_string(marker.numRanks) + " ranks; this one has " +
@@ -251,23 +344,43 @@ bool Run::resume(int64_t &steps) {
 }
 
 bool Run::writeCheckpoint(int64_t steps) {
+  // The protocol of ppc/Runtime/Checkpoint.h: a fresh step directory, every
+  // rank's file, COMPLETE, then LATEST, which commits the step.
   const std::string &dir = options.checkpointDir;
+  bool alternate = false;
+  std::string error;
+  if (rank == 0)
+    error = prepareStepDirectory(dir, steps, alternate);
+  if (anyFailed(error, false))
+    return false;
+  alternate = comm.broadcastFromRoot(
+      alternate, [] { return "the checkpoint directory name broadcast"; });
+  const std::string name = stepDirectoryName(steps, alternate);
   Checkpoint checkpoint;
   checkpoint.planHash = hash;
   checkpoint.rank = rank;
   checkpoint.numRanks = comm.size();
   checkpoint.steps = steps;
   runner.saveState(checkpoint);
-  const std::string path = checkpointFileName(dir, rank);
-  // Every rank's new file is on disk before any replaces its old one.
-  std::string error = makeDirectories(dir);
-  if (error.empty())
-    error = stageCheckpointFile(path, checkpoint);
-  if (anyFailed(error, false) || anyFailed(commitFile(path), false))
+  error = writeCheckpointFile(checkpointFileName(dir + "/" + name, rank),
+                              checkpoint);
+  if (anyFailed(error, false))
     return false;
+  if (rank == 0) {
+    error = writeCompleteMarker(dir + "/" + name, {steps, comm.size(), hash});
+    if (error.empty())
+      error = writeLatest(dir, name);
+  }
+  if (anyFailed(error, false))
+    return false;
+  // Older checkpoints go only once LATEST names the new one; failing to
+  // remove one costs disk space, not the run.
   if (rank == 0)
-    error = writeCompleteMarker(dir, {steps, comm.size(), hash});
-  return !anyFailed(error, false);
+    if (std::string e = pruneCheckpoints(dir, options.keepCheckpoints);
+        !e.empty())
+      err << "ppc-run: warning: cannot remove old checkpoints of '" << dir
+          << "': " << e << "\n";
+  return true;
 }
 
 int Run::verify(int64_t step) {
@@ -370,19 +483,22 @@ int Run::verify(int64_t step) {
   return failed ? 1 : 0;
 }
 
+const float *Run::lossValue() const {
+  if (!plan.training())
+    return nullptr;
+  auto it = runner.outputs().find(plan.loss_tensor());
+  return it != runner.outputs().end() && !it->second.empty() ? &it->second[0]
+                                                             : nullptr;
+}
+
 void Run::printStep(int64_t step, int64_t last, double seconds) {
-  double loss = std::numeric_limits<double>::quiet_NaN();
-  if (plan.training()) {
-    auto it = runner.outputs().find(plan.loss_tensor());
-    if (it != runner.outputs().end() && !it->second.empty())
-      loss = it->second[0];
-  }
+  const float *loss = lossValue();
   const double samples =
       plan.batch_size() > 0 ? double(plan.batch_size()) / seconds : 0;
   if (!options.quiet) {
     out << "step " << step << "/" << last;
-    if (!std::isnan(loss))
-      out << "  loss " << format("%.6f", loss);
+    if (loss)
+      out << "  loss " << format("%.6f", *loss);
     out << "  " << format("%.1f", seconds * 1e3) << " ms";
     if (samples > 0)
       out << "  " << format("%.1f", samples) << " samples/s";
@@ -391,8 +507,9 @@ void Run::printStep(int64_t step, int64_t last, double seconds) {
   }
   if (log.is_open()) {
     log << "{\"step\": " << step;
-    if (!std::isnan(loss))
-      log << ", \"loss\": " << format("%.9g", loss);
+    if (loss) // JSON has no NaN or infinity
+      log << ", \"loss\": "
+          << (std::isfinite(*loss) ? format("%.9g", *loss) : "null");
     log << ", \"time_ms\": " << format("%.6g", seconds * 1e3);
     if (samples > 0)
       log << ", \"samples_per_s\": " << format("%.6g", samples);
@@ -513,12 +630,27 @@ std::string Run::saveOutputs() const {
 int Run::run() {
   if (anyFailed(checkOptions(), true))
     return 1;
+  // Before any allocation. Ranks of one plan often need the same: the lowest
+  // that does not fit speaks.
+  const std::string tooBig = checkMemory();
+  const int tooBigRank = lowestFlagged(comm.maxOverRanks(
+      {rankFlag(!tooBig.empty())}, [] { return "the memory check"; })[0]);
+  if (tooBigRank >= 0) {
+    if (rank == tooBigRank)
+      err << "ppc-run: " + tooBig + "\n";
+    return 1;
+  }
   openblas_set_num_threads(options.threads);
 
   std::string error;
-  for (const auto &[name, path] : options.inputs)
+  for (const auto &[name, path] : options.inputs) {
+    std::string nonfinite;
     if (error.empty())
-      error = data.setInputFile(name, path);
+      error = data.setInputFile(name, path,
+                                options.allowNonfinite ? &nonfinite : nullptr);
+    if (!nonfinite.empty() && rank == 0)
+      err << "ppc-run: warning: " + nonfinite + "\n";
+  }
   if (error.empty())
     error = data.setWeightsFile(options.weightsFile);
   if (anyFailed(error, true))
@@ -559,9 +691,16 @@ int Run::run() {
             step, trace, options.verify && step == first, profile);
         !e.empty())
       return stepFailure(e);
-    const double seconds = comm.maxOverRanks({profile.seconds}, [&] {
-      return "the step time reduction after step " + std::to_string(step);
-    })[0];
+    // The reduction of the step time also finds the lowest rank whose loss
+    // is NaN or infinite (rankFlag), at no extra message.
+    const float *loss = lossValue();
+    const bool finite = !loss || std::isfinite(*loss);
+    const std::vector<double> reduced =
+        comm.maxOverRanks({profile.seconds, rankFlag(!finite)}, [&] {
+          return "the step time reduction after step " + std::to_string(step);
+        });
+    const double seconds = reduced[0];
+    const int nonfiniteRank = lowestFlagged(reduced[1]);
     times.push_back(seconds);
     if (step > first || options.steps == 1) {
       for (int p = 0; p < kNumPhases; ++p)
@@ -570,6 +709,13 @@ int Run::run() {
     }
     if (rank == 0)
       printStep(step, last, seconds);
+    if (nonfiniteRank >= 0 && !options.allowNonfinite) {
+      if (rank == nonfiniteRank)
+        err << "ppc-run: rank " + std::to_string(rank) + ": the loss of step " +
+                   std::to_string(step) + " is " + std::to_string(*loss) +
+                   "; stopping (--allow-nonfinite trains on)\n";
+      return 1;
+    }
     if (options.verify && step == first && verify(step) != 0)
       return 1;
     if (options.checkpointEvery > 0 && step != last &&
@@ -614,8 +760,26 @@ int Run::run() {
 
 } // namespace
 
+/// Every rank must run the same plan (the same file, unchanged): rank 0
+/// compares the others' digests with its own. "" or the first difference.
+std::string comparePlanDigests(const Plan &plan, Communicator &comm) {
+  std::vector<std::string> digests = comm.gatherToRoot(
+      hex(planHash(plan)), [] { return "the plan digest exchange"; });
+  for (size_t r = 1; r < digests.size(); ++r)
+    if (digests[r] != digests[0])
+      return "rank " + std::to_string(r) + " runs a different plan (hash " +
+             digests[r] + ") than rank 0 (hash " + digests[0] + ")";
+  return "";
+}
+
 int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
             std::ostream &out, std::ostream &err) {
+  const std::string differs = comparePlanDigests(plan, comm);
+  if (comm.anyRank(!differs.empty(), [] { return "the plan digest check"; })) {
+    if (comm.rank() == 0)
+      err << "ppc-run: " << differs << "\n";
+    return 1;
+  }
   if (plan.programs_size() != comm.size()) {
     if (comm.rank() == 0)
       err << "ppc-run: this plan was made for " << plan.programs_size()

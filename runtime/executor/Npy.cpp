@@ -1,6 +1,7 @@
 //===- Npy.cpp - numpy .npy files -----------------------------------------===//
 
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include <cstring>
 #include <fstream>
@@ -106,9 +107,9 @@ std::string readNpy(const std::string &path, NpyArray &array) {
       return bad("shape " + shapeText);
     }
   }
-  int64_t n = 1;
-  for (int64_t d : array.shape)
-    n *= d;
+  int64_t n = checkedElementCount(array.shape);
+  if (n < 0)
+    return bad("shape " + shapeText);
 
   if (descr.size() < 3 || descr[0] == '>')
     return "'" + path + "' has dtype '" + descr +

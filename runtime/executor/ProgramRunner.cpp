@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <set>
+#include <stdexcept>
 
 namespace ppc::runtime {
 
@@ -141,7 +143,17 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   for (index_ = 0; index_ < program.instructions_size(); ++index_) {
     const Instruction &instr = program.instructions(index_);
     const Clock::time_point t0 = Clock::now();
-    if (std::string err = execute(instr); !err.empty())
+    std::string err;
+    // The memory check before the first step leaves room for kernels'
+    // temporaries, not for other processes' use: fail cleanly anyway.
+    try {
+      err = execute(instr);
+    } catch (const std::bad_alloc &) {
+      err = "out of memory";
+    } catch (const std::length_error &) {
+      err = "out of memory (a size beyond what a vector can hold)";
+    }
+    if (!err.empty())
       return err + " (" + context() + ")";
     const Clock::time_point t1 = Clock::now();
     if (instr.has_alloc() || instr.has_fill() || instr.has_load() ||

@@ -172,6 +172,8 @@ private:
   std::map<int32_t, Persistent> persistent;
   std::unordered_map<int32_t, Buffer> live;
   std::map<int, CollectiveLayout> layouts;
+  /// Collectives set up so far per group, to match members' instructions.
+  std::map<std::vector<int>, int64_t> collectivesRun;
   std::map<int32_t, std::vector<float>> outputs_;
   std::vector<TraceEvent> trace_;
   bool timeKernels_ = false;

@@ -76,6 +76,34 @@ std::string readPlanFile(const std::string &path, Plan &plan) {
   return "";
 }
 
+int64_t checkedElementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return -1;
+  int64_t bytes;
+  return __builtin_mul_overflow(n, int64_t(sizeof(float)), &bytes) ? -1 : n;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(shape[d]);
+  return s + "]";
+}
+
+/// "" or why a tensor or scratch buffer of `shape` cannot exist.
+static std::string checkShape(const std::vector<int64_t> &shape) {
+  if (checkedElementCount(shape) >= 0)
+    return "";
+  for (int64_t d : shape)
+    if (d < 0)
+      return "has a negative dim (shape " + shapeString(shape) + ")";
+  return "of shape " + shapeString(shape) +
+         " has more than 2^61 elements: its float32 bytes do not fit in 64 "
+         "bits";
+}
+
 static std::string checkBox(const Box &box, const Tensor &tensor) {
   if (box.lo_size() != tensor.shape_size() ||
       box.hi_size() != tensor.shape_size())
@@ -121,10 +149,16 @@ std::string validatePlan(const Plan &plan) {
     return "it has " + std::to_string(numRanks) +
            " programs for a machine of " +
            std::to_string(plan.machine().num_devices()) + " devices";
-  for (int t = 0; t < numTensors; ++t)
-    if (plan.tensors(t).id() != t)
+  for (int t = 0; t < numTensors; ++t) {
+    const Tensor &tensor = plan.tensors(t);
+    if (tensor.id() != t)
       return "tensor #" + std::to_string(t) + " has id " +
-             std::to_string(plan.tensors(t).id());
+             std::to_string(tensor.id());
+    if (std::string err = checkShape(
+            std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()));
+        !err.empty())
+      return "tensor '" + tensor.name() + "' " + err;
+  }
   for (const Tensor &tensor : plan.tensors()) {
     if (tensor.init() != Tensor::WEIGHTS_FILE)
       continue;
@@ -177,10 +211,15 @@ std::string validatePlan(const Plan &plan) {
           return at + "buffer " + std::to_string(b.id()) + " allocated twice";
         if (b.tensor() >= numTensors)
           return at + "buffer of unknown tensor " + std::to_string(b.tensor());
-        if (b.tensor() >= 0)
+        if (b.tensor() >= 0) {
           if (std::string err = checkBox(b.box(), plan.tensors(b.tensor()));
               !err.empty())
             return at + err;
+        } else if (std::string err = checkShape(std::vector<int64_t>(
+                       b.shape().begin(), b.shape().end()));
+                   !err.empty()) {
+          return at + "scratch buffer " + std::to_string(b.id()) + " " + err;
+        }
         break;
       }
       case Instruction::kFree:

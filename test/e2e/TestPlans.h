@@ -10,7 +10,9 @@
 //    gradient) with a frozen tensor, for optimizer and checkpoint tests;
 //  - mlpPlan: a 2-layer MLP with an MSE loss, data parallel (batch split,
 //    gradients all-reduced) or tensor parallel (hidden units split, partial
-//    sums all-reduced), for --verify against the reference.
+//    sums all-reduced), for --verify against the reference;
+//  - hugeBatchPlan: what a model lowered with an absurd batch looks like to
+//    the runtime (buffers beyond any memory, or beyond 64-bit byte counts).
 //
 //===----------------------------------------------------------------------===//
 
@@ -462,6 +464,23 @@ inline pf::Plan mlpPlan(int n, bool tensorParallel,
     for (int buffer : {k.x, k.y, k.h, k.a, k.p, k.loss, k.dLoss, k.dP, k.dA,
                        k.dH, k.dW1, k.dB1, k.dW2, k.dB2})
       b.free(r, buffer);
+  }
+  return b.plan;
+}
+
+/// Input x [batch, 784] split by rows over n ranks, each of which loads its
+/// rows and a replicated weight w [784, 10].
+inline pf::Plan hugeBatchPlan(int n, int64_t batch) {
+  PlanBuilder b(n, false);
+  const int x = b.tensor("x", {batch, 784}, Tensor::INPUT);
+  const int w = b.tensor("w", {784, 10}, Tensor::WEIGHT, Tensor::ONES);
+  b.plan.set_batch_size(batch);
+  b.phase(Instruction::FORWARD);
+  for (int r = 0; r < n; ++r) {
+    int rows = b.alloc(r, x, {batch / n * r, 0}, {batch / n * (r + 1), 784});
+    b.load(r, rows);
+    int weight = b.whole(r, w);
+    b.load(r, weight);
   }
   return b.plan;
 }

@@ -16,8 +16,9 @@ mkdir -p "$work"
 cat "$work/resumed.log"
 grep -q '^step 3/4 ' "$work/resumed.log"
 grep -q '^step 4/4 ' "$work/resumed.log"
-for f in "$work"/straight/rank-*.ckpt; do
-  cmp "$f" "$work/resumed/$(basename "$f")"
+cmp "$work/straight/LATEST" "$work/resumed/LATEST"
+latest=$(sed -n 's/^latest //p' "$work/straight/LATEST")
+for f in "$work/straight/$latest"/rank-*.ckpt "$work/straight/$latest/COMPLETE"; do
+  cmp "$f" "$work/resumed/$latest/$(basename "$f")"
 done
-cmp "$work/straight/COMPLETE" "$work/resumed/COMPLETE"
 echo "checkpoints identical"

@@ -103,7 +103,8 @@ def run_case(case, ppc_opt, ppc_run):
         if proc.returncode != 0:
             first = (proc.stderr.strip().splitlines() or ["?"])[0]
             return name, "not-imported", first
-        args = [ppc_run, plan, "--steps", "1", "--quiet",
+        # Some cases feed NaN and Inf on purpose (casts): accept them.
+        args = [ppc_run, plan, "--steps", "1", "--quiet", "--allow-nonfinite",
                 "--save-outputs", os.path.join(work, "out")]
         for input_name, value in zip(input_names, inputs):
             path = os.path.join(work, f"input_{len(args)}.npy")

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace ppc::runtime;
@@ -51,6 +52,12 @@ std::string readFile(const std::string &path) {
 void writeFile(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
+}
+
+/// The step directory DIR/LATEST names ("" if none).
+std::string latestDir(const std::string &dir) {
+  std::string stepDir;
+  return readLatest(dir, stepDir).empty() ? stepDir : "";
 }
 
 /// runPlan on one rank without MPI; returns the exit code.
@@ -490,12 +497,16 @@ TEST(RuntimeRunPlan, ResumedRunsEndBitIdentical) {
   ASSERT_EQ(run(plan, half, &out), 0) << out;
   ASSERT_EQ(run(plan, resumed, &out), 0) << out;
   EXPECT_NE(out.find("step 3/4  loss "), std::string::npos) << out;
-  EXPECT_EQ(readFile(dir + "/straight/rank-0.ckpt"),
-            readFile(dir + "/resumed/rank-0.ckpt"));
-  EXPECT_EQ(readFile(dir + "/straight/COMPLETE"),
-            readFile(dir + "/resumed/COMPLETE"));
+  const std::string last = "/" + stepDirectoryName(4, false);
+  EXPECT_EQ(latestDir(dir + "/straight"), dir + "/straight" + last);
+  EXPECT_EQ(latestDir(dir + "/resumed"), dir + "/resumed" + last);
+  EXPECT_EQ(readFile(dir + "/straight" + last + "/rank-0.ckpt"),
+            readFile(dir + "/resumed" + last + "/rank-0.ckpt"));
+  EXPECT_EQ(readFile(dir + "/straight" + last + "/COMPLETE"),
+            readFile(dir + "/resumed" + last + "/COMPLETE"));
   Checkpoint c;
-  ASSERT_EQ(readCheckpointFile(dir + "/resumed/rank-0.ckpt", c), "");
+  ASSERT_EQ(readCheckpointFile(dir + "/resumed" + last + "/rank-0.ckpt", c),
+            "");
   EXPECT_EQ(c.steps, 4);
   ASSERT_EQ(c.buffers.size(), 2u); // w and the frozen s
   EXPECT_EQ(c.buffers[0].optimizer.steps, 4);
@@ -521,7 +532,8 @@ TEST(RuntimeRunPlan, ResumeErrors) {
   more.steps = 2;
   more.checkpointDir = dir + "/b";
   ASSERT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), more, &out), 0);
-  std::string cmd = "cp '" + dir + "/a/rank-0.ckpt' '" + dir + "/b/'";
+  std::string cmd = "cp '" + latestDir(dir + "/a") + "/rank-0.ckpt' '" +
+                    latestDir(dir + "/b") + "/'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   resume.resumeDir = dir + "/b";
   EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
@@ -531,7 +543,275 @@ TEST(RuntimeRunPlan, ResumeErrors) {
   resume.resumeDir = dir + "/none";
   EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
             1);
+  EXPECT_EQ(err, "ppc-run: cannot resume from '" + dir +
+                     "/none': no such directory\n");
+
+  // LATEST names a step directory without COMPLETE.
+  cmd = "rm '" + latestDir(dir + "/b") + "/COMPLETE'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  resume.resumeDir = dir + "/b";
+  EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
+            1);
   EXPECT_NE(err.find("no COMPLETE marker"), std::string::npos) << err;
+
+  // A directory in the layout before step directories.
+  std::string old = tempDir("resume-old-layout");
+  writeFile(old + "/COMPLETE", "ppc checkpoint 1\nsteps 1\nranks 1\nplan "
+                               "0123456789abcdef\n");
+  writeFile(old + "/rank-0.ckpt", "PPCCKPT");
+  resume.resumeDir = old;
+  EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
+            1);
+  EXPECT_EQ(err, "ppc-run: '" + old +
+                     "' holds a checkpoint in the old layout (rank files and "
+                     "COMPLETE directly in it); this ppc-run resumes only "
+                     "from step directories named by LATEST (checkpoint "
+                     "layout 2)\n");
+  // An empty directory.
+  resume.resumeDir = tempDir("resume-empty");
+  EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::SGD), resume, &out, &err),
+            1);
+  EXPECT_NE(err.find("has no finished checkpoint (no LATEST"),
+            std::string::npos)
+      << err;
+}
+
+std::vector<std::string> listDir(const std::string &dir) {
+  std::string cmd = "ls '" + dir + "' > '" + dir + ".list'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::istringstream in(readFile(dir + ".list"));
+  std::vector<std::string> names;
+  for (std::string name; in >> name;)
+    names.push_back(name);
+  return names;
+}
+
+TEST(RuntimeRunPlan, CheckpointsKeptAndRewritten) {
+  std::string dir = tempDir("keep");
+  pf::Plan plan = fakeTrainingPlan(1, pf::Optimizer::ADAM);
+  RunOptions options;
+  options.steps = 5;
+  options.checkpointDir = dir + "/c";
+  options.checkpointEvery = 1;
+  std::string out, err;
+  ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_EQ(listDir(options.checkpointDir),
+            (std::vector<std::string>{"LATEST", stepDirectoryName(4, false),
+                                      stepDirectoryName(5, false)}));
+  options.keepCheckpoints = 3;
+  ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_EQ(listDir(options.checkpointDir),
+            (std::vector<std::string>{"LATEST", stepDirectoryName(3, false),
+                                      stepDirectoryName(4, false),
+                                      stepDirectoryName(5, false)}));
+  // A new run that writes the step LATEST names writes it under the other
+  // name, so LATEST keeps naming a complete one.
+  options.checkpointEvery = 0;
+  options.keepCheckpoints = 1;
+  ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_EQ(listDir(options.checkpointDir),
+            (std::vector<std::string>{"LATEST", stepDirectoryName(5, true)}));
+  ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_EQ(listDir(options.checkpointDir),
+            (std::vector<std::string>{"LATEST", stepDirectoryName(5, false)}));
+  RunOptions resume;
+  resume.steps = 1;
+  resume.resumeDir = options.checkpointDir;
+  EXPECT_EQ(run(plan, resume, &out, &err), 0) << err;
+  EXPECT_NE(out.find("step 6/6"), std::string::npos) << out;
+  // Steps after LATEST's belong to a run this one replaced.
+  options.steps = 3;
+  options.keepCheckpoints = 2;
+  ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_EQ(listDir(options.checkpointDir),
+            (std::vector<std::string>{"LATEST", stepDirectoryName(3, false)}));
+  options.keepCheckpoints = 0;
+  EXPECT_EQ(run(plan, options, &out, &err), 1);
+  EXPECT_EQ(err, "ppc-run: --keep-checkpoints must be at least 1\n");
+}
+
+/// Runs `options` with the k-th checkpoint filesystem step failing: as an
+/// error in this process, or as a kill in a child process. Returns the exit
+/// status and the filesystem steps counted.
+int runWithFault(const pf::Plan &plan, const RunOptions &options, int64_t k,
+                 bool kill, std::string &err, int64_t &steps) {
+  std::string out;
+  if (!kill) {
+    checkpointFaults() = {k, false, 0};
+    int code = run(plan, options, &out, &err);
+    steps = checkpointFaults().count;
+    checkpointFaults() = {};
+    return code;
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    checkpointFaults() = {k, true, 0};
+    _exit(run(plan, options, &out, &err));
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  steps = k;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(RuntimeCheckpoint, EveryInjectedFaultLeavesTheOldOrTheNewCheckpoint) {
+  const std::string dir = tempDir("faults");
+  const pf::Plan plan = fakeTrainingPlan(1, pf::Optimizer::ADAM);
+  std::string out, err;
+  // References: the checkpoints of steps 1 to 4 of one straight run.
+  RunOptions straight;
+  straight.steps = 4;
+  straight.checkpointDir = dir + "/straight";
+  straight.checkpointEvery = 1;
+  straight.keepCheckpoints = 4;
+  ASSERT_EQ(run(plan, straight, &out, &err), 0) << err;
+  // The start: checkpoints of steps 1 and 2.
+  RunOptions start = straight;
+  start.steps = 2;
+  start.checkpointDir = dir + "/start";
+  ASSERT_EQ(run(plan, start, &out, &err), 0) << err;
+  // Resumed for steps 3 and 4, each checkpointed (step 1's is deleted).
+  RunOptions resumed;
+  resumed.steps = 2;
+  resumed.resumeDir = resumed.checkpointDir = dir + "/work";
+  resumed.checkpointEvery = 1;
+  RunOptions check;
+  check.steps = 1;
+  check.resumeDir = resumed.checkpointDir;
+  check.quiet = true;
+
+  int64_t total = 0;
+  for (bool kill : {false, true}) {
+    for (int64_t k = 1;; ++k) {
+      SCOPED_TRACE((kill ? "kill at filesystem step " : "error at step ") +
+                   std::to_string(k));
+      std::string cmd = "rm -rf '" + dir + "/work' && cp -r '" + dir +
+                        "/start' '" + dir + "/work'";
+      ASSERT_EQ(std::system(cmd.c_str()), 0);
+      int64_t steps = 0;
+      int code = runWithFault(plan, resumed, k, kill, err, steps);
+      if (!kill && steps < k) {
+        // Past the last filesystem step: nothing failed.
+        ASSERT_EQ(code, 0) << err;
+        total = steps;
+        break;
+      }
+      if (kill && k > total)
+        break;
+      if (kill) {
+        EXPECT_EQ(code, kCheckpointFaultExitCode);
+      } else {
+        EXPECT_NE(err.find("injected fault at checkpoint filesystem step " +
+                           std::to_string(k)),
+                  std::string::npos)
+            << err;
+        // Failing to remove an old checkpoint is only a warning.
+        EXPECT_EQ(code == 0, err.find("ppc-run: warning: cannot remove old "
+                                      "checkpoints") != std::string::npos)
+            << err;
+      }
+      // LATEST names a complete checkpoint equal to the straight run's.
+      const std::string latest = latestDir(resumed.checkpointDir);
+      ASSERT_NE(latest, "");
+      CheckpointMarker marker;
+      ASSERT_EQ(readCompleteMarker(latest, marker), "");
+      EXPECT_GE(marker.steps, 2);
+      EXPECT_LE(marker.steps, 4);
+      const std::string reference =
+          straight.checkpointDir + "/" + stepDirectoryName(marker.steps, false);
+      EXPECT_EQ(readFile(latest + "/rank-0.ckpt"),
+                readFile(reference + "/rank-0.ckpt"));
+      EXPECT_EQ(readFile(latest + "/COMPLETE"),
+                readFile(reference + "/COMPLETE"));
+      ASSERT_EQ(run(plan, check, &out, &err), 0) << err;
+    }
+  }
+  // Directory creation, 3 files of 4 steps each per checkpoint, and the
+  // removal of step 1's directory.
+  EXPECT_GE(total, 2 * 13 + 4);
+}
+
+TEST(RuntimeRunPlan, NonfiniteLossStopsTraining) {
+  // A learning rate of 1e30 makes the second step's loss overflow.
+  pf::Plan plan = mlpPlan(1, false);
+  plan.mutable_optimizer()->set_learning_rate(1e30);
+  RunOptions options;
+  options.steps = 3;
+  std::string out, err;
+  EXPECT_EQ(run(plan, options, &out, &err), 1);
+  EXPECT_EQ(err, "ppc-run: rank 0: the loss of step 2 is inf; stopping "
+                 "(--allow-nonfinite trains on)\n");
+  EXPECT_NE(out.find("step 2/3  loss inf"), std::string::npos) << out;
+  EXPECT_EQ(out.find("step 3/3"), std::string::npos) << out;
+  options.allowNonfinite = true;
+  EXPECT_EQ(run(plan, options, &out, &err), 0) << err;
+  EXPECT_NE(out.find("step 3/3  loss "), std::string::npos) << out;
+}
+
+TEST(RuntimeRunPlan, NonfiniteInputs) {
+  std::string dir = tempDir("nonfinite-input");
+  std::vector<float> x(4 * 8, 0.5f);
+  x[1 * 8 + 2] = NAN;
+  x[3 * 8 + 7] = INFINITY;
+  ASSERT_EQ(writeNpy(dir + "/x.npy", {4, 8}, x.data()), "");
+  RunOptions options;
+  options.steps = 1;
+  options.inputs = {{"x", dir + "/x.npy"}};
+  std::string out, err;
+  EXPECT_EQ(run(mlpPlan(1, false), options, &out, &err), 1);
+  EXPECT_EQ(err, "ppc-run: --input x: '" + dir +
+                     "/x.npy' holds 2 NaN or infinite values (the first, "
+                     "nan, at [1, 2]); --allow-nonfinite accepts them\n");
+  EXPECT_EQ(out, "");
+  options.allowNonfinite = true;
+  EXPECT_EQ(run(mlpPlan(1, false), options, &out, &err), 0) << err;
+  EXPECT_EQ(err, "ppc-run: warning: --input x: '" + dir +
+                     "/x.npy' holds 2 NaN or infinite values (the first, "
+                     "nan, at [1, 2])\n");
+}
+
+TEST(RuntimeRunPlan, SizesCheckedBeforeAllocating) {
+  std::string out, err;
+  RunOptions options;
+  options.steps = 1;
+  EXPECT_EQ(run(hugeBatchPlan(1, 1000000000), options, &out, &err), 1);
+  EXPECT_EQ(err.rfind("ppc-run: rank 0 needs 2920.6 GiB for its buffers (the "
+                      "largest: tensor 'x' [0:1000000000, 0:784], 2920.6 "
+                      "GiB) but this machine has ",
+                      0),
+            0u)
+      << err;
+  // --verify's whole tensors count too.
+  options.verify = true;
+  EXPECT_EQ(run(hugeBatchPlan(1, 100000000), options, &out, &err), 1);
+  EXPECT_NE(err.find("and 584.1 GiB for --verify's whole tensors"),
+            std::string::npos)
+      << err;
+
+  // Element counts whose bytes overflow int64, and negative dims.
+  for (int64_t batch : {int64_t(1) << 62, INT64_MAX})
+    EXPECT_EQ(validatePlan(hugeBatchPlan(1, batch)),
+              "tensor 'x' of shape [" + std::to_string(batch) +
+                  ", 784] has more than 2^61 elements: its float32 bytes do "
+                  "not fit in 64 bits");
+  EXPECT_EQ(validatePlan(hugeBatchPlan(1, -4)),
+            "tensor 'x' has a negative dim (shape [-4, 784])");
+  PlanBuilder b(1, false);
+  b.scratch(0, {int64_t(1) << 40, int64_t(1) << 30});
+  EXPECT_EQ(validatePlan(b.plan),
+            "rank 0: instruction 0: scratch buffer 0 of shape [1099511627776, "
+            "1073741824] has more than 2^61 elements: its float32 bytes do "
+            "not fit in 64 bits");
+  // Boxes outside their tensor.
+  pf::Plan outside = hugeBatchPlan(1, 8);
+  outside.mutable_programs(0)
+      ->mutable_instructions(1)
+      ->mutable_alloc()
+      ->mutable_buffer()
+      ->mutable_box()
+      ->set_hi(0, 9);
+  EXPECT_EQ(validatePlan(outside), "rank 0: instruction 1: box dim 0 [0, 9) "
+                                   "is outside tensor 'x'");
 }
 
 TEST(RuntimeRunPlan, Errors) {

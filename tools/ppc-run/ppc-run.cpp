@@ -7,7 +7,9 @@
 
 #include "ppc/Runtime/Executor.h"
 #include "ppc/Runtime/PlanIO.h"
+#include "ppc/Version.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <malloc.h>
@@ -45,18 +47,28 @@ options:
                          Partitioned sums add float32 numbers in another
                          order, which changes them by about 1e-7 relative per
                          addition; a wrong plan errs by far more
-  --checkpoint DIR       write DIR/rank-R.ckpt (weights, optimizer state, step)
-                         after the last step, and DIR/COMPLETE when all are
+  --checkpoint DIR       after the last step write DIR/step-S/rank-R.ckpt
+                         (weights, optimizer state, step S), then
+                         DIR/step-S/COMPLETE, then point DIR/LATEST at it;
+                         a run killed at any moment leaves the previous
+                         complete checkpoint or the new one
   --checkpoint-every N   also after every step number divisible by N
-  --resume DIR           continue from a checkpoint of the same plan; the run
-                         goes on exactly as if it had not been interrupted
+  --keep-checkpoints N   complete checkpoints kept in DIR (2); older ones are
+                         deleted once LATEST names the new one
+  --resume DIR           continue from DIR/LATEST's checkpoint of the same
+                         plan; the run goes on exactly as if it had not been
+                         interrupted
+  --allow-nonfinite      keep training when the loss is NaN or infinite, and
+                         accept NaN/Inf in --input files (default: stop with
+                         an error naming the step, or the input)
   --save-outputs DIR     write each output (the loss, or the model outputs of
                          a forward-only plan) as DIR/NAME.npy after the last
                          step
   --trace FILE           Chrome trace (chrome://tracing, Perfetto) of the last
                          step: pid = rank, tid 0 compute, tid 1 communication
   --timeout SECONDS      abort the job when a rank waits this long for a
-                         message or collective (300; inf: never)
+                         message or collective (300); 'inf' (or 1e9 and up):
+                         wait forever
   --threads N            OpenBLAS threads per rank (1)
   --profile FILE         write the kernels' measured times (all steps but
                          the first) as a simulator profile for --ppc-simulate
@@ -65,6 +77,7 @@ options:
                          a new batch every step; 1: train on one batch)
   --log FILE             one JSON object per step: step, loss, time_ms
   --quiet                no per-step lines or summary
+  --version              ppc's version
   --help                 this text
 )";
 
@@ -75,6 +88,7 @@ struct Args {
   RunOptions options;
   double timeout = 300;
   bool help = false;
+  bool version = false;
 };
 
 bool parseNumber(const std::string &text, double &value) {
@@ -126,19 +140,23 @@ std::string parseArgs(int argc, char **argv, Args &args) {
     };
     auto bad = [&](const char *what) {
       return name + " needs " + what +
-             (hasValue ? ", not '" + value + "'" : "");
+             (value.empty() ? "" : ", not '" + value + "'");
     };
     int64_t n = 0;
     double x = 0;
     if (name == "--help" || name == "-h") {
       args.help = true;
+    } else if (name == "--version") {
+      args.version = true;
+    } else if (name == "--allow-nonfinite") {
+      o.allowNonfinite = true;
     } else if (name == "--verify") {
       o.verify = true;
     } else if (name == "--quiet") {
       o.quiet = true;
     } else if (name == "--steps" || name == "--seed" ||
                name == "--checkpoint-every" || name == "--threads" ||
-               name == "--batches") {
+               name == "--batches" || name == "--keep-checkpoints") {
       if (!takeValue() || !parseInt(value, n))
         return bad("an integer");
       if (name == "--steps")
@@ -149,15 +167,19 @@ std::string parseArgs(int argc, char **argv, Args &args) {
         o.checkpointEvery = n;
       else if (name == "--batches")
         o.batches = n;
+      else if (name == "--keep-checkpoints")
+        o.keepCheckpoints = n;
       else
         o.threads = static_cast<int>(n);
-    } else if (name == "--timeout" || name == "--verify-tolerance") {
+    } else if (name == "--timeout") {
+      // stod reads "inf" and "infinity"; NaN fails x > 0.
+      if (!takeValue() || !parseNumber(value, x) || !(x > 0))
+        return bad("a positive number of seconds or 'inf'");
+      args.timeout = std::min(x, kUnlimitedTimeout);
+    } else if (name == "--verify-tolerance") {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number");
-      if (name == "--timeout")
-        args.timeout = x;
-      else
-        o.verifyTolerance = x;
+      o.verifyTolerance = x;
     } else if (name == "--init") {
       if (!takeValue() || (value != "plan" && value != "seed"))
         return bad("'plan' or 'seed'");
@@ -187,7 +209,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       return "unknown option '" + name + "' (see --help)";
     }
   }
-  if (!args.help && args.plan.empty())
+  if (!args.help && !args.version && args.plan.empty())
     return "no plan file given (usage: ppc-run PLAN [options]; see --help)";
   return "";
 }
@@ -216,9 +238,21 @@ int main(int argc, char **argv) {
       if (speaks)
         std::cout << kHelp;
       code = 0;
-    } else if (std::string e = readPlanFile(args.plan, plan); !e.empty()) {
+    } else if (args.version) {
       if (speaks)
-        std::cerr << "ppc-run: " << e << "\n";
+        std::cout << "ppc-run (ppc) " << ppc::kVersion << "\n";
+      code = 0;
+    } else if (std::string e = readPlanFile(args.plan, plan);
+               comm->anyRank(!e.empty(), [] { return "reading the plan"; })) {
+      // A file missing on one node only: that rank speaks, so nobody waits
+      // for it.
+      const bool rootFailed = comm->broadcastFromRoot(
+          speaks && !e.empty(), [] { return "reading the plan"; });
+      if (!e.empty() && (speaks || !rootFailed))
+        std::cerr << "ppc-run: "
+                  << (speaks ? ""
+                             : "rank " + std::to_string(comm->rank()) + ": ")
+                  << e << "\n";
     } else {
       args.options.weightsFile = args.weights.empty()
                                      ? weightsFilePath(args.plan, plan)

@@ -1,20 +1,40 @@
-//===- Checkpoint.h - per-rank checkpoint files -----------------*- C++ -*-===//
+//===- Checkpoint.h - per-step checkpoint directories -----------*- C++ -*-===//
 //
-// MLIR-free. A checkpoint directory holds rank-R.ckpt per rank and a COMPLETE
-// marker that rank 0 writes once every rank's file is in place:
+// MLIR-free. A checkpoint directory DIR holds one directory per checkpoint
+// and a pointer to the newest complete one (layout version 2):
 //
-//   rank-R.ckpt (little-endian):
+//   DIR/LATEST (text): "ppc checkpoint 2\nlatest step-000000042\n"
+//   DIR/step-000000042/rank-R.ckpt   one per rank, format below
+//   DIR/step-000000042/COMPLETE (text):
+//     "ppc checkpoint 2\nsteps S\nranks K\nplan HASH\n"
+//
+//   rank-R.ckpt (little-endian, format version 1):
 //     "PPCCKPT\0"  u32 format version  u64 plan hash
 //     i32 rank  i32 ranks  i64 steps done  i32 optimizer slots  u32 buffers
 //     per buffer: i32 buffer id, i32 tensor id, u32 dims, i64 lo[dims],
 //                 i64 hi[dims], f32 values[volume], i64 optimizer steps,
 //                 f32 slot values[slots][volume]
 //     u64 FNV-1a hash of everything before it
-//   COMPLETE (text): "ppc checkpoint 1\nsteps S\nranks K\nplan HASH\n"
 //
-// Files are written to a temporary name, fsynced and renamed, so each is
-// either the old or the new one; resuming checks that every rank's file is
-// of the step COMPLETE names.
+// Writing the checkpoint of step S (the executor drives it over all ranks):
+//  1. rank 0 empties and creates the step directory (prepareStepDirectory);
+//     it is never the one LATEST names: a step written again while LATEST
+//     names step-S goes to step-S-2 (and back);
+//  2. every rank writes its file to a temporary name, fsyncs, renames it
+//     and fsyncs the directory;
+//  3. once all have, rank 0 writes COMPLETE the same way, then LATEST
+//     (temporary name, fsync, rename, fsync of DIR): that rename is the
+//     commit point of the step;
+//  4. only then rank 0 deletes the step directories beyond the newest
+//     `keep` complete ones (pruneCheckpoints).
+// A kill at any moment leaves LATEST naming a complete checkpoint: the
+// previous one up to the rename of step 3, the new one after it. Resuming
+// follows LATEST and checks that COMPLETE and every rank's file agree.
+//
+// Tests inject failures deterministically: the k-th filesystem step of the
+// process (a write, fsync, rename, directory creation or removal) fails
+// with an error, or ends the process as a kill would (PPC_CKPT_FAIL_AT=k,
+// PPC_CKPT_FAIL_MODE=error|exit, or checkpointFaults()).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +50,10 @@
 
 namespace ppc::runtime {
 
+/// Format of the rank files.
 constexpr uint32_t kCheckpointVersion = 1;
+/// Layout of the checkpoint directory: LATEST and the COMPLETE markers.
+constexpr uint32_t kCheckpointLayoutVersion = 2;
 
 struct CheckpointBuffer {
   int32_t buffer = 0; ///< buffer id in the rank's program
@@ -72,11 +95,46 @@ struct CheckpointMarker {
   uint64_t planHash = 0;
 };
 
-/// Writes `dir`/COMPLETE atomically.
+/// Writes `dir`/COMPLETE atomically (`dir` is a step directory).
 std::string writeCompleteMarker(const std::string &dir,
                                 const CheckpointMarker &marker);
 std::string readCompleteMarker(const std::string &dir,
                                CheckpointMarker &marker);
+
+/// "step-000000042", or "step-000000042-2" for the alternate name.
+std::string stepDirectoryName(int64_t steps, bool alternate);
+
+/// Rank 0's step 1 of writing the checkpoint of step `steps` into `dir`
+/// (created if missing): picks the step directory's name (the alternate one
+/// when LATEST names the other), removes what a killed run left under that
+/// name, and creates it empty.
+std::string prepareStepDirectory(const std::string &dir, int64_t steps,
+                                 bool &alternate);
+
+/// Points `dir`/LATEST at step directory `name` atomically: the commit.
+std::string writeLatest(const std::string &dir, const std::string &name);
+
+/// The step directory `dir`/LATEST names, as a path; errors tell a missing
+/// directory, one without a completed checkpoint and one in the old layout
+/// (rank files and COMPLETE directly in `dir`) apart.
+std::string readLatest(const std::string &dir, std::string &stepDir);
+
+/// Removes every step directory of `dir` except the one LATEST names and the
+/// `keep` - 1 newest complete ones of earlier steps; "" or the first error.
+std::string pruneCheckpoints(const std::string &dir, int64_t keep);
+
+/// Deterministic failure injection into the checkpoint writer's filesystem
+/// steps, for tests.
+struct CheckpointFaults {
+  int64_t failAt = 0; ///< the step (from 1) that fails; 0: none
+  bool exit = false;  ///< end the process like a kill instead of an error
+  int64_t count = 0;  ///< filesystem steps counted so far
+};
+/// Exit status of a process ended by an injected fault.
+constexpr int kCheckpointFaultExitCode = 86;
+/// The process's injection state, initialized from PPC_CKPT_FAIL_AT and
+/// PPC_CKPT_FAIL_MODE.
+CheckpointFaults &checkpointFaults();
 
 /// Creates `dir` and its parents if missing.
 std::string makeDirectories(const std::string &dir);

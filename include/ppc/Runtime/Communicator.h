@@ -5,6 +5,7 @@
 // than the timeout prints
 //   ppc-run: rank R: timed out after T s in WHAT
 // and aborts the whole job (MPI_Abort), so a lost message never hangs it.
+// A timeout of kUnlimitedTimeout seconds or more (inf too) waits forever.
 // A world of one rank, and any group of one rank, never calls MPI, so
 // single-rank plans also run in a process without MPI (tests).
 //
@@ -24,6 +25,11 @@
 #include <vector>
 
 namespace ppc::runtime {
+
+/// Timeouts from this many seconds (about 31 years) up, inf included, mean
+/// no deadline: steady_clock counts nanoseconds in 64 bits, so a deadline
+/// near 2^63 ns (292 years) would overflow into the past.
+constexpr double kUnlimitedTimeout = 1e9;
 
 class Communicator {
 public:

@@ -57,8 +57,11 @@ public:
 
   /// Uses the array in `path` for the input tensor named `name` (every
   /// step). Errors: no such tensor (the message lists the inputs), not an
-  /// input, unreadable file, shape differs.
-  std::string setInputFile(const std::string &name, const std::string &path);
+  /// input, unreadable file, shape differs, NaN or infinite values (naming
+  /// the first). With `nonfinite`, those values are accepted and
+  /// *nonfinite describes them ("" if none).
+  std::string setInputFile(const std::string &name, const std::string &path,
+                           std::string *nonfinite = nullptr);
 
   /// Maps the plan's weights file (raw float32, see plan.proto WeightsFile)
   /// and checks its size and the checksum of every tensor this run reads

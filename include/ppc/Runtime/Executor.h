@@ -47,9 +47,13 @@ struct RunOptions {
   /// The plan's weights file (weightsFilePath of the plan, or --weights).
   std::string weightsFile;
   bool verify = false;
+  /// Train on through a NaN/Inf loss and accept NaN/Inf in input files.
+  bool allowNonfinite = false;
   double verifyTolerance = 1e-4;
   std::string checkpointDir;
   int64_t checkpointEvery = 0; ///< also after steps divisible by it (0: no)
+  /// Complete checkpoints kept in checkpointDir, the newest included.
+  int64_t keepCheckpoints = 2;
   std::string resumeDir;
   std::string saveOutputsDir;
   std::string traceFile;

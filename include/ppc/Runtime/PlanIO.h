@@ -39,7 +39,17 @@ std::string weightsFilePath(const std::string &planPath,
                             const ppc::planfile::Plan &plan);
 
 /// Checks a plan's internal consistency; "" or the first problem found.
+/// Every tensor's and scratch buffer's float32 bytes fit in int64 (so box
+/// volumes and byte counts of a valid plan never overflow), and every box
+/// of a buffer lies inside its tensor.
 std::string validatePlan(const ppc::planfile::Plan &plan);
+
+/// The elements of `shape`, or -1 if a dim is negative or its float32 bytes
+/// do not fit in int64.
+int64_t checkedElementCount(const std::vector<int64_t> &shape);
+
+/// "[2, 3]".
+std::string shapeString(const std::vector<int64_t> &shape);
 
 } // namespace ppc::runtime
 
