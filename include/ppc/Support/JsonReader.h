@@ -71,6 +71,10 @@ public:
     const json &v = get(key);
     if (!v.is_number_integer())
       throw JsonError{at(key), "must be an integer"};
+    // nlohmann keeps integers above INT64_MAX unsigned; get<int64_t> would
+    // wrap them to negative numbers.
+    if (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)
+      throw JsonError{at(key), "must be less than 2^63"};
     return v.get<int64_t>();
   }
   int64_t getInt(const std::string &key, int64_t dflt) {
