@@ -256,6 +256,13 @@ void SearchStrategyPass::runOnOperation() {
   }
   showProgress =
       progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
+  // Each thread runs a chain with its own simulator: beyond the limit a
+  // request is clamped (said once), not a failure to start threads.
+  if (threads > static_cast<unsigned>(search::kMaxSearchThreads))
+    llvm::errs() << "ppc-search: note: threads=" << threads
+                 << " is more than the " << search::kMaxSearchThreads
+                 << " a search runs; using " << search::kMaxSearchThreads
+                 << "\n";
 
   std::optional<Machine> machine = topo::lookupMachine(module);
   if (!machine) {
@@ -338,10 +345,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   options.iterations = parsedBudget.iterations;
   options.seconds = parsedBudget.seconds;
   options.seed = seed;
-  options.threads =
-      threads
-          ? static_cast<int>(threads)
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads = static_cast<int>(std::min<unsigned>(
+      threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
+      search::kMaxSearchThreads));
   options.progress = showProgress;
   options.cancel = &cancelRequested;
 
