@@ -55,7 +55,8 @@
 // LIST: p100x16
 // LIST: dgx-h100xN
 // LIST: cpuxN
-// LIST: module {
+// Listing is all ppc-opt does then: no module is printed.
+// LIST-NOT: module
 
 // UNKNOWN: error: ppc-attach-machine: unknown machine 'tpu-v4': not a preset (p100x16, k80x64, dgx-a100, dgx-a100xN, dgx-h100, dgx-h100xN, cpu, cpuxN; at most 65536 devices) nor a JSON file
 // EMPTY: error: ppc-attach-machine needs machine=<preset or path to a .json file>; presets: p100x16,
