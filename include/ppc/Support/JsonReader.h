@@ -108,8 +108,10 @@ inline std::optional<nlohmann::json> parseJson(std::string_view text,
                                                std::string &error) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error &e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line...".
+  } catch (const nlohmann::json::exception &e) {
+    // Not only parse_error: a number too large for a double ("1e999") is an
+    // out_of_range. e.what() is "[json.exception.parse_error.101] parse
+    // error at line...".
     std::string what = e.what();
     size_t start = what.find("] ");
     error = fileName + ": invalid JSON: " +
