@@ -28,6 +28,11 @@ std::string writePlanFile(const ppc::planfile::Plan &plan,
 /// wrong.
 std::string readPlanFile(const std::string &path, ppc::planfile::Plan &plan);
 
+/// readPlanFile on the file's contents `bytes`; `path` only names the file
+/// in errors.
+std::string parsePlan(const std::string &bytes, const std::string &path,
+                      ppc::planfile::Plan &plan);
+
 /// Checks a plan's internal consistency; "" or the first problem found.
 std::string validatePlan(const ppc::planfile::Plan &plan);
 
