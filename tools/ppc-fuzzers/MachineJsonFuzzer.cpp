@@ -12,6 +12,8 @@
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Simulator/Simulator.h"
 
+#include "SimTestGraphs.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -36,15 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // One elementwise op, data parallel over the devices that divide 64.
   sim::Graph graph;
   graph.numInputs = 1;
-  sim::Op op;
-  op.name = "act";
-  op.kind = "ppc.relu";
-  op.space.dims = {{64, IterKind::Sample}, {16, IterKind::Parameter}};
-  op.space.operands = {TensorAccess::identity({64, 16})};
-  op.space.results = {TensorAccess::identity({64, 16})};
-  op.cost = {1024, 2048, 8192, 12288};
-  op.operands = {{sim::Source::Kind::Input, 0, 0}};
-  graph.ops.push_back(op);
+  graph.ops.push_back(sim::testing::elementwise("act", "ppc.relu", 64, 16,
+                                                {sim::testing::input()}, {}));
   sim::RooflineCostModel cost;
   sim::Simulator simulator(graph, *machine, cost);
   sim::SimResult result =

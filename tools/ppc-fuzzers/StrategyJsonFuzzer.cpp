@@ -13,6 +13,8 @@
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Simulator.h"
 
+#include "SimTestGraphs.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -21,42 +23,14 @@ using namespace ppc;
 
 namespace {
 
-/// [n, k] x [k, m] -> [n, m] with the iteration dims [n, m, k].
-sim::Op linear(std::string name, int64_t n, int64_t k, int64_t m,
-               sim::Source in, int32_t weight) {
-  sim::Op op;
-  op.name = std::move(name);
-  op.kind = "ppc.linear";
-  op.space.dims = {{n, IterKind::Sample},
-                   {m, IterKind::Parameter},
-                   {k, IterKind::Reduction}};
-  op.space.operands = {
-      {{n, k}, {DimAccess::identity(0), DimAccess::identity(2)}},
-      {{k, m}, {DimAccess::identity(2), DimAccess::identity(1)}}};
-  op.space.results = {
-      {{n, m}, {DimAccess::identity(0), DimAccess::identity(1)}}};
-  op.cost = {2.0 * n * k * m, 4.0 * n * k * m, 4.0 * (n * k + k * m + n * m),
-             8.0 * (n * k + k * m + n * m)};
-  op.operands = {in, {sim::Source::Kind::Weight, weight, 0}};
-  return op;
-}
-
 sim::Graph model() {
+  using namespace sim::testing;
   sim::Graph g;
   g.numInputs = 1;
   g.weights = {{"fc1.w", {64, 48}}, {"fc2.w", {48, 16}}};
-  g.ops.push_back(
-      linear("fc1", 32, 64, 48, {sim::Source::Kind::Input, 0, 0}, 0));
-  sim::Op act;
-  act.name = "act";
-  act.kind = "ppc.relu";
-  act.space.dims = {{32, IterKind::Sample}, {48, IterKind::Parameter}};
-  act.space.operands = {TensorAccess::identity({32, 48})};
-  act.space.results = {TensorAccess::identity({32, 48})};
-  act.cost = {32.0 * 48, 64.0 * 48, 8.0 * 32 * 48, 12.0 * 32 * 48};
-  act.operands = {{sim::Source::Kind::Op, 0, 0}};
-  g.ops.push_back(act);
-  g.ops.push_back(linear("fc2", 32, 48, 16, {sim::Source::Kind::Op, 1, 0}, 1));
+  g.ops.push_back(linear("fc1", 32, 64, 48, input(), 0));
+  g.ops.push_back(elementwise("act", "ppc.relu", 32, 48, {fromOp(0)}, {}));
+  g.ops.push_back(linear("fc2", 32, 48, 16, fromOp(1), 1));
   return g;
 }
 
