@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -115,7 +116,8 @@ void printProgress(Shared &shared, bool final) {
   double best = shared.best();
   double eta = -1;
   if (options.iterations > 0 && done > 0) {
-    int64_t total = options.iterations * std::max(options.threads, 1);
+    int64_t total =
+        options.iterations * std::clamp(options.threads, 1, kMaxSearchThreads);
     eta = elapsed * static_cast<double>(total - done) / done;
   }
   if (options.seconds > 0) {
@@ -311,14 +313,26 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
     std::vector<std::vector<size_t>> adjacency = neighbours(graph);
     Shared shared{problem, space, options, adjacency, begin, bestStart};
     shared.globalBest = bestStart;
-    size_t numChains = static_cast<size_t>(std::max(options.threads, 1));
+    size_t numChains =
+        static_cast<size_t>(std::clamp(options.threads, 1, kMaxSearchThreads));
     std::vector<ChainResult> chains(numChains);
+    auto run = [&](size_t c) {
+      chains[c] = runChain(shared, c, validStarts[c % validStarts.size()]);
+    };
     std::vector<std::thread> threads;
-    for (size_t c = 1; c < numChains; ++c)
-      threads.emplace_back([&, c] {
-        chains[c] = runChain(shared, c, validStarts[c % validStarts.size()]);
-      });
-    chains[0] = runChain(shared, 0, validStarts[0]);
+    // A chain whose thread cannot be started (the system's thread limit)
+    // runs on this thread instead: chains do not depend on each other, so
+    // the result is the same.
+    std::vector<size_t> onThisThread = {0};
+    for (size_t c = 1; c < numChains; ++c) {
+      try {
+        threads.emplace_back(run, c);
+      } catch (const std::system_error &) {
+        onThisThread.push_back(c);
+      }
+    }
+    for (size_t c : onThisThread)
+      run(c);
     for (std::thread &thread : threads)
       thread.join();
     if (progressWanted(options))

@@ -61,6 +61,9 @@ std::vector<int64_t> readIntList(const json &value, const std::string &path,
     const json &element = value[i];
     if (!element.is_number_integer())
       throw JsonError{indexed(path, i), "must be an integer"};
+    // Above INT64_MAX nlohmann keeps it unsigned; get<int64_t> would wrap.
+    if (element.is_number_unsigned() && element.get<uint64_t>() > INT64_MAX)
+      throw JsonError{indexed(path, i), "must be less than 2^63"};
     int64_t v = element.get<int64_t>();
     if (positive && v < 1)
       throw JsonError{indexed(path, i), "must be at least 1"};

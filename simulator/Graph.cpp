@@ -7,6 +7,8 @@
 
 #include "ppc/Simulator/Graph.h"
 
+#include "ppc/Support/CheckedMath.h"
+
 #include <algorithm>
 #include <random>
 #include <sstream>
@@ -90,19 +92,41 @@ std::string validateSource(const Graph &graph, size_t index, size_t operand) {
   return where + "unknown source kind";
 }
 
+/// Adds the bytes of tensor `what` of `shape` to `total`. Returns the
+/// problem (and leaves `total` unchanged) when a dim is negative or the
+/// bytes do not fit in int64 or push `total` past kMaxGraphBytes, else "".
+std::string addTensorBytes(const std::string &what,
+                           const std::vector<int64_t> &shape, int64_t elemBytes,
+                           int64_t &total) {
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return what + ": negative dim in shape " + shapeString(shape);
+  std::optional<int64_t> volume = checkedProduct(shape);
+  std::optional<int64_t> bytes =
+      volume ? checkedMul(*volume, elemBytes) : std::nullopt;
+  if (!bytes || *bytes > kMaxGraphBytes - total)
+    return what + " of shape " + shapeString(shape) +
+           " takes the graph's tensors past 2^60 bytes (1 EiB), more than "
+           "the simulator's int64 memory accounting can represent";
+  total += *bytes;
+  return "";
+}
+
 } // namespace
 
 std::string Graph::validate() const {
   if (numInputs < 0)
     return "negative input count " + std::to_string(numInputs);
+  // Sizes from huge batches must be an error, not wrapped-around products.
+  int64_t totalBytes = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
+    std::string what =
+        "weight " + std::to_string(i) + " '" + weights[i].name + "'";
     if (weights[i].elemBytes < 1)
-      return "weight " + std::to_string(i) + " '" + weights[i].name +
-             "': element size " + std::to_string(weights[i].elemBytes);
-    for (int64_t size : weights[i].shape)
-      if (size < 0)
-        return "weight " + std::to_string(i) + " '" + weights[i].name +
-               "': negative dim in shape " + shapeString(weights[i].shape);
+      return what + ": element size " + std::to_string(weights[i].elemBytes);
+    if (std::string problem = addTensorBytes(what, weights[i].shape,
+                                             weights[i].elemBytes, totalBytes);
+        !problem.empty())
+      return problem;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op &op = ops[i];
@@ -117,6 +141,19 @@ std::string Graph::validate() const {
              std::to_string(op.elemBytes);
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (std::string problem = validateSource(*this, i, o); !problem.empty())
+        return problem;
+    // Operands count too: each consumer may receive its own copy.
+    for (size_t o = 0; o < op.space.operands.size(); ++o)
+      if (std::string problem = addTensorBytes(
+              describeOp(*this, i) + ": operand " + std::to_string(o),
+              op.space.operands[o].shape, op.elemBytes, totalBytes);
+          !problem.empty())
+        return problem;
+    for (size_t r = 0; r < op.space.results.size(); ++r)
+      if (std::string problem = addTensorBytes(
+              describeOp(*this, i) + ": result " + std::to_string(r),
+              op.space.results[r].shape, op.elemBytes, totalBytes);
+          !problem.empty())
         return problem;
   }
   return "";

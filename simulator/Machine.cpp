@@ -2,6 +2,8 @@
 
 #include "ppc/Simulator/Machine.h"
 
+#include "ppc/Support/CheckedMath.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -191,6 +193,50 @@ LinkSpec Machine::effectiveLink(int64_t src, int64_t dst, double bytes) const {
   return {LinkKind::Other, 0, std::numeric_limits<double>::infinity()};
 }
 
+/// The route between two distinct devices of `m`, built by fromCluster from
+/// `c`, read off fromCluster's link layout in O(1): per node, the device ->
+/// node switch links (when it has several devices), then the device -> NIC
+/// links (with several nodes); after every node, the NIC -> fabric links. A
+/// search on a large machine asks for many routes, and a shortest-path
+/// search over the whole graph per route made it quadratic in the devices.
+/// The path is the one effectiveLink prices: the node switch inside a node,
+/// the NICs and the fabric across nodes.
+static Route clusterRoute(const Machine &m, const ClusterSpec &c, int64_t src,
+                          int64_t dst) {
+  bool multiNode = c.nodes > 1;
+  int64_t switchLinks = c.devicesPerNode > 1 ? c.devicesPerNode : 0;
+  int64_t linksPerNode = switchLinks + (multiNode ? c.devicesPerNode : 0);
+  auto nodeOf = [&](int64_t d) { return d / c.devicesPerNode; };
+  auto localOf = [&](int64_t d) { return d % c.devicesPerNode; };
+  auto switchLink = [&](int64_t d) {
+    return nodeOf(d) * linksPerNode + localOf(d);
+  };
+  auto nicLink = [&](int64_t d) {
+    return nodeOf(d) * linksPerNode + switchLinks + localOf(d);
+  };
+  auto fabricLink = [&](int64_t d) {
+    return c.nodes * linksPerNode + nodeOf(d) * c.nicsPerNode +
+           localOf(d) * c.nicsPerNode / c.devicesPerNode;
+  };
+  Route r;
+  if (nodeOf(src) == nodeOf(dst)) {
+    r.links = {switchLink(src), switchLink(dst)};
+  } else {
+    r.links = {nicLink(src), fabricLink(src), fabricLink(dst), nicLink(dst)};
+  }
+  // Summed over the legs exactly as for a graph route.
+  r.effective.bandwidth = std::numeric_limits<double>::infinity();
+  for (int64_t l : r.links) {
+    const LinkSpec &leg = m.links[l].spec;
+    r.effective.latency += leg.latency;
+    if (leg.bandwidth < r.effective.bandwidth) {
+      r.effective.bandwidth = leg.bandwidth;
+      r.effective.kind = leg.kind;
+    }
+  }
+  return r;
+}
+
 std::optional<Route> Machine::route(int64_t src, int64_t dst,
                                     double bytes) const {
   if (src == dst) {
@@ -198,6 +244,8 @@ std::optional<Route> Machine::route(int64_t src, int64_t dst,
     r.effective = effectiveLink(src, dst);
     return r;
   }
+  if (cluster)
+    return clusterRoute(*this, *cluster, src, dst);
   int64_t numV = numVertices();
   std::vector<std::vector<int64_t>> adjacent(numV);
   std::set<double> bandwidths;
@@ -299,24 +347,37 @@ static std::string validateLinkSpec(const LinkSpec &spec) {
   return "";
 }
 
+std::string ClusterSpec::validate() const {
+  if (nodes < 1)
+    return "cluster: nodes must be >= 1";
+  if (devicesPerNode < 1)
+    return "cluster: devices per node must be >= 1";
+  std::optional<int64_t> count = checkedMul(nodes, devicesPerNode);
+  if (!count || *count > kMaxDevices)
+    return "cluster: " + std::to_string(nodes) + " nodes x " +
+           std::to_string(devicesPerNode) + " devices per node is more than " +
+           "the " + std::to_string(kMaxDevices) + " devices ppc supports";
+  if (nicsPerNode < 1 || nicsPerNode > devicesPerNode)
+    return "cluster: NICs per node must be between 1 and the devices per "
+           "node (" +
+           std::to_string(devicesPerNode) + ")";
+  if (std::string e = validateDeviceSpec(device); !e.empty())
+    return "cluster: device '" + device.name + "': " + e;
+  if (std::string e = validateLinkSpec(intra); !e.empty())
+    return "cluster: intra-node link: " + e;
+  if (std::string e = validateLinkSpec(inter); !e.empty())
+    return "cluster: inter-node link: " + e;
+  return "";
+}
+
 std::string Machine::validate() const {
-  if (cluster) {
-    const ClusterSpec &c = *cluster;
-    if (c.nodes < 1)
-      return "cluster: nodes must be >= 1";
-    if (c.devicesPerNode < 1)
-      return "cluster: devices per node must be >= 1";
-    if (c.nicsPerNode < 1 || c.nicsPerNode > c.devicesPerNode)
-      return "cluster: NICs per node must be between 1 and the devices per "
-             "node (" +
-             std::to_string(c.devicesPerNode) + ")";
-    if (std::string e = validateDeviceSpec(c.device); !e.empty())
-      return "cluster: device '" + c.device.name + "': " + e;
-    if (std::string e = validateLinkSpec(c.intra); !e.empty())
-      return "cluster: intra-node link: " + e;
-    if (std::string e = validateLinkSpec(c.inter); !e.empty())
-      return "cluster: inter-node link: " + e;
-  }
+  if (cluster)
+    if (std::string e = cluster->validate(); !e.empty())
+      return e;
+  if (numDevices() > kMaxDevices)
+    return "the machine has " + std::to_string(numDevices()) +
+           " devices, more than the " + std::to_string(kMaxDevices) +
+           " ppc supports";
   if (devices.empty())
     return "the machine has no devices";
   for (size_t i = 0; i < specs.size(); ++i)

@@ -10,6 +10,7 @@
 
 #include "ppc/Simulator/Machine.h"
 
+#include "ppc/Support/CheckedMath.h"
 #include "ppc/Support/JsonReader.h"
 
 #include <nlohmann/json.hpp>
@@ -175,6 +176,9 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
                      ? static_cast<double>(memory.get<int64_t>())
                      : readQuantity(memory, r.at("memory_bytes"), Dim::Bytes);
   requirePositive(bytes, r.at("memory_bytes"));
+  // Converting a double at or beyond 2^63 to int64 is undefined.
+  if (bytes >= 0x1p63)
+    throw JsonError{r.at("memory_bytes"), "must be less than 2^63 bytes"};
   spec.memoryBytes = static_cast<int64_t>(bytes);
   spec.launchOverhead = r.has("launch_overhead")
                             ? getQuantity(r, "launch_overhead", Dim::Time)
@@ -256,12 +260,22 @@ Machine readMachine(const json &value) {
       throw JsonError{c.at("nics_per_node"),
                       "must be between 1 and devices_per_node (" +
                           std::to_string(spec.devicesPerNode) + ")"};
+    // Checked before anything is built: fromCluster makes every device.
+    std::optional<int64_t> count = checkedMul(spec.nodes, spec.devicesPerNode);
+    if (!count || *count > kMaxDevices)
+      throw JsonError{
+          c.at("devices_per_node"),
+          "nodes x devices_per_node (" + std::to_string(spec.nodes) + " x " +
+              std::to_string(spec.devicesPerNode) + ") is more than the " +
+              std::to_string(kMaxDevices) + " devices ppc supports"};
     spec.device = readDeviceSpec(c.get("device"), c.at("device"));
     spec.intra = readLinkSpec(c.get("intra"), c.at("intra"));
-    // One node has no inter-node link: it may be left out.
-    spec.inter = spec.nodes == 1 && !c.has("inter")
-                     ? spec.intra
-                     : readLinkSpec(c.get("inter"), c.at("inter"));
+    // One node has no inter-node link: `inter` may be left out, and is then
+    // `intra` (which no transfer uses, but every cluster carries one).
+    if (spec.nodes == 1 && !c.has("inter"))
+      spec.inter = spec.intra;
+    else
+      spec.inter = readLinkSpec(c.get("inter"), c.at("inter"));
     c.finish();
     top.finish();
     return Machine::fromCluster(spec, name);
@@ -290,6 +304,10 @@ Machine readMachine(const json &value) {
   const json &devices = readArray(top, "devices");
   if (devices.empty())
     throw JsonError{"devices", "must not be empty"};
+  if (static_cast<int64_t>(devices.size()) > kMaxDevices)
+    throw JsonError{
+        "devices", std::to_string(devices.size()) + " devices, more than the " +
+                       std::to_string(kMaxDevices) + " ppc supports"};
   for (size_t i = 0; i < devices.size(); ++i) {
     ObjectReader d(devices[i], indexed("devices", i));
     Device device;
@@ -458,7 +476,8 @@ std::optional<Machine> loadMachine(const std::string &presetOrPath,
                        presetOrPath.find('.') != std::string::npos;
   if (!looksLikePath && !std::ifstream(presetOrPath)) {
     error = "unknown machine '" + presetOrPath + "': not a preset (" +
-            listPresetNames() + ") nor a JSON file";
+            listPresetNames() + "; at most " + std::to_string(kMaxDevices) +
+            " devices) nor a JSON file";
     return std::nullopt;
   }
   return readMachineJsonFile(presetOrPath, error);

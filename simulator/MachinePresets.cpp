@@ -9,6 +9,7 @@
 
 #include "ppc/Simulator/Machine.h"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 
@@ -165,9 +166,9 @@ Machine cpuHost(int64_t processes, std::string name) {
   return cluster(std::move(name), 1, processes, 1, cpu, shm, shm);
 }
 
-/// Parses "<prefix><N>" with N >= 1.
+/// Parses "<prefix><N>" with 1 <= N <= maxCount.
 std::optional<int64_t> countAfter(std::string_view name,
-                                  std::string_view prefix) {
+                                  std::string_view prefix, int64_t maxCount) {
   if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix)
     return std::nullopt;
   std::string_view digits = name.substr(prefix.size());
@@ -175,7 +176,7 @@ std::optional<int64_t> countAfter(std::string_view name,
   auto [end, ec] =
       std::from_chars(digits.data(), digits.data() + digits.size(), n);
   if (ec != std::errc() || end != digits.data() + digits.size() || n < 1 ||
-      n > 1 << 16)
+      n > maxCount)
     return std::nullopt;
   return n;
 }
@@ -194,11 +195,12 @@ std::optional<Machine> lookupPreset(std::string_view name) {
   if (name == "cpu")
     return cpuHost(1, "cpu");
   std::string owned(name);
-  if (std::optional<int64_t> n = countAfter(name, "dgx-a100x"))
+  // No more than kMaxDevices devices (8 per DGX node).
+  if (std::optional<int64_t> n = countAfter(name, "dgx-a100x", kMaxDevices / 8))
     return dgxA100(*n, owned);
-  if (std::optional<int64_t> n = countAfter(name, "dgx-h100x"))
+  if (std::optional<int64_t> n = countAfter(name, "dgx-h100x", kMaxDevices / 8))
     return dgxH100(*n, owned);
-  if (std::optional<int64_t> n = countAfter(name, "cpux"))
+  if (std::optional<int64_t> n = countAfter(name, "cpux", kMaxDevices))
     return cpuHost(*n, owned);
   return std::nullopt;
 }
@@ -210,12 +212,17 @@ std::vector<PresetInfo> listPresets() {
       {"k80x64", "FlexFlow's K80 cluster: 16 nodes x 4 K80, PCIe, "
                  "56 Gb/s InfiniBand"},
       {"dgx-a100", "one DGX A100: 8 A100-80GB on NVSwitch (300 GB/s)"},
-      {"dgx-a100xN", "N DGX A100 nodes, 8 x 200 Gb/s HDR InfiniBand each"},
+      {"dgx-a100xN",
+       "N DGX A100 nodes (N <= " + std::to_string(kMaxDevices / 8) +
+           "), 8 x 200 Gb/s HDR InfiniBand each"},
       {"dgx-h100", "one DGX H100: 8 H100-SXM-80GB on NVSwitch (450 GB/s)"},
-      {"dgx-h100xN", "N DGX H100 nodes, 8 x 400 Gb/s NDR InfiniBand each"},
+      {"dgx-h100xN",
+       "N DGX H100 nodes (N <= " + std::to_string(kMaxDevices / 8) +
+           "), 8 x 400 Gb/s NDR InfiniBand each"},
       {"cpu", "one ppc-run process on this host: one core, 24 GB"},
-      {"cpuxN", "N ppc-run processes on this host: a core each while the 2 "
-                "cores last, then sharing them"},
+      {"cpuxN",
+       "N ppc-run processes on this host (N <= " + std::to_string(kMaxDevices) +
+           "): a core each while the 2 cores last, then sharing them"},
   };
 }
 
@@ -224,6 +231,17 @@ std::string listPresetNames() {
   for (const PresetInfo &p : listPresets())
     names += (names.empty() ? "" : ", ") + p.name;
   return names;
+}
+
+std::string formatPresetList() {
+  std::string text = "machine presets (or give a path to a machine JSON file, "
+                     "see docs/machine-format.md):\n";
+  for (const PresetInfo &preset : listPresets()) {
+    std::string name = "  " + preset.name;
+    name.resize(std::max<size_t>(name.size() + 1, 15), ' ');
+    text += name + preset.description + "\n";
+  }
+  return text;
 }
 
 } // namespace ppc

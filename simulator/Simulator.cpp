@@ -10,6 +10,8 @@
 
 #include "ppc/Simulator/Simulator.h"
 
+#include "absl/container/flat_hash_map.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -329,7 +331,10 @@ struct Simulator::Impl {
   // Resources: compute stream d, communication stream numDevices + d, and
   // direction k of link l at 2 * numDevices + 2 * l + k.
   std::vector<double> freeAt;
-  std::vector<int32_t> routeOf; ///< numDevices^2, -1 until computed.
+  /// Route id per (src * numDevices + dst), filled as transfers need them:
+  /// sparse, since a dense numDevices^2 table does not fit in memory for
+  /// large machines and a strategy uses few device pairs.
+  absl::flat_hash_map<int64_t, int32_t> routeOf;
   std::vector<RouteInfo> routes;
   std::vector<TimelineEvent> timeline;
 
@@ -370,12 +375,12 @@ struct Simulator::Impl {
       }
     }
     freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
-    routeOf.assign(numDevices * numDevices, -1);
   }
 
-  const RouteInfo &route(int64_t src, int64_t dst) {
-    int32_t &id = routeOf[src * numDevices + dst];
-    if (id < 0) {
+  /// The id of the route from `src` to `dst` in `routes`.
+  int32_t routeId(int64_t src, int64_t dst) {
+    auto [it, inserted] = routeOf.try_emplace(src * numDevices + dst, -1);
+    if (inserted) {
       RouteInfo info;
       info.link = machine.effectiveLink(src, dst);
       if (std::optional<Route> r = machine.route(src, dst)) {
@@ -388,10 +393,13 @@ struct Simulator::Impl {
               static_cast<int32_t>(2 * numDevices + 2 * l + dir));
         }
       }
-      id = static_cast<int32_t>(routes.size());
+      it->second = static_cast<int32_t>(routes.size());
       routes.push_back(std::move(info));
     }
-    return routes[id];
+    return it->second;
+  }
+  const RouteInfo &route(int64_t src, int64_t dst) {
+    return routes[routeId(src, dst)];
   }
 
   Collective makeCollective(const OpState &st, std::vector<int32_t> members,
@@ -656,8 +664,7 @@ struct Simulator::Impl {
     t.src = src;
     t.dst = dst;
     t.bytes = bytes;
-    route(srcDevice, dstDevice);
-    t.route = routeOf[srcDevice * numDevices + dstDevice];
+    t.route = routeId(srcDevice, dstDevice);
     t.time = routes[t.route].link.transferTime(static_cast<double>(bytes));
     return t;
   }

@@ -2,6 +2,8 @@
 
 #include "ppc/Dialect/Topology/TopologyDialect.h"
 #include "ppc/Dialect/Topology/TopologyOps.h"
+#include "ppc/Support/CheckedMath.h"
+#include "ppc/Support/MachineView.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -348,6 +350,14 @@ LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (devicesPerNode < 1)
     return emitError() << "a cluster needs devices_per_node >= 1, got "
                        << devicesPerNode;
+  // The simulator and search build every device: bound the count, without
+  // overflowing, before anything asks for it.
+  if (std::optional<int64_t> count = ppc::checkedMul(nodes, devicesPerNode);
+      !count || *count > ppc::kMaxDevices)
+    return emitError() << "a cluster of " << nodes << " nodes x "
+                       << devicesPerNode
+                       << " devices per node is more than the "
+                       << ppc::kMaxDevices << " devices ppc supports";
   if (nicsPerNode < 1 || nicsPerNode > devicesPerNode)
     return emitError() << "nics_per_node must be between 1 and "
                           "devices_per_node ("
@@ -389,6 +399,10 @@ LogicalResult MachineOp::verifyRegions() {
   }
   if (devices.empty())
     return emitOpError() << "has no devices";
+  if (static_cast<int64_t>(devices.size()) > ppc::kMaxDevices)
+    return emitOpError() << "has " << devices.size()
+                         << " devices, more than the " << ppc::kMaxDevices
+                         << " ppc supports";
 
   llvm::EquivalenceClasses<int64_t> components;
   for (auto [name, vertex] : vertexOf)

@@ -6,6 +6,8 @@
 
 #include "ppc/Support/IterationSpace.h"
 
+#include "ppc/Support/CheckedMath.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -56,6 +58,11 @@ static std::string validateAccess(const IterationSpace &space,
        << t.dims.size() << " dim accesses";
     return os.str();
   }
+  // Slices and transfers are sized from volumes in int64.
+  if (!checkedProduct(t.shape)) {
+    os << what << " #" << index << " has more than 2^63 elements";
+    return os.str();
+  }
   for (size_t i = 0; i < t.dims.size(); ++i) {
     const DimAccess &a = t.dims[i];
     if (a.isWhole())
@@ -75,6 +82,11 @@ std::string IterationSpace::validate() const {
     if (dims[i].size < 1)
       return "iteration dim " + std::to_string(i) + " has size " +
              std::to_string(dims[i].size);
+  std::vector<int64_t> sizes;
+  for (const IterDim &dim : dims)
+    sizes.push_back(dim.size);
+  if (!checkedProduct(sizes))
+    return "the iteration space has more than 2^63 points";
   for (size_t i = 0; i < operands.size(); ++i)
     if (auto err = validateAccess(*this, operands[i], "operand", i);
         !err.empty())

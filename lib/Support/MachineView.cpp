@@ -1,6 +1,7 @@
 //===- MachineView.cpp - which device runs which partition ----------------===//
 
 #include "ppc/Support/MachineView.h"
+#include "ppc/Support/CheckedMath.h"
 #include "ppc/Support/IterationSpace.h"
 
 #include <algorithm>
@@ -95,16 +96,48 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
       os << "stride " << s << " must be >= 1";
       return os.str();
     }
+  // Degrees, start and strides come from input: bound the partition count
+  // and the highest device with checked arithmetic before enumerating
+  // anything, so that huge values are an error, not a wrapped-around
+  // product.
+  int64_t deviceLimit = numDevices ? *numDevices : kMaxDevices;
+  auto describeLimit = [&]() {
+    return numDevices
+               ? "the machine has " + std::to_string(*numDevices) + " devices"
+               : "ppc supports at most " + std::to_string(kMaxDevices) +
+                     " devices";
+  };
+  std::optional<int64_t> partitions = checkedProduct(degrees);
+  // Partial products of degrees >= 1 are at most the whole product, so the
+  // contiguous strides cannot overflow once the product does not.
+  std::optional<int64_t> highest = config.start;
+  if (partitions) {
+    std::vector<int64_t> stride = config.effectiveStrides();
+    size_t k = 0;
+    for (int64_t d : degrees) {
+      if (d == 1)
+        continue;
+      std::optional<int64_t> reach = checkedMul(d - 1, stride[k++]);
+      highest = highest && reach ? checkedAdd(*highest, *reach) : std::nullopt;
+    }
+  }
+  if (!partitions || !highest) {
+    os << "strategy uses devices beyond 2^63 (the product of its degrees "
+          "and strides overflows); "
+       << describeLimit();
+    return os.str();
+  }
+  if (*highest >= deviceLimit) {
+    os << "strategy uses device " << *highest << " but " << describeLimit();
+    return os.str();
+  }
+  // More partitions than devices in range: two share a device.
+  if (*partitions > deviceLimit)
+    return "strategy maps two partitions to one device; the strides overlap";
   std::vector<int64_t> devices = config.devices();
   if (std::set<int64_t>(devices.begin(), devices.end()).size() !=
       devices.size())
     return "strategy maps two partitions to one device; the strides overlap";
-  int64_t maxDevice = *std::max_element(devices.begin(), devices.end());
-  if (numDevices && maxDevice >= *numDevices) {
-    os << "strategy uses device " << maxDevice << " but the machine has "
-       << *numDevices << " devices";
-    return os.str();
-  }
   return "";
 }
 

@@ -5,7 +5,6 @@
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Transforms/Passes.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace ppc {
@@ -24,11 +23,7 @@ struct AttachMachinePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (machine == "list") {
-      llvm::outs() << "machine presets (or give a path to a machine JSON "
-                      "file, see docs/machine-format.md):\n";
-      for (const ppc::PresetInfo &preset : ppc::listPresets())
-        llvm::outs() << llvm::formatv("  {0,-12} {1}\n", preset.name,
-                                      preset.description);
+      llvm::outs() << ppc::formatPresetList();
       return markAllAnalysesPreserved();
     }
     if (machine.empty()) {

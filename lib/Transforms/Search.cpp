@@ -239,15 +239,6 @@ void SearchStrategyPass::runOnOperation() {
     return signalPassFailure();
   }
   parsedBudget = *budgetValue;
-  // One OS thread per chain: beyond this, thread creation fails, and
-  // silently running fewer would change the (seed, threads) result.
-  constexpr unsigned kMaxThreads = 1024;
-  if (threads > kMaxThreads) {
-    module.emitError() << "ppc-search: threads=" << static_cast<uint64_t>(threads)
-                       << " is more than the " << kMaxThreads
-                       << " chains a search may run (0: one per core)";
-    return signalPassFailure();
-  }
   memoryLimitBytes = 0;
   if (!memoryLimit.empty()) {
     std::optional<int64_t> bytes = parseBytes(memoryLimit);
@@ -265,6 +256,13 @@ void SearchStrategyPass::runOnOperation() {
   }
   showProgress =
       progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
+  // Each thread runs a chain with its own simulator: beyond the limit a
+  // request is clamped (said once), not a failure to start threads.
+  if (threads > static_cast<unsigned>(search::kMaxSearchThreads))
+    llvm::errs() << "ppc-search: note: threads=" << threads
+                 << " is more than the " << search::kMaxSearchThreads
+                 << " a search runs; using " << search::kMaxSearchThreads
+                 << "\n";
 
   std::optional<Machine> machine = topo::lookupMachine(module);
   if (!machine) {
@@ -347,10 +345,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   options.iterations = parsedBudget.iterations;
   options.seconds = parsedBudget.seconds;
   options.seed = seed;
-  options.threads =
-      threads
-          ? static_cast<int>(threads)
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads = static_cast<int>(std::min<unsigned>(
+      threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
+      search::kMaxSearchThreads));
   options.progress = showProgress;
   options.cancel = &cancelRequested;
 

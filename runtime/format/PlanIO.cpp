@@ -3,6 +3,7 @@
 #include "ppc/Runtime/PlanIO.h"
 
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/text_format.h>
 
 #include <cstdio>
@@ -44,7 +45,11 @@ std::string readPlanFile(const std::string &path, Plan &plan) {
     return "cannot open plan file '" + path + "'";
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string bytes = buffer.str();
+  return parsePlan(buffer.str(), path, plan);
+}
+
+std::string parsePlan(const std::string &bytes, const std::string &path,
+                      Plan &plan) {
   if (bytes.empty())
     return "plan file '" + path + "' is empty";
   // Text plans start with a field name ("version: 1"); binary ones with the
@@ -66,6 +71,15 @@ std::string readPlanFile(const std::string &path, Plan &plan) {
     parser.RecordErrorsTo(&error);
     if (!parser.ParseFromString(bytes, &plan))
       return "'" + path + "' is not a ppc plan file (" + error.text + ")";
+    // The text parser takes strings that are not UTF-8 ("\377", raw bytes),
+    // which proto3 forbids and the binary parser rejects: such a plan would
+    // not survive being written back (found by ppc-plan-fuzzer).
+    google::protobuf::LogSilencer quiet;
+    std::string binary;
+    Plan check;
+    if (!plan.SerializeToString(&binary) || !check.ParseFromString(binary))
+      return "'" + path +
+             "' is not a ppc plan file (a string in it is not valid UTF-8)";
   }
   if (plan.version() != kPlanVersion)
     return "plan file '" + path + "' has format version " +

@@ -1,6 +1,7 @@
 //===- IterationSpaceTest.cpp - slices, halos and partial sums ------------===//
 
 #include "ppc/Support/IterationSpace.h"
+#include "ppc/Support/MachineView.h"
 
 #include <gtest/gtest.h>
 
@@ -109,3 +110,61 @@ TEST(IterationSpace, ActivationKinds) {
 }
 
 } // namespace
+
+namespace {
+
+/// A [rows, cols] elementwise space.
+IterationSpace elementwise(int64_t rows, int64_t cols) {
+  IterationSpace s;
+  s.dims = {{rows, IterKind::Sample}, {cols, IterKind::Parameter}};
+  s.operands.push_back(TensorAccess::identity({rows, cols}));
+  s.results.push_back(TensorAccess::identity({rows, cols}));
+  return s;
+}
+
+} // namespace
+
+TEST(IterationSpace, PointsAndVolumesMustFitInt64) {
+  constexpr int64_t k2p62 = int64_t(1) << 62;
+  EXPECT_EQ(elementwise(k2p62, 1).validate(), "");
+  EXPECT_EQ(elementwise(k2p62, 2).validate(),
+            "the iteration space has more than 2^63 points");
+  IterationSpace s = elementwise(4, 4);
+  s.operands[0].shape = {k2p62, 4};
+  EXPECT_EQ(s.validate(), "operand #0 has more than 2^63 elements");
+}
+
+TEST(CheckConfig, DegreesAndStridesThatOverflow) {
+  constexpr int64_t k2p62 = int64_t(1) << 62;
+  const std::string beyond = "strategy uses devices beyond 2^63";
+  // 2^62 x 4 = 2^64 wraps to 0 (a crash), 2^62 x 2 to a negative count (a
+  // length_error) without checked arithmetic.
+  for (int64_t second : {4, 2})
+    EXPECT_EQ(checkConfig(elementwise(k2p62, 4), {{k2p62, second}, 0, {}})
+                  .rfind(beyond, 0),
+              0u)
+        << second;
+  // Strides times degrees, and start plus the view's reach.
+  EXPECT_EQ(
+      checkConfig(elementwise(8, 8), {{4, 1}, 0, {INT64_MAX}}).rfind(beyond, 0),
+      0u);
+  EXPECT_EQ(
+      checkConfig(elementwise(8, 8), {{2, 1}, INT64_MAX, {}}).rfind(beyond, 0),
+      0u);
+  // A product that fits but exceeds the machine (or, without one, the
+  // limit) is rejected before 2^40 partitions are enumerated.
+  int64_t k2p40 = int64_t(1) << 40;
+  EXPECT_EQ(checkConfig(elementwise(k2p40, 1), {{k2p40, 1}, 0, {}}, 8),
+            "strategy uses device 1099511627775 but the machine has 8 "
+            "devices");
+  EXPECT_EQ(checkConfig(elementwise(k2p40, 1), {{k2p40, 1}, 0, {}}),
+            "strategy uses device 1099511627775 but ppc supports at most "
+            "65536 devices");
+  // Overlapping strides with more partitions than devices in range.
+  EXPECT_EQ(checkConfig(elementwise(4096, 4096), {{4096, 4096}, 0, {1, 1}}),
+            "strategy maps two partitions to one device; the strides overlap");
+  // The largest machine still fits.
+  EXPECT_EQ(checkConfig(elementwise(kMaxDevices, 1), {{kMaxDevices, 1}, 0, {}},
+                        kMaxDevices),
+            "");
+}

@@ -415,24 +415,6 @@ TEST(MachineJson, ErrorsNameThePath) {
             "'devices', not both");
 }
 
-TEST(MachineJson, OneNodeNeedsNoInterNodeLink) {
-  std::string single = validJsonCluster();
-  single.replace(single.find("\"nodes\": 2"), 10, "\"nodes\": 1");
-  std::string inter = ",\n      \"inter\": {\"kind\": \"infiniband\", "
-                      "\"bandwidth\": 1e10, \"latency\": 2e-6}";
-  ASSERT_NE(single.find(inter), std::string::npos);
-  std::string noInter = single;
-  noInter.erase(noInter.find(inter), inter.size());
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(noInter, "machine.json", error);
-  ASSERT_TRUE(m) << error;
-  EXPECT_EQ(m->numDevices(), 2);
-  // Two nodes still need it.
-  std::string two = noInter;
-  two.replace(two.find("\"nodes\": 1"), 10, "\"nodes\": 2");
-  EXPECT_EQ(parseError(two), "machine.json: cluster.inter: missing");
-}
-
 TEST(MachineJson, FilesAndLoadMachine) {
   std::string error;
   EXPECT_FALSE(readMachineJsonFile("/nonexistent/m.json", error));
@@ -511,4 +493,81 @@ TEST(MachineJson, HalfEfficiencyFlops) {
   negative.replace(negative.find("2e5"), 3, "-1");
   EXPECT_NE(parseError(negative).find("half_efficiency_flops"),
             std::string::npos);
+}
+
+TEST(MachineCluster, RoutesAreThoseOfTheGraph) {
+  // Cluster routes are read off the layout of fromCluster (O(1), for large
+  // machines); they must be the paths a search over the graph finds.
+  ClusterSpec spec = lookupPreset("dgx-h100")->cluster.value();
+  spec.nodes = 3;
+  spec.devicesPerNode = 4;
+  spec.nicsPerNode = 2;
+  std::vector<Machine> machines = {
+      Machine::fromCluster(spec), *lookupPreset("p100x16"),
+      *lookupPreset("dgx-h100x2"), *lookupPreset("cpux3")};
+  spec.devicesPerNode = 1;
+  spec.nicsPerNode = 1;
+  machines.push_back(Machine::fromCluster(spec));
+  for (const Machine &m : machines) {
+    Machine graph = m;
+    graph.cluster.reset();
+    for (int64_t a = 0; a < m.numDevices(); ++a)
+      for (int64_t b = 0; b < m.numDevices(); ++b) {
+        std::optional<Route> fast = m.route(a, b), slow = graph.route(a, b);
+        ASSERT_TRUE(fast && slow);
+        EXPECT_EQ(fast->links, slow->links) << m.name << " " << a << "->" << b;
+        EXPECT_EQ(fast->effective, slow->effective) << a << "->" << b;
+      }
+  }
+}
+
+TEST(MachineLimits, DeviceCountsAboveTheLimitAreRejected) {
+  ClusterSpec spec = lookupPreset("dgx-h100")->cluster.value();
+  spec.nodes = kMaxDevices / 8;
+  EXPECT_EQ(spec.validate(), "");
+  spec.nodes = 12500; // 100,000 devices
+  EXPECT_NE(spec.validate().find("more than the 65536 devices ppc supports"),
+            std::string::npos);
+  // nodes x devices per node overflows int64.
+  spec.nodes = spec.devicesPerNode = int64_t(1) << 32;
+  EXPECT_NE(spec.validate().find("more than the 65536"), std::string::npos);
+
+  // An explicit graph with one device too many: rejected before its entries
+  // are read.
+  std::string devices;
+  for (int64_t i = 0; i <= kMaxDevices; ++i)
+    devices += i ? ",{}" : "{}";
+  std::string error;
+  std::optional<Machine> one = lookupPreset("cpu");
+  std::string specJson = writeMachineJson(*one, /*explicitGraph=*/true);
+  specJson = specJson.substr(specJson.find("\"device_specs\""));
+  specJson = "{" + specJson.substr(0, specJson.find("\"devices\"")) +
+             "\"devices\": [" + devices + "]}";
+  EXPECT_FALSE(parseMachineJson(specJson, "big.json", error));
+  EXPECT_EQ(
+      error,
+      "big.json: devices: 65537 devices, more than the 65536 ppc supports");
+
+  // Presets stop at the limit too.
+  EXPECT_TRUE(lookupPreset("dgx-h100x8192"));
+  EXPECT_FALSE(lookupPreset("dgx-h100x8193"));
+  EXPECT_FALSE(lookupPreset("cpux65537"));
+}
+
+TEST(MachineJson, SingleNodeClusterNeedsNoInterLink) {
+  std::string json = writeMachineJson(*lookupPreset("dgx-h100"));
+  size_t inter = json.find(",\n    \"inter\"");
+  ASSERT_NE(inter, std::string::npos);
+  json = json.substr(0, inter) + json.substr(json.find('}', inter) + 1);
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(json, "one-node.json", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->numDevices(), 8);
+  EXPECT_EQ(m->cluster->inter, m->cluster->intra);
+  // With several nodes it is required.
+  size_t nodes = json.find("\"nodes\": 1");
+  ASSERT_NE(nodes, std::string::npos);
+  json.replace(nodes, 10, "\"nodes\": 2");
+  EXPECT_FALSE(parseMachineJson(json, "two-nodes.json", error));
+  EXPECT_EQ(error, "two-nodes.json: cluster.inter: missing");
 }

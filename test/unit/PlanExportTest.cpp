@@ -16,6 +16,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
+#include <google/protobuf/text_format.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
@@ -247,6 +248,27 @@ TEST_F(PlanExportTest, ReaderRejectsOtherVersion) {
       error.find("reads version " + std::to_string(runtime::kPlanVersion)),
       std::string::npos)
       << error;
+}
+
+TEST_F(PlanExportTest, TextReaderRejectsStringsThatAreNotUtf8) {
+  // Found by ppc-plan-fuzzer: the text parser took a raw 0xFF byte (or the
+  // escape \377) in a string, which proto3 forbids, so the plan read from
+  // text could not be read back once written in binary.
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(exported(), &text));
+  size_t producer = text.find("producer: \"");
+  ASSERT_NE(producer, std::string::npos);
+  for (const char *bad : {"\xff", "\\377"}) {
+    std::string bytes = text;
+    bytes.insert(producer + 11, bad);
+    pf::Plan read;
+    EXPECT_EQ(runtime::parsePlan(bytes, "bad.txt", read),
+              "'bad.txt' is not a ppc plan file (a string in it is not valid "
+              "UTF-8)")
+        << bad;
+  }
+  pf::Plan read;
+  EXPECT_EQ(runtime::parsePlan(text, "good.txt", read), "");
 }
 
 TEST_F(PlanExportTest, ReaderRejectsTruncatedFile) {

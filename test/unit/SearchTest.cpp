@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Search/Search.h"
+#include "ppc/Search/StrategyJson.h"
 
 #include "SimTestGraphs.h"
 
@@ -512,6 +513,44 @@ TEST_F(McmcFixture, LeavesOutOfMemoryStart) {
   SearchResult r = mcmc(tight, space, {single}, options);
   EXPECT_TRUE(std::isfinite(r.objective));
   EXPECT_LE(r.result.peakMemory(), limit);
+}
+
+TEST_F(McmcFixture, ThreadsAboveTheLimitAreClamped) {
+  // 100000 threads ended in an uncaught std::system_error.
+  SearchOptions options;
+  options.iterations = 1;
+  options.threads = 100000;
+  SearchResult r = mcmc(problem, space, {dataParallel(graph, 8)}, options);
+  EXPECT_EQ(r.iterations, kMaxSearchThreads);
+  expectValid(graph, r.strategy, 8);
+}
+
+TEST(StrategyJson, DegreesThatOverflowAreErrors) {
+  constexpr int64_t k2p62 = int64_t(1) << 62;
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(elementwise("act", "ppc.relu", k2p62, 4, input()));
+  Machine m = roundMachine(1, 8);
+  std::string error;
+  // 2^62 x 4 overflows int64.
+  EXPECT_FALSE(readStrategyJson(
+      R"({"ops": [{"name": "act", "degrees": [4611686018427387904, 4]}]})",
+      "s.json", g, m, error));
+  EXPECT_EQ(error.rfind("s.json: ops[0]: degrees [4611686018427387904, 4] "
+                        "start 0 do not fit op 'act' (ppc.relu) on 8 devices: "
+                        "strategy uses devices beyond 2^63",
+                        0),
+            0u)
+      << error;
+  // Above INT64_MAX a JSON integer is unsigned; it must not wrap.
+  EXPECT_FALSE(readStrategyJson(
+      R"({"ops": [{"name": "act", "degrees": [18446744073709551615, 1]}]})",
+      "s.json", g, m, error));
+  EXPECT_EQ(error, "s.json: ops[0].degrees[0]: must be less than 2^63");
+  EXPECT_FALSE(readStrategyJson(
+      R"({"ops": [{"name": "act", "degrees": [1, 1], "start": 9223372036854775808}]})",
+      "s.json", g, m, error));
+  EXPECT_EQ(error, "s.json: ops[0].start: must be less than 2^63");
 }
 
 } // namespace

@@ -405,3 +405,47 @@ TEST(Simulator, SharedWeightReadElsewhereMovesFromItsHolder) {
 }
 
 } // namespace
+
+TEST(Simulator, GraphsTooLargeForInt64AreRejected) {
+  // A batch of 2^50 rows of 1024 floats: 2^62 bytes per tensor, past what
+  // the int64 memory accounting can add up (the simulation predicted 0 ms).
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(elementwise("act", int64_t(1) << 50, 1024, input()));
+  EXPECT_EQ(g.validate(),
+            "op 0 'act' (ppc.relu): operand 0 of shape [1125899906842624, "
+            "1024] takes the graph's tensors past 2^60 bytes (1 EiB), more "
+            "than the simulator's int64 memory accounting can represent");
+  // Bytes of one tensor that overflow int64 outright.
+  g.ops[0] = elementwise("act", int64_t(1) << 61, 1, input());
+  g.ops[0].elemBytes = 8;
+  EXPECT_NE(g.validate().find("past 2^60 bytes"), std::string::npos);
+  // Weights count as well.
+  Graph w;
+  w.weights = {{"huge", {int64_t(1) << 40, int64_t(1) << 30}}};
+  EXPECT_NE(w.validate().find("weight 0 'huge' of shape"), std::string::npos);
+  // A billion rows is large but representable.
+  g.ops[0] = elementwise("act", 1'000'000'000, 1024, input());
+  EXPECT_EQ(g.validate(), "");
+}
+
+TEST(Simulator, LargestMachineSimulatesWithSparseRoutes) {
+  // kMaxDevices devices: a dense devices^2 route table was 16 GiB here (and
+  // out of memory above); routes are now kept per device pair used.
+  Machine m = roundMachine(kMaxDevices / 8, 8);
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(elementwise("a", 8192, 16, input()));
+  g.ops.push_back(elementwise("b", 8192, 16, fromOp(0)));
+  FixedCostModel cost;
+  Simulator simulator(g, m, cost);
+  // `a` on the first 8192 devices, `b` on the last device of every node:
+  // most transfers cross the network, and the highest device is used.
+  // (Transfers pair every producer and consumer partition, so the ops stay
+  // narrower than the machine.)
+  Strategy s = {{{8192, 1}, 0, {}}, {{8192, 1}, 7, {8}}};
+  ASSERT_EQ(simulator.checkConfig(1, s[1]), "");
+  SimResult r = simulator.simulate(s);
+  EXPECT_GT(r.iterationTime, 0);
+  EXPECT_EQ(r.devices.size(), static_cast<size_t>(kMaxDevices));
+}

@@ -4,11 +4,15 @@
 // registered. The input may be MLIR (text or bytecode) or an ONNX model
 // (binary protobuf or ONNX's textual syntax), recognized by its content: an
 // ONNX model is imported first, then the pass pipeline runs on the result.
+// `--list-machines` (or `machine=list` in a pass option) prints the machine
+// presets without reading an input; `--version` names ppc's version.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/InitAll.h"
+#include "ppc/Simulator/Machine.h"
+#include "ppc/Version.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/MLIRContext.h"
@@ -17,6 +21,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -43,6 +48,19 @@ importToBuffer(const llvm::MemoryBuffer &input, StringRef path,
   return llvm::MemoryBuffer::getMemBufferCopy(bytes, path);
 }
 
+/// True if a pass or pipeline option on the command line asks for the
+/// machine presets (`--ppc-attach-machine=machine=list`, also inside
+/// `--ppc-auto-parallel="..."` or `--pass-pipeline`): printing them needs no
+/// input, so ppc-opt must not wait for one on stdin.
+static bool asksForMachineList(int argc, char **argv) {
+  static const llvm::Regex machineList(
+      "ppc-(attach-machine|auto-parallel).*(^|[ ={])machine=list($|[ }])");
+  for (int i = 1; i < argc; ++i)
+    if (machineList.match(argv[i]))
+      return true;
+  return false;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   DialectRegistry registry;
@@ -50,17 +68,32 @@ int main(int argc, char **argv) {
   ppc::registerAllPasses();
   ppc::registerOnnxImportCLOptions();
 
+  llvm::cl::opt<bool> listMachines(
+      "list-machines",
+      llvm::cl::desc("Print the machine presets and exit (no input is read)"),
+      llvm::cl::init(false));
+  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << "ppc version " << PPC_VERSION_STRING << "\n";
+  });
+  // A pass's error is one line naming the problem; MLIR's default of
+  // appending the whole failing op (for a module pass, the whole module)
+  // buries it. --mlir-print-op-on-diagnostic brings the dump back. (The
+  // option exists once MLIRContext's options are registered; registering
+  // them again in registerAndParseCLIOptions is a no-op.)
+  registerMLIRContextCLOptions();
+  if (auto *printOp = static_cast<llvm::cl::opt<bool> *>(
+          llvm::cl::getRegisteredOptions().lookup(
+              "mlir-print-op-on-diagnostic")))
+    printOp->setInitialValue(false);
+
   auto [inputPath, outputPath] = registerAndParseCLIOptions(
       argc, argv, "ppc optimizer driver: ONNX or MLIR in, ppc graphs out\n",
       registry);
+  if (listMachines || asksForMachineList(argc, argv)) {
+    llvm::outs() << ppc::formatPresetList();
+    return 0;
+  }
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
-  // A user error names what is wrong; dumping the whole module after it
-  // (MLIR's default) buries the message. Still available on request.
-  auto &options = llvm::cl::getRegisteredOptions();
-  if (auto *printOp = static_cast<llvm::cl::opt<bool> *>(
-          options.lookup("mlir-print-op-on-diagnostic"));
-      printOp && printOp->getNumOccurrences() == 0)
-    *printOp = false;
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputPath, &error);

@@ -38,6 +38,11 @@ uint64_t weightsChecksum(const float *values, int64_t count);
 std::string weightsFilePath(const std::string &planPath,
                             const ppc::planfile::Plan &plan);
 
+/// readPlanFile on the file's contents `bytes`; `path` only names the file
+/// in errors.
+std::string parsePlan(const std::string &bytes, const std::string &path,
+                      ppc::planfile::Plan &plan);
+
 /// Checks a plan's internal consistency; "" or the first problem found.
 /// Every tensor's and scratch buffer's float32 bytes fit in int64 (so box
 /// volumes and byte counts of a valid plan never overflow), and every box

@@ -67,9 +67,7 @@ class ConfigSpace {
 public:
   ConfigSpace(const sim::Graph &graph, const Machine &machine,
               SpaceOptions options = {});
-  const std::vector<OpConfig> &configs(size_t op) const {
-    return perOp[op];
-  }
+  const std::vector<OpConfig> &configs(size_t op) const { return perOp[op]; }
   size_t numOps() const { return perOp.size(); }
   /// log10 of the number of strategies (product of per-op counts).
   double log10Size() const;
@@ -106,13 +104,19 @@ struct TracePoint {
   double best = 0;    ///< best objective so far (over all chains).
 };
 
+/// The most MCMC chains (one thread each) a search runs: far more than the
+/// cores of any host, and few enough that every chain's simulator state fits
+/// in memory and thread creation does not hit the system's limits.
+inline constexpr int kMaxSearchThreads = 256;
+
 struct SearchOptions {
   /// Budget: stop after this many proposals per chain (0: no limit) or
   /// this many seconds (0: no limit); at least one must be set.
   int64_t iterations = 0;
   double seconds = 0;
   uint64_t seed = 1;
-  /// Independent MCMC chains run on this many threads.
+  /// Independent MCMC chains run on this many threads, at most
+  /// kMaxSearchThreads (more are clamped to it).
   int threads = 1;
   /// Metropolis-Hastings: accept a worse strategy with exp(-beta * dt / t)
   /// where dt / t is the relative slowdown.

@@ -56,6 +56,12 @@ struct Weight {
   bool trainable = true;
 };
 
+/// The most bytes the tensors of a graph may hold together (1 EiB): the
+/// simulator adds tensor sizes per device in int64 (weights, gradients, up
+/// to two optimizer states, activations, received slices, workspace), and
+/// below 2^60 no such sum can overflow.
+inline constexpr int64_t kMaxGraphBytes = int64_t(1) << 60;
+
 /// A model: ops in a topological order (operands come from earlier ops).
 struct Graph {
   std::vector<Op> ops;
@@ -64,7 +70,8 @@ struct Graph {
 
   /// Empty when well formed, else the first problem: a source out of range
   /// or from a later op, an invalid iteration space, an operand count that
-  /// does not match the space.
+  /// does not match the space, or tensors too large for the int64
+  /// arithmetic of the simulator (see kMaxGraphBytes).
   std::string validate() const;
 };
 

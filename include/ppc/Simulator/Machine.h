@@ -19,6 +19,8 @@
 #ifndef PPC_SIMULATOR_MACHINE_H
 #define PPC_SIMULATOR_MACHINE_H
 
+#include "ppc/Support/MachineView.h"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -131,7 +133,13 @@ struct ClusterSpec {
   LinkSpec intra;
   LinkSpec inter;
 
+  /// nodes * devicesPerNode; overflows for specs that validate() rejects.
   int64_t numDevices() const { return nodes * devicesPerNode; }
+  /// Empty when the spec describes a machine ppc supports, else the first
+  /// problem: counts below 1, more than kMaxDevices devices (checked without
+  /// overflow), NICs out of range, an impossible device or link. Check this
+  /// before Machine::fromCluster, which builds every device.
+  std::string validate() const;
   bool operator==(const ClusterSpec &other) const {
     return nodes == other.nodes && devicesPerNode == other.devicesPerNode &&
            nicsPerNode == other.nicsPerNode && device == other.device &&
@@ -194,7 +202,8 @@ public:
   /// reaches over `intra` (each leg carries half the latency, so a device
   /// pair sees exactly `intra`); with more than one node, NICs "n<i>.nic<k>"
   /// and one "fabric" switch, device -> NIC -> fabric -> NIC -> device
-  /// adding up to exactly `inter`.
+  /// adding up to exactly `inter`. `spec` must have at most kMaxDevices
+  /// devices (ClusterSpec::validate()).
   static Machine fromCluster(const ClusterSpec &spec, std::string name = "");
 
   int64_t numDevices() const { return static_cast<int64_t>(devices.size()); }
@@ -226,9 +235,9 @@ public:
                              double bytes = kDefaultRouteBytes) const;
 
   /// Empty when the machine is well formed, else what is wrong with it (the
-  /// first problem found): no devices, non-positive FLOP/s, bandwidth or
-  /// memory, duplicate or empty names, link endpoints out of range, devices
-  /// that cannot reach each other...
+  /// first problem found): no devices or more than kMaxDevices, non-positive
+  /// FLOP/s, bandwidth or memory, duplicate or empty names, link endpoints
+  /// out of range, devices that cannot reach each other...
   std::string validate() const;
 
   /// Message size routes are chosen for by default: 1 MiB, large enough that
@@ -253,6 +262,9 @@ std::optional<Machine> lookupPreset(std::string_view name);
 std::vector<PresetInfo> listPresets();
 /// The preset names as one line, "p100x16, k80x64, ...", for error messages.
 std::string listPresetNames();
+/// The presets as `machine=list` and `ppc-opt --list-machines` print them:
+/// a header line, then one line per preset with its description.
+std::string formatPresetList();
 
 //===----------------------------------------------------------------------===//
 // JSON

@@ -93,13 +93,15 @@ struct IterationSpace {
   std::vector<TensorAccess> operands;
   std::vector<TensorAccess> results;
 
-  /// Number of points of the iteration space (product of the dim sizes).
+  /// Number of points of the iteration space (product of the dim sizes);
+  /// validate() checks that it fits in int64.
   int64_t numPoints() const;
   /// True if splitting iteration dim `d` leaves each partition of result `r`
   /// with a partial sum (d indexes no dim of that result).
   bool makesPartialSum(unsigned d, unsigned r = 0) const;
   /// Checks the space is self-consistent: sizes positive, every access names
-  /// an existing iteration dim, ranks agree. Returns an error text or "".
+  /// an existing iteration dim, ranks agree, the number of points and every
+  /// tensor's element count fit in int64. Returns an error text or "".
   std::string validate() const;
 };
 

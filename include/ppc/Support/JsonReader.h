@@ -71,6 +71,10 @@ public:
     const json &v = get(key);
     if (!v.is_number_integer())
       throw JsonError{at(key), "must be an integer"};
+    // nlohmann keeps integers above INT64_MAX unsigned; get<int64_t> would
+    // wrap them to negative numbers.
+    if (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)
+      throw JsonError{at(key), "must be less than 2^63"};
     return v.get<int64_t>();
   }
   int64_t getInt(const std::string &key, int64_t dflt) {
@@ -104,8 +108,10 @@ inline std::optional<nlohmann::json> parseJson(std::string_view text,
                                                std::string &error) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error &e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line...".
+  } catch (const nlohmann::json::exception &e) {
+    // Not only parse_error: a number too large for a double ("1e999") is an
+    // out_of_range. e.what() is "[json.exception.parse_error.101] parse
+    // error at line...".
     std::string what = e.what();
     size_t start = what.find("] ");
     error = fileName + ": invalid JSON: " +

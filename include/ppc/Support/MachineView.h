@@ -17,6 +17,13 @@
 
 namespace ppc {
 
+/// The most devices a machine may have (docs/machine-format.md, "Limits").
+/// The simulator keeps per-device state and the search enumerates machine
+/// views per op in O(devices), so both are sized for this many and no
+/// more; readers of machines and strategies reject larger counts before
+/// building anything of that size.
+inline constexpr int64_t kMaxDevices = int64_t(1) << 16;
+
 struct OpConfig {
   /// One degree per iteration dim of the op.
   std::vector<int64_t> degrees;
@@ -26,6 +33,9 @@ struct OpConfig {
   /// row-major products of the partitioned degrees).
   std::vector<int64_t> strides;
 
+  /// The product of the degrees. Callers that read degrees from input check
+  /// them first (checkConfig): the product of unchecked degrees can
+  /// overflow.
   int64_t numPartitions() const;
   std::vector<int64_t> effectiveStrides() const;
   /// Device of every partition, partitions in row-major order over degrees:
@@ -41,9 +51,11 @@ struct IterationSpace;
 
 /// Checks that `config` fits an op with iteration space `space` (one degree
 /// per dim, splittable dims only, equal partitions, no two partitions on one
-/// device) and, when given, a machine of `numDevices` devices. Returns the
-/// problem, or "" when it fits. The strategy verifier and the simulator both
-/// use it, so they accept exactly the same configurations.
+/// device) and, when given, a machine of `numDevices` devices (else at most
+/// kMaxDevices). Returns the problem, or "" when it fits. The strategy
+/// verifier and the simulator both use it, so they accept exactly the same
+/// configurations. Degrees, start and strides may be anything, overflowing
+/// products included: only after they pass is any partition enumerated.
 std::string checkConfig(const IterationSpace &space, const OpConfig &config,
                         std::optional<int64_t> numDevices = std::nullopt);
 

@@ -882,3 +882,60 @@ func.func @strategy_on_invalid_op(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
   %0 = ppc.matmul %a, %b {ppc.strategy = #ppc.strategy<degrees = [1, 1, 1]>} : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Degrees whose product overflows int64 (2^62 x 4 = 2^64) are an error, not
+// a wrapped-around partition count (a crash before).
+func.func @strategy_degree_product_overflows(%x: tensor<4611686018427387904x4xf32>) {
+  // expected-error @+1 {{strategy uses devices beyond 2^63 (the product of its degrees and strides overflows); ppc supports at most 65536 devices}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4611686018427387904, 4]>} : tensor<4611686018427387904x4xf32>
+  return
+}
+
+// -----
+
+// 2^62 x 2 = 2^63 wraps to a negative count (a length_error abort before).
+func.func @strategy_degree_product_negative(%x: tensor<4611686018427387904x2xf32>) {
+  // expected-error @+1 {{strategy uses devices beyond 2^63}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4611686018427387904, 2]>} : tensor<4611686018427387904x2xf32>
+  return
+}
+
+// -----
+
+// A product that fits but needs more devices than ppc supports is rejected
+// before any partition is enumerated.
+func.func @strategy_too_many_partitions(%x: tensor<1099511627776x4xf32>) {
+  // expected-error @+1 {{strategy uses device 1099511627775 but ppc supports at most 65536 devices}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [1099511627776, 1]>} : tensor<1099511627776x4xf32>
+  return
+}
+
+// -----
+
+// Strides times degrees overflow.
+func.func @strategy_stride_overflows(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{strategy uses devices beyond 2^63}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4, 1], strides = [9223372036854775807]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Start plus the view's reach overflows.
+func.func @strategy_start_overflows(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{strategy uses devices beyond 2^63}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 9223372036854775807>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Overlapping strides with more partitions than devices: the pigeonhole
+// answers without enumerating the partitions.
+func.func @strategy_overlap_many(%x: tensor<4096x4096xf32>) {
+  // expected-error @+1 {{strategy maps two partitions to one device; the strides overlap}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4096, 4096], strides = [1, 1]>} : tensor<4096x4096xf32>
+  return
+}

@@ -81,6 +81,23 @@
 
 // -----
 
+// More devices than ppc supports (kMaxDevices = 65536); the count is
+// checked before anything is built.
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1>
+#l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0>
+// expected-error @+1 {{a cluster of 12500 nodes x 8 devices per node is more than the 65536 devices ppc supports}}
+#c = #topo.cluster<nodes = 12500, devices_per_node = 8, device = #d, intra = #l, inter = #l>
+
+// -----
+
+// nodes x devices_per_node overflows int64.
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1>
+#l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0>
+// expected-error @+1 {{a cluster of 4294967296 nodes x 4294967296 devices per node is more than the 65536 devices ppc supports}}
+#c = #topo.cluster<nodes = 4294967296, devices_per_node = 4294967296, device = #d, intra = #l, inter = #l>
+
+// -----
+
 #l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0>
 // expected-error @+1 {{invalid kind of attribute specified}}
 #c = #topo.cluster<nodes = 2, devices_per_node = 8, device = #l, intra = #l, inter = #l>
