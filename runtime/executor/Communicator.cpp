@@ -152,13 +152,36 @@ Communicator::~Communicator() {
     MPI_Comm_free(&entry.second);
 }
 
+namespace {
+/// Whether MPI was initialized: only under an MPI launcher. A process
+/// started alone runs one rank without MPI, since Open MPI's singleton
+/// start-up forks a daemon that can fail under load ("Local abort before
+/// MPI_INIT completed") and costs time per run.
+bool mpiInitialized = false;
+
+bool launchedByMpi() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(var))
+      return true;
+  return false;
+}
+} // namespace
+
 void Communicator::initialize(int &argc, char **&argv) {
+  if (!launchedByMpi())
+    return;
   MPI_Init(&argc, &argv);
+  mpiInitialized = true;
 }
 
-void Communicator::finalize() { MPI_Finalize(); }
+void Communicator::finalize() {
+  if (mpiInitialized)
+    MPI_Finalize();
+}
 
 std::unique_ptr<Communicator> Communicator::world(double timeoutSeconds) {
+  if (!mpiInitialized)
+    return single();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
