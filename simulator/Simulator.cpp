@@ -170,7 +170,9 @@ std::string optimizerNames() {
   std::string names;
   size_t n = std::size(kOptimizers);
   for (size_t i = 0; i < n; ++i)
-    names += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") +
+    names += std::string(i == 0       ? ""
+                         : i + 1 == n ? " or "
+                                      : ", ") +
              kOptimizers[i].name;
   return names;
 }
@@ -564,8 +566,7 @@ struct Simulator::Impl {
       heldGroup = groupBySlice(held, numReplicaGroups);
       produced = &held;
       replicaGroup = &heldGroup;
-      elemBytes =
-          graph.weights[consumer.operands[e.operand].index].elemBytes;
+      elemBytes = graph.weights[consumer.operands[e.operand].index].elemBytes;
     }
     e.fwd.clear();
     e.bwd.clear();

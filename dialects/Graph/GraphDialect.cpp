@@ -86,8 +86,8 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == getNameAttrName()) {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << getNameAttrName()
-                             << "' must be a string";
+      return op->emitError()
+             << "'" << getNameAttrName() << "' must be a string";
     return success();
   }
   if (attr.getName() != getStrategyAttrName())

@@ -168,7 +168,7 @@ FailureOr<sim::Graph> ppc::buildSimGraph(func::FuncOp func) {
     auto shaped = dyn_cast<ShapedType>(arg.getType());
     int64_t rank = shaped && shaped.hasRank() ? shaped.getRank() : 0;
     if (auto attr = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
-                                                        "ppc.batch_dim")) {
+                                                       "ppc.batch_dim")) {
       dim = static_cast<int>(attr.getInt());
       if (dim < -1 || dim >= rank)
         return func.emitError()

@@ -512,7 +512,7 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
 }
 
 std::optional<sim::WeightUse> PlanEmitter::weightHolderOf(int64_t k,
-                                                         unsigned i) const {
+                                                          unsigned i) const {
   const sim::Source &src = parts.graph.ops[k].operands[i];
   if (src.kind != sim::Source::Kind::Weight)
     return std::nullopt;

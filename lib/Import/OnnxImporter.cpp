@@ -1079,9 +1079,9 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
     func.setArgAttr(i, "ppc.name", StringAttr::get(context, name));
     auto batch = batchDims.find(name);
     if (batch != batchDims.end())
-      func.setArgAttr(i, "ppc.batch_dim",
-                      IntegerAttr::get(IntegerType::get(context, 64),
-                                       batch->second));
+      func.setArgAttr(
+          i, "ppc.batch_dim",
+          IntegerAttr::get(IntegerType::get(context, 64), batch->second));
     imp.setValue(name, body->getArgument(i));
   }
   imp.body = body;

@@ -395,8 +395,7 @@ TEST(Simulator, SharedWeightReadElsewhereMovesFromItsHolder) {
 
   // fc1 splitting w0's columns on both devices reads pieces that the data
   // parallel holder keeps on each device: nothing moves for the weight.
-  SimResult local =
-      sim.simulate({{{2, 1, 1}, 0, {}}, {{1, 2, 1}, 0, {}}});
+  SimResult local = sim.simulate({{{2, 1, 1}, 0, {}}, {{1, 2, 1}, 0, {}}});
   EXPECT_EQ(local.devices[1].memory.weights, 4'000'000);
   // Only fc0's result moves (each device sends the other its half of the
   // batch, 16 KB, and gets the gradient of it back) besides the holder's
