@@ -22,6 +22,10 @@
 //   s = stateTensors (SGD 0, momentum 1, Adam 2):
 //     bytes = elemBytes * (3 + 2 s)  read weight and gradient, write weight;
 //                                    read and write every state tensor
+//     bytes = 2 elemBytes + 8 (1 + s) for 16-bit weights (mixed precision):
+//                                    read the gradient, write the 16-bit
+//                                    copy; read and write the fp32 master
+//                                    weight and every fp32 state tensor
 //     flops = 2 + 4 s                SGD's multiply-add, ~4 per state update
 //     time  = max(flops / peak, bytes / memoryBandwidth) + launchOverhead
 //     (elementwise: no small-kernel efficiency curve; f64 peak for 8-byte
@@ -109,7 +113,9 @@ double CostModel::updateTime(int64_t elements, int64_t elemBytes,
   if (elements <= 0)
     return 0;
   double n = static_cast<double>(elements);
-  double bytes = n * static_cast<double>(elemBytes) * (3 + 2 * stateTensors);
+  double e = static_cast<double>(elemBytes);
+  double bytes = elemBytes < 4 ? n * (2 * e + 8 * (1 + stateTensors))
+                               : n * e * (3 + 2 * stateTensors);
   double flops = n * (2 + 4 * stateTensors);
   double peak = device.getPeakFlops(elemBytes == 8 ? DType::F64 : DType::F32);
   // No launch overhead: frameworks update all weights with a few

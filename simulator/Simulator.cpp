@@ -166,6 +166,19 @@ const OptimizerInfo *findOptimizer(const std::string &name) {
   return nullptr;
 }
 
+TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
+                                      Optimizer optimizer) {
+  TrainingStateBytes bytes;
+  bytes.weight = elemBytes;
+  if (!trainable)
+    return bytes;
+  bytes.gradient = elemBytes;
+  int64_t states = optimizerInfo(optimizer).stateTensors;
+  bool mixed = elemBytes < 4;
+  bytes.optimizerState = mixed ? 4 * (1 + states) : elemBytes * states;
+  return bytes;
+}
+
 std::string optimizerNames() {
   std::string names;
   size_t n = std::size(kOptimizers);
@@ -289,10 +302,6 @@ struct OpState {
   // Timing of the last pass.
   std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
 };
-
-int stateTensors(Optimizer optimizer) {
-  return optimizerInfo(optimizer).stateTensors;
-}
 
 /// What a timeline event is; its name is only built when a trace is written.
 enum class TaskKind : uint8_t {
@@ -475,7 +484,7 @@ struct Simulator::Impl {
     // Weights: each partition keeps its slice; replicas of a slice
     // synchronize their gradients.
     bool sharded = options.gradSync == GradSync::ReduceScatterAllGather;
-    int states = stateTensors(options.optimizer);
+    int states = optimizerInfo(options.optimizer).stateTensors;
     st.gradSyncs.clear();
     st.syncsOf.assign(n, {});
     st.memory.assign(n, MemoryUse());
@@ -502,15 +511,18 @@ struct Simulator::Impl {
       std::vector<std::vector<int32_t>> members(numGroups);
       for (int32_t p = 0; p < n; ++p)
         members[group[p]].push_back(p);
+      TrainingStateBytes perElement =
+          trainingStateBytes(w.elemBytes, w.trainable, options.optimizer);
       for (int32_t p = 0; p < n; ++p) {
-        int64_t bytes = volume(slices[p]) * w.elemBytes;
-        st.memory[p].weights += bytes;
+        int64_t elements = volume(slices[p]);
+        st.memory[p].weights += elements * perElement.weight;
         if (!w.trainable)
           continue;
         int64_t shards =
             sharded ? static_cast<int64_t>(members[group[p]].size()) : 1;
-        st.memory[p].gradients += bytes;
-        st.memory[p].optimizerState += states * bytes / shards;
+        st.memory[p].gradients += elements * perElement.gradient;
+        st.memory[p].optimizerState +=
+            elements * perElement.optimizerState / shards;
         updateElems[p] += volume(slices[p]) / shards;
         updateElemBytes = w.elemBytes;
       }

@@ -38,18 +38,6 @@ std::string writeFile(const fs::path &path, const std::string &text) {
   return "";
 }
 
-int optimizerStates(sim::Optimizer o) {
-  switch (o) {
-  case sim::Optimizer::SGD:
-    return 0;
-  case sim::Optimizer::Momentum:
-    return 1;
-  case sim::Optimizer::Adam:
-    return 2;
-  }
-  return 0;
-}
-
 int64_t volume(const std::vector<Range> &slice) {
   int64_t n = 1;
   for (const Range &r : slice)
@@ -71,7 +59,7 @@ int64_t intersection(const std::vector<Range> &a, const std::vector<Range> &b) {
 /// state) and results: what one device holds for it. Partitions are equal,
 /// so partition 0 stands for all.
 int64_t opMemory(const sim::Graph &g, const sim::Op &op, const OpConfig &config,
-                 int states) {
+                 sim::Optimizer optimizer) {
   std::vector<Range> iter = partitionRanges(op.space, config.degrees, 0);
   int64_t bytes = 0;
   for (size_t i = 0; i < op.operands.size() && i < op.space.operands.size();
@@ -81,8 +69,9 @@ int64_t opMemory(const sim::Graph &g, const sim::Op &op, const OpConfig &config,
         src.index >= static_cast<int32_t>(g.weights.size()))
       continue;
     const sim::Weight &w = g.weights[src.index];
-    int64_t copies = w.trainable ? 2 + states : 1;
-    bytes += volume(sliceOf(op.space.operands[i], iter)) * w.elemBytes * copies;
+    bytes += volume(sliceOf(op.space.operands[i], iter)) *
+             sim::trainingStateBytes(w.elemBytes, w.trainable, optimizer)
+                 .total();
   }
   for (const TensorAccess &r : op.space.results)
     bytes += volume(sliceOf(r, iter)) * op.elemBytes;
@@ -386,7 +375,6 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
                           ? 0
                           : m.found.devices[m.found.tightestDevice].capacity);
 
-  int states = optimizerStates(p.simOptions.optimizer);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const sim::Op &op = g.ops[i];
     OpRow row;
@@ -402,7 +390,7 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
       row.bwdMs = times[i].backward * 1e3;
       row.commMs = times[i].communication * 1e3;
     }
-    row.memoryBytes = opMemory(g, op, strategy[i], states);
+    row.memoryBytes = opMemory(g, op, strategy[i], p.simOptions.optimizer);
     m.ops.push_back(std::move(row));
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (op.operands[o].kind == sim::Source::Kind::Op)

@@ -357,6 +357,32 @@ TEST(Simulator, AdditiveCostsForDynamicProgramming) {
 
 namespace {
 
+TEST(Simulator, MixedPrecisionKeepsFp32MasterWeightsAndState) {
+  // 16-bit weights train in mixed precision: the bf16 copy and gradient
+  // (2 + 2 B) plus an fp32 master copy and fp32 Adam moments (12 B), 16 B
+  // per parameter as ZeRO counts it; f32 keeps 4 + 4 + 8.
+  EXPECT_EQ(trainingStateBytes(2, true, Optimizer::Adam).total(), 16);
+  EXPECT_EQ(trainingStateBytes(2, true, Optimizer::Adam).optimizerState, 12);
+  EXPECT_EQ(trainingStateBytes(2, true, Optimizer::SGD).optimizerState, 4);
+  EXPECT_EQ(trainingStateBytes(4, true, Optimizer::Adam).total(), 16);
+  EXPECT_EQ(trainingStateBytes(4, true, Optimizer::SGD).total(), 8);
+  EXPECT_EQ(trainingStateBytes(2, false, Optimizer::Adam).total(), 2);
+
+  Graph g = twoLayerMlp();
+  for (Weight &w : g.weights)
+    w.elemBytes = 2;
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  SimOptions options;
+  options.optimizer = Optimizer::Adam;
+  Simulator sim(g, m, cost, options);
+  SimResult r = sim.simulate({{{1, 1, 1}, 0, {}}, {{1, 1, 1}, 0, {}}});
+  const MemoryUse &mem = r.devices[0].memory;
+  EXPECT_EQ(mem.weights, 2 * 2'000'000);
+  EXPECT_EQ(mem.gradients, 2 * 2'000'000);
+  EXPECT_EQ(mem.optimizerState, 2 * 12'000'000);
+}
+
 TEST(Simulator, SharedWeightIsHeldAndSynchronizedOnce) {
   // Both layers use w0 (an unrolled RNN cell, tied weights): data parallel
   // over 2 devices keeps one 4 MB copy with one gradient per device and

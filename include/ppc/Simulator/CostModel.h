@@ -66,7 +66,9 @@ public:
   virtual double kernelTime(const Op &op, const KernelShape &shape, Phase phase,
                             const DeviceSpec &device) const = 0;
   /// Seconds an optimizer step over `elements` weights takes on `device`
-  /// (`stateTensors` optimizer states per weight: 0 SGD, 1 momentum, 2 Adam).
+  /// (`stateTensors` optimizer states per weight: 0 SGD, 1 momentum, 2 Adam;
+  /// 16-bit weights update an fp32 master copy and fp32 states, as
+  /// trainingStateBytes counts them).
   virtual double updateTime(int64_t elements, int64_t elemBytes,
                             int stateTensors, const DeviceSpec &device) const;
 };

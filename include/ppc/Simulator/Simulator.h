@@ -62,6 +62,21 @@ const OptimizerInfo &optimizerInfo(Optimizer optimizer);
 const OptimizerInfo *findOptimizer(const std::string &name);
 /// "sgd, momentum or adam", for messages.
 std::string optimizerNames();
+
+/// Bytes per element of a weight's training state. A weight stored in 16
+/// bits trains in mixed precision: the model's copy and its gradient are
+/// 16-bit, and the optimizer keeps an fp32 master copy and fp32 state, so
+/// Adam costs 2 + 2 + 12 = 16 B per parameter (as ZeRO counts it). Weights
+/// of 32 or 64 bits keep everything in their own type (Adam: 4 + 4 + 8).
+/// A frozen weight (batch-norm statistics) has no gradient or state.
+struct TrainingStateBytes {
+  int64_t weight = 0;
+  int64_t gradient = 0;
+  int64_t optimizerState = 0;
+  int64_t total() const { return weight + gradient + optimizerState; }
+};
+TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
+                                      Optimizer optimizer);
 /// How replicas of a weight synchronize their gradients.
 enum class GradSync : uint8_t { AllReduce, ReduceScatterAllGather };
 
