@@ -69,9 +69,9 @@ int64_t opMemory(const sim::Graph &g, const sim::Op &op, const OpConfig &config,
         src.index >= static_cast<int32_t>(g.weights.size()))
       continue;
     const sim::Weight &w = g.weights[src.index];
-    bytes += volume(sliceOf(op.space.operands[i], iter)) *
-             sim::trainingStateBytes(w.elemBytes, w.trainable, optimizer)
-                 .total();
+    bytes +=
+        volume(sliceOf(op.space.operands[i], iter)) *
+        sim::trainingStateBytes(w.elemBytes, w.trainable, optimizer).total();
   }
   for (const TensorAccess &r : op.space.results)
     bytes += volume(sliceOf(r, iter)) * op.elemBytes;
