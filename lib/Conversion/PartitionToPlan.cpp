@@ -74,6 +74,17 @@ bool isFloat(Value value) {
   return isa<FloatType>(getElementTypeOrSelf(value.getType()));
 }
 
+/// The partition whose piece `boxes[q]`, held on `devices[q]`, is exactly
+/// `box` on `rank` (the first such), if any.
+std::optional<int64_t> partitionHolding(const std::vector<Box> &boxes,
+                                        const std::vector<int64_t> &devices,
+                                        int64_t rank, const Box &box) {
+  for (size_t q = 0; q < boxes.size(); ++q)
+    if (devices[q] == rank && boxes[q] == box)
+      return static_cast<int64_t>(q);
+  return std::nullopt;
+}
+
 /// Where a forward operand buffer came from, for the backward pass.
 struct OperandSource {
   Value buffer;
@@ -128,15 +139,19 @@ private:
   LogicalResult emitGradSyncAndUpdate();
   LogicalResult emitOutputs();
   bool isBatchNormTraining(int64_t k) const;
-  /// The partition of producer `k` result `r` whose piece `box` a reader on
-  /// `rank` uses: one on `rank` if any, else the first.
-  int64_t chooseReplica(int64_t k, unsigned r, int64_t q, int64_t rank) const;
   /// The partition of op `k` whose result `r` on `rank` is exactly `box`.
   std::optional<int64_t> pieceHeldAs(int64_t k, unsigned r, int64_t rank,
                                      const Box &box) const;
-  /// Fills `buffer` (box `box` on `rank`) from result `r` of op `k`: one
-  /// transfer per distinct piece that overlaps it. Returns (partition, box)
-  /// of every transfer, for the gradients to go back the same way.
+  /// Fills `buffer` (box `box` on `rank`) from pieces held by partitions:
+  /// `boxes[q]` on `devices[q]` in buffer `source(q)`. One transfer per
+  /// distinct piece that overlaps it, from a replica on `rank` if there is
+  /// one, else the first. Returns (partition, box) of every transfer, for
+  /// the gradients to go back the same way.
+  std::vector<std::pair<int64_t, Box>>
+  gatherFrom(const std::vector<Box> &boxes, const std::vector<int64_t> &devices,
+             function_ref<Value(int64_t)> source, int64_t rank, Value buffer,
+             const Box &box);
+  /// gatherFrom the pieces of result `r` of op `k`.
   std::vector<std::pair<int64_t, Box>> gatherPieces(int64_t k, unsigned r,
                                                     int64_t rank, Value buffer,
                                                     const Box &box);
@@ -427,16 +442,6 @@ bool PlanEmitter::isBatchNormTraining(int64_t k) const {
   return training && isa<BatchNormOp>(parts.ops[k]);
 }
 
-int64_t PlanEmitter::chooseReplica(int64_t k, unsigned r, int64_t q,
-                                   int64_t rank) const {
-  const OpLayout &layout = parts.layouts[k];
-  std::vector<int64_t> group = layout.sameResultBox(r, q);
-  for (int64_t candidate : group)
-    if (layout.devices[candidate] == rank)
-      return candidate;
-  return group.front();
-}
-
 /// The persistent buffer of an argument, weight or constant box on a rank.
 Value PlanEmitter::sourceBuffer(int64_t rank, Value value, const Box &box) {
   const std::string &tensor = tensorOf[value];
@@ -464,24 +469,15 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   if (holder && !holdsPiece(*holder, rank, box)) {
     // Another use of a shared weight: gather its pieces from the holder.
     const OpLayout &from = parts.layouts[holder->op];
+    const std::vector<Box> &held = from.operandBoxes[holder->operand];
     source.buffer = alloc(rank, tensorOf[stripped], box, false);
     transient.emplace_back(rank, source.buffer);
-    std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
-    for (int64_t q = 0; q < from.numPartitions(); ++q) {
-      const Box &held = from.operandBoxes[holder->operand][q];
-      std::optional<Box> common = conversion::intersect(held, box);
-      if (!common || !seen.insert(boxKey(held)).second)
-        continue;
-      int64_t replica = q; // a holder of this piece on `rank`, if any
-      for (int64_t c = 0; c < from.numPartitions(); ++c)
-        if (from.devices[c] == rank &&
-            from.operandBoxes[holder->operand][c] == held)
-          replica = c;
-      int64_t holderRank = from.devices[replica];
-      transfer(holderRank, sourceBuffer(holderRank, stripped, held), rank,
-               source.buffer, *common, /*accumulate=*/false);
-      source.pieces.emplace_back(replica, *common);
-    }
+    source.pieces = gatherFrom(
+        held, from.devices,
+        [&](int64_t q) {
+          return sourceBuffer(from.devices[q], stripped, held[q]);
+        },
+        rank, source.buffer, box);
     return source;
   }
   if (!producer) {
@@ -522,11 +518,9 @@ std::optional<sim::WeightUse> PlanEmitter::weightHolderOf(int64_t k,
 bool PlanEmitter::holdsPiece(const sim::WeightUse &holder, int64_t rank,
                              const Box &box) const {
   const OpLayout &layout = parts.layouts[holder.op];
-  for (int64_t q = 0; q < layout.numPartitions(); ++q)
-    if (layout.devices[q] == rank &&
-        layout.operandBoxes[holder.operand][q] == box)
-      return true;
-  return false;
+  return partitionHolding(layout.operandBoxes[holder.operand], layout.devices,
+                          rank, box)
+      .has_value();
 }
 
 Value PlanEmitter::weightGradBuffer(int64_t rank, Value weight,
@@ -544,31 +538,38 @@ std::optional<int64_t> PlanEmitter::pieceHeldAs(int64_t k, unsigned r,
                                                 int64_t rank,
                                                 const Box &box) const {
   const OpLayout &layout = parts.layouts[k];
-  for (int64_t q = 0; q < layout.numPartitions(); ++q)
-    if (layout.devices[q] == rank && layout.resultBoxes[r][q] == box)
-      return q;
-  return std::nullopt;
+  return partitionHolding(layout.resultBoxes[r], layout.devices, rank, box);
+}
+
+std::vector<std::pair<int64_t, Box>>
+PlanEmitter::gatherFrom(const std::vector<Box> &boxes,
+                        const std::vector<int64_t> &devices,
+                        function_ref<Value(int64_t)> source, int64_t rank,
+                        Value buffer, const Box &box) {
+  std::vector<std::pair<int64_t, Box>> pieces;
+  std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
+  for (size_t q = 0; q < boxes.size(); ++q) {
+    if (!seen.insert(boxKey(boxes[q])).second)
+      continue;
+    std::optional<Box> common = conversion::intersect(boxes[q], box);
+    if (!common)
+      continue;
+    int64_t replica =
+        partitionHolding(boxes, devices, rank, boxes[q]).value_or(q);
+    transfer(devices[replica], source(replica), rank, buffer, *common,
+             /*accumulate=*/false);
+    pieces.emplace_back(replica, *common);
+  }
+  return pieces;
 }
 
 std::vector<std::pair<int64_t, Box>>
 PlanEmitter::gatherPieces(int64_t k, unsigned r, int64_t rank, Value buffer,
                           const Box &box) {
   const OpLayout &layout = parts.layouts[k];
-  std::vector<std::pair<int64_t, Box>> pieces;
-  std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
-  for (int64_t q = 0; q < layout.numPartitions(); ++q) {
-    if (!seen.insert(boxKey(layout.resultBoxes[r][q])).second)
-      continue;
-    std::optional<Box> common =
-        conversion::intersect(layout.resultBoxes[r][q], box);
-    if (!common)
-      continue;
-    int64_t replica = chooseReplica(k, r, q, rank);
-    transfer(layout.devices[replica], results[k][r][replica], rank, buffer,
-             *common, /*accumulate=*/false);
-    pieces.emplace_back(replica, *common);
-  }
-  return pieces;
+  return gatherFrom(
+      layout.resultBoxes[r], layout.devices,
+      [&](int64_t q) { return results[k][r][q]; }, rank, buffer, box);
 }
 
 void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
