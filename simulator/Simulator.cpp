@@ -293,6 +293,15 @@ struct OpState {
   /// Partitions holding the same result slices (partial sums, then copies).
   std::vector<int32_t> replicaGroup;
   int32_t numReplicaGroups = 0;
+  /// For each weight operand this op holds (weightHolders), partition p's
+  /// slice of it and its replica group; empty for other operands. Weight
+  /// edges read them as an activation edge reads resultSlices.
+  struct HeldWeight {
+    std::vector<Slice> slices;
+    std::vector<int32_t> group;
+    int32_t numGroups = 0;
+  };
+  std::vector<HeldWeight> heldWeights;
   std::vector<double> fwdTime, bwdTime, updateTime;
   std::vector<Collective> partialSums, gradSyncs;
   /// Gradient syncs each partition takes part in.
@@ -490,6 +499,7 @@ struct Simulator::Impl {
     st.memory.assign(n, MemoryUse());
     std::vector<int64_t> updateElems(n, 0);
     int64_t updateElemBytes = 4;
+    st.heldWeights.assign(op.operands.size(), {});
     for (size_t o = 0; o < op.operands.size(); ++o) {
       const Source &src = op.operands[o];
       if (src.kind == Source::Kind::Input)
@@ -503,11 +513,14 @@ struct Simulator::Impl {
           weightHolder[src.index].operand != static_cast<int32_t>(o))
         continue;
       const Weight &w = graph.weights[src.index];
-      std::vector<Slice> slices(n);
+      OpState::HeldWeight &held = st.heldWeights[o];
+      std::vector<Slice> &slices = held.slices;
+      slices.resize(n);
       for (int32_t p = 0; p < n; ++p)
         slices[p] = sliceOf(op.space.operands[o], st.iter[p]);
-      int32_t numGroups = 0;
-      std::vector<int32_t> group = groupBySlice(slices, numGroups);
+      int32_t &numGroups = held.numGroups;
+      held.group = groupBySlice(slices, numGroups);
+      const std::vector<int32_t> &group = held.group;
       std::vector<std::vector<int32_t>> members(numGroups);
       for (int32_t p = 0; p < n; ++p)
         members[group[p]].push_back(p);
@@ -568,16 +581,12 @@ struct Simulator::Impl {
     const std::vector<int32_t> *replicaGroup = &prod.replicaGroup;
     int32_t numReplicaGroups = prod.numReplicaGroups;
     int64_t elemBytes = graph.ops[e.producer].elemBytes;
-    std::vector<Slice> held;
-    std::vector<int32_t> heldGroup;
     if (e.weightOperand >= 0) {
       // The holder's pieces of the weight, grouped into replicas.
-      const Op &holder = graph.ops[e.producer];
-      for (const Slice &iter : prod.iter)
-        held.push_back(sliceOf(holder.space.operands[e.weightOperand], iter));
-      heldGroup = groupBySlice(held, numReplicaGroups);
-      produced = &held;
-      replicaGroup = &heldGroup;
+      const OpState::HeldWeight &held = prod.heldWeights[e.weightOperand];
+      produced = &held.slices;
+      replicaGroup = &held.group;
+      numReplicaGroups = held.numGroups;
       elemBytes = graph.weights[consumer.operands[e.operand].index].elemBytes;
     }
     e.fwd.clear();
