@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - per-step checkpoint directories -------------------===//
 
 #include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include "Boxes.h"
 
@@ -12,6 +13,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,15 +21,6 @@
 namespace ppc::runtime {
 
 static const char kMagic[8] = {'P', 'P', 'C', 'C', 'K', 'P', 'T', '\0'};
-
-static uint64_t fnv1a(const char *data, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 uint64_t planHash(const ppc::planfile::Plan &plan) {
   // The plan has no map fields, so its serialization is deterministic.
@@ -357,15 +350,29 @@ static int64_t stepOfName(const std::string &name) {
   return std::atoll(name.c_str() + 5);
 }
 
-static std::vector<std::string> stepDirectories(const std::string &dir) {
+/// The entries of directory `dir` but "." and ".."; nullopt, with errno
+/// set, when it cannot be read.
+static std::optional<std::vector<std::string>>
+directoryEntries(const std::string &dir) {
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return std::nullopt;
   std::vector<std::string> names;
-  if (DIR *d = opendir(dir.c_str())) {
-    while (dirent *entry = readdir(d))
-      if (std::strncmp(entry->d_name, "step-", 5) == 0 &&
-          stepOfName(entry->d_name) >= 0)
-        names.push_back(entry->d_name);
-    closedir(d);
-  }
+  while (dirent *entry = readdir(d))
+    if (std::strcmp(entry->d_name, ".") != 0 &&
+        std::strcmp(entry->d_name, "..") != 0)
+      names.push_back(entry->d_name);
+  closedir(d);
+  return names;
+}
+
+static std::vector<std::string> stepDirectories(const std::string &dir) {
+  std::vector<std::string> names =
+      directoryEntries(dir).value_or(std::vector<std::string>());
+  names.erase(std::remove_if(
+                  names.begin(), names.end(),
+                  [](const std::string &name) { return stepOfName(name) < 0; }),
+              names.end());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -373,18 +380,12 @@ static std::vector<std::string> stepDirectories(const std::string &dir) {
 /// Removes a step directory: COMPLETE first, so that a removal cut short
 /// never leaves something that looks complete.
 static std::string removeStepDirectory(const std::string &path) {
-  std::vector<std::string> files;
-  if (DIR *d = opendir(path.c_str())) {
-    while (dirent *entry = readdir(d))
-      if (std::strcmp(entry->d_name, ".") != 0 &&
-          std::strcmp(entry->d_name, "..") != 0)
-        files.push_back(entry->d_name);
-    closedir(d);
-  } else {
+  std::optional<std::vector<std::string>> entries = directoryEntries(path);
+  if (!entries)
     return errno == ENOENT ? ""
                            : "cannot read directory '" + path +
                                  "': " + std::strerror(errno);
-  }
+  std::vector<std::string> &files = *entries;
   std::stable_partition(files.begin(), files.end(),
                         [](const std::string &f) { return f == "COMPLETE"; });
   for (const std::string &f : files) {

@@ -131,14 +131,18 @@ static std::string checkBox(const Box &box, const Tensor &tensor) {
   return "";
 }
 
-uint64_t weightsChecksum(const float *values, int64_t count) {
-  // FNV-1a 64 over the little-endian bytes (the host order on every
-  // platform ppc-run builds for).
-  const auto *bytes = reinterpret_cast<const unsigned char *>(values);
+uint64_t fnv1a(const void *data, size_t n) {
+  const auto *bytes = static_cast<const unsigned char *>(data);
   uint64_t hash = 0xcbf29ce484222325ULL;
-  for (int64_t i = 0, n = count * 4; i < n; ++i)
+  for (size_t i = 0; i < n; ++i)
     hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
   return hash;
+}
+
+uint64_t weightsChecksum(const float *values, int64_t count) {
+  // The bytes are little-endian: the host order on every platform ppc-run
+  // builds for.
+  return fnv1a(values, static_cast<size_t>(count) * sizeof(float));
 }
 
 std::string weightsFilePath(const std::string &planPath, const Plan &plan) {

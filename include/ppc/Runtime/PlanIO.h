@@ -10,6 +10,8 @@
 
 #include "ppc/Runtime/plan.pb.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ppc::runtime {
@@ -28,8 +30,12 @@ std::string writePlanFile(const ppc::planfile::Plan &plan,
 /// wrong.
 std::string readPlanFile(const std::string &path, ppc::planfile::Plan &plan);
 
-/// The checksum of a weights file tensor (Tensor.weights_checksum): FNV-1a
-/// 64 over the little-endian bytes of its float32 values.
+/// FNV-1a 64 of `n` bytes: the one hash of plans, checkpoint files and
+/// weights-file tensors.
+uint64_t fnv1a(const void *data, size_t n);
+
+/// The checksum of a weights file tensor (Tensor.weights_checksum): fnv1a
+/// over the little-endian bytes of its float32 values.
 uint64_t weightsChecksum(const float *values, int64_t count);
 
 /// Where the weights file of the plan read from `planPath` is (its
