@@ -96,6 +96,9 @@ std::optional<int64_t> getNumElements(llvm::ArrayRef<int64_t> shape);
 std::optional<std::string> readTensorBytes(const onnx::TensorProto &tensor,
                                            std::string &bytes);
 /// Decodes a tensor into a ConstTensor (error message on failure).
+/// Element `i` of a floating-point tensor's raw bytes (FLOAT, DOUBLE,
+/// FLOAT16 or BFLOAT16, as readTensorBytes returns them) as a double.
+double decodeFloatElement(const std::string &bytes, int64_t i, int32_t dtype);
 std::optional<std::string> decodeTensor(const onnx::TensorProto &tensor,
                                         ConstTensor &result);
 /// Encodes a ConstTensor into little-endian bytes of its element type.

@@ -4,11 +4,9 @@
 
 #include "ImporterInternal.h"
 
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include <cstring>
 #include <exception>
 
 using namespace ppc;
@@ -56,13 +54,6 @@ std::unique_ptr<OnnxWeightReader> OnnxWeightReader::open(StringRef path,
       new OnnxWeightReader(std::move(model)));
 }
 
-/// A 16-bit float (IEEE half or bfloat16) as float.
-static float halfToFloat(uint16_t bits, bool bf16) {
-  llvm::APFloat f(bf16 ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEhalf(),
-                  llvm::APInt(16, bits));
-  return static_cast<float>(f.convertToDouble());
-}
-
 std::optional<std::string> OnnxWeightReader::read(StringRef name,
                                                   llvm::ArrayRef<int64_t> shape,
                                                   std::vector<float> &values) {
@@ -83,23 +74,10 @@ std::optional<std::string> OnnxWeightReader::read(StringRef name,
   std::string bytes;
   if (auto err = readTensorBytes(tensor, bytes))
     return "cannot read " + what + ": " + *err;
-  int64_t width = getDTypeByteWidth(dtype);
-  size_t count = bytes.size() / width;
+  size_t count = bytes.size() / getDTypeByteWidth(dtype);
   values.resize(count);
-  const char *data = bytes.data();
-  for (size_t i = 0; i < count; ++i) {
-    const char *at = data + i * width;
-    if (dtype == onnx::TensorProto::FLOAT) {
-      std::memcpy(&values[i], at, 4);
-    } else if (dtype == onnx::TensorProto::DOUBLE) {
-      double d;
-      std::memcpy(&d, at, 8);
-      values[i] = static_cast<float>(d);
-    } else {
-      uint16_t bits;
-      std::memcpy(&bits, at, 2);
-      values[i] = halfToFloat(bits, dtype == onnx::TensorProto::BFLOAT16);
-    }
-  }
+  for (size_t i = 0; i < count; ++i)
+    values[i] = static_cast<float>(
+        decodeFloatElement(bytes, static_cast<int64_t>(i), dtype));
   return std::nullopt;
 }

@@ -330,6 +330,21 @@ static uint64_t doubleToHalf(double value, bool bf16) {
   return f.bitcastToAPInt().getZExtValue();
 }
 
+double onnx_import::decodeFloatElement(const std::string &bytes, int64_t i,
+                                       int32_t dtype) {
+  int64_t width = getDTypeByteWidth(dtype);
+  uint64_t bits = readLE(bytes.data() + i * width, width);
+  switch (dtype) {
+  case TensorProto::DOUBLE:
+    return llvm::bit_cast<double>(bits);
+  case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16:
+    return halfToDouble(bits, dtype == TensorProto::BFLOAT16);
+  default:
+    return llvm::bit_cast<float>(static_cast<uint32_t>(bits));
+  }
+}
+
 std::optional<std::string> onnx_import::decodeTensor(const TensorProto &tensor,
                                                      ConstTensor &result) {
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
@@ -348,14 +363,10 @@ std::optional<std::string> onnx_import::decodeTensor(const TensorProto &tensor,
     uint64_t bits = readLE(bytes.data() + i * width, width);
     switch (dtype) {
     case TensorProto::FLOAT:
-      result.floats[i] = llvm::bit_cast<float>(static_cast<uint32_t>(bits));
-      break;
     case TensorProto::DOUBLE:
-      result.floats[i] = llvm::bit_cast<double>(bits);
-      break;
     case TensorProto::FLOAT16:
     case TensorProto::BFLOAT16:
-      result.floats[i] = halfToDouble(bits, dtype == TensorProto::BFLOAT16);
+      result.floats[i] = decodeFloatElement(bytes, i, dtype);
       break;
     case TensorProto::INT8:
     case TensorProto::INT16:
