@@ -193,6 +193,22 @@ LinkSpec Machine::effectiveLink(int64_t src, int64_t dst, double bytes) const {
   return {LinkKind::Other, 0, std::numeric_limits<double>::infinity()};
 }
 
+/// The link a path of `links` of `m` amounts to: summed latency, the
+/// bottleneck's bandwidth and kind (the first of equal ones in `links`).
+static LinkSpec pathLink(const Machine &m, const std::vector<int64_t> &links) {
+  LinkSpec path;
+  path.bandwidth = std::numeric_limits<double>::infinity();
+  for (int64_t l : links) {
+    const LinkSpec &leg = m.links[l].spec;
+    path.latency += leg.latency;
+    if (leg.bandwidth < path.bandwidth) {
+      path.bandwidth = leg.bandwidth;
+      path.kind = leg.kind;
+    }
+  }
+  return path;
+}
+
 /// The route between two distinct devices of `m`, built by fromCluster from
 /// `c`, read off fromCluster's link layout in O(1): per node, the device ->
 /// node switch links (when it has several devices), then the device -> NIC
@@ -224,16 +240,7 @@ static Route clusterRoute(const Machine &m, const ClusterSpec &c, int64_t src,
   } else {
     r.links = {nicLink(src), fabricLink(src), fabricLink(dst), nicLink(dst)};
   }
-  // Summed over the legs exactly as for a graph route.
-  r.effective.bandwidth = std::numeric_limits<double>::infinity();
-  for (int64_t l : r.links) {
-    const LinkSpec &leg = m.links[l].spec;
-    r.effective.latency += leg.latency;
-    if (leg.bandwidth < r.effective.bandwidth) {
-      r.effective.bandwidth = leg.bandwidth;
-      r.effective.kind = leg.kind;
-    }
-  }
+  r.effective = pathLink(m, r.links);
   return r;
 }
 
@@ -295,17 +302,13 @@ std::optional<Route> Machine::route(int64_t src, int64_t dst,
     if (via[dst] < 0)
       continue;
     Route r;
-    r.effective.bandwidth = std::numeric_limits<double>::infinity();
     for (int64_t v = dst; v != src;) {
       const Link &link = links[via[v]];
       r.links.push_back(via[v]);
-      r.effective.latency += link.spec.latency;
-      if (link.spec.bandwidth < r.effective.bandwidth) {
-        r.effective.bandwidth = link.spec.bandwidth;
-        r.effective.kind = link.spec.kind;
-      }
       v = link.src == v ? link.dst : link.src;
     }
+    // Legs in the order found, dst to src, as ties of bandwidth always were.
+    r.effective = pathLink(*this, r.links);
     std::reverse(r.links.begin(), r.links.end());
     double time = r.effective.transferTime(bytes);
     if (time < bestTime) {
