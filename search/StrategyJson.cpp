@@ -139,7 +139,14 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
        << ", \"kind\": " << quote(op.kind)
        << ", \"degrees\": " << intList(config.degrees)
        << ", \"start\": " << config.start
-       << ", \"strides\": " << intList(config.strides) << ",\n";
+       << ", \"strides\": " << intList(config.strides);
+    if (config.replicas != 1)
+      os << ", \"replicas\": " << config.replicas;
+    if (config.recompute)
+      os << ", \"recompute\": true";
+    if (config.sharding != StateSharding::None)
+      os << ", \"zero\": " << static_cast<int>(config.sharding);
+    os << ",\n";
     // What is only informative.
     os << "     \"dims\": [";
     for (size_t d = 0; d < op.space.dims.size(); ++d) {
@@ -244,6 +251,14 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
       if (entry.has("strides"))
         config.strides = readIntList(entry.get("strides"), entry.at("strides"),
                                      /*positive=*/true);
+      config.replicas = entry.getInt("replicas", 1);
+      config.recompute = entry.getBool("recompute", false);
+      int64_t zero = entry.getInt("zero", 0);
+      if (zero < 0 || zero > kMaxStateSharding)
+        throw JsonError{entry.at("zero"),
+                        "must be a ZeRO stage from 0 to " +
+                            std::to_string(kMaxStateSharding)};
+      config.sharding = static_cast<StateSharding>(zero);
       // Derived from degrees, start and strides when written; not read back,
       // so that editing the degrees alone is enough.
       for (const char *key : {"dtype", "devices", "predicted_ms"})
@@ -253,15 +268,18 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
 
       std::string problem = checkConfig(op.space, config, machine.numDevices());
       if (!problem.empty())
-        throw JsonError{path,
-                        "degrees " + intList(config.degrees) + " start " +
-                            std::to_string(config.start) +
-                            (config.strides.empty()
-                                 ? ""
-                                 : " strides " + intList(config.strides)) +
-                            " do not fit " + describeOp(op) + " on " +
-                            std::to_string(machine.numDevices()) +
-                            " devices: " + problem};
+        throw JsonError{
+            path, "degrees " + intList(config.degrees) + " start " +
+                      std::to_string(config.start) +
+                      (config.strides.empty()
+                           ? ""
+                           : " strides " + intList(config.strides)) +
+                      (config.replicas == 1
+                           ? ""
+                           : " replicas " + std::to_string(config.replicas)) +
+                      " do not fit " + describeOp(op) + " on " +
+                      std::to_string(machine.numDevices()) +
+                      " devices: " + problem};
       configs[opIndex] = std::move(config);
     }
 

@@ -37,18 +37,25 @@ void PPCDialect::initialize() {
 
 LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> degrees, int64_t start,
-                                   ArrayRef<int64_t> strides) {
+                                   ArrayRef<int64_t> strides, int64_t replicas,
+                                   bool recompute, int64_t zero) {
   for (auto [i, d] : llvm::enumerate(degrees))
     if (d < 1)
       return emitError() << "degree " << i << " is " << d
                          << "; degrees must be >= 1";
   if (start < 0)
     return emitError() << "start device " << start << " is negative";
+  if (replicas < 1)
+    return emitError() << "replicas is " << replicas << "; it must be >= 1";
+  if (zero < 0 || zero > ppc::kMaxStateSharding)
+    return emitError() << "zero = " << zero << " is not a ZeRO stage (0 to "
+                       << ppc::kMaxStateSharding << ")";
   int64_t partitioned =
-      llvm::count_if(degrees, [](int64_t d) { return d > 1; });
+      llvm::count_if(degrees, [](int64_t d) { return d > 1; }) + (replicas > 1);
   if (!strides.empty() && static_cast<int64_t>(strides.size()) != partitioned)
     return emitError() << "expected " << partitioned
-                       << " strides (one per dim with degree > 1), got "
+                       << " strides (one per dim with degree > 1, and one for "
+                          "the replicas when replicas > 1), got "
                        << strides.size();
   for (int64_t s : strides)
     if (s < 1)
@@ -57,7 +64,18 @@ LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 ppc::OpConfig StrategyAttr::getConfig() const {
-  return {getDegrees().vec(), getStart(), getStrides().vec()};
+  ppc::OpConfig config{getDegrees().vec(), getStart(), getStrides().vec()};
+  config.replicas = getReplicas();
+  config.recompute = getRecompute();
+  config.sharding = static_cast<ppc::StateSharding>(getZero());
+  return config;
+}
+
+StrategyAttr StrategyAttr::get(MLIRContext *context,
+                               const ppc::OpConfig &config) {
+  return get(context, config.degrees, config.start, config.strides,
+             config.replicas, config.recompute,
+             static_cast<int64_t>(config.sharding));
 }
 
 int64_t StrategyAttr::getNumPartitions() const {

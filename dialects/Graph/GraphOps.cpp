@@ -15,6 +15,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -218,12 +219,14 @@ static int64_t windowOutputSize(int64_t size, int64_t padLo, int64_t padHi,
 // StrategyAttr syntax
 //===----------------------------------------------------------------------===//
 
-// `<degrees = [d...] (, start = s)? (, strides = [t...])?>`; start and
-// strides may come in either order and are printed only when not default.
+// `<degrees = [d...] (, key = value | , recompute)*>` with keys start,
+// strides, replicas and zero, each at most once and in any order; only
+// values other than the defaults are printed.
 Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<int64_t> degrees, strides;
-  int64_t start = 0;
+  int64_t start = 0, replicas = 1, zero = 0;
+  bool recompute = false;
   auto parseList = [&](SmallVector<int64_t> &values) {
     return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
       return parser.parseInteger(values.emplace_back());
@@ -232,32 +235,38 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   if (parser.parseLess() || parser.parseKeyword("degrees") ||
       parser.parseEqual() || parseList(degrees))
     return {};
-  bool seenStart = false, seenStrides = false;
+  llvm::StringSet<> seen;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc keyLoc = parser.getCurrentLocation();
     StringRef key;
-    if (parser.parseKeyword(&key) || parser.parseEqual())
+    if (parser.parseKeyword(&key))
       return {};
-    if (key == "start" && !seenStart) {
-      seenStart = true;
-      if (parser.parseInteger(start))
-        return {};
-    } else if (key == "strides" && !seenStrides) {
-      seenStrides = true;
-      if (parseList(strides))
-        return {};
-    } else {
+    if (!seen.insert(key).second ||
+        !llvm::is_contained(
+            {"start", "strides", "replicas", "zero", "recompute"}, key)) {
       parser.emitError(keyLoc)
-          << "expected 'start' or 'strides' (each at most once), got '" << key
-          << "'";
+          << "expected 'start', 'strides', 'replicas', 'zero' or 'recompute' "
+             "(each at most once), got '"
+          << key << "'";
       return {};
     }
+    if (key == "recompute") {
+      recompute = true;
+      continue;
+    }
+    if (parser.parseEqual())
+      return {};
+    if (key == "strides"    ? failed(parseList(strides))
+        : key == "start"    ? failed(parser.parseInteger(start))
+        : key == "replicas" ? failed(parser.parseInteger(replicas))
+                            : failed(parser.parseInteger(zero)))
+      return {};
   }
   if (parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
                     ArrayRef<int64_t>(degrees), start,
-                    ArrayRef<int64_t>(strides));
+                    ArrayRef<int64_t>(strides), replicas, recompute, zero);
 }
 
 void StrategyAttr::print(AsmPrinter &printer) const {
@@ -271,6 +280,12 @@ void StrategyAttr::print(AsmPrinter &printer) const {
     llvm::interleaveComma(getStrides(), printer);
     printer << "]";
   }
+  if (getReplicas() != 1)
+    printer << ", replicas = " << getReplicas();
+  if (getRecompute())
+    printer << ", recompute";
+  if (getZero() != 0)
+    printer << ", zero = " << getZero();
   printer << ">";
 }
 

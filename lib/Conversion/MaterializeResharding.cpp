@@ -26,12 +26,11 @@ namespace ppc {
 
 namespace {
 
-using conversion::Box;
-using conversion::Piece;
+using geometry::Box;
+using geometry::Piece;
 
 StrategyAttr getStrategyAttr(MLIRContext *context, const OpConfig &config) {
-  return StrategyAttr::get(context, config.degrees, config.start,
-                           config.strides);
+  return StrategyAttr::get(context, config);
 }
 
 /// Which parallel op moves `producer` pieces to `consumer` pieces (that do
@@ -96,7 +95,7 @@ struct MaterializeReshardingPass
     OpBuilder builder(context);
 
     for (auto [index, op] : llvm::enumerate(parts->ops)) {
-      const conversion::OpLayout &layout = parts->layouts[index];
+      const geometry::OpLayout &layout = parts->layouts[index];
       StrategyAttr from = getStrategyAttr(context, parts->strategy[index]);
       for (OpResult result : op->getResults()) {
         unsigned r = result.getResultNumber();
@@ -126,7 +125,7 @@ struct MaterializeReshardingPass
             // Results are gathered whole on device 0.
             auto type = cast<RankedTensorType>(value.getType());
             wanted.push_back(
-                {0, conversion::wholeBox(std::vector<int64_t>(
+                {0, geometry::wholeBox(std::vector<int64_t>(
                         type.getShape().begin(), type.getShape().end()))});
           } else {
             auto it = parts->indexOf.find(user);
@@ -136,7 +135,7 @@ struct MaterializeReshardingPass
                 use.getOperandNumber());
             to = getStrategyAttr(context, parts->strategy[it->second]);
           }
-          if (conversion::linesUp(produced, wanted))
+          if (geometry::linesUp(produced, wanted))
             continue;
           builder.setInsertionPoint(user);
           Value moved =

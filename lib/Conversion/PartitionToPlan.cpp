@@ -41,9 +41,9 @@ namespace ppc {
 
 namespace {
 
-using conversion::Box;
-using conversion::OpLayout;
 using conversion::PartitionedFunction;
+using geometry::Box;
+using geometry::OpLayout;
 
 /// Buffers are keyed by what they hold: a tensor's box (value or gradient)
 /// on one rank.
@@ -495,8 +495,8 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   // the piece is on this rank already.
   Operation *def = operand.getDefiningOp();
   bool moved = def && isParallelOp(def) && !isa<PartialReduceOp>(def);
-  if (!moved && !conversion::linesUp(from.resultPieces(pr),
-                                     {conversion::Piece{rank, box}}))
+  if (!moved &&
+      !geometry::linesUp(from.resultPieces(pr), {geometry::Piece{rank, box}}))
     return op->emitError()
            << "operand #" << i << " of '" << parts.graph.ops[k].name
            << "' needs data from other devices but no parallel op moves it: "
@@ -551,7 +551,7 @@ PlanEmitter::gatherFrom(const std::vector<Box> &boxes,
   for (size_t q = 0; q < boxes.size(); ++q) {
     if (!seen.insert(boxKey(boxes[q])).second)
       continue;
-    std::optional<Box> common = conversion::intersect(boxes[q], box);
+    std::optional<Box> common = geometry::intersect(boxes[q], box);
     if (!common)
       continue;
     int64_t replica =
@@ -578,7 +578,7 @@ void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
     if (!layout.partial[r])
       continue;
     std::set<int64_t> done;
-    for (int64_t p = 0; p < layout.numPartitions(); ++p) {
+    for (int64_t p = 0; p < layout.numInstances(); ++p) {
       if (done.count(p))
         continue;
       std::vector<int64_t> group = layout.sameResultBox(r, p);
@@ -604,7 +604,7 @@ void PlanEmitter::sumOverChannelGroups(int64_t k,
     if (d != 1)
       notChannels.push_back(d);
   std::set<int64_t> done;
-  for (int64_t p = 0; p < layout.numPartitions(); ++p) {
+  for (int64_t p = 0; p < layout.numInstances(); ++p) {
     if (done.count(p))
       continue;
     std::vector<int64_t> ranks;
@@ -621,7 +621,7 @@ void PlanEmitter::sumOverChannelGroups(int64_t k,
 LogicalResult PlanEmitter::emitForward(int64_t k) {
   Operation *op = parts.ops[k];
   const OpLayout &layout = parts.layouts[k];
-  int64_t numParts = layout.numPartitions();
+  int64_t numParts = layout.numInstances();
   operands[k].assign(op->getNumOperands(),
                      std::vector<OperandSource>(numParts));
   results[k].assign(op->getNumResults(), std::vector<Value>(numParts));
@@ -678,7 +678,7 @@ LogicalResult PlanEmitter::emitOutputs() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (Value value : ret.getOperands()) {
     auto [k, r] = *parts.producerOf(value);
-    Box whole = conversion::wholeBox(shapeOf(value));
+    Box whole = geometry::wholeBox(shapeOf(value));
     Value buffer;
     if (std::optional<int64_t> q = pieceHeldAs(k, r, 0, whole)) {
       buffer = results[k][r][*q];
@@ -717,7 +717,7 @@ Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
 LogicalResult PlanEmitter::emitBackward(int64_t k) {
   Operation *op = parts.ops[k];
   const OpLayout &layout = parts.layouts[k];
-  int64_t numParts = layout.numPartitions();
+  int64_t numParts = layout.numInstances();
   auto graphOp = planOp.lookupSymbol<plan::GraphOp>(opSymbols[k]);
   ArrayRef<bool> needsGrad = graphOp.getNeedsGrad();
   if (llvm::none_of(needsGrad, [](bool b) { return b; }))
@@ -836,7 +836,7 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
         boxB.push_back({lo, hi});
       // The holder's partitions read a weight in equal or disjoint pieces;
       // anything else is a bug here, not in the strategy.
-      if (conversion::intersect(boxA, boxB))
+      if (geometry::intersect(boxA, boxB))
         return func.emitError()
                << "internal error: weight '"
                << planOp.lookupSymbol<plan::TensorOp>(a.first)

@@ -63,7 +63,7 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
       return op->emitError()
              << "cannot partition '" << simOp.name << "': " << problem;
     result.indexOf[op] = index;
-    result.layouts.push_back(computeLayout(simOp.space, config));
+    result.layouts.push_back(geometry::computeLayout(simOp.space, config));
   }
   return result;
 }

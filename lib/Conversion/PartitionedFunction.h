@@ -9,7 +9,7 @@
 #ifndef PPC_LIB_CONVERSION_PARTITIONEDFUNCTION_H
 #define PPC_LIB_CONVERSION_PARTITIONEDFUNCTION_H
 
-#include "Layout.h"
+#include "ppc/Support/Layout.h"
 
 #include "ppc/Analysis/SimGraph.h"
 
@@ -21,7 +21,7 @@ struct PartitionedFunction {
   sim::Graph graph;
   sim::Strategy strategy;
   llvm::SmallVector<mlir::Operation *> ops; ///< parallel to graph.ops
-  std::vector<OpLayout> layouts;            ///< parallel to graph.ops
+  std::vector<geometry::OpLayout> layouts;  ///< parallel to graph.ops
   llvm::DenseMap<mlir::Operation *, int64_t> indexOf;
   /// Devices of the attached machine, else one past the last device used.
   int64_t numDevices = 1;

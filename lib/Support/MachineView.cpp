@@ -17,34 +17,43 @@ int64_t OpConfig::numPartitions() const {
   return n;
 }
 
+namespace {
+/// The extents of the device grid of `config`: its partitioned degrees, then
+/// the replicas.
+std::vector<int64_t> gridExtents(const OpConfig &config) {
+  std::vector<int64_t> extents;
+  for (int64_t d : config.degrees)
+    if (d > 1)
+      extents.push_back(d);
+  if (config.replicas > 1)
+    extents.push_back(config.replicas);
+  return extents;
+}
+} // namespace
+
 std::vector<int64_t> OpConfig::effectiveStrides() const {
   if (!strides.empty())
     return strides;
-  std::vector<int64_t> result;
+  std::vector<int64_t> extents = gridExtents(*this);
+  std::vector<int64_t> result(extents.size());
   int64_t running = 1;
-  for (auto it = degrees.rbegin(); it != degrees.rend(); ++it) {
-    if (*it == 1)
-      continue;
-    result.push_back(running);
-    running *= *it;
+  for (size_t i = extents.size(); i-- > 0;) {
+    result[i] = running;
+    running *= extents[i];
   }
-  std::reverse(result.begin(), result.end());
   return result;
 }
 
 std::vector<int64_t> OpConfig::devices() const {
-  std::vector<int64_t> partitioned;
-  for (int64_t d : degrees)
-    if (d > 1)
-      partitioned.push_back(d);
+  std::vector<int64_t> extents = gridExtents(*this);
   std::vector<int64_t> stride = effectiveStrides();
-  int64_t n = numPartitions();
+  int64_t n = numInstances();
   std::vector<int64_t> result(n);
   for (int64_t p = 0; p < n; ++p) {
     int64_t rest = p, device = start;
-    for (size_t i = partitioned.size(); i-- > 0;) {
-      device += (rest % partitioned[i]) * stride[i];
-      rest /= partitioned[i];
+    for (size_t i = extents.size(); i-- > 0;) {
+      device += (rest % extents[i]) * stride[i];
+      rest /= extents[i];
     }
     result[p] = device;
   }
@@ -80,6 +89,16 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
     }
     partitioned += d > 1;
   }
+  if (config.replicas < 1) {
+    os << "replicas is " << config.replicas << "; it must be >= 1";
+    return os.str();
+  }
+  if (static_cast<int>(config.sharding) > kMaxStateSharding) {
+    os << "state sharding " << static_cast<int>(config.sharding)
+       << " is not a ZeRO stage (0 to " << kMaxStateSharding << ")";
+    return os.str();
+  }
+  partitioned += config.replicas > 1;
   if (config.start < 0) {
     os << "start device " << config.start << " is negative";
     return os.str();
@@ -87,7 +106,8 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
   if (!config.strides.empty() &&
       static_cast<int64_t>(config.strides.size()) != partitioned) {
     os << "expected " << partitioned
-       << " strides (one per dim with degree > 1), got "
+       << " strides (one per dim with degree > 1, and one for the replicas "
+          "when replicas > 1), got "
        << config.strides.size();
     return os.str();
   }
@@ -107,14 +127,16 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
                : "ppc supports at most " + std::to_string(kMaxDevices) +
                      " devices";
   };
-  std::optional<int64_t> partitions = checkedProduct(degrees);
+  std::vector<int64_t> extents = degrees;
+  extents.push_back(config.replicas);
+  std::optional<int64_t> partitions = checkedProduct(extents);
   // Partial products of degrees >= 1 are at most the whole product, so the
   // contiguous strides cannot overflow once the product does not.
   std::optional<int64_t> highest = config.start;
   if (partitions) {
     std::vector<int64_t> stride = config.effectiveStrides();
     size_t k = 0;
-    for (int64_t d : degrees) {
+    for (int64_t d : extents) {
       if (d == 1)
         continue;
       std::optional<int64_t> reach = checkedMul(d - 1, stride[k++]);
@@ -133,11 +155,11 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
   }
   // More partitions than devices in range: two share a device.
   if (*partitions > deviceLimit)
-    return "strategy maps two partitions to one device; the strides overlap";
+    return "strategy maps two instances to one device; the strides overlap";
   std::vector<int64_t> devices = config.devices();
   if (std::set<int64_t>(devices.begin(), devices.end()).size() !=
       devices.size())
-    return "strategy maps two partitions to one device; the strides overlap";
+    return "strategy maps two instances to one device; the strides overlap";
   return "";
 }
 

@@ -52,8 +52,7 @@ inline void applyStrategy(mlir::func::FuncOp func,
   mlir::MLIRContext *context = func.getContext();
   for (auto [op, config] : llvm::zip_equal(ops, strategy))
     op->setAttr(graph::PPCDialect::getStrategyAttrName(),
-                graph::StrategyAttr::get(context, config.degrees, config.start,
-                                         config.strides));
+                graph::StrategyAttr::get(context, config));
 }
 
 } // namespace ppc::transforms_detail

@@ -162,7 +162,7 @@ TEST(CheckConfig, DegreesAndStridesThatOverflow) {
             "65536 devices");
   // Overlapping strides with more partitions than devices in range.
   EXPECT_EQ(checkConfig(elementwise(4096, 4096), {{4096, 4096}, 0, {1, 1}}),
-            "strategy maps two partitions to one device; the strides overlap");
+            "strategy maps two instances to one device; the strides overlap");
   // The largest machine still fits.
   EXPECT_EQ(checkConfig(elementwise(kMaxDevices, 1), {{kMaxDevices, 1}, 0, {}},
                         kMaxDevices),

@@ -81,6 +81,15 @@ public:
     return has(key) ? getInt(key) : dflt;
   }
 
+  bool getBool(const std::string &key, bool dflt) {
+    if (!has(key))
+      return dflt;
+    const json &v = get(key);
+    if (!v.is_boolean())
+      throw JsonError{at(key), "must be true or false"};
+    return v.get<bool>();
+  }
+
   double getNumber(const std::string &key) {
     const json &v = get(key);
     if (!v.is_number())

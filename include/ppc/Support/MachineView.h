@@ -24,25 +24,55 @@ namespace ppc {
 /// building anything of that size.
 inline constexpr int64_t kMaxDevices = int64_t(1) << 16;
 
+/// ZeRO's stages, per weight: how much of a weight's training state the
+/// replicas that synchronize its gradient shard among themselves.
+enum class StateSharding : uint8_t {
+  None = 0,       ///< every replica keeps everything (plain all-reduce).
+  Optimizer = 1,  ///< ZeRO-1: optimizer state (and its update) sharded.
+  Gradients = 2,  ///< ZeRO-2: + gradients reduce-scattered, not all-reduced.
+  Parameters = 3, ///< ZeRO-3 / FSDP: + the weight itself sharded, gathered
+                  ///< before each use and freed after.
+};
+inline constexpr int kMaxStateSharding = 3;
+
 struct OpConfig {
   /// One degree per iteration dim of the op.
   std::vector<int64_t> degrees;
-  /// Device of partition 0.
+  /// Device of instance 0.
   int64_t start = 0;
-  /// One stride per dim with degree > 1, in order; empty: contiguous (the
-  /// row-major products of the partitioned degrees).
+  /// One stride per dim with degree > 1, in order, then one for the
+  /// replicas when `replicas` > 1; empty: contiguous (the row-major
+  /// products of the partitioned degrees, replicas innermost).
   std::vector<int64_t> strides;
+  /// Copies of every partition, each on its own device: the op runs whole
+  /// (or partitioned) on every device of a group, as Megatron-LM runs layer
+  /// norms inside a tensor-parallel group. Replicas compute identical
+  /// results; their weight gradients are synchronized per replica.
+  int64_t replicas = 1;
+  /// Results are not kept for backward: the forward runs again right
+  /// before the op's backward (activation recomputation).
+  bool recompute = false;
+  /// How the weights this op holds shard their training state.
+  StateSharding sharding = StateSharding::None;
 
-  /// The product of the degrees. Callers that read degrees from input check
-  /// them first (checkConfig): the product of unchecked degrees can
-  /// overflow.
+  /// The product of the degrees: the number of distinct pieces of work.
+  /// Callers that read degrees from input check them first (checkConfig):
+  /// the product of unchecked degrees can overflow.
   int64_t numPartitions() const;
+  /// Partitions times replicas: the number of devices the op runs on.
+  int64_t numInstances() const { return numPartitions() * replicas; }
+  /// The partition instance `i` computes, and which replica it is.
+  int64_t partitionOf(int64_t instance) const { return instance / replicas; }
+  int64_t replicaOf(int64_t instance) const { return instance % replicas; }
   std::vector<int64_t> effectiveStrides() const;
-  /// Device of every partition, partitions in row-major order over degrees:
-  /// start + sum_i coord_i * stride_i over the partitioned dims.
+  /// Device of every instance, instances in row-major order over
+  /// (degrees..., replicas): start + sum_i coord_i * stride_i over the
+  /// partitioned dims and the replica dim.
   std::vector<int64_t> devices() const;
   bool operator==(const OpConfig &o) const {
-    return degrees == o.degrees && start == o.start && strides == o.strides;
+    return degrees == o.degrees && start == o.start && strides == o.strides &&
+           replicas == o.replicas && recompute == o.recompute &&
+           sharding == o.sharding;
   }
   bool operator!=(const OpConfig &o) const { return !(*this == o); }
 };
@@ -50,11 +80,11 @@ struct OpConfig {
 struct IterationSpace;
 
 /// Checks that `config` fits an op with iteration space `space` (one degree
-/// per dim, splittable dims only, equal partitions, no two partitions on one
-/// device) and, when given, a machine of `numDevices` devices (else at most
-/// kMaxDevices). Returns the problem, or "" when it fits. The strategy
-/// verifier and the simulator both use it, so they accept exactly the same
-/// configurations. Degrees, start and strides may be anything, overflowing
+/// per dim, splittable dims only, equal partitions, replicas >= 1, no two
+/// instances on one device) and, when given, a machine of `numDevices` devices
+/// (else at most kMaxDevices). Returns the problem, or "" when it fits. The
+/// strategy verifier and the simulator both use it, so they accept exactly the
+/// same configurations. Degrees, start and strides may be anything, overflowing
 /// products included: only after they pass is any partition enumerated.
 std::string checkConfig(const IterationSpace &space, const OpConfig &config,
                         std::optional<int64_t> numDevices = std::nullopt);

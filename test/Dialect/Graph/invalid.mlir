@@ -772,8 +772,41 @@ func.func @strategy_negative_start(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_stride_count(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 2 strides (one per dim with degree > 1), got 1}}
+  // expected-error @+1 {{expected 2 strides (one per dim with degree > 1, and one for the replicas when replicas > 1), got 1}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 2], strides = [1]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_bad_replicas(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{replicas is 0; it must be >= 1}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], replicas = 0>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_bad_zero(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{zero = 4 is not a ZeRO stage (0 to 3)}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], zero = 4>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_replica_stride_count(%x: tensor<8x16xf32>) {
+  // The replicas need a stride of their own.
+  // expected-error @+1 {{expected 2 strides (one per dim with degree > 1, and one for the replicas when replicas > 1), got 1}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], replicas = 2, strides = [1]>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_repeated_recompute(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero' or 'recompute' (each at most once), got 'recompute'}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], recompute, recompute>} : tensor<8x16xf32>
   return
 }
 
@@ -788,7 +821,7 @@ func.func @strategy_bad_stride(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start' or 'strides' (each at most once), got 'step'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero' or 'recompute' (each at most once), got 'step'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], step = 1>} : tensor<8x16xf32>
   return
 }
@@ -796,8 +829,17 @@ func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start' or 'strides' (each at most once), got 'start'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero' or 'recompute' (each at most once), got 'start'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 1, start = 2>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_replicas_overlap(%x: tensor<8x16xf32>) {
+  // Partition 1 and replica 1 of partition 0 both land on device 1.
+  // expected-error @+1 {{strategy maps two instances to one device; the strides overlap}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], replicas = 2, strides = [1, 1]>} : tensor<8x16xf32>
   return
 }
 
@@ -821,7 +863,7 @@ func.func @strategy_uneven(%x: tensor<6x16xf32>) {
 
 func.func @strategy_overlap(%x: tensor<8x16xf32>) {
   // Partitions (0, 1) and (1, 0) both land on device 2.
-  // expected-error @+1 {{strategy maps two partitions to one device; the strides overlap}}
+  // expected-error @+1 {{strategy maps two instances to one device; the strides overlap}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 2], strides = [2, 2]>} : tensor<8x16xf32>
   return
 }
@@ -935,7 +977,7 @@ func.func @strategy_start_overflows(%x: tensor<8x16xf32>) {
 // Overlapping strides with more partitions than devices: the pigeonhole
 // answers without enumerating the partitions.
 func.func @strategy_overlap_many(%x: tensor<4096x4096xf32>) {
-  // expected-error @+1 {{strategy maps two partitions to one device; the strides overlap}}
+  // expected-error @+1 {{strategy maps two instances to one device; the strides overlap}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4096, 4096], strides = [1, 1]>} : tensor<4096x4096xf32>
   return
 }

@@ -159,5 +159,11 @@ func.func @strategies(%x: tensor<32x784xf32>, %w: tensor<784x256xf32>) -> tensor
   %1 = ppc.relu %0 {ppc.strategy = #ppc.strategy<degrees = [8, 1], start = 8>} : tensor<32x256xf32>
   // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1]>}
   %2 = ppc.relu %1 {ppc.strategy = #ppc.strategy<degrees = [1, 1], start = 0>} : tensor<32x256xf32>
+  // Replicas, recomputation and state sharding print in a fixed order, and
+  // only when not the defaults.
+  // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [2, 1], strides = [4, 1], replicas = 4, recompute, zero = 3>}
+  %3 = ppc.relu %2 {ppc.strategy = #ppc.strategy<degrees = [2, 1], zero = 3, recompute, replicas = 4, strides = [4, 1]>} : tensor<32x256xf32>
+  // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1]>}
+  %4 = ppc.relu %3 {ppc.strategy = #ppc.strategy<degrees = [1, 1], replicas = 1, zero = 0>} : tensor<32x256xf32>
   return %2 : tensor<32x256xf32>
 }

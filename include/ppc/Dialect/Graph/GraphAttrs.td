@@ -16,17 +16,32 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
     partitioned dims (degree > 1) in order. An empty stride list means the
     contiguous view (strides are the row-major products of the degrees).
 
+    `replicas = r` runs every partition on `r` devices (the replica is the
+    innermost coordinate of the device grid, with its own stride last in
+    `strides`): Megatron-LM's layer norms run whole on each device of a
+    tensor-parallel group. `recompute` drops the op's results after forward
+    and runs the forward again right before its backward. `zero = s` shards
+    the training state of the weights the op holds over the replicas that
+    synchronize their gradients, as ZeRO's stage s: 1 optimizer state,
+    2 also gradients, 3 also the parameters (gathered before use).
+
     ```mlir
     // 4-way data parallel x 2-way tensor parallel on devices 0..7, the tensor
     // parallel pairs 4 apart (across nodes of 4 devices).
     #ppc.strategy<degrees = [4, 2, 1], strides = [1, 4]>
     // 8-way data parallel on devices 8..15 (contiguous view).
     #ppc.strategy<degrees = [8, 1, 1], start = 8>
+    // A layer norm data parallel 2 ways, each half replicated on 4 devices;
+    // recomputed in backward; its weights sharded ZeRO-3 style.
+    #ppc.strategy<degrees = [2, 1, 1], replicas = 4, recompute, zero = 3>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$degrees,
                         DefaultValuedParameter<"int64_t", "0">:$start,
-                        OptionalArrayRefParameter<"int64_t">:$strides);
+                        OptionalArrayRefParameter<"int64_t">:$strides,
+                        DefaultValuedParameter<"int64_t", "1">:$replicas,
+                        DefaultValuedParameter<"bool", "false">:$recompute,
+                        DefaultValuedParameter<"int64_t", "0">:$zero);
   // Hand-written (GraphOps.cpp): a declarative format cannot parse two
   // optional groups that both begin with `,` (it commits to the first).
   let hasCustomAssemblyFormat = 1;
@@ -34,9 +49,12 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
   let extraClassDeclaration = [{
     /// The MLIR-free form the simulator and search use.
     ::ppc::OpConfig getConfig() const;
+    /// The attribute of an MLIR-free configuration.
+    static StrategyAttr get(::mlir::MLIRContext *context,
+                            const ::ppc::OpConfig &config);
     /// Number of partitions (product of the degrees).
     int64_t getNumPartitions() const;
-    /// Device of every partition, in row-major partition order.
+    /// Device of every instance (partition x replica), in row-major order.
     ::llvm::SmallVector<int64_t> getDevices() const;
   }];
 }

@@ -1,19 +1,33 @@
 //===- Layout.cpp - where the pieces of an op's tensors live --------------===//
 
-#include "Layout.h"
+#include "ppc/Support/Layout.h"
 
 #include <algorithm>
 
-namespace ppc::conversion {
+namespace ppc::geometry {
 
 OpLayout computeLayout(const IterationSpace &space, const OpConfig &config) {
   OpLayout layout;
   layout.devices = config.devices();
-  int64_t parts = static_cast<int64_t>(layout.devices.size());
+  layout.numReplicas = config.replicas;
+  int64_t instances = static_cast<int64_t>(layout.devices.size());
   layout.operandBoxes.resize(space.operands.size());
   layout.resultBoxes.resize(space.results.size());
-  for (int64_t p = 0; p < parts; ++p) {
-    Box iter = partitionRanges(space, config.degrees, p);
+  // Replicas of a partition share its boxes: compute them once.
+  for (int64_t p = 0; p < instances; ++p) {
+    int64_t partition = config.partitionOf(p);
+    layout.partition.push_back(partition);
+    layout.replica.push_back(config.replicaOf(p));
+    if (config.replicaOf(p) != 0) {
+      int64_t first = p - config.replicaOf(p);
+      layout.iter.push_back(layout.iter[first]);
+      for (auto &boxes : layout.operandBoxes)
+        boxes.push_back(boxes[first]);
+      for (auto &boxes : layout.resultBoxes)
+        boxes.push_back(boxes[first]);
+      continue;
+    }
+    Box iter = partitionRanges(space, config.degrees, partition);
     for (size_t i = 0; i < space.operands.size(); ++i)
       layout.operandBoxes[i].push_back(sliceOf(space.operands[i], iter));
     for (size_t r = 0; r < space.results.size(); ++r)
@@ -33,22 +47,22 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config) {
 
 std::vector<Piece> OpLayout::resultPieces(unsigned r) const {
   std::vector<Piece> pieces;
-  for (int64_t p = 0; p < numPartitions(); ++p)
+  for (int64_t p = 0; p < numInstances(); ++p)
     pieces.push_back({devices[p], resultBoxes[r][p]});
   return pieces;
 }
 
 std::vector<Piece> OpLayout::operandPieces(unsigned i) const {
   std::vector<Piece> pieces;
-  for (int64_t p = 0; p < numPartitions(); ++p)
+  for (int64_t p = 0; p < numInstances(); ++p)
     pieces.push_back({devices[p], operandBoxes[i][p]});
   return pieces;
 }
 
 std::vector<int64_t> OpLayout::sameResultBox(unsigned r, int64_t p) const {
   std::vector<int64_t> group;
-  for (int64_t q = 0; q < numPartitions(); ++q)
-    if (resultBoxes[r][q] == resultBoxes[r][p])
+  for (int64_t q = 0; q < numInstances(); ++q)
+    if (replica[q] == replica[p] && resultBoxes[r][q] == resultBoxes[r][p])
       group.push_back(q);
   return group;
 }
@@ -56,8 +70,8 @@ std::vector<int64_t> OpLayout::sameResultBox(unsigned r, int64_t p) const {
 std::vector<int64_t>
 OpLayout::sameRangesExcept(int64_t p, const std::vector<unsigned> &dims) const {
   std::vector<int64_t> group;
-  for (int64_t q = 0; q < numPartitions(); ++q) {
-    bool same = true;
+  for (int64_t q = 0; q < numInstances(); ++q) {
+    bool same = replica[q] == replica[p];
     for (size_t d = 0; d < iter[p].size(); ++d)
       if (std::find(dims.begin(), dims.end(), d) == dims.end() &&
           !(iter[q][d] == iter[p][d]))
@@ -65,6 +79,14 @@ OpLayout::sameRangesExcept(int64_t p, const std::vector<unsigned> &dims) const {
     if (same)
       group.push_back(q);
   }
+  return group;
+}
+
+std::vector<int64_t> OpLayout::replicasOf(int64_t p) const {
+  std::vector<int64_t> group;
+  int64_t first = p - replica[p];
+  for (int64_t r = 0; r < numReplicas; ++r)
+    group.push_back(first + r);
   return group;
 }
 
@@ -114,4 +136,4 @@ bool linesUp(const std::vector<Piece> &producer,
   return true;
 }
 
-} // namespace ppc::conversion
+} // namespace ppc::geometry
