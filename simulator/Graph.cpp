@@ -293,8 +293,16 @@ OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng) {
     config.degrees[d] *= factor;
     budget /= factor;
   }
+  // Sometimes replicate the partitions over part of the devices left.
+  while (budget > 1 && coin(rng) == 0) {
+    int64_t factor = 2;
+    while (budget % factor != 0)
+      ++factor;
+    config.replicas *= factor;
+    budget /= factor;
+  }
   // A contiguous view at a random start that keeps every device in range.
-  int64_t parts = config.numPartitions();
+  int64_t parts = config.numInstances();
   int64_t slots = numDevices / parts;
   config.start =
       std::uniform_int_distribution<int64_t>(0, slots - 1)(rng) * parts;

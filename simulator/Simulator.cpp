@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/Layout.h"
 
 #include "absl/container/flat_hash_map.h"
 
@@ -279,18 +280,35 @@ struct Edge {
   int32_t weightOperand = -1;
   std::vector<Transfer> fwd, bwd;
   std::vector<LocalDep> fwdLocal, bwdLocal;
+  /// Gradients summed by an all-reduce instead of transfers: the producer
+  /// instances of one piece (partitions of the collective, in the
+  /// producer's numbering) each get the sum of what the consumer instance
+  /// on their device (`contributors`, parallel) computed for the piece.
+  struct GradReduce {
+    Collective reduce;
+    std::vector<int32_t> contributors;
+  };
+  std::vector<GradReduce> bwdReduces;
   // Totals of the transfers, kept so that a result need not walk them.
   std::vector<std::pair<int32_t, double>> commTimeByDevice;
   std::vector<std::pair<int32_t, int64_t>> receivedByDevice;
   std::array<double, 8> bytesByLinkKind{};
 };
 
+/// An op under one configuration. Its arrays have one entry per instance
+/// (a partition or one of its replicas, see OpConfig::replicas).
 struct OpState {
   std::vector<int64_t> devices;
   std::vector<Slice> iter;
-  /// resultSlices[r][p]: slice of result r partition p computes.
+  /// resultSlices[r][p]: slice of result r instance p computes.
   std::vector<std::vector<Slice>> resultSlices;
-  /// Partitions holding the same result slices (partial sums, then copies).
+  /// operandSlices[o][p]: slice of operand o instance p reads.
+  std::vector<std::vector<Slice>> operandSlices;
+  /// The partition and replica each instance is; replicas per partition.
+  std::vector<int64_t> partition, replica;
+  int64_t numReplicas = 1;
+  /// Instances holding the same result slices (partial sums, then copies,
+  /// and replicas): any of them can serve a reader.
   std::vector<int32_t> replicaGroup;
   int32_t numReplicaGroups = 0;
   /// For each weight operand this op holds (weightHolders), partition p's
@@ -322,6 +340,7 @@ enum class TaskKind : uint8_t {
   WeightGather,
   Transfer,
   GradTransfer,
+  GradReduce,
 };
 
 struct TimelineEvent {
@@ -422,6 +441,22 @@ struct Simulator::Impl {
     return routes[routeId(src, dst)];
   }
 
+  /// The instances of each (group, replica) pair: for `group` numbering
+  /// instances by the data they hold, the instances of one replica that
+  /// hold the same data. Empty pairs are left out.
+  static std::vector<std::vector<int32_t>>
+  membersPerReplica(const OpState &st, const std::vector<int32_t> &group,
+                    int32_t numGroups) {
+    std::vector<std::vector<int32_t>> members(numGroups * st.numReplicas);
+    for (size_t p = 0; p < group.size(); ++p)
+      members[group[p] * st.numReplicas + st.replica[p]].push_back(
+          static_cast<int32_t>(p));
+    members.erase(std::remove_if(members.begin(), members.end(),
+                                 [](const auto &m) { return m.empty(); }),
+                  members.end());
+    return members;
+  }
+
   Collective makeCollective(const OpState &st, std::vector<int32_t> members,
                             int64_t bytes, bool sharded) {
     Collective c;
@@ -445,28 +480,35 @@ struct Simulator::Impl {
   /// Builds into `st` what op `i` is under `config`.
   void buildOpState(size_t i, const OpConfig &config, OpState &st) {
     const Op &op = graph.ops[i];
-    st.devices = config.devices();
+    geometry::OpLayout layout = geometry::computeLayout(op.space, config);
+    st.devices = std::move(layout.devices);
+    st.iter = std::move(layout.iter);
+    st.resultSlices = std::move(layout.resultBoxes);
+    st.operandSlices = std::move(layout.operandBoxes);
+    st.partition = std::move(layout.partition);
+    st.replica = std::move(layout.replica);
+    st.numReplicas = config.replicas;
     int32_t n = static_cast<int32_t>(st.devices.size());
-    st.iter.resize(n);
-    for (int32_t p = 0; p < n; ++p)
-      st.iter[p] = partitionRanges(op.space, config.degrees, p);
 
-    st.resultSlices.assign(op.space.results.size(), {});
-    for (size_t r = 0; r < op.space.results.size(); ++r)
-      for (int32_t p = 0; p < n; ++p)
-        st.resultSlices[r].push_back(sliceOf(op.space.results[r], st.iter[p]));
-
+    // Replicas run the same kernels: cost each partition once.
     st.fwdTime.resize(n);
     st.bwdTime.resize(n);
     for (int32_t p = 0; p < n; ++p) {
-      KernelShape shape = kernelShape(op, config.degrees, p);
+      if (st.replica[p] != 0) {
+        st.fwdTime[p] = st.fwdTime[p - st.replica[p]];
+        st.bwdTime[p] = st.bwdTime[p - st.replica[p]];
+        continue;
+      }
+      KernelShape shape = kernelShape(op, config.degrees, st.partition[p]);
       const DeviceSpec &spec = machine.getSpec(st.devices[p]);
       st.fwdTime[p] = costModel.kernelTime(op, shape, Phase::Forward, spec);
       st.bwdTime[p] = costModel.kernelTime(op, shape, Phase::Backward, spec);
     }
 
-    // Partitions computing the same result slices hold partial sums of it
-    // (they differ only in dims the result does not index): all-reduce.
+    // Instances computing the same result slices hold copies of it. Within
+    // one replica they are partitions that differ only in dims the result
+    // does not index, so they hold partial sums: all-reduce them, each
+    // replica on its own.
     st.partialSums.clear();
     st.replicaGroup.assign(n, 0);
     st.numReplicaGroups = n;
@@ -476,17 +518,15 @@ struct Simulator::Impl {
         for (const auto &slices : st.resultSlices)
           joined[p].insert(joined[p].end(), slices[p].begin(), slices[p].end());
       st.replicaGroup = groupBySlice(joined, st.numReplicaGroups);
-      if (st.numReplicaGroups < n) {
-        std::vector<std::vector<int32_t>> members(st.numReplicaGroups);
-        for (int32_t p = 0; p < n; ++p)
-          members[st.replicaGroup[p]].push_back(p);
-        for (auto &m : members) {
-          int64_t bytes = 0;
-          for (const auto &slices : st.resultSlices)
-            bytes += volume(slices[m.front()]) * op.elemBytes;
-          st.partialSums.push_back(
-              makeCollective(st, std::move(m), bytes, /*sharded=*/false));
-        }
+      for (std::vector<int32_t> &m :
+           membersPerReplica(st, st.replicaGroup, st.numReplicaGroups)) {
+        if (m.size() < 2)
+          continue;
+        int64_t bytes = 0;
+        for (const auto &slices : st.resultSlices)
+          bytes += volume(slices[m.front()]) * op.elemBytes;
+        st.partialSums.push_back(
+            makeCollective(st, std::move(m), bytes, /*sharded=*/false));
       }
     }
 
@@ -505,7 +545,7 @@ struct Simulator::Impl {
       if (src.kind == Source::Kind::Input)
         for (int32_t p = 0; p < n; ++p)
           st.memory[p].activations +=
-              volume(sliceOf(op.space.operands[o], st.iter[p])) * op.elemBytes;
+              volume(st.operandSlices[o][p]) * op.elemBytes;
       // A weight is held, synchronized and updated by one use (see
       // weightHolders); other uses reach it through weight edges.
       if (src.kind != Source::Kind::Weight ||
@@ -515,15 +555,16 @@ struct Simulator::Impl {
       const Weight &w = graph.weights[src.index];
       OpState::HeldWeight &held = st.heldWeights[o];
       std::vector<Slice> &slices = held.slices;
-      slices.resize(n);
-      for (int32_t p = 0; p < n; ++p)
-        slices[p] = sliceOf(op.space.operands[o], st.iter[p]);
-      int32_t &numGroups = held.numGroups;
-      held.group = groupBySlice(slices, numGroups);
-      const std::vector<int32_t> &group = held.group;
-      std::vector<std::vector<int32_t>> members(numGroups);
-      for (int32_t p = 0; p < n; ++p)
-        members[group[p]].push_back(p);
+      slices = st.operandSlices[o];
+      held.group = groupBySlice(slices, held.numGroups);
+      // Replicas compute identical gradients: each replica synchronizes
+      // its copy with the instances of its own replica only.
+      std::vector<std::vector<int32_t>> members =
+          membersPerReplica(st, held.group, held.numGroups);
+      std::vector<int32_t> syncGroup(n);
+      for (size_t m = 0; m < members.size(); ++m)
+        for (int32_t p : members[m])
+          syncGroup[p] = static_cast<int32_t>(m);
       TrainingStateBytes perElement =
           trainingStateBytes(w.elemBytes, w.trainable, options.optimizer);
       for (int32_t p = 0; p < n; ++p) {
@@ -532,7 +573,7 @@ struct Simulator::Impl {
         if (!w.trainable)
           continue;
         int64_t shards =
-            sharded ? static_cast<int64_t>(members[group[p]].size()) : 1;
+            sharded ? static_cast<int64_t>(members[syncGroup[p]].size()) : 1;
         st.memory[p].gradients += elements * perElement.gradient;
         st.memory[p].optimizerState +=
             elements * perElement.optimizerState / shards;
@@ -574,32 +615,103 @@ struct Simulator::Impl {
     summarizeEdge(e, ops[e.producer], ops[e.consumer]);
   }
 
+  /// The replica of consumer partition `first..first + replicas` best placed
+  /// to send to `device`: one on it, else the one with the fastest route,
+  /// else the first.
+  int64_t nearestReplica(const OpState &st, int32_t first, int64_t device) {
+    int64_t best = 0;
+    for (int64_t r = 0; r < st.numReplicas; ++r) {
+      int64_t from = st.devices[first + r];
+      if (from == device)
+        return r;
+      if (route(from, device).link.bandwidth >
+          route(st.devices[first + best], device).link.bandwidth)
+        best = r;
+    }
+    return best;
+  }
+
+  /// For each group of producer instances holding the same piece, whether
+  /// the gradients of its consumers are summed by one all-reduce among
+  /// them: the piece has k >= 2 copies, and exactly one consumer instance
+  /// on each of their devices reads it, all of distinct partitions and each
+  /// reading the whole piece. This is Megatron-LM's column-parallel layer
+  /// after a replicated one: each device computes a partial gradient of the
+  /// whole input, and the all-reduce sums them where every copy needs the
+  /// sum. The lowering emits exactly this collective.
+  std::vector<char> allReducedGroups(const Edge &e, const OpState &prod,
+                                     const OpState &cons,
+                                     const std::vector<Slice> &produced,
+                                     const std::vector<int32_t> &group,
+                                     int32_t numGroups) {
+    std::vector<char> reduced(numGroups, 0);
+    std::vector<std::vector<int32_t>> members(numGroups);
+    for (size_t p = 0; p < group.size(); ++p)
+      members[group[p]].push_back(static_cast<int32_t>(p));
+    for (int32_t g = 0; g < numGroups; ++g) {
+      const std::vector<int32_t> &m = members[g];
+      if (m.size() < 2)
+        continue;
+      const Slice &piece = produced[m.front()];
+      std::set<int64_t> devices, readers, partitions;
+      for (int32_t p : m)
+        devices.insert(prod.devices[p]);
+      bool ok = devices.size() == m.size();
+      size_t count = 0;
+      for (size_t q = 0; ok && q < cons.devices.size(); ++q) {
+        const Slice &needed = cons.operandSlices[e.operand][q];
+        if (overlapVolume(needed, piece) == 0)
+          continue;
+        ++count;
+        ok = geometry::contains(needed, piece) &&
+             devices.count(cons.devices[q]) &&
+             readers.insert(cons.devices[q]).second &&
+             partitions.insert(cons.partition[q]).second;
+      }
+      reduced[g] = ok && count == m.size();
+    }
+    return reduced;
+  }
+
   /// Builds the transfers of `e` between the producer and consumer states.
   void buildTransfers(Edge &e, const OpState &prod, const OpState &cons) {
-    const Op &consumer = graph.ops[e.consumer];
     const std::vector<Slice> *produced = &prod.resultSlices[e.result];
     const std::vector<int32_t> *replicaGroup = &prod.replicaGroup;
     int32_t numReplicaGroups = prod.numReplicaGroups;
     int64_t elemBytes = graph.ops[e.producer].elemBytes;
-    if (e.weightOperand >= 0) {
+    bool weightEdge = e.weightOperand >= 0;
+    if (weightEdge) {
       // The holder's pieces of the weight, grouped into replicas.
       const OpState::HeldWeight &held = prod.heldWeights[e.weightOperand];
       produced = &held.slices;
       replicaGroup = &held.group;
       numReplicaGroups = held.numGroups;
+      const Op &consumer = graph.ops[e.consumer];
       elemBytes = graph.weights[consumer.operands[e.operand].index].elemBytes;
     }
     e.fwd.clear();
     e.bwd.clear();
     e.fwdLocal.clear();
     e.bwdLocal.clear();
+    e.bwdReduces.clear();
 
     int32_t np = static_cast<int32_t>(prod.devices.size());
     int32_t nq = static_cast<int32_t>(cons.devices.size());
+    std::vector<char> reduced =
+        weightEdge ? std::vector<char>(numReplicaGroups, 0)
+                   : allReducedGroups(e, prod, cons, *produced, *replicaGroup,
+                                      numReplicaGroups);
     std::vector<int64_t> overlap(np);
     std::vector<int32_t> chosen(numReplicaGroups);
+    auto addBwd = [&](int32_t q, int32_t p) {
+      if (prod.devices[p] == cons.devices[q])
+        e.bwdLocal.push_back({q, p});
+      else
+        e.bwd.push_back(makeTransfer(q, p, cons.devices[q], prod.devices[p],
+                                     overlap[p] * elemBytes));
+    };
     for (int32_t q = 0; q < nq; ++q) {
-      Slice needed = sliceOf(consumer.space.operands[e.operand], cons.iter[q]);
+      const Slice &needed = cons.operandSlices[e.operand][q];
       int64_t dstDevice = cons.devices[q];
       for (int32_t p = 0; p < np; ++p)
         overlap[p] = overlapVolume(needed, (*produced)[p]);
@@ -624,34 +736,61 @@ struct Simulator::Impl {
       for (int32_t p : chosen) {
         if (p < 0)
           continue;
-        if (prod.devices[p] == dstDevice) {
-          e.fwdLocal.push_back({p, q});
-          if (e.weightOperand >= 0)
-            e.bwdLocal.push_back({q, p});
-          continue;
-        }
-        e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
-                                     overlap[p] * elemBytes));
-        // A weight's gradient goes back to the replica it came from; the
-        // holder's gradient sync then sums over the replicas.
-        if (e.weightOperand >= 0)
-          e.bwd.push_back(makeTransfer(q, p, dstDevice, prod.devices[p],
-                                       overlap[p] * elemBytes));
-      }
-      if (e.weightOperand >= 0)
-        continue;
-
-      // Backward: every replica needs the gradient of its region; each
-      // consumer partition sends what it computed.
-      for (int32_t p = 0; p < np; ++p) {
-        if (overlap[p] == 0)
-          continue;
         if (prod.devices[p] == dstDevice)
-          e.bwdLocal.push_back({q, p});
+          e.fwdLocal.push_back({p, q});
         else
-          e.bwd.push_back(makeTransfer(q, p, dstDevice, prod.devices[p],
+          e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
                                        overlap[p] * elemBytes));
       }
+
+      // Backward: replicas of a consumer partition computed the same
+      // gradient, so one of them (the nearest) sends it.
+      int32_t first = q - static_cast<int32_t>(cons.replica[q]);
+      if (weightEdge) {
+        // A weight's gradient goes to one copy per replica of the holder
+        // (the one the forward read, for the matching replica); each
+        // replica's gradient sync then sums over its instances.
+        if (cons.replica[q] != 0)
+          continue;
+        for (int32_t p : chosen) {
+          if (p < 0)
+            continue;
+          for (int64_t r = 0; r < prod.numReplicas; ++r) {
+            int32_t target = p - static_cast<int32_t>(prod.replica[p] - r);
+            addBwd(q, target);
+          }
+        }
+        continue;
+      }
+      // Every copy of a region needs the gradient of it from each consumer
+      // partition; groups summed by an all-reduce are built below.
+      for (int32_t p = 0; p < np; ++p) {
+        if (overlap[p] == 0 || reduced[(*replicaGroup)[p]])
+          continue;
+        if (cons.replica[q] != nearestReplica(cons, first, prod.devices[p]))
+          continue;
+        addBwd(q, p);
+      }
+    }
+
+    for (int32_t g = 0; g < numReplicaGroups; ++g) {
+      if (!reduced[g])
+        continue;
+      Edge::GradReduce r;
+      std::vector<int32_t> members;
+      for (int32_t p = 0; p < np; ++p)
+        if ((*replicaGroup)[p] == g)
+          members.push_back(p);
+      for (int32_t p : members)
+        for (int32_t q = 0; q < nq; ++q)
+          if (cons.devices[q] == prod.devices[p] &&
+              overlapVolume(cons.operandSlices[e.operand][q], (*produced)[p]) >
+                  0)
+            r.contributors.push_back(q);
+      int64_t bytes = volume((*produced)[members.front()]) * elemBytes;
+      r.reduce =
+          makeCollective(prod, std::move(members), bytes, /*sharded=*/false);
+      e.bwdReduces.push_back(std::move(r));
     }
   }
 
@@ -661,7 +800,7 @@ struct Simulator::Impl {
     e.commTimeByDevice.clear();
     e.receivedByDevice.clear();
     e.bytesByLinkKind.fill(0);
-    if (e.fwd.empty() && e.bwd.empty())
+    if (e.fwd.empty() && e.bwd.empty() && e.bwdReduces.empty())
       return;
     std::map<int32_t, double> comm;
     std::map<int32_t, int64_t> received;
@@ -675,6 +814,12 @@ struct Simulator::Impl {
       comm[cons.devices[t.src]] += t.time;
       comm[prod.devices[t.dst]] += t.time;
       e.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] += t.bytes;
+    }
+    for (const Edge::GradReduce &r : e.bwdReduces) {
+      for (int32_t p : r.reduce.partitions)
+        comm[prod.devices[p]] += r.reduce.time;
+      for (size_t k = 0; k < r.reduce.bytesByLinkKind.size(); ++k)
+        e.bytesByLinkKind[k] += r.reduce.bytesByLinkKind[k];
     }
     e.commTimeByDevice.assign(comm.begin(), comm.end());
     e.receivedByDevice.assign(received.begin(), received.end());
@@ -743,6 +888,8 @@ struct Simulator::Impl {
         fwd = std::max(fwd, t);
       for (auto &[p, t] : bwdIn)
         bwd = std::max(bwd, t);
+      for (const Edge::GradReduce &r : e.bwdReduces)
+        bwd = std::max(bwd, r.reduce.time);
       return fwd + bwd;
     }
     return 0;
@@ -843,6 +990,20 @@ struct Simulator::Impl {
         st.gradReady[t.dst] =
             std::max(st.gradReady[t.dst], runTransfer(t, cons.bwdEnd[t.src], id,
                                                       TaskKind::GradTransfer));
+      for (const Edge::GradReduce &r : e.bwdReduces) {
+        const std::vector<int32_t> &members = r.reduce.partitions;
+        auto contributed = [&](int32_t p) {
+          double ready = 0;
+          for (size_t k = 0; k < members.size(); ++k)
+            if (members[k] == p)
+              ready = cons.bwdEnd[r.contributors[k]];
+          return ready;
+        };
+        double end = runCollective(st, r.reduce, r.reduce.time, contributed, i,
+                                   TaskKind::GradReduce);
+        for (int32_t p : members)
+          st.gradReady[p] = std::max(st.gradReady[p], end);
+      }
     }
     st.bwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
@@ -1106,6 +1267,9 @@ static std::string eventName(const Graph &graph, const std::vector<Edge> &edges,
     break;
   case TaskKind::WeightGather:
     what = " weight all-gather";
+    break;
+  case TaskKind::GradReduce:
+    what = " input-gradient all-reduce";
     break;
   default:
     break;

@@ -188,6 +188,74 @@ TEST(Simulator, ReductionSplitAllReducesPartialSums) {
   EXPECT_NEAR(times[0].communication, 52e-6, 1e-12);
 }
 
+TEST(Simulator, ReplicatedOpFeedsColumnParallelThroughAnAllReduce) {
+  // Megatron-LM's pattern: A runs whole on both devices (replicas 2), fc is
+  // split by output features over them. Forward needs no transfer; in
+  // backward each fc partition computes a partial gradient of all of A's
+  // [4, 1000] result, summed by one all-reduce of 16000 B over 2 devices:
+  // 2 * 10 us + 16000 B / 1 GB/s = 36 us, each device sending 16000 B.
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(elementwise("A", 4, 1000, input()));
+  g.ops.push_back(linear(g, "fc", 4, 1000, 1000, fromOp(0)));
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost, SimOptions{.recordTimeline = true});
+  OpConfig replicated = on(0, 2);
+  replicated.replicas = 2;
+  SimResult r = sim.simulate({replicated, {{1, 2, 1}, 0, {}}});
+  // fwd A [0, 1] on both (whole), fc [1, 1.5]; bwd fc [1.5, 2.5]; the
+  // all-reduce [2.5, 2.536]; bwd A [2.536, 4.536]; fc's halves of its
+  // weight need no sync, each updates at [4.536, 5.036].
+  EXPECT_NEAR(r.iterationTime, 5.036 * kMs, 1e-12);
+  EXPECT_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)], 32000);
+  std::ostringstream trace;
+  sim.writeChromeTrace(trace);
+  EXPECT_NE(trace.str().find("A input-gradient all-reduce"), std::string::npos);
+
+  // The same with A on device 0 only: A's result moves to device 1 and
+  // device 1's partial gradient moves back to be summed there.
+  SimResult single = sim.simulate({on(0, 2), {{1, 2, 1}, 0, {}}});
+  EXPECT_EQ(single.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+            2 * 16000);
+  EXPECT_EQ(sim.update(0, replicated).iterationTime, r.iterationTime);
+}
+
+TEST(Simulator, ReplicasSynchronizeAndReducePerReplica) {
+  // On 4 devices fc0 is data parallel over 2 with each half replicated
+  // twice (instances: half 0 on devices 0, 1; half 1 on devices 2, 3) and
+  // fc1 runs whole on all 4. Replicas compute identical weight gradients,
+  // so fc0 synchronizes within each replica: {0, 2} and {1, 3}, two ring
+  // all-reduces of 4 MB over 2 devices (each member sends 4 MB); fc1 needs
+  // no sync at all. Each fc1 replica reads the half it lacks (16000 B)
+  // from a copy of the other half; in backward each fc0 instance takes the
+  // gradient from the fc1 replica on its own device: no transfer.
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 4);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  OpConfig fc0{{2, 1, 1}, 0, {}};
+  fc0.replicas = 2;
+  OpConfig fc1 = on(0, 3);
+  fc1.replicas = 4;
+  SimResult r = sim.simulate({fc0, fc1});
+  EXPECT_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+            2 * 2 * 4'000'000 + 4 * 16'000);
+  for (const DeviceStats &d : r.devices)
+    EXPECT_EQ(d.memory.weights, 8'000'000);
+
+  // Partial sums: fc0 split along k, each of the two pieces on 2 replicas.
+  // Each replica all-reduces its own pair ({0, 2}, {1, 3}: 32000 B, each
+  // member sending 32000 B); fc0's weight is split, so nothing to sync.
+  OpConfig partial{{1, 1, 2}, 0, {}};
+  partial.replicas = 2;
+  SimResult p = sim.simulate({partial, fc1});
+  EXPECT_EQ(p.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+            2 * 2 * 32'000);
+  EXPECT_NEAR(sim.opTimes()[0].communication, 2 * 10e-6 + 32e-6, 1e-12);
+}
+
 TEST(Simulator, MemoryOfASmallMlp) {
   // Adam, data parallel over 2: each device holds both 4 MB weights, their
   // gradients and 2 x 4 MB of Adam state each; activations are each op's
