@@ -9,6 +9,14 @@
 Models (sizes as published; --batch is the global batch of one step):
   bert          BERT-style encoder (--layers, --hidden, --heads, --ff, --seq,
                 --vocab), untied output layer
+  gpt           the same stack at GPT sizes (--size): 1.5b (GPT-2 XL: 48
+                layers, hidden 1600, 32 heads of 50 instead of 25 of 64),
+                8.3b (Megatron-LM: 72 layers, hidden 3072, 32 heads), 13b
+                (GPT-3 13B: 40 layers, hidden 5120, 40 heads), 39b
+                (Megatron-LM: 48 layers, hidden 8192, 64 heads); seq 1024
+                (2048 for 13b and 39b), ff 4 x hidden, vocab 51200 (GPT-2's
+                50257 padded as Megatron-LM pads it); a decoder's causal mask
+                changes no shape, so the graph is the encoder's
   transformer   the same encoder stack at Transformer-base size: 6 layers,
                 hidden 512, 8 heads, ff 2048, seq 128, vocab 32000 (unless
                 overridden)
@@ -229,6 +237,18 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab):
     out = [batch, seq, vocab]
     header = "func.func @main(%%tokens: %s) -> %s {" % (ty([batch, seq], "i64"), ty(out))
     return header, e, logits, out
+
+
+# GPT sizes: GPT-2 XL (32 heads of 50 instead of 25 of 64, so that
+# tensor-parallel degrees up to 8 divide them), Megatron-LM's 8.3B (Shoeybi et al.
+# 2019, table 2), GPT-3 13B (Brown et al. 2020, hidden rounded from 5140 to
+# 5120), Megatron-LM's 39.1B (Narayanan et al. 2021, table 1).
+GPT_SIZES = {
+    "1.5b": dict(layers=48, hidden=1600, heads=32, seq=1024),
+    "8.3b": dict(layers=72, hidden=3072, heads=32, seq=1024),
+    "13b": dict(layers=40, hidden=5120, heads=40, seq=2048),
+    "39b": dict(layers=48, hidden=8192, heads=64, seq=2048),
+}
 
 
 RESNET_BLOCKS = {50: [3, 4, 6, 3], 101: [3, 4, 23, 3], 152: [3, 8, 36, 3]}
@@ -466,7 +486,7 @@ def main():
         description=__doc__.splitlines()[0],
         epilog="\n".join(__doc__.splitlines()[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", choices=["bert", "transformer", "resnet50", "resnet101",
+    ap.add_argument("model", choices=["bert", "gpt", "transformer", "resnet50", "resnet101",
                                       "resnet152", "alexnet", "inception_v3", "rnnlm"])
     ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
     ap.add_argument("--layers", type=int)
@@ -476,6 +496,8 @@ def main():
     ap.add_argument("--ff", type=int)
     ap.add_argument("--vocab", type=int)
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
+    ap.add_argument("--size", choices=sorted(GPT_SIZES), default="1.5b",
+                    help="gpt: model size")
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--exported", action="store_true",
                     help="resnet*/inception_v3: BN folded, identical biases shared")
@@ -488,7 +510,13 @@ def main():
     def pick(value, default):
         return default if value is None else value
 
-    if a.model in ("bert", "transformer"):
+    if a.model == "gpt":
+        d = GPT_SIZES[a.size]
+        header, e, result, out = bert(
+            pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
+            pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
+            pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200))
+    elif a.model in ("bert", "transformer"):
         # BERT-Large by default; Transformer-base sizes for `transformer`.
         d = (dict(layers=24, seq=512, hidden=1024, heads=16, ff=4096, vocab=30522)
              if a.model == "bert" else

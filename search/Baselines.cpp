@@ -41,15 +41,26 @@ int firstSampleDim(const IterationSpace &space) {
   return -1;
 }
 
+int firstSplittableDim(const IterationSpace &space, IterKind kind,
+                       int64_t degree) {
+  for (size_t d = 0; d < space.dims.size(); ++d)
+    if (space.dims[d].kind == kind && space.dims[d].splittable &&
+        space.dims[d].size % degree == 0)
+      return static_cast<int>(d);
+  return -1;
+}
+
 /// Degree `tensorDegree` on dim `tensorDim` (innermost, stride 1: each
 /// tensor-parallel group is a contiguous block of devices, inside a node),
 /// and the sample dim split by as much of `dataDegree` as it divides, one
-/// partition per group (stride `tensorDegree`). An op that cannot take the
-/// tensor split runs data parallel on the first device of each group, as
-/// Megatron runs layer norms and residuals: replicated in the group, which
-/// SOAP expresses as one copy per group next to the group's data.
+/// partition per group. An op that cannot take the tensor split is
+/// replicated in its group, as Megatron-LM runs layer norms and residuals:
+/// whole on every device of the group (or split along the sequence with
+/// `sequenceParallel`, Korthikanti et al.'s sequence parallelism). Devices
+/// the sample split leaves over hold more replicas, so every op spans the
+/// machine.
 OpConfig hybridConfig(const sim::Op &op, int tensorDim, int64_t tensorDegree,
-                      int64_t dataDegree) {
+                      int64_t dataDegree, bool sequenceParallel = false) {
   const IterationSpace &space = op.space;
   OpConfig config;
   config.degrees.assign(space.dims.size(), 1);
@@ -57,19 +68,32 @@ OpConfig hybridConfig(const sim::Op &op, int tensorDim, int64_t tensorDegree,
   bool tensorSplit = tensorDim >= 0 && tensorDim != sample &&
                      tensorDegree > 1 && space.dims[tensorDim].splittable &&
                      space.dims[tensorDim].size % tensorDegree == 0;
+  if (!tensorSplit && sequenceParallel && tensorDegree > 1) {
+    tensorDim = firstSplittableDim(space, IterKind::Attribute, tensorDegree);
+    tensorSplit = tensorDim >= 0;
+  }
+  int64_t group = tensorSplit ? tensorDegree : 1;
   if (tensorSplit)
     config.degrees[tensorDim] = tensorDegree;
-  if (sample >= 0)
-    config.degrees[sample] =
-        largestCommonDegree(space.dims[sample].size, dataDegree);
-  // One stride per partitioned dim, in dim order.
+  int64_t samples = 1;
+  if (sample >= 0) {
+    samples = largestCommonDegree(space.dims[sample].size, dataDegree);
+    config.degrees[sample] = samples;
+  }
+  config.replicas = tensorDegree * dataDegree / (group * samples);
+  // Strides: the tensor split innermost, then the replicas, then the
+  // samples; one per partitioned dim in dim order, the replicas' last.
   for (size_t d = 0; d < space.dims.size(); ++d) {
     if (config.degrees[d] == 1)
       continue;
-    config.strides.push_back(static_cast<int>(d) == tensorDim ? 1
-                                                              : tensorDegree);
+    config.strides.push_back(
+        static_cast<int>(d) == tensorDim ? 1 : group * config.replicas);
   }
-  if (config.strides == OpConfig{config.degrees, 0, {}}.effectiveStrides())
+  if (config.replicas > 1)
+    config.strides.push_back(group);
+  OpConfig contiguous = config;
+  contiguous.strides.clear();
+  if (config.strides == contiguous.effectiveStrides())
     config.strides.clear(); // the contiguous default says the same
   return config;
 }
@@ -191,11 +215,12 @@ int columnDimOf(const sim::Op &op) {
 } // namespace
 
 sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
-                       int64_t tensorParallel) {
+                       const MegatronOptions &options) {
   int64_t numDevices = machine.numDevices();
   // A tensor-parallel degree that does not divide the machine is reduced to
   // the largest one that does.
-  int64_t tp = std::gcd(std::max<int64_t>(tensorParallel, 1), numDevices);
+  int64_t tp =
+      std::gcd(std::max<int64_t>(options.tensorParallel, 1), numDevices);
   int64_t dp = numDevices / tp;
   UseMap uses = buildUses(graph);
 
@@ -228,10 +253,19 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
   strategy.reserve(graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     auto it = tensorDimOf.find(op);
-    strategy.push_back(hybridConfig(
-        graph.ops[op], it == tensorDimOf.end() ? -1 : it->second, tp, dp));
+    OpConfig config =
+        hybridConfig(graph.ops[op], it == tensorDimOf.end() ? -1 : it->second,
+                     tp, dp, options.sequenceParallel);
+    if (options.distributedOptimizer && hasWeightOperand(graph.ops[op]))
+      config.sharding = StateSharding::Optimizer;
+    strategy.push_back(std::move(config));
   }
   return strategy;
+}
+
+sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
+                       int64_t tensorParallel) {
+  return megatron(graph, machine, MegatronOptions{tensorParallel});
 }
 
 sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
@@ -257,6 +291,61 @@ sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
         hybridConfig(op, parameter, degree, numDevices / degree));
   }
   return strategy;
+}
+
+int64_t devicesPerNode(const Machine &machine) {
+  if (machine.cluster)
+    return machine.cluster->devicesPerNode;
+  return machine.numDevices() / std::max<int64_t>(1, machine.numNodes());
+}
+
+namespace {
+template <bool SequenceParallel, bool DistributedOptimizer>
+sim::Strategy megatronPerNode(const sim::Graph &graph, const Machine &machine) {
+  return megatron(graph, machine,
+                  MegatronOptions{devicesPerNode(machine), SequenceParallel,
+                                  DistributedOptimizer});
+}
+
+sim::Strategy dataParallelBaseline(const sim::Graph &graph,
+                                   const Machine &machine) {
+  return sim::dataParallel(graph, machine.numDevices());
+}
+} // namespace
+
+const std::vector<BaselineInfo> &baselines() {
+  static const std::vector<BaselineInfo> list = {
+      {"data-parallel", "every op's sample dim split over all devices",
+       dataParallelBaseline},
+      {"megatron",
+       "Megatron-LM: tensor parallel in each node (column- then "
+       "row-parallel linears, heads split, other ops replicated in the "
+       "group), data parallel across nodes",
+       megatronPerNode<false, false>},
+      {"megatron-sp",
+       "megatron with sequence parallelism: ops outside the tensor-parallel "
+       "blocks split along the sequence in the group",
+       megatronPerNode<true, false>},
+      {"megatron-distopt",
+       "megatron with the distributed optimizer: optimizer state sharded "
+       "over the data-parallel replicas (ZeRO-1)",
+       megatronPerNode<false, true>},
+      {"megatron-sp-distopt",
+       "megatron with sequence parallelism and the distributed optimizer",
+       megatronPerNode<true, true>},
+      {"one-weird-trick",
+       "Krizhevsky: data-parallel convolutions, model-parallel fully "
+       "connected layers",
+       oneWeirdTrick},
+  };
+  return list;
+}
+
+const BaselineInfo *findBaseline(const std::string &name) {
+  for (const BaselineInfo &info : baselines())
+    if (name == info.name)
+      return &info;
+  return nullptr;
 }
 
 } // namespace ppc::search

@@ -3,8 +3,11 @@
 // Per op: every degree vector over its splittable iteration dims (sample,
 // attribute, parameter, and reduction when allowed) whose product divides
 // the device count, times the machine views that place it on the machine:
-// contiguous blocks at every aligned start, and strided views that spread one
-// partitioned dim across nodes while the others stay packed inside a node.
+// contiguous blocks at every aligned start, the partitions replicated over
+// the whole machine, and strided views that spread one partitioned dim
+// across nodes while the others stay packed inside a node. Recomputation and
+// state sharding are not enumerated: they change no edge, only an op's own
+// time and memory, and MCMC proposes them as moves of their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,12 +109,13 @@ int64_t uniformDevicesPerNode(const Machine &machine) {
 }
 
 /// The machine views of `degrees`: contiguous at every start aligned to the
-/// partition count, then (on a machine of several equal nodes) views that
+/// partition count, replicated over the whole machine (when `replicate`),
+/// then (on a machine of several equal nodes) views that
 /// stride one partitioned dim across nodes, keeping the other partitioned
 /// dims packed inside a node. Views that map partitions to devices the same
 /// way as an earlier one are left out.
 void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
-                 int64_t devicesPerNode, bool stridedViews,
+                 int64_t devicesPerNode, bool stridedViews, bool replicate,
                  std::vector<OpConfig> &out) {
   int64_t partitions = product(degrees);
   std::set<std::vector<int64_t>> seen;
@@ -121,6 +125,14 @@ void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
   };
   for (int64_t start = 0; start + partitions <= numDevices; start += partitions)
     add(OpConfig{degrees, start, {}});
+  // Replicated over the whole machine: each partition on a contiguous block
+  // of devices (Megatron's layer norms, replicated in each tensor-parallel
+  // group next to the group's column-parallel linears).
+  if (replicate && partitions < numDevices) {
+    OpConfig replicated{degrees, 0, {}};
+    replicated.replicas = numDevices / partitions;
+    add(std::move(replicated));
+  }
 
   int64_t nodes = devicesPerNode > 0 ? numDevices / devicesPerNode : 0;
   if (!stridedViews || nodes < 2)
@@ -177,7 +189,7 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
     std::vector<OpConfig> configs;
     for (const std::vector<int64_t> &degrees : vectors)
       appendViews(degrees, numDevices, devicesPerNode, options.stridedViews,
-                  configs);
+                  options.replicas, configs);
     for ([[maybe_unused]] const OpConfig &config : configs)
       assert(checkConfig(op.space, config, numDevices).empty());
     perOp.push_back(std::move(configs));

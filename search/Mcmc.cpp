@@ -161,16 +161,43 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     out.trace.push_back(
         {0, secondsSince(shared.begin), current, shared.best()});
 
-  // A configuration for `op` that differs from its current one: a
-  // neighbour's along an edge when that fits the op, else a random one.
+  // Ops holding a weight: their state sharding is worth proposing.
+  std::vector<char> holdsWeight(graph.ops.size(), 0);
+  for (const sim::WeightUse &use : sim::weightHolders(graph))
+    if (use.op >= 0)
+      holdsWeight[use.op] = 1;
+
+  // A configuration for `op` that differs from its current one: with
+  // probability memoryMoveProbability the same placement with recomputation
+  // toggled or another ZeRO stage, else a neighbour's placement along an
+  // edge when that fits the op, else a random one from the space. Placement
+  // moves keep the op's recomputation and sharding.
   auto propose = [&](size_t op) -> std::optional<OpConfig> {
     const OpConfig &now = simulator.currentStrategy()[op];
+    if (unit(rng) < options.memoryMoveProbability) {
+      OpConfig next = now;
+      if (holdsWeight[op] && unit(rng) < 0.5) {
+        int stage =
+            std::uniform_int_distribution<int>(0, kMaxStateSharding)(rng);
+        next.sharding = static_cast<StateSharding>(stage);
+      } else {
+        next.recompute = !now.recompute;
+      }
+      if (next == now)
+        return std::nullopt;
+      return next;
+    }
+    auto keepMemoryChoices = [&](OpConfig config) {
+      config.recompute = now.recompute;
+      config.sharding = now.sharding;
+      return config;
+    };
     if (unit(rng) < options.propagateProbability &&
         !shared.adjacency[op].empty()) {
       const std::vector<size_t> &near = shared.adjacency[op];
       size_t from =
           near[std::uniform_int_distribution<size_t>(0, near.size() - 1)(rng)];
-      const OpConfig &copy = simulator.currentStrategy()[from];
+      OpConfig copy = keepMemoryChoices(simulator.currentStrategy()[from]);
       if (copy.degrees.size() == graph.ops[op].space.dims.size() &&
           copy != now &&
           checkConfig(graph.ops[op].space, copy, numDevices).empty())
@@ -179,8 +206,9 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     const std::vector<OpConfig> &configs = shared.space.configs(op);
     if (configs.empty())
       return std::nullopt;
-    const OpConfig &pick = configs[std::uniform_int_distribution<size_t>(
-        0, configs.size() - 1)(rng)];
+    OpConfig pick =
+        keepMemoryChoices(configs[std::uniform_int_distribution<size_t>(
+            0, configs.size() - 1)(rng)]);
     if (pick == now)
       return std::nullopt;
     return pick;

@@ -401,7 +401,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   // Baselines; data parallel is always compared with, even if not given.
   std::vector<std::pair<std::string, sim::Strategy>> baselines =
       input.baselines;
-  auto isDataParallel = [](const std::string &name) {
+  auto isDataParallel = [](std::string name) {
+    std::replace(name.begin(), name.end(), '-', ' ');
     return toLower(name).rfind("data parallel", 0) == 0;
   };
   if (std::none_of(baselines.begin(), baselines.end(),

@@ -42,24 +42,28 @@ using namespace ppc;
 
 namespace {
 
-enum class Algorithm {
-  MCMC,
-  DynamicProgramming,
-  Exhaustive,
-  DataParallel,
-  Megatron,
-  OneWeirdTrick
-};
+/// A search, or a baseline of search::baselines() taken as it is.
+enum class Algorithm { MCMC, DynamicProgramming, Exhaustive, Baseline };
 
 std::optional<Algorithm> parseAlgorithm(StringRef name) {
+  if (search::findBaseline(name.str()))
+    return Algorithm::Baseline;
   return llvm::StringSwitch<std::optional<Algorithm>>(name)
       .Case("mcmc", Algorithm::MCMC)
       .Case("dp", Algorithm::DynamicProgramming)
       .Case("exhaustive", Algorithm::Exhaustive)
-      .Case("data-parallel", Algorithm::DataParallel)
-      .Case("megatron", Algorithm::Megatron)
-      .Case("one-weird-trick", Algorithm::OneWeirdTrick)
       .Default(std::nullopt);
+}
+
+/// "mcmc, dp, exhaustive, data-parallel, ... or one-weird-trick".
+std::string algorithmNames() {
+  std::vector<std::string> names = {"mcmc", "dp", "exhaustive"};
+  for (const search::BaselineInfo &info : search::baselines())
+    names.push_back(info.name);
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return text;
 }
 
 struct Budget {
@@ -226,8 +230,7 @@ void SearchStrategyPass::runOnOperation() {
   std::optional<Algorithm> parsedAlgorithm = parseAlgorithm(algorithm);
   if (!parsedAlgorithm) {
     module.emitError() << "ppc-search: unknown algorithm '" << algorithm
-                       << "'; expected mcmc, dp, exhaustive, data-parallel, "
-                          "megatron or one-weird-trick";
+                       << "'; expected " << algorithmNames();
     return signalPassFailure();
   }
   algo = *parsedAlgorithm;
@@ -308,15 +311,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                           memoryLimitBytes};
 
   // The baselines: MCMC starts from them and the report compares with them.
-  int64_t devicesPerNode =
-      machine.cluster ? machine.cluster->devicesPerNode
-                      : numDevices / std::max<int64_t>(1, machine.numNodes());
-  std::vector<std::pair<std::string, sim::Strategy>> baselines = {
-      {"data parallel", sim::dataParallel(*graph, numDevices)},
-      {"megatron (tp=" + std::to_string(devicesPerNode) + ")",
-       search::megatron(*graph, machine, devicesPerNode)},
-      {"one weird trick", search::oneWeirdTrick(*graph, machine)},
-  };
+  std::vector<std::pair<std::string, sim::Strategy>> baselines;
+  for (const search::BaselineInfo &info : search::baselines())
+    baselines.emplace_back(info.name, info.build(*graph, machine));
 
   // A strategy already on the module (imported, hand-written, an earlier
   // search) is one more start: the search can only improve on it.
@@ -396,14 +393,10 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                << " strategies; use algorithm=mcmc or algorithm=dp";
       break;
     }
-    case Algorithm::DataParallel:
-      found = evaluate("data-parallel", baselines[0].second);
-      break;
-    case Algorithm::Megatron:
-      found = evaluate("megatron", baselines[1].second);
-      break;
-    case Algorithm::OneWeirdTrick:
-      found = evaluate("one-weird-trick", baselines[2].second);
+    case Algorithm::Baseline:
+      for (auto &[name, strategy] : baselines)
+        if (name == algorithm)
+          found = evaluate(name, strategy);
       break;
     }
   }
@@ -418,7 +411,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   transforms_detail::applyStrategy(func, found.strategy);
 
   search::SearchResult dataParallel =
-      evaluate("data-parallel", baselines[0].second);
+      evaluate("data-parallel", baselines.front().second);
   std::string comparison;
   if (std::isfinite(found.objective) && std::isfinite(dataParallel.objective))
     comparison =

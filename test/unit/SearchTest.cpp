@@ -130,7 +130,8 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   // Degree vectors with product 1, 2 or 4 over the 5 splittable dims: 1,
   // 5 of product 2, and 5 (one dim 4) + 10 (two dims 2) of product 4 = 21.
   // Views on one node of 4: 4 starts for 1 partition, 2 for 2, 1 for 4:
-  // 4 + 5 * 2 + 15 = 29.
+  // 4 + 5 * 2 + 15 = 29, plus the 6 vectors of fewer than 4 partitions
+  // replicated over the machine: 35.
   Graph g = smallConvGraph();
   ASSERT_EQ(g.validate(), "");
   Machine m = roundMachine(1, 4);
@@ -138,9 +139,16 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   ASSERT_EQ(space.numOps(), 2u);
   const std::vector<OpConfig> &configs = space.configs(0);
   EXPECT_EQ(degreeSet(configs).size(), 21u);
-  EXPECT_EQ(configs.size(), 29u);
+  EXPECT_EQ(configs.size(), 35u);
   for (const OpConfig &config : configs)
     EXPECT_EQ(checkConfig(g.ops[0].space, config, 4), "");
+  int64_t replicated = 0;
+  for (const OpConfig &config : configs)
+    if (config.replicas > 1) {
+      ++replicated;
+      EXPECT_EQ(config.numInstances(), 4);
+    }
+  EXPECT_EQ(replicated, 6);
   // Spatial splits (with halos), which FlexFlow never searched.
   std::set<std::vector<int64_t>> degrees = degreeSet(configs);
   EXPECT_TRUE(degrees.count({1, 1, 4, 1, 1, 1, 1}));
@@ -150,29 +158,30 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   // Largest total degree first.
   EXPECT_EQ(configs.front().numPartitions(), 4);
   EXPECT_EQ(configs.back().numPartitions(), 1);
-  // log10 of 29 * 29 strategies.
-  EXPECT_NEAR(space.log10Size(), 2 * std::log10(29.0), 1e-12);
+  // log10 of 35 * 35 strategies.
+  EXPECT_NEAR(space.log10Size(), 2 * std::log10(35.0), 1e-12);
 
   // Without reduction splits: 1 + 4 + (4 + 6) = 15 vectors,
-  // 4 + 4 * 2 + 10 = 22 configurations.
+  // 4 + 4 * 2 + 10 = 22 configurations, + 5 replicated.
   SpaceOptions noReduction;
   noReduction.reductionSplits = false;
   ConfigSpace smaller(g, m, noReduction);
   EXPECT_EQ(degreeSet(smaller.configs(0)).size(), 15u);
-  EXPECT_EQ(smaller.configs(0).size(), 22u);
+  EXPECT_EQ(smaller.configs(0).size(), 27u);
 }
 
 TEST(ConfigSpace, ConvolutionOnEightDevices) {
   // Exponents of 2 summing to 3 over n, f, oh, ow (each <= 3, size 8) and
   // c (<= 2, size 4): C(7, 4) = 35 minus the one with c = 3 = 34 of product
   // 8; C(6, 4) = 15 of product 4; 5 of product 2; 1. Views on one node of
-  // 8: 8 + 5 * 4 + 15 * 2 + 34 = 92.
+  // 8: 8 + 5 * 4 + 15 * 2 + 34 = 92, and the 21 vectors of fewer than 8
+  // partitions replicated over the machine: 113.
   Graph g = smallConvGraph();
   Machine m = roundMachine(1, 8);
   ConfigSpace space(g, m);
   const std::vector<OpConfig> &configs = space.configs(0);
   EXPECT_EQ(degreeSet(configs).size(), 55u);
-  EXPECT_EQ(configs.size(), 92u);
+  EXPECT_EQ(configs.size(), 113u);
   for (size_t op = 0; op < space.numOps(); ++op)
     for (const OpConfig &config : space.configs(op))
       EXPECT_EQ(checkConfig(g.ops[op].space, config, 8), "");
@@ -188,7 +197,7 @@ TEST(ConfigSpace, ConvolutionOnEightDevices) {
   for (const std::vector<int64_t> &degrees : kept)
     eights += OpConfig{degrees, 0, {}}.numPartitions() == 8;
   EXPECT_EQ(eights, 34);
-  EXPECT_EQ(small.configs(0).size(), 34u + 6u * 2u);
+  EXPECT_EQ(small.configs(0).size(), 34u + 6u * 2u + 6u);
   ConfigSpace again(g, m, capped);
   EXPECT_EQ(again.configs(0), small.configs(0));
 }
@@ -223,13 +232,14 @@ TEST(ConfigSpace, StridedViewsAcrossNodes) {
   EXPECT_TRUE(transposed);
   // (1,1): 4 starts; (2,1), (1,2): 2 contiguous + 2 across nodes each;
   // (4,1), (1,4): 1 each (4 across nodes would need 4 nodes); (2,2): 1
-  // contiguous + 1 with the parameter dim across nodes.
-  EXPECT_EQ(configs.size(), 4u + 2 * 4u + 2u + 2u);
+  // contiguous + 1 with the parameter dim across nodes; (1,1), (2,1) and
+  // (1,2) replicated over the machine.
+  EXPECT_EQ(configs.size(), 4u + 2 * 4u + 2u + 2u + 3u);
 
   SpaceOptions contiguousOnly;
   contiguousOnly.stridedViews = false;
   ConfigSpace plain(g, m, contiguousOnly);
-  EXPECT_EQ(plain.configs(0).size(), 4u + 2 * 2u + 2u + 1u);
+  EXPECT_EQ(plain.configs(0).size(), 4u + 2 * 2u + 2u + 1u + 3u);
   for (const OpConfig &config : plain.configs(0))
     EXPECT_TRUE(config.strides.empty());
 }
@@ -284,10 +294,19 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   EXPECT_EQ(s[0].degrees, (std::vector<int64_t>{2, 4, 1}));
   EXPECT_EQ(s[1].degrees, (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(s[2].degrees, (std::vector<int64_t>{2, 1, 4}));
-  // Outside the block: data parallel on the first device of each group (as
-  // Megatron replicates the ops between blocks inside a group).
+  // Outside the block: data parallel across groups and replicated on every
+  // device of its group, as Megatron runs the ops between blocks.
   EXPECT_EQ(s[3].degrees, (std::vector<int64_t>{2, 1}));
-  EXPECT_EQ(s[3].devices(), (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(s[3].replicas, 4);
+  EXPECT_EQ(s[3].devices(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Sequence parallel splits it along... nothing here: [N, F] has no
+  // sequence dim, so it stays replicated; the distributed optimizer shards
+  // the state of the weights over the data-parallel replicas.
+  Strategy sp = megatron(g, m, MegatronOptions{4, true, true});
+  expectValid(g, sp, 8);
+  EXPECT_EQ(sp[3].replicas, 4);
+  EXPECT_EQ(sp[0].sharding, StateSharding::Optimizer);
+  EXPECT_EQ(sp[1].sharding, StateSharding::None);
   // Each tensor-parallel group sits inside one node.
   for (size_t op = 0; op < 3; ++op) {
     std::vector<int64_t> devices = s[op].devices();
@@ -307,13 +326,14 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   expectValid(g, megatron(g, m, 3), 8);
   // A block whose output goes nowhere is no block: its linear layer is
   // column parallel on its own (like Megatron's vocabulary-parallel head)
-  // and the op after it stays data parallel.
+  // and the op after it is replicated in its group.
   Graph open = g;
   open.ops.resize(2);
   Strategy s2 = megatron(open, m, 4);
   expectValid(open, s2, 8);
   EXPECT_EQ(s2[0].degrees, (std::vector<int64_t>{2, 4, 1}));
   EXPECT_EQ(s2[1].degrees, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(s2[1].replicas, 4);
 }
 
 TEST(Baselines, OneWeirdTrick) {

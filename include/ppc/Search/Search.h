@@ -56,6 +56,9 @@ struct SpaceOptions {
   /// Machine views: contiguous blocks at every aligned start, plus strided
   /// views that place partitioned dims across nodes.
   bool stridedViews = true;
+  /// Also the partitions replicated over the whole machine (OpConfig::
+  /// replicas), each on a contiguous block of devices.
+  bool replicas = true;
 };
 
 /// Every configuration considered for each op: degree vectors over its
@@ -80,18 +83,49 @@ private:
 // Baselines
 //===----------------------------------------------------------------------===//
 
-/// Megatron-style tensor parallelism for transformer blocks: degree
-/// `tensorParallel` over the parameter dim of the first linear/matmul of
-/// each pair (column parallel) and the reduction dim of the second (row
-/// parallel), attention heads split likewise, data parallel over the rest of
-/// the devices; linear layers outside blocks (the vocabulary head) column
-/// parallel in their group; other ops data parallel, one copy per group.
+/// Megatron-LM's layout, as options.
+struct MegatronOptions {
+  /// Tensor-parallel degree (reduced to the largest divisor of the device
+  /// count); data parallel over the rest of the devices.
+  int64_t tensorParallel = 1;
+  /// Ops outside the tensor-parallel blocks (layer norms, residuals,
+  /// dropout) split along the sequence in the group instead of replicated.
+  bool sequenceParallel = false;
+  /// Optimizer state sharded over the data-parallel replicas (ZeRO-1).
+  bool distributedOptimizer = false;
+};
+
+/// Megatron-style tensor parallelism for transformer blocks: the parameter
+/// dim of the first linear/matmul of each pair split (column parallel) and
+/// the reduction dim of the second (row parallel), attention heads split
+/// likewise, over `tensorParallel` contiguous devices, data parallel over
+/// the groups; linear layers outside blocks (the vocabulary head) column
+/// parallel in their group; every other op replicated on each device of
+/// its group (or split along the sequence), data parallel across groups.
+sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
+                       const MegatronOptions &options);
 sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
                        int64_t tensorParallel);
 /// Krizhevsky's "one weird trick": data-parallel convolutions (and
 /// everything else), model-parallel (parameter dim split over all devices)
 /// fully connected layers.
 sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine);
+
+/// Devices per node of `machine` (the Megatron baselines' tensor-parallel
+/// degree).
+int64_t devicesPerNode(const Machine &machine);
+
+/// An expert strategy by name: what `algorithm=NAME` takes as it is, what
+/// MCMC starts from and what reports compare with.
+struct BaselineInfo {
+  const char *name;
+  const char *description;
+  sim::Strategy (*build)(const sim::Graph &, const Machine &);
+};
+/// Every baseline: the one list that option parsers, reports and docs read.
+const std::vector<BaselineInfo> &baselines();
+/// The baseline named `name`, or null.
+const BaselineInfo *findBaseline(const std::string &name);
 
 //===----------------------------------------------------------------------===//
 // Search
@@ -127,6 +161,9 @@ struct SearchOptions {
   /// Share of proposals that copy a neighbour's configuration along an edge
   /// instead of drawing a random one.
   double propagateProbability = 0.25;
+  /// Share of proposals that keep an op's placement and toggle its
+  /// activation recomputation or change the ZeRO stage of its weights.
+  double memoryMoveProbability = 0.1;
   /// Progress with ETA on stderr (only when it is a terminal).
   bool progress = false;
   /// Set to true from another thread to stop early; the best so far wins.
