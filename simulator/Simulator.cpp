@@ -1197,6 +1197,9 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     for (size_t p = 0; p < st.devices.size(); ++p) {
       t.forward = std::max(t.forward, st.fwdTime[p]);
       t.backward = std::max(t.backward, st.bwdTime[p]);
+      const MemoryUse &m = st.memory[p];
+      t.memory = std::max(t.memory, m.weights + m.gradients +
+                                        m.optimizerState + m.activations);
     }
     // Transfers into a partition run one after another on its links.
     std::vector<double> incoming(st.devices.size(), 0);
@@ -1215,6 +1218,15 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     t.communication = comm;
   }
   return times;
+}
+
+double Simulator::forwardBytes(size_t consumer, size_t operand) const {
+  double bytes = 0;
+  for (int32_t id : impl->inEdges[consumer])
+    if (impl->edges[id].operand == static_cast<int32_t>(operand))
+      for (const Transfer &t : impl->edges[id].fwd)
+        bytes += static_cast<double>(t.bytes);
+  return bytes;
 }
 
 namespace {

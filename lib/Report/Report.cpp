@@ -38,79 +38,6 @@ std::string writeFile(const fs::path &path, const std::string &text) {
   return "";
 }
 
-int64_t volume(const std::vector<Range> &slice) {
-  int64_t n = 1;
-  for (const Range &r : slice)
-    n *= r.size();
-  return n;
-}
-
-int64_t intersection(const std::vector<Range> &a, const std::vector<Range> &b) {
-  if (a.size() != b.size())
-    return 0;
-  int64_t n = 1;
-  for (size_t i = 0; i < a.size(); ++i)
-    n *= std::max<int64_t>(0, std::min(a[i].hi, b[i].hi) -
-                                  std::max(a[i].lo, b[i].lo));
-  return n;
-}
-
-/// Partition 0's share of the op's weights (with gradients and optimizer
-/// state) and results: what one device holds for it. Partitions are equal,
-/// so partition 0 stands for all.
-int64_t opMemory(const sim::Graph &g, const sim::Op &op, const OpConfig &config,
-                 sim::Optimizer optimizer) {
-  std::vector<Range> iter = partitionRanges(op.space, config.degrees, 0);
-  int64_t bytes = 0;
-  for (size_t i = 0; i < op.operands.size() && i < op.space.operands.size();
-       ++i) {
-    const sim::Source &src = op.operands[i];
-    if (src.kind != sim::Source::Kind::Weight ||
-        src.index >= static_cast<int32_t>(g.weights.size()))
-      continue;
-    const sim::Weight &w = g.weights[src.index];
-    bytes +=
-        volume(sliceOf(op.space.operands[i], iter)) *
-        sim::trainingStateBytes(w.elemBytes, w.trainable, optimizer).total();
-  }
-  for (const TensorAccess &r : op.space.results)
-    bytes += volume(sliceOf(r, iter)) * op.elemBytes;
-  return bytes;
-}
-
-/// Forward bytes operand `operand` of `consumer` needs from devices other
-/// than its own: each consumer partition's input slice minus what a
-/// producer partition on the same device already holds.
-double reshardBytes(const sim::Graph &g, size_t consumer, size_t operand,
-                    const sim::Strategy &s) {
-  const sim::Op &cons = g.ops[consumer];
-  const sim::Source &src = cons.operands[operand];
-  const sim::Op &prod = g.ops[src.index];
-  const OpConfig &pc = s[src.index], &cc = s[consumer];
-  if (pc == cc && prod.space.dims.size() == cons.space.dims.size() &&
-      prod.space.results[src.result].dims == cons.space.operands[operand].dims)
-    return 0;
-  std::vector<int64_t> prodDevices = pc.devices();
-  std::vector<int64_t> consDevices = cc.devices();
-  double bytes = 0;
-  for (size_t c = 0; c < consDevices.size(); ++c) {
-    std::vector<Range> need = sliceOf(
-        cons.space.operands[operand],
-        partitionRanges(cons.space, cc.degrees, static_cast<int64_t>(c)));
-    int64_t local = 0;
-    for (size_t p = 0; p < prodDevices.size(); ++p)
-      if (prodDevices[p] == consDevices[c])
-        local = std::max(
-            local,
-            intersection(need,
-                         sliceOf(prod.space.results[src.result],
-                                 partitionRanges(prod.space, pc.degrees,
-                                                 static_cast<int64_t>(p)))));
-    bytes += static_cast<double>(volume(need) - local) * prod.elemBytes;
-  }
-  return bytes;
-}
-
 /// Dim 0 of the first graph input an op reads, when the caller gave none.
 int64_t inferBatch(const sim::Graph &g) {
   for (const sim::Op &op : g.ops)
@@ -390,12 +317,13 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
       row.bwdMs = times[i].backward * 1e3;
       row.commMs = times[i].communication * 1e3;
     }
-    row.memoryBytes = opMemory(g, op, strategy[i], p.simOptions.optimizer);
+    if (i < times.size())
+      row.memoryBytes = times[i].memory;
     m.ops.push_back(std::move(row));
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (op.operands[o].kind == sim::Source::Kind::Op)
         m.edges.push_back({static_cast<size_t>(op.operands[o].index), i,
-                           reshardBytes(g, i, o, strategy)});
+                           simulator.forwardBytes(i, o)});
   }
 
   // Baselines; data parallel is always compared with, even if not given.

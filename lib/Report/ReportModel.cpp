@@ -13,6 +13,8 @@ const char *stringifyStrategyClass(StrategyClass c) {
   switch (c) {
   case StrategyClass::SingleDevice:
     return "single device";
+  case StrategyClass::Replicated:
+    return "replicated";
   case StrategyClass::DataParallel:
     return "data parallel";
   case StrategyClass::Tensor:
@@ -30,6 +32,8 @@ const char *colorOf(StrategyClass c) {
   switch (c) {
   case StrategyClass::SingleDevice:
     return "#d9d9d9";
+  case StrategyClass::Replicated:
+    return "#fff7bc";
   case StrategyClass::DataParallel:
     return "#9ecae1";
   case StrategyClass::Tensor:
@@ -63,7 +67,8 @@ StrategyClass classify(const sim::Op &op, const OpConfig &config) {
   }
   int groups = sample + tensor + spatial;
   if (groups == 0)
-    return StrategyClass::SingleDevice;
+    return config.replicas > 1 ? StrategyClass::Replicated
+                               : StrategyClass::SingleDevice;
   if (groups > 1)
     return StrategyClass::Mixed;
   if (sample)
@@ -131,7 +136,15 @@ std::string formatDegrees(const sim::Op &op, const OpConfig &config) {
     }
     out += letter + std::to_string(config.degrees[d]);
   }
-  return out.empty() ? "-" : out;
+  if (out.empty())
+    out = "-";
+  if (config.replicas > 1)
+    out += " x" + std::to_string(config.replicas);
+  if (config.recompute)
+    out += " rc";
+  if (config.sharding != StateSharding::None)
+    out += " Z" + std::to_string(static_cast<int>(config.sharding));
+  return out;
 }
 
 std::string formatShape(const std::vector<int64_t> &shape) {

@@ -20,13 +20,14 @@ namespace ppc::report {
 
 /// How an op is parallelized, for colouring graphs.
 enum class StrategyClass : uint8_t {
-  SingleDevice, ///< one partition.
+  SingleDevice, ///< one partition on one device.
+  Replicated,   ///< no dim split, the op whole on several devices.
   DataParallel, ///< only sample dims split.
   Tensor,       ///< only parameter and/or reduction dims split.
   Spatial,      ///< only attribute dims split.
   Mixed,        ///< dims of several of the groups above split.
 };
-inline constexpr int kNumStrategyClasses = 5;
+inline constexpr int kNumStrategyClasses = 6;
 
 const char *stringifyStrategyClass(StrategyClass c);
 /// Fill colour of a class (the same in DOT and HTML).
@@ -38,7 +39,8 @@ struct OpRow {
   std::string name;
   std::string kind;
   std::string shape;   ///< result 0, e.g. "64x128x28x28".
-  std::string degrees; ///< "S4 P2", "-" when whole.
+  std::string degrees; ///< "S4 P2", "-" when whole; "x4" replicas,
+                       ///< "rc" recomputed, "Z3" ZeRO stage.
   std::string devices; ///< "0-7", "0,4,8,12".
   StrategyClass cls = StrategyClass::SingleDevice;
   double fwdMs = 0, bwdMs = 0, commMs = 0;

@@ -178,11 +178,17 @@ public:
 
   /// Seconds the last simulation charged to each op: forward kernels,
   /// backward kernels, and communication (transfers into it, partial sums,
-  /// gradient sync), the slowest partition of each.
+  /// gradient sync), the slowest partition of each; and the bytes the op
+  /// holds on its most loaded device (its weights' training state and the
+  /// activations it keeps), as the memory totals count them.
   struct OpTimes {
     double forward = 0, backward = 0, communication = 0;
+    int64_t memory = 0;
   };
   std::vector<OpTimes> opTimes() const;
+  /// Bytes the last simulation moved in forward into operand `operand` of
+  /// op `consumer` from other devices (its gradient moves back as much).
+  double forwardBytes(size_t consumer, size_t operand) const;
 
 private:
   struct Impl;
