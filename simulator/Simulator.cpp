@@ -1198,8 +1198,8 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
       t.forward = std::max(t.forward, st.fwdTime[p]);
       t.backward = std::max(t.backward, st.bwdTime[p]);
       const MemoryUse &m = st.memory[p];
-      t.memory = std::max(t.memory, m.weights + m.gradients +
-                                        m.optimizerState + m.activations);
+      t.memory = std::max(t.memory, m.weights + m.gradients + m.optimizerState +
+                                        m.activations);
     }
     // Transfers into a partition run one after another on its links.
     std::vector<double> incoming(st.devices.size(), 0);

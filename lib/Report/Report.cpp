@@ -129,8 +129,8 @@ std::string writeBaselinesText(const ReportModel &m) {
         kinds.push_back(k);
         break;
       }
-  std::vector<std::string> header = {"best", "strategy", "iter ms", "samples/s",
-                                     "vs DP"};
+  std::vector<std::string> header = {"best",      "strategy", "iter ms",
+                                     "samples/s", "MFU",      "vs DP"};
   for (int k : kinds)
     header.push_back(std::string(stringifyLinkKind(static_cast<LinkKind>(k))) +
                      " bytes");
@@ -138,10 +138,12 @@ std::string writeBaselinesText(const ReportModel &m) {
     header.push_back(h);
   std::vector<std::vector<std::string>> rows = {header};
   for (const StrategyRow &s : m.strategies) {
-    std::vector<std::string> row = {
-        s.best ? "*" : "", s.found ? s.name + " (found)" : s.name,
-        fixed(s.result.iterationTime * 1e3, 3), fixed(s.throughput, 1),
-        fixed(s.speedupVsDataParallel, 2) + "x"};
+    std::vector<std::string> row = {s.best ? "*" : "",
+                                    s.found ? s.name + " (found)" : s.name,
+                                    fixed(s.result.iterationTime * 1e3, 3),
+                                    fixed(s.throughput, 1),
+                                    fixed(100 * s.mfu, 1) + "%",
+                                    fixed(s.speedupVsDataParallel, 2) + "x"};
     for (int k : kinds)
       row.push_back(formatBytes(s.result.bytesByLinkKind[k]));
     row.push_back(formatBytes(s.result.totalBytes()));
@@ -190,6 +192,7 @@ std::string writeBaselinesJson(const ReportModel &m) {
     e["found"] = s.found;
     e["iteration_ms"] = s.result.iterationTime * 1e3;
     e["throughput"] = s.throughput;
+    e["mfu"] = s.mfu;
     e["bytes_by_link_kind"] = bytesJson(s.result);
     e["total_bytes"] = s.result.totalBytes();
     e["peak_memory_bytes"] = s.result.peakMemory();
@@ -360,11 +363,21 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   foundRow.objective = foundObjective;
   m.strategies.push_back(std::move(foundRow));
 
+  // Seconds the graph's FLOPs take on one device at its peak rates.
+  double peakSeconds = 0;
+  const DeviceSpec &spec = p.machine.getSpec(0);
+  for (const sim::Op &op : g.ops)
+    if (spec.hasPeakFlops(op.dtype))
+      peakSeconds += (op.cost.fwdFlops + op.cost.bwdFlops) /
+                     spec.peakFlops[static_cast<int>(op.dtype)];
   double inf = std::numeric_limits<double>::infinity();
   m.bestBaselineMs = inf;
   for (StrategyRow &s : m.strategies) {
     double t = s.result.iterationTime;
     s.throughput = t > 0 ? in.batchSize / t : 0;
+    s.mfu =
+        t > 0 ? peakSeconds / (t * static_cast<double>(p.machine.numDevices()))
+              : 0;
     if (!s.found && isDataParallel(s.name) && m.dataParallelMs == 0)
       m.dataParallelMs = t * 1e3;
     if (!s.found && s.objective * 1e3 < m.bestBaselineMs) {

@@ -260,6 +260,9 @@ std::string writeSummary(const ReportModel &m) {
   line("throughput",
        fixed(r.iterationTime > 0 ? in.batchSize / r.iterationTime : 0, 1) +
            " samples/s");
+  if (!m.strategies.empty())
+    line("MFU", fixed(100 * m.strategies.back().mfu, 1) +
+                    "% (model FLOPs at peak / predicted time on every device)");
   auto speedup = [&](double baseMs) {
     return ms > 0 && baseMs > 0 ? fixed(baseMs / ms, 2) + "x" : "n/a";
   };

@@ -64,6 +64,9 @@ struct StrategyRow {
   sim::SimResult result;
   double objective = 0; ///< search::objective: +inf when out of memory.
   double throughput = 0;
+  /// Model FLOPs utilization: the graph's forward and backward FLOPs at
+  /// each op's peak rate, over the iteration time on every device.
+  double mfu = 0;
   double speedupVsDataParallel = 0;
   bool best = false;
 };
