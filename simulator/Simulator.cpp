@@ -289,6 +289,21 @@ struct Edge {
     std::vector<int32_t> contributors;
   };
   std::vector<GradReduce> bwdReduces;
+  /// The box each forward transfer carries (activation edges), so that a
+  /// later consumer of the same result can share the copy.
+  std::vector<Slice> fwdBoxes;
+  /// Copies this edge shares with an earlier edge of the same result: the
+  /// consumer instance `dst` reads what transfer `transfer` of edge `edge`
+  /// already brought to its device (one gathered copy per device and box,
+  /// not one per consumer); its gradient accumulates there and goes back
+  /// with that edge's.
+  struct SharedCopy {
+    int32_t dst = 0, edge = 0, transfer = 0;
+    std::vector<int32_t> gradTo; ///< producer instances its gradient feeds.
+  };
+  std::vector<SharedCopy> fwdShared;
+  /// End of each forward transfer in the last timing pass.
+  std::vector<double> fwdEnd;
   // Totals of the transfers, kept so that a result need not walk them.
   std::vector<std::pair<int32_t, double>> commTimeByDevice;
   std::vector<std::pair<int32_t, int64_t>> receivedByDevice;
@@ -611,7 +626,7 @@ struct Simulator::Impl {
 
   /// Rebuilds the transfers of edge `e` for the current configurations.
   void buildEdge(Edge &e) {
-    buildTransfers(e, ops[e.producer], ops[e.consumer]);
+    buildTransfers(e, ops[e.producer], ops[e.consumer], /*shareCopies=*/true);
     summarizeEdge(e, ops[e.producer], ops[e.consumer]);
   }
 
@@ -673,8 +688,36 @@ struct Simulator::Impl {
     return reduced;
   }
 
+  /// The transfer of an edge before `e` from the same result that brings a
+  /// box containing `box` from copy group `group` to `device`, as (edge,
+  /// transfer), or (-1, -1).
+  std::pair<int32_t, int32_t> sharedCopy(const Edge &e, int32_t group,
+                                         int64_t device, const Slice &box) {
+    const OpState &prod = ops[e.producer];
+    for (int32_t id : outEdges[e.producer]) {
+      const Edge &earlier = edges[id];
+      if (&earlier == &e)
+        break;
+      if (earlier.weightOperand >= 0 || earlier.result != e.result)
+        continue;
+      const OpState &cons = ops[earlier.consumer];
+      for (size_t t = 0; t < earlier.fwd.size(); ++t) {
+        const Transfer &tr = earlier.fwd[t];
+        if (cons.devices[tr.dst] == device &&
+            prod.replicaGroup[tr.src] == group &&
+            geometry::contains(earlier.fwdBoxes[t], box))
+          return {id, static_cast<int32_t>(t)};
+      }
+    }
+    return {-1, -1};
+  }
+
   /// Builds the transfers of `e` between the producer and consumer states.
-  void buildTransfers(Edge &e, const OpState &prod, const OpState &cons) {
+  /// With `shareCopies`, a region an earlier edge of the same result already
+  /// brings to a consumer's device is read from there (the simulation);
+  /// without, every edge fetches its own (the additive costs of the DP).
+  void buildTransfers(Edge &e, const OpState &prod, const OpState &cons,
+                      bool shareCopies = false) {
     const std::vector<Slice> *produced = &prod.resultSlices[e.result];
     const std::vector<int32_t> *replicaGroup = &prod.replicaGroup;
     int32_t numReplicaGroups = prod.numReplicaGroups;
@@ -694,6 +737,12 @@ struct Simulator::Impl {
     e.fwdLocal.clear();
     e.bwdLocal.clear();
     e.bwdReduces.clear();
+    e.fwdBoxes.clear();
+    e.fwdShared.clear();
+    shareCopies = shareCopies && !weightEdge;
+    // Copy groups whose region consumer instance q reads from an earlier
+    // edge's copy (its gradient goes back with that edge's).
+    std::vector<char> sharedGroup(numReplicaGroups);
 
     int32_t np = static_cast<int32_t>(prod.devices.size());
     int32_t nq = static_cast<int32_t>(cons.devices.size());
@@ -733,14 +782,30 @@ struct Simulator::Impl {
             route(prod.devices[best], dstDevice).link.bandwidth)
           best = p;
       }
+      std::fill(sharedGroup.begin(), sharedGroup.end(), 0);
       for (int32_t p : chosen) {
         if (p < 0)
           continue;
-        if (prod.devices[p] == dstDevice)
+        if (prod.devices[p] == dstDevice) {
           e.fwdLocal.push_back({p, q});
-        else
-          e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
-                                       overlap[p] * elemBytes));
+          continue;
+        }
+        Slice box;
+        if (!weightEdge)
+          box = *geometry::intersect(needed, (*produced)[p]);
+        if (shareCopies) {
+          auto [edge, transfer] =
+              sharedCopy(e, (*replicaGroup)[p], dstDevice, box);
+          if (edge >= 0) {
+            e.fwdShared.push_back({q, edge, transfer, {}});
+            sharedGroup[(*replicaGroup)[p]] = 1;
+            continue;
+          }
+        }
+        e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
+                                     overlap[p] * elemBytes));
+        if (!weightEdge)
+          e.fwdBoxes.push_back(std::move(box));
       }
 
       // Backward: replicas of a consumer partition computed the same
@@ -769,6 +834,14 @@ struct Simulator::Impl {
           continue;
         if (cons.replica[q] != nearestReplica(cons, first, prod.devices[p]))
           continue;
+        if (sharedGroup[(*replicaGroup)[p]]) {
+          // Summed into the shared copy's gradient; the earlier edge sends
+          // it. Producer instance p still waits for this consumer.
+          for (Edge::SharedCopy &c : e.fwdShared)
+            if (c.dst == q)
+              c.gradTo.push_back(p);
+          continue;
+        }
         addBwd(q, p);
       }
     }
@@ -959,10 +1032,17 @@ struct Simulator::Impl {
       };
       for (const LocalDep &d : e.fwdLocal)
         st.inReady[d.dst] = std::max(st.inReady[d.dst], produced(d.src));
-      for (const Transfer &t : e.fwd)
-        st.inReady[t.dst] =
-            std::max(st.inReady[t.dst],
-                     runTransfer(t, produced(t.src), id, TaskKind::Transfer));
+      Edge &mutableEdge = edges[id];
+      mutableEdge.fwdEnd.resize(e.fwd.size());
+      for (size_t k = 0; k < e.fwd.size(); ++k) {
+        const Transfer &t = e.fwd[k];
+        mutableEdge.fwdEnd[k] =
+            runTransfer(t, produced(t.src), id, TaskKind::Transfer);
+        st.inReady[t.dst] = std::max(st.inReady[t.dst], mutableEdge.fwdEnd[k]);
+      }
+      for (const Edge::SharedCopy &c : e.fwdShared)
+        st.inReady[c.dst] =
+            std::max(st.inReady[c.dst], edges[c.edge].fwdEnd[c.transfer]);
     }
     st.fwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
@@ -986,6 +1066,9 @@ struct Simulator::Impl {
       const OpState &cons = ops[e.consumer];
       for (const LocalDep &d : e.bwdLocal)
         st.gradReady[d.dst] = std::max(st.gradReady[d.dst], cons.bwdEnd[d.src]);
+      for (const Edge::SharedCopy &c : e.fwdShared)
+        for (int32_t p : c.gradTo)
+          st.gradReady[p] = std::max(st.gradReady[p], cons.bwdEnd[c.dst]);
       for (const Transfer &t : e.bwd)
         st.gradReady[t.dst] =
             std::max(st.gradReady[t.dst], runTransfer(t, cons.bwdEnd[t.src], id,
@@ -1170,6 +1253,15 @@ SimResult Simulator::update(size_t op, const OpConfig &config) {
   impl->buildOp(op);
   for (int32_t id : impl->inEdges[op])
     impl->buildEdge(impl->edges[id]);
+  // Later readers of the same results may share copies with the edges just
+  // rebuilt (edges are numbered in consumer order).
+  std::set<int32_t> producers;
+  for (int32_t id : impl->inEdges[op])
+    producers.insert(impl->edges[id].producer);
+  for (int32_t producer : producers)
+    for (int32_t id : impl->outEdges[producer])
+      if (impl->edges[id].consumer > static_cast<int32_t>(op))
+        impl->buildEdge(impl->edges[id]);
   for (int32_t id : impl->outEdges[op])
     impl->buildEdge(impl->edges[id]);
   // The op's own forward block is the first one that changed: its incoming

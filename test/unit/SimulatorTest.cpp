@@ -256,6 +256,43 @@ TEST(Simulator, ReplicasSynchronizeAndReducePerReplica) {
   EXPECT_NEAR(sim.opTimes()[0].communication, 2 * 10e-6 + 32e-6, 1e-12);
 }
 
+TEST(Simulator, ReadersOnOneDeviceShareOneCopy) {
+  // A on device 0 feeds B and C, both on device 1: A's [4, 1000] result
+  // (16000 B) crosses the link once and both read that copy; their
+  // gradients are summed there and cross back once (26 us each way). The
+  // received copy is kept once.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0)),
+           elementwise("C", 4, 1000, fromOp(0))};
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  Strategy s = {on(0, 2), on(1, 2), on(1, 2)};
+  SimResult r = sim.simulate(s);
+  EXPECT_EQ(r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)], 32000);
+  // Device 1 keeps B's and C's results and the one received copy.
+  EXPECT_EQ(r.devices[1].memory.activations, 3 * 16000);
+  EXPECT_EQ(sim.forwardBytes(1, 0), 16000);
+  EXPECT_EQ(sim.forwardBytes(2, 0), 0);
+  // fwd A [0, 1], transfer [1, 1.026], B [1.026, 2.026], C [2.026, 3.026];
+  // bwd C [3.026, 5.026], B [5.026, 7.026], the summed gradient back
+  // [7.026, 7.052], bwd A [7.052, 9.052].
+  EXPECT_NEAR(r.iterationTime, 9.052 * kMs, 1e-12);
+
+  // Delta: moving B away leaves C to fetch its own copy, and back again.
+  Simulator full(g, m, cost);
+  SimResult moved = sim.update(1, on(0, 2));
+  EXPECT_EQ(moved.bytesByLinkKind,
+            full.simulate({on(0, 2), on(0, 2), on(1, 2)}).bytesByLinkKind);
+  EXPECT_EQ(moved.iterationTime,
+            full.simulate({on(0, 2), on(0, 2), on(1, 2)}).iterationTime);
+  EXPECT_EQ(sim.forwardBytes(2, 0), 16000);
+  EXPECT_EQ(sim.update(1, on(1, 2)).iterationTime, r.iterationTime);
+}
+
 TEST(Simulator, MemoryOfASmallMlp) {
   // Adam, data parallel over 2: each device holds both 4 MB weights, their
   // gradients and 2 x 4 MB of Adam state each; activations are each op's
