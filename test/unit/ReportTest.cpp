@@ -168,6 +168,36 @@ TEST_F(ReportTest, SummaryHasHeaderAndOneRowPerOp) {
       << rowOf("softmax");
 }
 
+TEST_F(ReportTest, ReplicasRecomputationAndShardingAreShown) {
+  // softmax whole on every device of the machine; fc1 recomputed with its
+  // weights sharded ZeRO-3 style.
+  Strategy s = handMade();
+  s[3] = {{1, 1}, 0, {}};
+  s[3].replicas = 8;
+  s[0].recompute = true;
+  s[0].sharding = StateSharding::Parameters;
+  ASSERT_EQ(write(machine(2, 4), false, s), "");
+  std::string text = read(dir / "summary.txt");
+  auto rowOf = [&](const std::string &name) {
+    for (const std::string &l : lines(text))
+      if (l.rfind(name + " ", 0) == 0)
+        return l;
+    return std::string();
+  };
+  EXPECT_NE(rowOf("softmax").find("- x8"), std::string::npos)
+      << rowOf("softmax");
+  EXPECT_NE(rowOf("softmax").find("0-7"), std::string::npos);
+  EXPECT_NE(rowOf("fc1").find("S8 rc Z3"), std::string::npos) << rowOf("fc1");
+  EXPECT_NE(text.find("1 replicated"), std::string::npos) << text;
+  EXPECT_NE(text.find("MFU"), std::string::npos);
+  // The baselines carry their MFU too.
+  nlohmann::json j = nlohmann::json::parse(read(dir / "baselines.json"));
+  for (const auto &row : j.at("strategies")) {
+    EXPECT_GT(row.at("mfu").get<double>(), 0);
+    EXPECT_LT(row.at("mfu").get<double>(), 1);
+  }
+}
+
 TEST_F(ReportTest, SearchTraceCsv) {
   ASSERT_EQ(write(machine(2, 4), false), "");
   std::vector<std::string> l = lines(read(dir / "search-trace.csv"));
