@@ -630,64 +630,6 @@ struct Simulator::Impl {
     summarizeEdge(e, ops[e.producer], ops[e.consumer]);
   }
 
-  /// The replica of consumer partition `first..first + replicas` best placed
-  /// to send to `device`: one on it, else the one with the fastest route,
-  /// else the first.
-  int64_t nearestReplica(const OpState &st, int32_t first, int64_t device) {
-    int64_t best = 0;
-    for (int64_t r = 0; r < st.numReplicas; ++r) {
-      int64_t from = st.devices[first + r];
-      if (from == device)
-        return r;
-      if (route(from, device).link.bandwidth >
-          route(st.devices[first + best], device).link.bandwidth)
-        best = r;
-    }
-    return best;
-  }
-
-  /// For each group of producer instances holding the same piece, whether
-  /// the gradients of its consumers are summed by one all-reduce among
-  /// them: the piece has k >= 2 copies, and exactly one consumer instance
-  /// on each of their devices reads it, all of distinct partitions and each
-  /// reading the whole piece. This is Megatron-LM's column-parallel layer
-  /// after a replicated one: each device computes a partial gradient of the
-  /// whole input, and the all-reduce sums them where every copy needs the
-  /// sum. The lowering emits exactly this collective.
-  std::vector<char> allReducedGroups(const Edge &e, const OpState &prod,
-                                     const OpState &cons,
-                                     const std::vector<Slice> &produced,
-                                     const std::vector<int32_t> &group,
-                                     int32_t numGroups) {
-    std::vector<char> reduced(numGroups, 0);
-    std::vector<std::vector<int32_t>> members(numGroups);
-    for (size_t p = 0; p < group.size(); ++p)
-      members[group[p]].push_back(static_cast<int32_t>(p));
-    for (int32_t g = 0; g < numGroups; ++g) {
-      const std::vector<int32_t> &m = members[g];
-      if (m.size() < 2)
-        continue;
-      const Slice &piece = produced[m.front()];
-      std::set<int64_t> devices, readers, partitions;
-      for (int32_t p : m)
-        devices.insert(prod.devices[p]);
-      bool ok = devices.size() == m.size();
-      size_t count = 0;
-      for (size_t q = 0; ok && q < cons.devices.size(); ++q) {
-        const Slice &needed = cons.operandSlices[e.operand][q];
-        if (overlapVolume(needed, piece) == 0)
-          continue;
-        ++count;
-        ok = geometry::contains(needed, piece) &&
-             devices.count(cons.devices[q]) &&
-             readers.insert(cons.devices[q]).second &&
-             partitions.insert(cons.partition[q]).second;
-      }
-      reduced[g] = ok && count == m.size();
-    }
-    return reduced;
-  }
-
   /// The transfer of an edge before `e` from the same result that brings a
   /// box containing `box` from copy group `group` to `device`, as (edge,
   /// transfer), or (-1, -1).
@@ -740,25 +682,27 @@ struct Simulator::Impl {
     e.fwdBoxes.clear();
     e.fwdShared.clear();
     shareCopies = shareCopies && !weightEdge;
-    // Copy groups whose region consumer instance q reads from an earlier
-    // edge's copy (its gradient goes back with that edge's).
-    std::vector<char> sharedGroup(numReplicaGroups);
+    // (consumer instance, copy group) pairs whose region the consumer reads
+    // from an earlier edge's copy (its gradient goes back with that edge's).
+    std::set<std::pair<int32_t, int32_t>> sharedPairs;
 
     int32_t np = static_cast<int32_t>(prod.devices.size());
     int32_t nq = static_cast<int32_t>(cons.devices.size());
-    std::vector<char> reduced =
-        weightEdge ? std::vector<char>(numReplicaGroups, 0)
-                   : allReducedGroups(e, prod, cons, *produced, *replicaGroup,
-                                      numReplicaGroups);
+    // Input gradients summed by an all-reduce (see allReducedGradientGroups).
+    std::vector<std::vector<int64_t>> reducedGroups;
+    std::vector<char> reduced(prod.devices.size(), 0);
+    if (!weightEdge)
+      reducedGroups = geometry::allReducedGradientGroups(
+          *produced, prod.devices, cons.operandSlices[e.operand], cons.devices,
+          cons.partition);
+    for (const std::vector<int64_t> &group : reducedGroups)
+      for (int64_t p : group)
+        reduced[p] = 1;
+    auto bandwidth = [&](int64_t from, int64_t to) {
+      return route(from, to).link.bandwidth;
+    };
     std::vector<int64_t> overlap(np);
     std::vector<int32_t> chosen(numReplicaGroups);
-    auto addBwd = [&](int32_t q, int32_t p) {
-      if (prod.devices[p] == cons.devices[q])
-        e.bwdLocal.push_back({q, p});
-      else
-        e.bwd.push_back(makeTransfer(q, p, cons.devices[q], prod.devices[p],
-                                     overlap[p] * elemBytes));
-    };
     for (int32_t q = 0; q < nq; ++q) {
       const Slice &needed = cons.operandSlices[e.operand][q];
       int64_t dstDevice = cons.devices[q];
@@ -782,7 +726,6 @@ struct Simulator::Impl {
             route(prod.devices[best], dstDevice).link.bandwidth)
           best = p;
       }
-      std::fill(sharedGroup.begin(), sharedGroup.end(), 0);
       for (int32_t p : chosen) {
         if (p < 0)
           continue;
@@ -798,7 +741,7 @@ struct Simulator::Impl {
               sharedCopy(e, (*replicaGroup)[p], dstDevice, box);
           if (edge >= 0) {
             e.fwdShared.push_back({q, edge, transfer, {}});
-            sharedGroup[(*replicaGroup)[p]] = 1;
+            sharedPairs.insert({q, (*replicaGroup)[p]});
             continue;
           }
         }
@@ -807,53 +750,38 @@ struct Simulator::Impl {
         if (!weightEdge)
           e.fwdBoxes.push_back(std::move(box));
       }
-
-      // Backward: replicas of a consumer partition computed the same
-      // gradient, so one of them (the nearest) sends it.
-      int32_t first = q - static_cast<int32_t>(cons.replica[q]);
-      if (weightEdge) {
-        // A weight's gradient goes to one copy per replica of the holder
-        // (the one the forward read, for the matching replica); each
-        // replica's gradient sync then sums over its instances.
-        if (cons.replica[q] != 0)
-          continue;
-        for (int32_t p : chosen) {
-          if (p < 0)
-            continue;
-          for (int64_t r = 0; r < prod.numReplicas; ++r) {
-            int32_t target = p - static_cast<int32_t>(prod.replica[p] - r);
-            addBwd(q, target);
-          }
-        }
-        continue;
-      }
-      // Every copy of a region needs the gradient of it from each consumer
-      // partition; groups summed by an all-reduce are built below.
-      for (int32_t p = 0; p < np; ++p) {
-        if (overlap[p] == 0 || reduced[(*replicaGroup)[p]])
-          continue;
-        if (cons.replica[q] != nearestReplica(cons, first, prod.devices[p]))
-          continue;
-        if (sharedGroup[(*replicaGroup)[p]]) {
-          // Summed into the shared copy's gradient; the earlier edge sends
-          // it. Producer instance p still waits for this consumer.
-          for (Edge::SharedCopy &c : e.fwdShared)
-            if (c.dst == q)
-              c.gradTo.push_back(p);
-          continue;
-        }
-        addBwd(q, p);
-      }
     }
 
-    for (int32_t g = 0; g < numReplicaGroups; ++g) {
-      if (!reduced[g])
+    // Backward: each consumer partition's gradient reaches every copy of
+    // the producer's result, or, for a weight, each group of holder
+    // instances that synchronize it once (see gradientRoutes); a region read
+    // from a shared copy is summed there and sent back by the edge that
+    // brought it.
+    std::vector<int64_t> producerReplicas(np);
+    for (int32_t p = 0; p < np; ++p)
+      producerReplicas[p] = prod.replica[p];
+    for (const geometry::GradientRoute &route : geometry::gradientRoutes(
+             *produced, prod.devices, producerReplicas,
+             cons.operandSlices[e.operand], cons.devices, cons.numReplicas,
+             reduced, /*everyMember=*/!weightEdge, bandwidth)) {
+      int32_t q = static_cast<int32_t>(route.consumer);
+      int32_t p = static_cast<int32_t>(route.producer);
+      if (sharedPairs.count({q, (*replicaGroup)[p]})) {
+        for (Edge::SharedCopy &c : e.fwdShared)
+          if (c.dst == q)
+            c.gradTo.push_back(p);
         continue;
+      }
+      if (prod.devices[p] == cons.devices[q])
+        e.bwdLocal.push_back({q, p});
+      else
+        e.bwd.push_back(makeTransfer(q, p, cons.devices[q], prod.devices[p],
+                                     volume(route.box) * elemBytes));
+    }
+
+    for (const std::vector<int64_t> &group : reducedGroups) {
       Edge::GradReduce r;
-      std::vector<int32_t> members;
-      for (int32_t p = 0; p < np; ++p)
-        if ((*replicaGroup)[p] == g)
-          members.push_back(p);
+      std::vector<int32_t> members(group.begin(), group.end());
       for (int32_t p : members)
         for (int32_t q = 0; q < nq; ++q)
           if (cons.devices[q] == prod.devices[p] &&

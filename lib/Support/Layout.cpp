@@ -3,6 +3,7 @@
 #include "ppc/Support/Layout.h"
 
 #include <algorithm>
+#include <set>
 
 namespace ppc::geometry {
 
@@ -134,6 +135,104 @@ bool linesUp(const std::vector<Piece> &producer,
       return false;
   }
   return true;
+}
+
+std::vector<GradientRoute>
+gradientRoutes(const std::vector<Box> &producedBoxes,
+               const std::vector<int64_t> &producerDevices,
+               const std::vector<int64_t> &producerReplicas,
+               const std::vector<Box> &needed,
+               const std::vector<int64_t> &consumerDevices,
+               int64_t numConsumerReplicas, const std::vector<char> &skip,
+               bool everyMember,
+               const std::function<double(int64_t, int64_t)> &bandwidth) {
+  // Groups of producer instances: same box, same replica, in order.
+  std::vector<std::vector<int64_t>> groups;
+  {
+    std::vector<char> grouped(producedBoxes.size(), 0);
+    for (size_t p = 0; p < producedBoxes.size(); ++p) {
+      if (grouped[p] || skip[p])
+        continue;
+      std::vector<int64_t> members;
+      for (size_t q = p; q < producedBoxes.size(); ++q)
+        if (!grouped[q] && !skip[q] && producedBoxes[q] == producedBoxes[p] &&
+            producerReplicas[q] == producerReplicas[p]) {
+          members.push_back(static_cast<int64_t>(q));
+          grouped[q] = 1;
+        }
+      groups.push_back(std::move(members));
+    }
+  }
+  std::vector<GradientRoute> routes;
+  for (size_t first = 0; first < needed.size(); first += numConsumerReplicas) {
+    for (const std::vector<int64_t> &group : groups) {
+      const Box &box = producedBoxes[group.front()];
+      std::optional<Box> common = intersect(needed[first], box);
+      if (!common)
+        continue;
+      auto senderFor = [&](int64_t g) {
+        return static_cast<int64_t>(first) +
+               nearestReplica(consumerDevices, static_cast<int64_t>(first),
+                              numConsumerReplicas, producerDevices[g],
+                              bandwidth);
+      };
+      if (everyMember) {
+        for (int64_t g : group)
+          routes.push_back({senderFor(g), g, *common});
+        continue;
+      }
+      // One member: on a consumer replica's device if there is one.
+      auto onConsumerDevice = [&](int64_t g) {
+        for (int64_t r = 0; r < numConsumerReplicas; ++r)
+          if (consumerDevices[first + r] == producerDevices[g])
+            return true;
+        return false;
+      };
+      auto local = std::find_if(group.begin(), group.end(), onConsumerDevice);
+      int64_t to = local != group.end() ? *local : group.front();
+      routes.push_back({senderFor(to), to, *common});
+    }
+  }
+  return routes;
+}
+
+std::vector<std::vector<int64_t>>
+allReducedGradientGroups(const std::vector<Box> &produced,
+                         const std::vector<int64_t> &producerDevices,
+                         const std::vector<Box> &needed,
+                         const std::vector<int64_t> &consumerDevices,
+                         const std::vector<int64_t> &consumerPartitions) {
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<char> grouped(produced.size(), 0);
+  for (size_t p = 0; p < produced.size(); ++p) {
+    if (grouped[p])
+      continue;
+    std::vector<int64_t> members;
+    for (size_t q = p; q < produced.size(); ++q)
+      if (produced[q] == produced[p]) {
+        members.push_back(static_cast<int64_t>(q));
+        grouped[q] = 1;
+      }
+    const Box &piece = produced[p];
+    if (members.size() < 2 || isEmpty(piece))
+      continue;
+    std::set<int64_t> devices, readers, partitions;
+    for (int64_t q : members)
+      devices.insert(producerDevices[q]);
+    bool ok = devices.size() == members.size();
+    size_t count = 0;
+    for (size_t c = 0; ok && c < needed.size(); ++c) {
+      if (!intersect(needed[c], piece))
+        continue;
+      ++count;
+      ok = contains(needed[c], piece) && devices.count(consumerDevices[c]) &&
+           readers.insert(consumerDevices[c]).second &&
+           partitions.insert(consumerPartitions[c]).second;
+    }
+    if (ok && count == members.size())
+      groups.push_back(std::move(members));
+  }
+  return groups;
 }
 
 } // namespace ppc::geometry

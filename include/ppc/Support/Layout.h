@@ -15,6 +15,7 @@
 #include "ppc/Support/IterationSpace.h"
 #include "ppc/Support/MachineView.h"
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -68,6 +69,71 @@ Box wholeBox(const std::vector<int64_t> &shape);
 /// same device: the edge needs no communication.
 bool linesUp(const std::vector<Piece> &producer,
              const std::vector<Piece> &consumer);
+
+/// Which of the replicas `first`, `first + 1`, ... `first + replicas - 1`
+/// (instances on `devices`) exchanges data with `device`: the one on it,
+/// else the one `bandwidth(from, to)` says is fastest, ties to the lowest.
+/// Replicas computed the same gradient, so this one alone sends it.
+template <typename BandwidthFn>
+int64_t nearestReplica(const std::vector<int64_t> &devices, int64_t first,
+                       int64_t replicas, int64_t device,
+                       BandwidthFn bandwidth) {
+  int64_t best = 0;
+  for (int64_t r = 0; r < replicas; ++r) {
+    int64_t from = devices[first + r];
+    if (from == device)
+      return r;
+    if (bandwidth(from, device) > bandwidth(devices[first + best], device))
+      best = r;
+  }
+  return best;
+}
+
+/// One gradient going back from a consumer instance to a producer instance.
+struct GradientRoute {
+  int64_t consumer = 0; ///< consumer instance that sends.
+  int64_t producer = 0; ///< producer instance that receives.
+  Box box;              ///< the region, in the tensor's coordinates.
+};
+
+/// Where the gradients of an edge go in backward. The producer's instances
+/// form groups that hold the same box and are of the same replica
+/// (`producedBoxes`, `producerReplicas`, per instance): copies of a result
+/// (partial sums once reduced), or the instances that synchronize a
+/// weight's gradient. Replicas of a consumer partition computed the same
+/// gradient, so one of them sends it: the one on the receiver's device if
+/// any, else the one nearestReplica picks. With `everyMember` (activations)
+/// every instance of a group receives each consumer partition's gradient;
+/// without (weights, whose gradient sync sums the group), one member per
+/// group does: one on the device of a consumer replica if any, else the
+/// group's first. Instances flagged in `skip` (summed by an all-reduce
+/// instead, see allReducedGradientGroups) get no route. The consumer's
+/// instances are partition-major with `numConsumerReplicas` replicas each
+/// (OpConfig::devices).
+std::vector<GradientRoute> gradientRoutes(
+    const std::vector<Box> &producedBoxes,
+    const std::vector<int64_t> &producerDevices,
+    const std::vector<int64_t> &producerReplicas,
+    const std::vector<Box> &needed, const std::vector<int64_t> &consumerDevices,
+    int64_t numConsumerReplicas, const std::vector<char> &skip,
+    bool everyMember, const std::function<double(int64_t, int64_t)> &bandwidth);
+
+/// The groups of producer instances whose gradient is summed by one
+/// all-reduce among them instead of point-to-point transfers: instances
+/// holding the same box B (`produced`, per instance) on k >= 2 distinct
+/// devices, where exactly one consumer instance on each of those devices
+/// reads any of B, all of distinct consumer partitions, each reading all
+/// of B (`needed`, per consumer instance). This is Megatron-LM's
+/// column-parallel layer after a replicated one: every device computes a
+/// partial gradient of the whole input, and the all-reduce leaves the sum
+/// on every copy. Groups list producer instances in order. The simulator
+/// prices exactly these collectives and the lowering emits them.
+std::vector<std::vector<int64_t>>
+allReducedGradientGroups(const std::vector<Box> &produced,
+                         const std::vector<int64_t> &producerDevices,
+                         const std::vector<Box> &needed,
+                         const std::vector<int64_t> &consumerDevices,
+                         const std::vector<int64_t> &consumerPartitions);
 
 } // namespace ppc::geometry
 
