@@ -5,10 +5,14 @@
 // ops, and one program per rank. Every partition of every op becomes a kernel
 // on buffers holding exactly the boxes its iteration ranges touch; the
 // parallel ops become copies, send/recv pairs and all-reduces; the backward
-// pass mirrors the forward one with gradients flowing back along the same
-// boxes and accumulating at the producer; replicated weight gradients are
-// all-reduced; each rank updates the weight pieces it holds. A weight used by
-// several ops lives in the layout of its holding use (sim::weightHolders);
+// pass sends each gradient along geometry::gradientRoutes (to every copy of
+// an activation, to one instance of each group synchronizing a weight, from
+// one replica of each consumer partition) or sums it with the all-reduce of
+// geometry::allReducedGradientGroups, accumulating at the producer; the
+// instances holding a weight piece in one replica all-reduce its gradient;
+// each rank updates the weight pieces it holds. Replicas of an op
+// (OpConfig::replicas) run the same kernels on their own buffers. A weight used
+// by several ops lives in the layout of its holding use (sim::weightHolders);
 // the other uses gather their pieces from it and send their gradients back.
 //
 // Instructions are emitted in one global order and each rank's program is
@@ -125,7 +129,7 @@ private:
   FailureOr<OperandSource> operandBuffer(int64_t k, unsigned i, int64_t p);
   Value sourceBuffer(int64_t rank, Value value, const Box &box);
   LogicalResult emitForward(int64_t k);
-  void emitPartialSums(int64_t k, bool grads);
+  void emitPartialSums(int64_t k);
   void sumOverChannelGroups(int64_t k, const std::vector<Value> &buffers);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
   /// The use holding the weight that operand `i` of op `k` reads, if any.
@@ -133,8 +137,13 @@ private:
   /// Whether `holder` keeps exactly `box` of its weight on `rank`.
   bool holdsPiece(const sim::WeightUse &holder, int64_t rank,
                   const Box &box) const;
-  /// The persistent gradient of a weight piece the holder keeps on `rank`.
-  Value weightGradBuffer(int64_t rank, Value weight, const Box &box);
+  /// The persistent gradient of a weight piece the holder keeps on `rank`
+  /// in its replica `replica` (replicas synchronize separately).
+  Value weightGradBuffer(int64_t rank, Value weight, const Box &box,
+                         int64_t replica);
+  /// Link bandwidth between two devices, for choosing among replicas as
+  /// the simulator does (equal without a machine).
+  double bandwidth(int64_t from, int64_t to) const;
   LogicalResult emitBackward(int64_t k);
   LogicalResult emitGradSyncAndUpdate();
   LogicalResult emitOutputs();
@@ -180,8 +189,10 @@ private:
   std::vector<std::vector<std::vector<OperandSource>>> operands;
   // [op][partition] forward scratch of staged kernels.
   std::vector<std::vector<Value>> scratch;
-  // Weight gradients by (rank, tensor, box).
+  // Weight gradients by (rank, tensor, box), and the holder replica each
+  // belongs to.
   std::map<BufferKey, Value> weightGrads;
+  std::map<BufferKey, int64_t> weightGradReplica;
   std::vector<sim::WeightUse> weightHolders; // by sim::Graph weight index
   std::vector<std::pair<int64_t, Value>> transient;
 };
@@ -523,9 +534,14 @@ bool PlanEmitter::holdsPiece(const sim::WeightUse &holder, int64_t rank,
       .has_value();
 }
 
-Value PlanEmitter::weightGradBuffer(int64_t rank, Value weight,
-                                    const Box &box) {
+double PlanEmitter::bandwidth(int64_t from, int64_t to) const {
+  return parts.machine ? parts.machine->effectiveLink(from, to).bandwidth : 1;
+}
+
+Value PlanEmitter::weightGradBuffer(int64_t rank, Value weight, const Box &box,
+                                    int64_t replica) {
   BufferKey key{rank, tensorOf[weight], boxKey(box), true};
+  weightGradReplica[key] = replica;
   Value &grad = weightGrads[key];
   if (!grad) {
     grad = alloc(rank, tensorOf[weight], box, true);
@@ -572,7 +588,7 @@ PlanEmitter::gatherPieces(int64_t k, unsigned r, int64_t rank, Value buffer,
       [&](int64_t q) { return results[k][r][q]; }, rank, buffer, box);
 }
 
-void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
+void PlanEmitter::emitPartialSums(int64_t k) {
   const OpLayout &layout = parts.layouts[k];
   for (unsigned r = 0; r < layout.partial.size(); ++r) {
     if (!layout.partial[r])
@@ -587,7 +603,7 @@ void PlanEmitter::emitPartialSums(int64_t k, bool grads) {
       for (int64_t q : group) {
         done.insert(q);
         ranks.push_back(layout.devices[q]);
-        buffers.push_back(grads ? gradBuffer(k, r, q) : results[k][r][q]);
+        buffers.push_back(results[k][r][q]);
       }
       allReduce(ranks, buffers);
     }
@@ -670,7 +686,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
                              builder.getI64IntegerAttr(1), ins[p], outs[p],
                              ValueRange{scratch[k][p]});
   }
-  emitPartialSums(k, /*grads=*/false);
+  emitPartialSums(k);
   return success();
 }
 
@@ -704,10 +720,10 @@ Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
     buffer = alloc(rank, tensorOf[parts.ops[k]->getResult(r)],
                    layout.resultBoxes[r][p], true);
     transient.emplace_back(rank, buffer);
-    // The loss is the one value whose gradient is seeded: with 1 on one
-    // replica, so the partial-sum all-reduce of gradients gives 1 on all.
-    bool seed = loss && loss->first == k && loss->second == r &&
-                layout.sameResultBox(r, p).front() == p;
+    // The loss is the one value whose gradient is seeded: 1 on every copy
+    // (the loss is the sum of a partial-sum group's members, each of which
+    // has derivative 1).
+    bool seed = loss && loss->first == k && loss->second == r;
     plan::FillOp::create(at(rank), loc, buffer,
                          builder.getF32FloatAttr(seed ? 1.0f : 0.0f));
   }
@@ -730,33 +746,98 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   if (!anyGrad)
     return success(); // nothing downstream depends on it
 
-  emitPartialSums(k, /*grads=*/true);
+  // Where each operand's gradient goes (geometry::gradientRoutes: every
+  // copy of an activation, one instance of each synchronizing group of a
+  // weight, sent by one replica of each partition) and which pieces an
+  // all-reduce sums instead; the simulator prices exactly these.
+  unsigned numOperands = op->getNumOperands();
+  std::vector<std::vector<std::vector<geometry::GradientRoute>>> routes(
+      numOperands, std::vector<std::vector<geometry::GradientRoute>>(numParts));
+  std::vector<std::vector<std::vector<int64_t>>> reduced(numOperands);
+  auto bw = [&](int64_t from, int64_t to) { return bandwidth(from, to); };
+  for (unsigned i = 0; i < numOperands; ++i) {
+    if (!needsGrad[i])
+      continue;
+    std::optional<sim::WeightUse> holder = weightHolderOf(k, i);
+    const OpLayout *from = nullptr;
+    const std::vector<Box> *held = nullptr;
+    if (holder) {
+      if (holder->op == k && holder->operand == static_cast<int32_t>(i))
+        continue; // the holder's own gradient: no route
+      from = &parts.layouts[holder->op];
+      held = &from->operandBoxes[holder->operand];
+    } else if (auto producer = parts.producerOf(op->getOperand(i))) {
+      from = &parts.layouts[producer->first];
+      held = &from->resultBoxes[producer->second];
+      reduced[i] = geometry::allReducedGradientGroups(
+          *held, from->devices, layout.operandBoxes[i], layout.devices,
+          layout.partition);
+    } else {
+      continue;
+    }
+    std::vector<char> skip(held->size(), 0);
+    for (const std::vector<int64_t> &group : reduced[i])
+      for (int64_t q : group)
+        skip[q] = 1;
+    for (geometry::GradientRoute &route : geometry::gradientRoutes(
+             *held, from->devices, from->replica, layout.operandBoxes[i],
+             layout.devices, layout.numReplicas, skip,
+             /*everyMember=*/!holder, bw))
+      routes[i][route.consumer].push_back(std::move(route));
+  }
+  // The consumer instance on `rank` taking part in a reduced group.
+  auto inReducedGroup = [&](unsigned i, int64_t p) {
+    for (const std::vector<int64_t> &group : reduced[i])
+      for (int64_t q : group)
+        if (parts.layouts[parts.producerOf(op->getOperand(i))->first]
+                .devices[q] == layout.devices[p])
+          return true;
+    return false;
+  };
+
   std::vector<SmallVector<Value>> outGrads(numParts), inGrads(numParts);
   std::vector<SmallVector<Value>> ins(numParts), outs(numParts);
-  // Gradients of operands read from another buffer, sent back afterwards.
+  // Gradients of operands that are sent along their routes afterwards.
   std::vector<std::vector<Value>> sendBack(numParts);
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
-    sendBack[p].assign(op->getNumOperands(), Value());
+    sendBack[p].assign(numOperands, Value());
     for (unsigned r = 0; r < op->getNumResults(); ++r) {
       outGrads[p].push_back(gradBuffer(k, r, p));
       outs[p].push_back(results[k][r][p]);
     }
-    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    for (unsigned i = 0; i < numOperands; ++i) {
       const OperandSource &source = operands[k][i][p];
       ins[p].push_back(source.buffer);
       if (!needsGrad[i])
         continue;
       Value stripped = stripParallelOps(op->getOperand(i));
       const Box &box = layout.operandBoxes[i][p];
-      auto producer = parts.producerOf(stripped);
-      if (!producer && source.pieces.empty()) {
-        // A trainable weight piece its holder keeps: the gradient lives
-        // across steps.
-        inGrads[p].push_back(weightGradBuffer(rank, stripped, box));
+      std::optional<sim::WeightUse> holder = weightHolderOf(k, i);
+      if (holder && holder->op == k &&
+          holder->operand == static_cast<int32_t>(i)) {
+        // The holder's own piece: its gradient lives across steps.
+        inGrads[p].push_back(
+            weightGradBuffer(rank, stripped, box, layout.replica[p]));
         continue;
       }
-      if (source.aliased) {
+      // Accumulate straight into the one piece this gradient goes to when
+      // it is on this device and is exactly this box.
+      const std::vector<geometry::GradientRoute> &mine = routes[i][p];
+      bool single = mine.size() == 1 && mine.front().box == box &&
+                    !(holder ? false : inReducedGroup(i, p));
+      if (single && holder && source.pieces.empty()) {
+        const OpLayout &from = parts.layouts[holder->op];
+        int64_t q = mine.front().producer;
+        if (from.devices[q] == rank) {
+          inGrads[p].push_back(
+              weightGradBuffer(rank, stripped, box, from.replica[q]));
+          continue;
+        }
+      }
+      if (single && !holder && source.aliased &&
+          *source.aliased == mine.front().producer) {
+        auto producer = parts.producerOf(stripped);
         inGrads[p].push_back(
             gradBuffer(producer->first, producer->second, *source.aliased));
         continue;
@@ -792,26 +873,63 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     emitKernels(1, both);
   }
 
-  // Each operand gradient goes back to the pieces its values came from.
+  // Each operand gradient goes along its routes.
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
-    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    for (unsigned i = 0; i < numOperands; ++i) {
       if (!sendBack[p][i])
         continue;
+      Value value = stripParallelOps(op->getOperand(i));
       if (std::optional<sim::WeightUse> holder = weightHolderOf(k, i)) {
         const OpLayout &from = parts.layouts[holder->op];
-        Value weight = stripParallelOps(op->getOperand(i));
-        for (const auto &[q, box] : operands[k][i][p].pieces)
+        for (const geometry::GradientRoute &route : routes[i][p]) {
+          int64_t q = route.producer;
           transfer(rank, sendBack[p][i], from.devices[q],
-                   weightGradBuffer(from.devices[q], weight,
-                                    from.operandBoxes[holder->operand][q]),
-                   box, /*accumulate=*/true);
+                   weightGradBuffer(from.devices[q], value,
+                                    from.operandBoxes[holder->operand][q],
+                                    from.replica[q]),
+                   route.box, /*accumulate=*/true);
+        }
         continue;
       }
       auto [pk, pr] = *parts.producerOf(op->getOperand(i));
-      for (const auto &[q, box] : operands[k][i][p].pieces)
-        transfer(rank, sendBack[p][i], parts.layouts[pk].devices[q],
-                 gradBuffer(pk, pr, q), box, /*accumulate=*/true);
+      for (const geometry::GradientRoute &route : routes[i][p])
+        transfer(rank, sendBack[p][i],
+                 parts.layouts[pk].devices[route.producer],
+                 gradBuffer(pk, pr, route.producer), route.box,
+                 /*accumulate=*/true);
+    }
+  }
+  // Pieces whose copies each need the sum of one gradient per device: copy
+  // each device's share out, all-reduce, and add the sum to every copy.
+  for (unsigned i = 0; i < numOperands; ++i) {
+    if (reduced[i].empty())
+      continue;
+    Value value = stripParallelOps(op->getOperand(i));
+    auto [pk, pr] = *parts.producerOf(op->getOperand(i));
+    const OpLayout &from = parts.layouts[pk];
+    for (const std::vector<int64_t> &group : reduced[i]) {
+      std::vector<int64_t> ranks;
+      std::vector<Value> sums;
+      for (int64_t q : group) {
+        int64_t rank = from.devices[q];
+        const Box &box = from.resultBoxes[pr][q];
+        int64_t contributor = -1;
+        for (int64_t p = 0; p < numParts; ++p)
+          if (layout.devices[p] == rank &&
+              geometry::intersect(layout.operandBoxes[i][p], box))
+            contributor = p;
+        Value sum = alloc(rank, tensorOf[value], box, true);
+        transient.emplace_back(rank, sum);
+        transfer(rank, sendBack[contributor][i], rank, sum, box,
+                 /*accumulate=*/false);
+        ranks.push_back(rank);
+        sums.push_back(sum);
+      }
+      allReduce(ranks, sums);
+      for (auto [q, sum] : llvm::zip(group, sums))
+        transfer(from.devices[q], sum, from.devices[q], gradBuffer(pk, pr, q),
+                 from.resultBoxes[pr][q], /*accumulate=*/true);
     }
   }
   return success();
@@ -819,29 +937,32 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
 
 LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
   phase(plan::Phase::grad_sync);
-  // Replicas of the same weight piece sum their gradients.
-  std::map<std::pair<std::string, std::vector<std::pair<int64_t, int64_t>>>,
+  // The instances holding the same weight piece in the same replica sum
+  // their gradients (replicas computed identical ones).
+  std::map<std::tuple<std::string, std::vector<std::pair<int64_t, int64_t>>,
+                      int64_t>,
            std::vector<std::pair<int64_t, Value>>>
       replicas;
   for (const auto &[key, grad] : weightGrads)
-    replicas[{key.tensor, key.box}].emplace_back(key.rank, grad);
+    replicas[{key.tensor, key.box, weightGradReplica.at(key)}].emplace_back(
+        key.rank, grad);
   for (const auto &[a, ranksA] : replicas)
     for (const auto &[b, ranksB] : replicas) {
-      if (a.first != b.first || a.second == b.second)
+      if (std::get<0>(a) != std::get<0>(b) || std::get<1>(a) == std::get<1>(b))
         continue;
       Box boxA, boxB;
-      for (auto [lo, hi] : a.second)
+      for (auto [lo, hi] : std::get<1>(a))
         boxA.push_back({lo, hi});
-      for (auto [lo, hi] : b.second)
+      for (auto [lo, hi] : std::get<1>(b))
         boxB.push_back({lo, hi});
       // The holder's partitions read a weight in equal or disjoint pieces;
       // anything else is a bug here, not in the strategy.
       if (geometry::intersect(boxA, boxB))
         return func.emitError()
                << "internal error: weight '"
-               << planOp.lookupSymbol<plan::TensorOp>(a.first)
+               << planOp.lookupSymbol<plan::TensorOp>(std::get<0>(a))
                       .getModelName()
-                      .value_or(a.first)
+                      .value_or(std::get<0>(a))
                << "' is held in overlapping but different pieces";
     }
   for (const auto &[piece, holders] : replicas) {

@@ -1,7 +1,7 @@
 // Megatron-style tensor parallel MLP on two devices: the first linear splits
 // its output columns, the second its reduction dim, so its partial sums are
-// summed by a ppc.reduce that the plan lowers to an all-reduce; backward
-// all-reduces the gradient of the partial sums the same way.
+// summed by a ppc.reduce that the plan lowers to an all-reduce; in backward
+// every copy of the sum gets its gradient.
 // RUN: ppc-opt %s --ppc-attach-machine=machine=cpux2 --ppc-materialize-resharding | FileCheck %s --check-prefix=GRAPH
 // Running it twice changes nothing the second time.
 // RUN: ppc-opt %s --ppc-attach-machine=machine=cpux2 --ppc-materialize-resharding --ppc-materialize-resharding | FileCheck %s --check-prefix=GRAPH
@@ -39,11 +39,13 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // PLAN: plan.kernel @op3
 // PLAN: plan.output
 // PLAN: plan.phase backward
-// The loss gradient is seeded once and the partial-sum gradient summed.
+// The loss gradient is seeded, and the gradient of the summed partial
+// result goes to both of its copies: added locally, sent to rank 1.
 // PLAN: plan.fill %{{.*}}, 1.0
 // PLAN: %[[DY:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 6] grad
 // PLAN: plan.kernel_backward @op3
-// PLAN: plan.collective all_reduce %[[DY]] group [0, 1]
+// PLAN: plan.copy %[[DY]] -> %{{.*}} [0, 0] [4, 6] accumulate
+// PLAN-NEXT: plan.send %[[DY]] [0, 0] [4, 6] to 1
 // PLAN: plan.kernel_backward @op2
 // PLAN: plan.phase grad_sync
 // No weight piece is replicated, so nothing is all-reduced in grad sync.
@@ -55,6 +57,8 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // PLAN: plan.alloc @w{{[0-9]+}} [0, 8] [8, 16]
 // PLAN: plan.alloc @w{{[0-9]+}} [8, 0] [16, 6]
 // PLAN: plan.collective all_reduce %{{.*}} group [0, 1]
-// Rank 1 does not run the loss: it receives nothing and sends nothing.
+// Rank 1 does not run the loss: it only receives the gradient of its copy.
+// PLAN-NOT: plan.send
+// PLAN: plan.recv %{{.*}} [0, 0] [4, 6] from 0 tag {{[0-9]+}} accumulate
 // PLAN-NOT: plan.send
 // PLAN-NOT: plan.recv

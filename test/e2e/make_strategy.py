@@ -11,7 +11,13 @@ iteration dims, their kinds and splittability) and writes one of:
   spatial  each op splits its first splittable attribute dim (height,
            sequence), else its sample dim;
   mixed    op i is data parallel, tensor parallel or whole on device
-           i mod N, in turn, so that every kind of resharding appears.
+           i mod N, in turn, so that every kind of resharding appears;
+  replicated
+           op i is tensor parallel (as `tensor`) when i is even, else data
+           parallel over N/2 devices with each half replicated twice (N
+           even, sample dim allowing), else whole on every device
+           (replicas N): replicated producers and consumers meet every
+           other kind.
 """
 import argparse
 import json
@@ -45,13 +51,22 @@ def configure(op, kind, devices, index):
         if turn == 1:
             return split_first(op, ["parameter", "reduction"], devices) or whole, 0
         return whole, index % devices
+    if kind == "replicated":
+        if index % 2 == 0:
+            return split_first(op, ["parameter", "reduction"], devices) or whole, 0
+        half = devices // 2
+        degrees = split_first(op, ["sample"], half) if half > 1 else None
+        if degrees:
+            return degrees, 0, devices // half
+        return whole, 0, devices
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", required=True,
-                        choices=["dp", "tensor", "spatial", "mixed"])
+                        choices=["dp", "tensor", "spatial", "mixed",
+                                 "replicated"])
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args()
@@ -59,7 +74,9 @@ def main():
         strategy = json.load(f)
     devices = strategy["machine"]["devices"]
     for index, op in enumerate(strategy["ops"]):
-        op["degrees"], op["start"] = configure(op, args.kind, devices, index)
+        config = configure(op, args.kind, devices, index)
+        op["degrees"], op["start"] = config[0], config[1]
+        op["replicas"] = config[2] if len(config) > 2 else 1
         op["strides"] = []
         op.pop("devices", None)
         op.pop("predicted_ms", None)

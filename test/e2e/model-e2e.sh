@@ -1,7 +1,8 @@
 #!/bin/sh
 # A model trained under mpirun with one strategy, end to end:
-#   1. ppc-opt derives the strategy (test/e2e/make_strategy.py, or the MCMC
-#      search for "searched") and lowers it to a plan for cpuxNP;
+#   1. ppc-opt derives the strategy (test/e2e/make_strategy.py, the MCMC
+#      search for "searched", the baseline for "megatron*") and lowers it
+#      to a plan for cpuxNP;
 #   2. --verify: the first step matches the single-device step (loss, every
 #      gradient, every updated weight);
 #   3. the loss falls over 8 Adam steps (lr 0.01) on one fixed batch;
@@ -17,6 +18,9 @@ mkdir -p "$work"
 import="$ppc_opt $examples/$model.onnx --batch-size=$batch"
 if [ "$kind" = searched ]; then
   $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+elif [ "${kind#megatron}" != "$kind" ]; then
+  # A baseline of search::baselines() as it is (megatron, megatron-sp, ...).
+  $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 else
   $import --ppc-auto-parallel="machine=cpux$np search=data-parallel strategy-out=$work/dp.json" -o /dev/null
   python3 "$here/make_strategy.py" --kind "$kind" "$work/dp.json" "$work/strategy.json"
