@@ -636,11 +636,15 @@ struct Simulator::Impl {
   std::pair<int32_t, int32_t> sharedCopy(const Edge &e, int32_t group,
                                          int64_t device, const Slice &box) {
     const OpState &prod = ops[e.producer];
+    // Only readers without replicas share (as the lowering does).
+    if (ops[e.consumer].numReplicas != 1)
+      return {-1, -1};
     for (int32_t id : outEdges[e.producer]) {
       const Edge &earlier = edges[id];
       if (&earlier == &e)
         break;
-      if (earlier.weightOperand >= 0 || earlier.result != e.result)
+      if (earlier.weightOperand >= 0 || earlier.result != e.result ||
+          ops[earlier.consumer].numReplicas != 1)
         continue;
       const OpState &cons = ops[earlier.consumer];
       for (size_t t = 0; t < earlier.fwd.size(); ++t) {

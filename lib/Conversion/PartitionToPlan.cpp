@@ -97,6 +97,16 @@ struct OperandSource {
   std::vector<std::pair<int64_t, Box>> pieces;
   /// The buffer is the producer partition's own result buffer.
   std::optional<int64_t> aliased;
+  /// Regions copied from an earlier reader's buffer on this rank (one
+  /// gathered copy per rank, shared): (that buffer, region). Their
+  /// gradients go back through it.
+  std::vector<std::pair<Value, Box>> shared;
+};
+
+/// A buffer an unreplicated reader gathered a value into on one rank.
+struct GatheredBuffer {
+  Value buffer;
+  Box box;
 };
 
 class PlanEmitter {
@@ -156,10 +166,19 @@ private:
   /// distinct piece that overlaps it, from a replica on `rank` if there is
   /// one, else the first. Returns (partition, box) of every transfer, for
   /// the gradients to go back the same way.
+  /// With `earlier`, a region that no piece on `rank` holds but an earlier
+  /// reader's buffer there does is copied from it instead, and listed in
+  /// `shared`.
   std::vector<std::pair<int64_t, Box>>
   gatherFrom(const std::vector<Box> &boxes, const std::vector<int64_t> &devices,
              function_ref<Value(int64_t)> source, int64_t rank, Value buffer,
-             const Box &box);
+             const Box &box,
+             const std::vector<GatheredBuffer> *earlier = nullptr,
+             std::vector<std::pair<Value, Box>> *shared = nullptr);
+  /// The gradient buffer of a gathered operand buffer on `rank`, shared by
+  /// its owner and the later readers that copied from it (zero at first
+  /// use).
+  Value gradOfGathered(int64_t rank, Value buffer, Value value);
   /// gatherFrom the pieces of result `r` of op `k`.
   std::vector<std::pair<int64_t, Box>> gatherPieces(int64_t k, unsigned r,
                                                     int64_t rank, Value buffer,
@@ -195,6 +214,11 @@ private:
   std::map<BufferKey, int64_t> weightGradReplica;
   std::vector<sim::WeightUse> weightHolders; // by sim::Graph weight index
   std::vector<std::pair<int64_t, Value>> transient;
+  // What unreplicated readers gathered, by (rank, value); the box of every
+  // gathered operand buffer and its gradient buffer.
+  std::map<std::pair<int64_t, void *>, std::vector<GatheredBuffer>> gathered;
+  DenseMap<Value, Box> gatheredBoxes;
+  DenseMap<Value, Value> gatheredGrads;
 };
 
 OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
@@ -514,8 +538,29 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
               "run --ppc-materialize-resharding first";
   source.buffer = alloc(rank, tensorOf[stripped], box, false);
   transient.emplace_back(rank, source.buffer);
-  source.pieces = gatherPieces(pk, pr, rank, source.buffer, box);
+  gatheredBoxes[source.buffer] = box;
+  // Unreplicated readers of a value on one rank share what was gathered
+  // there; the simulator prices the same.
+  std::vector<GatheredBuffer> *earlier = nullptr;
+  if (parts.strategy[k].replicas == 1)
+    earlier = &gathered[{rank, stripped.getAsOpaquePointer()}];
+  source.pieces = gatherFrom(
+      from.resultBoxes[pr], from.devices,
+      [&](int64_t q) { return results[pk][pr][q]; }, rank, source.buffer, box,
+      earlier, &source.shared);
+  if (earlier)
+    earlier->push_back({source.buffer, box});
   return source;
+}
+
+Value PlanEmitter::gradOfGathered(int64_t rank, Value buffer, Value value) {
+  Value &grad = gatheredGrads[buffer];
+  if (!grad) {
+    grad = alloc(rank, tensorOf[value], gatheredBoxes.lookup(buffer), true);
+    transient.emplace_back(rank, grad);
+    plan::FillOp::create(at(rank), loc, grad, builder.getF32FloatAttr(0.0f));
+  }
+  return grad;
 }
 
 std::optional<sim::WeightUse> PlanEmitter::weightHolderOf(int64_t k,
@@ -557,11 +602,11 @@ std::optional<int64_t> PlanEmitter::pieceHeldAs(int64_t k, unsigned r,
   return partitionHolding(layout.resultBoxes[r], layout.devices, rank, box);
 }
 
-std::vector<std::pair<int64_t, Box>>
-PlanEmitter::gatherFrom(const std::vector<Box> &boxes,
-                        const std::vector<int64_t> &devices,
-                        function_ref<Value(int64_t)> source, int64_t rank,
-                        Value buffer, const Box &box) {
+std::vector<std::pair<int64_t, Box>> PlanEmitter::gatherFrom(
+    const std::vector<Box> &boxes, const std::vector<int64_t> &devices,
+    function_ref<Value(int64_t)> source, int64_t rank, Value buffer,
+    const Box &box, const std::vector<GatheredBuffer> *earlier,
+    std::vector<std::pair<Value, Box>> *shared) {
   std::vector<std::pair<int64_t, Box>> pieces;
   std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
   for (size_t q = 0; q < boxes.size(); ++q) {
@@ -570,8 +615,20 @@ PlanEmitter::gatherFrom(const std::vector<Box> &boxes,
     std::optional<Box> common = geometry::intersect(boxes[q], box);
     if (!common)
       continue;
-    int64_t replica =
-        partitionHolding(boxes, devices, rank, boxes[q]).value_or(q);
+    std::optional<int64_t> local =
+        partitionHolding(boxes, devices, rank, boxes[q]);
+    if (!local && earlier) {
+      auto from = llvm::find_if(*earlier, [&](const GatheredBuffer &g) {
+        return geometry::contains(g.box, *common);
+      });
+      if (from != earlier->end()) {
+        transfer(rank, from->buffer, rank, buffer, *common,
+                 /*accumulate=*/false);
+        shared->emplace_back(from->buffer, *common);
+        continue;
+      }
+    }
+    int64_t replica = local.value_or(q);
     transfer(devices[replica], source(replica), rank, buffer, *common,
              /*accumulate=*/false);
     pieces.emplace_back(replica, *common);
@@ -842,9 +899,17 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
             gradBuffer(producer->first, producer->second, *source.aliased));
         continue;
       }
-      Value grad = alloc(rank, tensorOf[stripped], box, true);
-      transient.emplace_back(rank, grad);
-      plan::FillOp::create(at(rank), loc, grad, builder.getF32FloatAttr(0.0f));
+      // Later readers that copied from a gathered buffer added their
+      // gradients to its gradient buffer already.
+      Value grad;
+      if (gatheredBoxes.count(source.buffer)) {
+        grad = gradOfGathered(rank, source.buffer, stripped);
+      } else {
+        grad = alloc(rank, tensorOf[stripped], box, true);
+        transient.emplace_back(rank, grad);
+        plan::FillOp::create(at(rank), loc, grad,
+                             builder.getF32FloatAttr(0.0f));
+      }
       inGrads[p].push_back(grad);
       sendBack[p][i] = grad;
     }
@@ -892,12 +957,24 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
         }
         continue;
       }
+      // Regions copied from an earlier reader's buffer go back through it.
+      const std::vector<std::pair<Value, Box>> &shared =
+          operands[k][i][p].shared;
+      for (const auto &[buffer, region] : shared)
+        transfer(rank, sendBack[p][i], rank,
+                 gradOfGathered(rank, buffer, value), region,
+                 /*accumulate=*/true);
       auto [pk, pr] = *parts.producerOf(op->getOperand(i));
-      for (const geometry::GradientRoute &route : routes[i][p])
+      for (const geometry::GradientRoute &route : routes[i][p]) {
+        if (llvm::any_of(shared, [&](const auto &region) {
+              return region.second == route.box;
+            }))
+          continue;
         transfer(rank, sendBack[p][i],
                  parts.layouts[pk].devices[route.producer],
                  gradBuffer(pk, pr, route.producer), route.box,
                  /*accumulate=*/true);
+      }
     }
   }
   // Pieces whose copies each need the sum of one gradient per device: copy
