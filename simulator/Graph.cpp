@@ -301,6 +301,10 @@ OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng) {
     config.replicas *= factor;
     budget /= factor;
   }
+  // Sometimes shard the training state of the op's weights.
+  if (coin(rng) == 0)
+    config.sharding = static_cast<StateSharding>(
+        std::uniform_int_distribution<int>(0, kMaxStateSharding)(rng));
   // A contiguous view at a random start that keeps every device in range.
   int64_t parts = config.numInstances();
   int64_t slots = numDevices / parts;

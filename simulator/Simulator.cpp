@@ -261,6 +261,9 @@ struct Collective {
   int64_t bytes = 0;   ///< bytes of the reduced buffer.
   double time = 0;     ///< before the consumer may go on.
   double postTime = 0; ///< all-gather after the update (sharded sync).
+  /// ZeRO-3: the all-gather of the sharded weight before the forward
+  /// kernels and again before the backward kernels.
+  double gatherTime = 0;
   /// Bytes all participants send, by link kind (twice for a sharded sync:
   /// reduce-scatter and all-gather together move what an all-reduce does).
   std::array<double, 8> bytesByLinkKind{};
@@ -547,7 +550,12 @@ struct Simulator::Impl {
 
     // Weights: each partition keeps its slice; replicas of a slice
     // synchronize their gradients.
-    bool sharded = options.gradSync == GradSync::ReduceScatterAllGather;
+    // ZeRO stage of the weights this op holds; grad-sync=reduce-scatter
+    // asks for at least stage 1 everywhere.
+    StateSharding requested =
+        options.gradSync == GradSync::ReduceScatterAllGather
+            ? std::max(config.sharding, StateSharding::Optimizer)
+            : config.sharding;
     int states = optimizerInfo(options.optimizer).stateTensors;
     st.gradSyncs.clear();
     st.syncsOf.assign(n, {});
@@ -573,39 +581,51 @@ struct Simulator::Impl {
       slices = st.operandSlices[o];
       held.group = groupBySlice(slices, held.numGroups);
       // Replicas compute identical gradients: each replica synchronizes
-      // its copy with the instances of its own replica only.
-      std::vector<std::vector<int32_t>> members =
-          membersPerReplica(st, held.group, held.numGroups);
-      std::vector<int32_t> syncGroup(n);
-      for (size_t m = 0; m < members.size(); ++m)
-        for (int32_t p : members[m])
-          syncGroup[p] = static_cast<int32_t>(m);
+      // its copy with the instances of its own replica only. A group shards
+      // its training state as ZeRO's stage says when its piece splits
+      // evenly (geometry::shardsEvenly, the lowering's rule too).
       TrainingStateBytes perElement =
           trainingStateBytes(w.elemBytes, w.trainable, options.optimizer);
-      for (int32_t p = 0; p < n; ++p) {
-        int64_t elements = volume(slices[p]);
-        st.memory[p].weights += elements * perElement.weight;
-        if (!w.trainable)
+      for (std::vector<int32_t> &m :
+           membersPerReplica(st, held.group, held.numGroups)) {
+        int64_t k = static_cast<int64_t>(m.size());
+        const Slice &piece = slices[m.front()];
+        StateSharding stage = w.trainable && geometry::shardsEvenly(piece, k)
+                                  ? requested
+                                  : StateSharding::None;
+        int64_t elements = volume(piece);
+        int64_t shards = stage >= StateSharding::Optimizer ? k : 1;
+        for (int32_t p : m) {
+          MemoryUse &mem = st.memory[p];
+          mem.weights += elements * perElement.weight /
+                         (stage == StateSharding::Parameters ? k : 1);
+          if (stage == StateSharding::Parameters)
+            mem.workspace =
+                std::max(mem.workspace, elements * perElement.weight);
+          if (!w.trainable)
+            continue;
+          mem.gradients += elements * perElement.gradient /
+                           (stage >= StateSharding::Gradients ? k : 1);
+          mem.optimizerState += elements * perElement.optimizerState / shards;
+          updateElems[p] += elements / shards;
+          updateElemBytes = w.elemBytes;
+        }
+        if (!w.trainable || k < 2)
           continue;
-        int64_t shards =
-            sharded ? static_cast<int64_t>(members[syncGroup[p]].size()) : 1;
-        st.memory[p].gradients += elements * perElement.gradient;
-        st.memory[p].optimizerState +=
-            elements * perElement.optimizerState / shards;
-        updateElems[p] += volume(slices[p]) / shards;
-        updateElemBytes = w.elemBytes;
-      }
-      if (!w.trainable)
-        continue;
-      for (auto &m : members) {
-        if (m.size() < 2)
-          continue;
-        int64_t bytes = volume(slices[m.front()]) * w.elemBytes;
+        int64_t bytes = elements * w.elemBytes;
         int32_t id = static_cast<int32_t>(st.gradSyncs.size());
         for (int32_t p : m)
           st.syncsOf[p].push_back(id);
-        st.gradSyncs.push_back(
-            makeCollective(st, std::move(m), bytes, sharded));
+        Collective sync = makeCollective(st, std::move(m), bytes,
+                                         stage >= StateSharding::Optimizer);
+        if (stage == StateSharding::Parameters) {
+          // No gather after the update; one before each use instead.
+          sync.gatherTime = sync.postTime;
+          sync.postTime = 0;
+          for (double &b : sync.bytesByLinkKind)
+            b *= 1.5;
+        }
+        st.gradSyncs.push_back(std::move(sync));
       }
     }
     st.updateTime.assign(n, 0);
@@ -868,7 +888,7 @@ struct Simulator::Impl {
     }
     for (const auto *list : {&st.partialSums, &st.gradSyncs})
       for (const Collective &c : *list)
-        collectives += c.time + c.postTime;
+        collectives += c.time + c.postTime + 2 * c.gatherTime;
     return kernels + collectives + updates;
   }
 
@@ -951,6 +971,22 @@ struct Simulator::Impl {
     return end;
   }
 
+  /// ZeRO-3: all-gathers op `i`'s sharded weights before its kernels, which
+  /// wait for them (`ready`, per instance). They are issued with the op and
+  /// may start as early as the communication stream allows (prefetch).
+  void gatherWeights(int32_t i, std::vector<double> &ready) {
+    OpState &st = ops[i];
+    for (const Collective &c : st.gradSyncs) {
+      if (c.gatherTime <= 0)
+        continue;
+      double end = runCollective(
+          st, c, c.gatherTime, [](int32_t) { return 0.0; }, i,
+          TaskKind::WeightGather);
+      for (int32_t p : c.partitions)
+        ready[p] = std::max(ready[p], end);
+    }
+  }
+
   void forward(int32_t i) {
     OpState &st = ops[i];
     size_t n = st.devices.size();
@@ -976,6 +1012,7 @@ struct Simulator::Impl {
         st.inReady[c.dst] =
             std::max(st.inReady[c.dst], edges[c.edge].fwdEnd[c.transfer]);
     }
+    gatherWeights(i, st.inReady);
     st.fwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
       st.fwdEnd[p] = runKernel(st.devices[p], st.inReady[p], st.fwdTime[p], i,
@@ -1020,6 +1057,7 @@ struct Simulator::Impl {
           st.gradReady[p] = std::max(st.gradReady[p], end);
       }
     }
+    gatherWeights(i, st.gradReady);
     st.bwdEnd.resize(n);
     for (size_t p = 0; p < n; ++p)
       st.bwdEnd[p] = runKernel(st.devices[p], st.gradReady[p], st.bwdTime[p], i,
@@ -1123,7 +1161,8 @@ struct Simulator::Impl {
       for (const auto *list : {&st.partialSums, &st.gradSyncs})
         for (const Collective &c : *list) {
           for (int32_t p : c.partitions)
-            r.devices[st.devices[p]].commTime += c.time + c.postTime;
+            r.devices[st.devices[p]].commTime +=
+                c.time + c.postTime + 2 * c.gatherTime;
           for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
             r.bytesByLinkKind[k] += c.bytesByLinkKind[k];
         }
@@ -1236,7 +1275,7 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     for (const auto *list : {&st.partialSums, &st.gradSyncs}) {
       double worst = 0;
       for (const Collective &c : *list)
-        worst = std::max(worst, c.time + c.postTime);
+        worst = std::max(worst, c.time + c.postTime + 2 * c.gatherTime);
       comm += worst;
     }
     t.communication = comm;

@@ -91,6 +91,17 @@ std::vector<int64_t> OpLayout::replicasOf(int64_t p) const {
   return group;
 }
 
+bool shardsEvenly(const Box &box, int64_t k) {
+  return k >= 2 && !box.empty() && box[0].size() % k == 0 && box[0].size() >= k;
+}
+
+Box shardOf(const Box &box, int64_t k, int64_t i) {
+  Box shard = box;
+  int64_t size = box[0].size() / k;
+  shard[0] = {box[0].lo + i * size, box[0].lo + (i + 1) * size};
+  return shard;
+}
+
 bool isEmpty(const Box &box) {
   for (const Range &r : box)
     if (r.size() == 0)

@@ -330,6 +330,77 @@ TEST(Simulator, MemoryOfASmallMlp) {
   EXPECT_TRUE(oom.simulate(dp).outOfMemory);
 }
 
+TEST(Simulator, ZeroStagesShardTrainingState) {
+  // The data-parallel MLP of MemoryOfASmallMlp (Adam; two 4 MB weights,
+  // each replicated on 2 devices) with every ZeRO stage. Each weight's sync
+  // group has 2 members and its [1000, 1000] piece splits evenly.
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  SimOptions opts;
+  opts.optimizer = Optimizer::Adam;
+  auto withStage = [](StateSharding stage) {
+    Strategy s = {{{2, 1, 1}, 0, {}}, {{2, 1, 1}, 0, {}}};
+    for (OpConfig &c : s)
+      c.sharding = stage;
+    return s;
+  };
+  Simulator sim(g, m, cost, opts);
+  auto nvlink = [](const SimResult &r) {
+    return r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)];
+  };
+  SimResult none = sim.simulate(withStage(StateSharding::None));
+  EXPECT_EQ(none.devices[1].memory.optimizerState, 16'000'000);
+  // An all-reduce of 4 MB over 2: each member sends 4 MB.
+  EXPECT_EQ(nvlink(none), 2 * 2 * 4'000'000);
+
+  // Stage 1: optimizer state halved; reduce-scatter + all-gather move what
+  // the all-reduce moved.
+  SimResult one = sim.simulate(withStage(StateSharding::Optimizer));
+  const MemoryUse &m1 = one.devices[1].memory;
+  EXPECT_EQ(m1.weights, 8'000'000);
+  EXPECT_EQ(m1.gradients, 8'000'000);
+  EXPECT_EQ(m1.optimizerState, 8'000'000);
+  EXPECT_EQ(nvlink(one), nvlink(none));
+  // The same as grad-sync=reduce-scatter everywhere.
+  SimOptions rs = opts;
+  rs.gradSync = GradSync::ReduceScatterAllGather;
+  Simulator global(g, m, cost, rs);
+  SimResult viaOption = global.simulate(withStage(StateSharding::None));
+  EXPECT_EQ(viaOption.iterationTime, one.iterationTime);
+  EXPECT_EQ(viaOption.devices[1].memory.total(), m1.total());
+
+  // Stage 2: gradients halved too.
+  SimResult two = sim.simulate(withStage(StateSharding::Gradients));
+  EXPECT_EQ(two.devices[1].memory.gradients, 4'000'000);
+  EXPECT_EQ(two.devices[1].memory.optimizerState, 8'000'000);
+  EXPECT_EQ(two.iterationTime, one.iterationTime);
+
+  // Stage 3: the weights halved as well; the gathered whole weight (4 MB)
+  // is the workspace; an all-gather before each forward and backward, none
+  // after the update: 1.5 all-reduces' worth of bytes, and more time.
+  SimResult three = sim.simulate(withStage(StateSharding::Parameters));
+  const MemoryUse &m3 = three.devices[1].memory;
+  EXPECT_EQ(m3.weights, 4'000'000);
+  EXPECT_EQ(m3.gradients, 4'000'000);
+  EXPECT_EQ(m3.optimizerState, 8'000'000);
+  EXPECT_EQ(m3.workspace, 4'000'000);
+  EXPECT_EQ(nvlink(three), 3 * 2 * 4'000'000);
+  EXPECT_GT(three.iterationTime, none.iterationTime);
+
+  // A piece that does not split evenly keeps all its state: 3 devices.
+  Machine odd = roundMachine(1, 3);
+  Graph g3 = twoLayerMlp();
+  Simulator sim3(g3, odd, cost, opts);
+  Strategy s3 = {{{1, 1, 1}, 0, {}}, {{1, 1, 1}, 0, {}}};
+  for (OpConfig &c : s3) {
+    c.replicas = 3;
+    c.sharding = StateSharding::Parameters;
+  }
+  // Replicas synchronize nothing, so there is nothing to shard.
+  EXPECT_EQ(sim3.simulate(s3).devices[2].memory.optimizerState, 16'000'000);
+}
+
 TEST(Simulator, DeltaEqualsFullOnHandBuiltGraph) {
   Graph g = twoLayerMlp();
   g.ops.push_back(elementwise("act", 8, 1000, fromOp(1)));

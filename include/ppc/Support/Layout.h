@@ -70,6 +70,14 @@ Box wholeBox(const std::vector<int64_t> &shape);
 bool linesUp(const std::vector<Piece> &producer,
              const std::vector<Piece> &consumer);
 
+/// Whether a weight piece `box` splits into `k` equal shards along its
+/// dim 0 (contiguous blocks of its row-major buffer): the one rule by which
+/// the simulator and the lowering decide that a ZeRO stage applies to it.
+/// A piece that does not keeps its whole training state (stage 0).
+bool shardsEvenly(const Box &box, int64_t k);
+/// Shard `i` of `k` of `box` along dim 0.
+Box shardOf(const Box &box, int64_t k, int64_t i);
+
 /// Which of the replicas `first`, `first + 1`, ... `first + replicas - 1`
 /// (instances on `devices`) exchanges data with `device`: the one on it,
 /// else the one `bandwidth(from, to)` says is fastest, ties to the lowest.
