@@ -311,12 +311,30 @@ sim::Strategy dataParallelBaseline(const sim::Graph &graph,
                                    const Machine &machine) {
   return sim::dataParallel(graph, machine.numDevices());
 }
+
+/// Data parallel with every weight's training state sharded as ZeRO's
+/// `Stage` over the data-parallel replicas.
+template <StateSharding Stage>
+sim::Strategy zeroBaseline(const sim::Graph &graph, const Machine &machine) {
+  sim::Strategy strategy = sim::dataParallel(graph, machine.numDevices());
+  for (size_t op = 0; op < graph.ops.size(); ++op)
+    if (hasWeightOperand(graph.ops[op]))
+      strategy[op].sharding = Stage;
+  return strategy;
+}
 } // namespace
 
 const std::vector<BaselineInfo> &baselines() {
   static const std::vector<BaselineInfo> list = {
       {"data-parallel", "every op's sample dim split over all devices",
        dataParallelBaseline},
+      {"zero1",
+       "data parallel with optimizer state sharded over the replicas "
+       "(ZeRO-1)",
+       zeroBaseline<StateSharding::Optimizer>},
+      {"zero2",
+       "data parallel with optimizer state and gradients sharded (ZeRO-2)",
+       zeroBaseline<StateSharding::Gradients>},
       {"megatron",
        "Megatron-LM: tensor parallel in each node (column- then "
        "row-parallel linears, heads split, other ops replicated in the "

@@ -168,20 +168,20 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
       holdsWeight[use.op] = 1;
 
   // A configuration for `op` that differs from its current one: with
-  // probability memoryMoveProbability the same placement with recomputation
-  // toggled or another ZeRO stage, else a neighbour's placement along an
+  // probability memoryMoveProbability the same placement with another ZeRO
+  // stage for the weights it holds, else a neighbour's placement along an
   // edge when that fits the op, else a random one from the space. Placement
   // moves keep the op's recomputation and sharding.
   auto propose = [&](size_t op) -> std::optional<OpConfig> {
     const OpConfig &now = simulator.currentStrategy()[op];
     if (unit(rng) < options.memoryMoveProbability) {
       OpConfig next = now;
-      if (holdsWeight[op] && unit(rng) < 0.5) {
-        int stage =
-            std::uniform_int_distribution<int>(0, kMaxStateSharding)(rng);
+      // Recomputation is not simulated yet: ZeRO stages only.
+      if (holdsWeight[op]) {
+        // Stage 3 is simulated but not lowered yet: not proposed.
+        int stage = std::uniform_int_distribution<int>(
+            0, static_cast<int>(StateSharding::Gradients))(rng);
         next.sharding = static_cast<StateSharding>(stage);
-      } else {
-        next.recompute = !now.recompute;
       }
       if (next == now)
         return std::nullopt;

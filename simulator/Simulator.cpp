@@ -1205,6 +1205,8 @@ Simulator::~Simulator() = default;
 std::string Simulator::checkConfig(size_t op, const OpConfig &config) const {
   if (op >= impl->graph.ops.size())
     return "op " + std::to_string(op) + " is out of range";
+  if (config.recompute)
+    return "activation recomputation (recompute) is not simulated yet";
   return ppc::checkConfig(impl->graph.ops[op].space, config, impl->numDevices);
 }
 

@@ -566,13 +566,19 @@ LogicalResult UpdateOp::verify() {
     return emitOpError() << "weight buffer holds " << weight.getTensorAttr()
                          << " but grad buffer holds the gradient of "
                          << grad.getTensorAttr();
-  // The step is elementwise over one box.
-  if (weight.getLo() != grad.getLo() || weight.getHi() != grad.getHi())
-    return emitOpError() << "weight buffer box " << formatList(weight.getLo())
-                         << ".." << formatList(weight.getHi())
-                         << " differs from grad buffer box "
-                         << formatList(grad.getLo()) << ".."
-                         << formatList(grad.getHi());
+  // The step is elementwise over the gradient's box: the weight's, or
+  // (ZeRO) a shard of its rows, which alone is updated.
+  ArrayRef<int64_t> wlo = weight.getLo(), whi = weight.getHi();
+  ArrayRef<int64_t> glo = grad.getLo(), ghi = grad.getHi();
+  bool whole = wlo == glo && whi == ghi;
+  bool rows = !wlo.empty() && wlo.size() == glo.size() && glo[0] >= wlo[0] &&
+              ghi[0] <= whi[0] && glo.drop_front() == wlo.drop_front() &&
+              ghi.drop_front() == whi.drop_front();
+  if (!whole && !rows)
+    return emitOpError() << "weight buffer box " << formatList(wlo) << ".."
+                         << formatList(whi) << " differs from grad buffer box "
+                         << formatList(glo) << ".." << formatList(ghi)
+                         << ", which is neither it nor a shard of its rows";
   return success();
 }
 

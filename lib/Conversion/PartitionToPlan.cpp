@@ -31,6 +31,7 @@
 #include "ppc/Search/StrategyJson.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
 #include <map>
@@ -132,6 +133,10 @@ private:
                 const Box &box, bool accumulate);
   void allReduce(const std::vector<int64_t> &ranks,
                  const std::vector<Value> &buffers);
+  /// An all_gather or reduce_scatter along dim 0 over `ranks`.
+  void collective(plan::CollectiveKind kind, const std::vector<int64_t> &ranks,
+                  const std::vector<Value> &buffers,
+                  const std::vector<Value> &results);
   void phase(plan::Phase phase);
   DenseI64ArrayAttr loAttr(const Box &box);
   DenseI64ArrayAttr hiAttr(const Box &box);
@@ -150,7 +155,7 @@ private:
   /// The persistent gradient of a weight piece the holder keeps on `rank`
   /// in its replica `replica` (replicas synchronize separately).
   Value weightGradBuffer(int64_t rank, Value weight, const Box &box,
-                         int64_t replica);
+                         int64_t replica, int64_t holderOp);
   /// Link bandwidth between two devices, for choosing among replicas as
   /// the simulator does (equal without a machine).
   double bandwidth(int64_t from, int64_t to) const;
@@ -212,6 +217,8 @@ private:
   // belongs to.
   std::map<BufferKey, Value> weightGrads;
   std::map<BufferKey, int64_t> weightGradReplica;
+  std::map<BufferKey, StateSharding> weightGradStage;
+  std::map<BufferKey, int64_t> weightGradHolder;
   std::vector<sim::WeightUse> weightHolders; // by sim::Graph weight index
   std::vector<std::pair<int64_t, Value>> transient;
   // What unreplicated readers gathered, by (rank, value); the box of every
@@ -584,9 +591,11 @@ double PlanEmitter::bandwidth(int64_t from, int64_t to) const {
 }
 
 Value PlanEmitter::weightGradBuffer(int64_t rank, Value weight, const Box &box,
-                                    int64_t replica) {
+                                    int64_t replica, int64_t holderOp) {
   BufferKey key{rank, tensorOf[weight], boxKey(box), true};
   weightGradReplica[key] = replica;
+  weightGradStage[key] = parts.strategy[holderOp].sharding;
+  weightGradHolder[key] = holderOp;
   Value &grad = weightGrads[key];
   if (!grad) {
     grad = alloc(rank, tensorOf[weight], box, true);
@@ -875,7 +884,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
           holder->operand == static_cast<int32_t>(i)) {
         // The holder's own piece: its gradient lives across steps.
         inGrads[p].push_back(
-            weightGradBuffer(rank, stripped, box, layout.replica[p]));
+            weightGradBuffer(rank, stripped, box, layout.replica[p], k));
         continue;
       }
       // Accumulate straight into the one piece this gradient goes to when
@@ -887,8 +896,8 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
         const OpLayout &from = parts.layouts[holder->op];
         int64_t q = mine.front().producer;
         if (from.devices[q] == rank) {
-          inGrads[p].push_back(
-              weightGradBuffer(rank, stripped, box, from.replica[q]));
+          inGrads[p].push_back(weightGradBuffer(rank, stripped, box,
+                                                from.replica[q], holder->op));
           continue;
         }
       }
@@ -952,7 +961,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
           transfer(rank, sendBack[p][i], from.devices[q],
                    weightGradBuffer(from.devices[q], value,
                                     from.operandBoxes[holder->operand][q],
-                                    from.replica[q]),
+                                    from.replica[q], holder->op),
                    route.box, /*accumulate=*/true);
         }
         continue;
@@ -1042,6 +1051,18 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
                       .value_or(std::get<0>(a))
                << "' is held in overlapping but different pieces";
     }
+  // ZeRO stages 1 and 2 (geometry::shardsEvenly decides, as in the
+  // simulator): the group reduce-scatters the gradient along dim 0, each
+  // member updates its shard of the weight and the shards are all-gathered
+  // back; stage 2 frees the whole gradient after the reduce-scatter.
+  struct ShardedPiece {
+    std::vector<int64_t> ranks;
+    std::vector<Value> weights, shardGrads;
+    std::vector<Box> shards;
+    std::string tensor;
+  };
+  std::vector<ShardedPiece> sharded;
+  llvm::DenseSet<Value> shardedGrads;
   for (const auto &[piece, holders] : replicas) {
     std::vector<int64_t> ranks;
     std::vector<Value> buffers;
@@ -1049,15 +1070,80 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
       ranks.push_back(rank);
       buffers.push_back(grad);
     }
-    allReduce(ranks, buffers);
+    const std::string &tensor = std::get<0>(piece);
+    Box box;
+    for (auto [lo, hi] : std::get<1>(piece))
+      box.push_back({lo, hi});
+    BufferKey first{ranks.front(), tensor, std::get<1>(piece), true};
+    StateSharding stage = weightGradStage.at(first);
+    int64_t k = static_cast<int64_t>(ranks.size());
+    if (stage == StateSharding::None || !geometry::shardsEvenly(box, k)) {
+      allReduce(ranks, buffers);
+      continue;
+    }
+    if (stage == StateSharding::Parameters)
+      return parts.ops[weightGradHolder.at(first)]->emitError()
+             << "ZeRO stage 3 (zero = 3) is simulated but not lowered yet: "
+                "weight '"
+             << planOp.lookupSymbol<plan::TensorOp>(tensor)
+                    .getModelName()
+                    .value_or(tensor)
+             << "'; use zero = 1 or 2";
+    ShardedPiece s;
+    s.ranks = ranks;
+    s.tensor = tensor;
+    for (int64_t j = 0; j < k; ++j) {
+      s.shards.push_back(geometry::shardOf(box, k, j));
+      Value shardGrad = alloc(ranks[j], tensor, s.shards[j], true);
+      transient.emplace_back(ranks[j], shardGrad);
+      s.shardGrads.push_back(shardGrad);
+      BufferKey valueKey{ranks[j], tensor, std::get<1>(piece), false};
+      s.weights.push_back(persistent.at(valueKey));
+      shardedGrads.insert(buffers[j]);
+    }
+    collective(plan::CollectiveKind::reduce_scatter, ranks, buffers,
+               s.shardGrads);
+    if (stage == StateSharding::Gradients)
+      for (auto [rank, grad] : llvm::zip(ranks, buffers))
+        plan::FreeOp::create(at(rank), loc, grad);
+    sharded.push_back(std::move(s));
   }
   phase(plan::Phase::update);
   for (const auto &[key, grad] : weightGrads) {
+    if (shardedGrads.count(grad))
+      continue;
     BufferKey valueKey = key;
     valueKey.grad = false;
     plan::UpdateOp::create(at(key.rank), loc, persistent.at(valueKey), grad);
   }
+  for (const ShardedPiece &s : sharded) {
+    std::vector<Value> staged;
+    for (size_t j = 0; j < s.ranks.size(); ++j) {
+      int64_t rank = s.ranks[j];
+      plan::UpdateOp::create(at(rank), loc, s.weights[j], s.shardGrads[j]);
+      // The updated shard, staged for the all-gather (a gradient-flagged
+      // buffer: step-local, not a second copy of the weight to keep).
+      Value shard = alloc(rank, s.tensor, s.shards[j], true);
+      transient.emplace_back(rank, shard);
+      transfer(rank, s.weights[j], rank, shard, s.shards[j],
+               /*accumulate=*/false);
+      staged.push_back(shard);
+    }
+    collective(plan::CollectiveKind::all_gather, s.ranks, staged, s.weights);
+  }
   return success();
+}
+
+void PlanEmitter::collective(plan::CollectiveKind kind,
+                             const std::vector<int64_t> &ranks,
+                             const std::vector<Value> &buffers,
+                             const std::vector<Value> &results) {
+  auto group = DenseI64ArrayAttr::get(context, ranks);
+  for (size_t j = 0; j < ranks.size(); ++j)
+    plan::CollectiveOp::create(
+        at(ranks[j]), loc, plan::CollectiveKindAttr::get(context, kind), group,
+        buffers[j], results[j], builder.getStringAttr("sum"),
+        builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
 }
 
 FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {

@@ -408,7 +408,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   if (found.algorithm.empty())
     found.algorithm = algorithm;
 
-  transforms_detail::applyStrategy(func, found.strategy);
+  // grad-sync=reduce-scatter is ZeRO stage 1 everywhere (as the simulator
+  // priced it): say so on every op, so that the lowering does the same.
+  sim::Strategy applied = found.strategy;
+  if (gradSync == sim::GradSync::ReduceScatterAllGather)
+    for (OpConfig &config : applied)
+      config.sharding = std::max(config.sharding, StateSharding::Optimizer);
+  transforms_detail::applyStrategy(func, applied);
 
   search::SearchResult dataParallel =
       evaluate("data-parallel", baselines.front().second);

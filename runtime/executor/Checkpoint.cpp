@@ -207,10 +207,16 @@ std::string stageCheckpointFile(const std::string &path,
       w.put<int64_t>(v);
     w.putFloats(b.values);
     w.put<int64_t>(b.optimizer.steps);
-    for (int s = 0; s < checkpoint.optimizerSlots; ++s)
-      w.putFloats(static_cast<size_t>(s) < b.optimizer.slots.size()
-                      ? b.optimizer.slots[s]
-                      : std::vector<float>(b.values.size(), 0.0f));
+    // Each slot with its length: a ZeRO-sharded weight keeps state for its
+    // shard only.
+    for (int s = 0; s < checkpoint.optimizerSlots; ++s) {
+      const std::vector<float> &slot =
+          static_cast<size_t>(s) < b.optimizer.slots.size()
+              ? b.optimizer.slots[s]
+              : std::vector<float>(b.values.size(), 0.0f);
+      w.put<int64_t>(static_cast<int64_t>(slot.size()));
+      w.putFloats(slot);
+    }
   }
   w.put<uint64_t>(fnv1a(w.bytes.data(), w.bytes.size()));
   return writeSynced(path + ".tmp", w.bytes);
@@ -284,9 +290,16 @@ std::string readCheckpointFile(const std::string &path,
     if (!r.getFloats(b.values, n) || !r.get(b.optimizer.steps))
       return corrupt("truncated buffer record " + std::to_string(i));
     b.optimizer.slots.resize(checkpoint.optimizerSlots);
-    for (auto &slot : b.optimizer.slots)
-      if (!r.getFloats(slot, n))
+    for (auto &slot : b.optimizer.slots) {
+      int64_t size = -1;
+      if (!r.get(size))
         return corrupt("truncated buffer record " + std::to_string(i));
+      if (size < 0 || size > n)
+        return corrupt("bad optimizer state size in buffer record " +
+                       std::to_string(i));
+      if (!r.getFloats(slot, size))
+        return corrupt("truncated buffer record " + std::to_string(i));
+    }
     checkpoint.buffers.push_back(std::move(b));
   }
   if (!r.atEnd())

@@ -423,9 +423,26 @@ int Run::verify(int64_t step) {
     for (const BoxValues &g : runner.keptGradients())
       if (g.tensor == w.tensor && g.lo == w.lo && g.hi == w.hi)
         grad = &g;
+    // A ZeRO shard: this rank updated the rows of its gradient (the other
+    // rows came from their ranks, which check them).
+    BoxValues rows;
+    for (const BoxValues &g : runner.keptGradients())
+      if (!grad && g.tensor == w.tensor && !g.lo.empty() &&
+          g.lo.size() == w.lo.size() && g.lo[0] >= w.lo[0] &&
+          g.hi[0] <= w.hi[0] &&
+          std::equal(g.lo.begin() + 1, g.lo.end(), w.lo.begin() + 1) &&
+          std::equal(g.hi.begin() + 1, g.hi.end(), w.hi.begin() + 1)) {
+        int64_t perRow =
+            boxVolume(w.lo, w.hi) / std::max<int64_t>(1, w.hi[0] - w.lo[0]);
+        auto begin = w.values.begin() + (g.lo[0] - w.lo[0]) * perRow;
+        rows = {w.tensor, g.lo, g.hi,
+                std::vector<float>(begin, begin + g.values.size())};
+        grad = &g;
+      }
+    const BoxValues &checked = rows.values.empty() ? w : rows;
     merge(table, {VWeight, w.tensor},
           grad ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
-                                ref.grads[w.tensor], shapeOf(w.tensor), w,
+                                ref.grads[w.tensor], shapeOf(w.tensor), checked,
                                 *grad, floor[VWeight])
                : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
                             w.values, floor[VWeight]));

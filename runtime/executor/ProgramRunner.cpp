@@ -541,17 +541,32 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
       plan.tensors(w->tensor).role() != Tensor::WEIGHT)
     return "update of buffer " + std::to_string(u.weight()) + " of '" +
            tensorName(w->tensor) + "', which is not a weight";
-  if (!g->grad || g->tensor != w->tensor || g->lo != w->lo || g->hi != w->hi)
+  // The gradient covers the weight's box, or (ZeRO) a shard of it along
+  // dim 0: a contiguous block of its rows, which alone is updated.
+  bool shard = g->grad && g->tensor == w->tensor &&
+               g->lo.size() == w->lo.size() && !g->lo.empty() &&
+               g->lo[0] >= w->lo[0] && g->hi[0] <= w->hi[0] &&
+               std::equal(g->lo.begin() + 1, g->lo.end(), w->lo.begin() + 1) &&
+               std::equal(g->hi.begin() + 1, g->hi.end(), w->hi.begin() + 1);
+  bool whole =
+      g->grad && g->tensor == w->tensor && g->lo == w->lo && g->hi == w->hi;
+  if (!whole && !shard)
     return "update of weight '" + tensorName(w->tensor) + "' " +
            boxString(w->lo, w->hi) + " with buffer " +
-           std::to_string(u.grad()) + ", which is not its gradient's box";
+           std::to_string(u.grad()) + ", which is not its gradient's box " +
+           "or a shard of it along dim 0";
+  int64_t offset = 0;
+  if (!whole) {
+    int64_t rows = w->hi[0] - w->lo[0];
+    offset = rows > 0 ? (g->lo[0] - w->lo[0]) * (w->size() / rows) : 0;
+  }
   if (keepGradients_) {
     keptGrads_.push_back(
         {g->tensor, g->lo, g->hi,
          std::vector<float>(g->data(), g->data() + g->size())});
     updated_.push_back(u.weight());
   }
-  applyOptimizer(plan.optimizer(), w->data(), g->data(), w->size(),
+  applyOptimizer(plan.optimizer(), w->data() + offset, g->data(), g->size(),
                  it->second.optimizer);
   return "";
 }

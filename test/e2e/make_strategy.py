@@ -17,7 +17,11 @@ iteration dims, their kinds and splittability) and writes one of:
            parallel over N/2 devices with each half replicated twice (N
            even, sample dim allowing), else whole on every device
            (replicas N): replicated producers and consumers meet every
-           other kind.
+           other kind;
+  zero1, zero2
+           data parallel with the training state of every weight sharded
+           over the ranks as ZeRO's stage 1 (optimizer state) or 2 (and
+           gradients).
 """
 import argparse
 import json
@@ -38,7 +42,7 @@ def split_first(op, kinds, devices):
 
 def configure(op, kind, devices, index):
     whole = [1] * len(op["dims"])
-    if kind == "dp":
+    if kind in ("dp", "zero1", "zero2"):
         return op["degrees"], op["start"]
     if kind == "tensor":
         return split_first(op, ["parameter", "reduction"], devices) or whole, 0
@@ -66,7 +70,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", required=True,
                         choices=["dp", "tensor", "spatial", "mixed",
-                                 "replicated"])
+                                 "replicated", "zero1", "zero2"])
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args()
@@ -77,6 +81,8 @@ def main():
         config = configure(op, args.kind, devices, index)
         op["degrees"], op["start"] = config[0], config[1]
         op["replicas"] = config[2] if len(config) > 2 else 1
+        if args.kind.startswith("zero"):
+            op["zero"] = int(args.kind[-1])
         op["strides"] = []
         op.pop("devices", None)
         op.pop("predicted_ms", None)

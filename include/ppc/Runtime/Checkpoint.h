@@ -51,7 +51,7 @@
 namespace ppc::runtime {
 
 /// Format of the rank files.
-constexpr uint32_t kCheckpointVersion = 1;
+constexpr uint32_t kCheckpointVersion = 2;
 /// Layout of the checkpoint directory: LATEST and the COMPLETE markers.
 constexpr uint32_t kCheckpointLayoutVersion = 2;
 

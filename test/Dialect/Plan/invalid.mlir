@@ -1257,7 +1257,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
     %dx = plan.alloc @x [0, 0] [4, 2] grad
     %x = plan.alloc @x [0, 0] [4, 2]
     %s = plan.alloc [0, 0] [2, 3]
-    // expected-error @+1 {{'plan.update' op weight buffer box [0, 0]..[1, 3] differs from grad buffer box [0, 0]..[2, 3]}}
+    // expected-error @+1 {{'plan.update' op weight buffer box [0, 0]..[1, 3] differs from grad buffer box [0, 0]..[2, 3], which is neither it nor a shard of its rows}}
     plan.update %w1, %dw
   }
 }

@@ -273,6 +273,11 @@ def Plan_CollectiveOp : Plan_InstrOp<"collective"> {
 def Plan_UpdateOp : Plan_InstrOp<"update",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Optimizer step of a weight buffer with its gradient";
+  let description = [{
+    The step covers the gradient's box: the weight buffer's own, or, for a
+    ZeRO-sharded weight, a block of its rows (dim 0), which alone is
+    updated; the optimizer state is sized to the gradient.
+  }];
   let arguments = (ins Plan_BufferType:$weight, Plan_BufferType:$grad);
   let assemblyFormat = "$weight `,` $grad attr-dict";
   let hasVerifier = 1;
