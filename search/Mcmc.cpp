@@ -161,27 +161,38 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     out.trace.push_back(
         {0, secondsSince(shared.begin), current, shared.best()});
 
-  // Ops holding a weight: their state sharding is worth proposing.
+  // Ops holding a weight: their state sharding is worth proposing; ops
+  // whose results something reads and that may be recomputed: their
+  // recomputation is.
   std::vector<char> holdsWeight(graph.ops.size(), 0);
   for (const sim::WeightUse &use : sim::weightHolders(graph))
     if (use.op >= 0)
       holdsWeight[use.op] = 1;
+  std::vector<char> recomputable(graph.ops.size(), 0);
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (const sim::Source &src : graph.ops[c].operands)
+      if (src.kind == sim::Source::Kind::Op &&
+          sim::recomputeProblem(graph, src.index).empty())
+        recomputable[src.index] = 1;
 
   // A configuration for `op` that differs from its current one: with
-  // probability memoryMoveProbability the same placement with another ZeRO
-  // stage for the weights it holds, else a neighbour's placement along an
+  // probability memoryMoveProbability the same placement with its
+  // activation recomputation toggled or another ZeRO stage for the weights
+  // it holds, else a neighbour's placement along an
   // edge when that fits the op, else a random one from the space. Placement
   // moves keep the op's recomputation and sharding.
   auto propose = [&](size_t op) -> std::optional<OpConfig> {
     const OpConfig &now = simulator.currentStrategy()[op];
     if (unit(rng) < options.memoryMoveProbability) {
       OpConfig next = now;
-      // Recomputation is not simulated yet: ZeRO stages only.
-      if (holdsWeight[op]) {
+      bool shard = holdsWeight[op] && (!recomputable[op] || unit(rng) < 0.5);
+      if (shard) {
         // Stage 3 is simulated but not lowered yet: not proposed.
         int stage = std::uniform_int_distribution<int>(
             0, static_cast<int>(StateSharding::Gradients))(rng);
         next.sharding = static_cast<StateSharding>(stage);
+      } else if (recomputable[op]) {
+        next.recompute = !now.recompute;
       }
       if (next == now)
         return std::nullopt;

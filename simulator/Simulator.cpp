@@ -139,6 +139,15 @@ double reduceScatterTime(const Machine &machine,
   return 0.5 * allReduceTime(machine, devices, bytes);
 }
 
+std::string recomputeProblem(const Graph &graph, size_t op) {
+  for (const Source &src : graph.ops[op].operands)
+    if (src.kind == Source::Kind::Weight && !graph.weights[src.index].trainable)
+      return "'" + graph.ops[op].name + "' updates state in its forward (" +
+             graph.weights[src.index].name +
+             "): recomputing it would update it twice";
+  return "";
+}
+
 int64_t SimResult::peakMemory() const {
   int64_t peak = 0;
   for (const DeviceStats &d : devices)
@@ -325,6 +334,8 @@ struct OpState {
   /// The partition and replica each instance is; replicas per partition.
   std::vector<int64_t> partition, replica;
   int64_t numReplicas = 1;
+  /// Results dropped after forward and computed again in backward.
+  bool recomputed = false;
   /// Instances holding the same result slices (partial sums, then copies,
   /// and replicas): any of them can serve a reader.
   std::vector<int32_t> replicaGroup;
@@ -359,6 +370,7 @@ enum class TaskKind : uint8_t {
   Transfer,
   GradTransfer,
   GradReduce,
+  Recompute,
 };
 
 struct TimelineEvent {
@@ -384,6 +396,15 @@ struct Simulator::Impl {
   /// The use that holds, synchronizes and updates each weight (see
   /// weightHolders): its first, whose op is the last to finish backward.
   std::vector<WeightUse> weightHolder;
+  /// Recomputation: the ops read by each op (activations), whether anything
+  /// reads an op's results, and the ops to recompute before each op's
+  /// backward — those whose latest reader it is (readers follow their
+  /// producers, so the first backward to need the results runs there).
+  std::vector<std::vector<int32_t>> producersOf;
+  std::vector<char> hasReaders;
+  std::vector<std::vector<int32_t>> recomputeBefore;
+  /// Per op, whether it was recomputed in the current timing pass.
+  std::vector<char> recomputedNow;
 
   // Resources: compute stream d, communication stream numDevices + d, and
   // direction k of link l at 2 * numDevices + 2 * l + k.
@@ -432,6 +453,23 @@ struct Simulator::Impl {
       }
     }
     freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
+    size_t numOps = graph.ops.size();
+    producersOf.resize(numOps);
+    hasReaders.assign(numOps, 0);
+    recomputeBefore.resize(numOps);
+    std::vector<int32_t> lastReader(numOps);
+    for (size_t c = 0; c < numOps; ++c)
+      lastReader[c] = static_cast<int32_t>(c);
+    for (size_t c = 0; c < numOps; ++c)
+      for (const Source &src : graph.ops[c].operands)
+        if (src.kind == Source::Kind::Op) {
+          producersOf[c].push_back(src.index);
+          hasReaders[src.index] = 1;
+          lastReader[src.index] =
+              std::max(lastReader[src.index], static_cast<int32_t>(c));
+        }
+    for (size_t x = 0; x < numOps; ++x)
+      recomputeBefore[lastReader[x]].push_back(static_cast<int32_t>(x));
   }
 
   /// The id of the route from `src` to `dst` in `routes`.
@@ -506,6 +544,8 @@ struct Simulator::Impl {
     st.partition = std::move(layout.partition);
     st.replica = std::move(layout.replica);
     st.numReplicas = config.replicas;
+    // Results nothing reads (the graph's outputs) are kept.
+    st.recomputed = config.recompute && hasReaders[i];
     int32_t n = static_cast<int32_t>(st.devices.size());
 
     // Replicas run the same kernels: cost each partition once.
@@ -634,11 +674,13 @@ struct Simulator::Impl {
         st.updateTime[p] =
             costModel.updateTime(updateElems[p], updateElemBytes, states,
                                  machine.getSpec(st.devices[p]));
-      // Results are kept for backward; the largest result gradient is the
-      // transient buffer of the backward kernel.
+      // Results are kept for backward (unless recomputed: then they are
+      // alive only around their forward and backward use); the largest
+      // result (gradient) is the transient buffer of the backward kernel.
       for (const auto &slices : st.resultSlices) {
         int64_t bytes = volume(slices[p]) * op.elemBytes;
-        st.memory[p].activations += bytes;
+        if (!st.recomputed)
+          st.memory[p].activations += bytes;
         st.memory[p].workspace = std::max(st.memory[p].workspace, bytes);
       }
     }
@@ -883,7 +925,8 @@ struct Simulator::Impl {
     const OpState &st = stateFor(op, config);
     double kernels = 0, collectives = 0, updates = 0;
     for (size_t p = 0; p < st.devices.size(); ++p) {
-      kernels = std::max(kernels, st.fwdTime[p] + st.bwdTime[p]);
+      kernels = std::max(kernels, st.fwdTime[p] * (st.recomputed ? 2 : 1) +
+                                      st.bwdTime[p]);
       updates = std::max(updates, st.updateTime[p]);
     }
     for (const auto *list : {&st.partialSums, &st.gradSyncs})
@@ -1064,6 +1107,25 @@ struct Simulator::Impl {
                                TaskKind::Backward);
   }
 
+  /// Runs op `x`'s forward kernels (and partial sums) again if it drops its
+  /// results, after the recomputed ops it reads (each once per pass).
+  void recompute(int32_t x) {
+    OpState &st = ops[x];
+    if (!st.recomputed || recomputedNow[x])
+      return;
+    recomputedNow[x] = 1;
+    for (int32_t y : producersOf[x])
+      recompute(y);
+    std::vector<double> end(st.devices.size());
+    for (size_t p = 0; p < st.devices.size(); ++p)
+      end[p] =
+          runKernel(st.devices[p], 0, st.fwdTime[p], x, TaskKind::Recompute);
+    for (const Collective &c : st.partialSums)
+      runCollective(
+          st, c, c.time, [&](int32_t p) { return end[p]; }, x,
+          TaskKind::Recompute);
+  }
+
   /// Gradient all-reduces of op `i`, none starting before `notBefore`.
   void syncGradients(int32_t i, double notBefore) {
     OpState &st = ops[i];
@@ -1119,7 +1181,10 @@ struct Simulator::Impl {
         checkpoints[i / kCheckpointEvery] = freeAt;
       forward(i);
     }
+    recomputedNow.assign(n, 0);
     for (int32_t i = n - 1; i >= 0; --i) {
+      for (int32_t x : recomputeBefore[i])
+        recompute(x);
       backward(i);
       if (options.overlapGradSync)
         syncGradients(i, 0);
@@ -1149,7 +1214,8 @@ struct Simulator::Impl {
     for (const OpState &st : ops) {
       for (size_t p = 0; p < st.devices.size(); ++p) {
         DeviceStats &dev = r.devices[st.devices[p]];
-        dev.computeTime += st.fwdTime[p] + st.bwdTime[p] + st.updateTime[p];
+        dev.computeTime += st.fwdTime[p] * (st.recomputed ? 2 : 1) +
+                           st.bwdTime[p] + st.updateTime[p];
         MemoryUse &m = dev.memory;
         const MemoryUse &add = st.memory[p];
         m.weights += add.weights;
@@ -1206,7 +1272,9 @@ std::string Simulator::checkConfig(size_t op, const OpConfig &config) const {
   if (op >= impl->graph.ops.size())
     return "op " + std::to_string(op) + " is out of range";
   if (config.recompute)
-    return "activation recomputation (recompute) is not simulated yet";
+    if (std::string problem = recomputeProblem(impl->graph, op);
+        !problem.empty())
+      return problem;
   return ppc::checkConfig(impl->graph.ops[op].space, config, impl->numDevices);
 }
 
@@ -1261,7 +1329,9 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     OpTimes &t = times[i];
     for (size_t p = 0; p < st.devices.size(); ++p) {
       t.forward = std::max(t.forward, st.fwdTime[p]);
-      t.backward = std::max(t.backward, st.bwdTime[p]);
+      // Recomputation runs in backward.
+      t.backward = std::max(
+          t.backward, st.bwdTime[p] + (st.recomputed ? st.fwdTime[p] : 0));
       const MemoryUse &m = st.memory[p];
       t.memory = std::max(t.memory, m.weights + m.gradients + m.optimizerState +
                                         m.activations);
@@ -1347,6 +1417,9 @@ static std::string eventName(const Graph &graph, const std::vector<Edge> &edges,
     break;
   case TaskKind::GradReduce:
     what = " input-gradient all-reduce";
+    break;
+  case TaskKind::Recompute:
+    what = " recompute";
     break;
   default:
     break;

@@ -144,6 +144,16 @@ private:
   FailureOr<OperandSource> operandBuffer(int64_t k, unsigned i, int64_t p);
   Value sourceBuffer(int64_t rank, Value value, const Box &box);
   LogicalResult emitForward(int64_t k);
+  /// Decides which ops are recomputed; fails on one that cannot be.
+  LogicalResult planRecomputation();
+  /// Runs op `x`'s forward again into new result buffers (and its partial
+  /// sums), after the recomputed ops it reads; once per step.
+  void emitRecompute(int64_t x);
+  /// The buffer holding `buffer`'s values now (recomputed or itself).
+  Value current(Value buffer) const {
+    Value now = recomputedBuffer.lookup(buffer);
+    return now ? now : buffer;
+  }
   void emitPartialSums(int64_t k);
   void sumOverChannelGroups(int64_t k, const std::vector<Value> &buffers);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
@@ -226,6 +236,15 @@ private:
   std::map<std::pair<int64_t, void *>, std::vector<GatheredBuffer>> gathered;
   DenseMap<Value, Box> gatheredBoxes;
   DenseMap<Value, Value> gatheredGrads;
+  // Activation recomputation (OpConfig::recompute): which ops drop their
+  // results, the op after whose forward they go (the latest reader) and
+  // before whose backward they come back, the ops read by each op, and the
+  // recomputed buffer that replaces a dropped one.
+  std::vector<char> recomputed, recomputedNow;
+  std::vector<int64_t> lastReader;
+  std::vector<std::vector<int64_t>> producersOf;
+  DenseMap<Value, Value> recomputedBuffer;
+  DenseSet<Value> freedEarly;
 };
 
 OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
@@ -753,7 +772,78 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
                              ValueRange{scratch[k][p]});
   }
   emitPartialSums(k);
+  // Recomputed ops whose last reader this is drop their results now.
+  for (size_t x = 0; x < recomputed.size(); ++x)
+    if (recomputed[x] && lastReader[x] == k)
+      for (const std::vector<Value> &perResult : results[x])
+        for (auto [p, buffer] : llvm::enumerate(perResult)) {
+          plan::FreeOp::create(at(parts.layouts[x].devices[p]), loc, buffer);
+          freedEarly.insert(buffer);
+        }
   return success();
+}
+
+LogicalResult PlanEmitter::planRecomputation() {
+  size_t numOps = parts.ops.size();
+  recomputed.assign(numOps, 0);
+  lastReader.resize(numOps);
+  producersOf.assign(numOps, {});
+  std::vector<char> hasReaders(numOps, 0);
+  for (size_t c = 0; c < numOps; ++c)
+    lastReader[c] = static_cast<int64_t>(c);
+  for (size_t c = 0; c < numOps; ++c)
+    for (const sim::Source &src : parts.graph.ops[c].operands)
+      if (src.kind == sim::Source::Kind::Op) {
+        producersOf[c].push_back(src.index);
+        hasReaders[src.index] = 1;
+        lastReader[src.index] =
+            std::max(lastReader[src.index], static_cast<int64_t>(c));
+      }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (size_t x = 0; x < numOps; ++x) {
+    if (!parts.strategy[x].recompute)
+      continue;
+    std::string problem = sim::recomputeProblem(parts.graph, x);
+    if (!problem.empty())
+      return parts.ops[x]->emitError() << "cannot recompute: " << problem;
+    // Results nothing reads (the graph's outputs) are kept, as the
+    // simulator keeps them.
+    bool returned = llvm::any_of(ret.getOperands(), [&](Value v) {
+      auto producer = parts.producerOf(v);
+      return producer && producer->first == static_cast<int64_t>(x);
+    });
+    recomputed[x] = hasReaders[x] && !returned && training;
+  }
+  return success();
+}
+
+void PlanEmitter::emitRecompute(int64_t x) {
+  if (!recomputed[x] || recomputedNow[x])
+    return;
+  recomputedNow[x] = 1;
+  for (int64_t y : producersOf[x])
+    emitRecompute(y);
+  Operation *op = parts.ops[x];
+  const OpLayout &layout = parts.layouts[x];
+  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[x]);
+  for (int64_t p = 0; p < layout.numInstances(); ++p) {
+    int64_t rank = layout.devices[p];
+    SmallVector<Value> ins, outs;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      ins.push_back(current(operands[x][i][p].buffer));
+    for (unsigned r = 0; r < op->getNumResults(); ++r) {
+      Value old = results[x][r][p];
+      Value again = alloc(rank, tensorOf[op->getResult(r)],
+                          layout.resultBoxes[r][p], false);
+      transient.emplace_back(rank, again);
+      recomputedBuffer[old] = again;
+      results[x][r][p] = again;
+      outs.push_back(again);
+    }
+    plan::KernelOp::create(at(rank), loc, opSym, builder.getI64IntegerAttr(0),
+                           ins, outs, ValueRange());
+  }
+  emitPartialSums(x);
 }
 
 LogicalResult PlanEmitter::emitOutputs() {
@@ -874,7 +964,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     }
     for (unsigned i = 0; i < numOperands; ++i) {
       const OperandSource &source = operands[k][i][p];
-      ins[p].push_back(source.buffer);
+      ins[p].push_back(current(source.buffer));
       if (!needsGrad[i])
         continue;
       Value stripped = stripParallelOps(op->getOperand(i));
@@ -1219,6 +1309,8 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
   resultGrads.resize(numOps);
   operands.resize(numOps);
   scratch.resize(numOps);
+  if (failed(planRecomputation()))
+    return failure();
   phase(plan::Phase::forward);
   for (size_t k = 0; k < numOps; ++k)
     if (failed(emitForward(k)))
@@ -1227,16 +1319,24 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
     return failure();
   if (training) {
     phase(plan::Phase::backward);
-    for (size_t k = numOps; k-- > 0;)
+    recomputedNow.assign(numOps, 0);
+    for (size_t k = numOps; k-- > 0;) {
+      // Dropped results come back before the first backward that reads
+      // them: their latest reader's.
+      for (size_t x = 0; x < numOps; ++x)
+        if (lastReader[x] == static_cast<int64_t>(k))
+          emitRecompute(x);
       if (failed(emitBackward(k)))
         return failure();
+    }
     if (failed(emitGradSyncAndUpdate()))
       return failure();
   }
   // Step-local buffers go at the end of the step; weights and their
   // gradients persist.
   for (auto [rank, buffer] : transient)
-    plan::FreeOp::create(at(rank), loc, buffer);
+    if (!freedEarly.contains(buffer))
+      plan::FreeOp::create(at(rank), loc, buffer);
   return planOp;
 }
 

@@ -62,10 +62,6 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
     if (!problem.empty())
       return op->emitError()
              << "cannot partition '" << simOp.name << "': " << problem;
-    if (config.recompute)
-      return op->emitError()
-             << "cannot partition '" << simOp.name
-             << "': activation recomputation (recompute) is not lowered yet";
     result.indexOf[op] = index;
     result.layouts.push_back(geometry::computeLayout(simOp.space, config));
   }

@@ -41,13 +41,3 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   // expected-error @+1 {{the plan can only return results of graph ops}}
   return %r, %x : tensor<4xf32>, tensor<4xf32>
 }
-
-// -----
-
-// Recomputation is parsed but not implemented yet: a clear error, not a
-// plan that silently keeps every activation.
-func.func @recompute_not_lowered(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{cannot partition 'ppc.relu#0': activation recomputation (recompute) is not lowered yet}}
-  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [1, 1], recompute>} : tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}

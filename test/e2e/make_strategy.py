@@ -21,7 +21,10 @@ iteration dims, their kinds and splittability) and writes one of:
   zero1, zero2
            data parallel with the training state of every weight sharded
            over the ranks as ZeRO's stage 1 (optimizer state) or 2 (and
-           gradients).
+           gradients);
+  recompute
+           `mixed` with every op recomputed in backward but batch norms
+           (their forward updates running statistics).
 """
 import argparse
 import json
@@ -48,7 +51,7 @@ def configure(op, kind, devices, index):
         return split_first(op, ["parameter", "reduction"], devices) or whole, 0
     if kind == "spatial":
         return split_first(op, ["attribute", "sample"], devices) or whole, 0
-    if kind == "mixed":
+    if kind in ("mixed", "recompute"):
         turn = index % 3
         if turn == 0:
             return split_first(op, ["sample"], devices) or whole, 0
@@ -70,7 +73,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", required=True,
                         choices=["dp", "tensor", "spatial", "mixed",
-                                 "replicated", "zero1", "zero2"])
+                                 "replicated", "zero1", "zero2",
+                                 "recompute"])
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args()
@@ -83,6 +87,8 @@ def main():
         op["replicas"] = config[2] if len(config) > 2 else 1
         if args.kind.startswith("zero"):
             op["zero"] = int(args.kind[-1])
+        if args.kind == "recompute" and op["kind"] != "ppc.batch_norm":
+            op["recompute"] = True
         op["strides"] = []
         op.pop("devices", None)
         op.pop("predicted_ms", None)

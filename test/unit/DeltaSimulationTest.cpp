@@ -78,6 +78,9 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
   for (int step = 0; step < 1000; ++step) {
     size_t op = pickOp(rng);
     OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
+    // Recomputation, where the op allows it.
+    config.recompute =
+        recomputeProblem(*graph, op).empty() && revert(rng) && revert(rng);
     ASSERT_EQ(delta.checkConfig(op, config), "");
     Strategy proposed = strategy;
     proposed[op] = config;

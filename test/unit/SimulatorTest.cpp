@@ -401,6 +401,68 @@ TEST(Simulator, ZeroStagesShardTrainingState) {
   EXPECT_EQ(sim3.simulate(s3).devices[2].memory.optimizerState, 16'000'000);
 }
 
+TEST(Simulator, RecomputationTradesMemoryForTime) {
+  // A -> B -> C on device 0, [4, 1000] each (16000 B), forward 1 ms and
+  // backward 2 ms each, no weights.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0)),
+           elementwise("C", 4, 1000, fromOp(1))};
+  Machine m = roundMachine(1, 1);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost, SimOptions{.recordTimeline = true});
+  Strategy keep = {on(0, 2), on(0, 2), on(0, 2)};
+  SimResult kept = sim.simulate(keep);
+  // Forward 3 ms, backward 6 ms; A's input slice and three results kept.
+  EXPECT_NEAR(kept.iterationTime, 9 * kMs, 1e-12);
+  EXPECT_EQ(kept.devices[0].memory.activations, 4 * 16000);
+
+  // B recomputed: dropped after forward, run again right before C's
+  // backward (its only reader): fwd [0, 3], B again [3, 4], bwd C [4, 6],
+  // B [6, 8], A [8, 10].
+  Strategy one = keep;
+  one[1].recompute = true;
+  ASSERT_EQ(sim.checkConfig(1, one[1]), "");
+  SimResult r1 = sim.simulate(one);
+  EXPECT_NEAR(r1.iterationTime, 10 * kMs, 1e-12);
+  EXPECT_EQ(r1.devices[0].memory.activations, 3 * 16000);
+  EXPECT_EQ(r1.devices[0].memory.workspace, 16000);
+  EXPECT_NEAR(sim.opTimes()[1].backward, 3 * kMs, 1e-12);
+  std::ostringstream trace;
+  sim.writeChromeTrace(trace);
+  EXPECT_NE(trace.str().find("B recompute"), std::string::npos);
+
+  // A and B recomputed: before C's backward, A (which B reads) and then B
+  // run again, A once only: [3, 4], [4, 5]; bwd C [5, 7], B [7, 9], A
+  // [9, 11].
+  Strategy two = one;
+  two[0].recompute = true;
+  SimResult r2 = sim.simulate(two);
+  EXPECT_NEAR(r2.iterationTime, 11 * kMs, 1e-12);
+  EXPECT_EQ(r2.devices[0].memory.activations, 2 * 16000);
+  // Delta simulation agrees.
+  sim.simulate(keep);
+  sim.update(1, one[1]);
+  EXPECT_EQ(sim.update(0, two[0]).iterationTime, r2.iterationTime);
+
+  // C's result is the graph's output (nothing reads it): kept.
+  Strategy last = keep;
+  last[2].recompute = true;
+  EXPECT_EQ(sim.simulate(last).iterationTime, kept.iterationTime);
+
+  // An op whose forward updates state (a frozen weight) is not recomputed.
+  Graph bn = g;
+  bn.weights.push_back({"stats", {4, 1000}, 4, /*trainable=*/false});
+  bn.ops[1].operands.push_back(weight(0));
+  bn.ops[1].space.operands.push_back(TensorAccess::identity({4, 1000}));
+  ASSERT_EQ(bn.validate(), "");
+  Simulator withState(bn, m, cost);
+  EXPECT_EQ(withState.checkConfig(1, one[1]),
+            "'B' updates state in its forward (stats): recomputing it would "
+            "update it twice");
+}
+
 TEST(Simulator, DeltaEqualsFullOnHandBuiltGraph) {
   Graph g = twoLayerMlp();
   g.ops.push_back(elementwise("act", 8, 1000, fromOp(1)));

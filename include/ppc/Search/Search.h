@@ -161,8 +161,8 @@ struct SearchOptions {
   /// Share of proposals that copy a neighbour's configuration along an edge
   /// instead of drawing a random one.
   double propagateProbability = 0.25;
-  /// Share of proposals that keep an op's placement and change the ZeRO
-  /// stage of the weights it holds (ops holding weights only).
+  /// Share of proposals that keep an op's placement and toggle its
+  /// activation recomputation or change the ZeRO stage of its weights.
   double memoryMoveProbability = 0.1;
   /// Progress with ETA on stderr (only when it is a terminal).
   bool progress = false;

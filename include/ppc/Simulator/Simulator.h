@@ -77,6 +77,11 @@ struct TrainingStateBytes {
 };
 TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
                                       Optimizer optimizer);
+/// Why op `op` cannot be recomputed (OpConfig::recompute), or "": an op
+/// whose forward updates state (batch-norm statistics, a weight the
+/// optimizer does not train) would update it twice.
+std::string recomputeProblem(const Graph &graph, size_t op);
+
 /// How replicas of a weight synchronize their gradients.
 enum class GradSync : uint8_t { AllReduce, ReduceScatterAllGather };
 
