@@ -403,8 +403,12 @@ struct Simulator::Impl {
   std::vector<std::vector<int32_t>> producersOf;
   std::vector<char> hasReaders;
   std::vector<std::vector<int32_t>> recomputeBefore;
-  /// Per op, whether it was recomputed in the current timing pass.
+  /// Per op, whether it was recomputed in the current timing pass; per
+  /// device, the bytes of the cascade of recomputations running now and
+  /// the most any cascade needs (its results live together until their
+  /// backward).
   std::vector<char> recomputedNow;
+  std::vector<int64_t> cascadeBytes, recomputePeak;
 
   // Resources: compute stream d, communication stream numDevices + d, and
   // direction k of link l at 2 * numDevices + 2 * l + k.
@@ -1117,9 +1121,13 @@ struct Simulator::Impl {
     for (int32_t y : producersOf[x])
       recompute(y);
     std::vector<double> end(st.devices.size());
-    for (size_t p = 0; p < st.devices.size(); ++p)
+    for (size_t p = 0; p < st.devices.size(); ++p) {
       end[p] =
           runKernel(st.devices[p], 0, st.fwdTime[p], x, TaskKind::Recompute);
+      for (const auto &slices : st.resultSlices)
+        cascadeBytes[st.devices[p]] +=
+            volume(slices[p]) * graph.ops[x].elemBytes;
+    }
     for (const Collective &c : st.partialSums)
       runCollective(
           st, c, c.time, [&](int32_t p) { return end[p]; }, x,
@@ -1182,9 +1190,14 @@ struct Simulator::Impl {
       forward(i);
     }
     recomputedNow.assign(n, 0);
+    recomputePeak.assign(numDevices, 0);
     for (int32_t i = n - 1; i >= 0; --i) {
-      for (int32_t x : recomputeBefore[i])
+      for (int32_t x : recomputeBefore[i]) {
+        cascadeBytes.assign(numDevices, 0);
         recompute(x);
+        for (int64_t d = 0; d < numDevices; ++d)
+          recomputePeak[d] = std::max(recomputePeak[d], cascadeBytes[d]);
+      }
       backward(i);
       if (options.overlapGradSync)
         syncGradients(i, 0);
@@ -1241,6 +1254,10 @@ struct Simulator::Impl {
       for (size_t k = 0; k < e.bytesByLinkKind.size(); ++k)
         r.bytesByLinkKind[k] += e.bytesByLinkKind[k];
     }
+    // Results a cascade of recomputations brings back live together.
+    for (size_t d = 0; d < recomputePeak.size(); ++d)
+      r.devices[d].memory.workspace =
+          std::max(r.devices[d].memory.workspace, recomputePeak[d]);
     double worst = -1;
     for (int64_t d = 0; d < numDevices; ++d) {
       DeviceStats &dev = r.devices[d];

@@ -1328,6 +1328,13 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
           emitRecompute(x);
       if (failed(emitBackward(k)))
         return failure();
+      // A recomputed op's new results are last read by its own backward.
+      if (recomputedNow[k])
+        for (const std::vector<Value> &perResult : results[k])
+          for (auto [p, buffer] : llvm::enumerate(perResult)) {
+            plan::FreeOp::create(at(parts.layouts[k].devices[p]), loc, buffer);
+            freedEarly.insert(buffer);
+          }
     }
     if (failed(emitGradSyncAndUpdate()))
       return failure();

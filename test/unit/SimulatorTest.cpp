@@ -441,6 +441,8 @@ TEST(Simulator, RecomputationTradesMemoryForTime) {
   SimResult r2 = sim.simulate(two);
   EXPECT_NEAR(r2.iterationTime, 11 * kMs, 1e-12);
   EXPECT_EQ(r2.devices[0].memory.activations, 2 * 16000);
+  // The two come back together: both alive until B's backward.
+  EXPECT_EQ(r2.devices[0].memory.workspace, 2 * 16000);
   // Delta simulation agrees.
   sim.simulate(keep);
   sim.update(1, one[1]);
