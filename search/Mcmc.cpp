@@ -1,15 +1,19 @@
 //===- Mcmc.cpp - FlexFlow's Metropolis-Hastings strategy search ----------===//
 //
 // Independent chains, one per thread, each with its own Simulator so that a
-// proposal costs one delta simulation. A chain proposes either a neighbour's
-// configuration copied along an edge or a random configuration of a random
-// op, accepts by Metropolis-Hastings on the relative slowdown, and goes back
-// to its best strategy when it has not improved for a while. Chains share
+// proposal costs one delta simulation per op it changes. A chain proposes
+// a neighbour's configuration copied along an edge, a random configuration
+// of a random op, or the op's recomputation or ZeRO stage changed; a share
+// of proposals apply the configuration to every counterpart of the op in
+// the graph's repeated blocks at once (findRepeatedOps). It accepts by
+// Metropolis-Hastings on the relative slowdown, and goes back to its best
+// strategy when it has not improved for a while. Chains share
 // nothing that affects their choices, so with an iteration budget the result
 // depends only on the seed and the number of threads.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ppc/Search/Blocks.h"
 #include "ppc/Search/Search.h"
 
 #include <algorithm>
@@ -81,6 +85,7 @@ struct Shared {
   const ConfigSpace &space;
   const SearchOptions &options;
   const std::vector<std::vector<size_t>> &adjacency;
+  const RepeatedOps &repeated;
   Clock::time_point begin;
   double startObjective;
   std::atomic<int64_t> totalIterations{0};
@@ -253,8 +258,22 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     size_t op = pickOp(rng);
     std::optional<OpConfig> proposal = propose(op);
     if (proposal) {
-      OpConfig previous = simulator.currentStrategy()[op];
-      sim::SimResult next = simulator.update(op, *proposal);
+      // A structure move: the same configuration for every counterpart of
+      // the op in the graph's repeated blocks that can take it.
+      std::vector<size_t> changed = {op};
+      int32_t cls = shared.repeated.classOf[op];
+      if (cls >= 0 && unit(rng) < options.blockMoveProbability)
+        for (size_t other : shared.repeated.classes[cls])
+          if (other != op && simulator.currentStrategy()[other] != *proposal &&
+              checkConfig(graph.ops[other].space, *proposal, numDevices)
+                  .empty())
+            changed.push_back(other);
+      std::vector<OpConfig> previous;
+      sim::SimResult next;
+      for (size_t member : changed) {
+        previous.push_back(simulator.currentStrategy()[member]);
+        next = simulator.update(member, *proposal);
+      }
       double value = objective(problem, next);
       bool accept;
       if (!std::isfinite(value)) {
@@ -275,7 +294,8 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
         if (std::isfinite(value))
           currentPressure = memoryPressure(problem, next);
       } else {
-        simulator.update(op, previous);
+        for (size_t k = changed.size(); k-- > 0;)
+          simulator.update(changed[k], previous[k]);
       }
     }
 
@@ -350,7 +370,9 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
   bool hasBudget = options.iterations > 0 || options.seconds > 0;
   if (hasBudget && !graph.ops.empty()) {
     std::vector<std::vector<size_t>> adjacency = neighbours(graph);
-    Shared shared{problem, space, options, adjacency, begin, bestStart};
+    RepeatedOps repeated = findRepeatedOps(graph);
+    Shared shared{problem,  space, options,  adjacency,
+                  repeated, begin, bestStart};
     shared.globalBest = bestStart;
     size_t numChains =
         static_cast<size_t>(std::clamp(options.threads, 1, kMaxSearchThreads));

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Search/Search.h"
+#include "ppc/Search/Blocks.h"
 #include "ppc/Search/StrategyJson.h"
 
 #include "SimTestGraphs.h"
@@ -242,6 +243,51 @@ TEST(ConfigSpace, StridedViewsAcrossNodes) {
   EXPECT_EQ(plain.configs(0).size(), 4u + 2 * 2u + 2u + 1u + 3u);
   for (const OpConfig &config : plain.configs(0))
     EXPECT_TRUE(config.strides.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// Repeated structure
+//===----------------------------------------------------------------------===//
+
+TEST(RepeatedOps, LayersOfTheSameShapeAreCounterparts) {
+  // fc1..fc4 (1024 -> 1024, each reading the op before) repeat; fc0
+  // (784 -> 1024, reading the input) and fc5 (-> 16) have no counterpart.
+  Graph g = mlp6();
+  RepeatedOps r = findRepeatedOps(g);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0], (std::vector<size_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r.classOf[0], -1);
+  EXPECT_EQ(r.classOf[5], -1);
+  EXPECT_EQ(r.classOf[3], 0);
+
+  // Two elementwise ops of the same shape reading different distances back
+  // are not counterparts: the wiring differs.
+  Graph h;
+  h.numInputs = 1;
+  h.ops = {elementwise("a", "ppc.relu", 4, 8, input()),
+           elementwise("b", "ppc.relu", 4, 8, fromOp(0)),
+           elementwise("c", "ppc.relu", 4, 8, fromOp(0))};
+  RepeatedOps rh = findRepeatedOps(h);
+  EXPECT_TRUE(rh.classes.empty());
+}
+
+TEST(RepeatedOps, BlockMovesFindTheLayoutOfEveryLayer) {
+  // With every proposal a structure move, MCMC from data parallel changes
+  // all repeated layers together; the result is never worse than the start
+  // and is a valid strategy.
+  Graph g = mlp6();
+  Machine m = roundMachine(1, 4);
+  RooflineCostModel cost;
+  Problem problem{g, m, cost, {}};
+  ConfigSpace space(g, m);
+  SearchOptions options;
+  options.iterations = 300;
+  options.blockMoveProbability = 1;
+  SearchResult r = mcmc(problem, space, {dataParallel(g, 4)}, options);
+  Simulator sim(g, m, cost);
+  EXPECT_LE(r.objective, sim.simulate(dataParallel(g, 4)).iterationTime);
+  expectValid(g, r.strategy, 4);
+  EXPECT_NEAR(sim.simulate(r.strategy).iterationTime, r.objective, 1e-12);
 }
 
 //===----------------------------------------------------------------------===//

@@ -164,6 +164,10 @@ struct SearchOptions {
   /// Share of proposals that keep an op's placement and toggle its
   /// activation recomputation or change the ZeRO stage of its weights.
   double memoryMoveProbability = 0.1;
+  /// Share of proposals, for ops with counterparts in repeated blocks
+  /// (transformer layers, ResNet blocks), that apply the configuration to
+  /// all of them at once.
+  double blockMoveProbability = 0.1;
   /// Progress with ETA on stderr (only when it is a terminal).
   bool progress = false;
   /// Set to true from another thread to stop early; the best so far wins.

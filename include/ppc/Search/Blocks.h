@@ -1,0 +1,40 @@
+//===- Blocks.h - repeated structure of a graph -----------------*- C++ -*-===//
+//
+// MLIR-free. Transformer layers, ResNet bottlenecks and unrolled RNN steps
+// repeat: an op of one layer has a counterpart in every other layer with
+// the same kind, the same iteration space and operands wired the same way
+// (the same distances back to its producers, weights of the same shapes).
+// Grouping ops by that signature lets the search move a whole structure at
+// once: a configuration proposed for one op is tried on all its
+// counterparts together (FlexFlow's single-op moves cannot reach a layout
+// that only pays off when every layer changes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SEARCH_BLOCKS_H
+#define PPC_SEARCH_BLOCKS_H
+
+#include "ppc/Simulator/Graph.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ppc::search {
+
+struct RepeatedOps {
+  /// Classes of two or more ops with the same signature, each in
+  /// topological order.
+  std::vector<std::vector<size_t>> classes;
+  /// Per op, its class in `classes`, or -1 when it has no counterpart.
+  std::vector<int32_t> classOf;
+};
+
+/// Groups the ops of `graph` by signature: kind, iteration dims (size, SOAP
+/// kind, splittability), operand and result accesses, and per operand the
+/// source kind with the distance back to a producing op (result number) or
+/// a weight's shape.
+RepeatedOps findRepeatedOps(const sim::Graph &graph);
+
+} // namespace ppc::search
+
+#endif // PPC_SEARCH_BLOCKS_H
