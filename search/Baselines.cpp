@@ -249,6 +249,11 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
         tensorDimOf[op] = column;
     }
 
+  std::vector<int> readers(graph.ops.size(), 0);
+  for (const sim::Op &op : graph.ops)
+    for (const sim::Source &src : op.operands)
+      if (src.kind == sim::Source::Kind::Op)
+        ++readers[src.index];
   sim::Strategy strategy;
   strategy.reserve(graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op) {
@@ -258,6 +263,8 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
                      tp, dp, options.sequenceParallel);
     if (options.distributedOptimizer && hasWeightOperand(graph.ops[op]))
       config.sharding = StateSharding::Optimizer;
+    config.recompute = options.recompute && readers[op] == 1 &&
+                       sim::recomputeProblem(graph, op).empty();
     strategy.push_back(std::move(config));
   }
   return strategy;
@@ -300,11 +307,12 @@ int64_t devicesPerNode(const Machine &machine) {
 }
 
 namespace {
-template <bool SequenceParallel, bool DistributedOptimizer>
+template <bool SequenceParallel, bool DistributedOptimizer,
+          bool Recompute = false>
 sim::Strategy megatronPerNode(const sim::Graph &graph, const Machine &machine) {
   return megatron(graph, machine,
                   MegatronOptions{devicesPerNode(machine), SequenceParallel,
-                                  DistributedOptimizer});
+                                  DistributedOptimizer, Recompute});
 }
 
 sim::Strategy dataParallelBaseline(const sim::Graph &graph,
@@ -351,6 +359,11 @@ const std::vector<BaselineInfo> &baselines() {
       {"megatron-sp-distopt",
        "megatron with sequence parallelism and the distributed optimizer",
        megatronPerNode<true, true>},
+      {"megatron-sp-distopt-recompute",
+       "megatron-sp-distopt with activation recomputation of every op read "
+       "by exactly one op (activations kept where the graph branches: the "
+       "residual stream)",
+       megatronPerNode<true, true, true>},
       {"one-weird-trick",
        "Krizhevsky: data-parallel convolutions, model-parallel fully "
        "connected layers",

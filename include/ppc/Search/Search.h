@@ -93,6 +93,11 @@ struct MegatronOptions {
   bool sequenceParallel = false;
   /// Optimizer state sharded over the data-parallel replicas (ZeRO-1).
   bool distributedOptimizer = false;
+  /// Activation recomputation: every op read by exactly one op is
+  /// recomputed, so activations are kept only where the graph branches
+  /// (the residual stream, as Megatron's full recomputation checkpoints
+  /// each layer's input).
+  bool recompute = false;
 };
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
