@@ -170,9 +170,18 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   // whose results something reads and that may be recomputed: their
   // recomputation is.
   std::vector<char> holdsWeight(graph.ops.size(), 0);
-  for (const sim::WeightUse &use : sim::weightHolders(graph))
+  std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
+  for (const sim::WeightUse &use : holders)
     if (use.op >= 0)
       holdsWeight[use.op] = 1;
+  // ZeRO-3 is not lowered for a weight other ops read too.
+  std::vector<int> maxStage(graph.ops.size(), kMaxStateSharding);
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (const sim::Source &src : graph.ops[c].operands)
+      if (src.kind == sim::Source::Kind::Weight &&
+          holders[src.index].op != static_cast<int32_t>(c))
+        maxStage[holders[src.index].op] =
+            static_cast<int>(StateSharding::Gradients);
   std::vector<char> recomputable(graph.ops.size(), 0);
   for (size_t c = 0; c < graph.ops.size(); ++c)
     for (const sim::Source &src : graph.ops[c].operands)
@@ -192,9 +201,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
       OpConfig next = now;
       bool shard = holdsWeight[op] && (!recomputable[op] || unit(rng) < 0.5);
       if (shard) {
-        // Stage 3 is simulated but not lowered yet: not proposed.
-        int stage = std::uniform_int_distribution<int>(
-            0, static_cast<int>(StateSharding::Gradients))(rng);
+        int stage = std::uniform_int_distribution<int>(0, maxStage[op])(rng);
         next.sharding = static_cast<StateSharding>(stage);
       } else if (recomputable[op]) {
         next.recompute = !now.recompute;

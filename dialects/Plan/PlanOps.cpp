@@ -294,6 +294,8 @@ LogicalResult AllocOp::verify() {
   if (lo.size() != hi.size())
     return emitOpError() << "'lo' has " << lo.size() << " entries but 'hi' has "
                          << hi.size();
+  if (getStaging() && (!getTensorAttr() || getGrad()))
+    return emitOpError("a staging buffer holds the values of a tensor");
   if (getTensorAttr())
     return success(); // checked against the tensor in verifySymbolUses
   // Scratch: a plain array of shape `hi`.

@@ -127,7 +127,10 @@ private:
   int64_t intMaxOf(Value value);
   // Buffers and instructions.
   OpBuilder &at(int64_t rank);
-  Value alloc(int64_t rank, StringRef tensor, const Box &box, bool grad);
+  /// A buffer of `box` of `tensor` on `rank`: its values, its gradient
+  /// (`grad`), or a step-local copy of a weight's values (`staging`).
+  Value alloc(int64_t rank, StringRef tensor, const Box &box, bool grad,
+              bool staging = false);
   Value allocScratch(int64_t rank, const std::vector<int64_t> &shape);
   void transfer(int64_t fromRank, Value from, int64_t toRank, Value to,
                 const Box &box, bool accumulate);
@@ -146,6 +149,15 @@ private:
   LogicalResult emitForward(int64_t k);
   /// Decides which ops are recomputed; fails on one that cannot be.
   LogicalResult planRecomputation();
+  /// ZeRO-3: the instances of op `k` that hold operand `i`'s weight piece
+  /// in the same replica as instance `p`, in rank order, when that weight
+  /// is kept in shards (stage 3, trainable, splitting evenly); else empty.
+  std::vector<int64_t> zero3Group(int64_t k, unsigned i, int64_t p) const;
+  /// ZeRO-3: all-gathers the shards of operand `i` of op `k` into a whole
+  /// weight buffer per instance (gatheredWeights), each group once.
+  void gatherWeightShards(int64_t k, unsigned i);
+  /// Frees what gatherWeightShards gathered for op `k`.
+  void freeGatheredWeights(int64_t k);
   /// Runs op `x`'s forward again into new result buffers (and its partial
   /// sums), after the recomputed ops it reads; once per step.
   void emitRecompute(int64_t x);
@@ -245,6 +257,9 @@ private:
   std::vector<std::vector<int64_t>> producersOf;
   DenseMap<Value, Value> recomputedBuffer;
   DenseSet<Value> freedEarly;
+  // ZeRO-3: the whole weight gathered for each holder instance, by
+  // (op, operand, instance), while an op's kernels need it.
+  std::map<std::tuple<int64_t, unsigned, int64_t>, Value> gatheredWeights;
 };
 
 OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
@@ -264,11 +279,12 @@ DenseI64ArrayAttr PlanEmitter::hiAttr(const Box &box) {
 }
 
 Value PlanEmitter::alloc(int64_t rank, StringRef tensor, const Box &box,
-                         bool grad) {
+                         bool grad, bool staging) {
   Value buffer = plan::AllocOp::create(
       at(rank), loc, plan::BufferType::get(context),
       FlatSymbolRefAttr::get(context, tensor), loAttr(box), hiAttr(box),
-      grad ? UnitAttr::get(context) : UnitAttr());
+      grad ? UnitAttr::get(context) : UnitAttr(),
+      staging ? UnitAttr::get(context) : UnitAttr());
   return buffer;
 }
 
@@ -279,7 +295,7 @@ Value PlanEmitter::allocScratch(int64_t rank,
     box.push_back({0, size});
   Value buffer = plan::AllocOp::create(
       at(rank), loc, plan::BufferType::get(context), FlatSymbolRefAttr(),
-      loAttr(box), hiAttr(box), UnitAttr());
+      loAttr(box), hiAttr(box), UnitAttr(), UnitAttr());
   transient.emplace_back(rank, buffer);
   return buffer;
 }
@@ -541,6 +557,11 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
         rank, source.buffer, box);
     return source;
   }
+  if (!producer && !zero3Group(k, i, p).empty()) {
+    gatherWeightShards(k, i);
+    source.buffer = gatheredWeights.at({k, i, p});
+    return source;
+  }
   if (!producer) {
     source.buffer = sourceBuffer(rank, stripped, box);
     return source;
@@ -577,6 +598,69 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   if (earlier)
     earlier->push_back({source.buffer, box});
   return source;
+}
+
+std::vector<int64_t> PlanEmitter::zero3Group(int64_t k, unsigned i,
+                                             int64_t p) const {
+  std::optional<sim::WeightUse> holder = weightHolderOf(k, i);
+  if (!training || !holder || holder->op != k ||
+      holder->operand != static_cast<int32_t>(i) ||
+      parts.strategy[k].sharding != StateSharding::Parameters)
+    return {};
+  const sim::Source &src = parts.graph.ops[k].operands[i];
+  if (!parts.graph.weights[src.index].trainable)
+    return {};
+  const OpLayout &layout = parts.layouts[k];
+  std::vector<int64_t> group;
+  for (int64_t q = 0; q < layout.numInstances(); ++q)
+    if (layout.replica[q] == layout.replica[p] &&
+        layout.operandBoxes[i][q] == layout.operandBoxes[i][p])
+      group.push_back(q);
+  llvm::sort(group, [&](int64_t a, int64_t b) {
+    return layout.devices[a] < layout.devices[b];
+  });
+  int64_t n = static_cast<int64_t>(group.size());
+  if (!geometry::shardsEvenly(layout.operandBoxes[i][p], n))
+    return {};
+  return group;
+}
+
+void PlanEmitter::gatherWeightShards(int64_t k, unsigned i) {
+  const OpLayout &layout = parts.layouts[k];
+  Value weight = stripParallelOps(parts.ops[k]->getOperand(i));
+  for (int64_t p = 0; p < layout.numInstances(); ++p) {
+    if (gatheredWeights.count({k, i, p}))
+      continue;
+    std::vector<int64_t> group = zero3Group(k, i, p);
+    int64_t n = static_cast<int64_t>(group.size());
+    std::vector<int64_t> ranks;
+    std::vector<Value> shards, wholes;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t q = group[j];
+      int64_t rank = layout.devices[q];
+      const Box &box = layout.operandBoxes[i][q];
+      ranks.push_back(rank);
+      shards.push_back(
+          sourceBuffer(rank, weight, geometry::shardOf(box, n, j)));
+      Value whole = alloc(rank, tensorOf[weight], box, false,
+                          /*staging=*/true);
+      wholes.push_back(whole);
+      gatheredWeights[{k, i, q}] = whole;
+    }
+    collective(plan::CollectiveKind::all_gather, ranks, shards, wholes);
+  }
+}
+
+void PlanEmitter::freeGatheredWeights(int64_t k) {
+  for (auto it = gatheredWeights.begin(); it != gatheredWeights.end();) {
+    auto [op, i, p] = it->first;
+    if (op != k) {
+      ++it;
+      continue;
+    }
+    plan::FreeOp::create(at(parts.layouts[k].devices[p]), loc, it->second);
+    it = gatheredWeights.erase(it);
+  }
 }
 
 Value PlanEmitter::gradOfGathered(int64_t rank, Value buffer, Value value) {
@@ -772,6 +856,8 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
                              ValueRange{scratch[k][p]});
   }
   emitPartialSums(k);
+  // ZeRO-3 weights gathered for the kernels go again.
+  freeGatheredWeights(k);
   // Recomputed ops whose last reader this is drop their results now.
   for (size_t x = 0; x < recomputed.size(); ++x)
     if (recomputed[x] && lastReader[x] == k)
@@ -964,7 +1050,13 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     }
     for (unsigned i = 0; i < numOperands; ++i) {
       const OperandSource &source = operands[k][i][p];
-      ins[p].push_back(current(source.buffer));
+      if (!zero3Group(k, i, p).empty()) {
+        // ZeRO-3: the whole weight is gathered again for the backward.
+        gatherWeightShards(k, i);
+        ins[p].push_back(gatheredWeights.at({k, i, p}));
+      } else {
+        ins[p].push_back(current(source.buffer));
+      }
       if (!needsGrad[i])
         continue;
       Value stripped = stripParallelOps(op->getOperand(i));
@@ -1037,6 +1129,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     emitKernels(1, both);
   }
 
+  freeGatheredWeights(k);
   // Each operand gradient goes along its routes.
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
@@ -1153,6 +1246,11 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
   };
   std::vector<ShardedPiece> sharded;
   llvm::DenseSet<Value> shardedGrads;
+  struct ShardUpdate {
+    int64_t rank;
+    Value weight, grad;
+  };
+  std::vector<ShardUpdate> zero3Updates;
   for (const auto &[piece, holders] : replicas) {
     std::vector<int64_t> ranks;
     std::vector<Value> buffers;
@@ -1171,14 +1269,26 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
       allReduce(ranks, buffers);
       continue;
     }
-    if (stage == StateSharding::Parameters)
-      return parts.ops[weightGradHolder.at(first)]->emitError()
-             << "ZeRO stage 3 (zero = 3) is simulated but not lowered yet: "
-                "weight '"
-             << planOp.lookupSymbol<plan::TensorOp>(tensor)
-                    .getModelName()
-                    .value_or(tensor)
-             << "'; use zero = 1 or 2";
+    if (stage == StateSharding::Parameters) {
+      // ZeRO-3: the weight lives in shards; the gradient is reduce-scattered
+      // into each rank's shard and updates it there.
+      std::vector<Value> shardGrads;
+      for (int64_t j = 0; j < k; ++j) {
+        Box shard = geometry::shardOf(box, k, j);
+        Value shardGrad = alloc(ranks[j], tensor, shard, true);
+        transient.emplace_back(ranks[j], shardGrad);
+        shardGrads.push_back(shardGrad);
+        shardedGrads.insert(buffers[j]);
+        zero3Updates.push_back(
+            {ranks[j], persistent.at({ranks[j], tensor, boxKey(shard), false}),
+             shardGrad});
+      }
+      collective(plan::CollectiveKind::reduce_scatter, ranks, buffers,
+                 shardGrads);
+      for (auto [rank, grad] : llvm::zip(ranks, buffers))
+        plan::FreeOp::create(at(rank), loc, grad);
+      continue;
+    }
     ShardedPiece s;
     s.ranks = ranks;
     s.tensor = tensor;
@@ -1206,14 +1316,16 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
     valueKey.grad = false;
     plan::UpdateOp::create(at(key.rank), loc, persistent.at(valueKey), grad);
   }
+  for (const ShardUpdate &u : zero3Updates)
+    plan::UpdateOp::create(at(u.rank), loc, u.weight, u.grad);
   for (const ShardedPiece &s : sharded) {
     std::vector<Value> staged;
     for (size_t j = 0; j < s.ranks.size(); ++j) {
       int64_t rank = s.ranks[j];
       plan::UpdateOp::create(at(rank), loc, s.weights[j], s.shardGrads[j]);
-      // The updated shard, staged for the all-gather (a gradient-flagged
-      // buffer: step-local, not a second copy of the weight to keep).
-      Value shard = alloc(rank, s.tensor, s.shards[j], true);
+      // The updated shard, staged for the all-gather.
+      Value shard = alloc(rank, s.tensor, s.shards[j], false,
+                          /*staging=*/true);
       transient.emplace_back(rank, shard);
       transfer(rank, s.weights[j], rank, shard, s.shards[j],
                /*accumulate=*/false);
@@ -1311,6 +1423,21 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
   scratch.resize(numOps);
   if (failed(planRecomputation()))
     return failure();
+  // ZeRO-3 keeps a weight in shards at its holder: other ops cannot read
+  // it from there.
+  for (size_t k = 0; k < parts.graph.ops.size(); ++k)
+    for (auto [i, src] : llvm::enumerate(parts.graph.ops[k].operands)) {
+      if (src.kind != sim::Source::Kind::Weight)
+        continue;
+      const sim::WeightUse &holder = weightHolders[src.index];
+      if (holder.op != static_cast<int32_t>(k) &&
+          parts.strategy[holder.op].sharding == StateSharding::Parameters)
+        return parts.ops[k]->emitError()
+               << "weight '" << parts.graph.weights[src.index].name
+               << "' is read by other ops too: ZeRO stage 3 of a shared "
+                  "weight is not lowered; use zero = 1 or 2 on '"
+               << parts.graph.ops[holder.op].name << "'";
+    }
   phase(plan::Phase::forward);
   for (size_t k = 0; k < numOps; ++k)
     if (failed(emitForward(k)))

@@ -452,6 +452,7 @@ private:
           bufferIds[alloc.getBuffer()] = id;
           b->set_id(id);
           b->set_grad(alloc.getGrad());
+          b->set_staging(alloc.getStaging());
           setBox(*b->mutable_box(), alloc.getLo(), alloc.getHi());
           if (FlatSymbolRefAttr tensor = alloc.getTensorAttr()) {
             FailureOr<int32_t> t = tensorId(alloc, tensor);
@@ -929,9 +930,10 @@ private:
         hi = ints(b.shape());
         lo = builder.getDenseI64ArrayAttr(SmallVector<int64_t>(b.shape_size()));
       }
-      buffers[b.id()] =
-          plan::AllocOp::create(builder, loc, bufferType, tensor, lo, hi,
-                                b.grad() ? builder.getUnitAttr() : UnitAttr());
+      buffers[b.id()] = plan::AllocOp::create(
+          builder, loc, bufferType, tensor, lo, hi,
+          b.grad() ? builder.getUnitAttr() : UnitAttr(),
+          b.staging() ? builder.getUnitAttr() : UnitAttr());
       return success();
     }
     case I::kFree: {

@@ -271,7 +271,7 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b) {
     buffer.lo.assign(b.box().lo().begin(), b.box().lo().end());
     buffer.hi.assign(b.box().hi().begin(), b.box().hi().end());
   }
-  if (b.tensor() >= 0 && !b.grad() &&
+  if (b.tensor() >= 0 && !b.grad() && !b.staging() &&
       isPersistentRole(plan.tensors(b.tensor()))) {
     auto it = persistent.find(b.id());
     if (it == persistent.end()) {

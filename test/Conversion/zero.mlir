@@ -2,7 +2,10 @@
 // ranks: each weight's gradient is reduce-scattered along dim 0, each rank
 // updates its half of the rows and the halves are all-gathered back; with
 // stage 2 the whole gradient is freed right after the reduce-scatter.
-// Stage 3 is simulated but not lowered yet: a clear error.
+// Stage 3 keeps each rank's rows of the weight only: the whole weight is
+// all-gathered into a staging buffer before the forward and again before
+// the backward, and the gradient is reduce-scattered into the rows, which
+// the update changes in place.
 // RUN: ppc-opt %s -split-input-file -verify-diagnostics --ppc-attach-machine=machine=cpux2 --ppc-lower-to-plan | FileCheck %s
 
 func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
@@ -28,7 +31,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // CHECK-NEXT: plan.free %[[G2]]
 // CHECK-NEXT: plan.phase update
 // CHECK-NEXT: plan.update %[[W1]], %[[S1]]
-// CHECK-NEXT: %[[U1:[a-z0-9_]+]] = plan.alloc @[[T1]] [0, 0] [4, 16] grad
+// CHECK-NEXT: %[[U1:[a-z0-9_]+]] = plan.alloc @[[T1]] [0, 0] [4, 16] staging
 // CHECK-NEXT: plan.copy %[[W1]] -> %[[U1]] [0, 0] [4, 16]
 // CHECK-NEXT: plan.collective all_gather %[[U1]] -> %[[W1]] group [0, 1]
 // CHECK-NEXT: plan.update %[[W2]], %[[S2]]
@@ -42,8 +45,41 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 
 func.func @zero3(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
   %w1 = ppc.weight "w1" : tensor<8x6xf32>
-  // expected-error @below {{ZeRO stage 3 (zero = 3) is simulated but not lowered yet: weight 'w1'; use zero = 1 or 2}}
   %y = ppc.linear %x, %w1 {ppc.strategy = #ppc.strategy<degrees = [2, 1, 1], zero = 3>} : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
   %l = ppc.softmax_cross_entropy %y, %labels {ppc.strategy = #ppc.strategy<degrees = [2, 1]>} : (tensor<4x6xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// The second function's plan follows the first's.
+// CHECK: plan.plan version
+// CHECK: plan.program rank 0
+// CHECK: %[[S:[a-z0-9_]+]] = plan.alloc @[[T:w[0-9]+]] [0, 0] [4, 6]
+// CHECK-NEXT: plan.load %[[S]]
+// CHECK-NEXT: %[[WF:[a-z0-9_]+]] = plan.alloc @[[T]] [0, 0] [8, 6] staging
+// CHECK-NEXT: plan.collective all_gather %[[S]] -> %[[WF]] group [0, 1]
+// CHECK: plan.kernel @op0 stage 0 ins(%{{.*}}, %[[WF]])
+// CHECK: plan.free %[[WF]]
+// CHECK: plan.phase backward
+// CHECK: %[[WB:[a-z0-9_]+]] = plan.alloc @[[T]] [0, 0] [8, 6] staging
+// CHECK-NEXT: plan.collective all_gather %[[S]] -> %[[WB]] group [0, 1]
+// CHECK: plan.kernel_backward @op0 stage 0 ins(%{{.*}}, %[[WB]]) {{.*}}(%[[G:[a-z0-9_]+]])
+// CHECK: plan.phase grad_sync
+// CHECK-NEXT: %[[GS:[a-z0-9_]+]] = plan.alloc @[[T]] [0, 0] [4, 6] grad
+// CHECK-NEXT: plan.collective reduce_scatter %[[G]] -> %[[GS]] group [0, 1]
+// CHECK: plan.phase update
+// CHECK-NEXT: plan.update %[[S]], %[[GS]]
+// CHECK-NOT: all_gather
+// CHECK: plan.program rank 1
+// CHECK: plan.alloc @[[T]] [4, 0] [8, 6]
+
+// -----
+
+// A weight other ops read too cannot be kept in shards at its holder.
+func.func @zero3_shared(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  %w = ppc.weight "w" : tensor<8x8xf32>
+  %h = ppc.matmul %x, %w {ppc.name = "first", ppc.strategy = #ppc.strategy<degrees = [2, 1, 1], zero = 3>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-error @below {{weight 'w' is read by other ops too: ZeRO stage 3 of a shared weight is not lowered; use zero = 1 or 2 on 'first'}}
+  %y = ppc.matmul %h, %w {ppc.strategy = #ppc.strategy<degrees = [2, 1, 1]>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = ppc.softmax_cross_entropy %y, %labels {ppc.strategy = #ppc.strategy<degrees = [2, 1]>} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
   return %l : tensor<f32>
 }

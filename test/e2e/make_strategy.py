@@ -18,10 +18,10 @@ iteration dims, their kinds and splittability) and writes one of:
            even, sample dim allowing), else whole on every device
            (replicas N): replicated producers and consumers meet every
            other kind;
-  zero1, zero2
+  zero1, zero2, zero3
            data parallel with the training state of every weight sharded
-           over the ranks as ZeRO's stage 1 (optimizer state) or 2 (and
-           gradients);
+           over the ranks as ZeRO's stage 1 (optimizer state), 2 (and
+           gradients) or 3 (and the weights: FSDP);
   recompute
            `mixed` with every op recomputed in backward but batch norms
            (their forward updates running statistics).
@@ -45,7 +45,7 @@ def split_first(op, kinds, devices):
 
 def configure(op, kind, devices, index):
     whole = [1] * len(op["dims"])
-    if kind in ("dp", "zero1", "zero2"):
+    if kind in ("dp", "zero1", "zero2", "zero3"):
         return op["degrees"], op["start"]
     if kind == "tensor":
         return split_first(op, ["parameter", "reduction"], devices) or whole, 0
@@ -73,7 +73,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", required=True,
                         choices=["dp", "tensor", "spatial", "mixed",
-                                 "replicated", "zero1", "zero2",
+                                 "replicated", "zero1", "zero2", "zero3",
                                  "recompute"])
     parser.add_argument("input")
     parser.add_argument("output")

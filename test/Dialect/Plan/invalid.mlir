@@ -342,6 +342,19 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
   plan.tensor @y activation [4, 3] f32 {is_output}
   plan.op @mm "ppc.matmul" [@x, @w] -> [@y] needs_grad [false, true] attributes {}
   plan.program rank 0 {
+    // expected-error @+1 {{'plan.alloc' op a staging buffer holds the values of a tensor}}
+    %0 = plan.alloc @w [0, 0] [2, 3] grad staging
+  }
+}
+
+// -----
+
+plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 2] f32
+  plan.tensor @w weight [2, 3] f32
+  plan.tensor @y activation [4, 3] f32 {is_output}
+  plan.op @mm "ppc.matmul" [@x, @w] -> [@y] needs_grad [false, true] attributes {}
+  plan.program rank 0 {
     // expected-error @+1 {{'plan.alloc' op scratch buffer must have 'lo' all zero, got [1, 0]}}
     %0 = plan.alloc [1, 0] [4, 4]
   }

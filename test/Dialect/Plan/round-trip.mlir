@@ -70,6 +70,8 @@ plan.plan version 2 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, mach
   // CHECK-NEXT:   plan.copy %[[W]] -> %[[WT]] [0, 0] [4, 3]
   // CHECK-NEXT:   plan.copy %[[W]] -> %[[WT]] [2, 0] [4, 3] accumulate
   // CHECK-NEXT:   plan.free %[[WT]]
+  // CHECK-NEXT:   %[[WS:.*]] = plan.alloc @w [0, 0] [8, 3] staging
+  // CHECK-NEXT:   plan.free %[[WS]]
   // CHECK-NEXT:   plan.free %[[X]]
   // CHECK-NEXT: }
   plan.program rank 0 {
@@ -113,6 +115,8 @@ plan.plan version 2 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, mach
     plan.copy %w -> %wt [0, 0] [4, 3]
     plan.copy %w -> %wt [2, 0] [4, 3] accumulate
     plan.free %wt
+    %ws = plan.alloc @w [0, 0] [8, 3] staging
+    plan.free %ws
     plan.free %x
   }
 

@@ -165,12 +165,16 @@ def Plan_AllocOp : Plan_InstrOp<"alloc",
   let summary = "A buffer holding box [lo, hi) of a tensor (or its gradient)";
   let description = [{
     Without `tensor` the buffer is scratch of shape `hi` (lo all 0).
+    `staging` marks a step-local copy of a weight's values (ZeRO-3 gathers
+    the whole weight from its shards into one for each use): unlike the
+    weight's own buffers it is not kept across steps nor checkpointed.
   }];
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$tensor,
                        DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi,
-                       UnitAttr:$grad);
+                       UnitAttr:$grad, UnitAttr:$staging);
   let results = (outs Plan_BufferType:$buffer);
-  let assemblyFormat = "($tensor^)? $lo $hi (`grad` $grad^)? attr-dict";
+  let assemblyFormat =
+      "($tensor^)? $lo $hi (`grad` $grad^)? (`staging` $staging^)? attr-dict";
   let hasVerifier = 1;
 }
 
