@@ -322,12 +322,23 @@ sim::Strategy dataParallelBaseline(const sim::Graph &graph,
 
 /// Data parallel with every weight's training state sharded as ZeRO's
 /// `Stage` over the data-parallel replicas.
+/// Stage 3 keeps a weight in shards at its holder, which the lowering
+/// refuses for a weight other ops read too: those stay at stage 2.
 template <StateSharding Stage>
 sim::Strategy zeroBaseline(const sim::Graph &graph, const Machine &machine) {
   sim::Strategy strategy = sim::dataParallel(graph, machine.numDevices());
+  std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
+  std::vector<char> shared(graph.ops.size(), 0);
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (const sim::Source &src : graph.ops[c].operands)
+      if (src.kind == sim::Source::Kind::Weight &&
+          holders[src.index].op != static_cast<int32_t>(c))
+        shared[holders[src.index].op] = 1;
   for (size_t op = 0; op < graph.ops.size(); ++op)
     if (hasWeightOperand(graph.ops[op]))
-      strategy[op].sharding = Stage;
+      strategy[op].sharding = Stage == StateSharding::Parameters && shared[op]
+                                  ? StateSharding::Gradients
+                                  : Stage;
   return strategy;
 }
 } // namespace
@@ -343,6 +354,10 @@ const std::vector<BaselineInfo> &baselines() {
       {"zero2",
        "data parallel with optimizer state and gradients sharded (ZeRO-2)",
        zeroBaseline<StateSharding::Gradients>},
+      {"fsdp",
+       "data parallel with optimizer state, gradients and weights sharded, "
+       "weights gathered for each use (ZeRO-3, PyTorch FSDP)",
+       zeroBaseline<StateSharding::Parameters>},
       {"megatron",
        "Megatron-LM: tensor parallel in each node (column- then "
        "row-parallel linears, heads split, other ops replicated in the "

@@ -18,8 +18,8 @@ mkdir -p "$work"
 import="$ppc_opt $examples/$model.onnx --batch-size=$batch"
 if [ "$kind" = searched ]; then
   $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
-elif [ "${kind#megatron}" != "$kind" ]; then
-  # A baseline of search::baselines() as it is (megatron, megatron-sp, ...).
+elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ]; then
+  # A baseline of search::baselines() as it is (megatron, fsdp, ...).
   $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 else
   $import --ppc-auto-parallel="machine=cpux$np search=data-parallel strategy-out=$work/dp.json" -o /dev/null
