@@ -263,6 +263,8 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
                      tp, dp, options.sequenceParallel);
     if (options.distributedOptimizer && hasWeightOperand(graph.ops[op]))
       config.sharding = StateSharding::Optimizer;
+    if (options.shardWeights && hasWeightOperand(graph.ops[op]))
+      config.sharding = StateSharding::Parameters;
     config.recompute = options.recompute && readers[op] == 1 &&
                        sim::recomputeProblem(graph, op).empty();
     strategy.push_back(std::move(config));
@@ -308,11 +310,12 @@ int64_t devicesPerNode(const Machine &machine) {
 
 namespace {
 template <bool SequenceParallel, bool DistributedOptimizer,
-          bool Recompute = false>
+          bool Recompute = false, bool ShardWeights = false>
 sim::Strategy megatronPerNode(const sim::Graph &graph, const Machine &machine) {
   return megatron(graph, machine,
                   MegatronOptions{devicesPerNode(machine), SequenceParallel,
-                                  DistributedOptimizer, Recompute});
+                                  DistributedOptimizer, Recompute,
+                                  ShardWeights});
 }
 
 sim::Strategy dataParallelBaseline(const sim::Graph &graph,
@@ -379,6 +382,10 @@ const std::vector<BaselineInfo> &baselines() {
        "by exactly one op (activations kept where the graph branches: the "
        "residual stream)",
        megatronPerNode<true, true, true>},
+      {"megatron-sp-fsdp-recompute",
+       "megatron-sp with recomputation, and weights, gradients and optimizer "
+       "state sharded over the data-parallel replicas (ZeRO-3)",
+       megatronPerNode<true, false, true, true>},
       {"one-weird-trick",
        "Krizhevsky: data-parallel convolutions, model-parallel fully "
        "connected layers",

@@ -1120,10 +1120,12 @@ struct Simulator::Impl {
     recomputedNow[x] = 1;
     for (int32_t y : producersOf[x])
       recompute(y);
-    std::vector<double> end(st.devices.size());
+    // ZeRO-3 weights are gathered again for it.
+    std::vector<double> end(st.devices.size(), 0.0);
+    gatherWeights(x, end);
     for (size_t p = 0; p < st.devices.size(); ++p) {
-      end[p] =
-          runKernel(st.devices[p], 0, st.fwdTime[p], x, TaskKind::Recompute);
+      end[p] = runKernel(st.devices[p], end[p], st.fwdTime[p], x,
+                         TaskKind::Recompute);
       for (const auto &slices : st.resultSlices)
         cascadeBytes[st.devices[p]] +=
             volume(slices[p]) * graph.ops[x].elemBytes;

@@ -912,11 +912,17 @@ void PlanEmitter::emitRecompute(int64_t x) {
   Operation *op = parts.ops[x];
   const OpLayout &layout = parts.layouts[x];
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[x]);
+  // ZeRO-3 weights are gathered again for the recomputation.
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    if (!zero3Group(x, i, 0).empty())
+      gatherWeightShards(x, i);
   for (int64_t p = 0; p < layout.numInstances(); ++p) {
     int64_t rank = layout.devices[p];
     SmallVector<Value> ins, outs;
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
-      ins.push_back(current(operands[x][i][p].buffer));
+      ins.push_back(gatheredWeights.count({x, i, p})
+                        ? gatheredWeights.at({x, i, p})
+                        : current(operands[x][i][p].buffer));
     for (unsigned r = 0; r < op->getNumResults(); ++r) {
       Value old = results[x][r][p];
       Value again = alloc(rank, tensorOf[op->getResult(r)],
@@ -929,6 +935,7 @@ void PlanEmitter::emitRecompute(int64_t x) {
     plan::KernelOp::create(at(rank), loc, opSym, builder.getI64IntegerAttr(0),
                            ins, outs, ValueRange());
   }
+  freeGatheredWeights(x);
   emitPartialSums(x);
 }
 

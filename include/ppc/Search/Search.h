@@ -98,6 +98,9 @@ struct MegatronOptions {
   /// (the residual stream, as Megatron's full recomputation checkpoints
   /// each layer's input).
   bool recompute = false;
+  /// Weights, gradients and optimizer state sharded over the data-parallel
+  /// replicas (ZeRO-3) instead of the optimizer state alone.
+  bool shardWeights = false;
 };
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
