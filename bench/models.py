@@ -4,7 +4,7 @@
     python3 bench/models.py bert --layers 24 --batch 64 > bert-large.mlir
     python3 bench/models.py resnet50 --batch 64 > resnet50.mlir
     python3 bench/models.py resnet101 --batch 1024 > resnet101.mlir
-    python3 bench/models.py alexnet | inception_v3 | rnnlm | transformer
+    python3 bench/models.py alexnet | vgg16 | inception_v3 | rnnlm | transformer
 
 Models (sizes as published; --batch is the global batch of one step):
   bert          BERT-style encoder (--layers, --hidden, --heads, --ff, --seq,
@@ -24,6 +24,8 @@ Models (sizes as published; --batch is the global batch of one step):
                 (25.6 M / 44.5 M parameters, 4.1 / 7.8 GMAC at 224x224)
   alexnet       torchvision AlexNet: 5 conv + 3 fc, 224x224 (61.1 M
                 parameters, 0.71 GMAC)
+  vgg16         torchvision VGG-16 (configuration D): 13 conv 3x3 + 3 fc,
+                224x224 (138.4 M parameters, 15.5 GMAC)
   inception_v3  torchvision Inception-v3 without the aux head, 299x299
                 (23.8 M parameters, 5.7 GMAC)
   --exported    resnet*/inception_v3 as PyTorch's eval-mode ONNX export
@@ -316,6 +318,39 @@ def alexnet(batch, classes=1000):
     return header, e, x, out
 
 
+def vgg16(batch, classes=1000):
+    """torchvision VGG-16 (configuration D: 13 conv 3x3 with bias + ReLU, 5 max
+    pools, 3 fc with dropout)."""
+    e = Emitter()
+    c = Cnn(e)
+    s = [batch, 3, 224, 224]
+    x = "%image"
+    stages = [[64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512]]
+    n = 0
+    for stage, widths in enumerate(stages):
+        for cout in widths:
+            n += 1
+            name = "features.conv%d" % n
+            x, s = c.conv(x, s, cout, 3, 1, 1, name, bias=True)
+            x = c.relu(x, s, name + ".relu")
+        x, s = c.pool("max", x, s, 2, 2, 0, "features.pool%d" % (stage + 1))
+    # At 224x224 the adaptive average pool to 7x7 is the identity.
+    flat = s[1] * s[2] * s[3]
+    x = e.op("flatten", "ppc.reshape %s : %s -> %s" % (x, ty(s), ty([batch, flat])))
+    din = flat
+    for i, dout in enumerate([4096, 4096]):
+        name = "classifier.fc%d" % (i + 1)
+        x = c.linear(x, din, dout, batch, name)
+        x = c.relu(x, [batch, dout], name + ".relu")
+        x = e.op(name + ".dropout", "ppc.dropout %s {ratio = 0.5 : f64} : %s"
+                 % (x, ty([batch, dout])))
+        din = dout
+    x = c.linear(x, din, classes, batch, "classifier.fc3")
+    out = [batch, classes]
+    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, 224, 224]), ty(out))
+    return header, e, x, out
+
+
 def inception_v3(batch, classes=1000, image=299):
     """torchvision Inception-v3 (transform_input off, no aux head)."""
     e = Emitter()
@@ -487,7 +522,7 @@ def main():
         epilog="\n".join(__doc__.splitlines()[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", choices=["bert", "gpt", "transformer", "resnet50", "resnet101",
-                                      "resnet152", "alexnet", "inception_v3", "rnnlm"])
+                                      "resnet152", "alexnet", "vgg16", "inception_v3", "rnnlm"])
     ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--seq", type=int)
@@ -530,6 +565,8 @@ def main():
                                         image=pick(a.image, 224))
     elif a.model == "alexnet":
         header, e, result, out = alexnet(a.batch)
+    elif a.model == "vgg16":
+        header, e, result, out = vgg16(a.batch)
     elif a.model == "inception_v3":
         header, e, result, out = inception_v3(a.batch, image=pick(a.image, 299))
     else:

@@ -2,6 +2,7 @@
 
 #include "ppc/Search/Blocks.h"
 
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -22,38 +23,103 @@ void appendAccess(std::vector<int64_t> &key, const TensorAccess &access) {
   }
 }
 
+void appendDouble(std::vector<int64_t> &key, double value) {
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  key.push_back(bits);
+}
+
+/// Everything of op `i` that its simulated cost under a configuration reads
+/// (see Simulator's op state): kind, element type, FLOPs and bytes, the
+/// iteration space, whether anything reads its results, and per operand
+/// the source kind, with a weight's shape, bytes, trainability and whether
+/// this use holds it.
+std::vector<int64_t> localKey(const sim::Graph &graph, size_t i,
+                              const std::vector<sim::WeightUse> &holders,
+                              const std::vector<char> &hasReaders) {
+  const sim::Op &op = graph.ops[i];
+  std::vector<int64_t> key;
+  key.push_back(static_cast<int64_t>(op.dtype));
+  key.push_back(op.elemBytes);
+  for (double v : {op.cost.fwdFlops, op.cost.bwdFlops, op.cost.fwdBytes,
+                   op.cost.bwdBytes})
+    appendDouble(key, v);
+  key.push_back(hasReaders[i]);
+  for (const IterDim &dim : op.space.dims) {
+    key.push_back(dim.size);
+    key.push_back(static_cast<int64_t>(dim.kind));
+    key.push_back(dim.splittable);
+  }
+  for (const TensorAccess &access : op.space.operands)
+    appendAccess(key, access);
+  for (const TensorAccess &access : op.space.results)
+    appendAccess(key, access);
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    const sim::Source &src = op.operands[o];
+    key.push_back(static_cast<int64_t>(src.kind));
+    if (src.kind != sim::Source::Kind::Weight)
+      continue;
+    const sim::Weight &w = graph.weights[src.index];
+    for (int64_t size : w.shape)
+      key.push_back(size);
+    key.push_back(w.elemBytes);
+    key.push_back(w.trainable);
+    const sim::WeightUse &holder = holders[src.index];
+    key.push_back(holder.op == static_cast<int32_t>(i) &&
+                  holder.operand == static_cast<int32_t>(o));
+  }
+  return key;
+}
+
+/// localKey of every op.
+std::vector<std::vector<int64_t>> localKeys(const sim::Graph &graph) {
+  std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
+  std::vector<char> hasReaders(graph.ops.size(), 0);
+  for (const sim::Op &op : graph.ops)
+    for (const sim::Source &src : op.operands)
+      if (src.kind == sim::Source::Kind::Op)
+        hasReaders[src.index] = 1;
+  std::vector<std::vector<int64_t>> keys;
+  keys.reserve(graph.ops.size());
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    keys.push_back(localKey(graph, i, holders, hasReaders));
+  return keys;
+}
+
 } // namespace
 
+std::vector<int32_t> costClasses(const sim::Graph &graph) {
+  std::vector<std::vector<int64_t>> keys = localKeys(graph);
+  std::map<std::pair<std::string, std::vector<int64_t>>, int32_t> ids;
+  std::vector<int32_t> classOf(graph.ops.size());
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    classOf[i] =
+        ids.try_emplace({graph.ops[i].kind, std::move(keys[i])},
+                        static_cast<int32_t>(ids.size()))
+            .first->second;
+  return classOf;
+}
+
 RepeatedOps findRepeatedOps(const sim::Graph &graph) {
+  std::vector<std::vector<int64_t>> keys = localKeys(graph);
   std::map<std::pair<std::string, std::vector<int64_t>>, std::vector<size_t>>
       bySignature;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     const sim::Op &op = graph.ops[i];
-    std::vector<int64_t> key;
-    key.push_back(static_cast<int64_t>(op.dtype));
-    for (const IterDim &dim : op.space.dims) {
-      key.push_back(dim.size);
-      key.push_back(static_cast<int64_t>(dim.kind));
-      key.push_back(dim.splittable);
-    }
-    for (const TensorAccess &access : op.space.operands)
-      appendAccess(key, access);
-    for (const TensorAccess &access : op.space.results)
-      appendAccess(key, access);
+    std::vector<int64_t> &key = keys[i];
+    // The wiring: how far back each operand's producer is, or which input
+    // or constant it reads.
     for (const sim::Source &src : op.operands) {
-      key.push_back(static_cast<int64_t>(src.kind));
       switch (src.kind) {
       case sim::Source::Kind::Op:
         key.push_back(static_cast<int64_t>(i) - src.index);
         key.push_back(src.result);
         break;
-      case sim::Source::Kind::Weight:
-        for (int64_t size : graph.weights[src.index].shape)
-          key.push_back(size);
-        break;
       case sim::Source::Kind::Input:
       case sim::Source::Kind::Constant:
         key.push_back(src.index);
+        break;
+      case sim::Source::Kind::Weight:
         break;
       }
     }

@@ -61,12 +61,14 @@ std::vector<int64_t> divisorsOf(const std::vector<int64_t> &primes) {
 /// each degree a divisor of `numDevices` that divides its dim.
 std::vector<std::vector<int64_t>>
 degreeVectors(const std::vector<IterDim> &dims, bool reductionSplits,
-              const std::vector<int64_t> &deviceDivisors, int64_t numDevices) {
+              int maxSplitDims, const std::vector<int64_t> &deviceDivisors,
+              int64_t numDevices) {
   std::vector<std::vector<int64_t>> result;
   std::vector<int64_t> degrees(dims.size(), 1);
   // Depth-first over dims; `budget` is what the degrees so far leave of the
   // device count (the product of the rest must divide it).
-  auto recurse = [&](auto &self, size_t d, int64_t budget) -> void {
+  auto recurse = [&](auto &self, size_t d, int64_t budget,
+                     int splits) -> void {
     if (d == dims.size()) {
       result.push_back(degrees);
       return;
@@ -75,14 +77,15 @@ degreeVectors(const std::vector<IterDim> &dims, bool reductionSplits,
     bool searched =
         dim.splittable && (dim.kind != IterKind::Reduction || reductionSplits);
     for (int64_t k : deviceDivisors) {
-      if (k > 1 && (!searched || budget % k != 0 || dim.size % k != 0))
+      if (k > 1 && (!searched || budget % k != 0 || dim.size % k != 0 ||
+                    (maxSplitDims > 0 && splits == maxSplitDims)))
         continue;
       degrees[d] = k;
-      self(self, d + 1, budget / k);
+      self(self, d + 1, budget / k, splits + (k > 1));
     }
     degrees[d] = 1;
   };
-  recurse(recurse, 0, numDevices);
+  recurse(recurse, 0, numDevices, 0);
   return result;
 }
 
@@ -167,14 +170,16 @@ void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
 } // namespace
 
 ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
-                         SpaceOptions options) {
+                         SpaceOptions options)
+    : spaceOptions(options) {
   int64_t numDevices = machine.numDevices();
   std::vector<int64_t> deviceDivisors = divisorsOf(primeFactors(numDevices));
   int64_t devicesPerNode = uniformDevicesPerNode(machine);
   perOp.reserve(graph.ops.size());
   for (const sim::Op &op : graph.ops) {
-    std::vector<std::vector<int64_t>> vectors = degreeVectors(
-        op.space.dims, options.reductionSplits, deviceDivisors, numDevices);
+    std::vector<std::vector<int64_t>> vectors =
+        degreeVectors(op.space.dims, options.reductionSplits,
+                      options.maxSplitDims, deviceDivisors, numDevices);
     // Largest total degree first; ties in lexicographic order, so the cap
     // keeps the same vectors on every run.
     std::stable_sort(
@@ -190,6 +195,12 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
     for (const std::vector<int64_t> &degrees : vectors)
       appendViews(degrees, numDevices, devicesPerNode, options.stridedViews,
                   options.replicas, configs);
+    if (options.anchoredViews)
+      configs.erase(std::remove_if(configs.begin(), configs.end(),
+                                   [](const OpConfig &config) {
+                                     return config.start != 0;
+                                   }),
+                    configs.end());
     for ([[maybe_unused]] const OpConfig &config : configs)
       assert(checkConfig(op.space, config, numDevices).empty());
     perOp.push_back(std::move(configs));

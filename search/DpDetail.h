@@ -16,9 +16,11 @@ namespace ppc::search::detail {
 /// over ops plus Simulator::edgeCost over op-to-op edges) by node and edge
 /// elimination, enumeration of the remaining core, and sequence splits.
 /// `exact` (optional) is set to false when a segment was too large to
-/// enumerate and coordinate descent decided it.
+/// enumerate and coordinate descent decided it; `reused` (optional) to the
+/// tables and eliminations shared between repeated ops instead of made
+/// again.
 sim::Strategy additiveOptimum(const Problem &problem, const ConfigSpace &space,
-                              bool *exact = nullptr);
+                              bool *exact = nullptr, int64_t *reused = nullptr);
 
 } // namespace ppc::search::detail
 

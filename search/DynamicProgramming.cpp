@@ -19,6 +19,14 @@
 //    is solved for every pair of configurations of its two cut ops, and a DP
 //    over the sequence of cut ops chains the segments; a segment too large
 //    to enumerate falls back to coordinate descent (not exact).
+// Repeated structure (transformer layers, ResNet blocks) is solved once:
+//    ops of one cost class (costClasses) share one node table, edges between
+//    the same classes one edge table, and every elimination is memoized by
+//    the content ids of the tables it reads, so the eliminations of the
+//    second and later identical layers are look-ups. On machines where the
+//    tables over every view would be large, they cover the views anchored
+//    at device 0 (a homogeneous machine's translates of a layout cost the
+//    same in the additive model); step 4 reaches the other views.
 // 3. The strategy is simulated in full; if it overflows memory, the DP is
 //    re-run with configurations that need more than a half (a quarter) of
 //    a device by themselves rejected, then data parallel is the fallback.
@@ -29,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DpDetail.h"
+#include "ppc/Search/Blocks.h"
 #include "OpFootprint.h"
 
 #include <algorithm>
@@ -36,6 +45,11 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <memory>
+#include <array>
 
 namespace ppc::search {
 
@@ -46,19 +60,30 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Strategies of a core (or segment) enumerated exactly at most.
 constexpr double kEnumerateLimit = 2e5;
 
-/// A pairwise cost model over ops: node tables and edge tables.
+/// Tables are shared between ops and edges that cost the same (repeated
+/// layers) and never changed in place: an elimination makes a new table.
+using Table = std::shared_ptr<const std::vector<double>>;
+using Args = std::shared_ptr<const std::vector<size_t>>;
+
+/// A pairwise cost model over ops: node tables and edge tables, each with a
+/// content id (equal ids: equal tables).
 struct Pairwise {
   struct Edge {
-    size_t a = 0, b = 0;   ///< a < b (topological order).
-    std::vector<double> t; ///< t[ca * |C_b| + cb].
+    size_t a = 0, b = 0; ///< a < b (topological order).
+    Table t;             ///< (*t)[ca * |C_b| + cb].
+    int64_t id = 0;
     bool alive = true;
   };
   std::vector<size_t> count;
-  std::vector<std::vector<double>> node;
+  std::vector<Table> node;
+  std::vector<int64_t> nodeId;
   std::vector<Edge> edges;
+  /// Ids at and above this one are free for tables the solver makes.
+  int64_t nextId = 0;
 
   double at(const Edge &e, size_t x, size_t cx, size_t cy) const {
-    return e.a == x ? e.t[cx * count[e.b] + cy] : e.t[cy * count[e.b] + cx];
+    return e.a == x ? (*e.t)[cx * count[e.b] + cy]
+                    : (*e.t)[cy * count[e.b] + cx];
   }
   size_t other(const Edge &e, size_t x) const { return e.a == x ? e.b : e.a; }
 };
@@ -66,8 +91,15 @@ struct Pairwise {
 /// One elimination, undone in reverse order to recover the eliminated op.
 struct Elimination {
   size_t op = 0, left = 0, right = 0;
-  bool series = false;     ///< else a leaf folded into `left`.
-  std::vector<size_t> arg; ///< [cl * |C_right| + cr] or [cl].
+  bool series = false; ///< else a leaf folded into `left`.
+  Args arg;            ///< [cl * |C_right| + cr] or [cl].
+};
+
+/// What an elimination made, kept under the ids of what it read.
+struct Made {
+  Table table;
+  Args arg;
+  int64_t id = 0;
 };
 
 class Solver {
@@ -94,17 +126,21 @@ public:
     for (auto it = eliminations.rbegin(); it != eliminations.rend(); ++it) {
       size_t cl = assignment[it->left];
       assignment[it->op] =
-          it->series ? it->arg[cl * m.count[it->right] + assignment[it->right]]
-                     : it->arg[cl];
+          it->series
+              ? (*it->arg)[cl * m.count[it->right] + assignment[it->right]]
+              : (*it->arg)[cl];
     }
     return assignment;
   }
 
   int64_t evaluated = 0;
+  /// Eliminations answered from the memo (repeated structure).
+  int64_t reused = 0;
   bool exact = true;
 
 private:
   Pairwise m;
+  std::map<std::array<int64_t, 6>, Made> memo;
   const std::atomic<bool> *cancel;
   std::vector<std::vector<size_t>> adj;
   std::vector<bool> alive;
@@ -134,9 +170,18 @@ private:
       }
       // Edge elimination: both edges join the same two ops (a < b both).
       Pairwise::Edge &into = m.edges[*same];
-      for (size_t i = 0; i < into.t.size(); ++i)
-        into.t[i] += edge.t[i];
-      evaluated += static_cast<int64_t>(into.t.size());
+      std::array<int64_t, 6> key = {0, std::min(into.id, edge.id),
+                                    std::max(into.id, edge.id), 0, 0, 0};
+      Made &made = lookup(key, [&](Made &fresh) {
+        std::vector<double> sum = *into.t;
+        for (size_t i = 0; i < sum.size(); ++i)
+          sum[i] += (*edge.t)[i];
+        evaluated += static_cast<int64_t>(sum.size());
+        fresh.table = std::make_shared<const std::vector<double>>(
+            std::move(sum));
+      });
+      into.t = made.table;
+      into.id = made.id;
       edge.alive = false;
     }
     list = result;
@@ -161,26 +206,49 @@ private:
     }
   }
 
+  /// The memo's entry for `key`, made by `make` (which fills the table
+  /// and, for eliminations, the argmins) the first time.
+  template <typename MakeFn> Made &lookup(std::array<int64_t, 6> key,
+                                          MakeFn make) {
+    auto [it, inserted] = memo.try_emplace(key);
+    if (!inserted) {
+      ++reused;
+      return it->second;
+    }
+    make(it->second);
+    it->second.id = m.nextId++;
+    return it->second;
+  }
+
   /// j hangs off one edge: node_i[ci] += min_cj edge(ci, cj) + node_j[cj].
   void foldLeaf(size_t j, size_t e) {
     Pairwise::Edge &edge = m.edges[e];
     size_t i = m.other(edge, j);
-    Elimination el{j, i, i, false, std::vector<size_t>(m.count[i], 0)};
-    for (size_t ci = 0; ci < m.count[i]; ++ci) {
-      double best = kInf;
-      for (size_t cj = 0; cj < m.count[j]; ++cj) {
-        double v = m.at(edge, j, cj, ci) + m.node[j][cj];
-        if (v < best) {
-          best = v;
-          el.arg[ci] = cj;
+    std::array<int64_t, 6> key = {1, m.nodeId[i], m.nodeId[j], edge.id,
+                                  edge.a == j, 0};
+    Made &made = lookup(key, [&](Made &fresh) {
+      std::vector<double> node = *m.node[i];
+      std::vector<size_t> arg(m.count[i], 0);
+      for (size_t ci = 0; ci < m.count[i]; ++ci) {
+        double best = kInf;
+        for (size_t cj = 0; cj < m.count[j]; ++cj) {
+          double v = m.at(edge, j, cj, ci) + (*m.node[j])[cj];
+          if (v < best) {
+            best = v;
+            arg[ci] = cj;
+          }
         }
+        node[ci] += best;
       }
-      m.node[i][ci] += best;
-    }
-    evaluated += static_cast<int64_t>(m.count[i] * m.count[j]);
+      evaluated += static_cast<int64_t>(m.count[i] * m.count[j]);
+      fresh.table = std::make_shared<const std::vector<double>>(std::move(node));
+      fresh.arg = std::make_shared<const std::vector<size_t>>(std::move(arg));
+    });
+    m.node[i] = made.table;
+    m.nodeId[i] = made.id;
     edge.alive = false;
     alive[j] = false;
-    eliminations.push_back(std::move(el));
+    eliminations.push_back({j, i, i, false, made.arg});
   }
 
   /// i - j - k: one edge i - k minimized over j.
@@ -192,30 +260,39 @@ private:
     }
     const Pairwise::Edge &left = m.edges[e1], &right = m.edges[e2];
     size_t ni = m.count[i], nj = m.count[j], nk = m.count[k];
-    Pairwise::Edge merged;
-    merged.a = i;
-    merged.b = k;
-    merged.t.assign(ni * nk, kInf);
-    Elimination el{j, i, k, true, std::vector<size_t>(ni * nk, 0)};
-    for (size_t ci = 0; ci < ni; ++ci)
-      for (size_t cj = 0; cj < nj; ++cj) {
-        double base = m.at(left, j, cj, ci) + m.node[j][cj];
-        for (size_t ck = 0; ck < nk; ++ck) {
-          double v = base + m.at(right, j, cj, ck);
-          if (v < merged.t[ci * nk + ck]) {
-            merged.t[ci * nk + ck] = v;
-            el.arg[ci * nk + ck] = cj;
+    std::array<int64_t, 6> key = {2,       left.id,  left.a == j,
+                                  m.nodeId[j], right.id, right.a == j};
+    Made &made = lookup(key, [&](Made &fresh) {
+      std::vector<double> merged(ni * nk, kInf);
+      std::vector<size_t> arg(ni * nk, 0);
+      const std::vector<double> &node = *m.node[j];
+      for (size_t ci = 0; ci < ni; ++ci)
+        for (size_t cj = 0; cj < nj; ++cj) {
+          double base = m.at(left, j, cj, ci) + node[cj];
+          if (base == kInf)
+            continue;
+          double *row = &merged[ci * nk];
+          size_t *rowArg = &arg[ci * nk];
+          for (size_t ck = 0; ck < nk; ++ck) {
+            double v = base + m.at(right, j, cj, ck);
+            if (v < row[ck]) {
+              row[ck] = v;
+              rowArg[ck] = cj;
+            }
           }
         }
-      }
-    evaluated += static_cast<int64_t>(ni * nj * nk);
+      evaluated += static_cast<int64_t>(ni * nj * nk);
+      fresh.table =
+          std::make_shared<const std::vector<double>>(std::move(merged));
+      fresh.arg = std::make_shared<const std::vector<size_t>>(std::move(arg));
+    });
     m.edges[e1].alive = m.edges[e2].alive = false;
     alive[j] = false;
     size_t id = m.edges.size();
-    m.edges.push_back(std::move(merged));
+    m.edges.push_back({i, k, made.table, made.id, true});
     adj[i].push_back(id);
     adj[k].push_back(id);
-    eliminations.push_back(std::move(el));
+    eliminations.push_back({j, i, k, true, made.arg});
   }
 
   //===------------------------------------------------------------------===//
@@ -256,7 +333,7 @@ private:
   /// and fixed neighbours (and, with `all`, its later ones too).
   double local(const Sub &s, size_t r, size_t c) const {
     size_t x = s.ops[r];
-    double v = m.node[x][c];
+    double v = (*m.node[x])[c];
     for (auto [e, y] : s.earlier[r])
       v += m.at(m.edges[e], x, c, assignment[y]);
     for (auto [e, y] : s.fixed[r])
@@ -326,7 +403,7 @@ private:
         size_t bestC = assignment[x];
         double best = kInf;
         for (size_t c = 0; c < m.count[x]; ++c) {
-          double v = m.node[x][c];
+          double v = (*m.node[x])[c];
           for (size_t e : adj[x])
             if (m.edges[e].alive) {
               size_t y = m.other(m.edges[e], x);
@@ -455,13 +532,13 @@ private:
       from[q].assign(nq, 0);
       for (size_t c = 0; c < nq; ++c) {
         if (q == 0) {
-          value[q][c] = segCost[0][c] + m.node[cuts[q]][c];
+          value[q][c] = segCost[0][c] + (*m.node[cuts[q]])[c];
           continue;
         }
         size_t np = m.count[cuts[q - 1]];
         for (size_t cp = 0; cp < np; ++cp) {
           double v =
-              value[q - 1][cp] + segCost[q][cp * nq + c] + m.node[cuts[q]][c];
+              value[q - 1][cp] + segCost[q][cp * nq + c] + (*m.node[cuts[q]])[c];
           ++evaluated;
           if (v < value[q][c]) {
             value[q][c] = v;
@@ -494,13 +571,42 @@ private:
   }
 };
 
-/// The additive model's tables over the whole space, built once, and its
-/// minimization.
+/// Edge-table entries (summed over distinct tables) the DP builds over the
+/// search's own space at most; above it, a coarser space (tableSpace).
+constexpr double kTableEntries = 1e6;
+
+/// Entries of the distinct edge tables over `space` (one per pair of cost
+/// classes joined the same way).
+double tableEntries(const sim::Graph &graph, const ConfigSpace &space,
+                    const std::vector<int32_t> &classOf) {
+  std::set<std::array<int64_t, 4>> seen;
+  double entries = 0;
+  for (size_t op = 0; op < graph.ops.size(); ++op)
+    for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
+      const sim::Source &src = graph.ops[op].operands[o];
+      if (src.kind != sim::Source::Kind::Op ||
+          !seen.insert({classOf[src.index], src.result, classOf[op],
+                        static_cast<int64_t>(o)})
+               .second)
+        continue;
+      entries += static_cast<double>(space.configs(src.index).size()) *
+                 static_cast<double>(space.configs(op).size());
+    }
+  return entries;
+}
+
+/// The additive model's tables, built once per cost class and pair of
+/// classes, and its minimization.
 struct AdditiveModel {
   Pairwise base;
-  /// Per op and configuration: its own memory over the device's limit.
+  /// Per op, its cost class (costClasses); per class, the configurations
+  /// the tables cover and each one's own memory over the device's limit.
+  std::vector<int32_t> classOf;
+  std::vector<std::vector<OpConfig>> configs;
   std::vector<std::vector<double>> ownShare;
   int64_t evaluated = 0;
+  /// Eliminations answered from the memo, edge tables shared.
+  int64_t reused = 0;
   bool exact = true;
   /// Set when `stop` said to give up before every table was built.
   bool abandoned = false;
@@ -513,76 +619,143 @@ struct AdditiveModel {
       const std::function<bool()> &stop = [] { return false; }) {
     const sim::Graph &graph = problem.graph;
     size_t n = graph.ops.size();
-    detail::FootprintProfiler profiler(problem);
-    size_t numDevices = static_cast<size_t>(problem.machine.numDevices());
-    base.count.resize(n);
-    base.node.resize(n);
-    ownShare.resize(n);
-    for (size_t op = 0; op < n; ++op) {
-      const std::vector<OpConfig> &configs = space.configs(op);
-      base.count[op] = configs.size();
-      for (const OpConfig &c : configs) {
-        if (stop()) {
-          abandoned = true;
-          return;
-        }
-        base.node[op].push_back(simulator.nodeCost(op, c));
-        detail::OpFootprint f = profiler.profile(op, c);
-        double share = 0;
-        for (size_t d = 0; d < numDevices; ++d)
-          share = std::max(share,
-                           static_cast<double>(f.memory[d] + f.workspace[d]) /
-                               static_cast<double>(profiler.limit(d)));
-        ownShare[op].push_back(share);
-      }
-      evaluated += static_cast<int64_t>(configs.size());
-    }
+    classOf = costClasses(graph);
+    size_t numClasses = 0;
+    for (int32_t c : classOf)
+      numClasses = std::max(numClasses, static_cast<size_t>(c) + 1);
+    std::vector<size_t> representative(numClasses, SIZE_MAX);
+    for (size_t op = 0; op < n; ++op)
+      if (representative[classOf[op]] == SIZE_MAX)
+        representative[classOf[op]] = op;
+
+    // One edge table per (producer class, result, consumer class, operand).
+    std::map<std::array<int64_t, 4>, int64_t> edgeKeys;
+    std::vector<std::pair<size_t, size_t>> edgeOf; // (consumer, operand).
+    std::vector<int64_t> edgeKeyOf;
     for (size_t op = 0; op < n; ++op)
       for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
         const sim::Source &src = graph.ops[op].operands[o];
         if (src.kind != sim::Source::Kind::Op)
           continue;
-        size_t p = static_cast<size_t>(src.index);
-        Pairwise::Edge e;
-        e.a = p;
-        e.b = op;
-        for (const OpConfig &cp : space.configs(p))
-          for (const OpConfig &cc : space.configs(op)) {
-            if (stop()) {
-              abandoned = true;
-              return;
-            }
-            e.t.push_back(simulator.edgeCost(op, o, cp, cc));
-          }
-        evaluated += static_cast<int64_t>(e.t.size());
-        base.edges.push_back(std::move(e));
+        std::array<int64_t, 4> key = {classOf[src.index], src.result,
+                                      classOf[op], static_cast<int64_t>(o)};
+        auto [it, inserted] = edgeKeys.try_emplace(
+            key, static_cast<int64_t>(edgeKeys.size()));
+        if (inserted)
+          edgeOf.push_back({op, o});
+        edgeKeyOf.push_back(it->second);
       }
+    configs.resize(numClasses);
+    for (size_t c = 0; c < numClasses; ++c)
+      configs[c] = space.configs(representative[c]);
+    detail::FootprintProfiler profiler(problem);
+    size_t numDevices = static_cast<size_t>(problem.machine.numDevices());
+    std::vector<Table> nodeTables(numClasses);
+    ownShare.resize(numClasses);
+    for (size_t c = 0; c < numClasses; ++c) {
+      size_t op = representative[c];
+      std::vector<double> table;
+      for (const OpConfig &config : configs[c]) {
+        if (stop()) {
+          abandoned = true;
+          return;
+        }
+        table.push_back(simulator.nodeCost(op, config));
+        detail::OpFootprint f = profiler.profile(op, config);
+        double share = 0;
+        for (size_t d = 0; d < numDevices; ++d)
+          share = std::max(share,
+                           static_cast<double>(f.memory[d] + f.workspace[d]) /
+                               static_cast<double>(profiler.limit(d)));
+        ownShare[c].push_back(share);
+      }
+      evaluated += static_cast<int64_t>(table.size());
+      nodeTables[c] = std::make_shared<const std::vector<double>>(
+          std::move(table));
+    }
+    std::vector<Table> edgeTables(edgeOf.size());
+    for (size_t k = 0; k < edgeOf.size(); ++k) {
+      auto [op, o] = edgeOf[k];
+      size_t p = static_cast<size_t>(graph.ops[op].operands[o].index);
+      std::vector<double> table;
+      for (const OpConfig &cp : configs[classOf[p]])
+        for (const OpConfig &cc : configs[classOf[op]]) {
+          if (stop()) {
+            abandoned = true;
+            return;
+          }
+          table.push_back(simulator.edgeCost(op, o, cp, cc));
+        }
+      evaluated += static_cast<int64_t>(table.size());
+      edgeTables[k] =
+          std::make_shared<const std::vector<double>>(std::move(table));
+    }
+
+    // Ids: classes first, then edge keys, then what the solver makes.
+    base.count.resize(n);
+    base.node.resize(n);
+    base.nodeId.resize(n);
+    for (size_t op = 0; op < n; ++op) {
+      base.count[op] = configs[classOf[op]].size();
+      base.node[op] = nodeTables[classOf[op]];
+      base.nodeId[op] = classOf[op];
+    }
+    size_t edge = 0;
+    for (size_t op = 0; op < n; ++op)
+      for (const sim::Source &src : graph.ops[op].operands) {
+        if (src.kind != sim::Source::Kind::Op)
+          continue;
+        int64_t key = edgeKeyOf[edge++];
+        base.edges.push_back({static_cast<size_t>(src.index), op,
+                              edgeTables[key],
+                              static_cast<int64_t>(numClasses) + key, true});
+      }
+    reused += static_cast<int64_t>(base.edges.size() - edgeOf.size());
+    base.nextId = static_cast<int64_t>(numClasses + edgeOf.size());
   }
 
   /// The additive optimum with configurations that need more than
   /// `fraction` of a device by themselves rejected (unless that rejects all
   /// of an op's).
-  sim::Strategy solve(const ConfigSpace &space, double fraction,
-                      const std::atomic<bool> *cancel) {
+  sim::Strategy solve(double fraction, const std::atomic<bool> *cancel) {
     size_t n = base.count.size();
+    size_t numClasses = configs.size();
     Pairwise model = base;
-    for (size_t op = 0; op < n; ++op) {
-      bool any = false;
-      for (double s : ownShare[op])
-        any = any || s <= fraction;
-      if (!any)
+    std::vector<Table> masked(numClasses);
+    for (size_t c = 0; c < numClasses; ++c) {
+      bool any = false, over = false;
+      for (double share : ownShare[c]) {
+        any = any || share <= fraction;
+        over = over || share > fraction;
+      }
+      if (!any || !over)
         continue;
-      for (size_t c = 0; c < model.count[op]; ++c)
-        if (ownShare[op][c] > fraction)
-          model.node[op][c] = kInf;
+      std::vector<double> table;
+      for (size_t i = 0; i < ownShare[c].size(); ++i)
+        table.push_back(ownShare[c][i] > fraction ? kInf : 0);
+      masked[c] = std::make_shared<const std::vector<double>>(std::move(table));
     }
+    for (size_t op = 0; op < n; ++op) {
+      const Table &mask = masked[classOf[op]];
+      if (!mask)
+        continue;
+      std::vector<double> table = *model.node[op];
+      for (size_t i = 0; i < table.size(); ++i)
+        table[i] += (*mask)[i];
+      model.node[op] = std::make_shared<const std::vector<double>>(
+          std::move(table));
+      // Masked tables of one class are equal: one id per class.
+      model.nodeId[op] = base.nextId + classOf[op];
+    }
+    model.nextId = base.nextId + static_cast<int64_t>(numClasses);
     Solver solver(std::move(model), cancel);
     std::vector<size_t> choice = solver.solve();
     evaluated += solver.evaluated;
+    reused += solver.reused;
     exact = solver.exact;
     sim::Strategy s(n);
     for (size_t op = 0; op < n; ++op)
-      s[op] = space.configs(op)[choice[op]];
+      s[op] = configs[classOf[op]][choice[op]];
     return s;
   }
 };
@@ -590,13 +763,16 @@ struct AdditiveModel {
 } // namespace
 
 sim::Strategy detail::additiveOptimum(const Problem &problem,
-                                      const ConfigSpace &space, bool *exact) {
+                                      const ConfigSpace &space, bool *exact,
+                                      int64_t *reused) {
   sim::Simulator simulator(problem.graph, problem.machine, problem.costModel,
                            problem.simOptions);
   AdditiveModel model(problem, space, simulator);
-  sim::Strategy s = model.solve(space, 1.0, nullptr);
+  sim::Strategy s = model.solve(1.0, nullptr);
   if (exact)
     *exact = model.exact;
+  if (reused)
+    *reused = model.reused;
   return s;
 }
 
@@ -623,7 +799,26 @@ SearchResult dynamicProgramming(const Problem &problem,
     return (options.cancel && options.cancel->load()) ||
            (options.seconds > 0 && elapsed() > options.seconds);
   };
-  AdditiveModel model(problem, space, simulator, stop);
+  // The tables' space: the search's own while its tables stay small, else
+  // views anchored at device 0, else also at most two split dims on
+  // contiguous views.
+  std::optional<ConfigSpace> coarse;
+  const ConfigSpace *tables = &space;
+  std::vector<int32_t> classOf = costClasses(graph);
+  for (int level = 1; level <= 2 && tableEntries(graph, *tables, classOf) >
+                                         kTableEntries;
+       ++level) {
+    SpaceOptions o = space.options();
+    o.anchoredViews = true;
+    if (level == 2) {
+      o.maxSplitDims = o.maxSplitDims > 0 ? std::min(o.maxSplitDims, 2) : 2;
+      o.stridedViews = false;
+      o.replicas = false;
+    }
+    coarse.emplace(graph, problem.machine, o);
+    tables = &*coarse;
+  }
+  AdditiveModel model(problem, *tables, simulator, stop);
   if (model.abandoned) {
     // Out of budget before the DP could start: answer data parallel, and
     // say so, rather than overrun.
@@ -638,7 +833,7 @@ SearchResult dynamicProgramming(const Problem &problem,
     return result;
   }
   auto solveWith = [&](double fraction) {
-    sim::Strategy s = model.solve(space, fraction, options.cancel);
+    sim::Strategy s = model.solve(fraction, options.cancel);
     result.iterations = model.evaluated;
     return s;
   };

@@ -29,11 +29,20 @@ struct RepeatedOps {
   std::vector<int32_t> classOf;
 };
 
-/// Groups the ops of `graph` by signature: kind, iteration dims (size, SOAP
-/// kind, splittability), operand and result accesses, and per operand the
-/// source kind with the distance back to a producing op (result number) or
-/// a weight's shape.
+/// Groups the ops of `graph` by signature: their cost class (below) and
+/// per operand the distance back to a producing op (result number) or the
+/// input or constant read.
 RepeatedOps findRepeatedOps(const sim::Graph &graph);
+
+/// Per op, a class id (dense from 0) shared by the ops that the simulator
+/// costs alike under every configuration, wherever they sit in the graph:
+/// the same kind, element type, FLOPs and bytes, iteration dims (size, SOAP
+/// kind, splittability), operand and result accesses, whether anything reads
+/// the results, and per operand the source kind, with a weight's shape,
+/// bytes, trainability and whether this use holds it. The dynamic
+/// programming builds one node table per class and one edge table per
+/// pair of classes joined the same way.
+std::vector<int32_t> costClasses(const sim::Graph &graph);
 
 } // namespace ppc::search
 

@@ -59,6 +59,11 @@ struct SpaceOptions {
   /// Also the partitions replicated over the whole machine (OpConfig::
   /// replicas), each on a contiguous block of devices.
   bool replicas = true;
+  /// Degree vectors split at most this many dims (0: any number).
+  int maxSplitDims = 0;
+  /// Only views that start at device 0 (on a machine of identical devices
+  /// every other view is a translate of one of them).
+  bool anchoredViews = false;
 };
 
 /// Every configuration considered for each op: degree vectors over its
@@ -74,8 +79,10 @@ public:
   size_t numOps() const { return perOp.size(); }
   /// log10 of the number of strategies (product of per-op counts).
   double log10Size() const;
+  const SpaceOptions &options() const { return spaceOptions; }
 
 private:
+  SpaceOptions spaceOptions;
   std::vector<std::vector<OpConfig>> perOp;
 };
 
