@@ -143,6 +143,10 @@ std::string formatMs(double seconds) {
   return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
 }
 
+/// The dynamic programming's time limit when algorithm=mcmc starts a chain
+/// from its answer under an iteration budget.
+constexpr double kDpStartSeconds = 30;
+
 /// Set by SIGINT while a search runs: the search stops with its best so far.
 std::atomic<bool> cancelRequested{false};
 
@@ -370,11 +374,30 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     case Algorithm::MCMC: {
       search::ConfigSpace space(*graph, machine);
       std::vector<sim::Strategy> starts;
+      // The DP's answer first: the first chain starts from it.
+      search::SearchResult dp;
+      search::SearchOptions chains = options;
+      if (dpStart) {
+        search::SearchOptions dpOptions = options;
+        dpOptions.seconds =
+            options.seconds > 0 ? options.seconds / 2 : kDpStartSeconds;
+        dp = search::dynamicProgramming(problem, space, dpOptions);
+        if (dp.strategy.size() == graph->ops.size())
+          starts.push_back(dp.strategy);
+        if (options.seconds > 0)
+          chains.seconds = std::max(options.seconds - dp.seconds,
+                                    options.seconds / 2);
+      }
       for (auto &baseline : baselines)
         starts.push_back(baseline.second);
       if (existing)
         starts.push_back(*existing);
-      found = search::mcmc(problem, space, starts, options);
+      found = search::mcmc(problem, space, starts, chains);
+      if (dpStart) {
+        found.algorithm = "mcmc from the dp";
+        found.iterations += dp.iterations;
+        found.seconds += dp.seconds;
+      }
       break;
     }
     case Algorithm::DynamicProgramming: {

@@ -10,6 +10,11 @@
 // Deterministic for a seed and a thread count.
 // RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="budget=200it seed=7 threads=2" -o %t/mcmc2.mlir 2>/dev/null
 // RUN: diff %t/mcmc.mlir %t/mcmc2.mlir
+// Without the DP's start, chains start from the baselines only; with it,
+// the result is never slower than the DP's own answer.
+// RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="budget=200 seed=7 threads=2 dp-start=false" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODP
+// RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="algorithm=dp" -o /dev/null 2>%t/dp.err
+// RUN: sed -nE 's/.*: ([0-9.]+) ms per iteration.*/\1/p' %t/dp.err %t/mcmc.err | awk 'NR == 1 { dp = $1 } NR == 2 { found = $1 } END { exit !(NR == 2 && found <= dp) }'
 // The found strategy simulates to what the search predicted (or better than
 // data parallel, which is one of its starts).
 // RUN: ppc-opt %t/mcmc.mlir --ppc-simulate -o /dev/null | FileCheck %s --check-prefix=RESIM
@@ -41,7 +46,8 @@
 // MCMC:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // MCMC-NEXT:  ppc.gelu {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // MCMC-NEXT:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
-// SUMMARY: ppc-search @mlp: mcmc, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads: {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
+// NODP: ppc-search @mlp: mcmc, {{[0-9]+}} iterations
+// SUMMARY: ppc-search @mlp: mcmc from the dp, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads: {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
 // RESIM: ops: 3 (3 with ppc.strategy, 0 data parallel by default)
 
 // DP:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1, 1]>
@@ -56,7 +62,7 @@
 // DPSEARCH-COUNT-3: ppc.strategy = #ppc.strategy
 // EXHAUSTIVE: ppc-search @mlp: {{.*}} per iteration predicted
 // EXHAUSTIVE-COUNT-3: ppc.strategy = #ppc.strategy
-// REPORT: ppc-search @mlp: mcmc, {{[0-9]+}} iterations in {{[0-9.]+}} s on 1 thread: {{.*}} per iteration predicted
+// REPORT: ppc-search @mlp: mcmc from the dp, {{[0-9]+}} iterations in {{[0-9.]+}} s on 1 thread: {{.*}} per iteration predicted
 // FILES-DAG: baselines.json
 // FILES-DAG: baselines.txt
 // FILES-DAG: graph.dot
@@ -68,7 +74,7 @@
 // FILES-DAG: timeline.json
 // REPORTSTRATEGY: "format": "ppc-strategy"
 // REPORTSTRATEGY: {"name": "fc1", "kind": "ppc.linear", "degrees": [
-// NOFIT: ppc-search @mlp: mcmc, {{.*}}: out of memory per iteration predicted, data parallel out of memory
+// NOFIT: ppc-search @mlp: mcmc from the dp, {{.*}}: out of memory per iteration predicted, data parallel out of memory
 // NOFIT: warning: ppc-search: no strategy found for @mlp fits in memory
 
 // NOMACHINE: error: ppc-search: no machine attached; use --ppc-attach-machine=machine=NAME

@@ -102,8 +102,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     changes: lowering passes read the attributes.
 
     `algorithm=mcmc` (FlexFlow's Metropolis-Hastings search) runs independent
-    chains on `threads` threads, started from data parallel, the expert
-    strategies (Megatron, one weird trick) and the strategy already on the
+    chains on `threads` threads, started from the dynamic programming's
+    answer (`dp-start`), every baseline (data parallel, ZeRO, FSDP, the
+    Megatron layouts, one weird trick) and the strategy already on the
     module, if any; `dp` is the dynamic programming over a series-parallel
     decomposition; `exhaustive` is exact on small graphs; `data-parallel`,
     `megatron` and `one-weird-trick` take that baseline as it is. The result
@@ -153,6 +154,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"progress", "progress", "std::string", "\"auto\"",
            "Progress with ETA on stderr: auto (when stderr is a terminal), "
            "on or off">,
+    Option<"dpStart", "dp-start", "bool", "true",
+           "algorithm=mcmc: first run the dynamic programming (within half "
+           "of a time budget, or 30 s under an iteration budget) and start "
+           "the first chain from its answer">,
   ];
   let dependentDialects = ["::ppc::graph::PPCDialect"];
 }
