@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -805,6 +806,7 @@ SearchResult dynamicProgramming(const Problem &problem,
   std::optional<ConfigSpace> coarse;
   const ConfigSpace *tables = &space;
   std::vector<int32_t> classOf = costClasses(graph);
+  const char *tableSpace = "the whole space";
   for (int level = 1; level <= 2 && tableEntries(graph, *tables, classOf) >
                                          kTableEntries;
        ++level) {
@@ -817,8 +819,21 @@ SearchResult dynamicProgramming(const Problem &problem,
     }
     coarse.emplace(graph, problem.machine, o);
     tables = &*coarse;
+    tableSpace = level == 1 ? "views anchored at device 0"
+                            : "anchored contiguous views, at most two "
+                              "split dims";
   }
   AdditiveModel model(problem, *tables, simulator, stop);
+  // Lines, not a live counter: the phases of a DP take seconds each.
+  if (options.progress) {
+    std::set<int32_t> classes(classOf.begin(), classOf.end());
+    std::fprintf(stderr,
+                 "ppc-search: dp: cost tables over %s: %zu ops in %zu cost "
+                 "classes, %lld entries, %lld shared, %.2f s\n",
+                 tableSpace, n, classes.size(),
+                 static_cast<long long>(model.evaluated),
+                 static_cast<long long>(model.reused), elapsed());
+  }
   if (model.abandoned) {
     // Out of budget before the DP could start: answer data parallel, and
     // say so, rather than overrun.
@@ -861,6 +876,13 @@ SearchResult dynamicProgramming(const Problem &problem,
       result.objective = value;
     }
   }
+  if (options.progress)
+    std::fprintf(stderr,
+                 "ppc-search: dp: its own answer %.3f ms at %.2f s (%lld "
+                 "tables and eliminations shared); refining under the "
+                 "simulator\n",
+                 result.objective * 1e3, elapsed(),
+                 static_cast<long long>(model.reused));
   // First trace point: the DP's own answer, simulated.
   result.trace.push_back(
       {result.iterations, elapsed(), result.objective, result.objective});

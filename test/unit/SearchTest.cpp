@@ -201,6 +201,27 @@ TEST(ConfigSpace, ConvolutionOnEightDevices) {
   EXPECT_EQ(small.configs(0).size(), 34u + 6u * 2u + 6u);
   ConfigSpace again(g, m, capped);
   EXPECT_EQ(again.configs(0), small.configs(0));
+
+  // Anchored views (the DP's tables on large machines): one contiguous
+  // view per vector, at device 0, plus the 21 replicated ones.
+  SpaceOptions anchored;
+  anchored.anchoredViews = true;
+  ConfigSpace at0(g, m, anchored);
+  EXPECT_EQ(at0.configs(0).size(), 55u + 21u);
+  for (const OpConfig &config : at0.configs(0))
+    EXPECT_EQ(config.start, 0);
+  // At most two split dims: the 10 vectors (2, 2, 2) go.
+  anchored.maxSplitDims = 2;
+  ConfigSpace twoDims(g, m, anchored);
+  EXPECT_EQ(degreeSet(twoDims.configs(0)).size(), 45u);
+  EXPECT_EQ(twoDims.configs(0).size(), 45u + 21u);
+  for (const OpConfig &config : twoDims.configs(0)) {
+    int64_t split = 0;
+    for (int64_t d : config.degrees)
+      split += d > 1;
+    EXPECT_LE(split, 2);
+  }
+  EXPECT_EQ(twoDims.options().maxSplitDims, 2);
 }
 
 TEST(ConfigSpace, StridedViewsAcrossNodes) {
