@@ -890,19 +890,17 @@ SearchResult dynamicProgramming(const Problem &problem,
   // The additive model charges every op and transfer in sequence; the
   // simulator overlaps partitions on different devices and gradient syncs
   // with backward. Sweeps of single-op moves judged by the simulator (delta
-  // simulation) close that gap from the DP's answer: first over the
-  // tables' space while they help (a coarse one is several times smaller),
-  // then over the whole space.
-  auto outOfTime = [&] {
-    return (options.cancel && options.cancel->load()) ||
-           (options.seconds > 0 && elapsed() > options.seconds);
-  };
-  auto refine = [&](const ConfigSpace &moves) {
-    for (int sweep = 0; sweep < 20 && !outOfTime(); ++sweep) {
+  // simulation) close that gap from the DP's answer.
+  if (std::isfinite(result.objective)) {
+    simulator.simulate(result.strategy);
+    for (int sweep = 0; sweep < 20; ++sweep) {
       bool improved = false;
-      for (size_t op = 0; op < n && !outOfTime(); ++op) {
+      for (size_t op = 0; op < n; ++op) {
+        if ((options.cancel && options.cancel->load()) ||
+            (options.seconds > 0 && elapsed() > options.seconds))
+          break;
         OpConfig kept = result.strategy[op];
-        for (const OpConfig &c : moves.configs(op)) {
+        for (const OpConfig &c : space.configs(op)) {
           if (c == kept)
             continue;
           sim::SimResult r = simulator.update(op, c);
@@ -920,12 +918,6 @@ SearchResult dynamicProgramming(const Problem &problem,
       if (!improved)
         break;
     }
-  };
-  if (std::isfinite(result.objective)) {
-    simulator.simulate(result.strategy);
-    if (tables != &space)
-      refine(*tables);
-    refine(space);
   }
   result.seconds = elapsed();
   result.trace.push_back(
