@@ -39,6 +39,7 @@
 #include "DpDetail.h"
 #include "ppc/Search/Blocks.h"
 #include "OpFootprint.h"
+#include "ParallelFor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -613,10 +614,13 @@ struct AdditiveModel {
   bool abandoned = false;
 
   /// `stop` is polled while the tables are built (they grow with the square
-  /// of the configurations per op, which is large on big machines).
+  /// of the configurations per op, which is large on big machines). The
+  /// tables are built on one worker per simulator in `workers` (each with
+  /// its own caches); every entry lands in its own slot, so the tables do
+  /// not depend on the number of workers.
   AdditiveModel(
       const Problem &problem, const ConfigSpace &space,
-      sim::Simulator &simulator,
+      const std::vector<sim::Simulator *> &workers,
       const std::function<bool()> &stop = [] { return false; }) {
     const sim::Graph &graph = problem.graph;
     size_t n = graph.ops.size();
@@ -649,47 +653,74 @@ struct AdditiveModel {
     configs.resize(numClasses);
     for (size_t c = 0; c < numClasses; ++c)
       configs[c] = space.configs(representative[c]);
-    detail::FootprintProfiler profiler(problem);
+
+    int numWorkers = static_cast<int>(workers.size());
+    std::atomic<bool> stopped{false};
+    auto shouldStop = [&] {
+      if (!stopped.load(std::memory_order_relaxed) && stop())
+        stopped.store(true);
+      return stopped.load(std::memory_order_relaxed);
+    };
+    std::vector<detail::FootprintProfiler> profilers;
+    for (int w = 0; w < numWorkers; ++w)
+      profilers.emplace_back(problem);
     size_t numDevices = static_cast<size_t>(problem.machine.numDevices());
-    std::vector<Table> nodeTables(numClasses);
-    ownShare.resize(numClasses);
-    for (size_t c = 0; c < numClasses; ++c) {
+    std::vector<std::vector<double>> nodeValues(numClasses);
+    ownShare.assign(numClasses, {});
+    detail::parallelFor(numWorkers, numClasses, [&](int w, size_t c) {
       size_t op = representative[c];
-      std::vector<double> table;
       for (const OpConfig &config : configs[c]) {
-        if (stop()) {
-          abandoned = true;
+        if (shouldStop())
           return;
-        }
-        table.push_back(simulator.nodeCost(op, config));
-        detail::OpFootprint f = profiler.profile(op, config);
+        nodeValues[c].push_back(workers[w]->nodeCost(op, config));
+        detail::OpFootprint f = profilers[w].profile(op, config);
         double share = 0;
         for (size_t d = 0; d < numDevices; ++d)
           share = std::max(share,
                            static_cast<double>(f.memory[d] + f.workspace[d]) /
-                               static_cast<double>(profiler.limit(d)));
+                               static_cast<double>(profilers[w].limit(d)));
         ownShare[c].push_back(share);
       }
-      evaluated += static_cast<int64_t>(table.size());
-      nodeTables[c] = std::make_shared<const std::vector<double>>(
-          std::move(table));
-    }
-    std::vector<Table> edgeTables(edgeOf.size());
+    });
+    // Edge tables row by row (a row: one producer configuration).
+    std::vector<std::vector<double>> edgeValues(edgeOf.size());
+    std::vector<std::pair<size_t, size_t>> rows; // (table, row).
     for (size_t k = 0; k < edgeOf.size(); ++k) {
       auto [op, o] = edgeOf[k];
       size_t p = static_cast<size_t>(graph.ops[op].operands[o].index);
-      std::vector<double> table;
-      for (const OpConfig &cp : configs[classOf[p]])
-        for (const OpConfig &cc : configs[classOf[op]]) {
-          if (stop()) {
-            abandoned = true;
+      size_t np = configs[classOf[p]].size(), nc = configs[classOf[op]].size();
+      edgeValues[k].assign(np * nc, 0);
+      for (size_t row = 0; row < np; ++row)
+        rows.push_back({k, row});
+    }
+    if (!shouldStop())
+      detail::parallelFor(numWorkers, rows.size(), [&](int w, size_t item) {
+        auto [k, row] = rows[item];
+        auto [op, o] = edgeOf[k];
+        size_t p = static_cast<size_t>(graph.ops[op].operands[o].index);
+        const std::vector<OpConfig> &consumers = configs[classOf[op]];
+        const OpConfig &cp = configs[classOf[p]][row];
+        double *out = &edgeValues[k][row * consumers.size()];
+        for (size_t j = 0; j < consumers.size(); ++j) {
+          if (shouldStop())
             return;
-          }
-          table.push_back(simulator.edgeCost(op, o, cp, cc));
+          out[j] = workers[w]->edgeCost(op, o, cp, consumers[j]);
         }
-      evaluated += static_cast<int64_t>(table.size());
-      edgeTables[k] =
-          std::make_shared<const std::vector<double>>(std::move(table));
+      });
+    if (stopped) {
+      abandoned = true;
+      return;
+    }
+    std::vector<Table> nodeTables(numClasses), edgeTables(edgeOf.size());
+    for (size_t c = 0; c < numClasses; ++c) {
+      evaluated += static_cast<int64_t>(nodeValues[c].size());
+      nodeTables[c] = std::make_shared<const std::vector<double>>(
+          std::move(nodeValues[c]));
+    }
+    for (size_t k = 0; k < edgeOf.size(); ++k) {
+      evaluated += static_cast<int64_t>(edgeValues[k].size());
+      edgeTables[k] = std::make_shared<const std::vector<double>>(
+          std::move(edgeValues[k]));
     }
 
     // Ids: classes first, then edge keys, then what the solver makes.
@@ -768,7 +799,7 @@ sim::Strategy detail::additiveOptimum(const Problem &problem,
                                       int64_t *reused) {
   sim::Simulator simulator(problem.graph, problem.machine, problem.costModel,
                            problem.simOptions);
-  AdditiveModel model(problem, space, simulator);
+  AdditiveModel model(problem, space, {&simulator});
   sim::Strategy s = model.solve(1.0, nullptr);
   if (exact)
     *exact = model.exact;
@@ -793,6 +824,14 @@ SearchResult dynamicProgramming(const Problem &problem,
 
   sim::Simulator simulator(graph, problem.machine, problem.costModel,
                            problem.simOptions);
+  // One simulator per thread: worker 0 is `simulator`.
+  std::vector<std::unique_ptr<sim::Simulator>> extra;
+  std::vector<sim::Simulator *> workers = {&simulator};
+  for (int w = 1; w < std::clamp(options.threads, 1, kMaxSearchThreads); ++w) {
+    extra.push_back(std::make_unique<sim::Simulator>(
+        graph, problem.machine, problem.costModel, problem.simOptions));
+    workers.push_back(extra.back().get());
+  }
   auto elapsed = [&] {
     return std::chrono::duration<double>(Clock::now() - started).count();
   };
@@ -823,7 +862,7 @@ SearchResult dynamicProgramming(const Problem &problem,
                             : "anchored contiguous views, at most two "
                               "split dims";
   }
-  AdditiveModel model(problem, *tables, simulator, stop);
+  AdditiveModel model(problem, *tables, workers, stop);
   // Lines, not a live counter: the phases of a DP take seconds each.
   if (options.progress) {
     std::set<int32_t> classes(classOf.begin(), classOf.end());
@@ -890,9 +929,15 @@ SearchResult dynamicProgramming(const Problem &problem,
   // The additive model charges every op and transfer in sequence; the
   // simulator overlaps partitions on different devices and gradient syncs
   // with backward. Sweeps of single-op moves judged by the simulator (delta
-  // simulation) close that gap from the DP's answer.
+  // simulation) close that gap from the DP's answer. The workers' simulators
+  // hold the same strategy; each judges a share of an op's configurations,
+  // and the choice is the one a scan in configuration order makes (the
+  // first that improves on the best so far), whatever the worker count.
   if (std::isfinite(result.objective)) {
-    simulator.simulate(result.strategy);
+    for (sim::Simulator *worker : workers)
+      worker->simulate(result.strategy);
+    size_t numWorkers = workers.size();
+    std::vector<double> values;
     for (int sweep = 0; sweep < 20; ++sweep) {
       bool improved = false;
       for (size_t op = 0; op < n; ++op) {
@@ -900,20 +945,30 @@ SearchResult dynamicProgramming(const Problem &problem,
             (options.seconds > 0 && elapsed() > options.seconds))
           break;
         OpConfig kept = result.strategy[op];
-        for (const OpConfig &c : space.configs(op)) {
-          if (c == kept)
-            continue;
-          sim::SimResult r = simulator.update(op, c);
-          ++result.iterations;
-          double value = objective(problem, r);
-          if (value < result.objective * (1 - 1e-12)) {
-            result.objective = value;
-            result.result = r;
-            result.strategy[op] = c;
-            improved = true;
+        const std::vector<OpConfig> &moves = space.configs(op);
+        values.assign(moves.size(), kInf);
+        // Interleaved shares: neighbouring configurations cost alike.
+        detail::parallelFor(
+            static_cast<int>(numWorkers), numWorkers, [&](int, size_t w) {
+              for (size_t i = w; i < moves.size(); i += numWorkers)
+                if (!(moves[i] == kept))
+                  values[i] = objective(problem, workers[w]->update(op, moves[i]));
+              workers[w]->update(op, kept);
+            });
+        result.iterations += static_cast<int64_t>(moves.size()) - 1;
+        std::optional<size_t> chosen;
+        for (size_t i = 0; i < moves.size(); ++i)
+          if (values[i] < result.objective * (1 - 1e-12)) {
+            result.objective = values[i];
+            chosen = i;
           }
-        }
-        simulator.update(op, result.strategy[op]);
+        if (!chosen)
+          continue;
+        improved = true;
+        result.strategy[op] = moves[*chosen];
+        for (size_t w = 1; w < numWorkers; ++w)
+          workers[w]->update(op, moves[*chosen]);
+        result.result = simulator.update(op, moves[*chosen]);
       }
       if (!improved)
         break;

@@ -145,7 +145,7 @@ std::string formatMs(double seconds) {
 
 /// The dynamic programming's time limit when algorithm=mcmc starts a chain
 /// from its answer under an iteration budget.
-constexpr double kDpStartSeconds = 30;
+constexpr double kDpStartSeconds = 50;
 
 /// Set by SIGINT while a search runs: the search stops with its best so far.
 std::atomic<bool> cancelRequested{false};

@@ -156,7 +156,7 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "on or off">,
     Option<"dpStart", "dp-start", "bool", "true",
            "algorithm=mcmc: first run the dynamic programming (within half "
-           "of a time budget, or 30 s under an iteration budget) and start "
+           "of a time budget, or 50 s under an iteration budget) and start "
            "the first chain from its answer">,
   ];
   let dependentDialects = ["::ppc::graph::PPCDialect"];
