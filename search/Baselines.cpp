@@ -98,6 +98,18 @@ OpConfig hybridConfig(const sim::Op &op, int tensorDim, int64_t tensorDegree,
   return config;
 }
 
+/// Bytes of all results of `op`.
+double resultBytes(const sim::Op &op) {
+  double bytes = 0;
+  for (const TensorAccess &result : op.space.results) {
+    double elements = 1;
+    for (int64_t size : result.shape)
+      elements *= static_cast<double>(size);
+    bytes += elements * static_cast<double>(op.elemBytes);
+  }
+  return bytes;
+}
+
 /// Which op reads which result: (consumer op, operand index) per result.
 struct Use {
   size_t op;
@@ -265,8 +277,15 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       config.sharding = StateSharding::Optimizer;
     if (options.shardWeights && hasWeightOperand(graph.ops[op]))
       config.sharding = StateSharding::Parameters;
-    config.recompute = options.recompute && readers[op] == 1 &&
-                       sim::recomputeProblem(graph, op).empty();
+    bool recomputable =
+        readers[op] == 1 && sim::recomputeProblem(graph, op).empty();
+    config.recompute =
+        recomputable &&
+        (options.recompute ||
+         (options.selectiveRecompute && it != tensorDimOf.end() &&
+          !hasWeightOperand(graph.ops[op]) &&
+          graph.ops[op].cost.fwdFlops <=
+              kSelectiveFlopsPerByte * resultBytes(graph.ops[op])));
     strategy.push_back(std::move(config));
   }
   return strategy;
@@ -310,12 +329,13 @@ int64_t devicesPerNode(const Machine &machine) {
 
 namespace {
 template <bool SequenceParallel, bool DistributedOptimizer,
-          bool Recompute = false, bool ShardWeights = false>
+          bool Recompute = false, bool ShardWeights = false,
+          bool SelectiveRecompute = false>
 sim::Strategy megatronPerNode(const sim::Graph &graph, const Machine &machine) {
   return megatron(graph, machine,
                   MegatronOptions{devicesPerNode(machine), SequenceParallel,
                                   DistributedOptimizer, Recompute,
-                                  ShardWeights});
+                                  ShardWeights, SelectiveRecompute});
 }
 
 sim::Strategy dataParallelBaseline(const sim::Graph &graph,
@@ -377,6 +397,12 @@ const std::vector<BaselineInfo> &baselines() {
       {"megatron-sp-distopt",
        "megatron with sequence parallelism and the distributed optimizer",
        megatronPerNode<true, true>},
+      {"megatron-sp-distopt-selective",
+       "megatron-sp-distopt with selective recomputation: inside the "
+       "tensor-parallel blocks, ops that keep a result byte per 128 forward "
+       "FLOPs or more (attention scores, softmax, dropout, activations) "
+       "recomputed, the linears' results kept",
+       megatronPerNode<true, true, false, false, true>},
       {"megatron-sp-distopt-recompute",
        "megatron-sp-distopt with activation recomputation of every op read "
        "by exactly one op (activations kept where the graph branches: the "

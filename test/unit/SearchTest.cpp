@@ -374,6 +374,23 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   EXPECT_EQ(sp[3].replicas, 4);
   EXPECT_EQ(sp[0].sharding, StateSharding::Optimizer);
   EXPECT_EQ(sp[1].sharding, StateSharding::None);
+  // Selective recomputation: in the block, the gelu (a few FLOPs per byte
+  // it keeps) is recomputed; the linears (2 x 32 FLOPs per output element
+  // and more) and the relu outside the block keep their results.
+  MegatronOptions selective{4, true, true};
+  selective.selectiveRecompute = true;
+  Strategy sel = megatron(g, m, selective);
+  expectValid(g, sel, 8);
+  EXPECT_FALSE(sel[0].recompute);
+  EXPECT_TRUE(sel[1].recompute);
+  EXPECT_FALSE(sel[2].recompute);
+  EXPECT_FALSE(sel[3].recompute);
+  // A gelu that costs more than kSelectiveFlopsPerByte per result byte is
+  // kept.
+  Graph heavy = g;
+  heavy.ops[1].cost.fwdFlops = 4 * 16 * 64 * (kSelectiveFlopsPerByte + 1);
+  EXPECT_FALSE(megatron(heavy, m, selective)[1].recompute);
+  EXPECT_NE(findBaseline("megatron-sp-distopt-selective"), nullptr);
   // Each tensor-parallel group sits inside one node.
   for (size_t op = 0; op < 3; ++op) {
     std::vector<int64_t> devices = s[op].devices();

@@ -108,7 +108,20 @@ struct MegatronOptions {
   /// Weights, gradients and optimizer state sharded over the data-parallel
   /// replicas (ZeRO-3) instead of the optimizer state alone.
   bool shardWeights = false;
+  /// Selective recomputation (Korthikanti et al. 2022): inside the
+  /// tensor-parallel blocks, the ops read by exactly one op that keep a
+  /// lot of memory for little compute (at least one result byte per
+  /// kSelectiveFlopsPerByte forward FLOPs: the attention scores, softmax,
+  /// dropout, activations) are recomputed; the linears' results are kept.
+  /// Ignored when `recompute` is set.
+  bool selectiveRecompute = false;
 };
+
+/// Selective recomputation's threshold: an op is cheap to recompute for
+/// the memory it frees when its forward does at most this many FLOPs per
+/// byte of its results (an attention score matrix: 2 x head size FLOPs per
+/// 2-byte element; a linear layer: 2 x its input features).
+inline constexpr double kSelectiveFlopsPerByte = 128;
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
 /// dim of the first linear/matmul of each pair split (column parallel) and
