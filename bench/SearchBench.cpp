@@ -56,10 +56,9 @@ static cl::opt<int>
 static cl::opt<bool> runDp("dp", cl::init(true),
                            cl::desc("Run the dynamic programming search"));
 static cl::opt<int64_t> dpMaxDevices(
-    "dp-max-devices", cl::init(16),
+    "dp-max-devices", cl::init(0),
     cl::desc("Run the dynamic programming only on machines with at most "
-             "this many devices (0: all); it does not keep to its budget on "
-             "larger ones"));
+             "this many devices (0: all)"));
 static cl::opt<double>
     dpSeconds("dp-seconds", cl::init(0.0),
               cl::desc("Budget of the dynamic programming (0: --seconds)"));

@@ -277,18 +277,44 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       config.sharding = StateSharding::Optimizer;
     if (options.shardWeights && hasWeightOperand(graph.ops[op]))
       config.sharding = StateSharding::Parameters;
-    bool recomputable =
-        readers[op] == 1 && sim::recomputeProblem(graph, op).empty();
     config.recompute =
-        recomputable &&
-        (options.recompute ||
-         (options.selectiveRecompute && it != tensorDimOf.end() &&
-          !hasWeightOperand(graph.ops[op]) &&
-          graph.ops[op].cost.fwdFlops <=
-              kSelectiveFlopsPerByte * resultBytes(graph.ops[op])));
+        options.selectiveRecompute && !options.recompute &&
+        it != tensorDimOf.end() && !hasWeightOperand(graph.ops[op]) &&
+        readers[op] == 1 && sim::recomputeProblem(graph, op).empty() &&
+        graph.ops[op].cost.fwdFlops <=
+            kSelectiveFlopsPerByte * resultBytes(graph.ops[op]);
     strategy.push_back(std::move(config));
   }
+  if (options.recompute)
+    recomputeSingleReaders(graph, strategy);
   return strategy;
+}
+
+void recomputeSingleReaders(const sim::Graph &graph, sim::Strategy &strategy) {
+  std::vector<int> readers(graph.ops.size(), 0);
+  for (const sim::Op &op : graph.ops)
+    for (const sim::Source &src : op.operands)
+      if (src.kind == sim::Source::Kind::Op)
+        ++readers[src.index];
+  for (size_t op = 0; op < graph.ops.size(); ++op)
+    if (readers[op] == 1 && sim::recomputeProblem(graph, op).empty())
+      strategy[op].recompute = true;
+}
+
+void shardTrainingState(const sim::Graph &graph, sim::Strategy &strategy,
+                        StateSharding stage) {
+  std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
+  std::vector<char> shared(graph.ops.size(), 0);
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (const sim::Source &src : graph.ops[c].operands)
+      if (src.kind == sim::Source::Kind::Weight &&
+          holders[src.index].op != static_cast<int32_t>(c))
+        shared[holders[src.index].op] = 1;
+  for (size_t op = 0; op < graph.ops.size(); ++op)
+    if (hasWeightOperand(graph.ops[op]))
+      strategy[op].sharding = stage == StateSharding::Parameters && shared[op]
+                                  ? StateSharding::Gradients
+                                  : stage;
 }
 
 sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
@@ -350,18 +376,7 @@ sim::Strategy dataParallelBaseline(const sim::Graph &graph,
 template <StateSharding Stage>
 sim::Strategy zeroBaseline(const sim::Graph &graph, const Machine &machine) {
   sim::Strategy strategy = sim::dataParallel(graph, machine.numDevices());
-  std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
-  std::vector<char> shared(graph.ops.size(), 0);
-  for (size_t c = 0; c < graph.ops.size(); ++c)
-    for (const sim::Source &src : graph.ops[c].operands)
-      if (src.kind == sim::Source::Kind::Weight &&
-          holders[src.index].op != static_cast<int32_t>(c))
-        shared[holders[src.index].op] = 1;
-  for (size_t op = 0; op < graph.ops.size(); ++op)
-    if (hasWeightOperand(graph.ops[op]))
-      strategy[op].sharding = Stage == StateSharding::Parameters && shared[op]
-                                  ? StateSharding::Gradients
-                                  : Stage;
+  shardTrainingState(graph, strategy, Stage);
   return strategy;
 }
 } // namespace

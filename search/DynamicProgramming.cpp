@@ -29,7 +29,10 @@
 //    same in the additive model); step 4 reaches the other views.
 // 3. The strategy is simulated in full; if it overflows memory, the DP is
 //    re-run with configurations that need more than a half (a quarter) of
-//    a device by themselves rejected, then data parallel is the fallback.
+//    a device by themselves rejected; if that still overflows, the answer
+//    gets ZeRO stage 1, then 2, then 2 with recomputation of single-reader
+//    ops, then 3 with it (the DP's space has neither); data parallel is the
+//    fallback.
 // 4. Refinement under the simulator: sweeps of single-op moves (each op to
 //    each of its configurations, kept when the simulated objective drops)
 //    until none helps. trace.front() is the DP's answer before it.
@@ -905,16 +908,35 @@ SearchResult dynamicProgramming(const Problem &problem,
         (options.cancel && options.cancel->load()))
       break;
   }
-  if (!std::isfinite(result.objective)) {
-    sim::Strategy s = sim::dataParallel(graph, problem.machine.numDevices());
-    sim::SimResult r = simulator.simulate(s);
-    double value = objective(problem, r);
-    if (value < result.objective) {
-      result.strategy = std::move(s);
-      result.result = r;
-      result.objective = value;
+  // The DP's space has no ZeRO stages or recomputation (they change no
+  // edge): an answer that does not fit gets them, one step of memory saved
+  // for time at a time, until it fits; then data parallel does, the same
+  // way.
+  auto fitWithMemorySteps = [&](const sim::Strategy &base) {
+    for (int step = -1; step < 4; ++step) {
+      sim::Strategy s = base;
+      if (step >= 0)
+        shardTrainingState(graph, s,
+                           step == 0  ? StateSharding::Optimizer
+                           : step < 3 ? StateSharding::Gradients
+                                      : StateSharding::Parameters);
+      if (step >= 2)
+        recomputeSingleReaders(graph, s);
+      sim::SimResult r = simulator.simulate(s);
+      double value = objective(problem, r);
+      if (std::isfinite(value) || result.strategy.empty()) {
+        result.strategy = std::move(s);
+        result.result = r;
+        result.objective = value;
+      }
+      if (std::isfinite(value))
+        return;
     }
-  }
+  };
+  if (!std::isfinite(result.objective) && !result.strategy.empty())
+    fitWithMemorySteps(sim::Strategy(result.strategy));
+  if (!std::isfinite(result.objective))
+    fitWithMemorySteps(sim::dataParallel(graph, problem.machine.numDevices()));
   if (options.progress)
     std::fprintf(stderr,
                  "ppc-search: dp: its own answer %.3f ms at %.2f s (%lld "
@@ -945,7 +967,13 @@ SearchResult dynamicProgramming(const Problem &problem,
             (options.seconds > 0 && elapsed() > options.seconds))
           break;
         OpConfig kept = result.strategy[op];
-        const std::vector<OpConfig> &moves = space.configs(op);
+        // Placements keep the op's ZeRO stage and recomputation (set when
+        // the answer needed them to fit).
+        std::vector<OpConfig> moves = space.configs(op);
+        for (OpConfig &c : moves) {
+          c.sharding = kept.sharding;
+          c.recompute = kept.recompute;
+        }
         values.assign(moves.size(), kInf);
         // Interleaved shares: neighbouring configurations cost alike.
         detail::parallelFor(

@@ -305,6 +305,38 @@ TEST(DynamicProgramming, RepeatedBlocksAreSolvedOnceAndStayExact) {
   EXPECT_GT(reused, 0);
 }
 
+TEST(DynamicProgramming, ShardsTrainingStateWhenItsAnswerDoesNotFit) {
+  // One linear layer whose weight dims cannot split: on 2 devices every
+  // placement keeps the whole weight, its gradient and Adam's two states on
+  // a device. With a limit between what data parallel needs with ZeRO-1
+  // and without, only a sharded optimizer state fits; the DP's space has
+  // none, so its answer gets it afterwards.
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc", 64, 512, 512, input()));
+  g.ops[0].space.dims[1].splittable = false;
+  g.ops[0].space.dims[2].splittable = false;
+  ASSERT_EQ(g.validate(), "");
+  Machine machine = h100(2);
+  RooflineCostModel cost;
+  sim::SimOptions options;
+  options.optimizer = Optimizer::Adam;
+  Simulator sim(g, machine, cost, options);
+  Strategy plain = dataParallel(g, 2);
+  Strategy zero1 = plain;
+  zero1[0].sharding = StateSharding::Optimizer;
+  int64_t plainBytes = sim.simulate(plain).devices[0].memory.total();
+  int64_t zero1Bytes = sim.simulate(zero1).devices[0].memory.total();
+  ASSERT_LT(zero1Bytes, plainBytes);
+  Problem problem{g, machine, cost, options, (plainBytes + zero1Bytes) / 2};
+  ConfigSpace space(g, machine);
+  SearchResult r = dynamicProgramming(problem, space, quick());
+  ASSERT_EQ(r.strategy.size(), 1u);
+  EXPECT_TRUE(std::isfinite(r.objective));
+  EXPECT_GE(r.strategy[0].sharding, StateSharding::Optimizer);
+  EXPECT_DOUBLE_EQ(r.objective, objective(problem, sim.simulate(r.strategy)));
+}
+
 TEST(DynamicProgramming, TwoInputsAndASideBranch) {
   // Two ops fed only by inputs, joined by an add; a branch off the middle.
   Graph g;

@@ -139,6 +139,17 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
 /// fully connected layers.
 sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine);
 
+/// Sets the ZeRO stage of every op holding a weight to `stage`, except that
+/// a weight other ops read too stays at stage 2 (its holder keeps it whole
+/// for them; the lowering refuses stage 3 there).
+void shardTrainingState(const sim::Graph &graph, sim::Strategy &strategy,
+                        StateSharding stage);
+/// Sets activation recomputation on every op read by exactly one op that
+/// can recompute (sim::recomputeProblem): activations stay only where the
+/// graph branches, as Megatron's full recomputation keeps each layer's
+/// input.
+void recomputeSingleReaders(const sim::Graph &graph, sim::Strategy &strategy);
+
 /// Devices per node of `machine` (the Megatron baselines' tensor-parallel
 /// degree).
 int64_t devicesPerNode(const Machine &machine);
