@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <cstdio>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,13 +33,30 @@ using Index = std::vector<int64_t>;
 
 namespace {
 
-/// A fresh directory under the test's temporary directory.
+/// The directories tempDir made, removed when the process that made them
+/// exits (not by a forked child that exits through exit()).
+struct TempDirs {
+  pid_t owner = getpid();
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    if (getpid() != owner)
+      return;
+    for (const std::string &dir : dirs)
+      if (std::system(("rm -rf '" + dir + "'").c_str()) != 0)
+        std::fprintf(stderr, "could not remove %s\n", dir.c_str());
+  }
+};
+TempDirs tempDirs;
+
+/// A fresh directory under the test's temporary directory, removed when
+/// the test program exits.
 std::string tempDir(const std::string &name) {
   std::string dir = ::testing::TempDir() + "ppc-runtime-test-" +
                     std::to_string(getpid()) + "-" + name;
   std::string cmd = "rm -rf '" + dir + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(makeDirectories(dir), "");
+  tempDirs.dirs.push_back(dir);
   return dir;
 }
 
