@@ -32,7 +32,8 @@
 //    a device by themselves rejected; if that still overflows, the answer
 //    gets ZeRO stage 1, then 2, then 2 with recomputation of single-reader
 //    ops, then 3 with it (the DP's space has neither); data parallel is the
-//    fallback.
+//    fallback, and where it simulates faster than the answer, refinement
+//    starts from it.
 // 4. Refinement under the simulator: sweeps of single-op moves (each op to
 //    each of its configurations, kept when the simulated objective drops)
 //    until none helps. trace.front() is the DP's answer before it.
@@ -947,6 +948,19 @@ SearchResult dynamicProgramming(const Problem &problem,
   // First trace point: the DP's own answer, simulated.
   result.trace.push_back(
       {result.iterations, elapsed(), result.objective, result.objective});
+  // Where the additive model misjudges the simulator badly (overlap, shared
+  // weights read across the whole graph), data parallel can simulate
+  // faster than the DP's answer: refinement then starts from it.
+  {
+    sim::Strategy s = sim::dataParallel(graph, problem.machine.numDevices());
+    sim::SimResult r = simulator.simulate(s);
+    double value = objective(problem, r);
+    if (value < result.objective) {
+      result.strategy = std::move(s);
+      result.result = r;
+      result.objective = value;
+    }
+  }
 
   // The additive model charges every op and transfer in sequence; the
   // simulator overlaps partitions on different devices and gradient syncs
