@@ -261,11 +261,7 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
         tensorDimOf[op] = column;
     }
 
-  std::vector<int> readers(graph.ops.size(), 0);
-  for (const sim::Op &op : graph.ops)
-    for (const sim::Source &src : op.operands)
-      if (src.kind == sim::Source::Kind::Op)
-        ++readers[src.index];
+  std::vector<int> readers = sim::readerCounts(graph);
   sim::Strategy strategy;
   strategy.reserve(graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op) {
@@ -291,11 +287,7 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
 }
 
 void recomputeSingleReaders(const sim::Graph &graph, sim::Strategy &strategy) {
-  std::vector<int> readers(graph.ops.size(), 0);
-  for (const sim::Op &op : graph.ops)
-    for (const sim::Source &src : op.operands)
-      if (src.kind == sim::Source::Kind::Op)
-        ++readers[src.index];
+  std::vector<int> readers = sim::readerCounts(graph);
   for (size_t op = 0; op < graph.ops.size(); ++op)
     if (readers[op] == 1 && sim::recomputeProblem(graph, op).empty())
       strategy[op].recompute = true;

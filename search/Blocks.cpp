@@ -36,7 +36,7 @@ void appendDouble(std::vector<int64_t> &key, double value) {
 /// this use holds it.
 std::vector<int64_t> localKey(const sim::Graph &graph, size_t i,
                               const std::vector<sim::WeightUse> &holders,
-                              const std::vector<char> &hasReaders) {
+                              const std::vector<int> &readers) {
   const sim::Op &op = graph.ops[i];
   std::vector<int64_t> key;
   key.push_back(static_cast<int64_t>(op.dtype));
@@ -44,7 +44,7 @@ std::vector<int64_t> localKey(const sim::Graph &graph, size_t i,
   for (double v : {op.cost.fwdFlops, op.cost.bwdFlops, op.cost.fwdBytes,
                    op.cost.bwdBytes})
     appendDouble(key, v);
-  key.push_back(hasReaders[i]);
+  key.push_back(readers[i] > 0);
   for (const IterDim &dim : op.space.dims) {
     key.push_back(dim.size);
     key.push_back(static_cast<int64_t>(dim.kind));
@@ -74,15 +74,11 @@ std::vector<int64_t> localKey(const sim::Graph &graph, size_t i,
 /// localKey of every op.
 std::vector<std::vector<int64_t>> localKeys(const sim::Graph &graph) {
   std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
-  std::vector<char> hasReaders(graph.ops.size(), 0);
-  for (const sim::Op &op : graph.ops)
-    for (const sim::Source &src : op.operands)
-      if (src.kind == sim::Source::Kind::Op)
-        hasReaders[src.index] = 1;
+  std::vector<int> readers = sim::readerCounts(graph);
   std::vector<std::vector<int64_t>> keys;
   keys.reserve(graph.ops.size());
   for (size_t i = 0; i < graph.ops.size(); ++i)
-    keys.push_back(localKey(graph, i, holders, hasReaders));
+    keys.push_back(localKey(graph, i, holders, readers));
   return keys;
 }
 

@@ -19,14 +19,15 @@
 //    is solved for every pair of configurations of its two cut ops, and a DP
 //    over the sequence of cut ops chains the segments; a segment too large
 //    to enumerate falls back to coordinate descent (not exact).
-// Repeated structure (transformer layers, ResNet blocks) is solved once:
+//    Repeated structure (transformer layers, ResNet blocks) is solved once:
 //    ops of one cost class (costClasses) share one node table, edges between
 //    the same classes one edge table, and every elimination is memoized by
 //    the content ids of the tables it reads, so the eliminations of the
 //    second and later identical layers are look-ups. On machines where the
 //    tables over every view would be large, they cover the views anchored
 //    at device 0 (a homogeneous machine's translates of a layout cost the
-//    same in the additive model); step 4 reaches the other views.
+//    same in the additive model), then also at most two split dims; the
+//    refinement (4) reaches the rest of the space.
 // 3. The strategy is simulated in full; if it overflows memory, the DP is
 //    re-run with configurations that need more than a half (a quarter) of
 //    a device by themselves rejected; if that still overflows, the answer
@@ -41,21 +42,21 @@
 //===----------------------------------------------------------------------===//
 
 #include "DpDetail.h"
-#include "ppc/Search/Blocks.h"
 #include "OpFootprint.h"
 #include "ParallelFor.h"
 
+#include "ppc/Search/Blocks.h"
+
 #include <algorithm>
+#include <array>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
-#include <optional>
-#include <set>
 #include <memory>
-#include <array>
+#include <optional>
 
 namespace ppc::search {
 
@@ -581,25 +582,55 @@ private:
 /// search's own space at most; above it, a coarser space (tableSpace).
 constexpr double kTableEntries = 1e6;
 
-/// Entries of the distinct edge tables over `space` (one per pair of cost
-/// classes joined the same way).
-double tableEntries(const sim::Graph &graph, const ConfigSpace &space,
-                    const std::vector<int32_t> &classOf) {
-  std::set<std::array<int64_t, 4>> seen;
-  double entries = 0;
-  for (size_t op = 0; op < graph.ops.size(); ++op)
-    for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
-      const sim::Source &src = graph.ops[op].operands[o];
-      if (src.kind != sim::Source::Kind::Op ||
-          !seen.insert({classOf[src.index], src.result, classOf[op],
-                        static_cast<int64_t>(o)})
-               .second)
-        continue;
-      entries += static_cast<double>(space.configs(src.index).size()) *
-                 static_cast<double>(space.configs(op).size());
+/// Which tables the additive model needs: each op's cost class
+/// (costClasses) with one representative op per class, and each op-to-op
+/// edge with its distinct table, one per (producer class, result, consumer
+/// class, operand).
+struct TableLayout {
+  struct EdgeAt {
+    size_t producer = 0, consumer = 0, operand = 0;
+  };
+  std::vector<int32_t> classOf;
+  std::vector<size_t> representative; ///< per class.
+  std::vector<EdgeAt> edges;          ///< every op-to-op edge.
+  std::vector<int64_t> tableOf;       ///< per edge.
+  std::vector<EdgeAt> tables;         ///< per table: its first edge.
+
+  explicit TableLayout(const sim::Graph &graph)
+      : classOf(costClasses(graph)) {
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      size_t c = static_cast<size_t>(classOf[op]);
+      if (c == representative.size())
+        representative.push_back(op); // classes are numbered as they appear
     }
-  return entries;
-}
+    std::map<std::array<int64_t, 4>, int64_t> ids;
+    for (size_t op = 0; op < graph.ops.size(); ++op)
+      for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
+        const sim::Source &src = graph.ops[op].operands[o];
+        if (src.kind != sim::Source::Kind::Op)
+          continue;
+        EdgeAt edge{static_cast<size_t>(src.index), op, o};
+        auto [it, inserted] = ids.try_emplace(
+            {classOf[src.index], src.result, classOf[op],
+             static_cast<int64_t>(o)},
+            static_cast<int64_t>(tables.size()));
+        if (inserted)
+          tables.push_back(edge);
+        edges.push_back(edge);
+        tableOf.push_back(it->second);
+      }
+  }
+  size_t numClasses() const { return representative.size(); }
+
+  /// Entries of the distinct edge tables over `space`.
+  double entries(const ConfigSpace &space) const {
+    double sum = 0;
+    for (const EdgeAt &t : tables)
+      sum += static_cast<double>(space.configs(t.producer).size()) *
+             static_cast<double>(space.configs(t.consumer).size());
+    return sum;
+  }
+};
 
 /// The additive model's tables, built once per cost class and pair of
 /// classes, and its minimization.
@@ -624,39 +655,16 @@ struct AdditiveModel {
   /// not depend on the number of workers.
   AdditiveModel(
       const Problem &problem, const ConfigSpace &space,
-      const std::vector<sim::Simulator *> &workers,
-      const std::function<bool()> &stop = [] { return false; }) {
+      const TableLayout &layout, const std::vector<sim::Simulator *> &workers,
+      const std::function<bool()> &stop = [] { return false; })
+      : classOf(layout.classOf) {
     const sim::Graph &graph = problem.graph;
     size_t n = graph.ops.size();
-    classOf = costClasses(graph);
-    size_t numClasses = 0;
-    for (int32_t c : classOf)
-      numClasses = std::max(numClasses, static_cast<size_t>(c) + 1);
-    std::vector<size_t> representative(numClasses, SIZE_MAX);
-    for (size_t op = 0; op < n; ++op)
-      if (representative[classOf[op]] == SIZE_MAX)
-        representative[classOf[op]] = op;
-
-    // One edge table per (producer class, result, consumer class, operand).
-    std::map<std::array<int64_t, 4>, int64_t> edgeKeys;
-    std::vector<std::pair<size_t, size_t>> edgeOf; // (consumer, operand).
-    std::vector<int64_t> edgeKeyOf;
-    for (size_t op = 0; op < n; ++op)
-      for (size_t o = 0; o < graph.ops[op].operands.size(); ++o) {
-        const sim::Source &src = graph.ops[op].operands[o];
-        if (src.kind != sim::Source::Kind::Op)
-          continue;
-        std::array<int64_t, 4> key = {classOf[src.index], src.result,
-                                      classOf[op], static_cast<int64_t>(o)};
-        auto [it, inserted] = edgeKeys.try_emplace(
-            key, static_cast<int64_t>(edgeKeys.size()));
-        if (inserted)
-          edgeOf.push_back({op, o});
-        edgeKeyOf.push_back(it->second);
-      }
+    size_t numClasses = layout.numClasses();
+    const std::vector<TableLayout::EdgeAt> &edgeOf = layout.tables;
     configs.resize(numClasses);
     for (size_t c = 0; c < numClasses; ++c)
-      configs[c] = space.configs(representative[c]);
+      configs[c] = space.configs(layout.representative[c]);
 
     int numWorkers = static_cast<int>(workers.size());
     std::atomic<bool> stopped{false};
@@ -672,7 +680,7 @@ struct AdditiveModel {
     std::vector<std::vector<double>> nodeValues(numClasses);
     ownShare.assign(numClasses, {});
     detail::parallelFor(numWorkers, numClasses, [&](int w, size_t c) {
-      size_t op = representative[c];
+      size_t op = layout.representative[c];
       for (const OpConfig &config : configs[c]) {
         if (shouldStop())
           return;
@@ -690,8 +698,7 @@ struct AdditiveModel {
     std::vector<std::vector<double>> edgeValues(edgeOf.size());
     std::vector<std::pair<size_t, size_t>> rows; // (table, row).
     for (size_t k = 0; k < edgeOf.size(); ++k) {
-      auto [op, o] = edgeOf[k];
-      size_t p = static_cast<size_t>(graph.ops[op].operands[o].index);
+      auto [p, op, o] = edgeOf[k];
       size_t np = configs[classOf[p]].size(), nc = configs[classOf[op]].size();
       edgeValues[k].assign(np * nc, 0);
       for (size_t row = 0; row < np; ++row)
@@ -700,8 +707,7 @@ struct AdditiveModel {
     if (!shouldStop())
       detail::parallelFor(numWorkers, rows.size(), [&](int w, size_t item) {
         auto [k, row] = rows[item];
-        auto [op, o] = edgeOf[k];
-        size_t p = static_cast<size_t>(graph.ops[op].operands[o].index);
+        auto [p, op, o] = edgeOf[k];
         const std::vector<OpConfig> &consumers = configs[classOf[op]];
         const OpConfig &cp = configs[classOf[p]][row];
         double *out = &edgeValues[k][row * consumers.size()];
@@ -736,16 +742,12 @@ struct AdditiveModel {
       base.node[op] = nodeTables[classOf[op]];
       base.nodeId[op] = classOf[op];
     }
-    size_t edge = 0;
-    for (size_t op = 0; op < n; ++op)
-      for (const sim::Source &src : graph.ops[op].operands) {
-        if (src.kind != sim::Source::Kind::Op)
-          continue;
-        int64_t key = edgeKeyOf[edge++];
-        base.edges.push_back({static_cast<size_t>(src.index), op,
-                              edgeTables[key],
-                              static_cast<int64_t>(numClasses) + key, true});
-      }
+    for (size_t e = 0; e < layout.edges.size(); ++e) {
+      int64_t table = layout.tableOf[e];
+      base.edges.push_back({layout.edges[e].producer, layout.edges[e].consumer,
+                            edgeTables[table],
+                            static_cast<int64_t>(numClasses) + table, true});
+    }
     reused += static_cast<int64_t>(base.edges.size() - edgeOf.size());
     base.nextId = static_cast<int64_t>(numClasses + edgeOf.size());
   }
@@ -803,7 +805,7 @@ sim::Strategy detail::additiveOptimum(const Problem &problem,
                                       int64_t *reused) {
   sim::Simulator simulator(problem.graph, problem.machine, problem.costModel,
                            problem.simOptions);
-  AdditiveModel model(problem, space, {&simulator});
+  AdditiveModel model(problem, space, TableLayout(problem.graph), {&simulator});
   sim::Strategy s = model.solve(1.0, nullptr);
   if (exact)
     *exact = model.exact;
@@ -848,10 +850,9 @@ SearchResult dynamicProgramming(const Problem &problem,
   // contiguous views.
   std::optional<ConfigSpace> coarse;
   const ConfigSpace *tables = &space;
-  std::vector<int32_t> classOf = costClasses(graph);
+  TableLayout layout(graph);
   const char *tableSpace = "the whole space";
-  for (int level = 1; level <= 2 && tableEntries(graph, *tables, classOf) >
-                                         kTableEntries;
+  for (int level = 1; level <= 2 && layout.entries(*tables) > kTableEntries;
        ++level) {
     SpaceOptions o = space.options();
     o.anchoredViews = true;
@@ -866,14 +867,13 @@ SearchResult dynamicProgramming(const Problem &problem,
                             : "anchored contiguous views, at most two "
                               "split dims";
   }
-  AdditiveModel model(problem, *tables, workers, stop);
+  AdditiveModel model(problem, *tables, layout, workers, stop);
   // Lines, not a live counter: the phases of a DP take seconds each.
   if (options.progress) {
-    std::set<int32_t> classes(classOf.begin(), classOf.end());
     std::fprintf(stderr,
                  "ppc-search: dp: cost tables over %s: %zu ops in %zu cost "
                  "classes, %lld entries, %lld shared, %.2f s\n",
-                 tableSpace, n, classes.size(),
+                 tableSpace, n, layout.numClasses(),
                  static_cast<long long>(model.evaluated),
                  static_cast<long long>(model.reused), elapsed());
   }

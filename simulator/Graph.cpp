@@ -159,6 +159,15 @@ std::string Graph::validate() const {
   return "";
 }
 
+std::vector<int> readerCounts(const Graph &graph) {
+  std::vector<int> readers(graph.ops.size(), 0);
+  for (const Op &op : graph.ops)
+    for (const Source &src : op.operands)
+      if (src.kind == Source::Kind::Op)
+        ++readers[src.index];
+  return readers;
+}
+
 std::vector<WeightUse> weightHolders(const Graph &graph) {
   std::vector<WeightUse> holders(graph.weights.size());
   for (size_t i = 0; i < graph.ops.size(); ++i) {

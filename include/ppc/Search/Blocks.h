@@ -34,7 +34,8 @@ struct RepeatedOps {
 /// input or constant read.
 RepeatedOps findRepeatedOps(const sim::Graph &graph);
 
-/// Per op, a class id (dense from 0) shared by the ops that the simulator
+/// Per op, a class id (dense from 0, numbered in the order the classes
+/// first appear) shared by the ops that the simulator
 /// costs alike under every configuration, wherever they sit in the graph:
 /// the same kind, element type, FLOPs and bytes, iteration dims (size, SOAP
 /// kind, splittability), operand and result accesses, whether anything reads

@@ -91,6 +91,9 @@ struct WeightUse {
 /// and the lowering emits exactly this, so any strategy lowers.
 std::vector<WeightUse> weightHolders(const Graph &graph);
 
+/// Per op, how many operands of later ops read one of its results.
+std::vector<int> readerCounts(const Graph &graph);
+
 /// Labels the sample (batch) dim of every op by following the batch from
 /// the graph inputs through the ops' tensor maps, instead of by position:
 /// in a sequence-first model ([S, N, E], PyTorch's nn.MultiheadAttention)
