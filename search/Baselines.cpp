@@ -98,6 +98,28 @@ OpConfig hybridConfig(const sim::Op &op, int tensorDim, int64_t tensorDegree,
   return config;
 }
 
+/// Sequence parallelism after a row-parallel layer: the result dim along
+/// which `config`'s partial sums are reduce-scattered so that each member of
+/// the tensor-parallel group keeps the piece of the sequence its group
+/// neighbour outside the block computes (the dim indexed by the first
+/// attribute dim the group splits evenly), or -1 where that does not fit.
+int64_t sequenceScatterDim(const sim::Op &op, OpConfig config,
+                           int64_t tensorDegree, int64_t numDevices) {
+  const IterationSpace &space = op.space;
+  int attribute = firstSplittableDim(space, IterKind::Attribute, tensorDegree);
+  if (attribute < 0 || space.results.empty())
+    return -1;
+  const std::vector<DimAccess> &dims = space.results[0].dims;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].iterDim != attribute)
+      continue;
+    config.scatterDim = static_cast<int64_t>(d);
+    if (checkConfig(space, config, numDevices).empty())
+      return config.scatterDim;
+  }
+  return -1;
+}
+
 /// Bytes of all results of `op`.
 double resultBytes(const sim::Op &op) {
   double bytes = 0;
@@ -269,6 +291,9 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
     OpConfig config =
         hybridConfig(graph.ops[op], it == tensorDimOf.end() ? -1 : it->second,
                      tp, dp, options.sequenceParallel);
+    if (options.sequenceParallel && tp > 1)
+      config.scatterDim =
+          sequenceScatterDim(graph.ops[op], config, tp, numDevices);
     if (options.distributedOptimizer && hasWeightOperand(graph.ops[op]))
       config.sharding = StateSharding::Optimizer;
     if (options.shardWeights && hasWeightOperand(graph.ops[op]))

@@ -5,7 +5,10 @@
 // the device count, times the machine views that place it on the machine:
 // contiguous blocks at every aligned start, the partitions replicated over
 // the whole machine, and strided views that spread one partitioned dim
-// across nodes while the others stay packed inside a node. Recomputation and
+// across nodes while the others stay packed inside a node; a view that
+// leaves partial sums also reduce-scatters them along each result dim that
+// splits evenly (that changes where the sums are held, so edges differ).
+// Recomputation and
 // state sharding are not enumerated: they change no edge, only an op's own
 // time and memory, and MCMC proposes them as moves of their own.
 //
@@ -201,6 +204,16 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
                                      return config.start != 0;
                                    }),
                     configs.end());
+    if (options.scatter && !op.space.results.empty()) {
+      size_t unscattered = configs.size();
+      for (size_t c = 0; c < unscattered; ++c)
+        for (size_t d = 0; d < op.space.results[0].shape.size(); ++d) {
+          OpConfig scattered = configs[c];
+          scattered.scatterDim = static_cast<int64_t>(d);
+          if (checkConfig(op.space, scattered, numDevices).empty())
+            configs.push_back(std::move(scattered));
+        }
+    }
     for ([[maybe_unused]] const OpConfig &config : configs)
       assert(checkConfig(op.space, config, numDevices).empty());
     perOp.push_back(std::move(configs));

@@ -146,6 +146,8 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
       os << ", \"recompute\": true";
     if (config.sharding != StateSharding::None)
       os << ", \"zero\": " << static_cast<int>(config.sharding);
+    if (config.scatterDim >= 0)
+      os << ", \"scatter\": " << config.scatterDim;
     os << ",\n";
     // What is only informative.
     os << "     \"dims\": [";
@@ -259,6 +261,7 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
                         "must be a ZeRO stage from 0 to " +
                             std::to_string(kMaxStateSharding)};
       config.sharding = static_cast<StateSharding>(zero);
+      config.scatterDim = entry.getInt("scatter", -1);
       // Derived from degrees, start and strides when written; not read back,
       // so that editing the degrees alone is enough.
       for (const char *key : {"dtype", "devices", "predicted_ms"})

@@ -327,8 +327,10 @@ struct Edge {
 struct OpState {
   std::vector<int64_t> devices;
   std::vector<Slice> iter;
-  /// resultSlices[r][p]: slice of result r instance p computes.
-  std::vector<std::vector<Slice>> resultSlices;
+  /// resultSlices[r][p]: slice of result r instance p computes (and needs
+  /// the gradient of); heldSlices[r][p]: what it keeps after forward for
+  /// readers (a piece of it when partial sums are reduce-scattered).
+  std::vector<std::vector<Slice>> resultSlices, heldSlices;
   /// operandSlices[o][p]: slice of operand o instance p reads.
   std::vector<std::vector<Slice>> operandSlices;
   /// The partition and replica each instance is; replicas per partition.
@@ -336,10 +338,14 @@ struct OpState {
   int64_t numReplicas = 1;
   /// Results dropped after forward and computed again in backward.
   bool recomputed = false;
-  /// Instances holding the same result slices (partial sums, then copies,
-  /// and replicas): any of them can serve a reader.
+  /// Instances holding the same result slices after forward (partial sums
+  /// once all-reduced, copies, and replicas): any of them can serve a
+  /// reader.
   std::vector<int32_t> replicaGroup;
   int32_t numReplicaGroups = 0;
+  /// Instances computing the same result slices: the groups that sum
+  /// partials, and that each receive a reader's gradient.
+  std::vector<int32_t> computedGroup;
   /// For each weight operand this op holds (weightHolders), partition p's
   /// slice of it and its replica group; empty for other operands. Weight
   /// edges read them as an activation edge reads resultSlices.
@@ -544,6 +550,9 @@ struct Simulator::Impl {
     st.devices = std::move(layout.devices);
     st.iter = std::move(layout.iter);
     st.resultSlices = std::move(layout.resultBoxes);
+    st.heldSlices = std::move(layout.heldBoxes);
+    bool scattered = std::find(layout.scattered.begin(), layout.scattered.end(),
+                               true) != layout.scattered.end();
     st.operandSlices = std::move(layout.operandBoxes);
     st.partition = std::move(layout.partition);
     st.replica = std::move(layout.replica);
@@ -569,26 +578,44 @@ struct Simulator::Impl {
 
     // Instances computing the same result slices hold copies of it. Within
     // one replica they are partitions that differ only in dims the result
-    // does not index, so they hold partial sums: all-reduce them, each
-    // replica on its own.
+    // does not index, so they hold partial sums: all-reduce them, or
+    // reduce-scatter them (OpConfig::scatterDim, half the time and bytes),
+    // each replica on its own.
     st.partialSums.clear();
     st.replicaGroup.assign(n, 0);
     st.numReplicaGroups = n;
+    st.computedGroup.assign(n, 0);
     if (!op.space.results.empty()) {
-      std::vector<Slice> joined(n);
-      for (int32_t p = 0; p < n; ++p)
-        for (const auto &slices : st.resultSlices)
-          joined[p].insert(joined[p].end(), slices[p].begin(), slices[p].end());
-      st.replicaGroup = groupBySlice(joined, st.numReplicaGroups);
+      auto joinedOf = [&](const std::vector<std::vector<Slice>> &perResult) {
+        std::vector<Slice> joined(n);
+        for (int32_t p = 0; p < n; ++p)
+          for (const auto &slices : perResult)
+            joined[p].insert(joined[p].end(), slices[p].begin(),
+                             slices[p].end());
+        return joined;
+      };
+      int32_t numComputed = 0;
+      st.computedGroup = groupBySlice(joinedOf(st.resultSlices), numComputed);
+      st.replicaGroup =
+          scattered ? groupBySlice(joinedOf(st.heldSlices), st.numReplicaGroups)
+                    : st.computedGroup;
+      if (!scattered)
+        st.numReplicaGroups = numComputed;
       for (std::vector<int32_t> &m :
-           membersPerReplica(st, st.replicaGroup, st.numReplicaGroups)) {
+           membersPerReplica(st, st.computedGroup, numComputed)) {
         if (m.size() < 2)
           continue;
         int64_t bytes = 0;
         for (const auto &slices : st.resultSlices)
           bytes += volume(slices[m.front()]) * op.elemBytes;
-        st.partialSums.push_back(
-            makeCollective(st, std::move(m), bytes, /*sharded=*/false));
+        Collective sum =
+            makeCollective(st, std::move(m), bytes, /*sharded=*/scattered);
+        if (scattered) {
+          sum.postTime = 0;
+          for (double &b : sum.bytesByLinkKind)
+            b /= 2;
+        }
+        st.partialSums.push_back(std::move(sum));
       }
     }
 
@@ -679,12 +706,14 @@ struct Simulator::Impl {
             costModel.updateTime(updateElems[p], updateElemBytes, states,
                                  machine.getSpec(st.devices[p]));
       // Results are kept for backward (unless recomputed: then they are
-      // alive only around their forward and backward use); the largest
-      // result (gradient) is the transient buffer of the backward kernel.
-      for (const auto &slices : st.resultSlices) {
-        int64_t bytes = volume(slices[p]) * op.elemBytes;
+      // alive only around their forward and backward use), reduce-scattered
+      // ones as their pieces; the largest result (gradient) is the
+      // transient buffer of the backward kernel.
+      for (size_t r = 0; r < st.resultSlices.size(); ++r) {
+        int64_t bytes = volume(st.resultSlices[r][p]) * op.elemBytes;
         if (!st.recomputed)
-          st.memory[p].activations += bytes;
+          st.memory[p].activations +=
+              volume(st.heldSlices[r][p]) * op.elemBytes;
         st.memory[p].workspace = std::max(st.memory[p].workspace, bytes);
       }
     }
@@ -730,8 +759,12 @@ struct Simulator::Impl {
   /// without, every edge fetches its own (the additive costs of the DP).
   void buildTransfers(Edge &e, const OpState &prod, const OpState &cons,
                       bool shareCopies = false) {
-    const std::vector<Slice> *produced = &prod.resultSlices[e.result];
+    // Readers fetch what the producer holds after forward; gradients go
+    // back to what it computed.
+    const std::vector<Slice> *produced = &prod.heldSlices[e.result];
+    const std::vector<Slice> *computed = &prod.resultSlices[e.result];
     const std::vector<int32_t> *replicaGroup = &prod.replicaGroup;
+    const std::vector<int32_t> *gradGroup = &prod.computedGroup;
     int32_t numReplicaGroups = prod.numReplicaGroups;
     int64_t elemBytes = graph.ops[e.producer].elemBytes;
     bool weightEdge = e.weightOperand >= 0;
@@ -739,7 +772,9 @@ struct Simulator::Impl {
       // The holder's pieces of the weight, grouped into replicas.
       const OpState::HeldWeight &held = prod.heldWeights[e.weightOperand];
       produced = &held.slices;
+      computed = &held.slices;
       replicaGroup = &held.group;
+      gradGroup = &held.group;
       numReplicaGroups = held.numGroups;
       const Op &consumer = graph.ops[e.consumer];
       elemBytes = graph.weights[consumer.operands[e.operand].index].elemBytes;
@@ -763,7 +798,7 @@ struct Simulator::Impl {
     std::vector<char> reduced(prod.devices.size(), 0);
     if (!weightEdge)
       reducedGroups = geometry::allReducedGradientGroups(
-          *produced, prod.devices, cons.operandSlices[e.operand], cons.devices,
+          *computed, prod.devices, cons.operandSlices[e.operand], cons.devices,
           cons.partition);
     for (const std::vector<int64_t> &group : reducedGroups)
       for (int64_t p : group)
@@ -811,7 +846,7 @@ struct Simulator::Impl {
               sharedCopy(e, (*replicaGroup)[p], dstDevice, box);
           if (edge >= 0) {
             e.fwdShared.push_back({q, edge, transfer, {}});
-            sharedPairs.insert({q, (*replicaGroup)[p]});
+            sharedPairs.insert({q, (*gradGroup)[p]});
             continue;
           }
         }
@@ -831,12 +866,12 @@ struct Simulator::Impl {
     for (int32_t p = 0; p < np; ++p)
       producerReplicas[p] = prod.replica[p];
     for (const geometry::GradientRoute &route : geometry::gradientRoutes(
-             *produced, prod.devices, producerReplicas,
+             *computed, prod.devices, producerReplicas,
              cons.operandSlices[e.operand], cons.devices, cons.numReplicas,
              reduced, /*everyMember=*/!weightEdge, bandwidth)) {
       int32_t q = static_cast<int32_t>(route.consumer);
       int32_t p = static_cast<int32_t>(route.producer);
-      if (sharedPairs.count({q, (*replicaGroup)[p]})) {
+      if (sharedPairs.count({q, (*gradGroup)[p]})) {
         for (Edge::SharedCopy &c : e.fwdShared)
           if (c.dst == q)
             c.gradTo.push_back(p);
@@ -855,10 +890,10 @@ struct Simulator::Impl {
       for (int32_t p : members)
         for (int32_t q = 0; q < nq; ++q)
           if (cons.devices[q] == prod.devices[p] &&
-              overlapVolume(cons.operandSlices[e.operand][q], (*produced)[p]) >
+              overlapVolume(cons.operandSlices[e.operand][q], (*computed)[p]) >
                   0)
             r.contributors.push_back(q);
-      int64_t bytes = volume((*produced)[members.front()]) * elemBytes;
+      int64_t bytes = volume((*computed)[members.front()]) * elemBytes;
       r.reduce =
           makeCollective(prod, std::move(members), bytes, /*sharded=*/false);
       e.bwdReduces.push_back(std::move(r));
@@ -918,6 +953,10 @@ struct Simulator::Impl {
   const OpState &stateFor(size_t op, const OpConfig &config) {
     std::vector<int64_t> key = config.degrees;
     key.push_back(config.start);
+    key.push_back(config.replicas);
+    key.push_back(config.recompute);
+    key.push_back(static_cast<int64_t>(config.sharding));
+    key.push_back(config.scatterDim);
     key.insert(key.end(), config.strides.begin(), config.strides.end());
     auto [it, inserted] = stateCache.try_emplace({op, std::move(key)});
     if (inserted)
@@ -1126,7 +1165,7 @@ struct Simulator::Impl {
     for (size_t p = 0; p < st.devices.size(); ++p) {
       end[p] = runKernel(st.devices[p], end[p], st.fwdTime[p], x,
                          TaskKind::Recompute);
-      for (const auto &slices : st.resultSlices)
+      for (const auto &slices : st.heldSlices)
         cascadeBytes[st.devices[p]] +=
             volume(slices[p]) * graph.ops[x].elemBytes;
     }

@@ -38,7 +38,8 @@ void PPCDialect::initialize() {
 LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> degrees, int64_t start,
                                    ArrayRef<int64_t> strides, int64_t replicas,
-                                   bool recompute, int64_t zero) {
+                                   bool recompute, int64_t zero,
+                                   int64_t scatter) {
   for (auto [i, d] : llvm::enumerate(degrees))
     if (d < 1)
       return emitError() << "degree " << i << " is " << d
@@ -50,6 +51,9 @@ LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (zero < 0 || zero > ppc::kMaxStateSharding)
     return emitError() << "zero = " << zero << " is not a ZeRO stage (0 to "
                        << ppc::kMaxStateSharding << ")";
+  if (scatter < -1)
+    return emitError() << "scatter = " << scatter
+                       << " is not a result dim (-1 for all-reduced sums)";
   int64_t partitioned =
       llvm::count_if(degrees, [](int64_t d) { return d > 1; }) + (replicas > 1);
   if (!strides.empty() && static_cast<int64_t>(strides.size()) != partitioned)
@@ -68,6 +72,7 @@ ppc::OpConfig StrategyAttr::getConfig() const {
   config.replicas = getReplicas();
   config.recompute = getRecompute();
   config.sharding = static_cast<ppc::StateSharding>(getZero());
+  config.scatterDim = getScatter();
   return config;
 }
 
@@ -75,7 +80,7 @@ StrategyAttr StrategyAttr::get(MLIRContext *context,
                                const ppc::OpConfig &config) {
   return get(context, config.degrees, config.start, config.strides,
              config.replicas, config.recompute,
-             static_cast<int64_t>(config.sharding));
+             static_cast<int64_t>(config.sharding), config.scatterDim);
 }
 
 int64_t StrategyAttr::getNumPartitions() const {

@@ -220,12 +220,12 @@ static int64_t windowOutputSize(int64_t size, int64_t padLo, int64_t padHi,
 //===----------------------------------------------------------------------===//
 
 // `<degrees = [d...] (, key = value | , recompute)*>` with keys start,
-// strides, replicas and zero, each at most once and in any order; only
+// strides, replicas, zero and scatter, each at most once and in any order; only
 // values other than the defaults are printed.
 Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<int64_t> degrees, strides;
-  int64_t start = 0, replicas = 1, zero = 0;
+  int64_t start = 0, replicas = 1, zero = 0, scatter = -1;
   bool recompute = false;
   auto parseList = [&](SmallVector<int64_t> &values) {
     return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
@@ -243,10 +243,11 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
       return {};
     if (!seen.insert(key).second ||
         !llvm::is_contained(
-            {"start", "strides", "replicas", "zero", "recompute"}, key)) {
+            {"start", "strides", "replicas", "zero", "scatter", "recompute"},
+            key)) {
       parser.emitError(keyLoc)
-          << "expected 'start', 'strides', 'replicas', 'zero' or 'recompute' "
-             "(each at most once), got '"
+          << "expected 'start', 'strides', 'replicas', 'zero', 'scatter' or "
+             "'recompute' (each at most once), got '"
           << key << "'";
       return {};
     }
@@ -259,6 +260,7 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
     if (key == "strides"    ? failed(parseList(strides))
         : key == "start"    ? failed(parser.parseInteger(start))
         : key == "replicas" ? failed(parser.parseInteger(replicas))
+        : key == "scatter"  ? failed(parser.parseInteger(scatter))
                             : failed(parser.parseInteger(zero)))
       return {};
   }
@@ -266,7 +268,8 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
     return {};
   return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
                     ArrayRef<int64_t>(degrees), start,
-                    ArrayRef<int64_t>(strides), replicas, recompute, zero);
+                    ArrayRef<int64_t>(strides), replicas, recompute, zero,
+                    scatter);
 }
 
 void StrategyAttr::print(AsmPrinter &printer) const {
@@ -286,6 +289,8 @@ void StrategyAttr::print(AsmPrinter &printer) const {
     printer << ", recompute";
   if (getZero() != 0)
     printer << ", zero = " << getZero();
+  if (getScatter() != -1)
+    printer << ", scatter = " << getScatter();
   printer << ">";
 }
 

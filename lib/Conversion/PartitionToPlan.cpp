@@ -136,10 +136,10 @@ private:
                 const Box &box, bool accumulate);
   void allReduce(const std::vector<int64_t> &ranks,
                  const std::vector<Value> &buffers);
-  /// An all_gather or reduce_scatter along dim 0 over `ranks`.
+  /// An all_gather or reduce_scatter along dim `axis` over `ranks`.
   void collective(plan::CollectiveKind kind, const std::vector<int64_t> &ranks,
                   const std::vector<Value> &buffers,
-                  const std::vector<Value> &results);
+                  const std::vector<Value> &results, int64_t axis = 0);
   void phase(plan::Phase phase);
   DenseI64ArrayAttr loAttr(const Box &box);
   DenseI64ArrayAttr hiAttr(const Box &box);
@@ -229,8 +229,10 @@ private:
   std::vector<std::string> opSymbols;
   std::map<BufferKey, Value> persistent; // weights, inputs, constants
   std::set<std::string> trainable;
-  // [op][result][partition] result buffers and their gradients.
-  std::vector<std::vector<std::vector<Value>>> results, resultGrads;
+  // [op][result][partition] result buffers and their gradients, and what
+  // readers fetch from (OpLayout::heldBoxes: the reduce-scattered piece of
+  // a partial sum, else the result buffer).
+  std::vector<std::vector<std::vector<Value>>> results, resultGrads, held;
   // [op][operand][partition]
   std::vector<std::vector<std::vector<OperandSource>>> operands;
   // [op][partition] forward scratch of staged kernels.
@@ -569,7 +571,7 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   auto [pk, pr] = *producer;
   const OpLayout &from = parts.layouts[pk];
   if (std::optional<int64_t> q = pieceHeldAs(pk, pr, rank, box)) {
-    source.buffer = results[pk][pr][*q];
+    source.buffer = held[pk][pr][*q];
     source.aliased = *q;
     return source;
   }
@@ -592,8 +594,8 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
   if (parts.strategy[k].replicas == 1)
     earlier = &gathered[{rank, stripped.getAsOpaquePointer()}];
   source.pieces = gatherFrom(
-      from.resultBoxes[pr], from.devices,
-      [&](int64_t q) { return results[pk][pr][q]; }, rank, source.buffer, box,
+      from.heldBoxes[pr], from.devices,
+      [&](int64_t q) { return held[pk][pr][q]; }, rank, source.buffer, box,
       earlier, &source.shared);
   if (earlier)
     earlier->push_back({source.buffer, box});
@@ -711,7 +713,7 @@ std::optional<int64_t> PlanEmitter::pieceHeldAs(int64_t k, unsigned r,
                                                 int64_t rank,
                                                 const Box &box) const {
   const OpLayout &layout = parts.layouts[k];
-  return partitionHolding(layout.resultBoxes[r], layout.devices, rank, box);
+  return partitionHolding(layout.heldBoxes[r], layout.devices, rank, box);
 }
 
 std::vector<std::pair<int64_t, Box>> PlanEmitter::gatherFrom(
@@ -753,8 +755,8 @@ PlanEmitter::gatherPieces(int64_t k, unsigned r, int64_t rank, Value buffer,
                           const Box &box) {
   const OpLayout &layout = parts.layouts[k];
   return gatherFrom(
-      layout.resultBoxes[r], layout.devices,
-      [&](int64_t q) { return results[k][r][q]; }, rank, buffer, box);
+      layout.heldBoxes[r], layout.devices,
+      [&](int64_t q) { return held[k][r][q]; }, rank, buffer, box);
 }
 
 void PlanEmitter::emitPartialSums(int64_t k) {
@@ -768,13 +770,35 @@ void PlanEmitter::emitPartialSums(int64_t k) {
         continue;
       std::vector<int64_t> group = layout.sameResultBox(r, p);
       std::vector<int64_t> ranks;
-      std::vector<Value> buffers;
+      std::vector<Value> buffers, pieces;
       for (int64_t q : group) {
         done.insert(q);
-        ranks.push_back(layout.devices[q]);
+        int64_t rank = layout.devices[q];
+        ranks.push_back(rank);
         buffers.push_back(results[k][r][q]);
+        if (layout.scattered[r]) {
+          pieces.push_back(alloc(rank, tensorOf[parts.ops[k]->getResult(r)],
+                                 layout.heldBoxes[r][q], false));
+          transient.emplace_back(rank, pieces.back());
+        }
       }
-      allReduce(ranks, buffers);
+      if (!layout.scattered[r]) {
+        allReduce(ranks, buffers);
+        continue;
+      }
+      // Member j keeps piece j (the order of sameResultBox, as heldBoxes);
+      // the summands go, as the backward never reads the sum.
+      collective(plan::CollectiveKind::reduce_scatter, ranks, buffers, pieces,
+                 parts.strategy[k].scatterDim);
+      for (auto [j, q] : llvm::enumerate(group)) {
+        plan::FreeOp::create(at(ranks[j]), loc, buffers[j]);
+        freedEarly.insert(buffers[j]);
+        // A recomputation replaces the piece readers hold.
+        Value &piece = held[k][r][q];
+        if (piece && piece != buffers[j])
+          recomputedBuffer[piece] = pieces[j];
+        piece = pieces[j];
+      }
     }
   }
 }
@@ -810,6 +834,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
   operands[k].assign(op->getNumOperands(),
                      std::vector<OperandSource>(numParts));
   results[k].assign(op->getNumResults(), std::vector<Value>(numParts));
+  held[k].assign(op->getNumResults(), std::vector<Value>(numParts));
   resultGrads[k].assign(op->getNumResults(), std::vector<Value>(numParts));
   scratch[k].assign(numParts, Value());
   if (loss && loss->first == static_cast<int64_t>(k))
@@ -830,6 +855,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
                            layout.resultBoxes[r][p], false);
       transient.emplace_back(rank, buffer);
       results[k][r][p] = buffer;
+      held[k][r][p] = buffer;
       outs[p].push_back(buffer);
     }
   }
@@ -861,7 +887,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
   // Recomputed ops whose last reader this is drop their results now.
   for (size_t x = 0; x < recomputed.size(); ++x)
     if (recomputed[x] && lastReader[x] == k)
-      for (const std::vector<Value> &perResult : results[x])
+      for (const std::vector<Value> &perResult : held[x])
         for (auto [p, buffer] : llvm::enumerate(perResult)) {
           plan::FreeOp::create(at(parts.layouts[x].devices[p]), loc, buffer);
           freedEarly.insert(buffer);
@@ -930,6 +956,9 @@ void PlanEmitter::emitRecompute(int64_t x) {
       transient.emplace_back(rank, again);
       recomputedBuffer[old] = again;
       results[x][r][p] = again;
+      // A reduce-scattered piece is replaced by emitPartialSums.
+      if (!layout.scattered[r])
+        held[x][r][p] = again;
       outs.push_back(again);
     }
     plan::KernelOp::create(at(rank), loc, opSym, builder.getI64IntegerAttr(0),
@@ -1053,7 +1082,10 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     sendBack[p].assign(numOperands, Value());
     for (unsigned r = 0; r < op->getNumResults(); ++r) {
       outGrads[p].push_back(gradBuffer(k, r, p));
-      outs[p].push_back(results[k][r][p]);
+      // Reduce-scattered sums were not kept (checkConfig: all results of
+      // such an op are): its backward gets no outputs.
+      if (!layout.scattered[r])
+        outs[p].push_back(results[k][r][p]);
     }
     for (unsigned i = 0; i < numOperands; ++i) {
       const OperandSource &source = operands[k][i][p];
@@ -1346,13 +1378,13 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
 void PlanEmitter::collective(plan::CollectiveKind kind,
                              const std::vector<int64_t> &ranks,
                              const std::vector<Value> &buffers,
-                             const std::vector<Value> &results) {
+                             const std::vector<Value> &results, int64_t axis) {
   auto group = DenseI64ArrayAttr::get(context, ranks);
   for (size_t j = 0; j < ranks.size(); ++j)
     plan::CollectiveOp::create(
         at(ranks[j]), loc, plan::CollectiveKindAttr::get(context, kind), group,
         buffers[j], results[j], builder.getStringAttr("sum"),
-        builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
+        builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(axis));
 }
 
 FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
@@ -1426,6 +1458,7 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
   size_t numOps = parts.ops.size();
   results.resize(numOps);
   resultGrads.resize(numOps);
+  held.resize(numOps);
   operands.resize(numOps);
   scratch.resize(numOps);
   if (failed(planRecomputation()))
@@ -1464,7 +1497,7 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
         return failure();
       // A recomputed op's new results are last read by its own backward.
       if (recomputedNow[k])
-        for (const std::vector<Value> &perResult : results[k])
+        for (const std::vector<Value> &perResult : held[k])
           for (auto [p, buffer] : llvm::enumerate(perResult)) {
             plan::FreeOp::create(at(parts.layouts[k].devices[p]), loc, buffer);
             freedEarly.insert(buffer);

@@ -144,6 +144,8 @@ std::string formatDegrees(const sim::Op &op, const OpConfig &config) {
     out += " rc";
   if (config.sharding != StateSharding::None)
     out += " Z" + std::to_string(static_cast<int>(config.sharding));
+  if (config.scatterDim >= 0)
+    out += " rs" + std::to_string(config.scatterDim);
   return out;
 }
 

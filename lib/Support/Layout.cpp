@@ -42,6 +42,19 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config) {
           space.makesPartialSum(d, r))
         partial = true;
     layout.partial.push_back(partial);
+    layout.scattered.push_back(partial && config.scatterDim >= 0);
+  }
+  layout.heldBoxes = layout.resultBoxes;
+  for (size_t r = 0; r < space.results.size(); ++r) {
+    if (!layout.scattered[r])
+      continue;
+    for (int64_t p = 0; p < instances; ++p) {
+      std::vector<int64_t> group = layout.sameResultBox(r, p);
+      int64_t member = std::find(group.begin(), group.end(), p) - group.begin();
+      layout.heldBoxes[r][p] =
+          shardOf(layout.resultBoxes[r][p], static_cast<int64_t>(group.size()),
+                  member, static_cast<unsigned>(config.scatterDim));
+    }
   }
   return layout;
 }
@@ -49,7 +62,7 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config) {
 std::vector<Piece> OpLayout::resultPieces(unsigned r) const {
   std::vector<Piece> pieces;
   for (int64_t p = 0; p < numInstances(); ++p)
-    pieces.push_back({devices[p], resultBoxes[r][p]});
+    pieces.push_back({devices[p], heldBoxes[r][p]});
   return pieces;
 }
 
@@ -95,10 +108,10 @@ bool shardsEvenly(const Box &box, int64_t k) {
   return k >= 2 && !box.empty() && box[0].size() % k == 0 && box[0].size() >= k;
 }
 
-Box shardOf(const Box &box, int64_t k, int64_t i) {
+Box shardOf(const Box &box, int64_t k, int64_t i, unsigned dim) {
   Box shard = box;
-  int64_t size = box[0].size() / k;
-  shard[0] = {box[0].lo + i * size, box[0].lo + (i + 1) * size};
+  int64_t size = box[dim].size() / k;
+  shard[dim] = {box[dim].lo + i * size, box[dim].lo + (i + 1) * size};
   return shard;
 }
 

@@ -60,6 +60,49 @@ std::vector<int64_t> OpConfig::devices() const {
   return result;
 }
 
+/// Why `config.scatterDim` does not fit (the degrees are valid): every
+/// result must be a partial sum (so that no result is kept whole for the
+/// backward kernel) with that dim, and its box must split into one equal
+/// piece per member of the summing group.
+static std::string checkScatter(const IterationSpace &space,
+                                const OpConfig &config) {
+  std::ostringstream os;
+  int64_t dim = config.scatterDim;
+  if (dim < 0) {
+    os << "scatter dim " << dim << " is negative";
+    return os.str();
+  }
+  std::vector<Range> iter = partitionRanges(space, config.degrees, 0);
+  for (size_t r = 0; r < space.results.size(); ++r) {
+    int64_t group = 1;
+    for (size_t d = 0; d < config.degrees.size(); ++d)
+      if (config.degrees[d] > 1 && space.makesPartialSum(d, r))
+        group *= config.degrees[d];
+    if (group == 1) {
+      os << "scatter dim " << dim << " is set but result " << r
+         << " is not a partial sum (no reduction dim it lacks is split)";
+      return os.str();
+    }
+    std::vector<Range> box = sliceOf(space.results[r], iter);
+    if (dim >= static_cast<int64_t>(box.size())) {
+      os << "scatter dim " << dim << " is not a dim of result " << r
+         << ", which has " << box.size();
+      return os.str();
+    }
+    if (box[dim].size() % group != 0) {
+      os << "scatter dim " << dim << " of result " << r << " has "
+         << box[dim].size() << " elements per partition, which do not split "
+         << "evenly among the " << group << " partitions that sum it";
+      return os.str();
+    }
+  }
+  if (space.results.empty()) {
+    os << "scatter dim " << dim << " is set but the op has no result";
+    return os.str();
+  }
+  return "";
+}
+
 std::string checkConfig(const IterationSpace &space, const OpConfig &config,
                         std::optional<int64_t> numDevices) {
   std::ostringstream os;
@@ -97,6 +140,10 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
     os << "state sharding " << static_cast<int>(config.sharding)
        << " is not a ZeRO stage (0 to " << kMaxStateSharding << ")";
     return os.str();
+  }
+  if (config.scatterDim != -1) {
+    if (std::string problem = checkScatter(space, config); !problem.empty())
+      return problem;
   }
   partitioned += config.replicas > 1;
   if (config.start < 0) {

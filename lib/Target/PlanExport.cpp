@@ -547,6 +547,11 @@ private:
             return failure();
           k->set_op(*id);
           k->set_stage(*stage);
+          // Results not kept for the backward (reduce-scattered partial
+          // sums) are -1, one per result.
+          if (kernel.getOutputs().empty())
+            for (size_t r = 0; r < kernel.getOutputGrads().size(); ++r)
+              k->add_outputs(-1);
           if (failed(
                   addBuffers(op, kernel.getInputs(), *k->mutable_inputs())) ||
               failed(

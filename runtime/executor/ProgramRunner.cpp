@@ -520,6 +520,13 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
           viewsOf(k.scratch(), nullptr, false, "scratch", scratch);
       !err.empty())
     return err;
+  // Results not kept for the backward (-1: reduce-scattered partial sums,
+  // whose backward never reads them) have their gradient's box, no data.
+  for (int r = 0; r < k.outputs_size(); ++r)
+    if (k.outputs(r) < 0) {
+      outputs[r] = outputGrads[r];
+      outputs[r].data = nullptr;
+    }
   kernelKey_ = profileKey(op, "backward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
   KernelStatus status = backward(descs[k.op()], ctx, inputs, outputs,

@@ -64,6 +64,10 @@ struct SpaceOptions {
   /// Only views that start at device 0 (on a machine of identical devices
   /// every other view is a translate of one of them).
   bool anchoredViews = false;
+  /// Also the configurations that reduce-scatter partial sums along a
+  /// result dim instead of all-reducing them (OpConfig::scatterDim), one
+  /// per dim they split evenly along.
+  bool scatter = true;
 };
 
 /// Every configuration considered for each op: degree vectors over its
@@ -96,7 +100,10 @@ struct MegatronOptions {
   /// count); data parallel over the rest of the devices.
   int64_t tensorParallel = 1;
   /// Ops outside the tensor-parallel blocks (layer norms, residuals,
-  /// dropout) split along the sequence in the group instead of replicated.
+  /// dropout) split along the sequence in the group instead of replicated,
+  /// and the partial sums of the row-parallel layers reduce-scattered
+  /// straight into that split (OpConfig::scatterDim) instead of
+  /// all-reduced.
   bool sequenceParallel = false;
   /// Optimizer state sharded over the data-parallel replicas (ZeRO-1).
   bool distributedOptimizer = false;

@@ -37,12 +37,22 @@ struct OpLayout {
   std::vector<int64_t> replica;               ///< per instance
   std::vector<Box> iter;                      ///< per instance
   std::vector<std::vector<Box>> operandBoxes; ///< [operand][instance]
-  std::vector<std::vector<Box>> resultBoxes;  ///< [result][instance]
+  /// [result][instance]: the box each instance computes (and whose
+  /// gradient its backward needs).
+  std::vector<std::vector<Box>> resultBoxes;
+  /// [result][instance]: the box each instance holds after forward, which
+  /// readers fetch from: its resultBox, or for a reduce-scattered partial
+  /// sum (OpConfig::scatterDim) piece i of it for member i of its summing
+  /// group (sameResultBox order). A partial sum's backward is linear in the
+  /// summands and never reads the summed value.
+  std::vector<std::vector<Box>> heldBoxes;
   std::vector<bool> partial;                  ///< per result
+  std::vector<bool> scattered;                ///< per result
   int64_t numReplicas = 1;
 
   int64_t numInstances() const { return static_cast<int64_t>(devices.size()); }
-  /// The pieces of result `r`: one per instance.
+  /// The pieces of result `r` readers fetch from: one per instance (its
+  /// heldBoxes).
   std::vector<Piece> resultPieces(unsigned r) const;
   /// The pieces operand `i` is read in: one per instance.
   std::vector<Piece> operandPieces(unsigned i) const;
@@ -75,8 +85,8 @@ bool linesUp(const std::vector<Piece> &producer,
 /// the simulator and the lowering decide that a ZeRO stage applies to it.
 /// A piece that does not keeps its whole training state (stage 0).
 bool shardsEvenly(const Box &box, int64_t k);
-/// Shard `i` of `k` of `box` along dim 0.
-Box shardOf(const Box &box, int64_t k, int64_t i);
+/// Shard `i` of `k` of `box` along dim `dim` (dim 0: ZeRO's shards).
+Box shardOf(const Box &box, int64_t k, int64_t i, unsigned dim = 0);
 
 /// Which of the replicas `first`, `first + 1`, ... `first + replicas - 1`
 /// (instances on `devices`) exchanges data with `device`: the one on it,

@@ -54,6 +54,12 @@ struct OpConfig {
   bool recompute = false;
   /// How the weights this op holds shard their training state.
   StateSharding sharding = StateSharding::None;
+  /// Partial sums (results of a split reduction dim) are reduce-scattered
+  /// along this dim of each such result instead of all-reduced: member i of
+  /// a summing group keeps piece i of the group's box, as Megatron-LM's
+  /// sequence parallelism leaves a row-parallel layer's output straight in
+  /// the sequence-split layout of the next layer norm. -1: all-reduced.
+  int64_t scatterDim = -1;
 
   /// The product of the degrees: the number of distinct pieces of work.
   /// Callers that read degrees from input check them first (checkConfig):
@@ -72,7 +78,7 @@ struct OpConfig {
   bool operator==(const OpConfig &o) const {
     return degrees == o.degrees && start == o.start && strides == o.strides &&
            replicas == o.replicas && recompute == o.recompute &&
-           sharding == o.sharding;
+           sharding == o.sharding && scatterDim == o.scatterDim;
   }
   bool operator!=(const OpConfig &o) const { return !(*this == o); }
 };
@@ -80,7 +86,9 @@ struct OpConfig {
 struct IterationSpace;
 
 /// Checks that `config` fits an op with iteration space `space` (one degree
-/// per dim, splittable dims only, equal partitions, replicas >= 1, no two
+/// per dim, splittable dims only, equal partitions, replicas >= 1, a
+/// scatter dim only with partial sums whose boxes split evenly along it among
+/// their summing group, no two
 /// instances on one device) and, when given, a machine of `numDevices` devices
 /// (else at most kMaxDevices). Returns the problem, or "" when it fits. The
 /// strategy verifier and the simulator both use it, so they accept exactly the

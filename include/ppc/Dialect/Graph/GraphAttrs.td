@@ -24,6 +24,10 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
     the training state of the weights the op holds over the replicas that
     synchronize their gradients, as ZeRO's stage s: 1 optimizer state,
     2 also gradients, 3 also the parameters (gathered before use).
+    `scatter = d` reduce-scatters the partial sums of a split reduction dim
+    along dim d of the result instead of all-reducing them: member i of each
+    summing group keeps piece i (Megatron-LM's sequence parallelism after a
+    row-parallel layer).
 
     ```mlir
     // 4-way data parallel x 2-way tensor parallel on devices 0..7, the tensor
@@ -34,6 +38,9 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
     // A layer norm data parallel 2 ways, each half replicated on 4 devices;
     // recomputed in backward; its weights sharded ZeRO-3 style.
     #ppc.strategy<degrees = [2, 1, 1], replicas = 4, recompute, zero = 3>
+    // A row-parallel matmul [b, s, k] x [k, n] split 4 ways along k, its
+    // summed result [b, s, n] left split along s.
+    #ppc.strategy<degrees = [1, 1, 1, 4], scatter = 1>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$degrees,
@@ -41,7 +48,8 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
                         OptionalArrayRefParameter<"int64_t">:$strides,
                         DefaultValuedParameter<"int64_t", "1">:$replicas,
                         DefaultValuedParameter<"bool", "false">:$recompute,
-                        DefaultValuedParameter<"int64_t", "0">:$zero);
+                        DefaultValuedParameter<"int64_t", "0">:$zero,
+                        DefaultValuedParameter<"int64_t", "-1">:$scatter);
   // Hand-written (GraphOps.cpp): a declarative format cannot parse two
   // optional groups that both begin with `,` (it commits to the first).
   let hasCustomAssemblyFormat = 1;
