@@ -6,7 +6,7 @@
 // contiguous blocks at every aligned start, the partitions replicated over
 // the whole machine, and strided views that spread one partitioned dim
 // across nodes while the others stay packed inside a node; a view that
-// leaves partial sums also reduce-scatters them along each result dim that
+// leaves partial sums also reduce-scatters them along one result dim that
 // splits evenly (that changes where the sums are held, so edges differ).
 // Recomputation and
 // state sharding are not enumerated: they change no edge, only an op's own
@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <optional>
 #include <set>
 
 namespace ppc::search {
@@ -170,6 +171,33 @@ void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
   }
 }
 
+/// `config` with its partial sums reduce-scattered along one result dim:
+/// the first indexed by an attribute dim (a sequence or image row: the
+/// layout sequence parallelism gives the ops after a row-parallel layer),
+/// else by a sample dim, else any, that splits evenly; none when `config`
+/// leaves no partial sums. One variant per configuration keeps the space
+/// from multiplying by the result's rank.
+std::optional<OpConfig> scatteredVariant(const IterationSpace &space,
+                                         const OpConfig &config,
+                                         int64_t numDevices) {
+  if (space.results.empty())
+    return std::nullopt;
+  const std::vector<DimAccess> &dims = space.results[0].dims;
+  for (int pass = 0; pass < 3; ++pass)
+    for (size_t d = 0; d < dims.size(); ++d) {
+      IterKind kind = dims[d].isWhole() ? IterKind::Reduction
+                                        : space.dims[dims[d].iterDim].kind;
+      if ((pass == 0 && kind != IterKind::Attribute) ||
+          (pass == 1 && kind != IterKind::Sample))
+        continue;
+      OpConfig scattered = config;
+      scattered.scatterDim = static_cast<int64_t>(d);
+      if (checkConfig(space, scattered, numDevices).empty())
+        return scattered;
+    }
+  return std::nullopt;
+}
+
 } // namespace
 
 ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
@@ -204,15 +232,12 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
                                      return config.start != 0;
                                    }),
                     configs.end());
-    if (options.scatter && !op.space.results.empty()) {
+    if (options.scatter) {
       size_t unscattered = configs.size();
       for (size_t c = 0; c < unscattered; ++c)
-        for (size_t d = 0; d < op.space.results[0].shape.size(); ++d) {
-          OpConfig scattered = configs[c];
-          scattered.scatterDim = static_cast<int64_t>(d);
-          if (checkConfig(op.space, scattered, numDevices).empty())
-            configs.push_back(std::move(scattered));
-        }
+        if (std::optional<OpConfig> scattered =
+                scatteredVariant(op.space, configs[c], numDevices))
+          configs.push_back(std::move(*scattered));
     }
     for ([[maybe_unused]] const OpConfig &config : configs)
       assert(checkConfig(op.space, config, numDevices).empty());

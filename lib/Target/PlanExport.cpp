@@ -1014,7 +1014,20 @@ private:
       const I::KernelBackward &k = instr.kernel_backward();
       FailureOr<FlatSymbolRefAttr> op = opRef(k.op());
       auto inputs = bufferList(k.inputs());
-      auto outputs = bufferList(k.outputs());
+      // Results not kept (all -1) are `outs()`; the dialect has no way to
+      // keep some results and not others.
+      google::protobuf::RepeatedField<int32_t> kept;
+      int dropped = 0;
+      for (int32_t id : k.outputs()) {
+        if (id < 0)
+          ++dropped;
+        else
+          kept.Add(id);
+      }
+      if (dropped > 0 && !kept.empty())
+        return error() << "kernel_backward keeps some of its outputs and not "
+                          "others (-1 for some entries only)";
+      auto outputs = bufferList(kept);
       auto outputGrads = bufferList(k.output_grads());
       auto scratch = bufferList(k.scratch());
       if (failed(op) || failed(inputs) || failed(outputs) ||

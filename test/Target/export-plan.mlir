@@ -233,6 +233,8 @@
 // CHECK-NEXT:       stage: 1
 // CHECK-NEXT:       inputs: 0
 // CHECK-NEXT:       inputs: 2
+// Results the backward does not read are -1, one per result.
+// CHECK-NEXT:       outputs: -1
 // CHECK-NEXT:       output_grads: 6
 // CHECK-NEXT:       input_grads: -1
 // CHECK-NEXT:       input_grads: 7

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -136,7 +137,9 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   Graph g = smallConvGraph();
   ASSERT_EQ(g.validate(), "");
   Machine m = roundMachine(1, 4);
-  ConfigSpace space(g, m);
+  SpaceOptions noScatter;
+  noScatter.scatter = false;
+  ConfigSpace space(g, m, noScatter);
   ASSERT_EQ(space.numOps(), 2u);
   const std::vector<OpConfig> &configs = space.configs(0);
   EXPECT_EQ(degreeSet(configs).size(), 21u);
@@ -162,6 +165,27 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   // log10 of 35 * 35 strategies.
   EXPECT_NEAR(space.log10Size(), 2 * std::log10(35.0), 1e-12);
 
+  // The 8 configurations that split c (c 2: 2 views and one replicated;
+  // c 4: 1; c 2 with one other dim 2: 4) also come reduce-scattered, along
+  // oh (the first result dim an attribute dim indexes).
+  ConfigSpace scattered(g, m);
+  const std::vector<OpConfig> &all = scattered.configs(0);
+  ASSERT_EQ(all.size(), 35u + 8u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(checkConfig(g.ops[0].space, all[i], 4), "");
+    bool partial = all[i].degrees[4] > 1;
+    if (i < 35) {
+      EXPECT_EQ(all[i].scatterDim, -1);
+      continue;
+    }
+    EXPECT_TRUE(partial);
+    EXPECT_EQ(all[i].scatterDim, 2);
+    OpConfig summed = all[i];
+    summed.scatterDim = -1;
+    EXPECT_NE(std::find(all.begin(), all.begin() + 35, summed),
+              all.begin() + 35);
+  }
+
   // Without reduction splits: 1 + 4 + (4 + 6) = 15 vectors,
   // 4 + 4 * 2 + 10 = 22 configurations, + 5 replicated.
   SpaceOptions noReduction;
@@ -179,7 +203,9 @@ TEST(ConfigSpace, ConvolutionOnEightDevices) {
   // partitions replicated over the machine: 113.
   Graph g = smallConvGraph();
   Machine m = roundMachine(1, 8);
-  ConfigSpace space(g, m);
+  SpaceOptions noScatter;
+  noScatter.scatter = false;
+  ConfigSpace space(g, m, noScatter);
   const std::vector<OpConfig> &configs = space.configs(0);
   EXPECT_EQ(degreeSet(configs).size(), 55u);
   EXPECT_EQ(configs.size(), 113u);
@@ -189,7 +215,7 @@ TEST(ConfigSpace, ConvolutionOnEightDevices) {
 
   // A cap keeps the largest degrees: the 34 vectors of 8 partitions and 6
   // of the 15 of 4, in a fixed order.
-  SpaceOptions capped;
+  SpaceOptions capped = noScatter;
   capped.maxDegreeVectors = 40;
   ConfigSpace small(g, m, capped);
   std::set<std::vector<int64_t>> kept = degreeSet(small.configs(0));
@@ -204,7 +230,7 @@ TEST(ConfigSpace, ConvolutionOnEightDevices) {
 
   // Anchored views (the DP's tables on large machines): one contiguous
   // view per vector, at device 0, plus the 21 replicated ones.
-  SpaceOptions anchored;
+  SpaceOptions anchored = noScatter;
   anchored.anchoredViews = true;
   ConfigSpace at0(g, m, anchored);
   EXPECT_EQ(at0.configs(0).size(), 55u + 21u);

@@ -188,6 +188,64 @@ TEST(Simulator, ReductionSplitAllReducesPartialSums) {
   EXPECT_NEAR(times[0].communication, 52e-6, 1e-12);
 }
 
+TEST(Simulator, ReduceScatterLeavesPartialSumsInTheSplitConsumer) {
+  // fc splits its reduction dim over 2 devices; relu splits the rows. All-
+  // reduced, the partial [8, 1000] result (32000 B) costs 2 * 10 us +
+  // 32000 B / 1 GB/s = 52 us and each device keeps all of it; reduce-
+  // scattered along the rows (scatter = 0), half of that (26 us, half the
+  // bytes) and each device keeps the 4 rows its relu reads (16000 B). The
+  // backward is the same: each relu half's gradient goes to both partial
+  // instances (16000 B to the other device).
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc", 8, 1000, 1000, input()));
+  g.ops.push_back(elementwise("A", 8, 1000, fromOp(0)));
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Simulator sim(g, m, cost);
+  OpConfig summed{{1, 1, 2}, 0, {}};
+  OpConfig scattered = summed;
+  scattered.scatterDim = 0;
+  OpConfig rows{{2, 1}, 0, {}};
+  SimResult ar = sim.simulate({summed, rows});
+  double arComm = sim.opTimes()[0].communication;
+  SimResult rs = sim.simulate({scattered, rows});
+  EXPECT_NEAR(arComm, 52e-6, 1e-12);
+  EXPECT_NEAR(sim.opTimes()[0].communication, 26e-6, 1e-12);
+  // Nothing else changes: the whole iteration is 26 us shorter.
+  EXPECT_NEAR(ar.iterationTime - rs.iterationTime, 26e-6, 1e-12);
+  EXPECT_EQ(ar.devices[0].memory.activations -
+                rs.devices[0].memory.activations,
+            16000);
+  int nvlink = static_cast<int>(LinkKind::NVLink);
+  // Both move 2 x 16000 B of gradients; the reduce-scatter half the bytes
+  // of the all-reduce.
+  EXPECT_EQ(rs.bytesByLinkKind[nvlink] - 2 * 16000,
+            (ar.bytesByLinkKind[nvlink] - 2 * 16000) / 2);
+  // Delta simulation agrees, both ways.
+  EXPECT_EQ(sim.update(0, summed).iterationTime, ar.iterationTime);
+  EXPECT_EQ(sim.update(0, scattered).iterationTime, rs.iterationTime);
+
+  // Scattered along the columns instead, each relu half needs the other
+  // device's piece: 2 x 8000 B forward moves on top of the reduce-scatter.
+  OpConfig columns = summed;
+  columns.scatterDim = 1;
+  SimResult cols = sim.simulate({columns, rows});
+  EXPECT_EQ(cols.bytesByLinkKind[nvlink] - rs.bytesByLinkKind[nvlink],
+            2 * 8000);
+
+  // Only partial sums scatter, and only into equal pieces.
+  EXPECT_NE(sim.checkConfig(1, OpConfig{{2, 1}, 0, {}, 1, false,
+                                        StateSharding::None, 0})
+                .find("is not a partial sum"),
+            std::string::npos);
+  OpConfig uneven{{1, 1, 2}, 0, {}};
+  uneven.scatterDim = 2;
+  EXPECT_NE(sim.checkConfig(0, uneven).find("is not a dim of result 0"),
+            std::string::npos);
+}
+
 TEST(Simulator, ReplicatedOpFeedsColumnParallelThroughAnAllReduce) {
   // Megatron-LM's pattern: A runs whole on both devices (replicas 2), fc is
   // split by output features over them. Forward needs no transfer; in

@@ -64,9 +64,10 @@ struct SpaceOptions {
   /// Only views that start at device 0 (on a machine of identical devices
   /// every other view is a translate of one of them).
   bool anchoredViews = false;
-  /// Also the configurations that reduce-scatter partial sums along a
-  /// result dim instead of all-reducing them (OpConfig::scatterDim), one
-  /// per dim they split evenly along.
+  /// Also, for each configuration that leaves partial sums, the one that
+  /// reduce-scatters them instead of all-reducing them (OpConfig::
+  /// scatterDim), along the first result dim indexed by an attribute dim,
+  /// else a sample dim, else any, that splits evenly.
   bool scatter = true;
 };
 

@@ -787,6 +787,38 @@ func.func @strategy_bad_replicas(%x: tensor<8x16xf32>) {
 
 // -----
 
+func.func @strategy_bad_scatter(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{scatter = -2 is not a result dim (-1 for all-reduced sums)}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], scatter = -2>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_scatter_without_partial_sums(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{scatter dim 0 is set but result 0 is not a partial sum (no reduction dim it lacks is split)}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], scatter = 0>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_scatter_not_a_dim(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) {
+  // expected-error @+1 {{scatter dim 2 is not a dim of result 0, which has 2}}
+  %0 = ppc.linear %x, %w {ppc.strategy = #ppc.strategy<degrees = [1, 1, 2], scatter = 2>} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_scatter_uneven(%x: tensor<6x16xf32>, %w: tensor<16x4xf32>) {
+  // expected-error @+1 {{scatter dim 0 of result 0 has 3 elements per partition, which do not split evenly among the 4 partitions that sum it}}
+  %0 = ppc.linear %x, %w {ppc.strategy = #ppc.strategy<degrees = [2, 1, 4], scatter = 0>} : (tensor<6x16xf32>, tensor<16x4xf32>) -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
 func.func @strategy_bad_zero(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{zero = 4 is not a ZeRO stage (0 to 3)}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], zero = 4>} : tensor<8x16xf32>
@@ -805,7 +837,7 @@ func.func @strategy_replica_stride_count(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_recompute(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero' or 'recompute' (each at most once), got 'recompute'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter' or 'recompute' (each at most once), got 'recompute'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], recompute, recompute>} : tensor<8x16xf32>
   return
 }
@@ -821,7 +853,7 @@ func.func @strategy_bad_stride(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero' or 'recompute' (each at most once), got 'step'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter' or 'recompute' (each at most once), got 'step'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], step = 1>} : tensor<8x16xf32>
   return
 }
@@ -829,7 +861,7 @@ func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero' or 'recompute' (each at most once), got 'start'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter' or 'recompute' (each at most once), got 'start'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 1, start = 2>} : tensor<8x16xf32>
   return
 }

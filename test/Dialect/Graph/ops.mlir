@@ -164,6 +164,9 @@ func.func @strategies(%x: tensor<32x784xf32>, %w: tensor<784x256xf32>) -> tensor
   // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [2, 1], strides = [4, 1], replicas = 4, recompute, zero = 3>}
   %3 = ppc.relu %2 {ppc.strategy = #ppc.strategy<degrees = [2, 1], zero = 3, recompute, replicas = 4, strides = [4, 1]>} : tensor<32x256xf32>
   // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1]>}
-  %4 = ppc.relu %3 {ppc.strategy = #ppc.strategy<degrees = [1, 1], replicas = 1, zero = 0>} : tensor<32x256xf32>
+  %4 = ppc.relu %3 {ppc.strategy = #ppc.strategy<degrees = [1, 1], replicas = 1, zero = 0, scatter = -1>} : tensor<32x256xf32>
+  // Row parallel, its partial sums reduce-scattered along the batch.
+  // CHECK: ppc.linear %{{.*}}, %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1, 4], zero = 1, scatter = 0>}
+  %5 = ppc.linear %x, %w {ppc.strategy = #ppc.strategy<degrees = [1, 1, 4], scatter = 0, zero = 1>} : (tensor<32x784xf32>, tensor<784x256xf32>) -> tensor<32x256xf32>
   return %2 : tensor<32x256xf32>
 }
