@@ -7,11 +7,12 @@
 // RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --mlir-print-debuginfo -o %t/plain.mlir
 // RUN: diff %t/plain.mlir %t/attached.mlir
 //
-// Edit it with sed: fc1 column-parallel, fc2 row-parallel (Megatron), act on
-// devices 4..7 only; then import and simulate exactly that strategy.
+// Edit it with sed: fc1 column-parallel, fc2 row-parallel (Megatron) with
+// its sums reduce-scattered along the batch, act on devices 4..7 only; then
+// import and simulate exactly that strategy.
 // RUN: sed -e '/"name": "fc1"/s/"degrees": \[8, 1, 1\]/"degrees": [1, 8, 1]/' \
 // RUN:     -e '/"name": "act"/s/"degrees": \[8, 1\], "start": 0/"degrees": [1, 4], "start": 4/' \
-// RUN:     -e '/"name": "fc2"/s/"degrees": \[8, 1, 1\]/"degrees": [1, 1, 8]/' %t/dp.json > %t/tp.json
+// RUN:     -e '/"name": "fc2"/s/"degrees": \[8, 1, 1\], "start": 0, "strides": \[\]/"degrees": [1, 1, 8], "start": 0, "strides": [], "scatter": 0/' %t/dp.json > %t/tp.json
 // RUN: ppc-opt %t/attached.mlir --ppc-import-strategy=file=%t/tp.json | FileCheck %s --check-prefix=IMPORT
 // RUN: ppc-opt %t/attached.mlir --ppc-import-strategy=file=%t/tp.json --ppc-simulate -o /dev/null | FileCheck %s --check-prefix=SIM
 // Round trip: exporting the imported strategy gives the edited file back.
@@ -29,6 +30,8 @@
 // RUN: not ppc-opt %t/attached.mlir --ppc-import-strategy=file=%t/devices.json 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: sed -e '/"name": "act"/s/"degrees": \[8, 1\]/"degrees": [8, 1, 1]/' %t/dp.json > %t/rank.json
 // RUN: not ppc-opt %t/attached.mlir --ppc-import-strategy=file=%t/rank.json 2>&1 | FileCheck %s --check-prefix=RANK
+// RUN: sed -e '/"name": "act"/s/"strides": \[\]/"strides": [], "scatter": 0/' %t/dp.json > %t/scatter.json
+// RUN: not ppc-opt %t/attached.mlir --ppc-import-strategy=file=%t/scatter.json 2>&1 | FileCheck %s --check-prefix=SCATTER
 // RUN: head -c 300 %t/dp.json > %t/truncated.json
 // RUN: not ppc-opt %t/attached.mlir --ppc-import-strategy=file=%t/truncated.json 2>&1 | FileCheck %s --check-prefix=MALFORMED
 // RUN: sed -e 's/"strides": \[\],/"stride": [],/' %t/dp.json > %t/typo.json
@@ -58,7 +61,7 @@
 
 // IMPORT: ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 8, 1]>
 // IMPORT: ppc.gelu {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 4], start = 4>
-// IMPORT: ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 1, 8]>
+// IMPORT: ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 1, 8], scatter = 0>
 
 // SIM:      ops: 3 (3 with ppc.strategy, 0 data parallel by default)
 // SIM:      ops by time
@@ -71,12 +74,14 @@
 // ROUND:       "devices": [0, 1, 2, 3, 4, 5, 6, 7]}
 // ROUND:       {"name": "act", "kind": "ppc.gelu", "degrees": [1, 4], "start": 4, "strides": [],
 // ROUND:       "devices": [4, 5, 6, 7]}
+// ROUND:       {"name": "fc2", "kind": "ppc.linear", "degrees": [1, 1, 8], "start": 0, "strides": [], "scatter": 0,
 // ROUND-NOT:   predicted_ms
 
 // UNKNOWN: error: ppc-import-strategy: {{.*}}unknown.json: ops[1].name: no op named 'gelu' in the model
 // MISSING: error: ppc-import-strategy: {{.*}}missing.json: ops: no entry for op 'fc2' (ppc.linear) (every op needs one)
 // DEGREES: error: ppc-import-strategy: {{.*}}degrees.json: ops[2]: degrees [3, 1, 1] start 0 do not fit op 'fc2' (ppc.linear) on 8 devices:
 // DEVICES: error: ppc-import-strategy: {{.*}}devices.json: ops[2]: degrees [8, 1, 1] start 4 do not fit op 'fc2' (ppc.linear) on 8 devices:
+// SCATTER: error: ppc-import-strategy: {{.*}}scatter.json: ops[1]: degrees [8, 1] start 0 do not fit op 'act' (ppc.gelu) on 8 devices: scatter dim 0 is set but result 0 is not a partial sum
 // RANK: error: ppc-import-strategy: {{.*}}rank.json: ops[1]: degrees [8, 1, 1] start 0 do not fit op 'act' (ppc.gelu) on 8 devices:
 // MALFORMED: error: ppc-import-strategy: {{.*}}truncated.json: invalid JSON: {{.*}}
 // TYPO: error: ppc-import-strategy: {{.*}}typo.json: ops[0].stride: unknown key

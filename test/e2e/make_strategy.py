@@ -24,7 +24,12 @@ iteration dims, their kinds and splittability) and writes one of:
            gradients) or 3 (and the weights: FSDP);
   recompute
            `mixed` with every op recomputed in backward but batch norms
-           (their forward updates running statistics).
+           (their forward updates running statistics);
+  scatter  ops with a parameter dim (linears, convolutions, matmuls) split
+           their first splittable reduction dim and reduce-scatter the
+           partial sums along result dim 0 (the batch); the others split
+           as `spatial`, so the pieces meet consumers split along the
+           batch, the sequence or the image height.
 """
 import argparse
 import json
@@ -66,6 +71,13 @@ def configure(op, kind, devices, index):
         if degrees:
             return degrees, 0, devices // half
         return whole, 0, devices
+    if kind == "scatter":
+        kinds = [dim["kind"] for dim in op["dims"]]
+        if "parameter" in kinds and kinds[0] == "sample":
+            degrees = split_first(op, ["reduction"], devices)
+            if degrees:
+                return degrees, 0, 1, 0
+        return split_first(op, ["attribute", "sample"], devices) or whole, 0
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
 
 
@@ -74,7 +86,7 @@ def main():
     parser.add_argument("--kind", required=True,
                         choices=["dp", "tensor", "spatial", "mixed",
                                  "replicated", "zero1", "zero2", "zero3",
-                                 "recompute"])
+                                 "recompute", "scatter"])
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args()
@@ -85,6 +97,8 @@ def main():
         config = configure(op, args.kind, devices, index)
         op["degrees"], op["start"] = config[0], config[1]
         op["replicas"] = config[2] if len(config) > 2 else 1
+        if len(config) > 3:
+            op["scatter"] = config[3]
         if args.kind.startswith("zero"):
             op["zero"] = int(args.kind[-1])
         if args.kind == "recompute" and op["kind"] != "ppc.batch_norm":
