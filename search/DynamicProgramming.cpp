@@ -860,6 +860,7 @@ SearchResult dynamicProgramming(const Problem &problem,
       o.maxSplitDims = o.maxSplitDims > 0 ? std::min(o.maxSplitDims, 2) : 2;
       o.stridedViews = false;
       o.replicas = false;
+      o.scatter = false;
     }
     coarse.emplace(graph, problem.machine, o);
     tables = &*coarse;
