@@ -108,7 +108,8 @@ void checkDims(const json &dims, const std::string &path, const sim::Op &op) {
 std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
                               const sim::Strategy &strategy,
                               const std::vector<sim::Simulator::OpTimes> *times,
-                              const sim::SimResult *result) {
+                              const sim::SimResult *result,
+                              const sim::Pipeline &pipeline) {
   std::ostringstream os;
   os << "{\n";
   os << "  \"format\": " << quote(kFormat) << ",\n";
@@ -129,6 +130,16 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
        << ", \"out_of_memory\": " << (result->outOfMemory ? "true" : "false")
        << "},\n";
   }
+  if (pipeline.enabled()) {
+    os << "  \"pipeline\": {\"microbatches\": " << pipeline.microbatches
+       << ", \"schedule\": "
+       << quote(pipelineScheduleInfo(pipeline.schedule).name)
+       << ", \"stages\": [";
+    for (int32_t s = 0; s < pipeline.numStages(); ++s)
+      os << (s ? ", " : "") << "{\"first_device\": " << pipeline.firstDevice[s]
+         << ", \"devices\": " << pipeline.numDevices[s] << "}";
+    os << "]},\n";
+  }
   os << "  \"ops\": [";
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     const sim::Op &op = graph.ops[i];
@@ -148,6 +159,8 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
       os << ", \"zero\": " << static_cast<int>(config.sharding);
     if (config.scatterDim >= 0)
       os << ", \"scatter\": " << config.scatterDim;
+    if (config.stage != 0)
+      os << ", \"stage\": " << config.stage;
     os << ",\n";
     // What is only informative.
     os << "     \"dims\": [";
@@ -178,7 +191,8 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
                                               const std::string &fileName,
                                               const sim::Graph &graph,
                                               const Machine &machine,
-                                              std::string &error) {
+                                              std::string &error,
+                                              sim::Pipeline *pipeline) {
   std::optional<json> parsed = json_reader::parseJson(text, fileName, error);
   if (!parsed)
     return std::nullopt;
@@ -199,6 +213,7 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
       "their locations with --mlir-print-debuginfo)";
 
   std::vector<std::optional<OpConfig>> configs(graph.ops.size());
+  sim::Pipeline stages;
   try {
     ObjectReader top(*parsed, "");
     if (top.has("format") && top.getString("format") != kFormat)
@@ -212,6 +227,30 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
       top.get("machine");
     if (top.has("prediction"))
       top.get("prediction");
+    if (top.has("pipeline")) {
+      if (!pipeline)
+        throw JsonError{"pipeline", "is not read here (this command takes "
+                                    "strategies without pipeline stages)"};
+      ObjectReader p(top.get("pipeline"), "pipeline");
+      stages.microbatches = p.getInt("microbatches");
+      std::string schedule = p.getString("schedule");
+      const PipelineScheduleInfo *info = findPipelineSchedule(schedule);
+      if (!info)
+        throw JsonError{p.at("schedule"), "is '" + schedule +
+                                              "': expected " +
+                                              pipelineScheduleNames()};
+      stages.schedule = info->kind;
+      const json &list = p.get("stages");
+      if (!list.is_array() || list.empty())
+        throw JsonError{p.at("stages"), "must be a non-empty array"};
+      for (size_t s = 0; s < list.size(); ++s) {
+        ObjectReader stage(list[s], indexed(p.at("stages"), s));
+        stages.firstDevice.push_back(stage.getInt("first_device"));
+        stages.numDevices.push_back(stage.getInt("devices"));
+        stage.finish();
+      }
+      p.finish();
+    }
     const json &ops = top.get("ops");
     if (!ops.is_array())
       throw JsonError{"ops", "must be an array"};
@@ -262,6 +301,7 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
                             std::to_string(kMaxStateSharding)};
       config.sharding = static_cast<StateSharding>(zero);
       config.scatterDim = entry.getInt("scatter", -1);
+      config.stage = entry.getInt("stage", 0);
       // Derived from degrees, start and strides when written; not read back,
       // so that editing the degrees alone is enough.
       for (const char *key : {"dtype", "devices", "predicted_ms"})
@@ -299,6 +339,14 @@ std::optional<sim::Strategy> readStrategyJson(const std::string &text,
   strategy.reserve(configs.size());
   for (std::optional<OpConfig> &config : configs)
     strategy.push_back(std::move(*config));
+  if (std::string problem =
+          sim::checkPipeline(graph, strategy, stages, machine.numDevices());
+      !problem.empty()) {
+    error = fileName + ": pipeline: " + problem;
+    return std::nullopt;
+  }
+  if (pipeline)
+    *pipeline = std::move(stages);
   return strategy;
 }
 

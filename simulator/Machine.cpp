@@ -168,6 +168,50 @@ int64_t Machine::numNodes() const {
   return maxNode + 1;
 }
 
+Machine Machine::subMachine(int64_t first, int64_t count) const {
+  std::string subName = name + "[" + std::to_string(first) + ":" +
+                        std::to_string(first + count) + "]";
+  if (cluster) {
+    ClusterSpec spec = *cluster;
+    int64_t perNode = spec.devicesPerNode;
+    if (first % perNode == 0 && count % perNode == 0) {
+      spec.nodes = count / perNode;
+      return fromCluster(spec, subName);
+    }
+    if (first / perNode == (first + count - 1) / perNode) {
+      spec.nicsPerNode =
+          std::max<int64_t>(1, spec.nicsPerNode * count / perNode);
+      spec.nodes = 1;
+      spec.devicesPerNode = count;
+      return fromCluster(spec, subName);
+    }
+  }
+  Machine m;
+  m.name = std::move(subName);
+  m.specs = specs;
+  int64_t firstNode = devices[first].node;
+  for (int64_t d = first; d < first + count; ++d) {
+    m.devices.push_back(devices[d]);
+    m.devices.back().node -= firstNode;
+  }
+  m.switches = switches;
+  for (Switch &sw : m.switches)
+    if (sw.node >= 0)
+      sw.node -= firstNode;
+  // Vertex ids: kept devices first, then every switch.
+  auto renumber = [&](int64_t vertex) -> int64_t {
+    if (vertex >= numDevices())
+      return vertex - numDevices() + count;
+    return vertex >= first && vertex < first + count ? vertex - first : -1;
+  };
+  for (const Link &link : links) {
+    int64_t src = renumber(link.src), dst = renumber(link.dst);
+    if (src >= 0 && dst >= 0)
+      m.links.push_back({src, dst, link.spec});
+  }
+  return m;
+}
+
 const std::string &Machine::getVertexName(int64_t vertex) const {
   if (vertex < numDevices())
     return devices[vertex].name;

@@ -1266,6 +1266,10 @@ struct Simulator::Impl {
     for (int64_t d = 0; d < numDevices; ++d)
       r.devices[d].capacity = machine.getSpec(d).memoryBytes;
     for (const OpState &st : ops) {
+      for (double end : st.fwdEnd)
+        r.forwardTime = std::max(r.forwardTime, end);
+      for (double end : st.bwdEnd)
+        r.backwardTime = std::max(r.backwardTime, end);
       for (size_t p = 0; p < st.devices.size(); ++p) {
         DeviceStats &dev = r.devices[st.devices[p]];
         dev.computeTime += st.fwdTime[p] * (st.recomputed ? 2 : 1) +

@@ -3,6 +3,7 @@
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Graph/GraphOps.h"
 #include "ppc/Dialect/Topology/TopologyDialect.h"
+#include "ppc/Support/PipelineSchedule.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -39,7 +40,7 @@ LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> degrees, int64_t start,
                                    ArrayRef<int64_t> strides, int64_t replicas,
                                    bool recompute, int64_t zero,
-                                   int64_t scatter) {
+                                   int64_t scatter, int64_t stage) {
   for (auto [i, d] : llvm::enumerate(degrees))
     if (d < 1)
       return emitError() << "degree " << i << " is " << d
@@ -54,6 +55,8 @@ LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (scatter < -1)
     return emitError() << "scatter = " << scatter
                        << " is not a result dim (-1 for all-reduced sums)";
+  if (stage < 0)
+    return emitError() << "stage " << stage << " is negative";
   int64_t partitioned =
       llvm::count_if(degrees, [](int64_t d) { return d > 1; }) + (replicas > 1);
   if (!strides.empty() && static_cast<int64_t>(strides.size()) != partitioned)
@@ -67,12 +70,45 @@ LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// PipelineAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t microbatches, StringRef schedule,
+                                   ArrayRef<int64_t> firstDevices,
+                                   ArrayRef<int64_t> devices) {
+  if (microbatches < 1)
+    return emitError() << "microbatches is " << microbatches
+                       << "; it must be >= 1";
+  if (!ppc::findPipelineSchedule(std::string_view(schedule.data(),
+                                                  schedule.size())))
+    return emitError() << "unknown schedule '" << schedule << "': expected "
+                       << ppc::pipelineScheduleNames();
+  if (firstDevices.empty() || firstDevices.size() != devices.size())
+    return emitError() << "expected one first device and one device count "
+                          "per stage, got "
+                       << firstDevices.size() << " and " << devices.size();
+  for (auto [s, first, count] : llvm::enumerate(firstDevices, devices)) {
+    if (first < 0 || count < 1)
+      return emitError() << "stage " << s << " has first device " << first
+                         << " and " << count << " devices";
+    for (size_t t = 0; t < s; ++t)
+      if (first < firstDevices[t] + devices[t] &&
+          firstDevices[t] < first + count)
+        return emitError() << "stages " << t << " and " << s
+                           << " share devices";
+  }
+  return success();
+}
+
 ppc::OpConfig StrategyAttr::getConfig() const {
   ppc::OpConfig config{getDegrees().vec(), getStart(), getStrides().vec()};
   config.replicas = getReplicas();
   config.recompute = getRecompute();
   config.sharding = static_cast<ppc::StateSharding>(getZero());
   config.scatterDim = getScatter();
+  config.stage = getStage();
   return config;
 }
 
@@ -80,7 +116,8 @@ StrategyAttr StrategyAttr::get(MLIRContext *context,
                                const ppc::OpConfig &config) {
   return get(context, config.degrees, config.start, config.strides,
              config.replicas, config.recompute,
-             static_cast<int64_t>(config.sharding), config.scatterDim);
+             static_cast<int64_t>(config.sharding), config.scatterDim,
+             config.stage);
 }
 
 int64_t StrategyAttr::getNumPartitions() const {

@@ -220,12 +220,12 @@ static int64_t windowOutputSize(int64_t size, int64_t padLo, int64_t padHi,
 //===----------------------------------------------------------------------===//
 
 // `<degrees = [d...] (, key = value | , recompute)*>` with keys start,
-// strides, replicas, zero and scatter, each at most once and in any order; only
+// strides, replicas, zero, scatter and stage, each at most once and in any order; only
 // values other than the defaults are printed.
 Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<int64_t> degrees, strides;
-  int64_t start = 0, replicas = 1, zero = 0, scatter = -1;
+  int64_t start = 0, replicas = 1, zero = 0, scatter = -1, stage = 0;
   bool recompute = false;
   auto parseList = [&](SmallVector<int64_t> &values) {
     return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
@@ -243,11 +243,12 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
       return {};
     if (!seen.insert(key).second ||
         !llvm::is_contained(
-            {"start", "strides", "replicas", "zero", "scatter", "recompute"},
+            {"start", "strides", "replicas", "zero", "scatter", "stage",
+             "recompute"},
             key)) {
       parser.emitError(keyLoc)
-          << "expected 'start', 'strides', 'replicas', 'zero', 'scatter' or "
-             "'recompute' (each at most once), got '"
+          << "expected 'start', 'strides', 'replicas', 'zero', 'scatter', "
+             "'stage' or 'recompute' (each at most once), got '"
           << key << "'";
       return {};
     }
@@ -261,6 +262,7 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
         : key == "start"    ? failed(parser.parseInteger(start))
         : key == "replicas" ? failed(parser.parseInteger(replicas))
         : key == "scatter"  ? failed(parser.parseInteger(scatter))
+        : key == "stage"    ? failed(parser.parseInteger(stage))
                             : failed(parser.parseInteger(zero)))
       return {};
   }
@@ -269,7 +271,7 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
                     ArrayRef<int64_t>(degrees), start,
                     ArrayRef<int64_t>(strides), replicas, recompute, zero,
-                    scatter);
+                    scatter, stage);
 }
 
 void StrategyAttr::print(AsmPrinter &printer) const {
@@ -291,6 +293,8 @@ void StrategyAttr::print(AsmPrinter &printer) const {
     printer << ", zero = " << getZero();
   if (getScatter() != -1)
     printer << ", scatter = " << getScatter();
+  if (getStage() != 0)
+    printer << ", stage = " << getStage();
   printer << ">";
 }
 

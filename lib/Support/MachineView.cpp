@@ -141,6 +141,10 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
        << " is not a ZeRO stage (0 to " << kMaxStateSharding << ")";
     return os.str();
   }
+  if (config.stage < 0) {
+    os << "stage " << config.stage << " is negative";
+    return os.str();
+  }
   if (config.scatterDim != -1) {
     if (std::string problem = checkScatter(space, config); !problem.empty())
       return problem;

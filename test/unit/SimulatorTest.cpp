@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
 
 #include "SimTestGraphs.h"
@@ -771,4 +772,147 @@ TEST(Simulator, LargestMachineSimulatesWithSparseRoutes) {
   SimResult r = simulator.simulate(s);
   EXPECT_GT(r.iterationTime, 0);
   EXPECT_EQ(r.devices.size(), static_cast<size_t>(kMaxDevices));
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// fc0 -> fc1 -> fc2 -> fc3 ([8, 1000] x [1000, 1000]), fc0 and fc1 in
+/// stage 0 on device 0, fc2 and fc3 in stage 1 on device 1.
+struct TwoStages {
+  Graph g;
+  Strategy strategy;
+  Pipeline pipeline;
+  TwoStages(int64_t microbatches, PipelineSchedule schedule) {
+    g.numInputs = 1;
+    Source in = input();
+    for (int l = 0; l < 4; ++l) {
+      g.ops.push_back(linear(g, "fc" + std::to_string(l), 8, 1000, 1000, in));
+      in = fromOp(l);
+      OpConfig config = on(l < 2 ? 0 : 1, 3);
+      config.stage = l < 2 ? 0 : 1;
+      strategy.push_back(config);
+    }
+    pipeline.firstDevice = {0, 1};
+    pipeline.numDevices = {1, 1};
+    pipeline.microbatches = microbatches;
+    pipeline.schedule = schedule;
+  }
+};
+
+} // namespace
+
+TEST(Pipeline, GPipeAndOneFOneBScheduleTwoStages) {
+  // Per micro-batch (FixedCostModel: 1 ms forward, 2 ms backward per whole
+  // op) a stage runs 2 ms forward and 4 ms backward, then updates its two
+  // weights (1 ms). Between the stages one micro-batch of fc1's result,
+  // [2, 1000] f32 = 8000 B, takes T = 10 us + 8 us. With 4 micro-batches
+  // GPipe runs (m + S - 1)(F + B) = 30 ms plus T each way and the update:
+  // 31 ms + 2T. In 1F1B stage 0 waits for stage 1's backward of micro-batch
+  // j before its forward j + 2, which adds two more T: 31 ms + 4T.
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  double transfer = 10e-6 + 8000 / 1e9;
+  TwoStages gpipe(4, PipelineSchedule::GPipe);
+  ASSERT_EQ(checkPipeline(gpipe.g, gpipe.strategy, gpipe.pipeline, 2), "");
+  PipelineResult r =
+      simulatePipeline(gpipe.g, m, cost, {}, gpipe.strategy, gpipe.pipeline);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_NEAR(r.stages[0].forward, 2 * kMs, 1e-12);
+  EXPECT_NEAR(r.stages[0].backward, 4 * kMs, 1e-12);
+  EXPECT_NEAR(r.stages[0].tail, 1 * kMs, 1e-12);
+  EXPECT_NEAR(r.stages[0].send, transfer, 1e-12);
+  EXPECT_NEAR(r.iterationTime, 31 * kMs + 2 * transfer, 1e-12);
+  // Each stage computes 24 ms of the iteration.
+  EXPECT_NEAR(r.bubbleFraction, 1 - 24 * kMs / r.iterationTime, 1e-12);
+  EXPECT_EQ(r.stages[0].inFlight, 4);
+  EXPECT_EQ(r.stages[1].inFlight, 4);
+
+  TwoStages oneF(4, PipelineSchedule::OneFOneB);
+  PipelineResult o =
+      simulatePipeline(oneF.g, m, cost, {}, oneF.strategy, oneF.pipeline);
+  EXPECT_NEAR(o.iterationTime, 31 * kMs + 4 * transfer, 1e-12);
+  EXPECT_EQ(o.stages[0].inFlight, 2);
+  EXPECT_EQ(o.stages[1].inFlight, 1);
+  // Per micro-batch stage 0 keeps fc0's input and both results (3 x 8000
+  // B), stage 1 the received value and its two results: GPipe keeps 4
+  // micro-batches of that, 1F1B 2 on stage 0 and 1 on stage 1.
+  EXPECT_EQ(r.devices[0].memory.activations, 4 * 24000);
+  EXPECT_EQ(o.devices[0].memory.activations, 2 * 24000);
+  EXPECT_EQ(o.devices[1].memory.activations, 1 * 24000);
+  // Weights, gradients and (SGD) no state: 2 x 4 MB each, once.
+  EXPECT_EQ(o.devices[0].memory.weights, 2 * 4000000);
+}
+
+TEST(Pipeline, OneStageIsThePlainSimulation) {
+  // One stage over the whole machine and one micro-batch is exactly the
+  // plain simulation; two micro-batches run one after the other.
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Strategy dp = {{{2, 1, 1}, 0, {}}, {{2, 1, 1}, 0, {}}};
+  Pipeline one;
+  one.firstDevice = {0};
+  one.numDevices = {2};
+  Simulator sim(g, m, cost);
+  double plain = sim.simulate(dp).iterationTime;
+  EXPECT_NEAR(simulatePipeline(g, m, cost, {}, dp, one).iterationTime, plain,
+              1e-15);
+  one.microbatches = 2;
+  Graph half = microBatchGraph(g, 2);
+  Simulator halfSim(half, m, cost);
+  SimResult h = halfSim.simulate(dp);
+  PipelineResult two = simulatePipeline(g, m, cost, {}, dp, one);
+  EXPECT_NEAR(two.iterationTime, 2 * h.backwardTime + h.iterationTime -
+                                     h.backwardTime,
+              1e-15);
+}
+
+TEST(Pipeline, MicroBatchGraphScalesTheBatch) {
+  Graph g = twoLayerMlp();
+  Graph half = microBatchGraph(g, 2);
+  const Op &whole = g.ops[0], &micro = half.ops[0];
+  EXPECT_EQ(micro.space.dims[0].size, 4);    // n: 8 -> 4
+  EXPECT_EQ(micro.space.dims[1].size, 1000); // m, k kept
+  EXPECT_EQ(micro.space.operands[0].shape, (std::vector<int64_t>{4, 1000}));
+  EXPECT_EQ(micro.space.operands[1].shape, (std::vector<int64_t>{1000, 1000}));
+  EXPECT_EQ(micro.space.results[0].shape, (std::vector<int64_t>{4, 1000}));
+  EXPECT_DOUBLE_EQ(micro.cost.fwdFlops, whole.cost.fwdFlops / 2);
+  // The 4 MB weight is still read whole; the 32 KB input and result halve.
+  EXPECT_DOUBLE_EQ(micro.cost.fwdBytes, 4e6 + (whole.cost.fwdBytes - 4e6) / 2);
+}
+
+TEST(Pipeline, CheckPipelineNamesTheProblem) {
+  TwoStages t(4, PipelineSchedule::OneFOneB);
+  auto problem = [&](const Strategy &s, const Pipeline &p) {
+    return checkPipeline(t.g, s, p, 2);
+  };
+  Strategy backwards = t.strategy;
+  backwards[3].stage = 0;
+  EXPECT_NE(problem(backwards, t.pipeline)
+                .find("op 3 ('fc3') is in stage 0 after stage 1"),
+            std::string::npos);
+  Strategy outside = t.strategy;
+  outside[2].start = 0;
+  EXPECT_NE(problem(outside, t.pipeline)
+                .find("op 'fc2' runs on device 0, outside its stage 1's "
+                      "devices [1, 2)"),
+            std::string::npos);
+  Pipeline uneven = t.pipeline;
+  uneven.microbatches = 3;
+  EXPECT_NE(problem(t.strategy, uneven)
+                .find("has 8 samples per partition along dim 0, which do "
+                      "not divide into 3 micro-batches"),
+            std::string::npos);
+  Pipeline shared = t.pipeline;
+  shared.firstDevice = {0, 0};
+  EXPECT_NE(problem(t.strategy, shared).find("stages 0 and 1 share devices"),
+            std::string::npos);
+  EXPECT_NE(problem(t.strategy, Pipeline())
+                .find("op 'fc2' is in stage 1 but the strategy has no "
+                      "pipeline"),
+            std::string::npos);
 }

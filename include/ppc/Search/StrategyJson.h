@@ -13,6 +13,7 @@
 
 #include "ppc/Simulator/Graph.h"
 #include "ppc/Simulator/Machine.h"
+#include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
 
 #include <optional>
@@ -21,23 +22,28 @@
 
 namespace ppc::search {
 
-/// Writes `strategy` for `graph` on `machine` as JSON. `times` (from
-/// Simulator::opTimes) and `result` add predictions when non-null.
+/// Writes `strategy` for `graph` on `machine` as JSON, with its pipeline
+/// when it has one. `times` (from Simulator::opTimes) and `result` add
+/// predictions when non-null.
 std::string
 writeStrategyJson(const sim::Graph &graph, const Machine &machine,
                   const sim::Strategy &strategy,
                   const std::vector<sim::Simulator::OpTimes> *times = nullptr,
-                  const sim::SimResult *result = nullptr);
+                  const sim::SimResult *result = nullptr,
+                  const sim::Pipeline &pipeline = {});
 
 /// Reads a strategy file for `graph`: every op must be named exactly once
 /// (by name; entries for unknown ops, missing ops, or degrees that do not
 /// fit are errors naming the entry). Returns nullopt with `error` set to
-/// "<fileName>: <json path>: <problem>".
+/// "<fileName>: <json path>: <problem>". The file's pipeline, if any, goes
+/// to `pipeline` (checked against the strategy: sim::checkPipeline); a
+/// file with a pipeline is an error when `pipeline` is null.
 std::optional<sim::Strategy> readStrategyJson(const std::string &text,
                                               const std::string &fileName,
                                               const sim::Graph &graph,
                                               const Machine &machine,
-                                              std::string &error);
+                                              std::string &error,
+                                              sim::Pipeline *pipeline = nullptr);
 
 } // namespace ppc::search
 

@@ -206,6 +206,13 @@ public:
   /// devices (ClusterSpec::validate()).
   static Machine fromCluster(const ClusterSpec &spec, std::string name = "");
 
+  /// Devices [first, first + count) as a machine of their own (a pipeline
+  /// stage's submesh), renumbered from 0: the compact form when they are
+  /// whole nodes or part of one node, else the explicit graph with every
+  /// switch and the links among what is kept. first + count must not exceed
+  /// numDevices().
+  Machine subMachine(int64_t first, int64_t count) const;
+
   int64_t numDevices() const { return static_cast<int64_t>(devices.size()); }
   int64_t numSwitches() const { return static_cast<int64_t>(switches.size()); }
   int64_t numVertices() const { return numDevices() + numSwitches(); }

@@ -120,6 +120,10 @@ struct DeviceStats {
 struct SimResult {
   /// Seconds from the first forward kernel to the last optimizer update.
   double iterationTime = 0;
+  /// When the last forward kernel (or partial sum) and the last backward
+  /// kernel end: a pipeline stage's forward and backward time per
+  /// micro-batch (sim::simulatePipeline).
+  double forwardTime = 0, backwardTime = 0;
   std::vector<DeviceStats> devices;
   /// Bytes moved by point-to-point transfers and collectives, by the kind of
   /// link they cross (intra-node vs network), indexed by LinkKind.

@@ -60,6 +60,9 @@ struct OpConfig {
   /// sequence parallelism leaves a row-parallel layer's output straight in
   /// the sequence-split layout of the next layer norm. -1: all-reduced.
   int64_t scatterDim = -1;
+  /// Pipeline stage of the op (sim::Pipeline): its devices are that stage's
+  /// submesh. 0 when the strategy has no pipeline.
+  int64_t stage = 0;
 
   /// The product of the degrees: the number of distinct pieces of work.
   /// Callers that read degrees from input check them first (checkConfig):
@@ -78,7 +81,8 @@ struct OpConfig {
   bool operator==(const OpConfig &o) const {
     return degrees == o.degrees && start == o.start && strides == o.strides &&
            replicas == o.replicas && recompute == o.recompute &&
-           sharding == o.sharding && scatterDim == o.scatterDim;
+           sharding == o.sharding && scatterDim == o.scatterDim &&
+           stage == o.stage;
   }
   bool operator!=(const OpConfig &o) const { return !(*this == o); }
 };

@@ -837,7 +837,7 @@ func.func @strategy_replica_stride_count(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_recompute(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter' or 'recompute' (each at most once), got 'recompute'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage' or 'recompute' (each at most once), got 'recompute'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], recompute, recompute>} : tensor<8x16xf32>
   return
 }
@@ -853,7 +853,7 @@ func.func @strategy_bad_stride(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter' or 'recompute' (each at most once), got 'step'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage' or 'recompute' (each at most once), got 'step'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], step = 1>} : tensor<8x16xf32>
   return
 }
@@ -861,7 +861,7 @@ func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter' or 'recompute' (each at most once), got 'start'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage' or 'recompute' (each at most once), got 'start'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 1, start = 2>} : tensor<8x16xf32>
   return
 }

@@ -27,7 +27,8 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
     `scatter = d` reduce-scatters the partial sums of a split reduction dim
     along dim d of the result instead of all-reducing them: member i of each
     summing group keeps piece i (Megatron-LM's sequence parallelism after a
-    row-parallel layer).
+    row-parallel layer). `stage = s` puts the op in stage s of the function's
+    pipeline (`#ppc.pipeline`): its devices are that stage's submesh.
 
     ```mlir
     // 4-way data parallel x 2-way tensor parallel on devices 0..7, the tensor
@@ -49,7 +50,8 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
                         DefaultValuedParameter<"int64_t", "1">:$replicas,
                         DefaultValuedParameter<"bool", "false">:$recompute,
                         DefaultValuedParameter<"int64_t", "0">:$zero,
-                        DefaultValuedParameter<"int64_t", "-1">:$scatter);
+                        DefaultValuedParameter<"int64_t", "-1">:$scatter,
+                        DefaultValuedParameter<"int64_t", "0">:$stage);
   // Hand-written (GraphOps.cpp): a declarative format cannot parse two
   // optional groups that both begin with `,` (it commits to the first).
   let hasCustomAssemblyFormat = 1;
@@ -65,6 +67,28 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
     /// Device of every instance (partition x replica), in row-major order.
     ::llvm::SmallVector<int64_t> getDevices() const;
   }];
+}
+
+def PPC_PipelineAttr : PPC_Attr<"Pipeline", "pipeline"> {
+  let summary = "Pipeline stages, micro-batches and schedule of a function";
+  let description = [{
+    On a function (`ppc.pipeline`): its ops, each in the stage its
+    `#ppc.strategy` names, run as a pipeline of stages, stage s on the
+    devices [first_devices[s], first_devices[s] + devices[s]); the global
+    batch runs as `microbatches` micro-batches in `schedule` order (`gpipe`
+    or `1f1b`).
+
+    ```mlir
+    // Two stages of 8 devices each, 8 micro-batches, 1F1B.
+    #ppc.pipeline<microbatches = 8, schedule = "1f1b",
+                  first_devices = [0, 8], devices = [8, 8]>
+    ```
+  }];
+  let parameters = (ins "int64_t":$microbatches, StringRefParameter<>:$schedule,
+                        ArrayRefParameter<"int64_t">:$first_devices,
+                        ArrayRefParameter<"int64_t">:$devices);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 def PPC_GeluApproximation : I32EnumAttr<"GeluApproximation",

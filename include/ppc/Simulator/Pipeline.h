@@ -1,0 +1,101 @@
+//===- Pipeline.h - pipeline stages, micro-batches and schedules -*- C++ -*-===//
+//
+// Pipeline parallelism as one more dimension of a strategy: the ops are cut
+// into stages (contiguous in op order), each stage runs on its own block of
+// devices (a submesh) with its own intra-op configurations, and the global
+// batch runs as micro-batches in a schedule (GPipe, 1F1B).
+//
+// The simulation composes the op-level simulator: each stage is simulated
+// alone, as a graph of its ops at the micro-batch size on its submesh
+// (values from earlier stages become inputs), which gives its forward and
+// backward time per micro-batch, its gradient-sync and update tail, and its
+// memory per micro-batch. The boundary tensors move between stages as each
+// receiving device needs them. Then the schedule is timed: each stage runs
+// its forwards and backwards in the schedule's order, each waiting for its
+// input from the neighbouring stage. Activations of the micro-batches in
+// flight (all m for GPipe, at most S - s for 1F1B on stage s) are kept.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SIMULATOR_PIPELINE_H
+#define PPC_SIMULATOR_PIPELINE_H
+
+#include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/PipelineSchedule.h"
+
+#include <string>
+#include <vector>
+
+namespace ppc::sim {
+
+/// How a strategy pipelines its graph: each op's stage is its
+/// OpConfig::stage (0 first, non-decreasing in op order, in steps of one),
+/// and stage s runs on devices [firstDevice[s], firstDevice[s] +
+/// numDevices[s]) only. Without stages the graph runs as one stage on the
+/// whole machine, the whole batch at once.
+struct Pipeline {
+  std::vector<int64_t> firstDevice, numDevices;
+  int64_t microbatches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+
+  bool enabled() const { return !firstDevice.empty(); }
+  int32_t numStages() const {
+    return static_cast<int32_t>(firstDevice.size());
+  }
+};
+
+/// Why `pipeline` does not fit `graph`, `strategy` and a machine of
+/// `numDevices` devices, or "": stages as Pipeline says (every op in stage 0
+/// when there is no pipeline), submeshes disjoint and on the machine, every
+/// op's instances on its stage's submesh, at least one micro-batch, and
+/// every sample dim (as split by its op's degree) dividing into the
+/// micro-batches.
+std::string checkPipeline(const Graph &graph, const Strategy &strategy,
+                          const Pipeline &pipeline, int64_t numDevices);
+
+/// `graph` at 1/`microbatches` of its batch: every sample dim and the tensor
+/// dims it indexes divided, FLOPs and activation bytes scaled down, weight
+/// bytes kept. Sample dims must divide (checkPipeline).
+Graph microBatchGraph(const Graph &graph, int64_t microbatches);
+
+struct PipelineStageResult {
+  int64_t firstDevice = 0, numDevices = 0;
+  int32_t firstOp = 0, numOps = 0;
+  /// Per micro-batch, on the stage alone.
+  double forward = 0, backward = 0;
+  /// After the stage's last backward: gradient sync left and the update.
+  double tail = 0;
+  /// Time to send one micro-batch's boundary values to the next stages
+  /// (and their gradients back).
+  double send = 0;
+  /// Micro-batches whose activations the stage keeps at its peak.
+  int64_t inFlight = 0;
+  /// The most memory a device of the stage needs, and its capacity.
+  int64_t peakMemory = 0, capacity = 0;
+  /// Fraction of the iteration the stage's compute is idle.
+  double bubble = 0;
+};
+
+struct PipelineResult {
+  double iterationTime = 0;
+  bool outOfMemory = false;
+  /// Idle fraction of the stages, weighted by their devices.
+  double bubbleFraction = 0;
+  std::vector<PipelineStageResult> stages;
+  /// Per device (global indices): memory as the schedule keeps it (its
+  /// stage's activations times the micro-batches in flight), compute time
+  /// over the iteration, communication time of its stage's simulation times
+  /// the micro-batches.
+  std::vector<DeviceStats> devices;
+};
+
+/// Simulates one training iteration of `graph` under `strategy` and
+/// `pipeline` (which checkPipeline accepts) on `machine`.
+PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
+                                const CostModel &costModel, SimOptions options,
+                                const Strategy &strategy,
+                                const Pipeline &pipeline);
+
+} // namespace ppc::sim
+
+#endif // PPC_SIMULATOR_PIPELINE_H

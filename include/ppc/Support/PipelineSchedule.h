@@ -1,0 +1,65 @@
+//===- PipelineSchedule.h - pipeline schedules ------------------*- C++ -*-===//
+//
+// MLIR-free. The schedules a pipelined strategy may run its micro-batches
+// in: the one list that #ppc.pipeline's verifier, strategy files, option
+// parsers, the simulator and the docs follow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SUPPORT_PIPELINESCHEDULE_H
+#define PPC_SUPPORT_PIPELINESCHEDULE_H
+
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace ppc {
+
+enum class PipelineSchedule : uint8_t { GPipe, OneFOneB };
+
+struct PipelineScheduleInfo {
+  PipelineSchedule kind;
+  const char *name;
+  const char *description;
+};
+
+inline constexpr PipelineScheduleInfo kPipelineSchedules[] = {
+    {PipelineSchedule::GPipe, "gpipe",
+     "every micro-batch's forward, then every backward (GPipe): all m "
+     "micro-batches' activations are alive at once"},
+    {PipelineSchedule::OneFOneB, "1f1b",
+     "after S - s - 1 warm-up forwards, stage s alternates one forward and "
+     "one backward (PipeDream-Flush, Megatron-LM): at most S - s "
+     "micro-batches in flight"},
+};
+
+inline const PipelineScheduleInfo &
+pipelineScheduleInfo(PipelineSchedule schedule) {
+  for (const PipelineScheduleInfo &info : kPipelineSchedules)
+    if (info.kind == schedule)
+      return info;
+  return kPipelineSchedules[0];
+}
+
+/// The schedule named `name`, or null.
+inline const PipelineScheduleInfo *findPipelineSchedule(std::string_view name) {
+  for (const PipelineScheduleInfo &info : kPipelineSchedules)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+/// "gpipe or 1f1b", for messages.
+inline std::string pipelineScheduleNames() {
+  std::string names;
+  size_t n = std::size(kPipelineSchedules);
+  for (size_t i = 0; i < n; ++i)
+    names += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") +
+             kPipelineSchedules[i].name;
+  return names;
+}
+
+} // namespace ppc
+
+#endif // PPC_SUPPORT_PIPELINESCHEDULE_H

@@ -1,0 +1,428 @@
+//===- Pipeline.cpp - pipeline stages, micro-batches and schedules --------===//
+
+#include "ppc/Simulator/Pipeline.h"
+
+#include "ppc/Support/Layout.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ppc::sim {
+
+std::string checkPipeline(const Graph &graph, const Strategy &strategy,
+                          const Pipeline &pipeline, int64_t numDevices) {
+  std::ostringstream os;
+  if (strategy.size() != graph.ops.size()) {
+    os << "the strategy has " << strategy.size() << " configurations; the "
+       << "graph has " << graph.ops.size() << " ops";
+    return os.str();
+  }
+  if (!pipeline.enabled()) {
+    for (size_t op = 0; op < graph.ops.size(); ++op)
+      if (strategy[op].stage != 0) {
+        os << "op '" << graph.ops[op].name << "' is in stage "
+           << strategy[op].stage << " but the strategy has no pipeline";
+        return os.str();
+      }
+    return "";
+  }
+  int32_t stages = pipeline.numStages();
+  if (pipeline.numDevices.size() != pipeline.firstDevice.size()) {
+    os << "the pipeline needs one submesh (first device, device count) per "
+          "stage";
+    return os.str();
+  }
+  if (pipeline.microbatches < 1) {
+    os << "micro-batches is " << pipeline.microbatches << "; it must be >= 1";
+    return os.str();
+  }
+  int32_t previous = 0;
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    int64_t s = strategy[op].stage;
+    if (s < 0 || s >= stages || s < previous || s > previous + 1 ||
+        (op == 0 && s != 0)) {
+      os << "op " << op << " ('" << graph.ops[op].name << "') is in stage "
+         << s << " after stage " << previous
+         << ": stages must start at 0 and follow the op order in steps of "
+            "one, up to "
+         << stages - 1;
+      return os.str();
+    }
+    previous = static_cast<int32_t>(s);
+  }
+  if (previous != stages - 1) {
+    os << "stage " << stages - 1 << " has no op";
+    return os.str();
+  }
+  for (int32_t s = 0; s < stages; ++s) {
+    int64_t first = pipeline.firstDevice[s], count = pipeline.numDevices[s];
+    if (first < 0 || count < 1 || first > numDevices - count) {
+      os << "stage " << s << "'s devices [" << first << ", " << first + count
+         << ") are not on the machine of " << numDevices << " devices";
+      return os.str();
+    }
+    for (int32_t t = 0; t < s; ++t)
+      if (first < pipeline.firstDevice[t] + pipeline.numDevices[t] &&
+          pipeline.firstDevice[t] < first + count) {
+        os << "stages " << t << " and " << s << " share devices";
+        return os.str();
+      }
+  }
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    int64_t s = strategy[op].stage;
+    int64_t first = pipeline.firstDevice[s], count = pipeline.numDevices[s];
+    const OpConfig &config = strategy[op];
+    for (int64_t device : config.devices())
+      if (device < first || device >= first + count) {
+        os << "op '" << graph.ops[op].name << "' runs on device " << device
+           << ", outside its stage " << s << "'s devices [" << first << ", "
+           << first + count << ")";
+        return os.str();
+      }
+    const IterationSpace &space = graph.ops[op].space;
+    for (size_t d = 0; d < space.dims.size(); ++d) {
+      if (space.dims[d].kind != IterKind::Sample)
+        continue;
+      int64_t perPartition = space.dims[d].size / config.degrees[d];
+      if (perPartition % pipeline.microbatches != 0) {
+        os << "op '" << graph.ops[op].name << "' has " << perPartition
+           << " samples per partition along dim " << d
+           << ", which do not divide into " << pipeline.microbatches
+           << " micro-batches";
+        return os.str();
+      }
+    }
+  }
+  return "";
+}
+
+namespace {
+
+bool isSampleDim(const IterationSpace &space, const DimAccess &access) {
+  return !access.isWhole() && space.dims[access.iterDim].kind ==
+                                  IterKind::Sample;
+}
+
+} // namespace
+
+Graph microBatchGraph(const Graph &graph, int64_t microbatches) {
+  Graph micro = graph;
+  if (microbatches == 1)
+    return micro;
+  for (Op &op : micro.ops) {
+    IterationSpace &space = op.space;
+    bool batched = false;
+    auto scale = [&](TensorAccess &tensor) {
+      for (size_t t = 0; t < tensor.dims.size(); ++t)
+        if (isSampleDim(space, tensor.dims[t]))
+          tensor.shape[t] /= microbatches;
+    };
+    for (TensorAccess &tensor : space.operands)
+      scale(tensor);
+    for (TensorAccess &tensor : space.results)
+      scale(tensor);
+    for (IterDim &dim : space.dims)
+      if (dim.kind == IterKind::Sample) {
+        dim.size /= microbatches;
+        batched = true;
+      }
+    if (!batched)
+      continue;
+    // Weights are read (and their gradients written) whole per micro-batch;
+    // everything else scales with the batch.
+    double weightBytes = 0;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      if (op.operands[i].kind != Source::Kind::Weight)
+        continue;
+      double elements = 1;
+      for (int64_t size : space.operands[i].shape)
+        elements *= static_cast<double>(size);
+      weightBytes += elements * static_cast<double>(
+                                    graph.weights[op.operands[i].index]
+                                        .elemBytes);
+    }
+    double m = static_cast<double>(microbatches);
+    OpCost &cost = op.cost;
+    cost.fwdFlops /= m;
+    cost.bwdFlops /= m;
+    double fwdWeights = std::min(weightBytes, cost.fwdBytes);
+    double bwdWeights = std::min(2 * weightBytes, cost.bwdBytes);
+    cost.fwdBytes = (cost.fwdBytes - fwdWeights) / m + fwdWeights;
+    cost.bwdBytes = (cost.bwdBytes - bwdWeights) / m + bwdWeights;
+  }
+  return micro;
+}
+
+namespace {
+
+/// A value produced in one stage and read in a later one.
+struct BoundaryValue {
+  int32_t producer = 0, result = 0;
+  int32_t fromStage = 0, toStage = 0;
+};
+
+/// The ops of stage `stage` as a graph of their own: values from other
+/// stages and the graph's inputs become inputs, weights are renumbered.
+Graph stageGraph(const Graph &graph, const Strategy &strategy, int32_t stage,
+                 std::vector<BoundaryValue> &boundary) {
+  auto stageOf = [&](int32_t op) {
+    return static_cast<int32_t>(strategy[op].stage);
+  };
+  Graph sub;
+  std::map<int32_t, int32_t> opIndex, weightIndex;
+  std::map<std::pair<int32_t, int32_t>, int32_t> inputIndex;
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    if (stageOf(static_cast<int32_t>(op)) != stage)
+      continue;
+    Op copy = graph.ops[op];
+    for (Source &src : copy.operands) {
+      switch (src.kind) {
+      case Source::Kind::Op:
+        if (stageOf(src.index) == stage) {
+          src.index = opIndex.at(src.index);
+          break;
+        }
+        [[fallthrough]];
+      case Source::Kind::Input: {
+        // Graph inputs keyed by -1 - index, boundary values by (op, result).
+        std::pair<int32_t, int32_t> key =
+            src.kind == Source::Kind::Input
+                ? std::make_pair(-1 - src.index, 0)
+                : std::make_pair(src.index, src.result);
+        auto [it, inserted] = inputIndex.try_emplace(
+            key, static_cast<int32_t>(inputIndex.size()));
+        if (inserted && src.kind == Source::Kind::Op)
+          boundary.push_back(
+              {src.index, src.result, stageOf(src.index), stage});
+        src = {Source::Kind::Input, it->second, 0};
+        break;
+      }
+      case Source::Kind::Weight: {
+        auto [it, inserted] = weightIndex.try_emplace(
+            src.index, static_cast<int32_t>(sub.weights.size()));
+        if (inserted)
+          sub.weights.push_back(graph.weights[src.index]);
+        src.index = it->second;
+        break;
+      }
+      case Source::Kind::Constant:
+        break;
+      }
+    }
+    opIndex[static_cast<int32_t>(op)] = static_cast<int32_t>(sub.ops.size());
+    sub.ops.push_back(std::move(copy));
+  }
+  sub.numInputs = static_cast<int64_t>(inputIndex.size());
+  return sub;
+}
+
+/// Seconds to move one micro-batch of `value` from stage `value.fromStage`
+/// to the ops of its receiving stage that read it: each receiving device
+/// gets the distinct boxes its instances read, over the link from the
+/// sending stage's first device; devices receive in parallel.
+double boundaryTime(const Graph &graph, const Machine &machine,
+                    const Strategy &strategy, const Pipeline &pipeline,
+                    const BoundaryValue &value) {
+  std::map<int64_t, std::set<std::vector<std::pair<int64_t, int64_t>>>> boxes;
+  std::map<int64_t, double> bytes;
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    if (strategy[op].stage != value.toStage)
+      continue;
+    const Op &reader = graph.ops[op];
+    geometry::OpLayout layout;
+    bool laidOut = false;
+    for (size_t i = 0; i < reader.operands.size(); ++i) {
+      const Source &src = reader.operands[i];
+      if (src.kind != Source::Kind::Op || src.index != value.producer ||
+          src.result != value.result)
+        continue;
+      if (!laidOut) {
+        layout = geometry::computeLayout(reader.space, strategy[op]);
+        laidOut = true;
+      }
+      for (int64_t p = 0; p < layout.numInstances(); ++p) {
+        std::vector<std::pair<int64_t, int64_t>> key;
+        double elements = 1;
+        for (const Range &r : layout.operandBoxes[i][p]) {
+          key.emplace_back(r.lo, r.hi);
+          elements *= static_cast<double>(r.size());
+        }
+        if (boxes[layout.devices[p]].insert(key).second)
+          bytes[layout.devices[p]] +=
+              elements * static_cast<double>(graph.ops[value.producer]
+                                                 .elemBytes);
+      }
+    }
+  }
+  double time = 0;
+  int64_t from = pipeline.firstDevice[value.fromStage];
+  for (auto [device, b] : bytes)
+    time = std::max(time, machine.effectiveLink(from, device, b)
+                              .transferTime(b));
+  return time;
+}
+
+} // namespace
+
+PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
+                                const CostModel &costModel, SimOptions options,
+                                const Strategy &strategy,
+                                const Pipeline &pipeline) {
+  assert(checkPipeline(graph, strategy, pipeline, machine.numDevices())
+             .empty() &&
+         "simulatePipeline needs a pipeline checkPipeline accepts");
+  PipelineResult out;
+  Graph micro = microBatchGraph(graph, pipeline.microbatches);
+  int32_t numStages = pipeline.numStages();
+  int64_t m = pipeline.microbatches;
+  out.devices.resize(machine.numDevices());
+  for (int64_t d = 0; d < machine.numDevices(); ++d)
+    out.devices[d].capacity = machine.getSpec(d).memoryBytes;
+
+  // Each stage alone, one micro-batch.
+  std::vector<BoundaryValue> boundary;
+  std::vector<SimResult> alone(numStages);
+  out.stages.resize(numStages);
+  for (int32_t s = 0; s < numStages; ++s) {
+    Graph sub = stageGraph(micro, strategy, s, boundary);
+    int64_t first = pipeline.firstDevice[s];
+    Machine mesh = machine.subMachine(first, pipeline.numDevices[s]);
+    Strategy local;
+    int32_t firstOp = -1;
+    for (size_t op = 0; op < graph.ops.size(); ++op)
+      if (strategy[op].stage == s) {
+        if (firstOp < 0)
+          firstOp = static_cast<int32_t>(op);
+        local.push_back(strategy[op]);
+        local.back().start -= first;
+        local.back().stage = 0;
+      }
+    Simulator simulator(sub, mesh, costModel, options);
+    alone[s] = simulator.simulate(local);
+    PipelineStageResult &stage = out.stages[s];
+    stage.firstDevice = first;
+    stage.numDevices = pipeline.numDevices[s];
+    stage.firstOp = firstOp;
+    stage.numOps = static_cast<int32_t>(sub.ops.size());
+    stage.forward = alone[s].forwardTime;
+    stage.backward = alone[s].backwardTime - alone[s].forwardTime;
+    stage.tail = alone[s].iterationTime - alone[s].backwardTime;
+  }
+
+  // Transfer time per (sending stage, receiving stage).
+  std::map<std::pair<int32_t, int32_t>, double> transfer;
+  for (const BoundaryValue &value : boundary) {
+    double t = boundaryTime(micro, machine, strategy, pipeline, value);
+    double &total = transfer[{value.fromStage, value.toStage}];
+    total += t;
+    out.stages[value.fromStage].send =
+        std::max(out.stages[value.fromStage].send, total);
+  }
+
+  // Each stage's order of (micro-batch, forward?) tasks.
+  std::vector<std::vector<std::pair<int64_t, bool>>> order(numStages);
+  for (int32_t s = 0; s < numStages; ++s) {
+    std::vector<std::pair<int64_t, bool>> &tasks = order[s];
+    if (pipeline.schedule == PipelineSchedule::GPipe) {
+      for (int64_t j = 0; j < m; ++j)
+        tasks.push_back({j, true});
+      for (int64_t j = 0; j < m; ++j)
+        tasks.push_back({j, false});
+    } else {
+      int64_t warmup = std::min<int64_t>(numStages - s - 1, m);
+      for (int64_t j = 0; j < warmup; ++j)
+        tasks.push_back({j, true});
+      for (int64_t j = 0; j < m; ++j) {
+        if (warmup + j < m)
+          tasks.push_back({warmup + j, true});
+        tasks.push_back({j, false});
+      }
+    }
+    out.stages[s].inFlight =
+        pipeline.schedule == PipelineSchedule::GPipe
+            ? m
+            : std::min<int64_t>(numStages - s, m);
+  }
+
+  // Time the schedule: a stage runs its next task once its input is there
+  // (the previous stages' forward of that micro-batch, or the later
+  // stages' backward), one task at a time.
+  constexpr double kNotYet = -1;
+  std::vector<std::vector<double>> fwdEnd(numStages,
+                                          std::vector<double>(m, kNotYet)),
+      bwdEnd = fwdEnd;
+  std::vector<size_t> next(numStages, 0);
+  std::vector<double> freeAt(numStages, 0), busy(numStages, 0);
+  size_t remaining = 2 * static_cast<size_t>(m) * numStages;
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int32_t s = 0; s < numStages; ++s) {
+      while (next[s] < order[s].size()) {
+        auto [j, forward] = order[s][next[s]];
+        double ready = 0;
+        bool waiting = false;
+        for (const auto &[stages, time] : transfer) {
+          auto [from, to] = stages;
+          int32_t other = forward ? from : to;
+          if ((forward ? to : from) != s)
+            continue;
+          double end = forward ? fwdEnd[other][j] : bwdEnd[other][j];
+          if (end == kNotYet)
+            waiting = true;
+          else
+            ready = std::max(ready, end + time);
+        }
+        if (!forward)
+          ready = std::max(ready, fwdEnd[s][j]);
+        if (waiting || (!forward && fwdEnd[s][j] == kNotYet))
+          break;
+        double duration =
+            forward ? out.stages[s].forward : out.stages[s].backward;
+        double start = std::max(ready, freeAt[s]);
+        freeAt[s] = start + duration;
+        busy[s] += duration;
+        (forward ? fwdEnd : bwdEnd)[s][j] = freeAt[s];
+        ++next[s];
+        --remaining;
+        progressed = true;
+      }
+    }
+    assert(progressed && "a pipeline schedule cannot deadlock");
+    if (!progressed)
+      break;
+  }
+  for (int32_t s = 0; s < numStages; ++s)
+    out.iterationTime =
+        std::max(out.iterationTime, freeAt[s] + out.stages[s].tail);
+
+  // Memory: training state once, activations per micro-batch in flight.
+  double idle = 0, devices = 0;
+  for (int32_t s = 0; s < numStages; ++s) {
+    PipelineStageResult &stage = out.stages[s];
+    for (int64_t d = 0; d < stage.numDevices; ++d) {
+      const DeviceStats &local = alone[s].devices[d];
+      DeviceStats &global = out.devices[stage.firstDevice + d];
+      global.memory = local.memory;
+      global.memory.activations *= stage.inFlight;
+      global.computeTime = busy[s];
+      global.commTime = local.commTime * static_cast<double>(m);
+      global.idleTime = std::max(0.0, out.iterationTime - busy[s]);
+      stage.peakMemory = std::max(stage.peakMemory, global.memory.total());
+      stage.capacity = global.capacity;
+      if (global.memory.total() > global.capacity)
+        out.outOfMemory = true;
+    }
+    stage.bubble = out.iterationTime > 0
+                       ? std::max(0.0, 1 - busy[s] / out.iterationTime)
+                       : 0;
+    idle += stage.bubble * static_cast<double>(stage.numDevices);
+    devices += static_cast<double>(stage.numDevices);
+  }
+  out.bubbleFraction = devices > 0 ? idle / devices : 0;
+  return out;
+}
+
+} // namespace ppc::sim
