@@ -847,20 +847,28 @@ SearchResult dynamicProgramming(const Problem &problem,
   };
   // The tables' space: the search's own while its tables stay small, else
   // views anchored at device 0, else also at most two split dims on
-  // contiguous views.
+  // contiguous views. Never the reduce-scattered variants: each is a
+  // change of one op (its producer), which refinement under the simulator
+  // tries, and the additive model would only pick among more
+  // configurations it prices approximately.
   std::optional<ConfigSpace> coarse;
   const ConfigSpace *tables = &space;
+  if (space.options().scatter) {
+    SpaceOptions o = space.options();
+    o.scatter = false;
+    coarse.emplace(graph, problem.machine, o);
+    tables = &*coarse;
+  }
   TableLayout layout(graph);
   const char *tableSpace = "the whole space";
   for (int level = 1; level <= 2 && layout.entries(*tables) > kTableEntries;
        ++level) {
-    SpaceOptions o = space.options();
+    SpaceOptions o = tables->options();
     o.anchoredViews = true;
     if (level == 2) {
       o.maxSplitDims = o.maxSplitDims > 0 ? std::min(o.maxSplitDims, 2) : 2;
       o.stridedViews = false;
       o.replicas = false;
-      o.scatter = false;
     }
     coarse.emplace(graph, problem.machine, o);
     tables = &*coarse;

@@ -4,6 +4,8 @@
 
 #include "ppc/Support/Layout.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cassert>
 #include <map>
@@ -385,6 +387,7 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         freeAt[s] = start + duration;
         busy[s] += duration;
         (forward ? fwdEnd : bwdEnd)[s][j] = freeAt[s];
+        out.tasks.push_back({s, j, forward, start, freeAt[s]});
         ++next[s];
         --remaining;
         progressed = true;
@@ -423,6 +426,46 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   }
   out.bubbleFraction = devices > 0 ? idle / devices : 0;
   return out;
+}
+
+void writePipelineTrace(const PipelineResult &result, std::ostream &os) {
+  using nlohmann::json;
+  json events = json::array();
+  for (size_t s = 0; s < result.stages.size(); ++s) {
+    const PipelineStageResult &stage = result.stages[s];
+    events.push_back(
+        {{"ph", "M"},
+         {"name", "process_name"},
+         {"pid", s},
+         {"args",
+          {{"name", "stage " + std::to_string(s) + " (devices " +
+                        std::to_string(stage.firstDevice) + ".." +
+                        std::to_string(stage.firstDevice + stage.numDevices -
+                                       1) +
+                        ")"}}}});
+  }
+  auto slice = [&](int32_t stage, std::string name, double start,
+                   double end) {
+    events.push_back({{"ph", "X"},
+                      {"name", std::move(name)},
+                      {"pid", stage},
+                      {"tid", 0},
+                      {"ts", start * 1e6},
+                      {"dur", (end - start) * 1e6}});
+  };
+  std::vector<double> last(result.stages.size(), 0);
+  for (const PipelineResult::Task &task : result.tasks) {
+    slice(task.stage,
+          (task.forward ? "F " : "B ") + std::to_string(task.microbatch),
+          task.start, task.end);
+    last[task.stage] = std::max(last[task.stage], task.end);
+  }
+  for (size_t s = 0; s < result.stages.size(); ++s)
+    if (result.stages[s].tail > 0)
+      slice(static_cast<int32_t>(s), "sync + update", last[s],
+            last[s] + result.stages[s].tail);
+  os << json{{"displayTimeUnit", "ms"}, {"traceEvents", events}}.dump(1)
+     << "\n";
 }
 
 } // namespace ppc::sim

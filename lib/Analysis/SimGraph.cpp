@@ -213,3 +213,23 @@ FailureOr<sim::Strategy> ppc::readStrategy(func::FuncOp func,
   }
   return strategy;
 }
+
+FailureOr<sim::Pipeline> ppc::readPipeline(func::FuncOp func) {
+  sim::Pipeline pipeline;
+  Attribute attr = func->getAttr(PPCDialect::getPipelineAttrName());
+  if (!attr)
+    return pipeline;
+  auto pipelineAttr = dyn_cast<PipelineAttr>(attr);
+  if (!pipelineAttr)
+    return func.emitError() << "'" << PPCDialect::getPipelineAttrName()
+                            << "' must be a #ppc.pipeline attribute";
+  pipeline.microbatches = pipelineAttr.getMicrobatches();
+  StringRef schedule = pipelineAttr.getSchedule();
+  // The attribute's verifier accepted the name.
+  pipeline.schedule =
+      findPipelineSchedule(std::string_view(schedule.data(), schedule.size()))
+          ->kind;
+  pipeline.firstDevice = pipelineAttr.getFirstDevices().vec();
+  pipeline.numDevices = pipelineAttr.getDevices().vec();
+  return pipeline;
+}

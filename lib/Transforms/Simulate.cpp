@@ -11,6 +11,7 @@
 #include "ppc/Dialect/Graph/GraphOps.h"
 #include "ppc/Dialect/Topology/MachineConversion.h"
 #include "ppc/Simulator/CostModel.h"
+#include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
 #include "ppc/Transforms/Passes.h"
 
@@ -121,6 +122,25 @@ private:
                    const sim::Graph &graph, const sim::Strategy &strategy,
                    int64_t numAssigned, const sim::SimResult &result,
                    const sim::Simulator &simulator, raw_ostream &os);
+  /// What every report starts with: the function, machine, ops, optimizer
+  /// and cost model.
+  void writeHeader(func::FuncOp func, const Machine &machine,
+                   const sim::Graph &graph, int64_t numAssigned,
+                   raw_ostream &os);
+  /// The report of a pipelined strategy: stages, micro-batches, schedule,
+  /// per stage its devices, times, bubble and memory, and every device's
+  /// memory.
+  void writePipelineReport(func::FuncOp func, const Machine &machine,
+                           const sim::Graph &graph, int64_t numAssigned,
+                           const sim::Pipeline &pipeline,
+                           const sim::PipelineResult &result,
+                           raw_ostream &os);
+  void writeDeviceTable(const std::vector<sim::DeviceStats> &devices,
+                        raw_ostream &os);
+  /// Bytes per link kind and the ops that take the most time.
+  void writeOpTables(const sim::Graph &graph, const sim::Strategy &strategy,
+                     const sim::SimResult &result,
+                     const sim::Simulator &simulator, raw_ostream &os);
 
   std::optional<sim::ProfiledCostModel> profile;
 };
@@ -220,10 +240,45 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   if (invalid)
     return failure();
 
+  FailureOr<sim::Pipeline> pipeline = readPipeline(func);
+  if (mlir::failed(pipeline))
+    return failure();
+  if (std::string problem = sim::checkPipeline(*graph, *strategy, *pipeline,
+                                               machine.numDevices());
+      !problem.empty())
+    return func.emitError() << "ppc-simulate: " << problem;
+
   // The profile's hit counts are per function.
-  if (profile)
+  if (profile) {
     profile->hits = 0;
-  profile->misses = 0;
+    profile->misses = 0;
+  }
+  if (pipeline->enabled()) {
+    options.recordTimeline = false;
+    sim::PipelineResult result = sim::simulatePipeline(
+        *graph, machine, costModel, options, *strategy, *pipeline);
+    if (result.outOfMemory)
+      emitWarning(func.getLoc())
+          << "ppc-simulate: @" << func.getSymName()
+          << " does not fit in memory: a stage's devices need more than "
+             "they have (see its report)";
+    if (!tracePathForFunc.empty()) {
+      std::string error;
+      std::unique_ptr<llvm::ToolOutputFile> trace =
+          openOutputFile(tracePathForFunc, &error);
+      if (!trace)
+        return func.emitError()
+               << "ppc-simulate: cannot open the trace output '"
+               << tracePathForFunc << "': " << error;
+      std::ostringstream json;
+      sim::writePipelineTrace(result, json);
+      trace->os() << json.str();
+      trace->keep();
+    }
+    writePipelineReport(func, machine, *graph, numAssigned, *pipeline, result,
+                        os);
+    return success();
+  }
   sim::SimResult result = simulator.simulate(*strategy);
   if (result.outOfMemory) {
     const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
@@ -260,6 +315,28 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
                                const sim::SimResult &result,
                                const sim::Simulator &simulator,
                                raw_ostream &os) {
+  writeHeader(func, machine, graph, numAssigned, os);
+  os << llvm::formatv("  iteration time: {0:f3} ms\n",
+                      toMs(result.iterationTime));
+  if (std::optional<int64_t> batch = getBatchSize(func);
+      batch && result.iterationTime > 0)
+    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
+                        *batch / result.iterationTime, *batch);
+  if (result.outOfMemory) {
+    const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
+    os << llvm::formatv("  warning: out of memory: device {0} needs {1} of "
+                        "{2}\n",
+                        result.tightestDevice,
+                        formatBytes(tightest.memory.total()),
+                        formatBytes(tightest.capacity));
+  }
+  writeDeviceTable(result.devices, os);
+  writeOpTables(graph, strategy, result, simulator, os);
+}
+
+void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
+                               const sim::Graph &graph, int64_t numAssigned,
+                               raw_ostream &os) {
   os << "ppc simulation @" << func.getSymName() << " on "
      << describeMachine(machine) << "\n";
   os << llvm::formatv(
@@ -278,29 +355,17 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
                         profile->misses.load());
   else
     os << "roofline\n";
+}
 
-  os << llvm::formatv("  iteration time: {0:f3} ms\n",
-                      toMs(result.iterationTime));
-  if (std::optional<int64_t> batch = getBatchSize(func);
-      batch && result.iterationTime > 0)
-    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
-                        *batch / result.iterationTime, *batch);
-  if (result.outOfMemory) {
-    const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
-    os << llvm::formatv("  warning: out of memory: device {0} needs {1} of "
-                        "{2}\n",
-                        result.tightestDevice,
-                        formatBytes(tightest.memory.total()),
-                        formatBytes(tightest.capacity));
-  }
-
+void SimulatePass::writeDeviceTable(
+    const std::vector<sim::DeviceStats> &devices, raw_ostream &os) {
   os << "\n  devices:\n";
   os << llvm::formatv("  {0,6} {1,11} {2,11} {3,11}  {4,11} {5,11} {6,11} "
                       "{7,11} {8,11} {9,11} {10,11}\n",
                       "device", "compute ms", "comm ms", "idle ms", "weights",
                       "gradients", "optimizer", "activations", "workspace",
                       "total", "capacity");
-  for (auto [index, device] : llvm::enumerate(result.devices)) {
+  for (auto [index, device] : llvm::enumerate(devices)) {
     const sim::MemoryUse &memory = device.memory;
     os << llvm::formatv(
         "  {0,6} {1,11:f3} {2,11:f3} {3,11:f3}  {4,11} {5,11} "
@@ -314,7 +379,60 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
       os << "  OOM";
     os << "\n";
   }
+}
 
+void SimulatePass::writePipelineReport(func::FuncOp func,
+                                       const Machine &machine,
+                                       const sim::Graph &graph,
+                                       int64_t numAssigned,
+                                       const sim::Pipeline &pipeline,
+                                       const sim::PipelineResult &result,
+                                       raw_ostream &os) {
+  writeHeader(func, machine, graph, numAssigned, os);
+  os << llvm::formatv("  iteration time: {0:f3} ms\n",
+                      toMs(result.iterationTime));
+  if (std::optional<int64_t> batch = getBatchSize(func);
+      batch && result.iterationTime > 0)
+    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
+                        *batch / result.iterationTime, *batch);
+  os << llvm::formatv("  pipeline: {0} stages x {1} micro-batches, schedule "
+                      "{2}, bubble {3:f1}%\n",
+                      pipeline.numStages(), pipeline.microbatches,
+                      pipelineScheduleInfo(pipeline.schedule).name,
+                      100 * result.bubbleFraction);
+  if (result.outOfMemory)
+    os << "  warning: out of memory (OOM below)\n";
+  os << "\n  stages (per micro-batch: forward, backward, send):\n";
+  os << llvm::formatv("  {0,5} {1,12} {2,6} {3,10} {4,10} {5,10} {6,10} "
+                      "{7,9} {8,8} {9,11} {10,11}\n",
+                      "stage", "devices", "ops", "fwd ms", "bwd ms", "send ms",
+                      "tail ms", "in flight", "bubble", "peak memory",
+                      "capacity");
+  for (auto [s, stage] : llvm::enumerate(result.stages)) {
+    os << llvm::formatv(
+        "  {0,5} {1,12} {2,6} {3,10:f3} {4,10:f3} {5,10:f3} {6,10:f3} {7,9} "
+        "{8,7:f1}% {9,11} {10,11}",
+        s,
+        llvm::formatv("{0}..{1}", stage.firstDevice,
+                      stage.firstDevice + stage.numDevices - 1)
+            .str(),
+        stage.numOps, toMs(stage.forward), toMs(stage.backward),
+        toMs(stage.send), toMs(stage.tail), stage.inFlight,
+        100 * stage.bubble, formatBytes(stage.peakMemory),
+        formatBytes(stage.capacity));
+    if (stage.peakMemory > stage.capacity)
+      os << "  OOM";
+    os << "\n";
+  }
+  writeDeviceTable(result.devices, os);
+  os << "\n";
+}
+
+void SimulatePass::writeOpTables(const sim::Graph &graph,
+                                 const sim::Strategy &strategy,
+                                 const sim::SimResult &result,
+                                 const sim::Simulator &simulator,
+                                 raw_ostream &os) {
   os << "\n  bytes moved by link kind:\n";
   bool movedAny = false;
   for (auto [kind, bytes] : llvm::enumerate(result.bytesByLinkKind)) {
@@ -366,5 +484,6 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
   }
   os << "\n";
 }
+
 
 } // namespace

@@ -69,10 +69,18 @@ struct ExportStrategyPass
         func, *graph, UnassignedPolicy::DataParallel, machine.numDevices());
     if (failed(strategy))
       return failure();
+    FailureOr<sim::Pipeline> pipeline = readPipeline(func);
+    if (failed(pipeline))
+      return failure();
+    if (std::string problem = sim::checkPipeline(
+            *graph, *strategy, *pipeline, machine.numDevices());
+        !problem.empty())
+      return func.emitError() << "ppc-export-strategy: " << problem;
 
     std::optional<sim::SimResult> result;
     std::vector<sim::Simulator::OpTimes> times;
-    if (predict) {
+    // Per-op predictions are for strategies without a pipeline.
+    if (predict && !pipeline->enabled()) {
       sim::RooflineCostModel costModel;
       sim::SimOptions options;
       options.optimizer = optimizer;
@@ -93,9 +101,9 @@ struct ExportStrategyPass
     if (!output)
       return emitError(func.getLoc())
              << "ppc-export-strategy: cannot open '" << path << "': " << error;
-    output->os() << search::writeStrategyJson(*graph, machine, *strategy,
-                                              predict ? &times : nullptr,
-                                              result ? &*result : nullptr);
+    output->os() << search::writeStrategyJson(
+        *graph, machine, *strategy, result ? &times : nullptr,
+        result ? &*result : nullptr, *pipeline);
     output->keep();
     return success();
   }
@@ -122,6 +130,7 @@ struct ImportStrategyPass
     SmallVector<func::FuncOp> funcs =
         transforms_detail::getFunctionsToSplit(module);
     SmallVector<sim::Strategy> strategies;
+    SmallVector<sim::Pipeline> pipelines;
     for (func::FuncOp func : funcs) {
       std::string path =
           transforms_detail::pathForFunction(file, func, funcs.size());
@@ -135,16 +144,21 @@ struct ImportStrategyPass
             << "ppc-import-strategy: cannot read '" << path << "': " << error;
         return signalPassFailure();
       }
+      sim::Pipeline pipeline;
       std::optional<sim::Strategy> strategy = search::readStrategyJson(
-          buffer->getBuffer().str(), path, *graph, *machine, error);
+          buffer->getBuffer().str(), path, *graph, *machine, error, &pipeline);
       if (!strategy) {
         emitError(func.getLoc()) << "ppc-import-strategy: " << error;
         return signalPassFailure();
       }
       strategies.push_back(std::move(*strategy));
+      pipelines.push_back(std::move(pipeline));
     }
-    for (auto [func, strategy] : llvm::zip_equal(funcs, strategies))
+    for (auto [func, strategy, pipeline] :
+         llvm::zip_equal(funcs, strategies, pipelines)) {
       transforms_detail::applyStrategy(func, strategy);
+      transforms_detail::applyPipeline(func, pipeline);
+    }
   }
 };
 

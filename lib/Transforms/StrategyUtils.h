@@ -55,6 +55,21 @@ inline void applyStrategy(mlir::func::FuncOp func,
                 graph::StrategyAttr::get(context, config));
 }
 
+/// Sets `ppc.pipeline` on `func` for `pipeline`, or removes it when the
+/// strategy has no pipeline.
+inline void applyPipeline(mlir::func::FuncOp func,
+                          const sim::Pipeline &pipeline) {
+  llvm::StringLiteral name = graph::PPCDialect::getPipelineAttrName();
+  if (!pipeline.enabled()) {
+    func->removeAttr(name);
+    return;
+  }
+  func->setAttr(name, graph::PipelineAttr::get(
+                          func.getContext(), pipeline.microbatches,
+                          pipelineScheduleInfo(pipeline.schedule).name,
+                          pipeline.firstDevice, pipeline.numDevices));
+}
+
 } // namespace ppc::transforms_detail
 
 #endif // PPC_LIB_TRANSFORMS_STRATEGYUTILS_H

@@ -11,6 +11,7 @@
 #define PPC_ANALYSIS_SIMGRAPH_H
 
 #include "ppc/Simulator/Graph.h"
+#include "ppc/Simulator/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
@@ -45,6 +46,11 @@ mlir::FailureOr<sim::Strategy> readStrategy(mlir::func::FuncOp func,
                                             const sim::Graph &graph,
                                             UnassignedPolicy policy,
                                             int64_t numDevices);
+
+/// The pipeline of `func`: its `ppc.pipeline` #ppc.pipeline attribute, or
+/// none (one stage, one micro-batch). Fails, with an error at the function,
+/// on an attribute of another kind.
+mlir::FailureOr<sim::Pipeline> readPipeline(mlir::func::FuncOp func);
 
 } // namespace ppc
 

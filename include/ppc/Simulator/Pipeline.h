@@ -82,6 +82,14 @@ struct PipelineResult {
   /// Idle fraction of the stages, weighted by their devices.
   double bubbleFraction = 0;
   std::vector<PipelineStageResult> stages;
+  /// Every forward and backward of every micro-batch, as timed.
+  struct Task {
+    int32_t stage = 0;
+    int64_t microbatch = 0;
+    bool forward = true;
+    double start = 0, end = 0;
+  };
+  std::vector<Task> tasks;
   /// Per device (global indices): memory as the schedule keeps it (its
   /// stage's activations times the micro-batches in flight), compute time
   /// over the iteration, communication time of its stage's simulation times
@@ -95,6 +103,12 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                 const CostModel &costModel, SimOptions options,
                                 const Strategy &strategy,
                                 const Pipeline &pipeline);
+
+/// The schedule of `result` as Chrome trace JSON (Perfetto,
+/// chrome://tracing): one track per stage, one slice per forward ("F j") and
+/// backward ("B j") of micro-batch j, and each stage's tail ("sync +
+/// update").
+void writePipelineTrace(const PipelineResult &result, std::ostream &os);
 
 } // namespace ppc::sim
 

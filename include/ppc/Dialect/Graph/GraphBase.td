@@ -26,6 +26,11 @@ def PPC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getStrategyAttrName() {
       return ::llvm::StringLiteral("ppc.strategy");
     }
+    /// Name of the discardable function attribute (a #ppc.pipeline) that
+    /// makes its ops' stages a pipeline.
+    static constexpr ::llvm::StringLiteral getPipelineAttrName() {
+      return ::llvm::StringLiteral("ppc.pipeline");
+    }
     /// Name of the module attribute (a string) holding the absolute path of
     /// the ONNX model the module was imported from: `ppc.weight` ops without
     /// a value are that model's initializers of the same name.
