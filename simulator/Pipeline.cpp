@@ -158,21 +158,9 @@ Graph microBatchGraph(const Graph &graph, int64_t microbatches) {
   return micro;
 }
 
-namespace {
-
-/// A value produced in one stage and read in a later one.
-struct BoundaryValue {
-  int32_t producer = 0, result = 0;
-  int32_t fromStage = 0, toStage = 0;
-};
-
-/// The ops of stage `stage` as a graph of their own: values from other
-/// stages and the graph's inputs become inputs, weights are renumbered.
-Graph stageGraph(const Graph &graph, const Strategy &strategy, int32_t stage,
-                 std::vector<BoundaryValue> &boundary) {
-  auto stageOf = [&](int32_t op) {
-    return static_cast<int32_t>(strategy[op].stage);
-  };
+Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
+                 int32_t stage, std::vector<BoundaryValue> *boundary) {
+  auto stageOf = [&](int32_t op) { return stages[op]; };
   Graph sub;
   std::map<int32_t, int32_t> opIndex, weightIndex;
   std::map<std::pair<int32_t, int32_t>, int32_t> inputIndex;
@@ -196,8 +184,8 @@ Graph stageGraph(const Graph &graph, const Strategy &strategy, int32_t stage,
                 : std::make_pair(src.index, src.result);
         auto [it, inserted] = inputIndex.try_emplace(
             key, static_cast<int32_t>(inputIndex.size()));
-        if (inserted && src.kind == Source::Kind::Op)
-          boundary.push_back(
+        if (inserted && src.kind == Source::Kind::Op && boundary)
+          boundary->push_back(
               {src.index, src.result, stageOf(src.index), stage});
         src = {Source::Kind::Input, it->second, 0};
         break;
@@ -220,6 +208,8 @@ Graph stageGraph(const Graph &graph, const Strategy &strategy, int32_t stage,
   sub.numInputs = static_cast<int64_t>(inputIndex.size());
   return sub;
 }
+
+namespace {
 
 /// Seconds to move one micro-batch of `value` from stage `value.fromStage`
 /// to the ops of its receiving stage that read it: each receiving device
@@ -272,7 +262,14 @@ double boundaryTime(const Graph &graph, const Machine &machine,
 PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                 const CostModel &costModel, SimOptions options,
                                 const Strategy &strategy,
-                                const Pipeline &pipeline) {
+                                const Pipeline &given) {
+  // Without a pipeline: one stage on the whole machine, one micro-batch.
+  Pipeline pipeline = given;
+  if (!pipeline.enabled()) {
+    pipeline.firstDevice = {0};
+    pipeline.numDevices = {machine.numDevices()};
+    pipeline.microbatches = 1;
+  }
   assert(checkPipeline(graph, strategy, pipeline, machine.numDevices())
              .empty() &&
          "simulatePipeline needs a pipeline checkPipeline accepts");
@@ -285,11 +282,14 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
     out.devices[d].capacity = machine.getSpec(d).memoryBytes;
 
   // Each stage alone, one micro-batch.
+  std::vector<int32_t> stages;
+  for (const OpConfig &config : strategy)
+    stages.push_back(static_cast<int32_t>(config.stage));
   std::vector<BoundaryValue> boundary;
   std::vector<SimResult> alone(numStages);
   out.stages.resize(numStages);
   for (int32_t s = 0; s < numStages; ++s) {
-    Graph sub = stageGraph(micro, strategy, s, boundary);
+    Graph sub = stageGraph(micro, stages, s, &boundary);
     int64_t first = pipeline.firstDevice[s];
     Machine mesh = machine.subMachine(first, pipeline.numDevices[s]);
     Strategy local;

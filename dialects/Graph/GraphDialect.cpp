@@ -150,6 +150,22 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
              << "'" << getNameAttrName() << "' must be a string";
     return success();
   }
+  if (attr.getName() == getPipelineAttrName()) {
+    auto pipeline = dyn_cast<PipelineAttr>(attr.getValue());
+    if (!pipeline || !isa<func::FuncOp>(op))
+      return op->emitError() << "'" << getPipelineAttrName()
+                             << "' must be a #ppc.pipeline attribute on a "
+                                "function";
+    std::optional<int64_t> devices = ppc::topo::lookupMachineDeviceCount(op);
+    for (auto [s, first, count] : llvm::enumerate(
+             pipeline.getFirstDevices(), pipeline.getDevices()))
+      if (devices && first + count > *devices)
+        return op->emitError()
+               << "pipeline stage " << s << "'s devices [" << first << ", "
+               << first + count << ") are not on the machine of " << *devices
+               << " devices";
+    return success();
+  }
   if (attr.getName() != getStrategyAttrName())
     return op->emitError() << "unknown ppc dialect attribute '"
                            << attr.getName().getValue() << "'";

@@ -24,6 +24,14 @@ PartitionedFunction::producerOf(Value value) {
 FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
                                                  UnassignedPolicy policy) {
   PartitionedFunction result;
+  // Stages and micro-batches are simulated and searched; plans do not have
+  // them yet.
+  if (func->hasAttr(graph::PPCDialect::getPipelineAttrName()))
+    return func.emitError()
+           << "@" << func.getSymName()
+           << " is pipelined (#ppc.pipeline): pipelined strategies are "
+              "simulated and searched but not lowered to plans yet; search "
+              "without algorithm=pipeline to get a strategy that lowers";
   FailureOr<sim::Graph> graph = buildSimGraph(func);
   if (failed(graph))
     return failure();

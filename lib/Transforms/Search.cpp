@@ -43,7 +43,13 @@ using namespace ppc;
 namespace {
 
 /// A search, or a baseline of search::baselines() taken as it is.
-enum class Algorithm { MCMC, DynamicProgramming, Exhaustive, Baseline };
+enum class Algorithm {
+  MCMC,
+  DynamicProgramming,
+  Exhaustive,
+  Pipeline,
+  Baseline
+};
 
 std::optional<Algorithm> parseAlgorithm(StringRef name) {
   if (search::findBaseline(name.str()))
@@ -52,12 +58,13 @@ std::optional<Algorithm> parseAlgorithm(StringRef name) {
       .Case("mcmc", Algorithm::MCMC)
       .Case("dp", Algorithm::DynamicProgramming)
       .Case("exhaustive", Algorithm::Exhaustive)
+      .Case("pipeline", Algorithm::Pipeline)
       .Default(std::nullopt);
 }
 
 /// "mcmc, dp, exhaustive, data-parallel, ... or one-weird-trick".
 std::string algorithmNames() {
-  std::vector<std::string> names = {"mcmc", "dp", "exhaustive"};
+  std::vector<std::string> names = {"mcmc", "dp", "exhaustive", "pipeline"};
   for (const search::BaselineInfo &info : search::baselines())
     names.push_back(info.name);
   std::string text;
@@ -246,6 +253,16 @@ void SearchStrategyPass::runOnOperation() {
     return signalPassFailure();
   }
   parsedBudget = *budgetValue;
+  if (!stageBaseline.empty() && !search::findBaseline(stageBaseline)) {
+    module.emitError() << "ppc-search: unknown stage-baseline '"
+                       << stageBaseline << "'";
+    return signalPassFailure();
+  }
+  if (stages < 0 || microbatches < 0) {
+    module.emitError() << "ppc-search: stages and microbatches must be >= 0 "
+                          "(0: searched)";
+    return signalPassFailure();
+  }
   memoryLimitBytes = 0;
   if (!memoryLimit.empty()) {
     std::optional<int64_t> bytes = parseBytes(memoryLimit);
@@ -416,6 +433,14 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                << " strategies; use algorithm=mcmc or algorithm=dp";
       break;
     }
+    case Algorithm::Pipeline: {
+      search::PipelineSearchOptions pipelineOptions;
+      pipelineOptions.stages = stages;
+      pipelineOptions.microbatches = microbatches;
+      pipelineOptions.stageBaseline = stageBaseline;
+      found = search::pipelineSearch(problem, options, pipelineOptions);
+      break;
+    }
     case Algorithm::Baseline:
       for (auto &[name, strategy] : baselines)
         if (name == algorithm)
@@ -438,6 +463,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     for (OpConfig &config : applied)
       config.sharding = std::max(config.sharding, StateSharding::Optimizer);
   transforms_detail::applyStrategy(func, applied);
+  transforms_detail::applyPipeline(func, found.pipeline);
 
   search::SearchResult dataParallel =
       evaluate("data-parallel", baselines.front().second);
@@ -464,7 +490,11 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         << "ppc-search: no strategy found for @" << func.getSymName()
         << " fits in memory; the strategy written does not fit";
 
-  if (!reportDir.empty()) {
+  if (!reportDir.empty() && found.pipeline.enabled()) {
+    emitWarning(func.getLoc())
+        << "ppc-search: report-dir: the report files of a pipelined strategy "
+           "are not written yet; --ppc-simulate prints its stages";
+  } else if (!reportDir.empty()) {
     report::ReportInput input{problem,
                               getModelName(getOperation(), func, numFuncs),
                               describeMachine(machine),

@@ -14,6 +14,7 @@
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Graph.h"
 #include "ppc/Simulator/Machine.h"
+#include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
 
 #include <atomic>
@@ -226,6 +227,10 @@ struct SearchOptions {
 struct SearchResult {
   std::string algorithm;
   sim::Strategy strategy;
+  /// The strategy's pipeline (pipelineSearch); none for the other searches.
+  sim::Pipeline pipeline;
+  /// Its simulation when pipelined (`result` is then unset).
+  sim::PipelineResult pipelineResult;
   sim::SimResult result;
   double objective = std::numeric_limits<double>::infinity();
   int64_t iterations = 0; ///< strategies simulated or evaluated.
@@ -255,6 +260,35 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
 SearchResult dynamicProgramming(const Problem &problem,
                                 const ConfigSpace &space,
                                 const SearchOptions &options);
+
+/// What pipelineSearch may choose; 0 or empty: it searches that choice.
+struct PipelineSearchOptions {
+  /// Stages (each on numDevices / stages contiguous devices).
+  int64_t stages = 0;
+  int64_t microbatches = 0;
+  /// The baseline every stage runs inside its submesh.
+  std::string stageBaseline;
+};
+
+/// Pipelines as Megatron-LM and Alpa build them, searched by simulation:
+/// for each stage count S dividing the nodes (the devices on one node),
+/// the ops cut into S contiguous stages of equal forward FLOPs on equal
+/// contiguous submeshes; for each micro-batch count m (1, 2, 4, ... while
+/// the batch divides); inside each stage every baseline (data parallel,
+/// ZeRO, Megatron's tensor parallel layouts: with S >= 2 and a Megatron
+/// baseline this is Megatron-LM's TP x PP x DP layout), built for the
+/// stage's ops at the micro-batch size on its submesh. Every candidate is
+/// simulated (sim::simulatePipeline, 1F1B; the best one also as GPipe) and
+/// the fastest that fits wins. S = 1 with m = 1 is each baseline unpipelined,
+/// so a pipeline is chosen only when the simulator says it is faster.
+SearchResult pipelineSearch(const Problem &problem,
+                            const SearchOptions &options,
+                            const PipelineSearchOptions &pipelineOptions = {});
+
+/// The objective of a pipelined strategy: its iteration time, or +infinity
+/// when a device needs more memory than allowed.
+double pipelineObjective(const Problem &problem,
+                         const sim::PipelineResult &result);
 
 /// Exhaustive search with branch and bound (a strategy's partial sum of
 /// node costs bounds it from below): the optimum under the simulator, for

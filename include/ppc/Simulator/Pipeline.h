@@ -58,6 +58,19 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
 /// bytes kept. Sample dims must divide (checkPipeline).
 Graph microBatchGraph(const Graph &graph, int64_t microbatches);
 
+/// A value produced in one stage and read in a later one.
+struct BoundaryValue {
+  int32_t producer = 0, result = 0;
+  int32_t fromStage = 0, toStage = 0;
+};
+
+/// The ops of stage `stage` (`stages[op]` for each op of `graph`) as a graph
+/// of their own, in their order: values from other stages and the graph's
+/// inputs become inputs, weights are renumbered. With `boundary`, the values
+/// from earlier stages are appended to it.
+Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
+                 int32_t stage, std::vector<BoundaryValue> *boundary = nullptr);
+
 struct PipelineStageResult {
   int64_t firstDevice = 0, numDevices = 0;
   int32_t firstOp = 0, numOps = 0;

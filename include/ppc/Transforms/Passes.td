@@ -106,7 +106,11 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     answer (`dp-start`), every baseline (data parallel, ZeRO, FSDP, the
     Megatron layouts, one weird trick) and the strategy already on the
     module, if any; `dp` is the dynamic programming over a series-parallel
-    decomposition; `exhaustive` is exact on small graphs; `data-parallel`,
+    decomposition; `exhaustive` is exact on small graphs; `pipeline` searches
+    pipeline stages (on equal submeshes of whole nodes), micro-batch counts
+    and the baseline inside each stage by simulating each candidate
+    (`stages`, `microbatches` and `stage-baseline` fix those choices), with
+    every unpipelined baseline among the candidates; `data-parallel`,
     `megatron` and `one-weird-trick` take that baseline as it is. The result
     is deterministic for a seed and a thread count. Ctrl-C ends the search
     with the best strategy so far. A one-line summary goes to stderr; with
@@ -114,7 +118,7 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"algorithm", "algorithm", "std::string", "\"mcmc\"",
-           "mcmc, dp, exhaustive, data-parallel, megatron or "
+           "mcmc, dp, exhaustive, pipeline, data-parallel, megatron or "
            "one-weird-trick">,
     Option<"budget", "budget", "std::string", "\"1000\"",
            "Search budget: seconds ('30s', '2m', '1h') or iterations per "
@@ -158,6 +162,13 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "algorithm=mcmc: first run the dynamic programming (within half "
            "of a time budget, or 50 s under an iteration budget) and start "
            "the first chain from its answer">,
+    Option<"stages", "stages", "int64_t", "0",
+           "algorithm=pipeline: pipeline stages (0: searched)">,
+    Option<"microbatches", "microbatches", "int64_t", "0",
+           "algorithm=pipeline: micro-batches (0: searched)">,
+    Option<"stageBaseline", "stage-baseline", "std::string", "\"\"",
+           "algorithm=pipeline: the baseline inside every stage (default: "
+           "searched among all)">,
   ];
   let dependentDialects = ["::ppc::graph::PPCDialect"];
 }

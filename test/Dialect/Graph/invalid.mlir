@@ -819,6 +819,48 @@ func.func @strategy_scatter_uneven(%x: tensor<6x16xf32>, %w: tensor<16x4xf32>) {
 
 // -----
 
+func.func @strategy_negative_stage(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{stage -1 is negative}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], stage = -1>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown schedule 'zb-h1': expected gpipe or 1f1b}}
+func.func @pipeline_bad_schedule() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 4, schedule = "zb-h1", first_devices = [0], devices = [4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{microbatches is 0; it must be >= 1}}
+func.func @pipeline_no_microbatches() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 0, schedule = "1f1b", first_devices = [0], devices = [4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected one first device and one device count per stage, got 2 and 1}}
+func.func @pipeline_uneven_lists() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "gpipe", first_devices = [0, 4], devices = [4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{stages 0 and 1 share devices}}
+func.func @pipeline_overlap() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "gpipe", first_devices = [0, 2], devices = [4, 4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'ppc.pipeline' must be a #ppc.pipeline attribute on a function}}
+module attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "gpipe", first_devices = [0], devices = [4]>} {
+}
+
+// -----
+
 func.func @strategy_bad_zero(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{zero = 4 is not a ZeRO stage (0 to 3)}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], zero = 4>} : tensor<8x16xf32>

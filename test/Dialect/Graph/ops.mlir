@@ -165,8 +165,19 @@ func.func @strategies(%x: tensor<32x784xf32>, %w: tensor<784x256xf32>) -> tensor
   %3 = ppc.relu %2 {ppc.strategy = #ppc.strategy<degrees = [2, 1], zero = 3, recompute, replicas = 4, strides = [4, 1]>} : tensor<32x256xf32>
   // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1]>}
   %4 = ppc.relu %3 {ppc.strategy = #ppc.strategy<degrees = [1, 1], replicas = 1, zero = 0, scatter = -1>} : tensor<32x256xf32>
+  // In stage 1 of the function's pipeline.
+  // CHECK: ppc.relu %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1], start = 4, stage = 1>}
+  %6 = ppc.relu %4 {ppc.strategy = #ppc.strategy<degrees = [1, 1], stage = 1, start = 4>} : tensor<32x256xf32>
   // Row parallel, its partial sums reduce-scattered along the batch.
   // CHECK: ppc.linear %{{.*}}, %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [1, 1, 4], zero = 1, scatter = 0>}
   %5 = ppc.linear %x, %w {ppc.strategy = #ppc.strategy<degrees = [1, 1, 4], scatter = 0, zero = 1>} : (tensor<32x784xf32>, tensor<784x256xf32>) -> tensor<32x256xf32>
   return %2 : tensor<32x256xf32>
+}
+
+// CHECK-LABEL: func.func @pipelined
+// CHECK-SAME: attributes {ppc.pipeline = #ppc.pipeline<microbatches = 4, schedule = "1f1b", first_devices = [0, 4], devices = [4, 4]>}
+func.func @pipelined(%x: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {ppc.pipeline = #ppc.pipeline<microbatches = 4, schedule = "1f1b", first_devices = [0, 4], devices = [4, 4]>} {
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1]>} : tensor<8x16xf32>
+  %1 = ppc.relu %0 {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 4, stage = 1>} : tensor<8x16xf32>
+  return %1 : tensor<8x16xf32>
 }

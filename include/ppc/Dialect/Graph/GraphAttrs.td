@@ -87,7 +87,10 @@ def PPC_PipelineAttr : PPC_Attr<"Pipeline", "pipeline"> {
   let parameters = (ins "int64_t":$microbatches, StringRefParameter<>:$schedule,
                         ArrayRefParameter<"int64_t">:$first_devices,
                         ArrayRefParameter<"int64_t">:$devices);
-  let assemblyFormat = "`<` struct(params) `>`";
+  let assemblyFormat = "`<` `microbatches` `=` $microbatches `,` `schedule` "
+                       "`=` $schedule `,` `first_devices` `=` `[` "
+                       "$first_devices `]` `,` `devices` `=` `[` $devices `]` "
+                       "`>`";
   let genVerifyDecl = 1;
 }
 

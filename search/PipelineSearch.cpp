@@ -1,0 +1,203 @@
+//===- PipelineSearch.cpp - stages x micro-batches x intra-stage layouts --===//
+//
+// Megatron-LM's and Alpa's two levels, searched by the simulator: stages cut
+// by forward FLOPs onto equal submeshes, a micro-batch count, and inside
+// every stage one baseline built for the stage's ops at the micro-batch size
+// on its submesh. Every candidate is simulated whole (sim::simulatePipeline).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/Search/Search.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace ppc::search {
+
+double pipelineObjective(const Problem &problem,
+                         const sim::PipelineResult &result) {
+  for (const sim::DeviceStats &device : result.devices) {
+    int64_t limit =
+        problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
+    if (device.memory.total() > limit)
+      return std::numeric_limits<double>::infinity();
+  }
+  return result.iterationTime;
+}
+
+namespace {
+
+/// Stage of each op when `graph` is cut into `stages` contiguous stages of
+/// about equal forward FLOPs (each op where the middle of its FLOPs falls);
+/// empty when some stage would get no op.
+std::vector<int32_t> balancedStages(const sim::Graph &graph, int64_t stages) {
+  double total = 0;
+  for (const sim::Op &op : graph.ops)
+    total += op.cost.fwdFlops;
+  std::vector<int32_t> stageOf;
+  std::vector<char> used(stages, 0);
+  double before = 0;
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    double flops = graph.ops[i].cost.fwdFlops;
+    double middle =
+        total > 0 ? (before + flops / 2) / total
+                  : (static_cast<double>(i) + 0.5) / graph.ops.size();
+    int32_t s = static_cast<int32_t>(
+        std::min<double>(stages - 1, std::floor(middle * stages)));
+    if (!stageOf.empty())
+      s = std::max(s, stageOf.back());
+    stageOf.push_back(s);
+    used[s] = 1;
+    before += flops;
+  }
+  for (char u : used)
+    if (!u)
+      return {};
+  return stageOf;
+}
+
+/// Whether every sample dim of `graph` divides into `microbatches`.
+bool batchDivides(const sim::Graph &graph, int64_t microbatches) {
+  for (const sim::Op &op : graph.ops)
+    for (const IterDim &dim : op.space.dims)
+      if (dim.kind == IterKind::Sample && dim.size % microbatches != 0)
+        return false;
+  return true;
+}
+
+std::vector<int64_t> divisorsOf(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+} // namespace
+
+SearchResult pipelineSearch(const Problem &problem,
+                            const SearchOptions &options,
+                            const PipelineSearchOptions &pipelineOptions) {
+  auto begin = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         begin)
+        .count();
+  };
+  const sim::Graph &graph = problem.graph;
+  const Machine &machine = problem.machine;
+  int64_t numDevices = machine.numDevices();
+  int64_t nodes = machine.numNodes();
+
+  std::vector<int64_t> stageCounts =
+      pipelineOptions.stages > 0
+          ? std::vector<int64_t>{pipelineOptions.stages}
+          : divisorsOf(nodes > 1 ? nodes : numDevices);
+  std::vector<const BaselineInfo *> inside;
+  for (const BaselineInfo &info : baselines())
+    if (pipelineOptions.stageBaseline.empty() ||
+        pipelineOptions.stageBaseline == info.name)
+      inside.push_back(&info);
+
+  SearchResult best;
+  best.algorithm = "pipeline";
+  std::string bestInside;
+  auto consider = [&](const sim::Strategy &strategy,
+                      const sim::Pipeline &pipeline, const char *name) {
+    if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
+      return;
+    sim::PipelineResult result = sim::simulatePipeline(
+        graph, machine, problem.costModel, problem.simOptions, strategy,
+        pipeline);
+    ++best.iterations;
+    double objective = pipelineObjective(problem, result);
+    // Ties go to fewer stages and micro-batches: the candidates come in
+    // that order.
+    bool better = best.strategy.empty() || objective < best.objective ||
+                  (!std::isfinite(best.objective) &&
+                   !std::isfinite(objective) &&
+                   result.iterationTime < best.pipelineResult.iterationTime);
+    if (!better)
+      return;
+    best.objective = objective;
+    best.strategy = strategy;
+    best.pipeline = pipeline;
+    best.pipelineResult = std::move(result);
+    bestInside = name;
+  };
+
+  for (int64_t stages : stageCounts) {
+    if (numDevices % stages != 0)
+      continue;
+    std::vector<int32_t> stageOf = balancedStages(graph, stages);
+    if (stageOf.empty())
+      continue;
+    int64_t perStage = numDevices / stages;
+    std::vector<Machine> meshes;
+    for (int64_t s = 0; s < stages; ++s)
+      meshes.push_back(machine.subMachine(s * perStage, perStage));
+    for (int64_t m = 1;; m *= 2) {
+      if (pipelineOptions.microbatches > 0 && m != pipelineOptions.microbatches) {
+        if (m > pipelineOptions.microbatches)
+          break;
+        continue;
+      }
+      if (!batchDivides(graph, m))
+        break;
+      if ((options.cancel && options.cancel->load()) ||
+          (options.seconds > 0 && elapsed() > options.seconds &&
+           !best.strategy.empty()))
+        break;
+      sim::Graph micro = sim::microBatchGraph(graph, m);
+      std::vector<sim::Graph> parts;
+      for (int64_t s = 0; s < stages; ++s)
+        parts.push_back(
+            sim::stageGraph(micro, stageOf, static_cast<int32_t>(s)));
+      sim::Pipeline pipeline;
+      pipeline.microbatches = m;
+      pipeline.schedule = PipelineSchedule::OneFOneB;
+      if (stages > 1 || m > 1)
+        for (int64_t s = 0; s < stages; ++s) {
+          pipeline.firstDevice.push_back(s * perStage);
+          pipeline.numDevices.push_back(perStage);
+        }
+      for (const BaselineInfo *info : inside) {
+        sim::Strategy strategy(graph.ops.size());
+        std::vector<size_t> next(stages, 0);
+        std::vector<sim::Strategy> local;
+        for (int64_t s = 0; s < stages; ++s)
+          local.push_back(info->build(parts[s], meshes[s]));
+        for (size_t op = 0; op < graph.ops.size(); ++op) {
+          int32_t s = stageOf[op];
+          OpConfig config = local[s][next[s]++];
+          config.start += s * perStage;
+          config.stage = pipeline.enabled() ? s : 0;
+          strategy[op] = std::move(config);
+        }
+        consider(strategy, pipeline, info->name);
+      }
+    }
+  }
+  // The best layout as GPipe too (faster only when the 1F1B warm-up costs
+  // more than GPipe's extra activations).
+  if (best.pipeline.enabled()) {
+    sim::Pipeline gpipe = best.pipeline;
+    gpipe.schedule = PipelineSchedule::GPipe;
+    sim::Strategy strategy = best.strategy;
+    std::string name = bestInside;
+    consider(strategy, gpipe, name.c_str());
+  }
+  const std::string &inner = bestInside;
+  best.algorithm =
+      best.pipeline.enabled()
+          ? "pipeline of " + std::to_string(best.pipeline.numStages()) +
+                " stages x " + std::to_string(best.pipeline.microbatches) +
+                " micro-batches (" +
+                pipelineScheduleInfo(best.pipeline.schedule).name + ", " +
+                inner + " in each stage)"
+          : "pipeline search: " + inner + " unpipelined";
+  best.seconds = elapsed();
+  return best;
+}
+
+} // namespace ppc::search
