@@ -13,8 +13,10 @@ Models (sizes as published; --batch is the global batch of one step):
                 layers, hidden 1600, 32 heads of 50 instead of 25 of 64),
                 8.3b (Megatron-LM: 72 layers, hidden 3072, 32 heads), 13b
                 (GPT-3 13B: 40 layers, hidden 5120, 40 heads), 39b
-                (Megatron-LM: 48 layers, hidden 8192, 64 heads); seq 1024
-                (2048 for 13b and 39b), ff 4 x hidden, vocab 51200 (GPT-2's
+                (Megatron-LM: 48 layers, hidden 8192, 64 heads), 145b
+                (Megatron-LM: 80 layers, hidden 12288, 96 heads), 175b
+                (GPT-3: 96 layers, hidden 12288, 96 heads); seq 1024
+                (2048 from 13b on), ff 4 x hidden, vocab 51200 (GPT-2's
                 50257 padded as Megatron-LM pads it); a decoder's causal mask
                 changes no shape, so the graph is the encoder's
   transformer   the same encoder stack at Transformer-base size: 6 layers,
@@ -250,6 +252,8 @@ GPT_SIZES = {
     "8.3b": dict(layers=72, hidden=3072, heads=32, seq=1024),
     "13b": dict(layers=40, hidden=5120, heads=40, seq=2048),
     "39b": dict(layers=48, hidden=8192, heads=64, seq=2048),
+    "145b": dict(layers=80, hidden=12288, heads=96, seq=2048),
+    "175b": dict(layers=96, hidden=12288, heads=96, seq=2048),
 }
 
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Pipelines for large GPTs (bench/models.py gpt --size), bf16 + Adam, side by
+# side in one run per row:
+#   megatron  Megatron-LM's published layout for the model (Narayanan et al.
+#             2021, Table 1: TP 8 in a node, PP as published, DP over the
+#             rest), its micro-batch count and schedule chosen by simulation
+#             (algorithm=pipeline stages=PP
+#             stage-baseline=megatron-sp-distopt-selective);
+#   pipeline  the pipeline search (algorithm=pipeline: stage counts x
+#             micro-batches x the baseline inside the stages, unpipelined
+#             baselines included);
+#   default   the default search without pipelines (algorithm=mcmc: the DP,
+#             then MCMC), BUDGET long;
+# found = the best of pipeline and default. MFU is the default search's
+# (from its report) scaled by its time over each other time.
+# Usage: bench/pipeline.sh [BUILD_DIR]   (after scripts/build.sh)
+#   ROWS="39b:dgx-h100x8:2 145b:dgx-h100x32:8", PER_GPU=2, BUDGET=60s
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-${PPC_BUILD_DIR:-$root/build}}
+rows=${ROWS:-"39b:dgx-h100x4:2 39b:dgx-h100x8:2 145b:dgx-h100x16:8 145b:dgx-h100x32:8 175b:dgx-h100x32:8"}
+per_gpu=${PER_GPU:-2}
+budget=${BUDGET:-60s}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+devices_of() { case "$1" in *x[0-9]*) echo $((8 * ${1##*x})) ;; *) echo 8 ;; esac; }
+
+# Runs ppc-search; prints "<ms or OOM> <seconds> <algorithm text>".
+search() {
+  local model=$1 machine=$2 options=$3
+  "$build/bin/ppc-opt" "$model" --ppc-attach-machine=machine="$machine" \
+    --ppc-search="optimizer=adam progress=off $options" -o /dev/null 2>"$tmp/err" || {
+    cat "$tmp/err" >&2
+    exit 1
+  }
+  sed -nE 's/^ppc-search @main: (.*), [0-9]+ iterations in ([0-9.]+) s[^:]*: ([0-9.]+|out of memory)( ms)? per iteration.*/\3 \2 \1/p' \
+    "$tmp/err" | sed 's/^out of memory/OOM/'
+}
+
+echo "| model | machine (GPUs) | batch | Megatron TP8 x PP x DP ms | pipeline search ms (layout) | default search ms | found vs Megatron | found MFU | search s |"
+echo "|---|---|---:|---:|---|---:|---:|---:|---:|"
+for row in $rows; do
+  IFS=: read -r size machine pp <<<"$row"
+  n=$(devices_of "$machine")
+  batch=$((per_gpu * n))
+  model="$tmp/gpt-$size-b$batch.mlir"
+  python3 "$root/bench/models.py" gpt --size "$size" --batch "$batch" --dtype bf16 > "$model"
+  read -r meg_ms meg_s meg_text < <(search "$model" "$machine" \
+    "algorithm=pipeline stages=$pp stage-baseline=megatron-sp-distopt-selective")
+  read -r pipe_ms pipe_s pipe_text < <(search "$model" "$machine" "algorithm=pipeline budget=600s")
+  report="$tmp/report-$size-$machine"
+  read -r def_ms def_s _ < <(search "$model" "$machine" \
+    "algorithm=mcmc budget=$budget threads=2 seed=1 report-dir=$report")
+  mfu=$(python3 -c "import json; j=json.load(open('$report/baselines.json')); print(next(r['mfu'] for r in j['strategies'] if r['found']))")
+  python3 - "$size" "$machine" "$n" "$batch" "$meg_ms" "$pipe_ms" "$pipe_text" "$def_ms" "$mfu" "$pipe_s" "$def_s" <<'PY'
+import sys
+size, machine, n, batch, meg, pipe, text, dflt, mfu, ps, ds = sys.argv[1:]
+def num(x):
+    return float("inf") if x == "OOM" else float(x)
+found = min(num(pipe), num(dflt))
+layout = text.replace("pipeline search: ", "").replace("pipeline of ", "")
+vs = "%.2fx" % (num(meg) / found) if found < float("inf") and num(meg) < float("inf") else "-"
+scaled = "%.1f%%" % (100 * float(mfu) * num(dflt) / found) if num(dflt) < float("inf") and found < float("inf") else "-"
+print("| gpt %s | %s (%s) | %s | %s | %s (%s) | %s | %s | %s | %.0f |" % (
+    size, machine, n, batch, meg, pipe, layout, dflt, vs, scaled,
+    float(ps) + float(ds)))
+PY
+done
