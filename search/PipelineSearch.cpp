@@ -9,6 +9,7 @@
 
 #include "ppc/Search/Search.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -89,10 +90,13 @@ SearchResult pipelineSearch(const Problem &problem,
   int64_t numDevices = machine.numDevices();
   int64_t nodes = machine.numNodes();
 
+  // Most stages first: their submeshes simulate fastest, so a time budget
+  // reaches the layouts large models need.
   std::vector<int64_t> stageCounts =
       pipelineOptions.stages > 0
           ? std::vector<int64_t>{pipelineOptions.stages}
           : divisorsOf(nodes > 1 ? nodes : numDevices);
+  std::reverse(stageCounts.begin(), stageCounts.end());
   std::vector<const BaselineInfo *> inside;
   for (const BaselineInfo &info : baselines())
     if (pipelineOptions.stageBaseline.empty() ||
@@ -111,8 +115,7 @@ SearchResult pipelineSearch(const Problem &problem,
         pipeline);
     ++best.iterations;
     double objective = pipelineObjective(problem, result);
-    // Ties go to fewer stages and micro-batches: the candidates come in
-    // that order.
+    // Ties go to the candidate simulated first.
     bool better = best.strategy.empty() || objective < best.objective ||
                   (!std::isfinite(best.objective) &&
                    !std::isfinite(objective) &&
@@ -144,6 +147,9 @@ SearchResult pipelineSearch(const Problem &problem,
       }
       if (!batchDivides(graph, m))
         break;
+      // Fewer micro-batches than stages leave stages idle most of the time.
+      if (m < stages && pipelineOptions.microbatches == 0)
+        continue;
       if ((options.cancel && options.cancel->load()) ||
           (options.seconds > 0 && elapsed() > options.seconds &&
            !best.strategy.empty()))

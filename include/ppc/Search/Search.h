@@ -272,9 +272,10 @@ struct PipelineSearchOptions {
 
 /// Pipelines as Megatron-LM and Alpa build them, searched by simulation:
 /// for each stage count S dividing the nodes (the devices on one node),
-/// the ops cut into S contiguous stages of equal forward FLOPs on equal
-/// contiguous submeshes; for each micro-batch count m (1, 2, 4, ... while
-/// the batch divides); inside each stage every baseline (data parallel,
+/// most first, the ops cut into S contiguous stages of equal forward FLOPs
+/// on equal contiguous submeshes; for each micro-batch count m (powers of
+/// two from S, or 1 for S = 1, while the batch divides); inside each stage
+/// every baseline (data parallel,
 /// ZeRO, Megatron's tensor parallel layouts: with S >= 2 and a Megatron
 /// baseline this is Megatron-LM's TP x PP x DP layout), built for the
 /// stage's ops at the micro-batch size on its submesh. Every candidate is
