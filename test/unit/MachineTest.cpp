@@ -571,3 +571,35 @@ TEST(MachineJson, SingleNodeClusterNeedsNoInterLink) {
   EXPECT_FALSE(parseMachineJson(json, "two-nodes.json", error));
   EXPECT_EQ(error, "two-nodes.json: cluster.inter: missing");
 }
+
+TEST(MachineSubMachine, WholeNodesPartOfANodeAndAcrossNodes) {
+  // Whole nodes and part of one node keep the compact form.
+  Machine dgx = *lookupPreset("dgx-h100x4");
+  Machine two = dgx.subMachine(16, 16);
+  ASSERT_TRUE(two.cluster);
+  EXPECT_EQ(two.cluster->nodes, 2);
+  EXPECT_EQ(two.numDevices(), 16);
+  EXPECT_EQ(two.effectiveLink(0, 8).bandwidth,
+            dgx.effectiveLink(0, 8).bandwidth);
+  Machine half = dgx.subMachine(8, 4);
+  ASSERT_TRUE(half.cluster);
+  EXPECT_EQ(half.cluster->nodes, 1);
+  EXPECT_EQ(half.cluster->devicesPerNode, 4);
+  EXPECT_EQ(half.effectiveLink(0, 3).bandwidth,
+            dgx.effectiveLink(8, 11).bandwidth);
+  // Across a node boundary: the explicit graph of the kept devices, every
+  // switch, and the links among them; routes are the original machine's.
+  Machine across = dgx.subMachine(4, 8);
+  EXPECT_FALSE(across.cluster);
+  EXPECT_EQ(across.numDevices(), 8);
+  EXPECT_EQ(across.validate(), "");
+  EXPECT_EQ(across.getNode(0), 0);
+  EXPECT_EQ(across.getNode(7), 1);
+  EXPECT_EQ(across.getVertexName(0), dgx.getVertexName(4));
+  EXPECT_EQ(across.effectiveLink(0, 3).bandwidth,
+            dgx.effectiveLink(4, 7).bandwidth);
+  EXPECT_EQ(across.effectiveLink(0, 4).bandwidth,
+            dgx.effectiveLink(4, 8).bandwidth);
+  EXPECT_DOUBLE_EQ(across.effectiveLink(0, 4).latency,
+                   dgx.effectiveLink(4, 8).latency);
+}
