@@ -322,4 +322,13 @@ OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng) {
   return config;
 }
 
+double peakComputeSeconds(const Graph &graph, const DeviceSpec &spec) {
+  double seconds = 0;
+  for (const Op &op : graph.ops)
+    if (spec.hasPeakFlops(op.dtype))
+      seconds += (op.cost.fwdFlops + op.cost.bwdFlops) /
+                 spec.peakFlops[static_cast<int>(op.dtype)];
+  return seconds;
+}
+
 } // namespace ppc::sim

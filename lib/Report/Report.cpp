@@ -363,13 +363,7 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   foundRow.objective = foundObjective;
   m.strategies.push_back(std::move(foundRow));
 
-  // Seconds the graph's FLOPs take on one device at its peak rates.
-  double peakSeconds = 0;
-  const DeviceSpec &spec = p.machine.getSpec(0);
-  for (const sim::Op &op : g.ops)
-    if (spec.hasPeakFlops(op.dtype))
-      peakSeconds += (op.cost.fwdFlops + op.cost.bwdFlops) /
-                     spec.peakFlops[static_cast<int>(op.dtype)];
+  double peakSeconds = sim::peakComputeSeconds(g, p.machine.getSpec(0));
   double inf = std::numeric_limits<double>::infinity();
   m.bestBaselineMs = inf;
   for (StrategyRow &s : m.strategies) {

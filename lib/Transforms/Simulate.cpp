@@ -395,6 +395,11 @@ void SimulatePass::writePipelineReport(func::FuncOp func,
       batch && result.iterationTime > 0)
     os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
                         *batch / result.iterationTime, *batch);
+  if (result.iterationTime > 0)
+    os << llvm::formatv(
+        "  MFU: {0:f1}%\n",
+        100 * sim::peakComputeSeconds(graph, machine.getSpec(0)) /
+            (result.iterationTime * static_cast<double>(machine.numDevices())));
   os << llvm::formatv("  pipeline: {0} stages x {1} micro-batches, schedule "
                       "{2}, bubble {3:f1}%\n",
                       pipeline.numStages(), pipeline.microbatches,

@@ -91,6 +91,11 @@ struct WeightUse {
 /// and the lowering emits exactly this, so any strategy lowers.
 std::vector<WeightUse> weightHolders(const Graph &graph);
 
+/// Seconds the forward and backward FLOPs of `graph` take on one device of
+/// `spec` at its peak rates: model FLOPs utilization is this over the
+/// iteration time times the device count.
+double peakComputeSeconds(const Graph &graph, const DeviceSpec &spec);
+
 /// Per op, how many operands of later ops read one of its results.
 std::vector<int> readerCounts(const Graph &graph);
 
