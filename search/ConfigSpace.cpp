@@ -24,14 +24,20 @@
 
 namespace ppc::search {
 
-double objective(const Problem &problem, const sim::SimResult &result) {
-  for (const sim::DeviceStats &device : result.devices) {
+double objective(const Problem &problem,
+                 const std::vector<sim::DeviceStats> &devices,
+                 double iterationTime) {
+  for (const sim::DeviceStats &device : devices) {
     int64_t limit =
         problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
     if (device.memory.total() > limit)
       return std::numeric_limits<double>::infinity();
   }
-  return result.iterationTime;
+  return iterationTime;
+}
+
+double objective(const Problem &problem, const sim::SimResult &result) {
+  return objective(problem, result.devices, result.iterationTime);
 }
 
 namespace {

@@ -17,13 +17,7 @@ namespace ppc::search {
 
 double pipelineObjective(const Problem &problem,
                          const sim::PipelineResult &result) {
-  for (const sim::DeviceStats &device : result.devices) {
-    int64_t limit =
-        problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
-    if (device.memory.total() > limit)
-      return std::numeric_limits<double>::infinity();
-  }
-  return result.iterationTime;
+  return objective(problem, result.devices, result.iterationTime);
 }
 
 namespace {

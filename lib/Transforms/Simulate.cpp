@@ -137,6 +137,8 @@ private:
                            raw_ostream &os);
   void writeDeviceTable(const std::vector<sim::DeviceStats> &devices,
                         raw_ostream &os);
+  /// The iteration time, and the throughput when the batch is known.
+  void writeTime(func::FuncOp func, double iterationTime, raw_ostream &os);
   /// Bytes per link kind and the ops that take the most time.
   void writeOpTables(const sim::Graph &graph, const sim::Strategy &strategy,
                      const sim::SimResult &result,
@@ -316,12 +318,7 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
                                const sim::Simulator &simulator,
                                raw_ostream &os) {
   writeHeader(func, machine, graph, numAssigned, os);
-  os << llvm::formatv("  iteration time: {0:f3} ms\n",
-                      toMs(result.iterationTime));
-  if (std::optional<int64_t> batch = getBatchSize(func);
-      batch && result.iterationTime > 0)
-    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
-                        *batch / result.iterationTime, *batch);
+  writeTime(func, result.iterationTime, os);
   if (result.outOfMemory) {
     const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
     os << llvm::formatv("  warning: out of memory: device {0} needs {1} of "
@@ -357,6 +354,15 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
     os << "roofline\n";
 }
 
+void SimulatePass::writeTime(func::FuncOp func, double iterationTime,
+                             raw_ostream &os) {
+  os << llvm::formatv("  iteration time: {0:f3} ms\n", toMs(iterationTime));
+  if (std::optional<int64_t> batch = getBatchSize(func);
+      batch && iterationTime > 0)
+    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
+                        *batch / iterationTime, *batch);
+}
+
 void SimulatePass::writeDeviceTable(
     const std::vector<sim::DeviceStats> &devices, raw_ostream &os) {
   os << "\n  devices:\n";
@@ -389,12 +395,7 @@ void SimulatePass::writePipelineReport(func::FuncOp func,
                                        const sim::PipelineResult &result,
                                        raw_ostream &os) {
   writeHeader(func, machine, graph, numAssigned, os);
-  os << llvm::formatv("  iteration time: {0:f3} ms\n",
-                      toMs(result.iterationTime));
-  if (std::optional<int64_t> batch = getBatchSize(func);
-      batch && result.iterationTime > 0)
-    os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
-                        *batch / result.iterationTime, *batch);
+  writeTime(func, result.iterationTime, os);
   if (result.iterationTime > 0)
     os << llvm::formatv(
         "  MFU: {0:f1}%\n",

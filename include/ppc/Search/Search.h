@@ -43,6 +43,10 @@ struct Problem {
 /// The search objective: the simulated iteration time, or +infinity when a
 /// device needs more memory than allowed.
 double objective(const Problem &problem, const sim::SimResult &result);
+/// The same for a simulation's per-device figures and time (a pipeline's).
+double objective(const Problem &problem,
+                 const std::vector<sim::DeviceStats> &devices,
+                 double iterationTime);
 
 //===----------------------------------------------------------------------===//
 // Configuration space
