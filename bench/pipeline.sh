@@ -12,18 +12,20 @@
 #             micro-batches x the baseline inside the stages, unpipelined
 #             baselines included);
 #   default   the default search without pipelines (algorithm=mcmc: the DP,
-#             then MCMC), BUDGET long; skipped beyond 256 GPUs, where one
-#             simulation of an unpipelined strategy takes tens of seconds;
+#             then MCMC), BUDGET long; skipped beyond DEFAULT_MAX_GPUS (256),
+#             where simulating unpipelined strategies takes minutes;
 # found = the best of pipeline and default. MFU is the default search's
 # (from its report) scaled by its time over each other time.
 # Usage: bench/pipeline.sh [BUILD_DIR]   (after scripts/build.sh)
-#   ROWS="39b:dgx-h100x8:2 145b:dgx-h100x32:8", PER_GPU=2, BUDGET=60s
+#   ROWS="39b:dgx-h100x8:2 145b:dgx-h100x32:8", PER_GPU=2, BUDGET=60s,
+#   DEFAULT_MAX_GPUS=256
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
 rows=${ROWS:-"39b:dgx-h100x4:2 39b:dgx-h100x8:2 145b:dgx-h100x16:8 145b:dgx-h100x32:8 175b:dgx-h100x128:8"}
 per_gpu=${PER_GPU:-2}
 budget=${BUDGET:-60s}
+default_max=${DEFAULT_MAX_GPUS:-256}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 devices_of() { case "$1" in *x[0-9]*) echo $((8 * ${1##*x})) ;; *) echo 8 ;; esac; }
@@ -53,7 +55,7 @@ for row in $rows; do
   read -r pipe_ms pipe_s pipe_text < <(search "$model" "$machine" "algorithm=pipeline budget=600s")
   report="$tmp/report-$size-$machine"
   def_ms=OOM def_s=0 mfu=0
-  if [ "$n" -le 256 ]; then
+  if [ "$n" -le "$default_max" ]; then
     read -r def_ms def_s _ < <(search "$model" "$machine" \
       "algorithm=mcmc budget=$budget threads=2 seed=1 report-dir=$report")
     mfu=$(python3 -c "import json; j=json.load(open('$report/baselines.json')); print(next((r.get('mfu', 0) for r in j['strategies'] if r['found']), 0))")

@@ -22,6 +22,9 @@ double pipelineObjective(const Problem &problem,
 
 namespace {
 
+/// The most seconds the DP may take inside one stage of the winner.
+constexpr double kStageDpSeconds = 20;
+
 /// Stage of each op when `graph` is cut into `stages` contiguous stages of
 /// about equal forward FLOPs (each op where the middle of its FLOPs falls);
 /// empty when some stage would get no op.
@@ -177,6 +180,62 @@ SearchResult pipelineSearch(const Problem &problem,
         consider(strategy, pipeline, info->name);
       }
     }
+  }
+  // The intra-op search inside the stages of the best candidate: the DP on
+  // each stage's ops at the micro-batch size on its submesh, within what is
+  // left of the budget; kept when the whole pipeline simulates faster and
+  // fits with its micro-batches in flight.
+  if (!best.strategy.empty() && std::isfinite(best.objective) &&
+      pipelineOptions.stageBaseline.empty()) {
+    sim::Pipeline pipeline = best.pipeline;
+    if (!pipeline.enabled()) {
+      pipeline.firstDevice = {0};
+      pipeline.numDevices = {numDevices};
+      pipeline.microbatches = 1;
+    }
+    int64_t stages = pipeline.numStages();
+    std::vector<int32_t> stageOf;
+    for (const OpConfig &config : best.strategy)
+      stageOf.push_back(static_cast<int32_t>(config.stage));
+    sim::Graph micro = sim::microBatchGraph(graph, pipeline.microbatches);
+    sim::Strategy refined = best.strategy;
+    bool complete = true;
+    for (int64_t s = 0; s < stages && complete; ++s) {
+      double left = options.seconds > 0 ? options.seconds - elapsed() : 60;
+      if (left <= 1 || (options.cancel && options.cancel->load())) {
+        complete = false;
+        break;
+      }
+      sim::Graph part = sim::stageGraph(micro, stageOf, static_cast<int32_t>(s));
+      Machine mesh =
+          machine.subMachine(pipeline.firstDevice[s], pipeline.numDevices[s]);
+      Problem local{part, mesh, problem.costModel, problem.simOptions,
+                    problem.memoryLimit};
+      ConfigSpace space(part, mesh);
+      SearchOptions dpOptions = options;
+      // Its tables come in seconds; refinement would use all it is given.
+      dpOptions.seconds = std::min(kStageDpSeconds,
+                                   left / static_cast<double>(stages - s));
+      dpOptions.iterations = 0;
+      dpOptions.progress = false;
+      SearchResult dp = dynamicProgramming(local, space, dpOptions);
+      ++best.iterations;
+      if (dp.strategy.size() != part.ops.size()) {
+        complete = false;
+        break;
+      }
+      size_t next = 0;
+      for (size_t op = 0; op < graph.ops.size(); ++op) {
+        if (stageOf[op] != s)
+          continue;
+        OpConfig config = dp.strategy[next++];
+        config.start += pipeline.firstDevice[s];
+        config.stage = best.pipeline.enabled() ? s : 0;
+        refined[op] = std::move(config);
+      }
+    }
+    if (complete)
+      consider(refined, best.pipeline, "the dp");
   }
   // The best layout as GPipe too (faster only when the 1F1B warm-up costs
   // more than GPipe's extra activations).

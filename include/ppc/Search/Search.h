@@ -283,8 +283,11 @@ struct PipelineSearchOptions {
 /// ZeRO, Megatron's tensor parallel layouts: with S >= 2 and a Megatron
 /// baseline this is Megatron-LM's TP x PP x DP layout), built for the
 /// stage's ops at the micro-batch size on its submesh. Every candidate is
-/// simulated (sim::simulatePipeline, 1F1B; the best one also as GPipe) and
-/// the fastest that fits wins. S = 1 with m = 1 is each baseline unpipelined,
+/// simulated (sim::simulatePipeline, 1F1B) and the fastest that fits wins;
+/// then, unless `stageBaseline` is fixed, the dynamic programming searches
+/// each stage of the winner (its ops at the micro-batch size on its
+/// submesh), kept where the pipeline simulates faster; the winner is also
+/// tried as GPipe. S = 1 with m = 1 is each baseline unpipelined,
 /// so a pipeline is chosen only when the simulator says it is faster.
 SearchResult pipelineSearch(const Problem &problem,
                             const SearchOptions &options,
