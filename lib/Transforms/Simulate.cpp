@@ -137,8 +137,11 @@ private:
                            raw_ostream &os);
   void writeDeviceTable(const std::vector<sim::DeviceStats> &devices,
                         raw_ostream &os);
-  /// The iteration time, and the throughput when the batch is known.
-  void writeTime(func::FuncOp func, double iterationTime, raw_ostream &os);
+  /// The iteration time, the throughput when the batch is known, and the
+  /// model FLOPs utilization.
+  void writeTime(func::FuncOp func, const sim::Graph &graph,
+                 const Machine &machine, double iterationTime,
+                 raw_ostream &os);
   /// Bytes per link kind and the ops that take the most time.
   void writeOpTables(const sim::Graph &graph, const sim::Strategy &strategy,
                      const sim::SimResult &result,
@@ -318,7 +321,7 @@ void SimulatePass::writeReport(func::FuncOp func, const Machine &machine,
                                const sim::Simulator &simulator,
                                raw_ostream &os) {
   writeHeader(func, machine, graph, numAssigned, os);
-  writeTime(func, result.iterationTime, os);
+  writeTime(func, graph, machine, result.iterationTime, os);
   if (result.outOfMemory) {
     const sim::DeviceStats &tightest = result.devices[result.tightestDevice];
     os << llvm::formatv("  warning: out of memory: device {0} needs {1} of "
@@ -354,13 +357,21 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
     os << "roofline\n";
 }
 
-void SimulatePass::writeTime(func::FuncOp func, double iterationTime,
+void SimulatePass::writeTime(func::FuncOp func, const sim::Graph &graph,
+                             const Machine &machine, double iterationTime,
                              raw_ostream &os) {
   os << llvm::formatv("  iteration time: {0:f3} ms\n", toMs(iterationTime));
-  if (std::optional<int64_t> batch = getBatchSize(func);
-      batch && iterationTime > 0)
+  if (iterationTime <= 0)
+    return;
+  if (std::optional<int64_t> batch = getBatchSize(func))
     os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
                         *batch / iterationTime, *batch);
+  os << llvm::formatv(
+      "  MFU: {0:f1}% (the graph's FLOPs at device 0's peak rates over "
+      "the time and {1} devices)\n",
+      100 * sim::peakComputeSeconds(graph, machine.getSpec(0)) /
+          (iterationTime * static_cast<double>(machine.numDevices())),
+      machine.numDevices());
 }
 
 void SimulatePass::writeDeviceTable(
@@ -395,12 +406,7 @@ void SimulatePass::writePipelineReport(func::FuncOp func,
                                        const sim::PipelineResult &result,
                                        raw_ostream &os) {
   writeHeader(func, machine, graph, numAssigned, os);
-  writeTime(func, result.iterationTime, os);
-  if (result.iterationTime > 0)
-    os << llvm::formatv(
-        "  MFU: {0:f1}%\n",
-        100 * sim::peakComputeSeconds(graph, machine.getSpec(0)) /
-            (result.iterationTime * static_cast<double>(machine.numDevices())));
+  writeTime(func, graph, machine, result.iterationTime, os);
   os << llvm::formatv("  pipeline: {0} stages x {1} micro-batches, schedule "
                       "{2}, bubble {3:f1}%\n",
                       pipeline.numStages(), pipeline.microbatches,

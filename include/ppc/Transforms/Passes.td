@@ -110,7 +110,8 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     pipeline stages (on equal submeshes of whole nodes), micro-batch counts
     and the baseline inside each stage by simulating each candidate
     (`stages`, `microbatches` and `stage-baseline` fix those choices), with
-    every unpipelined baseline among the candidates; `data-parallel`,
+    every unpipelined baseline among the candidates, then runs the dynamic
+    programming inside each stage of the winner; `data-parallel`,
     `megatron` and `one-weird-trick` take that baseline as it is. The result
     is deterministic for a seed and a thread count. Ctrl-C ends the search
     with the best strategy so far. A one-line summary goes to stderr; with
