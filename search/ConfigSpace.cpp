@@ -16,6 +16,8 @@
 
 #include "ppc/Search/Search.h"
 
+#include "Divisors.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -55,17 +57,6 @@ std::vector<int64_t> primeFactors(int64_t n) {
   return factors;
 }
 
-/// Divisors of `n` (given its prime factors), ascending.
-std::vector<int64_t> divisorsOf(const std::vector<int64_t> &primes) {
-  std::set<int64_t> divisors = {1};
-  for (int64_t p : primes) {
-    std::set<int64_t> next = divisors;
-    for (int64_t d : divisors)
-      next.insert(d * p);
-    divisors = std::move(next);
-  }
-  return {divisors.begin(), divisors.end()};
-}
 
 /// Every degree vector of `dims` whose product divides `numDevices`, with
 /// each degree a divisor of `numDevices` that divides its dim.
@@ -206,11 +197,22 @@ std::optional<OpConfig> scatteredVariant(const IterationSpace &space,
 
 } // namespace
 
+std::vector<int64_t> detail::divisors(int64_t n) {
+  std::set<int64_t> divisors = {1};
+  for (int64_t p : primeFactors(n)) {
+    std::set<int64_t> next = divisors;
+    for (int64_t d : divisors)
+      next.insert(d * p);
+    divisors = std::move(next);
+  }
+  return {divisors.begin(), divisors.end()};
+}
+
 ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
                          SpaceOptions options)
     : spaceOptions(options) {
   int64_t numDevices = machine.numDevices();
-  std::vector<int64_t> deviceDivisors = divisorsOf(primeFactors(numDevices));
+  std::vector<int64_t> deviceDivisors = detail::divisors(numDevices);
   int64_t devicesPerNode = uniformDevicesPerNode(machine);
   perOp.reserve(graph.ops.size());
   for (const sim::Op &op : graph.ops) {

@@ -9,6 +9,8 @@
 
 #include "ppc/Search/Search.h"
 
+#include "Divisors.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -63,12 +65,21 @@ bool batchDivides(const sim::Graph &graph, int64_t microbatches) {
   return true;
 }
 
-std::vector<int64_t> divisorsOf(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d <= n; ++d)
-    if (n % d == 0)
-      out.push_back(d);
-  return out;
+/// Puts `local`, the configurations of stage `stage`'s ops (in op order, on
+/// its submesh numbered from 0), into `global`: views moved to the submesh's
+/// `firstDevice`, and the stage named when the strategy is `pipelined`.
+void placeStage(const std::vector<int32_t> &stageOf, int32_t stage,
+                const sim::Strategy &local, int64_t firstDevice,
+                bool pipelined, sim::Strategy &global) {
+  size_t next = 0;
+  for (size_t op = 0; op < stageOf.size(); ++op) {
+    if (stageOf[op] != stage)
+      continue;
+    OpConfig config = local[next++];
+    config.start += firstDevice;
+    config.stage = pipelined ? stage : 0;
+    global[op] = std::move(config);
+  }
 }
 
 } // namespace
@@ -92,7 +103,7 @@ SearchResult pipelineSearch(const Problem &problem,
   std::vector<int64_t> stageCounts =
       pipelineOptions.stages > 0
           ? std::vector<int64_t>{pipelineOptions.stages}
-          : divisorsOf(nodes > 1 ? nodes : numDevices);
+          : detail::divisors(nodes > 1 ? nodes : numDevices);
   std::reverse(stageCounts.begin(), stageCounts.end());
   std::vector<const BaselineInfo *> inside;
   for (const BaselineInfo &info : baselines())
@@ -137,7 +148,8 @@ SearchResult pipelineSearch(const Problem &problem,
     for (int64_t s = 0; s < stages; ++s)
       meshes.push_back(machine.subMachine(s * perStage, perStage));
     for (int64_t m = 1;; m *= 2) {
-      if (pipelineOptions.microbatches > 0 && m != pipelineOptions.microbatches) {
+      if (pipelineOptions.microbatches > 0 &&
+          m != pipelineOptions.microbatches) {
         if (m > pipelineOptions.microbatches)
           break;
         continue;
@@ -166,17 +178,10 @@ SearchResult pipelineSearch(const Problem &problem,
         }
       for (const BaselineInfo *info : inside) {
         sim::Strategy strategy(graph.ops.size());
-        std::vector<size_t> next(stages, 0);
-        std::vector<sim::Strategy> local;
         for (int64_t s = 0; s < stages; ++s)
-          local.push_back(info->build(parts[s], meshes[s]));
-        for (size_t op = 0; op < graph.ops.size(); ++op) {
-          int32_t s = stageOf[op];
-          OpConfig config = local[s][next[s]++];
-          config.start += s * perStage;
-          config.stage = pipeline.enabled() ? s : 0;
-          strategy[op] = std::move(config);
-        }
+          placeStage(stageOf, static_cast<int32_t>(s),
+                     info->build(parts[s], meshes[s]), s * perStage,
+                     pipeline.enabled(), strategy);
         consider(strategy, pipeline, info->name);
       }
     }
@@ -187,12 +192,7 @@ SearchResult pipelineSearch(const Problem &problem,
   // fits with its micro-batches in flight.
   if (!best.strategy.empty() && std::isfinite(best.objective) &&
       pipelineOptions.stageBaseline.empty()) {
-    sim::Pipeline pipeline = best.pipeline;
-    if (!pipeline.enabled()) {
-      pipeline.firstDevice = {0};
-      pipeline.numDevices = {numDevices};
-      pipeline.microbatches = 1;
-    }
+    sim::Pipeline pipeline = best.pipeline.orWholeMachine(numDevices);
     int64_t stages = pipeline.numStages();
     std::vector<int32_t> stageOf;
     for (const OpConfig &config : best.strategy)
@@ -206,7 +206,8 @@ SearchResult pipelineSearch(const Problem &problem,
         complete = false;
         break;
       }
-      sim::Graph part = sim::stageGraph(micro, stageOf, static_cast<int32_t>(s));
+      sim::Graph part =
+          sim::stageGraph(micro, stageOf, static_cast<int32_t>(s));
       Machine mesh =
           machine.subMachine(pipeline.firstDevice[s], pipeline.numDevices[s]);
       Problem local{part, mesh, problem.costModel, problem.simOptions,
@@ -224,15 +225,8 @@ SearchResult pipelineSearch(const Problem &problem,
         complete = false;
         break;
       }
-      size_t next = 0;
-      for (size_t op = 0; op < graph.ops.size(); ++op) {
-        if (stageOf[op] != s)
-          continue;
-        OpConfig config = dp.strategy[next++];
-        config.start += pipeline.firstDevice[s];
-        config.stage = best.pipeline.enabled() ? s : 0;
-        refined[op] = std::move(config);
-      }
+      placeStage(stageOf, static_cast<int32_t>(s), dp.strategy,
+                 pipeline.firstDevice[s], best.pipeline.enabled(), refined);
     }
     if (complete)
       consider(refined, best.pipeline, "the dp");

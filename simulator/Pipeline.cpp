@@ -31,16 +31,12 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
       }
     return "";
   }
+  if (std::string problem =
+          checkPipelineShape(pipeline.microbatches, pipeline.firstDevice,
+                             pipeline.numDevices, numDevices);
+      !problem.empty())
+    return problem;
   int32_t stages = pipeline.numStages();
-  if (pipeline.numDevices.size() != pipeline.firstDevice.size()) {
-    os << "the pipeline needs one submesh (first device, device count) per "
-          "stage";
-    return os.str();
-  }
-  if (pipeline.microbatches < 1) {
-    os << "micro-batches is " << pipeline.microbatches << "; it must be >= 1";
-    return os.str();
-  }
   int32_t previous = 0;
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     int64_t s = strategy[op].stage;
@@ -58,20 +54,6 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
   if (previous != stages - 1) {
     os << "stage " << stages - 1 << " has no op";
     return os.str();
-  }
-  for (int32_t s = 0; s < stages; ++s) {
-    int64_t first = pipeline.firstDevice[s], count = pipeline.numDevices[s];
-    if (first < 0 || count < 1 || first > numDevices - count) {
-      os << "stage " << s << "'s devices [" << first << ", " << first + count
-         << ") are not on the machine of " << numDevices << " devices";
-      return os.str();
-    }
-    for (int32_t t = 0; t < s; ++t)
-      if (first < pipeline.firstDevice[t] + pipeline.numDevices[t] &&
-          pipeline.firstDevice[t] < first + count) {
-        os << "stages " << t << " and " << s << " share devices";
-        return os.str();
-      }
   }
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     int64_t s = strategy[op].stage;
@@ -263,13 +245,7 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                 const CostModel &costModel, SimOptions options,
                                 const Strategy &strategy,
                                 const Pipeline &given) {
-  // Without a pipeline: one stage on the whole machine, one micro-batch.
-  Pipeline pipeline = given;
-  if (!pipeline.enabled()) {
-    pipeline.firstDevice = {0};
-    pipeline.numDevices = {machine.numDevices()};
-    pipeline.microbatches = 1;
-  }
+  Pipeline pipeline = given.orWholeMachine(machine.numDevices());
   assert(checkPipeline(graph, strategy, pipeline, machine.numDevices())
              .empty() &&
          "simulatePipeline needs a pipeline checkPipeline accepts");

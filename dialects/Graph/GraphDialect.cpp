@@ -78,27 +78,14 @@ LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t microbatches, StringRef schedule,
                                    ArrayRef<int64_t> firstDevices,
                                    ArrayRef<int64_t> devices) {
-  if (microbatches < 1)
-    return emitError() << "microbatches is " << microbatches
-                       << "; it must be >= 1";
   if (!ppc::findPipelineSchedule(std::string_view(schedule.data(),
                                                   schedule.size())))
     return emitError() << "unknown schedule '" << schedule << "': expected "
                        << ppc::pipelineScheduleNames();
-  if (firstDevices.empty() || firstDevices.size() != devices.size())
-    return emitError() << "expected one first device and one device count "
-                          "per stage, got "
-                       << firstDevices.size() << " and " << devices.size();
-  for (auto [s, first, count] : llvm::enumerate(firstDevices, devices)) {
-    if (first < 0 || count < 1)
-      return emitError() << "stage " << s << " has first device " << first
-                         << " and " << count << " devices";
-    for (size_t t = 0; t < s; ++t)
-      if (first < firstDevices[t] + devices[t] &&
-          firstDevices[t] < first + count)
-        return emitError() << "stages " << t << " and " << s
-                           << " share devices";
-  }
+  std::string problem = ppc::checkPipelineShape(
+      microbatches, firstDevices.vec(), devices.vec(), std::nullopt);
+  if (!problem.empty())
+    return emitError() << problem;
   return success();
 }
 
@@ -156,14 +143,11 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << getPipelineAttrName()
                              << "' must be a #ppc.pipeline attribute on a "
                                 "function";
-    std::optional<int64_t> devices = ppc::topo::lookupMachineDeviceCount(op);
-    for (auto [s, first, count] : llvm::enumerate(
-             pipeline.getFirstDevices(), pipeline.getDevices()))
-      if (devices && first + count > *devices)
-        return op->emitError()
-               << "pipeline stage " << s << "'s devices [" << first << ", "
-               << first + count << ") are not on the machine of " << *devices
-               << " devices";
+    std::string problem = ppc::checkPipelineShape(
+        pipeline.getMicrobatches(), pipeline.getFirstDevices().vec(),
+        pipeline.getDevices().vec(), ppc::topo::lookupMachineDeviceCount(op));
+    if (!problem.empty())
+      return op->emitError() << "#ppc.pipeline: " << problem;
     return success();
   }
   if (attr.getName() != getStrategyAttrName())

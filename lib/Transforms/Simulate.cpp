@@ -207,6 +207,24 @@ void SimulatePass::runOnOperation() {
     signalPassFailure();
 }
 
+/// Writes the trace `write` produces to `path`, unless `path` is empty.
+LogicalResult
+writeTrace(func::FuncOp func, StringRef path,
+           llvm::function_ref<void(std::ostream &)> write) {
+  if (path.empty())
+    return success();
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> trace = openOutputFile(path, &error);
+  if (!trace)
+    return func.emitError() << "ppc-simulate: cannot open the trace output '"
+                            << path << "': " << error;
+  std::ostringstream json;
+  write(json);
+  trace->os() << json.str();
+  trace->keep();
+  return success();
+}
+
 LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
                                              const Machine &machine,
                                              const sim::CostModel &costModel,
@@ -267,19 +285,11 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
           << "ppc-simulate: @" << func.getSymName()
           << " does not fit in memory: a stage's devices need more than "
              "they have (see its report)";
-    if (!tracePathForFunc.empty()) {
-      std::string error;
-      std::unique_ptr<llvm::ToolOutputFile> trace =
-          openOutputFile(tracePathForFunc, &error);
-      if (!trace)
-        return func.emitError()
-               << "ppc-simulate: cannot open the trace output '"
-               << tracePathForFunc << "': " << error;
-      std::ostringstream json;
+    auto writeSchedule = [&](std::ostream &json) {
       sim::writePipelineTrace(result, json);
-      trace->os() << json.str();
-      trace->keep();
-    }
+    };
+    if (mlir::failed(writeTrace(func, tracePathForFunc, writeSchedule)))
+      return failure();
     writePipelineReport(func, machine, *graph, numAssigned, *pipeline, result,
                         os);
     return success();
@@ -295,18 +305,10 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
         << formatBytes(tightest.capacity);
   }
 
-  if (!tracePathForFunc.empty()) {
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> trace =
-        openOutputFile(tracePathForFunc, &error);
-    if (!trace)
-      return func.emitError() << "ppc-simulate: cannot open the trace output '"
-                              << tracePathForFunc << "': " << error;
-    std::ostringstream json;
-    simulator.writeChromeTrace(json);
-    trace->os() << json.str();
-    trace->keep();
-  }
+  if (mlir::failed(writeTrace(func, tracePathForFunc, [&](std::ostream &json) {
+        simulator.writeChromeTrace(json);
+      })))
+    return failure();
 
   writeReport(func, machine, *graph, *strategy, numAssigned, result, simulator,
               os);
@@ -496,6 +498,5 @@ void SimulatePass::writeOpTables(const sim::Graph &graph,
   }
   os << "\n";
 }
-
 
 } // namespace

@@ -1,4 +1,4 @@
-//===- Pipeline.h - pipeline stages, micro-batches and schedules -*- C++ -*-===//
+//===- Pipeline.h - pipeline stages, micro-batches, schedules ---*- C++ -*-===//
 //
 // Pipeline parallelism as one more dimension of a strategy: the ops are cut
 // into stages (contiguous in op order), each stage runs on its own block of
@@ -41,6 +41,17 @@ struct Pipeline {
   bool enabled() const { return !firstDevice.empty(); }
   int32_t numStages() const {
     return static_cast<int32_t>(firstDevice.size());
+  }
+  /// This pipeline, or without one what runs instead: one stage on all
+  /// `numDevices` devices, one micro-batch.
+  Pipeline orWholeMachine(int64_t numDevices) const {
+    if (enabled())
+      return *this;
+    Pipeline whole = *this;
+    whole.firstDevice = {0};
+    whole.numDevices = {numDevices};
+    whole.microbatches = 1;
+    return whole;
   }
 };
 

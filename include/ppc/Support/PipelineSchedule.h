@@ -1,8 +1,9 @@
-//===- PipelineSchedule.h - pipeline schedules ------------------*- C++ -*-===//
+//===- PipelineSchedule.h - pipeline schedules and submeshes ----*- C++ -*-===//
 //
 // MLIR-free. The schedules a pipelined strategy may run its micro-batches
 // in: the one list that #ppc.pipeline's verifier, strategy files, option
-// parsers, the simulator and the docs follow.
+// parsers, the simulator and the docs follow; and the one check of a
+// pipeline's micro-batches and stage submeshes they all apply.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,8 +12,10 @@
 
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ppc {
 
@@ -59,6 +62,16 @@ inline std::string pipelineScheduleNames() {
              kPipelineSchedules[i].name;
   return names;
 }
+
+/// Why `microbatches` and the stage submeshes (stage s on devices
+/// [firstDevices[s], firstDevices[s] + devices[s])) are not a pipeline, or
+/// "": at least one micro-batch, one first device and one count per stage
+/// (at least one stage), non-empty disjoint submeshes, and, given
+/// `numDevices`, all of them on the machine.
+std::string checkPipelineShape(int64_t microbatches,
+                               const std::vector<int64_t> &firstDevices,
+                               const std::vector<int64_t> &devices,
+                               std::optional<int64_t> numDevices);
 
 } // namespace ppc
 
