@@ -300,29 +300,12 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         std::max(out.stages[value.fromStage].send, total);
   }
 
-  // Each stage's order of (micro-batch, forward?) tasks.
-  std::vector<std::vector<std::pair<int64_t, bool>>> order(numStages);
+  // Each stage's order of tasks.
+  std::vector<std::vector<PipelineTask>> order(numStages);
   for (int32_t s = 0; s < numStages; ++s) {
-    std::vector<std::pair<int64_t, bool>> &tasks = order[s];
-    if (pipeline.schedule == PipelineSchedule::GPipe) {
-      for (int64_t j = 0; j < m; ++j)
-        tasks.push_back({j, true});
-      for (int64_t j = 0; j < m; ++j)
-        tasks.push_back({j, false});
-    } else {
-      int64_t warmup = std::min<int64_t>(numStages - s - 1, m);
-      for (int64_t j = 0; j < warmup; ++j)
-        tasks.push_back({j, true});
-      for (int64_t j = 0; j < m; ++j) {
-        if (warmup + j < m)
-          tasks.push_back({warmup + j, true});
-        tasks.push_back({j, false});
-      }
-    }
+    order[s] = pipelineStageOrder(pipeline.schedule, numStages, s, m);
     out.stages[s].inFlight =
-        pipeline.schedule == PipelineSchedule::GPipe
-            ? m
-            : std::min<int64_t>(numStages - s, m);
+        pipelineInFlight(pipeline.schedule, numStages, s, m);
   }
 
   // Time the schedule: a stage runs its next task once its input is there

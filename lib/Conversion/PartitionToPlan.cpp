@@ -201,7 +201,8 @@ private:
              function_ref<Value(int64_t)> source, int64_t rank, Value buffer,
              const Box &box,
              const std::vector<GatheredBuffer> *earlier = nullptr,
-             std::vector<std::pair<Value, Box>> *shared = nullptr);
+             std::vector<std::pair<Value, Box>> *shared = nullptr,
+             bool accumulate = false);
   /// The gradient buffer of a gathered operand buffer on `rank`, shared by
   /// its owner and the later readers that copied from it (zero at first
   /// use).
@@ -244,7 +245,17 @@ private:
   std::map<BufferKey, StateSharding> weightGradStage;
   std::map<BufferKey, int64_t> weightGradHolder;
   std::vector<sim::WeightUse> weightHolders; // by sim::Graph weight index
-  std::vector<std::pair<int64_t, Value>> transient;
+  /// A step-local buffer, freed at the end of the step or, in a pipeline,
+  /// after the backward of its micro-batch on its rank's stage.
+  struct Transient {
+    int64_t rank;
+    Value buffer;
+    int64_t microbatch; ///< -1: the step's own
+  };
+  std::vector<Transient> transient;
+  void keepForStep(int64_t rank, Value buffer) {
+    transient.push_back({rank, buffer, taskMicroBatch});
+  }
   // What unreplicated readers gathered, by (rank, value); the box of every
   // gathered operand buffer and its gradient buffer.
   std::map<std::pair<int64_t, void *>, std::vector<GatheredBuffer>> gathered;
@@ -262,6 +273,48 @@ private:
   // ZeRO-3: the whole weight gathered for each holder instance, by
   // (op, operand, instance), while an op's kernels need it.
   std::map<std::tuple<int64_t, unsigned, int64_t>, Value> gatheredWeights;
+
+  // Pipelines. Each micro-batch has its own layouts and buffers: the
+  // members above from parts.layouts to recomputedNow hold the current
+  // micro-batch's, the others wait in microBatches (enterMicroBatch swaps).
+  // A step without a pipeline is one stage of one micro-batch.
+  struct MicroBatchState {
+    std::vector<OpLayout> layouts;
+    std::vector<std::vector<std::vector<Value>>> results, resultGrads, held;
+    std::vector<std::vector<std::vector<OperandSource>>> operands;
+    std::vector<std::vector<Value>> scratch;
+    std::map<std::pair<int64_t, void *>, std::vector<GatheredBuffer>> gathered;
+    std::vector<char> recomputedNow;
+  };
+  void swapState(MicroBatchState &state);
+  void enterMicroBatch(int64_t j);
+  /// Emits the step's forwards and backwards in the pipeline schedule's
+  /// order (pipelineStageOrder per stage, merged into one global order
+  /// that respects their dependencies).
+  LogicalResult emitSchedule();
+  /// Emits one task of a stage's schedule and moves what it emits on the
+  /// ranks of earlier stages to where their own schedule needs it.
+  LogicalResult emitTask(int64_t stage, PipelineTask task);
+  LogicalResult emitForwardTask(int64_t stage, int64_t j);
+  LogicalResult emitBackwardTask(int64_t stage, int64_t j);
+  /// The returned values gathered on rank 0, summed over micro-batches.
+  void allocPipelinedOutputs();
+  void gatherPipelinedOutputs(int64_t k);
+  void emitPipelinedOutputs();
+  sim::Pipeline pipeline;
+  std::vector<std::vector<int64_t>> stageOps;
+  std::vector<MicroBatchState> microBatches;
+  int64_t currentMicroBatch = 0;
+  int64_t taskMicroBatch = -1;
+  /// Per (rank, micro-batch): the last op of the rank's forward of it, and
+  /// the ops later stages' backwards emitted for its backward of it.
+  std::map<std::pair<int64_t, int64_t>, Operation *> forwardEnd;
+  std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>>
+      backwardQueue;
+  /// Ranks phase markers go to (the current stage's); empty: all.
+  std::vector<int64_t> phaseRanks;
+  /// Per returned value, the rank and buffer collecting it (pipelines).
+  std::vector<std::pair<int64_t, Value>> outputBuffers;
 };
 
 OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
@@ -298,7 +351,7 @@ Value PlanEmitter::allocScratch(int64_t rank,
   Value buffer = plan::AllocOp::create(
       at(rank), loc, plan::BufferType::get(context), FlatSymbolRefAttr(),
       loAttr(box), hiAttr(box), UnitAttr(), UnitAttr());
-  transient.emplace_back(rank, buffer);
+  keepForStep(rank, buffer);
   return buffer;
 }
 
@@ -336,8 +389,12 @@ void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
 }
 
 void PlanEmitter::phase(plan::Phase value) {
-  for (OpBuilder &b : builders)
-    plan::PhaseOp::create(b, loc, plan::PhaseAttr::get(context, value));
+  auto attr = plan::PhaseAttr::get(context, value);
+  if (phaseRanks.empty())
+    for (OpBuilder &b : builders)
+      plan::PhaseOp::create(b, loc, attr);
+  for (int64_t rank : phaseRanks)
+    plan::PhaseOp::create(at(rank), loc, attr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -550,7 +607,7 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
     const OpLayout &from = parts.layouts[holder->op];
     const std::vector<Box> &held = from.operandBoxes[holder->operand];
     source.buffer = alloc(rank, tensorOf[stripped], box, false);
-    transient.emplace_back(rank, source.buffer);
+    keepForStep(rank, source.buffer);
     source.pieces = gatherFrom(
         held, from.devices,
         [&](int64_t q) {
@@ -586,7 +643,7 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
            << "' needs data from other devices but no parallel op moves it: "
               "run --ppc-materialize-resharding first";
   source.buffer = alloc(rank, tensorOf[stripped], box, false);
-  transient.emplace_back(rank, source.buffer);
+  keepForStep(rank, source.buffer);
   gatheredBoxes[source.buffer] = box;
   // Unreplicated readers of a value on one rank share what was gathered
   // there; the simulator prices the same.
@@ -669,7 +726,7 @@ Value PlanEmitter::gradOfGathered(int64_t rank, Value buffer, Value value) {
   Value &grad = gatheredGrads[buffer];
   if (!grad) {
     grad = alloc(rank, tensorOf[value], gatheredBoxes.lookup(buffer), true);
-    transient.emplace_back(rank, grad);
+    keepForStep(rank, grad);
     plan::FillOp::create(at(rank), loc, grad, builder.getF32FloatAttr(0.0f));
   }
   return grad;
@@ -720,7 +777,7 @@ std::vector<std::pair<int64_t, Box>> PlanEmitter::gatherFrom(
     const std::vector<Box> &boxes, const std::vector<int64_t> &devices,
     function_ref<Value(int64_t)> source, int64_t rank, Value buffer,
     const Box &box, const std::vector<GatheredBuffer> *earlier,
-    std::vector<std::pair<Value, Box>> *shared) {
+    std::vector<std::pair<Value, Box>> *shared, bool accumulate) {
   std::vector<std::pair<int64_t, Box>> pieces;
   std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
   for (size_t q = 0; q < boxes.size(); ++q) {
@@ -744,7 +801,7 @@ std::vector<std::pair<int64_t, Box>> PlanEmitter::gatherFrom(
     }
     int64_t replica = local.value_or(q);
     transfer(devices[replica], source(replica), rank, buffer, *common,
-             /*accumulate=*/false);
+             accumulate);
     pieces.emplace_back(replica, *common);
   }
   return pieces;
@@ -779,7 +836,7 @@ void PlanEmitter::emitPartialSums(int64_t k) {
         if (layout.scattered[r]) {
           pieces.push_back(alloc(rank, tensorOf[parts.ops[k]->getResult(r)],
                                  layout.heldBoxes[r][q], false));
-          transient.emplace_back(rank, pieces.back());
+          keepForStep(rank, pieces.back());
         }
       }
       if (!layout.scattered[r]) {
@@ -853,7 +910,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
     for (unsigned r = 0; r < op->getNumResults(); ++r) {
       Value buffer = alloc(rank, tensorOf[op->getResult(r)],
                            layout.resultBoxes[r][p], false);
-      transient.emplace_back(rank, buffer);
+      keepForStep(rank, buffer);
       results[k][r][p] = buffer;
       held[k][r][p] = buffer;
       outs[p].push_back(buffer);
@@ -953,7 +1010,7 @@ void PlanEmitter::emitRecompute(int64_t x) {
       Value old = results[x][r][p];
       Value again = alloc(rank, tensorOf[op->getResult(r)],
                           layout.resultBoxes[r][p], false);
-      transient.emplace_back(rank, again);
+      keepForStep(rank, again);
       recomputedBuffer[old] = again;
       results[x][r][p] = again;
       // A reduce-scattered piece is replaced by emitPartialSums.
@@ -978,7 +1035,7 @@ LogicalResult PlanEmitter::emitOutputs() {
       buffer = results[k][r][*q];
     } else {
       buffer = alloc(0, tensorOf[stripParallelOps(value)], whole, false);
-      transient.emplace_back(0, buffer);
+      keepForStep(0, buffer);
       gatherPieces(k, r, 0, buffer, whole);
     }
     plan::OutputOp::create(at(0), loc, buffer);
@@ -997,7 +1054,7 @@ Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
     int64_t rank = layout.devices[p];
     buffer = alloc(rank, tensorOf[parts.ops[k]->getResult(r)],
                    layout.resultBoxes[r][p], true);
-    transient.emplace_back(rank, buffer);
+    keepForStep(rank, buffer);
     // The loss is the one value whose gradient is seeded: 1 on every copy
     // (the loss is the sum of a partial-sum group's members, each of which
     // has derivative 1).
@@ -1136,7 +1193,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
         grad = gradOfGathered(rank, source.buffer, stripped);
       } else {
         grad = alloc(rank, tensorOf[stripped], box, true);
-        transient.emplace_back(rank, grad);
+        keepForStep(rank, grad);
         plan::FillOp::create(at(rank), loc, grad,
                              builder.getF32FloatAttr(0.0f));
       }
@@ -1228,7 +1285,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
               geometry::intersect(layout.operandBoxes[i][p], box))
             contributor = p;
         Value sum = alloc(rank, tensorOf[value], box, true);
-        transient.emplace_back(rank, sum);
+        keepForStep(rank, sum);
         transfer(rank, sendBack[contributor][i], rank, sum, box,
                  /*accumulate=*/false);
         ranks.push_back(rank);
@@ -1315,7 +1372,7 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
       for (int64_t j = 0; j < k; ++j) {
         Box shard = geometry::shardOf(box, k, j);
         Value shardGrad = alloc(ranks[j], tensor, shard, true);
-        transient.emplace_back(ranks[j], shardGrad);
+        keepForStep(ranks[j], shardGrad);
         shardGrads.push_back(shardGrad);
         shardedGrads.insert(buffers[j]);
         zero3Updates.push_back(
@@ -1334,7 +1391,7 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
     for (int64_t j = 0; j < k; ++j) {
       s.shards.push_back(geometry::shardOf(box, k, j));
       Value shardGrad = alloc(ranks[j], tensor, s.shards[j], true);
-      transient.emplace_back(ranks[j], shardGrad);
+      keepForStep(ranks[j], shardGrad);
       s.shardGrads.push_back(shardGrad);
       BufferKey valueKey{ranks[j], tensor, std::get<1>(piece), false};
       s.weights.push_back(persistent.at(valueKey));
@@ -1365,13 +1422,284 @@ LogicalResult PlanEmitter::emitGradSyncAndUpdate() {
       // The updated shard, staged for the all-gather.
       Value shard = alloc(rank, s.tensor, s.shards[j], false,
                           /*staging=*/true);
-      transient.emplace_back(rank, shard);
+      keepForStep(rank, shard);
       transfer(rank, s.weights[j], rank, shard, s.shards[j],
                /*accumulate=*/false);
       staged.push_back(shard);
     }
     collective(plan::CollectiveKind::all_gather, s.ranks, staged, s.weights);
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-batches and the pipeline schedule
+//===----------------------------------------------------------------------===//
+
+void PlanEmitter::swapState(MicroBatchState &state) {
+  std::swap(parts.layouts, state.layouts);
+  std::swap(results, state.results);
+  std::swap(resultGrads, state.resultGrads);
+  std::swap(held, state.held);
+  std::swap(operands, state.operands);
+  std::swap(scratch, state.scratch);
+  std::swap(gathered, state.gathered);
+  std::swap(recomputedNow, state.recomputedNow);
+}
+
+void PlanEmitter::enterMicroBatch(int64_t j) {
+  if (j == currentMicroBatch)
+    return;
+  // The current state goes back to its slot; what comes out of it (left
+  // there when it was entered) is dropped by the second swap.
+  swapState(microBatches[currentMicroBatch]);
+  swapState(microBatches[j]);
+  currentMicroBatch = j;
+}
+
+void PlanEmitter::allocPipelinedOutputs() {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (Value value : ret.getOperands()) {
+    // Collected on the first device of the producer's stage, within the
+    // stage's tasks; sent to rank 0 at the end of the step.
+    auto [k, r] = *parts.producerOf(value);
+    int64_t rank = pipeline.firstDevice[parts.strategy[k].stage];
+    Value buffer = alloc(rank, tensorOf[stripParallelOps(value)],
+                         geometry::wholeBox(shapeOf(value)), false);
+    keepForStep(rank, buffer);
+    plan::FillOp::create(at(rank), loc, buffer, builder.getF32FloatAttr(0.0f));
+    outputBuffers.emplace_back(rank, buffer);
+  }
+}
+
+void PlanEmitter::gatherPipelinedOutputs(int64_t k) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [value, output] : llvm::zip(ret.getOperands(), outputBuffers)) {
+    auto [pk, r] = *parts.producerOf(value);
+    if (pk != k)
+      continue;
+    // Micro-batches hold disjoint boxes of a batched value and each a
+    // share of a batch mean (the loss): adding them up gives both.
+    const OpLayout &layout = parts.layouts[k];
+    gatherFrom(
+        layout.heldBoxes[r], layout.devices,
+        [&](int64_t q) { return held[k][r][q]; }, output.first,
+        output.second, geometry::wholeBox(shapeOf(value)), nullptr, nullptr,
+        /*accumulate=*/true);
+  }
+}
+
+void PlanEmitter::emitPipelinedOutputs() {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [value, output] : llvm::zip(ret.getOperands(), outputBuffers)) {
+    auto [rank, buffer] = output;
+    if (rank != 0) {
+      Box whole = geometry::wholeBox(shapeOf(value));
+      Value onZero =
+          alloc(0, tensorOf[stripParallelOps(value)], whole, false);
+      keepForStep(0, onZero);
+      transfer(rank, buffer, 0, onZero, whole, /*accumulate=*/false);
+      buffer = onZero;
+    }
+    plan::OutputOp::create(at(0), loc, buffer);
+  }
+}
+
+LogicalResult PlanEmitter::emitForwardTask(int64_t stage, int64_t j) {
+  enterMicroBatch(j);
+  taskMicroBatch = pipeline.enabled() ? j : -1;
+  for (int64_t k : stageOps[stage]) {
+    if (failed(emitForward(k)))
+      return failure();
+    if (pipeline.enabled())
+      gatherPipelinedOutputs(k);
+  }
+  taskMicroBatch = -1;
+  return pipeline.enabled() ? success() : emitOutputs();
+}
+
+LogicalResult PlanEmitter::emitBackwardTask(int64_t stage, int64_t j) {
+  enterMicroBatch(j);
+  taskMicroBatch = pipeline.enabled() ? j : -1;
+  const std::vector<int64_t> &ops = stageOps[stage];
+  for (int64_t k : llvm::reverse(ops)) {
+    // Dropped results come back before the first backward that reads
+    // them: their latest reader's.
+    for (size_t x = 0; x < recomputed.size(); ++x)
+      if (lastReader[x] == k)
+        emitRecompute(x);
+    if (failed(emitBackward(k)))
+      return failure();
+    // A recomputed op's new results are last read by its own backward.
+    if (recomputedNow[k])
+      for (const std::vector<Value> &perResult : held[k])
+        for (auto [p, buffer] : llvm::enumerate(perResult)) {
+          plan::FreeOp::create(at(parts.layouts[k].devices[p]), loc, buffer);
+          freedEarly.insert(buffer);
+        }
+  }
+  taskMicroBatch = -1;
+  if (!pipeline.enabled())
+    return success();
+  // The micro-batch is done on this stage: its buffers there go.
+  int64_t first = pipeline.firstDevice[stage];
+  int64_t last = first + pipeline.numDevices[stage];
+  for (const Transient &t : transient)
+    if (t.microbatch == j && t.rank >= first && t.rank < last &&
+        freedEarly.insert(t.buffer).second)
+      plan::FreeOp::create(at(t.rank), loc, t.buffer);
+  return success();
+}
+
+LogicalResult PlanEmitter::emitSchedule() {
+  size_t numOps = parts.ops.size();
+  int64_t numRanks = parts.numDevices;
+  pipeline = parts.pipeline;
+  sim::Pipeline stages = pipeline.orWholeMachine(numRanks);
+  int64_t numStages = stages.numStages(), m = stages.microbatches;
+  stageOps.assign(numStages, {});
+  for (size_t k = 0; k < numOps; ++k)
+    stageOps[parts.strategy[k].stage].push_back(static_cast<int64_t>(k));
+
+  if (pipeline.enabled() && m > 1 && training)
+    for (size_t k = 0; k < numOps; ++k)
+      if (isBatchNormTraining(static_cast<int64_t>(k)))
+        return parts.ops[k]->emitError()
+               << "batch norm '" << parts.graph.ops[k].name
+               << "' normalizes by the statistics of the whole batch, which "
+                  "a pipeline of "
+               << m
+               << " micro-batches never has at once: lower this model with "
+                  "microbatches = 1";
+
+  // Every micro-batch starts with empty buffers and its own layouts.
+  microBatches.assign(m, MicroBatchState());
+  for (int64_t j = 0; j < m; ++j) {
+    MicroBatchState &state = microBatches[j];
+    state.layouts =
+        pipeline.enabled() ? parts.microLayouts[j] : parts.layouts;
+    state.results.resize(numOps);
+    state.resultGrads.resize(numOps);
+    state.held.resize(numOps);
+    state.operands.resize(numOps);
+    state.scratch.resize(numOps);
+    state.recomputedNow.assign(numOps, 0);
+  }
+  currentMicroBatch = 0;
+  swapState(microBatches[0]);
+  if (pipeline.enabled())
+    allocPipelinedOutputs();
+
+  std::vector<std::vector<PipelineTask>> order(numStages);
+  for (int64_t s = 0; s < numStages; ++s)
+    for (const PipelineTask &task :
+         pipelineStageOrder(stages.schedule, numStages, s, m))
+      if (training || task.forward)
+        order[s].push_back(task);
+  // One global order: each stage's tasks in turn as far as their inputs
+  // are emitted (the previous stage's forward, the next stage's backward).
+  std::vector<std::vector<char>> forwardDone(numStages,
+                                             std::vector<char>(m, 0)),
+      backwardDone = forwardDone;
+  std::vector<size_t> next(numStages, 0);
+  bool progressed = true;
+  while (progressed) {
+    progressed = false;
+    for (int64_t s = 0; s < numStages; ++s) {
+      while (next[s] < order[s].size()) {
+        auto [j, forward] = order[s][next[s]];
+        bool ready = forward ? s == 0 || forwardDone[s - 1][j]
+                             : s + 1 == numStages || backwardDone[s + 1][j];
+        if (!ready)
+          break;
+        if (failed(emitTask(s, {j, forward})))
+          return failure();
+        (forward ? forwardDone : backwardDone)[s][j] = 1;
+        ++next[s];
+        progressed = true;
+      }
+    }
+  }
+  phaseRanks.clear();
+  for (int64_t s = 0; s < numStages; ++s)
+    if (next[s] != order[s].size())
+      return func.emitError() << "internal error: the pipeline schedule of "
+                                 "stage "
+                              << s << " cannot proceed";
+  if (pipeline.enabled())
+    emitPipelinedOutputs();
+  return success();
+}
+
+LogicalResult PlanEmitter::emitTask(int64_t stage, PipelineTask task) {
+  if (!pipeline.enabled()) {
+    phase(task.forward ? plan::Phase::forward : plan::Phase::backward);
+    return task.forward ? emitForwardTask(stage, task.microbatch)
+                        : emitBackwardTask(stage, task.microbatch);
+  }
+  int64_t first = pipeline.firstDevice[stage];
+  int64_t last = first + pipeline.numDevices[stage];
+  auto blockOf = [&](int64_t rank) -> Block & {
+    return programs[rank].getBody().front();
+  };
+  auto stageOf = [&](int64_t rank) {
+    for (int64_t s = 0; s < pipeline.numStages(); ++s)
+      if (rank >= pipeline.firstDevice[s] &&
+          rank < pipeline.firstDevice[s] + pipeline.numDevices[s])
+        return s;
+    return int64_t{-1};
+  };
+  int64_t j = task.microbatch;
+  phaseRanks.clear();
+  for (int64_t rank = first; rank < last; ++rank)
+    phaseRanks.push_back(rank);
+  phase(task.forward ? plan::Phase::forward : plan::Phase::backward);
+  for (int64_t rank = first; rank < last; ++rank) {
+    // What later stages' backwards left for this one comes first.
+    if (!task.forward)
+      for (Operation *op : backwardQueue[{rank, j}])
+        blockOf(rank).push_back(op);
+  }
+  int64_t numRanks = static_cast<int64_t>(programs.size());
+  std::vector<Operation *> before(numRanks, nullptr);
+  for (int64_t rank = 0; rank < numRanks; ++rank)
+    if (!blockOf(rank).empty())
+      before[rank] = &blockOf(rank).back();
+  if (failed(task.forward ? emitForwardTask(stage, j)
+                          : emitBackwardTask(stage, j)))
+    return failure();
+  // A task emits on other stages' ranks too: the sends of what it reads
+  // from earlier stages (forward), the receipt of the gradients it sends
+  // back (backward). Those go where that rank's own schedule has them:
+  // right after its forward of this micro-batch, or at the start of its
+  // backward of it, so no rank waits for a message it does not need yet.
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    if (rank >= first && rank < last)
+      continue;
+    int64_t home = stageOf(rank);
+    if (home < 0 || home >= stage)
+      continue;
+    Block &block = blockOf(rank);
+    std::vector<Operation *> foreign;
+    for (Operation &op : llvm::make_range(
+             before[rank] ? std::next(before[rank]->getIterator())
+                          : block.begin(),
+             block.end()))
+      foreign.push_back(&op);
+    for (Operation *op : foreign) {
+      if (task.forward) {
+        Operation *&anchor = forwardEnd[{rank, j}];
+        op->moveAfter(anchor);
+        anchor = op;
+      } else {
+        op->remove();
+        backwardQueue[{rank, j}].push_back(op);
+      }
+    }
+  }
+  if (task.forward)
+    for (int64_t rank = first; rank < last; ++rank)
+      forwardEnd[{rank, j}] = &blockOf(rank).back();
   return success();
 }
 
@@ -1407,7 +1735,8 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
   std::string strategyJson;
   if (parts.machine)
     strategyJson =
-        search::writeStrategyJson(parts.graph, *parts.machine, parts.strategy);
+        search::writeStrategyJson(parts.graph, *parts.machine, parts.strategy,
+                                  nullptr, nullptr, parts.pipeline);
 
   DictionaryAttr optimizer;
   if (training) {
@@ -1455,12 +1784,6 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
     builders.back().setInsertionPointToEnd(&program.getBody().front());
   }
 
-  size_t numOps = parts.ops.size();
-  results.resize(numOps);
-  resultGrads.resize(numOps);
-  held.resize(numOps);
-  operands.resize(numOps);
-  scratch.resize(numOps);
   if (failed(planRecomputation()))
     return failure();
   // ZeRO-3 keeps a weight in shards at its holder: other ops cannot read
@@ -1478,39 +1801,17 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
                   "weight is not lowered; use zero = 1 or 2 on '"
                << parts.graph.ops[holder.op].name << "'";
     }
-  phase(plan::Phase::forward);
-  for (size_t k = 0; k < numOps; ++k)
-    if (failed(emitForward(k)))
-      return failure();
-  if (failed(emitOutputs()))
+  if (failed(emitSchedule()))
     return failure();
   if (training) {
-    phase(plan::Phase::backward);
-    recomputedNow.assign(numOps, 0);
-    for (size_t k = numOps; k-- > 0;) {
-      // Dropped results come back before the first backward that reads
-      // them: their latest reader's.
-      for (size_t x = 0; x < numOps; ++x)
-        if (lastReader[x] == static_cast<int64_t>(k))
-          emitRecompute(x);
-      if (failed(emitBackward(k)))
-        return failure();
-      // A recomputed op's new results are last read by its own backward.
-      if (recomputedNow[k])
-        for (const std::vector<Value> &perResult : held[k])
-          for (auto [p, buffer] : llvm::enumerate(perResult)) {
-            plan::FreeOp::create(at(parts.layouts[k].devices[p]), loc, buffer);
-            freedEarly.insert(buffer);
-          }
-    }
     if (failed(emitGradSyncAndUpdate()))
       return failure();
   }
   // Step-local buffers go at the end of the step; weights and their
   // gradients persist.
-  for (auto [rank, buffer] : transient)
-    if (!freedEarly.contains(buffer))
-      plan::FreeOp::create(at(rank), loc, buffer);
+  for (const Transient &t : transient)
+    if (!freedEarly.contains(t.buffer))
+      plan::FreeOp::create(at(t.rank), loc, t.buffer);
   return planOp;
 }
 

@@ -24,14 +24,6 @@ PartitionedFunction::producerOf(Value value) {
 FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
                                                  UnassignedPolicy policy) {
   PartitionedFunction result;
-  // Stages and micro-batches are simulated and searched; plans do not have
-  // them yet.
-  if (func->hasAttr(graph::PPCDialect::getPipelineAttrName()))
-    return func.emitError()
-           << "@" << func.getSymName()
-           << " is pipelined (#ppc.pipeline): pipelined strategies are "
-              "simulated and searched but not lowered to plans yet; search "
-              "without algorithm=pipeline to get a strategy that lowers";
   FailureOr<sim::Graph> graph = buildSimGraph(func);
   if (failed(graph))
     return failure();
@@ -73,6 +65,25 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
     result.indexOf[op] = index;
     result.layouts.push_back(geometry::computeLayout(simOp.space, config));
   }
+  FailureOr<sim::Pipeline> pipeline = readPipeline(func);
+  if (failed(pipeline))
+    return failure();
+  if (std::string problem =
+          sim::checkPipeline(result.graph, result.strategy, *pipeline,
+                             result.numDevices);
+      !problem.empty())
+    return func.emitError() << "cannot partition @" << func.getSymName()
+                            << ": " << problem;
+  result.pipeline = *pipeline;
+  if (pipeline->enabled())
+    for (int64_t j = 0; j < pipeline->microbatches; ++j) {
+      std::vector<geometry::OpLayout> &layouts =
+          result.microLayouts.emplace_back();
+      for (auto [index, simOp] : llvm::enumerate(result.graph.ops))
+        layouts.push_back(geometry::computeLayout(
+            simOp.space, result.strategy[index],
+            {pipeline->microbatches, j}));
+    }
   return result;
 }
 

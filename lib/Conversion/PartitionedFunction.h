@@ -22,6 +22,11 @@ struct PartitionedFunction {
   sim::Strategy strategy;
   llvm::SmallVector<mlir::Operation *> ops; ///< parallel to graph.ops
   std::vector<geometry::OpLayout> layouts;  ///< parallel to graph.ops
+  /// Stages, micro-batches and schedule (#ppc.pipeline), if any.
+  sim::Pipeline pipeline;
+  /// With a pipeline, [micro-batch][op]: each op's layout of its share of
+  /// that micro-batch (geometry::MicroBatch).
+  std::vector<std::vector<geometry::OpLayout>> microLayouts;
   llvm::DenseMap<mlir::Operation *, int64_t> indexOf;
   /// Devices of the attached machine, else one past the last device used.
   int64_t numDevices = 1;

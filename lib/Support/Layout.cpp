@@ -7,7 +7,28 @@
 
 namespace ppc::geometry {
 
-OpLayout computeLayout(const IterationSpace &space, const OpConfig &config) {
+/// Partition `partition`'s iteration ranges within micro-batch `micro`.
+static Box microBatchRanges(const IterationSpace &space,
+                            const std::vector<int64_t> &degrees,
+                            int64_t partition, MicroBatch micro) {
+  if (micro.count == 1)
+    return partitionRanges(space, degrees, partition);
+  IterationSpace block;
+  block.dims = space.dims;
+  for (IterDim &dim : block.dims)
+    if (dim.kind == IterKind::Sample)
+      dim.size /= micro.count;
+  Box iter = partitionRanges(block, degrees, partition);
+  for (size_t d = 0; d < iter.size(); ++d)
+    if (block.dims[d].kind == IterKind::Sample) {
+      int64_t shift = micro.index * block.dims[d].size;
+      iter[d] = {iter[d].lo + shift, iter[d].hi + shift};
+    }
+  return iter;
+}
+
+OpLayout computeLayout(const IterationSpace &space, const OpConfig &config,
+                       MicroBatch micro) {
   OpLayout layout;
   layout.devices = config.devices();
   layout.numReplicas = config.replicas;
@@ -28,7 +49,7 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config) {
         boxes.push_back(boxes[first]);
       continue;
     }
-    Box iter = partitionRanges(space, config.degrees, partition);
+    Box iter = microBatchRanges(space, config.degrees, partition, micro);
     for (size_t i = 0; i < space.operands.size(); ++i)
       layout.operandBoxes[i].push_back(sliceOf(space.operands[i], iter));
     for (size_t r = 0; r < space.results.size(); ++r)

@@ -2,6 +2,7 @@
 
 #include "ppc/Support/PipelineSchedule.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace ppc {
@@ -40,6 +41,41 @@ std::string checkPipelineShape(int64_t microbatches,
       }
   }
   return "";
+}
+
+std::vector<PipelineTask> pipelineStageOrder(PipelineSchedule schedule,
+                                             int64_t numStages, int64_t stage,
+                                             int64_t microbatches) {
+  std::vector<PipelineTask> tasks;
+  int64_t m = microbatches;
+  if (schedule == PipelineSchedule::GPipe) {
+    for (int64_t j = 0; j < m; ++j)
+      tasks.push_back({j, true});
+    for (int64_t j = 0; j < m; ++j)
+      tasks.push_back({j, false});
+    return tasks;
+  }
+  // 1F1B: warm-up forwards, then one forward and one backward in turn.
+  int64_t warmup = std::min<int64_t>(numStages - stage - 1, m);
+  for (int64_t j = 0; j < warmup; ++j)
+    tasks.push_back({j, true});
+  for (int64_t j = 0; j < m; ++j) {
+    if (warmup + j < m)
+      tasks.push_back({warmup + j, true});
+    tasks.push_back({j, false});
+  }
+  return tasks;
+}
+
+int64_t pipelineInFlight(PipelineSchedule schedule, int64_t numStages,
+                         int64_t stage, int64_t microbatches) {
+  int64_t live = 0, peak = 0;
+  for (const PipelineTask &task :
+       pipelineStageOrder(schedule, numStages, stage, microbatches)) {
+    live += task.forward ? 1 : -1;
+    peak = std::max(peak, live);
+  }
+  return peak;
 }
 
 } // namespace ppc

@@ -68,7 +68,21 @@ struct OpLayout {
   std::vector<int64_t> replicasOf(int64_t p) const;
 };
 
-OpLayout computeLayout(const IterationSpace &space, const OpConfig &config);
+/// Micro-batch `index` of `count` (a pipelined step): samples
+/// [index * N / count, (index + 1) * N / count) of every sample dim of size
+/// N. Any partition of one micro-batch is a partition of the batch, so the
+/// kernels (which compute in global coordinates and divide means by global
+/// counts) accumulate the step's gradients over the micro-batches.
+struct MicroBatch {
+  int64_t count = 1;
+  int64_t index = 0;
+};
+
+/// The layout of `config`, or with `micro` of its share of one micro-batch:
+/// the sample dims' ranges of that micro-batch split by the degrees (sample
+/// dims must divide into micro.count: sim::checkPipeline).
+OpLayout computeLayout(const IterationSpace &space, const OpConfig &config,
+                       MicroBatch micro = {});
 
 bool isEmpty(const Box &box);
 bool contains(const Box &outer, const Box &inner);

@@ -63,6 +63,24 @@ inline std::string pipelineScheduleNames() {
   return names;
 }
 
+/// One forward or one backward of one micro-batch on a stage.
+struct PipelineTask {
+  int64_t microbatch = 0;
+  bool forward = true;
+};
+
+/// The tasks of stage `stage` of `numStages` in the order `schedule` runs
+/// them, for `microbatches` micro-batches: what the simulator times and
+/// what the lowering emits.
+std::vector<PipelineTask> pipelineStageOrder(PipelineSchedule schedule,
+                                             int64_t numStages, int64_t stage,
+                                             int64_t microbatches);
+
+/// The most micro-batches whose activations stage `stage` keeps at once
+/// under `schedule` (the peak of its order: forwards done, backwards not).
+int64_t pipelineInFlight(PipelineSchedule schedule, int64_t numStages,
+                         int64_t stage, int64_t microbatches);
+
 /// Why `microbatches` and the stage submeshes (stage s on devices
 /// [firstDevices[s], firstDevices[s] + devices[s])) are not a pipeline, or
 /// "": at least one micro-batch, one first device and one count per stage
