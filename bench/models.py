@@ -322,6 +322,26 @@ def alexnet(batch, classes=1000):
     return header, e, x, out
 
 
+def convnet(batch, classes=10, image=32):
+    """A small CNN: conv/ReLU/max pool twice, conv/ReLU, global average pool,
+    fully connected (examples/cnn.onnx without batch norm, for pipelines of
+    micro-batches, under which batch norm does not lower)."""
+    e = Emitter()
+    c = Cnn(e)
+    s = [batch, 3, image, image]
+    x = "%image"
+    for i, cout in enumerate([16, 32]):
+        name = "conv%d" % (i + 1)
+        x, s = c.conv(x, s, cout, 3, 1, 1, name, bias=True)
+        x = c.relu(x, s, name + ".relu")
+        x, s = c.pool("max", x, s, 2, 2, 0, name + ".pool")
+    x, s = c.conv(x, s, 32, 3, 1, 1, "conv3", bias=True)
+    x = c.relu(x, s, "conv3.relu")
+    x, out = c.head(x, s, classes)
+    header = "func.func @main(%%image: %s) -> %s {" % (ty([batch, 3, image, image]), ty(out))
+    return header, e, x, out
+
+
 def vgg16(batch, classes=1000):
     """torchvision VGG-16 (configuration D: 13 conv 3x3 with bias + ReLU, 5 max
     pools, 3 fc with dropout)."""
@@ -526,7 +546,8 @@ def main():
         epilog="\n".join(__doc__.splitlines()[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", choices=["bert", "gpt", "transformer", "resnet50", "resnet101",
-                                      "resnet152", "alexnet", "vgg16", "inception_v3", "rnnlm"])
+                                      "resnet152", "alexnet", "vgg16", "inception_v3", "rnnlm",
+                                      "convnet"])
     ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--seq", type=int)
@@ -540,7 +561,7 @@ def main():
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--exported", action="store_true",
                     help="resnet*/inception_v3: BN folded, identical biases shared")
-    ap.add_argument("--image", type=int, help="resnet*/inception_v3 input size")
+    ap.add_argument("--image", type=int, help="resnet*/inception_v3/convnet input size")
     a = ap.parse_args()
     global FLOAT, EXPORTED
     FLOAT = a.dtype
@@ -571,6 +592,8 @@ def main():
         header, e, result, out = alexnet(a.batch)
     elif a.model == "vgg16":
         header, e, result, out = vgg16(a.batch)
+    elif a.model == "convnet":
+        header, e, result, out = convnet(a.batch, image=pick(a.image, 32))
     elif a.model == "inception_v3":
         header, e, result, out = inception_v3(a.batch, image=pick(a.image, 299))
     else:

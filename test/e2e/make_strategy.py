@@ -30,10 +30,19 @@ iteration dims, their kinds and splittability) and writes one of:
            partial sums along result dim 0 (the batch); the others split
            as `spatial`, so the pieces meet consumers split along the
            batch, the sequence or the image height.
+  ppS-SCHEDULE, ppS-tp-SCHEDULE
+           a pipeline of S stages (ops cut into S runs of equal length, in
+           order) on N/S devices each, 4 micro-batches, SCHEDULE gpipe or
+           1f1b; inside a stage data parallel, or with -tp tensor parallel
+           (as `tensor`) over the stage's devices.
 """
 import argparse
 import json
+import re
 import sys
+
+PIPELINE = re.compile(r"pp(\d+)(-tp)?-(gpipe|1f1b)$")
+MICROBATCHES = 4
 
 
 def split_first(op, kinds, devices):
@@ -81,19 +90,47 @@ def configure(op, kind, devices, index):
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
 
 
+def pipeline(strategy, stages, tensor, schedule):
+    """Cuts the ops into `stages` runs and configures each on its devices."""
+    devices = strategy["machine"]["devices"]
+    if devices % stages:
+        sys.exit(f"make_strategy.py: {devices} devices do not make {stages} "
+                 "equal stages")
+    per_stage = devices // stages
+    ops = strategy["ops"]
+    for index, op in enumerate(ops):
+        stage = index * stages // len(ops)
+        kinds = ["parameter", "reduction"] if tensor else ["sample"]
+        whole = [1] * len(op["dims"])
+        op["degrees"] = (split_first(op, kinds, per_stage) or whole
+                         if per_stage > 1 else whole)
+        op["start"] = stage * per_stage
+        op["stage"] = stage
+        op["replicas"] = 1
+    strategy["pipeline"] = {
+        "microbatches": MICROBATCHES, "schedule": schedule,
+        "stages": [{"first_device": s * per_stage, "devices": per_stage}
+                   for s in range(stages)]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    kinds = ["dp", "tensor", "spatial", "mixed", "replicated", "zero1",
+             "zero2", "zero3", "recompute", "scatter"]
     parser.add_argument("--kind", required=True,
-                        choices=["dp", "tensor", "spatial", "mixed",
-                                 "replicated", "zero1", "zero2", "zero3",
-                                 "recompute", "scatter"])
+                        help=", ".join(kinds) + " or ppS[-tp]-SCHEDULE")
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args()
     with open(args.input) as f:
         strategy = json.load(f)
     devices = strategy["machine"]["devices"]
+    piped = PIPELINE.match(args.kind)
+    if not piped and args.kind not in kinds:
+        sys.exit(f"make_strategy.py: unknown kind '{args.kind}'")
     for index, op in enumerate(strategy["ops"]):
+        if piped:
+            break
         config = configure(op, args.kind, devices, index)
         op["degrees"], op["start"] = config[0], config[1]
         op["replicas"] = config[2] if len(config) > 2 else 1
@@ -103,6 +140,10 @@ def main():
             op["zero"] = int(args.kind[-1])
         if args.kind == "recompute" and op["kind"] != "ppc.batch_norm":
             op["recompute"] = True
+    if piped:
+        pipeline(strategy, int(piped.group(1)), bool(piped.group(2)),
+                 piped.group(3))
+    for op in strategy["ops"]:
         op["strides"] = []
         op.pop("devices", None)
         op.pop("predicted_ms", None)

@@ -8,14 +8,27 @@
 #   3. the loss falls over 8 Adam steps (lr 0.01) on one fixed batch;
 #   4. a checkpoint resumes bit-identically (checkpoint-resume.sh).
 # usage: model-e2e.sh PPC_OPT EXAMPLES WORKDIR MODEL BATCH KIND NP RUN...
-#        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run")
+#        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run"). MODEL is
+#        EXAMPLES/MODEL.onnx, or gpt4 or convnet from bench/models.py (a
+#        4-layer GPT; a CNN without batch norm).
 set -e
 ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
 shift 7
 here=$(dirname "$0")
 rm -rf "$work"
 mkdir -p "$work"
-import="$ppc_opt $examples/$model.onnx --batch-size=$batch"
+case $model in
+gpt4)
+  python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 32 --heads 4 \
+    --seq 16 --vocab 100 --batch "$batch" > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+convnet)
+  python3 "$here/../../bench/models.py" convnet --batch "$batch" \
+    > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+*)
+  import="$ppc_opt $examples/$model.onnx --batch-size=$batch" ;;
+esac
 if [ "$kind" = searched ]; then
   $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ]; then
