@@ -32,7 +32,8 @@ iteration dims, their kinds and splittability) and writes one of:
            batch, the sequence or the image height.
   ppS-SCHEDULE, ppS-tp-SCHEDULE
            a pipeline of S stages (ops cut into S runs of equal length, in
-           order) on N/S devices each, 4 micro-batches, SCHEDULE gpipe or
+           order) on N/S devices each, 4 micro-batches (--microbatches),
+           SCHEDULE gpipe or
            1f1b; inside a stage data parallel, or with -tp tensor parallel
            (as `tensor`) over the stage's devices.
 """
@@ -42,7 +43,6 @@ import re
 import sys
 
 PIPELINE = re.compile(r"pp(\d+)(-tp)?-(gpipe|1f1b)$")
-MICROBATCHES = 4
 
 
 def split_first(op, kinds, devices):
@@ -90,7 +90,7 @@ def configure(op, kind, devices, index):
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
 
 
-def pipeline(strategy, stages, tensor, schedule):
+def pipeline(strategy, stages, tensor, schedule, microbatches):
     """Cuts the ops into `stages` runs and configures each on its devices."""
     devices = strategy["machine"]["devices"]
     if devices % stages:
@@ -108,7 +108,7 @@ def pipeline(strategy, stages, tensor, schedule):
         op["stage"] = stage
         op["replicas"] = 1
     strategy["pipeline"] = {
-        "microbatches": MICROBATCHES, "schedule": schedule,
+        "microbatches": microbatches, "schedule": schedule,
         "stages": [{"first_device": s * per_stage, "devices": per_stage}
                    for s in range(stages)]}
 
@@ -119,6 +119,8 @@ def main():
              "zero2", "zero3", "recompute", "scatter"]
     parser.add_argument("--kind", required=True,
                         help=", ".join(kinds) + " or ppS[-tp]-SCHEDULE")
+    parser.add_argument("--microbatches", type=int, default=4,
+                        help="micro-batches of a pipeline (4)")
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args()
@@ -142,7 +144,7 @@ def main():
             op["recompute"] = True
     if piped:
         pipeline(strategy, int(piped.group(1)), bool(piped.group(2)),
-                 piped.group(3))
+                 piped.group(3), args.microbatches)
     for op in strategy["ops"]:
         op["strides"] = []
         op.pop("devices", None)
