@@ -26,6 +26,8 @@ namespace {
 
 /// The most seconds the DP may take inside one stage of the winner.
 constexpr double kStageDpSeconds = 20;
+/// The share of the time budget the candidates may take.
+constexpr double kEnumerateShare = 0.75;
 
 /// Stage of each op when `graph` is cut into `stages` contiguous stages of
 /// about equal forward FLOPs (each op where the middle of its FLOPs falls);
@@ -114,6 +116,16 @@ SearchResult pipelineSearch(const Problem &problem,
   SearchResult best;
   best.algorithm = "pipeline";
   std::string bestInside;
+  // The candidates take at most kEnumerateShare of the budget (checked
+  // before each, once one is found); the DP inside the winner's stages has
+  // the rest.
+  auto outOfTime = [&] {
+    return (options.cancel && options.cancel->load()) ||
+           (options.seconds > 0 &&
+            elapsed() > kEnumerateShare * options.seconds &&
+            !best.strategy.empty());
+  };
+
   auto consider = [&](const sim::Strategy &strategy,
                       const sim::Pipeline &pipeline, const char *name) {
     if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
@@ -159,9 +171,7 @@ SearchResult pipelineSearch(const Problem &problem,
       // Fewer micro-batches than stages leave stages idle most of the time.
       if (m < stages && pipelineOptions.microbatches == 0)
         continue;
-      if ((options.cancel && options.cancel->load()) ||
-          (options.seconds > 0 && elapsed() > options.seconds &&
-           !best.strategy.empty()))
+      if (outOfTime())
         break;
       sim::Graph micro = sim::microBatchGraph(graph, m);
       std::vector<sim::Graph> parts;
@@ -177,6 +187,8 @@ SearchResult pipelineSearch(const Problem &problem,
           pipeline.numDevices.push_back(perStage);
         }
       for (const BaselineInfo *info : inside) {
+        if (outOfTime())
+          break;
         sim::Strategy strategy(graph.ops.size());
         for (int64_t s = 0; s < stages; ++s)
           placeStage(stageOf, static_cast<int32_t>(s),

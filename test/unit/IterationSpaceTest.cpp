@@ -1,7 +1,9 @@
 //===- IterationSpaceTest.cpp - slices, halos and partial sums ------------===//
 
 #include "ppc/Support/IterationSpace.h"
+#include "ppc/Support/Layout.h"
 #include "ppc/Support/MachineView.h"
+#include "ppc/Support/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
 
@@ -167,4 +169,83 @@ TEST(CheckConfig, DegreesAndStridesThatOverflow) {
   EXPECT_EQ(checkConfig(elementwise(kMaxDevices, 1), {{kMaxDevices, 1}, 0, {}},
                         kMaxDevices),
             "");
+}
+
+namespace {
+
+// x[8, 4] @ w[4, 6]: iteration dims n (sample), f (parameter), k
+// (reduction).
+IterationSpace matmul() {
+  IterationSpace s;
+  s.dims = {{8, IterKind::Sample},
+            {6, IterKind::Parameter},
+            {4, IterKind::Reduction}};
+  s.operands.push_back(
+      {{8, 4}, {DimAccess::identity(0), DimAccess::identity(2)}});
+  s.operands.push_back(
+      {{4, 6}, {DimAccess::identity(2), DimAccess::identity(1)}});
+  s.results.push_back(
+      {{8, 6}, {DimAccess::identity(0), DimAccess::identity(1)}});
+  return s;
+}
+
+std::string orderOf(PipelineSchedule schedule, int64_t stages, int64_t stage,
+                    int64_t m) {
+  std::string text;
+  for (const PipelineTask &task :
+       pipelineStageOrder(schedule, stages, stage, m))
+    text += (text.empty() ? "" : " ") + std::string(task.forward ? "F" : "B") +
+            std::to_string(task.microbatch);
+  return text;
+}
+
+} // namespace
+
+TEST(Layout, MicroBatchSplitsItsSamplesByTheDegrees) {
+  // Data parallel over 2 devices, 2 micro-batches of 4 samples: micro-batch
+  // 1 is samples [4, 8), each device takes half of it.
+  IterationSpace s = matmul();
+  OpConfig config{{2, 1, 1}, 0, {}};
+  geometry::OpLayout layout = geometry::computeLayout(s, config, {2, 1});
+  ASSERT_EQ(layout.numInstances(), 2);
+  EXPECT_EQ(layout.iter[0][0], (Range{4, 6}));
+  EXPECT_EQ(layout.iter[1][0], (Range{6, 8}));
+  EXPECT_EQ(layout.operandBoxes[0][1], (geometry::Box{{6, 8}, {0, 4}}));
+  // The weight is read whole by every micro-batch.
+  EXPECT_EQ(layout.operandBoxes[1][0], (geometry::Box{{0, 4}, {0, 6}}));
+  EXPECT_EQ(layout.resultBoxes[0][0], (geometry::Box{{4, 6}, {0, 6}}));
+  // Micro-batch j is samples [2j, 2j + 2) of the batch (then split), not a
+  // piece of each device's whole-batch share: the pieces of all
+  // micro-batches tile the batch, each row once.
+  std::vector<int> covered(8, 0);
+  for (int64_t j = 0; j < 4; ++j) {
+    geometry::OpLayout micro = geometry::computeLayout(s, config, {4, j});
+    for (int64_t p = 0; p < micro.numInstances(); ++p) {
+      Range rows = micro.resultBoxes[0][p][0];
+      EXPECT_GE(rows.lo, 2 * j);
+      EXPECT_LE(rows.hi, 2 * j + 2);
+      for (int64_t r = rows.lo; r < rows.hi; ++r)
+        ++covered[r];
+    }
+  }
+  EXPECT_EQ(covered, std::vector<int>(8, 1));
+  geometry::OpLayout whole = geometry::computeLayout(s, config);
+  // One micro-batch is the whole layout.
+  EXPECT_EQ(geometry::computeLayout(s, config, {1, 0}).iter, whole.iter);
+}
+
+TEST(PipelineSchedule, StageOrdersAndMicroBatchesInFlight) {
+  using S = PipelineSchedule;
+  // 1F1B: stage 1 of 4 warms up with 2 forwards, then alternates.
+  EXPECT_EQ(orderOf(S::OneFOneB, 4, 1, 4), "F0 F1 F2 B0 F3 B1 B2 B3");
+  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 1, 4), 3);
+  // The last stage alternates from the start: one micro-batch in flight.
+  EXPECT_EQ(orderOf(S::OneFOneB, 4, 3, 3), "F0 B0 F1 B1 F2 B2");
+  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 3, 3), 1);
+  // Fewer micro-batches than warm-up forwards.
+  EXPECT_EQ(orderOf(S::OneFOneB, 4, 0, 2), "F0 F1 B0 B1");
+  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 0, 2), 2);
+  // GPipe: every forward, then every backward; all in flight.
+  EXPECT_EQ(orderOf(S::GPipe, 4, 1, 3), "F0 F1 F2 B0 B1 B2");
+  EXPECT_EQ(pipelineInFlight(S::GPipe, 4, 1, 3), 3);
 }
