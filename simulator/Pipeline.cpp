@@ -199,7 +199,8 @@ namespace {
 /// sending stage's first device; devices receive in parallel.
 double boundaryTime(const Graph &graph, const Machine &machine,
                     const Strategy &strategy, const Pipeline &pipeline,
-                    const BoundaryValue &value) {
+                    const BoundaryValue &value,
+                    std::array<double, 8> &bytesByLinkKind) {
   std::map<int64_t, std::set<std::vector<std::pair<int64_t, int64_t>>>> boxes;
   std::map<int64_t, double> bytes;
   for (size_t op = 0; op < graph.ops.size(); ++op) {
@@ -233,9 +234,12 @@ double boundaryTime(const Graph &graph, const Machine &machine,
   }
   double time = 0;
   int64_t from = pipeline.firstDevice[value.fromStage];
-  for (auto [device, b] : bytes)
-    time = std::max(time, machine.effectiveLink(from, device, b)
-                              .transferTime(b));
+  for (auto [device, b] : bytes) {
+    LinkSpec link = machine.effectiveLink(from, device, b);
+    time = std::max(time, link.transferTime(b));
+    // The value forward, its gradient back.
+    bytesByLinkKind[static_cast<size_t>(link.kind)] += 2 * b;
+  }
   return time;
 }
 
@@ -280,6 +284,16 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
       }
     Simulator simulator(sub, mesh, costModel, options);
     alone[s] = simulator.simulate(local);
+    // The stage's ops are the graph's from firstOp on, in order.
+    std::vector<Simulator::OpTimes> times = simulator.opTimes();
+    if (out.opTimes.empty())
+      out.opTimes.resize(graph.ops.size());
+    for (size_t op = 0, local = 0; op < graph.ops.size(); ++op)
+      if (strategy[op].stage == s && local < times.size())
+        out.opTimes[op] = times[local++];
+    for (size_t kind = 0; kind < out.bytesByLinkKind.size(); ++kind)
+      out.bytesByLinkKind[kind] +=
+          alone[s].bytesByLinkKind[kind] * static_cast<double>(m);
     PipelineStageResult &stage = out.stages[s];
     stage.firstDevice = first;
     stage.numDevices = pipeline.numDevices[s];
@@ -293,7 +307,10 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   // Transfer time per (sending stage, receiving stage).
   std::map<std::pair<int32_t, int32_t>, double> transfer;
   for (const BoundaryValue &value : boundary) {
-    double t = boundaryTime(micro, machine, strategy, pipeline, value);
+    std::array<double, 8> bytes{};
+    double t = boundaryTime(micro, machine, strategy, pipeline, value, bytes);
+    for (size_t kind = 0; kind < bytes.size(); ++kind)
+      out.bytesByLinkKind[kind] += bytes[kind] * static_cast<double>(m);
     double &total = transfer[{value.fromStage, value.toStage}];
     total += t;
     out.stages[value.fromStage].send =
@@ -385,6 +402,24 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   }
   out.bubbleFraction = devices > 0 ? idle / devices : 0;
   return out;
+}
+
+SimResult PipelineResult::asSimResult() const {
+  SimResult result;
+  result.iterationTime = iterationTime;
+  result.devices = devices;
+  result.bytesByLinkKind = bytesByLinkKind;
+  result.outOfMemory = outOfMemory;
+  double tightest = -1;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    double used = static_cast<double>(devices[d].memory.total()) /
+                  static_cast<double>(std::max<int64_t>(1, devices[d].capacity));
+    if (used > tightest) {
+      tightest = used;
+      result.tightestDevice = static_cast<int64_t>(d);
+    }
+  }
+  return result;
 }
 
 void writePipelineTrace(const PipelineResult &result, std::ostream &os) {

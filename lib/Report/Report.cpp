@@ -297,7 +297,23 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   m.found = simulator.simulate(strategy);
   std::vector<sim::Simulator::OpTimes> times = simulator.opTimes();
   std::ostringstream timeline;
-  simulator.writeChromeTrace(timeline);
+  // A pipeline is simulated as one (per-op times per micro-batch, the
+  // schedule as the timeline); the whole-batch simulation above still
+  // gives the edges' bytes.
+  const sim::Pipeline &pipeline = input.found.pipeline;
+  if (pipeline.enabled()) {
+    if (std::string problem = sim::checkPipeline(g, strategy, pipeline,
+                                                 p.machine.numDevices());
+        !problem.empty())
+      return "found strategy: " + problem;
+    m.pipeline = sim::simulatePipeline(g, p.machine, p.costModel, opts,
+                                       strategy, pipeline);
+    m.found = m.pipeline->asSimResult();
+    times = m.pipeline->opTimes;
+    sim::writePipelineTrace(*m.pipeline, timeline);
+  } else {
+    simulator.writeChromeTrace(timeline);
+  }
   double foundObjective = search::objective(p, m.found);
   m.capacity = p.memoryLimit > 0
                    ? p.memoryLimit
@@ -396,7 +412,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   fs::path d(dir);
   std::vector<std::pair<const char *, std::string>> files = {
       {"strategy.json",
-       search::writeStrategyJson(g, p.machine, strategy, &times, &m.found)},
+       search::writeStrategyJson(g, p.machine, strategy, &times, &m.found,
+                                 pipeline)},
       {"summary.txt", writeSummary(m)},
       {"timeline.json", timeline.str()},
       {"search-trace.csv", writeTrace(in.found)},

@@ -293,6 +293,38 @@ std::string writeSummary(const ReportModel &m) {
   }
   line("ops", classes.empty() ? "none" : classes);
   os << "\n";
+  if (m.pipeline) {
+    const sim::Pipeline &shape = in.found.pipeline;
+    line("pipeline", std::to_string(shape.numStages()) + " stages x " +
+                         std::to_string(shape.microbatches) +
+                         " micro-batches, schedule " +
+                         pipelineScheduleInfo(shape.schedule).name +
+                         ", bubble " +
+                         fixed(100 * m.pipeline->bubbleFraction, 1) + "%");
+    os << "\n";
+    Table stages({"stage", "devices", "ops", "fwd ms", "bwd ms", "send ms",
+                  "tail ms", "in flight", "bubble", "peak memory"},
+                 {false, false, true, true, true, true, true, true, true,
+                  true});
+    for (size_t s = 0; s < m.pipeline->stages.size(); ++s) {
+      const sim::PipelineStageResult &stage = m.pipeline->stages[s];
+      stages.add(
+          {std::to_string(s),
+           std::to_string(stage.firstDevice) + "-" +
+               std::to_string(stage.firstDevice + stage.numDevices - 1),
+           std::to_string(stage.numOps), fixed(stage.forward * 1e3, 3),
+           fixed(stage.backward * 1e3, 3), fixed(stage.send * 1e3, 3),
+           fixed(stage.tail * 1e3, 3), std::to_string(stage.inFlight),
+           fixed(100 * stage.bubble, 1) + "%",
+           formatBytes(static_cast<double>(stage.peakMemory)) +
+               (stage.peakMemory > stage.capacity ? " OOM" : "")});
+    }
+    os << stages.str();
+    os << "\nper micro-batch: fwd, bwd (the stage alone), send (its boundary "
+          "values to the\nnext stages); tail: gradient sync and update after "
+          "its last backward; in flight:\nmicro-batches whose activations it "
+          "keeps at once. The op table below is per\nmicro-batch.\n\n";
+  }
 
   Table t({"op", "kind", "output", "degrees", "devices", "fwd ms", "bwd ms",
            "comm ms", "memory"},

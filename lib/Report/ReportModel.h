@@ -13,6 +13,7 @@
 #include "ppc/Report/Report.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,9 @@ struct StrategyRow {
 struct ReportModel {
   const ReportInput *input = nullptr;
   sim::SimResult found;
+  /// The found strategy's pipeline simulation, when it has stages: op times
+  /// are then per micro-batch.
+  std::optional<sim::PipelineResult> pipeline;
   std::vector<OpRow> ops;
   std::vector<EdgeRow> edges;
   /// Baselines in input order, then the found strategy; exactly one best.

@@ -490,11 +490,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         << "ppc-search: no strategy found for @" << func.getSymName()
         << " fits in memory; the strategy written does not fit";
 
-  if (!reportDir.empty() && found.pipeline.enabled()) {
-    emitWarning(func.getLoc())
-        << "ppc-search: report-dir: the report files of a pipelined strategy "
-           "are not written yet; --ppc-simulate prints its stages";
-  } else if (!reportDir.empty()) {
+  if (!reportDir.empty()) {
     report::ReportInput input{problem,
                               getModelName(getOperation(), func, numFuncs),
                               describeMachine(machine),

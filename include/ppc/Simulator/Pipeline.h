@@ -119,6 +119,16 @@ struct PipelineResult {
   /// over the iteration, communication time of its stage's simulation times
   /// the micro-batches.
   std::vector<DeviceStats> devices;
+  /// Per op of the graph: its times and memory per micro-batch, as its
+  /// stage's simulation has them.
+  std::vector<Simulator::OpTimes> opTimes;
+  /// Bytes moved inside the stages over all micro-batches and across stage
+  /// boundaries, by link kind (SimResult::bytesByLinkKind).
+  std::array<double, 8> bytesByLinkKind{};
+
+  /// The iteration as a SimResult (time, devices, bytes, memory) for what
+  /// reads one: reports, objectives.
+  SimResult asSimResult() const;
 };
 
 /// Simulates one training iteration of `graph` under `strategy` and
