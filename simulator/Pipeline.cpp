@@ -32,7 +32,8 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
     return "";
   }
   if (std::string problem =
-          checkPipelineShape(pipeline.microbatches, pipeline.firstDevice,
+          checkPipelineShape(pipeline.microbatches, pipeline.schedule,
+                             pipeline.firstDevice,
                              pipeline.numDevices, numDevices);
       !problem.empty())
     return problem;
@@ -317,29 +318,34 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         std::max(out.stages[value.fromStage].send, total);
   }
 
-  // Each stage's order of tasks.
-  std::vector<std::vector<PipelineTask>> order(numStages);
-  for (int32_t s = 0; s < numStages; ++s) {
-    order[s] = pipelineStageOrder(pipeline.schedule, numStages, s, m);
+  // Each device group's order of tasks (a group runs one stage, or for
+  // interleaved-1f1b every numGroups-th).
+  int32_t numGroups = pipeline.numGroups();
+  std::vector<std::vector<PipelineTask>> order(numGroups);
+  for (int32_t g = 0; g < numGroups; ++g)
+    order[g] = pipelineOrder(pipeline.schedule, numStages, numGroups, g, m);
+  for (int32_t s = 0; s < numStages; ++s)
     out.stages[s].inFlight =
-        pipelineInFlight(pipeline.schedule, numStages, s, m);
-  }
+        pipelineInFlight(pipeline.schedule, numStages, numGroups, s, m);
 
-  // Time the schedule: a stage runs its next task once its input is there
+  // Time the schedule: a group runs its next task once its input is there
   // (the previous stages' forward of that micro-batch, or the later
   // stages' backward), one task at a time.
   constexpr double kNotYet = -1;
   std::vector<std::vector<double>> fwdEnd(numStages,
                                           std::vector<double>(m, kNotYet)),
       bwdEnd = fwdEnd;
-  std::vector<size_t> next(numStages, 0);
-  std::vector<double> freeAt(numStages, 0), busy(numStages, 0);
+  std::vector<size_t> next(numGroups, 0);
+  std::vector<double> freeAt(numGroups, 0), busy(numGroups, 0);
   size_t remaining = 2 * static_cast<size_t>(m) * numStages;
   while (remaining > 0) {
     bool progressed = false;
-    for (int32_t s = 0; s < numStages; ++s) {
-      while (next[s] < order[s].size()) {
-        auto [j, forward] = order[s][next[s]];
+    for (int32_t g = 0; g < numGroups; ++g) {
+      while (next[g] < order[g].size()) {
+        PipelineTask task = order[g][next[g]];
+        int32_t s = static_cast<int32_t>(task.stage);
+        int64_t j = task.microbatch;
+        bool forward = task.forward;
         double ready = 0;
         bool waiting = false;
         for (const auto &[stages, time] : transfer) {
@@ -359,12 +365,12 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
           break;
         double duration =
             forward ? out.stages[s].forward : out.stages[s].backward;
-        double start = std::max(ready, freeAt[s]);
-        freeAt[s] = start + duration;
-        busy[s] += duration;
-        (forward ? fwdEnd : bwdEnd)[s][j] = freeAt[s];
-        out.tasks.push_back({s, j, forward, start, freeAt[s]});
-        ++next[s];
+        double start = std::max(ready, freeAt[g]);
+        freeAt[g] = start + duration;
+        busy[g] += duration;
+        (forward ? fwdEnd : bwdEnd)[s][j] = freeAt[g];
+        out.tasks.push_back({s, j, forward, start, freeAt[g]});
+        ++next[g];
         --remaining;
         progressed = true;
       }
@@ -373,32 +379,62 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
     if (!progressed)
       break;
   }
+  // After its last backward a group synchronizes and updates the weights
+  // of all its stages.
+  std::vector<double> tail(numGroups, 0);
   for (int32_t s = 0; s < numStages; ++s)
-    out.iterationTime =
-        std::max(out.iterationTime, freeAt[s] + out.stages[s].tail);
+    tail[s % numGroups] += out.stages[s].tail;
+  for (int32_t g = 0; g < numGroups; ++g)
+    out.iterationTime = std::max(out.iterationTime, freeAt[g] + tail[g]);
 
-  // Memory: training state once, activations per micro-batch in flight.
+  // Memory: each stage's training state once; activations as the group's
+  // order keeps them (a stage's from its forward of a micro-batch to its
+  // backward of it), at their joint peak.
   double idle = 0, devices = 0;
-  for (int32_t s = 0; s < numStages; ++s) {
-    PipelineStageResult &stage = out.stages[s];
-    for (int64_t d = 0; d < stage.numDevices; ++d) {
-      const DeviceStats &local = alone[s].devices[d];
-      DeviceStats &global = out.devices[stage.firstDevice + d];
-      global.memory = local.memory;
-      global.memory.activations *= stage.inFlight;
-      global.computeTime = busy[s];
-      global.commTime = local.commTime * static_cast<double>(m);
-      global.idleTime = std::max(0.0, out.iterationTime - busy[s]);
-      stage.peakMemory = std::max(stage.peakMemory, global.memory.total());
-      stage.capacity = global.capacity;
+  for (int32_t g = 0; g < numGroups; ++g) {
+    int64_t first = pipeline.firstDevice[g], count = pipeline.numDevices[g];
+    double bubble = out.iterationTime > 0
+                        ? std::max(0.0, 1 - busy[g] / out.iterationTime)
+                        : 0;
+    for (int64_t d = 0; d < count; ++d) {
+      DeviceStats &global = out.devices[first + d];
+      global.memory = MemoryUse();
+      global.commTime = 0;
+      for (int32_t s = g; s < numStages; s += numGroups) {
+        const MemoryUse &local = alone[s].devices[d].memory;
+        global.memory.weights += local.weights;
+        global.memory.gradients += local.gradients;
+        global.memory.optimizerState += local.optimizerState;
+        global.memory.workspace =
+            std::max(global.memory.workspace, local.workspace);
+        global.commTime +=
+            alone[s].devices[d].commTime * static_cast<double>(m);
+      }
+      std::vector<int64_t> live(numStages, 0);
+      int64_t activations = 0;
+      for (const PipelineTask &task : order[g]) {
+        live[task.stage] += task.forward ? 1 : -1;
+        int64_t now = 0;
+        for (int32_t s = g; s < numStages; s += numGroups)
+          now += alone[s].devices[d].memory.activations * live[s];
+        activations = std::max(activations, now);
+      }
+      global.memory.activations = activations;
+      global.computeTime = busy[g];
+      global.idleTime = std::max(0.0, out.iterationTime - busy[g]);
       if (global.memory.total() > global.capacity)
         out.outOfMemory = true;
     }
-    stage.bubble = out.iterationTime > 0
-                       ? std::max(0.0, 1 - busy[s] / out.iterationTime)
-                       : 0;
-    idle += stage.bubble * static_cast<double>(stage.numDevices);
-    devices += static_cast<double>(stage.numDevices);
+    for (int32_t s = g; s < numStages; s += numGroups) {
+      PipelineStageResult &stage = out.stages[s];
+      stage.bubble = bubble;
+      for (int64_t d = 0; d < count; ++d)
+        stage.peakMemory = std::max(stage.peakMemory,
+                                    out.devices[first + d].memory.total());
+      stage.capacity = out.devices[first].capacity;
+    }
+    idle += bubble * static_cast<double>(count);
+    devices += static_cast<double>(count);
   }
   out.bubbleFraction = devices > 0 ? idle / devices : 0;
   return out;

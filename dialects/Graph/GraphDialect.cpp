@@ -78,12 +78,14 @@ LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t microbatches, StringRef schedule,
                                    ArrayRef<int64_t> firstDevices,
                                    ArrayRef<int64_t> devices) {
-  if (!ppc::findPipelineSchedule(std::string_view(schedule.data(),
-                                                  schedule.size())))
+  const ppc::PipelineScheduleInfo *info = ppc::findPipelineSchedule(
+      std::string_view(schedule.data(), schedule.size()));
+  if (!info)
     return emitError() << "unknown schedule '" << schedule << "': expected "
                        << ppc::pipelineScheduleNames();
-  std::string problem = ppc::checkPipelineShape(
-      microbatches, firstDevices.vec(), devices.vec(), std::nullopt);
+  std::string problem =
+      ppc::checkPipelineShape(microbatches, info->kind, firstDevices.vec(),
+                              devices.vec(), std::nullopt);
   if (!problem.empty())
     return emitError() << problem;
   return success();
@@ -143,9 +145,14 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << getPipelineAttrName()
                              << "' must be a #ppc.pipeline attribute on a "
                                 "function";
+    StringRef name = pipeline.getSchedule();
+    const ppc::PipelineScheduleInfo *info = ppc::findPipelineSchedule(
+        std::string_view(name.data(), name.size()));
     std::string problem = ppc::checkPipelineShape(
-        pipeline.getMicrobatches(), pipeline.getFirstDevices().vec(),
-        pipeline.getDevices().vec(), ppc::topo::lookupMachineDeviceCount(op));
+        pipeline.getMicrobatches(),
+        info ? info->kind : ppc::PipelineSchedule::OneFOneB,
+        pipeline.getFirstDevices().vec(), pipeline.getDevices().vec(),
+        ppc::topo::lookupMachineDeviceCount(op));
     if (!problem.empty())
       return op->emitError() << "#ppc.pipeline: " << problem;
     return success();

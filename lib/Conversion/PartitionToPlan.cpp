@@ -32,6 +32,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
 #include <map>
@@ -251,11 +252,19 @@ private:
     int64_t rank;
     Value buffer;
     int64_t microbatch; ///< -1: the step's own
+    int64_t stage;      ///< of the op whose buffer it is
   };
   std::vector<Transient> transient;
-  void keepForStep(int64_t rank, Value buffer) {
-    transient.push_back({rank, buffer, taskMicroBatch});
+  /// Keeps `buffer` until the end of the step or of its micro-batch's
+  /// backward on the stage of op `owner` (default: the op being emitted).
+  void keepForStep(int64_t rank, Value buffer, int64_t owner = -1) {
+    if (owner < 0)
+      owner = emittingOp;
+    int64_t stage = owner >= 0 ? parts.strategy[owner].stage : 0;
+    transient.push_back({rank, buffer, taskMicroBatch, stage});
   }
+  /// The op whose forward, backward or recomputation is being emitted.
+  int64_t emittingOp = -1;
   // What unreplicated readers gathered, by (rank, value); the box of every
   // gathered operand buffer and its gradient buffer.
   std::map<std::pair<int64_t, void *>, std::vector<GatheredBuffer>> gathered;
@@ -289,12 +298,12 @@ private:
   void swapState(MicroBatchState &state);
   void enterMicroBatch(int64_t j);
   /// Emits the step's forwards and backwards in the pipeline schedule's
-  /// order (pipelineStageOrder per stage, merged into one global order
+  /// order (pipelineOrder per device group, merged into one global order
   /// that respects their dependencies).
   LogicalResult emitSchedule();
   /// Emits one task of a stage's schedule and moves what it emits on the
   /// ranks of earlier stages to where their own schedule needs it.
-  LogicalResult emitTask(int64_t stage, PipelineTask task);
+  LogicalResult emitTask(PipelineTask task);
   LogicalResult emitForwardTask(int64_t stage, int64_t j);
   LogicalResult emitBackwardTask(int64_t stage, int64_t j);
   /// The returned values gathered on rank 0, summed over micro-batches.
@@ -885,6 +894,7 @@ void PlanEmitter::sumOverChannelGroups(int64_t k,
 }
 
 LogicalResult PlanEmitter::emitForward(int64_t k) {
+  emittingOp = k;
   Operation *op = parts.ops[k];
   const OpLayout &layout = parts.layouts[k];
   int64_t numParts = layout.numInstances();
@@ -992,6 +1002,9 @@ void PlanEmitter::emitRecompute(int64_t x) {
   recomputedNow[x] = 1;
   for (int64_t y : producersOf[x])
     emitRecompute(y);
+  int64_t caller = emittingOp;
+  emittingOp = x;
+  auto restore = llvm::make_scope_exit([&] { emittingOp = caller; });
   Operation *op = parts.ops[x];
   const OpLayout &layout = parts.layouts[x];
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[x]);
@@ -1054,7 +1067,7 @@ Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
     int64_t rank = layout.devices[p];
     buffer = alloc(rank, tensorOf[parts.ops[k]->getResult(r)],
                    layout.resultBoxes[r][p], true);
-    keepForStep(rank, buffer);
+    keepForStep(rank, buffer, k);
     // The loss is the one value whose gradient is seeded: 1 on every copy
     // (the loss is the sum of a partial-sum group's members, each of which
     // has derivative 1).
@@ -1066,6 +1079,7 @@ Value PlanEmitter::gradBuffer(int64_t k, unsigned r, int64_t p) {
 }
 
 LogicalResult PlanEmitter::emitBackward(int64_t k) {
+  emittingOp = k;
   Operation *op = parts.ops[k];
   const OpLayout &layout = parts.layouts[k];
   int64_t numParts = layout.numInstances();
@@ -1285,7 +1299,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
               geometry::intersect(layout.operandBoxes[i][p], box))
             contributor = p;
         Value sum = alloc(rank, tensorOf[value], box, true);
-        keepForStep(rank, sum);
+        keepForStep(rank, sum, pk);
         transfer(rank, sendBack[contributor][i], rank, sum, box,
                  /*accumulate=*/false);
         ranks.push_back(rank);
@@ -1541,11 +1555,10 @@ LogicalResult PlanEmitter::emitBackwardTask(int64_t stage, int64_t j) {
   taskMicroBatch = -1;
   if (!pipeline.enabled())
     return success();
-  // The micro-batch is done on this stage: its buffers there go.
-  int64_t first = pipeline.firstDevice[stage];
-  int64_t last = first + pipeline.numDevices[stage];
+  // The micro-batch is done on this stage: its buffers go (of this
+  // stage's ops: an interleaved group still runs other stages of it).
   for (const Transient &t : transient)
-    if (t.microbatch == j && t.rank >= first && t.rank < last &&
+    if (t.microbatch == j && t.stage == stage &&
         freedEarly.insert(t.buffer).second)
       plan::FreeOp::create(at(t.rank), loc, t.buffer);
   return success();
@@ -1590,48 +1603,52 @@ LogicalResult PlanEmitter::emitSchedule() {
   if (pipeline.enabled())
     allocPipelinedOutputs();
 
-  std::vector<std::vector<PipelineTask>> order(numStages);
-  for (int64_t s = 0; s < numStages; ++s)
+  int64_t numGroups = stages.numGroups();
+  std::vector<std::vector<PipelineTask>> order(numGroups);
+  for (int64_t g = 0; g < numGroups; ++g)
     for (const PipelineTask &task :
-         pipelineStageOrder(stages.schedule, numStages, s, m))
+         pipelineOrder(stages.schedule, numStages, numGroups, g, m))
       if (training || task.forward)
-        order[s].push_back(task);
-  // One global order: each stage's tasks in turn as far as their inputs
+        order[g].push_back(task);
+  // One global order: each group's tasks in turn as far as their inputs
   // are emitted (the previous stage's forward, the next stage's backward).
   std::vector<std::vector<char>> forwardDone(numStages,
                                              std::vector<char>(m, 0)),
       backwardDone = forwardDone;
-  std::vector<size_t> next(numStages, 0);
+  std::vector<size_t> next(numGroups, 0);
   bool progressed = true;
   while (progressed) {
     progressed = false;
-    for (int64_t s = 0; s < numStages; ++s) {
-      while (next[s] < order[s].size()) {
-        auto [j, forward] = order[s][next[s]];
-        bool ready = forward ? s == 0 || forwardDone[s - 1][j]
-                             : s + 1 == numStages || backwardDone[s + 1][j];
+    for (int64_t g = 0; g < numGroups; ++g) {
+      while (next[g] < order[g].size()) {
+        PipelineTask task = order[g][next[g]];
+        int64_t s = task.stage, j = task.microbatch;
+        bool ready = task.forward
+                         ? s == 0 || forwardDone[s - 1][j]
+                         : s + 1 == numStages || backwardDone[s + 1][j];
         if (!ready)
           break;
-        if (failed(emitTask(s, {j, forward})))
+        if (failed(emitTask(task)))
           return failure();
-        (forward ? forwardDone : backwardDone)[s][j] = 1;
-        ++next[s];
+        (task.forward ? forwardDone : backwardDone)[s][j] = 1;
+        ++next[g];
         progressed = true;
       }
     }
   }
   phaseRanks.clear();
-  for (int64_t s = 0; s < numStages; ++s)
-    if (next[s] != order[s].size())
+  for (int64_t g = 0; g < numGroups; ++g)
+    if (next[g] != order[g].size())
       return func.emitError() << "internal error: the pipeline schedule of "
-                                 "stage "
-                              << s << " cannot proceed";
+                                 "device group "
+                              << g << " cannot proceed";
   if (pipeline.enabled())
     emitPipelinedOutputs();
   return success();
 }
 
-LogicalResult PlanEmitter::emitTask(int64_t stage, PipelineTask task) {
+LogicalResult PlanEmitter::emitTask(PipelineTask task) {
+  int64_t stage = task.stage;
   if (!pipeline.enabled()) {
     phase(task.forward ? plan::Phase::forward : plan::Phase::backward);
     return task.forward ? emitForwardTask(stage, task.microbatch)
@@ -1642,8 +1659,10 @@ LogicalResult PlanEmitter::emitTask(int64_t stage, PipelineTask task) {
   auto blockOf = [&](int64_t rank) -> Block & {
     return programs[rank].getBody().front();
   };
-  auto stageOf = [&](int64_t rank) {
-    for (int64_t s = 0; s < pipeline.numStages(); ++s)
+  // A rank's group is the first stage on its submesh (its other stages, if
+  // interleaved, follow every numGroups).
+  auto groupOf = [&](int64_t rank) {
+    for (int64_t s = 0; s < pipeline.numGroups(); ++s)
       if (rank >= pipeline.firstDevice[s] &&
           rank < pipeline.firstDevice[s] + pipeline.numDevices[s])
         return s;
@@ -1657,7 +1676,7 @@ LogicalResult PlanEmitter::emitTask(int64_t stage, PipelineTask task) {
   for (int64_t rank = first; rank < last; ++rank) {
     // What later stages' backwards left for this one comes first.
     if (!task.forward)
-      for (Operation *op : backwardQueue[{rank, j}])
+      for (Operation *op : std::exchange(backwardQueue[{rank, j}], {}))
         blockOf(rank).push_back(op);
   }
   int64_t numRanks = static_cast<int64_t>(programs.size());
@@ -1671,13 +1690,15 @@ LogicalResult PlanEmitter::emitTask(int64_t stage, PipelineTask task) {
   // A task emits on other stages' ranks too: the sends of what it reads
   // from earlier stages (forward), the receipt of the gradients it sends
   // back (backward). Those go where that rank's own schedule has them:
-  // right after its forward of this micro-batch, or at the start of its
-  // backward of it, so no rank waits for a message it does not need yet.
+  // right after its latest forward of this micro-batch, or at the start of
+  // its next backward of it, so no rank waits for a message it does not
+  // need yet. Such a rank runs an earlier stage: its group's first is.
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     if (rank >= first && rank < last)
       continue;
-    int64_t home = stageOf(rank);
-    if (home < 0 || home >= stage)
+    int64_t home = groupOf(rank);
+    if (home < 0 || home >= stage ||
+        (task.forward && !forwardEnd.count({rank, j})))
       continue;
     Block &block = blockOf(rank);
     std::vector<Operation *> foreign;

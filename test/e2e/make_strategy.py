@@ -30,19 +30,20 @@ iteration dims, their kinds and splittability) and writes one of:
            partial sums along result dim 0 (the batch); the others split
            as `spatial`, so the pieces meet consumers split along the
            batch, the sequence or the image height.
-  ppS-SCHEDULE, ppS-tp-SCHEDULE
+  ppS-SCHEDULE, ppS-tp-SCHEDULE, ppPxV-[tp-]interleaved-1f1b
            a pipeline of S stages (ops cut into S runs of equal length, in
            order) on N/S devices each, 4 micro-batches (--microbatches),
-           SCHEDULE gpipe or
-           1f1b; inside a stage data parallel, or with -tp tensor parallel
-           (as `tensor`) over the stage's devices.
+           SCHEDULE gpipe or 1f1b; or P x V stages dealt round-robin to P
+           groups of N/P devices, interleaved; inside a stage data
+           parallel, or with -tp tensor parallel (as `tensor`) over the
+           stage's devices.
 """
 import argparse
 import json
 import re
 import sys
 
-PIPELINE = re.compile(r"pp(\d+)(-tp)?-(gpipe|1f1b)$")
+PIPELINE = re.compile(r"pp(\d+)(?:x(\d+))?(-tp)?-(gpipe|1f1b|interleaved-1f1b)$")
 
 
 def split_first(op, kinds, devices):
@@ -90,27 +91,29 @@ def configure(op, kind, devices, index):
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
 
 
-def pipeline(strategy, stages, tensor, schedule, microbatches):
-    """Cuts the ops into `stages` runs and configures each on its devices."""
+def pipeline(strategy, groups, chunks, tensor, schedule, microbatches):
+    """Cuts the ops into groups x chunks runs, stage s on group s mod
+    groups, and configures each on its devices."""
     devices = strategy["machine"]["devices"]
-    if devices % stages:
-        sys.exit(f"make_strategy.py: {devices} devices do not make {stages} "
-                 "equal stages")
-    per_stage = devices // stages
+    if devices % groups:
+        sys.exit(f"make_strategy.py: {devices} devices do not make {groups} "
+                 "equal groups")
+    per_group = devices // groups
+    stages = groups * chunks
     ops = strategy["ops"]
     for index, op in enumerate(ops):
         stage = index * stages // len(ops)
         kinds = ["parameter", "reduction"] if tensor else ["sample"]
         whole = [1] * len(op["dims"])
-        op["degrees"] = (split_first(op, kinds, per_stage) or whole
-                         if per_stage > 1 else whole)
-        op["start"] = stage * per_stage
+        op["degrees"] = (split_first(op, kinds, per_group) or whole
+                         if per_group > 1 else whole)
+        op["start"] = (stage % groups) * per_group
         op["stage"] = stage
         op["replicas"] = 1
     strategy["pipeline"] = {
         "microbatches": microbatches, "schedule": schedule,
-        "stages": [{"first_device": s * per_stage, "devices": per_stage}
-                   for s in range(stages)]}
+        "stages": [{"first_device": (s % groups) * per_group,
+                    "devices": per_group} for s in range(stages)]}
 
 
 def main():
@@ -143,8 +146,8 @@ def main():
         if args.kind == "recompute" and op["kind"] != "ppc.batch_norm":
             op["recompute"] = True
     if piped:
-        pipeline(strategy, int(piped.group(1)), bool(piped.group(2)),
-                 piped.group(3), args.microbatches)
+        pipeline(strategy, int(piped.group(1)), int(piped.group(2) or 1),
+                 bool(piped.group(3)), piped.group(4), args.microbatches)
     for op in strategy["ops"]:
         op["strides"] = []
         op.pop("devices", None)

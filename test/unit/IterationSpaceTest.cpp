@@ -189,13 +189,18 @@ IterationSpace matmul() {
   return s;
 }
 
+/// "F0 B0 ...": the micro-batches; with several stages per group,
+/// "F2:0": stage 2, micro-batch 0.
 std::string orderOf(PipelineSchedule schedule, int64_t stages, int64_t stage,
-                    int64_t m) {
+                    int64_t m, int64_t groups = 0) {
   std::string text;
-  for (const PipelineTask &task :
-       pipelineStageOrder(schedule, stages, stage, m))
-    text += (text.empty() ? "" : " ") + std::string(task.forward ? "F" : "B") +
-            std::to_string(task.microbatch);
+  for (const PipelineTask &task : pipelineOrder(
+           schedule, stages, groups ? groups : stages, stage, m)) {
+    text += (text.empty() ? "" : " ") + std::string(task.forward ? "F" : "B");
+    if (groups)
+      text += std::to_string(task.stage) + ":";
+    text += std::to_string(task.microbatch);
+  }
   return text;
 }
 
@@ -234,18 +239,57 @@ TEST(Layout, MicroBatchSplitsItsSamplesByTheDegrees) {
   EXPECT_EQ(geometry::computeLayout(s, config, {1, 0}).iter, whole.iter);
 }
 
+TEST(PipelineSchedule, InterleavedSubmeshesRepeatRoundRobin) {
+  using S = PipelineSchedule;
+  // 4 stages dealt to 2 submeshes.
+  EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2},
+                               4),
+            "");
+  EXPECT_EQ(pipelineGroups({0, 2, 0, 2}, {2, 2, 2, 2}), 2);
+  // Not round-robin; too few stages per group; micro-batches not in rounds.
+  EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2, 2, 0}, {2, 2, 2, 2},
+                               4),
+            "stage 2 must run on the devices of stage 0 (interleaved-1f1b "
+            "deals stages round-robin to 2 submeshes)");
+  EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2}, {2, 2}, 4),
+            "interleaved-1f1b deals the 2 stages to 2 submeshes: each needs "
+            "the same number of stages, at least 2");
+  EXPECT_EQ(checkPipelineShape(3, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2},
+                               4),
+            "interleaved-1f1b runs micro-batches in rounds of one per "
+            "submesh: 3 micro-batches do not divide into 2");
+  // Other schedules keep the submeshes disjoint.
+  EXPECT_EQ(checkPipelineShape(4, S::OneFOneB, {0, 2, 0, 2}, {2, 2, 2, 2}, 4),
+            "stages 0 and 2 share devices");
+}
+
 TEST(PipelineSchedule, StageOrdersAndMicroBatchesInFlight) {
   using S = PipelineSchedule;
   // 1F1B: stage 1 of 4 warms up with 2 forwards, then alternates.
   EXPECT_EQ(orderOf(S::OneFOneB, 4, 1, 4), "F0 F1 F2 B0 F3 B1 B2 B3");
-  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 1, 4), 3);
+  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 4, 1, 4), 3);
   // The last stage alternates from the start: one micro-batch in flight.
   EXPECT_EQ(orderOf(S::OneFOneB, 4, 3, 3), "F0 B0 F1 B1 F2 B2");
-  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 3, 3), 1);
+  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 4, 3, 3), 1);
   // Fewer micro-batches than warm-up forwards.
   EXPECT_EQ(orderOf(S::OneFOneB, 4, 0, 2), "F0 F1 B0 B1");
-  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 0, 2), 2);
+  EXPECT_EQ(pipelineInFlight(S::OneFOneB, 4, 4, 0, 2), 2);
   // GPipe: every forward, then every backward; all in flight.
   EXPECT_EQ(orderOf(S::GPipe, 4, 1, 3), "F0 F1 F2 B0 B1 B2");
-  EXPECT_EQ(pipelineInFlight(S::GPipe, 4, 1, 3), 3);
+  EXPECT_EQ(pipelineInFlight(S::GPipe, 4, 4, 1, 3), 3);
+  // Interleaved, 4 stages on 2 groups (group 0: stages 0 and 2), 4
+  // micro-batches, as Megatron-LM orders them: forwards through the chunks
+  // in rounds of 2 micro-batches, backwards the other way; group 0 warms
+  // up with (2 - 0 - 1) * 2 + (2 - 1) * 2 = 4 forwards, group 1 with 2.
+  EXPECT_EQ(orderOf(S::Interleaved, 4, 0, 4, 2),
+            "F0:0 F0:1 F2:0 F2:1 F0:2 B2:0 F0:3 B2:1 "
+            "F2:2 B0:0 F2:3 B0:1 B2:2 B2:3 B0:2 B0:3");
+  EXPECT_EQ(orderOf(S::Interleaved, 4, 1, 4, 2),
+            "F1:0 F1:1 F3:0 B3:0 F3:1 B3:1 F1:2 B1:0 "
+            "F1:3 B1:1 F3:2 B3:2 F3:3 B3:3 B1:2 B1:3");
+  EXPECT_EQ(pipelineInFlight(S::Interleaved, 4, 2, 0, 4), 4);
+  EXPECT_EQ(pipelineInFlight(S::Interleaved, 4, 2, 2, 4), 2);
+  // As many micro-batches as groups: every forward first.
+  EXPECT_EQ(orderOf(S::Interleaved, 4, 1, 2, 2),
+            "F1:0 F1:1 F3:0 F3:1 B3:0 B3:1 B1:0 B1:1");
 }

@@ -42,6 +42,11 @@ struct Pipeline {
   int32_t numStages() const {
     return static_cast<int32_t>(firstDevice.size());
   }
+  /// Device groups (distinct submeshes): the stages but for
+  /// interleaved-1f1b, which deals several stages to each.
+  int32_t numGroups() const {
+    return static_cast<int32_t>(pipelineGroups(firstDevice, numDevices));
+  }
   /// This pipeline, or without one what runs instead: one stage on all
   /// `numDevices` devices, one micro-batch.
   Pipeline orWholeMachine(int64_t numDevices) const {

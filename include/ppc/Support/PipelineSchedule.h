@@ -19,7 +19,7 @@
 
 namespace ppc {
 
-enum class PipelineSchedule : uint8_t { GPipe, OneFOneB };
+enum class PipelineSchedule : uint8_t { GPipe, OneFOneB, Interleaved };
 
 struct PipelineScheduleInfo {
   PipelineSchedule kind;
@@ -35,6 +35,12 @@ inline constexpr PipelineScheduleInfo kPipelineSchedules[] = {
      "after S - s - 1 warm-up forwards, stage s alternates one forward and "
      "one backward (PipeDream-Flush, Megatron-LM): at most S - s "
      "micro-batches in flight"},
+    {PipelineSchedule::Interleaved, "interleaved-1f1b",
+     "the S stages are model chunks dealt round-robin to P device groups "
+     "(stage s on the devices of stage s mod P, v = S / P >= 2 chunks "
+     "each; micro-batches a multiple of P); each group runs Megatron-LM's "
+     "interleaved 1F1B over its chunks: a bubble v times smaller than "
+     "1F1B's, for v times the messages"},
 };
 
 inline const PipelineScheduleInfo &
@@ -63,30 +69,41 @@ inline std::string pipelineScheduleNames() {
   return names;
 }
 
-/// One forward or one backward of one micro-batch on a stage.
+/// One forward or one backward of one micro-batch on one stage.
 struct PipelineTask {
+  int64_t stage = 0;
   int64_t microbatch = 0;
   bool forward = true;
 };
 
-/// The tasks of stage `stage` of `numStages` in the order `schedule` runs
-/// them, for `microbatches` micro-batches: what the simulator times and
-/// what the lowering emits.
-std::vector<PipelineTask> pipelineStageOrder(PipelineSchedule schedule,
-                                             int64_t numStages, int64_t stage,
-                                             int64_t microbatches);
+/// The tasks device group `group` runs, in the order `schedule` runs them,
+/// for `numStages` stages on `numGroups` groups (the distinct submeshes:
+/// group g runs stages g, g + numGroups, ...; numGroups == numStages but
+/// for interleaved-1f1b) and `microbatches` micro-batches: what the
+/// simulator times and what the lowering emits.
+std::vector<PipelineTask> pipelineOrder(PipelineSchedule schedule,
+                                        int64_t numStages, int64_t numGroups,
+                                        int64_t group, int64_t microbatches);
 
-/// The most micro-batches whose activations stage `stage` keeps at once
-/// under `schedule` (the peak of its order: forwards done, backwards not).
+/// The most micro-batches whose activations stage `stage` keeps at once in
+/// its group's order (forwards done, backwards not).
 int64_t pipelineInFlight(PipelineSchedule schedule, int64_t numStages,
-                         int64_t stage, int64_t microbatches);
+                         int64_t numGroups, int64_t stage,
+                         int64_t microbatches);
 
-/// Why `microbatches` and the stage submeshes (stage s on devices
-/// [firstDevices[s], firstDevices[s] + devices[s])) are not a pipeline, or
-/// "": at least one micro-batch, one first device and one count per stage
-/// (at least one stage), non-empty disjoint submeshes, and, given
-/// `numDevices`, all of them on the machine.
-std::string checkPipelineShape(int64_t microbatches,
+/// The number of distinct submeshes among the stages' (stage s on devices
+/// [firstDevices[s], firstDevices[s] + devices[s])).
+int64_t pipelineGroups(const std::vector<int64_t> &firstDevices,
+                       const std::vector<int64_t> &devices);
+
+/// Why `microbatches`, `schedule` and the stage submeshes are not a
+/// pipeline, or "": at least one micro-batch, one first device and one
+/// count per stage (at least one stage), non-empty submeshes, and, given
+/// `numDevices`, all of them on the machine. The submeshes are disjoint,
+/// but for interleaved-1f1b, where stage s has the submesh of stage s mod P
+/// for P disjoint ones, P dividing the stages (at least 2 each) and the
+/// micro-batches.
+std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
                                const std::vector<int64_t> &firstDevices,
                                const std::vector<int64_t> &devices,
                                std::optional<int64_t> numDevices);

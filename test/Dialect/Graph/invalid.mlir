@@ -827,7 +827,7 @@ func.func @strategy_negative_stage(%x: tensor<8x16xf32>) {
 
 // -----
 
-// expected-error @+1 {{unknown schedule 'zb-h1': expected gpipe or 1f1b}}
+// expected-error @+1 {{unknown schedule 'zb-h1': expected gpipe, 1f1b or interleaved-1f1b}}
 func.func @pipeline_bad_schedule() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 4, schedule = "zb-h1", first_devices = [0], devices = [4]>} {
   return
 }
@@ -850,6 +850,20 @@ func.func @pipeline_uneven_lists() attributes {ppc.pipeline = #ppc.pipeline<micr
 
 // expected-error @+1 {{stages 0 and 1 share devices}}
 func.func @pipeline_overlap() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "gpipe", first_devices = [0, 2], devices = [4, 4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{stage 2 must run on the devices of stage 0 (interleaved-1f1b deals stages round-robin to 2 submeshes)}}
+func.func @pipeline_interleaved_not_round_robin() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "interleaved-1f1b", first_devices = [0, 4, 4, 0], devices = [4, 4, 4, 4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{interleaved-1f1b runs micro-batches in rounds of one per submesh: 3 micro-batches do not divide into 2}}
+func.func @pipeline_interleaved_rounds() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 3, schedule = "interleaved-1f1b", first_devices = [0, 4, 0, 4], devices = [4, 4, 4, 4]>} {
   return
 }
 

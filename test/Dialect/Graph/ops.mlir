@@ -181,3 +181,14 @@ func.func @pipelined(%x: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {ppc.p
   %1 = ppc.relu %0 {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 4, stage = 1>} : tensor<8x16xf32>
   return %1 : tensor<8x16xf32>
 }
+
+// Interleaved: 4 stages dealt round-robin to 2 submeshes.
+// CHECK-LABEL: func.func @interleaved
+// CHECK-SAME: attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "interleaved-1f1b", first_devices = [0, 4, 0, 4], devices = [4, 4, 4, 4]>}
+func.func @interleaved(%x: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "interleaved-1f1b", first_devices = [0, 4, 0, 4], devices = [4, 4, 4, 4]>} {
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1]>} : tensor<8x16xf32>
+  %1 = ppc.relu %0 {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 4, stage = 1>} : tensor<8x16xf32>
+  %2 = ppc.relu %1 {ppc.strategy = #ppc.strategy<degrees = [2, 1], stage = 2>} : tensor<8x16xf32>
+  %3 = ppc.relu %2 {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 4, stage = 3>} : tensor<8x16xf32>
+  return %3 : tensor<8x16xf32>
+}
