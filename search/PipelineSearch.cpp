@@ -180,7 +180,12 @@ SearchResult pipelineSearch(const Problem &problem,
             sim::stageGraph(micro, stageOf, static_cast<int32_t>(s)));
       sim::Pipeline pipeline;
       pipeline.microbatches = m;
-      pipeline.schedule = PipelineSchedule::OneFOneB;
+      // Candidates run 1F1B (or the schedule asked for; interleaving comes
+      // after, on the winner).
+      pipeline.schedule =
+          pipelineOptions.schedule == PipelineSchedule::GPipe
+              ? PipelineSchedule::GPipe
+              : PipelineSchedule::OneFOneB;
       if (stages > 1 || m > 1)
         for (int64_t s = 0; s < stages; ++s) {
           pipeline.firstDevice.push_back(s * perStage);
@@ -198,6 +203,11 @@ SearchResult pipelineSearch(const Problem &problem,
       }
     }
   }
+  // The baseline the best candidate runs inside its stages.
+  const BaselineInfo *winner = nullptr;
+  for (const BaselineInfo *info : inside)
+    if (bestInside == info->name)
+      winner = info;
   // The intra-op search inside the stages of the best candidate: the DP on
   // each stage's ops at the micro-batch size on its submesh, within what is
   // left of the budget; kept when the whole pipeline simulates faster and
@@ -245,18 +255,81 @@ SearchResult pipelineSearch(const Problem &problem,
   }
   // The best layout as GPipe too (faster only when the 1F1B warm-up costs
   // more than GPipe's extra activations).
-  if (best.pipeline.enabled()) {
+  if (best.pipeline.enabled() && !pipelineOptions.schedule) {
     sim::Pipeline gpipe = best.pipeline;
     gpipe.schedule = PipelineSchedule::GPipe;
     sim::Strategy strategy = best.strategy;
     std::string name = bestInside;
     consider(strategy, gpipe, name.c_str());
   }
+  // The best pipeline interleaved (Megatron-LM's virtual stages): its P
+  // submeshes take v = 2, 4, ... stages each of a cut into P v stages of
+  // equal FLOPs, dealt round-robin, with the baseline it won with inside
+  // each; v doubles while that simulates faster. The bubble shrinks v times
+  // for v times the boundary messages.
+  bool interleave = !pipelineOptions.schedule ||
+                    pipelineOptions.schedule == PipelineSchedule::Interleaved;
+  if (interleave && best.pipeline.enabled() &&
+      best.pipeline.numStages() > 1 && winner &&
+      best.pipeline.microbatches % best.pipeline.numStages() == 0) {
+    const sim::Pipeline groups = best.pipeline;
+    // Asked for, interleaving replaces the 1F1B winner even when slower
+    // (unless no interleaved cut exists).
+    SearchResult uninterleaved = best;
+    std::string uninterleavedInside = bestInside;
+    if (pipelineOptions.schedule) {
+      best = SearchResult();
+      best.algorithm = uninterleaved.algorithm;
+      best.iterations = uninterleaved.iterations;
+      best.trace = uninterleaved.trace;
+    }
+    int64_t p = groups.numStages(), m = groups.microbatches;
+    sim::Graph micro = sim::microBatchGraph(graph, m);
+    for (int64_t v = 2;; v *= 2) {
+      if ((options.cancel && options.cancel->load()) ||
+          (options.seconds > 0 && elapsed() > options.seconds))
+        break;
+      std::vector<int32_t> stageOf = balancedStages(graph, p * v);
+      if (stageOf.empty())
+        break;
+      sim::Pipeline interleaved;
+      interleaved.microbatches = m;
+      interleaved.schedule = PipelineSchedule::Interleaved;
+      sim::Strategy strategy(graph.ops.size());
+      for (int64_t k = 0; k < p * v; ++k) {
+        int64_t first = groups.firstDevice[k % p];
+        int64_t count = groups.numDevices[k % p];
+        interleaved.firstDevice.push_back(first);
+        interleaved.numDevices.push_back(count);
+        sim::Graph part =
+            sim::stageGraph(micro, stageOf, static_cast<int32_t>(k));
+        placeStage(stageOf, static_cast<int32_t>(k),
+                   winner->build(part, machine.subMachine(first, count)),
+                   first, true, strategy);
+      }
+      double before = best.objective;
+      consider(strategy, interleaved, winner->name);
+      if (!(best.objective < before))
+        break;
+    }
+    if (best.strategy.empty()) {
+      int64_t iterations = best.iterations;
+      best = std::move(uninterleaved);
+      best.iterations = iterations;
+      bestInside = uninterleavedInside;
+    }
+  }
   const std::string &inner = bestInside;
+  int64_t numStages = best.pipeline.numStages();
+  int64_t numGroups = best.pipeline.numGroups();
+  std::string stagesText = std::to_string(numStages) + " stages";
+  if (numGroups < numStages)
+    stagesText += " (" + std::to_string(numGroups) + " submeshes x " +
+                  std::to_string(numStages / numGroups) + ")";
   best.algorithm =
       best.pipeline.enabled()
-          ? "pipeline of " + std::to_string(best.pipeline.numStages()) +
-                " stages x " + std::to_string(best.pipeline.microbatches) +
+          ? "pipeline of " + stagesText + " x " +
+                std::to_string(best.pipeline.microbatches) +
                 " micro-batches (" +
                 pipelineScheduleInfo(best.pipeline.schedule).name + ", " +
                 inner + " in each stage)"

@@ -258,6 +258,11 @@ void SearchStrategyPass::runOnOperation() {
                        << stageBaseline << "'";
     return signalPassFailure();
   }
+  if (!schedule.empty() && !findPipelineSchedule(schedule.getValue())) {
+    module.emitError() << "ppc-search: unknown schedule '" << schedule
+                       << "': expected " << pipelineScheduleNames();
+    return signalPassFailure();
+  }
   if (stages < 0 || microbatches < 0) {
     module.emitError() << "ppc-search: stages and microbatches must be >= 0 "
                           "(0: searched)";
@@ -438,6 +443,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       pipelineOptions.stages = stages;
       pipelineOptions.microbatches = microbatches;
       pipelineOptions.stageBaseline = stageBaseline;
+      if (!schedule.empty())
+        pipelineOptions.schedule =
+            findPipelineSchedule(schedule.getValue())->kind;
       found = search::pipelineSearch(problem, options, pipelineOptions);
       break;
     }

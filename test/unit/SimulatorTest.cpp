@@ -847,6 +847,49 @@ TEST(Pipeline, GPipeAndOneFOneBScheduleTwoStages) {
   EXPECT_EQ(o.devices[0].memory.weights, 2 * 4000000);
 }
 
+TEST(Pipeline, InterleavedStagesShareTheirGroupsDevices) {
+  // TwoStages' four linears as four stages dealt to the two devices (stages
+  // 0 and 2 on device 0, 1 and 3 on device 1), 4 micro-batches,
+  // interleaved 1F1B. Per micro-batch a stage runs 1 ms forward and 2 ms
+  // backward. Without transfers the orders of pipelineOrder (see
+  // IterationSpaceTest) end group 0's last backward at 27 ms, then it
+  // updates two weights (1 ms): 28 ms, where 1F1B on two stages of two ops
+  // takes 31 ms. Each of the 15 cross-device waits on the critical path
+  // adds at most one transfer T.
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  double transfer = 10e-6 + 8000 / 1e9;
+  TwoStages t(4, PipelineSchedule::Interleaved);
+  for (int l = 0; l < 4; ++l) {
+    t.strategy[l] = on(l % 2, 3);
+    t.strategy[l].stage = l;
+  }
+  t.pipeline.firstDevice = {0, 1, 0, 1};
+  t.pipeline.numDevices = {1, 1, 1, 1};
+  ASSERT_EQ(checkPipeline(t.g, t.strategy, t.pipeline, 2), "");
+  PipelineResult r = simulatePipeline(t.g, m, cost, {}, t.strategy, t.pipeline);
+  EXPECT_GT(r.iterationTime, 28 * kMs);
+  EXPECT_LT(r.iterationTime, 28 * kMs + 15 * transfer);
+  // Each device computes 2 stages x 4 micro-batches x 3 ms.
+  EXPECT_NEAR(r.devices[0].computeTime, 24 * kMs, 1e-12);
+  EXPECT_NEAR(r.devices[1].computeTime, 24 * kMs, 1e-12);
+  TwoStages oneF(4, PipelineSchedule::OneFOneB);
+  EXPECT_LT(r.iterationTime, simulatePipeline(oneF.g, m, cost, {},
+                                              oneF.strategy, oneF.pipeline)
+                                 .iterationTime);
+  // Stage 0 keeps all 4 micro-batches (fc0's input and result, 16000 B
+  // each) and stage 2 at most 2 (fc2's, the received input and its
+  // result): the peak of their sum on device 0 is 4 x 16000 + 0 when stage
+  // 2's backward of micro-batch 0 starts after stage 0's 4 forwards, or
+  // less, never more than 4 x 16000 + 2 x 16000.
+  EXPECT_EQ(r.stages[0].inFlight, 4);
+  EXPECT_EQ(r.stages[2].inFlight, 2);
+  EXPECT_GE(r.devices[0].memory.activations, 4 * 16000);
+  EXPECT_LE(r.devices[0].memory.activations, 6 * 16000);
+  // Both stages' weights live on device 0: 2 x 4 MB.
+  EXPECT_EQ(r.devices[0].memory.weights, 2 * 4000000);
+}
+
 TEST(Pipeline, OneStageIsThePlainSimulation) {
   // One stage over the whole machine and one micro-batch is exactly the
   // plain simulation; two micro-batches run one after the other.

@@ -272,6 +272,9 @@ struct PipelineSearchOptions {
   int64_t microbatches = 0;
   /// The baseline every stage runs inside its submesh.
   std::string stageBaseline;
+  /// The schedule; none: 1F1B, then GPipe and interleaved-1f1b tried on
+  /// the winner.
+  std::optional<PipelineSchedule> schedule;
 };
 
 /// Pipelines as Megatron-LM and Alpa build them, searched by simulation:
@@ -287,7 +290,9 @@ struct PipelineSearchOptions {
 /// then, unless `stageBaseline` is fixed, the dynamic programming searches
 /// each stage of the winner (its ops at the micro-batch size on its
 /// submesh), kept where the pipeline simulates faster; the winner is also
-/// tried as GPipe. S = 1 with m = 1 is each baseline unpipelined,
+/// tried as GPipe and interleaved (its submeshes taking v = 2, 4, ...
+/// stages each of a finer cut, while that is faster), unless `schedule`
+/// fixes one. S = 1 with m = 1 is each baseline unpipelined,
 /// so a pipeline is chosen only when the simulator says it is faster.
 SearchResult pipelineSearch(const Problem &problem,
                             const SearchOptions &options,

@@ -111,7 +111,8 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     and the baseline inside each stage by simulating each candidate
     (`stages`, `microbatches` and `stage-baseline` fix those choices), with
     every unpipelined baseline among the candidates, then runs the dynamic
-    programming inside each stage of the winner; `data-parallel`,
+    programming inside each stage of the winner and tries it as GPipe and
+    interleaved (`schedule` fixes one); `data-parallel`,
     `megatron` and `one-weird-trick` take that baseline as it is. The result
     is deterministic for a seed and a thread count. Ctrl-C ends the search
     with the best strategy so far. A one-line summary goes to stderr; with
@@ -170,6 +171,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"stageBaseline", "stage-baseline", "std::string", "\"\"",
            "algorithm=pipeline: the baseline inside every stage (default: "
            "searched among all)">,
+    Option<"schedule", "schedule", "std::string", "\"\"",
+           "algorithm=pipeline: gpipe, 1f1b or interleaved-1f1b (with "
+           "stages = S: S submeshes of 2, 4, ... stages each; default: "
+           "searched)">,
   ];
   let dependentDialects = ["::ppc::graph::PPCDialect"];
 }
