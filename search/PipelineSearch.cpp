@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 namespace ppc::search {
 
@@ -126,6 +127,18 @@ SearchResult pipelineSearch(const Problem &problem,
             !best.strategy.empty());
   };
 
+  // Lines, not a live counter: each phase takes seconds to minutes.
+  auto report = [&](const std::string &what) {
+    if (!options.progress)
+      return;
+    std::fprintf(stderr,
+                 "ppc-search: pipeline: %s; best %.3f ms (%s), %lld "
+                 "simulated, %.1f s\n",
+                 what.c_str(), best.objective * 1e3,
+                 best.strategy.empty() ? "none" : bestInside.c_str(),
+                 static_cast<long long>(best.iterations), elapsed());
+  };
+
   auto consider = [&](const sim::Strategy &strategy,
                       const sim::Pipeline &pipeline, const char *name) {
     if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
@@ -202,6 +215,7 @@ SearchResult pipelineSearch(const Problem &problem,
         consider(strategy, pipeline, info->name);
       }
     }
+    report(std::to_string(stages) + " stages done");
   }
   // The baseline the best candidate runs inside its stages.
   const BaselineInfo *winner = nullptr;
@@ -252,6 +266,7 @@ SearchResult pipelineSearch(const Problem &problem,
     }
     if (complete)
       consider(refined, best.pipeline, "the dp");
+    report("the dp inside the stages done");
   }
   // The best layout as GPipe too (faster only when the 1F1B warm-up costs
   // more than GPipe's extra activations).
@@ -318,6 +333,7 @@ SearchResult pipelineSearch(const Problem &problem,
       best.iterations = iterations;
       bestInside = uninterleavedInside;
     }
+    report("interleaving done");
   }
   const std::string &inner = bestInside;
   int64_t numStages = best.pipeline.numStages();

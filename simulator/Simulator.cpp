@@ -806,20 +806,29 @@ struct Simulator::Impl {
     auto bandwidth = [&](int64_t from, int64_t to) {
       return route(from, to).link.bandwidth;
     };
-    std::vector<int64_t> overlap(np);
-    std::vector<int32_t> chosen(numReplicaGroups);
+    std::vector<int64_t> overlap(np, 0);
+    std::vector<int32_t> chosen(numReplicaGroups, -1);
+    geometry::OverlapIndex index(*produced);
+    std::vector<size_t> candidates;
+    std::vector<int32_t> touched; // replica groups with a chosen instance
     for (int32_t q = 0; q < nq; ++q) {
       const Slice &needed = cons.operandSlices[e.operand][q];
       int64_t dstDevice = cons.devices[q];
-      for (int32_t p = 0; p < np; ++p)
+      index.candidates(needed, candidates);
+      for (size_t p : candidates)
         overlap[p] = overlapVolume(needed, (*produced)[p]);
 
       // Forward: one copy of each replicated region, from the local replica
       // if there is one, else from the replica with the fastest link.
-      std::fill(chosen.begin(), chosen.end(), -1);
-      for (int32_t p = 0; p < np; ++p) {
+      for (int32_t g : touched)
+        chosen[g] = -1;
+      touched.clear();
+      for (size_t candidate : candidates) {
+        int32_t p = static_cast<int32_t>(candidate);
         if (overlap[p] == 0)
           continue;
+        if (chosen[(*replicaGroup)[p]] < 0)
+          touched.push_back((*replicaGroup)[p]);
         int32_t &best = chosen[(*replicaGroup)[p]];
         if (best < 0 || prod.devices[p] == dstDevice) {
           best = p;
@@ -831,7 +840,10 @@ struct Simulator::Impl {
             route(prod.devices[best], dstDevice).link.bandwidth)
           best = p;
       }
-      for (int32_t p : chosen) {
+      // In replica group order, as every instance was once tried.
+      std::sort(touched.begin(), touched.end());
+      for (int32_t g : touched) {
+        int32_t p = chosen[g];
         if (p < 0)
           continue;
         if (prod.devices[p] == dstDevice) {

@@ -3,6 +3,7 @@
 #include "ppc/Support/Layout.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace ppc::geometry {
@@ -152,7 +153,59 @@ bool contains(const Box &outer, const Box &inner) {
   return true;
 }
 
+OverlapIndex::OverlapIndex(const std::vector<Box> &boxes) {
+  size_t rank = boxes.empty() ? 0 : boxes.front().size();
+  size_t distinct = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    std::set<int64_t> starts;
+    for (const Box &box : boxes)
+      starts.insert(box[d].lo);
+    if (starts.size() > distinct) {
+      distinct = starts.size();
+      dim = d;
+    }
+  }
+  indexed = rank > 0;
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    if (indexed && boxes[i].size() != rank)
+      indexed = false; // mixed ranks: no index, every box a candidate
+    byStart.emplace_back(indexed ? boxes[i][dim].lo : 0, i);
+    if (indexed)
+      longest = std::max(longest, boxes[i][dim].hi - boxes[i][dim].lo);
+  }
+  std::sort(byStart.begin(), byStart.end());
+}
+
+void OverlapIndex::candidates(const Box &box, std::vector<size_t> &out) const {
+  out.clear();
+  if (!indexed || box.size() <= dim) {
+    for (const auto &[start, i] : byStart)
+      out.push_back(i);
+  } else {
+    const Range &want = box[dim];
+    auto from = std::upper_bound(
+        byStart.begin(), byStart.end(),
+        std::make_pair(want.lo - longest, std::numeric_limits<size_t>::max()));
+    auto to = std::lower_bound(byStart.begin(), byStart.end(),
+                               std::make_pair(want.hi, size_t{0}));
+    for (auto it = from; it < to; ++it)
+      out.push_back(it->second);
+  }
+  std::sort(out.begin(), out.end());
+}
+
+bool overlaps(const Box &a, const Box &b) {
+  for (size_t d = 0; d < a.size(); ++d)
+    if (std::max(a[d].lo, b[d].lo) >= std::min(a[d].hi, b[d].hi))
+      return false;
+  return true;
+}
+
 std::optional<Box> intersect(const Box &a, const Box &b) {
+  // Most pairs the simulator and the lowering try are disjoint: answer
+  // those without allocating.
+  if (!overlaps(a, b))
+    return std::nullopt;
   Box box(a.size());
   for (size_t d = 0; d < a.size(); ++d) {
     box[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
@@ -208,9 +261,16 @@ gradientRoutes(const std::vector<Box> &producedBoxes,
       groups.push_back(std::move(members));
     }
   }
+  std::vector<Box> representatives;
+  for (const std::vector<int64_t> &group : groups)
+    representatives.push_back(producedBoxes[group.front()]);
+  OverlapIndex index(representatives);
   std::vector<GradientRoute> routes;
+  std::vector<size_t> candidates;
   for (size_t first = 0; first < needed.size(); first += numConsumerReplicas) {
-    for (const std::vector<int64_t> &group : groups) {
+    index.candidates(needed[first], candidates);
+    for (size_t g : candidates) {
+      const std::vector<int64_t> &group = groups[g];
       const Box &box = producedBoxes[group.front()];
       std::optional<Box> common = intersect(needed[first], box);
       if (!common)
@@ -267,7 +327,7 @@ allReducedGradientGroups(const std::vector<Box> &produced,
     bool ok = devices.size() == members.size();
     size_t count = 0;
     for (size_t c = 0; ok && c < needed.size(); ++c) {
-      if (!intersect(needed[c], piece))
+      if (!overlaps(needed[c], piece))
         continue;
       ++count;
       ok = contains(needed[c], piece) && devices.count(consumerDevices[c]) &&

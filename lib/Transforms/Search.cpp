@@ -420,6 +420,19 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         found.iterations += dp.iterations;
         found.seconds += dp.seconds;
       }
+      // Memory is a hard constraint: when nothing unpipelined fits,
+      // pipelines (whose stages hold a share of the weights) are searched
+      // too, with the same budget.
+      if (!std::isfinite(found.objective) && machine.numDevices() > 1 &&
+          !cancelRequested.load()) {
+        search::SearchResult piped = search::pipelineSearch(problem, options);
+        piped.iterations += found.iterations;
+        piped.seconds += found.seconds;
+        if (std::isfinite(piped.objective)) {
+          piped.algorithm = "no unpipelined strategy fits, " + piped.algorithm;
+          found = std::move(piped);
+        }
+      }
       break;
     }
     case Algorithm::DynamicProgramming: {

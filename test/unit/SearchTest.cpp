@@ -727,14 +727,17 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   twoStages.stages = 2;
   SearchResult pipelined = pipelineSearch(problem, options, twoStages);
   ASSERT_TRUE(pipelined.pipeline.enabled());
-  EXPECT_EQ(pipelined.pipeline.numStages(), 2);
+  // Two submeshes (each with several stages when interleaving wins).
+  EXPECT_EQ(pipelined.pipeline.numGroups(), 2);
   EXPECT_LE(found.objective, pipelined.objective);
 
-  // Fixed choices are kept: 2 stages of data parallel, 4 micro-batches.
+  // Fixed choices are kept: 2 stages of data parallel, 4 micro-batches,
+  // 1F1B.
   PipelineSearchOptions fixed;
   fixed.stages = 2;
   fixed.microbatches = 4;
   fixed.stageBaseline = "data-parallel";
+  fixed.schedule = PipelineSchedule::OneFOneB;
   SearchResult two = pipelineSearch(problem, options, fixed);
   ASSERT_TRUE(two.pipeline.enabled());
   EXPECT_EQ(two.pipeline.microbatches, 4);
@@ -747,4 +750,20 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   }
   EXPECT_NE(two.algorithm.find("data-parallel in each stage"),
             std::string::npos);
+
+  // Interleaved: the two submeshes take the stages of a finer cut in turn.
+  PipelineSearchOptions interleaved = fixed;
+  interleaved.schedule = PipelineSchedule::Interleaved;
+  SearchResult dealt = pipelineSearch(problem, options, interleaved);
+  ASSERT_EQ(dealt.pipeline.schedule, PipelineSchedule::Interleaved);
+  EXPECT_EQ(checkPipeline(g, dealt.strategy, dealt.pipeline, 4), "");
+  int32_t stages = dealt.pipeline.numStages();
+  EXPECT_GE(stages, 4);
+  EXPECT_EQ(dealt.pipeline.numGroups(), 2);
+  for (int32_t s = 0; s < stages; ++s)
+    EXPECT_EQ(dealt.pipeline.firstDevice[s], s % 2 == 0 ? 0 : 2) << s;
+  EXPECT_NE(dealt.algorithm.find("(2 submeshes x " +
+                                 std::to_string(stages / 2) + ")"),
+            std::string::npos)
+      << dealt.algorithm;
 }

@@ -86,6 +86,27 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config,
 
 bool isEmpty(const Box &box);
 bool contains(const Box &outer, const Box &inner);
+/// Which of many boxes may overlap a given box, without trying each (a
+/// producer's thousands of data-parallel pieces against each consumer's
+/// would be quadratic): the boxes sorted by their start in the dim where
+/// they start at the most distinct points; a box overlapping [lo, hi) there
+/// starts in (lo - longest, hi).
+class OverlapIndex {
+public:
+  explicit OverlapIndex(const std::vector<Box> &boxes);
+  /// The indices of the boxes that may overlap `box`, ascending: every one
+  /// that does, and perhaps others.
+  void candidates(const Box &box, std::vector<size_t> &out) const;
+
+private:
+  size_t dim = 0;
+  bool indexed = false;
+  int64_t longest = 0;
+  std::vector<std::pair<int64_t, size_t>> byStart; ///< (start, index)
+};
+
+/// Whether `a` and `b` share a point (intersect without the box).
+bool overlaps(const Box &a, const Box &b);
 std::optional<Box> intersect(const Box &a, const Box &b);
 Box wholeBox(const std::vector<int64_t> &shape);
 
