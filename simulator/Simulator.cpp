@@ -304,6 +304,9 @@ struct Edge {
   /// The box each forward transfer carries (activation edges), so that a
   /// later consumer of the same result can share the copy.
   std::vector<Slice> fwdBoxes;
+  /// fwd's indices by (destination device, producer copy group), sorted:
+  /// what later edges of the same value look up to share a copy.
+  std::vector<std::tuple<int64_t, int32_t, int32_t>> fwdByDestination;
   /// Copies this edge shares with an earlier edge of the same result: the
   /// consumer instance `dst` reads what transfer `transfer` of edge `edge`
   /// already brought to its device (one gathered copy per device and box,
@@ -741,13 +744,17 @@ struct Simulator::Impl {
       if (earlier.weightOperand >= 0 || earlier.result != e.result ||
           ops[earlier.consumer].numReplicas != 1)
         continue;
-      const OpState &cons = ops[earlier.consumer];
-      for (size_t t = 0; t < earlier.fwd.size(); ++t) {
-        const Transfer &tr = earlier.fwd[t];
-        if (cons.devices[tr.dst] == device &&
-            prod.replicaGroup[tr.src] == group &&
-            geometry::contains(earlier.fwdBoxes[t], box))
-          return {id, static_cast<int32_t>(t)};
+      // The earlier edge's transfers to `device` from copy group `group`,
+      // in transfer order.
+      const auto &index = earlier.fwdByDestination;
+      auto it = std::lower_bound(index.begin(), index.end(),
+                                 std::make_tuple(device, group, int32_t{0}));
+      for (; it != index.end() && std::get<0>(*it) == device &&
+             std::get<1>(*it) == group;
+           ++it) {
+        int32_t t = std::get<2>(*it);
+        if (geometry::contains(earlier.fwdBoxes[t], box))
+          return {id, t};
       }
     }
     return {-1, -1};
@@ -867,6 +874,14 @@ struct Simulator::Impl {
         if (!weightEdge)
           e.fwdBoxes.push_back(std::move(box));
       }
+    }
+    e.fwdByDestination.clear();
+    if (!weightEdge) {
+      for (size_t t = 0; t < e.fwd.size(); ++t)
+        e.fwdByDestination.emplace_back(cons.devices[e.fwd[t].dst],
+                                        (*replicaGroup)[e.fwd[t].src],
+                                        static_cast<int32_t>(t));
+      std::sort(e.fwdByDestination.begin(), e.fwdByDestination.end());
     }
 
     // Backward: each consumer partition's gradient reaches every copy of
