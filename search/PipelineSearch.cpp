@@ -10,6 +10,7 @@
 #include "ppc/Search/Search.h"
 
 #include "Divisors.h"
+#include "ppc/Support/Layout.h"
 
 #include <algorithm>
 #include <chrono>
@@ -57,6 +58,43 @@ std::vector<int32_t> balancedStages(const sim::Graph &graph, int64_t stages) {
     if (!u)
       return {};
   return stageOf;
+}
+
+/// The most pairs of overlapping producer and consumer pieces a candidate
+/// may have: the simulator keeps a transfer per pair, and a baseline that
+/// reshards every edge all-to-all (one weird trick on a transformer) over
+/// hundreds of devices would need tens of gigabytes.
+constexpr int64_t kMaxTransferPairs = 20'000'000;
+
+/// Whether `strategy` has more than `limit` pairs of overlapping producer
+/// and consumer pieces over the edges of `graph` (op results read by later
+/// ops on other devices).
+bool tooManyTransfers(const sim::Graph &graph, const sim::Strategy &strategy,
+                      int64_t limit) {
+  std::vector<geometry::OpLayout> layouts;
+  for (size_t op = 0; op < graph.ops.size(); ++op)
+    layouts.push_back(geometry::computeLayout(graph.ops[op].space,
+                                              strategy[op]));
+  int64_t pairs = 0;
+  std::vector<size_t> candidates;
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (size_t i = 0; i < graph.ops[c].operands.size(); ++i) {
+      const sim::Source &src = graph.ops[c].operands[i];
+      if (src.kind != sim::Source::Kind::Op)
+        continue;
+      const geometry::OpLayout &from = layouts[src.index];
+      const geometry::OpLayout &to = layouts[c];
+      if (from.numInstances() < 2 || to.numInstances() < 2)
+        continue;
+      geometry::OverlapIndex index(from.heldBoxes[src.result]);
+      for (const geometry::Box &box : to.operandBoxes[i]) {
+        index.candidates(box, candidates);
+        pairs += static_cast<int64_t>(candidates.size());
+      }
+      if (pairs > limit)
+        return true;
+    }
+  return false;
 }
 
 /// Whether every sample dim of `graph` divides into `microbatches`.
@@ -141,7 +179,8 @@ SearchResult pipelineSearch(const Problem &problem,
 
   auto consider = [&](const sim::Strategy &strategy,
                       const sim::Pipeline &pipeline, const char *name) {
-    if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
+    if (!checkPipeline(graph, strategy, pipeline, numDevices).empty() ||
+        tooManyTransfers(graph, strategy, kMaxTransferPairs))
       return;
     sim::PipelineResult result = sim::simulatePipeline(
         graph, machine, problem.costModel, problem.simOptions, strategy,

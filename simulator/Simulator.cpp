@@ -892,6 +892,10 @@ struct Simulator::Impl {
     std::vector<int64_t> producerReplicas(np);
     for (int32_t p = 0; p < np; ++p)
       producerReplicas[p] = prod.replica[p];
+    // The shared copies each consumer instance reads, in order.
+    std::vector<std::vector<int32_t>> sharedOf(nq);
+    for (size_t c = 0; c < e.fwdShared.size(); ++c)
+      sharedOf[e.fwdShared[c].dst].push_back(static_cast<int32_t>(c));
     for (const geometry::GradientRoute &route : geometry::gradientRoutes(
              *computed, prod.devices, producerReplicas,
              cons.operandSlices[e.operand], cons.devices, cons.numReplicas,
@@ -899,9 +903,8 @@ struct Simulator::Impl {
       int32_t q = static_cast<int32_t>(route.consumer);
       int32_t p = static_cast<int32_t>(route.producer);
       if (sharedPairs.count({q, (*gradGroup)[p]})) {
-        for (Edge::SharedCopy &c : e.fwdShared)
-          if (c.dst == q)
-            c.gradTo.push_back(p);
+        for (int32_t c : sharedOf[q])
+          e.fwdShared[c].gradTo.push_back(p);
         continue;
       }
       if (prod.devices[p] == cons.devices[q])
@@ -911,14 +914,18 @@ struct Simulator::Impl {
                                      volume(route.box) * elemBytes));
     }
 
+    // Consumer instances by device, in order.
+    std::map<int64_t, std::vector<int32_t>> consumersOn;
+    if (!reducedGroups.empty())
+      for (int32_t q = 0; q < nq; ++q)
+        consumersOn[cons.devices[q]].push_back(q);
     for (const std::vector<int64_t> &group : reducedGroups) {
       Edge::GradReduce r;
       std::vector<int32_t> members(group.begin(), group.end());
       for (int32_t p : members)
-        for (int32_t q = 0; q < nq; ++q)
-          if (cons.devices[q] == prod.devices[p] &&
-              overlapVolume(cons.operandSlices[e.operand][q], (*computed)[p]) >
-                  0)
+        for (int32_t q : consumersOn[prod.devices[p]])
+          if (overlapVolume(cons.operandSlices[e.operand][q], (*computed)[p]) >
+              0)
             r.contributors.push_back(q);
       int64_t bytes = volume((*computed)[members.front()]) * elemBytes;
       r.reduce =
