@@ -60,12 +60,6 @@ std::vector<int32_t> balancedStages(const sim::Graph &graph, int64_t stages) {
   return stageOf;
 }
 
-/// The most pairs of overlapping producer and consumer pieces a candidate
-/// may have: the simulator keeps a transfer per pair, and a baseline that
-/// reshards every edge all-to-all (one weird trick on a transformer) over
-/// hundreds of devices would need tens of gigabytes.
-constexpr int64_t kMaxTransferPairs = 20'000'000;
-
 /// Whether `strategy` has more than `limit` pairs of overlapping producer
 /// and consumer pieces over the edges of `graph` (op results read by later
 /// ops on other devices).
@@ -155,6 +149,7 @@ SearchResult pipelineSearch(const Problem &problem,
   SearchResult best;
   best.algorithm = "pipeline";
   std::string bestInside;
+  int64_t tooLarge = 0; // candidates skipped for their transfer count
   // The candidates take at most kEnumerateShare of the budget (checked
   // before each, once one is found); the DP inside the winner's stages has
   // the rest.
@@ -179,9 +174,14 @@ SearchResult pipelineSearch(const Problem &problem,
 
   auto consider = [&](const sim::Strategy &strategy,
                       const sim::Pipeline &pipeline, const char *name) {
-    if (!checkPipeline(graph, strategy, pipeline, numDevices).empty() ||
-        tooManyTransfers(graph, strategy, kMaxTransferPairs))
+    if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
       return;
+    // One weird trick on a transformer over 512 devices per stage took
+    // 24 GB (PipelineSearchOptions::maxTransferPairs).
+    if (tooManyTransfers(graph, strategy, pipelineOptions.maxTransferPairs)) {
+      ++tooLarge;
+      return;
+    }
     sim::PipelineResult result = sim::simulatePipeline(
         graph, machine, problem.costModel, problem.simOptions, strategy,
         pipeline);
@@ -373,6 +373,15 @@ SearchResult pipelineSearch(const Problem &problem,
       bestInside = uninterleavedInside;
     }
     report("interleaving done");
+  }
+  if (best.strategy.empty() && tooLarge > 0) {
+    best.algorithm = "every candidate was skipped: simulating each would "
+                     "need more than " +
+                     std::to_string(pipelineOptions.maxTransferPairs) +
+                     " point-to-point transfers (" +
+                     std::to_string(tooLarge) + " candidates)";
+    best.seconds = elapsed();
+    return best;
   }
   const std::string &inner = bestInside;
   int64_t numStages = best.pipeline.numStages();

@@ -473,7 +473,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   if (found.strategy.size() != graph->ops.size())
     return emitError(func.getLoc())
            << "ppc-search: the search of @" << func.getSymName()
-           << " returned no strategy";
+           << " returned no strategy"
+           << (found.algorithm.empty() ? "" : ": " + found.algorithm);
   if (found.algorithm.empty())
     found.algorithm = algorithm;
 

@@ -751,6 +751,18 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   EXPECT_NE(two.algorithm.find("data-parallel in each stage"),
             std::string::npos);
 
+  // A candidate too large to simulate is skipped; when all are, the result
+  // says why instead of holding a strategy.
+  PipelineSearchOptions tiny = fixed;
+  tiny.maxTransferPairs = 1;
+  SearchResult skipped = pipelineSearch(problem, options, tiny);
+  EXPECT_TRUE(skipped.strategy.empty());
+  EXPECT_NE(skipped.algorithm.find("every candidate was skipped: simulating "
+                                   "each would need more than 1 "
+                                   "point-to-point transfers (1 candidates)"),
+            std::string::npos)
+      << skipped.algorithm;
+
   // Interleaved: the two submeshes take the stages of a finer cut in turn.
   PipelineSearchOptions interleaved = fixed;
   interleaved.schedule = PipelineSchedule::Interleaved;

@@ -275,6 +275,12 @@ struct PipelineSearchOptions {
   /// The schedule; none: 1F1B, then GPipe and interleaved-1f1b tried on
   /// the winner.
   std::optional<PipelineSchedule> schedule;
+  /// Candidates whose overlapping producer and consumer pieces exceed this
+  /// many pairs are skipped: the simulator keeps a transfer per pair, and a
+  /// layout resharding every edge all-to-all over hundreds of devices needs
+  /// tens of gigabytes. When every candidate is, the result has no
+  /// strategy and its algorithm says why.
+  int64_t maxTransferPairs = 20'000'000;
 };
 
 /// Pipelines as Megatron-LM and Alpa build them, searched by simulation:
