@@ -32,7 +32,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
 #include <map>
@@ -247,12 +246,10 @@ private:
   std::map<BufferKey, int64_t> weightGradHolder;
   std::vector<sim::WeightUse> weightHolders; // by sim::Graph weight index
   /// A step-local buffer, freed at the end of the step or, in a pipeline,
-  /// after the backward of its micro-batch on its rank's stage.
+  /// after the backward of its micro-batch on its stage (transientOf).
   struct Transient {
     int64_t rank;
     Value buffer;
-    int64_t microbatch; ///< -1: the step's own
-    int64_t stage;      ///< of the op whose buffer it is
   };
   std::vector<Transient> transient;
   /// Keeps `buffer` until the end of the step or of its micro-batch's
@@ -261,7 +258,9 @@ private:
     if (owner < 0)
       owner = emittingOp;
     int64_t stage = owner >= 0 ? parts.strategy[owner].stage : 0;
-    transient.push_back({rank, buffer, taskMicroBatch, stage});
+    if (taskMicroBatch >= 0)
+      transientOf[{taskMicroBatch, stage}].push_back(transient.size());
+    transient.push_back({rank, buffer});
   }
   /// The op whose forward, backward or recomputation is being emitted.
   int64_t emittingOp = -1;
@@ -320,6 +319,12 @@ private:
   std::map<std::pair<int64_t, int64_t>, Operation *> forwardEnd;
   std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>>
       backwardQueue;
+  /// Per rank, its device group: the first stage on its submesh (its other
+  /// stages, if interleaved, follow every numGroups); -1 off the pipeline.
+  std::vector<int64_t> groupOfRank;
+  /// Per (micro-batch, stage), the indices in `transient` of the buffers
+  /// the stage's backward of that micro-batch is the last to need.
+  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> transientOf;
   /// Ranks phase markers go to (the current stage's); empty: all.
   std::vector<int64_t> phaseRanks;
   /// Per returned value, the rank and buffer collecting it (pipelines).
@@ -1002,9 +1007,9 @@ void PlanEmitter::emitRecompute(int64_t x) {
   recomputedNow[x] = 1;
   for (int64_t y : producersOf[x])
     emitRecompute(y);
+  // Its buffers are x's, whichever op's backward asked for them.
   int64_t caller = emittingOp;
   emittingOp = x;
-  auto restore = llvm::make_scope_exit([&] { emittingOp = caller; });
   Operation *op = parts.ops[x];
   const OpLayout &layout = parts.layouts[x];
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[x]);
@@ -1036,6 +1041,7 @@ void PlanEmitter::emitRecompute(int64_t x) {
   }
   freeGatheredWeights(x);
   emitPartialSums(x);
+  emittingOp = caller;
 }
 
 LogicalResult PlanEmitter::emitOutputs() {
@@ -1557,10 +1563,11 @@ LogicalResult PlanEmitter::emitBackwardTask(int64_t stage, int64_t j) {
     return success();
   // The micro-batch is done on this stage: its buffers go (of this
   // stage's ops: an interleaved group still runs other stages of it).
-  for (const Transient &t : transient)
-    if (t.microbatch == j && t.stage == stage &&
-        freedEarly.insert(t.buffer).second)
+  for (size_t i : transientOf[{j, stage}]) {
+    const Transient &t = transient[i];
+    if (freedEarly.insert(t.buffer).second)
       plan::FreeOp::create(at(t.rank), loc, t.buffer);
+  }
   return success();
 }
 
@@ -1600,6 +1607,10 @@ LogicalResult PlanEmitter::emitSchedule() {
   }
   currentMicroBatch = 0;
   swapState(microBatches[0]);
+  groupOfRank.assign(numRanks, -1);
+  for (int64_t g = 0; g < stages.numGroups(); ++g)
+    for (int64_t d = 0; d < stages.numDevices[g]; ++d)
+      groupOfRank[stages.firstDevice[g] + d] = g;
   if (pipeline.enabled())
     allocPipelinedOutputs();
 
@@ -1659,15 +1670,6 @@ LogicalResult PlanEmitter::emitTask(PipelineTask task) {
   auto blockOf = [&](int64_t rank) -> Block & {
     return programs[rank].getBody().front();
   };
-  // A rank's group is the first stage on its submesh (its other stages, if
-  // interleaved, follow every numGroups).
-  auto groupOf = [&](int64_t rank) {
-    for (int64_t s = 0; s < pipeline.numGroups(); ++s)
-      if (rank >= pipeline.firstDevice[s] &&
-          rank < pipeline.firstDevice[s] + pipeline.numDevices[s])
-        return s;
-    return int64_t{-1};
-  };
   int64_t j = task.microbatch;
   phaseRanks.clear();
   for (int64_t rank = first; rank < last; ++rank)
@@ -1696,7 +1698,7 @@ LogicalResult PlanEmitter::emitTask(PipelineTask task) {
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     if (rank >= first && rank < last)
       continue;
-    int64_t home = groupOf(rank);
+    int64_t home = groupOfRank[rank];
     if (home < 0 || home >= stage ||
         (task.forward && !forwardEnd.count({rank, j})))
       continue;
