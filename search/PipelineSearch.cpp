@@ -10,12 +10,15 @@
 #include "ppc/Search/Search.h"
 
 #include "Divisors.h"
+#include "StageDp.h"
 #include "ppc/Support/Layout.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
 
 namespace ppc::search {
 
@@ -28,8 +31,10 @@ namespace {
 
 /// The most seconds the DP may take inside one stage of the winner.
 constexpr double kStageDpSeconds = 20;
-/// The share of the time budget the candidates may take.
-constexpr double kEnumerateShare = 0.75;
+/// The shares of the time budget the equal-cut candidates, and then the
+/// stage DP with its plans, may take.
+constexpr double kEnumerateShare = 0.5;
+constexpr double kStageDpShare = 0.75;
 
 /// Stage of each op when `graph` is cut into `stages` contiguous stages of
 /// about equal forward FLOPs (each op where the middle of its FLOPs falls);
@@ -58,37 +63,6 @@ std::vector<int32_t> balancedStages(const sim::Graph &graph, int64_t stages) {
     if (!u)
       return {};
   return stageOf;
-}
-
-/// Whether `strategy` has more than `limit` pairs of overlapping producer
-/// and consumer pieces over the edges of `graph` (op results read by later
-/// ops on other devices).
-bool tooManyTransfers(const sim::Graph &graph, const sim::Strategy &strategy,
-                      int64_t limit) {
-  std::vector<geometry::OpLayout> layouts;
-  for (size_t op = 0; op < graph.ops.size(); ++op)
-    layouts.push_back(geometry::computeLayout(graph.ops[op].space,
-                                              strategy[op]));
-  int64_t pairs = 0;
-  std::vector<size_t> candidates;
-  for (size_t c = 0; c < graph.ops.size(); ++c)
-    for (size_t i = 0; i < graph.ops[c].operands.size(); ++i) {
-      const sim::Source &src = graph.ops[c].operands[i];
-      if (src.kind != sim::Source::Kind::Op)
-        continue;
-      const geometry::OpLayout &from = layouts[src.index];
-      const geometry::OpLayout &to = layouts[c];
-      if (from.numInstances() < 2 || to.numInstances() < 2)
-        continue;
-      geometry::OverlapIndex index(from.heldBoxes[src.result]);
-      for (const geometry::Box &box : to.operandBoxes[i]) {
-        index.candidates(box, candidates);
-        pairs += static_cast<int64_t>(candidates.size());
-      }
-      if (pairs > limit)
-        return true;
-    }
-  return false;
 }
 
 /// Whether every sample dim of `graph` divides into `microbatches`.
@@ -149,6 +123,9 @@ SearchResult pipelineSearch(const Problem &problem,
   SearchResult best;
   best.algorithm = "pipeline";
   std::string bestInside;
+  // The baseline inside each stage of the best; empty when its stages ran
+  // the DP.
+  std::vector<const BaselineInfo *> bestStages;
   int64_t tooLarge = 0; // candidates skipped for their transfer count
   // The candidates take at most kEnumerateShare of the budget (checked
   // before each, once one is found); the DP inside the winner's stages has
@@ -173,12 +150,15 @@ SearchResult pipelineSearch(const Problem &problem,
   };
 
   auto consider = [&](const sim::Strategy &strategy,
-                      const sim::Pipeline &pipeline, const char *name) {
+                      const sim::Pipeline &pipeline,
+                      std::vector<const BaselineInfo *> stagesInside,
+                      std::string name = "") {
     if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
       return;
     // One weird trick on a transformer over 512 devices per stage took
     // 24 GB (PipelineSearchOptions::maxTransferPairs).
-    if (tooManyTransfers(graph, strategy, pipelineOptions.maxTransferPairs)) {
+    if (detail::tooManyTransfers(graph, strategy,
+                                 pipelineOptions.maxTransferPairs)) {
       ++tooLarge;
       return;
     }
@@ -198,7 +178,23 @@ SearchResult pipelineSearch(const Problem &problem,
     best.strategy = strategy;
     best.pipeline = pipeline;
     best.pipelineResult = std::move(result);
+    // Named by the baseline of each stage: "a" when all run a, else
+    // "a / b / ...".
+    // Interleaved stages are dealt round-robin: named per submesh.
+    size_t named = pipeline.schedule == PipelineSchedule::Interleaved
+                       ? static_cast<size_t>(pipeline.numGroups())
+                       : stagesInside.size();
+    if (name.empty())
+      for (size_t s = 0; s < named && s < stagesInside.size(); ++s)
+        name += (s ? " / " : "") + std::string(stagesInside[s]->name);
+    if (std::all_of(stagesInside.begin(), stagesInside.end(),
+                    [&](const BaselineInfo *info) {
+                      return info == stagesInside.front();
+                    }) &&
+        !stagesInside.empty())
+      name = stagesInside.front()->name;
     bestInside = name;
+    bestStages = std::move(stagesInside);
   };
 
   for (int64_t stages : stageCounts) {
@@ -251,16 +247,73 @@ SearchResult pipelineSearch(const Problem &problem,
           placeStage(stageOf, static_cast<int32_t>(s),
                      info->build(parts[s], meshes[s]), s * perStage,
                      pipeline.enabled(), strategy);
-        consider(strategy, pipeline, info->name);
+        consider(strategy, pipeline,
+                 std::vector<const BaselineInfo *>(stages, info));
       }
     }
     report(std::to_string(stages) + " stages done");
   }
-  // The baseline the best candidate runs inside its stages.
-  const BaselineInfo *winner = nullptr;
-  for (const BaselineInfo *info : inside)
-    if (bestInside == info->name)
-      winner = info;
+  // Alpa's stage DP (StageDp.h): cuts and submesh sizes chosen from the
+  // simulated costs of layer clusters instead of equal FLOPs on equal
+  // submeshes, at the winner's micro-batch count and its neighbours; its
+  // best plans are simulated whole.
+  if (pipelineOptions.stageDp && pipelineOptions.stages == 0 &&
+      !best.strategy.empty() &&
+      !(options.cancel && options.cancel->load())) {
+    int64_t won = best.pipeline.microbatches;
+    std::vector<int64_t> counts;
+    for (int64_t m : {won / 2, won, 2 * won, 4 * won, 8 * won}) {
+      // An unpipelined winner (m = 1) gets 2, 4 and 8; a pipelined one
+      // half, the same and twice its count.
+      if (m < 2 || (won > 1 && m > 2 * won) ||
+          (pipelineOptions.microbatches > 0 &&
+           m != pipelineOptions.microbatches) ||
+          !batchDivides(graph, m))
+        continue;
+      counts.push_back(m);
+    }
+    detail::StageDpOptions dpOptions;
+    dpOptions.maxTransferPairs = pipelineOptions.maxTransferPairs;
+    if (pipelineOptions.schedule == PipelineSchedule::GPipe)
+      dpOptions.schedule = PipelineSchedule::GPipe;
+    dpOptions.stop = [&] {
+      return (options.cancel && options.cancel->load()) ||
+             (options.seconds > 0 &&
+              elapsed() > kStageDpShare * options.seconds);
+    };
+    std::vector<detail::StagePlan> plans =
+        detail::stageDp(problem, inside, counts, dpOptions);
+    std::map<int64_t, sim::Graph> micro;
+    for (const detail::StagePlan &plan : plans) {
+      if (dpOptions.stop())
+        break;
+      int64_t m = plan.microbatches;
+      auto [it, added] = micro.try_emplace(m);
+      if (added)
+        it->second = sim::microBatchGraph(graph, m);
+      sim::Pipeline pipeline;
+      pipeline.microbatches = m;
+      pipeline.schedule = dpOptions.schedule;
+      int64_t stages = static_cast<int64_t>(plan.firstDevice.size());
+      if (stages > 1 || m > 1) {
+        pipeline.firstDevice = plan.firstDevice;
+        pipeline.numDevices = plan.numDevices;
+      }
+      sim::Strategy strategy(graph.ops.size());
+      for (int64_t s = 0; s < stages; ++s) {
+        sim::Graph part = sim::stageGraph(it->second, plan.stageOf,
+                                          static_cast<int32_t>(s));
+        Machine mesh =
+            machine.subMachine(plan.firstDevice[s], plan.numDevices[s]);
+        placeStage(plan.stageOf, static_cast<int32_t>(s),
+                   plan.inside[s]->build(part, mesh), plan.firstDevice[s],
+                   pipeline.enabled(), strategy);
+      }
+      consider(strategy, pipeline, plan.inside);
+    }
+    report("the stage dp done (" + std::to_string(plans.size()) +
+           " plans)");
+  }
   // The intra-op search inside the stages of the best candidate: the DP on
   // each stage's ops at the micro-batch size on its submesh, within what is
   // left of the budget; kept when the whole pipeline simulates faster and
@@ -304,7 +357,7 @@ SearchResult pipelineSearch(const Problem &problem,
                  pipeline.firstDevice[s], best.pipeline.enabled(), refined);
     }
     if (complete)
-      consider(refined, best.pipeline, "the dp");
+      consider(refined, best.pipeline, {}, "the dp");
     report("the dp inside the stages done");
   }
   // The best layout as GPipe too (faster only when the 1F1B warm-up costs
@@ -314,23 +367,25 @@ SearchResult pipelineSearch(const Problem &problem,
     gpipe.schedule = PipelineSchedule::GPipe;
     sim::Strategy strategy = best.strategy;
     std::string name = bestInside;
-    consider(strategy, gpipe, name.c_str());
+    consider(strategy, gpipe, bestStages, name);
   }
   // The best pipeline interleaved (Megatron-LM's virtual stages): its P
   // submeshes take v = 2, 4, ... stages each of a cut into P v stages of
-  // equal FLOPs, dealt round-robin, with the baseline it won with inside
-  // each; v doubles while that simulates faster. The bubble shrinks v times
+  // equal FLOPs, dealt round-robin, each with the baseline its submesh won
+  // with; v doubles while that simulates faster. The bubble shrinks v times
   // for v times the boundary messages.
   bool interleave = !pipelineOptions.schedule ||
                     pipelineOptions.schedule == PipelineSchedule::Interleaved;
   if (interleave && best.pipeline.enabled() &&
-      best.pipeline.numStages() > 1 && winner &&
+      best.pipeline.numStages() > 1 &&
+      bestStages.size() == static_cast<size_t>(best.pipeline.numStages()) &&
       best.pipeline.microbatches % best.pipeline.numStages() == 0) {
     const sim::Pipeline groups = best.pipeline;
     // Asked for, interleaving replaces the 1F1B winner even when slower
     // (unless no interleaved cut exists).
     SearchResult uninterleaved = best;
     std::string uninterleavedInside = bestInside;
+    const std::vector<const BaselineInfo *> groupInside = bestStages;
     if (pipelineOptions.schedule) {
       best = SearchResult();
       best.algorithm = uninterleaved.algorithm;
@@ -350,6 +405,7 @@ SearchResult pipelineSearch(const Problem &problem,
       interleaved.microbatches = m;
       interleaved.schedule = PipelineSchedule::Interleaved;
       sim::Strategy strategy(graph.ops.size());
+      std::vector<const BaselineInfo *> stagesInside;
       for (int64_t k = 0; k < p * v; ++k) {
         int64_t first = groups.firstDevice[k % p];
         int64_t count = groups.numDevices[k % p];
@@ -358,11 +414,13 @@ SearchResult pipelineSearch(const Problem &problem,
         sim::Graph part =
             sim::stageGraph(micro, stageOf, static_cast<int32_t>(k));
         placeStage(stageOf, static_cast<int32_t>(k),
-                   winner->build(part, machine.subMachine(first, count)),
+                   groupInside[k % p]->build(
+                       part, machine.subMachine(first, count)),
                    first, true, strategy);
+        stagesInside.push_back(groupInside[k % p]);
       }
       double before = best.objective;
-      consider(strategy, interleaved, winner->name);
+      consider(strategy, interleaved, stagesInside);
       if (!(best.objective < before))
         break;
     }
@@ -371,6 +429,7 @@ SearchResult pipelineSearch(const Problem &problem,
       best = std::move(uninterleaved);
       best.iterations = iterations;
       bestInside = uninterleavedInside;
+      bestStages = groupInside;
     }
     report("interleaving done");
   }
@@ -383,21 +442,35 @@ SearchResult pipelineSearch(const Problem &problem,
     best.seconds = elapsed();
     return best;
   }
-  const std::string &inner = bestInside;
+  // Stages running different baselines are named in order ("a / b").
+  std::string inner = bestInside.find(" / ") == std::string::npos
+                          ? bestInside + " in each stage"
+                          : bestInside + (best.pipeline.schedule ==
+                                                  PipelineSchedule::Interleaved
+                                              ? " by submesh"
+                                              : " by stage");
   int64_t numStages = best.pipeline.numStages();
   int64_t numGroups = best.pipeline.numGroups();
   std::string stagesText = std::to_string(numStages) + " stages";
   if (numGroups < numStages)
     stagesText += " (" + std::to_string(numGroups) + " submeshes x " +
                   std::to_string(numStages / numGroups) + ")";
+  const std::vector<int64_t> &sizes = best.pipeline.numDevices;
+  if (std::adjacent_find(sizes.begin(), sizes.end(),
+                         std::not_equal_to<>()) != sizes.end()) {
+    stagesText += " on";
+    for (size_t s = 0; s < sizes.size(); ++s)
+      stagesText += (s ? "+" : " ") + std::to_string(sizes[s]);
+    stagesText += " devices";
+  }
   best.algorithm =
       best.pipeline.enabled()
           ? "pipeline of " + stagesText + " x " +
                 std::to_string(best.pipeline.microbatches) +
                 " micro-batches (" +
                 pipelineScheduleInfo(best.pipeline.schedule).name + ", " +
-                inner + " in each stage)"
-          : "pipeline search: " + inner + " unpipelined";
+                inner + ")"
+          : "pipeline search: " + bestInside + " unpipelined";
   best.seconds = elapsed();
   return best;
 }

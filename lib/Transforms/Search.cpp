@@ -456,6 +456,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       pipelineOptions.stages = stages;
       pipelineOptions.microbatches = microbatches;
       pipelineOptions.stageBaseline = stageBaseline;
+      pipelineOptions.stageDp = stageDp;
       if (!schedule.empty())
         pipelineOptions.schedule =
             findPipelineSchedule(schedule.getValue())->kind;

@@ -37,6 +37,9 @@ iteration dims, their kinds and splittability) and writes one of:
            groups of N/P devices, interleaved; inside a stage data
            parallel, or with -tp tensor parallel (as `tensor`) over the
            stage's devices.
+  ppA+B+...[-tp]-SCHEDULE
+           a pipeline of unequal submeshes (as the stage DP finds): stage s
+           on the next N_s devices (e.g. pp1+1+2-1f1b on 4 devices).
 """
 import argparse
 import json
@@ -44,6 +47,7 @@ import re
 import sys
 
 PIPELINE = re.compile(r"pp(\d+)(?:x(\d+))?(-tp)?-(gpipe|1f1b|interleaved-1f1b)$")
+UNEQUAL = re.compile(r"pp(\d+(?:\+\d+)+)(-tp)?-(gpipe|1f1b)$")
 
 
 def split_first(op, kinds, devices):
@@ -100,20 +104,29 @@ def pipeline(strategy, groups, chunks, tensor, schedule, microbatches):
                  "equal groups")
     per_group = devices // groups
     stages = groups * chunks
+    place_stages(strategy, [((s % groups) * per_group, per_group)
+                            for s in range(stages)],
+                 tensor, schedule, microbatches)
+
+
+def place_stages(strategy, blocks, tensor, schedule, microbatches):
+    """Cuts the ops into len(blocks) runs of equal length, stage s on
+    devices blocks[s] = (first, count), and configures each there."""
     ops = strategy["ops"]
     for index, op in enumerate(ops):
-        stage = index * stages // len(ops)
+        stage = index * len(blocks) // len(ops)
+        first, count = blocks[stage]
         kinds = ["parameter", "reduction"] if tensor else ["sample"]
         whole = [1] * len(op["dims"])
-        op["degrees"] = (split_first(op, kinds, per_group) or whole
-                         if per_group > 1 else whole)
-        op["start"] = (stage % groups) * per_group
+        op["degrees"] = (split_first(op, kinds, count) or whole
+                         if count > 1 else whole)
+        op["start"] = first
         op["stage"] = stage
         op["replicas"] = 1
     strategy["pipeline"] = {
         "microbatches": microbatches, "schedule": schedule,
-        "stages": [{"first_device": (s % groups) * per_group,
-                    "devices": per_group} for s in range(stages)]}
+        "stages": [{"first_device": first, "devices": count}
+                   for first, count in blocks]}
 
 
 def main():
@@ -121,7 +134,8 @@ def main():
     kinds = ["dp", "tensor", "spatial", "mixed", "replicated", "zero1",
              "zero2", "zero3", "recompute", "scatter"]
     parser.add_argument("--kind", required=True,
-                        help=", ".join(kinds) + " or ppS[-tp]-SCHEDULE")
+                        help=", ".join(kinds) + ", ppS[-tp]-SCHEDULE or "
+                        "ppA+B+...[-tp]-SCHEDULE")
     parser.add_argument("--microbatches", type=int, default=4,
                         help="micro-batches of a pipeline (4)")
     parser.add_argument("input")
@@ -131,7 +145,18 @@ def main():
         strategy = json.load(f)
     devices = strategy["machine"]["devices"]
     piped = PIPELINE.match(args.kind)
-    if not piped and args.kind not in kinds:
+    unequal = UNEQUAL.match(args.kind)
+    if unequal:
+        sizes = [int(n) for n in unequal.group(1).split("+")]
+        if sum(sizes) != devices:
+            sys.exit(f"make_strategy.py: {args.kind}: the stages' devices "
+                     f"add up to {sum(sizes)}, not {devices}")
+        firsts = [sum(sizes[:s]) for s in range(len(sizes))]
+        place_stages(strategy, list(zip(firsts, sizes)),
+                     bool(unequal.group(2)), unequal.group(3),
+                     args.microbatches)
+        piped = unequal
+    elif not piped and args.kind not in kinds:
         sys.exit(f"make_strategy.py: unknown kind '{args.kind}'")
     for index, op in enumerate(strategy["ops"]):
         if piped:
@@ -145,7 +170,7 @@ def main():
             op["zero"] = int(args.kind[-1])
         if args.kind == "recompute" and op["kind"] != "ppc.batch_norm":
             op["recompute"] = True
-    if piped:
+    if piped and not unequal:
         pipeline(strategy, int(piped.group(1)), int(piped.group(2) or 1),
                  bool(piped.group(3)), piped.group(4), args.microbatches)
     for op in strategy["ops"]:

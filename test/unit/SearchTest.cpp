@@ -11,11 +11,15 @@
 #include "ppc/Search/Blocks.h"
 #include "ppc/Search/StrategyJson.h"
 
+#include "StageDp.h"
+
 #include "SimTestGraphs.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -778,4 +782,200 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
                                  std::to_string(stages / 2) + ")"),
             std::string::npos)
       << dealt.algorithm;
+}
+
+//===----------------------------------------------------------------------===//
+// Stage DP (Alpa's inter-operator pass)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `layers` linear layers of equal FLOPs, batch `batch`, whose outputs
+/// alternate `wide` and `narrow` features, narrow first: the cheap cuts
+/// are after the narrow ones (odd cut positions).
+Graph wideNarrowChain(int layers, int64_t batch = 32, int64_t wide = 1024,
+                      int64_t narrow = 64) {
+  Graph g;
+  g.numInputs = 1;
+  Source in = input();
+  for (int l = 0; l < layers; ++l) {
+    bool odd = l % 2 == 1;
+    g.ops.push_back(linear(g, "fc" + std::to_string(l), batch,
+                           odd ? narrow : wide, odd ? wide : narrow, in));
+    in = fromOp(l);
+  }
+  return g;
+}
+
+} // namespace
+
+TEST(StageDp, ClustersCutWhereTheFewestBytesCross) {
+  Graph g = wideNarrowChain(8);
+  ASSERT_EQ(g.validate(), "");
+  std::vector<int64_t> crossing = detail::crossingBytes(g);
+  ASSERT_EQ(crossing.size(), 9u);
+  EXPECT_EQ(crossing[0], 0);
+  EXPECT_EQ(crossing[3], 32 * 64 * 4);   // after a narrow output
+  EXPECT_EQ(crossing[4], 32 * 1024 * 4); // after a wide one
+  EXPECT_EQ(crossing[8], 0);
+  // The equal-FLOP point is cut 4; within a quarter cluster (one op) of it,
+  // cuts 3 and 5 carry 16 times fewer bytes: the nearer-first, 3, wins.
+  EXPECT_EQ(detail::layerClusters(g, 2),
+            (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 1}));
+  // As many clusters as ops (or more): one op each.
+  EXPECT_EQ(detail::layerClusters(g, 20),
+            (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(detail::layerClusters(g, 1), std::vector<int32_t>(8, 0));
+}
+
+TEST(StageDp, FindsTheBestCoverOfClustersAndDevices) {
+  // Four layers of different costs, one cluster each, on one node of four
+  // devices (blocks of 1, 2 or 4), data parallel inside, 4 micro-batches.
+  // Oracle: every split of the clusters into contiguous stages times every
+  // sequence of block sizes covering the devices, each costed as the DP's
+  // model says (the clusters' simulated latencies summed, the boundary
+  // transfers, (m - 1) x the slowest stage).
+  Graph g;
+  g.numInputs = 1;
+  int64_t dims[5] = {512, 2048, 512, 512, 256};
+  for (int l = 0; l < 4; ++l)
+    g.ops.push_back(linear(g, "fc" + std::to_string(l), 64, dims[l],
+                           dims[l + 1], l ? fromOp(l - 1) : input()));
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(1, 4);
+  RooflineCostModel cost;
+  Problem problem{g, m, cost, {}};
+  const int64_t micro = 4;
+  const BaselineInfo *dp = findBaseline("data-parallel");
+  ASSERT_NE(dp, nullptr);
+  detail::StageDpOptions options;
+  options.maxClusters = 4;
+  options.plansPerMicrobatchCount = 1000;
+  std::vector<detail::StagePlan> plans =
+      detail::stageDp(problem, {dp}, {micro}, options);
+  ASSERT_FALSE(plans.empty());
+
+  std::vector<int32_t> clusters = detail::layerClusters(g, 4);
+  ASSERT_EQ(clusters, (std::vector<int32_t>{0, 1, 2, 3}));
+  Graph microGraph = microBatchGraph(g, micro);
+  std::map<std::pair<int32_t, int64_t>, double> clusterLatency;
+  for (int32_t c = 0; c < 4; ++c)
+    for (int64_t d : {1, 2, 4}) {
+      Graph part = stageGraph(microGraph, clusters, c);
+      Machine mesh = m.subMachine(0, d);
+      Simulator simulator(part, mesh, cost);
+      clusterLatency[{c, d}] =
+          simulator.simulate(dp->build(part, mesh)).backwardTime;
+    }
+  std::vector<int64_t> crossing = detail::crossingBytes(g);
+  auto boundary = [&](int32_t cut, int64_t next) {
+    if (cut == 4 || next == 4)
+      return 0.0;
+    double bytes = static_cast<double>(crossing[cut]) / micro;
+    return 2 * m.effectiveLink(next - 1, next, bytes).transferTime(bytes);
+  };
+  // ends: the clusters each stage ends before; sizes: its devices.
+  auto modelled = [&](const std::vector<int32_t> &ends,
+                      const std::vector<int64_t> &sizes) {
+    double sum = 0, slowest = 0;
+    int32_t begin = 0;
+    int64_t first = 0;
+    for (size_t s = 0; s < ends.size(); ++s) {
+      double latency = 0;
+      for (int32_t c = begin; c < ends[s]; ++c)
+        latency += clusterLatency[{c, sizes[s]}];
+      sum += latency + boundary(ends[s], first + sizes[s]);
+      slowest = std::max(slowest, latency);
+      begin = ends[s];
+      first += sizes[s];
+    }
+    return sum + (micro - 1) * slowest;
+  };
+  double oracle = std::numeric_limits<double>::infinity();
+  // Stage ends as a bit mask over the cuts 1..3; block sizes by recursion.
+  std::function<void(std::vector<int64_t> &, int64_t,
+                     const std::vector<int32_t> &)>
+      cover = [&](std::vector<int64_t> &sizes, int64_t used,
+                  const std::vector<int32_t> &ends) {
+        if (sizes.size() == ends.size()) {
+          if (used == 4)
+            oracle = std::min(oracle, modelled(ends, sizes));
+          return;
+        }
+        for (int64_t d : {1, 2, 4}) {
+          sizes.push_back(d);
+          cover(sizes, used + d, ends);
+          sizes.pop_back();
+        }
+      };
+  for (int mask = 0; mask < 8; ++mask) {
+    std::vector<int32_t> ends;
+    for (int32_t cut = 1; cut < 4; ++cut)
+      if (mask & (1 << (cut - 1)))
+        ends.push_back(cut);
+    ends.push_back(4);
+    std::vector<int64_t> sizes;
+    cover(sizes, 0, ends);
+  }
+
+  double bestPlan = std::numeric_limits<double>::infinity();
+  for (const detail::StagePlan &plan : plans) {
+    // Each plan is a pipeline: contiguous stages covering the devices.
+    ASSERT_EQ(plan.microbatches, micro);
+    std::vector<int32_t> ends;
+    for (size_t op = 0; op < 4; ++op) {
+      if (op > 0 && plan.stageOf[op] != plan.stageOf[op - 1]) {
+        EXPECT_EQ(plan.stageOf[op], plan.stageOf[op - 1] + 1);
+        ends.push_back(static_cast<int32_t>(op));
+      }
+    }
+    ends.push_back(4);
+    ASSERT_EQ(ends.size(), plan.numDevices.size());
+    int64_t next = 0;
+    for (size_t s = 0; s < plan.numDevices.size(); ++s) {
+      EXPECT_EQ(plan.firstDevice[s], next);
+      next += plan.numDevices[s];
+      EXPECT_EQ(plan.inside[s], dp);
+    }
+    EXPECT_EQ(next, 4);
+    // Its latencies are the clusters' summed.
+    int32_t begin = 0;
+    for (size_t s = 0; s < ends.size(); ++s) {
+      double latency = 0;
+      for (int32_t c = begin; c < ends[s]; ++c)
+        latency += clusterLatency[{c, plan.numDevices[s]}];
+      EXPECT_NEAR(plan.latency[s], latency, 1e-12) << s;
+      begin = ends[s];
+    }
+    double value = modelled(ends, plan.numDevices);
+    EXPECT_GE(plan.estimate, value - 1e-12);
+    bestPlan = std::min(bestPlan, value);
+  }
+  EXPECT_NEAR(bestPlan, oracle, 1e-12 * oracle);
+}
+
+TEST(StageDp, CheapCutsBeatEqualFlopCutsOnASlowLink) {
+  // Three nodes of two devices, 1 GB/s between nodes: the equal-FLOP cuts
+  // of twelve equal layers into 3 stages (before ops 4 and 8) cross wide
+  // outputs; the stage DP's clusters cut after narrow ones.
+  Graph g = wideNarrowChain(12, 512, 4096, 256);
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(3, 2);
+  RooflineCostModel cost;
+  Problem problem{g, m, cost, {}};
+  SearchOptions options;
+  options.seconds = 60;
+  PipelineSearchOptions equalOnly;
+  equalOnly.stageDp = false;
+  SearchResult equal = pipelineSearch(problem, options, equalOnly);
+  SearchResult found = pipelineSearch(problem, options);
+  ASSERT_TRUE(std::isfinite(equal.objective));
+  ASSERT_TRUE(found.pipeline.enabled()) << found.algorithm;
+  EXPECT_EQ(checkPipeline(g, found.strategy, found.pipeline, 6), "");
+  EXPECT_LT(found.objective, 0.99 * equal.objective)
+      << found.algorithm << " vs " << equal.algorithm;
+  // Its stage boundaries are cheap cuts (after a narrow output).
+  for (size_t op = 1; op < g.ops.size(); ++op)
+    if (found.strategy[op].stage != found.strategy[op - 1].stage)
+      EXPECT_EQ(op % 2, 1u) << op << ": " << found.algorithm;
 }

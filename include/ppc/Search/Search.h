@@ -281,6 +281,9 @@ struct PipelineSearchOptions {
   /// tens of gigabytes. When every candidate is, the result has no
   /// strategy and its algorithm says why.
   int64_t maxTransferPairs = 20'000'000;
+  /// Whether Alpa's stage DP proposes cuts and submesh sizes besides the
+  /// equal cuts (unless `stages` is fixed).
+  bool stageDp = true;
 };
 
 /// Pipelines as Megatron-LM and Alpa build them, searched by simulation:

@@ -110,7 +110,8 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     pipeline stages (on equal submeshes of whole nodes), micro-batch counts
     and the baseline inside each stage by simulating each candidate
     (`stages`, `microbatches` and `stage-baseline` fix those choices), with
-    every unpipelined baseline among the candidates, then runs the dynamic
+    every unpipelined baseline among the candidates, then Alpa's stage DP
+    over layer clusters x submesh sizes (`stage-dp`), then runs the dynamic
     programming inside each stage of the winner and tries it as GPipe and
     interleaved (`schedule` fixes one); `data-parallel`,
     `megatron` and `one-weird-trick` take that baseline as it is. The result
@@ -171,6 +172,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"stageBaseline", "stage-baseline", "std::string", "\"\"",
            "algorithm=pipeline: the baseline inside every stage (default: "
            "searched among all)">,
+    Option<"stageDp", "stage-dp", "bool", "true",
+           "algorithm=pipeline: also cut stages and size their submeshes "
+           "by Alpa's DP over layer clusters (unless stages is fixed)">,
     Option<"schedule", "schedule", "std::string", "\"\"",
            "algorithm=pipeline: gpipe, 1f1b or interleaved-1f1b (with "
            "stages = S: S submeshes of 2, 4, ... stages each; default: "
