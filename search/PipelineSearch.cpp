@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 
 namespace ppc::search {
@@ -152,15 +153,16 @@ SearchResult pipelineSearch(const Problem &problem,
   auto consider = [&](const sim::Strategy &strategy,
                       const sim::Pipeline &pipeline,
                       std::vector<const BaselineInfo *> stagesInside,
-                      std::string name = "") {
+                      std::string name = "") -> double {
+    constexpr double kNotSimulated = std::numeric_limits<double>::infinity();
     if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
-      return;
+      return kNotSimulated;
     // One weird trick on a transformer over 512 devices per stage took
     // 24 GB (PipelineSearchOptions::maxTransferPairs).
     if (detail::tooManyTransfers(graph, strategy,
                                  pipelineOptions.maxTransferPairs)) {
       ++tooLarge;
-      return;
+      return kNotSimulated;
     }
     sim::PipelineResult result = sim::simulatePipeline(
         graph, machine, problem.costModel, problem.simOptions, strategy,
@@ -173,7 +175,7 @@ SearchResult pipelineSearch(const Problem &problem,
                    !std::isfinite(objective) &&
                    result.iterationTime < best.pipelineResult.iterationTime);
     if (!better)
-      return;
+      return objective;
     best.objective = objective;
     best.strategy = strategy;
     best.pipeline = pipeline;
@@ -195,6 +197,7 @@ SearchResult pipelineSearch(const Problem &problem,
       name = stagesInside.front()->name;
     bestInside = name;
     bestStages = std::move(stagesInside);
+    return objective;
   };
 
   for (int64_t stages : stageCounts) {
@@ -253,6 +256,8 @@ SearchResult pipelineSearch(const Problem &problem,
     }
     report(std::to_string(stages) + " stages done");
   }
+  const SearchResult bestEqual = best;
+  const std::vector<const BaselineInfo *> bestEqualStages = bestStages;
   // Alpa's stage DP (StageDp.h): cuts and submesh sizes chosen from the
   // simulated costs of layer clusters instead of equal FLOPs on equal
   // submeshes, at the winner's micro-batch count and its neighbours; its
@@ -373,63 +378,86 @@ SearchResult pipelineSearch(const Problem &problem,
   // submeshes take v = 2, 4, ... stages each of a cut into P v stages of
   // equal FLOPs, dealt round-robin, each with the baseline its submesh won
   // with; v doubles while that simulates faster. The bubble shrinks v times
-  // for v times the boundary messages.
+  // for v times the boundary messages. The best equal-cut candidate is
+  // interleaved too when the stage DP's plan beat it: its equal stages may
+  // interleave better.
   bool interleave = !pipelineOptions.schedule ||
                     pipelineOptions.schedule == PipelineSchedule::Interleaved;
-  if (interleave && best.pipeline.enabled() &&
-      best.pipeline.numStages() > 1 &&
-      bestStages.size() == static_cast<size_t>(best.pipeline.numStages()) &&
-      best.pipeline.microbatches % best.pipeline.numStages() == 0) {
-    const sim::Pipeline groups = best.pipeline;
+  auto interleavable = [](const SearchResult &result,
+                          const std::vector<const BaselineInfo *> &inside) {
+    int32_t p = result.pipeline.numStages();
+    return result.pipeline.enabled() && p > 1 &&
+           inside.size() == static_cast<size_t>(p) &&
+           result.pipeline.microbatches % p == 0;
+  };
+  std::vector<std::pair<sim::Pipeline, std::vector<const BaselineInfo *>>>
+      origins;
+  std::vector<double> originObjectives;
+  if (interleave && interleavable(best, bestStages)) {
+    origins.push_back({best.pipeline, bestStages});
+    originObjectives.push_back(best.objective);
+  }
+  if (interleave && interleavable(bestEqual, bestEqualStages) &&
+      bestEqual.strategy != best.strategy) {
+    origins.push_back({bestEqual.pipeline, bestEqualStages});
+    originObjectives.push_back(bestEqual.objective);
+  }
+  if (!origins.empty()) {
     // Asked for, interleaving replaces the 1F1B winner even when slower
     // (unless no interleaved cut exists).
     SearchResult uninterleaved = best;
     std::string uninterleavedInside = bestInside;
-    const std::vector<const BaselineInfo *> groupInside = bestStages;
+    std::vector<const BaselineInfo *> uninterleavedStages = bestStages;
     if (pipelineOptions.schedule) {
       best = SearchResult();
       best.algorithm = uninterleaved.algorithm;
       best.iterations = uninterleaved.iterations;
       best.trace = uninterleaved.trace;
     }
-    int64_t p = groups.numStages(), m = groups.microbatches;
-    sim::Graph micro = sim::microBatchGraph(graph, m);
-    for (int64_t v = 2;; v *= 2) {
-      if ((options.cancel && options.cancel->load()) ||
-          (options.seconds > 0 && elapsed() > options.seconds))
-        break;
-      std::vector<int32_t> stageOf = balancedStages(graph, p * v);
-      if (stageOf.empty())
-        break;
-      sim::Pipeline interleaved;
-      interleaved.microbatches = m;
-      interleaved.schedule = PipelineSchedule::Interleaved;
-      sim::Strategy strategy(graph.ops.size());
-      std::vector<const BaselineInfo *> stagesInside;
-      for (int64_t k = 0; k < p * v; ++k) {
-        int64_t first = groups.firstDevice[k % p];
-        int64_t count = groups.numDevices[k % p];
-        interleaved.firstDevice.push_back(first);
-        interleaved.numDevices.push_back(count);
-        sim::Graph part =
-            sim::stageGraph(micro, stageOf, static_cast<int32_t>(k));
-        placeStage(stageOf, static_cast<int32_t>(k),
-                   groupInside[k % p]->build(
-                       part, machine.subMachine(first, count)),
-                   first, true, strategy);
-        stagesInside.push_back(groupInside[k % p]);
+    for (size_t origin = 0; origin < origins.size(); ++origin) {
+      const auto &[groups, groupInside] = origins[origin];
+      int64_t p = groups.numStages(), m = groups.microbatches;
+      sim::Graph micro = sim::microBatchGraph(graph, m);
+      double previous = pipelineOptions.schedule
+                            ? std::numeric_limits<double>::infinity()
+                            : originObjectives[origin];
+      for (int64_t v = 2;; v *= 2) {
+        if ((options.cancel && options.cancel->load()) ||
+            (options.seconds > 0 && elapsed() > options.seconds))
+          break;
+        std::vector<int32_t> stageOf = balancedStages(graph, p * v);
+        if (stageOf.empty())
+          break;
+        sim::Pipeline interleaved;
+        interleaved.microbatches = m;
+        interleaved.schedule = PipelineSchedule::Interleaved;
+        sim::Strategy strategy(graph.ops.size());
+        std::vector<const BaselineInfo *> stagesInside;
+        for (int64_t k = 0; k < p * v; ++k) {
+          int64_t first = groups.firstDevice[k % p];
+          int64_t count = groups.numDevices[k % p];
+          interleaved.firstDevice.push_back(first);
+          interleaved.numDevices.push_back(count);
+          sim::Graph part =
+              sim::stageGraph(micro, stageOf, static_cast<int32_t>(k));
+          placeStage(stageOf, static_cast<int32_t>(k),
+                     groupInside[k % p]->build(
+                         part, machine.subMachine(first, count)),
+                     first, true, strategy);
+          stagesInside.push_back(groupInside[k % p]);
+        }
+        double objective = consider(strategy, interleaved, stagesInside);
+        if (!(objective < previous))
+          break;
+        previous = objective;
       }
-      double before = best.objective;
-      consider(strategy, interleaved, stagesInside);
-      if (!(best.objective < before))
-        break;
     }
     if (best.strategy.empty()) {
       int64_t iterations = best.iterations;
       best = std::move(uninterleaved);
       best.iterations = iterations;
       bestInside = uninterleavedInside;
-      bestStages = groupInside;
+      bestStages = uninterleavedStages;
     }
     report("interleaving done");
   }
@@ -472,6 +500,173 @@ SearchResult pipelineSearch(const Problem &problem,
                 inner + ")"
           : "pipeline search: " + bestInside + " unpipelined";
   best.seconds = elapsed();
+  return best;
+}
+
+const std::vector<RecomputeInfo> &recomputeModes() {
+  static const std::vector<RecomputeInfo> list = {
+      {Recompute::None, "none", "every activation kept for backward"},
+      {Recompute::Selective, "selective",
+       "inside the tensor-parallel blocks, the ops that keep much memory for "
+       "little compute (attention scores, softmax, dropout) recomputed "
+       "(Korthikanti et al. 2022)"},
+      {Recompute::Full, "full",
+       "every op read by exactly one op recomputed: each layer keeps only "
+       "its input (Megatron-LM's full recomputation)"},
+  };
+  return list;
+}
+
+const RecomputeInfo *findRecompute(const std::string &name) {
+  for (const RecomputeInfo &info : recomputeModes())
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+SearchResult megatronLayout(const Problem &problem,
+                            const MegatronLayout &layout, std::string &error) {
+  auto begin = std::chrono::steady_clock::now();
+  const sim::Graph &graph = problem.graph;
+  const Machine &machine = problem.machine;
+  int64_t numDevices = machine.numDevices();
+  SearchResult best;
+  auto fail = [&](std::string why) {
+    error = std::move(why);
+    return SearchResult();
+  };
+  if (layout.tensorParallel < 0 || layout.pipelineParallel < 1 ||
+      layout.dataParallel < 0 || layout.virtualStages < 1 ||
+      layout.microbatches < 0)
+    return fail("tp, dp and microbatches must be >= 0, pp and "
+                "virtual-stages >= 1");
+  int64_t tp = layout.tensorParallel > 0 ? layout.tensorParallel
+                                         : devicesPerNode(machine);
+  int64_t pp = layout.pipelineParallel, v = layout.virtualStages;
+  if (numDevices % (tp * pp) != 0)
+    return fail("tp x pp = " + std::to_string(tp) + " x " +
+                std::to_string(pp) + " does not divide the machine's " +
+                std::to_string(numDevices) + " devices");
+  int64_t dp = numDevices / (tp * pp);
+  if (layout.dataParallel > 0 && layout.dataParallel != dp)
+    return fail("tp x pp x dp = " + std::to_string(tp) + " x " +
+                std::to_string(pp) + " x " +
+                std::to_string(layout.dataParallel) + " but the machine has " +
+                std::to_string(numDevices) + " devices");
+  if (v > 1 && pp == 1)
+    return fail("virtual-stages needs pp > 1");
+  int64_t stages = pp * v;
+  std::vector<int32_t> stageOf = balancedStages(graph, stages);
+  if (stageOf.empty())
+    return fail("the graph's " + std::to_string(graph.ops.size()) +
+                " ops do not cut into pp x virtual-stages = " +
+                std::to_string(stages) + " stages");
+  std::vector<int64_t> counts;
+  if (layout.microbatches > 0) {
+    if (!batchDivides(graph, layout.microbatches))
+      return fail("the batch does not divide into " +
+                  std::to_string(layout.microbatches) + " micro-batches");
+    if (v > 1 && layout.microbatches % pp != 0)
+      return fail("interleaving needs micro-batches (" +
+                  std::to_string(layout.microbatches) +
+                  ") a multiple of pp (" + std::to_string(pp) + ")");
+    counts.push_back(layout.microbatches);
+  } else if (pp == 1) {
+    counts.push_back(1);
+  } else {
+    for (int64_t m = pp; batchDivides(graph, m); m *= 2)
+      counts.push_back(m);
+    if (counts.empty())
+      return fail("the batch does not divide into pp = " +
+                  std::to_string(pp) + " micro-batches");
+  }
+
+  MegatronOptions inner;
+  inner.tensorParallel = tp;
+  inner.sequenceParallel = layout.sequenceParallel;
+  inner.distributedOptimizer = layout.distributedOptimizer;
+  inner.recompute = layout.recompute == Recompute::Full;
+  inner.selectiveRecompute = layout.recompute == Recompute::Selective;
+  int64_t perRank = numDevices / pp;
+  bool splitsLayers = false;
+  for (int64_t m : counts) {
+    sim::Pipeline pipeline;
+    pipeline.microbatches = m;
+    pipeline.schedule =
+        v > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB;
+    if (pp > 1 || m > 1)
+      for (int64_t k = 0; k < stages; ++k) {
+        pipeline.firstDevice.push_back((k % pp) * perRank);
+        pipeline.numDevices.push_back(perRank);
+      }
+    sim::Graph micro = sim::microBatchGraph(graph, m);
+    sim::Strategy strategy(graph.ops.size());
+    for (int64_t k = 0; k < stages; ++k) {
+      int64_t first = (k % pp) * perRank;
+      sim::Graph part =
+          sim::stageGraph(micro, stageOf, static_cast<int32_t>(k));
+      placeStage(stageOf, static_cast<int32_t>(k),
+                 megatron(part, machine.subMachine(first, perRank), inner),
+                 first, pipeline.enabled(), strategy);
+    }
+    for (size_t op = 0; op < graph.ops.size(); ++op)
+      for (size_t d = 0; d < strategy[op].degrees.size(); ++d)
+        if (graph.ops[op].space.dims[d].kind == IterKind::Parameter &&
+            strategy[op].degrees[d] > 1)
+          splitsLayers = true;
+    SearchResult candidate;
+    candidate.strategy = std::move(strategy);
+    if (pipeline.enabled()) {
+      candidate.pipeline = pipeline;
+      candidate.pipelineResult = sim::simulatePipeline(
+          graph, machine, problem.costModel, problem.simOptions,
+          candidate.strategy, pipeline);
+      candidate.objective = pipelineObjective(problem, candidate.pipelineResult);
+    } else {
+      sim::Simulator simulator(graph, machine, problem.costModel,
+                               problem.simOptions);
+      candidate.result = simulator.simulate(candidate.strategy);
+      candidate.objective = objective(problem, candidate.result);
+    }
+    best.iterations += 1;
+    double time = candidate.pipeline.enabled()
+                      ? candidate.pipelineResult.iterationTime
+                      : candidate.result.iterationTime;
+    double bestTime = best.pipeline.enabled()
+                          ? best.pipelineResult.iterationTime
+                          : best.result.iterationTime;
+    // The fastest that fits; without one, the fastest.
+    if (best.strategy.empty() || candidate.objective < best.objective ||
+        (!std::isfinite(best.objective) &&
+         !std::isfinite(candidate.objective) && time < bestTime)) {
+      int64_t iterations = best.iterations;
+      best = std::move(candidate);
+      best.iterations = iterations;
+    }
+  }
+  if (tp > 1 && !splitsLayers)
+    return fail("tp = " + std::to_string(tp) +
+                " splits no layer: no linear layer's output features "
+                "divide by it");
+  std::string text = "megatron tp " + std::to_string(tp) + " x pp " +
+                     std::to_string(pp) + " x dp " + std::to_string(dp);
+  if (v > 1)
+    text += ", " + std::to_string(v) + " virtual stages";
+  if (best.pipeline.enabled())
+    text += ", " + std::to_string(best.pipeline.microbatches) +
+            " micro-batches (" +
+            pipelineScheduleInfo(best.pipeline.schedule).name + ")";
+  if (layout.sequenceParallel)
+    text += ", sequence parallel";
+  if (layout.distributedOptimizer)
+    text += ", distributed optimizer";
+  for (const RecomputeInfo &info : recomputeModes())
+    if (info.mode == layout.recompute && info.mode != Recompute::None)
+      text += std::string(", ") + info.name + " recomputation";
+  best.algorithm = text;
+  best.seconds = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - begin)
+                     .count();
   return best;
 }
 

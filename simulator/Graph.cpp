@@ -322,6 +322,13 @@ OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng) {
   return config;
 }
 
+double modelFlops(const Graph &graph) {
+  double flops = 0;
+  for (const Op &op : graph.ops)
+    flops += op.cost.fwdFlops + op.cost.bwdFlops;
+  return flops;
+}
+
 double peakComputeSeconds(const Graph &graph, const DeviceSpec &spec) {
   double seconds = 0;
   for (const Op &op : graph.ops)

@@ -50,6 +50,14 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.memoryLimit = options.memoryLimit;
     searchOptions.reportDir = options.reportDir;
     searchOptions.progress = options.progress;
+    searchOptions.tp = options.tp;
+    searchOptions.pp = options.pp;
+    searchOptions.dp = options.dp;
+    searchOptions.virtualStages = options.virtualStages;
+    searchOptions.microbatches = options.microbatches;
+    searchOptions.recompute = options.recompute;
+    searchOptions.sequenceParallel = options.sequenceParallel;
+    searchOptions.distributedOptimizer = options.distributedOptimizer;
     pm.addPass(createSearchStrategy(searchOptions));
   }
 

@@ -262,6 +262,19 @@ std::string writeSummary(const ReportModel &m) {
   line("throughput",
        fixed(r.iterationTime > 0 ? in.batchSize / r.iterationTime : 0, 1) +
            " samples/s");
+  double flops = sim::modelFlops(in.problem.graph);
+  char flopsText[32];
+  std::snprintf(flopsText, sizeof flopsText, "%.3e", flops);
+  line("model FLOPs", std::string(flopsText) +
+                          " per iteration (forward and backward, "
+                          "recomputation not counted)");
+  if (r.iterationTime > 0)
+    line("TFLOP/s per device",
+         fixed(flops / r.iterationTime /
+                   static_cast<double>(in.problem.machine.numDevices()) /
+                   1e12,
+               1) +
+             " (model FLOPs / predicted time / devices)");
   if (!m.strategies.empty())
     line("MFU", fixed(100 * m.strategies.back().mfu, 1) +
                     "% (model FLOPs at peak / predicted time on every device)");

@@ -48,10 +48,15 @@ enum class Algorithm {
   DynamicProgramming,
   Exhaustive,
   Pipeline,
+  Megatron,
   Baseline
 };
 
 std::optional<Algorithm> parseAlgorithm(StringRef name) {
+  // Megatron-LM's layout takes options (tp, pp, ...); its default is the
+  // "megatron" baseline.
+  if (name == "megatron")
+    return Algorithm::Megatron;
   if (search::findBaseline(name.str()))
     return Algorithm::Baseline;
   return llvm::StringSwitch<std::optional<Algorithm>>(name)
@@ -263,6 +268,26 @@ void SearchStrategyPass::runOnOperation() {
                        << "': expected " << pipelineScheduleNames();
     return signalPassFailure();
   }
+  if (!search::findRecompute(recompute)) {
+    const std::vector<search::RecomputeInfo> &list = search::recomputeModes();
+    std::string modes;
+    for (size_t i = 0; i < list.size(); ++i)
+      modes += (i == 0 ? "" : i + 1 == list.size() ? " or " : ", ") +
+               std::string(list[i].name);
+    module.emitError() << "ppc-search: unknown recompute '" << recompute
+                       << "': expected " << modes;
+    return signalPassFailure();
+  }
+  if (algo != Algorithm::Megatron &&
+      (tp != 0 || pp != 1 || dp != 0 || virtualStages != 1 ||
+       recompute != "none" || sequenceParallel || distributedOptimizer)) {
+    module.emitError()
+        << "ppc-search: tp, pp, dp, virtual-stages, recompute, "
+           "sequence-parallel and distributed-optimizer apply to "
+           "algorithm=megatron, not '"
+        << algorithm << "'";
+    return signalPassFailure();
+  }
   if (stages < 0 || microbatches < 0) {
     module.emitError() << "ppc-search: stages and microbatches must be >= 0 "
                           "(0: searched)";
@@ -461,6 +486,24 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         pipelineOptions.schedule =
             findPipelineSchedule(schedule.getValue())->kind;
       found = search::pipelineSearch(problem, options, pipelineOptions);
+      break;
+    }
+    case Algorithm::Megatron: {
+      search::MegatronLayout layout;
+      layout.tensorParallel = tp;
+      layout.pipelineParallel = pp;
+      layout.dataParallel = dp;
+      layout.virtualStages = virtualStages;
+      layout.microbatches = microbatches;
+      layout.recompute = search::findRecompute(recompute)->mode;
+      layout.sequenceParallel = sequenceParallel;
+      layout.distributedOptimizer = distributedOptimizer;
+      std::string error;
+      found = search::megatronLayout(problem, layout, error);
+      if (!error.empty())
+        return emitError(func.getLoc())
+               << "ppc-search: megatron layout for @" << func.getSymName()
+               << ": " << error;
       break;
     }
     case Algorithm::Baseline:

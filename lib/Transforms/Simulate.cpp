@@ -368,6 +368,13 @@ void SimulatePass::writeTime(func::FuncOp func, const sim::Graph &graph,
   if (std::optional<int64_t> batch = getBatchSize(func))
     os << llvm::formatv("  throughput: {0:f1} samples/s (batch {1})\n",
                         *batch / iterationTime, *batch);
+  double flops = sim::modelFlops(graph);
+  os << llvm::formatv("  model FLOPs: {0:e3} per iteration (forward and "
+                      "backward, recomputation not counted)\n",
+                      flops);
+  os << llvm::formatv("  model TFLOP/s per device: {0:f1}\n",
+                      flops / iterationTime /
+                          static_cast<double>(machine.numDevices()) / 1e12);
   os << llvm::formatv(
       "  MFU: {0:f1}% (the graph's FLOPs at device 0's peak rates over "
       "the time and {1} devices)\n",

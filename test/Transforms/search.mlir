@@ -53,7 +53,7 @@
 // DP:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1, 1]>
 // DP-NEXT:  ppc.gelu {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1]>
 // DP-NEXT:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1, 1]>
-// MEGATRON:  ppc-search @mlp: megatron, 1 iterations in {{.*}}: {{.*}} ms per iteration predicted, data parallel {{.*}} ms
+// MEGATRON:  ppc-search @mlp: megatron tp 8 x pp 1 x dp 1, 1 iterations in {{.*}}: {{.*}} ms per iteration predicted, data parallel {{.*}} ms
 // MEGATRON:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 8, 1]>
 // MEGATRON-NEXT:  ppc.gelu {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 8]>
 // MEGATRON-NEXT:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [1, 1, 8]>

@@ -29,6 +29,8 @@
 // DP-NEXT:  cost model: roofline
 // DP-NEXT:  iteration time: {{[0-9]+\.[0-9]+}} ms
 // DP-NEXT:  throughput: {{[0-9]+\.[0-9]}} samples/s (batch 64)
+// DP-NEXT:  model FLOPs: {{[0-9.]+e\+[0-9]+}} per iteration (forward and backward, recomputation not counted)
+// DP-NEXT:  model TFLOP/s per device: {{[0-9]+\.[0-9]}}
 // DP-NEXT:  MFU: {{[0-9]+\.[0-9]}}% (the graph's FLOPs at device 0's peak rates over the time and 8 devices)
 // DP-EMPTY:
 // DP-NEXT:  devices:

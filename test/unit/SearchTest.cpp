@@ -975,7 +975,9 @@ TEST(StageDp, CheapCutsBeatEqualFlopCutsOnASlowLink) {
   EXPECT_LT(found.objective, 0.99 * equal.objective)
       << found.algorithm << " vs " << equal.algorithm;
   // Its stage boundaries are cheap cuts (after a narrow output).
-  for (size_t op = 1; op < g.ops.size(); ++op)
-    if (found.strategy[op].stage != found.strategy[op - 1].stage)
+  for (size_t op = 1; op < g.ops.size(); ++op) {
+    if (found.strategy[op].stage != found.strategy[op - 1].stage) {
       EXPECT_EQ(op % 2, 1u) << op << ": " << found.algorithm;
+    }
+  }
 }

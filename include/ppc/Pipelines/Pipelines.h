@@ -25,8 +25,8 @@ struct AutoParallelOptions
                      "already attached to the module)")};
   Option<std::string> search{
       *this, "search",
-      llvm::cl::desc("mcmc, dp, exhaustive, data-parallel, megatron or "
-                     "one-weird-trick"),
+      llvm::cl::desc("mcmc, dp, exhaustive, pipeline, megatron (with tp, "
+                     "pp, ...) or a baseline (data-parallel, fsdp, ...)"),
       llvm::cl::init("mcmc")};
   Option<std::string> budget{
       *this, "budget",
@@ -88,6 +88,41 @@ struct AutoParallelOptions
       llvm::cl::desc("Learning rate in the plan (0: the optimizer's default, "
                      "0.01 for sgd and momentum, 0.001 for adam)"),
       llvm::cl::init(0.0)};
+  // search=megatron: a published layout (ppc-search's options of the same
+  // names).
+  Option<int64_t> tp{*this, "tp",
+                     llvm::cl::desc("search=megatron: tensor-parallel degree "
+                                    "(0: the devices of a node)"),
+                     llvm::cl::init(0)};
+  Option<int64_t> pp{*this, "pp",
+                     llvm::cl::desc("search=megatron: pipeline stages"),
+                     llvm::cl::init(1)};
+  Option<int64_t> dp{*this, "dp",
+                     llvm::cl::desc("search=megatron: data-parallel degree "
+                                    "expected (0: what tp x pp leave)"),
+                     llvm::cl::init(0)};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("search=megatron: model chunks per pipeline stage"),
+      llvm::cl::init(1)};
+  Option<int64_t> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("search=megatron or pipeline: micro-batches (0: "
+                     "searched)"),
+      llvm::cl::init(0)};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("search=megatron: none, selective or full"),
+      llvm::cl::init("none")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("search=megatron: sequence parallelism"),
+      llvm::cl::init(false)};
+  Option<bool> distributedOptimizer{
+      *this, "distributed-optimizer",
+      llvm::cl::desc("search=megatron: optimizer state sharded over the "
+                     "data-parallel replicas"),
+      llvm::cl::init(false)};
 };
 
 /// Options of `ppc-lower-to-plan`: materialize resharding, partition into

@@ -296,7 +296,13 @@ struct PipelineSearchOptions {
 /// baseline this is Megatron-LM's TP x PP x DP layout), built for the
 /// stage's ops at the micro-batch size on its submesh. Every candidate is
 /// simulated (sim::simulatePipeline, 1F1B) and the fastest that fits wins;
-/// then, unless `stageBaseline` is fixed, the dynamic programming searches
+/// then, unless `stages` is fixed or `stageDp` is off, Alpa's stage DP
+/// (layer clusters cut where few bytes cross, each simulated alone per
+/// submesh size and baseline; contiguous cluster ranges on contiguous
+/// blocks of devices, unequal ones included, with a baseline each) at the
+/// winner's micro-batch count and its neighbours proposes plans that are
+/// simulated whole; then, unless `stageBaseline` is fixed, the dynamic
+/// programming searches
 /// each stage of the winner (its ops at the micro-batch size on its
 /// submesh), kept where the pipeline simulates faster; the winner is also
 /// tried as GPipe and interleaved (its submeshes taking v = 2, 4, ...
@@ -306,6 +312,48 @@ struct PipelineSearchOptions {
 SearchResult pipelineSearch(const Problem &problem,
                             const SearchOptions &options,
                             const PipelineSearchOptions &pipelineOptions = {});
+
+/// Activation recomputation in a Megatron-LM layout.
+enum class Recompute { None, Selective, Full };
+struct RecomputeInfo {
+  Recompute mode;
+  const char *name;
+  const char *description;
+};
+/// Every recomputation mode: the one list option parsers and docs read.
+const std::vector<RecomputeInfo> &recomputeModes();
+/// The mode named `name`, or null.
+const RecomputeInfo *findRecompute(const std::string &name);
+
+/// A Megatron-LM configuration as papers state it (Narayanan et al. 2021,
+/// Table 1; Korthikanti et al. 2022): TP x PP x DP devices, micro-batches,
+/// interleaving, recomputation, sequence parallelism and the distributed
+/// optimizer.
+struct MegatronLayout {
+  /// Tensor-parallel degree; 0: the devices of a node.
+  int64_t tensorParallel = 0;
+  /// Pipeline stages, each on the next N / pp devices.
+  int64_t pipelineParallel = 1;
+  /// The data-parallel degree expected (0: what tp x pp leave); a layout
+  /// whose tp x pp x dp is not the device count is refused.
+  int64_t dataParallel = 0;
+  /// Model chunks per pipeline stage: more than 1 is interleaved 1F1B.
+  int64_t virtualStages = 1;
+  /// 0: one without a pipeline, else the fastest that fits among the
+  /// powers of two from pp that divide the batch.
+  int64_t microbatches = 0;
+  Recompute recompute = Recompute::None;
+  bool sequenceParallel = false;
+  bool distributedOptimizer = false;
+};
+
+/// `layout` built for `problem` and simulated: the ops cut into pp x v
+/// stages of equal forward FLOPs (stage k on pipeline rank k mod pp),
+/// megatron() inside each at the micro-batch size on its rank's devices.
+/// When the layout does not fit the machine or the graph, the result has
+/// no strategy and `error` says why.
+SearchResult megatronLayout(const Problem &problem,
+                            const MegatronLayout &layout, std::string &error);
 
 /// The objective of a pipelined strategy: its iteration time, or +infinity
 /// when a device needs more memory than allowed.

@@ -91,6 +91,10 @@ struct WeightUse {
 /// and the lowering emits exactly this, so any strategy lowers.
 std::vector<WeightUse> weightHolders(const Graph &graph);
 
+/// The forward and backward FLOPs of `graph`: its model FLOPs per
+/// iteration (recomputation not counted).
+double modelFlops(const Graph &graph);
+
 /// Seconds the forward and backward FLOPs of `graph` take on one device of
 /// `spec` at its peak rates: model FLOPs utilization is this over the
 /// iteration time times the device count.

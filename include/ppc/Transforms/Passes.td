@@ -113,8 +113,12 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     every unpipelined baseline among the candidates, then Alpa's stage DP
     over layer clusters x submesh sizes (`stage-dp`), then runs the dynamic
     programming inside each stage of the winner and tries it as GPipe and
-    interleaved (`schedule` fixes one); `data-parallel`,
-    `megatron` and `one-weird-trick` take that baseline as it is. The result
+    interleaved (`schedule` fixes one); `megatron` builds Megatron-LM's
+    layout as a paper states it (`tp`, `pp`, `dp`, `virtual-stages`,
+    `microbatches`, `recompute`, `sequence-parallel`,
+    `distributed-optimizer`; by default tensor parallel in each node and
+    data parallel across); the other baselines (`data-parallel`, `fsdp`,
+    `one-weird-trick`, ...) are taken as they are. The result
     is deterministic for a seed and a thread count. Ctrl-C ends the search
     with the best strategy so far. A one-line summary goes to stderr; with
     `report-dir` the report files of docs/reports.md are written as well.
@@ -168,13 +172,31 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"stages", "stages", "int64_t", "0",
            "algorithm=pipeline: pipeline stages (0: searched)">,
     Option<"microbatches", "microbatches", "int64_t", "0",
-           "algorithm=pipeline: micro-batches (0: searched)">,
+           "algorithm=pipeline or megatron: micro-batches (0: searched)">,
     Option<"stageBaseline", "stage-baseline", "std::string", "\"\"",
            "algorithm=pipeline: the baseline inside every stage (default: "
            "searched among all)">,
     Option<"stageDp", "stage-dp", "bool", "true",
            "algorithm=pipeline: also cut stages and size their submeshes "
            "by Alpa's DP over layer clusters (unless stages is fixed)">,
+    Option<"tp", "tp", "int64_t", "0",
+           "algorithm=megatron: tensor-parallel degree (0: the devices of a "
+           "node)">,
+    Option<"pp", "pp", "int64_t", "1",
+           "algorithm=megatron: pipeline stages">,
+    Option<"dp", "dp", "int64_t", "0",
+           "algorithm=megatron: data-parallel degree expected (0: what tp x "
+           "pp leave)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "algorithm=megatron: model chunks per pipeline stage "
+           "(interleaved 1F1B when > 1)">,
+    Option<"recompute", "recompute", "std::string", "\"none\"",
+           "algorithm=megatron: none, selective or full">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "algorithm=megatron: sequence parallelism">,
+    Option<"distributedOptimizer", "distributed-optimizer", "bool", "false",
+           "algorithm=megatron: optimizer state sharded over the "
+           "data-parallel replicas">,
     Option<"schedule", "schedule", "std::string", "\"\"",
            "algorithm=pipeline: gpipe, 1f1b or interleaved-1f1b (with "
            "stages = S: S submeshes of 2, 4, ... stages each; default: "
