@@ -12,8 +12,21 @@
 //       backward; halos and operands a split does not shrink (a weight under
 //       a batch split) are counted in full on every partition.
 //     eff   = max(minEfficiency, flops / (flops + halfFlops)), halfFlops
-//             being the device's half_efficiency_flops when it has one
-//     time  = max(flops / (peak(dtype) * eff), bytes / memoryBandwidth)
+//             being the device's half_efficiency_flops when it has one;
+//             for a contraction (an iteration dim that two operands index
+//             and no result: matmuls, convolutions) on a device with
+//             compute_units, instead the GEMM model of NVIDIA's Matrix
+//             Multiplication Background guide, per GEMM the phase runs (the
+//             result forward; the gradient of each operand read from an op
+//             or a weight backward, each an equal share of the flops):
+//               tiles = ceil(outputs / 128^2)      cuBLAS's usual tile
+//               wave  = tiles / (ceil(tiles / units) * units)
+//               tile  = outputs / (tiles * 128^2)  partial last tile
+//               depth = k / (k + 64), k = points / outputs: a tile's fixed
+//                       prologue and epilogue against its reduction
+//               eff   = matmul_efficiency * wave * tile * depth
+//     time  = max(flops / (peak(dtype) * eff),
+//                 bytes / (memoryBandwidth * bandwidth_efficiency))
 //             + launchOverhead
 //     and 0 (no kernel, no launch) when flops and bytes are both 0 (views
 //     such as reshape) or the partition is empty.
@@ -81,6 +94,50 @@ double elementsOf(const std::vector<TensorAccess> &tensors) {
   return n;
 }
 
+/// Output elements of one thread-block tile of a GPU matrix
+/// multiplication: 128 x 128, the tile cuBLAS picks for most large GEMMs
+/// (NVIDIA, "Matrix Multiplication Background User's Guide", section 2.3).
+constexpr double kTileElements = 128.0 * 128.0;
+/// The reduction length at which a tile spends as long in its fixed
+/// prologue and epilogue as in its main loop.
+constexpr double kHalfDepth = 64;
+
+/// Whether `op` contracts two tensors: an iteration dim that at least two
+/// operands index and no result does (a matmul's k, a convolution's input
+/// channels and window). Such ops run on a GPU's matrix units in tiles.
+bool isContraction(const Op &op) {
+  const IterationSpace &space = op.space;
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    auto indexes = [&](const TensorAccess &tensor) {
+      for (const DimAccess &access : tensor.dims)
+        if (!access.isWhole() && access.iterDim == static_cast<int32_t>(d))
+          return true;
+      return false;
+    };
+    if (std::any_of(space.results.begin(), space.results.end(), indexes))
+      continue;
+    if (std::count_if(space.operands.begin(), space.operands.end(),
+                      indexes) >= 2)
+      return true;
+  }
+  return false;
+}
+
+/// The fraction of the matrix units' rate a GEMM writing `outputs`
+/// elements, each a sum over `points / outputs` products, reaches on
+/// `units` compute units: its last wave's idle units, its last tile's
+/// unused part and its tiles' fixed cost against their reduction.
+double gemmEfficiency(double outputs, double points, int64_t units) {
+  if (outputs <= 0)
+    return 1;
+  double tiles = std::ceil(outputs / kTileElements);
+  double waves = std::ceil(tiles / static_cast<double>(units));
+  double wave = tiles / (waves * static_cast<double>(units));
+  double tile = outputs / (tiles * kTileElements);
+  double depth = points / outputs;
+  return wave * tile * depth / (depth + kHalfDepth);
+}
+
 const char *stringifyPhase(Phase phase) {
   return phase == Phase::Forward ? "forward" : "backward";
 }
@@ -120,7 +177,10 @@ double CostModel::updateTime(int64_t elements, int64_t elemBytes,
   double peak = device.getPeakFlops(elemBytes == 8 ? DType::F64 : DType::F32);
   // No launch overhead: frameworks update all weights with a few
   // multi-tensor kernels, not one kernel per weight.
-  return std::max(flops / peak, bytes / device.memoryBandwidth);
+  double bandwidth =
+      device.memoryBandwidth *
+      (device.bandwidthEfficiency > 0 ? device.bandwidthEfficiency : 1.0);
+  return std::max(flops / peak, bytes / bandwidth);
 }
 
 double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
@@ -152,14 +212,41 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   double flops = opFlops * pointFraction;
   double bytes = opBytes * byteFraction;
   double computeTime = 0;
-  if (flops > 0) {
+  double peak = device.getPeakFlops(op.dtype);
+  if (flops > 0 && device.computeUnits > 0 && isContraction(op)) {
+    // The GEMMs of the phase: its result forward; backward the gradient of
+    // every operand that has one (activations and weights, not the data).
+    std::vector<double> outputs;
+    if (forward) {
+      for (const std::vector<int64_t> &result : shape.resultShapes)
+        outputs.push_back(elementsOf(result));
+    } else {
+      for (size_t i = 0; i < op.operands.size(); ++i)
+        if (op.operands[i].kind == Source::Kind::Op ||
+            op.operands[i].kind == Source::Kind::Weight)
+          outputs.push_back(elementsOf(shape.operandShapes[i]));
+      if (outputs.empty())
+        for (const std::vector<int64_t> &result : shape.resultShapes)
+          outputs.push_back(elementsOf(result));
+    }
+    double matmul =
+        device.matmulEfficiency > 0 ? device.matmulEfficiency : 1.0;
+    for (double out : outputs)
+      computeTime += flops / static_cast<double>(outputs.size()) /
+                     (peak * matmul *
+                      std::max(gemmEfficiency(out, points, device.computeUnits),
+                               minEfficiency));
+  } else if (flops > 0) {
     double half =
         device.halfEfficiencyFlops > 0 ? device.halfEfficiencyFlops : halfFlops;
     double efficiency = half > 0 ? flops / (flops + half) : 1.0;
     efficiency = std::max(efficiency, minEfficiency);
-    computeTime = flops / (device.getPeakFlops(op.dtype) * efficiency);
+    computeTime = flops / (peak * efficiency);
   }
-  double memoryTime = bytes > 0 ? bytes / device.memoryBandwidth : 0;
+  double bandwidth =
+      device.memoryBandwidth *
+      (device.bandwidthEfficiency > 0 ? device.bandwidthEfficiency : 1.0);
+  double memoryTime = bytes > 0 ? bytes / bandwidth : 0;
   return std::max(computeTime, memoryTime) + device.launchOverhead;
 }
 

@@ -79,7 +79,10 @@ bool DeviceSpec::operator==(const DeviceSpec &other) const {
          memoryBandwidth == other.memoryBandwidth &&
          memoryBytes == other.memoryBytes &&
          launchOverhead == other.launchOverhead &&
-         halfEfficiencyFlops == other.halfEfficiencyFlops;
+         halfEfficiencyFlops == other.halfEfficiencyFlops &&
+         computeUnits == other.computeUnits &&
+         matmulEfficiency == other.matmulEfficiency &&
+         bandwidthEfficiency == other.bandwidthEfficiency;
 }
 
 //===----------------------------------------------------------------------===//

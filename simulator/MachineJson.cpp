@@ -191,6 +191,24 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
     spec.halfEfficiencyFlops = half.get<double>();
     requireNonNegative(spec.halfEfficiencyFlops, r.at("half_efficiency_flops"));
   }
+  if (r.has("compute_units")) {
+    const json &units = r.get("compute_units");
+    if (!units.is_number_integer() || units.get<int64_t>() < 0)
+      throw JsonError{r.at("compute_units"),
+                      "must be a whole number >= 0"};
+    spec.computeUnits = units.get<int64_t>();
+  }
+  for (auto [key, field] :
+       {std::pair{"matmul_efficiency", &spec.matmulEfficiency},
+        std::pair{"bandwidth_efficiency", &spec.bandwidthEfficiency}}) {
+    if (!r.has(key))
+      continue;
+    const json &value = r.get(key);
+    if (!value.is_number() || !(value.get<double>() > 0) ||
+        value.get<double>() > 1)
+      throw JsonError{r.at(key), "must be a fraction in (0, 1]"};
+    *field = value.get<double>();
+  }
   r.finish();
   return spec;
 }
@@ -377,12 +395,20 @@ ojson writeDeviceSpec(const DeviceSpec &spec) {
   for (int i = 0; i < kNumDTypes; ++i)
     if (spec.peakFlops[i] > 0)
       flops[stringifyDType(static_cast<DType>(i))] = spec.peakFlops[i];
-  return {{"name", spec.name},
-          {"peak_flops", flops},
-          {"memory_bandwidth", spec.memoryBandwidth},
-          {"memory_bytes", spec.memoryBytes},
-          {"launch_overhead", spec.launchOverhead},
-          {"half_efficiency_flops", spec.halfEfficiencyFlops}};
+  ojson device = {{"name", spec.name},
+                  {"peak_flops", flops},
+                  {"memory_bandwidth", spec.memoryBandwidth},
+                  {"memory_bytes", spec.memoryBytes},
+                  {"launch_overhead", spec.launchOverhead},
+                  {"half_efficiency_flops", spec.halfEfficiencyFlops}};
+  // The GPU model's figures, where the device has them.
+  if (spec.computeUnits > 0)
+    device["compute_units"] = spec.computeUnits;
+  if (spec.matmulEfficiency > 0)
+    device["matmul_efficiency"] = spec.matmulEfficiency;
+  if (spec.bandwidthEfficiency > 0)
+    device["bandwidth_efficiency"] = spec.bandwidthEfficiency;
+  return device;
 }
 
 ojson writeLinkSpec(const LinkSpec &spec) {

@@ -20,7 +20,9 @@ DeviceAttr getDeviceAttr(MLIRContext *context, const ppc::DeviceSpec &spec) {
   return DeviceAttr::get(
       context, spec.name, DictionaryAttr::get(context, flops),
       APFloat(spec.memoryBandwidth), spec.memoryBytes,
-      APFloat(spec.launchOverhead), APFloat(spec.halfEfficiencyFlops));
+      APFloat(spec.launchOverhead), APFloat(spec.halfEfficiencyFlops),
+      spec.computeUnits, APFloat(spec.matmulEfficiency),
+      APFloat(spec.bandwidthEfficiency));
 }
 
 LinkAttr getLinkAttr(MLIRContext *context, const ppc::LinkSpec &spec) {
@@ -47,6 +49,9 @@ ppc::DeviceSpec toDeviceSpec(DeviceAttr attr) {
   spec.memoryBytes = attr.getMemoryBytes();
   spec.launchOverhead = attr.getLaunchOverhead().convertToDouble();
   spec.halfEfficiencyFlops = attr.getHalfEfficiencyFlops().convertToDouble();
+  spec.computeUnits = attr.getComputeUnits();
+  spec.matmulEfficiency = attr.getMatmulEfficiency().convertToDouble();
+  spec.bandwidthEfficiency = attr.getBandwidthEfficiency().convertToDouble();
   return spec;
 }
 

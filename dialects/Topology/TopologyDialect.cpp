@@ -139,7 +139,8 @@ static std::string listLinkKinds() {
 // #topo.device<"name", peak_flops = {f32 = 1.0e+13, ...},
 //              memory_bandwidth = 1.0e+12, memory_bytes = 17179869184
 //              [, launch_overhead = 5.0e-06]
-//              [, half_efficiency_flops = 2.0e+05]>
+//              [, half_efficiency_flops = 2.0e+05] [, compute_units = 132]
+//              [, matmul_efficiency = 0.7] [, bandwidth_efficiency = 0.9]>
 Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   MLIRContext *ctx = parser.getContext();
   SMLoc loc = parser.getCurrentLocation();
@@ -169,17 +170,27 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, parseFlop))
     return {};
-  double bandwidth, overhead = 0, halfFlops = 0;
-  int64_t bytes;
+  double bandwidth, overhead = 0, halfFlops = 0, matmul = 0, streaming = 0;
+  int64_t bytes, units = 0;
   if (parser.parseComma() ||
       parseNumberField(parser, "memory_bandwidth", bandwidth) ||
       parser.parseComma() || parser.parseKeyword("memory_bytes") ||
       parser.parseEqual() || parser.parseInteger(bytes))
     return {};
-  // Both trailing fields are optional; each is named.
+  // The trailing fields are optional; each is named.
   while (succeeded(parser.parseOptionalComma())) {
     if (succeeded(parser.parseOptionalKeyword("launch_overhead"))) {
       if (parser.parseEqual() || parseNumber(parser, overhead))
+        return {};
+    } else if (succeeded(parser.parseOptionalKeyword("compute_units"))) {
+      if (parser.parseEqual() || parser.parseInteger(units))
+        return {};
+    } else if (succeeded(parser.parseOptionalKeyword("matmul_efficiency"))) {
+      if (parser.parseEqual() || parseNumber(parser, matmul))
+        return {};
+    } else if (succeeded(
+                   parser.parseOptionalKeyword("bandwidth_efficiency"))) {
+      if (parser.parseEqual() || parseNumber(parser, streaming))
         return {};
     } else if (parseNumberField(parser, "half_efficiency_flops", halfFlops)) {
       return {};
@@ -189,7 +200,8 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
     return {};
   return getChecked([&] { return parser.emitError(loc); }, ctx, name,
                     DictionaryAttr::get(ctx, flops), APFloat(bandwidth), bytes,
-                    APFloat(overhead), APFloat(halfFlops));
+                    APFloat(overhead), APFloat(halfFlops), units,
+                    APFloat(matmul), APFloat(streaming));
 }
 
 void DeviceAttr::print(AsmPrinter &printer) const {
@@ -210,6 +222,16 @@ void DeviceAttr::print(AsmPrinter &printer) const {
     printer << ", half_efficiency_flops = ";
     printDouble(printer, getHalfEfficiencyFlops().convertToDouble());
   }
+  if (getComputeUnits() != 0)
+    printer << ", compute_units = " << getComputeUnits();
+  if (!getMatmulEfficiency().isZero()) {
+    printer << ", matmul_efficiency = ";
+    printDouble(printer, getMatmulEfficiency().convertToDouble());
+  }
+  if (!getBandwidthEfficiency().isZero()) {
+    printer << ", bandwidth_efficiency = ";
+    printDouble(printer, getBandwidthEfficiency().convertToDouble());
+  }
   printer << ">";
 }
 
@@ -217,7 +239,10 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef name, DictionaryAttr peakFlops,
                                  APFloat memoryBandwidth, int64_t memoryBytes,
                                  APFloat launchOverhead,
-                                 APFloat halfEfficiencyFlops) {
+                                 APFloat halfEfficiencyFlops,
+                                 int64_t computeUnits,
+                                 APFloat matmulEfficiency,
+                                 APFloat bandwidthEfficiency) {
   if (name.empty())
     return emitError() << "device name must not be empty";
   bool hasF32 = false;
@@ -250,6 +275,15 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!(std::isfinite(halfFlops) && halfFlops >= 0))
     return emitError() << "half_efficiency_flops must be >= 0, got "
                        << halfFlops;
+  if (computeUnits < 0)
+    return emitError() << "compute_units must be >= 0, got " << computeUnits;
+  // 0 leaves a fraction unset.
+  for (auto [name, value] :
+       {std::pair{"matmul_efficiency", matmulEfficiency.convertToDouble()},
+        std::pair{"bandwidth_efficiency",
+                  bandwidthEfficiency.convertToDouble()}})
+    if (!(value >= 0 && value <= 1))
+      return emitError() << name << " must be in [0, 1], got " << value;
   return success();
 }
 

@@ -34,6 +34,15 @@ DeviceSpec presetDevice(const char *preset) {
   return machine->getSpec(0);
 }
 
+/// The H100 preset without its GEMM model: contractions follow the
+/// efficiency curve.
+DeviceSpec curveH100() {
+  DeviceSpec spec = presetDevice("dgx-h100");
+  spec.computeUnits = 0;
+  spec.matmulEfficiency = 0;
+  return spec;
+}
+
 /// C[m, n] = A[m, k] * B[k, n], with the dialect's cost conventions.
 Op matmul(int64_t m, int64_t k, int64_t n, std::string name = "mm") {
   Op op;
@@ -137,7 +146,7 @@ DeviceSpec computeOnly() {
 //===----------------------------------------------------------------------===//
 
 TEST(Roofline, ComputeBoundMatmulOnH100) {
-  DeviceSpec h100 = presetDevice("dgx-h100");
+  DeviceSpec h100 = curveH100();
   Op op = matmul(4096, 4096, 4096);
   RooflineCostModel model;
   // F = 2 * 4096^3 = 137438953472: (F + 2e8) / 67e12 = 2.05431273838806e-3 s
@@ -147,6 +156,49 @@ TEST(Roofline, ComputeBoundMatmulOnH100) {
   // Backward: 2F and 2x bytes: (2F + 2e8) / 67e12 + 3 us.
   EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, h100),
              (2 * 137438953472.0 + 2e8) / 67e12 + 3e-6);
+}
+
+TEST(GemmModel, TilesWavesAndDepthOnH100) {
+  // The preset's 132 SMs at 80.1% of peak (f32 here: 67e12).
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  ASSERT_EQ(h100.computeUnits, 132);
+  Op op = matmul(4096, 4096, 4096);
+  RooflineCostModel model;
+  // 4096^2 outputs = 1024 tiles of 128^2: 8 waves of 132, the last 100
+  // full: 1024 / 1056; depth 4096 / (4096 + 64).
+  double eff = 0.801 * (1024.0 / 1056.0) * (4096.0 / 4160.0);
+  double flops = 2.0 * 4096 * 4096 * 4096;
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, h100),
+             flops / (67e12 * eff) + 3e-6);
+  // Backward: the data input has no gradient, the weight's GEMM ([4096,
+  // 4096], depth 4096) does all 2F.
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, h100),
+             2 * flops / (67e12 * eff) + 3e-6);
+  // Read from an op, the input has a gradient too: two GEMMs of F each.
+  op.operands[0] = {Source::Kind::Op, 0};
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, h100),
+             2 * flops / (67e12 * eff) + 3e-6);
+}
+
+TEST(GemmModel, WaveQuantization) {
+  // 132 tiles fill one wave; 133 need two, the second nearly idle: the
+  // kernel takes about twice as long for 1/132 more work.
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  RooflineCostModel model;
+  Op full = matmul(128 * 132, 8192, 128);
+  Op over = matmul(128 * 133, 8192, 128);
+  double tFull = model.kernelTime(full, whole(full), Phase::Forward, h100);
+  double tOver = model.kernelTime(over, whole(over), Phase::Forward, h100);
+  EXPECT_NEAR(tOver / tFull, 2.0, 0.02);
+  // A short reduction wastes the tiles' fixed cost: k = 64 runs at half
+  // the rate of a long one per FLOP.
+  Op shallow = matmul(128 * 132, 64, 128);
+  double perFlopShallow =
+      (model.kernelTime(shallow, whole(shallow), Phase::Forward, h100) -
+       3e-6) /
+      shallow.cost.fwdFlops;
+  double perFlopDeep = (tFull - 3e-6) / full.cost.fwdFlops;
+  EXPECT_NEAR(perFlopShallow / perFlopDeep, 2 * 8192.0 / 8256.0, 1e-9);
 }
 
 TEST(Roofline, MemoryBoundReluOnH100) {
@@ -177,7 +229,7 @@ TEST(Roofline, CpuPreset) {
 }
 
 TEST(Roofline, SmallKernelEfficiency) {
-  DeviceSpec h100 = presetDevice("dgx-h100");
+  DeviceSpec h100 = curveH100();
   RooflineCostModel model;
   // 64^3: F = 524288, efficiency 0.0026 is below the floor of 0.02:
   // 524288 / (67e12 * 0.02) = 3.9126e-7 s, plus 3 us.
@@ -264,7 +316,7 @@ TEST(Roofline, EmptyPartitionCostsNothing) {
 }
 
 TEST(Roofline, DtypePicksThePeak) {
-  DeviceSpec h100 = presetDevice("dgx-h100");
+  DeviceSpec h100 = curveH100();
   RooflineCostModel model;
   Op op = matmul(4096, 4096, 4096);
   op.dtype = DType::BF16;

@@ -495,6 +495,40 @@ TEST(MachineJson, HalfEfficiencyFlops) {
             std::string::npos);
 }
 
+TEST(MachineJson, GemmModelFigures) {
+  std::string text = validJsonGraph();
+  auto with = [&](const std::string &fields) {
+    std::string changed = text;
+    changed.replace(changed.find("\"launch_overhead\": \"5 us\""),
+                    std::string("\"launch_overhead\": \"5 us\"").size(),
+                    "\"launch_overhead\": \"5 us\", " + fields);
+    return changed;
+  };
+  std::string error;
+  std::optional<Machine> m = parseMachineJson(
+      with("\"compute_units\": 108, \"matmul_efficiency\": 0.869, "
+           "\"bandwidth_efficiency\": 0.9"),
+      "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->getSpec(0).computeUnits, 108);
+  EXPECT_DOUBLE_EQ(m->getSpec(0).matmulEfficiency, 0.869);
+  EXPECT_DOUBLE_EQ(m->getSpec(0).bandwidthEfficiency, 0.9);
+  // Absent: 0, no GEMM model and the whole peak and bandwidth.
+  m = parseMachineJson(text, "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->getSpec(0).computeUnits, 0);
+  EXPECT_EQ(m->getSpec(0).matmulEfficiency, 0);
+  EXPECT_NE(parseError(with("\"compute_units\": 1.5")).find(
+                "compute_units: must be a whole number >= 0"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("\"matmul_efficiency\": 1.2")).find(
+                "matmul_efficiency: must be a fraction in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("\"bandwidth_efficiency\": 0")).find(
+                "bandwidth_efficiency: must be a fraction in (0, 1]"),
+            std::string::npos);
+}
+
 TEST(MachineCluster, RoutesAreThoseOfTheGraph) {
   // Cluster routes are read off the layout of fromCluster (O(1), for large
   // machines); they must be the paths a search over the graph finds.

@@ -82,6 +82,16 @@ struct DeviceSpec {
   /// efficiency curve); 0: the cost model's default, tuned for GPUs. A CPU
   /// core reaches it with far smaller GEMMs.
   double halfEfficiencyFlops = 0;
+  /// GPUs: streaming multiprocessors (compute units) that a matrix
+  /// multiplication's output tiles are spread over, in waves; 0: no tile
+  /// and wave model (the efficiency curve above instead).
+  int64_t computeUnits = 0;
+  /// The fraction of the peak rate large matrix multiplications reach
+  /// (cuBLAS on big GEMMs); 0: all of it.
+  double matmulEfficiency = 0;
+  /// The fraction of the memory bandwidth streaming kernels reach; 0: all
+  /// of it.
+  double bandwidthEfficiency = 0;
 
   /// Peak FLOP/s for `type`. A type the device does not list runs at the
   /// rate of the nearest wider type it lists (bf16 -> f32, tf32 -> f32,

@@ -40,6 +40,21 @@
 
 // -----
 
+// expected-error @+1 {{compute_units must be >= 0, got -4}}
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, compute_units = -4>
+
+// -----
+
+// expected-error @+1 {{matmul_efficiency must be in [0, 1], got 1.5}}
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, matmul_efficiency = 1.5>
+
+// -----
+
+// expected-error @+1 {{bandwidth_efficiency must be in [0, 1], got -2}}
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, bandwidth_efficiency = -2.0>
+
+// -----
+
 // expected-error @+1 {{expected 'memory_bytes'}}
 #d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory = 1>
 

@@ -12,9 +12,13 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
     element type (`f64`, `f32`, `tf32`, `bf16`, `f16`, `f8`, `i8`; `f32` is
     required, a type left out runs at the rate of the next wider one), memory
     bandwidth in bytes/s, memory capacity in bytes, the fixed cost of
-    launching one kernel in seconds (optional, 0 by default) and the FLOPs at
+    launching one kernel in seconds (optional, 0 by default), the FLOPs at
     which a kernel reaches half the peak rate (optional, 0: the cost model's
-    default).
+    default), and for a GPU's matrix multiplications its compute units
+    (`compute_units`, the SMs that output tiles are spread over in waves),
+    the fraction of peak large ones reach (`matmul_efficiency`) and the
+    fraction of the memory bandwidth streaming kernels reach
+    (`bandwidth_efficiency`), all optional.
 
     ```mlir
     #h100 = #topo.device<"H100-SXM5-80GB",
@@ -28,7 +32,10 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
                         APFloatParameter<"bytes/s">:$memoryBandwidth,
                         "int64_t":$memoryBytes,
                         APFloatParameter<"seconds">:$launchOverhead,
-                        APFloatParameter<"flops">:$halfEfficiencyFlops);
+                        APFloatParameter<"flops">:$halfEfficiencyFlops,
+                        "int64_t":$computeUnits,
+                        APFloatParameter<"fraction">:$matmulEfficiency,
+                        APFloatParameter<"fraction">:$bandwidthEfficiency);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
