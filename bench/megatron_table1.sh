@@ -41,7 +41,8 @@ while read -r name heads hidden layers tp pp gpus batch tflops; do
   dp=$((gpus / (tp * pp)))
   model="$tmp/gpt-$name.mlir"
   python3 "$root/bench/models.py" gpt --layers "$layers" --hidden "$hidden" \
-    --heads "$heads" --seq 2048 --vocab 51200 --batch "$batch" \
+    --heads "$heads" --ff $((4 * hidden)) --seq 2048 --vocab 51200 --dropout 0.1 \
+    --batch "$batch" \
     --dtype f16 > "$model"
   "$build/bin/ppc-opt" "$model" \
     --ppc-attach-machine=machine="dgx-a100x$((gpus / 8))" \

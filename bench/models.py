@@ -183,8 +183,16 @@ class Cnn:
         return self.linear(x, c, classes, n, name), [n, classes]
 
 
-def bert(layers, batch, seq, hidden, heads, ff, vocab):
+def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0):
     e = Emitter()
+
+    def drop(name, v, shape):
+        # Megatron-LM's attention and hidden dropout, where asked for.
+        if not dropout:
+            return v
+        return e.op(name, "ppc.dropout %s {ratio = %s : f64} : %s"
+                    % (v, repr(float(dropout)), ty(shape)))
+
     hd = hidden // heads
     act = [batch, seq, hidden]
     emb = e.weight("embed.weight", [vocab, hidden])
@@ -224,17 +232,20 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab):
         scores = e.op(p + "attn.scores", "ppc.matmul %s, %s {transpose_rhs = true} : (%s, %s) -> %s"
                       % (q, k, ty(bh), ty(bh), ty([batch, heads, seq, seq])))
         probs = e.op(p + "attn.softmax", "ppc.softmax %s : %s" % (scores, ty([batch, heads, seq, seq])))
+        probs = drop(p + "attn.dropout", probs, [batch, heads, seq, seq])
         ctx = e.op(p + "attn.context", "ppc.matmul %s, %s : (%s, %s) -> %s"
                    % (probs, v, ty([batch, heads, seq, seq]), ty(bh), ty(bh)))
         ctx = e.op(p + "attn.merge.t", "ppc.transpose %s {permutation = array<i64: 0, 2, 1, 3>} : %s -> %s"
                    % (ctx, ty(bh), ty([batch, seq, heads, hd])))
         ctx = e.op(p + "attn.merge", "ppc.reshape %s : %s -> %s" % (ctx, ty([batch, seq, heads, hd]), ty(act)))
-        o = linear(p + "attn.out", ctx, hidden, hidden, act)
+        o = drop(p + "attn.out.dropout",
+                 linear(p + "attn.out", ctx, hidden, hidden, act), act)
         x = e.op(p + "residual1", "ppc.add %s, %s : (%s, %s) -> %s" % (x, o, ty(act), ty(act), ty(act)))
         h = layer_norm(p + "ln2", x)
         f = linear(p + "ff1", h, hidden, ff, act)
         f = e.op(p + "gelu", "ppc.gelu %s : %s" % (f, ty([batch, seq, ff])))
-        f = linear(p + "ff2", f, ff, hidden, [batch, seq, ff])
+        f = drop(p + "ff.dropout",
+                 linear(p + "ff2", f, ff, hidden, [batch, seq, ff]), act)
         x = e.op(p + "residual2", "ppc.add %s, %s : (%s, %s) -> %s" % (x, f, ty(act), ty(act), ty(act)))
     x = layer_norm("final_ln", x)
     logits = linear("lm_head", x, hidden, vocab, act)
@@ -555,6 +566,9 @@ def main():
     ap.add_argument("--heads", type=int)
     ap.add_argument("--ff", type=int)
     ap.add_argument("--vocab", type=int)
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="gpt/bert/transformer: dropout after the attention "
+                    "probabilities and both sublayers (Megatron-LM's 0.1)")
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
     ap.add_argument("--size", choices=sorted(GPT_SIZES), default="1.5b",
                     help="gpt: model size")
@@ -575,7 +589,7 @@ def main():
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
-            pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200))
+            pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200), a.dropout)
     elif a.model in ("bert", "transformer"):
         # BERT-Large by default; Transformer-base sizes for `transformer`.
         d = (dict(layers=24, seq=512, hidden=1024, heads=16, ff=4096, vocab=30522)
@@ -584,7 +598,7 @@ def main():
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]), pick(a.ff, d["ff"]),
-            pick(a.vocab, d["vocab"]))
+            pick(a.vocab, d["vocab"]), a.dropout)
     elif a.model.startswith("resnet"):
         header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch,
                                         image=pick(a.image, 224))

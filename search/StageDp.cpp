@@ -244,8 +244,10 @@ std::vector<StagePlan> stageDp(const Problem &problem,
           sim::Strategy strategy = inside[b]->build(part, mesh);
           if (tooManyTransfers(part, strategy, options.maxTransferPairs))
             continue;
-          sim::Simulator simulator(part, mesh, problem.costModel,
-                                   problem.simOptions);
+          sim::Simulator simulator(
+              part, mesh, problem.costModel,
+              sim::stageSimOptions(problem.simOptions,
+                                   microbatchCounts[mi]));
           sim::SimResult result = simulator.simulate(strategy);
           ClusterCost &cost = costs[costIndex(mi, di, kind, b)];
           cost.latency = result.backwardTime;

@@ -17,8 +17,9 @@
 //             and no result: matmuls, convolutions) on a device with
 //             compute_units, instead the GEMM model of NVIDIA's Matrix
 //             Multiplication Background guide, per GEMM the phase runs (the
-//             result forward; the gradient of each operand read from an op
-//             or a weight backward, each an equal share of the flops):
+//             result forward; backward the gradient of each contracted
+//             operand read from an op or a weight, not a bias, each an
+//             equal share of the flops):
 //               tiles = ceil(outputs / 128^2)      cuBLAS's usual tile
 //               wave  = tiles / (ceil(tiles / units) * units)
 //               tile  = outputs / (tiles * 128^2)  partial last tile
@@ -102,25 +103,34 @@ constexpr double kTileElements = 128.0 * 128.0;
 /// prologue and epilogue as in its main loop.
 constexpr double kHalfDepth = 64;
 
-/// Whether `op` contracts two tensors: an iteration dim that at least two
-/// operands index and no result does (a matmul's k, a convolution's input
-/// channels and window). Such ops run on a GPU's matrix units in tiles.
-bool isContraction(const Op &op) {
-  const IterationSpace &space = op.space;
-  for (size_t d = 0; d < space.dims.size(); ++d) {
-    auto indexes = [&](const TensorAccess &tensor) {
-      for (const DimAccess &access : tensor.dims)
-        if (!access.isWhole() && access.iterDim == static_cast<int32_t>(d))
-          return true;
-      return false;
-    };
-    if (std::any_of(space.results.begin(), space.results.end(), indexes))
-      continue;
-    if (std::count_if(space.operands.begin(), space.operands.end(),
-                      indexes) >= 2)
+bool indexes(const TensorAccess &tensor, size_t dim) {
+  for (const DimAccess &access : tensor.dims)
+    if (!access.isWhole() && access.iterDim == static_cast<int32_t>(dim))
       return true;
-  }
   return false;
+}
+
+/// Per operand of `op`, whether it takes part in a contraction: an
+/// iteration dim that it and at least one other operand index and no
+/// result does (a matmul's k, a convolution's input channels and window).
+/// Such operands meet on a GPU's matrix units in tiles; the rest (a bias)
+/// are added elementwise. None when `op` contracts nothing.
+std::vector<char> contractedOperands(const Op &op) {
+  const IterationSpace &space = op.space;
+  std::vector<char> contracted(space.operands.size(), 0);
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    if (std::any_of(space.results.begin(), space.results.end(),
+                    [&](const TensorAccess &t) { return indexes(t, d); }))
+      continue;
+    std::vector<size_t> readers;
+    for (size_t i = 0; i < space.operands.size(); ++i)
+      if (indexes(space.operands[i], d))
+        readers.push_back(i);
+    if (readers.size() >= 2)
+      for (size_t i : readers)
+        contracted[i] = 1;
+  }
+  return contracted;
 }
 
 /// The fraction of the matrix units' rate a GEMM writing `outputs`
@@ -213,17 +223,22 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   double bytes = opBytes * byteFraction;
   double computeTime = 0;
   double peak = device.getPeakFlops(op.dtype);
-  if (flops > 0 && device.computeUnits > 0 && isContraction(op)) {
+  std::vector<char> contracted =
+      device.computeUnits > 0 ? contractedOperands(op) : std::vector<char>();
+  if (flops > 0 &&
+      std::any_of(contracted.begin(), contracted.end(),
+                  [](char c) { return c != 0; })) {
     // The GEMMs of the phase: its result forward; backward the gradient of
-    // every operand that has one (activations and weights, not the data).
+    // every contracted operand that has one (activations and weights, not
+    // the data; a bias's gradient is a cheap reduction).
     std::vector<double> outputs;
     if (forward) {
       for (const std::vector<int64_t> &result : shape.resultShapes)
         outputs.push_back(elementsOf(result));
     } else {
       for (size_t i = 0; i < op.operands.size(); ++i)
-        if (op.operands[i].kind == Source::Kind::Op ||
-            op.operands[i].kind == Source::Kind::Weight)
+        if (contracted[i] && (op.operands[i].kind == Source::Kind::Op ||
+                              op.operands[i].kind == Source::Kind::Weight))
           outputs.push_back(elementsOf(shape.operandShapes[i]));
       if (outputs.empty())
         for (const std::vector<int64_t> &result : shape.resultShapes)

@@ -246,6 +246,12 @@ double boundaryTime(const Graph &graph, const Machine &machine,
 
 } // namespace
 
+SimOptions stageSimOptions(SimOptions options, int64_t microbatches) {
+  if (microbatches > 1)
+    options.overlapGradSync = false;
+  return options;
+}
+
 PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                 const CostModel &costModel, SimOptions options,
                                 const Strategy &strategy,
@@ -283,7 +289,8 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         local.back().start -= first;
         local.back().stage = 0;
       }
-    Simulator simulator(sub, mesh, costModel, options);
+    Simulator simulator(sub, mesh, costModel,
+                        stageSimOptions(options, pipeline.microbatches));
     alone[s] = simulator.simulate(local);
     // The stage's ops are the graph's from firstOp on, in order.
     std::vector<Simulator::OpTimes> times = simulator.opTimes();

@@ -892,7 +892,8 @@ TEST(Pipeline, InterleavedStagesShareTheirGroupsDevices) {
 
 TEST(Pipeline, OneStageIsThePlainSimulation) {
   // One stage over the whole machine and one micro-batch is exactly the
-  // plain simulation; two micro-batches run one after the other.
+  // plain simulation; two micro-batches run one after the other, each
+  // synchronizing gradients only after the last (stageSimOptions).
   Graph g = twoLayerMlp();
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
@@ -906,7 +907,11 @@ TEST(Pipeline, OneStageIsThePlainSimulation) {
               1e-15);
   one.microbatches = 2;
   Graph half = microBatchGraph(g, 2);
-  Simulator halfSim(half, m, cost);
+  SimOptions accumulate;
+  accumulate.overlapGradSync = false;
+  EXPECT_FALSE(stageSimOptions({}, 2).overlapGradSync);
+  EXPECT_TRUE(stageSimOptions({}, 1).overlapGradSync);
+  Simulator halfSim(half, m, cost, accumulate);
   SimResult h = halfSim.simulate(dp);
   PipelineResult two = simulatePipeline(g, m, cost, {}, dp, one);
   EXPECT_NEAR(two.iterationTime, 2 * h.backwardTime + h.iterationTime -

@@ -74,6 +74,14 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
 /// bytes kept. Sample dims must divide (checkPipeline).
 Graph microBatchGraph(const Graph &graph, int64_t microbatches);
 
+/// The options a stage's per-micro-batch simulation runs with: with more
+/// than one micro-batch, gradients are accumulated and synchronized once,
+/// after the last backward (Megatron-LM; PyTorch DDP's no_sync), so the
+/// simulation syncs after its backward (overlapGradSync off) and the sync
+/// is the stage's tail, not traffic that delays every micro-batch's
+/// tensor-parallel collectives.
+SimOptions stageSimOptions(SimOptions options, int64_t microbatches);
+
 /// A value produced in one stage and read in a later one.
 struct BoundaryValue {
   int32_t producer = 0, result = 0;
