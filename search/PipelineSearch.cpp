@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace ppc::search {
 
@@ -36,6 +37,9 @@ constexpr double kStageDpSeconds = 20;
 /// stage DP with its plans, may take.
 constexpr double kEnumerateShare = 0.5;
 constexpr double kStageDpShare = 0.75;
+/// The most pipelines interleaving starts from: the best, then the best
+/// equal cuts of distinct stage counts and baselines.
+constexpr size_t kInterleaveOrigins = 8;
 
 /// Stage of each op when `graph` is cut into `stages` contiguous stages of
 /// about equal forward FLOPs (each op where the middle of its FLOPs falls);
@@ -200,6 +204,13 @@ SearchResult pipelineSearch(const Problem &problem,
     return objective;
   };
 
+  // Every equal-cut pipeline that fits, for interleaving later.
+  struct EqualCut {
+    double objective;
+    sim::Pipeline pipeline;
+    std::vector<const BaselineInfo *> inside;
+  };
+  std::vector<EqualCut> equalCuts;
   for (int64_t stages : stageCounts) {
     if (numDevices % stages != 0)
       continue;
@@ -250,14 +261,14 @@ SearchResult pipelineSearch(const Problem &problem,
           placeStage(stageOf, static_cast<int32_t>(s),
                      info->build(parts[s], meshes[s]), s * perStage,
                      pipeline.enabled(), strategy);
-        consider(strategy, pipeline,
-                 std::vector<const BaselineInfo *>(stages, info));
+        std::vector<const BaselineInfo *> stagesInside(stages, info);
+        double objective = consider(strategy, pipeline, stagesInside);
+        if (std::isfinite(objective) && pipeline.enabled())
+          equalCuts.push_back({objective, pipeline, stagesInside});
       }
     }
     report(std::to_string(stages) + " stages done");
   }
-  const SearchResult bestEqual = best;
-  const std::vector<const BaselineInfo *> bestEqualStages = bestStages;
   // Alpa's stage DP (StageDp.h): cuts and submesh sizes chosen from the
   // simulated costs of layer clusters instead of equal FLOPs on equal
   // submeshes, at the winner's micro-batch count and its neighbours; its
@@ -378,9 +389,8 @@ SearchResult pipelineSearch(const Problem &problem,
   // submeshes take v = 2, 4, ... stages each of a cut into P v stages of
   // equal FLOPs, dealt round-robin, each with the baseline its submesh won
   // with; v doubles while that simulates faster. The bubble shrinks v times
-  // for v times the boundary messages. The best equal-cut candidate is
-  // interleaved too when the stage DP's plan beat it: its equal stages may
-  // interleave better.
+  // for v times the boundary messages. The fastest equal cuts are
+  // interleaved too (below).
   bool interleave = !pipelineOptions.schedule ||
                     pipelineOptions.schedule == PipelineSchedule::Interleaved;
   auto interleavable = [](const SearchResult &result,
@@ -397,10 +407,28 @@ SearchResult pipelineSearch(const Problem &problem,
     origins.push_back({best.pipeline, bestStages});
     originObjectives.push_back(best.objective);
   }
-  if (interleave && interleavable(bestEqual, bestEqualStages) &&
-      bestEqual.strategy != best.strategy) {
-    origins.push_back({bestEqual.pipeline, bestEqualStages});
-    originObjectives.push_back(bestEqual.objective);
+  // The fastest equal cuts too, one per stage count and baseline: a
+  // layout slower at 1F1B (more stages, recomputation that leaves room
+  // for the interleaved schedule's extra activations) may interleave best.
+  std::stable_sort(equalCuts.begin(), equalCuts.end(),
+                   [](const EqualCut &a, const EqualCut &b) {
+                     return a.objective < b.objective;
+                   });
+  std::set<std::pair<int32_t, const BaselineInfo *>> tried;
+  for (const EqualCut &cut : equalCuts) {
+    if (!interleave || origins.size() >= kInterleaveOrigins)
+      break;
+    SearchResult asResult;
+    asResult.pipeline = cut.pipeline;
+    if (!interleavable(asResult, cut.inside) ||
+        !tried.insert({cut.pipeline.numStages(), cut.inside.front()}).second)
+      continue;
+    if (cut.pipeline.firstDevice == best.pipeline.firstDevice &&
+        cut.pipeline.microbatches == best.pipeline.microbatches &&
+        cut.inside == bestStages)
+      continue;
+    origins.push_back({cut.pipeline, cut.inside});
+    originObjectives.push_back(cut.objective);
   }
   if (!origins.empty()) {
     // Asked for, interleaving replaces the 1F1B winner even when slower
