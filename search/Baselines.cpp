@@ -9,6 +9,9 @@
 
 #include "ppc/Search/Search.h"
 
+#include "StageDp.h"
+
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -307,8 +310,52 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
     strategy.push_back(std::move(config));
   }
   if (options.recompute)
-    recomputeSingleReaders(graph, strategy);
+    recomputeLayers(graph, strategy);
   return strategy;
+}
+
+void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy) {
+  size_t n = graph.ops.size();
+  // The cheapest cuts between ops: where the fewest activation bytes
+  // cross (a transformer's residual stream between sublayers). The
+  // graph's inputs count as well: a pipeline stage's first layer reads the
+  // residual stream as an input.
+  std::vector<int64_t> crossing = detail::crossingBytes(graph);
+  std::map<int32_t, std::pair<size_t, int64_t>> inputs; // last reader, bytes
+  for (size_t op = 0; op < n; ++op)
+    for (size_t i = 0; i < graph.ops[op].operands.size(); ++i) {
+      const sim::Source &src = graph.ops[op].operands[i];
+      if (src.kind != sim::Source::Kind::Input)
+        continue;
+      int64_t bytes = graph.ops[op].elemBytes;
+      for (int64_t size : graph.ops[op].space.operands[i].shape)
+        bytes *= size;
+      inputs[src.index] = {op, bytes};
+    }
+  for (const auto &[index, use] : inputs)
+    for (size_t p = 1; p <= use.first && p < n; ++p)
+      crossing[p] += use.second;
+  int64_t cheapest = std::numeric_limits<int64_t>::max();
+  for (size_t p = 1; p < n; ++p)
+    if (crossing[p] > 0)
+      cheapest = std::min(cheapest, crossing[p]);
+  std::vector<size_t> lastReader(n, 0);
+  for (size_t op = 0; op < n; ++op)
+    for (const sim::Source &src : graph.ops[op].operands)
+      if (src.kind == sim::Source::Kind::Op)
+        lastReader[src.index] = std::max(lastReader[src.index], op);
+  // cutsBefore[p]: cheapest cuts at positions 1..p.
+  std::vector<int64_t> cutsBefore(n + 1, 0);
+  for (size_t p = 1; p <= n; ++p)
+    cutsBefore[p] = cutsBefore[p - 1] + (p < n && crossing[p] == cheapest);
+  for (size_t op = 0; op < n; ++op) {
+    // Kept: results that cross a cheapest cut (read on its far side).
+    // An op nothing reads keeps its results anyway.
+    bool read = lastReader[op] > op;
+    bool crossesCut = cutsBefore[lastReader[op]] - cutsBefore[op] > 0;
+    if (read && !crossesCut && sim::recomputeProblem(graph, op).empty())
+      strategy[op].recompute = true;
+  }
 }
 
 void recomputeSingleReaders(const sim::Graph &graph, sim::Strategy &strategy) {
@@ -436,9 +483,9 @@ const std::vector<BaselineInfo> &baselines() {
        "recomputed, the linears' results kept",
        megatronPerNode<true, true, false, false, true>},
       {"megatron-sp-distopt-recompute",
-       "megatron-sp-distopt with activation recomputation of every op read "
-       "by exactly one op (activations kept where the graph branches: the "
-       "residual stream)",
+       "megatron-sp-distopt with full activation recomputation: only the "
+       "results crossing the graph's cheapest cuts (the residual stream "
+       "between sublayers) kept",
        megatronPerNode<true, true, true>},
       {"megatron-sp-fsdp-recompute",
        "megatron-sp with recomputation, and weights, gradients and optimizer "

@@ -788,6 +788,33 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
 // Stage DP (Alpa's inter-operator pass)
 //===----------------------------------------------------------------------===//
 
+TEST(Baselines, FullRecomputationKeepsTheCheapestCuts) {
+  // Two residual sublayers: a = fc0(x); b = fc2(relu(a)); c = a + b;
+  // d = fc5(relu(c)); out = c + d. The cheapest cuts (one [32, 64] tensor
+  // crossing) are after a and after c: those two are kept, the output
+  // (nothing reads it) keeps its result, the rest is recomputed.
+  Graph g;
+  g.numInputs = 1;
+  OpCost unit{2048, 2048, 3 * 8192, 6 * 8192};
+  g.ops.push_back(linear(g, "fc0", 32, 64, 64, input()));
+  g.ops.push_back(elementwise("relu1", "ppc.relu", 32, 64, {fromOp(0)}, unit));
+  g.ops.push_back(linear(g, "fc2", 32, 64, 64, fromOp(1)));
+  g.ops.push_back(
+      elementwise("add3", "ppc.add", 32, 64, {fromOp(0), fromOp(2)}, unit));
+  g.ops.push_back(elementwise("relu4", "ppc.relu", 32, 64, {fromOp(3)}, unit));
+  g.ops.push_back(linear(g, "fc5", 32, 64, 64, fromOp(4)));
+  g.ops.push_back(
+      elementwise("add6", "ppc.add", 32, 64, {fromOp(3), fromOp(5)}, unit));
+  ASSERT_EQ(g.validate(), "");
+  Strategy strategy = dataParallel(g, 1);
+  recomputeLayers(g, strategy);
+  std::vector<bool> recomputed;
+  for (const OpConfig &config : strategy)
+    recomputed.push_back(config.recompute);
+  EXPECT_EQ(recomputed, (std::vector<bool>{false, true, true, false, true,
+                                           true, false}));
+}
+
 namespace {
 
 /// `layers` linear layers of equal FLOPs, batch `batch`, whose outputs

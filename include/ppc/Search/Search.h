@@ -113,10 +113,9 @@ struct MegatronOptions {
   bool sequenceParallel = false;
   /// Optimizer state sharded over the data-parallel replicas (ZeRO-1).
   bool distributedOptimizer = false;
-  /// Activation recomputation: every op read by exactly one op is
-  /// recomputed, so activations are kept only where the graph branches
-  /// (the residual stream, as Megatron's full recomputation checkpoints
-  /// each layer's input).
+  /// Activation recomputation as Megatron's full recomputation
+  /// (recomputeLayers): only the results crossing the cheapest cuts (the
+  /// residual stream between sublayers) are kept.
   bool recompute = false;
   /// Weights, gradients and optimizer state sharded over the data-parallel
   /// replicas (ZeRO-3) instead of the optimizer state alone.
@@ -162,6 +161,11 @@ void shardTrainingState(const sim::Graph &graph, sim::Strategy &strategy,
 /// graph branches, as Megatron's full recomputation keeps each layer's
 /// input.
 void recomputeSingleReaders(const sim::Graph &graph, sim::Strategy &strategy);
+/// Megatron-LM's full recomputation: every op that can recompute is
+/// recomputed but those whose results cross one of the graph's cheapest
+/// cuts (the fewest activation bytes between ops: a transformer's residual
+/// stream between sublayers), which stay as the checkpoints.
+void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy);
 
 /// Devices per node of `machine` (the Megatron baselines' tensor-parallel
 /// degree).
