@@ -393,17 +393,17 @@ SearchResult pipelineSearch(const Problem &problem,
   // interleaved too (below).
   bool interleave = !pipelineOptions.schedule ||
                     pipelineOptions.schedule == PipelineSchedule::Interleaved;
-  auto interleavable = [](const SearchResult &result,
+  auto interleavable = [](const sim::Pipeline &pipeline,
                           const std::vector<const BaselineInfo *> &inside) {
-    int32_t p = result.pipeline.numStages();
-    return result.pipeline.enabled() && p > 1 &&
+    int32_t p = pipeline.numStages();
+    return pipeline.enabled() && p > 1 &&
            inside.size() == static_cast<size_t>(p) &&
-           result.pipeline.microbatches % p == 0;
+           pipeline.microbatches % p == 0;
   };
   std::vector<std::pair<sim::Pipeline, std::vector<const BaselineInfo *>>>
       origins;
   std::vector<double> originObjectives;
-  if (interleave && interleavable(best, bestStages)) {
+  if (interleave && interleavable(best.pipeline, bestStages)) {
     origins.push_back({best.pipeline, bestStages});
     originObjectives.push_back(best.objective);
   }
@@ -418,9 +418,7 @@ SearchResult pipelineSearch(const Problem &problem,
   for (const EqualCut &cut : equalCuts) {
     if (!interleave || origins.size() >= kInterleaveOrigins)
       break;
-    SearchResult asResult;
-    asResult.pipeline = cut.pipeline;
-    if (!interleavable(asResult, cut.inside) ||
+    if (!interleavable(cut.pipeline, cut.inside) ||
         !tried.insert({cut.pipeline.numStages(), cut.inside.front()}).second)
       continue;
     if (cut.pipeline.firstDevice == best.pipeline.firstDevice &&
@@ -539,8 +537,10 @@ const std::vector<RecomputeInfo> &recomputeModes() {
        "little compute (attention scores, softmax, dropout) recomputed "
        "(Korthikanti et al. 2022)"},
       {Recompute::Full, "full",
-       "every op read by exactly one op recomputed: each layer keeps only "
-       "its input (Megatron-LM's full recomputation)"},
+       "every op recomputed but those whose results cross the graph's "
+       "cheapest cuts (recomputeLayers: the residual stream between "
+       "sublayers), as Megatron-LM's full recomputation keeps each layer's "
+       "input"},
   };
   return list;
 }

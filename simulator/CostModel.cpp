@@ -187,9 +187,7 @@ double CostModel::updateTime(int64_t elements, int64_t elemBytes,
   double peak = device.getPeakFlops(elemBytes == 8 ? DType::F64 : DType::F32);
   // No launch overhead: frameworks update all weights with a few
   // multi-tensor kernels, not one kernel per weight.
-  double bandwidth =
-      device.memoryBandwidth *
-      (device.bandwidthEfficiency > 0 ? device.bandwidthEfficiency : 1.0);
+  double bandwidth = device.streamingBandwidth();
   return std::max(flops / peak, bytes / bandwidth);
 }
 
@@ -258,9 +256,7 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
     efficiency = std::max(efficiency, minEfficiency);
     computeTime = flops / (peak * efficiency);
   }
-  double bandwidth =
-      device.memoryBandwidth *
-      (device.bandwidthEfficiency > 0 ? device.bandwidthEfficiency : 1.0);
+  double bandwidth = device.streamingBandwidth();
   double memoryTime = bytes > 0 ? bytes / bandwidth : 0;
   return std::max(computeTime, memoryTime) + device.launchOverhead;
 }

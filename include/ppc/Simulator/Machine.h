@@ -101,6 +101,12 @@ struct DeviceSpec {
   void setPeakFlops(DType type, double flops) {
     peakFlops[static_cast<int>(type)] = flops;
   }
+  /// The bandwidth streaming kernels reach: memoryBandwidth times
+  /// bandwidthEfficiency (when set).
+  double streamingBandwidth() const {
+    return memoryBandwidth *
+           (bandwidthEfficiency > 0 ? bandwidthEfficiency : 1.0);
+  }
   bool hasPeakFlops(DType type) const {
     return peakFlops[static_cast<int>(type)] > 0;
   }
