@@ -26,6 +26,12 @@
 //               depth = k / (k + 64), k = points / outputs: a tile's fixed
 //                       prologue and epilogue against its reduction
 //               eff   = matmul_efficiency * wave * tile * depth
+//             for a fused attention kernel (OpCost.kernel FusedAttention)
+//             on a device with the attention efficiency of the phase,
+//             instead that measured fraction alone, no curve and no GEMM
+//             model (it was measured at the sizes that matter):
+//               eff   = attention_forward_efficiency forward,
+//                       attention_backward_efficiency backward
 //     time  = max(flops / (peak(dtype) * eff),
 //                 bytes / (memoryBandwidth * bandwidth_efficiency))
 //             + launchOverhead
@@ -223,8 +229,17 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   double bytes = opBytes * byteFraction;
   double computeTime = 0;
   double peak = device.getPeakFlops(op.dtype);
-  uint64_t contracted = device.computeUnits > 0 ? contractedOperands(op) : 0;
-  if (flops > 0 && contracted != 0) {
+  // A fused attention kernel at the device's measured rate for the phase;
+  // where it has none, the GEMM model or the curve below.
+  double attention = 0;
+  if (op.cost.kernel == KernelKind::FusedAttention)
+    attention = forward ? device.attentionForwardEfficiency
+                        : device.attentionBackwardEfficiency;
+  uint64_t contracted =
+      device.computeUnits > 0 && attention <= 0 ? contractedOperands(op) : 0;
+  if (flops > 0 && attention > 0) {
+    computeTime = flops / (peak * attention);
+  } else if (flops > 0 && contracted != 0) {
     // The GEMMs of the phase: its result forward; backward the gradient of
     // every contracted operand that has one (activations and weights, not
     // the data; a bias's gradient is a cheap reduction). Each writes

@@ -82,7 +82,9 @@ bool DeviceSpec::operator==(const DeviceSpec &other) const {
          halfEfficiencyFlops == other.halfEfficiencyFlops &&
          computeUnits == other.computeUnits &&
          matmulEfficiency == other.matmulEfficiency &&
-         bandwidthEfficiency == other.bandwidthEfficiency;
+         bandwidthEfficiency == other.bandwidthEfficiency &&
+         attentionForwardEfficiency == other.attentionForwardEfficiency &&
+         attentionBackwardEfficiency == other.attentionBackwardEfficiency;
 }
 
 //===----------------------------------------------------------------------===//
@@ -428,6 +430,12 @@ static std::string validateDeviceSpec(const DeviceSpec &spec) {
     return "memory capacity must be > 0";
   if (!isNonNegative(spec.launchOverhead))
     return "launch overhead must be >= 0";
+  // 0 leaves an efficiency unset.
+  for (auto [what, value] :
+       {std::pair{"attention forward", spec.attentionForwardEfficiency},
+        std::pair{"attention backward", spec.attentionBackwardEfficiency}})
+    if (!(value >= 0 && value <= 1))
+      return std::string(what) + " efficiency must be in [0, 1]";
   return "";
 }
 

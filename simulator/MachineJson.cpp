@@ -200,7 +200,11 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
   }
   for (auto [key, field] :
        {std::pair{"matmul_efficiency", &spec.matmulEfficiency},
-        std::pair{"bandwidth_efficiency", &spec.bandwidthEfficiency}}) {
+        std::pair{"bandwidth_efficiency", &spec.bandwidthEfficiency},
+        std::pair{"attention_forward_efficiency",
+                  &spec.attentionForwardEfficiency},
+        std::pair{"attention_backward_efficiency",
+                  &spec.attentionBackwardEfficiency}}) {
     if (!r.has(key))
       continue;
     const json &value = r.get(key);
@@ -439,6 +443,10 @@ ojson writeDeviceSpec(const DeviceSpec &spec) {
     device["matmul_efficiency"] = spec.matmulEfficiency;
   if (spec.bandwidthEfficiency > 0)
     device["bandwidth_efficiency"] = spec.bandwidthEfficiency;
+  if (spec.attentionForwardEfficiency > 0)
+    device["attention_forward_efficiency"] = spec.attentionForwardEfficiency;
+  if (spec.attentionBackwardEfficiency > 0)
+    device["attention_backward_efficiency"] = spec.attentionBackwardEfficiency;
   return device;
 }
 

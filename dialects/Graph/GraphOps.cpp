@@ -20,6 +20,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace ppc::graph;
 
@@ -340,6 +342,41 @@ LogicalResult MatMulOp::verify() {
   SmallVector<int64_t> expected = *batch;
   expected.append({m, n});
   return verifyShapeIs(op, "result", shapeOf(getResult()), expected);
+}
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyMinRank(op, "query", getQuery(), 2)) ||
+      failed(verifyRank(op, "key", getKey(), shapeOf(getQuery()).size())) ||
+      failed(verifyRank(op, "value", getValue(), shapeOf(getQuery()).size())) ||
+      failed(verifySameElementType(op, allValues(op))))
+    return failure();
+  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey()),
+                    value = shapeOf(getValue());
+  size_t lead = query.size() - 2;
+  // Key: the query's leading dims, any length T, the query's head size.
+  SmallVector<int64_t> expected(query.take_front(lead));
+  expected.append({key[lead], query.back()});
+  if (failed(verifyShapeIs(op, "key", key, expected)))
+    return failure();
+  // Value: one row per key position, any head size Dv.
+  expected.assign(query.begin(), query.begin() + lead);
+  expected.append({key[lead], value.back()});
+  if (failed(verifyShapeIs(op, "value", value, expected)))
+    return failure();
+  expected.assign(query.begin(), query.end() - 1);
+  expected.push_back(value.back());
+  if (failed(verifyShapeIs(op, "result", shapeOf(getResult()), expected)))
+    return failure();
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale))
+    return emitOpError() << "scale " << formatNumber(getScale())
+                         << " must be finite";
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0 && ratio < 1))
+    return emitOpError() << "ratio " << formatNumber(getRatio())
+                         << " must be in [0, 1)";
+  return success();
 }
 
 LogicalResult LinearOp::verify() {

@@ -242,6 +242,58 @@ OpCost MatMulOp::getCost() {
                          /*hasBias=*/false);
 }
 
+/// Dims: the leading dims (dim 0 the sample, the rest heads: parameters),
+/// S (attribute: query positions), then T, D and Dv, which no split may
+/// cut: T is the softmax axis, D is summed before it and Dv would recompute
+/// the whole score matrix on every partition.
+IterationSpace AttentionOp::getIterationSpace() {
+  ArrayRef<int64_t> query = shapeOf(getQuery());
+  ArrayRef<int64_t> value = shapeOf(getValue());
+  int32_t lead = static_cast<int32_t>(query.size()) - 2;
+  IterationSpace space;
+  for (int32_t i = 0; i < lead; ++i)
+    space.dims.push_back(
+        {query[i], i == 0 ? IterKind::Sample : IterKind::Parameter});
+  int32_t s = lead, t = lead + 1, d = lead + 2, dv = lead + 3;
+  space.dims.push_back({query[lead], IterKind::Attribute});
+  space.dims.push_back({shapeOf(getKey())[lead], IterKind::Reduction, false});
+  space.dims.push_back({query.back(), IterKind::Reduction, false});
+  space.dims.push_back({value.back(), IterKind::Parameter, false});
+  auto access = [&](Value operand, int32_t rows, int32_t cols) {
+    std::vector<DimAccess> dims = identityDims(lead);
+    dims.push_back(DimAccess::identity(rows));
+    dims.push_back(DimAccess::identity(cols));
+    return accessOf(operand, std::move(dims));
+  };
+  space.operands.push_back(access(getQuery(), s, d));
+  space.operands.push_back(access(getKey(), t, d));
+  space.operands.push_back(access(getValue(), t, dv));
+  space.results.push_back(access(getResult(), s, dv));
+  return space;
+}
+
+/// FlashAttention's FLOP count: the two products QK^T and PV forward
+/// (2 S T (D + Dv) per leading index, half of the pairs when causal), and
+/// 2.5 times that backward (it recomputes QK^T, then dV, dP, dQ and dK).
+/// The softmax's few FLOPs per score are not counted, as FlashAttention's
+/// published rates do not count them. Bytes: q, k, v and the result
+/// forward; backward also dO, dQ, dK and dV (twice the forward).
+OpCost AttentionOp::getCost() {
+  ArrayRef<int64_t> query = shapeOf(getQuery());
+  double s = query[query.size() - 2], d = query.back();
+  double t = shapeOf(getKey())[query.size() - 2];
+  double dv = shapeOf(getValue()).back();
+  double batch = elementCount(getQuery()) / (s * d);
+  // Causal: query i sees min(i + 1, T) keys.
+  double pairs = s * t;
+  if (getCausal())
+    pairs = s <= t ? s * (s + 1) / 2 : t * (t + 1) / 2 + (s - t) * t;
+  double forward = 2 * batch * pairs * (d + dv);
+  OpCost cost = costOf(getOperation(), forward, 2.5 * forward);
+  cost.kernel = KernelKind::FusedAttention;
+  return cost;
+}
+
 /// Dims: the leading result dims (activation kinds of the result, minus its
 /// last dim), N (parameter), K (reduction).
 IterationSpace LinearOp::getIterationSpace() {

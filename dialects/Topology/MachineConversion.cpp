@@ -22,7 +22,9 @@ DeviceAttr getDeviceAttr(MLIRContext *context, const ppc::DeviceSpec &spec) {
       APFloat(spec.memoryBandwidth), spec.memoryBytes,
       APFloat(spec.launchOverhead), APFloat(spec.halfEfficiencyFlops),
       spec.computeUnits, APFloat(spec.matmulEfficiency),
-      APFloat(spec.bandwidthEfficiency));
+      APFloat(spec.bandwidthEfficiency),
+      APFloat(spec.attentionForwardEfficiency),
+      APFloat(spec.attentionBackwardEfficiency));
 }
 
 DenseF64ArrayAttr getCurveAttr(MLIRContext *context,
@@ -75,6 +77,10 @@ ppc::DeviceSpec toDeviceSpec(DeviceAttr attr) {
   spec.computeUnits = attr.getComputeUnits();
   spec.matmulEfficiency = attr.getMatmulEfficiency().convertToDouble();
   spec.bandwidthEfficiency = attr.getBandwidthEfficiency().convertToDouble();
+  spec.attentionForwardEfficiency =
+      attr.getAttentionForwardEfficiency().convertToDouble();
+  spec.attentionBackwardEfficiency =
+      attr.getAttentionBackwardEfficiency().convertToDouble();
   return spec;
 }
 

@@ -140,7 +140,9 @@ static std::string listLinkKinds() {
 //              memory_bandwidth = 1.0e+12, memory_bytes = 17179869184
 //              [, launch_overhead = 5.0e-06]
 //              [, half_efficiency_flops = 2.0e+05] [, compute_units = 132]
-//              [, matmul_efficiency = 0.7] [, bandwidth_efficiency = 0.9]>
+//              [, matmul_efficiency = 0.7] [, bandwidth_efficiency = 0.9]
+//              [, attention_forward_efficiency = 0.5]
+//              [, attention_backward_efficiency = 0.5]>
 Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   MLIRContext *ctx = parser.getContext();
   SMLoc loc = parser.getCurrentLocation();
@@ -170,7 +172,8 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, parseFlop))
     return {};
-  double bandwidth, overhead = 0, halfFlops = 0, matmul = 0, streaming = 0;
+  double bandwidth, overhead = 0, halfFlops = 0, matmul = 0, streaming = 0,
+                    attentionFwd = 0, attentionBwd = 0;
   int64_t bytes, units = 0;
   if (parser.parseComma() ||
       parseNumberField(parser, "memory_bandwidth", bandwidth) ||
@@ -192,6 +195,14 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
                    parser.parseOptionalKeyword("bandwidth_efficiency"))) {
       if (parser.parseEqual() || parseNumber(parser, streaming))
         return {};
+    } else if (succeeded(parser.parseOptionalKeyword(
+                   "attention_forward_efficiency"))) {
+      if (parser.parseEqual() || parseNumber(parser, attentionFwd))
+        return {};
+    } else if (succeeded(parser.parseOptionalKeyword(
+                   "attention_backward_efficiency"))) {
+      if (parser.parseEqual() || parseNumber(parser, attentionBwd))
+        return {};
     } else if (parseNumberField(parser, "half_efficiency_flops", halfFlops)) {
       return {};
     }
@@ -201,7 +212,8 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   return getChecked([&] { return parser.emitError(loc); }, ctx, name,
                     DictionaryAttr::get(ctx, flops), APFloat(bandwidth), bytes,
                     APFloat(overhead), APFloat(halfFlops), units,
-                    APFloat(matmul), APFloat(streaming));
+                    APFloat(matmul), APFloat(streaming), APFloat(attentionFwd),
+                    APFloat(attentionBwd));
 }
 
 void DeviceAttr::print(AsmPrinter &printer) const {
@@ -232,17 +244,23 @@ void DeviceAttr::print(AsmPrinter &printer) const {
     printer << ", bandwidth_efficiency = ";
     printDouble(printer, getBandwidthEfficiency().convertToDouble());
   }
+  if (!getAttentionForwardEfficiency().isZero()) {
+    printer << ", attention_forward_efficiency = ";
+    printDouble(printer, getAttentionForwardEfficiency().convertToDouble());
+  }
+  if (!getAttentionBackwardEfficiency().isZero()) {
+    printer << ", attention_backward_efficiency = ";
+    printDouble(printer, getAttentionBackwardEfficiency().convertToDouble());
+  }
   printer << ">";
 }
 
-LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 StringRef name, DictionaryAttr peakFlops,
-                                 APFloat memoryBandwidth, int64_t memoryBytes,
-                                 APFloat launchOverhead,
-                                 APFloat halfEfficiencyFlops,
-                                 int64_t computeUnits,
-                                 APFloat matmulEfficiency,
-                                 APFloat bandwidthEfficiency) {
+LogicalResult DeviceAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef name,
+    DictionaryAttr peakFlops, APFloat memoryBandwidth, int64_t memoryBytes,
+    APFloat launchOverhead, APFloat halfEfficiencyFlops, int64_t computeUnits,
+    APFloat matmulEfficiency, APFloat bandwidthEfficiency,
+    APFloat attentionForwardEfficiency, APFloat attentionBackwardEfficiency) {
   if (name.empty())
     return emitError() << "device name must not be empty";
   bool hasF32 = false;
@@ -281,7 +299,11 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (auto [name, value] :
        {std::pair{"matmul_efficiency", matmulEfficiency.convertToDouble()},
         std::pair{"bandwidth_efficiency",
-                  bandwidthEfficiency.convertToDouble()}})
+                  bandwidthEfficiency.convertToDouble()},
+        std::pair{"attention_forward_efficiency",
+                  attentionForwardEfficiency.convertToDouble()},
+        std::pair{"attention_backward_efficiency",
+                  attentionBackwardEfficiency.convertToDouble()}})
     if (!(value >= 0 && value <= 1))
       return emitError() << name << " must be in [0, 1], got " << value;
   return success();

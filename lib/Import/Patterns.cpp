@@ -1,10 +1,12 @@
-//===- Patterns.cpp - Recognize decomposed LayerNorm and GELU -------------===//
+//===- Patterns.cpp - Recognize LayerNorm, GELU and attention chains ------===//
 //
 // Exporters before opset 17 (and before GELU became an ONNX op) write
 // LayerNorm and GELU as chains of elementwise ops. The search and the cost
 // model should see one op each: the chains are matched on the imported ppc
-// ops and replaced. A bias Add after a bias-less ppc.linear (MatMul + Add, the
-// way PyTorch exports nn.Linear on 3-D inputs) is folded into the linear.
+// ops and replaced. The attention core (scores, scale, causal mask,
+// softmax, dropout, context) becomes one fused ppc.attention. A bias Add
+// after a bias-less ppc.linear (MatMul + Add, the way PyTorch exports
+// nn.Linear on 3-D inputs) is folded into the linear.
 //
 //===----------------------------------------------------------------------===//
 
@@ -284,6 +286,147 @@ static bool matchLinearBias(g::LinearOp linear, OpBuilder &builder) {
   return true;
 }
 
+/// If `v` is `x * c` or `x / c` (single use, c a scalar constant), returns x
+/// and multiplies `scale` by c (or 1 / c).
+static Value stripScalarFactor(Value v, double &scale) {
+  if (!v.hasOneUse())
+    return {};
+  if (auto div = v.getDefiningOp<g::DivOp>()) {
+    std::optional<double> c = getScalarConstant(div.getRhs());
+    if (!c || *c == 0 || div.getLhs().getType() != v.getType())
+      return {};
+    scale /= *c;
+    return div.getLhs();
+  }
+  if (auto mul = v.getDefiningOp<g::MulOp>())
+    for (auto [x, factor] : {std::pair(mul.getLhs(), mul.getRhs()),
+                             std::pair(mul.getRhs(), mul.getLhs())})
+      if (std::optional<double> c = getScalarConstant(factor);
+          c && x.getType() == v.getType()) {
+        scale *= *c;
+        return x;
+      }
+  return {};
+}
+
+/// Strips every scalar factor off `v` (see stripScalarFactor).
+static Value stripScalarFactors(Value v, double &scale) {
+  while (Value x = stripScalarFactor(v, scale))
+    v = x;
+  return v;
+}
+
+/// True if `mask` is a constant causal mask over the trailing [S, T] dims:
+/// 0 where key j <= query i, a large negative number (or -inf) where j > i,
+/// with only 1s before the trailing two dims.
+static bool isCausalMask(Value mask, int64_t s, int64_t t) {
+  auto constant = mask.getDefiningOp<g::ConstantOp>();
+  if (!constant)
+    return false;
+  auto attr = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!attr || !isa<FloatType>(attr.getElementType()))
+    return false;
+  ArrayRef<int64_t> shape = attr.getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != s || shape.back() != t ||
+      llvm::any_of(shape.drop_back(2), [](int64_t d) { return d != 1; }))
+    return false;
+  int64_t index = 0;
+  for (APFloat value : attr.getValues<APFloat>()) {
+    int64_t i = index / t, j = index % t;
+    ++index;
+    double x = value.convertToDouble();
+    if (j <= i ? x != 0 : !(x <= -1e4))
+      return false;
+  }
+  return true;
+}
+
+/// The attention core of a transformer, as exporters write it:
+///   matmul(q [* c], transpose(k) [* c] or transpose_rhs) [* c or / c]
+///   [+ causal mask] -> softmax(last axis) [-> dropout] -> matmul(., v)
+/// becomes one ppc.attention (the fused kernel the cost model rates as
+/// FlashAttention). Returns false, changing nothing, if any step differs.
+static bool matchAttention(g::MatMulOp context, OpBuilder &builder) {
+  if (context.getTransposeLhs() || context.getTransposeRhs())
+    return false;
+  Value probs = context.getLhs(), value = context.getRhs();
+  g::DropoutOp dropout = probs.getDefiningOp<g::DropoutOp>();
+  if (dropout) {
+    if (!probs.hasOneUse())
+      return false;
+    probs = dropout.getInput();
+  }
+  auto softmax = probs.getDefiningOp<g::SoftmaxOp>();
+  if (!softmax || !probs.hasOneUse())
+    return false;
+  auto probsType = cast<RankedTensorType>(probs.getType());
+  int64_t rank = probsType.getRank();
+  int64_t axis = softmax.getAxis();
+  if ((axis < 0 ? axis + rank : axis) != rank - 1)
+    return false;
+  Value scores = softmax.getInput();
+  int64_t s = probsType.getDimSize(rank - 2),
+          t = probsType.getDimSize(rank - 1);
+  bool causal = false;
+  if (auto add = scores.getDefiningOp<g::AddOp>(); add && scores.hasOneUse())
+    for (auto [x, mask] : {std::pair(add.getLhs(), add.getRhs()),
+                           std::pair(add.getRhs(), add.getLhs())})
+      if (x.getType() == scores.getType() && isCausalMask(mask, s, t)) {
+        causal = true;
+        scores = x;
+        break;
+      }
+  double scale = 1;
+  scores = stripScalarFactors(scores, scale);
+  auto product = scores.getDefiningOp<g::MatMulOp>();
+  if (!product || !scores.hasOneUse() || product.getTransposeLhs())
+    return false;
+  Value query = stripScalarFactors(product.getLhs(), scale);
+  Value key = product.getRhs();
+  if (!product.getTransposeRhs()) {
+    // A transpose of the last two dims only, read by this product alone.
+    key = stripScalarFactors(key, scale);
+    auto transpose = key.getDefiningOp<g::TransposeOp>();
+    if (!transpose || !key.hasOneUse())
+      return false;
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i)
+      if (perm[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
+        return false;
+    key = transpose.getInput();
+  }
+  key = stripScalarFactors(key, scale);
+  // Same rank and leading dims on all three (no broadcasting), [.., T, D]
+  // keys and [.., T, Dv] values, one element type.
+  auto shapeOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
+  if (q.size() != static_cast<size_t>(rank) || k.size() != q.size() ||
+      v.size() != q.size() || q.drop_back(2) != k.drop_back(2) ||
+      q.drop_back(2) != v.drop_back(2) || k.back() != q.back() ||
+      k[rank - 2] != t || v[rank - 2] != t || q[rank - 2] != s ||
+      getElementTypeOrSelf(query.getType()) !=
+          getElementTypeOrSelf(key.getType()) ||
+      getElementTypeOrSelf(query.getType()) !=
+          getElementTypeOrSelf(value.getType()))
+    return false;
+  builder.setInsertionPoint(context);
+  auto fused = g::AttentionOp::create(
+      builder, context.getLoc(), context.getType(), query, key, value,
+      builder.getF64FloatAttr(scale), builder.getBoolAttr(causal),
+      builder.getF64FloatAttr(dropout ? dropout.getRatio().convertToDouble()
+                                      : 0.0),
+      builder.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));
+  context.getResult().replaceAllUsesWith(fused.getResult());
+  context.erase();
+  // Dropout is not trivially dead (it draws random numbers); the rest of
+  // the chain is, and goes with eraseDeadOps.
+  if (dropout)
+    dropout.erase();
+  return true;
+}
+
 /// Erases ops left without users by the rewrites.
 static void eraseDeadOps(Block &block) {
   bool changed = true;
@@ -329,5 +472,10 @@ void onnx_import::recognizePatterns(func::FuncOp func) {
   for (Operation &op : llvm::make_early_inc_range(body))
     if (auto linear = dyn_cast<g::LinearOp>(&op))
       matchLinearBias(linear, builder);
+  eraseDeadOps(body);
+
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (auto matmul = dyn_cast<g::MatMulOp>(&op))
+      matchAttention(matmul, builder);
   eraseDeadOps(body);
 }

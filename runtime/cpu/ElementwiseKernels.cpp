@@ -574,47 +574,6 @@ template <typename Fn> KernelImpl binaryKernel() {
 // Dropout
 //===----------------------------------------------------------------------===//
 
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/// The keep mask as a pure function of (seed, step, global flat index), so
-/// every partitioning, and the backward, draws the same mask.
-struct DropoutMask {
-  uint64_t stream;
-  float ratio;
-  float scale;
-
-  DropoutMask(const OpDesc &op, const KernelContext &ctx)
-      : stream(
-            splitmix64(splitmix64(static_cast<uint64_t>(op.getInt("seed", 0))) ^
-                       static_cast<uint64_t>(ctx.step))),
-        ratio(static_cast<float>(op.getFloat("ratio", 0.5))),
-        scale(1.0f / (1.0f - ratio)) {}
-
-  /// The scale of element `flatIndex`: 0 if dropped, 1 / (1 - ratio) if kept.
-  float factor(int64_t flatIndex) const {
-    uint64_t bits = splitmix64(stream + static_cast<uint64_t>(flatIndex) *
-                                            0x9e3779b97f4a7c15ULL);
-    // 24 random bits: uniform in [0, 1), exact in a float.
-    float uniform = static_cast<float>(bits >> 40) * 0x1.0p-24f;
-    return uniform < ratio ? 0.0f : scale;
-  }
-};
-
-/// Offsets of the global flat index of the points of `view`'s box.
-StridedAccess globalFlatAccess(const TensorView &view) {
-  StridedAccess access{0, std::vector<int64_t>(view.shape.size(), 1)};
-  for (size_t d = view.shape.size(); d-- > 1;)
-    access.strides[d - 1] = access.strides[d] * view.shape[d];
-  for (size_t d = 0; d < view.shape.size(); ++d)
-    access.base += view.lo[d] * access.strides[d];
-  return access;
-}
-
 /// dst = src * mask over the box of `dst` (or dst += ... when accumulating);
 /// outside training the mask is all ones.
 KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,

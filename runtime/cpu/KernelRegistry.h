@@ -40,6 +40,7 @@ struct KernelImpl {
 using KernelTable = std::map<std::string, KernelImpl>;
 
 void registerContractionKernels(KernelTable &table);
+void registerAttentionKernels(KernelTable &table);
 void registerConvPoolKernels(KernelTable &table);
 void registerNormKernels(KernelTable &table);
 void registerLossKernels(KernelTable &table);

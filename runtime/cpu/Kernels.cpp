@@ -91,6 +91,7 @@ static const cpu::KernelTable &kernelTable() {
   static const cpu::KernelTable table = [] {
     cpu::KernelTable t;
     cpu::registerContractionKernels(t);
+    cpu::registerAttentionKernels(t);
     cpu::registerConvPoolKernels(t);
     cpu::registerNormKernels(t);
     cpu::registerLossKernels(t);

@@ -117,6 +117,40 @@ Op conv3x3(int64_t n, int64_t c, int64_t hw, int64_t o) {
   return op;
 }
 
+/// Fused scaled-dot-product attention, as ppc.attention reports it:
+/// O[b, h, s, d] = softmax(Q K^T / sqrt(d)) V with Q[b, h, s, d] and K,
+/// V[b, h, t, d], in bf16; forward 4 * b * h * s * t * d FLOPs (two GEMMs),
+/// backward 2.5 times that (FlashAttention's convention), run by one
+/// fused kernel. t is contracted (K and V index it, O does not).
+Op attention(int64_t b, int64_t h, int64_t s, int64_t t, int64_t d) {
+  Op op;
+  op.name = "attn";
+  op.kind = "ppc.attention";
+  op.space.dims = {{b, IterKind::Sample},
+                   {h, IterKind::Parameter},
+                   {s, IterKind::Attribute},
+                   {t, IterKind::Reduction},
+                   {d, IterKind::Attribute}};
+  auto access = [](int64_t seqDim) {
+    return std::vector<DimAccess>{
+        DimAccess::identity(0), DimAccess::identity(1),
+        DimAccess::identity(seqDim), DimAccess::identity(4)};
+  };
+  op.space.operands = {{{b, h, s, d}, access(2)},
+                       {{b, h, t, d}, access(3)},
+                       {{b, h, t, d}, access(3)}};
+  op.space.results = {{{b, h, s, d}, access(2)}};
+  double flops = 4.0 * b * h * s * t * d;
+  double bytes = 2.0 * (2.0 * b * h * s * d + 2.0 * b * h * t * d);
+  op.cost = {flops, 2.5 * flops, bytes, 2 * bytes, KernelKind::FusedAttention};
+  op.dtype = DType::BF16;
+  op.elemBytes = 2;
+  op.operands = {{Source::Kind::Op, 0, 0},
+                 {Source::Kind::Op, 0, 1},
+                 {Source::Kind::Op, 0, 2}};
+  return op;
+}
+
 KernelShape whole(const Op &op) {
   return kernelShape(op, std::vector<int64_t>(op.space.dims.size(), 1), 0);
 }
@@ -325,6 +359,92 @@ TEST(Roofline, DtypePicksThePeak) {
   // (F + 2e8) / 989.5e12 = 1.391e-4 s beats 100 MB / 3.35e12 = 3.0e-5 s.
   EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, h100),
              (137438953472.0 + 2e8) / 989.5e12 + 3e-6);
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+TEST(FusedAttention, MeasuredRatePerPhase) {
+  // The H100 preset: cuDNN's fused attention at its measured 518 TFLOP/s
+  // forward and 499 backward, no wave model.
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  ASSERT_GT(h100.attentionForwardEfficiency, 0);
+  ASSERT_GT(h100.attentionBackwardEfficiency, 0);
+  RooflineCostModel model;
+  // b 4, h 16, s = t = 4096, d 128: F = 4 * 4 * 16 * 4096^2 * 128 =
+  // 4.398e12 FLOPs, 8.6 ms forward; 268 MB of Q, K, V and O take 80 us.
+  Op op = attention(4, 16, 4096, 4096, 128);
+  double flops = 4.0 * 4 * 16 * 4096 * 4096 * 128;
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, h100),
+             flops / 518e12 + 3e-6);
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, h100),
+             2.5 * flops / 499e12 + 3e-6);
+  // A partition runs its share of the FLOPs at the same rate: half the
+  // heads, half the FLOPs.
+  KernelShape half = kernelShape(op, {1, 2, 1, 1, 1}, 1);
+  EXPECT_REL(model.kernelTime(op, half, Phase::Forward, h100),
+             flops / 2 / 518e12 + 3e-6);
+  // A small one gets no curve or wave model either: 2.7e8 FLOPs in
+  // 0.52 us beat 512 KiB in 0.16 us.
+  Op small = attention(1, 1, 1024, 1024, 64);
+  double smallFlops = 4.0 * 1024 * 1024 * 64;
+  EXPECT_REL(model.kernelTime(small, whole(small), Phase::Forward, h100),
+             smallFlops / 518e12 + 3e-6);
+}
+
+TEST(FusedAttention, MemoryTimeAsForOtherKernels) {
+  // Free compute: the time is the bytes, forward and backward.
+  DeviceSpec d = bandwidthOnly();
+  d.setPeakFlops(DType::BF16, 1e300);
+  d.attentionForwardEfficiency = 0.5;
+  d.attentionBackwardEfficiency = 0.5;
+  d.launchOverhead = 2;
+  RooflineCostModel model;
+  Op op = attention(2, 4, 256, 256, 64);
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Forward, d),
+             op.cost.fwdBytes + 2);
+  EXPECT_REL(model.kernelTime(op, whole(op), Phase::Backward, d),
+             op.cost.bwdBytes + 2);
+}
+
+TEST(FusedAttention, WithoutAFigureItIsTimedAsGemms) {
+  RooflineCostModel model;
+  Op fused = attention(4, 16, 4096, 4096, 128);
+  Op plain = fused;
+  plain.cost.kernel = KernelKind::Default;
+  DeviceSpec gemm = presetDevice("dgx-h100"); // the wave model
+  DeviceSpec curve = curveH100();             // the efficiency curve
+  for (DeviceSpec *d : {&gemm, &curve}) {
+    d->attentionForwardEfficiency = 0;
+    d->attentionBackwardEfficiency = 0;
+    for (Phase phase : {Phase::Forward, Phase::Backward})
+      EXPECT_EQ(model.kernelTime(fused, whole(fused), phase, *d),
+                model.kernelTime(plain, whole(plain), phase, *d));
+  }
+  // One phase measured: the other falls back alone.
+  gemm.attentionForwardEfficiency = 0.5;
+  double flops = fused.cost.fwdFlops;
+  EXPECT_REL(model.kernelTime(fused, whole(fused), Phase::Forward, gemm),
+             flops / (989.5e12 * 0.5) + 3e-6);
+  EXPECT_EQ(model.kernelTime(fused, whole(fused), Phase::Backward, gemm),
+            model.kernelTime(plain, whole(plain), Phase::Backward, gemm));
+  // The GEMM path differs from the measured rate, so the fallback above
+  // was really taken.
+  EXPECT_NE(model.kernelTime(plain, whole(plain), Phase::Forward, gemm),
+            model.kernelTime(fused, whole(fused), Phase::Forward, gemm));
+  // An op with the default kernel ignores the attention figures.
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  DeviceSpec bare = h100;
+  bare.attentionForwardEfficiency = 0;
+  bare.attentionBackwardEfficiency = 0;
+  Op mm = matmul(4096, 4096, 4096);
+  for (Phase phase : {Phase::Forward, Phase::Backward}) {
+    EXPECT_EQ(model.kernelTime(plain, whole(plain), phase, h100),
+              model.kernelTime(plain, whole(plain), phase, bare));
+    EXPECT_EQ(model.kernelTime(mm, whole(mm), phase, h100),
+              model.kernelTime(mm, whole(mm), phase, bare));
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -165,6 +165,48 @@ TEST_F(GraphInterfaceTest, MatMulHeadsBroadcastTransposed) {
   EXPECT_EQ(costOf(args, body).fwdFlops, 2.0 * 2 * 4 * 8 * 32 * 16);
 }
 
+TEST_F(GraphInterfaceTest, Attention) {
+  // [batch, heads, S, D] queries against T = 32 keys, value head size 6.
+  StringRef args = "%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>, "
+                   "%v: tensor<2x4x32x6xf32>";
+  StringRef body = "%0 = ppc.attention %q, %k, %v : (tensor<2x4x16x8xf32>, "
+                   "tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> "
+                   "tensor<2x4x16x6xf32>";
+  IterationSpace space = spaceOf(args, body);
+  // Batch and heads split; query positions split (keys stay whole);
+  // neither the softmax axis T nor the head sizes may be cut.
+  EXPECT_EQ(formatDims(space), "S2 P4 A16 R32! R8! P6!");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, d1, d2, d4]");
+  EXPECT_EQ(formatAccess(space.operands[1]), "[d0, d1, d3, d4]");
+  EXPECT_EQ(formatAccess(space.operands[2]), "[d0, d1, d3, d5]");
+  EXPECT_EQ(formatAccess(space.results[0]), "[d0, d1, d2, d5]");
+  // A query split leaves keys and values whole on every partition.
+  EXPECT_EQ(
+      formatSlice(sliceOf(space.operands[1], rangesWith(space, 2, 8, 16))),
+      "0:2 0:4 0:32 0:8");
+  OpCost cost = costOf(args, body);
+  double forward = 2.0 * 2 * 4 * 16 * 32 * (8 + 6);
+  EXPECT_EQ(cost.fwdFlops, forward);
+  EXPECT_EQ(cost.bwdFlops, 2.5 * forward);
+  EXPECT_EQ(cost.fwdBytes, 4.0 * (2 * 4 * (16 * 8 + 32 * 8 + 32 * 6 + 16 * 6)));
+  EXPECT_EQ(cost.bwdBytes, 2 * cost.fwdBytes);
+  EXPECT_EQ(cost.kernel, KernelKind::FusedAttention);
+}
+
+TEST_F(GraphInterfaceTest, AttentionCausalCountsVisiblePairs) {
+  // Query i sees keys 0..i: 1 + 2 + ... + 8 = 36 pairs with S = T = 8; with
+  // T = 4 keys the last four queries see all four: 10 + 16 = 26.
+  StringRef args = "%q: tensor<8x4xf32>, %k: tensor<4x4xf32>";
+  OpCost square = costOf(args, "%0 = ppc.attention %q, %q, %q {causal = true}"
+                               " : (tensor<8x4xf32>, tensor<8x4xf32>, "
+                               "tensor<8x4xf32>) -> tensor<8x4xf32>");
+  EXPECT_EQ(square.fwdFlops, 2.0 * 36 * (4 + 4));
+  OpCost fewKeys = costOf(args, "%0 = ppc.attention %q, %k, %k {causal = "
+                                "true} : (tensor<8x4xf32>, tensor<4x4xf32>, "
+                                "tensor<4x4xf32>) -> tensor<8x4xf32>");
+  EXPECT_EQ(fewKeys.fwdFlops, 2.0 * 26 * (4 + 4));
+}
+
 TEST_F(GraphInterfaceTest, LinearTransposedWithBias) {
   StringRef args =
       "%x: tensor<4x10x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf32>";
@@ -661,6 +703,7 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %44 = ppc.gather %k, %ids : (tensor<16x32xf32>, tensor<8xi64>) -> tensor<8x32xf32>
   %45 = ppc.softmax_cross_entropy %m, %ids : (tensor<8x16xf32>, tensor<8xi64>) -> tensor<f32>
   %46 = ppc.mse_loss %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<f32>
+  %47 = ppc.attention %m, %m, %m {causal = true} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return
 }
 )mlir";
@@ -689,7 +732,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 47u);
+  EXPECT_EQ(registered.size(), 48u);
 }
 
 } // namespace

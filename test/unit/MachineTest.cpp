@@ -131,6 +131,15 @@ TEST(MachinePresets, DGX) {
   EXPECT_EQ(h100->effectiveLink(0, 1).bandwidth, 450e9);
   EXPECT_EQ(h100->effectiveLink(0, 8).bandwidth, 50e9); // 400 Gb/s NDR
   EXPECT_EQ(h100->cluster->nicsPerNode, 8);
+  // cuDNN's fused attention in FlashAttention-3's figures, 518 and 499
+  // TFLOP/s, run at exactly that rate; the A100 has no measured figure.
+  EXPECT_DOUBLE_EQ(
+      spec.attentionForwardEfficiency * spec.getPeakFlops(DType::BF16), 518e12);
+  EXPECT_DOUBLE_EQ(spec.attentionBackwardEfficiency *
+                       spec.getPeakFlops(DType::BF16),
+                   499e12);
+  EXPECT_EQ(a100->getSpec(0).attentionForwardEfficiency, 0);
+  EXPECT_EQ(a100->getSpec(0).attentionBackwardEfficiency, 0);
 
   EXPECT_EQ(lookupPreset("dgx-a100x3")->numDevices(), 24);
 }
@@ -450,6 +459,14 @@ TEST(MachineValidate, ImpossibleMachines) {
             "device spec 0 'A100-SXM4-80GB': memory bandwidth must be > 0");
   EXPECT_EQ(broken([](Machine &m) { m.specs[0].setPeakFlops(DType::F32, 0); }),
             "device spec 0 'A100-SXM4-80GB': peak f32 FLOP/s must be > 0");
+  EXPECT_EQ(
+      broken([](Machine &m) { m.specs[0].attentionForwardEfficiency = 1.5; }),
+      "device spec 0 'A100-SXM4-80GB': attention forward efficiency "
+      "must be in [0, 1]");
+  EXPECT_EQ(
+      broken([](Machine &m) { m.specs[0].attentionBackwardEfficiency = -0.1; }),
+      "device spec 0 'A100-SXM4-80GB': attention backward efficiency "
+      "must be in [0, 1]");
   EXPECT_EQ(broken([](Machine &m) { m.devices[3].spec = 2; }),
             "device 'n0.d3': spec 2 out of range (1 specs)");
   EXPECT_EQ(broken([](Machine &m) { m.devices[1].name = "n0.d0"; }),
@@ -526,6 +543,56 @@ TEST(MachineJson, GemmModelFigures) {
             std::string::npos);
   EXPECT_NE(parseError(with("\"bandwidth_efficiency\": 0")).find(
                 "bandwidth_efficiency: must be a fraction in (0, 1]"),
+            std::string::npos);
+}
+
+TEST(MachineJson, AttentionEfficiencies) {
+  std::string text = validJsonGraph();
+  auto with = [&](const std::string &fields) {
+    std::string changed = text;
+    changed.replace(changed.find("\"launch_overhead\": \"5 us\""),
+                    std::string("\"launch_overhead\": \"5 us\"").size(),
+                    "\"launch_overhead\": \"5 us\", " + fields);
+    return changed;
+  };
+  std::string error;
+  std::optional<Machine> m =
+      parseMachineJson(with("\"attention_forward_efficiency\": 0.52, "
+                            "\"attention_backward_efficiency\": 0.5"),
+                       "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_DOUBLE_EQ(m->getSpec(0).attentionForwardEfficiency, 0.52);
+  EXPECT_DOUBLE_EQ(m->getSpec(0).attentionBackwardEfficiency, 0.5);
+  // Written back and read again: the same figures, the same text.
+  std::string written = writeMachineJson(*m);
+  EXPECT_NE(written.find("\"attention_forward_efficiency\": 0.52"),
+            std::string::npos);
+  std::optional<Machine> back = parseMachineJson(written, "t", error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->specs, m->specs);
+  EXPECT_EQ(writeMachineJson(*back), written);
+  // Absent: 0, not measured, and not written.
+  m = parseMachineJson(text, "t", error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->getSpec(0).attentionForwardEfficiency, 0);
+  EXPECT_EQ(m->getSpec(0).attentionBackwardEfficiency, 0);
+  EXPECT_EQ(writeMachineJson(*m).find("attention_"), std::string::npos);
+  // Out of range, or not a number.
+  EXPECT_NE(parseError(with("\"attention_forward_efficiency\": 1.5"))
+                .find("attention_forward_efficiency: must be a fraction in "
+                      "(0, 1]"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("\"attention_forward_efficiency\": 0"))
+                .find("attention_forward_efficiency: must be a fraction in "
+                      "(0, 1]"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("\"attention_backward_efficiency\": -0.5"))
+                .find("attention_backward_efficiency: must be a fraction in "
+                      "(0, 1]"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("\"attention_backward_efficiency\": \"half\""))
+                .find("attention_backward_efficiency: must be a fraction in "
+                      "(0, 1]"),
             std::string::npos);
 }
 

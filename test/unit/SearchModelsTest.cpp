@@ -73,8 +73,8 @@ TEST(SearchModels, MegatronOnTheTransformer) {
         ++columns;
       else if (op.kind == "ppc.linear" && kind == IterKind::Reduction)
         ++rows;
-      else if (op.kind == "ppc.matmul" && !hasWeight(op) && d == 1)
-        ++heads; // attention scores and context, split by heads
+      else if (op.kind == "ppc.attention" && d == 1)
+        ++heads; // the fused attention core, split by heads
     }
     // Data parallel on the remaining 4 devices, everywhere.
     if (!op.space.dims.empty() && op.space.dims[0].kind == IterKind::Sample &&
@@ -85,7 +85,7 @@ TEST(SearchModels, MegatronOnTheTransformer) {
   // q, k, v, ff1 of both blocks, and the vocabulary head on its own.
   EXPECT_EQ(columns, 9);
   EXPECT_EQ(rows, 4);
-  EXPECT_EQ(heads, 4);
+  EXPECT_EQ(heads, 2);
   // Tensor-parallel groups inside a node: partitions 4g..4g+3 share one.
   for (size_t i = 0; i < graph->ops.size(); ++i) {
     std::vector<int64_t> devices = s[i].devices();

@@ -93,6 +93,12 @@ struct DeviceSpec {
   /// The fraction of the memory bandwidth streaming kernels reach; 0: all
   /// of it.
   double bandwidthEfficiency = 0;
+  /// The fraction of the peak rate of the op's dtype that a fused attention
+  /// kernel (FlashAttention-style, KernelKind::FusedAttention) reaches
+  /// forward and backward, measured at the sizes that matter; 0: not
+  /// measured (the cost model times it as any other contraction).
+  double attentionForwardEfficiency = 0;
+  double attentionBackwardEfficiency = 0;
 
   /// Peak FLOP/s for `type`. A type the device does not list runs at the
   /// rate of the nearest wider type it lists (bf16 -> f32, tf32 -> f32,

@@ -116,12 +116,18 @@ std::vector<Range> partitionRanges(const IterationSpace &space,
                                    const std::vector<int64_t> &degrees,
                                    int64_t index);
 
+/// Which kind of kernel runs an op, where a device rates it apart from the
+/// roofline: fused attention (FlashAttention-style: the score matrix stays
+/// on chip) runs at the attention efficiency measured for the device.
+enum class KernelKind : uint8_t { Default, FusedAttention };
+
 /// Forward and backward work of one op, for the cost model.
 struct OpCost {
   double fwdFlops = 0;
   double bwdFlops = 0;
   double fwdBytes = 0; ///< bytes read and written by the forward kernel.
   double bwdBytes = 0;
+  KernelKind kernel = KernelKind::Default;
 };
 
 /// Default SOAP kinds for an activation of `rank` dims, in the layouts the

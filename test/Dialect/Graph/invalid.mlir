@@ -19,6 +19,86 @@ func.func @f1() {
 
 // -----
 
+func.func @attention_rank(%q: tensor<8xf32>, %k: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op query must have rank >= 2, got rank 1}}
+  %0 = ppc.attention %q, %k, %k : (tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_rank(%q: tensor<2x8x4xf32>, %k: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op key must have rank 3, got rank 2}}
+  %0 = ppc.attention %q, %k, %q : (tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_rank(%q: tensor<2x8x4xf32>, %v: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op value must have rank 3, got rank 2}}
+  %0 = ppc.attention %q, %q, %v : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<8x4xf32>, %k: tensor<8x4xf16>) {
+  // expected-error @+1 {{'ppc.attention' op element types differ: operand #0 has 'f32' but operand #1 has 'f16'}}
+  %0 = ppc.attention %q, %k, %q : (tensor<8x4xf32>, tensor<8x4xf16>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_size(%q: tensor<2x8x4xf32>, %k: tensor<2x16x5xf32>, %v: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op key has shape [2, 16, 5] but expected [2, 16, 4]: dim 2 is 5, expected 4}}
+  %0 = ppc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<2x16x5xf32>, tensor<2x16x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x8x4xf32>, %k: tensor<3x16x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op key has shape [3, 16, 4] but expected [2, 16, 4]: dim 0 is 3, expected 2}}
+  %0 = ppc.attention %q, %k, %k : (tensor<2x8x4xf32>, tensor<3x16x4xf32>, tensor<3x16x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_length(%q: tensor<2x8x4xf32>, %k: tensor<2x16x4xf32>, %v: tensor<2x12x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op value has shape [2, 12, 4] but expected [2, 16, 4]: dim 1 is 12, expected 16}}
+  %0 = ppc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x12x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x8x4xf32>, %k: tensor<2x16x4xf32>, %v: tensor<2x16x6xf32>) {
+  // expected-error @+1 {{'ppc.attention' op result has shape [2, 8, 4] but expected [2, 8, 6]: dim 2 is 4, expected 6}}
+  %0 = ppc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<2x16x4xf32>, tensor<2x16x6xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op scale inf must be finite}}
+  %0 = ppc.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_ratio(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op ratio 1 must be in [0, 1)}}
+  %0 = ppc.attention %q, %q, %q {ratio = 1.0 : f64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @f2(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
   // expected-error @+1 {{'ppc.matmul' op lhs must have rank >= 2, got rank 1}}
   %0 = ppc.matmul %a, %b : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>

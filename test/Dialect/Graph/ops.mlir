@@ -16,6 +16,16 @@ func.func @values() -> (tensor<256x784xf32>, tensor<64xf32>, tensor<2xf32>, tens
   return %0, %1, %2, %3 : tensor<256x784xf32>, tensor<64xf32>, tensor<2xf32>, tensor<2x2xf32>
 }
 
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>,
+                     %v: tensor<2x4x32x6xf32>, %q2: tensor<16x8xf32>) {
+  // CHECK: ppc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, ratio = 1.000000e-01 : f64, scale = 1.250000e-01 : f64, seed = 7 : i64} : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
+  %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, causal = true, ratio = 0.1 : f64, seed = 7 : i64} : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
+  // CHECK: ppc.attention %{{.*}}, %{{.*}}, %{{.*}} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  %1 = ppc.attention %q2, %q2, %q2 : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @contractions
 func.func @contractions(%a: tensor<2x4x16x8xf32>, %b: tensor<1x4x32x16xf32>,
                         %x: tensor<32x784xf32>, %w: tensor<256x784xf32>,

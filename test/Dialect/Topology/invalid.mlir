@@ -55,6 +55,16 @@
 
 // -----
 
+// expected-error @+1 {{attention_forward_efficiency must be in [0, 1], got 1.2}}
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, attention_forward_efficiency = 1.2>
+
+// -----
+
+// expected-error @+1 {{attention_backward_efficiency must be in [0, 1], got -1}}
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, attention_backward_efficiency = -1.0>
+
+// -----
+
 // expected-error @+1 {{expected 'memory_bytes'}}
 #d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory = 1>
 

@@ -99,6 +99,43 @@ def PPC_LinearOp : PPC_ComputeOp<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PPC_AttentionOp : PPC_ComputeOp<"attention"> {
+  let summary = "Fused scaled dot-product attention";
+  let description = [{
+    `result[..., i, :] = sum_j p[..., i, j] * value[..., j, :]` with
+    `p = dropout(softmax_j(scale * query[..., i, :] . key[..., j, :]))`:
+    the attention core of a transformer as one kernel, as FlashAttention
+    runs it (the score matrix never leaves the chip; the backward
+    recomputes it). With `causal`, key positions after the query position
+    are masked out (top-left aligned, as PyTorch's `is_causal`). Dropout
+    draws the mask ppc.dropout with the same `ratio` and `seed` would draw
+    for the `[..., S, T]` probabilities, so the op equals its unfused chain
+    `matmul(transpose_rhs)`, `mul` by `scale`, `softmax`, `dropout`,
+    `matmul` exactly.
+
+    Shapes: query `[B..., S, D]`, key `[B..., T, D]`, value
+    `[B..., T, Dv]`, result `[B..., S, Dv]`; the leading dims (batch,
+    heads) are the same on all four.
+
+    ```mlir
+    %o = ppc.attention %q, %k, %v {scale = 0.125 : f64, causal = true}
+        : (tensor<2x8x128x64xf32>, tensor<2x8x128x64xf32>,
+           tensor<2x8x128x64xf32>) -> tensor<2x8x128x64xf32>
+    ```
+  }];
+  let arguments = (ins PPC_FloatTensor:$query, PPC_FloatTensor:$key,
+                       PPC_FloatTensor:$value,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<F64Attr, "0.0">:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat =
+      "$query `,` $key `,` $value attr-dict `:` "
+      "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def PPC_Conv2DOp : PPC_ComputeOp<"conv2d", [Pure]> {
   let summary = "2-D convolution, NCHW, with stride, padding, dilation, groups";
   let description = [{

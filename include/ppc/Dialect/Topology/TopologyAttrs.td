@@ -16,9 +16,11 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
     which a kernel reaches half the peak rate (optional, 0: the cost model's
     default), and for a GPU's matrix multiplications its compute units
     (`compute_units`, the SMs that output tiles are spread over in waves),
-    the fraction of peak large ones reach (`matmul_efficiency`) and the
+    the fraction of peak large ones reach (`matmul_efficiency`), the
     fraction of the memory bandwidth streaming kernels reach
-    (`bandwidth_efficiency`), all optional.
+    (`bandwidth_efficiency`) and the fraction of peak a fused attention
+    kernel reaches forward and backward (`attention_forward_efficiency`,
+    `attention_backward_efficiency`), all optional (0: not measured).
 
     ```mlir
     #h100 = #topo.device<"H100-SXM5-80GB",
@@ -27,15 +29,18 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
         launch_overhead = 5.0e-06>
     ```
   }];
-  let parameters = (ins StringRefParameter<"model name">:$name,
-                        "::mlir::DictionaryAttr":$peakFlops,
-                        APFloatParameter<"bytes/s">:$memoryBandwidth,
-                        "int64_t":$memoryBytes,
-                        APFloatParameter<"seconds">:$launchOverhead,
-                        APFloatParameter<"flops">:$halfEfficiencyFlops,
-                        "int64_t":$computeUnits,
-                        APFloatParameter<"fraction">:$matmulEfficiency,
-                        APFloatParameter<"fraction">:$bandwidthEfficiency);
+  let parameters = (ins
+      StringRefParameter<"model name">:$name,
+      "::mlir::DictionaryAttr":$peakFlops,
+      APFloatParameter<"bytes/s">:$memoryBandwidth,
+      "int64_t":$memoryBytes,
+      APFloatParameter<"seconds">:$launchOverhead,
+      APFloatParameter<"flops">:$halfEfficiencyFlops,
+      "int64_t":$computeUnits,
+      APFloatParameter<"fraction">:$matmulEfficiency,
+      APFloatParameter<"fraction">:$bandwidthEfficiency,
+      APFloatParameter<"fraction">:$attentionForwardEfficiency,
+      APFloatParameter<"fraction">:$attentionBackwardEfficiency);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

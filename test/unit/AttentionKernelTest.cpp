@@ -1,0 +1,408 @@
+//===- AttentionKernelTest.cpp - the cpu kernel of ppc.attention ----------===//
+//
+// ppc.attention against its unfused chain run with the existing kernels
+// (matmul(transpose_rhs), mul by scale, [add of a causal mask], softmax,
+// dropout, matmul): forward output and the gradients of query, key and
+// value, to float32 round-off, with and without leading dims, causal
+// masking (S below, equal to and above T) and dropout in training; dropout
+// ignored outside training; finite differences; partitions over the leading
+// dims and S against the whole-op run (partial dK / dV summed); sequences
+// longer than the kernel's row tile; and the errors for boxes the kernel
+// cannot compute from (KernelTestUtil.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtil.h"
+
+#include <gtest/gtest.h>
+
+using namespace ppc::runtime;
+using namespace ppc::runtime::test;
+
+namespace {
+
+using Range = std::pair<int64_t, int64_t>;
+
+/// [0, size) cut into `parts` nearly equal ranges.
+std::vector<Range> splitRange(int64_t size, int64_t parts) {
+  std::vector<Range> ranges;
+  for (int64_t p = 0; p < parts; ++p)
+    ranges.push_back({size * p / parts, size * (p + 1) / parts});
+  return ranges;
+}
+
+/// One attention problem: leading dims, sizes and attributes.
+struct Case {
+  std::vector<int64_t> lead;
+  int64_t S, T, D, Dv;
+  double scale = 1.0;
+  bool causal = false;
+  double ratio = 0.0;
+  int64_t seed = 0;
+
+  /// [lead..., a, b]
+  std::vector<int64_t> shape(int64_t a, int64_t b) const {
+    std::vector<int64_t> s = lead;
+    s.push_back(a);
+    s.push_back(b);
+    return s;
+  }
+  std::vector<int64_t> query() const { return shape(S, D); }
+  std::vector<int64_t> key() const { return shape(T, D); }
+  std::vector<int64_t> value() const { return shape(T, Dv); }
+  std::vector<int64_t> result() const { return shape(S, Dv); }
+  std::vector<int64_t> scores() const { return shape(S, T); }
+};
+
+OpDesc attentionOp(const Case &c) {
+  return makeOp("ppc.attention", {c.query(), c.key(), c.value()}, {c.result()},
+                {{"scale", c.scale},
+                 {"causal", int64_t{c.causal}},
+                 {"ratio", c.ratio},
+                 {"seed", c.seed}});
+}
+
+KernelContext trainingAt(int64_t step) {
+  KernelContext ctx;
+  ctx.step = step;
+  return ctx;
+}
+
+/// Random query, key and value in [-1, 1).
+std::vector<std::vector<float>> randomInputs(const Case &c, uint32_t seed) {
+  return {randomValues(numElementsOf(c.query()), seed),
+          randomValues(numElementsOf(c.key()), seed + 17),
+          randomValues(numElementsOf(c.value()), seed + 34)};
+}
+
+/// Forward output and the three operand gradients.
+struct Result {
+  std::vector<float> out, dq, dk, dv;
+};
+
+/// Runs `op` whole, forward and backward with output gradient `dy`; the
+/// operand gradients (those wanted) in order.
+std::vector<std::vector<float>>
+runGrad(const OpDesc &op, const KernelContext &ctx,
+        const std::vector<std::vector<float>> &x, const std::vector<float> &dy,
+        std::vector<float> *out, std::vector<bool> needsGrad = {}) {
+  std::vector<std::vector<float>> dys = {dy};
+  OpRun run = runOp(op, ctx, x, {wholePartition(op)}, &dys, needsGrad);
+  EXPECT_EQ(run.error, "") << op.kind;
+  if (!run.error.empty())
+    return std::vector<std::vector<float>>(x.size());
+  if (out)
+    *out = run.outputs[0];
+  return run.inputGrads;
+}
+
+/// The unfused chain with the existing kernels, forward and backward.
+Result composedReference(const Case &c, const KernelContext &ctx,
+                         const std::vector<std::vector<float>> &x,
+                         const std::vector<float> &dOut) {
+  std::vector<int64_t> scoresShape = c.scores();
+  OpDesc scoresOp =
+      makeOp("ppc.matmul", {c.query(), c.key()}, {scoresShape},
+             {{"transpose_lhs", int64_t{0}}, {"transpose_rhs", int64_t{1}}});
+  OpDesc scaleOp = makeOp("ppc.mul", {scoresShape, {1}}, {scoresShape});
+  std::vector<int64_t> maskShape = {c.S, c.T};
+  OpDesc maskOp = makeOp("ppc.add", {scoresShape, maskShape}, {scoresShape});
+  OpDesc softmaxOp = makeOp("ppc.softmax", {scoresShape}, {scoresShape},
+                            {{"axis", int64_t{-1}}});
+  OpDesc dropoutOp = makeOp("ppc.dropout", {scoresShape}, {scoresShape},
+                            {{"ratio", c.ratio}, {"seed", c.seed}});
+  OpDesc outOp =
+      makeOp("ppc.matmul", {scoresShape, c.value()}, {c.result()},
+             {{"transpose_lhs", int64_t{0}}, {"transpose_rhs", int64_t{0}}});
+  std::vector<float> scale = {static_cast<float>(c.scale)};
+  std::vector<float> mask(c.S * c.T, 0.0f);
+  for (int64_t i = 0; i < c.S; ++i)
+    for (int64_t j = i + 1; j < c.T; ++j)
+      mask[i * c.T + j] = -1e9f;
+
+  // Forward, keeping each op's input.
+  auto forward = [&](const OpDesc &op,
+                     const std::vector<std::vector<float>> &in) {
+    OpRun run = runOp(op, ctx, in, {wholePartition(op)});
+    EXPECT_EQ(run.error, "") << op.kind;
+    return run.error.empty() ? run.outputs[0] : std::vector<float>{};
+  };
+  std::vector<float> scores = forward(scoresOp, {x[0], x[1]});
+  std::vector<float> scaled = forward(scaleOp, {scores, scale});
+  std::vector<float> masked =
+      c.causal ? forward(maskOp, {scaled, mask}) : scaled;
+  std::vector<float> probs = forward(softmaxOp, {masked});
+  std::vector<float> dropped = forward(dropoutOp, {probs});
+
+  // Backward, in reverse.
+  Result r;
+  auto dOutOp = runGrad(outOp, ctx, {dropped, x[2]}, dOut, &r.out);
+  r.dv = dOutOp[1];
+  std::vector<float> dProbs =
+      runGrad(dropoutOp, ctx, {probs}, dOutOp[0], nullptr)[0];
+  std::vector<float> dMasked =
+      runGrad(softmaxOp, ctx, {masked}, dProbs, nullptr)[0];
+  std::vector<float> dScaled = c.causal
+                                   ? runGrad(maskOp, ctx, {scaled, mask},
+                                             dMasked, nullptr, {true, false})[0]
+                                   : dMasked;
+  std::vector<float> dScores = runGrad(scaleOp, ctx, {scores, scale}, dScaled,
+                                       nullptr, {true, false})[0];
+  auto dQk = runGrad(scoresOp, ctx, {x[0], x[1]}, dScores, nullptr);
+  r.dq = dQk[0];
+  r.dk = dQk[1];
+  return r;
+}
+
+/// ppc.attention whole, forward and backward.
+Result fused(const Case &c, const KernelContext &ctx,
+             const std::vector<std::vector<float>> &x,
+             const std::vector<float> &dOut) {
+  Result r;
+  auto grads = runGrad(attentionOp(c), ctx, x, dOut, &r.out);
+  r.dq = grads[0];
+  r.dk = grads[1];
+  r.dv = grads[2];
+  return r;
+}
+
+void expectResultsClose(const Result &actual, const Result &expected,
+                        double tol, const std::string &what) {
+  expectClose(actual.out, expected.out, tol, tol, what + " output");
+  expectClose(actual.dq, expected.dq, tol, tol, what + " dQ");
+  expectClose(actual.dk, expected.dk, tol, tol, what + " dK");
+  expectClose(actual.dv, expected.dv, tol, tol, what + " dV");
+}
+
+/// Checks the fused op against the composed chain for `c` under `ctx`.
+void expectMatchesComposed(const Case &c, const KernelContext &ctx,
+                           uint32_t seed) {
+  std::string what = "lead rank " + std::to_string(c.lead.size()) + " S " +
+                     std::to_string(c.S) + " T " + std::to_string(c.T) +
+                     (c.causal ? " causal" : "") +
+                     (c.ratio > 0 ? " dropout" : "");
+  auto x = randomInputs(c, seed);
+  std::vector<float> dOut = randomValues(numElementsOf(c.result()), seed + 51);
+  expectResultsClose(fused(c, ctx, x, dOut), composedReference(c, ctx, x, dOut),
+                     1e-5, what);
+}
+
+const std::vector<std::vector<int64_t>> kLeads = {{}, {2, 3}};
+
+TEST(AttentionKernel, MatchesComposedOps) {
+  for (const auto &lead : kLeads)
+    for (auto [S, T] : {Range{5, 7}, Range{6, 6}, Range{8, 3}}) {
+      Case c{lead, S, T, 8, 5, 0.35};
+      expectMatchesComposed(c, trainingAt(0), 1);
+    }
+}
+
+TEST(AttentionKernel, CausalMatchesMaskedComposedOps) {
+  for (const auto &lead : kLeads)
+    for (auto [S, T] : {Range{5, 7}, Range{6, 6}, Range{8, 3}}) {
+      Case c{lead, S, T, 4, 6, 0.5, /*causal=*/true};
+      expectMatchesComposed(c, trainingAt(0), 2);
+    }
+}
+
+TEST(AttentionKernel, DropoutMatchesComposedDropout) {
+  for (const auto &lead : kLeads)
+    for (bool causal : {false, true}) {
+      Case c{lead, 6, 9, 4, 3, 0.4, causal, /*ratio=*/0.1, /*seed=*/42};
+      expectMatchesComposed(c, trainingAt(3), 3);
+      expectMatchesComposed(c, trainingAt(4), 4);
+    }
+}
+
+TEST(AttentionKernel, DropoutChangesTheOutputInTraining) {
+  Case c{{2, 3}, 6, 9, 4, 3, 0.4, false, 0.1, 42};
+  Case noDropout = c;
+  noDropout.ratio = 0.0;
+  auto x = randomInputs(c, 5);
+  std::vector<float> dOut = randomValues(numElementsOf(c.result()), 6);
+  Result dropped = fused(c, trainingAt(3), x, dOut);
+  Result plain = fused(noDropout, trainingAt(3), x, dOut);
+  ASSERT_EQ(dropped.out.size(), plain.out.size());
+  EXPECT_NE(dropped.out, plain.out);
+}
+
+TEST(AttentionKernel, InferenceIgnoresDropout) {
+  for (bool causal : {false, true}) {
+    Case c{{2, 3}, 6, 9, 4, 3, 0.4, causal, 0.1, 42};
+    Case noDropout = c;
+    noDropout.ratio = 0.0;
+    KernelContext inference = trainingAt(3);
+    inference.training = false;
+    auto x = randomInputs(c, 7);
+    std::vector<float> dOut = randomValues(numElementsOf(c.result()), 8);
+    expectResultsClose(fused(c, inference, x, dOut),
+                       fused(noDropout, trainingAt(3), x, dOut), 0,
+                       "inference");
+    expectResultsClose(fused(c, inference, x, dOut),
+                       composedReference(noDropout, inference, x, dOut), 1e-5,
+                       "inference vs composed");
+  }
+}
+
+TEST(AttentionKernel, GradientsMatchFiniteDifferences) {
+  for (bool causal : {false, true}) {
+    Case c{{2}, 4, 5, 3, 2, 0.7, causal, 0.2, 9};
+    GradCheckOptions options;
+    options.maxChecksPerOperand = 40;
+    checkGradients(attentionOp(c), trainingAt(1), randomInputs(c, 11), {},
+                   options);
+  }
+}
+
+/// The partition computing leading ranges `batch` and query rows `rows`.
+Partition attentionPartition(const Case &c, const std::vector<Range> &batch,
+                             Range rows) {
+  auto box = [&](const std::vector<int64_t> &shape) {
+    Box b = wholeBox(shape);
+    for (size_t d = 0; d < batch.size(); ++d)
+      b = withRange(b, d, batch[d].first, batch[d].second);
+    return b;
+  };
+  size_t rowDim = c.lead.size();
+  Box query = withRange(box(c.query()), rowDim, rows.first, rows.second);
+  Box result = withRange(box(c.result()), rowDim, rows.first, rows.second);
+  return {{query, box(c.key()), box(c.value())}, {result}};
+}
+
+TEST(AttentionKernel, PartitionsMatchWholeOp) {
+  for (bool causal : {false, true})
+    for (double ratio : {0.0, 0.1}) {
+      // Leading dims [2, 3] split 2 x 3, S split in 3: 18 partitions, three
+      // per batch index, each adding its partial dK and dV.
+      Case c{{2, 3}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      std::vector<Partition> parts;
+      for (Range b0 : splitRange(2, 2))
+        for (Range b1 : splitRange(3, 3))
+          for (Range s : splitRange(c.S, 3))
+            parts.push_back(attentionPartition(c, {b0, b1}, s));
+      expectPartitionsMatchWhole(attentionOp(c), trainingAt(2),
+                                 randomInputs(c, 21), parts);
+      // No leading dims: S split in 4 (one query row per partition at
+      // most two).
+      Case flat{{}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      std::vector<Partition> rowParts;
+      for (Range s : splitRange(flat.S, 4))
+        rowParts.push_back(attentionPartition(flat, {}, s));
+      expectPartitionsMatchWhole(attentionOp(flat), trainingAt(2),
+                                 randomInputs(flat, 22), rowParts);
+    }
+}
+
+TEST(AttentionKernel, LongSequencesSpanSeveralRowTiles) {
+  // The kernel cuts the query rows into tiles of 128 (causal tiles skip the
+  // keys past their last row); S = 300 gives three tiles, the partitions
+  // start tiles off the multiples of 128.
+  for (bool causal : {false, true}) {
+    Case c{{2}, 300, 260, 8, 4, 0.3, causal, 0.1, 17};
+    expectMatchesComposed(c, trainingAt(6), 61);
+    std::vector<Partition> parts;
+    for (Range b : splitRange(2, 2))
+      for (Range s : splitRange(c.S, 3))
+        parts.push_back(attentionPartition(c, {b}, s));
+    expectPartitionsMatchWhole(attentionOp(c), trainingAt(6),
+                               randomInputs(c, 62), parts);
+  }
+}
+
+TEST(AttentionKernel, OnlyTheWantedGradientsAreWritten) {
+  Case c{{2}, 5, 6, 4, 3, 0.5, true, 0.1, 3};
+  auto x = randomInputs(c, 31);
+  std::vector<float> dOut = randomValues(numElementsOf(c.result()), 32);
+  Result all = fused(c, trainingAt(1), x, dOut);
+  for (size_t wanted = 0; wanted < 3; ++wanted) {
+    std::vector<bool> needsGrad(3, false);
+    needsGrad[wanted] = true;
+    auto grads =
+        runGrad(attentionOp(c), trainingAt(1), x, dOut, nullptr, needsGrad);
+    const std::vector<float> &expected = wanted == 0   ? all.dq
+                                         : wanted == 1 ? all.dk
+                                                       : all.dv;
+    expectClose(grads[wanted], expected, 0, 0,
+                "grad of operand " + std::to_string(wanted) + " alone");
+  }
+}
+
+/// The error of a forward (and backward) run of `parts`.
+void expectError(const Case &c, const std::vector<Partition> &parts,
+                 const std::string &mentions) {
+  OpDesc op = attentionOp(c);
+  auto x = randomInputs(c, 41);
+  std::string error = runOp(op, trainingAt(0), x, parts).error;
+  EXPECT_NE(error.find("ppc.attention"), std::string::npos) << error;
+  EXPECT_NE(error.find(mentions), std::string::npos)
+      << "expected \"" << mentions << "\" in: " << error;
+}
+
+TEST(AttentionKernel, RejectsBoxesItCannotCompute) {
+  Case c{{2}, 4, 6, 3, 5};
+  Partition whole = wholePartition(attentionOp(c));
+  Partition p = whole;
+  p.inputs[1] = withRange(p.inputs[1], 1, 0, 5);
+  expectError(c, {p}, "key must cover its whole T dim");
+  p = whole;
+  p.inputs[1] = withRange(p.inputs[1], 2, 1, 3);
+  expectError(c, {p}, "key must cover its whole D dim");
+  p = whole;
+  p.inputs[2] = withRange(p.inputs[2], 1, 2, 6);
+  expectError(c, {p}, "value must cover its whole T dim");
+  p = whole;
+  p.inputs[2] = withRange(p.inputs[2], 2, 0, 4);
+  expectError(c, {p}, "value must cover its whole Dv dim");
+  p = whole;
+  p.inputs[0] = withRange(p.inputs[0], 2, 0, 2);
+  expectError(c, {p}, "query must cover its whole D dim");
+  p = whole;
+  p.outputs[0] = withRange(p.outputs[0], 2, 0, 4);
+  expectError(c, {p}, "result must cover its whole Dv dim");
+  p = whole;
+  p.inputs[0] = withRange(p.inputs[0], 1, 1, 4);
+  expectError(c, {p}, "query box does not hold the result's S rows");
+  p = whole;
+  p.inputs[1] = withRange(p.inputs[1], 0, 1, 2);
+  expectError(c, {p}, "key box does not hold the result's leading");
+
+  Case badRatio = c;
+  badRatio.ratio = 1.0;
+  expectError(badRatio, {whole}, "ratio");
+
+  OpDesc mismatched =
+      makeOp("ppc.attention", {{2, 4, 3}, {2, 6, 4}, {2, 6, 5}}, {{2, 4, 5}});
+  EXPECT_NE(
+      runOp(mismatched, trainingAt(0),
+            {randomValues(24, 1), randomValues(48, 2), randomValues(60, 3)},
+            {wholePartition(mismatched)})
+          .error.find("D differs"),
+      std::string::npos);
+}
+
+TEST(AttentionKernel, BackwardRejectsBoxesItCannotCompute) {
+  Case c{{}, 4, 6, 3, 5};
+  OpDesc op = attentionOp(c);
+  auto x = randomInputs(c, 51);
+  Partition p = wholePartition(op);
+  p.inputs[1] = withRange(p.inputs[1], 0, 1, 6);
+  std::vector<std::vector<float>> dys = {
+      randomValues(numElementsOf(c.result()), 52)};
+  // The forward fails first; run the backward kernel directly.
+  std::vector<float> dy = dys[0], q = x[0],
+                     k = extractBox(x[1], c.key(), p.inputs[1]), v = x[2],
+                     dq(q.size()), dk(k.size()), dv(v.size());
+  std::vector<TensorView> inputs = {viewOf(q, c.query()),
+                                    boxView(k, c.key(), p.inputs[1]),
+                                    viewOf(v, c.value())};
+  std::vector<TensorView> grads = {viewOf(dq, c.query()),
+                                   boxView(dk, c.key(), p.inputs[1]),
+                                   viewOf(dv, c.value())};
+  std::vector<TensorView> none, outputGrads = {viewOf(dy, c.result())};
+  std::string error =
+      backward(op, trainingAt(0), inputs, none, outputGrads, grads, none);
+  EXPECT_NE(error.find("key must cover its whole T dim"), std::string::npos)
+      << error;
+}
+
+} // namespace
