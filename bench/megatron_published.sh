@@ -24,7 +24,10 @@
 #         bf16's 989) and micro-batch 1; the README's flags overlap
 #         gradient reduction and parameter gathers (distributed optimizer),
 #         so distributed-optimizer and sequence-parallel with selective
-#         recomputation, the same for every row.
+#         recomputation, the same for every row. Megatron-Core runs
+#         attention as Transformer Engine's fused (cuDNN) kernel: the
+#         rows' GPT has one causal ppc.attention per layer, which the H100
+#         preset rates at cuDNN's measured speed (docs/simulator.md).
 # Usage: bench/megatron_published.sh [BUILD_DIR]   (after scripts/build.sh)
 #   SUITES="sar h100", ROWS="sc21/1.7b sar/22b-full" pick rows (default:
 #   every row up to MAX_GPUS, 1536).
@@ -80,7 +83,12 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   dp=$((gpus / (tp * pp)))
   microbatches=$((batch / (dp * mbs)))
   model="$tmp/gpt.mlir"
-  python3 "$root/bench/models.py" gpt --layers "$layers" --hidden "$hidden" \
+  # The H100 runs' Megatron-Core (r0.8, Transformer Engine) runs attention
+  # as one fused kernel; the A100 papers' Megatron-LM materialized the
+  # scores (with a fused scale-mask-softmax).
+  fused=""
+  [ "$suite" = h100 ] && fused=--fused-attention
+  python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \
     --dropout 0.1 --batch "$batch" --dtype "$dtype" >"$model"
   options="tp=$tp pp=$pp dp=$dp microbatches=$microbatches"

@@ -183,7 +183,10 @@ class Cnn:
         return self.linear(x, c, classes, n, name), [n, classes]
 
 
-def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0):
+def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
+         fused=False, causal=False):
+    """fused: the attention core as one ppc.attention (FlashAttention-style;
+    causal for a decoder) instead of matmul, softmax, dropout, matmul."""
     e = Emitter()
 
     def drop(name, v, shape):
@@ -229,12 +232,25 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0):
         k = heads_first(p + "k", linear(p + "attn.k", h, hidden, hidden, act))
         v = heads_first(p + "v", linear(p + "attn.v", h, hidden, hidden, act))
         bh = [batch, heads, seq, hd]
-        scores = e.op(p + "attn.scores", "ppc.matmul %s, %s {transpose_rhs = true} : (%s, %s) -> %s"
-                      % (q, k, ty(bh), ty(bh), ty([batch, heads, seq, seq])))
-        probs = e.op(p + "attn.softmax", "ppc.softmax %s : %s" % (scores, ty([batch, heads, seq, seq])))
-        probs = drop(p + "attn.dropout", probs, [batch, heads, seq, seq])
-        ctx = e.op(p + "attn.context", "ppc.matmul %s, %s : (%s, %s) -> %s"
-                   % (probs, v, ty([batch, heads, seq, seq]), ty(bh), ty(bh)))
+        if fused:
+            attrs = ["scale = %r : f64" % (hd ** -0.5)]
+            if causal:
+                attrs.append("causal = true")
+            if dropout:
+                attrs.append("ratio = %r : f64" % float(dropout))
+            ctx = e.op(p + "attn.core", "ppc.attention %s, %s, %s {%s} : "
+                       "(%s, %s, %s) -> %s" % (q, k, v, ", ".join(attrs),
+                                               ty(bh), ty(bh), ty(bh), ty(bh)))
+        else:
+            ss = [batch, heads, seq, seq]
+            scores = e.op(p + "attn.scores", "ppc.matmul %s, %s {transpose_rhs"
+                          " = true} : (%s, %s) -> %s"
+                          % (q, k, ty(bh), ty(bh), ty(ss)))
+            probs = e.op(p + "attn.softmax", "ppc.softmax %s : %s"
+                         % (scores, ty(ss)))
+            probs = drop(p + "attn.dropout", probs, ss)
+            ctx = e.op(p + "attn.context", "ppc.matmul %s, %s : (%s, %s) -> %s"
+                       % (probs, v, ty(ss), ty(bh), ty(bh)))
         ctx = e.op(p + "attn.merge.t", "ppc.transpose %s {permutation = array<i64: 0, 2, 1, 3>} : %s -> %s"
                    % (ctx, ty(bh), ty([batch, seq, heads, hd])))
         ctx = e.op(p + "attn.merge", "ppc.reshape %s : %s -> %s" % (ctx, ty([batch, seq, heads, hd]), ty(act)))
@@ -569,6 +585,10 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="gpt/bert/transformer: dropout after the attention "
                     "probabilities and both sublayers (Megatron-LM's 0.1)")
+    ap.add_argument("--fused-attention", action="store_true",
+                    help="gpt/bert/transformer: the attention core as one "
+                    "fused ppc.attention (FlashAttention-style; causal for "
+                    "gpt) instead of matmul, softmax, dropout, matmul")
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
     ap.add_argument("--size", choices=sorted(GPT_SIZES), default="1.5b",
                     help="gpt: model size")
@@ -589,7 +609,8 @@ def main():
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
-            pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200), a.dropout)
+            pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200), a.dropout,
+            fused=a.fused_attention, causal=True)
     elif a.model in ("bert", "transformer"):
         # BERT-Large by default; Transformer-base sizes for `transformer`.
         d = (dict(layers=24, seq=512, hidden=1024, heads=16, ff=4096, vocab=30522)
@@ -598,7 +619,7 @@ def main():
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]), pick(a.ff, d["ff"]),
-            pick(a.vocab, d["vocab"]), a.dropout)
+            pick(a.vocab, d["vocab"]), a.dropout, fused=a.fused_attention)
     elif a.model.startswith("resnet"):
         header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch,
                                         image=pick(a.image, 224))
