@@ -86,8 +86,13 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   # The H100 runs' Megatron-Core (r0.8, Transformer Engine) runs attention
   # as one fused kernel; the A100 papers' Megatron-LM materialized the
   # scores (with a fused scale-mask-softmax).
-  fused=""
-  [ "$suite" = h100 ] && fused=--fused-attention
+  # Its README also overlaps the parameter gathers of the distributed
+  # optimizer with the next forward (--overlap-param-gather).
+  fused="" overlap=""
+  if [ "$suite" = h100 ]; then
+    fused=--fused-attention
+    overlap="overlap-param-gather=true"
+  fi
   python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \
     --dropout 0.1 --batch "$batch" --dtype "$dtype" >"$model"
@@ -96,7 +101,7 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   options="$options $(sh "$root/bench/megatron_options.sh" "$words")"
   "$build/bin/ppc-opt" "$model" \
     --ppc-attach-machine=machine="dgx-${gpu}x$(((gpus + 7) / 8))" \
-    --ppc-search="algorithm=megatron $options optimizer=adam progress=off" \
+    --ppc-search="algorithm=megatron $options $overlap optimizer=adam progress=off" \
     -o /dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   predicted=$(sed -nE 's/^ppc-search @main: .*: ([0-9.]+) ms per iteration predicted.*/\1/p' "$tmp/err")
   [ -n "$predicted" ] || predicted=OOM

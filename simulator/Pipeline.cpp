@@ -310,6 +310,14 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
     stage.forward = alone[s].forwardTime;
     stage.backward = alone[s].backwardTime - alone[s].forwardTime;
     stage.tail = alone[s].iterationTime - alone[s].backwardTime;
+    if (pipeline.microbatches > 1 && options.overlapGradSync) {
+      // The last micro-batch's backward overlaps the gradient sync (as
+      // Megatron-LM's --overlap-grad-reduce and DDP's last no_sync-free
+      // step do): the tail is what the sync and update take beyond it.
+      Simulator overlapped(sub, mesh, costModel, options);
+      double end = overlapped.simulate(local).iterationTime;
+      stage.tail = std::max(0.0, end - alone[s].backwardTime);
+    }
   }
 
   // Transfer time per (sending stage, receiving stage).

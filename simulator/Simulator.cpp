@@ -1335,13 +1335,25 @@ struct Simulator::Impl {
                                         i, TaskKind::Update)
                             : ready;
     }
-    // Sharded sync: gather the updated shards back.
-    for (const Collective &c : st.gradSyncs)
-      if (c.postTime > 0)
-        runCollective(
-            st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; }, i,
-            TaskKind::WeightGather);
+    // Sharded sync: gather the updated shards back, now or (overlapped)
+    // during the next forward.
+    for (const Collective &c : st.gradSyncs) {
+      if (c.postTime <= 0)
+        continue;
+      if (options.overlapParamGather) {
+        for (int32_t p : c.partitions)
+          deferredGather[st.devices[p]] += c.postTime;
+        continue;
+      }
+      runCollective(
+          st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; }, i,
+          TaskKind::WeightGather);
+    }
   }
+
+  /// Per device, the parameter all-gathers deferred to the next forward
+  /// (overlapParamGather), in seconds.
+  std::vector<double> deferredGather;
 
   /// Resource state at the start of the forward of every kCheckpointEvery-th
   /// op: the forward before the first changed op need not be re-run.
@@ -1387,12 +1399,21 @@ struct Simulator::Impl {
       for (int32_t i = n - 1; i >= 0; --i)
         syncGradients(i, backwardDone);
     }
+    deferredGather.assign(numDevices, 0);
     for (int32_t i = n - 1; i >= 0; --i)
       update(i);
     double end = 0;
     for (double t : freeAt)
       end = std::max(end, t);
-    return end;
+    // Deferred gathers run beside the next forward: what they take beyond
+    // it delays that iteration.
+    double gathers = 0, forwardEnd = 0;
+    for (double t : deferredGather)
+      gathers = std::max(gathers, t);
+    for (const OpState &st : ops)
+      for (double t : st.fwdEnd)
+        forwardEnd = std::max(forwardEnd, t);
+    return end + std::max(0.0, gathers - forwardEnd);
   }
 
   SimResult result(double iterationTime) {

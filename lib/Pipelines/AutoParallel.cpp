@@ -50,6 +50,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.memoryLimit = options.memoryLimit;
     searchOptions.profilePath = options.profile;
     searchOptions.overlap = options.overlap;
+    searchOptions.overlapParamGather = options.overlapParamGather;
     searchOptions.reportDir = options.reportDir;
     searchOptions.progress = options.progress;
     searchOptions.tp = options.tp;

@@ -358,6 +358,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   simOptions.optimizer = optimizer;
   simOptions.gradSync = gradSync;
   simOptions.overlapGradSync = overlap;
+  simOptions.overlapParamGather = overlapParamGather;
   search::Problem problem{*graph, machine, costModel, simOptions,
                           memoryLimitBytes};
 

@@ -242,6 +242,7 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   options.optimizer = optimizer;
   options.gradSync = gradSync;
   options.overlapGradSync = overlap;
+  options.overlapParamGather = overlapParamGather;
   options.recordTimeline = !tracePathForFunc.empty();
   sim::Simulator simulator(*graph, machine, costModel, options);
 
@@ -348,7 +349,10 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
                                                    : "on device 0 by default");
   os << "  optimizer: " << stringifyOptimizer(optimizer) << ", gradient sync: "
      << (gradSync == sim::GradSync::AllReduce ? "all-reduce" : "reduce-scatter")
-     << (overlap ? " overlapped with backward" : " after backward") << "\n";
+     << (overlap ? " overlapped with backward" : " after backward")
+     << (overlapParamGather ? ", parameter gathers overlapped with forward"
+                            : "")
+     << "\n";
   os << "  cost model: ";
   if (profile)
     os << llvm::formatv("profile '{0}' ({1} kernels measured, {2} from the "

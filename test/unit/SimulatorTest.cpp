@@ -522,6 +522,19 @@ TEST(Simulator, ZeroStagesShardTrainingState) {
   EXPECT_EQ(viaOption.iterationTime, one.iterationTime);
   EXPECT_EQ(viaOption.devices[1].memory.total(), m1.total());
 
+  // Gathering the updated shards during the next forward
+  // (overlapParamGather) takes them off the iteration's end.
+  SimOptions deferred = opts;
+  deferred.overlapParamGather = true;
+  Simulator overlapped(g, m, cost, deferred);
+  SimResult later = overlapped.simulate(withStage(StateSharding::Optimizer));
+  EXPECT_LT(later.iterationTime, one.iterationTime);
+  EXPECT_EQ(nvlink(later), nvlink(one));
+  EXPECT_EQ(later.devices[1].memory.total(), m1.total());
+  // Without sharded state there is nothing to defer.
+  EXPECT_EQ(overlapped.simulate(withStage(StateSharding::None)).iterationTime,
+            none.iterationTime);
+
   // Stage 2: gradients halved too.
   SimResult two = sim.simulate(withStage(StateSharding::Gradients));
   EXPECT_EQ(two.devices[1].memory.gradients, 4'000'000);
@@ -1002,8 +1015,9 @@ TEST(Pipeline, InterleavedStagesShareTheirGroupsDevices) {
 
 TEST(Pipeline, OneStageIsThePlainSimulation) {
   // One stage over the whole machine and one micro-batch is exactly the
-  // plain simulation; two micro-batches run one after the other, each
-  // synchronizing gradients only after the last (stageSimOptions).
+  // plain simulation; two micro-batches run one after the other, gradients
+  // synchronized only with the last (stageSimOptions): during its backward
+  // when overlapped, after it otherwise.
   Graph g = twoLayerMlp();
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
@@ -1023,10 +1037,17 @@ TEST(Pipeline, OneStageIsThePlainSimulation) {
   EXPECT_TRUE(stageSimOptions({}, 1).overlapGradSync);
   Simulator halfSim(half, m, cost, accumulate);
   SimResult h = halfSim.simulate(dp);
+  PipelineResult after = simulatePipeline(g, m, cost, accumulate, dp, one);
+  EXPECT_NEAR(after.iterationTime,
+              2 * h.backwardTime + h.iterationTime - h.backwardTime, 1e-15);
+  // Overlapped: the tail is what the last backward's overlapped sync and
+  // the update take beyond the backward.
+  Simulator overlappedSim(half, m, cost);
+  SimResult o = overlappedSim.simulate(dp);
+  EXPECT_LT(o.iterationTime, h.iterationTime);
   PipelineResult two = simulatePipeline(g, m, cost, {}, dp, one);
-  EXPECT_NEAR(two.iterationTime, 2 * h.backwardTime + h.iterationTime -
-                                     h.backwardTime,
-              1e-15);
+  EXPECT_NEAR(two.iterationTime,
+              2 * h.backwardTime + o.iterationTime - h.backwardTime, 1e-15);
 }
 
 TEST(Pipeline, MicroBatchGraphScalesTheBatch) {

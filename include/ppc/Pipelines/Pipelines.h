@@ -71,6 +71,12 @@ struct AutoParallelOptions
       llvm::cl::desc("Simulate gradient sync overlapping backward (true) or "
                      "after it (false, as ppc-run's cpu backend runs it)"),
       llvm::cl::init(true)};
+  Option<bool> overlapParamGather{
+      *this, "overlap-param-gather",
+      llvm::cl::desc("Simulate sharded optimizer states' parameter gathers "
+                     "overlapping the next forward (Megatron-LM's "
+                     "--overlap-param-gather)"),
+      llvm::cl::init(false)};
   Option<std::string> reportDir{
       *this, "report-dir",
       llvm::cl::desc("Write the report files into this directory")};

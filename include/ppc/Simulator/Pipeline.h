@@ -76,10 +76,12 @@ Graph microBatchGraph(const Graph &graph, int64_t microbatches);
 
 /// The options a stage's per-micro-batch simulation runs with: with more
 /// than one micro-batch, gradients are accumulated and synchronized once,
-/// after the last backward (Megatron-LM; PyTorch DDP's no_sync), so the
-/// simulation syncs after its backward (overlapGradSync off) and the sync
-/// is the stage's tail, not traffic that delays every micro-batch's
-/// tensor-parallel collectives.
+/// during the last backward (Megatron-LM; PyTorch DDP's no_sync), so the
+/// per-micro-batch simulation syncs after its backward (overlapGradSync
+/// off) and the sync is the stage's tail, not traffic that delays every
+/// micro-batch's tensor-parallel collectives. With overlapGradSync asked
+/// for, a second simulation with it times the tail: what the sync and
+/// update take beyond the last backward.
 SimOptions stageSimOptions(SimOptions options, int64_t microbatches);
 
 /// A value produced in one stage and read in a later one.

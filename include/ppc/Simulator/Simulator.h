@@ -91,6 +91,13 @@ struct SimOptions {
   /// Start each weight's gradient all-reduce right after its backward
   /// (overlapping the rest of backward), or only after the whole backward.
   bool overlapGradSync = true;
+  /// Sharded optimizer states (ZeRO-1/2, Megatron's distributed optimizer):
+  /// gather the updated parameters during the next iteration's forward
+  /// (Megatron-LM's --overlap-param-gather) instead of right after the
+  /// update. The iteration then ends with the update, and the gathers
+  /// (serialized on each device's links) delay the forward by what they
+  /// take beyond it: max(0, gathers - forward) is added.
+  bool overlapParamGather = false;
   /// Record every task for a timeline (writeChromeTrace); off in search.
   bool recordTimeline = false;
 };

@@ -65,6 +65,10 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
     Option<"overlap", "overlap", "bool", "true",
            "Overlap each weight's gradient synchronization with the rest of "
            "backward">,
+    Option<"overlapParamGather", "overlap-param-gather", "bool", "false",
+           "Sharded optimizer states: gather the updated parameters during "
+           "the next forward (Megatron-LM's --overlap-param-gather), not "
+           "right after the update">,
     Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
            "::ppc::sim::GradSync::AllReduce",
            "How replicas of a weight synchronize their gradients",
@@ -145,6 +149,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"overlap", "overlap", "bool", "true",
            "Overlap each weight's gradient synchronization with the rest of "
            "backward">,
+    Option<"overlapParamGather", "overlap-param-gather", "bool", "false",
+           "Sharded optimizer states: gather the updated parameters during "
+           "the next forward (Megatron-LM's --overlap-param-gather), not "
+           "right after the update">,
     Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
            "::ppc::sim::GradSync::AllReduce",
            "How replicas of a weight synchronize their gradients",
