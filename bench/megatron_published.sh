@@ -87,11 +87,15 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   # as one fused kernel; the A100 papers' Megatron-LM materialized the
   # scores (with a fused scale-mask-softmax).
   # Its README also overlaps the parameter gathers of the distributed
-  # optimizer with the next forward (--overlap-param-gather).
-  fused="" overlap=""
+  # optimizer with the next forward (--overlap-param-gather) and the
+  # tensor-parallel communication with the linear layers
+  # (--tp-comm-overlap).
+  # The A100 papers' Megatron-LM all-reduced gradients after the backward
+  # (its local DDP; --overlap-grad-reduce came with Megatron-Core).
+  fused="" overlap="overlap=false"
   if [ "$suite" = h100 ]; then
     fused=--fused-attention
-    overlap="overlap-param-gather=true"
+    overlap="overlap-param-gather=true tp-comm-overlap=true"
   fi
   python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \

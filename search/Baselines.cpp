@@ -249,6 +249,27 @@ int columnDimOf(const sim::Op &op) {
   return -1;
 }
 
+/// The rows of a table a lookup reads (an embedding's vocabulary): a
+/// splittable reduction dim that a weight operand indexes and no other
+/// operand does, so that each member of a split holds some rows and the
+/// partial results are summed. -1 if `op` has none.
+int lookupDimOf(const sim::Op &op) {
+  const IterationSpace &space = op.space;
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    if (space.dims[d].kind != IterKind::Reduction || !space.dims[d].splittable)
+      continue;
+    bool weight = false, other = false;
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      for (const DimAccess &access : space.operands[i].dims)
+        if (!access.isWhole() && access.iterDim == static_cast<int32_t>(d))
+          (op.operands[i].kind == sim::Source::Kind::Weight ? weight : other) =
+              true;
+    if (weight && !other)
+      return static_cast<int>(d);
+  }
+  return -1;
+}
+
 } // namespace
 
 sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
@@ -284,6 +305,18 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       int column = columnDimOf(graph.ops[op]);
       if (column >= 0 && graph.ops[op].space.dims[column].size % tp == 0)
         tensorDimOf[op] = column;
+    }
+  // Embedding tables are split along their rows in the group, as
+  // Megatron's vocabulary-parallel embedding: each member looks up the
+  // tokens in its rows, and the partial results are summed (reduce-
+  // scattered along the sequence with sequence parallelism).
+  if (tp > 1)
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      if (tensorDimOf.count(op))
+        continue;
+      int rows = lookupDimOf(graph.ops[op]);
+      if (rows >= 0 && graph.ops[op].space.dims[rows].size % tp == 0)
+        tensorDimOf[op] = rows;
     }
 
   std::vector<int> readers = sim::readerCounts(graph);

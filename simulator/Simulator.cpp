@@ -66,6 +66,35 @@ double ringAllReduce(int64_t k, const LinkSpec &link, double bytes) {
          2.0 * (k - 1) / k * bytes / link.bandwidth;
 }
 
+/// Chunks an overlapped tensor-parallel exchange is cut into
+/// (SimOptions::overlapTensorParallel): the first chunk's communication
+/// (or the last one's) is not hidden. Transformer Engine's pipelined
+/// overlap splits into 4 by default.
+constexpr double kOverlapChunks = 4;
+
+/// Whether `op` contracts a weight: a dim that a weight operand and another
+/// operand index and no result does (linear layers, convolutions).
+bool contractsWeight(const Op &op) {
+  const IterationSpace &space = op.space;
+  auto indexes = [](const TensorAccess &t, size_t d) {
+    for (const DimAccess &a : t.dims)
+      if (!a.isWhole() && a.iterDim == static_cast<int32_t>(d))
+        return true;
+    return false;
+  };
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    bool weight = false, other = false, result = false;
+    for (size_t o = 0; o < space.operands.size(); ++o)
+      if (indexes(space.operands[o], d))
+        (op.operands[o].kind == Source::Kind::Weight ? weight : other) = true;
+    for (const TensorAccess &r : space.results)
+      result = result || indexes(r, d);
+    if (weight && other && !result)
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 namespace {
@@ -394,8 +423,14 @@ struct OpState {
   std::vector<std::vector<int32_t>> syncsOf;
   std::vector<MemoryUse> memory;
 
+  /// Tensor-parallel communication next to this op's kernel overlaps it
+  /// (SimOptions::overlapTensorParallel and a contraction over a weight).
+  bool overlapsComm = false;
+
   // Timing of the last pass.
   std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
+  /// When each instance's last forward and backward kernel started.
+  std::vector<double> fwdStart, bwdStart;
 };
 
 /// What a timeline event is; its name is only built when a trace is written.
@@ -619,6 +654,7 @@ struct Simulator::Impl {
     st.numReplicas = config.replicas;
     // Results nothing reads (the graph's outputs) are kept.
     st.recomputed = config.recompute && hasReaders[i];
+    st.overlapsComm = options.overlapTensorParallel && contractsWeight(op);
     int32_t n = static_cast<int32_t>(st.devices.size());
 
     // Replicas run the same kernels: cost each partition once.
@@ -1209,10 +1245,46 @@ struct Simulator::Impl {
     }
   }
 
+  /// Whether transfer `t` stays inside one node.
+  bool withinNode(const Transfer &t) const {
+    const RouteInfo &r = routes[t.route];
+    return machine.getNode(r.src) == machine.getNode(r.dst);
+  }
+
+  /// Whether the members of collective `c` of `st` share one node.
+  bool withinNode(const OpState &st, const Collective &c) const {
+    for (int32_t p : c.partitions)
+      if (machine.getNode(st.devices[p]) !=
+          machine.getNode(st.devices[c.partitions.front()]))
+        return false;
+    return true;
+  }
+
+  /// Runs instance `p`'s kernel of `time` once `ready`; with overlapped
+  /// communication arriving by `commReady`, the kernel runs in chunks
+  /// beside it and ends no sooner than the last chunk after it. Records
+  /// the kernel's start in `start`.
+  double runChunkedKernel(OpState &st, size_t p, double ready, double commReady,
+                          double time, int32_t op, TaskKind kind,
+                          double &start) {
+    int64_t device = st.devices[p];
+    double end = runKernel(device, ready, time, op, kind);
+    start = end - time;
+    double last = commReady + time / kOverlapChunks;
+    if (last > end) {
+      freeAt[device] = std::max(freeAt[device], last);
+      end = last;
+    }
+    return end;
+  }
+
   void forward(int32_t i) {
     OpState &st = ops[i];
     size_t n = st.devices.size();
     st.inReady.assign(n, 0);
+    // Overlapped tensor-parallel communication: the kernel waits for the
+    // producers only, and for the data in chunks (commReady).
+    std::vector<double> commReady(n, 0);
     for (int32_t id : inEdges[i]) {
       const Edge &e = edges[id];
       const OpState &prod = ops[e.producer];
@@ -1226,23 +1298,45 @@ struct Simulator::Impl {
       mutableEdge.fwdEnd.resize(e.fwd.size());
       for (size_t k = 0; k < e.fwd.size(); ++k) {
         const Transfer &t = e.fwd[k];
-        mutableEdge.fwdEnd[k] =
-            runTransfer(t, produced(t.src), id, TaskKind::Transfer);
-        st.inReady[t.dst] = std::max(st.inReady[t.dst], mutableEdge.fwdEnd[k]);
+        double end = runTransfer(t, produced(t.src), id, TaskKind::Transfer);
+        mutableEdge.fwdEnd[k] = end;
+        bool chunked = st.overlapsComm && e.weightOperand < 0 && withinNode(t);
+        st.inReady[t.dst] =
+            std::max(st.inReady[t.dst], chunked ? produced(t.src) : end);
+        if (chunked)
+          commReady[t.dst] = std::max(commReady[t.dst], end);
       }
-      for (const Edge::SharedCopy &c : e.fwdShared)
+      for (const Edge::SharedCopy &c : e.fwdShared) {
+        double end = edges[c.edge].fwdEnd[c.transfer];
+        const Transfer &t = edges[c.edge].fwd[c.transfer];
+        bool chunked = st.overlapsComm && withinNode(t);
         st.inReady[c.dst] =
-            std::max(st.inReady[c.dst], edges[c.edge].fwdEnd[c.transfer]);
+            std::max(st.inReady[c.dst], chunked ? end - t.time : end);
+        if (chunked)
+          commReady[c.dst] = std::max(commReady[c.dst], end);
+      }
     }
     gatherWeights(i, st.inReady);
     st.fwdEnd.resize(n);
+    st.fwdStart.resize(n);
     for (size_t p = 0; p < n; ++p)
-      st.fwdEnd[p] = runKernel(st.devices[p], st.inReady[p], st.fwdTime[p], i,
-                               TaskKind::Forward);
+      st.fwdEnd[p] =
+          runChunkedKernel(st, p, st.inReady[p], commReady[p], st.fwdTime[p], i,
+                           TaskKind::Forward, st.fwdStart[p]);
     for (const Collective &c : st.partialSums) {
+      // Overlapped: the reduction of each chunk starts once the kernel has
+      // produced it, the last one after the kernel.
+      bool chunked = st.overlapsComm && withinNode(st, c);
       double end = runCollective(
-          st, c, c.time, [&](int32_t p) { return st.fwdEnd[p]; }, i,
-          TaskKind::PartialSum);
+          st, c, c.time,
+          [&](int32_t p) {
+            return chunked ? st.fwdStart[p] + st.fwdTime[p] / kOverlapChunks
+                           : st.fwdEnd[p];
+          },
+          i, TaskKind::PartialSum);
+      if (chunked)
+        for (int32_t p : c.partitions)
+          end = std::max(end, st.fwdEnd[p] + c.time / kOverlapChunks);
       for (int32_t p : c.partitions)
         st.fwdEnd[p] = end;
     }
@@ -1252,6 +1346,7 @@ struct Simulator::Impl {
     OpState &st = ops[i];
     size_t n = st.devices.size();
     st.gradReady.assign(n, 0);
+    std::vector<double> commReady(n, 0);
     for (int32_t id : outEdges[i]) {
       const Edge &e = edges[id];
       const OpState &cons = ops[e.consumer];
@@ -1260,30 +1355,48 @@ struct Simulator::Impl {
       for (const Edge::SharedCopy &c : e.fwdShared)
         for (int32_t p : c.gradTo)
           st.gradReady[p] = std::max(st.gradReady[p], cons.bwdEnd[c.dst]);
-      for (const Transfer &t : e.bwd)
+      for (const Transfer &t : e.bwd) {
+        double end =
+            runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer);
+        bool chunked = st.overlapsComm && withinNode(t);
         st.gradReady[t.dst] =
-            std::max(st.gradReady[t.dst], runTransfer(t, cons.bwdEnd[t.src], id,
-                                                      TaskKind::GradTransfer));
+            std::max(st.gradReady[t.dst], chunked ? cons.bwdEnd[t.src] : end);
+        if (chunked)
+          commReady[t.dst] = std::max(commReady[t.dst], end);
+      }
       for (const Edge::GradReduce &r : e.bwdReduces) {
         const std::vector<int32_t> &members = r.reduce.partitions;
+        // Overlapped with the consumer's backward kernel: each chunk of
+        // the gradient is reduced once that kernel has produced it.
+        bool chunked = cons.overlapsComm && withinNode(st, r.reduce);
         auto contributed = [&](int32_t p) {
           double ready = 0;
           for (size_t k = 0; k < members.size(); ++k)
-            if (members[k] == p)
-              ready = cons.bwdEnd[r.contributors[k]];
+            if (members[k] == p) {
+              int32_t c = r.contributors[k];
+              ready = chunked
+                          ? cons.bwdStart[c] + cons.bwdTime[c] / kOverlapChunks
+                          : cons.bwdEnd[c];
+            }
           return ready;
         };
         double end = runCollective(st, r.reduce, r.reduce.time, contributed, i,
                                    TaskKind::GradReduce);
+        if (chunked)
+          for (int32_t c : r.contributors)
+            end =
+                std::max(end, cons.bwdEnd[c] + r.reduce.time / kOverlapChunks);
         for (int32_t p : members)
           st.gradReady[p] = std::max(st.gradReady[p], end);
       }
     }
     gatherWeights(i, st.gradReady);
     st.bwdEnd.resize(n);
+    st.bwdStart.resize(n);
     for (size_t p = 0; p < n; ++p)
-      st.bwdEnd[p] = runKernel(st.devices[p], st.gradReady[p], st.bwdTime[p], i,
-                               TaskKind::Backward);
+      st.bwdEnd[p] =
+          runChunkedKernel(st, p, st.gradReady[p], commReady[p], st.bwdTime[p],
+                           i, TaskKind::Backward, st.bwdStart[p]);
   }
 
   /// Runs op `x`'s forward kernels (and partial sums) again if it drops its

@@ -51,6 +51,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.profilePath = options.profile;
     searchOptions.overlap = options.overlap;
     searchOptions.overlapParamGather = options.overlapParamGather;
+    searchOptions.overlapTensorParallel = options.overlapTensorParallel;
     searchOptions.reportDir = options.reportDir;
     searchOptions.progress = options.progress;
     searchOptions.tp = options.tp;

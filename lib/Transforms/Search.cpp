@@ -359,6 +359,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   simOptions.gradSync = gradSync;
   simOptions.overlapGradSync = overlap;
   simOptions.overlapParamGather = overlapParamGather;
+  simOptions.overlapTensorParallel = overlapTensorParallel;
   search::Problem problem{*graph, machine, costModel, simOptions,
                           memoryLimitBytes};
 

@@ -243,6 +243,7 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   options.gradSync = gradSync;
   options.overlapGradSync = overlap;
   options.overlapParamGather = overlapParamGather;
+  options.overlapTensorParallel = overlapTensorParallel;
   options.recordTimeline = !tracePathForFunc.empty();
   sim::Simulator simulator(*graph, machine, costModel, options);
 
@@ -352,6 +353,9 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
      << (overlap ? " overlapped with backward" : " after backward")
      << (overlapParamGather ? ", parameter gathers overlapped with forward"
                             : "")
+     << (overlapTensorParallel ? ", tensor-parallel communication "
+                                 "overlapped with its linear layers"
+                               : "")
      << "\n";
   os << "  cost model: ";
   if (profile)

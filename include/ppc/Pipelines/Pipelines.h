@@ -77,6 +77,12 @@ struct AutoParallelOptions
                      "overlapping the next forward (Megatron-LM's "
                      "--overlap-param-gather)"),
       llvm::cl::init(false)};
+  Option<bool> overlapTensorParallel{
+      *this, "tp-comm-overlap",
+      llvm::cl::desc("Simulate tensor-parallel communication inside a node "
+                     "overlapping the linear layers next to it "
+                     "(Megatron-Core's --tp-comm-overlap)"),
+      llvm::cl::init(false)};
   Option<std::string> reportDir{
       *this, "report-dir",
       llvm::cl::desc("Write the report files into this directory")};

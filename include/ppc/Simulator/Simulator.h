@@ -98,6 +98,15 @@ struct SimOptions {
   /// (serialized on each device's links) delay the forward by what they
   /// take beyond it: max(0, gathers - forward) is added.
   bool overlapParamGather = false;
+  /// Tensor-parallel communication inside a node next to a contraction
+  /// over a weight (sequence parallelism's all-gather before a column-
+  /// parallel linear and reduce-scatter after a row-parallel one, and
+  /// their backward counterparts) runs in chunks beside the kernel, as
+  /// Megatron-Core's --tp-comm-overlap does with Transformer Engine: the
+  /// kernel waits for its producer, not for the data, and ends no sooner
+  /// than one chunk after the data is there; a reduction starts with the
+  /// kernel's first chunk and ends no sooner than one chunk after it.
+  bool overlapTensorParallel = false;
   /// Record every task for a timeline (writeChromeTrace); off in search.
   bool recordTimeline = false;
 };

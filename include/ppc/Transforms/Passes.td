@@ -69,6 +69,10 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
            "Sharded optimizer states: gather the updated parameters during "
            "the next forward (Megatron-LM's --overlap-param-gather), not "
            "right after the update">,
+    Option<"overlapTensorParallel", "tp-comm-overlap", "bool", "false",
+           "Tensor-parallel communication inside a node next to a linear "
+           "layer runs in chunks beside its kernel (Megatron-Core's "
+           "--tp-comm-overlap)">,
     Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
            "::ppc::sim::GradSync::AllReduce",
            "How replicas of a weight synchronize their gradients",
@@ -153,6 +157,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "Sharded optimizer states: gather the updated parameters during "
            "the next forward (Megatron-LM's --overlap-param-gather), not "
            "right after the update">,
+    Option<"overlapTensorParallel", "tp-comm-overlap", "bool", "false",
+           "Tensor-parallel communication inside a node next to a linear "
+           "layer runs in chunks beside its kernel (Megatron-Core's "
+           "--tp-comm-overlap)">,
     Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
            "::ppc::sim::GradSync::AllReduce",
            "How replicas of a weight synchronize their gradients",
