@@ -244,14 +244,14 @@ std::vector<StagePlan> stageDp(const Problem &problem,
           sim::Strategy strategy = inside[b]->build(part, mesh);
           if (tooManyTransfers(part, strategy, options.maxTransferPairs))
             continue;
-          sim::Simulator simulator(
-              part, mesh, problem.costModel,
-              sim::stageSimOptions(problem.simOptions,
-                                   microbatchCounts[mi]));
-          sim::SimResult result = simulator.simulate(strategy);
+          // The stage alone as simulatePipeline times it.
+          sim::StageAlone alone = sim::simulateStageAlone(
+              part, mesh, problem.costModel, problem.simOptions,
+              microbatchCounts[mi], strategy);
+          const sim::SimResult &result = alone.result;
           ClusterCost &cost = costs[costIndex(mi, di, kind, b)];
           cost.latency = result.backwardTime;
-          cost.tail = std::max(0.0, result.iterationTime - result.backwardTime);
+          cost.tail = std::max(0.0, alone.tail);
           for (const sim::DeviceStats &device : result.devices) {
             const sim::MemoryUse &use = device.memory;
             cost.state = std::max(cost.state, use.weights + use.gradients +

@@ -252,6 +252,27 @@ SimOptions stageSimOptions(SimOptions options, int64_t microbatches) {
   return options;
 }
 
+StageAlone simulateStageAlone(const Graph &stage, const Machine &mesh,
+                              const CostModel &costModel,
+                              const SimOptions &options, int64_t microbatches,
+                              const Strategy &strategy) {
+  StageAlone out;
+  Simulator simulator(stage, mesh, costModel,
+                      stageSimOptions(options, microbatches));
+  out.result = simulator.simulate(strategy);
+  out.opTimes = simulator.opTimes();
+  out.tail = out.result.iterationTime - out.result.backwardTime;
+  if (microbatches > 1 && options.overlapGradSync) {
+    // The last micro-batch's backward overlaps the gradient sync (as
+    // Megatron-LM's --overlap-grad-reduce and DDP's last synchronizing
+    // step do): the tail is what the sync and update take beyond it.
+    Simulator overlapped(stage, mesh, costModel, options);
+    double end = overlapped.simulate(strategy).iterationTime;
+    out.tail = std::max(0.0, end - out.result.backwardTime);
+  }
+  return out;
+}
+
 PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                 const CostModel &costModel, SimOptions options,
                                 const Strategy &strategy,
@@ -289,11 +310,11 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         local.back().start -= first;
         local.back().stage = 0;
       }
-    Simulator simulator(sub, mesh, costModel,
-                        stageSimOptions(options, pipeline.microbatches));
-    alone[s] = simulator.simulate(local);
+    StageAlone stageAlone = simulateStageAlone(
+        sub, mesh, costModel, options, pipeline.microbatches, local);
+    alone[s] = std::move(stageAlone.result);
     // The stage's ops are the graph's from firstOp on, in order.
-    std::vector<Simulator::OpTimes> times = simulator.opTimes();
+    const std::vector<Simulator::OpTimes> &times = stageAlone.opTimes;
     if (out.opTimes.empty())
       out.opTimes.resize(graph.ops.size());
     for (size_t op = 0, local = 0; op < graph.ops.size(); ++op)
@@ -309,15 +330,7 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
     stage.numOps = static_cast<int32_t>(sub.ops.size());
     stage.forward = alone[s].forwardTime;
     stage.backward = alone[s].backwardTime - alone[s].forwardTime;
-    stage.tail = alone[s].iterationTime - alone[s].backwardTime;
-    if (pipeline.microbatches > 1 && options.overlapGradSync) {
-      // The last micro-batch's backward overlaps the gradient sync (as
-      // Megatron-LM's --overlap-grad-reduce and DDP's last no_sync-free
-      // step do): the tail is what the sync and update take beyond it.
-      Simulator overlapped(sub, mesh, costModel, options);
-      double end = overlapped.simulate(local).iterationTime;
-      stage.tail = std::max(0.0, end - alone[s].backwardTime);
-    }
+    stage.tail = stageAlone.tail;
   }
 
   // Transfer time per (sending stage, receiving stage).

@@ -293,14 +293,13 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &ctx,
                                const std::vector<TensorView> &outputGrads,
                                std::vector<TensorView> &inputGrads,
                                std::vector<TensorView> &) {
-  if (outputGrads.size() != 1 || inputGrads.size() != inputs.size())
-    return op.kind + ": expects 1 result grad and one grad per operand";
+  if (outputGrads.size() != 1)
+    return op.kind + ": expects 1 result grad";
+  if (KernelStatus s =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !s.empty())
+    return s;
   const TensorView &dResult = outputGrads[0];
-  if (!outputs.empty() && !sameBox(dResult, outputs[0]))
-    return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
   AttentionRanges r;
   if (KernelStatus s = attentionRanges(op, ctx, inputs, dResult, r); !s.empty())
     return s;

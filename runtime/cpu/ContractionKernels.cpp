@@ -175,12 +175,11 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
     return op.kind + ": expects 2 operands and 1 result";
   MatrixOperand lhs = lhsOperand(op, inputs[0]);
   MatrixOperand rhs = rhsOperand(op, inputs[1]);
+  if (KernelStatus status =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !status.empty())
+    return status;
   const TensorView &dResult = outputGrads[0];
-  if (!outputs.empty() && !sameBox(dResult, outputs[0]))
-    return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < 2; ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
   MatMulRanges r;
   if (KernelStatus status = matMulRanges(op, lhs, rhs, dResult, r);
       !status.empty())
@@ -298,14 +297,13 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads,
                             std::vector<TensorView> &) {
-  if (outputGrads.size() != 1 || inputGrads.size() != inputs.size())
-    return op.kind + ": expects 1 result grad and one grad per operand";
+  if (outputGrads.size() != 1)
+    return op.kind + ": expects 1 result grad";
+  if (KernelStatus status =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !status.empty())
+    return status;
   const TensorView &dResult = outputGrads[0];
-  if (!outputs.empty() && !sameBox(dResult, outputs[0]))
-    return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
   LinearRanges r;
   if (KernelStatus status = linearRanges(op, inputs, dResult, r);
       !status.empty())

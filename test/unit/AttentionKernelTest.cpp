@@ -23,13 +23,6 @@ namespace {
 
 using Range = std::pair<int64_t, int64_t>;
 
-/// [0, size) cut into `parts` nearly equal ranges.
-std::vector<Range> splitRange(int64_t size, int64_t parts) {
-  std::vector<Range> ranges;
-  for (int64_t p = 0; p < parts; ++p)
-    ranges.push_back({size * p / parts, size * (p + 1) / parts});
-  return ranges;
-}
 
 /// One attention problem: leading dims, sizes and attributes.
 struct Case {

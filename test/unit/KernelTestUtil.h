@@ -68,6 +68,15 @@ inline Box wholeBox(const std::vector<int64_t> &shape) {
   return {std::vector<int64_t>(shape.size(), 0), shape};
 }
 
+/// [0, size) cut into `parts` nearly equal ranges.
+inline std::vector<std::pair<int64_t, int64_t>> splitRange(int64_t size,
+                                                           int64_t parts) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t p = 0; p < parts; ++p)
+    ranges.push_back({size * p / parts, size * (p + 1) / parts});
+  return ranges;
+}
+
 /// `box` with dim `dim` narrowed to [lo, hi).
 inline Box withRange(Box box, size_t dim, int64_t lo, int64_t hi) {
   box.lo[dim] = lo;

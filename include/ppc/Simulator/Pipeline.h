@@ -84,6 +84,23 @@ Graph microBatchGraph(const Graph &graph, int64_t microbatches);
 /// update take beyond the last backward.
 SimOptions stageSimOptions(SimOptions options, int64_t microbatches);
 
+/// One stage alone at one micro-batch (`stage` is the stage's graph at the
+/// micro-batch size, `strategy` its ops' configurations on `mesh`).
+struct StageAlone {
+  /// The simulation with stageSimOptions: forwardTime and backwardTime
+  /// are the stage's F and F + B per micro-batch; memory per micro-batch.
+  SimResult result;
+  /// What the gradient sync and updates take after the last backward (the
+  /// sync overlapping that backward when `options` overlap it).
+  double tail = 0;
+  /// Per op, as Simulator::opTimes gives them.
+  std::vector<Simulator::OpTimes> opTimes;
+};
+StageAlone simulateStageAlone(const Graph &stage, const Machine &mesh,
+                              const CostModel &costModel,
+                              const SimOptions &options, int64_t microbatches,
+                              const Strategy &strategy);
+
 /// A value produced in one stage and read in a later one.
 struct BoundaryValue {
   int32_t producer = 0, result = 0;
