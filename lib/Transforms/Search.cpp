@@ -582,14 +582,15 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                               getBatchSize(func),
                               found,
                               baselines};
-    // The scaling curve runs one short search per device count.
+    // The scaling curve runs one short search per device count, at most
+    // 5 s each: on a large model even 50 proposals take minutes.
     input.scalingSearch = options;
     input.scalingSearch.progress = false;
     if (options.iterations > 0)
       input.scalingSearch.iterations =
           std::max<int64_t>(50, options.iterations / 4);
-    if (options.seconds > 0)
-      input.scalingSearch.seconds = std::min(5.0, options.seconds / 8);
+    input.scalingSearch.seconds =
+        options.seconds > 0 ? std::min(5.0, options.seconds / 8) : 5.0;
     std::string dir = numFuncs > 1 ? (reportDir + "/" + func.getSymName()).str()
                                    : reportDir.getValue();
     std::string error = report::writeReport(dir, input);
