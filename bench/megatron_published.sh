@@ -89,13 +89,14 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   # Its README also overlaps the parameter gathers of the distributed
   # optimizer with the next forward (--overlap-param-gather) and the
   # tensor-parallel communication with the linear layers
-  # (--tp-comm-overlap).
+  # (--tp-comm-overlap); Megatron-Core syncs gradients in buckets of
+  # max(40M, 1M x DP) elements (2 bytes each in the bf16 graph).
   # The A100 papers' Megatron-LM all-reduced gradients after the backward
   # (its local DDP; --overlap-grad-reduce came with Megatron-Core).
   fused="" overlap="overlap=false"
   if [ "$suite" = h100 ]; then
     fused=--fused-attention
-    overlap="overlap-param-gather=true tp-comm-overlap=true"
+    overlap="overlap-param-gather=true tp-comm-overlap=true grad-bucket-bytes=$((2 * 1000000 * (gpus / (tp * pp) > 40 ? gpus / (tp * pp) : 40)))"
   fi
   python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \

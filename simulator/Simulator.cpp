@@ -618,20 +618,29 @@ struct Simulator::Impl {
     return members;
   }
 
+  /// An all-reduce (or, `sharded`, a reduce-scatter and an all-gather) of
+  /// `bytes` over `members`. With `bucketBytes`, it moves as its share of
+  /// a bucket that large (gradient buckets: the bucket's rate, not a small
+  /// message's).
   Collective makeCollective(const OpState &st, std::vector<int32_t> members,
-                            int64_t bytes, bool sharded) {
+                            int64_t bytes, bool sharded,
+                            int64_t bucketBytes = 0) {
     Collective c;
     c.partitions = std::move(members);
     c.bytes = bytes;
     std::vector<int64_t> devices;
     for (int32_t p : c.partitions)
       devices.push_back(st.devices[p]);
-    AllReducePlan plan =
-        planAllReduce(machine, devices, static_cast<double>(bytes));
+    double size = std::max<double>(static_cast<double>(bytes),
+                                   static_cast<double>(bucketBytes));
+    AllReducePlan plan = planAllReduce(machine, devices, size);
+    double share = size > 0 ? static_cast<double>(bytes) / size : 0;
     // A reduce-scatter and an all-gather are each half an all-reduce.
-    c.time = sharded ? plan.time / 2 : plan.time;
-    c.postTime = sharded ? plan.time / 2 : 0;
-    c.bytesByLinkKind = plan.bytesByLinkKind;
+    double time = plan.time * share;
+    c.time = sharded ? time / 2 : time;
+    c.postTime = sharded ? time / 2 : 0;
+    for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
+      c.bytesByLinkKind[k] = plan.bytesByLinkKind[k] * share;
     return c;
   }
 
@@ -792,7 +801,8 @@ struct Simulator::Impl {
         for (int32_t p : m)
           st.syncsOf[p].push_back(id);
         Collective sync = makeCollective(st, std::move(m), bytes,
-                                         stage >= StateSharding::Optimizer);
+                                         stage >= StateSharding::Optimizer,
+                                         options.gradBucketBytes);
         if (stage == StateSharding::Parameters) {
           // No gather after the update; one before each use instead.
           sync.gatherTime = sync.postTime;

@@ -354,12 +354,17 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     return failure();
   int64_t numDevices = machine.numDevices();
 
+  if (gradBucketBytes < 0)
+    return emitError(func.getLoc())
+           << "ppc-search: grad-bucket-bytes must be >= 0, got "
+           << static_cast<int64_t>(gradBucketBytes);
   sim::SimOptions simOptions;
   simOptions.optimizer = optimizer;
   simOptions.gradSync = gradSync;
   simOptions.overlapGradSync = overlap;
   simOptions.overlapParamGather = overlapParamGather;
   simOptions.overlapTensorParallel = overlapTensorParallel;
+  simOptions.gradBucketBytes = gradBucketBytes;
   search::Problem problem{*graph, machine, costModel, simOptions,
                           memoryLimitBytes};
 

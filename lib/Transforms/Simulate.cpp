@@ -238,12 +238,17 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   if (mlir::failed(strategy))
     return failure();
 
+  if (gradBucketBytes < 0)
+    return emitError(func.getLoc())
+           << "ppc-simulate: grad-bucket-bytes must be >= 0, got "
+           << static_cast<int64_t>(gradBucketBytes);
   sim::SimOptions options;
   options.optimizer = optimizer;
   options.gradSync = gradSync;
   options.overlapGradSync = overlap;
   options.overlapParamGather = overlapParamGather;
   options.overlapTensorParallel = overlapTensorParallel;
+  options.gradBucketBytes = gradBucketBytes;
   options.recordTimeline = !tracePathForFunc.empty();
   sim::Simulator simulator(*graph, machine, costModel, options);
 

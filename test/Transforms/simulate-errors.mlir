@@ -5,6 +5,8 @@
 // ...and so does the pass, for IR that was not verified against it.
 // RUN: not ppc-opt %t/too-wide.mlir --verify-each=false --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=CONFIG
 // RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=profile=%t/missing.json 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=grad-bucket-bytes=-1 2>&1 | FileCheck %s --check-prefix=BUCKET
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search=grad-bucket-bytes=-5 2>&1 | FileCheck %s --check-prefix=SEARCHBUCKET
 // RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=profile=%t/bad-profile.json 2>&1 | FileCheck %s --check-prefix=BADPROFILE
 // RUN: not ppc-opt %t/call.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=DIALECT
 // RUN: not ppc-opt %t/unregistered.mlir --allow-unregistered-dialect --ppc-attach-machine=machine=dgx-h100 --ppc-simulate 2>&1 | FileCheck %s --check-prefix=UNREGISTERED
@@ -29,6 +31,8 @@
 // VERIFIER: too-wide.mlir:3:8: error: strategy uses device 15 but the machine has 8 devices
 // CONFIG: too-wide.mlir:3:8: error: ppc-simulate: invalid configuration [16,1,1] for op 'ppc.linear#0': {{.+}}
 // PROFILE: error: ppc-simulate: cannot read the profile: {{.*}}missing.json
+// BUCKET: error: ppc-simulate: grad-bucket-bytes must be >= 0, got -1
+// SEARCHBUCKET: error: ppc-search: grad-bucket-bytes must be >= 0, got -5
 // BADPROFILE: error: ppc-simulate: cannot read the profile: {{.*}}bad-profile.json: {{.+}}
 // DIALECT: call.mlir:3:8: error: cannot simulate 'func.call': only ppc graph ops, weights and constants can be costed
 // UNREGISTERED: unregistered.mlir:2:8: error: cannot simulate 'test.custom': only ppc graph ops, weights and constants can be costed

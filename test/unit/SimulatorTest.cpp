@@ -233,6 +233,29 @@ Graph twoLayerMlp() {
   return g;
 }
 
+TEST(Simulator, GradientBucketsSyncAtABucketsRate) {
+  // With 40 MB buckets each 4 MB gradient moves as a tenth of a 40 MB
+  // all-reduce: (2 * 10 us + 40e6 B / 1 GB/s) / 10 = 4.002 ms instead of
+  // 4.02 (its own latency is shared with the bucket's other weights).
+  Graph g = twoLayerMlp();
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  Strategy dp = {{{2, 1, 1}, 0, {}}, {{2, 1, 1}, 0, {}}};
+  SimOptions buckets;
+  buckets.gradBucketBytes = 40'000'000;
+  Simulator sim(g, m, cost, buckets);
+  SimResult r = sim.simulate(dp);
+  double sync = (2 * 10e-6 + 40e6 / 1e9) / 10;
+  EXPECT_NEAR(r.iterationTime, 2 * kMs + 2 * sync + 0.5 * kMs, 1e-12);
+  // The bytes moved are the gradients' own.
+  Simulator plain(g, m, cost);
+  EXPECT_EQ(r.bytesByLinkKind, plain.simulate(dp).bytesByLinkKind);
+  // A bucket smaller than the gradient changes nothing.
+  buckets.gradBucketBytes = 1000;
+  Simulator small(g, m, cost, buckets);
+  EXPECT_EQ(small.simulate(dp).iterationTime, plain.simulate(dp).iterationTime);
+}
+
 TEST(Simulator, GradientSyncOverlapsBackward) {
   Graph g = twoLayerMlp();
   Machine m = roundMachine(1, 2);

@@ -83,6 +83,11 @@ struct AutoParallelOptions
                      "overlapping the linear layers next to it "
                      "(Megatron-Core's --tp-comm-overlap)"),
       llvm::cl::init(false)};
+  Option<int64_t> gradBucketBytes{
+      *this, "grad-bucket-bytes",
+      llvm::cl::desc("Simulate gradient syncs in buckets of at least this "
+                     "many bytes (0: each weight on its own)"),
+      llvm::cl::init(0)};
   Option<std::string> reportDir{
       *this, "report-dir",
       llvm::cl::desc("Write the report files into this directory")};

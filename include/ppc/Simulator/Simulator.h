@@ -107,6 +107,11 @@ struct SimOptions {
   /// than one chunk after the data is there; a reduction starts with the
   /// kernel's first chunk and ends no sooner than one chunk after it.
   bool overlapTensorParallel = false;
+  /// Gradients synchronize in buckets of at least this many bytes (PyTorch
+  /// DDP's 25 MB, Megatron-Core's 40M elements): each weight's sync moves
+  /// at the rate a bucket that large reaches, its share of the bucket's
+  /// time. 0: each weight on its own, at its own size's rate (ppc-run).
+  int64_t gradBucketBytes = 0;
   /// Record every task for a timeline (writeChromeTrace); off in search.
   bool recordTimeline = false;
 };

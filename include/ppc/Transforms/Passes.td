@@ -73,6 +73,9 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
            "Tensor-parallel communication inside a node next to a linear "
            "layer runs in chunks beside its kernel (Megatron-Core's "
            "--tp-comm-overlap)">,
+    Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
+           "Gradients synchronize in buckets of at least this many bytes, "
+           "each weight at a bucket's rate (0: each weight on its own)">,
     Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
            "::ppc::sim::GradSync::AllReduce",
            "How replicas of a weight synchronize their gradients",
@@ -161,6 +164,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "Tensor-parallel communication inside a node next to a linear "
            "layer runs in chunks beside its kernel (Megatron-Core's "
            "--tp-comm-overlap)">,
+    Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
+           "Gradients synchronize in buckets of at least this many bytes, "
+           "each weight at a bucket's rate (0: each weight on its own)">,
     Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
            "::ppc::sim::GradSync::AllReduce",
            "How replicas of a weight synchronize their gradients",
