@@ -260,10 +260,9 @@ int lookupDimOf(const sim::Op &op) {
       continue;
     bool weight = false, other = false;
     for (size_t i = 0; i < op.operands.size(); ++i)
-      for (const DimAccess &access : space.operands[i].dims)
-        if (!access.isWhole() && access.iterDim == static_cast<int32_t>(d))
-          (op.operands[i].kind == sim::Source::Kind::Weight ? weight : other) =
-              true;
+      if (space.operands[i].indexes(d))
+        (op.operands[i].kind == sim::Source::Kind::Weight ? weight : other) =
+            true;
     if (weight && !other)
       return static_cast<int>(d);
   }

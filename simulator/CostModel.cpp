@@ -109,38 +109,6 @@ constexpr double kTileElements = 128.0 * 128.0;
 /// prologue and epilogue as in its main loop.
 constexpr double kHalfDepth = 64;
 
-bool indexes(const TensorAccess &tensor, size_t dim) {
-  for (const DimAccess &access : tensor.dims)
-    if (!access.isWhole() && access.iterDim == static_cast<int32_t>(dim))
-      return true;
-  return false;
-}
-
-/// Per operand of `op`, whether it takes part in a contraction: an
-/// iteration dim that it and at least one other operand index and no
-/// result does (a matmul's k, a convolution's input channels and window).
-/// Such operands meet on a GPU's matrix units in tiles; the rest (a bias)
-/// are added elementwise. Bit i for operand i (operands beyond 64 are never
-/// contracted); 0 when `op` contracts nothing. No allocation: the GEMM
-/// model asks for every kernel it times.
-uint64_t contractedOperands(const Op &op) {
-  const IterationSpace &space = op.space;
-  size_t numOperands = std::min<size_t>(space.operands.size(), 64);
-  uint64_t contracted = 0;
-  for (size_t d = 0; d < space.dims.size(); ++d) {
-    if (std::any_of(space.results.begin(), space.results.end(),
-                    [&](const TensorAccess &t) { return indexes(t, d); }))
-      continue;
-    uint64_t readers = 0;
-    for (size_t i = 0; i < numOperands; ++i)
-      if (indexes(space.operands[i], d))
-        readers |= uint64_t(1) << i;
-    if (readers & (readers - 1)) // two or more
-      contracted |= readers;
-  }
-  return contracted;
-}
-
 /// The fraction of the matrix units' rate a GEMM writing `outputs`
 /// elements, each a sum over `points / outputs` products, reaches on
 /// `units` compute units: its last wave's idle units, its last tile's

@@ -159,6 +159,24 @@ std::string Graph::validate() const {
   return "";
 }
 
+uint64_t contractedOperands(const Op &op) {
+  const IterationSpace &space = op.space;
+  size_t numOperands = std::min<size_t>(space.operands.size(), 64);
+  uint64_t contracted = 0;
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    if (std::any_of(space.results.begin(), space.results.end(),
+                    [&](const TensorAccess &t) { return t.indexes(d); }))
+      continue;
+    uint64_t readers = 0;
+    for (size_t i = 0; i < numOperands; ++i)
+      if (space.operands[i].indexes(d))
+        readers |= uint64_t(1) << i;
+    if (readers & (readers - 1)) // two or more
+      contracted |= readers;
+  }
+  return contracted;
+}
+
 std::vector<int> readerCounts(const Graph &graph) {
   std::vector<int> readers(graph.ops.size(), 0);
   for (const Op &op : graph.ops)

@@ -72,26 +72,13 @@ double ringAllReduce(int64_t k, const LinkSpec &link, double bytes) {
 /// overlap splits into 4 by default.
 constexpr double kOverlapChunks = 4;
 
-/// Whether `op` contracts a weight: a dim that a weight operand and another
-/// operand index and no result does (linear layers, convolutions).
+/// Whether `op` contracts a weight: a weight operand takes part in a
+/// contraction (contractedOperands: linear layers, convolutions).
 bool contractsWeight(const Op &op) {
-  const IterationSpace &space = op.space;
-  auto indexes = [](const TensorAccess &t, size_t d) {
-    for (const DimAccess &a : t.dims)
-      if (!a.isWhole() && a.iterDim == static_cast<int32_t>(d))
-        return true;
-    return false;
-  };
-  for (size_t d = 0; d < space.dims.size(); ++d) {
-    bool weight = false, other = false, result = false;
-    for (size_t o = 0; o < space.operands.size(); ++o)
-      if (indexes(space.operands[o], d))
-        (op.operands[o].kind == Source::Kind::Weight ? weight : other) = true;
-    for (const TensorAccess &r : space.results)
-      result = result || indexes(r, d);
-    if (weight && other && !result)
+  uint64_t contracted = contractedOperands(op);
+  for (size_t i = 0; i < op.operands.size() && i < 64; ++i)
+    if ((contracted >> i & 1) && op.operands[i].kind == Source::Kind::Weight)
       return true;
-  }
   return false;
 }
 
@@ -1270,6 +1257,10 @@ struct Simulator::Impl {
     return true;
   }
 
+  /// When overlapped communication has brought each instance's data
+  /// (forward and backward reuse it: no allocation per op and pass).
+  std::vector<double> commReadyScratch;
+
   /// Runs instance `p`'s kernel of `time` once `ready`; with overlapped
   /// communication arriving by `commReady`, the kernel runs in chunks
   /// beside it and ends no sooner than the last chunk after it. Records
@@ -1294,7 +1285,8 @@ struct Simulator::Impl {
     st.inReady.assign(n, 0);
     // Overlapped tensor-parallel communication: the kernel waits for the
     // producers only, and for the data in chunks (commReady).
-    std::vector<double> commReady(n, 0);
+    std::vector<double> &commReady = commReadyScratch;
+    commReady.assign(n, 0);
     for (int32_t id : inEdges[i]) {
       const Edge &e = edges[id];
       const OpState &prod = ops[e.producer];
@@ -1356,7 +1348,8 @@ struct Simulator::Impl {
     OpState &st = ops[i];
     size_t n = st.devices.size();
     st.gradReady.assign(n, 0);
-    std::vector<double> commReady(n, 0);
+    std::vector<double> &commReady = commReadyScratch;
+    commReady.assign(n, 0);
     for (int32_t id : outEdges[i]) {
       const Edge &e = edges[id];
       const OpState &cons = ops[e.consumer];
@@ -1528,6 +1521,8 @@ struct Simulator::Impl {
     double end = 0;
     for (double t : freeAt)
       end = std::max(end, t);
+    if (!options.overlapParamGather)
+      return end;
     // Deferred gathers run beside the next forward: what they take beyond
     // it delays that iteration.
     double gathers = 0, forwardEnd = 0;

@@ -43,10 +43,7 @@ int64_t IterationSpace::numPoints() const {
 }
 
 bool IterationSpace::makesPartialSum(unsigned d, unsigned r) const {
-  for (const DimAccess &a : results.at(r).dims)
-    if (a.iterDim == static_cast<int32_t>(d))
-      return false;
-  return true;
+  return !results.at(r).indexes(d);
 }
 
 static std::string validateAccess(const IterationSpace &space,

@@ -100,6 +100,15 @@ double modelFlops(const Graph &graph);
 /// iteration time times the device count.
 double peakComputeSeconds(const Graph &graph, const DeviceSpec &spec);
 
+/// Per operand of `op`, whether it takes part in a contraction: an
+/// iteration dim that it and at least one other operand index and no
+/// result does (a matmul's k, a convolution's input channels and window).
+/// Such operands meet on a GPU's matrix units in tiles; the rest (a bias)
+/// are added elementwise. Bit i for operand i (operands beyond 64 are never
+/// contracted); 0 when `op` contracts nothing. No allocation: the GEMM
+/// model asks for every kernel it times.
+uint64_t contractedOperands(const Op &op);
+
 /// Per op, how many operands of later ops read one of its results.
 std::vector<int> readerCounts(const Graph &graph);
 

@@ -71,6 +71,15 @@ struct TensorAccess {
   std::vector<int64_t> shape;
   std::vector<DimAccess> dims; ///< one per tensor dimension.
 
+  /// Whether some dim of the tensor is indexed by iteration dim `d` (not
+  /// read whole).
+  bool indexes(size_t d) const {
+    for (const DimAccess &access : dims)
+      if (!access.isWhole() && access.iterDim == static_cast<int32_t>(d))
+        return true;
+    return false;
+  }
+
   /// Tensor dim i indexed by iteration dim i (an elementwise op's tensors).
   static TensorAccess identity(std::vector<int64_t> shape) {
     TensorAccess t{std::move(shape), {}};
