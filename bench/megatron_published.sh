@@ -98,6 +98,9 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
     fused=--fused-attention
     overlap="overlap-param-gather=true tp-comm-overlap=true grad-bucket-bytes=$((2 * 1000000 * (gpus / (tp * pp) > 40 ? gpus / (tp * pp) : 40)))"
   fi
+  # Megatron-LM's sequence parallelism keeps the linear layers' inputs
+  # sharded and gathers them again in backward (Korthikanti et al. 2022).
+  case "-$words-" in *-sp-*) overlap="$overlap regather-inputs=true" ;; esac
   python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \
     --dropout 0.1 --batch "$batch" --dtype "$dtype" >"$model"

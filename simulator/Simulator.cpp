@@ -413,6 +413,9 @@ struct OpState {
   /// Tensor-parallel communication next to this op's kernel overlaps it
   /// (SimOptions::overlapTensorParallel and a contraction over a weight).
   bool overlapsComm = false;
+  /// Received activation slices are not kept for backward but gathered
+  /// again (SimOptions::regatherInputs and a contraction over a weight).
+  bool regathers = false;
 
   // Timing of the last pass.
   std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
@@ -651,6 +654,7 @@ struct Simulator::Impl {
     // Results nothing reads (the graph's outputs) are kept.
     st.recomputed = config.recompute && hasReaders[i];
     st.overlapsComm = options.overlapTensorParallel && contractsWeight(op);
+    st.regathers = options.regatherInputs && contractsWeight(op);
     int32_t n = static_cast<int32_t>(st.devices.size());
 
     // Replicas run the same kernels: cost each partition once.
@@ -1260,6 +1264,8 @@ struct Simulator::Impl {
   /// When overlapped communication has brought each instance's data
   /// (forward and backward reuse it: no allocation per op and pass).
   std::vector<double> commReadyScratch;
+  /// When regathered inputs arrive, per instance (backward).
+  std::vector<double> regatherScratch;
 
   /// Runs instance `p`'s kernel of `time` once `ready`; with overlapped
   /// communication arriving by `commReady`, the kernel runs in chunks
@@ -1400,6 +1406,33 @@ struct Simulator::Impl {
       st.bwdEnd[p] =
           runChunkedKernel(st, p, st.gradReady[p], commReady[p], st.bwdTime[p],
                            i, TaskKind::Backward, st.bwdStart[p]);
+    if (st.regathers)
+      regatherInputs(i);
+  }
+
+  /// SimOptions::regatherInputs: op `i`'s received activation slices are
+  /// fetched again once its backward kernel starts, beside the
+  /// input-gradient half; the weight-gradient half waits for them.
+  void regatherInputs(int32_t i) {
+    OpState &st = ops[i];
+    std::vector<double> &arrived = regatherScratch;
+    arrived.assign(st.devices.size(), 0);
+    for (int32_t id : inEdges[i]) {
+      const Edge &e = edges[id];
+      if (e.weightOperand >= 0)
+        continue;
+      for (const Transfer &t : e.fwd)
+        arrived[t.dst] =
+            std::max(arrived[t.dst], runTransfer(t, st.bwdStart[t.dst], id,
+                                                 TaskKind::Transfer));
+    }
+    for (size_t p = 0; p < st.devices.size(); ++p) {
+      double end = arrived[p] + st.bwdTime[p] / 2;
+      if (arrived[p] > 0 && end > st.bwdEnd[p]) {
+        freeAt[st.devices[p]] = std::max(freeAt[st.devices[p]], end);
+        st.bwdEnd[p] = end;
+      }
+    }
   }
 
   /// Runs op `x`'s forward kernels (and partial sums) again if it drops its
@@ -1569,8 +1602,15 @@ struct Simulator::Impl {
     for (const Edge &e : edges) {
       for (auto [device, time] : e.commTimeByDevice)
         r.devices[device].commTime += time;
-      for (auto [device, bytes] : e.receivedByDevice)
-        r.devices[device].memory.activations += bytes;
+      // Regathered inputs live only around the consumer's kernels.
+      bool regathered = ops[e.consumer].regathers && e.weightOperand < 0;
+      for (auto [device, bytes] : e.receivedByDevice) {
+        MemoryUse &m = r.devices[device].memory;
+        if (regathered)
+          m.workspace = std::max(m.workspace, bytes);
+        else
+          m.activations += bytes;
+      }
       for (size_t k = 0; k < e.bytesByLinkKind.size(); ++k)
         r.bytesByLinkKind[k] += e.bytesByLinkKind[k];
     }

@@ -52,6 +52,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.overlap = options.overlap;
     searchOptions.overlapParamGather = options.overlapParamGather;
     searchOptions.overlapTensorParallel = options.overlapTensorParallel;
+    searchOptions.regatherInputs = options.regatherInputs;
     searchOptions.gradBucketBytes = options.gradBucketBytes;
     searchOptions.reportDir = options.reportDir;
     searchOptions.progress = options.progress;

@@ -294,6 +294,17 @@ std::string writeSummary(const ReportModel &m) {
           formatBytes(static_cast<double>(m.capacity)) + " per device" +
           (r.devices.empty() ? "" : " (device " + std::to_string(tight) + ")") +
           (r.outOfMemory ? "  OUT OF MEMORY" : ""));
+  if (!r.devices.empty()) {
+    const sim::MemoryUse &use = r.devices[tight].memory;
+    auto gib = [](int64_t bytes) {
+      return formatBytes(static_cast<double>(bytes));
+    };
+    line("  of which", "weights " + gib(use.weights) + ", gradients " +
+                           gib(use.gradients) + ", optimizer state " +
+                           gib(use.optimizerState) + ", activations " +
+                           gib(use.activations) + ", workspace " +
+                           gib(use.workspace));
+  }
   // How many ops fall in each class: the one-line answer to "what did it do".
   std::string classes;
   for (int c = 0; c < kNumStrategyClasses; ++c) {

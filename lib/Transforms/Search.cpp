@@ -364,6 +364,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   simOptions.overlapGradSync = overlap;
   simOptions.overlapParamGather = overlapParamGather;
   simOptions.overlapTensorParallel = overlapTensorParallel;
+  simOptions.regatherInputs = regatherInputs;
   simOptions.gradBucketBytes = gradBucketBytes;
   search::Problem problem{*graph, machine, costModel, simOptions,
                           memoryLimitBytes};

@@ -248,6 +248,7 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   options.overlapGradSync = overlap;
   options.overlapParamGather = overlapParamGather;
   options.overlapTensorParallel = overlapTensorParallel;
+  options.regatherInputs = regatherInputs;
   options.gradBucketBytes = gradBucketBytes;
   options.recordTimeline = !tracePathForFunc.empty();
   sim::Simulator simulator(*graph, machine, costModel, options);
@@ -361,6 +362,9 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
      << (overlapTensorParallel ? ", tensor-parallel communication "
                                  "overlapped with its linear layers"
                                : "")
+     << (regatherInputs ? ", received linear-layer inputs gathered again "
+                          "in backward"
+                        : "")
      << "\n";
   os << "  cost model: ";
   if (profile)

@@ -441,6 +441,54 @@ TEST(Simulator, TensorParallelCommunicationOverlapsTheLinearLayer) {
   EXPECT_NEAR(apart.simulate(gather).forwardTime, 1.76 * kMs, 1e-12);
 }
 
+TEST(Simulator, RegatheredInputsAreNotKeptAndComeBackInBackward) {
+  // regatherInputs (Megatron-LM's sequence parallelism): fc0 split by
+  // output features hands fc1 (whole on both devices) the other half of
+  // its input, 16 KB over a 10 MB/s link: 10 us + 1.6 ms. With the option
+  // fc1 keeps none of it for backward (a transient buffer instead) and
+  // fetches it again once its backward starts; its weight-gradient half
+  // (1 of its 2 ms) waits for it.
+  ClusterSpec c;
+  c.nodes = 1;
+  c.devicesPerNode = 2;
+  c.nicsPerNode = 2;
+  c.device.name = "slow";
+  c.device.setPeakFlops(DType::F32, 1e12);
+  c.device.memoryBandwidth = 1e11;
+  c.device.memoryBytes = 1'000'000'000;
+  c.intra = {LinkKind::NVLink, 1e7, 10e-6};
+  c.inter = c.intra;
+  Machine m = Machine::fromCluster(c, "slow");
+  Graph g = twoLayerMlp();
+  FixedCostModel cost;
+  OpConfig whole = on(0, 3);
+  whole.replicas = 2;
+  Strategy gather = {{{1, 2, 1}, 0, {}}, whole};
+  SimOptions regather;
+  regather.regatherInputs = true;
+  Simulator sim(g, m, cost, regather);
+  Simulator plain(g, m, cost);
+  SimResult r = sim.simulate(gather), p = plain.simulate(gather);
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(r.devices[d].memory.activations,
+              p.devices[d].memory.activations - 16'000);
+    EXPECT_GE(r.devices[d].memory.workspace, 16'000);
+  }
+  // fwd fc0 [0, 0.5], the transfer [0.5, 2.11], fc1 [2.11, 3.11]; bwd
+  // fc1 from 3.11: plain it ends at 5.11, regathered the input is back
+  // at 4.72 and the weight-gradient half ends at 5.72.
+  EXPECT_NEAR(r.backwardTime - p.backwardTime, 0.61 * kMs, 1e-12);
+  EXPECT_NEAR(r.iterationTime - p.iterationTime, 0.61 * kMs, 1e-12);
+  EXPECT_EQ(r.bytesByLinkKind, p.bytesByLinkKind);
+  // A fast link hides it behind the input-gradient half.
+  Machine fast = roundMachine(1, 2);
+  EXPECT_EQ(Simulator(g, fast, cost, regather).simulate(gather).iterationTime,
+            Simulator(g, fast, cost).simulate(gather).iterationTime);
+  // Delta simulation agrees with the full one.
+  EXPECT_EQ(sim.update(1, whole).iterationTime, r.iterationTime);
+  EXPECT_EQ(sim.update(0, {{1, 2, 1}, 0, {}}).iterationTime, r.iterationTime);
+}
+
 TEST(Simulator, ReplicasSynchronizeAndReducePerReplica) {
   // On 4 devices fc0 is data parallel over 2 with each half replicated
   // twice (instances: half 0 on devices 0, 1; half 1 on devices 2, 3) and

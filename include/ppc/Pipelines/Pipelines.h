@@ -83,6 +83,12 @@ struct AutoParallelOptions
                      "overlapping the linear layers next to it "
                      "(Megatron-Core's --tp-comm-overlap)"),
       llvm::cl::init(false)};
+  Option<bool> regatherInputs{
+      *this, "regather-inputs",
+      llvm::cl::desc("Simulate linear layers that keep none of the "
+                     "activations they receive and gather them again in "
+                     "backward (Megatron-LM's sequence parallelism)"),
+      llvm::cl::init(false)};
   Option<int64_t> gradBucketBytes{
       *this, "grad-bucket-bytes",
       llvm::cl::desc("Simulate gradient syncs in buckets of at least this "

@@ -131,9 +131,13 @@ struct MegatronOptions {
 
 /// Selective recomputation's threshold: an op is cheap to recompute for
 /// the memory it frees when its forward does at most this many FLOPs per
-/// byte of its results (an attention score matrix: 2 x head size FLOPs per
-/// 2-byte element; a linear layer: 2 x its input features).
-inline constexpr double kSelectiveFlopsPerByte = 128;
+/// byte of its results. An attention score matrix costs its head size per
+/// byte (2 x head size FLOPs per 2-byte element: 128 in GPT-3 175B, 160 in
+/// the 530B and 1T GPTs, at most 256 in published models), so all of core
+/// attention qualifies, as in Megatron-LM; only weightless ops are
+/// candidates (a linear, 2 x its input features per element, keeps its
+/// result regardless).
+inline constexpr double kSelectiveFlopsPerByte = 512;
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
 /// dim of the first linear/matmul of each pair split (column parallel) and

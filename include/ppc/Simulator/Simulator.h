@@ -107,6 +107,13 @@ struct SimOptions {
   /// than one chunk after the data is there; a reduction starts with the
   /// kernel's first chunk and ends no sooner than one chunk after it.
   bool overlapTensorParallel = false;
+  /// A contraction over a weight keeps none of the activation slices it
+  /// receives from other devices: its backward gathers them again, beside
+  /// its input-gradient half (the weight gradient, the second half, waits
+  /// for them). Megatron-LM does this for sequence parallelism's gathered
+  /// linear inputs (Korthikanti et al. 2022, section 4.2.2: the sbh(34/t)
+  /// per layer). ppc-run keeps what it receives (false).
+  bool regatherInputs = false;
   /// Gradients synchronize in buckets of at least this many bytes (PyTorch
   /// DDP's 25 MB, Megatron-Core's 40M elements): each weight's sync moves
   /// at the rate a bucket that large reaches, its share of the bucket's

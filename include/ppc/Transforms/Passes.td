@@ -73,6 +73,10 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
            "Tensor-parallel communication inside a node next to a linear "
            "layer runs in chunks beside its kernel (Megatron-Core's "
            "--tp-comm-overlap)">,
+    Option<"regatherInputs", "regather-inputs", "bool", "false",
+           "A linear layer keeps none of the activations it receives from "
+           "other devices and gathers them again in backward (Megatron-LM's "
+           "sequence parallelism)">,
     Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
            "Gradients synchronize in buckets of at least this many bytes, "
            "each weight at a bucket's rate (0: each weight on its own)">,
@@ -164,6 +168,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "Tensor-parallel communication inside a node next to a linear "
            "layer runs in chunks beside its kernel (Megatron-Core's "
            "--tp-comm-overlap)">,
+    Option<"regatherInputs", "regather-inputs", "bool", "false",
+           "A linear layer keeps none of the activations it receives from "
+           "other devices and gathers them again in backward (Megatron-LM's "
+           "sequence parallelism)">,
     Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
            "Gradients synchronize in buckets of at least this many bytes, "
            "each weight at a bucket's rate (0: each weight on its own)">,
