@@ -90,13 +90,14 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   # optimizer with the next forward (--overlap-param-gather) and the
   # tensor-parallel communication with the linear layers
   # (--tp-comm-overlap); Megatron-Core syncs gradients in buckets of
-  # max(40M, 1M x DP) elements (2 bytes each in the bf16 graph).
+  # max(40M, 1M x DP) elements, in fp32 for bf16 runs (its arguments.py
+  # forces --accumulate-allreduce-grads-in-fp32 with --bf16).
   # The A100 papers' Megatron-LM all-reduced gradients after the backward
   # (its local DDP; --overlap-grad-reduce came with Megatron-Core).
   fused="" overlap="overlap=false"
   if [ "$suite" = h100 ]; then
     fused=--fused-attention
-    overlap="overlap-param-gather=true tp-comm-overlap=true grad-bucket-bytes=$((2 * 1000000 * (gpus / (tp * pp) > 40 ? gpus / (tp * pp) : 40)))"
+    overlap="overlap-param-gather=true tp-comm-overlap=true fp32-gradients=true grad-bucket-bytes=$((4 * 1000000 * (gpus / (tp * pp) > 40 ? gpus / (tp * pp) : 40)))"
   fi
   # Megatron-LM's sequence parallelism keeps the linear layers' inputs
   # sharded and gathers them again in backward (Korthikanti et al. 2022).

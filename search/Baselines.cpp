@@ -123,18 +123,6 @@ int64_t sequenceScatterDim(const sim::Op &op, OpConfig config,
   return -1;
 }
 
-/// Bytes of all results of `op`.
-double resultBytes(const sim::Op &op) {
-  double bytes = 0;
-  for (const TensorAccess &result : op.space.results) {
-    double elements = 1;
-    for (int64_t size : result.shape)
-      elements *= static_cast<double>(size);
-    bytes += elements * static_cast<double>(op.elemBytes);
-  }
-  return bytes;
-}
-
 /// Which op reads which result: (consumer op, operand index) per result.
 struct Use {
   size_t op;
@@ -281,8 +269,10 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
   int64_t dp = numDevices / tp;
   UseMap uses = buildUses(graph);
 
+  // The blocks are found without tensor parallelism too: selective
+  // recomputation works inside them.
   std::map<size_t, int> tensorDimOf;
-  if (tp > 1)
+  if (tp > 1 || options.selectiveRecompute)
     for (size_t op = 0; op < graph.ops.size(); ++op) {
       if (tensorDimOf.count(op) || !isWeightedContraction(graph.ops[op]))
         continue;
@@ -323,9 +313,9 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
   strategy.reserve(graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     auto it = tensorDimOf.find(op);
-    OpConfig config =
-        hybridConfig(graph.ops[op], it == tensorDimOf.end() ? -1 : it->second,
-                     tp, dp, options.sequenceParallel);
+    OpConfig config = hybridConfig(
+        graph.ops[op], tp == 1 || it == tensorDimOf.end() ? -1 : it->second,
+        tp, dp, options.sequenceParallel);
     if (options.sequenceParallel && tp > 1)
       config.scatterDim =
           sequenceScatterDim(graph.ops[op], config, tp, numDevices);
@@ -336,9 +326,7 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
     config.recompute =
         options.selectiveRecompute && !options.recompute &&
         it != tensorDimOf.end() && !hasWeightOperand(graph.ops[op]) &&
-        readers[op] == 1 && sim::recomputeProblem(graph, op).empty() &&
-        graph.ops[op].cost.fwdFlops <=
-            kSelectiveFlopsPerByte * resultBytes(graph.ops[op]);
+        readers[op] == 1 && sim::recomputeProblem(graph, op).empty();
     strategy.push_back(std::move(config));
   }
   if (options.recompute)

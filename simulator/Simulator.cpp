@@ -222,12 +222,13 @@ const OptimizerInfo *findOptimizer(const std::string &name) {
 }
 
 TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
-                                      Optimizer optimizer) {
+                                      Optimizer optimizer,
+                                      bool fp32Gradients) {
   TrainingStateBytes bytes;
   bytes.weight = elemBytes;
   if (!trainable)
     return bytes;
-  bytes.gradient = elemBytes;
+  bytes.gradient = fp32Gradients ? std::max<int64_t>(elemBytes, 4) : elemBytes;
   int64_t states = optimizerInfo(optimizer).stateTensors;
   bool mixed = elemBytes < 4;
   bytes.optimizerState = mixed ? 4 * (1 + states) : elemBytes * states;
@@ -612,25 +613,38 @@ struct Simulator::Impl {
   /// `bytes` over `members`. With `bucketBytes`, it moves as its share of
   /// a bucket that large (gradient buckets: the bucket's rate, not a small
   /// message's).
+  /// A gradient sync of `bytes` over `members` of `st`: an all-reduce, or
+  /// when `sharded` a reduce-scatter of the gradients and an all-gather of
+  /// `gatherBytes` of updated parameters (-1: as many as the gradients),
+  /// each priced as half an all-reduce of its size, at the rate of a
+  /// bucket of at least `bucketBytes`.
   Collective makeCollective(const OpState &st, std::vector<int32_t> members,
                             int64_t bytes, bool sharded,
-                            int64_t bucketBytes = 0) {
+                            int64_t bucketBytes = 0, int64_t gatherBytes = -1) {
     Collective c;
     c.partitions = std::move(members);
     c.bytes = bytes;
     std::vector<int64_t> devices;
     for (int32_t p : c.partitions)
       devices.push_back(st.devices[p]);
-    double size = std::max<double>(static_cast<double>(bytes),
-                                   static_cast<double>(bucketBytes));
-    AllReducePlan plan = planAllReduce(machine, devices, size);
-    double share = size > 0 ? static_cast<double>(bytes) / size : 0;
-    // A reduce-scatter and an all-gather are each half an all-reduce.
-    double time = plan.time * share;
-    c.time = sharded ? time / 2 : time;
-    c.postTime = sharded ? time / 2 : 0;
-    for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
-      c.bytesByLinkKind[k] = plan.bytesByLinkKind[k] * share;
+    // An all-reduce of `b` bytes; `weight` of its link bytes are counted.
+    auto allReduce = [&](int64_t b, double weight) {
+      double size = std::max<double>(static_cast<double>(b),
+                                     static_cast<double>(bucketBytes));
+      AllReducePlan plan = planAllReduce(machine, devices, size);
+      double share = size > 0 ? static_cast<double>(b) / size : 0;
+      for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
+        c.bytesByLinkKind[k] += plan.bytesByLinkKind[k] * share * weight;
+      return plan.time * share;
+    };
+    if (!sharded) {
+      c.time = allReduce(bytes, 1);
+    } else if (gatherBytes < 0 || gatherBytes == bytes) {
+      c.time = c.postTime = allReduce(bytes, 1) / 2;
+    } else {
+      c.time = allReduce(bytes, 0.5) / 2;
+      c.postTime = allReduce(gatherBytes, 0.5) / 2;
+    }
     return c;
   }
 
@@ -755,7 +769,8 @@ struct Simulator::Impl {
       // per member (geometry::zeroShardable, the lowering's rule too),
       // member j keeping shard j (geometry::zeroShard).
       TrainingStateBytes perElement =
-          trainingStateBytes(w.elemBytes, w.trainable, options.optimizer);
+          trainingStateBytes(w.elemBytes, w.trainable, options.optimizer,
+                             options.fp32Gradients);
       for (std::vector<int32_t> &m :
            membersPerReplica(st, held.group, held.numGroups)) {
         int64_t k = static_cast<int64_t>(m.size());
@@ -787,13 +802,13 @@ struct Simulator::Impl {
         }
         if (!w.trainable || k < 2)
           continue;
-        int64_t bytes = elements * w.elemBytes;
+        int64_t bytes = elements * perElement.gradient;
         int32_t id = static_cast<int32_t>(st.gradSyncs.size());
         for (int32_t p : m)
           st.syncsOf[p].push_back(id);
-        Collective sync = makeCollective(st, std::move(m), bytes,
-                                         stage >= StateSharding::Optimizer,
-                                         options.gradBucketBytes);
+        Collective sync = makeCollective(
+            st, std::move(m), bytes, stage >= StateSharding::Optimizer,
+            options.gradBucketBytes, elements * perElement.weight);
         if (stage == StateSharding::Parameters) {
           // No gather after the update; one before each use instead.
           sync.gatherTime = sync.postTime;

@@ -53,6 +53,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.overlapParamGather = options.overlapParamGather;
     searchOptions.overlapTensorParallel = options.overlapTensorParallel;
     searchOptions.regatherInputs = options.regatherInputs;
+    searchOptions.fp32Gradients = options.fp32Gradients;
     searchOptions.gradBucketBytes = options.gradBucketBytes;
     searchOptions.reportDir = options.reportDir;
     searchOptions.progress = options.progress;

@@ -365,6 +365,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   simOptions.overlapParamGather = overlapParamGather;
   simOptions.overlapTensorParallel = overlapTensorParallel;
   simOptions.regatherInputs = regatherInputs;
+  simOptions.fp32Gradients = fp32Gradients;
   simOptions.gradBucketBytes = gradBucketBytes;
   search::Problem problem{*graph, machine, costModel, simOptions,
                           memoryLimitBytes};

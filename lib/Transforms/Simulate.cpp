@@ -249,6 +249,7 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   options.overlapParamGather = overlapParamGather;
   options.overlapTensorParallel = overlapTensorParallel;
   options.regatherInputs = regatherInputs;
+  options.fp32Gradients = fp32Gradients;
   options.gradBucketBytes = gradBucketBytes;
   options.recordTimeline = !tracePathForFunc.empty();
   sim::Simulator simulator(*graph, machine, costModel, options);
@@ -365,6 +366,7 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
      << (regatherInputs ? ", received linear-layer inputs gathered again "
                           "in backward"
                         : "")
+     << (fp32Gradients ? ", float32 gradients" : "")
      << "\n";
   os << "  cost model: ";
   if (profile)

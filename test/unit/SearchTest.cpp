@@ -404,9 +404,9 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   EXPECT_EQ(sp[3].replicas, 4);
   EXPECT_EQ(sp[0].sharding, StateSharding::Optimizer);
   EXPECT_EQ(sp[1].sharding, StateSharding::None);
-  // Selective recomputation: in the block, the gelu (a few FLOPs per byte
-  // it keeps) is recomputed; the linears (2 x 32 FLOPs per output element
-  // and more) and the relu outside the block keep their results.
+  // Selective recomputation: in the block, the gelu (no weight) is
+  // recomputed; the linears and the relu outside the block keep their
+  // results.
   MegatronOptions selective{4, true, true};
   selective.selectiveRecompute = true;
   Strategy sel = megatron(g, m, selective);
@@ -415,11 +415,21 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   EXPECT_TRUE(sel[1].recompute);
   EXPECT_FALSE(sel[2].recompute);
   EXPECT_FALSE(sel[3].recompute);
-  // A gelu that costs more than kSelectiveFlopsPerByte per result byte is
-  // kept.
-  Graph heavy = g;
-  heavy.ops[1].cost.fwdFlops = 4 * 16 * 64 * (kSelectiveFlopsPerByte + 1);
-  EXPECT_FALSE(megatron(heavy, m, selective)[1].recompute);
+  // Without tensor parallelism the blocks are the same: the gelu is
+  // recomputed, every op data parallel.
+  MegatronOptions dpOnly{1, false, false};
+  dpOnly.selectiveRecompute = true;
+  Strategy sel1 = megatron(g, m, dpOnly);
+  expectValid(g, sel1, 8);
+  EXPECT_TRUE(sel1[1].recompute);
+  EXPECT_FALSE(sel1[0].recompute);
+  EXPECT_EQ(sel1[1].degrees, (std::vector<int64_t>{8, 1}));
+  EXPECT_EQ(sel1[0].degrees, (std::vector<int64_t>{8, 1, 1}));
+  // A gelu read by two ops is kept (recomputing it once per reader).
+  Graph twice = g;
+  twice.ops.push_back(elementwise("relu2", "ppc.relu", 16, 64, fromOp(1)));
+  ASSERT_EQ(twice.validate(), "");
+  EXPECT_FALSE(megatron(twice, m, selective)[1].recompute);
   EXPECT_NE(findBaseline("megatron-sp-distopt-selective"), nullptr);
   // Each tensor-parallel group sits inside one node.
   for (size_t op = 0; op < 3; ++op) {

@@ -920,6 +920,48 @@ TEST(Simulator, MixedPrecisionKeepsFp32MasterWeightsAndState) {
   EXPECT_EQ(mem.optimizerState, 2 * 12'000'000);
 }
 
+TEST(Simulator, Fp32GradientsDoubleTheGradientsOf16BitWeights) {
+  // fp32Gradients (Megatron-LM's main_grad): a bf16 weight's gradient is
+  // float32, 2 + 4 + 12 = 18 B per parameter with Adam; f32 is unchanged.
+  EXPECT_EQ(trainingStateBytes(2, true, Optimizer::Adam, true).gradient, 4);
+  EXPECT_EQ(trainingStateBytes(2, true, Optimizer::Adam, true).total(), 18);
+  EXPECT_EQ(trainingStateBytes(4, true, Optimizer::Adam, true).total(), 16);
+  EXPECT_EQ(trainingStateBytes(2, false, Optimizer::Adam, true).total(), 2);
+
+  // The data-parallel MLP in bf16 (two 1M-parameter weights on 2 devices):
+  // each all-reduce moves 4 MB of fp32 gradients instead of 2 MB.
+  Graph g = twoLayerMlp();
+  for (Weight &w : g.weights)
+    w.elemBytes = 2;
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  SimOptions bf16, fp32 = bf16;
+  fp32.fp32Gradients = true;
+  Strategy dp = {{{2, 1, 1}, 0, {}}, {{2, 1, 1}, 0, {}}};
+  auto nvlink = [](const SimResult &r) {
+    return r.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)];
+  };
+  SimResult half = Simulator(g, m, cost, bf16).simulate(dp);
+  SimResult full = Simulator(g, m, cost, fp32).simulate(dp);
+  EXPECT_EQ(nvlink(half), 2 * 2 * 2'000'000);
+  EXPECT_EQ(nvlink(full), 2 * nvlink(half));
+  EXPECT_EQ(full.devices[0].memory.gradients, 2 * 4'000'000);
+  EXPECT_EQ(half.devices[0].memory.gradients, 2 * 2'000'000);
+  // fwd [0, 1], bwd1 [1, 2], its 4 MB all-reduce [2, 6.02], bwd0 [2, 3],
+  // the second all-reduce [6.02, 10.04] and fc0's update after it.
+  EXPECT_NEAR(full.iterationTime, (10.04 + 0.5) * kMs, 1e-12);
+
+  // Sharded optimizer state: the gradients are reduce-scattered in fp32
+  // (half a 4 MB all-reduce, 2.01 ms) and the bf16 parameters gathered
+  // (half a 2 MB one, 1.01 ms); each moves half its all-reduce's bytes.
+  for (OpConfig &c : dp)
+    c.sharding = StateSharding::Optimizer;
+  Simulator sharded(g, m, cost, fp32);
+  SimResult r = sharded.simulate(dp);
+  EXPECT_EQ(nvlink(r), 2 * (2 * 4'000'000 + 2 * 2'000'000) / 2);
+  EXPECT_NEAR(sharded.opTimes()[0].communication, 2.01e-3 + 1.01e-3, 1e-12);
+}
+
 TEST(Simulator, SharedWeightIsHeldAndSynchronizedOnce) {
   // Both layers use w0 (an unrolled RNN cell, tied weights): data parallel
   // over 2 devices keeps one 4 MB copy with one gradient per device and

@@ -89,6 +89,12 @@ struct AutoParallelOptions
                      "activations they receive and gather them again in "
                      "backward (Megatron-LM's sequence parallelism)"),
       llvm::cl::init(false)};
+  Option<bool> fp32Gradients{
+      *this, "fp32-gradients",
+      llvm::cl::desc("Simulate 16-bit weights accumulating and "
+                     "synchronizing their gradients in float32 (Megatron-"
+                     "LM's --accumulate-allreduce-grads-in-fp32)"),
+      llvm::cl::init(false)};
   Option<int64_t> gradBucketBytes{
       *this, "grad-bucket-bytes",
       llvm::cl::desc("Simulate gradient syncs in buckets of at least this "

@@ -121,23 +121,13 @@ struct MegatronOptions {
   /// replicas (ZeRO-3) instead of the optimizer state alone.
   bool shardWeights = false;
   /// Selective recomputation (Korthikanti et al. 2022): inside the
-  /// tensor-parallel blocks, the ops read by exactly one op that keep a
-  /// lot of memory for little compute (at least one result byte per
-  /// kSelectiveFlopsPerByte forward FLOPs: the attention scores, softmax,
-  /// dropout, activations) are recomputed; the linears' results are kept.
-  /// Ignored when `recompute` is set.
+  /// tensor-parallel blocks, the ops without weights read by exactly one
+  /// op are recomputed in backward: core attention (the scores, softmax,
+  /// dropout and context, or the fused attention op, which Megatron-Core
+  /// recomputes too) and the activations between the linears; the
+  /// linears' results are kept. Ignored when `recompute` is set.
   bool selectiveRecompute = false;
 };
-
-/// Selective recomputation's threshold: an op is cheap to recompute for
-/// the memory it frees when its forward does at most this many FLOPs per
-/// byte of its results. An attention score matrix costs its head size per
-/// byte (2 x head size FLOPs per 2-byte element: 128 in GPT-3 175B, 160 in
-/// the 530B and 1T GPTs, at most 256 in published models), so all of core
-/// attention qualifies, as in Megatron-LM; only weightless ops are
-/// candidates (a linear, 2 x its input features per element, keeps its
-/// result regardless).
-inline constexpr double kSelectiveFlopsPerByte = 512;
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
 /// dim of the first linear/matmul of each pair split (column parallel) and

@@ -68,7 +68,9 @@ std::string optimizerNames();
 /// 16-bit, and the optimizer keeps an fp32 master copy and fp32 state, so
 /// Adam costs 2 + 2 + 12 = 16 B per parameter (as ZeRO counts it). Weights
 /// of 32 or 64 bits keep everything in their own type (Adam: 4 + 4 + 8).
-/// A frozen weight (batch-norm statistics) has no gradient or state.
+/// With `fp32Gradients` a 16-bit weight's gradient is float32 (Megatron-
+/// LM's main_grad: Adam 2 + 4 + 12 = 18 B). A frozen weight (batch-norm
+/// statistics) has no gradient or state.
 struct TrainingStateBytes {
   int64_t weight = 0;
   int64_t gradient = 0;
@@ -76,7 +78,8 @@ struct TrainingStateBytes {
   int64_t total() const { return weight + gradient + optimizerState; }
 };
 TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
-                                      Optimizer optimizer);
+                                      Optimizer optimizer,
+                                      bool fp32Gradients = false);
 /// Why op `op` cannot be recomputed (OpConfig::recompute), or "": an op
 /// whose forward updates state (batch-norm statistics, a weight the
 /// optimizer does not train) would update it twice.
@@ -114,6 +117,10 @@ struct SimOptions {
   /// linear inputs (Korthikanti et al. 2022, section 4.2.2: the sbh(34/t)
   /// per layer). ppc-run keeps what it receives (false).
   bool regatherInputs = false;
+  /// 16-bit weights accumulate and synchronize their gradients in float32
+  /// (Megatron-LM's --accumulate-allreduce-grads-in-fp32, which it forces
+  /// for bf16): twice the gradient memory and bytes on the wire.
+  bool fp32Gradients = false;
   /// Gradients synchronize in buckets of at least this many bytes (PyTorch
   /// DDP's 25 MB, Megatron-Core's 40M elements): each weight's sync moves
   /// at the rate a bucket that large reaches, its share of the bucket's

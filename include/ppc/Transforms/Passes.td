@@ -77,6 +77,9 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
            "A linear layer keeps none of the activations it receives from "
            "other devices and gathers them again in backward (Megatron-LM's "
            "sequence parallelism)">,
+    Option<"fp32Gradients", "fp32-gradients", "bool", "false",
+           "16-bit weights accumulate and synchronize their gradients in "
+           "float32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32)">,
     Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
            "Gradients synchronize in buckets of at least this many bytes, "
            "each weight at a bucket's rate (0: each weight on its own)">,
@@ -172,6 +175,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "A linear layer keeps none of the activations it receives from "
            "other devices and gathers them again in backward (Megatron-LM's "
            "sequence parallelism)">,
+    Option<"fp32Gradients", "fp32-gradients", "bool", "false",
+           "16-bit weights accumulate and synchronize their gradients in "
+           "float32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32)">,
     Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
            "Gradients synchronize in buckets of at least this many bytes, "
            "each weight at a bucket's rate (0: each weight on its own)">,
