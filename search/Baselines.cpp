@@ -429,12 +429,13 @@ sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
           parameter = static_cast<int>(d);
           break;
         }
-    // Model parallel over as many devices as the output features allow (all
-    // of them when they divide); devices left over split the batch.
+    // Model parallel over as many devices of a node as the output features
+    // allow (Krizhevsky's one machine; across nodes every device would
+    // exchange activations with every other); the rest split the batch.
     int64_t degree =
-        parameter < 0
-            ? 1
-            : largestCommonDegree(op.space.dims[parameter].size, numDevices);
+        parameter < 0 ? 1
+                      : largestCommonDegree(op.space.dims[parameter].size,
+                                            devicesPerNode(machine));
     strategy.push_back(
         hybridConfig(op, parameter, degree, numDevices / degree));
   }
@@ -522,8 +523,8 @@ const std::vector<BaselineInfo> &baselines() {
        "state sharded over the data-parallel replicas (ZeRO-3)",
        megatronPerNode<true, false, true, true>},
       {"one-weird-trick",
-       "Krizhevsky: data-parallel convolutions, model-parallel fully "
-       "connected layers",
+       "Krizhevsky: data-parallel convolutions, fully connected layers "
+       "model parallel within a node",
        oneWeirdTrick},
   };
   return list;

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -195,6 +196,30 @@ std::optional<OpConfig> scatteredVariant(const IterationSpace &space,
   return std::nullopt;
 }
 
+/// Everything of `space` its configurations depend on, flattened: ops with
+/// equal keys have equal configuration lists.
+std::vector<int64_t> spaceKey(const IterationSpace &space) {
+  std::vector<int64_t> key;
+  // Counts before each list keep the flattening unambiguous.
+  key.push_back(static_cast<int64_t>(space.dims.size()));
+  for (const IterDim &dim : space.dims)
+    key.insert(key.end(), {dim.size, static_cast<int64_t>(dim.kind),
+                           static_cast<int64_t>(dim.splittable)});
+  for (const std::vector<TensorAccess> *tensors :
+       {&space.operands, &space.results}) {
+    key.push_back(static_cast<int64_t>(tensors->size()));
+    for (const TensorAccess &tensor : *tensors) {
+      key.push_back(static_cast<int64_t>(tensor.shape.size()));
+      key.insert(key.end(), tensor.shape.begin(), tensor.shape.end());
+      key.push_back(static_cast<int64_t>(tensor.dims.size()));
+      for (const DimAccess &a : tensor.dims)
+        key.insert(key.end(),
+                   {a.iterDim, a.divisor, a.stride, a.offset, a.extent});
+    }
+  }
+  return key;
+}
+
 } // namespace
 
 std::vector<int64_t> detail::divisors(int64_t n) {
@@ -214,8 +239,14 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
   int64_t numDevices = machine.numDevices();
   std::vector<int64_t> deviceDivisors = detail::divisors(numDevices);
   int64_t devicesPerNode = uniformDevicesPerNode(machine);
-  perOp.reserve(graph.ops.size());
+  std::map<std::vector<int64_t>, uint32_t> listOfSpace;
+  listOf.reserve(graph.ops.size());
   for (const sim::Op &op : graph.ops) {
+    auto [it, added] = listOfSpace.try_emplace(
+        spaceKey(op.space), static_cast<uint32_t>(lists.size()));
+    listOf.push_back(it->second);
+    if (!added)
+      continue;
     std::vector<std::vector<int64_t>> vectors =
         degreeVectors(op.space.dims, options.reductionSplits,
                       options.maxSplitDims, deviceDivisors, numDevices);
@@ -249,14 +280,15 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
     }
     for ([[maybe_unused]] const OpConfig &config : configs)
       assert(checkConfig(op.space, config, numDevices).empty());
-    perOp.push_back(std::move(configs));
+    lists.push_back(std::move(configs));
   }
 }
 
 double ConfigSpace::log10Size() const {
   double sum = 0;
-  for (const std::vector<OpConfig> &configs : perOp)
-    sum += std::log10(static_cast<double>(std::max<size_t>(configs.size(), 1)));
+  for (uint32_t list : listOf)
+    sum += std::log10(
+        static_cast<double>(std::max<size_t>(lists[list].size(), 1)));
   return sum;
 }
 

@@ -481,6 +481,13 @@ TEST(Baselines, OneWeirdTrick) {
   Strategy t = oneWeirdTrick(odd, m);
   expectValid(odd, t, 4);
   EXPECT_EQ(t[0].degrees, (std::vector<int64_t>{2, 2, 1}));
+  // On 2 nodes of 4: model parallel within each node, the nodes splitting
+  // the batch.
+  Machine two = roundMachine(2, 4);
+  Strategy w = oneWeirdTrick(g, two);
+  expectValid(g, w, 8);
+  EXPECT_EQ(w[0].degrees, (std::vector<int64_t>{2, 4, 1}));
+  EXPECT_EQ(w[1].degrees, (std::vector<int64_t>{8, 1}));
 }
 
 //===----------------------------------------------------------------------===//

@@ -85,15 +85,20 @@ class ConfigSpace {
 public:
   ConfigSpace(const sim::Graph &graph, const Machine &machine,
               SpaceOptions options = {});
-  const std::vector<OpConfig> &configs(size_t op) const { return perOp[op]; }
-  size_t numOps() const { return perOp.size(); }
+  const std::vector<OpConfig> &configs(size_t op) const {
+    return lists[listOf[op]];
+  }
+  size_t numOps() const { return listOf.size(); }
   /// log10 of the number of strategies (product of per-op counts).
   double log10Size() const;
   const SpaceOptions &options() const { return spaceOptions; }
 
 private:
   SpaceOptions spaceOptions;
-  std::vector<std::vector<OpConfig>> perOp;
+  /// One list per distinct iteration space (a transformer's layers share
+  /// theirs): on hundreds of devices an op has thousands of placements.
+  std::vector<std::vector<OpConfig>> lists;
+  std::vector<uint32_t> listOf;
 };
 
 //===----------------------------------------------------------------------===//
