@@ -138,7 +138,7 @@ if predicted == "OOM":
 else:
     t = float(predicted) / 1e3
     cells = ["%.3f" % t, "%.0f" % tflops, "%.0f" % (flops / t / gpus / 1e12),
-             "%.2f" % (t / seconds)]
+             "%.3f" % (t / seconds)]
 print("| %s | %s x %s x %s | %d | %d | %s | %.3f | %s |" %
       (row, tp, pp, dp, gpus, batch, words, seconds, " | ".join(cells)))
 PY
