@@ -43,9 +43,10 @@ public:
   }
 };
 
-/// `nodes` x `perNode` devices of 1 GB; links of 1 GB/s with 10 us latency
-/// inside a node and 0.1 GB/s with 100 us across nodes.
-Machine roundMachine(int64_t nodes, int64_t perNode) {
+/// `nodes` x `perNode` devices of 1 GB; links of `intraBandwidth` (1 GB/s)
+/// with 10 us latency inside a node and 0.1 GB/s with 100 us across nodes.
+Machine roundMachine(int64_t nodes, int64_t perNode,
+                     double intraBandwidth = 1e9) {
   ClusterSpec c;
   c.nodes = nodes;
   c.devicesPerNode = perNode;
@@ -54,7 +55,7 @@ Machine roundMachine(int64_t nodes, int64_t perNode) {
   c.device.setPeakFlops(DType::F32, 1e12);
   c.device.memoryBandwidth = 1e11;
   c.device.memoryBytes = 1'000'000'000;
-  c.intra = {LinkKind::NVLink, 1e9, 10e-6};
+  c.intra = {LinkKind::NVLink, intraBandwidth, 10e-6};
   c.inter = {LinkKind::InfiniBand, 1e8, 100e-6};
   return Machine::fromCluster(c, "round");
 }
@@ -448,17 +449,7 @@ TEST(Simulator, RegatheredInputsAreNotKeptAndComeBackInBackward) {
   // fc1 keeps none of it for backward (a transient buffer instead) and
   // fetches it again once its backward starts; its weight-gradient half
   // (1 of its 2 ms) waits for it.
-  ClusterSpec c;
-  c.nodes = 1;
-  c.devicesPerNode = 2;
-  c.nicsPerNode = 2;
-  c.device.name = "slow";
-  c.device.setPeakFlops(DType::F32, 1e12);
-  c.device.memoryBandwidth = 1e11;
-  c.device.memoryBytes = 1'000'000'000;
-  c.intra = {LinkKind::NVLink, 1e7, 10e-6};
-  c.inter = c.intra;
-  Machine m = Machine::fromCluster(c, "slow");
+  Machine m = roundMachine(1, 2, 1e7);
   Graph g = twoLayerMlp();
   FixedCostModel cost;
   OpConfig whole = on(0, 3);
