@@ -6,6 +6,8 @@
 // Ops without a strategy on device 0, with Adam and a report file.
 // RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate="unassigned=single optimizer=adam overlap=false grad-sync=reduce-scatter output=%t/single.txt" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SINGLE < %t/single.txt
+// The options that model Megatron-LM's implementation are named in the report.
+// RUN: ppc-opt %t/megatron.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate="optimizer=adam grad-sync=reduce-scatter overlap-param-gather=true tp-comm-overlap=true regather-inputs=true fp32-gradients=true" -o /dev/null | FileCheck %s --check-prefix=MEGATRON
 // A weight larger than the cpu preset's memory: a warning, not a failure.
 // RUN: ppc-opt %t/huge.mlir --ppc-attach-machine=machine=cpu --ppc-simulate -o /dev/null 2>%t/huge.err | FileCheck %s --check-prefix=OOM
 // RUN: FileCheck %s --check-prefix=OOMWARN < %t/huge.err
@@ -72,6 +74,8 @@
 // TP-NEXT:  fc2 ppc.linear [1,1,8]
 // TP-DAG:   fc1 ppc.linear [1,8,1]
 // TP-DAG:   act ppc.gelu [1,8]
+
+// MEGATRON: optimizer: adam, gradient sync: reduce-scatter overlapped with backward, parameter gathers overlapped with forward, tensor-parallel communication overlapped with its linear layers, received linear-layer inputs gathered again in backward, float32 gradients{{$}}
 
 // SINGLE:      ops: 3 (0 with ppc.strategy, 3 on device 0 by default)
 // SINGLE-NEXT: optimizer: adam, gradient sync: reduce-scatter after backward

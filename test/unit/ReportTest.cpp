@@ -157,6 +157,19 @@ TEST_F(ReportTest, SummaryHasHeaderAndOneRowPerOp) {
         return l;
     return std::string();
   };
+  // The peak broken down into its parts, on the line after it.
+  std::vector<std::string> all = lines(s);
+  int peaks = 0;
+  for (size_t i = 0; i + 1 < all.size(); ++i)
+    if (all[i].find("peak memory") != std::string::npos &&
+        all[i].find(" per device") != std::string::npos) {
+      ++peaks;
+      EXPECT_NE(all[i + 1].find("of which"), std::string::npos) << all[i + 1];
+      for (const char *part : {"weights ", "gradients ", "optimizer state ",
+                               "activations ", "workspace "})
+        EXPECT_NE(all[i + 1].find(part), std::string::npos) << part;
+    }
+  EXPECT_EQ(peaks, 1);
   // Degrees as SOAP letters, devices as compact ranges.
   EXPECT_NE(rowOf("fc1").find("S8"), std::string::npos);
   EXPECT_NE(rowOf("fc1").find("0-7"), std::string::npos);
