@@ -17,9 +17,11 @@
 #include "ppc/Search/Search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -333,6 +335,26 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   return out;
 }
 
+/// Runs `run(0)` .. `run(n - 1)`, each on a thread of its own; one whose
+/// thread cannot be started (the system's thread limit) runs on this
+/// thread instead. The tasks do not depend on each other, so the results
+/// are the same either way.
+void runOnThreads(size_t n, const std::function<void(size_t)> &run) {
+  std::vector<std::thread> threads;
+  std::vector<size_t> onThisThread = {0};
+  for (size_t t = 1; t < n; ++t) {
+    try {
+      threads.emplace_back(run, t);
+    } catch (const std::system_error &) {
+      onThisThread.push_back(t);
+    }
+  }
+  for (size_t t : onThisThread)
+    run(t);
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
 } // namespace
 
 SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
@@ -358,19 +380,25 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
     validStarts.push_back(sim::dataParallel(graph, numDevices));
 
   // Evaluate every start first: the result is never worse than the best.
-  double bestStart = kInfinity;
-  size_t bestStartIndex = 0;
-  {
+  // On hundreds of devices one simulation takes seconds: the starts are
+  // shared out over the search's threads, the first best one wins.
+  size_t numThreads =
+      static_cast<size_t>(std::clamp(options.threads, 1, kMaxSearchThreads));
+  std::vector<double> startValues(validStarts.size(), kInfinity);
+  std::atomic<size_t> nextStart{0};
+  runOnThreads(std::min(numThreads, validStarts.size()), [&](size_t) {
     sim::Simulator simulator(graph, problem.machine, problem.costModel,
                              problem.simOptions);
-    for (size_t i = 0; i < validStarts.size(); ++i) {
-      double value = objective(problem, simulator.simulate(validStarts[i]));
-      if (value < bestStart) {
-        bestStart = value;
-        bestStartIndex = i;
-      }
+    for (size_t i; (i = nextStart++) < validStarts.size();)
+      startValues[i] = objective(problem, simulator.simulate(validStarts[i]));
+  });
+  double bestStart = kInfinity;
+  size_t bestStartIndex = 0;
+  for (size_t i = 0; i < validStarts.size(); ++i)
+    if (startValues[i] < bestStart) {
+      bestStart = startValues[i];
+      bestStartIndex = i;
     }
-  }
   sim::Strategy best = validStarts[bestStartIndex];
   double bestObjective = bestStart;
 
@@ -381,28 +409,10 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
     Shared shared{problem,  space, options,  adjacency,
                   repeated, begin, bestStart};
     shared.globalBest = bestStart;
-    size_t numChains =
-        static_cast<size_t>(std::clamp(options.threads, 1, kMaxSearchThreads));
-    std::vector<ChainResult> chains(numChains);
-    auto run = [&](size_t c) {
+    std::vector<ChainResult> chains(numThreads);
+    runOnThreads(numThreads, [&](size_t c) {
       chains[c] = runChain(shared, c, validStarts[c % validStarts.size()]);
-    };
-    std::vector<std::thread> threads;
-    // A chain whose thread cannot be started (the system's thread limit)
-    // runs on this thread instead: chains do not depend on each other, so
-    // the result is the same.
-    std::vector<size_t> onThisThread = {0};
-    for (size_t c = 1; c < numChains; ++c) {
-      try {
-        threads.emplace_back(run, c);
-      } catch (const std::system_error &) {
-        onThisThread.push_back(c);
-      }
-    }
-    for (size_t c : onThisThread)
-      run(c);
-    for (std::thread &thread : threads)
-      thread.join();
+    });
     if (progressWanted(options))
       printProgress(shared, true);
 
