@@ -609,10 +609,6 @@ struct Simulator::Impl {
     return members;
   }
 
-  /// An all-reduce (or, `sharded`, a reduce-scatter and an all-gather) of
-  /// `bytes` over `members`. With `bucketBytes`, it moves as its share of
-  /// a bucket that large (gradient buckets: the bucket's rate, not a small
-  /// message's).
   /// A gradient sync of `bytes` over `members` of `st`: an all-reduce, or
   /// when `sharded` a reduce-scatter of the gradients and an all-gather of
   /// `gatherBytes` of updated parameters (-1: as many as the gradients),
@@ -1292,12 +1288,16 @@ struct Simulator::Impl {
     int64_t device = st.devices[p];
     double end = runKernel(device, ready, time, op, kind);
     start = end - time;
-    double last = commReady + time / kOverlapChunks;
-    if (last > end) {
-      freeAt[device] = std::max(freeAt[device], last);
-      end = last;
-    }
-    return end;
+    return holdUntil(device, end, commReady + time / kOverlapChunks);
+  }
+
+  /// A kernel on `device` that would end at `end` but consumes data that
+  /// arrives in chunks ends no sooner than `until`: the device stays busy.
+  double holdUntil(int64_t device, double end, double until) {
+    if (until <= end)
+      return end;
+    freeAt[device] = std::max(freeAt[device], until);
+    return until;
   }
 
   void forward(int32_t i) {
@@ -1441,13 +1441,10 @@ struct Simulator::Impl {
             std::max(arrived[t.dst], runTransfer(t, st.bwdStart[t.dst], id,
                                                  TaskKind::Transfer));
     }
-    for (size_t p = 0; p < st.devices.size(); ++p) {
-      double end = arrived[p] + st.bwdTime[p] / 2;
-      if (arrived[p] > 0 && end > st.bwdEnd[p]) {
-        freeAt[st.devices[p]] = std::max(freeAt[st.devices[p]], end);
-        st.bwdEnd[p] = end;
-      }
-    }
+    for (size_t p = 0; p < st.devices.size(); ++p)
+      if (arrived[p] > 0)
+        st.bwdEnd[p] = holdUntil(st.devices[p], st.bwdEnd[p],
+                                 arrived[p] + st.bwdTime[p] / 2);
   }
 
   /// Runs op `x`'s forward kernels (and partial sums) again if it drops its

@@ -296,14 +296,14 @@ std::string writeSummary(const ReportModel &m) {
           (r.outOfMemory ? "  OUT OF MEMORY" : ""));
   if (!r.devices.empty()) {
     const sim::MemoryUse &use = r.devices[tight].memory;
-    auto gib = [](int64_t bytes) {
+    auto size = [](int64_t bytes) {
       return formatBytes(static_cast<double>(bytes));
     };
-    line("  of which", "weights " + gib(use.weights) + ", gradients " +
-                           gib(use.gradients) + ", optimizer state " +
-                           gib(use.optimizerState) + ", activations " +
-                           gib(use.activations) + ", workspace " +
-                           gib(use.workspace));
+    line("  of which", "weights " + size(use.weights) + ", gradients " +
+                           size(use.gradients) + ", optimizer state " +
+                           size(use.optimizerState) + ", activations " +
+                           size(use.activations) + ", workspace " +
+                           size(use.workspace));
   }
   // How many ops fall in each class: the one-line answer to "what did it do".
   std::string classes;
