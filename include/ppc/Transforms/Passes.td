@@ -5,6 +5,50 @@
 
 include "mlir/Pass/PassBase.td"
 
+// What one training iteration is simulated with: ppc-simulate and
+// ppc-search take the same options (sim::SimOptions).
+defvar SimulationOptions = [
+    Option<"optimizer", "optimizer", "::ppc::sim::Optimizer",
+           "::ppc::sim::Optimizer::SGD",
+           "Optimizer whose state and update are simulated",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::sim::Optimizer::SGD, "sgd", "plain SGD"),
+             clEnumValN(::ppc::sim::Optimizer::Momentum, "momentum",
+                        "SGD with momentum (one state tensor per weight)"),
+             clEnumValN(::ppc::sim::Optimizer::Adam, "adam",
+                        "Adam (two state tensors per weight)"))}]>,
+    Option<"overlap", "overlap", "bool", "true",
+           "Overlap each weight's gradient synchronization with the rest of "
+           "backward">,
+    Option<"overlapParamGather", "overlap-param-gather", "bool", "false",
+           "Sharded optimizer states: gather the updated parameters during "
+           "the next forward (Megatron-LM's --overlap-param-gather), not "
+           "right after the update">,
+    Option<"overlapTensorParallel", "tp-comm-overlap", "bool", "false",
+           "Tensor-parallel communication inside a node next to a linear "
+           "layer runs in chunks beside its kernel (Megatron-Core's "
+           "--tp-comm-overlap)">,
+    Option<"regatherInputs", "regather-inputs", "bool", "false",
+           "A linear layer keeps none of the activations it receives from "
+           "other devices and gathers them again in backward (Megatron-LM's "
+           "sequence parallelism)">,
+    Option<"fp32Gradients", "fp32-gradients", "bool", "false",
+           "16-bit weights accumulate and synchronize their gradients in "
+           "float32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32)">,
+    Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
+           "Gradients synchronize in buckets of at least this many bytes, "
+           "each weight at a bucket's rate (0: each weight on its own)">,
+    Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
+           "::ppc::sim::GradSync::AllReduce",
+           "How replicas of a weight synchronize their gradients",
+           [{::llvm::cl::values(
+             clEnumValN(::ppc::sim::GradSync::AllReduce, "all-reduce",
+                        "all-reduce of the gradients"),
+             clEnumValN(::ppc::sim::GradSync::ReduceScatterAllGather,
+                        "reduce-scatter",
+                        "reduce-scatter, sharded update, all-gather"))}]>
+];
+
 def OpSummary : Pass<"ppc-op-summary", "mlir::ModuleOp"> {
   let summary = "Print a summary of a ppc graph: ops by kind, weights, FLOPs";
   let description = [{
@@ -52,46 +96,7 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
     most time. Needing more memory than a device has is a warning in the
     report, not a failure. The module is unchanged.
   }];
-  let options = [
-    Option<"optimizer", "optimizer", "::ppc::sim::Optimizer",
-           "::ppc::sim::Optimizer::SGD",
-           "Optimizer whose state and update are simulated",
-           [{::llvm::cl::values(
-             clEnumValN(::ppc::sim::Optimizer::SGD, "sgd", "plain SGD"),
-             clEnumValN(::ppc::sim::Optimizer::Momentum, "momentum",
-                        "SGD with momentum (one state tensor per weight)"),
-             clEnumValN(::ppc::sim::Optimizer::Adam, "adam",
-                        "Adam (two state tensors per weight)"))}]>,
-    Option<"overlap", "overlap", "bool", "true",
-           "Overlap each weight's gradient synchronization with the rest of "
-           "backward">,
-    Option<"overlapParamGather", "overlap-param-gather", "bool", "false",
-           "Sharded optimizer states: gather the updated parameters during "
-           "the next forward (Megatron-LM's --overlap-param-gather), not "
-           "right after the update">,
-    Option<"overlapTensorParallel", "tp-comm-overlap", "bool", "false",
-           "Tensor-parallel communication inside a node next to a linear "
-           "layer runs in chunks beside its kernel (Megatron-Core's "
-           "--tp-comm-overlap)">,
-    Option<"regatherInputs", "regather-inputs", "bool", "false",
-           "A linear layer keeps none of the activations it receives from "
-           "other devices and gathers them again in backward (Megatron-LM's "
-           "sequence parallelism)">,
-    Option<"fp32Gradients", "fp32-gradients", "bool", "false",
-           "16-bit weights accumulate and synchronize their gradients in "
-           "float32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32)">,
-    Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
-           "Gradients synchronize in buckets of at least this many bytes, "
-           "each weight at a bucket's rate (0: each weight on its own)">,
-    Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
-           "::ppc::sim::GradSync::AllReduce",
-           "How replicas of a weight synchronize their gradients",
-           [{::llvm::cl::values(
-             clEnumValN(::ppc::sim::GradSync::AllReduce, "all-reduce",
-                        "all-reduce of the gradients"),
-             clEnumValN(::ppc::sim::GradSync::ReduceScatterAllGather,
-                        "reduce-scatter",
-                        "reduce-scatter, sharded update, all-gather"))}]>,
+  let options = !listconcat(SimulationOptions, [
     Option<"unassigned", "unassigned", "::ppc::UnassignedPolicy",
            "::ppc::UnassignedPolicy::DataParallel",
            "What ops without a ppc.strategy run as",
@@ -107,7 +112,7 @@ def Simulate : Pass<"ppc-simulate", "mlir::ModuleOp"> {
            "Write the simulated timeline as Chrome trace JSON to this file">,
     Option<"outputPath", "output", "std::string", "\"-\"",
            "Where to write the report ('-' for stdout)">,
-  ];
+  ]);
 }
 
 def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
@@ -141,7 +146,7 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     with the best strategy so far. A one-line summary goes to stderr; with
     `report-dir` the report files of docs/reports.md are written as well.
   }];
-  let options = [
+  let options = !listconcat([
     Option<"algorithm", "algorithm", "std::string", "\"mcmc\"",
            "mcmc, dp, exhaustive, pipeline, data-parallel, megatron or "
            "one-weird-trick">,
@@ -150,46 +155,8 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "chain ('5000' or '5000it')">,
     Option<"threads", "threads", "unsigned", "0",
            "Threads for independent MCMC chains (0: every core)">,
-    Option<"seed", "seed", "uint64_t", "1", "Random seed">,
-    Option<"optimizer", "optimizer", "::ppc::sim::Optimizer",
-           "::ppc::sim::Optimizer::SGD",
-           "Optimizer whose state and update are simulated",
-           [{::llvm::cl::values(
-             clEnumValN(::ppc::sim::Optimizer::SGD, "sgd", "plain SGD"),
-             clEnumValN(::ppc::sim::Optimizer::Momentum, "momentum",
-                        "SGD with momentum (one state tensor per weight)"),
-             clEnumValN(::ppc::sim::Optimizer::Adam, "adam",
-                        "Adam (two state tensors per weight)"))}]>,
-    Option<"overlap", "overlap", "bool", "true",
-           "Overlap each weight's gradient synchronization with the rest of "
-           "backward">,
-    Option<"overlapParamGather", "overlap-param-gather", "bool", "false",
-           "Sharded optimizer states: gather the updated parameters during "
-           "the next forward (Megatron-LM's --overlap-param-gather), not "
-           "right after the update">,
-    Option<"overlapTensorParallel", "tp-comm-overlap", "bool", "false",
-           "Tensor-parallel communication inside a node next to a linear "
-           "layer runs in chunks beside its kernel (Megatron-Core's "
-           "--tp-comm-overlap)">,
-    Option<"regatherInputs", "regather-inputs", "bool", "false",
-           "A linear layer keeps none of the activations it receives from "
-           "other devices and gathers them again in backward (Megatron-LM's "
-           "sequence parallelism)">,
-    Option<"fp32Gradients", "fp32-gradients", "bool", "false",
-           "16-bit weights accumulate and synchronize their gradients in "
-           "float32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32)">,
-    Option<"gradBucketBytes", "grad-bucket-bytes", "int64_t", "0",
-           "Gradients synchronize in buckets of at least this many bytes, "
-           "each weight at a bucket's rate (0: each weight on its own)">,
-    Option<"gradSync", "grad-sync", "::ppc::sim::GradSync",
-           "::ppc::sim::GradSync::AllReduce",
-           "How replicas of a weight synchronize their gradients",
-           [{::llvm::cl::values(
-             clEnumValN(::ppc::sim::GradSync::AllReduce, "all-reduce",
-                        "all-reduce of the gradients"),
-             clEnumValN(::ppc::sim::GradSync::ReduceScatterAllGather,
-                        "reduce-scatter",
-                        "reduce-scatter, sharded update, all-gather"))}]>,
+    Option<"seed", "seed", "uint64_t", "1", "Random seed">],
+    SimulationOptions, [
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Memory per device a strategy may use ('16GiB', '500MB', bytes); "
            "default: each device's capacity">,
@@ -237,7 +204,7 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "algorithm=pipeline: gpipe, 1f1b or interleaved-1f1b (with "
            "stages = S: S submeshes of 2, 4, ... stages each; default: "
            "searched)">,
-  ];
+  ]);
   let dependentDialects = ["::ppc::graph::PPCDialect"];
 }
 
