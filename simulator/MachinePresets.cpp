@@ -65,6 +65,23 @@ DeviceSpec k80() {
                     240 * kGiga, 12 * kGiB, kGpuLaunch);
 }
 
+/// Tesla V100 SXM2 16GB datasheet: 7.8 TFLOP/s f64, 15.7 f32, 125 f16
+/// tensor core; 900 GB/s HBM2, 16 GB; 80 SMs (NVIDIA Tesla V100 GPU
+/// Architecture whitepaper). cuBLAS mixed-precision GEMMs reach 83
+/// TFLOP/s, 66.4% of peak (Markidis et al., "NVIDIA Tensor Core
+/// Programmability, Performance & Precision", IPDPSW 2018, CUDA 9). No
+/// fused attention efficiencies (0: not measured).
+DeviceSpec v100() {
+  DeviceSpec spec = makeDevice("V100-SXM2-16GB",
+                               {{DType::F64, 7.8 * kTera},
+                                {DType::F32, 15.7 * kTera},
+                                {DType::F16, 125 * kTera}},
+                               900 * kGiga, 16 * kGiB, kGpuLaunch);
+  spec.computeUnits = 80;
+  spec.matmulEfficiency = 83 / 125.0;
+  return spec;
+}
+
 /// A100 SXM4 80GB datasheet: 9.7 TFLOP/s f64, 19.5 f32, 156 tf32 tensor
 /// core, 312 bf16/f16 tensor core, 624 TOPS int8 (dense); HBM2e 2039 GB/s.
 /// 108 SMs (NVIDIA A100 Tensor Core GPU Architecture whitepaper). Large
@@ -114,6 +131,9 @@ DeviceSpec h100() {
 
 // NVLink 1.0: 20 GB/s per direction per link (P100 has four links).
 const LinkSpec kNVLink1 = {LinkKind::NVLink, 20 * kGiga, 1e-6};
+// NVLink 2: six links of 25 GB/s per direction per V100 (its datasheet's
+// 300 GB/s is both directions), here as if every pair had all of them.
+const LinkSpec kNVLink2 = {LinkKind::NVLink, 150 * kGiga, 1e-6};
 // NVLink 3 through NVSwitch: 600 GB/s total per A100 = 300 GB/s each way.
 const LinkSpec kNVLink3 = {LinkKind::NVLink, 300 * kGiga, 1e-6};
 // NVLink 4 through NVSwitch: 900 GB/s total per H100 = 450 GB/s each way.
@@ -125,6 +145,9 @@ const LinkSpec kFDR = {LinkKind::InfiniBand, gbit(56), 1.3e-6};
 const LinkSpec kEDR = {LinkKind::InfiniBand, gbit(100), 1e-6};
 const LinkSpec kHDR = {LinkKind::InfiniBand, gbit(200), 1e-6};
 const LinkSpec kNDR = {LinkKind::InfiniBand, gbit(400), 1e-6};
+// AWS p3.16xlarge: "up to 25 Gigabit" Ethernet (ENA), one per instance;
+// TCP latency is tens of microseconds.
+const LinkSpec kEthernet25 = {LinkKind::Ethernet, gbit(25), 30e-6};
 
 // NCCL all-reduce bus bandwidth by message size, from published
 // nccl-tests (all_reduce_perf) tables (docs/simulator.md, "Collectives").
@@ -226,6 +249,13 @@ Machine p100x16() {
 /// 56 Gb/s FDR InfiniBand adapter per node.
 Machine k80x64() { return cluster("k80x64", 16, 4, 1, k80(), kPCIe3, kFDR); }
 
+/// AWS p3.16xlarge (Alpa's cluster): 8 V100-SXM2-16GB on NVLink (a hybrid
+/// cube mesh, modeled as all-to-all), one 25 Gb/s Ethernet per instance.
+/// No published nccl-tests table: collectives follow the link rates.
+Machine p3x16large(int64_t nodes, std::string name) {
+  return cluster(std::move(name), nodes, 8, 1, v100(), kNVLink2, kEthernet25);
+}
+
 /// DGX A100: 8 GPUs on NVSwitch, 8 single-port HDR ConnectX-6 for the
 /// compute fabric (one per GPU).
 Machine dgxA100(int64_t nodes, std::string name) {
@@ -295,6 +325,8 @@ std::optional<Machine> lookupPreset(std::string_view name) {
     return p100x16();
   if (name == "k80x64")
     return k80x64();
+  if (name == "p3.16xlarge")
+    return p3x16large(1, "p3.16xlarge");
   if (name == "dgx-a100")
     return dgxA100(1, "dgx-a100");
   if (name == "dgx-h100")
@@ -302,7 +334,10 @@ std::optional<Machine> lookupPreset(std::string_view name) {
   if (name == "cpu")
     return cpuHost(1, "cpu");
   std::string owned(name);
-  // No more than kMaxDevices devices (8 per DGX node).
+  // No more than kMaxDevices devices (8 per node).
+  if (std::optional<int64_t> n =
+          countAfter(name, "p3.16xlargex", kMaxDevices / 8))
+    return p3x16large(*n, owned);
   if (std::optional<int64_t> n = countAfter(name, "dgx-a100x", kMaxDevices / 8))
     return dgxA100(*n, owned);
   if (std::optional<int64_t> n = countAfter(name, "dgx-h100x", kMaxDevices / 8))
@@ -318,6 +353,11 @@ std::vector<PresetInfo> listPresets() {
                   "100 Gb/s InfiniBand"},
       {"k80x64", "FlexFlow's K80 cluster: 16 nodes x 4 K80, PCIe, "
                  "56 Gb/s InfiniBand"},
+      {"p3.16xlarge", "one AWS p3.16xlarge (Alpa's): 8 V100-16GB on NVLink "
+                      "(150 GB/s)"},
+      {"p3.16xlargexN", "N p3.16xlarge instances (N <= " +
+                            std::to_string(kMaxDevices / 8) +
+                            "), 25 Gb/s Ethernet each"},
       {"dgx-a100", "one DGX A100: 8 A100-80GB on NVSwitch (300 GB/s)"},
       {"dgx-a100xN",
        "N DGX A100 nodes (N <= " + std::to_string(kMaxDevices / 8) +

@@ -59,7 +59,7 @@
 // Listing is all ppc-opt does then: no module is printed.
 // LIST-NOT: module
 
-// UNKNOWN: error: ppc-attach-machine: unknown machine 'tpu-v4': not a preset (p100x16, k80x64, dgx-a100, dgx-a100xN, dgx-h100, dgx-h100xN, cpu, cpuxN; at most 65536 devices) nor a JSON file
+// UNKNOWN: error: ppc-attach-machine: unknown machine 'tpu-v4': not a preset (p100x16, k80x64, p3.16xlarge, p3.16xlargexN, dgx-a100, dgx-a100xN, dgx-h100, dgx-h100xN, cpu, cpuxN; at most 65536 devices) nor a JSON file
 // EMPTY: error: ppc-attach-machine needs machine=<preset or path to a .json file>; presets: p100x16,
 // MISSING: error: ppc-attach-machine: {{.*}}missing.json: cannot open the file
 // BAD: error: ppc-attach-machine: {{.*}}bad-machine.json: devices[1].memory_bytes: unknown key

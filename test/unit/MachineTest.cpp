@@ -105,6 +105,28 @@ TEST(MachinePresets, FlexFlowClusters) {
   EXPECT_DOUBLE_EQ(k80->effectiveLink(0, 4).bandwidth, 7e9); // 56 Gb/s
 }
 
+TEST(MachinePresets, AlpaCluster) {
+  std::optional<Machine> one = lookupPreset("p3.16xlarge");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->validate(), "");
+  EXPECT_EQ(one->numDevices(), 8);
+  EXPECT_EQ(one->getSpec(0).getPeakFlops(DType::F16), 125e12);
+  EXPECT_EQ(one->getSpec(0).getPeakFlops(DType::F32), 15.7e12);
+  EXPECT_EQ(one->getSpec(0).memoryBytes, int64_t(16) << 30);
+  EXPECT_DOUBLE_EQ(one->getSpec(0).matmulEfficiency, 83 / 125.0);
+  EXPECT_DOUBLE_EQ(one->effectiveLink(0, 7).bandwidth, 150e9);
+
+  std::optional<Machine> four = lookupPreset("p3.16xlargex4");
+  ASSERT_TRUE(four);
+  EXPECT_EQ(four->validate(), "");
+  EXPECT_EQ(four->numDevices(), 32);
+  EXPECT_EQ(four->numNodes(), 4);
+  EXPECT_EQ(four->cluster->nicsPerNode, 1);
+  EXPECT_EQ(four->effectiveLink(0, 8).kind, LinkKind::Ethernet);
+  EXPECT_DOUBLE_EQ(four->effectiveLink(0, 8).bandwidth, 3.125e9); // 25 Gb/s
+  EXPECT_FALSE(lookupPreset("p3.16xlargex0"));
+}
+
 TEST(MachinePresets, DGX) {
   std::optional<Machine> a100 = lookupPreset("dgx-a100");
   ASSERT_TRUE(a100);
