@@ -94,6 +94,8 @@ std::string DataSource::setInputFile(const std::string &name,
   if (!tensor)
     return "--input " + name + ": the plan has no tensor '" + name +
            "'; its inputs are: " + (inputs.empty() ? "(none)" : inputs);
+  if (data_)
+    return "--data and --input both give inputs; use one";
   if (tensor->role() != Tensor::INPUT)
     return "--input " + name + ": '" + name + "' is " +
            roleName(tensor->role()) +
@@ -114,6 +116,18 @@ std::string DataSource::setInputFile(const std::string &name,
     *nonfinite = bad;
   }
   inputFiles[tensor->id()] = std::move(array.data);
+  return "";
+}
+
+std::string DataSource::setDataDirectory(const std::string &dir,
+                                        const Dataset::Options &options) {
+  if (!inputFiles.empty())
+    return "--data and --input both give inputs; use one";
+  std::unique_ptr<Dataset> dataset;
+  if (std::string err = Dataset::open(plan, dir, options, dataset);
+      !err.empty())
+    return err;
+  data_ = std::move(dataset);
   return "";
 }
 
@@ -244,6 +258,8 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
   const float *stored = rule == Rule::WeightsFile
                             ? weights->values + tensor.weights_offset()
                             : nullptr;
+  if (rule == Rule::Input && data_)
+    return data_->load(id, lo, hi, step, data);
   const std::vector<float> *file = nullptr;
   if (rule == Rule::Input)
     if (auto it = inputFiles.find(id); it != inputFiles.end())

@@ -236,6 +236,10 @@ std::string Run::checkOptions() const {
     return "--threads must be at least 1";
   if (options.batches < 0)
     return "--batches must not be negative";
+  if (!options.dataDir.empty() && options.batches > 0)
+    return "--batches repeats synthetic batches; --data reads real ones";
+  if (!options.dataDir.empty() && !options.inputs.empty())
+    return "--data and --input both give inputs; use one";
   return "";
 }
 
@@ -717,6 +721,27 @@ int Run::run() {
                                 options.allowNonfinite ? &nonfinite : nullptr);
     if (!nonfinite.empty() && rank == 0)
       err << "ppc-run: warning: " + nonfinite + "\n";
+  }
+  if (error.empty() && !options.dataDir.empty()) {
+    Dataset::Options dataOptions;
+    dataOptions.shuffle = options.shuffle;
+    dataOptions.seed = options.seed;
+    dataOptions.allowNonfinite = options.allowNonfinite;
+    error = data.setDataDirectory(options.dataDir, dataOptions);
+    if (error.empty() && rank == 0 && !options.quiet) {
+      const Dataset &dataset = *data.dataset();
+      std::ostringstream line;
+      line << "data: " << options.dataDir << ": " << dataset.numRecords()
+           << " records, batch " << dataset.batchSize() << ", an epoch every "
+           << static_cast<double>(dataset.numRecords()) /
+                  static_cast<double>(dataset.batchSize())
+           << " steps, "
+           << (options.shuffle ? "shuffled by seed " +
+                                     std::to_string(options.seed)
+                               : std::string("in order"))
+           << "\n";
+      out << line.str();
+    }
   }
   if (error.empty())
     error = data.setWeightsFile(options.weightsFile);

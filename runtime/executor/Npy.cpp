@@ -41,7 +41,7 @@ static std::string headerValue(const std::string &header,
 }
 
 template <typename T>
-static void convert(const char *bytes, int64_t n, std::vector<float> &out) {
+static void convert(const char *bytes, int64_t n, float *out) {
   for (int64_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, bytes + i * sizeof(T), sizeof(T));
@@ -49,52 +49,87 @@ static void convert(const char *bytes, int64_t n, std::vector<float> &out) {
   }
 }
 
-std::string readNpy(const std::string &path, NpyArray &array) {
+namespace {
+struct Kind {
+  const char *name;
+  size_t size;
+  void (*convert)(const char *, int64_t, float *);
+};
+const Kind kKinds[] = {
+    {"f4", 4, convert<float>},    {"f8", 8, convert<double>},
+    {"i1", 1, convert<int8_t>},   {"i2", 2, convert<int16_t>},
+    {"i4", 4, convert<int32_t>},  {"i8", 8, convert<int64_t>},
+    {"u1", 1, convert<uint8_t>},  {"u2", 2, convert<uint16_t>},
+    {"u4", 4, convert<uint32_t>}, {"u8", 8, convert<uint64_t>},
+    {"b1", 1, convert<uint8_t>}};
+
+/// The kind of a little-endian (or byte-order-free) descr such as "<f4".
+const Kind *kindOf(const std::string &descr) {
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '='))
+    return nullptr;
+  for (const Kind &k : kKinds)
+    if (descr.compare(1, std::string::npos, k.name) == 0)
+      return &k;
+  return nullptr;
+}
+} // namespace
+
+void convertNpyElements(const std::string &dtype, const char *bytes,
+                        int64_t n, float *out) {
+  if (const Kind *kind = kindOf(dtype))
+    kind->convert(bytes, n, out);
+}
+
+std::string readNpyHeader(const std::string &path, NpyHeader &header) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return "cannot open '" + path + "'";
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
   auto bad = [&](const std::string &what) {
     return "'" + path + "' is not a valid .npy file: " + what;
   };
-  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
+  char prefix[12] = {};
+  in.read(prefix, sizeof prefix);
+  if (in.gcount() < 10 || std::memcmp(prefix, kMagic, 6) != 0)
     return bad("no NUMPY magic");
-  const int major = static_cast<unsigned char>(bytes[6]);
+  const int major = static_cast<unsigned char>(prefix[6]);
   size_t headerLength, headerStart;
   if (major == 1) {
-    headerLength = static_cast<unsigned char>(bytes[8]) |
-                   static_cast<unsigned char>(bytes[9]) << 8;
+    headerLength = static_cast<unsigned char>(prefix[8]) |
+                   static_cast<unsigned char>(prefix[9]) << 8;
     headerStart = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
+    if (in.gcount() < 12)
       return bad("truncated header");
     headerLength = 0;
     for (int i = 0; i < 4; ++i)
-      headerLength |= size_t(static_cast<unsigned char>(bytes[8 + i]))
+      headerLength |= size_t(static_cast<unsigned char>(prefix[8 + i]))
                       << (8 * i);
     headerStart = 12;
   } else {
     return bad("format version " + std::to_string(major));
   }
-  if (bytes.size() < headerStart + headerLength)
+  if (headerLength > (size_t(1) << 24))
+    return bad("a header of " + std::to_string(headerLength) + " bytes");
+  std::string text(headerLength, '\0');
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(headerStart));
+  in.read(text.data(), static_cast<std::streamsize>(headerLength));
+  if (static_cast<size_t>(in.gcount()) != headerLength)
     return bad("truncated header");
-  const std::string header = bytes.substr(headerStart, headerLength);
 
-  std::string descr = headerValue(header, "descr");
+  std::string descr = headerValue(text, "descr");
   if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"'))
     return bad("no dtype in the header");
   descr = descr.substr(1, descr.size() - 2);
-  if (headerValue(header, "fortran_order") != "False")
+  if (headerValue(text, "fortran_order") != "False")
     return "'" + path +
            "' is in Fortran order; save it in C order "
            "(numpy.ascontiguousarray)";
-  std::string shapeText = headerValue(header, "shape");
+  std::string shapeText = headerValue(text, "shape");
   if (shapeText.size() < 2 || shapeText.front() != '(' ||
       shapeText.back() != ')')
     return bad("no shape in the header");
-  array.shape.clear();
+  header.shape.clear();
   std::stringstream dims(shapeText.substr(1, shapeText.size() - 2));
   std::string dim;
   while (std::getline(dims, dim, ',')) {
@@ -102,46 +137,48 @@ std::string readNpy(const std::string &path, NpyArray &array) {
     if (first == std::string::npos)
       continue;
     try {
-      array.shape.push_back(std::stoll(dim.substr(first)));
+      header.shape.push_back(std::stoll(dim.substr(first)));
     } catch (...) {
       return bad("shape " + shapeText);
     }
   }
-  int64_t n = checkedElementCount(array.shape);
+  int64_t n = checkedElementCount(header.shape);
   if (n < 0)
     return bad("shape " + shapeText);
-
   if (descr.size() < 3 || descr[0] == '>')
     return "'" + path + "' has dtype '" + descr +
            "'; only little-endian numeric arrays are supported";
-  const std::string kind = descr.substr(1);
-  const size_t dataStart = headerStart + headerLength;
-  const char *data = bytes.data() + dataStart;
-  struct Kind {
-    const char *name;
-    size_t size;
-    void (*convert)(const char *, int64_t, std::vector<float> &);
-  };
-  static const Kind kinds[] = {
-      {"f4", 4, convert<float>},    {"f8", 8, convert<double>},
-      {"i1", 1, convert<int8_t>},   {"i2", 2, convert<int16_t>},
-      {"i4", 4, convert<int32_t>},  {"i8", 8, convert<int64_t>},
-      {"u1", 1, convert<uint8_t>},  {"u2", 2, convert<uint16_t>},
-      {"u4", 4, convert<uint32_t>}, {"u8", 8, convert<uint64_t>},
-      {"b1", 1, convert<uint8_t>}};
-  for (const Kind &k : kinds) {
-    if (kind != k.name)
-      continue;
-    if (bytes.size() - dataStart < size_t(n) * k.size)
-      return bad("truncated data (" + std::to_string(n) + " elements of " +
-                 descr + " expected)");
-    array.dtype = descr;
-    array.data.assign(n, 0.0f);
-    k.convert(data, n, array.data);
-    return "";
-  }
-  return "'" + path + "' has dtype '" + descr +
-         "'; supported are float, int, uint and bool arrays";
+  const Kind *kind = kindOf(descr);
+  if (!kind)
+    return "'" + path + "' has dtype '" + descr +
+           "'; supported are float, int, uint and bool arrays";
+  header.dtype = descr;
+  header.elementSize = kind->size;
+  header.dataOffset = headerStart + headerLength;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(in.tellg());
+  if (size - std::min(size, header.dataOffset) < size_t(n) * kind->size)
+    return bad("truncated data (" + std::to_string(n) + " elements of " +
+               descr + " expected)");
+  return "";
+}
+
+std::string readNpy(const std::string &path, NpyArray &array) {
+  NpyHeader header;
+  if (std::string err = readNpyHeader(path, header); !err.empty())
+    return err;
+  const int64_t n = checkedElementCount(header.shape);
+  std::string bytes(size_t(n) * header.elementSize, '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(header.dataOffset));
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (static_cast<size_t>(in.gcount()) != bytes.size())
+    return "cannot read '" + path + "'";
+  array.shape = header.shape;
+  array.dtype = header.dtype;
+  array.data.assign(n, 0.0f);
+  convertNpyElements(header.dtype, bytes.data(), n, array.data.data());
+  return "";
 }
 
 std::string writeNpy(const std::string &path, const std::vector<int64_t> &shape,

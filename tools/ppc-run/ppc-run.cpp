@@ -29,6 +29,14 @@ options:
   --seed S               seed of synthetic inputs and weight init (1)
   --input NAME=FILE.npy  the input tensor NAME from a .npy file, the same every
                          step (default: a new synthetic batch every step)
+  --data DIR             read every input from DIR: DIR/NAME.npy or a
+                         directory DIR/NAME/ of .npy shards of records
+                         ([n, ...] for an input [batch, ...]); each step
+                         takes the next batch, each rank reads only its
+                         part, the next step's is read ahead on a thread
+                         (docs/runtime.md, "Real data")
+  --no-shuffle           with --data, records in file order (default: a
+                         new order every epoch, drawn from --seed)
   --init=plan|seed       weights as the plan says (plan, default: the
                          model's values), or drawn from the seed even where
                          the plan has their values
@@ -155,6 +163,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       args.version = true;
     } else if (name == "--allow-nonfinite") {
       o.allowNonfinite = true;
+    } else if (name == "--no-shuffle") {
+      o.shuffle = false;
     } else if (name == "--verify") {
       o.verify = true;
     } else if (name == "--quiet") {
@@ -198,7 +208,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
     } else if (name == "--checkpoint" || name == "--resume" ||
                name == "--save-outputs" || name == "--trace" ||
                name == "--log" || name == "--profile" ||
-               name == "--profile-device" || name == "--weights") {
+               name == "--profile-device" || name == "--weights" ||
+               name == "--data") {
       if (!takeValue() || value.empty())
         return bad("a path");
       std::string &target = name == "--checkpoint"       ? o.checkpointDir
@@ -208,6 +219,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
                             : name == "--profile"        ? o.profileFile
                             : name == "--profile-device" ? o.profileDevice
                             : name == "--weights"        ? args.weights
+                            : name == "--data"           ? o.dataDir
                                                          : o.logFile;
       target = value;
     } else {

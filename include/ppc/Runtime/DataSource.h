@@ -5,7 +5,8 @@
 // element's global flat index (never of the box), so all ranks and all
 // partitionings, and the single-device reference of --verify, see the same
 // numbers:
-//  - INPUT: the array of `--input NAME=FILE.npy` (the same every step), else
+//  - INPUT: the batch of the step from `--data DIR` (ppc/Runtime/Dataset.h),
+//    or the array of `--input NAME=FILE.npy` (the same every step), else
 //    synthetic: hash(seed, step, tensor id, index) mapped to a float uniform
 //    in [-1, 1), or for integer inputs (int_max > 0) to an integer in
 //    [0, int_max) held as a float. A new batch every step, or with a batch
@@ -28,6 +29,7 @@
 #ifndef PPC_RUNTIME_DATASOURCE_H
 #define PPC_RUNTIME_DATASOURCE_H
 
+#include "ppc/Runtime/Dataset.h"
 #include "ppc/Runtime/plan.pb.h"
 
 #include <cstdint>
@@ -63,6 +65,13 @@ public:
   std::string setInputFile(const std::string &name, const std::string &path,
                            std::string *nonfinite = nullptr);
 
+  /// Reads every input from the dataset in `dir` (see Dataset::open for
+  /// the errors). Fails when an --input file was set.
+  std::string setDataDirectory(const std::string &dir,
+                               const Dataset::Options &options);
+  /// The dataset of setDataDirectory, or null.
+  const Dataset *dataset() const { return data_.get(); }
+
   /// Maps the plan's weights file (raw float32, see plan.proto WeightsFile)
   /// and checks its size and the checksum of every tensor this run reads
   /// from it. Errors name the file: missing, not a regular file, of another
@@ -82,6 +91,8 @@ private:
   InitMode mode;
   int64_t batchCycle; ///< 0: a new synthetic batch every step
   std::map<int32_t, std::vector<float>> inputFiles;
+  /// Shared: load() is const, and the dataset's prefetch cache changes.
+  std::shared_ptr<Dataset> data_;
   /// The mapped weights file (null when none is used).
   struct MappedFile;
   std::shared_ptr<const MappedFile> weights;

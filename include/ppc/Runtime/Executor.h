@@ -43,6 +43,10 @@ struct RunOptions {
   int64_t batches = 0;
   /// (tensor name, .npy path) for inputs read from files.
   std::vector<std::pair<std::string, std::string>> inputs;
+  /// A dataset directory every input is read from (ppc/Runtime/Dataset.h).
+  std::string dataDir;
+  /// Shuffle the dataset's records every epoch (by the seed).
+  bool shuffle = true;
   InitMode init = InitMode::Plan;
   /// The plan's weights file (weightsFilePath of the plan, or --weights).
   std::string weightsFile;

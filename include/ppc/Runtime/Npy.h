@@ -1,8 +1,9 @@
 //===- Npy.h - numpy .npy files ---------------------------------*- C++ -*-===//
 //
-// MLIR-free. Reads the .npy arrays given to `ppc-run --input` (any numeric
-// little-endian dtype, C order, converted to float32: the runtime holds
-// integer tensors as floats) and writes float32 arrays (--save-outputs).
+// MLIR-free. Reads the .npy arrays given to `ppc-run --input` and the shards
+// of `--data` (any numeric little-endian dtype, C order, converted to
+// float32: the runtime holds integer tensors as floats) and writes float32
+// arrays (--save-outputs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,23 @@ struct NpyArray {
   std::vector<float> data; ///< row-major, converted to float32
   std::string dtype;       ///< the file's descr, e.g. "<i8"
 };
+
+/// What a .npy header says: enough to map the file and read it in place.
+struct NpyHeader {
+  std::vector<int64_t> shape;
+  std::string dtype;      ///< the file's descr, e.g. "<i8"
+  size_t elementSize = 0; ///< bytes per element
+  size_t dataOffset = 0;  ///< where the elements start in the file
+};
+
+/// Reads and checks the header of `path` (numeric dtype, little-endian, C
+/// order); "" or an error naming the file and what is wrong.
+std::string readNpyHeader(const std::string &path, NpyHeader &header);
+
+/// Converts `n` elements of numpy dtype `dtype` (a descr readNpyHeader
+/// accepted) at `bytes` to float32.
+void convertNpyElements(const std::string &dtype, const char *bytes,
+                        int64_t n, float *out);
 
 /// Reads `path`; "" or an error naming the file and what is wrong.
 std::string readNpy(const std::string &path, NpyArray &array);
