@@ -12,6 +12,7 @@
 #include "Trace.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/OnnxExport.h"
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Runtime/Reference.h"
 
@@ -205,6 +206,10 @@ private:
   void printSummary(const std::vector<double> &times,
                     const std::vector<double> &phases);
   std::string saveOutputs() const;
+  /// Every rank's trained weight boxes, serialized for the gather.
+  std::string packTrainedWeights() const;
+  /// Rank 0: the whole weights from every rank's boxes, into the ONNX model.
+  std::string exportOnnx(const std::vector<std::string> &perRank) const;
   std::string writeProfile(const std::vector<std::string> &perRank) const;
 
   const Plan &plan;
@@ -665,6 +670,77 @@ std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
   return "";
 }
 
+std::string Run::packTrainedWeights() const {
+  std::string bytes;
+  auto put = [&bytes](int64_t v) {
+    bytes.append(reinterpret_cast<const char *>(&v), sizeof v);
+  };
+  for (const BoxValues &box : runner.trainedWeights()) {
+    put(box.tensor);
+    put(static_cast<int64_t>(box.lo.size()));
+    for (size_t d = 0; d < box.lo.size(); ++d) {
+      put(box.lo[d]);
+      put(box.hi[d]);
+    }
+    bytes.append(reinterpret_cast<const char *>(box.values.data()),
+                 box.values.size() * sizeof(float));
+  }
+  return bytes;
+}
+
+std::string Run::exportOnnx(const std::vector<std::string> &perRank) const {
+  struct Whole {
+    std::vector<float> values;
+    std::vector<bool> held;
+  };
+  std::map<int32_t, Whole> weights;
+  for (const std::string &bytes : perRank) {
+    size_t at = 0;
+    auto get = [&](int64_t &v) {
+      std::memcpy(&v, bytes.data() + at, sizeof v);
+      at += sizeof v;
+    };
+    while (at < bytes.size()) {
+      int64_t tensor, rank;
+      get(tensor);
+      get(rank);
+      Index lo(rank), hi(rank);
+      for (int64_t d = 0; d < rank; ++d) {
+        get(lo[d]);
+        get(hi[d]);
+      }
+      const Tensor &t = plan.tensors(static_cast<int>(tensor));
+      const Index shape(t.shape().begin(), t.shape().end());
+      const Index zero(shape.size(), 0);
+      Whole &whole = weights[static_cast<int32_t>(tensor)];
+      whole.values.resize(static_cast<size_t>(boxVolume(zero, shape)));
+      whole.held.resize(whole.values.size());
+      const float *values = reinterpret_cast<const float *>(bytes.data() + at);
+      forEachRun(lo, hi, lo, hi, zero, shape,
+                 [&](int64_t from, int64_t to, int64_t length) {
+                   std::copy(values + from, values + from + length,
+                             whole.values.begin() + to);
+                   std::fill(whole.held.begin() + to,
+                             whole.held.begin() + to + length, true);
+                 });
+      at += static_cast<size_t>(boxVolume(lo, hi)) * sizeof(float);
+    }
+  }
+  std::map<std::string, std::vector<float>> byName;
+  for (const Tensor &t : plan.tensors()) {
+    if (t.role() != Tensor::WEIGHT && t.role() != Tensor::FROZEN)
+      continue;
+    auto it = weights.find(t.id());
+    if (it == weights.end() ||
+        std::find(it->second.held.begin(), it->second.held.end(), false) !=
+            it->second.held.end())
+      return "--export-onnx: no rank holds all of weight '" + t.name() + "'";
+    byName[t.name()] = std::move(it->second.values);
+  }
+  return exportOnnxWeights(options.exportOnnxModel, options.exportOnnxOut,
+                           byName);
+}
+
 std::string Run::saveOutputs() const {
   const std::string &dir = options.saveOutputsDir;
   // Files are numbered in the order the model returns its outputs (rank 0's
@@ -764,6 +840,15 @@ int Run::run() {
       error = "cannot open trace file '" + options.traceFile + "' for writing";
     if (error.empty() && !options.saveOutputsDir.empty())
       error = makeDirectories(options.saveOutputsDir);
+    if (error.empty() && !options.exportOnnxOut.empty()) {
+      error = checkOnnxWeights(options.exportOnnxModel, plan);
+      if (!error.empty())
+        error = "--export-onnx: " + error;
+      else if (!std::ofstream(options.exportOnnxOut + ".tmp"))
+        error = "--export-onnx: cannot write '" + options.exportOnnxOut +
+                ".tmp'";
+      std::remove((options.exportOnnxOut + ".tmp").c_str());
+    }
   }
   if (anyFailed(error, false))
     return 1;
@@ -827,6 +912,10 @@ int Run::run() {
     profiles = comm.gatherToRoot(mine.str(),
                                  [] { return "the kernel profile gather"; });
   }
+  std::vector<std::string> trained;
+  if (!options.exportOnnxOut.empty())
+    trained = comm.gatherToRoot(packTrainedWeights(),
+                                [] { return "the trained weights gather"; });
   std::vector<std::string> traces;
   if (!options.traceFile.empty())
     traces = comm.gatherToRoot(traceEventsJson(runner.traceEvents(), rank),
@@ -843,6 +932,11 @@ int Run::run() {
     error = saveOutputs();
   if (error.empty() && !options.profileFile.empty())
     error = writeProfile(profiles);
+  if (error.empty() && !options.exportOnnxOut.empty()) {
+    error = exportOnnx(trained);
+    if (error.empty() && !options.quiet)
+      out << "trained weights written into " << options.exportOnnxOut << "\n";
+  }
   if (!error.empty()) {
     err << "ppc-run: " << error << "\n";
     return 1;

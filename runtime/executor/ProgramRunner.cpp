@@ -573,6 +573,7 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
     int64_t rows = w->hi[0] - w->lo[0];
     offset = rows > 0 ? (g->lo[0] - w->lo[0]) * (w->size() / rows) : 0;
   }
+  updatedBoxes_[u.weight()] = {g->lo, g->hi};
   if (keepGradients_) {
     keptGrads_.push_back(
         {g->tensor, g->lo, g->hi,
@@ -636,6 +637,31 @@ std::vector<BoxValues> ProgramRunner::updatedWeights() const {
         {p.tensor, p.lo, p.hi,
          std::vector<float>(p.storage->begin(),
                             p.storage->begin() + boxVolume(p.lo, p.hi))});
+  }
+  return out;
+}
+
+std::vector<BoxValues> ProgramRunner::trainedWeights() const {
+  std::vector<BoxValues> out;
+  for (const auto &[id, p] : persistent) {
+    if (!p.loaded)
+      continue;
+    Index lo = p.lo, hi = p.hi;
+    int64_t offset = 0;
+    if (auto it = updatedBoxes_.find(id);
+        it != updatedBoxes_.end() &&
+        (it->second.first != p.lo || it->second.second != p.hi)) {
+      // Rows [lo0, hi0) of the buffer, whose other dims are whole.
+      lo = it->second.first;
+      hi = it->second.second;
+      const int64_t rows = p.hi[0] - p.lo[0];
+      offset = rows > 0
+                   ? (lo[0] - p.lo[0]) * (boxVolume(p.lo, p.hi) / rows)
+                   : 0;
+    }
+    auto begin = p.storage->begin() + offset;
+    out.push_back({p.tensor, lo, hi,
+                   std::vector<float>(begin, begin + boxVolume(lo, hi))});
   }
   return out;
 }

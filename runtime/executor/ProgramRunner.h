@@ -102,6 +102,11 @@ public:
     cpuTimeKernels_ = on && cpuTime; // a system call per instruction
   }
   std::vector<BoxValues> updatedWeights() const;
+  /// The weights as training left them, for export: of each weight buffer,
+  /// the box this rank updates (all of it, or its ZeRO shard of rows; the
+  /// other rows are another rank's), else the whole buffer (a weight it
+  /// does not update, a FROZEN one).
+  std::vector<BoxValues> trainedWeights() const;
   /// Current values of the persistent buffers of FROZEN tensors.
   std::vector<BoxValues> frozenBuffers() const;
 
@@ -193,6 +198,8 @@ private:
   std::string kernelKey_;
   std::vector<BoxValues> keptGrads_;
   std::vector<int32_t> updated_;
+  /// The gradient box each weight buffer was last updated over.
+  std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::vector<float> staging;
 
   int64_t step_ = 0;

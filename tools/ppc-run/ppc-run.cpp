@@ -72,6 +72,11 @@ options:
   --save-outputs DIR     write each output (the loss, or the model outputs of
                          a forward-only plan) as DIR/NAME.npy after the last
                          step
+  --export-onnx MODEL.onnx=OUT.onnx
+                         after the last step write OUT.onnx: MODEL.onnx (the
+                         model the plan was made from) with its weight
+                         initializers replaced by the trained values, in
+                         their own float type
   --trace FILE           Chrome trace (chrome://tracing, Perfetto) of the last
                          step: pid = rank, tid 0 compute, tid 1 communication
   --timeout SECONDS      abort the job when a rank waits this long for a
@@ -205,6 +210,13 @@ std::string parseArgs(int argc, char **argv, Args &args) {
           eq == 0)
         return bad("NAME=FILE.npy");
       o.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else if (name == "--export-onnx") {
+      size_t eq = std::string::npos;
+      if (!takeValue() || (eq = value.find('=')) == std::string::npos ||
+          eq == 0 || eq + 1 == value.size())
+        return bad("MODEL.onnx=OUT.onnx");
+      o.exportOnnxModel = value.substr(0, eq);
+      o.exportOnnxOut = value.substr(eq + 1);
     } else if (name == "--checkpoint" || name == "--resume" ||
                name == "--save-outputs" || name == "--trace" ||
                name == "--log" || name == "--profile" ||

@@ -60,6 +60,9 @@ struct RunOptions {
   int64_t keepCheckpoints = 2;
   std::string resumeDir;
   std::string saveOutputsDir;
+  /// After the last step, rank 0 writes exportOnnxOut: the ONNX model
+  /// exportOnnxModel with the trained weights (ppc/Runtime/OnnxExport.h).
+  std::string exportOnnxModel, exportOnnxOut;
   std::string traceFile;
   /// Writes the kernels' measured times (every step but the first) as a
   /// simulator profile (docs/profile-format.md) for device `profileDevice`.

@@ -1,0 +1,173 @@
+//===- OnnxExport.cpp - trained weights back into the ONNX model ----------===//
+
+#include "ppc/Runtime/OnnxExport.h"
+
+#include "ppc/Runtime/PlanIO.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ppc::runtime {
+
+using ppc::planfile::Tensor;
+
+static std::string readModel(const std::string &path,
+                             onnx::ModelProto &model) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return "cannot open ONNX model '" + path + "'";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  if (bytes.size() >= static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+      !model.has_graph())
+    return "'" + path + "' is not a binary ONNX model";
+  return "";
+}
+
+static bool isFloatType(int32_t type) {
+  return type == onnx::TensorProto::FLOAT ||
+         type == onnx::TensorProto::DOUBLE ||
+         type == onnx::TensorProto::FLOAT16 ||
+         type == onnx::TensorProto::BFLOAT16;
+}
+
+std::string checkOnnxWeights(const std::string &path,
+                             const ppc::planfile::Plan &plan) {
+  onnx::ModelProto model;
+  if (std::string err = readModel(path, model); !err.empty())
+    return err;
+  std::map<std::string, const onnx::TensorProto *> initializers;
+  for (const onnx::TensorProto &init : model.graph().initializer())
+    initializers[init.name()] = &init;
+  for (const Tensor &tensor : plan.tensors()) {
+    if (tensor.role() != Tensor::WEIGHT && tensor.role() != Tensor::FROZEN)
+      continue;
+    auto it = initializers.find(tensor.name());
+    const std::string shape = shapeString(
+        std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()));
+    if (it == initializers.end())
+      return "'" + path + "' has no initializer '" + tensor.name() +
+             "' for the plan's weight of that name: the plan was made from "
+             "another model";
+    const onnx::TensorProto &init = *it->second;
+    std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+    if (shapeString(dims) != shape)
+      return "initializer '" + tensor.name() + "' of '" + path +
+             "' has shape " + shapeString(dims) + " but the plan's weight " +
+             shape;
+    if (!isFloatType(init.data_type()))
+      return "initializer '" + tensor.name() + "' of '" + path +
+             "' is not of a floating-point type";
+  }
+  return "";
+}
+
+/// float32 to IEEE half, rounding to nearest even.
+static uint16_t toHalf(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  const uint32_t magnitude = x & 0x7fffffff;
+  if (magnitude > 0x7f800000) // NaN
+    return static_cast<uint16_t>(sign | 0x7e00);
+  if (magnitude >= 0x477ff000) // rounds to at least 65536: infinity
+    return static_cast<uint16_t>(sign | 0x7c00);
+  if (magnitude < 0x38800000) { // a subnormal half (or zero)
+    float scaled = std::fabs(value) * 16777216.0f; // 2^24: units of 2^-24
+    return static_cast<uint16_t>(sign |
+                                 static_cast<uint32_t>(std::nearbyint(scaled)));
+  }
+  uint32_t rounded = magnitude + 0xfff + ((magnitude >> 13) & 1);
+  return static_cast<uint16_t>(sign | ((rounded - 0x38000000) >> 13));
+}
+
+/// float32 to bfloat16, rounding to nearest even.
+static uint16_t toBFloat16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+template <typename T>
+static void append(std::string &bytes, T value) {
+  char raw[sizeof(T)];
+  std::memcpy(raw, &value, sizeof(T));
+  bytes.append(raw, sizeof(T));
+}
+
+std::string
+exportOnnxWeights(const std::string &path, const std::string &out,
+                  const std::map<std::string, std::vector<float>> &values) {
+  onnx::ModelProto model;
+  if (std::string err = readModel(path, model); !err.empty())
+    return err;
+  size_t replaced = 0;
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = values.find(init.name());
+    if (it == values.end())
+      continue;
+    const std::vector<float> &v = it->second;
+    std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+    if (checkedElementCount(dims) != static_cast<int64_t>(v.size()))
+      return "initializer '" + init.name() + "' of '" + path + "' has " +
+             std::to_string(checkedElementCount(dims)) + " elements, the " +
+             "trained weight " + std::to_string(v.size());
+    std::string bytes;
+    switch (init.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      bytes.assign(reinterpret_cast<const char *>(v.data()), v.size() * 4);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      for (float x : v)
+        append<double>(bytes, x);
+      break;
+    case onnx::TensorProto::FLOAT16:
+      for (float x : v)
+        append<uint16_t>(bytes, toHalf(x));
+      break;
+    case onnx::TensorProto::BFLOAT16:
+      for (float x : v)
+        append<uint16_t>(bytes, toBFloat16(x));
+      break;
+    default:
+      return "initializer '" + init.name() + "' of '" + path +
+             "' is not of a floating-point type";
+    }
+    init.clear_float_data();
+    init.clear_double_data();
+    init.clear_int32_data();
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    init.set_raw_data(std::move(bytes));
+    ++replaced;
+  }
+  if (replaced != values.size())
+    return "'" + path + "' lacks " + std::to_string(values.size() - replaced) +
+           " of the trained weights' initializers";
+  if (model.ByteSizeLong() >= static_cast<size_t>(INT_MAX))
+    return "the trained model is over 2 GiB, protobuf's limit for one ONNX "
+           "file";
+  const std::string temporary = out + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file || !model.SerializeToOstream(&file) || !file.flush())
+      return "cannot write '" + temporary + "'";
+  }
+  if (std::rename(temporary.c_str(), out.c_str()) != 0)
+    return "cannot rename '" + temporary + "' to '" + out +
+           "': " + std::strerror(errno);
+  return "";
+}
+
+} // namespace ppc::runtime
