@@ -297,17 +297,26 @@ std::string Communicator::allReduce(float *data, int64_t n,
                                     const Where &where) {
   if (group.size() < 2)
     return "";
-  if (n > INT_MAX)
-    return "a collective of more than 2^31 floats is not supported";
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  MPI_Request request;
-  int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
-                          max ? MPI_MAX : MPI_SUM, comm, &request);
-  if (rc != MPI_SUCCESS)
-    return mpiErrorString(rc);
-  return impl->wait(1, &request, nullptr, where);
+  // In pieces of kCollectiveChunkFloats, one after the other: each stays
+  // in cache while it is reduced, and a non-blocking collective advances
+  // only while this rank tests it, which a short one's wait does without
+  // sleeping (docs/runtime.md, "Collectives").
+  for (int64_t first = 0; first < n; first += kCollectiveChunkFloats) {
+    const int count =
+        static_cast<int>(std::min(kCollectiveChunkFloats, n - first));
+    MPI_Request request;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + first, count, MPI_FLOAT,
+                            max ? MPI_MAX : MPI_SUM, comm, &request);
+    if (rc != MPI_SUCCESS)
+      return mpiErrorString(rc);
+    if (std::string err = impl->wait(1, &request, nullptr, where);
+        !err.empty())
+      return err;
+  }
+  return "";
 }
 
 std::string Communicator::broadcast(float *data, int64_t n,

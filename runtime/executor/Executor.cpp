@@ -20,6 +20,8 @@
 
 #include <cmath>
 #include <cstdio>
+
+#include <sys/resource.h>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -221,6 +223,7 @@ private:
   DataSource data;
   ProgramRunner runner;
   std::ofstream log;
+  double peakResidentBytes = 0;
 };
 
 std::string Run::checkOptions() const {
@@ -575,6 +578,8 @@ void Run::printSummary(const std::vector<double> &times,
   std::snprintf(line, sizeof(line), "  %-14s %10.3f  (part of the above)\n",
                 "communication", phases[kNumPhases] * 1e3);
   out << line;
+  out << "peak resident memory " << format("%.1f", peakResidentBytes / 1048576)
+      << " MiB per rank (max over ranks)\n";
   out.flush();
 }
 
@@ -923,7 +928,13 @@ int Run::run() {
   const double counted = double(options.steps > 1 ? options.steps - 1 : 1);
   for (double &p : phases)
     p /= counted;
+  // The peak resident memory of the process rides along as one more value.
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  phases.push_back(static_cast<double>(usage.ru_maxrss) * 1024.0);
   phases = comm.maxOverRanks(phases, [] { return "the phase time reduction"; });
+  peakResidentBytes = phases.back();
+  phases.pop_back();
   if (rank != 0)
     return 0;
   if (!options.traceFile.empty())

@@ -31,6 +31,11 @@ namespace ppc::runtime {
 /// near 2^63 ns (292 years) would overflow into the past.
 constexpr double kUnlimitedTimeout = 1e9;
 
+/// All-reduces run in pieces of this many floats (1 MiB): on a 2-core host
+/// with Open MPI's shared memory, 256 MiB all-reduce at 1.3 GB/s whole and
+/// 4-6 GB/s in 1 MiB pieces.
+constexpr int64_t kCollectiveChunkFloats = int64_t(1) << 18;
+
 class Communicator {
 public:
   /// Describes what a wait is for; called only when it times out.
