@@ -9,7 +9,7 @@ packages=(
   libonnx-dev libonnx-testdata python3-onnx
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libabsl-dev nlohmann-json3-dev
-  libopenmpi-dev openmpi-bin libopenblas-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev
 )
 # The importer's fuzzer needs clang's libFuzzer; only for PPC_SETUP_FUZZ=1.
 if [[ "${PPC_SETUP_FUZZ:-0}" == 1 ]]; then

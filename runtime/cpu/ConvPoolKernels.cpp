@@ -4,13 +4,18 @@
 // compute; the input view holds the windows of those rows/cols (halo
 // included) clipped to the tensor, and window positions outside the tensor
 // are padding: zero for conv2d and avg_pool2d, skipped by max_pool2d.
-// conv2d runs im2col + sgemm per sample and group; with groups == 1 the input
-// channels may be split (a reduction: the weight's dim-1 box must equal the
+// conv2d runs through oneDNN when the partition holds every channel of its
+// input, weight and output (any samples, rows and columns: the rows and
+// columns the view holds become the convolution's input, the padding
+// outside the tensor its padding), else im2col + sgemm per sample and
+// group, which is also the reference the tests hold oneDNN to; with
+// groups == 1 the input channels may be split (a reduction: the weight's dim-1 box must equal the
 // input's channel box, and only the partition starting at channel 0 adds
 // the bias).
 //
 //===----------------------------------------------------------------------===//
 
+#include "DnnlConv.h"
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
@@ -19,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace ppc::runtime::cpu {
 
@@ -260,6 +266,54 @@ void forEachGroup(const ConvGeometry &g, const TensorView &output, Fn &&fn) {
   }
 }
 
+/// The partition as one oneDNN convolution, if it is one (library kernels
+/// on, every channel held); `offset` is where its input starts in the
+/// input view (and in the input gradient's).
+std::optional<DnnlConv> asDnnlConv(const ConvGeometry &g,
+                                   const TensorView &input,
+                                   const TensorView &weight,
+                                   const TensorView &output, int64_t &offset) {
+  auto whole = [](const TensorView &v, int64_t d) {
+    return v.lo[d] == 0 && v.hi[d] == v.shape[d];
+  };
+  if (!libraryKernels() || !whole(input, 1) || !whole(output, 1) ||
+      !whole(weight, 0) || !whole(weight, 1) || output.numElements() == 0)
+    return std::nullopt;
+  DnnlConv c;
+  c.batch = output.extent(0);
+  c.inChannels = input.shape[1];
+  c.outChannels = output.shape[1];
+  c.groups = g.groups;
+  c.kernelRows = g.kh;
+  c.kernelCols = g.kw;
+  c.bias = g.addsBias;
+  int64_t first[2];
+  const Axis *axes[2] = {&g.rows, &g.cols};
+  for (int d = 0; d < 2; ++d) {
+    const Axis &a = *axes[d];
+    // The window of the partition's outputs, and the part the view holds;
+    // convGeometry checked that the rest lies outside the tensor.
+    const int64_t start = a.start(a.outLo);
+    const int64_t end = a.start(a.outHi - 1) + (a.kernel - 1) * a.dilation + 1;
+    first[d] = std::max(start, a.viewLo);
+    const int64_t last = std::min(end, a.viewHi);
+    c.padLo[d] = first[d] - start;
+    c.padHi[d] = end - last;
+    c.strides[d] = a.stride;
+    c.dilations[d] = a.dilation;
+    (d == 0 ? c.inRows : c.inCols) = last - first[d];
+    (d == 0 ? c.outRows : c.outCols) = a.outHi - a.outLo;
+  }
+  if (c.inRows <= 0 || c.inCols <= 0)
+    return std::nullopt;
+  c.srcStrides[3] = 1;
+  c.srcStrides[2] = input.extent(3);
+  c.srcStrides[1] = input.extent(2) * c.srcStrides[2];
+  c.srcStrides[0] = input.extent(1) * c.srcStrides[1];
+  offset = offset4(input, output.lo[0], 0, first[0], first[1]);
+  return c;
+}
+
 KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs,
@@ -272,6 +326,11 @@ KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   const TensorView &input = inputs[0], &weight = inputs[1];
+  int64_t offset = 0;
+  if (std::optional<DnnlConv> c = asDnnlConv(g, input, weight, output, offset))
+    return dnnlConvForward(*c, input.data + offset, weight.data,
+                           c->bias ? g.bias->data - g.bias->lo[0] : nullptr,
+                           output.data);
   int64_t plane = g.outPlane(), patch = g.patchSize();
   int64_t outC = output.extent(1);
   bool pointwise = isPointwise(g);
@@ -317,6 +376,17 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
     return status;
   const TensorView &input = inputs[0], &weight = inputs[1];
   const TensorView &dInput = inputGrads[0], &dWeight = inputGrads[1];
+  int64_t offset = 0;
+  if (std::optional<DnnlConv> c =
+          asDnnlConv(g, input, weight, dOutput, offset)) {
+    float *dBias = c->bias && inputGrads.size() == 3 && inputGrads[2].data
+                       ? inputGrads[2].data - inputGrads[2].lo[0]
+                       : nullptr;
+    return dnnlConvBackward(*c, input.data + offset, weight.data,
+                            dOutput.data,
+                            dInput.data ? dInput.data + offset : nullptr,
+                            dWeight.data, dBias);
+  }
   int64_t plane = g.outPlane(), patch = g.patchSize();
   int64_t outC = dOutput.extent(1);
   bool pointwise = isPointwise(g);

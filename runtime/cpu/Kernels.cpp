@@ -3,8 +3,23 @@
 #include "KernelRegistry.h"
 
 #include <algorithm>
+#include <atomic>
+
+#include <omp.h>
+
+extern "C" void openblas_set_num_threads(int numThreads);
 
 namespace ppc::runtime {
+
+static std::atomic<bool> useLibraryKernels{true};
+
+void setLibraryKernels(bool on) { useLibraryKernels = on; }
+bool libraryKernels() { return useLibraryKernels; }
+
+void setKernelThreads(int threads) {
+  openblas_set_num_threads(threads);
+  omp_set_num_threads(threads);
+}
 
 int64_t TensorView::numElements() const {
   int64_t n = 1;

@@ -11,6 +11,7 @@
 #include "ProgramRunner.h"
 #include "Trace.h"
 #include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Npy.h"
 #include "ppc/Runtime/OnnxExport.h"
 #include "ppc/Runtime/PlanIO.h"
@@ -30,7 +31,6 @@
 #include <sstream>
 #include <unistd.h>
 
-extern "C" void openblas_set_num_threads(int numThreads);
 
 namespace ppc::runtime {
 
@@ -792,7 +792,8 @@ int Run::run() {
       err << "ppc-run: " + tooBig + "\n";
     return 1;
   }
-  openblas_set_num_threads(options.threads);
+  setKernelThreads(options.threads);
+  setLibraryKernels(!options.referenceKernels);
 
   std::string error;
   for (const auto &[name, path] : options.inputs) {

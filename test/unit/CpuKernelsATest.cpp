@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DnnlConv.h"
 #include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -435,6 +436,38 @@ TEST(CpuConv2d, PartitionsMatchWholeOp) {
           grid.push_back(convPartition(c, allN, f, h, allW, ch));
     for (const auto &partitions : {byBatch, byChannels, byRows, byCols, grid})
       expectPartitionsMatchWhole(op, training(), inputs, partitions);
+  }
+}
+
+TEST(CpuConv2d, OneDnnMatchesTheReferenceKernel) {
+  for (const ConvCase &c : kConvCases) {
+    OpDesc op = convOp(c);
+    auto inputs = randomInputs(op);
+    std::vector<int64_t> r = c.result();
+    std::vector<std::vector<float>> dy = {randomValues(numElementsOf(r), 7)};
+    Range allN{0, r[0]}, allF{0, r[1]}, allW{0, r[3]}, allC{0, c.weight[1]};
+    // Whole, and by rows with halos (oneDNN pads only outside the tensor).
+    std::vector<Partition> rows;
+    for (Range h : splitRange(r[2], 2))
+      rows.push_back(convPartition(c, allN, allF, h, allW, allC));
+    for (const std::vector<Partition> &parts :
+         {std::vector<Partition>{wholePartition(op)}, rows}) {
+      setLibraryKernels(false);
+      const int64_t before = cpu::dnnlConvCalls();
+      OpRun reference = runOp(op, training(), inputs, parts, &dy);
+      EXPECT_EQ(cpu::dnnlConvCalls(), before);
+      setLibraryKernels(true);
+      OpRun library = runOp(op, training(), inputs, parts, &dy);
+      EXPECT_EQ(cpu::dnnlConvCalls(),
+                before + 2 * static_cast<int64_t>(parts.size()));
+      ASSERT_EQ(reference.error, "");
+      ASSERT_EQ(library.error, "");
+      expectClose(library.outputs[0], reference.outputs[0], 1e-5, 1e-5,
+                  "oneDNN conv2d forward");
+      for (size_t i = 0; i < reference.inputGrads.size(); ++i)
+        expectClose(library.inputGrads[i], reference.inputGrads[i], 1e-5,
+                    1e-5, "oneDNN conv2d gradient");
+    }
   }
 }
 

@@ -82,7 +82,10 @@ options:
   --timeout SECONDS      abort the job when a rank waits this long for a
                          message or collective (300); 'inf' (or 1e9 and up):
                          wait forever
-  --threads N            OpenBLAS threads per rank (1)
+  --threads N            kernel threads per rank (OpenBLAS, oneDNN) (1)
+  --reference-kernels    only ppc's reference kernels: no oneDNN
+                         convolutions (which run where a partition holds
+                         every channel)
   --profile FILE         write the kernels' measured times (all steps but
                          the first) as a simulator profile for --ppc-simulate,
                          added to FILE's entries when it is a profile of the
@@ -168,6 +171,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       args.version = true;
     } else if (name == "--allow-nonfinite") {
       o.allowNonfinite = true;
+    } else if (name == "--reference-kernels") {
+      o.referenceKernels = true;
     } else if (name == "--no-shuffle") {
       o.shuffle = false;
     } else if (name == "--verify") {

@@ -69,6 +69,8 @@ struct RunOptions {
   std::string profileFile;
   std::string profileDevice = "cpu-epyc-2core";
   int threads = 1;
+  /// Only the reference kernels (no oneDNN), e.g. to compare the two.
+  bool referenceKernels = false;
   std::string logFile;
   bool quiet = false;
 };

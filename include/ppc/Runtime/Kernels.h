@@ -125,6 +125,16 @@ KernelStatus backward(const OpDesc &op, const KernelContext &ctx,
 /// The ppc ops the cpu backend implements, sorted.
 std::vector<std::string> supportedOps();
 
+/// Library kernels (oneDNN's convolutions) for the partitions they fit, the
+/// reference kernels for the rest (the default); off: reference kernels
+/// only, which the tests use as the oracle of the library ones.
+void setLibraryKernels(bool on);
+bool libraryKernels();
+
+/// Threads of the kernels' libraries (OpenBLAS, oneDNN's OpenMP) in this
+/// process.
+void setKernelThreads(int threads);
+
 } // namespace ppc::runtime
 
 #endif // PPC_RUNTIME_KERNELS_H
