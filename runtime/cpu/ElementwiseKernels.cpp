@@ -92,42 +92,54 @@ struct LeakyRelu : UnaryFn {
   float derivative(float x, float) const { return x < 0 ? alpha : 1.0f; }
 };
 
-struct Gelu : UnaryFn {
+/// ppc.gelu's approximation, as its keyword or, as the plan file exports
+/// an I32EnumAttr, as its value (none = 0, tanh = 1); `error` says what is
+/// wrong with another one.
+std::string geluApproximation(const OpDesc &op, KernelStatus &error) {
+  std::string approximation = op.getString("approximation", "none");
+  auto it = op.attributes.find("approximation");
+  if (it != op.attributes.end())
+    if (const int64_t *value = std::get_if<int64_t>(&it->second))
+      approximation = *value == 0   ? "none"
+                      : *value == 1 ? "tanh"
+                                    : std::to_string(*value);
+  if (approximation != "none" && approximation != "tanh")
+    error = op.kind + ": unknown approximation '" + approximation +
+            "'; expected 'none' or 'tanh' (0 or 1)";
+  return approximation;
+}
+
+/// The exact gelu, x/2 (1 + erf(x / sqrt 2)), in branch-free arithmetic
+/// that vectorizes (one functor per approximation: a loop that tests which
+/// one per element does not).
+struct GeluErf : UnaryFn {
   static constexpr float kSqrtHalf = 0.70710678118654752f;
   static constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+  explicit GeluErf(const OpDesc &) {}
+  /// 1 + erf(x / sqrt 2), as erfc where erf is near -1.
+  static float onePlusErf(float x) {
+    const float e = erfcNonNegative(std::fabs(x) * kSqrtHalf);
+    return x < 0 ? e : 2.0f - e;
+  }
+  float value(float x) const { return 0.5f * x * onePlusErf(x); }
+  float derivative(float x, float) const {
+    return 0.5f * onePlusErf(x) + x * kInvSqrt2Pi * softmaxExp(-0.5f * x * x);
+  }
+};
+
+/// gelu's tanh approximation.
+struct GeluTanh : UnaryFn {
   static constexpr float kSqrt2OverPi = 0.79788456080286536f;
   static constexpr float kCubic = 0.044715f;
-  bool useTanh = false;
-
-  /// The approximation comes as its keyword or, as the plan file exports an
-  /// I32EnumAttr, as its value (none = 0, tanh = 1).
-  explicit Gelu(const OpDesc &op) {
-    std::string approximation = op.getString("approximation", "none");
-    auto it = op.attributes.find("approximation");
-    if (it != op.attributes.end())
-      if (const int64_t *value = std::get_if<int64_t>(&it->second))
-        approximation = *value == 0   ? "none"
-                        : *value == 1 ? "tanh"
-                                      : std::to_string(*value);
-    useTanh = approximation == "tanh";
-    if (!useTanh && approximation != "none")
-      error = op.kind + ": unknown approximation '" + approximation +
-              "'; expected 'none' or 'tanh' (0 or 1)";
-  }
+  explicit GeluTanh(const OpDesc &) {}
   float value(float x) const {
-    if (useTanh)
-      return 0.5f * x *
-             (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
-    return 0.5f * x * (1.0f + std::erf(x * kSqrtHalf));
+    return 0.5f * x *
+           (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
   }
   float derivative(float x, float) const {
-    if (useTanh) {
-      float t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
-      return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi *
-                                     (1.0f + 3.0f * kCubic * x * x);
-    }
-    return 0.5f * (1.0f + std::erf(x * kSqrtHalf)) +
-           x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+    float t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi *
+                                   (1.0f + 3.0f * kCubic * x * x);
   }
 };
 
@@ -149,7 +161,9 @@ struct Clip : UnaryFn {
   explicit Clip(const OpDesc &op)
       : lo(static_cast<float>(op.getFloat("min", -INFINITY))),
         hi(static_cast<float>(op.getFloat("max", INFINITY))) {}
-  float value(float x) const { return std::fmin(std::fmax(x, lo), hi); }
+  // Comparisons, not fmin/fmax: a NaN stays NaN (as numpy's clip), and the
+  // loop vectorizes.
+  float value(float x) const { return x < lo ? lo : (x > hi ? hi : x); }
   float derivative(float x, float) const {
     return x >= lo && x <= hi ? 1.0f : 0.0f;
   }
@@ -317,8 +331,7 @@ KernelStatus unaryForward(const OpDesc &op,
   TensorView &y = outputs[0];
   if (x.shape == y.shape && sameBox(x, y)) {
     int64_t n = y.numElements();
-    for (int64_t i = 0; i < n; ++i)
-      y.data[i] = fn.value(x.data[i]);
+    unaryValues(fn, x.data, y.data, n);
     return {};
   }
   std::vector<StridedAccess> a;
@@ -330,6 +343,28 @@ KernelStatus unaryForward(const OpDesc &op,
     y.data[o[1]] = fn.value(x.data[o[0]]);
   });
   return {};
+}
+
+/// y = f(x) over n contiguous elements.
+template <typename Fn>
+PPC_VECTOR_CLONES void unaryValues(const Fn &fn, const float *x, float *y,
+                                   int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = fn.value(x[i]);
+}
+
+/// dx += dy * f'(x, y) over n contiguous elements; without y (the plan
+/// keeps none when the backward reads none) from y = f(x).
+template <typename Fn>
+PPC_VECTOR_CLONES void unaryGradients(const Fn &fn, const float *x,
+                                      const float *y, const float *dy,
+                                      float *dx, int64_t n) {
+  if (y)
+    for (int64_t i = 0; i < n; ++i)
+      dx[i] += dy[i] * fn.derivative(x[i], y[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      dx[i] += dy[i] * fn.derivative(x[i], fn.value(x[i]));
 }
 
 /// dx += dy * f'(x).
@@ -354,12 +389,13 @@ KernelStatus unaryBackward(const OpDesc &op,
   if (!dx.data)
     return {};
   const TensorView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
-  if (x.shape == dy.shape && sameBox(x, dy) && sameBox(y, dy) &&
-      sameBox(dx, dy)) {
-    int64_t n = dy.numElements();
-    for (int64_t i = 0; i < n; ++i)
-      dx.data[i] += dy.data[i] * fn.derivative(x.data[i], y.data[i]);
-    return {};
+  if (x.shape == dy.shape && sameBox(x, dy) && sameBox(dx, dy)) {
+    // The plan keeps no result for a backward that reads none (relu,
+    // clip): such derivatives ignore y, and the others get it recomputed.
+    if (!y.data || sameBox(y, dy)) {
+      unaryGradients(fn, x.data, y.data, dy.data, dx.data, dy.numElements());
+      return {};
+    }
   }
   std::vector<StridedAccess> a;
   if (KernelStatus s = broadcastAccesses(op, dy,
@@ -376,6 +412,40 @@ KernelStatus unaryBackward(const OpDesc &op,
                                     fn.derivative(x.data[o[0]], y.data[o[1]]);
                  });
   return {};
+}
+
+/// ppc.gelu: the functor of its approximation.
+KernelImpl geluKernel() {
+  KernelImpl impl;
+  impl.forward = [](const OpDesc &op, const KernelContext &,
+                    const std::vector<TensorView> &inputs,
+                    std::vector<TensorView> &outputs,
+                    std::vector<TensorView> &) -> KernelStatus {
+    KernelStatus error;
+    const std::string approximation = geluApproximation(op, error);
+    if (!error.empty())
+      return error;
+    return approximation == "tanh"
+               ? unaryForward<GeluTanh>(op, inputs, outputs)
+               : unaryForward<GeluErf>(op, inputs, outputs);
+  };
+  impl.backward = [](const OpDesc &op, const KernelContext &,
+                     const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &outputs,
+                     const std::vector<TensorView> &outputGrads,
+                     std::vector<TensorView> &inputGrads,
+                     std::vector<TensorView> &) -> KernelStatus {
+    KernelStatus error;
+    const std::string approximation = geluApproximation(op, error);
+    if (!error.empty())
+      return error;
+    return approximation == "tanh"
+               ? unaryBackward<GeluTanh>(op, inputs, outputs, outputGrads,
+                                         inputGrads)
+               : unaryBackward<GeluErf>(op, inputs, outputs, outputGrads,
+                                        inputGrads);
+  };
+  return impl;
 }
 
 template <typename Fn> KernelImpl unaryKernel() {
@@ -690,7 +760,7 @@ KernelImpl broadcastKernel() {
 void registerElementwiseKernels(KernelTable &table) {
   table["ppc.relu"] = unaryKernel<Relu>();
   table["ppc.leaky_relu"] = unaryKernel<LeakyRelu>();
-  table["ppc.gelu"] = unaryKernel<Gelu>();
+  table["ppc.gelu"] = geluKernel();
   table["ppc.sigmoid"] = unaryKernel<Sigmoid>();
   table["ppc.tanh"] = unaryKernel<Tanh>();
   table["ppc.clip"] = unaryKernel<Clip>();

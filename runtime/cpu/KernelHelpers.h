@@ -6,7 +6,8 @@
 // stride, permutation). Such an index is a linear function of the point in
 // the view's buffer, so the walk only adds strides: no per-element
 // offsetOf, and the innermost dim is a tight loop. Also the dropout mask
-// that ppc.dropout and ppc.attention share.
+// that ppc.dropout and ppc.attention share, and the exponentials of the
+// softmax family in a form the compiler vectorizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +17,94 @@
 #include "ppc/Runtime/Kernels.h"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ppc::runtime::cpu {
+
+/// e^x for the softmax family's x <= 0 (any x works): Cephes' expf (x = n
+/// ln 2 + r, a degree-7 polynomial in r, 2^n from the exponent bits), plain
+/// arithmetic that the compiler vectorizes, where libm's expf is a call per
+/// element. Within 2 ulp of e^x on [-86.64, 88.37]; 0 below, +inf above,
+/// NaN for NaN. The low bound keeps 2^n >= 2^-125, so that no lane, not
+/// even one whose result is then replaced by 0, computes with denormals,
+/// which cost x86 cores a hundred cycles each (a causal mask's -1e9
+/// scores all land there).
+inline float softmaxExp(float x) {
+  constexpr float kHi = 88.3762626647949f, kLo = -86.64f;
+  const bool nan = !(x == x);
+  float c = x > kHi ? kHi : (x < kLo ? kLo : x);
+  c = nan ? 0.0f : c;
+  // Round to nearest: adding and taking away 1.5 * 2^23.
+  const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  float y = p * scale;
+  y = x < kLo ? 0.0f : y;
+  y = x > kHi ? INFINITY : y;
+  return nan ? x : y;
+}
+
+/// erfc(z) for z >= 0 in float, vectorizable: Numerical Recipes' Chebyshev
+/// fit, t e^(-z^2 + P(t)) with t = 1 / (1 + z / 2), fractional error below
+/// 1.2e-7 in exact arithmetic (a few float ulp here) at every z, so
+/// 1 + erf(-z) = erfc(z) keeps its precision far into the tail.
+inline float erfcNonNegative(float z) {
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  return t * softmaxExp(p - z * z);
+}
+
+/// Hot elementwise loops get an AVX2 clone beside the baseline x86-64 one,
+/// chosen when the program loads (GCC's function multiversioning): one
+/// binary for every x86-64, 8 lanes where the CPU has them. AVX2 without
+/// FMA, so that both clones round alike.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PPC_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PPC_VECTOR_CLONES
+#endif
+
+/// out[k] = e^(x[k] - shift) for k < n (out may be x).
+void expShifted(const float *x, int64_t n, float shift, float *out);
+
+/// The sum of n floats in double, four chains at a time.
+inline double sumOf(const float *x, int64_t n) {
+  double a = 0, b = 0, c = 0, d = 0;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    a += x[k];
+    b += x[k + 1];
+    c += x[k + 2];
+    d += x[k + 3];
+  }
+  for (; k < n; ++k)
+    a += x[k];
+  return (a + b) + (c + d);
+}
 
 /// How one view dim is indexed by an iteration point p:
 /// index = p[iterDim] * scale + offset, or just `offset` when iterDim < 0.

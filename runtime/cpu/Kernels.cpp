@@ -1,5 +1,6 @@
 //===- Kernels.cpp - dispatch of cpu kernels by op kind -------------------===//
 
+#include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
 #include <algorithm>
@@ -10,6 +11,14 @@
 extern "C" void openblas_set_num_threads(int numThreads);
 
 namespace ppc::runtime {
+
+namespace cpu {
+PPC_VECTOR_CLONES void expShifted(const float *x, int64_t n, float shift,
+                                  float *out) {
+  for (int64_t k = 0; k < n; ++k)
+    out[k] = softmaxExp(x[k] - shift);
+}
+} // namespace cpu
 
 static std::atomic<bool> useLibraryKernels{true};
 

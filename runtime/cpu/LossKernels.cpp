@@ -75,13 +75,13 @@ KernelStatus labelOf(const OpDesc &op, const TensorView &labels, int64_t row,
   return "";
 }
 
-/// max and log(sum(exp(x - max))) of one row of logits.
-std::pair<double, double> logSumExp(const float *row, int64_t classes) {
-  double max = *std::max_element(row, row + classes);
-  double sum = 0;
-  for (int64_t k = 0; k < classes; ++k)
-    sum += std::exp(row[k] - max);
-  return {max, std::log(sum)};
+/// max and log(sum(exp(x - max))) of one row of logits; `exps` (classes
+/// floats) gets exp(x - max).
+std::pair<double, double> logSumExp(const float *row, int64_t classes,
+                                    float *exps) {
+  const float max = *std::max_element(row, row + classes);
+  expShifted(row, classes, max, exps);
+  return {max, std::log(sumOf(exps, classes))};
 }
 
 KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &,
@@ -95,13 +95,14 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   double total = 0;
+  std::vector<float> exps(static_cast<size_t>(shape.classes));
   for (int64_t row = shape.rowLo; row < shape.rowHi; ++row) {
     int64_t label;
     if (KernelStatus status = labelOf(op, inputs[1], row, shape.classes, label);
         !status.empty())
       return status;
     const float *logits = inputs[0].data + (row - shape.rowLo) * shape.classes;
-    auto [max, logSum] = logSumExp(logits, shape.classes);
+    auto [max, logSum] = logSumExp(logits, shape.classes, exps.data());
     total += max + logSum - logits[label];
   }
   outputs[0].data[0] = static_cast<float>(total / shape.batch);
@@ -125,6 +126,7 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
     return "";
   // d/dlogits = (softmax - onehot(label)) * dloss / N.
   double scale = outputGrads[0].data[0] / static_cast<double>(shape.batch);
+  std::vector<float> exps(static_cast<size_t>(shape.classes));
   for (int64_t row = shape.rowLo; row < shape.rowHi; ++row) {
     int64_t label;
     if (KernelStatus status = labelOf(op, inputs[1], row, shape.classes, label);
@@ -133,11 +135,12 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
     int64_t offset = (row - shape.rowLo) * shape.classes;
     const float *logits = inputs[0].data + offset;
     float *dLogits = inputGrads[0].data + offset;
-    auto [max, logSum] = logSumExp(logits, shape.classes);
-    for (int64_t k = 0; k < shape.classes; ++k) {
-      double p = std::exp(logits[k] - max - logSum);
-      dLogits[k] += static_cast<float>((p - (k == label ? 1.0 : 0.0)) * scale);
-    }
+    auto [max, logSum] = logSumExp(logits, shape.classes, exps.data());
+    // softmax = exp(x - max) / sum; its scaled difference from the one-hot.
+    const float factor = static_cast<float>(std::exp(-logSum) * scale);
+    for (int64_t k = 0; k < shape.classes; ++k)
+      dLogits[k] += exps[k] * factor;
+    dLogits[label] -= static_cast<float>(scale);
   }
   return "";
 }

@@ -555,6 +555,26 @@ KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
   const float *x = inputs[0].data;
   float *y = outputs[0].data;
   int64_t step = shape.inner;
+  if (step == 1) { // the usual last axis: contiguous lines, vectorized
+    for (int64_t o = 0; o < shape.outer; ++o) {
+      const float *line = x + o * shape.size;
+      float *out = y + o * shape.size;
+      const float max = *std::max_element(line, line + shape.size);
+      expShifted(line, shape.size, max, out);
+      const double sum = sumOf(out, shape.size);
+      if (Log) {
+        // x - max first: exact near the max, whatever the magnitude of x.
+        const float logSum = static_cast<float>(std::log(sum));
+        for (int64_t k = 0; k < shape.size; ++k)
+          out[k] = (line[k] - max) - logSum;
+      } else {
+        const float scale = static_cast<float>(1.0 / sum);
+        for (int64_t k = 0; k < shape.size; ++k)
+          out[k] *= scale;
+      }
+    }
+    return "";
+  }
   forEachLine(shape, [&](int64_t first) {
     float max = x[first];
     for (int64_t k = 1; k < shape.size; ++k)

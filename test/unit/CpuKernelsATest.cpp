@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DnnlConv.h"
+#include "KernelHelpers.h"
 #include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -965,3 +966,22 @@ TEST(CpuKernelsA, RegistersItsOps) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The softmax family's vectorizable exponential
+//===----------------------------------------------------------------------===//
+
+TEST(CpuSoftmaxExp, WithinTwoUlpOfExp) {
+  double worst = 0;
+  for (double x = -86.6; x <= 88.3; x += 0.0037) {
+    const float f = static_cast<float>(x);
+    const double exact = std::exp(static_cast<double>(f));
+    worst = std::max(worst, std::fabs(cpu::softmaxExp(f) - exact) / exact);
+  }
+  EXPECT_LT(worst, 2.4e-7); // 2 ulp of float
+  EXPECT_EQ(cpu::softmaxExp(0.0f), 1.0f);
+  EXPECT_EQ(cpu::softmaxExp(-100.0f), 0.0f);
+  EXPECT_EQ(cpu::softmaxExp(-INFINITY), 0.0f);
+  EXPECT_EQ(cpu::softmaxExp(89.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(cpu::softmaxExp(NAN)));
+}
