@@ -31,7 +31,6 @@
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -39,25 +38,6 @@
 
 namespace ppc::runtime::cpu {
 namespace {
-
-/// C = alpha * op(A) * op(B) + beta * C, row-major, with C of size m x n.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-          float beta, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) { // C = beta * C; BLAS may skip the scaling for k = 0.
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
-}
 
 /// The ranges of one attention partition, checked against the views.
 struct AttentionRanges {

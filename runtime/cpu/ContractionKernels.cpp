@@ -11,7 +11,6 @@
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
-#include <cblas.h>
 
 namespace ppc::runtime::cpu {
 
@@ -26,21 +25,6 @@ bool covers(const TensorView &view, const std::vector<int64_t> &lo,
   return true;
 }
 
-CBLAS_TRANSPOSE transposeIf(bool transposed) {
-  return transposed ? CblasTrans : CblasNoTrans;
-}
-
-/// C (+)= op(A) * op(B), row-major, with C of size m x n.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          const float *a, int64_t lda, const float *b, int64_t ldb,
-          bool accumulate, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  cblas_sgemm(CblasRowMajor, transposeIf(transA), transposeIf(transB),
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-              1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb),
-              accumulate ? 1.0f : 0.0f, c, static_cast<int>(ldc));
-}
 
 //===----------------------------------------------------------------------===//
 // matmul

@@ -19,7 +19,6 @@
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
@@ -240,18 +239,6 @@ void col2imAdd(const ConvGeometry &g, const TensorView &inputGrad, int64_t n,
                     for (int64_t k = 0; k < owLast - owFirst; ++k)
                       dst[k * stride] += src[k];
                   });
-}
-
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          const float *a, int64_t lda, const float *b, int64_t ldb,
-          bool accumulate, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb),
-              accumulate ? 1.0f : 0.0f, c, static_cast<int>(ldc));
 }
 
 /// Calls fn(fFirst, fLast, cFirst) for each group the output channel range

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 extern "C" void openblas_set_num_threads(int numThreads);
@@ -21,6 +23,30 @@ PPC_VECTOR_CLONES void expShifted(const float *x, int64_t n, float shift,
 } // namespace cpu
 
 static std::atomic<bool> useLibraryKernels{true};
+
+namespace cpu {
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t lda, const float *b,
+          int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) { // C = beta * C; BLAS may skip the scaling for k = 0.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  if (useLibraryKernels &&
+      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a,
+                 lda, b, ldb, beta, c, ldc) == dnnl_success)
+    return;
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
+}
+} // namespace cpu
 
 void setLibraryKernels(bool on) { useLibraryKernels = on; }
 bool libraryKernels() { return useLibraryKernels; }
