@@ -489,21 +489,37 @@ void forEachPlane(InView &in, OutView &out, Fn &&fn) {
              ((n - out.lo[0]) * out.extent(1) + (c - out.lo[1])) * outPlane);
 }
 
+/// The windows of the output columns of `output`'s box (the same in every
+/// row and plane).
+std::vector<Window> columnWindows(const PoolGeometry &g,
+                                  const TensorView &output) {
+  std::vector<Window> windows;
+  for (int64_t ow = output.lo[3]; ow < output.hi[3]; ++ow)
+    windows.push_back(windowOf(g.cols, ow));
+  return windows;
+}
+
 /// Offset in an input plane of the view of the first maximum (row-major) of
 /// the window rows x cols, or -1 when the window is all padding.
 int64_t argMax(const TensorView &input, const float *plane, const Window &rows,
                const Window &cols) {
-  int64_t width = input.extent(3), best = -1;
-  float bestValue = -std::numeric_limits<float>::infinity();
-  for (int64_t ih = rows.first; ih < rows.last; ++ih)
+  if (rows.first >= rows.last || cols.first >= cols.last)
+    return -1;
+  const int64_t width = input.extent(3);
+  const int64_t origin = -input.lo[2] * width - input.lo[3];
+  int64_t found = origin + rows.first * width + cols.first;
+  float bestValue = plane[found];
+  for (int64_t ih = rows.first; ih < rows.last; ++ih) {
+    const int64_t row = origin + ih * width;
+    // Selects, not branches: on data a branch mispredicts half the time.
     for (int64_t iw = cols.first; iw < cols.last; ++iw) {
-      int64_t at = (ih - input.lo[2]) * width + (iw - input.lo[3]);
-      if (best < 0 || plane[at] > bestValue) {
-        best = at;
-        bestValue = plane[at];
-      }
+      const float value = plane[row + iw];
+      const bool better = value > bestValue;
+      found = better ? row + iw : found;
+      bestValue = better ? value : bestValue;
     }
-  return best;
+  }
+  return found;
 }
 
 KernelStatus maxPoolForward(const OpDesc &op, const KernelContext &,
@@ -519,13 +535,14 @@ KernelStatus maxPoolForward(const OpDesc &op, const KernelContext &,
     return status;
   const TensorView &input = inputs[0];
   int64_t outW = output.extent(3);
+  const std::vector<Window> cols = columnWindows(g, output);
   forEachPlane(input, output, [&](const float *in, float *out) {
     for (int64_t oh = output.lo[2]; oh < output.hi[2]; ++oh) {
       Window rows = windowOf(g.rows, oh);
-      for (int64_t ow = output.lo[3]; ow < output.hi[3]; ++ow) {
-        int64_t at = argMax(input, in, rows, windowOf(g.cols, ow));
-        out[(oh - output.lo[2]) * outW + (ow - output.lo[3])] =
-            at < 0 ? 0.0f : in[at];
+      float *line = out + (oh - output.lo[2]) * outW;
+      for (int64_t ow = 0; ow < outW; ++ow) {
+        int64_t at = argMax(input, in, rows, cols[ow]);
+        line[ow] = at < 0 ? 0.0f : in[at];
       }
     }
   });
@@ -551,15 +568,17 @@ KernelStatus maxPoolBackward(const OpDesc &op, const KernelContext &,
     return "";
   const TensorView &input = inputs[0];
   int64_t outW = dOutput.extent(3);
+  const std::vector<Window> cols = columnWindows(g, dOutput);
   forEachPlane(inputGrads[0], dOutput, [&](float *dIn, const float *dOut) {
     // The same plane of the input: grad and input views share their box.
     const float *in = input.data + (dIn - inputGrads[0].data);
     for (int64_t oh = dOutput.lo[2]; oh < dOutput.hi[2]; ++oh) {
       Window rows = windowOf(g.rows, oh);
-      for (int64_t ow = dOutput.lo[3]; ow < dOutput.hi[3]; ++ow) {
-        int64_t at = argMax(input, in, rows, windowOf(g.cols, ow));
+      const float *line = dOut + (oh - dOutput.lo[2]) * outW;
+      for (int64_t ow = 0; ow < outW; ++ow) {
+        int64_t at = argMax(input, in, rows, cols[ow]);
         if (at >= 0)
-          dIn[at] += dOut[(oh - dOutput.lo[2]) * outW + (ow - dOutput.lo[3])];
+          dIn[at] += line[ow];
       }
     }
   });
