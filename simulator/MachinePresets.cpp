@@ -279,9 +279,11 @@ Machine dgxH100(int64_t nodes, std::string name) {
 /// process with one
 /// OpenBLAS thread, so each rank is one core while there are cores for all
 /// of them, and ranks share the cores beyond that.
-///  - f32: single-core OpenBLAS sgemm, 104 GFLOP/s (at 1024^3; 76 GFLOP/s at
-///    64^3, hence half efficiency at ~2e5 FLOPs);
-///  - memory: 9 GB/s, the rate of Adam's update (7 floats moved per weight);
+///  - f32: single-core sgemm as the kernels call it (oneDNN's), 220 GFLOP/s
+///    (at 512^3; 218 at 64^3, 129 at 32^3, hence half efficiency at ~5e4
+///    FLOPs);
+///  - memory: 31 GB/s, the rate of Adam's vectorized update with 2 ranks (7
+///    floats moved per weight);
 ///  - shared memory between ranks: 5 GB/s and 15 us a message (Open MPI
 ///    plus ppc-run staging each message and polling its deadline).
 /// Kernel times are best taken from a profile measured by
@@ -289,8 +291,8 @@ Machine dgxH100(int64_t nodes, std::string name) {
 /// what the profile lacks.
 Machine cpuHost(int64_t processes, std::string name) {
   constexpr double cores = 2;
-  constexpr double coreF32 = 104 * kGiga;
-  constexpr double coreBandwidth = 9 * kGiga;
+  constexpr double coreF32 = 220 * kGiga;
+  constexpr double coreBandwidth = 31 * kGiga;
   constexpr int64_t hostMemory = 24 * kGiga;
   double share = std::min(1.0, cores / static_cast<double>(processes));
   DeviceSpec cpu = makeDevice(
@@ -298,7 +300,7 @@ Machine cpuHost(int64_t processes, std::string name) {
       {{DType::F64, coreF32 / 2 * share}, {DType::F32, coreF32 * share}},
       coreBandwidth * share, hostMemory / std::max<int64_t>(1, processes),
       5e-6);
-  cpu.halfEfficiencyFlops = 2e5;
+  cpu.halfEfficiencyFlops = 5e4;
   LinkSpec shm = {LinkKind::SharedMemory, 5 * kGiga, 15e-6};
   return cluster(std::move(name), 1, processes, 1, cpu, shm, shm);
 }

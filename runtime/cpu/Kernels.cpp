@@ -51,6 +51,11 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void setLibraryKernels(bool on) { useLibraryKernels = on; }
 bool libraryKernels() { return useLibraryKernels; }
 
+void kernelGemm(int64_t m, int64_t n, int64_t k, const float *a,
+                const float *b, float *c) {
+  cpu::gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+}
+
 void setKernelThreads(int threads) {
   openblas_set_num_threads(threads);
   omp_set_num_threads(threads);

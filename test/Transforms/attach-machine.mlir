@@ -30,7 +30,7 @@
 // K80-DAG: #topo.device<"K80-GK210", peak_flops = {f32 = 4.37e+12, f64 = 1.46e+12}, memory_bandwidth = 2.4e+11, memory_bytes = 12884901888
 // K80: #topo.cluster<nodes = 16, devices_per_node = 4, device = #{{.*}}, intra = #pcie, inter = #infiniband>
 
-// CPU: #topo.device<"cpu-epyc-2core", peak_flops = {f32 = 1.04e+11, f64 = 5.2e+10}, memory_bandwidth = 9.0e+09, memory_bytes = 12000000000, launch_overhead = 5.0e-06, half_efficiency_flops = 2.0e+05>
+// CPU: #topo.device<"cpu-epyc-2core", peak_flops = {f32 = 2.2e+11, f64 = 1.1e+11}, memory_bandwidth = 3.1e+10, memory_bytes = 12000000000, launch_overhead = 5.0e-06, half_efficiency_flops = 5.0e+04>
 // CPU: #topo.cluster<nodes = 1, devices_per_node = 2, device = #{{.*}}, intra = #shared_memory, inter = #shared_memory>
 
 // GRAPH: module attributes {ppc.machine = @"dgx-a100"}

@@ -19,6 +19,7 @@
 
 #include "ppc/Runtime/Communicator.h"
 #include "ppc/Runtime/CpuTime.h"
+#include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Version.h"
@@ -27,8 +28,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -42,8 +41,6 @@
 #include <sched.h>
 #include <unistd.h>
 #include <vector>
-
-extern "C" void openblas_set_num_threads(int numThreads);
 
 using namespace ppc;
 using ppc::runtime::Communicator;
@@ -242,8 +239,7 @@ GemmFit measureGemm(const Options &o, bool print) {
   for (int n : {16, 32, 64, 128, 256, 512}) {
     std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
     double t = timeLocal(o.seconds, o.threads == 1, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                  a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      ppc::runtime::kernelGemm(n, n, n, a.data(), b.data(), c.data());
     });
     double flops = 2.0 * n * n * n;
     points.push_back({flops, t});
@@ -479,7 +475,7 @@ absl::StatusOr<std::vector<int>> hostsOfRanks(Communicator &comm) {
 absl::Status run(Communicator &comm, const Options &o) {
   const bool print = comm.rank() == 0 && !o.quiet;
   const int k = comm.size();
-  openblas_set_num_threads(o.threads);
+  ppc::runtime::setKernelThreads(o.threads);
   absl::StatusOr<std::vector<int>> hostOf = hostsOfRanks(comm);
   if (!hostOf.ok())
     return hostOf.status();
