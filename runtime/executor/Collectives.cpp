@@ -382,4 +382,37 @@ std::string ProgramRunner::collective(const Instruction::Collective &c) {
   }
 }
 
+std::string ProgramRunner::startCollective(int index) {
+  const Instruction::Collective &c = program.instructions(index).collective();
+  Buffer *buffer;
+  if (std::string err = lookup(c.buffer(), buffer); !err.empty())
+    return err;
+  int64_t handle = 0;
+  const std::vector<int> group(c.group().begin(), c.group().end());
+  if (std::string err = comm.startAllReduce(buffer->data(), buffer->size(),
+                                            group,
+                                            c.reduction() == Instruction::MAX,
+                                            handle);
+      !err.empty())
+    return "starting all_reduce of instruction " + std::to_string(index) +
+           ": " + err;
+  started_[index] = {handle, 0.0};
+  ++overlapped_;
+  return "";
+}
+
+std::string ProgramRunner::waitCollective(int index) {
+  auto it = started_.find(index);
+  if (it == started_.end())
+    return "all_reduce of instruction " + std::to_string(index) +
+           " was not started";
+  const int64_t handle = it->second.first;
+  started_.erase(it);
+  const Instruction::Collective &c = program.instructions(index).collective();
+  return comm.wait(handle, [&]() -> std::string {
+    return std::string("all_reduce (") + context() + ", group " +
+           groupString(c.group()) + ", started early)";
+  });
+}
+
 } // namespace ppc::runtime

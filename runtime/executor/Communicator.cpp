@@ -63,7 +63,13 @@ struct Communicator::Impl {
   double timeout = 0;
   int rank = 0;
   std::map<std::vector<int>, MPI_Comm> comms;
+  /// A duplicate of each group's communicator for started all-reduces,
+  /// so that their order is kept apart from the blocking collectives'.
+  std::map<std::vector<int>, MPI_Comm> startedComms;
   std::list<PendingSend> sends;
+  /// The requests of each started all-reduce (one per piece), by handle.
+  std::map<int64_t, std::vector<MPI_Request>> started;
+  int64_t nextHandle = 0;
 
   [[noreturn]] void timedOut(double seconds, const Where &where) {
     std::fprintf(stderr, "ppc-run: rank %d: timed out after %g s in %s\n", rank,
@@ -150,6 +156,8 @@ Communicator::~Communicator() {
     return;
   for (auto &entry : impl->comms)
     MPI_Comm_free(&entry.second);
+  for (auto &entry : impl->startedComms)
+    MPI_Comm_free(&entry.second);
 }
 
 namespace {
@@ -222,6 +230,15 @@ Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
     }
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     impl->comms[group] = comm;
+    MPI_Comm started;
+    rc = MPI_Comm_dup(comm, &started);
+    if (rc != MPI_SUCCESS) {
+      err = "cannot duplicate the communicator of group " +
+            groupString(group) + ": " + mpiErrorString(rc);
+      break;
+    }
+    MPI_Comm_set_errhandler(started, MPI_ERRORS_RETURN);
+    impl->startedComms[group] = started;
   }
   MPI_Group_free(&world);
   return err;
@@ -317,6 +334,54 @@ std::string Communicator::allReduce(float *data, int64_t n,
       return err;
   }
   return "";
+}
+
+std::string Communicator::startAllReduce(float *data, int64_t n,
+                                         const std::vector<int> &group,
+                                         bool max, int64_t &handle) {
+  handle = impl->nextHandle++;
+  std::vector<MPI_Request> &requests = impl->started[handle];
+  if (group.size() < 2)
+    return "";
+  auto it = impl->startedComms.find(group);
+  if (it == impl->startedComms.end())
+    return "no communicator for group " + groupString(group);
+  for (int64_t first = 0; first < n; first += kCollectiveChunkFloats) {
+    const int count =
+        static_cast<int>(std::min(kCollectiveChunkFloats, n - first));
+    MPI_Request request;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + first, count, MPI_FLOAT,
+                            max ? MPI_MAX : MPI_SUM, it->second, &request);
+    if (rc != MPI_SUCCESS)
+      return mpiErrorString(rc);
+    requests.push_back(request);
+  }
+  return "";
+}
+
+void Communicator::progress() {
+  if (!impl->mpi || impl->started.empty())
+    return;
+  // Testing any request runs Open MPI's progress engine for all of them.
+  for (auto &[handle, requests] : impl->started)
+    if (!requests.empty()) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                  MPI_STATUSES_IGNORE);
+      return;
+    }
+}
+
+std::string Communicator::wait(int64_t handle, const Where &where) {
+  auto it = impl->started.find(handle);
+  if (it == impl->started.end())
+    return "no started collective " + std::to_string(handle);
+  std::vector<MPI_Request> requests = std::move(it->second);
+  impl->started.erase(it);
+  if (requests.empty())
+    return "";
+  return impl->wait(static_cast<int>(requests.size()), requests.data(),
+                    nullptr, where);
 }
 
 std::string Communicator::broadcast(float *data, int64_t n,

@@ -807,6 +807,7 @@ int Run::run() {
     return 1;
   }
   setKernelThreads(options.threads);
+  runner.setOverlap(options.overlap);
   setLibraryKernels(!options.referenceKernels);
 
   std::string error;

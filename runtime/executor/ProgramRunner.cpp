@@ -126,6 +126,85 @@ static bool isCommunication(const Instruction &instr) {
   return instr.has_send() || instr.has_recv() || instr.has_collective();
 }
 
+/// Calls fn(id) for every buffer `instr` reads or writes.
+template <typename Fn> static void forEachBuffer(const Instruction &instr,
+                                                 Fn &&fn) {
+  auto all = [&](const google::protobuf::RepeatedField<int32_t> &ids) {
+    for (int32_t id : ids)
+      fn(id);
+  };
+  switch (instr.kind_case()) {
+  case Instruction::kAlloc:
+    return fn(instr.alloc().buffer().id());
+  case Instruction::kFree:
+    return fn(instr.free().buffer());
+  case Instruction::kLoad:
+    return fn(instr.load().buffer());
+  case Instruction::kFill:
+    return fn(instr.fill().buffer());
+  case Instruction::kCopy:
+    fn(instr.copy().src());
+    return fn(instr.copy().dst());
+  case Instruction::kSend:
+    return fn(instr.send().buffer());
+  case Instruction::kRecv:
+    return fn(instr.recv().buffer());
+  case Instruction::kKernel:
+    all(instr.kernel().inputs());
+    all(instr.kernel().outputs());
+    return all(instr.kernel().scratch());
+  case Instruction::kKernelBackward: {
+    const Instruction::KernelBackward &k = instr.kernel_backward();
+    all(k.inputs());
+    all(k.outputs());
+    all(k.output_grads());
+    all(k.input_grads());
+    return all(k.scratch());
+  }
+  case Instruction::kCollective:
+    fn(instr.collective().buffer());
+    return fn(instr.collective().result());
+  case Instruction::kUpdate:
+    fn(instr.update().weight());
+    return fn(instr.update().grad());
+  case Instruction::kOutput:
+    return fn(instr.output().buffer());
+  default:
+    return;
+  }
+}
+
+void ProgramRunner::planOverlap() {
+  overlapPlanned_ = true;
+  const int n = program.instructions_size();
+  startsAfter_.assign(n, {});
+  startedEarly_.assign(n, false);
+  int phase = 0, floor = -1;
+  for (int i = 0; i < n; ++i) {
+    const Instruction &instr = program.instructions(i);
+    if (instr.has_phase())
+      phase = instr.phase().phase();
+    if (phase != Instruction::GRAD_SYNC || !instr.has_collective() ||
+        instr.collective().kind() != Instruction::ALL_REDUCE ||
+        instr.collective().group_size() < 2)
+      continue;
+    const int32_t buffer = instr.collective().buffer();
+    int last = -1;
+    for (int j = i - 1; j >= 0 && last < 0; --j)
+      forEachBuffer(program.instructions(j), [&](int32_t id) {
+        if (id == buffer)
+          last = j;
+      });
+    if (last < 0)
+      continue;
+    // Started in program order: each member starts a group's all-reduces
+    // in the order of the one global order the programs share.
+    floor = std::max(floor, last);
+    startsAfter_[floor].push_back(i);
+    startedEarly_[i] = true;
+  }
+}
+
 std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
                                    StepProfile &profile) {
   step_ = step;
@@ -138,6 +217,9 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     updated_.clear();
   }
   live.clear();
+  // The first step runs every collective in place; later ones overlap.
+  const bool overlapping = overlap_ && overlapPlanned_;
+  overlapped_ = 0;
   const Clock::time_point start = Clock::now();
   auto seconds = [](Clock::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -148,10 +230,23 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     const Clock::time_point t0 = Clock::now();
     const double cpu0 = cpuTimeKernels_ ? threadCpuSeconds() : 0;
     std::string err;
+    const bool startedEarly = overlapping && startedEarly_[index_];
+    double startedAt = 0;
+    if (startedEarly)
+      startedAt = started_.count(index_) ? started_[index_].second : 0;
     // The memory check before the first step leaves room for kernels'
     // temporaries, not for other processes' use: fail cleanly anyway.
     try {
-      err = execute(instr);
+      err = startedEarly ? waitCollective(index_) : execute(instr);
+      if (overlapping && err.empty())
+        for (int next : startsAfter_[index_]) {
+          err = startCollective(next);
+          if (!err.empty())
+            break;
+          started_[next].second = seconds(Clock::now() - start);
+        }
+      if (overlapping && err.empty() && !started_.empty())
+        comm.progress();
     } catch (const std::bad_alloc &) {
       err = "out of memory";
     } catch (const std::length_error &) {
@@ -160,6 +255,10 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     if (!err.empty())
       return err + " (" + context() + ")";
     const Clock::time_point t1 = Clock::now();
+    // An early all-reduce shows on the communication track from its start.
+    if (startedEarly && trace)
+      trace_.push_back({traceName(instr) + " (started early)", 1, startedAt,
+                        seconds(t1 - start) - startedAt, phase_, index_});
     const double took =
         cpuTimeKernels_ ? threadCpuSeconds() - cpu0 : seconds(t1 - t0);
     if (instr.has_alloc() || instr.has_fill() || instr.has_load() ||
@@ -180,7 +279,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     }
     if (isCommunication(instr))
       profile.commSeconds += seconds(t1 - t0);
-    if (trace && !instr.has_alloc() && !instr.has_free() &&
+    if (trace && !startedEarly && !instr.has_alloc() && !instr.has_free() &&
         !instr.has_phase() && !instr.has_output())
       trace_.push_back({traceName(instr), isCommunication(instr) ? 1 : 0,
                         seconds(t0 - start), seconds(t1 - t0), phase_, index_});
@@ -198,6 +297,8 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
                       seconds(t1 - t0), phase_, -1});
   live.clear();
   profile.seconds = seconds(t1 - start);
+  if (overlap_ && !overlapPlanned_)
+    planOverlap();
   return "";
 }
 

@@ -101,6 +101,16 @@ public:
     timeKernels_ = on;
     cpuTimeKernels_ = on && cpuTime; // a system call per instruction
   }
+  /// Gradient sync overlapped with the backward: from the second step on
+  /// (the first runs every collective in place, which checks that the
+  /// ranks' programs agree), each all-reduce of the grad_sync phase starts
+  /// right after the last instruction before it that touches its buffer,
+  /// in program order, and is waited for where it stands in the program.
+  /// Between instructions the runner lets MPI progress.
+  void setOverlap(bool on) { overlap_ = on; }
+  /// All-reduces started early in the last step (a test hook).
+  int overlappedCollectives() const { return overlapped_; }
+
   std::vector<BoxValues> updatedWeights() const;
   /// The weights as training left them, for export: of each weight buffer,
   /// the box this rank updates (all of it, or its ZeRO shard of rows; the
@@ -159,6 +169,10 @@ private:
                                const Buffer &buffer, const Buffer *result,
                                CollectiveLayout &layout);
   std::string update(const Instruction::Update &u);
+  /// Finds, once, where each overlapped all-reduce starts.
+  void planOverlap();
+  std::string startCollective(int index);
+  std::string waitCollective(int index);
   std::string output(const Instruction::Output &o);
 
   std::string lookup(int32_t id, Buffer *&buffer);
@@ -201,6 +215,16 @@ private:
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::vector<float> staging;
+
+  bool overlap_ = false;
+  bool overlapPlanned_ = false;
+  int overlapped_ = 0;
+  /// Per instruction: the all-reduces (instruction indices) that start
+  /// after it, and whether it is one that started earlier.
+  std::vector<std::vector<int>> startsAfter_;
+  std::vector<bool> startedEarly_;
+  /// Per started all-reduce: the communicator's handle and when it started.
+  std::map<int, std::pair<int64_t, double>> started_;
 
   int64_t step_ = 0;
   int phase_ = 0;

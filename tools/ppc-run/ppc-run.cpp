@@ -83,6 +83,12 @@ options:
                          message or collective (300); 'inf' (or 1e9 and up):
                          wait forever
   --threads N            kernel threads per rank (OpenBLAS, oneDNN) (1)
+  --overlap              from the second step, start each gradient
+                         all-reduce as soon as its gradient is final and let
+                         it progress between the backward's kernels (default:
+                         where the plan puts them, after the backward; on a
+                         host whose cores all compute, overlap costs the
+                         backward what it saves the sync)
   --reference-kernels    only ppc's reference kernels: no oneDNN
                          convolutions (which run where a partition holds
                          every channel)
@@ -171,6 +177,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       args.version = true;
     } else if (name == "--allow-nonfinite") {
       o.allowNonfinite = true;
+    } else if (name == "--overlap") {
+      o.overlap = true;
     } else if (name == "--reference-kernels") {
       o.referenceKernels = true;
     } else if (name == "--no-shuffle") {

@@ -72,6 +72,19 @@ public:
 
   std::string allReduce(float *data, int64_t n, const std::vector<int> &group,
                         bool max, const Where &where);
+  /// Starts an all-reduce (sum, or max) of `data` in place and returns at
+  /// once; `handle` names it for wait(). Started all-reduces of a group
+  /// run on a duplicate of its communicator: every member starts them in
+  /// the same order, which need not be their order among the blocking
+  /// collectives. They advance whenever this rank calls MPI: progress()
+  /// between kernels, or any wait.
+  std::string startAllReduce(float *data, int64_t n,
+                             const std::vector<int> &group, bool max,
+                             int64_t &handle);
+  void progress();
+  /// Waits for a started all-reduce, against the timeout.
+  std::string wait(int64_t handle, const Where &where);
+
   std::string broadcast(float *data, int64_t n, const std::vector<int> &group,
                         int root, const Where &where);
   /// Member i's `send` (counts[i] floats) lands at the sum of the earlier

@@ -69,6 +69,10 @@ struct RunOptions {
   std::string profileFile;
   std::string profileDevice = "cpu-epyc-2core";
   int threads = 1;
+  /// Start gradient all-reduces during the backward (ProgramRunner.h).
+  /// Off by default: on hosts whose cores all compute it costs the backward
+  /// what it saves the sync (docs/runtime.md, "Collectives").
+  bool overlap = false;
   /// Only the reference kernels (no oneDNN), e.g. to compare the two.
   bool referenceKernels = false;
   std::string logFile;
