@@ -90,13 +90,13 @@ DeviceSpec v100() {
 /// 2.6 / CUDA 12.6). No fused attention efficiencies (0: not measured).
 DeviceSpec a100() {
   DeviceSpec spec = makeDevice("A100-SXM4-80GB",
-                    {{DType::F64, 9.7 * kTera},
-                     {DType::F32, 19.5 * kTera},
-                     {DType::TF32, 156 * kTera},
-                     {DType::BF16, 312 * kTera},
-                     {DType::F16, 312 * kTera},
-                     {DType::I8, 624 * kTera}},
-                    2039 * kGiga, 80 * kGiB, kGpuLaunch);
+                               {{DType::F64, 9.7 * kTera},
+                                {DType::F32, 19.5 * kTera},
+                                {DType::TF32, 156 * kTera},
+                                {DType::BF16, 312 * kTera},
+                                {DType::F16, 312 * kTera},
+                                {DType::I8, 624 * kTera}},
+                               2039 * kGiga, 80 * kGiB, kGpuLaunch);
   spec.computeUnits = 108;
   spec.matmulEfficiency = 0.869;
   return spec;
@@ -114,14 +114,14 @@ DeviceSpec a100() {
 /// et al., "FlashAttention-3", arXiv 2407.08608, Figures 5 and 6).
 DeviceSpec h100() {
   DeviceSpec spec = makeDevice("H100-SXM5-80GB",
-                    {{DType::F64, 34 * kTera},
-                     {DType::F32, 67 * kTera},
-                     {DType::TF32, 494.5 * kTera},
-                     {DType::BF16, 989.5 * kTera},
-                     {DType::F16, 989.5 * kTera},
-                     {DType::F8, 1979 * kTera},
-                     {DType::I8, 1979 * kTera}},
-                    3350 * kGiga, 80 * kGiB, kGpuLaunch);
+                               {{DType::F64, 34 * kTera},
+                                {DType::F32, 67 * kTera},
+                                {DType::TF32, 494.5 * kTera},
+                                {DType::BF16, 989.5 * kTera},
+                                {DType::F16, 989.5 * kTera},
+                                {DType::F8, 1979 * kTera},
+                                {DType::I8, 1979 * kTera}},
+                               3350 * kGiga, 80 * kGiB, kGpuLaunch);
   spec.computeUnits = 132;
   spec.matmulEfficiency = 0.801;
   spec.attentionForwardEfficiency = 518 / 989.5;
@@ -357,9 +357,9 @@ std::vector<PresetInfo> listPresets() {
                  "56 Gb/s InfiniBand"},
       {"p3.16xlarge", "one AWS p3.16xlarge (Alpa's): 8 V100-16GB on NVLink "
                       "(150 GB/s)"},
-      {"p3.16xlargexN", "N p3.16xlarge instances (N <= " +
-                            std::to_string(kMaxDevices / 8) +
-                            "), 25 Gb/s Ethernet each"},
+      {"p3.16xlargexN",
+       "N p3.16xlarge instances (N <= " + std::to_string(kMaxDevices / 8) +
+           "), 25 Gb/s Ethernet each"},
       {"dgx-a100", "one DGX A100: 8 A100-80GB on NVSwitch (300 GB/s)"},
       {"dgx-a100xN",
        "N DGX A100 nodes (N <= " + std::to_string(kMaxDevices / 8) +

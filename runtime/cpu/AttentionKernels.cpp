@@ -31,7 +31,6 @@
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <limits>

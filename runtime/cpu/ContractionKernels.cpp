@@ -11,7 +11,6 @@
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
-
 namespace ppc::runtime::cpu {
 
 namespace {
@@ -24,7 +23,6 @@ bool covers(const TensorView &view, const std::vector<int64_t> &lo,
       return false;
   return true;
 }
-
 
 //===----------------------------------------------------------------------===//
 // matmul

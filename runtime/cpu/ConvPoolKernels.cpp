@@ -9,16 +9,15 @@
 // columns the view holds become the convolution's input, the padding
 // outside the tensor its padding), else im2col + sgemm per sample and
 // group, which is also the reference the tests hold oneDNN to; with
-// groups == 1 the input channels may be split (a reduction: the weight's dim-1 box must equal the
-// input's channel box, and only the partition starting at channel 0 adds
-// the bias).
+// groups == 1 the input channels may be split (a reduction: the weight's dim-1
+// box must equal the input's channel box, and only the partition starting at
+// channel 0 adds the bias).
 //
 //===----------------------------------------------------------------------===//
 
 #include "DnnlConv.h"
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
-
 
 #include <algorithm>
 #include <cstring>
@@ -369,8 +368,7 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
     float *dBias = c->bias && inputGrads.size() == 3 && inputGrads[2].data
                        ? inputGrads[2].data - inputGrads[2].lo[0]
                        : nullptr;
-    return dnnlConvBackward(*c, input.data + offset, weight.data,
-                            dOutput.data,
+    return dnnlConvBackward(*c, input.data + offset, weight.data, dOutput.data,
                             dInput.data ? dInput.data + offset : nullptr,
                             dWeight.data, dBias);
   }

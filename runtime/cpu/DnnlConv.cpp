@@ -15,9 +15,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace ppc::runtime::cpu {
@@ -134,18 +134,18 @@ memory::dims dims(std::initializer_list<int64_t> values) {
 std::string keyOf(const DnnlConv &c) {
   std::string key;
   for (int64_t v :
-       {c.batch, c.inChannels, c.inRows, c.inCols, c.srcStrides[0],
-        c.srcStrides[1], c.srcStrides[2], c.srcStrides[3], c.outChannels,
-        c.outRows, c.outCols, c.groups, c.kernelRows, c.kernelCols,
-        c.strides[0], c.strides[1], c.dilations[0], c.dilations[1],
-        c.padLo[0], c.padLo[1], c.padHi[0], c.padHi[1], int64_t(c.bias)})
+       {c.batch,         c.inChannels,    c.inRows,        c.inCols,
+        c.srcStrides[0], c.srcStrides[1], c.srcStrides[2], c.srcStrides[3],
+        c.outChannels,   c.outRows,       c.outCols,       c.groups,
+        c.kernelRows,    c.kernelCols,    c.strides[0],    c.strides[1],
+        c.dilations[0],  c.dilations[1],  c.padLo[0],      c.padLo[1],
+        c.padHi[0],      c.padHi[1],      int64_t(c.bias)})
     key += std::to_string(v) + ",";
   return key;
 }
 
 Primitives &primitivesOf(const DnnlConv &c) {
-  static thread_local std::map<std::string, std::unique_ptr<Primitives>>
-      cache;
+  static thread_local std::map<std::string, std::unique_ptr<Primitives>> cache;
   std::unique_ptr<Primitives> &slot = cache[keyOf(c)];
   if (slot)
     return *slot;
@@ -153,18 +153,17 @@ Primitives &primitivesOf(const DnnlConv &c) {
   const memory::dims srcDims =
       dims({c.batch, c.inChannels, c.inRows, c.inCols});
   p->src = memory::desc(srcDims, dt::f32,
-                        dims({c.srcStrides[0], c.srcStrides[1],
-                              c.srcStrides[2], c.srcStrides[3]}));
+                        dims({c.srcStrides[0], c.srcStrides[1], c.srcStrides[2],
+                              c.srcStrides[3]}));
   p->denseSrc = memory::desc(srcDims, dt::f32, tag::nchw);
-  p->weights =
-      c.groups == 1
-          ? memory::desc(dims({c.outChannels, c.inChannels, c.kernelRows,
-                               c.kernelCols}),
-                         dt::f32, tag::oihw)
-          : memory::desc(dims({c.groups, c.outChannels / c.groups,
-                               c.inChannels / c.groups, c.kernelRows,
-                               c.kernelCols}),
-                         dt::f32, tag::goihw);
+  p->weights = c.groups == 1
+                   ? memory::desc(dims({c.outChannels, c.inChannels,
+                                        c.kernelRows, c.kernelCols}),
+                                  dt::f32, tag::oihw)
+                   : memory::desc(dims({c.groups, c.outChannels / c.groups,
+                                        c.inChannels / c.groups, c.kernelRows,
+                                        c.kernelCols}),
+                                  dt::f32, tag::goihw);
   p->bias = memory::desc(dims({c.outChannels}), dt::f32, tag::x);
   p->dst = memory::desc(dims({c.batch, c.outChannels, c.outRows, c.outCols}),
                         dt::f32, tag::nchw);
@@ -173,15 +172,13 @@ Primitives &primitivesOf(const DnnlConv &c) {
   };
   const memory::dims strides = dims({c.strides[0], c.strides[1]});
   // oneDNN counts dilation from 0 (no gap between taps).
-  const memory::dims dilates =
-      dims({c.dilations[0] - 1, c.dilations[1] - 1});
+  const memory::dims dilates = dims({c.dilations[0] - 1, c.dilations[1] - 1});
   const memory::dims padL = dims({c.padLo[0], c.padLo[1]});
   const memory::dims padR = dims({c.padHi[0], c.padHi[1]});
   convolution_forward::desc forward(
-      prop_kind::forward_training, algorithm::convolution_direct,
-      any(p->src), any(p->weights),
-      c.bias ? p->bias : memory::desc(), any(p->dst), strides, dilates, padL,
-      padR);
+      prop_kind::forward_training, algorithm::convolution_direct, any(p->src),
+      any(p->weights), c.bias ? p->bias : memory::desc(), any(p->dst), strides,
+      dilates, padL, padR);
   p->forwardDesc.emplace(forward, cpuEngine());
   p->forward.emplace(*p->forwardDesc);
   p->fwdSrc.init(p->src, p->forwardDesc->src_desc(), true, false);
@@ -193,8 +190,7 @@ Primitives &primitivesOf(const DnnlConv &c) {
 
 void makeBackward(const DnnlConv &c, Primitives &p) {
   const memory::dims strides = dims({c.strides[0], c.strides[1]});
-  const memory::dims dilates =
-      dims({c.dilations[0] - 1, c.dilations[1] - 1});
+  const memory::dims dilates = dims({c.dilations[0] - 1, c.dilations[1] - 1});
   const memory::dims padL = dims({c.padLo[0], c.padLo[1]});
   const memory::dims padR = dims({c.padHi[0], c.padHi[1]});
   auto any = [](const memory::desc &d) {
@@ -217,13 +213,12 @@ void makeBackward(const DnnlConv &c, Primitives &p) {
   convolution_backward_weights::desc weights(
       algorithm::convolution_direct, any(p.src), any(p.weights), any(p.dst),
       strides, dilates, padL, padR);
-  convolution_backward_weights::primitive_desc weightsDesc(
-      weights, cpuEngine(), *p.forwardDesc);
+  convolution_backward_weights::primitive_desc weightsDesc(weights, cpuEngine(),
+                                                           *p.forwardDesc);
   p.backwardWeights.emplace(weightsDesc);
   p.bwSrc.init(p.src, weightsDesc.src_desc(), true, false);
   p.bwDiffDst.init(p.dst, weightsDesc.diff_dst_desc(), true, false);
-  p.bwDiffWeights.init(p.weights, weightsDesc.diff_weights_desc(), false,
-                       true);
+  p.bwDiffWeights.init(p.weights, weightsDesc.diff_weights_desc(), false, true);
 }
 
 std::atomic<int64_t> calls{0};
@@ -247,8 +242,8 @@ std::string dnnlConvForward(const DnnlConv &c, const float *src,
         {DNNL_ARG_WEIGHTS, p.fwdWeights.input(weights)},
         {DNNL_ARG_DST, p.fwdDst.output(dst)}};
     if (c.bias)
-      args.emplace(DNNL_ARG_BIAS, memory(p.bias, cpuEngine(),
-                                         const_cast<float *>(bias)));
+      args.emplace(DNNL_ARG_BIAS,
+                   memory(p.bias, cpuEngine(), const_cast<float *>(bias)));
     p.forward->execute(cpuStream(), args);
     p.fwdDst.finish(dst);
     cpuStream().wait();
@@ -265,9 +260,9 @@ std::string dnnlConvBackward(const DnnlConv &c, const float *src,
   ++calls;
   Primitives *p = nullptr;
   float *srcGrad = nullptr, *weightGrad = nullptr;
-  const size_t srcBytes = static_cast<size_t>(c.batch * c.inChannels *
-                                              c.inRows * c.inCols) *
-                          sizeof(float);
+  const size_t srcBytes =
+      static_cast<size_t>(c.batch * c.inChannels * c.inRows * c.inCols) *
+      sizeof(float);
   try {
     p = &primitivesOf(c);
     if (!p->backwardData)
@@ -275,8 +270,8 @@ std::string dnnlConvBackward(const DnnlConv &c, const float *src,
     const size_t weightBytes = p->weights.get_size();
     arena().reset(p->bdDiffDst.bytes() + p->bdWeights.bytes() +
                   p->bdDiffSrc.bytes() + p->bwSrc.bytes() +
-                  p->bwDiffDst.bytes() + p->bwDiffWeights.bytes() +
-                  srcBytes + weightBytes + 2 * 64);
+                  p->bwDiffDst.bytes() + p->bwDiffWeights.bytes() + srcBytes +
+                  weightBytes + 2 * 64);
     for (Staged *staged : {&p->bdDiffDst, &p->bdWeights, &p->bdDiffSrc,
                            &p->bwSrc, &p->bwDiffDst, &p->bwDiffWeights})
       staged->place();

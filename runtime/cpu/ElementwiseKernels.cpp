@@ -425,9 +425,8 @@ KernelImpl geluKernel() {
     const std::string approximation = geluApproximation(op, error);
     if (!error.empty())
       return error;
-    return approximation == "tanh"
-               ? unaryForward<GeluTanh>(op, inputs, outputs)
-               : unaryForward<GeluErf>(op, inputs, outputs);
+    return approximation == "tanh" ? unaryForward<GeluTanh>(op, inputs, outputs)
+                                   : unaryForward<GeluErf>(op, inputs, outputs);
   };
   impl.backward = [](const OpDesc &op, const KernelContext &,
                      const std::vector<TensorView> &inputs,

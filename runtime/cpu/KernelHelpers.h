@@ -92,15 +92,15 @@ inline float erfcNonNegative(float z) {
 /// sgemm with library kernels on (twice OpenBLAS's single-thread rate on
 /// AVX-512 hosts), OpenBLAS's otherwise. k == 0 scales C.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float beta, float *c, int64_t ldc);
+          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float beta, float *c, int64_t ldc);
 
 /// C (+)= op(A) op(B): gemm with alpha 1 and beta 1 (accumulate) or 0.
 inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  const float *a, int64_t lda, const float *b, int64_t ldb,
                  bool accumulate, float *c, int64_t ldc) {
-  gemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb,
-       accumulate ? 1.0f : 0.0f, c, ldc);
+  gemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
+       c, ldc);
 }
 
 /// out[k] = e^(x[k] - shift) for k < n (out may be x).

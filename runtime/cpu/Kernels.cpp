@@ -7,8 +7,8 @@
 #include <atomic>
 
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 extern "C" void openblas_set_num_threads(int numThreads);
 
@@ -26,8 +26,8 @@ static std::atomic<bool> useLibraryKernels{true};
 
 namespace cpu {
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float beta, float *c, int64_t ldc) {
+          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float beta, float *c, int64_t ldc) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) { // C = beta * C; BLAS may skip the scaling for k = 0.
@@ -37,8 +37,8 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     return;
   }
   if (useLibraryKernels &&
-      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a,
-                 lda, b, ldb, beta, c, ldc) == dnnl_success)
+      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda,
+                 b, ldb, beta, c, ldc) == dnnl_success)
     return;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
@@ -51,8 +51,8 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void setLibraryKernels(bool on) { useLibraryKernels = on; }
 bool libraryKernels() { return useLibraryKernels; }
 
-void kernelGemm(int64_t m, int64_t n, int64_t k, const float *a,
-                const float *b, float *c) {
+void kernelGemm(int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                float *c) {
   cpu::gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 }
 

@@ -389,10 +389,9 @@ std::string ProgramRunner::startCollective(int index) {
     return err;
   int64_t handle = 0;
   const std::vector<int> group(c.group().begin(), c.group().end());
-  if (std::string err = comm.startAllReduce(buffer->data(), buffer->size(),
-                                            group,
-                                            c.reduction() == Instruction::MAX,
-                                            handle);
+  if (std::string err =
+          comm.startAllReduce(buffer->data(), buffer->size(), group,
+                              c.reduction() == Instruction::MAX, handle);
       !err.empty())
     return "starting all_reduce of instruction " + std::to_string(index) +
            ": " + err;

@@ -233,8 +233,8 @@ Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
     MPI_Comm started;
     rc = MPI_Comm_dup(comm, &started);
     if (rc != MPI_SUCCESS) {
-      err = "cannot duplicate the communicator of group " +
-            groupString(group) + ": " + mpiErrorString(rc);
+      err = "cannot duplicate the communicator of group " + groupString(group) +
+            ": " + mpiErrorString(rc);
       break;
     }
     MPI_Comm_set_errhandler(started, MPI_ERRORS_RETURN);
@@ -329,8 +329,7 @@ std::string Communicator::allReduce(float *data, int64_t n,
                             max ? MPI_MAX : MPI_SUM, comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiErrorString(rc);
-    if (std::string err = impl->wait(1, &request, nullptr, where);
-        !err.empty())
+    if (std::string err = impl->wait(1, &request, nullptr, where); !err.empty())
       return err;
   }
   return "";
@@ -380,8 +379,8 @@ std::string Communicator::wait(int64_t handle, const Where &where) {
   impl->started.erase(it);
   if (requests.empty())
     return "";
-  return impl->wait(static_cast<int>(requests.size()), requests.data(),
-                    nullptr, where);
+  return impl->wait(static_cast<int>(requests.size()), requests.data(), nullptr,
+                    where);
 }
 
 std::string Communicator::broadcast(float *data, int64_t n,

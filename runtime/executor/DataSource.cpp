@@ -120,7 +120,7 @@ std::string DataSource::setInputFile(const std::string &name,
 }
 
 std::string DataSource::setDataDirectory(const std::string &dir,
-                                        const Dataset::Options &options) {
+                                         const Dataset::Options &options) {
   if (!inputFiles.empty())
     return "--data and --input both give inputs; use one";
   std::unique_ptr<Dataset> dataset;

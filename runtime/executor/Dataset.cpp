@@ -110,11 +110,10 @@ struct Dataset::Impl {
     const int64_t epoch = position / records, within = position % records;
     if (!options.shuffle)
       return within;
-    return static_cast<int64_t>(
-        shuffledIndex(static_cast<uint64_t>(within),
-                      static_cast<uint64_t>(records),
-                      hashElement(options.seed, static_cast<uint64_t>(epoch),
-                                  0x64617461 /* "data" */, 0)));
+    return static_cast<int64_t>(shuffledIndex(
+        static_cast<uint64_t>(within), static_cast<uint64_t>(records),
+        hashElement(options.seed, static_cast<uint64_t>(epoch),
+                    0x64617461 /* "data" */, 0)));
   }
 
   /// Reads box [lo, hi) of `input` at `step` from the mapped shards.
@@ -136,15 +135,14 @@ struct Dataset::Impl {
                                  input.recordElements *
                                  static_cast<int64_t>(shard.header.elementSize);
       float *rowOut = out + (row - lo[0]) * rowElements;
-      forEachRun(recordLo, recordHi, recordLo, recordHi, zero,
-                 input.recordShape,
-                 [&](int64_t at, int64_t from, int64_t length) {
-                   convertNpyElements(
-                       shard.header.dtype,
-                       base + from * static_cast<int64_t>(
-                                         shard.header.elementSize),
-                       length, rowOut + at);
-                 });
+      forEachRun(
+          recordLo, recordHi, recordLo, recordHi, zero, input.recordShape,
+          [&](int64_t at, int64_t from, int64_t length) {
+            convertNpyElements(
+                shard.header.dtype,
+                base + from * static_cast<int64_t>(shard.header.elementSize),
+                length, rowOut + at);
+          });
     }
   }
 
@@ -212,8 +210,8 @@ static std::string checkValues(const Input &input, int64_t classes,
       const std::string at = "'" + shard.path + "' element " +
                              std::to_string(i) + " (record " +
                              std::to_string(i / input.recordElements) + ")";
-      if (classes > 0 && !(v >= 0 && v < static_cast<float>(classes) &&
-                           v == std::floor(v)))
+      if (classes > 0 &&
+          !(v >= 0 && v < static_cast<float>(classes) && v == std::floor(v)))
         return at + " is " + std::to_string(v) + ", not a class in [0, " +
                std::to_string(classes) + ")";
       if (classes == 0 && !allowNonfinite && !std::isfinite(v))
@@ -309,10 +307,10 @@ std::string Dataset::open(const ppc::planfile::Plan &plan,
       shard.records = fileShape[0];
       if (std::string err = mapShard(shard); !err.empty())
         return what + err;
-      input.firstRecord.push_back(
-          input.shards.empty()
-              ? 0
-              : input.firstRecord.back() + input.shards.back().records);
+      input.firstRecord.push_back(input.shards.empty()
+                                      ? 0
+                                      : input.firstRecord.back() +
+                                            input.shards.back().records);
       input.shards.push_back(std::move(shard));
     }
     const int64_t records =
@@ -369,8 +367,7 @@ std::string Dataset::load(int32_t tensor, const std::vector<int64_t> &lo,
     if (auto found = impl->prefetched.find(key);
         found != impl->prefetched.end()) {
       impl->mutex.Await(absl::Condition(&found->second.ready));
-      std::copy(found->second.values.begin(), found->second.values.end(),
-                data);
+      std::copy(found->second.values.begin(), found->second.values.end(), data);
       impl->prefetched.erase(found);
       served = true;
     }

@@ -22,15 +22,14 @@
 #include <cmath>
 #include <cstdio>
 
-#include <sys/resource.h>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
-
 
 namespace ppc::runtime {
 
@@ -623,8 +622,8 @@ std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
     try {
       old = json::parse(existing);
     } catch (const json::exception &e) {
-      return "cannot add to profile file '" + path +
-             "': not JSON (" + e.what() + "); remove it or name another";
+      return "cannot add to profile file '" + path + "': not JSON (" +
+             e.what() + "); remove it or name another";
     }
     if (!old.is_object() || old.value("version", 0) != 1 ||
         !old.contains("entries") || !old["entries"].is_array())
@@ -833,9 +832,9 @@ int Run::run() {
            << static_cast<double>(dataset.numRecords()) /
                   static_cast<double>(dataset.batchSize())
            << " steps, "
-           << (options.shuffle ? "shuffled by seed " +
-                                     std::to_string(options.seed)
-                               : std::string("in order"))
+           << (options.shuffle
+                   ? "shuffled by seed " + std::to_string(options.seed)
+                   : std::string("in order"))
            << "\n";
       out << line.str();
     }
@@ -866,8 +865,8 @@ int Run::run() {
       if (!error.empty())
         error = "--export-onnx: " + error;
       else if (!std::ofstream(options.exportOnnxOut + ".tmp"))
-        error = "--export-onnx: cannot write '" + options.exportOnnxOut +
-                ".tmp'";
+        error =
+            "--export-onnx: cannot write '" + options.exportOnnxOut + ".tmp'";
       std::remove((options.exportOnnxOut + ".tmp").c_str());
     }
   }

@@ -65,7 +65,8 @@ const Kind kKinds[] = {
 
 /// The kind of a little-endian (or byte-order-free) descr such as "<f4".
 const Kind *kindOf(const std::string &descr) {
-  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '='))
+  if (descr.size() < 3 ||
+      (descr[0] != '<' && descr[0] != '|' && descr[0] != '='))
     return nullptr;
   for (const Kind &k : kKinds)
     if (descr.compare(1, std::string::npos, k.name) == 0)
@@ -74,8 +75,8 @@ const Kind *kindOf(const std::string &descr) {
 }
 } // namespace
 
-void convertNpyElements(const std::string &dtype, const char *bytes,
-                        int64_t n, float *out) {
+void convertNpyElements(const std::string &dtype, const char *bytes, int64_t n,
+                        float *out) {
   if (const Kind *kind = kindOf(dtype))
     kind->convert(bytes, n, out);
 }

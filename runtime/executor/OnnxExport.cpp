@@ -18,8 +18,7 @@ namespace ppc::runtime {
 
 using ppc::planfile::Tensor;
 
-static std::string readModel(const std::string &path,
-                             onnx::ModelProto &model) {
+static std::string readModel(const std::string &path, onnx::ModelProto &model) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return "cannot open ONNX model '" + path + "'";
@@ -81,7 +80,7 @@ static uint16_t toHalf(float value) {
     return static_cast<uint16_t>(sign | 0x7e00);
   if (magnitude >= 0x477ff000) // rounds to at least 65536: infinity
     return static_cast<uint16_t>(sign | 0x7c00);
-  if (magnitude < 0x38800000) { // a subnormal half (or zero)
+  if (magnitude < 0x38800000) {                    // a subnormal half (or zero)
     float scaled = std::fabs(value) * 16777216.0f; // 2^24: units of 2^-24
     return static_cast<uint16_t>(sign |
                                  static_cast<uint32_t>(std::nearbyint(scaled)));
@@ -99,8 +98,7 @@ static uint16_t toBFloat16(float value) {
   return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
-template <typename T>
-static void append(std::string &bytes, T value) {
+template <typename T> static void append(std::string &bytes, T value) {
   char raw[sizeof(T)];
   std::memcpy(raw, &value, sizeof(T));
   bytes.append(raw, sizeof(T));
@@ -113,7 +111,8 @@ exportOnnxWeights(const std::string &path, const std::string &out,
   if (std::string err = readModel(path, model); !err.empty())
     return err;
   size_t replaced = 0;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+  for (onnx::TensorProto &init :
+       *model.mutable_graph()->mutable_initializer()) {
     auto it = values.find(init.name());
     if (it == values.end())
       continue;

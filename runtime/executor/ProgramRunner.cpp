@@ -13,7 +13,6 @@
 
 namespace ppc::runtime {
 
-
 using namespace ppc::planfile;
 using Clock = std::chrono::steady_clock;
 
@@ -127,8 +126,8 @@ static bool isCommunication(const Instruction &instr) {
 }
 
 /// Calls fn(id) for every buffer `instr` reads or writes.
-template <typename Fn> static void forEachBuffer(const Instruction &instr,
-                                                 Fn &&fn) {
+template <typename Fn>
+static void forEachBuffer(const Instruction &instr, Fn &&fn) {
   auto all = [&](const google::protobuf::RepeatedField<int32_t> &ids) {
     for (int32_t id : ids)
       fn(id);
@@ -756,9 +755,8 @@ std::vector<BoxValues> ProgramRunner::trainedWeights() const {
       lo = it->second.first;
       hi = it->second.second;
       const int64_t rows = p.hi[0] - p.lo[0];
-      offset = rows > 0
-                   ? (lo[0] - p.lo[0]) * (boxVolume(p.lo, p.hi) / rows)
-                   : 0;
+      offset =
+          rows > 0 ? (lo[0] - p.lo[0]) * (boxVolume(p.lo, p.hi) / rows) : 0;
     }
     auto begin = p.storage->begin() + offset;
     out.push_back({p.tensor, lo, hi,

@@ -249,17 +249,17 @@ TEST(Roofline, MemoryBoundReluOnH100) {
 TEST(Roofline, CpuPreset) {
   DeviceSpec cpu = presetDevice("cpu");
   RooflineCostModel model;
-  // One core with the CPU's own efficiency curve (half at 2e5 FLOPs).
-  // Matmul 1024^3: (2147483648 + 2e5) / 104e9 = 2.06508e-2 s, compute
-  // bound (12 MiB / 9e9 = 1.4e-3 s), plus 5 us.
+  // One core with the CPU's own efficiency curve (half at 5e4 FLOPs).
+  // Matmul 1024^3: (2147483648 + 5e4) / 220e9 = 9.76e-3 s, compute
+  // bound (12 MiB / 31e9 = 4.1e-4 s), plus 5 us.
   Op mm = matmul(1024, 1024, 1024);
   EXPECT_REL(model.kernelTime(mm, whole(mm), Phase::Forward, cpu),
-             2147683648.0 / 104e9 + 5e-6);
-  // Relu over 1024^2: compute (1048576 + 2e5) / 104e9 = 1.2e-5 s; memory
-  // 8 MiB / 9e9 = 9.32e-4 s wins; plus 5 us.
+             2147533648.0 / 220e9 + 5e-6);
+  // Relu over 1024^2: compute (1048576 + 5e4) / 220e9 = 5.0e-6 s; memory
+  // 8 MiB / 31e9 = 2.71e-4 s wins; plus 5 us.
   Op r = relu(1024, 1024);
   EXPECT_REL(model.kernelTime(r, whole(r), Phase::Forward, cpu),
-             8388608.0 / 9e9 + 5e-6);
+             8388608.0 / 31e9 + 5e-6);
 }
 
 TEST(Roofline, SmallKernelEfficiency) {

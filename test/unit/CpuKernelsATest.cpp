@@ -22,7 +22,6 @@ namespace {
 
 using Range = std::pair<int64_t, int64_t>;
 
-
 KernelContext training() { return {}; }
 
 KernelContext inference() {
@@ -466,8 +465,8 @@ TEST(CpuConv2d, OneDnnMatchesTheReferenceKernel) {
       expectClose(library.outputs[0], reference.outputs[0], 1e-5, 1e-5,
                   "oneDNN conv2d forward");
       for (size_t i = 0; i < reference.inputGrads.size(); ++i)
-        expectClose(library.inputGrads[i], reference.inputGrads[i], 1e-5,
-                    1e-5, "oneDNN conv2d gradient");
+        expectClose(library.inputGrads[i], reference.inputGrads[i], 1e-5, 1e-5,
+                    "oneDNN conv2d gradient");
     }
   }
 }

@@ -557,14 +557,14 @@ TEST(MachineJson, GemmModelFigures) {
   ASSERT_TRUE(m) << error;
   EXPECT_EQ(m->getSpec(0).computeUnits, 0);
   EXPECT_EQ(m->getSpec(0).matmulEfficiency, 0);
-  EXPECT_NE(parseError(with("\"compute_units\": 1.5")).find(
-                "compute_units: must be a whole number >= 0"),
+  EXPECT_NE(parseError(with("\"compute_units\": 1.5"))
+                .find("compute_units: must be a whole number >= 0"),
             std::string::npos);
-  EXPECT_NE(parseError(with("\"matmul_efficiency\": 1.2")).find(
-                "matmul_efficiency: must be a fraction in (0, 1]"),
+  EXPECT_NE(parseError(with("\"matmul_efficiency\": 1.2"))
+                .find("matmul_efficiency: must be a fraction in (0, 1]"),
             std::string::npos);
-  EXPECT_NE(parseError(with("\"bandwidth_efficiency\": 0")).find(
-                "bandwidth_efficiency: must be a fraction in (0, 1]"),
+  EXPECT_NE(parseError(with("\"bandwidth_efficiency\": 0"))
+                .find("bandwidth_efficiency: must be a fraction in (0, 1]"),
             std::string::npos);
 }
 
@@ -766,8 +766,7 @@ TEST(MachineJson, BandwidthBySize) {
   EXPECT_EQ(intra.bySize.points[0], std::make_pair(4096.0, 1e9));
   EXPECT_EQ(intra.collectiveBySize.points[0], std::make_pair(1e6, 2e9));
   // A transfer takes the curve's time, not latency + bytes / bandwidth.
-  EXPECT_DOUBLE_EQ(m->effectiveLink(0, 1).transferTime(4194304),
-                   4194304 / 9e9);
+  EXPECT_DOUBLE_EQ(m->effectiveLink(0, 1).transferTime(4194304), 4194304 / 9e9);
   EXPECT_DOUBLE_EQ(m->effectiveLink(0, 2).transferTime(1e6), 2e-6 + 1e6 / 1e10);
   // Written and read back: the same machine.
   std::optional<Machine> back =

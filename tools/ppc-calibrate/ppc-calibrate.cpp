@@ -37,8 +37,8 @@
 #include <functional>
 #include <iostream>
 #include <numeric>
-#include <string>
 #include <sched.h>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -46,7 +46,8 @@ using namespace ppc;
 using ppc::runtime::Communicator;
 using ppc::runtime::threadCpuSeconds;
 
-static const char kHelp[] = R"(usage: mpirun -np K ppc-calibrate -o MACHINE.json [options]
+static const char kHelp[] =
+    R"(usage: mpirun -np K ppc-calibrate -o MACHINE.json [options]
        ppc-calibrate -o MACHINE.json [options]           (one rank)
 
 Measures this host (or these hosts) as K ppc-run ranks use it and writes a
@@ -198,8 +199,8 @@ absl::StatusOr<double> timeInStep(Communicator &comm, double budget,
   if (absl::Status s = run(); !s.ok())
     return s;
   double once = std::max(secondsSince(start), 1e-7);
-  int64_t reps = static_cast<int64_t>(
-      std::clamp(std::ceil(budget / once), 2.0, 100000.0));
+  int64_t reps =
+      static_cast<int64_t>(std::clamp(std::ceil(budget / once), 2.0, 100000.0));
   reps = comm.broadcastFromRoot(reps, [] { return "the repetition count"; });
   start = Clock::now();
   for (int64_t i = 0; i < reps; ++i)
@@ -351,9 +352,10 @@ absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
 /// All-reduce bus bandwidth by size over `group` (each rank passes the
 /// group it belongs to; groups of one rank do nothing), with all-gather and
 /// reduce-scatter against half an all-reduce. Every rank takes part.
-absl::StatusOr<BandwidthCurve>
-measureCollectives(Communicator &comm, const Options &o,
-                   const std::vector<int> &group, const std::string &what) {
+absl::StatusOr<BandwidthCurve> measureCollectives(Communicator &comm,
+                                                  const Options &o,
+                                                  const std::vector<int> &group,
+                                                  const std::string &what) {
   BandwidthCurve curve;
   const int k = static_cast<int>(group.size());
   bool print = comm.rank() == 0 && !o.quiet;
@@ -373,9 +375,8 @@ measureCollectives(Communicator &comm, const Options &o,
         return member ? fromString(call()) : absl::OkStatus();
       });
     };
-    absl::StatusOr<double> allReduce = timed([&] {
-      return comm.allReduce(data.data(), n, group, false, where);
-    });
+    absl::StatusOr<double> allReduce = timed(
+        [&] { return comm.allReduce(data.data(), n, group, false, where); });
     if (!allReduce.ok())
       return allReduce.status();
     absl::StatusOr<double> allGather = timed([&] {
@@ -456,8 +457,8 @@ absl::StatusOr<std::vector<int>> hostsOfRanks(Communicator &comm) {
   std::vector<int> world = allRanks(comm);
   if (absl::Status s = fromString(comm.createGroups({world})); !s.ok())
     return s;
-  std::vector<int64_t> hashes = comm.allGatherInts(
-      {hash}, world, [] { return "the host names"; });
+  std::vector<int64_t> hashes =
+      comm.allGatherInts({hash}, world, [] { return "the host names"; });
   std::vector<int> host(comm.size(), 0);
   for (int r = 1; r < comm.size(); ++r) {
     host[r] = host[r - 1] + (hashes[r] != hashes[r - 1]);
@@ -485,8 +486,7 @@ absl::Status run(Communicator &comm, const Options &o) {
         "%d ranks on %d hosts: every host needs the same number of ranks", k,
         hosts));
   const int perHost = k / hosts;
-  const int64_t cores =
-      o.cores > 0 ? o.cores : coresOfHost(comm, perHost);
+  const int64_t cores = o.cores > 0 ? o.cores : coresOfHost(comm, perHost);
   for (int r = 0; r < k; ++r)
     if ((*hostOf)[r] != r / perHost)
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -525,8 +525,8 @@ absl::Status run(Communicator &comm, const Options &o) {
   spec.device.halfEfficiencyFlops = gemm.halfEfficiencyFlops;
   int which = o.optimizer == "sgd" ? 0 : o.optimizer == "momentum" ? 1 : 2;
   spec.device.memoryBandwidth = updates[which];
-  spec.device.memoryBytes = static_cast<int64_t>(
-      o.memory > 0 ? o.memory : hostMemory() / perHost);
+  spec.device.memoryBytes =
+      static_cast<int64_t>(o.memory > 0 ? o.memory : hostMemory() / perHost);
   if (print)
     std::printf("  fit: %.2f GFLOP/s peak, half of it at %.3g FLOPs; "
                 "memory bandwidth %.2f GB/s (%s update)\n",
@@ -551,7 +551,8 @@ absl::Status run(Communicator &comm, const Options &o) {
   auto measureLink = [&](LinkSpec &link, int a, int b,
                          const std::vector<int> &group, const char *between,
                          const char *over) -> absl::Status {
-    absl::StatusOr<BandwidthCurve> p2p = measurePingPong(comm, o, a, b, between);
+    absl::StatusOr<BandwidthCurve> p2p =
+        measurePingPong(comm, o, a, b, between);
     if (!p2p.ok())
       return p2p.status();
     link.bySize = *p2p;
@@ -593,8 +594,8 @@ absl::Status run(Communicator &comm, const Options &o) {
   if (!out)
     return absl::UnavailableError("cannot write " + o.out);
   if (!o.quiet)
-    std::printf("wrote %s (%s: %d x %d devices)\n", o.out.c_str(),
-                name.c_str(), hosts, perHost);
+    std::printf("wrote %s (%s: %d x %d devices)\n", o.out.c_str(), name.c_str(),
+                hosts, perHost);
   return absl::OkStatus();
 }
 

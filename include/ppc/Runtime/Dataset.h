@@ -1,4 +1,4 @@
-//===- Dataset.h - training inputs from a directory of .npy shards -*- C++ -*-===//
+//===- Dataset.h - training inputs from .npy shards -------------*- C++ -*-===//
 //
 // MLIR-free. `ppc-run --data DIR` reads every input tensor of the plan from
 // DIR (docs/runtime.md, "Real data"):
@@ -68,8 +68,7 @@ public:
   /// Writes box [lo, hi) of input `tensor` at step `step` into `data`,
   /// row-major over the box, from the prefetched copy when there is one.
   std::string load(int32_t tensor, const std::vector<int64_t> &lo,
-                   const std::vector<int64_t> &hi, int64_t step,
-                   float *data);
+                   const std::vector<int64_t> &hi, int64_t step, float *data);
 
   struct Impl;
 

@@ -138,8 +138,8 @@ void setKernelThreads(int threads);
 /// C = A B, row-major (m x k times k x n): the GEMM every kernel calls
 /// (oneDNN's with library kernels on, else OpenBLAS's), which
 /// ppc-calibrate measures.
-void kernelGemm(int64_t m, int64_t n, int64_t k, const float *a,
-                const float *b, float *c);
+void kernelGemm(int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                float *c);
 
 } // namespace ppc::runtime
 

@@ -36,8 +36,8 @@ std::string readNpyHeader(const std::string &path, NpyHeader &header);
 
 /// Converts `n` elements of numpy dtype `dtype` (a descr readNpyHeader
 /// accepted) at `bytes` to float32.
-void convertNpyElements(const std::string &dtype, const char *bytes,
-                        int64_t n, float *out);
+void convertNpyElements(const std::string &dtype, const char *bytes, int64_t n,
+                        float *out);
 
 /// Reads `path`; "" or an error naming the file and what is wrong.
 std::string readNpy(const std::string &path, NpyArray &array);
