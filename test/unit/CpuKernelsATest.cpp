@@ -452,21 +452,23 @@ TEST(CpuConv2d, OneDnnMatchesTheReferenceKernel) {
       rows.push_back(convPartition(c, allN, allF, h, allW, allC));
     for (const std::vector<Partition> &parts :
          {std::vector<Partition>{wholePartition(op)}, rows}) {
+      const bool library = libraryKernels();
       setLibraryKernels(false);
       const int64_t before = cpu::dnnlConvCalls();
       OpRun reference = runOp(op, training(), inputs, parts, &dy);
       EXPECT_EQ(cpu::dnnlConvCalls(), before);
       setLibraryKernels(true);
-      OpRun library = runOp(op, training(), inputs, parts, &dy);
+      OpRun libraryRun = runOp(op, training(), inputs, parts, &dy);
+      setLibraryKernels(library);
       EXPECT_EQ(cpu::dnnlConvCalls(),
                 before + 2 * static_cast<int64_t>(parts.size()));
       ASSERT_EQ(reference.error, "");
-      ASSERT_EQ(library.error, "");
-      expectClose(library.outputs[0], reference.outputs[0], 1e-5, 1e-5,
+      ASSERT_EQ(libraryRun.error, "");
+      expectClose(libraryRun.outputs[0], reference.outputs[0], 1e-5, 1e-5,
                   "oneDNN conv2d forward");
       for (size_t i = 0; i < reference.inputGrads.size(); ++i)
-        expectClose(library.inputGrads[i], reference.inputGrads[i], 1e-5, 1e-5,
-                    "oneDNN conv2d gradient");
+        expectClose(libraryRun.inputGrads[i], reference.inputGrads[i], 1e-5,
+                    1e-5, "oneDNN conv2d gradient");
     }
   }
 }

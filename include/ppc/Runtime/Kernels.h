@@ -126,7 +126,8 @@ KernelStatus backward(const OpDesc &op, const KernelContext &ctx,
 std::vector<std::string> supportedOps();
 
 /// Library kernels (oneDNN's convolutions) for the partitions they fit, the
-/// reference kernels for the rest (the default); off: reference kernels
+/// reference kernels for the rest (the default; PPC_REFERENCE_KERNELS=1 in
+/// the environment starts a process with it off); off: reference kernels
 /// only, which the tests use as the oracle of the library ones.
 void setLibraryKernels(bool on);
 bool libraryKernels();
