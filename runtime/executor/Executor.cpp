@@ -19,8 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <fstream>
 #include <limits>
@@ -865,8 +867,8 @@ int Run::run() {
       if (!error.empty())
         error = "--export-onnx: " + error;
       else if (!std::ofstream(options.exportOnnxOut + ".tmp"))
-        error =
-            "--export-onnx: cannot write '" + options.exportOnnxOut + ".tmp'";
+        error = "--export-onnx: cannot write '" + options.exportOnnxOut +
+                "' (" + std::strerror(errno) + ")";
       std::remove((options.exportOnnxOut + ".tmp").c_str());
     }
   }
