@@ -409,6 +409,27 @@ static int indexIn(const std::vector<int> &group, int rank) {
   return -1;
 }
 
+/// The pieces of a gather or scatter whose members hold counts[i] floats:
+/// piece k takes floats [k * step, (k + 1) * step) of every member's block
+/// (none of a block that ended), so that a piece moves at most
+/// kCollectiveChunkFloats in all. Calls fn(offset, pieceCounts).
+template <typename Fn>
+static std::string forEachPiece(const std::vector<int64_t> &counts, Fn &&fn) {
+  const int64_t members = static_cast<int64_t>(counts.size());
+  const int64_t step = std::max<int64_t>(1, kCollectiveChunkFloats /
+                                                std::max<int64_t>(1, members));
+  const int64_t longest = *std::max_element(counts.begin(), counts.end());
+  std::vector<int> piece(counts.size());
+  for (int64_t offset = 0; offset < longest; offset += step) {
+    for (size_t i = 0; i < counts.size(); ++i)
+      piece[i] =
+          static_cast<int>(std::clamp<int64_t>(counts[i] - offset, 0, step));
+    if (std::string err = fn(offset, piece); !err.empty())
+      return err;
+  }
+  return "";
+}
+
 std::string Communicator::allGather(const float *send, float *recv,
                                     const std::vector<int64_t> &counts,
                                     const std::vector<int> &group,
@@ -424,12 +445,19 @@ std::string Communicator::allGather(const float *send, float *recv,
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  MPI_Request request;
-  int rc = MPI_Iallgatherv(send, c[me], MPI_FLOAT, recv, c.data(),
-                           displs.data(), MPI_FLOAT, comm, &request);
-  if (rc != MPI_SUCCESS)
-    return mpiErrorString(rc);
-  return impl->wait(1, &request, nullptr, where);
+  // In pieces, as allReduce: each lands in place through displacements.
+  std::vector<int> pieceDispls(displs.size());
+  return forEachPiece(counts, [&](int64_t offset, std::vector<int> &piece) {
+    for (size_t i = 0; i < displs.size(); ++i)
+      pieceDispls[i] = displs[i] + static_cast<int>(offset);
+    MPI_Request request;
+    int rc = MPI_Iallgatherv(send + std::min<int64_t>(offset, counts[me]),
+                             piece[me], MPI_FLOAT, recv, piece.data(),
+                             pieceDispls.data(), MPI_FLOAT, comm, &request);
+    if (rc != MPI_SUCCESS)
+      return mpiErrorString(rc);
+    return impl->wait(1, &request, nullptr, where);
+  });
 }
 
 std::string Communicator::reduceScatter(const float *send, float *recv,
@@ -446,12 +474,24 @@ std::string Communicator::reduceScatter(const float *send, float *recv,
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  MPI_Request request;
-  int rc = MPI_Ireduce_scatter(send, recv, c.data(), MPI_FLOAT,
-                               max ? MPI_MAX : MPI_SUM, comm, &request);
-  if (rc != MPI_SUCCESS)
-    return mpiErrorString(rc);
-  return impl->wait(1, &request, nullptr, where);
+  const int me = indexIn(group, rank_);
+  // In pieces, as allReduce: piece k of every member's block, packed
+  // together (the call takes one contiguous buffer), reduced into place.
+  std::vector<float> packed;
+  return forEachPiece(counts, [&](int64_t offset, std::vector<int> &piece) {
+    packed.clear();
+    for (size_t i = 0; i < piece.size(); ++i)
+      if (piece[i] > 0)
+        packed.insert(packed.end(), send + displs[i] + offset,
+                      send + displs[i] + offset + piece[i]);
+    MPI_Request request;
+    int rc = MPI_Ireduce_scatter(
+        packed.data(), recv + std::min<int64_t>(offset, counts[me]),
+        piece.data(), MPI_FLOAT, max ? MPI_MAX : MPI_SUM, comm, &request);
+    if (rc != MPI_SUCCESS)
+      return mpiErrorString(rc);
+    return impl->wait(1, &request, nullptr, where);
+  });
 }
 
 std::string Communicator::allToAll(const float *send,

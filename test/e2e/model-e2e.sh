@@ -9,8 +9,9 @@
 #   4. a checkpoint resumes bit-identically (checkpoint-resume.sh).
 # usage: model-e2e.sh PPC_OPT EXAMPLES WORKDIR MODEL BATCH KIND NP RUN...
 #        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run"). MODEL is
-#        EXAMPLES/MODEL.onnx, or gpt4 or convnet from bench/models.py (a
-#        4-layer GPT; a CNN without batch norm).
+#        EXAMPLES/MODEL.onnx, or gpt4, gptwide or convnet from
+#        bench/models.py (a 4-layer GPT; a 1-layer GPT with a 4096-word
+#        vocabulary; a CNN without batch norm).
 set -e
 ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
 shift 7
@@ -25,6 +26,11 @@ gpt4)
 convnet)
   python3 "$here/../../bench/models.py" convnet --batch "$batch" \
     > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+gptwide)
+  # 2 MB embedding and head: sharded collectives of several 1 MiB pieces.
+  python3 "$here/../../bench/models.py" gpt --layers 1 --hidden 128 \
+    --heads 4 --seq 8 --vocab 4096 --batch "$batch" > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 *)
   import="$ppc_opt $examples/$model.onnx --batch-size=$batch" ;;

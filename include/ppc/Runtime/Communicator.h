@@ -31,9 +31,9 @@ namespace ppc::runtime {
 /// near 2^63 ns (292 years) would overflow into the past.
 constexpr double kUnlimitedTimeout = 1e9;
 
-/// All-reduces run in pieces of this many floats (1 MiB): on a 2-core host
-/// with Open MPI's shared memory, 256 MiB all-reduce at 1.3 GB/s whole and
-/// 4-6 GB/s in 1 MiB pieces.
+/// All-reduces, reduce-scatters and all-gathers run in pieces of at most
+/// this many floats (1 MiB): on a 2-core host with Open MPI's shared
+/// memory, 256 MiB all-reduce at 1.3 GB/s whole and 4-6 GB/s in pieces.
 constexpr int64_t kCollectiveChunkFloats = int64_t(1) << 18;
 
 class Communicator {
