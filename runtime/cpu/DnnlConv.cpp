@@ -131,6 +131,23 @@ memory::dims dims(std::initializer_list<int64_t> values) {
   return memory::dims(values.begin(), values.end());
 }
 
+/// `d`'s dims in the layout oneDNN finds best.
+memory::desc anyLayout(const memory::desc &d) {
+  return memory::desc(d.dims(), dt::f32, tag::any);
+}
+
+/// The window of a convolution, as its primitives take it.
+struct Window {
+  memory::dims strides, dilates, padL, padR;
+};
+
+Window windowOf(const DnnlConv &c) {
+  // oneDNN counts dilation from 0 (no gap between taps).
+  return {dims({c.strides[0], c.strides[1]}),
+          dims({c.dilations[0] - 1, c.dilations[1] - 1}),
+          dims({c.padLo[0], c.padLo[1]}), dims({c.padHi[0], c.padHi[1]})};
+}
+
 std::string keyOf(const DnnlConv &c) {
   std::string key;
   for (int64_t v :
@@ -167,18 +184,12 @@ Primitives &primitivesOf(const DnnlConv &c) {
   p->bias = memory::desc(dims({c.outChannels}), dt::f32, tag::x);
   p->dst = memory::desc(dims({c.batch, c.outChannels, c.outRows, c.outCols}),
                         dt::f32, tag::nchw);
-  auto any = [](const memory::desc &d) {
-    return memory::desc(d.dims(), dt::f32, tag::any);
-  };
-  const memory::dims strides = dims({c.strides[0], c.strides[1]});
-  // oneDNN counts dilation from 0 (no gap between taps).
-  const memory::dims dilates = dims({c.dilations[0] - 1, c.dilations[1] - 1});
-  const memory::dims padL = dims({c.padLo[0], c.padLo[1]});
-  const memory::dims padR = dims({c.padHi[0], c.padHi[1]});
+  const Window w = windowOf(c);
   convolution_forward::desc forward(
-      prop_kind::forward_training, algorithm::convolution_direct, any(p->src),
-      any(p->weights), c.bias ? p->bias : memory::desc(), any(p->dst), strides,
-      dilates, padL, padR);
+      prop_kind::forward_training, algorithm::convolution_direct,
+      anyLayout(p->src), anyLayout(p->weights),
+      c.bias ? p->bias : memory::desc(), anyLayout(p->dst), w.strides,
+      w.dilates, w.padL, w.padR);
   p->forwardDesc.emplace(forward, cpuEngine());
   p->forward.emplace(*p->forwardDesc);
   p->fwdSrc.init(p->src, p->forwardDesc->src_desc(), true, false);
@@ -189,16 +200,10 @@ Primitives &primitivesOf(const DnnlConv &c) {
 }
 
 void makeBackward(const DnnlConv &c, Primitives &p) {
-  const memory::dims strides = dims({c.strides[0], c.strides[1]});
-  const memory::dims dilates = dims({c.dilations[0] - 1, c.dilations[1] - 1});
-  const memory::dims padL = dims({c.padLo[0], c.padLo[1]});
-  const memory::dims padR = dims({c.padHi[0], c.padHi[1]});
-  auto any = [](const memory::desc &d) {
-    return memory::desc(d.dims(), dt::f32, tag::any);
-  };
-  convolution_backward_data::desc data(algorithm::convolution_direct,
-                                       any(p.src), any(p.weights), any(p.dst),
-                                       strides, dilates, padL, padR);
+  const Window w = windowOf(c);
+  convolution_backward_data::desc data(
+      algorithm::convolution_direct, anyLayout(p.src), anyLayout(p.weights),
+      anyLayout(p.dst), w.strides, w.dilates, w.padL, w.padR);
   convolution_backward_data::primitive_desc dataDesc(data, cpuEngine(),
                                                      *p.forwardDesc);
   p.backwardData.emplace(dataDesc);
@@ -211,8 +216,8 @@ void makeBackward(const DnnlConv &c, Primitives &p) {
   // batch and its pieces by more than --verify allows where the gradient
   // cancels to rounding noise (a bias before batch norm).
   convolution_backward_weights::desc weights(
-      algorithm::convolution_direct, any(p.src), any(p.weights), any(p.dst),
-      strides, dilates, padL, padR);
+      algorithm::convolution_direct, anyLayout(p.src), anyLayout(p.weights),
+      anyLayout(p.dst), w.strides, w.dilates, w.padL, w.padR);
   convolution_backward_weights::primitive_desc weightsDesc(weights, cpuEngine(),
                                                            *p.forwardDesc);
   p.backwardWeights.emplace(weightsDesc);

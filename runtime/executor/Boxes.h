@@ -9,6 +9,7 @@
 #ifndef PPC_RUNTIME_EXECUTOR_BOXES_H
 #define PPC_RUNTIME_EXECUTOR_BOXES_H
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +48,23 @@ inline void boxIntersect(const Index &aLo, const Index &aHi, const Index &bLo,
     if (hi[d] < lo[d])
       hi[d] = lo[d];
   }
+}
+
+/// True if box [lo, hi) is a block of whole rows of box [outerLo, outerHi):
+/// a ZeRO shard (dim 0 within, every other dim the same).
+inline bool isRowBlock(const Index &lo, const Index &hi, const Index &outerLo,
+                       const Index &outerHi) {
+  return !lo.empty() && lo.size() == outerLo.size() && lo[0] >= outerLo[0] &&
+         hi[0] <= outerHi[0] &&
+         std::equal(lo.begin() + 1, lo.end(), outerLo.begin() + 1) &&
+         std::equal(hi.begin() + 1, hi.end(), outerHi.begin() + 1);
+}
+
+/// Offset, in a buffer holding box [lo, hi), of its global row `row` (dim
+/// 0): where a ZeRO shard, a block of whole rows, starts.
+inline int64_t rowOffset(const Index &lo, const Index &hi, int64_t row) {
+  const int64_t rows = hi[0] - lo[0];
+  return rows > 0 ? (row - lo[0]) * (boxVolume(lo, hi) / rows) : 0;
 }
 
 inline std::string boxString(const Index &lo, const Index &hi) {

@@ -382,7 +382,7 @@ std::string ProgramRunner::collective(const Instruction::Collective &c) {
   }
 }
 
-std::string ProgramRunner::startCollective(int index) {
+std::string ProgramRunner::startCollective(int index, double startedAt) {
   const Instruction::Collective &c = program.instructions(index).collective();
   Buffer *buffer;
   if (std::string err = lookup(c.buffer(), buffer); !err.empty())
@@ -395,8 +395,7 @@ std::string ProgramRunner::startCollective(int index) {
       !err.empty())
     return "starting all_reduce of instruction " + std::to_string(index) +
            ": " + err;
-  started_[index] = {handle, 0.0};
-  ++overlapped_;
+  started_[index] = {handle, startedAt};
   return "";
 }
 

@@ -309,6 +309,31 @@ std::string Communicator::completeSends(const std::string &context) {
   return err.empty() ? "" : "sending failed: " + err;
 }
 
+/// The pieces of a collective whose members hold counts[i] floats (one
+/// count for an all-reduce): piece k takes floats [k * step, (k + 1) *
+/// step) of every member's block (none of a block that ended), so that a
+/// piece moves at most kCollectiveChunkFloats in all. Each piece stays in
+/// cache while it is reduced, and a non-blocking collective advances only
+/// while this rank tests it, which a short one's wait does without
+/// sleeping (docs/runtime.md, "Collectives"). Calls fn(offset,
+/// pieceCounts).
+template <typename Fn>
+static std::string forEachPiece(const std::vector<int64_t> &counts, Fn &&fn) {
+  const int64_t members = static_cast<int64_t>(counts.size());
+  const int64_t step = std::max<int64_t>(1, kCollectiveChunkFloats /
+                                                std::max<int64_t>(1, members));
+  const int64_t longest = *std::max_element(counts.begin(), counts.end());
+  std::vector<int> piece(counts.size());
+  for (int64_t offset = 0; offset < longest; offset += step) {
+    for (size_t i = 0; i < counts.size(); ++i)
+      piece[i] =
+          static_cast<int>(std::clamp<int64_t>(counts[i] - offset, 0, step));
+    if (std::string err = fn(offset, piece); !err.empty())
+      return err;
+  }
+  return "";
+}
+
 std::string Communicator::allReduce(float *data, int64_t n,
                                     const std::vector<int> &group, bool max,
                                     const Where &where) {
@@ -317,22 +342,14 @@ std::string Communicator::allReduce(float *data, int64_t n,
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  // In pieces of kCollectiveChunkFloats, one after the other: each stays
-  // in cache while it is reduced, and a non-blocking collective advances
-  // only while this rank tests it, which a short one's wait does without
-  // sleeping (docs/runtime.md, "Collectives").
-  for (int64_t first = 0; first < n; first += kCollectiveChunkFloats) {
-    const int count =
-        static_cast<int>(std::min(kCollectiveChunkFloats, n - first));
+  return forEachPiece({n}, [&](int64_t offset, std::vector<int> &piece) {
     MPI_Request request;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + first, count, MPI_FLOAT,
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece[0], MPI_FLOAT,
                             max ? MPI_MAX : MPI_SUM, comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiErrorString(rc);
-    if (std::string err = impl->wait(1, &request, nullptr, where); !err.empty())
-      return err;
-  }
-  return "";
+    return impl->wait(1, &request, nullptr, where);
+  });
 }
 
 std::string Communicator::startAllReduce(float *data, int64_t n,
@@ -345,17 +362,15 @@ std::string Communicator::startAllReduce(float *data, int64_t n,
   auto it = impl->startedComms.find(group);
   if (it == impl->startedComms.end())
     return "no communicator for group " + groupString(group);
-  for (int64_t first = 0; first < n; first += kCollectiveChunkFloats) {
-    const int count =
-        static_cast<int>(std::min(kCollectiveChunkFloats, n - first));
+  return forEachPiece({n}, [&](int64_t offset, std::vector<int> &piece) {
     MPI_Request request;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + first, count, MPI_FLOAT,
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece[0], MPI_FLOAT,
                             max ? MPI_MAX : MPI_SUM, it->second, &request);
     if (rc != MPI_SUCCESS)
       return mpiErrorString(rc);
     requests.push_back(request);
-  }
-  return "";
+    return std::string();
+  });
 }
 
 void Communicator::progress() {
@@ -409,27 +424,6 @@ static int indexIn(const std::vector<int> &group, int rank) {
   return -1;
 }
 
-/// The pieces of a gather or scatter whose members hold counts[i] floats:
-/// piece k takes floats [k * step, (k + 1) * step) of every member's block
-/// (none of a block that ended), so that a piece moves at most
-/// kCollectiveChunkFloats in all. Calls fn(offset, pieceCounts).
-template <typename Fn>
-static std::string forEachPiece(const std::vector<int64_t> &counts, Fn &&fn) {
-  const int64_t members = static_cast<int64_t>(counts.size());
-  const int64_t step = std::max<int64_t>(1, kCollectiveChunkFloats /
-                                                std::max<int64_t>(1, members));
-  const int64_t longest = *std::max_element(counts.begin(), counts.end());
-  std::vector<int> piece(counts.size());
-  for (int64_t offset = 0; offset < longest; offset += step) {
-    for (size_t i = 0; i < counts.size(); ++i)
-      piece[i] =
-          static_cast<int>(std::clamp<int64_t>(counts[i] - offset, 0, step));
-    if (std::string err = fn(offset, piece); !err.empty())
-      return err;
-  }
-  return "";
-}
-
 std::string Communicator::allGather(const float *send, float *recv,
                                     const std::vector<int64_t> &counts,
                                     const std::vector<int> &group,
@@ -445,7 +439,7 @@ std::string Communicator::allGather(const float *send, float *recv,
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  // In pieces, as allReduce: each lands in place through displacements.
+  // Each piece lands in place through displacements.
   std::vector<int> pieceDispls(displs.size());
   return forEachPiece(counts, [&](int64_t offset, std::vector<int> &piece) {
     for (size_t i = 0; i < displs.size(); ++i)
@@ -475,8 +469,8 @@ std::string Communicator::reduceScatter(const float *send, float *recv,
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   const int me = indexIn(group, rank_);
-  // In pieces, as allReduce: piece k of every member's block, packed
-  // together (the call takes one contiguous buffer), reduced into place.
+  // Piece k of every member's block, packed together (the call takes one
+  // contiguous buffer), reduced into place.
   std::vector<float> packed;
   return forEachPiece(counts, [&](int64_t offset, std::vector<int> &piece) {
     packed.clear();

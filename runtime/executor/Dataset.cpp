@@ -80,7 +80,6 @@ struct Prefetched {
 } // namespace
 
 struct Dataset::Impl {
-  std::string dir;
   Options options;
   std::map<int32_t, Input> inputs;
   int64_t records = 0;
@@ -259,7 +258,6 @@ std::string Dataset::open(const ppc::planfile::Plan &plan,
   if (!fs::is_directory(dir, ec))
     return what + "not a directory";
   auto impl = std::make_unique<Impl>();
-  impl->dir = dir;
   impl->options = options;
   std::string firstName;
   for (const Tensor &tensor : plan.tensors()) {

@@ -23,7 +23,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-
 #include <fstream>
 #include <limits>
 #include <map>
@@ -456,14 +455,8 @@ int Run::verify(int64_t step) {
     // rows came from their ranks, which check them).
     BoxValues rows;
     for (const BoxValues &g : runner.keptGradients())
-      if (!grad && g.tensor == w.tensor && !g.lo.empty() &&
-          g.lo.size() == w.lo.size() && g.lo[0] >= w.lo[0] &&
-          g.hi[0] <= w.hi[0] &&
-          std::equal(g.lo.begin() + 1, g.lo.end(), w.lo.begin() + 1) &&
-          std::equal(g.hi.begin() + 1, g.hi.end(), w.hi.begin() + 1)) {
-        int64_t perRow =
-            boxVolume(w.lo, w.hi) / std::max<int64_t>(1, w.hi[0] - w.lo[0]);
-        auto begin = w.values.begin() + (g.lo[0] - w.lo[0]) * perRow;
+      if (!grad && g.tensor == w.tensor && isRowBlock(g.lo, g.hi, w.lo, w.hi)) {
+        auto begin = w.values.begin() + rowOffset(w.lo, w.hi, g.lo[0]);
         rows = {w.tensor, g.lo, g.hi,
                 std::vector<float>(begin, begin + g.values.size())};
         grad = &g;

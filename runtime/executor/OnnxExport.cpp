@@ -2,14 +2,13 @@
 
 #include "ppc/Runtime/OnnxExport.h"
 
+#include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/PlanIO.h"
 
 #include "onnx/onnx_pb.h"
 
-#include <cerrno>
 #include <climits>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -163,10 +162,8 @@ exportOnnxWeights(const std::string &path, const std::string &out,
     if (!file || !model.SerializeToOstream(&file) || !file.flush())
       return "cannot write '" + temporary + "'";
   }
-  if (std::rename(temporary.c_str(), out.c_str()) != 0)
-    return "cannot rename '" + temporary + "' to '" + out +
-           "': " + std::strerror(errno);
-  return "";
+  // Checkpoints' rename: OUT.onnx is whole or absent, and durable.
+  return commitFile(out);
 }
 
 } // namespace ppc::runtime

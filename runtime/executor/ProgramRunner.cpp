@@ -218,7 +218,6 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   live.clear();
   // The first step runs every collective in place; later ones overlap.
   const bool overlapping = overlap_ && overlapPlanned_;
-  overlapped_ = 0;
   const Clock::time_point start = Clock::now();
   auto seconds = [](Clock::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -238,12 +237,10 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     try {
       err = startedEarly ? waitCollective(index_) : execute(instr);
       if (overlapping && err.empty())
-        for (int next : startsAfter_[index_]) {
-          err = startCollective(next);
-          if (!err.empty())
+        for (int next : startsAfter_[index_])
+          if (!(err = startCollective(next, seconds(Clock::now() - start)))
+                   .empty())
             break;
-          started_[next].second = seconds(Clock::now() - start);
-        }
       if (overlapping && err.empty() && !started_.empty())
         comm.progress();
     } catch (const std::bad_alloc &) {
@@ -657,10 +654,7 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   // The gradient covers the weight's box, or (ZeRO) a shard of it along
   // dim 0: a contiguous block of its rows, which alone is updated.
   bool shard = g->grad && g->tensor == w->tensor &&
-               g->lo.size() == w->lo.size() && !g->lo.empty() &&
-               g->lo[0] >= w->lo[0] && g->hi[0] <= w->hi[0] &&
-               std::equal(g->lo.begin() + 1, g->lo.end(), w->lo.begin() + 1) &&
-               std::equal(g->hi.begin() + 1, g->hi.end(), w->hi.begin() + 1);
+               isRowBlock(g->lo, g->hi, w->lo, w->hi);
   bool whole =
       g->grad && g->tensor == w->tensor && g->lo == w->lo && g->hi == w->hi;
   if (!whole && !shard)
@@ -668,11 +662,7 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
            boxString(w->lo, w->hi) + " with buffer " +
            std::to_string(u.grad()) + ", which is not its gradient's box " +
            "or a shard of it along dim 0";
-  int64_t offset = 0;
-  if (!whole) {
-    int64_t rows = w->hi[0] - w->lo[0];
-    offset = rows > 0 ? (g->lo[0] - w->lo[0]) * (w->size() / rows) : 0;
-  }
+  const int64_t offset = whole ? 0 : rowOffset(w->lo, w->hi, g->lo[0]);
   updatedBoxes_[u.weight()] = {g->lo, g->hi};
   if (keepGradients_) {
     keptGrads_.push_back(
@@ -754,9 +744,7 @@ std::vector<BoxValues> ProgramRunner::trainedWeights() const {
       // Rows [lo0, hi0) of the buffer, whose other dims are whole.
       lo = it->second.first;
       hi = it->second.second;
-      const int64_t rows = p.hi[0] - p.lo[0];
-      offset =
-          rows > 0 ? (lo[0] - p.lo[0]) * (boxVolume(p.lo, p.hi) / rows) : 0;
+      offset = rowOffset(p.lo, p.hi, lo[0]);
     }
     auto begin = p.storage->begin() + offset;
     out.push_back({p.tensor, lo, hi,

@@ -108,8 +108,6 @@ public:
   /// in program order, and is waited for where it stands in the program.
   /// Between instructions the runner lets MPI progress.
   void setOverlap(bool on) { overlap_ = on; }
-  /// All-reduces started early in the last step (a test hook).
-  int overlappedCollectives() const { return overlapped_; }
 
   std::vector<BoxValues> updatedWeights() const;
   /// The weights as training left them, for export: of each weight buffer,
@@ -171,7 +169,7 @@ private:
   std::string update(const Instruction::Update &u);
   /// Finds, once, where each overlapped all-reduce starts.
   void planOverlap();
-  std::string startCollective(int index);
+  std::string startCollective(int index, double startedAt);
   std::string waitCollective(int index);
   std::string output(const Instruction::Output &o);
 
@@ -218,7 +216,6 @@ private:
 
   bool overlap_ = false;
   bool overlapPlanned_ = false;
-  int overlapped_ = 0;
   /// Per instruction: the all-reduces (instruction indices) that start
   /// after it, and whether it is one that started earlier.
   std::vector<std::vector<int>> startsAfter_;
