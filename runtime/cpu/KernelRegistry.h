@@ -35,6 +35,8 @@ struct KernelImpl {
   ScratchFn scratch;
   /// Stages in training (forward, backward); inference always runs 1.
   int32_t trainingStages = 1;
+  /// Operands the forward updates in place in training.
+  std::vector<int> updatedOperands = {};
 };
 
 using KernelTable = std::map<std::string, KernelImpl>;

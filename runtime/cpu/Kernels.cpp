@@ -192,6 +192,13 @@ int32_t numStages(const OpDesc &op, bool training, bool backward) {
   return impl->trainingStages;
 }
 
+std::vector<int> updatedOperands(const OpDesc &op, bool training) {
+  const cpu::KernelImpl *impl = lookup(op.kind);
+  if (!impl || !training)
+    return {};
+  return impl->updatedOperands;
+}
+
 KernelStatus forward(const OpDesc &op, const KernelContext &ctx,
                      const std::vector<TensorView> &inputs,
                      std::vector<TensorView> &outputs,

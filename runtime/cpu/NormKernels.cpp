@@ -633,8 +633,11 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
 } // namespace
 
 void registerNormKernels(KernelTable &table) {
-  table["ppc.batch_norm"] = {batchNormForward, batchNormBackward,
-                             batchNormScratch, 2};
+  table["ppc.batch_norm"] = {batchNormForward,
+                             batchNormBackward,
+                             batchNormScratch,
+                             2,
+                             {Mean, Variance}};
   table["ppc.layer_norm"] = {layerNormForward, layerNormBackward, nullptr, 1};
   table["ppc.softmax"] = {softmaxForward<false>, softmaxBackward<false>,
                           nullptr, 1};

@@ -3,7 +3,7 @@
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/PlanIO.h"
 
-#include "Boxes.h"
+#include "ppc/Runtime/Boxes.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -295,84 +295,85 @@ std::string ProgramRunner::collective(const Instruction::Collective &c) {
   };
   const bool max = c.reduction() == Instruction::MAX;
   const size_t n = group.size();
+  const DType dtype = buffer->dtype();
+  if (result && result->dtype() != dtype)
+    return std::string(collectiveName(c.kind())) + " from a " +
+           dtypeName(dtype) + " buffer into a " + dtypeName(result->dtype()) +
+           " one";
+  // Pieces packed one after another in a staging buffer, as views of it.
+  auto pieceView = [&](DeviceBuffer &packed, int64_t offset, const Index &lo,
+                       const Index &hi) {
+    return DeviceView{&packed, offset, buffer->shape, lo, hi};
+  };
   switch (c.kind()) {
   case Instruction::ALL_REDUCE:
-    return comm.allReduce(buffer->data(), buffer->size(), group, max, where);
-  case Instruction::BROADCAST:
-    return comm.broadcast(buffer->data(), buffer->size(), group, c.root(),
+    return comm.allReduce(buffer->data(), dtype, buffer->size(), group, max,
                           where);
+  case Instruction::BROADCAST:
+    return comm.broadcast(buffer->data(), dtype, buffer->size(), group,
+                          c.root(), where);
   case Instruction::ALL_GATHER: {
     if (layout.direct)
-      return comm.allGather(buffer->data(), result->data(), layout.counts,
-                            group, where);
-    staging.resize(result->size());
-    if (std::string err = comm.allGather(buffer->data(), staging.data(),
+      return comm.allGather(buffer->data(), result->data(), dtype,
+                            layout.counts, group, where);
+    DeviceBuffer *packed = stagingBuffer(dtype, result->size());
+    if (!packed)
+      return "out of memory for the staging buffer";
+    if (std::string err = comm.allGather(buffer->data(), packed->data(), dtype,
                                          layout.counts, group, where);
         !err.empty())
       return err;
-    float *dst = result->data();
     int64_t offset = 0;
     for (size_t i = 0; i < n; ++i) {
       const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
-      forEachRun(lo, hi, lo, hi, result->lo, result->hi,
-                 [&](int64_t a, int64_t b, int64_t len) {
-                   std::memcpy(dst + b, staging.data() + offset + a,
-                               len * sizeof(float));
-                 });
+      backend.copyBox(pieceView(*packed, offset, lo, hi), result->view(), lo,
+                      hi, false);
       offset += layout.counts[i];
     }
     return "";
   }
   case Instruction::REDUCE_SCATTER: {
     if (layout.direct)
-      return comm.reduceScatter(buffer->data(), result->data(), layout.counts,
-                                group, max, where);
-    staging.resize(buffer->size());
-    const float *src = buffer->data();
+      return comm.reduceScatter(buffer->data(), result->data(), dtype,
+                                layout.counts, group, max, where);
+    DeviceBuffer *packed = stagingBuffer(dtype, buffer->size());
+    if (!packed)
+      return "out of memory for the staging buffer";
     int64_t offset = 0;
     for (size_t i = 0; i < n; ++i) {
       const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
-      forEachRun(lo, hi, buffer->lo, buffer->hi, lo, hi,
-                 [&](int64_t a, int64_t b, int64_t len) {
-                   std::memcpy(staging.data() + offset + b, src + a,
-                               len * sizeof(float));
-                 });
+      backend.copyBox(buffer->view(), pieceView(*packed, offset, lo, hi), lo,
+                      hi, false);
       offset += layout.counts[i];
     }
-    return comm.reduceScatter(staging.data(), result->data(), layout.counts,
-                              group, max, where);
+    return comm.reduceScatter(packed->data(), result->data(), dtype,
+                              layout.counts, group, max, where);
   }
   case Instruction::ALL_TO_ALL: {
     int64_t sent = 0;
     for (int64_t count : layout.sendCounts)
       sent += count;
-    std::vector<float> out(sent);
-    const float *src = buffer->data();
+    std::shared_ptr<DeviceBuffer> out = backend.allocate(dtype, sent);
+    DeviceBuffer *in = stagingBuffer(dtype, result->size());
+    if (!out || !in)
+      return "out of memory for the staging buffers";
     int64_t offset = 0;
     for (size_t i = 0; i < n; ++i) {
       const Index &lo = layout.sendLo[i], &hi = layout.sendHi[i];
-      forEachRun(lo, hi, buffer->lo, buffer->hi, lo, hi,
-                 [&](int64_t a, int64_t b, int64_t len) {
-                   std::memcpy(out.data() + offset + b, src + a,
-                               len * sizeof(float));
-                 });
+      backend.copyBox(buffer->view(), pieceView(*out, offset, lo, hi), lo, hi,
+                      false);
       offset += layout.sendCounts[i];
     }
-    staging.resize(result->size());
     if (std::string err =
-            comm.allToAll(out.data(), layout.sendCounts, staging.data(),
-                          layout.counts, group, where);
+            comm.allToAll(out->data(), layout.sendCounts, in->data(),
+                          layout.counts, dtype, group, where);
         !err.empty())
       return err;
-    float *dst = result->data();
     offset = 0;
     for (size_t i = 0; i < n; ++i) {
       const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
-      forEachRun(lo, hi, lo, hi, result->lo, result->hi,
-                 [&](int64_t a, int64_t b, int64_t len) {
-                   std::memcpy(dst + b, staging.data() + offset + a,
-                               len * sizeof(float));
-                 });
+      backend.copyBox(pieceView(*in, offset, lo, hi), result->view(), lo, hi,
+                      false);
       offset += layout.counts[i];
     }
     return "";
@@ -389,9 +390,10 @@ std::string ProgramRunner::startCollective(int index, double startedAt) {
     return err;
   int64_t handle = 0;
   const std::vector<int> group(c.group().begin(), c.group().end());
-  if (std::string err =
-          comm.startAllReduce(buffer->data(), buffer->size(), group,
-                              c.reduction() == Instruction::MAX, handle);
+  std::unique_ptr<Event> ready = backend.record();
+  if (std::string err = comm.startAllReduce(
+          buffer->data(), buffer->dtype(), buffer->size(), group,
+          c.reduction() == Instruction::MAX, *ready, handle);
       !err.empty())
     return "starting all_reduce of instruction " + std::to_string(index) +
            ": " + err;

@@ -6,8 +6,10 @@
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct PendingSend {
-  std::vector<float> data;
+  std::shared_ptr<DeviceBuffer> message;
   MPI_Request request = MPI_REQUEST_NULL;
   int peer = 0, tag = 0;
 };
@@ -41,6 +43,50 @@ std::string mpiErrorString(int code) {
   return std::string(text, length);
 }
 
+MPI_Datatype mpiType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::I64:
+    return MPI_INT64_T;
+  default:
+    return MPI_UINT16_T;
+  }
+}
+
+/// Sum or max of 16-bit floats: each pair widened, the result rounded.
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), bool Max>
+void reduce16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = Widen(a[i]), y = Widen(b[i]);
+    b[i] = Narrow(Max ? (x > y || std::isnan(x) ? x : y) : x + y);
+  }
+}
+
+/// The MPI operations of 16-bit floats, made once MPI runs.
+struct Float16Ops {
+  MPI_Op bf16Sum, bf16Max, f16Sum, f16Max;
+  Float16Ops() {
+    MPI_Op_create(reduce16<bfloat16ToFloat, floatToBFloat16, false>, 1,
+                  &bf16Sum);
+    MPI_Op_create(reduce16<bfloat16ToFloat, floatToBFloat16, true>, 1,
+                  &bf16Max);
+    MPI_Op_create(reduce16<halfToFloat, floatToHalf, false>, 1, &f16Sum);
+    MPI_Op_create(reduce16<halfToFloat, floatToHalf, true>, 1, &f16Max);
+  }
+};
+
+MPI_Op mpiOp(DType dtype, bool max) {
+  if (!isFloat16(dtype))
+    return max ? MPI_MAX : MPI_SUM;
+  static const Float16Ops ops;
+  if (dtype == DType::BF16)
+    return max ? ops.bf16Max : ops.bf16Sum;
+  return max ? ops.f16Max : ops.f16Sum;
+}
+
 /// MPI counts are ints; the displacements of `counts`, or an error.
 std::string toMpiCounts(const std::vector<int64_t> &counts,
                         std::vector<int> &out, std::vector<int> &displs) {
@@ -49,7 +95,7 @@ std::string toMpiCounts(const std::vector<int64_t> &counts,
   int64_t offset = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] > INT_MAX || offset > INT_MAX)
-      return "a collective of more than 2^31 floats is not supported";
+      return "a collective of more than 2^31 elements is not supported";
     out[i] = static_cast<int>(counts[i]);
     displs[i] = static_cast<int>(offset);
     offset += counts[i];
@@ -58,7 +104,60 @@ std::string toMpiCounts(const std::vector<int64_t> &counts,
 }
 } // namespace
 
-struct Communicator::Impl {
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(int rank, int size, double timeout, bool mpi);
+  ~MpiCommunicator() override;
+
+  std::string
+  createGroups(const std::vector<std::vector<int>> &groups) override;
+  int maxTag() const override;
+  std::string send(std::shared_ptr<DeviceBuffer> message, int64_t n, int peer,
+                   int tag) override;
+  std::string recv(void *data, DType dtype, int64_t n, int peer, int tag,
+                   const Where &where) override;
+  std::string completeSends(const std::string &context) override;
+  std::string allReduce(void *data, DType dtype, int64_t n,
+                        const std::vector<int> &group, bool max,
+                        const Where &where) override;
+  std::string startAllReduce(void *data, DType dtype, int64_t n,
+                             const std::vector<int> &group, bool max,
+                             Event &ready, int64_t &handle) override;
+  void progress() override;
+  std::string wait(int64_t handle, const Where &where) override;
+  std::string broadcast(void *data, DType dtype, int64_t n,
+                        const std::vector<int> &group, int root,
+                        const Where &where) override;
+  std::string allGather(const void *send, void *recv, DType dtype,
+                        const std::vector<int64_t> &counts,
+                        const std::vector<int> &group,
+                        const Where &where) override;
+  std::string reduceScatter(const void *send, void *recv, DType dtype,
+                            const std::vector<int64_t> &counts,
+                            const std::vector<int> &group, bool max,
+                            const Where &where) override;
+  std::string allToAll(const void *send, const std::vector<int64_t> &sendCounts,
+                       void *recv, const std::vector<int64_t> &recvCounts,
+                       DType dtype, const std::vector<int> &group,
+                       const Where &where) override;
+  std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
+                                     const std::vector<int> &group,
+                                     const Where &where) override;
+  std::vector<double> maxOverRanks(const std::vector<double> &values,
+                                   const Where &where) override;
+  bool anyRank(bool flag, const Where &where) override;
+  std::vector<std::string> gatherToRoot(const std::string &mine,
+                                        const Where &where) override;
+  int64_t broadcastFromRoot(int64_t value, const Where &where) override;
+  void barrier(const Where &where) override;
+  [[noreturn]] void abort(int code) override;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+struct MpiCommunicator::Impl {
   bool mpi = false;
   double timeout = 0;
   int rank = 0;
@@ -144,14 +243,14 @@ struct Communicator::Impl {
   }
 };
 
-Communicator::Communicator(int rank, int size, double timeout, bool mpi)
-    : rank_(rank), size_(size), impl(std::make_unique<Impl>()) {
+MpiCommunicator::MpiCommunicator(int rank, int size, double timeout, bool mpi)
+    : Communicator(rank, size), impl(std::make_unique<Impl>()) {
   impl->mpi = mpi;
   impl->timeout = timeout;
   impl->rank = rank;
 }
 
-Communicator::~Communicator() {
+MpiCommunicator::~MpiCommunicator() {
   if (!impl->mpi)
     return;
   for (auto &entry : impl->comms)
@@ -196,15 +295,15 @@ std::unique_ptr<Communicator> Communicator::world(double timeoutSeconds) {
   // Errors come back as codes, reported with the instruction that failed.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   return std::unique_ptr<Communicator>(
-      new Communicator(rank, size, timeoutSeconds, size > 1));
+      new MpiCommunicator(rank, size, timeoutSeconds, size > 1));
 }
 
 std::unique_ptr<Communicator> Communicator::single() {
-  return std::unique_ptr<Communicator>(new Communicator(0, 1, 0, false));
+  return std::unique_ptr<Communicator>(new MpiCommunicator(0, 1, 0, false));
 }
 
 std::string
-Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
+MpiCommunicator::createGroups(const std::vector<std::vector<int>> &groups) {
   if (!impl->mpi)
     return "";
   MPI_Group world;
@@ -214,7 +313,7 @@ Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
     const std::vector<int> &group = groups[i];
     bool member = false;
     for (int r : group)
-      member |= r == rank_;
+      member |= r == rank();
     if (!member || group.size() < 2 || impl->comms.count(group))
       continue;
     MPI_Group g;
@@ -244,7 +343,7 @@ Communicator::createGroups(const std::vector<std::vector<int>> &groups) {
   return err;
 }
 
-int Communicator::maxTag() const {
+int MpiCommunicator::maxTag() const {
   if (!impl->mpi)
     return INT_MAX;
   int *value = nullptr, found = 0;
@@ -252,46 +351,49 @@ int Communicator::maxTag() const {
   return found ? *value : 32767;
 }
 
-std::string Communicator::send(std::vector<float> data, int peer, int tag) {
-  if (data.size() > INT_MAX)
-    return "a message of more than 2^31 floats is not supported";
+std::string MpiCommunicator::send(std::shared_ptr<DeviceBuffer> message,
+                                  int64_t n, int peer, int tag) {
+  if (n > INT_MAX)
+    return "a message of more than 2^31 elements is not supported";
   if (std::string err = impl->reap(); !err.empty())
     return err;
   PendingSend &s = impl->sends.emplace_back();
-  s.data = std::move(data);
+  s.message = std::move(message);
   s.peer = peer;
   s.tag = tag;
-  int rc = MPI_Isend(s.data.data(), static_cast<int>(s.data.size()), MPI_FLOAT,
-                     peer, tag, MPI_COMM_WORLD, &s.request);
+  int rc = MPI_Isend(s.message->data(), static_cast<int>(n),
+                     mpiType(s.message->dtype()), peer, tag, MPI_COMM_WORLD,
+                     &s.request);
   if (rc != MPI_SUCCESS)
     return "MPI_Isend failed: " + mpiErrorString(rc);
   return "";
 }
 
-std::string Communicator::recv(float *data, int64_t n, int peer, int tag,
-                               const Where &where) {
+std::string MpiCommunicator::recv(void *data, DType dtype, int64_t n, int peer,
+                                  int tag, const Where &where) {
   if (n > INT_MAX)
-    return "a message of more than 2^31 floats is not supported";
+    return "a message of more than 2^31 elements is not supported";
   MPI_Request request;
   MPI_Status status;
-  int rc = MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
-                     MPI_COMM_WORLD, &request);
+  const MPI_Datatype type = mpiType(dtype);
+  int rc = MPI_Irecv(data, static_cast<int>(n), type, peer, tag, MPI_COMM_WORLD,
+                     &request);
   if (rc != MPI_SUCCESS)
     return "MPI_Irecv failed: " + mpiErrorString(rc);
   if (std::string err = impl->wait(1, &request, &status, where); !err.empty())
     return "receiving from rank " + std::to_string(peer) + " (tag " +
-           std::to_string(tag) + ", a box of " + std::to_string(n) +
-           " floats) failed: " + err;
+           std::to_string(tag) + ", a box of " + std::to_string(n) + " " +
+           dtypeName(dtype) + " elements) failed: " + err;
   int count = 0;
-  MPI_Get_count(&status, MPI_FLOAT, &count);
+  MPI_Get_count(&status, type, &count);
   if (count != n)
     return "the message from rank " + std::to_string(peer) + " (tag " +
-           std::to_string(tag) + ") has " + std::to_string(count) +
-           " floats but the box has " + std::to_string(n);
+           std::to_string(tag) + ") has " + std::to_string(count) + " " +
+           dtypeName(dtype) + " elements but the box has " + std::to_string(n);
   return "";
 }
 
-std::string Communicator::completeSends(const std::string &context) {
+std::string MpiCommunicator::completeSends(const std::string &context) {
   if (impl->sends.empty())
     return "";
   std::vector<MPI_Request> requests;
@@ -309,18 +411,19 @@ std::string Communicator::completeSends(const std::string &context) {
   return err.empty() ? "" : "sending failed: " + err;
 }
 
-/// The pieces of a collective whose members hold counts[i] floats (one
-/// count for an all-reduce): piece k takes floats [k * step, (k + 1) *
-/// step) of every member's block (none of a block that ended), so that a
-/// piece moves at most kCollectiveChunkFloats in all. Each piece stays in
-/// cache while it is reduced, and a non-blocking collective advances only
-/// while this rank tests it, which a short one's wait does without
-/// sleeping (docs/runtime.md, "Collectives"). Calls fn(offset,
+/// The pieces of a collective whose members hold counts[i] elements of
+/// `bytes` bytes (one count for an all-reduce): piece k takes elements
+/// [k * step, (k + 1) * step) of every member's block (none of a block that
+/// ended), so that a piece moves at most kCollectiveChunkBytes in all. Each
+/// piece stays in cache while it is reduced, and a non-blocking collective
+/// advances only while this rank tests it, which a short one's wait does
+/// without sleeping (docs/runtime.md, "Collectives"). Calls fn(offset,
 /// pieceCounts).
 template <typename Fn>
-static std::string forEachPiece(const std::vector<int64_t> &counts, Fn &&fn) {
+static std::string forEachPiece(const std::vector<int64_t> &counts, int bytes,
+                                Fn &&fn) {
   const int64_t members = static_cast<int64_t>(counts.size());
-  const int64_t step = std::max<int64_t>(1, kCollectiveChunkFloats /
+  const int64_t step = std::max<int64_t>(1, kCollectiveChunkBytes / bytes /
                                                 std::max<int64_t>(1, members));
   const int64_t longest = *std::max_element(counts.begin(), counts.end());
   std::vector<int> piece(counts.size());
@@ -334,38 +437,45 @@ static std::string forEachPiece(const std::vector<int64_t> &counts, Fn &&fn) {
   return "";
 }
 
-std::string Communicator::allReduce(float *data, int64_t n,
-                                    const std::vector<int> &group, bool max,
-                                    const Where &where) {
+std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
+                                       const std::vector<int> &group, bool max,
+                                       const Where &where) {
   if (group.size() < 2)
     return "";
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  return forEachPiece({n}, [&](int64_t offset, std::vector<int> &piece) {
+  const int bytes = dtypeBytes(dtype);
+  char *base = static_cast<char *>(data);
+  return forEachPiece({n}, bytes, [&](int64_t offset, std::vector<int> &piece) {
     MPI_Request request;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece[0], MPI_FLOAT,
-                            max ? MPI_MAX : MPI_SUM, comm, &request);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, base + offset * bytes, piece[0],
+                            mpiType(dtype), mpiOp(dtype, max), comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiErrorString(rc);
     return impl->wait(1, &request, nullptr, where);
   });
 }
 
-std::string Communicator::startAllReduce(float *data, int64_t n,
-                                         const std::vector<int> &group,
-                                         bool max, int64_t &handle) {
+std::string MpiCommunicator::startAllReduce(void *data, DType dtype, int64_t n,
+                                            const std::vector<int> &group,
+                                            bool max, Event &ready,
+                                            int64_t &handle) {
   handle = impl->nextHandle++;
+  ready.wait(); // MPI reads host memory: the data must be there
   std::vector<MPI_Request> &requests = impl->started[handle];
   if (group.size() < 2)
     return "";
   auto it = impl->startedComms.find(group);
   if (it == impl->startedComms.end())
     return "no communicator for group " + groupString(group);
-  return forEachPiece({n}, [&](int64_t offset, std::vector<int> &piece) {
+  const int bytes = dtypeBytes(dtype);
+  char *base = static_cast<char *>(data);
+  return forEachPiece({n}, bytes, [&](int64_t offset, std::vector<int> &piece) {
     MPI_Request request;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece[0], MPI_FLOAT,
-                            max ? MPI_MAX : MPI_SUM, it->second, &request);
+    int rc =
+        MPI_Iallreduce(MPI_IN_PLACE, base + offset * bytes, piece[0],
+                       mpiType(dtype), mpiOp(dtype, max), it->second, &request);
     if (rc != MPI_SUCCESS)
       return mpiErrorString(rc);
     requests.push_back(request);
@@ -373,7 +483,7 @@ std::string Communicator::startAllReduce(float *data, int64_t n,
   });
 }
 
-void Communicator::progress() {
+void MpiCommunicator::progress() {
   if (!impl->mpi || impl->started.empty())
     return;
   // Testing any request runs Open MPI's progress engine for all of them.
@@ -386,7 +496,7 @@ void Communicator::progress() {
     }
 }
 
-std::string Communicator::wait(int64_t handle, const Where &where) {
+std::string MpiCommunicator::wait(int64_t handle, const Where &where) {
   auto it = impl->started.find(handle);
   if (it == impl->started.end())
     return "no started collective " + std::to_string(handle);
@@ -398,19 +508,19 @@ std::string Communicator::wait(int64_t handle, const Where &where) {
                     where);
 }
 
-std::string Communicator::broadcast(float *data, int64_t n,
-                                    const std::vector<int> &group, int root,
-                                    const Where &where) {
+std::string MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
+                                       const std::vector<int> &group, int root,
+                                       const Where &where) {
   if (group.size() < 2)
     return "";
   if (n > INT_MAX)
-    return "a collective of more than 2^31 floats is not supported";
+    return "a collective of more than 2^31 elements is not supported";
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
-  int rc =
-      MPI_Ibcast(data, static_cast<int>(n), MPI_FLOAT, root, comm, &request);
+  int rc = MPI_Ibcast(data, static_cast<int>(n), mpiType(dtype), root, comm,
+                      &request);
   if (rc != MPI_SUCCESS)
     return mpiErrorString(rc);
   return impl->wait(1, &request, nullptr, where);
@@ -424,13 +534,15 @@ static int indexIn(const std::vector<int> &group, int rank) {
   return -1;
 }
 
-std::string Communicator::allGather(const float *send, float *recv,
-                                    const std::vector<int64_t> &counts,
-                                    const std::vector<int> &group,
-                                    const Where &where) {
-  const int me = indexIn(group, rank_);
+std::string MpiCommunicator::allGather(const void *send, void *recv,
+                                       DType dtype,
+                                       const std::vector<int64_t> &counts,
+                                       const std::vector<int> &group,
+                                       const Where &where) {
+  const int me = indexIn(group, rank());
+  const int bytes = dtypeBytes(dtype);
   if (group.size() < 2) {
-    std::memcpy(recv, send, counts[0] * sizeof(float));
+    std::memcpy(recv, send, counts[0] * bytes);
     return "";
   }
   std::vector<int> c, displs;
@@ -441,25 +553,31 @@ std::string Communicator::allGather(const float *send, float *recv,
     return err;
   // Each piece lands in place through displacements.
   std::vector<int> pieceDispls(displs.size());
-  return forEachPiece(counts, [&](int64_t offset, std::vector<int> &piece) {
-    for (size_t i = 0; i < displs.size(); ++i)
-      pieceDispls[i] = displs[i] + static_cast<int>(offset);
-    MPI_Request request;
-    int rc = MPI_Iallgatherv(send + std::min<int64_t>(offset, counts[me]),
-                             piece[me], MPI_FLOAT, recv, piece.data(),
-                             pieceDispls.data(), MPI_FLOAT, comm, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiErrorString(rc);
-    return impl->wait(1, &request, nullptr, where);
-  });
+  const MPI_Datatype type = mpiType(dtype);
+  const char *sendBytes = static_cast<const char *>(send);
+  return forEachPiece(
+      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
+        for (size_t i = 0; i < displs.size(); ++i)
+          pieceDispls[i] = displs[i] + static_cast<int>(offset);
+        MPI_Request request;
+        int rc = MPI_Iallgatherv(
+            sendBytes + std::min<int64_t>(offset, counts[me]) * bytes,
+            piece[me], type, recv, piece.data(), pieceDispls.data(), type, comm,
+            &request);
+        if (rc != MPI_SUCCESS)
+          return mpiErrorString(rc);
+        return impl->wait(1, &request, nullptr, where);
+      });
 }
 
-std::string Communicator::reduceScatter(const float *send, float *recv,
-                                        const std::vector<int64_t> &counts,
-                                        const std::vector<int> &group, bool max,
-                                        const Where &where) {
+std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
+                                           DType dtype,
+                                           const std::vector<int64_t> &counts,
+                                           const std::vector<int> &group,
+                                           bool max, const Where &where) {
+  const int bytes = dtypeBytes(dtype);
   if (group.size() < 2) {
-    std::memcpy(recv, send, counts[0] * sizeof(float));
+    std::memcpy(recv, send, counts[0] * bytes);
     return "";
   }
   std::vector<int> c, displs;
@@ -468,34 +586,38 @@ std::string Communicator::reduceScatter(const float *send, float *recv,
   MPI_Comm comm = MPI_COMM_NULL;
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
-  const int me = indexIn(group, rank_);
+  const int me = indexIn(group, rank());
   // Piece k of every member's block, packed together (the call takes one
   // contiguous buffer), reduced into place.
-  std::vector<float> packed;
-  return forEachPiece(counts, [&](int64_t offset, std::vector<int> &piece) {
-    packed.clear();
-    for (size_t i = 0; i < piece.size(); ++i)
-      if (piece[i] > 0)
-        packed.insert(packed.end(), send + displs[i] + offset,
-                      send + displs[i] + offset + piece[i]);
-    MPI_Request request;
-    int rc = MPI_Ireduce_scatter(
-        packed.data(), recv + std::min<int64_t>(offset, counts[me]),
-        piece.data(), MPI_FLOAT, max ? MPI_MAX : MPI_SUM, comm, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiErrorString(rc);
-    return impl->wait(1, &request, nullptr, where);
-  });
+  std::vector<char> packed;
+  const char *sendBytes = static_cast<const char *>(send);
+  char *recvBytes = static_cast<char *>(recv);
+  return forEachPiece(
+      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
+        packed.clear();
+        for (size_t i = 0; i < piece.size(); ++i)
+          if (piece[i] > 0)
+            packed.insert(packed.end(),
+                          sendBytes + (displs[i] + offset) * bytes,
+                          sendBytes + (displs[i] + offset + piece[i]) * bytes);
+        MPI_Request request;
+        int rc = MPI_Ireduce_scatter(
+            packed.data(),
+            recvBytes + std::min<int64_t>(offset, counts[me]) * bytes,
+            piece.data(), mpiType(dtype), mpiOp(dtype, max), comm, &request);
+        if (rc != MPI_SUCCESS)
+          return mpiErrorString(rc);
+        return impl->wait(1, &request, nullptr, where);
+      });
 }
 
-std::string Communicator::allToAll(const float *send,
-                                   const std::vector<int64_t> &sendCounts,
-                                   float *recv,
-                                   const std::vector<int64_t> &recvCounts,
-                                   const std::vector<int> &group,
-                                   const Where &where) {
+std::string
+MpiCommunicator::allToAll(const void *send,
+                          const std::vector<int64_t> &sendCounts, void *recv,
+                          const std::vector<int64_t> &recvCounts, DType dtype,
+                          const std::vector<int> &group, const Where &where) {
   if (group.size() < 2) {
-    std::memcpy(recv, send, sendCounts[0] * sizeof(float));
+    std::memcpy(recv, send, sendCounts[0] * dtypeBytes(dtype));
     return "";
   }
   std::vector<int> sc, sd, rc, rd;
@@ -507,16 +629,18 @@ std::string Communicator::allToAll(const float *send,
   if (std::string err = impl->commOf(group, comm); !err.empty())
     return err;
   MPI_Request request;
-  int code = MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv,
-                            rc.data(), rd.data(), MPI_FLOAT, comm, &request);
+  const MPI_Datatype type = mpiType(dtype);
+  int code = MPI_Ialltoallv(send, sc.data(), sd.data(), type, recv, rc.data(),
+                            rd.data(), type, comm, &request);
   if (code != MPI_SUCCESS)
     return mpiErrorString(code);
   return impl->wait(1, &request, nullptr, where);
 }
 
 std::vector<int64_t>
-Communicator::allGatherInts(const std::vector<int64_t> &mine,
-                            const std::vector<int> &group, const Where &where) {
+MpiCommunicator::allGatherInts(const std::vector<int64_t> &mine,
+                               const std::vector<int> &group,
+                               const Where &where) {
   if (group.size() < 2)
     return mine;
   std::vector<int64_t> all(mine.size() * group.size());
@@ -533,8 +657,8 @@ Communicator::allGatherInts(const std::vector<int64_t> &mine,
 }
 
 std::vector<double>
-Communicator::maxOverRanks(const std::vector<double> &values,
-                           const Where &where) {
+MpiCommunicator::maxOverRanks(const std::vector<double> &values,
+                              const Where &where) {
   std::vector<double> out = values;
   if (!impl->mpi)
     return out;
@@ -545,7 +669,7 @@ Communicator::maxOverRanks(const std::vector<double> &values,
   return out;
 }
 
-bool Communicator::anyRank(bool flag, const Where &where) {
+bool MpiCommunicator::anyRank(bool flag, const Where &where) {
   if (!impl->mpi)
     return flag;
   int value = flag ? 1 : 0;
@@ -556,33 +680,33 @@ bool Communicator::anyRank(bool flag, const Where &where) {
   return value != 0;
 }
 
-std::vector<std::string> Communicator::gatherToRoot(const std::string &mine,
-                                                    const Where &where) {
+std::vector<std::string> MpiCommunicator::gatherToRoot(const std::string &mine,
+                                                       const Where &where) {
   if (!impl->mpi)
     return {mine};
   int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(size_), displs(size_);
+  std::vector<int> lengths(size()), displs(size());
   MPI_Request request;
   MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
               MPI_COMM_WORLD, &request);
   impl->waitBetweenSteps(&request, where);
   int total = 0;
-  for (int r = 0; r < size_; ++r) {
+  for (int r = 0; r < size(); ++r) {
     displs[r] = total;
     total += lengths[r];
   }
-  std::string all(rank_ == 0 ? total : 0, '\0');
+  std::string all(rank() == 0 ? total : 0, '\0');
   MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
                displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &request);
   impl->waitBetweenSteps(&request, where);
   std::vector<std::string> out;
-  if (rank_ == 0)
-    for (int r = 0; r < size_; ++r)
+  if (rank() == 0)
+    for (int r = 0; r < size(); ++r)
       out.push_back(all.substr(displs[r], lengths[r]));
   return out;
 }
 
-int64_t Communicator::broadcastFromRoot(int64_t value, const Where &where) {
+int64_t MpiCommunicator::broadcastFromRoot(int64_t value, const Where &where) {
   if (!impl->mpi)
     return value;
   MPI_Request request;
@@ -591,7 +715,7 @@ int64_t Communicator::broadcastFromRoot(int64_t value, const Where &where) {
   return value;
 }
 
-void Communicator::barrier(const Where &where) {
+void MpiCommunicator::barrier(const Where &where) {
   if (!impl->mpi)
     return;
   MPI_Request request;
@@ -599,7 +723,7 @@ void Communicator::barrier(const Where &where) {
   impl->waitBetweenSteps(&request, where);
 }
 
-void Communicator::abort(int code) {
+void MpiCommunicator::abort(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
   if (impl->mpi)

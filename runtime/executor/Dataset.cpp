@@ -2,7 +2,7 @@
 
 #include "ppc/Runtime/Dataset.h"
 
-#include "Boxes.h"
+#include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/DataSource.h"
 #include "ppc/Runtime/Npy.h"
 #include "ppc/Runtime/PlanIO.h"

@@ -173,7 +173,8 @@ public:
       : plan(plan), options(options), comm(comm), out(out), err(err),
         rank(comm.rank()), hash(planHash(plan)),
         data(plan, options.seed, options.init, options.batches),
-        runner(plan, data, comm) {}
+        backend(createBackend(options.backend)),
+        runner(plan, data, comm, *backend) {}
 
   int run();
 
@@ -235,6 +236,8 @@ private:
   const int rank;
   const uint64_t hash;
   DataSource data;
+  /// Made by runPlan's check of the name: never null.
+  std::unique_ptr<Backend> backend;
   ProgramRunner runner;
   std::ofstream log;
   double peakResidentBytes = 0;
@@ -252,7 +255,7 @@ std::string Run::checkOptions() const {
   if (options.verify && !options.resumeDir.empty())
     return "--verify checks the first step from the initial weights and "
            "cannot be combined with --resume";
-  if (options.verifyTolerance <= 0)
+  if (options.verifyTolerance < 0)
     return "--verify-tolerance must be positive";
   if (options.threads < 1)
     return "--threads must be at least 1";
@@ -292,7 +295,11 @@ std::string Run::checkMemory() const {
     } else {
       lo.assign(hi.size(), 0);
     }
-    const double bytes = double(boxVolume(lo, hi)) * sizeof(float);
+    DType dtype = DType::F32;
+    if (b.tensor() >= 0)
+      storageDType(plan.tensors(b.tensor()).dtype(), dtype);
+    const double elements = double(boxVolume(lo, hi));
+    const double bytes = elements * dtypeBytes(dtype);
     if (bytes > largest) {
       largest = bytes;
       largestName = b.tensor() < 0
@@ -304,10 +311,13 @@ std::string Run::checkMemory() const {
     const Tensor *t = b.tensor() >= 0 ? &plan.tensors(b.tensor()) : nullptr;
     if (t && !b.grad() &&
         (t->role() == Tensor::WEIGHT || t->role() == Tensor::FROZEN)) {
-      // Kept across steps, with the optimizer's state for weights.
+      // Kept across steps, with the optimizer's float32 state (and master
+      // copy of a 16-bit weight) for weights.
+      const bool weight = t->role() == Tensor::WEIGHT;
       if (persistent.insert(b.id()).second)
         persistentBytes +=
-            bytes * (1 + (t->role() == Tensor::WEIGHT ? slots : 0));
+            bytes + (weight ? slots + (dtype == DType::F32 ? 0 : 1) : 0) *
+                        elements * sizeof(float);
       continue;
     }
     liveBytes += bytes;
@@ -317,10 +327,13 @@ std::string Run::checkMemory() const {
   // --verify's reference holds every tensor and its gradient whole.
   double reference = 0;
   if (options.verify)
-    for (const Tensor &t : plan.tensors())
-      reference += 2.0 * sizeof(float) *
+    for (const Tensor &t : plan.tensors()) {
+      DType dtype = DType::F32;
+      storageDType(t.dtype(), dtype);
+      reference += 2.0 * dtypeBytes(dtype) *
                    double(checkedElementCount(
                        Index(t.shape().begin(), t.shape().end())));
+    }
   const double need = persistentBytes + peak;
   const double memory =
       double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
@@ -411,16 +424,34 @@ bool Run::writeCheckpoint(int64_t steps) {
   return true;
 }
 
+/// The loosest DTypeInfo of the plan's tensors' types.
+static const DTypeInfo &loosestDType(const Plan &plan) {
+  const DTypeInfo *loosest = &dtypeInfo(DType::F32);
+  for (const Tensor &t : plan.tensors()) {
+    DType dtype;
+    if (storageDType(t.dtype(), dtype) &&
+        dtypeInfo(dtype).verifyTolerance > loosest->verifyTolerance)
+      loosest = &dtypeInfo(dtype);
+  }
+  return *loosest;
+}
+
 int Run::verify(int64_t step) {
+  const DTypeInfo &loosest = loosestDType(plan);
+  const double tolerance = options.verifyTolerance > 0
+                               ? options.verifyTolerance
+                               : loosest.verifyTolerance;
   ReferenceStep ref;
-  if (anyFailed(runReferenceStep(plan, data, step, ref), true))
+  if (anyFailed(runReferenceStep(plan, data, step, *backend, ref), true))
     return 1;
   auto shapeOf = [&](int32_t t) {
     return Index(plan.tensors(t).shape().begin(),
                  plan.tensors(t).shape().end());
   };
-  // Floors of the relative errors: 1% of the largest |value| among the
-  // reference's tensors of each kind (the same on every rank).
+  // Floors of the relative errors: 1% (for float32; DTypeInfo::verifyFloor)
+  // of the largest |value| among the reference's tensors of each kind (the
+  // same on every rank).
+  const double floorFraction = loosest.verifyFloor;
   double floor[VFrozen + 1] = {};
   for (int32_t t = 0; t < plan.tensors_size(); ++t) {
     const Tensor &tensor = plan.tensors(t);
@@ -429,9 +460,11 @@ int Run::verify(int64_t step) {
                : tensor.is_output()              ? VOutput
                                                  : -1;
     if (kind >= 0)
-      floor[kind] = std::max(floor[kind], 0.01 * maxMagnitude(ref.values[t]));
+      floor[kind] =
+          std::max(floor[kind], floorFraction * maxMagnitude(ref.values[t]));
     if (kind == VWeight)
-      floor[VGrad] = std::max(floor[VGrad], 0.01 * maxMagnitude(ref.grads[t]));
+      floor[VGrad] =
+          std::max(floor[VGrad], floorFraction * maxMagnitude(ref.grads[t]));
   }
   floor[VLoss] = floor[VOutput];
   VerifyTable table;
@@ -495,13 +528,13 @@ int Run::verify(int64_t step) {
     out << "verify: step " << step
         << " against the single-device reference (worst over ranks, "
            "tolerance "
-        << format("%g", options.verifyTolerance) << " relative)\n";
+        << format("%g", tolerance) << " relative)\n";
     char line[256];
     std::snprintf(line, sizeof(line), "  %-7s %-32s %14s %14s\n", "what",
                   "tensor", "max abs err", "max rel err");
     out << line;
     for (const auto &[key, row] : worst) {
-      bool bad = !(row.maxRel <= options.verifyTolerance);
+      bool bad = !(row.maxRel <= tolerance);
       failed += bad;
       std::snprintf(line, sizeof(line), "  %-7s %-32s %14.3e %14.3e%s\n",
                     verifyKindName(key.first),
@@ -992,6 +1025,12 @@ int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
           << " ranks (machine " << plan.machine().name() << ") but runs on "
           << comm.size() << "; start it with mpirun -np "
           << plan.programs_size() << "\n";
+    return 1;
+  }
+  if (!createBackend(options.backend)) {
+    if (comm.rank() == 0)
+      err << "ppc-run: unknown backend '" << options.backend << "' (this "
+          << "build has " << backendNames() << ")\n";
     return 1;
   }
   Run run(plan, options, comm, out, err);

@@ -1,6 +1,7 @@
 //===- OnnxExport.cpp - trained weights back into the ONNX model ----------===//
 
 #include "ppc/Runtime/OnnxExport.h"
+#include "ppc/Runtime/DType.h"
 
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/PlanIO.h"
@@ -69,34 +70,6 @@ std::string checkOnnxWeights(const std::string &path,
   return "";
 }
 
-/// float32 to IEEE half, rounding to nearest even.
-static uint16_t toHalf(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  const uint32_t magnitude = x & 0x7fffffff;
-  if (magnitude > 0x7f800000) // NaN
-    return static_cast<uint16_t>(sign | 0x7e00);
-  if (magnitude >= 0x477ff000) // rounds to at least 65536: infinity
-    return static_cast<uint16_t>(sign | 0x7c00);
-  if (magnitude < 0x38800000) {                    // a subnormal half (or zero)
-    float scaled = std::fabs(value) * 16777216.0f; // 2^24: units of 2^-24
-    return static_cast<uint16_t>(sign |
-                                 static_cast<uint32_t>(std::nearbyint(scaled)));
-  }
-  uint32_t rounded = magnitude + 0xfff + ((magnitude >> 13) & 1);
-  return static_cast<uint16_t>(sign | ((rounded - 0x38000000) >> 13));
-}
-
-/// float32 to bfloat16, rounding to nearest even.
-static uint16_t toBFloat16(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  if ((x & 0x7fffffff) > 0x7f800000)
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
 template <typename T> static void append(std::string &bytes, T value) {
   char raw[sizeof(T)];
   std::memcpy(raw, &value, sizeof(T));
@@ -132,11 +105,11 @@ exportOnnxWeights(const std::string &path, const std::string &out,
       break;
     case onnx::TensorProto::FLOAT16:
       for (float x : v)
-        append<uint16_t>(bytes, toHalf(x));
+        append<uint16_t>(bytes, floatToHalf(x));
       break;
     case onnx::TensorProto::BFLOAT16:
       for (float x : v)
-        append<uint16_t>(bytes, toBFloat16(x));
+        append<uint16_t>(bytes, floatToBFloat16(x));
       break;
     default:
       return "initializer '" + init.name() + "' of '" + path +

@@ -58,12 +58,41 @@ OpDesc describeOp(const Plan &plan, const Op &op) {
 }
 
 ProgramRunner::ProgramRunner(const Plan &plan, const DataSource &data,
-                             Communicator &comm)
-    : plan(plan), program(plan.programs(comm.rank())), data(data), comm(comm) {}
+                             Communicator &comm, Backend &backend)
+    : plan(plan), program(plan.programs(comm.rank())), data(data), comm(comm),
+      backend(backend) {}
+
+DType ProgramRunner::dtypeOf(int32_t tensor) const {
+  DType dtype = DType::F32;
+  if (tensor >= 0)
+    storageDType(plan.tensors(tensor).dtype(), dtype); // checked by prepare
+  return dtype;
+}
+
+DeviceBuffer *ProgramRunner::stagingBuffer(DType dtype, int64_t n) {
+  if (!staging_ || staging_->dtype() != dtype || staging_->size() < n)
+    staging_ = backend.allocate(dtype, n);
+  return staging_.get();
+}
+
+std::vector<float> ProgramRunner::hostValues(const DeviceBuffer &buffer,
+                                             int64_t n) const {
+  std::vector<float> values(n);
+  backend.read(buffer, 0, n, values.data());
+  return values;
+}
 
 std::string ProgramRunner::prepare() {
   for (const Op &op : plan.ops())
     descs.push_back(describeOp(plan, op));
+  for (const Tensor &t : plan.tensors()) {
+    DType dtype;
+    if (!storageDType(t.dtype(), dtype))
+      return "tensor '" + t.name() + "' has element type '" + t.dtype() +
+             "', which the " + backend.name() +
+             " backend does not store (f32, f64, bf16, f16 or an integer "
+             "type)";
+  }
 
   const int n = program.instructions_size();
   contextOp.assign(n, -1);
@@ -320,7 +349,7 @@ std::string ProgramRunner::execute(const Instruction &instr) {
     Buffer *b;
     if (std::string err = lookup(instr.fill().buffer(), b); !err.empty())
       return err;
-    std::fill(b->storage->begin(), b->storage->end(), instr.fill().value());
+    backend.fill(*b->storage, instr.fill().value());
     return "";
   }
   case Instruction::kCopy:
@@ -374,6 +403,7 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b) {
     buffer.lo.assign(b.box().lo().begin(), b.box().lo().end());
     buffer.hi.assign(b.box().hi().begin(), b.box().hi().end());
   }
+  const DType dtype = dtypeOf(b.tensor());
   if (b.tensor() >= 0 && !b.grad() && !b.staging() &&
       isPersistentRole(plan.tensors(b.tensor()))) {
     auto it = persistent.find(b.id());
@@ -382,8 +412,13 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b) {
       p.tensor = b.tensor();
       p.lo = buffer.lo;
       p.hi = buffer.hi;
-      p.storage = std::make_shared<std::vector<float>>(
-          std::max<int64_t>(buffer.size(), 1), 0.0f);
+      p.storage = backend.allocate(dtype, buffer.size());
+      p.master = dtype == DType::F32 ||
+                         plan.tensors(b.tensor()).role() != Tensor::WEIGHT
+                     ? p.storage
+                     : backend.allocate(DType::F32, buffer.size());
+      if (!p.storage || !p.master)
+        return "out of memory";
       it = persistent.emplace(b.id(), std::move(p)).first;
     } else if (it->second.tensor != b.tensor() || it->second.lo != buffer.lo ||
                it->second.hi != buffer.hi) {
@@ -396,8 +431,9 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b) {
     buffer.storage = it->second.storage;
   } else {
     // Never empty, so a view's data is null only where no gradient is wanted.
-    buffer.storage = std::make_shared<std::vector<float>>(
-        std::max<int64_t>(buffer.size(), 1), 0.0f);
+    buffer.storage = backend.allocate(dtype, buffer.size());
+    if (!buffer.storage)
+      return "out of memory";
   }
   live[b.id()] = std::move(buffer);
   return "";
@@ -413,7 +449,15 @@ std::string ProgramRunner::load(Buffer &b, int32_t id) {
       return "";
     it->second.loaded = true;
   }
-  return data.load(b.tensor, b.lo, b.hi, step_, b.data());
+  std::vector<float> values(b.size());
+  if (std::string err = data.load(b.tensor, b.lo, b.hi, step_, values.data());
+      !err.empty())
+    return err;
+  backend.write(*b.storage, 0, values.data(), b.size());
+  // A 16-bit weight's master copy starts from the exact values.
+  if (it != persistent.end() && it->second.master != it->second.storage)
+    backend.write(*it->second.master, 0, values.data(), b.size());
+  return "";
 }
 
 std::string ProgramRunner::copy(const Instruction::Copy &c) {
@@ -430,17 +474,7 @@ std::string ProgramRunner::copy(const Instruction::Copy &c) {
            std::to_string(c.src()) + " " + boxString(src->lo, src->hi) +
            " to buffer " + std::to_string(c.dst()) + " " +
            boxString(dst->lo, dst->hi) + ": the box is not inside both";
-  const float *s = src->data();
-  float *d = dst->data();
-  const bool add = c.accumulate();
-  forEachRun(lo, hi, src->lo, src->hi, dst->lo, dst->hi,
-             [&](int64_t a, int64_t b, int64_t n) {
-               if (add)
-                 for (int64_t i = 0; i < n; ++i)
-                   d[b + i] += s[a + i];
-               else
-                 std::memmove(d + b, s + a, n * sizeof(float));
-             });
+  backend.copyBox(src->view(), dst->view(), lo, hi, c.accumulate());
   return "";
 }
 
@@ -453,13 +487,13 @@ std::string ProgramRunner::send(const Instruction::Send &s) {
   if (!boxInside(lo, hi, b->lo, b->hi))
     return "send of box " + boxString(lo, hi) + " outside buffer " +
            std::to_string(s.buffer()) + " " + boxString(b->lo, b->hi);
-  std::vector<float> message(boxVolume(lo, hi));
-  const float *src = b->data();
-  forEachRun(lo, hi, b->lo, b->hi, lo, hi,
-             [&](int64_t a, int64_t m, int64_t n) {
-               std::memcpy(message.data() + m, src + a, n * sizeof(float));
-             });
-  return comm.send(std::move(message), s.peer(), s.tag());
+  const int64_t n = boxVolume(lo, hi);
+  std::shared_ptr<DeviceBuffer> message = backend.allocate(b->dtype(), n);
+  if (!message)
+    return "out of memory for a message";
+  backend.copyBox(b->view(), {message.get(), 0, b->shape, lo, hi}, lo, hi,
+                  false);
+  return comm.send(std::move(message), n, s.peer(), s.tag());
 }
 
 std::string ProgramRunner::recv(const Instruction::Recv &r) {
@@ -478,30 +512,25 @@ std::string ProgramRunner::recv(const Instruction::Recv &r) {
   };
   // The whole buffer can take the message directly.
   if (!r.accumulate() && lo == b->lo && hi == b->hi)
-    return comm.recv(b->data(), n, r.peer(), r.tag(), where);
-  staging.resize(n);
-  if (std::string err = comm.recv(staging.data(), n, r.peer(), r.tag(), where);
+    return comm.recv(b->data(), b->dtype(), n, r.peer(), r.tag(), where);
+  DeviceBuffer *staged = stagingBuffer(b->dtype(), n);
+  if (!staged)
+    return "out of memory for a message";
+  if (std::string err =
+          comm.recv(staged->data(), b->dtype(), n, r.peer(), r.tag(), where);
       !err.empty())
     return err;
-  float *dst = b->data();
-  const bool add = r.accumulate();
-  forEachRun(lo, hi, lo, hi, b->lo, b->hi,
-             [&](int64_t m, int64_t a, int64_t len) {
-               if (add)
-                 for (int64_t i = 0; i < len; ++i)
-                   dst[a + i] += staging[m + i];
-               else
-                 std::memcpy(dst + a, staging.data() + m, len * sizeof(float));
-             });
+  backend.copyBox({staged, 0, b->shape, lo, hi}, b->view(), lo, hi,
+                  r.accumulate());
   return "";
 }
 
 std::string ProgramRunner::viewOf(int32_t id, int32_t tensor, bool grad,
                                   const char *what, size_t index,
-                                  TensorView &view) {
+                                  DeviceView &view) {
   if (id < 0) {
     const Tensor &t = plan.tensors(tensor);
-    view = TensorView{nullptr, Index(t.shape().begin(), t.shape().end()),
+    view = DeviceView{nullptr, 0, Index(t.shape().begin(), t.shape().end()),
                       Index(t.shape_size(), 0), Index(t.shape_size(), 0)};
     return "";
   }
@@ -530,7 +559,7 @@ static std::string profileDType(const std::string &dtype) {
 }
 
 std::string ProgramRunner::profileKey(const Op &op, const char *phase,
-                                      const std::vector<TensorView> &inputs) {
+                                      const std::vector<DeviceView> &inputs) {
   std::string key =
       op.kind() + "|" +
       profileDType(op.results_size() > 0 ? plan.tensors(op.results(0)).dtype()
@@ -538,8 +567,8 @@ std::string ProgramRunner::profileKey(const Op &op, const char *phase,
       "|" + phase + "|[";
   for (size_t i = 0; i < inputs.size(); ++i) {
     key += i ? ",[" : "[";
-    for (int64_t d = 0; d < inputs[i].rank(); ++d)
-      key += (d ? "," : "") + std::to_string(inputs[i].extent(d));
+    for (size_t d = 0; d < inputs[i].lo.size(); ++d)
+      key += (d ? "," : "") + std::to_string(inputs[i].hi[d] - inputs[i].lo[d]);
     key += "]";
   }
   return key + "]";
@@ -549,7 +578,7 @@ std::string
 ProgramRunner::viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
                        const google::protobuf::RepeatedField<int32_t> *tensors,
                        bool grad, const char *what,
-                       std::vector<TensorView> &views) {
+                       std::vector<DeviceView> &views) {
   for (int i = 0; i < ids.size(); ++i)
     if (std::string err = viewOf(ids.Get(i), tensors ? tensors->Get(i) : -1,
                                  grad, what, i, views[i]);
@@ -564,7 +593,7 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
     return countMismatch(op, "inputs", k.inputs_size(), op.operands_size());
   if (k.outputs_size() != op.results_size())
     return countMismatch(op, "outputs", k.outputs_size(), op.results_size());
-  std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
+  std::vector<DeviceView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       scratch(k.scratch_size());
   if (std::string err =
           viewsOf(k.inputs(), &op.operands(), false, "input", inputs);
@@ -580,7 +609,8 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
     return err;
   kernelKey_ = profileKey(op, "forward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
-  KernelStatus status = forward(descs[k.op()], ctx, inputs, outputs, scratch);
+  std::string status =
+      backend.forward(descs[k.op()], ctx, inputs, outputs, scratch);
   if (!status.empty())
     return "kernel error in op '" + op.name() + "' (forward, stage " +
            std::to_string(k.stage()) + "): " + status;
@@ -600,7 +630,7 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
   if (k.input_grads_size() != op.operands_size())
     return countMismatch(op, "input gradients", k.input_grads_size(),
                          op.operands_size());
-  std::vector<TensorView> inputs(k.inputs_size()), outputs(k.outputs_size()),
+  std::vector<DeviceView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       outputGrads(k.output_grads_size()), inputGrads(k.input_grads_size()),
       scratch(k.scratch_size());
   if (std::string err =
@@ -628,12 +658,12 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
   for (int r = 0; r < k.outputs_size(); ++r)
     if (k.outputs(r) < 0) {
       outputs[r] = outputGrads[r];
-      outputs[r].data = nullptr;
+      outputs[r].buffer = nullptr;
     }
   kernelKey_ = profileKey(op, "backward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage()};
-  KernelStatus status = backward(descs[k.op()], ctx, inputs, outputs,
-                                 outputGrads, inputGrads, scratch);
+  std::string status = backend.backward(descs[k.op()], ctx, inputs, outputs,
+                                        outputGrads, inputGrads, scratch);
   if (!status.empty())
     return "kernel error in op '" + op.name() + "' (backward, stage " +
            std::to_string(k.stage()) + "): " + status;
@@ -666,12 +696,16 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   updatedBoxes_[u.weight()] = {g->lo, g->hi};
   if (keepGradients_) {
     keptGrads_.push_back(
-        {g->tensor, g->lo, g->hi,
-         std::vector<float>(g->data(), g->data() + g->size())});
+        {g->tensor, g->lo, g->hi, hostValues(*g->storage, g->size())});
     updated_.push_back(u.weight());
   }
-  applyOptimizer(plan.optimizer(), w->data() + offset, g->data(), g->size(),
-                 it->second.optimizer);
+  Persistent &p = it->second;
+  backend.update(plan.optimizer(), *p.master, offset, *g->storage, g->size(),
+                 p.optimizer, 1.0);
+  // Mixed precision: the model's 16-bit copy of the rows just updated.
+  if (p.master != p.storage)
+    backend.copyBox({p.master.get(), 0, w->shape, w->lo, w->hi}, w->view(),
+                    g->lo, g->hi, false);
   return "";
 }
 
@@ -683,7 +717,7 @@ std::string ProgramRunner::output(const Instruction::Output &o) {
   if (b->tensor < 0 || b->grad || b->lo != zero || b->hi != b->shape)
     return "output buffer " + std::to_string(o.buffer()) +
            " does not hold the whole tensor '" + tensorName(b->tensor) + "'";
-  outputs_[b->tensor].assign(b->data(), b->data() + b->size());
+  outputs_[b->tensor] = hostValues(*b->storage, b->size());
   return "";
 }
 
@@ -719,14 +753,31 @@ std::string ProgramRunner::traceName(const Instruction &instr) const {
   }
 }
 
+std::vector<float> ProgramRunner::persistentValues(int32_t id,
+                                                   const Persistent &p) const {
+  const int64_t n = boxVolume(p.lo, p.hi);
+  if (p.master == p.storage)
+    return hostValues(*p.storage, n);
+  std::vector<float> values = hostValues(*p.master, n);
+  // Rows outside this rank's ZeRO shard come from other ranks' masters,
+  // gathered into the 16-bit copy only.
+  auto it = updatedBoxes_.find(id);
+  if (it == updatedBoxes_.end() ||
+      (it->second.first == p.lo && it->second.second == p.hi))
+    return values;
+  std::vector<float> gathered = hostValues(*p.storage, n);
+  const int64_t begin = rowOffset(p.lo, p.hi, it->second.first[0]);
+  const int64_t end = begin + boxVolume(it->second.first, it->second.second);
+  std::copy(values.begin() + begin, values.begin() + end,
+            gathered.begin() + begin);
+  return gathered;
+}
+
 std::vector<BoxValues> ProgramRunner::updatedWeights() const {
   std::vector<BoxValues> out;
   for (int32_t id : updated_) {
     const Persistent &p = persistent.at(id);
-    out.push_back(
-        {p.tensor, p.lo, p.hi,
-         std::vector<float>(p.storage->begin(),
-                            p.storage->begin() + boxVolume(p.lo, p.hi))});
+    out.push_back({p.tensor, p.lo, p.hi, persistentValues(id, p)});
   }
   return out;
 }
@@ -746,7 +797,8 @@ std::vector<BoxValues> ProgramRunner::trainedWeights() const {
       hi = it->second.second;
       offset = rowOffset(p.lo, p.hi, lo[0]);
     }
-    auto begin = p.storage->begin() + offset;
+    std::vector<float> values = persistentValues(id, p);
+    auto begin = values.begin() + offset;
     out.push_back({p.tensor, lo, hi,
                    std::vector<float>(begin, begin + boxVolume(lo, hi))});
   }
@@ -757,10 +809,7 @@ std::vector<BoxValues> ProgramRunner::frozenBuffers() const {
   std::vector<BoxValues> out;
   for (const auto &[id, p] : persistent)
     if (plan.tensors(p.tensor).role() == Tensor::FROZEN && p.loaded)
-      out.push_back(
-          {p.tensor, p.lo, p.hi,
-           std::vector<float>(p.storage->begin(),
-                              p.storage->begin() + boxVolume(p.lo, p.hi))});
+      out.push_back({p.tensor, p.lo, p.hi, persistentValues(id, p)});
   return out;
 }
 
@@ -773,8 +822,7 @@ void ProgramRunner::saveState(Checkpoint &checkpoint) const {
     b.tensor = p.tensor;
     b.lo = p.lo;
     b.hi = p.hi;
-    b.values.assign(p.storage->begin(),
-                    p.storage->begin() + boxVolume(p.lo, p.hi));
+    b.values = persistentValues(id, p);
     b.optimizer = p.optimizer;
     checkpoint.buffers.push_back(std::move(b));
   }
@@ -799,9 +847,21 @@ std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
     p.tensor = b.tensor;
     p.lo = b.lo;
     p.hi = b.hi;
-    std::vector<float> values = b.values;
-    values.resize(std::max<size_t>(values.size(), 1));
-    p.storage = std::make_shared<std::vector<float>>(std::move(values));
+    const DType dtype = dtypeOf(b.tensor);
+    const int64_t n = boxVolume(b.lo, b.hi);
+    if (static_cast<int64_t>(b.values.size()) != n)
+      return "the checkpoint's buffer " + std::to_string(b.buffer) + " of '" +
+             t.name() + "' holds " + std::to_string(b.values.size()) +
+             " values for a box of " + std::to_string(n);
+    p.storage = backend.allocate(dtype, n);
+    p.master = dtype == DType::F32 || t.role() != Tensor::WEIGHT
+                   ? p.storage
+                   : backend.allocate(DType::F32, n);
+    if (!p.storage || !p.master)
+      return "out of memory for the checkpoint's buffers";
+    backend.write(*p.storage, 0, b.values.data(), n);
+    if (p.master != p.storage)
+      backend.write(*p.master, 0, b.values.data(), n);
     p.loaded = true;
     p.optimizer = b.optimizer;
     // Slots that were never used are stored as zeros; keep them unsized so

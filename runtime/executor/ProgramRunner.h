@@ -11,7 +11,8 @@
 #ifndef PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H
 #define PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H
 
-#include "Boxes.h"
+#include "ppc/Runtime/Backend.h"
+#include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Communicator.h"
 #include "ppc/Runtime/DataSource.h"
@@ -69,7 +70,7 @@ struct BoxValues {
 class ProgramRunner {
 public:
   ProgramRunner(const ppc::planfile::Plan &plan, const DataSource &data,
-                Communicator &comm);
+                Communicator &comm, Backend &backend);
 
   /// Builds the op descriptions, checks tags, creates the group
   /// communicators (collective over the world).
@@ -130,15 +131,20 @@ private:
     bool grad = false;
     Index shape; ///< the tensor's global shape; a scratch buffer's own shape
     Index lo, hi;
-    std::shared_ptr<std::vector<float>> storage;
-    float *data() const { return storage->data(); }
+    std::shared_ptr<DeviceBuffer> storage;
+    DType dtype() const { return storage->dtype(); }
+    void *data() const { return storage->data(); }
     int64_t size() const { return boxVolume(lo, hi); }
-    TensorView view() const { return {data(), shape, lo, hi}; }
+    DeviceView view() const { return {storage.get(), 0, shape, lo, hi}; }
   };
+  /// A weight's (or frozen tensor's) buffer kept across steps. A 16-bit
+  /// weight also has a float32 master copy that the optimizer updates and
+  /// rounds into `storage` (mixed precision); otherwise `master` is
+  /// `storage`.
   struct Persistent {
     int32_t tensor = 0;
     Index lo, hi;
-    std::shared_ptr<std::vector<float>> storage;
+    std::shared_ptr<DeviceBuffer> storage, master;
     bool loaded = false;
     OptimizerState optimizer;
   };
@@ -172,16 +178,26 @@ private:
   std::string startCollective(int index, double startedAt);
   std::string waitCollective(int index);
   std::string output(const Instruction::Output &o);
+  /// The storage type of a buffer of `tensor` (scratch: f32).
+  DType dtypeOf(int32_t tensor) const;
+  /// A staging buffer of at least n elements of `dtype`, reused across
+  /// instructions; null when out of memory.
+  DeviceBuffer *stagingBuffer(DType dtype, int64_t n);
+  /// A buffer's first `n` values as floats.
+  std::vector<float> hostValues(const DeviceBuffer &buffer, int64_t n) const;
+  /// A persistent buffer's values as training left them: the master copy,
+  /// but where a ZeRO shard was updated, the rows outside it as gathered.
+  std::vector<float> persistentValues(int32_t id, const Persistent &p) const;
 
   std::string lookup(int32_t id, Buffer *&buffer);
   std::string viewOf(int32_t id, int32_t tensor, bool grad, const char *what,
-                     size_t index, TensorView &view);
+                     size_t index, DeviceView &view);
   /// viewOf for every buffer of `ids`, the i-th holding (a gradient of)
   /// tensors[i]; no tensors: scratch buffers.
   std::string viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
                       const google::protobuf::RepeatedField<int32_t> *tensors,
                       bool grad, const char *what,
-                      std::vector<TensorView> &views);
+                      std::vector<DeviceView> &views);
   std::string traceName(const Instruction &instr) const;
   /// "instruction I of step S, phase P, op NAME" for errors and timeouts.
   std::string context() const;
@@ -191,6 +207,7 @@ private:
   const ppc::planfile::Program &program;
   const DataSource &data;
   Communicator &comm;
+  Backend &backend;
   std::vector<OpDesc> descs;
   /// Per instruction, the op it serves (the next kernel's, else the last).
   std::vector<int32_t> contextOp;
@@ -205,14 +222,14 @@ private:
   bool cpuTimeKernels_ = false;
   KernelTimings timings_;
   std::string profileKey(const ppc::planfile::Op &op, const char *phase,
-                         const std::vector<TensorView> &inputs);
+                         const std::vector<DeviceView> &inputs);
   /// Key of the kernel instruction executed last (set by kernel()).
   std::string kernelKey_;
   std::vector<BoxValues> keptGrads_;
   std::vector<int32_t> updated_;
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
-  std::vector<float> staging;
+  std::shared_ptr<DeviceBuffer> staging_;
 
   bool overlap_ = false;
   bool overlapPlanned_ = false;

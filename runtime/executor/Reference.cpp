@@ -3,19 +3,16 @@
 #include "ppc/Runtime/Reference.h"
 
 #include "ProgramRunner.h"
-#include "ppc/Runtime/Kernels.h"
-#include "ppc/Runtime/Optimizer.h"
-
-#include <list>
 
 namespace ppc::runtime {
 
 using namespace ppc::planfile;
 
 namespace {
-/// Whole-tensor views of a plan's tensors.
+/// Whole tensors on the backend, in their plan types.
 struct Whole {
   const Plan &plan;
+  Backend &backend;
 
   Index shapeOf(int32_t t) const {
     return Index(plan.tensors(t).shape().begin(),
@@ -24,124 +21,186 @@ struct Whole {
   int64_t sizeOf(int32_t t) const {
     return boxVolume(Index(plan.tensors(t).shape_size(), 0), shapeOf(t));
   }
-  /// A whole-tensor view of `store` (sized on first use, zero-filled).
-  TensorView view(std::vector<float> &store, int32_t t) const {
-    if (store.empty())
-      store.assign(std::max<int64_t>(sizeOf(t), 1), 0.0f);
+  DType dtypeOf(int32_t t) const {
+    DType dtype = DType::F32;
+    storageDType(plan.tensors(t).dtype(), dtype);
+    return dtype;
+  }
+  /// A whole-tensor view of `store` (allocated on first use, zero-filled;
+  /// a null buffer when the device is full).
+  DeviceView view(std::shared_ptr<DeviceBuffer> &store, int32_t t) const {
+    if (!store)
+      store = backend.allocate(dtypeOf(t), sizeOf(t));
     Index shape = shapeOf(t);
-    return {store.data(), shape, Index(shape.size(), 0), shape};
+    return {store.get(), 0, shape, Index(shape.size(), 0), shape};
+  }
+  std::vector<float> host(const std::shared_ptr<DeviceBuffer> &store,
+                          int32_t t) const {
+    if (!store)
+      return {};
+    std::vector<float> values(sizeOf(t));
+    backend.read(*store, 0, sizeOf(t), values.data());
+    return values;
   }
 };
 
-/// A zero-filled scratch buffer of its own shape.
-struct Scratch {
-  explicit Scratch(Index shape)
-      : shape(std::move(shape)),
-        values(std::max<int64_t>(
-                   boxVolume(Index(this->shape.size(), 0), this->shape), 1),
-               0.0f) {}
-  TensorView view() {
-    return {values.data(), shape, Index(shape.size(), 0), shape};
+/// Shapes and boxes of device views, for scratchShapes.
+std::vector<TensorView> shapesOf(const std::vector<DeviceView> &views) {
+  std::vector<TensorView> out;
+  for (const DeviceView &v : views)
+    out.push_back({nullptr, v.shape, v.lo, v.hi});
+  return out;
+}
+
+/// Zero-filled float32 scratch buffers of their own shapes.
+std::string allocateScratch(Backend &backend,
+                            const std::vector<std::vector<int64_t>> &shapes,
+                            std::vector<std::shared_ptr<DeviceBuffer>> &keep,
+                            std::vector<DeviceView> &views) {
+  for (const Index &shape : shapes) {
+    const Index zero(shape.size(), 0);
+    keep.push_back(backend.allocate(DType::F32, boxVolume(zero, shape)));
+    if (!keep.back())
+      return "reference: out of memory";
+    views.push_back({keep.back().get(), 0, shape, zero, shape});
   }
-  Index shape;
-  std::vector<float> values;
-};
+  return "";
+}
 
 } // namespace
 
 std::string runReferenceStep(const Plan &plan, const DataSource &data,
-                             int64_t step, ReferenceStep &r) {
+                             int64_t step, Backend &backend, ReferenceStep &r) {
   const int numTensors = plan.tensors_size();
-  r.values.assign(numTensors, {});
-  r.grads.assign(numTensors, {});
-  Whole w{plan};
+  std::vector<std::shared_ptr<DeviceBuffer>> values(numTensors),
+      grads(numTensors), masters(numTensors);
+  Whole w{plan, backend};
+  const char *oom = "reference: out of memory for the whole tensors";
   for (int32_t t = 0; t < numTensors; ++t) {
-    if (plan.tensors(t).role() == Tensor::ACTIVATION ||
-        plan.tensors(t).role() == Tensor::ROLE_UNSPECIFIED)
+    const Tensor &tensor = plan.tensors(t);
+    if (tensor.role() == Tensor::ACTIVATION ||
+        tensor.role() == Tensor::ROLE_UNSPECIFIED)
       continue;
-    TensorView v = w.view(r.values[t], t);
-    if (std::string err = data.load(t, v.lo, v.hi, step, v.data); !err.empty())
+    DeviceView v = w.view(values[t], t);
+    if (!v.buffer)
+      return oom;
+    std::vector<float> loaded(w.sizeOf(t));
+    if (std::string err = data.load(t, v.lo, v.hi, step, loaded.data());
+        !err.empty())
       return err;
+    backend.write(*v.buffer, 0, loaded.data(), w.sizeOf(t));
+    // A 16-bit weight trains a float32 master copy, as ProgramRunner does.
+    if (tensor.role() == Tensor::WEIGHT && w.dtypeOf(t) != DType::F32) {
+      masters[t] = backend.allocate(DType::F32, w.sizeOf(t));
+      if (!masters[t])
+        return oom;
+      backend.write(*masters[t], 0, loaded.data(), w.sizeOf(t));
+    }
   }
 
   std::vector<OpDesc> descs;
-  // Kept for the backward (a list per op, so views stay valid).
-  std::vector<std::list<Scratch>> forwardScratch(plan.ops_size());
+  // Kept for the backward.
+  std::vector<std::vector<std::shared_ptr<DeviceBuffer>>> forwardScratch(
+      plan.ops_size());
+  std::vector<std::vector<DeviceView>> forwardScratchViews(plan.ops_size());
   for (const Op &op : plan.ops()) {
     descs.push_back(describeOp(plan, op));
     const OpDesc &desc = descs.back();
-    std::vector<TensorView> inputs, outputs, scratch;
+    std::vector<DeviceView> inputs, outputs;
     for (int32_t t : op.operands()) {
-      if (r.values[t].empty())
+      if (!values[t])
         return "op '" + op.name() + "' reads '" + plan.tensors(t).name() +
                "' before any op computes it";
-      inputs.push_back(w.view(r.values[t], t));
+      inputs.push_back(w.view(values[t], t));
     }
-    for (int32_t t : op.results())
-      outputs.push_back(w.view(r.values[t], t));
-    auto &stores = forwardScratch[op.id()];
-    for (const Index &shape : scratchShapes(desc, inputs, false))
-      scratch.push_back(stores.emplace_back(shape).view());
+    for (int32_t t : op.results()) {
+      outputs.push_back(w.view(values[t], t));
+      if (!outputs.back().buffer)
+        return oom;
+    }
+    std::vector<DeviceView> &scratch = forwardScratchViews[op.id()];
+    if (std::string err = allocateScratch(
+            backend, scratchShapes(desc, shapesOf(inputs), false),
+            forwardScratch[op.id()], scratch);
+        !err.empty())
+      return err;
     for (int32_t s = 0; s < numStages(desc, plan.training(), false); ++s) {
       KernelContext ctx{step, plan.training(), s};
-      if (KernelStatus status = forward(desc, ctx, inputs, outputs, scratch);
+      if (std::string status =
+              backend.forward(desc, ctx, inputs, outputs, scratch);
           !status.empty())
         return "reference: kernel error in op '" + op.name() +
                "' (forward, stage " + std::to_string(s) + "): " + status;
     }
   }
-  if (!plan.training())
-    return "";
 
-  const int32_t loss = plan.loss_tensor();
-  TensorView lossGrad = w.view(r.grads[loss], loss);
-  std::fill(lossGrad.data, lossGrad.data + w.sizeOf(loss), 1.0f);
-  for (int o = plan.ops_size() - 1; o >= 0; --o) {
-    const Op &op = plan.ops(o);
-    bool any = false;
-    for (bool needs : op.needs_grad())
-      any |= needs;
-    if (!any)
-      continue;
-    std::vector<TensorView> inputs, outputs, outputGrads, inputGrads, scratch;
-    for (int32_t t : op.operands())
-      inputs.push_back(w.view(r.values[t], t));
-    for (int32_t t : op.results()) {
-      outputs.push_back(w.view(r.values[t], t));
-      outputGrads.push_back(w.view(r.grads[t], t));
-    }
-    for (int i = 0; i < op.operands_size(); ++i) {
-      int32_t t = op.operands(i);
-      if (i < op.needs_grad_size() && op.needs_grad(i)) {
-        inputGrads.push_back(w.view(r.grads[t], t));
-      } else {
-        Index shape = w.shapeOf(t);
-        inputGrads.push_back(
-            {nullptr, shape, Index(shape.size(), 0), Index(shape.size(), 0)});
+  if (plan.training()) {
+    const int32_t loss = plan.loss_tensor();
+    DeviceView lossGrad = w.view(grads[loss], loss);
+    if (!lossGrad.buffer)
+      return oom;
+    backend.fill(*lossGrad.buffer, 1.0);
+    for (int o = plan.ops_size() - 1; o >= 0; --o) {
+      const Op &op = plan.ops(o);
+      bool any = false;
+      for (bool needs : op.needs_grad())
+        any |= needs;
+      if (!any)
+        continue;
+      std::vector<DeviceView> inputs, outputs, outputGrads, inputGrads;
+      for (int32_t t : op.operands())
+        inputs.push_back(w.view(values[t], t));
+      for (int32_t t : op.results()) {
+        outputs.push_back(w.view(values[t], t));
+        outputGrads.push_back(w.view(grads[t], t));
+      }
+      for (int i = 0; i < op.operands_size(); ++i) {
+        int32_t t = op.operands(i);
+        if (i < op.needs_grad_size() && op.needs_grad(i)) {
+          inputGrads.push_back(w.view(grads[t], t));
+        } else {
+          Index shape = w.shapeOf(t);
+          inputGrads.push_back({nullptr, 0, shape, Index(shape.size(), 0),
+                                Index(shape.size(), 0)});
+        }
+      }
+      for (const DeviceView &grad : outputGrads)
+        if (!grad.buffer)
+          return oom;
+      // The forward's scratch first, then the backward's own.
+      std::vector<DeviceView> scratch = forwardScratchViews[o];
+      std::vector<std::shared_ptr<DeviceBuffer>> backwardScratch;
+      if (std::string err = allocateScratch(
+              backend, scratchShapes(descs[o], shapesOf(inputs), true),
+              backwardScratch, scratch);
+          !err.empty())
+        return err;
+      for (int32_t s = 0; s < numStages(descs[o], true, true); ++s) {
+        KernelContext ctx{step, true, s};
+        if (std::string status =
+                backend.backward(descs[o], ctx, inputs, outputs, outputGrads,
+                                 inputGrads, scratch);
+            !status.empty())
+          return "reference: kernel error in op '" + op.name() +
+                 "' (backward, stage " + std::to_string(s) + "): " + status;
       }
     }
-    // The forward's scratch first, then the backward's own.
-    for (Scratch &store : forwardScratch[o])
-      scratch.push_back(store.view());
-    std::list<Scratch> backwardScratch;
-    for (const Index &shape : scratchShapes(descs[o], inputs, true))
-      scratch.push_back(backwardScratch.emplace_back(shape).view());
-    for (int32_t s = 0; s < numStages(descs[o], true, true); ++s) {
-      KernelContext ctx{step, true, s};
-      if (KernelStatus status = backward(descs[o], ctx, inputs, outputs,
-                                         outputGrads, inputGrads, scratch);
-          !status.empty())
-        return "reference: kernel error in op '" + op.name() +
-               "' (backward, stage " + std::to_string(s) + "): " + status;
+
+    for (int32_t t = 0; t < numTensors; ++t) {
+      if (plan.tensors(t).role() != Tensor::WEIGHT || !grads[t])
+        continue;
+      OptimizerState state;
+      DeviceBuffer &weight = masters[t] ? *masters[t] : *values[t];
+      backend.update(plan.optimizer(), weight, 0, *grads[t], w.sizeOf(t), state,
+                     1.0);
     }
   }
 
+  r.values.assign(numTensors, {});
+  r.grads.assign(numTensors, {});
   for (int32_t t = 0; t < numTensors; ++t) {
-    if (plan.tensors(t).role() != Tensor::WEIGHT || r.grads[t].empty())
-      continue;
-    OptimizerState state;
-    applyOptimizer(plan.optimizer(), r.values[t].data(), r.grads[t].data(),
-                   w.sizeOf(t), state);
+    r.values[t] = w.host(masters[t] ? masters[t] : values[t], t);
+    r.grads[t] = w.host(grads[t], t);
   }
   return "";
 }

@@ -12,7 +12,11 @@
 #        EXAMPLES/MODEL.onnx, or gpt4, gptwide or convnet from
 #        bench/models.py (a 4-layer GPT; a 1-layer GPT with a 4096-word
 #        vocabulary; a CNN without batch norm).
+#        PPC_E2E_DTYPE=bf16|f16 trains in that type (mixed precision:
+#        16-bit activations, weights and gradients, float32 master weights
+#        and optimizer state), verified at that type's tolerance.
 set -e
+dtype=${PPC_E2E_DTYPE:-f32}
 ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
 shift 7
 here=$(dirname "$0")
@@ -36,19 +40,19 @@ gptwide)
   import="$ppc_opt $examples/$model.onnx --batch-size=$batch" ;;
 esac
 if [ "$kind" = searched ]; then
-  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron-layout-}" != "$kind" ]; then
   # Megatron-LM's layout with options (search=megatron): the kind's words
   # tpN ppN vN mN sp distopt selective full, e.g. megatron-layout-tp2-pp2-m4.
   options=$(sh "$here/../../bench/megatron_options.sh" "${kind#megatron-layout-}")
-  $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ]; then
   # A baseline of search::baselines() as it is (megatron, fsdp, ...).
-  $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
 else
-  $import --ppc-auto-parallel="machine=cpux$np search=data-parallel strategy-out=$work/dp.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=data-parallel dtype=$dtype strategy-out=$work/dp.json" -o /dev/null
   python3 "$here/make_strategy.py" --kind "$kind" "$work/dp.json" "$work/strategy.json"
-  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 plan=$work/plan.pb" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb" -o /dev/null
 fi
 
 "$@" "$work/plan.pb" --steps 1 --verify | tee "$work/verify.log"

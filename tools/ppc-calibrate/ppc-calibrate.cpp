@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Runtime/Communicator.h"
+#include "ppc/Runtime/CpuBackend.h"
 #include "ppc/Runtime/CpuTime.h"
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
@@ -320,13 +321,22 @@ absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
   const int me = comm.rank();
   for (int64_t bytes : messageSizes(o.maxSize)) {
     int64_t n = bytes / 4;
-    std::vector<float> buffer(me == a || me == b ? n : 0, 1.0f);
+    // Host memory, as the cpu backend's buffers; a send keeps its message
+    // until delivered, so replies land in another buffer.
+    std::unique_ptr<runtime::Backend> host = runtime::createCpuBackend();
+    std::shared_ptr<runtime::DeviceBuffer> message =
+        host->allocate(runtime::DType::F32, n);
+    std::shared_ptr<runtime::DeviceBuffer> reply =
+        host->allocate(runtime::DType::F32, n);
+    if (!message || !reply)
+      return absl::ResourceExhaustedError("out of memory for the messages");
     auto where = [] { return std::string("a calibration message"); };
     auto exchange = [&](int from, int to) -> absl::Status {
       if (me == from)
-        return fromString(comm.send(buffer, to, 7));
+        return fromString(comm.send(message, n, to, 7));
       if (me == to)
-        return fromString(comm.recv(buffer.data(), n, from, 7, where));
+        return fromString(
+            comm.recv(reply->data(), runtime::DType::F32, n, from, 7, where));
       return absl::OkStatus();
     };
     absl::StatusOr<double> roundTrip = timeInStep(comm, o.seconds, [&] {
@@ -375,18 +385,21 @@ absl::StatusOr<BandwidthCurve> measureCollectives(Communicator &comm,
         return member ? fromString(call()) : absl::OkStatus();
       });
     };
-    absl::StatusOr<double> allReduce = timed(
-        [&] { return comm.allReduce(data.data(), n, group, false, where); });
+    absl::StatusOr<double> allReduce = timed([&] {
+      return comm.allReduce(data.data(), runtime::DType::F32, n, group, false,
+                            where);
+    });
     if (!allReduce.ok())
       return allReduce.status();
     absl::StatusOr<double> allGather = timed([&] {
-      return comm.allGather(data.data(), out.data(), counts, group, where);
+      return comm.allGather(data.data(), out.data(), runtime::DType::F32,
+                            counts, group, where);
     });
     if (!allGather.ok())
       return allGather.status();
     absl::StatusOr<double> reduceScatter = timed([&] {
-      return comm.reduceScatter(data.data(), out.data(), counts, group, false,
-                                where);
+      return comm.reduceScatter(data.data(), out.data(), runtime::DType::F32,
+                                counts, group, false, where);
     });
     if (!reduceScatter.ok())
       return reduceScatter.status();

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/Executor.h"
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Version.h"
@@ -47,7 +48,10 @@ options:
                          gradients, updated weights and batch-norm statistics
                          it holds; exit 1 ("verify FAILED") if an error is
                          above the tolerance
-  --verify-tolerance X   largest relative error per tensor (1e-4): max |err|
+  --verify-tolerance X   largest relative error per tensor (default: 1e-4
+                         for float32 plans, 1e-2 with f16 tensors, 5e-2
+                         with bf16 ones, whose 8-bit mantissa rounds each
+                         op's result by up to 0.4%): max |err|
                          over max |reference value| of the tensor (at least 1%
                          of the largest among tensors of its kind, since a
                          gradient that cancels to rounding noise, like a bias
@@ -82,6 +86,8 @@ options:
   --timeout SECONDS      abort the job when a rank waits this long for a
                          message or collective (300); 'inf' (or 1e9 and up):
                          wait forever
+  --backend NAME         where buffers live and kernels run (cpu); the
+                         build's backends are listed at the end of --help
   --threads N            kernel threads per rank (OpenBLAS, oneDNN) (1)
   --overlap              from the second step, start each gradient
                          all-reduce as soon as its gradient is final and let
@@ -209,6 +215,10 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number of seconds or 'inf'");
       args.timeout = std::min(x, kUnlimitedTimeout);
+    } else if (name == "--backend") {
+      if (!takeValue() || !createBackend(value))
+        return bad(backendNames().c_str());
+      o.backend = value;
     } else if (name == "--verify-tolerance") {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number");
@@ -278,7 +288,8 @@ int main(int argc, char **argv) {
         std::cerr << "ppc-run: " << error << "\n";
     } else if (args.help) {
       if (speaks)
-        std::cout << kHelp;
+        std::cout << kHelp << "\nbackends: " << ppc::runtime::backendNames()
+                  << "\n";
       code = 0;
     } else if (args.version) {
       if (speaks)

@@ -10,13 +10,20 @@
 // single-rank plans also run in a process without MPI (tests).
 //
 // Collectives take a group (world ranks, in order); a member's index in the
-// group is its rank in the group's communicator. Counts are per member, in
-// group order; data is float32.
+// group is its rank in the group's communicator. Counts are elements per
+// member, in group order, of the data's DType; data lives where the backend
+// keeps buffers (host memory for MPI). bf16 and f16 sum and max through
+// operations that widen each pair to float and round the result, so 16-bit
+// gradients cross the wire in 16 bits.
+//
+// Communicator is the interface; world() and single() make the MPI one.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_RUNTIME_COMMUNICATOR_H
 #define PPC_RUNTIME_COMMUNICATOR_H
+
+#include "ppc/Runtime/Backend.h"
 
 #include <cstdint>
 #include <functional>
@@ -32,9 +39,9 @@ namespace ppc::runtime {
 constexpr double kUnlimitedTimeout = 1e9;
 
 /// All-reduces, reduce-scatters and all-gathers run in pieces of at most
-/// this many floats (1 MiB): on a 2-core host with Open MPI's shared
-/// memory, 256 MiB all-reduce at 1.3 GB/s whole and 4-6 GB/s in pieces.
-constexpr int64_t kCollectiveChunkFloats = int64_t(1) << 18;
+/// this many bytes: on a 2-core host with Open MPI's shared memory, 256 MiB
+/// all-reduce at 1.3 GB/s whole and 4-6 GB/s in pieces.
+constexpr int64_t kCollectiveChunkBytes = int64_t(1) << 20;
 
 class Communicator {
 public:
@@ -48,7 +55,7 @@ public:
   static std::unique_ptr<Communicator> world(double timeoutSeconds);
   /// One rank, no MPI.
   static std::unique_ptr<Communicator> single();
-  ~Communicator();
+  virtual ~Communicator() = default;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -56,81 +63,87 @@ public:
   /// Creates the communicators of `groups` (every distinct group of the plan,
   /// the same list on every rank): collective over each group's members, in
   /// list order, so ranks never wait on each other in a cycle.
-  std::string createGroups(const std::vector<std::vector<int>> &groups);
+  virtual std::string
+  createGroups(const std::vector<std::vector<int>> &groups) = 0;
 
   /// The largest tag a message may have.
-  int maxTag() const;
+  virtual int maxTag() const = 0;
 
-  /// Sends `data`; completes in the background.
-  std::string send(std::vector<float> data, int peer, int tag);
-  /// Receives exactly `n` floats; a message of another size is an error.
-  std::string recv(float *data, int64_t n, int peer, int tag,
-                   const Where &where);
+  /// Sends the first `n` elements of `message`, which it keeps until they
+  /// are delivered; completes in the background.
+  virtual std::string send(std::shared_ptr<DeviceBuffer> message, int64_t n,
+                           int peer, int tag) = 0;
+  /// Receives exactly `n` elements; a message of another size is an error.
+  virtual std::string recv(void *data, DType dtype, int64_t n, int peer,
+                           int tag, const Where &where) = 0;
   /// Waits for every send to be delivered. `context` names the point
   /// ("end of step 3") in a timeout message.
-  std::string completeSends(const std::string &context);
+  virtual std::string completeSends(const std::string &context) = 0;
 
-  std::string allReduce(float *data, int64_t n, const std::vector<int> &group,
-                        bool max, const Where &where);
-  /// Starts an all-reduce (sum, or max) of `data` in place and returns at
-  /// once; `handle` names it for wait(). Started all-reduces of a group
-  /// run on a duplicate of its communicator: every member starts them in
-  /// the same order, which need not be their order among the blocking
-  /// collectives. They advance whenever this rank calls MPI: progress()
-  /// between kernels, or any wait.
-  std::string startAllReduce(float *data, int64_t n,
-                             const std::vector<int> &group, bool max,
-                             int64_t &handle);
-  void progress();
+  virtual std::string allReduce(void *data, DType dtype, int64_t n,
+                                const std::vector<int> &group, bool max,
+                                const Where &where) = 0;
+  /// Starts an all-reduce (sum, or max) of `data` in place once the
+  /// backend's work before `ready` is done, and returns at once; `handle`
+  /// names it for wait(). Started all-reduces of a group run on a duplicate
+  /// of its communicator: every member starts them in the same order, which
+  /// need not be their order among the blocking collectives. They advance
+  /// whenever this rank calls MPI: progress() between kernels, or any wait.
+  virtual std::string startAllReduce(void *data, DType dtype, int64_t n,
+                                     const std::vector<int> &group, bool max,
+                                     Event &ready, int64_t &handle) = 0;
+  virtual void progress() = 0;
   /// Waits for a started all-reduce, against the timeout.
-  std::string wait(int64_t handle, const Where &where);
+  virtual std::string wait(int64_t handle, const Where &where) = 0;
 
-  std::string broadcast(float *data, int64_t n, const std::vector<int> &group,
-                        int root, const Where &where);
-  /// Member i's `send` (counts[i] floats) lands at the sum of the earlier
+  virtual std::string broadcast(void *data, DType dtype, int64_t n,
+                                const std::vector<int> &group, int root,
+                                const Where &where) = 0;
+  /// Member i's `send` (counts[i] elements) lands at the sum of the earlier
   /// counts in `recv`.
-  std::string allGather(const float *send, float *recv,
-                        const std::vector<int64_t> &counts,
-                        const std::vector<int> &group, const Where &where);
-  /// `send` holds one block per member (counts[i] floats each, in order);
+  virtual std::string allGather(const void *send, void *recv, DType dtype,
+                                const std::vector<int64_t> &counts,
+                                const std::vector<int> &group,
+                                const Where &where) = 0;
+  /// `send` holds one block per member (counts[i] elements each, in order);
   /// this member's reduced block goes to `recv`.
-  std::string reduceScatter(const float *send, float *recv,
-                            const std::vector<int64_t> &counts,
-                            const std::vector<int> &group, bool max,
-                            const Where &where);
-  /// `send` holds sendCounts[i] floats for member i, in order; `recv` gets
+  virtual std::string reduceScatter(const void *send, void *recv, DType dtype,
+                                    const std::vector<int64_t> &counts,
+                                    const std::vector<int> &group, bool max,
+                                    const Where &where) = 0;
+  /// `send` holds sendCounts[i] elements for member i, in order; `recv` gets
   /// recvCounts[i] from member i, in order.
-  std::string allToAll(const float *send,
-                       const std::vector<int64_t> &sendCounts, float *recv,
-                       const std::vector<int64_t> &recvCounts,
-                       const std::vector<int> &group, const Where &where);
+  virtual std::string
+  allToAll(const void *send, const std::vector<int64_t> &sendCounts, void *recv,
+           const std::vector<int64_t> &recvCounts, DType dtype,
+           const std::vector<int> &group, const Where &where) = 0;
   /// Every member's `mine` (the same length on all), in group order.
-  std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
-                                     const std::vector<int> &group,
-                                     const Where &where);
+  virtual std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
+                                             const std::vector<int> &group,
+                                             const Where &where) = 0;
 
   // Over the whole world, between steps: these waits time out after twice
   // the timeout, so that a rank stuck inside a step is the one to report.
   /// Elementwise maximum over ranks, on every rank.
-  std::vector<double> maxOverRanks(const std::vector<double> &values,
-                                   const Where &where);
+  virtual std::vector<double> maxOverRanks(const std::vector<double> &values,
+                                           const Where &where) = 0;
   /// True on every rank if `flag` is true on any.
-  bool anyRank(bool flag, const Where &where);
+  virtual bool anyRank(bool flag, const Where &where) = 0;
   /// Every rank's string on rank 0 (in rank order); empty elsewhere.
-  std::vector<std::string> gatherToRoot(const std::string &mine,
-                                        const Where &where);
+  virtual std::vector<std::string> gatherToRoot(const std::string &mine,
+                                                const Where &where) = 0;
   /// Rank 0's value on every rank.
-  int64_t broadcastFromRoot(int64_t value, const Where &where);
-  void barrier(const Where &where);
+  virtual int64_t broadcastFromRoot(int64_t value, const Where &where) = 0;
+  virtual void barrier(const Where &where) = 0;
 
   /// Ends every rank of the job with `code` (just this process without MPI).
-  [[noreturn]] void abort(int code);
+  [[noreturn]] virtual void abort(int code) = 0;
+
+protected:
+  Communicator(int rank, int size) : rank_(rank), size_(size) {}
 
 private:
-  Communicator(int rank, int size, double timeout, bool mpi);
-  struct Impl;
   int rank_, size_;
-  std::unique_ptr<Impl> impl;
 };
 
 } // namespace ppc::runtime

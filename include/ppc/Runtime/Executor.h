@@ -51,9 +51,13 @@ struct RunOptions {
   /// The plan's weights file (weightsFilePath of the plan, or --weights).
   std::string weightsFile;
   bool verify = false;
+  /// Where buffers live and kernels run (ppc/Runtime/Backend.h).
+  std::string backend = "cpu";
   /// Train on through a NaN/Inf loss and accept NaN/Inf in input files.
   bool allowNonfinite = false;
-  double verifyTolerance = 1e-4;
+  /// 0: the largest DTypeInfo::verifyTolerance of the plan's tensors'
+  /// types (1e-4 for float32, more for bf16 and f16).
+  double verifyTolerance = 0;
   std::string checkpointDir;
   int64_t checkpointEvery = 0; ///< also after steps divisible by it (0: no)
   /// Complete checkpoints kept in checkpointDir, the newest included.

@@ -109,6 +109,11 @@ scratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
 /// in training, else 1.
 int32_t numStages(const OpDesc &op, bool training, bool backward);
 
+/// Operands the op's forward updates in place (batch_norm's running mean and
+/// variance in training), which a backend storing them in another type
+/// writes back.
+std::vector<int> updatedOperands(const OpDesc &op, bool training);
+
 KernelStatus forward(const OpDesc &op, const KernelContext &ctx,
                      const std::vector<TensorView> &inputs,
                      std::vector<TensorView> &outputs,

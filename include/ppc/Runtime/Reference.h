@@ -1,18 +1,20 @@
 //===- Reference.h - one step of the whole model on one device --*- C++ -*-===//
 //
 // MLIR-free. What `ppc-run --verify` compares a partitioned step against:
-// the plan's global ops interpreted in order on whole tensors with the same
-// kernels and the same Load values, the loss's gradient set to 1, the
-// backward in reverse order accumulating whole-tensor gradients of operands
-// that need one, staged ops (batch_norm) run stage by stage with nothing to
-// sum in between, and the optimizer applied to every weight with a gradient
-// (from a fresh optimizer state).
+// the plan's global ops interpreted in order on whole tensors, in the plan's
+// element types, on the same backend with the same Load values (16-bit
+// weights trained as float32 master copies, as ProgramRunner does), the loss's
+// gradient set to 1, the backward in reverse order accumulating whole-tensor
+// gradients of operands that need one, staged ops (batch_norm) run stage by
+// stage with nothing to sum in between, and the optimizer applied to every
+// weight with a gradient (from a fresh optimizer state).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_RUNTIME_REFERENCE_H
 #define PPC_RUNTIME_REFERENCE_H
 
+#include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/DataSource.h"
 #include "ppc/Runtime/plan.pb.h"
 
@@ -23,9 +25,9 @@
 namespace ppc::runtime {
 
 struct ReferenceStep {
-  /// Per tensor id, the whole tensor after the step (activations as
-  /// computed, weights updated, frozen statistics as the ops left them);
-  /// empty for tensors never computed.
+  /// Per tensor id, the whole tensor after the step as floats (activations
+  /// as computed, weights updated (a 16-bit weight's master copy), frozen
+  /// statistics as the ops left them); empty for tensors never computed.
   std::vector<std::vector<float>> values;
   /// Per tensor id, the whole gradient before the update; empty where none.
   std::vector<std::vector<float>> grads;
@@ -35,7 +37,7 @@ struct ReferenceStep {
 /// status with the op's name).
 std::string runReferenceStep(const ppc::planfile::Plan &plan,
                              const DataSource &data, int64_t step,
-                             ReferenceStep &result);
+                             Backend &backend, ReferenceStep &result);
 
 } // namespace ppc::runtime
 

@@ -1,13 +1,13 @@
 //===- Boxes.h - walking boxes held in dense buffers ------------*- C++ -*-===//
 //
-// Private to runtime/executor. A buffer holds box [lo, hi) of a tensor,
-// row-major over the box; copies, sends and loads move a sub-box between two
-// such buffers as runs of contiguous elements.
+// MLIR-free, for the executor and the backends. A buffer holds box [lo, hi) of
+// a tensor, row-major over the box; copies, sends and loads move a sub-box
+// between two such buffers as runs of contiguous elements.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PPC_RUNTIME_EXECUTOR_BOXES_H
-#define PPC_RUNTIME_EXECUTOR_BOXES_H
+#ifndef PPC_RUNTIME_BOXES_H
+#define PPC_RUNTIME_BOXES_H
 
 #include <algorithm>
 #include <cstdint>
@@ -124,4 +124,4 @@ void forEachRun(const Index &lo, const Index &hi, const Index &aLo,
 
 } // namespace ppc::runtime
 
-#endif // PPC_RUNTIME_EXECUTOR_BOXES_H
+#endif // PPC_RUNTIME_BOXES_H

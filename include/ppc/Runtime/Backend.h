@@ -1,0 +1,151 @@
+//===- Backend.h - where a rank's buffers live and its kernels run -*- C++ -*-//
+//
+// MLIR-free. The seam between the plan interpreter (ProgramRunner, the
+// --verify reference) and a device: the interpreter owns no memory and runs
+// no arithmetic of its own; it asks a Backend for
+//  - buffers: typed device memory (DType.h), zero-filled when allocated;
+//  - data movement: host values in and out (converted from and to float),
+//    and copies (or sums) of a box between two buffers holding boxes of the
+//    same tensor, converting between their types;
+//  - kernels: the forward and backward of one partition of an op
+//    (Kernels.h's contract), on views of its buffers;
+//  - the optimizer step (Optimizer.h's math) on a float32 master weight;
+//  - ordering: work is issued in program order; an Event marks a point of
+//    it, which a communicator's started collective waits for, and every read
+//    to the host waits for what was issued before it.
+// Collectives run on the same memory through a Communicator
+// (Communicator.h), which takes the backend's device addresses.
+//
+// Mixed precision follows from the buffers' types: a kernel whose operands
+// are bf16 or f16 reads them widened to float, computes in float, and
+// rounds its results to their types (a gradient summed into a 16-bit buffer
+// is rounded after each sum), as tensor cores and oneDNN's bf16 primitives
+// accumulate in float. Scratch buffers (batch-norm statistics) are float32.
+//
+// Backends: cpu (runtime/cpu). The list is kBackends; createBackend makes
+// one by name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_BACKEND_H
+#define PPC_RUNTIME_BACKEND_H
+
+#include "ppc/Runtime/DType.h"
+#include "ppc/Runtime/Kernels.h"
+#include "ppc/Runtime/Optimizer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime {
+
+/// Memory of one buffer on a backend's device.
+class DeviceBuffer {
+public:
+  virtual ~DeviceBuffer() = default;
+  DType dtype() const { return dtype_; }
+  /// Elements (at least 1, so a view's data is null only where a plan
+  /// wants none).
+  int64_t size() const { return size_; }
+  int64_t bytes() const { return size_ * dtypeBytes(dtype_); }
+  /// The device address of element 0.
+  void *data() const { return data_; }
+  /// The device address of element `offset`.
+  void *at(int64_t offset) const {
+    return static_cast<char *>(data_) + offset * dtypeBytes(dtype_);
+  }
+
+protected:
+  DeviceBuffer(DType dtype, int64_t size, void *data)
+      : dtype_(dtype), size_(size), data_(data) {}
+
+private:
+  DType dtype_;
+  int64_t size_;
+  void *data_;
+};
+
+/// Box [lo, hi) of a global tensor of shape `shape`, row-major in `buffer`
+/// from element `offset` on. A null buffer: no data (an input gradient the
+/// plan does not want).
+struct DeviceView {
+  DeviceBuffer *buffer = nullptr;
+  int64_t offset = 0;
+  std::vector<int64_t> shape, lo, hi;
+  int64_t numElements() const;
+};
+
+/// A point in the work issued to a backend.
+class Event {
+public:
+  virtual ~Event() = default;
+  virtual bool done() = 0;
+  /// Blocks until the work before the event is done.
+  virtual void wait() = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+
+  /// A zero-filled buffer of max(n, 1) elements; null when the device has
+  /// no room for it.
+  virtual std::shared_ptr<DeviceBuffer> allocate(DType dtype, int64_t n) = 0;
+  virtual void fill(DeviceBuffer &buffer, double value) = 0;
+  /// Elements [offset, offset + n) from and to host floats.
+  virtual void write(DeviceBuffer &buffer, int64_t offset, const float *host,
+                     int64_t n) = 0;
+  virtual void read(const DeviceBuffer &buffer, int64_t offset, int64_t n,
+                    float *host) = 0;
+  /// Copies (accumulate: adds) box [lo, hi), which both views hold, from
+  /// `src` to `dst`.
+  virtual void copyBox(const DeviceView &src, const DeviceView &dst,
+                       const std::vector<int64_t> &lo,
+                       const std::vector<int64_t> &hi, bool accumulate) = 0;
+
+  virtual std::string forward(const OpDesc &op, const KernelContext &ctx,
+                              const std::vector<DeviceView> &inputs,
+                              const std::vector<DeviceView> &outputs,
+                              const std::vector<DeviceView> &scratch) = 0;
+  virtual std::string backward(const OpDesc &op, const KernelContext &ctx,
+                               const std::vector<DeviceView> &inputs,
+                               const std::vector<DeviceView> &outputs,
+                               const std::vector<DeviceView> &outputGrads,
+                               const std::vector<DeviceView> &inputGrads,
+                               const std::vector<DeviceView> &scratch) = 0;
+
+  /// One optimizer step on elements [offset, offset + n) of the float32
+  /// `weight` with the n elements of `grad` (any float type), each gradient
+  /// multiplied by `gradScale` first (the inverse of a loss scale).
+  virtual void update(const ppc::planfile::Optimizer &optimizer,
+                      DeviceBuffer &weight, int64_t offset,
+                      const DeviceBuffer &grad, int64_t n,
+                      OptimizerState &state, double gradScale) = 0;
+  /// True if any of the first n elements of `buffer` is NaN or infinite.
+  virtual bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) = 0;
+
+  /// Marks the work issued so far.
+  virtual std::unique_ptr<Event> record() = 0;
+  /// Waits for all issued work.
+  virtual void synchronize() = 0;
+};
+
+struct BackendInfo {
+  const char *name;
+  const char *description;
+  std::unique_ptr<Backend> (*create)();
+};
+
+/// Every backend this build has: the list --backend and the docs follow.
+const std::vector<BackendInfo> &backends();
+/// "cpu" or "cpu or cuda", for messages.
+std::string backendNames();
+/// The backend named `name`, or null.
+std::unique_ptr<Backend> createBackend(const std::string &name);
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_BACKEND_H
