@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -196,6 +197,8 @@ std::string stageCheckpointFile(const std::string &path,
   w.put<int32_t>(checkpoint.numRanks);
   w.put<int64_t>(checkpoint.steps);
   w.put<int32_t>(checkpoint.optimizerSlots);
+  w.put<double>(checkpoint.lossScale);
+  w.put<int64_t>(checkpoint.lossScaleGoodSteps);
   w.put<uint32_t>(static_cast<uint32_t>(checkpoint.buffers.size()));
   for (const CheckpointBuffer &b : checkpoint.buffers) {
     w.put<int32_t>(b.buffer);
@@ -245,7 +248,7 @@ std::string readCheckpointFile(const std::string &path,
     return "'" + path + "' is not a ppc checkpoint";
   uint32_t version;
   std::memcpy(&version, bytes.data() + sizeof(kMagic), 4);
-  if (version != kCheckpointVersion)
+  if (version != kCheckpointVersion && version != 2)
     return "checkpoint '" + path + "' has format version " +
            std::to_string(version) + " but this ppc-run reads version " +
            std::to_string(kCheckpointVersion);
@@ -265,8 +268,13 @@ std::string readCheckpointFile(const std::string &path,
   uint32_t count = 0;
   if (!r.get(checkpoint.planHash) || !r.get(checkpoint.rank) ||
       !r.get(checkpoint.numRanks) || !r.get(checkpoint.steps) ||
-      !r.get(checkpoint.optimizerSlots) || !r.get(count))
+      !r.get(checkpoint.optimizerSlots) ||
+      (version >= 3 && (!r.get(checkpoint.lossScale) ||
+                        !r.get(checkpoint.lossScaleGoodSteps))) ||
+      !r.get(count))
     return corrupt("truncated header");
+  if (!(checkpoint.lossScale >= 0) || !std::isfinite(checkpoint.lossScale))
+    return corrupt("bad loss scale");
   if (checkpoint.optimizerSlots < 0 || checkpoint.optimizerSlots > 2)
     return corrupt("bad optimizer slot count");
   checkpoint.buffers.clear();

@@ -215,7 +215,10 @@ private:
   /// Both false after a failure that every rank saw and reported.
   bool resume(int64_t &steps);
   bool writeCheckpoint(int64_t steps);
-  int verify(int64_t step);
+  /// `lossScale`: the scale the step ran with.
+  int verify(int64_t step, double lossScale);
+  /// The loss scaling the options and the plan's types ask for.
+  LossScale initialLossScale() const;
   /// The loss this rank output in the last step; null if none (not a
   /// training plan, or another rank outputs it).
   const float *lossValue() const;
@@ -241,6 +244,7 @@ private:
   ProgramRunner runner;
   std::ofstream log;
   double peakResidentBytes = 0;
+  int64_t skippedSteps = 0;
 };
 
 std::string Run::checkOptions() const {
@@ -259,6 +263,15 @@ std::string Run::checkOptions() const {
     return "--verify-tolerance must be positive";
   if (options.threads < 1)
     return "--threads must be at least 1";
+  if (!options.lossScale.empty() && options.lossScale != "dynamic" &&
+      options.lossScale != "none") {
+    char *end = nullptr;
+    double scale = std::strtod(options.lossScale.c_str(), &end);
+    if (*end != '\0' || !(scale > 0) || !std::isfinite(scale))
+      return "--loss-scale needs 'dynamic', 'none' or a positive number, "
+             "not '" +
+             options.lossScale + "'";
+  }
   if (options.batches < 0)
     return "--batches must not be negative";
   if (!options.dataDir.empty() && options.batches > 0)
@@ -436,14 +449,24 @@ static const DTypeInfo &loosestDType(const Plan &plan) {
   return *loosest;
 }
 
-int Run::verify(int64_t step) {
+int Run::verify(int64_t step, double lossScale) {
   const DTypeInfo &loosest = loosestDType(plan);
   const double tolerance = options.verifyTolerance > 0
                                ? options.verifyTolerance
                                : loosest.verifyTolerance;
   ReferenceStep ref;
-  if (anyFailed(runReferenceStep(plan, data, step, *backend, ref), true))
+  if (anyFailed(runReferenceStep(plan, data, step, *backend, lossScale, ref), true))
     return 1;
+  // Loss scaling skips a step whose gradients overflow: both sides must.
+  const bool skipped = runner.lastStepSkipped();
+  if (skipped != ref.skipped) {
+    if (rank == 0)
+      out << "verify FAILED: at loss scale " << format("%g", lossScale)
+          << " the gradients of the " << (skipped ? "partitioned" : "reference")
+          << " step overflowed and those of the "
+          << (skipped ? "reference" : "partitioned") << " step did not\n";
+    return 1;
+  }
   auto shapeOf = [&](int32_t t) {
     return Index(plan.tensors(t).shape().begin(),
                  plan.tensors(t).shape().end());
@@ -475,8 +498,10 @@ int Run::verify(int64_t step) {
           compareBox(ref.values[t], shape, Index(shape.size(), 0), shape,
                      values, floor[kind]));
   }
+  // Overflowed gradients (both sides skipped the update) are not compared.
   for (const BoxValues &g : runner.keptGradients())
-    merge(table, {VGrad, g.tensor},
+    if (!skipped)
+      merge(table, {VGrad, g.tensor},
           compareBox(ref.grads[g.tensor], shapeOf(g.tensor), g.lo, g.hi,
                      g.values, floor[VGrad]));
   for (const BoxValues &w : runner.updatedWeights()) {
@@ -496,7 +521,7 @@ int Run::verify(int64_t step) {
       }
     const BoxValues &checked = rows.values.empty() ? w : rows;
     merge(table, {VWeight, w.tensor},
-          grad ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
+          grad && !skipped ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
                                 ref.grads[w.tensor], shapeOf(w.tensor), checked,
                                 *grad, floor[VWeight])
                : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
@@ -529,6 +554,10 @@ int Run::verify(int64_t step) {
         << " against the single-device reference (worst over ranks, "
            "tolerance "
         << format("%g", tolerance) << " relative)\n";
+    if (skipped)
+      out << "  (the gradients overflowed at loss scale "
+          << format("%g", lossScale)
+          << " on both sides and are not compared; the update was skipped)\n";
     char line[256];
     std::snprintf(line, sizeof(line), "  %-7s %-32s %14s %14s\n", "what",
                   "tensor", "max abs err", "max rel err");
@@ -574,6 +603,9 @@ void Run::printStep(int64_t step, int64_t last, double seconds) {
     out << "  " << format("%.1f", seconds * 1e3) << " ms";
     if (samples > 0)
       out << "  " << format("%.1f", samples) << " samples/s";
+    if (runner.lastStepSkipped())
+      out << "  (gradients overflowed: update skipped, loss scale now "
+          << format("%g", runner.lossScale().scale) << ")";
     out << "\n";
     out.flush();
   }
@@ -606,7 +638,13 @@ void Run::printSummary(const std::vector<double> &times,
   if (plan.batch_size() > 0)
     out << ", " << format("%.1f", double(plan.batch_size()) / mean)
         << " samples/s";
-  out << "\nphase breakdown, ms per step (max over ranks):\n";
+  out << "\n";
+  if (runner.lossScale().active())
+    out << "loss scale " << format("%g", runner.lossScale().scale)
+        << (runner.lossScale().dynamic ? " (dynamic)" : " (static)") << ", "
+        << skippedSteps << " of " << times.size()
+        << " steps skipped for overflowed gradients\n";
+  out << "phase breakdown, ms per step (max over ranks):\n";
   char line[128];
   for (int p = 1; p <= kNumPhases; ++p) {
     int phase = p % kNumPhases; // "other" last, and only if any
@@ -820,6 +858,24 @@ std::string Run::saveOutputs() const {
   return "";
 }
 
+LossScale Run::initialLossScale() const {
+  LossScale lossScale;
+  std::string mode = options.lossScale;
+  if (mode.empty()) { // dynamic for float16, whose gradients underflow
+    mode = "none";
+    for (const Tensor &t : plan.tensors())
+      if (t.dtype() == "f16")
+        mode = "dynamic";
+  }
+  if (mode == "dynamic") {
+    lossScale.dynamic = true;
+    lossScale.scale = LossScale::kInitialScale;
+  } else if (mode != "none") {
+    lossScale.scale = std::stod(mode); // checked by checkOptions
+  }
+  return lossScale;
+}
+
 int Run::run() {
   if (anyFailed(checkOptions(), true))
     return 1;
@@ -835,6 +891,7 @@ int Run::run() {
   }
   setKernelThreads(options.threads);
   runner.setOverlap(options.overlap);
+  runner.setLossScale(initialLossScale());
   setLibraryKernels(!options.referenceKernels);
 
   std::string error;
@@ -913,6 +970,7 @@ int Run::run() {
     if (trace)
       comm.barrier([] { return "the barrier before the traced step"; });
     StepProfile profile;
+    const double lossScale = runner.lossScale().scale;
     if (std::string e = runner.runStep(
             step, trace, options.verify && step == first, profile);
         !e.empty())
@@ -942,7 +1000,8 @@ int Run::run() {
                    "; stopping (--allow-nonfinite trains on)\n";
       return 1;
     }
-    if (options.verify && step == first && verify(step) != 0)
+    skippedSteps += runner.lastStepSkipped() ? 1 : 0;
+    if (options.verify && step == first && verify(step, lossScale) != 0)
       return 1;
     if (options.checkpointEvery > 0 && step != last &&
         step % options.checkpointEvery == 0 && !writeCheckpoint(step))

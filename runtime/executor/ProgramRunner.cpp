@@ -238,6 +238,8 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   step_ = step;
   phase_ = 0;
   keepGradients_ = keepGradients;
+  gradientsChecked_ = false;
+  skipUpdates_ = false;
   profile = StepProfile();
   trace_.clear();
   if (keepGradients) {
@@ -309,6 +311,9 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
       trace_.push_back({traceName(instr), isCommunication(instr) ? 1 : 0,
                         seconds(t0 - start), seconds(t1 - t0), phase_, index_});
   }
+  // Every rank takes part in the check once per step.
+  if (lossScale_.active() && !gradientsChecked_)
+    checkGradients();
   const Clock::time_point t0 = Clock::now();
   if (std::string err =
           comm.completeSends("end of step " + std::to_string(step));
@@ -321,6 +326,8 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     trace_.push_back({"send completion", 1, seconds(t0 - start),
                       seconds(t1 - t0), phase_, -1});
   live.clear();
+  if (plan.training())
+    lossScale_.afterStep(skipUpdates_);
   profile.seconds = seconds(t1 - start);
   if (overlap_ && !overlapPlanned_)
     planOverlap();
@@ -333,6 +340,8 @@ std::string ProgramRunner::execute(const Instruction &instr) {
     phase_ = instr.phase().phase();
     if (phase_ < 0 || phase_ >= kNumPhases)
       phase_ = 0;
+    if (phase_ == Instruction::UPDATE && lossScale_.active())
+      checkGradients();
     return "";
   case Instruction::kAlloc:
     return alloc(instr.alloc().buffer());
@@ -349,7 +358,11 @@ std::string ProgramRunner::execute(const Instruction &instr) {
     Buffer *b;
     if (std::string err = lookup(instr.fill().buffer(), b); !err.empty())
       return err;
-    backend.fill(*b->storage, instr.fill().value());
+    // The loss gradient's seed carries the loss scale.
+    const bool seed = b->grad && b->tensor == plan.loss_tensor() &&
+                      instr.fill().value() != 0;
+    backend.fill(*b->storage,
+                 instr.fill().value() * (seed ? lossScale_.scale : 1.0));
     return "";
   }
   case Instruction::kCopy:
@@ -694,19 +707,42 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
            "or a shard of it along dim 0";
   const int64_t offset = whole ? 0 : rowOffset(w->lo, w->hi, g->lo[0]);
   updatedBoxes_[u.weight()] = {g->lo, g->hi};
+  const double unscale = 1.0 / lossScale_.scale;
   if (keepGradients_) {
-    keptGrads_.push_back(
-        {g->tensor, g->lo, g->hi, hostValues(*g->storage, g->size())});
+    std::vector<float> values = hostValues(*g->storage, g->size());
+    for (float &v : values)
+      v = static_cast<float>(v * unscale);
+    keptGrads_.push_back({g->tensor, g->lo, g->hi, std::move(values)});
     updated_.push_back(u.weight());
   }
+  if (skipUpdates_)
+    return "";
   Persistent &p = it->second;
   backend.update(plan.optimizer(), *p.master, offset, *g->storage, g->size(),
-                 p.optimizer, 1.0);
+                 p.optimizer, unscale);
   // Mixed precision: the model's 16-bit copy of the rows just updated.
   if (p.master != p.storage)
     backend.copyBox({p.master.get(), 0, w->shape, w->lo, w->hi}, w->view(),
                     g->lo, g->hi, false);
   return "";
+}
+
+void ProgramRunner::checkGradients() {
+  gradientsChecked_ = true;
+  bool overflow = false;
+  for (const Instruction &instr : program.instructions()) {
+    if (!instr.has_update())
+      continue;
+    auto it = live.find(instr.update().grad());
+    if (it != live.end() &&
+        backend.anyNonfinite(*it->second.storage, it->second.size())) {
+      overflow = true;
+      break;
+    }
+  }
+  skipUpdates_ = comm.anyRank(overflow, [&] {
+    return "the gradients' overflow check (" + context() + ")";
+  });
 }
 
 std::string ProgramRunner::output(const Instruction::Output &o) {
@@ -815,6 +851,8 @@ std::vector<BoxValues> ProgramRunner::frozenBuffers() const {
 
 void ProgramRunner::saveState(Checkpoint &checkpoint) const {
   checkpoint.optimizerSlots = numOptimizerSlots(plan.optimizer());
+  checkpoint.lossScale = lossScale_.scale;
+  checkpoint.lossScaleGoodSteps = lossScale_.goodSteps;
   checkpoint.buffers.clear();
   for (const auto &[id, p] : persistent) {
     CheckpointBuffer b;
@@ -831,6 +869,11 @@ void ProgramRunner::saveState(Checkpoint &checkpoint) const {
 std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
   if (checkpoint.optimizerSlots != numOptimizerSlots(plan.optimizer()))
     return "the checkpoint's optimizer state does not fit the plan's optimizer";
+  // The scale goes on where it was (its mode is this run's).
+  if (checkpoint.lossScale > 0) {
+    lossScale_.scale = checkpoint.lossScale;
+    lossScale_.goodSteps = checkpoint.lossScaleGoodSteps;
+  }
   persistent.clear();
   for (const CheckpointBuffer &b : checkpoint.buffers) {
     if (b.tensor < 0 || b.tensor >= plan.tensors_size() ||

@@ -109,6 +109,13 @@ public:
   /// in program order, and is waited for where it stands in the program.
   /// Between instructions the runner lets MPI progress.
   void setOverlap(bool on) { overlap_ = on; }
+  /// Loss scaling (Optimizer.h): the loss gradient's seed, the gradients'
+  /// check at the update phase (a maximum over all ranks) and the scale's
+  /// change after the step. Gradients kept for --verify are unscaled.
+  void setLossScale(const LossScale &lossScale) { lossScale_ = lossScale; }
+  const LossScale &lossScale() const { return lossScale_; }
+  /// Whether the last step's gradients overflowed (its updates skipped).
+  bool lastStepSkipped() const { return skipUpdates_; }
 
   std::vector<BoxValues> updatedWeights() const;
   /// The weights as training left them, for export: of each weight buffer,
@@ -178,6 +185,9 @@ private:
   std::string startCollective(int index, double startedAt);
   std::string waitCollective(int index);
   std::string output(const Instruction::Output &o);
+  /// At the update phase (or the step's end on a rank without one): every
+  /// rank learns whether any gradient an update reads is not finite.
+  void checkGradients();
   /// The storage type of a buffer of `tensor` (scratch: f32).
   DType dtypeOf(int32_t tensor) const;
   /// A staging buffer of at least n elements of `dtype`, reused across
@@ -230,6 +240,10 @@ private:
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::shared_ptr<DeviceBuffer> staging_;
+
+  LossScale lossScale_;
+  bool gradientsChecked_ = false;
+  bool skipUpdates_ = false;
 
   bool overlap_ = false;
   bool overlapPlanned_ = false;

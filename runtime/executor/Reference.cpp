@@ -70,7 +70,9 @@ std::string allocateScratch(Backend &backend,
 } // namespace
 
 std::string runReferenceStep(const Plan &plan, const DataSource &data,
-                             int64_t step, Backend &backend, ReferenceStep &r) {
+                             int64_t step, Backend &backend, double lossScale,
+                             ReferenceStep &r) {
+  r.skipped = false;
   const int numTensors = plan.tensors_size();
   std::vector<std::shared_ptr<DeviceBuffer>> values(numTensors),
       grads(numTensors), masters(numTensors);
@@ -139,7 +141,7 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
     DeviceView lossGrad = w.view(grads[loss], loss);
     if (!lossGrad.buffer)
       return oom;
-    backend.fill(*lossGrad.buffer, 1.0);
+    backend.fill(*lossGrad.buffer, lossScale);
     for (int o = plan.ops_size() - 1; o >= 0; --o) {
       const Op &op = plan.ops(o);
       bool any = false;
@@ -186,13 +188,16 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
       }
     }
 
-    for (int32_t t = 0; t < numTensors; ++t) {
+    for (int32_t t = 0; t < numTensors; ++t)
+      if (plan.tensors(t).role() == Tensor::WEIGHT && grads[t])
+        r.skipped |= backend.anyNonfinite(*grads[t], w.sizeOf(t));
+    for (int32_t t = 0; t < numTensors && !r.skipped; ++t) {
       if (plan.tensors(t).role() != Tensor::WEIGHT || !grads[t])
         continue;
       OptimizerState state;
       DeviceBuffer &weight = masters[t] ? *masters[t] : *values[t];
       backend.update(plan.optimizer(), weight, 0, *grads[t], w.sizeOf(t), state,
-                     1.0);
+                     1.0 / lossScale);
     }
   }
 
@@ -201,6 +206,8 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
   for (int32_t t = 0; t < numTensors; ++t) {
     r.values[t] = w.host(masters[t] ? masters[t] : values[t], t);
     r.grads[t] = w.host(grads[t], t);
+    for (float &g : r.grads[t])
+      g = static_cast<float>(g / lossScale);
   }
   return "";
 }

@@ -14,9 +14,13 @@
 #        vocabulary; a CNN without batch norm).
 #        PPC_E2E_DTYPE=bf16|f16 trains in that type (mixed precision:
 #        16-bit activations, weights and gradients, float32 master weights
-#        and optimizer state), verified at that type's tolerance.
+#        and optimizer state), verified at that type's tolerance;
+#        PPC_E2E_VERIFY_ARGS adds ppc-run options to the --verify run (a
+#        static --loss-scale for f16, whose dynamic scale's first step
+#        overflows and leaves no gradients to compare).
 set -e
 dtype=${PPC_E2E_DTYPE:-f32}
+verify_args=${PPC_E2E_VERIFY_ARGS:-}
 ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
 shift 7
 here=$(dirname "$0")
@@ -55,7 +59,7 @@ else
   $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb" -o /dev/null
 fi
 
-"$@" "$work/plan.pb" --steps 1 --verify | tee "$work/verify.log"
+"$@" "$work/plan.pb" --steps 1 --verify $verify_args | tee "$work/verify.log"
 grep -q "verify passed" "$work/verify.log"
 
 "$@" "$work/plan.pb" --steps 8 --batches 1 --log "$work/loss.jsonl" --quiet

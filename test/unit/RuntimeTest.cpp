@@ -496,6 +496,88 @@ TEST(RuntimeRunPlan, VerifyCatchesAWrongPlan) {
   EXPECT_NE(out.find("fc2.weight"), std::string::npos) << out;
 }
 
+/// `plan` with every float32 tensor in `dtype` (what ppc-convert-dtype
+/// makes of a model).
+pf::Plan inDType(pf::Plan plan, const std::string &dtype) {
+  for (pf::Tensor &t : *plan.mutable_tensors())
+    if (t.dtype() == "f32")
+      t.set_dtype(dtype);
+  return plan;
+}
+
+TEST(RuntimeRunPlan, MixedPrecisionMatchesTheReferenceInItsTypes) {
+  for (const char *dtype : {"bf16", "f16"})
+    for (bool tensorParallel : {false, true}) {
+      RunOptions options;
+      options.steps = 2;
+      options.verify = true;
+      options.lossScale = dtype == std::string("f16") ? "256" : "";
+      std::string out;
+      ASSERT_EQ(run(inDType(mlpPlan(1, tensorParallel, pf::Optimizer::ADAM),
+                            dtype),
+                    options, &out),
+                0)
+          << out;
+      EXPECT_NE(out.find("verify passed"), std::string::npos) << out;
+      EXPECT_NE(out.find(dtype == std::string("f16") ? "tolerance 0.01"
+                                                     : "tolerance 0.05"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find("grad    fc1.weight"), std::string::npos) << out;
+    }
+}
+
+TEST(RuntimeRunPlan, VerifyCatchesAWrongPlanInBf16) {
+  pf::Plan plan = inDType(mlpPlan(1, false), "bf16");
+  for (auto &instr : *plan.mutable_programs(0)->mutable_instructions())
+    if (instr.has_kernel_backward() && instr.kernel_backward().op() == 2)
+      instr.mutable_kernel_backward()->set_input_grads(1, -1);
+  RunOptions options;
+  options.steps = 1;
+  options.verify = true;
+  std::string out;
+  EXPECT_EQ(run(plan, options, &out), 1);
+  EXPECT_NE(out.find("verify FAILED"), std::string::npos) << out;
+}
+
+TEST(RuntimeRunPlan, OverflowingGradientsSkipTheUpdateOnBothSides) {
+  // 1e6 is beyond f16: the seeded loss gradient is infinite every step.
+  pf::Plan plan = inDType(mlpPlan(1, false), "f16");
+  RunOptions options;
+  options.steps = 3;
+  options.verify = true;
+  options.lossScale = "1e6";
+  std::string out;
+  ASSERT_EQ(run(plan, options, &out), 0) << out;
+  EXPECT_NE(out.find("overflowed at loss scale 1e+06 on both sides"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("loss scale 1e+06 (static), 3 of 3 steps skipped"),
+            std::string::npos)
+      << out;
+  // Neither side updated: the weights agree exactly.
+  const size_t row = out.find("weight  fc1.weight");
+  ASSERT_NE(row, std::string::npos) << out;
+  EXPECT_NE(out.substr(row, out.find('\n', row) - row)
+                .find("0.000e+00      0.000e+00"),
+            std::string::npos)
+      << out;
+
+  // Dynamic: the scale halves at each overflow and training goes on.
+  options.lossScale = "dynamic";
+  options.verify = false;
+  options.steps = 2;
+  ASSERT_EQ(run(plan, options, &out), 0) << out;
+  EXPECT_NE(out.find("(dynamic)"), std::string::npos) << out;
+
+  options.lossScale = "lots";
+  EXPECT_EQ(run(plan, options, nullptr, &out), 1);
+  EXPECT_NE(out.find("--loss-scale needs 'dynamic', 'none' or a positive "
+                     "number, not 'lots'"),
+            std::string::npos)
+      << out;
+}
+
 TEST(RuntimeRunPlan, ResumedRunsEndBitIdentical) {
   std::string dir = tempDir("resume");
   pf::Plan plan = fakeTrainingPlan(1, pf::Optimizer::ADAM);

@@ -86,6 +86,14 @@ options:
   --timeout SECONDS      abort the job when a rank waits this long for a
                          message or collective (300); 'inf' (or 1e9 and up):
                          wait forever
+  --loss-scale dynamic|none|X
+                         seed the loss gradient with a scale and divide
+                         the gradients by it in the update; a step whose
+                         gradients overflow on any rank updates nothing.
+                         dynamic (the default for plans with f16 tensors,
+                         PyTorch's GradScaler's rule): from 32768, halved
+                         on overflow, doubled after 2000 steps without;
+                         none: the default otherwise
   --backend NAME         where buffers live and kernels run (cpu); the
                          build's backends are listed at the end of --help
   --threads N            kernel threads per rank (OpenBLAS, oneDNN) (1)
@@ -219,6 +227,10 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       if (!takeValue() || !createBackend(value))
         return bad(backendNames().c_str());
       o.backend = value;
+    } else if (name == "--loss-scale") {
+      if (!takeValue())
+        return bad("'dynamic', 'none' or a positive number");
+      o.lossScale = value; // checked with the other options
     } else if (name == "--verify-tolerance") {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number");

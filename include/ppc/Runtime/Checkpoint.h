@@ -50,8 +50,9 @@
 
 namespace ppc::runtime {
 
-/// Format of the rank files.
-constexpr uint32_t kCheckpointVersion = 2;
+/// Format of the rank files (3: the loss scale; version 2 files, which
+/// have none, are read too).
+constexpr uint32_t kCheckpointVersion = 3;
 /// Layout of the checkpoint directory: LATEST and the COMPLETE markers.
 constexpr uint32_t kCheckpointLayoutVersion = 2;
 
@@ -69,6 +70,10 @@ struct Checkpoint {
   int32_t numRanks = 1;
   int64_t steps = 0; ///< training steps done
   int32_t optimizerSlots = 0;
+  /// The loss scale and its steps without overflow (LossScale); scale 0 in
+  /// files from before loss scaling.
+  double lossScale = 0;
+  int64_t lossScaleGoodSteps = 0;
   std::vector<CheckpointBuffer> buffers;
 };
 

@@ -41,7 +41,7 @@ struct DTypeInfo {
 inline constexpr DTypeInfo kDTypes[] = {
     {DType::F32, "f32", 4, 1e-4, 0.01},
     {DType::BF16, "bf16", 2, 5e-2, 0.05},
-    {DType::F16, "f16", 2, 1e-2, 0.02},
+    {DType::F16, "f16", 2, 1e-2, 0.05},
     {DType::I64, "i64", 8, 1e-4, 0.01},
 };
 

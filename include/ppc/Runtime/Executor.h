@@ -51,6 +51,9 @@ struct RunOptions {
   /// The plan's weights file (weightsFilePath of the plan, or --weights).
   std::string weightsFile;
   bool verify = false;
+  /// Loss scaling (ppc/Runtime/Optimizer.h): "dynamic", "none" or a static
+  /// scale; empty: dynamic for plans with f16 tensors, else none.
+  std::string lossScale;
   /// Where buffers live and kernels run (ppc/Runtime/Backend.h).
   std::string backend = "cpu";
   /// Train on through a NaN/Inf loss and accept NaN/Inf in input files.

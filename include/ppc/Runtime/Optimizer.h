@@ -29,6 +29,37 @@ struct OptimizerState {
   std::vector<std::vector<float>> slots; ///< MOMENTUM: {v}; ADAM: {m, v}
 };
 
+/// Loss scaling, for float16 training, whose gradients underflow without
+/// it: the loss gradient is seeded with `scale` instead of 1 and every
+/// gradient divided by it in the update. A step whose gradients hold a NaN
+/// or an infinity on any rank updates nothing. Dynamic (PyTorch's
+/// GradScaler's rule): such a step also halves the scale, and
+/// kGrowthInterval steps in a row without one double it. It starts at 2^15,
+/// not GradScaler's 2^16: the seed is the loss's own (f16) gradient, and f16
+/// ends at 65504.
+struct LossScale {
+  static constexpr double kInitialScale = 32768;
+  static constexpr int64_t kGrowthInterval = 2000;
+
+  double scale = 1;
+  bool dynamic = false;
+  int64_t goodSteps = 0; ///< steps without overflow since the last change
+
+  /// Whether the scale is used at all (the default of float32 and bf16).
+  bool active() const { return dynamic || scale != 1; }
+  void afterStep(bool overflowed) {
+    if (!dynamic)
+      return;
+    if (overflowed) {
+      scale /= 2;
+      goodSteps = 0;
+    } else if (++goodSteps == kGrowthInterval) {
+      scale *= 2;
+      goodSteps = 0;
+    }
+  }
+};
+
 /// Number of per-element state vectors of the optimizer (0, 1 or 2).
 int numOptimizerSlots(const ppc::planfile::Optimizer &optimizer);
 
