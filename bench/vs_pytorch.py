@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/vs_pytorch.py [BUILD_DIR]
         [--models cnn,mlp,mobilenet_v2,resnet50,gpt] [--ranks 1,2]
-        [--steps 20] [--strategy data-parallel]
+        [--steps 20] [--strategy data-parallel] [--dtype f32|bf16]
 
 Each model is built in PyTorch (random initialization, fixed seed) and
 exported to ONNX with its batch norms kept, so both sides train the same
@@ -18,6 +18,10 @@ one after the other (never at once):
   - ppc: ppc-opt --ppc-auto-parallel (machine cpuxR, --strategy, Adam,
     the same loss) and `mpirun -np R ppc-run` with one OpenBLAS thread per
     rank.
+With --dtype bf16 both sides train in mixed precision: ppc-opt's dtype=bf16
+(bf16 activations, weights and gradients, float32 master weights and
+optimizer state) and PyTorch's CPU autocast to bfloat16 around the forward
+and the loss (float32 parameters, gradients and optimizer).
 Prints the median step time (the first 3 steps excluded; the slowest rank
 of each step), the ratio ppc / PyTorch (below 1: ppc is faster) and the
 peak resident memory per rank (the largest rank's).
@@ -131,7 +135,7 @@ def peak_resident_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
 
 
-def torch_worker(name, rank, ranks, steps, port, out):
+def torch_worker(name, rank, ranks, steps, port, out, dtype):
     torch.set_num_threads(1)
     if ranks > 1:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -148,8 +152,10 @@ def torch_worker(name, rank, ranks, steps, port, out):
     for _ in range(steps):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = loss_fn(logits.reshape(-1, classes), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=dtype == "bf16"):
+            logits = model(x)
+            loss = loss_fn(logits.reshape(-1, classes), y.reshape(-1))
         loss.backward()
         optimizer.step()
         times.append(time.perf_counter() - start)
@@ -165,21 +171,22 @@ def torch_worker(name, rank, ranks, steps, port, out):
                        "mib": rss / 2**20}, f)
 
 
-def run_torch(name, ranks, steps, work):
+def run_torch(name, ranks, steps, work, dtype):
     out = os.path.join(work, "torch-%s-%d.json" % (name, ranks))
     port = 29500 + os.getpid() % 1000
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", name,
                                str(rank), str(ranks), str(steps), str(port),
-                               out], env=env) for rank in range(ranks)]
+                               out, dtype], env=env)
+             for rank in range(ranks)]
     if any(p.wait() != 0 for p in procs):
         raise SystemExit("PyTorch run of %s on %d ranks failed" % (name, ranks))
     with open(out) as f:
         return json.load(f)
 
 
-def run_ppc(build_dir, name, ranks, steps, strategy, work):
+def run_ppc(build_dir, name, ranks, steps, strategy, work, dtype):
     model, example, _ = build(name)
     onnx_path = os.path.join(work, name + ".onnx")
     if not os.path.exists(onnx_path):
@@ -191,12 +198,13 @@ def run_ppc(build_dir, name, ranks, steps, strategy, work):
                           dynamic_axes={"input": {0: "batch"},
                                         "output": {0: "batch"}},
                           training=torch.onnx.TrainingMode.PRESERVE)
-    plan = os.path.join(work, "%s-%d.pb" % (name, ranks))
+    plan = os.path.join(work, "%s-%d-%s.pb" % (name, ranks, dtype))
     search = "search=" + strategy
     subprocess.run([os.path.join(build_dir, "bin", "ppc-opt"), onnx_path,
                     "--batch-size=%d" % MODELS[name][0],
                     "--ppc-auto-parallel=machine=cpux%d %s optimizer=adam "
-                    "plan=%s" % (ranks, search, plan), "-o", os.devnull],
+                    "dtype=%s plan=%s" % (ranks, search, dtype, plan), "-o",
+                    os.devnull],
                    check=True, stderr=subprocess.DEVNULL)
     log = os.path.join(work, "%s-%d.jsonl" % (name, ranks))
     command = ["mpirun", "-np", str(ranks), "--oversubscribe"]
@@ -213,8 +221,9 @@ def run_ppc(build_dir, name, ranks, steps, strategy, work):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        name, rank, ranks, steps, port, out = sys.argv[2:]
-        torch_worker(name, int(rank), int(ranks), int(steps), int(port), out)
+        name, rank, ranks, steps, port, out, dtype = sys.argv[2:]
+        torch_worker(name, int(rank), int(ranks), int(steps), int(port), out,
+                     dtype)
         return
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser()
@@ -224,6 +233,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--strategy", default="data-parallel",
                         help="ppc-opt's search= (data-parallel, mcmc, ...)")
+    parser.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
+                        help="bf16: mixed precision on both sides")
     args = parser.parse_args()
     # torch.onnx warns about constant folding in PRESERVE mode; the models
     # are exported in eval mode, where folding touches no parameter.
@@ -235,8 +246,8 @@ def main():
         for name in args.models.split(","):
             for ranks in map(int, args.ranks.split(",")):
                 ppc = run_ppc(args.build, name, ranks, args.steps,
-                              args.strategy, work)
-                ref = run_torch(name, ranks, args.steps, work)
+                              args.strategy, work, args.dtype)
+                ref = run_torch(name, ranks, args.steps, work, args.dtype)
                 print("| %s (%s) | %d | %d | %.1f | %.1f | %.2f | %.0f | %.0f |"
                       % (name, MODELS[name][1], MODELS[name][0], ranks,
                          ppc["ms"], ref["ms"], ppc["ms"] / ref["ms"],

@@ -4,6 +4,7 @@
 
 #include "ppc/Runtime/Boxes.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
@@ -58,45 +59,91 @@ void addInto(DType dtype, const void *src, void *dst, int64_t n) {
   }
 }
 
-/// A device view as the kernels see it: float data, widened into `widened`
-/// when the buffer holds another type.
-TensorView kernelView(const DeviceView &v, std::vector<float> &widened) {
-  TensorView view{nullptr, v.shape, v.lo, v.hi};
-  if (!v.buffer)
-    return view;
-  if (v.buffer->dtype() == DType::F32) {
-    view.data = static_cast<float *>(v.buffer->at(v.offset));
-    return view;
-  }
-  const int64_t n = std::max<int64_t>(v.numElements(), 1);
-  widened.resize(n);
-  toFloat(v.buffer->dtype(), v.buffer->at(v.offset), v.numElements(),
-          widened.data());
-  view.data = widened.data();
-  return view;
-}
+/// Float blocks for widened operands, kept from kernel to kernel: a fresh
+/// allocation per operand cost its page faults every step (as much as the
+/// widening itself on a 64 MiB weight). A rank runs one kernel at a time.
+class WideningPool {
+public:
+  using Block = std::pair<int64_t, std::unique_ptr<float[]>>;
 
-/// Kernel views of `views`, remembering which were widened.
-struct KernelViews {
-  std::vector<TensorView> views;
-  std::vector<std::vector<float>> widened;
-
-  explicit KernelViews(const std::vector<DeviceView> &from)
-      : views(from.size()), widened(from.size()) {
-    for (size_t i = 0; i < from.size(); ++i)
-      views[i] = kernelView(from[i], widened[i]);
+  /// A block of at least n floats, uninitialized.
+  Block acquire(int64_t n) {
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->first >= n && (best == free_.end() || it->first < best->first))
+        best = it;
+    if (best == free_.end())
+      return {n, std::unique_ptr<float[]>(new float[n])};
+    Block block = std::move(*best);
+    free_.erase(best);
+    return block;
   }
+  void release(Block block) {
+    free_.push_back(std::move(block));
+    // Keep the largest few: what the biggest kernels take at once.
+    if (free_.size() > kMaxBlocks) {
+      auto smallest = std::min_element(
+          free_.begin(), free_.end(),
+          [](const Block &a, const Block &b) { return a.first < b.first; });
+      free_.erase(smallest);
+    }
+  }
+
+private:
+  static constexpr size_t kMaxBlocks = 12;
+  std::vector<Block> free_;
+};
+
+/// Kernel views of device views: float32 buffers as they are, others
+/// widened into pool blocks and, for results, rounded back afterwards.
+class KernelViews {
+public:
+  /// `load`: widen the values (inputs, gradients summed into); otherwise
+  /// the block is zero-filled (results a kernel writes).
+  KernelViews(WideningPool &pool, const std::vector<DeviceView> &from,
+              bool load = true)
+      : pool(pool), views(from.size()), blocks(from.size()) {
+    for (size_t i = 0; i < from.size(); ++i) {
+      const DeviceView &v = from[i];
+      views[i] = {nullptr, v.shape, v.lo, v.hi};
+      if (!v.buffer)
+        continue;
+      if (v.buffer->dtype() == DType::F32) {
+        views[i].data = static_cast<float *>(v.buffer->at(v.offset));
+        continue;
+      }
+      const int64_t n = v.numElements();
+      blocks[i] = pool.acquire(std::max<int64_t>(n, 1));
+      float *data = blocks[i].second.get();
+      if (load)
+        toFloat(v.buffer->dtype(), v.buffer->at(v.offset), n, data);
+      else
+        std::fill(data, data + n, 0.0f);
+      views[i].data = data;
+    }
+  }
+  ~KernelViews() {
+    for (WideningPool::Block &block : blocks)
+      if (block.second)
+        pool.release(std::move(block));
+  }
+  std::vector<TensorView> &get() { return views; }
   /// Rounds view i back into its buffer if it was widened.
   void writeBack(const std::vector<DeviceView> &to, size_t i) const {
     const DeviceView &v = to[i];
     if (v.buffer && v.buffer->dtype() != DType::F32)
-      fromFloat(v.buffer->dtype(), widened[i].data(), v.numElements(),
+      fromFloat(v.buffer->dtype(), views[i].data, v.numElements(),
                 v.buffer->at(v.offset));
   }
   void writeBackAll(const std::vector<DeviceView> &to) const {
     for (size_t i = 0; i < to.size(); ++i)
       writeBack(to, i);
   }
+
+private:
+  WideningPool &pool;
+  std::vector<TensorView> views;
+  std::vector<WideningPool::Block> blocks;
 };
 
 class CpuBackend final : public Backend {
@@ -172,9 +219,12 @@ public:
                       const std::vector<DeviceView> &inputs,
                       const std::vector<DeviceView> &outputs,
                       const std::vector<DeviceView> &scratch) override {
-    KernelViews in(inputs), out(outputs), tmp(scratch);
+    // Results are written, not read, in a first stage; a later stage
+    // continues from what the earlier one left.
+    KernelViews in(pool, inputs), out(pool, outputs, ctx.stage > 0),
+        tmp(pool, scratch);
     std::string status =
-        runtime::forward(op, ctx, in.views, out.views, tmp.views);
+        runtime::forward(op, ctx, in.get(), out.get(), tmp.get());
     if (!status.empty())
       return status;
     out.writeBackAll(outputs);
@@ -191,10 +241,11 @@ public:
                        const std::vector<DeviceView> &outputGrads,
                        const std::vector<DeviceView> &inputGrads,
                        const std::vector<DeviceView> &scratch) override {
-    KernelViews in(inputs), out(outputs), outGrads(outputGrads),
-        inGrads(inputGrads), tmp(scratch);
+    KernelViews in(pool, inputs), out(pool, outputs),
+        outGrads(pool, outputGrads), inGrads(pool, inputGrads),
+        tmp(pool, scratch);
     std::string status = runtime::backward(
-        op, ctx, in.views, out.views, outGrads.views, inGrads.views, tmp.views);
+        op, ctx, in.get(), out.get(), outGrads.get(), inGrads.get(), tmp.get());
     if (!status.empty())
       return status;
     inGrads.writeBackAll(inputGrads);
@@ -202,14 +253,26 @@ public:
     return "";
   }
 
-  void update(const ppc::planfile::Optimizer &optimizer, DeviceBuffer &weight,
+  bool update(const ppc::planfile::Optimizer &optimizer, DeviceBuffer &weight,
               int64_t offset, const DeviceBuffer &grad, int64_t n,
-              OptimizerState &state, double gradScale) override {
+              DeviceOptimizerState &state, double gradScale) override {
     assert(weight.dtype() == DType::F32 && "master weights are float32");
+    const int slots = numOptimizerSlots(optimizer);
+    if (static_cast<int>(state.slots.size()) != slots) {
+      state.slots.clear();
+      state.elements = n;
+      for (int s = 0; s < slots; ++s)
+        if (!state.slots.emplace_back(allocate(DType::F32, n)))
+          return false;
+    }
+    float *pointers[2] = {};
+    for (int s = 0; s < slots; ++s)
+      pointers[s] = cpuFloats(*state.slots[s]);
     float *w = cpuFloats(weight, offset);
+    const int64_t step = ++state.steps;
     if (grad.dtype() == DType::F32 && gradScale == 1.0) {
-      applyOptimizer(optimizer, w, cpuFloats(grad), n, state);
-      return;
+      applyOptimizerStep(optimizer, w, cpuFloats(grad), n, step, pointers);
+      return true;
     }
     std::vector<float> g(n);
     toFloat(grad.dtype(), grad.data(), n, g.data());
@@ -218,7 +281,8 @@ public:
       for (float &x : g)
         x *= scale;
     }
-    applyOptimizer(optimizer, w, g.data(), n, state);
+    applyOptimizerStep(optimizer, w, g.data(), n, step, pointers);
+    return true;
   }
 
   bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) override {
@@ -250,6 +314,9 @@ public:
     return std::make_unique<CpuEvent>();
   }
   void synchronize() override {}
+
+private:
+  WideningPool pool;
 };
 
 } // namespace

@@ -31,32 +31,29 @@ PPC_VECTOR_CLONES void floatToBf16(const float *in, int64_t n, uint16_t *out) {
     std::memcpy(&x, in + i, 4);
     const uint32_t rounded = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
     const uint32_t quiet = (x >> 16) | 0x40;
-    out[i] = static_cast<uint16_t>((x & 0x7fffffff) > 0x7f800000 ? quiet
-                                                                 : rounded);
+    out[i] =
+        static_cast<uint16_t>((x & 0x7fffffff) > 0x7f800000 ? quiet : rounded);
   }
 }
 
 #ifdef PPC_HAVE_F16C_PATH
 __attribute__((target("avx,f16c"))) void f16ToFloatF16c(const uint16_t *in,
-                                                        int64_t n,
-                                                        float *out) {
+                                                        int64_t n, float *out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i,
-                     _mm256_cvtph_ps(_mm_loadu_si128(
-                         reinterpret_cast<const __m128i *>(in + i))));
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(in + i))));
   for (; i < n; ++i)
     out[i] = halfToFloat(in[i]);
 }
 
-__attribute__((target("avx,f16c"))) void floatToF16F16c(const float *in,
-                                                        int64_t n,
-                                                        uint16_t *out) {
+__attribute__((target("avx,f16c"))) void
+floatToF16F16c(const float *in, int64_t n, uint16_t *out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
-                                     _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(out + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < n; ++i)
     out[i] = floatToHalf(in[i]);
 }

@@ -24,13 +24,21 @@ void applyOptimizer(const Optimizer &optimizer, float *weight,
   const int slots = numOptimizerSlots(optimizer);
   if (static_cast<int>(state.slots.size()) != slots)
     state.slots.assign(slots, std::vector<float>(n, 0.0f));
-  ++state.steps;
+  float *pointers[2] = {};
+  for (int s = 0; s < slots; ++s)
+    pointers[s] = state.slots[s].data();
+  applyOptimizerStep(optimizer, weight, grad, n, ++state.steps, pointers);
+}
+
+void applyOptimizerStep(const Optimizer &optimizer, float *weight,
+                        const float *grad, int64_t n, int64_t steps,
+                        float *const *slots) {
   const double lr = optimizer.learning_rate();
   const double decay = optimizer.weight_decay();
   switch (optimizer.kind()) {
   case Optimizer::MOMENTUM: {
     const double mu = optimizer.momentum();
-    float *v = state.slots[0].data();
+    float *v = slots[0];
     for (int64_t i = 0; i < n; ++i) {
       double g = double(grad[i]) + decay * weight[i];
       double vi = mu * v[i] + g;
@@ -43,7 +51,7 @@ void applyOptimizer(const Optimizer &optimizer, float *weight,
     const double b1 = optimizer.beta1() != 0 ? optimizer.beta1() : 0.9;
     const double b2 = optimizer.beta2() != 0 ? optimizer.beta2() : 0.999;
     const double eps = optimizer.epsilon() != 0 ? optimizer.epsilon() : 1e-8;
-    const double t = static_cast<double>(state.steps);
+    const double t = static_cast<double>(steps);
     // Float arithmetic in the loop, so that it vectorizes: the update was
     // the largest phase of a small model's step in double.
     const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2);
@@ -54,7 +62,7 @@ void applyOptimizer(const Optimizer &optimizer, float *weight,
     const float c2 = static_cast<float>(1.0 - std::pow(b2, t));
     const float feps = static_cast<float>(eps);
     const float fdecay = static_cast<float>(decay);
-    float *m = state.slots[0].data(), *v = state.slots[1].data();
+    float *m = slots[0], *v = slots[1];
     for (int64_t i = 0; i < n; ++i) {
       float g = grad[i] + fdecay * weight[i];
       float mi = fb1 * m[i] + ob1 * g;

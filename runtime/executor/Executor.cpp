@@ -455,7 +455,8 @@ int Run::verify(int64_t step, double lossScale) {
                                ? options.verifyTolerance
                                : loosest.verifyTolerance;
   ReferenceStep ref;
-  if (anyFailed(runReferenceStep(plan, data, step, *backend, lossScale, ref), true))
+  if (anyFailed(runReferenceStep(plan, data, step, *backend, lossScale, ref),
+                true))
     return 1;
   // Loss scaling skips a step whose gradients overflow: both sides must.
   const bool skipped = runner.lastStepSkipped();
@@ -502,8 +503,8 @@ int Run::verify(int64_t step, double lossScale) {
   for (const BoxValues &g : runner.keptGradients())
     if (!skipped)
       merge(table, {VGrad, g.tensor},
-          compareBox(ref.grads[g.tensor], shapeOf(g.tensor), g.lo, g.hi,
-                     g.values, floor[VGrad]));
+            compareBox(ref.grads[g.tensor], shapeOf(g.tensor), g.lo, g.hi,
+                       g.values, floor[VGrad]));
   for (const BoxValues &w : runner.updatedWeights()) {
     const BoxValues *grad = nullptr;
     for (const BoxValues &g : runner.keptGradients())
@@ -521,11 +522,12 @@ int Run::verify(int64_t step, double lossScale) {
       }
     const BoxValues &checked = rows.values.empty() ? w : rows;
     merge(table, {VWeight, w.tensor},
-          grad && !skipped ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
-                                ref.grads[w.tensor], shapeOf(w.tensor), checked,
-                                *grad, floor[VWeight])
-               : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
-                            w.values, floor[VWeight]));
+          grad && !skipped
+              ? compareUpdated(plan.optimizer(), ref.values[w.tensor],
+                               ref.grads[w.tensor], shapeOf(w.tensor), checked,
+                               *grad, floor[VWeight])
+              : compareBox(ref.values[w.tensor], shapeOf(w.tensor), w.lo, w.hi,
+                           w.values, floor[VWeight]));
   }
   for (const BoxValues &f : runner.frozenBuffers())
     merge(table, {VFrozen, f.tensor},

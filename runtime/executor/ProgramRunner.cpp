@@ -359,8 +359,8 @@ std::string ProgramRunner::execute(const Instruction &instr) {
     if (std::string err = lookup(instr.fill().buffer(), b); !err.empty())
       return err;
     // The loss gradient's seed carries the loss scale.
-    const bool seed = b->grad && b->tensor == plan.loss_tensor() &&
-                      instr.fill().value() != 0;
+    const bool seed =
+        b->grad && b->tensor == plan.loss_tensor() && instr.fill().value() != 0;
     backend.fill(*b->storage,
                  instr.fill().value() * (seed ? lossScale_.scale : 1.0));
     return "";
@@ -718,8 +718,10 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   if (skipUpdates_)
     return "";
   Persistent &p = it->second;
-  backend.update(plan.optimizer(), *p.master, offset, *g->storage, g->size(),
-                 p.optimizer, unscale);
+  if (!backend.update(plan.optimizer(), *p.master, offset, *g->storage,
+                      g->size(), p.optimizer, unscale))
+    return "out of memory for the optimizer state of '" +
+           tensorName(w->tensor) + "'";
   // Mixed precision: the model's 16-bit copy of the rows just updated.
   if (p.master != p.storage)
     backend.copyBox({p.master.get(), 0, w->shape, w->lo, w->hi}, w->view(),
@@ -861,7 +863,9 @@ void ProgramRunner::saveState(Checkpoint &checkpoint) const {
     b.lo = p.lo;
     b.hi = p.hi;
     b.values = persistentValues(id, p);
-    b.optimizer = p.optimizer;
+    b.optimizer.steps = p.optimizer.steps;
+    for (const std::shared_ptr<DeviceBuffer> &slot : p.optimizer.slots)
+      b.optimizer.slots.push_back(hostValues(*slot, p.optimizer.elements));
     checkpoint.buffers.push_back(std::move(b));
   }
 }
@@ -906,7 +910,19 @@ std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
     if (p.master != p.storage)
       backend.write(*p.master, 0, b.values.data(), n);
     p.loaded = true;
-    p.optimizer = b.optimizer;
+    p.optimizer.steps = b.optimizer.steps;
+    p.optimizer.elements =
+        b.optimizer.slots.empty()
+            ? 0
+            : static_cast<int64_t>(b.optimizer.slots.front().size());
+    for (const std::vector<float> &slot : b.optimizer.slots) {
+      p.optimizer.slots.push_back(
+          backend.allocate(DType::F32, static_cast<int64_t>(slot.size())));
+      if (!p.optimizer.slots.back())
+        return "out of memory for the checkpoint's optimizer state";
+      backend.write(*p.optimizer.slots.back(), 0, slot.data(),
+                    static_cast<int64_t>(slot.size()));
+    }
     // Slots that were never used are stored as zeros; keep them unsized so
     // the first update sizes them, as in an uninterrupted run.
     if (p.optimizer.steps == 0)

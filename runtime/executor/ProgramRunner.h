@@ -153,7 +153,7 @@ private:
     Index lo, hi;
     std::shared_ptr<DeviceBuffer> storage, master;
     bool loaded = false;
-    OptimizerState optimizer;
+    DeviceOptimizerState optimizer;
   };
   /// How a collective instruction's boxes map onto MPI counts; computed the
   /// first time it runs (programs repeat every step).

@@ -194,10 +194,11 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
     for (int32_t t = 0; t < numTensors && !r.skipped; ++t) {
       if (plan.tensors(t).role() != Tensor::WEIGHT || !grads[t])
         continue;
-      OptimizerState state;
+      DeviceOptimizerState state;
       DeviceBuffer &weight = masters[t] ? *masters[t] : *values[t];
-      backend.update(plan.optimizer(), weight, 0, *grads[t], w.sizeOf(t), state,
-                     1.0 / lossScale);
+      if (!backend.update(plan.optimizer(), weight, 0, *grads[t], w.sizeOf(t),
+                          state, 1.0 / lossScale))
+        return oom;
     }
   }
 

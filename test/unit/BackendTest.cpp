@@ -22,10 +22,12 @@ TEST(DType, EverySixteenBitPatternRoundTrips) {
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
     const uint16_t h = static_cast<uint16_t>(bits);
     const float half = halfToFloat(h), brain = bfloat16ToFloat(h);
-    if (!std::isnan(half))
+    if (!std::isnan(half)) {
       EXPECT_EQ(floatToHalf(half), h) << std::hex << bits;
-    if (!std::isnan(brain))
+    }
+    if (!std::isnan(brain)) {
       EXPECT_EQ(floatToBFloat16(brain), h) << std::hex << bits;
+    }
   }
 }
 
@@ -43,10 +45,11 @@ TEST(DType, ArrayConversionsMatchTheScalarOnes) {
     toFloat(dtype, patterns.data(), 0x10000, widened.data());
     for (uint32_t bits = 0; bits < 0x10000; ++bits) {
       const float want = widen(patterns[bits]);
-      if (std::isnan(want))
+      if (std::isnan(want)) {
         EXPECT_TRUE(std::isnan(widened[bits]));
-      else
+      } else {
         EXPECT_EQ(widened[bits], want) << std::hex << bits;
+      }
     }
     // Halfway points and their neighbours between consecutive values.
     std::vector<float> probes;
@@ -167,8 +170,7 @@ OpDesc matmulOp(int64_t m, int64_t k, int64_t n) {
   return op;
 }
 
-DeviceView whole(std::shared_ptr<DeviceBuffer> &b,
-                 std::vector<int64_t> shape) {
+DeviceView whole(std::shared_ptr<DeviceBuffer> &b, std::vector<int64_t> shape) {
   return {b.get(), 0, shape, std::vector<int64_t>(shape.size(), 0), shape};
 }
 
@@ -187,7 +189,8 @@ TEST(CpuBackend, SixteenBitKernelsComputeInFloatAndRoundTheirResults) {
     kernelGemm(m, n, k, ra.data(), rb.data(), expected.data());
     roundToDType(dtype, expected.data(), m * n);
 
-    auto A = backend->allocate(dtype, m * k), B = backend->allocate(dtype, k * n),
+    auto A = backend->allocate(dtype, m * k),
+         B = backend->allocate(dtype, k * n),
          C = backend->allocate(dtype, m * n);
     backend->write(*A, 0, a.data(), m * k);
     backend->write(*B, 0, b.data(), k * n);
@@ -200,7 +203,8 @@ TEST(CpuBackend, SixteenBitKernelsComputeInFloatAndRoundTheirResults) {
 
     // Backward: the gradient of A is added to what the buffer holds and
     // rounded once.
-    auto dC = backend->allocate(dtype, m * n), dA = backend->allocate(dtype, m * k);
+    auto dC = backend->allocate(dtype, m * n),
+         dA = backend->allocate(dtype, m * k);
     backend->fill(*dC, 1.0);
     backend->fill(*dA, 0.5);
     DeviceView noGrad{nullptr, 0, {k, n}, {0, 0}, {0, 0}};
@@ -232,11 +236,39 @@ TEST(CpuBackend, UpdatesAFloatMasterWithUnscaledSixteenBitGradients) {
   std::vector<float> w = {1, 2, 3, 4, 5, 6}, g = {1024, -2048, 4096, 512};
   backend->write(*master, 0, w.data(), 6);
   backend->write(*grad, 0, g.data(), 4);
-  OptimizerState state;
+  DeviceOptimizerState state;
   // Rows 1..2 of a [3, 2] weight (a ZeRO shard at offset 2), loss scale 1024.
-  backend->update(sgd, *master, 2, *grad, 4, state, 1.0 / 1024);
+  ASSERT_TRUE(backend->update(sgd, *master, 2, *grad, 4, state, 1.0 / 1024));
+  EXPECT_EQ(state.steps, 1);
   EXPECT_EQ(read(*backend, *master),
             (std::vector<float>{1, 2, 3 - 0.5f, 4 + 1, 5 - 2, 6 - 0.25f}));
+}
+
+TEST(CpuBackend, KeepsAdamStateOnTheDeviceAsTheHostStepDoes) {
+  std::unique_ptr<Backend> backend = createCpuBackend();
+  ppc::planfile::Optimizer adam;
+  adam.set_kind(ppc::planfile::Optimizer::ADAM);
+  adam.set_learning_rate(0.01);
+  std::vector<float> w = {0.5f, -1.0f, 2.0f}, g = {0.1f, -0.3f, 0.05f};
+  auto weight = backend->allocate(DType::F32, 3);
+  auto grad = backend->allocate(DType::F32, 3);
+  backend->write(*weight, 0, w.data(), 3);
+  backend->write(*grad, 0, g.data(), 3);
+  DeviceOptimizerState device;
+  OptimizerState host;
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(backend->update(adam, *weight, 0, *grad, 3, device, 1.0));
+    applyOptimizer(adam, w.data(), g.data(), 3, host);
+  }
+  EXPECT_EQ(read(*backend, *weight), w);
+  ASSERT_EQ(device.slots.size(), 2u);
+  EXPECT_EQ(device.steps, 3);
+  EXPECT_EQ(device.elements, 3);
+  for (int s = 0; s < 2; ++s) {
+    std::vector<float> slot(3);
+    backend->read(*device.slots[s], 0, 3, slot.data());
+    EXPECT_EQ(slot, host.slots[s]);
+  }
 }
 
 TEST(CpuBackend, FindsNonfiniteValuesAnywhere) {

@@ -37,6 +37,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <new>
 #include <numeric>
 #include <sched.h>
 #include <string>
@@ -283,7 +284,16 @@ double updateBytesPerElement(int stateTensors) {
 /// at once, over buffers of 32 MiB each.
 std::vector<double> measureUpdates(const Options &o, bool print) {
   const int64_t n = int64_t(8) << 20;
-  std::vector<float> weight(n, 0.5f), grad(n, 0.01f);
+  // The update ppc-run does: the cpu backend's, on its buffers.
+  std::unique_ptr<runtime::Backend> backend = runtime::createCpuBackend();
+  std::shared_ptr<runtime::DeviceBuffer> weight =
+      backend->allocate(runtime::DType::F32, n);
+  std::shared_ptr<runtime::DeviceBuffer> grad =
+      backend->allocate(runtime::DType::F32, n);
+  if (!weight || !grad)
+    throw std::bad_alloc(); // as the vectors it measured before
+  backend->fill(*weight, 0.5);
+  backend->fill(*grad, 0.01);
   std::vector<double> rates;
   const char *names[] = {"sgd", "momentum", "adam"};
   for (int kind = 0; kind < 3; ++kind) {
@@ -293,10 +303,9 @@ std::vector<double> measureUpdates(const Options &o, bool print) {
                                    : ppc::planfile::Optimizer::ADAM);
     optimizer.set_learning_rate(1e-6);
     optimizer.set_momentum(0.9);
-    ppc::runtime::OptimizerState state;
+    runtime::DeviceOptimizerState state;
     double t = timeLocal(4 * o.seconds, o.threads == 1, [&] {
-      ppc::runtime::applyOptimizer(optimizer, weight.data(), grad.data(), n,
-                                   state);
+      backend->update(optimizer, *weight, 0, *grad, n, state, 1.0);
     });
     double rate = updateBytesPerElement(kind) * n / t;
     rates.push_back(rate);

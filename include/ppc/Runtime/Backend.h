@@ -77,6 +77,14 @@ struct DeviceView {
   int64_t numElements() const;
 };
 
+/// What the optimizer keeps per weight buffer between steps, on the device:
+/// numOptimizerSlots float32 buffers, allocated by the first update.
+struct DeviceOptimizerState {
+  int64_t steps = 0;    ///< updates done (Adam's t)
+  int64_t elements = 0; ///< per slot
+  std::vector<std::shared_ptr<DeviceBuffer>> slots;
+};
+
 /// A point in the work issued to a backend.
 class Event {
 public:
@@ -119,11 +127,12 @@ public:
 
   /// One optimizer step on elements [offset, offset + n) of the float32
   /// `weight` with the n elements of `grad` (any float type), each gradient
-  /// multiplied by `gradScale` first (the inverse of a loss scale).
-  virtual void update(const ppc::planfile::Optimizer &optimizer,
+  /// multiplied by `gradScale` first (the inverse of a loss scale). False
+  /// when the device has no room for the state.
+  virtual bool update(const ppc::planfile::Optimizer &optimizer,
                       DeviceBuffer &weight, int64_t offset,
                       const DeviceBuffer &grad, int64_t n,
-                      OptimizerState &state, double gradScale) = 0;
+                      DeviceOptimizerState &state, double gradScale) = 0;
   /// True if any of the first n elements of `buffer` is NaN or infinite.
   virtual bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) = 0;
 

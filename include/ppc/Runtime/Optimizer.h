@@ -23,7 +23,8 @@
 
 namespace ppc::runtime {
 
-/// What the optimizer keeps per weight buffer between steps.
+/// What the optimizer keeps per weight buffer between steps, in host memory
+/// (as checkpoints hold it; a backend keeps DeviceOptimizerState).
 struct OptimizerState {
   int64_t steps = 0;                     ///< updates done (ADAM's t)
   std::vector<std::vector<float>> slots; ///< MOMENTUM: {v}; ADAM: {m, v}
@@ -67,6 +68,11 @@ int numOptimizerSlots(const ppc::planfile::Optimizer &optimizer);
 /// first use.
 void applyOptimizer(const ppc::planfile::Optimizer &optimizer, float *weight,
                     const float *grad, int64_t n, OptimizerState &state);
+/// The same on raw state: update number `step` (from 1) with the
+/// numOptimizerSlots slots of n floats each (zero before the first).
+void applyOptimizerStep(const ppc::planfile::Optimizer &optimizer,
+                        float *weight, const float *grad, int64_t n,
+                        int64_t step, float *const *slots);
 
 } // namespace ppc::runtime
 
