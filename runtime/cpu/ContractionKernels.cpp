@@ -1,6 +1,8 @@
 //===- ContractionKernels.cpp - matmul and linear on boxes ----------------===//
 //
-// Local GEMMs on the boxes a partition holds (OpenBLAS sgemm, row-major).
+// Local GEMMs on the boxes a partition holds (row-major; cpu::gemm). Their
+// operands, results and result gradients may come as bf16 (readsBf16):
+// bf16 products then run as bf16 GEMMs, into float32 results.
 // The output box gives the batch, M and N ranges; the K range is the lhs's
 // (input's) box along K and the rhs's (weight's) box along K must equal it.
 // A split K makes the output a partial sum, so the bias of linear is added
@@ -110,13 +112,14 @@ MatrixOperand rhsOperand(const OpDesc &op, const TensorView &view) {
           view.rank() - 1};
 }
 
-/// Pointer to the stored matrix of `operand` (or of the same-box `data` view)
-/// for result batch `batch`, starting at the partition's (row, col).
-float *matrixAt(const MatrixOperand &operand, const TensorView &data,
-                const std::vector<int64_t> &batch, int64_t row, int64_t col) {
+/// Offset in `data` (a view of `operand`'s box) of the stored matrix of
+/// `operand` for result batch `batch`, at the partition's (row, col).
+int64_t matrixOffset(const MatrixOperand &operand, const TensorView &data,
+                     const std::vector<int64_t> &batch, int64_t row,
+                     int64_t col) {
   if (operand.transposed)
     std::swap(row, col);
-  return data.data + data.offsetOf(operand.indexOf(batch, row, col));
+  return data.offsetOf(operand.indexOf(batch, row, col));
 }
 
 KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
@@ -140,9 +143,12 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
     at.push_back(r.mLo);
     at.push_back(r.nLo);
     gemm(lhs.transposed, rhs.transposed, m, n, k,
-         matrixAt(lhs, inputs[0], batch, r.mLo, r.kLo), lda,
-         matrixAt(rhs, inputs[1], batch, r.kLo, r.nLo), ldb,
-         /*accumulate=*/false, result.data + result.offsetOf(at), n);
+         gemmOperand(inputs[0],
+                     matrixOffset(lhs, inputs[0], batch, r.mLo, r.kLo)),
+         lda,
+         gemmOperand(inputs[1],
+                     matrixOffset(rhs, inputs[1], batch, r.kLo, r.nLo)),
+         ldb, /*accumulate=*/false, result.data + result.offsetOf(at), n);
   });
   return "";
 }
@@ -176,18 +182,22 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
     std::vector<int64_t> at = batch;
     at.push_back(r.mLo);
     at.push_back(r.nLo);
-    const float *dy = dResult.data + dResult.offsetOf(at);
-    const float *a = matrixAt(lhs, inputs[0], batch, r.mLo, r.kLo);
-    const float *b = matrixAt(rhs, inputs[1], batch, r.kLo, r.nLo);
+    GemmOperand dy = gemmOperand(dResult, dResult.offsetOf(at));
+    GemmOperand a = gemmOperand(
+        inputs[0], matrixOffset(lhs, inputs[0], batch, r.mLo, r.kLo));
+    GemmOperand b = gemmOperand(
+        inputs[1], matrixOffset(rhs, inputs[1], batch, r.kLo, r.nLo));
     if (inputGrads[0].data) {
-      float *da = matrixAt(lhs, inputGrads[0], batch, r.mLo, r.kLo);
+      float *da = inputGrads[0].data +
+                  matrixOffset(lhs, inputGrads[0], batch, r.mLo, r.kLo);
       if (!transA) // dA = dY op(B)^T
         gemm(false, !transB, m, k, n, dy, n, b, ldb, true, da, lda);
       else // dA^T = op(B) dY^T
         gemm(transB, true, k, m, n, b, ldb, dy, n, true, da, lda);
     }
     if (inputGrads[1].data) {
-      float *db = matrixAt(rhs, inputGrads[1], batch, r.kLo, r.nLo);
+      float *db = inputGrads[1].data +
+                  matrixOffset(rhs, inputGrads[1], batch, r.kLo, r.nLo);
       if (!transB) // dB = op(A)^T dY
         gemm(!transA, false, k, n, m, a, lda, dy, n, true, db, ldb);
       else // dB^T = dY^T op(A)
@@ -234,7 +244,9 @@ KernelStatus linearRanges(const OpDesc &op,
     return op.kind + ": weight box along K does not match the input box";
   if (weight.lo[weightN] > ranges.nLo || weight.hi[weightN] < ranges.nHi)
     return op.kind + ": weight box does not hold the result columns";
-  ranges.bias = inputs.size() == 3 && inputs[2].data ? &inputs[2] : nullptr;
+  ranges.bias = inputs.size() == 3 && (inputs[2].data || inputs[2].bf16)
+                    ? &inputs[2]
+                    : nullptr;
   if (ranges.bias &&
       (ranges.bias->lo[0] > ranges.nLo || ranges.bias->hi[0] < ranges.nHi))
     return op.kind + ": bias box does not hold the result columns";
@@ -242,12 +254,12 @@ KernelStatus linearRanges(const OpDesc &op,
   return "";
 }
 
-/// Pointer to weight element (k, n) of a view holding the weight's box.
-float *weightAt(const TensorView &weight, const LinearRanges &r) {
+/// Offset of weight element (k, n) in a view holding the weight's box.
+int64_t weightOffset(const TensorView &weight, const LinearRanges &r) {
   std::vector<int64_t> index = r.transposeWeight
                                    ? std::vector<int64_t>{r.nLo, r.kLo}
                                    : std::vector<int64_t>{r.kLo, r.nLo};
-  return weight.data + weight.offsetOf(index);
+  return weight.offsetOf(index);
 }
 
 KernelStatus linearForward(const OpDesc &op, const KernelContext &,
@@ -262,10 +274,13 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
-  gemm(false, r.transposeWeight, r.rows, n, k, inputs[0].data, k,
-       weightAt(inputs[1], r), inputs[1].extent(1), false, result.data, n);
+  gemm(false, r.transposeWeight, r.rows, n, k, gemmOperand(inputs[0]), k,
+       gemmOperand(inputs[1], weightOffset(inputs[1], r)), inputs[1].extent(1),
+       false, result.data, n);
   if (r.addsBias) {
-    const float *bias = r.bias->data + (r.nLo - r.bias->lo[0]);
+    std::vector<float> scratch;
+    const float *bias =
+        floatsOf(gemmOperand(*r.bias, r.nLo - r.bias->lo[0]), n, scratch);
     for (int64_t row = 0; row < r.rows; ++row)
       for (int64_t j = 0; j < n; ++j)
         result.data[row * n + j] += bias[j];
@@ -292,12 +307,13 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
     return status;
   int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   int64_t ldw = inputs[1].extent(1);
-  const float *dy = dResult.data, *x = inputs[0].data;
+  GemmOperand dy = gemmOperand(dResult), x = gemmOperand(inputs[0]);
   if (inputGrads[0].data) // dX = dY op(W)^T
-    gemm(false, !r.transposeWeight, r.rows, k, n, dy, n, weightAt(inputs[1], r),
-         ldw, true, inputGrads[0].data, k);
+    gemm(false, !r.transposeWeight, r.rows, k, n, dy, n,
+         gemmOperand(inputs[1], weightOffset(inputs[1], r)), ldw, true,
+         inputGrads[0].data, k);
   if (inputGrads[1].data) {
-    float *dw = weightAt(inputGrads[1], r);
+    float *dw = inputGrads[1].data + weightOffset(inputGrads[1], r);
     if (!r.transposeWeight) // dW = X^T dY
       gemm(true, false, k, n, r.rows, x, k, dy, n, true, dw, ldw);
     else // dW^T = dY^T X
@@ -305,9 +321,11 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
   }
   if (r.addsBias && inputGrads.size() == 3 && inputGrads[2].data) {
     float *dBias = inputGrads[2].data + (r.nLo - inputGrads[2].lo[0]);
+    std::vector<float> scratch;
+    const float *dyf = floatsOf(dy, r.rows * n, scratch);
     for (int64_t row = 0; row < r.rows; ++row)
       for (int64_t j = 0; j < n; ++j)
-        dBias[j] += dy[row * n + j];
+        dBias[j] += dyf[row * n + j];
   }
   return "";
 }
@@ -315,8 +333,8 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
 } // namespace
 
 void registerContractionKernels(KernelTable &table) {
-  table["ppc.matmul"] = {matMulForward, matMulBackward, nullptr, 1};
-  table["ppc.linear"] = {linearForward, linearBackward, nullptr, 1};
+  table["ppc.matmul"] = {matMulForward, matMulBackward, nullptr, 1, {}, true};
+  table["ppc.linear"] = {linearForward, linearBackward, nullptr, 1, {}, true};
 }
 
 } // namespace ppc::runtime::cpu

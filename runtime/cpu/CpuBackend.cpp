@@ -99,9 +99,11 @@ private:
 class KernelViews {
 public:
   /// `load`: widen the values (inputs, gradients summed into); otherwise
-  /// the block is zero-filled (results a kernel writes).
+  /// the block is zero-filled (results a kernel writes). `asBf16`: bf16
+  /// views the kernel only reads go to it unwidened (Kernels.h,
+  /// readsBf16).
   KernelViews(WideningPool &pool, const std::vector<DeviceView> &from,
-              bool load = true)
+              bool load = true, bool asBf16 = false)
       : pool(pool), views(from.size()), blocks(from.size()) {
     for (size_t i = 0; i < from.size(); ++i) {
       const DeviceView &v = from[i];
@@ -110,6 +112,10 @@ public:
         continue;
       if (v.buffer->dtype() == DType::F32) {
         views[i].data = static_cast<float *>(v.buffer->at(v.offset));
+        continue;
+      }
+      if (asBf16 && v.buffer->dtype() == DType::BF16) {
+        views[i].bf16 = static_cast<const uint16_t *>(v.buffer->at(v.offset));
         continue;
       }
       const int64_t n = v.numElements();
@@ -131,7 +137,7 @@ public:
   /// Rounds view i back into its buffer if it was widened.
   void writeBack(const std::vector<DeviceView> &to, size_t i) const {
     const DeviceView &v = to[i];
-    if (v.buffer && v.buffer->dtype() != DType::F32)
+    if (v.buffer && v.buffer->dtype() != DType::F32 && views[i].data)
       fromFloat(v.buffer->dtype(), views[i].data, v.numElements(),
                 v.buffer->at(v.offset));
   }
@@ -167,10 +173,16 @@ public:
       return;
     }
     // One element converted, then replicated.
-    fromFloat(buffer.dtype(), &v, 1, buffer.data());
-    const int bytes = dtypeBytes(buffer.dtype());
-    for (int64_t i = 1; i < buffer.size(); ++i)
-      std::memcpy(buffer.at(i), buffer.data(), bytes);
+    if (buffer.dtype() == DType::I64) {
+      int64_t element;
+      fromFloat(DType::I64, &v, 1, &element);
+      std::fill_n(static_cast<int64_t *>(buffer.data()), buffer.size(),
+                  element);
+      return;
+    }
+    uint16_t element;
+    fromFloat(buffer.dtype(), &v, 1, &element);
+    std::fill_n(static_cast<uint16_t *>(buffer.data()), buffer.size(), element);
   }
 
   void write(DeviceBuffer &buffer, int64_t offset, const float *host,
@@ -221,8 +233,8 @@ public:
                       const std::vector<DeviceView> &scratch) override {
     // Results are written, not read, in a first stage; a later stage
     // continues from what the earlier one left.
-    KernelViews in(pool, inputs), out(pool, outputs, ctx.stage > 0),
-        tmp(pool, scratch);
+    KernelViews in(pool, inputs, true, readsBf16(op)),
+        out(pool, outputs, ctx.stage > 0), tmp(pool, scratch);
     std::string status =
         runtime::forward(op, ctx, in.get(), out.get(), tmp.get());
     if (!status.empty())
@@ -241,8 +253,10 @@ public:
                        const std::vector<DeviceView> &outputGrads,
                        const std::vector<DeviceView> &inputGrads,
                        const std::vector<DeviceView> &scratch) override {
-    KernelViews in(pool, inputs), out(pool, outputs),
-        outGrads(pool, outputGrads), inGrads(pool, inputGrads),
+    const bool asBf16 = readsBf16(op);
+    KernelViews in(pool, inputs, true, asBf16),
+        out(pool, outputs, true, asBf16),
+        outGrads(pool, outputGrads, true, asBf16), inGrads(pool, inputGrads),
         tmp(pool, scratch);
     std::string status = runtime::backward(
         op, ctx, in.get(), out.get(), outGrads.get(), inGrads.get(), tmp.get());

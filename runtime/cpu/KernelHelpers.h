@@ -14,8 +14,10 @@
 #ifndef PPC_RUNTIME_CPU_KERNELHELPERS_H
 #define PPC_RUNTIME_CPU_KERNELHELPERS_H
 
+#include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/Kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -101,6 +103,38 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  bool accumulate, float *c, int64_t ldc) {
   gemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
        c, ldc);
+}
+
+/// A GEMM operand as a kernel's view holds it: float32, or bfloat16 when a
+/// backend passed a bf16 operand unwidened (TensorView::bf16).
+struct GemmOperand {
+  const float *f32 = nullptr;
+  const uint16_t *bf16 = nullptr;
+  /// The operand `offset` elements further on.
+  GemmOperand operator+(int64_t offset) const {
+    return {f32 ? f32 + offset : nullptr, bf16 ? bf16 + offset : nullptr};
+  }
+};
+inline GemmOperand gemmOperand(const TensorView &view, int64_t offset = 0) {
+  return GemmOperand{view.data, view.bf16} + offset;
+}
+
+/// C (+)= op(A) op(B) on operands of either type: both bf16, oneDNN's bf16
+/// matmul (with library kernels on); otherwise the float32 GEMM, a bf16
+/// operand widened first.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb,
+          bool accumulate, float *c, int64_t ldc);
+
+/// The float values of n elements of `x` (widened into `scratch` when it
+/// is bf16).
+inline const float *floatsOf(GemmOperand x, int64_t n,
+                             std::vector<float> &scratch) {
+  if (!x.bf16)
+    return x.f32;
+  scratch.resize(std::max<int64_t>(n, 1));
+  toFloat(DType::BF16, x.bf16, n, scratch.data());
+  return scratch.data();
 }
 
 /// out[k] = e^(x[k] - shift) for k < n (out may be x).

@@ -37,6 +37,9 @@ struct KernelImpl {
   int32_t trainingStages = 1;
   /// Operands the forward updates in place in training.
   std::vector<int> updatedOperands = {};
+  /// Reads operands, results and result gradients as bf16 where a backend
+  /// passes them so (Kernels.h, readsBf16).
+  bool readsBf16 = false;
 };
 
 using KernelTable = std::map<std::string, KernelImpl>;

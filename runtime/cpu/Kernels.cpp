@@ -1,7 +1,9 @@
 //===- Kernels.cpp - dispatch of cpu kernels by op kind -------------------===//
 
+#include "DnnlMatmul.h"
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
+#include "ppc/Runtime/DType.h"
 
 #include <algorithm>
 #include <atomic>
@@ -54,6 +56,34 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
+}
+
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb,
+          bool accumulate, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (a.bf16 && b.bf16 && k > 0 && useLibraryKernels &&
+      dnnlGemmBf16(transA, transB, m, n, k, a.bf16, lda, b.bf16, ldb,
+                   accumulate, c, ldc))
+    return;
+  // The float32 GEMM, a bf16 operand widened first (the stored matrix:
+  // rows of `ld` elements, the last one only as long as the GEMM reads).
+  static thread_local std::vector<float> wideA, wideB;
+  auto widen = [](GemmOperand x, bool trans, int64_t rows, int64_t cols,
+                  int64_t ld, std::vector<float> &wide) {
+    if (!x.bf16)
+      return x.f32;
+    if (trans)
+      std::swap(rows, cols);
+    const int64_t count = rows > 0 ? (rows - 1) * ld + cols : 0;
+    wide.resize(std::max<int64_t>(count, 1));
+    toFloat(DType::BF16, x.bf16, count, wide.data());
+    return static_cast<const float *>(wide.data());
+  };
+  const float *af = widen(a, transA, m, k, lda, wideA);
+  const float *bf = widen(b, transB, k, n, ldb, wideB);
+  gemm(transA, transB, m, n, k, af, lda, bf, ldb, accumulate, c, ldc);
 }
 } // namespace cpu
 
@@ -190,6 +220,11 @@ int32_t numStages(const OpDesc &op, bool training, bool backward) {
   if (!impl || !training)
     return 1;
   return impl->trainingStages;
+}
+
+bool readsBf16(const OpDesc &op) {
+  const cpu::KernelImpl *impl = lookup(op.kind);
+  return impl && impl->readsBf16;
 }
 
 std::vector<int> updatedOperands(const OpDesc &op, bool training) {

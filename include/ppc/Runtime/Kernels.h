@@ -52,6 +52,10 @@ struct TensorView {
   std::vector<int64_t> shape; ///< the global tensor's shape
   std::vector<int64_t> lo;    ///< first held index per dim
   std::vector<int64_t> hi;    ///< one past the last held index per dim
+  /// The box stored as bfloat16, for an operand a kernel reads that way
+  /// (readsBf16): a backend then passes a bf16 operand unwidened, `data`
+  /// null. Null otherwise.
+  const uint16_t *bf16 = nullptr;
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t extent(int64_t d) const { return hi[d] - lo[d]; }
@@ -108,6 +112,12 @@ scratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
 /// Number of stages of the op's forward (backward) kernel: 2 for batch_norm
 /// in training, else 1.
 int32_t numStages(const OpDesc &op, bool training, bool backward);
+
+/// Whether the op's kernels read bf16 operands as they are stored
+/// (TensorView::bf16) instead of widened to float: the GEMM ops, whose
+/// bf16 products run at twice the float32 rate. Their results and operand
+/// gradients are float32 views either way.
+bool readsBf16(const OpDesc &op);
 
 /// Operands the op's forward updates in place (batch_norm's running mean and
 /// variance in training), which a backend storing them in another type
