@@ -213,17 +213,30 @@ public:
                      std::memmove(out, in, n * toBytes);
                    return;
                  }
-                 run.resize(n);
-                 toFloat(from, in, n, run.data());
-                 if (!accumulate) {
-                   fromFloat(to, run.data(), n, out);
+                 // A float32 side converts directly (a master weight
+                 // into its 16-bit copy); others go through floats, a
+                 // chunk at a time so the temporaries stay in cache.
+                 if (!accumulate && from == DType::F32) {
+                   fromFloat(to, reinterpret_cast<const float *>(in), n, out);
                    return;
                  }
-                 std::vector<float> sum(n);
-                 toFloat(to, out, n, sum.data());
-                 for (int64_t i = 0; i < n; ++i)
-                   sum[i] += run[i];
-                 fromFloat(to, sum.data(), n, out);
+                 if (!accumulate && to == DType::F32) {
+                   toFloat(from, in, n, reinterpret_cast<float *>(out));
+                   return;
+                 }
+                 constexpr int64_t kChunk = 4096;
+                 run.resize(2 * std::min(n, kChunk));
+                 float *value = run.data(), *sum = value + std::min(n, kChunk);
+                 for (int64_t at = 0; at < n; at += kChunk) {
+                   const int64_t len = std::min(kChunk, n - at);
+                   toFloat(from, in + at * fromBytes, len, value);
+                   if (accumulate) {
+                     toFloat(to, out + at * toBytes, len, sum);
+                     for (int64_t i = 0; i < len; ++i)
+                       value[i] += sum[i];
+                   }
+                   fromFloat(to, value, len, out + at * toBytes);
+                 }
                });
   }
 
@@ -269,7 +282,8 @@ public:
 
   bool update(const ppc::planfile::Optimizer &optimizer, DeviceBuffer &weight,
               int64_t offset, const DeviceBuffer &grad, int64_t n,
-              DeviceOptimizerState &state, double gradScale) override {
+              DeviceOptimizerState &state, double gradScale,
+              DeviceBuffer *rounded) override {
     assert(weight.dtype() == DType::F32 && "master weights are float32");
     const int slots = numOptimizerSlots(optimizer);
     if (static_cast<int>(state.slots.size()) != slots) {
@@ -284,18 +298,27 @@ public:
       pointers[s] = cpuFloats(*state.slots[s]);
     float *w = cpuFloats(weight, offset);
     const int64_t step = ++state.steps;
-    if (grad.dtype() == DType::F32 && gradScale == 1.0) {
+    if (grad.dtype() == DType::F32 && gradScale == 1.0 && !rounded) {
       applyOptimizerStep(optimizer, w, cpuFloats(grad), n, step, pointers);
       return true;
     }
-    std::vector<float> g(n);
-    toFloat(grad.dtype(), grad.data(), n, g.data());
-    if (gradScale != 1.0) {
-      const float scale = static_cast<float>(gradScale);
-      for (float &x : g)
-        x *= scale;
+    // Widened and unscaled a chunk at a time, in cache, not as a copy of
+    // the whole gradient.
+    constexpr int64_t kChunk = 4096;
+    float g[kChunk];
+    const float scale = static_cast<float>(gradScale);
+    for (int64_t at = 0; at < n; at += kChunk) {
+      const int64_t len = std::min(kChunk, n - at);
+      toFloat(grad.dtype(), grad.at(at), len, g);
+      if (gradScale != 1.0)
+        for (int64_t i = 0; i < len; ++i)
+          g[i] *= scale;
+      float *slots[2] = {pointers[0] ? pointers[0] + at : nullptr,
+                         pointers[1] ? pointers[1] + at : nullptr};
+      applyOptimizerStep(optimizer, w + at, g, len, step, slots);
+      if (rounded)
+        fromFloat(rounded->dtype(), w + at, len, rounded->at(offset + at));
     }
-    applyOptimizerStep(optimizer, w, g.data(), n, step, pointers);
     return true;
   }
 

@@ -54,14 +54,22 @@ MPI_Datatype mpiType(DType dtype) {
   }
 }
 
-/// Sum or max of 16-bit floats: each pair widened, the result rounded.
-template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), bool Max>
+/// Sum or max of 16-bit floats: each pair widened, the result rounded,
+/// a chunk at a time through the backends' vectorized conversions.
+template <DType Type, bool Max>
 void reduce16(void *in, void *inout, int *len, MPI_Datatype *) {
+  constexpr int kChunk = 2048;
+  float x[kChunk], y[kChunk];
   const uint16_t *a = static_cast<const uint16_t *>(in);
   uint16_t *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const float x = Widen(a[i]), y = Widen(b[i]);
-    b[i] = Narrow(Max ? (x > y || std::isnan(x) ? x : y) : x + y);
+  for (int at = 0; at < *len; at += kChunk) {
+    const int n = std::min(kChunk, *len - at);
+    toFloat(Type, a + at, n, x);
+    toFloat(Type, b + at, n, y);
+    for (int i = 0; i < n; ++i)
+      y[i] =
+          Max ? (x[i] > y[i] || std::isnan(x[i]) ? x[i] : y[i]) : x[i] + y[i];
+    fromFloat(Type, y, n, b + at);
   }
 }
 
@@ -69,12 +77,10 @@ void reduce16(void *in, void *inout, int *len, MPI_Datatype *) {
 struct Float16Ops {
   MPI_Op bf16Sum, bf16Max, f16Sum, f16Max;
   Float16Ops() {
-    MPI_Op_create(reduce16<bfloat16ToFloat, floatToBFloat16, false>, 1,
-                  &bf16Sum);
-    MPI_Op_create(reduce16<bfloat16ToFloat, floatToBFloat16, true>, 1,
-                  &bf16Max);
-    MPI_Op_create(reduce16<halfToFloat, floatToHalf, false>, 1, &f16Sum);
-    MPI_Op_create(reduce16<halfToFloat, floatToHalf, true>, 1, &f16Max);
+    MPI_Op_create(reduce16<DType::BF16, false>, 1, &bf16Sum);
+    MPI_Op_create(reduce16<DType::BF16, true>, 1, &bf16Max);
+    MPI_Op_create(reduce16<DType::F16, false>, 1, &f16Sum);
+    MPI_Op_create(reduce16<DType::F16, true>, 1, &f16Max);
   }
 };
 

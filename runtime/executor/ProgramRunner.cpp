@@ -718,14 +718,13 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   if (skipUpdates_)
     return "";
   Persistent &p = it->second;
+  // Mixed precision: the model's 16-bit copy of the rows just updated is
+  // rounded from the master as it goes.
   if (!backend.update(plan.optimizer(), *p.master, offset, *g->storage,
-                      g->size(), p.optimizer, unscale))
+                      g->size(), p.optimizer, unscale,
+                      p.master != p.storage ? p.storage.get() : nullptr))
     return "out of memory for the optimizer state of '" +
            tensorName(w->tensor) + "'";
-  // Mixed precision: the model's 16-bit copy of the rows just updated.
-  if (p.master != p.storage)
-    backend.copyBox({p.master.get(), 0, w->shape, w->lo, w->hi}, w->view(),
-                    g->lo, g->hi, false);
   return "";
 }
 

@@ -251,11 +251,18 @@ TEST(CpuBackend, UpdatesAFloatMasterWithUnscaledSixteenBitGradients) {
   backend->write(*master, 0, w.data(), 6);
   backend->write(*grad, 0, g.data(), 4);
   DeviceOptimizerState state;
+  // The model's bf16 copy, stale outside the shard.
+  auto copy = backend->allocate(DType::BF16, 6);
+  backend->fill(*copy, 9.0);
   // Rows 1..2 of a [3, 2] weight (a ZeRO shard at offset 2), loss scale 1024.
-  ASSERT_TRUE(backend->update(sgd, *master, 2, *grad, 4, state, 1.0 / 1024));
+  ASSERT_TRUE(backend->update(sgd, *master, 2, *grad, 4, state, 1.0 / 1024,
+                              copy.get()));
   EXPECT_EQ(state.steps, 1);
   EXPECT_EQ(read(*backend, *master),
             (std::vector<float>{1, 2, 3 - 0.5f, 4 + 1, 5 - 2, 6 - 0.25f}));
+  // Every value here is a bf16 value: the copy holds them exactly.
+  EXPECT_EQ(read(*backend, *copy),
+            (std::vector<float>{9, 9, 2.5f, 5, 3, 5.75f}));
 }
 
 TEST(CpuBackend, KeepsAdamStateOnTheDeviceAsTheHostStepDoes) {

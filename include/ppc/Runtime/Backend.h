@@ -127,12 +127,15 @@ public:
 
   /// One optimizer step on elements [offset, offset + n) of the float32
   /// `weight` with the n elements of `grad` (any float type), each gradient
-  /// multiplied by `gradScale` first (the inverse of a loss scale). False
-  /// when the device has no room for the state.
+  /// multiplied by `gradScale` first (the inverse of a loss scale), and
+  /// the updated elements rounded into the same elements of `rounded` (a
+  /// 16-bit weight's copy of its master), if given. False when the device
+  /// has no room for the state.
   virtual bool update(const ppc::planfile::Optimizer &optimizer,
                       DeviceBuffer &weight, int64_t offset,
                       const DeviceBuffer &grad, int64_t n,
-                      DeviceOptimizerState &state, double gradScale) = 0;
+                      DeviceOptimizerState &state, double gradScale,
+                      DeviceBuffer *rounded = nullptr) = 0;
   /// True if any of the first n elements of `buffer` is NaN or infinite.
   virtual bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) = 0;
 
