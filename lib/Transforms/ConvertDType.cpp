@@ -1,9 +1,9 @@
 //===- ConvertDType.cpp - one floating-point element type everywhere ------===//
 //
-// Mixed-precision training as the simulator sees it: compute, activations,
-// weights and gradients in bf16/f16 halve the bytes moved and stored and run
-// at the device's bf16/f16 rate. Integer tensors (labels, indices) keep
-// their types.
+// Mixed-precision training: compute, activations, weights and gradients in
+// bf16/f16 halve the bytes moved and stored and run at the device's bf16/f16
+// rate; ppc-run keeps float32 master weights and optimizer state beside them.
+// Integer tensors (labels, indices) keep their types.
 //
 //===----------------------------------------------------------------------===//
 

@@ -272,10 +272,12 @@ def AddLoss : Pass<"ppc-add-loss", "mlir::ModuleOp"> {
 def ConvertDType : Pass<"ppc-convert-dtype", "mlir::ModuleOp"> {
   let summary = "Rewrite every floating-point tensor to one element type";
   let description = [{
-    Mixed-precision training as the simulator sees it: every floating-point
-    tensor type of every function (arguments, results, op results, weights)
-    and the values of constants and embedded weights become `dtype`.
-    Integer tensors (labels, indices) are unchanged.
+    Mixed-precision training: every floating-point tensor type of every
+    function (arguments, results, op results, weights) and the values of
+    constants and embedded weights become `dtype`. Integer tensors (labels,
+    indices) are unchanged. The simulator costs 16-bit tensors at the
+    device's 16-bit rate with float32 master weights and optimizer state;
+    ppc-run trains the lowered plan that way (docs/runtime.md).
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", "\"f32\"", "f32, bf16 or f16">,
