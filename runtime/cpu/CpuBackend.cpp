@@ -363,7 +363,9 @@ float *cpuFloats(const DeviceBuffer &buffer, int64_t offset) {
   return static_cast<float *>(buffer.at(offset));
 }
 
-std::unique_ptr<Backend> createCpuBackend() {
+std::unique_ptr<Backend> createCpuBackend(const BackendOptions &options) {
+  setKernelThreads(std::max(1, options.threads)); // checked by the caller
+  setLibraryKernels(!options.referenceKernels);
   return std::make_unique<CpuBackend>();
 }
 

@@ -24,11 +24,17 @@ std::string backendNames() {
   return names;
 }
 
-std::unique_ptr<Backend> createBackend(const std::string &name) {
+const BackendInfo *findBackend(const std::string &name) {
   for (const BackendInfo &info : backends())
     if (name == info.name)
-      return info.create();
+      return &info;
   return nullptr;
+}
+
+std::unique_ptr<Backend> createBackend(const std::string &name,
+                                       const BackendOptions &options) {
+  const BackendInfo *info = findBackend(name);
+  return info ? info->create(options) : nullptr;
 }
 
 } // namespace ppc::runtime

@@ -11,7 +11,6 @@
 #include "ProgramRunner.h"
 #include "Trace.h"
 #include "ppc/Runtime/Checkpoint.h"
-#include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Npy.h"
 #include "ppc/Runtime/OnnxExport.h"
 #include "ppc/Runtime/PlanIO.h"
@@ -173,7 +172,8 @@ public:
       : plan(plan), options(options), comm(comm), out(out), err(err),
         rank(comm.rank()), hash(planHash(plan)),
         data(plan, options.seed, options.init, options.batches),
-        backend(createBackend(options.backend)),
+        backend(createBackend(options.backend,
+                              {options.threads, options.referenceKernels})),
         runner(plan, data, comm, *backend) {}
 
   int run();
@@ -891,10 +891,8 @@ int Run::run() {
       err << "ppc-run: " + tooBig + "\n";
     return 1;
   }
-  setKernelThreads(options.threads);
   runner.setOverlap(options.overlap);
   runner.setLossScale(initialLossScale());
-  setLibraryKernels(!options.referenceKernels);
 
   std::string error;
   for (const auto &[name, path] : options.inputs) {
@@ -1088,7 +1086,7 @@ int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
           << plan.programs_size() << "\n";
     return 1;
   }
-  if (!createBackend(options.backend)) {
+  if (!findBackend(options.backend)) {
     if (comm.rank() == 0)
       err << "ppc-run: unknown backend '" << options.backend << "' (this "
           << "build has " << backendNames() << ")\n";

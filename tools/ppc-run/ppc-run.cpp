@@ -224,7 +224,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
         return bad("a positive number of seconds or 'inf'");
       args.timeout = std::min(x, kUnlimitedTimeout);
     } else if (name == "--backend") {
-      if (!takeValue() || !createBackend(value))
+      if (!takeValue() || !findBackend(value))
         return bad(backendNames().c_str());
       o.backend = value;
     } else if (name == "--loss-scale") {

@@ -22,8 +22,8 @@
 // is rounded after each sum), as tensor cores and oneDNN's bf16 primitives
 // accumulate in float. Scratch buffers (batch-norm statistics) are float32.
 //
-// Backends: cpu (runtime/cpu). The list is kBackends; createBackend makes
-// one by name.
+// Backends: cpu (runtime/cpu). The list is backends(); createBackend makes
+// one by name with the run's BackendOptions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,10 +145,18 @@ public:
   virtual void synchronize() = 0;
 };
 
+/// How a run wants its backend set up.
+struct BackendOptions {
+  /// Compute threads per rank (cpu: OpenBLAS's and oneDNN's OpenMP).
+  int threads = 1;
+  /// cpu: ppc's own kernels only, no oneDNN (the tests' oracles).
+  bool referenceKernels = false;
+};
+
 struct BackendInfo {
   const char *name;
   const char *description;
-  std::unique_ptr<Backend> (*create)();
+  std::unique_ptr<Backend> (*create)(const BackendOptions &);
 };
 
 /// Every backend this build has: the list --backend and the docs follow.
@@ -156,7 +164,10 @@ const std::vector<BackendInfo> &backends();
 /// "cpu" or "cpu or cuda", for messages.
 std::string backendNames();
 /// The backend named `name`, or null.
-std::unique_ptr<Backend> createBackend(const std::string &name);
+const BackendInfo *findBackend(const std::string &name);
+/// A backend named `name` (findBackend must know it).
+std::unique_ptr<Backend> createBackend(const std::string &name,
+                                       const BackendOptions &options = {});
 
 } // namespace ppc::runtime
 

@@ -15,7 +15,9 @@
 
 namespace ppc::runtime {
 
-std::unique_ptr<Backend> createCpuBackend();
+/// Applies `options` to the process's kernel libraries (their threads and
+/// library-or-reference choice are process-wide).
+std::unique_ptr<Backend> createCpuBackend(const BackendOptions &options = {});
 
 /// The host address of a cpu buffer's element `offset` as floats (the
 /// buffer must be f32): for code that runs only on the cpu backend.
