@@ -10,6 +10,9 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libabsl-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev
+  # oneDNN's CMake package looks for OpenCL (its GPU runtime); a Recommends
+  # that --no-install-recommends would skip.
+  ocl-icd-opencl-dev
 )
 # The importer's fuzzer needs clang's libFuzzer; only for PPC_SETUP_FUZZ=1.
 if [[ "${PPC_SETUP_FUZZ:-0}" == 1 ]]; then
