@@ -43,6 +43,12 @@ std::string format(const char *fmt, double value) {
   return text;
 }
 
+/// A loss as printed: a NaN is "nan" whatever its sign bit (which the
+/// kernels' order of operations decides, not the model).
+std::string lossText(double loss, const char *fmt) {
+  return std::isnan(loss) ? "nan" : format(fmt, loss);
+}
+
 std::string gib(double bytes) {
   return format("%.1f GiB", bytes / double(int64_t(1) << 30));
 }
@@ -601,7 +607,7 @@ void Run::printStep(int64_t step, int64_t last, double seconds) {
   if (!options.quiet) {
     out << "step " << step << "/" << last;
     if (loss)
-      out << "  loss " << format("%.6f", *loss);
+      out << "  loss " << lossText(*loss, "%.6f");
     out << "  " << format("%.1f", seconds * 1e3) << " ms";
     if (samples > 0)
       out << "  " << format("%.1f", samples) << " samples/s";
@@ -996,7 +1002,7 @@ int Run::run() {
     if (nonfiniteRank >= 0 && !options.allowNonfinite) {
       if (rank == nonfiniteRank)
         err << "ppc-run: rank " + std::to_string(rank) + ": the loss of step " +
-                   std::to_string(step) + " is " + std::to_string(*loss) +
+                   std::to_string(step) + " is " + lossText(*loss, "%g") +
                    "; stopping (--allow-nonfinite trains on)\n";
       return 1;
     }
