@@ -21,17 +21,22 @@
 //             operand read from an op or a weight, not a bias, each an
 //             equal share of the flops):
 //               tiles = ceil(outputs / 128^2)      cuBLAS's usual tile
-//               wave  = tiles / (ceil(tiles / units) * units)
+//               k     = points / outputs           the reduction
+//               split = max(1, min(floor(units / tiles), floor(k / 256)))
+//                       split-K: few tiles share the reduction out
+//               wave  = tiles*split / (ceil(tiles*split / units) * units)
 //               tile  = outputs / (tiles * 128^2)  partial last tile
-//               depth = k / (k + 64), k = points / outputs: a tile's fixed
+//               depth = k' / (k' + 64), k' = k / split: a tile's fixed
 //                       prologue and epilogue against its reduction
 //               eff   = matmul_efficiency * wave * tile * depth
 //             for a fused attention kernel (OpCost.kernel FusedAttention)
 //             on a device with the attention efficiency of the phase,
 //             instead that measured fraction alone, no curve and no GEMM
 //             model (it was measured at the sizes that matter):
-//               eff   = attention_forward_efficiency forward,
+//               eff   = A * flops / (flops + attention_half_efficiency_flops)
+//               A     = attention_forward_efficiency forward,
 //                       attention_backward_efficiency backward
+//             (a call's fixed cost: its causal tail and its last wave)
 //     time  = max(flops / (peak(dtype) * eff),
 //                 bytes / (memoryBandwidth * bandwidth_efficiency))
 //             + launchOverhead
@@ -108,20 +113,31 @@ constexpr double kTileElements = 128.0 * 128.0;
 /// The reduction length at which a tile spends as long in its fixed
 /// prologue and epilogue as in its main loop.
 constexpr double kHalfDepth = 64;
+/// The shortest slice of the reduction that split-K gives one unit: a GEMM
+/// with fewer tiles than units has its reduction cut into up to
+/// units / tiles slices of at least this many products each (cuBLAS's
+/// split-K and stream-K kernels), so a 256 x 256 x 16384 GEMM keeps more
+/// than one SM busy. Fitted with the H100 GEMM table of docs/simulator.md.
+constexpr double kSplitKSlice = 256;
 
 /// The fraction of the matrix units' rate a GEMM writing `outputs`
 /// elements, each a sum over `points / outputs` products, reaches on
 /// `units` compute units: its last wave's idle units, its last tile's
-/// unused part and its tiles' fixed cost against their reduction.
+/// unused part and its tiles' fixed cost against their (split) reduction.
 double gemmEfficiency(double outputs, double points, int64_t units) {
   if (outputs <= 0)
     return 1;
   double tiles = std::ceil(outputs / kTileElements);
-  double waves = std::ceil(tiles / static_cast<double>(units));
-  double wave = tiles / (waves * static_cast<double>(units));
-  double tile = outputs / (tiles * kTileElements);
   double depth = points / outputs;
-  return wave * tile * depth / (depth + kHalfDepth);
+  double splits =
+      std::max(1.0, std::min(std::floor(static_cast<double>(units) / tiles),
+                             std::floor(depth / kSplitKSlice)));
+  double work = tiles * splits;
+  double waves = std::ceil(work / static_cast<double>(units));
+  double wave = work / (waves * static_cast<double>(units));
+  double tile = outputs / (tiles * kTileElements);
+  double slice = depth / splits;
+  return wave * tile * slice / (slice + kHalfDepth);
 }
 
 const char *stringifyPhase(Phase phase) {
@@ -206,7 +222,9 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   uint64_t contracted =
       device.computeUnits > 0 && attention <= 0 ? contractedOperands(op) : 0;
   if (flops > 0 && attention > 0) {
-    computeTime = flops / (peak * attention);
+    // eff = A * F / (F + F_half): the call's fixed share is F_half's time.
+    computeTime =
+        (flops + device.attentionHalfEfficiencyFlops) / (peak * attention);
   } else if (flops > 0 && contracted != 0) {
     // The GEMMs of the phase: its result forward; backward the gradient of
     // every contracted operand that has one (activations and weights, not

@@ -84,7 +84,8 @@ bool DeviceSpec::operator==(const DeviceSpec &other) const {
          matmulEfficiency == other.matmulEfficiency &&
          bandwidthEfficiency == other.bandwidthEfficiency &&
          attentionForwardEfficiency == other.attentionForwardEfficiency &&
-         attentionBackwardEfficiency == other.attentionBackwardEfficiency;
+         attentionBackwardEfficiency == other.attentionBackwardEfficiency &&
+         attentionHalfEfficiencyFlops == other.attentionHalfEfficiencyFlops;
 }
 
 //===----------------------------------------------------------------------===//
@@ -436,6 +437,8 @@ static std::string validateDeviceSpec(const DeviceSpec &spec) {
         std::pair{"attention backward", spec.attentionBackwardEfficiency}})
     if (!(value >= 0 && value <= 1))
       return std::string(what) + " efficiency must be in [0, 1]";
+  if (!isNonNegative(spec.attentionHalfEfficiencyFlops))
+    return "attention half-efficiency FLOPs must be >= 0";
   return "";
 }
 

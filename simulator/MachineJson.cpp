@@ -191,6 +191,15 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
     spec.halfEfficiencyFlops = half.get<double>();
     requireNonNegative(spec.halfEfficiencyFlops, r.at("half_efficiency_flops"));
   }
+  if (r.has("attention_half_efficiency_flops")) {
+    const json &half = r.get("attention_half_efficiency_flops");
+    if (!half.is_number())
+      throw JsonError{r.at("attention_half_efficiency_flops"),
+                      "must be a number"};
+    spec.attentionHalfEfficiencyFlops = half.get<double>();
+    requireNonNegative(spec.attentionHalfEfficiencyFlops,
+                       r.at("attention_half_efficiency_flops"));
+  }
   if (r.has("compute_units")) {
     const json &units = r.get("compute_units");
     if (!units.is_number_integer() || units.get<int64_t>() < 0)
@@ -447,6 +456,9 @@ ojson writeDeviceSpec(const DeviceSpec &spec) {
     device["attention_forward_efficiency"] = spec.attentionForwardEfficiency;
   if (spec.attentionBackwardEfficiency > 0)
     device["attention_backward_efficiency"] = spec.attentionBackwardEfficiency;
+  if (spec.attentionHalfEfficiencyFlops > 0)
+    device["attention_half_efficiency_flops"] =
+        spec.attentionHalfEfficiencyFlops;
   return device;
 }
 

@@ -105,13 +105,14 @@ DeviceSpec a100() {
 /// H100 SXM5 80GB datasheet: 34 TFLOP/s f64, 67 f32, 494.5 tf32, 989.5
 /// bf16/f16, 1979 fp8 and 1979 TOPS int8 tensor core (dense, half the
 /// "with sparsity" figures); HBM3 3.35 TB/s. 132 SMs (NVIDIA H100 Tensor
-/// Core GPU Architecture whitepaper). Large bf16 GEMMs reach 792.1
-/// TFLOP/s, 80.1% of peak (Bekman's table above, CUDA 12.1). Fused
-/// attention (cuDNN's, which Megatron-Core uses through Transformer Engine
-/// on Hopper), bf16, head dim 128, sequence 4k: 518 TFLOP/s forward
-/// (causal) and 499 backward (non-causal), as fractions of the datasheet
-/// peak above, so the model runs them at the measured rate (Shah
-/// et al., "FlashAttention-3", arXiv 2407.08608, Figures 5 and 6).
+/// Core GPU Architecture whitepaper). The efficiencies are measured on an
+/// H100 80GB HBM3 (bench/gpu_microbench.py, PyTorch 2.11 / CUDA 13.0 /
+/// cuDNN 9.19, 2026-11-26; bench/results/gpu-h100.json, docs/simulator.md):
+/// bf16 GEMMs fitted over 463 shapes by the tile, wave and split-K model at
+/// 76% of peak; elementwise kernels at 3.0 TB/s of 3.35 (90%); cuDNN's
+/// causal fused attention, head dim 128, at 74% of peak forward and 40.5%
+/// backward in the limit, half of that at 56 GFLOPs per call (390 TFLOP/s
+/// forward for 16 heads x 4096 tokens, 485 for 32).
 DeviceSpec h100() {
   DeviceSpec spec = makeDevice("H100-SXM5-80GB",
                                {{DType::F64, 34 * kTera},
@@ -123,9 +124,11 @@ DeviceSpec h100() {
                                 {DType::I8, 1979 * kTera}},
                                3350 * kGiga, 80 * kGiB, kGpuLaunch);
   spec.computeUnits = 132;
-  spec.matmulEfficiency = 0.801;
-  spec.attentionForwardEfficiency = 518 / 989.5;
-  spec.attentionBackwardEfficiency = 499 / 989.5;
+  spec.matmulEfficiency = 0.76;
+  spec.bandwidthEfficiency = 0.9;
+  spec.attentionForwardEfficiency = 0.74;
+  spec.attentionBackwardEfficiency = 0.405;
+  spec.attentionHalfEfficiencyFlops = 56e9;
   return spec;
 }
 

@@ -24,7 +24,8 @@ DeviceAttr getDeviceAttr(MLIRContext *context, const ppc::DeviceSpec &spec) {
       spec.computeUnits, APFloat(spec.matmulEfficiency),
       APFloat(spec.bandwidthEfficiency),
       APFloat(spec.attentionForwardEfficiency),
-      APFloat(spec.attentionBackwardEfficiency));
+      APFloat(spec.attentionBackwardEfficiency),
+      APFloat(spec.attentionHalfEfficiencyFlops));
 }
 
 DenseF64ArrayAttr getCurveAttr(MLIRContext *context,
@@ -81,6 +82,8 @@ ppc::DeviceSpec toDeviceSpec(DeviceAttr attr) {
       attr.getAttentionForwardEfficiency().convertToDouble();
   spec.attentionBackwardEfficiency =
       attr.getAttentionBackwardEfficiency().convertToDouble();
+  spec.attentionHalfEfficiencyFlops =
+      attr.getAttentionHalfEfficiencyFlops().convertToDouble();
   return spec;
 }
 

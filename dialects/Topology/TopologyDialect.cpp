@@ -142,7 +142,8 @@ static std::string listLinkKinds() {
 //              [, half_efficiency_flops = 2.0e+05] [, compute_units = 132]
 //              [, matmul_efficiency = 0.7] [, bandwidth_efficiency = 0.9]
 //              [, attention_forward_efficiency = 0.5]
-//              [, attention_backward_efficiency = 0.5]>
+//              [, attention_backward_efficiency = 0.5]
+//              [, attention_half_efficiency_flops = 5.5e+10]>
 Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   MLIRContext *ctx = parser.getContext();
   SMLoc loc = parser.getCurrentLocation();
@@ -173,7 +174,7 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, parseFlop))
     return {};
   double bandwidth, overhead = 0, halfFlops = 0, matmul = 0, streaming = 0,
-                    attentionFwd = 0, attentionBwd = 0;
+                    attentionFwd = 0, attentionBwd = 0, attentionHalf = 0;
   int64_t bytes, units = 0;
   if (parser.parseComma() ||
       parseNumberField(parser, "memory_bandwidth", bandwidth) ||
@@ -203,6 +204,10 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
                    "attention_backward_efficiency"))) {
       if (parser.parseEqual() || parseNumber(parser, attentionBwd))
         return {};
+    } else if (succeeded(parser.parseOptionalKeyword(
+                   "attention_half_efficiency_flops"))) {
+      if (parser.parseEqual() || parseNumber(parser, attentionHalf))
+        return {};
     } else if (parseNumberField(parser, "half_efficiency_flops", halfFlops)) {
       return {};
     }
@@ -213,7 +218,7 @@ Attribute DeviceAttr::parse(AsmParser &parser, Type) {
                     DictionaryAttr::get(ctx, flops), APFloat(bandwidth), bytes,
                     APFloat(overhead), APFloat(halfFlops), units,
                     APFloat(matmul), APFloat(streaming), APFloat(attentionFwd),
-                    APFloat(attentionBwd));
+                    APFloat(attentionBwd), APFloat(attentionHalf));
 }
 
 void DeviceAttr::print(AsmPrinter &printer) const {
@@ -252,6 +257,10 @@ void DeviceAttr::print(AsmPrinter &printer) const {
     printer << ", attention_backward_efficiency = ";
     printDouble(printer, getAttentionBackwardEfficiency().convertToDouble());
   }
+  if (!getAttentionHalfEfficiencyFlops().isZero()) {
+    printer << ", attention_half_efficiency_flops = ";
+    printDouble(printer, getAttentionHalfEfficiencyFlops().convertToDouble());
+  }
   printer << ">";
 }
 
@@ -260,7 +269,8 @@ LogicalResult DeviceAttr::verify(
     DictionaryAttr peakFlops, APFloat memoryBandwidth, int64_t memoryBytes,
     APFloat launchOverhead, APFloat halfEfficiencyFlops, int64_t computeUnits,
     APFloat matmulEfficiency, APFloat bandwidthEfficiency,
-    APFloat attentionForwardEfficiency, APFloat attentionBackwardEfficiency) {
+    APFloat attentionForwardEfficiency, APFloat attentionBackwardEfficiency,
+    APFloat attentionHalfEfficiencyFlops) {
   if (name.empty())
     return emitError() << "device name must not be empty";
   bool hasF32 = false;
@@ -293,6 +303,10 @@ LogicalResult DeviceAttr::verify(
   if (!(std::isfinite(halfFlops) && halfFlops >= 0))
     return emitError() << "half_efficiency_flops must be >= 0, got "
                        << halfFlops;
+  double attentionHalf = attentionHalfEfficiencyFlops.convertToDouble();
+  if (!(std::isfinite(attentionHalf) && attentionHalf >= 0))
+    return emitError() << "attention_half_efficiency_flops must be >= 0, got "
+                       << attentionHalf;
   if (computeUnits < 0)
     return emitError() << "compute_units must be >= 0, got " << computeUnits;
   // 0 leaves a fraction unset.

@@ -13,7 +13,7 @@
 // RUN: not ppc-opt %s --ppc-attach-machine=machine=%S/missing.json 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not ppc-opt %s --ppc-attach-machine=machine=%S/Inputs/bad-machine.json 2>&1 | FileCheck %s --check-prefix=BAD
 
-// H100: #[[DEV:.*]] = #topo.device<"H100-SXM5-80GB", peak_flops = {bf16 = 9.895e+14, f16 = 9.895e+14, f32 = 6.7e+13, f64 = 3.4e+13, f8 = 1.979e+15, i8 = 1.979e+15, tf32 = 4.945e+14}, memory_bandwidth = 3.35e+12, memory_bytes = 85899345920, launch_overhead = 3.0e-06, compute_units = 132, matmul_efficiency = 0.801, attention_forward_efficiency = 0.5234967155128853, attention_backward_efficiency = 0.5042950985346134>
+// H100: #[[DEV:.*]] = #topo.device<"H100-SXM5-80GB", peak_flops = {bf16 = 9.895e+14, f16 = 9.895e+14, f32 = 6.7e+13, f64 = 3.4e+13, f8 = 1.979e+15, i8 = 1.979e+15, tf32 = 4.945e+14}, memory_bandwidth = 3.35e+12, memory_bytes = 85899345920, launch_overhead = 3.0e-06, compute_units = 132, matmul_efficiency = 0.76, bandwidth_efficiency = 0.9, attention_forward_efficiency = 0.74, attention_backward_efficiency = 0.405, attention_half_efficiency_flops = 5.6e+10>
 // NCCL's measured all-reduce bus bandwidths (per rail across nodes):
 // H100: #[[IB:.*]] = #topo.link<infiniband, bandwidth = 5.0e+10, latency = 1.0e-06, collective_bandwidth_by_size = {{\[}}[1.0, {{.*}}], {{.*}}, [1073741824.0, 4.13662{{[0-9.e+]*}}]]>
 // H100: #[[NV:.*]] = #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06, collective_bandwidth_by_size = {{\[}}[8.0, {{.*}}], {{.*}}, [8589934592.0, 4.8016e+11]]>

@@ -99,6 +99,10 @@ struct DeviceSpec {
   /// measured (the cost model times it as any other contraction).
   double attentionForwardEfficiency = 0;
   double attentionBackwardEfficiency = 0;
+  /// The FLOPs of one fused attention call at which it reaches half of the
+  /// rates above (smaller calls, fewer heads or shorter sequences, run
+  /// further from them); 0: every size runs at those rates.
+  double attentionHalfEfficiencyFlops = 0;
 
   /// Peak FLOP/s for `type`. A type the device does not list runs at the
   /// rate of the nearest wider type it lists (bf16 -> f32, tf32 -> f32,

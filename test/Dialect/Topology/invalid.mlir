@@ -65,6 +65,11 @@
 
 // -----
 
+// expected-error @+1 {{attention_half_efficiency_flops must be >= 0, got -5}}
+#d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory_bytes = 1, attention_half_efficiency_flops = -5.0>
+
+// -----
+
 // expected-error @+1 {{expected 'memory_bytes'}}
 #d = #topo.device<"gpu", peak_flops = {f32 = 1.0}, memory_bandwidth = 1.0, memory = 1>
 

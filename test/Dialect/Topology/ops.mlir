@@ -4,7 +4,7 @@
 // RUN: ppc-opt %s -split-input-file -mlir-print-op-generic | ppc-opt -split-input-file | FileCheck %s
 
 // The compact form: attributes only, printed through aliases.
-// CHECK-DAG: #[[H100:.*]] = #topo.device<"H100-SXM5-80GB", peak_flops = {bf16 = 9.895e+14, f32 = 6.7e+13, i8 = 1.979e+15}, memory_bandwidth = 3.35e+12, memory_bytes = 85899345920, launch_overhead = 5.0e-06, compute_units = 132, matmul_efficiency = 0.8, bandwidth_efficiency = 0.9, attention_forward_efficiency = 0.5238, attention_backward_efficiency = 0.5046>
+// CHECK-DAG: #[[H100:.*]] = #topo.device<"H100-SXM5-80GB", peak_flops = {bf16 = 9.895e+14, f32 = 6.7e+13, i8 = 1.979e+15}, memory_bandwidth = 3.35e+12, memory_bytes = 85899345920, launch_overhead = 5.0e-06, compute_units = 132, matmul_efficiency = 0.8, bandwidth_efficiency = 0.9, attention_forward_efficiency = 0.5238, attention_backward_efficiency = 0.5046, attention_half_efficiency_flops = 5.6e+10>
 // CHECK-DAG: #[[NV:.*]] = #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06>
 // CHECK-DAG: #[[IB:.*]] = #topo.link<infiniband, bandwidth = 5.0e+10, latency = 1.0e-06>
 // CHECK-DAG: #[[CL:.*]] = #topo.cluster<nodes = 2, devices_per_node = 8, nics_per_node = 8, device = #[[H100]], intra = #[[NV]], inter = #[[IB]]>
@@ -16,6 +16,7 @@ module attributes {ppc.machine = #topo.cluster<nodes = 2, devices_per_node = 8,
         memory_bandwidth = 3.35e12, memory_bytes = 85899345920,
         launch_overhead = 5.0e-6, compute_units = 132,
         attention_backward_efficiency = 0.5046, bandwidth_efficiency = 0.9,
+        attention_half_efficiency_flops = 56.0e9,
         matmul_efficiency = 0.8, attention_forward_efficiency = 0.5238>,
     intra = #topo.link<nvlink, bandwidth = 450.0e9, latency = 1.0e-6>,
     inter = #topo.link<infiniband, bandwidth = 50.0e9, latency = 1.0e-6>>} {

@@ -20,7 +20,9 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
     fraction of the memory bandwidth streaming kernels reach
     (`bandwidth_efficiency`) and the fraction of peak a fused attention
     kernel reaches forward and backward (`attention_forward_efficiency`,
-    `attention_backward_efficiency`), all optional (0: not measured).
+    `attention_backward_efficiency`) with the FLOPs of one call at which it
+    reaches half of them (`attention_half_efficiency_flops`), all optional
+    (0: not measured).
 
     ```mlir
     #h100 = #topo.device<"H100-SXM5-80GB",
@@ -40,7 +42,8 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
       APFloatParameter<"fraction">:$matmulEfficiency,
       APFloatParameter<"fraction">:$bandwidthEfficiency,
       APFloatParameter<"fraction">:$attentionForwardEfficiency,
-      APFloatParameter<"fraction">:$attentionBackwardEfficiency);
+      APFloatParameter<"fraction">:$attentionBackwardEfficiency,
+      APFloatParameter<"flops">:$attentionHalfEfficiencyFlops);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""Measures what the simulator's GPU model needs, on the GPU it runs on.
+
+    python3 bench/gpu_microbench.py --out gpu-measurements.json [--quick]
+
+Needs PyTorch with CUDA (the lent GPU machines have it; Debian's CPU-only
+torch does not run this). Every kernel time is the median of CUDA-event
+timed replays of a CUDA graph that holds several launches, after warm-up,
+on random data, with inputs rotated through enough copies to defeat the L2
+cache where one copy would fit in it. Sections (all written to one JSON):
+
+  gemm       bf16 GEMMs (torch.matmul -> cuBLAS/cuBLASLt, tensor cores) on
+             a grid of M, N, K in {256 .. 16384} and at the shapes of the
+             Megatron-LM H100 rows (bench/megatron_published.sh): forward
+             x @ W^T, input gradient dy @ W, weight gradient dy^T @ x;
+             fp16, tf32 and plain fp32 on the square sizes
+  stream     memory-bound kernels (copy, add, gelu, layer norm, softmax,
+             dropout) at 64 MiB - 1 GiB: achievable bandwidth
+  attention  scaled_dot_product_attention, causal, bf16, flash and cuDNN
+             backends, forward and forward+backward
+  loss       cross-entropy over a 131,072-word vocabulary, 4,096 tokens
+  launch     one tiny kernel per launch: in a graph and eagerly
+  gpt        a GPT of the bench's layer structure (bench/models.py gpt
+             --fused-attention: separate q/k/v linears, fused causal
+             attention, 4h GELU feed-forward, untied head, no loss),
+             PyTorch eager, bf16: forward+backward of one micro-batch, and
+             a fused Adam update of fp32 master weights of the same count
+
+The numbers feed docs/simulator.md (device models) and the H100 preset.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+DEV = "cuda"
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def graph_time(fn, launches, reps=7, warm=2):
+    """Median seconds per call of fn(i) over graph replays of `launches`
+    calls (i = 0 .. launches-1)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(min(launches, 3)):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(launches):
+            fn(i)
+    for _ in range(warm):
+        g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / 1e3 / launches)
+    del g
+    return statistics.median(times)
+
+
+def event_time(fn, reps=5, warm=2):
+    """Median seconds per call of fn(), eagerly, timed with events."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(times)
+
+
+def copies_for(nbytes, launches):
+    # Enough distinct inputs that a graph's launches do not all hit in L2.
+    return max(1, min(launches, math.ceil(160e6 / max(nbytes, 1))))
+
+
+def time_gemm(m, n, k, dtype, layout):
+    """layout: 'fwd' x[m,k] @ W[n,k]^T, 'dgrad' dy[m,k'] ... all written
+    as C[m,n] = A op B with the operand orders of a linear layer."""
+    flops = 2.0 * m * n * k
+    est = flops / 6e14 + 4e-6
+    launches = max(1, min(40, int(4e-3 / est)))
+    esz = torch.tensor([], dtype=dtype).element_size()
+    nbytes = (m * k + n * k) * esz
+    c = copies_for(nbytes, launches)
+    if layout == "fwd":  # x @ W^T: A [m,k], B stored [n,k]
+        A = [torch.randn(m, k, device=DEV, dtype=dtype) for _ in range(c)]
+        B = [torch.randn(n, k, device=DEV, dtype=dtype) for _ in range(c)]
+        fn = lambda i: torch.matmul(A[i % c], B[i % c].t(), out=out)
+    elif layout == "dgrad":  # dy @ W: A [m,k], B stored [k,n]
+        A = [torch.randn(m, k, device=DEV, dtype=dtype) for _ in range(c)]
+        B = [torch.randn(k, n, device=DEV, dtype=dtype) for _ in range(c)]
+        fn = lambda i: torch.matmul(A[i % c], B[i % c], out=out)
+    else:  # wgrad dy^T @ x: A stored [k,m], B stored [k,n]
+        A = [torch.randn(k, m, device=DEV, dtype=dtype) for _ in range(c)]
+        B = [torch.randn(k, n, device=DEV, dtype=dtype) for _ in range(c)]
+        fn = lambda i: torch.matmul(A[i % c].t(), B[i % c], out=out)
+    out = torch.empty(m, n, device=DEV, dtype=dtype)
+    t = graph_time(fn, launches)
+    del A, B, out
+    return {"m": m, "n": n, "k": k, "dtype": str(dtype).split(".")[-1],
+            "layout": layout, "seconds": t, "tflops": flops / t / 1e12}
+
+
+# Megatron-LM H100 rows: hidden, tensor-parallel degree (seq 4096, mbs 1).
+MEGATRON_H100 = [(2048, 1), (4096, 2), (6144, 4), (7168, 8), (8192, 8),
+                 (10240, 8), (12288, 8), (16384, 8), (18432, 8)]
+
+
+def megatron_shapes():
+    tokens, vocab = 4096, 131072
+    shapes = set()
+    for h, t in MEGATRON_H100:
+        # (tokens, out, in) of q/k/v, attention out, ff1, ff2, the head.
+        for n, k in [(h // t, h), (h, h // t), (4 * h // t, h),
+                     (h, 4 * h // t), (vocab // t, h)]:
+            shapes.add((tokens, n, k, "fwd"))    # y = x W^T
+            shapes.add((tokens, k, n, "dgrad"))  # dx = dy W
+            shapes.add((n, k, tokens, "wgrad"))  # dW = dy^T x
+    return sorted(shapes)
+
+
+def section_gemm(quick):
+    rows = []
+    sizes = [256, 512, 1024, 2048, 4096, 8192, 16384]
+    if quick:
+        sizes = [512, 4096]
+    t0 = time.time()
+    for m in sizes:
+        for n in sizes:
+            for k in sizes:
+                rows.append(time_gemm(m, n, k, torch.bfloat16, "fwd"))
+    log("gemm grid: %d in %.1f s" % (len(rows), time.time() - t0))
+    for (m, n, k, layout) in ([] if quick else megatron_shapes()):
+        r = time_gemm(m, n, k, torch.bfloat16, layout)
+        r["megatron"] = True
+        rows.append(r)
+    # Other dtypes on the square sizes (and a few skinny ones).
+    for dtype, tf32 in [(torch.float16, False), (torch.float32, True),
+                        (torch.float32, False)]:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for s in sizes:
+            r = time_gemm(s, s, s, dtype, "fwd")
+            r["dtype"] = "tf32" if tf32 else r["dtype"]
+            rows.append(r)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    log("gemm: %d rows in %.1f s" % (len(rows), time.time() - t0))
+    return rows
+
+
+def section_stream(quick):
+    rows = []
+    hidden = 4096
+    for dtype in [torch.bfloat16, torch.float32]:
+        esz = torch.tensor([], dtype=dtype).element_size()
+        for mib in ([256] if quick else [64, 256, 1024]):
+            n = mib * 2**20 // esz
+            rows_ = n // hidden
+            x = torch.randn(rows_, hidden, device=DEV, dtype=dtype)
+            y = torch.randn(rows_, hidden, device=DEV, dtype=dtype)
+            o = torch.empty_like(x)
+            w = torch.randn(hidden, device=DEV, dtype=dtype)
+            b = torch.randn(hidden, device=DEV, dtype=dtype)
+            kernels = {
+                "copy": (lambda i: o.copy_(x), 2),
+                "add": (lambda i: torch.add(x, y, out=o), 3),
+                "gelu": (lambda i: o.copy_(F.gelu(x)), 4),  # gelu + copy
+                "layer_norm": (lambda i: F.layer_norm(x, (hidden,), w, b), 2),
+                "softmax": (lambda i: torch.softmax(x, -1), 2),
+                "dropout": (lambda i: F.dropout(x, 0.1, True), 2),
+            }
+            for name, (fn, passes) in kernels.items():
+                t = graph_time(fn, 5)
+                nbytes = passes * n * esz
+                rows.append({"kernel": name, "dtype": str(dtype).split(".")[-1],
+                             "bytes": nbytes, "seconds": t,
+                             "gbps": nbytes / t / 1e9})
+            del x, y, o
+    return rows
+
+
+def section_attention(quick):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    cases = [(16, 4096, 128), (32, 4096, 128), (24, 2048, 128), (32, 2048, 64)]
+    if quick:
+        cases = cases[:1]
+    for heads, seq, d in cases:
+        q, k, v = [torch.randn(1, heads, seq, d, device=DEV,
+                               dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3)]
+        dy = torch.randn(1, heads, seq, d, device=DEV, dtype=torch.bfloat16)
+        flops_fwd = 4.0 * heads * seq * seq * d / 2  # causal half
+        for backend in ["FLASH_ATTENTION", "CUDNN_ATTENTION"]:
+            try:
+                with sdpa_kernel(getattr(SDPBackend, backend)):
+                    fwd = lambda: F.scaled_dot_product_attention(
+                        q, k, v, is_causal=True)
+                    tf = event_time(fwd)
+
+                    def both():
+                        o = F.scaled_dot_product_attention(q, k, v,
+                                                           is_causal=True)
+                        o.backward(dy)
+                    tb = event_time(both)
+                rows.append({"backend": backend, "heads": heads, "seq": seq,
+                             "head_dim": d, "forward_s": tf,
+                             "backward_s": tb - tf,
+                             "forward_tflops": flops_fwd / tf / 1e12,
+                             "backward_tflops":
+                                 2.5 * flops_fwd / (tb - tf) / 1e12})
+            except Exception as e:  # a backend this build lacks
+                rows.append({"backend": backend, "heads": heads, "seq": seq,
+                             "head_dim": d, "error": str(e)[:200]})
+    return rows
+
+
+def section_loss():
+    rows = []
+    tokens, vocab = 4096, 131072
+    logits = torch.randn(tokens, vocab, device=DEV, dtype=torch.bfloat16,
+                         requires_grad=True)
+    labels = torch.randint(0, vocab, (tokens,), device=DEV)
+    for upcast in [False, True]:
+        def fwd():
+            x = logits.float() if upcast else logits
+            return F.cross_entropy(x, labels)
+        tf = event_time(fwd)
+        tb = event_time(lambda: fwd().backward())
+        rows.append({"tokens": tokens, "vocab": vocab, "fp32": upcast,
+                     "forward_s": tf, "forward_backward_s": tb})
+    return rows
+
+
+def section_launch():
+    x = torch.randn(1, device=DEV)
+    graph = graph_time(lambda i: x.add_(1), 200)
+
+    def eager():
+        for _ in range(200):
+            x.add_(1)
+    return {"graph_s_per_kernel": graph,
+            "eager_s_per_kernel": event_time(eager) / 200}
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(h)
+        self.q = torch.nn.Linear(h, h)
+        self.k = torch.nn.Linear(h, h)
+        self.v = torch.nn.Linear(h, h)
+        self.o = torch.nn.Linear(h, h)
+        self.ln2 = torch.nn.LayerNorm(h)
+        self.ff1 = torch.nn.Linear(h, 4 * h)
+        self.ff2 = torch.nn.Linear(4 * h, h)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        y = self.ln1(x)
+
+        def split(t):
+            return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+        c = F.scaled_dot_product_attention(split(self.q(y)), split(self.k(y)),
+                                           split(self.v(y)), is_causal=True)
+        x = x + self.o(c.transpose(1, 2).reshape(b, s, h))
+        return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, layers, h, heads, seq, vocab):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, h)
+        self.pos = torch.nn.Parameter(torch.randn(seq, h) * 0.02)
+        self.layers = torch.nn.ModuleList(Layer(h, heads)
+                                          for _ in range(layers))
+        self.ln = torch.nn.LayerNorm(h)
+        self.head = torch.nn.Linear(h, vocab)
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.pos
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.ln(x))
+
+
+def section_gpt(quick):
+    rows = []
+    configs = [("h100/1.7b", 24, 2048, 16, 4096, 131072),
+               ("layer-h4096", 1, 4096, 32, 4096, 131072),
+               ("layer-h8192", 1, 8192, 64, 4096, 131072)]
+    if quick:
+        configs = [("tiny", 2, 1024, 8, 1024, 32768)]
+    for name, layers, h, heads, seq, vocab in configs:
+        torch.manual_seed(0)
+        model = Gpt(layers, h, heads, seq, vocab).to(DEV, torch.bfloat16)
+        params = sum(p.numel() for p in model.parameters())
+        tokens = torch.randint(0, vocab, (1, seq), device=DEV)
+        dy = torch.randn(1, seq, vocab, device=DEV, dtype=torch.bfloat16)
+
+        def fwd():
+            with torch.no_grad():
+                model(tokens)
+
+        def step():
+            model(tokens).backward(dy)
+        tf = event_time(fwd, reps=5)
+        tfb = event_time(step, reps=5)
+        model.zero_grad(set_to_none=True)
+        del model, dy
+        torch.cuda.empty_cache()
+        # Adam over fp32 master weights, gradients and moments of that size.
+        chunk = 2**26
+        n = params
+        sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
+        master = [torch.randn(s, device=DEV) for s in sizes]
+        for p in master:
+            p.grad = torch.randn_like(p)
+        opt = torch.optim.Adam(master, lr=1e-4, fused=True)
+        opt.step()
+        tadam = event_time(opt.step, reps=5)
+        del master, opt
+        torch.cuda.empty_cache()
+        rows.append({"model": name, "layers": layers, "hidden": h,
+                     "heads": heads, "seq": seq, "vocab": vocab,
+                     "micro_batch": 1, "parameters": params,
+                     "forward_s": tf, "forward_backward_s": tfb,
+                     "adam_fp32_s": tadam})
+        log("gpt %s: fwd %.1f ms, fwd+bwd %.1f ms, adam %.1f ms" %
+            (name, tf * 1e3, tfb * 1e3, tadam * 1e3))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sections",
+                    default="launch,stream,attention,loss,gemm,gpt")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("gpu_microbench: no CUDA device visible to PyTorch")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    p = torch.cuda.get_device_properties(0)
+    result = {"device": p.name, "multiprocessors": p.multi_processor_count,
+              "memory_bytes": p.total_memory, "torch": torch.__version__,
+              "cuda": torch.version.cuda,
+              "cudnn": torch.backends.cudnn.version(),
+              "date": time.strftime("%Y-%m-%d")}
+    for name in a.sections.split(","):
+        t0 = time.time()
+        try:
+            result[name] = globals()["section_" + name](*(
+                [a.quick] if name in ("gemm", "stream", "attention", "gpt")
+                else []))
+        except Exception as e:  # keep what the other sections measured
+            result[name] = {"error": repr(e)[:500]}
+        log("%s: %.1f s" % (name, time.time() - t0))
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
