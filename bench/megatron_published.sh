@@ -27,7 +27,8 @@
 #         recomputation, the same for every row. Megatron-Core runs
 #         attention as Transformer Engine's fused (cuDNN) kernel: the
 #         rows' GPT has one causal ppc.attention per layer, which the H100
-#         preset rates at cuDNN's measured speed (docs/simulator.md).
+#         preset rates as cuDNN's kernel measured on an H100
+#         (docs/simulator.md, "Measured on an H100").
 #   alpa  Alpa's published GPT measurement with a stated layout (alpa-
 #         projects/alpa, benchmark/alpa/README.md, "Expected output on AWS
 #         p3.16xlarge (10/17/2022)"): 2.6B GPT, sequence 1024, vocabulary
