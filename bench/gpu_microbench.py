@@ -31,7 +31,6 @@ The numbers feed docs/simulator.md (device models) and the H100 preset.
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -60,20 +59,7 @@ def graph_time(fn, launches, reps=7, warm=2):
     with torch.cuda.graph(g):
         for i in range(launches):
             fn(i)
-    for _ in range(warm):
-        g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3 / launches)
-    del g
-    return statistics.median(times)
+    return event_time(g.replay, reps, warm) / launches
 
 
 def event_time(fn, reps=5, warm=2):
@@ -99,8 +85,9 @@ def copies_for(nbytes, launches):
 
 
 def time_gemm(m, n, k, dtype, layout):
-    """layout: 'fwd' x[m,k] @ W[n,k]^T, 'dgrad' dy[m,k'] ... all written
-    as C[m,n] = A op B with the operand orders of a linear layer."""
+    """One GEMM C[m,n] = A[m,k] B[k,n] with a linear layer's operand
+    layouts: 'fwd' x @ W^T (W stored [n,k]), 'dgrad' dy @ W (W stored
+    [k,n]), 'wgrad' dy^T @ x (dy stored [k,m])."""
     flops = 2.0 * m * n * k
     est = flops / 6e14 + 4e-6
     launches = max(1, min(40, int(4e-3 / est)))

@@ -31,8 +31,7 @@
 //               eff   = matmul_efficiency * wave * tile * depth
 //             for a fused attention kernel (OpCost.kernel FusedAttention)
 //             on a device with the attention efficiency of the phase,
-//             instead that measured fraction alone, no curve and no GEMM
-//             model (it was measured at the sizes that matter):
+//             instead the measured rate, no curve and no GEMM model:
 //               eff   = A * flops / (flops + attention_half_efficiency_flops)
 //               A     = attention_forward_efficiency forward,
 //                       attention_backward_efficiency backward

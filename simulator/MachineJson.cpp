@@ -184,21 +184,18 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
                             ? getQuantity(r, "launch_overhead", Dim::Time)
                             : 0;
   requireNonNegative(spec.launchOverhead, r.at("launch_overhead"));
-  if (r.has("half_efficiency_flops")) {
-    const json &half = r.get("half_efficiency_flops");
+  // FLOP counts at which a kernel reaches half its rate.
+  for (auto [key, field] :
+       {std::pair{"half_efficiency_flops", &spec.halfEfficiencyFlops},
+        std::pair{"attention_half_efficiency_flops",
+                  &spec.attentionHalfEfficiencyFlops}}) {
+    if (!r.has(key))
+      continue;
+    const json &half = r.get(key);
     if (!half.is_number())
-      throw JsonError{r.at("half_efficiency_flops"), "must be a number"};
-    spec.halfEfficiencyFlops = half.get<double>();
-    requireNonNegative(spec.halfEfficiencyFlops, r.at("half_efficiency_flops"));
-  }
-  if (r.has("attention_half_efficiency_flops")) {
-    const json &half = r.get("attention_half_efficiency_flops");
-    if (!half.is_number())
-      throw JsonError{r.at("attention_half_efficiency_flops"),
-                      "must be a number"};
-    spec.attentionHalfEfficiencyFlops = half.get<double>();
-    requireNonNegative(spec.attentionHalfEfficiencyFlops,
-                       r.at("attention_half_efficiency_flops"));
+      throw JsonError{r.at(key), "must be a number"};
+    *field = half.get<double>();
+    requireNonNegative(*field, r.at(key));
   }
   if (r.has("compute_units")) {
     const json &units = r.get("compute_units");

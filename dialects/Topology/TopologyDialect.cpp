@@ -299,14 +299,13 @@ LogicalResult DeviceAttr::verify(
   double overhead = launchOverhead.convertToDouble();
   if (!(std::isfinite(overhead) && overhead >= 0))
     return emitError() << "launch_overhead must be >= 0, got " << overhead;
-  double halfFlops = halfEfficiencyFlops.convertToDouble();
-  if (!(std::isfinite(halfFlops) && halfFlops >= 0))
-    return emitError() << "half_efficiency_flops must be >= 0, got "
-                       << halfFlops;
-  double attentionHalf = attentionHalfEfficiencyFlops.convertToDouble();
-  if (!(std::isfinite(attentionHalf) && attentionHalf >= 0))
-    return emitError() << "attention_half_efficiency_flops must be >= 0, got "
-                       << attentionHalf;
+  for (auto [name, value] :
+       {std::pair{"half_efficiency_flops",
+                  halfEfficiencyFlops.convertToDouble()},
+        std::pair{"attention_half_efficiency_flops",
+                  attentionHalfEfficiencyFlops.convertToDouble()}})
+    if (!(std::isfinite(value) && value >= 0))
+      return emitError() << name << " must be >= 0, got " << value;
   if (computeUnits < 0)
     return emitError() << "compute_units must be >= 0, got " << computeUnits;
   // 0 leaves a fraction unset.
