@@ -6,11 +6,15 @@
 # test GemmModel.MatchesTheMeasuredH100Table.)
 # Usage: bench/gpu_measured.sh [BUILD_DIR] [MEASUREMENTS_JSON]
 #   (after scripts/build.sh; default bench/results/gpu-h100.json, measured
-#   on an H100 80GB HBM3, simulated on dgx-h100's device)
+#   on an H100 80GB HBM3, simulated on the first device of MACHINE, a
+#   preset or JSON file, dgx-h100 by default. The preset's figures before
+#   they were measured: git show baebc0e:examples/machines/dgx-h100x2.json
+#   > old.json; MACHINE=old.json bench/gpu_measured.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
 measured=${2:-$root/bench/results/gpu-h100.json}
+machine=${MACHINE:-dgx-h100}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -25,9 +29,9 @@ while read -r name layers hidden heads seq vocab fwd fwdbwd; do
   python3 "$root/bench/models.py" gpt --fused-attention --layers "$layers" \
     --hidden "$hidden" --heads "$heads" --ff $((4 * hidden)) --seq "$seq" \
     --vocab "$vocab" --batch 1 --dtype bf16 >"$tmp/gpt.mlir"
-  # Every op whole on the preset's first GPU; the trace's kernels summed
+  # Every op whole on the machine's first GPU; the trace's kernels summed
   # by phase (the update is not part of the measured step).
-  "$build/bin/ppc-opt" "$tmp/gpt.mlir" --ppc-attach-machine=machine=dgx-h100 \
+  "$build/bin/ppc-opt" "$tmp/gpt.mlir" --ppc-attach-machine=machine="$machine" \
     --ppc-simulate="optimizer=sgd unassigned=single trace=$tmp/trace.json" \
     -o /dev/null >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   python3 - "$tmp/trace.json" "$name" "$fwd" "$fwdbwd" <<'PY'
