@@ -94,6 +94,8 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   dp=$((gpus / (tp * pp)))
   microbatches=$((batch / (dp * mbs)))
   model="$tmp/gpt.mlir"
+  # Every run ends in Megatron-LM's vocabulary-parallel cross-entropy of
+  # the logits cast to fp32 (its default without --fp16-lm-cross-entropy).
   # The H100 runs' Megatron-Core (r0.8, Transformer Engine) runs attention
   # as one fused kernel; the A100 papers' Megatron-LM materialized the
   # scores (with a fused scale-mask-softmax).
@@ -119,7 +121,7 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   fi
   python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \
-    --dropout "$dropout" --batch "$batch" --dtype "$dtype" >"$model"
+    --dropout "$dropout" --batch "$batch" --dtype "$dtype" --loss ce-f32 >"$model"
   options="tp=$tp pp=$pp dp=$dp microbatches=$microbatches"
   [ "$vstages" -gt 1 ] && options="$options virtual-stages=$vstages"
   options="$options $(sh "$root/bench/megatron_options.sh" "$words")"

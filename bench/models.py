@@ -567,6 +567,30 @@ def rnnlm(batch, steps, hidden, vocab, layers=2):
     return header, e, result, out
 
 
+def add_loss(header, e, logits, out, kind):
+    """Mean softmax cross-entropy of the [batch, seq, vocab] logits against
+    a new %labels argument, over batch x seq tokens; with ce-f32 the logits
+    are cast to float32 first, as Megatron-LM's vocabulary-parallel
+    cross-entropy computes it."""
+    batch, seq, vocab = out
+    rows = [batch * seq, vocab]
+    flat = e.op("loss.flatten", "ppc.reshape %s : %s -> %s" % (logits, ty(out), ty(rows)))
+    dtype = FLOAT
+    if kind == "ce-f32" and FLOAT != "f32":
+        flat = e.op("loss.cast", "ppc.cast %s : %s -> %s"
+                    % (flat, ty(rows), ty(rows, "f32")))
+        dtype = "f32"
+    labels = e.op("loss.labels", "ppc.reshape %%labels : %s -> %s"
+                  % (ty([batch, seq], "i64"), ty([batch * seq], "i64")))
+    loss = e.op("loss", "ppc.softmax_cross_entropy %s, %s : (%s, %s) -> %s"
+                % (flat, labels, ty(rows, dtype), ty([batch * seq], "i64"),
+                   "tensor<%s>" % dtype))
+    header = header.replace(") -> %s {" % ty(out),
+                            ", %%labels: %s) -> tensor<%s> {"
+                            % (ty([batch, seq], "i64"), dtype))
+    return header, loss, "tensor<%s>" % dtype
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -589,6 +613,10 @@ def main():
                     help="gpt/bert/transformer: the attention core as one "
                     "fused ppc.attention (FlashAttention-style; causal for "
                     "gpt) instead of matmul, softmax, dropout, matmul")
+    ap.add_argument("--loss", choices=["none", "ce", "ce-f32"], default="none",
+                    help="gpt/bert/transformer: end in the mean softmax "
+                    "cross-entropy over the tokens (ce-f32: of the logits "
+                    "cast to float32, as Megatron-LM) instead of the logits")
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
     ap.add_argument("--size", choices=sorted(GPT_SIZES), default="1.5b",
                     help="gpt: model size")
@@ -634,9 +662,14 @@ def main():
     else:
         header, e, result, out = rnnlm(a.batch, a.steps, pick(a.hidden, 1024),
                                        pick(a.vocab, 10000), pick(a.layers, 2))
+    rtype = ty(out)
+    if a.loss != "none":
+        if len(out) != 3:
+            ap.error("--loss needs a model with per-token logits (gpt, bert, transformer)")
+        header, result, rtype = add_loss(header, e, result, out, a.loss)
     sys.stdout.write("module {\n  " + header + "\n")
     sys.stdout.write("\n".join(e.lines) + "\n")
-    sys.stdout.write("    return %s : %s\n  }\n}\n" % (result, ty(out)))
+    sys.stdout.write("    return %s : %s\n  }\n}\n" % (result, rtype))
 
 
 if __name__ == "__main__":

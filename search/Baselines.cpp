@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace ppc::search {
 
@@ -146,13 +147,17 @@ UseMap buildUses(const sim::Graph &graph) {
 /// output features is followed through the ops that read it (elementwise
 /// ops, reshapes and transposes into heads, attention matmuls, softmax)
 /// until every path ends in a linear layer that contracts over it (the
-/// row-parallel partner). `dimOf` gets the iteration dim split in each op
+/// row-parallel partner) or another op that sums it away (the output head's
+/// cross-entropy over a split vocabulary). `dimOf` gets the iteration dim split in each op
 /// of the block; false if some path ends anywhere else (the graph output, an
 /// op that cannot split that dim), in which case the block is not used.
+/// `endsInLoss` tells whether some path ended in an op other than a linear
+/// layer.
 bool growBlock(const sim::Graph &graph, const UseMap &uses, size_t column,
                int columnDim, int64_t degree,
                const std::map<size_t, int> &assigned,
-               std::map<size_t, int> &dimOf) {
+               std::map<size_t, int> &dimOf, bool &endsInLoss) {
+  endsInLoss = false;
   dimOf[column] = columnDim;
   // (op, result, tensor dim) whose tensor dim is split.
   struct Split {
@@ -211,8 +216,13 @@ bool growBlock(const sim::Graph &graph, const UseMap &uses, size_t column,
           return false;
         continue;
       }
-      if (!pushResults(use.op, dim))
-        return false;
+      // A split reduction the consumer sums away ends the path as the
+      // row-parallel partner does: a vocabulary-parallel loss.
+      if (!pushResults(use.op, dim)) {
+        if (iterDim.kind != IterKind::Reduction)
+          return false;
+        endsInLoss = true;
+      }
     }
   }
   return true;
@@ -272,6 +282,9 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
   // The blocks are found without tensor parallelism too: selective
   // recomputation works inside them.
   std::map<size_t, int> tensorDimOf;
+  // Ops of a block ending in a loss: selective recomputation leaves them
+  // (Megatron-LM recomputes inside the transformer layers only).
+  std::set<size_t> lossBlocks;
   if (tp > 1 || options.selectiveRecompute)
     for (size_t op = 0; op < graph.ops.size(); ++op) {
       if (tensorDimOf.count(op) || !isWeightedContraction(graph.ops[op]))
@@ -280,8 +293,14 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       if (column < 0 || graph.ops[op].space.dims[column].size % tp != 0)
         continue;
       std::map<size_t, int> block;
-      if (growBlock(graph, uses, op, column, tp, tensorDimOf, block))
-        tensorDimOf.insert(block.begin(), block.end());
+      bool endsInLoss = false;
+      if (!growBlock(graph, uses, op, column, tp, tensorDimOf, block,
+                     endsInLoss))
+        continue;
+      tensorDimOf.insert(block.begin(), block.end());
+      if (endsInLoss)
+        for (const auto &entry : block)
+          lossBlocks.insert(entry.first);
     }
   // Linear layers outside blocks (the output head over the vocabulary) are
   // column parallel in their group, as Megatron's vocabulary-parallel head:
@@ -325,7 +344,8 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       config.sharding = StateSharding::Parameters;
     config.recompute =
         options.selectiveRecompute && !options.recompute &&
-        it != tensorDimOf.end() && !hasWeightOperand(graph.ops[op]) &&
+        it != tensorDimOf.end() && !lossBlocks.count(op) &&
+        !hasWeightOperand(graph.ops[op]) &&
         readers[op] == 1 && sim::recomputeProblem(graph, op).empty();
     strategy.push_back(std::move(config));
   }

@@ -407,6 +407,9 @@ struct OpState {
   std::vector<HeldWeight> heldWeights;
   std::vector<double> fwdTime, bwdTime, updateTime;
   std::vector<Collective> partialSums, gradSyncs;
+  /// A staged kernel's statistics reductions between its stages (forward,
+  /// backward), per statistics group.
+  std::vector<Collective> statSyncs[2];
   /// Gradient syncs each partition takes part in.
   std::vector<std::vector<int32_t>> syncsOf;
   std::vector<MemoryUse> memory;
@@ -651,6 +654,22 @@ struct Simulator::Impl {
   void buildOpState(size_t i, const OpConfig &config, OpState &st) {
     const Op &op = graph.ops[i];
     geometry::OpLayout layout = geometry::computeLayout(op.space, config);
+    // Statistics groups of a staged kernel with more than one member.
+    std::vector<std::vector<int64_t>> statGroups;
+    if (op.space.staged) {
+      std::vector<unsigned> across(op.space.staged->acrossDims.begin(),
+                                   op.space.staged->acrossDims.end());
+      std::vector<char> grouped(layout.numInstances(), 0);
+      for (int64_t p = 0; p < layout.numInstances(); ++p) {
+        if (grouped[p])
+          continue;
+        std::vector<int64_t> group = layout.sameRangesExcept(p, across);
+        for (int64_t q : group)
+          grouped[q] = 1;
+        if (group.size() > 1)
+          statGroups.push_back(std::move(group));
+      }
+    }
     st.devices = std::move(layout.devices);
     st.iter = std::move(layout.iter);
     st.resultSlices = std::move(layout.resultBoxes);
@@ -723,6 +742,27 @@ struct Simulator::Impl {
         }
         st.partialSums.push_back(std::move(sum));
       }
+    }
+
+    // A staged kernel reduces its float32 scratch over each statistics
+    // group after the stages the op names (batch norm's batch sums, a
+    // vocabulary-parallel cross-entropy's row maxima and sums), as the
+    // lowering emits them.
+    for (int pass = 0; pass < 2; ++pass) {
+      st.statSyncs[pass].clear();
+      for (const std::vector<int64_t> &group : statGroups)
+        for (const StageScratch &scratch :
+             pass == 0 ? op.space.staged->forward : op.space.staged->backward)
+          if (scratch.syncAfter >= 0) {
+            std::vector<int64_t> shape =
+                op.space.staged->shapeOf(scratch, st.iter[group.front()]);
+            int64_t bytes = 4;
+            for (int64_t size : shape)
+              bytes *= size;
+            st.statSyncs[pass].push_back(makeCollective(
+                st, std::vector<int32_t>(group.begin(), group.end()), bytes,
+                /*sharded=*/false));
+          }
     }
 
     // Weights: each partition keeps its slice; replicas of a slice
@@ -1118,7 +1158,8 @@ struct Simulator::Impl {
                                       st.bwdTime[p]);
       updates = std::max(updates, st.updateTime[p]);
     }
-    for (const auto *list : {&st.partialSums, &st.gradSyncs})
+    for (const auto *list : {&st.partialSums, &st.gradSyncs, &st.statSyncs[0],
+                              &st.statSyncs[1]})
       for (const Collective &c : *list)
         collectives += c.time + c.postTime + 2 * c.gatherTime;
     return kernels + collectives + updates;
@@ -1346,6 +1387,7 @@ struct Simulator::Impl {
       st.fwdEnd[p] =
           runChunkedKernel(st, p, st.inReady[p], commReady[p], st.fwdTime[p], i,
                            TaskKind::Forward, st.fwdStart[p]);
+    runStatSyncs(i, st.statSyncs[0], st.fwdEnd);
     for (const Collective &c : st.partialSums) {
       // Overlapped: the reduction of each chunk starts once the kernel has
       // produced it, the last one after the kernel.
@@ -1421,8 +1463,24 @@ struct Simulator::Impl {
       st.bwdEnd[p] =
           runChunkedKernel(st, p, st.gradReady[p], commReady[p], st.bwdTime[p],
                            i, TaskKind::Backward, st.bwdStart[p]);
+    runStatSyncs(i, st.statSyncs[1], st.bwdEnd);
     if (st.regathers)
       regatherInputs(i);
+  }
+
+  /// A staged kernel's statistics reductions, one after another (each
+  /// waits for its stage), priced after the kernel: the stages' kernel time
+  /// is the op's whole, and the reductions hold every member until done.
+  void runStatSyncs(int32_t i, const std::vector<Collective> &syncs,
+                    std::vector<double> &end) {
+    OpState &st = ops[i];
+    for (const Collective &c : syncs) {
+      double done = runCollective(
+          st, c, c.time, [&](int32_t p) { return end[p]; }, i,
+          TaskKind::PartialSum);
+      for (int32_t p : c.partitions)
+        end[p] = done;
+    }
   }
 
   /// SimOptions::regatherInputs: op `i`'s received activation slices are
@@ -1466,6 +1524,7 @@ struct Simulator::Impl {
         cascadeBytes[st.devices[p]] +=
             volume(slices[p]) * graph.ops[x].elemBytes;
     }
+    runStatSyncs(x, st.statSyncs[0], end);
     for (const Collective &c : st.partialSums)
       runCollective(
           st, c, c.time, [&](int32_t p) { return end[p]; }, x,
@@ -1602,7 +1661,8 @@ struct Simulator::Impl {
         m.activations += add.activations;
         m.workspace = std::max(m.workspace, add.workspace);
       }
-      for (const auto *list : {&st.partialSums, &st.gradSyncs})
+      for (const auto *list : {&st.partialSums, &st.gradSyncs, &st.statSyncs[0],
+                              &st.statSyncs[1]})
         for (const Collective &c : *list) {
           for (int32_t p : c.partitions)
             r.devices[st.devices[p]].commTime +=
@@ -1733,7 +1793,8 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     double comm = 0;
     for (double v : incoming)
       comm = std::max(comm, v);
-    for (const auto *list : {&st.partialSums, &st.gradSyncs}) {
+    for (const auto *list : {&st.partialSums, &st.gradSyncs, &st.statSyncs[0],
+                              &st.statSyncs[1]}) {
       double worst = 0;
       for (const Collective &c : *list)
         worst = std::max(worst, c.time + c.postTime + 2 * c.gatherTime);

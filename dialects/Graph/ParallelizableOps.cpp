@@ -466,6 +466,19 @@ IterationSpace BatchNormOp::getIterationSpace() {
   for (Value perChannel : {getScale(), getBias(), getMean(), getVariance()})
     space.operands.push_back(accessOf(perChannel, {DimAccess::identity(1)}));
   space.results.push_back(accessOf(getResult(), identityDims(input.size())));
+  // Training normalizes by the statistics of the whole batch: the partitions
+  // holding the same channels sum their per-channel [sum; sum of squares;
+  // count] between the forward's two stages, and [dscale; dbias] between
+  // the backward's. Inference reads the running statistics.
+  StagedKernel staged;
+  staged.forwardStages = staged.backwardStages = 2;
+  staged.forward = {{{{3}, {input[1]}}, /*syncAfter=*/0}};
+  staged.backward = {{{{2}, {input[1]}}, /*syncAfter=*/0}};
+  for (int32_t d = 0; d < static_cast<int32_t>(input.size()); ++d)
+    if (d != 1)
+      staged.acrossDims.push_back(d);
+  staged.trainingOnly = true;
+  space.staged = std::move(staged);
   return space;
 }
 
@@ -766,25 +779,39 @@ OpCost GatherOp::getCost() {
 // Losses: the result is a scalar, so every split makes partial sums
 //===----------------------------------------------------------------------===//
 
-/// Dims: n (sample), c (parameter, unsplittable: the softmax runs over it).
+/// Dims: n (sample), c (reduction over the classes). Splitting c is
+/// Megatron's vocabulary-parallel cross-entropy: the partitions of a row
+/// agree on its maximum (stage 0, max-reduced), then on its sum of
+/// exponentials and its label's logit (stage 1, summed), and the one holding
+/// the first classes writes the rows' loss (stage 2); the scalar results are
+/// partial sums. The backward needs no communication.
 IterationSpace SoftmaxCrossEntropyOp::getIterationSpace() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   IterationSpace space;
   space.dims = {{logits[0], IterKind::Sample},
-                {logits[1], IterKind::Parameter, /*splittable=*/false}};
+                {logits[1], IterKind::Reduction}};
   space.operands.push_back(accessOf(getLogits(), identityDims(2)));
   space.operands.push_back(accessOf(getLabels(), identityDims(1)));
   space.results.push_back(accessOf(getLoss(), {}));
+  StagedKernel staged;
+  staged.forwardStages = 3;
+  staged.forward = {{{{1, /*iterDim=*/0}}, /*syncAfter=*/0, /*max=*/true},
+                    {{{2}, {1, /*iterDim=*/0}}, /*syncAfter=*/1}};
+  staged.acrossDims = {1};
+  space.staged = std::move(staged);
   return space;
 }
 
-/// Forward: log-softmax (5 per logit) plus picking and averaging the label's
-/// term (2 per sample); backward: softmax - onehot, scaled by 1/N (2 per
-/// logit).
+/// Forward: a pass for the row maxima, one for the exponentials' sums (5
+/// per logit with the subtraction) and picking and averaging the label's
+/// term (2 per sample); backward: softmax - onehot, scaled by 1/N (3 per
+/// logit, the exponential again), reading the logits and writing their
+/// gradient.
 OpCost SoftmaxCrossEntropyOp::getCost() {
   double logits = elementCount(getLogits());
   double samples = elementCount(getLabels());
-  return costOf(getOperation(), 5 * logits + 2 * samples, 2 * logits);
+  double bytes = 2 * bytesOf(getLogits()) + bytesOf(getLabels());
+  return {6 * logits + 2 * samples, 3 * logits, bytes, bytes};
 }
 
 /// Dims: the dims of the prediction (activation kinds).

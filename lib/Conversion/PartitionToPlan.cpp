@@ -167,7 +167,18 @@ private:
     return now ? now : buffer;
   }
   void emitPartialSums(int64_t k);
-  void sumOverChannelGroups(int64_t k, const std::vector<Value> &buffers);
+  /// Reduces scratch buffers (one per partition) over op `k`'s statistics
+  /// groups, by max or by sum.
+  void syncStatistics(int64_t k, const std::vector<Value> &buffers, bool max);
+  /// Allocates the scratch of one pass of a staged kernel, per partition.
+  std::vector<SmallVector<Value, 2>>
+  allocStageScratch(int64_t k, const std::vector<StageScratch> &pass);
+  /// Runs `numStages` stages of a staged kernel through `emitStage`,
+  /// reducing each scratch buffer after its stage.
+  void runStages(int64_t k, int32_t numStages,
+                 const std::vector<StageScratch> &pass,
+                 const std::vector<SmallVector<Value, 2>> &buffers,
+                 llvm::function_ref<void(int64_t)> emitStage);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
   /// The use holding the weight that operand `i` of op `k` reads, if any.
   std::optional<sim::WeightUse> weightHolderOf(int64_t k, unsigned i) const;
@@ -184,7 +195,9 @@ private:
   LogicalResult emitBackward(int64_t k);
   LogicalResult emitGradSyncAndUpdate();
   LogicalResult emitOutputs();
-  bool isBatchNormTraining(int64_t k) const;
+  /// Op `k`'s staged kernel when it runs staged in this plan (batch norm
+  /// only in training), else null.
+  const StagedKernel *stagedKernel(int64_t k) const;
   /// The partition of op `k` whose result `r` on `rank` is exactly `box`.
   std::optional<int64_t> pieceHeldAs(int64_t k, unsigned r, int64_t rank,
                                      const Box &box) const;
@@ -237,7 +250,7 @@ private:
   // [op][operand][partition]
   std::vector<std::vector<std::vector<OperandSource>>> operands;
   // [op][partition] forward scratch of staged kernels.
-  std::vector<std::vector<Value>> scratch;
+  std::vector<std::vector<SmallVector<Value, 2>>> scratch;
   // Weight gradients by (rank, tensor, box), and the holder replica each
   // belongs to.
   std::map<BufferKey, Value> weightGrads;
@@ -290,7 +303,7 @@ private:
     std::vector<OpLayout> layouts;
     std::vector<std::vector<std::vector<Value>>> results, resultGrads, held;
     std::vector<std::vector<std::vector<OperandSource>>> operands;
-    std::vector<std::vector<Value>> scratch;
+    std::vector<std::vector<SmallVector<Value, 2>>> scratch;
     std::map<std::pair<int64_t, void *>, std::vector<GatheredBuffer>> gathered;
     std::vector<char> recomputedNow;
   };
@@ -588,8 +601,11 @@ LogicalResult PlanEmitter::emitGraphOps() {
 // Forward
 //===----------------------------------------------------------------------===//
 
-bool PlanEmitter::isBatchNormTraining(int64_t k) const {
-  return training && isa<BatchNormOp>(parts.ops[k]);
+const StagedKernel *PlanEmitter::stagedKernel(int64_t k) const {
+  const std::optional<StagedKernel> &staged = parts.graph.ops[k].space.staged;
+  if (!staged || (staged->trainingOnly && !training))
+    return nullptr;
+  return &*staged;
 }
 
 /// The persistent buffer of an argument, weight or constant box on a rank.
@@ -874,27 +890,65 @@ void PlanEmitter::emitPartialSums(int64_t k) {
   }
 }
 
-/// Sums per-partition batch-norm statistics over the partitions that hold
-/// the same channels (they differ only in batch and spatial ranges).
-void PlanEmitter::sumOverChannelGroups(int64_t k,
-                                       const std::vector<Value> &buffers) {
+/// Reduces per-partition statistics over the partitions that differ only
+/// in the staged kernel's `acrossDims` (within one replica).
+void PlanEmitter::syncStatistics(int64_t k, const std::vector<Value> &buffers,
+                                 bool max) {
   const OpLayout &layout = parts.layouts[k];
-  std::vector<unsigned> notChannels;
-  for (unsigned d = 0; d < layout.iter[0].size(); ++d)
-    if (d != 1)
-      notChannels.push_back(d);
+  const StagedKernel &staged = *stagedKernel(k);
+  std::vector<unsigned> across(staged.acrossDims.begin(),
+                               staged.acrossDims.end());
   std::set<int64_t> done;
   for (int64_t p = 0; p < layout.numInstances(); ++p) {
     if (done.count(p))
       continue;
     std::vector<int64_t> ranks;
     std::vector<Value> group;
-    for (int64_t q : layout.sameRangesExcept(p, notChannels)) {
+    for (int64_t q : layout.sameRangesExcept(p, across)) {
       done.insert(q);
       ranks.push_back(layout.devices[q]);
       group.push_back(buffers[q]);
     }
-    allReduce(ranks, group);
+    if (ranks.size() < 2)
+      continue;
+    auto groupAttr = DenseI64ArrayAttr::get(context, ranks);
+    for (auto [rank, buffer] : llvm::zip(ranks, group))
+      plan::CollectiveOp::create(
+          at(rank), loc,
+          plan::CollectiveKindAttr::get(context,
+                                        plan::CollectiveKind::all_reduce),
+          groupAttr, buffer, Value(), builder.getStringAttr(max ? "max" : "sum"),
+          builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
+  }
+}
+
+std::vector<SmallVector<Value, 2>>
+PlanEmitter::allocStageScratch(int64_t k,
+                               const std::vector<StageScratch> &pass) {
+  const OpLayout &layout = parts.layouts[k];
+  const StagedKernel &staged = *stagedKernel(k);
+  std::vector<SmallVector<Value, 2>> buffers(layout.numInstances());
+  for (int64_t p = 0; p < layout.numInstances(); ++p)
+    for (const StageScratch &one : pass)
+      buffers[p].push_back(allocScratch(layout.devices[p],
+                                        staged.shapeOf(one, layout.iter[p])));
+  return buffers;
+}
+
+void PlanEmitter::runStages(int64_t k, int32_t numStages,
+                            const std::vector<StageScratch> &pass,
+                            const std::vector<SmallVector<Value, 2>> &buffers,
+                            llvm::function_ref<void(int64_t)> emitStage) {
+  for (int32_t stage = 0; stage < numStages; ++stage) {
+    emitStage(stage);
+    for (auto [i, one] : llvm::enumerate(pass)) {
+      if (one.syncAfter != stage)
+        continue;
+      std::vector<Value> perPartition;
+      for (const SmallVector<Value, 2> &mine : buffers)
+        perPartition.push_back(mine[i]);
+      syncStatistics(k, perPartition, one.max);
+    }
   }
 }
 
@@ -908,7 +962,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
   results[k].assign(op->getNumResults(), std::vector<Value>(numParts));
   held[k].assign(op->getNumResults(), std::vector<Value>(numParts));
   resultGrads[k].assign(op->getNumResults(), std::vector<Value>(numParts));
-  scratch[k].assign(numParts, Value());
+  scratch[k].assign(numParts, {});
   if (loss && loss->first == static_cast<int64_t>(k))
     phase(plan::Phase::loss);
 
@@ -932,27 +986,17 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
     }
   }
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
-  if (!isBatchNormTraining(k)) {
-    for (int64_t p = 0; p < numParts; ++p)
-      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                             builder.getI64IntegerAttr(0), ins[p], outs[p],
-                             ValueRange());
-  } else {
-    // Batch statistics are summed over the partitions that share channels
-    // between the two stages, so every split normalizes like the whole.
-    int64_t channels = shapeOf(op->getOperand(0))[1];
-    for (int64_t p = 0; p < numParts; ++p) {
-      scratch[k][p] = allocScratch(layout.devices[p], {3, channels});
-      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                             builder.getI64IntegerAttr(0), ins[p], outs[p],
-                             ValueRange{scratch[k][p]});
-    }
-    sumOverChannelGroups(k, scratch[k]);
-    for (int64_t p = 0; p < numParts; ++p)
-      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                             builder.getI64IntegerAttr(1), ins[p], outs[p],
-                             ValueRange{scratch[k][p]});
-  }
+  const StagedKernel *staged = stagedKernel(k);
+  if (staged)
+    scratch[k] = allocStageScratch(k, staged->forward);
+  runStages(k, staged ? staged->forwardStages : 1,
+            staged ? staged->forward : std::vector<StageScratch>(), scratch[k],
+            [&](int64_t stage) {
+              for (int64_t p = 0; p < numParts; ++p)
+                plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                                       builder.getI64IntegerAttr(stage),
+                                       ins[p], outs[p], scratch[k][p]);
+            });
   emitPartialSums(k);
   // ZeRO-3 weights gathered for the kernels go again.
   freeGatheredWeights(k);
@@ -1017,13 +1061,14 @@ void PlanEmitter::emitRecompute(int64_t x) {
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     if (!zero3Group(x, i, 0).empty())
       gatherWeightShards(x, i);
+  std::vector<SmallVector<Value>> ins(layout.numInstances()),
+      outs(layout.numInstances());
   for (int64_t p = 0; p < layout.numInstances(); ++p) {
     int64_t rank = layout.devices[p];
-    SmallVector<Value> ins, outs;
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
-      ins.push_back(gatheredWeights.count({x, i, p})
-                        ? gatheredWeights.at({x, i, p})
-                        : current(operands[x][i][p].buffer));
+      ins[p].push_back(gatheredWeights.count({x, i, p})
+                           ? gatheredWeights.at({x, i, p})
+                           : current(operands[x][i][p].buffer));
     for (unsigned r = 0; r < op->getNumResults(); ++r) {
       Value old = results[x][r][p];
       Value again = alloc(rank, tensorOf[op->getResult(r)],
@@ -1034,11 +1079,22 @@ void PlanEmitter::emitRecompute(int64_t x) {
       // A reduce-scattered piece is replaced by emitPartialSums.
       if (!layout.scattered[r])
         held[x][r][p] = again;
-      outs.push_back(again);
+      outs[p].push_back(again);
     }
-    plan::KernelOp::create(at(rank), loc, opSym, builder.getI64IntegerAttr(0),
-                           ins, outs, ValueRange());
   }
+  // A staged kernel's statistics are exchanged again; the backward reads
+  // the new ones.
+  const StagedKernel *staged = stagedKernel(x);
+  if (staged)
+    scratch[x] = allocStageScratch(x, staged->forward);
+  runStages(x, staged ? staged->forwardStages : 1,
+            staged ? staged->forward : std::vector<StageScratch>(), scratch[x],
+            [&](int64_t stage) {
+              for (int64_t p = 0; p < layout.numInstances(); ++p)
+                plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                                       builder.getI64IntegerAttr(stage),
+                                       ins[p], outs[p], scratch[x][p]);
+            });
   freeGatheredWeights(x);
   emitPartialSums(x);
   emittingOp = caller;
@@ -1224,26 +1280,24 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
 
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
   auto mask = DenseBoolArrayAttr::get(context, needsGrad);
-  auto emitKernels = [&](int64_t stage, auto scratchOf) {
+  const StagedKernel *staged = stagedKernel(k);
+  // The forward's scratch first, then the backward's own.
+  std::vector<SmallVector<Value, 2>> backwardScratch, passed = scratch[k];
+  passed.resize(numParts);
+  if (staged) {
+    backwardScratch = allocStageScratch(k, staged->backward);
     for (int64_t p = 0; p < numParts; ++p)
-      plan::KernelBackwardOp::create(
-          at(layout.devices[p]), loc, opSym, builder.getI64IntegerAttr(stage),
-          mask, ins[p], outs[p], outGrads[p], inGrads[p], scratchOf(p));
-  };
-  if (!isBatchNormTraining(k)) {
-    emitKernels(0, [](int64_t) { return SmallVector<Value>(); });
-  } else {
-    int64_t channels = shapeOf(op->getOperand(0))[1];
-    std::vector<Value> sums(numParts);
-    for (int64_t p = 0; p < numParts; ++p)
-      sums[p] = allocScratch(layout.devices[p], {2, channels});
-    auto both = [&](int64_t p) {
-      return SmallVector<Value>{scratch[k][p], sums[p]};
-    };
-    emitKernels(0, both);
-    sumOverChannelGroups(k, sums);
-    emitKernels(1, both);
+      passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
   }
+  runStages(k, staged ? staged->backwardStages : 1,
+            staged ? staged->backward : std::vector<StageScratch>(),
+            backwardScratch, [&](int64_t stage) {
+              for (int64_t p = 0; p < numParts; ++p)
+                plan::KernelBackwardOp::create(
+                    at(layout.devices[p]), loc, opSym,
+                    builder.getI64IntegerAttr(stage), mask, ins[p], outs[p],
+                    outGrads[p], inGrads[p], passed[p]);
+            });
 
   freeGatheredWeights(k);
   // Each operand gradient goes along its routes.
@@ -1581,16 +1635,23 @@ LogicalResult PlanEmitter::emitSchedule() {
   for (size_t k = 0; k < numOps; ++k)
     stageOps[parts.strategy[k].stage].push_back(static_cast<int64_t>(k));
 
-  if (pipeline.enabled() && m > 1 && training)
-    for (size_t k = 0; k < numOps; ++k)
-      if (isBatchNormTraining(static_cast<int64_t>(k)))
+  // A kernel whose statistics span the batch (batch norm's) never sees the
+  // whole batch when micro-batches run apart.
+  if (pipeline.enabled() && m > 1)
+    for (size_t k = 0; k < numOps; ++k) {
+      const StagedKernel *staged = stagedKernel(static_cast<int64_t>(k));
+      const IterationSpace &space = parts.graph.ops[k].space;
+      if (staged && llvm::any_of(staged->acrossDims, [&](int32_t d) {
+            return space.dims[d].kind == IterKind::Sample;
+          }))
         return parts.ops[k]->emitError()
-               << "batch norm '" << parts.graph.ops[k].name
-               << "' normalizes by the statistics of the whole batch, which "
-                  "a pipeline of "
+               << "'" << parts.graph.ops[k].name
+               << "' normalizes by statistics of the whole batch, which a "
+                  "pipeline of "
                << m
                << " micro-batches never has at once: lower this model with "
                   "microbatches = 1";
+    }
 
   // Every micro-batch starts with empty buffers and its own layouts.
   microBatches.assign(m, MicroBatchState());

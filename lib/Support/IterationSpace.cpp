@@ -91,7 +91,39 @@ std::string IterationSpace::validate() const {
   for (size_t i = 0; i < results.size(); ++i)
     if (auto err = validateAccess(*this, results[i], "result", i); !err.empty())
       return err;
+  if (staged) {
+    auto badDim = [&](int32_t d) {
+      return d < 0 || d >= static_cast<int32_t>(dims.size());
+    };
+    for (int32_t d : staged->acrossDims)
+      if (badDim(d))
+        return "staged kernel: statistics group names iteration dim " +
+               std::to_string(d);
+    for (const auto *pass : {&staged->forward, &staged->backward}) {
+      int32_t stages = pass == &staged->forward ? staged->forwardStages
+                                                : staged->backwardStages;
+      for (const StageScratch &scratch : *pass) {
+        if (scratch.syncAfter >= stages - 1 || scratch.syncAfter < -1)
+          return "staged kernel: a scratch buffer syncs after stage " +
+                 std::to_string(scratch.syncAfter) + " of " +
+                 std::to_string(stages);
+        for (const ScratchDim &dim : scratch.shape)
+          if (dim.iterDim >= 0 ? badDim(dim.iterDim) : dim.size < 1)
+            return "staged kernel: a scratch dim is empty or names a "
+                   "missing iteration dim";
+      }
+    }
+  }
   return "";
+}
+
+std::vector<int64_t>
+StagedKernel::shapeOf(const StageScratch &scratch,
+                      const std::vector<Range> &iter) const {
+  std::vector<int64_t> shape;
+  for (const ScratchDim &dim : scratch.shape)
+    shape.push_back(dim.iterDim >= 0 ? iter.at(dim.iterDim).size() : dim.size);
+  return shape;
 }
 
 static int64_t floorDiv(int64_t a, int64_t b) {

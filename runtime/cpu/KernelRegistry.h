@@ -33,13 +33,17 @@ struct KernelImpl {
   BackwardFn backward;
   /// Null for single-stage ops.
   ScratchFn scratch;
-  /// Stages in training (forward, backward); inference always runs 1.
+  /// Forward stages in training (and backward ones unless backwardStages
+  /// says otherwise); inference runs 1 unless stagedInInference.
   int32_t trainingStages = 1;
   /// Operands the forward updates in place in training.
   std::vector<int> updatedOperands = {};
   /// Reads operands, results and result gradients as bf16 where a backend
   /// passes them so (Kernels.h, readsBf16).
   bool readsBf16 = false;
+  /// Backward stages where they differ from the forward's (-1: as many).
+  int32_t backwardStages = -1;
+  bool stagedInInference = false;
 };
 
 using KernelTable = std::map<std::string, KernelImpl>;

@@ -217,8 +217,10 @@ scratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
 
 int32_t numStages(const OpDesc &op, bool training, bool backward) {
   const cpu::KernelImpl *impl = lookup(op.kind);
-  if (!impl || !training)
+  if (!impl || (!training && !impl->stagedInInference))
     return 1;
+  if (backward && impl->backwardStages >= 0)
+    return impl->backwardStages;
   return impl->trainingStages;
 }
 

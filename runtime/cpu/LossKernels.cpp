@@ -3,7 +3,9 @@
 // A loss is a mean over the whole batch: a partition holding some rows
 // (softmax_cross_entropy) or some box (mse_loss) outputs its partial sum
 // divided by the GLOBAL count, and the plan sums the partials. The backward
-// scales by the scalar result grad.
+// scales by the scalar result grad. softmax_cross_entropy may also hold some
+// classes (vocabulary parallel): its stages agree on each row's maximum and
+// sum of exponentials through the plan's collectives between them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,9 +44,12 @@ KernelStatus checkGradViews(const OpDesc &op,
 // softmax_cross_entropy
 //===----------------------------------------------------------------------===//
 
-/// The held rows [rowLo, rowHi) of logits [N, C] (all classes held).
+/// The held box of logits [N, C]: rows [rowLo, rowHi), classes [classLo,
+/// classHi) of `classes`; `batch` is the global N.
 struct CrossEntropyShape {
-  int64_t rowLo, rowHi, classes, batch;
+  int64_t rowLo, rowHi, classLo, classHi, classes, batch;
+  int64_t rows() const { return rowHi - rowLo; }
+  int64_t held() const { return classHi - classLo; }
 };
 
 KernelStatus crossEntropyShape(const OpDesc &op,
@@ -55,9 +60,8 @@ KernelStatus crossEntropyShape(const OpDesc &op,
   const TensorView &logits = inputs[0], &labels = inputs[1];
   if (logits.rank() != 2 || labels.rank() != 1)
     return op.kind + ": logits must be [N, C] and labels [N]";
-  shape = {logits.lo[0], logits.hi[0], logits.shape[1], logits.shape[0]};
-  if (logits.lo[1] != 0 || logits.hi[1] != shape.classes)
-    return op.kind + ": logits box must hold every class";
+  shape = {logits.lo[0], logits.hi[0],    logits.lo[1],
+           logits.hi[1], logits.shape[1], logits.shape[0]};
   if (labels.lo[0] > shape.rowLo || labels.hi[0] < shape.rowHi)
     return op.kind + ": labels box does not hold the logits rows";
   return "";
@@ -75,36 +79,76 @@ KernelStatus labelOf(const OpDesc &op, const TensorView &labels, int64_t row,
   return "";
 }
 
-/// max and log(sum(exp(x - max))) of one row of logits; `exps` (classes
-/// floats) gets exp(x - max).
-std::pair<double, double> logSumExp(const float *row, int64_t classes,
-                                    float *exps) {
-  const float max = *std::max_element(row, row + classes);
-  expShifted(row, classes, max, exps);
-  return {max, std::log(sumOf(exps, classes))};
+/// The two scratch buffers of the staged kernel (the op's StagedKernel):
+/// [rows] row maxima, max-reduced over the partitions of a row after stage
+/// 0; [2, rows] sums of exp(x - max) and the label's logit, summed after
+/// stage 1. The backward reads them.
+KernelStatus crossEntropyScratch(const OpDesc &op,
+                                 const std::vector<TensorView> &scratch,
+                                 const CrossEntropyShape &shape) {
+  if (scratch.size() < 2 || scratch[0].rank() != 1 ||
+      scratch[0].extent(0) != shape.rows() || scratch[1].rank() != 2 ||
+      scratch[1].extent(0) != 2 || scratch[1].extent(1) != shape.rows() ||
+      !scratch[0].data || !scratch[1].data)
+    return op.kind + ": expects [" + std::to_string(shape.rows()) +
+           "] and [2, " + std::to_string(shape.rows()) + "] scratch buffers";
+  return "";
 }
 
-KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &,
+std::vector<std::vector<int64_t>>
+crossEntropyScratchShapes(const OpDesc &, const std::vector<TensorView> &inputs,
+                          bool backward) {
+  if (backward || inputs.empty() || inputs[0].rank() != 2)
+    return {};
+  int64_t rows = inputs[0].extent(0);
+  return {{rows}, {2, rows}};
+}
+
+/// Stage 0: each row's maximum over the held classes. Stage 1 (the maxima
+/// now the rows'): the held sum of exp(x - max), and the label's logit
+/// where this partition holds it. Stage 2: the rows' mean loss, written by
+/// the partition holding the first classes (the others write 0, so the
+/// plan's sum of the partial results counts each row once).
+KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                                  const std::vector<TensorView> &inputs,
                                  std::vector<TensorView> &outputs,
-                                 std::vector<TensorView> &) {
+                                 std::vector<TensorView> &scratch) {
   if (KernelStatus status = checkScalarResult(op, outputs); !status.empty())
     return status;
   CrossEntropyShape shape;
   if (KernelStatus status = crossEntropyShape(op, inputs, shape);
       !status.empty())
     return status;
-  double total = 0;
-  std::vector<float> exps(static_cast<size_t>(shape.classes));
-  for (int64_t row = shape.rowLo; row < shape.rowHi; ++row) {
+  if (KernelStatus status = crossEntropyScratch(op, scratch, shape);
+      !status.empty())
+    return status;
+  float *max = scratch[0].data;
+  float *sums = scratch[1].data, *picked = scratch[1].data + shape.rows();
+  const int64_t held = shape.held();
+  std::vector<float> exps(static_cast<size_t>(held));
+  for (int64_t i = 0; i < shape.rows(); ++i) {
     int64_t label;
-    if (KernelStatus status = labelOf(op, inputs[1], row, shape.classes, label);
+    if (KernelStatus status =
+            labelOf(op, inputs[1], shape.rowLo + i, shape.classes, label);
         !status.empty())
       return status;
-    const float *logits = inputs[0].data + (row - shape.rowLo) * shape.classes;
-    auto [max, logSum] = logSumExp(logits, shape.classes, exps.data());
-    total += max + logSum - logits[label];
+    const float *logits = inputs[0].data + i * held;
+    if (ctx.stage == 0) {
+      max[i] = *std::max_element(logits, logits + held);
+    } else if (ctx.stage == 1) {
+      expShifted(logits, held, max[i], exps.data());
+      sums[i] = static_cast<float>(sumOf(exps.data(), held));
+      picked[i] = label >= shape.classLo && label < shape.classHi
+                      ? logits[label - shape.classLo]
+                      : 0.0f;
+    }
   }
+  if (ctx.stage < 2)
+    return "";
+  double total = 0;
+  if (shape.classLo == 0)
+    for (int64_t i = 0; i < shape.rows(); ++i)
+      total += max[i] + std::log(static_cast<double>(sums[i])) - picked[i];
   outputs[0].data[0] = static_cast<float>(total / shape.batch);
   return "";
 }
@@ -114,7 +158,7 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
                                   const std::vector<TensorView> &,
                                   const std::vector<TensorView> &outputGrads,
                                   std::vector<TensorView> &inputGrads,
-                                  std::vector<TensorView> &) {
+                                  std::vector<TensorView> &scratch) {
   if (KernelStatus status = checkGradViews(op, inputs, outputGrads, inputGrads);
       !status.empty())
     return status;
@@ -122,25 +166,31 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
   if (KernelStatus status = crossEntropyShape(op, inputs, shape);
       !status.empty())
     return status;
+  if (KernelStatus status = crossEntropyScratch(op, scratch, shape);
+      !status.empty())
+    return status;
   if (!inputGrads[0].data)
     return "";
-  // d/dlogits = (softmax - onehot(label)) * dloss / N.
+  // d/dlogits = (softmax - onehot(label)) * dloss / N, the softmax from the
+  // forward's row maxima and sums.
   double scale = outputGrads[0].data[0] / static_cast<double>(shape.batch);
-  std::vector<float> exps(static_cast<size_t>(shape.classes));
-  for (int64_t row = shape.rowLo; row < shape.rowHi; ++row) {
+  const float *max = scratch[0].data, *sums = scratch[1].data;
+  const int64_t held = shape.held();
+  std::vector<float> exps(static_cast<size_t>(held));
+  for (int64_t i = 0; i < shape.rows(); ++i) {
     int64_t label;
-    if (KernelStatus status = labelOf(op, inputs[1], row, shape.classes, label);
+    if (KernelStatus status =
+            labelOf(op, inputs[1], shape.rowLo + i, shape.classes, label);
         !status.empty())
       return status;
-    int64_t offset = (row - shape.rowLo) * shape.classes;
-    const float *logits = inputs[0].data + offset;
-    float *dLogits = inputGrads[0].data + offset;
-    auto [max, logSum] = logSumExp(logits, shape.classes, exps.data());
-    // softmax = exp(x - max) / sum; its scaled difference from the one-hot.
-    const float factor = static_cast<float>(std::exp(-logSum) * scale);
-    for (int64_t k = 0; k < shape.classes; ++k)
+    const float *logits = inputs[0].data + i * held;
+    float *dLogits = inputGrads[0].data + i * held;
+    expShifted(logits, held, max[i], exps.data());
+    const float factor = static_cast<float>(scale / sums[i]);
+    for (int64_t k = 0; k < held; ++k)
       dLogits[k] += exps[k] * factor;
-    dLogits[label] -= static_cast<float>(scale);
+    if (label >= shape.classLo && label < shape.classHi)
+      dLogits[label - shape.classLo] -= static_cast<float>(scale);
   }
   return "";
 }
@@ -211,8 +261,11 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
 } // namespace
 
 void registerLossKernels(KernelTable &table) {
-  table["ppc.softmax_cross_entropy"] = {crossEntropyForward,
-                                        crossEntropyBackward, nullptr, 1};
+  KernelImpl crossEntropy{crossEntropyForward, crossEntropyBackward,
+                          crossEntropyScratchShapes, /*trainingStages=*/3};
+  crossEntropy.backwardStages = 1;
+  crossEntropy.stagedInInference = true;
+  table["ppc.softmax_cross_entropy"] = std::move(crossEntropy);
   table["ppc.mse_loss"] = {mseForward, mseBackward, nullptr, 1};
 }
 

@@ -11,13 +11,17 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
   return %l : tensor<f32>
 }
 
-// CHECK: plan.plan version 2 ranks 2 attributes {{.*}}kind = "adam"
+// CHECK: plan.plan version 3 ranks 2 attributes {{.*}}kind = "adam"
 // CHECK: plan.program rank 0
 // CHECK: %[[X:[0-9]+]] = plan.alloc @in0 [0, 0] [2, 8]
 // CHECK-NEXT: plan.load %[[X]]
 // CHECK: %[[W:[0-9]+]] = plan.alloc @w{{[0-9]+}} [0, 0] [8, 6]
 // CHECK: plan.kernel @op0 stage 0 ins(%[[X]], %[[W]], %{{[0-9]+}})
-// CHECK: plan.kernel @op1
+// The loss runs its three stages with no statistics exchanged (each rank
+// holds all classes of its rows), then the partial losses are summed.
+// CHECK: plan.kernel @op1 stage 0
+// CHECK-NEXT: plan.kernel @op1 stage 1
+// CHECK-NEXT: plan.kernel @op1 stage 2
 // CHECK-NEXT: plan.collective all_reduce %{{[0-9]+}} group [0, 1]
 // CHECK-NOT: plan.send
 // CHECK: plan.phase grad_sync

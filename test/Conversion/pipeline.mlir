@@ -56,7 +56,11 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> attr
 // CHECK-NEXT: plan.recv %[[A0]] [0, 0] [2, 16] from 0
 // CHECK: plan.phase loss
 // CHECK: %[[L0:[0-9]+]] = plan.alloc @t{{[0-9]+}} [] []
-// CHECK-NEXT: plan.kernel @op2 stage 0 ins(%{{[0-9]+}}, %{{[0-9]+}}) outs(%[[L0]])
+// CHECK-NEXT: %[[MAX0:[0-9]+]] = plan.alloc [0] [2]
+// CHECK-NEXT: %[[SUMS0:[0-9]+]] = plan.alloc [0, 0] [2, 2]
+// CHECK-NEXT: plan.kernel @op2 stage 0 ins(%{{[0-9]+}}, %{{[0-9]+}}) outs(%[[L0]]) scratch(%[[MAX0]], %[[SUMS0]])
+// CHECK-NEXT: plan.kernel @op2 stage 1
+// CHECK-NEXT: plan.kernel @op2 stage 2
 // CHECK-NEXT: plan.copy %[[L0]] -> %[[TOTAL]] [] [] accumulate
 // CHECK-NEXT: plan.phase backward
 // CHECK-NEXT: %[[SEED:[0-9]+]] = plan.alloc @t{{[0-9]+}} [] [] grad
@@ -77,7 +81,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> attr
 // GPIPE-NOT: plan.phase backward
 // GPIPE: plan.phase forward
 // GPIPE-NOT: plan.phase backward
-// GPIPE: plan.kernel @op2 stage 0
+// GPIPE: plan.kernel @op2 stage 2
 // GPIPE-NEXT: plan.copy
 // GPIPE-NEXT: plan.phase backward
 // GPIPE: plan.phase backward

@@ -928,6 +928,30 @@ TEST(CpuSoftmaxCrossEntropy, ForwardGradientsAndRowPartitions) {
   expectPartitionsMatchWhole(op, training(), inputs, byRows, {true, false});
 }
 
+// Vocabulary parallel: partitions holding some classes of some rows agree on
+// each row's maximum and sum between the stages; the loss and the logits'
+// gradient match the whole op's, with labels in every partition's classes.
+TEST(CpuSoftmaxCrossEntropy, ClassPartitionsMatchWhole) {
+  OpDesc op = makeOp("ppc.softmax_cross_entropy", {{4, 6}, {4}}, {{}}, {});
+  std::vector<std::vector<float>> inputs = {randomValues(24, 5, -3, 3),
+                                            {0, 5, 2, 3}};
+  std::vector<Partition> grid;
+  for (Range r : splitRange(4, 2))
+    for (Range c : splitRange(6, 3))
+      grid.push_back(Partition{
+          {Box{{r.first, c.first}, {r.second, c.second}},
+           Box{{r.first}, {r.second}}},
+          {Box{}}});
+  expectPartitionsMatchWhole(op, training(), inputs, grid, {true, false});
+  // Large logits: the shared maximum keeps the exponentials finite.
+  for (float &x : inputs[0])
+    x *= 100;
+  expectPartitionsMatchWhole(op, training(), inputs, grid, {true, false});
+  OpRun whole = runOp(op, training(), inputs, {wholePartition(op)});
+  ASSERT_TRUE(whole.error.empty()) << whole.error;
+  EXPECT_TRUE(std::isfinite(whole.outputs[0][0]));
+}
+
 TEST(CpuSoftmaxCrossEntropy, RejectsLabelsThatAreNotClasses) {
   OpDesc op = makeOp("ppc.softmax_cross_entropy", {{2, 3}, {2}}, {{}}, {});
   std::vector<std::vector<float>> inputs = {randomValues(6, 1), {0, 3}};

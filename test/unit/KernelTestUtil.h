@@ -7,7 +7,10 @@
 //   - runs every stage of the forward kernel of every partition, summing the
 //     scratch buffers over the partitions between stages (a kernel writes
 //     zeros where it holds nothing, so summing over all partitions equals
-//     summing over those that share channels);
+//     summing over those that share channels); softmax_cross_entropy's
+//     row statistics instead go as its StagedKernel says (the row maxima
+//     max-reduced after stage 0, the sums summed after stage 1, over the
+//     partitions holding the same rows);
 //   - assembles each output as the SUM of the partitions' output boxes
 //     (disjoint boxes are just placed; partial sums of a split reduction add
 //     up);
@@ -237,6 +240,39 @@ inline void sumScratch(std::vector<std::vector<std::vector<float>>> &scratch) {
   }
 }
 
+/// The reductions between stage `stage` and the next (see the file
+/// comment).
+inline void syncScratch(const OpDesc &op,
+                        const std::vector<Partition> &partitions,
+                        std::vector<std::vector<std::vector<float>>> &scratch,
+                        int32_t stage) {
+  if (op.kind != "ppc.softmax_cross_entropy") {
+    sumScratch(scratch);
+    return;
+  }
+  size_t buffer = stage == 0 ? 0 : 1;
+  bool max = stage == 0;
+  std::vector<bool> done(partitions.size(), false);
+  for (size_t p = 0; p < partitions.size(); ++p) {
+    if (done[p])
+      continue;
+    std::vector<size_t> group;
+    for (size_t q = 0; q < partitions.size(); ++q)
+      if (partitions[q].inputs[0].lo[0] == partitions[p].inputs[0].lo[0] &&
+          partitions[q].inputs[0].hi[0] == partitions[p].inputs[0].hi[0]) {
+        group.push_back(q);
+        done[q] = true;
+      }
+    std::vector<float> total = scratch[p][buffer];
+    for (size_t q : group)
+      for (size_t e = 0; q != p && e < total.size(); ++e)
+        total[e] = max ? std::max(total[e], scratch[q][buffer][e])
+                       : total[e] + scratch[q][buffer][e];
+    for (size_t q : group)
+      scratch[q][buffer] = total;
+  }
+}
+
 inline std::vector<TensorView>
 scratchViews(std::vector<std::vector<float>> &buffers,
              const std::vector<std::vector<int64_t>> &shapes) {
@@ -296,7 +332,7 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
   int32_t fwdStages = numStages(op, ctx.training, /*backward=*/false);
   for (int32_t stage = 0; stage < fwdStages; ++stage) {
     if (stage > 0)
-      detail::sumScratch(fwdScratch);
+      detail::syncScratch(op, partitions, fwdScratch, stage - 1);
     for (size_t p = 0; p < numParts; ++p) {
       KernelContext stageCtx = ctx;
       stageCtx.stage = stage;

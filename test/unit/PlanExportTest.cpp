@@ -32,7 +32,7 @@ namespace {
 // Two ranks, every instruction kind, attributes of every kind, and names
 // the importer must make unique ("dup" twice, an op named like a tensor).
 constexpr const char *kPlan = R"mlir(
-plan.plan version 2 ranks 2 attributes {batch_size = 4 : i64, loss = @loss,
+plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss,
     machine = "cpux2", machine_description = "cpu:2",
     optimizer = {kind = "momentum", lr = 0.1, momentum = 0.9, weight_decay = 1.0e-4},
     strategy = "{}"} {

@@ -97,10 +97,49 @@ struct Range {
   bool operator==(const Range &o) const { return lo == o.lo && hi == o.hi; }
 };
 
+/// One dim of a staged kernel's scratch buffer: `size` elements, or with
+/// `iterDim` >= 0 the partition's extent of that iteration dim (so that
+/// partitions with equal ranges there hold equal-shaped statistics).
+struct ScratchDim {
+  int64_t size = 1;
+  int32_t iterDim = -1;
+};
+
+/// A scratch buffer of a staged kernel, reduced over the partitions of a
+/// statistics group after stage `syncAfter` of its pass (-1: never).
+struct StageScratch {
+  std::vector<ScratchDim> shape;
+  int32_t syncAfter = -1;
+  bool max = false; ///< reduced with max rather than sum.
+};
+
+/// A kernel whose partitions exchange statistics between its stages, so that
+/// a split the math does not decompose into partial sums still computes what
+/// the whole op does: batch norm's batch sums over a split batch, a
+/// vocabulary-parallel cross-entropy's row maxima and exponential sums over
+/// split classes. Partitions whose ranges differ only in `acrossDims` form a
+/// statistics group. The forward's scratch is passed to the backward too,
+/// before the backward's own.
+struct StagedKernel {
+  int32_t forwardStages = 1;
+  int32_t backwardStages = 1;
+  std::vector<StageScratch> forward, backward;
+  std::vector<int32_t> acrossDims;
+  /// Inference runs one stage without scratch (batch norm reads its running
+  /// statistics); otherwise the stages run in inference too.
+  bool trainingOnly = false;
+
+  /// Shape of `scratch` for a partition with iteration ranges `iter`.
+  std::vector<int64_t> shapeOf(const StageScratch &scratch,
+                               const std::vector<Range> &iter) const;
+};
+
 struct IterationSpace {
   std::vector<IterDim> dims;
   std::vector<TensorAccess> operands;
   std::vector<TensorAccess> results;
+  /// Set for ops whose kernel runs in synchronized stages.
+  std::optional<StagedKernel> staged;
 
   /// Number of points of the iteration space (product of the dim sizes);
   /// validate() checks that it fits in int64.

@@ -4,8 +4,8 @@
 // dialects/Plan/PlanOps.cpp: plan.plan, plan.tensor, plan.op, plan.program,
 // then the instructions.
 
-// expected-error @+1 {{'plan.plan' op version 3 is not the supported plan format version 2}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+// expected-error @+1 {{'plan.plan' op version 4 is not the supported plan format version 3}}
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
@@ -13,13 +13,13 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op num_ranks must be >= 1, got 0}}
-plan.plan version 2 ranks 0 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 0 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
 }
 
 // -----
 
 // expected-error @+1 {{'plan.plan' op batch_size must be >= 0, got -1}}
-plan.plan version 2 ranks 1 attributes {batch_size = -1 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = -1 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
@@ -27,7 +27,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = -1 : i64, machine = "m", ma
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer needs a string 'kind'}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {lr = 0.1}} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {lr = 0.1}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -39,7 +39,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer kind 'rmsprop' is not one of sgd, momentum or adam}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "rmsprop"}} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "rmsprop"}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -51,7 +51,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer has unknown parameter 'rate' (expected lr, momentum, beta1, beta2, epsilon, weight_decay)}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", rate = 0.1}} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", rate = 0.1}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -63,7 +63,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer parameter 'lr' must be a float}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", lr = 1 : i64}} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", lr = 1 : i64}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -75,7 +75,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op a training plan (with an optimizer) needs a loss}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", optimizer = {kind = "sgd", lr = 0.1}} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", optimizer = {kind = "sgd", lr = 0.1}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -87,7 +87,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op loss @mm does not name a plan.tensor}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @mm} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @mm} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -99,7 +99,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op body may only hold plan.tensor, plan.op and plan.program, found 'func.func'}}
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   func.func private @f()
   plan.program rank 0 {
   }
@@ -107,7 +107,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.program' op rank 2 is out of range for a plan of 2 ranks}}
   plan.program rank 2 {
   }
@@ -115,7 +115,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
   // expected-error @+1 {{'plan.program' op is a second program for rank 0}}
@@ -125,7 +125,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.program' op for rank 1 is out of order: program #0 must be for rank 0}}
   plan.program rank 1 {
   }
@@ -136,14 +136,14 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op has no program for rank 1 (it has 2 ranks)}}
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op shape [4, -1] has size -1 in dim 1; sizes must be >= 0}}
   plan.tensor @t input [4, -1] f32
   plan.program rank 0 {
@@ -152,7 +152,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op element type 'complex<f32>' is not an integer or float type}}
   plan.tensor @t input [4] complex<f32>
   plan.program rank 0 {
@@ -161,7 +161,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op init 'data' needs a 'value'}}
   plan.tensor @t weight [2] f32 {init = 4 : i32}
   plan.program rank 0 {
@@ -170,7 +170,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op value must hold integers or floats, not 'complex<f32>'}}
   plan.tensor @t constant [1] f32 {value = dense<(1.0, 2.0)> : tensor<1xcomplex<f32>>}
   plan.program rank 0 {
@@ -179,7 +179,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op value has 3 elements but shape [2, 2] has 4}}
   plan.tensor @t constant [2, 2] f32 {init = 4 : i32, value = dense<1.0> : tensor<3xf32>}
   plan.program rank 0 {
@@ -188,7 +188,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op init_bound must be >= 0}}
   plan.tensor @t weight [2] f32 {init = 3 : i32, init_bound = -1.0 : f64}
   plan.program rank 0 {
@@ -197,7 +197,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op int_max must be >= 0, got -3}}
   plan.tensor @t input [2] i64 {int_max = -3 : i64}
   plan.program rank 0 {
@@ -206,7 +206,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op int_max is only for integer tensors, not 'f32'}}
   plan.tensor @t input [2] f32 {int_max = 3 : i64}
   plan.program rank 0 {
@@ -215,7 +215,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -228,7 +228,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -241,7 +241,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -254,7 +254,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -267,7 +267,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -280,7 +280,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -295,7 +295,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -310,7 +310,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -323,7 +323,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -336,7 +336,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -349,7 +349,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -362,7 +362,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -375,7 +375,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -388,7 +388,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -401,7 +401,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -414,7 +414,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -427,7 +427,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -440,7 +440,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -454,7 +454,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -468,7 +468,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -482,7 +482,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -497,7 +497,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -512,7 +512,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -527,7 +527,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -542,7 +542,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -559,7 +559,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -576,7 +576,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -593,7 +593,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -610,7 +610,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -627,7 +627,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -644,7 +644,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -661,7 +661,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -680,7 +680,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -699,7 +699,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -718,7 +718,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -737,7 +737,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -756,7 +756,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -775,7 +775,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -794,7 +794,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -813,7 +813,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -832,7 +832,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -851,7 +851,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -870,7 +870,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -889,7 +889,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -908,7 +908,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -927,7 +927,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -946,7 +946,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -965,7 +965,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -983,7 +983,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1001,7 +1001,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1019,7 +1019,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1037,7 +1037,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1055,7 +1055,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1073,7 +1073,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1091,7 +1091,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1109,7 +1109,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1127,7 +1127,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1145,7 +1145,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1163,7 +1163,7 @@ plan.plan version 2 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1182,7 +1182,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1201,7 +1201,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1220,7 +1220,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1239,7 +1239,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1258,7 +1258,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1277,7 +1277,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1296,7 +1296,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1310,7 +1310,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1324,7 +1324,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1338,7 +1338,7 @@ plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 2 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}

@@ -3,14 +3,14 @@
 // A tiny linear layer with a cross-entropy loss, data parallel over two
 // ranks: every instruction of the plan dialect prints back as written.
 
-// CHECK-LABEL: plan.plan version 2 ranks 2 attributes
+// CHECK-LABEL: plan.plan version 3 ranks 2 attributes
 // CHECK-SAME: batch_size = 4 : i64
 // CHECK-SAME: loss = @loss
 // CHECK-SAME: machine = "cpux2"
 // CHECK-SAME: machine_description = "cpu:2"
 // CHECK-SAME: optimizer = {kind = "sgd", lr = 1.000000e-01 : f64}
 // CHECK-SAME: strategy = "{\22fc\22: \22dp\22}"
-plan.plan version 2 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "sgd", lr = 0.1 : f64}, strategy = "{\"fc\": \"dp\"}"} {
+plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "sgd", lr = 0.1 : f64}, strategy = "{\"fc\": \"dp\"}"} {
   // CHECK-NEXT: plan.tensor @x input [4, 8] f32 {model_name = "input.x"}
   // CHECK-NEXT: plan.tensor @labels input [4] i64 {int_max = 3 : i64}
   // CHECK-NEXT: plan.tensor @w weight [8, 3] f32 {init = 3 : i32, init_bound = 3.500000e-01 : f64}

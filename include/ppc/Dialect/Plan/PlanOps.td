@@ -100,7 +100,7 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, NoTerminator,
     /// The plan format version the verifier accepts. It must equal
     /// ppc::runtime::kPlanVersion (lib/Target static_asserts it: the dialect
     /// cannot include the protobuf-generated PlanIO.h).
-    static constexpr uint64_t kSupportedVersion = 2;
+    static constexpr uint64_t kSupportedVersion = 3;
   }];
 }
 
