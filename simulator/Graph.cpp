@@ -171,7 +171,22 @@ uint64_t contractedOperands(const Op &op) {
     for (size_t i = 0; i < numOperands; ++i)
       if (space.operands[i].indexes(d))
         readers |= uint64_t(1) << i;
-    if (readers & (readers - 1)) // two or more
+    if (!(readers & (readers - 1))) // fewer than two
+      continue;
+    // Some pair of readers with a dim of its own each: the two sides of a
+    // product.
+    auto ownDim = [&](size_t i, size_t j) {
+      for (size_t e = 0; e < space.dims.size(); ++e)
+        if (space.operands[i].indexes(e) && !space.operands[j].indexes(e))
+          return true;
+      return false;
+    };
+    bool product = false;
+    for (size_t i = 0; i < numOperands && !product; ++i)
+      for (size_t j = i + 1; j < numOperands && !product; ++j)
+        product = (readers >> i & 1) && (readers >> j & 1) && ownDim(i, j) &&
+                  ownDim(j, i);
+    if (product)
       contracted |= readers;
   }
   return contracted;

@@ -342,6 +342,24 @@ TEST_F(GraphInterfaceTest, BatchNorm) {
   OpCost cost = costOf(args, body);
   EXPECT_EQ(cost.fwdFlops, 8.0 * 4 * 8 * 6 * 6);
   EXPECT_EQ(cost.bwdFlops, 16.0 * 4 * 8 * 6 * 6);
+  // Training sums [3, C] statistics over the partitions sharing channels
+  // between two forward stages, [2, C] between two backward ones.
+  ASSERT_TRUE(space.staged.has_value());
+  const StagedKernel &staged = *space.staged;
+  EXPECT_TRUE(staged.trainingOnly);
+  EXPECT_EQ(staged.forwardStages, 2);
+  EXPECT_EQ(staged.backwardStages, 2);
+  EXPECT_EQ(staged.acrossDims, (std::vector<int32_t>{0, 2, 3}));
+  std::vector<Range> half = {{0, 2}, {0, 4}, {0, 6}, {0, 6}};
+  ASSERT_EQ(staged.forward.size(), 1u);
+  EXPECT_EQ(staged.shapeOf(staged.forward[0], half),
+            (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(staged.forward[0].syncAfter, 0);
+  EXPECT_FALSE(staged.forward[0].max);
+  ASSERT_EQ(staged.backward.size(), 1u);
+  EXPECT_EQ(staged.shapeOf(staged.backward[0], half),
+            (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(space.validate(), "");
 }
 
 TEST_F(GraphInterfaceTest, BatchNorm2D) {
@@ -624,13 +642,39 @@ TEST_F(GraphInterfaceTest, SoftmaxCrossEntropy) {
   StringRef body = "%0 = ppc.softmax_cross_entropy %logits, %labels : "
                    "(tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>";
   IterationSpace space = spaceOf(args, body);
-  EXPECT_EQ(formatDims(space), "S8 P10!");
+  EXPECT_EQ(formatDims(space), "S8 R10");
   EXPECT_EQ(formatAccess(space.operands[1]), "[d0]");
   EXPECT_EQ(formatAccess(space.results[0]), "[]");
   EXPECT_TRUE(space.makesPartialSum(0));
+  EXPECT_TRUE(space.makesPartialSum(1));
+  // Vocabulary parallel: the row maxima ([rows], max) after stage 0, the
+  // sums and the labels' logits ([2, rows], sum) after stage 1, over the
+  // partitions differing only in their classes; in inference too.
+  ASSERT_TRUE(space.staged.has_value());
+  const StagedKernel &staged = *space.staged;
+  EXPECT_FALSE(staged.trainingOnly);
+  EXPECT_EQ(staged.forwardStages, 3);
+  EXPECT_EQ(staged.backwardStages, 1);
+  EXPECT_EQ(staged.acrossDims, (std::vector<int32_t>{1}));
+  ASSERT_EQ(staged.forward.size(), 2u);
+  std::vector<Range> part = {{2, 6}, {5, 10}};
+  EXPECT_EQ(staged.shapeOf(staged.forward[0], part),
+            (std::vector<int64_t>{4}));
+  EXPECT_TRUE(staged.forward[0].max);
+  EXPECT_EQ(staged.forward[0].syncAfter, 0);
+  EXPECT_EQ(staged.shapeOf(staged.forward[1], part),
+            (std::vector<int64_t>{2, 4}));
+  EXPECT_FALSE(staged.forward[1].max);
+  EXPECT_EQ(staged.forward[1].syncAfter, 1);
+  EXPECT_TRUE(staged.backward.empty());
+  EXPECT_EQ(space.validate(), "");
+  // Two passes over the logits forward (maxima, then exponentials), one
+  // backward; the labels read once each.
   OpCost cost = costOf(args, body);
-  EXPECT_EQ(cost.fwdFlops, 5 * 80 + 2 * 8);
-  EXPECT_EQ(cost.bwdFlops, 2 * 80);
+  EXPECT_EQ(cost.fwdFlops, 6 * 80 + 2 * 8);
+  EXPECT_EQ(cost.bwdFlops, 3 * 80);
+  EXPECT_EQ(cost.fwdBytes, 2 * 80 * 4 + 8 * 8);
+  EXPECT_EQ(cost.bwdBytes, cost.fwdBytes);
 }
 
 TEST_F(GraphInterfaceTest, MseLoss) {

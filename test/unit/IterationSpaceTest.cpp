@@ -40,6 +40,32 @@ TEST(IterationSpace, ValidatesAndCountsPoints) {
   EXPECT_NE(s.validate(), "");
 }
 
+TEST(IterationSpace, ValidatesStagedKernels) {
+  IterationSpace s = conv3x3();
+  StagedKernel staged;
+  staged.forwardStages = 2;
+  staged.forward = {{{{3}, {1, /*iterDim=*/1}}, /*syncAfter=*/0}};
+  staged.acrossDims = {0, 2, 3};
+  s.staged = staged;
+  EXPECT_EQ(s.validate(), "");
+  EXPECT_EQ(staged.shapeOf(staged.forward[0], partitionRanges(s, {1, 2, 1, 1, 1, 1, 1}, 1)),
+            (std::vector<int64_t>{3, 2}));
+  // A statistics group over a dim the op lacks, a reduction after the last
+  // stage (nothing reads it), a scratch dim of a missing iteration dim, an
+  // empty one.
+  s.staged->acrossDims = {7};
+  EXPECT_NE(s.validate().find("names iteration dim 7"), std::string::npos);
+  s.staged = staged;
+  s.staged->forward[0].syncAfter = 1;
+  EXPECT_NE(s.validate().find("syncs after stage 1 of 2"), std::string::npos);
+  s.staged = staged;
+  s.staged->forward[0].shape[1].iterDim = 12;
+  EXPECT_NE(s.validate().find("missing iteration dim"), std::string::npos);
+  s.staged = staged;
+  s.staged->forward[0].shape[0].size = 0;
+  EXPECT_NE(s.validate().find("empty"), std::string::npos);
+}
+
 TEST(IterationSpace, HeightSplitHasOneRowHalo) {
   IterationSpace s = conv3x3();
   // Split output rows 2 ways: partition 1 computes rows [4, 8).

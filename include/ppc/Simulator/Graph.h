@@ -102,7 +102,10 @@ double peakComputeSeconds(const Graph &graph, const DeviceSpec &spec);
 
 /// Per operand of `op`, whether it takes part in a contraction: an
 /// iteration dim that it and at least one other operand index and no
-/// result does (a matmul's k, a convolution's input channels and window).
+/// result does (a matmul's k, a convolution's input channels and window),
+/// where two of those operands each index a dim the other does not (a
+/// matmul's m and n); a loss's batch, read by the logits and the labels
+/// alike, is no contraction.
 /// Such operands meet on a GPU's matrix units in tiles; the rest (a bias)
 /// are added elementwise. Bit i for operand i (operands beyond 64 are never
 /// contracted); 0 when `op` contracts nothing. No allocation: the GEMM
