@@ -148,11 +148,11 @@ UseMap buildUses(const sim::Graph &graph) {
 /// ops, reshapes and transposes into heads, attention matmuls, softmax)
 /// until every path ends in a linear layer that contracts over it (the
 /// row-parallel partner) or another op that sums it away (the output head's
-/// cross-entropy over a split vocabulary). `dimOf` gets the iteration dim split in each op
-/// of the block; false if some path ends anywhere else (the graph output, an
-/// op that cannot split that dim), in which case the block is not used.
-/// `endsInLoss` tells whether some path ended in an op other than a linear
-/// layer.
+/// cross-entropy over a split vocabulary). `dimOf` gets the iteration dim split
+/// in each op of the block; false if some path ends anywhere else (the graph
+/// output, an op that cannot split that dim), in which case the block is not
+/// used. `endsInLoss` tells whether some path ended in an op other than a
+/// linear layer.
 bool growBlock(const sim::Graph &graph, const UseMap &uses, size_t column,
                int columnDim, int64_t degree,
                const std::map<size_t, int> &assigned,
@@ -342,11 +342,10 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
       config.sharding = StateSharding::Optimizer;
     if (options.shardWeights && hasWeightOperand(graph.ops[op]))
       config.sharding = StateSharding::Parameters;
-    config.recompute =
-        options.selectiveRecompute && !options.recompute &&
-        it != tensorDimOf.end() && !lossBlocks.count(op) &&
-        !hasWeightOperand(graph.ops[op]) &&
-        readers[op] == 1 && sim::recomputeProblem(graph, op).empty();
+    config.recompute = options.selectiveRecompute && !options.recompute &&
+                       it != tensorDimOf.end() && !lossBlocks.count(op) &&
+                       !hasWeightOperand(graph.ops[op]) && readers[op] == 1 &&
+                       sim::recomputeProblem(graph, op).empty();
     strategy.push_back(std::move(config));
   }
   if (options.recompute)

@@ -1158,8 +1158,8 @@ struct Simulator::Impl {
                                       st.bwdTime[p]);
       updates = std::max(updates, st.updateTime[p]);
     }
-    for (const auto *list : {&st.partialSums, &st.gradSyncs, &st.statSyncs[0],
-                              &st.statSyncs[1]})
+    for (const auto *list :
+         {&st.partialSums, &st.gradSyncs, &st.statSyncs[0], &st.statSyncs[1]})
       for (const Collective &c : *list)
         collectives += c.time + c.postTime + 2 * c.gatherTime;
     return kernels + collectives + updates;
@@ -1661,8 +1661,8 @@ struct Simulator::Impl {
         m.activations += add.activations;
         m.workspace = std::max(m.workspace, add.workspace);
       }
-      for (const auto *list : {&st.partialSums, &st.gradSyncs, &st.statSyncs[0],
-                              &st.statSyncs[1]})
+      for (const auto *list :
+           {&st.partialSums, &st.gradSyncs, &st.statSyncs[0], &st.statSyncs[1]})
         for (const Collective &c : *list) {
           for (int32_t p : c.partitions)
             r.devices[st.devices[p]].commTime +=
@@ -1793,8 +1793,8 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     double comm = 0;
     for (double v : incoming)
       comm = std::max(comm, v);
-    for (const auto *list : {&st.partialSums, &st.gradSyncs, &st.statSyncs[0],
-                              &st.statSyncs[1]}) {
+    for (const auto *list :
+         {&st.partialSums, &st.gradSyncs, &st.statSyncs[0], &st.statSyncs[1]}) {
       double worst = 0;
       for (const Collective &c : *list)
         worst = std::max(worst, c.time + c.postTime + 2 * c.gatherTime);

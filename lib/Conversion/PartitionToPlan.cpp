@@ -134,8 +134,9 @@ private:
   Value allocScratch(int64_t rank, const std::vector<int64_t> &shape);
   void transfer(int64_t fromRank, Value from, int64_t toRank, Value to,
                 const Box &box, bool accumulate);
+  /// Sums (max: takes the maximum of) `buffers` over `ranks` in place.
   void allReduce(const std::vector<int64_t> &ranks,
-                 const std::vector<Value> &buffers);
+                 const std::vector<Value> &buffers, bool max = false);
   /// An all_gather or reduce_scatter along dim `axis` over `ranks`.
   void collective(plan::CollectiveKind kind, const std::vector<int64_t> &ranks,
                   const std::vector<Value> &buffers,
@@ -402,7 +403,7 @@ void PlanEmitter::transfer(int64_t fromRank, Value from, int64_t toRank,
 }
 
 void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
-                            const std::vector<Value> &buffers) {
+                            const std::vector<Value> &buffers, bool max) {
   if (ranks.size() < 2)
     return;
   auto group = DenseI64ArrayAttr::get(context, ranks);
@@ -411,7 +412,7 @@ void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
         at(rank), loc,
         plan::CollectiveKindAttr::get(context,
                                       plan::CollectiveKind::all_reduce),
-        group, buffer, Value(), builder.getStringAttr("sum"),
+        group, buffer, Value(), builder.getStringAttr(max ? "max" : "sum"),
         builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
 }
 
@@ -909,16 +910,7 @@ void PlanEmitter::syncStatistics(int64_t k, const std::vector<Value> &buffers,
       ranks.push_back(layout.devices[q]);
       group.push_back(buffers[q]);
     }
-    if (ranks.size() < 2)
-      continue;
-    auto groupAttr = DenseI64ArrayAttr::get(context, ranks);
-    for (auto [rank, buffer] : llvm::zip(ranks, group))
-      plan::CollectiveOp::create(
-          at(rank), loc,
-          plan::CollectiveKindAttr::get(context,
-                                        plan::CollectiveKind::all_reduce),
-          groupAttr, buffer, Value(), builder.getStringAttr(max ? "max" : "sum"),
-          builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
+    allReduce(ranks, group, max);
   }
 }
 
@@ -930,8 +922,8 @@ PlanEmitter::allocStageScratch(int64_t k,
   std::vector<SmallVector<Value, 2>> buffers(layout.numInstances());
   for (int64_t p = 0; p < layout.numInstances(); ++p)
     for (const StageScratch &one : pass)
-      buffers[p].push_back(allocScratch(layout.devices[p],
-                                        staged.shapeOf(one, layout.iter[p])));
+      buffers[p].push_back(
+          allocScratch(layout.devices[p], staged.shapeOf(one, layout.iter[p])));
   return buffers;
 }
 
@@ -994,8 +986,8 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
             [&](int64_t stage) {
               for (int64_t p = 0; p < numParts; ++p)
                 plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                                       builder.getI64IntegerAttr(stage),
-                                       ins[p], outs[p], scratch[k][p]);
+                                       builder.getI64IntegerAttr(stage), ins[p],
+                                       outs[p], scratch[k][p]);
             });
   emitPartialSums(k);
   // ZeRO-3 weights gathered for the kernels go again.
@@ -1092,8 +1084,8 @@ void PlanEmitter::emitRecompute(int64_t x) {
             [&](int64_t stage) {
               for (int64_t p = 0; p < layout.numInstances(); ++p)
                 plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                                       builder.getI64IntegerAttr(stage),
-                                       ins[p], outs[p], scratch[x][p]);
+                                       builder.getI64IntegerAttr(stage), ins[p],
+                                       outs[p], scratch[x][p]);
             });
   freeGatheredWeights(x);
   emitPartialSums(x);

@@ -938,10 +938,9 @@ TEST(CpuSoftmaxCrossEntropy, ClassPartitionsMatchWhole) {
   std::vector<Partition> grid;
   for (Range r : splitRange(4, 2))
     for (Range c : splitRange(6, 3))
-      grid.push_back(Partition{
-          {Box{{r.first, c.first}, {r.second, c.second}},
-           Box{{r.first}, {r.second}}},
-          {Box{}}});
+      grid.push_back(Partition{{Box{{r.first, c.first}, {r.second, c.second}},
+                                Box{{r.first}, {r.second}}},
+                               {Box{}}});
   expectPartitionsMatchWhole(op, training(), inputs, grid, {true, false});
   // Large logits: the shared maximum keeps the exponentials finite.
   for (float &x : inputs[0])

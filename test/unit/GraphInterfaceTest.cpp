@@ -658,8 +658,7 @@ TEST_F(GraphInterfaceTest, SoftmaxCrossEntropy) {
   EXPECT_EQ(staged.acrossDims, (std::vector<int32_t>{1}));
   ASSERT_EQ(staged.forward.size(), 2u);
   std::vector<Range> part = {{2, 6}, {5, 10}};
-  EXPECT_EQ(staged.shapeOf(staged.forward[0], part),
-            (std::vector<int64_t>{4}));
+  EXPECT_EQ(staged.shapeOf(staged.forward[0], part), (std::vector<int64_t>{4}));
   EXPECT_TRUE(staged.forward[0].max);
   EXPECT_EQ(staged.forward[0].syncAfter, 0);
   EXPECT_EQ(staged.shapeOf(staged.forward[1], part),

@@ -48,7 +48,8 @@ TEST(IterationSpace, ValidatesStagedKernels) {
   staged.acrossDims = {0, 2, 3};
   s.staged = staged;
   EXPECT_EQ(s.validate(), "");
-  EXPECT_EQ(staged.shapeOf(staged.forward[0], partitionRanges(s, {1, 2, 1, 1, 1, 1, 1}, 1)),
+  EXPECT_EQ(staged.shapeOf(staged.forward[0],
+                           partitionRanges(s, {1, 2, 1, 1, 1, 1, 1}, 1)),
             (std::vector<int64_t>{3, 2}));
   // A statistics group over a dim the op lacks, a reduction after the last
   // stage (nothing reads it), a scratch dim of a missing iteration dim, an
