@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/ChromeTrace.h"
 #include "ppc/Support/Layout.h"
 
 #include "absl/container/flat_hash_map.h"
@@ -1814,22 +1815,6 @@ double Simulator::forwardBytes(size_t consumer, size_t operand) const {
   return bytes;
 }
 
-namespace {
-std::string jsonEscape(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-} // namespace
-
 /// The name of a timeline event: "<op> fwd", "<producer> -> <consumer>"...
 static std::string eventName(const Graph &graph, const std::vector<Edge> &edges,
                              const TimelineEvent &ev) {
@@ -1878,43 +1863,27 @@ static std::string eventName(const Graph &graph, const std::vector<Edge> &edges,
 }
 
 void Simulator::writeChromeTrace(std::ostream &os) const {
+  namespace ct = chrome_trace;
   const Impl &im = *impl;
   int64_t nd = im.numDevices;
-  os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  bool first = true;
-  auto sep = [&]() {
-    if (!first)
-      os << ",\n";
-    first = false;
-  };
-  // Track names: pid = device (tid 0 compute, 1 communication), pid nd = links.
+  ct::Writer trace(os);
+  // Tracks: pid = device (tid 0 compute, 1 communication), pid nd = links.
   for (int64_t d = 0; d < nd; ++d) {
-    sep();
-    os << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << d
-       << ", \"args\": {\"name\": \"device " << d << " ("
-       << jsonEscape(im.machine.devices[d].name) << ")\"}}";
-    for (int tid = 0; tid < 2; ++tid) {
-      sep();
-      os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << d
-         << ", \"tid\": " << tid << ", \"args\": {\"name\": \""
-         << (tid == 0 ? "compute" : "communication") << "\"}}";
-    }
+    trace.add(ct::processName(d, "device " + std::to_string(d) + " (" +
+                                     im.machine.devices[d].name + ")"));
+    trace.add(ct::threadName(d, 0, "compute"));
+    trace.add(ct::threadName(d, 1, "communication"));
   }
-  sep();
-  os << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << nd
-     << ", \"args\": {\"name\": \"links\"}}";
+  trace.add(ct::processName(nd, "links"));
   for (size_t l = 0; l < im.machine.links.size(); ++l)
     for (int dir = 0; dir < 2; ++dir) {
       const Link &link = im.machine.links[l];
       int64_t a = dir == 0 ? link.src : link.dst;
       int64_t b = dir == 0 ? link.dst : link.src;
-      sep();
-      os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << nd
-         << ", \"tid\": " << 2 * l + dir << ", \"args\": {\"name\": \""
-         << jsonEscape(im.machine.getVertexName(a)) << " -> "
-         << jsonEscape(im.machine.getVertexName(b)) << "\"}}";
+      trace.add(ct::threadName(nd, 2 * l + dir,
+                               im.machine.getVertexName(a) + " -> " +
+                                   im.machine.getVertexName(b)));
     }
-  os << std::setprecision(12);
   for (const TimelineEvent &ev : im.timeline) {
     int64_t pid, tid;
     if (ev.resource < 2 * nd) {
@@ -1924,14 +1893,10 @@ void Simulator::writeChromeTrace(std::ostream &os) const {
       pid = nd;
       tid = ev.resource - 2 * nd;
     }
-    sep();
-    os << "{\"ph\": \"X\", \"name\": \""
-       << jsonEscape(eventName(im.graph, im.edges, ev))
-       << "\", \"pid\": " << pid << ", \"tid\": " << tid
-       << ", \"ts\": " << ev.start * 1e6 << ", \"dur\": " << ev.duration * 1e6
-       << "}";
+    trace.add(ct::complete(eventName(im.graph, im.edges, ev), pid, tid,
+                           ev.start, ev.duration));
   }
-  os << "\n]}\n";
+  trace.finish();
 }
 
 } // namespace ppc::sim

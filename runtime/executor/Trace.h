@@ -1,10 +1,9 @@
 //===- Trace.h - Chrome traces of a measured step ---------------*- C++ -*-===//
 //
 // Private to runtime/executor. The format of the simulator's traces
-// (simulator/Simulator.cpp): {"traceEvents": [...]} with complete ("X")
-// events, pid = rank, tid 0 compute and tid 1 communication, times in µs
-// from the start of the step on each rank (ranks start the traced step
-// after a barrier).
+// (ppc/Support/ChromeTrace.h): complete ("X") events, pid = rank, tid 0 compute
+// and tid 1 communication, times in µs from the start of the step on each rank
+// (ranks start the traced step after a barrier).
 //
 //===----------------------------------------------------------------------===//
 

@@ -107,7 +107,7 @@
 // TRACE2: "traceEvents"
 
 // TRACE: "traceEvents"
-// TRACE: "name": "device 7 (n0.d7)"
+// TRACE: "name":"device 7 (n0.d7)"
 
 //--- mlp.mlir
 func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {

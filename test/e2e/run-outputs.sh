@@ -10,9 +10,15 @@ rm -rf "$work"
 mkdir -p "$work"
 "$@" "$plan" --steps 3 --trace "$work/trace.json" --log "$work/log.jsonl" \
   --save-outputs "$work/out" --profile "$work/profile.json"
-grep -q '"traceEvents"' "$work/trace.json"
-grep -q '"pid": 0, "tid": 0' "$work/trace.json"
-grep -q '"pid": 1, "tid": 1' "$work/trace.json"
+# Valid JSON, with kernels (tid 0) and communication (tid 1) on both ranks.
+python3 - "$work/trace.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+tracks = {(e["pid"], e["tid"]) for e in events if e["ph"] == "X"}
+for track in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+    if track not in tracks:
+        sys.exit("no events of rank %d thread %d in the trace" % track)
+PY
 test "$(wc -l < "$work/log.jsonl")" -eq 3
 grep -q '^{"step": 3, "loss": [-0-9.e]*, "time_ms": ' "$work/log.jsonl"
 test -s "$work/out/output_0_loss.npy"

@@ -16,6 +16,7 @@
 #include "ppc/Runtime/Optimizer.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -457,11 +458,19 @@ TEST(RuntimeRunPlan, DataMovementOnOneRank) {
   std::string log = readFile(options.logFile);
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 3) << log;
   EXPECT_NE(log.find("{\"step\": 2, \"time_ms\": "), std::string::npos) << log;
-  std::string trace = readFile(options.traceFile);
-  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"all_to_all x\", \"pid\": 0, \"tid\": 1"),
-            std::string::npos)
-      << trace;
+  std::string text = readFile(options.traceFile);
+  nlohmann::json trace = nlohmann::json::parse(text); // throws if broken
+  EXPECT_EQ(trace["otherData"]["step"], 3) << text;
+  bool allToAll = false;
+  for (const nlohmann::json &event : trace["traceEvents"])
+    if (event["ph"] == "X" && event["name"] == "all_to_all x") {
+      allToAll = true;
+      EXPECT_EQ(event["pid"], 0);
+      EXPECT_EQ(event["tid"], 1); // communication
+      EXPECT_GE(event["dur"].get<double>(), 0);
+      EXPECT_EQ(event["args"]["phase"], "forward");
+    }
+  EXPECT_TRUE(allToAll) << text;
 }
 
 TEST(RuntimeRunPlan, MlpMatchesTheReference) {

@@ -12,7 +12,9 @@
 #include "SimTestGraphs.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -792,7 +794,8 @@ TEST(Simulator, CheckConfigRejectsBadConfigs) {
 TEST(Simulator, ChromeTraceHasEveryTask) {
   Graph g;
   g.numInputs = 1;
-  g.ops = {elementwise("A", 4, 1000, input()),
+  // A name JSON must escape: quotes, a backslash and a control character.
+  g.ops = {elementwise("A \"x\\y\"\t", 4, 1000, input()),
            elementwise("B", 4, 1000, fromOp(0))};
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
@@ -802,17 +805,29 @@ TEST(Simulator, ChromeTraceHasEveryTask) {
   sim.simulate({on(0, 2), on(1, 2)});
   std::ostringstream os;
   sim.writeChromeTrace(os);
-  std::string trace = os.str();
-  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"A fwd\""), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"B bwd\""), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"A -> B\""), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"B -> A (grad)\""), std::string::npos);
-  // B fwd starts at 1.026 ms = 1026 us.
-  EXPECT_NE(trace.find("\"name\": \"B fwd\", \"pid\": 1, \"tid\": 0, "
-                       "\"ts\": 1026,"),
-            std::string::npos)
-      << trace;
+  nlohmann::json trace = nlohmann::json::parse(os.str()); // throws if broken
+  EXPECT_EQ(trace["displayTimeUnit"], "ms");
+  std::map<std::string, nlohmann::json> complete;
+  std::set<std::string> threads;
+  for (const nlohmann::json &event : trace["traceEvents"]) {
+    if (event["ph"] == "X")
+      complete[event["name"].get<std::string>()] = event;
+    else if (event["name"] == "thread_name")
+      threads.insert(event["args"]["name"].get<std::string>());
+  }
+  std::string a = "A \"x\\y\"\t";
+  for (const std::string &name : {a + " fwd", std::string("B bwd"), a + " -> B",
+                                  std::string("B -> ") + a + " (grad)"})
+    EXPECT_TRUE(complete.count(name)) << name << "\n" << os.str();
+  EXPECT_TRUE(threads.count("compute"));
+  EXPECT_TRUE(threads.count("communication"));
+  // B fwd starts at 1.026 ms = 1026 us, on device 1's compute thread.
+  ASSERT_TRUE(complete.count("B fwd"));
+  const nlohmann::json &b = complete["B fwd"];
+  EXPECT_EQ(b["pid"], 1);
+  EXPECT_EQ(b["tid"], 0);
+  EXPECT_NEAR(b["ts"].get<double>(), 1026, 1e-9);
+  EXPECT_GT(b["dur"].get<double>(), 0);
 }
 
 } // namespace
