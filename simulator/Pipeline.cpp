@@ -1,10 +1,9 @@
 //===- Pipeline.cpp - pipeline stages, micro-batches and schedules --------===//
 
 #include "ppc/Simulator/Pipeline.h"
+#include "ppc/Support/ChromeTrace.h"
 
 #include "ppc/Support/Layout.h"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cassert>
@@ -487,43 +486,27 @@ SimResult PipelineResult::asSimResult() const {
 }
 
 void writePipelineTrace(const PipelineResult &result, std::ostream &os) {
-  using nlohmann::json;
-  json events = json::array();
+  namespace ct = chrome_trace;
+  ct::Writer trace(os);
   for (size_t s = 0; s < result.stages.size(); ++s) {
     const PipelineStageResult &stage = result.stages[s];
-    events.push_back(
-        {{"ph", "M"},
-         {"name", "process_name"},
-         {"pid", s},
-         {"args",
-          {{"name", "stage " + std::to_string(s) + " (devices " +
-                        std::to_string(stage.firstDevice) + ".." +
-                        std::to_string(stage.firstDevice + stage.numDevices -
-                                       1) +
-                        ")"}}}});
+    trace.add(ct::processName(
+        s, "stage " + std::to_string(s) + " (devices " +
+               std::to_string(stage.firstDevice) + ".." +
+               std::to_string(stage.firstDevice + stage.numDevices - 1) + ")"));
   }
-  auto slice = [&](int32_t stage, std::string name, double start,
-                   double end) {
-    events.push_back({{"ph", "X"},
-                      {"name", std::move(name)},
-                      {"pid", stage},
-                      {"tid", 0},
-                      {"ts", start * 1e6},
-                      {"dur", (end - start) * 1e6}});
-  };
   std::vector<double> last(result.stages.size(), 0);
   for (const PipelineResult::Task &task : result.tasks) {
-    slice(task.stage,
-          (task.forward ? "F " : "B ") + std::to_string(task.microbatch),
-          task.start, task.end);
+    trace.add(ct::complete((task.forward ? "F " : "B ") +
+                               std::to_string(task.microbatch),
+                           task.stage, 0, task.start, task.end - task.start));
     last[task.stage] = std::max(last[task.stage], task.end);
   }
   for (size_t s = 0; s < result.stages.size(); ++s)
     if (result.stages[s].tail > 0)
-      slice(static_cast<int32_t>(s), "sync + update", last[s],
-            last[s] + result.stages[s].tail);
-  os << json{{"displayTimeUnit", "ms"}, {"traceEvents", events}}.dump(1)
-     << "\n";
+      trace.add(
+          ct::complete("sync + update", s, 0, last[s], result.stages[s].tail));
+  trace.finish();
 }
 
 } // namespace ppc::sim

@@ -26,8 +26,8 @@
 // PIPELINED: pipeline: 2 stages x 4 micro-batches, schedule gpipe, bubble {{[0-9.]+}}%
 // PIPELINED: 0 0..3 1
 // PIPELINED-NEXT: 1 4..7 1
-// TRACE: "name": "stage 0 (devices 0..3)"
-// TRACE: "name": "F 0"
+// TRACE: "name":"stage 0 (devices 0..3)"
+// TRACE: "name":"F 0"
 // VERIFIER: too-wide.mlir:3:8: error: strategy uses device 15 but the machine has 8 devices
 // CONFIG: too-wide.mlir:3:8: error: ppc-simulate: invalid configuration [16,1,1] for op 'ppc.linear#0': {{.+}}
 // PROFILE: error: ppc-simulate: cannot read the profile: {{.*}}missing.json
