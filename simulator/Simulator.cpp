@@ -1794,11 +1794,15 @@ std::vector<Simulator::OpTimes> Simulator::opTimes() const {
     double comm = 0;
     for (double v : incoming)
       comm = std::max(comm, v);
+    // Groups run their collectives side by side, a group's own one after
+    // another (a staged kernel's reductions).
     for (const auto *list :
          {&st.partialSums, &st.gradSyncs, &st.statSyncs[0], &st.statSyncs[1]}) {
+      std::map<std::vector<int32_t>, double> byGroup;
       double worst = 0;
       for (const Collective &c : *list)
-        worst = std::max(worst, c.time + c.postTime + 2 * c.gatherTime);
+        worst = std::max(worst, byGroup[c.partitions] +=
+                                c.time + c.postTime + 2 * c.gatherTime);
       comm += worst;
     }
     t.communication = comm;

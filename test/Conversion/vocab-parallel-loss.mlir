@@ -43,3 +43,5 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // SIM: device  compute ms     comm ms
 // SIM-NEXT: 0       0.020       0.090
 // SIM-NEXT: 1       0.020       0.090
+// All three belong to the loss, one after another.
+// SIM: ppc.softmax_cross_entropy#1 ppc.softmax_cross_entropy [1,2] 0.005 0.005 0.090 0.100
