@@ -46,6 +46,14 @@ std::string validJsonGraph() {
   })";
 }
 
+/// validJsonGraph() with `fields` added to its device spec.
+std::string withDeviceFields(const std::string &fields) {
+  std::string text = validJsonGraph();
+  const std::string anchor = "\"launch_overhead\": \"5 us\"";
+  text.replace(text.find(anchor), anchor.size(), anchor + ", " + fields);
+  return text;
+}
+
 std::string parseError(const std::string &text) {
   std::string error;
   std::optional<Machine> m = parseMachineJson(text, "machine.json", error);
@@ -535,13 +543,7 @@ TEST(MachineJson, HalfEfficiencyFlops) {
 
 TEST(MachineJson, GemmModelFigures) {
   std::string text = validJsonGraph();
-  auto with = [&](const std::string &fields) {
-    std::string changed = text;
-    changed.replace(changed.find("\"launch_overhead\": \"5 us\""),
-                    std::string("\"launch_overhead\": \"5 us\"").size(),
-                    "\"launch_overhead\": \"5 us\", " + fields);
-    return changed;
-  };
+  auto with = withDeviceFields;
   std::string error;
   std::optional<Machine> m = parseMachineJson(
       with("\"compute_units\": 108, \"matmul_efficiency\": 0.869, "
@@ -569,13 +571,7 @@ TEST(MachineJson, GemmModelFigures) {
 
 TEST(MachineJson, AttentionEfficiencies) {
   std::string text = validJsonGraph();
-  auto with = [&](const std::string &fields) {
-    std::string changed = text;
-    changed.replace(changed.find("\"launch_overhead\": \"5 us\""),
-                    std::string("\"launch_overhead\": \"5 us\"").size(),
-                    "\"launch_overhead\": \"5 us\", " + fields);
-    return changed;
-  };
+  auto with = withDeviceFields;
   std::string error;
   std::optional<Machine> m =
       parseMachineJson(with("\"attention_forward_efficiency\": 0.52, "
