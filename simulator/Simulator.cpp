@@ -655,22 +655,11 @@ struct Simulator::Impl {
   void buildOpState(size_t i, const OpConfig &config, OpState &st) {
     const Op &op = graph.ops[i];
     geometry::OpLayout layout = geometry::computeLayout(op.space, config);
-    // Statistics groups of a staged kernel with more than one member.
+    // Statistics groups of a staged kernel (a group of one exchanges
+    // nothing).
     std::vector<std::vector<int64_t>> statGroups;
-    if (op.space.staged) {
-      std::vector<unsigned> across(op.space.staged->acrossDims.begin(),
-                                   op.space.staged->acrossDims.end());
-      std::vector<char> grouped(layout.numInstances(), 0);
-      for (int64_t p = 0; p < layout.numInstances(); ++p) {
-        if (grouped[p])
-          continue;
-        std::vector<int64_t> group = layout.sameRangesExcept(p, across);
-        for (int64_t q : group)
-          grouped[q] = 1;
-        if (group.size() > 1)
-          statGroups.push_back(std::move(group));
-      }
-    }
+    if (op.space.staged)
+      statGroups = layout.groupsAgreeingExcept(op.space.staged->acrossDims);
     st.devices = std::move(layout.devices);
     st.iter = std::move(layout.iter);
     st.resultSlices = std::move(layout.resultBoxes);
@@ -754,7 +743,7 @@ struct Simulator::Impl {
       for (const std::vector<int64_t> &group : statGroups)
         for (const StageScratch &scratch :
              pass == 0 ? op.space.staged->forward : op.space.staged->backward)
-          if (scratch.syncAfter >= 0) {
+          if (scratch.syncAfter >= 0 && group.size() > 1) {
             std::vector<int64_t> shape =
                 op.space.staged->shapeOf(scratch, st.iter[group.front()]);
             int64_t bytes = 4;

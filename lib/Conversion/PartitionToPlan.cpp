@@ -171,15 +171,20 @@ private:
   /// Reduces scratch buffers (one per partition) over op `k`'s statistics
   /// groups, by max or by sum.
   void syncStatistics(int64_t k, const std::vector<Value> &buffers, bool max);
-  /// Allocates the scratch of one pass of a staged kernel, per partition.
-  std::vector<SmallVector<Value, 2>>
-  allocStageScratch(int64_t k, const std::vector<StageScratch> &pass);
-  /// Runs `numStages` stages of a staged kernel through `emitStage`,
-  /// reducing each scratch buffer after its stage.
-  void runStages(int64_t k, int32_t numStages,
-                 const std::vector<StageScratch> &pass,
+  /// Allocates the scratch of op `k`'s staged kernel for its forward or
+  /// backward pass, per partition (none for other kernels).
+  std::vector<SmallVector<Value, 2>> allocStageScratch(int64_t k,
+                                                       bool backward);
+  /// Runs every stage of op `k`'s forward or backward pass through
+  /// `emitStage` (one for a kernel that is not staged), reducing each of
+  /// the pass's scratch `buffers` after its stage.
+  void runStages(int64_t k, bool backward,
                  const std::vector<SmallVector<Value, 2>> &buffers,
                  llvm::function_ref<void(int64_t)> emitStage);
+  /// The forward kernels of op `k`'s partitions on `ins` and `outs`, every
+  /// stage of a staged kernel, into new scratch (scratch[k]).
+  void emitForwardKernels(int64_t k, ArrayRef<SmallVector<Value>> ins,
+                          ArrayRef<SmallVector<Value>> outs);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
   /// The use holding the weight that operand `i` of op `k` reads, if any.
   std::optional<sim::WeightUse> weightHolderOf(int64_t k, unsigned i) const;
@@ -896,17 +901,11 @@ void PlanEmitter::emitPartialSums(int64_t k) {
 void PlanEmitter::syncStatistics(int64_t k, const std::vector<Value> &buffers,
                                  bool max) {
   const OpLayout &layout = parts.layouts[k];
-  const StagedKernel &staged = *stagedKernel(k);
-  std::vector<unsigned> across(staged.acrossDims.begin(),
-                               staged.acrossDims.end());
-  std::set<int64_t> done;
-  for (int64_t p = 0; p < layout.numInstances(); ++p) {
-    if (done.count(p))
-      continue;
+  for (const std::vector<int64_t> &members :
+       layout.groupsAgreeingExcept(stagedKernel(k)->acrossDims)) {
     std::vector<int64_t> ranks;
     std::vector<Value> group;
-    for (int64_t q : layout.sameRangesExcept(p, across)) {
-      done.insert(q);
+    for (int64_t q : members) {
       ranks.push_back(layout.devices[q]);
       group.push_back(buffers[q]);
     }
@@ -915,22 +914,31 @@ void PlanEmitter::syncStatistics(int64_t k, const std::vector<Value> &buffers,
 }
 
 std::vector<SmallVector<Value, 2>>
-PlanEmitter::allocStageScratch(int64_t k,
-                               const std::vector<StageScratch> &pass) {
+PlanEmitter::allocStageScratch(int64_t k, bool backward) {
   const OpLayout &layout = parts.layouts[k];
-  const StagedKernel &staged = *stagedKernel(k);
   std::vector<SmallVector<Value, 2>> buffers(layout.numInstances());
+  const StagedKernel *staged = stagedKernel(k);
+  if (!staged)
+    return buffers;
   for (int64_t p = 0; p < layout.numInstances(); ++p)
-    for (const StageScratch &one : pass)
+    for (const StageScratch &one : backward ? staged->backward : staged->forward)
       buffers[p].push_back(
-          allocScratch(layout.devices[p], staged.shapeOf(one, layout.iter[p])));
+          allocScratch(layout.devices[p], staged->shapeOf(one, layout.iter[p])));
   return buffers;
 }
 
-void PlanEmitter::runStages(int64_t k, int32_t numStages,
-                            const std::vector<StageScratch> &pass,
+void PlanEmitter::runStages(int64_t k, bool backward,
                             const std::vector<SmallVector<Value, 2>> &buffers,
                             llvm::function_ref<void(int64_t)> emitStage) {
+  const StagedKernel *staged = stagedKernel(k);
+  if (!staged) {
+    emitStage(0);
+    return;
+  }
+  const std::vector<StageScratch> &pass =
+      backward ? staged->backward : staged->forward;
+  int32_t numStages =
+      backward ? staged->backwardStages : staged->forwardStages;
   for (int32_t stage = 0; stage < numStages; ++stage) {
     emitStage(stage);
     for (auto [i, one] : llvm::enumerate(pass)) {
@@ -942,6 +950,20 @@ void PlanEmitter::runStages(int64_t k, int32_t numStages,
       syncStatistics(k, perPartition, one.max);
     }
   }
+}
+
+void PlanEmitter::emitForwardKernels(int64_t k,
+                                     ArrayRef<SmallVector<Value>> ins,
+                                     ArrayRef<SmallVector<Value>> outs) {
+  const OpLayout &layout = parts.layouts[k];
+  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
+  scratch[k] = allocStageScratch(k, /*backward=*/false);
+  runStages(k, /*backward=*/false, scratch[k], [&](int64_t stage) {
+    for (int64_t p = 0; p < layout.numInstances(); ++p)
+      plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                             builder.getI64IntegerAttr(stage), ins[p], outs[p],
+                             scratch[k][p]);
+  });
 }
 
 LogicalResult PlanEmitter::emitForward(int64_t k) {
@@ -977,18 +999,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
       outs[p].push_back(buffer);
     }
   }
-  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
-  const StagedKernel *staged = stagedKernel(k);
-  if (staged)
-    scratch[k] = allocStageScratch(k, staged->forward);
-  runStages(k, staged ? staged->forwardStages : 1,
-            staged ? staged->forward : std::vector<StageScratch>(), scratch[k],
-            [&](int64_t stage) {
-              for (int64_t p = 0; p < numParts; ++p)
-                plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                                       builder.getI64IntegerAttr(stage), ins[p],
-                                       outs[p], scratch[k][p]);
-            });
+  emitForwardKernels(k, ins, outs);
   emitPartialSums(k);
   // ZeRO-3 weights gathered for the kernels go again.
   freeGatheredWeights(k);
@@ -1048,7 +1059,6 @@ void PlanEmitter::emitRecompute(int64_t x) {
   emittingOp = x;
   Operation *op = parts.ops[x];
   const OpLayout &layout = parts.layouts[x];
-  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[x]);
   // ZeRO-3 weights are gathered again for the recomputation.
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     if (!zero3Group(x, i, 0).empty())
@@ -1076,17 +1086,7 @@ void PlanEmitter::emitRecompute(int64_t x) {
   }
   // A staged kernel's statistics are exchanged again; the backward reads
   // the new ones.
-  const StagedKernel *staged = stagedKernel(x);
-  if (staged)
-    scratch[x] = allocStageScratch(x, staged->forward);
-  runStages(x, staged ? staged->forwardStages : 1,
-            staged ? staged->forward : std::vector<StageScratch>(), scratch[x],
-            [&](int64_t stage) {
-              for (int64_t p = 0; p < layout.numInstances(); ++p)
-                plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
-                                       builder.getI64IntegerAttr(stage), ins[p],
-                                       outs[p], scratch[x][p]);
-            });
+  emitForwardKernels(x, ins, outs);
   freeGatheredWeights(x);
   emitPartialSums(x);
   emittingOp = caller;
@@ -1272,18 +1272,14 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
 
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
   auto mask = DenseBoolArrayAttr::get(context, needsGrad);
-  const StagedKernel *staged = stagedKernel(k);
   // The forward's scratch first, then the backward's own.
-  std::vector<SmallVector<Value, 2>> backwardScratch, passed = scratch[k];
+  std::vector<SmallVector<Value, 2>> backwardScratch =
+      allocStageScratch(k, /*backward=*/true);
+  std::vector<SmallVector<Value, 2>> passed = scratch[k];
   passed.resize(numParts);
-  if (staged) {
-    backwardScratch = allocStageScratch(k, staged->backward);
-    for (int64_t p = 0; p < numParts; ++p)
-      passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
-  }
-  runStages(k, staged ? staged->backwardStages : 1,
-            staged ? staged->backward : std::vector<StageScratch>(),
-            backwardScratch, [&](int64_t stage) {
+  for (int64_t p = 0; p < numParts; ++p)
+    passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
+  runStages(k, /*backward=*/true, backwardScratch, [&](int64_t stage) {
               for (int64_t p = 0; p < numParts; ++p)
                 plan::KernelBackwardOp::create(
                     at(layout.devices[p]), loc, opSym,

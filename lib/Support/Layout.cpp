@@ -3,6 +3,7 @@
 #include "ppc/Support/Layout.h"
 
 #include <algorithm>
+#include <map>
 #include <limits>
 #include <set>
 
@@ -103,19 +104,26 @@ std::vector<int64_t> OpLayout::sameResultBox(unsigned r, int64_t p) const {
   return group;
 }
 
-std::vector<int64_t>
-OpLayout::sameRangesExcept(int64_t p, const std::vector<unsigned> &dims) const {
-  std::vector<int64_t> group;
-  for (int64_t q = 0; q < numInstances(); ++q) {
-    bool same = replica[q] == replica[p];
+std::vector<std::vector<int64_t>>
+OpLayout::groupsAgreeingExcept(const std::vector<int32_t> &dims) const {
+  // One map lookup per instance: its replica, then its ranges on the dims
+  // that must agree.
+  std::map<std::vector<int64_t>, size_t> groupOf;
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t p = 0; p < numInstances(); ++p) {
+    std::vector<int64_t> key = {replica[p]};
     for (size_t d = 0; d < iter[p].size(); ++d)
-      if (std::find(dims.begin(), dims.end(), d) == dims.end() &&
-          !(iter[q][d] == iter[p][d]))
-        same = false;
-    if (same)
-      group.push_back(q);
+      if (std::find(dims.begin(), dims.end(), static_cast<int32_t>(d)) ==
+          dims.end()) {
+        key.push_back(iter[p][d].lo);
+        key.push_back(iter[p][d].hi);
+      }
+    auto [it, added] = groupOf.emplace(std::move(key), groups.size());
+    if (added)
+      groups.emplace_back();
+    groups[it->second].push_back(p);
   }
-  return group;
+  return groups;
 }
 
 std::vector<int64_t> OpLayout::replicasOf(int64_t p) const {

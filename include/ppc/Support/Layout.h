@@ -59,10 +59,11 @@ struct OpLayout {
   /// Instances of the same replica as `p` whose result `r` has the same box
   /// as `p`'s (the group that sums partials, in instance order).
   std::vector<int64_t> sameResultBox(unsigned r, int64_t p) const;
-  /// Instances of the same replica as `p` whose iteration ranges agree with
-  /// `p`'s on every dim but those in `dims` (batch_norm's statistics groups).
-  std::vector<int64_t>
-  sameRangesExcept(int64_t p, const std::vector<unsigned> &dims) const;
+  /// The instances grouped by replica and by their iteration ranges on
+  /// every dim but those in `dims` (a staged kernel's statistics groups),
+  /// each group in instance order, the groups by their first instance.
+  std::vector<std::vector<int64_t>>
+  groupsAgreeingExcept(const std::vector<int32_t> &dims) const;
   /// The instances computing the same partition as `p` (its replicas, `p`
   /// included, in replica order).
   std::vector<int64_t> replicasOf(int64_t p) const;
