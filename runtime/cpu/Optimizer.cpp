@@ -30,54 +30,57 @@ void applyOptimizer(const Optimizer &optimizer, float *weight,
   applyOptimizerStep(optimizer, weight, grad, n, ++state.steps, pointers);
 }
 
-void applyOptimizerStep(const Optimizer &optimizer, float *weight,
-                        const float *grad, int64_t n, int64_t steps,
-                        float *const *slots) {
-  const double lr = optimizer.learning_rate();
-  const double decay = optimizer.weight_decay();
+OptimizerCoefficients optimizerCoefficients(const Optimizer &optimizer,
+                                            int64_t step) {
+  OptimizerCoefficients c;
+  c.lr = optimizer.learning_rate();
+  c.decay = optimizer.weight_decay();
   switch (optimizer.kind()) {
-  case Optimizer::MOMENTUM: {
-    const double mu = optimizer.momentum();
-    float *v = slots[0];
-    for (int64_t i = 0; i < n; ++i) {
-      double g = double(grad[i]) + decay * weight[i];
-      double vi = mu * v[i] + g;
-      v[i] = static_cast<float>(vi);
-      weight[i] = static_cast<float>(weight[i] - lr * vi);
-    }
+  case Optimizer::MOMENTUM:
+    c.kind = OptimizerKind::Momentum;
+    c.momentum = optimizer.momentum();
     break;
-  }
   case Optimizer::ADAM: {
+    c.kind = OptimizerKind::Adam;
     const double b1 = optimizer.beta1() != 0 ? optimizer.beta1() : 0.9;
     const double b2 = optimizer.beta2() != 0 ? optimizer.beta2() : 0.999;
     const double eps = optimizer.epsilon() != 0 ? optimizer.epsilon() : 1e-8;
-    const double t = static_cast<double>(steps);
-    // Float arithmetic in the loop, so that it vectorizes: the update was
-    // the largest phase of a small model's step in double.
-    const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2);
-    // 1 - beta in double: in float, 1 - 0.999f is off by 5e-5 relative.
-    const float ob1 = static_cast<float>(1.0 - b1);
-    const float ob2 = static_cast<float>(1.0 - b2);
-    const float step = static_cast<float>(lr / (1.0 - std::pow(b1, t)));
-    const float c2 = static_cast<float>(1.0 - std::pow(b2, t));
-    const float feps = static_cast<float>(eps);
-    const float fdecay = static_cast<float>(decay);
-    float *m = slots[0], *v = slots[1];
-    for (int64_t i = 0; i < n; ++i) {
-      float g = grad[i] + fdecay * weight[i];
-      float mi = fb1 * m[i] + ob1 * g;
-      float vi = fb2 * v[i] + ob2 * g * g;
-      m[i] = mi;
-      v[i] = vi;
-      weight[i] -= step * mi / (std::sqrt(vi / c2) + feps);
-    }
+    const double t = static_cast<double>(step);
+    c.b1 = static_cast<float>(b1);
+    c.b2 = static_cast<float>(b2);
+    c.oneMinusB1 = static_cast<float>(1.0 - b1);
+    c.oneMinusB2 = static_cast<float>(1.0 - b2);
+    c.stepSize = static_cast<float>(c.lr / (1.0 - std::pow(b1, t)));
+    c.correction2 = static_cast<float>(1.0 - std::pow(b2, t));
+    c.epsilon = static_cast<float>(eps);
+    c.decayF = static_cast<float>(c.decay);
     break;
   }
   default:
-    for (int64_t i = 0; i < n; ++i) {
-      double g = double(grad[i]) + decay * weight[i];
-      weight[i] = static_cast<float>(weight[i] - lr * g);
-    }
+    c.kind = OptimizerKind::Sgd;
+    break;
+  }
+  return c;
+}
+
+void applyOptimizerStep(const Optimizer &optimizer, float *weight,
+                        const float *grad, int64_t n, int64_t steps,
+                        float *const *slots) {
+  const OptimizerCoefficients c = optimizerCoefficients(optimizer, steps);
+  // One loop per kind, so that each vectorizes (Adam's float arithmetic was
+  // the largest phase of a small model's step in double).
+  switch (c.kind) {
+  case OptimizerKind::Momentum:
+    for (int64_t i = 0; i < n; ++i)
+      momentumElement(c, weight[i], grad[i], slots[0][i]);
+    break;
+  case OptimizerKind::Adam:
+    for (int64_t i = 0; i < n; ++i)
+      adamElement(c, weight[i], grad[i], slots[0][i], slots[1][i]);
+    break;
+  case OptimizerKind::Sgd:
+    for (int64_t i = 0; i < n; ++i)
+      sgdElement(c, weight[i], grad[i]);
     break;
   }
 }

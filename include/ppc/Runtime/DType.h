@@ -13,6 +13,8 @@
 #ifndef PPC_RUNTIME_DTYPE_H
 #define PPC_RUNTIME_DTYPE_H
 
+#include "ppc/Runtime/HostDevice.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -75,28 +77,38 @@ inline bool storageDType(const std::string &planDType, DType &out) {
   return true;
 }
 
-inline uint32_t floatBits(float value) {
+// The scalar conversions are PPC_HD: the cuda backend's kernels round with
+// the same code as the cpu backend.
+PPC_HD inline uint32_t floatBits(float value) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(value);
+#else
   uint32_t x;
   std::memcpy(&x, &value, 4);
   return x;
+#endif
 }
-inline float bitsFloat(uint32_t x) {
+PPC_HD inline float bitsFloat(uint32_t x) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(x);
+#else
   float value;
   std::memcpy(&value, &x, 4);
   return value;
+#endif
 }
 
-inline uint16_t floatToBFloat16(float value) {
+PPC_HD inline uint16_t floatToBFloat16(float value) {
   const uint32_t x = floatBits(value);
   if ((x & 0x7fffffff) > 0x7f800000) // NaN: keep it quiet
     return static_cast<uint16_t>((x >> 16) | 0x40);
   return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
-inline float bfloat16ToFloat(uint16_t bits) {
+PPC_HD inline float bfloat16ToFloat(uint16_t bits) {
   return bitsFloat(static_cast<uint32_t>(bits) << 16);
 }
 
-inline uint16_t floatToHalf(float value) {
+PPC_HD inline uint16_t floatToHalf(float value) {
   const uint32_t x = floatBits(value);
   const uint32_t sign = (x >> 16) & 0x8000;
   const uint32_t magnitude = x & 0x7fffffff;
@@ -112,7 +124,7 @@ inline uint16_t floatToHalf(float value) {
   uint32_t rounded = magnitude + 0xfff + ((magnitude >> 13) & 1);
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000) >> 13));
 }
-inline float halfToFloat(uint16_t bits) {
+PPC_HD inline float halfToFloat(uint16_t bits) {
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
   const uint32_t exponent = (bits >> 10) & 0x1f;
   const uint32_t mantissa = bits & 0x3ff;

@@ -16,6 +16,7 @@
 #ifndef PPC_RUNTIME_OPTIMIZER_H
 #define PPC_RUNTIME_OPTIMIZER_H
 
+#include "ppc/Runtime/OptimizerStep.h"
 #include "ppc/Runtime/plan.pb.h"
 
 #include <cstdint>
@@ -60,6 +61,11 @@ struct LossScale {
     }
   }
 };
+
+/// The scalars of update number `step` (from 1), for OptimizerStep.h's
+/// per-element functions.
+OptimizerCoefficients
+optimizerCoefficients(const ppc::planfile::Optimizer &optimizer, int64_t step);
 
 /// Number of per-element state vectors of the optimizer (0, 1 or 2).
 int numOptimizerSlots(const ppc::planfile::Optimizer &optimizer);

@@ -1,0 +1,9 @@
+//===- ConvPoolKernels.cu - (being written) -----------------------------------===//
+
+#include "CudaKernels.h"
+
+namespace ppc::runtime::cuda {
+
+void registerConvPoolKernels(CudaKernelTable &) {}
+
+} // namespace ppc::runtime::cuda

@@ -1,0 +1,698 @@
+//===- CudaBackend.cu - buffers, copies and kernels on one GPU ------------===//
+//
+// Work is issued in program order on one stream: kernels, copies, the
+// optimizer. Memory comes from a caching allocator (blocks are reused in
+// stream order, so a block freed after its last kernel was issued may serve
+// the next allocation at once, as PyTorch's allocator does). 16-bit
+// operands are widened into pooled float32 blocks for the kernels and their
+// results rounded back, as the cpu backend does; GEMM operands stay bf16.
+// Under PPC_CUDA_EMULATION (Device.h) the same code runs on host memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernels.h"
+#include "Library.h"
+
+#include "ppc/Runtime/Boxes.h"
+#include "ppc/Runtime/CudaBackend.h"
+#include "ppc/Runtime/DType.h"
+#include "ppc/Runtime/Optimizer.h"
+#include "ppc/Runtime/OptimizerStep.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace ppc::runtime {
+
+namespace cuda {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Device memory and the host's view of it
+//===----------------------------------------------------------------------===//
+
+#if defined(PPC_CUDA_EMULATION)
+void *rawAllocate(size_t bytes) { return std::malloc(bytes); }
+void rawFree(void *p) { std::free(p); }
+void copyIn(Stream, void *dst, const void *src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+void copyOut(Stream, void *dst, const void *src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+void waitFor(Stream) {}
+void *pinnedAllocate(size_t bytes) { return std::malloc(bytes); }
+void pinnedFree(void *p) { std::free(p); }
+#else
+void *rawAllocate(size_t bytes) {
+  void *p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError(); // clear the sticky-free out-of-memory error
+    return nullptr;
+  }
+  return p;
+}
+void rawFree(void *p) { cudaFree(p); }
+void copyIn(Stream stream, void *dst, const void *src, size_t bytes) {
+  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+}
+void copyOut(Stream stream, void *dst, const void *src, size_t bytes) {
+  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream);
+}
+void waitFor(Stream stream) { cudaStreamSynchronize(stream); }
+void *pinnedAllocate(size_t bytes) {
+  void *p = nullptr;
+  return cudaMallocHost(&p, bytes) == cudaSuccess ? p : nullptr;
+}
+void pinnedFree(void *p) { cudaFreeHost(p); }
+#endif
+
+/// Caching allocator: freed blocks wait in per-size lists for the next
+/// request of their size class; when the device is full, the cache is
+/// returned to it and the request tried again.
+class Allocator {
+public:
+  ~Allocator() { releaseCache(); }
+
+  void *allocate(size_t bytes) {
+    const size_t size = sizeClass(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = cache.find(size);
+      if (it != cache.end() && !it->second.empty()) {
+        void *p = it->second.back();
+        it->second.pop_back();
+        cachedBytes -= size;
+        return p;
+      }
+    }
+    void *p = rawAllocate(size);
+    if (!p) {
+      releaseCache();
+      p = rawAllocate(size);
+    }
+    return p;
+  }
+  void release(void *p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    cache[sizeClass(bytes)].push_back(p);
+    cachedBytes += sizeClass(bytes);
+  }
+  void releaseCache() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &[size, blocks] : cache)
+      for (void *p : blocks)
+        rawFree(p);
+    cache.clear();
+    cachedBytes = 0;
+  }
+
+private:
+  /// 512-byte steps to 1 MiB, 2 MiB steps above: few classes, little waste.
+  static size_t sizeClass(size_t bytes) {
+    const size_t step = bytes <= (size_t(1) << 20) ? 512 : size_t(2) << 20;
+    return std::max(step, (bytes + step - 1) / step * step);
+  }
+
+  std::mutex mutex;
+  std::map<size_t, std::vector<void *>> cache;
+  size_t cachedBytes = 0;
+};
+
+class CudaBuffer final : public DeviceBuffer {
+public:
+  CudaBuffer(DType dtype, int64_t n, void *data,
+             std::shared_ptr<Allocator> allocator)
+      : DeviceBuffer(dtype, n, data), allocator(std::move(allocator)) {}
+  ~CudaBuffer() override { allocator->release(data(), bytes()); }
+
+private:
+  std::shared_ptr<Allocator> allocator;
+};
+
+//===----------------------------------------------------------------------===//
+// Elementwise helpers on typed device memory
+//===----------------------------------------------------------------------===//
+
+PPC_HD inline int bytesOf(DType dtype) {
+  return dtype == DType::I64 ? 8 : dtype == DType::F32 ? 4 : 2;
+}
+
+PPC_HD inline float loadAsFloat(DType dtype, const void *data, int64_t i) {
+  switch (dtype) {
+  case DType::F32:
+    return static_cast<const float *>(data)[i];
+  case DType::BF16:
+    return bfloat16ToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::F16:
+    return halfToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::I64:
+    return static_cast<float>(static_cast<const int64_t *>(data)[i]);
+  }
+  return 0;
+}
+
+PPC_HD inline void storeFromFloat(DType dtype, void *data, int64_t i,
+                                  float value) {
+  switch (dtype) {
+  case DType::F32:
+    static_cast<float *>(data)[i] = value;
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(data)[i] = floatToBFloat16(value);
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(data)[i] = floatToHalf(value);
+    return;
+  case DType::I64:
+    // As fromFloat: nearest, ties away from zero; non-finite as 0.
+    static_cast<int64_t *>(data)[i] =
+        value - value == 0
+            ? static_cast<int64_t>(value < 0 ? value - 0.5f : value + 0.5f)
+            : 0;
+    return;
+  }
+}
+
+void convertToFloat(Stream stream, DType dtype, const void *src, float *dst,
+                    int64_t n) {
+  launch(stream, n,
+         [=] PPC_HD(int64_t i) { dst[i] = loadAsFloat(dtype, src, i); });
+}
+
+void convertFromFloat(Stream stream, DType dtype, const float *src, void *dst,
+                      int64_t n) {
+  launch(stream, n,
+         [=] PPC_HD(int64_t i) { storeFromFloat(dtype, dst, i, src[i]); });
+}
+
+void fillWith(Stream stream, DType dtype, void *data, int64_t n, float value) {
+  launch(stream, n,
+         [=] PPC_HD(int64_t i) { storeFromFloat(dtype, data, i, value); });
+}
+
+/// copyBox's kernel: box `region` from a buffer holding `src` to one holding
+/// `dst`, converting, or adding when `accumulate`.
+void copyRegion(Stream stream, DeviceBox region, DType from, const void *s,
+                DeviceBox src, DType to, void *d, DeviceBox dst,
+                bool accumulate) {
+  launch(stream, region.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    region.indexOf(i, index);
+    const int64_t a = src.offsetOf(index), b = dst.offsetOf(index);
+    if (from == DType::I64 && to == DType::I64) {
+      int64_t *out = static_cast<int64_t *>(d) + b;
+      const int64_t in = static_cast<const int64_t *>(s)[a];
+      *out = accumulate ? *out + in : in;
+      return;
+    }
+    if (from == to && !accumulate) { // bit copy: NaN payloads as they are
+      if (bytesOf(to) == 4)
+        static_cast<uint32_t *>(d)[b] = static_cast<const uint32_t *>(s)[a];
+      else
+        static_cast<uint16_t *>(d)[b] = static_cast<const uint16_t *>(s)[a];
+      return;
+    }
+    float value = loadAsFloat(from, s, a);
+    if (accumulate)
+      value += loadAsFloat(to, d, b);
+    storeFromFloat(to, d, b, value);
+  });
+}
+
+void optimizerKernel(Stream stream, OptimizerCoefficients c, float *w,
+                     DType gradType, const void *grad, int64_t n, float scale,
+                     float *m, float *v, DType roundedType, void *rounded) {
+  launch(stream, n, [=] PPC_HD(int64_t i) {
+    float g = loadAsFloat(gradType, grad, i);
+    if (scale != 1.0f)
+      g *= scale;
+    switch (c.kind) {
+    case OptimizerKind::Momentum:
+      momentumElement(c, w[i], g, m[i]);
+      break;
+    case OptimizerKind::Adam:
+      adamElement(c, w[i], g, m[i], v[i]);
+      break;
+    case OptimizerKind::Sgd:
+      sgdElement(c, w[i], g);
+      break;
+    }
+    if (rounded)
+      storeFromFloat(roundedType, rounded, i, w[i]);
+  });
+}
+
+void nonfiniteKernel(Stream stream, DType dtype, const void *data, int64_t n,
+                     int *flag) {
+  launch(stream, n, [=] PPC_HD(int64_t i) {
+    const float x = loadAsFloat(dtype, data, i);
+    if (x - x != 0)
+      *flag = 1; // every writer writes 1: no race that matters
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel views
+//===----------------------------------------------------------------------===//
+
+/// Float32 blocks for widened operands and kernels' workspaces, kept from
+/// kernel to kernel (stream order makes a block free for the next kernel
+/// as soon as the last one using it was issued).
+class BlockPool {
+public:
+  explicit BlockPool(std::shared_ptr<Allocator> allocator)
+      : allocator(std::move(allocator)) {}
+  ~BlockPool() {
+    for (auto &[size, block] : free)
+      allocator->release(block, size * sizeof(float));
+  }
+  float *acquire(int64_t n) {
+    n = std::max<int64_t>(n, 1);
+    auto it = free.lower_bound(n);
+    if (it != free.end() && it->first <= 2 * n) {
+      float *block = it->second;
+      used.emplace(block, it->first);
+      free.erase(it);
+      return block;
+    }
+    float *block =
+        static_cast<float *>(allocator->allocate(size_t(n) * sizeof(float)));
+    if (block)
+      used.emplace(block, n);
+    return block;
+  }
+  void release(float *block) {
+    auto it = used.find(block);
+    if (it == used.end())
+      return;
+    free.emplace(it->second, block);
+    used.erase(it);
+    // Keep the largest few: what the biggest kernels take at once.
+    while (free.size() > kMaxBlocks) {
+      allocator->release(free.begin()->second,
+                         free.begin()->first * sizeof(float));
+      free.erase(free.begin());
+    }
+  }
+
+private:
+  static constexpr size_t kMaxBlocks = 16;
+  std::shared_ptr<Allocator> allocator;
+  std::multimap<int64_t, float *> free;
+  std::map<float *, int64_t> used;
+};
+
+/// A kernel's workspace: pool blocks given back when the kernel returns.
+class KernelWorkspace final : public Workspace {
+public:
+  KernelWorkspace(BlockPool &pool, Stream stream)
+      : pool(pool), stream(stream) {}
+  ~KernelWorkspace() override {
+    for (float *block : blocks)
+      pool.release(block);
+  }
+  float *floats(int64_t n, bool zero) override {
+    float *block = pool.acquire(n);
+    if (!block)
+      return nullptr;
+    blocks.push_back(block);
+    if (zero)
+      zeroFloats(stream, block, n);
+    return block;
+  }
+
+private:
+  BlockPool &pool;
+  Stream stream;
+  std::vector<float *> blocks;
+};
+
+/// Kernel views of device views: float32 buffers as they are, bf16 ones
+/// as they are for ops that read bf16, others widened into pool blocks and,
+/// for results, rounded back afterwards.
+class KernelViews {
+public:
+  /// `load`: widen the values (inputs, gradients summed into); otherwise
+  /// the block is zero-filled (results a kernel writes).
+  KernelViews(BlockPool &pool, Stream stream,
+              const std::vector<DeviceView> &from, bool load, bool asBf16)
+      : pool(pool), stream(stream), views(from.size()),
+        blocks(from.size(), nullptr) {
+    for (size_t i = 0; i < from.size(); ++i) {
+      const DeviceView &v = from[i];
+      KernelView &k = views[i];
+      k.shape = v.shape;
+      k.lo = v.lo;
+      k.hi = v.hi;
+      k.box = makeBox(v.shape, v.lo, v.hi);
+      if (!v.buffer)
+        continue;
+      const DType dtype = v.buffer->dtype();
+      if (dtype == DType::F32) {
+        k.data = static_cast<float *>(v.buffer->at(v.offset));
+        continue;
+      }
+      if (asBf16 && dtype == DType::BF16) {
+        k.bf16 = static_cast<const uint16_t *>(v.buffer->at(v.offset));
+        continue;
+      }
+      const int64_t n = v.numElements();
+      blocks[i] = pool.acquire(n);
+      if (!blocks[i]) {
+        failed = true;
+        continue;
+      }
+      if (load)
+        convertToFloat(stream, dtype, v.buffer->at(v.offset), blocks[i], n);
+      else
+        zeroFloats(stream, blocks[i], n);
+      k.data = blocks[i];
+    }
+  }
+  ~KernelViews() {
+    for (float *block : blocks)
+      if (block)
+        pool.release(block);
+  }
+  bool outOfMemory() const { return failed; }
+  std::vector<KernelView> &get() { return views; }
+  void writeBack(const std::vector<DeviceView> &to, size_t i) const {
+    const DeviceView &v = to[i];
+    if (blocks[i])
+      convertFromFloat(stream, v.buffer->dtype(), blocks[i], v.buffer->at(v.offset),
+                       v.numElements());
+  }
+  void writeBackAll(const std::vector<DeviceView> &to) const {
+    for (size_t i = 0; i < to.size(); ++i)
+      writeBack(to, i);
+  }
+
+private:
+  BlockPool &pool;
+  Stream stream;
+  std::vector<KernelView> views;
+  std::vector<float *> blocks;
+  bool failed = false;
+};
+
+/// The checks every kernel call passes before its kernel sees the views.
+std::string checkViews(const OpDesc &op,
+                       std::initializer_list<const std::vector<DeviceView> *>
+                           lists) {
+  for (const std::vector<DeviceView> *list : lists)
+    for (const DeviceView &v : *list)
+      if (v.shape.size() > static_cast<size_t>(kMaxRank))
+        return op.kind + ": rank " + std::to_string(v.shape.size()) +
+               " is above the cuda backend's " + std::to_string(kMaxRank);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Events
+//===----------------------------------------------------------------------===//
+
+#if defined(PPC_CUDA_EMULATION)
+class CudaEvent final : public Event {
+public:
+  bool done() override { return true; }
+  void wait() override {}
+};
+#else
+class CudaEvent final : public Event {
+public:
+  explicit CudaEvent(Stream stream) {
+    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    cudaEventRecord(event, stream);
+  }
+  ~CudaEvent() override { cudaEventDestroy(event); }
+  bool done() override { return cudaEventQuery(event) != cudaErrorNotReady; }
+  void wait() override { cudaEventSynchronize(event); }
+  cudaEvent_t get() const { return event; }
+
+private:
+  cudaEvent_t event;
+};
+#endif
+
+//===----------------------------------------------------------------------===//
+// The backend
+//===----------------------------------------------------------------------===//
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend(Stream stream, std::unique_ptr<Library> library)
+      : stream(stream), library(std::move(library)),
+        allocator(std::make_shared<Allocator>()), pool(allocator) {}
+  ~CudaBackend() override {
+    synchronize();
+    if (staging)
+      pinnedFree(staging);
+#if !defined(PPC_CUDA_EMULATION)
+    cudaStreamDestroy(stream);
+#endif
+  }
+
+  const char *name() const override { return "cuda"; }
+
+  std::shared_ptr<DeviceBuffer> allocate(DType dtype, int64_t n) override {
+    n = std::max<int64_t>(n, 1);
+    const size_t bytes = size_t(n) * dtypeBytes(dtype);
+    void *data = allocator->allocate(bytes);
+    if (!data)
+      return nullptr;
+    launch(stream, (bytes + 3) / 4,
+           [=] PPC_HD(int64_t i) { static_cast<uint32_t *>(data)[i] = 0; });
+    return std::make_shared<CudaBuffer>(dtype, n, data, allocator);
+  }
+
+  void fill(DeviceBuffer &buffer, double value) override {
+    fillWith(stream, buffer.dtype(), buffer.data(), buffer.size(),
+             static_cast<float>(value));
+  }
+
+  void write(DeviceBuffer &buffer, int64_t offset, const float *host,
+             int64_t n) override {
+    const int bytes = dtypeBytes(buffer.dtype());
+    for (int64_t at = 0; at < n; at += kStagingElements) {
+      const int64_t len = std::min(kStagingElements, n - at);
+      // The staging block is reused: the previous copy must be done.
+      waitFor(stream);
+      fromFloat(buffer.dtype(), host + at, len, stagingBlock());
+      copyIn(stream, buffer.at(offset + at), stagingBlock(), size_t(len) * bytes);
+    }
+    waitFor(stream);
+  }
+
+  void read(const DeviceBuffer &buffer, int64_t offset, int64_t n,
+            float *host) override {
+    const int bytes = dtypeBytes(buffer.dtype());
+    for (int64_t at = 0; at < n; at += kStagingElements) {
+      const int64_t len = std::min(kStagingElements, n - at);
+      copyOut(stream, stagingBlock(), buffer.at(offset + at), size_t(len) * bytes);
+      waitFor(stream);
+      toFloat(buffer.dtype(), stagingBlock(), len, host + at);
+    }
+  }
+
+  void copyBox(const DeviceView &src, const DeviceView &dst, const Index &lo,
+               const Index &hi, bool accumulate) override {
+    if (boxVolume(lo, hi) == 0)
+      return;
+    copyRegion(stream, makeBox(src.shape, lo, hi), src.buffer->dtype(),
+               src.buffer->at(src.offset), makeBox(src.shape, src.lo, src.hi),
+               dst.buffer->dtype(), dst.buffer->at(dst.offset),
+               makeBox(dst.shape, dst.lo, dst.hi), accumulate);
+  }
+
+  std::string forward(const OpDesc &op, const KernelContext &ctx,
+                      const std::vector<DeviceView> &inputs,
+                      const std::vector<DeviceView> &outputs,
+                      const std::vector<DeviceView> &scratch) override {
+    const CudaKernel *kernel = find(op);
+    if (!kernel)
+      return unsupported(op);
+    if (std::string bad = checkViews(op, {&inputs, &outputs, &scratch});
+        !bad.empty())
+      return bad;
+    // Results are written, not read, in a first stage; a later stage
+    // continues from what the earlier one left.
+    KernelViews in(pool, stream, inputs, true, readsBf16(op)),
+        out(pool, stream, outputs, ctx.stage > 0, false),
+        tmp(pool, stream, scratch, true, false);
+    if (in.outOfMemory() || out.outOfMemory() || tmp.outOfMemory())
+      return op.kind + ": out of device memory for its float32 views";
+    KernelWorkspace workspace(pool, stream);
+    ExecContext exec{stream, library.get(), &workspace};
+    std::string status =
+        kernel->forward(op, ctx, exec, in.get(), out.get(), tmp.get());
+    if (!status.empty())
+      return status;
+    out.writeBackAll(outputs);
+    tmp.writeBackAll(scratch);
+    for (int i : updatedOperands(op, ctx.training))
+      if (i < static_cast<int>(inputs.size()))
+        in.writeBack(inputs, i);
+    return "";
+  }
+
+  std::string backward(const OpDesc &op, const KernelContext &ctx,
+                       const std::vector<DeviceView> &inputs,
+                       const std::vector<DeviceView> &outputs,
+                       const std::vector<DeviceView> &outputGrads,
+                       const std::vector<DeviceView> &inputGrads,
+                       const std::vector<DeviceView> &scratch) override {
+    const CudaKernel *kernel = find(op);
+    if (!kernel)
+      return unsupported(op);
+    if (std::string bad = checkViews(
+            op, {&inputs, &outputs, &outputGrads, &inputGrads, &scratch});
+        !bad.empty())
+      return bad;
+    const bool asBf16 = readsBf16(op);
+    KernelViews in(pool, stream, inputs, true, asBf16),
+        out(pool, stream, outputs, true, asBf16),
+        outGrads(pool, stream, outputGrads, true, asBf16),
+        inGrads(pool, stream, inputGrads, true, false),
+        tmp(pool, stream, scratch, true, false);
+    if (in.outOfMemory() || out.outOfMemory() || outGrads.outOfMemory() ||
+        inGrads.outOfMemory() || tmp.outOfMemory())
+      return op.kind + ": out of device memory for its float32 views";
+    KernelWorkspace workspace(pool, stream);
+    ExecContext exec{stream, library.get(), &workspace};
+    std::string status = kernel->backward(op, ctx, exec, in.get(), out.get(),
+                                          outGrads.get(), inGrads.get(),
+                                          tmp.get());
+    if (!status.empty())
+      return status;
+    inGrads.writeBackAll(inputGrads);
+    tmp.writeBackAll(scratch);
+    return "";
+  }
+
+  bool update(const ppc::planfile::Optimizer &optimizer, DeviceBuffer &weight,
+              int64_t offset, const DeviceBuffer &grad, int64_t n,
+              DeviceOptimizerState &state, double gradScale,
+              DeviceBuffer *rounded) override {
+    const int slots = numOptimizerSlots(optimizer);
+    if (static_cast<int>(state.slots.size()) != slots) {
+      state.slots.clear();
+      state.elements = n;
+      for (int s = 0; s < slots; ++s)
+        if (!state.slots.emplace_back(allocate(DType::F32, n)))
+          return false;
+    }
+    float *m = slots > 0 ? static_cast<float *>(state.slots[0]->data())
+                         : nullptr;
+    float *v = slots > 1 ? static_cast<float *>(state.slots[1]->data())
+                         : nullptr;
+    const OptimizerCoefficients c =
+        optimizerCoefficients(optimizer, ++state.steps);
+    optimizerKernel(stream, c, static_cast<float *>(weight.at(offset)),
+                    grad.dtype(), grad.data(), n,
+                    static_cast<float>(gradScale), m, v,
+                    rounded ? rounded->dtype() : DType::F32,
+                    rounded ? rounded->at(offset) : nullptr);
+    return true;
+  }
+
+  bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) override {
+    if (buffer.dtype() == DType::I64 || n <= 0)
+      return false;
+    std::shared_ptr<DeviceBuffer> flag = allocate(DType::F32, 1);
+    if (!flag)
+      return true; // no memory to check: report overflow, skip the step
+    nonfiniteKernel(stream, buffer.dtype(), buffer.data(), n,
+                    static_cast<int *>(flag->data()));
+    int result = 0;
+    copyOut(stream, &result, flag->data(), sizeof(int));
+    waitFor(stream);
+    return result != 0;
+  }
+
+  std::unique_ptr<Event> record() override {
+#if defined(PPC_CUDA_EMULATION)
+    return std::make_unique<CudaEvent>();
+#else
+    return std::make_unique<CudaEvent>(stream);
+#endif
+  }
+  void synchronize() override { waitFor(stream); }
+
+private:
+  static constexpr int64_t kStagingElements = int64_t(1) << 20;
+
+  /// Pinned host memory for kStagingElements of the widest type.
+  void *stagingBlock() {
+    if (!staging)
+      staging = pinnedAllocate(size_t(kStagingElements) * 8);
+    return staging;
+  }
+  const CudaKernel *find(const OpDesc &op) const {
+    auto it = cudaKernels().find(op.kind);
+    return it == cudaKernels().end() ? nullptr : &it->second;
+  }
+  static std::string unsupported(const OpDesc &op) {
+    return op.kind + ": the cuda backend has no kernel for it";
+  }
+
+  Stream stream;
+  std::unique_ptr<Library> library;
+  std::shared_ptr<Allocator> allocator;
+  BlockPool pool;
+  void *staging = nullptr;
+};
+
+#if !defined(PPC_CUDA_EMULATION)
+/// The GPU of this rank: its local rank (as mpirun, srun or the user set
+/// it) modulo the GPUs visible.
+int localRank() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+        "LOCAL_RANK"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return 0;
+}
+#endif
+
+} // namespace
+} // namespace cuda
+
+std::unique_ptr<Backend> createCudaBackend(const BackendOptions &,
+                                           std::string &error) {
+  using namespace cuda;
+  error.clear();
+  Stream stream{};
+#if !defined(PPC_CUDA_EMULATION)
+  int devices = 0;
+  cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0) {
+    error = std::string("no GPU visible (cudaGetDeviceCount: ") +
+            (status != cudaSuccess ? cudaGetErrorString(status)
+                                   : "0 devices") +
+            ")";
+    cudaGetLastError();
+    return nullptr;
+  }
+  const int device = localRank() % devices;
+  if ((status = cudaSetDevice(device)) != cudaSuccess ||
+      (status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) !=
+          cudaSuccess) {
+    error = "GPU " + std::to_string(device) + ": " + cudaGetErrorString(status);
+    return nullptr;
+  }
+#endif
+  std::unique_ptr<Library> library = createLibrary(error);
+  if (!library)
+    return nullptr;
+  return std::make_unique<CudaBackend>(stream, std::move(library));
+}
+
+std::vector<std::string> cudaSupportedOps() { return cuda::cudaKernelOps(); }
+
+} // namespace ppc::runtime

@@ -1,0 +1,158 @@
+//===- Device.h - the cuda backend's portable kernel layer ------*- C++ -*-===//
+//
+// Private to runtime/cuda. The backend's own kernels are written once, as
+// per-element functions launched over an index range, and compiled twice:
+//  - by nvcc (PPCCudaBackend): launch() runs a grid-stride CUDA kernel on
+//    the backend's stream;
+//  - by the host compiler with PPC_CUDA_EMULATION (PPCCudaEmulated):
+//    launch() is a loop and device memory is host memory, so the same
+//    kernels, dispatch and backend code run, and are tested against the cpu
+//    backend, on machines without a GPU (CI).
+// What cannot be emulated (cuBLAS, cuDNN, NCCL) sits behind seams with a
+// plain implementation in emulation (Library.h).
+//
+// Kernels index boxes as the cpu kernels do (Kernels.h): a DeviceBox is a
+// view's box of a global tensor, passed to kernels by value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_CUDA_DEVICE_H
+#define PPC_RUNTIME_CUDA_DEVICE_H
+
+#include "ppc/Runtime/HostDevice.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#if !defined(PPC_CUDA_EMULATION)
+#include <cuda_runtime.h>
+#endif
+
+namespace ppc::runtime::cuda {
+
+/// The most dims a kernel's box has (the plan's tensors have at most 6).
+constexpr int kMaxRank = 8;
+
+/// Box [lo, hi) of a global tensor of shape `shape`, held row-major.
+struct DeviceBox {
+  int32_t rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t lo[kMaxRank] = {};
+  int64_t hi[kMaxRank] = {};
+
+  PPC_HD int64_t extent(int d) const { return hi[d] - lo[d]; }
+  PPC_HD int64_t count() const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d)
+      n *= hi[d] > lo[d] ? hi[d] - lo[d] : 0;
+    return n;
+  }
+  /// The global index of the box's element number `i` (row-major).
+  PPC_HD void indexOf(int64_t i, int64_t *index) const {
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t e = hi[d] - lo[d];
+      index[d] = lo[d] + i % e;
+      i /= e;
+    }
+  }
+  /// Offset in the buffer of global index `index` (inside the box).
+  PPC_HD int64_t offsetOf(const int64_t *index) const {
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d)
+      offset = offset * (hi[d] - lo[d]) + (index[d] - lo[d]);
+    return offset;
+  }
+  PPC_HD bool contains(const int64_t *index) const {
+    for (int d = 0; d < rank; ++d)
+      if (index[d] < lo[d] || index[d] >= hi[d])
+        return false;
+    return true;
+  }
+  /// Row-major flat index of `index` in the whole tensor.
+  PPC_HD int64_t globalFlat(const int64_t *index) const {
+    int64_t flat = 0;
+    for (int d = 0; d < rank; ++d)
+      flat = flat * shape[d] + index[d];
+    return flat;
+  }
+};
+
+/// The box of a view's shape, lo and hi (rank <= kMaxRank, checked by the
+/// dispatch).
+inline DeviceBox makeBox(const std::vector<int64_t> &shape,
+                         const std::vector<int64_t> &lo,
+                         const std::vector<int64_t> &hi) {
+  DeviceBox box;
+  box.rank = static_cast<int32_t>(shape.size());
+  for (size_t d = 0; d < shape.size() && d < kMaxRank; ++d) {
+    box.shape[d] = shape[d];
+    box.lo[d] = lo[d];
+    box.hi[d] = hi[d];
+  }
+  return box;
+}
+
+/// A stream of work: cudaStream_t, or nothing in emulation.
+#if defined(PPC_CUDA_EMULATION)
+using Stream = void *;
+#else
+using Stream = cudaStream_t;
+#endif
+
+/// Adds `value` to `*target`; atomic on the device, for kernels whose
+/// elements sum into shared places (a gather's backward into its table).
+PPC_HD inline void atomicAddFloat(float *target, float value) {
+#ifdef __CUDA_ARCH__
+  atomicAdd(target, value);
+#else
+  *target += value;
+#endif
+}
+
+/// Largest of two floats, atomically on the device.
+PPC_HD inline void atomicMaxFloat(float *target, float value) {
+#ifdef __CUDA_ARCH__
+  // Floats order as their bits do among non-negatives, reversed among
+  // negatives.
+  if (value >= 0)
+    atomicMax(reinterpret_cast<int *>(target), __float_as_int(value));
+  else
+    atomicMin(reinterpret_cast<unsigned *>(target), __float_as_uint(value));
+#else
+  if (value > *target)
+    *target = value;
+#endif
+}
+
+#if defined(__CUDACC__)
+template <typename Fn> __global__ void forEachIndexKernel(int64_t n, Fn fn) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < n; i += stride)
+    fn(i);
+}
+#endif
+
+/// Calls fn(i) for every i in [0, n), in parallel on the device: elements
+/// must not depend on each other (use atomicAddFloat where they sum into
+/// one place). fn is a PPC_HD lambda capturing by value.
+template <typename Fn> void launch(Stream stream, int64_t n, Fn fn) {
+  if (n <= 0)
+    return;
+#if defined(PPC_CUDA_EMULATION)
+  (void)stream;
+  for (int64_t i = 0; i < n; ++i)
+    fn(i);
+#else
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads,
+                                           int64_t(1) << 20);
+  forEachIndexKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      n, fn);
+#endif
+}
+
+} // namespace ppc::runtime::cuda
+
+#endif // PPC_RUNTIME_CUDA_DEVICE_H

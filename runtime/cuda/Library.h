@@ -1,0 +1,55 @@
+//===- Library.h - the vendor libraries behind one seam ---------*- C++ -*-===//
+//
+// Private to runtime/cuda. What the cuda backend takes from NVIDIA's
+// libraries rather than its own kernels: GEMMs (cuBLAS) and the cuDNN
+// handle (convolutions, ConvPoolKernels.cu). In the host emulation
+// (Device.h) the GEMM is a plain loop and there is no cuDNN handle, so
+// every kernel built on them runs, slowly, without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_CUDA_LIBRARY_H
+#define PPC_RUNTIME_CUDA_LIBRARY_H
+
+#include "Device.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ppc::runtime::cuda {
+
+/// One operand of a row-major GEMM: `data` holds the stored matrix (float32,
+/// or bf16 if `bf16`) with leading dimension `ld`; `transposed`: the
+/// operand is the stored matrix transposed; consecutive batch matrices lie
+/// `batchStride` elements apart (0: the same matrix for every batch).
+struct GemmOperand {
+  const void *data = nullptr;
+  bool bf16 = false;
+  int64_t ld = 0;
+  bool transposed = false;
+  int64_t batchStride = 0;
+};
+
+class Library {
+public:
+  virtual ~Library() = default;
+  /// For b in [0, batch): C_b = alpha * op(A_b) op(B_b) + beta * C_b,
+  /// C_b an m x n row-major float32 matrix at c + b * strideC with
+  /// leading dimension ldc; float32 accumulation (bf16 operands on tensor
+  /// cores). A and B must have the same type.
+  virtual std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k,
+                           float alpha, const GemmOperand &a,
+                           const GemmOperand &b, float beta, float *c,
+                           int64_t ldc, int64_t strideC, int64_t batch) = 0;
+  /// The cudnnHandle_t (null in emulation), made on first use.
+  virtual void *cudnn(Stream stream) = 0;
+};
+
+/// cuBLAS (and cuDNN's handle) on the current device, or the emulation's
+/// loops; "" in `error` on success.
+std::unique_ptr<Library> createLibrary(std::string &error);
+
+} // namespace ppc::runtime::cuda
+
+#endif // PPC_RUNTIME_CUDA_LIBRARY_H

@@ -1,0 +1,71 @@
+//===- BackendAgreement.h - the cuda backend against the cpu backend -*- C++ -*-//
+//
+// The oracle of the cuda backend's kernels: one partition of an op runs on
+// the cpu backend (reference kernels) and on the cuda backend, through the
+// Backend interface as the executor drives it, from the same operand
+// values; every result, every staged op's scratch after each stage, every
+// operand the forward updates in place and every operand gradient must
+// agree. Gradients start at a nonzero base, so a kernel that overwrites
+// instead of adding fails. The same cases build twice: against the host
+// emulation (CudaEmulatedTest, every machine) and against the GPU
+// (CudaBackendTest, skipped with a message where no GPU is visible).
+//
+// A case's operands are whole tensors (random in [-1, 1) unless given);
+// its partition is the boxes of KernelTestUtil.h (whole by default).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_TEST_UNIT_CUDA_BACKENDAGREEMENT_H
+#define PPC_TEST_UNIT_CUDA_BACKENDAGREEMENT_H
+
+#include "../KernelTestUtil.h"
+
+#include "ppc/Runtime/Backend.h"
+#include "ppc/Runtime/DType.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime::test {
+
+struct AgreementCase {
+  OpDesc op;
+  /// Whole operand values; an empty entry is random (seeded by its index).
+  std::vector<std::vector<float>> inputs;
+  /// The partition's boxes; whole tensors when not set.
+  std::optional<Partition> partition;
+  KernelContext ctx;
+  bool backward = true;
+  /// Operands whose gradient is wanted (default: every float operand that
+  /// is not in `integerOperands`).
+  std::vector<bool> needsGrad;
+  /// Operands holding integers (labels, indices): never given a gradient.
+  std::vector<int> integerOperands;
+  /// Storage type of every operand, result and gradient buffer (integer
+  /// operands stay f32, as the plan stores them).
+  DType dtype = DType::F32;
+  /// |cuda - cpu| <= atol + rtol * |cpu|.
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+/// The cuda backend to test, or a skip message (GTEST_SKIP in the test).
+Backend *cudaBackendUnderTest(std::string &skipReason);
+
+/// Runs `c` on both backends and records every disagreement as a gtest
+/// failure (naming the case, the tensor and the first differing element).
+void expectBackendsAgree(const AgreementCase &c, const std::string &name);
+
+} // namespace ppc::runtime::test
+
+/// In a TEST body: skips the test where no cuda backend can start.
+#define PPC_REQUIRE_CUDA_BACKEND()                                             \
+  do {                                                                         \
+    std::string skipReason;                                                    \
+    if (!::ppc::runtime::test::cudaBackendUnderTest(skipReason))               \
+      GTEST_SKIP() << skipReason;                                              \
+  } while (0)
+
+#endif // PPC_TEST_UNIT_CUDA_BACKENDAGREEMENT_H

@@ -1,0 +1,2 @@
+// (cases written with ContractionKernels.cu)
+#include "BackendAgreement.h"
