@@ -663,7 +663,7 @@ KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
     });
     return {};
   }
-  DropoutMask mask(op, ctx);
+  DropoutMask mask = dropoutMaskOf(op, ctx);
   walkStrided<3>(
       extents, {a[0], a[1], globalFlatAccess(dst)}, [&](const Offsets3 &o) {
         float value = src.data[o[0]] * mask.factor(o[2]);

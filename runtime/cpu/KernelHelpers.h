@@ -14,6 +14,7 @@
 #ifndef PPC_RUNTIME_CPU_KERNELHELPERS_H
 #define PPC_RUNTIME_CPU_KERNELHELPERS_H
 
+#include "ppc/Runtime/DropoutMask.h"
 #include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/Kernels.h"
 
@@ -308,43 +309,13 @@ inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// The splitmix64 finalizer: a bijective 64-bit mix.
-inline uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+/// The mask of `op`'s "seed" and "ratio" (`defaultRatio` when absent) at
+/// the step of `ctx` (DropoutMask.h).
+inline DropoutMask dropoutMaskOf(const OpDesc &op, const KernelContext &ctx,
+                                 double defaultRatio = 0.5) {
+  return DropoutMask(op.getInt("seed", 0), ctx.step,
+                     op.getFloat("ratio", defaultRatio));
 }
-
-/// The keep mask of a dropout as a pure function of (seed, step, global flat
-/// index), so every partitioning, and the backward, draws the same mask.
-/// ppc.dropout and ppc.attention (on its [B..., S, T] probabilities) share it.
-struct DropoutMask {
-  uint64_t stream;
-  float ratio;
-  float scale;
-
-  DropoutMask(int64_t seed, int64_t step, double dropRatio)
-      : stream(splitmix64(splitmix64(static_cast<uint64_t>(seed)) ^
-                          static_cast<uint64_t>(step))),
-        ratio(static_cast<float>(dropRatio)), scale(1.0f / (1.0f - ratio)) {}
-
-  /// The mask of `op`'s "seed" and "ratio" (`defaultRatio` when absent) at
-  /// the step of `ctx`.
-  DropoutMask(const OpDesc &op, const KernelContext &ctx,
-              double defaultRatio = 0.5)
-      : DropoutMask(op.getInt("seed", 0), ctx.step,
-                    op.getFloat("ratio", defaultRatio)) {}
-
-  /// The scale of element `flatIndex`: 0 if dropped, 1 / (1 - ratio) if kept.
-  float factor(int64_t flatIndex) const {
-    uint64_t bits = splitmix64(stream + static_cast<uint64_t>(flatIndex) *
-                                            0x9e3779b97f4a7c15ULL);
-    // 24 random bits: uniform in [0, 1), exact in a float.
-    float uniform = static_cast<float>(bits >> 40) * 0x1.0p-24f;
-    return uniform < ratio ? 0.0f : scale;
-  }
-};
 
 /// Offsets of the global flat index of the points of `view`'s box.
 inline StridedAccess globalFlatAccess(const TensorView &view) {
