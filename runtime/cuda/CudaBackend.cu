@@ -384,8 +384,8 @@ public:
   void writeBack(const std::vector<DeviceView> &to, size_t i) const {
     const DeviceView &v = to[i];
     if (blocks[i])
-      convertFromFloat(stream, v.buffer->dtype(), blocks[i], v.buffer->at(v.offset),
-                       v.numElements());
+      convertFromFloat(stream, v.buffer->dtype(), blocks[i],
+                       v.buffer->at(v.offset), v.numElements());
   }
   void writeBackAll(const std::vector<DeviceView> &to) const {
     for (size_t i = 0; i < to.size(); ++i)
@@ -401,9 +401,9 @@ private:
 };
 
 /// The checks every kernel call passes before its kernel sees the views.
-std::string checkViews(const OpDesc &op,
-                       std::initializer_list<const std::vector<DeviceView> *>
-                           lists) {
+std::string
+checkViews(const OpDesc &op,
+           std::initializer_list<const std::vector<DeviceView> *> lists) {
   for (const std::vector<DeviceView> *list : lists)
     for (const DeviceView &v : *list)
       if (v.shape.size() > static_cast<size_t>(kMaxRank))
@@ -483,7 +483,8 @@ public:
       // The staging block is reused: the previous copy must be done.
       waitFor(stream);
       fromFloat(buffer.dtype(), host + at, len, stagingBlock());
-      copyIn(stream, buffer.at(offset + at), stagingBlock(), size_t(len) * bytes);
+      copyIn(stream, buffer.at(offset + at), stagingBlock(),
+             size_t(len) * bytes);
     }
     waitFor(stream);
   }
@@ -493,7 +494,8 @@ public:
     const int bytes = dtypeBytes(buffer.dtype());
     for (int64_t at = 0; at < n; at += kStagingElements) {
       const int64_t len = std::min(kStagingElements, n - at);
-      copyOut(stream, stagingBlock(), buffer.at(offset + at), size_t(len) * bytes);
+      copyOut(stream, stagingBlock(), buffer.at(offset + at),
+              size_t(len) * bytes);
       waitFor(stream);
       toFloat(buffer.dtype(), stagingBlock(), len, host + at);
     }
@@ -564,9 +566,9 @@ public:
       return op.kind + ": out of device memory for its float32 views";
     KernelWorkspace workspace(pool, stream);
     ExecContext exec{stream, library.get(), &workspace};
-    std::string status = kernel->backward(op, ctx, exec, in.get(), out.get(),
-                                          outGrads.get(), inGrads.get(),
-                                          tmp.get());
+    std::string status =
+        kernel->backward(op, ctx, exec, in.get(), out.get(), outGrads.get(),
+                         inGrads.get(), tmp.get());
     if (!status.empty())
       return status;
     inGrads.writeBackAll(inputGrads);
@@ -586,16 +588,15 @@ public:
         if (!state.slots.emplace_back(allocate(DType::F32, n)))
           return false;
     }
-    float *m = slots > 0 ? static_cast<float *>(state.slots[0]->data())
-                         : nullptr;
-    float *v = slots > 1 ? static_cast<float *>(state.slots[1]->data())
-                         : nullptr;
+    float *m =
+        slots > 0 ? static_cast<float *>(state.slots[0]->data()) : nullptr;
+    float *v =
+        slots > 1 ? static_cast<float *>(state.slots[1]->data()) : nullptr;
     const OptimizerCoefficients c =
         optimizerCoefficients(optimizer, ++state.steps);
     optimizerKernel(stream, c, static_cast<float *>(weight.at(offset)),
-                    grad.dtype(), grad.data(), n,
-                    static_cast<float>(gradScale), m, v,
-                    rounded ? rounded->dtype() : DType::F32,
+                    grad.dtype(), grad.data(), n, static_cast<float>(gradScale),
+                    m, v, rounded ? rounded->dtype() : DType::F32,
                     rounded ? rounded->at(offset) : nullptr);
     return true;
   }
@@ -651,9 +652,8 @@ private:
 /// The GPU of this rank: its local rank (as mpirun, srun or the user set
 /// it) modulo the GPUs visible.
 int localRank() {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
-        "LOCAL_RANK"})
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "SLURM_LOCALID", "LOCAL_RANK"})
     if (const char *value = std::getenv(name))
       return std::atoi(value);
   return 0;
@@ -673,8 +673,7 @@ std::unique_ptr<Backend> createCudaBackend(const BackendOptions &,
   cudaError_t status = cudaGetDeviceCount(&devices);
   if (status != cudaSuccess || devices == 0) {
     error = std::string("no GPU visible (cudaGetDeviceCount: ") +
-            (status != cudaSuccess ? cudaGetErrorString(status)
-                                   : "0 devices") +
+            (status != cudaSuccess ? cudaGetErrorString(status) : "0 devices") +
             ")";
     cudaGetLastError();
     return nullptr;

@@ -1,4 +1,5 @@
-//===- CudaKernels.h - how the cuda backend's kernel files register -*- C++ -*-//
+//===- CudaKernels.h - how the cuda backend's kernel files register -*- C++
+//-*-//
 //
 // Private to runtime/cuda. Each *Kernels.cu file registers the ops it
 // implements, forward and backward, under the same contract as the cpu
@@ -39,6 +40,7 @@ namespace ppc::runtime::cuda {
 struct KernelView : TensorView {
   DeviceBox box;
   bool present() const { return data || bf16; }
+  int64_t count() const { return box.count(); }
 };
 
 class Library;

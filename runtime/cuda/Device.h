@@ -146,8 +146,8 @@ template <typename Fn> void launch(Stream stream, int64_t n, Fn fn) {
     fn(i);
 #else
   constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads,
-                                           int64_t(1) << 20);
+  const int64_t blocks =
+      std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t(1) << 20);
   forEachIndexKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       n, fn);
 #endif

@@ -60,9 +60,9 @@ public:
     cublasDestroy(handle);
   }
 
-  std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k,
-                   float alpha, const GemmOperand &a, const GemmOperand &b,
-                   float beta, float *c, int64_t ldc, int64_t strideC,
+  std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k, float alpha,
+                   const GemmOperand &a, const GemmOperand &b, float beta,
+                   float *c, int64_t ldc, int64_t strideC,
                    int64_t batch) override {
     if (a.bf16 != b.bf16)
       return "gemm: operands of different types";
@@ -82,8 +82,7 @@ public:
         &beta, c, CUDA_R_32F, static_cast<int>(ldc), strideC,
         static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
-      return std::string("cublasGemmStridedBatchedEx: ") +
-             cublasError(status);
+      return std::string("cublasGemmStridedBatchedEx: ") + cublasError(status);
     return "";
   }
 

@@ -55,8 +55,7 @@ struct Buffers {
 std::vector<float> readAll(Backend &backend, const DeviceView &view) {
   std::vector<float> values(view.buffer ? view.numElements() : 0);
   if (view.buffer)
-    backend.read(*view.buffer, view.offset, view.numElements(),
-                 values.data());
+    backend.read(*view.buffer, view.offset, view.numElements(), values.data());
   return values;
 }
 
@@ -94,35 +93,33 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   // Scratch as the op asks for this partition (host views for the shapes).
   std::vector<TensorView> hostViews;
   for (size_t i = 0; i < op.operandShapes.size(); ++i)
-    hostViews.push_back(boxView(inputBoxes[i], op.operandShapes[i],
-                                p.inputs[i]));
+    hostViews.push_back(
+        boxView(inputBoxes[i], op.operandShapes[i], p.inputs[i]));
   Buffers scratch;
-  for (const std::vector<int64_t> &shape :
-       scratchShapes(op, hostViews, false))
+  for (const std::vector<int64_t> &shape : scratchShapes(op, hostViews, false))
     makeBuffer(scratch, DType::F32, shape, wholeBox(shape), nullptr);
 
   KernelContext ctx = c.ctx;
   const int32_t stages = numStages(op, ctx.training, false);
   for (int32_t s = 0; s < stages; ++s) {
     ctx.stage = s;
-    result.error = backend.forward(op, ctx, inputs.views, outputs.views,
-                                   scratch.views);
+    result.error =
+        backend.forward(op, ctx, inputs.views, outputs.views, scratch.views);
     if (!result.error.empty())
       return result;
     for (size_t i = 0; i < scratch.views.size(); ++i)
-      result.tensors.push_back(
-          {"forward stage " + std::to_string(s) + " scratch " +
-               std::to_string(i),
-           readAll(backend, scratch.views[i])});
+      result.tensors.push_back({"forward stage " + std::to_string(s) +
+                                    " scratch " + std::to_string(i),
+                                readAll(backend, scratch.views[i])});
   }
   for (size_t i = 0; i < outputs.views.size(); ++i)
     result.tensors.push_back(
         {"result " + std::to_string(i), readAll(backend, outputs.views[i])});
   for (int i : updatedOperands(op, ctx.training))
     if (i < static_cast<int>(inputs.views.size()))
-      result.tensors.push_back({"operand " + std::to_string(i) +
-                                    " after the forward",
-                                readAll(backend, inputs.views[i])});
+      result.tensors.push_back(
+          {"operand " + std::to_string(i) + " after the forward",
+           readAll(backend, inputs.views[i])});
   if (!c.backward)
     return result;
 
@@ -134,24 +131,22 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   for (size_t i = 0; i < op.operandShapes.size(); ++i) {
     if (!needsGrad[i]) {
       inputGrads.owned.push_back(nullptr);
-      inputGrads.views.push_back({nullptr, 0, op.operandShapes[i],
-                                  p.inputs[i].lo, p.inputs[i].hi});
+      inputGrads.views.push_back(
+          {nullptr, 0, op.operandShapes[i], p.inputs[i].lo, p.inputs[i].hi});
       continue;
     }
     std::vector<float> base(inputBoxes[i].size(), kAgreementGradBase);
     makeBuffer(inputGrads, c.dtype, op.operandShapes[i], p.inputs[i], &base);
   }
   Buffers backwardScratch = scratch;
-  for (const std::vector<int64_t> &shape :
-       scratchShapes(op, hostViews, true))
+  for (const std::vector<int64_t> &shape : scratchShapes(op, hostViews, true))
     makeBuffer(backwardScratch, DType::F32, shape, wholeBox(shape), nullptr);
   const int32_t backwardStages = numStages(op, ctx.training, true);
   for (int32_t s = 0; s < backwardStages; ++s) {
     ctx.stage = s;
-    result.error =
-        backend.backward(op, ctx, inputs.views, outputs.views,
-                         outputGrads.views, inputGrads.views,
-                         backwardScratch.views);
+    result.error = backend.backward(op, ctx, inputs.views, outputs.views,
+                                    outputGrads.views, inputGrads.views,
+                                    backwardScratch.views);
     if (!result.error.empty())
       return result;
   }

@@ -1,4 +1,5 @@
-//===- BackendAgreement.h - the cuda backend against the cpu backend -*- C++ -*-//
+//===- BackendAgreement.h - the cuda backend against the cpu backend -*- C++
+//-*-//
 //
 // The oracle of the cuda backend's kernels: one partition of an op runs on
 // the cpu backend (reference kernels) and on the cuda backend, through the

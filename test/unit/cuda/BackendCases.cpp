@@ -100,9 +100,9 @@ TEST(CudaBackend, OptimizerStepsMatchTheCpuBackend) {
   std::unique_ptr<Backend> cpu = createCpuBackend();
   const int64_t n = 5000;
   std::vector<float> weights = randomValues(n, 11), grads = randomValues(n, 12);
-  for (auto kind : {ppc::planfile::Optimizer::SGD,
-                    ppc::planfile::Optimizer::MOMENTUM,
-                    ppc::planfile::Optimizer::ADAM})
+  for (auto kind :
+       {ppc::planfile::Optimizer::SGD, ppc::planfile::Optimizer::MOMENTUM,
+        ppc::planfile::Optimizer::ADAM})
     for (DType gradType : {DType::F32, DType::BF16}) {
       ppc::planfile::Optimizer optimizer;
       optimizer.set_kind(kind);
