@@ -3,6 +3,7 @@
 #include "ppc/Runtime/CpuBackend.h"
 
 #include "ppc/Runtime/Boxes.h"
+#include "ppc/Runtime/Communicator.h"
 
 #include <algorithm>
 #include <cassert>
@@ -14,6 +15,11 @@
 namespace ppc::runtime {
 
 int64_t DeviceView::numElements() const { return boxVolume(lo, hi); }
+
+std::unique_ptr<Communicator> Backend::deviceCommunicator(Communicator &,
+                                                          double) {
+  return nullptr;
+}
 
 namespace {
 

@@ -12,18 +12,24 @@
 
 #include "CudaKernels.h"
 #include "Library.h"
+#if !defined(PPC_CUDA_EMULATION)
+#include "NcclCommunicator.h"
+#endif
 
 #include "ppc/Runtime/Boxes.h"
+#include "ppc/Runtime/Communicator.h"
 #include "ppc/Runtime/CudaBackend.h"
 #include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/OptimizerStep.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace ppc::runtime {
 
@@ -432,7 +438,6 @@ public:
   ~CudaEvent() override { cudaEventDestroy(event); }
   bool done() override { return cudaEventQuery(event) != cudaErrorNotReady; }
   void wait() override { cudaEventSynchronize(event); }
-  cudaEvent_t get() const { return event; }
 
 private:
   cudaEvent_t event;
@@ -481,12 +486,12 @@ public:
     for (int64_t at = 0; at < n; at += kStagingElements) {
       const int64_t len = std::min(kStagingElements, n - at);
       // The staging block is reused: the previous copy must be done.
-      waitFor(stream);
+      waitStream();
       fromFloat(buffer.dtype(), host + at, len, stagingBlock());
       copyIn(stream, buffer.at(offset + at), stagingBlock(),
              size_t(len) * bytes);
     }
-    waitFor(stream);
+    waitStream();
   }
 
   void read(const DeviceBuffer &buffer, int64_t offset, int64_t n,
@@ -496,7 +501,7 @@ public:
       const int64_t len = std::min(kStagingElements, n - at);
       copyOut(stream, stagingBlock(), buffer.at(offset + at),
               size_t(len) * bytes);
-      waitFor(stream);
+      waitStream();
       toFloat(buffer.dtype(), stagingBlock(), len, host + at);
     }
   }
@@ -611,7 +616,7 @@ public:
                     static_cast<int *>(flag->data()));
     int result = 0;
     copyOut(stream, &result, flag->data(), sizeof(int));
-    waitFor(stream);
+    waitStream();
     return result != 0;
   }
 
@@ -622,9 +627,43 @@ public:
     return std::make_unique<CudaEvent>(stream);
 #endif
   }
-  void synchronize() override { waitFor(stream); }
+  void synchronize() override { waitStream(); }
+
+#if !defined(PPC_CUDA_EMULATION)
+  std::unique_ptr<Communicator>
+  deviceCommunicator(Communicator &host, double timeoutSeconds) override {
+    return createNcclCommunicator(
+        host, *this, stream, timeoutSeconds,
+        [this](StallCheck check) { stallCheck = std::move(check); });
+  }
+#endif
 
 private:
+  /// Waits for the stream's work; with a communicator, a wait that lasts
+  /// lets its stall check end the job (a dead peer) instead of hanging.
+  void waitStream() {
+#if defined(PPC_CUDA_EMULATION)
+    waitFor(stream);
+#else
+    if (!stallCheck) {
+      waitFor(stream);
+      return;
+    }
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    double nextCheck = 1;
+    while (cudaStreamQuery(stream) == cudaErrorNotReady) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      const double waited =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      if (waited >= nextCheck) {
+        stallCheck(waited);
+        nextCheck = waited + 1;
+      }
+    }
+#endif
+  }
+
   static constexpr int64_t kStagingElements = int64_t(1) << 20;
 
   /// Pinned host memory for kStagingElements of the widest type.
@@ -646,6 +685,9 @@ private:
   std::shared_ptr<Allocator> allocator;
   BlockPool pool;
   void *staging = nullptr;
+#if !defined(PPC_CUDA_EMULATION)
+  cuda::StallCheck stallCheck;
+#endif
 };
 
 #if !defined(PPC_CUDA_EMULATION)

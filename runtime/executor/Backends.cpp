@@ -2,13 +2,29 @@
 
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/CpuBackend.h"
+#ifdef PPC_HAVE_CUDA
+#include "ppc/Runtime/CudaBackend.h"
+#endif
 
 namespace ppc::runtime {
 
+namespace {
+std::unique_ptr<Backend> startCpu(const BackendOptions &options,
+                                  std::string &error) {
+  error.clear();
+  return createCpuBackend(options);
+}
+} // namespace
+
 const std::vector<BackendInfo> &backends() {
   static const std::vector<BackendInfo> list = {
-      {"cpu", "host memory, oneDNN and the reference kernels, MPI",
-       createCpuBackend},
+      {"cpu", "host memory, oneDNN and the reference kernels, MPI", startCpu},
+#ifdef PPC_HAVE_CUDA
+      {"cuda",
+       "one GPU per rank (the local rank's), cuBLAS, cuDNN and own kernels, "
+       "NCCL",
+       createCudaBackend},
+#endif
   };
   return list;
 }
@@ -32,9 +48,15 @@ const BackendInfo *findBackend(const std::string &name) {
 }
 
 std::unique_ptr<Backend> createBackend(const std::string &name,
-                                       const BackendOptions &options) {
+                                       const BackendOptions &options,
+                                       std::string &error) {
   const BackendInfo *info = findBackend(name);
-  return info ? info->create(options) : nullptr;
+  if (!info) {
+    error = "unknown backend '" + name + "' (this build has " + backendNames() +
+            ")";
+    return nullptr;
+  }
+  return info->create(options, error);
 }
 
 } // namespace ppc::runtime

@@ -174,13 +174,11 @@ double peakResidentMemory() {
 class Run {
 public:
   Run(const Plan &plan, const RunOptions &options, Communicator &comm,
-      std::ostream &out, std::ostream &err)
+      std::unique_ptr<Backend> backend, std::ostream &out, std::ostream &err)
       : plan(plan), options(options), comm(comm), out(out), err(err),
         rank(comm.rank()), hash(planHash(plan)),
         data(plan, options.seed, options.init, options.batches),
-        backend(createBackend(options.backend,
-                              {options.threads, options.referenceKernels})),
-        runner(plan, data, comm, *backend) {}
+        backend(std::move(backend)), runner(plan, data, comm, *this->backend) {}
 
   int run();
 
@@ -245,7 +243,7 @@ private:
   const int rank;
   const uint64_t hash;
   DataSource data;
-  /// Made by runPlan's check of the name: never null.
+  /// Made by runPlan: never null.
   std::unique_ptr<Backend> backend;
   ProgramRunner runner;
   std::ofstream log;
@@ -1098,7 +1096,21 @@ int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
           << "build has " << backendNames() << ")\n";
     return 1;
   }
-  Run run(plan, options, comm, out, err);
+  // Every rank learns whether any rank's backend failed to start (a rank
+  // without a GPU), so none waits on it.
+  std::string error;
+  std::unique_ptr<Backend> backend = createBackend(
+      options.backend, {options.threads, options.referenceKernels}, error);
+  if (comm.anyRank(!backend, [] { return "starting the backends"; })) {
+    if (!backend)
+      err << "ppc-run: rank " << comm.rank() << ": backend " << options.backend
+          << ": " << error << "\n";
+    return 1;
+  }
+  std::unique_ptr<Communicator> deviceComm =
+      backend->deviceCommunicator(comm, options.timeout);
+  Run run(plan, options, deviceComm ? *deviceComm : comm, std::move(backend),
+          out, err);
   return run.run();
 }
 

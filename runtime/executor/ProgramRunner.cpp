@@ -256,6 +256,10 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   double setupSeconds = 0;
   for (index_ = 0; index_ < program.instructions_size(); ++index_) {
     const Instruction &instr = program.instructions(index_);
+    // Timing kernels on a backend that queues its work (cuda) measures the
+    // work itself: wait for what came before and for the instruction's own.
+    if (timeKernels_)
+      backend.synchronize();
     const Clock::time_point t0 = Clock::now();
     const double cpu0 = cpuTimeKernels_ ? threadCpuSeconds() : 0;
     std::string err;
@@ -281,6 +285,8 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     }
     if (!err.empty())
       return err + " (" + context() + ")";
+    if (timeKernels_)
+      backend.synchronize();
     const Clock::time_point t1 = Clock::now();
     // An early all-reduce shows on the communication track from its start.
     if (startedEarly && trace)
@@ -315,6 +321,8 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   if (lossScale_.active() && !gradientsChecked_)
     checkGradients();
   const Clock::time_point t0 = Clock::now();
+  // A step ends when its work is done, not when it is queued (cuda).
+  backend.synchronize();
   if (std::string err =
           comm.completeSends("end of step " + std::to_string(step));
       !err.empty())

@@ -222,7 +222,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       // stod reads "inf" and "infinity"; NaN fails x > 0.
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number of seconds or 'inf'");
-      args.timeout = std::min(x, kUnlimitedTimeout);
+      args.timeout = o.timeout = std::min(x, kUnlimitedTimeout);
     } else if (name == "--backend") {
       if (!takeValue() || !findBackend(value))
         return bad(backendNames().c_str());

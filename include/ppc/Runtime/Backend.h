@@ -22,8 +22,9 @@
 // is rounded after each sum), as tensor cores and oneDNN's bf16 primitives
 // accumulate in float. Scratch buffers (batch-norm statistics) are float32.
 //
-// Backends: cpu (runtime/cpu). The list is backends(); createBackend makes
-// one by name with the run's BackendOptions.
+// Backends: cpu (runtime/cpu) and, where nvcc was found at build time, cuda
+// (runtime/cuda). The list is backends(); createBackend makes one by name
+// with the run's BackendOptions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,8 @@
 #include <vector>
 
 namespace ppc::runtime {
+
+class Communicator;
 
 /// Memory of one buffer on a backend's device.
 class DeviceBuffer {
@@ -143,6 +146,13 @@ public:
   virtual std::unique_ptr<Event> record() = 0;
   /// Waits for all issued work.
   virtual void synchronize() = 0;
+
+  /// The communicator for collectives on this backend's buffers, built on
+  /// `host` (MPI over host memory, which also carries the executor's own
+  /// exchanges); `timeoutSeconds` bounds every wait. Null: `host` serves as
+  /// it is (the cpu backend). Made once every rank has its backend.
+  virtual std::unique_ptr<Communicator>
+  deviceCommunicator(Communicator &host, double timeoutSeconds);
 };
 
 /// How a run wants its backend set up.
@@ -156,7 +166,10 @@ struct BackendOptions {
 struct BackendInfo {
   const char *name;
   const char *description;
-  std::unique_ptr<Backend> (*create)(const BackendOptions &);
+  /// Null with the reason in `error` when the backend cannot start here
+  /// (cuda: no GPU visible).
+  std::unique_ptr<Backend> (*create)(const BackendOptions &,
+                                     std::string &error);
 };
 
 /// Every backend this build has: the list --backend and the docs follow.
@@ -165,9 +178,11 @@ const std::vector<BackendInfo> &backends();
 std::string backendNames();
 /// The backend named `name`, or null.
 const BackendInfo *findBackend(const std::string &name);
-/// A backend named `name` (findBackend must know it).
+/// A backend named `name` (findBackend must know it); null with the reason
+/// in `error` when it cannot start.
 std::unique_ptr<Backend> createBackend(const std::string &name,
-                                       const BackendOptions &options = {});
+                                       const BackendOptions &options,
+                                       std::string &error);
 
 } // namespace ppc::runtime
 

@@ -76,6 +76,9 @@ struct RunOptions {
   std::string profileFile;
   std::string profileDevice = "cpu-epyc-2core";
   int threads = 1;
+  /// Seconds a rank waits for another (or for its GPU's queued work) before
+  /// it ends the job; the host communicator has its own copy.
+  double timeout = 300;
   /// Start gradient all-reduces during the backward (ProgramRunner.h).
   /// Off by default: on hosts whose cores all compute it costs the backward
   /// what it saves the sync (docs/runtime.md, "Collectives").

@@ -1,0 +1,406 @@
+//===- NcclCommunicator.cu - collectives between GPUs over NCCL -----------===//
+
+#include "NcclCommunicator.h"
+
+#include "ppc/Runtime/CpuBackend.h"
+
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace ppc::runtime::cuda {
+
+namespace {
+
+ncclDataType_t ncclType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return ncclFloat32;
+  case DType::BF16:
+    return ncclBfloat16;
+  case DType::F16:
+    return ncclFloat16;
+  case DType::I64:
+    return ncclInt64;
+  }
+  return ncclFloat32;
+}
+
+std::string ncclError(const char *call, ncclResult_t result,
+                      ncclComm_t comm = nullptr) {
+  std::string text = std::string(call) + ": " + ncclGetErrorString(result);
+  if (const char *last = comm ? ncclGetLastError(comm) : nullptr; last && *last)
+    text += std::string(" (") + last + ")";
+  return text;
+}
+
+char *at(void *data, DType dtype, int64_t offset) {
+  return static_cast<char *>(data) + offset * dtypeBytes(dtype);
+}
+const char *at(const void *data, DType dtype, int64_t offset) {
+  return static_cast<const char *>(data) + offset * dtypeBytes(dtype);
+}
+
+class NcclCommunicator final : public Communicator {
+public:
+  NcclCommunicator(Communicator &host, Backend &backend, Stream stream,
+                   double timeoutSeconds)
+      : Communicator(host.rank(), host.size()), host(host), backend(backend),
+        stream(stream), timeoutSeconds(timeoutSeconds),
+        hostBuffers(createCpuBackend()) {
+    cudaStreamCreateWithFlags(&overlapStream, cudaStreamNonBlocking);
+  }
+  ~NcclCommunicator() override {
+    cudaStreamSynchronize(overlapStream);
+    for (auto &[handle, event] : started)
+      cudaEventDestroy(event);
+    for (auto &[group, pair] : comms) {
+      ncclCommDestroy(pair.started);
+      ncclCommDestroy(pair.ordered);
+    }
+    cudaStreamDestroy(overlapStream);
+  }
+
+  std::string
+  createGroups(const std::vector<std::vector<int>> &groups) override {
+    if (std::string err = host.createGroups(groups); !err.empty())
+      return err;
+    for (const std::vector<int> &group : groups) {
+      auto me = std::find(group.begin(), group.end(), rank());
+      if (group.size() < 2 || me == group.end() || comms.count(group))
+        continue;
+      const int index = static_cast<int>(me - group.begin());
+      ncclUniqueId id{};
+      if (index == 0)
+        if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+          return ncclError("ncclGetUniqueId", r);
+      static_assert(sizeof(id) % 8 == 0);
+      if (std::string err = host.broadcast(
+              &id, DType::I64, sizeof(id) / 8, group, 0,
+              [&] { return "the NCCL id exchange of " + describe(group); });
+          !err.empty())
+        return err;
+      Pair pair;
+      if (ncclResult_t r = ncclCommInitRank(
+              &pair.ordered, static_cast<int>(group.size()), id, index);
+          r != ncclSuccess)
+        return ncclError("ncclCommInitRank", r) + " for " + describe(group);
+      if (ncclResult_t r =
+              ncclCommSplit(pair.ordered, 0, index, &pair.started, nullptr);
+          r != ncclSuccess)
+        return ncclError("ncclCommSplit", r, pair.ordered) + " for " +
+               describe(group);
+      comms.emplace(group, pair);
+    }
+    return "";
+  }
+
+  int maxTag() const override { return host.maxTag(); }
+
+  // Messages: through host memory over MPI (NCCL has no tags).
+  std::string send(std::shared_ptr<DeviceBuffer> message, int64_t n, int peer,
+                   int tag) override {
+    std::shared_ptr<DeviceBuffer> staged =
+        hostBuffers->allocate(message->dtype(), n);
+    if (!staged)
+      return "out of host memory for a message";
+    cudaStreamSynchronize(stream); // the message's copy was issued on it
+    if (cudaError_t e = cudaMemcpy(staged->data(), message->data(),
+                                   staged->bytes(), cudaMemcpyDeviceToHost);
+        e != cudaSuccess)
+      return std::string("copying a message to the host: ") +
+             cudaGetErrorString(e);
+    return host.send(std::move(staged), n, peer, tag);
+  }
+  std::string recv(void *data, DType dtype, int64_t n, int peer, int tag,
+                   const Where &where) override {
+    std::shared_ptr<DeviceBuffer> staged = hostBuffers->allocate(dtype, n);
+    if (!staged)
+      return "out of host memory for a message";
+    if (std::string err = host.recv(staged->data(), dtype, n, peer, tag, where);
+        !err.empty())
+      return err;
+    // From pageable memory: returns once the data is staged by the driver.
+    if (cudaError_t e =
+            cudaMemcpyAsync(data, staged->data(), n * dtypeBytes(dtype),
+                            cudaMemcpyHostToDevice, stream);
+        e != cudaSuccess)
+      return std::string("copying a message to the GPU: ") +
+             cudaGetErrorString(e);
+    return "";
+  }
+  std::string completeSends(const std::string &context) override {
+    return host.completeSends(context);
+  }
+
+  std::string allReduce(void *data, DType dtype, int64_t n,
+                        const std::vector<int> &group, bool max,
+                        const Where &) override {
+    if (group.size() < 2)
+      return "";
+    ncclComm_t comm = ordered(group);
+    if (!comm)
+      return noGroup(group);
+    return check("ncclAllReduce",
+                 ncclAllReduce(data, data, n, ncclType(dtype),
+                               max ? ncclMax : ncclSum, comm, stream),
+                 comm);
+  }
+
+  std::string startAllReduce(void *data, DType dtype, int64_t n,
+                             const std::vector<int> &group, bool max, Event &,
+                             int64_t &handle) override {
+    handle = nextHandle++;
+    cudaEvent_t done;
+    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    if (group.size() >= 2) {
+      auto it = comms.find(group);
+      if (it == comms.end())
+        return noGroup(group);
+      // The work issued so far (at least what `ready` marks) comes first.
+      cudaEvent_t ready;
+      cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+      cudaEventRecord(ready, stream);
+      cudaStreamWaitEvent(overlapStream, ready, 0);
+      cudaEventDestroy(ready);
+      if (std::string err =
+              check("ncclAllReduce",
+                    ncclAllReduce(data, data, n, ncclType(dtype),
+                                  max ? ncclMax : ncclSum, it->second.started,
+                                  overlapStream),
+                    it->second.started);
+          !err.empty()) {
+        cudaEventDestroy(done);
+        return err;
+      }
+    }
+    cudaEventRecord(done, overlapStream);
+    started.emplace(handle, done);
+    return "";
+  }
+  void progress() override { host.progress(); }
+  std::string wait(int64_t handle, const Where &) override {
+    auto it = started.find(handle);
+    if (it == started.end())
+      return "no started all-reduce " + std::to_string(handle);
+    // The compute stream waits; the host does not.
+    cudaStreamWaitEvent(stream, it->second, 0);
+    cudaEventDestroy(it->second);
+    started.erase(it);
+    return "";
+  }
+
+  std::string broadcast(void *data, DType dtype, int64_t n,
+                        const std::vector<int> &group, int root,
+                        const Where &) override {
+    if (group.size() < 2)
+      return "";
+    ncclComm_t comm = ordered(group);
+    if (!comm)
+      return noGroup(group);
+    return check(
+        "ncclBroadcast",
+        ncclBroadcast(data, data, n, ncclType(dtype), root, comm, stream),
+        comm);
+  }
+
+  std::string allGather(const void *send, void *recv, DType dtype,
+                        const std::vector<int64_t> &counts,
+                        const std::vector<int> &group, const Where &) override {
+    if (group.size() < 2)
+      return copy(send, recv, dtype, counts.empty() ? 0 : counts[0]);
+    ncclComm_t comm = ordered(group);
+    if (!comm)
+      return noGroup(group);
+    const ncclDataType_t type = ncclType(dtype);
+    if (std::all_of(counts.begin(), counts.end(),
+                    [&](int64_t c) { return c == counts[0]; }))
+      return check("ncclAllGather",
+                   ncclAllGather(send, recv, counts[0], type, comm, stream),
+                   comm);
+    // Unequal pieces: each member broadcasts its own.
+    const int me = indexIn(group);
+    ncclGroupStart();
+    int64_t offset = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      char *piece = at(recv, dtype, offset);
+      ncclBroadcast(static_cast<int>(i) == me ? send : piece, piece, counts[i],
+                    type, static_cast<int>(i), comm, stream);
+      offset += counts[i];
+    }
+    return check("ncclGroupEnd (all-gather)", ncclGroupEnd(), comm);
+  }
+
+  std::string reduceScatter(const void *send, void *recv, DType dtype,
+                            const std::vector<int64_t> &counts,
+                            const std::vector<int> &group, bool max,
+                            const Where &) override {
+    if (group.size() < 2)
+      return copy(send, recv, dtype, counts.empty() ? 0 : counts[0]);
+    ncclComm_t comm = ordered(group);
+    if (!comm)
+      return noGroup(group);
+    const ncclDataType_t type = ncclType(dtype);
+    const ncclRedOp_t op = max ? ncclMax : ncclSum;
+    if (std::all_of(counts.begin(), counts.end(),
+                    [&](int64_t c) { return c == counts[0]; }))
+      return check(
+          "ncclReduceScatter",
+          ncclReduceScatter(send, recv, counts[0], type, op, comm, stream),
+          comm);
+    // Unequal pieces: each member's piece is reduced to it.
+    ncclGroupStart();
+    int64_t offset = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      ncclReduce(at(send, dtype, offset), recv, counts[i], type, op,
+                 static_cast<int>(i), comm, stream);
+      offset += counts[i];
+    }
+    return check("ncclGroupEnd (reduce-scatter)", ncclGroupEnd(), comm);
+  }
+
+  std::string allToAll(const void *send, const std::vector<int64_t> &sendCounts,
+                       void *recv, const std::vector<int64_t> &recvCounts,
+                       DType dtype, const std::vector<int> &group,
+                       const Where &) override {
+    if (group.size() < 2)
+      return copy(send, recv, dtype, sendCounts.empty() ? 0 : sendCounts[0]);
+    ncclComm_t comm = ordered(group);
+    if (!comm)
+      return noGroup(group);
+    const ncclDataType_t type = ncclType(dtype);
+    ncclGroupStart();
+    int64_t sent = 0, received = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (sendCounts[i] > 0)
+        ncclSend(at(send, dtype, sent), sendCounts[i], type,
+                 static_cast<int>(i), comm, stream);
+      if (recvCounts[i] > 0)
+        ncclRecv(at(recv, dtype, received), recvCounts[i], type,
+                 static_cast<int>(i), comm, stream);
+      sent += sendCounts[i];
+      received += recvCounts[i];
+    }
+    return check("ncclGroupEnd (all-to-all)", ncclGroupEnd(), comm);
+  }
+
+  // The executor's own exchanges, on host values.
+  std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
+                                     const std::vector<int> &group,
+                                     const Where &where) override {
+    return host.allGatherInts(mine, group, where);
+  }
+  std::vector<double> maxOverRanks(const std::vector<double> &values,
+                                   const Where &where) override {
+    return host.maxOverRanks(values, where);
+  }
+  bool anyRank(bool flag, const Where &where) override {
+    return host.anyRank(flag, where);
+  }
+  std::vector<std::string> gatherToRoot(const std::string &mine,
+                                        const Where &where) override {
+    return host.gatherToRoot(mine, where);
+  }
+  int64_t broadcastFromRoot(int64_t value, const Where &where) override {
+    return host.broadcastFromRoot(value, where);
+  }
+  void barrier(const Where &where) override { host.barrier(where); }
+
+  [[noreturn]] void abort(int code) override {
+    for (auto &[group, pair] : comms) {
+      ncclCommAbort(pair.started);
+      ncclCommAbort(pair.ordered);
+    }
+    comms.clear();
+    host.abort(code);
+    std::_Exit(code); // host.abort does not return
+  }
+
+  /// The backend's stall check: an asynchronous NCCL error, or GPU work
+  /// not done within the timeout, ends the job.
+  void onStall(double waitedSeconds) {
+    std::string why;
+    for (auto &[group, pair] : comms)
+      for (ncclComm_t comm : {pair.ordered, pair.started}) {
+        ncclResult_t result = ncclSuccess;
+        ncclCommGetAsyncError(comm, &result);
+        if (result != ncclSuccess && result != ncclInProgress && why.empty())
+          why = ncclError("NCCL", result, comm) + " in " + describe(group);
+      }
+    if (why.empty() && waitedSeconds < timeoutSeconds)
+      return;
+    if (why.empty())
+      why = "the GPU's queued work (kernels and NCCL collectives) was not "
+            "done after " +
+            std::to_string(static_cast<int64_t>(waitedSeconds)) +
+            " s: a peer rank stopped inside a collective?";
+    std::fprintf(stderr, "ppc-run: rank %d: %s\n", rank(), why.c_str());
+    std::fflush(stderr);
+    abort(1);
+  }
+
+private:
+  struct Pair {
+    ncclComm_t ordered = nullptr, started = nullptr;
+  };
+
+  ncclComm_t ordered(const std::vector<int> &group) const {
+    auto it = comms.find(group);
+    return it == comms.end() ? nullptr : it->second.ordered;
+  }
+  int indexIn(const std::vector<int> &group) const {
+    return static_cast<int>(std::find(group.begin(), group.end(), rank()) -
+                            group.begin());
+  }
+  static std::string describe(const std::vector<int> &group) {
+    std::string text = "group [";
+    for (size_t i = 0; i < group.size(); ++i)
+      text += (i ? " " : "") + std::to_string(group[i]);
+    return text + "]";
+  }
+  std::string noGroup(const std::vector<int> &group) const {
+    return "no NCCL communicator for " + describe(group) +
+           " (not in the plan's groups, or this rank is not a member)";
+  }
+  std::string check(const char *call, ncclResult_t result, ncclComm_t comm) {
+    return result == ncclSuccess || result == ncclInProgress
+               ? ""
+               : ncclError(call, result, comm);
+  }
+  /// A group of one: its own piece, on the stream.
+  std::string copy(const void *send, void *recv, DType dtype, int64_t n) {
+    if (send == recv || n <= 0)
+      return "";
+    cudaError_t e = cudaMemcpyAsync(recv, send, n * dtypeBytes(dtype),
+                                    cudaMemcpyDeviceToDevice, stream);
+    return e == cudaSuccess ? "" : cudaGetErrorString(e);
+  }
+
+  Communicator &host;
+  Backend &backend;
+  Stream stream;
+  cudaStream_t overlapStream{};
+  double timeoutSeconds;
+  std::unique_ptr<Backend> hostBuffers; ///< host memory for messages
+  std::map<std::vector<int>, Pair> comms;
+  std::map<int64_t, cudaEvent_t> started;
+  int64_t nextHandle = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator>
+createNcclCommunicator(Communicator &host, Backend &backend, Stream stream,
+                       double timeoutSeconds,
+                       const std::function<void(StallCheck)> &setStallCheck) {
+  auto comm =
+      std::make_unique<NcclCommunicator>(host, backend, stream, timeoutSeconds);
+  NcclCommunicator *raw = comm.get();
+  setStallCheck([raw](double waited) { raw->onStall(waited); });
+  return comm;
+}
+
+} // namespace ppc::runtime::cuda
