@@ -633,7 +633,7 @@ public:
   std::unique_ptr<Communicator>
   deviceCommunicator(Communicator &host, double timeoutSeconds) override {
     return createNcclCommunicator(
-        host, *this, stream, timeoutSeconds,
+        host, stream, timeoutSeconds,
         [this](StallCheck check) { stallCheck = std::move(check); });
   }
 #endif

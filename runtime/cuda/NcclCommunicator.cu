@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <set>
+#include <unistd.h>
 
 namespace ppc::runtime::cuda {
 
@@ -46,11 +49,9 @@ const char *at(const void *data, DType dtype, int64_t offset) {
 
 class NcclCommunicator final : public Communicator {
 public:
-  NcclCommunicator(Communicator &host, Backend &backend, Stream stream,
-                   double timeoutSeconds)
-      : Communicator(host.rank(), host.size()), host(host), backend(backend),
-        stream(stream), timeoutSeconds(timeoutSeconds),
-        hostBuffers(createCpuBackend()) {
+  NcclCommunicator(Communicator &host, Stream stream, double timeoutSeconds)
+      : Communicator(host.rank(), host.size()), host(host), stream(stream),
+        timeoutSeconds(timeoutSeconds), hostBuffers(createCpuBackend()) {
     cudaStreamCreateWithFlags(&overlapStream, cudaStreamNonBlocking);
   }
   ~NcclCommunicator() override {
@@ -73,6 +74,20 @@ public:
       if (group.size() < 2 || me == group.end() || comms.count(group))
         continue;
       const int index = static_cast<int>(me - group.begin());
+      // NCCL takes one rank per GPU: members sharing one (more ranks than
+      // GPUs on a host) exchange through host memory instead.
+      std::vector<int64_t> devices =
+          host.allGatherInts(deviceIdentity(), group, [&] {
+            return "the GPU exchange of " + describe(group);
+          });
+      std::vector<std::pair<int64_t, int64_t>> seen;
+      for (size_t i = 0; i + 1 < devices.size(); i += 2)
+        seen.push_back({devices[i], devices[i + 1]});
+      std::sort(seen.begin(), seen.end());
+      if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+        sharedGroups.insert(group);
+        continue;
+      }
       ncclUniqueId id{};
       if (index == 0)
         if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
@@ -138,9 +153,13 @@ public:
 
   std::string allReduce(void *data, DType dtype, int64_t n,
                         const std::vector<int> &group, bool max,
-                        const Where &) override {
+                        const Where &where) override {
     if (group.size() < 2)
       return "";
+    if (sharedGroups.count(group))
+      return viaHost({{data, n, true, true}}, dtype, [&](void *const *h) {
+        return host.allReduce(h[0], dtype, n, group, max, where);
+      });
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
@@ -156,7 +175,19 @@ public:
     handle = nextHandle++;
     cudaEvent_t done;
     cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    if (group.size() >= 2) {
+    if (sharedGroups.count(group)) {
+      // Host exchanges block: the all-reduce is done when it returns.
+      std::string err =
+          viaHost({{data, n, true, true}}, dtype, [&](void *const *h) {
+            return host.allReduce(h[0], dtype, n, group, max, [] {
+              return std::string("an all-reduce started early");
+            });
+          });
+      if (!err.empty()) {
+        cudaEventDestroy(done);
+        return err;
+      }
+    } else if (group.size() >= 2) {
       auto it = comms.find(group);
       if (it == comms.end())
         return noGroup(group);
@@ -195,9 +226,13 @@ public:
 
   std::string broadcast(void *data, DType dtype, int64_t n,
                         const std::vector<int> &group, int root,
-                        const Where &) override {
+                        const Where &where) override {
     if (group.size() < 2)
       return "";
+    if (sharedGroups.count(group))
+      return viaHost({{data, n, true, true}}, dtype, [&](void *const *h) {
+        return host.broadcast(h[0], dtype, n, group, root, where);
+      });
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
@@ -209,9 +244,17 @@ public:
 
   std::string allGather(const void *send, void *recv, DType dtype,
                         const std::vector<int64_t> &counts,
-                        const std::vector<int> &group, const Where &) override {
+                        const std::vector<int> &group,
+                        const Where &where) override {
     if (group.size() < 2)
       return copy(send, recv, dtype, counts.empty() ? 0 : counts[0]);
+    if (sharedGroups.count(group))
+      return viaHost(
+          {{const_cast<void *>(send), counts[indexIn(group)], true, false},
+           {recv, sum(counts), false, true}},
+          dtype, [&](void *const *h) {
+            return host.allGather(h[0], h[1], dtype, counts, group, where);
+          });
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
@@ -237,9 +280,16 @@ public:
   std::string reduceScatter(const void *send, void *recv, DType dtype,
                             const std::vector<int64_t> &counts,
                             const std::vector<int> &group, bool max,
-                            const Where &) override {
+                            const Where &where) override {
     if (group.size() < 2)
       return copy(send, recv, dtype, counts.empty() ? 0 : counts[0]);
+    if (sharedGroups.count(group))
+      return viaHost({{const_cast<void *>(send), sum(counts), true, false},
+                      {recv, counts[indexIn(group)], false, true}},
+                     dtype, [&](void *const *h) {
+                       return host.reduceScatter(h[0], h[1], dtype, counts,
+                                                 group, max, where);
+                     });
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
@@ -265,9 +315,16 @@ public:
   std::string allToAll(const void *send, const std::vector<int64_t> &sendCounts,
                        void *recv, const std::vector<int64_t> &recvCounts,
                        DType dtype, const std::vector<int> &group,
-                       const Where &) override {
+                       const Where &where) override {
     if (group.size() < 2)
       return copy(send, recv, dtype, sendCounts.empty() ? 0 : sendCounts[0]);
+    if (sharedGroups.count(group))
+      return viaHost({{const_cast<void *>(send), sum(sendCounts), true, false},
+                      {recv, sum(recvCounts), false, true}},
+                     dtype, [&](void *const *h) {
+                       return host.allToAll(h[0], sendCounts, h[1], recvCounts,
+                                            dtype, group, where);
+                     });
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
@@ -343,6 +400,64 @@ public:
   }
 
 private:
+  /// A device range a host exchange reads (`in`) and/or writes (`out`).
+  struct HostRange {
+    void *device;
+    int64_t n;
+    bool in, out;
+  };
+
+  /// Runs `exchange` on host copies of `ranges` (h[i] for ranges[i]): the
+  /// path of groups whose members share a GPU.
+  template <typename Exchange>
+  std::string viaHost(const std::vector<HostRange> &ranges, DType dtype,
+                      Exchange &&exchange) {
+    std::vector<std::shared_ptr<DeviceBuffer>> copies;
+    std::vector<void *> pointers;
+    cudaStreamSynchronize(stream); // what the exchange reads is written
+    for (const HostRange &r : ranges) {
+      copies.push_back(hostBuffers->allocate(dtype, r.n));
+      if (!copies.back())
+        return "out of host memory for a collective's staging";
+      if (r.in && r.n > 0)
+        if (cudaError_t e =
+                cudaMemcpy(copies.back()->data(), r.device,
+                           r.n * dtypeBytes(dtype), cudaMemcpyDeviceToHost);
+            e != cudaSuccess)
+          return std::string("copying to the host: ") + cudaGetErrorString(e);
+      pointers.push_back(copies.back()->data());
+    }
+    if (std::string err = exchange(pointers.data()); !err.empty())
+      return err;
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (ranges[i].out && ranges[i].n > 0)
+        if (cudaError_t e = cudaMemcpy(ranges[i].device, pointers[i],
+                                       ranges[i].n * dtypeBytes(dtype),
+                                       cudaMemcpyHostToDevice);
+            e != cudaSuccess)
+          return std::string("copying to the GPU: ") + cudaGetErrorString(e);
+    return "";
+  }
+
+  static int64_t sum(const std::vector<int64_t> &counts) {
+    int64_t total = 0;
+    for (int64_t c : counts)
+      total += c;
+    return total;
+  }
+
+  /// This rank's GPU as (host, PCI bus) hashes.
+  static std::vector<int64_t> deviceIdentity() {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    char bus[64] = {};
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetPCIBusId(bus, sizeof(bus) - 1, device);
+    return {static_cast<int64_t>(std::hash<std::string>()(host)),
+            static_cast<int64_t>(std::hash<std::string>()(bus))};
+  }
+
   struct Pair {
     ncclComm_t ordered = nullptr, started = nullptr;
   };
@@ -380,12 +495,13 @@ private:
   }
 
   Communicator &host;
-  Backend &backend;
   Stream stream;
   cudaStream_t overlapStream{};
   double timeoutSeconds;
   std::unique_ptr<Backend> hostBuffers; ///< host memory for messages
   std::map<std::vector<int>, Pair> comms;
+  /// Groups whose members share a GPU: exchanged through host memory.
+  std::set<std::vector<int>> sharedGroups;
   std::map<int64_t, cudaEvent_t> started;
   int64_t nextHandle = 0;
 };
@@ -393,11 +509,9 @@ private:
 } // namespace
 
 std::unique_ptr<Communicator>
-createNcclCommunicator(Communicator &host, Backend &backend, Stream stream,
-                       double timeoutSeconds,
+createNcclCommunicator(Communicator &host, Stream stream, double timeoutSeconds,
                        const std::function<void(StallCheck)> &setStallCheck) {
-  auto comm =
-      std::make_unique<NcclCommunicator>(host, backend, stream, timeoutSeconds);
+  auto comm = std::make_unique<NcclCommunicator>(host, stream, timeoutSeconds);
   NcclCommunicator *raw = comm.get();
   setStallCheck([raw](double waited) { raw->onStall(waited); });
   return comm;

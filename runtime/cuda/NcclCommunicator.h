@@ -12,7 +12,9 @@
 //  - all-gathers and reduce-scatters of unequal pieces run as grouped
 //    broadcasts and reduces, all-to-all as grouped sends and receives;
 //  - point-to-point messages, which carry tags NCCL has not, go through
-//    host memory over MPI;
+//    host memory over MPI, and so do the collectives of a group whose
+//    members share a GPU (more ranks than GPUs: NCCL takes one rank per
+//    GPU), slowly but correctly;
 //  - everything else (the executor's own exchanges) is the host's.
 // A rank whose GPU work stalls (a peer died inside a collective) ends the
 // job when a host wait exceeds the timeout or NCCL reports an asynchronous
@@ -36,11 +38,10 @@ namespace ppc::runtime::cuda {
 /// stream is not done; ends the job when the wait must not go on.
 using StallCheck = std::function<void(double waitedSeconds)>;
 
-/// The communicator of `backend` (whose work runs on `stream`); installs
-/// its stall check through `setStallCheck`.
+/// The communicator of the cuda backend whose work runs on `stream`;
+/// installs its stall check through `setStallCheck`.
 std::unique_ptr<Communicator>
-createNcclCommunicator(Communicator &host, Backend &backend, Stream stream,
-                       double timeoutSeconds,
+createNcclCommunicator(Communicator &host, Stream stream, double timeoutSeconds,
                        const std::function<void(StallCheck)> &setStallCheck);
 
 } // namespace ppc::runtime::cuda

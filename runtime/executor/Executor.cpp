@@ -459,7 +459,20 @@ int Run::verify(int64_t step, double lossScale) {
                                ? options.verifyTolerance
                                : loosest.verifyTolerance;
   ReferenceStep ref;
-  if (anyFailed(runReferenceStep(plan, data, step, *backend, lossScale, ref),
+  // The reference may run on another backend (--verify-backend).
+  std::unique_ptr<Backend> other;
+  std::string otherError;
+  if (!options.verifyBackend.empty() &&
+      options.verifyBackend != options.backend &&
+      !(other = createBackend(options.verifyBackend,
+                              {options.threads, options.referenceKernels},
+                              otherError)))
+    otherError = "--verify-backend " + options.verifyBackend + ": " +
+                 otherError;
+  if (anyFailed(otherError, false))
+    return 1;
+  if (anyFailed(runReferenceStep(plan, data, step, other ? *other : *backend,
+                                 lossScale, ref),
                 true))
     return 1;
   // Loss scaling skips a step whose gradients overflow: both sides must.

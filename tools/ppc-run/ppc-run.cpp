@@ -48,6 +48,9 @@ options:
                          gradients, updated weights and batch-norm statistics
                          it holds; exit 1 ("verify FAILED") if an error is
                          above the tolerance
+  --verify-backend NAME  run --verify's single-device step on this backend
+                         (default: the run's): cpu checks a cuda run
+                         against the cpu kernels
   --verify-tolerance X   largest relative error per tensor (default: 1e-4
                          for float32 plans, 1e-2 with f16 tensors, 5e-2
                          with bf16 ones, whose 8-bit mantissa rounds each
@@ -223,6 +226,10 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number of seconds or 'inf'");
       args.timeout = o.timeout = std::min(x, kUnlimitedTimeout);
+    } else if (name == "--verify-backend") {
+      if (!takeValue() || !findBackend(value))
+        return bad(backendNames().c_str());
+      o.verifyBackend = value;
     } else if (name == "--backend") {
       if (!takeValue() || !findBackend(value))
         return bad(backendNames().c_str());

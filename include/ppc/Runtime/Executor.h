@@ -51,6 +51,9 @@ struct RunOptions {
   /// The plan's weights file (weightsFilePath of the plan, or --weights).
   std::string weightsFile;
   bool verify = false;
+  /// The backend --verify's single-device step runs on ("": the run's own):
+  /// `cpu` checks a cuda run against the cpu kernels.
+  std::string verifyBackend;
   /// Loss scaling (ppc/Runtime/Optimizer.h): "dynamic", "none" or a static
   /// scale; empty: dynamic for plans with f16 tensors, else none.
   std::string lossScale;
