@@ -49,6 +49,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.optimizer = options.optimizer;
     searchOptions.memoryLimit = options.memoryLimit;
     searchOptions.profilePath = options.profile;
+    searchOptions.profileRequests = options.profileRequests;
     searchOptions.overlap = options.overlap;
     searchOptions.overlapParamGather = options.overlapParamGather;
     searchOptions.overlapTensorParallel = options.overlapTensorParallel;

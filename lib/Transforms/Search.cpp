@@ -14,6 +14,7 @@
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Topology/MachineConversion.h"
 #include "ppc/Report/Report.h"
+#include "ppc/Search/ProfileRequests.h"
 #include "ppc/Search/Search.h"
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Simulator.h"
@@ -353,6 +354,22 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   if (failed(graph))
     return failure();
   int64_t numDevices = machine.numDevices();
+  if (!profileRequests.empty()) {
+    if (numFuncs > 1)
+      return emitError(func.getLoc())
+             << "ppc-search: profile-requests lists one function's kernels; "
+                "this module has "
+             << numFuncs;
+    int64_t count = 0;
+    std::string error = search::writeProfileRequests(
+        *graph, search::ConfigSpace(*graph, machine), profileRequests, count);
+    if (!error.empty())
+      return emitError(func.getLoc()) << "ppc-search: profile-requests: "
+                                      << error;
+    llvm::errs() << "ppc-search: wrote " << count << " kernels to measure to "
+                 << profileRequests << " (ppc-profile PLAN --requests "
+                 << profileRequests << ")\n";
+  }
 
   if (gradBucketBytes < 0)
     return emitError(func.getLoc())

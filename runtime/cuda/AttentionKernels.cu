@@ -1,9 +1,497 @@
-//===- AttentionKernels.cu - (being written) -----------------------------------===//
+//===- AttentionKernels.cu - fused scaled dot-product attention -----------===//
+//
+// ppc.attention on boxes, as the cpu kernel (runtime/cpu/AttentionKernels.cpp):
+// query [B..., S, D], key [B..., T, D], value [B..., T, Dv], result
+// [B..., S, Dv],
+//   result[b, i] = sum_j P'[b, i, j] value[b, j],
+//   P = softmax_j(scale * query[b, i] . key[b, j]), P' = P * dropout factor,
+// with j > i masked out (probability 0) when `causal` (top-left aligned).
+// The dropout factor of (b, i, j) is DropoutMask's at the GLOBAL flat index
+// of the [B..., S, T] probabilities, applied only in training with
+// ratio > 0. Partitions split only the leading dims and S: the result box
+// gives those ranges; query, key and value must hold them (query all of D,
+// key and value all of T and D / Dv), and the result all of Dv.
+//
+// Per run of the innermost leading dim (the outer leading dims loop on the
+// host) and tile of query rows, the score block [batches, rows, cols] is
+// one strided-batched Library GEMM; a thread per row takes its softmax
+// (and dropout) in place; a second GEMM multiplies by value. With `causal`,
+// keys past a tile's last row are masked for every row of it, so only the
+// first min(T, last row + 1) columns are computed. The backward recomputes P
+// from query and key (nothing is kept from the forward) and ADDS its
+// contributions into the grad views; a partition of S rows contributes a
+// partial dK and dV over all of T (the plan sums them).
+//
+//===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "Library.h"
+
+#include "ppc/Runtime/DropoutMask.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace ppc::runtime::cuda {
 
-void registerAttentionKernels(CudaKernelTable &) {}
+namespace {
+
+/// The ranges of one attention partition, checked against the views.
+struct AttentionRanges {
+  int64_t rank;
+  /// The leading (batch) dims' ranges and the query rows.
+  std::vector<int64_t> batchLo, batchHi;
+  int64_t rowLo, rowHi;
+  /// Global sizes.
+  int64_t S, T, D, Dv;
+  float scale;
+  bool causal;
+  /// Dropout is applied (training with ratio > 0).
+  bool dropout;
+  double ratio;
+};
+
+bool holdsBatch(const TensorView &view, const std::vector<int64_t> &lo,
+                const std::vector<int64_t> &hi) {
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (lo[d] < hi[d] && (lo[d] < view.lo[d] || hi[d] > view.hi[d]))
+      return false;
+  return true;
+}
+
+bool holdsWholeDim(const TensorView &view, int64_t d) {
+  return view.lo[d] == 0 && view.hi[d] == view.shape[d];
+}
+
+bool sameBox(const TensorView &a, const TensorView &b) {
+  return a.lo == b.lo && a.hi == b.hi;
+}
+
+/// The cpu kernels' checkGradBoxes.
+KernelStatus checkGradBoxes(const OpDesc &op,
+                            const std::vector<KernelView> &inputs,
+                            const std::vector<KernelView> &outputs,
+                            const std::vector<KernelView> &outputGrads,
+                            const std::vector<KernelView> &inputGrads) {
+  if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
+      inputGrads.size() != inputs.size())
+    return op.kind + ": expects one grad per result and per operand";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!sameBox(outputGrads[i], outputs[i]))
+      return op.kind + ": result grad box differs from the result box";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
+      return op.kind + ": operand grad box differs from the operand box";
+  return "";
+}
+
+/// Checks the operand views (and the result or result grad box `result`)
+/// and fills `r`, with the cpu kernel's messages.
+KernelStatus attentionRanges(const OpDesc &op, const KernelContext &ctx,
+                             const std::vector<KernelView> &inputs,
+                             const TensorView &result, AttentionRanges &r) {
+  if (inputs.size() != 3)
+    return op.kind + ": expects 3 operands (query, key, value), got " +
+           std::to_string(inputs.size());
+  const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  int64_t rank = q.rank();
+  r.rank = rank;
+  if (rank < 2)
+    return op.kind + ": operands and result must have rank >= 2";
+  for (const TensorView *view : {&k, &v, &result})
+    if (view->rank() != rank || view->lo.size() != view->shape.size() ||
+        view->hi.size() != view->shape.size())
+      return op.kind + ": operands and result must have the same rank";
+  if (q.lo.size() != q.shape.size() || q.hi.size() != q.shape.size())
+    return op.kind + ": query view's box does not match its rank";
+  int64_t lead = rank - 2;
+  for (int64_t d = 0; d < lead; ++d)
+    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d] ||
+        result.shape[d] != q.shape[d])
+      return op.kind + ": leading dims differ between operands and result";
+  r.S = q.shape[rank - 2];
+  r.D = q.shape[rank - 1];
+  r.T = k.shape[rank - 2];
+  r.Dv = v.shape[rank - 1];
+  if (k.shape[rank - 1] != r.D)
+    return op.kind + ": key's D differs from query's";
+  if (v.shape[rank - 2] != r.T)
+    return op.kind + ": value's T differs from key's";
+  if (result.shape[rank - 2] != r.S || result.shape[rank - 1] != r.Dv)
+    return op.kind + ": result shape must be [B..., S, Dv]";
+
+  if (!holdsWholeDim(q, rank - 1))
+    return op.kind + ": query must cover its whole D dim";
+  if (!holdsWholeDim(k, rank - 2))
+    return op.kind + ": key must cover its whole T dim";
+  if (!holdsWholeDim(k, rank - 1))
+    return op.kind + ": key must cover its whole D dim";
+  if (!holdsWholeDim(v, rank - 2))
+    return op.kind + ": value must cover its whole T dim";
+  if (!holdsWholeDim(v, rank - 1))
+    return op.kind + ": value must cover its whole Dv dim";
+  if (!holdsWholeDim(result, rank - 1))
+    return op.kind + ": result must cover its whole Dv dim";
+
+  r.batchLo.assign(result.lo.begin(), result.lo.end() - 2);
+  r.batchHi.assign(result.hi.begin(), result.hi.end() - 2);
+  r.rowLo = result.lo[rank - 2];
+  r.rowHi = result.hi[rank - 2];
+  bool empty = r.rowHi <= r.rowLo;
+  for (int64_t d = 0; d < lead; ++d)
+    empty |= r.batchHi[d] <= r.batchLo[d];
+  if (!empty) {
+    if (r.rowLo < q.lo[rank - 2] || r.rowHi > q.hi[rank - 2])
+      return op.kind + ": query box does not hold the result's S rows";
+    for (auto [view, what] :
+         {std::pair{&q, "query"}, std::pair{&k, "key"}, std::pair{&v, "value"}})
+      if (!holdsBatch(*view, r.batchLo, r.batchHi))
+        return op.kind + ": " + what +
+               " box does not hold the result's leading (batch) dims";
+  }
+
+  r.scale = static_cast<float>(op.getFloat("scale", 1.0));
+  r.causal = op.getInt("causal", 0) != 0;
+  r.ratio = op.getFloat("ratio", 0.0);
+  if (!(r.ratio >= 0 && r.ratio < 1))
+    return op.kind + ": ratio " + std::to_string(r.ratio) +
+           " must be in [0, 1)";
+  r.dropout = ctx.training && r.ratio > 0;
+  return "";
+}
+
+/// Offset in `view` of global index [batch..., row, col].
+int64_t offsetIn(const TensorView &view, const std::vector<int64_t> &batch,
+                 int64_t row, int64_t col) {
+  int64_t offset = 0;
+  const size_t lead = batch.size();
+  for (size_t d = 0; d < lead; ++d)
+    offset = offset * view.extent(d) + (batch[d] - view.lo[d]);
+  offset = offset * view.extent(lead) + (row - view.lo[lead]);
+  return offset * view.extent(lead + 1) + (col - view.lo[lead + 1]);
+}
+
+/// Elements between consecutive values of the innermost leading dim.
+int64_t batchStride(const TensorView &view) {
+  const int64_t rank = view.rank();
+  return view.extent(rank - 2) * view.extent(rank - 1);
+}
+
+/// One score block: `count` consecutive values of the innermost leading dim
+/// from `batch` on (the other leading dims as in `batch`), query rows
+/// [rowLo, rowHi), key columns [0, cols).
+struct Block {
+  std::vector<int64_t> batch;
+  int64_t count;
+  int64_t rowLo, rowHi, cols;
+  /// Flat index of element (batch, 0, 0) of the global [B..., S, T]
+  /// probabilities.
+  int64_t base;
+
+  int64_t rows() const { return rowHi - rowLo; }
+};
+
+/// Floats a score block may take.
+constexpr int64_t kBlockFloats = int64_t(1) << 24;
+
+/// Calls fn(block) for the blocks covering the partition's batches and rows
+/// (`shape`: the query's global shape).
+template <typename Fn>
+void forEachBlock(const AttentionRanges &r, const std::vector<int64_t> &shape,
+                  Fn &&fn) {
+  const size_t lead = r.batchLo.size();
+  for (size_t d = 0; d < lead; ++d)
+    if (r.batchHi[d] <= r.batchLo[d])
+      return;
+  if (r.rowHi <= r.rowLo)
+    return;
+  const int64_t rows = r.rowHi - r.rowLo;
+  const int64_t tile = std::max<int64_t>(
+      1, std::min(rows, kBlockFloats / std::max<int64_t>(r.T, 1)));
+  const int64_t inner = lead ? r.batchHi[lead - 1] - r.batchLo[lead - 1] : 1;
+  const int64_t chunk = std::max<int64_t>(
+      1, std::min(inner, kBlockFloats / std::max<int64_t>(tile * r.T, 1)));
+  std::vector<int64_t> batch = r.batchLo;
+  while (true) {
+    for (int64_t b = 0; b < inner; b += chunk) {
+      Block block;
+      block.batch = batch;
+      if (lead)
+        block.batch[lead - 1] = r.batchLo[lead - 1] + b;
+      block.count = std::min(chunk, inner - b);
+      int64_t flat = 0;
+      for (size_t d = 0; d < lead; ++d)
+        flat = flat * shape[d] + block.batch[d];
+      block.base = flat * r.S * r.T;
+      for (int64_t lo = r.rowLo; lo < r.rowHi; lo += tile) {
+        block.rowLo = lo;
+        block.rowHi = std::min(r.rowHi, lo + tile);
+        block.cols = r.causal ? std::min(r.T, block.rowHi) : r.T;
+        fn(static_cast<const Block &>(block));
+      }
+    }
+    // Odometer over the outer leading dims.
+    if (lead <= 1)
+      return;
+    size_t d = lead - 1;
+    while (true) {
+      if (d == 0)
+        return;
+      --d;
+      if (++batch[d] < r.batchHi[d])
+        break;
+      batch[d] = r.batchLo[d];
+    }
+  }
+}
+
+/// The most floats one of the partition's score blocks takes.
+int64_t largestBlock(const AttentionRanges &r,
+                     const std::vector<int64_t> &shape) {
+  int64_t most = 0;
+  forEachBlock(r, shape, [&](const Block &block) {
+    most = std::max(most, block.count * block.rows() * block.cols);
+  });
+  return most;
+}
+
+GemmOperand floatOperand(const float *data, int64_t ld, bool transposed,
+                         int64_t batchStride) {
+  GemmOperand g;
+  g.data = data;
+  g.ld = ld;
+  g.transposed = transposed;
+  g.batchStride = batchStride;
+  return g;
+}
+
+/// What the row kernels need of a block, by value.
+struct RowDims {
+  int64_t rows, cols;   ///< of the block, per batch
+  int64_t rowLo;        ///< global query row of the block's row 0
+  int64_t T, batchSize; ///< T, and S * T (the flat step of a batch)
+  int64_t base;         ///< flat index of the block's (batch 0, 0, 0)
+  bool causal;
+
+  PPC_HD int64_t flat(int64_t b, int64_t row, int64_t j) const {
+    return base + b * batchSize + (rowLo + row) * T + j;
+  }
+};
+
+RowDims rowDims(const AttentionRanges &r, const Block &block) {
+  return {block.rows(), block.cols, block.rowLo, r.T,
+          r.S * r.T,    block.base, r.causal};
+}
+
+/// P in place of the scaled scores: the causal-masked softmax of each row
+/// (max and exponentials in float, the sum in double, as the cpu kernel),
+/// times the dropout factor when `dropout`.
+void softmaxRows(Stream stream, RowDims d, float *p, int64_t count,
+                 bool dropout, DropoutMask mask) {
+  launch(stream, count * d.rows, [=] PPC_HD(int64_t i) {
+    const int64_t b = i / d.rows, row = i % d.rows;
+    float *line = p + i * d.cols;
+    // Keys [0, seen) are attended; the rest is masked (probability 0).
+    const int64_t globalRow = d.rowLo + row;
+    const int64_t seen =
+        d.causal ? (d.cols < globalRow + 1 ? d.cols : globalRow + 1) : d.cols;
+    float max = -INFINITY;
+    for (int64_t j = 0; j < seen; ++j)
+      max = line[j] > max ? line[j] : max;
+    double sum = 0;
+    for (int64_t j = 0; j < seen; ++j) {
+      line[j] = expf(line[j] - max);
+      sum += line[j];
+    }
+    const float inverse = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < seen; ++j)
+      line[j] *= inverse;
+    for (int64_t j = seen; j < d.cols; ++j)
+      line[j] = 0.0f;
+    if (dropout)
+      for (int64_t j = 0; j < d.cols; ++j)
+        line[j] *= mask.factor(d.flat(b, row, j));
+  });
+}
+
+/// pd = p * dropout factor, elementwise over the block.
+void dropped(Stream stream, RowDims d, const float *p, float *pd, int64_t count,
+             DropoutMask mask) {
+  launch(stream, count * d.rows * d.cols, [=] PPC_HD(int64_t i) {
+    const int64_t j = i % d.cols, row = (i / d.cols) % d.rows,
+                  b = i / (d.cols * d.rows);
+    pd[i] = p[i] * mask.factor(d.flat(b, row, j));
+  });
+}
+
+/// ds (= dP' on entry) becomes dS = P (dP - sum_l P dP), dP = dP' * factor.
+void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
+                     int64_t count, bool dropout, DropoutMask mask) {
+  launch(stream, count * d.rows, [=] PPC_HD(int64_t i) {
+    const int64_t b = i / d.rows, row = i % d.rows;
+    const float *pLine = p + i * d.cols;
+    float *dLine = ds + i * d.cols;
+    if (dropout)
+      for (int64_t j = 0; j < d.cols; ++j)
+        dLine[j] *= mask.factor(d.flat(b, row, j));
+    double dot = 0;
+    for (int64_t j = 0; j < d.cols; ++j)
+      dot += static_cast<double>(pLine[j]) * dLine[j];
+    const float sum = static_cast<float>(dot);
+    for (int64_t j = 0; j < d.cols; ++j)
+      dLine[j] = pLine[j] * (dLine[j] - sum);
+  });
+}
+
+/// The scaled scores of `block` into p ([count, rows, cols]).
+std::string scores(ExecContext &ctx, const AttentionRanges &r,
+                   const Block &block, const KernelView &q, const KernelView &k,
+                   float *p) {
+  const int64_t rows = block.rows(), cols = block.cols;
+  return ctx.library->gemm(
+      ctx.stream, rows, cols, r.D, r.scale,
+      floatOperand(q.data + offsetIn(q, block.batch, block.rowLo, 0), r.D,
+                   false, batchStride(q)),
+      floatOperand(k.data + offsetIn(k, block.batch, 0, 0), r.D, true,
+                   batchStride(k)),
+      0.0f, p, cols, rows * cols, block.count);
+}
+
+KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
+                              ExecContext &ctx,
+                              const std::vector<KernelView> &inputs,
+                              const std::vector<KernelView> &outputs,
+                              const std::vector<KernelView> &) {
+  if (outputs.size() != 1)
+    return op.kind + ": expects 1 result, got " +
+           std::to_string(outputs.size());
+  const KernelView &result = outputs[0];
+  AttentionRanges r;
+  if (KernelStatus s = attentionRanges(op, kctx, inputs, result, r); !s.empty())
+    return s;
+  const KernelView &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
+  const int64_t blockFloats = largestBlock(r, q.shape);
+  float *p = nullptr;
+  std::string error;
+  forEachBlock(r, q.shape, [&](const Block &block) {
+    if (!error.empty())
+      return;
+    if (!p && !(p = ctx.workspace->floats(blockFloats))) {
+      error = "out of device memory for its score block";
+      return;
+    }
+    const int64_t rows = block.rows(), cols = block.cols;
+    if ((error = scores(ctx, r, block, q, k, p)).empty()) {
+      softmaxRows(ctx.stream, rowDims(r, block), p, block.count, r.dropout,
+                  mask);
+      error = ctx.library->gemm(
+          ctx.stream, rows, r.Dv, cols, 1.0f,
+          floatOperand(p, cols, false, rows * cols),
+          floatOperand(v.data + offsetIn(v, block.batch, 0, 0), r.Dv, false,
+                       batchStride(v)),
+          0.0f, result.data + offsetIn(result, block.batch, block.rowLo, 0),
+          r.Dv, batchStride(result), block.count);
+    }
+  });
+  return error.empty() ? "" : op.kind + ": " + error;
+}
+
+KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
+                               ExecContext &ctx,
+                               const std::vector<KernelView> &inputs,
+                               const std::vector<KernelView> &outputs,
+                               const std::vector<KernelView> &outputGrads,
+                               const std::vector<KernelView> &inputGrads,
+                               const std::vector<KernelView> &) {
+  if (outputGrads.size() != 1)
+    return op.kind + ": expects 1 result grad";
+  if (KernelStatus s =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !s.empty())
+    return s;
+  const KernelView &dResult = outputGrads[0];
+  AttentionRanges r;
+  if (KernelStatus s = attentionRanges(op, kctx, inputs, dResult, r);
+      !s.empty())
+    return s;
+  const KernelView &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  const KernelView &dq = inputGrads[0], &dk = inputGrads[1],
+                   &dv = inputGrads[2];
+  if (!dq.data && !dk.data && !dv.data)
+    return "";
+  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
+  // p: P; pd: P' (P when there is no dropout); ds: dP', then dS.
+  const int64_t blockFloats = largestBlock(r, q.shape);
+  float *p = nullptr, *ds = nullptr, *pd = nullptr;
+  std::string error;
+  forEachBlock(r, q.shape, [&](const Block &block) {
+    if (!error.empty())
+      return;
+    if (!p && (!(p = ctx.workspace->floats(blockFloats)) ||
+               !(ds = ctx.workspace->floats(blockFloats)) ||
+               (r.dropout && dv.data &&
+                !(pd = ctx.workspace->floats(blockFloats))))) {
+      error = "out of device memory for its score blocks";
+      return;
+    }
+    const int64_t rows = block.rows(), cols = block.cols;
+    const RowDims d = rowDims(r, block);
+    if (!(error = scores(ctx, r, block, q, k, p)).empty())
+      return;
+    softmaxRows(ctx.stream, d, p, block.count, false, mask);
+    const GemmOperand dOut = floatOperand(
+        dResult.data + offsetIn(dResult, block.batch, block.rowLo, 0), r.Dv,
+        false, batchStride(dResult));
+    if (dv.data) { // dV[0, cols) += P'^T dO
+      const float *pUsed = p;
+      if (r.dropout) {
+        dropped(ctx.stream, d, p, pd, block.count, mask);
+        pUsed = pd;
+      }
+      error =
+          ctx.library->gemm(ctx.stream, cols, r.Dv, rows, 1.0f,
+                            floatOperand(pUsed, cols, true, rows * cols), dOut,
+                            1.0f, dv.data + offsetIn(dv, block.batch, 0, 0),
+                            r.Dv, batchStride(dv), block.count);
+      if (!error.empty())
+        return;
+    }
+    if (!dq.data && !dk.data)
+      return;
+    // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
+    error =
+        ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
+                          floatOperand(v.data + offsetIn(v, block.batch, 0, 0),
+                                       r.Dv, true, batchStride(v)),
+                          0.0f, ds, cols, rows * cols, block.count);
+    if (!error.empty())
+      return;
+    softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask);
+    if (dq.data) // dQ += scale * dS K
+      error = ctx.library->gemm(
+          ctx.stream, rows, r.D, cols, r.scale,
+          floatOperand(ds, cols, false, rows * cols),
+          floatOperand(k.data + offsetIn(k, block.batch, 0, 0), r.D, false,
+                       batchStride(k)),
+          1.0f, dq.data + offsetIn(dq, block.batch, block.rowLo, 0), r.D,
+          batchStride(dq), block.count);
+    if (error.empty() && dk.data) // dK[0, cols) += scale * dS^T Q
+      error = ctx.library->gemm(
+          ctx.stream, cols, r.D, rows, r.scale,
+          floatOperand(ds, cols, true, rows * cols),
+          floatOperand(q.data + offsetIn(q, block.batch, block.rowLo, 0), r.D,
+                       false, batchStride(q)),
+          1.0f, dk.data + offsetIn(dk, block.batch, 0, 0), r.D, batchStride(dk),
+          block.count);
+  });
+  return error.empty() ? "" : op.kind + ": " + error;
+}
+
+} // namespace
+
+void registerAttentionKernels(CudaKernelTable &t) {
+  t["ppc.attention"] = {attentionForward, attentionBackward};
+}
 
 } // namespace ppc::runtime::cuda

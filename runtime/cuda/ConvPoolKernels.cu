@@ -1,9 +1,1356 @@
-//===- ConvPoolKernels.cu - (being written) -----------------------------------===//
+//===- ConvPoolKernels.cu - conv2d and pooling on boxes -------------------===//
+//
+// NCHW, the cpu kernels' partitions (runtime/cpu/ConvPoolKernels.cpp): the
+// output box gives the batch, channel, row and column ranges to compute; the
+// input view holds the windows of those rows/cols (halo included) clipped
+// to the tensor, and window positions outside the tensor are padding: zero
+// for conv2d and avg_pool2d, skipped by max_pool2d.
+//
+// conv2d is im2col + Library GEMM per group the output channels touch, a
+// strided-batched GEMM over the samples (in chunks that bound the im2col
+// block): forward W col; backward dW += dY col^T (per-sample products
+// summed in sample order by a kernel), dCol = W^T dY gathered back onto the
+// input grad by one thread per input element (no atomics). A pointwise
+// partition (1x1, stride 1, no padding, input rows/cols = output's) reads
+// the input as its own im2col matrix. Grouped convolutions with fewer than 16
+// output channels per group (depthwise ones) run directly instead, a thread per
+// output, input grad or weight grad element. With groups == 1 the input
+// channels may be split (a reduction: the weight's dim-1 box must equal the
+// input's channel box, and only the partition starting at channel 0 adds the
+// bias and takes its gradient).
+//
+// On the GPU, cuDNN runs conv2d instead (cudnnConvolutionForward + the bias
+// kernel; cudnnConvolutionBackwardData/BackwardFilter with beta = 1, adding
+// into the input and weight grads) when the partition splits no spatial dim
+// (input and output boxes hold all rows and cols), the padding is symmetric
+// per dim, a grouped conv's output channel box is whole groups (the input
+// channels of those groups, and with groups == 1 an input channel split, are
+// a strided slice of the input box), sizes fit an int, the tensors are
+// 16-byte aligned, and cuDNN's heuristics (..._v7, cached per shape) offer an
+// fp32 FMA-math algorithm (no TF32), deterministic where one is, within 256
+// MiB of workspace. Otherwise, and always in emulation (no cuDNN handle),
+// the kernels above run.
+//
+// Pooling runs one thread per output (forward) and one thread per input
+// grad element looping over the windows that cover it (backward), adding in
+// the cpu kernel's order. max_pool2d routes a tie to the first maximum in
+// row-major order. global_avg_pool divides by the GLOBAL spatial count (a
+// split spatial dim makes partial means).
+//
+//===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "Library.h"
+
+#include <algorithm>
+#include <utility>
+
+#if !defined(PPC_CUDA_EMULATION)
+#include <cudnn.h>
+
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#endif
 
 namespace ppc::runtime::cuda {
 
-void registerConvPoolKernels(CudaKernelTable &) {}
+namespace {
+
+/// Smallest integer >= a / b for b > 0.
+PPC_HD inline int64_t ceilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/// Smallest integer <= a / b for b > 0.
+PPC_HD inline int64_t floorDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/// Geometry of a 2-D window op along one spatial dim: output position o reads
+/// input positions o * stride - padLo + t * dilation for t in [0, kernel).
+struct Axis {
+  int64_t size; ///< input size (global)
+  int64_t stride, padLo, padHi, kernel, dilation;
+  int64_t outLo, outHi;   ///< output range of the partition
+  int64_t viewLo, viewHi; ///< input range the view holds
+
+  PPC_HD int64_t start(int64_t o) const { return o * stride - padLo; }
+  /// True if the view holds every in-tensor position the output range reads.
+  bool viewCovers() const {
+    if (outHi <= outLo)
+      return true;
+    int64_t first = std::max<int64_t>(0, start(outLo));
+    int64_t last =
+        std::min(size, start(outHi - 1) + (kernel - 1) * dilation + 1);
+    return first >= last || (viewLo <= first && last <= viewHi);
+  }
+  /// Output positions [first, last) of the partition whose window (with
+  /// dilation 1) covers input position i.
+  PPC_HD void covering(int64_t i, int64_t &first, int64_t &last) const {
+    first = ceilDiv(i + padLo - kernel + 1, stride);
+    first = first > outLo ? first : outLo;
+    last = floorDiv(i + padLo, stride) + 1;
+    last = last < outHi ? last : outHi;
+  }
+};
+
+Axis makeAxis(const TensorView &input, const TensorView &output, int64_t dim,
+              int64_t stride, int64_t padLo, int64_t padHi, int64_t kernel,
+              int64_t dilation) {
+  return {input.shape[dim], stride,       padLo,          padHi,
+          kernel,           dilation,     output.lo[dim], output.hi[dim],
+          input.lo[dim],    input.hi[dim]};
+}
+
+bool sameBox(const TensorView &a, const TensorView &b) {
+  return a.lo == b.lo && a.hi == b.hi;
+}
+
+/// The cpu kernels' checkGradBoxes: the result grad matches the result box,
+/// each wanted operand grad its operand's box.
+KernelStatus checkGradBoxes(const OpDesc &op,
+                            const std::vector<KernelView> &inputs,
+                            const std::vector<KernelView> &outputs,
+                            const std::vector<KernelView> &outputGrads,
+                            const std::vector<KernelView> &inputGrads) {
+  if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
+      inputGrads.size() != inputs.size())
+    return op.kind + ": expects one grad per result and per operand";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!sameBox(outputGrads[i], outputs[i]))
+      return op.kind + ": result grad box differs from the result box";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
+      return op.kind + ": operand grad box differs from the operand box";
+  return "";
+}
+
+/// Offset in `view` of (n, c, row, col), global indices inside its box.
+int64_t offset4(const TensorView &view, int64_t n, int64_t c, int64_t row,
+                int64_t col) {
+  int64_t plane = (n - view.lo[0]) * view.extent(1) + (c - view.lo[1]);
+  int64_t line = plane * view.extent(2) + (row - view.lo[2]);
+  return line * view.extent(3) + (col - view.lo[3]);
+}
+
+/// Offset in a rank-4 DeviceBox of (n, c, row, col).
+PPC_HD inline int64_t offset4(const DeviceBox &box, int64_t n, int64_t c,
+                              int64_t row, int64_t col) {
+  int64_t plane = (n - box.lo[0]) * (box.hi[1] - box.lo[1]) + (c - box.lo[1]);
+  int64_t line = plane * (box.hi[2] - box.lo[2]) + (row - box.lo[2]);
+  return line * (box.hi[3] - box.lo[3]) + (col - box.lo[3]);
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d
+//===----------------------------------------------------------------------===//
+
+/// Everything one conv2d partition needs, checked against the views.
+struct ConvGeometry {
+  Axis rows, cols;
+  int64_t groups;
+  int64_t outPerGroup;          ///< F / groups (global)
+  int64_t inPerGroup;           ///< weight dim 1 (global), C / groups
+  int64_t weightCLo, weightCHi; ///< weight's dim-1 box: channels of a group
+  int64_t kh, kw;
+  bool addsBias;
+  const KernelView *bias;
+
+  int64_t outW() const { return cols.outHi - cols.outLo; }
+  int64_t outPlane() const { return (rows.outHi - rows.outLo) * outW(); }
+  int64_t channels() const { return weightCHi - weightCLo; }
+  /// Rows of the im2col matrix: input channels x taps of one group.
+  int64_t patchSize() const { return channels() * kh * kw; }
+};
+
+KernelStatus convGeometry(const OpDesc &op,
+                          const std::vector<KernelView> &inputs,
+                          const TensorView &output, ConvGeometry &g) {
+  if (inputs.size() < 2 || inputs.size() > 3)
+    return op.kind + ": expects input, weight and an optional bias";
+  const TensorView &input = inputs[0], &weight = inputs[1];
+  if (input.rank() != 4 || weight.rank() != 4 || output.rank() != 4)
+    return op.kind + ": input, weight and result must have rank 4";
+  std::vector<int64_t> strides = op.getInts("strides", {1, 1});
+  std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
+  std::vector<int64_t> dilations = op.getInts("dilations", {1, 1});
+  g.groups = op.getInt("groups", 1);
+  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 ||
+      g.groups < 1)
+    return op.kind + ": bad strides, pads, dilations or groups";
+  g.kh = weight.shape[2];
+  g.kw = weight.shape[3];
+  g.rows = makeAxis(input, output, 2, strides[0], pads[0], pads[2], g.kh,
+                    dilations[0]);
+  g.cols = makeAxis(input, output, 3, strides[1], pads[1], pads[3], g.kw,
+                    dilations[1]);
+  g.outPerGroup = output.shape[1] / g.groups;
+  g.inPerGroup = weight.shape[1];
+  g.weightCLo = weight.lo[1];
+  g.weightCHi = weight.hi[1];
+  if (output.shape[1] % g.groups != 0 ||
+      input.shape[1] != g.inPerGroup * g.groups)
+    return op.kind + ": channels do not divide into the groups";
+  if (weight.lo[2] != 0 || weight.hi[2] != g.kh || weight.lo[3] != 0 ||
+      weight.hi[3] != g.kw)
+    return op.kind + ": weight box must hold the whole kernel window";
+  if (weight.lo[0] > output.lo[1] || weight.hi[0] < output.hi[1])
+    return op.kind + ": weight box does not hold the output channels";
+  if (input.lo[0] > output.lo[0] || input.hi[0] < output.hi[0])
+    return op.kind + ": input box does not hold the output samples";
+  if (g.groups == 1 &&
+      (input.lo[1] != g.weightCLo || input.hi[1] != g.weightCHi))
+    return op.kind + ": weight box does not match the input channel range";
+  if (g.groups > 1) {
+    if (g.weightCLo != 0 || g.weightCHi != g.inPerGroup)
+      return op.kind + ": grouped weight box must hold all channels of a group";
+    int64_t firstGroup = output.lo[1] / g.outPerGroup;
+    int64_t lastGroup = (output.hi[1] - 1) / g.outPerGroup;
+    if (output.hi[1] > output.lo[1] &&
+        (input.lo[1] > firstGroup * g.inPerGroup ||
+         input.hi[1] < (lastGroup + 1) * g.inPerGroup))
+      return op.kind + ": input box does not hold the groups' channels";
+  }
+  if (!g.rows.viewCovers() || !g.cols.viewCovers())
+    return op.kind + ": input box does not hold the window (halo) of the "
+                     "output rows/cols";
+  g.bias = inputs.size() == 3 && inputs[2].data ? &inputs[2] : nullptr;
+  if (g.bias && (g.bias->lo[0] > output.lo[1] || g.bias->hi[0] < output.hi[1]))
+    return op.kind + ": bias box does not hold the output channels";
+  g.addsBias = g.bias && g.weightCLo == 0;
+  return "";
+}
+
+/// True when the im2col matrix of a channel block is the input itself: a
+/// 1x1 kernel, stride 1, no padding, the input box equal to the output's
+/// rows/cols.
+bool isPointwise(const ConvGeometry &g) {
+  return g.kh == 1 && g.kw == 1 && g.rows.stride == 1 && g.cols.stride == 1 &&
+         g.rows.padLo == 0 && g.cols.padLo == 0 &&
+         g.rows.viewLo == g.rows.outLo && g.rows.viewHi == g.rows.outHi &&
+         g.cols.viewLo == g.cols.outLo && g.cols.viewHi == g.cols.outHi;
+}
+
+/// What the im2col kernels need of a partition, by value.
+struct PatchDims {
+  Axis rows, cols;
+  int64_t kh, kw, patch, plane, outW;
+};
+
+PatchDims patchDims(const ConvGeometry &g) {
+  return {g.rows, g.cols, g.kh, g.kw, g.patchSize(), g.outPlane(), g.outW()};
+}
+
+/// col[n - n0][patchRow][position] for samples [n0, n0 + count): the input
+/// patches of channels from cFirst, zero where a tap reads padding.
+void im2col(Stream stream, PatchDims d, const float *input, DeviceBox inBox,
+            int64_t n0, int64_t count, int64_t cFirst, float *col) {
+  launch(stream, count * d.patch * d.plane, [=] PPC_HD(int64_t i) {
+    const int64_t p = i % d.plane;
+    const int64_t r = (i / d.plane) % d.patch;
+    const int64_t n = n0 + i / (d.plane * d.patch);
+    const int64_t c = r / (d.kh * d.kw), ki = (r / d.kw) % d.kh, kj = r % d.kw;
+    const int64_t oh = d.rows.outLo + p / d.outW,
+                  ow = d.cols.outLo + p % d.outW;
+    const int64_t ih = d.rows.start(oh) + ki * d.rows.dilation;
+    const int64_t iw = d.cols.start(ow) + kj * d.cols.dilation;
+    float value = 0.0f;
+    if (ih >= 0 && ih < d.rows.size && iw >= 0 && iw < d.cols.size)
+      value = input[offset4(inBox, n, cFirst + c, ih, iw)];
+    col[i] = value;
+  });
+}
+
+/// Adds the patch gradients dCol (laid out as im2col's) of samples [n0, n0
+/// + count) onto the input grad, channels [cFirst, cFirst + channels): one
+/// thread per input grad element, gathering the taps that read it.
+void col2imAdd(Stream stream, PatchDims d, int64_t channels, const float *dCol,
+               float *dInput, DeviceBox inBox, int64_t n0, int64_t count,
+               int64_t cFirst) {
+  const int64_t height = inBox.extent(2), width = inBox.extent(3);
+  launch(stream, count * channels * height * width, [=] PPC_HD(int64_t i) {
+    const int64_t iw = inBox.lo[3] + i % width;
+    const int64_t ih = inBox.lo[2] + (i / width) % height;
+    const int64_t c = (i / (width * height)) % channels;
+    const int64_t n = n0 + i / (width * height * channels);
+    const float *block = dCol + (n - n0) * d.patch * d.plane;
+    float sum = 0.0f;
+    for (int64_t ki = 0; ki < d.kh; ++ki) {
+      const int64_t th = ih + d.rows.padLo - ki * d.rows.dilation;
+      if (th < 0 || th % d.rows.stride != 0)
+        continue;
+      const int64_t oh = th / d.rows.stride;
+      if (oh < d.rows.outLo || oh >= d.rows.outHi)
+        continue;
+      for (int64_t kj = 0; kj < d.kw; ++kj) {
+        const int64_t tw = iw + d.cols.padLo - kj * d.cols.dilation;
+        if (tw < 0 || tw % d.cols.stride != 0)
+          continue;
+        const int64_t ow = tw / d.cols.stride;
+        if (ow < d.cols.outLo || ow >= d.cols.outHi)
+          continue;
+        const int64_t r = (c * d.kh + ki) * d.kw + kj;
+        sum += block[r * d.plane + (oh - d.rows.outLo) * d.outW +
+                     (ow - d.cols.outLo)];
+      }
+    }
+    dInput[offset4(inBox, n, cFirst + c, ih, iw)] += sum;
+  });
+}
+
+/// out[n, f, :] += bias[f] over the output box.
+void addBias(Stream stream, float *out, DeviceBox outBox, const float *bias,
+             int64_t biasLo, int64_t plane) {
+  const int64_t channels = outBox.extent(1);
+  launch(stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    const int64_t f = outBox.lo[1] + (i / plane) % channels;
+    out[i] += bias[f - biasLo];
+  });
+}
+
+/// dBias[f] += sum over samples and positions of dY[n, f, :], a sample at
+/// a time (the position sum in double), as the cpu kernel.
+void biasGrad(Stream stream, const float *dy, DeviceBox outBox, float *dBias,
+              int64_t biasLo, int64_t plane) {
+  const int64_t channels = outBox.extent(1), samples = outBox.extent(0);
+  launch(stream, channels, [=] PPC_HD(int64_t k) {
+    float acc = dBias[outBox.lo[1] + k - biasLo];
+    for (int64_t n = 0; n < samples; ++n) {
+      const float *row = dy + (n * channels + k) * plane;
+      double sum = 0;
+      for (int64_t p = 0; p < plane; ++p)
+        sum += row[p];
+      acc += static_cast<float>(sum);
+    }
+    dBias[outBox.lo[1] + k - biasLo] = acc;
+  });
+}
+
+/// dW[f, r] += sum over the chunk's samples of parts[n][f][r], in order.
+void addSampleSum(Stream stream, const float *parts, int64_t count,
+                  int64_t rows, int64_t cols, float *dW) {
+  launch(stream, rows * cols, [=] PPC_HD(int64_t i) {
+    float acc = dW[i];
+    for (int64_t n = 0; n < count; ++n)
+      acc += parts[n * rows * cols + i];
+    dW[i] = acc;
+  });
+}
+
+/// Calls fn(fFirst, fLast, cFirst) for each group the output channel range
+/// touches: output channels [fFirst, fLast) read input channels from cFirst.
+template <typename Fn>
+void forEachGroup(const ConvGeometry &g, const TensorView &output, Fn &&fn) {
+  for (int64_t f = output.lo[1]; f < output.hi[1];) {
+    int64_t group = f / g.outPerGroup;
+    int64_t fLast = std::min(output.hi[1], (group + 1) * g.outPerGroup);
+    fn(f, fLast, group * g.inPerGroup + g.weightCLo);
+    f = fLast;
+  }
+}
+
+/// Workspace floats a chunk of samples may take (im2col blocks and the
+/// like): 64 Mi floats, at least one sample.
+constexpr int64_t kChunkFloats = int64_t(1) << 26;
+
+int64_t samplesPerChunk(int64_t perSample, int64_t samples) {
+  return std::max<int64_t>(
+      1, std::min(samples, kChunkFloats / std::max<int64_t>(perSample, 1)));
+}
+
+GemmOperand floatOperand(const float *data, int64_t ld, bool transposed,
+                         int64_t batchStride) {
+  GemmOperand g;
+  g.data = data;
+  g.ld = ld;
+  g.transposed = transposed;
+  g.batchStride = batchStride;
+  return g;
+}
+
+/// Grouped convolutions whose groups have few output channels (depthwise
+/// ones) run directly, one thread per element, instead of as many tiny
+/// GEMMs: fewer launches, no im2col block.
+constexpr int64_t kDirectMaxOutPerGroup = 16;
+
+bool runsDirect(const ConvGeometry &g) {
+  return g.groups > 1 && g.outPerGroup < kDirectMaxOutPerGroup;
+}
+
+/// What the direct kernels need of a grouped partition, by value.
+struct DirectDims {
+  PatchDims d;
+  int64_t inPerGroup, outPerGroup;
+};
+
+/// One thread per output element: its window over its group's channels.
+void directForward(Stream stream, DirectDims x, const float *input,
+                   DeviceBox inBox, const float *weight, DeviceBox wBox,
+                   const float *bias, int64_t biasLo, float *output,
+                   DeviceBox outBox) {
+  launch(stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    outBox.indexOf(i, index);
+    const int64_t n = index[0], f = index[1], oh = index[2], ow = index[3];
+    const int64_t cFirst = f / x.outPerGroup * x.inPerGroup;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < x.inPerGroup; ++c)
+      for (int64_t ki = 0; ki < x.d.kh; ++ki) {
+        const int64_t ih = x.d.rows.start(oh) + ki * x.d.rows.dilation;
+        if (ih < 0 || ih >= x.d.rows.size)
+          continue;
+        for (int64_t kj = 0; kj < x.d.kw; ++kj) {
+          const int64_t iw = x.d.cols.start(ow) + kj * x.d.cols.dilation;
+          if (iw < 0 || iw >= x.d.cols.size)
+            continue;
+          sum += weight[offset4(wBox, f, c, ki, kj)] *
+                 input[offset4(inBox, n, cFirst + c, ih, iw)];
+        }
+      }
+    if (bias)
+      sum += bias[f - biasLo];
+    output[i] = sum;
+  });
+}
+
+/// One thread per input grad element: the output grads of its group's
+/// output channels (in the box) whose windows read it, times the weights.
+void directInputGrad(Stream stream, DirectDims x, const float *weight,
+                     DeviceBox wBox, const float *dy, DeviceBox outBox,
+                     float *dInput, DeviceBox inBox) {
+  launch(stream, inBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    inBox.indexOf(i, index);
+    const int64_t n = index[0], ci = index[1], ih = index[2], iw = index[3];
+    if (n < outBox.lo[0] || n >= outBox.hi[0])
+      return;
+    const int64_t group = ci / x.inPerGroup, c = ci % x.inPerGroup;
+    int64_t fFirst = group * x.outPerGroup, fLast = fFirst + x.outPerGroup;
+    fFirst = fFirst > outBox.lo[1] ? fFirst : outBox.lo[1];
+    fLast = fLast < outBox.hi[1] ? fLast : outBox.hi[1];
+    const PatchDims &d = x.d;
+    float sum = 0.0f;
+    for (int64_t f = fFirst; f < fLast; ++f)
+      for (int64_t ki = 0; ki < d.kh; ++ki) {
+        const int64_t th = ih + d.rows.padLo - ki * d.rows.dilation;
+        if (th < 0 || th % d.rows.stride != 0)
+          continue;
+        const int64_t oh = th / d.rows.stride;
+        if (oh < d.rows.outLo || oh >= d.rows.outHi)
+          continue;
+        for (int64_t kj = 0; kj < d.kw; ++kj) {
+          const int64_t tw = iw + d.cols.padLo - kj * d.cols.dilation;
+          if (tw < 0 || tw % d.cols.stride != 0)
+            continue;
+          const int64_t ow = tw / d.cols.stride;
+          if (ow < d.cols.outLo || ow >= d.cols.outHi)
+            continue;
+          sum += dy[offset4(outBox, n, f, oh, ow)] *
+                 weight[offset4(wBox, f, c, ki, kj)];
+        }
+      }
+    dInput[i] += sum;
+  });
+}
+
+/// One thread per weight grad element of the output channels in the box:
+/// the sum over samples and output positions of dY times the input it read.
+void directWeightGrad(Stream stream, DirectDims x, const float *input,
+                      DeviceBox inBox, const float *dy, DeviceBox outBox,
+                      float *dWeight, DeviceBox wBox) {
+  launch(stream, wBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    wBox.indexOf(i, index);
+    const int64_t f = index[0], c = index[1], ki = index[2], kj = index[3];
+    if (f < outBox.lo[1] || f >= outBox.hi[1])
+      return;
+    const int64_t ci = f / x.outPerGroup * x.inPerGroup + c;
+    const PatchDims &d = x.d;
+    float sum = 0.0f;
+    for (int64_t n = outBox.lo[0]; n < outBox.hi[0]; ++n)
+      for (int64_t oh = d.rows.outLo; oh < d.rows.outHi; ++oh) {
+        const int64_t ih = d.rows.start(oh) + ki * d.rows.dilation;
+        if (ih < 0 || ih >= d.rows.size)
+          continue;
+        for (int64_t ow = d.cols.outLo; ow < d.cols.outHi; ++ow) {
+          const int64_t iw = d.cols.start(ow) + kj * d.cols.dilation;
+          if (iw < 0 || iw >= d.cols.size)
+            continue;
+          sum += dy[offset4(outBox, n, f, oh, ow)] *
+                 input[offset4(inBox, n, ci, ih, iw)];
+        }
+      }
+    dWeight[i] += sum;
+  });
+}
+
+#if !defined(PPC_CUDA_EMULATION)
+//===----------------------------------------------------------------------===//
+// conv2d on cuDNN (GPU only)
+//===----------------------------------------------------------------------===//
+
+/// Returns "ppc.conv2d: cudnnXxx: <message>" from the enclosing function
+/// when the cuDNN call fn(...) does not succeed.
+#define PPC_CUDNN(fn, ...)                                                     \
+  do {                                                                         \
+    const cudnnStatus_t cudnnStatus_ = fn(__VA_ARGS__);                        \
+    if (cudnnStatus_ != CUDNN_STATUS_SUCCESS)                                  \
+      return "ppc.conv2d: " #fn ": " +                                         \
+             std::string(cudnnGetErrorString(cudnnStatus_));                   \
+  } while (0)
+
+/// A partition as cuDNN's descriptors take it (ints only: the bytes are
+/// the algorithm cache's key): the input slice the output reads (samples of
+/// the output box, channels of its groups; strided in the input box), the
+/// output box, the weight rows of the output channels.
+struct CudnnShape {
+  int x[4], xStrides[4], y[4], yStrides[4], w[4];
+  int pad[2], stride[2], dilation[2], groups;
+};
+
+struct CudnnPartition {
+  CudnnShape shape;
+  int64_t xOffset, wOffset; ///< of the slices in the input / weight boxes
+};
+
+/// A size or stride cuDNN takes: positive and an int.
+bool fitsInt(int64_t v) { return v > 0 && v <= INT_MAX; }
+
+/// cuDNN gets only 16-byte aligned tensors (a box's slice may start
+/// anywhere).
+bool aligned(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// False when cuDNN does not run the partition: a split spatial dim,
+/// asymmetric padding, an output channel box cutting a group, a size beyond
+/// int.
+bool cudnnPartition(const ConvGeometry &g, const KernelView &input,
+                    const KernelView &weight, const KernelView &output,
+                    CudnnPartition &p) {
+  const Axis *axes[2] = {&g.rows, &g.cols};
+  for (int d = 0; d < 2; ++d) {
+    const Axis &a = *axes[d];
+    const int64_t span = a.size + 2 * a.padLo - a.dilation * (a.kernel - 1);
+    if (a.viewLo != 0 || a.viewHi != a.size || a.outLo != 0 ||
+        a.outHi != output.shape[2 + d] || a.padLo != a.padHi || span < 1 ||
+        (span - 1) / a.stride + 1 != a.outHi)
+      return false;
+  }
+  int64_t cFirst = input.lo[1], channels = input.extent(1), groups = 1;
+  if (g.groups > 1) {
+    if (output.lo[1] % g.outPerGroup != 0 || output.hi[1] % g.outPerGroup != 0)
+      return false;
+    groups = output.extent(1) / g.outPerGroup;
+    cFirst = output.lo[1] / g.outPerGroup * g.inPerGroup;
+    channels = groups * g.inPerGroup;
+  }
+  const int64_t height = input.shape[2], width = input.shape[3];
+  const int64_t outH = output.shape[2], outW = output.shape[3];
+  const int64_t values[] = {output.extent(0),
+                            channels,
+                            height,
+                            width,
+                            input.extent(1) * height * width,
+                            output.extent(1),
+                            outH,
+                            outW,
+                            output.extent(1) * outH * outW,
+                            weight.extent(1),
+                            g.kh,
+                            g.kw,
+                            g.rows.padLo + 1, // a pad may be 0
+                            g.cols.padLo + 1,
+                            g.rows.stride,
+                            g.cols.stride,
+                            g.rows.dilation,
+                            g.cols.dilation,
+                            input.count(),
+                            output.count(),
+                            weight.count()};
+  for (int64_t v : values)
+    if (!fitsInt(v))
+      return false;
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  const int64_t samples = output.extent(0), outC = output.extent(1);
+  p.shape = {
+      {i(samples), i(channels), i(height), i(width)},
+      {i(input.extent(1) * height * width), i(height * width), i(width), 1},
+      {i(samples), i(outC), i(outH), i(outW)},
+      {i(outC * outH * outW), i(outH * outW), i(outW), 1},
+      {i(outC), i(weight.extent(1)), i(g.kh), i(g.kw)},
+      {i(g.rows.padLo), i(g.cols.padLo)},
+      {i(g.rows.stride), i(g.cols.stride)},
+      {i(g.rows.dilation), i(g.cols.dilation)},
+      i(groups)};
+  p.xOffset = offset4(input, output.lo[0], cFirst, 0, 0);
+  p.wOffset = offset4(weight, output.lo[1], weight.lo[1], 0, 0);
+  return true;
+}
+
+/// The descriptors of a CudnnShape, destroyed with it; fp32 FMA math (no
+/// TF32 tensor cores).
+struct CudnnDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  CudnnDescriptors() = default;
+  CudnnDescriptors(const CudnnDescriptors &) = delete;
+  CudnnDescriptors &operator=(const CudnnDescriptors &) = delete;
+  ~CudnnDescriptors() {
+    if (x)
+      cudnnDestroyTensorDescriptor(x);
+    if (y)
+      cudnnDestroyTensorDescriptor(y);
+    if (w)
+      cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      cudnnDestroyConvolutionDescriptor(conv);
+  }
+
+  KernelStatus make(const CudnnShape &s) {
+    PPC_CUDNN(cudnnCreateTensorDescriptor, &x);
+    PPC_CUDNN(cudnnCreateTensorDescriptor, &y);
+    PPC_CUDNN(cudnnCreateFilterDescriptor, &w);
+    PPC_CUDNN(cudnnCreateConvolutionDescriptor, &conv);
+    PPC_CUDNN(cudnnSetTensorNdDescriptor, x, CUDNN_DATA_FLOAT, 4, s.x,
+              s.xStrides);
+    PPC_CUDNN(cudnnSetTensorNdDescriptor, y, CUDNN_DATA_FLOAT, 4, s.y,
+              s.yStrides);
+    PPC_CUDNN(cudnnSetFilter4dDescriptor, w, CUDNN_DATA_FLOAT,
+              CUDNN_TENSOR_NCHW, s.w[0], s.w[1], s.w[2], s.w[3]);
+    PPC_CUDNN(cudnnSetConvolution2dDescriptor, conv, s.pad[0], s.pad[1],
+              s.stride[0], s.stride[1], s.dilation[0], s.dilation[1],
+              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+    PPC_CUDNN(cudnnSetConvolutionGroupCount, conv, s.groups);
+    PPC_CUDNN(cudnnSetConvolutionMathType, conv, CUDNN_FMA_MATH);
+    return "";
+  }
+};
+
+enum class CudnnPass { Forward, BackwardData, BackwardFilter };
+
+/// An algorithm of one pass and its workspace; algo < 0: none fits.
+struct CudnnAlgo {
+  int algo = -1;
+  size_t bytes = 0;
+};
+
+/// The most workspace a cuDNN algorithm may take.
+constexpr size_t kCudnnWorkspaceBytes = size_t(256) << 20;
+
+/// The first of cuDNN's ranked results that runs, fits the workspace limit
+/// and is not tensor-op math, preferring a deterministic one; -1 if none.
+template <typename Perf> int pickAlgo(const Perf *perfs, int count) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < count; ++i)
+      if (perfs[i].status == CUDNN_STATUS_SUCCESS &&
+          perfs[i].memory <= kCudnnWorkspaceBytes &&
+          (perfs[i].mathType == CUDNN_FMA_MATH ||
+           perfs[i].mathType == CUDNN_DEFAULT_MATH) &&
+          (pass == 1 || perfs[i].determinism == CUDNN_DETERMINISTIC))
+        return i;
+  return -1;
+}
+
+/// The algorithm of `pass` for the shape: cuDNN's heuristic choice
+/// (..._v7), made once per handle, pass and shape and cached.
+KernelStatus cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
+                       const CudnnShape &s, const CudnnDescriptors &d,
+                       CudnnAlgo &chosen) {
+  static std::mutex mutex;
+  static std::map<std::string, CudnnAlgo> cache;
+  std::string key(reinterpret_cast<const char *>(&s), sizeof s);
+  key += static_cast<char>(pass);
+  key.append(reinterpret_cast<const char *>(&handle), sizeof handle);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(key); it != cache.end()) {
+    chosen = it->second;
+    return "";
+  }
+  chosen = CudnnAlgo{};
+  int count = 0;
+  if (pass == CudnnPass::Forward) {
+    cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    PPC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, handle, d.x, d.w, d.conv,
+              d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs);
+    if (int i = pickAlgo(perfs, count); i >= 0) {
+      PPC_CUDNN(cudnnGetConvolutionForwardWorkspaceSize, handle, d.x, d.w,
+                d.conv, d.y, perfs[i].algo, &chosen.bytes);
+      chosen.algo = perfs[i].algo;
+    }
+  } else if (pass == CudnnPass::BackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t
+        perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    PPC_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, handle, d.w, d.y,
+              d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
+              perfs);
+    if (int i = pickAlgo(perfs, count); i >= 0) {
+      PPC_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize, handle, d.w, d.y,
+                d.conv, d.x, perfs[i].algo, &chosen.bytes);
+      chosen.algo = perfs[i].algo;
+    }
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t
+        perfs[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    PPC_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, handle, d.x, d.y,
+              d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+              perfs);
+    if (int i = pickAlgo(perfs, count); i >= 0) {
+      PPC_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize, handle, d.x,
+                d.y, d.conv, d.w, perfs[i].algo, &chosen.bytes);
+      chosen.algo = perfs[i].algo;
+    }
+  }
+  if (chosen.bytes > kCudnnWorkspaceBytes)
+    chosen = CudnnAlgo{};
+  cache[key] = chosen;
+  return "";
+}
+
+/// `bytes` of workspace (null for none); false when out of device memory.
+bool cudnnWorkspace(ExecContext &ctx, size_t bytes, void *&workspace) {
+  workspace = nullptr;
+  if (bytes == 0)
+    return true;
+  workspace = ctx.workspace->floats(
+      static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float)));
+  return workspace != nullptr;
+}
+
+/// The cuDNN handle, the partition and its descriptors when cuDNN runs it.
+struct CudnnConv {
+  cudnnHandle_t handle = nullptr;
+  CudnnPartition p;
+  CudnnDescriptors d;
+};
+
+/// False when cuDNN does not run the partition: no handle, or a shape
+/// cudnnPartition turns down.
+bool cudnnFits(ExecContext &ctx, const ConvGeometry &g, const KernelView &input,
+               const KernelView &weight, const KernelView &output,
+               CudnnConv &c) {
+  c.handle = static_cast<cudnnHandle_t>(ctx.library->cudnn(ctx.stream));
+  return c.handle && cudnnPartition(g, input, weight, output, c.p);
+}
+
+/// conv2d's forward on cuDNN, then the bias; `taken` false (nothing
+/// enqueued, no error): the im2col path runs it.
+KernelStatus cudnnForward(ExecContext &ctx, const ConvGeometry &g,
+                          const KernelView &input, const KernelView &weight,
+                          const KernelView &output, bool &taken) {
+  taken = false;
+  CudnnConv c;
+  if (!cudnnFits(ctx, g, input, weight, output, c))
+    return "";
+  const float *x = input.data + c.p.xOffset, *w = weight.data + c.p.wOffset;
+  if (!aligned(x) || !aligned(w) || !aligned(output.data))
+    return "";
+  if (KernelStatus status = c.d.make(c.p.shape); !status.empty())
+    return status;
+  CudnnAlgo algo;
+  if (KernelStatus status =
+          cudnnAlgo(c.handle, CudnnPass::Forward, c.p.shape, c.d, algo);
+      !status.empty())
+    return status;
+  void *workspace = nullptr;
+  if (algo.algo < 0 || !cudnnWorkspace(ctx, algo.bytes, workspace))
+    return "";
+  const float one = 1.0f, zero = 0.0f;
+  PPC_CUDNN(cudnnConvolutionForward, c.handle, &one, c.d.x, x, c.d.w, w,
+            c.d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
+            workspace, algo.bytes, &zero, c.d.y, output.data);
+  taken = true;
+  if (g.addsBias)
+    addBias(ctx.stream, output.data, output.box, g.bias->data, g.bias->lo[0],
+            g.outPlane());
+  return "";
+}
+
+/// conv2d's backward on cuDNN (weight and input grads ADDED, beta = 1),
+/// then the bias grad; `taken` as cudnnForward's.
+KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
+                           const KernelView &input, const KernelView &weight,
+                           const KernelView &dOutput,
+                           const std::vector<KernelView> &inputGrads,
+                           bool &taken) {
+  taken = false;
+  CudnnConv c;
+  if (!cudnnFits(ctx, g, input, weight, dOutput, c))
+    return "";
+  const KernelView &dInput = inputGrads[0], &dWeight = inputGrads[1];
+  float *dx = dInput.data ? dInput.data + c.p.xOffset : nullptr;
+  float *dw = dWeight.data ? dWeight.data + c.p.wOffset : nullptr;
+  const float *x = input.data + c.p.xOffset, *w = weight.data + c.p.wOffset;
+  if (!aligned(dOutput.data) || (dx && !(aligned(dx) && aligned(w))) ||
+      (dw && !(aligned(dw) && aligned(x))))
+    return "";
+  if (KernelStatus status = c.d.make(c.p.shape); !status.empty())
+    return status;
+  CudnnAlgo dataAlgo, filterAlgo;
+  KernelStatus status;
+  if (dx && !(status = cudnnAlgo(c.handle, CudnnPass::BackwardData, c.p.shape,
+                                 c.d, dataAlgo))
+                 .empty())
+    return status;
+  if (dw && !(status = cudnnAlgo(c.handle, CudnnPass::BackwardFilter, c.p.shape,
+                                 c.d, filterAlgo))
+                 .empty())
+    return status;
+  // One workspace serves both: the calls run one after the other on the
+  // stream.
+  void *workspace = nullptr;
+  if ((dx && dataAlgo.algo < 0) || (dw && filterAlgo.algo < 0) ||
+      !cudnnWorkspace(ctx, std::max(dataAlgo.bytes, filterAlgo.bytes),
+                      workspace))
+    return "";
+  const float one = 1.0f;
+  if (dw)
+    PPC_CUDNN(cudnnConvolutionBackwardFilter, c.handle, &one, c.d.x, x, c.d.y,
+              dOutput.data, c.d.conv,
+              static_cast<cudnnConvolutionBwdFilterAlgo_t>(filterAlgo.algo),
+              workspace, filterAlgo.bytes, &one, c.d.w, dw);
+  if (dx)
+    PPC_CUDNN(cudnnConvolutionBackwardData, c.handle, &one, c.d.w, w, c.d.y,
+              dOutput.data, c.d.conv,
+              static_cast<cudnnConvolutionBwdDataAlgo_t>(dataAlgo.algo),
+              workspace, dataAlgo.bytes, &one, c.d.x, dx);
+  taken = true;
+  if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
+    biasGrad(ctx.stream, dOutput.data, dOutput.box, inputGrads[2].data,
+             inputGrads[2].lo[0], g.outPlane());
+  return "";
+}
+
+#undef PPC_CUDNN
+#endif // !PPC_CUDA_EMULATION
+
+KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
+                           ExecContext &ctx,
+                           const std::vector<KernelView> &inputs,
+                           const std::vector<KernelView> &outputs,
+                           const std::vector<KernelView> &) {
+  if (outputs.size() != 1)
+    return op.kind + ": expects 1 result";
+  const KernelView &output = outputs[0];
+  ConvGeometry g;
+  if (KernelStatus status = convGeometry(op, inputs, output, g);
+      !status.empty())
+    return status;
+  const KernelView &input = inputs[0], &weight = inputs[1];
+  const int64_t plane = g.outPlane(), patch = g.patchSize();
+  const int64_t outC = output.extent(1), samples = output.extent(0);
+  if (output.box.count() == 0)
+    return "";
+#if !defined(PPC_CUDA_EMULATION)
+  bool taken = false;
+  if (KernelStatus status = cudnnForward(ctx, g, input, weight, output, taken);
+      taken || !status.empty())
+    return status;
+#endif
+  if (runsDirect(g)) {
+    directForward(ctx.stream, {patchDims(g), g.inPerGroup, g.outPerGroup},
+                  input.data, input.box, weight.data, weight.box,
+                  g.addsBias ? g.bias->data : nullptr,
+                  g.addsBias ? g.bias->lo[0] : 0, output.data, output.box);
+    return "";
+  }
+  const bool pointwise = isPointwise(g);
+  const int64_t chunk = samplesPerChunk(patch * plane, samples);
+  float *col = nullptr;
+  if (!pointwise && patch > 0 &&
+      !(col = ctx.workspace->floats(chunk * patch * plane)))
+    return op.kind + ": out of device memory for its im2col block";
+  const PatchDims d = patchDims(g);
+  const int64_t inPlane = input.extent(2) * input.extent(3);
+  std::string error;
+  for (int64_t n0 = output.lo[0]; n0 < output.hi[0] && error.empty();
+       n0 += chunk) {
+    const int64_t count = std::min(chunk, output.hi[0] - n0);
+    forEachGroup(g, output, [&](int64_t fFirst, int64_t fLast, int64_t cFirst) {
+      if (!error.empty())
+        return;
+      GemmOperand patches;
+      if (pointwise) {
+        patches = floatOperand(
+            input.data + offset4(input, n0, cFirst, g.rows.outLo, g.cols.outLo),
+            plane, false, input.extent(1) * inPlane);
+      } else {
+        im2col(ctx.stream, d, input.data, input.box, n0, count, cFirst, col);
+        patches = floatOperand(col, plane, false, patch * plane);
+      }
+      const GemmOperand w =
+          floatOperand(weight.data + offset4(weight, fFirst, g.weightCLo, 0, 0),
+                       patch, false, 0);
+      float *out = output.data + (n0 - output.lo[0]) * outC * plane +
+                   (fFirst - output.lo[1]) * plane;
+      error =
+          ctx.library->gemm(ctx.stream, fLast - fFirst, plane, patch, 1.0f, w,
+                            patches, 0.0f, out, plane, outC * plane, count);
+    });
+  }
+  if (!error.empty())
+    return op.kind + ": " + error;
+  if (g.addsBias)
+    addBias(ctx.stream, output.data, output.box, g.bias->data, g.bias->lo[0],
+            plane);
+  return "";
+}
+
+KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
+                            ExecContext &ctx,
+                            const std::vector<KernelView> &inputs,
+                            const std::vector<KernelView> &outputs,
+                            const std::vector<KernelView> &outputGrads,
+                            const std::vector<KernelView> &inputGrads,
+                            const std::vector<KernelView> &) {
+  if (KernelStatus status =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !status.empty())
+    return status;
+  const KernelView &dOutput = outputGrads[0];
+  ConvGeometry g;
+  if (KernelStatus status = convGeometry(op, inputs, dOutput, g);
+      !status.empty())
+    return status;
+  const KernelView &input = inputs[0], &weight = inputs[1];
+  const KernelView &dInput = inputGrads[0], &dWeight = inputGrads[1];
+  const int64_t plane = g.outPlane(), patch = g.patchSize();
+  const int64_t outC = dOutput.extent(1), samples = dOutput.extent(0);
+  if (dOutput.box.count() == 0)
+    return "";
+#if !defined(PPC_CUDA_EMULATION)
+  bool taken = false;
+  if (KernelStatus status =
+          cudnnBackward(ctx, g, input, weight, dOutput, inputGrads, taken);
+      taken || !status.empty())
+    return status;
+#endif
+  if (runsDirect(g)) {
+    const DirectDims x{patchDims(g), g.inPerGroup, g.outPerGroup};
+    if (dWeight.data)
+      directWeightGrad(ctx.stream, x, input.data, input.box, dOutput.data,
+                       dOutput.box, dWeight.data, dWeight.box);
+    if (dInput.data)
+      directInputGrad(ctx.stream, x, weight.data, weight.box, dOutput.data,
+                      dOutput.box, dInput.data, dInput.box);
+    if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
+      biasGrad(ctx.stream, dOutput.data, dOutput.box, inputGrads[2].data,
+               inputGrads[2].lo[0], plane);
+    return "";
+  }
+  const bool pointwise = isPointwise(g);
+  // Per sample: its im2col block, its dW product, its dCol block.
+  const int64_t perSample = (pointwise ? 0 : 2 * patch * plane) + outC * patch;
+  const int64_t chunk = samplesPerChunk(perSample, samples);
+  float *col = nullptr, *dCol = nullptr, *dWParts = nullptr;
+  const bool im2colNeeded = !pointwise && patch > 0;
+  if ((dWeight.data && im2colNeeded &&
+       !(col = ctx.workspace->floats(chunk * patch * plane))) ||
+      (dInput.data && im2colNeeded &&
+       !(dCol = ctx.workspace->floats(chunk * patch * plane))) ||
+      (dWeight.data && patch > 0 &&
+       !(dWParts = ctx.workspace->floats(chunk * outC * patch))))
+    return op.kind + ": out of device memory for its im2col blocks";
+  const PatchDims d = patchDims(g);
+  const int64_t inPlane = input.extent(2) * input.extent(3);
+  const float *dy = dOutput.data;
+  std::string error;
+  for (int64_t n0 = dOutput.lo[0]; n0 < dOutput.hi[0] && error.empty();
+       n0 += chunk) {
+    const int64_t count = std::min(chunk, dOutput.hi[0] - n0);
+    forEachGroup(
+        g, dOutput, [&](int64_t fFirst, int64_t fLast, int64_t cFirst) {
+          if (!error.empty() || patch == 0)
+            return;
+          const int64_t fCount = fLast - fFirst;
+          const GemmOperand dyGroup =
+              floatOperand(dy + (n0 - dOutput.lo[0]) * outC * plane +
+                               (fFirst - dOutput.lo[1]) * plane,
+                           plane, false, outC * plane);
+          if (dWeight.data) { // dW += sum_n dY_n col_n^T
+            GemmOperand patchesT;
+            if (pointwise) {
+              patchesT =
+                  floatOperand(input.data + offset4(input, n0, cFirst,
+                                                    g.rows.outLo, g.cols.outLo),
+                               plane, true, input.extent(1) * inPlane);
+            } else {
+              im2col(ctx.stream, d, input.data, input.box, n0, count, cFirst,
+                     col);
+              patchesT = floatOperand(col, plane, true, patch * plane);
+            }
+            error = ctx.library->gemm(ctx.stream, fCount, patch, plane, 1.0f,
+                                      dyGroup, patchesT, 0.0f, dWParts, patch,
+                                      fCount * patch, count);
+            if (!error.empty())
+              return;
+            addSampleSum(ctx.stream, dWParts, count, fCount, patch,
+                         dWeight.data +
+                             offset4(dWeight, fFirst, g.weightCLo, 0, 0));
+          }
+          if (dInput.data) { // dCol_n = W^T dY_n, gathered onto the input
+            const GemmOperand wT = floatOperand(
+                weight.data + offset4(weight, fFirst, g.weightCLo, 0, 0), patch,
+                true, 0);
+            if (pointwise) {
+              error = ctx.library->gemm(
+                  ctx.stream, patch, plane, fCount, 1.0f, wT, dyGroup, 1.0f,
+                  dInput.data +
+                      offset4(dInput, n0, cFirst, g.rows.outLo, g.cols.outLo),
+                  plane, dInput.extent(1) * inPlane, count);
+            } else {
+              error = ctx.library->gemm(ctx.stream, patch, plane, fCount, 1.0f,
+                                        wT, dyGroup, 0.0f, dCol, plane,
+                                        patch * plane, count);
+              if (error.empty())
+                col2imAdd(ctx.stream, d, g.channels(), dCol, dInput.data,
+                          dInput.box, n0, count, cFirst);
+            }
+          }
+        });
+  }
+  if (!error.empty())
+    return op.kind + ": " + error;
+  if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
+    biasGrad(ctx.stream, dy, dOutput.box, inputGrads[2].data,
+             inputGrads[2].lo[0], plane);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// max_pool2d, avg_pool2d
+//===----------------------------------------------------------------------===//
+
+struct PoolGeometry {
+  Axis rows, cols;
+  bool countIncludePad;
+};
+
+KernelStatus poolGeometry(const OpDesc &op,
+                          const std::vector<KernelView> &inputs,
+                          const TensorView &output, PoolGeometry &g) {
+  if (inputs.size() != 1)
+    return op.kind + ": expects 1 operand";
+  const TensorView &input = inputs[0];
+  if (input.rank() != 4 || output.rank() != 4)
+    return op.kind + ": input and result must have rank 4";
+  std::vector<int64_t> kernel = op.getInts("kernel", {});
+  std::vector<int64_t> strides = op.getInts("strides", {1, 1});
+  std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
+  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4)
+    return op.kind + ": bad kernel, strides or pads";
+  g.rows =
+      makeAxis(input, output, 2, strides[0], pads[0], pads[2], kernel[0], 1);
+  g.cols =
+      makeAxis(input, output, 3, strides[1], pads[1], pads[3], kernel[1], 1);
+  g.countIncludePad = op.getInt("count_include_pad", 0) != 0;
+  for (int64_t d = 0; d < 2; ++d)
+    if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
+      return op.kind + ": input box does not hold the output samples/channels";
+  if (!g.rows.viewCovers() || !g.cols.viewCovers())
+    return op.kind + ": input box does not hold the window (halo) of the "
+                     "output rows/cols";
+  return "";
+}
+
+/// The in-tensor part [first, last) of output position o's window, and its
+/// extent within the padded tensor (what count_include_pad divides by; as in
+/// PyTorch, a ceil_mode window is cut at the end of the padding).
+struct Window {
+  int64_t first, last, paddedExtent;
+};
+
+PPC_HD inline Window windowOf(const Axis &axis, int64_t o) {
+  const int64_t start = axis.start(o);
+  const int64_t end = start + axis.kernel;
+  const int64_t padded = axis.size + axis.padHi;
+  return {start > 0 ? start : 0, end < axis.size ? end : axis.size,
+          (end < padded ? end : padded) - start};
+}
+
+/// What avg_pool2d divides a window's sum by.
+PPC_HD inline int64_t avgDivisor(bool countIncludePad, const Window &rows,
+                                 const Window &cols) {
+  if (countIncludePad)
+    return rows.paddedExtent * cols.paddedExtent;
+  const int64_t h = rows.last > rows.first ? rows.last - rows.first : 0;
+  const int64_t w = cols.last > cols.first ? cols.last - cols.first : 0;
+  return h * w;
+}
+
+/// Global (row, col) of the first maximum (row-major) of the window in the
+/// (n, c) plane of `input`; false when the window is all padding.
+PPC_HD inline bool argMax(const float *input, const DeviceBox &box, int64_t n,
+                          int64_t c, const Window &rows, const Window &cols,
+                          int64_t &row, int64_t &col, float &best) {
+  if (rows.first >= rows.last || cols.first >= cols.last)
+    return false;
+  const float *plane = input + offset4(box, n, c, box.lo[2], box.lo[3]);
+  const int64_t width = box.hi[3] - box.lo[3];
+  row = rows.first;
+  col = cols.first;
+  best = plane[(row - box.lo[2]) * width + (col - box.lo[3])];
+  for (int64_t ih = rows.first; ih < rows.last; ++ih) {
+    const float *line = plane + (ih - box.lo[2]) * width - box.lo[3];
+    for (int64_t iw = cols.first; iw < cols.last; ++iw)
+      if (line[iw] > best) {
+        best = line[iw];
+        row = ih;
+        col = iw;
+      }
+  }
+  return true;
+}
+
+void maxPoolForwardKernel(Stream stream, PoolGeometry g, const float *input,
+                          DeviceBox inBox, float *output, DeviceBox outBox) {
+  launch(stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    outBox.indexOf(i, index);
+    const Window rows = windowOf(g.rows, index[2]),
+                 cols = windowOf(g.cols, index[3]);
+    int64_t row, col;
+    float best = 0.0f;
+    if (!argMax(input, inBox, index[0], index[1], rows, cols, row, col, best))
+      best = 0.0f;
+    output[i] = best;
+  });
+}
+
+void avgPoolForwardKernel(Stream stream, PoolGeometry g, const float *input,
+                          DeviceBox inBox, float *output, DeviceBox outBox) {
+  launch(stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    outBox.indexOf(i, index);
+    const Window rows = windowOf(g.rows, index[2]),
+                 cols = windowOf(g.cols, index[3]);
+    const int64_t width = inBox.hi[3] - inBox.lo[3];
+    const float *plane =
+        input + offset4(inBox, index[0], index[1], inBox.lo[2], inBox.lo[3]);
+    float sum = 0.0f;
+    for (int64_t ih = rows.first; ih < rows.last; ++ih) {
+      const float *line = plane + (ih - inBox.lo[2]) * width - inBox.lo[3];
+      for (int64_t iw = cols.first; iw < cols.last; ++iw)
+        sum += line[iw];
+    }
+    const int64_t divisor = avgDivisor(g.countIncludePad, rows, cols);
+    output[i] = divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f;
+  });
+}
+
+/// One thread per input grad element: adds the result grads of the windows
+/// covering it (max: those whose first maximum it is), in the cpu kernel's
+/// order (output rows, then cols).
+void poolBackwardKernel(Stream stream, PoolGeometry g, bool max,
+                        const float *input, float *dInput, DeviceBox inBox,
+                        const float *dOutput, DeviceBox outBox) {
+  launch(stream, inBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    inBox.indexOf(i, index);
+    const int64_t n = index[0], c = index[1], ih = index[2], iw = index[3];
+    if (n < outBox.lo[0] || n >= outBox.hi[0] || c < outBox.lo[1] ||
+        c >= outBox.hi[1])
+      return;
+    int64_t ohFirst, ohLast, owFirst, owLast;
+    g.rows.covering(ih, ohFirst, ohLast);
+    g.cols.covering(iw, owFirst, owLast);
+    float acc = dInput[i];
+    for (int64_t oh = ohFirst; oh < ohLast; ++oh) {
+      const Window rows = windowOf(g.rows, oh);
+      for (int64_t ow = owFirst; ow < owLast; ++ow) {
+        const Window cols = windowOf(g.cols, ow);
+        const float dy = dOutput[offset4(outBox, n, c, oh, ow)];
+        if (max) {
+          int64_t row, col;
+          float best;
+          if (argMax(input, inBox, n, c, rows, cols, row, col, best) &&
+              row == ih && col == iw)
+            acc += dy;
+        } else {
+          const int64_t divisor = avgDivisor(g.countIncludePad, rows, cols);
+          if (divisor > 0)
+            acc += dy / static_cast<float>(divisor);
+        }
+      }
+    }
+    dInput[i] = acc;
+  });
+}
+
+KernelStatus poolForward(bool max, const OpDesc &op, ExecContext &ctx,
+                         const std::vector<KernelView> &inputs,
+                         const std::vector<KernelView> &outputs) {
+  if (outputs.size() != 1)
+    return op.kind + ": expects 1 result";
+  const KernelView &output = outputs[0];
+  PoolGeometry g;
+  if (KernelStatus status = poolGeometry(op, inputs, output, g);
+      !status.empty())
+    return status;
+  if (max)
+    maxPoolForwardKernel(ctx.stream, g, inputs[0].data, inputs[0].box,
+                         output.data, output.box);
+  else
+    avgPoolForwardKernel(ctx.stream, g, inputs[0].data, inputs[0].box,
+                         output.data, output.box);
+  return "";
+}
+
+KernelStatus poolBackward(bool max, const OpDesc &op, ExecContext &ctx,
+                          const std::vector<KernelView> &inputs,
+                          const std::vector<KernelView> &outputs,
+                          const std::vector<KernelView> &outputGrads,
+                          const std::vector<KernelView> &inputGrads) {
+  if (KernelStatus status =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !status.empty())
+    return status;
+  const KernelView &dOutput = outputGrads[0];
+  PoolGeometry g;
+  if (KernelStatus status = poolGeometry(op, inputs, dOutput, g);
+      !status.empty())
+    return status;
+  const KernelView &dInput = inputGrads[0];
+  if (!dInput.data || dOutput.box.count() == 0)
+    return "";
+  poolBackwardKernel(ctx.stream, g, max, inputs[0].data, dInput.data,
+                     dInput.box, dOutput.data, dOutput.box);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// global_avg_pool
+//===----------------------------------------------------------------------===//
+
+/// Checks the views; `count` is the GLOBAL number of spatial positions (a
+/// split spatial dim makes partial sums of the mean), `local` the held ones.
+KernelStatus globalPoolShape(const OpDesc &op,
+                             const std::vector<KernelView> &inputs,
+                             const TensorView &output, int64_t &count,
+                             int64_t &local) {
+  if (inputs.size() != 1)
+    return op.kind + ": expects 1 operand";
+  const TensorView &input = inputs[0];
+  if (input.rank() < 2 || output.rank() != input.rank())
+    return op.kind + ": result must have the input's rank";
+  for (int64_t d = 0; d < 2; ++d)
+    if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
+      return op.kind + ": input box does not hold the output samples/channels";
+  count = 1;
+  local = 1;
+  for (int64_t d = 2; d < input.rank(); ++d) {
+    count *= input.shape[d];
+    local *= input.extent(d);
+  }
+  return "";
+}
+
+KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
+                                  ExecContext &ctx,
+                                  const std::vector<KernelView> &inputs,
+                                  const std::vector<KernelView> &outputs,
+                                  const std::vector<KernelView> &) {
+  if (outputs.size() != 1)
+    return op.kind + ": expects 1 result";
+  const KernelView &output = outputs[0];
+  int64_t count, local;
+  if (KernelStatus status = globalPoolShape(op, inputs, output, count, local);
+      !status.empty())
+    return status;
+  const KernelView &input = inputs[0];
+  const float *in = input.data;
+  float *out = output.data;
+  const int64_t inLo0 = input.lo[0], inLo1 = input.lo[1], inC = input.extent(1);
+  const int64_t outLo0 = output.lo[0], outLo1 = output.lo[1],
+                outC = output.extent(1);
+  launch(ctx.stream, output.extent(0) * outC, [=] PPC_HD(int64_t i) {
+    const int64_t n = outLo0 + i / outC, c = outLo1 + i % outC;
+    const float *plane = in + ((n - inLo0) * inC + (c - inLo1)) * local;
+    double sum = 0;
+    for (int64_t k = 0; k < local; ++k)
+      sum += plane[k];
+    out[i] = static_cast<float>(sum / static_cast<double>(count));
+  });
+  return "";
+}
+
+KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
+                                   ExecContext &ctx,
+                                   const std::vector<KernelView> &inputs,
+                                   const std::vector<KernelView> &outputs,
+                                   const std::vector<KernelView> &outputGrads,
+                                   const std::vector<KernelView> &inputGrads,
+                                   const std::vector<KernelView> &) {
+  if (KernelStatus status =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !status.empty())
+    return status;
+  const KernelView &dOutput = outputGrads[0];
+  int64_t count, local;
+  if (KernelStatus status = globalPoolShape(op, inputs, dOutput, count, local);
+      !status.empty())
+    return status;
+  const KernelView &dInput = inputGrads[0];
+  if (!dInput.data)
+    return "";
+  float *dIn = dInput.data;
+  const float *dOut = dOutput.data;
+  const int64_t inLo0 = dInput.lo[0], inLo1 = dInput.lo[1],
+                inC = dInput.extent(1);
+  const int64_t outLo0 = dOutput.lo[0], outHi0 = dOutput.hi[0],
+                outLo1 = dOutput.lo[1], outHi1 = dOutput.hi[1],
+                outC = dOutput.extent(1);
+  const float divisor = static_cast<float>(count);
+  launch(ctx.stream, dInput.extent(0) * inC * local, [=] PPC_HD(int64_t i) {
+    const int64_t plane = i / local;
+    const int64_t n = inLo0 + plane / inC, c = inLo1 + plane % inC;
+    if (n < outLo0 || n >= outHi0 || c < outLo1 || c >= outHi1)
+      return;
+    dIn[i] += dOut[(n - outLo0) * outC + (c - outLo1)] / divisor;
+  });
+  return "";
+}
+
+} // namespace
+
+void registerConvPoolKernels(CudaKernelTable &t) {
+  t["ppc.conv2d"] = {conv2dForward, conv2dBackward};
+  t["ppc.max_pool2d"] = {
+      [](const OpDesc &op, const KernelContext &, ExecContext &ctx,
+         const std::vector<KernelView> &inputs,
+         const std::vector<KernelView> &outputs,
+         const std::vector<KernelView> &) {
+        return poolForward(true, op, ctx, inputs, outputs);
+      },
+      [](const OpDesc &op, const KernelContext &, ExecContext &ctx,
+         const std::vector<KernelView> &inputs,
+         const std::vector<KernelView> &outputs,
+         const std::vector<KernelView> &outputGrads,
+         const std::vector<KernelView> &inputGrads,
+         const std::vector<KernelView> &) {
+        return poolBackward(true, op, ctx, inputs, outputs, outputGrads,
+                            inputGrads);
+      }};
+  t["ppc.avg_pool2d"] = {
+      [](const OpDesc &op, const KernelContext &, ExecContext &ctx,
+         const std::vector<KernelView> &inputs,
+         const std::vector<KernelView> &outputs,
+         const std::vector<KernelView> &) {
+        return poolForward(false, op, ctx, inputs, outputs);
+      },
+      [](const OpDesc &op, const KernelContext &, ExecContext &ctx,
+         const std::vector<KernelView> &inputs,
+         const std::vector<KernelView> &outputs,
+         const std::vector<KernelView> &outputGrads,
+         const std::vector<KernelView> &inputGrads,
+         const std::vector<KernelView> &) {
+        return poolBackward(false, op, ctx, inputs, outputs, outputGrads,
+                            inputGrads);
+      }};
+  t["ppc.global_avg_pool"] = {globalAvgPoolForward, globalAvgPoolBackward};
+}
 
 } // namespace ppc::runtime::cuda

@@ -1,9 +1,370 @@
-//===- ReduceKernels.cu - (being written) -----------------------------------===//
+//===- ReduceKernels.cu - reduce_sum, reduce_mean, reduce_max -------------===//
+//
+// The cuda kernels of the cpu backend's ReduceKernels.cpp, with its
+// semantics and errors. The iteration space is the input's dims. A
+// partition computes its output box over the reduced range its input view
+// holds along the reduced axes: a split reduced axis leaves partial sums,
+// which the plan adds up, so a mean divides by the global reduced count.
+// reduce_max is never split along a reduced axis (a max of partials is not
+// their sum). One thread per output element loops over its reduced range
+// (deterministic, no atomics); sum and mean's backward is one thread per
+// input-grad element, max's one per output element (ties split the
+// gradient evenly, as torch.amax).
+//
+//===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
 
-namespace ppc::runtime::cuda {
+#include <cmath>
+#include <limits>
 
-void registerReduceKernels(CudaKernelTable &) {}
+namespace ppc::runtime::cuda {
+namespace {
+
+using Views = std::vector<KernelView>;
+
+enum class Reduction { Sum, Mean, Max };
+
+KernelStatus expectArity(const OpDesc &op, const char *what, size_t operands,
+                         size_t expectedOperands, size_t results,
+                         size_t expectedResults) {
+  if (operands == expectedOperands && results == expectedResults)
+    return {};
+  return op.kind + ": expects " + std::to_string(expectedOperands) +
+         " operand and " + std::to_string(expectedResults) + " result " + what +
+         ", got " + std::to_string(operands) + " and " +
+         std::to_string(results);
+}
+
+/// The walk of one partition (as the cpu's ReduceWalk) and what its kernels
+/// capture: per input dim whether it is reduced, per output dim the input
+/// dim indexing it (-1: a kept reduced dim, index 0).
+struct ReducePlan {
+  int32_t rank = 0; ///< input rank
+  int64_t lo[kMaxRank] = {}, hi[kMaxRank] = {};
+  bool reduced[kMaxRank] = {};
+  int32_t outRank = 0;
+  int32_t outDim[kMaxRank] = {};
+  int64_t globalCount = 1;
+  bool empty = false; ///< the walk box has no point
+};
+
+/// As the cpu's planWalk, for the input-like view `input` and output-like
+/// view `output`.
+KernelStatus planWalk(const OpDesc &op, Reduction kind, const KernelView &input,
+                      const KernelView &output, ReducePlan &walk) {
+  int64_t rank = input.rank();
+  std::vector<int64_t> axes = op.getInts("axes", {});
+  if (axes.empty())
+    return op.kind + ": expects at least one axis";
+  walk.rank = static_cast<int32_t>(rank);
+  for (int64_t axis : axes) {
+    int64_t d = axis < 0 ? axis + rank : axis;
+    if (d < 0 || d >= rank)
+      return op.kind + ": axis " + std::to_string(axis) +
+             " is out of range for rank " + std::to_string(rank);
+    walk.reduced[d] = true;
+  }
+  bool keepDims = op.getInt("keep_dims", 1) != 0;
+  int32_t outRank = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!walk.reduced[d])
+      walk.outDim[outRank++] = static_cast<int32_t>(d);
+    else if (keepDims)
+      walk.outDim[outRank++] = -1;
+  }
+  walk.outRank = outRank;
+  if (output.rank() != outRank)
+    return op.kind + ": the result has rank " + std::to_string(output.rank()) +
+           ", expected " + std::to_string(outRank);
+
+  int64_t outDim = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (walk.reduced[d]) {
+      walk.globalCount *= input.shape[d];
+      walk.lo[d] = input.lo[d];
+      walk.hi[d] = input.hi[d];
+      if (kind == Reduction::Max &&
+          (input.lo[d] != 0 || input.hi[d] != input.shape[d]))
+        return op.kind + ": reduced dim " + std::to_string(d) +
+               " must not be split";
+      if (keepDims)
+        ++outDim;
+      continue;
+    }
+    walk.lo[d] = output.lo[outDim];
+    walk.hi[d] = output.hi[outDim];
+    ++outDim;
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    walk.empty |= walk.hi[d] <= walk.lo[d];
+  return {};
+}
+
+/// Whether an input-like view holds the walk box (the cpu's identityAccess).
+bool holdsWalk(const ReducePlan &walk, const TensorView &view) {
+  if (walk.empty)
+    return true;
+  for (int d = 0; d < walk.rank; ++d)
+    if (walk.lo[d] < view.lo[d] || walk.hi[d] > view.hi[d])
+      return false;
+  return true;
+}
+
+/// Whether an output-like view holds the walk box's image (kept reduced
+/// dims at 0; the cpu's stridedAccess through outputDims).
+bool matchesWalk(const ReducePlan &walk, const TensorView &view) {
+  if (walk.empty)
+    return true;
+  for (int o = 0; o < walk.outRank; ++o) {
+    const int d = walk.outDim[o];
+    const int64_t first = d < 0 ? 0 : walk.lo[d];
+    const int64_t last = d < 0 ? 0 : walk.hi[d] - 1;
+    if (first < view.lo[o] || last >= view.hi[o])
+      return false;
+  }
+  return true;
+}
+
+/// As the cpu's accessesOf: input-like views first, then output-like.
+KernelStatus checkViews(const OpDesc &op, const ReducePlan &walk,
+                        std::initializer_list<const TensorView *> inputLike,
+                        std::initializer_list<const TensorView *> outputLike) {
+  for (const TensorView *view : inputLike)
+    if (!holdsWalk(walk, *view))
+      return op.kind + ": the input view does not hold the output box's rows";
+  for (const TensorView *view : outputLike)
+    if (!matchesWalk(walk, *view))
+      return op.kind + ": the output view does not match the input view";
+  return {};
+}
+
+/// The reduced dims of a view's box: their extents (the walk's) and the
+/// view's strides along them.
+struct ReducedRange {
+  int32_t n = 0;
+  int64_t extent[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+  int64_t count = 1;
+};
+
+ReducedRange reducedRange(const ReducePlan &walk, const TensorView &view) {
+  ReducedRange r;
+  std::vector<int64_t> strides(view.lo.size(), 1);
+  for (size_t d = strides.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * (view.hi[d] - view.lo[d]);
+  for (int d = 0; d < walk.rank; ++d)
+    if (walk.reduced[d]) {
+      r.extent[r.n] = walk.hi[d] - walk.lo[d];
+      r.stride[r.n] = strides[d];
+      r.count *= r.extent[r.n] > 0 ? r.extent[r.n] : 0;
+      ++r.n;
+    }
+  return r;
+}
+
+/// The global input index of output element `i` of `out` with the reduced
+/// dims at the walk's low end; false if it is no point of the walk (a kept
+/// reduced dim not at 0).
+PPC_HD inline bool walkIndexOf(const ReducePlan &walk, const DeviceBox &out,
+                               int64_t i, int64_t *index) {
+  int64_t outIndex[kMaxRank];
+  out.indexOf(i, outIndex);
+  for (int d = 0; d < walk.rank; ++d)
+    index[d] = walk.lo[d];
+  for (int o = 0; o < walk.outRank; ++o) {
+    const int d = walk.outDim[o];
+    if (d < 0) {
+      if (outIndex[o] != 0)
+        return false;
+    } else {
+      index[d] = outIndex[o];
+    }
+  }
+  return true;
+}
+
+/// Steps `offset` to the next point of the reduced range (odometer).
+PPC_HD inline void nextReduced(const ReducedRange &r, int64_t *counter,
+                               int64_t &offset) {
+  for (int k = r.n - 1; k >= 0; --k) {
+    offset += r.stride[k];
+    if (++counter[k] < r.extent[k])
+      return;
+    offset -= r.stride[k] * r.extent[k];
+    counter[k] = 0;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Device kernels
+//===----------------------------------------------------------------------===//
+
+/// y = sum / max of x over each output element's reduced range (times
+/// `scale`: the mean's 1 / global count).
+void reduceKernel(Stream stream, ReducePlan walk, ReducedRange r, bool max,
+                  float scale, DeviceBox xBox, const float *x, DeviceBox yBox,
+                  float *y) {
+  launch(stream, yBox.count(), [=] PPC_HD(int64_t i) {
+    const float initial = max ? -INFINITY : 0.0f;
+    int64_t index[kMaxRank];
+    if (walk.empty || !walkIndexOf(walk, yBox, i, index)) {
+      y[i] = max ? initial : initial * scale;
+      return;
+    }
+    int64_t offset = xBox.offsetOf(index);
+    int64_t counter[kMaxRank] = {};
+    float acc = initial;
+    for (int64_t j = 0; j < r.count; ++j) {
+      const float value = x[offset];
+      if (!max)
+        acc += value;
+      else if (value > acc || value != value) // NaN propagates
+        acc = value;
+      nextReduced(r, counter, offset);
+    }
+    y[i] = max ? acc : acc * scale;
+  });
+}
+
+/// Sum and mean's backward: dx += dy * scale over the walk box.
+void sumBackwardKernel(Stream stream, ReducePlan walk, float scale,
+                       DeviceBox dxBox, float *dx, DeviceBox dyBox,
+                       const float *dy) {
+  DeviceBox it;
+  it.rank = walk.rank;
+  for (int d = 0; d < walk.rank; ++d) {
+    it.lo[d] = walk.lo[d];
+    it.hi[d] = walk.hi[d];
+  }
+  const int64_t n = walk.empty ? 0 : it.count();
+  launch(stream, n, [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank], outIndex[kMaxRank];
+    it.indexOf(i, index);
+    for (int o = 0; o < walk.outRank; ++o)
+      outIndex[o] = walk.outDim[o] < 0 ? 0 : index[walk.outDim[o]];
+    dx[dxBox.offsetOf(index)] += dy[dyBox.offsetOf(outIndex)] * scale;
+  });
+}
+
+/// Max's backward: per output element, dy split evenly among the inputs of
+/// its range equal to y.
+void maxBackwardKernel(Stream stream, ReducePlan walk, ReducedRange rx,
+                       ReducedRange rdx, DeviceBox xBox, const float *x,
+                       DeviceBox yBox, const float *y, DeviceBox dxBox,
+                       float *dx, DeviceBox dyBox, const float *dy) {
+  launch(stream, walk.empty ? 0 : dyBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    if (!walkIndexOf(walk, dyBox, i, index))
+      return;
+    int64_t outIndex[kMaxRank];
+    dyBox.indexOf(i, outIndex);
+    const float target = y[yBox.offsetOf(outIndex)];
+    const int64_t xStart = xBox.offsetOf(index);
+    int64_t offset = xStart, counter[kMaxRank] = {};
+    float ties = 0.0f;
+    for (int64_t j = 0; j < rx.count; ++j) {
+      if (x[offset] == target)
+        ties += 1.0f;
+      nextReduced(rx, counter, offset);
+    }
+    if (ties == 0.0f)
+      return;
+    const float share = dy[i] / ties;
+    int64_t xo = xStart, dxo = dxBox.offsetOf(index);
+    int64_t cx[kMaxRank] = {}, cdx[kMaxRank] = {};
+    for (int64_t j = 0; j < rx.count; ++j) {
+      if (x[xo] == target)
+        dx[dxo] += share;
+      nextReduced(rx, cx, xo);
+      nextReduced(rdx, cdx, dxo);
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Forward and backward
+//===----------------------------------------------------------------------===//
+
+KernelStatus reduceForward(const OpDesc &op, Reduction kind, ExecContext &ctx,
+                           const Views &inputs, const Views &outputs) {
+  if (KernelStatus s =
+          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
+      !s.empty())
+    return s;
+  const KernelView &x = inputs[0], &y = outputs[0];
+  ReducePlan walk;
+  if (KernelStatus s = planWalk(op, kind, x, y, walk); !s.empty())
+    return s;
+  if (KernelStatus s = checkViews(op, walk, {&x}, {&y}); !s.empty())
+    return s;
+  const float scale = kind == Reduction::Mean
+                          ? 1.0f / static_cast<float>(walk.globalCount)
+                          : 1.0f;
+  reduceKernel(ctx.stream, walk, reducedRange(walk, x), kind == Reduction::Max,
+               scale, x.box, x.data, y.box, y.data);
+  return {};
+}
+
+KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
+                            const Views &inputs, const Views &outputs,
+                            const Views &outputGrads, const Views &inputGrads) {
+  if (KernelStatus s =
+          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
+      !s.empty())
+    return s;
+  if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                                   outputGrads.size(), 1);
+      !s.empty())
+    return s;
+  const KernelView &dx = inputGrads[0];
+  if (!dx.data)
+    return {};
+  const KernelView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
+  ReducePlan walk;
+  if (KernelStatus s = planWalk(op, kind, dx, dy, walk); !s.empty())
+    return s;
+  if (kind != Reduction::Max) {
+    if (KernelStatus s = checkViews(op, walk, {&dx}, {&dy}); !s.empty())
+      return s;
+    const float scale = kind == Reduction::Mean
+                            ? 1.0f / static_cast<float>(walk.globalCount)
+                            : 1.0f;
+    sumBackwardKernel(ctx.stream, walk, scale, dx.box, dx.data, dy.box,
+                      dy.data);
+    return {};
+  }
+  if (KernelStatus s = checkViews(op, walk, {&dx, &x}, {&dy, &y}); !s.empty())
+    return s;
+  maxBackwardKernel(ctx.stream, walk, reducedRange(walk, x),
+                    reducedRange(walk, dx), x.box, x.data, y.box, y.data,
+                    dx.box, dx.data, dy.box, dy.data);
+  return {};
+}
+
+CudaKernel reduceKernelOf(Reduction kind) {
+  CudaKernel kernel;
+  kernel.forward = [kind](const OpDesc &op, const KernelContext &,
+                          ExecContext &ctx, const Views &inputs,
+                          const Views &outputs, const Views &) {
+    return reduceForward(op, kind, ctx, inputs, outputs);
+  };
+  kernel.backward = [kind](const OpDesc &op, const KernelContext &,
+                           ExecContext &ctx, const Views &inputs,
+                           const Views &outputs, const Views &outputGrads,
+                           const Views &inputGrads, const Views &) {
+    return reduceBackward(op, kind, ctx, inputs, outputs, outputGrads,
+                          inputGrads);
+  };
+  return kernel;
+}
+
+} // namespace
+
+void registerReduceKernels(CudaKernelTable &table) {
+  table["ppc.reduce_sum"] = reduceKernelOf(Reduction::Sum);
+  table["ppc.reduce_mean"] = reduceKernelOf(Reduction::Mean);
+  table["ppc.reduce_max"] = reduceKernelOf(Reduction::Max);
+}
 
 } // namespace ppc::runtime::cuda

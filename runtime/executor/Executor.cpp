@@ -684,7 +684,7 @@ void Run::printSummary(const std::vector<double> &times,
 /// Merges every rank's kernel times (partitions of equal shapes average) and
 /// writes them in the simulator's profile format.
 std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
-  std::map<std::string, KernelTiming> merged;
+  KernelTimings merged;
   for (const std::string &text : perRank) {
     std::istringstream in(text);
     std::string line;
@@ -697,80 +697,8 @@ std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
       t.runs += std::stoll(line.substr(b + 1));
     }
   }
-  // An existing profile of the same device is added to: runs of other
-  // plans (a search's candidates) accumulate in one file.
-  using json = nlohmann::ordered_json;
-  const std::string &path = options.profileFile;
-  std::map<std::string, json> entries; // by kind|dtype|phase|shapes
-  if (std::ifstream existing(path); existing) {
-    json old;
-    try {
-      old = json::parse(existing);
-    } catch (const json::exception &e) {
-      return "cannot add to profile file '" + path + "': not JSON (" +
-             e.what() + "); remove it or name another";
-    }
-    if (!old.is_object() || old.value("version", 0) != 1 ||
-        !old.contains("entries") || !old["entries"].is_array())
-      return "cannot add to profile file '" + path +
-             "': not a version 1 profile; remove it or name another";
-    std::string device = old.value("device", "");
-    if (device != options.profileDevice)
-      return "profile file '" + path + "' measures device '" + device +
-             "', not '" + options.profileDevice +
-             "' (--profile-device): name another file";
-    for (const json &e : old["entries"]) {
-      if (!e.is_object() || !e.contains("op") || !e.contains("dtype") ||
-          !e.contains("phase") || !e.contains("operand_shapes") ||
-          !e.contains("seconds"))
-        return "cannot add to profile file '" + path +
-               "': an entry lacks op, dtype, phase, operand_shapes or "
-               "seconds";
-      std::string key = e["op"].get<std::string>() + "|" +
-                        e["dtype"].get<std::string>() + "|" +
-                        e["phase"].get<std::string>() + "|" +
-                        e["operand_shapes"].dump();
-      entries[key] = e;
-    }
-  }
-  for (const auto &[key, timing] : merged) {
-    if (timing.runs == 0 || timing.seconds <= 0)
-      continue;
-    // key: kind|dtype|phase|shapes
-    size_t p1 = key.find('|'), p2 = key.find('|', p1 + 1),
-           p3 = key.find('|', p2 + 1);
-    json shapes = json::parse(key.substr(p3 + 1));
-    std::string mergeKey = key.substr(0, p3) + "|" + shapes.dump();
-    double seconds = timing.seconds;
-    int64_t runs = timing.runs;
-    if (auto it = entries.find(mergeKey); it != entries.end()) {
-      int64_t before = it->second.value("runs", int64_t(1));
-      seconds += it->second["seconds"].get<double>() * double(before);
-      runs += before;
-    }
-    entries[mergeKey] = json{{"op", key.substr(0, p1)},
-                             {"dtype", key.substr(p1 + 1, p2 - p1 - 1)},
-                             {"phase", key.substr(p2 + 1, p3 - p2 - 1)},
-                             {"operand_shapes", shapes},
-                             {"seconds", seconds / double(runs)},
-                             {"runs", runs}};
-  }
-  std::ofstream file(path);
-  if (!file)
-    return "cannot open profile file '" + path + "' for writing";
-  // One entry per line (the library escapes every string).
-  file << "{\n  \"version\": 1,\n  \"device\": "
-       << json(options.profileDevice).dump() << ",\n  \"entries\": [";
-  bool first = true;
-  for (const auto &[key, entry] : entries) {
-    file << (first ? "\n    " : ",\n    ") << entry.dump();
-    first = false;
-  }
-  file << "\n  ]\n}\n";
-  file.close();
-  if (!file)
-    return "cannot write profile file '" + path + "'";
-  return "";
+  return writeKernelProfile(options.profileFile, options.profileDevice,
+                            merged);
 }
 
 std::string Run::packTrainedWeights() const {
@@ -1115,9 +1043,11 @@ int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
   std::unique_ptr<Backend> backend = createBackend(
       options.backend, {options.threads, options.referenceKernels}, error);
   if (comm.anyRank(!backend, [] { return "starting the backends"; })) {
+    // One write, so that the lines of ranks failing together do not
+    // interleave.
     if (!backend)
-      err << "ppc-run: rank " << comm.rank() << ": backend " << options.backend
-          << ": " << error << "\n";
+      err << "ppc-run: rank " + std::to_string(comm.rank()) + ": backend " +
+                 options.backend + ": " + error + "\n";
     return 1;
   }
   std::unique_ptr<Communicator> deviceComm =

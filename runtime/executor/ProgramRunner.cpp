@@ -574,25 +574,12 @@ static std::string countMismatch(const Op &op, const char *what, int have,
          std::to_string(have) + " " + what + " for " + std::to_string(want);
 }
 
-/// The simulator charges integer ops at the f32 rate and keys them so.
-static std::string profileDType(const std::string &dtype) {
-  return dtype == "f64" || dtype == "f16" || dtype == "bf16" ? dtype : "f32";
-}
-
 std::string ProgramRunner::profileKey(const Op &op, const char *phase,
                                       const std::vector<DeviceView> &inputs) {
-  std::string key =
-      op.kind() + "|" +
-      profileDType(op.results_size() > 0 ? plan.tensors(op.results(0)).dtype()
-                                         : "f32") +
-      "|" + phase + "|[";
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    key += i ? ",[" : "[";
-    for (size_t d = 0; d < inputs[i].lo.size(); ++d)
-      key += (d ? "," : "") + std::to_string(inputs[i].hi[d] - inputs[i].lo[d]);
-    key += "]";
-  }
-  return key + "]";
+  std::vector<std::pair<Index, Index>> boxes;
+  for (const DeviceView &v : inputs)
+    boxes.push_back({v.lo, v.hi});
+  return kernelProfileKey(plan, op, phase, boxes);
 }
 
 std::string

@@ -12,6 +12,7 @@
 #define PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H
 
 #include "ppc/Runtime/Backend.h"
+#include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Communicator.h"
@@ -45,12 +46,6 @@ struct StepProfile {
 /// Measured kernel times for a profile (docs/profile-format.md): keyed by
 /// op kind, dtype, phase and the partition's operand shapes, the stages of
 /// an op summed.
-struct KernelTiming {
-  double seconds = 0;
-  int64_t runs = 0;
-};
-using KernelTimings = std::map<std::string, KernelTiming>;
-
 struct TraceEvent {
   std::string name;
   int tid = 0;      ///< 0 compute, 1 communication

@@ -66,6 +66,10 @@ struct AutoParallelOptions
       llvm::cl::desc("Measured kernel times for the search's simulator "
                      "(docs/profile-format.md; ppc-run --profile writes "
                      "them)")};
+  Option<std::string> profileRequests{
+      *this, "profile-requests",
+      llvm::cl::desc("Write the kernels the search's configuration space "
+                     "asks for, for ppc-profile to measure")};
   Option<bool> overlap{
       *this, "overlap",
       llvm::cl::desc("Simulate gradient sync overlapping backward (true) or "

@@ -162,6 +162,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "default: each device's capacity">,
     Option<"profilePath", "profile", "std::string", "\"\"",
            "Measured kernel times (JSON, docs/profile-format.md)">,
+    Option<"profileRequests", "profile-requests", "std::string", "\"\"",
+           "Write the kernels the configuration space asks for, one per "
+           "profile key, for ppc-profile to measure "
+           "(ppc/Search/ProfileRequests.h)">,
     Option<"reportDir", "report-dir", "std::string", "\"\"",
            "Write the report files (strategy, summary, timeline, search "
            "trace, graph, baselines, scaling) into this directory">,
