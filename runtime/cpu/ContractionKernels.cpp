@@ -12,7 +12,7 @@
 
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
-#include "ppc/Runtime/ContractionRanges.h"
+#include "ContractionRanges.h"
 
 namespace ppc::runtime::cpu {
 

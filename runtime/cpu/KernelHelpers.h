@@ -15,6 +15,8 @@
 #define PPC_RUNTIME_CPU_KERNELHELPERS_H
 
 #include "ppc/Runtime/DropoutMask.h"
+#include "KernelChecks.h"
+#include "KernelMath.h"
 #include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/Kernels.h"
 
@@ -28,58 +30,6 @@
 #include <vector>
 
 namespace ppc::runtime::cpu {
-
-/// e^x for the softmax family's x <= 0 (any x works): Cephes' expf (x = n
-/// ln 2 + r, a degree-7 polynomial in r, 2^n from the exponent bits), plain
-/// arithmetic that the compiler vectorizes, where libm's expf is a call per
-/// element. Within 2 ulp of e^x on [-86.64, 88.37]; 0 below, +inf above,
-/// NaN for NaN. The low bound keeps 2^n >= 2^-125, so that no lane, not
-/// even one whose result is then replaced by 0, computes with denormals,
-/// which cost x86 cores a hundred cycles each (a causal mask's -1e9
-/// scores all land there).
-inline float softmaxExp(float x) {
-  constexpr float kHi = 88.3762626647949f, kLo = -86.64f;
-  const bool nan = !(x == x);
-  float c = x > kHi ? kHi : (x < kLo ? kLo : x);
-  c = nan ? 0.0f : c;
-  // Round to nearest: adding and taking away 1.5 * 2^23.
-  const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = c - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  float y = p * scale;
-  y = x < kLo ? 0.0f : y;
-  y = x > kHi ? INFINITY : y;
-  return nan ? x : y;
-}
-
-/// erfc(z) for z >= 0 in float, vectorizable: Numerical Recipes' Chebyshev
-/// fit, t e^(-z^2 + P(t)) with t = 1 / (1 + z / 2), fractional error below
-/// 1.2e-7 in exact arithmetic (a few float ulp here) at every z, so
-/// 1 + erf(-z) = erfc(z) keeps its precision far into the tail.
-inline float erfcNonNegative(float z) {
-  const float t = 1.0f / (1.0f + 0.5f * z);
-  float p = 0.17087277f;
-  p = p * t - 0.82215223f;
-  p = p * t + 1.48851587f;
-  p = p * t - 1.13520398f;
-  p = p * t + 0.27886807f;
-  p = p * t - 0.18628806f;
-  p = p * t + 0.09678418f;
-  p = p * t + 0.37409196f;
-  p = p * t + 1.00002368f;
-  p = p * t - 1.26551223f;
-  return t * softmaxExp(p - z * z);
-}
 
 /// Hot elementwise loops get an AVX2 clone beside the baseline x86-64 one,
 /// chosen when the program loads (GCC's function multiversioning): one
@@ -156,64 +106,6 @@ inline double sumOf(const float *x, int64_t n) {
   return (a + b) + (c + d);
 }
 
-/// How one view dim is indexed by an iteration point p:
-/// index = p[iterDim] * scale + offset, or just `offset` when iterDim < 0.
-struct DimMap {
-  int64_t iterDim = -1;
-  int64_t scale = 1;
-  int64_t offset = 0;
-
-  static DimMap identity(int64_t d, int64_t offset = 0) {
-    return {d, 1, offset};
-  }
-  static DimMap fixed(int64_t index) { return {-1, 1, index}; }
-};
-
-/// A view's buffer offset as a linear function of the iteration point:
-/// offset = base + sum_d (p[d] - lo[d]) * strides[d].
-struct StridedAccess {
-  int64_t base = 0;
-  std::vector<int64_t> strides;
-};
-
-/// The access of `view` from the iteration box [lo, hi) through `dims` (one
-/// per view dim); nullopt if the box reaches an element the view does not
-/// hold (or its rank is not that of `dims`). `scale` must be positive.
-inline std::optional<StridedAccess>
-stridedAccess(const TensorView &view, const std::vector<int64_t> &lo,
-              const std::vector<int64_t> &hi, const std::vector<DimMap> &dims) {
-  if (dims.size() != view.lo.size() || view.hi.size() != view.lo.size())
-    return std::nullopt;
-  StridedAccess access{0, std::vector<int64_t>(lo.size(), 0)};
-  bool empty = false;
-  for (size_t d = 0; d < lo.size(); ++d)
-    empty |= hi[d] <= lo[d];
-  std::vector<int64_t> viewStrides = view.strides();
-  for (size_t i = 0; i < dims.size(); ++i) {
-    const DimMap &map = dims[i];
-    int64_t first = map.offset, last = map.offset;
-    if (map.iterDim >= 0) {
-      first += lo[map.iterDim] * map.scale;
-      last += (hi[map.iterDim] - 1) * map.scale;
-      access.strides[map.iterDim] += viewStrides[i] * map.scale;
-    }
-    if (!empty && (first < view.lo[i] || last >= view.hi[i]))
-      return std::nullopt;
-    access.base += (first - view.lo[i]) * viewStrides[i];
-  }
-  return access;
-}
-
-/// The access of a view whose dims are the iteration dims, in order.
-inline std::optional<StridedAccess>
-identityAccess(const TensorView &view, const std::vector<int64_t> &lo,
-               const std::vector<int64_t> &hi) {
-  std::vector<DimMap> dims;
-  for (size_t d = 0; d < lo.size(); ++d)
-    dims.push_back(DimMap::identity(static_cast<int64_t>(d)));
-  return stridedAccess(view, lo, hi, dims);
-}
-
 /// Calls fn(offsets) for every point of the box with `extents`, row-major,
 /// where offsets[k] is the offset of the point under accesses[k].
 template <size_t N, typename Fn>
@@ -256,57 +148,6 @@ void walkStrided(const std::vector<int64_t> &extents,
       counter[d] = 0;
     }
   }
-}
-
-/// Extents of the box [lo, hi).
-inline std::vector<int64_t> extentsOf(const std::vector<int64_t> &lo,
-                                      const std::vector<int64_t> &hi) {
-  std::vector<int64_t> extents(lo.size());
-  for (size_t d = 0; d < lo.size(); ++d)
-    extents[d] = hi[d] - lo[d];
-  return extents;
-}
-
-/// Checks the numbers of views a kernel got (`what`: "views" of operands and
-/// results, or "gradient views").
-inline KernelStatus expectArity(const OpDesc &op, const char *what,
-                                size_t operands, size_t expectedOperands,
-                                size_t results, size_t expectedResults) {
-  if (operands == expectedOperands && results == expectedResults)
-    return {};
-  return op.kind + ": expects " + std::to_string(expectedOperands) +
-         " operand and " + std::to_string(expectedResults) + " result " + what +
-         ", got " + std::to_string(operands) + " and " +
-         std::to_string(results);
-}
-
-inline bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
-
-/// The result grad must match the result box and each wanted operand grad
-/// its operand's box: the kernels index them alike. Results may be absent
-/// (a backward that does not read them): then only the operands are checked.
-inline KernelStatus checkGradBoxes(const OpDesc &op,
-                                   const std::vector<TensorView> &inputs,
-                                   const std::vector<TensorView> &outputs,
-                                   const std::vector<TensorView> &outputGrads,
-                                   const std::vector<TensorView> &inputGrads) {
-  if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
-      inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!sameBox(outputGrads[i], outputs[i]))
-      return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
-}
-
-/// An axis attribute counted from the back when negative.
-inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
 }
 
 /// The mask of `op`'s "seed" and "ratio" (`defaultRatio` when absent) at

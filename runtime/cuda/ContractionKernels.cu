@@ -15,7 +15,7 @@
 #include "CudaKernels.h"
 #include "Library.h"
 
-#include "ppc/Runtime/ContractionRanges.h"
+#include "ContractionRanges.h"
 #include "ppc/Runtime/DType.h"
 
 namespace ppc::runtime::cuda {

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #if !defined(PPC_CUDA_EMULATION)
@@ -122,6 +123,22 @@ PPC_HD inline void atomicMaxFloat(float *target, float value) {
 #else
   if (value > *target)
     *target = value;
+#endif
+}
+
+/// Copies `bytes` of device memory at `device` to `host` once the stream's
+/// work before it is done (a kernel's host-side check of device values:
+/// labels, indices). Waits for the stream.
+inline void copyToHost(Stream stream, void *host, const void *device,
+                       size_t bytes) {
+  if (bytes == 0)
+    return;
+#if defined(PPC_CUDA_EMULATION)
+  (void)stream;
+  std::memcpy(host, device, bytes);
+#else
+  cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream);
+  cudaStreamSynchronize(stream);
 #endif
 }
 

@@ -1,17 +1,17 @@
-//===- ContractionRanges.h - what a matmul or linear partition computes -*- C++
-//-*-//
+//===- ContractionRanges.h - a matmul or linear partition -------*- C++ -*-===//
 //
-// MLIR-free, shared by the backends' matmul and linear kernels: which batch,
-// M, N and K ranges a partition's views give, checked against what the
-// views hold (the same errors on every backend), and where the partition's
-// corner of each stored matrix lies in its view. The output box gives the
-// batch, M and N ranges; the K range is the lhs's (input's) box along K, and
-// the rhs's (weight's) box along K must equal it.
+// Private to the backends (runtime/cpu, runtime/cuda), shared by their
+// matmul and linear kernels: which batch, M, N and K ranges a partition's
+// views give, checked against what the views hold (the same errors on
+// every backend), and where the partition's corner of each stored matrix
+// lies in its view. The output box gives the batch, M and N ranges; the K
+// range is the lhs's (input's) box along K, and the rhs's (weight's) box
+// along K must equal it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PPC_RUNTIME_CONTRACTIONRANGES_H
-#define PPC_RUNTIME_CONTRACTIONRANGES_H
+#ifndef PPC_RUNTIME_COMMON_CONTRACTIONRANGES_H
+#define PPC_RUNTIME_COMMON_CONTRACTIONRANGES_H
 
 #include "ppc/Runtime/Kernels.h"
 
@@ -178,4 +178,4 @@ inline int64_t weightOffset(const TensorView &weight, const LinearRanges &r) {
 
 } // namespace ppc::runtime
 
-#endif // PPC_RUNTIME_CONTRACTIONRANGES_H
+#endif // PPC_RUNTIME_COMMON_CONTRACTIONRANGES_H
