@@ -50,8 +50,8 @@ std::string writeProfileRequests(const sim::Graph &graph,
       for (int64_t index = 0; index < partitions; ++index) {
         sim::KernelShape shape = sim::kernelShape(op, degrees, index);
         json shapes = shape.operandShapes;
-        std::string key = op.kind + "|" + stringifyDType(op.dtype) + "|" +
-                          shapes.dump();
+        std::string key =
+            op.kind + "|" + stringifyDType(op.dtype) + "|" + shapes.dump();
         if (!keys.insert(key).second)
           continue;
         kernels.push_back({{"op_index", k},

@@ -273,7 +273,9 @@ void SearchStrategyPass::runOnOperation() {
     const std::vector<search::RecomputeInfo> &list = search::recomputeModes();
     std::string modes;
     for (size_t i = 0; i < list.size(); ++i)
-      modes += (i == 0 ? "" : i + 1 == list.size() ? " or " : ", ") +
+      modes += (i == 0                 ? ""
+                : i + 1 == list.size() ? " or "
+                                       : ", ") +
                std::string(list[i].name);
     module.emitError() << "ppc-search: unknown recompute '" << recompute
                        << "': expected " << modes;
@@ -364,8 +366,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     std::string error = search::writeProfileRequests(
         *graph, search::ConfigSpace(*graph, machine), profileRequests, count);
     if (!error.empty())
-      return emitError(func.getLoc()) << "ppc-search: profile-requests: "
-                                      << error;
+      return emitError(func.getLoc())
+             << "ppc-search: profile-requests: " << error;
     llvm::errs() << "ppc-search: wrote " << count << " kernels to measure to "
                  << profileRequests << " (ppc-profile PLAN --requests "
                  << profileRequests << ")\n";
@@ -458,8 +460,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         if (dp.strategy.size() == graph->ops.size())
           starts.push_back(dp.strategy);
         if (options.seconds > 0)
-          chains.seconds = std::max(options.seconds - dp.seconds,
-                                    options.seconds / 2);
+          chains.seconds =
+              std::max(options.seconds - dp.seconds, options.seconds / 2);
       }
       for (auto &baseline : baselines)
         starts.push_back(baseline.second);
@@ -527,9 +529,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       std::string error;
       found = search::megatronLayout(problem, layout, error);
       if (!error.empty())
-        return emitError(func.getLoc())
-               << "ppc-search: megatron layout for @" << func.getSymName()
-               << ": " << error;
+        return emitError(func.getLoc()) << "ppc-search: megatron layout for @"
+                                        << func.getSymName() << ": " << error;
       break;
     }
     case Algorithm::Baseline:

@@ -467,8 +467,8 @@ int Run::verify(int64_t step, double lossScale) {
       !(other = createBackend(options.verifyBackend,
                               {options.threads, options.referenceKernels},
                               otherError)))
-    otherError = "--verify-backend " + options.verifyBackend + ": " +
-                 otherError;
+    otherError =
+        "--verify-backend " + options.verifyBackend + ": " + otherError;
   if (anyFailed(otherError, false))
     return 1;
   if (anyFailed(runReferenceStep(plan, data, step, other ? *other : *backend,
@@ -697,8 +697,7 @@ std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
       t.runs += std::stoll(line.substr(b + 1));
     }
   }
-  return writeKernelProfile(options.profileFile, options.profileDevice,
-                            merged);
+  return writeKernelProfile(options.profileFile, options.profileDevice, merged);
 }
 
 std::string Run::packTrainedWeights() const {

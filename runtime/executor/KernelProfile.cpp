@@ -2,7 +2,7 @@
 
 #include "ppc/Runtime/KernelProfile.h"
 
-#include "ProgramRunner.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include "ppc/Runtime/Boxes.h"
 
@@ -210,8 +210,7 @@ std::string requestJobs(const Plan &plan, const std::string &path,
       const int64_t op = k.at("op_index").get<int64_t>();
       if (op < 0 || op >= plan.ops_size())
         return where + ": op_index " + std::to_string(op) +
-               " is not an op of the plan (" +
-               std::to_string(plan.ops_size()) +
+               " is not an op of the plan (" + std::to_string(plan.ops_size()) +
                " ops): was the plan made from the same model?";
       if (plan.ops(op).kind() != k.at("op").get<std::string>())
         return where + ": op " + std::to_string(op) + " of the plan is " +
@@ -248,13 +247,12 @@ DType storageOf(const planfile::Tensor &tensor) {
 }
 
 std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
-                        const DataSource &data, bool training,
-                        JobBuffers &b) {
+                        const DataSource &data, bool training, JobBuffers &b) {
   const Op &op = plan.ops(job.op);
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  auto make = [&](int32_t tensor, const std::pair<Index, Index> &box,
-                  bool fill, DType dtype) -> DeviceView {
+  auto make = [&](int32_t tensor, const std::pair<Index, Index> &box, bool fill,
+                  DType dtype) -> DeviceView {
     const Index &lo = box.first, &hi = box.second;
     const int64_t n = boxVolume(lo, hi);
     std::shared_ptr<DeviceBuffer> buffer = backend.allocate(dtype, n);
@@ -263,10 +261,12 @@ std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
     if (fill) {
       std::vector<float> values(std::max<int64_t>(n, 1));
       // Inputs, labels and weights as a run loads them (labels in range);
-      // activations random.
-      if (tensor < 0 || !data.load(tensor, lo, hi, 1, values.data()).empty())
+      // activations random, integer ones (labels or indices passed on by a
+      // reshape) 0, which every class and row range holds.
+      const bool integer = storageOf(plan.tensors(tensor)) == DType::I64;
+      if (!data.load(tensor, lo, hi, 1, values.data()).empty())
         for (float &v : values)
-          v = uniform(rng);
+          v = integer ? 0.0f : uniform(rng);
       backend.write(*buffer, 0, values.data(), n);
     }
     b.owned.push_back(buffer);
@@ -276,13 +276,15 @@ std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
   };
   for (int i = 0; i < op.operands_size(); ++i) {
     const planfile::Tensor &t = plan.tensors(op.operands(i));
-    b.inputs.push_back(make(op.operands(i), job.operands[i], true, storageOf(t)));
+    b.inputs.push_back(
+        make(op.operands(i), job.operands[i], true, storageOf(t)));
     if (!b.inputs.back().buffer)
       return "out of memory";
   }
   for (int i = 0; i < op.results_size(); ++i) {
     const planfile::Tensor &t = plan.tensors(op.results(i));
-    b.outputs.push_back(make(op.results(i), job.results[i], false, storageOf(t)));
+    b.outputs.push_back(
+        make(op.results(i), job.results[i], false, storageOf(t)));
     b.outputGrads.push_back(
         make(op.results(i), job.results[i], true, storageOf(t)));
     if (!b.outputs.back().buffer || !b.outputGrads.back().buffer)
@@ -293,8 +295,8 @@ std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
     const bool wanted =
         training && i < op.needs_grad_size() && op.needs_grad(i);
     if (!wanted) {
-      b.inputGrads.push_back({nullptr, 0, b.inputs[i].shape, b.inputs[i].lo,
-                              b.inputs[i].hi});
+      b.inputGrads.push_back(
+          {nullptr, 0, b.inputs[i].shape, b.inputs[i].lo, b.inputs[i].hi});
       continue;
     }
     b.inputGrads.push_back(
@@ -310,8 +312,8 @@ std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
   for (bool backward : {false, true})
     for (const std::vector<int64_t> &shape :
          scratchShapes(desc, boxes, backward)) {
-      std::shared_ptr<DeviceBuffer> buffer =
-          backend.allocate(DType::F32, boxVolume(Index(shape.size(), 0), shape));
+      std::shared_ptr<DeviceBuffer> buffer = backend.allocate(
+          DType::F32, boxVolume(Index(shape.size(), 0), shape));
       if (!buffer)
         return "out of memory";
       b.owned.push_back(buffer);
@@ -353,7 +355,8 @@ std::string timeRuns(Backend &backend, const KernelProfileOptions &options,
 std::string profileKernels(const Plan &plan, const std::string &requestsPath,
                            Backend &backend, const DataSource &data,
                            const KernelProfileOptions &options,
-                           KernelTimings &timings) {
+                           KernelTimings &timings,
+                           std::vector<KernelMeasurement> *measured) {
   std::map<std::string, Job> jobs;
   if (std::string err = planJobs(plan, jobs); !err.empty())
     return err;
@@ -397,23 +400,34 @@ std::string profileKernels(const Plan &plan, const std::string &requestsPath,
       }
       return "";
     };
+    KernelMeasurement m;
+    m.op = job.op;
+    for (const auto &[lo, hi] : job.operands) {
+      std::vector<int64_t> extents;
+      for (size_t d = 0; d < lo.size(); ++d)
+        extents.push_back(hi[d] - lo[d]);
+      m.operandShapes.push_back(extents);
+    }
     for (const char *phase : {"forward", "backward"}) {
       const bool isForward = phase[0] == 'f';
       if (!isForward && !training)
         break;
       double seconds = 0;
       int64_t runs = 0;
-      std::string err = isForward
-                            ? timeRuns(backend, options, forward, seconds, runs)
-                            : timeRuns(backend, options, backward, seconds,
-                                       runs);
+      std::string err =
+          isForward ? timeRuns(backend, options, forward, seconds, runs)
+                    : timeRuns(backend, options, backward, seconds, runs);
       if (!err.empty())
         return op.kind() + " (" + op.name() + ", " + phase + "): " + err;
       KernelTiming &t =
           timings[kernelProfileKey(plan, op, phase, job.operands)];
       t.seconds += seconds;
       t.runs += runs;
+      (isForward ? m.forwardSeconds : m.backwardSeconds) =
+          seconds / double(runs);
     }
+    if (measured)
+      measured->push_back(std::move(m));
   }
   return "";
 }

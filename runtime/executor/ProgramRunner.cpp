@@ -3,6 +3,7 @@
 #include "ProgramRunner.h"
 
 #include "ppc/Runtime/CpuTime.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,41 +21,6 @@ const char *phaseName(int phase) {
   static const char *names[kNumPhases] = {"other",    "forward",   "loss",
                                           "backward", "grad_sync", "update"};
   return phase >= 0 && phase < kNumPhases ? names[phase] : "other";
-}
-
-OpDesc describeOp(const Plan &plan, const Op &op) {
-  OpDesc desc;
-  desc.kind = op.kind();
-  for (const Attribute &a : op.attributes()) {
-    switch (a.value_case()) {
-    case Attribute::kI:
-      desc.attributes[a.name()] = a.i();
-      break;
-    case Attribute::kF:
-      desc.attributes[a.name()] = a.f();
-      break;
-    case Attribute::kS:
-      desc.attributes[a.name()] = a.s();
-      break;
-    case Attribute::kInts:
-      desc.attributes[a.name()] = std::vector<int64_t>(
-          a.ints().values().begin(), a.ints().values().end());
-      break;
-    case Attribute::kFloats:
-      desc.attributes[a.name()] = std::vector<double>(
-          a.floats().values().begin(), a.floats().values().end());
-      break;
-    default:
-      break;
-    }
-  }
-  for (int32_t t : op.operands())
-    desc.operandShapes.emplace_back(plan.tensors(t).shape().begin(),
-                                    plan.tensors(t).shape().end());
-  for (int32_t t : op.results())
-    desc.resultShapes.emplace_back(plan.tensors(t).shape().begin(),
-                                   plan.tensors(t).shape().end());
-  return desc;
 }
 
 ProgramRunner::ProgramRunner(const Plan &plan, const DataSource &data,

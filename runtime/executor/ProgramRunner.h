@@ -12,11 +12,11 @@
 #define PPC_RUNTIME_EXECUTOR_PROGRAMRUNNER_H
 
 #include "ppc/Runtime/Backend.h"
-#include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Communicator.h"
 #include "ppc/Runtime/DataSource.h"
+#include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/plan.pb.h"
@@ -34,9 +34,6 @@ namespace ppc::runtime {
 constexpr int kNumPhases = 6;
 const char *phaseName(int phase);
 const char *collectiveName(ppc::planfile::Instruction::CollectiveKind kind);
-/// The kernels' view of a global op: attributes and global shapes.
-OpDesc describeOp(const ppc::planfile::Plan &plan, const ppc::planfile::Op &op);
-
 struct StepProfile {
   double seconds = 0;
   double phaseSeconds[kNumPhases] = {};

@@ -1,6 +1,7 @@
 //===- Reference.cpp - one step of the whole model on one device ----------===//
 
 #include "ppc/Runtime/Reference.h"
+#include "ppc/Runtime/PlanIO.h"
 
 #include "ProgramRunner.h"
 

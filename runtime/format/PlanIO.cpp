@@ -316,4 +316,40 @@ std::string validatePlan(const Plan &plan) {
   return "";
 }
 
+OpDesc describeOp(const ppc::planfile::Plan &plan,
+                  const ppc::planfile::Op &op) {
+  OpDesc desc;
+  desc.kind = op.kind();
+  for (const ppc::planfile::Attribute &a : op.attributes()) {
+    switch (a.value_case()) {
+    case ppc::planfile::Attribute::kI:
+      desc.attributes[a.name()] = a.i();
+      break;
+    case ppc::planfile::Attribute::kF:
+      desc.attributes[a.name()] = a.f();
+      break;
+    case ppc::planfile::Attribute::kS:
+      desc.attributes[a.name()] = a.s();
+      break;
+    case ppc::planfile::Attribute::kInts:
+      desc.attributes[a.name()] = std::vector<int64_t>(
+          a.ints().values().begin(), a.ints().values().end());
+      break;
+    case ppc::planfile::Attribute::kFloats:
+      desc.attributes[a.name()] = std::vector<double>(
+          a.floats().values().begin(), a.floats().values().end());
+      break;
+    default:
+      break;
+    }
+  }
+  for (int32_t t : op.operands())
+    desc.operandShapes.emplace_back(plan.tensors(t).shape().begin(),
+                                    plan.tensors(t).shape().end());
+  for (int32_t t : op.results())
+    desc.resultShapes.emplace_back(plan.tensors(t).shape().begin(),
+                                   plan.tensors(t).shape().end());
+  return desc;
+}
+
 } // namespace ppc::runtime

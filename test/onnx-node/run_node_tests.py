@@ -70,7 +70,7 @@ def declared_shape(value_info):
     return tuple(d.dim_value for d in dims)
 
 
-def run_case(case, ppc_opt, ppc_run):
+def run_case(case, ppc_opt, ppc_run, backend="cpu"):
     name = os.path.basename(case)
     model = onnx.load(os.path.join(case, "model.onnx"),
                       load_external_data=False)
@@ -105,7 +105,8 @@ def run_case(case, ppc_opt, ppc_run):
             return name, "not-imported", first
         # Some cases feed NaN and Inf on purpose (casts): accept them.
         args = [ppc_run, plan, "--steps", "1", "--quiet", "--allow-nonfinite",
-                "--save-outputs", os.path.join(work, "out")]
+                "--backend", backend, "--save-outputs",
+                os.path.join(work, "out")]
         for input_name, value in zip(input_names, inputs):
             path = os.path.join(work, f"input_{len(args)}.npy")
             np.save(path, np.asarray(value, dtype=np.float32))
@@ -114,7 +115,8 @@ def run_case(case, ppc_opt, ppc_run):
                               timeout=120)
         if proc.returncode != 0:
             text = proc.stderr.strip() or proc.stdout.strip()
-            if "has no forward kernel" in text:
+            if ("has no forward kernel" in text or
+                    "backend has no kernel for it" in text):
                 return name, "no-kernel", text.splitlines()[0]
             return name, "failed", (text.splitlines() or ["?"])[-1]
         for i, want in enumerate(expected):
@@ -147,6 +149,8 @@ def main():
     parser.add_argument("--data",
                         default="/usr/share/libonnx-testdata/data/node")
     parser.add_argument("--filter", default="", help="regex on case names")
+    parser.add_argument("--backend", default="cpu",
+                        help="ppc-run's backend (cuda: on a GPU)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--write-list", help="write the results (markdown)")
     parser.add_argument("--check-list",
@@ -159,7 +163,8 @@ def main():
         sys.exit(f"no ONNX node test cases under {args.data}")
     results = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_case, c, args.ppc_opt, args.ppc_run)
+        futures = [pool.submit(run_case, c, args.ppc_opt, args.ppc_run,
+                               args.backend)
                    for c in cases]
         for case, future in zip(cases, futures):
             try:

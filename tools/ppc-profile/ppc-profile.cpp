@@ -13,6 +13,11 @@
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Version.h"
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <variant>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -30,6 +35,8 @@ the same device is added to. Search again with profile=PROFILE.json.
 
 options:
   -o FILE                the profile to write (required)
+  --details FILE         also each kernel with its op's name, attributes,
+                         operand slice shapes and times (JSON)
   --requests FILE        also the kernels of this profile request file
   --backend NAME         where the kernels run (cpu); the build's backends
                          are listed at the end of --help
@@ -58,10 +65,39 @@ bool parsePositive(const std::string &text, double &value) {
   }
 }
 
+/// --details: one kernel per line, with what the profile's key leaves out.
+std::string writeDetails(const std::string &path,
+                         const ppc::planfile::Plan &plan,
+                         const std::vector<KernelMeasurement> &measured) {
+  using json = nlohmann::ordered_json;
+  std::ofstream file(path);
+  if (!file)
+    return "cannot open '" + path + "' for writing";
+  file << "{\n  \"kernels\": [";
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const KernelMeasurement &m = measured[i];
+    const OpDesc desc = describeOp(plan, plan.ops(m.op));
+    json attributes = json::object();
+    for (const auto &[name, value] : desc.attributes)
+      std::visit([&](const auto &v) { attributes[name] = v; }, value);
+    json kernel = {{"op", desc.kind},
+                   {"name", plan.ops(m.op).name()},
+                   {"attributes", attributes},
+                   {"operand_shapes", m.operandShapes},
+                   {"forward_seconds", m.forwardSeconds}};
+    if (m.backwardSeconds > 0)
+      kernel["backward_seconds"] = m.backwardSeconds;
+    file << (i ? ",\n    " : "\n    ") << kernel.dump();
+  }
+  file << "\n  ]\n}\n";
+  file.close();
+  return file ? "" : "cannot write '" + path + "'";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string planPath, out, requests, backendName = "cpu", device;
+  std::string planPath, out, requests, backendName = "cpu", device, details;
   KernelProfileOptions options;
   BackendOptions backendOptions;
   bool quiet = false;
@@ -92,6 +128,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (arg == "-o") {
       out = value("a file");
+    } else if (arg == "--details") {
+      details = value("a file");
     } else if (arg == "--requests") {
       requests = value("a file");
     } else if (arg == "--backend") {
@@ -130,8 +168,7 @@ int main(int argc, char **argv) {
     } else if (arg == "--quiet") {
       quiet = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      std::cerr << "ppc-profile: unknown option '" << arg
-                << "' (see --help)\n";
+      std::cerr << "ppc-profile: unknown option '" << arg << "' (see --help)\n";
       return 2;
     } else if (planPath.empty()) {
       planPath = arg;
@@ -174,8 +211,9 @@ int main(int argc, char **argv) {
   if (!quiet)
     options.progress = &std::cerr;
   KernelTimings timings;
-  if (std::string err =
-          profileKernels(plan, requests, *backend, data, options, timings);
+  std::vector<KernelMeasurement> measured;
+  if (std::string err = profileKernels(plan, requests, *backend, data, options,
+                                       timings, &measured);
       !err.empty()) {
     std::cerr << "ppc-profile: " << err << "\n";
     return 1;
@@ -185,6 +223,11 @@ int main(int argc, char **argv) {
     std::cerr << "ppc-profile: " << err << "\n";
     return 1;
   }
+  if (!details.empty())
+    if (std::string err = writeDetails(details, plan, measured); !err.empty()) {
+      std::cerr << "ppc-profile: " << err << "\n";
+      return 1;
+    }
   if (!quiet)
     std::cerr << "ppc-profile: " << timings.size() << " kernel times of "
               << device << " written to " << out << "\n";

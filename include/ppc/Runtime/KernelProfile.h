@@ -1,4 +1,5 @@
-//===- KernelProfile.h - measured kernel times, as the simulator reads -*- C++ -*-//
+//===- KernelProfile.h - measured kernel times, as the simulator reads -*- C++
+//-*-//
 //
 // MLIR-free. Kernel times in the simulator's profile format
 // (docs/profile-format.md), from two sources:
@@ -38,11 +39,11 @@ using KernelTimings = std::map<std::string, KernelTiming>;
 
 /// "kind|dtype|phase|[[d0,d1],...]": the operand slice shapes are the
 /// extents of `operandBoxes` (lo, hi pairs).
-std::string
-kernelProfileKey(const ppc::planfile::Plan &plan,
-                 const ppc::planfile::Op &op, const char *phase,
-                 const std::vector<std::pair<std::vector<int64_t>,
-                                             std::vector<int64_t>>> &operandBoxes);
+std::string kernelProfileKey(
+    const ppc::planfile::Plan &plan, const ppc::planfile::Op &op,
+    const char *phase,
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>
+        &operandBoxes);
 
 /// Writes `timings` (each averaged over its runs) to the profile at `path`
 /// for device `device`, adding to what the file already holds for that
@@ -61,6 +62,13 @@ struct KernelProfileOptions {
   std::ostream *progress = nullptr;
 };
 
+/// One measured kernel, for reports (ppc-profile --details).
+struct KernelMeasurement {
+  int32_t op = -1; ///< the plan's op
+  std::vector<std::vector<int64_t>> operandShapes;
+  double forwardSeconds = 0, backwardSeconds = 0; ///< per run; 0: not run
+};
+
 /// Measures the forward and (for a training plan) backward of every
 /// distinct kernel of `plan`'s programs and of the requests in
 /// `requestsPath` ("" for none) on `backend`, operands from `data` where
@@ -70,7 +78,8 @@ std::string profileKernels(const ppc::planfile::Plan &plan,
                            const std::string &requestsPath, Backend &backend,
                            const DataSource &data,
                            const KernelProfileOptions &options,
-                           KernelTimings &timings);
+                           KernelTimings &timings,
+                           std::vector<KernelMeasurement> *measured = nullptr);
 
 } // namespace ppc::runtime
 

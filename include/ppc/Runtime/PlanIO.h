@@ -8,6 +8,7 @@
 #ifndef PPC_RUNTIME_PLANIO_H
 #define PPC_RUNTIME_PLANIO_H
 
+#include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/plan.pb.h"
 
 #include <cstddef>
@@ -61,6 +62,9 @@ int64_t checkedElementCount(const std::vector<int64_t> &shape);
 
 /// "[2, 3]".
 std::string shapeString(const std::vector<int64_t> &shape);
+
+/// The kernels' view of a global op: attributes and global shapes.
+OpDesc describeOp(const ppc::planfile::Plan &plan, const ppc::planfile::Op &op);
 
 } // namespace ppc::runtime
 

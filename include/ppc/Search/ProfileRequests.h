@@ -1,4 +1,5 @@
-//===- ProfileRequests.h - the kernels a search would price ------*- C++ -*-===//
+//===- ProfileRequests.h - the kernels a search would price ------*- C++
+//-*-===//
 //
 // MLIR-free. FlexFlow measures every configuration its search considers;
 // ppc's search prices a kernel from a measured profile where it has one
