@@ -2,8 +2,8 @@
 //
 // Private to the backends (runtime/cpu, runtime/cuda). The host-side checks
 // and view geometry every backend's kernels share, so that each reports
-// the same errors for the same views: view counts, gradient boxes, axes,
-// and strided accesses of views from an iteration box.
+// the same errors for the same views: view counts (forward and backward),
+// gradient boxes, axes, and strided accesses of views from an iteration box.
 //
 //===----------------------------------------------------------------------===//
 
@@ -127,6 +127,41 @@ KernelStatus checkGradBoxes(const OpDesc &op, const std::vector<View> &inputs,
 /// An axis attribute counted from the back when negative.
 inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
+}
+
+/// The forward's views: `numInputs` operands and `numOutputs` results.
+template <typename View>
+KernelStatus
+checkForwardArity(const OpDesc &op, const std::vector<View> &inputs,
+                  size_t numInputs, const std::vector<View> &outputs,
+                  size_t numOutputs) {
+  return expectArity(op, "views", inputs.size(), numInputs, outputs.size(),
+                     numOutputs);
+}
+
+/// The forward views' counts, and one gradient view per operand and result.
+template <typename View>
+KernelStatus
+checkBackwardArity(const OpDesc &op, const std::vector<View> &inputs,
+                   size_t numInputs, const std::vector<View> &outputs,
+                   size_t numOutputs, const std::vector<View> &outputGrads,
+                   const std::vector<View> &inputGrads) {
+  if (KernelStatus s =
+          checkForwardArity(op, inputs, numInputs, outputs, numOutputs);
+      !s.empty())
+    return s;
+  if (inputGrads.size() != inputs.size() ||
+      outputGrads.size() != outputs.size())
+    return expectArity(op, "gradient views", inputGrads.size(), inputs.size(),
+                       outputGrads.size(), outputs.size());
+  return {};
+}
+
+/// An axis attribute (as given, before normalizeAxis) outside the rank.
+inline KernelStatus axisOutOfRange(const OpDesc &op, int64_t axis,
+                                   int64_t rank) {
+  return op.kind + ": axis " + std::to_string(axis) +
+         " is out of range for rank " + std::to_string(rank);
 }
 
 } // namespace ppc::runtime

@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ContractionRanges.h"
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
-#include "ContractionRanges.h"
 
 namespace ppc::runtime::cpu {
 

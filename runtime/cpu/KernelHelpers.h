@@ -14,10 +14,10 @@
 #ifndef PPC_RUNTIME_CPU_KERNELHELPERS_H
 #define PPC_RUNTIME_CPU_KERNELHELPERS_H
 
-#include "ppc/Runtime/DropoutMask.h"
 #include "KernelChecks.h"
 #include "KernelMath.h"
 #include "ppc/Runtime/DType.h"
+#include "ppc/Runtime/DropoutMask.h"
 #include "ppc/Runtime/Kernels.h"
 
 #include <algorithm>

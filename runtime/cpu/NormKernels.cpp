@@ -17,6 +17,7 @@
 
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
+#include "NormShapes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,65 +30,13 @@ namespace {
 // batch_norm
 //===----------------------------------------------------------------------===//
 
-enum BatchNormOperand { Input, Scale, Bias, Mean, Variance };
-
-/// The held channels [cLo, cHi) and the elements of one (sample, channel)
-/// block of the input box (the product of the spatial extents).
-struct BatchNormShape {
-  int64_t cLo, cHi, samples, spatial;
-
-  /// Calls fn(channelIndex, blockOffset) for each (sample, channel) block,
-  /// where channelIndex counts from cLo.
-  template <typename Fn> void forEachBlock(Fn &&fn) const {
-    int64_t channels = cHi - cLo;
-    for (int64_t n = 0; n < samples; ++n)
-      for (int64_t c = 0; c < channels; ++c)
-        fn(c, (n * channels + c) * spatial);
-  }
-};
-
-KernelStatus batchNormShape(const OpDesc &op,
-                            const std::vector<TensorView> &inputs,
-                            const TensorView &output, BatchNormShape &shape) {
-  if (inputs.size() != 5)
-    return op.kind + ": expects input, scale, bias, mean and variance";
-  const TensorView &input = inputs[Input];
-  if (input.rank() < 2)
-    return op.kind + ": input must have rank >= 2";
-  if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
-  shape.cLo = input.lo[1];
-  shape.cHi = input.hi[1];
-  shape.samples = input.extent(0);
-  shape.spatial = 1;
-  for (int64_t d = 2; d < input.rank(); ++d)
-    shape.spatial *= input.extent(d);
-  for (int i = Scale; i <= Variance; ++i) {
-    const TensorView &perChannel = inputs[i];
-    if (perChannel.rank() != 1 || perChannel.lo[0] > shape.cLo ||
-        perChannel.hi[0] < shape.cHi)
-      return op.kind + ": scale, bias, mean and variance boxes must hold the "
-                       "input's channels";
-  }
-  return "";
-}
-
-/// Pointer to the held channels [cLo, cHi) of a per-channel view.
-float *channels(const TensorView &view, const BatchNormShape &shape) {
-  return view.data + (shape.cLo - view.lo[0]);
-}
-
-/// Pointer to row `row`, channel cLo, of a [rows, C] scratch view, which
-/// must hold every row and the held channels.
-KernelStatus scratchRow(const OpDesc &op, const TensorView &scratch,
-                        int64_t rows, const BatchNormShape &shape, int64_t row,
-                        float *&at) {
-  if (scratch.rank() != 2 || scratch.lo[0] != 0 || scratch.hi[0] != rows ||
-      scratch.lo[1] > shape.cLo || scratch.hi[1] < shape.cHi || !scratch.data)
-    return op.kind + ": scratch must be a [" + std::to_string(rows) +
-           ", channels] buffer holding the input's channels";
-  at = scratch.data + row * scratch.extent(1) + (shape.cLo - scratch.lo[1]);
-  return "";
+/// Calls fn(channelIndex, blockOffset) for each (sample, channel) block,
+/// where channelIndex counts from cLo.
+template <typename Fn> void forEachBlock(const BatchNormShape &shape, Fn &&fn) {
+  int64_t channels = shape.held();
+  for (int64_t n = 0; n < shape.samples; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      fn(c, (n * channels + c) * shape.spatial);
 }
 
 /// Per held channel: mean and 1 / sqrt(variance + epsilon) of the batch,
@@ -99,27 +48,21 @@ struct BatchStats {
 KernelStatus batchStats(const OpDesc &op, const TensorView &scratch,
                         const BatchNormShape &shape, double epsilon,
                         BatchStats &stats) {
-  float *sum, *sumSquares, *count;
-  for (auto [row, at] :
-       {std::pair{0, &sum}, std::pair{1, &sumSquares}, std::pair{2, &count}})
-    if (KernelStatus status = scratchRow(op, scratch, 3, shape, row, *at);
-        !status.empty())
-      return status;
-  int64_t held = shape.cHi - shape.cLo;
+  float *rows;
+  int64_t stride;
+  if (KernelStatus status = scratchRows(op, scratch, 3, shape, rows, stride);
+      !status.empty())
+    return status;
+  int64_t held = shape.held();
   stats.mean.resize(held);
   stats.invStd.resize(held);
   stats.variance.resize(held);
-  stats.count.assign(count, count + held);
+  stats.count.assign(rows + 2 * stride, rows + 2 * stride + held);
   for (int64_t c = 0; c < held; ++c) {
-    if (count[c] <= 0)
+    if (stats.count[c] <= 0)
       return op.kind + ": batch statistics over no elements";
-    double mean = sum[c] / stats.count[c];
-    // Biased variance (what normalization uses); clamped against round-off.
-    double variance =
-        std::max(0.0, sumSquares[c] / stats.count[c] - mean * mean);
-    stats.mean[c] = mean;
-    stats.variance[c] = variance;
-    stats.invStd[c] = 1.0 / std::sqrt(variance + epsilon);
+    batchMoments(rows[c], rows[stride + c], stats.count[c], epsilon,
+                 stats.mean[c], stats.variance[c], stats.invStd[c]);
   }
   return "";
 }
@@ -127,9 +70,9 @@ KernelStatus batchStats(const OpDesc &op, const TensorView &scratch,
 /// Inference statistics: the running mean and variance.
 BatchStats runningStats(const std::vector<TensorView> &inputs,
                         const BatchNormShape &shape, double epsilon) {
-  int64_t held = shape.cHi - shape.cLo;
-  const float *mean = channels(inputs[Mean], shape);
-  const float *variance = channels(inputs[Variance], shape);
+  int64_t held = shape.held();
+  const float *mean = channelsOf(inputs[Mean], shape);
+  const float *variance = channelsOf(inputs[Variance], shape);
   BatchStats stats;
   stats.mean.assign(mean, mean + held);
   stats.variance.assign(variance, variance + held);
@@ -143,9 +86,9 @@ void normalizeChannels(const std::vector<TensorView> &inputs,
                        const BatchNormShape &shape, const BatchStats &stats,
                        float *output) {
   const float *input = inputs[Input].data;
-  const float *scale = channels(inputs[Scale], shape);
-  const float *bias = channels(inputs[Bias], shape);
-  shape.forEachBlock([&](int64_t c, int64_t offset) {
+  const float *scale = channelsOf(inputs[Scale], shape);
+  const float *bias = channelsOf(inputs[Bias], shape);
+  forEachBlock(shape, [&](int64_t c, int64_t offset) {
     float mul = static_cast<float>(stats.invStd[c] * scale[c]);
     float add = static_cast<float>(bias[c] - stats.mean[c] * mul);
     for (int64_t k = 0; k < shape.spatial; ++k)
@@ -157,10 +100,8 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
                               const std::vector<TensorView> &inputs,
                               std::vector<TensorView> &outputs,
                               std::vector<TensorView> &scratch) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
   BatchNormShape shape;
-  if (KernelStatus status = batchNormShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
@@ -171,21 +112,22 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
   }
   if (scratch.size() != 1)
     return op.kind + ": training expects one [3, channels] scratch buffer";
-  int64_t held = shape.cHi - shape.cLo;
+  int64_t held = shape.held();
 
   if (ctx.stage == 0) {
-    float *sum, *sumSquares, *count;
-    for (auto [row, at] :
-         {std::pair{0, &sum}, std::pair{1, &sumSquares}, std::pair{2, &count}})
-      if (KernelStatus status = scratchRow(op, scratch[0], 3, shape, row, *at);
-          !status.empty())
-        return status;
+    float *sum;
+    int64_t stride;
+    if (KernelStatus status =
+            scratchRows(op, scratch[0], 3, shape, sum, stride);
+        !status.empty())
+      return status;
+    float *sumSquares = sum + stride, *count = sum + 2 * stride;
     // Channels this partition does not hold contribute zeros to the sum.
     std::fill(scratch[0].data, scratch[0].data + scratch[0].numElements(),
               0.0f);
     std::vector<double> sums(held, 0.0), squares(held, 0.0);
     const float *input = inputs[Input].data;
-    shape.forEachBlock([&](int64_t c, int64_t offset) {
+    forEachBlock(shape, [&](int64_t c, int64_t offset) {
       double s = 0, q = 0;
       for (int64_t k = 0; k < shape.spatial; ++k) {
         double x = input[offset + k];
@@ -210,21 +152,12 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
       !status.empty())
     return status;
   normalizeChannels(inputs, shape, stats, outputs[0].data);
-  // ONNX convention: running = momentum * running + (1 - momentum) * batch.
-  // Like PyTorch, the running variance takes the unbiased batch variance
-  // (n / (n - 1)), while the normalization above uses the biased one.
   double momentum = op.getFloat("momentum", 0.9);
-  float *runningMean = channels(inputs[Mean], shape);
-  float *runningVariance = channels(inputs[Variance], shape);
-  for (int64_t c = 0; c < held; ++c) {
-    double n = stats.count[c];
-    double unbiased =
-        n > 1 ? stats.variance[c] * n / (n - 1) : stats.variance[c];
-    runningMean[c] = static_cast<float>(momentum * runningMean[c] +
-                                        (1 - momentum) * stats.mean[c]);
-    runningVariance[c] = static_cast<float>(momentum * runningVariance[c] +
-                                            (1 - momentum) * unbiased);
-  }
+  float *runningMean = channelsOf(inputs[Mean], shape);
+  float *runningVariance = channelsOf(inputs[Variance], shape);
+  for (int64_t c = 0; c < held; ++c)
+    updateRunningStats(momentum, stats.mean[c], stats.variance[c],
+                       stats.count[c], runningMean[c], runningVariance[c]);
   return "";
 }
 
@@ -232,11 +165,11 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
 void gradSums(const std::vector<TensorView> &inputs, const float *dOutput,
               const BatchNormShape &shape, const BatchStats &stats,
               std::vector<double> &sumDy, std::vector<double> &sumDyXhat) {
-  int64_t held = shape.cHi - shape.cLo;
+  int64_t held = shape.held();
   sumDy.assign(held, 0.0);
   sumDyXhat.assign(held, 0.0);
   const float *input = inputs[Input].data;
-  shape.forEachBlock([&](int64_t c, int64_t offset) {
+  forEachBlock(shape, [&](int64_t c, int64_t offset) {
     double mean = stats.mean[c], invStd = stats.invStd[c], s = 0, sx = 0;
     for (int64_t k = 0; k < shape.spatial; ++k) {
       double dy = dOutput[offset + k];
@@ -253,14 +186,12 @@ void addParameterGrads(std::vector<TensorView> &inputGrads,
                        const BatchNormShape &shape,
                        const std::vector<double> &sumDy,
                        const std::vector<double> &sumDyXhat) {
-  int64_t held = shape.cHi - shape.cLo;
-  if (inputGrads[Scale].data) {
-    float *dScale = channels(inputGrads[Scale], shape);
+  int64_t held = shape.held();
+  if (float *dScale = channelsOf(inputGrads[Scale], shape)) {
     for (int64_t c = 0; c < held; ++c)
       dScale[c] += static_cast<float>(sumDyXhat[c]);
   }
-  if (inputGrads[Bias].data) {
-    float *dBias = channels(inputGrads[Bias], shape);
+  if (float *dBias = channelsOf(inputGrads[Bias], shape)) {
     for (int64_t c = 0; c < held; ++c)
       dBias[c] += static_cast<float>(sumDy[c]);
   }
@@ -276,23 +207,18 @@ void batchNormInferenceBackward(const std::vector<TensorView> &inputs,
   std::vector<double> sumDy, sumDyXhat;
   gradSums(inputs, dOutput, shape, stats, sumDy, sumDyXhat);
   addParameterGrads(inputGrads, shape, sumDy, sumDyXhat);
-  const float *scale = channels(inputs[Scale], shape);
-  int64_t held = shape.cHi - shape.cLo;
-  // y = (x - m) * s * g + b with s = (v + eps)^-1/2: dm = -sum dy * s * g,
-  // dv = -1/2 * sum dy * g * xhat * s^2.
-  for (int64_t c = 0; c < held; ++c) {
-    double invStd = stats.invStd[c];
-    if (inputGrads[Mean].data)
-      channels(inputGrads[Mean], shape)[c] +=
-          static_cast<float>(-sumDy[c] * invStd * scale[c]);
-    if (inputGrads[Variance].data)
-      channels(inputGrads[Variance], shape)[c] +=
-          static_cast<float>(-0.5 * sumDyXhat[c] * scale[c] * invStd * invStd);
-  }
+  const float *scale = channelsOf(inputs[Scale], shape);
+  int64_t held = shape.held();
+  float *dMean = channelsOf(inputGrads[Mean], shape);
+  float *dVariance = channelsOf(inputGrads[Variance], shape);
+  for (int64_t c = 0; c < held; ++c)
+    addRunningStatGrads(sumDy[c], sumDyXhat[c], stats.invStd[c], scale[c],
+                        dMean ? dMean + c : nullptr,
+                        dVariance ? dVariance + c : nullptr);
   if (!inputGrads[Input].data)
     return;
   float *dInput = inputGrads[Input].data;
-  shape.forEachBlock([&](int64_t c, int64_t offset) {
+  forEachBlock(shape, [&](int64_t c, int64_t offset) {
     float mul = static_cast<float>(stats.invStd[c] * scale[c]);
     for (int64_t k = 0; k < shape.spatial; ++k)
       dInput[offset + k] += dOutput[offset + k] * mul;
@@ -305,12 +231,9 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
                                const std::vector<TensorView> &outputGrads,
                                std::vector<TensorView> &inputGrads,
                                std::vector<TensorView> &scratch) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
   BatchNormShape shape;
-  if (KernelStatus status = batchNormShape(op, inputs, outputGrads[0], shape);
+  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+                                              inputGrads, false, shape);
       !status.empty())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
@@ -326,12 +249,14 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
   if (KernelStatus status = batchStats(op, scratch[0], shape, epsilon, stats);
       !status.empty())
     return status;
-  float *sumDyAt, *sumDyXhatAt;
-  for (auto [row, at] : {std::pair{0, &sumDyAt}, std::pair{1, &sumDyXhatAt}})
-    if (KernelStatus status = scratchRow(op, scratch[1], 2, shape, row, *at);
-        !status.empty())
-      return status;
-  int64_t held = shape.cHi - shape.cLo;
+  float *sumDyAt;
+  int64_t stride;
+  if (KernelStatus status =
+          scratchRows(op, scratch[1], 2, shape, sumDyAt, stride);
+      !status.empty())
+    return status;
+  float *sumDyXhatAt = sumDyAt + stride;
+  int64_t held = shape.held();
 
   if (ctx.stage == 0) {
     std::vector<double> sumDy, sumDyXhat;
@@ -354,9 +279,9 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
   // dx = scale * invStd / n * (n * dy - sum dy - xhat * sum dy * xhat), with
   // n and the sums over the whole batch.
   const float *input = inputs[Input].data;
-  const float *scale = channels(inputs[Scale], shape);
+  const float *scale = channelsOf(inputs[Scale], shape);
   float *dInput = inputGrads[Input].data;
-  shape.forEachBlock([&](int64_t c, int64_t offset) {
+  forEachBlock(shape, [&](int64_t c, int64_t offset) {
     double n = stats.count[c], invStd = stats.invStd[c];
     float mul = static_cast<float>(scale[c] * invStd);
     float meanDy = static_cast<float>(sumDyAt[c] / n);
@@ -384,60 +309,12 @@ batchNormScratch(const OpDesc &, const std::vector<TensorView> &inputs,
 // layer_norm
 //===----------------------------------------------------------------------===//
 
-/// The input box as `rows` rows of `width` normalized elements.
-struct RowShape {
-  int64_t rows, width;
-};
-
-KernelStatus layerNormShape(const OpDesc &op,
-                            const std::vector<TensorView> &inputs,
-                            const TensorView &output, RowShape &shape) {
-  if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, scale and an optional bias";
-  const TensorView &input = inputs[0];
-  if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
-  int64_t rank = input.rank();
-  int64_t axis = normalizeAxis(op.getInt("axis", -1), rank);
-  if (axis < 0 || axis >= rank)
-    return op.kind + ": axis out of range";
-  shape.rows = 1;
-  shape.width = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) {
-      shape.rows *= input.extent(d);
-      continue;
-    }
-    if (input.lo[d] != 0 || input.hi[d] != input.shape[d])
-      return op.kind + ": input box must hold the normalized dims whole";
-    shape.width *= input.shape[d];
-  }
-  for (size_t i = 1; i < inputs.size(); ++i)
-    if (!inputs[i].isWhole() || inputs[i].numElements() != shape.width)
-      return op.kind + ": scale and bias must hold the normalized dims whole";
-  return "";
-}
-
-/// Mean and 1 / sqrt(variance + epsilon) of one row (two passes, double).
-std::pair<double, double> rowStats(const float *row, int64_t width,
-                                   double epsilon) {
-  double sum = 0;
-  for (int64_t k = 0; k < width; ++k)
-    sum += row[k];
-  double mean = sum / width, squares = 0;
-  for (int64_t k = 0; k < width; ++k)
-    squares += (row[k] - mean) * (row[k] - mean);
-  return {mean, 1.0 / std::sqrt(squares / width + epsilon)};
-}
-
 KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
                               const std::vector<TensorView> &inputs,
                               std::vector<TensorView> &outputs,
                               std::vector<TensorView> &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
   RowShape shape;
-  if (KernelStatus status = layerNormShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
@@ -446,7 +323,8 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
   for (int64_t r = 0; r < shape.rows; ++r) {
     const float *x = inputs[0].data + r * shape.width;
     float *y = outputs[0].data + r * shape.width;
-    auto [mean, invStd] = rowStats(x, shape.width, epsilon);
+    double mean, invStd;
+    rowStats(x, shape.width, epsilon, mean, invStd);
     float m = static_cast<float>(mean), s = static_cast<float>(invStd);
     for (int64_t k = 0; k < shape.width; ++k)
       y[k] = (x[k] - m) * s * scale[k] + (bias ? bias[k] : 0.0f);
@@ -460,12 +338,9 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
                                const std::vector<TensorView> &outputGrads,
                                std::vector<TensorView> &inputGrads,
                                std::vector<TensorView> &) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
   RowShape shape;
-  if (KernelStatus status = layerNormShape(op, inputs, outputGrads[0], shape);
+  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+                                              inputGrads, false, shape);
       !status.empty())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
@@ -476,7 +351,8 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
   for (int64_t r = 0; r < shape.rows; ++r) {
     const float *x = inputs[0].data + r * width;
     const float *dy = outputGrads[0].data + r * width;
-    auto [mean, invStd] = rowStats(x, width, epsilon);
+    double mean, invStd;
+    rowStats(x, width, epsilon, mean, invStd);
     // dx = invStd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale.
     double sumG = 0, sumGXhat = 0;
     for (int64_t k = 0; k < width; ++k) {
@@ -506,33 +382,6 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
 // softmax, log_softmax
 //===----------------------------------------------------------------------===//
 
-/// The box as [outer, axis, inner] with the axis held whole.
-struct AxisShape {
-  int64_t outer, size, inner;
-};
-
-KernelStatus softmaxShape(const OpDesc &op,
-                          const std::vector<TensorView> &inputs,
-                          const TensorView &output, AxisShape &shape) {
-  if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
-  const TensorView &input = inputs[0];
-  if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
-  int64_t rank = input.rank();
-  int64_t axis = normalizeAxis(op.getInt("axis", -1), rank);
-  if (axis < 0 || axis >= rank)
-    return op.kind + ": axis out of range";
-  if (input.lo[axis] != 0 || input.hi[axis] != input.shape[axis])
-    return op.kind + ": input box must hold the softmax axis whole";
-  shape = {1, input.shape[axis], 1};
-  for (int64_t d = 0; d < axis; ++d)
-    shape.outer *= input.extent(d);
-  for (int64_t d = axis + 1; d < rank; ++d)
-    shape.inner *= input.extent(d);
-  return "";
-}
-
 /// Calls fn(first) for the first element of every line along the axis; the
 /// line's elements are first + k * inner.
 template <typename Fn> void forEachLine(const AxisShape &shape, Fn &&fn) {
@@ -546,10 +395,8 @@ KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             std::vector<TensorView> &outputs,
                             std::vector<TensorView> &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
   AxisShape shape;
-  if (KernelStatus status = softmaxShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
   const float *x = inputs[0].data;
@@ -576,18 +423,7 @@ KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
     return "";
   }
   forEachLine(shape, [&](int64_t first) {
-    float max = x[first];
-    for (int64_t k = 1; k < shape.size; ++k)
-      max = std::max(max, x[first + k * step]);
-    double sum = 0;
-    for (int64_t k = 0; k < shape.size; ++k)
-      sum += std::exp(static_cast<double>(x[first + k * step]) - max);
-    double logSum = std::log(sum);
-    for (int64_t k = 0; k < shape.size; ++k) {
-      double shifted = static_cast<double>(x[first + k * step]) - max;
-      y[first + k * step] = static_cast<float>(
-          Log ? shifted - logSum : std::exp(shifted - logSum));
-    }
+    softmaxStridedLine(x + first, y + first, shape.size, step, Log);
   });
   return "";
 }
@@ -599,14 +435,9 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
                              const std::vector<TensorView> &outputGrads,
                              std::vector<TensorView> &inputGrads,
                              std::vector<TensorView> &) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
-  if (outputs.size() != 1 || !outputs[0].data)
-    return op.kind + ": backward needs the forward result";
   AxisShape shape;
-  if (KernelStatus status = softmaxShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+                                              inputGrads, true, shape);
       !status.empty())
     return status;
   float *dx = inputGrads[0].data;
@@ -614,18 +445,8 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
     return "";
   const float *y = outputs[0].data, *dy = outputGrads[0].data;
   int64_t step = shape.inner;
-  // softmax: dx = y * (dy - sum dy * y); log_softmax: dx = dy - e^y sum dy.
   forEachLine(shape, [&](int64_t first) {
-    double sum = 0;
-    for (int64_t k = 0; k < shape.size; ++k) {
-      int64_t at = first + k * step;
-      sum += Log ? dy[at] : static_cast<double>(dy[at]) * y[at];
-    }
-    for (int64_t k = 0; k < shape.size; ++k) {
-      int64_t at = first + k * step;
-      dx[at] += static_cast<float>(Log ? dy[at] - std::exp(y[at]) * sum
-                                       : y[at] * (dy[at] - sum));
-    }
+    softmaxGradLine(y + first, dy + first, dx + first, shape.size, step, Log);
   });
   return "";
 }

@@ -4,106 +4,21 @@
 // box over the reduced range its input view holds along the reduced axes: a
 // split reduced axis leaves partial sums, which the plan adds up, so a mean
 // divides by the global reduced count. reduce_max is never split along a
-// reduced axis (a max of partials is not their sum).
+// reduced axis (a max of partials is not their sum). The walk and its
+// checks are the cuda kernels' too (ReduceWalk.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
 
+#include "ReduceWalk.h"
+
 #include <algorithm>
 #include <limits>
 
 namespace ppc::runtime::cpu {
 namespace {
-
-enum class Reduction { Sum, Mean, Max };
-
-/// The walk of one partition: its iteration box (over the input dims) and
-/// how the input-like and output-like views are read from it.
-struct ReduceWalk {
-  std::vector<int64_t> lo, hi;
-  /// Per input dim: whether `axes` reduces it.
-  std::vector<bool> reduced;
-  /// Per output dim: the input dim that indexes it (kept reduced dims: 0).
-  std::vector<DimMap> outputDims;
-  /// Product of the global sizes of the reduced dims.
-  int64_t globalCount = 1;
-};
-
-/// Builds the walk of the partition whose input-like view is `input` and
-/// output-like view is `output` (the operand and result, or their
-/// gradients): the output box along the kept dims, the input box along the
-/// reduced ones.
-KernelStatus planWalk(const OpDesc &op, Reduction kind, const TensorView &input,
-                      const TensorView &output, ReduceWalk &walk) {
-  int64_t rank = input.rank();
-  std::vector<int64_t> axes = op.getInts("axes", {});
-  if (axes.empty())
-    return op.kind + ": expects at least one axis";
-  walk.reduced.assign(rank, false);
-  for (int64_t axis : axes) {
-    int64_t d = axis < 0 ? axis + rank : axis;
-    if (d < 0 || d >= rank)
-      return op.kind + ": axis " + std::to_string(axis) +
-             " is out of range for rank " + std::to_string(rank);
-    walk.reduced[d] = true;
-  }
-  bool keepDims = op.getInt("keep_dims", 1) != 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (!walk.reduced[d])
-      walk.outputDims.push_back(DimMap::identity(d));
-    else if (keepDims)
-      walk.outputDims.push_back(DimMap::fixed(0));
-  }
-  if (output.rank() != static_cast<int64_t>(walk.outputDims.size()))
-    return op.kind + ": the result has rank " + std::to_string(output.rank()) +
-           ", expected " + std::to_string(walk.outputDims.size());
-
-  walk.lo.resize(rank);
-  walk.hi.resize(rank);
-  size_t outDim = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (walk.reduced[d]) {
-      walk.globalCount *= input.shape[d];
-      walk.lo[d] = input.lo[d];
-      walk.hi[d] = input.hi[d];
-      if (kind == Reduction::Max &&
-          (input.lo[d] != 0 || input.hi[d] != input.shape[d]))
-        return op.kind + ": reduced dim " + std::to_string(d) +
-               " must not be split";
-      if (keepDims)
-        ++outDim;
-      continue;
-    }
-    walk.lo[d] = output.lo[outDim];
-    walk.hi[d] = output.hi[outDim];
-    ++outDim;
-  }
-  return {};
-}
-
-/// Accesses of `views` (input-like first, then output-like) from the walk.
-KernelStatus accessesOf(const OpDesc &op, const ReduceWalk &walk,
-                        const std::vector<const TensorView *> &inputLike,
-                        const std::vector<const TensorView *> &outputLike,
-                        std::vector<StridedAccess> &accesses) {
-  for (const TensorView *view : inputLike) {
-    std::optional<StridedAccess> access =
-        identityAccess(*view, walk.lo, walk.hi);
-    if (!access)
-      return op.kind + ": the input view does not hold the output box's rows";
-    accesses.push_back(*access);
-  }
-  for (const TensorView *view : outputLike) {
-    std::optional<StridedAccess> access =
-        stridedAccess(*view, walk.lo, walk.hi, walk.outputDims);
-    if (!access)
-      return op.kind + ": the output view does not match the input view";
-    accesses.push_back(*access);
-  }
-  return {};
-}
 
 /// Sum of n elements `stride` apart; four partial sums keep the adds from
 /// waiting on each other.
@@ -132,17 +47,15 @@ float maxOfRun(const float *data, int64_t n, int64_t stride) {
 KernelStatus reduceForward(const OpDesc &op, Reduction kind,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs) {
-  if (KernelStatus s =
-          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
-      !s.empty())
+  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
     return s;
   const TensorView &x = inputs[0];
   TensorView &y = outputs[0];
   ReduceWalk walk;
   std::vector<StridedAccess> a;
-  if (KernelStatus s = planWalk(op, kind, x, y, walk); !s.empty())
+  if (KernelStatus s = reduceWalk(op, kind, x, y, walk); !s.empty())
     return s;
-  if (KernelStatus s = accessesOf(op, walk, {&x}, {&y}, a); !s.empty())
+  if (KernelStatus s = reduceAccesses(op, walk, {&x}, {&y}, a); !s.empty())
     return s;
 
   float initial =
@@ -174,7 +87,7 @@ KernelStatus reduceForward(const OpDesc &op, Reduction kind,
     });
   }
   if (kind == Reduction::Mean) {
-    float scale = 1.0f / static_cast<float>(walk.globalCount);
+    float scale = walk.scale(kind);
     for (int64_t i = 0; i < count; ++i)
       y.data[i] *= scale;
   }
@@ -188,12 +101,8 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads) {
-  if (KernelStatus s =
-          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
-      !s.empty())
-    return s;
-  if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
-                                   outputGrads.size(), 1);
+  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                                          outputGrads, inputGrads);
       !s.empty())
     return s;
   TensorView &dx = inputGrads[0];
@@ -202,23 +111,21 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind,
   const TensorView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
   ReduceWalk walk;
   std::vector<StridedAccess> a;
-  if (KernelStatus s = planWalk(op, kind, dx, dy, walk); !s.empty())
+  if (KernelStatus s = reduceWalk(op, kind, dx, dy, walk); !s.empty())
     return s;
   std::vector<int64_t> extents = extentsOf(walk.lo, walk.hi);
 
   if (kind != Reduction::Max) {
-    if (KernelStatus s = accessesOf(op, walk, {&dx}, {&dy}, a); !s.empty())
+    if (KernelStatus s = reduceAccesses(op, walk, {&dx}, {&dy}, a); !s.empty())
       return s;
-    float scale = kind == Reduction::Mean
-                      ? 1.0f / static_cast<float>(walk.globalCount)
-                      : 1.0f;
+    float scale = walk.scale(kind);
     walkStrided<2>(extents, {a[0], a[1]}, [&](const std::array<int64_t, 2> &o) {
       dx.data[o[0]] += dy.data[o[1]] * scale;
     });
     return {};
   }
 
-  if (KernelStatus s = accessesOf(op, walk, {&dx, &x}, {&dy, &y}, a);
+  if (KernelStatus s = reduceAccesses(op, walk, {&dx, &x}, {&dy, &y}, a);
       !s.empty())
     return s;
   // Ties per output element, laid out like dy.

@@ -24,152 +24,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionRanges.h"
 #include "CudaKernels.h"
 #include "Library.h"
 
 #include "ppc/Runtime/DropoutMask.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace ppc::runtime::cuda {
 
 namespace {
-
-/// The ranges of one attention partition, checked against the views.
-struct AttentionRanges {
-  int64_t rank;
-  /// The leading (batch) dims' ranges and the query rows.
-  std::vector<int64_t> batchLo, batchHi;
-  int64_t rowLo, rowHi;
-  /// Global sizes.
-  int64_t S, T, D, Dv;
-  float scale;
-  bool causal;
-  /// Dropout is applied (training with ratio > 0).
-  bool dropout;
-  double ratio;
-};
-
-bool holdsBatch(const TensorView &view, const std::vector<int64_t> &lo,
-                const std::vector<int64_t> &hi) {
-  for (size_t d = 0; d < lo.size(); ++d)
-    if (lo[d] < hi[d] && (lo[d] < view.lo[d] || hi[d] > view.hi[d]))
-      return false;
-  return true;
-}
-
-bool holdsWholeDim(const TensorView &view, int64_t d) {
-  return view.lo[d] == 0 && view.hi[d] == view.shape[d];
-}
-
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
-
-/// The cpu kernels' checkGradBoxes.
-KernelStatus checkGradBoxes(const OpDesc &op,
-                            const std::vector<KernelView> &inputs,
-                            const std::vector<KernelView> &outputs,
-                            const std::vector<KernelView> &outputGrads,
-                            const std::vector<KernelView> &inputGrads) {
-  if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
-      inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!sameBox(outputGrads[i], outputs[i]))
-      return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
-}
-
-/// Checks the operand views (and the result or result grad box `result`)
-/// and fills `r`, with the cpu kernel's messages.
-KernelStatus attentionRanges(const OpDesc &op, const KernelContext &ctx,
-                             const std::vector<KernelView> &inputs,
-                             const TensorView &result, AttentionRanges &r) {
-  if (inputs.size() != 3)
-    return op.kind + ": expects 3 operands (query, key, value), got " +
-           std::to_string(inputs.size());
-  const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
-  int64_t rank = q.rank();
-  r.rank = rank;
-  if (rank < 2)
-    return op.kind + ": operands and result must have rank >= 2";
-  for (const TensorView *view : {&k, &v, &result})
-    if (view->rank() != rank || view->lo.size() != view->shape.size() ||
-        view->hi.size() != view->shape.size())
-      return op.kind + ": operands and result must have the same rank";
-  if (q.lo.size() != q.shape.size() || q.hi.size() != q.shape.size())
-    return op.kind + ": query view's box does not match its rank";
-  int64_t lead = rank - 2;
-  for (int64_t d = 0; d < lead; ++d)
-    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d] ||
-        result.shape[d] != q.shape[d])
-      return op.kind + ": leading dims differ between operands and result";
-  r.S = q.shape[rank - 2];
-  r.D = q.shape[rank - 1];
-  r.T = k.shape[rank - 2];
-  r.Dv = v.shape[rank - 1];
-  if (k.shape[rank - 1] != r.D)
-    return op.kind + ": key's D differs from query's";
-  if (v.shape[rank - 2] != r.T)
-    return op.kind + ": value's T differs from key's";
-  if (result.shape[rank - 2] != r.S || result.shape[rank - 1] != r.Dv)
-    return op.kind + ": result shape must be [B..., S, Dv]";
-
-  if (!holdsWholeDim(q, rank - 1))
-    return op.kind + ": query must cover its whole D dim";
-  if (!holdsWholeDim(k, rank - 2))
-    return op.kind + ": key must cover its whole T dim";
-  if (!holdsWholeDim(k, rank - 1))
-    return op.kind + ": key must cover its whole D dim";
-  if (!holdsWholeDim(v, rank - 2))
-    return op.kind + ": value must cover its whole T dim";
-  if (!holdsWholeDim(v, rank - 1))
-    return op.kind + ": value must cover its whole Dv dim";
-  if (!holdsWholeDim(result, rank - 1))
-    return op.kind + ": result must cover its whole Dv dim";
-
-  r.batchLo.assign(result.lo.begin(), result.lo.end() - 2);
-  r.batchHi.assign(result.hi.begin(), result.hi.end() - 2);
-  r.rowLo = result.lo[rank - 2];
-  r.rowHi = result.hi[rank - 2];
-  bool empty = r.rowHi <= r.rowLo;
-  for (int64_t d = 0; d < lead; ++d)
-    empty |= r.batchHi[d] <= r.batchLo[d];
-  if (!empty) {
-    if (r.rowLo < q.lo[rank - 2] || r.rowHi > q.hi[rank - 2])
-      return op.kind + ": query box does not hold the result's S rows";
-    for (auto [view, what] :
-         {std::pair{&q, "query"}, std::pair{&k, "key"}, std::pair{&v, "value"}})
-      if (!holdsBatch(*view, r.batchLo, r.batchHi))
-        return op.kind + ": " + what +
-               " box does not hold the result's leading (batch) dims";
-  }
-
-  r.scale = static_cast<float>(op.getFloat("scale", 1.0));
-  r.causal = op.getInt("causal", 0) != 0;
-  r.ratio = op.getFloat("ratio", 0.0);
-  if (!(r.ratio >= 0 && r.ratio < 1))
-    return op.kind + ": ratio " + std::to_string(r.ratio) +
-           " must be in [0, 1)";
-  r.dropout = ctx.training && r.ratio > 0;
-  return "";
-}
-
-/// Offset in `view` of global index [batch..., row, col].
-int64_t offsetIn(const TensorView &view, const std::vector<int64_t> &batch,
-                 int64_t row, int64_t col) {
-  int64_t offset = 0;
-  const size_t lead = batch.size();
-  for (size_t d = 0; d < lead; ++d)
-    offset = offset * view.extent(d) + (batch[d] - view.lo[d]);
-  offset = offset * view.extent(lead) + (row - view.lo[lead]);
-  return offset * view.extent(lead + 1) + (col - view.lo[lead + 1]);
-}
 
 /// Elements between consecutive values of the innermost leading dim.
 int64_t batchStride(const TensorView &view) {
@@ -219,14 +84,11 @@ void forEachBlock(const AttentionRanges &r, const std::vector<int64_t> &shape,
       if (lead)
         block.batch[lead - 1] = r.batchLo[lead - 1] + b;
       block.count = std::min(chunk, inner - b);
-      int64_t flat = 0;
-      for (size_t d = 0; d < lead; ++d)
-        flat = flat * shape[d] + block.batch[d];
-      block.base = flat * r.S * r.T;
+      block.base = probabilityBase(block.batch, shape, r);
       for (int64_t lo = r.rowLo; lo < r.rowHi; lo += tile) {
         block.rowLo = lo;
         block.rowHi = std::min(r.rowHi, lo + tile);
-        block.cols = r.causal ? std::min(r.T, block.rowHi) : r.T;
+        block.cols = r.keyColumns(block.rowHi);
         fn(static_cast<const Block &>(block));
       }
     }
@@ -255,16 +117,6 @@ int64_t largestBlock(const AttentionRanges &r,
   return most;
 }
 
-GemmOperand floatOperand(const float *data, int64_t ld, bool transposed,
-                         int64_t batchStride) {
-  GemmOperand g;
-  g.data = data;
-  g.ld = ld;
-  g.transposed = transposed;
-  g.batchStride = batchStride;
-  return g;
-}
-
 /// What the row kernels need of a block, by value.
 struct RowDims {
   int64_t rows, cols;   ///< of the block, per batch
@@ -291,23 +143,7 @@ void softmaxRows(Stream stream, RowDims d, float *p, int64_t count,
   launch(stream, count * d.rows, [=] PPC_HD(int64_t i) {
     const int64_t b = i / d.rows, row = i % d.rows;
     float *line = p + i * d.cols;
-    // Keys [0, seen) are attended; the rest is masked (probability 0).
-    const int64_t globalRow = d.rowLo + row;
-    const int64_t seen =
-        d.causal ? (d.cols < globalRow + 1 ? d.cols : globalRow + 1) : d.cols;
-    float max = -INFINITY;
-    for (int64_t j = 0; j < seen; ++j)
-      max = line[j] > max ? line[j] : max;
-    double sum = 0;
-    for (int64_t j = 0; j < seen; ++j) {
-      line[j] = expf(line[j] - max);
-      sum += line[j];
-    }
-    const float inverse = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < seen; ++j)
-      line[j] *= inverse;
-    for (int64_t j = seen; j < d.cols; ++j)
-      line[j] = 0.0f;
+    softmaxRow(line, keysSeen(d.causal, d.cols, d.rowLo + row), d.cols);
     if (dropout)
       for (int64_t j = 0; j < d.cols; ++j)
         line[j] *= mask.factor(d.flat(b, row, j));
@@ -334,12 +170,7 @@ void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
     if (dropout)
       for (int64_t j = 0; j < d.cols; ++j)
         dLine[j] *= mask.factor(d.flat(b, row, j));
-    double dot = 0;
-    for (int64_t j = 0; j < d.cols; ++j)
-      dot += static_cast<double>(pLine[j]) * dLine[j];
-    const float sum = static_cast<float>(dot);
-    for (int64_t j = 0; j < d.cols; ++j)
-      dLine[j] = pLine[j] * (dLine[j] - sum);
+    softmaxGradRow(pLine, dLine, d.cols);
   });
 }
 
@@ -362,13 +193,10 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
                               const std::vector<KernelView> &inputs,
                               const std::vector<KernelView> &outputs,
                               const std::vector<KernelView> &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result, got " +
-           std::to_string(outputs.size());
-  const KernelView &result = outputs[0];
   AttentionRanges r;
-  if (KernelStatus s = attentionRanges(op, kctx, inputs, result, r); !s.empty())
+  if (KernelStatus s = forwardRanges(op, kctx, inputs, outputs, r); !s.empty())
     return s;
+  const KernelView &result = outputs[0];
   const KernelView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   const int64_t blockFloats = largestBlock(r, q.shape);
@@ -404,17 +232,12 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
                                const std::vector<KernelView> &outputGrads,
                                const std::vector<KernelView> &inputGrads,
                                const std::vector<KernelView> &) {
-  if (outputGrads.size() != 1)
-    return op.kind + ": expects 1 result grad";
+  AttentionRanges r;
   if (KernelStatus s =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+          backwardRanges(op, kctx, inputs, outputs, outputGrads, inputGrads, r);
       !s.empty())
     return s;
   const KernelView &dResult = outputGrads[0];
-  AttentionRanges r;
-  if (KernelStatus s = attentionRanges(op, kctx, inputs, dResult, r);
-      !s.empty())
-    return s;
   const KernelView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   const KernelView &dq = inputGrads[0], &dk = inputGrads[1],
                    &dv = inputGrads[2];

@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConvPoolGeometry.h"
 #include "CudaKernels.h"
 #include "Library.h"
 
@@ -59,83 +60,6 @@ namespace ppc::runtime::cuda {
 
 namespace {
 
-/// Smallest integer >= a / b for b > 0.
-PPC_HD inline int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
-/// Smallest integer <= a / b for b > 0.
-PPC_HD inline int64_t floorDiv(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-/// Geometry of a 2-D window op along one spatial dim: output position o reads
-/// input positions o * stride - padLo + t * dilation for t in [0, kernel).
-struct Axis {
-  int64_t size; ///< input size (global)
-  int64_t stride, padLo, padHi, kernel, dilation;
-  int64_t outLo, outHi;   ///< output range of the partition
-  int64_t viewLo, viewHi; ///< input range the view holds
-
-  PPC_HD int64_t start(int64_t o) const { return o * stride - padLo; }
-  /// True if the view holds every in-tensor position the output range reads.
-  bool viewCovers() const {
-    if (outHi <= outLo)
-      return true;
-    int64_t first = std::max<int64_t>(0, start(outLo));
-    int64_t last =
-        std::min(size, start(outHi - 1) + (kernel - 1) * dilation + 1);
-    return first >= last || (viewLo <= first && last <= viewHi);
-  }
-  /// Output positions [first, last) of the partition whose window (with
-  /// dilation 1) covers input position i.
-  PPC_HD void covering(int64_t i, int64_t &first, int64_t &last) const {
-    first = ceilDiv(i + padLo - kernel + 1, stride);
-    first = first > outLo ? first : outLo;
-    last = floorDiv(i + padLo, stride) + 1;
-    last = last < outHi ? last : outHi;
-  }
-};
-
-Axis makeAxis(const TensorView &input, const TensorView &output, int64_t dim,
-              int64_t stride, int64_t padLo, int64_t padHi, int64_t kernel,
-              int64_t dilation) {
-  return {input.shape[dim], stride,       padLo,          padHi,
-          kernel,           dilation,     output.lo[dim], output.hi[dim],
-          input.lo[dim],    input.hi[dim]};
-}
-
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
-
-/// The cpu kernels' checkGradBoxes: the result grad matches the result box,
-/// each wanted operand grad its operand's box.
-KernelStatus checkGradBoxes(const OpDesc &op,
-                            const std::vector<KernelView> &inputs,
-                            const std::vector<KernelView> &outputs,
-                            const std::vector<KernelView> &outputGrads,
-                            const std::vector<KernelView> &inputGrads) {
-  if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
-      inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!sameBox(outputGrads[i], outputs[i]))
-      return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
-}
-
-/// Offset in `view` of (n, c, row, col), global indices inside its box.
-int64_t offset4(const TensorView &view, int64_t n, int64_t c, int64_t row,
-                int64_t col) {
-  int64_t plane = (n - view.lo[0]) * view.extent(1) + (c - view.lo[1]);
-  int64_t line = plane * view.extent(2) + (row - view.lo[2]);
-  return line * view.extent(3) + (col - view.lo[3]);
-}
-
 /// Offset in a rank-4 DeviceBox of (n, c, row, col).
 PPC_HD inline int64_t offset4(const DeviceBox &box, int64_t n, int64_t c,
                               int64_t row, int64_t col) {
@@ -147,92 +71,6 @@ PPC_HD inline int64_t offset4(const DeviceBox &box, int64_t n, int64_t c,
 //===----------------------------------------------------------------------===//
 // conv2d
 //===----------------------------------------------------------------------===//
-
-/// Everything one conv2d partition needs, checked against the views.
-struct ConvGeometry {
-  Axis rows, cols;
-  int64_t groups;
-  int64_t outPerGroup;          ///< F / groups (global)
-  int64_t inPerGroup;           ///< weight dim 1 (global), C / groups
-  int64_t weightCLo, weightCHi; ///< weight's dim-1 box: channels of a group
-  int64_t kh, kw;
-  bool addsBias;
-  const KernelView *bias;
-
-  int64_t outW() const { return cols.outHi - cols.outLo; }
-  int64_t outPlane() const { return (rows.outHi - rows.outLo) * outW(); }
-  int64_t channels() const { return weightCHi - weightCLo; }
-  /// Rows of the im2col matrix: input channels x taps of one group.
-  int64_t patchSize() const { return channels() * kh * kw; }
-};
-
-KernelStatus convGeometry(const OpDesc &op,
-                          const std::vector<KernelView> &inputs,
-                          const TensorView &output, ConvGeometry &g) {
-  if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, weight and an optional bias";
-  const TensorView &input = inputs[0], &weight = inputs[1];
-  if (input.rank() != 4 || weight.rank() != 4 || output.rank() != 4)
-    return op.kind + ": input, weight and result must have rank 4";
-  std::vector<int64_t> strides = op.getInts("strides", {1, 1});
-  std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
-  std::vector<int64_t> dilations = op.getInts("dilations", {1, 1});
-  g.groups = op.getInt("groups", 1);
-  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 ||
-      g.groups < 1)
-    return op.kind + ": bad strides, pads, dilations or groups";
-  g.kh = weight.shape[2];
-  g.kw = weight.shape[3];
-  g.rows = makeAxis(input, output, 2, strides[0], pads[0], pads[2], g.kh,
-                    dilations[0]);
-  g.cols = makeAxis(input, output, 3, strides[1], pads[1], pads[3], g.kw,
-                    dilations[1]);
-  g.outPerGroup = output.shape[1] / g.groups;
-  g.inPerGroup = weight.shape[1];
-  g.weightCLo = weight.lo[1];
-  g.weightCHi = weight.hi[1];
-  if (output.shape[1] % g.groups != 0 ||
-      input.shape[1] != g.inPerGroup * g.groups)
-    return op.kind + ": channels do not divide into the groups";
-  if (weight.lo[2] != 0 || weight.hi[2] != g.kh || weight.lo[3] != 0 ||
-      weight.hi[3] != g.kw)
-    return op.kind + ": weight box must hold the whole kernel window";
-  if (weight.lo[0] > output.lo[1] || weight.hi[0] < output.hi[1])
-    return op.kind + ": weight box does not hold the output channels";
-  if (input.lo[0] > output.lo[0] || input.hi[0] < output.hi[0])
-    return op.kind + ": input box does not hold the output samples";
-  if (g.groups == 1 &&
-      (input.lo[1] != g.weightCLo || input.hi[1] != g.weightCHi))
-    return op.kind + ": weight box does not match the input channel range";
-  if (g.groups > 1) {
-    if (g.weightCLo != 0 || g.weightCHi != g.inPerGroup)
-      return op.kind + ": grouped weight box must hold all channels of a group";
-    int64_t firstGroup = output.lo[1] / g.outPerGroup;
-    int64_t lastGroup = (output.hi[1] - 1) / g.outPerGroup;
-    if (output.hi[1] > output.lo[1] &&
-        (input.lo[1] > firstGroup * g.inPerGroup ||
-         input.hi[1] < (lastGroup + 1) * g.inPerGroup))
-      return op.kind + ": input box does not hold the groups' channels";
-  }
-  if (!g.rows.viewCovers() || !g.cols.viewCovers())
-    return op.kind + ": input box does not hold the window (halo) of the "
-                     "output rows/cols";
-  g.bias = inputs.size() == 3 && inputs[2].data ? &inputs[2] : nullptr;
-  if (g.bias && (g.bias->lo[0] > output.lo[1] || g.bias->hi[0] < output.hi[1]))
-    return op.kind + ": bias box does not hold the output channels";
-  g.addsBias = g.bias && g.weightCLo == 0;
-  return "";
-}
-
-/// True when the im2col matrix of a channel block is the input itself: a
-/// 1x1 kernel, stride 1, no padding, the input box equal to the output's
-/// rows/cols.
-bool isPointwise(const ConvGeometry &g) {
-  return g.kh == 1 && g.kw == 1 && g.rows.stride == 1 && g.cols.stride == 1 &&
-         g.rows.padLo == 0 && g.cols.padLo == 0 &&
-         g.rows.viewLo == g.rows.outLo && g.rows.viewHi == g.rows.outHi &&
-         g.cols.viewLo == g.cols.outLo && g.cols.viewHi == g.cols.outHi;
-}
 
 /// What the im2col kernels need of a partition, by value.
 struct PatchDims {
@@ -255,10 +93,10 @@ void im2col(Stream stream, PatchDims d, const float *input, DeviceBox inBox,
     const int64_t c = r / (d.kh * d.kw), ki = (r / d.kw) % d.kh, kj = r % d.kw;
     const int64_t oh = d.rows.outLo + p / d.outW,
                   ow = d.cols.outLo + p % d.outW;
-    const int64_t ih = d.rows.start(oh) + ki * d.rows.dilation;
-    const int64_t iw = d.cols.start(ow) + kj * d.cols.dilation;
+    const int64_t ih = d.rows.tap(oh, ki);
+    const int64_t iw = d.cols.tap(ow, kj);
     float value = 0.0f;
-    if (ih >= 0 && ih < d.rows.size && iw >= 0 && iw < d.cols.size)
+    if (d.rows.inside(ih) && d.cols.inside(iw))
       value = input[offset4(inBox, n, cFirst + c, ih, iw)];
     col[i] = value;
   });
@@ -279,18 +117,12 @@ void col2imAdd(Stream stream, PatchDims d, int64_t channels, const float *dCol,
     const float *block = dCol + (n - n0) * d.patch * d.plane;
     float sum = 0.0f;
     for (int64_t ki = 0; ki < d.kh; ++ki) {
-      const int64_t th = ih + d.rows.padLo - ki * d.rows.dilation;
-      if (th < 0 || th % d.rows.stride != 0)
-        continue;
-      const int64_t oh = th / d.rows.stride;
-      if (oh < d.rows.outLo || oh >= d.rows.outHi)
+      int64_t oh;
+      if (!d.rows.tapOutput(ih, ki, oh))
         continue;
       for (int64_t kj = 0; kj < d.kw; ++kj) {
-        const int64_t tw = iw + d.cols.padLo - kj * d.cols.dilation;
-        if (tw < 0 || tw % d.cols.stride != 0)
-          continue;
-        const int64_t ow = tw / d.cols.stride;
-        if (ow < d.cols.outLo || ow >= d.cols.outHi)
+        int64_t ow;
+        if (!d.cols.tapOutput(iw, kj, ow))
           continue;
         const int64_t r = (c * d.kh + ki) * d.kw + kj;
         sum += block[r * d.plane + (oh - d.rows.outLo) * d.outW +
@@ -329,6 +161,16 @@ void biasGrad(Stream stream, const float *dy, DeviceBox outBox, float *dBias,
   });
 }
 
+/// biasGrad of the result grad when the partition takes the bias grad
+/// (biasGradOf).
+void addBiasGrad(Stream stream, const ConvGeometry &g,
+                 const KernelView &dOutput,
+                 const std::vector<KernelView> &inputGrads) {
+  if (const KernelView *dBias = biasGradOf(g, inputGrads))
+    biasGrad(stream, dOutput.data, dOutput.box, dBias->data, dBias->lo[0],
+             g.outPlane());
+}
+
 /// dW[f, r] += sum over the chunk's samples of parts[n][f][r], in order.
 void addSampleSum(Stream stream, const float *parts, int64_t count,
                   int64_t rows, int64_t cols, float *dW) {
@@ -340,18 +182,6 @@ void addSampleSum(Stream stream, const float *parts, int64_t count,
   });
 }
 
-/// Calls fn(fFirst, fLast, cFirst) for each group the output channel range
-/// touches: output channels [fFirst, fLast) read input channels from cFirst.
-template <typename Fn>
-void forEachGroup(const ConvGeometry &g, const TensorView &output, Fn &&fn) {
-  for (int64_t f = output.lo[1]; f < output.hi[1];) {
-    int64_t group = f / g.outPerGroup;
-    int64_t fLast = std::min(output.hi[1], (group + 1) * g.outPerGroup);
-    fn(f, fLast, group * g.inPerGroup + g.weightCLo);
-    f = fLast;
-  }
-}
-
 /// Workspace floats a chunk of samples may take (im2col blocks and the
 /// like): 64 Mi floats, at least one sample.
 constexpr int64_t kChunkFloats = int64_t(1) << 26;
@@ -359,16 +189,6 @@ constexpr int64_t kChunkFloats = int64_t(1) << 26;
 int64_t samplesPerChunk(int64_t perSample, int64_t samples) {
   return std::max<int64_t>(
       1, std::min(samples, kChunkFloats / std::max<int64_t>(perSample, 1)));
-}
-
-GemmOperand floatOperand(const float *data, int64_t ld, bool transposed,
-                         int64_t batchStride) {
-  GemmOperand g;
-  g.data = data;
-  g.ld = ld;
-  g.transposed = transposed;
-  g.batchStride = batchStride;
-  return g;
 }
 
 /// Grouped convolutions whose groups have few output channels (depthwise
@@ -399,12 +219,12 @@ void directForward(Stream stream, DirectDims x, const float *input,
     float sum = 0.0f;
     for (int64_t c = 0; c < x.inPerGroup; ++c)
       for (int64_t ki = 0; ki < x.d.kh; ++ki) {
-        const int64_t ih = x.d.rows.start(oh) + ki * x.d.rows.dilation;
-        if (ih < 0 || ih >= x.d.rows.size)
+        const int64_t ih = x.d.rows.tap(oh, ki);
+        if (!x.d.rows.inside(ih))
           continue;
         for (int64_t kj = 0; kj < x.d.kw; ++kj) {
-          const int64_t iw = x.d.cols.start(ow) + kj * x.d.cols.dilation;
-          if (iw < 0 || iw >= x.d.cols.size)
+          const int64_t iw = x.d.cols.tap(ow, kj);
+          if (!x.d.cols.inside(iw))
             continue;
           sum += weight[offset4(wBox, f, c, ki, kj)] *
                  input[offset4(inBox, n, cFirst + c, ih, iw)];
@@ -435,18 +255,12 @@ void directInputGrad(Stream stream, DirectDims x, const float *weight,
     float sum = 0.0f;
     for (int64_t f = fFirst; f < fLast; ++f)
       for (int64_t ki = 0; ki < d.kh; ++ki) {
-        const int64_t th = ih + d.rows.padLo - ki * d.rows.dilation;
-        if (th < 0 || th % d.rows.stride != 0)
-          continue;
-        const int64_t oh = th / d.rows.stride;
-        if (oh < d.rows.outLo || oh >= d.rows.outHi)
+        int64_t oh;
+        if (!d.rows.tapOutput(ih, ki, oh))
           continue;
         for (int64_t kj = 0; kj < d.kw; ++kj) {
-          const int64_t tw = iw + d.cols.padLo - kj * d.cols.dilation;
-          if (tw < 0 || tw % d.cols.stride != 0)
-            continue;
-          const int64_t ow = tw / d.cols.stride;
-          if (ow < d.cols.outLo || ow >= d.cols.outHi)
+          int64_t ow;
+          if (!d.cols.tapOutput(iw, kj, ow))
             continue;
           sum += dy[offset4(outBox, n, f, oh, ow)] *
                  weight[offset4(wBox, f, c, ki, kj)];
@@ -472,12 +286,12 @@ void directWeightGrad(Stream stream, DirectDims x, const float *input,
     float sum = 0.0f;
     for (int64_t n = outBox.lo[0]; n < outBox.hi[0]; ++n)
       for (int64_t oh = d.rows.outLo; oh < d.rows.outHi; ++oh) {
-        const int64_t ih = d.rows.start(oh) + ki * d.rows.dilation;
-        if (ih < 0 || ih >= d.rows.size)
+        const int64_t ih = d.rows.tap(oh, ki);
+        if (!d.rows.inside(ih))
           continue;
         for (int64_t ow = d.cols.outLo; ow < d.cols.outHi; ++ow) {
-          const int64_t iw = d.cols.start(ow) + kj * d.cols.dilation;
-          if (iw < 0 || iw >= d.cols.size)
+          const int64_t iw = d.cols.tap(ow, kj);
+          if (!d.cols.inside(iw))
             continue;
           sum += dy[offset4(outBox, n, f, oh, ow)] *
                  input[offset4(inBox, n, ci, ih, iw)];
@@ -818,9 +632,7 @@ KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
               static_cast<cudnnConvolutionBwdDataAlgo_t>(dataAlgo.algo),
               workspace, dataAlgo.bytes, &one, c.d.x, dx);
   taken = true;
-  if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
-    biasGrad(ctx.stream, dOutput.data, dOutput.box, inputGrads[2].data,
-             inputGrads[2].lo[0], g.outPlane());
+  addBiasGrad(ctx.stream, g, dOutput, inputGrads);
   return "";
 }
 
@@ -832,13 +644,11 @@ KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
-  const KernelView &output = outputs[0];
   ConvGeometry g;
-  if (KernelStatus status = convGeometry(op, inputs, output, g);
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
       !status.empty())
     return status;
+  const KernelView &output = outputs[0];
   const KernelView &input = inputs[0], &weight = inputs[1];
   const int64_t plane = g.outPlane(), patch = g.patchSize();
   const int64_t outC = output.extent(1), samples = output.extent(0);
@@ -906,15 +716,12 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<KernelView> &outputGrads,
                             const std::vector<KernelView> &inputGrads,
                             const std::vector<KernelView> &) {
+  ConvGeometry g;
   if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
       !status.empty())
     return status;
   const KernelView &dOutput = outputGrads[0];
-  ConvGeometry g;
-  if (KernelStatus status = convGeometry(op, inputs, dOutput, g);
-      !status.empty())
-    return status;
   const KernelView &input = inputs[0], &weight = inputs[1];
   const KernelView &dInput = inputGrads[0], &dWeight = inputGrads[1];
   const int64_t plane = g.outPlane(), patch = g.patchSize();
@@ -936,9 +743,7 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
     if (dInput.data)
       directInputGrad(ctx.stream, x, weight.data, weight.box, dOutput.data,
                       dOutput.box, dInput.data, dInput.box);
-    if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
-      biasGrad(ctx.stream, dOutput.data, dOutput.box, inputGrads[2].data,
-               inputGrads[2].lo[0], plane);
+    addBiasGrad(ctx.stream, g, dOutput, inputGrads);
     return "";
   }
   const bool pointwise = isPointwise(g);
@@ -1014,72 +819,13 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
   }
   if (!error.empty())
     return op.kind + ": " + error;
-  if (g.addsBias && inputGrads.size() == 3 && inputGrads[2].data)
-    biasGrad(ctx.stream, dy, dOutput.box, inputGrads[2].data,
-             inputGrads[2].lo[0], plane);
+  addBiasGrad(ctx.stream, g, dOutput, inputGrads);
   return "";
 }
 
 //===----------------------------------------------------------------------===//
 // max_pool2d, avg_pool2d
 //===----------------------------------------------------------------------===//
-
-struct PoolGeometry {
-  Axis rows, cols;
-  bool countIncludePad;
-};
-
-KernelStatus poolGeometry(const OpDesc &op,
-                          const std::vector<KernelView> &inputs,
-                          const TensorView &output, PoolGeometry &g) {
-  if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
-  const TensorView &input = inputs[0];
-  if (input.rank() != 4 || output.rank() != 4)
-    return op.kind + ": input and result must have rank 4";
-  std::vector<int64_t> kernel = op.getInts("kernel", {});
-  std::vector<int64_t> strides = op.getInts("strides", {1, 1});
-  std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
-  if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4)
-    return op.kind + ": bad kernel, strides or pads";
-  g.rows =
-      makeAxis(input, output, 2, strides[0], pads[0], pads[2], kernel[0], 1);
-  g.cols =
-      makeAxis(input, output, 3, strides[1], pads[1], pads[3], kernel[1], 1);
-  g.countIncludePad = op.getInt("count_include_pad", 0) != 0;
-  for (int64_t d = 0; d < 2; ++d)
-    if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
-      return op.kind + ": input box does not hold the output samples/channels";
-  if (!g.rows.viewCovers() || !g.cols.viewCovers())
-    return op.kind + ": input box does not hold the window (halo) of the "
-                     "output rows/cols";
-  return "";
-}
-
-/// The in-tensor part [first, last) of output position o's window, and its
-/// extent within the padded tensor (what count_include_pad divides by; as in
-/// PyTorch, a ceil_mode window is cut at the end of the padding).
-struct Window {
-  int64_t first, last, paddedExtent;
-};
-
-PPC_HD inline Window windowOf(const Axis &axis, int64_t o) {
-  const int64_t start = axis.start(o);
-  const int64_t end = start + axis.kernel;
-  const int64_t padded = axis.size + axis.padHi;
-  return {start > 0 ? start : 0, end < axis.size ? end : axis.size,
-          (end < padded ? end : padded) - start};
-}
-
-/// What avg_pool2d divides a window's sum by.
-PPC_HD inline int64_t avgDivisor(bool countIncludePad, const Window &rows,
-                                 const Window &cols) {
-  if (countIncludePad)
-    return rows.paddedExtent * cols.paddedExtent;
-  const int64_t h = rows.last > rows.first ? rows.last - rows.first : 0;
-  const int64_t w = cols.last > cols.first ? cols.last - cols.first : 0;
-  return h * w;
-}
 
 /// Global (row, col) of the first maximum (row-major) of the window in the
 /// (n, c) plane of `input`; false when the window is all padding.
@@ -1183,13 +929,11 @@ void poolBackwardKernel(Stream stream, PoolGeometry g, bool max,
 KernelStatus poolForward(bool max, const OpDesc &op, ExecContext &ctx,
                          const std::vector<KernelView> &inputs,
                          const std::vector<KernelView> &outputs) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
-  const KernelView &output = outputs[0];
   PoolGeometry g;
-  if (KernelStatus status = poolGeometry(op, inputs, output, g);
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
       !status.empty())
     return status;
+  const KernelView &output = outputs[0];
   if (max)
     maxPoolForwardKernel(ctx.stream, g, inputs[0].data, inputs[0].box,
                          output.data, output.box);
@@ -1204,15 +948,12 @@ KernelStatus poolBackward(bool max, const OpDesc &op, ExecContext &ctx,
                           const std::vector<KernelView> &outputs,
                           const std::vector<KernelView> &outputGrads,
                           const std::vector<KernelView> &inputGrads) {
+  PoolGeometry g;
   if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
       !status.empty())
     return status;
   const KernelView &dOutput = outputGrads[0];
-  PoolGeometry g;
-  if (KernelStatus status = poolGeometry(op, inputs, dOutput, g);
-      !status.empty())
-    return status;
   const KernelView &dInput = inputGrads[0];
   if (!dInput.data || dOutput.box.count() == 0)
     return "";
@@ -1225,41 +966,16 @@ KernelStatus poolBackward(bool max, const OpDesc &op, ExecContext &ctx,
 // global_avg_pool
 //===----------------------------------------------------------------------===//
 
-/// Checks the views; `count` is the GLOBAL number of spatial positions (a
-/// split spatial dim makes partial sums of the mean), `local` the held ones.
-KernelStatus globalPoolShape(const OpDesc &op,
-                             const std::vector<KernelView> &inputs,
-                             const TensorView &output, int64_t &count,
-                             int64_t &local) {
-  if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
-  const TensorView &input = inputs[0];
-  if (input.rank() < 2 || output.rank() != input.rank())
-    return op.kind + ": result must have the input's rank";
-  for (int64_t d = 0; d < 2; ++d)
-    if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
-      return op.kind + ": input box does not hold the output samples/channels";
-  count = 1;
-  local = 1;
-  for (int64_t d = 2; d < input.rank(); ++d) {
-    count *= input.shape[d];
-    local *= input.extent(d);
-  }
-  return "";
-}
-
 KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
                                   ExecContext &ctx,
                                   const std::vector<KernelView> &inputs,
                                   const std::vector<KernelView> &outputs,
                                   const std::vector<KernelView> &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
-  const KernelView &output = outputs[0];
-  int64_t count, local;
-  if (KernelStatus status = globalPoolShape(op, inputs, output, count, local);
+  GlobalPoolShape s;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, s);
       !status.empty())
     return status;
+  const KernelView &output = outputs[0];
   const KernelView &input = inputs[0];
   const float *in = input.data;
   float *out = output.data;
@@ -1268,11 +984,11 @@ KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
                 outC = output.extent(1);
   launch(ctx.stream, output.extent(0) * outC, [=] PPC_HD(int64_t i) {
     const int64_t n = outLo0 + i / outC, c = outLo1 + i % outC;
-    const float *plane = in + ((n - inLo0) * inC + (c - inLo1)) * local;
+    const float *plane = in + ((n - inLo0) * inC + (c - inLo1)) * s.local;
     double sum = 0;
-    for (int64_t k = 0; k < local; ++k)
+    for (int64_t k = 0; k < s.local; ++k)
       sum += plane[k];
-    out[i] = static_cast<float>(sum / static_cast<double>(count));
+    out[i] = static_cast<float>(sum / static_cast<double>(s.count));
   });
   return "";
 }
@@ -1284,15 +1000,12 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
                                    const std::vector<KernelView> &outputGrads,
                                    const std::vector<KernelView> &inputGrads,
                                    const std::vector<KernelView> &) {
+  GlobalPoolShape s;
   if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, s);
       !status.empty())
     return status;
   const KernelView &dOutput = outputGrads[0];
-  int64_t count, local;
-  if (KernelStatus status = globalPoolShape(op, inputs, dOutput, count, local);
-      !status.empty())
-    return status;
   const KernelView &dInput = inputGrads[0];
   if (!dInput.data)
     return "";
@@ -1303,9 +1016,9 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
   const int64_t outLo0 = dOutput.lo[0], outHi0 = dOutput.hi[0],
                 outLo1 = dOutput.lo[1], outHi1 = dOutput.hi[1],
                 outC = dOutput.extent(1);
-  const float divisor = static_cast<float>(count);
-  launch(ctx.stream, dInput.extent(0) * inC * local, [=] PPC_HD(int64_t i) {
-    const int64_t plane = i / local;
+  const float divisor = static_cast<float>(s.count);
+  launch(ctx.stream, dInput.extent(0) * inC * s.local, [=] PPC_HD(int64_t i) {
+    const int64_t plane = i / s.local;
     const int64_t n = inLo0 + plane / inC, c = inLo1 + plane % inC;
     if (n < outLo0 || n >= outHi0 || c < outLo1 || c >= outHi1)
       return;

@@ -102,11 +102,6 @@ std::vector<std::string> cudaKernelOps();
 /// Zero-fills `n` floats at `data` on the stream.
 void zeroFloats(Stream stream, float *data, int64_t n);
 
-/// An axis attribute counted from the back when negative.
-inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
-
 } // namespace ppc::runtime::cuda
 
 #endif // PPC_RUNTIME_CUDA_CUDAKERNELS_H

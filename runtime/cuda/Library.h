@@ -31,6 +31,17 @@ struct GemmOperand {
   int64_t batchStride = 0;
 };
 
+/// A float32 operand at `data`.
+inline GemmOperand floatOperand(const float *data, int64_t ld, bool transposed,
+                                int64_t batchStride) {
+  GemmOperand g;
+  g.data = data;
+  g.ld = ld;
+  g.transposed = transposed;
+  g.batchStride = batchStride;
+  return g;
+}
+
 class Library {
 public:
   virtual ~Library() = default;

@@ -1,5 +1,4 @@
-//===- LossKernels.cu - losses on boxes, on the GPU
-//------------------------===//
+//===- LossKernels.cu - losses on boxes, on the GPU -----------------------===//
 //
 // The cpu kernels' semantics (runtime/cpu/LossKernels.cpp): a loss is a mean
 // over the whole batch, so a partition outputs its partial sum divided by
@@ -13,17 +12,18 @@
 //    first classes (the others write 0). One thread per row; stage 2 is one
 //    thread over the rows (deterministic). The backward is per element.
 //    Labels are device data: they are read back to the host (a stream
-//    synchronization) and checked as the cpu kernel does in forward stage 0
-//    and in the backward; stages 1 and 2 read the same labels unchecked.
+//    synchronization) and checked as the cpu kernel does (LossShapes.h) in
+//    forward stage 0 and in the backward; stages 1 and 2 read the same
+//    labels unchecked.
 //  - mse_loss: per-chunk partial sums in double, summed in chunk order by
 //    one thread; the backward is per element.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "LossShapes.h"
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,93 +33,19 @@ namespace {
 
 using Views = std::vector<KernelView>;
 
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
-
-int64_t elementsOf(const TensorView &v) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < v.rank(); ++d)
-    n *= std::max<int64_t>(0, v.extent(d));
-  return n;
-}
-
-/// Copies n floats of device memory to the host, waiting for the stream.
-void copyToHost(Stream stream, float *host, const float *device, int64_t n) {
-  if (n <= 0)
-    return;
-#if defined(PPC_CUDA_EMULATION)
-  (void)stream;
-  std::memcpy(host, device, size_t(n) * sizeof(float));
-#else
-  cudaMemcpyAsync(host, device, size_t(n) * sizeof(float),
-                  cudaMemcpyDeviceToHost, stream);
-  cudaStreamSynchronize(stream);
-#endif
-}
-
-KernelStatus checkScalarResult(const OpDesc &op, const Views &results) {
-  if (results.size() != 1 || results[0].rank() != 0 || !results[0].data)
-    return op.kind + ": expects one scalar result";
-  return "";
-}
-
-KernelStatus checkGradViews(const OpDesc &op, const Views &inputs,
-                            const Views &outputGrads, const Views &inputGrads) {
-  if (KernelStatus status = checkScalarResult(op, outputGrads); !status.empty())
-    return status;
-  if (inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per operand";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
-}
-
 //===----------------------------------------------------------------------===//
 // softmax_cross_entropy
 //===----------------------------------------------------------------------===//
 
-/// The held box of logits [N, C]: rows [rowLo, rowHi), classes [classLo,
-/// classHi) of `classes`; `batch` is the global N.
-struct CrossEntropyShape {
-  int64_t rowLo, rowHi, classLo, classHi, classes, batch;
-  int64_t rows() const { return rowHi - rowLo; }
-  int64_t held() const { return classHi - classLo; }
-};
-
-KernelStatus crossEntropyShape(const OpDesc &op, const Views &inputs,
-                               CrossEntropyShape &shape) {
-  if (inputs.size() != 2)
-    return op.kind + ": expects logits and labels";
-  const TensorView &logits = inputs[0], &labels = inputs[1];
-  if (logits.rank() != 2 || labels.rank() != 1)
-    return op.kind + ": logits must be [N, C] and labels [N]";
-  shape = {logits.lo[0], logits.hi[0],    logits.lo[1],
-           logits.hi[1], logits.shape[1], logits.shape[0]};
-  if (labels.lo[0] > shape.rowLo || labels.hi[0] < shape.rowHi)
-    return op.kind + ": labels box does not hold the logits rows";
-  return "";
-}
-
-/// Checks every held row's label as the cpu kernel's labelOf (reading the
-/// labels back to the host).
-KernelStatus checkLabels(const OpDesc &op, Stream stream,
-                         const TensorView &labels,
-                         const CrossEntropyShape &shape) {
+/// Checks every held row's label (checkLabels), reading the labels back to
+/// the host.
+KernelStatus checkDeviceLabels(const OpDesc &op, Stream stream,
+                               const TensorView &labels,
+                               const CrossEntropyShape &shape) {
   std::vector<float> values(static_cast<size_t>(shape.rows()));
   copyToHost(stream, values.data(), labels.data + (shape.rowLo - labels.lo[0]),
-             shape.rows());
-  for (int64_t i = 0; i < shape.rows(); ++i) {
-    const float value = values[i];
-    const int64_t label = static_cast<int64_t>(value);
-    if (static_cast<float>(label) != value || label < 0 ||
-        label >= shape.classes)
-      return op.kind + ": label " + std::to_string(value) + " of row " +
-             std::to_string(shape.rowLo + i) + " is not a class in [0, " +
-             std::to_string(shape.classes) + ")";
-  }
-  return "";
+             values.size() * sizeof(float));
+  return checkLabels(op, values.data(), shape);
 }
 
 /// The class a (checked) label value names; -1 for anything else.
@@ -129,31 +55,17 @@ PPC_HD inline int64_t labelClass(float value, int64_t classes) {
              : -1;
 }
 
-KernelStatus crossEntropyScratch(const OpDesc &op, const Views &scratch,
-                                 const CrossEntropyShape &shape) {
-  if (scratch.size() < 2 || scratch[0].rank() != 1 ||
-      scratch[0].extent(0) != shape.rows() || scratch[1].rank() != 2 ||
-      scratch[1].extent(0) != 2 || scratch[1].extent(1) != shape.rows() ||
-      !scratch[0].data || !scratch[1].data)
-    return op.kind + ": expects [" + std::to_string(shape.rows()) +
-           "] and [2, " + std::to_string(shape.rows()) + "] scratch buffers";
-  return "";
-}
-
 KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                                  ExecContext &exec, const Views &inputs,
                                  const Views &outputs, const Views &scratch) {
-  if (KernelStatus status = checkScalarResult(op, outputs); !status.empty())
-    return status;
   CrossEntropyShape shape;
-  if (KernelStatus status = crossEntropyShape(op, inputs, shape);
-      !status.empty())
-    return status;
-  if (KernelStatus status = crossEntropyScratch(op, scratch, shape);
+  if (KernelStatus status =
+          crossEntropyForwardShape(op, inputs, outputs, scratch, shape);
       !status.empty())
     return status;
   if (ctx.stage == 0)
-    if (KernelStatus status = checkLabels(op, exec.stream, inputs[1], shape);
+    if (KernelStatus status =
+            checkDeviceLabels(op, exec.stream, inputs[1], shape);
         !status.empty())
       return status;
   float *max = scratch[0].data;
@@ -192,11 +104,7 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
   const double batch = static_cast<double>(shape.batch);
   float *loss = outputs[0].data;
   launch(exec.stream, 1, [=] PPC_HD(int64_t) {
-    double total = 0;
-    if (first)
-      for (int64_t i = 0; i < rows; ++i)
-        total += max[i] + ::log(static_cast<double>(sums[i])) - picked[i];
-    loss[0] = static_cast<float>(total / batch);
+    loss[0] = crossEntropyMean(max, sums, picked, rows, first, batch);
   });
   return "";
 }
@@ -206,19 +114,15 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
                                   const Views &, const Views &outputGrads,
                                   const Views &inputGrads,
                                   const Views &scratch) {
-  if (KernelStatus status = checkGradViews(op, inputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
   CrossEntropyShape shape;
-  if (KernelStatus status = crossEntropyShape(op, inputs, shape);
-      !status.empty())
-    return status;
-  if (KernelStatus status = crossEntropyScratch(op, scratch, shape);
+  if (KernelStatus status = crossEntropyBackwardShape(
+          op, inputs, outputGrads, inputGrads, scratch, shape);
       !status.empty())
     return status;
   if (!inputGrads[0].data)
     return "";
-  if (KernelStatus status = checkLabels(op, exec.stream, inputs[1], shape);
+  if (KernelStatus status =
+          checkDeviceLabels(op, exec.stream, inputs[1], shape);
       !status.empty())
     return status;
   // d/dlogits = (softmax - onehot(label)) * dloss / N, the softmax from the
@@ -249,26 +153,14 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
 /// Elements one thread of the forward sums.
 constexpr int64_t kMseChunk = 4096;
 
-KernelStatus mseShape(const OpDesc &op, const Views &inputs, int64_t &count) {
-  if (inputs.size() != 2)
-    return op.kind + ": expects prediction and target";
-  if (inputs[0].shape != inputs[1].shape || !sameBox(inputs[0], inputs[1]))
-    return op.kind + ": prediction and target boxes differ";
-  count = 1;
-  for (int64_t size : inputs[0].shape)
-    count *= size;
-  return "";
-}
-
 KernelStatus mseForward(const OpDesc &op, const KernelContext &,
                         ExecContext &exec, const Views &inputs,
                         const Views &outputs, const Views &) {
-  if (KernelStatus status = checkScalarResult(op, outputs); !status.empty())
-    return status;
   int64_t count;
-  if (KernelStatus status = mseShape(op, inputs, count); !status.empty())
+  if (KernelStatus status = mseForwardShape(op, inputs, outputs, count);
+      !status.empty())
     return status;
-  const int64_t n = elementsOf(inputs[0]);
+  const int64_t n = inputs[0].numElements();
   const int64_t chunks = (n + kMseChunk - 1) / kMseChunk;
   double *partial = exec.workspace
                         ? reinterpret_cast<double *>(exec.workspace->floats(
@@ -301,11 +193,10 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
                          ExecContext &exec, const Views &inputs, const Views &,
                          const Views &outputGrads, const Views &inputGrads,
                          const Views &) {
-  if (KernelStatus status = checkGradViews(op, inputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
   int64_t count;
-  if (KernelStatus status = mseShape(op, inputs, count); !status.empty())
+  if (KernelStatus status =
+          mseBackwardShape(op, inputs, outputGrads, inputGrads, count);
+      !status.empty())
     return status;
   // d/dprediction = 2 (prediction - target) * dloss / count = -d/dtarget.
   const float *prediction = inputs[0].data, *target = inputs[1].data;
@@ -314,7 +205,7 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
   if (!dPrediction && !dTarget)
     return "";
   const double global = static_cast<double>(count);
-  launch(exec.stream, elementsOf(inputs[0]), [=] PPC_HD(int64_t k) {
+  launch(exec.stream, inputs[0].numElements(), [=] PPC_HD(int64_t k) {
     const float scale = static_cast<float>(2.0 * dLoss[0] / global);
     const float grad = (prediction[k] - target[k]) * scale;
     if (dPrediction)

@@ -17,13 +17,14 @@
 //  - layer_norm, softmax and log_softmax never split the dims they
 //    normalize over: one thread per row (line) computes its statistics, and
 //    elementwise passes use them.
-// Host code checks the boxes and attributes exactly as the cpu kernels do
-// before anything is enqueued. Not checked: batch_norm's "batch statistics
-// over no elements" (the summed count is device data).
+// Host code checks the boxes and attributes with the cpu kernels' code
+// (NormShapes.h) before anything is enqueued. Not checked: batch_norm's
+// "batch statistics over no elements" (the summed count is device data).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
+#include "NormShapes.h"
 
 #include <cmath>
 #include <string>
@@ -34,40 +35,6 @@ namespace ppc::runtime::cuda {
 namespace {
 
 using Views = std::vector<KernelView>;
-
-bool sameBox(const TensorView &a, const TensorView &b) {
-  return a.lo == b.lo && a.hi == b.hi;
-}
-
-int64_t elementsOf(const TensorView &v) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < v.rank(); ++d)
-    n *= std::max<int64_t>(0, v.extent(d));
-  return n;
-}
-
-bool isWholeView(const TensorView &v) {
-  for (int64_t d = 0; d < v.rank(); ++d)
-    if (v.lo[d] != 0 || v.hi[d] != v.shape[d])
-      return false;
-  return true;
-}
-
-/// As the cpu kernels' checkGradBoxes.
-KernelStatus checkGradBoxes(const OpDesc &op, const Views &inputs,
-                            const Views &outputs, const Views &outputGrads,
-                            const Views &inputGrads) {
-  if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
-      inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!sameBox(outputGrads[i], outputs[i]))
-      return op.kind + ": result grad box differs from the result box";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
-}
 
 /// `n` doubles of the kernel's workspace, or null.
 double *workspaceDoubles(ExecContext &exec, int64_t n) {
@@ -85,59 +52,6 @@ KernelStatus outOfMemory(const OpDesc &op) {
 // batch_norm
 //===----------------------------------------------------------------------===//
 
-enum BatchNormOperand { Input, Scale, Bias, Mean, Variance };
-
-/// The held channels [cLo, cHi) and the elements of one (sample, channel)
-/// block of the input box.
-struct BatchNormShape {
-  int64_t cLo, cHi, samples, spatial;
-  int64_t held() const { return cHi - cLo; }
-};
-
-KernelStatus batchNormShape(const OpDesc &op, const Views &inputs,
-                            const TensorView &output, BatchNormShape &shape) {
-  if (inputs.size() != 5)
-    return op.kind + ": expects input, scale, bias, mean and variance";
-  const TensorView &input = inputs[Input];
-  if (input.rank() < 2)
-    return op.kind + ": input must have rank >= 2";
-  if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
-  shape.cLo = input.lo[1];
-  shape.cHi = input.hi[1];
-  shape.samples = input.extent(0);
-  shape.spatial = 1;
-  for (int64_t d = 2; d < input.rank(); ++d)
-    shape.spatial *= input.extent(d);
-  for (int i = Scale; i <= Variance; ++i) {
-    const TensorView &perChannel = inputs[i];
-    if (perChannel.rank() != 1 || perChannel.lo[0] > shape.cLo ||
-        perChannel.hi[0] < shape.cHi)
-      return op.kind + ": scale, bias, mean and variance boxes must hold the "
-                       "input's channels";
-  }
-  return "";
-}
-
-/// The held channels [cLo, cHi) of a per-channel view (null if absent).
-float *channelsOf(const TensorView &view, const BatchNormShape &shape) {
-  return view.data ? view.data + (shape.cLo - view.lo[0]) : nullptr;
-}
-
-/// Row 0, channel cLo, of a [rows, C] scratch view holding every row and
-/// the held channels; `stride` is its row length.
-KernelStatus scratchRows(const OpDesc &op, const TensorView &scratch,
-                         int64_t rows, const BatchNormShape &shape, float *&at,
-                         int64_t &stride) {
-  if (scratch.rank() != 2 || scratch.lo[0] != 0 || scratch.hi[0] != rows ||
-      scratch.lo[1] > shape.cLo || scratch.hi[1] < shape.cHi || !scratch.data)
-    return op.kind + ": scratch must be a [" + std::to_string(rows) +
-           ", channels] buffer holding the input's channels";
-  stride = scratch.extent(1);
-  at = scratch.data + (shape.cLo - scratch.lo[1]);
-  return "";
-}
-
 /// Per held channel, 4 doubles: mean, biased variance, 1 / sqrt(variance +
 /// epsilon), count.
 constexpr int kStats = 4;
@@ -146,15 +60,9 @@ constexpr int kStats = 4;
 void batchStats(Stream stream, const float *rows, int64_t stride, int64_t held,
                 double epsilon, double *stats) {
   launch(stream, held, [=] PPC_HD(int64_t c) {
-    const double count = rows[2 * stride + c];
-    const double mean = rows[c] / count;
-    double variance = rows[stride + c] / count - mean * mean;
-    variance = variance > 0.0 ? variance : 0.0;
     double *s = stats + kStats * c;
-    s[0] = mean;
-    s[1] = variance;
-    s[2] = 1.0 / sqrt(variance + epsilon);
-    s[3] = count;
+    s[3] = rows[2 * stride + c];
+    batchMoments(rows[c], rows[stride + c], s[3], epsilon, s[0], s[1], s[2]);
   });
 }
 
@@ -230,19 +138,14 @@ void writeStatistics(Stream stream, const double *blocks, BatchNormShape shape,
   });
 }
 
-/// Forward stage 1: running = momentum * running + (1 - momentum) * batch,
-/// the variance unbiased.
+/// Forward stage 1: the running statistics' update.
 void updateRunning(Stream stream, const double *stats, int64_t held,
                    double momentum, float *runningMean,
                    float *runningVariance) {
   launch(stream, held, [=] PPC_HD(int64_t c) {
     const double *s = stats + kStats * c;
-    const double n = s[3];
-    const double unbiased = n > 1 ? s[1] * n / (n - 1) : s[1];
-    runningMean[c] =
-        static_cast<float>(momentum * runningMean[c] + (1 - momentum) * s[0]);
-    runningVariance[c] = static_cast<float>(momentum * runningVariance[c] +
-                                            (1 - momentum) * unbiased);
+    updateRunningStats(momentum, s[0], s[1], s[3], runningMean[c],
+                       runningVariance[c]);
   });
 }
 
@@ -268,12 +171,9 @@ void gradChannels(Stream stream, const double *blocks, const double *stats,
       dScale[c] += static_cast<float>(sumDyXhat);
     if (dBias)
       dBias[c] += static_cast<float>(sumDy);
-    const double invStd = stats[kStats * c + 2];
-    if (dMean)
-      dMean[c] += static_cast<float>(-sumDy * invStd * scale[c]);
-    if (dVariance)
-      dVariance[c] +=
-          static_cast<float>(-0.5 * sumDyXhat * scale[c] * invStd * invStd);
+    addRunningStatGrads(sumDy, sumDyXhat, stats[kStats * c + 2], scale[c],
+                        dMean ? dMean + c : nullptr,
+                        dVariance ? dVariance + c : nullptr);
   });
 }
 
@@ -312,10 +212,8 @@ void trainingInputGrad(Stream stream, const float *x, const float *dy,
 KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
                               ExecContext &exec, const Views &inputs,
                               const Views &outputs, const Views &scratch) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
   BatchNormShape shape;
-  if (KernelStatus status = batchNormShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
@@ -345,7 +243,7 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
     if (!blocks)
       return outOfMemory(op);
     // Channels this partition does not hold contribute zeros to the sum.
-    zeroFloats(exec.stream, scratch[0].data, elementsOf(scratch[0]));
+    zeroFloats(exec.stream, scratch[0].data, scratch[0].numElements());
     blockSums(exec.stream, x, nullptr, nullptr, shape, blocks);
     writeStatistics(exec.stream, blocks, shape, rows, stride);
     return "";
@@ -370,12 +268,9 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
                                ExecContext &exec, const Views &inputs,
                                const Views &outputs, const Views &outputGrads,
                                const Views &inputGrads, const Views &scratch) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
   BatchNormShape shape;
-  if (KernelStatus status = batchNormShape(op, inputs, outputGrads[0], shape);
+  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+                                              inputGrads, false, shape);
       !status.empty())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
@@ -427,7 +322,7 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
     if (!blocks)
       return outOfMemory(op);
     blockSums(exec.stream, x, dy, stats, shape, blocks);
-    zeroFloats(exec.stream, scratch[1].data, elementsOf(scratch[1]));
+    zeroFloats(exec.stream, scratch[1].data, scratch[1].numElements());
     // The mean and variance are batch statistics in training: the running
     // statistics get no gradient.
     gradChannels(exec.stream, blocks, stats, shape, scale, gradRows, gradStride,
@@ -443,59 +338,11 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
 // layer_norm
 //===----------------------------------------------------------------------===//
 
-/// The input box as `rows` rows of `width` normalized elements.
-struct RowShape {
-  int64_t rows, width;
-};
-
-KernelStatus layerNormShape(const OpDesc &op, const Views &inputs,
-                            const TensorView &output, RowShape &shape) {
-  if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, scale and an optional bias";
-  const TensorView &input = inputs[0];
-  if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
-  int64_t rank = input.rank();
-  int64_t axis = normalizeAxis(op.getInt("axis", -1), rank);
-  if (axis < 0 || axis >= rank)
-    return op.kind + ": axis out of range";
-  shape.rows = 1;
-  shape.width = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) {
-      shape.rows *= input.extent(d);
-      continue;
-    }
-    if (input.lo[d] != 0 || input.hi[d] != input.shape[d])
-      return op.kind + ": input box must hold the normalized dims whole";
-    shape.width *= input.shape[d];
-  }
-  for (size_t i = 1; i < inputs.size(); ++i)
-    if (!isWholeView(inputs[i]) || elementsOf(inputs[i]) != shape.width)
-      return op.kind + ": scale and bias must hold the normalized dims whole";
-  return "";
-}
-
-/// Mean and 1 / sqrt(variance + epsilon) of one row (two passes, double).
-PPC_HD inline void rowStats(const float *row, int64_t width, double epsilon,
-                            double &mean, double &invStd) {
-  double sum = 0;
-  for (int64_t k = 0; k < width; ++k)
-    sum += row[k];
-  mean = sum / width;
-  double squares = 0;
-  for (int64_t k = 0; k < width; ++k)
-    squares += (row[k] - mean) * (row[k] - mean);
-  invStd = 1.0 / sqrt(squares / width + epsilon);
-}
-
 KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
                               ExecContext &exec, const Views &inputs,
                               const Views &outputs, const Views &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
   RowShape shape;
-  if (KernelStatus status = layerNormShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
@@ -522,12 +369,9 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
                                ExecContext &exec, const Views &inputs,
                                const Views &outputs, const Views &outputGrads,
                                const Views &inputGrads, const Views &) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
   RowShape shape;
-  if (KernelStatus status = layerNormShape(op, inputs, outputGrads[0], shape);
+  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+                                              inputGrads, false, shape);
       !status.empty())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
@@ -586,32 +430,6 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
 // softmax, log_softmax
 //===----------------------------------------------------------------------===//
 
-/// The box as [outer, axis, inner] with the axis held whole.
-struct AxisShape {
-  int64_t outer, size, inner;
-};
-
-KernelStatus softmaxShape(const OpDesc &op, const Views &inputs,
-                          const TensorView &output, AxisShape &shape) {
-  if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
-  const TensorView &input = inputs[0];
-  if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
-  int64_t rank = input.rank();
-  int64_t axis = normalizeAxis(op.getInt("axis", -1), rank);
-  if (axis < 0 || axis >= rank)
-    return op.kind + ": axis out of range";
-  if (input.lo[axis] != 0 || input.hi[axis] != input.shape[axis])
-    return op.kind + ": input box must hold the softmax axis whole";
-  shape = {1, input.shape[axis], 1};
-  for (int64_t d = 0; d < axis; ++d)
-    shape.outer *= input.extent(d);
-  for (int64_t d = axis + 1; d < rank; ++d)
-    shape.inner *= input.extent(d);
-  return "";
-}
-
 /// One thread per line along the axis (line l: outer l / inner, inner
 /// l % inner; elements first + k * inner).
 void softmaxLines(Stream stream, AxisShape shape, bool isLog, const float *x,
@@ -621,35 +439,28 @@ void softmaxLines(Stream stream, AxisShape shape, bool isLog, const float *x,
     const int64_t first = (l / step) * size * step + l % step;
     const float *line = x + first;
     float *out = y + first;
-    float max = line[0];
-    for (int64_t k = 1; k < size; ++k)
-      if (max < line[k * step])
-        max = line[k * step];
-    if (step == 1) { // the usual last axis: float exponentials
-      double sum = 0;
-      for (int64_t k = 0; k < size; ++k) {
-        out[k] = expf(line[k] - max);
-        sum += out[k];
-      }
-      if (isLog) {
-        const float logSum = static_cast<float>(::log(sum));
-        for (int64_t k = 0; k < size; ++k)
-          out[k] = (line[k] - max) - logSum;
-      } else {
-        const float scale = static_cast<float>(1.0 / sum);
-        for (int64_t k = 0; k < size; ++k)
-          out[k] *= scale;
-      }
+    if (step != 1) {
+      softmaxStridedLine(line, out, size, step, isLog);
       return;
     }
+    // The usual last axis: float exponentials.
+    float max = line[0];
+    for (int64_t k = 1; k < size; ++k)
+      if (max < line[k])
+        max = line[k];
     double sum = 0;
-    for (int64_t k = 0; k < size; ++k)
-      sum += ::exp(static_cast<double>(line[k * step]) - max);
-    const double logSum = ::log(sum);
     for (int64_t k = 0; k < size; ++k) {
-      const double shifted = static_cast<double>(line[k * step]) - max;
-      out[k * step] = static_cast<float>(isLog ? shifted - logSum
-                                               : ::exp(shifted - logSum));
+      out[k] = expf(line[k] - max);
+      sum += out[k];
+    }
+    if (isLog) {
+      const float logSum = static_cast<float>(::log(sum));
+      for (int64_t k = 0; k < size; ++k)
+        out[k] = (line[k] - max) - logSum;
+    } else {
+      const float scale = static_cast<float>(1.0 / sum);
+      for (int64_t k = 0; k < size; ++k)
+        out[k] *= scale;
     }
   });
 }
@@ -660,18 +471,7 @@ void softmaxGradLines(Stream stream, AxisShape shape, bool isLog,
   const int64_t size = shape.size, step = shape.inner;
   launch(stream, shape.outer * shape.inner, [=] PPC_HD(int64_t l) {
     const int64_t first = (l / step) * size * step + l % step;
-    double sum = 0;
-    for (int64_t k = 0; k < size; ++k) {
-      const int64_t at = first + k * step;
-      sum += isLog ? static_cast<double>(dy[at])
-                   : static_cast<double>(dy[at]) * y[at];
-    }
-    for (int64_t k = 0; k < size; ++k) {
-      const int64_t at = first + k * step;
-      dx[at] += static_cast<float>(
-          isLog ? dy[at] - static_cast<double>(expf(y[at])) * sum
-                : y[at] * (dy[at] - sum));
-    }
+    softmaxGradLine(y + first, dy + first, dx + first, size, step, isLog);
   });
 }
 
@@ -679,10 +479,8 @@ template <bool Log>
 KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
                             ExecContext &exec, const Views &inputs,
                             const Views &outputs, const Views &) {
-  if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
   AxisShape shape;
-  if (KernelStatus status = softmaxShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
   softmaxLines(exec.stream, shape, Log, inputs[0].data, outputs[0].data);
@@ -694,14 +492,9 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
                              ExecContext &exec, const Views &inputs,
                              const Views &outputs, const Views &outputGrads,
                              const Views &inputGrads, const Views &) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
-  if (outputs.size() != 1 || !outputs[0].data)
-    return op.kind + ": backward needs the forward result";
   AxisShape shape;
-  if (KernelStatus status = softmaxShape(op, inputs, outputs[0], shape);
+  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+                                              inputGrads, true, shape);
       !status.empty())
     return status;
   if (!inputGrads[0].data)

@@ -1,9 +1,9 @@
 //===- ReduceKernels.cu - reduce_sum, reduce_mean, reduce_max -------------===//
 //
 // The cuda kernels of the cpu backend's ReduceKernels.cpp, with its
-// semantics and errors. The iteration space is the input's dims. A
-// partition computes its output box over the reduced range its input view
-// holds along the reduced axes: a split reduced axis leaves partial sums,
+// semantics, walk and errors (ReduceWalk.h). The iteration space is the input's
+// dims. A partition computes its output box over the reduced range its input
+// view holds along the reduced axes: a split reduced axis leaves partial sums,
 // which the plan adds up, so a mean divides by the global reduced count.
 // reduce_max is never split along a reduced axis (a max of partials is not
 // their sum). One thread per output element loops over its reduced range
@@ -15,6 +15,8 @@
 
 #include "CudaKernels.h"
 
+#include "ReduceWalk.h"
+
 #include <cmath>
 #include <limits>
 
@@ -23,119 +25,47 @@ namespace {
 
 using Views = std::vector<KernelView>;
 
-enum class Reduction { Sum, Mean, Max };
-
-KernelStatus expectArity(const OpDesc &op, const char *what, size_t operands,
-                         size_t expectedOperands, size_t results,
-                         size_t expectedResults) {
-  if (operands == expectedOperands && results == expectedResults)
-    return {};
-  return op.kind + ": expects " + std::to_string(expectedOperands) +
-         " operand and " + std::to_string(expectedResults) + " result " + what +
-         ", got " + std::to_string(operands) + " and " +
-         std::to_string(results);
-}
-
-/// The walk of one partition (as the cpu's ReduceWalk) and what its kernels
-/// capture: per input dim whether it is reduced, per output dim the input
-/// dim indexing it (-1: a kept reduced dim, index 0).
+/// The walk of one partition (ReduceWalk.h) as its kernels capture it: per
+/// input dim whether it is reduced, per output dim the input dim indexing
+/// it (-1: a kept reduced dim, index 0).
 struct ReducePlan {
   int32_t rank = 0; ///< input rank
   int64_t lo[kMaxRank] = {}, hi[kMaxRank] = {};
   bool reduced[kMaxRank] = {};
   int32_t outRank = 0;
   int32_t outDim[kMaxRank] = {};
-  int64_t globalCount = 1;
+  float scale = 1.0f; ///< the mean's 1 / global count, else 1
   bool empty = false; ///< the walk box has no point
 };
 
-/// As the cpu's planWalk, for the input-like view `input` and output-like
-/// view `output`.
-KernelStatus planWalk(const OpDesc &op, Reduction kind, const KernelView &input,
-                      const KernelView &output, ReducePlan &walk) {
-  int64_t rank = input.rank();
-  std::vector<int64_t> axes = op.getInts("axes", {});
-  if (axes.empty())
-    return op.kind + ": expects at least one axis";
-  walk.rank = static_cast<int32_t>(rank);
-  for (int64_t axis : axes) {
-    int64_t d = axis < 0 ? axis + rank : axis;
-    if (d < 0 || d >= rank)
-      return op.kind + ": axis " + std::to_string(axis) +
-             " is out of range for rank " + std::to_string(rank);
-    walk.reduced[d] = true;
+/// The walk of the partition whose input-like view is `input` and
+/// output-like view is `output`, checked against the views that the
+/// kernels read from it (input-like ones at its points, output-like ones
+/// through the output dims).
+KernelStatus planWalk(const OpDesc &op, Reduction kind, const TensorView &input,
+                      const TensorView &output,
+                      const std::vector<const TensorView *> &inputLike,
+                      const std::vector<const TensorView *> &outputLike,
+                      ReducePlan &plan) {
+  ReduceWalk walk;
+  std::vector<StridedAccess> accesses;
+  if (KernelStatus s = reduceWalk(op, kind, input, output, walk); !s.empty())
+    return s;
+  if (KernelStatus s =
+          reduceAccesses(op, walk, inputLike, outputLike, accesses);
+      !s.empty())
+    return s;
+  plan.rank = static_cast<int32_t>(walk.lo.size());
+  for (int d = 0; d < plan.rank; ++d) {
+    plan.lo[d] = walk.lo[d];
+    plan.hi[d] = walk.hi[d];
+    plan.reduced[d] = walk.reduced[d];
+    plan.empty |= walk.hi[d] <= walk.lo[d];
   }
-  bool keepDims = op.getInt("keep_dims", 1) != 0;
-  int32_t outRank = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (!walk.reduced[d])
-      walk.outDim[outRank++] = static_cast<int32_t>(d);
-    else if (keepDims)
-      walk.outDim[outRank++] = -1;
-  }
-  walk.outRank = outRank;
-  if (output.rank() != outRank)
-    return op.kind + ": the result has rank " + std::to_string(output.rank()) +
-           ", expected " + std::to_string(outRank);
-
-  int64_t outDim = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (walk.reduced[d]) {
-      walk.globalCount *= input.shape[d];
-      walk.lo[d] = input.lo[d];
-      walk.hi[d] = input.hi[d];
-      if (kind == Reduction::Max &&
-          (input.lo[d] != 0 || input.hi[d] != input.shape[d]))
-        return op.kind + ": reduced dim " + std::to_string(d) +
-               " must not be split";
-      if (keepDims)
-        ++outDim;
-      continue;
-    }
-    walk.lo[d] = output.lo[outDim];
-    walk.hi[d] = output.hi[outDim];
-    ++outDim;
-  }
-  for (int64_t d = 0; d < rank; ++d)
-    walk.empty |= walk.hi[d] <= walk.lo[d];
-  return {};
-}
-
-/// Whether an input-like view holds the walk box (the cpu's identityAccess).
-bool holdsWalk(const ReducePlan &walk, const TensorView &view) {
-  if (walk.empty)
-    return true;
-  for (int d = 0; d < walk.rank; ++d)
-    if (walk.lo[d] < view.lo[d] || walk.hi[d] > view.hi[d])
-      return false;
-  return true;
-}
-
-/// Whether an output-like view holds the walk box's image (kept reduced
-/// dims at 0; the cpu's stridedAccess through outputDims).
-bool matchesWalk(const ReducePlan &walk, const TensorView &view) {
-  if (walk.empty)
-    return true;
-  for (int o = 0; o < walk.outRank; ++o) {
-    const int d = walk.outDim[o];
-    const int64_t first = d < 0 ? 0 : walk.lo[d];
-    const int64_t last = d < 0 ? 0 : walk.hi[d] - 1;
-    if (first < view.lo[o] || last >= view.hi[o])
-      return false;
-  }
-  return true;
-}
-
-/// As the cpu's accessesOf: input-like views first, then output-like.
-KernelStatus checkViews(const OpDesc &op, const ReducePlan &walk,
-                        std::initializer_list<const TensorView *> inputLike,
-                        std::initializer_list<const TensorView *> outputLike) {
-  for (const TensorView *view : inputLike)
-    if (!holdsWalk(walk, *view))
-      return op.kind + ": the input view does not hold the output box's rows";
-  for (const TensorView *view : outputLike)
-    if (!matchesWalk(walk, *view))
-      return op.kind + ": the output view does not match the input view";
+  plan.outRank = static_cast<int32_t>(walk.outputDims.size());
+  for (int o = 0; o < plan.outRank; ++o)
+    plan.outDim[o] = static_cast<int32_t>(walk.outputDims[o].iterDim);
+  plan.scale = walk.scale(kind);
   return {};
 }
 
@@ -288,33 +218,22 @@ void maxBackwardKernel(Stream stream, ReducePlan walk, ReducedRange rx,
 
 KernelStatus reduceForward(const OpDesc &op, Reduction kind, ExecContext &ctx,
                            const Views &inputs, const Views &outputs) {
-  if (KernelStatus s =
-          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
-      !s.empty())
+  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
     return s;
   const KernelView &x = inputs[0], &y = outputs[0];
   ReducePlan walk;
-  if (KernelStatus s = planWalk(op, kind, x, y, walk); !s.empty())
+  if (KernelStatus s = planWalk(op, kind, x, y, {&x}, {&y}, walk); !s.empty())
     return s;
-  if (KernelStatus s = checkViews(op, walk, {&x}, {&y}); !s.empty())
-    return s;
-  const float scale = kind == Reduction::Mean
-                          ? 1.0f / static_cast<float>(walk.globalCount)
-                          : 1.0f;
   reduceKernel(ctx.stream, walk, reducedRange(walk, x), kind == Reduction::Max,
-               scale, x.box, x.data, y.box, y.data);
+               walk.scale, x.box, x.data, y.box, y.data);
   return {};
 }
 
 KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
                             const Views &inputs, const Views &outputs,
                             const Views &outputGrads, const Views &inputGrads) {
-  if (KernelStatus s =
-          expectArity(op, "views", inputs.size(), 1, outputs.size(), 1);
-      !s.empty())
-    return s;
-  if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
-                                   outputGrads.size(), 1);
+  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                                          outputGrads, inputGrads);
       !s.empty())
     return s;
   const KernelView &dx = inputGrads[0];
@@ -322,19 +241,16 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
     return {};
   const KernelView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
   ReducePlan walk;
-  if (KernelStatus s = planWalk(op, kind, dx, dy, walk); !s.empty())
-    return s;
   if (kind != Reduction::Max) {
-    if (KernelStatus s = checkViews(op, walk, {&dx}, {&dy}); !s.empty())
+    if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx}, {&dy}, walk);
+        !s.empty())
       return s;
-    const float scale = kind == Reduction::Mean
-                            ? 1.0f / static_cast<float>(walk.globalCount)
-                            : 1.0f;
-    sumBackwardKernel(ctx.stream, walk, scale, dx.box, dx.data, dy.box,
+    sumBackwardKernel(ctx.stream, walk, walk.scale, dx.box, dx.data, dy.box,
                       dy.data);
     return {};
   }
-  if (KernelStatus s = checkViews(op, walk, {&dx, &x}, {&dy, &y}); !s.empty())
+  if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx, &x}, {&dy, &y}, walk);
+      !s.empty())
     return s;
   maxBackwardKernel(ctx.stream, walk, reducedRange(walk, x),
                     reducedRange(walk, dx), x.box, x.data, y.box, y.data,

@@ -236,8 +236,9 @@ TEST(CpuBackend, SixteenBitKernelsComputeInFloatAndRoundTheirResults) {
   // The bf16 products went to oneDNN's bf16 GEMM where the CPU has the
   // instructions (elsewhere oneDNN may offer only its reference code, and
   // the operands are widened for the float32 GEMM).
-  if (__builtin_cpu_supports("avx512bf16"))
+  if (__builtin_cpu_supports("avx512bf16")) {
     EXPECT_EQ(cpu::dnnlGemmBf16Calls() - bf16Gemms, 2); // C, dA
+  }
 }
 
 TEST(CpuBackend, UpdatesAFloatMasterWithUnscaledSixteenBitGradients) {

@@ -1000,12 +1000,12 @@ TEST(CpuSoftmaxExp, WithinTwoUlpOfExp) {
   for (double x = -86.6; x <= 88.3; x += 0.0037) {
     const float f = static_cast<float>(x);
     const double exact = std::exp(static_cast<double>(f));
-    worst = std::max(worst, std::fabs(cpu::softmaxExp(f) - exact) / exact);
+    worst = std::max(worst, std::fabs(softmaxExp(f) - exact) / exact);
   }
   EXPECT_LT(worst, 2.4e-7); // 2 ulp of float
-  EXPECT_EQ(cpu::softmaxExp(0.0f), 1.0f);
-  EXPECT_EQ(cpu::softmaxExp(-100.0f), 0.0f);
-  EXPECT_EQ(cpu::softmaxExp(-INFINITY), 0.0f);
-  EXPECT_EQ(cpu::softmaxExp(89.0f), INFINITY);
-  EXPECT_TRUE(std::isnan(cpu::softmaxExp(NAN)));
+  EXPECT_EQ(softmaxExp(0.0f), 1.0f);
+  EXPECT_EQ(softmaxExp(-100.0f), 0.0f);
+  EXPECT_EQ(softmaxExp(-INFINITY), 0.0f);
+  EXPECT_EQ(softmaxExp(89.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(softmaxExp(NAN)));
 }

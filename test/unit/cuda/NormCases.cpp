@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BackendAgreement.h"
+#include "ErrorAgreement.h"
 
 #include "ppc/Runtime/CpuBackend.h"
 
@@ -21,83 +21,6 @@ namespace ppc::runtime::test {
 namespace {
 
 using Range = std::pair<int64_t, int64_t>;
-
-KernelContext trainingCtx() { return KernelContext{0, true, 0}; }
-KernelContext inferenceCtx() { return KernelContext{0, false, 0}; }
-
-/// The error the op's forward (then backward) reports on `backend` for one
-/// partition, "" if none: the agreement harness only runs cases both
-/// backends accept.
-std::string errorOn(Backend &backend, const OpDesc &op,
-                    const KernelContext &context, const Partition &p,
-                    bool runBackward) {
-  std::vector<std::shared_ptr<DeviceBuffer>> owned;
-  auto view = [&](const std::vector<int64_t> &shape, const Box &box,
-                  bool present) {
-    int64_t n = 1;
-    for (size_t d = 0; d < box.lo.size(); ++d)
-      n *= std::max<int64_t>(0, box.hi[d] - box.lo[d]);
-    std::vector<float> values = randomValues(std::max<int64_t>(n, 1), 3);
-    for (float &v : values)
-      v = std::fabs(v) + 0.5f; // positive: variances, counts
-    std::shared_ptr<DeviceBuffer> buffer =
-        backend.allocate(DType::F32, std::max<int64_t>(n, 1));
-    backend.write(*buffer, 0, values.data(), static_cast<int64_t>(n));
-    owned.push_back(buffer);
-    return DeviceView{present ? buffer.get() : nullptr, 0, shape, box.lo,
-                      box.hi};
-  };
-  std::vector<DeviceView> inputs, outputs, scratch, grads, outGrads;
-  std::vector<TensorView> hostViews;
-  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
-    inputs.push_back(view(op.operandShapes[i], p.inputs[i], true));
-    TensorView v;
-    v.shape = op.operandShapes[i];
-    v.lo = p.inputs[i].lo;
-    v.hi = p.inputs[i].hi;
-    hostViews.push_back(v);
-  }
-  for (size_t i = 0; i < op.resultShapes.size(); ++i)
-    outputs.push_back(view(op.resultShapes[i], p.outputs[i], true));
-  for (const auto &shape : scratchShapes(op, hostViews, false))
-    scratch.push_back(view(shape, wholeBox(shape), true));
-  KernelContext ctx = context;
-  for (int32_t s = 0; s < numStages(op, ctx.training, false); ++s) {
-    ctx.stage = s;
-    std::string error = backend.forward(op, ctx, inputs, outputs, scratch);
-    if (!error.empty())
-      return error;
-  }
-  if (!runBackward)
-    return "";
-  for (size_t i = 0; i < op.resultShapes.size(); ++i)
-    outGrads.push_back(view(op.resultShapes[i], p.outputs[i], true));
-  for (size_t i = 0; i < op.operandShapes.size(); ++i)
-    grads.push_back(view(op.operandShapes[i], p.inputs[i], true));
-  for (const auto &shape : scratchShapes(op, hostViews, true))
-    scratch.push_back(view(shape, wholeBox(shape), true));
-  for (int32_t s = 0; s < numStages(op, ctx.training, true); ++s) {
-    ctx.stage = s;
-    std::string error =
-        backend.backward(op, ctx, inputs, outputs, outGrads, grads, scratch);
-    if (!error.empty())
-      return error;
-  }
-  backend.synchronize();
-  return "";
-}
-
-/// Both backends report the same, nonempty, error.
-void expectSameError(const OpDesc &op, const KernelContext &ctx,
-                     const Partition &p, bool runBackward,
-                     const std::string &name) {
-  std::string unused;
-  Backend &cuda = *cudaBackendUnderTest(unused);
-  std::unique_ptr<Backend> cpu = createCpuBackend({1, true});
-  std::string want = errorOn(*cpu, op, ctx, p, runBackward);
-  EXPECT_NE(want, "") << name;
-  EXPECT_EQ(errorOn(cuda, op, ctx, p, runBackward), want) << name;
-}
 
 //===----------------------------------------------------------------------===//
 // batch_norm

@@ -1,0 +1,236 @@
+//===- AttentionRanges.h - an attention partition ---------------*- C++ -*-===//
+//
+// Private to the backends (runtime/cpu, runtime/cuda), shared by their
+// ppc.attention kernels: which batch (leading dims) and query-row ranges a
+// partition's result (or result grad) box gives, checked against what the
+// query, key and value views hold (the same errors on every backend); the
+// offsets and flat dropout indices of those ranges; and the per-row softmax
+// and softmax gradient of a score block (PPC_HD), which both backends run
+// alike. Partitions split only the leading dims and S: query must hold all
+// of D, key and value all of T and D / Dv, the result all of Dv.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_COMMON_ATTENTIONRANGES_H
+#define PPC_RUNTIME_COMMON_ATTENTIONRANGES_H
+
+#include "KernelChecks.h"
+
+#include "ppc/Runtime/HostDevice.h"
+#include "ppc/Runtime/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ppc::runtime {
+
+/// The ranges of one attention partition, checked against the views.
+struct AttentionRanges {
+  int64_t rank;
+  /// The leading (batch) dims' ranges and the query rows.
+  std::vector<int64_t> batchLo, batchHi;
+  int64_t rowLo, rowHi;
+  /// Global sizes.
+  int64_t S, T, D, Dv;
+  float scale;
+  bool causal;
+  /// Dropout is applied (training with ratio > 0).
+  bool dropout;
+  double ratio;
+
+  /// Key columns [0, cols) any query row below `rowHi` attends to: with
+  /// `causal`, row i sees keys [0, i], so none past the last row.
+  int64_t keyColumns(int64_t rowHi) const {
+    return causal ? std::min(T, rowHi) : T;
+  }
+};
+
+/// True if `view` holds [lo, hi) along its leading dims (empty ranges are
+/// held).
+inline bool holdsBatch(const TensorView &view, const std::vector<int64_t> &lo,
+                       const std::vector<int64_t> &hi) {
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (lo[d] < hi[d] && (lo[d] < view.lo[d] || hi[d] > view.hi[d]))
+      return false;
+  return true;
+}
+
+inline bool holdsWholeDim(const TensorView &view, int64_t d) {
+  return view.lo[d] == 0 && view.hi[d] == view.shape[d];
+}
+
+/// Checks the operand views (and the result or result grad box `result`)
+/// and fills `r`. `View`: a TensorView, or a backend's view derived from
+/// one.
+template <typename View>
+KernelStatus attentionRanges(const OpDesc &op, const KernelContext &ctx,
+                             const std::vector<View> &inputs,
+                             const TensorView &result, AttentionRanges &r) {
+  if (inputs.size() != 3)
+    return op.kind + ": expects 3 operands (query, key, value), got " +
+           std::to_string(inputs.size());
+  const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  int64_t rank = q.rank();
+  r.rank = rank;
+  if (rank < 2)
+    return op.kind + ": operands and result must have rank >= 2";
+  for (const TensorView *view : {&k, &v, &result})
+    if (view->rank() != rank || view->lo.size() != view->shape.size() ||
+        view->hi.size() != view->shape.size())
+      return op.kind + ": operands and result must have the same rank";
+  if (q.lo.size() != q.shape.size() || q.hi.size() != q.shape.size())
+    return op.kind + ": query view's box does not match its rank";
+  int64_t lead = rank - 2;
+  for (int64_t d = 0; d < lead; ++d)
+    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d] ||
+        result.shape[d] != q.shape[d])
+      return op.kind + ": leading dims differ between operands and result";
+  r.S = q.shape[rank - 2];
+  r.D = q.shape[rank - 1];
+  r.T = k.shape[rank - 2];
+  r.Dv = v.shape[rank - 1];
+  if (k.shape[rank - 1] != r.D)
+    return op.kind + ": key's D differs from query's";
+  if (v.shape[rank - 2] != r.T)
+    return op.kind + ": value's T differs from key's";
+  if (result.shape[rank - 2] != r.S || result.shape[rank - 1] != r.Dv)
+    return op.kind + ": result shape must be [B..., S, Dv]";
+
+  if (!holdsWholeDim(q, rank - 1))
+    return op.kind + ": query must cover its whole D dim";
+  if (!holdsWholeDim(k, rank - 2))
+    return op.kind + ": key must cover its whole T dim";
+  if (!holdsWholeDim(k, rank - 1))
+    return op.kind + ": key must cover its whole D dim";
+  if (!holdsWholeDim(v, rank - 2))
+    return op.kind + ": value must cover its whole T dim";
+  if (!holdsWholeDim(v, rank - 1))
+    return op.kind + ": value must cover its whole Dv dim";
+  if (!holdsWholeDim(result, rank - 1))
+    return op.kind + ": result must cover its whole Dv dim";
+
+  r.batchLo.assign(result.lo.begin(), result.lo.end() - 2);
+  r.batchHi.assign(result.hi.begin(), result.hi.end() - 2);
+  r.rowLo = result.lo[rank - 2];
+  r.rowHi = result.hi[rank - 2];
+  bool empty = r.rowHi <= r.rowLo;
+  for (int64_t d = 0; d < lead; ++d)
+    empty |= r.batchHi[d] <= r.batchLo[d];
+  if (!empty) {
+    if (r.rowLo < q.lo[rank - 2] || r.rowHi > q.hi[rank - 2])
+      return op.kind + ": query box does not hold the result's S rows";
+    for (auto [view, what] :
+         {std::pair{&q, "query"}, std::pair{&k, "key"}, std::pair{&v, "value"}})
+      if (!holdsBatch(*view, r.batchLo, r.batchHi))
+        return op.kind + ": " + what +
+               " box does not hold the result's leading (batch) dims";
+  }
+
+  r.scale = static_cast<float>(op.getFloat("scale", 1.0));
+  r.causal = op.getInt("causal", 0) != 0;
+  r.ratio = op.getFloat("ratio", 0.0);
+  if (!(r.ratio >= 0 && r.ratio < 1))
+    return op.kind + ": ratio " + std::to_string(r.ratio) +
+           " must be in [0, 1)";
+  r.dropout = ctx.training && r.ratio > 0;
+  return "";
+}
+
+/// A forward's checks: one result, and the ranges of its box.
+template <typename View>
+KernelStatus forwardRanges(const OpDesc &op, const KernelContext &ctx,
+                           const std::vector<View> &inputs,
+                           const std::vector<View> &outputs,
+                           AttentionRanges &r) {
+  if (outputs.size() != 1)
+    return op.kind + ": expects 1 result, got " +
+           std::to_string(outputs.size());
+  return attentionRanges(op, ctx, inputs, outputs[0], r);
+}
+
+/// A backward's checks: one result grad, the grad boxes (checkGradBoxes),
+/// and the ranges of the result grad's box.
+template <typename View>
+KernelStatus backwardRanges(const OpDesc &op, const KernelContext &ctx,
+                            const std::vector<View> &inputs,
+                            const std::vector<View> &outputs,
+                            const std::vector<View> &outputGrads,
+                            const std::vector<View> &inputGrads,
+                            AttentionRanges &r) {
+  if (outputGrads.size() != 1)
+    return op.kind + ": expects 1 result grad";
+  if (KernelStatus s =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !s.empty())
+    return s;
+  return attentionRanges(op, ctx, inputs, outputGrads[0], r);
+}
+
+/// Offset in `view` of global index [batch..., row, col].
+inline int64_t offsetIn(const TensorView &view,
+                        const std::vector<int64_t> &batch, int64_t row,
+                        int64_t col) {
+  int64_t offset = 0;
+  const size_t lead = batch.size();
+  for (size_t d = 0; d < lead; ++d)
+    offset = offset * view.extent(d) + (batch[d] - view.lo[d]);
+  offset = offset * view.extent(lead) + (row - view.lo[lead]);
+  return offset * view.extent(lead + 1) + (col - view.lo[lead + 1]);
+}
+
+/// Flat index of element (batch, 0, 0) of the global [B..., S, T]
+/// probabilities (`shape`: the query's global shape), where the dropout
+/// index of the batch starts.
+inline int64_t probabilityBase(const std::vector<int64_t> &batch,
+                               const std::vector<int64_t> &shape,
+                               const AttentionRanges &r) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < batch.size(); ++d)
+    flat = flat * shape[d] + batch[d];
+  return flat * r.S * r.T;
+}
+
+/// Keys [0, seen) of global query row `row` among a block's `cols`: all of
+/// them, or with `causal` those up to the row.
+PPC_HD inline int64_t keysSeen(bool causal, int64_t cols, int64_t row) {
+  return causal ? (cols < row + 1 ? cols : row + 1) : cols;
+}
+
+/// The scaled scores `line` [0, cols) of a query row become its softmax over
+/// keys [0, seen) (max and exponentials in float, the sum in double) and 0
+/// past them (masked).
+PPC_HD inline void softmaxRow(float *line, int64_t seen, int64_t cols) {
+  float max = -INFINITY;
+  for (int64_t j = 0; j < seen; ++j)
+    max = max < line[j] ? line[j] : max;
+  double sum = 0;
+  for (int64_t j = 0; j < seen; ++j) {
+    line[j] = expf(line[j] - max);
+    sum += line[j];
+  }
+  const float inverse = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < seen; ++j)
+    line[j] *= inverse;
+  for (int64_t j = seen; j < cols; ++j)
+    line[j] = 0.0f;
+}
+
+/// dLine (dP of a row of P, `pLine`) becomes dS = P (dP - sum_l P dP), the
+/// dot in double.
+PPC_HD inline void softmaxGradRow(const float *pLine, float *dLine,
+                                  int64_t cols) {
+  double dot = 0;
+  for (int64_t j = 0; j < cols; ++j)
+    dot += static_cast<double>(pLine[j]) * dLine[j];
+  const float sum = static_cast<float>(dot);
+  for (int64_t j = 0; j < cols; ++j)
+    dLine[j] = pLine[j] * (dLine[j] - sum);
+}
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_COMMON_ATTENTIONRANGES_H

@@ -1,0 +1,451 @@
+//===- ElementwiseOps.h - the elementwise ops' functions and checks -*- C++
+//-*-===//
+//
+// Private to the backends (runtime/cpu, runtime/cuda), shared by their
+// elementwise kernels (unary, binary, dropout, cast, broadcast). Every op is
+// elementwise over its result with numpy broadcasting: an operand is
+// aligned at the trailing dim and a size-1 dim is read at index 0 for every
+// result index. Here:
+//  - the check that a view holds what the output box reads through that
+//    broadcasting (and, for the cpu's walks, its strided access), with the
+//    same errors on every backend;
+//  - each op's per-element function, PPC_HD: a unary functor has value(x)
+//    and derivative(x, y) with y = value(x), and a host constructor from
+//    the op that sets `error` for attributes it rejects; a binary functor
+//    has value(l, r) and the partial derivatives dLhs / dRhs given
+//    y = value(l, r). Functors are small values (the cuda kernels capture
+//    them) and inline into the cpu's vectorized loops;
+//  - which functor each op name runs (registerElementwiseOps).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_COMMON_ELEMENTWISEOPS_H
+#define PPC_RUNTIME_COMMON_ELEMENTWISEOPS_H
+
+#include "KernelChecks.h"
+#include "KernelMath.h"
+
+#include "ppc/Runtime/DType.h"
+#include "ppc/Runtime/HostDevice.h"
+#include "ppc/Runtime/Kernels.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime {
+
+//===----------------------------------------------------------------------===//
+// Broadcasting checks
+//===----------------------------------------------------------------------===//
+
+/// Numpy broadcasting of a view of global `shape` against the iteration
+/// dims: aligned at the trailing dim, a size-1 dim is read at index 0.
+inline std::vector<DimMap> broadcastMaps(const std::vector<int64_t> &shape,
+                                         size_t iterRank) {
+  size_t lead = iterRank - shape.size();
+  std::vector<DimMap> maps;
+  for (size_t i = 0; i < shape.size(); ++i)
+    maps.push_back(shape[i] == 1
+                       ? DimMap::fixed(0)
+                       : DimMap::identity(static_cast<int64_t>(lead + i)));
+  return maps;
+}
+
+/// A view with the name errors give it ("lhs", "output gradient").
+struct NamedView {
+  const char *name;
+  const TensorView *view;
+};
+
+/// Accesses of `views` from the iteration box of `box` (the output view, or
+/// the output gradient in backward), each with numpy broadcasting; an error
+/// names the first view that does not hold what the box reads.
+inline KernelStatus broadcastAccesses(const OpDesc &op, const TensorView &box,
+                                      const std::vector<NamedView> &views,
+                                      std::vector<StridedAccess> &accesses) {
+  for (const NamedView &named : views) {
+    const TensorView &view = *named.view;
+    std::optional<StridedAccess> access;
+    if (view.rank() <= box.rank() && view.shape.size() <= box.lo.size())
+      access = stridedAccess(view, box.lo, box.hi,
+                             broadcastMaps(view.shape, box.lo.size()));
+    if (!access)
+      return op.kind + ": the " + named.name +
+             " view does not hold what the output box reads";
+    accesses.push_back(*access);
+  }
+  return {};
+}
+
+/// broadcastAccesses' check alone (a backend that indexes by itself).
+inline KernelStatus checkBroadcast(const OpDesc &op, const TensorView &box,
+                                   const std::vector<NamedView> &views) {
+  std::vector<StridedAccess> accesses;
+  return broadcastAccesses(op, box, views, accesses);
+}
+
+/// Dropout's ratio attribute, checked: in [0, 1).
+inline KernelStatus dropoutRatio(const OpDesc &op, double &ratio) {
+  ratio = op.getFloat("ratio", 0.5);
+  if (!(ratio >= 0 && ratio < 1))
+    return op.kind + ": ratio " + std::to_string(ratio) + " must be in [0, 1)";
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops
+//===----------------------------------------------------------------------===//
+
+PPC_HD inline float sigmoidOf(float x) {
+  if (x >= 0)
+    return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+struct Relu {
+  Relu(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return x > 0 ? x : 0.0f; }
+  PPC_HD float derivative(float x, float) const { return x > 0 ? 1.0f : 0.0f; }
+};
+
+struct LeakyRelu {
+  float alpha;
+  LeakyRelu(const OpDesc &op, KernelStatus &)
+      : alpha(static_cast<float>(op.getFloat("alpha", 0.01))) {}
+  PPC_HD float value(float x) const { return x < 0 ? alpha * x : x; }
+  PPC_HD float derivative(float x, float) const { return x < 0 ? alpha : 1.0f; }
+};
+
+/// ppc.gelu's approximation, as its keyword or, as the plan file exports
+/// an I32EnumAttr, as its value (none = 0, tanh = 1); `error` says what is
+/// wrong with another one.
+inline std::string geluApproximation(const OpDesc &op, KernelStatus &error) {
+  std::string approximation = op.getString("approximation", "none");
+  auto it = op.attributes.find("approximation");
+  if (it != op.attributes.end())
+    if (const int64_t *value = std::get_if<int64_t>(&it->second))
+      approximation = *value == 0   ? "none"
+                      : *value == 1 ? "tanh"
+                                    : std::to_string(*value);
+  if (approximation != "none" && approximation != "tanh")
+    error = op.kind + ": unknown approximation '" + approximation +
+            "'; expected 'none' or 'tanh' (0 or 1)";
+  return approximation;
+}
+
+/// The exact gelu, x/2 (1 + erf(x / sqrt 2)), in branch-free arithmetic
+/// that vectorizes (one functor per approximation: a loop that tests which
+/// one per element does not).
+struct GeluErf {
+  static constexpr float kSqrtHalf = 0.70710678118654752f;
+  static constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+  GeluErf(const OpDesc &, KernelStatus &) {}
+  /// 1 + erf(x / sqrt 2), as erfc where erf is near -1.
+  PPC_HD static float onePlusErf(float x) {
+    const float e = erfcNonNegative(std::fabs(x) * kSqrtHalf);
+    return x < 0 ? e : 2.0f - e;
+  }
+  PPC_HD float value(float x) const { return 0.5f * x * onePlusErf(x); }
+  PPC_HD float derivative(float x, float) const {
+    return 0.5f * onePlusErf(x) + x * kInvSqrt2Pi * softmaxExp(-0.5f * x * x);
+  }
+};
+
+/// gelu's tanh approximation.
+struct GeluTanh {
+  static constexpr float kSqrt2OverPi = 0.79788456080286536f;
+  static constexpr float kCubic = 0.044715f;
+  GeluTanh(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const {
+    return 0.5f * x *
+           (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
+  }
+  PPC_HD float derivative(float x, float) const {
+    const float t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi *
+                                   (1.0f + 3.0f * kCubic * x * x);
+  }
+};
+
+struct Sigmoid {
+  Sigmoid(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return sigmoidOf(x); }
+  PPC_HD float derivative(float, float y) const { return y * (1.0f - y); }
+};
+
+struct Tanh {
+  Tanh(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return std::tanh(x); }
+  PPC_HD float derivative(float, float y) const { return 1.0f - y * y; }
+};
+
+/// Missing bounds are infinite. The gradient passes where min <= x <= max.
+struct Clip {
+  float lo, hi;
+  Clip(const OpDesc &op, KernelStatus &)
+      : lo(static_cast<float>(op.getFloat("min", -INFINITY))),
+        hi(static_cast<float>(op.getFloat("max", INFINITY))) {}
+  // Comparisons, not fmin/fmax: a NaN stays NaN (as numpy's clip), and the
+  // loop vectorizes.
+  PPC_HD float value(float x) const { return x < lo ? lo : (x > hi ? hi : x); }
+  PPC_HD float derivative(float x, float) const {
+    return x >= lo && x <= hi ? 1.0f : 0.0f;
+  }
+};
+
+struct Sqrt {
+  Sqrt(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return std::sqrt(x); }
+  PPC_HD float derivative(float, float y) const { return 0.5f / y; }
+};
+
+struct Rsqrt {
+  Rsqrt(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return 1.0f / std::sqrt(x); }
+  PPC_HD float derivative(float, float y) const { return -0.5f * y * y * y; }
+};
+
+struct Exp {
+  Exp(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return std::exp(x); }
+  PPC_HD float derivative(float, float y) const { return y; }
+};
+
+struct Log {
+  Log(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return std::log(x); }
+  PPC_HD float derivative(float x, float) const { return 1.0f / x; }
+};
+
+struct Erf {
+  static constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+  Erf(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return std::erf(x); }
+  PPC_HD float derivative(float x, float) const {
+    return kTwoOverSqrtPi * std::exp(-x * x);
+  }
+};
+
+struct Neg {
+  Neg(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return -x; }
+  PPC_HD float derivative(float, float) const { return -1.0f; }
+};
+
+struct Abs {
+  Abs(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return std::fabs(x); }
+  PPC_HD float derivative(float x, float) const {
+    return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f;
+  }
+};
+
+struct Reciprocal {
+  Reciprocal(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return 1.0f / x; }
+  PPC_HD float derivative(float, float y) const { return -y * y; }
+};
+
+struct Silu {
+  Silu(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return x * sigmoidOf(x); }
+  PPC_HD float derivative(float x, float) const {
+    const float s = sigmoidOf(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+};
+
+/// Rounds to the nearest float16 (ties to even), as a float.
+PPC_HD inline float roundToHalf(float x) {
+  if (!(x - x == 0.0f)) // inf or NaN
+    return x;
+  const float magnitude = fabsf(x);
+  if (magnitude >= 65520.0f) // rounds past the largest half, 65504
+    return copysignf(INFINITY, x);
+  // Below 2^-14 halves are subnormal with a fixed step of 2^-24.
+  const int exponent = magnitude < 0x1.0p-14f ? -14 : ilogbf(magnitude);
+  const float step = ldexpf(1.0f, exponent - 10);
+  return copysignf(nearbyintf(magnitude / step) * step, x);
+}
+
+/// Rounds to the nearest bfloat16 (ties to even): the top 16 bits.
+PPC_HD inline float roundToBFloat16(float x) {
+  if (x != x)
+    return x;
+  uint32_t bits = floatBits(x);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return bitsFloat(bits & 0xffff0000u);
+}
+
+/// The result element type comes as the string attribute `to` ("f32",
+/// "i64", "i1"...). Values stay floats: f16 and bf16 round to their
+/// precision, other float types keep them, an integer type truncates toward
+/// zero, i1 is x != 0. Only a float result passes a gradient.
+struct Cast {
+  enum Target : int { Float, Half, BFloat16, Bool, Integer };
+  int target = Float;
+
+  Cast(const OpDesc &op, KernelStatus &error) {
+    std::string to = op.getString("to", "f32");
+    if (to == "i1")
+      target = Bool;
+    else if (to == "f16")
+      target = Half;
+    else if (to == "bf16")
+      target = BFloat16;
+    else if (isIntegerType(to))
+      target = Integer;
+    else if (!isFloatType(to))
+      error = op.kind + ": unknown target type '" + to + "'";
+  }
+  PPC_HD float value(float x) const {
+    switch (target) {
+    case Half:
+      return roundToHalf(x);
+    case BFloat16:
+      return roundToBFloat16(x);
+    case Bool:
+      return x != 0 ? 1.0f : 0.0f;
+    case Integer:
+      return truncf(x);
+    default:
+      return x;
+    }
+  }
+  PPC_HD float derivative(float, float) const {
+    return target == Bool || target == Integer ? 0.0f : 1.0f;
+  }
+
+private:
+  /// f16, bf16, f32, f64, tf32, f8E4M3FN...
+  static bool isFloatType(const std::string &type) {
+    size_t letter =
+        type.rfind("bf", 0) == 0 || type.rfind("tf", 0) == 0 ? 1 : 0;
+    return type.size() > letter + 1 && type[letter] == 'f' &&
+           std::isdigit(static_cast<unsigned char>(type[letter + 1]));
+  }
+  /// i8, si32, ui64, index...
+  static bool isIntegerType(const std::string &type) {
+    if (type == "index")
+      return true;
+    size_t digits = type.rfind("si", 0) == 0 || type.rfind("ui", 0) == 0 ? 2
+                    : type.rfind('i', 0) == 0                            ? 1
+                                                                         : 0;
+    return digits != 0 && type.size() > digits &&
+           type.find_first_not_of("0123456789", digits) == std::string::npos;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Binary ops
+//===----------------------------------------------------------------------===//
+
+struct Add {
+  PPC_HD float value(float l, float r) const { return l + r; }
+  PPC_HD float dLhs(float, float, float) const { return 1.0f; }
+  PPC_HD float dRhs(float, float, float) const { return 1.0f; }
+};
+
+struct Sub {
+  PPC_HD float value(float l, float r) const { return l - r; }
+  PPC_HD float dLhs(float, float, float) const { return 1.0f; }
+  PPC_HD float dRhs(float, float, float) const { return -1.0f; }
+};
+
+struct Mul {
+  PPC_HD float value(float l, float r) const { return l * r; }
+  PPC_HD float dLhs(float, float r, float) const { return r; }
+  PPC_HD float dRhs(float l, float, float) const { return l; }
+};
+
+struct Div {
+  PPC_HD float value(float l, float r) const { return l / r; }
+  PPC_HD float dLhs(float, float r, float) const { return 1.0f / r; }
+  PPC_HD float dRhs(float, float r, float y) const { return -y / r; }
+};
+
+/// As in PyTorch, the lhs gradient is 0 where r == 0 (0^0 would give NaN);
+/// the rhs gradient is 0 where l <= 0, where log(l) is not real.
+struct Pow {
+  PPC_HD float value(float l, float r) const { return std::pow(l, r); }
+  PPC_HD float dLhs(float l, float r, float) const {
+    return r == 0 ? 0.0f : r * std::pow(l, r - 1.0f);
+  }
+  PPC_HD float dRhs(float l, float, float y) const {
+    return l > 0 ? y * std::log(l) : 0.0f;
+  }
+};
+
+/// Ties split the gradient evenly, as in PyTorch.
+struct Max {
+  PPC_HD float value(float l, float r) const { return l >= r ? l : r; }
+  PPC_HD float dLhs(float l, float r, float) const {
+    return l > r ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+  PPC_HD float dRhs(float l, float r, float) const {
+    return r > l ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+};
+
+struct Min {
+  PPC_HD float value(float l, float r) const { return l <= r ? l : r; }
+  PPC_HD float dLhs(float l, float r, float) const {
+    return l < r ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+  PPC_HD float dRhs(float l, float r, float) const {
+    return r < l ? 1.0f : l == r ? 0.5f : 0.0f;
+  }
+};
+
+/// The partial derivative of operand `which` (0: lhs, 1: rhs).
+template <typename Fn>
+PPC_HD inline float partial(const Fn &fn, int which, float l, float r,
+                            float y) {
+  return which == 0 ? fn.dLhs(l, r, y) : fn.dRhs(l, r, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Which functor each op runs
+//===----------------------------------------------------------------------===//
+
+/// Puts the kernel of every elementwise op in `table`, as the backend's
+/// `Kernels` makes them: Kernels::unary<Fn>() and Kernels::binary<Fn>() for
+/// an op of one functor, Kernels::gelu() (two functors, chosen by
+/// geluApproximation), Kernels::dropout() and Kernels::broadcast().
+template <typename Kernels, typename Table>
+void registerElementwiseOps(Table &table) {
+  table["ppc.relu"] = Kernels::template unary<Relu>();
+  table["ppc.leaky_relu"] = Kernels::template unary<LeakyRelu>();
+  table["ppc.gelu"] = Kernels::gelu();
+  table["ppc.sigmoid"] = Kernels::template unary<Sigmoid>();
+  table["ppc.tanh"] = Kernels::template unary<Tanh>();
+  table["ppc.clip"] = Kernels::template unary<Clip>();
+  table["ppc.sqrt"] = Kernels::template unary<Sqrt>();
+  table["ppc.rsqrt"] = Kernels::template unary<Rsqrt>();
+  table["ppc.exp"] = Kernels::template unary<Exp>();
+  table["ppc.log"] = Kernels::template unary<Log>();
+  table["ppc.erf"] = Kernels::template unary<Erf>();
+  table["ppc.neg"] = Kernels::template unary<Neg>();
+  table["ppc.abs"] = Kernels::template unary<Abs>();
+  table["ppc.reciprocal"] = Kernels::template unary<Reciprocal>();
+  table["ppc.silu"] = Kernels::template unary<Silu>();
+  table["ppc.cast"] = Kernels::template unary<Cast>();
+  table["ppc.add"] = Kernels::template binary<Add>();
+  table["ppc.sub"] = Kernels::template binary<Sub>();
+  table["ppc.mul"] = Kernels::template binary<Mul>();
+  table["ppc.div"] = Kernels::template binary<Div>();
+  table["ppc.pow"] = Kernels::template binary<Pow>();
+  table["ppc.max"] = Kernels::template binary<Max>();
+  table["ppc.min"] = Kernels::template binary<Min>();
+  table["ppc.dropout"] = Kernels::dropout();
+  table["ppc.broadcast"] = Kernels::broadcast();
+}
+
+} // namespace ppc::runtime
+
+#endif // PPC_RUNTIME_COMMON_ELEMENTWISEOPS_H
