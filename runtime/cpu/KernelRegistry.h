@@ -9,6 +9,7 @@
 #ifndef PPC_RUNTIME_CPU_KERNELREGISTRY_H
 #define PPC_RUNTIME_CPU_KERNELREGISTRY_H
 
+#include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/Kernels.h"
 
 #include <functional>
@@ -61,25 +62,12 @@ void registerDataMovementKernels(KernelTable &table);
 template <typename Fn>
 void forEachIndex(const std::vector<int64_t> &lo,
                   const std::vector<int64_t> &hi, Fn &&fn) {
-  size_t rank = lo.size();
-  for (size_t d = 0; d < rank; ++d)
-    if (hi[d] <= lo[d])
-      return;
+  if (boxVolume(lo, hi) == 0 && !lo.empty())
+    return;
   std::vector<int64_t> index = lo;
-  while (true) {
+  do
     fn(static_cast<const std::vector<int64_t> &>(index));
-    size_t d = rank;
-    while (d > 0) {
-      --d;
-      if (++index[d] < hi[d])
-        break;
-      index[d] = lo[d];
-      if (d == 0)
-        return;
-    }
-    if (rank == 0)
-      return;
-  }
+  while (nextIndex(index, lo, hi, lo.size()));
 }
 
 } // namespace ppc::runtime::cpu

@@ -16,6 +16,7 @@
 #include "Library.h"
 
 #include "ContractionRanges.h"
+#include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/DType.h"
 
 namespace ppc::runtime::cuda {
@@ -67,44 +68,24 @@ std::string outOfMemory(const OpDesc &op) {
   return op.kind + ": out of device memory for a widened operand";
 }
 
-/// Calls fn(batch, count, step) for the result batches of [lo, hi): each
-/// call covers `count` consecutive values of the innermost batch dim from
+/// Calls fn(batch, count) for the result batches of [lo, hi): each call
+/// covers `count` consecutive values of the innermost batch dim from
 /// `batch` on (all of them when `whole`, else one at a time).
 template <typename Fn>
 void forEachBatchRun(const std::vector<int64_t> &lo,
                      const std::vector<int64_t> &hi, bool whole, Fn &&fn) {
-  const size_t rank = lo.size();
-  for (size_t d = 0; d < rank; ++d)
-    if (hi[d] <= lo[d])
-      return;
-  if (rank == 0) {
+  if (boxVolume(lo, hi) == 0 && !lo.empty())
+    return;
+  if (lo.empty()) {
     fn(lo, int64_t(1));
     return;
   }
   std::vector<int64_t> index = lo;
-  const int64_t inner = hi[rank - 1] - lo[rank - 1];
-  while (true) {
-    if (whole) {
-      fn(index, inner);
-    } else {
-      for (int64_t j = 0; j < inner; ++j) {
-        index[rank - 1] = lo[rank - 1] + j;
-        fn(index, int64_t(1));
-      }
-      index[rank - 1] = lo[rank - 1];
-    }
-    size_t d = rank - 1;
-    while (d > 0) {
-      --d;
-      if (++index[d] < hi[d])
-        break;
-      index[d] = lo[d];
-      if (d == 0)
-        return;
-    }
-    if (rank == 1)
-      return;
-  }
+  const size_t outer = whole ? lo.size() - 1 : lo.size();
+  const int64_t count = whole ? hi.back() - lo.back() : 1;
+  do
+    fn(index, count);
+  while (nextIndex(index, lo, hi, outer));
 }
 
 /// Elements between the matrices of consecutive innermost batches of an

@@ -74,6 +74,18 @@ inline std::string boxString(const Index &lo, const Index &hi) {
   return s + "]";
 }
 
+/// Steps `index` to the next point of box [lo, hi) over its first `dims`
+/// dims, row-major (the last of them fastest); false after the last point.
+inline bool nextIndex(Index &index, const Index &lo, const Index &hi,
+                      size_t dims) {
+  for (size_t d = dims; d-- > 0;) {
+    if (++index[d] < hi[d])
+      return true;
+    index[d] = lo[d];
+  }
+  return false;
+}
+
 /// Calls fn(aOffset, bOffset, length) for runs of contiguous elements that
 /// together cover box [lo, hi), where `a` holds box [aLo, aHi) and `b` holds
 /// [bLo, bHi), both containing [lo, hi). Trailing dims that all three boxes
@@ -108,16 +120,7 @@ void forEachRun(const Index &lo, const Index &hi, const Index &aLo,
       b += (index[d] - bLo[d]) * bStride[d];
     }
     fn(a, b, length);
-    size_t d = k;
-    while (d > 0) {
-      --d;
-      if (++index[d] < hi[d])
-        break;
-      index[d] = lo[d];
-      if (d == 0)
-        return;
-    }
-    if (k == 0)
+    if (!nextIndex(index, lo, hi, k))
       return;
   }
 }
