@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Runtime/Executor.h"
+#include "ppc/Runtime/KernelProfile.h"
 
 #include "ProgramRunner.h"
 #include "Trace.h"
@@ -256,6 +257,11 @@ std::string Run::checkOptions() const {
     return "--steps must be at least 1";
   if (options.checkpointEvery < 0)
     return "--checkpoint-every must not be negative";
+  if (!options.profileFile.empty() && options.profileDevice.empty() &&
+      options.backend != "cpu")
+    return "--profile with --backend " + options.backend +
+           " needs --profile-device: the device model the profile measures, "
+           "as the machine description names it (e.g. H100-SXM5-80GB)";
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return "--checkpoint-every needs --checkpoint DIR";
   if (options.keepCheckpoints < 1)
@@ -697,7 +703,10 @@ std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
       t.runs += std::stoll(line.substr(b + 1));
     }
   }
-  return writeKernelProfile(options.profileFile, options.profileDevice, merged);
+  return writeKernelProfile(
+      options.profileFile,
+      options.profileDevice.empty() ? kCpuProfileDevice : options.profileDevice,
+      merged);
 }
 
 std::string Run::packTrainedWeights() const {

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelCases.h"
 #include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -21,40 +22,6 @@ using namespace ppc::runtime::test;
 
 namespace {
 
-using Range = std::pair<int64_t, int64_t>;
-
-
-/// One attention problem: leading dims, sizes and attributes.
-struct Case {
-  std::vector<int64_t> lead;
-  int64_t S, T, D, Dv;
-  double scale = 1.0;
-  bool causal = false;
-  double ratio = 0.0;
-  int64_t seed = 0;
-
-  /// [lead..., a, b]
-  std::vector<int64_t> shape(int64_t a, int64_t b) const {
-    std::vector<int64_t> s = lead;
-    s.push_back(a);
-    s.push_back(b);
-    return s;
-  }
-  std::vector<int64_t> query() const { return shape(S, D); }
-  std::vector<int64_t> key() const { return shape(T, D); }
-  std::vector<int64_t> value() const { return shape(T, Dv); }
-  std::vector<int64_t> result() const { return shape(S, Dv); }
-  std::vector<int64_t> scores() const { return shape(S, T); }
-};
-
-OpDesc attentionOp(const Case &c) {
-  return makeOp("ppc.attention", {c.query(), c.key(), c.value()}, {c.result()},
-                {{"scale", c.scale},
-                 {"causal", int64_t{c.causal}},
-                 {"ratio", c.ratio},
-                 {"seed", c.seed}});
-}
-
 KernelContext trainingAt(int64_t step) {
   KernelContext ctx;
   ctx.step = step;
@@ -62,7 +29,8 @@ KernelContext trainingAt(int64_t step) {
 }
 
 /// Random query, key and value in [-1, 1).
-std::vector<std::vector<float>> randomInputs(const Case &c, uint32_t seed) {
+std::vector<std::vector<float>> randomInputs(const AttentionCase &c,
+                                             uint32_t seed) {
   return {randomValues(numElementsOf(c.query()), seed),
           randomValues(numElementsOf(c.key()), seed + 17),
           randomValues(numElementsOf(c.value()), seed + 34)};
@@ -90,7 +58,7 @@ runGrad(const OpDesc &op, const KernelContext &ctx,
 }
 
 /// The unfused chain with the existing kernels, forward and backward.
-Result composedReference(const Case &c, const KernelContext &ctx,
+Result composedReference(const AttentionCase &c, const KernelContext &ctx,
                          const std::vector<std::vector<float>> &x,
                          const std::vector<float> &dOut) {
   std::vector<int64_t> scoresShape = c.scores();
@@ -148,7 +116,7 @@ Result composedReference(const Case &c, const KernelContext &ctx,
 }
 
 /// ppc.attention whole, forward and backward.
-Result fused(const Case &c, const KernelContext &ctx,
+Result fused(const AttentionCase &c, const KernelContext &ctx,
              const std::vector<std::vector<float>> &x,
              const std::vector<float> &dOut) {
   Result r;
@@ -168,7 +136,7 @@ void expectResultsClose(const Result &actual, const Result &expected,
 }
 
 /// Checks the fused op against the composed chain for `c` under `ctx`.
-void expectMatchesComposed(const Case &c, const KernelContext &ctx,
+void expectMatchesComposed(const AttentionCase &c, const KernelContext &ctx,
                            uint32_t seed) {
   std::string what = "lead rank " + std::to_string(c.lead.size()) + " S " +
                      std::to_string(c.S) + " T " + std::to_string(c.T) +
@@ -180,36 +148,35 @@ void expectMatchesComposed(const Case &c, const KernelContext &ctx,
                      1e-5, what);
 }
 
-const std::vector<std::vector<int64_t>> kLeads = {{}, {2, 3}};
-
 TEST(AttentionKernel, MatchesComposedOps) {
-  for (const auto &lead : kLeads)
+  for (const auto &lead : kAttentionLeads)
     for (auto [S, T] : {Range{5, 7}, Range{6, 6}, Range{8, 3}}) {
-      Case c{lead, S, T, 8, 5, 0.35};
+      AttentionCase c{lead, S, T, 8, 5, 0.35};
       expectMatchesComposed(c, trainingAt(0), 1);
     }
 }
 
 TEST(AttentionKernel, CausalMatchesMaskedComposedOps) {
-  for (const auto &lead : kLeads)
+  for (const auto &lead : kAttentionLeads)
     for (auto [S, T] : {Range{5, 7}, Range{6, 6}, Range{8, 3}}) {
-      Case c{lead, S, T, 4, 6, 0.5, /*causal=*/true};
+      AttentionCase c{lead, S, T, 4, 6, 0.5, /*causal=*/true};
       expectMatchesComposed(c, trainingAt(0), 2);
     }
 }
 
 TEST(AttentionKernel, DropoutMatchesComposedDropout) {
-  for (const auto &lead : kLeads)
+  for (const auto &lead : kAttentionLeads)
     for (bool causal : {false, true}) {
-      Case c{lead, 6, 9, 4, 3, 0.4, causal, /*ratio=*/0.1, /*seed=*/42};
+      AttentionCase c{lead,          6,          9, 4, 3, 0.4, causal,
+                      /*ratio=*/0.1, /*seed=*/42};
       expectMatchesComposed(c, trainingAt(3), 3);
       expectMatchesComposed(c, trainingAt(4), 4);
     }
 }
 
 TEST(AttentionKernel, DropoutChangesTheOutputInTraining) {
-  Case c{{2, 3}, 6, 9, 4, 3, 0.4, false, 0.1, 42};
-  Case noDropout = c;
+  AttentionCase c{{2, 3}, 6, 9, 4, 3, 0.4, false, 0.1, 42};
+  AttentionCase noDropout = c;
   noDropout.ratio = 0.0;
   auto x = randomInputs(c, 5);
   std::vector<float> dOut = randomValues(numElementsOf(c.result()), 6);
@@ -221,8 +188,8 @@ TEST(AttentionKernel, DropoutChangesTheOutputInTraining) {
 
 TEST(AttentionKernel, InferenceIgnoresDropout) {
   for (bool causal : {false, true}) {
-    Case c{{2, 3}, 6, 9, 4, 3, 0.4, causal, 0.1, 42};
-    Case noDropout = c;
+    AttentionCase c{{2, 3}, 6, 9, 4, 3, 0.4, causal, 0.1, 42};
+    AttentionCase noDropout = c;
     noDropout.ratio = 0.0;
     KernelContext inference = trainingAt(3);
     inference.training = false;
@@ -239,7 +206,7 @@ TEST(AttentionKernel, InferenceIgnoresDropout) {
 
 TEST(AttentionKernel, GradientsMatchFiniteDifferences) {
   for (bool causal : {false, true}) {
-    Case c{{2}, 4, 5, 3, 2, 0.7, causal, 0.2, 9};
+    AttentionCase c{{2}, 4, 5, 3, 2, 0.7, causal, 0.2, 9};
     GradCheckOptions options;
     options.maxChecksPerOperand = 40;
     checkGradients(attentionOp(c), trainingAt(1), randomInputs(c, 11), {},
@@ -247,27 +214,12 @@ TEST(AttentionKernel, GradientsMatchFiniteDifferences) {
   }
 }
 
-/// The partition computing leading ranges `batch` and query rows `rows`.
-Partition attentionPartition(const Case &c, const std::vector<Range> &batch,
-                             Range rows) {
-  auto box = [&](const std::vector<int64_t> &shape) {
-    Box b = wholeBox(shape);
-    for (size_t d = 0; d < batch.size(); ++d)
-      b = withRange(b, d, batch[d].first, batch[d].second);
-    return b;
-  };
-  size_t rowDim = c.lead.size();
-  Box query = withRange(box(c.query()), rowDim, rows.first, rows.second);
-  Box result = withRange(box(c.result()), rowDim, rows.first, rows.second);
-  return {{query, box(c.key()), box(c.value())}, {result}};
-}
-
 TEST(AttentionKernel, PartitionsMatchWholeOp) {
   for (bool causal : {false, true})
     for (double ratio : {0.0, 0.1}) {
       // Leading dims [2, 3] split 2 x 3, S split in 3: 18 partitions, three
       // per batch index, each adding its partial dK and dV.
-      Case c{{2, 3}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      AttentionCase c{{2, 3}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
       std::vector<Partition> parts;
       for (Range b0 : splitRange(2, 2))
         for (Range b1 : splitRange(3, 3))
@@ -277,7 +229,7 @@ TEST(AttentionKernel, PartitionsMatchWholeOp) {
                                  randomInputs(c, 21), parts);
       // No leading dims: S split in 4 (one query row per partition at
       // most two).
-      Case flat{{}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      AttentionCase flat{{}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
       std::vector<Partition> rowParts;
       for (Range s : splitRange(flat.S, 4))
         rowParts.push_back(attentionPartition(flat, {}, s));
@@ -291,7 +243,7 @@ TEST(AttentionKernel, LongSequencesSpanSeveralRowTiles) {
   // keys past their last row); S = 300 gives three tiles, the partitions
   // start tiles off the multiples of 128.
   for (bool causal : {false, true}) {
-    Case c{{2}, 300, 260, 8, 4, 0.3, causal, 0.1, 17};
+    AttentionCase c{{2}, 300, 260, 8, 4, 0.3, causal, 0.1, 17};
     expectMatchesComposed(c, trainingAt(6), 61);
     std::vector<Partition> parts;
     for (Range b : splitRange(2, 2))
@@ -303,7 +255,7 @@ TEST(AttentionKernel, LongSequencesSpanSeveralRowTiles) {
 }
 
 TEST(AttentionKernel, OnlyTheWantedGradientsAreWritten) {
-  Case c{{2}, 5, 6, 4, 3, 0.5, true, 0.1, 3};
+  AttentionCase c{{2}, 5, 6, 4, 3, 0.5, true, 0.1, 3};
   auto x = randomInputs(c, 31);
   std::vector<float> dOut = randomValues(numElementsOf(c.result()), 32);
   Result all = fused(c, trainingAt(1), x, dOut);
@@ -321,7 +273,7 @@ TEST(AttentionKernel, OnlyTheWantedGradientsAreWritten) {
 }
 
 /// The error of a forward (and backward) run of `parts`.
-void expectError(const Case &c, const std::vector<Partition> &parts,
+void expectError(const AttentionCase &c, const std::vector<Partition> &parts,
                  const std::string &mentions) {
   OpDesc op = attentionOp(c);
   auto x = randomInputs(c, 41);
@@ -332,7 +284,7 @@ void expectError(const Case &c, const std::vector<Partition> &parts,
 }
 
 TEST(AttentionKernel, RejectsBoxesItCannotCompute) {
-  Case c{{2}, 4, 6, 3, 5};
+  AttentionCase c{{2}, 4, 6, 3, 5};
   Partition whole = wholePartition(attentionOp(c));
   Partition p = whole;
   p.inputs[1] = withRange(p.inputs[1], 1, 0, 5);
@@ -359,7 +311,7 @@ TEST(AttentionKernel, RejectsBoxesItCannotCompute) {
   p.inputs[1] = withRange(p.inputs[1], 0, 1, 2);
   expectError(c, {p}, "key box does not hold the result's leading");
 
-  Case badRatio = c;
+  AttentionCase badRatio = c;
   badRatio.ratio = 1.0;
   expectError(badRatio, {whole}, "ratio");
 
@@ -374,7 +326,7 @@ TEST(AttentionKernel, RejectsBoxesItCannotCompute) {
 }
 
 TEST(AttentionKernel, BackwardRejectsBoxesItCannotCompute) {
-  Case c{{}, 4, 6, 3, 5};
+  AttentionCase c{{}, 4, 6, 3, 5};
   OpDesc op = attentionOp(c);
   auto x = randomInputs(c, 51);
   Partition p = wholePartition(op);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DnnlConv.h"
+#include "KernelCases.h"
 #include "KernelHelpers.h"
 #include "KernelTestUtil.h"
 
@@ -19,8 +20,6 @@ using namespace ppc::runtime;
 using namespace ppc::runtime::test;
 
 namespace {
-
-using Range = std::pair<int64_t, int64_t>;
 
 KernelContext training() { return {}; }
 
@@ -57,17 +56,6 @@ std::string forwardError(const OpDesc &op, const KernelContext &ctx,
 //===----------------------------------------------------------------------===//
 // matmul
 //===----------------------------------------------------------------------===//
-
-struct MatMulCase {
-  std::vector<int64_t> lhs, rhs, result;
-  bool transposeLhs, transposeRhs;
-};
-
-OpDesc matMulOp(const MatMulCase &c) {
-  return makeOp("ppc.matmul", {c.lhs, c.rhs}, {c.result},
-                {{"transpose_lhs", int64_t{c.transposeLhs}},
-                 {"transpose_rhs", int64_t{c.transposeRhs}}});
-}
 
 /// Naive batched matmul with numpy broadcasting of the batch dims.
 std::vector<float> referenceMatMul(const MatMulCase &c,
@@ -106,42 +94,6 @@ std::vector<float> referenceMatMul(const MatMulCase &c,
   }
   return out;
 }
-
-/// The partition computing result batches `batch`, rows m, cols n over the
-/// reduction range k.
-Partition matMulPartition(const MatMulCase &c, const std::vector<Range> &batch,
-                          Range m, Range n, Range k) {
-  auto operandBox = [&](const std::vector<int64_t> &shape, Range rows,
-                        Range cols, bool transposed) {
-    Box box = wholeBox(shape);
-    size_t lead = batch.size() - (shape.size() - 2);
-    for (size_t d = 0; d + 2 < shape.size(); ++d)
-      if (shape[d] != 1)
-        box = withRange(box, d, batch[lead + d].first, batch[lead + d].second);
-    if (transposed)
-      std::swap(rows, cols);
-    box = withRange(box, shape.size() - 2, rows.first, rows.second);
-    return withRange(box, shape.size() - 1, cols.first, cols.second);
-  };
-  Box result = wholeBox(c.result);
-  for (size_t d = 0; d < batch.size(); ++d)
-    result = withRange(result, d, batch[d].first, batch[d].second);
-  size_t rank = c.result.size();
-  result = withRange(result, rank - 2, m.first, m.second);
-  result = withRange(result, rank - 1, n.first, n.second);
-  return {{operandBox(c.lhs, m, k, c.transposeLhs),
-           operandBox(c.rhs, k, n, c.transposeRhs)},
-          {result}};
-}
-
-const std::vector<MatMulCase> kMatMulCases = {
-    {{3, 4}, {4, 5}, {3, 5}, false, false},
-    {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}, false, false},
-    {{2, 3, 4}, {4, 5}, {2, 3, 5}, false, false},
-    {{2, 4, 3}, {5, 4}, {2, 3, 5}, true, true},
-    {{2, 1, 3, 4}, {1, 3, 5, 4}, {2, 3, 3, 5}, false, true},
-    {{3, 4, 3}, {3, 4, 5}, {3, 3, 5}, true, false},
-};
 
 TEST(CpuMatMul, ForwardMatchesNaiveProduct) {
   for (const MatMulCase &c : kMatMulCases) {
@@ -204,42 +156,6 @@ TEST(CpuMatMul, RejectsMismatchedReductionBoxes) {
 // linear
 //===----------------------------------------------------------------------===//
 
-OpDesc linearOp(const std::vector<int64_t> &input, int64_t n,
-                bool transposeWeight, bool bias) {
-  int64_t k = input.back();
-  std::vector<std::vector<int64_t>> operands = {
-      input, transposeWeight ? std::vector<int64_t>{n, k}
-                             : std::vector<int64_t>{k, n}};
-  if (bias)
-    operands.push_back({n});
-  std::vector<int64_t> result = input;
-  result.back() = n;
-  return makeOp("ppc.linear", operands, {result},
-                {{"transpose_weight", int64_t{transposeWeight}}});
-}
-
-/// Rows of the leading dims, cols n, reduction k; the bias follows n.
-Partition linearPartition(const OpDesc &op, const std::vector<Range> &rows,
-                          Range n, Range k) {
-  bool transposed = op.getInt("transpose_weight", 0) != 0;
-  const auto &inputShape = op.operandShapes[0];
-  size_t last = inputShape.size() - 1;
-  Box input = wholeBox(inputShape), result = wholeBox(op.resultShapes[0]);
-  for (size_t d = 0; d < last; ++d) {
-    input = withRange(input, d, rows[d].first, rows[d].second);
-    result = withRange(result, d, rows[d].first, rows[d].second);
-  }
-  input = withRange(input, last, k.first, k.second);
-  result = withRange(result, last, n.first, n.second);
-  Box weight = wholeBox(op.operandShapes[1]);
-  weight = withRange(weight, transposed ? 1 : 0, k.first, k.second);
-  weight = withRange(weight, transposed ? 0 : 1, n.first, n.second);
-  Partition p{{input, weight}, {result}};
-  if (op.operandShapes.size() == 3)
-    p.inputs.push_back({{n.first}, {n.second}});
-  return p;
-}
-
 TEST(CpuLinear, ForwardMatchesNaiveProduct) {
   for (bool transposed : {false, true})
     for (bool bias : {false, true}) {
@@ -300,45 +216,6 @@ TEST(CpuLinear, RejectsMismatchedWeightBox) {
 // conv2d
 //===----------------------------------------------------------------------===//
 
-struct ConvCase {
-  std::vector<int64_t> input, weight;
-  std::vector<int64_t> strides, pads, dilations;
-  int64_t groups;
-  bool bias;
-
-  int64_t outSize(int i) const {
-    int64_t window = (weight[2 + i] - 1) * dilations[i] + 1;
-    return (input[2 + i] + pads[i] + pads[2 + i] - window) / strides[i] + 1;
-  }
-  std::vector<int64_t> result() const {
-    return {input[0], weight[0], outSize(0), outSize(1)};
-  }
-};
-
-OpDesc convOp(const ConvCase &c) {
-  std::vector<std::vector<int64_t>> operands = {c.input, c.weight};
-  if (c.bias)
-    operands.push_back({c.weight[0]});
-  return makeOp("ppc.conv2d", operands, {c.result()},
-                {{"strides", c.strides},
-                 {"pads", c.pads},
-                 {"dilations", c.dilations},
-                 {"groups", c.groups}});
-}
-
-const std::vector<ConvCase> kConvCases = {
-    // 3x3, pad 1.
-    {{2, 4, 6, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
-    // Stride 2 x 1, asymmetric pads, dilation 2 x 1, no bias.
-    {{2, 3, 9, 6}, {4, 3, 3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 1, false},
-    // Two groups.
-    {{2, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
-    // Pointwise (the im2col-free path).
-    {{2, 4, 3, 5}, {3, 4, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
-    // Depthwise, stride 2.
-    {{1, 3, 5, 5}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3, true},
-};
-
 std::vector<float> referenceConv(const ConvCase &c,
                                  const std::vector<std::vector<float>> &in) {
   std::vector<int64_t> r = c.result();
@@ -367,32 +244,6 @@ std::vector<float> referenceConv(const ConvCase &c,
               static_cast<float>(sum);
         }
   return out;
-}
-
-/// The partition computing samples n, output channels f, rows oh, cols ow
-/// over weight channels c (a reduction range when groups == 1).
-Partition convPartition(const ConvCase &c, Range n, Range f, Range oh, Range ow,
-                        Range ch) {
-  int64_t Cg = c.weight[1], Fg = c.weight[0] / c.groups;
-  Range inChannels = ch;
-  if (c.groups > 1)
-    inChannels = {f.first / Fg * Cg, ((f.second - 1) / Fg + 1) * Cg};
-  auto window = [&](Range out, int i) {
-    return windowRange(out.first, out.second, c.strides[i], -c.pads[i],
-                       (c.weight[2 + i] - 1) * c.dilations[i] + 1,
-                       c.input[2 + i]);
-  };
-  Range rows = window(oh, 0), cols = window(ow, 1);
-  Partition p;
-  p.inputs.push_back({{n.first, inChannels.first, rows.first, cols.first},
-                      {n.second, inChannels.second, rows.second, cols.second}});
-  p.inputs.push_back({{f.first, ch.first, 0, 0},
-                      {f.second, ch.second, c.weight[2], c.weight[3]}});
-  if (c.bias)
-    p.inputs.push_back({{f.first}, {f.second}});
-  p.outputs.push_back({{n.first, f.first, oh.first, ow.first},
-                       {n.second, f.second, oh.second, ow.second}});
-  return p;
 }
 
 TEST(CpuConv2d, ForwardMatchesNaiveConvolution) {
@@ -493,52 +344,6 @@ TEST(CpuConv2d, RejectsMismatchedChannelBoxes) {
 // max_pool2d, avg_pool2d
 //===----------------------------------------------------------------------===//
 
-struct PoolCase {
-  std::vector<int64_t> input, kernel, strides, pads;
-  bool ceilMode, countIncludePad;
-
-  int64_t outSize(int i) const {
-    int64_t span = input[2 + i] + pads[i] + pads[2 + i] - kernel[i];
-    int64_t out =
-        (ceilMode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) +
-        1;
-    // As PyTorch: the last window must start inside the input or left pad.
-    if (ceilMode && (out - 1) * strides[i] >= input[2 + i] + pads[i])
-      --out;
-    return out;
-  }
-  std::vector<int64_t> result() const {
-    return {input[0], input[1], outSize(0), outSize(1)};
-  }
-};
-
-OpDesc poolOp(const std::string &kind, const PoolCase &c) {
-  return makeOp(kind, {c.input}, {c.result()},
-                {{"kernel", c.kernel},
-                 {"strides", c.strides},
-                 {"pads", c.pads},
-                 {"ceil_mode", int64_t{c.ceilMode}},
-                 {"count_include_pad", int64_t{c.countIncludePad}}});
-}
-
-const std::vector<PoolCase> kPoolCases = {
-    {{2, 3, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false},
-    {{2, 2, 7, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, false},
-    {{2, 2, 7, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, true},
-    {{1, 2, 6, 7}, {3, 2}, {2, 2}, {1, 0, 1, 1}, true, true},
-    {{1, 2, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true, false},
-};
-
-/// Distinct values 0.05 apart in shuffled order: no ties, and finite
-/// differences do not reorder a window.
-std::vector<float> distinctValues(int64_t count, uint32_t seed) {
-  std::vector<float> values(count);
-  for (int64_t i = 0; i < count; ++i)
-    values[i] = 0.05f * static_cast<float>(i - count / 2);
-  std::shuffle(values.begin(), values.end(), std::mt19937(seed));
-  return values;
-}
-
 /// Naive pooling; a window's divisor follows PyTorch (count_include_pad
 /// counts the padding up to the padded size, never a ceil_mode overhang).
 std::vector<float> referencePool(const PoolCase &c, bool max,
@@ -568,20 +373,6 @@ std::vector<float> referencePool(const PoolCase &c, bool max,
             static_cast<float>(max ? best : sum / divisor);
       }
   return out;
-}
-
-Partition poolPartition(const PoolCase &c, Range n, Range ch, Range oh,
-                        Range ow) {
-  auto window = [&](Range out, int i) {
-    return windowRange(out.first, out.second, c.strides[i], -c.pads[i],
-                       c.kernel[i], c.input[2 + i]);
-  };
-  Range rows = window(oh, 0), cols = window(ow, 1);
-  Box input{{n.first, ch.first, rows.first, cols.first},
-            {n.second, ch.second, rows.second, cols.second}};
-  Box output{{n.first, ch.first, oh.first, ow.first},
-             {n.second, ch.second, oh.second, ow.second}};
-  return {{input}, {output}};
 }
 
 std::vector<std::vector<Partition>> poolPartitionings(const PoolCase &c) {
@@ -682,30 +473,9 @@ TEST(CpuGlobalAvgPool, ForwardGradientsAndPartitions) {
 // batch_norm
 //===----------------------------------------------------------------------===//
 
-OpDesc batchNormOp(const std::vector<int64_t> &input) {
-  std::vector<int64_t> perChannel = {input[1]};
-  return makeOp("ppc.batch_norm",
-                {input, perChannel, perChannel, perChannel, perChannel},
-                {input}, {{"epsilon", 1e-5}, {"momentum", 0.9}});
-}
-
 /// Input, scale, bias, running mean, running variance (positive).
 std::vector<std::vector<float>> batchNormInputs(const OpDesc &op) {
-  auto inputs = randomInputs(op);
-  for (float &v : inputs[0])
-    v = 2.0f * v + 0.5f;
-  for (float &v : inputs[4])
-    v = 0.5f + std::fabs(v);
-  return inputs;
-}
-
-/// The partition holding samples n, channels c and rows h of [N, C, H, W].
-Partition batchNormPartition(const std::vector<int64_t> &shape, Range n,
-                             Range c, Range h) {
-  Box input{{n.first, c.first, h.first, 0},
-            {n.second, c.second, h.second, shape[3]}};
-  Box channels{{c.first}, {c.second}};
-  return {{input, channels, channels, channels, channels}, {input}};
+  return withBatchNormStatistics(randomInputs(op));
 }
 
 TEST(CpuBatchNorm, TrainingForwardNormalizesAndUpdatesRunningStats) {
@@ -773,20 +543,8 @@ TEST(CpuBatchNorm, PartitionsWithSummedStatisticsMatchWholeOp) {
   std::vector<int64_t> shape = {4, 3, 4, 2};
   OpDesc op = batchNormOp(shape);
   auto inputs = batchNormInputs(op);
-  Range allN{0, 4}, allC{0, 3}, allH{0, 4};
-  std::vector<Partition> byBatch, byChannels, byRows, grid;
-  for (Range n : splitRange(4, 3))
-    byBatch.push_back(batchNormPartition(shape, n, allC, allH));
-  for (Range c : splitRange(3, 3))
-    byChannels.push_back(batchNormPartition(shape, allN, c, allH));
-  for (Range h : splitRange(4, 2))
-    byRows.push_back(batchNormPartition(shape, allN, allC, h));
-  for (Range n : splitRange(4, 2))
-    for (Range c : splitRange(3, 2))
-      for (Range h : splitRange(4, 2))
-        grid.push_back(batchNormPartition(shape, n, c, h));
   std::vector<bool> needsGrad = {true, true, true, false, false};
-  for (const auto &partitions : {byBatch, byChannels, byRows, grid}) {
+  for (const auto &partitions : batchNormPartitionings(shape)) {
     expectPartitionsMatchWhole(op, training(), inputs, partitions, needsGrad,
                                2e-5);
     expectPartitionsMatchWhole(op, inference(), inputs, partitions, {}, 1e-5);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelCases.h"
 #include "KernelTestUtil.h"
 
 #include <functional>
@@ -36,25 +37,6 @@ int64_t ravel(const std::vector<int64_t> &index,
   return flat;
 }
 
-/// The boxes of an even grid split of `shape`: dim d in parts[d] pieces, the
-/// first size % parts pieces one longer (as ppc::partitionRanges).
-std::vector<Box> gridBoxes(const std::vector<int64_t> &shape,
-                           const std::vector<int64_t> &parts) {
-  std::vector<Box> boxes = {wholeBox(shape)};
-  for (size_t d = 0; d < shape.size(); ++d) {
-    std::vector<Box> next;
-    for (const Box &box : boxes) {
-      int64_t base = shape[d] / parts[d], extra = shape[d] % parts[d];
-      for (int64_t p = 0; p < parts[d]; ++p) {
-        int64_t lo = p * base + std::min(p, extra);
-        next.push_back(withRange(box, d, lo, lo + base + (p < extra ? 1 : 0)));
-      }
-    }
-    boxes = std::move(next);
-  }
-  return boxes;
-}
-
 /// One partition per iteration box, its views' boxes given by `boxesOf`.
 std::vector<Partition>
 partitionsOf(const std::vector<Box> &iterationBoxes,
@@ -63,17 +45,6 @@ partitionsOf(const std::vector<Box> &iterationBoxes,
   for (const Box &box : iterationBoxes)
     partitions.push_back(boxesOf(box));
   return partitions;
-}
-
-/// The box of an operand of `shape` that numpy-broadcasts to the iteration
-/// box `box`: size-1 dims are read whole.
-Box broadcastBox(const std::vector<int64_t> &shape, const Box &box) {
-  size_t lead = box.lo.size() - shape.size();
-  Box operand = wholeBox(shape);
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] != 1)
-      operand = withRange(operand, i, box.lo[lead + i], box.hi[lead + i]);
-  return operand;
 }
 
 /// Flat offset of the element of an operand of `shape` that broadcasts to
@@ -370,45 +341,6 @@ TEST(CastTest, RejectsUnknownTarget) {
 // Binary ops with numpy broadcasting
 //===----------------------------------------------------------------------===//
 
-struct BinaryCase {
-  std::string kind;
-  std::function<double(double, double)> reference;
-  float lhsLo, lhsHi, rhsLo, rhsHi;
-};
-
-std::vector<BinaryCase> binaryCases() {
-  return {
-      {"ppc.add", [](double l, double r) { return l + r; }, -1, 1, -1, 1},
-      {"ppc.sub", [](double l, double r) { return l - r; }, -1, 1, -1, 1},
-      {"ppc.mul", [](double l, double r) { return l * r; }, -1, 1, -1, 1},
-      {"ppc.div", [](double l, double r) { return l / r; }, -1, 1, 0.5, 2},
-      {"ppc.pow", [](double l, double r) { return std::pow(l, r); }, 0.5, 2,
-       -1.5, 1.5},
-      {"ppc.max", [](double l, double r) { return std::max(l, r); }, -1, 1, -1,
-       1},
-      {"ppc.min", [](double l, double r) { return std::min(l, r); }, -1, 1, -1,
-       1},
-  };
-}
-
-/// Operand shapes, the broadcast result shape, and how to split the result.
-struct BroadcastShapes {
-  std::vector<int64_t> lhs, rhs, result, parts;
-};
-
-std::vector<BroadcastShapes> broadcastShapes() {
-  return {
-      {{3, 4}, {3, 4}, {3, 4}, {3, 2}},
-      {{2, 3, 4}, {4}, {2, 3, 4}, {2, 1, 2}},
-      {{2, 1, 4}, {3, 1}, {2, 3, 4}, {2, 3, 2}},
-      {{1}, {2, 3}, {2, 3}, {2, 1}},
-      // A per-channel operand of an NCHW activation.
-      {{2, 3, 2, 3}, {3, 1, 1}, {2, 3, 2, 3}, {2, 2, 1, 2}},
-  };
-}
-
-void PrintTo(const BinaryCase &c, std::ostream *os) { *os << c.kind; }
-
 class BinaryTest : public ::testing::TestWithParam<BinaryCase> {};
 
 TEST_P(BinaryTest, ForwardMatchesReference) {
@@ -610,74 +542,11 @@ TEST(BroadcastTest, ForwardGradientAndPartitions) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-struct ReduceCase {
-  std::string name;
-  std::string kind;
-  std::vector<int64_t> axes;
-  bool keepDims;
-};
-
-std::vector<ReduceCase> reduceCases() {
-  return {
-      {"sum_1_keep", "ppc.reduce_sum", {1}, true},
-      {"sum_0_2", "ppc.reduce_sum", {0, 2}, false},
-      {"mean_last", "ppc.reduce_mean", {-1}, false},
-      {"mean_1_2_keep", "ppc.reduce_mean", {1, 2}, true},
-      {"max_1_keep", "ppc.reduce_max", {1}, true},
-      {"max_0_2", "ppc.reduce_max", {0, 2}, false},
-  };
-}
-
-const std::vector<int64_t> kReduceInput = {3, 4, 5};
-
-std::vector<bool> reducedDims(const ReduceCase &c) {
-  std::vector<bool> reduced(kReduceInput.size(), false);
-  for (int64_t axis : c.axes)
-    reduced[axis < 0 ? axis + static_cast<int64_t>(kReduceInput.size())
-                     : axis] = true;
-  return reduced;
-}
-
-std::vector<int64_t> reduceResultShape(const ReduceCase &c) {
-  std::vector<bool> reduced = reducedDims(c);
-  std::vector<int64_t> shape;
-  for (size_t d = 0; d < kReduceInput.size(); ++d)
-    if (!reduced[d])
-      shape.push_back(kReduceInput[d]);
-    else if (c.keepDims)
-      shape.push_back(1);
-  return shape;
-}
-
-OpDesc reduceOp(const ReduceCase &c) {
-  return makeOp(c.kind, {kReduceInput}, {reduceResultShape(c)},
-                {{"axes", c.axes}, {"keep_dims", int64_t{c.keepDims}}});
-}
-
-/// The partition of the input box `box` (an iteration box): the result box
-/// follows it along the kept dims and is whole along the reduced ones.
-Partition reducePartition(const ReduceCase &c, const Box &box) {
-  std::vector<bool> reduced = reducedDims(c);
-  Box result;
-  for (size_t d = 0; d < kReduceInput.size(); ++d) {
-    if (!reduced[d]) {
-      result.lo.push_back(box.lo[d]);
-      result.hi.push_back(box.hi[d]);
-    } else if (c.keepDims) {
-      result.lo.push_back(0);
-      result.hi.push_back(1);
-    }
-  }
-  return {{box}, {result}};
-}
-
-void PrintTo(const ReduceCase &c, std::ostream *os) { *os << c.name; }
-
 class ReduceTest : public ::testing::TestWithParam<ReduceCase> {};
 
 TEST_P(ReduceTest, ForwardMatchesReference) {
   const ReduceCase &c = GetParam();
-  std::vector<float> x = randomValues(numElementsOf(kReduceInput), 21);
+  std::vector<float> x = randomValues(numElementsOf(c.input), 21);
   OpRun run = runWhole(reduceOp(c), {x});
   ASSERT_EQ(run.error, "");
   std::vector<int64_t> resultShape = reduceResultShape(c);
@@ -686,9 +555,9 @@ TEST_P(ReduceTest, ForwardMatchesReference) {
   std::vector<double> acc(numElementsOf(resultShape), isMax ? -INFINITY : 0.0);
   int64_t count = 1;
   for (size_t d = 0; d < reduced.size(); ++d)
-    count *= reduced[d] ? kReduceInput[d] : 1;
-  for (int64_t e = 0; e < numElementsOf(kReduceInput); ++e) {
-    std::vector<int64_t> index = unravel(e, kReduceInput), out;
+    count *= reduced[d] ? c.input[d] : 1;
+  for (int64_t e = 0; e < numElementsOf(c.input); ++e) {
+    std::vector<int64_t> index = unravel(e, c.input), out;
     for (size_t d = 0; d < index.size(); ++d)
       if (!reduced[d])
         out.push_back(index[d]);
@@ -706,21 +575,20 @@ TEST_P(ReduceTest, ForwardMatchesReference) {
 
 TEST_P(ReduceTest, GradientMatchesFiniteDifferences) {
   const ReduceCase &c = GetParam();
-  checkGradients(reduceOp(c), {},
-                 {randomValues(numElementsOf(kReduceInput), 22)}, {},
-                 tightGradCheck());
+  checkGradients(reduceOp(c), {}, {randomValues(numElementsOf(c.input), 22)},
+                 {}, tightGradCheck());
 }
 
 TEST_P(ReduceTest, PartitionsMatchWhole) {
   const ReduceCase &c = GetParam();
   std::vector<std::vector<float>> inputs = {
-      randomValues(numElementsOf(kReduceInput), 23)};
+      randomValues(numElementsOf(c.input), 23)};
   std::vector<bool> reduced = reducedDims(c);
   auto partitions = [&](bool splitReduced) {
     std::vector<int64_t> parts;
     for (size_t d = 0; d < reduced.size(); ++d)
       parts.push_back(reduced[d] && !splitReduced ? 1 : 2);
-    return partitionsOf(gridBoxes(kReduceInput, parts),
+    return partitionsOf(gridBoxes(c.input, parts),
                         [&](const Box &b) { return reducePartition(c, b); });
   };
   expectPartitionsMatchWhole(reduceOp(c), {}, inputs, partitions(false));
@@ -852,17 +720,6 @@ TEST(TransposeTest, ForwardGradientAndPartitions) {
 // Concat and split
 //===----------------------------------------------------------------------===//
 
-/// The part of piece [offset, offset + size) along `axis` that the iteration
-/// box `b` (in whole coordinates) covers, in the piece's coordinates.
-Box pieceBox(const Box &b, const std::vector<int64_t> &pieceShape, size_t axis,
-             int64_t offset) {
-  int64_t size = pieceShape[axis];
-  int64_t lo = std::clamp<int64_t>(b.lo[axis] - offset, 0, size);
-  int64_t hi = std::clamp<int64_t>(b.hi[axis] - offset, 0, size);
-  Box piece = b;
-  return withRange(piece, axis, lo, std::max(lo, hi));
-}
-
 TEST(ConcatTest, ForwardGradientAndPartitions) {
   std::vector<std::vector<int64_t>> pieces = {{2, 3}, {2, 1}, {2, 2}};
   std::vector<int64_t> result = {2, 6};
@@ -883,13 +740,7 @@ TEST(ConcatTest, ForwardGradientAndPartitions) {
     expectPartitionsMatchWhole(
         op, {}, inputs,
         partitionsOf(gridBoxes(result, {2, 3}), [&](const Box &b) {
-          Partition p{{}, {b}};
-          int64_t offset = 0;
-          for (const auto &piece : pieces) {
-            p.inputs.push_back(pieceBox(b, piece, 1, offset));
-            offset += piece[1];
-          }
-          return p;
+          return Partition{pieceBoxes(b, pieces, 1), {b}};
         }));
   }
 }
@@ -910,13 +761,7 @@ TEST(SplitTest, ForwardGradientAndPartitions) {
   // shifts, empty where a partition does not reach a piece.
   expectPartitionsMatchWhole(
       op, {}, {x}, partitionsOf(gridBoxes(input, {3, 2}), [&](const Box &b) {
-        Partition p{{b}, {}};
-        int64_t offset = 0;
-        for (const auto &piece : pieces) {
-          p.outputs.push_back(pieceBox(b, piece, 0, offset));
-          offset += piece[0];
-        }
-        return p;
+        return Partition{{b}, pieceBoxes(b, pieces, 0)};
       }));
 }
 
@@ -987,34 +832,6 @@ TEST(PadTest, ForwardGradientAndPartitions) {
 //===----------------------------------------------------------------------===//
 // Gather
 //===----------------------------------------------------------------------===//
-
-struct GatherCase {
-  std::vector<int64_t> data, indices;
-  int64_t axis;
-  std::vector<float> indexValues;
-  /// Split of the iteration dims: the result dims, then the gathered rows.
-  std::vector<int64_t> parts;
-};
-
-std::vector<int64_t> gatherResultShape(const GatherCase &c) {
-  std::vector<int64_t> shape(c.data.begin(), c.data.begin() + c.axis);
-  shape.insert(shape.end(), c.indices.begin(), c.indices.end());
-  shape.insert(shape.end(), c.data.begin() + c.axis + 1, c.data.end());
-  return shape;
-}
-
-OpDesc gatherOp(const GatherCase &c) {
-  return makeOp("ppc.gather", {c.data, c.indices}, {gatherResultShape(c)},
-                {{"axis", c.axis}});
-}
-
-std::vector<GatherCase> gatherCases() {
-  return {
-      // An embedding lookup; -1 is the last row, 4 appears twice.
-      {{5, 3}, {2, 3}, 0, {0, 4, 2, -1, 3, 1}, {2, 1, 2, 2}},
-      {{2, 5, 3}, {4}, 1, {1, 4, 0, 1}, {2, 2, 1, 3}},
-  };
-}
 
 TEST(GatherTest, ForwardMatchesReference) {
   for (const GatherCase &c : gatherCases()) {

@@ -26,6 +26,7 @@
 //
 // API (everything in namespace ppc::runtime::test):
 //   Box, wholeBox(shape), withRange(box, dim, lo, hi), windowRange(...)
+//   Range, splitRange(size, parts), gridBoxes(shape, parts), boxName(box)
 //   numElementsOf(shape), randomValues(count, seed, lo, hi)
 //   boxView(data, shape, box), viewOf(data, shape)      views over vectors
 //   extractBox(whole, shape, box), addBox/writeBox(whole, shape, box, part)
@@ -71,10 +72,12 @@ inline Box wholeBox(const std::vector<int64_t> &shape) {
   return {std::vector<int64_t>(shape.size(), 0), shape};
 }
 
+/// A range [first, second) of one dim.
+using Range = std::pair<int64_t, int64_t>;
+
 /// [0, size) cut into `parts` nearly equal ranges.
-inline std::vector<std::pair<int64_t, int64_t>> splitRange(int64_t size,
-                                                           int64_t parts) {
-  std::vector<std::pair<int64_t, int64_t>> ranges;
+inline std::vector<Range> splitRange(int64_t size, int64_t parts) {
+  std::vector<Range> ranges;
   for (int64_t p = 0; p < parts; ++p)
     ranges.push_back({size * p / parts, size * (p + 1) / parts});
   return ranges;
@@ -87,13 +90,40 @@ inline Box withRange(Box box, size_t dim, int64_t lo, int64_t hi) {
   return box;
 }
 
+/// The boxes of an even grid split of `shape`: dim d in parts[d] pieces, the
+/// first size % parts pieces one longer (as ppc::partitionRanges).
+inline std::vector<Box> gridBoxes(const std::vector<int64_t> &shape,
+                                  const std::vector<int64_t> &parts) {
+  std::vector<Box> boxes = {wholeBox(shape)};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<Box> next;
+    for (const Box &box : boxes) {
+      int64_t base = shape[d] / parts[d], extra = shape[d] % parts[d];
+      for (int64_t p = 0; p < parts[d]; ++p) {
+        int64_t lo = p * base + std::min(p, extra);
+        next.push_back(withRange(box, d, lo, lo + base + (p < extra ? 1 : 0)));
+      }
+    }
+    boxes = std::move(next);
+  }
+  return boxes;
+}
+
+/// "[lo:hi,lo:hi,...]", for test messages.
+inline std::string boxName(const Box &b) {
+  std::string s = "[";
+  for (size_t d = 0; d < b.lo.size(); ++d)
+    s += (d ? "," : "") + std::to_string(b.lo[d]) + ":" +
+         std::to_string(b.hi[d]);
+  return s + "]";
+}
+
 /// The tensor range a window access reads for iteration range [lo, hi)
 /// (IterationSpace's DimAccess with divisor 1), clipped to [0, size): a conv
 /// or pool input's rows for output rows [lo, hi) are
 /// windowRange(lo, hi, stride, -padLo, (k - 1) * dilation + 1, H).
-inline std::pair<int64_t, int64_t> windowRange(int64_t lo, int64_t hi,
-                                               int64_t stride, int64_t offset,
-                                               int64_t extent, int64_t size) {
+inline Range windowRange(int64_t lo, int64_t hi, int64_t stride, int64_t offset,
+                         int64_t extent, int64_t size) {
   int64_t first = lo * stride + offset;
   int64_t last = (hi - 1) * stride + offset + extent;
   return {std::max<int64_t>(0, first), std::min(size, last)};

@@ -20,6 +20,7 @@
 #include "ppc/Runtime/Communicator.h"
 #include "ppc/Runtime/CpuBackend.h"
 #include "ppc/Runtime/CpuTime.h"
+#include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Simulator/Machine.h"
@@ -89,7 +90,7 @@ double secondsSince(Clock::time_point start) {
 struct Options {
   std::string out;
   std::string name;
-  std::string deviceName = "cpu-epyc-2core";
+  std::string deviceName = ppc::runtime::kCpuProfileDevice;
   std::string optimizer = "adam";
   double maxSize = 268435456;
   double seconds = 0.05;

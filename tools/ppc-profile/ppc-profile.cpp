@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
                    "(e.g. H100-SXM5-80GB of the dgx-h100 preset)\n";
       return 2;
     }
-    device = "cpu-epyc-2core";
+    device = kCpuProfileDevice;
   }
   ppc::planfile::Plan plan;
   if (std::string err = readPlanFile(planPath, plan); !err.empty()) {

@@ -116,7 +116,9 @@ options:
                          with one thread, each kernel's CPU time (a rank
                          sharing a core with others is not charged their
                          turns: ppc-calibrate's cores_per_node models that)
-  --profile-device NAME  device name in that profile (cpu-epyc-2core)
+  --profile-device NAME  device name in that profile, as the machine
+                         description names it (cpu: cpu-epyc-2core;
+                         cuda: required, e.g. H100-SXM5-80GB)
   --batches N            synthetic batches repeat every N steps (default:
                          a new batch every step; 1: train on one batch)
   --log FILE             one JSON object per step: step, loss, time_ms

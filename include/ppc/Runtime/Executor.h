@@ -77,7 +77,9 @@ struct RunOptions {
   /// Writes the kernels' measured times (every step but the first) as a
   /// simulator profile (docs/profile-format.md) for device `profileDevice`.
   std::string profileFile;
-  std::string profileDevice = "cpu-epyc-2core";
+  /// "": the cpu backend's default, cpu-epyc-2core; other backends must
+  /// name theirs (the machine description's device model).
+  std::string profileDevice;
   int threads = 1;
   /// Seconds a rank waits for another (or for its GPU's queued work) before
   /// it ends the job; the host communicator has its own copy.

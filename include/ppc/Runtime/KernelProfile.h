@@ -30,6 +30,11 @@
 
 namespace ppc::runtime {
 
+/// The device model the cpu backend's profiles measure by default: the
+/// cpux presets' device (simulator/MachinePresets.cpp), which ppc-calibrate
+/// names its machines' devices too.
+inline constexpr const char *kCpuProfileDevice = "cpu-epyc-2core";
+
 struct KernelTiming {
   double seconds = 0; ///< summed over the runs
   int64_t runs = 0;

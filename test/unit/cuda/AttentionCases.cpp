@@ -10,52 +10,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BackendAgreement.h"
+#include "ErrorAgreement.h"
 
-#include "ppc/Runtime/CpuBackend.h"
+#include "../KernelCases.h"
 
 namespace ppc::runtime::test {
 namespace {
 
-using Range = std::pair<int64_t, int64_t>;
-
-/// A case of `op` with the harness's defaults (given operand values).
-AgreementCase caseOf(OpDesc op, std::vector<std::vector<float>> inputs = {}) {
-  AgreementCase a;
-  a.op = std::move(op);
-  a.inputs = std::move(inputs);
-  return a;
-}
-
-struct Case {
-  std::vector<int64_t> lead;
-  int64_t S, T, D, Dv;
-  double scale = 1.0;
-  bool causal = false;
-  double ratio = 0.0;
-  int64_t seed = 0;
-
-  std::vector<int64_t> shape(int64_t a, int64_t b) const {
-    std::vector<int64_t> s = lead;
-    s.push_back(a);
-    s.push_back(b);
-    return s;
-  }
-  std::vector<int64_t> query() const { return shape(S, D); }
-  std::vector<int64_t> key() const { return shape(T, D); }
-  std::vector<int64_t> value() const { return shape(T, Dv); }
-  std::vector<int64_t> result() const { return shape(S, Dv); }
-};
-
-OpDesc attentionOp(const Case &c) {
-  return makeOp("ppc.attention", {c.query(), c.key(), c.value()}, {c.result()},
-                {{"scale", c.scale},
-                 {"causal", int64_t{c.causal}},
-                 {"ratio", c.ratio},
-                 {"seed", c.seed}});
-}
-
-AgreementCase agreement(const Case &c, int64_t step, bool training = true) {
+AgreementCase agreement(const AttentionCase &c, int64_t step,
+                        bool training = true) {
   AgreementCase a = caseOf(attentionOp(c));
   a.ctx.step = step;
   a.ctx.training = training;
@@ -64,22 +27,7 @@ AgreementCase agreement(const Case &c, int64_t step, bool training = true) {
   return a;
 }
 
-/// The partition computing leading ranges `batch` and query rows `rows`.
-Partition attentionPartition(const Case &c, const std::vector<Range> &batch,
-                             Range rows) {
-  auto box = [&](const std::vector<int64_t> &shape) {
-    Box b = wholeBox(shape);
-    for (size_t d = 0; d < batch.size(); ++d)
-      b = withRange(b, d, batch[d].first, batch[d].second);
-    return b;
-  };
-  size_t rowDim = c.lead.size();
-  Box query = withRange(box(c.query()), rowDim, rows.first, rows.second);
-  Box result = withRange(box(c.result()), rowDim, rows.first, rows.second);
-  return {{query, box(c.key()), box(c.value())}, {result}};
-}
-
-std::string describe(const Case &c) {
+std::string describe(const AttentionCase &c) {
   std::string s = "attention lead " + std::to_string(c.lead.size()) + " S " +
                   std::to_string(c.S) + " T " + std::to_string(c.T);
   if (c.causal)
@@ -89,26 +37,26 @@ std::string describe(const Case &c) {
   return s;
 }
 
-const std::vector<std::vector<int64_t>> kLeads = {{}, {2, 3}};
-
 TEST(CudaAttention, WholeTensorsAgree) {
   PPC_REQUIRE_CUDA_BACKEND();
-  for (const auto &lead : kLeads)
+  for (const auto &lead : kAttentionLeads)
     for (auto [S, T] : {Range{5, 7}, Range{6, 6}, Range{8, 3}})
       for (bool causal : {false, true}) {
-        Case c{lead, S, T, causal ? 4 : 8, causal ? 6 : 5, 0.35, causal};
+        AttentionCase c{lead,           S,    T,     causal ? 4 : 8,
+                        causal ? 6 : 5, 0.35, causal};
         expectBackendsAgree(agreement(c, 0), describe(c));
       }
 }
 
 TEST(CudaAttention, DropoutAgreesInTrainingAndIsOffInInference) {
   PPC_REQUIRE_CUDA_BACKEND();
-  for (const auto &lead : kLeads)
+  for (const auto &lead : kAttentionLeads)
     for (bool causal : {false, true}) {
-      Case c{lead, 6, 9, 4, 3, 0.4, causal, /*ratio=*/0.1, /*seed=*/42};
+      AttentionCase c{lead,          6,          9, 4, 3, 0.4, causal,
+                      /*ratio=*/0.1, /*seed=*/42};
       expectBackendsAgree(agreement(c, 3), describe(c) + " step 3");
       expectBackendsAgree(agreement(c, 4), describe(c) + " step 4");
-      Case heavy = c;
+      AttentionCase heavy = c;
       heavy.ratio = 0.6;
       heavy.seed = 7;
       expectBackendsAgree(agreement(heavy, 1), describe(heavy));
@@ -123,7 +71,7 @@ TEST(CudaAttention, PartitionsAgree) {
     for (double ratio : {0.0, 0.1}) {
       // Leading dims [2, 3] split 2 x 3 (also a range of 2 along the inner
       // one), S split in 3.
-      Case c{{2, 3}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      AttentionCase c{{2, 3}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
       for (Range b0 : splitRange(2, 2))
         for (Range b1 : {Range{0, 1}, Range{1, 3}, Range{2, 3}})
           for (Range s : splitRange(c.S, 3)) {
@@ -146,7 +94,7 @@ TEST(CudaAttention, PartitionsAgree) {
       wider.needsGrad = {false, true, true};
       expectBackendsAgree(wider, describe(c) + " wider query, no dQ");
       // No leading dims: S split in 4.
-      Case flat{{}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      AttentionCase flat{{}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
       for (Range s : splitRange(flat.S, 4)) {
         AgreementCase a = agreement(flat, 2);
         a.partition = attentionPartition(flat, {}, s);
@@ -161,7 +109,7 @@ TEST(CudaAttention, LongSequencesAgree) {
   // Longer than the cpu kernel's row tile of 128; the partitions start
   // off its multiples.
   for (bool causal : {false, true}) {
-    Case c{{2}, 300, 260, 8, 4, 0.3, causal, 0.1, 17};
+    AttentionCase c{{2}, 300, 260, 8, 4, 0.3, causal, 0.1, 17};
     AgreementCase whole = agreement(c, 6);
     whole.atol = 1e-4;
     whole.rtol = 1e-3;
@@ -177,7 +125,7 @@ TEST(CudaAttention, LongSequencesAgree) {
 TEST(CudaAttention, OnlyTheWantedGradientsAreWritten) {
   PPC_REQUIRE_CUDA_BACKEND();
   for (double ratio : {0.0, 0.1}) {
-    Case c{{2}, 5, 6, 4, 3, 0.5, true, ratio, 3};
+    AttentionCase c{{2}, 5, 6, 4, 3, 0.5, true, ratio, 3};
     for (size_t wanted = 0; wanted < 3; ++wanted) {
       AgreementCase a = agreement(c, 1);
       a.needsGrad = {wanted == 0, wanted == 1, wanted == 2};
@@ -193,7 +141,7 @@ TEST(CudaAttention, OnlyTheWantedGradientsAreWritten) {
 TEST(CudaAttention, Bf16StorageAgrees) {
   PPC_REQUIRE_CUDA_BACKEND();
   for (bool causal : {false, true}) {
-    Case c{{2, 2}, 6, 9, 8, 4, 0.35, causal, 0.1, 5};
+    AttentionCase c{{2, 2}, 6, 9, 8, 4, 0.35, causal, 0.1, 5};
     AgreementCase a = agreement(c, 2);
     a.dtype = DType::BF16;
     a.atol = 1e-2;
@@ -202,84 +150,46 @@ TEST(CudaAttention, Bf16StorageAgrees) {
   }
 }
 
-/// The forward and backward errors of a partition on both backends.
-void expectSameErrors(const OpDesc &op, const Partition &p,
-                      const std::string &mentions) {
-  std::string unused;
-  Backend &cuda = *cudaBackendUnderTest(unused);
-  std::unique_ptr<Backend> cpu =
-      createCpuBackend({1, /*referenceKernels=*/true});
-  std::string errors[2][2];
-  Backend *backends[2] = {cpu.get(), &cuda};
-  for (int b = 0; b < 2; ++b) {
-    Backend &backend = *backends[b];
-    std::vector<std::shared_ptr<DeviceBuffer>> owned;
-    auto views = [&](const std::vector<std::vector<int64_t>> &shapes,
-                     const std::vector<Box> &boxes) {
-      std::vector<DeviceView> out;
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        int64_t n = 1;
-        for (size_t d = 0; d < boxes[i].lo.size(); ++d)
-          n *= std::max<int64_t>(0, boxes[i].hi[d] - boxes[i].lo[d]);
-        owned.push_back(backend.allocate(DType::F32, std::max<int64_t>(n, 1)));
-        out.push_back(
-            {owned.back().get(), 0, shapes[i], boxes[i].lo, boxes[i].hi});
-      }
-      return out;
-    };
-    std::vector<DeviceView> in = views(op.operandShapes, p.inputs);
-    std::vector<DeviceView> out = views(op.resultShapes, p.outputs);
-    std::vector<DeviceView> outGrads = views(op.resultShapes, p.outputs);
-    std::vector<DeviceView> inGrads = views(op.operandShapes, p.inputs);
-    KernelContext ctx;
-    errors[b][0] = backend.forward(op, ctx, in, out, {});
-    errors[b][1] = backend.backward(op, ctx, in, out, outGrads, inGrads, {});
-    backend.synchronize();
-  }
-  for (int k = 0; k < 2; ++k) {
-    EXPECT_NE(errors[0][k].find(mentions), std::string::npos)
-        << (k ? "backward: " : "forward: ") << errors[0][k];
-    EXPECT_EQ(errors[1][k], errors[0][k]) << (k ? "backward" : "forward");
-  }
-}
-
 TEST(CudaAttention, RejectsWhatTheCpuKernelRejects) {
   PPC_REQUIRE_CUDA_BACKEND();
-  Case c{{2}, 4, 6, 3, 5};
+  AttentionCase c{{2}, 4, 6, 3, 5};
   OpDesc op = attentionOp(c);
   Partition whole = wholePartition(op);
   Partition p = whole;
   p.inputs[1] = withRange(p.inputs[1], 1, 0, 5);
-  expectSameErrors(op, p, "key must cover its whole T dim");
+  expectSameErrorsMentioning(op, p, "key must cover its whole T dim");
   p = whole;
   p.inputs[1] = withRange(p.inputs[1], 2, 1, 3);
-  expectSameErrors(op, p, "key must cover its whole D dim");
+  expectSameErrorsMentioning(op, p, "key must cover its whole D dim");
   p = whole;
   p.inputs[2] = withRange(p.inputs[2], 1, 2, 6);
-  expectSameErrors(op, p, "value must cover its whole T dim");
+  expectSameErrorsMentioning(op, p, "value must cover its whole T dim");
   p = whole;
   p.inputs[2] = withRange(p.inputs[2], 2, 0, 4);
-  expectSameErrors(op, p, "value must cover its whole Dv dim");
+  expectSameErrorsMentioning(op, p, "value must cover its whole Dv dim");
   p = whole;
   p.inputs[0] = withRange(p.inputs[0], 2, 0, 2);
-  expectSameErrors(op, p, "query must cover its whole D dim");
+  expectSameErrorsMentioning(op, p, "query must cover its whole D dim");
   p = whole;
   p.outputs[0] = withRange(p.outputs[0], 2, 0, 4);
-  expectSameErrors(op, p, "result must cover its whole Dv dim");
+  expectSameErrorsMentioning(op, p, "result must cover its whole Dv dim");
   p = whole;
   p.inputs[0] = withRange(p.inputs[0], 1, 1, 4);
-  expectSameErrors(op, p, "query box does not hold the result's S rows");
+  expectSameErrorsMentioning(op, p,
+                             "query box does not hold the result's S rows");
   p = whole;
   p.inputs[1] = withRange(p.inputs[1], 0, 1, 2);
-  expectSameErrors(op, p, "key box does not hold the result's leading");
+  expectSameErrorsMentioning(op, p,
+                             "key box does not hold the result's leading");
 
-  Case badRatio = c;
+  AttentionCase badRatio = c;
   badRatio.ratio = 1.0;
-  expectSameErrors(attentionOp(badRatio), whole, "ratio");
+  expectSameErrorsMentioning(attentionOp(badRatio), whole, "ratio");
 
   OpDesc mismatched =
       makeOp("ppc.attention", {{2, 4, 3}, {2, 6, 4}, {2, 6, 5}}, {{2, 4, 5}});
-  expectSameErrors(mismatched, wholePartition(mismatched), "D differs");
+  expectSameErrorsMentioning(mismatched, wholePartition(mismatched),
+                             "D differs");
 }
 
 } // namespace

@@ -28,6 +28,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ppc::runtime::test {
@@ -51,6 +52,15 @@ struct AgreementCase {
   /// |cuda - cpu| <= atol + rtol * |cpu|.
   double atol = 1e-5, rtol = 1e-4;
 };
+
+/// A case of `op` with the harness's defaults (given operand values).
+inline AgreementCase caseOf(OpDesc op,
+                            std::vector<std::vector<float>> inputs = {}) {
+  AgreementCase a;
+  a.op = std::move(op);
+  a.inputs = std::move(inputs);
+  return a;
+}
 
 /// The cuda backend to test, or a skip message (GTEST_SKIP in the test).
 Backend *cudaBackendUnderTest(std::string &skipReason);

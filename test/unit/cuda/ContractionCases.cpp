@@ -9,63 +9,22 @@
 
 #include "BackendAgreement.h"
 
+#include "../KernelCases.h"
+
 namespace ppc::runtime::test {
 namespace {
 
-using Range = std::pair<int64_t, int64_t>;
-
-struct MatMulShape {
-  std::vector<int64_t> lhs, rhs, result;
-  bool transposeLhs, transposeRhs;
-};
-
-const std::vector<MatMulShape> kMatMulShapes = {
-    {{3, 4}, {4, 5}, {3, 5}, false, false},
-    {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}, false, false},
-    {{2, 3, 4}, {4, 5}, {2, 3, 5}, false, false},
-    {{2, 4, 3}, {5, 4}, {2, 3, 5}, true, true},
-    {{2, 1, 3, 4}, {1, 3, 5, 4}, {2, 3, 3, 5}, false, true},
-    {{3, 4, 3}, {3, 4, 5}, {3, 3, 5}, true, false},
-    {{3, 3, 4}, {2, 1, 4, 5}, {2, 3, 3, 5}, false, false},
-};
-
-OpDesc matMulOp(const MatMulShape &c) {
-  return makeOp("ppc.matmul", {c.lhs, c.rhs}, {c.result},
-                {{"transpose_lhs", int64_t{c.transposeLhs}},
-                 {"transpose_rhs", int64_t{c.transposeRhs}}});
-}
-
-/// The cpu kernel test's partition of a matmul (batch ranges of the
-/// result's batch dims; operands broadcast along a dim hold all of it).
-Partition matMulPartition(const MatMulShape &c, const std::vector<Range> &batch,
-                          Range m, Range n, Range k) {
-  auto operandBox = [&](const std::vector<int64_t> &shape, Range rows,
-                        Range cols, bool transposed) {
-    Box box = wholeBox(shape);
-    size_t lead = batch.size() - (shape.size() - 2);
-    for (size_t d = 0; d + 2 < shape.size(); ++d)
-      if (shape[d] != 1)
-        box = withRange(box, d, batch[lead + d].first, batch[lead + d].second);
-    if (transposed)
-      std::swap(rows, cols);
-    box = withRange(box, shape.size() - 2, rows.first, rows.second);
-    return withRange(box, shape.size() - 1, cols.first, cols.second);
-  };
-  Box result = wholeBox(c.result);
-  for (size_t d = 0; d < batch.size(); ++d)
-    result = withRange(result, d, batch[d].first, batch[d].second);
-  size_t rank = c.result.size();
-  result = withRange(result, rank - 2, m.first, m.second);
-  result = withRange(result, rank - 1, n.first, n.second);
-  return {{operandBox(c.lhs, m, k, c.transposeLhs),
-           operandBox(c.rhs, k, n, c.transposeRhs)},
-          {result}};
-}
+/// KernelCases.h's matmuls, and batch dims broadcast from both sides.
+const std::vector<MatMulCase> kCudaMatMulCases = [] {
+  std::vector<MatMulCase> shapes = kMatMulCases;
+  shapes.push_back({{3, 3, 4}, {2, 1, 4, 5}, {2, 3, 3, 5}, false, false});
+  return shapes;
+}();
 
 TEST(CudaMatMul, AgreesWholeAndPartitioned) {
   PPC_REQUIRE_CUDA_BACKEND();
   int index = 0;
-  for (const MatMulShape &s : kMatMulShapes) {
+  for (const MatMulCase &s : kCudaMatMulCases) {
     const std::string name = "matmul shape " + std::to_string(index++);
     AgreementCase c;
     c.op = matMulOp(s);
@@ -94,7 +53,7 @@ TEST(CudaMatMul, AgreesInBf16) {
   PPC_REQUIRE_CUDA_BACKEND();
   for (int i : {1, 3, 4}) {
     AgreementCase c;
-    c.op = matMulOp(kMatMulShapes[i]);
+    c.op = matMulOp(kMatMulCases[i]);
     c.dtype = DType::BF16;
     c.rtol = 1e-2;
     c.atol = 1e-2;
@@ -106,7 +65,7 @@ TEST(CudaMatMul, ReportsMismatchedReductionBoxes) {
   PPC_REQUIRE_CUDA_BACKEND();
   std::string unused;
   Backend &cuda = *cudaBackendUnderTest(unused);
-  const MatMulShape &s = kMatMulShapes[0];
+  const MatMulCase &s = kMatMulCases[0];
   OpDesc op = matMulOp(s);
   Partition p = matMulPartition(s, {}, {0, 3}, {0, 5}, {0, 2});
   auto lhs = cuda.allocate(DType::F32, 12), rhs = cuda.allocate(DType::F32, 20),
@@ -118,41 +77,6 @@ TEST(CudaMatMul, ReportsMismatchedReductionBoxes) {
                    {{out.get(), 0, s.result, {0, 0}, {3, 5}}}, {});
   EXPECT_NE(error.find("rhs box along K does not match"), std::string::npos)
       << error;
-}
-
-OpDesc linearOp(const std::vector<int64_t> &input, int64_t n,
-                bool transposeWeight, bool bias) {
-  int64_t k = input.back();
-  std::vector<std::vector<int64_t>> operands = {
-      input, transposeWeight ? std::vector<int64_t>{n, k}
-                             : std::vector<int64_t>{k, n}};
-  if (bias)
-    operands.push_back({n});
-  std::vector<int64_t> result = input;
-  result.back() = n;
-  return makeOp("ppc.linear", operands, {result},
-                {{"transpose_weight", int64_t{transposeWeight}}});
-}
-
-Partition linearPartition(const OpDesc &op, const std::vector<Range> &rows,
-                          Range n, Range k) {
-  bool transposed = op.getInt("transpose_weight", 0) != 0;
-  const auto &inputShape = op.operandShapes[0];
-  size_t last = inputShape.size() - 1;
-  Box input = wholeBox(inputShape), result = wholeBox(op.resultShapes[0]);
-  for (size_t d = 0; d < last; ++d) {
-    input = withRange(input, d, rows[d].first, rows[d].second);
-    result = withRange(result, d, rows[d].first, rows[d].second);
-  }
-  input = withRange(input, last, k.first, k.second);
-  result = withRange(result, last, n.first, n.second);
-  Box weight = wholeBox(op.operandShapes[1]);
-  weight = withRange(weight, transposed ? 1 : 0, k.first, k.second);
-  weight = withRange(weight, transposed ? 0 : 1, n.first, n.second);
-  Partition p{{input, weight}, {result}};
-  if (op.operandShapes.size() == 3)
-    p.inputs.push_back({{n.first}, {n.second}});
-  return p;
 }
 
 TEST(CudaLinear, AgreesWholeAndPartitioned) {

@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BackendAgreement.h"
+#include "ErrorAgreement.h"
 
-#include "ppc/Runtime/CpuBackend.h"
+#include "../KernelCases.h"
 
 #include <functional>
 #include <memory>
@@ -23,32 +23,6 @@ namespace {
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// The boxes of an even grid split of `shape`: dim d in parts[d] pieces.
-std::vector<Box> gridBoxes(const std::vector<int64_t> &shape,
-                           const std::vector<int64_t> &parts) {
-  std::vector<Box> boxes = {wholeBox(shape)};
-  for (size_t d = 0; d < shape.size(); ++d) {
-    std::vector<Box> next;
-    for (const Box &box : boxes) {
-      int64_t base = shape[d] / parts[d], extra = shape[d] % parts[d];
-      for (int64_t p = 0; p < parts[d]; ++p) {
-        int64_t lo = p * base + std::min(p, extra);
-        next.push_back(withRange(box, d, lo, lo + base + (p < extra ? 1 : 0)));
-      }
-    }
-    boxes = std::move(next);
-  }
-  return boxes;
-}
-
-std::string boxName(const Box &b) {
-  std::string s = "[";
-  for (size_t d = 0; d < b.lo.size(); ++d)
-    s += (d ? "," : "") + std::to_string(b.lo[d]) + ":" +
-         std::to_string(b.hi[d]);
-  return s + "]";
-}
 
 /// expectBackendsAgree for the whole op and for the partition of every box
 /// of the grid `parts` of `iteration`.
@@ -62,66 +36,6 @@ void agreeWholeAndGrid(AgreementCase c, const std::string &name,
     c.partition = boxesOf(b);
     expectBackendsAgree(c, name + " partition " + boxName(b));
   }
-}
-
-/// The errors of the forward and the backward of one partition on a
-/// backend (the backward runs even when the forward failed).
-std::pair<std::string, std::string>
-errorsOn(Backend &backend, const OpDesc &op, const Partition &p,
-         const std::vector<std::vector<float>> &whole) {
-  std::vector<std::shared_ptr<DeviceBuffer>> owned;
-  auto viewOf = [&](const std::vector<int64_t> &shape, const Box &box,
-                    const std::vector<float> *values) {
-    std::vector<float> part(std::max<int64_t>(1,
-                                              [&] {
-                                                int64_t n = 1;
-                                                for (size_t d = 0;
-                                                     d < box.lo.size(); ++d)
-                                                  n *= box.hi[d] - box.lo[d];
-                                                return n;
-                                              }()),
-                            0.5f);
-    if (values)
-      part = extractBox(*values, shape, box);
-    auto buffer =
-        backend.allocate(DType::F32, std::max<size_t>(1, part.size()));
-    backend.write(*buffer, 0, part.data(), static_cast<int64_t>(part.size()));
-    owned.push_back(buffer);
-    return DeviceView{buffer.get(), 0, shape, box.lo, box.hi};
-  };
-  std::vector<DeviceView> inputs, outputs, outputGrads, inputGrads;
-  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
-    inputs.push_back(viewOf(op.operandShapes[i], p.inputs[i], &whole[i]));
-    inputGrads.push_back(viewOf(op.operandShapes[i], p.inputs[i], nullptr));
-  }
-  for (size_t o = 0; o < op.resultShapes.size(); ++o) {
-    outputs.push_back(viewOf(op.resultShapes[o], p.outputs[o], nullptr));
-    outputGrads.push_back(viewOf(op.resultShapes[o], p.outputs[o], nullptr));
-  }
-  std::pair<std::string, std::string> errors;
-  errors.first = backend.forward(op, {}, inputs, outputs, {});
-  errors.second =
-      backend.backward(op, {}, inputs, outputs, outputGrads, inputGrads, {});
-  backend.synchronize();
-  return errors;
-}
-
-/// Both backends report the same errors, and the forward's is not empty.
-void expectSameErrors(const OpDesc &op, const Partition &p,
-                      const std::vector<std::vector<float>> &whole,
-                      const std::string &name, bool backwardFails = true) {
-  std::string skipReason;
-  Backend *cuda = cudaBackendUnderTest(skipReason);
-  ASSERT_NE(cuda, nullptr) << skipReason;
-  std::unique_ptr<Backend> cpu = createCpuBackend({1, true});
-  auto want = errorsOn(*cpu, op, p, whole);
-  auto got = errorsOn(*cuda, op, p, whole);
-  EXPECT_NE(want.first, "") << name;
-  if (backwardFails) {
-    EXPECT_NE(want.second, "") << name;
-  }
-  EXPECT_EQ(got.first, want.first) << name << " (forward)";
-  EXPECT_EQ(got.second, want.second) << name << " (backward)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -271,16 +185,6 @@ TEST(CudaDataMovement, TransposeErrors) {
 // Concat and split
 //===----------------------------------------------------------------------===//
 
-/// The part of piece [offset, offset + size) along `axis` that the
-/// iteration box `b` covers, in the piece's coordinates.
-Box pieceBox(const Box &b, const std::vector<int64_t> &pieceShape, size_t axis,
-             int64_t offset) {
-  int64_t size = pieceShape[axis];
-  int64_t lo = std::clamp<int64_t>(b.lo[axis] - offset, 0, size);
-  int64_t hi = std::clamp<int64_t>(b.hi[axis] - offset, 0, size);
-  return withRange(b, axis, lo, std::max(lo, hi));
-}
-
 TEST(CudaDataMovement, Concat) {
   PPC_REQUIRE_CUDA_BACKEND();
   std::vector<std::vector<int64_t>> pieces = {{2, 3}, {2, 1}, {2, 2}};
@@ -291,13 +195,7 @@ TEST(CudaDataMovement, Concat) {
     // Splits along the axis give some partitions empty pieces.
     agreeWholeAndGrid(c, "concat axis " + std::to_string(axisAttr), result,
                       {2, 3}, [&](const Box &b) {
-                        Partition p{{}, {b}};
-                        int64_t offset = 0;
-                        for (const auto &piece : pieces) {
-                          p.inputs.push_back(pieceBox(b, piece, 1, offset));
-                          offset += piece[1];
-                        }
-                        return p;
+                        return Partition{pieceBoxes(b, pieces, 1), {b}};
                       });
     // Only the middle operand wants a gradient.
     c.partition.reset();
@@ -310,13 +208,7 @@ TEST(CudaDataMovement, Concat) {
   c.op = makeOp("ppc.concat", rows, {{4, 3, 4}});
   agreeWholeAndGrid(c, "concat axis 0", {4, 3, 4}, {3, 1, 2},
                     [&](const Box &b) {
-                      Partition p{{}, {b}};
-                      int64_t offset = 0;
-                      for (const auto &piece : rows) {
-                        p.inputs.push_back(pieceBox(b, piece, 0, offset));
-                        offset += piece[0];
-                      }
-                      return p;
+                      return Partition{pieceBoxes(b, rows, 0), {b}};
                     });
   c.partition.reset();
   c.dtype = DType::BF16;
@@ -333,26 +225,14 @@ TEST(CudaDataMovement, Split) {
   // The iteration space is the input's: the results' boxes are its clipped
   // shifts, empty where a partition does not reach a piece.
   agreeWholeAndGrid(c, "split axis 0", input, {3, 2}, [&](const Box &b) {
-    Partition p{{b}, {}};
-    int64_t offset = 0;
-    for (const auto &piece : pieces) {
-      p.outputs.push_back(pieceBox(b, piece, 0, offset));
-      offset += piece[0];
-    }
-    return p;
+    return Partition{{b}, pieceBoxes(b, pieces, 0)};
   });
   // Three pieces along the last dim (axis -1).
   std::vector<int64_t> input3 = {2, 3, 7};
   std::vector<std::vector<int64_t>> pieces3 = {{2, 3, 2}, {2, 3, 4}, {2, 3, 1}};
   c.op = makeOp("ppc.split", {input3}, pieces3, {{"axis", int64_t{-1}}});
   agreeWholeAndGrid(c, "split axis -1", input3, {1, 2, 3}, [&](const Box &b) {
-    Partition p{{b}, {}};
-    int64_t offset = 0;
-    for (const auto &piece : pieces3) {
-      p.outputs.push_back(pieceBox(b, piece, 2, offset));
-      offset += piece[2];
-    }
-    return p;
+    return Partition{{b}, pieceBoxes(b, pieces3, 2)};
   });
   c.partition.reset();
   c.dtype = DType::BF16;
@@ -475,42 +355,18 @@ TEST(CudaDataMovement, SlicePadErrors) {
 // Gather
 //===----------------------------------------------------------------------===//
 
-struct GatherCase {
-  std::vector<int64_t> data, indices;
-  int64_t axis;
-  std::vector<float> indexValues;
-  /// Split of the iteration dims: the result dims, then the gathered rows.
-  std::vector<int64_t> parts;
-};
-
-std::vector<int64_t> gatherResultShape(const GatherCase &c) {
-  int64_t axis =
-      c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis;
-  std::vector<int64_t> shape(c.data.begin(), c.data.begin() + axis);
-  shape.insert(shape.end(), c.indices.begin(), c.indices.end());
-  shape.insert(shape.end(), c.data.begin() + axis + 1, c.data.end());
-  return shape;
-}
-
-OpDesc gatherOp(const GatherCase &c) {
-  return makeOp("ppc.gather", {c.data, c.indices}, {gatherResultShape(c)},
-                {{"axis", c.axis}});
-}
-
-std::vector<GatherCase> gatherCases() {
+/// KernelCases.h's gathers, then a negative axis and colliding rows.
+std::vector<GatherCase> cudaGatherCases() {
   std::vector<float> many;
   for (int i = 0; i < 64; ++i) // repeats, negatives, halves that round
     many.push_back(static_cast<float>((i * 7) % 11) - (i % 5 == 0 ? 11 : 0) +
                    (i % 9 == 0 ? 0.4f : 0.0f));
-  return {
-      // An embedding lookup; -1 is the last row, 4 appears twice.
-      {{5, 3}, {2, 3}, 0, {0, 4, 2, -1, 3, 1}, {2, 1, 2, 2}},
-      {{2, 5, 3}, {4}, 1, {1, 4, 0, 1}, {2, 2, 1, 3}},
-      // axis -1: columns of a matrix.
-      {{3, 5}, {4}, -1, {4, 0, -2, 4}, {2, 2, 2}},
-      // Many repeated rows: the backward's sums collide.
-      {{11, 6}, {8, 8}, 0, many, {2, 2, 2, 3}},
-  };
+  std::vector<GatherCase> cases = gatherCases();
+  // axis -1: columns of a matrix.
+  cases.push_back({{3, 5}, {4}, -1, {4, 0, -2, 4}, {2, 2, 2}});
+  // Many repeated rows: the backward's sums collide.
+  cases.push_back({{11, 6}, {8, 8}, 0, many, {2, 2, 2, 3}});
+  return cases;
 }
 
 Partition gatherPartition(const GatherCase &c, const Box &b) {
@@ -533,7 +389,7 @@ Partition gatherPartition(const GatherCase &c, const Box &b) {
 TEST(CudaDataMovement, Gather) {
   PPC_REQUIRE_CUDA_BACKEND();
   int n = 0;
-  for (const GatherCase &gc : gatherCases()) {
+  for (const GatherCase &gc : cudaGatherCases()) {
     AgreementCase c;
     c.op = gatherOp(gc);
     c.inputs = {{}, gc.indexValues};

@@ -13,6 +13,8 @@
 
 #include "BackendAgreement.h"
 
+#include "../KernelCases.h"
+
 #include "ppc/Runtime/CpuBackend.h"
 
 #include <cmath>
@@ -25,17 +27,6 @@ namespace {
 
 using Attributes = std::map<std::string, AttributeValue>;
 using Shape = std::vector<int64_t>;
-
-/// The box of an operand of `shape` that numpy-broadcasts to the iteration
-/// box `box`: size-1 dims are read whole.
-Box broadcastBox(const Shape &shape, const Box &box) {
-  size_t lead = box.lo.size() - shape.size();
-  Box operand = wholeBox(shape);
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] != 1)
-      operand = withRange(operand, i, box.lo[lead + i], box.hi[lead + i]);
-  return operand;
-}
 
 /// The last piece of an even grid split of `shape` (dim d in parts[d]):
 /// a box that starts inside the tensor wherever parts[d] > 1.
@@ -257,35 +248,13 @@ TEST(CudaElementwise, CastRoundsAsTheCpuKernel) {
 // Binary ops with numpy broadcasting
 //===----------------------------------------------------------------------===//
 
-struct BinaryCase {
-  std::string kind;
-  float lhsLo, lhsHi, rhsLo, rhsHi;
-};
-
-std::vector<BinaryCase> binaryCases() {
-  return {{"ppc.add", -1, 1, -1, 1},      {"ppc.sub", -1, 1, -1, 1},
-          {"ppc.mul", -1, 1, -1, 1},      {"ppc.div", -1, 1, 0.5, 2},
-          {"ppc.pow", 0.5, 2, -1.5, 1.5}, {"ppc.max", -1, 1, -1, 1},
-          {"ppc.min", -1, 1, -1, 1}};
-}
-
-/// Operand shapes, the broadcast result shape, and a grid split of it.
-struct BroadcastShapes {
-  Shape lhs, rhs, result, parts;
-};
-
-std::vector<BroadcastShapes> broadcastShapes() {
-  return {
-      {{3, 4}, {3, 4}, {3, 4}, {3, 2}},
-      {{2, 3, 4}, {4}, {2, 3, 4}, {2, 1, 2}},
-      {{2, 1, 4}, {3, 1}, {2, 3, 4}, {2, 3, 2}},
-      {{1}, {2, 3}, {2, 3}, {2, 1}},
-      // A per-channel operand of an NCHW activation.
-      {{2, 3, 2, 3}, {3, 1, 1}, {2, 3, 2, 3}, {2, 2, 1, 2}},
-      // A scalar, and an operand of the result's rank broadcast everywhere.
-      {{}, {4, 5}, {4, 5}, {2, 2}},
-      {{1, 1, 5}, {6, 4, 1}, {6, 4, 5}, {3, 2, 2}},
-  };
+/// KernelCases.h's shapes, then a scalar, and an operand of the result's
+/// rank broadcast everywhere.
+std::vector<BroadcastShapes> cudaBroadcastShapes() {
+  std::vector<BroadcastShapes> shapes = broadcastShapes();
+  shapes.push_back({{}, {4, 5}, {4, 5}, {2, 2}});
+  shapes.push_back({{1, 1, 5}, {6, 4, 1}, {6, 4, 5}, {3, 2, 2}});
+  return shapes;
 }
 
 std::string shapeName(const Shape &shape) {
@@ -306,7 +275,7 @@ AgreementCase binaryCase(const BinaryCase &b, const BroadcastShapes &s) {
 TEST(CudaElementwise, BinaryWholeAndBroadcast) {
   PPC_REQUIRE_CUDA_BACKEND();
   for (const BinaryCase &b : binaryCases())
-    for (const BroadcastShapes &s : broadcastShapes()) {
+    for (const BroadcastShapes &s : cudaBroadcastShapes()) {
       const std::string name =
           b.kind + " " + shapeName(s.lhs) + " " + shapeName(s.rhs);
       AgreementCase c = binaryCase(b, s);
@@ -321,7 +290,7 @@ TEST(CudaElementwise, BinaryWholeAndBroadcast) {
 TEST(CudaElementwise, BinaryPartitions) {
   PPC_REQUIRE_CUDA_BACKEND();
   for (const BinaryCase &b : binaryCases())
-    for (const BroadcastShapes &s : broadcastShapes()) {
+    for (const BroadcastShapes &s : cudaBroadcastShapes()) {
       const std::string name =
           b.kind + " " + shapeName(s.lhs) + " " + shapeName(s.rhs);
       AgreementCase c = binaryCase(b, s);
@@ -396,7 +365,7 @@ TEST(CudaElementwise, Bf16Storage) {
   }
   for (const char *kind : {"ppc.add", "ppc.mul", "ppc.div"}) {
     BroadcastShapes s = broadcastShapes()[4];
-    AgreementCase c = binaryCase(BinaryCase{kind, -1, 1, 0.5f, 2.0f}, s);
+    AgreementCase c = binaryCase(BinaryCase{kind, {}, -1, 1, 0.5f, 2.0f}, s);
     c.dtype = DType::BF16;
     c.rtol = 1e-2;
     c.atol = 1e-2;

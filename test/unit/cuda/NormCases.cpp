@@ -13,6 +13,8 @@
 
 #include "ErrorAgreement.h"
 
+#include "../KernelCases.h"
+
 #include "ppc/Runtime/CpuBackend.h"
 
 #include <cmath>
@@ -20,20 +22,9 @@
 namespace ppc::runtime::test {
 namespace {
 
-using Range = std::pair<int64_t, int64_t>;
-
 //===----------------------------------------------------------------------===//
 // batch_norm
 //===----------------------------------------------------------------------===//
-
-OpDesc batchNormOp(const std::vector<int64_t> &input,
-                   std::map<std::string, AttributeValue> attributes = {
-                       {"epsilon", 1e-5}, {"momentum", 0.9}}) {
-  std::vector<int64_t> perChannel = {input[1]};
-  return makeOp("ppc.batch_norm",
-                {input, perChannel, perChannel, perChannel, perChannel},
-                {input}, std::move(attributes));
-}
 
 /// Input (mean 0.5, spread 2), scale, bias, running mean, running variance
 /// (positive).
@@ -42,23 +33,7 @@ std::vector<std::vector<float>> batchNormInputs(const OpDesc &op) {
   for (size_t i = 0; i < op.operandShapes.size(); ++i)
     inputs.push_back(randomValues(numElementsOf(op.operandShapes[i]),
                                   1234 + static_cast<uint32_t>(i)));
-  for (float &v : inputs[0])
-    v = 2.0f * v + 0.5f;
-  for (float &v : inputs[4])
-    v = 0.5f + std::fabs(v);
-  return inputs;
-}
-
-/// Samples n, channels c and rows h of [N, C, H, W]; the per-channel
-/// operands hold `perChannel` (default: the input's channels).
-Partition batchNormPartition(const std::vector<int64_t> &shape, Range n,
-                             Range c, Range h,
-                             std::optional<Range> perChannel = {}) {
-  Box input{{n.first, c.first, h.first, 0},
-            {n.second, c.second, h.second, shape[3]}};
-  Range held = perChannel ? *perChannel : c;
-  Box channels{{held.first}, {held.second}};
-  return {{input, channels, channels, channels, channels}, {input}};
+  return withBatchNormStatistics(std::move(inputs));
 }
 
 AgreementCase batchNormCase(const OpDesc &op, KernelContext ctx,
@@ -106,18 +81,10 @@ TEST(CudaBatchNorm, Partitions) {
   PPC_REQUIRE_CUDA_BACKEND();
   std::vector<int64_t> shape = {4, 3, 4, 2};
   OpDesc op = batchNormOp(shape);
-  Range allN{0, 4}, allC{0, 3}, allH{0, 4};
+  Range allC{0, 3}, allH{0, 4};
   std::vector<Partition> parts;
-  for (Range n : splitRange(4, 3))
-    parts.push_back(batchNormPartition(shape, n, allC, allH));
-  for (Range c : splitRange(3, 3))
-    parts.push_back(batchNormPartition(shape, allN, c, allH));
-  for (Range h : splitRange(4, 2))
-    parts.push_back(batchNormPartition(shape, allN, allC, h));
-  for (Range n : splitRange(4, 2))
-    for (Range c : splitRange(3, 2))
-      for (Range h : splitRange(4, 2))
-        parts.push_back(batchNormPartition(shape, n, c, h));
+  for (const auto &partitioning : batchNormPartitionings(shape))
+    parts.insert(parts.end(), partitioning.begin(), partitioning.end());
   // Per-channel operands holding more channels than the input box.
   parts.push_back(batchNormPartition(shape, {1, 3}, {1, 2}, {1, 4}, allC));
   parts.push_back(batchNormPartition(shape, {0, 2}, {1, 3}, allH, Range{0, 3}));

@@ -1,0 +1,563 @@
+//===- KernelCases.h - op cases shared by the kernel tests ------*- C++ -*-===//
+//
+// The cases, op builders and partition builders that the cpu kernel tests
+// (CpuKernelsATest, CpuKernelsBTest, AttentionKernelTest) and the cuda
+// backend's agreement cases (cuda/*Cases.cpp) both run: one definition of
+// each shape list and of how a partition of an op is cut, so that the cuda
+// oracle checks exactly the boxes the cpu tests check. A list here is the
+// cpu tests' list; a cuda case file may append cases of its own after it
+// (the indices of the shared cases stay as they are).
+//
+// API (everything in namespace ppc::runtime::test, on KernelTestUtil.h):
+//   MatMulCase, kMatMulCases, matMulOp(c),
+//     matMulPartition(c, batch, m, n, k)      batch ranges, rows, cols, K
+//   linearOp(input, n, transposeWeight, bias),
+//     linearPartition(op, rows, n, k)          the bias follows n
+//   ConvCase, kConvCases, convOp(c),
+//     convPartition(c, n, f, oh, ow, ch)       halos from the window
+//   PoolCase, kPoolCases, poolOp(kind, c), poolPartition(c, n, ch, oh, ow),
+//     distinctValues(count, seed)              no ties in a pooling window
+//   batchNormOp(input[, attributes]), withBatchNormStatistics(inputs),
+//     batchNormPartition(shape, n, c, h[, perChannel]),
+//     batchNormPartitionings(shape)           samples, channels, rows, grid
+//   AttentionCase, kAttentionLeads, attentionOp(c),
+//     attentionPartition(c, batch, rows)
+//   ReduceCase, reduceCases(), reducedDims(c), reduceResultShape(c),
+//     reduceOp(c), reducePartition(c, box)
+//   GatherCase, gatherCases(), gatherResultShape(c), gatherOp(c)
+//   BinaryCase, binaryCases(), BroadcastShapes, broadcastShapes(),
+//     broadcastBox(shape, box)                 numpy broadcasting of a box
+//   pieceBoxes(b, pieces, axis)               concat/split pieces
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_TEST_UNIT_KERNELCASES_H
+#define PPC_TEST_UNIT_KERNELCASES_H
+
+#include "KernelTestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ppc::runtime::test {
+
+//===----------------------------------------------------------------------===//
+// matmul, linear
+//===----------------------------------------------------------------------===//
+
+struct MatMulCase {
+  std::vector<int64_t> lhs, rhs, result;
+  bool transposeLhs, transposeRhs;
+};
+
+/// Batch broadcasting (either side), transposes, rank 2 to 4.
+inline const std::vector<MatMulCase> kMatMulCases = {
+    {{3, 4}, {4, 5}, {3, 5}, false, false},
+    {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}, false, false},
+    {{2, 3, 4}, {4, 5}, {2, 3, 5}, false, false},
+    {{2, 4, 3}, {5, 4}, {2, 3, 5}, true, true},
+    {{2, 1, 3, 4}, {1, 3, 5, 4}, {2, 3, 3, 5}, false, true},
+    {{3, 4, 3}, {3, 4, 5}, {3, 3, 5}, true, false},
+};
+
+inline OpDesc matMulOp(const MatMulCase &c) {
+  return makeOp("ppc.matmul", {c.lhs, c.rhs}, {c.result},
+                {{"transpose_lhs", int64_t{c.transposeLhs}},
+                 {"transpose_rhs", int64_t{c.transposeRhs}}});
+}
+
+/// The partition computing result batches `batch` (ranges of the result's
+/// batch dims; operands broadcast along a dim hold all of it), rows m, cols
+/// n over the reduction range k.
+inline Partition matMulPartition(const MatMulCase &c,
+                                 const std::vector<Range> &batch, Range m,
+                                 Range n, Range k) {
+  auto operandBox = [&](const std::vector<int64_t> &shape, Range rows,
+                        Range cols, bool transposed) {
+    Box box = wholeBox(shape);
+    size_t lead = batch.size() - (shape.size() - 2);
+    for (size_t d = 0; d + 2 < shape.size(); ++d)
+      if (shape[d] != 1)
+        box = withRange(box, d, batch[lead + d].first, batch[lead + d].second);
+    if (transposed)
+      std::swap(rows, cols);
+    box = withRange(box, shape.size() - 2, rows.first, rows.second);
+    return withRange(box, shape.size() - 1, cols.first, cols.second);
+  };
+  Box result = wholeBox(c.result);
+  for (size_t d = 0; d < batch.size(); ++d)
+    result = withRange(result, d, batch[d].first, batch[d].second);
+  size_t rank = c.result.size();
+  result = withRange(result, rank - 2, m.first, m.second);
+  result = withRange(result, rank - 1, n.first, n.second);
+  return {{operandBox(c.lhs, m, k, c.transposeLhs),
+           operandBox(c.rhs, k, n, c.transposeRhs)},
+          {result}};
+}
+
+inline OpDesc linearOp(const std::vector<int64_t> &input, int64_t n,
+                       bool transposeWeight, bool bias) {
+  int64_t k = input.back();
+  std::vector<std::vector<int64_t>> operands = {
+      input, transposeWeight ? std::vector<int64_t>{n, k}
+                             : std::vector<int64_t>{k, n}};
+  if (bias)
+    operands.push_back({n});
+  std::vector<int64_t> result = input;
+  result.back() = n;
+  return makeOp("ppc.linear", operands, {result},
+                {{"transpose_weight", int64_t{transposeWeight}}});
+}
+
+/// Rows of the leading dims, cols n, reduction k; the bias follows n.
+inline Partition linearPartition(const OpDesc &op,
+                                 const std::vector<Range> &rows, Range n,
+                                 Range k) {
+  bool transposed = op.getInt("transpose_weight", 0) != 0;
+  const auto &inputShape = op.operandShapes[0];
+  size_t last = inputShape.size() - 1;
+  Box input = wholeBox(inputShape), result = wholeBox(op.resultShapes[0]);
+  for (size_t d = 0; d < last; ++d) {
+    input = withRange(input, d, rows[d].first, rows[d].second);
+    result = withRange(result, d, rows[d].first, rows[d].second);
+  }
+  input = withRange(input, last, k.first, k.second);
+  result = withRange(result, last, n.first, n.second);
+  Box weight = wholeBox(op.operandShapes[1]);
+  weight = withRange(weight, transposed ? 1 : 0, k.first, k.second);
+  weight = withRange(weight, transposed ? 0 : 1, n.first, n.second);
+  Partition p{{input, weight}, {result}};
+  if (op.operandShapes.size() == 3)
+    p.inputs.push_back({{n.first}, {n.second}});
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  std::vector<int64_t> input, weight;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t groups;
+  bool bias;
+
+  int64_t outSize(int i) const {
+    int64_t window = (weight[2 + i] - 1) * dilations[i] + 1;
+    return (input[2 + i] + pads[i] + pads[2 + i] - window) / strides[i] + 1;
+  }
+  std::vector<int64_t> result() const {
+    return {input[0], weight[0], outSize(0), outSize(1)};
+  }
+};
+
+inline OpDesc convOp(const ConvCase &c) {
+  std::vector<std::vector<int64_t>> operands = {c.input, c.weight};
+  if (c.bias)
+    operands.push_back({c.weight[0]});
+  return makeOp("ppc.conv2d", operands, {c.result()},
+                {{"strides", c.strides},
+                 {"pads", c.pads},
+                 {"dilations", c.dilations},
+                 {"groups", c.groups}});
+}
+
+inline const std::vector<ConvCase> kConvCases = {
+    // 3x3, pad 1.
+    {{2, 4, 6, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    // Stride 2 x 1, asymmetric pads, dilation 2 x 1, no bias.
+    {{2, 3, 9, 6}, {4, 3, 3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 1, false},
+    // Two groups.
+    {{2, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true},
+    // Pointwise (the im2col-free path).
+    {{2, 4, 3, 5}, {3, 4, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    // Depthwise, stride 2.
+    {{1, 3, 5, 5}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3, true},
+};
+
+/// The partition computing samples n, output channels f, rows oh, cols ow
+/// over weight channels ch (a reduction range when groups == 1).
+inline Partition convPartition(const ConvCase &c, Range n, Range f, Range oh,
+                               Range ow, Range ch) {
+  int64_t Cg = c.weight[1], Fg = c.weight[0] / c.groups;
+  Range inChannels = ch;
+  if (c.groups > 1)
+    inChannels = {f.first / Fg * Cg, ((f.second - 1) / Fg + 1) * Cg};
+  auto window = [&](Range out, int i) {
+    return windowRange(out.first, out.second, c.strides[i], -c.pads[i],
+                       (c.weight[2 + i] - 1) * c.dilations[i] + 1,
+                       c.input[2 + i]);
+  };
+  Range rows = window(oh, 0), cols = window(ow, 1);
+  Partition p;
+  p.inputs.push_back({{n.first, inChannels.first, rows.first, cols.first},
+                      {n.second, inChannels.second, rows.second, cols.second}});
+  p.inputs.push_back({{f.first, ch.first, 0, 0},
+                      {f.second, ch.second, c.weight[2], c.weight[3]}});
+  if (c.bias)
+    p.inputs.push_back({{f.first}, {f.second}});
+  p.outputs.push_back({{n.first, f.first, oh.first, ow.first},
+                       {n.second, f.second, oh.second, ow.second}});
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// max_pool2d, avg_pool2d
+//===----------------------------------------------------------------------===//
+
+struct PoolCase {
+  std::vector<int64_t> input, kernel, strides, pads;
+  bool ceilMode, countIncludePad;
+
+  int64_t outSize(int i) const {
+    int64_t span = input[2 + i] + pads[i] + pads[2 + i] - kernel[i];
+    int64_t out =
+        (ceilMode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) +
+        1;
+    // As PyTorch: the last window must start inside the input or left pad.
+    if (ceilMode && (out - 1) * strides[i] >= input[2 + i] + pads[i])
+      --out;
+    return out;
+  }
+  std::vector<int64_t> result() const {
+    return {input[0], input[1], outSize(0), outSize(1)};
+  }
+};
+
+inline OpDesc poolOp(const std::string &kind, const PoolCase &c) {
+  return makeOp(kind, {c.input}, {c.result()},
+                {{"kernel", c.kernel},
+                 {"strides", c.strides},
+                 {"pads", c.pads},
+                 {"ceil_mode", int64_t{c.ceilMode}},
+                 {"count_include_pad", int64_t{c.countIncludePad}}});
+}
+
+inline const std::vector<PoolCase> kPoolCases = {
+    {{2, 3, 6, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false},
+    {{2, 2, 7, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, false},
+    {{2, 2, 7, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, true},
+    {{1, 2, 6, 7}, {3, 2}, {2, 2}, {1, 0, 1, 1}, true, true},
+    {{1, 2, 5, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, true, false},
+};
+
+/// Distinct values 0.05 apart in shuffled order: no ties, and finite
+/// differences do not reorder a window.
+inline std::vector<float> distinctValues(int64_t count, uint32_t seed) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = 0.05f * static_cast<float>(i - count / 2);
+  std::shuffle(values.begin(), values.end(), std::mt19937(seed));
+  return values;
+}
+
+/// The partition computing samples n, channels ch, rows oh, cols ow (the
+/// input box with its halos).
+inline Partition poolPartition(const PoolCase &c, Range n, Range ch, Range oh,
+                               Range ow) {
+  auto window = [&](Range out, int i) {
+    return windowRange(out.first, out.second, c.strides[i], -c.pads[i],
+                       c.kernel[i], c.input[2 + i]);
+  };
+  Range rows = window(oh, 0), cols = window(ow, 1);
+  Box input{{n.first, ch.first, rows.first, cols.first},
+            {n.second, ch.second, rows.second, cols.second}};
+  Box output{{n.first, ch.first, oh.first, ow.first},
+             {n.second, ch.second, oh.second, ow.second}};
+  return {{input}, {output}};
+}
+
+//===----------------------------------------------------------------------===//
+// batch_norm
+//===----------------------------------------------------------------------===//
+
+inline OpDesc batchNormOp(const std::vector<int64_t> &input,
+                          std::map<std::string, AttributeValue> attributes = {
+                              {"epsilon", 1e-5}, {"momentum", 0.9}}) {
+  std::vector<int64_t> perChannel = {input[1]};
+  return makeOp("ppc.batch_norm",
+                {input, perChannel, perChannel, perChannel, perChannel},
+                {input}, std::move(attributes));
+}
+
+/// Random input, scale, bias, running mean, running variance made
+/// batch_norm's: the input spread to mean 0.5 and spread 2, the running
+/// variance positive.
+inline std::vector<std::vector<float>>
+withBatchNormStatistics(std::vector<std::vector<float>> inputs) {
+  for (float &v : inputs[0])
+    v = 2.0f * v + 0.5f;
+  for (float &v : inputs[4])
+    v = 0.5f + std::fabs(v);
+  return inputs;
+}
+
+/// Samples n, channels c and rows h of [N, C, H, W]; the per-channel
+/// operands hold `perChannel` (default: the input's channels).
+inline Partition batchNormPartition(const std::vector<int64_t> &shape, Range n,
+                                    Range c, Range h,
+                                    std::optional<Range> perChannel = {}) {
+  Box input{{n.first, c.first, h.first, 0},
+            {n.second, c.second, h.second, shape[3]}};
+  Range held = perChannel ? *perChannel : c;
+  Box channels{{held.first}, {held.second}};
+  return {{input, channels, channels, channels, channels}, {input}};
+}
+
+/// The partitionings of a batch_norm of `shape` [N, C, H, W]: by samples
+/// (3 parts), by channels (3), by rows (2), and a 2 x 2 x 2 grid of them.
+inline std::vector<std::vector<Partition>>
+batchNormPartitionings(const std::vector<int64_t> &shape) {
+  Range allN{0, shape[0]}, allC{0, shape[1]}, allH{0, shape[2]};
+  std::vector<Partition> byBatch, byChannels, byRows, grid;
+  for (Range n : splitRange(shape[0], 3))
+    byBatch.push_back(batchNormPartition(shape, n, allC, allH));
+  for (Range c : splitRange(shape[1], 3))
+    byChannels.push_back(batchNormPartition(shape, allN, c, allH));
+  for (Range h : splitRange(shape[2], 2))
+    byRows.push_back(batchNormPartition(shape, allN, allC, h));
+  for (Range n : splitRange(shape[0], 2))
+    for (Range c : splitRange(shape[1], 2))
+      for (Range h : splitRange(shape[2], 2))
+        grid.push_back(batchNormPartition(shape, n, c, h));
+  return {byBatch, byChannels, byRows, grid};
+}
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+/// One attention problem: leading dims, sizes and attributes.
+struct AttentionCase {
+  std::vector<int64_t> lead;
+  int64_t S, T, D, Dv;
+  double scale = 1.0;
+  bool causal = false;
+  double ratio = 0.0;
+  int64_t seed = 0;
+
+  /// [lead..., a, b]
+  std::vector<int64_t> shape(int64_t a, int64_t b) const {
+    std::vector<int64_t> s = lead;
+    s.push_back(a);
+    s.push_back(b);
+    return s;
+  }
+  std::vector<int64_t> query() const { return shape(S, D); }
+  std::vector<int64_t> key() const { return shape(T, D); }
+  std::vector<int64_t> value() const { return shape(T, Dv); }
+  std::vector<int64_t> result() const { return shape(S, Dv); }
+  std::vector<int64_t> scores() const { return shape(S, T); }
+};
+
+/// The leading dims the attention cases run with: none, and two.
+inline const std::vector<std::vector<int64_t>> kAttentionLeads = {{}, {2, 3}};
+
+inline OpDesc attentionOp(const AttentionCase &c) {
+  return makeOp("ppc.attention", {c.query(), c.key(), c.value()}, {c.result()},
+                {{"scale", c.scale},
+                 {"causal", int64_t{c.causal}},
+                 {"ratio", c.ratio},
+                 {"seed", c.seed}});
+}
+
+/// The partition computing leading ranges `batch` and query rows `rows`.
+inline Partition attentionPartition(const AttentionCase &c,
+                                    const std::vector<Range> &batch,
+                                    Range rows) {
+  auto box = [&](const std::vector<int64_t> &shape) {
+    Box b = wholeBox(shape);
+    for (size_t d = 0; d < batch.size(); ++d)
+      b = withRange(b, d, batch[d].first, batch[d].second);
+    return b;
+  };
+  size_t rowDim = c.lead.size();
+  Box query = withRange(box(c.query()), rowDim, rows.first, rows.second);
+  Box result = withRange(box(c.result()), rowDim, rows.first, rows.second);
+  return {{query, box(c.key()), box(c.value())}, {result}};
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum, reduce_mean, reduce_max
+//===----------------------------------------------------------------------===//
+
+struct ReduceCase {
+  std::string name;
+  std::string kind;
+  std::vector<int64_t> axes;
+  int keepDims; ///< 0, 1, or -1: the attribute left out (default 1)
+  std::vector<int64_t> input = {3, 4, 5};
+};
+
+inline void PrintTo(const ReduceCase &c, std::ostream *os) { *os << c.name; }
+
+inline std::vector<ReduceCase> reduceCases() {
+  return {
+      {"sum_1_keep", "ppc.reduce_sum", {1}, 1},
+      {"sum_0_2", "ppc.reduce_sum", {0, 2}, 0},
+      {"mean_last", "ppc.reduce_mean", {-1}, 0},
+      {"mean_1_2_keep", "ppc.reduce_mean", {1, 2}, 1},
+      {"max_1_keep", "ppc.reduce_max", {1}, 1},
+      {"max_0_2", "ppc.reduce_max", {0, 2}, 0},
+  };
+}
+
+inline std::vector<bool> reducedDims(const ReduceCase &c) {
+  std::vector<bool> reduced(c.input.size(), false);
+  for (int64_t axis : c.axes)
+    reduced[axis < 0 ? axis + static_cast<int64_t>(c.input.size()) : axis] =
+        true;
+  return reduced;
+}
+
+inline std::vector<int64_t> reduceResultShape(const ReduceCase &c) {
+  std::vector<bool> reduced = reducedDims(c);
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < c.input.size(); ++d)
+    if (!reduced[d])
+      shape.push_back(c.input[d]);
+    else if (c.keepDims != 0)
+      shape.push_back(1);
+  return shape;
+}
+
+inline OpDesc reduceOp(const ReduceCase &c) {
+  std::map<std::string, AttributeValue> attributes = {{"axes", c.axes}};
+  if (c.keepDims >= 0)
+    attributes["keep_dims"] = int64_t{c.keepDims};
+  return makeOp(c.kind, {c.input}, {reduceResultShape(c)}, attributes);
+}
+
+/// The partition of the input box `box` (an iteration box): the result box
+/// follows it along the kept dims and is whole along the reduced ones.
+inline Partition reducePartition(const ReduceCase &c, const Box &box) {
+  std::vector<bool> reduced = reducedDims(c);
+  Box result;
+  for (size_t d = 0; d < c.input.size(); ++d) {
+    if (!reduced[d]) {
+      result.lo.push_back(box.lo[d]);
+      result.hi.push_back(box.hi[d]);
+    } else if (c.keepDims != 0) {
+      result.lo.push_back(0);
+      result.hi.push_back(1);
+    }
+  }
+  return {{box}, {result}};
+}
+
+//===----------------------------------------------------------------------===//
+// gather, concat/split
+//===----------------------------------------------------------------------===//
+
+struct GatherCase {
+  std::vector<int64_t> data, indices;
+  int64_t axis;
+  std::vector<float> indexValues;
+  /// Split of the iteration dims: the result dims, then the gathered rows.
+  std::vector<int64_t> parts;
+};
+
+inline std::vector<GatherCase> gatherCases() {
+  return {
+      // An embedding lookup; -1 is the last row, 4 appears twice.
+      {{5, 3}, {2, 3}, 0, {0, 4, 2, -1, 3, 1}, {2, 1, 2, 2}},
+      {{2, 5, 3}, {4}, 1, {1, 4, 0, 1}, {2, 2, 1, 3}},
+  };
+}
+
+inline std::vector<int64_t> gatherResultShape(const GatherCase &c) {
+  int64_t axis =
+      c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis;
+  std::vector<int64_t> shape(c.data.begin(), c.data.begin() + axis);
+  shape.insert(shape.end(), c.indices.begin(), c.indices.end());
+  shape.insert(shape.end(), c.data.begin() + axis + 1, c.data.end());
+  return shape;
+}
+
+inline OpDesc gatherOp(const GatherCase &c) {
+  return makeOp("ppc.gather", {c.data, c.indices}, {gatherResultShape(c)},
+                {{"axis", c.axis}});
+}
+
+/// The parts of concat's (split's) pieces, laid end to end along `axis`,
+/// that the iteration box `b` (in whole coordinates) covers, each in its
+/// piece's coordinates (empty where `b` does not reach the piece).
+inline std::vector<Box>
+pieceBoxes(const Box &b, const std::vector<std::vector<int64_t>> &pieces,
+           size_t axis) {
+  std::vector<Box> boxes;
+  int64_t offset = 0;
+  for (const auto &piece : pieces) {
+    int64_t size = piece[axis];
+    int64_t lo = std::clamp<int64_t>(b.lo[axis] - offset, 0, size);
+    int64_t hi = std::clamp<int64_t>(b.hi[axis] - offset, 0, size);
+    boxes.push_back(withRange(b, axis, lo, std::max(lo, hi)));
+    offset += size;
+  }
+  return boxes;
+}
+
+//===----------------------------------------------------------------------===//
+// Binary ops with numpy broadcasting
+//===----------------------------------------------------------------------===//
+
+struct BinaryCase {
+  std::string kind;
+  std::function<double(double, double)> reference;
+  float lhsLo, lhsHi, rhsLo, rhsHi;
+};
+
+inline void PrintTo(const BinaryCase &c, std::ostream *os) { *os << c.kind; }
+
+inline std::vector<BinaryCase> binaryCases() {
+  return {
+      {"ppc.add", [](double l, double r) { return l + r; }, -1, 1, -1, 1},
+      {"ppc.sub", [](double l, double r) { return l - r; }, -1, 1, -1, 1},
+      {"ppc.mul", [](double l, double r) { return l * r; }, -1, 1, -1, 1},
+      {"ppc.div", [](double l, double r) { return l / r; }, -1, 1, 0.5, 2},
+      {"ppc.pow", [](double l, double r) { return std::pow(l, r); }, 0.5, 2,
+       -1.5, 1.5},
+      {"ppc.max", [](double l, double r) { return std::max(l, r); }, -1, 1, -1,
+       1},
+      {"ppc.min", [](double l, double r) { return std::min(l, r); }, -1, 1, -1,
+       1},
+  };
+}
+
+/// Operand shapes, the broadcast result shape, and a grid split of it.
+struct BroadcastShapes {
+  std::vector<int64_t> lhs, rhs, result, parts;
+};
+
+inline std::vector<BroadcastShapes> broadcastShapes() {
+  return {
+      {{3, 4}, {3, 4}, {3, 4}, {3, 2}},
+      {{2, 3, 4}, {4}, {2, 3, 4}, {2, 1, 2}},
+      {{2, 1, 4}, {3, 1}, {2, 3, 4}, {2, 3, 2}},
+      {{1}, {2, 3}, {2, 3}, {2, 1}},
+      // A per-channel operand of an NCHW activation.
+      {{2, 3, 2, 3}, {3, 1, 1}, {2, 3, 2, 3}, {2, 2, 1, 2}},
+  };
+}
+
+/// The box of an operand of `shape` that numpy-broadcasts to the iteration
+/// box `box`: size-1 dims are read whole.
+inline Box broadcastBox(const std::vector<int64_t> &shape, const Box &box) {
+  size_t lead = box.lo.size() - shape.size();
+  Box operand = wholeBox(shape);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1)
+      operand = withRange(operand, i, box.lo[lead + i], box.hi[lead + i]);
+  return operand;
+}
+
+} // namespace ppc::runtime::test
+
+#endif // PPC_TEST_UNIT_KERNELCASES_H
