@@ -89,15 +89,16 @@ void forEachBatchRun(const std::vector<int64_t> &lo,
 }
 
 /// Elements between the matrices of consecutive innermost batches of an
-/// operand (0 where it is broadcast along that dim, or has no such dim).
+/// operand whose partition corner is (row, col) (0 where it is broadcast
+/// along that dim, or has no such dim).
 int64_t innerBatchStride(const MatrixOperand &operand, const TensorView &view,
-                         const MatMulRanges &r) {
+                         const MatMulRanges &r, int64_t row, int64_t col) {
   if (r.batchLo.empty() || r.batchHi.back() - r.batchLo.back() < 2)
     return 0;
   std::vector<int64_t> next = r.batchLo;
   next.back() += 1;
-  return matrixOffset(operand, view, next, r.mLo, r.kLo) -
-         matrixOffset(operand, view, r.batchLo, r.mLo, r.kLo);
+  return matrixOffset(operand, view, next, row, col) -
+         matrixOffset(operand, view, r.batchLo, row, col);
 }
 
 KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
@@ -118,15 +119,8 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
     return status;
   const int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t lda = a.extent(lhs.colDim), ldb = b.extent(rhs.colDim);
-  const int64_t strideA = innerBatchStride(lhs, a, r);
-  // The rhs's stride from its own corner (k, n).
-  int64_t strideB = 0;
-  if (!r.batchLo.empty() && r.batchHi.back() - r.batchLo.back() > 1) {
-    std::vector<int64_t> next = r.batchLo;
-    next.back() += 1;
-    strideB = matrixOffset(rhs, b, next, r.kLo, r.nLo) -
-              matrixOffset(rhs, b, r.batchLo, r.kLo, r.nLo);
-  }
+  const int64_t strideA = innerBatchStride(lhs, a, r, r.mLo, r.kLo);
+  const int64_t strideB = innerBatchStride(rhs, b, r, r.kLo, r.nLo);
   std::string error;
   forEachBatchRun(r.batchLo, r.batchHi, true,
                   [&](const std::vector<int64_t> &batch, int64_t count) {

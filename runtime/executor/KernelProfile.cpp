@@ -246,8 +246,9 @@ DType storageOf(const planfile::Tensor &tensor) {
   return dtype;
 }
 
-std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
-                        const DataSource &data, bool training, JobBuffers &b) {
+std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
+                        Backend &backend, const DataSource &data, bool training,
+                        JobBuffers &b) {
   const Op &op = plan.ops(job.op);
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -308,7 +309,6 @@ std::string makeBuffers(const Plan &plan, const Job &job, Backend &backend,
   std::vector<TensorView> boxes;
   for (const DeviceView &v : b.inputs)
     boxes.push_back({nullptr, v.shape, v.lo, v.hi});
-  const OpDesc desc = describeOp(plan, op);
   for (bool backward : {false, true})
     for (const std::vector<int64_t> &shape :
          scratchShapes(desc, boxes, backward)) {
@@ -372,11 +372,12 @@ std::string profileKernels(const Plan &plan, const std::string &requestsPath,
                         << " " << key.substr(key.rfind('|') + 1) << " "
                         << op.kind() << " (" << op.name() << ")\n"
                         << std::flush;
+    const OpDesc desc = describeOp(plan, op);
     JobBuffers b;
-    if (std::string err = makeBuffers(plan, job, backend, data, training, b);
+    if (std::string err =
+            makeBuffers(plan, desc, job, backend, data, training, b);
         !err.empty())
       return op.kind() + " (" + op.name() + "): " + err;
-    const OpDesc desc = describeOp(plan, op);
     auto forward = [&]() -> std::string {
       KernelContext ctx{1, training, 0};
       for (int32_t s = 0; s < numStages(desc, training, false); ++s) {

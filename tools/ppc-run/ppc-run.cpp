@@ -131,8 +131,7 @@ namespace {
 struct Args {
   std::string plan;
   std::string weights; ///< --weights, "" for the plan's own
-  RunOptions options;
-  double timeout = 300;
+  RunOptions options;  ///< options.timeout also bounds the MPI waits
   bool help = false;
   bool version = false;
 };
@@ -227,7 +226,7 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       // stod reads "inf" and "infinity"; NaN fails x > 0.
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number of seconds or 'inf'");
-      args.timeout = o.timeout = std::min(x, kUnlimitedTimeout);
+      o.timeout = std::min(x, kUnlimitedTimeout);
     } else if (name == "--verify-backend") {
       if (!takeValue() || !findBackend(value))
         return bad(backendNames().c_str());
@@ -300,7 +299,7 @@ int main(int argc, char **argv) {
   {
     Args args;
     std::string error = parseArgs(argc, argv, args);
-    auto comm = Communicator::world(args.timeout);
+    auto comm = Communicator::world(args.options.timeout);
     // Every rank sees the same arguments and plan: rank 0 speaks for all.
     const bool speaks = comm->rank() == 0;
     ppc::planfile::Plan plan;
