@@ -28,6 +28,7 @@ records in the manifest which one worked.  Usage: export_torchvision.py OUTDIR [
 
 import collections
 import json
+import math
 import os
 import sys
 import time
@@ -68,7 +69,128 @@ class TransformerLM(nn.Module):
         return self.head(h)
 
 
+class Seq2SeqTransformer(nn.Module):
+    """Encoder-decoder nn.Transformer (2 + 2 layers) over token ids, causal decoder mask."""
+
+    def __init__(self, vocab=1000, d_model=128, nhead=4, dim_ff=256, layers=2, seq=32):
+        super().__init__()
+        self.src_embed = nn.Embedding(vocab, d_model)
+        self.tgt_embed = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(1, seq, d_model) * 0.02)
+        self.transformer = nn.Transformer(d_model=d_model, nhead=nhead,
+                                          num_encoder_layers=layers,
+                                          num_decoder_layers=layers,
+                                          dim_feedforward=dim_ff, dropout=0.1,
+                                          batch_first=True)
+        for mod in self.transformer.modules():
+            if isinstance(mod, nn.MultiheadAttention):
+                mod._reset_parameters()
+            elif isinstance(mod, (nn.Linear, nn.LayerNorm)):
+                mod.reset_parameters()
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(seq))
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, src, tgt):
+        s = self.src_embed(src) + self.pos
+        t = self.tgt_embed(tgt) + self.pos
+        return self.head(self.transformer(s, t, tgt_mask=self.causal))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """Pre-norm block as Llama writes it: RMSNorm, rotary q/k, grouped-query
+    attention (kv_heads < heads), SwiGLU feed-forward."""
+
+    def __init__(self, d_model, heads, kv_heads, ffn):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d_model // heads
+        self.attn_norm = RMSNorm(d_model)
+        self.wq = nn.Linear(d_model, heads * self.head_dim, bias=False)
+        self.wk = nn.Linear(d_model, kv_heads * self.head_dim, bias=False)
+        self.wv = nn.Linear(d_model, kv_heads * self.head_dim, bias=False)
+        self.wo = nn.Linear(heads * self.head_dim, d_model, bias=False)
+        self.ffn_norm = RMSNorm(d_model)
+        self.w1 = nn.Linear(d_model, ffn, bias=False)
+        self.w3 = nn.Linear(d_model, ffn, bias=False)
+        self.w2 = nn.Linear(ffn, d_model, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, s, _ = x.shape
+        h = self.attn_norm(x)
+        q = self.wq(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(h).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(h).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        # Each key/value head serves heads / kv_heads query heads (expand +
+        # reshape, as Llama's repeat_kv; repeat_interleave exports as a Loop).
+        rep = self.heads // self.kv_heads
+        k = k[:, :, None].expand(b, self.kv_heads, rep, s, self.head_dim).reshape(
+            b, self.heads, s, self.head_dim)
+        v = v[:, :, None].expand(b, self.kv_heads, rep, s, self.head_dim).reshape(
+            b, self.heads, s, self.head_dim)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim) + mask
+        a = torch.softmax(scores, dim=-1) @ v
+        x = x + self.wo(a.transpose(1, 2).reshape(b, s, -1))
+        h = self.ffn_norm(x)
+        return x + self.w2(nn.functional.silu(self.w1(h)) * self.w3(h))
+
+
+class LlamaLM(nn.Module):
+    """A small Llama-style GPT: RMSNorm, rotary embeddings, SwiGLU, GQA."""
+
+    def __init__(self, vocab=1000, d_model=256, heads=8, kv_heads=2, ffn=688, layers=2,
+                 seq=64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, ffn)
+                                    for _ in range(layers))
+        self.norm = RMSNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+        head_dim = d_model // heads
+        inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        angles = torch.outer(torch.arange(seq).float(), inv)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("cos", angles.cos()[None, None])
+        self.register_buffer("sin", angles.sin()[None, None])
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x, self.cos, self.sin, self.mask)
+        return self.head(self.norm(x))
+
+
+class SegmentationOut(nn.Module):
+    """torchvision's segmentation models return a dict; export its "out"."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 SEQ_LEN = 64
+SEQ2SEQ_LEN = 32
+# Small images keep a CPU training step of the segmentation models short.
+SEGMENTATION_SIZE = 96
 
 
 def perturb_constant_tensors(module):
@@ -114,6 +236,21 @@ def _make(name):
         return tv.mobilenet_v2(weights=None), torch.randn(1, 3, 224, 224)
     if name.startswith("transformer_lm"):
         return TransformerLM(seq=SEQ_LEN), torch.randint(0, 1000, (1, SEQ_LEN), dtype=torch.int64)
+    if name == "mobilenet_v3_small":
+        return tv.mobilenet_v3_small(weights=None), torch.randn(1, 3, 224, 224)
+    if name == "fcn_resnet50":
+        m = tv.segmentation.fcn_resnet50(weights=None, weights_backbone=None,
+                                         num_classes=21, aux_loss=False)
+        return SegmentationOut(m), torch.randn(1, 3, SEGMENTATION_SIZE, SEGMENTATION_SIZE)
+    if name == "deeplabv3_resnet50":
+        m = tv.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None,
+                                               num_classes=21, aux_loss=False)
+        return SegmentationOut(m), torch.randn(1, 3, SEGMENTATION_SIZE, SEGMENTATION_SIZE)
+    if name == "seq2seq_transformer":
+        tokens = torch.randint(0, 1000, (1, SEQ2SEQ_LEN), dtype=torch.int64)
+        return Seq2SeqTransformer(seq=SEQ2SEQ_LEN), (tokens, tokens.roll(1, 1))
+    if name == "llama_lm":
+        return LlamaLM(seq=SEQ_LEN), torch.randint(0, 1000, (1, SEQ_LEN), dtype=torch.int64)
     raise ValueError(name)
 
 
@@ -128,6 +265,13 @@ MODELS = collections.OrderedDict([
     ("mobilenet_v2_opset11", 11),
     ("mobilenet_v2_opset9", 9),
     ("transformer_lm_opset11", 11),
+    # Front-end acceptance models (issue 15): HardSwish/HardSigmoid, Resize and
+    # dilated convolutions, an encoder-decoder with masks, and a Llama-style GPT.
+    ("mobilenet_v3_small", 13),
+    ("fcn_resnet50", 13),
+    ("deeplabv3_resnet50", 13),
+    ("seq2seq_transformer", 13),
+    ("llama_lm", 13),
 ])
 
 # Export options tried in order; the first that exports and passes the checker wins.
@@ -198,6 +342,12 @@ def describe(path):
 def export(name, opset, outdir):
     module, example = make(name)
     module.eval()
+    # One example tensor, or a tuple of them for models with several inputs
+    # (the encoder-decoder: "src", "tgt").
+    examples = example if isinstance(example, tuple) else (example,)
+    input_names = ["input"] if len(examples) == 1 else ["src", "tgt"][:len(examples)]
+    dynamic_axes = {n: {0: "batch"} for n in input_names}
+    dynamic_axes["output"] = {0: "batch"}
     path = os.path.join(outdir, name + ".onnx")
     errors = []
     opsets = [opset] + [o for o in FALLBACK_OPSETS if o != opset]
@@ -212,9 +362,9 @@ def export(name, opset, outdir):
                 # (aten::_transformer_encoder_layer_fwd), which has no ONNX export.
                 with torch.enable_grad():
                     torch.onnx.export(
-                        module, (example,), path,
-                        input_names=["input"], output_names=["output"],
-                        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                        module, examples, path,
+                        input_names=input_names, output_names=["output"],
+                        dynamic_axes=dynamic_axes,
                         opset_version=op, export_params=True, **opts)
                 info = describe(path)
                 foreign = [k for k in info["ops"] if "::" in k]

@@ -627,6 +627,28 @@ Value PlanEmitter::sourceBuffer(int64_t rank, Value value, const Box &box) {
   return buffer;
 }
 
+/// True if the distinct boxes of `pieces` together hold every element of
+/// `box` (pieces of one layout do not overlap except as identical replicas).
+static bool covers(const std::vector<Box> &pieces, const Box &box) {
+  int64_t need = 1;
+  for (const Range &r : box)
+    need *= r.size();
+  std::vector<Box> seen;
+  int64_t held = 0;
+  for (const Box &piece : pieces) {
+    if (llvm::is_contained(seen, piece))
+      continue;
+    seen.push_back(piece);
+    if (std::optional<Box> common = geometry::intersect(piece, box)) {
+      int64_t n = 1;
+      for (const Range &r : *common)
+        n *= r.size();
+      held += n;
+    }
+  }
+  return held == need;
+}
+
 FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
                                                     int64_t p) {
   Operation *op = parts.ops[k];
@@ -642,6 +664,17 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
     // Another use of a shared weight: gather its pieces from the holder.
     const OpLayout &from = parts.layouts[holder->op];
     const std::vector<Box> &held = from.operandBoxes[holder->operand];
+    // The weight lives only where its holder reads it; a region no piece
+    // holds is neither loaded nor trained (e.g. two slices of one weight).
+    if (!covers(held, box))
+      return op->emitError()
+             << "operand #" << i << " of '" << parts.graph.ops[k].name
+             << "' reads a region of weight '"
+             << stripped.getDefiningOp<WeightOp>().getName()
+             << "' that its first use '" << parts.graph.ops[holder->op].name
+             << "' does not read; read the weight whole once (e.g. through a "
+                "ppc.reshape to its own shape, as the ONNX importer does "
+                "for slices of initializers) and slice that";
     source.buffer = alloc(rank, tensorOf[stripped], box, false);
     keepForStep(rank, source.buffer);
     source.pieces = gatherFrom(

@@ -204,6 +204,8 @@ public:
   llvm::StringMap<ConstTensor> decoded;
   /// Initializers that are batch-norm running statistics.
   llvm::StringSet<> frozenWeights;
+  /// The whole-weight view that slices of a weight read (see convertSlice).
+  llvm::DenseMap<mlir::Value, mlir::Value> weightViews;
   /// Inferred element type and shape per value (dim < 0: not static).
   struct ValueType {
     int32_t dtype = 0;
@@ -239,6 +241,10 @@ public:
   mlir::Value createScalar(double value, mlir::Type elementType);
   /// True for initializers imported as trainable or frozen ppc.weight.
   bool isWeightInitializer(llvm::StringRef name);
+  /// True for a floating-point initializer (of at most 64 MiB) holding an
+  /// infinity or a NaN; cached per name.
+  bool holdsNonFinite(llvm::StringRef name);
+  llvm::StringMap<bool> nonFinite;
   void setValue(llvm::StringRef name, mlir::Value value) {
     values[name] = value;
   }

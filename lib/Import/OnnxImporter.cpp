@@ -36,6 +36,7 @@
 #include "onnx/shape_inference/implementation.h"
 
 #include <climits>
+#include <cmath>
 #include <exception>
 
 using namespace mlir;
@@ -233,7 +234,28 @@ bool GraphImporter::isWeightInitializer(StringRef name) {
     return false;
   const onnx::TensorProto &t = *it->second;
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
-  return isFloatDType(t.data_type()) && getNumElements(shape).value_or(0) > 1;
+  // A tensor with infinities (an attention mask the exporter wrote as a
+  // buffer) is a constant, not a weight: an optimizer step would move its
+  // finite entries, and the attention patterns need to see it.
+  return isFloatDType(t.data_type()) &&
+         getNumElements(shape).value_or(0) > 1 && !holdsNonFinite(name);
+}
+
+bool GraphImporter::holdsNonFinite(StringRef name) {
+  auto cached = nonFinite.find(name);
+  if (cached != nonFinite.end())
+    return cached->second;
+  const onnx::TensorProto &t = *initializers.lookup(name);
+  SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+  int64_t n = getNumElements(shape).value_or(0);
+  bool found = false;
+  std::string bytes;
+  constexpr int64_t kMaxScanBytes = int64_t(64) << 20;
+  if (n * getDTypeByteWidth(t.data_type()) <= kMaxScanBytes &&
+      !readTensorBytes(t, bytes))
+    for (int64_t i = 0; i < n && !found; ++i)
+      found = !std::isfinite(decodeFloatElement(bytes, i, t.data_type()));
+  return nonFinite[name] = found;
 }
 
 const ConstTensor *GraphImporter::getConst(StringRef name) {

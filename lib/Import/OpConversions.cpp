@@ -636,6 +636,23 @@ static LogicalResult convertSlice(GraphImporter &imp, const NodeProto &node) {
   FailureOr<SliceParams> p = getSliceParams(imp, node, xType.getShape(), error);
   if (failed(p))
     return emitError(imp.currentLoc) << "unsupported " << error;
+  // A weight lives in the layout its first reader reads it in
+  // (sim::weightHolders), so a weight must be read whole: slices of it
+  // (nn.MultiheadAttention's cross-attention slices in_proj_weight) share
+  // one view of it, a reshape to its own shape, which costs nothing and
+  // collects the slices' gradients like any activation's.
+  if (auto weight = x->getDefiningOp<g::WeightOp>()) {
+    Value &view = imp.weightViews[*x];
+    if (!view) {
+      OpBuilder::InsertionGuard guard(imp.builder);
+      imp.builder.setInsertionPointAfter(weight);
+      auto name = StringAttr::get(imp.context, weight.getName() + ".view");
+      view = g::ReshapeOp::create(imp.builder,
+                                  NameLoc::get(name, imp.getFileLoc()), xType,
+                                  *x);
+    }
+    x = view;
+  }
   imp.setValue(node.output(0), g::SliceOp::create(imp.builder, imp.currentLoc,
                                                   type.clone(p->shape), *x,
                                                   p->starts, p->steps));
