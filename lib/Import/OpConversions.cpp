@@ -353,7 +353,8 @@ static LogicalResult convertLayerNorm(GraphImporter &imp,
       node.output(0),
       g::LayerNormOp::create(imp.builder, imp.currentLoc, type, *x, *scale,
                              bias, imp.builder.getI64IntegerAttr(axis),
-                             f64(imp, getAttrFloat(node, "epsilon", 1e-5))));
+                             f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
+                             imp.builder.getBoolAttr(false)));
   return success();
 }
 

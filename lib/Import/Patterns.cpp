@@ -1,7 +1,7 @@
-//===- Patterns.cpp - Recognize LayerNorm, GELU and attention chains ------===//
+//===- Patterns.cpp - Recognize norm, GELU and attention chains -----------===//
 //
 // Exporters before opset 17 (and before GELU became an ONNX op) write
-// LayerNorm and GELU as chains of elementwise ops. The search and the cost
+// LayerNorm, RMSNorm, GELU and SiLU as chains of elementwise ops. The search and the cost
 // model should see one op each: the chains are matched on the imported ppc
 // ops and replaced. The attention core (scores, scale, causal mask,
 // softmax, dropout, context) becomes one fused ppc.attention. A bias Add
@@ -260,9 +260,105 @@ static bool matchLayerNorm(g::ReduceMeanOp mean, OpBuilder &builder) {
   }
   auto ln = g::LayerNormOp::create(
       builder, root->getLoc(), xType, x, reshapeTo(scale), reshapeTo(bias),
-      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(*eps));
+      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(*eps),
+      builder.getBoolAttr(false));
   root->getResult(0).replaceAllUsesWith(ln.getResult());
   return true;
+}
+
+/// RMSNorm as Llama and T5 write it: ms = ReduceMean(x^2 or x*x);
+/// y = x * (1 / sqrt(ms + eps)) (Div(1, Sqrt), Reciprocal(Sqrt) or Rsqrt)
+/// or y = x / sqrt(ms + eps); then [* scale]. Becomes layer_norm {rms}.
+static bool matchRmsNorm(g::ReduceMeanOp ms, OpBuilder &builder) {
+  Operation *square = ms.getInput().getDefiningOp();
+  Value x;
+  if (auto pow = dyn_cast_or_null<g::PowOp>(square);
+      pow && isConstantNear(pow.getRhs(), 2.0))
+    x = pow.getLhs();
+  else if (auto mul = dyn_cast_or_null<g::MulOp>(square);
+           mul && mul.getLhs() == mul.getRhs())
+    x = mul.getLhs();
+  else
+    return false;
+  auto xType = cast<RankedTensorType>(x.getType());
+  int64_t axis = getTrailingAxis(ms.getAxes(), xType.getRank());
+  if (axis < 0 || !ms.getKeepDims() ||
+      square->getResult(0).getType() != xType ||
+      !square->getResult(0).hasOneUse())
+    return false;
+  auto addEps = getSingleUser<g::AddOp>(ms.getResult());
+  if (!addEps)
+    return false;
+  Value epsValue =
+      addEps.getLhs() == ms.getResult() ? addEps.getRhs() : addEps.getLhs();
+  std::optional<double> eps = getScalarConstant(epsValue);
+  if (!eps)
+    return false;
+  // The inverse root, or the division by the root that ends the chain.
+  Value inverse;
+  Operation *root = nullptr;
+  if (auto rsqrt = getSingleUser<g::RsqrtOp>(addEps.getResult())) {
+    inverse = rsqrt.getResult();
+  } else if (auto sqrt = getSingleUser<g::SqrtOp>(addEps.getResult())) {
+    if (auto div = getSingleUser<g::DivOp>(sqrt.getResult());
+        div && div.getRhs() == sqrt.getResult()) {
+      if (div.getLhs() == x && div.getType() == xType)
+        root = div;
+      else if (isConstantNear(div.getLhs(), 1.0))
+        inverse = div.getResult();
+    } else if (auto reciprocal =
+                   getSingleUser<g::ReciprocalOp>(sqrt.getResult())) {
+      inverse = reciprocal.getResult();
+    }
+  }
+  if (inverse) {
+    auto mul = getSingleUser<g::MulOp>(inverse);
+    if (!mul || mul.getType() != xType ||
+        (mul.getLhs() == x ? mul.getRhs() : mul.getLhs()) != inverse ||
+        (mul.getLhs() != x && mul.getRhs() != x))
+      return false;
+    root = mul;
+  }
+  if (!root)
+    return false;
+
+  ArrayRef<int64_t> normShape = xType.getShape().drop_front(axis);
+  Value normalized = root->getResult(0), scale;
+  auto scaleMul = getSingleUser<g::MulOp>(normalized);
+  if ((scale = matchAffine(scaleMul, normalized, normShape)))
+    root = scaleMul;
+  builder.setInsertionPoint(root);
+  auto normType = RankedTensorType::get(normShape, xType.getElementType());
+  if (!scale)
+    scale = g::ConstantOp::create(
+        builder, root->getLoc(),
+        DenseElementsAttr::get(
+            normType, builder.getFloatAttr(xType.getElementType(), 1.0)));
+  else if (scale.getType() != normType)
+    scale = g::ReshapeOp::create(builder, root->getLoc(), normType, scale);
+  auto norm = g::LayerNormOp::create(
+      builder, root->getLoc(), xType, x, scale, Value(),
+      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(*eps),
+      builder.getBoolAttr(true));
+  root->getResult(0).replaceAllUsesWith(norm.getResult());
+  return true;
+}
+
+/// x * sigmoid(x) (either order): SiLU, as torch 1.13 exports F.silu (the
+/// gate of SwiGLU feed-forward blocks).
+static bool matchSilu(g::MulOp mul, OpBuilder &builder) {
+  for (auto [x, gate] : {std::pair(mul.getLhs(), mul.getRhs()),
+                         std::pair(mul.getRhs(), mul.getLhs())}) {
+    auto sigmoid = gate.getDefiningOp<g::SigmoidOp>();
+    if (!sigmoid || sigmoid.getInput() != x || !gate.hasOneUse() ||
+        mul.getType() != x.getType())
+      continue;
+    builder.setInsertionPoint(mul);
+    auto silu = g::SiluOp::create(builder, mul.getLoc(), mul.getType(), x);
+    mul.getResult().replaceAllUsesWith(silu.getResult());
+    return true;
+  }
+  return false;
 }
 
 /// linear(x, w) + b with b of shape [N] (either operand order).
@@ -454,6 +550,13 @@ void onnx_import::recognizePatterns(func::FuncOp func) {
     if (auto mean = dyn_cast<g::ReduceMeanOp>(op))
       matchLayerNorm(mean, builder);
   eraseDeadOps(body);
+  ops.clear();
+  for (Operation &op : body)
+    ops.push_back(&op);
+  for (Operation *op : ops)
+    if (auto meanSquare = dyn_cast<g::ReduceMeanOp>(op))
+      matchRmsNorm(meanSquare, builder);
+  eraseDeadOps(body);
 
   ops.clear();
   for (Operation &op : body)
@@ -467,6 +570,11 @@ void onnx_import::recognizePatterns(func::FuncOp func) {
       if (matchGelu(mul, builder))
         replaced.insert(op);
   }
+  eraseDeadOps(body);
+
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (auto mul = dyn_cast<g::MulOp>(&op))
+      matchSilu(mul, builder);
   eraseDeadOps(body);
 
   for (Operation &op : llvm::make_early_inc_range(body))

@@ -182,11 +182,13 @@ KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
   return "";
 }
 
-/// Mean and 1 / sqrt(variance + epsilon) of one row (two passes, double).
+/// Mean and 1 / sqrt(variance + epsilon) of one row (two passes, double);
+/// with `rms` (RMSNorm) the mean is taken as 0 and the variance is the mean
+/// square.
 PPC_HD inline void rowStats(const float *row, int64_t width, double epsilon,
-                            double &mean, double &invStd) {
+                            bool rms, double &mean, double &invStd) {
   double sum = 0;
-  for (int64_t k = 0; k < width; ++k)
+  for (int64_t k = 0; k < width && !rms; ++k)
     sum += row[k];
   mean = sum / width;
   double squares = 0;

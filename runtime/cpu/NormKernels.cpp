@@ -318,13 +318,14 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
+  bool rms = op.getInt("rms", 0) != 0;
   const float *scale = inputs[1].data;
   const float *bias = inputs.size() == 3 ? inputs[2].data : nullptr;
   for (int64_t r = 0; r < shape.rows; ++r) {
     const float *x = inputs[0].data + r * shape.width;
     float *y = outputs[0].data + r * shape.width;
     double mean, invStd;
-    rowStats(x, shape.width, epsilon, mean, invStd);
+    rowStats(x, shape.width, epsilon, rms, mean, invStd);
     float m = static_cast<float>(mean), s = static_cast<float>(invStd);
     for (int64_t k = 0; k < shape.width; ++k)
       y[k] = (x[k] - m) * s * scale[k] + (bias ? bias[k] : 0.0f);
@@ -344,6 +345,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
+  bool rms = op.getInt("rms", 0) != 0;
   const float *scale = inputs[1].data;
   float *dInput = inputGrads[0].data, *dScale = inputGrads[1].data;
   float *dBias = inputGrads.size() == 3 ? inputGrads[2].data : nullptr;
@@ -352,8 +354,9 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
     const float *x = inputs[0].data + r * width;
     const float *dy = outputGrads[0].data + r * width;
     double mean, invStd;
-    rowStats(x, width, epsilon, mean, invStd);
-    // dx = invStd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale.
+    rowStats(x, width, epsilon, rms, mean, invStd);
+    // dx = invStd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale;
+    // RMSNorm subtracts no mean, so its dx has no mean(g) term.
     double sumG = 0, sumGXhat = 0;
     for (int64_t k = 0; k < width; ++k) {
       double xhat = (x[k] - mean) * invStd;
@@ -367,7 +370,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
     }
     if (!dInput)
       continue;
-    double meanG = sumG / width, meanGXhat = sumGXhat / width;
+    double meanG = rms ? 0.0 : sumG / width, meanGXhat = sumGXhat / width;
     float *dx = dInput + r * width;
     for (int64_t k = 0; k < width; ++k) {
       double xhat = (x[k] - mean) * invStd;

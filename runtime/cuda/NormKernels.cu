@@ -346,6 +346,7 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
+  const bool rms = op.getInt("rms", 0) != 0;
   const int64_t rows = shape.rows, width = shape.width;
   double *stats = workspaceDoubles(exec, 2 * rows);
   if (!stats)
@@ -354,7 +355,8 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
   const float *bias = inputs.size() == 3 ? inputs[2].data : nullptr;
   float *y = outputs[0].data;
   launch(exec.stream, rows, [=] PPC_HD(int64_t r) {
-    rowStats(x + r * width, width, epsilon, stats[2 * r], stats[2 * r + 1]);
+    rowStats(x + r * width, width, epsilon, rms, stats[2 * r],
+             stats[2 * r + 1]);
   });
   launch(exec.stream, rows * width, [=] PPC_HD(int64_t i) {
     const int64_t r = i / width, k = i % width;
@@ -375,6 +377,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
+  const bool rms = op.getInt("rms", 0) != 0;
   const int64_t rows = shape.rows, width = shape.width;
   const float *x = inputs[0].data, *scale = inputs[1].data;
   const float *dy = outputGrads[0].data;
@@ -387,7 +390,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
   launch(exec.stream, rows, [=] PPC_HD(int64_t r) {
     const float *xr = x + r * width, *dyr = dy + r * width;
     double mean, invStd;
-    rowStats(xr, width, epsilon, mean, invStd);
+    rowStats(xr, width, epsilon, rms, mean, invStd);
     double sumG = 0, sumGXhat = 0;
     for (int64_t k = 0; k < width; ++k) {
       const double xhat = (xr[k] - mean) * invStd;
@@ -398,7 +401,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
     double *s = stats + 4 * r;
     s[0] = mean;
     s[1] = invStd;
-    s[2] = sumG / width;
+    s[2] = rms ? 0.0 : sumG / width; // RMSNorm's dx has no mean(g) term
     s[3] = sumGXhat / width;
   });
   // dscale and dbias sum over the rows: one thread per column, rows in

@@ -569,6 +569,8 @@ TEST(CpuBatchNorm, StagesAndScratchShapes) {
 //===----------------------------------------------------------------------===//
 
 TEST(CpuLayerNorm, ForwardGradientsAndPartitions) {
+  // rms: RMSNorm (no mean subtracted; the variance is the mean square).
+  for (bool rms : {false, true})
   for (bool bias : {false, true})
     for (int64_t axis : {-1, 1}) {
       std::vector<int64_t> shape = {3, 4, 5};
@@ -578,13 +580,16 @@ TEST(CpuLayerNorm, ForwardGradientsAndPartitions) {
       if (bias)
         operands.push_back(normalized);
       OpDesc op = makeOp("ppc.layer_norm", operands, {shape},
-                         {{"axis", axis}, {"epsilon", 1e-5}});
+                         {{"axis", axis},
+                          {"epsilon", 1e-5},
+                          {"rms", int64_t(rms)}});
       auto inputs = randomInputs(op);
       int64_t width = numElementsOf(normalized), rows = 60 / width;
       std::vector<float> expected(60);
       for (int64_t r = 0; r < rows; ++r) {
         const float *x = inputs[0].data() + r * width;
-        double mean = std::accumulate(x, x + width, 0.0) / width, var = 0;
+        double mean = rms ? 0.0 : std::accumulate(x, x + width, 0.0) / width;
+        double var = 0;
         for (int64_t k = 0; k < width; ++k)
           var += (x[k] - mean) * (x[k] - mean) / width;
         for (int64_t k = 0; k < width; ++k)

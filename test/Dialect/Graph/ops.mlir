@@ -58,6 +58,8 @@ func.func @pooling_and_norms(%x: tensor<2x4x8x8xf32>, %c: tensor<4xf32>,
   %4 = ppc.layer_norm %s, %g, %g : (tensor<2x5x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
   // CHECK: ppc.layer_norm %{{.*}}, %{{.*}} {axis = 2 : i64, epsilon = 9.9999999999999995E-7 : f64} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
   %5 = ppc.layer_norm %s, %g {axis = 2 : i64, epsilon = 1.0e-6 : f64} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
+  // CHECK: ppc.layer_norm %{{.*}}, %{{.*}} {rms = true} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
+  %rms = ppc.layer_norm %s, %g {rms = true} : (tensor<2x5x16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
   // CHECK: ppc.softmax %{{.*}} : tensor<2x5x16xf32>
   %6 = ppc.softmax %s : tensor<2x5x16xf32>
   // CHECK: ppc.log_softmax %{{.*}} {axis = 1 : i64} : tensor<2x5x16xf32>

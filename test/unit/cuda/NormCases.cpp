@@ -180,10 +180,14 @@ TEST(CudaLayerNorm, WholeAndRowPartitions) {
   for (bool bias : {false, true})
     for (int64_t axis : {-1, 1, 2, -2})
       for (auto attributes : std::vector<std::map<std::string, AttributeValue>>{
-               {{"epsilon", 1e-5}}, {}, {{"epsilon", 0.1}}}) {
+               {{"epsilon", 1e-5}},
+               {},
+               {{"epsilon", 0.1}},
+               {{"rms", int64_t(1)}, {"epsilon", 1e-6}}}) {
         OpDesc op = layerNormOp(shape, axis, bias, attributes);
         std::string name = "layer_norm axis " + std::to_string(axis) +
-                           (bias ? " with bias" : "");
+                           (bias ? " with bias" : "") +
+                           (attributes.count("rms") ? " rms" : "");
         AgreementCase c;
         c.op = op;
         expectBackendsAgree(c, name);

@@ -205,10 +205,17 @@ def PPC_BatchNormOp : PPC_ComputeOp<"batch_norm", [Pure]> {
 
 def PPC_LayerNormOp : PPC_ComputeOp<"layer_norm", [Pure]> {
   let summary = "Layer normalization over the dims from `axis` on";
+  let description = [{
+    `y = (x - mean) / sqrt(var + epsilon) * scale [+ bias]` over the dims
+    from `axis` on. With `rms = true` it is RMSNorm (Llama, T5): no mean is
+    subtracted, `y = x / sqrt(mean(x^2) + epsilon) * scale [+ bias]`; the
+    importer recognizes both as exporters write them.
+  }];
   let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$scale,
                        Optional<PPC_FloatTensor>:$bias,
                        DefaultValuedAttr<I64Attr, "-1">:$axis,
-                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon,
+                       DefaultValuedAttr<BoolAttr, "false">:$rms);
   let results = (outs PPC_FloatTensor:$result);
   let assemblyFormat = "$input `,` $scale (`,` $bias^)? attr-dict `:` "
                        "functional-type(operands, results)";
