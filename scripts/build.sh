@@ -16,16 +16,19 @@ fi
 cmake --build "$build" "$@"
 
 if [[ -f "$build/python/ppc/__init__.py" ]]; then
+  package_dir=$(cd "$build/python" && pwd)
   python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
-  site=$("${python:-/usr/bin/python3}" -c \
-    'import site; print(site.getusersitepackages() if site.ENABLE_USER_SITE else "")')
+  python=${python:-/usr/bin/python3}
+  site=$("$python" -c \
+    'import site; print(site.getusersitepackages() if site.ENABLE_USER_SITE else "")' \
+    2>/dev/null || true)
   if [[ -z "$site" ]]; then
-    echo "build: user site-packages disabled for $python; use" \
-      "PYTHONPATH=$build/python to import ppc" >&2
-  elif [[ "$(cat "$site/ppc-build.pth" 2>/dev/null)" != "$build/python" ]]; then
+    echo "build: no user site-packages for $python; use" \
+      "PYTHONPATH=$package_dir to import ppc" >&2
+  elif [[ "$(cat "$site/ppc-build.pth" 2>/dev/null)" != "$package_dir" ]]; then
     mkdir -p "$site"
-    echo "$build/python" >"$site/ppc-build.pth"
-    echo "build: $python imports ppc from $build/python" \
+    echo "$package_dir" >"$site/ppc-build.pth"
+    echo "build: $python imports ppc from $package_dir" \
       "($site/ppc-build.pth)" >&2
   fi
 fi

@@ -114,7 +114,7 @@ def parallelize(model, example_inputs=None, machine="dgx-h100",
     """
     out_dir = _out_dir(out_dir)
     path, batch_size = _model_file(model, example_inputs, batch_size, out_dir)
-    _ppc.check_machine(machine)
+    _ppc.check_machine(os.fspath(machine))
     report_dir = os.path.join(out_dir, "report")
     plan_path = os.path.join(out_dir, "plan.pb")
     options = {"machine": machine, "search": search}
@@ -164,7 +164,7 @@ def simulate(model, strategy=None, machine="dgx-h100", example_inputs=None,
     """
     out_dir = _out_dir(out_dir)
     path, batch_size = _model_file(model, example_inputs, batch_size, out_dir)
-    _ppc.check_machine(machine)
+    _ppc.check_machine(os.fspath(machine))
     passes = [("ppc-add-loss", {"loss": loss}),
               ("ppc-convert-dtype", {"dtype": dtype}),
               ("ppc-attach-machine", {"machine": machine})]
