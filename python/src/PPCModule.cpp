@@ -64,8 +64,11 @@ const DialectRegistry &getRegistry() {
 /// Parses `pipeline` into `pm`. A bad option value is reported by llvm::cl
 /// on llvm::errs() alone (the parser's error stream only gets "failed to add
 /// ..."), so stderr goes to a temporary file while parsing, and what it
-/// received becomes part of the error.
+/// received becomes part of the error. One parse at a time: the descriptor
+/// is the process's.
 absl::Status parsePipeline(StringRef pipeline, OpPassManager &pm) {
+  static std::mutex stderrMutex;
+  std::lock_guard<std::mutex> lock(stderrMutex);
   std::string errors;
   llvm::raw_string_ostream errorStream(errors);
   llvm::errs().flush();

@@ -5,6 +5,8 @@ a torch.nn.Module."""
 
 import filecmp
 import os
+import threading
+import time
 import unittest
 
 import ppc
@@ -93,6 +95,22 @@ class ParallelizeTest(TempDirTest):
             from_text = ppc.parallelize(f.read(), out_dir=self.path("text"),
                                         **SEARCH)
         self.assertEqual(from_text.strategy, from_path.strategy)
+
+    def test_other_threads_run_during_the_search(self):
+        # The search holds no GIL: this thread keeps ticking while it runs
+        # (it would not tick once if the extension kept the GIL).
+        done = threading.Event()
+        thread = threading.Thread(target=lambda: (ppc.parallelize(
+            example("mlp.onnx"), batch_size=8, machine="cpux2",
+            budget="1s", threads=1, out_dir=self.path("gil")), done.set()))
+        ticks = 0
+        thread.start()
+        while not done.is_set() and thread.is_alive():
+            ticks += 1
+            time.sleep(0.01)
+        thread.join()
+        self.assertTrue(done.is_set(), "the search failed")
+        self.assertGreater(ticks, 10)
 
 
 class TorchTest(TempDirTest):
