@@ -25,6 +25,9 @@ from . import _ppc
 
 __version__ = _ppc.version
 
+#: The machine when none is named: one DGX H100, as in scripts/demo.sh.
+DEFAULT_MACHINE = "dgx-h100"
+
 __all__ = [
     "Result",
     "Simulation",
@@ -59,7 +62,7 @@ class Result:
     #: One dict per op, as in the strategy file: name, kind, degrees (one per
     #: iteration dim), dims (size and SOAP kind of each), devices, start,
     #: strides, dtype, predicted_ms (forward, backward, communication).
-    strategy: List[Dict[str, Any]]
+    strategy: List[Dict[str, Any]] = field(repr=False)
     #: Simulated training iteration, in seconds (None for a pipeline).
     predicted_time_s: Optional[float]
     #: Peak memory of a device, in bytes: the most any device needs.
@@ -85,14 +88,15 @@ class Simulation:
     out_of_memory: Optional[bool]
     #: Per op: the strategy file's entry with predicted_ms (forward,
     #: backward, communication).
-    ops: List[Dict[str, Any]]
-    #: ppc-simulate's report: per device and per op.
-    report: str
+    ops: List[Dict[str, Any]] = field(repr=False)
+    #: ppc-simulate's report (per device and per op) and its file.
+    report: str = field(repr=False)
+    report_path: str
+    #: The simulated strategy, with predictions, as a strategy file.
     strategy_path: str
-    report_path: str = field(repr=False, default="")
 
 
-def parallelize(model, example_inputs=None, machine="dgx-h100",
+def parallelize(model, example_inputs=None, machine=DEFAULT_MACHINE,
                 search="mcmc", budget=None, batch_size=None, out_dir=None,
                 **search_options) -> Result:
     """Searches a strategy for training ``model`` on ``machine``.
@@ -150,9 +154,9 @@ def parallelize(model, example_inputs=None, machine="dgx-h100",
     )
 
 
-def simulate(model, strategy=None, machine="dgx-h100", example_inputs=None,
-             batch_size=None, optimizer="sgd", loss="auto", dtype="f32",
-             out_dir=None) -> Simulation:
+def simulate(model, strategy=None, machine=DEFAULT_MACHINE,
+             example_inputs=None, batch_size=None, optimizer="sgd",
+             loss="auto", dtype="f32", out_dir=None) -> Simulation:
     """Simulates one training iteration of ``model`` with ``strategy``.
 
     strategy: None (data parallel), a ``Result``, a strategy file's path,
