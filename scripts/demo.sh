@@ -11,7 +11,7 @@ build=${PPC_BUILD_DIR:-$root/build}
 model=${PPC_DEMO_MODEL:-$root/examples/cnn.onnx}
 machine=${PPC_DEMO_MACHINE:-dgx-h100}
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh" --target ppc-opt ppc-run
+"$root/scripts/build.sh" --target ppc-opt ppc-run ppc-python
 out="$build/demo"
 mkdir -p "$out"
 echo "ppc-opt: importing $model, simulating on $machine" >&2

@@ -13,6 +13,8 @@ packages=(
   # oneDNN's CMake package looks for OpenCL (its GPU runtime); a Recommends
   # that --no-install-recommends would skip.
   ocl-icd-opencl-dev
+  # The ppc Python module (python/) and its PyTorch tests.
+  python3-dev pybind11-dev python3-numpy python3-torch
 )
 # The importer's fuzzer needs clang's libFuzzer; only for PPC_SETUP_FUZZ=1.
 if [[ "${PPC_SETUP_FUZZ:-0}" == 1 ]]; then

@@ -13,6 +13,23 @@
 
 using namespace mlir;
 
+OwningOpRef<ModuleOp> ppc::loadModule(const std::string &path,
+                                      const OnnxImportOptions &options,
+                                      MLIRContext *context,
+                                      llvm::SourceMgr &sourceMgr,
+                                      std::string &error, bool *isOnnx) {
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
+  if (!file)
+    return nullptr;
+  bool onnx = isOnnxModel(file->getBuffer());
+  if (isOnnx)
+    *isOnnx = onnx;
+  if (onnx)
+    return importOnnxModel(file->getBuffer(), path, context, options);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, context);
+}
+
 std::optional<ppc::sim::Graph>
 ppc::loadSimGraph(const std::string &path, const OnnxImportOptions &options,
                   std::string &error) {
@@ -24,16 +41,8 @@ ppc::loadSimGraph(const std::string &path, const OnnxImportOptions &options,
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
 
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
-  if (!file)
-    return std::nullopt;
-  OwningOpRef<ModuleOp> module;
-  if (isOnnxModel(file->getBuffer())) {
-    module = importOnnxModel(file->getBuffer(), path, &context, options);
-  } else {
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  }
+  OwningOpRef<ModuleOp> module =
+      loadModule(path, options, &context, sourceMgr, error);
   if (!module)
     return std::nullopt;
   auto funcs = module->getOps<func::FuncOp>();

@@ -53,6 +53,23 @@ enum class Algorithm {
   Baseline
 };
 
+/// The searches `algorithm=` names; the baselines follow them.
+struct SearchInfo {
+  const char *name;
+  Algorithm algorithm;
+  const char *description;
+};
+constexpr SearchInfo kSearches[] = {
+    {"mcmc", Algorithm::MCMC,
+     "FlexFlow's MCMC over delta simulation, started from the dp's answer "
+     "and every baseline"},
+    {"dp", Algorithm::DynamicProgramming,
+     "dynamic programming over a series-parallel decomposition"},
+    {"exhaustive", Algorithm::Exhaustive, "every strategy (small graphs)"},
+    {"pipeline", Algorithm::Pipeline,
+     "pipeline stages x micro-batches x the baseline inside each stage"},
+};
+
 std::optional<Algorithm> parseAlgorithm(StringRef name) {
   // Megatron-LM's layout takes options (tp, pp, ...); its default is the
   // "megatron" baseline.
@@ -60,22 +77,22 @@ std::optional<Algorithm> parseAlgorithm(StringRef name) {
     return Algorithm::Megatron;
   if (search::findBaseline(name.str()))
     return Algorithm::Baseline;
-  return llvm::StringSwitch<std::optional<Algorithm>>(name)
-      .Case("mcmc", Algorithm::MCMC)
-      .Case("dp", Algorithm::DynamicProgramming)
-      .Case("exhaustive", Algorithm::Exhaustive)
-      .Case("pipeline", Algorithm::Pipeline)
-      .Default(std::nullopt);
+  for (const SearchInfo &info : kSearches)
+    if (name == info.name)
+      return info.algorithm;
+  return std::nullopt;
 }
 
 /// "mcmc, dp, exhaustive, data-parallel, ... or one-weird-trick".
 std::string algorithmNames() {
-  std::vector<std::string> names = {"mcmc", "dp", "exhaustive", "pipeline"};
-  for (const search::BaselineInfo &info : search::baselines())
-    names.push_back(info.name);
+  std::vector<std::pair<std::string, std::string>> list =
+      ppc::searchAlgorithms();
   std::string text;
-  for (size_t i = 0; i < names.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  for (size_t i = 0; i < list.size(); ++i)
+    text += (i == 0                 ? ""
+             : i + 1 == list.size() ? " or "
+                                    : ", ") +
+            list[i].first;
   return text;
 }
 
@@ -626,3 +643,12 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
 }
 
 } // namespace
+
+std::vector<std::pair<std::string, std::string>> ppc::searchAlgorithms() {
+  std::vector<std::pair<std::string, std::string>> list;
+  for (const SearchInfo &info : kSearches)
+    list.emplace_back(info.name, info.description);
+  for (const search::BaselineInfo &info : search::baselines())
+    list.emplace_back(info.name, info.description);
+  return list;
+}

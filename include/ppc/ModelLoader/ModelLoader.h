@@ -1,8 +1,8 @@
 //===- ModelLoader.h - a model file as the simulator's graph ----*- C++ -*-===//
 //
-// For tools, benchmarks and tests that want a model's sim::Graph without an
-// MLIR pipeline of their own: reads an ONNX model (imported with the given
-// options) or a ppc MLIR module, and builds the graph of its first function.
+// For tools, benchmarks, tests and the Python module: reads an ONNX model
+// (imported with the given options) or a ppc MLIR module, recognized by
+// content, as a module or as the sim::Graph of its first function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,10 +12,24 @@
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/Simulator/Graph.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/SourceMgr.h"
+
 #include <optional>
 #include <string>
 
 namespace ppc {
+
+/// The module of the model at `path`: an ONNX model imported with `options`,
+/// else MLIR parsed (with `sourceMgr` holding its buffer, for locations).
+/// Null on failure: `error` is set when the file cannot be read, else the
+/// diagnostics went to `context`'s handler. `isOnnx`, when given, says which
+/// the file was.
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModule(const std::string &path, const OnnxImportOptions &options,
+           mlir::MLIRContext *context, llvm::SourceMgr &sourceMgr,
+           std::string &error, bool *isOnnx = nullptr);
 
 /// The sim::Graph of the first function of the model at `path` (ONNX or
 /// MLIR, recognized by content). On failure returns nullopt and sets `error`

@@ -10,6 +10,9 @@
 #include "ppc/Simulator/Simulator.h"
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ppc {
 
@@ -18,6 +21,11 @@ namespace ppc {
 
 #define GEN_PASS_REGISTRATION
 #include "ppc/Transforms/Passes.h.inc"
+
+/// What ppc-search's `algorithm=` (ppc-auto-parallel's `search=`) takes: each
+/// search, then each baseline of search::baselines(), with a one-line
+/// description.
+std::vector<std::pair<std::string, std::string>> searchAlgorithms();
 
 } // namespace ppc
 

@@ -1,0 +1,339 @@
+"""ppc from Python: parallelize a model for training, simulate a strategy.
+
+The functions here build the pass pipelines ppc-opt runs and hand them to
+ppc's library (the ppc._ppc extension): ``parallelize`` is
+``ppc-opt MODEL --ppc-auto-parallel="..."``, ``simulate`` is
+``--ppc-import-strategy`` + ``--ppc-simulate`` + ``--ppc-export-strategy``.
+Their results are read back from the files those passes write (the strategy
+file of docs/strategy-format.md), so Python sees what ppc-opt would write.
+
+The lists (``machines()``, ``search_algorithms()``, ``search_options()``)
+come from ppc's own tables. Errors raise ValueError (bad input: a model that
+does not load, an unknown machine or option) or RuntimeError (a pass
+failed), with ppc's message. A PyTorch ``nn.Module`` is exported to ONNX
+with ``torch.onnx.export`` first. See docs/user-guide.md ("Python").
+"""
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from . import _ppc
+
+__version__ = _ppc.version
+
+#: The machine when none is named: one DGX H100, as in scripts/demo.sh.
+DEFAULT_MACHINE = "dgx-h100"
+
+__all__ = [
+    "Result",
+    "Simulation",
+    "machines",
+    "parallelize",
+    "search_algorithms",
+    "search_options",
+    "simulate",
+]
+
+
+def machines() -> Dict[str, str]:
+    """The machine presets: name (or pattern, N a count) -> description."""
+    return dict(_ppc.machines())
+
+
+def search_algorithms() -> Dict[str, str]:
+    """What ``search=`` takes: the searches, then the baselines."""
+    return dict(_ppc.search_algorithms())
+
+
+def search_options() -> Dict[str, str]:
+    """ppc-auto-parallel's options (name -> description). ``parallelize``
+    takes them as keyword arguments, '-' written '_'."""
+    return dict(_ppc.auto_parallel_options())
+
+
+@dataclass
+class Result:
+    """What ``parallelize`` found (the report's strategy.json, read back)."""
+
+    #: One dict per op, as in the strategy file: name, kind, degrees (one per
+    #: iteration dim), dims (size and SOAP kind of each), devices, start,
+    #: strides, dtype, predicted_ms (forward, backward, communication).
+    strategy: List[Dict[str, Any]] = field(repr=False)
+    #: Simulated training iteration, in seconds (None for a pipeline).
+    predicted_time_s: Optional[float]
+    #: Peak memory of a device, in bytes: the most any device needs.
+    memory_per_device: Optional[int]
+    bytes_moved: Optional[float]
+    out_of_memory: Optional[bool]
+    #: The pipeline (stages, micro-batches, schedule), or None.
+    pipeline: Optional[Dict[str, Any]]
+    #: The report directory (docs/reports.md) and its strategy file.
+    report_dir: str
+    strategy_path: str
+    #: The lowered plan for ppc-run.
+    plan_path: str
+
+
+@dataclass
+class Simulation:
+    """What ``simulate`` predicts for one training iteration."""
+
+    predicted_time_s: Optional[float]
+    memory_per_device: Optional[int]
+    bytes_moved: Optional[float]
+    out_of_memory: Optional[bool]
+    #: Per op: the strategy file's entry with predicted_ms (forward,
+    #: backward, communication).
+    ops: List[Dict[str, Any]] = field(repr=False)
+    #: ppc-simulate's report (per device and per op) and its file.
+    report: str = field(repr=False)
+    report_path: str
+    #: The simulated strategy, with predictions, as a strategy file.
+    strategy_path: str
+
+
+def parallelize(model, example_inputs=None, machine=DEFAULT_MACHINE,
+                search="mcmc", budget=None, batch_size=None, out_dir=None,
+                **search_options) -> Result:
+    """Searches a strategy for training ``model`` on ``machine``.
+
+    model: a path to an ONNX or MLIR file, ONNX bytes, MLIR text, or a
+        torch.nn.Module (exported with ``example_inputs``, batch dim
+        dynamic).
+    example_inputs: a tensor or a tuple of tensors (torch models only).
+    machine: a preset (``machines()``) or a machine JSON file.
+    search: a search or baseline (``search_algorithms()``).
+    budget: ppc's budget string ('30s', '2m', '5000'), an int (iterations
+        per chain) or a float (seconds); None: ppc's default.
+    batch_size: binds an ONNX model's batch dim (default for a torch
+        model: the example inputs' dim 0).
+    out_dir: where the model copy, report/ and plan.pb go (default: a new
+        temporary directory, kept).
+    search_options: more ppc-auto-parallel options (``search_options()``),
+        e.g. threads=1, seed=3, optimizer="adam", memory_limit="16GiB".
+    """
+    out_dir = _out_dir(out_dir)
+    path, batch_size = _model_file(model, example_inputs, batch_size, out_dir)
+    _ppc.check_machine(os.fspath(machine))
+    report_dir = os.path.join(out_dir, "report")
+    plan_path = os.path.join(out_dir, "plan.pb")
+    options = {"machine": machine, "search": search}
+    if budget is not None:
+        options["budget"] = _budget(budget)
+    for name, value in search_options.items():
+        key = name.replace("_", "-")
+        if key in ("report-dir", "plan"):
+            raise ValueError(f"{name} is set by out_dir")
+        options[key] = value
+    options["report-dir"] = report_dir
+    options["plan"] = plan_path
+    _run(path, batch_size, [("ppc-auto-parallel", options)])
+
+    strategy_path = os.path.join(report_dir, "strategy.json")
+    if not os.path.exists(strategy_path):
+        raise RuntimeError(
+            f"{path}: the module has several functions; their reports are "
+            f"in {report_dir}/<function>/")
+    with open(strategy_path) as f:
+        data = json.load(f)
+    prediction = data.get("prediction", {})
+    return Result(
+        strategy=data["ops"],
+        predicted_time_s=_seconds(prediction),
+        memory_per_device=prediction.get("peak_memory_bytes"),
+        bytes_moved=prediction.get("bytes_moved"),
+        out_of_memory=prediction.get("out_of_memory"),
+        pipeline=data.get("pipeline"),
+        report_dir=report_dir,
+        strategy_path=strategy_path,
+        plan_path=plan_path,
+    )
+
+
+def simulate(model, strategy=None, machine=DEFAULT_MACHINE,
+             example_inputs=None, batch_size=None, optimizer="sgd",
+             loss="auto", dtype="f32", out_dir=None) -> Simulation:
+    """Simulates one training iteration of ``model`` with ``strategy``.
+
+    strategy: None (data parallel), a ``Result``, a strategy file's path,
+        its parsed dict, or a list of per-op dicts (``Result.strategy``).
+    model, example_inputs, batch_size, machine, out_dir: as for
+        ``parallelize``; optimizer, loss, dtype: as its options of those
+        names (a strategy from ``parallelize`` names the loss ops it added,
+        so loss and dtype must be the ones it ran with).
+    """
+    out_dir = _out_dir(out_dir)
+    path, batch_size = _model_file(model, example_inputs, batch_size, out_dir)
+    _ppc.check_machine(os.fspath(machine))
+    passes = [("ppc-add-loss", {"loss": loss}),
+              ("ppc-convert-dtype", {"dtype": dtype}),
+              ("ppc-attach-machine", {"machine": machine})]
+    strategy_in = _strategy_file(strategy, out_dir)
+    if strategy_in:
+        passes.append(("ppc-import-strategy", {"file": strategy_in}))
+    report_path = os.path.join(out_dir, "simulation.txt")
+    strategy_path = os.path.join(out_dir, "simulated-strategy.json")
+    passes.append(("ppc-simulate",
+                   {"optimizer": optimizer, "output": report_path}))
+    passes.append(("ppc-export-strategy",
+                   {"optimizer": optimizer, "file": strategy_path}))
+    _run(path, batch_size, passes)
+
+    with open(strategy_path) as f:
+        data = json.load(f)
+    with open(report_path) as f:
+        report = f.read()
+    prediction = data.get("prediction", {})
+    return Simulation(
+        predicted_time_s=_seconds(prediction),
+        memory_per_device=prediction.get("peak_memory_bytes"),
+        bytes_moved=prediction.get("bytes_moved"),
+        out_of_memory=prediction.get("out_of_memory"),
+        ops=data["ops"],
+        report=report,
+        strategy_path=strategy_path,
+        report_path=report_path,
+    )
+
+
+# --- helpers ---------------------------------------------------------------
+
+
+def _out_dir(out_dir):
+    if out_dir is None:
+        return tempfile.mkdtemp(prefix="ppc-")
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    return out_dir
+
+
+def _seconds(prediction):
+    ms = prediction.get("iteration_ms")
+    return None if ms is None else ms / 1e3
+
+
+def _budget(budget):
+    # bool is an int: refuse it rather than read True as one iteration.
+    if isinstance(budget, bool):
+        raise ValueError(f"budget: expected a string, int or float, got "
+                         f"{budget!r}")
+    if isinstance(budget, int):
+        return str(budget)
+    if isinstance(budget, float):
+        return f"{budget!r}s"
+    return str(budget)
+
+
+def _option_value(key, value):
+    """A pass option's value as the pipeline parser reads it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    if not any(c.isspace() or c in "{}'\"=," for c in text):
+        return text
+    if '"' in text:
+        raise ValueError(f"{key}: a value with a double quote cannot be "
+                         f"passed to ppc: {text!r}")
+    return f'"{text}"'
+
+
+def _run(path, batch_size, passes):
+    pipeline = ",".join(
+        name + "{" + " ".join(f"{key}={_option_value(key, value)}"
+                              for key, value in options.items()) + "}"
+        for name, options in passes)
+    warnings = _ppc.run_pipeline(path, batch_size, pipeline)
+    if warnings:
+        sys.stderr.write(warnings)
+
+
+def _torch_module(model):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(model, torch.nn.Module)
+
+
+def _model_file(model, example_inputs, batch_size, out_dir):
+    """The model as a file ppc reads, and the batch size to import it with."""
+    if _torch_module(model):
+        return _export_torch(model, example_inputs, batch_size, out_dir)
+    if example_inputs is not None:
+        raise ValueError("example_inputs are for a torch.nn.Module; an ONNX "
+                         "or MLIR model has its own input shapes")
+    if isinstance(model, (bytes, bytearray)):
+        path = os.path.join(out_dir, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(model)
+        return path, batch_size
+    if isinstance(model, os.PathLike):
+        return os.fspath(model), batch_size
+    if isinstance(model, str):
+        # MLIR text has braces or lines; a path has neither.
+        if not os.path.exists(model) and ("\n" in model or "{" in model):
+            path = os.path.join(out_dir, "model.mlir")
+            with open(path, "w") as f:
+                f.write(model)
+            return path, batch_size
+        return model, batch_size
+    raise ValueError(
+        f"model: expected a path, ONNX bytes, MLIR text or a "
+        f"torch.nn.Module, got {type(model).__name__}")
+
+
+def _export_torch(model, example_inputs, batch_size, out_dir):
+    """Exports a torch.nn.Module to ONNX with a dynamic batch dim."""
+    import torch
+
+    if example_inputs is None:
+        raise ValueError("example_inputs: a torch.nn.Module needs example "
+                         "inputs to be exported to ONNX")
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    if not example_inputs or not all(
+            isinstance(t, torch.Tensor) and t.dim() > 0
+            for t in example_inputs):
+        raise ValueError("example_inputs: expected a tensor or a tuple of "
+                         "tensors with a batch dim")
+    input_names = [f"input{i}" for i in range(len(example_inputs))]
+    with torch.no_grad():
+        outputs = model(*example_inputs)
+    num_outputs = len(outputs) if isinstance(outputs, (tuple, list)) else 1
+    output_names = [f"output{i}" for i in range(num_outputs)]
+    path = os.path.join(out_dir, "model.onnx")
+    # The training graph as written: eval mode's folding (batch norm into
+    # the convolution) would change the ops ppc parallelizes.
+    torch.onnx.export(
+        model, example_inputs, path, input_names=input_names,
+        output_names=output_names,
+        dynamic_axes={name: {0: "batch"}
+                      for name in input_names + output_names},
+        training=torch.onnx.TrainingMode.PRESERVE,
+        do_constant_folding=False)
+    if batch_size is None:
+        batch_size = int(example_inputs[0].shape[0])
+    return path, batch_size
+
+
+def _strategy_file(strategy, out_dir):
+    """A strategy file for ppc-import-strategy, or None for none."""
+    if strategy is None:
+        return None
+    if isinstance(strategy, Result):
+        return strategy.strategy_path
+    if isinstance(strategy, (str, os.PathLike)):
+        return os.fspath(strategy)
+    if isinstance(strategy, list):
+        strategy = {"ops": strategy}
+    if not isinstance(strategy, dict):
+        raise ValueError(
+            f"strategy: expected None, a Result, a path, a dict or a list "
+            f"of per-op dicts, got {type(strategy).__name__}")
+    # What ppc reads back; informative keys (prediction, machine) it ignores.
+    path = os.path.join(out_dir, "strategy-in.json")
+    with open(path, "w") as f:
+        json.dump(strategy, f)
+    return path

@@ -1,0 +1,212 @@
+//===- PPCModule.cpp - the ppc._ppc Python extension ----------------------===//
+//
+// What the `ppc` Python package (python/ppc/__init__.py) calls. A model is
+// loaded as the tools load it (ppc::loadModule: ONNX by content, imported
+// with the batch size, else MLIR) and a textual pipeline of ppc's registered
+// passes runs on it: the same passes and pipelines (ppc-auto-parallel,
+// ppc-simulate, ...) that ppc-opt runs from its command line. The lists
+// Python shows (machine presets, search algorithms, ppc-auto-parallel's
+// options) are read from where they are defined.
+//
+// Errors are absl::Status inside and Python exceptions outside: bad input
+// (an unreadable model, a pipeline that does not parse, an unknown machine)
+// is ValueError, a pass that fails is RuntimeError; both carry ppc's
+// diagnostics. The GIL is released while a pipeline runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ppc/InitAll.h"
+#include "ppc/ModelLoader/ModelLoader.h"
+#include "ppc/Pipelines/Pipelines.h"
+#include "ppc/Simulator/Machine.h"
+#include "ppc/Transforms/Passes.h"
+#include "ppc/Version.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "absl/status/status.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+using namespace mlir;
+
+namespace {
+
+using NamedList = std::vector<std::pair<std::string, std::string>>;
+
+/// The dialects and passes ppc-opt registers, once per process.
+const DialectRegistry &getRegistry() {
+  static DialectRegistry registry;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ppc::registerAllDialects(registry);
+    ppc::registerAllPasses();
+  });
+  return registry;
+}
+
+/// Parses `pipeline` into `pm`. A bad option value is reported by llvm::cl
+/// on llvm::errs() alone (the parser's error stream only gets "failed to add
+/// ..."), so stderr goes to a temporary file while parsing, and what it
+/// received becomes part of the error. One parse at a time: the descriptor
+/// is the process's.
+absl::Status parsePipeline(StringRef pipeline, OpPassManager &pm) {
+  static std::mutex stderrMutex;
+  std::lock_guard<std::mutex> lock(stderrMutex);
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  llvm::errs().flush();
+  std::FILE *capture = std::tmpfile();
+  int savedStderr = capture ? ::dup(STDERR_FILENO) : -1;
+  bool redirected =
+      savedStderr >= 0 && ::dup2(::fileno(capture), STDERR_FILENO) >= 0;
+  LogicalResult parsed = parsePassPipeline(pipeline, pm, errorStream);
+  llvm::errs().flush();
+  std::string printed;
+  if (redirected) {
+    ::dup2(savedStderr, STDERR_FILENO);
+    std::rewind(capture);
+    char buffer[4096];
+    while (size_t n = std::fread(buffer, 1, sizeof(buffer), capture))
+      printed.append(buffer, n);
+  }
+  if (savedStderr >= 0)
+    ::close(savedStderr);
+  if (capture)
+    std::fclose(capture);
+  if (succeeded(parsed)) {
+    llvm::errs() << printed;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(printed + errors);
+}
+
+/// Loads the model at `path` and runs `pipeline` (passes of a module pass
+/// manager, as in `--pass-pipeline="builtin.module(...)"`) on it. On success
+/// `warnings` holds the diagnostics that did not stop it.
+absl::Status runPipeline(const std::string &path,
+                         std::optional<int64_t> batchSize,
+                         const std::string &pipeline, std::string &warnings) {
+  MLIRContext context(getRegistry());
+  context.loadAllAvailableDialects();
+  // As in ppc-opt: an error is the message, not a dump of the whole module.
+  context.printOpOnDiagnostic(false);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream(diagnostics);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnosticStream);
+
+  ppc::OnnxImportOptions importOptions;
+  importOptions.batchSize = batchSize;
+  std::string error;
+  bool isOnnx = false;
+  OwningOpRef<ModuleOp> module =
+      ppc::loadModule(path, importOptions, &context, sourceMgr, error, &isOnnx);
+  if (!module)
+    return absl::InvalidArgumentError(error.empty() ? diagnostics : error);
+  if (batchSize && !isOnnx)
+    return absl::InvalidArgumentError(
+        path + ": batch_size applies to ONNX models; an MLIR module's "
+               "shapes are fixed");
+
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (absl::Status parsed = parsePipeline(pipeline, pm); !parsed.ok())
+    return parsed;
+  if (failed(pm.run(*module)))
+    return absl::AbortedError(diagnostics);
+  warnings = std::move(diagnostics);
+  return absl::OkStatus();
+}
+
+/// Raises `status` as ValueError (bad input) or RuntimeError.
+void throwIfError(const absl::Status &status) {
+  if (status.ok())
+    return;
+  std::string message(status.message());
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  if (status.code() == absl::StatusCode::kInvalidArgument)
+    throw py::value_error(message);
+  throw std::runtime_error(message);
+}
+
+/// ppc-auto-parallel's options with their descriptions, sorted by name:
+/// PassOptions keeps them in the llvm::cl::SubCommand it derives from, which
+/// a derived class may read.
+struct AutoParallelOptionList : ppc::AutoParallelOptions {
+  NamedList list() const {
+    NamedList options;
+    for (const auto &entry : OptionsMap)
+      options.emplace_back(entry.first.str(), entry.second->HelpStr.str());
+    std::sort(options.begin(), options.end());
+    return options;
+  }
+};
+
+} // namespace
+
+PYBIND11_MODULE(_ppc, m) {
+  m.doc() = "ppc's library: run its pass pipelines on a model (see the ppc "
+            "package for the API)";
+  m.attr("version") = PPC_VERSION_STRING;
+
+  m.def(
+      "machines",
+      [] {
+        NamedList presets;
+        for (const ppc::PresetInfo &preset : ppc::listPresets())
+          presets.emplace_back(preset.name, preset.description);
+        return presets;
+      },
+      "The machine presets: (name or pattern, description) pairs.");
+
+  m.def("search_algorithms", &ppc::searchAlgorithms,
+        "What search= takes: (name, description) pairs.");
+
+  m.def(
+      "auto_parallel_options", [] { return AutoParallelOptionList().list(); },
+      "ppc-auto-parallel's options: (name, description) pairs.");
+
+  m.def(
+      "check_machine",
+      [](const std::string &presetOrPath) {
+        std::string error;
+        if (!ppc::loadMachine(presetOrPath, error))
+          throwIfError(absl::InvalidArgumentError(error));
+      },
+      py::arg("machine"),
+      "Raises ValueError unless `machine` is a preset or a machine file.");
+
+  m.def(
+      "run_pipeline",
+      [](const std::string &path, std::optional<int64_t> batchSize,
+         const std::string &pipeline) {
+        std::string warnings;
+        absl::Status status;
+        {
+          py::gil_scoped_release release;
+          status = runPipeline(path, batchSize, pipeline, warnings);
+        }
+        throwIfError(status);
+        return warnings;
+      },
+      py::arg("path"), py::arg("batch_size"), py::arg("pipeline"),
+      "Loads the model at `path` (ONNX or MLIR) and runs the pass pipeline "
+      "on it; returns the warnings it reported.");
+}

@@ -1,0 +1,110 @@
+"""Bad input raises ValueError or RuntimeError with ppc's message (what
+ppc-opt prints for the same input), never a crash; the module keeps working
+afterwards."""
+
+import os
+import unittest
+
+import ppc
+from ppctest import TempDirTest, example, ppc_opt
+
+MODEL = example("mlp.onnx")
+
+
+def ppc_opt_error(*args):
+    process = ppc_opt(*args, "-o", os.devnull, check=False)
+    assert process.returncode != 0, args
+    return process.stderr
+
+
+class ErrorsTest(TempDirTest):
+    def assertRaisesPpc(self, exception, expected, call):
+        """`call` raises `exception` whose message starts with a line of
+        ppc-opt's output `expected`; returns the message."""
+        with self.assertRaises(exception) as raised:
+            call()
+        message = str(raised.exception)
+        self.assertTrue(message, "empty message")
+        self.assertIn(message.splitlines()[0].strip(), expected)
+        return message
+
+    def test_missing_model(self):
+        missing = self.path("missing.onnx")
+        message = self.assertRaisesPpc(
+            ValueError, ppc_opt_error(missing),
+            lambda: ppc.parallelize(missing, machine="cpux2"))
+        self.assertIn("missing.onnx", message)
+
+    def test_unknown_machine(self):
+        message = self.assertRaisesPpc(
+            ValueError,
+            ppc_opt_error(MODEL, "--batch-size=4",
+                          "--ppc-attach-machine=machine=dgx-z900"),
+            lambda: ppc.parallelize(MODEL, machine="dgx-z900", batch_size=4))
+        self.assertIn("dgx-z900", message)
+        self.assertIn("dgx-h100xN", message)
+
+    def test_unknown_option(self):
+        message = self.assertRaisesPpc(
+            ValueError,
+            ppc_opt_error(MODEL, "--batch-size=4",
+                          "--ppc-auto-parallel=machine=cpux2 bogus-knob=3"),
+            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                    bogus_knob=3))
+        self.assertIn("no such option bogus-knob", message)
+
+    def test_bad_option_value(self):
+        for option, value in (("optimizer", "rmsprop"), ("threads", "many")):
+            with self.subTest(option):
+                message = self.assertRaisesPpc(
+                    ValueError,
+                    ppc_opt_error(
+                        MODEL, "--batch-size=4",
+                        f"--ppc-auto-parallel=machine=cpux2 {option}={value}"),
+                    lambda: ppc.parallelize(MODEL, machine="cpux2",
+                                            batch_size=4, **{option: value}))
+                self.assertIn(f"--{option} option", message)
+
+    def test_bad_budget_fails_in_the_search(self):
+        message = self.assertRaisesPpc(
+            RuntimeError,
+            ppc_opt_error(MODEL, "--batch-size=4",
+                          "--ppc-auto-parallel=machine=cpux2 budget=soon"),
+            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                    budget="soon"))
+        self.assertIn("bad budget 'soon'", message)
+
+    def test_not_a_model(self):
+        with self.assertRaises(ValueError) as raised:
+            ppc.parallelize(b"\x08\x07garbage", machine="cpux2",
+                            out_dir=self.path("bytes"))
+        self.assertIn("model.onnx", str(raised.exception))
+        with self.assertRaises(ValueError) as raised:
+            ppc.parallelize("module { func.func @f( }", machine="cpux2",
+                            out_dir=self.path("text"))
+        self.assertIn("model.mlir:1:", str(raised.exception))
+        with self.assertRaises(ValueError):
+            ppc.parallelize(42, machine="cpux2")
+
+    def test_strategy_for_another_model(self):
+        other = ppc.simulate(example("cnn.onnx"), None, machine="cpux2",
+                             batch_size=4, out_dir=self.path("cnn"))
+        with self.assertRaises(RuntimeError) as raised:
+            ppc.simulate(MODEL, other.strategy_path, machine="cpux2",
+                         batch_size=4, out_dir=self.path("mlp"))
+        self.assertIn("ppc-import-strategy", str(raised.exception))
+        self.assertIn("no op named", str(raised.exception))
+
+    def test_still_works_after_errors(self):
+        for call in (lambda: ppc.parallelize(MODEL, machine="nope"),
+                     lambda: ppc.parallelize(MODEL, machine="cpux2",
+                                             batch_size=4, budget="x")):
+            self.assertRaises((ValueError, RuntimeError), call)
+        result = ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                 budget=50, threads=1,
+                                 out_dir=self.path("ok"))
+        self.assertTrue(result.strategy)
+
+
+if __name__ == "__main__":
+    unittest.main()
