@@ -957,6 +957,56 @@ static LogicalResult convertGather(GraphImporter &imp, const NodeProto &node) {
   return success();
 }
 
+/// Where with a constant condition (masks): x and y are broadcast to the
+/// result, flattened and concatenated, and a ppc.gather with constant indices
+/// (i where the condition holds, n + i where not) picks each element. The
+/// values are copied, never combined arithmetically, so -inf fills come out
+/// exact, and each side gets its gradient through the gather's.
+static LogicalResult convertWhere(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  const ConstTensor *cond = imp.getConst(node.input(0));
+  if (!cond)
+    return emitError(imp.currentLoc) << "Where needs a constant condition";
+  int64_t n = type.getNumElements();
+  auto flatType = type.clone(ArrayRef<int64_t>{n});
+  SmallVector<Value, 2> sides;
+  for (int i = 1; i <= 2; ++i) {
+    FailureOr<Value> v = getInput(imp, node, i, type.getElementType());
+    if (failed(v))
+      return failure();
+    Value side = *v;
+    if (cast<RankedTensorType>(side.getType()).getShape() != type.getShape())
+      side = g::BroadcastOp::create(imp.builder, imp.currentLoc, type, side);
+    sides.push_back(reshape(imp, side, flatType.getShape()));
+  }
+  Value both = g::ConcatOp::create(imp.builder, imp.currentLoc,
+                                   type.clone(ArrayRef<int64_t>{2 * n}), sides,
+                                   imp.builder.getI64IntegerAttr(0));
+  // The condition broadcast to the result, read in row-major order.
+  ArrayRef<int64_t> shape = type.getShape();
+  size_t lead = shape.size() - cond->shape.size();
+  ConstTensor indices = ConstTensor::zeros(onnx::TensorProto::INT64, shape);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    int64_t rem = flat, at = 0, stride = n;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      stride /= shape[d];
+      int64_t coord = rem / stride;
+      rem %= stride;
+      if (d >= lead) {
+        int64_t size = cond->shape[d - lead];
+        at = at * size + (size == 1 ? 0 : coord);
+      }
+    }
+    indices.ints[flat] = cond->getInt(at) ? flat : n + flat;
+  }
+  Value index = imp.createConstant(
+      indices, getElementType(onnx::TensorProto::INT64, imp.context));
+  imp.setValue(node.output(0),
+               g::GatherOp::create(imp.builder, imp.currentLoc, type, both,
+                                   index, imp.builder.getI64IntegerAttr(0)));
+  return success();
+}
+
 /// Dropout: `ratio` attribute before opset 12, optional input after.
 static LogicalResult convertDropout(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
@@ -1054,6 +1104,7 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["ReduceMean"] = {convertReduce<g::ReduceMeanOp>, 1, true};
     m["ReduceMax"] = {convertReduce<g::ReduceMaxOp>, 1, true};
     m["Expand"] = {convertExpand, 1, false};
+    m["Where"] = {convertWhere, 3, true};
     return m;
   }();
   auto it = converters.find(opType);
@@ -1125,6 +1176,9 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
   if (op == "ReduceSum" && imp.opset >= 13 && hasInput(node, 1) &&
       !getConstInts(imp, node, 1))
     return std::string("with non-constant axes");
+  if (op == "Where" && !imp.getConst(node.input(0)))
+    return std::string("with a condition computed at run time (only a "
+                       "constant condition, a mask, is supported)");
   if (op == "Einsum") {
     SmallVector<int64_t, 2> ranks;
     for (int i = 0; i < node.input_size(); ++i)
