@@ -982,23 +982,11 @@ static LogicalResult convertWhere(GraphImporter &imp, const NodeProto &node) {
   Value both = g::ConcatOp::create(imp.builder, imp.currentLoc,
                                    type.clone(ArrayRef<int64_t>{2 * n}), sides,
                                    imp.builder.getI64IntegerAttr(0));
-  // The condition broadcast to the result, read in row-major order.
-  ArrayRef<int64_t> shape = type.getShape();
-  size_t lead = shape.size() - cond->shape.size();
-  ConstTensor indices = ConstTensor::zeros(onnx::TensorProto::INT64, shape);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t rem = flat, at = 0, stride = n;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      stride /= shape[d];
-      int64_t coord = rem / stride;
-      rem %= stride;
-      if (d >= lead) {
-        int64_t size = cond->shape[d - lead];
-        at = at * size + (size == 1 ? 0 : coord);
-      }
-    }
-    indices.ints[flat] = cond->getInt(at) ? flat : n + flat;
-  }
+  std::vector<int64_t> condAt = broadcastIndices(cond->shape, type.getShape());
+  ConstTensor indices =
+      ConstTensor::zeros(onnx::TensorProto::INT64, type.getShape());
+  for (int64_t i = 0; i < n; ++i)
+    indices.ints[i] = cond->getInt(condAt[i]) ? i : n + i;
   Value index = imp.createConstant(
       indices, getElementType(onnx::TensorProto::INT64, imp.context));
   imp.setValue(node.output(0),

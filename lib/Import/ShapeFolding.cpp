@@ -55,10 +55,8 @@ static Shape getStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-/// For each element of `outShape`, the flat index of the element of a tensor
-/// of `inShape` that numpy broadcasting reads.
-static std::vector<int64_t> broadcastIndices(ArrayRef<int64_t> inShape,
-                                             ArrayRef<int64_t> outShape) {
+std::vector<int64_t> onnx_import::broadcastIndices(ArrayRef<int64_t> inShape,
+                                                   ArrayRef<int64_t> outShape) {
   int64_t n = getNumElements(outShape).value_or(0);
   Shape outStrides = getStrides(outShape), inStrides = getStrides(inShape);
   size_t offset = outShape.size() - inShape.size();
