@@ -585,6 +585,18 @@ LogicalResult PowOp::verify() { return verifyBinary(getOperation()); }
 LogicalResult MaxOp::verify() { return verifyBinary(getOperation()); }
 LogicalResult MinOp::verify() { return verifyBinary(getOperation()); }
 
+/// The slope broadcasts to the input, never the other way (ONNX's
+/// unidirectional broadcasting): the result has the input's shape.
+LogicalResult PReluOp::verify() {
+  if (failed(verifyBinary(getOperation())))
+    return failure();
+  if (shapeOf(getResult()) != shapeOf(getLhs()))
+    return emitOpError() << "slope of shape " << formatShape(shapeOf(getRhs()))
+                         << " does not broadcast to the input shape "
+                         << formatShape(shapeOf(getLhs()));
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0 && ratio < 1))

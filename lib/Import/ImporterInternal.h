@@ -140,6 +140,11 @@ struct FoldInput {
   bool present = false; // false for an omitted optional input
 };
 
+/// For each element of `outShape`, the flat index of the element of a tensor
+/// of `inShape` that numpy broadcasting reads.
+std::vector<int64_t> broadcastIndices(llvm::ArrayRef<int64_t> inShape,
+                                      llvm::ArrayRef<int64_t> outShape);
+
 /// True for op types the evaluator knows.
 bool isFoldableOpType(llvm::StringRef opType);
 /// Evaluates `node` on known inputs. Fails (without diagnostics) when an input

@@ -12,9 +12,11 @@
 #include "ppc/Dialect/Graph/GraphOps.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <iterator>
 
 using namespace mlir;
 using namespace ppc;
@@ -176,18 +178,39 @@ static LogicalResult convertBinary(GraphImporter &imp, const NodeProto &node) {
   return success();
 }
 
-static LogicalResult convertLeakyRelu(GraphImporter &imp,
-                                      const NodeProto &node) {
+/// A float ONNX attribute and its default.
+struct FloatAttrDefault {
+  StringRef name;
+  double value;
+};
+
+/// Unary activations whose float ONNX attributes keep their names on the ppc
+/// op (LeakyRelu's alpha, HardSigmoid's alpha and beta...).
+template <typename OpTy, const FloatAttrDefault *Attrs, size_t NumAttrs>
+static LogicalResult convertActivation(GraphImporter &imp,
+                                       const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
   FailureOr<Value> x = getInput(imp, node, 0);
   if (failed(x))
     return failure();
-  imp.setValue(
-      node.output(0),
-      g::LeakyReluOp::create(imp.builder, imp.currentLoc, type, *x,
-                             f64(imp, getAttrFloat(node, "alpha", 0.01))));
+  auto op = OpTy::create(imp.builder, imp.currentLoc, type, ValueRange{*x});
+  for (const FloatAttrDefault &attr : ArrayRef(Attrs, NumAttrs))
+    op->setAttr(attr.name,
+                f64(imp, getAttrFloat(node, attr.name, attr.value)));
+  imp.setValue(node.output(0), op.getResult());
   return success();
 }
+
+static constexpr FloatAttrDefault kLeakyReluAttrs[] = {{"alpha", 0.01}};
+static constexpr FloatAttrDefault kHardSigmoidAttrs[] = {{"alpha", 0.2},
+                                                         {"beta", 0.5}};
+static constexpr FloatAttrDefault kEluAttrs[] = {{"alpha", 1.0}};
+static constexpr FloatAttrDefault kSeluAttrs[] = {
+    {"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}};
+
+template <typename OpTy, const auto &Attrs>
+static constexpr ConvertFn activation =
+    convertActivation<OpTy, Attrs, std::size(Attrs)>;
 
 static LogicalResult convertClip(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
@@ -358,6 +381,41 @@ static LogicalResult convertLayerNorm(GraphImporter &imp,
   return success();
 }
 
+/// InstanceNormalization: x [N, C, D...] normalized over D... for each (n, c),
+/// then scaled and shifted per channel. A layer_norm from axis 2 with a
+/// constant unit scale (the ppc op fuses the statistics and their
+/// gradient), then a mul and an add by the [C, 1...] reshaped scale and bias:
+/// existing ops, so backward, search and both backends need nothing new.
+static LogicalResult convertInstanceNorm(GraphImporter &imp,
+                                         const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  Type et = type.getElementType();
+  FailureOr<Value> x = getInput(imp, node, 0, et),
+                   scale = getInput(imp, node, 1, et),
+                   bias = getInput(imp, node, 2, et);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  ArrayRef<int64_t> shape = type.getShape();
+  auto spatialType = RankedTensorType::get(shape.drop_front(2), et);
+  Value ones = g::ConstantOp::create(
+      imp.builder, imp.currentLoc,
+      DenseElementsAttr::get(spatialType, imp.builder.getFloatAttr(et, 1.0)));
+  Value normalized = g::LayerNormOp::create(
+      imp.builder, imp.currentLoc, type, *x, ones, Value(),
+      imp.builder.getI64IntegerAttr(2),
+      f64(imp, getAttrFloat(node, "epsilon", 1e-5)));
+  // [C] -> [C, 1...]: numpy broadcasting aligns it with dim 1 of x.
+  SmallVector<int64_t> channelShape(shape.size() - 1, 1);
+  channelShape[0] = shape[1];
+  Value scaled =
+      g::MulOp::create(imp.builder, imp.currentLoc, type, normalized,
+                       reshape(imp, *scale, channelShape));
+  imp.setValue(node.output(0),
+               g::AddOp::create(imp.builder, imp.currentLoc, type, scaled,
+                                reshape(imp, *bias, channelShape)));
+  return success();
+}
+
 static LogicalResult convertGlobalAvgPool(GraphImporter &imp,
                                           const NodeProto &node) {
   return convertUnary<g::GlobalAvgPoolOp>(imp, node);
@@ -442,6 +500,208 @@ static LogicalResult convertMatMul(GraphImporter &imp, const NodeProto &node) {
   Value y = g::MatMulOp::create(imp.builder, imp.currentLoc, type.clone(shape),
                                 lhs, rhs, false, false);
   imp.setValue(node.output(0), reshape(imp, y, type.getShape()));
+  return success();
+}
+
+/// An Einsum equation, one letter per dim: the operands' subscripts and the
+/// result's (implicit mode: the letters used once, in alphabetical order).
+struct EinsumSpec {
+  SmallVector<std::string, 2> inputs;
+  std::string output;
+};
+
+/// Parses `equation` for operands of `ranks`; the forms ppc imports are one
+/// or two operands of distinct letters (no ellipsis, no diagonal), each
+/// result letter taken from an operand once. Sets `error` otherwise.
+static std::optional<EinsumSpec> parseEinsum(StringRef equation,
+                                             ArrayRef<int64_t> ranks,
+                                             std::string &error) {
+  std::string text;
+  for (char c : equation)
+    if (c != ' ')
+      text.push_back(c);
+  if (StringRef(text).contains("...")) {
+    error = "with an ellipsis ('...') in equation '" + equation.str() + "'";
+    return std::nullopt;
+  }
+  EinsumSpec spec;
+  StringRef lhs = text, rhs;
+  bool explicitOutput = StringRef(text).contains("->");
+  if (explicitOutput)
+    std::tie(lhs, rhs) = StringRef(text).split("->");
+  SmallVector<StringRef> terms;
+  lhs.split(terms, ',');
+  if (terms.size() != ranks.size() || terms.size() > 2) {
+    error = "with equation '" + equation.str() + "' on " +
+            std::to_string(ranks.size()) +
+            " operand(s) (one or two operands are supported)";
+    return std::nullopt;
+  }
+  auto distinctLetters = [&](StringRef term) {
+    for (size_t i = 0; i < term.size(); ++i)
+      if (!llvm::isAlpha(term[i]) || term.find(term[i], i + 1) != StringRef::npos)
+        return false;
+    return true;
+  };
+  for (auto [term, rank] : llvm::zip(terms, ranks)) {
+    if (!distinctLetters(term)) {
+      error = "with subscripts '" + term.str() + "' in equation '" +
+              equation.str() +
+              "' (a repeated letter, a diagonal, is not supported)";
+      return std::nullopt;
+    }
+    if (rank >= 0 && static_cast<int64_t>(term.size()) != rank) {
+      error = "with subscripts '" + term.str() + "' for a rank-" +
+              std::to_string(rank) + " operand";
+      return std::nullopt;
+    }
+    spec.inputs.push_back(term.str());
+  }
+  std::string all = llvm::join(terms, "");
+  if (explicitOutput) {
+    if (!distinctLetters(rhs) || llvm::any_of(rhs, [&](char c) {
+          return all.find(c) == std::string::npos;
+        })) {
+      error = "with result subscripts '" + rhs.str() + "' in equation '" +
+              equation.str() + "' (distinct letters of the operands)";
+      return std::nullopt;
+    }
+    spec.output = rhs.str();
+  } else {
+    for (char c : all)
+      if (llvm::count(all, c) == 1)
+        spec.output.push_back(c);
+    llvm::sort(spec.output);
+  }
+  return spec;
+}
+
+/// Sums `value` (subscripts `letters`) over the letters not in `keep`.
+static Value sumOutLetters(GraphImporter &imp, Value value,
+                          std::string &letters, StringRef keep) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> axes, shape;
+  std::string kept;
+  for (auto [i, c] : llvm::enumerate(letters)) {
+    if (keep.contains(c)) {
+      kept.push_back(c);
+      shape.push_back(type.getDimSize(i));
+    } else {
+      axes.push_back(i);
+    }
+  }
+  if (axes.empty())
+    return value;
+  letters = kept;
+  return g::ReduceSumOp::create(imp.builder, imp.currentLoc, type.clone(shape),
+                                value, axes, false);
+}
+
+/// Transposes `value` (subscripts `letters`) to the subscripts `order`.
+static Value transposeLetters(GraphImporter &imp, Value value,
+                              StringRef letters, StringRef order) {
+  if (letters == order)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> perm, shape;
+  for (char c : order) {
+    perm.push_back(letters.find(c));
+    shape.push_back(type.getDimSize(perm.back()));
+  }
+  return g::TransposeOp::create(imp.builder, imp.currentLoc, type.clone(shape),
+                                value, perm);
+}
+
+/// Einsum as existing ops: letters of one operand that appear nowhere else
+/// are summed out first; two operands then become one batched matmul over
+/// [batch, free, contracted] x [batch, contracted, free] (transposes and
+/// reshapes around it); the result is transposed to the equation's order.
+static LogicalResult convertEinsum(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  Type et = type.getElementType();
+  SmallVector<Value, 2> operands;
+  SmallVector<int64_t, 2> ranks;
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Value> v = getInput(imp, node, i, et);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+    ranks.push_back(cast<RankedTensorType>(v->getType()).getRank());
+  }
+  std::string error;
+  std::optional<EinsumSpec> spec =
+      parseEinsum(getAttrString(node, "equation", ""), ranks, error);
+  if (!spec)
+    return emitError(imp.currentLoc) << "Einsum " << error;
+  std::string &out = spec->output;
+  SmallVector<std::string, 2> &letters = spec->inputs;
+  if (operands.size() == 1) {
+    Value y = sumOutLetters(imp, operands[0], letters[0], out);
+    imp.setValue(node.output(0), transposeLetters(imp, y, letters[0], out));
+    return success();
+  }
+  // Letters each operand shares with the other or the result stay.
+  for (int i = 0; i < 2; ++i)
+    operands[i] = sumOutLetters(imp, operands[i], letters[i],
+                                letters[1 - i] + out);
+  std::string batch, contracted, freeA, freeB;
+  for (char c : letters[0]) {
+    bool inB = StringRef(letters[1]).contains(c);
+    bool inOut = StringRef(out).contains(c);
+    (inB ? (inOut ? batch : contracted) : freeA).push_back(c);
+  }
+  for (char c : letters[1])
+    if (!StringRef(letters[0]).contains(c))
+      freeB.push_back(c);
+  auto sizeOf = [&](char c) {
+    for (int i = 0; i < 2; ++i)
+      if (size_t pos = letters[i].find(c); pos != std::string::npos)
+        return cast<RankedTensorType>(operands[i].getType()).getDimSize(pos);
+    return int64_t{1};
+  };
+  for (char c : batch + contracted) {
+    int64_t a = cast<RankedTensorType>(operands[0].getType())
+                    .getDimSize(letters[0].find(c));
+    int64_t b = cast<RankedTensorType>(operands[1].getType())
+                    .getDimSize(letters[1].find(c));
+    if (a != b)
+      return emitError(imp.currentLoc)
+             << "Einsum subscript '" << c << "' has size " << a
+             << " in operand 0 but " << b << " in operand 1";
+  }
+  auto product = [&](StringRef group) {
+    int64_t n = 1;
+    for (char c : group)
+      n *= sizeOf(c);
+    return n;
+  };
+  SmallVector<int64_t> batchShape;
+  for (char c : batch)
+    batchShape.push_back(sizeOf(c));
+  auto matrixShape = [&](int64_t rows, int64_t cols) {
+    SmallVector<int64_t> shape(batchShape);
+    shape.append({rows, cols});
+    return shape;
+  };
+  int64_t m = product(freeA), k = product(contracted), n = product(freeB);
+  Value lhs = reshape(imp,
+                      transposeLetters(imp, operands[0], letters[0],
+                                       batch + freeA + contracted),
+                      matrixShape(m, k));
+  Value rhs = reshape(imp,
+                      transposeLetters(imp, operands[1], letters[1],
+                                       batch + contracted + freeB),
+                      matrixShape(k, n));
+  Value matrixProduct = g::MatMulOp::create(imp.builder, imp.currentLoc,
+                                       type.clone(matrixShape(m, n)), lhs, rhs,
+                                       false, false);
+  std::string produced = batch + freeA + freeB;
+  SmallVector<int64_t> producedShape;
+  for (char c : produced)
+    producedShape.push_back(sizeOf(c));
+  imp.setValue(node.output(0),
+               transposeLetters(imp, reshape(imp, matrixProduct, producedShape),
+                                produced, out));
   return success();
 }
 
@@ -715,6 +975,44 @@ static LogicalResult convertGather(GraphImporter &imp, const NodeProto &node) {
   return success();
 }
 
+/// Where with a constant condition (masks): x and y are broadcast to the
+/// result, flattened and concatenated, and a ppc.gather with constant indices
+/// (i where the condition holds, n + i where not) picks each element. The
+/// values are copied, never combined arithmetically, so -inf fills come out
+/// exact, and each side gets its gradient through the gather's.
+static LogicalResult convertWhere(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  const ConstTensor *cond = imp.getConst(node.input(0));
+  if (!cond)
+    return emitError(imp.currentLoc) << "Where needs a constant condition";
+  int64_t n = type.getNumElements();
+  auto flatType = type.clone(ArrayRef<int64_t>{n});
+  SmallVector<Value, 2> sides;
+  for (int i = 1; i <= 2; ++i) {
+    FailureOr<Value> v = getInput(imp, node, i, type.getElementType());
+    if (failed(v))
+      return failure();
+    Value side = *v;
+    if (cast<RankedTensorType>(side.getType()).getShape() != type.getShape())
+      side = g::BroadcastOp::create(imp.builder, imp.currentLoc, type, side);
+    sides.push_back(reshape(imp, side, flatType.getShape()));
+  }
+  Value both = g::ConcatOp::create(imp.builder, imp.currentLoc,
+                                   type.clone(ArrayRef<int64_t>{2 * n}), sides,
+                                   imp.builder.getI64IntegerAttr(0));
+  std::vector<int64_t> condAt = broadcastIndices(cond->shape, type.getShape());
+  ConstTensor indices =
+      ConstTensor::zeros(onnx::TensorProto::INT64, type.getShape());
+  for (int64_t i = 0; i < n; ++i)
+    indices.ints[i] = cond->getInt(condAt[i]) ? i : n + i;
+  Value index = imp.createConstant(
+      indices, getElementType(onnx::TensorProto::INT64, imp.context));
+  imp.setValue(node.output(0),
+               g::GatherOp::create(imp.builder, imp.currentLoc, type, both,
+                                   index, imp.builder.getI64IntegerAttr(0)));
+  return success();
+}
+
 /// Dropout: `ratio` attribute before opset 12, optional input after.
 static LogicalResult convertDropout(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
@@ -764,7 +1062,15 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["Max"] = {convertBinary<g::MaxOp>, all, true};
     m["Min"] = {convertBinary<g::MinOp>, all, true};
     m["Relu"] = {convertUnary<g::ReluOp>, 1, true};
-    m["LeakyRelu"] = {convertLeakyRelu, 1, true};
+    m["LeakyRelu"] = {activation<g::LeakyReluOp, kLeakyReluAttrs>, 1, true};
+    m["HardSigmoid"] = {activation<g::HardSigmoidOp, kHardSigmoidAttrs>, 1,
+                        true};
+    m["HardSwish"] = {convertUnary<g::HardSwishOp>, 1, true};
+    m["Elu"] = {activation<g::EluOp, kEluAttrs>, 1, true};
+    m["Selu"] = {activation<g::SeluOp, kSeluAttrs>, 1, true};
+    m["Softplus"] = {convertUnary<g::SoftplusOp>, 1, true};
+    m["Mish"] = {convertUnary<g::MishOp>, 1, true};
+    m["PRelu"] = {convertBinary<g::PReluOp>, 2, true};
     m["Sigmoid"] = {convertUnary<g::SigmoidOp>, 1, true};
     m["Tanh"] = {convertUnary<g::TanhOp>, 1, true};
     m["Clip"] = {convertClip, 1, true};
@@ -780,8 +1086,10 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["Conv"] = {convertConv, 3, true};
     m["Gemm"] = {convertGemm, 3, true};
     m["MatMul"] = {convertMatMul, 2, true};
+    m["Einsum"] = {convertEinsum, all, true};
     m["BatchNormalization"] = {convertBatchNorm, 5, true};
     m["LayerNormalization"] = {convertLayerNorm, 3, true};
+    m["InstanceNormalization"] = {convertInstanceNorm, 3, true};
     m["MaxPool"] = {convertPool<g::MaxPool2DOp>, 1, true};
     m["AveragePool"] = {convertPool<g::AvgPool2DOp>, 1, true};
     m["GlobalAveragePool"] = {convertGlobalAvgPool, 1, true};
@@ -802,6 +1110,7 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["ReduceMean"] = {convertReduce<g::ReduceMeanOp>, 1, true};
     m["ReduceMax"] = {convertReduce<g::ReduceMaxOp>, 1, true};
     m["Expand"] = {convertExpand, 1, false};
+    m["Where"] = {convertWhere, 3, true};
     return m;
   }();
   auto it = converters.find(opType);
@@ -873,6 +1182,20 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
   if (op == "ReduceSum" && imp.opset >= 13 && hasInput(node, 1) &&
       !getConstInts(imp, node, 1))
     return std::string("with non-constant axes");
+  if (op == "Where" && !imp.getConst(node.input(0)))
+    return std::string("with a condition computed at run time (only a "
+                       "constant condition, a mask, is supported)");
+  if (op == "Einsum") {
+    SmallVector<int64_t, 2> ranks;
+    for (int i = 0; i < node.input_size(); ++i)
+      ranks.push_back(inputRank(i));
+    std::string error;
+    if (!parseEinsum(getAttrString(node, "equation", ""), ranks, error))
+      return error;
+  }
+  if (op == "InstanceNormalization" && inputRank(0) != -1 && inputRank(0) < 3)
+    return "on a rank-" + std::to_string(inputRank(0)) +
+           " input (it needs [N, C, D...] with at least one spatial dim)";
   if (op == "Gemm" && ((inputRank(0) != 2 && inputRank(0) != -1) ||
                        (inputRank(1) != 2 && inputRank(1) != -1)))
     return std::string("on operands that are not matrices");

@@ -4,7 +4,8 @@
 // shapes (Shape -> Gather -> Unsqueeze -> Concat -> Reshape and friends). Once
 // the symbolic dims are bound, these subgraphs are constants: folding them
 // lets Reshape, Expand, Slice... get static shapes, and they produce no ppc
-// ops. Every failure is silent: the node is simply left unfolded.
+// ops. Constant masks and index tensors (Trilu, CumSum, Range, Where) fold
+// the same way. Every failure is silent: the node is simply left unfolded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,10 +55,8 @@ static Shape getStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-/// For each element of `outShape`, the flat index of the element of a tensor
-/// of `inShape` that numpy broadcasting reads.
-static std::vector<int64_t> broadcastIndices(ArrayRef<int64_t> inShape,
-                                             ArrayRef<int64_t> outShape) {
+std::vector<int64_t> onnx_import::broadcastIndices(ArrayRef<int64_t> inShape,
+                                                   ArrayRef<int64_t> outShape) {
   int64_t n = getNumElements(outShape).value_or(0);
   Shape outStrides = getStrides(outShape), inStrides = getStrides(inShape);
   size_t offset = outShape.size() - inShape.size();
@@ -156,6 +155,8 @@ struct Folder {
   LogicalResult foldExpand();
   LogicalResult foldReduce(StringRef opType);
   LogicalResult foldTranspose();
+  LogicalResult foldTrilu();
+  LogicalResult foldCumSum();
 };
 } // namespace
 
@@ -770,6 +771,67 @@ LogicalResult Folder::foldTranspose() {
   return emit(gatherElements(*in, flat, shape));
 }
 
+/// Zeroes the elements of the last two dims (row i, column j) outside
+/// j - i >= k (upper) or j - i <= k (lower).
+LogicalResult Folder::foldTrilu() {
+  const ConstTensor *in = value(0);
+  if (!in || in->shape.size() < 2 || (hasInput(1) && !value(1)))
+    return failure();
+  if (hasInput(1) && value(1)->numElements() != 1)
+    return failure();
+  int64_t k = hasInput(1) ? value(1)->getInt(0) : 0;
+  bool upper = getAttrInt(node, "upper", 1) != 0;
+  int64_t rows = in->shape[in->shape.size() - 2], cols = in->shape.back();
+  ConstTensor t = *in;
+  for (int64_t flat = 0, e = t.numElements(); flat < e; ++flat) {
+    int64_t i = (flat / cols) % rows, j = flat % cols;
+    if (upper ? j - i >= k : j - i <= k)
+      continue;
+    if (t.isFloat())
+      t.floats[flat] = 0;
+    else
+      t.ints[flat] = 0;
+  }
+  return emit(std::move(t));
+}
+
+/// Running sums along `axis`, from the end with `reverse`, each without its
+/// own element with `exclusive`.
+LogicalResult Folder::foldCumSum() {
+  const ConstTensor *in = value(0), *axisValue = value(1);
+  if (!in || !axisValue || axisValue->numElements() != 1)
+    return failure();
+  int64_t rank = in->shape.size();
+  auto axis = normalizeAxis(axisValue->getInt(0), rank);
+  if (!axis)
+    return failure();
+  bool exclusive = getAttrInt(node, "exclusive", 0) != 0;
+  bool reverse = getAttrInt(node, "reverse", 0) != 0;
+  int64_t len = in->shape[*axis], stride = getStrides(in->shape)[*axis];
+  ConstTensor t = *in;
+  for (int64_t flat = 0, e = t.numElements(); flat < e; ++flat) {
+    if ((flat / stride) % len != 0)
+      continue; // not the start of a line along the axis
+    double sumF = 0;
+    int64_t sumI = 0;
+    for (int64_t step = 0; step < len; ++step) {
+      int64_t pos = reverse ? len - 1 - step : step;
+      int64_t at = flat + pos * stride;
+      if (t.isFloat()) {
+        double v = in->floats[at];
+        t.floats[at] = exclusive ? sumF : sumF + v;
+        sumF += v;
+      } else {
+        int64_t v = in->ints[at];
+        t.ints[at] = exclusive ? sumI : static_cast<int64_t>(
+                                            uint64_t(sumI) + uint64_t(v));
+        sumI = static_cast<int64_t>(uint64_t(sumI) + uint64_t(v));
+      }
+    }
+  }
+  return emit(std::move(t));
+}
+
 LogicalResult Folder::fold() {
   StringRef op = node.op_type();
   if (op == "Shape" || op == "Size")
@@ -797,6 +859,10 @@ LogicalResult Folder::fold() {
     return foldExpand();
   if (op == "Transpose")
     return foldTranspose();
+  if (op == "Trilu")
+    return foldTrilu();
+  if (op == "CumSum")
+    return foldCumSum();
   if (op.starts_with("Reduce"))
     return foldReduce(op);
   if (llvm::is_contained(
@@ -819,7 +885,8 @@ bool onnx_import::isFoldableOpType(StringRef opType) {
        "Mul",       "Div",        "Pow",         "Max",
        "Min",       "Sum",        "Mod",         "Equal",
        "Less",      "Greater",    "LessOrEqual", "GreaterOrEqual",
-       "And",       "Or",         "Xor"},
+       "And",       "Or",         "Xor",         "Trilu",
+       "CumSum"},
       opType);
 }
 

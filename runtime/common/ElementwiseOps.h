@@ -260,6 +260,84 @@ struct Silu {
   }
 };
 
+/// max(0, min(1, alpha x + beta)); the gradient passes (times alpha) where
+/// the line is strictly inside (0, 1).
+struct HardSigmoid {
+  float alpha, beta;
+  HardSigmoid(const OpDesc &op, KernelStatus &)
+      : alpha(static_cast<float>(op.getFloat("alpha", 0.2))),
+        beta(static_cast<float>(op.getFloat("beta", 0.5))) {}
+  PPC_HD float value(float x) const {
+    const float t = alpha * x + beta;
+    return t < 0 ? 0.0f : (t > 1 ? 1.0f : t);
+  }
+  PPC_HD float derivative(float x, float) const {
+    const float t = alpha * x + beta;
+    return t > 0 && t < 1 ? alpha : 0.0f;
+  }
+};
+
+/// x * hard_sigmoid(x) with alpha = 1/6, beta = 1/2 (ONNX HardSwish).
+struct HardSwish {
+  HardSwish(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const {
+    return x <= -3.0f ? 0.0f : (x >= 3.0f ? x : x * (x + 3.0f) / 6.0f);
+  }
+  PPC_HD float derivative(float x, float) const {
+    return x < -3.0f ? 0.0f : (x > 3.0f ? 1.0f : x / 3.0f + 0.5f);
+  }
+};
+
+/// alpha (e^x - 1) below 0 (expm1: exact near 0).
+struct Elu {
+  float alpha;
+  Elu(const OpDesc &op, KernelStatus &)
+      : alpha(static_cast<float>(op.getFloat("alpha", 1.0))) {}
+  PPC_HD float value(float x) const {
+    return x > 0 ? x : alpha * std::expm1(x);
+  }
+  PPC_HD float derivative(float x, float) const {
+    return x > 0 ? 1.0f : alpha * std::exp(x);
+  }
+};
+
+/// gamma * elu_alpha(x), with ONNX's defaults.
+struct Selu {
+  float alpha, gamma;
+  Selu(const OpDesc &op, KernelStatus &)
+      : alpha(static_cast<float>(
+            op.getFloat("alpha", 1.67326319217681884765625))),
+        gamma(static_cast<float>(
+            op.getFloat("gamma", 1.05070102214813232421875))) {}
+  PPC_HD float value(float x) const {
+    return gamma * (x > 0 ? x : alpha * std::expm1(x));
+  }
+  PPC_HD float derivative(float x, float) const {
+    return gamma * (x > 0 ? 1.0f : alpha * std::exp(x));
+  }
+};
+
+/// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): no overflow for large x.
+PPC_HD inline float softplusOf(float x) {
+  return (x > 0 ? x : 0.0f) + std::log1p(std::exp(-std::fabs(x)));
+}
+
+struct Softplus {
+  Softplus(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return softplusOf(x); }
+  PPC_HD float derivative(float x, float) const { return sigmoidOf(x); }
+};
+
+/// x tanh(softplus(x)); d/dx = t + x sigmoid(x) (1 - t^2).
+struct Mish {
+  Mish(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return x * std::tanh(softplusOf(x)); }
+  PPC_HD float derivative(float x, float) const {
+    const float t = std::tanh(softplusOf(x));
+    return t + x * sigmoidOf(x) * (1.0f - t * t);
+  }
+};
+
 /// Rounds to the nearest float16 (ties to even), as a float.
 PPC_HD inline float roundToHalf(float x) {
   if (!(x - x == 0.0f)) // inf or NaN
@@ -402,6 +480,15 @@ struct Min {
   }
 };
 
+/// ONNX PRelu: lhs is the input, rhs the slope.
+struct PRelu {
+  PPC_HD float value(float l, float r) const { return l < 0 ? r * l : l; }
+  PPC_HD float dLhs(float l, float r, float) const {
+    return l < 0 ? r : 1.0f;
+  }
+  PPC_HD float dRhs(float l, float, float) const { return l < 0 ? l : 0.0f; }
+};
+
 /// The partial derivative of operand `which` (0: lhs, 1: rhs).
 template <typename Fn>
 PPC_HD inline float partial(const Fn &fn, int which, float l, float r,
@@ -434,6 +521,12 @@ void registerElementwiseOps(Table &table) {
   table["ppc.abs"] = Kernels::template unary<Abs>();
   table["ppc.reciprocal"] = Kernels::template unary<Reciprocal>();
   table["ppc.silu"] = Kernels::template unary<Silu>();
+  table["ppc.hard_sigmoid"] = Kernels::template unary<HardSigmoid>();
+  table["ppc.hard_swish"] = Kernels::template unary<HardSwish>();
+  table["ppc.elu"] = Kernels::template unary<Elu>();
+  table["ppc.selu"] = Kernels::template unary<Selu>();
+  table["ppc.softplus"] = Kernels::template unary<Softplus>();
+  table["ppc.mish"] = Kernels::template unary<Mish>();
   table["ppc.cast"] = Kernels::template unary<Cast>();
   table["ppc.add"] = Kernels::template binary<Add>();
   table["ppc.sub"] = Kernels::template binary<Sub>();
@@ -442,6 +535,7 @@ void registerElementwiseOps(Table &table) {
   table["ppc.pow"] = Kernels::template binary<Pow>();
   table["ppc.max"] = Kernels::template binary<Max>();
   table["ppc.min"] = Kernels::template binary<Min>();
+  table["ppc.prelu"] = Kernels::template binary<PRelu>();
   table["ppc.dropout"] = Kernels::dropout();
   table["ppc.broadcast"] = Kernels::broadcast();
 }

@@ -417,7 +417,9 @@ TEST_F(GraphInterfaceTest, SoftmaxAndLogSoftmax) {
 TEST_F(GraphInterfaceTest, UnaryOps) {
   for (StringRef name : {"relu", "leaky_relu", "gelu", "sigmoid", "tanh",
                          "clip", "sqrt", "rsqrt", "exp", "log", "erf", "neg",
-                         "abs", "reciprocal", "silu", "dropout"}) {
+                         "abs", "reciprocal", "silu", "dropout",
+                         "hard_sigmoid", "hard_swish", "elu", "selu",
+                         "softplus", "mish"}) {
     std::string body = ("%0 = ppc." + name + " %x : tensor<4x8xf32>").str();
     IterationSpace space = spaceOf("%x: tensor<4x8xf32>", body);
     EXPECT_EQ(formatDims(space), "S4 P8") << name.str();
@@ -445,6 +447,20 @@ TEST_F(GraphInterfaceTest, BinaryOpsBroadcast) {
     EXPECT_EQ(cost.fwdFlops, 96) << name.str();
     EXPECT_EQ(cost.bwdFlops, 192) << name.str();
   }
+}
+
+TEST_F(GraphInterfaceTest, PReluSlopePerChannel) {
+  // A [C, 1, 1] slope against NCHW: the slope follows the channel dim only.
+  StringRef args = "%x: tensor<2x4x3x3xf32>, %s: tensor<4x1x1xf32>";
+  StringRef body = "%0 = ppc.prelu %x, %s : (tensor<2x4x3x3xf32>, "
+                   "tensor<4x1x1xf32>) -> tensor<2x4x3x3xf32>";
+  IterationSpace space = spaceOf(args, body);
+  EXPECT_EQ(formatDims(space), "S2 P4 A3 A3");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, d1, d2, d3]");
+  EXPECT_EQ(formatAccess(space.operands[1]), "[d1, *, *]");
+  OpCost cost = costOf(args, body);
+  EXPECT_EQ(cost.fwdFlops, 72);
+  EXPECT_EQ(cost.bwdFlops, 144);
 }
 
 TEST_F(GraphInterfaceTest, CastAndBroadcast) {
@@ -747,6 +763,13 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %45 = ppc.softmax_cross_entropy %m, %ids : (tensor<8x16xf32>, tensor<8xi64>) -> tensor<f32>
   %46 = ppc.mse_loss %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<f32>
   %47 = ppc.attention %m, %m, %m {causal = true} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %48 = ppc.hard_sigmoid %m {alpha = 0.25 : f64, beta = 0.4 : f64} : tensor<8x16xf32>
+  %49 = ppc.hard_swish %m : tensor<8x16xf32>
+  %50 = ppc.elu %m {alpha = 0.5 : f64} : tensor<8x16xf32>
+  %51 = ppc.selu %m : tensor<8x16xf32>
+  %52 = ppc.softplus %m : tensor<8x16xf32>
+  %53 = ppc.mish %m : tensor<8x16xf32>
+  %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return
 }
 )mlir";
@@ -775,7 +798,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 48u);
+  EXPECT_EQ(registered.size(), 55u);
 }
 
 } // namespace

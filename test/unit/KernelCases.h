@@ -528,6 +528,9 @@ inline std::vector<BinaryCase> binaryCases() {
        1},
       {"ppc.min", [](double l, double r) { return std::min(l, r); }, -1, 1, -1,
        1},
+      // The slope, negative here as a trained one may be.
+      {"ppc.prelu", [](double l, double r) { return l < 0 ? r * l : l; }, -1,
+       1, -0.5, 0.8},
   };
 }
 

@@ -1149,3 +1149,11 @@ func.func @strategy_overlap_many(%x: tensor<4096x4096xf32>) {
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4096, 4096], strides = [1, 1]>} : tensor<4096x4096xf32>
   return
 }
+
+// -----
+
+func.func @f95(%x: tensor<4xf32>, %s: tensor<3x4xf32>) {
+  // expected-error @+1 {{'ppc.prelu' op slope of shape [3, 4] does not broadcast to the input shape [4]}}
+  %0 = ppc.prelu %x, %s : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  return
+}

@@ -119,6 +119,20 @@ func.func @elementwise(%x: tensor<4x8xf32>, %row: tensor<8xf32>) {
   %23 = ppc.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
   // CHECK: ppc.broadcast %{{.*}} : tensor<8xf32> -> tensor<2x4x8xf32>
   %24 = ppc.broadcast %row : tensor<8xf32> -> tensor<2x4x8xf32>
+  // CHECK: ppc.hard_sigmoid %{{.*}} {alpha = 2.500000e-01 : f64, beta = 4.000000e-01 : f64} : tensor<4x8xf32>
+  %25 = ppc.hard_sigmoid %x {alpha = 0.25 : f64, beta = 0.4 : f64} : tensor<4x8xf32>
+  // CHECK: ppc.hard_swish %{{.*}} : tensor<4x8xf32>
+  %26 = ppc.hard_swish %x : tensor<4x8xf32>
+  // CHECK: ppc.elu %{{.*}} {alpha = 5.000000e-01 : f64} : tensor<4x8xf32>
+  %27 = ppc.elu %x {alpha = 0.5 : f64} : tensor<4x8xf32>
+  // CHECK: ppc.selu %{{.*}} {alpha = 2.000000e+00 : f64, gamma = 3.000000e+00 : f64} : tensor<4x8xf32>
+  %28 = ppc.selu %x {alpha = 2.0 : f64, gamma = 3.0 : f64} : tensor<4x8xf32>
+  // CHECK: ppc.softplus %{{.*}} : tensor<4x8xf32>
+  %29 = ppc.softplus %x : tensor<4x8xf32>
+  // CHECK: ppc.mish %{{.*}} : tensor<4x8xf32>
+  %30 = ppc.mish %x : tensor<4x8xf32>
+  // CHECK: ppc.prelu %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %31 = ppc.prelu %x, %row : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   return
 }
 

@@ -268,6 +268,20 @@ def PPC_NegOp : PPC_UnaryOp<"neg", "-x">;
 def PPC_AbsOp : PPC_UnaryOp<"abs", "|x|">;
 def PPC_ReciprocalOp : PPC_UnaryOp<"reciprocal", "1 / x">;
 def PPC_SiluOp : PPC_UnaryOp<"silu", "x * sigmoid(x)">;
+def PPC_HardSigmoidOp : PPC_UnaryOp<"hard_sigmoid",
+    "max(0, min(1, alpha * x + beta))",
+    (ins DefaultValuedAttr<F64Attr, "0.2">:$alpha,
+         DefaultValuedAttr<F64Attr, "0.5">:$beta)>;
+def PPC_HardSwishOp : PPC_UnaryOp<"hard_swish",
+    "x * max(0, min(1, x / 6 + 1 / 2))">;
+def PPC_EluOp : PPC_UnaryOp<"elu", "x > 0 ? x : alpha * (exp(x) - 1)",
+    (ins DefaultValuedAttr<F64Attr, "1.0">:$alpha)>;
+def PPC_SeluOp : PPC_UnaryOp<"selu",
+    "gamma * (x > 0 ? x : alpha * (exp(x) - 1))",
+    (ins DefaultValuedAttr<F64Attr, "1.67326319217681884765625">:$alpha,
+         DefaultValuedAttr<F64Attr, "1.05070102214813232421875">:$gamma)>;
+def PPC_SoftplusOp : PPC_UnaryOp<"softplus", "log(1 + exp(x))">;
+def PPC_MishOp : PPC_UnaryOp<"mish", "x * tanh(log(1 + exp(x)))">;
 
 class PPC_BinaryOp<string mnemonic, string desc>
     : PPC_ComputeOp<mnemonic, [Pure]> {
@@ -286,6 +300,12 @@ def PPC_DivOp : PPC_BinaryOp<"div", "lhs / rhs">;
 def PPC_PowOp : PPC_BinaryOp<"pow", "lhs ^ rhs">;
 def PPC_MaxOp : PPC_BinaryOp<"max", "max(lhs, rhs)">;
 def PPC_MinOp : PPC_BinaryOp<"min", "min(lhs, rhs)">;
+def PPC_PReluOp : PPC_BinaryOp<"prelu", "lhs < 0 ? rhs * lhs : lhs"> {
+  let description = [{
+    ONNX PRelu: `lhs` is the input, `rhs` the slope (often a trained
+    per-channel weight of shape [C, 1, 1]); both get a gradient.
+  }];
+}
 
 def PPC_DropoutOp : PPC_ComputeOp<"dropout", [SameOperandsAndResultType]> {
   let summary = "Zeroes elements with probability `ratio` in training";
