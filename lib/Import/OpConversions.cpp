@@ -403,7 +403,8 @@ static LogicalResult convertInstanceNorm(GraphImporter &imp,
   Value normalized = g::LayerNormOp::create(
       imp.builder, imp.currentLoc, type, *x, ones, Value(),
       imp.builder.getI64IntegerAttr(2),
-      f64(imp, getAttrFloat(node, "epsilon", 1e-5)));
+      f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
+      imp.builder.getBoolAttr(false));
   // [C] -> [C, 1...]: numpy broadcasting aligns it with dim 1 of x.
   SmallVector<int64_t> channelShape(shape.size() - 1, 1);
   channelShape[0] = shape[1];
