@@ -4,9 +4,11 @@
 
 #include "ppc/Analysis/SimGraph.h"
 #include "ppc/InitAll.h"
+#include "ppc/Interop/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -33,6 +35,11 @@ ppc::loadSimGraph(const std::string &path, const OnnxImportOptions &options,
   } else {
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    // A TOSA or linalg function from an MLIR front end: as a ppc graph.
+    PassManager pm(&context);
+    pm.addPass(createImportUpstream());
+    if (module && failed(pm.run(*module)))
+      return std::nullopt;
   }
   if (!module)
     return std::nullopt;
