@@ -97,8 +97,7 @@ private:
   LogicalResult buildGrid(ArrayRef<Operation *> ops);
   /// shard.shard `v` with the split of `access` under `axesOfDim`.
   Value annotate(Location loc, Value v, const ppc::TensorAccess &access,
-                 ArrayRef<SmallVector<int16_t>> axesOfDim,
-                 ArrayRef<int16_t> extra, int64_t extraDim, bool forUsers);
+                 ArrayRef<SmallVector<int16_t>> axesOfDim, bool forUsers);
   LogicalResult exportOp(Operation *op, func::FuncOp func);
   /// The generic's body for `op`: the result element from the operand
   /// elements (and the accumulator for a contraction).
@@ -143,14 +142,11 @@ LogicalResult Exporter::buildGrid(ArrayRef<Operation *> ops) {
 
 Value Exporter::annotate(Location loc, Value v, const ppc::TensorAccess &access,
                          ArrayRef<SmallVector<int16_t>> axesOfDim,
-                         ArrayRef<int16_t> extra, int64_t extraDim,
                          bool forUsers) {
   SmallVector<SmallVector<int16_t>> split(access.dims.size());
   for (auto [i, dim] : llvm::enumerate(access.dims))
     if (!dim.isWhole())
       split[i] = axesOfDim[dim.iterDim];
-  if (extraDim >= 0)
-    llvm::append_range(split[extraDim], extra);
   while (split.size() > 1 && split.back().empty())
     split.pop_back();
   if (split.empty())
@@ -275,10 +271,6 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
       if (degree > 1)
         axesOfDim[d] = grid.axesOf(strides[next++], degree);
   }
-  SmallVector<int16_t> reductionAxes;
-  for (auto [d, dim] : llvm::enumerate(space.dims))
-    if (dim.kind == ppc::IterKind::Reduction)
-      llvm::append_range(reductionAxes, axesOfDim[d]);
 
   // Indexing maps from the accesses: identity accesses become loop dims, a
   // broadcast size-1 dim the constant 0.
@@ -324,7 +316,7 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
   SmallVector<Value> inputs;
   for (unsigned i = 0; i < numInputs; ++i)
     inputs.push_back(annotate(loc, op->getOperand(i), space.operands[i],
-                              axesOfDim, {}, -1, /*forUsers=*/true));
+                              axesOfDim, /*forUsers=*/true));
   Value init = tensor::EmptyOp::create(builder, loc, resultType.getShape(),
                                        resultType.getElementType());
   // A contraction accumulates into zeros.
@@ -341,11 +333,13 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
       [&](OpBuilder &b, Location l, ValueRange args) {
         linalg::YieldOp::create(b, l, payload(op, b, l, args));
       });
-  // Partial sums of split reduction dims: all-reduced, or reduce-scattered
-  // along `scatter`.
+  // Partial sums of split reduction dims are all-reduced: the result is not
+  // split along the reduction's axes. A `scatter` strategy is exported the
+  // same way (the consumer's operand annotation then slices it): LLVM 22's
+  // shard-partition crashes on a result split along the axes of its own
+  // reduction.
   Value result = annotate(loc, generic.getResult(0), space.results[0],
-                          axesOfDim, reductionAxes, config.scatterDim,
-                          /*forUsers=*/false);
+                          axesOfDim, /*forUsers=*/false);
   if (isLinear) {
     if (Value bias = cast<g::LinearOp>(op).getBias()) {
       int64_t rank = resultType.getRank();
@@ -355,10 +349,10 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
           AffineMap::getMultiDimIdentityMap(rank, ctx)};
       // The bias add runs where the linear layer's result lives.
       ppc::TensorAccess resultAccess = space.results[0];
-      Value lhs = annotate(loc, result, resultAccess, axesOfDim, reductionAxes,
-                           config.scatterDim, /*forUsers=*/true);
-      Value rhs = annotate(loc, bias, space.operands[2], axesOfDim, {}, -1,
+      Value lhs = annotate(loc, result, resultAccess, axesOfDim,
                            /*forUsers=*/true);
+      Value rhs =
+          annotate(loc, bias, space.operands[2], axesOfDim, /*forUsers=*/true);
       Value empty = tensor::EmptyOp::create(builder, loc, resultType.getShape(),
                                             resultType.getElementType());
       auto add = linalg::GenericOp::create(
@@ -369,7 +363,7 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
             linalg::YieldOp::create(b, l, sum);
           });
       result = annotate(loc, add.getResult(0), resultAccess, axesOfDim,
-                        reductionAxes, config.scatterDim, /*forUsers=*/false);
+                        /*forUsers=*/false);
     }
   }
   op->getResult(0).replaceAllUsesWith(result);

@@ -140,6 +140,15 @@ Value Importer::splat(Location loc, RankedTensorType type, double value) {
 }
 
 Value Importer::transpose(Location loc, Value v, ArrayRef<int64_t> perm) {
+  // NHWC ops in a row transpose back and forth: the pair cancels.
+  if (auto inner = v.getDefiningOp<g::TransposeOp>()) {
+    ArrayRef<int64_t> first = inner.getPermutation();
+    bool identity = first.size() == perm.size();
+    for (size_t i = 0; identity && i < perm.size(); ++i)
+      identity = first[perm[i]] == static_cast<int64_t>(i);
+    if (identity)
+      return inner.getInput();
+  }
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape;
   for (int64_t p : perm)

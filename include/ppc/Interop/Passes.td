@@ -42,8 +42,10 @@ def ExportShard : Pass<"ppc-export-shard", "mlir::ModuleOp"> {
     every operand as the op's partitions read it (`annotate_for_users`) and
     of every result as its partitions produce it. A reduction split leaves
     the result unsplit along its grid axes, so upstream `shard-partition`
-    inserts the all-reduce; `scatter = d` splits result dim `d` along them
-    instead (a reduce-scatter).
+    inserts the all-reduce. A `scatter` strategy is exported the same way,
+    the consumer's operand annotation slicing the summed result (LLVM 22's
+    `shard-partition` crashes on a result split along the axes of its own
+    reduction).
 
     The result is meant for upstream
     `mlir-opt --pass-pipeline='builtin.module(func.func(sharding-propagation,shard-partition))'`.
