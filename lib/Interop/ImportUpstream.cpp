@@ -140,7 +140,8 @@ Value Importer::splat(Location loc, RankedTensorType type, double value) {
 }
 
 Value Importer::transpose(Location loc, Value v, ArrayRef<int64_t> perm) {
-  // NHWC ops in a row transpose back and forth: the pair cancels.
+  // A transpose of a transpose that restores the order cancels (NHWC ops in
+  // a row transpose back and forth).
   if (auto inner = v.getDefiningOp<g::TransposeOp>()) {
     ArrayRef<int64_t> first = inner.getPermutation();
     bool identity = first.size() == perm.size();
@@ -305,8 +306,7 @@ LogicalResult Importer::convertTosa(Operation *op) {
           })
           .Case([&](tosa::TransposeOp t) {
             SmallVector<int64_t> perm(t.getPerms().begin(), t.getPerms().end());
-            return g::TransposeOp::create(builder, loc, resultType, in(0),
-                                          builder.getDenseI64ArrayAttr(perm));
+            return transpose(loc, in(0), perm);
           })
           .Case([&](tosa::ConcatOp c) {
             return g::ConcatOp::create(builder, loc, resultType,
@@ -576,9 +576,7 @@ LogicalResult Importer::convertLinalg(Operation *op) {
             return addInit(loc, conv, init);
           })
           .Case([&](linalg::TransposeOp t) {
-            return g::TransposeOp::create(
-                builder, loc, resultType, in(0),
-                builder.getDenseI64ArrayAttr(t.getPermutation()));
+            return transpose(loc, in(0), t.getPermutation());
           })
           .Case([&](linalg::AddOp) { return binary(g::AddOp()); })
           .Case([&](linalg::SubOp) { return binary(g::SubOp()); })

@@ -122,12 +122,13 @@ func.func @conv(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
 
 // -----
 
-// A transpose as a generic copy through a permuted map, and linalg.transpose.
+// A transpose as a generic copy through a permuted map, and linalg.transpose:
+// a transpose and its inverse cancel.
 // CHECK-LABEL: func.func @transposes
 // CHECK: %[[T:.*]] = ppc.transpose %arg0 {permutation = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
-// CHECK: %[[U:.*]] = ppc.transpose %[[T]] {permutation = array<i64: 1, 0>} : tensor<8x4xf32> -> tensor<4x8xf32>
-// CHECK: return %[[U]]
-func.func @transposes(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK: %[[E:.*]] = ppc.exp %[[T]]
+// CHECK: return %[[E]], %arg0
+func.func @transposes(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
   %e = tensor.empty() : tensor<8x4xf32>
   %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) {
   ^bb0(%in: f32, %out: f32):
@@ -135,5 +136,6 @@ func.func @transposes(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   } -> tensor<8x4xf32>
   %e2 = tensor.empty() : tensor<4x8xf32>
   %u = linalg.transpose ins(%t : tensor<8x4xf32>) outs(%e2 : tensor<4x8xf32>) permutation = [1, 0]
-  return %u : tensor<4x8xf32>
+  %ex = linalg.exp ins(%t : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %ex, %u : tensor<8x4xf32>, tensor<4x8xf32>
 }
