@@ -48,3 +48,13 @@ func.func @window(%x: tensor<8x8xf32>) -> tensor<4x4xf32> {
   } -> tensor<4x4xf32>
   return %s : tensor<4x4xf32>
 }
+
+// -----
+
+func.func @shift(%x: tensor<8x4xi32>) -> tensor<8x4xi32> {
+  %shift = "tosa.const"() <{values = dense<3> : tensor<1xi8>}> : () -> tensor<1xi8>
+  // expected-error @+1 {{cannot import 'tosa.mul' into the ppc graph dialect: only a zero shift is supported}}
+  %m = tosa.mul %x, %x, %shift : (tensor<8x4xi32>, tensor<8x4xi32>, tensor<1xi8>) -> tensor<8x4xi32>
+  return %m : tensor<8x4xi32>
+}
+

@@ -8,7 +8,7 @@
 // RUN: %upstream-mlir-opt --load-dialect-plugin=%ppc_lib/PPCDialectPlugin.so --load-pass-plugin=%ppc_lib/PPCPassPlugin.so --pass-pipeline='builtin.module(ppc-op-summary)' %s -o /dev/null | FileCheck %s --check-prefix=SUMMARY
 // RUN: %upstream-mlir-opt --load-dialect-plugin=%ppc_lib/PPCDialectPlugin.so --load-pass-plugin=%ppc_lib/PPCPassPlugin.so --pass-pipeline='builtin.module(ppc-attach-machine{machine=cpux4},ppc-search{algorithm=megatron tp=2 threads=1 progress=off},ppc-export-shard,func.func(sharding-propagation,shard-partition))' %s 2>/dev/null | FileCheck %s --check-prefix=PARTITION
 // The import pass on a TOSA function.
-// RUN: %upstream-mlir-opt --load-dialect-plugin=%ppc_lib/PPCDialectPlugin.so --load-pass-plugin=%ppc_lib/PPCPassPlugin.so --pass-pipeline='builtin.module(ppc-import-upstream)' %S/Inputs/tosa-mlp.mlir | FileCheck %s --check-prefix=IMPORT
+// RUN: %upstream-mlir-opt --load-dialect-plugin=%ppc_lib/PPCDialectPlugin.so --load-pass-plugin=%ppc_lib/PPCPassPlugin.so --pass-pipeline='builtin.module(ppc-import-upstream)' %S/../Interop/Inputs/tosa-mlp.mlir | FileCheck %s --check-prefix=IMPORT
 
 // PARSE: func.func @forward
 // PARSE: ppc.weight "fc1" : tensor<128x256xf32>
