@@ -272,21 +272,23 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
         axesOfDim[d] = grid.axesOf(strides[next++], degree);
   }
 
-  // Indexing maps from the accesses: identity accesses become loop dims, a
-  // broadcast size-1 dim the constant 0.
+  // Indexing maps from the accesses: identity accesses become loop dims. A
+  // broadcast size-1 dim would need the constant 0 in the map, which LLVM
+  // 22's sharding interface of linalg rejects (a lower-rank operand, as
+  // linalg front ends broadcast, is a projection and fine).
   MLIRContext *ctx = op->getContext();
-  auto mapOf = [&](const ppc::TensorAccess &access) -> FailureOr<AffineMap> {
+  auto mapOf = [&](const ppc::TensorAccess &access,
+                   const Twine &what) -> FailureOr<AffineMap> {
     SmallVector<AffineExpr> exprs;
     for (auto [i, dim] : llvm::enumerate(access.dims)) {
-      if (dim.isWhole()) {
-        if (access.shape[i] != 1)
-          return failure();
-        exprs.push_back(getAffineConstantExpr(0, ctx));
-      } else if (dim == ppc::DimAccess::identity(dim.iterDim)) {
-        exprs.push_back(getAffineDimExpr(dim.iterDim, ctx));
-      } else {
-        return failure();
-      }
+      if (dim.isWhole())
+        return fail(op, what + " broadcasts its size-1 dim " + Twine(i) +
+                            ", which upstream sharding does not accept in "
+                            "an indexing map (drop the unit dim instead)");
+      if (!(dim == ppc::DimAccess::identity(dim.iterDim)))
+        return fail(op, what + " is read through a window (a halo), which "
+                               "an indexing map cannot express");
+      exprs.push_back(getAffineDimExpr(dim.iterDim, ctx));
     }
     return AffineMap::get(space.dims.size(), 0, exprs, ctx);
   };
@@ -296,16 +298,15 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
   unsigned numInputs = isLinear ? 2 : op->getNumOperands();
   SmallVector<AffineMap> maps;
   for (unsigned i = 0; i < numInputs; ++i) {
-    FailureOr<AffineMap> map = mapOf(space.operands[i]);
+    FailureOr<AffineMap> map =
+        mapOf(space.operands[i], "operand #" + Twine(i));
     if (failed(map))
-      return fail(op, "operand #" + Twine(i) +
-                          " is read through a window or a broadcast "
-                          "that an indexing map cannot express");
+      return failure();
     maps.push_back(*map);
   }
-  FailureOr<AffineMap> resultMap = mapOf(space.results[0]);
+  FailureOr<AffineMap> resultMap = mapOf(space.results[0], "its result");
   if (failed(resultMap))
-    return fail(op, "its result is written through a window");
+    return failure();
   maps.push_back(*resultMap);
   SmallVector<utils::IteratorType> iterators;
   for (const ppc::IterDim &dim : space.dims)

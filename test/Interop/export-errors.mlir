@@ -33,3 +33,12 @@ func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x
   %c = ppc.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %c : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+func.func @unit_broadcast(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %b = ppc.weight "b" : tensor<1x16xf32>
+  // expected-error @+1 {{cannot export 'ppc.add' to the shard dialect: operand #1 broadcasts its size-1 dim 0, which upstream sharding does not accept in an indexing map (drop the unit dim instead)}}
+  %y = ppc.add %x, %b {ppc.strategy = #ppc.strategy<degrees = [2, 1]>} : (tensor<8x16xf32>, tensor<1x16xf32>) -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

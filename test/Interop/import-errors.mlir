@@ -57,4 +57,3 @@ func.func @shift(%x: tensor<8x4xi32>) -> tensor<8x4xi32> {
   %m = tosa.mul %x, %x, %shift : (tensor<8x4xi32>, tensor<8x4xi32>, tensor<1xi8>) -> tensor<8x4xi32>
   return %m : tensor<8x4xi32>
 }
-

@@ -49,7 +49,8 @@ def ExportShard : Pass<"ppc-export-shard", "mlir::ModuleOp"> {
 
     The result is meant for upstream
     `mlir-opt --pass-pipeline='builtin.module(func.func(sharding-propagation,shard-partition))'`.
-    Ops without a linalg form here, strided or windowed accesses (halos),
+    Ops without a linalg form here, windowed accesses (halos), broadcast
+    size-1 dims (upstream sharding rejects a constant in an indexing map),
     pipeline stages and views that do not start at device 0 are errors
     naming the op.
   }];
