@@ -298,8 +298,7 @@ LogicalResult Exporter::exportOp(Operation *op, func::FuncOp func) {
   unsigned numInputs = isLinear ? 2 : op->getNumOperands();
   SmallVector<AffineMap> maps;
   for (unsigned i = 0; i < numInputs; ++i) {
-    FailureOr<AffineMap> map =
-        mapOf(space.operands[i], "operand #" + Twine(i));
+    FailureOr<AffineMap> map = mapOf(space.operands[i], "operand #" + Twine(i));
     if (failed(map))
       return failure();
     maps.push_back(*map);
