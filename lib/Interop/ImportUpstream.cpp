@@ -702,6 +702,10 @@ void Importer::recognizeSoftmax() {
 }
 
 LogicalResult Importer::run() {
+  bool hasUpstream = false;
+  func.walk([&](Operation *op) { hasUpstream |= isUpstreamOp(op); });
+  if (!hasUpstream)
+    return success();
   if (!func.getBody().hasOneBlock())
     return func.emitError() << "cannot import @" << func.getSymName()
                             << ": only single-block functions are supported";
@@ -710,8 +714,14 @@ LogicalResult Importer::run() {
   for (Operation &op : block)
     if (isUpstreamOp(&op))
       upstream.push_back(&op);
-  if (upstream.empty())
-    return success();
+  // Ops of other dialects (control flow, calls) would be left reading ppc
+  // values: the function cannot become a ppc graph.
+  for (Operation &op : block)
+    if (!isUpstreamOp(&op) && !isa<func::ReturnOp>(op) &&
+        !isa<g::PPCDialect>(op.getDialect()))
+      return op.emitError() << "cannot import '" << op.getName()
+                            << "' into the ppc graph dialect: ppc has no "
+                               "such op";
 
   for (BlockArgument arg : func.getArguments()) {
     if (!isa<RankedTensorType>(arg.getType()) ||

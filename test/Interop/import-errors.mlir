@@ -57,3 +57,13 @@ func.func @shift(%x: tensor<8x4xi32>) -> tensor<8x4xi32> {
   %m = tosa.mul %x, %x, %shift : (tensor<8x4xi32>, tensor<8x4xi32>, tensor<1xi8>) -> tensor<8x4xi32>
   return %m : tensor<8x4xi32>
 }
+
+// -----
+
+func.func private @callee(tensor<8x4xf32>) -> tensor<8x4xf32>
+func.func @other_dialect(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %e = tosa.exp %x : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  // expected-error @+1 {{cannot import 'func.call' into the ppc graph dialect: ppc has no such op}}
+  %c = func.call @callee(%e) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %c : tensor<8x4xf32>
+}
