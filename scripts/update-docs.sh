@@ -9,4 +9,5 @@ mkdir -p "$root/docs/dialects"
 cp "$build/docs/Dialects/GraphDialect.md" "$build/docs/Dialects/TopologyDialect.md" \
    "$build/docs/Dialects/PlanDialect.md" "$build/docs/PPCPasses.md" \
    "$build/docs/PPCConversionPasses.md" "$build/docs/PPCTargetPasses.md" \
+   "$build/docs/PPCInteropPasses.md" \
    "$root/docs/dialects/"

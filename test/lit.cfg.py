@@ -25,3 +25,11 @@ tools = ["ppc-opt", "ppc-calibrate", ToolSubst("not", unresolved="fatal"),
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ppc_tools_dir, append_path=True)
+
+# Upstream mlir-opt (the LLVM release's), for the shard export and plugins.
+if config.upstream_mlir_opt:
+    config.available_features.add("upstream-mlir-opt")
+    config.substitutions.append(("%upstream-mlir-opt", config.upstream_mlir_opt))
+if config.ppc_plugins_built:
+    config.available_features.add("ppc-plugins")
+    config.substitutions.append(("%ppc_lib", os.path.join(config.ppc_obj_root, "lib")))

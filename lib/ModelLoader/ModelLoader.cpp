@@ -4,9 +4,11 @@
 
 #include "ppc/Analysis/SimGraph.h"
 #include "ppc/InitAll.h"
+#include "ppc/Interop/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -27,7 +29,13 @@ OwningOpRef<ModuleOp> ppc::loadModule(const std::string &path,
   if (onnx)
     return importOnnxModel(file->getBuffer(), path, context, options);
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  return parseSourceFile<ModuleOp>(sourceMgr, context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
+  // A TOSA or linalg function from an MLIR front end: as a ppc graph.
+  PassManager pm(context);
+  pm.addPass(createImportUpstream());
+  if (module && failed(pm.run(*module)))
+    return nullptr;
+  return module;
 }
 
 std::optional<ppc::sim::Graph>

@@ -9,6 +9,7 @@
 #include "ppc/Pipelines/Pipelines.h"
 
 #include "ppc/Conversion/Passes.h"
+#include "ppc/Interop/Passes.h"
 #include "ppc/Target/PlanExport.h"
 #include "ppc/Transforms/Passes.h"
 
@@ -20,6 +21,10 @@ using namespace mlir;
 
 void ppc::buildAutoParallelPipeline(OpPassManager &pm,
                                     const AutoParallelOptions &options) {
+  // A TOSA or linalg function from an MLIR front end becomes a ppc graph
+  // first (a no-op on a ppc graph).
+  pm.addPass(createImportUpstream());
+
   AddLossOptions lossOptions;
   lossOptions.loss = options.loss;
   pm.addPass(createAddLoss(lossOptions));
@@ -108,7 +113,8 @@ void ppc::buildLowerToPlanPipeline(OpPassManager &pm,
 void ppc::registerPPCPipelines() {
   PassPipelineRegistration<AutoParallelOptions>(
       "ppc-auto-parallel",
-      "Parallelize a model for training: add a loss, convert the dtype, "
+      "Parallelize a model for training: import TOSA/linalg ops, add a loss, "
+      "convert the dtype, "
       "attach the machine, search a strategy (#ppc.strategy on every op), "
       "and write the report and strategy file. The batch size is the "
       "importer's --batch-size",

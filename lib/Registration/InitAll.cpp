@@ -6,6 +6,7 @@
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Plan/PlanDialect.h"
 #include "ppc/Dialect/Topology/TopologyDialect.h"
+#include "ppc/Interop/Passes.h"
 #include "ppc/Pipelines/Pipelines.h"
 #include "ppc/Target/PlanExport.h"
 #include "ppc/Transforms/Passes.h"
@@ -17,12 +18,14 @@ void ppc::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<ppc::graph::PPCDialect, ppc::topo::TopologyDialect,
                   ppc::plan::PlanDialect,
                   mlir::func::FuncDialect>();
+  ppc::registerUpstreamDialects(registry);
 }
 
 void ppc::registerAllPasses() {
   ppc::registerPPCPasses();
   ppc::registerPPCConversionPasses();
   ppc::registerPPCTargetPasses();
+  ppc::registerPPCInteropPasses();
   ppc::registerPPCPipelines();
   // The generic cleanups people compose with ppc's own passes.
   mlir::registerCanonicalizerPass();

@@ -11,7 +11,8 @@
 #        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run"). MODEL is
 #        EXAMPLES/MODEL.onnx, or gpt4, gptwide or convnet from
 #        bench/models.py (a 4-layer GPT; a 1-layer GPT with a 4096-word
-#        vocabulary; a CNN without batch norm).
+#        vocabulary; a CNN without batch norm), or tosa-mlp
+#        (test/Interop/Inputs/tosa-mlp.mlir, imported from TOSA).
 #        PPC_E2E_DTYPE=bf16|f16 trains in that type (mixed precision:
 #        16-bit activations, weights and gradients, float32 master weights
 #        and optimizer state), verified at that type's tolerance;
@@ -40,6 +41,9 @@ gptwide)
   python3 "$here/../../bench/models.py" gpt --layers 1 --hidden 128 \
     --heads 4 --seq 8 --vocab 4096 --batch "$batch" > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
+tosa-mlp)
+  # A TOSA function as torch-mlir emits it (test/Interop; its batch is 64).
+  import="$ppc_opt $here/../Interop/Inputs/tosa-mlp.mlir" ;;
 *)
   import="$ppc_opt $examples/$model.onnx --batch-size=$batch" ;;
 esac
