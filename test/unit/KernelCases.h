@@ -303,7 +303,8 @@ inline OpDesc resizeOp(const ResizeCase &c) {
   return makeOp("ppc.resize", {c.input}, {c.result}, std::move(attributes));
 }
 
-/// Up and down, every mode and coordinate mode, a length-1 result.
+/// Up and down, every mode and coordinate mode, a length-1 result; the
+/// last is ONNX's test_resize_tf_crop_and_resize on two channels.
 inline const std::vector<ResizeCase> kResizeCases = {
     {{2, 3, 4, 5}, {2, 3, 8, 10}, {2.0, 2.0}, "linear", "half_pixel"},
     {{2, 2, 6, 6}, {2, 2, 3, 4}, {0.5, 0.75}, "linear", "align_corners"},
