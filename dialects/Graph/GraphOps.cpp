@@ -490,6 +490,92 @@ template <typename PoolOp> static LogicalResult verifyPool2D(PoolOp pool) {
 LogicalResult MaxPool2DOp::verify() { return verifyPool2D(*this); }
 LogicalResult AvgPool2DOp::verify() { return verifyPool2D(*this); }
 
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// Checks that `value` is one of `allowed`, naming the attribute.
+static LogicalResult verifyKeyword(Operation *op, StringRef name,
+                                   StringRef value,
+                                   ArrayRef<StringRef> allowed) {
+  if (llvm::is_contained(allowed, value))
+    return success();
+  std::string list;
+  for (StringRef a : allowed)
+    list += (list.empty() ? "'" : ", '") + a.str() + "'";
+  return op->emitOpError() << "'" << name << "' is '" << value
+                           << "'; expected one of " << list;
+}
+
+ArrayRef<StringRef> ResizeOp::getModeKeywords() {
+  static const StringRef keywords[] = {"nearest", "linear", "cubic"};
+  return keywords;
+}
+
+ArrayRef<StringRef> ResizeOp::getCoordinateKeywords() {
+  static const StringRef keywords[] = {
+      "half_pixel", "pytorch_half_pixel",   "align_corners",
+      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  return keywords;
+}
+
+ArrayRef<StringRef> ResizeOp::getNearestKeywords() {
+  static const StringRef keywords[] = {"round_prefer_floor",
+                                       "round_prefer_ceil", "floor", "ceil"};
+  return keywords;
+}
+
+LogicalResult ResizeOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 4)) ||
+      failed(verifySameElementType(op, allValues(op))) ||
+      failed(verifyKeyword(op, "mode", getMode(), getModeKeywords())) ||
+      failed(verifyKeyword(op, "coordinate_transformation_mode",
+                           getCoordinateTransformationMode(),
+                           getCoordinateKeywords())) ||
+      failed(verifyKeyword(op, "nearest_mode", getNearestMode(),
+                           getNearestKeywords())))
+    return failure();
+  ArrayRef<double> scales = getScales();
+  if (scales.size() != 2)
+    return emitOpError() << "'scales' must have 2 entries (H, W), got "
+                         << scales.size();
+  for (auto [i, s] : llvm::enumerate(scales))
+    if (!(s > 0) || !std::isfinite(s))
+      return emitOpError() << "'scales' entry " << i << " is " << s
+                           << "; expected a finite scale > 0";
+  bool crop = getCoordinateTransformationMode() == "tf_crop_and_resize";
+  std::optional<ArrayRef<double>> roi = getRoi();
+  if (crop != roi.has_value())
+    return emitOpError() << (crop ? "'tf_crop_and_resize' needs a 'roi'"
+                                  : "'roi' is only used by "
+                                    "'tf_crop_and_resize'");
+  if (roi && roi->size() != 4)
+    return emitOpError() << "'roi' must have 4 entries (loH, loW, hiH, hiW), "
+                            "got "
+                         << roi->size();
+  ArrayRef<int64_t> input = shapeOf(getInput()), result = shapeOf(getResult());
+  SmallVector<int64_t> expected = {input[0], input[1]};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = input[2 + i], out = result.size() == 4 ? result[2 + i] : 0;
+    if (isDynamic(in) || result.size() != 4 || isDynamic(out)) {
+      expected.push_back(out);
+      continue;
+    }
+    // ONNX: floor(in * roi length * scale); sizes-derived scales may land
+    // an ulp below the integer they came from.
+    double length = roi ? (*roi)[2 + i] - (*roi)[i] : 1.0;
+    double exact = static_cast<double>(in) * length * scales[i];
+    if (out == static_cast<int64_t>(std::floor(exact)) ||
+        std::fabs(static_cast<double>(out) - exact) <
+            1e-6 * std::max(1.0, exact))
+      expected.push_back(out);
+    else
+      expected.push_back(static_cast<int64_t>(std::floor(exact)));
+  }
+  return verifyShapeIs(op, "result", result, expected);
+}
+
 LogicalResult GlobalAvgPoolOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyMinRank(op, "input", getInput(), 3)) ||

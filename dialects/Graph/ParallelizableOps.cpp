@@ -426,6 +426,33 @@ OpCost MaxPool2DOp::getCost() { return pool2DCost(*this); }
 IterationSpace AvgPool2DOp::getIterationSpace() { return pool2DSpace(*this); }
 OpCost AvgPool2DOp::getCost() { return pool2DCost(*this); }
 
+/// Dims: n (sample), c (parameter), oh, ow (attribute, unsplittable). An
+/// output row reads input rows through a scale that is no integer stride in
+/// general, so the input's H and W are read whole and the spatial dims are
+/// not offered for splitting (no halo to describe).
+IterationSpace ResizeOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = {{result[0], IterKind::Sample},
+                {result[1], IterKind::Parameter},
+                {result[2], IterKind::Attribute, /*splittable=*/false},
+                {result[3], IterKind::Attribute, /*splittable=*/false}};
+  space.operands.push_back(
+      accessOf(getInput(), {DimAccess::identity(0), DimAccess::identity(1),
+                            DimAccess::whole(), DimAccess::whole()}));
+  space.results.push_back(accessOf(getResult(), identityDims(4)));
+  return space;
+}
+
+/// Per result element, a multiply-add per tap pair: 1 (nearest), 2 x 2
+/// (linear) or 4 x 4 (cubic), plus the tap weights; backward scatters each
+/// result gradient over the same taps.
+OpCost ResizeOp::getCost() {
+  int64_t taps = getMode() == "nearest" ? 1 : getMode() == "linear" ? 2 : 4;
+  double points = elementCount(getResult()) * (2.0 * taps * taps + 4);
+  return costOf(getOperation(), points, points);
+}
+
 /// Dims: n (sample), c (parameter), then the spatial dims as reductions (a
 /// split along them makes partial sums of the mean).
 IterationSpace GlobalAvgPoolOp::getIterationSpace() {

@@ -235,7 +235,10 @@ public:
   mlir::FailureOr<mlir::Value> getValue(llvm::StringRef name,
                                         mlir::Type elementType = {});
   /// The value of a constant ONNX name (initializer or folded), if any.
-  const ConstTensor *getConst(llvm::StringRef name);
+  /// A float initializer of several elements is a weight, not a constant,
+  /// unless `attributeLike` (it feeds an operand that is an attribute, such
+  /// as Resize's scales).
+  const ConstTensor *getConst(llvm::StringRef name, bool attributeLike = false);
   /// Points constBuilder after the last weight/constant created so far.
   void positionConstBuilder();
   mlir::Block *body = nullptr;

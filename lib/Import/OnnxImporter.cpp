@@ -258,17 +258,19 @@ bool GraphImporter::holdsNonFinite(StringRef name) {
   return nonFinite[name] = found;
 }
 
-const ConstTensor *GraphImporter::getConst(StringRef name) {
+const ConstTensor *GraphImporter::getConst(StringRef name, bool attributeLike) {
   if (name.empty())
     return nullptr;
   auto f = folded.find(name);
   if (f != folded.end())
     return &f->second;
+  if (!attributeLike && isWeightInitializer(name))
+    return nullptr;
   auto d = decoded.find(name);
   if (d != decoded.end())
     return &d->second;
   auto it = initializers.find(name);
-  if (it == initializers.end() || isWeightInitializer(name))
+  if (it == initializers.end())
     return nullptr;
   ConstTensor tensor;
   if (decodeTensor(*it->second, tensor))

@@ -422,6 +422,177 @@ static LogicalResult convertGlobalAvgPool(GraphImporter &imp,
   return convertUnary<g::GlobalAvgPoolOp>(imp, node);
 }
 
+namespace {
+/// A Resize or Upsample resolved to ppc.resize's attributes.
+struct ResizeParams {
+  std::string mode, coordinates, rounding;
+  double cubicA = -0.75, extrapolation = 0.0;
+  bool excludeOutside = false;
+  SmallVector<double> scales;             // [sH, sW]
+  std::optional<SmallVector<double>> roi; // [loH, loW, hiH, hiW]
+};
+} // namespace
+
+/// The values of constant input `i` as doubles (float32 ones widened to
+/// their shortest decimal); nullopt when it is absent or empty, and `error`
+/// set when it is present but not a constant.
+static std::optional<SmallVector<double>> getConstDoubles(GraphImporter &imp,
+                                                          const NodeProto &node,
+                                                          int i, StringRef what,
+                                                          std::string &error) {
+  if (i < 0 || !hasInput(node, i))
+    return std::nullopt;
+  const ConstTensor *c = imp.getConst(node.input(i), /*attributeLike=*/true);
+  if (!c) {
+    error = "with non-constant " + what.str() + " (input '" + node.input(i) +
+            "'; ppc needs the resized shape and coordinates at import)";
+    return std::nullopt;
+  }
+  if (c->numElements() == 0)
+    return std::nullopt;
+  SmallVector<double> values;
+  for (int64_t k = 0; k < c->numElements(); ++k)
+    values.push_back(c->dtype == onnx::TensorProto::FLOAT
+                         ? widenFloat(static_cast<float>(c->floats[k]))
+                         : c->getDouble(k));
+  return values;
+}
+
+/// Resolves Resize (opset 10: X, scales; 11 and later: X, roi, scales,
+/// sizes) and Upsample (opset 9: X, scales) on an input of `inShape`.
+/// Before opset 11 both map output x to input x / scale, rounded down in
+/// nearest mode. Returns what is not supported in `error`.
+static FailureOr<ResizeParams> getResizeParams(GraphImporter &imp,
+                                               const NodeProto &node,
+                                               ArrayRef<int64_t> inShape,
+                                               std::string &error) {
+  ResizeParams p;
+  bool legacy = node.op_type() == "Upsample" || imp.opset < 11;
+  p.mode = getAttrString(node, "mode", "nearest");
+  if (p.mode != "nearest" && p.mode != "linear" &&
+      (legacy || p.mode != "cubic")) {
+    error = "in mode '" + p.mode + "' (expected 'nearest', 'linear'" +
+            (legacy ? "" : " or 'cubic'") + ")";
+    return failure();
+  }
+  if (legacy) {
+    p.coordinates = "asymmetric";
+    p.rounding = "floor";
+  } else {
+    p.coordinates =
+        getAttrString(node, "coordinate_transformation_mode", "half_pixel");
+    p.rounding = getAttrString(node, "nearest_mode", "round_prefer_floor");
+    p.cubicA = getAttrFloat(node, "cubic_coeff_a", -0.75);
+    p.excludeOutside = getAttrInt(node, "exclude_outside", 0) != 0;
+    p.extrapolation = getAttrFloat(node, "extrapolation_value", 0.0);
+  }
+  if (!llvm::is_contained(g::ResizeOp::getCoordinateKeywords(),
+                          p.coordinates)) {
+    error = "with coordinate_transformation_mode '" + p.coordinates + "'";
+    return failure();
+  }
+  if (!llvm::is_contained(g::ResizeOp::getNearestKeywords(), p.rounding)) {
+    error = "with nearest_mode '" + p.rounding + "'";
+    return failure();
+  }
+  // Opset 18's attributes, refused by name should a model carry them.
+  if (getAttrInt(node, "antialias", 0) != 0) {
+    error = "with antialias (not supported)";
+    return failure();
+  }
+  if (findAttr(node, "axes")) {
+    error = "with 'axes' (not supported: give scales or sizes for every dim)";
+    return failure();
+  }
+  std::string policy =
+      getAttrString(node, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") {
+    error = "with keep_aspect_ratio_policy '" + policy +
+            "' (only 'stretch' is supported)";
+    return failure();
+  }
+
+  int scalesInput = legacy ? 1 : 2, sizesInput = legacy ? -1 : 3;
+  if (node.op_type() == "Upsample" && imp.opset < 9) {
+    error = "with opset " + std::to_string(imp.opset) + " scales";
+    return failure();
+  }
+  auto scales = getConstDoubles(imp, node, scalesInput, "scales", error);
+  auto sizes = getConstDoubles(imp, node, sizesInput, "sizes", error);
+  bool crop = p.coordinates == "tf_crop_and_resize";
+  auto roi = crop ? getConstDoubles(imp, node, 1, "roi", error) : std::nullopt;
+  if (!error.empty())
+    return failure();
+  if (!scales && !sizes) {
+    error = "without scales or sizes";
+    return failure();
+  }
+  int64_t rank = inShape.size();
+  if (rank != 4) {
+    error = "on a rank-" + std::to_string(rank) +
+            " input (only 4-D NCHW is supported)";
+    return failure();
+  }
+  const SmallVector<double> &given = scales ? *scales : *sizes;
+  StringRef what = scales ? "scales" : "sizes";
+  if (static_cast<int64_t>(given.size()) != rank) {
+    error = "with " + std::to_string(given.size()) + " " + what.str() +
+            " for a rank-" + std::to_string(rank) + " input";
+    return failure();
+  }
+  if (crop && (!roi || static_cast<int64_t>(roi->size()) != 2 * rank)) {
+    error = "in tf_crop_and_resize without a constant roi of " +
+            std::to_string(2 * rank) + " numbers";
+    return failure();
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    double lo = crop ? (*roi)[d] : 0.0, hi = crop ? (*roi)[rank + d] : 1.0;
+    bool keeps = scales ? given[d] == 1.0 : given[d] == inShape[d];
+    if (d < 2 && (!keeps || lo != 0.0 || hi != 1.0)) {
+      error = "resizing dim " + std::to_string(d) +
+              " (only H and W of NCHW are resized)";
+      return failure();
+    }
+    if (d < 2)
+      continue;
+    if (!(given[d] > 0) || !(hi > lo)) {
+      error = "with " + what.str() + " or roi of dim " + std::to_string(d) +
+              " that make it empty";
+      return failure();
+    }
+    // From sizes, the scale the coordinates divide by: out / (in * roi).
+    p.scales.push_back(scales ? given[d] : given[d] / (inShape[d] * (hi - lo)));
+  }
+  if (crop)
+    p.roi = SmallVector<double>{(*roi)[2], (*roi)[3], (*roi)[6], (*roi)[7]};
+  return p;
+}
+
+static LogicalResult convertResize(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0);
+  if (failed(x))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  std::string error;
+  FailureOr<ResizeParams> p =
+      getResizeParams(imp, node, xType.getShape(), error);
+  if (failed(p))
+    return emitError(imp.currentLoc)
+           << "unsupported " << node.op_type() << " " << error;
+  OpBuilder &b = imp.builder;
+  imp.setValue(
+      node.output(0),
+      g::ResizeOp::create(
+          b, imp.currentLoc, type, *x, b.getDenseF64ArrayAttr(p->scales),
+          b.getStringAttr(p->mode), b.getStringAttr(p->coordinates),
+          b.getStringAttr(p->rounding), f64(imp, p->cubicA),
+          b.getBoolAttr(p->excludeOutside),
+          p->roi ? b.getDenseF64ArrayAttr(*p->roi) : DenseF64ArrayAttr(),
+          f64(imp, p->extrapolation)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
@@ -1094,6 +1265,8 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["MaxPool"] = {convertPool<g::MaxPool2DOp>, 1, true};
     m["AveragePool"] = {convertPool<g::AvgPool2DOp>, 1, true};
     m["GlobalAveragePool"] = {convertGlobalAvgPool, 1, true};
+    m["Resize"] = {convertResize, 1, true};
+    m["Upsample"] = {convertResize, 1, true};
     m["Flatten"] = {convertReshape, 1, false};
     m["Reshape"] = {convertReshape, 1, false};
     m["Squeeze"] = {convertReshape, 1, false};
@@ -1163,6 +1336,12 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
       return std::string("with negative pads");
     if (imp.opset >= 11 && hasInput(node, 2) && !getConstScalar(imp, node, 2))
       return std::string("with a non-constant pad value");
+  }
+  if (op == "Resize" || op == "Upsample") {
+    RankedTensorType t = imp.getType(node.input(0));
+    std::string error;
+    if (t && failed(getResizeParams(imp, node, t.getShape(), error)))
+      return error;
   }
   if (op == "Slice") {
     RankedTensorType t = imp.getType(node.input(0));

@@ -1,4 +1,4 @@
-//===- ConvPoolKernels.cpp - conv2d and pooling on boxes ------------------===//
+//===- ConvPoolKernels.cpp - conv2d, pooling and resize on boxes ----------===//
 //
 // NCHW. The output box gives the batch, channel, row and column ranges to
 // compute; the input view holds the windows of those rows/cols (halo
@@ -11,7 +11,9 @@
 // group, which is also the reference the tests hold oneDNN to; with
 // groups == 1 the input channels may be split (a reduction: the weight's dim-1
 // box must equal the input's channel box, and only the partition starting at
-// channel 0 adds the bias).
+// channel 0 adds the bias). resize (ResizeGeometry.h) reads whole input
+// planes: the taps of each result row and column are computed once per
+// partition, and its backward adds each result gradient into them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,7 @@
 #include "DnnlConv.h"
 #include "KernelHelpers.h"
 #include "KernelRegistry.h"
+#include "ResizeGeometry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -499,6 +502,67 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
   return "";
 }
 
+//===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+/// The taps of every result position of the box along dim 2 (rows) or 3.
+std::vector<ResizeTaps> axisTaps(const ResizeGeometry &g, const ResizeAxis &a,
+                                 const TensorView &output, int64_t dim) {
+  std::vector<ResizeTaps> taps;
+  for (int64_t o = output.lo[dim]; o < output.hi[dim]; ++o)
+    taps.push_back(resizeTaps(g, a, o));
+  return taps;
+}
+
+KernelStatus resizeForward(const OpDesc &op, const KernelContext &,
+                           const std::vector<TensorView> &inputs,
+                           std::vector<TensorView> &outputs,
+                           std::vector<TensorView> &) {
+  ResizeGeometry g;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
+      !status.empty())
+    return status;
+  TensorView &output = outputs[0];
+  const TensorView &input = inputs[0];
+  const std::vector<ResizeTaps> rows = axisTaps(g, g.rows, output, 2);
+  const std::vector<ResizeTaps> cols = axisTaps(g, g.cols, output, 3);
+  const int64_t inW = input.extent(3), outW = output.extent(3);
+  forEachPlane(input, output, [&](const float *in, float *out) {
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (size_t c = 0; c < cols.size(); ++c)
+        out[r * outW + c] = resizeValue(g, rows[r], cols[c], in, inW);
+  });
+  return "";
+}
+
+KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
+                            const std::vector<TensorView> &inputs,
+                            const std::vector<TensorView> &outputs,
+                            const std::vector<TensorView> &outputGrads,
+                            std::vector<TensorView> &inputGrads,
+                            std::vector<TensorView> &) {
+  ResizeGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
+      !status.empty())
+    return status;
+  const TensorView &dOutput = outputGrads[0];
+  TensorView &dInput = inputGrads[0];
+  if (!dInput.data)
+    return "";
+  const std::vector<ResizeTaps> rows = axisTaps(g, g.rows, dOutput, 2);
+  const std::vector<ResizeTaps> cols = axisTaps(g, g.cols, dOutput, 3);
+  const int64_t inW = dInput.extent(3), outW = dOutput.extent(3);
+  auto add = [](float *target, float value) { *target += value; };
+  forEachPlane(dInput, dOutput, [&](float *dIn, const float *dOut) {
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (size_t c = 0; c < cols.size(); ++c)
+        resizeScatter(rows[r], cols[c], dOut[r * outW + c], dIn, inW, add);
+  });
+  return "";
+}
+
 } // namespace
 
 void registerConvPoolKernels(KernelTable &table) {
@@ -507,6 +571,7 @@ void registerConvPoolKernels(KernelTable &table) {
   table["ppc.avg_pool2d"] = {avgPoolForward, avgPoolBackward, nullptr, 1};
   table["ppc.global_avg_pool"] = {globalAvgPoolForward, globalAvgPoolBackward,
                                   nullptr, 1};
+  table["ppc.resize"] = {resizeForward, resizeBackward, nullptr, 1};
 }
 
 } // namespace ppc::runtime::cpu

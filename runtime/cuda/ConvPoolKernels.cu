@@ -1,4 +1,4 @@
-//===- ConvPoolKernels.cu - conv2d and pooling on boxes -------------------===//
+//===- ConvPoolKernels.cu - conv2d, pooling and resize on boxes -----------===//
 //
 // NCHW, the cpu kernels' partitions (runtime/cpu/ConvPoolKernels.cpp): the
 // output box gives the batch, channel, row and column ranges to compute; the
@@ -37,11 +37,16 @@
 // row-major order. global_avg_pool divides by the GLOBAL spatial count (a
 // split spatial dim makes partial means).
 //
+// resize runs one thread per output (forward, summing its taps in the cpu
+// kernel's order) and one thread per result grad element adding into its
+// taps with atomicAddFloat (backward), on ResizeGeometry.h's taps.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ConvPoolGeometry.h"
 #include "CudaKernels.h"
 #include "Library.h"
+#include "ResizeGeometry.h"
 
 #include <algorithm>
 #include <utility>
@@ -1027,6 +1032,65 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
   return "";
 }
 
+//===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+KernelStatus resizeForward(const OpDesc &op, const KernelContext &,
+                           ExecContext &ctx,
+                           const std::vector<KernelView> &inputs,
+                           const std::vector<KernelView> &outputs,
+                           const std::vector<KernelView> &) {
+  ResizeGeometry g;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
+      !status.empty())
+    return status;
+  const float *input = inputs[0].data;
+  const DeviceBox inBox = inputs[0].box, outBox = outputs[0].box;
+  float *output = outputs[0].data;
+  launch(ctx.stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    outBox.indexOf(i, index);
+    const ResizeTaps tr = resizeTaps(g, g.rows, index[2]);
+    const ResizeTaps tc = resizeTaps(g, g.cols, index[3]);
+    const float *plane = input + offset4(inBox, index[0], index[1], 0, 0);
+    output[i] = resizeValue(g, tr, tc, plane, inBox.hi[3]);
+  });
+  return "";
+}
+
+KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
+                            ExecContext &ctx,
+                            const std::vector<KernelView> &inputs,
+                            const std::vector<KernelView> &outputs,
+                            const std::vector<KernelView> &outputGrads,
+                            const std::vector<KernelView> &inputGrads,
+                            const std::vector<KernelView> &) {
+  ResizeGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
+      !status.empty())
+    return status;
+  const KernelView &dOutput = outputGrads[0];
+  const KernelView &dInputView = inputGrads[0];
+  if (!dInputView.data || dOutput.box.count() == 0)
+    return "";
+  float *dInput = dInputView.data;
+  const float *dy = dOutput.data;
+  const DeviceBox inBox = dInputView.box, outBox = dOutput.box;
+  launch(ctx.stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    outBox.indexOf(i, index);
+    const ResizeTaps tr = resizeTaps(g, g.rows, index[2]);
+    const ResizeTaps tc = resizeTaps(g, g.cols, index[3]);
+    float *plane = dInput + offset4(inBox, index[0], index[1], 0, 0);
+    resizeScatter(
+        tr, tc, dy[i], plane, inBox.hi[3],
+        [](float *target, float value) { atomicAddFloat(target, value); });
+  });
+  return "";
+}
+
 } // namespace
 
 void registerConvPoolKernels(CudaKernelTable &t) {
@@ -1064,6 +1128,7 @@ void registerConvPoolKernels(CudaKernelTable &t) {
                             inputGrads);
       }};
   t["ppc.global_avg_pool"] = {globalAvgPoolForward, globalAvgPoolBackward};
+  t["ppc.resize"] = {resizeForward, resizeBackward};
 }
 
 } // namespace ppc::runtime::cuda

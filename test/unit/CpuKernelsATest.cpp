@@ -434,6 +434,114 @@ TEST(CpuPool2d, PartitionsMatchWholeOp) {
 }
 
 //===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+/// 1, 2, ..., count: the inputs of ONNX's Resize test cases.
+std::vector<float> countingValues(int64_t count) {
+  std::vector<float> values(count);
+  std::iota(values.begin(), values.end(), 1.0f);
+  return values;
+}
+
+/// ONNX's own expected outputs (libonnx-testdata's node tests of Resize
+/// 13, test_data_set_0) for the cases' inputs.
+TEST(CpuResize, ForwardMatchesOnnxTestData) {
+  struct OnnxCase {
+    const char *name;
+    ResizeCase c;
+    std::vector<float> expected;
+  };
+  // KernelCases.h's tf_crop_and_resize case (ONNX's) on one channel.
+  ResizeCase crop = kResizeCases.back();
+  crop.input[1] = crop.result[1] = 1;
+  const std::vector<OnnxCase> cases = {
+      {"test_resize_upsample_scales_linear",
+       {{1, 1, 2, 2}, {1, 1, 4, 4}, {2.0, 2.0}, "linear", "half_pixel"},
+       {1.0f, 1.25f, 1.75f, 2.0f, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f,
+        3.5f, 3.0f, 3.25f, 3.75f, 4.0f}},
+      {"test_resize_downsample_scales_linear_align_corners",
+       {{1, 1, 2, 4}, {1, 1, 1, 2}, {0.6, 0.6}, "linear", "align_corners"},
+       {1.0f, 3.142857074737549f}},
+      {"test_resize_upsample_sizes_nearest_ceil_half_pixel",
+       {{1, 1, 4, 4},
+        {1, 1, 8, 8},
+        {2.0, 2.0},
+        "nearest",
+        "half_pixel",
+        "ceil"},
+       {1,  2,  2,  3,  3,  4,  4,  4,  5,  6,  6,  7,  7,  8,  8,  8,
+        5,  6,  6,  7,  7,  8,  8,  8,  9,  10, 10, 11, 11, 12, 12, 12,
+        9,  10, 10, 11, 11, 12, 12, 12, 13, 14, 14, 15, 15, 16, 16, 16,
+        13, 14, 14, 15, 15, 16, 16, 16, 13, 14, 14, 15, 15, 16, 16, 16}},
+      {"test_resize_tf_crop_and_resize",
+       crop,
+       {7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10}},
+  };
+  for (const OnnxCase &k : cases) {
+    OpDesc op = resizeOp(k.c);
+    expectClose(forwardWhole(op, training(),
+                             {countingValues(numElementsOf(k.c.input))}),
+                k.expected, 1e-5, 1e-5, k.name);
+  }
+  // test_resize_upsample_scales_cubic_A_n0p5_exclude_outside: rows 0 and 3.
+  ResizeCase cubic{{1, 1, 4, 4}, {1, 1, 8, 8},         {2.0, 2.0}, "cubic",
+                   "half_pixel", "round_prefer_floor", -0.5,       true};
+  std::vector<float> got =
+      forwardWhole(resizeOp(cubic), training(), {countingValues(16)});
+  ASSERT_EQ(got.size(), 64u);
+  expectClose({got.begin(), got.begin() + 8},
+              {0.5588235259056091f, 0.8149420619010925f, 1.3569824695587158f,
+               1.8970588445663452f, 2.3970587253570557f, 2.9371352195739746f,
+               3.479175567626953f, 3.7352941036224365f},
+              1e-5, 1e-5, "cubic exclude_outside row 0");
+  expectClose({got.begin() + 24, got.begin() + 32},
+              {5.911764621734619f, 6.167883396148682f, 6.70992374420166f, 7.25f,
+               7.75f, 8.29007625579834f, 8.832117080688477f,
+               9.088234901428223f},
+              1e-5, 1e-5, "cubic exclude_outside row 3");
+}
+
+TEST(CpuResize, GradientsMatchFiniteDifferences) {
+  for (const ResizeCase &c : kResizeCases)
+    checkGradients(resizeOp(c), training(),
+                   {randomValues(numElementsOf(c.input), 11)});
+}
+
+TEST(CpuResize, PartitionsMatchWholeOp) {
+  for (const ResizeCase &c : kResizeCases) {
+    OpDesc op = resizeOp(c);
+    std::vector<std::vector<float>> inputs = {
+        randomValues(numElementsOf(c.input), 13)};
+    Range allN{0, c.input[0]}, allC{0, c.input[1]};
+    std::vector<Partition> bySamples, byChannels;
+    for (Range n : splitRange(c.input[0], c.input[0]))
+      bySamples.push_back(resizePartition(c, n, allC));
+    for (Range ch : splitRange(c.input[1], 2))
+      byChannels.push_back(resizePartition(c, allN, ch));
+    expectPartitionsMatchWhole(op, training(), inputs, bySamples);
+    expectPartitionsMatchWhole(op, training(), inputs, byChannels);
+  }
+}
+
+TEST(CpuResize, RejectsSplitPlanesAndUnknownModes) {
+  const ResizeCase &c = kResizeCases[0];
+  OpDesc op = resizeOp(c);
+  std::vector<std::vector<float>> inputs = {
+      randomValues(numElementsOf(c.input), 3)};
+  Partition rows = wholePartition(op);
+  rows.inputs[0] = withRange(rows.inputs[0], 2, 0, 2);
+  rows.outputs[0] = withRange(rows.outputs[0], 2, 0, 4);
+  EXPECT_NE(runOp(op, training(), inputs, {rows}).error.find("whole planes"),
+            std::string::npos);
+  OpDesc bad = op;
+  bad.attributes["mode"] = std::string("bilinear");
+  EXPECT_EQ(runOp(bad, training(), inputs, {wholePartition(bad)}).error,
+            "ppc.resize: unknown mode 'bilinear'; expected one of 'nearest', "
+            "'linear', 'cubic'");
+}
+
+//===----------------------------------------------------------------------===//
 // global_avg_pool
 //===----------------------------------------------------------------------===//
 
@@ -746,7 +854,7 @@ TEST(CpuKernelsA, RegistersItsOps) {
   std::vector<std::string> ops = supportedOps();
   for (const char *kind :
        {"ppc.matmul", "ppc.linear", "ppc.conv2d", "ppc.max_pool2d",
-        "ppc.avg_pool2d", "ppc.global_avg_pool", "ppc.batch_norm",
+        "ppc.avg_pool2d", "ppc.global_avg_pool", "ppc.resize", "ppc.batch_norm",
         "ppc.layer_norm", "ppc.softmax", "ppc.log_softmax",
         "ppc.softmax_cross_entropy", "ppc.mse_loss"})
     EXPECT_TRUE(std::find(ops.begin(), ops.end(), kind) != ops.end()) << kind;

@@ -328,6 +328,21 @@ TEST_F(GraphInterfaceTest, GlobalAvgPool) {
   EXPECT_EQ(costOf(args, body).fwdFlops, 2.0 * 8 * 5 * 5);
 }
 
+TEST_F(GraphInterfaceTest, ResizeSplitsSamplesAndChannelsOnly) {
+  StringRef args = "%x: tensor<2x4x8x8xf32>";
+  StringRef body = "%0 = ppc.resize %x {mode = \"linear\", scales = "
+                   "array<f64: 2.0, 1.5>} : tensor<2x4x8x8xf32> -> "
+                   "tensor<2x4x16x12xf32>";
+  IterationSpace space = spaceOf(args, body);
+  EXPECT_EQ(formatDims(space), "S2 P4 A16! A12!");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, d1, *, *]");
+  EXPECT_EQ(formatAccess(space.results[0]), "[d0, d1, d2, d3]");
+  // Linear: 2 x 2 taps, 2 flops each, and 4 for the tap weights.
+  OpCost cost = costOf(args, body);
+  EXPECT_EQ(cost.fwdFlops, 2.0 * 4 * 16 * 12 * 12);
+  EXPECT_EQ(cost.bwdFlops, cost.fwdFlops);
+}
+
 TEST_F(GraphInterfaceTest, BatchNorm) {
   StringRef args = "%x: tensor<4x8x6x6xf32>, %s: tensor<8xf32>, "
                    "%b: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>";
@@ -770,6 +785,7 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %52 = ppc.softplus %m : tensor<8x16xf32>
   %53 = ppc.mish %m : tensor<8x16xf32>
   %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %55 = ppc.resize %x {mode = "linear", scales = array<f64: 2.0, 0.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
   return
 }
 )mlir";
@@ -798,7 +814,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 55u);
+  EXPECT_EQ(registered.size(), 56u);
 }
 
 } // namespace

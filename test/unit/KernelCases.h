@@ -17,6 +17,7 @@
 //     convPartition(c, n, f, oh, ow, ch)       halos from the window
 //   PoolCase, kPoolCases, poolOp(kind, c), poolPartition(c, n, ch, oh, ow),
 //     distinctValues(count, seed)              no ties in a pooling window
+//   ResizeCase, kResizeCases, resizeOp(c), resizePartition(c, n, ch)
 //   batchNormOp(input[, attributes]), withBatchNormStatistics(inputs),
 //     batchNormPartition(shape, n, c, h[, perChannel]),
 //     batchNormPartitionings(shape)           samples, channels, rows, grid
@@ -271,6 +272,92 @@ inline Partition poolPartition(const PoolCase &c, Range n, Range ch, Range oh,
             {n.second, ch.second, rows.second, cols.second}};
   Box output{{n.first, ch.first, oh.first, ow.first},
              {n.second, ch.second, oh.second, ow.second}};
+  return {{input}, {output}};
+}
+
+//===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+struct ResizeCase {
+  std::vector<int64_t> input, result;
+  std::vector<double> scales;
+  std::string mode, coordinates, rounding = "round_prefer_floor";
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+  std::vector<double> roi = {}; ///< tf_crop_and_resize only
+  double extrapolation = 0.0;
+};
+
+inline OpDesc resizeOp(const ResizeCase &c) {
+  std::map<std::string, AttributeValue> attributes = {
+      {"scales", c.scales},
+      {"mode", c.mode},
+      {"coordinate_transformation_mode", c.coordinates},
+      {"nearest_mode", c.rounding},
+      {"cubic_coeff_a", c.cubicA},
+      {"exclude_outside", int64_t{c.excludeOutside}},
+      {"extrapolation_value", c.extrapolation}};
+  if (!c.roi.empty())
+    attributes["roi"] = c.roi;
+  return makeOp("ppc.resize", {c.input}, {c.result}, std::move(attributes));
+}
+
+/// Up and down, every mode and coordinate mode, a length-1 result; the
+/// last is ONNX's test_resize_tf_crop_and_resize on two channels.
+inline const std::vector<ResizeCase> kResizeCases = {
+    {{2, 3, 4, 5}, {2, 3, 8, 10}, {2.0, 2.0}, "linear", "half_pixel"},
+    {{2, 2, 6, 6}, {2, 2, 3, 4}, {0.5, 0.75}, "linear", "align_corners"},
+    {{1, 2, 5, 4},
+     {1, 2, 10, 12},
+     {2.0, 3.0},
+     "nearest",
+     "asymmetric",
+     "floor"},
+    {{2, 1, 6, 5},
+     {2, 1, 4, 7},
+     {4.0 / 6, 7.0 / 5},
+     "nearest",
+     "pytorch_half_pixel",
+     "round_prefer_ceil"},
+    {{1, 2, 4, 3},
+     {1, 2, 6, 7},
+     {1.5, 7.0 / 3},
+     "nearest",
+     "tf_half_pixel_for_nn",
+     "ceil"},
+    {{1, 2, 4, 4},
+     {1, 2, 8, 6},
+     {2.0, 1.5},
+     "cubic",
+     "half_pixel",
+     "round_prefer_floor",
+     -0.5,
+     true},
+    {{1, 2, 5, 4}, {1, 2, 3, 8}, {0.6, 2.0}, "cubic", "align_corners"},
+    {{1, 2, 3, 3},
+     {1, 2, 7, 1},
+     {7.0 / 3, 1.0 / 3},
+     "linear",
+     "pytorch_half_pixel"},
+    {{1, 2, 4, 4},
+     {1, 2, 3, 3},
+     {3.0 / (4 * 0.8), 3.0 / (4 * 1.1)},
+     "linear",
+     "tf_crop_and_resize",
+     "round_prefer_floor",
+     -0.75,
+     false,
+     {0.4, 0.6, 1.2, 1.7},
+     10.0},
+};
+
+/// Samples n and channels ch; the input holds whole planes.
+inline Partition resizePartition(const ResizeCase &c, Range n, Range ch) {
+  Box input{{n.first, ch.first, 0, 0},
+            {n.second, ch.second, c.input[2], c.input[3]}};
+  Box output{{n.first, ch.first, 0, 0},
+             {n.second, ch.second, c.result[2], c.result[3]}};
   return {{input}, {output}};
 }
 

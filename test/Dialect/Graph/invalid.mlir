@@ -355,6 +355,102 @@ func.func @f33(%x: tensor<1x4x8x8xf32>) {
 
 // -----
 
+func.func @resize0(%x: tensor<4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op input must have rank 4, got rank 3}}
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 2.0>} : tensor<4x8x8xf32> -> tensor<4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize1(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op element types differ: operand #0 has 'f32' but result #0 has 'f16'}}
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf16>
+  return
+}
+
+// -----
+
+func.func @resize2(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'mode' is 'bilinear'; expected one of 'nearest', 'linear', 'cubic'}}
+  %0 = ppc.resize %x {mode = "bilinear", scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize3(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'coordinate_transformation_mode' is 'corners'; expected one of 'half_pixel', 'pytorch_half_pixel', 'align_corners', 'asymmetric', 'tf_half_pixel_for_nn', 'tf_crop_and_resize'}}
+  %0 = ppc.resize %x {coordinate_transformation_mode = "corners", scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize4(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'nearest_mode' is 'round'; expected one of 'round_prefer_floor', 'round_prefer_ceil', 'floor', 'ceil'}}
+  %0 = ppc.resize %x {nearest_mode = "round", scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize5(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'scales' must have 2 entries (H, W), got 3}}
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 2.0, 1.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize6(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'scales' entry 1 is 0.000000e+00; expected a finite scale > 0}}
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 0.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize7(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'tf_crop_and_resize' needs a 'roi'}}
+  %0 = ppc.resize %x {coordinate_transformation_mode = "tf_crop_and_resize", scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize8(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'roi' is only used by 'tf_crop_and_resize'}}
+  %0 = ppc.resize %x {roi = array<f64: 0.0, 0.0, 1.0, 1.0>, scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize9(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op 'roi' must have 4 entries (loH, loW, hiH, hiW), got 2}}
+  %0 = ppc.resize %x {coordinate_transformation_mode = "tf_crop_and_resize", roi = array<f64: 0.0, 1.0>, scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize10(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op result has shape [1, 4, 16, 15] but expected [1, 4, 16, 16]: dim 3 is 15, expected 16}}
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x4x16x15xf32>
+  return
+}
+
+// -----
+
+func.func @resize11(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'ppc.resize' op result has shape [1, 3, 16, 16] but expected [1, 4, 16, 16]: dim 1 is 3, expected 4}}
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 2.0>} : tensor<1x4x8x8xf32> -> tensor<1x3x16x16xf32>
+  return
+}
+
+// -----
+
 func.func @f34(%x: tensor<4xf32>, %c: tensor<4xf32>) {
   // expected-error @+1 {{'ppc.batch_norm' op input must have rank >= 2, got rank 1}}
   %0 = ppc.batch_norm %x, %c, %c, %c, %c  : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>

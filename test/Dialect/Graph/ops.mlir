@@ -67,6 +67,21 @@ func.func @pooling_and_norms(%x: tensor<2x4x8x8xf32>, %c: tensor<4xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @resize
+func.func @resize(%x: tensor<2x4x8x8xf32>) {
+  // CHECK: ppc.resize %{{.*}} {scales = array<f64: 2.000000e+00, 2.000000e+00>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x16xf32>
+  %0 = ppc.resize %x {scales = array<f64: 2.0, 2.0>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x16xf32>
+  // CHECK: ppc.resize %{{.*}} {coordinate_transformation_mode = "align_corners", mode = "linear", scales = array<f64: 5.000000e-01, 1.500000e+00>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x12xf32>
+  %1 = ppc.resize %x {mode = "linear", coordinate_transformation_mode = "align_corners", scales = array<f64: 0.5, 1.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x12xf32>
+  // CHECK: ppc.resize %{{.*}} {cubic_coeff_a = -5.000000e-01 : f64, exclude_outside = true, mode = "cubic", scales = array<f64: 1.000000e+00, 3.000000e+00>} : tensor<2x4x8x8xf32> -> tensor<2x4x8x24xf32>
+  %2 = ppc.resize %x {mode = "cubic", cubic_coeff_a = -0.5 : f64, exclude_outside = true, scales = array<f64: 1.0, 3.0>} : tensor<2x4x8x8xf32> -> tensor<2x4x8x24xf32>
+  // CHECK: ppc.resize %{{.*}} {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 1.000000e+01 : f64, mode = "linear", roi = array<f64: 0.000000e+00, 2.500000e-01, 5.000000e-01, 7.500000e-01>, scales = array<f64: 1.000000e+00, 2.000000e+00>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x8xf32>
+  %3 = ppc.resize %x {mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize", roi = array<f64: 0.0, 0.25, 0.5, 0.75>, extrapolation_value = 10.0 : f64, scales = array<f64: 1.0, 2.0>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x8xf32>
+  // CHECK: ppc.resize %{{.*}} {coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 3.000000e+00, 3.000000e+00>} : tensor<2x4x8x8xf32> -> tensor<2x4x24x24xf32>
+  %4 = ppc.resize %x {coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 3.0, 3.0>} : tensor<2x4x8x8xf32> -> tensor<2x4x24x24xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%x: tensor<4x8xf32>, %row: tensor<8xf32>) {
   // CHECK: ppc.relu %{{.*}} : tensor<4x8xf32>

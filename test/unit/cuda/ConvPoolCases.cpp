@@ -1,7 +1,7 @@
-//===- ConvPoolCases.cpp - conv2d and pooling on the cuda backend ---------===//
+//===- ConvPoolCases.cpp - conv2d, pooling, resize on the cuda backend ----===//
 //
 // Oracle: the cpu backend's reference kernels (BackendAgreement.h), on the
-// shapes and attributes of CpuKernelsATest's conv/pool cases: whole
+// shapes and attributes of CpuKernelsATest's conv/pool/resize cases: whole
 // tensors and single partitions (samples, output channels across group
 // boundaries, rows and cols with halos, split input channels whose partial
 // sums take the bias only from channel 0), forward and backward, bf16
@@ -304,6 +304,41 @@ TEST(CudaGlobalAvgPool, WholeAndPartitionsAgree) {
   expectBackendsAgree(bf16, "bf16 global_avg_pool");
   OpDesc rank3 = makeOp("ppc.global_avg_pool", {{3, 2, 7}}, {{3, 2, 1}}, {});
   expectBackendsAgree(caseOf(rank3), "global_avg_pool rank 3");
+}
+
+//===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+TEST(CudaResize, WholeTensorsAndPartitionsAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (size_t i = 0; i < kResizeCases.size(); ++i) {
+    const ResizeCase &c = kResizeCases[i];
+    AgreementCase a = caseOf(resizeOp(c));
+    std::string name = "resize case " + std::to_string(i);
+    expectBackendsAgree(a, name);
+    Range allN{0, c.input[0]}, allC{0, c.input[1]};
+    for (Range n : splitRange(c.input[0], c.input[0])) {
+      a.partition = resizePartition(c, n, allC);
+      expectBackendsAgree(a, name + " samples " + std::to_string(n.first));
+    }
+    for (Range ch : splitRange(c.input[1], 2)) {
+      a.partition = resizePartition(c, allN, ch);
+      expectBackendsAgree(a, name + " channels " + std::to_string(ch.first));
+    }
+  }
+}
+
+TEST(CudaResize, RejectsWhatTheCpuKernelRejects) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  const ResizeCase &c = kResizeCases[0];
+  OpDesc op = resizeOp(c);
+  Partition rows = wholePartition(op);
+  rows.inputs[0] = withRange(rows.inputs[0], 2, 0, 2);
+  expectSameErrorsMentioning(op, rows, "whole planes");
+  OpDesc bad = op;
+  bad.attributes["nearest_mode"] = std::string("nearest");
+  expectSameErrorsMentioning(bad, wholePartition(bad), "unknown nearest_mode");
 }
 
 } // namespace

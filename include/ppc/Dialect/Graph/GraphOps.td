@@ -185,6 +185,61 @@ def PPC_GlobalAvgPoolOp : PPC_ComputeOp<"global_avg_pool", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PPC_ResizeOp : PPC_ComputeOp<"resize", [Pure]> {
+  let summary = "Resizes H and W of [N, C, H, W] (ONNX Resize and Upsample)";
+  let description = [{
+    Each result element interpolates the input plane of its sample and
+    channel, separably along H and W, as ONNX Resize specifies. Along an
+    axis with input length `in`, result length `out` and scale `s`
+    (`scales` = [sH, sW]: the scale ONNX was given, or `out / in` when it
+    was given sizes), result position `x` maps to the input coordinate
+    `coordinate_transformation_mode` says:
+
+    | mode | input coordinate |
+    |---|---|
+    | `half_pixel` | `(x + 0.5) / s - 0.5` |
+    | `pytorch_half_pixel` | as `half_pixel`, 0 when `out` is 1 |
+    | `align_corners` | `x * (in - 1) / (s * in - 1)`, 0 when `out` is 1 |
+    | `asymmetric` | `x / s` |
+    | `tf_half_pixel_for_nn` | `(x + 0.5) / s` |
+    | `tf_crop_and_resize` | `roi` crops first: `lo * (in - 1) + x * (hi - lo) * (in - 1) / (out - 1)`; a coordinate outside `[0, in - 1]` gives `extrapolation_value` |
+
+    `mode` then reads: `nearest` the input index `nearest_mode` rounds the
+    coordinate to (`round_prefer_floor`, `round_prefer_ceil`, `floor`,
+    `ceil`); `linear` the two neighbours weighted by distance; `cubic` four
+    neighbours with Keys' kernel of parameter `cubic_coeff_a`, with
+    `exclude_outside` the weights of neighbours outside the input set to 0
+    and the rest renormalized. Neighbour indices outside the input are
+    clamped to its edge. `roi` is `[loH, loW, hiH, hiW]`, in fractions of
+    the input, and only given with `tf_crop_and_resize`.
+
+    ```mlir
+    %y = ppc.resize %x {scales = array<f64: 2.0, 2.0>, mode = "linear"}
+        : tensor<1x3x8x8xf32> -> tensor<1x3x16x16xf32>
+    ```
+  }];
+  let arguments = (ins PPC_FloatTensor:$input,
+      DenseF64ArrayAttr:$scales,
+      DefaultValuedAttr<StrAttr, "\"nearest\"">:$mode,
+      DefaultValuedAttr<StrAttr, "\"half_pixel\"">:
+          $coordinate_transformation_mode,
+      DefaultValuedAttr<StrAttr, "\"round_prefer_floor\"">:$nearest_mode,
+      DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+      DefaultValuedAttr<BoolAttr, "false">:$exclude_outside,
+      OptionalAttr<DenseF64ArrayAttr>:$roi,
+      DefaultValuedAttr<F64Attr, "0.0">:$extrapolation_value);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The keywords `mode`, `coordinate_transformation_mode` and
+    /// `nearest_mode` accept, in the order the kernels number them.
+    static ::llvm::ArrayRef<::llvm::StringRef> getModeKeywords();
+    static ::llvm::ArrayRef<::llvm::StringRef> getCoordinateKeywords();
+    static ::llvm::ArrayRef<::llvm::StringRef> getNearestKeywords();
+  }];
+}
+
 def PPC_BatchNormOp : PPC_ComputeOp<"batch_norm", [Pure]> {
   let summary = "Batch normalization over dim 1 (channels)";
   let description = [{
