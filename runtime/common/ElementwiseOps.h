@@ -11,7 +11,10 @@
 //    same errors on every backend;
 //  - each op's per-element function, PPC_HD: a unary functor has value(x)
 //    and derivative(x, y) with y = value(x), and a host constructor from
-//    the op that sets `error` for attributes it rejects; a binary functor
+//    the op that sets `error` for attributes it rejects (and `hasKinks`
+//    where the derivative jumps at points of the input: relu's 0, clip's
+//    bounds; --verify's reference follows the partitioned run's side of
+//    such a point, see Reference.h); a binary functor
 //    has value(l, r) and the partial derivatives dLhs / dRhs given
 //    y = value(l, r). Functors are small values (the cuda kernels capture
 //    them) and inline into the cpu's vectorized loops;
@@ -34,9 +37,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ppc::runtime {
+
+/// Whether unary functor Fn declares `hasKinks`.
+template <typename Fn, typename = void> struct HasKinks : std::false_type {};
+template <typename Fn>
+struct HasKinks<Fn, std::void_t<decltype(Fn::hasKinks)>>
+    : std::bool_constant<Fn::hasKinks> {};
 
 //===----------------------------------------------------------------------===//
 // Broadcasting checks
@@ -108,12 +118,14 @@ PPC_HD inline float sigmoidOf(float x) {
 }
 
 struct Relu {
+  static constexpr bool hasKinks = true;
   Relu(const OpDesc &, KernelStatus &) {}
   PPC_HD float value(float x) const { return x > 0 ? x : 0.0f; }
   PPC_HD float derivative(float x, float) const { return x > 0 ? 1.0f : 0.0f; }
 };
 
 struct LeakyRelu {
+  static constexpr bool hasKinks = true;
   float alpha;
   LeakyRelu(const OpDesc &op, KernelStatus &)
       : alpha(static_cast<float>(op.getFloat("alpha", 0.01))) {}
@@ -186,6 +198,7 @@ struct Tanh {
 
 /// Missing bounds are infinite. The gradient passes where min <= x <= max.
 struct Clip {
+  static constexpr bool hasKinks = true;
   float lo, hi;
   Clip(const OpDesc &op, KernelStatus &)
       : lo(static_cast<float>(op.getFloat("min", -INFINITY))),
@@ -238,6 +251,7 @@ struct Neg {
 };
 
 struct Abs {
+  static constexpr bool hasKinks = true;
   Abs(const OpDesc &, KernelStatus &) {}
   PPC_HD float value(float x) const { return std::fabs(x); }
   PPC_HD float derivative(float x, float) const {
@@ -263,6 +277,7 @@ struct Silu {
 /// max(0, min(1, alpha x + beta)); the gradient passes (times alpha) where
 /// the line is strictly inside (0, 1).
 struct HardSigmoid {
+  static constexpr bool hasKinks = true;
   float alpha, beta;
   HardSigmoid(const OpDesc &op, KernelStatus &)
       : alpha(static_cast<float>(op.getFloat("alpha", 0.2))),
@@ -279,6 +294,7 @@ struct HardSigmoid {
 
 /// x * hard_sigmoid(x) with alpha = 1/6, beta = 1/2 (ONNX HardSwish).
 struct HardSwish {
+  static constexpr bool hasKinks = true;
   HardSwish(const OpDesc &, KernelStatus &) {}
   PPC_HD float value(float x) const {
     return x <= -3.0f ? 0.0f : (x >= 3.0f ? x : x * (x + 3.0f) / 6.0f);

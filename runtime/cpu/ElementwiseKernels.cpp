@@ -16,6 +16,8 @@
 #include "KernelChecks.h"
 
 #include <cstdint>
+#include <functional>
+#include <map>
 
 namespace ppc::runtime::cpu {
 namespace {
@@ -403,3 +405,40 @@ void registerElementwiseKernels(KernelTable &table) {
 }
 
 } // namespace ppc::runtime::cpu
+
+namespace ppc::runtime {
+namespace {
+/// registerElementwiseOps's way of making kinkedDerivative's functions.
+struct KinkedDerivatives {
+  using Derivative = std::function<float(float)>;
+  using Make = Derivative (*)(const OpDesc &);
+  template <typename Fn> static Make unary() {
+    if constexpr (!HasKinks<Fn>::value)
+      return nullptr;
+    else
+      return [](const OpDesc &op) -> Derivative {
+        KernelStatus error;
+        Fn fn(op, error);
+        if (!error.empty())
+          return nullptr;
+        return [fn](float x) { return fn.derivative(x, fn.value(x)); };
+      };
+  }
+  template <typename Fn> static Make binary() { return nullptr; }
+  static Make gelu() { return nullptr; }
+  static Make dropout() { return nullptr; }
+  static Make broadcast() { return nullptr; }
+};
+} // namespace
+
+std::function<float(float)> kinkedDerivative(const OpDesc &op) {
+  static const std::map<std::string, KinkedDerivatives::Make> table = [] {
+    std::map<std::string, KinkedDerivatives::Make> t;
+    registerElementwiseOps<KinkedDerivatives>(t);
+    return t;
+  }();
+  auto it = table.find(op.kind);
+  return it != table.end() && it->second ? it->second(op) : nullptr;
+}
+
+} // namespace ppc::runtime

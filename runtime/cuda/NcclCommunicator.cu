@@ -361,6 +361,10 @@ public:
                                         const Where &where) override {
     return host.gatherToRoot(mine, where);
   }
+  std::vector<std::string> allGatherStrings(const std::string &mine,
+                                            const Where &where) override {
+    return host.allGatherStrings(mine, where);
+  }
   int64_t broadcastFromRoot(int64_t value, const Where &where) override {
     return host.broadcastFromRoot(value, where);
   }

@@ -154,6 +154,8 @@ public:
   bool anyRank(bool flag, const Where &where) override;
   std::vector<std::string> gatherToRoot(const std::string &mine,
                                         const Where &where) override;
+  std::vector<std::string> allGatherStrings(const std::string &mine,
+                                            const Where &where) override;
   int64_t broadcastFromRoot(int64_t value, const Where &where) override;
   void barrier(const Where &where) override;
   [[noreturn]] void abort(int code) override;
@@ -686,30 +688,58 @@ bool MpiCommunicator::anyRank(bool flag, const Where &where) {
   return value != 0;
 }
 
+/// Every rank's string on rank 0 (everyRank: on every rank), in rank order.
+static std::vector<std::string>
+gatherStrings(int rank, int size, const std::string &mine, bool everyRank,
+              const std::function<void(MPI_Request *)> &wait) {
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size), displs(size);
+  MPI_Request request;
+  if (everyRank)
+    MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT,
+                   MPI_COMM_WORLD, &request);
+  else
+    MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
+                MPI_COMM_WORLD, &request);
+  wait(&request);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[r] = total;
+    total += lengths[r];
+  }
+  const bool receives = everyRank || rank == 0;
+  std::string all(receives ? total : 0, '\0');
+  if (everyRank)
+    MPI_Iallgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                    displs.data(), MPI_CHAR, MPI_COMM_WORLD, &request);
+  else
+    MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                 displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &request);
+  wait(&request);
+  std::vector<std::string> out;
+  if (receives)
+    for (int r = 0; r < size; ++r)
+      out.push_back(all.substr(displs[r], lengths[r]));
+  return out;
+}
+
 std::vector<std::string> MpiCommunicator::gatherToRoot(const std::string &mine,
                                                        const Where &where) {
   if (!impl->mpi)
     return {mine};
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(size()), displs(size());
-  MPI_Request request;
-  MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0,
-              MPI_COMM_WORLD, &request);
-  impl->waitBetweenSteps(&request, where);
-  int total = 0;
-  for (int r = 0; r < size(); ++r) {
-    displs[r] = total;
-    total += lengths[r];
-  }
-  std::string all(rank() == 0 ? total : 0, '\0');
-  MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
-               displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &request);
-  impl->waitBetweenSteps(&request, where);
-  std::vector<std::string> out;
-  if (rank() == 0)
-    for (int r = 0; r < size(); ++r)
-      out.push_back(all.substr(displs[r], lengths[r]));
-  return out;
+  return gatherStrings(rank(), size(), mine, false, [&](MPI_Request *r) {
+    impl->waitBetweenSteps(r, where);
+  });
+}
+
+std::vector<std::string>
+MpiCommunicator::allGatherStrings(const std::string &mine,
+                                  const Where &where) {
+  if (!impl->mpi)
+    return {mine};
+  return gatherStrings(rank(), size(), mine, true, [&](MPI_Request *r) {
+    impl->waitBetweenSteps(r, where);
+  });
 }
 
 int64_t MpiCommunicator::broadcastFromRoot(int64_t value, const Where &where) {

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -74,11 +75,63 @@ const char *verifyKindName(int kind) {
 }
 using VerifyTable = std::map<std::pair<int, int32_t>, VerifyRow>;
 
-double maxMagnitude(const std::vector<float> &values) {
-  double m = 0;
-  for (float v : values)
-    m = std::max(m, std::fabs(double(v)));
-  return m;
+/// Every rank's kinked-op inputs (ProgramRunner::kinkInputs) as whole
+/// tensors, on every rank: records of int64 words (tensor, rank, lo, hi,
+/// element count) and then the floats, gathered over the world. "" or the
+/// error.
+std::string gatherKinkInputs(const Plan &plan, Communicator &comm,
+                             const std::vector<BoxValues> &mine,
+                             KinkInputs &whole) {
+  std::string bytes;
+  auto put = [&](const void *data, size_t n) {
+    bytes.append(static_cast<const char *>(data), n);
+  };
+  for (const BoxValues &box : mine) {
+    std::vector<int64_t> head = {box.tensor,
+                                 static_cast<int64_t>(box.lo.size())};
+    head.insert(head.end(), box.lo.begin(), box.lo.end());
+    head.insert(head.end(), box.hi.begin(), box.hi.end());
+    head.push_back(static_cast<int64_t>(box.values.size()));
+    put(head.data(), head.size() * sizeof(int64_t));
+    put(box.values.data(), box.values.size() * sizeof(float));
+  }
+  // MPI counts bytes in an int.
+  const double total = comm.maxOverRanks({double(bytes.size())}, [] {
+    return std::string("verify: sizing the inputs of kinked ops");
+  })[0] * comm.size();
+  if (total >= double(std::numeric_limits<int>::max()))
+    return "verify: the inputs of relu-like ops (" + format("%.0f", total) +
+           " bytes from all ranks) are too large to gather";
+  std::vector<std::string> all = comm.allGatherStrings(
+      bytes, [] { return std::string("verify: gathering kinked inputs"); });
+  for (const std::string &from : all) {
+    const char *at = from.data(), *end = at + from.size();
+    auto take = [&](void *data, size_t n) {
+      std::memcpy(data, at, n);
+      at += n;
+    };
+    while (at < end) {
+      int64_t t, rank, n;
+      take(&t, sizeof t);
+      take(&rank, sizeof rank);
+      Index lo(rank), hi(rank);
+      take(lo.data(), rank * sizeof(int64_t));
+      take(hi.data(), rank * sizeof(int64_t));
+      take(&n, sizeof n);
+      std::vector<float> values(n);
+      take(values.data(), n * sizeof(float));
+      const Index shape(plan.tensors(t).shape().begin(),
+                        plan.tensors(t).shape().end());
+      std::vector<float> &dst = whole[static_cast<int32_t>(t)];
+      if (dst.empty())
+        dst.assign(boxVolume(Index(shape.size(), 0), shape), NAN);
+      forEachRun(lo, hi, lo, hi, Index(shape.size(), 0), shape,
+                 [&](int64_t a, int64_t g, int64_t len) {
+                   std::copy_n(values.begin() + a, len, dst.begin() + g);
+                 });
+    }
+  }
+  return "";
 }
 
 /// Compares box [lo, hi) of a tensor against the whole reference tensor
@@ -477,8 +530,13 @@ int Run::verify(int64_t step, double lossScale) {
         "--verify-backend " + options.verifyBackend + ": " + otherError;
   if (anyFailed(otherError, false))
     return 1;
+  // The reference follows the partitioned run's side of each kink.
+  KinkInputs kinks;
+  if (anyFailed(gatherKinkInputs(plan, comm, runner.kinkInputs(), kinks),
+                true))
+    return 1;
   if (anyFailed(runReferenceStep(plan, data, step, other ? *other : *backend,
-                                 lossScale, ref),
+                                 lossScale, &kinks, tolerance, ref),
                 true))
     return 1;
   // Loss scaling skips a step whose gradients overflow: both sides must.
@@ -579,6 +637,15 @@ int Run::verify(int64_t step, double lossScale) {
         << " against the single-device reference (worst over ranks, "
            "tolerance "
         << format("%g", tolerance) << " relative)\n";
+    if (ref.kinksFollowed > 0)
+      out << "  (the reference took the partitioned run's side of "
+          << ref.kinksFollowed << " kink" << (ref.kinksFollowed == 1 ? "" : "s")
+          << ": inputs of relu-like ops within round-off of where the "
+             "derivative jumps)\n";
+    if (ref.kinksApart > 0)
+      out << "  (" << ref.kinksApart
+          << " inputs of relu-like ops fell on another side of a kink than "
+             "in the partitioned run, further apart than round-off)\n";
     if (skipped)
       out << "  (the gradients overflowed at loss scale "
           << format("%g", lossScale)

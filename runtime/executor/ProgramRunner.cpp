@@ -49,8 +49,10 @@ std::vector<float> ProgramRunner::hostValues(const DeviceBuffer &buffer,
 }
 
 std::string ProgramRunner::prepare() {
-  for (const Op &op : plan.ops())
+  for (const Op &op : plan.ops()) {
     descs.push_back(describeOp(plan, op));
+    kinked_.push_back(kinkedDerivative(descs.back()) != nullptr);
+  }
   for (const Tensor &t : plan.tensors()) {
     DType dtype;
     if (!storageDType(t.dtype(), dtype))
@@ -210,6 +212,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   trace_.clear();
   if (keepGradients) {
     keptGrads_.clear();
+    kinkInputs_.clear();
     updated_.clear();
   }
   live.clear();
@@ -582,6 +585,15 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
       !err.empty())
     return err;
   kernelKey_ = profileKey(op, "forward", inputs);
+  // Read before the kernel runs: its output may be its input's buffer.
+  if (keepGradients_ && kinked_[k.op()] && !inputs.empty() &&
+      inputs[0].buffer) {
+    std::vector<float> values(inputs[0].numElements());
+    backend.read(*inputs[0].buffer, inputs[0].offset, values.size(),
+                 values.data());
+    kinkInputs_.push_back(
+        {op.operands(0), inputs[0].lo, inputs[0].hi, std::move(values)});
+  }
   KernelContext ctx{step_, plan.training(), k.stage()};
   std::string status =
       backend.forward(descs[k.op()], ctx, inputs, outputs, scratch);

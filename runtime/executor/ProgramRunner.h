@@ -82,6 +82,10 @@ public:
   /// Gradients consumed by Update in the last step run with keepGradients,
   /// and the weight buffers it updated.
   const std::vector<BoxValues> &keptGradients() const { return keptGrads_; }
+  /// The first operand's values of every kernel of an op with kinks
+  /// (kinkedDerivative) in the last step run with keepGradients, as the
+  /// kernel read them: which side of each kink this rank's run took.
+  const std::vector<BoxValues> &kinkInputs() const { return kinkInputs_; }
   /// Kernel times of the steps run with `timeKernels`, by profile key
   /// "kind|dtype|phase|[[shape],...]".
   const KernelTimings &kernelTimings() const { return timings_; }
@@ -228,6 +232,9 @@ private:
   /// Key of the kernel instruction executed last (set by kernel()).
   std::string kernelKey_;
   std::vector<BoxValues> keptGrads_;
+  std::vector<BoxValues> kinkInputs_;
+  /// Per op, whether it has kinks (kinkedDerivative is not null).
+  std::vector<bool> kinked_;
   std::vector<int32_t> updated_;
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;

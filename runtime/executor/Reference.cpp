@@ -5,6 +5,9 @@
 
 #include "ProgramRunner.h"
 
+#include <cmath>
+#include <functional>
+
 namespace ppc::runtime {
 
 using namespace ppc::planfile;
@@ -68,12 +71,60 @@ std::string allocateScratch(Backend &backend,
   return "";
 }
 
+/// Adds to the input gradient of kinked op `op` (run backward just now)
+/// the difference its partitioned side makes: (d(p) - d(x)) dy where the
+/// reference's input x and the partitioned one p fall on two sides of a
+/// kink and |p - x| <= closeness * max|x|.
+void followKinks(const Whole &w, const Op &op,
+                 const std::function<float(float)> &derivative,
+                 const std::vector<float> &partitioned, double closeness,
+                 const std::vector<std::shared_ptr<DeviceBuffer>> &values,
+                 const std::vector<std::shared_ptr<DeviceBuffer>> &grads,
+                 ReferenceStep &r) {
+  const int32_t in = op.operands(0), out = op.results(0);
+  std::vector<float> x = w.host(values[in], in);
+  if (x.size() != partitioned.size() || !grads[in] || !grads[out] ||
+      w.sizeOf(out) != w.sizeOf(in))
+    return;
+  const double apart = closeness * maxMagnitude(x);
+  std::vector<float> dy, dx;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float p = partitioned[i];
+    if (std::isnan(p))
+      continue;
+    const float dp = derivative(p), dr = derivative(x[i]);
+    if (dp == dr)
+      continue;
+    if (!(std::fabs(p - x[i]) <= apart)) {
+      ++r.kinksApart;
+      continue;
+    }
+    if (dy.empty()) {
+      dy = w.host(grads[out], out);
+      dx = w.host(grads[in], in);
+    }
+    dx[i] += (dp - dr) * dy[i];
+    ++r.kinksFollowed;
+  }
+  if (!dx.empty())
+    w.backend.write(*grads[in], 0, dx.data(), dx.size());
+}
+
 } // namespace
+
+double maxMagnitude(const std::vector<float> &values) {
+  double m = 0;
+  for (float v : values)
+    m = std::max(m, std::fabs(double(v)));
+  return m;
+}
 
 std::string runReferenceStep(const Plan &plan, const DataSource &data,
                              int64_t step, Backend &backend, double lossScale,
+                             const KinkInputs *partitioned, double closeness,
                              ReferenceStep &r) {
   r.skipped = false;
+  r.kinksFollowed = r.kinksApart = 0;
   const int numTensors = plan.tensors_size();
   std::vector<std::shared_ptr<DeviceBuffer>> values(numTensors),
       grads(numTensors), masters(numTensors);
@@ -187,6 +238,13 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
           return "reference: kernel error in op '" + op.name() +
                  "' (backward, stage " + std::to_string(s) + "): " + status;
       }
+      if (partitioned && op.needs_grad_size() > 0 && op.needs_grad(0))
+        if (auto it = partitioned->find(op.operands(0));
+            it != partitioned->end())
+          if (std::function<float(float)> derivative =
+                  kinkedDerivative(descs[o]))
+            followKinks(w, op, derivative, it->second, closeness, values,
+                        grads, r);
     }
 
     for (int32_t t = 0; t < numTensors; ++t)

@@ -14,6 +14,7 @@
 #include "ppc/Runtime/Executor.h"
 #include "ppc/Runtime/Npy.h"
 #include "ppc/Runtime/Optimizer.h"
+#include "ppc/Runtime/Reference.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -487,6 +488,62 @@ TEST(RuntimeRunPlan, MlpMatchesTheReference) {
            {"loss    loss", "grad    fc1.weight", "weight  fc2.bias"})
         EXPECT_NE(out.find(row), std::string::npos) << row << "\n" << out;
     }
+}
+
+int32_t tensorNamed(const pf::Plan &plan, const std::string &name) {
+  for (int32_t t = 0; t < plan.tensors_size(); ++t)
+    if (plan.tensors(t).name() == name)
+      return t;
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
+TEST(RuntimeReference, FollowsThePartitionedSideOfAKink) {
+  // The MLP's relu input h: the partitioned run saw its smallest positive
+  // element on the other side of 0.
+  pf::Plan plan = mlpPlan(1, false);
+  DataSource data(plan, 1, InitMode::Plan);
+  std::string error;
+  std::unique_ptr<Backend> backend = createBackend("cpu", {}, error);
+  ASSERT_TRUE(backend) << error;
+  ReferenceStep own;
+  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, nullptr, 1e-4, own),
+            "");
+  const int32_t h = tensorNamed(plan, "h"), a = tensorNamed(plan, "a");
+  const std::vector<float> &x = own.values[h];
+  size_t i = x.size();
+  for (size_t j = 0; j < x.size(); ++j)
+    if (x[j] > 0 && own.grads[a][j] != 0 && (i == x.size() || x[j] < x[i]))
+      i = j;
+  ASSERT_LT(i, x.size());
+  KinkInputs partitioned{{h, x}};
+  partitioned[h][i] = -x[i];
+  partitioned[h][(i + 1) % x.size()] = NAN; // no rank read it: its own side
+
+  // Within `closeness`: the reference takes relu's derivative 0 there.
+  ReferenceStep followed;
+  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, &partitioned, 1.0,
+                             followed),
+            "");
+  EXPECT_EQ(followed.kinksFollowed, 1);
+  EXPECT_EQ(followed.kinksApart, 0);
+  EXPECT_EQ(followed.grads[h][i], 0.0f);
+  EXPECT_NE(own.grads[h][i], 0.0f);
+  for (size_t j = 0; j < x.size(); ++j)
+    if (j != i)
+      EXPECT_EQ(followed.grads[h][j], own.grads[h][j]) << j;
+  const int32_t w1 = tensorNamed(plan, "fc1.weight");
+  EXPECT_NE(followed.grads[w1], own.grads[w1]);
+  EXPECT_EQ(followed.values[a], own.values[a]); // the forward is its own
+
+  // Further apart than round-off: counted, not followed.
+  ReferenceStep apart;
+  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, &partitioned,
+                             1e-12, apart),
+            "");
+  EXPECT_EQ(apart.kinksFollowed, 0);
+  EXPECT_EQ(apart.kinksApart, 1);
+  EXPECT_EQ(apart.grads[w1], own.grads[w1]);
 }
 
 TEST(RuntimeRunPlan, VerifyCatchesAWrongPlan) {

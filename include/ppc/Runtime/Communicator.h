@@ -132,6 +132,10 @@ public:
   /// Every rank's string on rank 0 (in rank order); empty elsewhere.
   virtual std::vector<std::string> gatherToRoot(const std::string &mine,
                                                 const Where &where) = 0;
+  /// Every rank's string on every rank (in rank order); strings of 2 GiB
+  /// and more in all are the caller's to refuse.
+  virtual std::vector<std::string> allGatherStrings(const std::string &mine,
+                                                    const Where &where) = 0;
   /// Rank 0's value on every rank.
   virtual int64_t broadcastFromRoot(int64_t value, const Where &where) = 0;
   virtual void barrier(const Where &where) = 0;

@@ -39,6 +39,7 @@
 #define PPC_RUNTIME_KERNELS_H
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <variant>
@@ -136,6 +137,13 @@ KernelStatus backward(const OpDesc &op, const KernelContext &ctx,
                       const std::vector<TensorView> &outputGrads,
                       std::vector<TensorView> &inputGrads,
                       std::vector<TensorView> &scratch);
+
+/// For a unary elementwise op whose derivative jumps where the input
+/// crosses a point (relu's 0, leaky_relu, clip, abs, hard_sigmoid,
+/// hard_swish): its derivative at x. Null for every other op, and for
+/// attributes the op rejects. --verify's reference evaluates it on the side
+/// of such a point that the partitioned run took (Reference.h).
+std::function<float(float)> kinkedDerivative(const OpDesc &op);
 
 /// The ppc ops the cpu backend implements, sorted.
 std::vector<std::string> supportedOps();

@@ -10,6 +10,15 @@
 // between, and the optimizer applied to every weight with a gradient (from
 // a fresh optimizer state), unless a gradient overflowed.
 //
+// Where an op's derivative jumps (relu at 0: kinkedDerivative), an input
+// within round-off of the jump may land on one side in the partitioned run
+// and on the other here: the forwards agree to round-off, the gradients do
+// not. Given the partitioned run's inputs of those ops, the reference's
+// backward takes the partitioned side for every element whose two inputs
+// agree to `closeness` times the tensor's largest |input| (the same
+// function, the same branches); elements further apart are counted, not
+// followed, and fail the comparison as they would without this.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_RUNTIME_REFERENCE_H
@@ -20,6 +29,7 @@
 #include "ppc/Runtime/plan.pb.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,13 +46,25 @@ struct ReferenceStep {
   /// Whether a gradient overflowed at the loss scale, so that no weight
   /// was updated.
   bool skipped = false;
+  /// Elements of ops with kinks where the reference took the partitioned
+  /// run's side; and those on another side but not within round-off.
+  int64_t kinksFollowed = 0, kinksApart = 0;
 };
 
-/// Runs step `step` of `plan` on whole tensors. "" or the error (a kernel's
-/// status with the op's name).
+/// The partitioned run's first-operand values of the ops with kinks, whole
+/// tensors by tensor id, NaN where no rank's kernel read an element.
+using KinkInputs = std::map<int32_t, std::vector<float>>;
+
+/// The largest |value| (0 for none; NaNs are skipped).
+double maxMagnitude(const std::vector<float> &values);
+
+/// Runs step `step` of `plan` on whole tensors, following `partitioned`'s
+/// sides of kinks (null: its own). "" or the error (a kernel's status with
+/// the op's name).
 std::string runReferenceStep(const ppc::planfile::Plan &plan,
                              const DataSource &data, int64_t step,
                              Backend &backend, double lossScale,
+                             const KinkInputs *partitioned, double closeness,
                              ReferenceStep &result);
 
 } // namespace ppc::runtime
