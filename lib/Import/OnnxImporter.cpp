@@ -37,6 +37,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <exception>
 
 using namespace mlir;
@@ -249,6 +250,25 @@ bool GraphImporter::holdsNonFinite(StringRef name) {
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t n = getNumElements(shape).value_or(0);
   bool found = false;
+  if (t.data_type() == onnx::TensorProto::FLOAT &&
+      t.float_data_size() == n) {
+    for (float v : t.float_data())
+      found |= !std::isfinite(v);
+    return nonFinite[name] = found;
+  }
+  if (t.data_type() == onnx::TensorProto::FLOAT && t.has_raw_data() &&
+      static_cast<int64_t>(t.raw_data().size()) == 4 * n) {
+    // In place, by the exponent bits (all ones: inf or NaN), without
+    // copying or decoding the weights.
+    const char *raw = t.raw_data().data();
+    uint32_t any = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, raw + 4 * i, 4);
+      any |= (bits & 0x7f800000u) == 0x7f800000u;
+    }
+    return nonFinite[name] = any != 0;
+  }
   std::string bytes;
   constexpr int64_t kMaxScanBytes = int64_t(64) << 20;
   if (n * getDTypeByteWidth(t.data_type()) <= kMaxScanBytes &&

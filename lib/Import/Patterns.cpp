@@ -191,6 +191,47 @@ static Value matchAffine(OpTy op, Value v, ArrayRef<int64_t> normShape) {
   return shape == normShape ? other : Value();
 }
 
+/// `stats + eps` (either order), the single user of `stats`: the add, or
+/// null where there is none or eps is not a scalar constant.
+static g::AddOp matchEpsilonAdd(Value stats, double &eps) {
+  auto add = getSingleUser<g::AddOp>(stats);
+  if (!add)
+    return {};
+  std::optional<double> value =
+      getScalarConstant(add.getLhs() == stats ? add.getRhs() : add.getLhs());
+  if (!value)
+    return {};
+  eps = *value;
+  return add;
+}
+
+/// Replaces `root`'s result with layer_norm over x's dims from `axis` on:
+/// `scale` (ones where null) and `bias` (none where null) reshaped to the
+/// normalized shape.
+static void replaceWithLayerNorm(OpBuilder &builder, Operation *root, Value x,
+                                 int64_t axis, Value scale, Value bias,
+                                 double eps, bool rms) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  auto normType = RankedTensorType::get(xType.getShape().drop_front(axis),
+                                        xType.getElementType());
+  builder.setInsertionPoint(root);
+  auto reshapeTo = [&](Value v) -> Value {
+    if (!v || v.getType() == normType)
+      return v;
+    return g::ReshapeOp::create(builder, root->getLoc(), normType, v);
+  };
+  if (!scale)
+    scale = g::ConstantOp::create(
+        builder, root->getLoc(),
+        DenseElementsAttr::get(
+            normType, builder.getFloatAttr(xType.getElementType(), 1.0)));
+  auto norm = g::LayerNormOp::create(
+      builder, root->getLoc(), xType, x, reshapeTo(scale), reshapeTo(bias),
+      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(eps),
+      builder.getBoolAttr(rms));
+  root->getResult(0).replaceAllUsesWith(norm.getResult());
+}
+
 /// mean = ReduceMean(x); d = x - mean; var = ReduceMean(d^2 or d*d);
 /// y = d / sqrt(var + eps) [* scale] [+ bias].
 static bool matchLayerNorm(g::ReduceMeanOp mean, OpBuilder &builder) {
@@ -224,14 +265,12 @@ static bool matchLayerNorm(g::ReduceMeanOp mean, OpBuilder &builder) {
   auto var = getSingleUser<g::ReduceMeanOp>(square->getResult(0));
   if (!var || var.getAxes() != mean.getAxes() || !var.getKeepDims())
     return false;
-  auto addEps = getSingleUser<g::AddOp>(var.getResult());
+  double eps;
+  auto addEps = matchEpsilonAdd(var.getResult(), eps);
   if (!addEps)
     return false;
-  Value epsValue =
-      addEps.getLhs() == var.getResult() ? addEps.getRhs() : addEps.getLhs();
-  std::optional<double> eps = getScalarConstant(epsValue);
   auto sqrt = getSingleUser<g::SqrtOp>(addEps.getResult());
-  if (!eps || !sqrt || div.getRhs() != sqrt.getResult() ||
+  if (!sqrt || div.getRhs() != sqrt.getResult() ||
       !sqrt.getResult().hasOneUse())
     return false;
 
@@ -245,24 +284,8 @@ static bool matchLayerNorm(g::ReduceMeanOp mean, OpBuilder &builder) {
     if ((bias = matchAffine(biasAdd, scaleMul.getResult(), normShape)))
       root = biasAdd;
   }
-
-  builder.setInsertionPoint(root);
-  auto normType = RankedTensorType::get(normShape, xType.getElementType());
-  auto reshapeTo = [&](Value v) -> Value {
-    if (!v || v.getType() == normType)
-      return v;
-    return g::ReshapeOp::create(builder, root->getLoc(), normType, v);
-  };
-  if (!scale) {
-    auto ones = DenseElementsAttr::get(
-        normType, builder.getFloatAttr(xType.getElementType(), 1.0));
-    scale = g::ConstantOp::create(builder, root->getLoc(), ones);
-  }
-  auto ln = g::LayerNormOp::create(
-      builder, root->getLoc(), xType, x, reshapeTo(scale), reshapeTo(bias),
-      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(*eps),
-      builder.getBoolAttr(false));
-  root->getResult(0).replaceAllUsesWith(ln.getResult());
+  replaceWithLayerNorm(builder, root, x, axis, scale, bias, eps,
+                       /*rms=*/false);
   return true;
 }
 
@@ -286,13 +309,9 @@ static bool matchRmsNorm(g::ReduceMeanOp ms, OpBuilder &builder) {
       square->getResult(0).getType() != xType ||
       !square->getResult(0).hasOneUse())
     return false;
-  auto addEps = getSingleUser<g::AddOp>(ms.getResult());
+  double eps;
+  auto addEps = matchEpsilonAdd(ms.getResult(), eps);
   if (!addEps)
-    return false;
-  Value epsValue =
-      addEps.getLhs() == ms.getResult() ? addEps.getRhs() : addEps.getLhs();
-  std::optional<double> eps = getScalarConstant(epsValue);
-  if (!eps)
     return false;
   // The inverse root, or the division by the root that ends the chain.
   Value inverse;
@@ -327,20 +346,8 @@ static bool matchRmsNorm(g::ReduceMeanOp ms, OpBuilder &builder) {
   auto scaleMul = getSingleUser<g::MulOp>(normalized);
   if ((scale = matchAffine(scaleMul, normalized, normShape)))
     root = scaleMul;
-  builder.setInsertionPoint(root);
-  auto normType = RankedTensorType::get(normShape, xType.getElementType());
-  if (!scale)
-    scale = g::ConstantOp::create(
-        builder, root->getLoc(),
-        DenseElementsAttr::get(
-            normType, builder.getFloatAttr(xType.getElementType(), 1.0)));
-  else if (scale.getType() != normType)
-    scale = g::ReshapeOp::create(builder, root->getLoc(), normType, scale);
-  auto norm = g::LayerNormOp::create(
-      builder, root->getLoc(), xType, x, scale, Value(),
-      builder.getI64IntegerAttr(axis), builder.getF64FloatAttr(*eps),
-      builder.getBoolAttr(true));
-  root->getResult(0).replaceAllUsesWith(norm.getResult());
+  replaceWithLayerNorm(builder, root, x, axis, scale, Value(), eps,
+                       /*rms=*/true);
   return true;
 }
 
