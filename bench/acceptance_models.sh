@@ -24,6 +24,17 @@ mpirun=(mpirun -np 2)
 # shellcheck disable=SC2086
 /usr/bin/python3 "$root/bench/export_torchvision.py" "$dir" $models >"$dir/export.log" 2>&1 ||
   echo "acceptance: some exports failed (see $dir/export.log)" >&2
+# --verify's tolerance per model (empty: ppc-run's default, 1e-4 of a
+# tensor's largest value). The ResNet-50 backbones' float32 round-off grows
+# through 50 layers of batch norm at batch 4 to 1.5e-4 (FCN) and 5.7e-4
+# (DeepLabV3, whose ASPP pooling branch normalizes over 4 values) of the
+# largest value of conv1's and layer1's gradients, smoothly with depth
+# (docs/onnx-coverage.md).
+tolerance_of() {
+  case $1 in
+  fcn_resnet50 | deeplabv3_resnet50) echo 1e-3 ;;
+  esac
+}
 seconds() { printf '%d.%01ds' $(($1 / 1000)) $((($1 % 1000) / 100)); }
 failed=0
 printf '%-22s %-8s %-8s %-10s %s\n' model import search step verdict
@@ -46,8 +57,11 @@ for model in $models; do
   fi
   t2=$(date +%s%3N)
   verdict=passed
+  tolerance=$(tolerance_of "$model")
   (cd "$work" && "${mpirun[@]}" "$build/bin/ppc-run" plan.pb --steps 2 --batches 1 \
-    --verify >"$work/run.log" 2>&1) || { verdict="FAILED (see $work/run.log)"; failed=1; }
+    --verify ${tolerance:+--verify-tolerance "$tolerance"} >"$work/run.log" 2>&1) ||
+    { verdict="FAILED (see $work/run.log)"; failed=1; }
+  [[ -n $tolerance ]] && verdict="$verdict (tolerance $tolerance)"
   step=$(grep -o '^step 2/2 .* ms' "$work/run.log" | awk '{print $(NF-1)}' || true)
   printf '%-22s %-8s %-8s %-10s %s\n' "$model" \
     "$(seconds $((t1 - t0)))" "$(seconds $((t2 - t1)))" "${step:-?} ms" \
