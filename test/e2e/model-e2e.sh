@@ -12,7 +12,8 @@
 #        EXAMPLES/MODEL.onnx, or gpt4, gptwide or convnet from
 #        bench/models.py (a 4-layer GPT; a 1-layer GPT with a 4096-word
 #        vocabulary; a CNN without batch norm), or tosa-mlp
-#        (test/Interop/Inputs/tosa-mlp.mlir, imported from TOSA).
+#        (test/Interop/Inputs/tosa-mlp.mlir, imported from TOSA), or
+#        activations (make_activations_model.py; needs PyTorch).
 #        PPC_E2E_DTYPE=bf16|f16 trains in that type (mixed precision:
 #        16-bit activations, weights and gradients, float32 master weights
 #        and optimizer state), verified at that type's tolerance;
@@ -41,6 +42,11 @@ gptwide)
   python3 "$here/../../bench/models.py" gpt --layers 1 --hidden 128 \
     --heads 4 --seq 8 --vocab 4096 --batch "$batch" > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
+activations)
+  # HardSwish, ELU, SELU, Softplus, PReLU and two Resizes, from PyTorch.
+  ${PPC_SYSTEM_PYTHON:-/usr/bin/python3} "$here/make_activations_model.py" \
+    "$work/$model.onnx" "$batch" 2>/dev/null
+  import="$ppc_opt $work/$model.onnx --batch-size=$batch" ;;
 tosa-mlp)
   # A TOSA function as torch-mlir emits it (test/Interop; its batch is 64).
   import="$ppc_opt $here/../Interop/Inputs/tosa-mlp.mlir" ;;
