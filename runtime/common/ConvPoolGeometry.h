@@ -1,11 +1,11 @@
 //===- ConvPoolGeometry.h - a conv2d or pooling partition -------*- C++ -*-===//
 //
 // Private to the backends (runtime/cpu, runtime/cuda), shared by their
-// conv2d, max/avg pool and global avg pool kernels: the geometry of one
-// partition (NCHW; the output box gives the batch, channel, row and column
-// ranges, the input view holds the windows of those rows/cols clipped to
-// the tensor), read from the op's attributes and checked against the views
-// with the same errors on every backend, and the per-position window
+// conv2d, conv_transpose2d, max/avg pool and global avg pool kernels: the
+// geometry of one partition (NCHW; the output box gives the batch, channel, row
+// and column ranges, the input view holds the windows of those rows/cols
+// clipped to the tensor), read from the op's attributes and checked against the
+// views with the same errors on every backend, and the per-position window
 // arithmetic (PPC_HD) both backends' loops use. A geometry is checked
 // against the result box in the forward and the result grad box in the
 // backward (forwardGeometry, backwardGeometry); `View` is a TensorView or a
@@ -219,6 +219,63 @@ void forEachGroup(const ConvGeometry &g, const TensorView &output, Fn &&fn) {
     fn(f, fLast, group * g.inPerGroup + g.weightCLo);
     f = fLast;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+// conv_transpose2d(x, W) is the input gradient of the conv2d that reads the
+// result y through W into x; the backends run it on their conv2d paths with
+// the roles swapped. A partition's geometry is that conv's: y (dy in the
+// backward) is its input, x its output, so the errors name the conv's
+// roles. The bias (indexed by y's channels) and its gradient belong to the
+// partition holding input channel 0, the reduction's first part.
+
+/// The conv2d geometry of a conv_transpose2d partition.
+template <typename View>
+KernelStatus transposedGeometry(const OpDesc &op, const View &input,
+                                const View &weight, const View &result,
+                                ConvGeometry &g) {
+  if (input.rank() != 4 || weight.rank() != 4 || result.rank() != 4)
+    return op.kind + ": input, weight and result must have rank 4";
+  return checkGeometry(op, std::vector<View>{result, weight}, input, g);
+}
+
+/// A forward's checks: input, weight, an optional bias, one result.
+template <typename View>
+KernelStatus
+transposedForwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
+                          const std::vector<View> &outputs, ConvGeometry &g) {
+  if ((inputs.size() != 2 && inputs.size() != 3) || outputs.size() != 1)
+    return op.kind + ": expects input, weight, an optional bias and 1 result";
+  return transposedGeometry(op, inputs[0], inputs[1], outputs[0], g);
+}
+
+/// A backward's checks: the grad boxes, then the geometry of the result
+/// grad's box.
+template <typename View>
+KernelStatus transposedBackwardGeometry(const OpDesc &op,
+                                        const std::vector<View> &inputs,
+                                        const std::vector<View> &outputs,
+                                        const std::vector<View> &outputGrads,
+                                        const std::vector<View> &inputGrads,
+                                        ConvGeometry &g) {
+  if (KernelStatus status =
+          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
+      !status.empty())
+    return status;
+  if (inputs.size() < 2 || outputGrads.size() != 1)
+    return op.kind + ": expects input, weight and 1 result grad";
+  return transposedGeometry(op, inputs[0], inputs[1], outputGrads[0], g);
+}
+
+/// The bias (or its grad) in `views`, when the partition adds it: when its
+/// weight box holds input channel 0.
+template <typename View>
+const View *transposedBias(const std::vector<View> &views, const View &weight) {
+  return views.size() == 3 && views[2].data && weight.lo[0] == 0 ? &views[2]
+                                                                 : nullptr;
 }
 
 //===----------------------------------------------------------------------===//
