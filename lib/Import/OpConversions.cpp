@@ -370,6 +370,10 @@ getConvTransposeParams(const NodeProto &node, ArrayRef<int64_t> inSpatial,
   auto pads = ints("pads", 0, 2 * rank);
   if (!strides || !dilations || !outputPadding || !pads)
     return failure();
+  if (llvm::any_of(*pads, [](int64_t v) { return v < 0; })) {
+    error = "with negative pads";
+    return failure();
+  }
   if (auto shape = getAttrInts(node, "kernel_shape");
       shape && ArrayRef<int64_t>(*shape) != kernel) {
     error = "with a kernel_shape that is not the weight's";

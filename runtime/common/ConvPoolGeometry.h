@@ -232,42 +232,22 @@ void forEachGroup(const ConvGeometry &g, const TensorView &output, Fn &&fn) {
 // roles. The bias (indexed by y's channels) and its gradient belong to the
 // partition holding input channel 0, the reduction's first part.
 
-/// The conv2d geometry of a conv_transpose2d partition.
+/// A conv_transpose2d partition's geometry: its conv2d's.
+struct TransposedConvGeometry : ConvGeometry {};
+
+/// Checked with the roles swapped; `inputs` are x, W and the optional bias,
+/// `output` the box of y (or dy).
 template <typename View>
-KernelStatus transposedGeometry(const OpDesc &op, const View &input,
-                                const View &weight, const View &result,
-                                ConvGeometry &g) {
-  if (input.rank() != 4 || weight.rank() != 4 || result.rank() != 4)
+KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+                           const TensorView &output,
+                           TransposedConvGeometry &g) {
+  if (inputs.size() < 2 || inputs.size() > 3)
+    return op.kind + ": expects input, weight and an optional bias";
+  const TensorView &input = inputs[0], &weight = inputs[1];
+  if (input.rank() != 4 || weight.rank() != 4 || output.rank() != 4)
     return op.kind + ": input, weight and result must have rank 4";
-  return checkGeometry(op, std::vector<View>{result, weight}, input, g);
-}
-
-/// A forward's checks: input, weight, an optional bias, one result.
-template <typename View>
-KernelStatus
-transposedForwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
-                          const std::vector<View> &outputs, ConvGeometry &g) {
-  if ((inputs.size() != 2 && inputs.size() != 3) || outputs.size() != 1)
-    return op.kind + ": expects input, weight, an optional bias and 1 result";
-  return transposedGeometry(op, inputs[0], inputs[1], outputs[0], g);
-}
-
-/// A backward's checks: the grad boxes, then the geometry of the result
-/// grad's box.
-template <typename View>
-KernelStatus transposedBackwardGeometry(const OpDesc &op,
-                                        const std::vector<View> &inputs,
-                                        const std::vector<View> &outputs,
-                                        const std::vector<View> &outputGrads,
-                                        const std::vector<View> &inputGrads,
-                                        ConvGeometry &g) {
-  if (KernelStatus status =
-          checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
-    return status;
-  if (inputs.size() < 2 || outputGrads.size() != 1)
-    return op.kind + ": expects input, weight and 1 result grad";
-  return transposedGeometry(op, inputs[0], inputs[1], outputGrads[0], g);
+  return checkGeometry(op, std::vector<TensorView>{output, weight}, input,
+                       static_cast<ConvGeometry &>(g));
 }
 
 /// The bias (or its grad) in `views`, when the partition adds it: when its
@@ -374,7 +354,7 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
 //===----------------------------------------------------------------------===//
 
 /// A forward's checks: one result, and the geometry (ConvGeometry,
-/// PoolGeometry or GlobalPoolShape) of its box.
+/// TransposedConvGeometry, PoolGeometry or GlobalPoolShape) of its box.
 template <typename View, typename Geometry>
 KernelStatus forwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
                              const std::vector<View> &outputs, Geometry &g) {

@@ -303,8 +303,8 @@ KernelStatus convTransposeForward(const OpDesc &op, const KernelContext &,
                                   const std::vector<TensorView> &inputs,
                                   std::vector<TensorView> &outputs,
                                   std::vector<TensorView> &) {
-  ConvGeometry g;
-  if (KernelStatus status = transposedForwardGeometry(op, inputs, outputs, g);
+  TransposedConvGeometry g;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
       !status.empty())
     return status;
   const TensorView &input = inputs[0], &weight = inputs[1];
@@ -331,9 +331,9 @@ KernelStatus convTransposeBackward(const OpDesc &op, const KernelContext &,
                                    const std::vector<TensorView> &outputGrads,
                                    std::vector<TensorView> &inputGrads,
                                    std::vector<TensorView> &) {
-  ConvGeometry g;
-  if (KernelStatus status = transposedBackwardGeometry(
-          op, inputs, outputs, outputGrads, inputGrads, g);
+  TransposedConvGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
       !status.empty())
     return status;
   const TensorView &input = inputs[0], &weight = inputs[1];

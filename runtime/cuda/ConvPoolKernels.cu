@@ -853,8 +853,8 @@ KernelStatus convTransposeForward(const OpDesc &op,
                                   const std::vector<KernelView> &inputs,
                                   const std::vector<KernelView> &outputs,
                                   const std::vector<KernelView> &) {
-  ConvGeometry g;
-  if (KernelStatus status = transposedForwardGeometry(op, inputs, outputs, g);
+  TransposedConvGeometry g;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
       !status.empty())
     return status;
   const KernelView &input = inputs[0], &weight = inputs[1];
@@ -881,9 +881,9 @@ KernelStatus convTransposeBackward(const OpDesc &op,
                                    const std::vector<KernelView> &outputGrads,
                                    const std::vector<KernelView> &inputGrads,
                                    const std::vector<KernelView> &) {
-  ConvGeometry g;
-  if (KernelStatus status = transposedBackwardGeometry(
-          op, inputs, outputs, outputGrads, inputGrads, g);
+  TransposedConvGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
       !status.empty())
     return status;
   const KernelView &input = inputs[0], &weight = inputs[1];

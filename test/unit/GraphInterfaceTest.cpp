@@ -764,7 +764,8 @@ TEST_F(GraphInterfaceTest, MseLoss) {
 constexpr const char *kEveryComputeOp = R"mlir(
 func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
                     %c: tensor<4xf32>, %m: tensor<8x16xf32>,
-                    %k: tensor<16x32xf32>, %ids: tensor<8xi64>) {
+                    %k: tensor<16x32xf32>, %ids: tensor<8xi64>,
+                    %wt: tensor<4x3x2x2xf32>) {
   %0 = ppc.matmul %m, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   %1 = ppc.linear %m, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   %2 = ppc.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x8x8xf32>
@@ -821,6 +822,7 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %53 = ppc.mish %m : tensor<8x16xf32>
   %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   %55 = ppc.resize %x {mode = "linear", scales = array<f64: 2.0, 0.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
+  %56 = ppc.conv_transpose2d %x, %wt : (tensor<2x4x8x8xf32>, tensor<4x3x2x2xf32>) -> tensor<2x3x9x9xf32>
   return
 }
 )mlir";
@@ -849,7 +851,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 56u);
+  EXPECT_EQ(registered.size(), 57u);
 }
 
 } // namespace
