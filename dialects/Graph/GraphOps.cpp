@@ -402,26 +402,37 @@ LogicalResult LinearOp::verify() {
   return verifyShapeIs(op, "result", shapeOf(getResult()), expected);
 }
 
-LogicalResult Conv2DOp::verify() {
-  Operation *op = getOperation();
-  if (failed(verifyRank(op, "input", getInput(), 4)) ||
-      failed(verifyRank(op, "weight", getWeight(), 4)) ||
-      failed(verifyArraySize(op, "strides", getStrides(), 2)) ||
-      failed(verifyArraySize(op, "pads", getPads(), 4)) ||
-      failed(verifyArraySize(op, "dilations", getDilations(), 2)) ||
-      failed(verifyAllAtLeast(op, "strides", getStrides(), 1)) ||
-      failed(verifyAllAtLeast(op, "pads", getPads(), 0)) ||
-      failed(verifyAllAtLeast(op, "dilations", getDilations(), 1)) ||
+/// What conv2d and conv_transpose2d check alike: ranks, the window
+/// attributes, element types, and groups that divide the input channels.
+template <typename ConvOp> static LogicalResult verifyConvCommon(ConvOp conv) {
+  Operation *op = conv.getOperation();
+  if (failed(verifyRank(op, "input", conv.getInput(), 4)) ||
+      failed(verifyRank(op, "weight", conv.getWeight(), 4)) ||
+      failed(verifyArraySize(op, "strides", conv.getStrides(), 2)) ||
+      failed(verifyArraySize(op, "pads", conv.getPads(), 4)) ||
+      failed(verifyArraySize(op, "dilations", conv.getDilations(), 2)) ||
+      failed(verifyAllAtLeast(op, "strides", conv.getStrides(), 1)) ||
+      failed(verifyAllAtLeast(op, "pads", conv.getPads(), 0)) ||
+      failed(verifyAllAtLeast(op, "dilations", conv.getDilations(), 1)) ||
       failed(verifySameElementType(op, allValues(op))))
     return failure();
-  int64_t groups = static_cast<int64_t>(getGroups());
+  int64_t groups = static_cast<int64_t>(conv.getGroups());
   if (groups < 1)
-    return emitOpError() << "groups is " << groups << "; expected >= 1";
+    return conv.emitOpError() << "groups is " << groups << "; expected >= 1";
+  int64_t channels = shapeOf(conv.getInput())[1];
+  if (!isDynamic(channels) && channels % groups != 0)
+    return conv.emitOpError() << "input channels " << channels
+                              << " are not divisible by groups " << groups;
+  return success();
+}
+
+LogicalResult Conv2DOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyConvCommon(*this)))
+    return failure();
+  int64_t groups = static_cast<int64_t>(getGroups());
   ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight());
   int64_t channels = input[1], filters = weight[0];
-  if (!isDynamic(channels) && channels % groups != 0)
-    return emitOpError() << "input channels " << channels
-                         << " are not divisible by groups " << groups;
   if (!isDynamic(filters) && filters % groups != 0)
     return emitOpError() << "output channels " << filters
                          << " are not divisible by groups " << groups;
@@ -450,6 +461,44 @@ LogicalResult Conv2DOp::verify() {
     expected.push_back(windowOutputSize(input[2 + i], pads[i], pads[i + 2],
                                         window, strides[i],
                                         /*ceilMode=*/false));
+  }
+  return verifyShapeIs(op, "result", shapeOf(getResult()), expected);
+}
+
+LogicalResult ConvTranspose2DOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyConvCommon(*this)) ||
+      failed(verifyArraySize(op, "output_padding", getOutputPadding(), 2)) ||
+      failed(verifyAllAtLeast(op, "output_padding", getOutputPadding(), 0)))
+    return failure();
+  int64_t groups = static_cast<int64_t>(getGroups());
+  ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight());
+  int64_t channels = input[1];
+  if (!sizesMatch(weight[0], channels))
+    return emitOpError() << "weight dim 0 is " << weight[0] << " but input has "
+                         << channels
+                         << " channels (weight is [C, F / groups, KH, KW])";
+  int64_t filters =
+      isDynamic(weight[1]) ? ShapedType::kDynamic : weight[1] * groups;
+  if (Value bias = getBias())
+    if (failed(verifyShapeIs(op, "bias", shapeOf(bias), {filters})))
+      return failure();
+
+  ArrayRef<int64_t> strides = getStrides(), pads = getPads(),
+                    dilations = getDilations(), extra = getOutputPadding();
+  SmallVector<int64_t> expected = {input[0], filters};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = input[2 + i], kernel = weight[2 + i];
+    if (isDynamic(in) || isDynamic(kernel)) {
+      expected.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    int64_t size = (in - 1) * strides[i] + dilations[i] * (kernel - 1) + 1 -
+                   pads[i] - pads[i + 2] + extra[i];
+    if (size < 1)
+      return emitOpError() << "result dim " << 2 + i << " is " << size
+                           << ": the pads crop the whole scatter";
+    expected.push_back(size);
   }
   return verifyShapeIs(op, "result", shapeOf(getResult()), expected);
 }

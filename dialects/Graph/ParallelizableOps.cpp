@@ -385,6 +385,54 @@ OpCost Conv2DOp::getCost() {
                          /*hasBias=*/getBias() != nullptr);
 }
 
+/// Dims: n (sample), f (parameter), oh, ow (attribute, unsplittable), c
+/// (reduction: the input channels), kh, kw (reduction, unsplittable). A
+/// result row gathers from input rows through the stride (no window of
+/// consecutive rows to describe as a halo), so the input's H and W are read
+/// whole and the spatial dims are not offered. With groups, the input
+/// channels and weight rows a result channel reads depend on its group and
+/// the weight's dim 1 is per group, so f and c are not split (samples are).
+IterationSpace ConvTranspose2DOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  ArrayRef<int64_t> weight = shapeOf(getWeight());
+  bool grouped = getGroups() != 1;
+  enum : int32_t { N, F, OH, OW, C, KH, KW };
+  IterationSpace space;
+  space.dims = {{result[0], IterKind::Sample},
+                {result[1], IterKind::Parameter, /*splittable=*/!grouped},
+                {result[2], IterKind::Attribute, /*splittable=*/false},
+                {result[3], IterKind::Attribute, /*splittable=*/false},
+                // Per-group input channels, as conv2d's c.
+                {weight[0] / static_cast<int64_t>(getGroups()),
+                 IterKind::Reduction,
+                 /*splittable=*/!grouped},
+                {weight[2], IterKind::Reduction, /*splittable=*/false},
+                {weight[3], IterKind::Reduction, /*splittable=*/false}};
+  auto byGroup = [&](int32_t d) {
+    return grouped ? DimAccess::whole() : DimAccess::identity(d);
+  };
+  space.operands.push_back(
+      accessOf(getInput(), {DimAccess::identity(N), byGroup(C),
+                            DimAccess::whole(), DimAccess::whole()}));
+  space.operands.push_back(
+      accessOf(getWeight(), {byGroup(C), byGroup(F), DimAccess::identity(KH),
+                             DimAccess::identity(KW)}));
+  if (Value bias = getBias())
+    space.operands.push_back(accessOf(bias, {DimAccess::identity(F)}));
+  space.results.push_back(accessOf(getResult(), identityDims(4)));
+  return space;
+}
+
+/// points = N * C * H * W * (F / groups) * KH * KW: every input element
+/// times every tap of its group's weights, as the conv2d it is the input
+/// gradient of.
+OpCost ConvTranspose2DOp::getCost() {
+  ArrayRef<int64_t> weight = shapeOf(getWeight());
+  double perInput = static_cast<double>(weight[1]) * weight[2] * weight[3];
+  return contractionCost(getOperation(), elementCount(getInput()) * perInput,
+                         /*hasBias=*/getBias() != nullptr);
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//

@@ -291,20 +291,32 @@ static SmallVector<int64_t> getWindowPads(const NodeProto &node,
   return pads;
 }
 
+/// Conv's and ConvTranspose's operands: input, weight and the optional bias
+/// (null when absent).
+static LogicalResult getConvOperands(GraphImporter &imp, const NodeProto &node,
+                                     Value &x, Value &w, Value &bias) {
+  FailureOr<Value> input = getInput(imp, node, 0),
+                   weight = getInput(imp, node, 1);
+  if (failed(input) || failed(weight))
+    return failure();
+  x = *input;
+  w = *weight;
+  if (!hasInput(node, 2))
+    return success();
+  FailureOr<Value> b = getInput(imp, node, 2);
+  if (failed(b))
+    return failure();
+  bias = *b;
+  return success();
+}
+
 static LogicalResult convertConv(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
-  FailureOr<Value> x = getInput(imp, node, 0), w = getInput(imp, node, 1);
-  if (failed(x) || failed(w))
+  Value x, w, bias;
+  if (failed(getConvOperands(imp, node, x, w, bias)))
     return failure();
-  Value bias;
-  if (hasInput(node, 2)) {
-    FailureOr<Value> b = getInput(imp, node, 2);
-    if (failed(b))
-      return failure();
-    bias = *b;
-  }
-  auto xShape = cast<RankedTensorType>(x->getType()).getShape();
-  auto wShape = cast<RankedTensorType>(w->getType()).getShape();
+  auto xShape = cast<RankedTensorType>(x.getType()).getShape();
+  auto wShape = cast<RankedTensorType>(w.getType()).getShape();
   SmallVector<int64_t> kernel(wShape.drop_front(2));
   auto strides =
       getAttrInts(node, "strides").value_or(SmallVector<int64_t>{1, 1});
@@ -313,9 +325,135 @@ static LogicalResult convertConv(GraphImporter &imp, const NodeProto &node) {
   auto pads =
       getWindowPads(node, xShape.drop_front(2), kernel, strides, dilations);
   imp.setValue(node.output(0),
-               g::Conv2DOp::create(imp.builder, imp.currentLoc, type, *x, *w,
+               g::Conv2DOp::create(imp.builder, imp.currentLoc, type, x, w,
                                    bias, strides, pads, dilations,
                                    getAttrInt(node, "group", 1)));
+  return success();
+}
+
+namespace {
+/// A ConvTranspose resolved to ppc.conv_transpose2d's attributes; a 1-D one
+/// as a 2-D one over a height of 1.
+struct ConvTransposeParams {
+  SmallVector<int64_t> strides, pads, dilations, outputPadding;
+};
+} // namespace
+
+/// ConvTranspose's attributes (opsets 1 to 17) for an input of spatial
+/// sizes `inSpatial` and a kernel of `kernel`: `output_shape` and `auto_pad`
+/// become pads and output_padding. A total padding that is negative (an
+/// output_shape beyond the full scatter) extends the bottom/right, as
+/// output_padding does; an odd total puts the extra row at the end except
+/// for SAME_LOWER, as ONNX's reference and onnxruntime do.
+static FailureOr<ConvTransposeParams>
+getConvTransposeParams(const NodeProto &node, ArrayRef<int64_t> inSpatial,
+                       ArrayRef<int64_t> kernel, std::string &error) {
+  size_t rank = inSpatial.size();
+  if (rank != 1 && rank != 2) {
+    error = "on a rank-" + std::to_string(rank + 2) +
+            " input (only 1-D and 2-D ConvTranspose are supported)";
+    return failure();
+  }
+  auto ints = [&](StringRef name, int64_t fill,
+                  size_t size) -> std::optional<SmallVector<int64_t>> {
+    auto v = getAttrInts(node, name).value_or(SmallVector<int64_t>(size, fill));
+    if (v.size() != size) {
+      error = "with " + std::to_string(v.size()) + " '" + name.str() +
+              "' entries for " + std::to_string(rank) + " spatial dims";
+      return std::nullopt;
+    }
+    return v;
+  };
+  auto strides = ints("strides", 1, rank);
+  auto dilations = ints("dilations", 1, rank);
+  auto outputPadding = ints("output_padding", 0, rank);
+  auto pads = ints("pads", 0, 2 * rank);
+  if (!strides || !dilations || !outputPadding || !pads)
+    return failure();
+  if (llvm::any_of(*pads, [](int64_t v) { return v < 0; })) {
+    error = "with negative pads";
+    return failure();
+  }
+  if (auto shape = getAttrInts(node, "kernel_shape");
+      shape && ArrayRef<int64_t>(*shape) != kernel) {
+    error = "with a kernel_shape that is not the weight's";
+    return failure();
+  }
+  std::string autoPad = getAttrString(node, "auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && !autoPad.empty() && autoPad != "VALID" &&
+      autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER") {
+    error = "with auto_pad '" + autoPad + "'";
+    return failure();
+  }
+  auto outputShape = getAttrInts(node, "output_shape");
+  // output_shape may also name N and C.
+  if (outputShape && outputShape->size() == rank + 2)
+    outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
+  if (outputShape && outputShape->size() != rank) {
+    error = "with an output_shape of " + std::to_string(outputShape->size()) +
+            " entries for " + std::to_string(rank) + " spatial dims";
+    return failure();
+  }
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (autoPad == "VALID")
+    pads->assign(2 * rank, 0);
+  if (outputShape || same) {
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t full = (inSpatial[i] - 1) * (*strides)[i] +
+                     (kernel[i] - 1) * (*dilations)[i] + 1 +
+                     (*outputPadding)[i];
+      int64_t target =
+          outputShape ? (*outputShape)[i] : inSpatial[i] * (*strides)[i];
+      int64_t total = full - target;
+      if (total < 0) {
+        (*outputPadding)[i] -= total;
+        total = 0;
+      }
+      int64_t small = total / 2, large = total - small;
+      (*pads)[i] = autoPad == "SAME_LOWER" ? large : small;
+      (*pads)[i + rank] = autoPad == "SAME_LOWER" ? small : large;
+    }
+  }
+  ConvTransposeParams p;
+  if (rank == 1) {
+    p.strides = {1, (*strides)[0]};
+    p.pads = {0, (*pads)[0], 0, (*pads)[1]};
+    p.dilations = {1, (*dilations)[0]};
+    p.outputPadding = {0, (*outputPadding)[0]};
+  } else {
+    p = {*strides, *pads, *dilations, *outputPadding};
+  }
+  return p;
+}
+
+/// ConvTranspose as ppc.conv_transpose2d; a 1-D one reshaped to a height
+/// of 1 around it.
+static LogicalResult convertConvTranspose(GraphImporter &imp,
+                                          const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  Value input, weight, bias;
+  if (failed(getConvOperands(imp, node, input, weight, bias)))
+    return failure();
+  auto xShape = cast<RankedTensorType>(input.getType()).getShape();
+  auto wShape = cast<RankedTensorType>(weight.getType()).getShape();
+  std::string error;
+  FailureOr<ConvTransposeParams> p = getConvTransposeParams(
+      node, xShape.drop_front(2), wShape.drop_front(2), error);
+  if (failed(p))
+    return emitError(imp.currentLoc) << "unsupported ConvTranspose " << error;
+  RankedTensorType type2D = type;
+  if (xShape.size() == 3) {
+    auto unsqueezed = [](ArrayRef<int64_t> shape) {
+      return SmallVector<int64_t>{shape[0], shape[1], 1, shape[2]};
+    };
+    input = reshape(imp, input, unsqueezed(xShape));
+    weight = reshape(imp, weight, unsqueezed(wShape));
+    type2D = type.clone(unsqueezed(type.getShape()));
+  }
+  Value result = g::ConvTranspose2DOp::create(
+      imp.builder, imp.currentLoc, type2D, input, weight, bias, p->strides,
+      p->pads, p->dilations, p->outputPadding, getAttrInt(node, "group", 1));
+  imp.setValue(node.output(0), reshape(imp, result, type.getShape()));
   return success();
 }
 
@@ -1256,6 +1394,7 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["Softmax"] = {convertSoftmax<g::SoftmaxOp>, 1, true};
     m["LogSoftmax"] = {convertSoftmax<g::LogSoftmaxOp>, 1, true};
     m["Conv"] = {convertConv, 3, true};
+    m["ConvTranspose"] = {convertConvTranspose, 3, true};
     m["Gemm"] = {convertGemm, 3, true};
     m["MatMul"] = {convertMatMul, 2, true};
     m["Einsum"] = {convertEinsum, all, true};
@@ -1315,6 +1454,16 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
     if (op == "Conv" && getAttrInts(node, "kernel_shape") &&
         getAttrInts(node, "kernel_shape")->size() != 2)
       return std::string("with a non 2-D kernel");
+  }
+  if (op == "ConvTranspose") {
+    RankedTensorType x = imp.getType(node.input(0));
+    RankedTensorType w =
+        hasInput(node, 1) ? imp.getType(node.input(1)) : RankedTensorType();
+    std::string error;
+    if (x && w && x.getRank() >= 2 && w.getRank() == x.getRank() &&
+        failed(getConvTransposeParams(node, x.getShape().drop_front(2),
+                                      w.getShape().drop_front(2), error)))
+      return error;
   }
   if (op == "MaxPool" || op == "AveragePool") {
     auto kernel = getAttrInts(node, "kernel_shape");

@@ -1,11 +1,11 @@
 //===- ConvPoolGeometry.h - a conv2d or pooling partition -------*- C++ -*-===//
 //
 // Private to the backends (runtime/cpu, runtime/cuda), shared by their
-// conv2d, max/avg pool and global avg pool kernels: the geometry of one
-// partition (NCHW; the output box gives the batch, channel, row and column
-// ranges, the input view holds the windows of those rows/cols clipped to
-// the tensor), read from the op's attributes and checked against the views
-// with the same errors on every backend, and the per-position window
+// conv2d, conv_transpose2d, max/avg pool and global avg pool kernels: the
+// geometry of one partition (NCHW; the output box gives the batch, channel, row
+// and column ranges, the input view holds the windows of those rows/cols
+// clipped to the tensor), read from the op's attributes and checked against the
+// views with the same errors on every backend, and the per-position window
 // arithmetic (PPC_HD) both backends' loops use. A geometry is checked
 // against the result box in the forward and the result grad box in the
 // backward (forwardGeometry, backwardGeometry); `View` is a TensorView or a
@@ -222,6 +222,43 @@ void forEachGroup(const ConvGeometry &g, const TensorView &output, Fn &&fn) {
 }
 
 //===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+// conv_transpose2d(x, W) is the input gradient of the conv2d that reads the
+// result y through W into x; the backends run it on their conv2d paths with
+// the roles swapped. A partition's geometry is that conv's: y (dy in the
+// backward) is its input, x its output, so the errors name the conv's
+// roles. The bias (indexed by y's channels) and its gradient belong to the
+// partition holding input channel 0, the reduction's first part.
+
+/// A conv_transpose2d partition's geometry: its conv2d's.
+struct TransposedConvGeometry : ConvGeometry {};
+
+/// Checked with the roles swapped; `inputs` are x, W and the optional bias,
+/// `output` the box of y (or dy).
+template <typename View>
+KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+                           const TensorView &output,
+                           TransposedConvGeometry &g) {
+  if (inputs.size() < 2 || inputs.size() > 3)
+    return op.kind + ": expects input, weight and an optional bias";
+  const TensorView &input = inputs[0], &weight = inputs[1];
+  if (input.rank() != 4 || weight.rank() != 4 || output.rank() != 4)
+    return op.kind + ": input, weight and result must have rank 4";
+  return checkGeometry(op, std::vector<TensorView>{output, weight}, input,
+                       static_cast<ConvGeometry &>(g));
+}
+
+/// The bias (or its grad) in `views`, when the partition adds it: when its
+/// weight box holds input channel 0.
+template <typename View>
+const View *transposedBias(const std::vector<View> &views, const View &weight) {
+  return views.size() == 3 && views[2].data && weight.lo[0] == 0 ? &views[2]
+                                                                 : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
 // max_pool2d, avg_pool2d
 //===----------------------------------------------------------------------===//
 
@@ -317,7 +354,7 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
 //===----------------------------------------------------------------------===//
 
 /// A forward's checks: one result, and the geometry (ConvGeometry,
-/// PoolGeometry or GlobalPoolShape) of its box.
+/// TransposedConvGeometry, PoolGeometry or GlobalPoolShape) of its box.
 template <typename View, typename Geometry>
 KernelStatus forwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
                              const std::vector<View> &outputs, Geometry &g) {

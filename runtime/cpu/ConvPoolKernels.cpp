@@ -1,4 +1,4 @@
-//===- ConvPoolKernels.cpp - conv2d, pooling and resize on boxes ----------===//
+//===- ConvPoolKernels.cpp - convolutions, pooling and resize on boxes ----===//
 //
 // NCHW. The output box gives the batch, channel, row and column ranges to
 // compute; the input view holds the windows of those rows/cols (halo
@@ -11,9 +11,12 @@
 // group, which is also the reference the tests hold oneDNN to; with
 // groups == 1 the input channels may be split (a reduction: the weight's dim-1
 // box must equal the input's channel box, and only the partition starting at
-// channel 0 adds the bias). resize (ResizeGeometry.h) reads whole input
-// planes: the taps of each result row and column are computed once per
-// partition, and its backward adds each result gradient into them.
+// channel 0 adds the bias). conv_transpose2d runs on conv2d's paths as the
+// input gradient of the conv2d from its result to its input (the forward is
+// that conv's backward-data, oneDNN's where it takes the partition). resize
+// (ResizeGeometry.h) reads whole input planes: the taps of each result row
+// and column are computed once per partition, and its backward adds each
+// result gradient into them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,16 +154,23 @@ std::optional<DnnlConv> asDnnlConv(const ConvGeometry &g,
   return c;
 }
 
-KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
-                           const std::vector<TensorView> &inputs,
-                           std::vector<TensorView> &outputs,
-                           std::vector<TensorView> &) {
-  ConvGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
-    return status;
-  TensorView &output = outputs[0];
-  const TensorView &input = inputs[0], &weight = inputs[1];
+/// sums[f] += the sum over the positions of sample n of view[n, f] for the
+/// view's channels (a bias gradient; the positions summed in double).
+void addChannelSums(const TensorView &view, int64_t n, const TensorView &sums) {
+  const int64_t plane = view.extent(2) * view.extent(3);
+  const float *data = view.data + (n - view.lo[0]) * view.extent(1) * plane;
+  for (int64_t f = view.lo[1]; f < view.hi[1]; ++f, data += plane) {
+    double sum = 0;
+    for (int64_t k = 0; k < plane; ++k)
+      sum += data[k];
+    sums.data[f - sums.lo[0]] += static_cast<float>(sum);
+  }
+}
+
+/// output = conv(input, weight) (+ the bias where the partition adds it)
+/// on a checked partition.
+KernelStatus convForward(const ConvGeometry &g, const TensorView &input,
+                         const TensorView &weight, TensorView &output) {
   int64_t offset = 0;
   if (std::optional<DnnlConv> c = asDnnlConv(g, input, weight, output, offset))
     return dnnlConvForward(*c, input.data + offset, weight.data,
@@ -194,24 +204,26 @@ KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
   return "";
 }
 
-KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
-                            const std::vector<TensorView> &inputs,
-                            const std::vector<TensorView> &outputs,
-                            const std::vector<TensorView> &outputGrads,
-                            std::vector<TensorView> &inputGrads,
-                            std::vector<TensorView> &) {
+KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
+                           const std::vector<TensorView> &inputs,
+                           std::vector<TensorView> &outputs,
+                           std::vector<TensorView> &) {
   ConvGeometry g;
-  if (KernelStatus status =
-          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
       !status.empty())
     return status;
-  const TensorView &dOutput = outputGrads[0];
-  const TensorView &input = inputs[0], &weight = inputs[1];
-  const TensorView &dInput = inputGrads[0], &dWeight = inputGrads[1];
+  return convForward(g, inputs[0], inputs[1], outputs[0]);
+}
+
+/// dInput, dWeight and biasGrad += conv's gradients from dOutput on a
+/// checked partition; a view without data (or a null biasGrad) is skipped.
+KernelStatus convBackward(const ConvGeometry &g, const TensorView &input,
+                          const TensorView &weight, const TensorView &dOutput,
+                          const TensorView &dInput, const TensorView &dWeight,
+                          const TensorView *biasGrad) {
   int64_t offset = 0;
   if (std::optional<DnnlConv> c =
           asDnnlConv(g, input, weight, dOutput, offset)) {
-    const TensorView *biasGrad = biasGradOf(g, inputGrads);
     float *dBias = biasGrad ? biasGrad->data - biasGrad->lo[0] : nullptr;
     return dnnlConvBackward(*c, input.data + offset, weight.data, dOutput.data,
                             dInput.data ? dInput.data + offset : nullptr,
@@ -257,15 +269,94 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
             }
           }
         });
-    if (const TensorView *biasGrad = biasGradOf(g, inputGrads))
-      for (int64_t f = dOutput.lo[1]; f < dOutput.hi[1]; ++f) {
-        const float *row = dy + (f - dOutput.lo[1]) * plane;
-        double sum = 0;
-        for (int64_t k = 0; k < plane; ++k)
-          sum += row[k];
-        biasGrad->data[f - biasGrad->lo[0]] += static_cast<float>(sum);
-      }
+    if (biasGrad)
+      addChannelSums(dOutput, n, *biasGrad);
   }
+  return "";
+}
+
+KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
+                            const std::vector<TensorView> &inputs,
+                            const std::vector<TensorView> &outputs,
+                            const std::vector<TensorView> &outputGrads,
+                            std::vector<TensorView> &inputGrads,
+                            std::vector<TensorView> &) {
+  ConvGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
+      !status.empty())
+    return status;
+  return convBackward(g, inputs[0], inputs[1], outputGrads[0], inputGrads[0],
+                      inputGrads[1], biasGradOf(g, inputGrads));
+}
+
+//===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+// conv_transpose2d (ConvPoolGeometry.h: the roles): its forward is the
+// conv2d's backward-data into the zeroed result, its input grad that conv's
+// forward on dy, its weight grad that conv's weight grad with dy as the
+// conv's input and x as its result grad.
+
+KernelStatus convTransposeForward(const OpDesc &op, const KernelContext &,
+                                  const std::vector<TensorView> &inputs,
+                                  std::vector<TensorView> &outputs,
+                                  std::vector<TensorView> &) {
+  TransposedConvGeometry g;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
+      !status.empty())
+    return status;
+  const TensorView &input = inputs[0], &weight = inputs[1];
+  TensorView &output = outputs[0];
+  std::fill(output.data, output.data + output.numElements(), 0.0f);
+  if (KernelStatus status =
+          convBackward(g, output, weight, input, output, TensorView{}, nullptr);
+      !status.empty())
+    return status;
+  if (const TensorView *bias = transposedBias(inputs, weight)) {
+    const int64_t plane = output.extent(2) * output.extent(3);
+    float *out = output.data;
+    for (int64_t n = output.lo[0]; n < output.hi[0]; ++n)
+      for (int64_t f = output.lo[1]; f < output.hi[1]; ++f, out += plane)
+        for (int64_t k = 0; k < plane; ++k)
+          out[k] += bias->data[f - bias->lo[0]];
+  }
+  return "";
+}
+
+KernelStatus convTransposeBackward(const OpDesc &op, const KernelContext &,
+                                   const std::vector<TensorView> &inputs,
+                                   const std::vector<TensorView> &outputs,
+                                   const std::vector<TensorView> &outputGrads,
+                                   std::vector<TensorView> &inputGrads,
+                                   std::vector<TensorView> &) {
+  TransposedConvGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
+      !status.empty())
+    return status;
+  const TensorView &input = inputs[0], &weight = inputs[1];
+  const TensorView &dOutput = outputGrads[0];
+  const TensorView &dInput = inputGrads[0];
+  if (dInput.data) { // dx += conv(dy, W)
+    std::vector<float> conv(dInput.numElements());
+    TensorView result = dInput;
+    result.data = conv.data();
+    if (KernelStatus status = convForward(g, dOutput, weight, result);
+        !status.empty())
+      return status;
+    for (size_t i = 0; i < conv.size(); ++i)
+      dInput.data[i] += conv[i];
+  }
+  if (inputGrads[1].data)
+    if (KernelStatus status = convBackward(
+            g, dOutput, weight, input, TensorView{}, inputGrads[1], nullptr);
+        !status.empty())
+      return status;
+  if (const TensorView *biasGrad = transposedBias(inputGrads, weight))
+    for (int64_t n = dOutput.lo[0]; n < dOutput.hi[0]; ++n)
+      addChannelSums(dOutput, n, *biasGrad);
   return "";
 }
 
@@ -567,6 +658,8 @@ KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
 
 void registerConvPoolKernels(KernelTable &table) {
   table["ppc.conv2d"] = {conv2dForward, conv2dBackward, nullptr, 1};
+  table["ppc.conv_transpose2d"] = {convTransposeForward, convTransposeBackward,
+                                   nullptr, 1};
   table["ppc.max_pool2d"] = {maxPoolForward, maxPoolBackward, nullptr, 1};
   table["ppc.avg_pool2d"] = {avgPoolForward, avgPoolBackward, nullptr, 1};
   table["ppc.global_avg_pool"] = {globalAvgPoolForward, globalAvgPoolBackward,

@@ -1,4 +1,4 @@
-//===- ConvPoolKernels.cu - conv2d, pooling and resize on boxes -----------===//
+//===- ConvPoolKernels.cu - convolutions, pooling and resize on boxes -----===//
 //
 // NCHW, the cpu kernels' partitions (runtime/cpu/ConvPoolKernels.cpp): the
 // output box gives the batch, channel, row and column ranges to compute; the
@@ -30,6 +30,10 @@
 // fp32 FMA-math algorithm (no TF32), deterministic where one is, within 256
 // MiB of workspace. Otherwise, and always in emulation (no cuDNN handle),
 // the kernels above run.
+//
+// conv_transpose2d runs on the conv2d kernels above (cuDNN where they take
+// the partition) as the input gradient of the conv2d from its result to its
+// input: backward-data for its forward, forward for its input grad.
 //
 // Pooling runs one thread per output (forward) and one thread per input
 // grad element looping over the windows that cover it (backward), adding in
@@ -829,6 +833,87 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
 }
 
 //===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+// As on the cpu backend (ConvPoolGeometry.h: the roles), on conv2d's
+// kernels above, cuDNN's where they take the partition: forward = the
+// conv2d's backward-data into the zeroed result, input grad = its forward
+// on dy, weight grad = its weight grad with dy as input and x as result
+// grad.
+
+/// out[i] += add[i] for the `n` floats of a box.
+void addFloats(Stream stream, float *out, const float *add, int64_t n) {
+  launch(stream, n, [=] PPC_HD(int64_t i) { out[i] += add[i]; });
+}
+
+KernelStatus convTransposeForward(const OpDesc &op,
+                                  const KernelContext &kernelContext,
+                                  ExecContext &ctx,
+                                  const std::vector<KernelView> &inputs,
+                                  const std::vector<KernelView> &outputs,
+                                  const std::vector<KernelView> &) {
+  TransposedConvGeometry g;
+  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
+      !status.empty())
+    return status;
+  const KernelView &input = inputs[0], &weight = inputs[1];
+  const KernelView &output = outputs[0];
+  if (output.box.count() == 0)
+    return "";
+  zeroFloats(ctx.stream, output.data, output.box.count());
+  if (KernelStatus status =
+          conv2dBackward(op, kernelContext, ctx, {output, weight}, {}, {input},
+                         {output, KernelView{}}, {});
+      !status.empty())
+    return status;
+  if (const KernelView *bias = transposedBias(inputs, weight))
+    addBias(ctx.stream, output.data, output.box, bias->data, bias->lo[0],
+            output.extent(2) * output.extent(3));
+  return "";
+}
+
+KernelStatus convTransposeBackward(const OpDesc &op,
+                                   const KernelContext &kernelContext,
+                                   ExecContext &ctx,
+                                   const std::vector<KernelView> &inputs,
+                                   const std::vector<KernelView> &outputs,
+                                   const std::vector<KernelView> &outputGrads,
+                                   const std::vector<KernelView> &inputGrads,
+                                   const std::vector<KernelView> &) {
+  TransposedConvGeometry g;
+  if (KernelStatus status =
+          backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
+      !status.empty())
+    return status;
+  const KernelView &input = inputs[0], &weight = inputs[1];
+  const KernelView &dOutput = outputGrads[0];
+  if (dOutput.box.count() == 0)
+    return "";
+  const KernelView &dInput = inputGrads[0];
+  if (dInput.data && dInput.box.count() > 0) { // dx += conv(dy, W)
+    KernelView conv = dInput;
+    if (!(conv.data = ctx.workspace->floats(dInput.box.count())))
+      return op.kind + ": out of device memory for its input grad";
+    if (KernelStatus status = conv2dForward(op, kernelContext, ctx,
+                                            {dOutput, weight}, {conv}, {});
+        !status.empty())
+      return status;
+    addFloats(ctx.stream, dInput.data, conv.data, dInput.box.count());
+  }
+  if (inputGrads[1].data)
+    if (KernelStatus status =
+            conv2dBackward(op, kernelContext, ctx, {dOutput, weight}, {},
+                           {input}, {KernelView{}, inputGrads[1]}, {});
+        !status.empty())
+      return status;
+  if (const KernelView *dBias = transposedBias(inputGrads, weight))
+    biasGrad(ctx.stream, dOutput.data, dOutput.box, dBias->data, dBias->lo[0],
+             dOutput.extent(2) * dOutput.extent(3));
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
 // max_pool2d, avg_pool2d
 //===----------------------------------------------------------------------===//
 
@@ -1095,6 +1180,7 @@ KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
 
 void registerConvPoolKernels(CudaKernelTable &t) {
   t["ppc.conv2d"] = {conv2dForward, conv2dBackward};
+  t["ppc.conv_transpose2d"] = {convTransposeForward, convTransposeBackward};
   t["ppc.max_pool2d"] = {
       [](const OpDesc &op, const KernelContext &, ExecContext &ctx,
          const std::vector<KernelView> &inputs,

@@ -341,6 +341,144 @@ TEST(CpuConv2d, RejectsMismatchedChannelBoxes) {
 }
 
 //===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+/// Each input element scattered through its group's weights onto the
+/// result, in double.
+std::vector<float>
+referenceConvTranspose(const ConvTransposeCase &c,
+                       const std::vector<std::vector<float>> &in) {
+  std::vector<int64_t> r = c.result();
+  int64_t C = c.input[1], H = c.input[2], W = c.input[3];
+  int64_t Fg = c.weight[1], KH = c.weight[2], KW = c.weight[3];
+  int64_t Cg = C / c.groups;
+  std::vector<double> out(numElementsOf(r));
+  for (int64_t n = 0; n < r[0]; ++n)
+    for (int64_t f = 0; f < r[1]; ++f)
+      for (int64_t k = 0; k < r[2] * r[3]; ++k)
+        out[(n * r[1] + f) * r[2] * r[3] + k] = c.bias ? in[2][f] : 0.0;
+  for (int64_t n = 0; n < r[0]; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          for (int64_t j = 0; j < Fg; ++j)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t l = 0; l < KW; ++l) {
+                int64_t oh = h * c.strides[0] - c.pads[0] + i * c.dilations[0];
+                int64_t ow = w * c.strides[1] - c.pads[1] + l * c.dilations[1];
+                if (oh < 0 || oh >= r[2] || ow < 0 || ow >= r[3])
+                  continue;
+                int64_t f = ch / Cg * Fg + j;
+                out[((n * r[1] + f) * r[2] + oh) * r[3] + ow] +=
+                    static_cast<double>(in[0][((n * C + ch) * H + h) * W + w]) *
+                    in[1][((ch * Fg + j) * KH + i) * KW + l];
+              }
+  return std::vector<float>(out.begin(), out.end());
+}
+
+TEST(CpuConvTranspose2d, ForwardMatchesNaiveScatter) {
+  for (const ConvTransposeCase &c : kConvTransposeCases) {
+    OpDesc op = convTransposeOp(c);
+    auto inputs = randomInputs(op);
+    expectClose(forwardWhole(op, training(), inputs),
+                referenceConvTranspose(c, inputs), 1e-5, 1e-5,
+                "conv_transpose2d forward");
+  }
+}
+
+/// ONNX's test_convtranspose node test: x = 0..8 on 3x3, a ones kernel of
+/// 2 output channels.
+TEST(CpuConvTranspose2d, ForwardMatchesOnnxNodeTest) {
+  ConvTransposeCase c{{1, 1, 3, 3}, {1, 2, 3, 3}, {1, 1}, {0, 0, 0, 0},
+                      {1, 1},       {0, 0},       1,      false};
+  OpDesc op = convTransposeOp(c);
+  std::vector<std::vector<float>> inputs = {{0, 1, 2, 3, 4, 5, 6, 7, 8},
+                                            std::vector<float>(18, 1.0f)};
+  std::vector<float> plane = {0,  1,  3, 3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                              27, 15, 9, 20, 33, 24, 13, 6,  13, 21, 15, 8};
+  std::vector<float> expected = plane;
+  expected.insert(expected.end(), plane.begin(), plane.end());
+  expectClose(forwardWhole(op, training(), inputs), expected, 0, 0,
+              "conv_transpose2d ONNX node test");
+}
+
+TEST(CpuConvTranspose2d, GradientsMatchFiniteDifferences) {
+  for (const ConvTransposeCase &c : kConvTransposeCases) {
+    OpDesc op = convTransposeOp(c);
+    checkGradients(op, training(), randomInputs(op));
+  }
+}
+
+TEST(CpuConvTranspose2d, PartitionsMatchWholeOp) {
+  for (const ConvTransposeCase &c : kConvTransposeCases) {
+    OpDesc op = convTransposeOp(c);
+    auto inputs = randomInputs(op);
+    std::vector<int64_t> r = c.result();
+    Range allN{0, r[0]}, allF{0, r[1]}, allC{0, c.input[1]};
+    std::vector<Partition> byBatch, byChannels, byInputChannels, grid;
+    for (Range n : splitRange(r[0], r[0]))
+      byBatch.push_back(convTransposePartition(c, n, allF, allC));
+    // Output channels and input channels (partial sums): groups == 1 only.
+    int64_t parts = c.groups == 1 ? 2 : 1;
+    for (Range f : splitRange(r[1], parts))
+      byChannels.push_back(convTransposePartition(c, allN, f, allC));
+    for (Range ch : splitRange(c.input[1], parts))
+      byInputChannels.push_back(convTransposePartition(c, allN, allF, ch));
+    for (Range n : splitRange(r[0], 2))
+      for (Range ch : splitRange(c.input[1], parts))
+        for (Range f : splitRange(r[1], parts))
+          grid.push_back(convTransposePartition(c, n, f, ch));
+    for (const auto &partitions : {byBatch, byChannels, byInputChannels, grid})
+      expectPartitionsMatchWhole(op, training(), inputs, partitions);
+  }
+}
+
+TEST(CpuConvTranspose2d, OneDnnMatchesTheReferenceKernel) {
+  for (const ConvTransposeCase &c : kConvTransposeCases) {
+    OpDesc op = convTransposeOp(c);
+    auto inputs = randomInputs(op);
+    std::vector<std::vector<float>> dy = {
+        randomValues(numElementsOf(c.result()), 7)};
+    std::vector<Partition> whole = {wholePartition(op)};
+    const bool library = libraryKernels();
+    setLibraryKernels(false);
+    const int64_t before = cpu::dnnlConvCalls();
+    OpRun reference = runOp(op, training(), inputs, whole, &dy);
+    EXPECT_EQ(cpu::dnnlConvCalls(), before);
+    setLibraryKernels(true);
+    OpRun libraryRun = runOp(op, training(), inputs, whole, &dy);
+    setLibraryKernels(library);
+    // Forward (backward-data), input grad (forward), weight grad.
+    EXPECT_EQ(cpu::dnnlConvCalls(), before + 3);
+    ASSERT_EQ(reference.error, "");
+    ASSERT_EQ(libraryRun.error, "");
+    expectClose(libraryRun.outputs[0], reference.outputs[0], 1e-5, 1e-5,
+                "oneDNN conv_transpose2d forward");
+    for (size_t i = 0; i < reference.inputGrads.size(); ++i)
+      expectClose(libraryRun.inputGrads[i], reference.inputGrads[i], 1e-5, 1e-5,
+                  "oneDNN conv_transpose2d gradient");
+  }
+}
+
+TEST(CpuConvTranspose2d, RejectsMismatchedChannelBoxes) {
+  const ConvTransposeCase &c = kConvTransposeCases[0];
+  OpDesc op = convTransposeOp(c);
+  // The weight's input-channel rows are not the input's channels.
+  Partition p = convTransposePartition(c, {0, 2}, {0, 3}, {0, 2});
+  p.inputs[1] = withRange(p.inputs[1], 0, 2, 4);
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {p})
+                .find("weight box does not hold the output channels"),
+            std::string::npos);
+  // The weight's result-channel columns are not the result's channels.
+  Partition q = convTransposePartition(c, {0, 2}, {0, 3}, {0, 4});
+  q.inputs[1] = withRange(q.inputs[1], 1, 0, 2);
+  EXPECT_NE(forwardError(op, training(), randomInputs(op), {q})
+                .find("weight box does not match the input channel range"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
 // max_pool2d, avg_pool2d
 //===----------------------------------------------------------------------===//
 
@@ -853,9 +991,9 @@ TEST(CpuMseLoss, ForwardGradientsAndPartitions) {
 TEST(CpuKernelsA, RegistersItsOps) {
   std::vector<std::string> ops = supportedOps();
   for (const char *kind :
-       {"ppc.matmul", "ppc.linear", "ppc.conv2d", "ppc.max_pool2d",
-        "ppc.avg_pool2d", "ppc.global_avg_pool", "ppc.resize", "ppc.batch_norm",
-        "ppc.layer_norm", "ppc.softmax", "ppc.log_softmax",
+       {"ppc.matmul", "ppc.linear", "ppc.conv2d", "ppc.conv_transpose2d",
+        "ppc.max_pool2d", "ppc.avg_pool2d", "ppc.global_avg_pool", "ppc.resize",
+        "ppc.batch_norm", "ppc.layer_norm", "ppc.softmax", "ppc.log_softmax",
         "ppc.softmax_cross_entropy", "ppc.mse_loss"})
     EXPECT_TRUE(std::find(ops.begin(), ops.end(), kind) != ops.end()) << kind;
 }

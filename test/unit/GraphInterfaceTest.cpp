@@ -282,6 +282,41 @@ TEST_F(GraphInterfaceTest, Conv2DGroupedDilated) {
   EXPECT_EQ(costOf(args, body).fwdFlops, 2.0 * 16 * 6 * 6 * 2 * 3 * 3);
 }
 
+TEST_F(GraphInterfaceTest, ConvTranspose2DSplitsChannelsNotRows) {
+  // 3x3, stride 2, pads 1, output_padding 1: OH = 7 * 2 - 2 + 3 + 1 = 16.
+  StringRef args = "%x: tensor<2x4x8x8xf32>, %w: tensor<4x3x3x3xf32>, "
+                   "%b: tensor<3xf32>";
+  StringRef body =
+      "%0 = ppc.conv_transpose2d %x, %w, %b {pads = array<i64: 1, 1, 1, 1>, "
+      "strides = array<i64: 2, 2>, output_padding = array<i64: 1, 1>} : "
+      "(tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>) -> "
+      "tensor<2x3x16x16xf32>";
+  IterationSpace space = spaceOf(args, body);
+  EXPECT_EQ(formatDims(space), "S2 P3 A16! A16! R4 R3! R3!");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, d4, *, *]");
+  EXPECT_EQ(formatAccess(space.operands[1]), "[d4, d1, d5, d6]");
+  EXPECT_EQ(formatAccess(space.operands[2]), "[d1]");
+  EXPECT_EQ(formatAccess(space.results[0]), "[d0, d1, d2, d3]");
+  EXPECT_TRUE(space.makesPartialSum(4));
+  EXPECT_FALSE(space.makesPartialSum(1));
+  // Every input element times the 3 x 3 x 3 taps of its row of weights.
+  OpCost cost = costOf(args, body);
+  double points = 2.0 * 4 * 8 * 8 * 3 * 3 * 3;
+  EXPECT_EQ(cost.fwdFlops, 2 * points + 2 * 3 * 16 * 16);
+  EXPECT_EQ(cost.bwdFlops, 4 * points + 2 * 3 * 16 * 16);
+}
+
+TEST_F(GraphInterfaceTest, ConvTranspose2DGroupedSplitsSamplesOnly) {
+  StringRef args = "%x: tensor<1x4x3x3xf32>, %w: tensor<4x1x2x2xf32>";
+  StringRef body = "%0 = ppc.conv_transpose2d %x, %w {groups = 2 : i64} : "
+                   "(tensor<1x4x3x3xf32>, tensor<4x1x2x2xf32>) -> "
+                   "tensor<1x2x4x4xf32>";
+  IterationSpace space = spaceOf(args, body);
+  EXPECT_EQ(formatDims(space), "S1 P2! A4! A4! R2! R2! R2!");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, *, *, *]");
+  EXPECT_EQ(formatAccess(space.operands[1]), "[*, *, d5, d6]");
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling and normalization
 //===----------------------------------------------------------------------===//
@@ -729,7 +764,8 @@ TEST_F(GraphInterfaceTest, MseLoss) {
 constexpr const char *kEveryComputeOp = R"mlir(
 func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
                     %c: tensor<4xf32>, %m: tensor<8x16xf32>,
-                    %k: tensor<16x32xf32>, %ids: tensor<8xi64>) {
+                    %k: tensor<16x32xf32>, %ids: tensor<8xi64>,
+                    %wt: tensor<4x3x2x2xf32>) {
   %0 = ppc.matmul %m, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   %1 = ppc.linear %m, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   %2 = ppc.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x8x8xf32>
@@ -786,6 +822,7 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %53 = ppc.mish %m : tensor<8x16xf32>
   %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   %55 = ppc.resize %x {mode = "linear", scales = array<f64: 2.0, 0.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
+  %56 = ppc.conv_transpose2d %x, %wt : (tensor<2x4x8x8xf32>, tensor<4x3x2x2xf32>) -> tensor<2x3x9x9xf32>
   return
 }
 )mlir";
@@ -814,7 +851,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 56u);
+  EXPECT_EQ(registered.size(), 57u);
 }
 
 } // namespace

@@ -15,6 +15,8 @@
 //     linearPartition(op, rows, n, k)          the bias follows n
 //   ConvCase, kConvCases, convOp(c),
 //     convPartition(c, n, f, oh, ow, ch)       halos from the window
+//   ConvTransposeCase, kConvTransposeCases, convTransposeOp(c),
+//     convTransposePartition(c, n, f, ch)      rows and cols whole
 //   PoolCase, kPoolCases, poolOp(kind, c), poolPartition(c, n, ch, oh, ow),
 //     distinctValues(count, seed)              no ties in a pooling window
 //   ResizeCase, kResizeCases, resizeOp(c), resizePartition(c, n, ch)
@@ -206,6 +208,79 @@ inline Partition convPartition(const ConvCase &c, Range n, Range f, Range oh,
     p.inputs.push_back({{f.first}, {f.second}});
   p.outputs.push_back({{n.first, f.first, oh.first, ow.first},
                        {n.second, f.second, oh.second, ow.second}});
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+struct ConvTransposeCase {
+  std::vector<int64_t> input, weight; ///< [N, C, H, W], [C, F / g, KH, KW]
+  std::vector<int64_t> strides, pads, dilations, outputPadding;
+  int64_t groups;
+  bool bias;
+
+  int64_t outSize(int i) const {
+    return (input[2 + i] - 1) * strides[i] - pads[i] - pads[2 + i] +
+           (weight[2 + i] - 1) * dilations[i] + 1 + outputPadding[i];
+  }
+  int64_t filters() const { return weight[1] * groups; }
+  std::vector<int64_t> result() const {
+    return {input[0], filters(), outSize(0), outSize(1)};
+  }
+};
+
+inline OpDesc convTransposeOp(const ConvTransposeCase &c) {
+  std::vector<std::vector<int64_t>> operands = {c.input, c.weight};
+  if (c.bias)
+    operands.push_back({c.filters()});
+  return makeOp("ppc.conv_transpose2d", operands, {c.result()},
+                {{"strides", c.strides},
+                 {"pads", c.pads},
+                 {"dilations", c.dilations},
+                 {"output_padding", c.outputPadding},
+                 {"groups", c.groups}});
+}
+
+inline const std::vector<ConvTransposeCase> kConvTransposeCases = {
+    // 3x3, stride 1, pad 1 (the transpose of a same-size conv).
+    {{2, 4, 5, 4}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {0, 0}, 1, true},
+    // Stride 2 x 3, asymmetric pads, output_padding 1 x 2, no bias.
+    {{2, 3, 4, 3},
+     {3, 2, 3, 2},
+     {2, 3},
+     {1, 0, 0, 1},
+     {1, 1},
+     {1, 2},
+     1,
+     false},
+    // Dilation 2 x 1, stride 2, output rows nothing lands on (pad 0, kernel
+    // shorter than the stride along W).
+    {{1, 2, 3, 4}, {2, 3, 2, 1}, {2, 2}, {0, 0, 0, 0}, {2, 1}, {1, 1}, 1, true},
+    // Two groups, stride 2, pads 1.
+    {{2, 4, 3, 3}, {4, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 2, true},
+    // Pointwise (1x1, stride 1: conv2d's im2col-free path).
+    {{2, 4, 3, 5}, {4, 3, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, {0, 0}, 1, true},
+};
+
+/// The partition computing samples n and output channels f over input
+/// channels ch (a reduction); rows and cols are whole (the op does not split
+/// them). With groups, f and ch must be whole (the op splits neither).
+inline Partition convTransposePartition(const ConvTransposeCase &c, Range n,
+                                        Range f, Range ch) {
+  std::vector<int64_t> r = c.result();
+  Partition p;
+  p.inputs.push_back({{n.first, ch.first, 0, 0},
+                      {n.second, ch.second, c.input[2], c.input[3]}});
+  int64_t fg = c.weight[1];
+  Range wf = c.groups == 1 ? f : Range{0, fg};
+  p.inputs.push_back({{ch.first, wf.first, 0, 0},
+                      {ch.second, wf.second, c.weight[2], c.weight[3]}});
+  if (c.bias)
+    p.inputs.push_back({{f.first}, {f.second}});
+  p.outputs.push_back(
+      {{n.first, f.first, 0, 0}, {n.second, f.second, r[2], r[3]}});
   return p;
 }
 

@@ -291,6 +291,86 @@ func.func @f25(%x: tensor<2x8x16x16xf32>, %w: tensor<4x8x3x3xf32>) {
 
 // -----
 
+func.func @convt0(%x: tensor<2x4x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op input must have rank 4, got rank 3}}
+  %0 = ppc.conv_transpose2d %x, %w : (tensor<2x4x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt1(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op 'output_padding' must have 2 entries, got 1}}
+  %0 = ppc.conv_transpose2d %x, %w {output_padding = array<i64: 1>} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt2(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op 'output_padding' entry 0 is -1; expected >= 0}}
+  %0 = ppc.conv_transpose2d %x, %w {output_padding = array<i64: -1, 0>} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x6x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt3(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op 'strides' entry 0 is 0; expected >= 1}}
+  %0 = ppc.conv_transpose2d %x, %w {strides = array<i64: 0, 1>} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt4(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op groups is 0; expected >= 1}}
+  %0 = ppc.conv_transpose2d %x, %w {groups = 0 : i64} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt5(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op input channels 4 are not divisible by groups 3}}
+  %0 = ppc.conv_transpose2d %x, %w {groups = 3 : i64} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x9x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt6(%x: tensor<2x4x5x5xf32>, %w: tensor<2x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op weight dim 0 is 2 but input has 4 channels (weight is [C, F / groups, KH, KW])}}
+  %0 = ppc.conv_transpose2d %x, %w : (tensor<2x4x5x5xf32>, tensor<2x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt7(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op bias has shape [3] but expected [6]: dim 0 is 3, expected 6}}
+  %0 = ppc.conv_transpose2d %x, %w, %b {groups = 2 : i64} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>) -> tensor<2x6x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @convt8(%x: tensor<2x4x1x1xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op result dim 2 is 0: the pads crop the whole scatter}}
+  %0 = ppc.conv_transpose2d %x, %w {pads = array<i64: 2, 0, 1, 0>} : (tensor<2x4x1x1xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x1x3xf32>
+  return
+}
+
+// -----
+
+func.func @convt9(%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'ppc.conv_transpose2d' op result has shape [2, 3, 7, 7] but expected [2, 3, 12, 12]: dim 2 is 7, expected 12}}
+  %0 = ppc.conv_transpose2d %x, %w {strides = array<i64: 2, 2>, output_padding = array<i64: 1, 1>} : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  return
+}
+
+// -----
+
 func.func @f26(%x: tensor<1x4x8x8xf32>) {
   // expected-error @+1 {{'ppc.max_pool2d' op 'kernel' must have 2 entries, got 1}}
   %0 = ppc.max_pool2d %x {kernel = array<i64: 3>} : tensor<1x4x8x8xf32> -> tensor<1x4x6x6xf32>

@@ -40,6 +40,13 @@ func.func @contractions(%a: tensor<2x4x16x8xf32>, %b: tensor<1x4x32x16xf32>,
   %2 = ppc.linear %x, %sq : (tensor<32x784xf32>, tensor<784x784xf32>) -> tensor<32x784xf32>
   // CHECK: ppc.conv2d %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 2, 2>, groups = 4 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 2, 2>} : (tensor<2x8x32x32xf32>, tensor<16x2x3x3xf32>, tensor<16xf32>) -> tensor<2x16x16x16xf32>
   %3 = ppc.conv2d %img, %filter, %fb {strides = array<i64: 2, 2>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 2, 2>, groups = 4 : i64} : (tensor<2x8x32x32xf32>, tensor<16x2x3x3xf32>, tensor<16xf32>) -> tensor<2x16x16x16xf32>
+  // CHECK: ppc.conv_transpose2d %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 2, 1>, groups = 2 : i64, output_padding = array<i64: 1, 0>, pads = array<i64: 1, 0, 2, 1>, strides = array<i64: 2, 3>} : (tensor<2x16x16x16xf32>, tensor<16x4x3x3xf32>, tensor<8xf32>) -> tensor<2x8x33x47xf32>
+  %ctw = ppc.weight "ct.weight" : tensor<16x4x3x3xf32>
+  %ctb = ppc.weight "ct.bias" : tensor<8xf32>
+  %4 = ppc.conv_transpose2d %3, %ctw, %ctb {strides = array<i64: 2, 3>, pads = array<i64: 1, 0, 2, 1>, dilations = array<i64: 2, 1>, output_padding = array<i64: 1, 0>, groups = 2 : i64} : (tensor<2x16x16x16xf32>, tensor<16x4x3x3xf32>, tensor<8xf32>) -> tensor<2x8x33x47xf32>
+  // CHECK: ppc.conv_transpose2d %{{.*}}, %{{.*}} : (tensor<2x16x16x16xf32>, tensor<16x3x2x2xf32>) -> tensor<2x3x17x17xf32>
+  %ctw2 = ppc.weight "ct2.weight" : tensor<16x3x2x2xf32>
+  %5 = ppc.conv_transpose2d %3, %ctw2 : (tensor<2x16x16x16xf32>, tensor<16x3x2x2xf32>) -> tensor<2x3x17x17xf32>
   return
 }
 

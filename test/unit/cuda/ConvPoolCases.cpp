@@ -1,12 +1,12 @@
-//===- ConvPoolCases.cpp - conv2d, pooling, resize on the cuda backend ----===//
+//===- ConvPoolCases.cpp - convolutions, pooling, resize on cuda ---------===//
 //
 // Oracle: the cpu backend's reference kernels (BackendAgreement.h), on the
-// shapes and attributes of CpuKernelsATest's conv/pool/resize cases: whole
-// tensors and single partitions (samples, output channels across group
-// boundaries, rows and cols with halos, split input channels whose partial
-// sums take the bias only from channel 0), forward and backward, bf16
-// storage, and the errors the cpu kernels report for boxes they cannot
-// compute.
+// shapes and attributes of CpuKernelsATest's conv, conv_transpose, pool and
+// resize cases: whole tensors and single partitions (samples, output
+// channels across group boundaries, rows and cols with halos, split input
+// channels whose partial sums take the bias only from channel 0), forward
+// and backward, bf16 storage, and the errors the cpu kernels report for
+// boxes they cannot compute.
 //
 //===----------------------------------------------------------------------===//
 
@@ -304,6 +304,46 @@ TEST(CudaGlobalAvgPool, WholeAndPartitionsAgree) {
   expectBackendsAgree(bf16, "bf16 global_avg_pool");
   OpDesc rank3 = makeOp("ppc.global_avg_pool", {{3, 2, 7}}, {{3, 2, 1}}, {});
   expectBackendsAgree(caseOf(rank3), "global_avg_pool rank 3");
+}
+
+//===----------------------------------------------------------------------===//
+// conv_transpose2d
+//===----------------------------------------------------------------------===//
+
+TEST(CudaConvTranspose2d, WholeTensorsAndPartitionsAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (size_t i = 0; i < kConvTransposeCases.size(); ++i) {
+    const ConvTransposeCase &c = kConvTransposeCases[i];
+    AgreementCase a = caseOf(convTransposeOp(c));
+    std::string name = "conv_transpose2d case " + std::to_string(i);
+    expectBackendsAgree(a, name);
+    std::vector<int64_t> r = c.result();
+    Range allN{0, r[0]}, allF{0, r[1]}, allC{0, c.input[1]};
+    for (Range n : splitRange(r[0], r[0])) {
+      a.partition = convTransposePartition(c, n, allF, allC);
+      expectBackendsAgree(a, name + " samples " + std::to_string(n.first));
+    }
+    if (c.groups != 1)
+      continue;
+    // Input channels from 2: partial sums without the bias.
+    for (Range ch : splitRange(c.input[1], 2))
+      for (Range f : splitRange(r[1], 2)) {
+        a.partition = convTransposePartition(c, allN, f, ch);
+        expectBackendsAgree(a, name + " in channels " +
+                                   std::to_string(ch.first) + " out channels " +
+                                   std::to_string(f.first));
+      }
+  }
+}
+
+TEST(CudaConvTranspose2d, RejectsWhatTheCpuKernelRejects) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  const ConvTransposeCase &c = kConvTransposeCases[0];
+  OpDesc op = convTransposeOp(c);
+  Partition p = convTransposePartition(c, {0, 2}, {0, 3}, {0, 2});
+  p.inputs[1] = withRange(p.inputs[1], 0, 2, 4);
+  expectSameErrorsMentioning(op, p,
+                             "weight box does not hold the output channels");
 }
 
 //===----------------------------------------------------------------------===//

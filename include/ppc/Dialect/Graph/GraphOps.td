@@ -154,6 +154,43 @@ def PPC_Conv2DOp : PPC_ComputeOp<"conv2d", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PPC_ConvTranspose2DOp : PPC_ComputeOp<"conv_transpose2d", [Pure]> {
+  let summary = "2-D transposed convolution, NCHW (ONNX ConvTranspose)";
+  let description = [{
+    The gradient of `ppc.conv2d` with respect to its input, as an op: each
+    input element scatters `input[n, c, h, w] * weight[c, f', i, j]` onto
+    result position `(h * sH - top + i * dH, w * sW - left + j * dW)` of
+    output channel `f = group * F / groups + f'`, where `c` is in `group`.
+
+    Input `[N, C, H, W]`, weight `[C, F / groups, KH, KW]` (ONNX's layout),
+    optional bias `[F]`, result `[N, F, OH, OW]` with
+    `OH = (H - 1) * sH - top - bottom + dH * (KH - 1) + 1 + output_padding[0]`
+    (and so for OW). `pads` is `[top, left, bottom, right]`, cropped off the
+    full scatter; `output_padding` adds rows and columns at the bottom and
+    right (they get only the bias where no input lands on them). ONNX's
+    `output_shape` and `auto_pad` are resolved into these at import.
+
+    ```mlir
+    %y = ppc.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>,
+        pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>}
+        : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>)
+        -> tensor<1x3x16x16xf32>
+    ```
+  }];
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$weight,
+                       Optional<PPC_FloatTensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$pads,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:
+                           $output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling and normalization
 //===----------------------------------------------------------------------===//
