@@ -237,8 +237,8 @@ bool GraphImporter::isWeightInitializer(StringRef name) {
   // A tensor with infinities (an attention mask the exporter wrote as a
   // buffer) is a constant, not a weight: an optimizer step would move its
   // finite entries, and the attention patterns need to see it.
-  return isFloatDType(t.data_type()) &&
-         getNumElements(shape).value_or(0) > 1 && !holdsNonFinite(name);
+  return isFloatDType(t.data_type()) && getNumElements(shape).value_or(0) > 1 &&
+         !holdsNonFinite(name);
 }
 
 bool GraphImporter::holdsNonFinite(StringRef name) {
@@ -384,6 +384,27 @@ FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
   if (!elementType)
     values[name] = result;
   return result;
+}
+
+Value GraphImporter::getWholeWeightView(Value value) {
+  // A weight lives in the layout its first reader reads it in
+  // (sim::weightHolders), so a weight must be read whole: slices of it
+  // (nn.MultiheadAttention's cross-attention slices in_proj_weight, the
+  // gates of an unrolled LSTM slice W, R and B) share one view of it, a
+  // reshape to its own shape, which costs nothing and collects the slices'
+  // gradients like any activation's.
+  auto weight = value.getDefiningOp<graph::WeightOp>();
+  if (!weight)
+    return value;
+  Value &view = weightViews[value];
+  if (!view) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfter(weight);
+    auto name = StringAttr::get(context, weight.getName() + ".view");
+    view = graph::ReshapeOp::create(builder, NameLoc::get(name, getFileLoc()),
+                                    value.getType(), value);
+  }
+  return view;
 }
 
 //===----------------------------------------------------------------------===//

@@ -29,12 +29,12 @@ namespace g = ppc::graph;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static bool hasInput(const NodeProto &node, int i) {
+bool onnx_import::hasInput(const NodeProto &node, int i) {
   return i < node.input_size() && !node.input(i).empty();
 }
 
-/// True if output `i` exists and something reads it.
-static bool isOutputUsed(GraphImporter &imp, const NodeProto &node, int i) {
+bool onnx_import::isOutputUsed(GraphImporter &imp, const NodeProto &node,
+                               int i) {
   return i < node.output_size() && !node.output(i).empty() &&
          imp.numUses.lookup(node.output(i)) > 0;
 }
@@ -115,8 +115,8 @@ getReduceAxes(GraphImporter &imp, const NodeProto &node, int64_t rank) {
   return axes;
 }
 
-static SmallVector<int64_t> broadcastShape(ArrayRef<int64_t> a,
-                                           ArrayRef<int64_t> b) {
+SmallVector<int64_t> onnx_import::broadcastShape(ArrayRef<int64_t> a,
+                                                 ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -127,7 +127,8 @@ static SmallVector<int64_t> broadcastShape(ArrayRef<int64_t> a,
   return out;
 }
 
-static Value reshape(GraphImporter &imp, Value value, ArrayRef<int64_t> shape) {
+Value onnx_import::reshape(GraphImporter &imp, Value value,
+                           ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape)
     return value;
@@ -195,8 +196,7 @@ static LogicalResult convertActivation(GraphImporter &imp,
     return failure();
   auto op = OpTy::create(imp.builder, imp.currentLoc, type, ValueRange{*x});
   for (const FloatAttrDefault &attr : ArrayRef(Attrs, NumAttrs))
-    op->setAttr(attr.name,
-                f64(imp, getAttrFloat(node, attr.name, attr.value)));
+    op->setAttr(attr.name, f64(imp, getAttrFloat(node, attr.name, attr.value)));
   imp.setValue(node.output(0), op.getResult());
   return success();
 }
@@ -400,17 +400,16 @@ static LogicalResult convertInstanceNorm(GraphImporter &imp,
   Value ones = g::ConstantOp::create(
       imp.builder, imp.currentLoc,
       DenseElementsAttr::get(spatialType, imp.builder.getFloatAttr(et, 1.0)));
-  Value normalized = g::LayerNormOp::create(
-      imp.builder, imp.currentLoc, type, *x, ones, Value(),
-      imp.builder.getI64IntegerAttr(2),
-      f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
-      imp.builder.getBoolAttr(false));
+  Value normalized =
+      g::LayerNormOp::create(imp.builder, imp.currentLoc, type, *x, ones,
+                             Value(), imp.builder.getI64IntegerAttr(2),
+                             f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
+                             imp.builder.getBoolAttr(false));
   // [C] -> [C, 1...]: numpy broadcasting aligns it with dim 1 of x.
   SmallVector<int64_t> channelShape(shape.size() - 1, 1);
   channelShape[0] = shape[1];
-  Value scaled =
-      g::MulOp::create(imp.builder, imp.currentLoc, type, normalized,
-                       reshape(imp, *scale, channelShape));
+  Value scaled = g::MulOp::create(imp.builder, imp.currentLoc, type, normalized,
+                                  reshape(imp, *scale, channelShape));
   imp.setValue(node.output(0),
                g::AddOp::create(imp.builder, imp.currentLoc, type, scaled,
                                 reshape(imp, *bias, channelShape)));
@@ -685,9 +684,8 @@ struct EinsumSpec {
 /// Parses `equation` for operands of `ranks`; the forms ppc imports are one
 /// or two operands of distinct letters (no ellipsis, no diagonal), each
 /// result letter taken from an operand once. Sets `error` otherwise.
-static std::optional<EinsumSpec> parseEinsum(StringRef equation,
-                                             ArrayRef<int64_t> ranks,
-                                             std::string &error) {
+static std::optional<EinsumSpec>
+parseEinsum(StringRef equation, ArrayRef<int64_t> ranks, std::string &error) {
   std::string text;
   for (char c : equation)
     if (c != ' ')
@@ -711,7 +709,8 @@ static std::optional<EinsumSpec> parseEinsum(StringRef equation,
   }
   auto distinctLetters = [&](StringRef term) {
     for (size_t i = 0; i < term.size(); ++i)
-      if (!llvm::isAlpha(term[i]) || term.find(term[i], i + 1) != StringRef::npos)
+      if (!llvm::isAlpha(term[i]) ||
+          term.find(term[i], i + 1) != StringRef::npos)
         return false;
     return true;
   };
@@ -750,7 +749,7 @@ static std::optional<EinsumSpec> parseEinsum(StringRef equation,
 
 /// Sums `value` (subscripts `letters`) over the letters not in `keep`.
 static Value sumOutLetters(GraphImporter &imp, Value value,
-                          std::string &letters, StringRef keep) {
+                           std::string &letters, StringRef keep) {
   auto type = cast<RankedTensorType>(value.getType());
   SmallVector<int64_t> axes, shape;
   std::string kept;
@@ -814,8 +813,8 @@ static LogicalResult convertEinsum(GraphImporter &imp, const NodeProto &node) {
   }
   // Letters each operand shares with the other or the result stay.
   for (int i = 0; i < 2; ++i)
-    operands[i] = sumOutLetters(imp, operands[i], letters[i],
-                                letters[1 - i] + out);
+    operands[i] =
+        sumOutLetters(imp, operands[i], letters[i], letters[1 - i] + out);
   std::string batch, contracted, freeA, freeB;
   for (char c : letters[0]) {
     bool inB = StringRef(letters[1]).contains(c);
@@ -865,8 +864,8 @@ static LogicalResult convertEinsum(GraphImporter &imp, const NodeProto &node) {
                                        batch + contracted + freeB),
                       matrixShape(k, n));
   Value matrixProduct = g::MatMulOp::create(imp.builder, imp.currentLoc,
-                                       type.clone(matrixShape(m, n)), lhs, rhs,
-                                       false, false);
+                                            type.clone(matrixShape(m, n)), lhs,
+                                            rhs, false, false);
   std::string produced = batch + freeA + freeB;
   SmallVector<int64_t> producedShape;
   for (char c : produced)
@@ -1069,23 +1068,7 @@ static LogicalResult convertSlice(GraphImporter &imp, const NodeProto &node) {
   FailureOr<SliceParams> p = getSliceParams(imp, node, xType.getShape(), error);
   if (failed(p))
     return emitError(imp.currentLoc) << "unsupported " << error;
-  // A weight lives in the layout its first reader reads it in
-  // (sim::weightHolders), so a weight must be read whole: slices of it
-  // (nn.MultiheadAttention's cross-attention slices in_proj_weight) share
-  // one view of it, a reshape to its own shape, which costs nothing and
-  // collects the slices' gradients like any activation's.
-  if (auto weight = x->getDefiningOp<g::WeightOp>()) {
-    Value &view = imp.weightViews[*x];
-    if (!view) {
-      OpBuilder::InsertionGuard guard(imp.builder);
-      imp.builder.setInsertionPointAfter(weight);
-      auto name = StringAttr::get(imp.context, weight.getName() + ".view");
-      view = g::ReshapeOp::create(imp.builder,
-                                  NameLoc::get(name, imp.getFileLoc()), xType,
-                                  *x);
-    }
-    x = view;
-  }
+  x = imp.getWholeWeightView(*x);
   imp.setValue(node.output(0), g::SliceOp::create(imp.builder, imp.currentLoc,
                                                   type.clone(p->shape), *x,
                                                   p->starts, p->steps));
@@ -1285,6 +1268,10 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["ReduceMax"] = {convertReduce<g::ReduceMaxOp>, 1, true};
     m["Expand"] = {convertExpand, 1, false};
     m["Where"] = {convertWhere, 3, true};
+    // X, W, R, B, sequence_lens (a constant), initial_h, initial_c, P.
+    m["LSTM"] = {convertRecurrent, all, true};
+    m["GRU"] = {convertRecurrent, all, true};
+    m["RNN"] = {convertRecurrent, all, true};
     return m;
   }();
   auto it = converters.find(opType);
@@ -1304,6 +1291,8 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
       return -1;
     return it->second.shape->size();
   };
+  if (isRecurrentOpType(op))
+    return getRecurrentUnsupportedReason(imp, node);
   for (int i = 1; i < node.output_size(); ++i)
     if (op != "Split" && isOutputUsed(imp, node, i))
       return "with its output " + std::to_string(i) + " in use";
