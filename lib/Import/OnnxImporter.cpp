@@ -237,8 +237,8 @@ bool GraphImporter::isWeightInitializer(StringRef name) {
   // A tensor with infinities (an attention mask the exporter wrote as a
   // buffer) is a constant, not a weight: an optimizer step would move its
   // finite entries, and the attention patterns need to see it.
-  return isFloatDType(t.data_type()) && getNumElements(shape).value_or(0) > 1 &&
-         !holdsNonFinite(name);
+  return isFloatDType(t.data_type()) &&
+         getNumElements(shape).value_or(0) > 1 && !holdsNonFinite(name);
 }
 
 bool GraphImporter::holdsNonFinite(StringRef name) {

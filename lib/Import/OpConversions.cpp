@@ -196,7 +196,8 @@ static LogicalResult convertActivation(GraphImporter &imp,
     return failure();
   auto op = OpTy::create(imp.builder, imp.currentLoc, type, ValueRange{*x});
   for (const FloatAttrDefault &attr : ArrayRef(Attrs, NumAttrs))
-    op->setAttr(attr.name, f64(imp, getAttrFloat(node, attr.name, attr.value)));
+    op->setAttr(attr.name,
+                f64(imp, getAttrFloat(node, attr.name, attr.value)));
   imp.setValue(node.output(0), op.getResult());
   return success();
 }
@@ -400,16 +401,17 @@ static LogicalResult convertInstanceNorm(GraphImporter &imp,
   Value ones = g::ConstantOp::create(
       imp.builder, imp.currentLoc,
       DenseElementsAttr::get(spatialType, imp.builder.getFloatAttr(et, 1.0)));
-  Value normalized =
-      g::LayerNormOp::create(imp.builder, imp.currentLoc, type, *x, ones,
-                             Value(), imp.builder.getI64IntegerAttr(2),
-                             f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
-                             imp.builder.getBoolAttr(false));
+  Value normalized = g::LayerNormOp::create(
+      imp.builder, imp.currentLoc, type, *x, ones, Value(),
+      imp.builder.getI64IntegerAttr(2),
+      f64(imp, getAttrFloat(node, "epsilon", 1e-5)),
+      imp.builder.getBoolAttr(false));
   // [C] -> [C, 1...]: numpy broadcasting aligns it with dim 1 of x.
   SmallVector<int64_t> channelShape(shape.size() - 1, 1);
   channelShape[0] = shape[1];
-  Value scaled = g::MulOp::create(imp.builder, imp.currentLoc, type, normalized,
-                                  reshape(imp, *scale, channelShape));
+  Value scaled =
+      g::MulOp::create(imp.builder, imp.currentLoc, type, normalized,
+                       reshape(imp, *scale, channelShape));
   imp.setValue(node.output(0),
                g::AddOp::create(imp.builder, imp.currentLoc, type, scaled,
                                 reshape(imp, *bias, channelShape)));
@@ -684,8 +686,9 @@ struct EinsumSpec {
 /// Parses `equation` for operands of `ranks`; the forms ppc imports are one
 /// or two operands of distinct letters (no ellipsis, no diagonal), each
 /// result letter taken from an operand once. Sets `error` otherwise.
-static std::optional<EinsumSpec>
-parseEinsum(StringRef equation, ArrayRef<int64_t> ranks, std::string &error) {
+static std::optional<EinsumSpec> parseEinsum(StringRef equation,
+                                             ArrayRef<int64_t> ranks,
+                                             std::string &error) {
   std::string text;
   for (char c : equation)
     if (c != ' ')
@@ -709,8 +712,7 @@ parseEinsum(StringRef equation, ArrayRef<int64_t> ranks, std::string &error) {
   }
   auto distinctLetters = [&](StringRef term) {
     for (size_t i = 0; i < term.size(); ++i)
-      if (!llvm::isAlpha(term[i]) ||
-          term.find(term[i], i + 1) != StringRef::npos)
+      if (!llvm::isAlpha(term[i]) || term.find(term[i], i + 1) != StringRef::npos)
         return false;
     return true;
   };
@@ -749,7 +751,7 @@ parseEinsum(StringRef equation, ArrayRef<int64_t> ranks, std::string &error) {
 
 /// Sums `value` (subscripts `letters`) over the letters not in `keep`.
 static Value sumOutLetters(GraphImporter &imp, Value value,
-                           std::string &letters, StringRef keep) {
+                          std::string &letters, StringRef keep) {
   auto type = cast<RankedTensorType>(value.getType());
   SmallVector<int64_t> axes, shape;
   std::string kept;
@@ -813,8 +815,8 @@ static LogicalResult convertEinsum(GraphImporter &imp, const NodeProto &node) {
   }
   // Letters each operand shares with the other or the result stay.
   for (int i = 0; i < 2; ++i)
-    operands[i] =
-        sumOutLetters(imp, operands[i], letters[i], letters[1 - i] + out);
+    operands[i] = sumOutLetters(imp, operands[i], letters[i],
+                                letters[1 - i] + out);
   std::string batch, contracted, freeA, freeB;
   for (char c : letters[0]) {
     bool inB = StringRef(letters[1]).contains(c);
@@ -864,8 +866,8 @@ static LogicalResult convertEinsum(GraphImporter &imp, const NodeProto &node) {
                                        batch + contracted + freeB),
                       matrixShape(k, n));
   Value matrixProduct = g::MatMulOp::create(imp.builder, imp.currentLoc,
-                                            type.clone(matrixShape(m, n)), lhs,
-                                            rhs, false, false);
+                                       type.clone(matrixShape(m, n)), lhs, rhs,
+                                       false, false);
   std::string produced = batch + freeA + freeB;
   SmallVector<int64_t> producedShape;
   for (char c : produced)
