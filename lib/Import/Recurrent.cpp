@@ -31,7 +31,8 @@
 #include "ppc/Dialect/Graph/GraphOps.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace ppc;
@@ -292,7 +293,9 @@ private:
   Value add(Value lhs, Value rhs);
   Value sub(Value lhs, Value rhs);
   Value mul(Value lhs, Value rhs);
-  Value scalar(double value) { return imp.createScalar(value, elementType); }
+  /// A scalar constant, one per value for the whole node.
+  Value scalar(double value);
+  std::map<double, Value> scalars;
   Value activate(Value v, const Activation &act, bool clip);
   /// h R^T + rb, where h or rb may be zero (null).
   Value recurrent(Value h, Value r, Value rb);
@@ -345,6 +348,13 @@ Value RecurrentBuilder::directionPart(Value v, int64_t d, int64_t begin,
     return reshape(imp, v, partShape);
   return reshape(imp, slice(imp.getWholeWeightView(v), starts, sizes),
                  partShape);
+}
+
+Value RecurrentBuilder::scalar(double value) {
+  Value &result = scalars[value];
+  if (!result)
+    result = imp.createScalar(value, elementType);
+  return result;
 }
 
 Value RecurrentBuilder::add(Value lhs, Value rhs) {
