@@ -7,7 +7,9 @@ x[N, T, F] (torch transposes to ONNX's sequence-first layout around the
 node, slices the layers' h0/c0 and reorders the gates of its initializers
 at export), the last step's features through a Linear to class logits;
 DIR/gru.onnx: a sequence-first GRU (torch's linear_before_reset=1) whose
-every step feeds a Linear, and whose initial state is an input.
+every step feeds a Linear, and whose initial state is an input;
+DIR/rnn.onnx: a bidirectional, batch_first nn.RNN with ReLU (an ONNX RNN
+with activations ["Relu", "Relu"]) whose summed final states feed a Linear.
 Both have a symbolic batch: ppc-opt binds it with --batch-size. Each model's
 inputs for a batch of 4 and torch's logits on them are saved next to it
 (NAME.INPUT.npy, NAME.expected.npy) for a forward check.
@@ -48,6 +50,18 @@ class GruTagger(torch.nn.Module):
         return self.head(y) + self.head(h)
 
 
+class ReluRnnClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.RNN(F, H, nonlinearity="relu", batch_first=True,
+                                bidirectional=True)
+        self.head = torch.nn.Linear(H, C)
+
+    def forward(self, x):
+        _, h = self.rnn(x)
+        return self.head(h[0] + h[1])
+
+
 def export(name, model, args, names, axes):
     model.eval()
     torch.onnx.export(model, args, os.path.join(out, name + ".onnx"),
@@ -64,3 +78,5 @@ export("lstm", LstmClassifier(), (torch.randn(4, T, F),), ["x"],
        {"x": {0: "N"}, "logits": {0: "N"}})
 export("gru", GruTagger(), (torch.randn(T, 4, F), 0.5 * torch.randn(1, 4, H)),
        ["x", "h0"], {"x": {1: "N"}, "h0": {1: "N"}, "logits": {1: "N"}})
+export("rnn", ReluRnnClassifier(), (torch.randn(4, T, F),), ["x"],
+       {"x": {0: "N"}, "logits": {0: "N"}})

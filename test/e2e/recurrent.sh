@@ -1,6 +1,6 @@
 #!/bin/sh
-# torch.nn.LSTM and torch.nn.GRU exported by torch.onnx as ONNX LSTM and GRU
-# nodes (make_recurrent_models.py) and unrolled at import
+# torch.nn.LSTM, GRU and RNN exported by torch.onnx as ONNX LSTM, GRU and
+# RNN nodes (make_recurrent_models.py) and unrolled at import
 # (lib/Import/Recurrent.cpp): the forward matches torch's logits, each
 # direction's W, R and B stays one trained weight read through one
 # whole-weight view, and the partitioned training step matches the
@@ -16,7 +16,7 @@ rm -rf "$work"
 mkdir -p "$work"
 "$python" "$here/make_recurrent_models.py" "$work" >"$work/export.log" 2>&1
 cd "$work"
-for model in lstm gru; do
+for model in lstm gru rnn; do
   "$ppc_opt" $model.onnx --batch-size=4 -o $model.mlir
   # No weight is copied per gate or step: each initializer of the node is
   # one ppc.weight, read whole or through its one view.
