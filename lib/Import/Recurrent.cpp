@@ -494,6 +494,7 @@ LogicalResult RecurrentBuilder::runDirection(int64_t d, Value x, Value w,
     po = directionPart(peepholes, d, hs1, hs1);
     pf = directionPart(peepholes, d, 2 * hs1, hs1);
   }
+  setName(dir + ".initial_state");
   FailureOr<Value> h = initialState(5, d);
   FailureOr<Value> c = initialState(6, d);
   if (failed(h) || failed(c))
