@@ -21,8 +21,9 @@
 // Limits (errors name the node and the attribute): sequence_lens must be a
 // constant equal to the sequence length for every batch entry (ragged
 // batches are not supported); activations are those with a ppc op or a
-// short composition (ThresholdedRelu is not supported); clip is applied to
-// the input of the gates' activations, as onnxruntime does.
+// short composition (ThresholdedRelu is not supported); clip bounds the
+// input of every activation, h(C) of the LSTM included (the spec's words;
+// onnxruntime clips C before h too), not the state C itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -296,7 +297,8 @@ private:
   /// A scalar constant, one per value for the whole node.
   Value scalar(double value);
   std::map<double, Value> scalars;
-  Value activate(Value v, const Activation &act, bool clip);
+  /// act(v), v first clipped to [-clip, clip] when the node has clip.
+  Value activate(Value v, const Activation &act);
   /// h R^T + rb, where h or rb may be zero (null).
   Value recurrent(Value h, Value r, Value rb);
   /// The [B, H] state of direction `d` in an initial_h/initial_c input, or
@@ -376,9 +378,9 @@ Value RecurrentBuilder::mul(Value lhs, Value rhs) {
   return g::MulOp::create(b(), loc(), typeOf(lhs).clone(shape), lhs, rhs);
 }
 
-Value RecurrentBuilder::activate(Value v, const Activation &act, bool clip) {
+Value RecurrentBuilder::activate(Value v, const Activation &act) {
   RankedTensorType type = typeOf(v);
-  if (clip && attrs.clip)
+  if (attrs.clip)
     v = g::ClipOp::create(b(), loc(), type, v,
                           b().getF64FloatAttr(-*attrs.clip),
                           b().getF64FloatAttr(*attrs.clip));
@@ -520,7 +522,7 @@ LogicalResult RecurrentBuilder::runDirection(int64_t d, Value x, Value w,
     Value hNext;
     switch (attrs.kind) {
     case CellKind::RNN: {
-      hNext = activate(add(xt, recurrent(hPrev, rd, rb)), acts[0], true);
+      hNext = activate(add(xt, recurrent(hPrev, rd, rb)), acts[0]);
       break;
     }
     case CellKind::GRU: {
@@ -528,8 +530,8 @@ LogicalResult RecurrentBuilder::runDirection(int64_t d, Value x, Value w,
       if (splitR) {
         // h = g(x W_h^T + (r * H) R_h^T + Rb_h + Wb_h)
         Value zr = add(sliceLast(xt, 0, 2 * hs1), recurrent(hPrev, rd, rb));
-        z = activate(sliceLast(zr, 0, hs1), acts[0], true);
-        reset = activate(sliceLast(zr, hs1, hs1), acts[0], true);
+        z = activate(sliceLast(zr, 0, hs1), acts[0]);
+        reset = activate(sliceLast(zr, hs1, hs1), acts[0]);
         rh = recurrent(mul(reset, hPrev), rdH, rbH);
       } else {
         // h = g(x W_h^T + r * (H R_h^T + Rb_h) + Wb_h): one matmul for all
@@ -538,12 +540,12 @@ LogicalResult RecurrentBuilder::runDirection(int64_t d, Value x, Value w,
         Value rec = recurrent(hPrev, rd, rb);
         Value zr = add(sliceLast(xt, 0, 2 * hs1),
                        rec ? sliceLast(rec, 0, 2 * hs1) : Value());
-        z = activate(sliceLast(zr, 0, hs1), acts[0], true);
-        reset = activate(sliceLast(zr, hs1, hs1), acts[0], true);
+        z = activate(sliceLast(zr, 0, hs1), acts[0]);
+        reset = activate(sliceLast(zr, hs1, hs1), acts[0]);
         rh = rec ? mul(reset, sliceLast(rec, 2 * hs1, hs1)) : Value();
       }
       Value hIn = sliceLast(xt, 2 * hs1, hs1);
-      Value candidate = activate(add(hIn, rh), acts[1], true);
+      Value candidate = activate(add(hIn, rh), acts[1]);
       // H = (1 - z) * candidate + z * H_prev
       hNext = add(mul(sub(scalar(1.0), z), candidate), mul(z, hPrev));
       break;
@@ -551,19 +553,19 @@ LogicalResult RecurrentBuilder::runDirection(int64_t d, Value x, Value w,
     case CellKind::LSTM: {
       Value gates = add(xt, recurrent(hPrev, rd, rb));
       Value i = add(sliceLast(gates, 0, hs1), mul(pi, cPrev));
-      i = activate(i, acts[0], true);
+      i = activate(i, acts[0]);
       Value f;
       if (attrs.inputForget) {
         f = sub(scalar(1.0), i);
       } else {
         f = add(sliceLast(gates, 2 * hs1, hs1), mul(pf, cPrev));
-        f = activate(f, acts[0], true);
+        f = activate(f, acts[0]);
       }
-      Value cell = activate(sliceLast(gates, 3 * hs1, hs1), acts[1], true);
+      Value cell = activate(sliceLast(gates, 3 * hs1, hs1), acts[1]);
       Value cNext = add(mul(f, cPrev), mul(i, cell));
       Value o = add(sliceLast(gates, hs1, hs1), mul(po, cNext));
-      o = activate(o, acts[0], true);
-      hNext = mul(o, activate(cNext, acts[2], false));
+      o = activate(o, acts[0]);
+      hNext = mul(o, activate(cNext, acts[2]));
       *c = cNext;
       break;
     }

@@ -67,9 +67,9 @@ def reference(op, x, w, r, b, h0, c0, p, attrs):
         acts.append((ACTIVATIONS[name], alpha, beta))
     clip = attrs.get("clip")
 
-    def act(i, v, d, clipped=True):
+    def act(i, v, d):
         fn, alpha, beta = acts[d * per_dir + i]
-        if clip is not None and clipped:
+        if clip is not None:
             v = np.clip(v, -clip, clip)
         return fn(v, alpha, beta)
 
@@ -108,7 +108,7 @@ def reference(op, x, w, r, b, h0, c0, p, attrs):
                     f = act(0, g[:, 2 * H:3 * H] + pf * c, d)
                 c = f * c + i * act(1, g[:, 3 * H:], d)
                 o = act(0, g[:, H:2 * H] + po * c, d)
-                h = o * act(2, c, d, clipped=False)
+                h = o * act(2, c, d)
             y[t, d] = h
         y_h[d], y_c[d] = h, c
     if batch_first:
