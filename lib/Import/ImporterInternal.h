@@ -170,6 +170,17 @@ struct ConverterInfo {
   bool needsFloat;
 };
 
+/// True if input `i` of `node` is present (not omitted or empty).
+bool hasInput(const onnx::NodeProto &node, int i);
+/// True if output `i` exists and something reads it.
+bool isOutputUsed(GraphImporter &imp, const onnx::NodeProto &node, int i);
+/// The numpy broadcast of two shapes (assumed compatible).
+llvm::SmallVector<int64_t> broadcastShape(llvm::ArrayRef<int64_t> a,
+                                          llvm::ArrayRef<int64_t> b);
+/// `value` reshaped to `shape` (itself when it already has that shape).
+mlir::Value reshape(GraphImporter &imp, mlir::Value value,
+                    llvm::ArrayRef<int64_t> shape);
+
 /// The converter for an op type of the default domain, or null.
 const ConverterInfo *lookupConverter(llvm::StringRef opType);
 
@@ -209,8 +220,13 @@ public:
   llvm::StringMap<ConstTensor> decoded;
   /// Initializers that are batch-norm running statistics.
   llvm::StringSet<> frozenWeights;
-  /// The whole-weight view that slices of a weight read (see convertSlice).
+  /// The whole-weight view that slices of a weight read (see
+  /// getWholeWeightView).
   llvm::DenseMap<mlir::Value, mlir::Value> weightViews;
+  /// What a slice of `value` should read: for a ppc.weight, the one view of
+  /// it (a reshape to its own shape, created after the weight on first use)
+  /// that every slice of it shares; any other value itself.
+  mlir::Value getWholeWeightView(mlir::Value value);
   /// Inferred element type and shape per value (dim < 0: not static).
   struct ValueType {
     int32_t dtype = 0;
@@ -257,6 +273,21 @@ public:
     values[name] = value;
   }
 };
+
+//===----------------------------------------------------------------------===//
+// Recurrent layers (Recurrent.cpp)
+//===----------------------------------------------------------------------===//
+
+/// ONNX LSTM, GRU and RNN, unrolled over their (static) sequence into
+/// linear, slice, elementwise and concat ops.
+mlir::LogicalResult convertRecurrent(GraphImporter &imp,
+                                     const onnx::NodeProto &node);
+/// True for LSTM, GRU and RNN.
+bool isRecurrentOpType(llvm::StringRef opType);
+/// Why a recurrent node cannot be imported (attribute values, run-time or
+/// ragged sequence_lens), or nullopt.
+std::optional<std::string>
+getRecurrentUnsupportedReason(GraphImporter &imp, const onnx::NodeProto &node);
 
 /// Replaces decomposed LayerNorm and GELU subgraphs of `func` by ppc.layer_norm
 /// and ppc.gelu, and folds a bias add into a bias-less ppc.linear.

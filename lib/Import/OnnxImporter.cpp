@@ -406,6 +406,27 @@ FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
   return result;
 }
 
+Value GraphImporter::getWholeWeightView(Value value) {
+  // A weight lives in the layout its first reader reads it in
+  // (sim::weightHolders), so a weight must be read whole: slices of it
+  // (nn.MultiheadAttention's cross-attention slices in_proj_weight, the
+  // gates of an unrolled LSTM slice W, R and B) share one view of it, a
+  // reshape to its own shape, which costs nothing and collects the slices'
+  // gradients like any activation's.
+  auto weight = value.getDefiningOp<graph::WeightOp>();
+  if (!weight)
+    return value;
+  Value &view = weightViews[value];
+  if (!view) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfter(weight);
+    auto name = StringAttr::get(context, weight.getName() + ".view");
+    view = graph::ReshapeOp::create(builder, NameLoc::get(name, getFileLoc()),
+                                    value.getType(), value);
+  }
+  return view;
+}
+
 //===----------------------------------------------------------------------===//
 // Model-level steps
 //===----------------------------------------------------------------------===//

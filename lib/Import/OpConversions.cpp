@@ -29,12 +29,12 @@ namespace g = ppc::graph;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static bool hasInput(const NodeProto &node, int i) {
+bool onnx_import::hasInput(const NodeProto &node, int i) {
   return i < node.input_size() && !node.input(i).empty();
 }
 
-/// True if output `i` exists and something reads it.
-static bool isOutputUsed(GraphImporter &imp, const NodeProto &node, int i) {
+bool onnx_import::isOutputUsed(GraphImporter &imp, const NodeProto &node,
+                               int i) {
   return i < node.output_size() && !node.output(i).empty() &&
          imp.numUses.lookup(node.output(i)) > 0;
 }
@@ -115,8 +115,8 @@ getReduceAxes(GraphImporter &imp, const NodeProto &node, int64_t rank) {
   return axes;
 }
 
-static SmallVector<int64_t> broadcastShape(ArrayRef<int64_t> a,
-                                           ArrayRef<int64_t> b) {
+SmallVector<int64_t> onnx_import::broadcastShape(ArrayRef<int64_t> a,
+                                                 ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -127,7 +127,8 @@ static SmallVector<int64_t> broadcastShape(ArrayRef<int64_t> a,
   return out;
 }
 
-static Value reshape(GraphImporter &imp, Value value, ArrayRef<int64_t> shape) {
+Value onnx_import::reshape(GraphImporter &imp, Value value,
+                           ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape)
     return value;
@@ -1207,23 +1208,7 @@ static LogicalResult convertSlice(GraphImporter &imp, const NodeProto &node) {
   FailureOr<SliceParams> p = getSliceParams(imp, node, xType.getShape(), error);
   if (failed(p))
     return emitError(imp.currentLoc) << "unsupported " << error;
-  // A weight lives in the layout its first reader reads it in
-  // (sim::weightHolders), so a weight must be read whole: slices of it
-  // (nn.MultiheadAttention's cross-attention slices in_proj_weight) share
-  // one view of it, a reshape to its own shape, which costs nothing and
-  // collects the slices' gradients like any activation's.
-  if (auto weight = x->getDefiningOp<g::WeightOp>()) {
-    Value &view = imp.weightViews[*x];
-    if (!view) {
-      OpBuilder::InsertionGuard guard(imp.builder);
-      imp.builder.setInsertionPointAfter(weight);
-      auto name = StringAttr::get(imp.context, weight.getName() + ".view");
-      view = g::ReshapeOp::create(imp.builder,
-                                  NameLoc::get(name, imp.getFileLoc()), xType,
-                                  *x);
-    }
-    x = view;
-  }
+  x = imp.getWholeWeightView(*x);
   imp.setValue(node.output(0), g::SliceOp::create(imp.builder, imp.currentLoc,
                                                   type.clone(p->shape), *x,
                                                   p->starts, p->steps));
@@ -1424,6 +1409,10 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["ReduceMax"] = {convertReduce<g::ReduceMaxOp>, 1, true};
     m["Expand"] = {convertExpand, 1, false};
     m["Where"] = {convertWhere, 3, true};
+    // X, W, R, B, sequence_lens (a constant), initial_h, initial_c, P.
+    m["LSTM"] = {convertRecurrent, all, true};
+    m["GRU"] = {convertRecurrent, all, true};
+    m["RNN"] = {convertRecurrent, all, true};
     return m;
   }();
   auto it = converters.find(opType);
@@ -1443,6 +1432,8 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
       return -1;
     return it->second.shape->size();
   };
+  if (isRecurrentOpType(op))
+    return getRecurrentUnsupportedReason(imp, node);
   for (int i = 1; i < node.output_size(); ++i)
     if (op != "Split" && isOutputUsed(imp, node, i))
       return "with its output " + std::to_string(i) + " in use";
