@@ -464,6 +464,56 @@ TEST_F(GraphInterfaceTest, BinaryOpsBroadcast) {
   }
 }
 
+TEST_F(GraphInterfaceTest, ComparisonsBroadcastAndHaveNoBackward) {
+  // [4, 1, 8] op [3, 1] -> [4, 3, 8] of i1.
+  for (StringRef name :
+       {"equal", "less", "less_equal", "greater", "greater_equal"}) {
+    std::string body = ("%0 = ppc." + name +
+                        " %a, %b : (tensor<4x1x8xf32>, tensor<3x1xf32>) -> "
+                        "tensor<4x3x8xi1>")
+                           .str();
+    StringRef args = "%a: tensor<4x1x8xf32>, %b: tensor<3x1xf32>";
+    IterationSpace space = spaceOf(args, body);
+    EXPECT_EQ(formatDims(space), "S4 A3 P8") << name.str();
+    EXPECT_EQ(formatAccess(space.operands[0]), "[d0, *, d2]") << name.str();
+    EXPECT_EQ(formatAccess(space.operands[1]), "[d1, *]") << name.str();
+    OpCost cost = costOf(args, body);
+    EXPECT_EQ(cost.fwdFlops, 96) << name.str();
+    EXPECT_EQ(cost.bwdFlops, 0) << name.str();
+  }
+}
+
+TEST_F(GraphInterfaceTest, SelectSplitsEveryDim) {
+  // A [2, 1, 4] key padding mask, a scalar fill, [2, 3, 4] scores.
+  StringRef args =
+      "%c: tensor<2x1x4xi1>, %f: tensor<f32>, %s: tensor<2x3x4xf32>";
+  StringRef body = "%0 = ppc.select %c, %f, %s : (tensor<2x1x4xi1>, "
+                   "tensor<f32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>";
+  IterationSpace space = spaceOf(args, body);
+  EXPECT_EQ(formatDims(space), "S2 A3 P4");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, *, d2]");
+  EXPECT_EQ(formatAccess(space.operands[1]), "[]");
+  EXPECT_EQ(formatAccess(space.operands[2]), "[d0, d1, d2]");
+  OpCost cost = costOf(args, body);
+  EXPECT_EQ(cost.fwdFlops, 24);
+  EXPECT_EQ(cost.bwdFlops, 48);
+}
+
+TEST_F(GraphInterfaceTest, CumSumKeepsItsAxisWhole) {
+  StringRef args = "%x: tensor<2x8x16xf32>";
+  IterationSpace space =
+      spaceOf(args, "%0 = ppc.cumsum %x {axis = 1 : i64} : tensor<2x8x16xf32>");
+  EXPECT_EQ(formatDims(space), "S2 A8! P16");
+  EXPECT_EQ(formatDims(spaceOf(
+                args, "%0 = ppc.cumsum %x {axis = -1 : i64, reverse = true} : "
+                      "tensor<2x8x16xf32>")),
+            "S2 A8 P16!");
+  OpCost cost =
+      costOf(args, "%0 = ppc.cumsum %x {axis = 1 : i64} : tensor<2x8x16xf32>");
+  EXPECT_EQ(cost.fwdFlops, 256);
+  EXPECT_EQ(cost.bwdFlops, 256);
+}
+
 TEST_F(GraphInterfaceTest, PReluSlopePerChannel) {
   // A [C, 1, 1] slope against NCHW: the slope follows the channel dim only.
   StringRef args = "%x: tensor<2x4x3x3xf32>, %s: tensor<4x1x1xf32>";
@@ -786,6 +836,16 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %53 = ppc.mish %m : tensor<8x16xf32>
   %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   %55 = ppc.resize %x {mode = "linear", scales = array<f64: 2.0, 0.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
+  %56 = ppc.equal %m, %c : (tensor<8x16xf32>, tensor<4xf32>) -> tensor<8x16xi1>
+  %57 = ppc.less %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %58 = ppc.less_equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %59 = ppc.greater %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %60 = ppc.greater_equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %61 = ppc.and %57, %58 : (tensor<8x16xi1>, tensor<8x16xi1>) -> tensor<8x16xi1>
+  %62 = ppc.or %59, %60 : (tensor<8x16xi1>, tensor<8x16xi1>) -> tensor<8x16xi1>
+  %63 = ppc.not %62 : tensor<8x16xi1>
+  %64 = ppc.select %63, %m, %m : (tensor<8x16xi1>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %65 = ppc.cumsum %m {axis = 1 : i64} : tensor<8x16xf32>
   return
 }
 )mlir";
@@ -814,7 +874,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 56u);
+  EXPECT_EQ(registered.size(), 66u);
 }
 
 } // namespace
