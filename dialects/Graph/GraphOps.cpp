@@ -651,16 +651,21 @@ LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxLike(*this); }
 //===----------------------------------------------------------------------===//
 
 /// Shared by every binary op: the result is the numpy broadcast of the
-/// operands.
-static LogicalResult verifyBinary(Operation *op) {
+/// operands, and `sameType` (all values, or the operands of a comparison
+/// whose result is i1) share one element type.
+static LogicalResult verifyBinary(Operation *op, ArrayRef<Value> sameType) {
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-  if (failed(verifySameElementType(op, allValues(op))))
+  if (failed(verifySameElementType(op, sameType)))
     return failure();
   FailureOr<SmallVector<int64_t>> expected =
       broadcastShapes(op, "lhs", shapeOf(lhs), "rhs", shapeOf(rhs));
   if (failed(expected))
     return failure();
   return verifyShapeIs(op, "result", shapeOf(op->getResult(0)), *expected);
+}
+
+static LogicalResult verifyBinary(Operation *op) {
+  return verifyBinary(op, allValues(op));
 }
 
 LogicalResult AddOp::verify() { return verifyBinary(getOperation()); }
@@ -686,14 +691,7 @@ LogicalResult PReluOp::verify() {
 /// Comparisons and logic: operands of one element type that broadcast to
 /// the (i1) result.
 static LogicalResult verifyCompare(Operation *op) {
-  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-  if (failed(verifySameElementType(op, {lhs, rhs})))
-    return failure();
-  FailureOr<SmallVector<int64_t>> expected =
-      broadcastShapes(op, "lhs", shapeOf(lhs), "rhs", shapeOf(rhs));
-  if (failed(expected))
-    return failure();
-  return verifyShapeIs(op, "result", shapeOf(op->getResult(0)), *expected);
+  return verifyBinary(op, {op->getOperand(0), op->getOperand(1)});
 }
 
 LogicalResult EqualOp::verify() { return verifyCompare(getOperation()); }
