@@ -700,16 +700,21 @@ LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxLike(*this); }
 //===----------------------------------------------------------------------===//
 
 /// Shared by every binary op: the result is the numpy broadcast of the
-/// operands.
-static LogicalResult verifyBinary(Operation *op) {
+/// operands, and `sameType` (all values, or the operands of a comparison
+/// whose result is i1) share one element type.
+static LogicalResult verifyBinary(Operation *op, ArrayRef<Value> sameType) {
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-  if (failed(verifySameElementType(op, allValues(op))))
+  if (failed(verifySameElementType(op, sameType)))
     return failure();
   FailureOr<SmallVector<int64_t>> expected =
       broadcastShapes(op, "lhs", shapeOf(lhs), "rhs", shapeOf(rhs));
   if (failed(expected))
     return failure();
   return verifyShapeIs(op, "result", shapeOf(op->getResult(0)), *expected);
+}
+
+static LogicalResult verifyBinary(Operation *op) {
+  return verifyBinary(op, allValues(op));
 }
 
 LogicalResult AddOp::verify() { return verifyBinary(getOperation()); }
@@ -730,6 +735,43 @@ LogicalResult PReluOp::verify() {
                          << " does not broadcast to the input shape "
                          << formatShape(shapeOf(getLhs()));
   return success();
+}
+
+/// Comparisons and logic: operands of one element type that broadcast to
+/// the (i1) result.
+static LogicalResult verifyCompare(Operation *op) {
+  return verifyBinary(op, {op->getOperand(0), op->getOperand(1)});
+}
+
+LogicalResult EqualOp::verify() { return verifyCompare(getOperation()); }
+LogicalResult LessOp::verify() { return verifyCompare(getOperation()); }
+LogicalResult LessEqualOp::verify() { return verifyCompare(getOperation()); }
+LogicalResult GreaterOp::verify() { return verifyCompare(getOperation()); }
+LogicalResult GreaterEqualOp::verify() { return verifyCompare(getOperation()); }
+LogicalResult AndOp::verify() { return verifyCompare(getOperation()); }
+LogicalResult OrOp::verify() { return verifyCompare(getOperation()); }
+
+/// The condition and both sides broadcast to the result; the sides and the
+/// result share their element type.
+LogicalResult SelectOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySameElementType(op, {getLhs(), getRhs(), getResult()})))
+    return failure();
+  FailureOr<SmallVector<int64_t>> sides =
+      broadcastShapes(op, "lhs", shapeOf(getLhs()), "rhs", shapeOf(getRhs()));
+  if (failed(sides))
+    return failure();
+  FailureOr<SmallVector<int64_t>> expected = broadcastShapes(
+      op, "condition", shapeOf(getCondition()), "sides", *sides);
+  if (failed(expected))
+    return failure();
+  return verifyShapeIs(op, "result", shapeOf(getResult()), *expected);
+}
+
+LogicalResult CumSumOp::verify() {
+  Operation *op = getOperation();
+  return success(
+      succeeded(normalizeAxis(op, getAxis(), shapeOf(getInput()).size())));
 }
 
 LogicalResult DropoutOp::verify() {

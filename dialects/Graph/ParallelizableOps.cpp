@@ -183,6 +183,51 @@ PPC_ELEMENTWISE_OP(CastOp)
 
 #undef PPC_ELEMENTWISE_OP
 
+/// Comparisons and logic: elementwise, one flop per result element forward
+/// and no backward (an i1 result passes no gradient).
+#define PPC_COMPARE_OP(OpClass)                                                \
+  IterationSpace OpClass::getIterationSpace() {                                \
+    return elementwiseSpace(getOperation());                                   \
+  }                                                                            \
+  OpCost OpClass::getCost() {                                                  \
+    return costOf(getOperation(), elementCount(getResult()), 0);               \
+  }
+
+PPC_COMPARE_OP(EqualOp)
+PPC_COMPARE_OP(LessOp)
+PPC_COMPARE_OP(LessEqualOp)
+PPC_COMPARE_OP(GreaterOp)
+PPC_COMPARE_OP(GreaterEqualOp)
+PPC_COMPARE_OP(AndOp)
+PPC_COMPARE_OP(OrOp)
+PPC_COMPARE_OP(NotOp)
+
+#undef PPC_COMPARE_OP
+
+IterationSpace SelectOp::getIterationSpace() {
+  return elementwiseSpace(getOperation());
+}
+
+/// A copy per result element each way: 1 flop forward; backward routes the
+/// gradient to one of the two sides (1 per side).
+OpCost SelectOp::getCost() {
+  double elements = elementCount(getResult());
+  return costOf(getOperation(), elements, 2 * elements);
+}
+
+/// Elementwise, except that the scanned axis is read whole.
+IterationSpace CumSumOp::getIterationSpace() {
+  IterationSpace space = elementwiseSpace(getOperation());
+  space.dims[normalizeAxis(getAxis(), space.dims.size())].splittable = false;
+  return space;
+}
+
+/// One add per element each way (the backward scans the gradient back).
+OpCost CumSumOp::getCost() {
+  double elements = elementCount(getResult());
+  return costOf(getOperation(), elements, elements);
+}
+
 IterationSpace BroadcastOp::getIterationSpace() {
   return elementwiseSpace(getOperation());
 }

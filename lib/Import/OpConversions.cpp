@@ -1275,36 +1275,79 @@ static LogicalResult convertGather(GraphImporter &imp, const NodeProto &node) {
 /// (i where the condition holds, n + i where not) picks each element. The
 /// values are copied, never combined arithmetically, so -inf fills come out
 /// exact, and each side gets its gradient through the gather's.
+/// Where: ppc.select, the condition as i1, both sides of the result's
+/// element type.
 static LogicalResult convertWhere(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
-  const ConstTensor *cond = imp.getConst(node.input(0));
-  if (!cond)
-    return emitError(imp.currentLoc) << "Where needs a constant condition";
-  int64_t n = type.getNumElements();
-  auto flatType = type.clone(ArrayRef<int64_t>{n});
-  SmallVector<Value, 2> sides;
-  for (int i = 1; i <= 2; ++i) {
-    FailureOr<Value> v = getInput(imp, node, i, type.getElementType());
-    if (failed(v))
-      return failure();
-    Value side = *v;
-    if (cast<RankedTensorType>(side.getType()).getShape() != type.getShape())
-      side = g::BroadcastOp::create(imp.builder, imp.currentLoc, type, side);
-    sides.push_back(reshape(imp, side, flatType.getShape()));
-  }
-  Value both = g::ConcatOp::create(imp.builder, imp.currentLoc,
-                                   type.clone(ArrayRef<int64_t>{2 * n}), sides,
-                                   imp.builder.getI64IntegerAttr(0));
-  std::vector<int64_t> condAt = broadcastIndices(cond->shape, type.getShape());
-  ConstTensor indices =
-      ConstTensor::zeros(onnx::TensorProto::INT64, type.getShape());
-  for (int64_t i = 0; i < n; ++i)
-    indices.ints[i] = cond->getInt(condAt[i]) ? i : n + i;
-  Value index = imp.createConstant(
-      indices, getElementType(onnx::TensorProto::INT64, imp.context));
+  FailureOr<Value> cond =
+      getInput(imp, node, 0, IntegerType::get(imp.context, 1));
+  FailureOr<Value> lhs = getInput(imp, node, 1, type.getElementType());
+  FailureOr<Value> rhs = getInput(imp, node, 2, type.getElementType());
+  if (failed(cond) || failed(lhs) || failed(rhs))
+    return failure();
+  imp.setValue(node.output(0), g::SelectOp::create(imp.builder, imp.currentLoc,
+                                                   type, *cond, *lhs, *rhs));
+  return success();
+}
+
+/// Comparisons and logic: both operands of the first one's element type,
+/// an i1 result.
+template <typename OpTy>
+static LogicalResult convertCompare(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> lhs = getInput(imp, node, 0);
+  if (failed(lhs))
+    return failure();
+  FailureOr<Value> rhs = getInput(imp, node, 1, getElementTypeOrSelf(*lhs));
+  if (failed(rhs))
+    return failure();
   imp.setValue(node.output(0),
-               g::GatherOp::create(imp.builder, imp.currentLoc, type, both,
-                                   index, imp.builder.getI64IntegerAttr(0)));
+               OpTy::create(imp.builder, imp.currentLoc, type, *lhs, *rhs));
+  return success();
+}
+
+/// Trilu: ppc.select of the input where a constant mask of the last two
+/// dims keeps it (j - i >= k for the upper part, j - i <= k for the lower),
+/// of 0 elsewhere: a copy, exact for every value.
+static LogicalResult convertTrilu(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0, type.getElementType());
+  if (failed(x))
+    return failure();
+  int64_t k = getConstScalar(imp, node, 1).value_or(0);
+  bool upper = getAttrInt(node, "upper", 1) != 0;
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  ConstTensor mask = ConstTensor::zeros(onnx::TensorProto::BOOL, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.ints[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  Type i1 = IntegerType::get(imp.context, 1);
+  Value keep = imp.createConstant(mask, i1);
+  Value zero = imp.createScalar(0, type.getElementType());
+  if (!keep || !zero)
+    return emitError(imp.currentLoc) << "Trilu: cannot create its mask";
+  imp.setValue(node.output(0), g::SelectOp::create(imp.builder, imp.currentLoc,
+                                                   type, keep, *x, zero));
+  return success();
+}
+
+/// CumSum: the axis a constant input.
+static LogicalResult convertCumSum(GraphImporter &imp, const NodeProto &node) {
+  RankedTensorType type = getResultType(imp, node);
+  FailureOr<Value> x = getInput(imp, node, 0, type.getElementType());
+  std::optional<double> axis = getConstScalar(imp, node, 1);
+  if (failed(x))
+    return failure();
+  if (!axis)
+    return emitError(imp.currentLoc) << "CumSum needs a constant axis";
+  imp.setValue(node.output(0),
+               g::CumSumOp::create(
+                   imp.builder, imp.currentLoc, type, *x,
+                   imp.builder.getI64IntegerAttr(normalizeAxis(
+                       static_cast<int64_t>(*axis), type.getRank())),
+                   imp.builder.getBoolAttr(getAttrInt(node, "exclusive", 0)),
+                   imp.builder.getBoolAttr(getAttrInt(node, "reverse", 0))));
   return success();
 }
 
@@ -1408,7 +1451,17 @@ const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
     m["ReduceMean"] = {convertReduce<g::ReduceMeanOp>, 1, true};
     m["ReduceMax"] = {convertReduce<g::ReduceMaxOp>, 1, true};
     m["Expand"] = {convertExpand, 1, false};
-    m["Where"] = {convertWhere, 3, true};
+    m["Where"] = {convertWhere, 3, false};
+    m["Equal"] = {convertCompare<g::EqualOp>, 2, false};
+    m["Less"] = {convertCompare<g::LessOp>, 2, false};
+    m["LessOrEqual"] = {convertCompare<g::LessEqualOp>, 2, false};
+    m["Greater"] = {convertCompare<g::GreaterOp>, 2, false};
+    m["GreaterOrEqual"] = {convertCompare<g::GreaterEqualOp>, 2, false};
+    m["And"] = {convertCompare<g::AndOp>, 2, false};
+    m["Or"] = {convertCompare<g::OrOp>, 2, false};
+    m["Not"] = {convertUnary<g::NotOp>, 1, false};
+    m["Trilu"] = {convertTrilu, 1, false};
+    m["CumSum"] = {convertCumSum, 1, false};
     // X, W, R, B, sequence_lens (a constant), initial_h, initial_c, P.
     m["LSTM"] = {convertRecurrent, all, true};
     m["GRU"] = {convertRecurrent, all, true};
@@ -1502,9 +1555,15 @@ onnx_import::getUnsupportedReason(GraphImporter &imp, const NodeProto &node) {
   if (op == "ReduceSum" && imp.opset >= 13 && hasInput(node, 1) &&
       !getConstInts(imp, node, 1))
     return std::string("with non-constant axes");
-  if (op == "Where" && !imp.getConst(node.input(0)))
-    return std::string("with a condition computed at run time (only a "
-                       "constant condition, a mask, is supported)");
+  if (op == "Trilu") {
+    if (inputRank(0) != -1 && inputRank(0) < 2)
+      return "on a rank-" + std::to_string(inputRank(0)) +
+             " input (it needs a matrix or a batch of them)";
+    if (hasInput(node, 1) && !getConstScalar(imp, node, 1))
+      return std::string("with a non-constant k");
+  }
+  if (op == "CumSum" && !getConstScalar(imp, node, 1))
+    return std::string("with a non-constant axis");
   if (op == "Einsum") {
     SmallVector<int64_t, 2> ranks;
     for (int i = 0; i < node.input_size(); ++i)

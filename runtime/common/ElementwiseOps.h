@@ -2,10 +2,10 @@
 //-*-===//
 //
 // Private to the backends (runtime/cpu, runtime/cuda), shared by their
-// elementwise kernels (unary, binary, dropout, cast, broadcast). Every op is
-// elementwise over its result with numpy broadcasting: an operand is
-// aligned at the trailing dim and a size-1 dim is read at index 0 for every
-// result index. Here:
+// elementwise kernels (unary, binary, comparisons, dropout, cast, broadcast,
+// select) and cumsum. Every op but cumsum is elementwise over its result
+// with numpy broadcasting: an operand is aligned at the trailing dim and a
+// size-1 dim is read at index 0 for every result index. Here:
 //  - the check that a view holds what the output box reads through that
 //    broadcasting (and, for the cpu's walks, its strided access), with the
 //    same errors on every backend;
@@ -18,6 +18,8 @@
 //    has value(l, r) and the partial derivatives dLhs / dRhs given
 //    y = value(l, r). Functors are small values (the cuda kernels capture
 //    them) and inline into the cpu's vectorized loops;
+//  - select's routing of the gradient and cumsum's lines (a scan along one
+//    axis, read whole by every partition), PPC_HD;
 //  - which functor each op name runs (registerElementwiseOps).
 //
 //===----------------------------------------------------------------------===//
@@ -435,6 +437,12 @@ private:
   }
 };
 
+struct Not {
+  Not(const OpDesc &, KernelStatus &) {}
+  PPC_HD float value(float x) const { return x == 0 ? 1.0f : 0.0f; }
+  PPC_HD float derivative(float, float) const { return 0.0f; }
+};
+
 //===----------------------------------------------------------------------===//
 // Binary ops
 //===----------------------------------------------------------------------===//
@@ -505,11 +513,126 @@ struct PRelu {
   PPC_HD float dRhs(float l, float, float) const { return l < 0 ? l : 0.0f; }
 };
 
+/// Comparisons and logic: a float 0 or 1 (booleans are floats at run
+/// time), no gradient.
+struct Equal {
+  PPC_HD float value(float l, float r) const { return l == r ? 1.0f : 0.0f; }
+  PPC_HD float dLhs(float, float, float) const { return 0.0f; }
+  PPC_HD float dRhs(float, float, float) const { return 0.0f; }
+};
+
+struct Less : Equal {
+  PPC_HD float value(float l, float r) const { return l < r ? 1.0f : 0.0f; }
+};
+
+struct LessEqual : Equal {
+  PPC_HD float value(float l, float r) const { return l <= r ? 1.0f : 0.0f; }
+};
+
+struct Greater : Equal {
+  PPC_HD float value(float l, float r) const { return l > r ? 1.0f : 0.0f; }
+};
+
+struct GreaterEqual : Equal {
+  PPC_HD float value(float l, float r) const { return l >= r ? 1.0f : 0.0f; }
+};
+
+struct And : Equal {
+  PPC_HD float value(float l, float r) const {
+    return l != 0 && r != 0 ? 1.0f : 0.0f;
+  }
+};
+
+struct Or : Equal {
+  PPC_HD float value(float l, float r) const {
+    return l != 0 || r != 0 ? 1.0f : 0.0f;
+  }
+};
+
 /// The partial derivative of operand `which` (0: lhs, 1: rhs).
 template <typename Fn>
 PPC_HD inline float partial(const Fn &fn, int which, float l, float r,
                             float y) {
   return which == 0 ? fn.dLhs(l, r, y) : fn.dRhs(l, r, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Select
+//===----------------------------------------------------------------------===//
+
+/// ppc.select's operand `which` (1: lhs, 2: rhs) is taken where the
+/// condition element is `c`.
+PPC_HD inline bool selectTakes(int which, float c) {
+  return (c != 0) == (which == 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Cumulative sum
+//===----------------------------------------------------------------------===//
+
+/// ppc.cumsum on one partition: `lines` runs of `length` elements, `stride`
+/// apart, the run of line k starting at (k / stride) * length * stride +
+/// k % stride in every view (all views hold the same box, whole along the
+/// axis).
+struct CumSumLines {
+  int64_t lines = 0, length = 0, stride = 1;
+  bool exclusive = false, reverse = false;
+
+  PPC_HD int64_t start(int64_t line) const {
+    return (line / stride) * length * stride + line % stride;
+  }
+  /// dst (+)= the cumulative sum of src along line `line`; `backward` scans
+  /// the other way (the gradient of the forward scan).
+  PPC_HD void scan(int64_t line, const float *src, float *dst, bool backward,
+                   bool accumulate) const {
+    const bool down = reverse != backward;
+    const int64_t first = start(line);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < length; ++k) {
+      const int64_t i = first + (down ? length - 1 - k : k) * stride;
+      const float x = src[i];
+      if (!exclusive)
+        sum += x;
+      dst[i] = accumulate ? dst[i] + sum : sum;
+      if (exclusive)
+        sum += x;
+    }
+  }
+};
+
+/// The lines of ppc.cumsum over `box` (the output, or the output gradient),
+/// checking that every view holds exactly that box and that the box holds
+/// the whole axis.
+inline KernelStatus cumsumLines(const OpDesc &op, const TensorView &box,
+                                const std::vector<NamedView> &views,
+                                CumSumLines &lines) {
+  const int64_t rank = static_cast<int64_t>(box.shape.size());
+  int64_t axis = op.getInt("axis", 0);
+  if (axis < -rank || axis >= rank)
+    return axisOutOfRange(op, axis, rank);
+  if (axis < 0)
+    axis += rank;
+  for (const NamedView &named : views)
+    if (!(named.view->shape == box.shape && sameBox(*named.view, box)))
+      return op.kind + ": the " + named.name +
+             " view does not hold the output box";
+  if (box.lo[axis] != 0 || box.hi[axis] != box.shape[axis])
+    return op.kind + ": the output box does not hold the whole axis " +
+           std::to_string(axis);
+  lines.exclusive = op.getInt("exclusive", 0) != 0;
+  lines.reverse = op.getInt("reverse", 0) != 0;
+  lines.length = box.shape[axis];
+  lines.stride = 1;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t extent = box.hi[d] - box.lo[d];
+    if (d < axis)
+      outer *= extent;
+    else if (d > axis)
+      lines.stride *= extent;
+  }
+  lines.lines = outer * lines.stride;
+  return {};
 }
 
 //===----------------------------------------------------------------------===//
@@ -519,7 +642,8 @@ PPC_HD inline float partial(const Fn &fn, int which, float l, float r,
 /// Puts the kernel of every elementwise op in `table`, as the backend's
 /// `Kernels` makes them: Kernels::unary<Fn>() and Kernels::binary<Fn>() for
 /// an op of one functor, Kernels::gelu() (two functors, chosen by
-/// geluApproximation), Kernels::dropout() and Kernels::broadcast().
+/// geluApproximation), Kernels::dropout(), Kernels::broadcast(),
+/// Kernels::select() and Kernels::cumsum().
 template <typename Kernels, typename Table>
 void registerElementwiseOps(Table &table) {
   table["ppc.relu"] = Kernels::template unary<Relu>();
@@ -552,6 +676,16 @@ void registerElementwiseOps(Table &table) {
   table["ppc.max"] = Kernels::template binary<Max>();
   table["ppc.min"] = Kernels::template binary<Min>();
   table["ppc.prelu"] = Kernels::template binary<PRelu>();
+  table["ppc.equal"] = Kernels::template binary<Equal>();
+  table["ppc.less"] = Kernels::template binary<Less>();
+  table["ppc.less_equal"] = Kernels::template binary<LessEqual>();
+  table["ppc.greater"] = Kernels::template binary<Greater>();
+  table["ppc.greater_equal"] = Kernels::template binary<GreaterEqual>();
+  table["ppc.and"] = Kernels::template binary<And>();
+  table["ppc.or"] = Kernels::template binary<Or>();
+  table["ppc.not"] = Kernels::template unary<Not>();
+  table["ppc.select"] = Kernels::select();
+  table["ppc.cumsum"] = Kernels::cumsum();
   table["ppc.dropout"] = Kernels::dropout();
   table["ppc.broadcast"] = Kernels::broadcast();
 }

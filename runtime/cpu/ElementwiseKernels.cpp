@@ -1,11 +1,12 @@
-//===- ElementwiseKernels.cpp - unary, binary, dropout, cast, broadcast ---===//
+//===- ElementwiseKernels.cpp - elementwise ops, select, cumsum -----------===//
 //
 // Every op here is elementwise over its result with numpy broadcasting: an
 // operand is aligned at the trailing dim and a size-1 dim is read at index 0
 // for every result index. A partition computes its output box; a broadcast
 // operand's gradient is summed over the broadcast positions of that box (the
-// plan sums the partials of the partitions). The per-element functions and
-// the broadcasting checks are the cuda kernels' too (ElementwiseOps.h).
+// plan sums the partials of the partitions). ppc.cumsum scans one axis that
+// every partition holds whole. The per-element functions and the
+// broadcasting checks are the cuda kernels' too (ElementwiseOps.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -385,6 +386,109 @@ KernelImpl broadcastKernel() {
   return impl;
 }
 
+//===----------------------------------------------------------------------===//
+// Select
+//===----------------------------------------------------------------------===//
+
+/// y = condition ? lhs : rhs, copied (never multiplied by the mask).
+KernelStatus selectForward(const OpDesc &op,
+                           const std::vector<TensorView> &inputs,
+                           std::vector<TensorView> &outputs) {
+  if (KernelStatus s = checkForwardArity(op, inputs, 3, outputs, 1); !s.empty())
+    return s;
+  const TensorView &c = inputs[0], &l = inputs[1], &r = inputs[2];
+  TensorView &y = outputs[0];
+  std::vector<StridedAccess> a;
+  if (KernelStatus s = broadcastAccesses(
+          op, y, {{"condition", &c}, {"lhs", &l}, {"rhs", &r}, {"output", &y}},
+          a);
+      !s.empty())
+    return s;
+  walkStrided<4>(
+      extentsOf(y.lo, y.hi), {a[0], a[1], a[2], a[3]}, [&](const Offsets4 &o) {
+        y.data[o[3]] = c.data[o[0]] != 0 ? l.data[o[1]] : r.data[o[2]];
+      });
+  return {};
+}
+
+/// The gradient goes to lhs where the condition holds and to rhs elsewhere
+/// (summed over broadcast positions); the condition gets none.
+KernelStatus selectBackward(const OpDesc &op,
+                            const std::vector<TensorView> &inputs,
+                            const std::vector<TensorView> &outputs,
+                            const std::vector<TensorView> &outputGrads,
+                            std::vector<TensorView> &inputGrads) {
+  if (KernelStatus s = checkBackwardArity(op, inputs, 3, outputs, 1,
+                                          outputGrads, inputGrads);
+      !s.empty())
+    return s;
+  const TensorView &c = inputs[0], &dy = outputGrads[0];
+  for (int which = 1; which < 3; ++which) {
+    TensorView &grad = inputGrads[which];
+    if (!grad.data)
+      continue;
+    std::vector<StridedAccess> a;
+    if (KernelStatus s = broadcastAccesses(
+            op, dy,
+            {{"condition", &c},
+             {"output gradient", &dy},
+             {which == 1 ? "lhs gradient" : "rhs gradient", &grad}},
+            a);
+        !s.empty())
+      return s;
+    walkStrided<3>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2]},
+                   [&](const Offsets3 &o) {
+                     if (selectTakes(which, c.data[o[0]]))
+                       grad.data[o[2]] += dy.data[o[1]];
+                   });
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Cumulative sum
+//===----------------------------------------------------------------------===//
+
+KernelStatus cumsumForward(const OpDesc &op,
+                           const std::vector<TensorView> &inputs,
+                           std::vector<TensorView> &outputs) {
+  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+    return s;
+  CumSumLines lines;
+  if (KernelStatus s =
+          cumsumLines(op, outputs[0], {{"input", &inputs[0]}}, lines);
+      !s.empty())
+    return s;
+  for (int64_t line = 0; line < lines.lines; ++line)
+    lines.scan(line, inputs[0].data, outputs[0].data, /*backward=*/false,
+               /*accumulate=*/false);
+  return {};
+}
+
+/// dx += the cumulative sum of dy in the other direction.
+KernelStatus cumsumBackward(const OpDesc &op,
+                            const std::vector<TensorView> &inputs,
+                            const std::vector<TensorView> &outputs,
+                            const std::vector<TensorView> &outputGrads,
+                            std::vector<TensorView> &inputGrads) {
+  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                                          outputGrads, inputGrads);
+      !s.empty())
+    return s;
+  TensorView &dx = inputGrads[0];
+  if (!dx.data)
+    return {};
+  const TensorView &dy = outputGrads[0];
+  CumSumLines lines;
+  if (KernelStatus s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
+      !s.empty())
+    return s;
+  for (int64_t line = 0; line < lines.lines; ++line)
+    lines.scan(line, dy.data, dx.data, /*backward=*/true,
+               /*accumulate=*/true);
+  return {};
+}
+
 /// How this backend makes the elementwise kernels (registerElementwiseOps).
 struct CpuElementwiseKernels {
   template <typename Fn> static KernelImpl unary() {
@@ -396,6 +500,8 @@ struct CpuElementwiseKernels {
   static KernelImpl gelu() { return kernelOf(geluForward, geluBackward); }
   static KernelImpl dropout() { return dropoutKernel(); }
   static KernelImpl broadcast() { return broadcastKernel(); }
+  static KernelImpl select() { return kernelOf(selectForward, selectBackward); }
+  static KernelImpl cumsum() { return kernelOf(cumsumForward, cumsumBackward); }
 };
 
 } // namespace

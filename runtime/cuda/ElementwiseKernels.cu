@@ -1,4 +1,4 @@
-//===- ElementwiseKernels.cu - unary, binary, dropout, cast, broadcast ----===//
+//===- ElementwiseKernels.cu - elementwise ops, select, cumsum ------------===//
 //
 // The cuda kernels of the cpu backend's ElementwiseKernels.cpp, with its
 // semantics: every op is elementwise over its result with numpy
@@ -12,7 +12,8 @@
 // contiguous path; the others are checked on the host as the cpu kernel
 // checks them, with its messages. The per-element functions and the checks
 // are the cpu kernels' (ElementwiseOps.h). Dropout draws DropoutMask's mask
-// from the global flat index of the element it writes.
+// from the global flat index of the element it writes. Select routes the
+// gradient as gatherAdd's term; cumsum runs a thread per line of its axis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -497,6 +498,125 @@ CudaKernel broadcastKernel() {
   return kernel;
 }
 
+//===----------------------------------------------------------------------===//
+// Select
+//===----------------------------------------------------------------------===//
+
+void selectValues(Stream stream, DeviceBox cBox, const float *c, DeviceBox lBox,
+                  const float *l, DeviceBox rBox, const float *r,
+                  DeviceBox yBox, float *y) {
+  launch(stream, yBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t p[kMaxRank];
+    yBox.indexOf(i, p);
+    const int rank = yBox.rank;
+    y[i] = c[broadcastOffset(cBox, p, rank)] != 0
+               ? l[broadcastOffset(lBox, p, rank)]
+               : r[broadcastOffset(rBox, p, rank)];
+  });
+}
+
+/// The gradient of side `which` (1: lhs, 2: rhs) at iteration point p: dy
+/// where that side is taken.
+struct SelectTerm {
+  int which, rank;
+  DeviceBox cBox, dyBox;
+  const float *c, *dy;
+  PPC_HD float operator()(const int64_t *p) const {
+    return selectTakes(which, c[broadcastOffset(cBox, p, rank)])
+               ? dy[broadcastOffset(dyBox, p, rank)]
+               : 0.0f;
+  }
+};
+
+KernelStatus selectForward(const OpDesc &op, Stream stream,
+                           const std::vector<KernelView> &inputs,
+                           const std::vector<KernelView> &outputs) {
+  if (KernelStatus s = checkForwardArity(op, inputs, 3, outputs, 1); !s.empty())
+    return s;
+  const KernelView &c = inputs[0], &l = inputs[1], &r = inputs[2],
+                   &y = outputs[0];
+  if (KernelStatus s = checkBroadcast(
+          op, y, {{"condition", &c}, {"lhs", &l}, {"rhs", &r}, {"output", &y}});
+      !s.empty())
+    return s;
+  selectValues(stream, c.box, c.data, l.box, l.data, r.box, r.data, y.box,
+               y.data);
+  return {};
+}
+
+KernelStatus selectBackward(const OpDesc &op, Stream stream,
+                            const std::vector<KernelView> &inputs,
+                            const std::vector<KernelView> &outputs,
+                            const std::vector<KernelView> &outputGrads,
+                            const std::vector<KernelView> &inputGrads) {
+  if (KernelStatus s = checkBackwardArity(op, inputs, 3, outputs, 1,
+                                          outputGrads, inputGrads);
+      !s.empty())
+    return s;
+  const KernelView &c = inputs[0], &dy = outputGrads[0];
+  for (int which = 1; which < 3; ++which) {
+    const KernelView &grad = inputGrads[which];
+    if (!grad.data)
+      continue;
+    if (KernelStatus s = checkBroadcast(
+            op, dy,
+            {{"condition", &c},
+             {"output gradient", &dy},
+             {which == 1 ? "lhs gradient" : "rhs gradient", &grad}});
+        !s.empty())
+      return s;
+    gatherAdd(stream, dy.box, grad.box, grad.data,
+              SelectTerm{which, dy.box.rank, c.box, dy.box, c.data, dy.data});
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Cumulative sum: one thread per line
+//===----------------------------------------------------------------------===//
+
+KernelStatus cumsumForward(const OpDesc &op, Stream stream,
+                           const std::vector<KernelView> &inputs,
+                           const std::vector<KernelView> &outputs) {
+  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+    return s;
+  CumSumLines lines;
+  if (KernelStatus s =
+          cumsumLines(op, outputs[0], {{"input", &inputs[0]}}, lines);
+      !s.empty())
+    return s;
+  const float *x = inputs[0].data;
+  float *y = outputs[0].data;
+  launch(stream, lines.lines, [=] PPC_HD(int64_t line) {
+    lines.scan(line, x, y, /*backward=*/false, /*accumulate=*/false);
+  });
+  return {};
+}
+
+KernelStatus cumsumBackward(const OpDesc &op, Stream stream,
+                            const std::vector<KernelView> &inputs,
+                            const std::vector<KernelView> &outputs,
+                            const std::vector<KernelView> &outputGrads,
+                            const std::vector<KernelView> &inputGrads) {
+  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                                          outputGrads, inputGrads);
+      !s.empty())
+    return s;
+  const KernelView &dx = inputGrads[0], &dy = outputGrads[0];
+  if (!dx.data)
+    return {};
+  CumSumLines lines;
+  if (KernelStatus s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
+      !s.empty())
+    return s;
+  const float *g = dy.data;
+  float *d = dx.data;
+  launch(stream, lines.lines, [=] PPC_HD(int64_t line) {
+    lines.scan(line, g, d, /*backward=*/true, /*accumulate=*/true);
+  });
+  return {};
+}
+
 /// How this backend makes the elementwise kernels (registerElementwiseOps).
 struct CudaElementwiseKernels {
   template <typename Fn> static CudaKernel unary() {
@@ -508,6 +628,8 @@ struct CudaElementwiseKernels {
   static CudaKernel gelu() { return kernelOf(geluForward, geluBackward); }
   static CudaKernel dropout() { return dropoutKernel(); }
   static CudaKernel broadcast() { return broadcastKernel(); }
+  static CudaKernel select() { return kernelOf(selectForward, selectBackward); }
+  static CudaKernel cumsum() { return kernelOf(cumsumForward, cumsumBackward); }
 };
 
 } // namespace

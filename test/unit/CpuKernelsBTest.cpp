@@ -10,6 +10,7 @@
 #include "KernelTestUtil.h"
 
 #include <functional>
+#include <limits>
 
 using namespace ppc::runtime;
 using namespace ppc::runtime::test;
@@ -487,6 +488,142 @@ TEST(BinaryTest, BroadcastGradientSumsOverBroadcastPositions) {
                                {{1, 2, 3, 4, 5, 6}});
   ASSERT_EQ(run.error, "");
   expectClose(run.inputGrads[1], {5, 7, 9}, 0, 0, "rhs grad");
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons and logic: 0/1 results, no gradient
+//===----------------------------------------------------------------------===//
+
+TEST(CompareTest, ForwardBroadcastsAndPassesNoGradient) {
+  for (const CompareCase &c : compareCases())
+    for (const BroadcastShapes &s : broadcastShapes()) {
+      OpDesc op = makeOp(c.kind, {s.lhs, s.rhs}, {s.result});
+      // Few distinct values, so that ties occur.
+      std::vector<float> l = compareInputs(c, numElementsOf(s.lhs), 3);
+      std::vector<float> r = compareInputs(c, numElementsOf(s.rhs), 4);
+      std::vector<float> dy(numElementsOf(s.result), 1.0f);
+      OpRun run = runWholeWithGrad(op, {l, r}, {dy});
+      ASSERT_EQ(run.error, "");
+      std::vector<float> expected;
+      for (int64_t e = 0; e < numElementsOf(s.result); ++e) {
+        std::vector<int64_t> index = unravel(e, s.result);
+        expected.push_back(c.reference(l[broadcastOffset(index, s.lhs)],
+                                       r[broadcastOffset(index, s.rhs)])
+                               ? 1.0f
+                               : 0.0f);
+      }
+      expectClose(run.outputs[0], expected, 0, 0, c.kind);
+      // Nothing is added to the gradient views (which start at kGradBase:
+      // a kernel that overwrote them would fail).
+      expectClose(run.inputGrads[0], std::vector<float>(l.size(), 0.0f), 0, 0,
+                  c.kind + " lhs gradient");
+      expectClose(run.inputGrads[1], std::vector<float>(r.size(), 0.0f), 0, 0,
+                  c.kind + " rhs gradient");
+      expectPartitionsMatchWhole(
+          op, {}, {l, r},
+          partitionsOf(gridBoxes(s.result, s.parts), [&](const Box &b) {
+            return Partition{{broadcastBox(s.lhs, b), broadcastBox(s.rhs, b)},
+                             {b}};
+          }));
+    }
+}
+
+TEST(CompareTest, NotFlipsZeroAndNonZero) {
+  OpDesc op = makeOp("ppc.not", {{4}}, {{4}});
+  OpRun run = runWholeWithGrad(op, {{0.0f, 1.0f, 1.0f, 0.0f}}, {{1, 1, 1, 1}});
+  ASSERT_EQ(run.error, "");
+  expectClose(run.outputs[0], {1, 0, 0, 1}, 0, 0, "not");
+  expectClose(run.inputGrads[0], std::vector<float>(4, 0.0f), 0, 0,
+              "not gradient");
+}
+
+//===----------------------------------------------------------------------===//
+// Select
+//===----------------------------------------------------------------------===//
+
+TEST(SelectTest, ForwardGradientAndPartitions) {
+  for (const SelectShapes &s : selectShapes()) {
+    OpDesc op = makeOp("ppc.select", {s.condition, s.lhs, s.rhs}, {s.result});
+    std::vector<std::vector<float>> inputs = selectInputs(s, 11);
+    const std::vector<float> &c = inputs[0], &l = inputs[1], &r = inputs[2];
+    OpRun run = runWhole(op, inputs);
+    ASSERT_EQ(run.error, "");
+    std::vector<float> expected;
+    for (int64_t e = 0; e < numElementsOf(s.result); ++e) {
+      std::vector<int64_t> index = unravel(e, s.result);
+      expected.push_back(c[broadcastOffset(index, s.condition)] != 0
+                             ? l[broadcastOffset(index, s.lhs)]
+                             : r[broadcastOffset(index, s.rhs)]);
+    }
+    expectClose(run.outputs[0], expected, 0, 0, "select");
+    // The condition is no differentiable input.
+    checkGradients(op, {}, inputs, {false, true, true}, tightGradCheck());
+    expectPartitionsMatchWhole(op, {}, inputs,
+                               partitionsOf(gridBoxes(s.result, s.parts),
+                                            [&](const Box &b) {
+                                              return Partition{
+                                                  {broadcastBox(s.condition, b),
+                                                   broadcastBox(s.lhs, b),
+                                                   broadcastBox(s.rhs, b)},
+                                                  {b}};
+                                            }),
+                               {false, true, true});
+  }
+}
+
+TEST(SelectTest, InfinityOnTheSideNotTakenGivesNoNaN) {
+  // A key padding mask: -inf where the mask holds, scores elsewhere.
+  OpDesc op = makeOp("ppc.select", {{3}, {}, {2, 3}}, {{2, 3}});
+  const float inf = std::numeric_limits<float>::infinity();
+  OpRun run = runWholeWithGrad(op, {{0, 1, 0}, {-inf}, {1, 2, 3, 4, 5, 6}},
+                               {{1, 2, 3, 4, 5, 6}});
+  ASSERT_EQ(run.error, "");
+  EXPECT_EQ(run.outputs[0], (std::vector<float>{1, -inf, 3, 4, -inf, 6}));
+  // The fill gets 2 + 5, the scores what was not masked; the condition
+  // nothing.
+  expectClose(run.inputGrads[1], {7}, 0, 0, "fill gradient");
+  expectClose(run.inputGrads[2], {1, 0, 3, 4, 0, 6}, 0, 0, "scores gradient");
+  expectClose(run.inputGrads[0], {0, 0, 0}, 0, 0, "condition gradient");
+}
+
+//===----------------------------------------------------------------------===//
+// Cumulative sum
+//===----------------------------------------------------------------------===//
+
+TEST(CumSumTest, ForwardGradientAndPartitions) {
+  const std::vector<int64_t> shape = {2, 3, 4};
+  std::vector<float> x = randomValues(numElementsOf(shape), 12);
+  for (const CumSumCase &c : cumsumCases()) {
+    OpDesc op = makeOp("ppc.cumsum", {shape}, {shape}, c.attributes());
+    OpRun run = runWhole(op, {x});
+    ASSERT_EQ(run.error, "") << c.name();
+    expectClose(run.outputs[0], cumsumReference(x, shape, c), 1e-6, 1e-5,
+                c.name());
+    checkGradients(op, {}, {x}, {}, tightGradCheck());
+    // Every dim but the axis split.
+    std::vector<int64_t> parts = {2, 3, 2};
+    parts[c.axis < 0 ? c.axis + 3 : c.axis] = 1;
+    expectPartitionsMatchWhole(
+        op, {}, {x}, partitionsOf(gridBoxes(shape, parts), [](const Box &b) {
+          return Partition{{b}, {b}};
+        }));
+  }
+}
+
+TEST(CumSumTest, RejectsASplitAxisAndABadAxis) {
+  OpDesc op = makeOp("ppc.cumsum", {{4, 6}}, {{4, 6}}, {{"axis", int64_t{1}}});
+  std::vector<float> x = randomValues(24, 13);
+  OpRun run = runOp(op, {}, {x},
+                    partitionsOf(gridBoxes({4, 6}, {1, 2}), [](const Box &b) {
+                      return Partition{{b}, {b}};
+                    }));
+  EXPECT_NE(run.error.find("does not hold the whole axis 1"), std::string::npos)
+      << run.error;
+  op.attributes["axis"] = int64_t{2};
+  run = runWhole(op, {x});
+  EXPECT_NE(run.error.find("axis 2 is out of range for rank 2"),
+            std::string::npos)
+      << run.error;
 }
 
 //===----------------------------------------------------------------------===//

@@ -482,21 +482,64 @@ TEST_F(GraphInterfaceTest, UnaryOps) {
 }
 
 TEST_F(GraphInterfaceTest, BinaryOpsBroadcast) {
-  // [4, 1, 8] op [3, 1] -> [4, 3, 8].
-  for (StringRef name : {"add", "sub", "mul", "div", "pow", "max", "min"}) {
-    std::string body = ("%0 = ppc." + name +
+  // [4, 1, 8] op [3, 1] -> [4, 3, 8]; a comparison's i1 result passes no
+  // gradient, so it costs nothing backward.
+  struct Case {
+    StringRef name, result;
+    double bwdFlops;
+  };
+  for (const Case &c :
+       {Case{"add", "f32", 192}, Case{"sub", "f32", 192},
+        Case{"mul", "f32", 192}, Case{"div", "f32", 192},
+        Case{"pow", "f32", 192}, Case{"max", "f32", 192},
+        Case{"min", "f32", 192}, Case{"equal", "i1", 0}, Case{"less", "i1", 0},
+        Case{"less_equal", "i1", 0}, Case{"greater", "i1", 0},
+        Case{"greater_equal", "i1", 0}}) {
+    std::string body = ("%0 = ppc." + c.name +
                         " %a, %b : (tensor<4x1x8xf32>, tensor<3x1xf32>) -> "
-                        "tensor<4x3x8xf32>")
+                        "tensor<4x3x8x" +
+                        c.result + ">")
                            .str();
     StringRef args = "%a: tensor<4x1x8xf32>, %b: tensor<3x1xf32>";
     IterationSpace space = spaceOf(args, body);
-    EXPECT_EQ(formatDims(space), "S4 A3 P8") << name.str();
-    EXPECT_EQ(formatAccess(space.operands[0]), "[d0, *, d2]") << name.str();
-    EXPECT_EQ(formatAccess(space.operands[1]), "[d1, *]") << name.str();
+    EXPECT_EQ(formatDims(space), "S4 A3 P8") << c.name.str();
+    EXPECT_EQ(formatAccess(space.operands[0]), "[d0, *, d2]") << c.name.str();
+    EXPECT_EQ(formatAccess(space.operands[1]), "[d1, *]") << c.name.str();
     OpCost cost = costOf(args, body);
-    EXPECT_EQ(cost.fwdFlops, 96) << name.str();
-    EXPECT_EQ(cost.bwdFlops, 192) << name.str();
+    EXPECT_EQ(cost.fwdFlops, 96) << c.name.str();
+    EXPECT_EQ(cost.bwdFlops, c.bwdFlops) << c.name.str();
   }
+}
+
+TEST_F(GraphInterfaceTest, SelectSplitsEveryDim) {
+  // A [2, 1, 4] key padding mask, a scalar fill, [2, 3, 4] scores.
+  StringRef args =
+      "%c: tensor<2x1x4xi1>, %f: tensor<f32>, %s: tensor<2x3x4xf32>";
+  StringRef body = "%0 = ppc.select %c, %f, %s : (tensor<2x1x4xi1>, "
+                   "tensor<f32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>";
+  IterationSpace space = spaceOf(args, body);
+  EXPECT_EQ(formatDims(space), "S2 A3 P4");
+  EXPECT_EQ(formatAccess(space.operands[0]), "[d0, *, d2]");
+  EXPECT_EQ(formatAccess(space.operands[1]), "[]");
+  EXPECT_EQ(formatAccess(space.operands[2]), "[d0, d1, d2]");
+  OpCost cost = costOf(args, body);
+  EXPECT_EQ(cost.fwdFlops, 24);
+  EXPECT_EQ(cost.bwdFlops, 48);
+}
+
+TEST_F(GraphInterfaceTest, CumSumKeepsItsAxisWhole) {
+  StringRef args = "%x: tensor<2x8x16xf32>";
+  IterationSpace space =
+      spaceOf(args, "%0 = ppc.cumsum %x {axis = 1 : i64} : tensor<2x8x16xf32>");
+  EXPECT_EQ(formatDims(space), "S2 A8! P16");
+  EXPECT_EQ(formatDims(spaceOf(
+                args, "%0 = ppc.cumsum %x {axis = -1 : i64, reverse = true} : "
+                      "tensor<2x8x16xf32>")),
+            "S2 A8 P16!");
+  OpCost cost =
+      costOf(args, "%0 = ppc.cumsum %x {axis = 1 : i64} : tensor<2x8x16xf32>");
+  EXPECT_EQ(cost.fwdFlops, 256);
+  EXPECT_EQ(cost.bwdFlops, 256);
 }
 
 TEST_F(GraphInterfaceTest, PReluSlopePerChannel) {
@@ -823,6 +866,16 @@ func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   %55 = ppc.resize %x {mode = "linear", scales = array<f64: 2.0, 0.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
   %56 = ppc.conv_transpose2d %x, %wt : (tensor<2x4x8x8xf32>, tensor<4x3x2x2xf32>) -> tensor<2x3x9x9xf32>
+  %57 = ppc.equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %58 = ppc.less %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %59 = ppc.less_equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %60 = ppc.greater %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %61 = ppc.greater_equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
+  %62 = ppc.and %58, %59 : (tensor<8x16xi1>, tensor<8x16xi1>) -> tensor<8x16xi1>
+  %63 = ppc.or %60, %61 : (tensor<8x16xi1>, tensor<8x16xi1>) -> tensor<8x16xi1>
+  %64 = ppc.not %63 : tensor<8x16xi1>
+  %65 = ppc.select %64, %m, %m : (tensor<8x16xi1>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %66 = ppc.cumsum %m {axis = 1 : i64} : tensor<8x16xf32>
   return
 }
 )mlir";
@@ -851,7 +904,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 57u);
+  EXPECT_EQ(registered.size(), 67u);
 }
 
 } // namespace

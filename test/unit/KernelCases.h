@@ -30,6 +30,9 @@
 //   GatherCase, gatherCases(), gatherResultShape(c), gatherOp(c)
 //   BinaryCase, binaryCases(), BroadcastShapes, broadcastShapes(),
 //     broadcastBox(shape, box)                 numpy broadcasting of a box
+//   CompareCase, compareCases(), compareInputs(c, count, seed)
+//   SelectShapes, selectShapes(), selectInputs(s, seed)
+//   CumSumCase, cumsumCases(), cumsumReference(x, shape, c)
 //   pieceBoxes(b, pieces, axis)               concat/split pieces
 //
 //===----------------------------------------------------------------------===//
@@ -710,6 +713,117 @@ inline std::vector<BroadcastShapes> broadcastShapes() {
       // A per-channel operand of an NCHW activation.
       {{2, 3, 2, 3}, {3, 1, 1}, {2, 3, 2, 3}, {2, 2, 1, 2}},
   };
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons, logic, select, cumsum
+//===----------------------------------------------------------------------===//
+
+struct CompareCase {
+  std::string kind;
+  std::function<bool(float, float)> reference;
+  bool logic; ///< operands are booleans (0 or 1)
+};
+
+inline void PrintTo(const CompareCase &c, std::ostream *os) { *os << c.kind; }
+
+inline std::vector<CompareCase> compareCases() {
+  return {
+      {"ppc.equal", [](float l, float r) { return l == r; }, false},
+      {"ppc.less", [](float l, float r) { return l < r; }, false},
+      {"ppc.less_equal", [](float l, float r) { return l <= r; }, false},
+      {"ppc.greater", [](float l, float r) { return l > r; }, false},
+      {"ppc.greater_equal", [](float l, float r) { return l >= r; }, false},
+      {"ppc.and", [](float l, float r) { return l != 0 && r != 0; }, true},
+      {"ppc.or", [](float l, float r) { return l != 0 || r != 0; }, true},
+  };
+}
+
+/// `count` operands of a comparison: -1, -0.5, 0, 0.5 or 1 (0 or 1 for
+/// logic), reproducible from `seed`.
+inline std::vector<float> compareInputs(const CompareCase &c, int64_t count,
+                                        uint32_t seed) {
+  std::vector<float> values = randomValues(count, seed, 0.0f, 1.0f);
+  for (float &v : values)
+    v = c.logic ? (v < 0.5f ? 0.0f : 1.0f) : std::floor(v * 5.0f) * 0.5f - 1.0f;
+  return values;
+}
+
+/// ppc.select's operand shapes, the result shape and a grid split of it.
+struct SelectShapes {
+  std::vector<int64_t> condition, lhs, rhs, result, parts;
+};
+
+inline std::vector<SelectShapes> selectShapes() {
+  return {
+      {{3, 4}, {3, 4}, {3, 4}, {3, 4}, {3, 2}},
+      // A key padding mask over the query rows; a scalar fill.
+      {{2, 1, 4}, {}, {2, 3, 4}, {2, 3, 4}, {2, 3, 2}},
+      {{4}, {2, 1, 4}, {3, 1}, {2, 3, 4}, {2, 2, 2}},
+      {{3, 1}, {1}, {3, 4}, {3, 4}, {3, 2}},
+  };
+}
+
+/// The condition (0 or 1) and both sides of a select, from `seed`.
+inline std::vector<std::vector<float>> selectInputs(const SelectShapes &s,
+                                                    uint32_t seed) {
+  std::vector<float> condition =
+      randomValues(numElementsOf(s.condition), seed, 0.0f, 1.0f);
+  for (float &v : condition)
+    v = v < 0.5f ? 0.0f : 1.0f;
+  return {condition, randomValues(numElementsOf(s.lhs), seed + 1),
+          randomValues(numElementsOf(s.rhs), seed + 2)};
+}
+
+struct CumSumCase {
+  int64_t axis;
+  bool exclusive, reverse;
+
+  std::map<std::string, AttributeValue> attributes() const {
+    return {{"axis", axis},
+            {"exclusive", int64_t{exclusive}},
+            {"reverse", int64_t{reverse}}};
+  }
+  std::string name() const {
+    return "cumsum axis " + std::to_string(axis) +
+           (exclusive ? " exclusive" : "") + (reverse ? " reverse" : "");
+  }
+};
+
+/// Every axis (one negative) with every exclusive/reverse combination.
+inline std::vector<CumSumCase> cumsumCases() {
+  std::vector<CumSumCase> cases;
+  for (int64_t axis : {0, 1, -1})
+    for (bool exclusive : {false, true})
+      for (bool reverse : {false, true})
+        cases.push_back({axis, exclusive, reverse});
+  return cases;
+}
+
+/// The cumulative sum of `x` (row-major, of `shape`), in double.
+inline std::vector<float> cumsumReference(const std::vector<float> &x,
+                                          const std::vector<int64_t> &shape,
+                                          const CumSumCase &c) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = c.axis < 0 ? c.axis + rank : c.axis;
+  int64_t stride = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    stride *= shape[d];
+  const int64_t n = shape[axis];
+  std::vector<float> y(x.size());
+  for (size_t e = 0; e < x.size(); ++e) {
+    const int64_t i = (static_cast<int64_t>(e) / stride) % n;
+    const int64_t base = static_cast<int64_t>(e) - i * stride;
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      bool in = c.reverse ? (c.exclusive ? j > i : j >= i)
+                          : (c.exclusive ? j < i : j <= i);
+      if (in)
+        sum += x[base + j * stride];
+    }
+    y[e] = static_cast<float>(sum);
+  }
+  return y;
 }
 
 /// The box of an operand of `shape` that numpy-broadcasts to the iteration

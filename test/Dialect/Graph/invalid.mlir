@@ -1333,3 +1333,75 @@ func.func @f95(%x: tensor<4xf32>, %s: tensor<3x4xf32>) {
   %0 = ppc.prelu %x, %s : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
   return
 }
+
+// -----
+
+func.func @compare_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error @+1 {{'ppc.less' op element types differ: operand #0 has 'f32' but operand #1 has 'i64'}}
+  %0 = ppc.less %a, %b : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @compare_shapes(%a: tensor<4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.equal' op shapes are not broadcast-compatible: lhs dim 1 is 3, rhs dim 0 is 4}}
+  %0 = ppc.equal %a, %b : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xi1>
+  return
+}
+
+// -----
+
+func.func @compare_result(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'ppc.greater' op result has shape [4, 1] but expected [4, 3]: dim 1 is 1, expected 3}}
+  %0 = ppc.greater %a, %b : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x1xi1>
+  return
+}
+
+// -----
+
+func.func @compare_result_type(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.equal' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = ppc.equal %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_types(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'ppc.select' op element types differ: operand #1 has 'f32' but operand #2 has 'f16'}}
+  %0 = ppc.select %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_sides(%c: tensor<4xi1>, %a: tensor<4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.select' op shapes are not broadcast-compatible: lhs dim 1 is 3, rhs dim 0 is 4}}
+  %0 = ppc.select %c, %a, %b : (tensor<4xi1>, tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @select_condition(%c: tensor<5xi1>, %a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.select' op shapes are not broadcast-compatible: condition dim 0 is 5, sides dim 0 is 4}}
+  %0 = ppc.select %c, %a, %b : (tensor<5xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_result(%c: tensor<2x1xi1>, %a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.select' op result has rank 1 (shape [4]) but expected rank 2 (shape [2, 4])}}
+  %0 = ppc.select %c, %a, %b : (tensor<2x1xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'ppc.cumsum' op axis 2 is out of range for rank 2 (expected -2 <= axis < 2)}}
+  %0 = ppc.cumsum %x {axis = 2 : i64} : tensor<3x4xf32>
+  return
+}

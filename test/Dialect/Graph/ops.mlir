@@ -240,3 +240,31 @@ func.func @interleaved(%x: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {ppc
   %3 = ppc.relu %2 {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 4, stage = 3>} : tensor<8x16xf32>
   return %3 : tensor<8x16xf32>
 }
+
+// Comparisons, logic, select and cumsum.
+// CHECK-LABEL: func.func @select_compare
+func.func @select_compare(%a: tensor<3x4xf32>, %b: tensor<4xf32>, %m: tensor<3x1xi1>, %i: tensor<3x4xi64>) -> (tensor<3x4xf32>, tensor<3x4xi1>, tensor<3x4xi64>, tensor<3x4xf32>) {
+  // CHECK: ppc.equal %{{.*}}, %{{.*}} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  %0 = ppc.equal %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  // CHECK: ppc.less
+  %1 = ppc.less %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  // CHECK: ppc.less_equal
+  %2 = ppc.less_equal %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  // CHECK: ppc.greater
+  %3 = ppc.greater %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  // CHECK: ppc.greater_equal
+  %4 = ppc.greater_equal %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  // CHECK: ppc.and %{{.*}}, %{{.*}} : (tensor<3x4xi1>, tensor<3x1xi1>) -> tensor<3x4xi1>
+  %5 = ppc.and %0, %m : (tensor<3x4xi1>, tensor<3x1xi1>) -> tensor<3x4xi1>
+  // CHECK: ppc.or
+  %6 = ppc.or %5, %1 : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+  // CHECK: ppc.not %{{.*}} : tensor<3x4xi1>
+  %7 = ppc.not %6 : tensor<3x4xi1>
+  // CHECK: ppc.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x1xi1>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %8 = ppc.select %m, %a, %b : (tensor<3x1xi1>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  // CHECK: ppc.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x4xi1>, tensor<3x4xi64>, tensor<3x4xi64>) -> tensor<3x4xi64>
+  %9 = ppc.select %7, %i, %i : (tensor<3x4xi1>, tensor<3x4xi64>, tensor<3x4xi64>) -> tensor<3x4xi64>
+  // CHECK: ppc.cumsum %{{.*}} {axis = 1 : i64, exclusive = true, reverse = true} : tensor<3x4xf32>
+  %10 = ppc.cumsum %8 {axis = 1 : i64, exclusive = true, reverse = true} : tensor<3x4xf32>
+  return %10, %7, %9, %8 : tensor<3x4xf32>, tensor<3x4xi1>, tensor<3x4xi64>, tensor<3x4xf32>
+}

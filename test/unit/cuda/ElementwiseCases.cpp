@@ -7,7 +7,9 @@
 // numpy-broadcast operands whose gradients sum over the broadcast positions,
 // every attribute variant (gelu's approximations as keyword and enum value,
 // clip's bounds, every cast target, dropout's ratio, seed, step and
-// inference), bf16 storage, and the errors the cpu kernels report.
+// inference), comparisons and logic with ties, select with each side's
+// gradient, cumsum on every axis and direction, bf16 storage, and the
+// errors the cpu kernels report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -459,6 +461,70 @@ TEST(CudaElementwise, Broadcast) {
     box = middleBox(s.result, s.parts);
     c.partition = Partition{{wholeBox(s.input)}, {box}};
     expectBackendsAgree(c, name + " input held whole");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons, logic, select, cumsum
+//===----------------------------------------------------------------------===//
+
+TEST(CudaElementwise, CompareAndNot) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (const CompareCase &b : compareCases())
+    for (const BroadcastShapes &s : cudaBroadcastShapes()) {
+      const std::string name =
+          b.kind + " " + shapeName(s.lhs) + " " + shapeName(s.rhs);
+      AgreementCase c = caseOf(makeOp(b.kind, {s.lhs, s.rhs}, {s.result}),
+                               {compareInputs(b, numElementsOf(s.lhs), 3),
+                                compareInputs(b, numElementsOf(s.rhs), 4)});
+      expectBackendsAgree(c, name + " whole");
+      Box box = lastGridBox(s.result, s.parts);
+      c.partition = Partition{
+          {broadcastBox(s.lhs, box), broadcastBox(s.rhs, box)}, {box}};
+      expectBackendsAgree(c, name + " box");
+    }
+  AgreementCase c = caseOf(makeOp("ppc.not", {{3, 4}}, {{3, 4}}),
+                           {compareInputs(compareCases().back(), 12, 5)});
+  expectBackendsAgree(c, "not");
+}
+
+TEST(CudaElementwise, Select) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (const SelectShapes &s : selectShapes()) {
+    const std::string name = "select " + shapeName(s.condition) + " " +
+                             shapeName(s.lhs) + " " + shapeName(s.rhs);
+    AgreementCase c =
+        caseOf(makeOp("ppc.select", {s.condition, s.lhs, s.rhs}, {s.result}),
+               selectInputs(s, 11));
+    c.needsGrad = {false, true, true};
+    expectBackendsAgree(c, name + " whole");
+    Box box = lastGridBox(s.result, s.parts);
+    c.partition =
+        Partition{{broadcastBox(s.condition, box), broadcastBox(s.lhs, box),
+                   broadcastBox(s.rhs, box)},
+                  {box}};
+    expectBackendsAgree(c, name + " box");
+    box = middleBox(s.result, s.parts);
+    c.partition = Partition{
+        {wholeBox(s.condition), wholeBox(s.lhs), wholeBox(s.rhs)}, {box}};
+    expectBackendsAgree(c, name + " operands held whole");
+    c.needsGrad = {false, false, true};
+    expectBackendsAgree(c, name + " rhs gradient only");
+  }
+}
+
+TEST(CudaElementwise, CumSum) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  const Shape shape = {2, 3, 4};
+  for (const CumSumCase &k : cumsumCases()) {
+    AgreementCase c =
+        caseOf(makeOp("ppc.cumsum", {shape}, {shape}, k.attributes()));
+    expectBackendsAgree(c, k.name());
+    Shape parts = {2, 3, 2};
+    parts[k.axis < 0 ? k.axis + 3 : k.axis] = 1;
+    Box box = lastGridBox(shape, parts);
+    c.partition = Partition{{box}, {box}};
+    expectBackendsAgree(c, k.name() + " box");
   }
 }
 

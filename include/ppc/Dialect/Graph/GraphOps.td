@@ -399,6 +399,75 @@ def PPC_PReluOp : PPC_BinaryOp<"prelu", "lhs < 0 ? rhs * lhs : lhs"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Comparisons, logic and selection
+//===----------------------------------------------------------------------===//
+
+def PPC_BoolTensor : RankedTensorOf<[I1]>;
+
+class PPC_CompareOp<string mnemonic, string desc>
+    : PPC_ComputeOp<mnemonic, [Pure]> {
+  let summary = "Elementwise " # desc # " with numpy broadcasting, as i1";
+  let description = [{
+    Operands of one element type (float, integer or i1); the result is i1
+    (at run time a float 0 or 1, as every value is a float there). No
+    gradient passes: the result is not differentiable.
+  }];
+  let arguments = (ins PPC_Tensor:$lhs, PPC_Tensor:$rhs);
+  let results = (outs PPC_BoolTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_EqualOp : PPC_CompareOp<"equal", "lhs == rhs">;
+def PPC_LessOp : PPC_CompareOp<"less", "lhs < rhs">;
+def PPC_LessEqualOp : PPC_CompareOp<"less_equal", "lhs <= rhs">;
+def PPC_GreaterOp : PPC_CompareOp<"greater", "lhs > rhs">;
+def PPC_GreaterEqualOp : PPC_CompareOp<"greater_equal", "lhs >= rhs">;
+def PPC_AndOp : PPC_CompareOp<"and", "logical lhs and rhs (i1 operands)">;
+def PPC_OrOp : PPC_CompareOp<"or", "logical lhs or rhs (i1 operands)">;
+
+def PPC_NotOp : PPC_ComputeOp<"not", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise logical not of an i1 tensor";
+  let arguments = (ins PPC_BoolTensor:$input);
+  let results = (outs PPC_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def PPC_SelectOp : PPC_ComputeOp<"select", [Pure]> {
+  let summary = "`condition ? lhs : rhs` elementwise, with numpy broadcasting";
+  let description = [{
+    ONNX Where. Each result element is copied from `lhs` where `condition`
+    is true and from `rhs` elsewhere; the gradient goes to `lhs` where the
+    condition holds and to `rhs` elsewhere (copied, never multiplied by the
+    mask: an infinite value on the side not taken yields no NaN), none to
+    the condition. `lhs`, `rhs` and the result share their element type.
+  }];
+  let arguments = (ins PPC_BoolTensor:$condition, PPC_Tensor:$lhs,
+                       PPC_Tensor:$rhs);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PPC_CumSumOp : PPC_ComputeOp<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "Cumulative sum along `axis`";
+  let description = [{
+    ONNX CumSum: `result[..., i, ...]` is the sum of `input[..., j, ...]`
+    over j <= i (j < i when `exclusive`; j >= i, or j > i, when `reverse`).
+    `axis` is in [0, rank). The gradient of the input is the cumulative sum
+    of the result's gradient in the other direction.
+  }];
+  let arguments = (ins PPC_Tensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs PPC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def PPC_DropoutOp : PPC_ComputeOp<"dropout", [SameOperandsAndResultType]> {
   let summary = "Zeroes elements with probability `ratio` in training";
   let description = [{
