@@ -534,6 +534,8 @@ struct KinkedDerivatives {
   static Make gelu() { return nullptr; }
   static Make dropout() { return nullptr; }
   static Make broadcast() { return nullptr; }
+  static Make select() { return nullptr; }
+  static Make cumsum() { return nullptr; }
 };
 } // namespace
 
