@@ -5,10 +5,10 @@
 #      rate, update bandwidth, messages and collectives by size);
 #   2. every plan runs once with `ppc-run --profile` (its kernels' times),
 #      the profiles of one rank count merged;
-#   3. the simulator predicts each plan's step from that machine and
-#      profile, with gradient sync after backward as ppc-run runs it
-#      (overlap=false), next to the measured mean step (ppc-run under mpirun,
-#      first step excluded, median of three runs).
+#   3. each plan runs three more times with --profile; the run with the
+#      median mean step (first step excluded) is the measurement, and the
+#      simulator predicts the step from the machine and that run's profile,
+#      with gradient sync after backward as ppc-run runs it (overlap=false).
 # A last column shows the uncalibrated preset (cpuxR) with its roofline.
 # The strategies (KINDS): make_strategy.py's kinds (dp, tensor, mixed,
 # spatial, replicated, scatter, recompute, zero1-3), `searched` (mcmc on the
@@ -127,14 +127,21 @@ for c in "${cases[@]}"; do
       --ppc-import-strategy=file="$w/s.json" --ppc-simulate="optimizer=adam $2" \
       -o /dev/null 2>&1 | sed -n 's/^ *iteration time: \([0-9.]*\) ms/\1/p'
   }
-  predicted=$(simulate "$tmp/machine-$ranks.json" \
-    "overlap=false profile=$tmp/profile-$ranks.json")
-  preset=$(simulate "$([[ $ranks == 1 ]] && echo cpu || echo "cpux$ranks")" "")
-  # The median of three runs: this host's timings vary from run to run.
-  measured=$(for run in 1 2 3; do
-      "${mpirun[@]}" -np "$ranks" "$build/bin/ppc-run" "$w/plan.pb" --steps "$steps" |
-        sed -n 's/^mean step \([0-9.]*\) ms.*/\1/p'
+  # Three runs, each profiling its kernels; the run with the median step is
+  # the measurement and its profile the simulator's: this host's speed
+  # drifts by tens of percent over minutes, so the kernels are timed in
+  # the run whose step they are to predict.
+  median=$(for run in 1 2 3; do
+      rm -f "$w/run-$run.json"
+      step=$("${mpirun[@]}" -np "$ranks" "$build/bin/ppc-run" "$w/plan.pb" \
+        --steps "$steps" --profile "$w/run-$run.json" |
+        sed -n 's/^mean step \([0-9.]*\) ms.*/\1/p')
+      echo "$step $run"
     done | sort -g | sed -n 2p)
+  measured=${median% *}
+  predicted=$(simulate "$tmp/machine-$ranks.json" \
+    "overlap=false profile=$w/run-${median#* }.json")
+  preset=$(simulate "$([[ $ranks == 1 ]] && echo cpu || echo "cpux$ranks")" "")
   printf "| %s | %s | %s | %s | %.3f | %.3f | %.2f | %.3f | %.2f |\n" "$model" \
     "$batch" "$ranks" "$kind" "$measured" "$predicted" \
     "$(echo "$predicted / $measured" | bc -l)" "$preset" \

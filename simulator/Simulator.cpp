@@ -488,6 +488,12 @@ struct Simulator::Impl {
   // cores core c of node n at firstCore + n * coresPerNode + c.
   std::vector<double> freeAt;
   int64_t coresPerNode = 0, devicesPerNode = 1, firstCore = 0;
+  /// The devices are processes of hosts (a cluster whose devices talk over
+  /// shared memory): one thread per rank runs its kernels and copies its
+  /// messages, so a message holds its receiver's compute stream while it
+  /// moves (the rank waits in its receive, then copies the data out) and a
+  /// collective holds every member's (ppc-run's ranks without --overlap).
+  bool ranksCopyMessages = false;
   /// Route id per (src * numDevices + dst), filled as transfers need them:
   /// sparse, since a dense numDevices^2 table does not fit in memory for
   /// large machines and a strategy uses few device pairs.
@@ -532,6 +538,8 @@ struct Simulator::Impl {
       }
     }
     freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
+    ranksCopyMessages = machine.cluster && machine.cluster->intra.kind ==
+                                               LinkKind::SharedMemory;
     // Devices that share fewer cores take turns on them: a pool of cores
     // per node after the other resources.
     if (machine.cluster && machine.cluster->coresPerNode > 0 &&
@@ -1205,11 +1213,15 @@ struct Simulator::Impl {
     int64_t core = sharedCore(r.src, r.dst);
     if (core >= 0)
       start = std::max(start, freeAt[core]);
+    if (ranksCopyMessages)
+      start = std::max(start, freeAt[r.dst]);
     double end = start + t.time;
     for (int32_t res : r.resources)
       freeAt[res] = end;
     if (core >= 0)
       freeAt[core] = end;
+    if (ranksCopyMessages)
+      freeAt[r.dst] = end;
     if (options.recordTimeline)
       for (int32_t res : r.resources)
         record(edge, kind, res, start, end);
@@ -1235,10 +1247,15 @@ struct Simulator::Impl {
       }
     for (int64_t core : cores)
       start = std::max(start, freeAt[core]);
+    if (ranksCopyMessages)
+      for (int32_t p : c.partitions)
+        start = std::max(start, freeAt[st.devices[p]]);
     double end = start + time;
     for (int64_t core : cores)
       freeAt[core] = end;
     for (int32_t p : c.partitions) {
+      if (ranksCopyMessages)
+        freeAt[st.devices[p]] = end;
       freeAt[numDevices + st.devices[p]] = end;
       record(op, kind, static_cast<int32_t>(numDevices + st.devices[p]), start,
              end);

@@ -156,6 +156,35 @@ TEST(Simulator, MessagesBetweenProcessesSharingCoresTakeACore) {
               1e-12);
 }
 
+TEST(Simulator, ProcessesOfAHostCopyTheirOwnMessages) {
+  // A on device 0 feeds B on device 1, which first runs C1 and C2 (they
+  // read the input only). On GPUs the 26 us transfer A->B moves while C2
+  // computes: A [0, 1], C1 [0, 1], C2 [1, 2], A->B [1, 1.026], B [2, 3];
+  // backward B [3, 5], C2 [5, 7], C1 [7, 9] (ms). Between processes of a
+  // host (shared memory) the receiving rank copies the message itself once
+  // it reaches the receive, after C2: A->B [2, 2.026], B [2.026, 3.026],
+  // and the backward ends 26 us later.
+  Graph g;
+  g.numInputs = 2;
+  g.ops = {elementwise("A", 4, 1000, input(0)),
+           elementwise("C1", 4, 1000, input(1)),
+           elementwise("C2", 4, 1000, input(1)),
+           elementwise("B", 4, 1000, fromOp(0))};
+  ASSERT_EQ(g.validate(), "");
+  FixedCostModel cost;
+  Strategy s = {on(0, 2), on(1, 2), on(1, 2), on(1, 2)};
+  ClusterSpec spec = *roundMachine(1, 2).cluster;
+  EXPECT_NEAR(Simulator(g, Machine::fromCluster(spec), cost)
+                  .simulate(s)
+                  .iterationTime,
+              9 * kMs, 1e-12);
+  spec.intra.kind = LinkKind::SharedMemory;
+  EXPECT_NEAR(Simulator(g, Machine::fromCluster(spec), cost)
+                  .simulate(s)
+                  .iterationTime,
+              9.026 * kMs, 1e-12);
+}
+
 TEST(Simulator, AnInputReadTwiceIsOneBuffer) {
   // A and B both read the input (a pipeline stage's input feeds a layer
   // norm and a residual add): activations are the input once (16000 B)

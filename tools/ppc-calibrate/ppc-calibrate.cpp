@@ -9,7 +9,9 @@
 //   - streaming bandwidth: the runtime's optimizer update over buffers far
 //     larger than caches, counted in bytes as the simulator counts them;
 //   - point-to-point messages (ping-pong, one way) between two ranks of a
-//     host and, with several hosts, of two hosts: bandwidth by size;
+//     host and, with several hosts, of two hosts, each a box of a tensor
+//     copied into a new message and out of a staging buffer as ppc-run
+//     does: bandwidth by size;
 //   - all-reduce over each host's ranks and, with several hosts, over all:
 //     bus bandwidth by size; all-gather and reduce-scatter are printed
 //     against half an all-reduce (what the simulator charges for them).
@@ -331,22 +333,39 @@ absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
   const int me = comm.rank();
   for (int64_t bytes : messageSizes(o.maxSize)) {
     int64_t n = bytes / 4;
-    // Host memory, as the cpu backend's buffers; a send keeps its message
-    // until delivered, so replies land in another buffer.
+    // A message as ppc-run moves one: a box of a tensor (rows of up to 1024
+    // of its 2048-float rows) that the sender copies into a new message
+    // buffer and the receiver out of a staging buffer into its own tensor
+    // (ProgramRunner::send and recv), so the curve prices both copies.
+    const int64_t width = std::min<int64_t>(n, 1024);
+    const std::vector<int64_t> shape = {n / width, 2 * width};
+    const std::vector<int64_t> lo = {0, 0}, hi = {n / width, width};
     std::unique_ptr<runtime::Backend> host = runtime::createCpuBackend();
-    std::shared_ptr<runtime::DeviceBuffer> message =
+    std::shared_ptr<runtime::DeviceBuffer> tensor =
+        host->allocate(runtime::DType::F32, 2 * n);
+    std::shared_ptr<runtime::DeviceBuffer> staging =
         host->allocate(runtime::DType::F32, n);
-    std::shared_ptr<runtime::DeviceBuffer> reply =
-        host->allocate(runtime::DType::F32, n);
-    if (!message || !reply)
+    if (!tensor || !staging)
       return absl::ResourceExhaustedError("out of memory for the messages");
+    const runtime::DeviceView whole{tensor.get(), 0, shape, {0, 0}, shape};
     auto where = [] { return std::string("a calibration message"); };
     auto exchange = [&](int from, int to) -> absl::Status {
-      if (me == from)
-        return fromString(comm.send(message, n, to, 7));
-      if (me == to)
-        return fromString(
-            comm.recv(reply->data(), runtime::DType::F32, n, from, 7, where));
+      if (me == from) {
+        std::shared_ptr<runtime::DeviceBuffer> message =
+            host->allocate(runtime::DType::F32, n);
+        if (!message)
+          return absl::ResourceExhaustedError("out of memory for a message");
+        host->copyBox(whole, {message.get(), 0, shape, lo, hi}, lo, hi, false);
+        return fromString(comm.send(std::move(message), n, to, 7));
+      }
+      if (me == to) {
+        absl::Status s = fromString(comm.recv(
+            staging->data(), runtime::DType::F32, n, from, 7, where));
+        if (s.ok())
+          host->copyBox({staging.get(), 0, shape, lo, hi}, whole, lo, hi,
+                        false);
+        return s;
+      }
       return absl::OkStatus();
     };
     absl::StatusOr<double> roundTrip = timeInStep(comm, o.seconds, [&] {
