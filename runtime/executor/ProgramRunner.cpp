@@ -222,7 +222,15 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   auto seconds = [](Clock::duration d) {
     return std::chrono::duration<double>(d).count();
   };
-  double setupSeconds = 0;
+  // A kernel's profile time runs from the end of the previous kernel or
+  // communication to its own end (thread CPU time with one thread, else
+  // wall time): its own work and the executor's around it (allocations,
+  // fills, loads, local copies, frees, the loop itself), which the
+  // simulator's kernel time stands for. Communication is priced apart.
+  auto clockNow = [&](Clock::time_point wall) {
+    return cpuTimeKernels_ ? threadCpuSeconds() : seconds(wall - start);
+  };
+  double lastMark = clockNow(start);
   for (index_ = 0; index_ < program.instructions_size(); ++index_) {
     const Instruction &instr = program.instructions(index_);
     // Timing kernels on a backend that queues its work (cuda) measures the
@@ -230,7 +238,6 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     if (timeKernels_)
       backend.synchronize();
     const Clock::time_point t0 = Clock::now();
-    const double cpu0 = cpuTimeKernels_ ? threadCpuSeconds() : 0;
     std::string err;
     const bool startedEarly = overlapping && startedEarly_[index_];
     double startedAt = 0;
@@ -261,19 +268,14 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     if (startedEarly && trace)
       trace_.push_back({traceName(instr) + " (started early)", 1, startedAt,
                         seconds(t1 - start) - startedAt, phase_, index_});
-    const double took =
-        cpuTimeKernels_ ? threadCpuSeconds() - cpu0 : seconds(t1 - t0);
-    if (instr.has_alloc() || instr.has_fill() || instr.has_load() ||
-        instr.has_copy())
-      setupSeconds += took;
     profile.phaseSeconds[phase_] += seconds(t1 - t0);
+    if (timeKernels_ && isCommunication(instr))
+      lastMark = clockNow(t1);
     if (timeKernels_ && (instr.has_kernel() || instr.has_kernel_backward())) {
       KernelTiming &timing = timings_[kernelKey_];
-      // A kernel costs what it takes plus the buffer work that prepares it
-      // (allocations, fills, loads, local copies): what the simulator's
-      // kernel time stands for.
-      timing.seconds += took + setupSeconds;
-      setupSeconds = 0;
+      const double now = clockNow(t1);
+      timing.seconds += now - lastMark;
+      lastMark = now;
       // Stages of one op add up to one kernel of the profile.
       int32_t stage = instr.has_kernel() ? instr.kernel().stage()
                                          : instr.kernel_backward().stage();
