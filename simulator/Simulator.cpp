@@ -1025,6 +1025,8 @@ struct Simulator::Impl {
           e.fwdBoxes.push_back(std::move(box));
       }
     }
+    priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal,
+                   [](const LocalDep &d) { return d.dst; });
     e.fwdByDestination.clear();
     if (!weightEdge) {
       for (size_t t = 0; t < e.fwd.size(); ++t)
@@ -1063,6 +1065,9 @@ struct Simulator::Impl {
         e.bwd.push_back(makeTransfer(q, p, cons.devices[q], prod.devices[p],
                                      volume(route.box) * elemBytes));
     }
+
+    priceExchanges(e.bwd, cons.devices, prod.devices, e.bwdLocal,
+                   [](const LocalDep &d) { return d.dst; });
 
     // Consumer instances by device, in order.
     std::map<int64_t, std::vector<int32_t>> consumersOn;
@@ -1113,6 +1118,44 @@ struct Simulator::Impl {
     }
     e.commTimeByDevice.assign(comm.begin(), comm.end());
     e.receivedByDevice.assign(received.begin(), received.end());
+  }
+
+  /// Transfers that bring one partition its pieces from k - 1 others of its
+  /// node (k >= 2 pieces, a local one included) are an exchange that NCCL
+  /// runs as one collective: an all-gather in forward (sequence
+  /// parallelism's gather before a column-parallel linear), a
+  /// reduce-scatter of gradients in backward. On a link priced by NCCL's
+  /// measured collective curve (and no point-to-point curve: GPUs) each
+  /// piece moves at the bus bandwidth of the whole, k pieces, which is the
+  /// half all-reduce the simulator charges for an all-gather; the link's
+  /// datasheet rate would price it faster than NCCL moves it. A
+  /// destination fed by one remote piece alone (a pipeline send) keeps the
+  /// link's rate. `dstOf(local)` is a local dependency's destination.
+  template <typename DstOf>
+  void priceExchanges(std::vector<Transfer> &transfers,
+                      const std::vector<int64_t> &srcDevices,
+                      const std::vector<int64_t> &dstDevices,
+                      const std::vector<LocalDep> &locals, DstOf dstOf) {
+    if (transfers.size() < 1)
+      return;
+    absl::flat_hash_map<int32_t, int64_t> pieces;
+    for (const Transfer &t : transfers)
+      ++pieces[t.dst];
+    for (const LocalDep &d : locals)
+      if (auto it = pieces.find(dstOf(d)); it != pieces.end())
+        ++it->second;
+    for (Transfer &t : transfers) {
+      int64_t k = pieces[t.dst];
+      int64_t a = srcDevices[t.src], b = dstDevices[t.dst];
+      const LinkSpec *link = machine.clusterLink(a, b);
+      if (k < 2 || !link || !link->bySize.empty() ||
+          link->collectiveBySize.empty() ||
+          machine.getNode(a) != machine.getNode(b))
+        continue;
+      double whole = static_cast<double>(t.bytes) * k;
+      t.time = link->latency + static_cast<double>(t.bytes) /
+                                   link->collectiveBySize.bandwidthAt(whole);
+    }
   }
 
   Transfer makeTransfer(int32_t src, int32_t dst, int64_t srcDevice,

@@ -185,6 +185,41 @@ TEST(Simulator, ProcessesOfAHostCopyTheirOwnMessages) {
               9.026 * kMs, 1e-12);
 }
 
+TEST(Simulator, GathersBetweenGpusMoveAtTheCollectiveRate) {
+  // A is split by samples over devices 0 and 1, B runs whole on both: each
+  // B gathers A's two halves (a local one and an 8000 B remote one), an
+  // all-gather as NCCL runs it. fwd A [0, 0.5] (half of it), the exchange
+  // [0.5, 0.5 + t], B [0.5 + t, 1.5 + t]; bwd B [1.5 + t, 3.5 + t], A (its
+  // half of the gradient from its own replica of B) [3.5 + t, 4.5 + t]. At
+  // the link's rate t = 10 us + 8000 B / 1 GB/s = 18 us; on a link with a
+  // measured collective curve (0.2 GB/s bus bandwidth) the pieces move at
+  // that rate: t = 10 + 40 us.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  ASSERT_EQ(g.validate(), "");
+  FixedCostModel cost;
+  OpConfig whole = on(0, 2);
+  whole.replicas = 2;
+  Strategy gather = {{{2, 1}, 0, {}}, whole};
+  ClusterSpec spec = *roundMachine(1, 2).cluster;
+  EXPECT_NEAR(Simulator(g, Machine::fromCluster(spec), cost)
+                  .simulate(gather)
+                  .iterationTime,
+              4.518 * kMs, 1e-12);
+  spec.intra.collectiveBySize.points = {{1e3, 2e8}, {1e7, 2e8}};
+  Machine measured = Machine::fromCluster(spec);
+  EXPECT_NEAR(Simulator(g, measured, cost).simulate(gather).iterationTime,
+              4.55 * kMs, 1e-12);
+  // One remote piece alone (a pipeline's send) keeps the link's rate:
+  // 10 us + 16000 B / 1 GB/s each way.
+  EXPECT_NEAR(Simulator(g, measured, cost)
+                  .simulate({on(0, 2), on(1, 2)})
+                  .iterationTime,
+              6.052 * kMs, 1e-12);
+}
+
 TEST(Simulator, AnInputReadTwiceIsOneBuffer) {
   // A and B both read the input (a pipeline stage's input feeds a layer
   // norm and a residual add): activations are the input once (16000 B)

@@ -113,9 +113,12 @@ options:
                          the first) as a simulator profile for --ppc-simulate,
                          added to FILE's entries when it is a profile of the
                          same device (runs of several plans accumulate);
-                         with one thread, each kernel's CPU time (a rank
-                         sharing a core with others is not charged their
-                         turns: ppc-calibrate's cores_per_node models that)
+                         a kernel's time runs from the end of the previous
+                         kernel or communication: its own work and the
+                         buffer work around it; with one thread, CPU time
+                         (a rank sharing a core with others is not charged
+                         their turns: ppc-calibrate's cores_per_node models
+                         that)
   --profile-device NAME  device name in that profile, as the machine
                          description names it (cpu: cpu-epyc-2core;
                          cuda: required, e.g. H100-SXM5-80GB)
