@@ -1136,7 +1136,7 @@ struct Simulator::Impl {
                       const std::vector<int64_t> &srcDevices,
                       const std::vector<int64_t> &dstDevices,
                       const std::vector<LocalDep> &locals, DstOf dstOf) {
-    if (transfers.size() < 1)
+    if (transfers.empty() || !options.exchangesAtCollectiveRate)
       return;
     absl::flat_hash_map<int32_t, int64_t> pieces;
     for (const Transfer &t : transfers)
