@@ -538,8 +538,8 @@ struct Simulator::Impl {
       }
     }
     freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
-    ranksCopyMessages = machine.cluster && machine.cluster->intra.kind ==
-                                               LinkKind::SharedMemory;
+    ranksCopyMessages = machine.cluster &&
+                        machine.cluster->intra.kind == LinkKind::SharedMemory;
     // Devices that share fewer cores take turns on them: a pool of cores
     // per node after the other resources.
     if (machine.cluster && machine.cluster->coresPerNode > 0 &&

@@ -174,15 +174,13 @@ TEST(Simulator, ProcessesOfAHostCopyTheirOwnMessages) {
   FixedCostModel cost;
   Strategy s = {on(0, 2), on(1, 2), on(1, 2), on(1, 2)};
   ClusterSpec spec = *roundMachine(1, 2).cluster;
-  EXPECT_NEAR(Simulator(g, Machine::fromCluster(spec), cost)
-                  .simulate(s)
-                  .iterationTime,
-              9 * kMs, 1e-12);
+  EXPECT_NEAR(
+      Simulator(g, Machine::fromCluster(spec), cost).simulate(s).iterationTime,
+      9 * kMs, 1e-12);
   spec.intra.kind = LinkKind::SharedMemory;
-  EXPECT_NEAR(Simulator(g, Machine::fromCluster(spec), cost)
-                  .simulate(s)
-                  .iterationTime,
-              9.026 * kMs, 1e-12);
+  EXPECT_NEAR(
+      Simulator(g, Machine::fromCluster(spec), cost).simulate(s).iterationTime,
+      9.026 * kMs, 1e-12);
 }
 
 TEST(Simulator, GathersBetweenGpusMoveAtTheCollectiveRate) {

@@ -359,8 +359,8 @@ absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
         return fromString(comm.send(std::move(message), n, to, 7));
       }
       if (me == to) {
-        absl::Status s = fromString(comm.recv(
-            staging->data(), runtime::DType::F32, n, from, 7, where));
+        absl::Status s = fromString(
+            comm.recv(staging->data(), runtime::DType::F32, n, from, 7, where));
         if (s.ok())
           host->copyBox({staging.get(), 0, shape, lo, hi}, whole, lo, hi,
                         false);
