@@ -360,54 +360,63 @@ std::optional<Route> Machine::route(int64_t src, int64_t dst,
   // its minimum), so run one latency-shortest-path search per bottleneck
   // candidate: with links below bandwidth b removed, the best path costs at
   // most latency + bytes / b. The minimum over all b is exact.
+  // Devices are endpoints, not routers (a GPU does not forward another
+  // pair's peer copies): a path passes through switches only, unless the
+  // graph has no such path (a ring of devices wired to each other).
   std::optional<Route> best;
   double bestTime = std::numeric_limits<double>::infinity();
   using Entry = std::pair<std::pair<double, int64_t>, int64_t>;
-  for (double threshold : bandwidths) {
-    // (latency, hops) per vertex; fewer hops breaks ties between equal
-    // latencies so that routes stay short and deterministic.
-    std::vector<std::pair<double, int64_t>> dist(
-        numV, {std::numeric_limits<double>::infinity(), 0});
-    std::vector<int64_t> via(numV, -1);
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-    dist[src] = {0, 0};
-    queue.push({dist[src], src});
-    while (!queue.empty()) {
-      auto [d, v] = queue.top();
-      queue.pop();
-      if (d != dist[v])
-        continue;
-      if (v == dst)
-        break;
-      for (int64_t l : adjacent[v]) {
-        const Link &link = links[l];
-        if (link.spec.bandwidth < threshold)
+  for (bool throughDevices : {false, true}) {
+    if (best)
+      break;
+    for (double threshold : bandwidths) {
+      // (latency, hops) per vertex; fewer hops breaks ties between equal
+      // latencies so that routes stay short and deterministic.
+      std::vector<std::pair<double, int64_t>> dist(
+          numV, {std::numeric_limits<double>::infinity(), 0});
+      std::vector<int64_t> via(numV, -1);
+      std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+      dist[src] = {0, 0};
+      queue.push({dist[src], src});
+      while (!queue.empty()) {
+        auto [d, v] = queue.top();
+        queue.pop();
+        if (d != dist[v])
           continue;
-        int64_t w = link.src == v ? link.dst : link.src;
-        std::pair<double, int64_t> nd = {d.first + link.spec.latency,
-                                         d.second + 1};
-        if (nd < dist[w]) {
-          dist[w] = nd;
-          via[w] = l;
-          queue.push({nd, w});
+        if (v == dst)
+          break;
+        if (!throughDevices && v != src && v < numDevices())
+          continue;
+        for (int64_t l : adjacent[v]) {
+          const Link &link = links[l];
+          if (link.spec.bandwidth < threshold)
+            continue;
+          int64_t w = link.src == v ? link.dst : link.src;
+          std::pair<double, int64_t> nd = {d.first + link.spec.latency,
+                                           d.second + 1};
+          if (nd < dist[w]) {
+            dist[w] = nd;
+            via[w] = l;
+            queue.push({nd, w});
+          }
         }
       }
-    }
-    if (via[dst] < 0)
-      continue;
-    Route r;
-    for (int64_t v = dst; v != src;) {
-      const Link &link = links[via[v]];
-      r.links.push_back(via[v]);
-      v = link.src == v ? link.dst : link.src;
-    }
-    // Legs in the order found, dst to src, as ties of bandwidth always were.
-    r.effective = pathLink(*this, r.links);
-    std::reverse(r.links.begin(), r.links.end());
-    double time = r.effective.transferTime(bytes);
-    if (time < bestTime) {
-      bestTime = time;
-      best = std::move(r);
+      if (via[dst] < 0)
+        continue;
+      Route r;
+      for (int64_t v = dst; v != src;) {
+        const Link &link = links[via[v]];
+        r.links.push_back(via[v]);
+        v = link.src == v ? link.dst : link.src;
+      }
+      // Legs in the order found, dst to src, as ties of bandwidth always were.
+      r.effective = pathLink(*this, r.links);
+      std::reverse(r.links.begin(), r.links.end());
+      double time = r.effective.transferTime(bytes);
+      if (time < bestTime) {
+        bestTime = time;
+        best = std::move(r);
+      }
     }
   }
   return best;
@@ -416,7 +425,6 @@ std::optional<Route> Machine::route(int64_t src, int64_t dst,
 //===----------------------------------------------------------------------===//
 // Validation
 //===----------------------------------------------------------------------===//
-
 
 /// Why `spec` is impossible, or "".
 static std::string validateDeviceSpec(const DeviceSpec &spec) {

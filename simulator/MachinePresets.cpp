@@ -135,8 +135,9 @@ DeviceSpec h100() {
 // NVLink 1.0: 20 GB/s per direction per link (P100 has four links).
 const LinkSpec kNVLink1 = {LinkKind::NVLink, 20 * kGiga, 1e-6};
 // NVLink 2: six links of 25 GB/s per direction per V100 (its datasheet's
-// 300 GB/s is both directions), here as if every pair had all of them.
-const LinkSpec kNVLink2 = {LinkKind::NVLink, 150 * kGiga, 1e-6};
+// 300 GB/s is both directions); a pair of V100s has one or two of them.
+const LinkSpec kNVLink2 = {LinkKind::NVLink, 25 * kGiga, 1e-6};
+const LinkSpec kNVLink2Double = {LinkKind::NVLink, 50 * kGiga, 1e-6};
 // NVLink 3 through NVSwitch: 600 GB/s total per A100 = 300 GB/s each way.
 const LinkSpec kNVLink3 = {LinkKind::NVLink, 300 * kGiga, 1e-6};
 // NVLink 4 through NVSwitch: 900 GB/s total per H100 = 450 GB/s each way.
@@ -252,11 +253,49 @@ Machine p100x16() {
 /// 56 Gb/s FDR InfiniBand adapter per node.
 Machine k80x64() { return cluster("k80x64", 16, 4, 1, k80(), kPCIe3, kFDR); }
 
-/// AWS p3.16xlarge (Alpa's cluster): 8 V100-SXM2-16GB on NVLink (a hybrid
-/// cube mesh, modeled as all-to-all), one 25 Gb/s Ethernet per instance.
-/// No published nccl-tests table: collectives follow the link rates.
+/// AWS p3.16xlarge (Alpa's cluster), DGX-1's board: 8 V100-SXM2-16GB in
+/// NVLink 2's hybrid cube mesh, each GPU's six 25 GB/s links (per
+/// direction) going to four others, two of them doubled; the other three
+/// are reached through a GPU in between (NCCL's rings forward so; CUDA's
+/// peer copies would cross PCIe and the host). The pairs are DGX-1's
+/// `nvidia-smi topo -m` (NV1: one link, NV2: two), as printed in
+/// Microway's "nvidia-smi: Control Your GPUs". Every GPU reaches its
+/// instance's host over PCIe 3.0 x16, the host the network over one 25
+/// Gb/s Ethernet. No published nccl-tests table: collectives follow the
+/// link rates.
 Machine p3x16large(int64_t nodes, std::string name) {
-  return cluster(std::move(name), nodes, 8, 1, v100(), kNVLink2, kEthernet25);
+  constexpr int kSingle[8][2] = {{0, 1}, {0, 2}, {1, 3}, {2, 6},
+                                 {3, 7}, {4, 5}, {4, 6}, {5, 7}};
+  constexpr int kDouble[8][2] = {{0, 3}, {0, 4}, {1, 2}, {1, 5},
+                                 {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+  Machine m;
+  m.name = std::move(name);
+  m.specs = {v100()};
+  const int64_t numDevices = nodes * 8;
+  for (int64_t n = 0; n < nodes; ++n)
+    for (int64_t d = 0; d < 8; ++d)
+      m.devices.push_back(
+          {"n" + std::to_string(n) + ".d" + std::to_string(d), n, 0});
+  // Ethernet's latency split over the two legs host -> fabric -> host.
+  LinkSpec ethernetLeg = kEthernet25;
+  ethernetLeg.latency /= 2;
+  const int64_t fabric = nodes > 1 ? numDevices + nodes : -1;
+  for (int64_t n = 0; n < nodes; ++n) {
+    m.switches.push_back({"n" + std::to_string(n) + ".host", "host", n});
+    const int64_t host = numDevices + n;
+    const int64_t first = n * 8;
+    for (auto [a, b] : kSingle)
+      m.links.push_back({first + a, first + b, kNVLink2});
+    for (auto [a, b] : kDouble)
+      m.links.push_back({first + a, first + b, kNVLink2Double});
+    for (int64_t d = 0; d < 8; ++d)
+      m.links.push_back({first + d, host, kPCIe3});
+    if (fabric >= 0)
+      m.links.push_back({host, fabric, ethernetLeg});
+  }
+  if (fabric >= 0)
+    m.switches.push_back({"fabric", "ethernet-switch", -1});
+  return m;
 }
 
 /// DGX A100: 8 GPUs on NVSwitch, 8 single-port HDR ConnectX-6 for the
@@ -358,8 +397,8 @@ std::vector<PresetInfo> listPresets() {
                   "100 Gb/s InfiniBand"},
       {"k80x64", "FlexFlow's K80 cluster: 16 nodes x 4 K80, PCIe, "
                  "56 Gb/s InfiniBand"},
-      {"p3.16xlarge", "one AWS p3.16xlarge (Alpa's): 8 V100-16GB on NVLink "
-                      "(150 GB/s)"},
+      {"p3.16xlarge", "one AWS p3.16xlarge (Alpa's): 8 V100-16GB in "
+                      "NVLink 2's hybrid cube mesh (25-50 GB/s a pair)"},
       {"p3.16xlargexN",
        "N p3.16xlarge instances (N <= " + std::to_string(kMaxDevices / 8) +
            "), 25 Gb/s Ethernet each"},

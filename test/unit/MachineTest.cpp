@@ -122,14 +122,21 @@ TEST(MachinePresets, AlpaCluster) {
   EXPECT_EQ(one->getSpec(0).getPeakFlops(DType::F32), 15.7e12);
   EXPECT_EQ(one->getSpec(0).memoryBytes, int64_t(16) << 30);
   EXPECT_DOUBLE_EQ(one->getSpec(0).matmulEfficiency, 83 / 125.0);
-  EXPECT_DOUBLE_EQ(one->effectiveLink(0, 7).bandwidth, 150e9);
+  // DGX-1's hybrid cube mesh: GPU 0 has one NVLink to GPUs 1 and 2, two to
+  // 3 and 4, and reaches 5 to 7 over PCIe through the host (GPUs do not
+  // forward: not 0 -> 3 -> 2 -> 1 at 50 GB/s either).
+  EXPECT_DOUBLE_EQ(one->effectiveLink(0, 1).bandwidth, 25e9);
+  EXPECT_DOUBLE_EQ(one->effectiveLink(2, 3).bandwidth, 50e9);
+  EXPECT_DOUBLE_EQ(one->effectiveLink(0, 4).bandwidth, 50e9);
+  EXPECT_EQ(one->effectiveLink(0, 7).kind, LinkKind::PCIe);
+  EXPECT_DOUBLE_EQ(one->effectiveLink(0, 7).bandwidth, 15.75e9);
+  EXPECT_DOUBLE_EQ(one->effectiveLink(0, 7).latency, 4e-6);
 
   std::optional<Machine> four = lookupPreset("p3.16xlargex4");
   ASSERT_TRUE(four);
   EXPECT_EQ(four->validate(), "");
   EXPECT_EQ(four->numDevices(), 32);
   EXPECT_EQ(four->numNodes(), 4);
-  EXPECT_EQ(four->cluster->nicsPerNode, 1);
   EXPECT_EQ(four->effectiveLink(0, 8).kind, LinkKind::Ethernet);
   EXPECT_DOUBLE_EQ(four->effectiveLink(0, 8).bandwidth, 3.125e9); // 25 Gb/s
   EXPECT_FALSE(lookupPreset("p3.16xlargex0"));
@@ -301,6 +308,35 @@ TEST(MachineRoute, PicksTheFasterPathForTheMessageSize) {
   EXPECT_TRUE(self->links.empty());
   EXPECT_DOUBLE_EQ(self->effective.bandwidth, 1e12);
   EXPECT_EQ(self->effective.latency, 0);
+}
+
+TEST(MachineRoute, DevicesDoNotForwardUnlessNothingElseConnects) {
+  // Devices 0 - 1 - 2 on fast direct links, 0 and 2 also on a slow switch:
+  // a GPU does not forward another pair's copies, so 0 -> 2 crosses the
+  // switch, not device 1.
+  Machine m;
+  m.name = "line";
+  m.specs = {lookupPreset("p3.16xlarge")->specs[0]};
+  for (int d = 0; d < 3; ++d)
+    m.devices.push_back({"d" + std::to_string(d), 0, 0});
+  m.switches.push_back({"host", "host", 0});
+  const LinkSpec fast = {LinkKind::NVLink, 100e9, 1e-6};
+  const LinkSpec slow = {LinkKind::PCIe, 10e9, 1e-6};
+  m.links = {{0, 1, fast}, {1, 2, fast}, {0, 3, slow}, {3, 2, slow}};
+  ASSERT_EQ(m.validate(), "");
+  std::optional<Route> r = m.route(0, 2);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->effective.kind, LinkKind::PCIe);
+  EXPECT_DOUBLE_EQ(r->effective.bandwidth, 10e9);
+  EXPECT_EQ(m.links[r->links[0]].dst, m.findVertex("host"));
+  // Devices wired only to each other (a ring, a line): through device 1.
+  m.switches.clear();
+  m.links.resize(2);
+  ASSERT_EQ(m.validate(), "");
+  r = m.route(0, 2);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->links.size(), 2u);
+  EXPECT_DOUBLE_EQ(r->effective.bandwidth, 100e9);
 }
 
 TEST(MachineJson, UnitsAndDefaults) {
