@@ -195,37 +195,26 @@ std::vector<int64_t> messageSizes(double maxSize) {
 /// Seconds per call of `run`, which every rank calls in step (a rank with
 /// no part in it passes a no-op): two calls to warm up, then rank 0 picks a
 /// repetition count from the second one that fills `budget` seconds; the
-/// slowest rank's time per call. Each call starts after a barrier and is
-/// timed alone: back to back, a collective's next call overlaps the end of
-/// the one before, which a plan's collectives, each after its own kernel,
-/// never do.
+/// slowest rank's time per call.
 absl::StatusOr<double> timeInStep(Communicator &comm, double budget,
                                   const std::function<absl::Status()> &run) {
-  auto where = [] { return std::string("a calibration barrier"); };
-  double total = 0;
-  auto timedCall = [&]() -> absl::Status {
-    comm.barrier(where);
-    Clock::time_point start = Clock::now();
-    absl::Status s = run();
-    total += secondsSince(start);
+  if (absl::Status s = run(); !s.ok())
     return s;
-  };
-  if (absl::Status s = timedCall(); !s.ok())
+  Clock::time_point start = Clock::now();
+  if (absl::Status s = run(); !s.ok())
     return s;
-  total = 0;
-  if (absl::Status s = timedCall(); !s.ok())
-    return s;
-  double once = std::max(total, 1e-7);
+  double once = std::max(secondsSince(start), 1e-7);
   int64_t reps =
       static_cast<int64_t>(std::clamp(std::ceil(budget / once), 2.0, 100000.0));
   reps = comm.broadcastFromRoot(reps, [] { return "the repetition count"; });
-  total = 0;
+  start = Clock::now();
   for (int64_t i = 0; i < reps; ++i)
-    if (absl::Status s = timedCall(); !s.ok())
+    if (absl::Status s = run(); !s.ok())
       return s;
-  double mine = total / static_cast<double>(reps);
+  double mine = secondsSince(start) / static_cast<double>(reps);
   return comm.maxOverRanks({mine}, [] { return "the measured times"; })[0];
 }
+
 /// Seconds per call of `run`, which each rank times by itself while all
 /// run at once (sharing the host's memory as ppc-run's ranks do). With one
 /// thread the time is CPU time, as `ppc-run --profile` measures kernels:
