@@ -1025,8 +1025,7 @@ struct Simulator::Impl {
           e.fwdBoxes.push_back(std::move(box));
       }
     }
-    priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal,
-                   [](const LocalDep &d) { return d.dst; });
+    priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal);
     e.fwdByDestination.clear();
     if (!weightEdge) {
       for (size_t t = 0; t < e.fwd.size(); ++t)
@@ -1066,8 +1065,7 @@ struct Simulator::Impl {
                                      volume(route.box) * elemBytes));
     }
 
-    priceExchanges(e.bwd, cons.devices, prod.devices, e.bwdLocal,
-                   [](const LocalDep &d) { return d.dst; });
+    priceExchanges(e.bwd, cons.devices, prod.devices, e.bwdLocal);
 
     // Consumer instances by device, in order.
     std::map<int64_t, std::vector<int32_t>> consumersOn;
@@ -1130,19 +1128,18 @@ struct Simulator::Impl {
   /// half all-reduce the simulator charges for an all-gather; the link's
   /// datasheet rate would price it faster than NCCL moves it. A
   /// destination fed by one remote piece alone (a pipeline send) keeps the
-  /// link's rate. `dstOf(local)` is a local dependency's destination.
-  template <typename DstOf>
+  /// link's rate. `locals` are the pieces the destinations hold already.
   void priceExchanges(std::vector<Transfer> &transfers,
                       const std::vector<int64_t> &srcDevices,
                       const std::vector<int64_t> &dstDevices,
-                      const std::vector<LocalDep> &locals, DstOf dstOf) {
+                      const std::vector<LocalDep> &locals) {
     if (transfers.empty() || !options.exchangesAtCollectiveRate)
       return;
     absl::flat_hash_map<int32_t, int64_t> pieces;
     for (const Transfer &t : transfers)
       ++pieces[t.dst];
     for (const LocalDep &d : locals)
-      if (auto it = pieces.find(dstOf(d)); it != pieces.end())
+      if (auto it = pieces.find(d.dst); it != pieces.end())
         ++it->second;
     for (Transfer &t : transfers) {
       int64_t k = pieces[t.dst];
