@@ -4,7 +4,8 @@
 #   1. `mpirun -np R ppc-calibrate` per rank count R writes a machine (GEMM
 #      rate, update bandwidth, messages and collectives by size);
 #   2. every plan runs once with `ppc-run --profile` (its kernels' times),
-#      the profiles of one rank count merged;
+#      in order: a `searched` plan's search reads the merged profiles of
+#      its rank count's plans before it;
 #   3. each plan runs three more times with --profile; the run with the
 #      median mean step (first step excluded) is the measurement, and the
 #      simulator predicts the step from the machine and that run's profile,
@@ -109,10 +110,6 @@ for c in "${cases[@]}"; do
   fi
   "${mpirun[@]}" -np "$ranks" "$build/bin/ppc-run" "$w/plan.pb" --steps 10 \
     --quiet --profile "$w/profile.json"
-done
-for ranks in $ranks_list; do
-  python3 "$root/bench/merge_profiles.py" "$tmp/profile-$ranks.json" \
-    "$tmp"/*-"$ranks"-*/profile.json
 done
 
 printf "| model | batch | ranks | strategy | measured ms | predicted ms | predicted / measured | preset roofline ms | ratio |\n"
