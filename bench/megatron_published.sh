@@ -94,6 +94,9 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   dp=$((gpus / (tp * pp)))
   microbatches=$((batch / (dp * mbs)))
   model="$tmp/gpt.mlir"
+  # Every GPT projects q, k and v with one linear layer, as Megatron-LM's
+  # query_key_value and Alpa's combined projection do: one gather and one
+  # gradient reduction per layer under tensor parallelism, not three.
   # Every run ends in Megatron-LM's vocabulary-parallel cross-entropy of
   # the logits cast to fp32 (its default without --fp16-lm-cross-entropy).
   # The H100 runs' Megatron-Core (r0.8, Transformer Engine) runs attention
@@ -119,7 +122,7 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   if [ "$suite" = alpa ]; then
     dropout=0 machine="p3.16xlargex$(((gpus + 7) / 8))"
   fi
-  python3 "$root/bench/models.py" gpt $fused --layers "$layers" --hidden "$hidden" \
+  python3 "$root/bench/models.py" gpt $fused --fused-qkv --layers "$layers" --hidden "$hidden" \
     --heads "$heads" --ff $((4 * hidden)) --seq "$seq" --vocab "$vocab" \
     --dropout "$dropout" --batch "$batch" --dtype "$dtype" --loss ce-f32 >"$model"
   options="tp=$tp pp=$pp dp=$dp microbatches=$microbatches"

@@ -184,9 +184,11 @@ class Cnn:
 
 
 def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
-         fused=False, causal=False):
+         fused=False, causal=False, fused_qkv=False):
     """fused: the attention core as one ppc.attention (FlashAttention-style;
-    causal for a decoder) instead of matmul, softmax, dropout, matmul."""
+    causal for a decoder) instead of matmul, softmax, dropout, matmul.
+    fused_qkv: one linear layer projects q, k and v (Megatron-LM's
+    query_key_value: each head's q, k and v side by side), split per head."""
     e = Emitter()
 
     def drop(name, v, shape):
@@ -228,10 +230,25 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
     for l in range(layers):
         p = "layers.%d." % l
         h = layer_norm(p + "ln1", x)
-        q = heads_first(p + "q", linear(p + "attn.q", h, hidden, hidden, act))
-        k = heads_first(p + "k", linear(p + "attn.k", h, hidden, hidden, act))
-        v = heads_first(p + "v", linear(p + "attn.v", h, hidden, hidden, act))
         bh = [batch, heads, seq, hd]
+        if fused_qkv:
+            qkv = linear(p + "attn.qkv", h, hidden, 3 * hidden, act)
+            grouped = [batch, seq, heads, 3 * hd]
+            qkv = e.op(p + "qkv.split_heads", "ppc.reshape %s : %s -> %s"
+                       % (qkv, ty([batch, seq, 3 * hidden]), ty(grouped)))
+            part = [batch, seq, heads, hd]
+            q, k, v = [
+                e.op(p + n + ".t", "ppc.transpose %s {permutation = "
+                     "array<i64: 0, 2, 1, 3>} : %s -> %s"
+                     % (r, ty(part), ty(bh)))
+                for n, r in zip("qkv", e.multi(
+                    p + "qkv.split", 3, "ppc.split %s {axis = 3 : i64} : %s -> "
+                    "%s, %s, %s" % (qkv, ty(grouped), ty(part), ty(part),
+                                      ty(part))))]
+        else:
+            q = heads_first(p + "q", linear(p + "attn.q", h, hidden, hidden, act))
+            k = heads_first(p + "k", linear(p + "attn.k", h, hidden, hidden, act))
+            v = heads_first(p + "v", linear(p + "attn.v", h, hidden, hidden, act))
         if fused:
             attrs = ["scale = %r : f64" % (hd ** -0.5)]
             if causal:
@@ -613,6 +630,9 @@ def main():
                     help="gpt/bert/transformer: the attention core as one "
                     "fused ppc.attention (FlashAttention-style; causal for "
                     "gpt) instead of matmul, softmax, dropout, matmul")
+    ap.add_argument("--fused-qkv", action="store_true",
+                    help="gpt/bert/transformer: q, k and v from one linear "
+                    "layer (Megatron-LM's query_key_value), split per head")
     ap.add_argument("--loss", choices=["none", "ce", "ce-f32"], default="none",
                     help="gpt/bert/transformer: end in the mean softmax "
                     "cross-entropy over the tokens (ce-f32: of the logits "
@@ -638,7 +658,7 @@ def main():
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
             pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200), a.dropout,
-            fused=a.fused_attention, causal=True)
+            fused=a.fused_attention, causal=True, fused_qkv=a.fused_qkv)
     elif a.model in ("bert", "transformer"):
         # BERT-Large by default; Transformer-base sizes for `transformer`.
         d = (dict(layers=24, seq=512, hidden=1024, heads=16, ff=4096, vocab=30522)
@@ -647,7 +667,8 @@ def main():
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]), pick(a.ff, d["ff"]),
-            pick(a.vocab, d["vocab"]), a.dropout, fused=a.fused_attention)
+            pick(a.vocab, d["vocab"]), a.dropout, fused=a.fused_attention,
+            fused_qkv=a.fused_qkv)
     elif a.model.startswith("resnet"):
         header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch,
                                         image=pick(a.image, 224))

@@ -1025,6 +1025,7 @@ struct Simulator::Impl {
           e.fwdBoxes.push_back(std::move(box));
       }
     }
+    orderAsRounds(e.fwd, prod.devices, cons.devices, &e.fwdBoxes);
     priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal);
     e.fwdByDestination.clear();
     if (!weightEdge) {
@@ -1065,6 +1066,7 @@ struct Simulator::Impl {
                                      volume(route.box) * elemBytes));
     }
 
+    orderAsRounds(e.bwd, cons.devices, prod.devices, nullptr);
     priceExchanges(e.bwd, cons.devices, prod.devices, e.bwdLocal);
 
     // Consumer instances by device, in order.
@@ -1118,6 +1120,56 @@ struct Simulator::Impl {
     e.receivedByDevice.assign(received.begin(), received.end());
   }
 
+  /// Issues the transfers of an edge in rounds (SimOptions::
+  /// exchangesAsCollectives), as NCCL's rings and MPI's pairwise
+  /// all-to-all move an exchange: with the devices involved
+  /// numbered 0..n-1, round r moves every piece from device i to device
+  /// i + r (mod n), so that each round sends from and receives into every
+  /// device at most once and the devices finish together. In destination
+  /// order, the transfers of later destinations would queue behind the
+  /// earlier ones' on the senders' links, and each destination would be
+  /// ready one piece after the one before. `boxes` (where given) moves
+  /// with its transfers. Only earlier edges' transfers are referred to by
+  /// index (sharedCopy), so this edge's may still be reordered.
+  void orderAsRounds(std::vector<Transfer> &transfers,
+                     const std::vector<int64_t> &srcDevices,
+                     const std::vector<int64_t> &dstDevices,
+                     std::vector<Slice> *boxes) const {
+    if (transfers.size() < 2 || !options.exchangesAsCollectives)
+      return;
+    std::vector<int64_t> devices;
+    for (const Transfer &t : transfers) {
+      devices.push_back(srcDevices[t.src]);
+      devices.push_back(dstDevices[t.dst]);
+    }
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    auto position = [&](int64_t device) {
+      return std::lower_bound(devices.begin(), devices.end(), device) -
+             devices.begin();
+    };
+    int64_t n = static_cast<int64_t>(devices.size());
+    std::vector<std::pair<int64_t, size_t>> order(transfers.size());
+    for (size_t k = 0; k < transfers.size(); ++k) {
+      int64_t from = position(srcDevices[transfers[k].src]);
+      int64_t to = position(dstDevices[transfers[k].dst]);
+      order[k] = {((to - from) % n + n) % n, k};
+    }
+    std::stable_sort(order.begin(), order.end());
+    std::vector<Transfer> sorted;
+    sorted.reserve(transfers.size());
+    for (const auto &[round, k] : order)
+      sorted.push_back(transfers[k]);
+    transfers = std::move(sorted);
+    if (boxes && boxes->size() == order.size()) {
+      std::vector<Slice> sortedBoxes;
+      sortedBoxes.reserve(order.size());
+      for (const auto &[round, k] : order)
+        sortedBoxes.push_back(std::move((*boxes)[k]));
+      *boxes = std::move(sortedBoxes);
+    }
+  }
+
   /// Transfers that bring one partition its pieces from k - 1 others of its
   /// node (k >= 2 pieces, a local one included) are an exchange that NCCL
   /// runs as one collective: an all-gather in forward (sequence
@@ -1133,7 +1185,7 @@ struct Simulator::Impl {
                       const std::vector<int64_t> &srcDevices,
                       const std::vector<int64_t> &dstDevices,
                       const std::vector<LocalDep> &locals) {
-    if (transfers.empty() || !options.exchangesAtCollectiveRate)
+    if (transfers.empty() || !options.exchangesAsCollectives)
       return;
     absl::flat_hash_map<int32_t, int64_t> pieces;
     for (const Transfer &t : transfers)

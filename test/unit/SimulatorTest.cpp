@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
+#include "ppc/Simulator/Pipeline.h"
 
 #include "SimTestGraphs.h"
 
@@ -115,8 +115,8 @@ TEST(Simulator, DevicesSharingCoresTakeTurns) {
   FixedCostModel cost;
   ClusterSpec spec = *roundMachine(1, 4).cluster;
   Machine own = Machine::fromCluster(spec);
-  EXPECT_NEAR(Simulator(g, own, cost).simulate(configs).iterationTime,
-              6 * kMs, 1e-12);
+  EXPECT_NEAR(Simulator(g, own, cost).simulate(configs).iterationTime, 6 * kMs,
+              1e-12);
   spec.coresPerNode = 2;
   Machine shared = Machine::fromCluster(spec);
   SimResult r = Simulator(g, shared, cost).simulate(configs);
@@ -148,8 +148,8 @@ TEST(Simulator, MessagesBetweenProcessesSharingCoresTakeACore) {
   spec.coresPerNode = 1;
   Machine shared = Machine::fromCluster(spec);
   Strategy s = {on(0, 2), on(1, 2), on(1, 2)};
-  EXPECT_NEAR(Simulator(g, shared, cost).simulate(s).iterationTime,
-              9.052 * kMs, 1e-12);
+  EXPECT_NEAR(Simulator(g, shared, cost).simulate(s).iterationTime, 9.052 * kMs,
+              1e-12);
   // A core each: the transfers overlap C's kernels (6.052 ms).
   Machine own = roundMachine(1, 2);
   EXPECT_NEAR(Simulator(g, own, cost).simulate(s).iterationTime, 6.052 * kMs,
@@ -212,10 +212,37 @@ TEST(Simulator, GathersBetweenGpusMoveAtTheCollectiveRate) {
               4.55 * kMs, 1e-12);
   // One remote piece alone (a pipeline's send) keeps the link's rate:
   // 10 us + 16000 B / 1 GB/s each way.
-  EXPECT_NEAR(Simulator(g, measured, cost)
-                  .simulate({on(0, 2), on(1, 2)})
-                  .iterationTime,
-              6.052 * kMs, 1e-12);
+  EXPECT_NEAR(
+      Simulator(g, measured, cost).simulate({on(0, 2), on(1, 2)}).iterationTime,
+      6.052 * kMs, 1e-12);
+}
+
+TEST(Simulator, ExchangesMoveInRoundsAndFinishTogether) {
+  // A is split by samples over 4 devices, B runs whole on each: every B
+  // gathers A's 3 remote quarters, 4000 B each, 10 us + 4000 B / 1 GB/s =
+  // 14 us apiece over its device's one port. Issued in rounds (device i to
+  // i + r), every B has its pieces after 3 x 14 us: fwd A [0, 0.25], the
+  // exchange [0.25, 0.292], B [0.292, 1.292]; bwd B [1.292, 3.292], A (its
+  // quarter of the gradient, from its own replica of B) [3.292, 3.792].
+  // Issued destination by destination, the senders' ports hold the later
+  // destinations back: the last has its pieces 2 x 14 us later.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  ASSERT_EQ(g.validate(), "");
+  FixedCostModel cost;
+  OpConfig whole = on(0, 2);
+  whole.replicas = 4;
+  Strategy gather = {{{4, 1}, 0, {}}, whole};
+  Machine m = roundMachine(1, 4);
+  EXPECT_NEAR(Simulator(g, m, cost).simulate(gather).iterationTime, 3.792 * kMs,
+              1e-12);
+  SimOptions byDestination;
+  byDestination.exchangesAsCollectives = false;
+  EXPECT_NEAR(
+      Simulator(g, m, cost, byDestination).simulate(gather).iterationTime,
+      3.820 * kMs, 1e-12);
 }
 
 TEST(Simulator, AnInputReadTwiceIsOneBuffer) {
@@ -276,8 +303,8 @@ TEST(Simulator, RingAllReduceMatchesAlphaBeta) {
   spec.inter.collectiveBySize.points = {{1e3, 1e7}, {1e7, 5e7}};
   Machine measured = Machine::fromCluster(spec);
   EXPECT_NEAR(allReduceTime(measured, {0, 1}, 1e7), 1e7 / 5e8, 1e-12);
-  EXPECT_NEAR(allReduceTime(measured, {0, 1, 2, 3}, 2e7),
-              1.5 * 1e7 / 5e7, 1e-12);
+  EXPECT_NEAR(allReduceTime(measured, {0, 1, 2, 3}, 2e7), 1.5 * 1e7 / 5e7,
+              1e-12);
   // One device per node: one rail.
   EXPECT_NEAR(allReduceTime(measured, {0, 2}, 1e7), 1e7 / 5e7, 1e-12);
   EXPECT_NEAR(reduceScatterTime(measured, {0, 2}, 10), 0.5 * 1e3 / 1e7, 1e-15);
@@ -397,8 +424,7 @@ TEST(Simulator, ReduceScatterLeavesPartialSumsInTheSplitConsumer) {
   EXPECT_NEAR(sim.opTimes()[0].communication, 26e-6, 1e-12);
   // Nothing else changes: the whole iteration is 26 us shorter.
   EXPECT_NEAR(ar.iterationTime - rs.iterationTime, 26e-6, 1e-12);
-  EXPECT_EQ(ar.devices[0].memory.activations -
-                rs.devices[0].memory.activations,
+  EXPECT_EQ(ar.devices[0].memory.activations - rs.devices[0].memory.activations,
             16000);
   int nvlink = static_cast<int>(LinkKind::NVLink);
   // Both move 2 x 16000 B of gradients; the reduce-scatter half the bytes
@@ -418,8 +444,8 @@ TEST(Simulator, ReduceScatterLeavesPartialSumsInTheSplitConsumer) {
             2 * 8000);
 
   // Only partial sums scatter, and only into equal pieces.
-  EXPECT_NE(sim.checkConfig(1, OpConfig{{2, 1}, 0, {}, 1, false,
-                                        StateSharding::None, 0})
+  EXPECT_NE(sim.checkConfig(
+                   1, OpConfig{{2, 1}, 0, {}, 1, false, StateSharding::None, 0})
                 .find("is not a partial sum"),
             std::string::npos);
   OpConfig uneven{{1, 1, 2}, 0, {}};
@@ -1222,9 +1248,9 @@ TEST(Pipeline, InterleavedStagesShareTheirGroupsDevices) {
   EXPECT_NEAR(r.devices[0].computeTime, 24 * kMs, 1e-12);
   EXPECT_NEAR(r.devices[1].computeTime, 24 * kMs, 1e-12);
   TwoStages oneF(4, PipelineSchedule::OneFOneB);
-  EXPECT_LT(r.iterationTime, simulatePipeline(oneF.g, m, cost, {},
-                                              oneF.strategy, oneF.pipeline)
-                                 .iterationTime);
+  EXPECT_LT(r.iterationTime,
+            simulatePipeline(oneF.g, m, cost, {}, oneF.strategy, oneF.pipeline)
+                .iterationTime);
   // Stage 0 keeps all 4 micro-batches (fc0's input and result, 16000 B
   // each) and stage 2 at most 2 (fc2's, the received input and its
   // result): the peak of their sum on device 0 is 4 x 16000 + 0 when stage

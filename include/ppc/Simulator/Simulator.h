@@ -126,12 +126,14 @@ struct SimOptions {
   /// at the rate a bucket that large reaches, its share of the bucket's
   /// time. 0: each weight on its own, at its own size's rate (ppc-run).
   int64_t gradBucketBytes = 0;
-  /// Pieces a partition gathers from k - 1 devices of its node move at the
-  /// link's measured collective rate for the whole (NCCL's all-gather and
-  /// reduce-scatter; docs/simulator.md, "Exchanges inside a node"); false:
-  /// at the link's own point-to-point rate, the landscape the searches'
-  /// optimality tests were accepted on.
-  bool exchangesAtCollectiveRate = true;
+  /// Exchanges move as NCCL's collectives move them (docs/simulator.md,
+  /// "Exchanges inside a node"): the pieces a partition gathers from k - 1
+  /// devices of its node at the link's measured collective rate for the
+  /// whole, and every edge's transfers issued in rounds (device i to
+  /// i + r), so that the members finish together. false: at the link's own
+  /// point-to-point rate, issued destination by destination, the landscape
+  /// the searches' optimality tests were accepted on.
+  bool exchangesAsCollectives = true;
   /// Record every task for a timeline (writeChromeTrace); off in search.
   bool recordTimeline = false;
 };
