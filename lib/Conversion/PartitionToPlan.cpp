@@ -34,6 +34,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -134,6 +135,15 @@ private:
   Value allocScratch(int64_t rank, const std::vector<int64_t> &shape);
   void transfer(int64_t fromRank, Value from, int64_t toRank, Value to,
                 const Box &box, bool accumulate);
+  /// Transfers emitted between this and flushReceipts() form one exchange
+  /// (the gathers of an op's operands): each send is emitted at once, the
+  /// receiving side (recvs and local copies, in their order) after all the
+  /// sends, so every rank sends its pieces before it waits for any and the
+  /// members' messages move at the same time, as the simulator prices an
+  /// exchange. Interleaved, a rank that receives before it sends holds its
+  /// peers' receipts back by a whole message.
+  void batchReceipts();
+  void flushReceipts();
   /// Sums (max: takes the maximum of) `buffers` over `ranks` in place.
   void allReduce(const std::vector<int64_t> &ranks,
                  const std::vector<Value> &buffers, bool max = false);
@@ -244,6 +254,9 @@ private:
   std::vector<plan::ProgramOp> programs;
   std::vector<OpBuilder> builders;
   int64_t nextTag = 0;
+  /// The receiving side of the exchange being emitted (batchReceipts).
+  bool batchingReceipts = false;
+  std::vector<std::function<void()>> pendingReceipts;
 
   DenseMap<Value, std::string> tensorOf; // stripped value -> tensor symbol
   std::vector<std::string> opSymbols;
@@ -391,20 +404,42 @@ Value PlanEmitter::allocScratch(int64_t rank,
 void PlanEmitter::transfer(int64_t fromRank, Value from, int64_t toRank,
                            Value to, const Box &box, bool accumulate) {
   UnitAttr acc = accumulate ? UnitAttr::get(context) : UnitAttr();
-  if (fromRank == toRank) {
-    plan::CopyOp::create(at(toRank), loc, from, to, loAttr(box), hiAttr(box),
-                         acc);
-    return;
+  int64_t tag = -1; // a local copy
+  if (fromRank != toRank) {
+    // MPI guarantees tags up to 32767; reusing one is safe because messages
+    // between a pair of ranks are matched in order (receipts keep the
+    // order of their sends).
+    tag = nextTag++ % 32768;
+    plan::SendOp::create(at(fromRank), loc, from, loAttr(box), hiAttr(box),
+                         builder.getI64IntegerAttr(toRank),
+                         builder.getI64IntegerAttr(tag));
   }
-  // MPI guarantees tags up to 32767; reusing one is safe because messages
-  // between a pair of ranks are matched in order.
-  int64_t tag = nextTag++ % 32768;
-  OpBuilder &b = at(fromRank);
-  plan::SendOp::create(at(fromRank), loc, from, loAttr(box), hiAttr(box),
-                       b.getI64IntegerAttr(toRank), b.getI64IntegerAttr(tag));
-  plan::RecvOp::create(at(toRank), loc, to, loAttr(box), hiAttr(box),
-                       b.getI64IntegerAttr(fromRank), b.getI64IntegerAttr(tag),
-                       acc);
+  auto receive = [this, acc, here = loc, fromRank, from, toRank, to, box,
+                  tag]() {
+    if (tag < 0)
+      plan::CopyOp::create(at(toRank), here, from, to, loAttr(box), hiAttr(box),
+                           acc);
+    else
+      plan::RecvOp::create(at(toRank), here, to, loAttr(box), hiAttr(box),
+                           builder.getI64IntegerAttr(fromRank),
+                           builder.getI64IntegerAttr(tag), acc);
+  };
+  if (batchingReceipts)
+    pendingReceipts.push_back(std::move(receive));
+  else
+    receive();
+}
+
+void PlanEmitter::batchReceipts() {
+  assert(!batchingReceipts && "exchanges do not nest");
+  batchingReceipts = true;
+}
+
+void PlanEmitter::flushReceipts() {
+  batchingReceipts = false;
+  for (std::function<void()> &receive : pendingReceipts)
+    receive();
+  pendingReceipts.clear();
 }
 
 void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,
@@ -1014,6 +1049,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
     phase(plan::Phase::loss);
 
   std::vector<SmallVector<Value>> ins(numParts), outs(numParts);
+  batchReceipts();
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
     for (unsigned i = 0; i < op->getNumOperands(); ++i) {
@@ -1032,6 +1068,7 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
       outs[p].push_back(buffer);
     }
   }
+  flushReceipts();
   emitForwardKernels(k, ins, outs);
   emitPartialSums(k);
   // ZeRO-3 weights gathered for the kernels go again.
@@ -1321,7 +1358,8 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
             });
 
   freeGatheredWeights(k);
-  // Each operand gradient goes along its routes.
+  // Each operand gradient goes along its routes, as one exchange.
+  batchReceipts();
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
     for (unsigned i = 0; i < numOperands; ++i) {
@@ -1360,6 +1398,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
       }
     }
   }
+  flushReceipts();
   // Pieces whose copies each need the sum of one gradient per device: copy
   // each device's share out, all-reduce, and add the sum to every copy.
   for (unsigned i = 0; i < numOperands; ++i) {

@@ -18,10 +18,11 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // Rank 0 holds half 0 of fc1 and all of w1; the relu gathers the other half
 // from rank 2, and half 0 goes to the relu's replicas on ranks 2 and 3.
 // CHECK: %[[W1:[a-z0-9_]+]] = plan.alloc @w{{[0-9]+}} [0, 0] [8, 16]
+// Every rank sends its pieces of an exchange before it receives any.
 // CHECK: plan.kernel @op0
-// CHECK: plan.recv %{{.*}} [2, 0] [4, 16] from 2
 // CHECK: plan.send %{{.*}} [0, 0] [2, 16] to 2
 // CHECK: plan.send %{{.*}} [0, 0] [2, 16] to 3
+// CHECK: plan.recv %{{.*}} [2, 0] [4, 16] from 2
 // CHECK: plan.kernel @op1
 // CHECK: plan.kernel @op2
 // CHECK: plan.phase backward

@@ -36,8 +36,8 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // PLAN: plan.kernel_backward @op2 stage 0 ins(%[[P0]]) {{.*}} input_grads [true](%[[DA:[a-z0-9_]+]])
 // PLAN-NEXT: %[[DY:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 6] grad
 // PLAN-NEXT: plan.fill %[[DY]], 0.0
-// PLAN-NEXT: plan.copy %[[DA]] -> %[[DY]] [0, 0] [4, 3] accumulate
 // PLAN-NEXT: plan.send %[[DA]] [0, 0] [4, 3] to 1
+// PLAN-NEXT: plan.copy %[[DA]] -> %[[DY]] [0, 0] [4, 3] accumulate
 // PLAN-NEXT: plan.recv %[[DY]] [0, 3] [4, 6] from 1 {{.*}} accumulate
 // PLAN: plan.kernel_backward @op1 stage 0 ins(%{{.*}}, %{{.*}}) outs() output_grads(%[[DY]])
 // PLAN: plan.program rank 1

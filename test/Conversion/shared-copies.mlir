@@ -22,12 +22,12 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // CHECK-NOT: plan.recv
 // CHECK: plan.program rank 1
 // CHECK: %[[A:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 8]
-// CHECK-NEXT: plan.recv %[[A]] [0, 0] [4, 8] from 0
+// CHECK: plan.recv %[[A]] [0, 0] [4, 8] from 0
 // CHECK: plan.kernel @op1 stage 0 ins(%[[A]])
 // The second reader copies from the first's buffer.
 // CHECK: %[[A2:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 8]
-// CHECK-NEXT: plan.copy %[[A]] -> %[[A2]] [0, 0] [4, 8]
 // CHECK-NEXT: %{{.*}} = plan.alloc
+// CHECK-NEXT: plan.copy %[[A]] -> %[[A2]] [0, 0] [4, 8]
 // CHECK-NEXT: plan.kernel @op2 stage 0 ins(%[[A2]])
 // CHECK-NOT: plan.recv
 // CHECK: plan.phase backward

@@ -20,7 +20,7 @@ func.func @main(%x: tensor<4x8xf32>, %t: tensor<4x8xf32>) -> tensor<f32> {
 // CHECK: plan.kernel @op0 stage 0 ins(%{{[0-9]+}}, %[[W0]])
 // The second user's whole copy: one half local, one half from rank 1.
 // CHECK: %[[WHOLE:[0-9]+]] = plan.alloc @[[SYM]] [0] [8]
-// CHECK-NEXT: plan.copy %[[W0]] -> %[[WHOLE]] [0] [4]
+// CHECK: plan.copy %[[W0]] -> %[[WHOLE]] [0] [4]
 // CHECK-NEXT: plan.recv %[[WHOLE]] [4] [8] from 1
 // CHECK: plan.kernel @op1 stage 0 ins(%{{[0-9]+}}, %[[WHOLE]])
 // CHECK: plan.phase backward
@@ -29,8 +29,8 @@ func.func @main(%x: tensor<4x8xf32>, %t: tensor<4x8xf32>) -> tensor<f32> {
 // Its gradient goes back to the holder's pieces and accumulates.
 // CHECK: %[[DW0:[0-9]+]] = plan.alloc @[[SYM]] [0] [4] grad
 // CHECK-NEXT: plan.fill %[[DW0]], 0.0
-// CHECK-NEXT: plan.copy %[[DWHOLE]] -> %[[DW0]] [0] [4] accumulate
-// CHECK-NEXT: plan.send %[[DWHOLE]] [4] [8] to 1
+// CHECK: plan.send %[[DWHOLE]] [4] [8] to 1
+// CHECK: plan.copy %[[DWHOLE]] -> %[[DW0]] [0] [4] accumulate
 // CHECK: plan.kernel_backward @op0 {{.*}}input_grads [false, true](%[[DW0]])
 // Only the holder's pieces are updated; the gathered copy is step-local.
 // CHECK: plan.phase update

@@ -28,14 +28,16 @@ func.func @main(%x: tensor<2x1x8x8xf32>, %labels: tensor<2xi64>) -> tensor<f32> 
 // in backward its gradient goes back to be added there.
 // PLAN-LABEL: plan.program rank 0
 // PLAN: plan.kernel @op1
+// Each rank sends its boundary row before it receives the other's.
 // PLAN: %[[IN:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0, 0, 0] [2, 2, 5, 8]
+// PLAN: plan.send %{{.*}} [0, 0, 3, 0] [2, 2, 4, 8] to 1
 // PLAN-NEXT: plan.copy %{{.*}} -> %[[IN]] [0, 0, 0, 0] [2, 2, 4, 8]
 // PLAN-NEXT: plan.recv %[[IN]] [0, 0, 4, 0] [2, 2, 5, 8] from 1 tag [[TAG:[0-9]+]]
 // PLAN: plan.kernel @op2 stage 0 ins(%[[IN]], %{{.*}})
 // PLAN: plan.phase backward
 // PLAN: plan.kernel_backward @op2 stage 0 ins(%[[IN]], %{{.*}}) {{.*}} input_grads [true, true](%[[DIN:[a-z0-9_]+]],
-// PLAN: plan.copy %[[DIN]] -> %{{.*}} [0, 0, 0, 0] [2, 2, 4, 8] accumulate
-// PLAN-NEXT: plan.send %[[DIN]] [0, 0, 4, 0] [2, 2, 5, 8] to 1
+// PLAN: plan.send %[[DIN]] [0, 0, 4, 0] [2, 2, 5, 8] to 1
+// PLAN-NEXT: plan.copy %[[DIN]] -> %{{.*}} [0, 0, 0, 0] [2, 2, 4, 8] accumulate
 // PLAN-LABEL: plan.program rank 1
 // PLAN: plan.send %{{.*}} [0, 0, 4, 0] [2, 2, 5, 8] to 0 tag [[TAG]]
 // PLAN: plan.recv %{{.*}} [0, 0, 3, 0] [2, 2, 4, 8] from 0

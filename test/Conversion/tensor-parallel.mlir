@@ -40,12 +40,13 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // PLAN: plan.output
 // PLAN: plan.phase backward
 // The loss gradient is seeded, and the gradient of the summed partial
-// result goes to both of its copies: added locally, sent to rank 1.
+// result goes to both of its copies: sent to rank 1 (sends first), added
+// locally.
 // PLAN: plan.fill %{{.*}}, 1.0
 // PLAN: %[[DY:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 6] grad
 // PLAN: plan.kernel_backward @op3
-// PLAN: plan.copy %[[DY]] -> %{{.*}} [0, 0] [4, 6] accumulate
-// PLAN-NEXT: plan.send %[[DY]] [0, 0] [4, 6] to 1
+// PLAN: plan.send %[[DY]] [0, 0] [4, 6] to 1
+// PLAN-NEXT: plan.copy %[[DY]] -> %{{.*}} [0, 0] [4, 6] accumulate
 // PLAN: plan.kernel_backward @op2
 // PLAN: plan.phase grad_sync
 // No weight piece is replicated, so nothing is all-reduced in grad sync.
