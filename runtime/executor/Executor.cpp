@@ -986,7 +986,7 @@ int Run::run() {
     // The first step warms caches and allocators: not part of a profile.
     runner.setTimeKernels(!options.profileFile.empty() &&
                               (step > first || options.steps == 1),
-                          /*cpuTime=*/options.threads == 1 && !getenv("PPC_WALL_PROFILE"));
+                          /*cpuTime=*/options.threads == 1);
     if (trace)
       comm.barrier([] { return "the barrier before the traced step"; });
     StepProfile profile;
