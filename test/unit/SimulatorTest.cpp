@@ -183,6 +183,23 @@ TEST(Simulator, ProcessesOfAHostCopyTheirOwnMessages) {
       9.026 * kMs, 1e-12);
 }
 
+/// A (4 x 1000, from the input) feeding B.
+Graph chainOfTwo() {
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 1000, input()),
+           elementwise("B", 4, 1000, fromOp(0))};
+  return g;
+}
+
+/// chainOfTwo with A split by samples over devices 0..n-1 and B whole on
+/// each of them: every B gathers A's n pieces.
+Strategy splitThenGathered(int64_t n) {
+  OpConfig whole = on(0, 2);
+  whole.replicas = n;
+  return {{{n, 1}, 0, {}}, whole};
+}
+
 TEST(Simulator, GathersBetweenGpusMoveAtTheCollectiveRate) {
   // A is split by samples over devices 0 and 1, B runs whole on both: each
   // B gathers A's two halves (a local one and an 8000 B remote one), an
@@ -192,15 +209,10 @@ TEST(Simulator, GathersBetweenGpusMoveAtTheCollectiveRate) {
   // the link's rate t = 10 us + 8000 B / 1 GB/s = 18 us; on a link with a
   // measured collective curve (0.2 GB/s bus bandwidth) the pieces move at
   // that rate: t = 10 + 40 us.
-  Graph g;
-  g.numInputs = 1;
-  g.ops = {elementwise("A", 4, 1000, input()),
-           elementwise("B", 4, 1000, fromOp(0))};
+  Graph g = chainOfTwo();
   ASSERT_EQ(g.validate(), "");
   FixedCostModel cost;
-  OpConfig whole = on(0, 2);
-  whole.replicas = 2;
-  Strategy gather = {{{2, 1}, 0, {}}, whole};
+  Strategy gather = splitThenGathered(2);
   ClusterSpec spec = *roundMachine(1, 2).cluster;
   EXPECT_NEAR(Simulator(g, Machine::fromCluster(spec), cost)
                   .simulate(gather)
@@ -226,15 +238,10 @@ TEST(Simulator, ExchangesMoveInRoundsAndFinishTogether) {
   // quarter of the gradient, from its own replica of B) [3.292, 3.792].
   // Issued destination by destination, the senders' ports hold the later
   // destinations back: the last has its pieces 2 x 14 us later.
-  Graph g;
-  g.numInputs = 1;
-  g.ops = {elementwise("A", 4, 1000, input()),
-           elementwise("B", 4, 1000, fromOp(0))};
+  Graph g = chainOfTwo();
   ASSERT_EQ(g.validate(), "");
   FixedCostModel cost;
-  OpConfig whole = on(0, 2);
-  whole.replicas = 4;
-  Strategy gather = {{{4, 1}, 0, {}}, whole};
+  Strategy gather = splitThenGathered(4);
   Machine m = roundMachine(1, 4);
   EXPECT_NEAR(Simulator(g, m, cost).simulate(gather).iterationTime, 3.792 * kMs,
               1e-12);
