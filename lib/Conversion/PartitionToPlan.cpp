@@ -136,7 +136,8 @@ private:
   void transfer(int64_t fromRank, Value from, int64_t toRank, Value to,
                 const Box &box, bool accumulate);
   /// Transfers emitted between this and flushReceipts() form one exchange
-  /// (the gathers of an op's operands): each send is emitted at once, the
+  /// (the gathers of an op's operands, or the routes of its operands'
+  /// gradients): each send is emitted at once, the
   /// receiving side (recvs and local copies, in their order) after all the
   /// sends, so every rank sends its pieces before it waits for any and the
   /// members' messages move at the same time, as the simulator prices an
