@@ -20,6 +20,7 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -1025,7 +1026,8 @@ struct Simulator::Impl {
           e.fwdBoxes.push_back(std::move(box));
       }
     }
-    orderAsRounds(e.fwd, prod.devices, cons.devices, &e.fwdBoxes);
+    orderAsRounds(e.fwd, prod.devices, cons.devices,
+                  weightEdge ? nullptr : &e.fwdBoxes);
     priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal);
     e.fwdByDestination.clear();
     if (!weightEdge) {
@@ -1128,9 +1130,9 @@ struct Simulator::Impl {
   /// device at most once and the devices finish together. In destination
   /// order, the transfers of later destinations would queue behind the
   /// earlier ones' on the senders' links, and each destination would be
-  /// ready one piece after the one before. `boxes` (where given) moves
-  /// with its transfers. Only earlier edges' transfers are referred to by
-  /// index (sharedCopy), so this edge's may still be reordered.
+  /// ready one piece after the one before. `boxes` (one per transfer,
+  /// where given) moves with its transfers. Only earlier edges' transfers are
+  /// referred to by index (sharedCopy), so this edge's may still be reordered.
   void orderAsRounds(std::vector<Transfer> &transfers,
                      const std::vector<int64_t> &srcDevices,
                      const std::vector<int64_t> &dstDevices,
@@ -1149,25 +1151,28 @@ struct Simulator::Impl {
              devices.begin();
     };
     int64_t n = static_cast<int64_t>(devices.size());
-    std::vector<std::pair<int64_t, size_t>> order(transfers.size());
+    std::vector<int64_t> round(transfers.size());
     for (size_t k = 0; k < transfers.size(); ++k) {
       int64_t from = position(srcDevices[transfers[k].src]);
       int64_t to = position(dstDevices[transfers[k].dst]);
-      order[k] = {((to - from) % n + n) % n, k};
+      round[k] = ((to - from) % n + n) % n;
     }
-    std::stable_sort(order.begin(), order.end());
-    std::vector<Transfer> sorted;
-    sorted.reserve(transfers.size());
-    for (const auto &[round, k] : order)
-      sorted.push_back(transfers[k]);
-    transfers = std::move(sorted);
-    if (boxes && boxes->size() == order.size()) {
-      std::vector<Slice> sortedBoxes;
-      sortedBoxes.reserve(order.size());
-      for (const auto &[round, k] : order)
-        sortedBoxes.push_back(std::move((*boxes)[k]));
-      *boxes = std::move(sortedBoxes);
+    std::vector<size_t> order(transfers.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return round[a] < round[b]; });
+    auto inOrder = [&](auto &items) {
+      std::remove_reference_t<decltype(items)> sorted;
+      sorted.reserve(items.size());
+      for (size_t k : order)
+        sorted.push_back(std::move(items[k]));
+      items = std::move(sorted);
+    };
+    if (boxes) {
+      assert(boxes->size() == transfers.size() && "one box per transfer");
+      inOrder(*boxes);
     }
+    inOrder(transfers);
   }
 
   /// Transfers that bring one partition its pieces from k - 1 others of its
