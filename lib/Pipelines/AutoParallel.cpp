@@ -29,9 +29,12 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
   lossOptions.loss = options.loss;
   pm.addPass(createAddLoss(lossOptions));
 
-  ConvertDTypeOptions dtypeOptions;
-  dtypeOptions.dtype = options.dtype;
-  pm.addPass(createConvertDType(dtypeOptions));
+  // A bf16 model trains in bf16 unless a dtype is asked for.
+  if (!options.dtype.empty()) {
+    ConvertDTypeOptions dtypeOptions;
+    dtypeOptions.dtype = options.dtype;
+    pm.addPass(createConvertDType(dtypeOptions));
+  }
 
   if (!options.machine.empty()) {
     AttachMachineOptions machineOptions;

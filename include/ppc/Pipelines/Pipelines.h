@@ -55,8 +55,7 @@ struct AutoParallelOptions
   Option<std::string> dtype{
       *this, "dtype",
       llvm::cl::desc("Element type of training: f32, bf16 or f16 (mixed "
-                     "precision)"),
-      llvm::cl::init("f32")};
+                     "precision); by default the model's own types stay")};
   Option<std::string> memoryLimit{
       *this, "memory-limit",
       llvm::cl::desc("Memory per device a strategy may use ('16GiB'); "
