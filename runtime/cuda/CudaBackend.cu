@@ -346,7 +346,8 @@ public:
   /// `load`: widen the values (inputs, gradients summed into); otherwise
   /// the block is zero-filled (results a kernel writes).
   KernelViews(BlockPool &pool, Stream stream,
-              const std::vector<DeviceView> &from, bool load, bool asBf16)
+              const std::vector<DeviceView> &from, bool load, bool asBf16,
+              bool bf16Results = false)
       : pool(pool), stream(stream), views(from.size()),
         blocks(from.size(), nullptr) {
     for (size_t i = 0; i < from.size(); ++i) {
@@ -361,6 +362,11 @@ public:
       const DType dtype = v.buffer->dtype();
       if (dtype == DType::F32) {
         k.data = static_cast<float *>(v.buffer->at(v.offset));
+        continue;
+      }
+      if (bf16Results && dtype == DType::BF16) {
+        k.bf16Result = static_cast<uint16_t *>(v.buffer->at(v.offset));
+        k.bf16 = k.bf16Result;
         continue;
       }
       if (asBf16 && dtype == DType::BF16) {
@@ -458,6 +464,8 @@ public:
     if (staging)
       pinnedFree(staging);
 #if !defined(PPC_CUDA_EMULATION)
+    if (stagingRead)
+      cudaEventDestroy(stagingRead);
     cudaStreamDestroy(stream);
 #endif
   }
@@ -485,13 +493,15 @@ public:
     const int bytes = dtypeBytes(buffer.dtype());
     for (int64_t at = 0; at < n; at += kStagingElements) {
       const int64_t len = std::min(kStagingElements, n - at);
-      // The staging block is reused: the previous copy must be done.
-      waitStream();
+      // The staging block is reused: the copy that read it last must be
+      // done, not the whole stream (a load mid-step would otherwise hold
+      // the host until the GPU drained its queue).
+      waitStaging();
       fromFloat(buffer.dtype(), host + at, len, stagingBlock());
       copyIn(stream, buffer.at(offset + at), stagingBlock(),
              size_t(len) * bytes);
+      markStaging();
     }
-    waitStream();
   }
 
   void read(const DeviceBuffer &buffer, int64_t offset, int64_t n,
@@ -528,8 +538,17 @@ public:
       return bad;
     // Results are written, not read, in a first stage; a later stage
     // continues from what the earlier one left.
+    // A first stage of a bf16-reading op over bf16 data writes its bf16
+    // results itself (the GEMMs' epilogue rounds them).
+    auto allBf16 = [](const std::vector<DeviceView> &views) {
+      return std::all_of(views.begin(), views.end(), [](const DeviceView &v) {
+        return !v.buffer || v.buffer->dtype() == DType::BF16;
+      });
+    };
+    const bool bf16Results = readsBf16(op) && ctx.stage == 0 &&
+                             allBf16(inputs) && allBf16(outputs);
     KernelViews in(pool, stream, inputs, true, readsBf16(op)),
-        out(pool, stream, outputs, ctx.stage > 0, false),
+        out(pool, stream, outputs, ctx.stage > 0, false, bf16Results),
         tmp(pool, stream, scratch, true, false);
     if (in.outOfMemory() || out.outOfMemory() || tmp.outOfMemory())
       return op.kind + ": out of device memory for its float32 views";
@@ -645,14 +664,42 @@ private:
 #if defined(PPC_CUDA_EMULATION)
     waitFor(stream);
 #else
+    waitUntil(nullptr);
+#endif
+  }
+
+#if defined(PPC_CUDA_EMULATION)
+  void markStaging() {}
+  void waitStaging() {}
+#else
+  /// Records, on the stream, the end of the copy that reads staging.
+  void markStaging() {
+    if (!stagingRead)
+      cudaEventCreateWithFlags(&stagingRead, cudaEventDisableTiming);
+    cudaEventRecord(stagingRead, stream);
+  }
+  /// Waits until the staging block may be written again.
+  void waitStaging() {
+    if (stagingRead)
+      waitUntil(stagingRead);
+  }
+  /// Waits for `event`, or for all the stream's work when null.
+  void waitUntil(cudaEvent_t event) {
+    auto pending = [&] {
+      return (event ? cudaEventQuery(event) : cudaStreamQuery(stream)) ==
+             cudaErrorNotReady;
+    };
     if (!stallCheck) {
-      waitFor(stream);
+      if (event)
+        cudaEventSynchronize(event);
+      else
+        waitFor(stream);
       return;
     }
     using Clock = std::chrono::steady_clock;
     const Clock::time_point start = Clock::now();
     double nextCheck = 1;
-    while (cudaStreamQuery(stream) == cudaErrorNotReady) {
+    while (pending()) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
       const double waited =
           std::chrono::duration<double>(Clock::now() - start).count();
@@ -661,8 +708,8 @@ private:
         nextCheck = waited + 1;
       }
     }
-#endif
   }
+#endif
 
   static constexpr int64_t kStagingElements = int64_t(1) << 20;
 
@@ -686,6 +733,7 @@ private:
   BlockPool pool;
   void *staging = nullptr;
 #if !defined(PPC_CUDA_EMULATION)
+  cudaEvent_t stagingRead = nullptr;
   cuda::StallCheck stallCheck;
 #endif
 };

@@ -441,14 +441,44 @@ std::string ProgramRunner::load(Buffer &b, int32_t id) {
       return "";
     it->second.loaded = true;
   }
-  std::vector<float> values(b.size());
-  if (std::string err = data.load(b.tensor, b.lo, b.hi, step_, values.data());
-      !err.empty())
+  std::vector<float> values;
+  if (std::string err = inputValues(b, id, step_, values); !err.empty())
     return err;
   backend.write(*b.storage, 0, values.data(), b.size());
   // A 16-bit weight's master copy starts from the exact values.
   if (it != persistent.end() && it->second.master != it->second.storage)
     backend.write(*it->second.master, 0, values.data(), b.size());
+  return "";
+}
+
+std::string ProgramRunner::inputValues(const Buffer &b, int32_t id,
+                                       int64_t step,
+                                       std::vector<float> &values) {
+  // Weights load once; a dataset (--data) prefetches its own batches.
+  const bool drawn = !persistent.count(id) && data.dataset() == nullptr &&
+                     plan.tensors(b.tensor).role() == Tensor::INPUT;
+  auto it = drawnInputs_.find(id);
+  if (it != drawnInputs_.end() && it->second.step == step &&
+      it->second.lo == b.lo && it->second.hi == b.hi) {
+    auto [err, drawnValues] = it->second.values.get();
+    if (!err.empty())
+      return err;
+    values = std::move(drawnValues);
+  } else {
+    values.resize(b.size());
+    if (std::string err = data.load(b.tensor, b.lo, b.hi, step, values.data());
+        !err.empty())
+      return err;
+  }
+  if (drawn)
+    drawnInputs_[id] = {
+        step + 1, b.lo, b.hi,
+        std::async(std::launch::async, [this, tensor = b.tensor, lo = b.lo,
+                                        hi = b.hi, step] {
+          std::vector<float> next(boxVolume(lo, hi));
+          std::string err = data.load(tensor, lo, hi, step + 1, next.data());
+          return std::make_pair(std::move(err), std::move(next));
+        })};
   return "";
 }
 

@@ -21,6 +21,7 @@
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/plan.pb.h"
 
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -166,6 +167,10 @@ private:
   std::string execute(const Instruction &instr);
   std::string alloc(const ppc::planfile::Buffer &b);
   std::string load(Buffer &b, int32_t id);
+  /// The values of an input buffer's box at `step`: drawn on a thread
+  /// during the step before where it was (drawnInputs_), else here.
+  std::string inputValues(const Buffer &b, int32_t id, int64_t step,
+                          std::vector<float> &values);
   std::string copy(const Instruction::Copy &c);
   std::string send(const Instruction::Send &s);
   std::string recv(const Instruction::Recv &r);
@@ -239,6 +244,16 @@ private:
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::shared_ptr<DeviceBuffer> staging_;
+  /// A synthetic input box of a later step, drawn on a thread while this
+  /// step runs: a backend that queues its work (cuda) would otherwise idle
+  /// while the host draws them (ResNet-50's 32 images at 224x224 took 44 ms
+  /// of a 195 ms step on an H200).
+  struct DrawnInput {
+    int64_t step;
+    Index lo, hi;
+    std::future<std::pair<std::string, std::vector<float>>> values;
+  };
+  std::map<int32_t, DrawnInput> drawnInputs_;
 
   LossScale lossScale_;
   bool gradientsChecked_ = false;
