@@ -10,19 +10,22 @@
 //   ppc-library-peak conv N C H W K R S [--stride s] [--pad p]
 //                               [--dilation d] [--groups g]
 //                               [--pass forward|backward-data|backward-filter]
+//                               [--math default|fma]
 //
 // gemm: C = op(A) op(B), row-major as runtime/cuda/Library.h documents it
 // (A m x k, stored k x m with --transa; B k x n, stored n x k with --transb;
-// C m x n float32), alpha 1, beta 0, CUBLAS_COMPUTE_32F and
-// CUBLAS_GEMM_DEFAULT, operands float32 or, with --dtype bf16, bf16 (on
-// tensor cores). cublasGemmEx without --batch; with --batch (1 included:
+// C m x n), alpha 1, beta 0, CUBLAS_COMPUTE_32F and CUBLAS_GEMM_DEFAULT,
+// operands and C float32 or, with --dtype bf16, bf16 (on tensor cores; C
+// rounded from the float32 accumulation, as a bf16 training step writes
+// it). cublasGemmEx without --batch; with --batch (1 included:
 // the backend's own call) cublasGemmStridedBatchedEx over B packed
 // matrices. FLOPs: 2 * m * n * k * batch.
 //
 // conv: cuDNN's legacy API, NCHW float32, x N x C x H x W, w K x C/g x R x S,
 // y N x K x P x Q (stride, pad and dilation the same on both axes; default
 // 1, 0, 1, 1), CUDNN_CROSS_CORRELATION, CUDNN_DEFAULT_MATH (TF32 allowed on
-// Ampere and later), alpha 1, beta 0. The pass runs the algorithm that
+// Ampere and later) or, with --math fma, CUDNN_FMA_MATH (exact float32, as
+// the cuda backend runs its convolutions), alpha 1, beta 0. The pass runs the algorithm that
 // cudnnGetConvolution{Forward,BackwardData,BackwardFilter}Algorithm_v7
 // ranks first among those that succeed with at most 1 GiB of workspace.
 // FLOPs, for every pass: 2 * N * K * P * Q * C/g * R * S.
@@ -37,7 +40,7 @@
 //    "device":"..","iterations":..,"seconds":..,"tflops":..}
 //   {"op":"conv","n":..,"c":..,"h":..,"w":..,"k":..,"r":..,"s":..,
 //    "stride":..,"pad":..,"dilation":..,"groups":..,"pass":"..","p":..,
-//    "q":..,"dtype":"f32","algo":..,"workspace_bytes":..,"device":"..",
+//    "q":..,"dtype":"f32","math":"default"|"fma","algo":..,"workspace_bytes":..,"device":"..",
 //    "iterations":..,"seconds":..,"tflops":..}
 //
 // Exit status: 0 on success; 2 for bad arguments (with the usage on
@@ -70,7 +73,8 @@ const char *const usageText =
     "[--transb] [--batch B]\n"
     "       ppc-library-peak conv N C H W K R S [--stride s] [--pad p] "
     "[--dilation d] [--groups g]\n"
-    "                        [--pass forward|backward-data|backward-filter]\n";
+    "                        [--pass forward|backward-data|backward-filter]\n"
+    "                        [--math default|fma]\n";
 
 [[noreturn]] void usageError(const char *format, ...) {
   std::fprintf(stderr, "ppc-library-peak: ");
@@ -330,7 +334,7 @@ int runGemm(int argc, char **argv) {
   const size_t element = bf16 ? sizeof(__nv_bfloat16) : sizeof(float);
   Buffer a(sizeA * batch, element, bf16, 1, stream);
   Buffer b(sizeB * batch, element, bf16, 2, stream);
-  Buffer c(sizeC * batch, sizeof(float), false, 3, stream, false);
+  Buffer c(sizeC * batch, element, bf16, 3, stream, false);
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T
   // (Library.cu): B first, each transposed only if stored transposed.
@@ -343,12 +347,12 @@ int runGemm(int argc, char **argv) {
     if (batched)
       CHECK_CUBLAS(cublasGemmStridedBatchedEx(
           handle, opB, opA, n, m, k, &alpha, b.data, type, ldb, sizeB, a.data,
-          type, lda, sizeA, &beta, c.data, CUDA_R_32F, ldc, sizeC, batch,
+          type, lda, sizeA, &beta, c.data, type, ldc, sizeC, batch,
           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     else
       CHECK_CUBLAS(cublasGemmEx(handle, opB, opA, n, m, k, &alpha, b.data, type,
-                                ldb, a.data, type, lda, &beta, c.data,
-                                CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                ldb, a.data, type, lda, &beta, c.data, type,
+                                ldc, CUBLAS_COMPUTE_32F,
                                 CUBLAS_GEMM_DEFAULT));
   };
   const Timing timing = timeCalls(stream, call);
@@ -378,9 +382,10 @@ int runConv(int argc, char **argv) {
             k = parseInt("K", argv[6]), r = parseInt("R", argv[7]),
             s = parseInt("S", argv[8]);
   const Options options = parseOptions(
-      argc, argv, 9, {"--stride", "--pad", "--dilation", "--groups", "--pass"},
-      {});
+      argc, argv, 9,
+      {"--stride", "--pad", "--dilation", "--groups", "--pass", "--math"}, {});
   int stride = 1, pad = 0, dilation = 1, groups = 1;
+  bool fmaMath = false;
   Pass pass = Pass::Forward;
   std::string passName = "forward";
   for (const auto &[name, value] : options.values) {
@@ -392,7 +397,11 @@ int runConv(int argc, char **argv) {
       dilation = parseInt("--dilation", value.c_str());
     else if (name == "--groups")
       groups = parseInt("--groups", value.c_str());
-    else if (value == "forward" || value == "backward-data" ||
+    else if (name == "--math") {
+      if (value != "default" && value != "fma")
+        usageError("--math must be default or fma, got '%s'", value.c_str());
+      fmaMath = value == "fma";
+    } else if (value == "forward" || value == "backward-data" ||
              value == "backward-filter") {
       passName = value;
       pass = value == "forward"         ? Pass::Forward
@@ -441,7 +450,8 @@ int runConv(int argc, char **argv) {
       convDesc, pad, pad, stride, stride, dilation, dilation,
       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CHECK_CUDNN(cudnnSetConvolutionGroupCount(convDesc, groups));
-  CHECK_CUDNN(cudnnSetConvolutionMathType(convDesc, CUDNN_DEFAULT_MATH));
+  CHECK_CUDNN(cudnnSetConvolutionMathType(
+      convDesc, fmaMath ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
   int outN = 0, outK = 0, p = 0, q = 0;
   CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(convDesc, xDesc, wDesc,
                                                     &outN, &outK, &p, &q));
@@ -550,10 +560,10 @@ int runConv(int argc, char **argv) {
       "{\"op\":\"conv\",\"n\":%d,\"c\":%d,\"h\":%d,\"w\":%d,\"k\":%d,"
       "\"r\":%d,\"s\":%d,\"stride\":%d,\"pad\":%d,\"dilation\":%d,"
       "\"groups\":%d,\"pass\":\"%s\",\"p\":%d,\"q\":%d,\"dtype\":\"f32\","
-      "\"algo\":%d,\"workspace_bytes\":%zu,\"device\":%s,\"iterations\":%lld,"
+      "\"math\":\"%s\",\"algo\":%d,\"workspace_bytes\":%zu,\"device\":%s,\"iterations\":%lld,"
       "\"seconds\":%.9g,\"tflops\":%.6g}\n",
       n, c, h, w, k, r, s, stride, pad, dilation, groups, passName.c_str(), p,
-      q, algo, workspaceBytes, jsonString(device).c_str(), timing.iterations,
+      q, fmaMath ? "fma" : "default", algo, workspaceBytes, jsonString(device).c_str(), timing.iterations,
       timing.seconds, flops / timing.seconds / 1e12);
 
   if (workspace)

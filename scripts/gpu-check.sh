@@ -145,7 +145,8 @@ for model in ("gpt", "resnet"):
     except OSError:
         continue
     # The largest forward kernels of each kind: where the time goes. The
-    # models are bf16: GEMMs run as bf16 GEMMs, convolutions in float32.
+    # models are bf16: GEMMs run as bf16 GEMMs with bf16 results, and
+    # convolutions in exact float32 (cuDNN's FMA math, as the backend asks).
     for kind in ("ppc.linear", "ppc.matmul", "ppc.conv2d"):
         rows = [k for k in kernels if k["op"] == kind]
         rows.sort(key=lambda k: -k["forward_seconds"])
@@ -183,16 +184,21 @@ for model in ("gpt", "resnet"):
                 args = ["conv", str(n_), str(c), str(h), str(w), str(kk),
                         str(r), str(q), "--stride", str(strides[0]),
                         "--pad", str(pads[0]), "--dilation", str(dilations[0]),
-                        "--groups", str(a.get("groups", 1))]
+                        "--groups", str(a.get("groups", 1)), "--math", "fma"]
             out = subprocess.run([peak] + args, capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"{kind} {s}: ppc-library-peak failed: {out.stderr.strip()}")
                 continue
             lib = json.loads(out.stdout)["seconds"]
             ratio = lib / k["forward_seconds"]
-            worst = ratio if worst is None else min(worst, ratio)
+            # A kernel shorter than a launch and its bookkeeping measures
+            # the launch, not the library's throughput: shown, not judged.
+            judged = lib >= 50e-6
+            if judged:
+                worst = ratio if worst is None else min(worst, ratio)
             print(f"{kind} {k['name']} {s}: in a step {k['forward_seconds']*1e3:.3f} ms,"
-                  f" library alone {lib*1e3:.3f} ms: {100*ratio:.0f}%")
+                  f" library alone {lib*1e3:.3f} ms: {100*ratio:.0f}%"
+                  + ("" if judged else " (under 50 us: launch-bound, not judged)"))
 print(f"worst: {100*worst:.0f}%" if worst is not None else "worst: none measured")
 PY
 cat "$work/libraries.txt"

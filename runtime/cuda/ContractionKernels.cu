@@ -64,6 +64,38 @@ bool sameType(ExecContext &ctx, KernelView &a, KernelView &b) {
   return a.data && b.data;
 }
 
+/// out[row * n + j] += bias[j] for every row.
+void addBias(Stream stream, float *out, const float *bias, int64_t rows,
+             int64_t n) {
+  launch(stream, rows * n, [=] PPC_HD(int64_t i) { out[i] += bias[i % n]; });
+}
+
+/// C = op(A) op(B) (+ bias) into `batch` contiguous m x n bf16 matrices:
+/// one cuBLASLt GEMM whose epilogue adds the bias and rounds, or where
+/// cuBLASLt declines the layout, the float32 GEMM into a workspace block,
+/// the bias and one rounding (the same values).
+std::string gemmIntoBf16(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
+                         const GemmOperand &a, const GemmOperand &b,
+                         const uint16_t *bias, uint16_t *c, int64_t batch) {
+  if (ctx.library
+          ->gemmToBf16(ctx.stream, m, n, k, a, b, bias, c, n, m * n, batch)
+          .empty())
+    return "";
+  const int64_t count = m * n * batch;
+  float *block = ctx.workspace->floats(count);
+  if (!block)
+    return "out of device memory for a float32 result";
+  if (std::string error = ctx.library->gemm(ctx.stream, m, n, k, 1.0f, a, b,
+                                            0.0f, block, n, m * n, batch);
+      !error.empty())
+    return error;
+  launch(ctx.stream, count, [=] PPC_HD(int64_t i) {
+    c[i] = floatToBFloat16(block[i] + (bias ? bfloat16ToFloat(bias[i % n])
+                                            : 0.0f));
+  });
+  return "";
+}
+
 std::string outOfMemory(const OpDesc &op) {
   return op.kind + ": out of device memory for a widened operand";
 }
@@ -101,6 +133,31 @@ int64_t innerBatchStride(const MatrixOperand &operand, const TensorView &view,
          matrixOffset(operand, view, r.batchLo, row, col);
 }
 
+/// `stride` when the matrices of every batch of [lo, hi) lie that many
+/// elements apart in row-major batch order, where `offsetAt` gives a
+/// batch's matrix offset (0 for a single batch); -1 when they do not.
+template <typename OffsetAt>
+int64_t uniformBatchStride(const std::vector<int64_t> &lo,
+                           const std::vector<int64_t> &hi,
+                           OffsetAt &&offsetAt) {
+  const int64_t base = offsetAt(lo);
+  int64_t stride = -1, inner = 1;
+  for (size_t d = lo.size(); d-- > 0;) {
+    const int64_t extent = hi[d] - lo[d];
+    if (extent >= 2) {
+      std::vector<int64_t> next = lo;
+      next[d] += 1;
+      const int64_t step = offsetAt(next) - base;
+      if (stride < 0)
+        stride = step / inner; // the first dim that moves sets it
+      if (step != stride * inner)
+        return -1;
+    }
+    inner *= extent;
+  }
+  return stride < 0 ? 0 : stride;
+}
+
 KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
                            ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
@@ -119,25 +176,64 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
     return status;
   const int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t lda = a.extent(lhs.colDim), ldb = b.extent(rhs.colDim);
-  const int64_t strideA = innerBatchStride(lhs, a, r, r.mLo, r.kLo);
-  const int64_t strideB = innerBatchStride(rhs, b, r, r.kLo, r.nLo);
+  int64_t strideA = innerBatchStride(lhs, a, r, r.mLo, r.kLo);
+  int64_t strideB = innerBatchStride(rhs, b, r, r.kLo, r.nLo);
+  // Batch dims that lie evenly apart in every operand and the result (no
+  // broadcast along an outer dim alone) run as one strided-batched GEMM
+  // rather than one per outer batch: [8, 12] attention heads, one call.
+  bool whole = false;
+  if (!r.batchLo.empty()) {
+    const int64_t sa = uniformBatchStride(
+        r.batchLo, r.batchHi,
+        [&](const std::vector<int64_t> &at) {
+          return matrixOffset(lhs, a, at, r.mLo, r.kLo);
+        });
+    const int64_t sb = uniformBatchStride(
+        r.batchLo, r.batchHi,
+        [&](const std::vector<int64_t> &at) {
+          return matrixOffset(rhs, b, at, r.kLo, r.nLo);
+        });
+    const int64_t sc = uniformBatchStride(
+        r.batchLo, r.batchHi, [&](std::vector<int64_t> at) {
+          at.push_back(r.mLo);
+          at.push_back(r.nLo);
+          return result.offsetOf(at);
+        });
+    const int64_t batches = boxVolume(r.batchLo, r.batchHi);
+    if (batches > 1 && sa >= 0 && sb >= 0 && sc == m * n) {
+      whole = true;
+      strideA = sa;
+      strideB = sb;
+    }
+  }
   std::string error;
-  forEachBatchRun(r.batchLo, r.batchHi, true,
-                  [&](const std::vector<int64_t> &batch, int64_t count) {
+  auto run = [&](const std::vector<int64_t> &batch, int64_t count) {
                     if (!error.empty())
                       return;
                     std::vector<int64_t> at = batch;
                     at.push_back(r.mLo);
                     at.push_back(r.nLo);
-                    error = ctx.library->gemm(
-                        ctx.stream, m, n, k, 1.0f,
-                        operandAt(a, matrixOffset(lhs, a, batch, r.mLo, r.kLo),
-                                  lda, lhs.transposed, strideA),
-                        operandAt(b, matrixOffset(rhs, b, batch, r.kLo, r.nLo),
-                                  ldb, rhs.transposed, strideB),
-                        0.0f, result.data + result.offsetOf(at), n, m * n,
-                        count);
-                  });
+                    const GemmOperand ga = operandAt(
+                        a, matrixOffset(lhs, a, batch, r.mLo, r.kLo), lda,
+                        lhs.transposed, strideA);
+                    const GemmOperand gb = operandAt(
+                        b, matrixOffset(rhs, b, batch, r.kLo, r.nLo), ldb,
+                        rhs.transposed, strideB);
+                    error =
+                        result.bf16Result
+                            ? gemmIntoBf16(ctx, m, n, k, ga, gb, nullptr,
+                                           result.bf16Result +
+                                               result.offsetOf(at),
+                                           count)
+                            : ctx.library->gemm(
+                                  ctx.stream, m, n, k, 1.0f, ga, gb, 0.0f,
+                                  result.data + result.offsetOf(at), n, m * n,
+                                  count);
+                  };
+  if (whole)
+    run(r.batchLo, boxVolume(r.batchLo, r.batchHi));
+  else
+    forEachBatchRun(r.batchLo, r.batchHi, true, run);
   return error.empty() ? "" : op.kind + ": " + error;
 }
 
@@ -218,12 +314,6 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
   return error.empty() ? "" : op.kind + ": " + error;
 }
 
-/// out[row * n + j] += bias[j] for every row.
-void addBias(Stream stream, float *out, const float *bias, int64_t rows,
-             int64_t n) {
-  launch(stream, rows * n, [=] PPC_HD(int64_t i) { out[i] += bias[i % n]; });
-}
-
 /// dBias[j] += sum over rows of dY[row * n + j].
 void sumColumns(Stream stream, float *dBias, const float *dy, int64_t rows,
                 int64_t n) {
@@ -254,10 +344,18 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
   if (!sameType(ctx, x, w))
     return outOfMemory(op);
   const int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
-  std::string error = ctx.library->gemm(
-      ctx.stream, r.rows, n, k, 1.0f, operandAt(x, 0, k, false, 0),
-      operandAt(w, weightOffset(w, r), w.extent(1), r.transposeWeight, 0), 0.0f,
-      result.data, n, 0, 1);
+  const GemmOperand gx = operandAt(x, 0, k, false, 0);
+  const GemmOperand gw =
+      operandAt(w, weightOffset(w, r), w.extent(1), r.transposeWeight, 0);
+  if (result.bf16Result) {
+    const uint16_t *bias =
+        r.addsBias ? inputs[2].bf16 + (r.nLo - inputs[2].lo[0]) : nullptr;
+    std::string error =
+        gemmIntoBf16(ctx, r.rows, n, k, gx, gw, bias, result.bf16Result, 1);
+    return error.empty() ? "" : op.kind + ": " + error;
+  }
+  std::string error = ctx.library->gemm(ctx.stream, r.rows, n, k, 1.0f, gx, gw,
+                                        0.0f, result.data, n, 0, 1);
   if (!error.empty())
     return op.kind + ": " + error;
   if (r.addsBias) {

@@ -11,7 +11,9 @@
 //
 // A kernel gets float32 views in device memory (the backend widens 16-bit
 // buffers and rounds results back, as the cpu backend does), except that
-// ops with readsBf16 get bf16 operands unwidened (DeviceView::bf16). It
+// ops with readsBf16 get bf16 operands unwidened (DeviceView::bf16), and
+// where every operand and result is bf16, their results as bf16 too
+// (KernelView::bf16Result). It
 // enqueues its work on ctx.stream and returns at once; an error is a
 // message ("ppc.conv2d: ..."), found before anything is enqueued where it
 // can be.
@@ -39,6 +41,10 @@ namespace ppc::runtime::cuda {
 /// kernels do, device code its `box`.
 struct KernelView : TensorView {
   DeviceBox box;
+  /// A bf16 result written in place (readsBf16 ops whose operands and
+  /// results are all bf16: no float32 result and rounding pass); `bf16`
+  /// then points there too.
+  uint16_t *bf16Result = nullptr;
   bool present() const { return data || bf16; }
   int64_t count() const { return box.count(); }
 };

@@ -4,7 +4,11 @@
 
 #include "ppc/Runtime/DType.h"
 
+#include <map>
+#include <tuple>
+
 #if !defined(PPC_CUDA_EMULATION)
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 #endif
@@ -42,6 +46,24 @@ public:
         }
     return "";
   }
+  std::string gemmToBf16(Stream, int64_t m, int64_t n, int64_t k,
+                         const GemmOperand &a, const GemmOperand &b,
+                         const uint16_t *bias, uint16_t *c, int64_t ldc,
+                         int64_t strideC, int64_t batch) override {
+    if (!a.bf16 || !b.bf16)
+      return "gemmToBf16: operands must be bf16";
+    for (int64_t p = 0; p < batch; ++p)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float sum = 0;
+          for (int64_t l = 0; l < k; ++l)
+            sum += element(a, p, i, l) * element(b, p, l, j);
+          if (bias)
+            sum += bfloat16ToFloat(bias[j]);
+          c[p * strideC + i * ldc + j] = floatToBFloat16(sum);
+        }
+    return "";
+  }
   void *cudnn(Stream) override { return nullptr; }
 };
 
@@ -57,6 +79,12 @@ public:
   ~CublasLibrary() override {
     if (cudnnHandle)
       cudnnDestroy(cudnnHandle);
+    for (auto &[key, plan] : ltPlans)
+      destroy(plan);
+    if (ltWorkspace)
+      cudaFree(ltWorkspace);
+    if (ltHandle)
+      cublasLtDestroy(ltHandle);
     cublasDestroy(handle);
   }
 
@@ -86,6 +114,44 @@ public:
     return "";
   }
 
+  std::string gemmToBf16(Stream stream, int64_t m, int64_t n, int64_t k,
+                         const GemmOperand &a, const GemmOperand &b,
+                         const uint16_t *bias, uint16_t *c, int64_t ldc,
+                         int64_t strideC, int64_t batch) override {
+    if (!a.bf16 || !b.bf16)
+      return "gemmToBf16: operands must be bf16";
+    if (m <= 0 || n <= 0 || batch <= 0)
+      return "";
+    // As in gemm: the column-major C^T = op(B)^T op(A)^T, so cuBLASLt's
+    // first operand is our B; its bias runs along C^T's rows, our columns.
+    const LtKey key{m,           n,          k,          a.ld,
+                    a.transposed, a.batchStride, b.ld,     b.transposed,
+                    b.batchStride, ldc,        strideC,    batch,
+                    bias != nullptr};
+    auto it = ltPlans.find(key);
+    if (it == ltPlans.end()) {
+      LtPlan plan;
+      if (std::string err = makePlan(key, plan); !err.empty()) {
+        destroy(plan);
+        return err;
+      }
+      it = ltPlans.emplace(key, plan).first;
+    }
+    LtPlan &plan = it->second;
+    if (bias)
+      cublasLtMatmulDescSetAttribute(plan.desc,
+                                     CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                     sizeof(bias));
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t status = cublasLtMatmul(
+        ltHandle, plan.desc, &one, b.data, plan.first, a.data, plan.second,
+        &zero, c, plan.result, c, plan.result, &plan.algo, ltWorkspace,
+        kLtWorkspaceBytes, stream);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return std::string("cublasLtMatmul: ") + cublasError(status);
+    return "";
+  }
+
   void *cudnn(Stream stream) override {
     if (!cudnnHandle && cudnnCreate(&cudnnHandle) != CUDNN_STATUS_SUCCESS)
       cudnnHandle = nullptr;
@@ -95,8 +161,117 @@ public:
   }
 
 private:
+  /// A bf16 GEMM's shape, layout and bias: what its cuBLASLt plan depends
+  /// on (a step repeats the same GEMMs, so each is planned once).
+  using LtKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int64_t,
+                           int64_t, bool, int64_t, int64_t, int64_t, int64_t,
+                           bool>;
+  struct LtPlan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t first = nullptr, second = nullptr,
+                           result = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  static constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
+
+  static void destroy(LtPlan &plan) {
+    if (plan.desc)
+      cublasLtMatmulDescDestroy(plan.desc);
+    for (cublasLtMatrixLayout_t layout : {plan.first, plan.second, plan.result})
+      if (layout)
+        cublasLtMatrixLayoutDestroy(layout);
+    plan = LtPlan{};
+  }
+
+  /// A column-major layout of `rows` x `cols` bf16 with `batch` matrices
+  /// `stride` elements apart.
+  static cublasStatus_t layout(cublasLtMatrixLayout_t &out, int64_t rows,
+                               int64_t cols, int64_t ld, int64_t batch,
+                               int64_t stride) {
+    cublasStatus_t status =
+        cublasLtMatrixLayoutCreate(&out, CUDA_R_16BF, rows, cols, ld);
+    if (status == CUBLAS_STATUS_SUCCESS && batch > 1) {
+      const int32_t count = static_cast<int32_t>(batch);
+      cublasLtMatrixLayoutSetAttribute(out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                       &count, sizeof(count));
+      cublasLtMatrixLayoutSetAttribute(
+          out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+          sizeof(stride));
+    }
+    return status;
+  }
+
+  std::string makePlan(const LtKey &key, LtPlan &plan) {
+    const auto [m, n, k, lda, transA, strideA, ldb, transB, strideB, ldc,
+                strideC, batch, hasBias] = key;
+    auto fail = [](const char *call, cublasStatus_t status) {
+      return std::string(call) + ": " + cublasError(status);
+    };
+    cublasStatus_t status;
+    if (!ltHandle && (status = cublasLtCreate(&ltHandle)) !=
+                         CUBLAS_STATUS_SUCCESS)
+      return fail("cublasLtCreate", status);
+    if (!ltWorkspace &&
+        cudaMalloc(&ltWorkspace, kLtWorkspaceBytes) != cudaSuccess) {
+      cudaGetLastError();
+      ltWorkspace = nullptr;
+      return "cuBLASLt: out of device memory for its workspace";
+    }
+    if ((status = cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F,
+                                           CUDA_R_32F)) !=
+        CUBLAS_STATUS_SUCCESS)
+      return fail("cublasLtMatmulDescCreate", status);
+    const cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                   &opFirst, sizeof(opFirst));
+    cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                   &opSecond, sizeof(opSecond));
+    if (hasBias) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const cudaDataType biasType = CUDA_R_16BF;
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                     &epilogue, sizeof(epilogue));
+      cublasLtMatmulDescSetAttribute(plan.desc,
+                                     CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                     &biasType, sizeof(biasType));
+    }
+    // Stored shapes, column-major: our B is n x k (k x n transposed), our
+    // A k x m (m x k transposed), C^T n x m.
+    if ((status = layout(plan.first, transB ? k : n, transB ? n : k, ldb,
+                         batch, strideB)) != CUBLAS_STATUS_SUCCESS ||
+        (status = layout(plan.second, transA ? m : k, transA ? k : m, lda,
+                         batch, strideA)) != CUBLAS_STATUS_SUCCESS ||
+        (status = layout(plan.result, n, m, ldc, batch, strideC)) !=
+            CUBLAS_STATUS_SUCCESS)
+      return fail("cublasLtMatrixLayoutCreate", status);
+    cublasLtMatmulPreference_t preference = nullptr;
+    if ((status = cublasLtMatmulPreferenceCreate(&preference)) !=
+        CUBLAS_STATUS_SUCCESS)
+      return fail("cublasLtMatmulPreferenceCreate", status);
+    const uint64_t workspace = kLtWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+        sizeof(workspace));
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    status = cublasLtMatmulAlgoGetHeuristic(
+        ltHandle, plan.desc, plan.first, plan.second, plan.result,
+        plan.result, preference, 1, &heuristic, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0)
+      return fail("cublasLtMatmulAlgoGetHeuristic",
+                  status != CUBLAS_STATUS_SUCCESS ? status
+                                                  : CUBLAS_STATUS_NOT_SUPPORTED);
+    plan.algo = heuristic.algo;
+    return "";
+  }
+
   cublasHandle_t handle;
   cudnnHandle_t cudnnHandle = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  void *ltWorkspace = nullptr;
+  std::map<LtKey, LtPlan> ltPlans;
 };
 
 #endif

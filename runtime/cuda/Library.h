@@ -1,7 +1,8 @@
 //===- Library.h - the vendor libraries behind one seam ---------*- C++ -*-===//
 //
 // Private to runtime/cuda. What the cuda backend takes from NVIDIA's
-// libraries rather than its own kernels: GEMMs (cuBLAS) and the cuDNN
+// libraries rather than its own kernels: GEMMs (cuBLAS; cuBLASLt for bf16
+// results with a fused bias) and the cuDNN
 // handle (convolutions, ConvPoolKernels.cu). In the host emulation
 // (Device.h) the GEMM is a plain loop and there is no cuDNN handle, so
 // every kernel built on them runs, slowly, without a GPU.
@@ -53,6 +54,16 @@ public:
                            float alpha, const GemmOperand &a,
                            const GemmOperand &b, float beta, float *c,
                            int64_t ldc, int64_t strideC, int64_t batch) = 0;
+  /// For b in [0, batch): C_b = op(A_b) op(B_b) + bias, A and B bf16, C_b
+  /// an m x n row-major bf16 matrix at c + b * strideC (leading dimension
+  /// ldc), rounded once from the float32 accumulation plus `bias` (n bf16
+  /// values added to every row; null: none), as the float32 gemm followed
+  /// by a rounding would (bf16 results written as a bf16 training step
+  /// writes them, with no float32 result in between).
+  virtual std::string gemmToBf16(Stream stream, int64_t m, int64_t n, int64_t k,
+                                 const GemmOperand &a, const GemmOperand &b,
+                                 const uint16_t *bias, uint16_t *c, int64_t ldc,
+                                 int64_t strideC, int64_t batch) = 0;
   /// The cudnnHandle_t (null in emulation), made on first use.
   virtual void *cudnn(Stream stream) = 0;
 };

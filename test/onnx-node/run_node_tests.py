@@ -26,15 +26,23 @@ no longer matches (docs/onnx-node-tests.md stays true to the code).
 import argparse
 import concurrent.futures
 import glob
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import mapping, numpy_helper, version_converter
+from onnx import numpy_helper, version_converter
+
+try:  # onnx >= 1.13; `mapping` is gone from later releases
+    from onnx.helper import tensor_dtype_to_np_dtype
+except ImportError:
+    from onnx.mapping import TENSOR_TYPE_TO_NP_TYPE
+    tensor_dtype_to_np_dtype = TENSOR_TYPE_TO_NP_TYPE.__getitem__
 
 
 KNOWN_DIFFERENCES = {
@@ -119,8 +127,7 @@ def bake_inputs(model, values, path):
     kept = [i for i in baked.graph.input if i.name not in values]
     for info in baked.graph.input:
         if info.name in values:
-            dtype = mapping.TENSOR_TYPE_TO_NP_TYPE[
-                info.type.tensor_type.elem_type]
+            dtype = tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)
             baked.graph.initializer.append(numpy_helper.from_array(
                 np.asarray(values[info.name], dtype=dtype), info.name))
     del baked.graph.input[:]
@@ -128,7 +135,18 @@ def bake_inputs(model, values, path):
     onnx.save(baked, path)
 
 
-def run_case(case, ppc_opt, ppc_run, backend="cpu"):
+def copy_plan(src, dst):
+    """A plan and the weights file ppc-opt writes beside it."""
+    shutil.copyfile(src, dst)
+    if os.path.exists(src + ".weights"):
+        shutil.copyfile(src + ".weights", dst + ".weights")
+
+
+def run_case(case, ppc_opt, ppc_run, backend="cpu", save_plans=None,
+             plans=None):
+    """`save_plans`: a folder where each lowering's plan and result are kept;
+    `plans`: such a folder, read instead of running ppc-opt (a GPU host
+    without the compiler's libraries runs the cases lowered elsewhere)."""
     name = os.path.basename(case)
     model = onnx.load(os.path.join(case, "model.onnx"),
                       load_external_data=False)
@@ -155,20 +173,36 @@ def run_case(case, ppc_opt, ppc_run, backend="cpu"):
     with tempfile.TemporaryDirectory(prefix="ppc-node-") as work:
         plan = os.path.join(work, "plan.pb")
 
-        def lower(path):
-            return subprocess.run(
+        def lower(path, tag):
+            kept = os.path.join(save_plans or plans or "", f"{name}.{tag}")
+            if plans:
+                with open(kept + ".json") as f:
+                    result = json.load(f)
+                if result["returncode"] == 0:
+                    copy_plan(kept + ".pb", plan)
+                return subprocess.CompletedProcess([], **result, stdout="")
+            proc = subprocess.run(
                 [ppc_opt, path, f"--ppc-lower-to-plan=plan={plan}", "-o",
                  os.devnull], capture_output=True, text=True, timeout=120)
-        model_path = upgraded_model(case, model, work)
-        proc = lower(model_path)
+            if save_plans:
+                with open(kept + ".json", "w") as f:
+                    json.dump({"returncode": proc.returncode,
+                               "stderr": proc.stderr}, f)
+                if proc.returncode == 0:
+                    copy_plan(plan, kept + ".pb")
+            return proc
+        model_path = (os.path.join(case, "model.onnx") if plans else
+                      upgraded_model(case, model, work))
+        proc = lower(model_path, "model")
         baked = attribute_like_inputs(model, input_names)
         if (proc.returncode != 0 and "non-constant" in proc.stderr and
                 baked):
             values = dict(zip(input_names, inputs))
             path = os.path.join(work, "baked.onnx")
-            bake_inputs(onnx.load(model_path), {n: values[n] for n in baked},
-                        path)
-            proc = lower(path)
+            if not plans:
+                bake_inputs(onnx.load(model_path),
+                            {n: values[n] for n in baked}, path)
+            proc = lower(path, "baked")
             kept = [(n, v) for n, v in zip(input_names, inputs)
                     if n not in baked]
             input_names = [n for n, _ in kept]
@@ -217,18 +251,27 @@ def run_case(case, ppc_opt, ppc_run, backend="cpu"):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ppc-opt", required=True)
+    parser.add_argument("--ppc-opt")
     parser.add_argument("--ppc-run", required=True)
     parser.add_argument("--data",
                         default="/usr/share/libonnx-testdata/data/node")
     parser.add_argument("--filter", default="", help="regex on case names")
     parser.add_argument("--backend", default="cpu",
                         help="ppc-run's backend (cuda: on a GPU)")
+    parser.add_argument("--save-plans", metavar="DIR",
+                        help="keep each case's plan and lowering result here")
+    parser.add_argument("--plans", metavar="DIR",
+                        help="run the plans --save-plans kept, without "
+                        "ppc-opt (on a host without the compiler)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--write-list", help="write the results (markdown)")
     parser.add_argument("--check-list",
                         help="fail unless the passing cases are those listed")
     args = parser.parse_args()
+    if not args.ppc_opt and not args.plans:
+        parser.error("--ppc-opt is required unless --plans is given")
+    if args.save_plans:
+        os.makedirs(args.save_plans, exist_ok=True)
 
     cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
                    if re.search(args.filter, os.path.basename(c)))
@@ -237,7 +280,7 @@ def main():
     results = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(run_case, c, args.ppc_opt, args.ppc_run,
-                               args.backend)
+                               args.backend, args.save_plans, args.plans)
                    for c in cases]
         for case, future in zip(cases, futures):
             try:
