@@ -16,21 +16,48 @@
 #      ranks share it and exchange through host memory);
 #   5. libraries: GEMM and convolution kernels as a training step runs them
 #      (ppc-profile of the plans' kernels) against cuBLAS and cuDNN alone at
-#      the same shapes (ppc-library-peak); the acceptance is >= 90%;
+#      the same shapes, types and math (ppc-library-peak); the acceptance is
+#      >= 90%;
 #   6. throughput: ResNet-50 (batch 32, 224x224) and a GPT (12 layers,
 #      hidden 768, sequence 1024) on one GPU, bf16, steps of ppc-run;
-#   7. simulator: the GPT's step predicted from a ppc-profile profile of its
-#      kernels against the step ppc-run measured (acceptance: within 10%).
-# Usage: scripts/gpu-check.sh [BUILD_DIR]   (GPU_CHECK_QUICK=1: small
-#        models in 6 and 7, for a first look)
+#   7. simulator: each of 6's steps predicted from a ppc-profile profile of
+#      its kernels against the step ppc-run measured (acceptance: 10%).
+# Usage:
+#   scripts/gpu-check.sh [BUILD_DIR]
+#       on a machine with a GPU and ppc's build dependencies: 1 to 7;
+#   scripts/gpu-check.sh --pack KIT [BUILD_DIR]
+#       on the build host: the plans 2 to 6 run (ppc-opt makes them), the
+#       binaries they run and the shared libraries those load (glibc's and
+#       CUDA's aside; Open MPI relocatable) into the folder KIT;
+#   scripts/gpu-check.sh --kit KIT
+#       from a checkout on a GPU host without ppc's build dependencies: 2 to
+#       6 with the kit's binaries and plans; the measurements go to
+#       KIT/results;
+#   scripts/gpu-check.sh --simulate KIT [BUILD_DIR]
+#       back on the build host: 7 from the kit's measurements.
+# GPU_CHECK_QUICK=1: small models in 6 and 7, for a first look. In 5, a
+# kernel the library runs in under 50 us is shown, not judged: it times a
+# launch, not a library's throughput.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+mode=full kit=
+case ${1:-} in
+--pack | --kit | --simulate)
+  mode=${1#--}
+  kit=${2:?"gpu-check.sh $1: name the kit folder"}
+  mkdir -p "$kit" && kit=$(cd "$kit" && pwd)
+  shift 2
+  ;;
+esac
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpirun=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 opt=$build/bin/ppc-opt run=$build/bin/ppc-run prof=$build/bin/ppc-profile
+peak=$build/bin/ppc-library-peak kernels=$build/test/unit/CudaBackendTest
+plans=$work/plans results=$work/results
+device=H100-SXM5-80GB # the dgx-h100 preset's device, simulated in 7
 failed=0
 summary=()
 result() { # STATUS NAME DETAIL
@@ -39,38 +66,84 @@ result() { # STATUS NAME DETAIL
   [[ $1 == FAIL ]] && failed=1
   return 0
 }
-
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "gpu-check.sh: no GPU visible (nvidia-smi -L failed): run it on a" \
-    "machine with an NVIDIA GPU" >&2
-  exit 2
-fi
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "GPU: $gpu ($(nvidia-smi -L | wc -l) visible)"
-
-# 1. build
-if bash "$root/scripts/build.sh" >"$work/build.log" 2>&1 &&
-  "$run" --help | grep -q 'backends: .*cuda'; then
-  result PASS build "cuda backend built ($build)"
-else
-  tail -20 "$work/build.log"
-  result FAIL build "no cuda backend in $build (nvcc, cuBLAS, cuDNN, NCCL?)"
+finish() {
+  echo
+  echo "gpu-check ($mode)${gpu:+ on $gpu}:"
   printf '%s\n' "${summary[@]}"
-  exit 1
-fi
+  exit $failed
+}
+verifyCases=(mlp cnn transformer gpt4 gpt4-bf16)
 
-# 2. kernels against the cpu backend
-if "$build/test/unit/CudaBackendTest" --gtest_brief=1 >"$work/kernels.log" 2>&1 &&
-  ! grep -q SKIPPED "$work/kernels.log"; then
-  result PASS kernels "$(grep -o '[0-9]* tests from' "$work/kernels.log" | head -1 | cut -d' ' -f1) tests"
-else
-  grep -E 'Failure|FAILED|SKIPPED|differ' "$work/kernels.log" | head -20
-  result FAIL kernels "CudaBackendTest (log above)"
-fi
+# The plans of 4 and 6 (ppc-opt): PLANS/NAME-npR.pb and PLANS/{resnet,gpt}.pb.
+makePlans() {
+  mkdir -p "$plans"
+  python3 "$root/bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
+    --seq 32 --vocab 200 --batch 8 >"$plans/gpt4.mlir"
+  local ranks name machine
+  for ranks in 1 2; do
+    machine=cpu
+    [[ $ranks -gt 1 ]] && machine=cpux$ranks
+    for name in "${verifyCases[@]}"; do
+      local model=$root/examples/$name.onnx dtype=f32 args=()
+      case $name in
+      mlp | cnn) args=(--batch-size=16) ;;
+      transformer) args=(--batch-size=8) ;;
+      gpt4) model=$plans/gpt4.mlir ;;
+      gpt4-bf16) model=$plans/gpt4.mlir dtype=bf16 ;;
+      esac
+      "$opt" "$model" "${args[@]}" --ppc-auto-parallel="machine=$machine search=mcmc budget=200 dtype=$dtype optimizer=adam plan=$plans/$name-np$ranks.pb" \
+        -o /dev/null >"$work/$name-np$ranks.opt" 2>&1 ||
+        result FAIL plans "$name-np$ranks: $(tail -1 "$work/$name-np$ranks.opt")"
+    done
+  done
+  if [[ ${GPU_CHECK_QUICK:-0} == 1 ]]; then
+    python3 "$root/bench/models.py" resnet50 --batch 4 --dtype bf16 >"$plans/resnet.mlir"
+    python3 "$root/bench/models.py" gpt --layers 2 --hidden 256 --heads 4 \
+      --seq 128 --vocab 1000 --batch 4 --dtype bf16 --loss ce >"$plans/gpt.mlir"
+  else
+    python3 "$root/bench/models.py" resnet50 --batch 32 --dtype bf16 >"$plans/resnet.mlir"
+    python3 "$root/bench/models.py" gpt --layers 12 --hidden 768 --heads 12 \
+      --seq 1024 --vocab 50304 --batch 8 --dtype bf16 --loss ce >"$plans/gpt.mlir"
+  fi
+  local model
+  for model in resnet gpt; do
+    "$opt" "$plans/$model.mlir" --ppc-auto-parallel="machine=cpu search=data-parallel optimizer=adam plan=$plans/$model.pb" \
+      -o /dev/null >"$work/$model.opt" 2>&1 ||
+      result FAIL plans "$model: $(tail -1 "$work/$model.opt")"
+  done
+}
 
-# 3. ONNX node tests
-if [[ -d /usr/share/libonnx-testdata/data/node ]]; then
-  if python3 "$root/test/onnx-node/run_node_tests.py" --ppc-opt "$opt" \
+# 2 to 6 on the GPU, from $plans; measurements into $results.
+gpuChecks() {
+  mkdir -p "$results"
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check.sh: no GPU visible (nvidia-smi -L failed): run it on a" \
+      "machine with an NVIDIA GPU" >&2
+    exit 2
+  fi
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "GPU: $gpu ($(nvidia-smi -L | wc -l) visible)"
+  echo "$gpu" >"$results/gpu.txt"
+
+  # 2. kernels against the cpu backend
+  if "$kernels" --gtest_brief=1 >"$work/kernels.log" 2>&1 &&
+    ! grep -q SKIPPED "$work/kernels.log"; then
+    result PASS kernels "$(grep -o '[0-9]* tests from' "$work/kernels.log" | head -1 | cut -d' ' -f1) tests"
+  else
+    grep -E 'Failure|FAILED|SKIPPED|differ' "$work/kernels.log" | head -20
+    result FAIL kernels "$kernels (log above)"
+  fi
+
+  # 3. ONNX node tests: lowered here, or by --pack where ppc-opt is.
+  local nodeArgs=()
+  if [[ -d $plans/node-plans ]]; then
+    nodeArgs=(--plans "$plans/node-plans" --data "$plans/node-data")
+  elif [[ -d /usr/share/libonnx-testdata/data/node ]]; then
+    nodeArgs=(--ppc-opt "$opt")
+  fi
+  if [[ ${#nodeArgs[@]} -eq 0 ]]; then
+    result SKIP node-tests "no /usr/share/libonnx-testdata (apt-get install libonnx-testdata)"
+  elif python3 "$root/test/onnx-node/run_node_tests.py" "${nodeArgs[@]}" \
     --ppc-run "$run" --backend cuda --jobs 4 \
     --check-list "$root/docs/onnx-node-tests.md" >"$work/node.log" 2>&1; then
     result PASS node-tests "$(tail -1 "$work/node.log")"
@@ -78,64 +151,37 @@ if [[ -d /usr/share/libonnx-testdata/data/node ]]; then
     tail -15 "$work/node.log"
     result FAIL node-tests "$(tail -1 "$work/node.log")"
   fi
-else
-  result SKIP node-tests "no /usr/share/libonnx-testdata (apt-get install libonnx-testdata)"
-fi
 
-# 4. --verify against the cpu backend
-verify() { # NAME RANKS DTYPE IMPORT...
-  local name=$1 ranks=$2 dtype=$3
-  shift 3
-  local machine=cpu
-  [[ $ranks -gt 1 ]] && machine=cpux$ranks
-  if ! "$@" --ppc-auto-parallel="machine=$machine search=mcmc budget=200 dtype=$dtype optimizer=adam plan=$work/$name.pb" \
-    -o /dev/null >"$work/$name.opt" 2>&1; then
-    result FAIL "verify" "$name: ppc-opt failed: $(tail -1 "$work/$name.opt")"
-    return
-  fi
-  local launch=("$run")
-  [[ $ranks -gt 1 ]] && launch=("${mpirun[@]}" -np "$ranks" "$run")
-  if "${launch[@]}" "$work/$name.pb" --backend cuda --steps 3 --verify \
-    --verify-backend cpu >"$work/$name.log" 2>&1; then
-    result PASS verify "$name: $(grep -m1 'verify' "$work/$name.log")"
-  else
-    tail -8 "$work/$name.log"
-    result FAIL verify "$name (log above)"
-  fi
-}
-python3 "$root/bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
-  --seq 32 --vocab 200 --batch 8 >"$work/gpt4.mlir"
-for ranks in 1 2; do
-  verify "mlp-np$ranks" "$ranks" f32 "$opt" "$root/examples/mlp.onnx" --batch-size=16
-  verify "cnn-np$ranks" "$ranks" f32 "$opt" "$root/examples/cnn.onnx" --batch-size=16
-  verify "transformer-np$ranks" "$ranks" f32 "$opt" "$root/examples/transformer.onnx" --batch-size=8
-  verify "gpt4-np$ranks" "$ranks" f32 "$opt" "$work/gpt4.mlir"
-  verify "gpt4-bf16-np$ranks" "$ranks" bf16 "$opt" "$work/gpt4.mlir"
-done
+  # 4. --verify against the cpu backend
+  local ranks name
+  for ranks in 1 2; do
+    for name in "${verifyCases[@]}"; do
+      name=$name-np$ranks
+      [[ -f $plans/$name.pb ]] || continue
+      local launch=("$run")
+      [[ $ranks -gt 1 ]] && launch=("${mpirun[@]}" -np "$ranks" "$run")
+      if "${launch[@]}" "$plans/$name.pb" --backend cuda --steps 3 --verify \
+        --verify-backend cpu >"$work/$name.log" 2>&1; then
+        result PASS verify "$name: $(grep -m1 'verify' "$work/$name.log")"
+      else
+        tail -8 "$work/$name.log"
+        result FAIL verify "$name (log above)"
+      fi
+    done
+  done
 
-# Models for 5-7.
-if [[ ${GPU_CHECK_QUICK:-0} == 1 ]]; then
-  python3 "$root/bench/models.py" resnet50 --batch 4 --dtype bf16 >"$work/resnet.mlir"
-  python3 "$root/bench/models.py" gpt --layers 2 --hidden 256 --heads 4 \
-    --seq 128 --vocab 1000 --batch 4 --dtype bf16 --loss ce >"$work/gpt.mlir"
-else
-  python3 "$root/bench/models.py" resnet50 --batch 32 --dtype bf16 >"$work/resnet.mlir"
-  python3 "$root/bench/models.py" gpt --layers 12 --hidden 768 --heads 12 \
-    --seq 1024 --vocab 50304 --batch 8 --dtype bf16 --loss ce >"$work/gpt.mlir"
-fi
-device=H100-SXM5-80GB # the dgx-h100 preset's device, simulated below
-for model in resnet gpt; do
-  "$opt" "$work/$model.mlir" --ppc-auto-parallel="machine=cpu search=data-parallel optimizer=adam plan=$work/$model.pb" \
-    -o /dev/null >"$work/$model.opt" 2>&1 ||
-    { result FAIL models "$model: $(tail -1 "$work/$model.opt")"; continue; }
-  "$prof" "$work/$model.pb" -o "$work/$model.prof.json" --backend cuda \
-    --device-name "$device" --details "$work/$model.details.json" --quiet \
-    >"$work/$model.prof.log" 2>&1 ||
-    result FAIL profile "$model: $(tail -1 "$work/$model.prof.log")"
-done
+  # Profiles of 6's models (read by 5 and 7).
+  local model
+  for model in resnet gpt; do
+    [[ -f $plans/$model.pb ]] || continue
+    "$prof" "$plans/$model.pb" -o "$results/$model.prof.json" --backend cuda \
+      --device-name "$device" --details "$results/$model.details.json" --quiet \
+      >"$work/$model.prof.log" 2>&1 ||
+      result FAIL profile "$model: $(tail -1 "$work/$model.prof.log")"
+  done
 
-# 5. GEMM and convolution against the libraries alone
-python3 - "$work" "$build/bin/ppc-library-peak" >"$work/libraries.txt" 2>&1 <<'PY'
+  # 5. GEMM and convolution against the libraries alone
+  python3 - "$results" "$peak" >"$results/libraries.txt" 2>&1 <<'PY'
 import json, subprocess, sys
 work, peak = sys.argv[1], sys.argv[2]
 worst = None
@@ -201,37 +247,135 @@ for model in ("gpt", "resnet"):
                   + ("" if judged else " (under 50 us: launch-bound, not judged)"))
 print(f"worst: {100*worst:.0f}%" if worst is not None else "worst: none measured")
 PY
-cat "$work/libraries.txt"
-worst=$(sed -n 's/^worst: \([0-9]*\)%.*/\1/p' "$work/libraries.txt")
-if [[ -z $worst ]]; then
-  result FAIL libraries "nothing measured"
-elif ((worst >= 90)); then
-  result PASS libraries "every GEMM/conv at >= 90% of the library's own time ($worst% worst)"
-else
-  result FAIL libraries "worst kernel at $worst% of the library's own speed (< 90%)"
-fi
-
-# 6. throughput, and 7. the simulator against the measured step
-for model in resnet gpt; do
-  [[ -f $work/$model.pb ]] || continue
-  if ! "$run" "$work/$model.pb" --backend cuda --steps 10 >"$work/$model.run" 2>&1; then
-    result FAIL throughput "$model: $(tail -1 "$work/$model.run")"
-    continue
+  cat "$results/libraries.txt"
+  local worst
+  worst=$(sed -n 's/^worst: \([0-9]*\)%.*/\1/p' "$results/libraries.txt")
+  if [[ -z $worst ]]; then
+    result FAIL libraries "nothing measured"
+  elif ((worst >= 90)); then
+    result PASS libraries "every GEMM/conv at >= 90% of the library's own time ($worst% worst)"
+  else
+    result FAIL libraries "worst kernel at $worst% of the library's own speed (< 90%)"
   fi
-  measured=$(sed -n 's/^mean step \([0-9.]*\) ms.*/\1/p' "$work/$model.run")
-  result PASS throughput "$model on $gpu: $(grep '^mean step' "$work/$model.run")"
-  predicted=$("$opt" "$work/$model.mlir" --ppc-attach-machine=machine=dgx-h100 \
-    --ppc-simulate="optimizer=adam unassigned=single overlap=false profile=$work/$model.prof.json" \
-    -o /dev/null 2>&1 | sed -n 's/^ *iteration time: \([0-9.]*\) ms.*/\1/p')
-  if [[ -z $predicted || -z $measured ]]; then
-    result FAIL simulator "$model: no prediction or measurement"
-    continue
-  fi
-  verdict=$(python3 -c "import sys; p, m = map(float, sys.argv[1:]); r = p / m; print(('PASS' if abs(r - 1) <= 0.10 else 'FAIL'), f'{r:.3f}')" "$predicted" "$measured")
-  result "${verdict% *}" simulator "$model: predicted $predicted ms, measured $measured ms (${verdict#* })"
-done
 
-echo
-echo "gpu-check on $gpu:"
-printf '%s\n' "${summary[@]}"
-exit $failed
+  # 6. throughput
+  for model in resnet gpt; do
+    [[ -f $plans/$model.pb ]] || continue
+    if ! "$run" "$plans/$model.pb" --backend cuda --steps 10 >"$results/$model.run" 2>&1; then
+      result FAIL throughput "$model: $(tail -1 "$results/$model.run")"
+      continue
+    fi
+    result PASS throughput "$model on $gpu: $(grep '^mean step' "$results/$model.run")"
+  done
+}
+
+# 7. the simulator, from the profiles, against the measured steps
+simulate() {
+  local model measured predicted verdict
+  for model in resnet gpt; do
+    measured=$(sed -n 's/^mean step \([0-9.]*\) ms.*/\1/p' "$results/$model.run" 2>/dev/null)
+    predicted=$("$opt" "$plans/$model.mlir" --ppc-attach-machine=machine=dgx-h100 \
+      --ppc-simulate="optimizer=adam unassigned=single overlap=false profile=$results/$model.prof.json" \
+      -o /dev/null 2>&1 | sed -n 's/^ *iteration time: \([0-9.]*\) ms.*/\1/p')
+    if [[ -z $predicted || -z $measured ]]; then
+      result FAIL simulator "$model: no prediction or measurement"
+      continue
+    fi
+    verdict=$(python3 -c "import sys; p, m = map(float, sys.argv[1:]); r = p / m; print(('PASS' if abs(r - 1) <= 0.10 else 'FAIL'), f'{r:.3f}')" "$predicted" "$measured")
+    result "${verdict% *}" simulator "$model: predicted $predicted ms, measured $measured ms (${verdict#* })"
+  done
+}
+
+# The kit's binaries and the libraries they load: everything but glibc's
+# and CUDA's (the GPU host has its own), Open MPI with its plugins in its
+# own layout (OPAL_PREFIX relocates it).
+packBinaries() {
+  mkdir -p "$kit/bin" "$kit/lib" "$kit/root"
+  local f
+  for f in "$run" "$prof" "$peak" "$kernels"; do
+    [[ -x $f ]] || { result FAIL pack "$f is missing (a build with the cuda backend?)"; return; }
+    strip -o "$kit/bin/$(basename "$f")" "$f"
+  done
+  local p
+  for p in libopenmpi3 openmpi-bin openmpi-common libpmix2; do
+    dpkg -L "$p" 2>/dev/null | grep -v '/share/doc\|/share/man\|/include/\|\.a$\|java' |
+      while read -r f; do
+        [[ -f $f || -L $f ]] || continue
+        mkdir -p "$kit/root$(dirname "$f")" && cp -a "$f" "$kit/root$f"
+      done
+  done
+  local mpi=(/usr/bin/orterun /usr/bin/orted)
+  mapfile -t -O ${#mpi[@]} mpi < <(find /usr/lib/x86_64-linux-gnu/openmpi/lib \
+    /usr/lib/x86_64-linux-gnu/pmix2 -name '*.so' 2>/dev/null)
+  ldd "$kit"/bin/* "${mpi[@]}" 2>/dev/null | awk '/=> \//{print $3}' | sort -u |
+    while read -r f; do
+      case $(basename "$f") in
+      libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | \
+        libcuda* | libcublas* | libcudnn* | libnccl* | libnvidia*) continue ;;
+      esac
+      [[ $f == */cuda* ]] || cp -L "$f" "$kit/lib/"
+    done
+  result PASS pack "$(du -sh "$kit" | cut -f1) in $kit"
+}
+
+# On a GPU host: the kit's binaries, loading the kit's libraries.
+useKit() {
+  [[ -d $kit/bin && -d $kit/plans ]] ||
+    { echo "gpu-check.sh --kit: $kit holds no kit (make one with --pack)" >&2; exit 2; }
+  plans=$kit/plans results=$kit/results
+  run=$kit/bin/ppc-run prof=$kit/bin/ppc-profile peak=$kit/bin/ppc-library-peak
+  kernels=$kit/bin/CudaBackendTest
+  local r=$kit/root/usr cudaDirs l
+  cudaDirs=$(for l in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do
+    find ${CUDA_HOME:-/usr/local/cuda} /usr/local/cuda* /usr/lib /opt -name "$l" 2>/dev/null | head -1 | xargs -r dirname
+  done | awk '!seen[$0]++' | paste -sd:)
+  export OPAL_PREFIX=$r PMIX_INSTALL_PREFIX=$r/lib/x86_64-linux-gnu/pmix2
+  export LD_LIBRARY_PATH=$kit/lib:$r/lib/x86_64-linux-gnu/openmpi/lib:$cudaDirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PATH=$r/bin:$PATH
+  export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mca_base_component_show_load_errors=0 \
+    OMPI_MCA_btl_vader_single_copy_mechanism=none
+  mpirun=("$r/bin/orterun" --oversubscribe -x LD_LIBRARY_PATH -x PATH)
+  [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
+}
+
+case $mode in
+full)
+  # 1. build
+  if bash "$root/scripts/build.sh" >"$work/build.log" 2>&1 &&
+    "$run" --help | grep -q 'backends: .*cuda'; then
+    result PASS build "cuda backend built ($build)"
+  else
+    tail -20 "$work/build.log"
+    result FAIL build "no cuda backend in $build (nvcc, cuBLAS, cuDNN, NCCL?)"
+    finish
+  fi
+  makePlans
+  gpuChecks
+  simulate
+  ;;
+pack)
+  plans=$kit/plans
+  rm -rf "$plans" && makePlans
+  if [[ -d /usr/share/libonnx-testdata/data/node ]]; then
+    cp -r /usr/share/libonnx-testdata/data/node "$plans/node-data"
+    python3 "$root/test/onnx-node/run_node_tests.py" --ppc-opt "$opt" \
+      --ppc-run "$run" --save-plans "$plans/node-plans" --jobs "$(nproc)" \
+      >"$work/node.log" 2>&1 ||
+      result FAIL node-plans "$(tail -1 "$work/node.log")"
+  fi
+  packBinaries
+  echo "Next, on the GPU host: scripts/gpu-check.sh --kit KIT (a checkout of" \
+    "this commit beside the kit); then here: scripts/gpu-check.sh --simulate KIT"
+  ;;
+kit)
+  useKit
+  gpuChecks
+  echo "Next, on the build host: scripts/gpu-check.sh --simulate KIT (check 7)"
+  ;;
+simulate)
+  plans=$kit/plans results=$kit/results
+  gpu=$(cat "$results/gpu.txt" 2>/dev/null)
+  simulate
+  ;;
+esac
+finish

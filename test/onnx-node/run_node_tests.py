@@ -20,6 +20,9 @@ A case whose model feeds an attribute-like operand (Resize's scales, Pad's
 pads) from a graph input, which ppc refuses as non-constant, runs again
 with those inputs made initializers holding the case's data: the model
 specialized to its test inputs, as an exporter with fixed shapes writes it.
+--save-plans DIR keeps each case's plan (and lowering result) in DIR;
+--plans DIR runs those instead of ppc-opt, on a host without it (a GPU host
+that runs gpu-check.sh's kit).
 Exits 1 when a case failed, or when --check-list names a passing list that
 no longer matches (docs/onnx-node-tests.md stays true to the code).
 """
