@@ -27,6 +27,15 @@ float element(const GemmOperand &x, int64_t batch, int64_t row, int64_t col) {
                 : static_cast<const float *>(x.data)[at];
 }
 
+/// Row i of op(A_p) times column j of op(B_p), summed in order.
+float dot(const GemmOperand &a, const GemmOperand &b, int64_t p, int64_t i,
+          int64_t j, int64_t k) {
+  float sum = 0;
+  for (int64_t l = 0; l < k; ++l)
+    sum += element(a, p, i, l) * element(b, p, l, j);
+  return sum;
+}
+
 class EmulatedLibrary final : public Library {
 public:
   std::string gemm(Stream, int64_t m, int64_t n, int64_t k, float alpha,
@@ -38,9 +47,7 @@ public:
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          float sum = 0;
-          for (int64_t l = 0; l < k; ++l)
-            sum += element(a, p, i, l) * element(b, p, l, j);
+          const float sum = dot(a, b, p, i, j, k);
           float &out = c[p * strideC + i * ldc + j];
           out = alpha * sum + (beta == 0 ? 0.0f : beta * out);
         }
@@ -55,11 +62,8 @@ public:
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          float sum = 0;
-          for (int64_t l = 0; l < k; ++l)
-            sum += element(a, p, i, l) * element(b, p, l, j);
-          if (bias)
-            sum += bfloat16ToFloat(bias[j]);
+          const float sum = dot(a, b, p, i, j, k) +
+                            (bias ? bfloat16ToFloat(bias[j]) : 0.0f);
           c[p * strideC + i * ldc + j] = floatToBFloat16(sum);
         }
     return "";

@@ -11,6 +11,7 @@
 #include <new>
 #include <set>
 #include <stdexcept>
+#include <system_error>
 
 namespace ppc::runtime {
 
@@ -470,7 +471,9 @@ std::string ProgramRunner::inputValues(const Buffer &b, int32_t id,
         !err.empty())
       return err;
   }
-  if (drawn)
+  if (!drawn)
+    return "";
+  try {
     drawnInputs_[id] = {
         step + 1, b.lo, b.hi,
         std::async(std::launch::async, [this, tensor = b.tensor, lo = b.lo,
@@ -479,6 +482,9 @@ std::string ProgramRunner::inputValues(const Buffer &b, int32_t id,
           std::string err = data.load(tensor, lo, hi, step + 1, next.data());
           return std::make_pair(std::move(err), std::move(next));
         })};
+  } catch (const std::system_error &) {
+    drawnInputs_.erase(id); // no thread to spare: the next step draws it
+  }
   return "";
 }
 
