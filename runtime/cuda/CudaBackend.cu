@@ -471,6 +471,7 @@ public:
   }
 
   const char *name() const override { return "cuda"; }
+  bool queuesWork() const override { return true; }
 
   std::shared_ptr<DeviceBuffer> allocate(DType dtype, int64_t n) override {
     n = std::max<int64_t>(n, 1);

@@ -455,8 +455,11 @@ std::string ProgramRunner::load(Buffer &b, int32_t id) {
 std::string ProgramRunner::inputValues(const Buffer &b, int32_t id,
                                        int64_t step,
                                        std::vector<float> &values) {
-  // Weights load once; a dataset (--data) prefetches its own batches.
-  const bool drawn = !persistent.count(id) && data.dataset() == nullptr &&
+  // Weights load once; a dataset (--data) prefetches its own batches. On
+  // the cpu backend every core computes, so a thread drawing ahead would
+  // only take one from a rank (and its time from the profile's kernels).
+  const bool drawn = backend.queuesWork() && !persistent.count(id) &&
+                     data.dataset() == nullptr &&
                      plan.tensors(b.tensor).role() == Tensor::INPUT;
   auto it = drawnInputs_.find(id);
   if (it != drawnInputs_.end() && it->second.step == step &&

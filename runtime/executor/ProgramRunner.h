@@ -245,9 +245,9 @@ private:
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::shared_ptr<DeviceBuffer> staging_;
   /// A synthetic input box of a later step, drawn on a thread while this
-  /// step runs: a backend that queues its work (cuda) would otherwise idle
-  /// while the host draws them (ResNet-50's 32 images at 224x224 took 44 ms
-  /// of a 195 ms step on an H200).
+  /// step runs, where the backend queues its work (cuda), whose device
+  /// would otherwise idle while the host draws them (ResNet-50's 32 images at
+  /// 224x224 took 44 ms of a 195 ms step on an H200).
   struct DrawnInput {
     int64_t step;
     Index lo, hi;

@@ -101,6 +101,11 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
+  /// Whether kernels are queued to a device that runs them while the host
+  /// goes on (cuda), rather than done by the host when a call returns
+  /// (cpu): the host then has time to spare for work ahead, as drawing
+  /// the next step's inputs.
+  virtual bool queuesWork() const { return false; }
 
   /// A zero-filled buffer of max(n, 1) elements; null when the device has
   /// no room for it.
