@@ -17,15 +17,15 @@
 // C m x n), alpha 1, beta 0, CUBLAS_COMPUTE_32F and CUBLAS_GEMM_DEFAULT,
 // operands and C float32 or, with --dtype bf16, bf16 (on tensor cores; C
 // rounded from the float32 accumulation, as a bf16 training step writes
-// it). cublasGemmEx without --batch; with --batch (1 included:
-// the backend's own call) cublasGemmStridedBatchedEx over B packed
-// matrices. FLOPs: 2 * m * n * k * batch.
+// it). cublasGemmEx without --batch; with --batch (1 included: the
+// backend's own call) cublasGemmStridedBatchedEx over B packed matrices. FLOPs: 2 * m * n * k * batch.
 //
 // conv: cuDNN's legacy API, NCHW float32, x N x C x H x W, w K x C/g x R x S,
 // y N x K x P x Q (stride, pad and dilation the same on both axes; default
 // 1, 0, 1, 1), CUDNN_CROSS_CORRELATION, CUDNN_DEFAULT_MATH (TF32 allowed on
 // Ampere and later) or, with --math fma, CUDNN_FMA_MATH (exact float32, as
-// the cuda backend runs its convolutions), alpha 1, beta 0. The pass runs the algorithm that
+// the cuda backend runs its convolutions), alpha 1, beta 0. The pass runs
+// the algorithm that
 // cudnnGetConvolution{Forward,BackwardData,BackwardFilter}Algorithm_v7
 // ranks first among those that succeed with at most 1 GiB of workspace.
 // FLOPs, for every pass: 2 * N * K * P * Q * C/g * R * S.
@@ -40,8 +40,9 @@
 //    "device":"..","iterations":..,"seconds":..,"tflops":..}
 //   {"op":"conv","n":..,"c":..,"h":..,"w":..,"k":..,"r":..,"s":..,
 //    "stride":..,"pad":..,"dilation":..,"groups":..,"pass":"..","p":..,
-//    "q":..,"dtype":"f32","math":"default"|"fma","algo":..,"workspace_bytes":..,"device":"..",
-//    "iterations":..,"seconds":..,"tflops":..}
+//    "q":..,"dtype":"f32","math":"default"|"fma","algo":..,
+//    "workspace_bytes":..,"device":"..","iterations":..,"seconds":..,
+//    "tflops":..}
 //
 // Exit status: 0 on success; 2 for bad arguments (with the usage on
 // stderr); 1 when no GPU is visible ("ppc-library-peak: no GPU visible

@@ -113,9 +113,8 @@ makePlans() {
   done
 }
 
-# 2 to 6 on the GPU, from $plans; measurements into $results.
-gpuChecks() {
-  mkdir -p "$results"
+# Before anything else where the checks run: a GPU, or exit 2.
+requireGpu() {
   if ! nvidia-smi -L >/dev/null 2>&1; then
     echo "gpu-check.sh: no GPU visible (nvidia-smi -L failed): run it on a" \
       "machine with an NVIDIA GPU" >&2
@@ -123,6 +122,11 @@ gpuChecks() {
   fi
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   echo "GPU: $gpu ($(nvidia-smi -L | wc -l) visible)"
+}
+
+# 2 to 6 on the GPU, from $plans; measurements into $results.
+gpuChecks() {
+  mkdir -p "$results"
   echo "$gpu" >"$results/gpu.txt"
 
   # 2. kernels against the cpu backend
@@ -340,6 +344,7 @@ useKit() {
 
 case $mode in
 full)
+  requireGpu
   # 1. build
   if bash "$root/scripts/build.sh" >"$work/build.log" 2>&1 &&
     "$run" --help | grep -q 'backends: .*cuda'; then
@@ -368,6 +373,7 @@ pack)
     "this commit beside the kit); then here: scripts/gpu-check.sh --simulate KIT"
   ;;
 kit)
+  requireGpu
   useKit
   gpuChecks
   echo "Next, on the build host: scripts/gpu-check.sh --simulate KIT (check 7)"

@@ -64,12 +64,6 @@ bool sameType(ExecContext &ctx, KernelView &a, KernelView &b) {
   return a.data && b.data;
 }
 
-/// out[row * n + j] += bias[j] for every row.
-void addBias(Stream stream, float *out, const float *bias, int64_t rows,
-             int64_t n) {
-  launch(stream, rows * n, [=] PPC_HD(int64_t i) { out[i] += bias[i % n]; });
-}
-
 /// C = op(A) op(B) (+ bias) into `batch` contiguous m x n bf16 matrices:
 /// one cuBLASLt GEMM whose epilogue adds the bias and rounds, or where
 /// cuBLASLt declines the layout, the float32 GEMM into a workspace block,
@@ -176,60 +170,49 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
     return status;
   const int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t lda = a.extent(lhs.colDim), ldb = b.extent(rhs.colDim);
-  int64_t strideA = innerBatchStride(lhs, a, r, r.mLo, r.kLo);
-  int64_t strideB = innerBatchStride(rhs, b, r, r.kLo, r.nLo);
   // Batch dims that lie evenly apart in every operand and the result (no
-  // broadcast along an outer dim alone) run as one strided-batched GEMM
-  // rather than one per outer batch: [8, 12] attention heads, one call.
-  bool whole = false;
-  if (!r.batchLo.empty()) {
-    const int64_t sa = uniformBatchStride(
-        r.batchLo, r.batchHi,
-        [&](const std::vector<int64_t> &at) {
-          return matrixOffset(lhs, a, at, r.mLo, r.kLo);
-        });
-    const int64_t sb = uniformBatchStride(
-        r.batchLo, r.batchHi,
-        [&](const std::vector<int64_t> &at) {
-          return matrixOffset(rhs, b, at, r.kLo, r.nLo);
-        });
-    const int64_t sc = uniformBatchStride(
-        r.batchLo, r.batchHi, [&](std::vector<int64_t> at) {
-          at.push_back(r.mLo);
-          at.push_back(r.nLo);
-          return result.offsetOf(at);
-        });
-    const int64_t batches = boxVolume(r.batchLo, r.batchHi);
-    if (batches > 1 && sa >= 0 && sb >= 0 && sc == m * n) {
-      whole = true;
-      strideA = sa;
-      strideB = sb;
-    }
+  // broadcast along an outer dim alone) run as one strided-batched GEMM,
+  // else one per outer batch: [8, 12] attention heads, one call.
+  int64_t strideA = uniformBatchStride(
+      r.batchLo, r.batchHi, [&](const std::vector<int64_t> &at) {
+        return matrixOffset(lhs, a, at, r.mLo, r.kLo);
+      });
+  int64_t strideB = uniformBatchStride(
+      r.batchLo, r.batchHi, [&](const std::vector<int64_t> &at) {
+        return matrixOffset(rhs, b, at, r.kLo, r.nLo);
+      });
+  const int64_t strideC =
+      uniformBatchStride(r.batchLo, r.batchHi, [&](std::vector<int64_t> at) {
+        at.push_back(r.mLo);
+        at.push_back(r.nLo);
+        return result.offsetOf(at);
+      });
+  const bool whole = boxVolume(r.batchLo, r.batchHi) > 1 && strideA >= 0 &&
+                     strideB >= 0 && strideC == m * n;
+  if (!whole) {
+    strideA = innerBatchStride(lhs, a, r, r.mLo, r.kLo);
+    strideB = innerBatchStride(rhs, b, r, r.kLo, r.nLo);
   }
   std::string error;
   auto run = [&](const std::vector<int64_t> &batch, int64_t count) {
-                    if (!error.empty())
-                      return;
-                    std::vector<int64_t> at = batch;
-                    at.push_back(r.mLo);
-                    at.push_back(r.nLo);
-                    const GemmOperand ga = operandAt(
-                        a, matrixOffset(lhs, a, batch, r.mLo, r.kLo), lda,
-                        lhs.transposed, strideA);
-                    const GemmOperand gb = operandAt(
-                        b, matrixOffset(rhs, b, batch, r.kLo, r.nLo), ldb,
-                        rhs.transposed, strideB);
-                    error =
-                        result.bf16Result
-                            ? gemmIntoBf16(ctx, m, n, k, ga, gb, nullptr,
-                                           result.bf16Result +
-                                               result.offsetOf(at),
-                                           count)
-                            : ctx.library->gemm(
-                                  ctx.stream, m, n, k, 1.0f, ga, gb, 0.0f,
-                                  result.data + result.offsetOf(at), n, m * n,
-                                  count);
-                  };
+    if (!error.empty())
+      return;
+    std::vector<int64_t> at = batch;
+    at.push_back(r.mLo);
+    at.push_back(r.nLo);
+    const GemmOperand ga =
+        operandAt(a, matrixOffset(lhs, a, batch, r.mLo, r.kLo), lda,
+                  lhs.transposed, strideA);
+    const GemmOperand gb =
+        operandAt(b, matrixOffset(rhs, b, batch, r.kLo, r.nLo), ldb,
+                  rhs.transposed, strideB);
+    error = result.bf16Result
+                ? gemmIntoBf16(ctx, m, n, k, ga, gb, nullptr,
+                               result.bf16Result + result.offsetOf(at), count)
+                : ctx.library->gemm(ctx.stream, m, n, k, 1.0f, ga, gb, 0.0f,
+                                    result.data + result.offsetOf(at), n, m * n,
+                                    count);
+  };
   if (whole)
     run(r.batchLo, boxVolume(r.batchLo, r.batchHi));
   else
@@ -312,6 +295,12 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
         }
       });
   return error.empty() ? "" : op.kind + ": " + error;
+}
+
+/// out[row * n + j] += bias[j] for every row.
+void addBias(Stream stream, float *out, const float *bias, int64_t rows,
+             int64_t n) {
+  launch(stream, rows * n, [=] PPC_HD(int64_t i) { out[i] += bias[i % n]; });
 }
 
 /// dBias[j] += sum over rows of dY[row * n + j].

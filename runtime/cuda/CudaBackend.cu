@@ -537,8 +537,6 @@ public:
     if (std::string bad = checkViews(op, {&inputs, &outputs, &scratch});
         !bad.empty())
       return bad;
-    // Results are written, not read, in a first stage; a later stage
-    // continues from what the earlier one left.
     // A first stage of a bf16-reading op over bf16 data writes its bf16
     // results itself (the GEMMs' epilogue rounds them).
     auto allBf16 = [](const std::vector<DeviceView> &views) {
@@ -548,6 +546,8 @@ public:
     };
     const bool bf16Results = readsBf16(op) && ctx.stage == 0 &&
                              allBf16(inputs) && allBf16(outputs);
+    // Results are written, not read, in a first stage; a later stage
+    // continues from what the earlier one left.
     KernelViews in(pool, stream, inputs, true, readsBf16(op)),
         out(pool, stream, outputs, ctx.stage > 0, false, bf16Results),
         tmp(pool, stream, scratch, true, false);

@@ -177,22 +177,22 @@ def run_case(case, ppc_opt, ppc_run, backend="cpu", save_plans=None,
         plan = os.path.join(work, "plan.pb")
 
         def lower(path, tag):
-            kept = os.path.join(save_plans or plans or "", f"{name}.{tag}")
+            stored = os.path.join(save_plans or plans or "", f"{name}.{tag}")
             if plans:
-                with open(kept + ".json") as f:
+                with open(stored + ".json") as f:
                     result = json.load(f)
                 if result["returncode"] == 0:
-                    copy_plan(kept + ".pb", plan)
+                    copy_plan(stored + ".pb", plan)
                 return subprocess.CompletedProcess([], **result, stdout="")
             proc = subprocess.run(
                 [ppc_opt, path, f"--ppc-lower-to-plan=plan={plan}", "-o",
                  os.devnull], capture_output=True, text=True, timeout=120)
             if save_plans:
-                with open(kept + ".json", "w") as f:
+                with open(stored + ".json", "w") as f:
                     json.dump({"returncode": proc.returncode,
                                "stderr": proc.stderr}, f)
                 if proc.returncode == 0:
-                    copy_plan(plan, kept + ".pb")
+                    copy_plan(plan, stored + ".pb")
             return proc
         model_path = (os.path.join(case, "model.onnx") if plans else
                       upgraded_model(case, model, work))
