@@ -10,7 +10,9 @@
 #      median mean step (first step excluded) is the measurement, and the
 #      simulator predicts the step from the machine and that run's profile,
 #      with gradient sync after backward as ppc-run runs it (overlap=false).
-# A last column shows the uncalibrated preset (cpuxR) with its roofline.
+# Beside it, the same machine without the senders' part of a message (only
+# the receiver held, as before ppc-calibrate measured it), and the
+# uncalibrated preset (cpuxR) with its roofline; counts within 15% last.
 # The strategies (KINDS): make_strategy.py's kinds (dp, tensor, mixed,
 # spatial, replicated, scatter, recompute, zero1-3), `searched` (mcmc on the
 # calibrated machine), a baseline by name (`fsdp`, `megatron-sp`, ...) and
@@ -112,8 +114,28 @@ for c in "${cases[@]}"; do
     --quiet --profile "$w/profile.json"
 done
 
-printf "| model | batch | ranks | strategy | measured ms | predicted ms | predicted / measured | preset roofline ms | ratio |\n"
-printf "|---|---:|---:|---|---:|---:|---:|---:|---:|\n"
+# Side by side: the same machine without the senders' part of a message
+# (send_bandwidth_by_size), as the simulator priced messages before it had
+# one: only the receiving rank held.
+for ranks in $ranks_list; do
+  python3 - "$tmp/machine-$ranks.json" "$tmp/receiver-only-$ranks.json" <<'PY'
+import json, sys
+machine = json.load(open(sys.argv[1]))
+def strip(node):
+    if isinstance(node, dict):
+        node.pop("send_bandwidth_by_size", None)
+        for value in node.values():
+            strip(value)
+    elif isinstance(node, list):
+        for value in node:
+            strip(value)
+strip(machine)
+json.dump(machine, open(sys.argv[2], "w"), indent=2)
+PY
+done
+
+printf "| model | batch | ranks | strategy | measured ms | predicted ms | predicted / measured | receiver only ms | ratio | preset roofline ms | ratio |\n"
+printf "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
 for c in "${cases[@]}"; do
   set -- $c
   model=$1 batch=$2 ranks=$3 kind=$4
@@ -138,20 +160,35 @@ for c in "${cases[@]}"; do
   measured=${median% *}
   predicted=$(simulate "$tmp/machine-$ranks.json" \
     "overlap=false profile=$w/run-${median#* }.json")
+  receiver=$(simulate "$tmp/receiver-only-$ranks.json" \
+    "overlap=false profile=$w/run-${median#* }.json")
   preset=$(simulate "$([[ $ranks == 1 ]] && echo cpu || echo "cpux$ranks")" "")
-  printf "| %s | %s | %s | %s | %.3f | %.3f | %.2f | %.3f | %.2f |\n" "$model" \
-    "$batch" "$ranks" "$kind" "$measured" "$predicted" \
-    "$(echo "$predicted / $measured" | bc -l)" "$preset" \
+  printf "| %s | %s | %s | %s | %.3f | %.3f | %.2f | %.3f | %.2f | %.3f | %.2f |\n" \
+    "$model" "$batch" "$ranks" "$kind" "$measured" "$predicted" \
+    "$(echo "$predicted / $measured" | bc -l)" "$receiver" \
+    "$(echo "$receiver / $measured" | bc -l)" "$preset" \
     "$(echo "$preset / $measured" | bc -l)"
-  echo "$model $ranks $measured $predicted $preset" >>"$tmp/rows"
+  echo "$model $ranks $measured $predicted $preset $receiver" >>"$tmp/rows"
 done
 python3 - "$tmp/rows" <<'PY'
 import collections, sys
 groups = collections.defaultdict(list)
+rows = []
 for line in open(sys.argv[1]):
-    model, ranks, measured, predicted, preset = line.split()
-    groups[(model, ranks)].append(
-        (float(measured), float(predicted), float(preset)))
+    model, ranks, measured, predicted, preset, receiver = line.split()
+    row = (float(measured), float(predicted), float(preset), float(receiver))
+    groups[(model, ranks)].append(row)
+    rows.append(row)
+
+def summary(column, name):
+    ratios = sorted(r[column] / r[0] for r in rows)
+    within = sum(abs(x - 1) <= 0.15 for x in ratios)
+    print(f"{name}: {within} of {len(ratios)} predictions within 15% of the "
+          f"measured step, median ratio {ratios[len(ratios) // 2]:.2f}")
+
+summary(1, "calibrated")
+summary(3, "calibrated, receiver only")
+summary(2, "preset roofline")
 
 def ranks_of(values):
     order = sorted(range(len(values)), key=lambda i: values[i])

@@ -298,6 +298,7 @@ static LinkSpec pathLink(const Machine &m, const std::vector<int64_t> &links) {
       path.kind = leg.kind;
       path.bySize = leg.bySize;
       path.collectiveBySize = leg.collectiveBySize;
+      path.sendBySize = leg.sendBySize;
     }
   }
   return path;
@@ -459,6 +460,8 @@ static std::string validateLinkSpec(const LinkSpec &spec) {
     return "bandwidth by size: " + e;
   if (std::string e = spec.collectiveBySize.validate(); !e.empty())
     return "collective bandwidth by size: " + e;
+  if (std::string e = spec.sendBySize.validate(); !e.empty())
+    return "send bandwidth by size: " + e;
   return "";
 }
 

@@ -269,6 +269,8 @@ LinkSpec readLinkFields(ObjectReader &r) {
     spec.bySize = readCurve(r, "bandwidth_by_size");
   if (r.has("collective_bandwidth_by_size"))
     spec.collectiveBySize = readCurve(r, "collective_bandwidth_by_size");
+  if (r.has("send_bandwidth_by_size"))
+    spec.sendBySize = readCurve(r, "send_bandwidth_by_size");
   return spec;
 }
 
@@ -474,6 +476,8 @@ ojson writeLinkSpec(const LinkSpec &spec) {
     link["bandwidth_by_size"] = writeCurve(spec.bySize);
   if (!spec.collectiveBySize.empty())
     link["collective_bandwidth_by_size"] = writeCurve(spec.collectiveBySize);
+  if (!spec.sendBySize.empty())
+    link["send_bandwidth_by_size"] = writeCurve(spec.sendBySize);
   return link;
 }
 

@@ -305,6 +305,9 @@ struct Transfer {
   int32_t route = 0; ///< index into Impl::routes.
   int64_t bytes = 0;
   double time = 0;
+  /// The sender's part of `time` between ranks that move their own
+  /// messages (LinkSpec::sendTime); 0 elsewhere.
+  double sendTime = 0;
 };
 
 /// Data a partition reads from a partition on its own device.
@@ -368,6 +371,10 @@ struct Edge {
   std::vector<SharedCopy> fwdShared;
   /// End of each forward transfer in the last timing pass.
   std::vector<double> fwdEnd;
+  /// Between ranks that move their own messages, when the consumer's rank
+  /// began packing each backward transfer (after its backward kernel, where
+  /// the plan sends the gradient) in the last timing pass.
+  std::vector<double> bwdPackedAt;
   // Totals of the transfers, kept so that a result need not walk them.
   std::vector<std::pair<int32_t, double>> commTimeByDevice;
   std::vector<std::pair<int32_t, int64_t>> receivedByDevice;
@@ -1220,6 +1227,8 @@ struct Simulator::Impl {
     t.bytes = bytes;
     t.route = routeId(srcDevice, dstDevice);
     t.time = routes[t.route].link.transferTime(static_cast<double>(bytes));
+    if (ranksCopyMessages)
+      t.sendTime = routes[t.route].link.sendTime(static_cast<double>(bytes));
     return t;
   }
 
@@ -1298,11 +1307,26 @@ struct Simulator::Impl {
       timeline.push_back({op, kind, resource, start, end - start});
   }
 
-  /// Runs a point-to-point transfer ready at `ready`; returns its end.
-  double runTransfer(const Transfer &t, double ready, int32_t edge,
+  /// The sending rank's part of transfer `t` (packing it and handing it
+  /// over: a kernel's worth of its time, and a core), issued now and ready
+  /// at `ready`; returns when it starts.
+  double packMessage(const Transfer &t, double ready, int32_t edge,
                      TaskKind kind) {
+    return runKernel(routes[t.route].src, ready, t.sendTime, edge, kind) -
+           t.sendTime;
+  }
+
+  /// Runs a point-to-point transfer ready at `ready`, whose sender began
+  /// packing it at `packedAt` (packMessage; < 0: packs it now); returns its
+  /// end.
+  double runTransfer(const Transfer &t, double ready, int32_t edge,
+                     TaskKind kind, double packedAt = -1) {
     const RouteInfo &r = routes[t.route];
-    double start = ready;
+    double start = ready, packed = ready;
+    if (t.sendTime > 0) {
+      start = packedAt >= 0 ? packedAt : packMessage(t, ready, edge, kind);
+      packed = start + t.sendTime;
+    }
     for (int32_t res : r.resources)
       start = std::max(start, freeAt[res]);
     // Between processes that share a node's cores, a message is copied by
@@ -1312,7 +1336,9 @@ struct Simulator::Impl {
       start = std::max(start, freeAt[core]);
     if (ranksCopyMessages)
       start = std::max(start, freeAt[r.dst]);
-    double end = start + t.time;
+    // The receiver waits for the packing at most; once the message is
+    // packed, the rest of its time is the receiver's.
+    double end = std::max(start, packed) + (t.time - t.sendTime);
     for (int32_t res : r.resources)
       freeAt[res] = end;
     if (core >= 0)
@@ -1525,9 +1551,11 @@ struct Simulator::Impl {
       for (const Edge::SharedCopy &c : e.fwdShared)
         for (int32_t p : c.gradTo)
           st.gradReady[p] = std::max(st.gradReady[p], cons.bwdEnd[c.dst]);
-      for (const Transfer &t : e.bwd) {
+      for (size_t k = 0; k < e.bwd.size(); ++k) {
+        const Transfer &t = e.bwd[k];
         double end =
-            runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer);
+            runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer,
+                        k < e.bwdPackedAt.size() ? e.bwdPackedAt[k] : -1.0);
         bool chunked = st.overlapsComm && withinNode(t);
         st.gradReady[t.dst] =
             std::max(st.gradReady[t.dst], chunked ? cons.bwdEnd[t.src] : end);
@@ -1570,6 +1598,17 @@ struct Simulator::Impl {
     runStatSyncs(i, st.statSyncs[1], st.bwdEnd);
     if (st.regathers)
       regatherInputs(i);
+    // The plan sends the gradients of this op's operands right after its
+    // backward; their receivers take them when the producers' backward
+    // needs them.
+    for (int32_t id : inEdges[i]) {
+      Edge &e = edges[id];
+      e.bwdPackedAt.assign(e.bwd.size(), -1);
+      for (size_t k = 0; k < e.bwd.size(); ++k)
+        if (e.bwd[k].sendTime > 0)
+          e.bwdPackedAt[k] = packMessage(e.bwd[k], st.bwdEnd[e.bwd[k].src], id,
+                                         TaskKind::GradTransfer);
+    }
   }
 
   /// A staged kernel's statistics reductions, one after another (each
@@ -2000,8 +2039,12 @@ void Simulator::writeChromeTrace(std::ostream &os) const {
       pid = nd;
       tid = ev.resource - 2 * nd;
     }
-    trace.add(ct::complete(eventName(im.graph, im.edges, ev), pid, tid,
-                           ev.start, ev.duration));
+    std::string name = eventName(im.graph, im.edges, ev);
+    // A transfer on a compute track is its sender packing it.
+    if (ev.resource < nd &&
+        (ev.kind == TaskKind::Transfer || ev.kind == TaskKind::GradTransfer))
+      name += " (send)";
+    trace.add(ct::complete(name, pid, tid, ev.start, ev.duration));
   }
   trace.finish();
 }

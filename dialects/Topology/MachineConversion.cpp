@@ -52,7 +52,8 @@ LinkAttr getLinkAttr(MLIRContext *context, const ppc::LinkSpec &spec) {
   return LinkAttr::get(context, spec.kind, APFloat(spec.bandwidth),
                        APFloat(spec.latency),
                        getCurveAttr(context, spec.bySize),
-                       getCurveAttr(context, spec.collectiveBySize));
+                       getCurveAttr(context, spec.collectiveBySize),
+                       getCurveAttr(context, spec.sendBySize));
 }
 
 ClusterAttr getClusterAttr(MLIRContext *context, const ppc::ClusterSpec &spec) {
@@ -94,6 +95,7 @@ ppc::LinkSpec toLinkSpec(LinkAttr attr) {
   spec.latency = attr.getLatency().convertToDouble();
   spec.bySize = toCurve(attr.getBandwidthBySize());
   spec.collectiveBySize = toCurve(attr.getCollectiveBandwidthBySize());
+  spec.sendBySize = toCurve(attr.getSendBandwidthBySize());
   return spec;
 }
 

@@ -359,7 +359,9 @@ static void printCurve(AsmPrinter &printer, StringRef key,
 
 // #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06
 //            [, bandwidth_by_size = [[bytes, rate], ...]]
-//            [, collective_bandwidth_by_size = [[bytes, rate], ...]]>
+//            [, collective_bandwidth_by_size = [[bytes, rate], ...]]
+//            [, send_bandwidth_by_size = [[bytes, rate], ...]]>
+// The curves come in that order, each at most once.
 Attribute LinkAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   std::string kindName;
@@ -378,19 +380,32 @@ Attribute LinkAttr::parse(AsmParser &parser, Type) {
   if (parser.parseComma() || parseNumberField(parser, "bandwidth", bandwidth) ||
       parser.parseComma() || parseNumberField(parser, "latency", latency))
     return {};
-  SmallVector<double> bySize, collective;
-  if (succeeded(parser.parseOptionalComma())) {
-    bool any = false;
-    if (succeeded(parser.parseOptionalKeyword("bandwidth_by_size"))) {
-      if (parser.parseEqual() || parseCurve(parser, bySize))
-        return {};
-      any = true;
+  SmallVector<double> bySize, collective, send;
+  const std::pair<StringRef, SmallVector<double> *> curves[] = {
+      {"bandwidth_by_size", &bySize},
+      {"collective_bandwidth_by_size", &collective},
+      {"send_bandwidth_by_size", &send}};
+  size_t next = 0;
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc keyLoc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key))
+      return {};
+    size_t which = next;
+    while (which < std::size(curves) && curves[which].first != key)
+      ++which;
+    if (which == std::size(curves)) {
+      InFlightDiagnostic diag = parser.emitError(keyLoc, "expected ");
+      for (size_t i = next; i < std::size(curves); ++i)
+        diag << (i > next ? ", " : "") << "'" << curves[i].first << "'";
+      diag << " after the link's "
+           << (next ? curves[next - 1].first : StringRef("latency"))
+           << ", got '" << key << "'";
+      return {};
     }
-    if (!any || succeeded(parser.parseOptionalComma())) {
-      if (parser.parseKeyword("collective_bandwidth_by_size") ||
-          parser.parseEqual() || parseCurve(parser, collective))
-        return {};
-    }
+    if (parser.parseEqual() || parseCurve(parser, *curves[which].second))
+      return {};
+    next = which + 1;
   }
   if (parser.parseGreater())
     return {};
@@ -398,7 +413,8 @@ Attribute LinkAttr::parse(AsmParser &parser, Type) {
   return getChecked([&] { return parser.emitError(loc); }, context, *kind,
                     APFloat(bandwidth), APFloat(latency),
                     DenseF64ArrayAttr::get(context, bySize),
-                    DenseF64ArrayAttr::get(context, collective));
+                    DenseF64ArrayAttr::get(context, collective),
+                    DenseF64ArrayAttr::get(context, send));
 }
 
 void LinkAttr::print(AsmPrinter &printer) const {
@@ -409,6 +425,7 @@ void LinkAttr::print(AsmPrinter &printer) const {
   printCurve(printer, "bandwidth_by_size", getBandwidthBySize());
   printCurve(printer, "collective_bandwidth_by_size",
              getCollectiveBandwidthBySize());
+  printCurve(printer, "send_bandwidth_by_size", getSendBandwidthBySize());
   printer << ">";
 }
 
@@ -430,15 +447,17 @@ static LogicalResult verifyCurve(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ppc::LinkKind, APFloat bandwidth,
                                APFloat latency, DenseF64ArrayAttr bySize,
-                               DenseF64ArrayAttr collective) {
+                               DenseF64ArrayAttr collective,
+                               DenseF64ArrayAttr send) {
   double bw = bandwidth.convertToDouble(), lat = latency.convertToDouble();
   if (!(std::isfinite(bw) && bw > 0))
     return emitError() << "link bandwidth must be > 0, got " << bw;
   if (!(std::isfinite(lat) && lat >= 0))
     return emitError() << "link latency must be >= 0, got " << lat;
   if (failed(verifyCurve(emitError, "bandwidth_by_size", bySize)) ||
-      failed(verifyCurve(emitError, "collective_bandwidth_by_size",
-                         collective)))
+      failed(
+          verifyCurve(emitError, "collective_bandwidth_by_size", collective)) ||
+      failed(verifyCurve(emitError, "send_bandwidth_by_size", send)))
     return failure();
   return success();
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # ppc-calibrate under mpirun writes a machine whose links carry the curves it
-# measured, with cores_per_node where ranks outnumber the cores; the
+# measured (messages whole and the sender's part, collectives), with cores_per_node where ranks outnumber the cores; the
 # simulator reads it and predicts a step with a profile of the same plan.
 # usage: calibrate.sh WORKDIR PPC_OPT EXAMPLES MPIRUN...   (MPIRUN... starts
 #        a program on N ranks, e.g. "mpirun -np 2"; N >= 2)
@@ -13,10 +13,12 @@ mkdir -p "$work"
 "$@" "$bin/ppc-calibrate" -o "$work/m.json" --seconds 0.002 \
   --max-size 65536 > "$work/calibrate.log"
 cat "$work/calibrate.log"
-grep -q '^point to point, within a host (ranks 0 and 1), one way:' "$work/calibrate.log"
+grep -q "^point to point, within a host (ranks 0 and 1), one way, and the sender's part:" "$work/calibrate.log"
+grep -q '^ *65536 B: .* GB/s *sender *[0-9.]* us$' "$work/calibrate.log"
 grep -q '^collectives, within each host' "$work/calibrate.log"
 grep -q '"bandwidth_by_size"' "$work/m.json"
 grep -q '"collective_bandwidth_by_size"' "$work/m.json"
+grep -q '"send_bandwidth_by_size"' "$work/m.json"
 # One core for all ranks: they take turns.
 "$@" "$bin/ppc-calibrate" -o "$work/one-core.json" --seconds 0.002 \
   --max-size 4096 --cores 1 --quiet

@@ -797,16 +797,27 @@ TEST(MachineJson, BandwidthBySize) {
   std::string error;
   std::optional<Machine> m = parseMachineJson(
       with(R"("bandwidth_by_size": [["4 KiB", "1 GB/s"], [4194304, 9e9]],
-              "collective_bandwidth_by_size": [["1 MB", "2 GB/s"]])"),
+              "collective_bandwidth_by_size": [["1 MB", "2 GB/s"]],
+              "send_bandwidth_by_size": [["4 KiB", "4 GB/s"], [4194304, 18e9]])"),
       "t", error);
   ASSERT_TRUE(m) << error;
   const LinkSpec &intra = m->cluster->intra;
   ASSERT_EQ(intra.bySize.points.size(), 2u);
   EXPECT_EQ(intra.bySize.points[0], std::make_pair(4096.0, 1e9));
   EXPECT_EQ(intra.collectiveBySize.points[0], std::make_pair(1e6, 2e9));
+  ASSERT_EQ(intra.sendBySize.points.size(), 2u);
+  EXPECT_EQ(intra.sendBySize.points[1], std::make_pair(4194304.0, 18e9));
   // A transfer takes the curve's time, not latency + bytes / bandwidth.
   EXPECT_DOUBLE_EQ(m->effectiveLink(0, 1).transferTime(4194304), 4194304 / 9e9);
   EXPECT_DOUBLE_EQ(m->effectiveLink(0, 2).transferTime(1e6), 2e-6 + 1e6 / 1e10);
+  // The sender's part by its own curve, never more than the whole message;
+  // none on a link without the curve.
+  EXPECT_DOUBLE_EQ(m->effectiveLink(0, 1).sendTime(4194304), 4194304 / 18e9);
+  EXPECT_DOUBLE_EQ(m->effectiveLink(0, 1).sendTime(4096), 4096 / 4e9);
+  EXPECT_DOUBLE_EQ(m->effectiveLink(0, 2).sendTime(1e6), 0);
+  LinkSpec slowSender = intra;
+  slowSender.sendBySize.points = {{4096, 1e8}};
+  EXPECT_DOUBLE_EQ(slowSender.sendTime(4096), intra.transferTime(4096));
   // Written and read back: the same machine.
   std::optional<Machine> back =
       parseMachineJson(writeMachineJson(*m), "t", error);
@@ -834,6 +845,9 @@ TEST(MachineJson, BandwidthBySize) {
       "TB/s, KiB/s, MiB/s, GiB/s, Kb/s, Mb/s, Gb/s, Tb/s)");
   EXPECT_EQ(parseError(with(R"("bandwidth_by_size": [[0, 1]])")),
             "machine.json: cluster.intra.bandwidth_by_size[0][0]: must be > 0");
+  EXPECT_EQ(parseError(with(R"("send_bandwidth_by_size": [[8, 1], [8, 2]])")),
+            "machine.json: cluster.intra.send_bandwidth_by_size[1][0]: sizes "
+            "must increase");
 }
 
 TEST(MachineJson, CoresPerNode) {

@@ -11,7 +11,8 @@
 //   - point-to-point messages (ping-pong, one way) between two ranks of a
 //     host and, with several hosts, of two hosts, each a box of a tensor
 //     copied into a new message and out of a staging buffer as ppc-run
-//     does: bandwidth by size;
+//     does: bandwidth by size, and the sender's part of it (the time its
+//     rank spends packing and handing a message over);
 //   - all-reduce over each host's ranks and, with several hosts, over all:
 //     bus bandwidth by size; all-gather and reduce-scatter are printed
 //     against half an all-reduce (what the simulator charges for them).
@@ -59,8 +60,9 @@ Measures this host (or these hosts) as K ppc-run ranks use it and writes a
 machine description for ppc-opt (--ppc-attach-machine=machine=MACHINE.json):
 per rank its f32 GEMM rate and half-efficiency size, the streaming bandwidth
 of the optimizer update and memory; between ranks point-to-point messages
-and all-reduce by message size. Run it with the K of the plans you will
-simulate; kernel times come from `ppc-run --profile` of each plan.
+(the whole and the sender's part) and all-reduce by message size. Run it
+with the K of the plans you will simulate; kernel times come from
+`ppc-run --profile` of each plan.
 
 options:
   -o FILE               the machine JSON to write (required)
@@ -320,17 +322,35 @@ std::vector<double> measureUpdates(const Options &o, bool print) {
   return rates;
 }
 
+/// A message's time by size between two ranks: the whole of it, one way,
+/// and the sender's part (rank `a`'s, as it measured it).
+struct MessageCurves {
+  BandwidthCurve oneWay;
+  BandwidthCurve send;
+};
+
 /// One-way time by size between ranks `a` and `b` (ping-pong, each way a
-/// ppc-run send and receive); the other ranks wait.
-absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
-                                               const Options &o, int a, int b,
-                                               const std::string &what) {
-  BandwidthCurve curve;
+/// ppc-run send and receive), and the time rank `a` spends in its sends
+/// (packing a message and handing it to MPI: thread CPU time with one
+/// thread, as kernels are profiled; the median of its sends); the other
+/// ranks wait.
+absl::StatusOr<MessageCurves> measurePingPong(Communicator &comm,
+                                              const Options &o, int a, int b,
+                                              const std::string &what) {
+  MessageCurves curves;
   bool print = comm.rank() == 0 && !o.quiet;
   if (print)
-    std::printf("point to point, %s (ranks %d and %d), one way:\n",
+    std::printf("point to point, %s (ranks %d and %d), one way, and the "
+                "sender's part:\n",
                 what.c_str(), a, b);
   const int me = comm.rank();
+  const bool cpuTime = o.threads == 1;
+  auto clock = [&] {
+    return cpuTime
+               ? threadCpuSeconds()
+               : std::chrono::duration<double>(Clock::now().time_since_epoch())
+                     .count();
+  };
   for (int64_t bytes : messageSizes(o.maxSize)) {
     int64_t n = bytes / 4;
     // A message as ppc-run moves one: a box of a tensor (rows of up to 1024
@@ -349,14 +369,18 @@ absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
       return absl::ResourceExhaustedError("out of memory for the messages");
     const runtime::DeviceView whole{tensor.get(), 0, shape, {0, 0}, shape};
     auto where = [] { return std::string("a calibration message"); };
+    std::vector<double> sends;
     auto exchange = [&](int from, int to) -> absl::Status {
       if (me == from) {
+        const double packing = clock();
         std::shared_ptr<runtime::DeviceBuffer> message =
             host->allocate(runtime::DType::F32, n);
         if (!message)
           return absl::ResourceExhaustedError("out of memory for a message");
         host->copyBox(whole, {message.get(), 0, shape, lo, hi}, lo, hi, false);
-        return fromString(comm.send(std::move(message), n, to, 7));
+        absl::Status sent = fromString(comm.send(std::move(message), n, to, 7));
+        sends.push_back(clock() - packing);
+        return sent;
       }
       if (me == to) {
         absl::Status s = fromString(
@@ -379,13 +403,20 @@ absl::StatusOr<BandwidthCurve> measurePingPong(Communicator &comm,
     if (!roundTrip.ok())
       return roundTrip.status();
     double oneWay = *roundTrip / 2;
-    curve.points.push_back({static_cast<double>(bytes), bytes / oneWay});
+    // The first sends warm the buffers up; the median stands for the rest.
+    std::nth_element(sends.begin(), sends.begin() + sends.size() / 2,
+                     sends.end());
+    double send = sends.empty() ? oneWay : sends[sends.size() / 2];
+    send = std::clamp(send, 1e-9, oneWay);
+    curves.oneWay.points.push_back(
+        {static_cast<double>(bytes), bytes / oneWay});
+    curves.send.points.push_back({static_cast<double>(bytes), bytes / send});
     if (print)
-      std::printf("  %10lld B: %11.2f us  %8.3f GB/s\n",
+      std::printf("  %10lld B: %11.2f us  %8.3f GB/s   sender %9.2f us\n",
                   static_cast<long long>(bytes), oneWay * 1e6,
-                  bytes / oneWay / 1e9);
+                  bytes / oneWay / 1e9, send * 1e6);
   }
-  return curve;
+  return curves;
 }
 
 /// All-reduce bus bandwidth by size over `group` (each rank passes the
@@ -593,14 +624,15 @@ absl::Status run(Communicator &comm, const Options &o) {
   auto measureLink = [&](LinkSpec &link, int a, int b,
                          const std::vector<int> &group, const char *between,
                          const char *over) -> absl::Status {
-    absl::StatusOr<BandwidthCurve> p2p =
-        measurePingPong(comm, o, a, b, between);
+    absl::StatusOr<MessageCurves> p2p = measurePingPong(comm, o, a, b, between);
     if (!p2p.ok())
       return p2p.status();
-    link.bySize = *p2p;
-    link.latency = p2p->points.front().first / p2p->points.front().second;
+    link.bySize = p2p->oneWay;
+    link.sendBySize = p2p->send;
+    link.latency =
+        link.bySize.points.front().first / link.bySize.points.front().second;
     link.bandwidth = 0;
-    for (auto [bytes, rate] : p2p->points)
+    for (auto [bytes, rate] : link.bySize.points)
       link.bandwidth = std::max(link.bandwidth, rate);
     absl::StatusOr<BandwidthCurve> coll =
         measureCollectives(comm, o, group, over);

@@ -21,6 +21,7 @@
 
 #include "ppc/Support/MachineView.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -165,6 +166,12 @@ struct LinkSpec {
   /// When set, such an all-reduce takes 2(k-1)/k * bytes / busbw(bytes)
   /// instead of the ring and hierarchical alpha-beta costs.
   BandwidthCurve collectiveBySize;
+  /// The sender's part of a point-to-point message by size, on a link
+  /// between processes that move their own messages (`shared_memory`: CPU
+  /// ranks): the time the sending rank spends packing the message and
+  /// handing it over before it computes again, a part of the message's
+  /// whole time (`bySize`). Empty: the sender is not held.
+  BandwidthCurve sendBySize;
 
   /// Time to move `bytes` over this link alone: latency + bytes / bandwidth,
   /// or the measured curve's time.
@@ -173,10 +180,18 @@ struct LinkSpec {
       return bySize.time(bytes);
     return latency + bytes / bandwidth;
   }
+  /// The sender's part of transferTime(bytes) (sendBySize; never more than
+  /// the whole), 0 without a measured curve.
+  double sendTime(double bytes) const {
+    if (sendBySize.empty())
+      return 0;
+    return std::min(sendBySize.time(bytes), transferTime(bytes));
+  }
   bool operator==(const LinkSpec &other) const {
     return kind == other.kind && bandwidth == other.bandwidth &&
            latency == other.latency && bySize == other.bySize &&
-           collectiveBySize == other.collectiveBySize;
+           collectiveBySize == other.collectiveBySize &&
+           sendBySize == other.sendBySize;
   }
   bool operator!=(const LinkSpec &other) const { return !(*this == other); }
 };

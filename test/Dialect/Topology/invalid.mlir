@@ -105,8 +105,19 @@
 
 // -----
 
-// expected-error @+1 {{expected 'collective_bandwidth_by_size'}}
+// expected-error @+1 {{expected 'bandwidth_by_size', 'collective_bandwidth_by_size', 'send_bandwidth_by_size' after the link's latency, got 'by_size'}}
 #l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0, by_size = [[8, 1.0]]>
+
+// -----
+
+// The curves come in one order, each once.
+// expected-error @+1 {{expected 'send_bandwidth_by_size' after the link's collective_bandwidth_by_size, got 'bandwidth_by_size'}}
+#l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0, collective_bandwidth_by_size = [[8, 1.0]], bandwidth_by_size = [[8, 1.0]]>
+
+// -----
+
+// expected-error @+1 {{send_bandwidth_by_size: point 0: bandwidth must be > 0}}
+#l = #topo.link<shared_memory, bandwidth = 1.0, latency = 0.0, send_bandwidth_by_size = [[8, -1.0]]>
 
 // -----
 

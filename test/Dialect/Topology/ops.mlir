@@ -38,8 +38,9 @@ module attributes {ppc.machine = #topo.cluster<nodes = 1, devices_per_node = 2,
 
 // -----
 
-// Measured bandwidths by message size, point to point and of collectives.
-// CHECK-DAG: #[[MEASURED:.*]] = #topo.link<shared_memory, bandwidth = 5.0e+09, latency = 1.5e-05, bandwidth_by_size = {{\[}}[4096.0, 1.1e+09], [4194304.0, 9.0e+09]], collective_bandwidth_by_size = {{\[}}[1024.0, 2.0e+08]]>
+// Measured bandwidths by message size: point to point, of collectives, and
+// the sender's part of a message.
+// CHECK-DAG: #[[MEASURED:.*]] = #topo.link<shared_memory, bandwidth = 5.0e+09, latency = 1.5e-05, bandwidth_by_size = {{\[}}[4096.0, 1.1e+09], [4194304.0, 9.0e+09]], collective_bandwidth_by_size = {{\[}}[1024.0, 2.0e+08]], send_bandwidth_by_size = {{\[}}[4096.0, 2.5e+09]]>
 // CHECK-DAG: #[[COLL:.*]] = #topo.link<shared_memory, bandwidth = 5.0e+09, latency = 0.0, collective_bandwidth_by_size = {{\[}}[1.0e+06, 4.0e+09]]>
 // CHECK: #topo.cluster<nodes = 1, devices_per_node = 2, cores_per_node = 1, device = {{.*}}, intra = #[[MEASURED]], inter = #[[COLL]]>
 module attributes {ppc.machine = #topo.cluster<nodes = 1, devices_per_node = 2,
@@ -48,7 +49,8 @@ module attributes {ppc.machine = #topo.cluster<nodes = 1, devices_per_node = 2,
                           memory_bandwidth = 2.0e10, memory_bytes = 1024>,
     intra = #topo.link<shared_memory, bandwidth = 5.0e9, latency = 1.5e-5,
         bandwidth_by_size = [[4096, 1.1e9], [4194304, 9.0e9]],
-        collective_bandwidth_by_size = [[1024, 2.0e8]]>,
+        collective_bandwidth_by_size = [[1024, 2.0e8]],
+        send_bandwidth_by_size = [[4096, 2.5e9]]>,
     inter = #topo.link<shared_memory, bandwidth = 5.0e9, latency = 0,
         collective_bandwidth_by_size = [[1.0e6, 4.0e9]]>>} {
 }

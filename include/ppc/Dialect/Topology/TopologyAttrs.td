@@ -57,7 +57,9 @@ def Topo_LinkAttr : Topo_Attr<"Link", "link"> {
     message size, as `[bytes, bytes/s]` pairs with increasing sizes:
     `bandwidth_by_size` for point-to-point messages and
     `collective_bandwidth_by_size` for the all-reduce bus bandwidth of a
-    group whose bottleneck is this link (docs/machine-format.md).
+    group whose bottleneck is this link, and `send_bandwidth_by_size` for
+    the sender's part of a message between processes that move their own
+    (docs/machine-format.md); in that order.
 
     ```mlir
     #nvlink = #topo.link<nvlink, bandwidth = 4.5e11, latency = 1.0e-06>
@@ -69,7 +71,8 @@ def Topo_LinkAttr : Topo_Attr<"Link", "link"> {
                         APFloatParameter<"bytes/s">:$bandwidth,
                         APFloatParameter<"seconds">:$latency,
                         "::mlir::DenseF64ArrayAttr":$bandwidthBySize,
-                        "::mlir::DenseF64ArrayAttr":$collectiveBandwidthBySize);
+                        "::mlir::DenseF64ArrayAttr":$collectiveBandwidthBySize,
+                        "::mlir::DenseF64ArrayAttr":$sendBandwidthBySize);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
