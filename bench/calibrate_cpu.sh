@@ -6,7 +6,8 @@
 #   2. every plan runs once with `ppc-run --profile` (its kernels' times),
 #      in order: a `searched` plan's search reads the merged profiles of
 #      its rank count's plans before it;
-#   3. each plan runs three more times with --profile; the run with the
+#   3. each plan runs three more times with --profile (and --quiet, its
+#      steps' times in a --log); the run with the
 #      median mean step (first step excluded) is the measurement, and the
 #      simulator predicts the step from the machine and that run's profile,
 #      with gradient sync after backward as ppc-run runs it (overlap=false).
@@ -42,7 +43,11 @@ models=${MODELS:-mlp:64 cnn:16 transformer:8 gpt:8}
 kinds=${KINDS:-dp tensor mixed searched}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mpirun=(mpirun --oversubscribe)
+# Each rank on a core of its own, or sharing one in turn where ranks
+# outnumber cores: unbound, 4 ranks on 2 cores settle into one of two
+# speeds per run (the MLP's tensor layout 1.2 or 1.9 ms a step; bound, 1.22
+# to 1.27 in six runs).
+mpirun=(mpirun --oversubscribe --bind-to core:overload-allowed)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 opt=$build/bin/ppc-opt
 
@@ -150,11 +155,16 @@ for c in "${cases[@]}"; do
   # the measurement and its profile the simulator's: this host's speed
   # drifts by tens of percent over minutes, so the kernels are timed in
   # the run whose step they are to predict.
+  # Quiet, with the steps' times in a log: a step line per step goes
+  # through mpirun, whose forwarding takes a core from the ranks (the MLP's
+  # step at 2 ranks: 0.68 ms printed, 0.63 quiet).
   median=$(for run in 1 2 3; do
-      rm -f "$w/run-$run.json"
-      step=$("${mpirun[@]}" -np "$ranks" "$build/bin/ppc-run" "$w/plan.pb" \
-        --steps "$steps" --profile "$w/run-$run.json" |
-        sed -n 's/^mean step \([0-9.]*\) ms.*/\1/p')
+      rm -f "$w/run-$run.json" "$w/run-$run.jsonl"
+      "${mpirun[@]}" -np "$ranks" "$build/bin/ppc-run" "$w/plan.pb" \
+        --steps "$steps" --quiet --log "$w/run-$run.jsonl" \
+        --profile "$w/run-$run.json"
+      step=$(sed -n 's/.*"time_ms": \([0-9.e+-]*\).*/\1/p' "$w/run-$run.jsonl" |
+        tail -n +2 | awk '{ s += $1 } END { printf "%.3f", s / NR }')
       echo "$step $run"
     done | sort -g | sed -n 2p)
   measured=${median% *}
