@@ -1338,7 +1338,7 @@ struct Simulator::Impl {
       start = std::max(start, freeAt[r.dst]);
     // The receiver waits for the packing at most; once the message is
     // packed, the rest of its time is the receiver's.
-    double end = std::max(start, packed) + (t.time - t.sendTime);
+    double end = std::max(start, packed) + std::max(0.0, t.time - t.sendTime);
     for (int32_t res : r.resources)
       freeAt[res] = end;
     if (core >= 0)
