@@ -69,8 +69,11 @@ DeviceSpec k80() {
 /// tensor core; 900 GB/s HBM2, 16 GB; 80 SMs (NVIDIA Tesla V100 GPU
 /// Architecture whitepaper). cuBLAS mixed-precision GEMMs reach 83
 /// TFLOP/s, 66.4% of peak (Markidis et al., "NVIDIA Tensor Core
-/// Programmability, Performance & Precision", IPDPSW 2018, CUDA 9). No
-/// fused attention efficiencies (0: not measured).
+/// Programmability, Performance & Precision", IPDPSW 2018, CUDA 9).
+/// Streaming reaches 790 of the 900 GB/s, 88% (a device-to-device
+/// cudaMemcpy on a V100 16GB, whose HBM2 is the SXM2 card's 900 GB/s:
+/// paranumal, "Rough-n-Ready Roofline: NVIDIA V100 edition", 2018-02-08).
+/// No fused attention efficiencies (0: not measured).
 DeviceSpec v100() {
   DeviceSpec spec = makeDevice("V100-SXM2-16GB",
                                {{DType::F64, 7.8 * kTera},
@@ -79,6 +82,7 @@ DeviceSpec v100() {
                                900 * kGiga, 16 * kGiB, kGpuLaunch);
   spec.computeUnits = 80;
   spec.matmulEfficiency = 83 / 125.0;
+  spec.bandwidthEfficiency = 790 / 900.0;
   return spec;
 }
 

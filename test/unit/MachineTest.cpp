@@ -122,6 +122,7 @@ TEST(MachinePresets, AlpaCluster) {
   EXPECT_EQ(one->getSpec(0).getPeakFlops(DType::F32), 15.7e12);
   EXPECT_EQ(one->getSpec(0).memoryBytes, int64_t(16) << 30);
   EXPECT_DOUBLE_EQ(one->getSpec(0).matmulEfficiency, 83 / 125.0);
+  EXPECT_DOUBLE_EQ(one->getSpec(0).bandwidthEfficiency, 790 / 900.0);
   // DGX-1's hybrid cube mesh: GPU 0 has one NVLink to GPUs 1 and 2, two to
   // 3 and 4, and reaches 5 to 7 over PCIe through the host (GPUs do not
   // forward: not 0 -> 3 -> 2 -> 1 at 50 GB/s either).
