@@ -113,23 +113,26 @@ static bool isPositive(double x) { return std::isfinite(x) && x > 0; }
 static bool isNonNegative(double x) { return std::isfinite(x) && x >= 0; }
 
 double BandwidthCurve::bandwidthAt(double bytes) const {
+  return bytes / time(bytes);
+}
+
+double BandwidthCurve::time(double bytes) const {
   const auto &p = points;
+  auto timeOf = [](const std::pair<double, double> &q) {
+    return q.first / q.second;
+  };
   if (bytes <= p.front().first)
-    return p.front().second * bytes / p.front().first;
+    return timeOf(p.front());
   if (bytes >= p.back().first)
-    return p.back().second;
+    return bytes / p.back().second;
   auto hi = std::upper_bound(
       p.begin(), p.end(), bytes,
       [](double b, const std::pair<double, double> &q) { return b < q.first; });
   auto lo = hi - 1;
-  double t = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
-  return lo->second + t * (hi->second - lo->second);
-}
-
-double BandwidthCurve::time(double bytes) const {
-  if (bytes <= points.front().first)
-    return points.front().first / points.front().second;
-  return bytes / bandwidthAt(bytes);
+  // Linear in bytes between two measured sizes: a latency plus a rate
+  // (alpha-beta) fitted to the two, exact at both.
+  double t = (bytes - lo->first) / (hi->first - lo->first);
+  return timeOf(*lo) + t * (timeOf(*hi) - timeOf(*lo));
 }
 
 std::string BandwidthCurve::validate() const {

@@ -227,11 +227,14 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   // communication to its own end (thread CPU time with one thread, else
   // wall time): its own work and the executor's around it (allocations,
   // fills, loads, local copies, frees, the loop itself), which the
-  // simulator's kernel time stands for. Communication is priced apart.
+  // simulator's kernel time stands for. Communication is priced apart;
+  // the executor's work between a kernel and a communication goes to that
+  // kernel, as it delays what the communication sends.
   auto clockNow = [&](Clock::time_point wall) {
     return cpuTimeKernels_ ? threadCpuSeconds() : seconds(wall - start);
   };
   double lastMark = clockNow(start);
+  KernelTiming *lastTiming = nullptr;
   for (index_ = 0; index_ < program.instructions_size(); ++index_) {
     const Instruction &instr = program.instructions(index_);
     // Timing kernels on a backend that queues its work (cuda) measures the
@@ -239,6 +242,11 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     if (timeKernels_)
       backend.synchronize();
     const Clock::time_point t0 = Clock::now();
+    if (timeKernels_ && lastTiming && isCommunication(instr)) {
+      const double now = clockNow(t0);
+      lastTiming->seconds += now - lastMark;
+      lastMark = now;
+    }
     std::string err;
     const bool startedEarly = overlapping && startedEarly_[index_];
     double startedAt = 0;
@@ -277,6 +285,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
       const double now = clockNow(t1);
       timing.seconds += now - lastMark;
       lastMark = now;
+      lastTiming = &timing;
       // Stages of one op add up to one kernel of the profile.
       int32_t stage = instr.has_kernel() ? instr.kernel().stage()
                                          : instr.kernel_backward().stage();

@@ -767,13 +767,21 @@ TEST(MachineSubMachine, WholeNodesPartOfANodeAndAcrossNodes) {
                    dgx.effectiveLink(4, 8).latency);
 }
 
-TEST(MachineCurve, InterpolatesInLogSize) {
+TEST(MachineCurve, InterpolatesTimeLinearlyInBytes) {
   BandwidthCurve c;
   c.points = {{1e3, 1e8}, {1e5, 3e9}, {1e7, 1e9}};
-  // At the points: their own rates; halfway in log size: the mean rate.
+  // At the points: their own rates.
   EXPECT_DOUBLE_EQ(c.bandwidthAt(1e5), 3e9);
-  EXPECT_NEAR(c.bandwidthAt(1e4), 1.55e9, 1e-3);
-  EXPECT_NEAR(c.bandwidthAt(1e6), 2e9, 1e-3);
+  EXPECT_DOUBLE_EQ(c.time(1e5), 1e5 / 3e9);
+  // Between two points the time is linear in bytes (a latency plus a rate
+  // through both): 1e4 bytes is 9e3 / 99e3 of the way from 1e3 to 1e5.
+  const double t3 = 1e3 / 1e8, t5 = 1e5 / 3e9, t7 = 1e7 / 1e9;
+  EXPECT_NEAR(c.time(1e4), t3 + 9e3 / 99e3 * (t5 - t3), 1e-18);
+  EXPECT_NEAR(c.time(1e6), t5 + 9e5 / 99e5 * (t7 - t5), 1e-15);
+  EXPECT_DOUBLE_EQ(c.bandwidthAt(1e4), 1e4 / c.time(1e4));
+  // Never below the smaller point's latency, where interpolating the rate
+  // in log size priced 1e4 bytes at 6.5 us, under the 10 us of 1e3 bytes.
+  EXPECT_GT(c.time(1e4), t3);
   // Below the first point: its time (a latency floor); above the last:
   // the last rate (the rate may fall with size: caches).
   EXPECT_DOUBLE_EQ(c.time(10), 1e3 / 1e8);

@@ -186,10 +186,12 @@ absl::Status fromString(const std::string &error) {
   return error.empty() ? absl::OkStatus() : absl::InternalError(error);
 }
 
-/// Message sizes in bytes: one float, then 4 KiB times powers of 4.
+/// Message sizes in bytes: one float times powers of 4. The simulator's
+/// curves are linear in bytes between two sizes, so small messages (a
+/// bias's gradient, an exchanged row) need points of their own.
 std::vector<int64_t> messageSizes(double maxSize) {
-  std::vector<int64_t> sizes = {4};
-  for (int64_t s = 4096; s <= maxSize; s *= 4)
+  std::vector<int64_t> sizes;
+  for (int64_t s = 4; s <= maxSize; s *= 4)
     sizes.push_back(s);
   return sizes;
 }
@@ -437,6 +439,9 @@ absl::StatusOr<BandwidthCurve> measureCollectives(Communicator &comm,
   for (int64_t bytes : messageSizes(o.maxSize)) {
     // Whole multiples of the group, so that every member gets a block.
     int64_t n = std::max<int64_t>(bytes / 4 / k, 1) * k;
+    if (!curve.points.empty() && 4.0 * n <= curve.points.back().first)
+      continue; // rounds to the size measured last
+
     std::vector<float> data(n, 1.0f), out(n, 0.0f);
     std::vector<int64_t> counts(k, n / k);
     bool member = k > 1;

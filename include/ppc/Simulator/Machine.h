@@ -130,18 +130,19 @@ struct DeviceSpec {
 /// A measured bandwidth as a function of message size: (bytes, bytes/s)
 /// points, sizes strictly increasing, each the end-to-end rate a message of
 /// that size achieved (latency included), as OSU's and nccl-tests' tables
-/// give it. Between points the bandwidth is interpolated linearly in
-/// log(bytes); a message smaller than the first point takes the first
+/// give it. Between two points the time is linear in bytes (a latency and
+/// a rate fitted to the two: exact at both, where interpolating the rate
+/// would price a message between a tiny and a large point below the tiny
+/// one's latency); a message smaller than the first point takes the first
 /// point's time (the latency floor), one larger than the last moves at the
 /// last point's bandwidth.
 struct BandwidthCurve {
   std::vector<std::pair<double, double>> points;
 
   bool empty() const { return points.empty(); }
-  /// Bytes/s at `bytes` (the first point's rate scaled down below it).
+  /// Bytes/s at `bytes`: bytes / time(bytes).
   double bandwidthAt(double bytes) const;
-  /// Seconds for `bytes`: bytes / bandwidthAt(bytes), at least the first
-  /// point's time.
+  /// Seconds for `bytes`, at least the first point's time.
   double time(double bytes) const;
   /// "" or what is wrong (no points is fine).
   std::string validate() const;
