@@ -490,6 +490,59 @@ TEST(RuntimeRunPlan, MlpMatchesTheReference) {
     }
 }
 
+TEST(RuntimeRunPlan, ProfileChargesWorkBeforeACommunicationToTheKernel) {
+  // The tensor-parallel MLP on one rank: fc2's forward, then the
+  // all-reduce of its partial sums. Between the two, a 64 MiB fill (the
+  // executor's buffer work): it delays what the all-reduce sends, so the
+  // profile charges it to fc2, not to nothing.
+  pf::Plan plan = mlpPlan(1, /*tensorParallel=*/true);
+  pf::Program &program = *plan.mutable_programs(0);
+  int32_t nextId = 0, collective = -1;
+  for (int i = 0; i < program.instructions_size(); ++i) {
+    const Instruction &instr = program.instructions(i);
+    if (instr.has_alloc())
+      nextId = std::max(nextId, instr.alloc().buffer().id() + 1);
+    if (collective < 0 && instr.has_collective())
+      collective = i;
+  }
+  ASSERT_GE(collective, 1);
+  ASSERT_TRUE(program.instructions(collective - 1).has_kernel());
+  std::vector<Instruction> work(3);
+  pf::Buffer *scratch = work[0].mutable_alloc()->mutable_buffer();
+  scratch->set_id(nextId);
+  scratch->set_tensor(-1);
+  scratch->add_shape(int64_t(16) << 20);
+  work[1].mutable_fill()->set_buffer(nextId);
+  work[1].mutable_fill()->set_value(1.0f);
+  work[2].mutable_free()->set_buffer(nextId);
+  google::protobuf::RepeatedPtrField<Instruction> instructions;
+  for (int i = 0; i < program.instructions_size(); ++i) {
+    if (i == collective)
+      for (const Instruction &w : work)
+        *instructions.Add() = w;
+    *instructions.Add() = program.instructions(i);
+  }
+  program.mutable_instructions()->Swap(&instructions);
+
+  std::string dir = tempDir("profile-before-communication");
+  RunOptions options;
+  options.steps = 3;
+  options.profileFile = dir + "/profile.json";
+  std::string out;
+  ASSERT_EQ(run(plan, options, &out), 0) << out;
+  nlohmann::json profile = nlohmann::json::parse(readFile(options.profileFile));
+  // fc1 [4, 8] x [8, 4] and fc2 [4, 4] x [4, 3]: kernels of a few
+  // microseconds; filling 64 MiB takes milliseconds.
+  double fc1 = -1, fc2 = -1;
+  for (const nlohmann::json &e : profile["entries"])
+    if (e["op"] == "ppc.linear" && e["phase"] == "forward")
+      (e["operand_shapes"][0][1] == 8 ? fc1 : fc2) = e["seconds"];
+  ASSERT_GT(fc1, 0) << profile.dump();
+  ASSERT_GT(fc2, 0) << profile.dump();
+  EXPECT_GT(fc2, 1e-3) << profile.dump();
+  EXPECT_GT(fc2, 20 * fc1) << profile.dump();
+}
+
 int32_t tensorNamed(const pf::Plan &plan, const std::string &name) {
   for (int32_t t = 0; t < plan.tensors_size(); ++t)
     if (plan.tensors(t).name() == name)
