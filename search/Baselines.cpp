@@ -461,6 +461,20 @@ sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
   return strategy;
 }
 
+sim::Strategy sampleByParameter(const sim::Graph &graph, const Machine &machine,
+                                int64_t parameterDegree) {
+  int64_t numDevices = machine.numDevices();
+  sim::Strategy strategy;
+  strategy.reserve(graph.ops.size());
+  for (const sim::Op &op : graph.ops) {
+    int parameter =
+        firstSplittableDim(op.space, IterKind::Parameter, parameterDegree);
+    strategy.push_back(hybridConfig(op, parameter, parameterDegree,
+                                    numDevices / parameterDegree));
+  }
+  return strategy;
+}
+
 int64_t devicesPerNode(const Machine &machine) {
   if (machine.cluster)
     return machine.cluster->devicesPerNode;

@@ -33,8 +33,9 @@
 //    a device by themselves rejected; if that still overflows, the answer
 //    gets ZeRO stage 1, then 2, then 2 with recomputation of single-reader
 //    ops, then 3 with it (the DP's space has neither); data parallel is the
-//    fallback, and where it simulates faster than the answer, refinement
-//    starts from it.
+//    fallback, and where it or a whole-network 2-D layout of the space
+//    (sampleByParameter) simulates faster than the answer, refinement
+//    starts from that.
 // 4. Refinement under the simulator: sweeps of single-op moves (each op to
 //    each of its configurations, kept when the simulated objective drops)
 //    until none helps. trace.front() is the DP's answer before it.
@@ -958,16 +959,41 @@ SearchResult dynamicProgramming(const Problem &problem,
   result.trace.push_back(
       {result.iterations, elapsed(), result.objective, result.objective});
   // Where the additive model misjudges the simulator badly (overlap, shared
-  // weights read across the whole graph), data parallel can simulate
-  // faster than the DP's answer: refinement then starts from it.
+  // weights read across the whole graph, a latency per collective), data
+  // parallel or a whole-network 2-D layout (samples by parameters, the
+  // parameter groups inside a node) can simulate faster than the DP's
+  // answer: refinement then starts from the fastest. Single-op moves do not
+  // get from one such layout to another: each move pays a resharding at
+  // both ends of the op.
   {
-    sim::Strategy s = sim::dataParallel(graph, problem.machine.numDevices());
-    sim::SimResult r = simulator.simulate(s);
-    double value = objective(problem, r);
-    if (value < result.objective) {
-      result.strategy = std::move(s);
-      result.result = r;
-      result.objective = value;
+    const int64_t numDevices = problem.machine.numDevices();
+    std::vector<sim::Strategy> starts = {sim::dataParallel(graph, numDevices)};
+    for (int64_t degree = 2;
+         degree <= devicesPerNode(problem.machine) && degree < numDevices;
+         ++degree)
+      if (numDevices % degree == 0)
+        starts.push_back(sampleByParameter(graph, problem.machine, degree));
+    // The answer stays in the space searched: a layout some op's
+    // configurations do not include is no start.
+    auto inSpace = [&](const sim::Strategy &s) {
+      for (size_t op = 0; op < n; ++op) {
+        const std::vector<OpConfig> &configs = space.configs(op);
+        if (std::find(configs.begin(), configs.end(), s[op]) == configs.end())
+          return false;
+      }
+      return true;
+    };
+    for (size_t i = 0; i < starts.size(); ++i) {
+      sim::Strategy &s = starts[i];
+      if (i > 0 && !inSpace(s))
+        continue;
+      sim::SimResult r = simulator.simulate(s);
+      double value = objective(problem, r);
+      if (value < result.objective) {
+        result.strategy = std::move(s);
+        result.result = r;
+        result.objective = value;
+      }
     }
   }
 

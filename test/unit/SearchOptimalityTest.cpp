@@ -54,16 +54,10 @@ Machine h100(int64_t devices) {
   // the H100's GEMMs at the published 80.1% and streaming at the datasheet
   // bandwidth, so that a re-calibration of the preset does not move the
   // search's acceptance. With the measured figures (76%, 90% streaming)
-  // the DP lands 2.7% above the optimum of mlp6 on 8 GPUs (docs/search.md).
-  // All-reduces at the links' latency and bandwidth (ring), not NCCL's
-  // measured tables, whose reading between measured sizes is the
-  // simulator's to refine: with them, priced linearly in size between two
-  // sizes, the DP lands 3.5% above mlp6's optimum on 8 GPUs and 2.4% above
-  // the CNN's on 4 (docs/search.md).
+  // the DP lands 1.2% above the optimum of mlp6 on 8 GPUs (docs/search.md,
+  // ppc-search-optimality).
   c.device.matmulEfficiency = 0.801;
   c.device.bandwidthEfficiency = 0;
-  c.intra.collectiveBySize = {};
-  c.inter.collectiveBySize = {};
   return Machine::fromCluster(c, "h100x" + std::to_string(devices));
 }
 

@@ -533,6 +533,36 @@ TEST(Baselines, OneWeirdTrick) {
   EXPECT_EQ(w[1].degrees, (std::vector<int64_t>{8, 1}));
 }
 
+TEST(Baselines, SampleByParameter) {
+  // Every op split 2 ways on its parameter dim inside contiguous pairs of
+  // devices and 2 ways on the batch across the pairs; at degree 1, data
+  // parallel.
+  Graph g = mlpGraph(16, 64);
+  Machine m = roundMachine(1, 4);
+  Strategy s = sampleByParameter(g, m, 2);
+  expectValid(g, s, 4);
+  for (size_t op = 0; op < g.ops.size(); ++op) {
+    EXPECT_EQ(s[op].numInstances(), 4) << op;
+    if (g.ops[op].kind == "ppc.linear") {
+      EXPECT_EQ(s[op].degrees, (std::vector<int64_t>{2, 2, 1})) << op;
+      // Contiguous: the parameter split innermost, each pair one group.
+      EXPECT_TRUE(s[op].strides.empty()) << op;
+    }
+  }
+  EXPECT_EQ(sampleByParameter(g, m, 1), dataParallel(g, 4));
+  // 6 output features do not split 4 ways: the layer runs whole on every
+  // device of its group of 4 (the whole machine), as Megatron-LM runs what
+  // its tensor split does not fit.
+  Graph odd;
+  odd.numInputs = 1;
+  odd.weights = {{"w", {64, 6}}};
+  odd.ops.push_back(linear("fc", 16, 64, 6, input(), 0));
+  Strategy t = sampleByParameter(odd, m, 4);
+  expectValid(odd, t, 4);
+  EXPECT_EQ(t[0].degrees, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(t[0].replicas, 4);
+}
+
 //===----------------------------------------------------------------------===//
 // MCMC
 //===----------------------------------------------------------------------===//

@@ -150,6 +150,13 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
 /// fully connected layers.
 sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine);
 
+/// Every op split the same way: its first splittable parameter dim (output
+/// channels, hidden units) by `parameterDegree` where that divides it,
+/// contiguous groups of devices, and its sample dim across the groups, the
+/// 2-D layout of a whole network (data parallel at `parameterDegree` 1).
+sim::Strategy sampleByParameter(const sim::Graph &graph, const Machine &machine,
+                                int64_t parameterDegree);
+
 /// Sets the ZeRO stage of every op holding a weight to `stage`, except that
 /// a weight other ops read too stays at stage 2 (its holder keeps it whole
 /// for them; the lowering refuses stage 3 there).
