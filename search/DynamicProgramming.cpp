@@ -966,14 +966,7 @@ SearchResult dynamicProgramming(const Problem &problem,
   // get from one such layout to another: each move pays a resharding at
   // both ends of the op.
   {
-    const int64_t numDevices = problem.machine.numDevices();
-    std::vector<sim::Strategy> starts = {sim::dataParallel(graph, numDevices)};
-    for (int64_t degree = 2;
-         degree <= devicesPerNode(problem.machine) && degree < numDevices;
-         ++degree)
-      if (numDevices % degree == 0)
-        starts.push_back(sampleByParameter(graph, problem.machine, degree));
-    // The answer stays in the space searched: a layout some op's
+    // The answer stays in the space searched: a 2-D layout some op's
     // configurations do not include is no start.
     auto inSpace = [&](const sim::Strategy &s) {
       for (size_t op = 0; op < n; ++op) {
@@ -983,10 +976,18 @@ SearchResult dynamicProgramming(const Problem &problem,
       }
       return true;
     };
-    for (size_t i = 0; i < starts.size(); ++i) {
-      sim::Strategy &s = starts[i];
-      if (i > 0 && !inSpace(s))
+    const int64_t numDevices = problem.machine.numDevices();
+    std::vector<sim::Strategy> starts = {sim::dataParallel(graph, numDevices)};
+    for (int64_t degree = 2;
+         degree <= devicesPerNode(problem.machine) && degree < numDevices;
+         ++degree) {
+      if (numDevices % degree != 0)
         continue;
+      sim::Strategy layout = sampleByParameter(graph, problem.machine, degree);
+      if (inSpace(layout))
+        starts.push_back(std::move(layout));
+    }
+    for (sim::Strategy &s : starts) {
       sim::SimResult r = simulator.simulate(s);
       double value = objective(problem, r);
       if (value < result.objective) {

@@ -235,6 +235,12 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   };
   double lastMark = clockNow(start);
   KernelTiming *lastTiming = nullptr;
+  // Charges `timing` with the time since the last mark, up to `wall`.
+  auto charge = [&](KernelTiming &timing, Clock::time_point wall) {
+    const double now = clockNow(wall);
+    timing.seconds += now - lastMark;
+    lastMark = now;
+  };
   for (index_ = 0; index_ < program.instructions_size(); ++index_) {
     const Instruction &instr = program.instructions(index_);
     // Timing kernels on a backend that queues its work (cuda) measures the
@@ -242,11 +248,8 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     if (timeKernels_)
       backend.synchronize();
     const Clock::time_point t0 = Clock::now();
-    if (timeKernels_ && lastTiming && isCommunication(instr)) {
-      const double now = clockNow(t0);
-      lastTiming->seconds += now - lastMark;
-      lastMark = now;
-    }
+    if (timeKernels_ && lastTiming && isCommunication(instr))
+      charge(*lastTiming, t0);
     std::string err;
     const bool startedEarly = overlapping && startedEarly_[index_];
     double startedAt = 0;
@@ -282,9 +285,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
       lastMark = clockNow(t1);
     if (timeKernels_ && (instr.has_kernel() || instr.has_kernel_backward())) {
       KernelTiming &timing = timings_[kernelKey_];
-      const double now = clockNow(t1);
-      timing.seconds += now - lastMark;
-      lastMark = now;
+      charge(timing, t1);
       lastTiming = &timing;
       // Stages of one op add up to one kernel of the profile.
       int32_t stage = instr.has_kernel() ? instr.kernel().stage()
