@@ -40,7 +40,9 @@
 #         of the paper (arXiv 2201.12023) are bars without their layouts.
 # Usage: bench/megatron_published.sh [BUILD_DIR]   (after scripts/build.sh)
 #   SUITES="sar h100", ROWS="sc21/1.7b sar/22b-full" pick rows (default:
-#   every row up to MAX_GPUS, 1536).
+#   every row up to MAX_GPUS, 1536). MBS=N runs every picked row at
+#   micro-batch N instead of its own (what an unstated micro-batch size
+#   would change; not the published setting).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
@@ -91,6 +93,7 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
     case " $suites " in *" $suite "*) ;; *) continue ;; esac
     [ "$gpus" -gt "$max_gpus" ] && continue
   fi
+  mbs=${MBS:-$mbs}
   dp=$((gpus / (tp * pp)))
   microbatches=$((batch / (dp * mbs)))
   model="$tmp/gpt.mlir"
