@@ -158,9 +158,8 @@ inline KernelStatus linearRanges(const OpDesc &op,
     return op.kind + ": weight box along K does not match the input box";
   if (weight.lo[weightN] > ranges.nLo || weight.hi[weightN] < ranges.nHi)
     return op.kind + ": weight box does not hold the result columns";
-  ranges.bias = inputs.size() == 3 && (inputs[2].data || inputs[2].bf16)
-                    ? &inputs[2]
-                    : nullptr;
+  ranges.bias =
+      inputs.size() == 3 && inputs[2].present() ? &inputs[2] : nullptr;
   if (ranges.bias &&
       (ranges.bias->lo[0] > ranges.nLo || ranges.bias->hi[0] < ranges.nHi))
     return op.kind + ": bias box does not hold the result columns";

@@ -182,7 +182,7 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
   if (!g.rows.viewCovers() || !g.cols.viewCovers())
     return op.kind + ": input box does not hold the window (halo) of the "
                      "output rows/cols";
-  g.bias = inputs.size() == 3 && inputs[2].data ? &inputs[2] : nullptr;
+  g.bias = inputs.size() == 3 && inputs[2].present() ? &inputs[2] : nullptr;
   if (g.bias && (g.bias->lo[0] > output.lo[1] || g.bias->hi[0] < output.hi[1]))
     return op.kind + ": bias box does not hold the output channels";
   g.addsBias = g.bias && g.weightCLo == 0;
@@ -194,7 +194,7 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
 template <typename View>
 const View *biasGradOf(const ConvGeometry &g,
                        const std::vector<View> &inputGrads) {
-  return g.addsBias && inputGrads.size() == 3 && inputGrads[2].data
+  return g.addsBias && inputGrads.size() == 3 && inputGrads[2].present()
              ? &inputGrads[2]
              : nullptr;
 }
@@ -254,8 +254,9 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
 /// weight box holds input channel 0.
 template <typename View>
 const View *transposedBias(const std::vector<View> &views, const View &weight) {
-  return views.size() == 3 && views[2].data && weight.lo[0] == 0 ? &views[2]
-                                                                 : nullptr;
+  return views.size() == 3 && views[2].present() && weight.lo[0] == 0
+             ? &views[2]
+             : nullptr;
 }
 
 //===----------------------------------------------------------------------===//

@@ -178,7 +178,7 @@ KernelStatus copyMapBackward(const OpDesc &op, CopyMapFn mapOf,
       !s.empty())
     return s;
   const TensorView &dx = inputGrads[0], &dy = outputGrads[0];
-  if (!dx.data)
+  if (!dx.present())
     return {};
   CopyMap map;
   if (KernelStatus s = mapOf(op, dx, dy, map); !s.empty())
@@ -253,7 +253,7 @@ KernelStatus pieceCopies(const OpDesc &op, const TensorView &whole,
   copies.assign(pieces.size(), std::nullopt);
   std::vector<DimMap> wholeDims = identityDims(whole.rank());
   for (size_t i = 0; i < pieces.size(); ++i) {
-    if (!pieces[i].data)
+    if (!pieces[i].present())
       continue;
     const PieceMap &map = maps[i];
     copies[i].emplace();
@@ -307,7 +307,7 @@ KernelStatus pieceBackwardCopies(const OpDesc &op, bool concat,
   if (concat)
     return pieceCopies(op, outputGrads[0], inputGrads, /*wholeIsResult=*/true,
                        /*toWhole=*/false, copies);
-  if (!inputGrads[0].data)
+  if (!inputGrads[0].present())
     return {};
   return pieceCopies(op, inputGrads[0], outputGrads, /*wholeIsResult=*/false,
                      /*toWhole=*/true, copies);

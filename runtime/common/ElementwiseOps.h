@@ -507,9 +507,7 @@ struct Min {
 /// ONNX PRelu: lhs is the input, rhs the slope.
 struct PRelu {
   PPC_HD float value(float l, float r) const { return l < 0 ? r * l : l; }
-  PPC_HD float dLhs(float l, float r, float) const {
-    return l < 0 ? r : 1.0f;
-  }
+  PPC_HD float dLhs(float l, float r, float) const { return l < 0 ? r : 1.0f; }
   PPC_HD float dRhs(float l, float, float) const { return l < 0 ? l : 0.0f; }
 };
 
@@ -583,7 +581,8 @@ struct CumSumLines {
   }
   /// dst (+)= the cumulative sum of src along line `line`; `backward` scans
   /// the other way (the gradient of the forward scan).
-  PPC_HD void scan(int64_t line, const float *src, float *dst, bool backward,
+  template <typename In, typename Out>
+  PPC_HD void scan(int64_t line, In src, Out dst, bool backward,
                    bool accumulate) const {
     const bool down = reverse != backward;
     const int64_t first = start(line);

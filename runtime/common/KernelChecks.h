@@ -119,7 +119,7 @@ KernelStatus checkGradBoxes(const OpDesc &op, const std::vector<View> &inputs,
     if (!sameBox(outputGrads[i], outputs[i]))
       return op.kind + ": result grad box differs from the result box";
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
+    if (inputGrads[i].present() && !sameBox(inputGrads[i], inputs[i]))
       return op.kind + ": operand grad box differs from the operand box";
   return "";
 }

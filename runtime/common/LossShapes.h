@@ -36,7 +36,7 @@ namespace ppc::runtime {
 template <typename View>
 KernelStatus checkScalarResult(const OpDesc &op,
                                const std::vector<View> &results) {
-  if (results.size() != 1 || results[0].rank() != 0 || !results[0].data)
+  if (results.size() != 1 || results[0].rank() != 0 || !results[0].present())
     return op.kind + ": expects one scalar result";
   return "";
 }
@@ -53,7 +53,7 @@ KernelStatus checkLossGradViews(const OpDesc &op,
   if (inputGrads.size() != inputs.size())
     return op.kind + ": expects one grad per operand";
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputGrads[i].data && !sameBox(inputGrads[i], inputs[i]))
+    if (inputGrads[i].present() && !sameBox(inputGrads[i], inputs[i]))
       return op.kind + ": operand grad box differs from the operand box";
   return "";
 }
@@ -90,7 +90,7 @@ crossEntropyShape(const OpDesc &op, const std::vector<View> &inputs,
   if (scratch.size() < 2 || scratch[0].rank() != 1 ||
       scratch[0].extent(0) != shape.rows() || scratch[1].rank() != 2 ||
       scratch[1].extent(0) != 2 || scratch[1].extent(1) != shape.rows() ||
-      !scratch[0].data || !scratch[1].data)
+      !scratch[0].present() || !scratch[1].present())
     return op.kind + ": expects [" + std::to_string(shape.rows()) +
            "] and [2, " + std::to_string(shape.rows()) + "] scratch buffers";
   return "";
@@ -123,20 +123,29 @@ KernelStatus crossEntropyBackwardShape(const OpDesc &op,
   return crossEntropyShape(op, inputs, scratch, shape);
 }
 
+/// Whether a label value names one of `classes` classes.
+PPC_HD inline bool isClass(float value, int64_t classes) {
+  const int64_t label = static_cast<int64_t>(value);
+  return value >= 0.0f && value < static_cast<float>(classes) &&
+         static_cast<float>(label) == value && label < classes;
+}
+
+/// The error of a label that is not a class.
+inline KernelStatus labelError(const OpDesc &op, float value, int64_t row,
+                               int64_t classes) {
+  return op.kind + ": label " + std::to_string(value) + " of row " +
+         std::to_string(row) + " is not a class in [0, " +
+         std::to_string(classes) + ")";
+}
+
 /// Checks that every held row's label is a class (`labels`: the values of
 /// rows [rowLo, rowHi), where the backend reads them); the first that is
 /// not is the error.
 inline KernelStatus checkLabels(const OpDesc &op, const float *labels,
                                 const CrossEntropyShape &shape) {
-  for (int64_t i = 0; i < shape.rows(); ++i) {
-    const float value = labels[i];
-    const int64_t label = static_cast<int64_t>(value);
-    if (static_cast<float>(label) != value || label < 0 ||
-        label >= shape.classes)
-      return op.kind + ": label " + std::to_string(value) + " of row " +
-             std::to_string(shape.rowLo + i) + " is not a class in [0, " +
-             std::to_string(shape.classes) + ")";
-  }
+  for (int64_t i = 0; i < shape.rows(); ++i)
+    if (!isClass(labels[i], shape.classes))
+      return labelError(op, labels[i], shape.rowLo + i, shape.classes);
   return "";
 }
 

@@ -226,9 +226,11 @@ KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
 }
 
 /// Softmax (or log_softmax) of one line of `size` elements `step` apart, in
-/// double: the strided lines (an axis that is not the last).
-PPC_HD inline void softmaxStridedLine(const float *x, float *y, int64_t size,
-                                      int64_t step, bool isLog) {
+/// double: the strided lines (an axis that is not the last). `In` and `Out`
+/// index like float pointers (a backend's element accessors).
+template <typename In, typename Out>
+PPC_HD inline void softmaxStridedLine(In x, Out y, int64_t size, int64_t step,
+                                      bool isLog) {
   float max = x[0];
   for (int64_t k = 1; k < size; ++k)
     max = max < x[k * step] ? x[k * step] : max;
@@ -245,8 +247,9 @@ PPC_HD inline void softmaxStridedLine(const float *x, float *y, int64_t size,
 
 /// The gradient of one line (`size` elements `step` apart) from the result
 /// y: softmax dx += y * (dy - sum dy * y); log_softmax dx += dy - e^y sum dy.
-PPC_HD inline void softmaxGradLine(const float *y, const float *dy, float *dx,
-                                   int64_t size, int64_t step, bool isLog) {
+template <typename In, typename Out>
+PPC_HD inline void softmaxGradLine(In y, In dy, Out dx, int64_t size,
+                                   int64_t step, bool isLog) {
   double sum = 0;
   for (int64_t k = 0; k < size; ++k) {
     const int64_t at = k * step;
@@ -287,7 +290,7 @@ KernelStatus normBackwardShape(const OpDesc &op,
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
       !status.empty())
     return status;
-  if (readsResult && (outputs.size() != 1 || !outputs[0].data))
+  if (readsResult && (outputs.size() != 1 || !outputs[0].present()))
     return op.kind + ": backward needs the forward result";
   return normShape(op, inputs, outputGrads[0], shape);
 }

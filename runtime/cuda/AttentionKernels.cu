@@ -14,19 +14,23 @@
 //
 // Per run of the innermost leading dim (the outer leading dims loop on the
 // host) and tile of query rows, the score block [batches, rows, cols] is
-// one strided-batched Library GEMM; a thread per row takes its softmax
-// (and dropout) in place; a second GEMM multiplies by value. With `causal`,
-// keys past a tile's last row are masked for every row of it, so only the
-// first min(T, last row + 1) columns are computed. The backward recomputes P
-// from query and key (nothing is kept from the forward) and ADDS its
-// contributions into the grad views; a partition of S rows contributes a
-// partial dK and dV over all of T (the plan sums them).
+// one strided-batched Library GEMM into float32; a block of threads per row
+// (Reductions.h) takes its softmax (and dropout) in place; a second GEMM
+// multiplies by value into the result as stored. With `causal`, keys past a
+// tile's last row are masked for every row of it, so only the first min(T,
+// last row + 1) columns are computed. 16-bit operands are widened to
+// float32 blocks first (the GEMMs then run in float32, as the cpu kernel
+// computes). The backward recomputes P from query and key (nothing is kept
+// from the forward) and ADDS its contributions into the grad views, as
+// stored; a partition of S rows contributes a partial dK and dV over all of
+// T (the plan sums them).
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttentionRanges.h"
 #include "CudaKernels.h"
 #include "Library.h"
+#include "Reductions.h"
 
 #include "ppc/Runtime/DropoutMask.h"
 
@@ -136,18 +140,32 @@ RowDims rowDims(const AttentionRanges &r, const Block &block) {
 }
 
 /// P in place of the scaled scores: the causal-masked softmax of each row
-/// (max and exponentials in float, the sum in double, as the cpu kernel),
-/// times the dropout factor when `dropout`.
+/// (max and exponentials in float, the sum in double, as the cpu kernel's
+/// softmaxRow), times the dropout factor when `dropout`; a block of
+/// threads per row.
 void softmaxRows(Stream stream, RowDims d, float *p, int64_t count,
                  bool dropout, DropoutMask mask) {
-  launch(stream, count * d.rows, [=] PPC_HD(int64_t i) {
-    const int64_t b = i / d.rows, row = i % d.rows;
-    float *line = p + i * d.cols;
-    softmaxRow(line, keysSeen(d.causal, d.cols, d.rowLo + row), d.cols);
-    if (dropout)
-      for (int64_t j = 0; j < d.cols; ++j)
-        line[j] *= mask.factor(d.flat(b, row, j));
-  });
+  launchRows(stream, count * d.rows, d.cols,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               float *line = p + i * d.cols;
+               const int64_t seen = keysSeen(d.causal, d.cols, d.rowLo + row);
+               float max = -INFINITY;
+               for (int64_t j = t.thread; j < seen; j += t.threads)
+                 max = max < line[j] ? line[j] : max;
+               max = t.max(max);
+               double sum = 0;
+               for (int64_t j = t.thread; j < seen; j += t.threads) {
+                 line[j] = expf(line[j] - max);
+                 sum += line[j];
+               }
+               const float inverse = static_cast<float>(1.0 / t.sum(sum));
+               for (int64_t j = t.thread; j < d.cols; j += t.threads) {
+                 const float value = j < seen ? line[j] * inverse : 0.0f;
+                 line[j] =
+                     dropout ? value * mask.factor(d.flat(b, row, j)) : value;
+               }
+             });
 }
 
 /// pd = p * dropout factor, elementwise over the block.
@@ -160,18 +178,34 @@ void dropped(Stream stream, RowDims d, const float *p, float *pd, int64_t count,
   });
 }
 
-/// ds (= dP' on entry) becomes dS = P (dP - sum_l P dP), dP = dP' * factor.
+/// ds (= dP' on entry) becomes dS = P (dP - sum_l P dP), dP = dP' * factor,
+/// the dot in double (softmaxGradRow); a block of threads per row.
 void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
                      int64_t count, bool dropout, DropoutMask mask) {
-  launch(stream, count * d.rows, [=] PPC_HD(int64_t i) {
-    const int64_t b = i / d.rows, row = i % d.rows;
-    const float *pLine = p + i * d.cols;
-    float *dLine = ds + i * d.cols;
-    if (dropout)
-      for (int64_t j = 0; j < d.cols; ++j)
-        dLine[j] *= mask.factor(d.flat(b, row, j));
-    softmaxGradRow(pLine, dLine, d.cols);
-  });
+  launchRows(stream, count * d.rows, d.cols,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const float *pLine = p + i * d.cols;
+               float *dLine = ds + i * d.cols;
+               double dot = 0;
+               for (int64_t j = t.thread; j < d.cols; j += t.threads) {
+                 if (dropout)
+                   dLine[j] *= mask.factor(d.flat(b, row, j));
+                 dot += static_cast<double>(pLine[j]) * dLine[j];
+               }
+               const float sum = static_cast<float>(t.sum(dot));
+               for (int64_t j = t.thread; j < d.cols; j += t.threads)
+                 dLine[j] = pLine[j] * (dLine[j] - sum);
+             });
+}
+
+/// The GEMM result at row `row` of `block`'s first batch of a result-like
+/// view (result or operand gradient, as stored), its batches apart as the
+/// view's.
+GemmResult typedResult(const KernelView &view, const Block &block,
+                       int64_t row) {
+  return {view.at(offsetIn(view, block.batch, row, 0)), view.elements.type,
+          view.shape.back(), batchStride(view)};
 }
 
 /// The scaled scores of `block` into p ([count, rows, cols]).
@@ -185,7 +219,7 @@ std::string scores(ExecContext &ctx, const AttentionRanges &r,
                    false, batchStride(q)),
       floatOperand(k.data + offsetIn(k, block.batch, 0, 0), r.D, true,
                    batchStride(k)),
-      0.0f, p, cols, rows * cols, block.count);
+      0.0f, floatResult(p, cols, rows * cols), block.count);
 }
 
 KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
@@ -197,7 +231,11 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
   if (KernelStatus s = forwardRanges(op, kctx, inputs, outputs, r); !s.empty())
     return s;
   const KernelView &result = outputs[0];
-  const KernelView &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  const KernelView q = widenedToFloat(ctx, inputs[0]),
+                   k = widenedToFloat(ctx, inputs[1]),
+                   v = widenedToFloat(ctx, inputs[2]);
+  if (!q.data || !k.data || !v.data)
+    return op.kind + ": out of device memory for its float32 operands";
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   const int64_t blockFloats = largestBlock(r, q.shape);
   float *p = nullptr;
@@ -213,13 +251,12 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
     if ((error = scores(ctx, r, block, q, k, p)).empty()) {
       softmaxRows(ctx.stream, rowDims(r, block), p, block.count, r.dropout,
                   mask);
-      error = ctx.library->gemm(
-          ctx.stream, rows, r.Dv, cols, 1.0f,
-          floatOperand(p, cols, false, rows * cols),
-          floatOperand(v.data + offsetIn(v, block.batch, 0, 0), r.Dv, false,
-                       batchStride(v)),
-          0.0f, result.data + offsetIn(result, block.batch, block.rowLo, 0),
-          r.Dv, batchStride(result), block.count);
+      error =
+          gemmInto(ctx, rows, r.Dv, cols, 1.0f,
+                   floatOperand(p, cols, false, rows * cols),
+                   floatOperand(v.data + offsetIn(v, block.batch, 0, 0), r.Dv,
+                                false, batchStride(v)),
+                   0.0f, typedResult(result, block, block.rowLo), block.count);
     }
   });
   return error.empty() ? "" : op.kind + ": " + error;
@@ -237,12 +274,16 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
           backwardRanges(op, kctx, inputs, outputs, outputGrads, inputGrads, r);
       !s.empty())
     return s;
-  const KernelView &dResult = outputGrads[0];
-  const KernelView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   const KernelView &dq = inputGrads[0], &dk = inputGrads[1],
                    &dv = inputGrads[2];
-  if (!dq.data && !dk.data && !dv.data)
+  if (!dq.present() && !dk.present() && !dv.present())
     return "";
+  const KernelView dResult = widenedToFloat(ctx, outputGrads[0]);
+  const KernelView q = widenedToFloat(ctx, inputs[0]),
+                   k = widenedToFloat(ctx, inputs[1]),
+                   v = widenedToFloat(ctx, inputs[2]);
+  if (!q.data || !k.data || !v.data || !dResult.data)
+    return op.kind + ": out of device memory for its float32 operands";
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   // p: P; pd: P' (P when there is no dropout); ds: dP', then dS.
   const int64_t blockFloats = largestBlock(r, q.shape);
@@ -253,7 +294,7 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
       return;
     if (!p && (!(p = ctx.workspace->floats(blockFloats)) ||
                !(ds = ctx.workspace->floats(blockFloats)) ||
-               (r.dropout && dv.data &&
+               (r.dropout && dv.present() &&
                 !(pd = ctx.workspace->floats(blockFloats))))) {
       error = "out of device memory for its score blocks";
       return;
@@ -266,47 +307,42 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
     const GemmOperand dOut = floatOperand(
         dResult.data + offsetIn(dResult, block.batch, block.rowLo, 0), r.Dv,
         false, batchStride(dResult));
-    if (dv.data) { // dV[0, cols) += P'^T dO
+    if (dv.present()) { // dV[0, cols) += P'^T dO
       const float *pUsed = p;
       if (r.dropout) {
         dropped(ctx.stream, d, p, pd, block.count, mask);
         pUsed = pd;
       }
-      error =
-          ctx.library->gemm(ctx.stream, cols, r.Dv, rows, 1.0f,
-                            floatOperand(pUsed, cols, true, rows * cols), dOut,
-                            1.0f, dv.data + offsetIn(dv, block.batch, 0, 0),
-                            r.Dv, batchStride(dv), block.count);
+      error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
+                       floatOperand(pUsed, cols, true, rows * cols), dOut, 1.0f,
+                       typedResult(dv, block, 0), block.count);
       if (!error.empty())
         return;
     }
-    if (!dq.data && !dk.data)
+    if (!dq.present() && !dk.present())
       return;
     // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
-    error =
-        ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
-                          floatOperand(v.data + offsetIn(v, block.batch, 0, 0),
-                                       r.Dv, true, batchStride(v)),
-                          0.0f, ds, cols, rows * cols, block.count);
+    error = ctx.library->gemm(
+        ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
+        floatOperand(v.data + offsetIn(v, block.batch, 0, 0), r.Dv, true,
+                     batchStride(v)),
+        0.0f, floatResult(ds, cols, rows * cols), block.count);
     if (!error.empty())
       return;
     softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask);
-    if (dq.data) // dQ += scale * dS K
-      error = ctx.library->gemm(
-          ctx.stream, rows, r.D, cols, r.scale,
-          floatOperand(ds, cols, false, rows * cols),
-          floatOperand(k.data + offsetIn(k, block.batch, 0, 0), r.D, false,
-                       batchStride(k)),
-          1.0f, dq.data + offsetIn(dq, block.batch, block.rowLo, 0), r.D,
-          batchStride(dq), block.count);
-    if (error.empty() && dk.data) // dK[0, cols) += scale * dS^T Q
-      error = ctx.library->gemm(
-          ctx.stream, cols, r.D, rows, r.scale,
+    if (dq.present()) // dQ += scale * dS K
+      error = gemmInto(ctx, rows, r.D, cols, r.scale,
+                       floatOperand(ds, cols, false, rows * cols),
+                       floatOperand(k.data + offsetIn(k, block.batch, 0, 0),
+                                    r.D, false, batchStride(k)),
+                       1.0f, typedResult(dq, block, block.rowLo), block.count);
+    if (error.empty() && dk.present()) // dK[0, cols) += scale * dS^T Q
+      error = gemmInto(
+          ctx, cols, r.D, rows, r.scale,
           floatOperand(ds, cols, true, rows * cols),
           floatOperand(q.data + offsetIn(q, block.batch, block.rowLo, 0), r.D,
                        false, batchStride(q)),
-          1.0f, dk.data + offsetIn(dk, block.batch, 0, 0), r.D, batchStride(dk),
-          block.count);
+          1.0f, typedResult(dk, block, 0), block.count);
   });
   return error.empty() ? "" : op.kind + ": " + error;
 }
@@ -314,7 +350,7 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
 } // namespace
 
 void registerAttentionKernels(CudaKernelTable &t) {
-  t["ppc.attention"] = {attentionForward, attentionBackward};
+  t["ppc.attention"] = {attentionForward, attentionBackward, true};
 }
 
 } // namespace ppc::runtime::cuda

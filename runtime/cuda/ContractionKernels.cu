@@ -3,17 +3,23 @@
 // The cpu kernels' partitions (ContractionRanges.h: the output box gives the
 // batch, M and N ranges, the lhs's box the K range; a split K makes the
 // output a partial sum, so linear's bias is added, and its gradient taken,
-// only where K starts at 0) as Library GEMMs: float32 operands as they are,
-// bf16 operands (readsBf16) as bf16 GEMMs on tensor cores, and a bf16
-// operand meeting a float32 one widened first. The innermost batch dim runs
-// as one strided-batched GEMM; the other batch dims loop on the host. A
-// backward whose operand is broadcast along that dim loops instead, since
-// its batches sum into one gradient matrix.
+// only where K starts at 0) as Library GEMMs on the views as stored: two
+// operands of one type multiply as they are (16-bit ones on tensor cores),
+// and the GEMM writes its result, or adds into a gradient (beta 1), in the
+// result's own type, rounding once from the float32 accumulation; operands
+// of two types are widened to float32 first. Batch dims whose matrices lie
+// evenly apart in every operand run as one strided-batched GEMM, forward
+// and backward; a backward whose operand is broadcast along a batch dim
+// (several batches summing into one gradient matrix) runs one batch at a
+// time. A bf16 linear with a bias writes its result through cuBLASLt's bias
+// epilogue; the bias gradient is a column sum of dY in two levels
+// (Reductions.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
 #include "Library.h"
+#include "Reductions.h"
 
 #include "ContractionRanges.h"
 #include "ppc/Runtime/Boxes.h"
@@ -23,71 +29,39 @@ namespace ppc::runtime::cuda {
 
 namespace {
 
-/// A GEMM operand at element `offset` of a kernel view, float32 or bf16.
+/// A GEMM operand at element `offset` of a kernel view.
 GemmOperand operandAt(const KernelView &view, int64_t offset, int64_t ld,
                       bool transposed, int64_t batchStride) {
   GemmOperand g;
-  g.bf16 = view.bf16 != nullptr;
-  g.data = g.bf16 ? static_cast<const void *>(view.bf16 + offset)
-                  : static_cast<const void *>(view.data + offset);
+  g.data = view.at(offset);
+  g.type = view.elements.type;
   g.ld = ld;
   g.transposed = transposed;
   g.batchStride = batchStride;
   return g;
 }
 
-/// `view` with its bf16 data widened to float32 in the workspace (float
-/// views as they are); null data when out of memory.
-KernelView asFloat(ExecContext &ctx, const KernelView &view) {
-  if (!view.bf16)
-    return view;
-  KernelView wide = view;
-  const int64_t n = view.count();
-  float *data = ctx.workspace->floats(n);
-  wide.bf16 = nullptr;
-  wide.data = data;
-  if (data) {
-    const uint16_t *src = view.bf16;
-    launch(ctx.stream, n,
-           [=] PPC_HD(int64_t i) { data[i] = bfloat16ToFloat(src[i]); });
-  }
-  return wide;
+/// A GEMM result at element `offset` of a kernel view.
+GemmResult resultAt(const KernelView &view, int64_t offset, int64_t ld,
+                    int64_t batchStride) {
+  return {view.at(offset), view.elements.type, ld, batchStride};
 }
 
-/// The views of one GEMM's two operands in one type: both bf16 stay so,
-/// otherwise both float32.
-bool sameType(ExecContext &ctx, KernelView &a, KernelView &b) {
-  if (a.bf16 && b.bf16)
+/// The views of GEMMs in one operand type: all of one 16-bit or float32
+/// type stay so, otherwise all float32. False when out of memory.
+bool sameType(ExecContext &ctx, std::initializer_list<KernelView *> views) {
+  const DType type = (*views.begin())->elements.type;
+  bool same = type != DType::I64;
+  for (KernelView *v : views)
+    same &= v->elements.type == type;
+  if (same)
     return true;
-  a = asFloat(ctx, a);
-  b = asFloat(ctx, b);
-  return a.data && b.data;
-}
-
-/// C = op(A) op(B) (+ bias) into `batch` contiguous m x n bf16 matrices:
-/// one cuBLASLt GEMM whose epilogue adds the bias and rounds, or where
-/// cuBLASLt declines the layout, the float32 GEMM into a workspace block,
-/// the bias and one rounding (the same values).
-std::string gemmIntoBf16(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
-                         const GemmOperand &a, const GemmOperand &b,
-                         const uint16_t *bias, uint16_t *c, int64_t batch) {
-  if (ctx.library
-          ->gemmToBf16(ctx.stream, m, n, k, a, b, bias, c, n, m * n, batch)
-          .empty())
-    return "";
-  const int64_t count = m * n * batch;
-  float *block = ctx.workspace->floats(count);
-  if (!block)
-    return "out of device memory for a float32 result";
-  if (std::string error = ctx.library->gemm(ctx.stream, m, n, k, 1.0f, a, b,
-                                            0.0f, block, n, m * n, batch);
-      !error.empty())
-    return error;
-  launch(ctx.stream, count, [=] PPC_HD(int64_t i) {
-    c[i] = floatToBFloat16(block[i] + (bias ? bfloat16ToFloat(bias[i % n])
-                                            : 0.0f));
-  });
-  return "";
+  for (KernelView *v : views) {
+    *v = widenedToFloat(ctx, *v);
+    if (!v->elements)
+      return false;
+  }
+  return true;
 }
 
 std::string outOfMemory(const OpDesc &op) {
@@ -152,6 +126,14 @@ int64_t uniformBatchStride(const std::vector<int64_t> &lo,
   return stride < 0 ? 0 : stride;
 }
 
+/// The result's offset at batch `batch`, row mLo, column nLo.
+int64_t resultOffset(const TensorView &result, const MatMulRanges &r,
+                     std::vector<int64_t> at) {
+  at.push_back(r.mLo);
+  at.push_back(r.nLo);
+  return result.offsetOf(at);
+}
+
 KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
                            ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
@@ -160,7 +142,7 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
   if (inputs.size() != 2 || outputs.size() != 1)
     return op.kind + ": expects 2 operands and 1 result";
   KernelView a = inputs[0], b = inputs[1];
-  if (!sameType(ctx, a, b))
+  if (!sameType(ctx, {&a, &b}))
     return outOfMemory(op);
   MatrixOperand lhs = lhsOperand(op, a), rhs = rhsOperand(op, b);
   const KernelView &result = outputs[0];
@@ -181,11 +163,9 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
       r.batchLo, r.batchHi, [&](const std::vector<int64_t> &at) {
         return matrixOffset(rhs, b, at, r.kLo, r.nLo);
       });
-  const int64_t strideC =
-      uniformBatchStride(r.batchLo, r.batchHi, [&](std::vector<int64_t> at) {
-        at.push_back(r.mLo);
-        at.push_back(r.nLo);
-        return result.offsetOf(at);
+  const int64_t strideC = uniformBatchStride(
+      r.batchLo, r.batchHi, [&](const std::vector<int64_t> &at) {
+        return resultOffset(result, r, at);
       });
   const bool whole = boxVolume(r.batchLo, r.batchHi) > 1 && strideA >= 0 &&
                      strideB >= 0 && strideC == m * n;
@@ -197,21 +177,14 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
   auto run = [&](const std::vector<int64_t> &batch, int64_t count) {
     if (!error.empty())
       return;
-    std::vector<int64_t> at = batch;
-    at.push_back(r.mLo);
-    at.push_back(r.nLo);
-    const GemmOperand ga =
-        operandAt(a, matrixOffset(lhs, a, batch, r.mLo, r.kLo), lda,
-                  lhs.transposed, strideA);
-    const GemmOperand gb =
-        operandAt(b, matrixOffset(rhs, b, batch, r.kLo, r.nLo), ldb,
-                  rhs.transposed, strideB);
-    error = result.bf16Result
-                ? gemmIntoBf16(ctx, m, n, k, ga, gb, nullptr,
-                               result.bf16Result + result.offsetOf(at), count)
-                : ctx.library->gemm(ctx.stream, m, n, k, 1.0f, ga, gb, 0.0f,
-                                    result.data + result.offsetOf(at), n, m * n,
-                                    count);
+    error = gemmInto(ctx, m, n, k, 1.0f,
+                     operandAt(a, matrixOffset(lhs, a, batch, r.mLo, r.kLo),
+                               lda, lhs.transposed, strideA),
+                     operandAt(b, matrixOffset(rhs, b, batch, r.kLo, r.nLo),
+                               ldb, rhs.transposed, strideB),
+                     0.0f,
+                     resultAt(result, resultOffset(result, r, batch), n, m * n),
+                     count);
   };
   if (whole)
     run(r.batchLo, boxVolume(r.batchLo, r.batchHi));
@@ -233,85 +206,100 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
     if (inputGrads[i].present() &&
         (inputGrads[i].lo != inputs[i].lo || inputGrads[i].hi != inputs[i].hi))
       return op.kind + ": operand grad box differs from the operand box";
-  KernelView a = inputs[0], b = inputs[1], dy = outputGrads[0];
   // Every GEMM below pairs dY with one operand.
-  if (!(a.bf16 && b.bf16 && dy.bf16)) {
-    a = asFloat(ctx, a);
-    b = asFloat(ctx, b);
-    dy = asFloat(ctx, dy);
-    if (!a.data || !b.data || !dy.data)
-      return outOfMemory(op);
-  }
+  KernelView a = inputs[0], b = inputs[1], dy = outputGrads[0];
+  if (!sameType(ctx, {&a, &b, &dy}))
+    return outOfMemory(op);
+  const KernelView &dA = inputGrads[0], &dB = inputGrads[1];
   MatrixOperand lhs = lhsOperand(op, a), rhs = rhsOperand(op, b);
+  MatrixOperand lhsGrad = lhsOperand(op, dA), rhsGrad = rhsOperand(op, dB);
   MatMulRanges r;
   if (KernelStatus status = matMulRanges(op, lhs, rhs, dy, r); !status.empty())
     return status;
   const int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t lda = a.extent(lhs.colDim), ldb = b.extent(rhs.colDim);
   const bool transA = lhs.transposed, transB = rhs.transposed;
+  auto strideOf = [&](auto offsetAt) {
+    return uniformBatchStride(r.batchLo, r.batchHi, offsetAt);
+  };
+  // One strided batch where every matrix lies evenly apart and no
+  // gradient matrix is shared by two batches (a broadcast operand's is:
+  // those batches sum into it one at a time, with beta 1).
+  const int64_t batches = boxVolume(r.batchLo, r.batchHi);
+  const int64_t strideY = strideOf(
+      [&](const std::vector<int64_t> &at) { return resultOffset(dy, r, at); });
+  const int64_t strideA = strideOf([&](const std::vector<int64_t> &at) {
+    return matrixOffset(lhs, a, at, r.mLo, r.kLo);
+  });
+  const int64_t strideB = strideOf([&](const std::vector<int64_t> &at) {
+    return matrixOffset(rhs, b, at, r.kLo, r.nLo);
+  });
+  const int64_t strideDA =
+      dA.present() ? strideOf([&](const std::vector<int64_t> &at) {
+        return matrixOffset(lhsGrad, dA, at, r.mLo, r.kLo);
+      })
+                   : 1;
+  const int64_t strideDB =
+      dB.present() ? strideOf([&](const std::vector<int64_t> &at) {
+        return matrixOffset(rhsGrad, dB, at, r.kLo, r.nLo);
+      })
+                   : 1;
+  const bool batched = batches > 1 && strideY >= 0 && strideA >= 0 &&
+                       strideB >= 0 && strideDA > 0 && strideDB > 0;
   std::string error;
-  // Broadcast batch dims map several result batches onto one operand
-  // matrix, so every GEMM accumulates (beta 1), one batch at a time.
-  forEachBatchRun(
-      r.batchLo, r.batchHi, false,
-      [&](const std::vector<int64_t> &batch, int64_t) {
-        if (!error.empty())
-          return;
-        std::vector<int64_t> at = batch;
-        at.push_back(r.mLo);
-        at.push_back(r.nLo);
-        const GemmOperand gy = operandAt(dy, dy.offsetOf(at), n, false, 0);
-        const int64_t offsetA = matrixOffset(lhs, a, batch, r.mLo, r.kLo);
-        const int64_t offsetB = matrixOffset(rhs, b, batch, r.kLo, r.nLo);
-        if (inputGrads[0].data) {
-          float *da = inputGrads[0].data +
-                      matrixOffset(lhs, inputGrads[0], batch, r.mLo, r.kLo);
-          GemmOperand gb = operandAt(b, offsetB, ldb, !transB, 0);
-          if (!transA) // dA = dY op(B)^T
-            error = ctx.library->gemm(ctx.stream, m, k, n, 1.0f, gy, gb, 1.0f,
-                                      da, lda, 0, 1);
-          else { // dA^T = op(B) dY^T
-            GemmOperand b2 = operandAt(b, offsetB, ldb, transB, 0);
-            GemmOperand y2 = gy;
-            y2.transposed = true;
-            error = ctx.library->gemm(ctx.stream, k, m, n, 1.0f, b2, y2, 1.0f,
-                                      da, lda, 0, 1);
-          }
-        }
-        if (error.empty() && inputGrads[1].data) {
-          float *db = inputGrads[1].data +
-                      matrixOffset(rhs, inputGrads[1], batch, r.kLo, r.nLo);
-          if (!transB) // dB = op(A)^T dY
-            error = ctx.library->gemm(ctx.stream, k, n, m, 1.0f,
-                                      operandAt(a, offsetA, lda, !transA, 0),
-                                      gy, 1.0f, db, ldb, 0, 1);
-          else { // dB^T = dY^T op(A)
-            GemmOperand y2 = gy;
-            y2.transposed = true;
-            error = ctx.library->gemm(ctx.stream, n, k, m, 1.0f, y2,
-                                      operandAt(a, offsetA, lda, transA, 0),
-                                      1.0f, db, ldb, 0, 1);
-          }
-        }
-      });
+  // The GEMMs of `count` batches from `batch` on, `strided`: one call.
+  auto gemms = [&](const std::vector<int64_t> &batch, int64_t count,
+                   bool strided) {
+    if (!error.empty())
+      return;
+    const int64_t sY = strided ? strideY : 0, sA = strided ? strideA : 0,
+                  sB = strided ? strideB : 0, sDA = strided ? strideDA : 0,
+                  sDB = strided ? strideDB : 0;
+    const GemmOperand gy =
+        operandAt(dy, resultOffset(dy, r, batch), n, false, sY);
+    GemmOperand yt = gy;
+    yt.transposed = true;
+    const int64_t offsetA = matrixOffset(lhs, a, batch, r.mLo, r.kLo);
+    const int64_t offsetB = matrixOffset(rhs, b, batch, r.kLo, r.nLo);
+    if (dA.present()) {
+      const GemmResult da = resultAt(
+          dA, matrixOffset(lhsGrad, dA, batch, r.mLo, r.kLo), lda, sDA);
+      if (!transA) // dA = dY op(B)^T
+        error =
+            gemmInto(ctx, m, k, n, 1.0f, gy,
+                     operandAt(b, offsetB, ldb, !transB, sB), 1.0f, da, count);
+      else // dA^T = op(B) dY^T
+        error =
+            gemmInto(ctx, k, m, n, 1.0f, operandAt(b, offsetB, ldb, transB, sB),
+                     yt, 1.0f, da, count);
+    }
+    if (error.empty() && dB.present()) {
+      const GemmResult db = resultAt(
+          dB, matrixOffset(rhsGrad, dB, batch, r.kLo, r.nLo), ldb, sDB);
+      if (!transB) // dB = op(A)^T dY
+        error = gemmInto(ctx, k, n, m, 1.0f,
+                         operandAt(a, offsetA, lda, !transA, sA), gy, 1.0f, db,
+                         count);
+      else // dB^T = dY^T op(A)
+        error =
+            gemmInto(ctx, n, k, m, 1.0f, yt,
+                     operandAt(a, offsetA, lda, transA, sA), 1.0f, db, count);
+    }
+  };
+  if (batched)
+    gemms(r.batchLo, batches, true);
+  else
+    forEachBatchRun(r.batchLo, r.batchHi, false,
+                    [&](const std::vector<int64_t> &batch, int64_t) {
+                      gemms(batch, 1, false);
+                    });
   return error.empty() ? "" : op.kind + ": " + error;
 }
 
 /// out[row * n + j] += bias[j] for every row.
-void addBias(Stream stream, float *out, const float *bias, int64_t rows,
+void addBias(Stream stream, Elements out, Elements bias, int64_t rows,
              int64_t n) {
   launch(stream, rows * n, [=] PPC_HD(int64_t i) { out[i] += bias[i % n]; });
-}
-
-/// dBias[j] += sum over rows of dY[row * n + j].
-void sumColumns(Stream stream, float *dBias, const float *dy, int64_t rows,
-                int64_t n) {
-  launch(stream, n, [=] PPC_HD(int64_t j) {
-    float sum = 0;
-    for (int64_t row = 0; row < rows; ++row)
-      sum += dy[row * n + j];
-    dBias[j] += sum;
-  });
 }
 
 KernelStatus linearForward(const OpDesc &op, const KernelContext &,
@@ -330,30 +318,42 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   KernelView x = inputs[0], w = inputs[1];
-  if (!sameType(ctx, x, w))
+  if (!sameType(ctx, {&x, &w}))
     return outOfMemory(op);
   const int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const GemmOperand gx = operandAt(x, 0, k, false, 0);
   const GemmOperand gw =
       operandAt(w, weightOffset(w, r), w.extent(1), r.transposeWeight, 0);
-  if (result.bf16Result) {
-    const uint16_t *bias =
-        r.addsBias ? inputs[2].bf16 + (r.nLo - inputs[2].lo[0]) : nullptr;
-    std::string error =
-        gemmIntoBf16(ctx, r.rows, n, k, gx, gw, bias, result.bf16Result, 1);
+  const Elements bias =
+      r.addsBias ? inputs[2].elements + (r.nLo - inputs[2].lo[0]) : Elements();
+  const DType out = result.elements.type;
+  std::string error;
+  if (out == DType::BF16 && gx.type == DType::BF16 &&
+      (!bias || bias.type == DType::BF16) &&
+      (error = ctx.library->gemmToBf16(
+           ctx.stream, r.rows, n, k, gx, gw,
+           static_cast<const uint16_t *>(bias.data),
+           static_cast<uint16_t *>(result.elements.data), n, 0, 1))
+          .empty())
+    return ""; // cuBLASLt rounded the sum and the bias once
+  if (!bias || out == DType::F32) {
+    error = gemmInto(ctx, r.rows, n, k, 1.0f, gx, gw, 0.0f,
+                     resultAt(result, 0, n, 0), 1);
+    if (error.empty() && bias)
+      addBias(ctx.stream, result.elements, bias, r.rows, n);
     return error.empty() ? "" : op.kind + ": " + error;
   }
-  std::string error = ctx.library->gemm(ctx.stream, r.rows, n, k, 1.0f, gx, gw,
-                                        0.0f, result.data, n, 0, 1);
+  // A 16-bit result with a bias: the float32 sum and the bias rounded once.
+  float *block = ctx.workspace->floats(r.rows * n);
+  if (!block)
+    return op.kind + ": out of device memory for a float32 result";
+  error = gemmInto(ctx, r.rows, n, k, 1.0f, gx, gw, 0.0f,
+                   floatResult(block, n, 0), 1);
   if (!error.empty())
     return op.kind + ": " + error;
-  if (r.addsBias) {
-    KernelView bias = asFloat(ctx, inputs[2]);
-    if (!bias.data)
-      return outOfMemory(op);
-    addBias(ctx.stream, result.data, bias.data + (r.nLo - bias.lo[0]), r.rows,
-            n);
-  }
+  const Elements y = result.elements;
+  launch(ctx.stream, r.rows * n,
+         [=] PPC_HD(int64_t i) { y[i] = block[i] + bias[i % n]; });
   return "";
 }
 
@@ -380,43 +380,46 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   KernelView x = inputs[0], w = inputs[1], dy = outputGrads[0];
-  if (!(x.bf16 && w.bf16 && dy.bf16)) {
-    x = asFloat(ctx, x);
-    w = asFloat(ctx, w);
-    dy = asFloat(ctx, dy);
-    if (!x.data || !w.data || !dy.data)
-      return outOfMemory(op);
-  }
+  if (!sameType(ctx, {&x, &w, &dy}))
+    return outOfMemory(op);
   const int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t ldw = w.extent(1);
   const GemmOperand gy = operandAt(dy, 0, n, false, 0);
+  const KernelView &dX = inputGrads[0], &dW = inputGrads[1];
   std::string error;
-  if (inputGrads[0].data) // dX = dY op(W)^T
-    error = ctx.library->gemm(
-        ctx.stream, r.rows, k, n, 1.0f, gy,
-        operandAt(w, weightOffset(w, r), ldw, !r.transposeWeight, 0), 1.0f,
-        inputGrads[0].data, k, 0, 1);
-  if (error.empty() && inputGrads[1].data) {
-    float *dw = inputGrads[1].data + weightOffset(inputGrads[1], r);
-    const GemmOperand xt = operandAt(x, 0, k, true, 0);
+  if (dX.present()) // dX += dY op(W)^T
+    error =
+        gemmInto(ctx, r.rows, k, n, 1.0f, gy,
+                 operandAt(w, weightOffset(w, r), ldw, !r.transposeWeight, 0),
+                 1.0f, resultAt(dX, 0, k, 0), 1);
+  if (error.empty() && dW.present()) {
+    const GemmResult dw = resultAt(dW, weightOffset(dW, r), ldw, 0);
     GemmOperand yt = gy;
     yt.transposed = true;
-    if (!r.transposeWeight) // dW = X^T dY
-      error = ctx.library->gemm(ctx.stream, k, n, r.rows, 1.0f, xt, gy, 1.0f,
-                                dw, ldw, 0, 1);
-    else // dW^T = dY^T X
-      error =
-          ctx.library->gemm(ctx.stream, n, k, r.rows, 1.0f, yt,
-                            operandAt(x, 0, k, false, 0), 1.0f, dw, ldw, 0, 1);
+    if (!r.transposeWeight) // dW += X^T dY
+      error = gemmInto(ctx, k, n, r.rows, 1.0f, operandAt(x, 0, k, true, 0), gy,
+                       1.0f, dw, 1);
+    else // dW^T += dY^T X
+      error = gemmInto(ctx, n, k, r.rows, 1.0f, yt,
+                       operandAt(x, 0, k, false, 0), 1.0f, dw, 1);
   }
   if (!error.empty())
     return op.kind + ": " + error;
-  if (r.addsBias && inputGrads.size() == 3 && inputGrads[2].data) {
-    KernelView dyf = asFloat(ctx, dy);
-    if (!dyf.data)
-      return outOfMemory(op);
-    sumColumns(ctx.stream, inputGrads[2].data + (r.nLo - inputGrads[2].lo[0]),
-               dyf.data, r.rows, n);
+  if (r.addsBias && inputGrads.size() == 3 && inputGrads[2].present()) {
+    // dBias[j] += the column sum of dY, in chunks of rows.
+    const int64_t rows = r.rows;
+    float *partials = ctx.workspace->floats(columnChunks(rows, n) * n);
+    if (!partials)
+      return op.kind + ": out of device memory for the bias gradient's sums";
+    const Elements y = dy.elements;
+    const Elements dBias =
+        inputGrads[2].elements + (r.nLo - inputGrads[2].lo[0]);
+    sumColumns(
+        ctx.stream, rows, n, partials,
+        [=] PPC_HD(int64_t row, int64_t j) {
+          return static_cast<float>(y[row * n + j]);
+        },
+        [=] PPC_HD(int64_t j, float total) { dBias[j] += total; });
   }
   return "";
 }
@@ -424,8 +427,8 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
 } // namespace
 
 void registerContractionKernels(CudaKernelTable &table) {
-  table["ppc.matmul"] = {matMulForward, matMulBackward};
-  table["ppc.linear"] = {linearForward, linearBackward};
+  table["ppc.matmul"] = {matMulForward, matMulBackward, true};
+  table["ppc.linear"] = {linearForward, linearBackward, true};
 }
 
 } // namespace ppc::runtime::cuda

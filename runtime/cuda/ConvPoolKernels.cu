@@ -705,9 +705,9 @@ KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
                        patch, false, 0);
       float *out = output.data + (n0 - output.lo[0]) * outC * plane +
                    (fFirst - output.lo[1]) * plane;
-      error =
-          ctx.library->gemm(ctx.stream, fLast - fFirst, plane, patch, 1.0f, w,
-                            patches, 0.0f, out, plane, outC * plane, count);
+      error = ctx.library->gemm(ctx.stream, fLast - fFirst, plane, patch, 1.0f,
+                                w, patches, 0.0f,
+                                floatResult(out, plane, outC * plane), count);
     });
   }
   if (!error.empty())
@@ -796,9 +796,9 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
                      col);
               patchesT = floatOperand(col, plane, true, patch * plane);
             }
-            error = ctx.library->gemm(ctx.stream, fCount, patch, plane, 1.0f,
-                                      dyGroup, patchesT, 0.0f, dWParts, patch,
-                                      fCount * patch, count);
+            error = ctx.library->gemm(
+                ctx.stream, fCount, patch, plane, 1.0f, dyGroup, patchesT, 0.0f,
+                floatResult(dWParts, patch, fCount * patch), count);
             if (!error.empty())
               return;
             addSampleSum(ctx.stream, dWParts, count, fCount, patch,
@@ -812,13 +812,14 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
             if (pointwise) {
               error = ctx.library->gemm(
                   ctx.stream, patch, plane, fCount, 1.0f, wT, dyGroup, 1.0f,
-                  dInput.data +
-                      offset4(dInput, n0, cFirst, g.rows.outLo, g.cols.outLo),
-                  plane, dInput.extent(1) * inPlane, count);
+                  floatResult(dInput.data + offset4(dInput, n0, cFirst,
+                                                    g.rows.outLo, g.cols.outLo),
+                              plane, dInput.extent(1) * inPlane),
+                  count);
             } else {
-              error = ctx.library->gemm(ctx.stream, patch, plane, fCount, 1.0f,
-                                        wT, dyGroup, 0.0f, dCol, plane,
-                                        patch * plane, count);
+              error = ctx.library->gemm(
+                  ctx.stream, patch, plane, fCount, 1.0f, wT, dyGroup, 0.0f,
+                  floatResult(dCol, plane, patch * plane), count);
               if (error.empty())
                 col2imAdd(ctx.stream, d, g.channels(), dCol, dInput.data,
                           dInput.box, n0, count, cFirst);

@@ -144,46 +144,6 @@ private:
 // Elementwise helpers on typed device memory
 //===----------------------------------------------------------------------===//
 
-PPC_HD inline int bytesOf(DType dtype) {
-  return dtype == DType::I64 ? 8 : dtype == DType::F32 ? 4 : 2;
-}
-
-PPC_HD inline float loadAsFloat(DType dtype, const void *data, int64_t i) {
-  switch (dtype) {
-  case DType::F32:
-    return static_cast<const float *>(data)[i];
-  case DType::BF16:
-    return bfloat16ToFloat(static_cast<const uint16_t *>(data)[i]);
-  case DType::F16:
-    return halfToFloat(static_cast<const uint16_t *>(data)[i]);
-  case DType::I64:
-    return static_cast<float>(static_cast<const int64_t *>(data)[i]);
-  }
-  return 0;
-}
-
-PPC_HD inline void storeFromFloat(DType dtype, void *data, int64_t i,
-                                  float value) {
-  switch (dtype) {
-  case DType::F32:
-    static_cast<float *>(data)[i] = value;
-    return;
-  case DType::BF16:
-    static_cast<uint16_t *>(data)[i] = floatToBFloat16(value);
-    return;
-  case DType::F16:
-    static_cast<uint16_t *>(data)[i] = floatToHalf(value);
-    return;
-  case DType::I64:
-    // As fromFloat: nearest, ties away from zero; non-finite as 0.
-    static_cast<int64_t *>(data)[i] =
-        value - value == 0
-            ? static_cast<int64_t>(value < 0 ? value - 0.5f : value + 0.5f)
-            : 0;
-    return;
-  }
-}
-
 void convertToFloat(Stream stream, DType dtype, const void *src, float *dst,
                     int64_t n) {
   launch(stream, n,
@@ -338,16 +298,18 @@ private:
   std::vector<float *> blocks;
 };
 
-/// Kernel views of device views: float32 buffers as they are, bf16 ones
-/// as they are for ops that read bf16, others widened into pool blocks and,
-/// for results, rounded back afterwards.
+/// Kernel views of device views. For a native kernel, every buffer as it
+/// is stored. Otherwise float32 buffers as they are, bf16 ones as they are
+/// for ops that read bf16, others widened into pool blocks and, for
+/// results, rounded back afterwards.
 class KernelViews {
 public:
-  /// `load`: widen the values (inputs, gradients summed into); otherwise
-  /// the block is zero-filled (results a kernel writes).
+  /// `native`: the buffers as stored. Else `load`: widen the values
+  /// (inputs, gradients summed into); otherwise the block is zero-filled
+  /// (results a kernel writes).
   KernelViews(BlockPool &pool, Stream stream,
-              const std::vector<DeviceView> &from, bool load, bool asBf16,
-              bool bf16Results = false)
+              const std::vector<DeviceView> &from, bool native, bool load,
+              bool asBf16 = false, bool bf16Results = false)
       : pool(pool), stream(stream), views(from.size()),
         blocks(from.size(), nullptr) {
     for (size_t i = 0; i < from.size(); ++i) {
@@ -360,17 +322,26 @@ public:
       if (!v.buffer)
         continue;
       const DType dtype = v.buffer->dtype();
+      void *address = v.buffer->at(v.offset);
       if (dtype == DType::F32) {
-        k.data = static_cast<float *>(v.buffer->at(v.offset));
+        k.data = static_cast<float *>(address);
+        k.elements = {address, dtype};
+        continue;
+      }
+      if (native) {
+        k.storage = address;
+        k.elements = {address, dtype};
         continue;
       }
       if (bf16Results && dtype == DType::BF16) {
-        k.bf16Result = static_cast<uint16_t *>(v.buffer->at(v.offset));
+        k.bf16Result = static_cast<uint16_t *>(address);
         k.bf16 = k.bf16Result;
+        k.elements = {address, dtype};
         continue;
       }
       if (asBf16 && dtype == DType::BF16) {
-        k.bf16 = static_cast<const uint16_t *>(v.buffer->at(v.offset));
+        k.bf16 = static_cast<const uint16_t *>(address);
+        k.elements = {address, dtype};
         continue;
       }
       const int64_t n = v.numElements();
@@ -380,10 +351,11 @@ public:
         continue;
       }
       if (load)
-        convertToFloat(stream, dtype, v.buffer->at(v.offset), blocks[i], n);
+        convertToFloat(stream, dtype, address, blocks[i], n);
       else
         zeroFloats(stream, blocks[i], n);
       k.data = blocks[i];
+      k.elements = floatElements(blocks[i]);
     }
   }
   ~KernelViews() {
@@ -410,6 +382,81 @@ private:
   std::vector<KernelView> views;
   std::vector<float *> blocks;
   bool failed = false;
+};
+
+/// The backend's DeviceChecks: slots in one device array, preset to all
+/// ones when the first check after a report takes one; read back, and the
+/// checks' messages made, once the work is done (report). A step that
+/// takes more slots than the array holds has them read on the spot.
+class CheckSlots final : public DeviceChecks {
+public:
+  CheckSlots(std::shared_ptr<Allocator> allocator, Stream stream)
+      : allocator(std::move(allocator)), stream(stream) {}
+  ~CheckSlots() override {
+    if (slots)
+      allocator->release(slots, kSlots * sizeof(unsigned long long));
+  }
+
+  unsigned long long *
+  slot(int64_t instruction,
+       std::function<std::string(unsigned long long)> message) override {
+    if (!slots) {
+      slots = static_cast<unsigned long long *>(
+          allocator->allocate(kSlots * sizeof(unsigned long long)));
+      if (!slots)
+        return nullptr;
+    }
+    if (checks.size() == kSlots)
+      readBack();
+    if (checks.empty()) {
+      unsigned long long *all = slots;
+      launch(stream, kSlots, [=] PPC_HD(int64_t i) { all[i] = ~0ull; });
+    }
+    checks.push_back({instruction, std::move(message)});
+    return slots + checks.size() - 1;
+  }
+
+  /// The first flagged check's error since the last report (waits for the
+  /// stream's work); "" when none.
+  std::string report(int64_t &instruction) {
+    readBack();
+    instruction = firstInstruction;
+    std::string error = std::move(firstError);
+    firstError.clear();
+    firstInstruction = -1;
+    return error;
+  }
+
+private:
+  static constexpr size_t kSlots = 4096;
+
+  struct Check {
+    int64_t instruction;
+    std::function<std::string(unsigned long long)> message;
+  };
+
+  /// Reads the slots of the pending checks, keeps the first error found,
+  /// and frees the slots.
+  void readBack() {
+    if (checks.empty())
+      return;
+    std::vector<unsigned long long> keys(checks.size());
+    copyOut(stream, keys.data(), slots, keys.size() * sizeof(keys[0]));
+    waitFor(stream);
+    for (size_t i = 0; i < keys.size() && firstError.empty(); ++i)
+      if (keys[i] != ~0ull) {
+        firstError = checks[i].message(keys[i]);
+        firstInstruction = checks[i].instruction;
+      }
+    checks.clear();
+  }
+
+  std::shared_ptr<Allocator> allocator;
+  Stream stream;
+  unsigned long long *slots = nullptr;
+  std::vector<Check> checks;
+  std::string firstError;
+  int64_t firstInstruction = -1;
 };
 
 /// The checks every kernel call passes before its kernel sees the views.
@@ -458,7 +505,8 @@ class CudaBackend final : public Backend {
 public:
   CudaBackend(Stream stream, std::unique_ptr<Library> library)
       : stream(stream), library(std::move(library)),
-        allocator(std::make_shared<Allocator>()), pool(allocator) {}
+        allocator(std::make_shared<Allocator>()), pool(allocator),
+        checks(allocator, stream) {}
   ~CudaBackend() override {
     synchronize();
     if (staging)
@@ -544,17 +592,18 @@ public:
         return !v.buffer || v.buffer->dtype() == DType::BF16;
       });
     };
-    const bool bf16Results = readsBf16(op) && ctx.stage == 0 &&
+    const bool native = kernel->native;
+    const bool bf16Results = !native && readsBf16(op) && ctx.stage == 0 &&
                              allBf16(inputs) && allBf16(outputs);
     // Results are written, not read, in a first stage; a later stage
     // continues from what the earlier one left.
-    KernelViews in(pool, stream, inputs, true, readsBf16(op)),
-        out(pool, stream, outputs, ctx.stage > 0, false, bf16Results),
-        tmp(pool, stream, scratch, true, false);
+    KernelViews in(pool, stream, inputs, native, true, readsBf16(op)),
+        out(pool, stream, outputs, native, ctx.stage > 0, false, bf16Results),
+        tmp(pool, stream, scratch, native, true);
     if (in.outOfMemory() || out.outOfMemory() || tmp.outOfMemory())
       return op.kind + ": out of device memory for its float32 views";
     KernelWorkspace workspace(pool, stream);
-    ExecContext exec{stream, library.get(), &workspace};
+    ExecContext exec{stream, library.get(), &workspace, &checks};
     std::string status =
         kernel->forward(op, ctx, exec, in.get(), out.get(), tmp.get());
     if (!status.empty())
@@ -580,17 +629,17 @@ public:
             op, {&inputs, &outputs, &outputGrads, &inputGrads, &scratch});
         !bad.empty())
       return bad;
-    const bool asBf16 = readsBf16(op);
-    KernelViews in(pool, stream, inputs, true, asBf16),
-        out(pool, stream, outputs, true, asBf16),
-        outGrads(pool, stream, outputGrads, true, asBf16),
-        inGrads(pool, stream, inputGrads, true, false),
-        tmp(pool, stream, scratch, true, false);
+    const bool asBf16 = readsBf16(op), native = kernel->native;
+    KernelViews in(pool, stream, inputs, native, true, asBf16),
+        out(pool, stream, outputs, native, true, asBf16),
+        outGrads(pool, stream, outputGrads, native, true, asBf16),
+        inGrads(pool, stream, inputGrads, native, true),
+        tmp(pool, stream, scratch, native, true);
     if (in.outOfMemory() || out.outOfMemory() || outGrads.outOfMemory() ||
         inGrads.outOfMemory() || tmp.outOfMemory())
       return op.kind + ": out of device memory for its float32 views";
     KernelWorkspace workspace(pool, stream);
-    ExecContext exec{stream, library.get(), &workspace};
+    ExecContext exec{stream, library.get(), &workspace, &checks};
     std::string status =
         kernel->backward(op, ctx, exec, in.get(), out.get(), outGrads.get(),
                          inGrads.get(), tmp.get());
@@ -638,6 +687,10 @@ public:
     copyOut(stream, &result, flag->data(), sizeof(int));
     waitStream();
     return result != 0;
+  }
+
+  std::string deferredError(int64_t &instruction) override {
+    return checks.report(instruction);
   }
 
   std::unique_ptr<Event> record() override {
@@ -732,6 +785,7 @@ private:
   std::unique_ptr<Library> library;
   std::shared_ptr<Allocator> allocator;
   BlockPool pool;
+  CheckSlots checks;
   void *staging = nullptr;
 #if !defined(PPC_CUDA_EMULATION)
   cudaEvent_t stagingRead = nullptr;

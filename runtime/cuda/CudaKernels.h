@@ -9,14 +9,17 @@
 // operands, which ops read bf16) are the op's, answered by Kernels.h's
 // functions for every backend alike.
 //
-// A kernel gets float32 views in device memory (the backend widens 16-bit
-// buffers and rounds results back, as the cpu backend does), except that
-// ops with readsBf16 get bf16 operands unwidened (DeviceView::bf16), and
-// where every operand and result is bf16, their results as bf16 too
-// (KernelView::bf16Result). It
-// enqueues its work on ctx.stream and returns at once; an error is a
-// message ("ppc.conv2d: ..."), found before anything is enqueued where it
-// can be.
+// A kernel reads and writes its views' Elements (Device.h): the buffers as
+// they are stored, float32, bf16, f16 or int64, computing in float
+// registers and rounding once where it stores (a native kernel,
+// CudaKernel::native). A kernel registered without `native` gets float32
+// views instead: the backend widens 16-bit buffers into float32 blocks and
+// rounds the results back, as the cpu backend does (the convolutions, for
+// now). A view's `data` is its float32 address where it has one (float32
+// buffers, widened blocks, scratch), else null.
+// A kernel enqueues its work on ctx.stream and returns at once; an error
+// is a message ("ppc.conv2d: ..."), found before anything is enqueued
+// where it can be.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,18 +38,21 @@
 
 namespace ppc::runtime::cuda {
 
-/// A kernel's view: a TensorView whose `data` (float32) or `bf16`
-/// (readsBf16 ops' operands) are device addresses, or neither (a gradient
-/// that is not wanted); host code reads its shape, lo and hi as the cpu
-/// kernels do, device code its `box`.
+/// A kernel's view: a TensorView whose elements are in device memory, or
+/// absent (a gradient that is not wanted); host code reads its shape, lo
+/// and hi as the cpu kernels do, device code its `box` and `elements`.
 struct KernelView : TensorView {
   DeviceBox box;
+  /// The box's elements: the buffer as stored (native kernels), or the
+  /// widened float32 block; null when absent.
+  Elements elements;
   /// A bf16 result written in place (readsBf16 ops whose operands and
   /// results are all bf16: no float32 result and rounding pass); `bf16`
-  /// then points there too.
+  /// then points there too. Widened kernels only.
   uint16_t *bf16Result = nullptr;
-  bool present() const { return data || bf16; }
   int64_t count() const { return box.count(); }
+  /// The address of element `i` of the box, for libraries.
+  void *at(int64_t i) const { return elements.at(i); }
 };
 
 class Library;
@@ -62,11 +68,29 @@ public:
   virtual float *floats(int64_t n, bool zero = false) = 0;
 };
 
+/// Checks of device values (labels, gather indices) that a kernel runs on
+/// the device instead of reading the values back to the host mid-step: the
+/// kernel takes a slot (preset to all ones), its failing elements lower it
+/// to a key (flagLeast: the least key is the error reported, so keys order
+/// a kernel's errors as its cpu twin finds them), and the backend reads the
+/// slots once the work is done (Backend::deferredError) and turns the first
+/// flagged slot's key into the kernel's message.
+class DeviceChecks {
+public:
+  virtual ~DeviceChecks() = default;
+  /// A slot for a check of the kernel the executor issued as `instruction`;
+  /// `message` makes the error of a flagged key. Null when out of memory.
+  virtual unsigned long long *
+  slot(int64_t instruction,
+       std::function<std::string(unsigned long long key)> message) = 0;
+};
+
 /// What a kernel runs with.
 struct ExecContext {
   Stream stream{};
   Library *library = nullptr; ///< cuBLAS/cuDNN seams (Library.h)
   Workspace *workspace = nullptr;
+  DeviceChecks *checks = nullptr;
 };
 
 using ForwardFn = std::function<KernelStatus(
@@ -85,6 +109,9 @@ using BackwardFn = std::function<KernelStatus(
 struct CudaKernel {
   ForwardFn forward;
   BackwardFn backward;
+  /// Reads and writes its views' elements as stored (see the header);
+  /// false: float32 views.
+  bool native = false;
 };
 
 using CudaKernelTable = std::map<std::string, CudaKernel>;
@@ -107,6 +134,22 @@ std::vector<std::string> cudaKernelOps();
 
 /// Zero-fills `n` floats at `data` on the stream.
 void zeroFloats(Stream stream, float *data, int64_t n);
+
+/// `view` with its 16-bit or integer elements widened to float32 in the
+/// workspace (float32 views, and views without elements, as they are); no
+/// elements when out of memory.
+KernelView widenedToFloat(ExecContext &ctx, const KernelView &view);
+
+struct GemmOperand;
+struct GemmResult;
+
+/// Library::gemm into a result of any floating type: where the library
+/// cannot write C's type from the operands' (float32 operands, a 16-bit C),
+/// through a float32 block of the workspace (C read into it where beta is
+/// not 0, rounded back once). An error message, "" on success.
+std::string gemmInto(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
+                     float alpha, const GemmOperand &a, const GemmOperand &b,
+                     float beta, const GemmResult &c, int64_t batch);
 
 } // namespace ppc::runtime::cuda
 

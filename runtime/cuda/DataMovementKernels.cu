@@ -12,10 +12,11 @@
 // map (injective: no two threads write one element). gather's gathered
 // rows are a reduction dim: a partition holding rows [a, b) of `data`
 // writes only the elements whose index falls there, zero elsewhere, and
-// its backward sums into those rows with atomicAddFloat. An index out of
-// range is found on the device and read back (gather is the one op of this
-// file that waits for its stream).
-//
+// its backward sums into those rows with atomicAddFloat (into a float32
+// block of the rows when the gradient is stored in 16 bits, rounded into it
+// once, as the cpu backend's widened block). An index out of range is found
+// on the device and reported once the step's work is done (DeviceChecks):
+// nothing here waits for its stream. Values move as stored (native).
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
@@ -95,8 +96,8 @@ PPC_HD inline void offsetsOf(const IterBox &it, int64_t i, const Access &a,
 //===----------------------------------------------------------------------===//
 
 /// dst (+)= src along the accesses, one thread per point of `it`.
-void copyKernel(Stream stream, IterBox it, const float *src, Access a,
-                float *dst, Access b, bool accumulate) {
+void copyKernel(Stream stream, IterBox it, Elements src, Access a, Elements dst,
+                Access b, bool accumulate) {
   launch(stream, it.count(), [=] PPC_HD(int64_t i) {
     int64_t oa, ob;
     offsetsOf(it, i, a, b, oa, ob);
@@ -107,15 +108,15 @@ void copyKernel(Stream stream, IterBox it, const float *src, Access a,
   });
 }
 
-void fillKernel(Stream stream, float *data, int64_t n, float value) {
+void fillKernel(Stream stream, Elements data, int64_t n, float value) {
   launch(stream, n, [=] PPC_HD(int64_t i) { data[i] = value; });
 }
 
 /// Reshape: element r of the `to` box (+)= the element of the `from` box
 /// with the same global flat index; `shift` >= 0 when both boxes are runs
 /// of the flat order (element r is from's r + shift).
-void reshapeKernel(Stream stream, DeviceBox from, const float *src,
-                   DeviceBox to, float *dst, int64_t shift, bool toIsResult) {
+void reshapeKernel(Stream stream, DeviceBox from, Elements src, DeviceBox to,
+                   Elements dst, int64_t shift, bool toIsResult) {
   // to: the result (forward: dst = result) or the result grad (backward:
   // src = dy over `to`, dst = dx over `from`).
   launch(stream, to.count(), [=] PPC_HD(int64_t r) {
@@ -149,34 +150,29 @@ struct GatherPlan {
   int64_t rows = 0, rowLo = 0, rowHi = 0, rowStride = 0;
 };
 
-/// Keeps in *slot the largest of the values given (0 at first).
-PPC_HD inline void atomicMaxIndex(unsigned long long *slot,
-                                  unsigned long long value) {
-#ifdef __CUDA_ARCH__
-  atomicMax(slot, value);
-#else
-  if (value > *slot)
-    *slot = value;
-#endif
-}
-
 /// Forward (dy null): result = data's row or 0. Backward: dData's held
-/// rows += dy. Bad indices leave 1 + their offset in the indices view, the
-/// largest, in *bad.
-void gatherKernel(Stream stream, GatherPlan g, const float *indices,
-                  const float *data, float *result, const float *dy,
-                  float *dData, unsigned long long *bad) {
+/// rows += dy. A bad index flags `bad` with the key (2^32 - 1 - its offset
+/// in the indices view) << 32 | its bits: the least key is the largest
+/// offset, the one the cpu kernel reports.
+void gatherKernel(Stream stream, GatherPlan g, Elements indices, Elements data,
+                  Elements result, Elements dy, float *dData,
+                  unsigned long long *bad) {
   launch(stream, g.it.count(), [=] PPC_HD(int64_t i) {
     int64_t oi, od;
     offsetsOf(g.it, i, g.indexAccess, g.dataAccess, oi, od);
     int64_t row = -1;
-    if (!gatherRow(indices[oi], g.rows, row)) {
-      atomicMaxIndex(bad, static_cast<unsigned long long>(oi) + 1);
+    const float index = indices[oi];
+    if (!gatherRow(index, g.rows, row)) {
+      flagLeast(bad, (0xffffffffull - static_cast<unsigned long long>(oi))
+                             << 32 |
+                         floatBits(index));
       row = -1;
     }
     const bool held = row >= g.rowLo && row < g.rowHi;
     if (!dy) {
-      result[i] = held ? data[od + (row - g.rowLo) * g.rowStride] : 0.0f;
+      result[i] =
+          held ? static_cast<float>(data[od + (row - g.rowLo) * g.rowStride])
+               : 0.0f;
       return;
     }
     if (held)
@@ -189,7 +185,7 @@ void gatherKernel(Stream stream, GatherPlan g, const float *indices,
 //===----------------------------------------------------------------------===//
 
 /// Enqueues a checked copy from `src` to `dst`.
-void runCopy(Stream stream, const BoxCopy &copy, const float *src, float *dst,
+void runCopy(Stream stream, const BoxCopy &copy, Elements src, Elements dst,
              bool accumulate) {
   copyKernel(stream, iterBox(copy.lo, copy.hi), src, accessOf(copy.src), dst,
              accessOf(copy.dst), accumulate);
@@ -197,6 +193,7 @@ void runCopy(Stream stream, const BoxCopy &copy, const float *src, float *dst,
 
 CudaKernel copyMapKernel(CopyMapFn mapOf) {
   CudaKernel kernel;
+  kernel.native = true;
   kernel.forward = [mapOf](const OpDesc &op, const KernelContext &,
                            ExecContext &ctx, const Views &inputs,
                            const Views &outputs,
@@ -208,8 +205,8 @@ CudaKernel copyMapKernel(CopyMapFn mapOf) {
       return s;
     const KernelView &result = outputs[0];
     if (fill)
-      fillKernel(ctx.stream, result.data, result.box.count(), *fill);
-    runCopy(ctx.stream, copy, inputs[0].data, result.data,
+      fillKernel(ctx.stream, result.elements, result.box.count(), *fill);
+    runCopy(ctx.stream, copy, inputs[0].elements, result.elements,
             /*accumulate=*/false);
     return {};
   };
@@ -224,8 +221,8 @@ CudaKernel copyMapKernel(CopyMapFn mapOf) {
         !s.empty())
       return s;
     if (copy)
-      runCopy(ctx.stream, *copy, outputGrads[0].data, inputGrads[0].data,
-              /*accumulate=*/true);
+      runCopy(ctx.stream, *copy, outputGrads[0].elements,
+              inputGrads[0].elements, /*accumulate=*/true);
     return {};
   };
   return kernel;
@@ -237,14 +234,16 @@ void runPieceCopies(Stream stream, const Copies &copies, const Views &pieces,
                     const KernelView &whole, bool toPieces, bool accumulate) {
   for (size_t i = 0; i < copies.size(); ++i)
     if (copies[i])
-      runCopy(stream, *copies[i], toPieces ? whole.data : pieces[i].data,
-              toPieces ? pieces[i].data : whole.data, accumulate);
+      runCopy(stream, *copies[i],
+              toPieces ? whole.elements : pieces[i].elements,
+              toPieces ? pieces[i].elements : whole.elements, accumulate);
 }
 
 /// Concat (`concat`: the pieces are the operands, the whole is the result)
 /// or split (the pieces are the results, the whole is the operand).
 CudaKernel pieceKernel(bool concat) {
   CudaKernel kernel;
+  kernel.native = true;
   kernel.forward = [concat](const OpDesc &op, const KernelContext &,
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs,
@@ -372,8 +371,8 @@ KernelStatus reshapeForward(const OpDesc &op, const KernelContext &,
   int64_t shift = -1;
   if (KernelStatus s = planReshape(op, input, result, shift); !s.empty())
     return s;
-  reshapeKernel(ctx.stream, input.box, input.data, result.box, result.data,
-                shift, /*toIsResult=*/true);
+  reshapeKernel(ctx.stream, input.box, input.elements, result.box,
+                result.elements, shift, /*toIsResult=*/true);
   return {};
 }
 
@@ -386,12 +385,12 @@ KernelStatus reshapeBackward(const OpDesc &op, const KernelContext &,
       !s.empty())
     return s;
   const KernelView &dx = inputGrads[0], &dy = outputGrads[0];
-  if (!dx.data)
+  if (!dx.present())
     return {};
   int64_t shift = -1;
   if (KernelStatus s = planReshape(op, dx, dy, shift); !s.empty())
     return s;
-  reshapeKernel(ctx.stream, dx.box, dy.data, dy.box, dx.data, shift,
+  reshapeKernel(ctx.stream, dx.box, dy.elements, dy.box, dx.elements, shift,
                 /*toIsResult=*/false);
   return {};
 }
@@ -401,20 +400,20 @@ KernelStatus reshapeBackward(const OpDesc &op, const KernelContext &,
 //===----------------------------------------------------------------------===//
 
 /// As the cpu's walkGather: checks (gatherGeometry), then runs the forward
-/// (dy null) or the backward over the result (or result grad) box, and
-/// reports the last bad index in the walk's order (the largest offset in
-/// the indices view).
-KernelStatus runGather(const OpDesc &op, ExecContext &ctx,
-                       const KernelView &data, const KernelView &indices,
-                       const KernelView &result, const float *dy,
-                       float *dData) {
+/// (dy null) or the backward over the result (or result grad) box; a bad
+/// index is reported once the work is done, the last in the walk's order
+/// (the largest offset in the indices view), as the cpu kernel reports it.
+KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
+                       ExecContext &ctx, const KernelView &data,
+                       const KernelView &indices, const KernelView &result,
+                       Elements dy, Elements dData) {
   GatherGeometry geometry;
   if (KernelStatus s = gatherGeometry(op, data, indices, result, geometry);
       !s.empty())
     return s;
   if (!geometry.holdsRows) { // every element is someone else's
     if (!dy)
-      fillKernel(ctx.stream, result.data, result.box.count(), 0.0f);
+      fillKernel(ctx.stream, result.elements, result.box.count(), 0.0f);
     return {};
   }
   GatherPlan g;
@@ -427,33 +426,48 @@ KernelStatus runGather(const OpDesc &op, ExecContext &ctx,
   g.dataAccess = accessOf(geometry.data);
   if (g.it.count() == 0)
     return {};
-
-  float *flag =
-      ctx.workspace ? ctx.workspace->floats(2, /*zero=*/true) : nullptr;
-  if (!flag)
+  const int64_t rows = g.rows;
+  unsigned long long *bad =
+      ctx.checks
+          ? ctx.checks->slot(
+                kctx.instruction,
+                [op, rows](unsigned long long key) {
+                  return gatherIndexError(
+                      op, bitsFloat(static_cast<uint32_t>(key & 0xffffffffu)),
+                      rows);
+                })
+          : nullptr;
+  if (!bad)
     return op.kind + ": out of device memory for its index check";
-  auto *bad = reinterpret_cast<unsigned long long *>(flag);
-  gatherKernel(ctx.stream, g, indices.data, data.data, result.data, dy, dData,
-               bad);
-  unsigned long long badAt = 0;
-  copyToHost(ctx.stream, &badAt, bad, sizeof badAt);
-  if (badAt == 0)
-    return {};
-  float badIndex = 0;
-  copyToHost(ctx.stream, &badIndex, indices.data + (badAt - 1),
-             sizeof badIndex);
-  return gatherIndexError(op, badIndex, g.rows);
+  // The backward sums into float32: the gradient itself, or a block of it
+  // rounded back once.
+  float *sums = nullptr;
+  const int64_t held = data.box.count();
+  if (dy && dData.type != DType::F32) {
+    sums = ctx.workspace ? ctx.workspace->floats(held) : nullptr;
+    if (!sums)
+      return op.kind + ": out of device memory for its float32 gradient";
+    launch(ctx.stream, held, [=] PPC_HD(int64_t i) { sums[i] = dData[i]; });
+  } else if (dy) {
+    sums = static_cast<float *>(dData.data);
+  }
+  gatherKernel(ctx.stream, g, indices.elements, data.elements, result.elements,
+               dy, sums, bad);
+  if (sums && sums != dData.data)
+    launch(ctx.stream, held, [=] PPC_HD(int64_t i) { dData[i] = sums[i]; });
+  return {};
 }
 
-KernelStatus gatherForward(const OpDesc &op, const KernelContext &,
+KernelStatus gatherForward(const OpDesc &op, const KernelContext &kctx,
                            ExecContext &ctx, const Views &inputs,
                            const Views &outputs, const Views &) {
   if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1); !s.empty())
     return s;
-  return runGather(op, ctx, inputs[0], inputs[1], outputs[0], nullptr, nullptr);
+  return runGather(op, kctx, ctx, inputs[0], inputs[1], outputs[0], Elements(),
+                   Elements());
 }
 
-KernelStatus gatherBackward(const OpDesc &op, const KernelContext &,
+KernelStatus gatherBackward(const OpDesc &op, const KernelContext &kctx,
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs, const Views &outputGrads,
                             const Views &inputGrads, const Views &) {
@@ -463,22 +477,23 @@ KernelStatus gatherBackward(const OpDesc &op, const KernelContext &,
     return s;
   // Indices get no gradient; data's is a scatter-add over the held rows.
   const KernelView &dData = inputGrads[0];
-  if (!dData.data)
+  if (!dData.present())
     return {};
   const KernelView &dy = outputGrads[0];
-  return runGather(op, ctx, dData, inputs[1], dy, dy.data, dData.data);
+  return runGather(op, kctx, ctx, dData, inputs[1], dy, dy.elements,
+                   dData.elements);
 }
 
 } // namespace
 
 void registerDataMovementKernels(CudaKernelTable &table) {
-  table["ppc.reshape"] = {reshapeForward, reshapeBackward};
+  table["ppc.reshape"] = {reshapeForward, reshapeBackward, true};
   table["ppc.transpose"] = copyMapKernel(transposeMap);
   table["ppc.slice"] = copyMapKernel(sliceMap);
   table["ppc.pad"] = copyMapKernel(padMap);
   table["ppc.concat"] = pieceKernel(/*concat=*/true);
   table["ppc.split"] = pieceKernel(/*concat=*/false);
-  table["ppc.gather"] = {gatherForward, gatherBackward};
+  table["ppc.gather"] = {gatherForward, gatherBackward, true};
 }
 
 } // namespace ppc::runtime::cuda

@@ -19,6 +19,7 @@
 #ifndef PPC_RUNTIME_CUDA_DEVICE_H
 #define PPC_RUNTIME_CUDA_DEVICE_H
 
+#include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/HostDevice.h"
 
 #include <algorithm>
@@ -94,6 +95,104 @@ inline DeviceBox makeBox(const std::vector<int64_t> &shape,
   return box;
 }
 
+/// Bytes of one element of `dtype`.
+PPC_HD inline int bytesOf(DType dtype) {
+  return dtype == DType::I64 ? 8 : dtype == DType::F32 ? 4 : 2;
+}
+
+/// Element `i` of `data`, stored as `dtype`, as a float.
+PPC_HD inline float loadAsFloat(DType dtype, const void *data, int64_t i) {
+  switch (dtype) {
+  case DType::F32:
+    return static_cast<const float *>(data)[i];
+  case DType::BF16:
+    return bfloat16ToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::F16:
+    return halfToFloat(static_cast<const uint16_t *>(data)[i]);
+  case DType::I64:
+    return static_cast<float>(static_cast<const int64_t *>(data)[i]);
+  }
+  return 0;
+}
+
+/// Stores `value` as element `i` of `data`, rounded to `dtype` as the cpu
+/// backend rounds (DType.h).
+PPC_HD inline void storeFromFloat(DType dtype, void *data, int64_t i,
+                                  float value) {
+  switch (dtype) {
+  case DType::F32:
+    static_cast<float *>(data)[i] = value;
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(data)[i] = floatToBFloat16(value);
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(data)[i] = floatToHalf(value);
+    return;
+  case DType::I64:
+    // As fromFloat: nearest, ties away from zero; non-finite as 0.
+    static_cast<int64_t *>(data)[i] =
+        value - value == 0
+            ? static_cast<int64_t>(value < 0 ? value - 0.5f : value + 0.5f)
+            : 0;
+    return;
+  }
+}
+
+/// One element of an Elements (below), read and written as a float.
+struct ElementRef {
+  void *data;
+  DType type;
+  int64_t i;
+
+  PPC_HD operator float() const { return loadAsFloat(type, data, i); }
+  PPC_HD ElementRef &operator=(float value) {
+    storeFromFloat(type, data, i, value);
+    return *this;
+  }
+  /// The value, not the reference, is copied.
+  PPC_HD ElementRef &operator=(const ElementRef &other) {
+    return *this = static_cast<float>(other);
+  }
+  PPC_HD ElementRef &operator+=(float value) {
+    return *this = static_cast<float>(*this) + value;
+  }
+  PPC_HD ElementRef &operator-=(float value) {
+    return *this = static_cast<float>(*this) - value;
+  }
+  PPC_HD ElementRef &operator*=(float value) {
+    return *this = static_cast<float>(*this) * value;
+  }
+};
+
+/// A tensor's elements in device memory as they are stored (float32, bf16,
+/// f16 or int64), read and written as floats through `[]` as a float
+/// pointer's would be: kernels compute in float registers and round once,
+/// where they store, to the storage type. The type is the same for every
+/// element, so the switch on it costs a kernel no divergence. The shared
+/// per-element arithmetic of both backends (templates over the pointer
+/// type) runs on a float pointer in the cpu backend and on Elements here.
+/// Null: no tensor (a gradient that is not wanted).
+struct Elements {
+  void *data = nullptr;
+  DType type = DType::F32;
+
+  PPC_HD explicit operator bool() const { return data != nullptr; }
+  PPC_HD ElementRef operator[](int64_t i) const { return {data, type, i}; }
+  /// The elements from element `offset` on.
+  PPC_HD Elements operator+(int64_t offset) const {
+    return {data ? static_cast<char *>(data) + offset * bytesOf(type) : nullptr,
+            type};
+  }
+  /// The address of element `i` (for libraries).
+  PPC_HD void *at(int64_t i) const {
+    return static_cast<char *>(data) + i * bytesOf(type);
+  }
+};
+
+/// Float32 elements at `data`.
+PPC_HD inline Elements floatElements(float *data) { return {data, DType::F32}; }
+
 /// A stream of work: cudaStream_t, or nothing in emulation.
 #if defined(PPC_CUDA_EMULATION)
 using Stream = void *;
@@ -123,6 +222,17 @@ PPC_HD inline void atomicMaxFloat(float *target, float value) {
 #else
   if (value > *target)
     *target = value;
+#endif
+}
+
+/// Lowers `*slot` to `key` (atomically on the device): a check's flag that
+/// keeps the least key its failing elements report (DeviceChecks).
+PPC_HD inline void flagLeast(unsigned long long *slot, unsigned long long key) {
+#ifdef __CUDA_ARCH__
+  atomicMin(slot, key);
+#else
+  if (key < *slot)
+    *slot = key;
 #endif
 }
 

@@ -6,14 +6,17 @@
 // is read at index 0 for every result index). A partition computes its
 // output box, one thread per output element; a broadcast operand's gradient
 // is summed over the broadcast positions of the box of the output gradient
-// (the plan sums the partials of the partitions) by one thread per gradient
-// element, which loops over those positions in the cpu kernel's order: no
-// atomics, and the same sums. Views whose boxes all agree take a
-// contiguous path; the others are checked on the host as the cpu kernel
+// (the plan sums the partials of the partitions): per gradient element, in
+// the row-major order of the positions (the cpu kernel's walk), by one
+// thread, or, where few gradient elements sum over many positions (a
+// bias's gradient), by one thread per chunk of positions and a second pass
+// adding the chunks in order. No atomics. Views whose boxes all agree take
+// a contiguous path; the others are checked on the host as the cpu kernel
 // checks them, with its messages. The per-element functions and the checks
 // are the cpu kernels' (ElementwiseOps.h). Dropout draws DropoutMask's mask
 // from the global flat index of the element it writes. Select routes the
 // gradient as gatherAdd's term; cumsum runs a thread per line of its axis.
+// Every view is read and written as stored (native).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,46 +50,108 @@ PPC_HD inline int64_t broadcastOffset(const DeviceBox &view, const int64_t *p,
   return offset;
 }
 
-/// grad[e] += sum of term(p) over the points p of the iteration box `iter`
-/// that read gradient element e with numpy broadcasting, one thread per
-/// element of the gradient's box, summing in the row-major order of the
-/// points (the cpu kernel's walk).
+/// Which dims of the iteration box `iter` a gradient of box `gradBox` is
+/// broadcast over (its "free" dims), and how many points they span.
+struct FreeDims {
+  unsigned mask = 0;
+  int64_t points = 1;
+};
+
+FreeDims freeDimsOf(const DeviceBox &iter, const DeviceBox &gradBox) {
+  FreeDims f;
+  const int lead = iter.rank - gradBox.rank;
+  for (int j = 0; j < iter.rank; ++j)
+    if (j < lead || gradBox.shape[j - lead] == 1) {
+      f.mask |= 1u << j;
+      f.points *= std::max<int64_t>(iter.hi[j] - iter.lo[j], 0);
+    }
+  return f;
+}
+
+/// `start` plus term(p) over the free points [first, last) (row-major
+/// order of the free dims) of the iteration box that read gradient element
+/// `e`, added in that order; `start` when the element is outside the box.
 template <typename Term>
-void gatherAdd(Stream stream, DeviceBox iter, DeviceBox gradBox, float *grad,
-               Term term) {
-  launch(stream, gradBox.count(), [=] PPC_HD(int64_t e) {
-    int64_t g[kMaxRank], p[kMaxRank];
-    gradBox.indexOf(e, g);
-    const int rank = iter.rank, lead = iter.rank - gradBox.rank;
-    unsigned freeDims = 0; // dims the gradient element is broadcast over
-    for (int j = 0; j < rank; ++j) {
-      if (j < lead || gradBox.shape[j - lead] == 1) {
-        freeDims |= 1u << j;
-        p[j] = iter.lo[j];
-        if (iter.hi[j] <= iter.lo[j])
-          return;
-      } else {
-        p[j] = g[j - lead];
-        if (p[j] < iter.lo[j] || p[j] >= iter.hi[j])
-          return;
-      }
+PPC_HD float sumTerms(const DeviceBox &iter, const DeviceBox &gradBox,
+                      unsigned freeDims, int64_t e, int64_t first, int64_t last,
+                      const Term &term, float start) {
+  int64_t g[kMaxRank], p[kMaxRank];
+  gradBox.indexOf(e, g);
+  const int rank = iter.rank, lead = iter.rank - gradBox.rank;
+  int64_t f = first;
+  for (int j = rank - 1; j >= 0; --j) {
+    if (freeDims & (1u << j)) {
+      const int64_t extent = iter.hi[j] - iter.lo[j];
+      if (extent <= 0)
+        return start;
+      p[j] = iter.lo[j] + f % extent;
+      f /= extent;
+    } else {
+      p[j] = g[j - lead];
+      if (p[j] < iter.lo[j] || p[j] >= iter.hi[j])
+        return start;
     }
-    float sum = grad[e];
-    while (true) {
-      sum += term(p);
-      int j = rank - 1;
-      for (; j >= 0; --j) {
-        if (!(freeDims & (1u << j)))
-          continue;
-        if (++p[j] < iter.hi[j])
-          break;
-        p[j] = iter.lo[j];
-      }
-      if (j < 0)
+  }
+  float sum = start;
+  for (int64_t n = first; n < last; ++n) {
+    sum += term(p);
+    for (int j = rank - 1; j >= 0; --j) {
+      if (!(freeDims & (1u << j)))
+        continue;
+      if (++p[j] < iter.hi[j])
         break;
+      p[j] = iter.lo[j];
     }
+  }
+  return sum;
+}
+
+/// Gradient elements below which gatherAdd splits each element's positions
+/// into chunks (a device holds about this many threads at once).
+constexpr int64_t kGatherThreads = int64_t(1) << 16;
+
+/// grad[e] += sum of term(p) over the points p of the iteration box `iter`
+/// that read gradient element e with numpy broadcasting (see the header).
+template <typename Term>
+KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter, DeviceBox gradBox,
+                       Elements grad, Term term) {
+  const int64_t elements = gradBox.count();
+  const FreeDims free = freeDimsOf(iter, gradBox);
+  const unsigned mask = free.mask;
+  const int64_t points = free.points;
+  const int64_t chunks =
+      elements >= kGatherThreads || points < 64
+          ? 1
+          : std::min(points / 32, (kGatherThreads + elements - 1) / elements);
+  if (chunks <= 1) {
+    launch(ctx.stream, elements, [=] PPC_HD(int64_t e) {
+      grad[e] = sumTerms(iter, gradBox, mask, e, 0, points, term, grad[e]);
+    });
+    return {};
+  }
+  float *partials =
+      ctx.workspace ? ctx.workspace->floats(chunks * elements) : nullptr;
+  if (!partials)
+    return "out of device memory for a gradient's partial sums";
+  const int64_t perChunk = (points + chunks - 1) / chunks;
+  launch(ctx.stream, chunks * elements, [=] PPC_HD(int64_t i) {
+    const int64_t chunk = i / elements, e = i % elements;
+    const int64_t first = chunk * perChunk;
+    const int64_t last = first + perChunk < points ? first + perChunk : points;
+    partials[i] = sumTerms(iter, gradBox, mask, e, first, last, term, 0.0f);
+  });
+  launch(ctx.stream, elements, [=] PPC_HD(int64_t e) {
+    float sum = grad[e];
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      sum += partials[chunk * elements + e];
     grad[e] = sum;
   });
+  return {};
+}
+
+/// A gatherAdd error as the op's ("" stays "").
+KernelStatus withKind(const OpDesc &op, KernelStatus status) {
+  return status.empty() ? status : op.kind + ": " + status;
 }
 
 //===----------------------------------------------------------------------===//
@@ -99,17 +164,18 @@ template <typename Fn> struct UnaryTerm {
   Fn fn;
   int rank;
   DeviceBox xBox, yBox, dyBox;
-  const float *x, *y, *dy;
+  Elements x, y, dy;
   PPC_HD float operator()(const int64_t *p) const {
     const float xv = x[broadcastOffset(xBox, p, rank)];
-    const float yv = y ? y[broadcastOffset(yBox, p, rank)] : fn.value(xv);
+    const float yv = y ? static_cast<float>(y[broadcastOffset(yBox, p, rank)])
+                       : fn.value(xv);
     return dy[broadcastOffset(dyBox, p, rank)] * fn.derivative(xv, yv);
   }
 };
 
 template <typename Fn>
 void unaryValues(Stream stream, Fn fn, bool contiguous, DeviceBox xBox,
-                 const float *x, DeviceBox yBox, float *y) {
+                 Elements x, DeviceBox yBox, Elements y) {
   if (contiguous) {
     launch(stream, yBox.count(),
            [=] PPC_HD(int64_t i) { y[i] = fn.value(x[i]); });
@@ -123,16 +189,16 @@ void unaryValues(Stream stream, Fn fn, bool contiguous, DeviceBox xBox,
 }
 
 template <typename Fn>
-void unaryGradients(Stream stream, Fn fn, int64_t n, const float *x,
-                    const float *y, const float *dy, float *dx) {
+void unaryGradients(Stream stream, Fn fn, int64_t n, Elements x, Elements y,
+                    Elements dy, Elements dx) {
   launch(stream, n, [=] PPC_HD(int64_t i) {
-    const float yv = y ? y[i] : fn.value(x[i]);
+    const float yv = y ? static_cast<float>(y[i]) : fn.value(x[i]);
     dx[i] += dy[i] * fn.derivative(x[i], yv);
   });
 }
 
 template <typename Fn>
-KernelStatus unaryForward(const OpDesc &op, Stream stream,
+KernelStatus unaryForward(const OpDesc &op, ExecContext &ctx,
                           const std::vector<KernelView> &inputs,
                           const std::vector<KernelView> &outputs) {
   KernelStatus error;
@@ -147,13 +213,13 @@ KernelStatus unaryForward(const OpDesc &op, Stream stream,
     if (KernelStatus s = checkBroadcast(op, y, {{"input", &x}, {"output", &y}});
         !s.empty())
       return s;
-  unaryValues(stream, fn, contiguous, x.box, x.data, y.box, y.data);
+  unaryValues(ctx.stream, fn, contiguous, x.box, x.elements, y.box, y.elements);
   return {};
 }
 
 /// dx += dy * f'(x).
 template <typename Fn>
-KernelStatus unaryBackward(const OpDesc &op, Stream stream,
+KernelStatus unaryBackward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &outputGrads,
@@ -167,15 +233,15 @@ KernelStatus unaryBackward(const OpDesc &op, Stream stream,
       !s.empty())
     return s;
   const KernelView &dx = inputGrads[0];
-  if (!dx.data)
+  if (!dx.present())
     return {};
   const KernelView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
   // The plan keeps no result for a backward that reads none (relu, clip):
   // such derivatives ignore y, and the others get it recomputed.
   if (x.shape == dy.shape && sameBox(x, dy) && sameBox(dx, dy) &&
-      (!y.data || sameBox(y, dy))) {
-    unaryGradients(stream, fn, dy.box.count(), x.data, y.data, dy.data,
-                   dx.data);
+      (!y.present() || sameBox(y, dy))) {
+    unaryGradients(ctx.stream, fn, dy.box.count(), x.elements, y.elements,
+                   dy.elements, dx.elements);
     return {};
   }
   if (KernelStatus s = checkBroadcast(op, dy,
@@ -185,14 +251,13 @@ KernelStatus unaryBackward(const OpDesc &op, Stream stream,
                                        {"input gradient", &dx}});
       !s.empty())
     return s;
-  UnaryTerm<Fn> term{fn,     dy.box.rank, x.box,  y.box,
-                     dy.box, x.data,      y.data, dy.data};
-  gatherAdd(stream, dy.box, dx.box, dx.data, term);
-  return {};
+  UnaryTerm<Fn> term{fn,     dy.box.rank, x.box,      y.box,
+                     dy.box, x.elements,  y.elements, dy.elements};
+  return withKind(op, gatherAdd(ctx, dy.box, dx.box, dx.elements, term));
 }
 
 /// ppc.gelu: the functor of its approximation.
-KernelStatus geluForward(const OpDesc &op, Stream stream,
+KernelStatus geluForward(const OpDesc &op, ExecContext &ctx,
                          const std::vector<KernelView> &inputs,
                          const std::vector<KernelView> &outputs) {
   KernelStatus error;
@@ -200,11 +265,11 @@ KernelStatus geluForward(const OpDesc &op, Stream stream,
   if (!error.empty())
     return error;
   return approximation == "tanh"
-             ? unaryForward<GeluTanh>(op, stream, inputs, outputs)
-             : unaryForward<GeluErf>(op, stream, inputs, outputs);
+             ? unaryForward<GeluTanh>(op, ctx, inputs, outputs)
+             : unaryForward<GeluErf>(op, ctx, inputs, outputs);
 }
 
-KernelStatus geluBackward(const OpDesc &op, Stream stream,
+KernelStatus geluBackward(const OpDesc &op, ExecContext &ctx,
                           const std::vector<KernelView> &inputs,
                           const std::vector<KernelView> &outputs,
                           const std::vector<KernelView> &outputGrads,
@@ -214,9 +279,9 @@ KernelStatus geluBackward(const OpDesc &op, Stream stream,
   if (!error.empty())
     return error;
   return approximation == "tanh"
-             ? unaryBackward<GeluTanh>(op, stream, inputs, outputs, outputGrads,
+             ? unaryBackward<GeluTanh>(op, ctx, inputs, outputs, outputGrads,
                                        inputGrads)
-             : unaryBackward<GeluErf>(op, stream, inputs, outputs, outputGrads,
+             : unaryBackward<GeluErf>(op, ctx, inputs, outputs, outputGrads,
                                       inputGrads);
 }
 
@@ -229,20 +294,20 @@ KernelStatus geluBackward(const OpDesc &op, Stream stream,
 template <typename Fn> struct BinaryTerm {
   int which, rank;
   DeviceBox lBox, rBox, yBox, dyBox;
-  const float *l, *r, *y, *dy;
+  Elements l, r, y, dy;
   PPC_HD float operator()(const int64_t *p) const {
     const Fn fn{};
     const float lv = l[broadcastOffset(lBox, p, rank)];
     const float rv = r[broadcastOffset(rBox, p, rank)];
-    const float yv = y ? y[broadcastOffset(yBox, p, rank)] : fn.value(lv, rv);
+    const float yv = y ? static_cast<float>(y[broadcastOffset(yBox, p, rank)])
+                       : fn.value(lv, rv);
     return dy[broadcastOffset(dyBox, p, rank)] * partial(fn, which, lv, rv, yv);
   }
 };
 
 template <typename Fn>
-void binaryValues(Stream stream, bool contiguous, DeviceBox lBox,
-                  const float *l, DeviceBox rBox, const float *r,
-                  DeviceBox yBox, float *y) {
+void binaryValues(Stream stream, bool contiguous, DeviceBox lBox, Elements l,
+                  DeviceBox rBox, Elements r, DeviceBox yBox, Elements y) {
   if (contiguous) {
     launch(stream, yBox.count(),
            [=] PPC_HD(int64_t i) { y[i] = Fn().value(l[i], r[i]); });
@@ -257,18 +322,17 @@ void binaryValues(Stream stream, bool contiguous, DeviceBox lBox,
 }
 
 template <typename Fn>
-void binaryGradients(Stream stream, int which, int64_t n, const float *l,
-                     const float *r, const float *y, const float *dy,
-                     float *grad) {
+void binaryGradients(Stream stream, int which, int64_t n, Elements l,
+                     Elements r, Elements y, Elements dy, Elements grad) {
   launch(stream, n, [=] PPC_HD(int64_t i) {
     const Fn fn{};
-    const float yv = y ? y[i] : fn.value(l[i], r[i]);
+    const float yv = y ? static_cast<float>(y[i]) : fn.value(l[i], r[i]);
     grad[i] += dy[i] * partial(fn, which, l[i], r[i], yv);
   });
 }
 
 template <typename Fn>
-KernelStatus binaryForward(const OpDesc &op, Stream stream,
+KernelStatus binaryForward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs) {
   if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1); !s.empty())
@@ -281,22 +345,22 @@ KernelStatus binaryForward(const OpDesc &op, Stream stream,
             checkBroadcast(op, y, {{"lhs", &l}, {"rhs", &r}, {"output", &y}});
         !s.empty())
       return s;
-  binaryValues<Fn>(stream, contiguous, l.box, l.data, r.box, r.data, y.box,
-                   y.data);
+  binaryValues<Fn>(ctx.stream, contiguous, l.box, l.elements, r.box, r.elements,
+                   y.box, y.elements);
   return {};
 }
 
 /// Adds dy * d(value)/d(operand) into `grad`, the gradient of operand
 /// `which`; a broadcast operand sums over the box.
 template <typename Fn>
-KernelStatus binaryGrad(const OpDesc &op, Stream stream, int which,
+KernelStatus binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
                         const KernelView &l, const KernelView &r,
                         const KernelView &y, const KernelView &dy,
                         const KernelView &grad) {
   if (l.shape == dy.shape && r.shape == dy.shape && sameBox(l, dy) &&
       sameBox(r, dy) && sameBox(y, dy) && sameBox(grad, dy)) {
-    binaryGradients<Fn>(stream, which, dy.box.count(), l.data, r.data, y.data,
-                        dy.data, grad.data);
+    binaryGradients<Fn>(ctx.stream, which, dy.box.count(), l.elements,
+                        r.elements, y.elements, dy.elements, grad.elements);
     return {};
   }
   if (KernelStatus s = checkBroadcast(
@@ -308,14 +372,13 @@ KernelStatus binaryGrad(const OpDesc &op, Stream stream, int which,
            {which == 0 ? "lhs gradient" : "rhs gradient", &grad}});
       !s.empty())
     return s;
-  BinaryTerm<Fn> term{which,  dy.box.rank, l.box,  r.box,  y.box,
-                      dy.box, l.data,      r.data, y.data, dy.data};
-  gatherAdd(stream, dy.box, grad.box, grad.data, term);
-  return {};
+  BinaryTerm<Fn> term{which,  dy.box.rank, l.box,      r.box,      y.box,
+                      dy.box, l.elements,  r.elements, y.elements, dy.elements};
+  return withKind(op, gatherAdd(ctx, dy.box, grad.box, grad.elements, term));
 }
 
 template <typename Fn>
-KernelStatus binaryBackward(const OpDesc &op, Stream stream,
+KernelStatus binaryBackward(const OpDesc &op, ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
                             const std::vector<KernelView> &outputGrads,
@@ -325,10 +388,10 @@ KernelStatus binaryBackward(const OpDesc &op, Stream stream,
       !s.empty())
     return s;
   for (int which = 0; which < 2; ++which) {
-    if (!inputGrads[which].data)
+    if (!inputGrads[which].present())
       continue;
     if (KernelStatus s =
-            binaryGrad<Fn>(op, stream, which, inputs[0], inputs[1], outputs[0],
+            binaryGrad<Fn>(op, ctx, which, inputs[0], inputs[1], outputs[0],
                            outputGrads[0], inputGrads[which]);
         !s.empty())
       return s;
@@ -336,24 +399,25 @@ KernelStatus binaryBackward(const OpDesc &op, Stream stream,
   return {};
 }
 
-using ForwardOf = KernelStatus (*)(const OpDesc &, Stream,
+using ForwardOf = KernelStatus (*)(const OpDesc &, ExecContext &,
                                    const std::vector<KernelView> &inputs,
                                    const std::vector<KernelView> &outputs);
-using BackwardOf = KernelStatus (*)(const OpDesc &, Stream,
+using BackwardOf = KernelStatus (*)(const OpDesc &, ExecContext &,
                                     const std::vector<KernelView> &inputs,
                                     const std::vector<KernelView> &outputs,
                                     const std::vector<KernelView> &outputGrads,
                                     const std::vector<KernelView> &inputGrads);
 
-/// The kernel of a forward and backward that need only the stream.
+/// The kernel of a forward and backward that need no KernelContext.
 CudaKernel kernelOf(ForwardOf forward, BackwardOf backward) {
   CudaKernel kernel;
+  kernel.native = true;
   kernel.forward = [forward](const OpDesc &op, const KernelContext &,
                              ExecContext &exec,
                              const std::vector<KernelView> &inputs,
                              const std::vector<KernelView> &outputs,
                              const std::vector<KernelView> &) {
-    return forward(op, exec.stream, inputs, outputs);
+    return forward(op, exec, inputs, outputs);
   };
   kernel.backward = [backward](const OpDesc &op, const KernelContext &,
                                ExecContext &exec,
@@ -362,7 +426,7 @@ CudaKernel kernelOf(ForwardOf forward, BackwardOf backward) {
                                const std::vector<KernelView> &outputGrads,
                                const std::vector<KernelView> &inputGrads,
                                const std::vector<KernelView> &) {
-    return backward(op, exec.stream, inputs, outputs, outputGrads, inputGrads);
+    return backward(op, exec, inputs, outputs, outputGrads, inputGrads);
   };
   return kernel;
 }
@@ -374,8 +438,8 @@ CudaKernel kernelOf(ForwardOf forward, BackwardOf backward) {
 /// dst (+)= src * mask over the box of dst, the mask drawn at dst's global
 /// flat indices; `masked` false: the mask is all ones.
 void dropoutValues(Stream stream, bool masked, DropoutMask mask,
-                   DeviceBox srcBox, const float *src, DeviceBox dstBox,
-                   float *dst, bool accumulate) {
+                   DeviceBox srcBox, Elements src, DeviceBox dstBox,
+                   Elements dst, bool accumulate) {
   launch(stream, dstBox.count(), [=] PPC_HD(int64_t i) {
     int64_t p[kMaxRank];
     dstBox.indexOf(i, p);
@@ -399,13 +463,14 @@ KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
       !s.empty())
     return s;
   const DropoutMask mask(op.getInt("seed", 0), ctx.step, ratio);
-  dropoutValues(stream, ctx.training && ratio != 0, mask, src.box, src.data,
-                dst.box, dst.data, accumulate);
+  dropoutValues(stream, ctx.training && ratio != 0, mask, src.box, src.elements,
+                dst.box, dst.elements, accumulate);
   return {};
 }
 
 CudaKernel dropoutKernel() {
   CudaKernel kernel;
+  kernel.native = true;
   kernel.forward = [](const OpDesc &op, const KernelContext &ctx,
                       ExecContext &exec, const std::vector<KernelView> &inputs,
                       const std::vector<KernelView> &outputs,
@@ -426,7 +491,7 @@ CudaKernel dropoutKernel() {
                                      outputGrads.size(), 1);
         !s.empty())
       return s;
-    if (!inputGrads[0].data)
+    if (!inputGrads[0].present())
       return {};
     // The gradient is masked like the input: same box, same mask.
     return applyDropout(op, ctx, exec.stream, outputGrads[0], inputGrads[0],
@@ -439,8 +504,8 @@ CudaKernel dropoutKernel() {
 // Broadcast
 //===----------------------------------------------------------------------===//
 
-void broadcastValues(Stream stream, DeviceBox xBox, const float *x,
-                     DeviceBox yBox, float *y) {
+void broadcastValues(Stream stream, DeviceBox xBox, Elements x, DeviceBox yBox,
+                     Elements y) {
   launch(stream, yBox.count(), [=] PPC_HD(int64_t i) {
     int64_t p[kMaxRank];
     yBox.indexOf(i, p);
@@ -451,7 +516,7 @@ void broadcastValues(Stream stream, DeviceBox xBox, const float *x,
 /// dx's term of iteration point p: dy.
 struct BroadcastTerm {
   DeviceBox dyBox;
-  const float *dy;
+  Elements dy;
   PPC_HD float operator()(const int64_t *p) const {
     return dy[broadcastOffset(dyBox, p, dyBox.rank)];
   }
@@ -459,6 +524,7 @@ struct BroadcastTerm {
 
 CudaKernel broadcastKernel() {
   CudaKernel kernel;
+  kernel.native = true;
   kernel.forward = [](const OpDesc &op, const KernelContext &,
                       ExecContext &exec, const std::vector<KernelView> &inputs,
                       const std::vector<KernelView> &outputs,
@@ -470,7 +536,7 @@ CudaKernel broadcastKernel() {
     if (KernelStatus s = checkBroadcast(op, y, {{"input", &x}, {"output", &y}});
         !s.empty())
       return s;
-    broadcastValues(exec.stream, x.box, x.data, y.box, y.data);
+    broadcastValues(exec.stream, x.box, x.elements, y.box, y.elements);
     return {};
   };
   kernel.backward = [](const OpDesc &op, const KernelContext &,
@@ -484,16 +550,15 @@ CudaKernel broadcastKernel() {
         !s.empty())
       return s;
     const KernelView &dx = inputGrads[0];
-    if (!dx.data)
+    if (!dx.present())
       return {};
     const KernelView &dy = outputGrads[0];
     if (KernelStatus s = checkBroadcast(
             op, dy, {{"output gradient", &dy}, {"input gradient", &dx}});
         !s.empty())
       return s;
-    gatherAdd(exec.stream, dy.box, dx.box, dx.data,
-              BroadcastTerm{dy.box, dy.data});
-    return {};
+    return withKind(op, gatherAdd(exec, dy.box, dx.box, dx.elements,
+                                  BroadcastTerm{dy.box, dy.elements}));
   };
   return kernel;
 }
@@ -502,16 +567,16 @@ CudaKernel broadcastKernel() {
 // Select
 //===----------------------------------------------------------------------===//
 
-void selectValues(Stream stream, DeviceBox cBox, const float *c, DeviceBox lBox,
-                  const float *l, DeviceBox rBox, const float *r,
-                  DeviceBox yBox, float *y) {
+void selectValues(Stream stream, DeviceBox cBox, Elements c, DeviceBox lBox,
+                  Elements l, DeviceBox rBox, Elements r, DeviceBox yBox,
+                  Elements y) {
   launch(stream, yBox.count(), [=] PPC_HD(int64_t i) {
     int64_t p[kMaxRank];
     yBox.indexOf(i, p);
     const int rank = yBox.rank;
-    y[i] = c[broadcastOffset(cBox, p, rank)] != 0
-               ? l[broadcastOffset(lBox, p, rank)]
-               : r[broadcastOffset(rBox, p, rank)];
+    y[i] = static_cast<float>(c[broadcastOffset(cBox, p, rank)]) != 0
+               ? static_cast<float>(l[broadcastOffset(lBox, p, rank)])
+               : static_cast<float>(r[broadcastOffset(rBox, p, rank)]);
   });
 }
 
@@ -520,15 +585,15 @@ void selectValues(Stream stream, DeviceBox cBox, const float *c, DeviceBox lBox,
 struct SelectTerm {
   int which, rank;
   DeviceBox cBox, dyBox;
-  const float *c, *dy;
+  Elements c, dy;
   PPC_HD float operator()(const int64_t *p) const {
     return selectTakes(which, c[broadcastOffset(cBox, p, rank)])
-               ? dy[broadcastOffset(dyBox, p, rank)]
+               ? static_cast<float>(dy[broadcastOffset(dyBox, p, rank)])
                : 0.0f;
   }
 };
 
-KernelStatus selectForward(const OpDesc &op, Stream stream,
+KernelStatus selectForward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs) {
   if (KernelStatus s = checkForwardArity(op, inputs, 3, outputs, 1); !s.empty())
@@ -539,12 +604,12 @@ KernelStatus selectForward(const OpDesc &op, Stream stream,
           op, y, {{"condition", &c}, {"lhs", &l}, {"rhs", &r}, {"output", &y}});
       !s.empty())
     return s;
-  selectValues(stream, c.box, c.data, l.box, l.data, r.box, r.data, y.box,
-               y.data);
+  selectValues(ctx.stream, c.box, c.elements, l.box, l.elements, r.box,
+               r.elements, y.box, y.elements);
   return {};
 }
 
-KernelStatus selectBackward(const OpDesc &op, Stream stream,
+KernelStatus selectBackward(const OpDesc &op, ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
                             const std::vector<KernelView> &outputGrads,
@@ -556,7 +621,7 @@ KernelStatus selectBackward(const OpDesc &op, Stream stream,
   const KernelView &c = inputs[0], &dy = outputGrads[0];
   for (int which = 1; which < 3; ++which) {
     const KernelView &grad = inputGrads[which];
-    if (!grad.data)
+    if (!grad.present())
       continue;
     if (KernelStatus s = checkBroadcast(
             op, dy,
@@ -565,8 +630,12 @@ KernelStatus selectBackward(const OpDesc &op, Stream stream,
              {which == 1 ? "lhs gradient" : "rhs gradient", &grad}});
         !s.empty())
       return s;
-    gatherAdd(stream, dy.box, grad.box, grad.data,
-              SelectTerm{which, dy.box.rank, c.box, dy.box, c.data, dy.data});
+    if (KernelStatus s =
+            withKind(op, gatherAdd(ctx, dy.box, grad.box, grad.elements,
+                                   SelectTerm{which, dy.box.rank, c.box, dy.box,
+                                              c.elements, dy.elements}));
+        !s.empty())
+      return s;
   }
   return {};
 }
@@ -575,7 +644,7 @@ KernelStatus selectBackward(const OpDesc &op, Stream stream,
 // Cumulative sum: one thread per line
 //===----------------------------------------------------------------------===//
 
-KernelStatus cumsumForward(const OpDesc &op, Stream stream,
+KernelStatus cumsumForward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs) {
   if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
@@ -585,15 +654,14 @@ KernelStatus cumsumForward(const OpDesc &op, Stream stream,
           cumsumLines(op, outputs[0], {{"input", &inputs[0]}}, lines);
       !s.empty())
     return s;
-  const float *x = inputs[0].data;
-  float *y = outputs[0].data;
-  launch(stream, lines.lines, [=] PPC_HD(int64_t line) {
+  const Elements x = inputs[0].elements, y = outputs[0].elements;
+  launch(ctx.stream, lines.lines, [=] PPC_HD(int64_t line) {
     lines.scan(line, x, y, /*backward=*/false, /*accumulate=*/false);
   });
   return {};
 }
 
-KernelStatus cumsumBackward(const OpDesc &op, Stream stream,
+KernelStatus cumsumBackward(const OpDesc &op, ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
                             const std::vector<KernelView> &outputGrads,
@@ -603,15 +671,14 @@ KernelStatus cumsumBackward(const OpDesc &op, Stream stream,
       !s.empty())
     return s;
   const KernelView &dx = inputGrads[0], &dy = outputGrads[0];
-  if (!dx.data)
+  if (!dx.present())
     return {};
   CumSumLines lines;
   if (KernelStatus s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
       !s.empty())
     return s;
-  const float *g = dy.data;
-  float *d = dx.data;
-  launch(stream, lines.lines, [=] PPC_HD(int64_t line) {
+  const Elements g = dy.elements, d = dx.elements;
+  launch(ctx.stream, lines.lines, [=] PPC_HD(int64_t line) {
     lines.scan(line, g, d, /*backward=*/true, /*accumulate=*/true);
   });
   return {};

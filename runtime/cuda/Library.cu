@@ -22,9 +22,7 @@ namespace {
 float element(const GemmOperand &x, int64_t batch, int64_t row, int64_t col) {
   if (x.transposed)
     std::swap(row, col);
-  const int64_t at = batch * x.batchStride + row * x.ld + col;
-  return x.bf16 ? bfloat16ToFloat(static_cast<const uint16_t *>(x.data)[at])
-                : static_cast<const float *>(x.data)[at];
+  return loadAsFloat(x.type, x.data, batch * x.batchStride + row * x.ld + col);
 }
 
 /// Row i of op(A_p) times column j of op(B_p), summed in order.
@@ -40,16 +38,17 @@ class EmulatedLibrary final : public Library {
 public:
   std::string gemm(Stream, int64_t m, int64_t n, int64_t k, float alpha,
                    const GemmOperand &a, const GemmOperand &b, float beta,
-                   float *c, int64_t ldc, int64_t strideC,
-                   int64_t batch) override {
-    if (a.bf16 != b.bf16)
+                   const GemmResult &c, int64_t batch) override {
+    if (a.type != b.type)
       return "gemm: operands of different types";
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           const float sum = dot(a, b, p, i, j, k);
-          float &out = c[p * strideC + i * ldc + j];
-          out = alpha * sum + (beta == 0 ? 0.0f : beta * out);
+          const int64_t at = p * c.batchStride + i * c.ld + j;
+          const float old = beta == 0 ? 0.0f : loadAsFloat(c.type, c.data, at);
+          storeFromFloat(c.type, c.data, at,
+                         alpha * sum + (beta == 0 ? 0.0f : beta * old));
         }
     return "";
   }
@@ -57,13 +56,13 @@ public:
                          const GemmOperand &a, const GemmOperand &b,
                          const uint16_t *bias, uint16_t *c, int64_t ldc,
                          int64_t strideC, int64_t batch) override {
-    if (!a.bf16 || !b.bf16)
+    if (a.type != DType::BF16 || b.type != DType::BF16)
       return "gemmToBf16: operands must be bf16";
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          const float sum = dot(a, b, p, i, j, k) +
-                            (bias ? bfloat16ToFloat(bias[j]) : 0.0f);
+          const float sum =
+              dot(a, b, p, i, j, k) + (bias ? bfloat16ToFloat(bias[j]) : 0.0f);
           c[p * strideC + i * ldc + j] = floatToBFloat16(sum);
         }
     return "";
@@ -75,6 +74,13 @@ public:
 
 const char *cublasError(cublasStatus_t status) {
   return cublasGetStatusString(status);
+}
+
+/// cuBLAS's name of a floating storage type.
+cudaDataType cudaType(DType type) {
+  return type == DType::BF16  ? CUDA_R_16BF
+         : type == DType::F16 ? CUDA_R_16F
+                              : CUDA_R_32F;
 }
 
 class CublasLibrary final : public Library {
@@ -94,24 +100,25 @@ public:
 
   std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k, float alpha,
                    const GemmOperand &a, const GemmOperand &b, float beta,
-                   float *c, int64_t ldc, int64_t strideC,
-                   int64_t batch) override {
-    if (a.bf16 != b.bf16)
+                   const GemmResult &c, int64_t batch) override {
+    if (a.type != b.type)
       return "gemm: operands of different types";
+    if (a.type == DType::I64 || c.type == DType::I64)
+      return "gemm: integer operands or result";
     if (m <= 0 || n <= 0 || batch <= 0)
       return "";
     cublasSetStream(handle, stream);
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
     // stored row-major B is column-major B^T, so B goes first, untransposed
     // unless the operand is the stored matrix transposed.
-    const cudaDataType type = a.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cudaDataType type = cudaType(a.type);
     const cublasOperation_t opB = b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opA = a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t status = cublasGemmStridedBatchedEx(
         handle, opB, opA, static_cast<int>(n), static_cast<int>(m),
         static_cast<int>(k), &alpha, b.data, type, static_cast<int>(b.ld),
         b.batchStride, a.data, type, static_cast<int>(a.ld), a.batchStride,
-        &beta, c, CUDA_R_32F, static_cast<int>(ldc), strideC,
+        &beta, c.data, cudaType(c.type), static_cast<int>(c.ld), c.batchStride,
         static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
       return std::string("cublasGemmStridedBatchedEx: ") + cublasError(status);
@@ -122,15 +129,24 @@ public:
                          const GemmOperand &a, const GemmOperand &b,
                          const uint16_t *bias, uint16_t *c, int64_t ldc,
                          int64_t strideC, int64_t batch) override {
-    if (!a.bf16 || !b.bf16)
+    if (a.type != DType::BF16 || b.type != DType::BF16)
       return "gemmToBf16: operands must be bf16";
     if (m <= 0 || n <= 0 || batch <= 0)
       return "";
     // As in gemm: the column-major C^T = op(B)^T op(A)^T, so cuBLASLt's
     // first operand is our B; its bias runs along C^T's rows, our columns.
-    const LtKey key{m,           n,          k,          a.ld,
-                    a.transposed, a.batchStride, b.ld,     b.transposed,
-                    b.batchStride, ldc,        strideC,    batch,
+    const LtKey key{m,
+                    n,
+                    k,
+                    a.ld,
+                    a.transposed,
+                    a.batchStride,
+                    b.ld,
+                    b.transposed,
+                    b.batchStride,
+                    ldc,
+                    strideC,
+                    batch,
                     bias != nullptr};
     auto it = ltPlans.find(key);
     if (it == ltPlans.end()) {
@@ -143,14 +159,13 @@ public:
     }
     LtPlan &plan = it->second;
     if (bias)
-      cublasLtMatmulDescSetAttribute(plan.desc,
-                                     CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                     sizeof(bias));
+      cublasLtMatmulDescSetAttribute(
+          plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t status = cublasLtMatmul(
-        ltHandle, plan.desc, &one, b.data, plan.first, a.data, plan.second,
-        &zero, c, plan.result, c, plan.result, &plan.algo, ltWorkspace,
-        kLtWorkspaceBytes, stream);
+    cublasStatus_t status =
+        cublasLtMatmul(ltHandle, plan.desc, &one, b.data, plan.first, a.data,
+                       plan.second, &zero, c, plan.result, c, plan.result,
+                       &plan.algo, ltWorkspace, kLtWorkspaceBytes, stream);
     if (status != CUBLAS_STATUS_SUCCESS)
       return std::string("cublasLtMatmul: ") + cublasError(status);
     return "";
@@ -167,13 +182,12 @@ public:
 private:
   /// A bf16 GEMM's shape, layout and bias: what its cuBLASLt plan depends
   /// on (a step repeats the same GEMMs, so each is planned once).
-  using LtKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int64_t,
-                           int64_t, bool, int64_t, int64_t, int64_t, int64_t,
-                           bool>;
+  using LtKey =
+      std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int64_t, int64_t,
+                 bool, int64_t, int64_t, int64_t, int64_t, bool>;
   struct LtPlan {
     cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t first = nullptr, second = nullptr,
-                           result = nullptr;
+    cublasLtMatrixLayout_t first = nullptr, second = nullptr, result = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
   static constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
@@ -212,8 +226,8 @@ private:
       return std::string(call) + ": " + cublasError(status);
     };
     cublasStatus_t status;
-    if (!ltHandle && (status = cublasLtCreate(&ltHandle)) !=
-                         CUBLAS_STATUS_SUCCESS)
+    if (!ltHandle &&
+        (status = cublasLtCreate(&ltHandle)) != CUBLAS_STATUS_SUCCESS)
       return fail("cublasLtCreate", status);
     if (!ltWorkspace &&
         cudaMalloc(&ltWorkspace, kLtWorkspaceBytes) != cudaSuccess) {
@@ -242,8 +256,8 @@ private:
     }
     // Stored shapes, column-major: our B is n x k (k x n transposed), our
     // A k x m (m x k transposed), C^T n x m.
-    if ((status = layout(plan.first, transB ? k : n, transB ? n : k, ldb,
-                         batch, strideB)) != CUBLAS_STATUS_SUCCESS ||
+    if ((status = layout(plan.first, transB ? k : n, transB ? n : k, ldb, batch,
+                         strideB)) != CUBLAS_STATUS_SUCCESS ||
         (status = layout(plan.second, transA ? m : k, transA ? k : m, lda,
                          batch, strideA)) != CUBLAS_STATUS_SUCCESS ||
         (status = layout(plan.result, n, m, ldc, batch, strideC)) !=
@@ -260,13 +274,14 @@ private:
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     status = cublasLtMatmulAlgoGetHeuristic(
-        ltHandle, plan.desc, plan.first, plan.second, plan.result,
-        plan.result, preference, 1, &heuristic, &found);
+        ltHandle, plan.desc, plan.first, plan.second, plan.result, plan.result,
+        preference, 1, &heuristic, &found);
     cublasLtMatmulPreferenceDestroy(preference);
     if (status != CUBLAS_STATUS_SUCCESS || found == 0)
       return fail("cublasLtMatmulAlgoGetHeuristic",
-                  status != CUBLAS_STATUS_SUCCESS ? status
-                                                  : CUBLAS_STATUS_NOT_SUPPORTED);
+                  status != CUBLAS_STATUS_SUCCESS
+                      ? status
+                      : CUBLAS_STATUS_NOT_SUPPORTED);
     plan.algo = heuristic.algo;
     return "";
   }

@@ -14,19 +14,21 @@
 
 #include "Device.h"
 
+#include "ppc/Runtime/DType.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 
 namespace ppc::runtime::cuda {
 
-/// One operand of a row-major GEMM: `data` holds the stored matrix (float32,
-/// or bf16 if `bf16`) with leading dimension `ld`; `transposed`: the
-/// operand is the stored matrix transposed; consecutive batch matrices lie
-/// `batchStride` elements apart (0: the same matrix for every batch).
+/// One operand of a row-major GEMM: `data` holds the stored matrix in
+/// `type` (float32, bf16 or f16) with leading dimension `ld`; `transposed`:
+/// the operand is the stored matrix transposed; consecutive batch matrices
+/// lie `batchStride` elements apart (0: the same matrix for every batch).
 struct GemmOperand {
   const void *data = nullptr;
-  bool bf16 = false;
+  DType type = DType::F32;
   int64_t ld = 0;
   bool transposed = false;
   int64_t batchStride = 0;
@@ -43,17 +45,32 @@ inline GemmOperand floatOperand(const float *data, int64_t ld, bool transposed,
   return g;
 }
 
+/// A GEMM's result: row-major m x n matrices in `type` at `data`, leading
+/// dimension `ld`, consecutive batches `batchStride` elements apart.
+struct GemmResult {
+  void *data = nullptr;
+  DType type = DType::F32;
+  int64_t ld = 0;
+  int64_t batchStride = 0;
+};
+
+/// A float32 result at `data`.
+inline GemmResult floatResult(float *data, int64_t ld, int64_t batchStride) {
+  return {data, DType::F32, ld, batchStride};
+}
+
 class Library {
 public:
   virtual ~Library() = default;
   /// For b in [0, batch): C_b = alpha * op(A_b) op(B_b) + beta * C_b,
-  /// C_b an m x n row-major float32 matrix at c + b * strideC with
-  /// leading dimension ldc; float32 accumulation (bf16 operands on tensor
-  /// cores). A and B must have the same type.
+  /// accumulated in float32 (16-bit operands on tensor cores) and rounded
+  /// once to C's type (C_b read in its type where beta is not 0, so a
+  /// 16-bit gradient summed into is rounded after the sum). A and B must
+  /// have the same type.
   virtual std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k,
                            float alpha, const GemmOperand &a,
-                           const GemmOperand &b, float beta, float *c,
-                           int64_t ldc, int64_t strideC, int64_t batch) = 0;
+                           const GemmOperand &b, float beta,
+                           const GemmResult &c, int64_t batch) = 0;
   /// For b in [0, batch): C_b = op(A_b) op(B_b) + bias, A and B bf16, C_b
   /// an m x n row-major bf16 matrix at c + b * strideC (leading dimension
   /// ldc), rounded once from the float32 accumulation plus `bias` (n bf16

@@ -9,19 +9,21 @@
 //    ([rows] scratch, max-reduced by the plan), stage 1 the held sum of
 //    exp(x - max) and the label's logit where held ([2, rows] scratch,
 //    summed), stage 2 the mean loss, written by the partition holding the
-//    first classes (the others write 0). One thread per row; stage 2 is one
-//    thread over the rows (deterministic). The backward is per element.
-//    Labels are device data: they are read back to the host (a stream
-//    synchronization) and checked as the cpu kernel does (LossShapes.h) in
-//    forward stage 0 and in the backward; stages 1 and 2 read the same
-//    labels unchecked.
+//    first classes (the others write 0). A block of threads per row
+//    (Reductions.h) for stages 0 and 1, one block over the rows for stage
+//    2; the backward is per element. Labels are checked on the device
+//    (DeviceChecks: the least bad row is reported with the cpu kernel's
+//    message once the step's work is done) in forward stage 0 and in the
+//    backward; no label is read back to the host mid-step.
 //  - mse_loss: per-chunk partial sums in double, summed in chunk order by
 //    one thread; the backward is per element.
+// Logits and gradients are read and written as stored (native).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
 #include "LossShapes.h"
+#include "Reductions.h"
 
 #include <cmath>
 #include <string>
@@ -37,22 +39,35 @@ using Views = std::vector<KernelView>;
 // softmax_cross_entropy
 //===----------------------------------------------------------------------===//
 
-/// Checks every held row's label (checkLabels), reading the labels back to
-/// the host.
-KernelStatus checkDeviceLabels(const OpDesc &op, Stream stream,
-                               const TensorView &labels,
-                               const CrossEntropyShape &shape) {
-  std::vector<float> values(static_cast<size_t>(shape.rows()));
-  copyToHost(stream, values.data(), labels.data + (shape.rowLo - labels.lo[0]),
-             values.size() * sizeof(float));
-  return checkLabels(op, values.data(), shape);
-}
-
 /// The class a (checked) label value names; -1 for anything else.
 PPC_HD inline int64_t labelClass(float value, int64_t classes) {
-  return value >= 0.0f && value < static_cast<float>(classes)
-             ? static_cast<int64_t>(value)
-             : -1;
+  return isClass(value, classes) ? static_cast<int64_t>(value) : -1;
+}
+
+/// A device check of the held rows' labels: the slot the rows' threads flag
+/// with (global row << 32 | the label's bits), the least row winning as the
+/// cpu kernel reports its first; null when out of memory.
+unsigned long long *labelCheck(const OpDesc &op, const KernelContext &ctx,
+                               ExecContext &exec, int64_t classes) {
+  if (!exec.checks)
+    return nullptr;
+  return exec.checks->slot(ctx.instruction, [op,
+                                             classes](unsigned long long key) {
+    return labelError(op, bitsFloat(static_cast<uint32_t>(key & 0xffffffffu)),
+                      static_cast<int64_t>(key >> 32), classes);
+  });
+}
+
+/// Flags `slot` when `value`, the label of global row `row`, is not a class.
+PPC_HD inline void checkLabel(unsigned long long *slot, float value,
+                              int64_t row, int64_t classes) {
+  if (!isClass(value, classes))
+    flagLeast(slot,
+              static_cast<unsigned long long>(row) << 32 | floatBits(value));
+}
+
+KernelStatus outOfMemory(const OpDesc &op) {
+  return op.kind + ": out of device memory for its workspace";
 }
 
 KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
@@ -63,53 +78,67 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
           crossEntropyForwardShape(op, inputs, outputs, scratch, shape);
       !status.empty())
     return status;
-  if (ctx.stage == 0)
-    if (KernelStatus status =
-            checkDeviceLabels(op, exec.stream, inputs[1], shape);
-        !status.empty())
-      return status;
   float *max = scratch[0].data;
   float *sums = scratch[1].data, *picked = scratch[1].data + shape.rows();
-  const float *logits = inputs[0].data;
-  const float *labels = inputs[1].data + (shape.rowLo - inputs[1].lo[0]);
+  const Elements logits = inputs[0].elements;
+  const Elements labels = inputs[1].elements + (shape.rowLo - inputs[1].lo[0]);
   const int64_t held = shape.held(), rows = shape.rows();
-  const int64_t classLo = shape.classLo, classes = shape.classes;
+  const int64_t classLo = shape.classLo, classes = shape.classes,
+                rowLo = shape.rowLo;
   if (ctx.stage == 0) {
-    launch(exec.stream, rows, [=] PPC_HD(int64_t i) {
-      const float *row = logits + i * held;
-      float m = held > 0 ? row[0] : -INFINITY;
-      for (int64_t k = 1; k < held; ++k)
-        if (m < row[k])
-          m = row[k];
-      max[i] = m;
-    });
+    unsigned long long *bad = labelCheck(op, ctx, exec, classes);
+    if (!bad)
+      return outOfMemory(op);
+    launchRows(exec.stream, rows, held,
+               [=] PPC_HD(const RowThreads &t, int64_t i) {
+                 const Elements row = logits + i * held;
+                 float m = -INFINITY;
+                 for (int64_t k = t.thread; k < held; k += t.threads)
+                   m = m < row[k] ? row[k] : m;
+                 m = t.max(m);
+                 if (t.thread == 0) {
+                   max[i] = m;
+                   checkLabel(bad, labels[i], rowLo + i, classes);
+                 }
+               });
     return "";
   }
   if (ctx.stage == 1) {
-    launch(exec.stream, rows, [=] PPC_HD(int64_t i) {
-      const float *row = logits + i * held;
-      const float m = max[i];
-      double sum = 0;
-      for (int64_t k = 0; k < held; ++k)
-        sum += expf(row[k] - m);
-      sums[i] = static_cast<float>(sum);
-      const int64_t label = labelClass(labels[i], classes);
-      picked[i] = label >= classLo && label < classLo + held
-                      ? row[label - classLo]
-                      : 0.0f;
-    });
+    launchRows(exec.stream, rows, held,
+               [=] PPC_HD(const RowThreads &t, int64_t i) {
+                 const Elements row = logits + i * held;
+                 const float m = max[i];
+                 double sum = 0;
+                 for (int64_t k = t.thread; k < held; k += t.threads)
+                   sum += expf(row[k] - m);
+                 sum = t.sum(sum);
+                 if (t.thread == 0) {
+                   sums[i] = static_cast<float>(sum);
+                   const int64_t label = labelClass(labels[i], classes);
+                   picked[i] = label >= classLo && label < classLo + held
+                                   ? static_cast<float>(row[label - classLo])
+                                   : 0.0f;
+                 }
+               });
     return "";
   }
+  // Stage 2: the mean over the rows, one block summing them.
   const bool first = classLo == 0;
   const double batch = static_cast<double>(shape.batch);
-  float *loss = outputs[0].data;
-  launch(exec.stream, 1, [=] PPC_HD(int64_t) {
-    loss[0] = crossEntropyMean(max, sums, picked, rows, first, batch);
+  const Elements loss = outputs[0].elements;
+  launchRows(exec.stream, 1, rows, [=] PPC_HD(const RowThreads &t, int64_t) {
+    double total = 0;
+    if (first)
+      for (int64_t i = t.thread; i < rows; i += t.threads)
+        total += max[i] + ::log(static_cast<double>(sums[i])) - picked[i];
+    total = t.sum(total);
+    if (t.thread == 0)
+      loss[0] = static_cast<float>(total / batch);
   });
   return "";
 }
 
-KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
+KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
                                   ExecContext &exec, const Views &inputs,
                                   const Views &, const Views &outputGrads,
                                   const Views &inputGrads,
@@ -119,27 +148,29 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
           op, inputs, outputGrads, inputGrads, scratch, shape);
       !status.empty())
     return status;
-  if (!inputGrads[0].data)
+  if (!inputGrads[0].present())
     return "";
-  if (KernelStatus status =
-          checkDeviceLabels(op, exec.stream, inputs[1], shape);
-      !status.empty())
-    return status;
+  unsigned long long *bad = labelCheck(op, ctx, exec, shape.classes);
+  if (!bad)
+    return outOfMemory(op);
   // d/dlogits = (softmax - onehot(label)) * dloss / N, the softmax from the
   // forward's row maxima and sums.
   const float *max = scratch[0].data, *sums = scratch[1].data;
-  const float *logits = inputs[0].data, *dLoss = outputGrads[0].data;
-  const float *labels = inputs[1].data + (shape.rowLo - inputs[1].lo[0]);
-  float *dLogits = inputGrads[0].data;
+  const Elements logits = inputs[0].elements, dLoss = outputGrads[0].elements;
+  const Elements labels = inputs[1].elements + (shape.rowLo - inputs[1].lo[0]);
+  const Elements dLogits = inputGrads[0].elements;
   const int64_t held = shape.held(), classLo = shape.classLo,
-                classes = shape.classes;
+                classes = shape.classes, rowLo = shape.rowLo;
   const double batch = static_cast<double>(shape.batch);
   launch(exec.stream, shape.rows() * held, [=] PPC_HD(int64_t e) {
     const int64_t i = e / held, k = e % held;
     const double scale = dLoss[0] / batch;
     const float factor = static_cast<float>(scale / sums[i]);
+    const float label = labels[i];
+    if (k == 0)
+      checkLabel(bad, label, rowLo + i, classes);
     float grad = dLogits[e] + expf(logits[e] - max[i]) * factor;
-    if (labelClass(labels[i], classes) == classLo + k)
+    if (labelClass(label, classes) == classLo + k)
       grad -= static_cast<float>(scale);
     dLogits[e] = grad;
   });
@@ -167,18 +198,19 @@ KernelStatus mseForward(const OpDesc &op, const KernelContext &,
                               2 * std::max<int64_t>(chunks, 1)))
                         : nullptr;
   if (!partial)
-    return op.kind + ": out of device memory for its workspace";
-  const float *prediction = inputs[0].data, *target = inputs[1].data;
+    return outOfMemory(op);
+  const Elements prediction = inputs[0].elements, target = inputs[1].elements;
   launch(exec.stream, chunks, [=] PPC_HD(int64_t c) {
     const int64_t end = (c + 1) * kMseChunk < n ? (c + 1) * kMseChunk : n;
     double total = 0;
     for (int64_t k = c * kMseChunk; k < end; ++k) {
-      const double diff = static_cast<double>(prediction[k]) - target[k];
+      const double diff =
+          static_cast<double>(prediction[k]) - static_cast<float>(target[k]);
       total += diff * diff;
     }
     partial[c] = total;
   });
-  float *loss = outputs[0].data;
+  const Elements loss = outputs[0].elements;
   const double global = static_cast<double>(count);
   launch(exec.stream, 1, [=] PPC_HD(int64_t) {
     double total = 0;
@@ -199,9 +231,10 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
       !status.empty())
     return status;
   // d/dprediction = 2 (prediction - target) * dloss / count = -d/dtarget.
-  const float *prediction = inputs[0].data, *target = inputs[1].data;
-  const float *dLoss = outputGrads[0].data;
-  float *dPrediction = inputGrads[0].data, *dTarget = inputGrads[1].data;
+  const Elements prediction = inputs[0].elements, target = inputs[1].elements;
+  const Elements dLoss = outputGrads[0].elements;
+  const Elements dPrediction = inputGrads[0].elements,
+                 dTarget = inputGrads[1].elements;
   if (!dPrediction && !dTarget)
     return "";
   const double global = static_cast<double>(count);
@@ -219,8 +252,9 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
 } // namespace
 
 void registerLossKernels(CudaKernelTable &t) {
-  t["ppc.softmax_cross_entropy"] = {crossEntropyForward, crossEntropyBackward};
-  t["ppc.mse_loss"] = {mseForward, mseBackward};
+  t["ppc.softmax_cross_entropy"] = {crossEntropyForward, crossEntropyBackward,
+                                    true};
+  t["ppc.mse_loss"] = {mseForward, mseBackward, true};
 }
 
 } // namespace ppc::runtime::cuda

@@ -10,13 +10,19 @@
 //      backward stage 0 writes the local [sum dy; sum dy * xhat] into its
 //               own [2, C] scratch and adds the local dscale/dbias; stage 1
 //               computes dx from the summed sums.
-//    Channel sums go in two deterministic steps: one thread per (sample,
-//    channel) block sums its spatial elements (in double, as the cpu
-//    kernel), then one thread per channel adds the blocks in sample order.
-//    Inference uses the running statistics (and takes their gradients).
-//  - layer_norm, softmax and log_softmax never split the dims they
-//    normalize over: one thread per row (line) computes its statistics, and
-//    elementwise passes use them.
+//    Channel sums go in two deterministic steps: a row reduction per
+//    (sample, channel) block sums its spatial elements (in double, as the
+//    cpu kernel), then one thread per channel adds the blocks in sample
+//    order. Inference uses the running statistics (and takes their
+//    gradients).
+//  - layer_norm (and RMS norm), softmax and log_softmax never split the
+//    dims they normalize over: a block of threads per row (Reductions.h)
+//    takes its statistics and writes the row in one kernel; the backward of
+//    layer_norm writes each row's dx the same way and sums dscale and dbias
+//    over the rows in chunks (sumColumns). Softmax along an axis that is not
+//    the last runs a thread per line.
+// Every kernel reads and writes its views as stored (native: bf16 in, bf16
+// out, float in registers).
 // Host code checks the boxes and attributes with the cpu kernels' code
 // (NormShapes.h) before anything is enqueued. Not checked: batch_norm's
 // "batch statistics over no elements" (the summed count is device data).
@@ -25,6 +31,7 @@
 
 #include "CudaKernels.h"
 #include "NormShapes.h"
+#include "Reductions.h"
 
 #include <cmath>
 #include <string>
@@ -56,6 +63,11 @@ KernelStatus outOfMemory(const OpDesc &op) {
 /// epsilon), count.
 constexpr int kStats = 4;
 
+/// The held channels of a per-channel view (null if absent).
+Elements channelElements(const KernelView &view, const BatchNormShape &shape) {
+  return view.elements ? view.elements + (shape.cLo - view.lo[0]) : Elements();
+}
+
 /// Batch statistics from the summed [sum; sum of squares; count] rows.
 void batchStats(Stream stream, const float *rows, int64_t stride, int64_t held,
                 double epsilon, double *stats) {
@@ -67,8 +79,8 @@ void batchStats(Stream stream, const float *rows, int64_t stride, int64_t held,
 }
 
 /// Inference statistics: the running mean and variance.
-void runningStats(Stream stream, const float *mean, const float *variance,
-                  int64_t held, double epsilon, double *stats) {
+void runningStats(Stream stream, Elements mean, Elements variance, int64_t held,
+                  double epsilon, double *stats) {
   launch(stream, held, [=] PPC_HD(int64_t c) {
     double *s = stats + kStats * c;
     s[0] = mean[c];
@@ -79,9 +91,8 @@ void runningStats(Stream stream, const float *mean, const float *variance,
 }
 
 /// y = (x - mean) * invStd * scale + bias over the input box.
-void normalizeChannels(Stream stream, const float *x, const float *scale,
-                       const float *bias, const double *stats,
-                       BatchNormShape shape, float *y) {
+void normalizeChannels(Stream stream, Elements x, Elements scale, Elements bias,
+                       const double *stats, BatchNormShape shape, Elements y) {
   const int64_t held = shape.held(), spatial = shape.spatial;
   launch(stream, shape.samples * held * spatial, [=] PPC_HD(int64_t i) {
     const int64_t c = (i / spatial) % held;
@@ -92,33 +103,38 @@ void normalizeChannels(Stream stream, const float *x, const float *scale,
   });
 }
 
-/// Per (sample, channel) block: [sum x, sum x^2] (dy == null) or [sum dy,
-/// sum dy * xhat] with the statistics `stats`, in double.
-void blockSums(Stream stream, const float *x, const float *dy,
-               const double *stats, BatchNormShape shape, double *blocks) {
+/// Per (sample, channel) block of `spatial` contiguous elements: [sum x,
+/// sum x^2] (dy null) or [sum dy, sum dy * xhat] with the statistics
+/// `stats`, in double; a row reduction per block.
+void blockSums(Stream stream, Elements x, Elements dy, const double *stats,
+               BatchNormShape shape, double *blocks) {
   const int64_t held = shape.held(), spatial = shape.spatial;
-  launch(stream, shape.samples * held, [=] PPC_HD(int64_t b) {
-    const int64_t c = b % held;
-    const float *xb = x + b * spatial;
-    double s = 0, q = 0;
-    if (!dy) {
-      for (int64_t k = 0; k < spatial; ++k) {
-        const double v = xb[k];
-        s += v;
-        q += v * v;
-      }
-    } else {
-      const float *dyb = dy + b * spatial;
-      const double mean = stats[kStats * c], invStd = stats[kStats * c + 2];
-      for (int64_t k = 0; k < spatial; ++k) {
-        const double g = dyb[k];
-        s += g;
-        q += g * (xb[k] - mean) * invStd;
-      }
-    }
-    blocks[2 * b] = s;
-    blocks[2 * b + 1] = q;
-  });
+  launchRows(stream, shape.samples * held, spatial,
+             [=] PPC_HD(const RowThreads &t, int64_t b) {
+               const int64_t c = b % held, first = b * spatial;
+               double s = 0, q = 0;
+               if (!dy) {
+                 for (int64_t k = t.thread; k < spatial; k += t.threads) {
+                   const double v = x[first + k];
+                   s += v;
+                   q += v * v;
+                 }
+               } else {
+                 const double mean = stats[kStats * c],
+                              invStd = stats[kStats * c + 2];
+                 for (int64_t k = t.thread; k < spatial; k += t.threads) {
+                   const double g = dy[first + k];
+                   s += g;
+                   q += g * (x[first + k] - mean) * invStd;
+                 }
+               }
+               s = t.sum(s);
+               q = t.sum(q);
+               if (t.thread == 0) {
+                 blocks[2 * b] = s;
+                 blocks[2 * b + 1] = q;
+               }
+             });
 }
 
 /// Forward stage 0: the channel sums of the blocks into the scratch rows.
@@ -140,12 +156,14 @@ void writeStatistics(Stream stream, const double *blocks, BatchNormShape shape,
 
 /// Forward stage 1: the running statistics' update.
 void updateRunning(Stream stream, const double *stats, int64_t held,
-                   double momentum, float *runningMean,
-                   float *runningVariance) {
+                   double momentum, Elements runningMean,
+                   Elements runningVariance) {
   launch(stream, held, [=] PPC_HD(int64_t c) {
     const double *s = stats + kStats * c;
-    updateRunningStats(momentum, s[0], s[1], s[3], runningMean[c],
-                       runningVariance[c]);
+    float mean = runningMean[c], variance = runningVariance[c];
+    updateRunningStats(momentum, s[0], s[1], s[3], mean, variance);
+    runningMean[c] = mean;
+    runningVariance[c] = variance;
   });
 }
 
@@ -153,9 +171,9 @@ void updateRunning(Stream stream, const double *stats, int64_t held,
 /// the scratch rows (training, `rows` not null), added to dscale/dbias, and
 /// in inference to the running statistics' gradients.
 void gradChannels(Stream stream, const double *blocks, const double *stats,
-                  BatchNormShape shape, const float *scale, float *rows,
-                  int64_t stride, float *dScale, float *dBias, float *dMean,
-                  float *dVariance) {
+                  BatchNormShape shape, Elements scale, float *rows,
+                  int64_t stride, Elements dScale, Elements dBias,
+                  Elements dMean, Elements dVariance) {
   const int64_t held = shape.held(), samples = shape.samples;
   launch(stream, held, [=] PPC_HD(int64_t c) {
     double sumDy = 0, sumDyXhat = 0;
@@ -171,15 +189,20 @@ void gradChannels(Stream stream, const double *blocks, const double *stats,
       dScale[c] += static_cast<float>(sumDyXhat);
     if (dBias)
       dBias[c] += static_cast<float>(sumDy);
+    float gradMean = 0, gradVariance = 0;
     addRunningStatGrads(sumDy, sumDyXhat, stats[kStats * c + 2], scale[c],
-                        dMean ? dMean + c : nullptr,
-                        dVariance ? dVariance + c : nullptr);
+                        &gradMean, &gradVariance);
+    if (dMean)
+      dMean[c] += gradMean;
+    if (dVariance)
+      dVariance[c] += gradVariance;
   });
 }
 
 /// Inference backward: dx += dy * invStd * scale.
-void inferenceInputGrad(Stream stream, const float *dy, const float *scale,
-                        const double *stats, BatchNormShape shape, float *dx) {
+void inferenceInputGrad(Stream stream, Elements dy, Elements scale,
+                        const double *stats, BatchNormShape shape,
+                        Elements dx) {
   const int64_t held = shape.held(), spatial = shape.spatial;
   launch(stream, shape.samples * held * spatial, [=] PPC_HD(int64_t i) {
     const int64_t c = (i / spatial) % held;
@@ -190,10 +213,9 @@ void inferenceInputGrad(Stream stream, const float *dy, const float *scale,
 
 /// Training backward stage 1: dx = scale * invStd / n * (n * dy - sum dy -
 /// xhat * sum dy * xhat), n and the sums over the whole batch.
-void trainingInputGrad(Stream stream, const float *x, const float *dy,
-                       const float *scale, const double *stats,
-                       const float *rows, int64_t stride, BatchNormShape shape,
-                       float *dx) {
+void trainingInputGrad(Stream stream, Elements x, Elements dy, Elements scale,
+                       const double *stats, const float *rows, int64_t stride,
+                       BatchNormShape shape, Elements dx) {
   const int64_t held = shape.held(), spatial = shape.spatial;
   launch(stream, shape.samples * held * spatial, [=] PPC_HD(int64_t i) {
     const int64_t c = (i / spatial) % held;
@@ -218,16 +240,17 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const int64_t held = shape.held();
-  const float *x = inputs[Input].data;
+  const Elements x = inputs[Input].elements;
   if (!ctx.training) {
     double *stats = workspaceDoubles(exec, kStats * held);
     if (!stats)
       return outOfMemory(op);
-    runningStats(exec.stream, channelsOf(inputs[Mean], shape),
-                 channelsOf(inputs[Variance], shape), held, epsilon, stats);
-    normalizeChannels(exec.stream, x, channelsOf(inputs[Scale], shape),
-                      channelsOf(inputs[Bias], shape), stats, shape,
-                      outputs[0].data);
+    runningStats(exec.stream, channelElements(inputs[Mean], shape),
+                 channelElements(inputs[Variance], shape), held, epsilon,
+                 stats);
+    normalizeChannels(exec.stream, x, channelElements(inputs[Scale], shape),
+                      channelElements(inputs[Bias], shape), stats, shape,
+                      outputs[0].elements);
     return "";
   }
   if (scratch.size() != 1)
@@ -244,7 +267,7 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
       return outOfMemory(op);
     // Channels this partition does not hold contribute zeros to the sum.
     zeroFloats(exec.stream, scratch[0].data, scratch[0].numElements());
-    blockSums(exec.stream, x, nullptr, nullptr, shape, blocks);
+    blockSums(exec.stream, x, Elements(), nullptr, shape, blocks);
     writeStatistics(exec.stream, blocks, shape, rows, stride);
     return "";
   }
@@ -255,12 +278,12 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
   if (!stats)
     return outOfMemory(op);
   batchStats(exec.stream, rows, stride, held, epsilon, stats);
-  normalizeChannels(exec.stream, x, channelsOf(inputs[Scale], shape),
-                    channelsOf(inputs[Bias], shape), stats, shape,
-                    outputs[0].data);
+  normalizeChannels(exec.stream, x, channelElements(inputs[Scale], shape),
+                    channelElements(inputs[Bias], shape), stats, shape,
+                    outputs[0].elements);
   updateRunning(exec.stream, stats, held, op.getFloat("momentum", 0.9),
-                channelsOf(inputs[Mean], shape),
-                channelsOf(inputs[Variance], shape));
+                channelElements(inputs[Mean], shape),
+                channelElements(inputs[Variance], shape));
   return "";
 }
 
@@ -275,24 +298,25 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const int64_t held = shape.held();
-  const float *x = inputs[Input].data, *dy = outputGrads[0].data;
-  const float *scale = channelsOf(inputs[Scale], shape);
-  float *dScale = channelsOf(inputGrads[Scale], shape);
-  float *dBias = channelsOf(inputGrads[Bias], shape);
+  const Elements x = inputs[Input].elements, dy = outputGrads[0].elements;
+  const Elements scale = channelElements(inputs[Scale], shape);
+  const Elements dScale = channelElements(inputGrads[Scale], shape);
+  const Elements dBias = channelElements(inputGrads[Bias], shape);
+  const Elements dx = inputGrads[Input].elements;
   if (!ctx.training) {
     double *stats = workspaceDoubles(exec, kStats * held);
     double *blocks = workspaceDoubles(exec, 2 * shape.samples * held);
     if (!stats || !blocks)
       return outOfMemory(op);
-    runningStats(exec.stream, channelsOf(inputs[Mean], shape),
-                 channelsOf(inputs[Variance], shape), held, epsilon, stats);
+    runningStats(exec.stream, channelElements(inputs[Mean], shape),
+                 channelElements(inputs[Variance], shape), held, epsilon,
+                 stats);
     blockSums(exec.stream, x, dy, stats, shape, blocks);
     gradChannels(exec.stream, blocks, stats, shape, scale, nullptr, 0, dScale,
-                 dBias, channelsOf(inputGrads[Mean], shape),
-                 channelsOf(inputGrads[Variance], shape));
-    if (inputGrads[Input].data)
-      inferenceInputGrad(exec.stream, dy, scale, stats, shape,
-                         inputGrads[Input].data);
+                 dBias, channelElements(inputGrads[Mean], shape),
+                 channelElements(inputGrads[Variance], shape));
+    if (dx)
+      inferenceInputGrad(exec.stream, dy, scale, stats, shape, dx);
     return "";
   }
   if (scratch.size() != 2)
@@ -310,7 +334,7 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
     return status;
   if (ctx.stage != 0 && ctx.stage != 1)
     return op.kind + ": has stages 0 and 1 only";
-  if (ctx.stage == 1 && !inputGrads[Input].data)
+  if (ctx.stage == 1 && !dx)
     return "";
   double *stats = workspaceDoubles(exec, kStats * held);
   if (!stats)
@@ -326,17 +350,35 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
     // The mean and variance are batch statistics in training: the running
     // statistics get no gradient.
     gradChannels(exec.stream, blocks, stats, shape, scale, gradRows, gradStride,
-                 dScale, dBias, nullptr, nullptr);
+                 dScale, dBias, Elements(), Elements());
     return "";
   }
   trainingInputGrad(exec.stream, x, dy, scale, stats, gradRows, gradStride,
-                    shape, inputGrads[Input].data);
+                    shape, dx);
   return "";
 }
 
 //===----------------------------------------------------------------------===//
 // layer_norm
 //===----------------------------------------------------------------------===//
+
+/// The mean (0 for RMSNorm) and 1 / sqrt(variance + epsilon) of one row,
+/// in double over the row's threads: the cpu kernel's two passes (rowStats).
+PPC_HD inline void rowMoments(const RowThreads &t, Elements row, int64_t width,
+                              double epsilon, bool rms, double &mean,
+                              double &invStd) {
+  double sum = 0;
+  if (!rms)
+    for (int64_t k = t.thread; k < width; k += t.threads)
+      sum += row[k];
+  mean = rms ? 0.0 : t.sum(sum) / width;
+  double squares = 0;
+  for (int64_t k = t.thread; k < width; k += t.threads) {
+    const double d = row[k] - mean;
+    squares += d * d;
+  }
+  invStd = 1.0 / sqrt(t.sum(squares) / width + epsilon);
+}
 
 KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
                               ExecContext &exec, const Views &inputs,
@@ -347,23 +389,21 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const bool rms = op.getInt("rms", 0) != 0;
-  const int64_t rows = shape.rows, width = shape.width;
-  double *stats = workspaceDoubles(exec, 2 * rows);
-  if (!stats)
-    return outOfMemory(op);
-  const float *x = inputs[0].data, *scale = inputs[1].data;
-  const float *bias = inputs.size() == 3 ? inputs[2].data : nullptr;
-  float *y = outputs[0].data;
-  launch(exec.stream, rows, [=] PPC_HD(int64_t r) {
-    rowStats(x + r * width, width, epsilon, rms, stats[2 * r],
-             stats[2 * r + 1]);
-  });
-  launch(exec.stream, rows * width, [=] PPC_HD(int64_t i) {
-    const int64_t r = i / width, k = i % width;
-    const float m = static_cast<float>(stats[2 * r]);
-    const float s = static_cast<float>(stats[2 * r + 1]);
-    y[i] = (x[i] - m) * s * scale[k] + (bias ? bias[k] : 0.0f);
-  });
+  const int64_t width = shape.width;
+  const Elements x = inputs[0].elements, scale = inputs[1].elements;
+  const Elements bias = inputs.size() == 3 ? inputs[2].elements : Elements();
+  const Elements y = outputs[0].elements;
+  // One block per row: its statistics, then the row normalized.
+  launchRows(exec.stream, shape.rows, width,
+             [=] PPC_HD(const RowThreads &t, int64_t r) {
+               const Elements xr = x + r * width, yr = y + r * width;
+               double mean, invStd;
+               rowMoments(t, xr, width, epsilon, rms, mean, invStd);
+               const float m = static_cast<float>(mean);
+               const float s = static_cast<float>(invStd);
+               for (int64_t k = t.thread; k < width; k += t.threads)
+                 yr[k] = (xr[k] - m) * s * scale[k] + (bias ? bias[k] : 0.0f);
+             });
   return "";
 }
 
@@ -379,53 +419,66 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const bool rms = op.getInt("rms", 0) != 0;
   const int64_t rows = shape.rows, width = shape.width;
-  const float *x = inputs[0].data, *scale = inputs[1].data;
-  const float *dy = outputGrads[0].data;
-  float *dInput = inputGrads[0].data, *dScale = inputGrads[1].data;
-  float *dBias = inputGrads.size() == 3 ? inputGrads[2].data : nullptr;
-  // Per row: mean, invStd, mean(g), mean(g * xhat) with g = dy * scale.
-  double *stats = workspaceDoubles(exec, 4 * rows);
+  const Elements x = inputs[0].elements, scale = inputs[1].elements;
+  const Elements dy = outputGrads[0].elements;
+  const Elements dInput = inputGrads[0].elements,
+                 dScale = inputGrads[1].elements;
+  const Elements dBias =
+      inputGrads.size() == 3 ? inputGrads[2].elements : Elements();
+  // Per row: mean and invStd, kept for the weight gradients.
+  double *stats = workspaceDoubles(exec, 2 * rows);
   if (!stats)
     return outOfMemory(op);
-  launch(exec.stream, rows, [=] PPC_HD(int64_t r) {
-    const float *xr = x + r * width, *dyr = dy + r * width;
-    double mean, invStd;
-    rowStats(xr, width, epsilon, rms, mean, invStd);
-    double sumG = 0, sumGXhat = 0;
-    for (int64_t k = 0; k < width; ++k) {
-      const double xhat = (xr[k] - mean) * invStd;
-      const double g = static_cast<double>(dyr[k]) * scale[k];
-      sumG += g;
-      sumGXhat += g * xhat;
-    }
-    double *s = stats + 4 * r;
-    s[0] = mean;
-    s[1] = invStd;
-    s[2] = rms ? 0.0 : sumG / width; // RMSNorm's dx has no mean(g) term
-    s[3] = sumGXhat / width;
-  });
-  // dscale and dbias sum over the rows: one thread per column, rows in
-  // order, as the cpu kernel adds them.
-  if (dScale || dBias)
-    launch(exec.stream, width, [=] PPC_HD(int64_t k) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t at = r * width + k;
-        const double xhat = (x[at] - stats[4 * r]) * stats[4 * r + 1];
-        if (dScale)
-          dScale[k] += static_cast<float>(dy[at] * xhat);
-        if (dBias)
-          dBias[k] += dy[at];
-      }
-    });
-  // dx = invStd * (g - mean(g) - xhat * mean(g * xhat)).
-  if (dInput)
-    launch(exec.stream, rows * width, [=] PPC_HD(int64_t i) {
-      const int64_t r = i / width, k = i % width;
-      const double *s = stats + 4 * r;
-      const double xhat = (x[i] - s[0]) * s[1];
-      const double g = static_cast<double>(dy[i]) * scale[k];
-      dInput[i] += static_cast<float>(s[1] * (g - s[2] - xhat * s[3]));
-    });
+  // One block per row: its statistics, the sums of g = dy * scale, and
+  // dx = invStd * (g - mean(g) - xhat * mean(g * xhat)) (RMSNorm's dx has
+  // no mean(g) term).
+  launchRows(
+      exec.stream, rows, width, [=] PPC_HD(const RowThreads &t, int64_t r) {
+        const Elements xr = x + r * width, dyr = dy + r * width;
+        double mean, invStd;
+        rowMoments(t, xr, width, epsilon, rms, mean, invStd);
+        if (t.thread == 0) {
+          stats[2 * r] = mean;
+          stats[2 * r + 1] = invStd;
+        }
+        if (!dInput)
+          return; // every thread alike: no reduction is left
+        double sumG = 0, sumGXhat = 0;
+        for (int64_t k = t.thread; k < width; k += t.threads) {
+          const double xhat = (xr[k] - mean) * invStd;
+          const double g = static_cast<double>(dyr[k]) * scale[k];
+          sumG += g;
+          sumGXhat += g * xhat;
+        }
+        const double meanG = rms ? 0.0 : t.sum(sumG) / width;
+        const double meanGXhat = t.sum(sumGXhat) / width;
+        const Elements dxr = dInput + r * width;
+        for (int64_t k = t.thread; k < width; k += t.threads) {
+          const double xhat = (xr[k] - mean) * invStd;
+          const double g = static_cast<double>(dyr[k]) * scale[k];
+          dxr[k] += static_cast<float>(invStd * (g - meanG - xhat * meanGXhat));
+        }
+      });
+  // dscale and dbias sum over the rows: columns summed in chunks of rows.
+  if (dScale || dBias) {
+    float *partials = exec.workspace->floats(columnChunks(rows, width) * width);
+    if (!partials)
+      return outOfMemory(op);
+    if (dScale)
+      sumColumns(
+          exec.stream, rows, width, partials,
+          [=] PPC_HD(int64_t r, int64_t k) {
+            const int64_t at = r * width + k;
+            const double xhat = (x[at] - stats[2 * r]) * stats[2 * r + 1];
+            return static_cast<float>(dy[at] * xhat);
+          },
+          [=] PPC_HD(int64_t k, float total) { dScale[k] += total; });
+    if (dBias)
+      sumColumns(
+          exec.stream, rows, width, partials,
+          [=] PPC_HD(int64_t r, int64_t k) { return float(dy[r * width + k]); },
+          [=] PPC_HD(int64_t k, float total) { dBias[k] += total; });
+  }
   return "";
 }
 
@@ -433,49 +486,67 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
 // softmax, log_softmax
 //===----------------------------------------------------------------------===//
 
-/// One thread per line along the axis (line l: outer l / inner, inner
-/// l % inner; elements first + k * inner).
-void softmaxLines(Stream stream, AxisShape shape, bool isLog, const float *x,
-                  float *y) {
+/// The usual last axis: a block per row (max, then the sum of exponentials
+/// in double, then the row); other axes: a thread per line, the lines'
+/// neighbouring elements on neighbouring threads (softmaxStridedLine).
+void softmaxLines(Stream stream, AxisShape shape, bool isLog, Elements x,
+                  Elements y) {
   const int64_t size = shape.size, step = shape.inner;
-  launch(stream, shape.outer * shape.inner, [=] PPC_HD(int64_t l) {
-    const int64_t first = (l / step) * size * step + l % step;
-    const float *line = x + first;
-    float *out = y + first;
-    if (step != 1) {
-      softmaxStridedLine(line, out, size, step, isLog);
-      return;
-    }
-    // The usual last axis: float exponentials.
-    float max = line[0];
-    for (int64_t k = 1; k < size; ++k)
-      if (max < line[k])
-        max = line[k];
-    double sum = 0;
-    for (int64_t k = 0; k < size; ++k) {
-      out[k] = expf(line[k] - max);
-      sum += out[k];
-    }
-    if (isLog) {
-      const float logSum = static_cast<float>(::log(sum));
-      for (int64_t k = 0; k < size; ++k)
-        out[k] = (line[k] - max) - logSum;
-    } else {
-      const float scale = static_cast<float>(1.0 / sum);
-      for (int64_t k = 0; k < size; ++k)
-        out[k] *= scale;
-    }
-  });
+  if (step != 1) {
+    launch(stream, shape.outer * step, [=] PPC_HD(int64_t l) {
+      const int64_t first = (l / step) * size * step + l % step;
+      softmaxStridedLine(x + first, y + first, size, step, isLog);
+    });
+    return;
+  }
+  launchRows(stream, shape.outer, size,
+             [=] PPC_HD(const RowThreads &t, int64_t l) {
+               const Elements line = x + l * size, out = y + l * size;
+               float max = -INFINITY;
+               for (int64_t k = t.thread; k < size; k += t.threads)
+                 max = max < line[k] ? line[k] : max;
+               max = t.max(max);
+               double sum = 0;
+               for (int64_t k = t.thread; k < size; k += t.threads)
+                 sum += expf(line[k] - max);
+               sum = t.sum(sum);
+               if (isLog) {
+                 const float logSum = static_cast<float>(::log(sum));
+                 for (int64_t k = t.thread; k < size; k += t.threads)
+                   out[k] = (line[k] - max) - logSum;
+               } else {
+                 const float scale = static_cast<float>(1.0 / sum);
+                 for (int64_t k = t.thread; k < size; k += t.threads)
+                   out[k] = expf(line[k] - max) * scale;
+               }
+             });
 }
 
 /// softmax: dx += y * (dy - sum dy * y); log_softmax: dx += dy - e^y sum dy.
-void softmaxGradLines(Stream stream, AxisShape shape, bool isLog,
-                      const float *y, const float *dy, float *dx) {
+void softmaxGradLines(Stream stream, AxisShape shape, bool isLog, Elements y,
+                      Elements dy, Elements dx) {
   const int64_t size = shape.size, step = shape.inner;
-  launch(stream, shape.outer * shape.inner, [=] PPC_HD(int64_t l) {
-    const int64_t first = (l / step) * size * step + l % step;
-    softmaxGradLine(y + first, dy + first, dx + first, size, step, isLog);
-  });
+  if (step != 1) {
+    launch(stream, shape.outer * step, [=] PPC_HD(int64_t l) {
+      const int64_t first = (l / step) * size * step + l % step;
+      softmaxGradLine(y + first, dy + first, dx + first, size, step, isLog);
+    });
+    return;
+  }
+  launchRows(stream, shape.outer, size,
+             [=] PPC_HD(const RowThreads &t, int64_t l) {
+               const Elements yl = y + l * size, dyl = dy + l * size,
+                              dxl = dx + l * size;
+               double sum = 0;
+               for (int64_t k = t.thread; k < size; k += t.threads)
+                 sum += isLog ? static_cast<double>(dyl[k])
+                              : static_cast<double>(dyl[k]) * yl[k];
+               sum = t.sum(sum);
+               for (int64_t k = t.thread; k < size; k += t.threads)
+                 dxl[k] += static_cast<float>(
+                     isLog ? dyl[k] - static_cast<double>(expf(yl[k])) * sum
+                           : yl[k] * (dyl[k] - sum));
+             });
 }
 
 template <bool Log>
@@ -486,7 +557,8 @@ KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
   if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
       !status.empty())
     return status;
-  softmaxLines(exec.stream, shape, Log, inputs[0].data, outputs[0].data);
+  softmaxLines(exec.stream, shape, Log, inputs[0].elements,
+               outputs[0].elements);
   return "";
 }
 
@@ -500,20 +572,20 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
                                               inputGrads, true, shape);
       !status.empty())
     return status;
-  if (!inputGrads[0].data)
+  if (!inputGrads[0].present())
     return "";
-  softmaxGradLines(exec.stream, shape, Log, outputs[0].data,
-                   outputGrads[0].data, inputGrads[0].data);
+  softmaxGradLines(exec.stream, shape, Log, outputs[0].elements,
+                   outputGrads[0].elements, inputGrads[0].elements);
   return "";
 }
 
 } // namespace
 
 void registerNormKernels(CudaKernelTable &t) {
-  t["ppc.batch_norm"] = {batchNormForward, batchNormBackward};
-  t["ppc.layer_norm"] = {layerNormForward, layerNormBackward};
-  t["ppc.softmax"] = {softmaxForward<false>, softmaxBackward<false>};
-  t["ppc.log_softmax"] = {softmaxForward<true>, softmaxBackward<true>};
+  t["ppc.batch_norm"] = {batchNormForward, batchNormBackward, true};
+  t["ppc.layer_norm"] = {layerNormForward, layerNormBackward, true};
+  t["ppc.softmax"] = {softmaxForward<false>, softmaxBackward<false>, true};
+  t["ppc.log_softmax"] = {softmaxForward<true>, softmaxBackward<true>, true};
 }
 
 } // namespace ppc::runtime::cuda

@@ -6,16 +6,19 @@
 // view holds along the reduced axes: a split reduced axis leaves partial sums,
 // which the plan adds up, so a mean divides by the global reduced count.
 // reduce_max is never split along a reduced axis (a max of partials is not
-// their sum). One thread per output element loops over its reduced range
-// (deterministic, no atomics); sum and mean's backward is one thread per
-// input-grad element, max's one per output element (ties split the
-// gradient evenly, as torch.amax).
+// their sum). A block of threads per output element reduces its range where
+// there are few outputs over long ranges (Reductions.h), else one thread per
+// output element loops over its range (deterministic, no atomics); sum and
+// mean's backward is one thread per input-grad element, max's one per
+// output element (ties split the gradient evenly, as torch.amax). Views are
+// read and written as stored (native).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaKernels.h"
 
 #include "ReduceWalk.h"
+#include "Reductions.h"
 
 #include <cmath>
 #include <limits>
@@ -130,11 +133,48 @@ PPC_HD inline void nextReduced(const ReducedRange &r, int64_t *counter,
 // Device kernels
 //===----------------------------------------------------------------------===//
 
+/// The offset of point `j` (row-major) of the reduced range from its first.
+PPC_HD inline int64_t reducedOffset(const ReducedRange &r, int64_t j) {
+  int64_t offset = 0;
+  for (int k = r.n - 1; k >= 0; --k) {
+    offset += (j % r.extent[k]) * r.stride[k];
+    j /= r.extent[k];
+  }
+  return offset;
+}
+
+/// Output elements below which a reduction of long ranges takes a block of
+/// threads per element (Reductions.h) rather than one thread.
+constexpr int64_t kThreadPerOutput = int64_t(1) << 16;
+
 /// y = sum / max of x over each output element's reduced range (times
-/// `scale`: the mean's 1 / global count).
+/// `scale`: the mean's 1 / global count): a block of threads per output
+/// element where there are few elements and long ranges, else one thread
+/// per element summing its range in order.
 void reduceKernel(Stream stream, ReducePlan walk, ReducedRange r, bool max,
-                  float scale, DeviceBox xBox, const float *x, DeviceBox yBox,
-                  float *y) {
+                  float scale, DeviceBox xBox, Elements x, DeviceBox yBox,
+                  Elements y) {
+  if (yBox.count() < kThreadPerOutput && r.count >= kBlockRowWidth) {
+    launchRows(
+        stream, yBox.count(), r.count,
+        [=] PPC_HD(const RowThreads &t, int64_t i) {
+          int64_t index[kMaxRank];
+          const bool any = !walk.empty && walkIndexOf(walk, yBox, i, index);
+          const int64_t base = any ? xBox.offsetOf(index) : 0;
+          float acc = max ? -INFINITY : 0.0f;
+          for (int64_t j = t.thread; any && j < r.count; j += t.threads) {
+            const float value = x[base + reducedOffset(r, j)];
+            if (!max)
+              acc += value;
+            else if (value > acc || value != value)
+              acc = value;
+          }
+          acc = max ? t.max(acc) : t.sum(acc);
+          if (t.thread == 0)
+            y[i] = max ? acc : acc * scale;
+        });
+    return;
+  }
   launch(stream, yBox.count(), [=] PPC_HD(int64_t i) {
     const float initial = max ? -INFINITY : 0.0f;
     int64_t index[kMaxRank];
@@ -159,8 +199,8 @@ void reduceKernel(Stream stream, ReducePlan walk, ReducedRange r, bool max,
 
 /// Sum and mean's backward: dx += dy * scale over the walk box.
 void sumBackwardKernel(Stream stream, ReducePlan walk, float scale,
-                       DeviceBox dxBox, float *dx, DeviceBox dyBox,
-                       const float *dy) {
+                       DeviceBox dxBox, Elements dx, DeviceBox dyBox,
+                       Elements dy) {
   DeviceBox it;
   it.rank = walk.rank;
   for (int d = 0; d < walk.rank; ++d) {
@@ -180,9 +220,9 @@ void sumBackwardKernel(Stream stream, ReducePlan walk, float scale,
 /// Max's backward: per output element, dy split evenly among the inputs of
 /// its range equal to y.
 void maxBackwardKernel(Stream stream, ReducePlan walk, ReducedRange rx,
-                       ReducedRange rdx, DeviceBox xBox, const float *x,
-                       DeviceBox yBox, const float *y, DeviceBox dxBox,
-                       float *dx, DeviceBox dyBox, const float *dy) {
+                       ReducedRange rdx, DeviceBox xBox, Elements x,
+                       DeviceBox yBox, Elements y, DeviceBox dxBox, Elements dx,
+                       DeviceBox dyBox, Elements dy) {
   launch(stream, walk.empty ? 0 : dyBox.count(), [=] PPC_HD(int64_t i) {
     int64_t index[kMaxRank];
     if (!walkIndexOf(walk, dyBox, i, index))
@@ -194,7 +234,7 @@ void maxBackwardKernel(Stream stream, ReducePlan walk, ReducedRange rx,
     int64_t offset = xStart, counter[kMaxRank] = {};
     float ties = 0.0f;
     for (int64_t j = 0; j < rx.count; ++j) {
-      if (x[offset] == target)
+      if (static_cast<float>(x[offset]) == target)
         ties += 1.0f;
       nextReduced(rx, counter, offset);
     }
@@ -204,7 +244,7 @@ void maxBackwardKernel(Stream stream, ReducePlan walk, ReducedRange rx,
     int64_t xo = xStart, dxo = dxBox.offsetOf(index);
     int64_t cx[kMaxRank] = {}, cdx[kMaxRank] = {};
     for (int64_t j = 0; j < rx.count; ++j) {
-      if (x[xo] == target)
+      if (static_cast<float>(x[xo]) == target)
         dx[dxo] += share;
       nextReduced(rx, cx, xo);
       nextReduced(rdx, cdx, dxo);
@@ -225,7 +265,7 @@ KernelStatus reduceForward(const OpDesc &op, Reduction kind, ExecContext &ctx,
   if (KernelStatus s = planWalk(op, kind, x, y, {&x}, {&y}, walk); !s.empty())
     return s;
   reduceKernel(ctx.stream, walk, reducedRange(walk, x), kind == Reduction::Max,
-               walk.scale, x.box, x.data, y.box, y.data);
+               walk.scale, x.box, x.elements, y.box, y.elements);
   return {};
 }
 
@@ -237,7 +277,7 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
       !s.empty())
     return s;
   const KernelView &dx = inputGrads[0];
-  if (!dx.data)
+  if (!dx.present())
     return {};
   const KernelView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
   ReducePlan walk;
@@ -245,21 +285,22 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
     if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx}, {&dy}, walk);
         !s.empty())
       return s;
-    sumBackwardKernel(ctx.stream, walk, walk.scale, dx.box, dx.data, dy.box,
-                      dy.data);
+    sumBackwardKernel(ctx.stream, walk, walk.scale, dx.box, dx.elements, dy.box,
+                      dy.elements);
     return {};
   }
   if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx, &x}, {&dy, &y}, walk);
       !s.empty())
     return s;
   maxBackwardKernel(ctx.stream, walk, reducedRange(walk, x),
-                    reducedRange(walk, dx), x.box, x.data, y.box, y.data,
-                    dx.box, dx.data, dy.box, dy.data);
+                    reducedRange(walk, dx), x.box, x.elements, y.box,
+                    y.elements, dx.box, dx.elements, dy.box, dy.elements);
   return {};
 }
 
 CudaKernel reduceKernelOf(Reduction kind) {
   CudaKernel kernel;
+  kernel.native = true;
   kernel.forward = [kind](const OpDesc &op, const KernelContext &,
                           ExecContext &ctx, const Views &inputs,
                           const Views &outputs, const Views &) {

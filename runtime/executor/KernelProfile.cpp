@@ -423,6 +423,9 @@ std::string profileKernels(const Plan &plan, const std::string &requestsPath,
       std::string err =
           isForward ? timeRuns(backend, options, forward, seconds, runs)
                     : timeRuns(backend, options, backward, seconds, runs);
+      int64_t unused;
+      if (err.empty())
+        err = backend.deferredError(unused);
       if (!err.empty())
         return op.kind() + " (" + op.name() + ", " + phase + "): " + err;
       KernelTiming &t =

@@ -85,6 +85,15 @@ std::string ProgramRunner::prepare() {
       last = instr.kernel_backward().op();
   }
 
+  phaseAt_.assign(n, 0);
+  for (int i = 0, phase = 0; i < n; ++i) {
+    const Instruction &instr = program.instructions(i);
+    if (instr.has_phase() && instr.phase().phase() >= 0 &&
+        instr.phase().phase() < kNumPhases)
+      phase = instr.phase().phase();
+    phaseAt_[i] = phase;
+  }
+
   const int maxTag = comm.maxTag();
   for (int i = 0; i < n; ++i) {
     const Instruction &instr = program.instructions(i);
@@ -303,8 +312,19 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   if (lossScale_.active() && !gradientsChecked_)
     checkGradients();
   const Clock::time_point t0 = Clock::now();
-  // A step ends when its work is done, not when it is queued (cuda).
+  // A step ends when its work is done, not when it is queued (cuda), and
+  // with the errors its kernels found in device values.
   backend.synchronize();
+  int64_t failedAt = -1;
+  if (std::string err = backend.deferredError(failedAt); !err.empty()) {
+    if (failedAt < 0 || failedAt >= program.instructions_size() ||
+        !(program.instructions(failedAt).has_kernel() ||
+          program.instructions(failedAt).has_kernel_backward()))
+      return err + " (end of step " + std::to_string(step) + ")";
+    index_ = static_cast<int>(failedAt);
+    phase_ = phaseAt_[index_];
+    return kernelError(index_, err) + " (" + context() + ")";
+  }
   if (std::string err =
           comm.completeSends("end of step " + std::to_string(step));
       !err.empty())
@@ -615,6 +635,19 @@ ProgramRunner::viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
   return "";
 }
 
+std::string ProgramRunner::kernelError(int index,
+                                       const std::string &status) const {
+  const Instruction &instr = program.instructions(index);
+  const bool forward = instr.has_kernel();
+  const int32_t op =
+      forward ? instr.kernel().op() : instr.kernel_backward().op();
+  const int32_t stage =
+      forward ? instr.kernel().stage() : instr.kernel_backward().stage();
+  return "kernel error in op '" + plan.ops(op).name() + "' (" +
+         (forward ? "forward" : "backward") + ", stage " +
+         std::to_string(stage) + "): " + status;
+}
+
 std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
   const Op &op = plan.ops(k.op());
   if (k.inputs_size() != op.operands_size())
@@ -645,12 +678,11 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
     kinkInputs_.push_back(
         {op.operands(0), inputs[0].lo, inputs[0].hi, std::move(values)});
   }
-  KernelContext ctx{step_, plan.training(), k.stage()};
+  KernelContext ctx{step_, plan.training(), k.stage(), index_};
   std::string status =
       backend.forward(descs[k.op()], ctx, inputs, outputs, scratch);
   if (!status.empty())
-    return "kernel error in op '" + op.name() + "' (forward, stage " +
-           std::to_string(k.stage()) + "): " + status;
+    return kernelError(index_, status);
   return "";
 }
 
@@ -698,12 +730,11 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
       outputs[r].buffer = nullptr;
     }
   kernelKey_ = profileKey(op, "backward", inputs);
-  KernelContext ctx{step_, plan.training(), k.stage()};
+  KernelContext ctx{step_, plan.training(), k.stage(), index_};
   std::string status = backend.backward(descs[k.op()], ctx, inputs, outputs,
                                         outputGrads, inputGrads, scratch);
   if (!status.empty())
-    return "kernel error in op '" + op.name() + "' (backward, stage " +
-           std::to_string(k.stage()) + "): " + status;
+    return kernelError(index_, status);
   return "";
 }
 

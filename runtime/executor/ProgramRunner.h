@@ -181,6 +181,9 @@ private:
                                const Buffer &buffer, const Buffer *result,
                                CollectiveLayout &layout);
   std::string update(const Instruction::Update &u);
+  /// "kernel error in op 'NAME' (forward, stage S): status" for the kernel
+  /// instruction at `index`.
+  std::string kernelError(int index, const std::string &status) const;
   /// Finds, once, where each overlapped all-reduce starts.
   void planOverlap();
   std::string startCollective(int index, double startedAt);
@@ -222,6 +225,8 @@ private:
   std::vector<OpDesc> descs;
   /// Per instruction, the op it serves (the next kernel's, else the last).
   std::vector<int32_t> contextOp;
+  /// Per instruction, the phase it runs in.
+  std::vector<int> phaseAt_;
   std::map<int32_t, Persistent> persistent;
   std::unordered_map<int32_t, Buffer> live;
   std::map<int, CollectiveLayout> layouts;

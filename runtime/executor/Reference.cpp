@@ -179,7 +179,7 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
         !err.empty())
       return err;
     for (int32_t s = 0; s < numStages(desc, plan.training(), false); ++s) {
-      KernelContext ctx{step, plan.training(), s};
+      KernelContext ctx{step, plan.training(), s, op.id()};
       if (std::string status =
               backend.forward(desc, ctx, inputs, outputs, scratch);
           !status.empty())
@@ -230,7 +230,7 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
           !err.empty())
         return err;
       for (int32_t s = 0; s < numStages(descs[o], true, true); ++s) {
-        KernelContext ctx{step, true, s};
+        KernelContext ctx{step, true, s, plan.ops_size() + o};
         if (std::string status =
                 backend.backward(descs[o], ctx, inputs, outputs, outputGrads,
                                  inputGrads, scratch);
@@ -243,8 +243,8 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
             it != partitioned->end())
           if (std::function<float(float)> derivative =
                   kinkedDerivative(descs[o]))
-            followKinks(w, op, derivative, it->second, closeness, values,
-                        grads, r);
+            followKinks(w, op, derivative, it->second, closeness, values, grads,
+                        r);
     }
 
     for (int32_t t = 0; t < numTensors; ++t)
@@ -259,6 +259,17 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
                           state, 1.0 / lossScale))
         return oom;
     }
+  }
+
+  // Errors the kernels found in device values: `instruction` told the op
+  // (forward ops by id, backward ones after them).
+  int64_t at = -1;
+  if (std::string status = backend.deferredError(at); !status.empty()) {
+    const int ops = plan.ops_size();
+    if (at < 0 || at >= 2 * ops)
+      return "reference: " + status;
+    return "reference: kernel error in op '" + plan.ops(at % ops).name() +
+           "' (" + (at < ops ? "forward" : "backward") + "): " + status;
   }
 
   r.values.assign(numTensors, {});

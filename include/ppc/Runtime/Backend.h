@@ -147,6 +147,17 @@ public:
   /// True if any of the first n elements of `buffer` is NaN or infinite.
   virtual bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) = 0;
 
+  /// An error a kernel found in device values after its call returned (a
+  /// label that is not a class, an index outside its table), once the work
+  /// issued so far is done: a backend that queues its work checks such
+  /// values on its device rather than read them back mid-step. "" when none;
+  /// else `instruction` is the KernelContext::instruction of the kernel.
+  /// Clears what it reported: the next call covers later kernels only.
+  virtual std::string deferredError(int64_t &instruction) {
+    instruction = -1;
+    return "";
+  }
+
   /// Marks the work issued so far.
   virtual std::unique_ptr<Event> record() = 0;
   /// Waits for all issued work.

@@ -57,7 +57,14 @@ struct TensorView {
   /// (readsBf16): a backend then passes a bf16 operand unwidened, `data`
   /// null. Null otherwise.
   const uint16_t *bf16 = nullptr;
+  /// The box as a backend stores it, for a backend whose kernels read and
+  /// write every storage type as it is (the cuda backend's); `data` is then
+  /// null. Null otherwise.
+  const void *storage = nullptr;
 
+  /// Whether the view has values (a gradient nobody wants, or a result the
+  /// plan did not keep, has none).
+  bool present() const { return data || bf16 || storage; }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t extent(int64_t d) const { return hi[d] - lo[d]; }
   int64_t numElements() const;
@@ -98,6 +105,10 @@ struct KernelContext {
   int64_t step = 0;
   bool training = true;
   int32_t stage = 0;
+  /// Where the executor issued the kernel (its instruction), for errors a
+  /// backend finds on its device after the call returned
+  /// (Backend::deferredError); -1 outside the executor.
+  int64_t instruction = -1;
 };
 
 /// An empty string on success, else what is wrong ("ppc.conv2d: ...").

@@ -120,8 +120,12 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
       result.tensors.push_back(
           {"operand " + std::to_string(i) + " after the forward",
            readAll(backend, inputs.views[i])});
-  if (!c.backward)
+  if (!c.backward) {
+    backend.synchronize();
+    int64_t instruction;
+    result.error = backend.deferredError(instruction);
     return result;
+  }
 
   Buffers outputGrads;
   for (size_t i = 0; i < op.resultShapes.size(); ++i)
@@ -155,6 +159,8 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
       result.tensors.push_back({"gradient of operand " + std::to_string(i),
                                 readAll(backend, inputGrads.views[i])});
   backend.synchronize();
+  int64_t instruction;
+  result.error = backend.deferredError(instruction);
   return result;
 }
 

@@ -36,6 +36,17 @@ namespace ppc::runtime::test {
 inline KernelContext trainingCtx() { return KernelContext{0, true, 0}; }
 inline KernelContext inferenceCtx() { return KernelContext{0, false, 0}; }
 
+/// `error`, a kernel call's, or where it is "" the error the backend found
+/// in device values once the call's work is done (Backend::deferredError):
+/// what the call reports, sooner or later.
+inline std::string withDeferred(Backend &backend, std::string error) {
+  if (!error.empty())
+    return error;
+  backend.synchronize();
+  int64_t instruction;
+  return backend.deferredError(instruction);
+}
+
 /// The error the op's forward (then backward) reports on `backend` for one
 /// partition, "" if none: the agreement harness only runs cases both
 /// backends accept.
@@ -75,7 +86,8 @@ inline std::string errorOn(Backend &backend, const OpDesc &op,
   KernelContext ctx = context;
   for (int32_t s = 0; s < numStages(op, ctx.training, false); ++s) {
     ctx.stage = s;
-    std::string error = backend.forward(op, ctx, inputs, outputs, scratch);
+    std::string error = withDeferred(
+        backend, backend.forward(op, ctx, inputs, outputs, scratch));
     if (!error.empty())
       return error;
   }
@@ -90,7 +102,8 @@ inline std::string errorOn(Backend &backend, const OpDesc &op,
   for (int32_t s = 0; s < numStages(op, ctx.training, true); ++s) {
     ctx.stage = s;
     std::string error =
-        backend.backward(op, ctx, inputs, outputs, outGrads, grads, scratch);
+        withDeferred(backend, backend.backward(op, ctx, inputs, outputs,
+                                               outGrads, grads, scratch));
     if (!error.empty())
       return error;
   }
@@ -143,10 +156,11 @@ forwardAndBackwardErrorsOn(Backend &backend, const OpDesc &op,
     outputGrads.push_back(view(op.resultShapes[o], p.outputs[o], nullptr));
   }
   std::pair<std::string, std::string> errors;
-  errors.first = backend.forward(op, {}, inputs, outputs, {});
+  errors.first =
+      withDeferred(backend, backend.forward(op, {}, inputs, outputs, {}));
   errors.second =
-      backend.backward(op, {}, inputs, outputs, outputGrads, inputGrads, {});
-  backend.synchronize();
+      withDeferred(backend, backend.backward(op, {}, inputs, outputs,
+                                             outputGrads, inputGrads, {}));
   return errors;
 }
 
