@@ -21,6 +21,18 @@ std::unique_ptr<Communicator> Backend::deviceCommunicator(Communicator &,
   return nullptr;
 }
 
+bool Backend::updateAll(const ppc::planfile::Optimizer &optimizer,
+                        const std::vector<UpdateRequest> &requests,
+                        double gradScale, size_t &failed) {
+  for (failed = 0; failed < requests.size(); ++failed) {
+    const UpdateRequest &r = requests[failed];
+    if (!update(optimizer, *r.weight, r.offset, *r.grad, r.n, *r.state,
+                gradScale, r.rounded))
+      return false;
+  }
+  return true;
+}
+
 namespace {
 
 class CpuBuffer final : public DeviceBuffer {

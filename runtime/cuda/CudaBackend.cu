@@ -190,26 +190,68 @@ void copyRegion(Stream stream, DeviceBox region, DType from, const void *s,
   });
 }
 
-void optimizerKernel(Stream stream, OptimizerCoefficients c, float *w,
-                     DType gradType, const void *grad, int64_t n, float scale,
-                     float *m, float *v, DType roundedType, void *rounded) {
-  launch(stream, n, [=] PPC_HD(int64_t i) {
-    float g = loadAsFloat(gradType, grad, i);
-    if (scale != 1.0f)
-      g *= scale;
-    switch (c.kind) {
-    case OptimizerKind::Momentum:
-      momentumElement(c, w[i], g, m[i]);
-      break;
-    case OptimizerKind::Adam:
-      adamElement(c, w[i], g, m[i], v[i]);
-      break;
-    case OptimizerKind::Sgd:
-      sgdElement(c, w[i], g);
-      break;
-    }
-    if (rounded)
-      storeFromFloat(roundedType, rounded, i, w[i]);
+/// One weight of an optimizer step as its kernel reads it: the float32
+/// master `w`, the gradient as stored, the state slots, and the 16-bit copy
+/// to round into (null: none).
+struct UpdateEntry {
+  float *w = nullptr;
+  const void *grad = nullptr;
+  DType gradType = DType::F32;
+  float *m = nullptr, *v = nullptr;
+  void *rounded = nullptr;
+  DType roundedType = DType::F32;
+  int64_t n = 0;
+
+  bool operator==(const UpdateEntry &o) const {
+    return w == o.w && grad == o.grad && gradType == o.gradType && m == o.m &&
+           v == o.v && rounded == o.rounded && roundedType == o.roundedType &&
+           n == o.n;
+  }
+};
+
+/// Element `i` of an entry's step.
+PPC_HD inline void updateElement(const OptimizerCoefficients &c,
+                                 const UpdateEntry &e, int64_t i, float scale) {
+  float g = loadAsFloat(e.gradType, e.grad, i);
+  if (scale != 1.0f)
+    g *= scale;
+  switch (c.kind) {
+  case OptimizerKind::Momentum:
+    momentumElement(c, e.w[i], g, e.m[i]);
+    break;
+  case OptimizerKind::Adam:
+    adamElement(c, e.w[i], g, e.m[i], e.v[i]);
+    break;
+  case OptimizerKind::Sgd:
+    sgdElement(c, e.w[i], g);
+    break;
+  }
+  if (e.rounded)
+    storeFromFloat(e.roundedType, e.rounded, i, e.w[i]);
+}
+
+/// Elements of one weight each thread block of the multi-tensor step takes.
+constexpr int64_t kUpdateChunk = 4096;
+
+/// A chunk of the multi-tensor step: entry `entry`, elements from `start`.
+struct UpdateChunk {
+  int64_t entry = 0, start = 0;
+  bool operator==(const UpdateChunk &o) const {
+    return entry == o.entry && start == o.start;
+  }
+};
+
+/// The step of every entry in one launch: a thread per element of every
+/// chunk (a weight's last chunk partly idle).
+void multiTensorKernel(Stream stream, OptimizerCoefficients c,
+                       const UpdateEntry *entries, const UpdateChunk *chunks,
+                       int64_t numChunks, float scale) {
+  launch(stream, numChunks * kUpdateChunk, [=] PPC_HD(int64_t i) {
+    const UpdateChunk chunk = chunks[i / kUpdateChunk];
+    const int64_t element = chunk.start + i % kUpdateChunk;
+    const UpdateEntry &e = entries[chunk.entry];
+    if (element < e.n)
+      updateElement(c, e, element, scale);
   });
 }
 
@@ -497,6 +539,96 @@ private:
 };
 #endif
 
+/// An event at the stream's current point.
+std::unique_ptr<Event> recordEvent(Stream stream) {
+#if defined(PPC_CUDA_EMULATION)
+  (void)stream;
+  return std::make_unique<CudaEvent>();
+#else
+  return std::make_unique<CudaEvent>(stream);
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// The multi-tensor optimizer's tables
+//===----------------------------------------------------------------------===//
+
+/// The entries and chunks of multi-tensor steps in device memory: uploaded
+/// (through pinned memory, in stream order) only when they differ from the
+/// ones last uploaded for the same table, which a plan's steps repeat; a
+/// few tables kept at once (one per group of weights stepping together).
+class UpdateTables {
+public:
+  UpdateTables(std::shared_ptr<Allocator> allocator, Stream stream)
+      : allocator(std::move(allocator)), stream(stream) {}
+  ~UpdateTables() {
+    for (Table &t : tables) {
+      if (t.device)
+        allocator->release(t.device, t.capacity);
+      if (t.pinned)
+        pinnedFree(t.pinned);
+    }
+  }
+
+  /// The device copies of `entries` and `chunks` (valid until the next
+  /// call); false when out of memory.
+  bool upload(const std::vector<UpdateEntry> &entries,
+              const std::vector<UpdateChunk> &chunks,
+              const UpdateEntry *&deviceEntries,
+              const UpdateChunk *&deviceChunks) {
+    Table *table = nullptr;
+    for (Table &t : tables)
+      if (t.entries == entries && t.chunks == chunks)
+        table = &t;
+    if (!table) {
+      next = (next + 1) % kTables;
+      table = &tables[next];
+      const size_t entryBytes = entries.size() * sizeof(UpdateEntry);
+      const size_t bytes = entryBytes + chunks.size() * sizeof(UpdateChunk);
+      if (bytes > table->capacity) {
+        if (table->device)
+          allocator->release(table->device, table->capacity);
+        if (table->pinned)
+          pinnedFree(table->pinned);
+        table->device = allocator->allocate(bytes);
+        table->pinned = pinnedAllocate(bytes);
+        table->capacity = table->device && table->pinned ? bytes : 0;
+        if (!table->capacity)
+          return false;
+      }
+      // The pinned copy may still be read by its last upload.
+      if (table->copied)
+        table->copied->wait();
+      std::memcpy(table->pinned, entries.data(), entryBytes);
+      std::memcpy(static_cast<char *>(table->pinned) + entryBytes,
+                  chunks.data(), chunks.size() * sizeof(UpdateChunk));
+      copyIn(stream, table->device, table->pinned, bytes);
+      table->copied = recordEvent(stream);
+      table->entries = entries;
+      table->chunks = chunks;
+    }
+    deviceEntries = static_cast<const UpdateEntry *>(table->device);
+    deviceChunks = reinterpret_cast<const UpdateChunk *>(
+        static_cast<const char *>(table->device) +
+        entries.size() * sizeof(UpdateEntry));
+    return true;
+  }
+
+private:
+  static constexpr size_t kTables = 4;
+  struct Table {
+    std::vector<UpdateEntry> entries;
+    std::vector<UpdateChunk> chunks;
+    void *device = nullptr, *pinned = nullptr;
+    size_t capacity = 0;
+    std::unique_ptr<Event> copied; ///< the end of the last upload
+  };
+  std::shared_ptr<Allocator> allocator;
+  Stream stream;
+  Table tables[kTables];
+  size_t next = 0;
+};
+
 //===----------------------------------------------------------------------===//
 // The backend
 //===----------------------------------------------------------------------===//
@@ -506,7 +638,7 @@ public:
   CudaBackend(Stream stream, std::unique_ptr<Library> library)
       : stream(stream), library(std::move(library)),
         allocator(std::make_shared<Allocator>()), pool(allocator),
-        checks(allocator, stream) {}
+        checks(allocator, stream), updateTables(allocator, stream) {}
   ~CudaBackend() override {
     synchronize();
     if (staging)
@@ -654,24 +786,53 @@ public:
               int64_t offset, const DeviceBuffer &grad, int64_t n,
               DeviceOptimizerState &state, double gradScale,
               DeviceBuffer *rounded) override {
+    size_t failed;
+    return updateAll(optimizer, {{&weight, offset, &grad, n, &state, rounded}},
+                     gradScale, failed);
+  }
+
+  bool updateAll(const ppc::planfile::Optimizer &optimizer,
+                 const std::vector<UpdateRequest> &requests, double gradScale,
+                 size_t &failed) override {
     const int slots = numOptimizerSlots(optimizer);
-    if (static_cast<int>(state.slots.size()) != slots) {
-      state.slots.clear();
-      state.elements = n;
-      for (int s = 0; s < slots; ++s)
-        if (!state.slots.emplace_back(allocate(DType::F32, n)))
-          return false;
+    // Entries grouped by their step number (one set of coefficients each;
+    // every weight of a plan steps together, so one group).
+    std::map<int64_t, std::vector<UpdateEntry>> groups;
+    for (failed = 0; failed < requests.size(); ++failed) {
+      const UpdateRequest &r = requests[failed];
+      DeviceOptimizerState &state = *r.state;
+      if (static_cast<int>(state.slots.size()) != slots) {
+        state.slots.clear();
+        state.elements = r.n;
+        for (int k = 0; k < slots; ++k)
+          if (!state.slots.emplace_back(allocate(DType::F32, r.n)))
+            return false;
+      }
+      UpdateEntry e;
+      e.w = static_cast<float *>(r.weight->at(r.offset));
+      e.grad = r.grad->data();
+      e.gradType = r.grad->dtype();
+      e.m = slots > 0 ? static_cast<float *>(state.slots[0]->data()) : nullptr;
+      e.v = slots > 1 ? static_cast<float *>(state.slots[1]->data()) : nullptr;
+      e.rounded = r.rounded ? r.rounded->at(r.offset) : nullptr;
+      e.roundedType = r.rounded ? r.rounded->dtype() : DType::F32;
+      e.n = r.n;
+      groups[++state.steps].push_back(e);
     }
-    float *m =
-        slots > 0 ? static_cast<float *>(state.slots[0]->data()) : nullptr;
-    float *v =
-        slots > 1 ? static_cast<float *>(state.slots[1]->data()) : nullptr;
-    const OptimizerCoefficients c =
-        optimizerCoefficients(optimizer, ++state.steps);
-    optimizerKernel(stream, c, static_cast<float *>(weight.at(offset)),
-                    grad.dtype(), grad.data(), n, static_cast<float>(gradScale),
-                    m, v, rounded ? rounded->dtype() : DType::F32,
-                    rounded ? rounded->at(offset) : nullptr);
+    for (auto &[steps, entries] : groups) {
+      std::vector<UpdateChunk> chunks;
+      for (size_t k = 0; k < entries.size(); ++k)
+        for (int64_t start = 0; start < entries[k].n; start += kUpdateChunk)
+          chunks.push_back({static_cast<int64_t>(k), start});
+      const UpdateEntry *deviceEntries = nullptr;
+      const UpdateChunk *deviceChunks = nullptr;
+      if (!updateTables.upload(entries, chunks, deviceEntries, deviceChunks))
+        return false;
+      multiTensorKernel(stream, optimizerCoefficients(optimizer, steps),
+                        deviceEntries, deviceChunks,
+                        static_cast<int64_t>(chunks.size()),
+                        static_cast<float>(gradScale));
+    }
     return true;
   }
 
@@ -693,13 +854,7 @@ public:
     return checks.report(instruction);
   }
 
-  std::unique_ptr<Event> record() override {
-#if defined(PPC_CUDA_EMULATION)
-    return std::make_unique<CudaEvent>();
-#else
-    return std::make_unique<CudaEvent>(stream);
-#endif
-  }
+  std::unique_ptr<Event> record() override { return recordEvent(stream); }
   void synchronize() override { waitStream(); }
 
 #if !defined(PPC_CUDA_EMULATION)
@@ -786,6 +941,7 @@ private:
   std::shared_ptr<Allocator> allocator;
   BlockPool pool;
   CheckSlots checks;
+  UpdateTables updateTables;
   void *staging = nullptr;
 #if !defined(PPC_CUDA_EMULATION)
   cudaEvent_t stagingRead = nullptr;

@@ -226,6 +226,9 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     updated_.clear();
   }
   live.clear();
+  pendingOutputs_.clear();
+  pendingUpdates_.clear();
+  pendingUpdateTensors_.clear();
   // The first step runs every collective in place; later ones overlap.
   const bool overlapping = overlap_ && overlapPlanned_;
   const Clock::time_point start = Clock::now();
@@ -315,6 +318,10 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   // A step ends when its work is done, not when it is queued (cuda), and
   // with the errors its kernels found in device values.
   backend.synchronize();
+  outputs_.clear();
+  for (const auto &[tensor, size] : pendingOutputs_)
+    outputs_[tensor] = hostValues(*outputCopies_[tensor], size);
+  pendingOutputs_.clear();
   int64_t failedAt = -1;
   if (std::string err = backend.deferredError(failedAt); !err.empty()) {
     if (failedAt < 0 || failedAt >= program.instructions_size() ||
@@ -775,12 +782,37 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   Persistent &p = it->second;
   // Mixed precision: the model's 16-bit copy of the rows just updated is
   // rounded from the master as it goes.
-  if (!backend.update(plan.optimizer(), *p.master, offset, *g->storage,
-                      g->size(), p.optimizer, unscale,
-                      p.master != p.storage ? p.storage.get() : nullptr))
-    return "out of memory for the optimizer state of '" +
-           tensorName(w->tensor) + "'";
-  return "";
+  Backend::UpdateRequest request;
+  request.weight = p.master.get();
+  request.offset = offset;
+  request.grad = g->storage.get();
+  request.n = g->size();
+  request.state = &p.optimizer;
+  request.rounded = p.master != p.storage ? p.storage.get() : nullptr;
+  pendingUpdates_.push_back(request);
+  pendingUpdateTensors_.push_back(w->tensor);
+  // Consecutive updates run together (one launch on the cuda backend).
+  if (index_ + 1 < program.instructions_size() &&
+      program.instructions(index_ + 1).has_update())
+    return "";
+  return flushUpdates();
+}
+
+std::string ProgramRunner::flushUpdates() {
+  if (pendingUpdates_.empty())
+    return "";
+  size_t failed = 0;
+  const bool done = backend.updateAll(plan.optimizer(), pendingUpdates_,
+                                      1.0 / lossScale_.scale, failed);
+  std::string error;
+  if (!done)
+    error = "out of memory for the optimizer state of '" +
+            tensorName(pendingUpdateTensors_[std::min(
+                failed, pendingUpdateTensors_.size() - 1)]) +
+            "'";
+  pendingUpdates_.clear();
+  pendingUpdateTensors_.clear();
+  return error;
 }
 
 void ProgramRunner::checkGradients() {
@@ -809,7 +841,16 @@ std::string ProgramRunner::output(const Instruction::Output &o) {
   if (b->tensor < 0 || b->grad || b->lo != zero || b->hi != b->shape)
     return "output buffer " + std::to_string(o.buffer()) +
            " does not hold the whole tensor '" + tensorName(b->tensor) + "'";
-  outputs_[b->tensor] = hostValues(*b->storage, b->size());
+  // Kept on the device and read once the step's work is done: no host
+  // read mid-step (the buffer may be freed before then).
+  std::shared_ptr<DeviceBuffer> &kept = outputCopies_[b->tensor];
+  if (!kept || kept->dtype() != b->dtype() || kept->size() < b->size())
+    kept = backend.allocate(b->dtype(), b->size());
+  if (!kept)
+    return "out of memory for output '" + tensorName(b->tensor) + "'";
+  backend.copyBox(b->view(), {kept.get(), 0, b->shape, b->lo, b->hi}, b->lo,
+                  b->hi, /*accumulate=*/false);
+  pendingOutputs_.emplace_back(b->tensor, b->size());
   return "";
 }
 

@@ -181,6 +181,8 @@ private:
                                const Buffer &buffer, const Buffer *result,
                                CollectiveLayout &layout);
   std::string update(const Instruction::Update &u);
+  /// Runs the updates gathered from consecutive Update instructions.
+  std::string flushUpdates();
   /// "kernel error in op 'NAME' (forward, stage S): status" for the kernel
   /// instruction at `index`.
   std::string kernelError(int index, const std::string &status) const;
@@ -233,6 +235,14 @@ private:
   /// Collectives set up so far per group, to match members' instructions.
   std::map<std::vector<int>, int64_t> collectivesRun;
   std::map<int32_t, std::vector<float>> outputs_;
+  /// Device copies of the outputs, read at the end of the step, and the
+  /// outputs recorded in this step.
+  std::map<int32_t, std::shared_ptr<DeviceBuffer>> outputCopies_;
+  std::vector<std::pair<int32_t, int64_t>> pendingOutputs_;
+  /// Updates gathered until the last of a run of Update instructions, and
+  /// the tensors they update.
+  std::vector<Backend::UpdateRequest> pendingUpdates_;
+  std::vector<int32_t> pendingUpdateTensors_;
   std::vector<TraceEvent> trace_;
   bool timeKernels_ = false;
   bool cpuTimeKernels_ = false;

@@ -144,6 +144,23 @@ public:
                       const DeviceBuffer &grad, int64_t n,
                       DeviceOptimizerState &state, double gradScale,
                       DeviceBuffer *rounded = nullptr) = 0;
+  /// One weight's optimizer step, as update() takes it.
+  struct UpdateRequest {
+    DeviceBuffer *weight = nullptr;
+    int64_t offset = 0;
+    const DeviceBuffer *grad = nullptr;
+    int64_t n = 0;
+    DeviceOptimizerState *state = nullptr;
+    DeviceBuffer *rounded = nullptr;
+  };
+  /// The steps of several weights, each as update() would run it, in one
+  /// go where the backend can (the cuda backend: one launch for all, as
+  /// PyTorch's multi-tensor optimizers). False when the device has no room
+  /// for a state; then every weight before `failed` was updated.
+  virtual bool updateAll(const ppc::planfile::Optimizer &optimizer,
+                         const std::vector<UpdateRequest> &requests,
+                         double gradScale, size_t &failed);
+
   /// True if any of the first n elements of `buffer` is NaN or infinite.
   virtual bool anyNonfinite(const DeviceBuffer &buffer, int64_t n) = 0;
 

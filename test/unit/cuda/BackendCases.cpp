@@ -139,6 +139,65 @@ TEST(CudaBackend, OptimizerStepsMatchTheCpuBackend) {
     }
 }
 
+TEST(CudaBackend, UpdatesManyWeightsAsOneStepEach) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  std::string unused;
+  Backend &cuda = *cudaBackendUnderTest(unused);
+  std::unique_ptr<Backend> cpu = createCpuBackend();
+  // Sizes around the multi-tensor step's chunks (4096), grads of two types,
+  // some with a bf16 copy to round into.
+  const std::vector<int64_t> sizes = {1, 4095, 4096, 4097, 9000, 37};
+  ppc::planfile::Optimizer optimizer;
+  optimizer.set_kind(ppc::planfile::Optimizer::ADAM);
+  optimizer.set_learning_rate(0.01);
+  optimizer.set_weight_decay(0.001);
+  std::vector<std::vector<float>> results[2], rounded[2];
+  Backend *backends[2] = {&cuda, cpu.get()};
+  for (int k = 0; k < 2; ++k) {
+    Backend &b = *backends[k];
+    std::vector<std::shared_ptr<DeviceBuffer>> weights, copies;
+    std::vector<DeviceOptimizerState> states(sizes.size());
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      std::vector<float> w = randomValues(sizes[t], 20 + t);
+      weights.push_back(b.allocate(DType::F32, sizes[t]));
+      b.write(*weights.back(), 0, w.data(), sizes[t]);
+      copies.push_back(t % 2 ? b.allocate(DType::BF16, sizes[t]) : nullptr);
+    }
+    for (int step = 0; step < 3; ++step) {
+      // New gradient buffers every step, as a plan allocates them.
+      std::vector<std::shared_ptr<DeviceBuffer>> grads;
+      std::vector<Backend::UpdateRequest> requests;
+      for (size_t t = 0; t < sizes.size(); ++t) {
+        std::vector<float> g = randomValues(sizes[t], 40 + 7 * step + t);
+        grads.push_back(b.allocate(t % 3 ? DType::BF16 : DType::F32, sizes[t]));
+        b.write(*grads.back(), 0, g.data(), sizes[t]);
+        requests.push_back({weights[t].get(), 0, grads.back().get(), sizes[t],
+                            &states[t], copies[t].get()});
+      }
+      size_t failed = 0;
+      ASSERT_TRUE(b.updateAll(optimizer, requests, 0.5, failed));
+    }
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      results[k].emplace_back(sizes[t]);
+      b.read(*weights[t], 0, sizes[t], results[k].back().data());
+      rounded[k].emplace_back(copies[t] ? sizes[t] : 0);
+      if (copies[t])
+        b.read(*copies[t], 0, sizes[t], rounded[k].back().data());
+      EXPECT_EQ(states[t].steps, 3);
+    }
+  }
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    for (int64_t i = 0; i < sizes[t]; ++i)
+      ASSERT_NEAR(results[0][t][i], results[1][t][i],
+                  1e-6 * (1 + std::fabs(results[1][t][i])))
+          << "weight " << t << ", element " << i;
+    int64_t roundingDiffers = 0;
+    for (size_t i = 0; i < rounded[0][t].size(); ++i)
+      roundingDiffers += rounded[0][t][i] != rounded[1][t][i];
+    EXPECT_LE(roundingDiffers, 2) << "weight " << t;
+  }
+}
+
 TEST(CudaBackend, FindsNonfiniteValues) {
   PPC_REQUIRE_CUDA_BACKEND();
   std::string unused;
