@@ -56,7 +56,7 @@ import_of() {
   local model=$1 batch=$2
   if [[ $model == gpt ]]; then
     [[ -f $tmp/gpt-$batch.mlir ]] ||
-      python3 "$root/bench/models.py" gpt --layers 2 --hidden 256 --heads 4 \
+      python3 "$root/bench/models.py" gpt --unfused-attention --layers 2 --hidden 256 --heads 4 \
         --ff 1024 --seq 64 --vocab 2000 --batch "$batch" >"$tmp/gpt-$batch.mlir"
     echo "$opt $tmp/gpt-$batch.mlir"
   elif [[ -f $root/examples/$model.onnx ]]; then

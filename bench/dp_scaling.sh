@@ -25,7 +25,7 @@ for size in $sizes; do
       dgx-h100x*) gpus=$((8 * ${machine#dgx-h100x})) ;;
       *) gpus=8 ;;
     esac
-    python3 "$root/bench/models.py" gpt --size "$size" --batch $((2 * gpus)) \
+    python3 "$root/bench/models.py" gpt --unfused-attention --size "$size" --batch $((2 * gpus)) \
       --dtype bf16 >"$tmp/m.mlir"
     "$build/bin/ppc-opt" "$tmp/m.mlir" --ppc-attach-machine=machine="$machine" \
       --ppc-search="algorithm=dp budget=$budget optimizer=adam progress=on" \

@@ -20,11 +20,16 @@ cache where one copy would fit in it. Sections (all written to one JSON):
              backends, forward and forward+backward
   loss       cross-entropy over a 131,072-word vocabulary, 4,096 tokens
   launch     one tiny kernel per launch: in a graph and eagerly
-  gpt        a GPT of the bench's layer structure (bench/models.py gpt
-             --fused-attention: separate q/k/v linears, fused causal
-             attention, 4h GELU feed-forward, untied head, no loss),
-             PyTorch eager, bf16: forward+backward of one micro-batch, and
-             a fused Adam update of fp32 master weights of the same count
+  gpt        a GPT of the bench's layer structure (bench/models.py gpt:
+             separate q/k/v linears, fused causal attention, 4h GELU
+             feed-forward, untied head, no loss), PyTorch eager, bf16:
+             forward+backward of one micro-batch, and a fused Adam update
+             of fp32 master weights of the same count
+  step       (not run by default) the whole training step of gpu-check.sh's
+             GPT (--step-shape) three ways: bf16 weights with matmul/
+             softmax/matmul attention, autocast with SDPA and fused Adam,
+             torch.compile of that; scripts/gpu-check.sh sets ppc-run's
+             step beside them
 
 The numbers feed docs/simulator.md (device models) and the H100 preset.
 """
@@ -255,9 +260,14 @@ def section_launch():
 
 
 class Layer(torch.nn.Module):
-    def __init__(self, h, heads):
+    """attention: "sdpa" (scaled_dot_product_attention, causal) or
+    "matmul" (matmul, softmax, matmul without a mask: the graph of
+    bench/models.py --unfused-attention)."""
+
+    def __init__(self, h, heads, attention="sdpa"):
         super().__init__()
         self.heads = heads
+        self.attention = attention
         self.ln1 = torch.nn.LayerNorm(h)
         self.q = torch.nn.Linear(h, h)
         self.k = torch.nn.Linear(h, h)
@@ -273,18 +283,22 @@ class Layer(torch.nn.Module):
 
         def split(t):
             return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
-        c = F.scaled_dot_product_attention(split(self.q(y)), split(self.k(y)),
-                                           split(self.v(y)), is_causal=True)
+        q, k, v = split(self.q(y)), split(self.k(y)), split(self.v(y))
+        if self.attention == "sdpa":
+            c = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = torch.matmul(q, k.transpose(-2, -1)) * (h // self.heads) ** -0.5
+            c = torch.matmul(torch.softmax(scores, dim=-1), v)
         x = x + self.o(c.transpose(1, 2).reshape(b, s, h))
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
 
 class Gpt(torch.nn.Module):
-    def __init__(self, layers, h, heads, seq, vocab):
+    def __init__(self, layers, h, heads, seq, vocab, attention="sdpa"):
         super().__init__()
         self.embed = torch.nn.Embedding(vocab, h)
         self.pos = torch.nn.Parameter(torch.randn(seq, h) * 0.02)
-        self.layers = torch.nn.ModuleList(Layer(h, heads)
+        self.layers = torch.nn.ModuleList(Layer(h, heads, attention)
                                           for _ in range(layers))
         self.ln = torch.nn.LayerNorm(h)
         self.head = torch.nn.Linear(h, vocab)
@@ -343,12 +357,68 @@ def section_gpt(quick):
     return rows
 
 
+def train_step_time(model, tokens, labels, optimizer, autocast, steps=10):
+    """Median seconds of one training step (forward, mean cross-entropy over
+    the tokens, backward, optimizer step), after warm-up."""
+    vocab = model.head.out_features
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(tokens)
+            loss = F.cross_entropy(logits.reshape(-1, vocab).float()
+                                   if autocast else logits.reshape(-1, vocab),
+                                   labels.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return event_time(step, reps=steps, warm=3)
+
+
+def section_step(shape):
+    """The training step of scripts/gpu-check.sh's GPT (bench/models.py gpt:
+    separate q/k/v linears, GELU feed-forward of 4h, untied head, mean
+    softmax cross-entropy over the tokens, Adam) in PyTorch, the ways a
+    user would write it: weights in bf16 with attention as matmul, softmax,
+    matmul (the graph of --unfused-attention); autocast to bf16 with
+    scaled_dot_product_attention and fused Adam; torch.compile of that."""
+    layers, h, heads, seq, vocab, batch = shape
+    tokens = torch.randint(0, vocab, (batch, seq), device=DEV)
+    labels = torch.randint(0, vocab, (batch, seq), device=DEV)
+    rows = []
+    for name in ("bf16-matmul-attention", "autocast-sdpa", "compile-sdpa"):
+        torch.manual_seed(0)
+        try:
+            attention = "matmul" if name == "bf16-matmul-attention" else "sdpa"
+            model = Gpt(layers, h, heads, seq, vocab, attention).to(DEV)
+            if name == "bf16-matmul-attention":
+                model = model.to(torch.bfloat16)
+                optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+            else:
+                optimizer = torch.optim.Adam(model.parameters(), lr=1e-4,
+                                             fused=True)
+            if name == "compile-sdpa":
+                model = torch.compile(model)
+            seconds = train_step_time(model, tokens, labels, optimizer,
+                                      autocast=name != "bf16-matmul-attention")
+            rows.append({"variant": name, "step_s": seconds,
+                         "tokens_per_s": batch * seq / seconds})
+            log("step %s: %.1f ms" % (name, seconds * 1e3))
+        except Exception as e:  # the others still count
+            rows.append({"variant": name, "error": repr(e)[:300]})
+        model = optimizer = None
+        torch.cuda.empty_cache()
+    return {"layers": layers, "hidden": h, "heads": heads, "seq": seq,
+            "vocab": vocab, "batch": batch, "variants": rows}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sections",
                     default="launch,stream,attention,loss,gemm,gpt")
+    ap.add_argument("--step-shape", default="12,768,12,1024,50304,8",
+                    help="step section: layers,hidden,heads,seq,vocab,batch")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("gpu_microbench: no CUDA device visible to PyTorch")
@@ -362,9 +432,10 @@ def main():
     for name in a.sections.split(","):
         t0 = time.time()
         try:
-            result[name] = globals()["section_" + name](*(
-                [a.quick] if name in ("gemm", "stream", "attention", "gpt")
-                else []))
+            args = ([a.quick] if name in ("gemm", "stream", "attention", "gpt")
+                    else [tuple(int(v) for v in a.step_shape.split(","))]
+                    if name == "step" else [])
+            result[name] = globals()["section_" + name](*args)
         except Exception as e:  # keep what the other sections measured
             result[name] = {"error": repr(e)[:500]}
         log("%s: %.1f s" % (name, time.time() - t0))

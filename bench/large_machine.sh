@@ -31,7 +31,7 @@ PY
 }
 
 gpt() {
-  python3 "$root/bench/models.py" gpt --seq 2048 --vocab 51200 \
+  python3 "$root/bench/models.py" gpt --unfused-attention --seq 2048 --vocab 51200 \
     --dropout 0.1 --dtype f16 "$@"
 }
 

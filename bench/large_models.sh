@@ -27,7 +27,7 @@ for size in $sizes; do
     n=$(devices_of "$machine")
     batch=$((per_gpu * n))
     model="$tmp/gpt-$size-b$batch.mlir"
-    [ -f "$model" ] || python3 "$root/bench/models.py" gpt --size "$size" \
+    [ -f "$model" ] || python3 "$root/bench/models.py" gpt --unfused-attention --size "$size" \
       --batch "$batch" --dtype bf16 > "$model"
     report="$tmp/report-$size-$machine"
     start=$(date +%s.%N)

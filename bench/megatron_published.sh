@@ -113,7 +113,7 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   # forces --accumulate-allreduce-grads-in-fp32 with --bf16).
   # The A100 papers' Megatron-LM all-reduced gradients after the backward
   # (its local DDP; --overlap-grad-reduce came with Megatron-Core).
-  fused="" overlap="overlap=false"
+  fused=--unfused-attention overlap="overlap=false"
   if [ "$suite" = h100 ]; then
     fused=--fused-attention
     overlap="overlap-param-gather=true tp-comm-overlap=true fp32-gradients=true grad-bucket-bytes=$((4 * 1000000 * (gpus / (tp * pp) > 40 ? gpus / (tp * pp) : 40)))"

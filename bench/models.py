@@ -626,10 +626,16 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="gpt/bert/transformer: dropout after the attention "
                     "probabilities and both sublayers (Megatron-LM's 0.1)")
-    ap.add_argument("--fused-attention", action="store_true",
+    ap.add_argument("--fused-attention", dest="fused_attention",
+                    action="store_true", default=True,
                     help="gpt/bert/transformer: the attention core as one "
                     "fused ppc.attention (FlashAttention-style; causal for "
-                    "gpt) instead of matmul, softmax, dropout, matmul")
+                    "gpt), the default")
+    ap.add_argument("--unfused-attention", dest="fused_attention",
+                    action="store_false",
+                    help="gpt/bert/transformer: the attention core as "
+                    "matmul, softmax, dropout, matmul (a decoder's causal "
+                    "mask left out: it changes no shape)")
     ap.add_argument("--fused-qkv", action="store_true",
                     help="gpt/bert/transformer: q, k and v from one linear "
                     "layer (Megatron-LM's query_key_value), split per head")

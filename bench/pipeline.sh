@@ -50,7 +50,7 @@ for row in $rows; do
   n=$(devices_of "$machine")
   batch=$((per_gpu * n))
   model="$tmp/gpt-$size-b$batch.mlir"
-  python3 "$root/bench/models.py" gpt --size "$size" --batch "$batch" --dtype bf16 > "$model"
+  python3 "$root/bench/models.py" gpt --size "$size" --unfused-attention --batch "$batch" --dtype bf16 > "$model"
   read -r meg_ms meg_s meg_text < <(search "$model" "$machine" \
     "algorithm=pipeline stages=$pp stage-baseline=megatron-sp-distopt-selective")
   read -r pipe_ms pipe_s pipe_text < <(search "$model" "$machine" "algorithm=pipeline budget=600s")

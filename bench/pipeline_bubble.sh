@@ -23,7 +23,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run=(mpirun --allow-run-as-root --oversubscribe -np "$stages" "$build/bin/ppc-run")
 
-python3 "$root/bench/models.py" gpt --layers 4 --hidden "${HIDDEN:-256}" \
+python3 "$root/bench/models.py" gpt --unfused-attention --layers 4 --hidden "${HIDDEN:-256}" \
   --heads 4 --seq "${SEQ:-64}" --vocab 1000 --batch "${BATCH:-16}" > "$tmp/gpt.mlir"
 opt() { "$build/bin/ppc-opt" "$tmp/gpt.mlir" "$@"; }
 opt --ppc-auto-parallel="machine=cpux$stages search=data-parallel strategy-out=$tmp/dp.json" \

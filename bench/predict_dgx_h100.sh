@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 printf "%-22s %-14s %12s %16s %18s\n" model strategy "iteration ms" "samples/s" "device 0 memory"
 for dtype in f32 bf16; do
   python3 "$root/bench/models.py" resnet50 --batch 256 --dtype $dtype > "$tmp/resnet50-$dtype.mlir"
-  python3 "$root/bench/models.py" bert --layers 24 --batch 32 --seq 512 --dtype $dtype > "$tmp/bert-large-$dtype.mlir"
+  python3 "$root/bench/models.py" bert --unfused-attention --layers 24 --batch 32 --seq 512 --dtype $dtype > "$tmp/bert-large-$dtype.mlir"
 done
 for model in resnet50-f32 resnet50-bf16 bert-large-f32 bert-large-bf16; do
   declare -A ms

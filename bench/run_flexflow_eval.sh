@@ -32,7 +32,7 @@ for model in $models; do
     esac
     batch=$((per_gpu * devices))
     [[ $batch_mode == global ]] && batch=$per_gpu
-    python3 "$root/bench/models.py" "$model" --batch "$batch" > "$tmp/$model.mlir"
+    python3 "$root/bench/models.py" "$model" --batch "$batch" --unfused-attention > "$tmp/$model.mlir"
     "$build/bin/ppc-search-bench" "$tmp/$model.mlir" --machines="$machine" \
       --label="$model (batch $batch)" --seconds="$seconds" \
       --search-threads="$threads" --header=$header

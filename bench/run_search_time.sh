@@ -15,7 +15,7 @@ threads=${THREADS:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$root/bench/models.py" resnet101 --batch 4096 > "$tmp/resnet101.mlir"
-python3 "$root/bench/models.py" bert --layers 24 --batch 256 > "$tmp/bert-large.mlir"
+python3 "$root/bench/models.py" bert --unfused-attention --layers 24 --batch 256 > "$tmp/bert-large.mlir"
 "$build/bin/ppc-search-bench" "$tmp/resnet101.mlir" --machines="$machines" \
   --label="ResNet-101 (batch 4096)" --seconds="$seconds" --search-threads="$threads"
 "$build/bin/ppc-search-bench" "$tmp/bert-large.mlir" --machines="$machines" \

@@ -8,7 +8,7 @@ build=${1:-${PPC_BUILD_DIR:-$root/build}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for layers in 1 13 45; do
-  python3 "$root/bench/models.py" bert --layers "$layers" > "$tmp/bert-$layers-layers.mlir"
+  python3 "$root/bench/models.py" bert --unfused-attention --layers "$layers" > "$tmp/bert-$layers-layers.mlir"
 done
 first=1
 for layers in 1 13 45; do

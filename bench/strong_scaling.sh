@@ -35,7 +35,7 @@ echo "| model (global batch) | machine | data parallel ms | one weird trick ms |
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for model in $models; do
   for batch in $batches; do
-    python3 "$root/bench/models.py" "$model" --batch "$batch" >"$tmp/m.mlir"
+    python3 "$root/bench/models.py" "$model" --batch "$batch" --unfused-attention >"$tmp/m.mlir"
     for machine in $machines; do
       read -r dp_ms _ < <(search "$tmp/m.mlir" "$machine" "algorithm=data-parallel")
       read -r owt_ms _ < <(search "$tmp/m.mlir" "$machine" "algorithm=one-weird-trick")

@@ -77,7 +77,7 @@ verifyCases=(mlp cnn transformer gpt4 gpt4-bf16)
 # The plans of 4 and 6 (ppc-opt): PLANS/NAME-npR.pb and PLANS/{resnet,gpt}.pb.
 makePlans() {
   mkdir -p "$plans"
-  python3 "$root/bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
+  python3 "$root/bench/models.py" gpt --layers 4 --unfused-attention --hidden 64 --heads 4 \
     --seq 32 --vocab 200 --batch 8 >"$plans/gpt4.mlir"
   local ranks name machine
   for ranks in 1 2; do

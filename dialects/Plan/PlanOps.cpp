@@ -461,6 +461,11 @@ LogicalResult KernelBackwardOp::verify() {
     return emitOpError() << "has " << getInputGrads().size()
                          << " input_grads but grad_mask has " << numTrue
                          << " true entries";
+  if (std::optional<ArrayRef<bool>> overwrite = getOverwrite();
+      overwrite && overwrite->size() != getInputGrads().size())
+    return emitOpError() << "has " << overwrite->size()
+                         << " overwrite entries for " << getInputGrads().size()
+                         << " input_grads";
   return success();
 }
 

@@ -350,8 +350,7 @@ private:
   /// Per (rank, micro-batch): the last op of the rank's forward of it, and
   /// the ops later stages' backwards emitted for its backward of it.
   std::map<std::pair<int64_t, int64_t>, Operation *> forwardEnd;
-  std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>>
-      backwardQueue;
+  std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>> backwardQueue;
   /// Per rank, its device group: the first stage on its submesh (its other
   /// stages, if interleaved, follow every numGroups); -1 off the pipeline.
   std::vector<int64_t> groupOfRank;
@@ -386,7 +385,7 @@ Value PlanEmitter::alloc(int64_t rank, StringRef tensor, const Box &box,
       at(rank), loc, plan::BufferType::get(context),
       FlatSymbolRefAttr::get(context, tensor), loAttr(box), hiAttr(box),
       grad ? UnitAttr::get(context) : UnitAttr(),
-      staging ? UnitAttr::get(context) : UnitAttr());
+      staging ? UnitAttr::get(context) : UnitAttr(), UnitAttr());
   return buffer;
 }
 
@@ -397,7 +396,7 @@ Value PlanEmitter::allocScratch(int64_t rank,
     box.push_back({0, size});
   Value buffer = plan::AllocOp::create(
       at(rank), loc, plan::BufferType::get(context), FlatSymbolRefAttr(),
-      loAttr(box), hiAttr(box), UnitAttr(), UnitAttr());
+      loAttr(box), hiAttr(box), UnitAttr(), UnitAttr(), UnitAttr());
   keepForStep(rank, buffer);
   return buffer;
 }
@@ -990,9 +989,10 @@ PlanEmitter::allocStageScratch(int64_t k, bool backward) {
   if (!staged)
     return buffers;
   for (int64_t p = 0; p < layout.numInstances(); ++p)
-    for (const StageScratch &one : backward ? staged->backward : staged->forward)
-      buffers[p].push_back(
-          allocScratch(layout.devices[p], staged->shapeOf(one, layout.iter[p])));
+    for (const StageScratch &one :
+         backward ? staged->backward : staged->forward)
+      buffers[p].push_back(allocScratch(layout.devices[p],
+                                        staged->shapeOf(one, layout.iter[p])));
   return buffers;
 }
 
@@ -1006,8 +1006,7 @@ void PlanEmitter::runStages(int64_t k, bool backward,
   }
   const std::vector<StageScratch> &pass =
       backward ? staged->backward : staged->forward;
-  int32_t numStages =
-      backward ? staged->backwardStages : staged->forwardStages;
+  int32_t numStages = backward ? staged->backwardStages : staged->forwardStages;
   for (int32_t stage = 0; stage < numStages; ++stage) {
     emitStage(stage);
     for (auto [i, one] : llvm::enumerate(pass)) {
@@ -1351,12 +1350,12 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   for (int64_t p = 0; p < numParts; ++p)
     passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
   runStages(k, /*backward=*/true, backwardScratch, [&](int64_t stage) {
-              for (int64_t p = 0; p < numParts; ++p)
-                plan::KernelBackwardOp::create(
-                    at(layout.devices[p]), loc, opSym,
-                    builder.getI64IntegerAttr(stage), mask, ins[p], outs[p],
-                    outGrads[p], inGrads[p], passed[p]);
-            });
+    for (int64_t p = 0; p < numParts; ++p)
+      plan::KernelBackwardOp::create(at(layout.devices[p]), loc, opSym,
+                                     builder.getI64IntegerAttr(stage), mask,
+                                     ins[p], outs[p], outGrads[p], inGrads[p],
+                                     passed[p], DenseBoolArrayAttr());
+  });
 
   freeGatheredWeights(k);
   // Each operand gradient goes along its routes, as one exchange.
@@ -1618,8 +1617,8 @@ void PlanEmitter::gatherPipelinedOutputs(int64_t k) {
     const OpLayout &layout = parts.layouts[k];
     gatherFrom(
         layout.heldBoxes[r], layout.devices,
-        [&](int64_t q) { return held[k][r][q]; }, output.first,
-        output.second, geometry::wholeBox(shapeOf(value)), nullptr, nullptr,
+        [&](int64_t q) { return held[k][r][q]; }, output.first, output.second,
+        geometry::wholeBox(shapeOf(value)), nullptr, nullptr,
         /*accumulate=*/true);
   }
 }
@@ -1630,8 +1629,7 @@ void PlanEmitter::emitPipelinedOutputs() {
     auto [rank, buffer] = output;
     if (rank != 0) {
       Box whole = geometry::wholeBox(shapeOf(value));
-      Value onZero =
-          alloc(0, tensorOf[stripParallelOps(value)], whole, false);
+      Value onZero = alloc(0, tensorOf[stripParallelOps(value)], whole, false);
       keepForStep(0, onZero);
       transfer(rank, buffer, 0, onZero, whole, /*accumulate=*/false);
       buffer = onZero;
@@ -1718,8 +1716,7 @@ LogicalResult PlanEmitter::emitSchedule() {
   microBatches.assign(m, MicroBatchState());
   for (int64_t j = 0; j < m; ++j) {
     MicroBatchState &state = microBatches[j];
-    state.layouts =
-        pipeline.enabled() ? parts.microLayouts[j] : parts.layouts;
+    state.layouts = pipeline.enabled() ? parts.microLayouts[j] : parts.layouts;
     state.results.resize(numOps);
     state.resultGrads.resize(numOps);
     state.held.resize(numOps);
@@ -1826,10 +1823,10 @@ LogicalResult PlanEmitter::emitTask(PipelineTask task) {
       continue;
     Block &block = blockOf(rank);
     std::vector<Operation *> foreign;
-    for (Operation &op : llvm::make_range(
-             before[rank] ? std::next(before[rank]->getIterator())
-                          : block.begin(),
-             block.end()))
+    for (Operation &op :
+         llvm::make_range(before[rank] ? std::next(before[rank]->getIterator())
+                                       : block.begin(),
+                          block.end()))
       foreign.push_back(&op);
     for (Operation *op : foreign) {
       if (task.forward) {
@@ -1909,7 +1906,8 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
       top, func.getLoc(), top.getI64IntegerAttr(runtime::kPlanVersion),
       top.getI64IntegerAttr(numRanks), top.getStringAttr(parts.machineName),
       top.getStringAttr(parts.machineName), top.getStringAttr(strategyJson),
-      top.getI64IntegerAttr(batch), optimizer, FlatSymbolRefAttr());
+      top.getI64IntegerAttr(batch), optimizer, FlatSymbolRefAttr(),
+      top.getF64FloatAttr(sim::modelFlops(parts.graph)));
   Block *body = new Block();
   planOp.getBody().push_back(body);
   builder.setInsertionPointToEnd(body);

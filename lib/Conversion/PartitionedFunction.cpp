@@ -68,12 +68,11 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
   FailureOr<sim::Pipeline> pipeline = readPipeline(func);
   if (failed(pipeline))
     return failure();
-  if (std::string problem =
-          sim::checkPipeline(result.graph, result.strategy, *pipeline,
-                             result.numDevices);
+  if (std::string problem = sim::checkPipeline(result.graph, result.strategy,
+                                               *pipeline, result.numDevices);
       !problem.empty())
-    return func.emitError() << "cannot partition @" << func.getSymName()
-                            << ": " << problem;
+    return func.emitError()
+           << "cannot partition @" << func.getSymName() << ": " << problem;
   result.pipeline = *pipeline;
   if (pipeline->enabled())
     for (int64_t j = 0; j < pipeline->microbatches; ++j) {
@@ -81,8 +80,7 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
           result.microLayouts.emplace_back();
       for (auto [index, simOp] : llvm::enumerate(result.graph.ops))
         layouts.push_back(geometry::computeLayout(
-            simOp.space, result.strategy[index],
-            {pipeline->microbatches, j}));
+            simOp.space, result.strategy[index], {pipeline->microbatches, j}));
     }
   return result;
 }

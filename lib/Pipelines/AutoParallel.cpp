@@ -105,6 +105,7 @@ void ppc::buildLowerToPlanPipeline(OpPassManager &pm,
   partition.learningRate = options.learningRate;
   partition.unassigned = unassigned;
   pm.addPass(createPartitionToPlan(partition));
+  pm.addPass(createElideZeroFills());
   if (!options.plan.empty()) {
     ExportPlanOptions exportOptions;
     exportOptions.file = options.plan;

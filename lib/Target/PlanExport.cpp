@@ -278,6 +278,8 @@ public:
     machine->set_description(plan.getMachineDescription().str());
     message.set_strategy_json(plan.getStrategy().str());
     message.set_batch_size(plan.getBatchSizeAttr().getInt());
+    if (FloatAttr flops = plan.getModelFlopsAttr())
+      message.set_model_flops(flops.getValueAsDouble());
     if (DictionaryAttr optimizer = plan.getOptimizerAttr()) {
       message.set_training(true);
       exportOptimizer(optimizer, *message.mutable_optimizer());
@@ -453,6 +455,7 @@ private:
           b->set_id(id);
           b->set_grad(alloc.getGrad());
           b->set_staging(alloc.getStaging());
+          out.mutable_alloc()->set_uninitialized(alloc.getUninitialized());
           setBox(*b->mutable_box(), alloc.getLo(), alloc.getHi());
           if (FlatSymbolRefAttr tensor = alloc.getTensorAttr()) {
             FailureOr<int32_t> t = tensorId(alloc, tensor);
@@ -563,15 +566,20 @@ private:
             return failure();
           // One entry per operand of the op: -1 where it needs no gradient.
           ValueRange grads = kernel.getInputGrads();
+          std::optional<ArrayRef<bool>> overwrite = kernel.getOverwrite();
           size_t next = 0;
           for (bool needed : kernel.getGradMask()) {
             if (!needed) {
               k->add_input_grads(-1);
+              if (overwrite)
+                k->add_overwrite(false);
               continue;
             }
             if (next >= grads.size())
               return kernel.emitOpError()
                      << "grad_mask has more true entries than input_grads";
+            if (overwrite)
+              k->add_overwrite(next < overwrite->size() && (*overwrite)[next]);
             FailureOr<int32_t> g = bufferId(op, grads[next++]);
             if (failed(g))
               return failure();
@@ -677,7 +685,10 @@ public:
         builder.getStringAttr(message.machine().description()),
         builder.getStringAttr(message.strategy_json()),
         builder.getI64IntegerAttr(message.batch_size()), optimizer,
-        FlatSymbolRefAttr());
+        FlatSymbolRefAttr(),
+        message.model_flops() > 0
+            ? builder.getF64FloatAttr(message.model_flops())
+            : FloatAttr());
     builder.setInsertionPointToEnd(&planOp.getBody().emplaceBlock());
 
     // Symbol names first: tensors and ops share the plan's symbol table.
@@ -938,7 +949,8 @@ private:
       buffers[b.id()] = plan::AllocOp::create(
           builder, loc, bufferType, tensor, lo, hi,
           b.grad() ? builder.getUnitAttr() : UnitAttr(),
-          b.staging() ? builder.getUnitAttr() : UnitAttr());
+          b.staging() ? builder.getUnitAttr() : UnitAttr(),
+          instr.alloc().uninitialized() ? builder.getUnitAttr() : UnitAttr());
       return success();
     }
     case I::kFree: {
@@ -1034,9 +1046,14 @@ private:
           failed(outputGrads) || failed(scratch))
         return failure();
       // -1 entries become false mask entries without a buffer.
-      SmallVector<bool> mask;
+      if (k.overwrite_size() != 0 && k.overwrite_size() != k.input_grads_size())
+        return error() << "kernel_backward has " << k.overwrite_size()
+                       << " overwrite entries for " << k.input_grads_size()
+                       << " input_grads";
+      SmallVector<bool> mask, overwrite;
       SmallVector<Value> inputGrads;
-      for (int32_t id : k.input_grads()) {
+      for (int i = 0; i < k.input_grads_size(); ++i) {
+        const int32_t id = k.input_grads(i);
         mask.push_back(id >= 0);
         if (id < 0)
           continue;
@@ -1044,11 +1061,14 @@ private:
         if (failed(g))
           return failure();
         inputGrads.push_back(*g);
+        overwrite.push_back(k.overwrite_size() != 0 && k.overwrite(i));
       }
       plan::KernelBackwardOp::create(
           builder, loc, *op, builder.getI64IntegerAttr(k.stage()),
           builder.getDenseBoolArrayAttr(mask), *inputs, *outputs, *outputGrads,
-          inputGrads, *scratch);
+          inputGrads, *scratch,
+          k.overwrite_size() != 0 ? builder.getDenseBoolArrayAttr(overwrite)
+                                  : DenseBoolArrayAttr());
       return success();
     }
     case I::kCollective: {

@@ -246,10 +246,12 @@ PPC_HD inline void softmaxStridedLine(In x, Out y, int64_t size, int64_t step,
 }
 
 /// The gradient of one line (`size` elements `step` apart) from the result
-/// y: softmax dx += y * (dy - sum dy * y); log_softmax dx += dy - e^y sum dy.
+/// y: softmax dx += y * (dy - sum dy * y); log_softmax dx += dy - e^y sum dy
+/// (dx = ... where `overwrite`).
 template <typename In, typename Out>
 PPC_HD inline void softmaxGradLine(In y, In dy, Out dx, int64_t size,
-                                   int64_t step, bool isLog) {
+                                   int64_t step, bool isLog,
+                                   bool overwrite = false) {
   double sum = 0;
   for (int64_t k = 0; k < size; ++k) {
     const int64_t at = k * step;
@@ -258,9 +260,13 @@ PPC_HD inline void softmaxGradLine(In y, In dy, Out dx, int64_t size,
   }
   for (int64_t k = 0; k < size; ++k) {
     const int64_t at = k * step;
-    dx[at] += static_cast<float>(
+    const float value = static_cast<float>(
         isLog ? dy[at] - static_cast<double>(::expf(y[at])) * sum
               : y[at] * (dy[at] - sum));
+    if (overwrite)
+      dx[at] = value;
+    else
+      dx[at] += value;
   }
 }
 

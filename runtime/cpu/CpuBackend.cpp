@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 
 namespace ppc::runtime {
@@ -172,6 +173,7 @@ private:
 
 class CpuBackend final : public Backend {
 public:
+  explicit CpuBackend(bool poison) : poison(poison) {}
   const char *name() const override { return "cpu"; }
 
   std::shared_ptr<DeviceBuffer> allocate(DType dtype, int64_t n) override {
@@ -181,6 +183,18 @@ public:
     if (!data)
       return nullptr;
     return std::make_shared<CpuBuffer>(dtype, n, data);
+  }
+
+  std::shared_ptr<DeviceBuffer> allocateUninitialized(DType dtype,
+                                                      int64_t n) override {
+    n = std::max<int64_t>(n, 1);
+    void *data = std::malloc(static_cast<size_t>(n) * dtypeBytes(dtype));
+    if (!data)
+      return nullptr;
+    auto buffer = std::make_shared<CpuBuffer>(dtype, n, data);
+    if (poison)
+      poisonBuffer(*buffer);
+    return buffer;
   }
 
   void fill(DeviceBuffer &buffer, double value) override {
@@ -284,6 +298,7 @@ public:
                        const std::vector<DeviceView> &outputGrads,
                        const std::vector<DeviceView> &inputGrads,
                        const std::vector<DeviceView> &scratch) override {
+    zeroOverwritten(inputGrads);
     const bool asBf16 = readsBf16(op);
     KernelViews in(pool, inputs, true, asBf16),
         out(pool, outputs, true, asBf16),
@@ -371,7 +386,27 @@ public:
   void synchronize() override {}
 
 private:
+  /// NaN in every element (integers: the most negative value).
+  void poisonBuffer(DeviceBuffer &buffer) {
+    if (buffer.dtype() == DType::I64)
+      std::fill_n(static_cast<int64_t *>(buffer.data()), buffer.size(),
+                  std::numeric_limits<int64_t>::min());
+    else
+      fill(buffer, std::numeric_limits<double>::quiet_NaN());
+  }
+
+  /// Zeroes the input gradients a backward kernel overwrites: the cpu
+  /// kernels add into theirs, so adding into zeros writes them.
+  static void zeroOverwritten(const std::vector<DeviceView> &grads) {
+    for (const DeviceView &g : grads)
+      if (g.overwrite && g.buffer)
+        std::memset(g.buffer->at(g.offset), 0,
+                    static_cast<size_t>(g.numElements()) *
+                        dtypeBytes(g.buffer->dtype()));
+  }
+
   WideningPool pool;
+  bool poison;
 };
 
 } // namespace
@@ -384,7 +419,7 @@ float *cpuFloats(const DeviceBuffer &buffer, int64_t offset) {
 std::unique_ptr<Backend> createCpuBackend(const BackendOptions &options) {
   setKernelThreads(std::max(1, options.threads)); // checked by the caller
   setLibraryKernels(!options.referenceKernels);
-  return std::make_unique<CpuBackend>();
+  return std::make_unique<CpuBackend>(options.poisonUninitialized);
 }
 
 } // namespace ppc::runtime

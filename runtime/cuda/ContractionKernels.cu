@@ -25,6 +25,8 @@
 #include "ppc/Runtime/Boxes.h"
 #include "ppc/Runtime/DType.h"
 
+#include <set>
+
 namespace ppc::runtime::cuda {
 
 namespace {
@@ -246,6 +248,22 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
                    : 1;
   const bool batched = batches > 1 && strideY >= 0 && strideA >= 0 &&
                        strideB >= 0 && strideDA > 0 && strideDB > 0;
+  // A gradient the kernel overwrites: the first GEMM into each of its
+  // matrices writes (beta 0), where those matrices fill its view.
+  std::set<int64_t> matricesA, matricesB;
+  forEachBatchRun(
+      r.batchLo, r.batchHi, false,
+      [&](const std::vector<int64_t> &batch, int64_t) {
+        if (dA.present())
+          matricesA.insert(matrixOffset(lhsGrad, dA, batch, r.mLo, r.kLo));
+        if (dB.present())
+          matricesB.insert(matrixOffset(rhsGrad, dB, batch, r.kLo, r.nLo));
+      });
+  const bool setA = writesGradient(
+      ctx, dA, static_cast<int64_t>(matricesA.size()) * m * k == dA.count());
+  const bool setB = writesGradient(
+      ctx, dB, static_cast<int64_t>(matricesB.size()) * k * n == dB.count());
+  std::set<int64_t> writtenA, writtenB;
   std::string error;
   // The GEMMs of `count` batches from `batch` on, `strided`: one call.
   auto gemms = [&](const std::vector<int64_t> &batch, int64_t count,
@@ -262,28 +280,30 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
     const int64_t offsetA = matrixOffset(lhs, a, batch, r.mLo, r.kLo);
     const int64_t offsetB = matrixOffset(rhs, b, batch, r.kLo, r.nLo);
     if (dA.present()) {
-      const GemmResult da = resultAt(
-          dA, matrixOffset(lhsGrad, dA, batch, r.mLo, r.kLo), lda, sDA);
+      const int64_t at = matrixOffset(lhsGrad, dA, batch, r.mLo, r.kLo);
+      const GemmResult da = resultAt(dA, at, lda, sDA);
+      const float beta = setA && writtenA.insert(at).second ? 0.0f : 1.0f;
       if (!transA) // dA = dY op(B)^T
         error =
             gemmInto(ctx, m, k, n, 1.0f, gy,
-                     operandAt(b, offsetB, ldb, !transB, sB), 1.0f, da, count);
+                     operandAt(b, offsetB, ldb, !transB, sB), beta, da, count);
       else // dA^T = op(B) dY^T
         error =
             gemmInto(ctx, k, m, n, 1.0f, operandAt(b, offsetB, ldb, transB, sB),
-                     yt, 1.0f, da, count);
+                     yt, beta, da, count);
     }
     if (error.empty() && dB.present()) {
-      const GemmResult db = resultAt(
-          dB, matrixOffset(rhsGrad, dB, batch, r.kLo, r.nLo), ldb, sDB);
+      const int64_t at = matrixOffset(rhsGrad, dB, batch, r.kLo, r.nLo);
+      const GemmResult db = resultAt(dB, at, ldb, sDB);
+      const float beta = setB && writtenB.insert(at).second ? 0.0f : 1.0f;
       if (!transB) // dB = op(A)^T dY
         error = gemmInto(ctx, k, n, m, 1.0f,
-                         operandAt(a, offsetA, lda, !transA, sA), gy, 1.0f, db,
+                         operandAt(a, offsetA, lda, !transA, sA), gy, beta, db,
                          count);
       else // dB^T = dY^T op(A)
         error =
             gemmInto(ctx, n, k, m, 1.0f, yt,
-                     operandAt(a, offsetA, lda, transA, sA), 1.0f, db, count);
+                     operandAt(a, offsetA, lda, transA, sA), beta, db, count);
     }
   };
   if (batched)
@@ -386,22 +406,27 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
   const int64_t ldw = w.extent(1);
   const GemmOperand gy = operandAt(dy, 0, n, false, 0);
   const KernelView &dX = inputGrads[0], &dW = inputGrads[1];
+  // Gradients the kernel overwrites: beta 0 where the GEMM fills the view.
+  const float betaX =
+      writesGradient(ctx, dX, dX.count() == r.rows * k) ? 0.0f : 1.0f;
+  const float betaW =
+      writesGradient(ctx, dW, dW.count() == k * n) ? 0.0f : 1.0f;
   std::string error;
   if (dX.present()) // dX += dY op(W)^T
     error =
         gemmInto(ctx, r.rows, k, n, 1.0f, gy,
                  operandAt(w, weightOffset(w, r), ldw, !r.transposeWeight, 0),
-                 1.0f, resultAt(dX, 0, k, 0), 1);
+                 betaX, resultAt(dX, 0, k, 0), 1);
   if (error.empty() && dW.present()) {
     const GemmResult dw = resultAt(dW, weightOffset(dW, r), ldw, 0);
     GemmOperand yt = gy;
     yt.transposed = true;
     if (!r.transposeWeight) // dW += X^T dY
       error = gemmInto(ctx, k, n, r.rows, 1.0f, operandAt(x, 0, k, true, 0), gy,
-                       1.0f, dw, 1);
+                       betaW, dw, 1);
     else // dW^T += dY^T X
       error = gemmInto(ctx, n, k, r.rows, 1.0f, yt,
-                       operandAt(x, 0, k, false, 0), 1.0f, dw, 1);
+                       operandAt(x, 0, k, false, 0), betaW, dw, 1);
   }
   if (!error.empty())
     return op.kind + ": " + error;
@@ -414,12 +439,17 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
     const Elements y = dy.elements;
     const Elements dBias =
         inputGrads[2].elements + (r.nLo - inputGrads[2].lo[0]);
+    const bool set =
+        writesGradient(ctx, inputGrads[2], inputGrads[2].count() == n);
     sumColumns(
         ctx.stream, rows, n, partials,
         [=] PPC_HD(int64_t row, int64_t j) {
           return static_cast<float>(y[row * n + j]);
         },
-        [=] PPC_HD(int64_t j, float total) { dBias[j] += total; });
+        [=] PPC_HD(int64_t j, float total) { addInto(dBias, j, total, set); });
+  } else if (inputGrads.size() == 3) {
+    // No contribution to the bias here (K does not start at 0).
+    writesGradient(ctx, inputGrads[2], false);
   }
   return "";
 }
@@ -427,8 +457,8 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
 } // namespace
 
 void registerContractionKernels(CudaKernelTable &table) {
-  table["ppc.matmul"] = {matMulForward, matMulBackward, true};
-  table["ppc.linear"] = {linearForward, linearBackward, true};
+  table["ppc.matmul"] = {matMulForward, matMulBackward, true, true};
+  table["ppc.linear"] = {linearForward, linearBackward, true, true};
 }
 
 } // namespace ppc::runtime::cuda

@@ -585,6 +585,7 @@ KernelStatus cudnnForward(ExecContext &ctx, const ConvGeometry &g,
   PPC_CUDNN(cudnnConvolutionForward, c.handle, &one, c.d.x, x, c.d.w, w,
             c.d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
             workspace, algo.bytes, &zero, c.d.y, output.data);
+  launchCount().fetch_add(1, std::memory_order_relaxed);
   taken = true;
   if (g.addsBias)
     addBias(ctx.stream, output.data, output.box, g.bias->data, g.bias->lo[0],
@@ -635,11 +636,13 @@ KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
               dOutput.data, c.d.conv,
               static_cast<cudnnConvolutionBwdFilterAlgo_t>(filterAlgo.algo),
               workspace, filterAlgo.bytes, &one, c.d.w, dw);
+  launchCount().fetch_add(1, std::memory_order_relaxed);
   if (dx)
     PPC_CUDNN(cudnnConvolutionBackwardData, c.handle, &one, c.d.w, w, c.d.y,
               dOutput.data, c.d.conv,
               static_cast<cudnnConvolutionBwdDataAlgo_t>(dataAlgo.algo),
               workspace, dataAlgo.bytes, &one, c.d.x, dx);
+  launchCount().fetch_add(1, std::memory_order_relaxed);
   taken = true;
   addBiasGrad(ctx.stream, g, dOutput, inputGrads);
   return "";

@@ -549,6 +549,27 @@ std::unique_ptr<Event> recordEvent(Stream stream) {
 #endif
 }
 
+/// Dense FLOPs one multiprocessor of compute capability `cc` (86 for 8.6)
+/// does per clock on `dtype`: tensor cores for bf16 and f16 (float32
+/// accumulation), FMA units for float32; 0 where not known. From NVIDIA's
+/// data sheets: A100 312 TFLOP/s bf16 = 108 SMs x 1.41 GHz x 2048, 19.5
+/// float32 = x 128; H100 SXM 989 bf16 = 132 x 1.83 GHz x 4096, 67 float32 =
+/// x 1.98 GHz x 256.
+double flopsPerClockPerSM(int cc, DType dtype) {
+  const bool tensor = dtype == DType::BF16 || dtype == DType::F16;
+  if (cc >= 100)
+    return tensor ? 8192 : 256;
+  if (cc >= 90)
+    return tensor ? 4096 : 256;
+  if (cc == 80)
+    return tensor ? 2048 : 128;
+  if (cc >= 86)
+    return tensor ? 1024 : 256;
+  if (cc >= 70)
+    return tensor ? 1024 : 128;
+  return 0;
+}
+
 //===----------------------------------------------------------------------===//
 // The multi-tensor optimizer's tables
 //===----------------------------------------------------------------------===//
@@ -635,8 +656,8 @@ private:
 
 class CudaBackend final : public Backend {
 public:
-  CudaBackend(Stream stream, std::unique_ptr<Library> library)
-      : stream(stream), library(std::move(library)),
+  CudaBackend(Stream stream, std::unique_ptr<Library> library, bool poison)
+      : stream(stream), library(std::move(library)), poison(poison),
         allocator(std::make_shared<Allocator>()), pool(allocator),
         checks(allocator, stream), updateTables(allocator, stream) {}
   ~CudaBackend() override {
@@ -662,6 +683,24 @@ public:
     launch(stream, (bytes + 3) / 4,
            [=] PPC_HD(int64_t i) { static_cast<uint32_t *>(data)[i] = 0; });
     return std::make_shared<CudaBuffer>(dtype, n, data, allocator);
+  }
+
+  std::shared_ptr<DeviceBuffer> allocateUninitialized(DType dtype,
+                                                      int64_t n) override {
+    n = std::max<int64_t>(n, 1);
+    void *data = allocator->allocate(size_t(n) * dtypeBytes(dtype));
+    if (!data)
+      return nullptr;
+    auto buffer = std::make_shared<CudaBuffer>(dtype, n, data, allocator);
+    if (poison) {
+      if (dtype == DType::I64)
+        launch(stream, n, [=] PPC_HD(int64_t i) {
+          static_cast<int64_t *>(data)[i] = INT64_MIN;
+        });
+      else
+        fillWith(stream, dtype, data, n, NAN);
+    }
+    return buffer;
   }
 
   void fill(DeviceBuffer &buffer, double value) override {
@@ -761,12 +800,22 @@ public:
             op, {&inputs, &outputs, &outputGrads, &inputGrads, &scratch});
         !bad.empty())
       return bad;
+    // Gradients the kernel overwrites: it writes them itself, or they are
+    // zeroed for it to add into.
+    for (const DeviceView &g : inputGrads)
+      if (g.overwrite && g.buffer && !kernel->overwrites)
+        fillWith(stream, g.buffer->dtype(), g.buffer->at(g.offset),
+                 g.numElements(), 0.0f);
     const bool asBf16 = readsBf16(op), native = kernel->native;
     KernelViews in(pool, stream, inputs, native, true, asBf16),
         out(pool, stream, outputs, native, true, asBf16),
         outGrads(pool, stream, outputGrads, native, true, asBf16),
         inGrads(pool, stream, inputGrads, native, true),
         tmp(pool, stream, scratch, native, true);
+    if (kernel->overwrites)
+      for (size_t i = 0; i < inputGrads.size(); ++i)
+        inGrads.get()[i].overwrite =
+            inputGrads[i].overwrite && inputGrads[i].buffer;
     if (in.outOfMemory() || out.outOfMemory() || outGrads.outOfMemory() ||
         inGrads.outOfMemory() || tmp.outOfMemory())
       return op.kind + ": out of device memory for its float32 views";
@@ -854,6 +903,31 @@ public:
     return checks.report(instruction);
   }
 
+  int64_t launches() const override { return launchCount().load(); }
+
+  double peakFlops(DType dtype) const override {
+#if defined(PPC_CUDA_EMULATION)
+    (void)dtype;
+    return 0;
+#else
+    int device = 0, sms = 0, kiloHertz = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&kiloHertz, cudaDevAttrClockRate, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                               device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                               device) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return sms * (kiloHertz * 1e3) *
+           flopsPerClockPerSM(major * 10 + minor, dtype);
+#endif
+  }
+
   std::unique_ptr<Event> record() override { return recordEvent(stream); }
   void synchronize() override { waitStream(); }
 
@@ -938,6 +1012,8 @@ private:
 
   Stream stream;
   std::unique_ptr<Library> library;
+  /// BackendOptions::poisonUninitialized.
+  bool poison;
   std::shared_ptr<Allocator> allocator;
   BlockPool pool;
   CheckSlots checks;
@@ -964,7 +1040,7 @@ int localRank() {
 } // namespace
 } // namespace cuda
 
-std::unique_ptr<Backend> createCudaBackend(const BackendOptions &,
+std::unique_ptr<Backend> createCudaBackend(const BackendOptions &options,
                                            std::string &error) {
   using namespace cuda;
   error.clear();
@@ -990,7 +1066,8 @@ std::unique_ptr<Backend> createCudaBackend(const BackendOptions &,
   std::unique_ptr<Library> library = createLibrary(error);
   if (!library)
     return nullptr;
-  return std::make_unique<CudaBackend>(stream, std::move(library));
+  return std::make_unique<CudaBackend>(stream, std::move(library),
+                                       options.poisonUninitialized);
 }
 
 std::vector<std::string> cudaSupportedOps() { return cuda::cudaKernelOps(); }

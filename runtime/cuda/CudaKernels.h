@@ -50,6 +50,10 @@ struct KernelView : TensorView {
   /// results are all bf16: no float32 result and rounding pass); `bf16`
   /// then points there too. Widened kernels only.
   uint16_t *bf16Result = nullptr;
+  /// An input gradient the kernel writes instead of adding into (its first
+  /// contribution: DeviceView::overwrite); only for kernels registered with
+  /// CudaKernel::overwrites, whose other views never set it.
+  bool overwrite = false;
   int64_t count() const { return box.count(); }
   /// The address of element `i` of the box, for libraries.
   void *at(int64_t i) const { return elements.at(i); }
@@ -112,6 +116,10 @@ struct CudaKernel {
   /// Reads and writes its views' elements as stored (see the header);
   /// false: float32 views.
   bool native = false;
+  /// Its backward honours KernelView::overwrite: an input gradient so
+  /// marked gets every element written (0 where it has no contribution).
+  /// Other kernels' overwritten gradients are zero-filled before they add.
+  bool overwrites = false;
 };
 
 using CudaKernelTable = std::map<std::string, CudaKernel>;
@@ -134,6 +142,12 @@ std::vector<std::string> cudaKernelOps();
 
 /// Zero-fills `n` floats at `data` on the stream.
 void zeroFloats(Stream stream, float *data, int64_t n);
+
+/// Whether a kernel writes the input gradient `grad` outright: true where
+/// it is marked overwrite (KernelView::overwrite) and the kernel's
+/// contributions `cover` every element of it. Where they do not, a marked
+/// gradient is zero-filled here for the kernel to add into.
+bool writesGradient(ExecContext &ctx, const KernelView &grad, bool cover);
 
 /// `view` with its 16-bit or integer elements widened to float32 in the
 /// workspace (float32 views, and views without elements, as they are); no

@@ -22,6 +22,7 @@
 #include "CudaKernels.h"
 
 #include "DataMovementMaps.h"
+#include "ppc/Runtime/Boxes.h"
 
 #include <algorithm>
 #include <map>
@@ -116,7 +117,8 @@ void fillKernel(Stream stream, Elements data, int64_t n, float value) {
 /// with the same global flat index; `shift` >= 0 when both boxes are runs
 /// of the flat order (element r is from's r + shift).
 void reshapeKernel(Stream stream, DeviceBox from, Elements src, DeviceBox to,
-                   Elements dst, int64_t shift, bool toIsResult) {
+                   Elements dst, int64_t shift, bool toIsResult,
+                   bool set = false) {
   // to: the result (forward: dst = result) or the result grad (backward:
   // src = dy over `to`, dst = dx over `from`).
   launch(stream, to.count(), [=] PPC_HD(int64_t r) {
@@ -138,7 +140,7 @@ void reshapeKernel(Stream stream, DeviceBox from, Elements src, DeviceBox to,
     if (toIsResult)
       dst[r] = src[i];
     else
-      dst[i] += src[r];
+      addInto(dst, i, src[r], set);
   });
 }
 
@@ -194,6 +196,7 @@ void runCopy(Stream stream, const BoxCopy &copy, Elements src, Elements dst,
 CudaKernel copyMapKernel(CopyMapFn mapOf) {
   CudaKernel kernel;
   kernel.native = true;
+  kernel.overwrites = true;
   kernel.forward = [mapOf](const OpDesc &op, const KernelContext &,
                            ExecContext &ctx, const Views &inputs,
                            const Views &outputs,
@@ -220,9 +223,13 @@ CudaKernel copyMapKernel(CopyMapFn mapOf) {
                                          outputGrads, inputGrads, copy);
         !s.empty())
       return s;
+    // An overwritten gradient is written by the copy where it covers it.
+    const KernelView &dx = inputGrads[0];
+    const bool set = writesGradient(
+        ctx, dx, copy && boxVolume(copy->lo, copy->hi) == dx.count());
     if (copy)
-      runCopy(ctx.stream, *copy, outputGrads[0].elements,
-              inputGrads[0].elements, /*accumulate=*/true);
+      runCopy(ctx.stream, *copy, outputGrads[0].elements, dx.elements,
+              /*accumulate=*/!set);
     return {};
   };
   return kernel;
@@ -244,6 +251,7 @@ void runPieceCopies(Stream stream, const Copies &copies, const Views &pieces,
 CudaKernel pieceKernel(bool concat) {
   CudaKernel kernel;
   kernel.native = true;
+  kernel.overwrites = true;
   kernel.forward = [concat](const OpDesc &op, const KernelContext &,
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs,
@@ -268,9 +276,29 @@ CudaKernel pieceKernel(bool concat) {
                                              outputGrads, inputGrads, copies);
         !s.empty())
       return s;
-    runPieceCopies(ctx.stream, copies, concat ? inputGrads : outputGrads,
-                   concat ? outputGrads[0] : inputGrads[0],
-                   /*toPieces=*/concat, /*accumulate=*/true);
+    // Overwritten gradients are written where the copies cover them:
+    // concat's operand grads by one copy each, split's operand grad by the
+    // result grads' copies together (they do not overlap).
+    if (concat) {
+      for (size_t i = 0; i < copies.size(); ++i) {
+        const bool set = writesGradient(
+            ctx, inputGrads[i],
+            copies[i] && boxVolume(copies[i]->lo, copies[i]->hi) ==
+                             inputGrads[i].count());
+        if (copies[i])
+          runCopy(ctx.stream, *copies[i], outputGrads[0].elements,
+                  inputGrads[i].elements, /*accumulate=*/!set);
+      }
+      return {};
+    }
+    int64_t covered = 0;
+    for (const std::optional<BoxCopy> &copy : copies)
+      if (copy)
+        covered += boxVolume(copy->lo, copy->hi);
+    const bool set =
+        writesGradient(ctx, inputGrads[0], covered == inputGrads[0].count());
+    runPieceCopies(ctx.stream, copies, outputGrads, inputGrads[0],
+                   /*toPieces=*/false, /*accumulate=*/!set);
     return {};
   };
   return kernel;
@@ -390,8 +418,11 @@ KernelStatus reshapeBackward(const OpDesc &op, const KernelContext &,
   int64_t shift = -1;
   if (KernelStatus s = planReshape(op, dx, dy, shift); !s.empty())
     return s;
+  // Every element of dy lands on its own element of dx: equal counts
+  // cover dx.
   reshapeKernel(ctx.stream, dx.box, dy.elements, dy.box, dx.elements, shift,
-                /*toIsResult=*/false);
+                /*toIsResult=*/false,
+                writesGradient(ctx, dx, dx.count() == dy.count()));
   return {};
 }
 
@@ -414,6 +445,8 @@ KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
   if (!geometry.holdsRows) { // every element is someone else's
     if (!dy)
       fillKernel(ctx.stream, result.elements, result.box.count(), 0.0f);
+    else
+      writesGradient(ctx, data, false); // no contribution: an overwrite is 0
     return {};
   }
   GatherPlan g;
@@ -424,8 +457,11 @@ KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
   g.it = iterBox(result.lo, result.hi);
   g.indexAccess = accessOf(geometry.index);
   g.dataAccess = accessOf(geometry.data);
-  if (g.it.count() == 0)
+  if (g.it.count() == 0) {
+    if (dy)
+      writesGradient(ctx, data, false);
     return {};
+  }
   const int64_t rows = g.rows;
   unsigned long long *bad =
       ctx.checks
@@ -444,11 +480,16 @@ KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
   float *sums = nullptr;
   const int64_t held = data.box.count();
   if (dy && dData.type != DType::F32) {
+    // An overwritten gradient starts its block at 0, then is written.
+    const bool set = writesGradient(ctx, data, true);
     sums = ctx.workspace ? ctx.workspace->floats(held) : nullptr;
     if (!sums)
       return op.kind + ": out of device memory for its float32 gradient";
-    launch(ctx.stream, held, [=] PPC_HD(int64_t i) { sums[i] = dData[i]; });
+    launch(ctx.stream, held, [=] PPC_HD(int64_t i) {
+      sums[i] = set ? 0.0f : static_cast<float>(dData[i]);
+    });
   } else if (dy) {
+    writesGradient(ctx, data, false); // atomics add into it
     sums = static_cast<float *>(dData.data);
   }
   gatherKernel(ctx.stream, g, indices.elements, data.elements, result.elements,
@@ -487,13 +528,13 @@ KernelStatus gatherBackward(const OpDesc &op, const KernelContext &kctx,
 } // namespace
 
 void registerDataMovementKernels(CudaKernelTable &table) {
-  table["ppc.reshape"] = {reshapeForward, reshapeBackward, true};
+  table["ppc.reshape"] = {reshapeForward, reshapeBackward, true, true};
   table["ppc.transpose"] = copyMapKernel(transposeMap);
   table["ppc.slice"] = copyMapKernel(sliceMap);
   table["ppc.pad"] = copyMapKernel(padMap);
   table["ppc.concat"] = pieceKernel(/*concat=*/true);
   table["ppc.split"] = pieceKernel(/*concat=*/false);
-  table["ppc.gather"] = {gatherForward, gatherBackward, true};
+  table["ppc.gather"] = {gatherForward, gatherBackward, true, true};
 }
 
 } // namespace ppc::runtime::cuda

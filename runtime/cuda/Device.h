@@ -23,6 +23,7 @@
 #include "ppc/Runtime/HostDevice.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -190,6 +191,15 @@ struct Elements {
   }
 };
 
+/// Adds `value` into element `i` of `e`, or where `overwrite` writes it (a
+/// gradient's first contribution: what the element held is not read).
+PPC_HD inline void addInto(Elements e, int64_t i, float value, bool overwrite) {
+  if (overwrite)
+    e[i] = value;
+  else
+    e[i] += value;
+}
+
 /// Float32 elements at `data`.
 PPC_HD inline Elements floatElements(float *data) { return {data, DType::F32}; }
 
@@ -261,12 +271,20 @@ template <typename Fn> __global__ void forEachIndexKernel(int64_t n, Fn fn) {
 }
 #endif
 
+/// Kernels launched and library calls made by this process (the
+/// backend's Backend::launches).
+inline std::atomic<int64_t> &launchCount() {
+  static std::atomic<int64_t> count{0};
+  return count;
+}
+
 /// Calls fn(i) for every i in [0, n), in parallel on the device: elements
 /// must not depend on each other (use atomicAddFloat where they sum into
 /// one place). fn is a PPC_HD lambda capturing by value.
 template <typename Fn> void launch(Stream stream, int64_t n, Fn fn) {
   if (n <= 0)
     return;
+  launchCount().fetch_add(1, std::memory_order_relaxed);
 #if defined(PPC_CUDA_EMULATION)
   (void)stream;
   for (int64_t i = 0; i < n; ++i)

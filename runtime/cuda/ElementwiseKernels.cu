@@ -111,10 +111,14 @@ PPC_HD float sumTerms(const DeviceBox &iter, const DeviceBox &gradBox,
 constexpr int64_t kGatherThreads = int64_t(1) << 16;
 
 /// grad[e] += sum of term(p) over the points p of the iteration box `iter`
-/// that read gradient element e with numpy broadcasting (see the header).
+/// that read gradient element e with numpy broadcasting (see the header);
+/// grad[e] = that sum where the gradient is overwritten.
 template <typename Term>
-KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter, DeviceBox gradBox,
-                       Elements grad, Term term) {
+KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter,
+                       const KernelView &gradView, Term term) {
+  const DeviceBox gradBox = gradView.box;
+  const Elements grad = gradView.elements;
+  const bool set = writesGradient(ctx, gradView, true);
   const int64_t elements = gradBox.count();
   const FreeDims free = freeDimsOf(iter, gradBox);
   const unsigned mask = free.mask;
@@ -125,7 +129,8 @@ KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter, DeviceBox gradBox,
           : std::min(points / 32, (kGatherThreads + elements - 1) / elements);
   if (chunks <= 1) {
     launch(ctx.stream, elements, [=] PPC_HD(int64_t e) {
-      grad[e] = sumTerms(iter, gradBox, mask, e, 0, points, term, grad[e]);
+      grad[e] = sumTerms(iter, gradBox, mask, e, 0, points, term,
+                         set ? 0.0f : static_cast<float>(grad[e]));
     });
     return {};
   }
@@ -141,7 +146,7 @@ KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter, DeviceBox gradBox,
     partials[i] = sumTerms(iter, gradBox, mask, e, first, last, term, 0.0f);
   });
   launch(ctx.stream, elements, [=] PPC_HD(int64_t e) {
-    float sum = grad[e];
+    float sum = set ? 0.0f : static_cast<float>(grad[e]);
     for (int64_t chunk = 0; chunk < chunks; ++chunk)
       sum += partials[chunk * elements + e];
     grad[e] = sum;
@@ -190,10 +195,10 @@ void unaryValues(Stream stream, Fn fn, bool contiguous, DeviceBox xBox,
 
 template <typename Fn>
 void unaryGradients(Stream stream, Fn fn, int64_t n, Elements x, Elements y,
-                    Elements dy, Elements dx) {
+                    Elements dy, Elements dx, bool set) {
   launch(stream, n, [=] PPC_HD(int64_t i) {
     const float yv = y ? static_cast<float>(y[i]) : fn.value(x[i]);
-    dx[i] += dy[i] * fn.derivative(x[i], yv);
+    addInto(dx, i, dy[i] * fn.derivative(x[i], yv), set);
   });
 }
 
@@ -241,7 +246,7 @@ KernelStatus unaryBackward(const OpDesc &op, ExecContext &ctx,
   if (x.shape == dy.shape && sameBox(x, dy) && sameBox(dx, dy) &&
       (!y.present() || sameBox(y, dy))) {
     unaryGradients(ctx.stream, fn, dy.box.count(), x.elements, y.elements,
-                   dy.elements, dx.elements);
+                   dy.elements, dx.elements, writesGradient(ctx, dx, true));
     return {};
   }
   if (KernelStatus s = checkBroadcast(op, dy,
@@ -253,7 +258,7 @@ KernelStatus unaryBackward(const OpDesc &op, ExecContext &ctx,
     return s;
   UnaryTerm<Fn> term{fn,     dy.box.rank, x.box,      y.box,
                      dy.box, x.elements,  y.elements, dy.elements};
-  return withKind(op, gatherAdd(ctx, dy.box, dx.box, dx.elements, term));
+  return withKind(op, gatherAdd(ctx, dy.box, dx, term));
 }
 
 /// ppc.gelu: the functor of its approximation.
@@ -323,11 +328,12 @@ void binaryValues(Stream stream, bool contiguous, DeviceBox lBox, Elements l,
 
 template <typename Fn>
 void binaryGradients(Stream stream, int which, int64_t n, Elements l,
-                     Elements r, Elements y, Elements dy, Elements grad) {
+                     Elements r, Elements y, Elements dy, Elements grad,
+                     bool set) {
   launch(stream, n, [=] PPC_HD(int64_t i) {
     const Fn fn{};
     const float yv = y ? static_cast<float>(y[i]) : fn.value(l[i], r[i]);
-    grad[i] += dy[i] * partial(fn, which, l[i], r[i], yv);
+    addInto(grad, i, dy[i] * partial(fn, which, l[i], r[i], yv), set);
   });
 }
 
@@ -360,7 +366,8 @@ KernelStatus binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
   if (l.shape == dy.shape && r.shape == dy.shape && sameBox(l, dy) &&
       sameBox(r, dy) && sameBox(y, dy) && sameBox(grad, dy)) {
     binaryGradients<Fn>(ctx.stream, which, dy.box.count(), l.elements,
-                        r.elements, y.elements, dy.elements, grad.elements);
+                        r.elements, y.elements, dy.elements, grad.elements,
+                        writesGradient(ctx, grad, true));
     return {};
   }
   if (KernelStatus s = checkBroadcast(
@@ -374,7 +381,7 @@ KernelStatus binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
     return s;
   BinaryTerm<Fn> term{which,  dy.box.rank, l.box,      r.box,      y.box,
                       dy.box, l.elements,  r.elements, y.elements, dy.elements};
-  return withKind(op, gatherAdd(ctx, dy.box, grad.box, grad.elements, term));
+  return withKind(op, gatherAdd(ctx, dy.box, grad, term));
 }
 
 template <typename Fn>
@@ -412,6 +419,7 @@ using BackwardOf = KernelStatus (*)(const OpDesc &, ExecContext &,
 CudaKernel kernelOf(ForwardOf forward, BackwardOf backward) {
   CudaKernel kernel;
   kernel.native = true;
+  kernel.overwrites = true;
   kernel.forward = [forward](const OpDesc &op, const KernelContext &,
                              ExecContext &exec,
                              const std::vector<KernelView> &inputs,
@@ -471,6 +479,7 @@ KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
 CudaKernel dropoutKernel() {
   CudaKernel kernel;
   kernel.native = true;
+  kernel.overwrites = true;
   kernel.forward = [](const OpDesc &op, const KernelContext &ctx,
                       ExecContext &exec, const std::vector<KernelView> &inputs,
                       const std::vector<KernelView> &outputs,
@@ -494,8 +503,9 @@ CudaKernel dropoutKernel() {
     if (!inputGrads[0].present())
       return {};
     // The gradient is masked like the input: same box, same mask.
-    return applyDropout(op, ctx, exec.stream, outputGrads[0], inputGrads[0],
-                        /*accumulate=*/true);
+    return applyDropout(
+        op, ctx, exec.stream, outputGrads[0], inputGrads[0],
+        /*accumulate=*/!writesGradient(exec, inputGrads[0], true));
   };
   return kernel;
 }
@@ -525,6 +535,7 @@ struct BroadcastTerm {
 CudaKernel broadcastKernel() {
   CudaKernel kernel;
   kernel.native = true;
+  kernel.overwrites = true;
   kernel.forward = [](const OpDesc &op, const KernelContext &,
                       ExecContext &exec, const std::vector<KernelView> &inputs,
                       const std::vector<KernelView> &outputs,
@@ -557,8 +568,8 @@ CudaKernel broadcastKernel() {
             op, dy, {{"output gradient", &dy}, {"input gradient", &dx}});
         !s.empty())
       return s;
-    return withKind(op, gatherAdd(exec, dy.box, dx.box, dx.elements,
-                                  BroadcastTerm{dy.box, dy.elements}));
+    return withKind(
+        op, gatherAdd(exec, dy.box, dx, BroadcastTerm{dy.box, dy.elements}));
   };
   return kernel;
 }
@@ -631,7 +642,7 @@ KernelStatus selectBackward(const OpDesc &op, ExecContext &ctx,
         !s.empty())
       return s;
     if (KernelStatus s =
-            withKind(op, gatherAdd(ctx, dy.box, grad.box, grad.elements,
+            withKind(op, gatherAdd(ctx, dy.box, grad,
                                    SelectTerm{which, dy.box.rank, c.box, dy.box,
                                               c.elements, dy.elements}));
         !s.empty())
@@ -678,8 +689,9 @@ KernelStatus cumsumBackward(const OpDesc &op, ExecContext &ctx,
       !s.empty())
     return s;
   const Elements g = dy.elements, d = dx.elements;
+  const bool accumulate = !writesGradient(ctx, dx, true);
   launch(ctx.stream, lines.lines, [=] PPC_HD(int64_t line) {
-    lines.scan(line, g, d, /*backward=*/true, /*accumulate=*/true);
+    lines.scan(line, g, d, /*backward=*/true, accumulate);
   });
   return {};
 }

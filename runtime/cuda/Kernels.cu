@@ -32,6 +32,16 @@ void zeroFloats(Stream stream, float *data, int64_t n) {
   launch(stream, n, [=] PPC_HD(int64_t i) { data[i] = 0.0f; });
 }
 
+bool writesGradient(ExecContext &ctx, const KernelView &grad, bool cover) {
+  if (!grad.overwrite || !grad.present())
+    return false;
+  if (cover)
+    return true;
+  const Elements e = grad.elements;
+  launch(ctx.stream, grad.count(), [=] PPC_HD(int64_t i) { e[i] = 0.0f; });
+  return false;
+}
+
 KernelView widenedToFloat(ExecContext &ctx, const KernelView &view) {
   if (!view.elements || view.elements.type == DType::F32)
     return view;

@@ -41,6 +41,7 @@ public:
                    const GemmResult &c, int64_t batch) override {
     if (a.type != b.type)
       return "gemm: operands of different types";
+    launchCount().fetch_add(1, std::memory_order_relaxed);
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -58,6 +59,7 @@ public:
                          int64_t strideC, int64_t batch) override {
     if (a.type != DType::BF16 || b.type != DType::BF16)
       return "gemmToBf16: operands must be bf16";
+    launchCount().fetch_add(1, std::memory_order_relaxed);
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -107,6 +109,7 @@ public:
       return "gemm: integer operands or result";
     if (m <= 0 || n <= 0 || batch <= 0)
       return "";
+    launchCount().fetch_add(1, std::memory_order_relaxed);
     cublasSetStream(handle, stream);
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
     // stored row-major B is column-major B^T, so B goes first, untransposed
@@ -158,6 +161,7 @@ public:
       it = ltPlans.emplace(key, plan).first;
     }
     LtPlan &plan = it->second;
+    launchCount().fetch_add(1, std::memory_order_relaxed);
     if (bias)
       cublasLtMatmulDescSetAttribute(
           plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));

@@ -148,6 +148,8 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
           op, inputs, outputGrads, inputGrads, scratch, shape);
       !status.empty())
     return status;
+  if (inputGrads.size() > 1) // labels get no gradient: an overwrite is 0
+    writesGradient(exec, inputGrads[1], false);
   if (!inputGrads[0].present())
     return "";
   unsigned long long *bad = labelCheck(op, ctx, exec, shape.classes);
@@ -159,6 +161,7 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
   const Elements logits = inputs[0].elements, dLoss = outputGrads[0].elements;
   const Elements labels = inputs[1].elements + (shape.rowLo - inputs[1].lo[0]);
   const Elements dLogits = inputGrads[0].elements;
+  const bool set = writesGradient(exec, inputGrads[0], true);
   const int64_t held = shape.held(), classLo = shape.classLo,
                 classes = shape.classes, rowLo = shape.rowLo;
   const double batch = static_cast<double>(shape.batch);
@@ -169,7 +172,8 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
     const float label = labels[i];
     if (k == 0)
       checkLabel(bad, label, rowLo + i, classes);
-    float grad = dLogits[e] + expf(logits[e] - max[i]) * factor;
+    float grad = (set ? 0.0f : static_cast<float>(dLogits[e])) +
+                 expf(logits[e] - max[i]) * factor;
     if (labelClass(label, classes) == classLo + k)
       grad -= static_cast<float>(scale);
     dLogits[e] = grad;
@@ -237,14 +241,16 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
                  dTarget = inputGrads[1].elements;
   if (!dPrediction && !dTarget)
     return "";
+  const bool setPrediction = writesGradient(exec, inputGrads[0], true);
+  const bool setTarget = writesGradient(exec, inputGrads[1], true);
   const double global = static_cast<double>(count);
   launch(exec.stream, inputs[0].numElements(), [=] PPC_HD(int64_t k) {
     const float scale = static_cast<float>(2.0 * dLoss[0] / global);
     const float grad = (prediction[k] - target[k]) * scale;
     if (dPrediction)
-      dPrediction[k] += grad;
+      addInto(dPrediction, k, grad, setPrediction);
     if (dTarget)
-      dTarget[k] -= grad;
+      addInto(dTarget, k, -grad, setTarget);
   });
   return "";
 }
@@ -253,8 +259,8 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
 
 void registerLossKernels(CudaKernelTable &t) {
   t["ppc.softmax_cross_entropy"] = {crossEntropyForward, crossEntropyBackward,
-                                    true};
-  t["ppc.mse_loss"] = {mseForward, mseBackward, true};
+                                    true, true};
+  t["ppc.mse_loss"] = {mseForward, mseBackward, true, true};
 }
 
 } // namespace ppc::runtime::cuda

@@ -425,6 +425,12 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
                  dScale = inputGrads[1].elements;
   const Elements dBias =
       inputGrads.size() == 3 ? inputGrads[2].elements : Elements();
+  // Overwritten gradients: every element is written (the rows, and every
+  // column of the whole scale and bias).
+  const bool setInput = writesGradient(exec, inputGrads[0], true);
+  const bool setScale = writesGradient(exec, inputGrads[1], true);
+  const bool setBias =
+      inputGrads.size() == 3 && writesGradient(exec, inputGrads[2], true);
   // Per row: mean and invStd, kept for the weight gradients.
   double *stats = workspaceDoubles(exec, 2 * rows);
   if (!stats)
@@ -456,7 +462,9 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
         for (int64_t k = t.thread; k < width; k += t.threads) {
           const double xhat = (xr[k] - mean) * invStd;
           const double g = static_cast<double>(dyr[k]) * scale[k];
-          dxr[k] += static_cast<float>(invStd * (g - meanG - xhat * meanGXhat));
+          addInto(dxr, k,
+                  static_cast<float>(invStd * (g - meanG - xhat * meanGXhat)),
+                  setInput);
         }
       });
   // dscale and dbias sum over the rows: columns summed in chunks of rows.
@@ -472,12 +480,16 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
             const double xhat = (x[at] - stats[2 * r]) * stats[2 * r + 1];
             return static_cast<float>(dy[at] * xhat);
           },
-          [=] PPC_HD(int64_t k, float total) { dScale[k] += total; });
+          [=] PPC_HD(int64_t k, float total) {
+            addInto(dScale, k, total, setScale);
+          });
     if (dBias)
       sumColumns(
           exec.stream, rows, width, partials,
           [=] PPC_HD(int64_t r, int64_t k) { return float(dy[r * width + k]); },
-          [=] PPC_HD(int64_t k, float total) { dBias[k] += total; });
+          [=] PPC_HD(int64_t k, float total) {
+            addInto(dBias, k, total, setBias);
+          });
   }
   return "";
 }
@@ -524,29 +536,32 @@ void softmaxLines(Stream stream, AxisShape shape, bool isLog, Elements x,
 
 /// softmax: dx += y * (dy - sum dy * y); log_softmax: dx += dy - e^y sum dy.
 void softmaxGradLines(Stream stream, AxisShape shape, bool isLog, Elements y,
-                      Elements dy, Elements dx) {
+                      Elements dy, Elements dx, bool set) {
   const int64_t size = shape.size, step = shape.inner;
   if (step != 1) {
     launch(stream, shape.outer * step, [=] PPC_HD(int64_t l) {
       const int64_t first = (l / step) * size * step + l % step;
-      softmaxGradLine(y + first, dy + first, dx + first, size, step, isLog);
+      softmaxGradLine(y + first, dy + first, dx + first, size, step, isLog,
+                      set);
     });
     return;
   }
-  launchRows(stream, shape.outer, size,
-             [=] PPC_HD(const RowThreads &t, int64_t l) {
-               const Elements yl = y + l * size, dyl = dy + l * size,
-                              dxl = dx + l * size;
-               double sum = 0;
-               for (int64_t k = t.thread; k < size; k += t.threads)
-                 sum += isLog ? static_cast<double>(dyl[k])
-                              : static_cast<double>(dyl[k]) * yl[k];
-               sum = t.sum(sum);
-               for (int64_t k = t.thread; k < size; k += t.threads)
-                 dxl[k] += static_cast<float>(
-                     isLog ? dyl[k] - static_cast<double>(expf(yl[k])) * sum
-                           : yl[k] * (dyl[k] - sum));
-             });
+  launchRows(
+      stream, shape.outer, size, [=] PPC_HD(const RowThreads &t, int64_t l) {
+        const Elements yl = y + l * size, dyl = dy + l * size,
+                       dxl = dx + l * size;
+        double sum = 0;
+        for (int64_t k = t.thread; k < size; k += t.threads)
+          sum += isLog ? static_cast<double>(dyl[k])
+                       : static_cast<double>(dyl[k]) * yl[k];
+        sum = t.sum(sum);
+        for (int64_t k = t.thread; k < size; k += t.threads)
+          addInto(dxl, k,
+                  static_cast<float>(
+                      isLog ? dyl[k] - static_cast<double>(expf(yl[k])) * sum
+                            : yl[k] * (dyl[k] - sum)),
+                  set);
+      });
 }
 
 template <bool Log>
@@ -575,7 +590,8 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
   if (!inputGrads[0].present())
     return "";
   softmaxGradLines(exec.stream, shape, Log, outputs[0].elements,
-                   outputGrads[0].elements, inputGrads[0].elements);
+                   outputGrads[0].elements, inputGrads[0].elements,
+                   writesGradient(exec, inputGrads[0], true));
   return "";
 }
 
@@ -583,9 +599,11 @@ KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
 
 void registerNormKernels(CudaKernelTable &t) {
   t["ppc.batch_norm"] = {batchNormForward, batchNormBackward, true};
-  t["ppc.layer_norm"] = {layerNormForward, layerNormBackward, true};
-  t["ppc.softmax"] = {softmaxForward<false>, softmaxBackward<false>, true};
-  t["ppc.log_softmax"] = {softmaxForward<true>, softmaxBackward<true>, true};
+  t["ppc.layer_norm"] = {layerNormForward, layerNormBackward, true, true};
+  t["ppc.softmax"] = {softmaxForward<false>, softmaxBackward<false>, true,
+                      true};
+  t["ppc.log_softmax"] = {softmaxForward<true>, softmaxBackward<true>, true,
+                          true};
 }
 
 } // namespace ppc::runtime::cuda

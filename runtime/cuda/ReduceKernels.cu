@@ -198,9 +198,10 @@ void reduceKernel(Stream stream, ReducePlan walk, ReducedRange r, bool max,
 }
 
 /// Sum and mean's backward: dx += dy * scale over the walk box.
-void sumBackwardKernel(Stream stream, ReducePlan walk, float scale,
-                       DeviceBox dxBox, Elements dx, DeviceBox dyBox,
-                       Elements dy) {
+void sumBackwardKernel(ExecContext &ctx, ReducePlan walk, float scale,
+                       const KernelView &dxView, DeviceBox dyBox, Elements dy) {
+  const DeviceBox dxBox = dxView.box;
+  const Elements dx = dxView.elements;
   DeviceBox it;
   it.rank = walk.rank;
   for (int d = 0; d < walk.rank; ++d) {
@@ -208,12 +209,15 @@ void sumBackwardKernel(Stream stream, ReducePlan walk, float scale,
     it.hi[d] = walk.hi[d];
   }
   const int64_t n = walk.empty ? 0 : it.count();
-  launch(stream, n, [=] PPC_HD(int64_t i) {
+  // The walk's points are the elements of dx: they cover it.
+  const bool set = writesGradient(ctx, dxView, n == dxView.count());
+  launch(ctx.stream, n, [=] PPC_HD(int64_t i) {
     int64_t index[kMaxRank], outIndex[kMaxRank];
     it.indexOf(i, index);
     for (int o = 0; o < walk.outRank; ++o)
       outIndex[o] = walk.outDim[o] < 0 ? 0 : index[walk.outDim[o]];
-    dx[dxBox.offsetOf(index)] += dy[dyBox.offsetOf(outIndex)] * scale;
+    addInto(dx, dxBox.offsetOf(index), dy[dyBox.offsetOf(outIndex)] * scale,
+            set);
   });
 }
 
@@ -285,13 +289,13 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
     if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx}, {&dy}, walk);
         !s.empty())
       return s;
-    sumBackwardKernel(ctx.stream, walk, walk.scale, dx.box, dx.elements, dy.box,
-                      dy.elements);
+    sumBackwardKernel(ctx, walk, walk.scale, dx, dy.box, dy.elements);
     return {};
   }
   if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx, &x}, {&dy, &y}, walk);
       !s.empty())
     return s;
+  writesGradient(ctx, dx, false); // only the maxima get a share
   maxBackwardKernel(ctx.stream, walk, reducedRange(walk, x),
                     reducedRange(walk, dx), x.box, x.elements, y.box,
                     y.elements, dx.box, dx.elements, dy.box, dy.elements);
@@ -301,6 +305,7 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
 CudaKernel reduceKernelOf(Reduction kind) {
   CudaKernel kernel;
   kernel.native = true;
+  kernel.overwrites = true;
   kernel.forward = [kind](const OpDesc &op, const KernelContext &,
                           ExecContext &ctx, const Views &inputs,
                           const Views &outputs, const Views &) {

@@ -159,6 +159,7 @@ void launchRows(Stream stream, int64_t rows, int64_t width, Fn fn) {
 #if defined(PPC_CUDA_EMULATION)
   (void)stream;
   (void)width;
+  launchCount().fetch_add(1, std::memory_order_relaxed);
   RowThreads t;
   for (int64_t row = 0; row < rows; ++row)
     fn(t, row);
@@ -170,6 +171,7 @@ void launchRows(Stream stream, int64_t rows, int64_t width, Fn fn) {
     });
     return;
   }
+  launchCount().fetch_add(1, std::memory_order_relaxed);
   const int64_t blocks = std::min<int64_t>(rows, int64_t(1) << 20);
   rowsKernel<<<static_cast<unsigned>(blocks), rowThreads(width), 0, stream>>>(
       rows, fn);

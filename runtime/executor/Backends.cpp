@@ -2,9 +2,13 @@
 
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/CpuBackend.h"
-#ifdef PPC_HAVE_CUDA
+// The cuda backend, or in ppc-run-emulated (a test tool) its host emulation
+// (runtime/cuda/Device.h) under the same name.
+#if defined(PPC_HAVE_CUDA) || defined(PPC_CUDA_EMULATION)
 #include "ppc/Runtime/CudaBackend.h"
 #endif
+
+#include <cstdlib>
 
 namespace ppc::runtime {
 
@@ -18,12 +22,17 @@ std::unique_ptr<Backend> startCpu(const BackendOptions &options,
 
 const std::vector<BackendInfo> &backends() {
   static const std::vector<BackendInfo> list = {
-      {"cpu", "host memory, oneDNN and the reference kernels, MPI", startCpu},
-#ifdef PPC_HAVE_CUDA
-      {"cuda",
-       "one GPU per rank (the local rank's), cuBLAS, cuDNN and own kernels, "
-       "NCCL",
-       createCudaBackend},
+    {"cpu", "host memory, oneDNN and the reference kernels, MPI", startCpu},
+#if defined(PPC_CUDA_EMULATION)
+    {"cuda",
+     "the cuda backend's host emulation (a test build: its own kernels on "
+     "the host, plain GEMM loops for cuBLAS, no cuDNN, collectives over MPI)",
+     createCudaBackend},
+#elif defined(PPC_HAVE_CUDA)
+    {"cuda",
+     "one GPU per rank (the local rank's), cuBLAS, cuDNN and own kernels, "
+     "NCCL",
+     createCudaBackend},
 #endif
   };
   return list;
@@ -56,7 +65,10 @@ std::unique_ptr<Backend> createBackend(const std::string &name,
             ")";
     return nullptr;
   }
-  return info->create(options, error);
+  BackendOptions withEnvironment = options;
+  if (const char *poison = std::getenv("PPC_POISON_UNINITIALIZED"))
+    withEnvironment.poisonUninitialized |= std::string(poison) == "1";
+  return info->create(withEnvironment, error);
 }
 
 } // namespace ppc::runtime

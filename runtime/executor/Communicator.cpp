@@ -733,8 +733,7 @@ std::vector<std::string> MpiCommunicator::gatherToRoot(const std::string &mine,
 }
 
 std::vector<std::string>
-MpiCommunicator::allGatherStrings(const std::string &mine,
-                                  const Where &where) {
+MpiCommunicator::allGatherStrings(const std::string &mine, const Where &where) {
   if (!impl->mpi)
     return {mine};
   return gatherStrings(rank(), size(), mine, true, [&](MPI_Request *r) {

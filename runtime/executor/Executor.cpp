@@ -302,8 +302,32 @@ private:
   ProgramRunner runner;
   std::ofstream log;
   double peakResidentBytes = 0;
+  /// Launches per counted step (max over ranks); -1: not counted.
+  double launchesPerStep = -1;
   int64_t skippedSteps = 0;
 };
+
+/// The floating type most weight elements of `plan` are stored in: the
+/// type its GEMMs run in.
+DType weightDType(const Plan &plan) {
+  std::map<DType, double> elements;
+  for (const Tensor &t : plan.tensors()) {
+    DType dtype;
+    if (t.role() != Tensor::WEIGHT || !storageDType(t.dtype(), dtype) ||
+        dtype == DType::I64)
+      continue;
+    double n = 1;
+    for (int64_t d : t.shape())
+      n *= double(d);
+    elements[dtype] += n;
+  }
+  DType best = DType::F32;
+  double most = -1;
+  for (const auto &[dtype, n] : elements)
+    if (n > most)
+      most = n, best = dtype;
+  return best;
+}
 
 std::string Run::checkOptions() const {
   if (options.steps < 1)
@@ -532,8 +556,7 @@ int Run::verify(int64_t step, double lossScale) {
     return 1;
   // The reference follows the partitioned run's side of each kink.
   KinkInputs kinks;
-  if (anyFailed(gatherKinkInputs(plan, comm, runner.kinkInputs(), kinks),
-                true))
+  if (anyFailed(gatherKinkInputs(plan, comm, runner.kinkInputs(), kinks), true))
     return 1;
   if (anyFailed(runReferenceStep(plan, data, step, other ? *other : *backend,
                                  lossScale, &kinks, tolerance, ref),
@@ -751,6 +774,24 @@ void Run::printSummary(const std::vector<double> &times,
   out << line;
   out << "peak resident memory " << format("%.1f", peakResidentBytes / 1048576)
       << " MiB per rank (max over ranks)\n";
+  if (launchesPerStep >= 0)
+    out << "launches per step " << format("%.0f", launchesPerStep)
+        << " per rank (kernels and library calls, max over ranks)\n";
+  // Model FLOPs utilization: the model's FLOPs over the step time and the
+  // devices' peak for the type the weights train in.
+  if (plan.model_flops() > 0) {
+    const double rate = plan.model_flops() / mean;
+    out << "model FLOPs " << format("%.3g", plan.model_flops())
+        << " per step: " << format("%.3g", rate / 1e12) << " TFLOP/s";
+    const DType dtype = weightDType(plan);
+    const double peak = backend->peakFlops(dtype);
+    if (peak > 0)
+      out << ", " << format("%.1f", 100 * rate / (peak * comm.size()))
+          << "% of " << comm.size() << " x " << format("%.0f", peak / 1e12)
+          << " TFLOP/s (the device's " << dtypeName(dtype)
+          << " peak at its reported clock: model FLOPs utilization)";
+    out << "\n";
+  }
   out.flush();
 }
 
@@ -981,6 +1022,8 @@ int Run::run() {
   const int64_t first = done + 1, last = done + options.steps;
   std::vector<double> times;
   std::vector<double> phases(kNumPhases + 1, 0.0);
+  // Launches of the steps the summary counts (the first aside).
+  int64_t launchesBefore = backend->launches();
   for (int64_t step = first; step <= last; ++step) {
     const bool trace = !options.traceFile.empty() && step == last;
     // The first step warms caches and allocators: not part of a profile.
@@ -1011,6 +1054,8 @@ int Run::run() {
         phases[p] += profile.phaseSeconds[p];
       phases[kNumPhases] += profile.commSeconds;
     }
+    if (step == first && options.steps > 1)
+      launchesBefore = backend->launches();
     if (rank == 0)
       printStep(step, last, seconds);
     if (nonfiniteRank >= 0 && !options.allowNonfinite) {
@@ -1050,9 +1095,16 @@ int Run::run() {
   const double counted = double(options.steps > 1 ? options.steps - 1 : 1);
   for (double &p : phases)
     p /= counted;
-  // The peak resident memory of the process rides along as one more value.
+  // The peak resident memory of the process and its launches per step ride
+  // along as two more values.
+  const int64_t launchesAfter = backend->launches();
   phases.push_back(peakResidentMemory());
+  phases.push_back(launchesAfter < 0
+                       ? -1.0
+                       : double(launchesAfter - launchesBefore) / counted);
   phases = comm.maxOverRanks(phases, [] { return "the phase time reduction"; });
+  launchesPerStep = phases.back();
+  phases.pop_back();
   peakResidentBytes = phases.back();
   phases.pop_back();
   if (rank != 0)

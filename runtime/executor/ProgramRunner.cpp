@@ -361,7 +361,7 @@ std::string ProgramRunner::execute(const Instruction &instr) {
       checkGradients();
     return "";
   case Instruction::kAlloc:
-    return alloc(instr.alloc().buffer());
+    return alloc(instr.alloc().buffer(), instr.alloc().uninitialized());
   case Instruction::kFree:
     live.erase(instr.free().buffer());
     return "";
@@ -415,7 +415,8 @@ static bool isPersistentRole(const Tensor &t) {
   return t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN;
 }
 
-std::string ProgramRunner::alloc(const planfile::Buffer &b) {
+std::string ProgramRunner::alloc(const planfile::Buffer &b,
+                                 bool uninitialized) {
   Buffer buffer;
   buffer.tensor = b.tensor();
   buffer.grad = b.grad();
@@ -461,7 +462,9 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b) {
     buffer.storage = it->second.storage;
   } else {
     // Never empty, so a view's data is null only where no gradient is wanted.
-    buffer.storage = backend.allocate(dtype, buffer.size());
+    buffer.storage = uninitialized
+                         ? backend.allocateUninitialized(dtype, buffer.size())
+                         : backend.allocate(dtype, buffer.size());
     if (!buffer.storage)
       return "out of memory";
   }
@@ -729,6 +732,11 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
           viewsOf(k.scratch(), nullptr, false, "scratch", scratch);
       !err.empty())
     return err;
+  if (k.overwrite_size() != 0 && k.overwrite_size() != k.input_grads_size())
+    return countMismatch(op, "overwrite entries", k.overwrite_size(),
+                         k.input_grads_size());
+  for (int i = 0; i < k.overwrite_size(); ++i)
+    inputGrads[i].overwrite = k.overwrite(i) && inputGrads[i].buffer;
   // Results not kept for the backward (-1: reduce-scattered partial sums,
   // whose backward never reads them) have their gradient's box, no data.
   for (int r = 0; r < k.outputs_size(); ++r)

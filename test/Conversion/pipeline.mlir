@@ -30,17 +30,17 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> attr
 // CHECK-NEXT: plan.kernel @op0 stage 0 ins(%{{[0-9]+}}, %[[W1]]) outs(%[[H1]])
 // CHECK-NEXT: plan.send %[[H1]] [2, 0] [4, 16] to 1
 // CHECK-NEXT: plan.phase backward
-// CHECK-NEXT: %[[DH0:[0-9]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [2, 16] grad
-// CHECK-NEXT: plan.fill %[[DH0]], 0.0
-// CHECK-NEXT: plan.recv %[[DH0]] [0, 0] [2, 16] from 1 {{.*}} accumulate
-// CHECK-NEXT: %[[DW1:[0-9]+]] = plan.alloc @w{{[0-9]+}} [0, 0] [8, 16] grad
-// CHECK-NEXT: plan.fill %[[DW1]], 0.0
-// CHECK-NEXT: plan.kernel_backward @op0 stage 0 {{.*}} outs(%[[H0]]) output_grads(%[[DH0]]) input_grads [false, true](%[[DW1]])
+// The first contribution to a gradient writes it: no fills
+// (ppc-elide-zero-fills); micro-batch 1's backward adds into dW1.
+// CHECK-NEXT: %[[DH0:[0-9]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [2, 16] grad uninitialized
+// CHECK-NEXT: plan.recv %[[DH0]] [0, 0] [2, 16] from 1 tag {{[0-9]+}}{{$}}
+// CHECK-NEXT: %[[DW1:[0-9]+]] = plan.alloc @w{{[0-9]+}} [0, 0] [8, 16] grad uninitialized
+// CHECK-NEXT: plan.kernel_backward @op0 stage 0 {{.*}} outs(%[[H0]]) output_grads(%[[DH0]]) input_grads [false, true](%[[DW1]]) overwrite [true]
 // CHECK-NEXT: plan.free %[[H0]]
 // CHECK-NEXT: plan.free %[[DH0]]
 // CHECK-NEXT: plan.phase backward
-// CHECK: plan.recv %{{[0-9]+}} [2, 0] [4, 16] from 1 {{.*}} accumulate
-// CHECK-NEXT: plan.kernel_backward @op0 stage 0 {{.*}} outs(%[[H1]]) {{.*}} input_grads [false, true](%[[DW1]])
+// CHECK: plan.recv %{{[0-9]+}} [2, 0] [4, 16] from 1 tag {{[0-9]+}}{{$}}
+// CHECK-NEXT: plan.kernel_backward @op0 stage 0 {{.*}} outs(%[[H1]]) {{.*}} input_grads [false, true](%[[DW1]]){{$}}
 // CHECK: %[[LOSS:[0-9]+]] = plan.alloc @t{{[0-9]+}} [] []
 // CHECK-NEXT: plan.recv %[[LOSS]] [] [] from 1
 // CHECK-NEXT: plan.output %[[LOSS]]
@@ -49,8 +49,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> attr
 
 // Rank 1: forward and backward of micro-batch 0, then of micro-batch 1.
 // CHECK: plan.program rank 1
-// CHECK-NEXT: %[[TOTAL:[0-9]+]] = plan.alloc @t{{[0-9]+}} [] []
-// CHECK-NEXT: plan.fill %[[TOTAL]], 0.0
+// CHECK-NEXT: %[[TOTAL:[0-9]+]] = plan.alloc @t{{[0-9]+}} [] [] uninitialized
 // CHECK-NEXT: plan.phase forward
 // CHECK-NEXT: %[[A0:[0-9]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [2, 16]
 // CHECK: plan.recv %[[A0]] [0, 0] [2, 16] from 0
@@ -61,7 +60,8 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> attr
 // CHECK-NEXT: plan.kernel @op2 stage 0 ins(%{{[0-9]+}}, %{{[0-9]+}}) outs(%[[L0]]) scratch(%[[MAX0]], %[[SUMS0]])
 // CHECK-NEXT: plan.kernel @op2 stage 1
 // CHECK-NEXT: plan.kernel @op2 stage 2
-// CHECK-NEXT: plan.copy %[[L0]] -> %[[TOTAL]] [] [] accumulate
+// The first micro-batch's loss writes the total, the second adds to it.
+// CHECK-NEXT: plan.copy %[[L0]] -> %[[TOTAL]] [] []{{$}}
 // CHECK-NEXT: plan.phase backward
 // CHECK-NEXT: %[[SEED:[0-9]+]] = plan.alloc @t{{[0-9]+}} [] [] grad
 // CHECK-NEXT: plan.fill %[[SEED]], 1.0

@@ -32,10 +32,11 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // CHECK-NOT: plan.send
 // CHECK: plan.kernel_backward @op2
 // The four partial gradients of the relu's output, one per column block
-// of fc2, are summed by one all-reduce and added to every copy.
+// of fc2, are summed by one all-reduce and written to every copy (their
+// first contribution).
 // CHECK-NEXT: %[[PART:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 16] grad
 // CHECK: plan.collective all_reduce %[[PART]] group [0, 1, 2, 3]
-// CHECK: plan.copy %[[PART]] -> %{{.*}} [0, 0] [4, 16] accumulate
+// CHECK: plan.copy %[[PART]] -> %{{.*}} [0, 0] [4, 16]{{$}}
 // CHECK-NOT: plan.send
 // CHECK: plan.kernel_backward @op1
 // CHECK-NOT: plan.send

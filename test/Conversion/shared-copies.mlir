@@ -18,7 +18,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // CHECK-NEXT: plan.send %{{.*}} [0, 0] [4, 8] to 1
 // CHECK-NOT: plan.send
 // CHECK: plan.phase backward
-// CHECK: plan.recv %{{.*}} [0, 0] [4, 8] from 1 tag {{[0-9]+}} accumulate
+// CHECK: plan.recv %{{.*}} [0, 0] [4, 8] from 1 tag {{[0-9]+}}{{$}}
 // CHECK-NOT: plan.recv
 // CHECK: plan.program rank 1
 // CHECK: %[[A:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 8]
@@ -31,10 +31,11 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // CHECK-NEXT: plan.kernel @op2 stage 0 ins(%[[A2]])
 // CHECK-NOT: plan.recv
 // CHECK: plan.phase backward
-// Its gradient is added to the first reader's, which goes back once.
+// Its gradient is the first reader's gradient's first contribution (the
+// copy writes it), the first reader's backward adds; it goes back once.
 // CHECK: plan.kernel_backward @op2 {{.*}} input_grads [true](%[[G2:[a-z0-9_]+]])
 // CHECK: %[[G:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 8] grad
-// CHECK: plan.copy %[[G2]] -> %[[G]] [0, 0] [4, 8] accumulate
-// CHECK-NEXT: plan.kernel_backward @op1 {{.*}} input_grads [true](%[[G]])
+// CHECK: plan.copy %[[G2]] -> %[[G]] [0, 0] [4, 8]{{$}}
+// CHECK-NEXT: plan.kernel_backward @op1 {{.*}} input_grads [true](%[[G]]){{$}}
 // CHECK-NEXT: plan.send %[[G]] [0, 0] [4, 8] to 0
 // CHECK-NOT: plan.send

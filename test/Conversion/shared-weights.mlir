@@ -26,12 +26,14 @@ func.func @main(%x: tensor<4x8xf32>, %t: tensor<4x8xf32>) -> tensor<f32> {
 // CHECK: plan.phase backward
 // CHECK: %[[DWHOLE:[0-9]+]] = plan.alloc @[[SYM]] [0] [8] grad
 // CHECK: plan.kernel_backward @op1 {{.*}}input_grads [true, true](%{{[0-9]+}}, %[[DWHOLE]])
-// Its gradient goes back to the holder's pieces and accumulates.
-// CHECK: %[[DW0:[0-9]+]] = plan.alloc @[[SYM]] [0] [4] grad
-// CHECK-NEXT: plan.fill %[[DW0]], 0.0
+// Its gradient goes back to the holder's pieces and accumulates: the copy
+// is the first contribution, which writes (no fill), the holder's own
+// backward adds.
+// CHECK: %[[DW0:[0-9]+]] = plan.alloc @[[SYM]] [0] [4] grad uninitialized
+// CHECK-NOT: plan.fill %[[DW0]]
 // CHECK: plan.send %[[DWHOLE]] [4] [8] to 1
-// CHECK: plan.copy %[[DWHOLE]] -> %[[DW0]] [0] [4] accumulate
-// CHECK: plan.kernel_backward @op0 {{.*}}input_grads [false, true](%[[DW0]])
+// CHECK: plan.copy %[[DWHOLE]] -> %[[DW0]] [0] [4]{{$}}
+// CHECK: plan.kernel_backward @op0 {{.*}}input_grads [false, true](%[[DW0]]){{$}}
 // Only the holder's pieces are updated; the gathered copy is step-local.
 // CHECK: plan.phase update
 // CHECK-NEXT: plan.update %[[W0]], %[[DW0]]
@@ -43,7 +45,7 @@ func.func @main(%x: tensor<4x8xf32>, %t: tensor<4x8xf32>) -> tensor<f32> {
 // CHECK: plan.send %[[W1]] [4] [8] to 0
 // CHECK: plan.phase backward
 // CHECK: %[[DW1:[0-9]+]] = plan.alloc @[[SYM]] [4] [8] grad
-// CHECK: plan.recv %[[DW1]] [4] [8] from 0 tag {{[0-9]+}} accumulate
+// CHECK: plan.recv %[[DW1]] [4] [8] from 0 tag {{[0-9]+}}{{$}}
 // CHECK: plan.kernel_backward @op0 {{.*}}input_grads [false, true](%[[DW1]])
 // CHECK: plan.phase update
 // CHECK-NEXT: plan.update %[[W1]], %[[DW1]]

@@ -206,6 +206,10 @@
 // CHECK-NEXT:       value: 0.5
 // CHECK-NEXT:     }
 
+// An alloc its first instruction writes whole, and that instruction's
+// overwritten gradient: `overwrite` has one entry per input_grads entry.
+// CHECK:              id: 6
+// CHECK:            uninitialized: true
 // grad_mask [true, false] and [false, true]: one input_grads entry per
 // operand, -1 where the operand gets no gradient.
 // CHECK:          kernel_backward {
@@ -216,6 +220,8 @@
 // CHECK-NEXT:       output_grads: 5
 // CHECK-NEXT:       input_grads: 6
 // CHECK-NEXT:       input_grads: -1
+// CHECK-NEXT:       overwrite: true
+// CHECK-NEXT:       overwrite: false
 // CHECK-NEXT:     }
 // A scratch buffer: tensor -1, shape = hi, box [0, hi).
 // CHECK:              id: 8
@@ -367,8 +373,8 @@ plan.plan version 3 ranks 2 attributes {batch_size = 2 : i64, loss = @loss, mach
     plan.phase backward
     %dl = plan.alloc @loss [] [] grad
     plan.fill %dl, 0.5
-    %dy = plan.alloc @y [0, 0] [1, 3] grad
-    plan.kernel_backward @ce stage 0 ins(%y, %l) outs(%loss) output_grads(%dl) input_grads [true, false] (%dy)
+    %dy = plan.alloc @y [0, 0] [1, 3] grad uninitialized
+    plan.kernel_backward @ce stage 0 ins(%y, %l) outs(%loss) output_grads(%dl) input_grads [true, false] (%dy) overwrite [true]
     %dw = plan.alloc @w [0, 0] [4, 3] grad
     %s = plan.alloc [0] [8]
     plan.kernel_backward @mm stage 1 ins(%x, %w) outs() output_grads(%dy) input_grads [false, true] (%dw) scratch(%s)

@@ -16,7 +16,7 @@ rm -rf "$work"
 mkdir -p "$work"
 case $model in
 gpt4)
-  python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 32 --heads 4 \
+  python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 --hidden 32 --heads 4 \
     --seq 16 --vocab 100 --batch 8 > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 *)

@@ -30,7 +30,7 @@ rm -rf "$work"
 mkdir -p "$work"
 case $model in
 gpt4)
-  python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 32 --heads 4 \
+  python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 --hidden 32 --heads 4 \
     --seq 16 --vocab 100 --batch "$batch" > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 convnet)
@@ -39,7 +39,7 @@ convnet)
   import="$ppc_opt $work/$model.mlir" ;;
 gptwide)
   # 2 MB embedding and head: sharded collectives of several 1 MiB pieces.
-  python3 "$here/../../bench/models.py" gpt --layers 1 --hidden 128 \
+  python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 1 --hidden 128 \
     --heads 4 --seq 8 --vocab 4096 --batch "$batch" > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 activations)

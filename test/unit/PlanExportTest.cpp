@@ -71,12 +71,12 @@ plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss,
     plan.phase backward
     %dloss = plan.alloc @loss [] [] grad
     plan.fill %dloss, 1.0
-    %dy = plan.alloc @y [0, 0] [2, 3] grad
-    plan.kernel_backward @ce stage 0 ins(%y, %l) outs(%loss) output_grads(%dloss) input_grads [true, false] (%dy)
+    %dy = plan.alloc @y [0, 0] [2, 3] grad uninitialized
+    plan.kernel_backward @ce stage 0 ins(%y, %l) outs(%loss) output_grads(%dloss) input_grads [true, false] (%dy) overwrite [true]
     %dw = plan.alloc @w [0, 0] [8, 3] grad
     %db = plan.alloc @b [0] [3] grad
     %s = plan.alloc [0] [16]
-    plan.kernel_backward @fc stage 1 ins(%x, %w, %b) outs() output_grads(%dy) input_grads [false, true, true] (%dw, %db) scratch(%s)
+    plan.kernel_backward @fc stage 1 ins(%x, %w, %b) outs() output_grads(%dy) input_grads [false, true, true] (%dw, %db) overwrite [true, false] scratch(%s)
     plan.free %s
     plan.phase grad_sync
     plan.collective all_reduce %dw group [0, 1] {reduction = "max"}

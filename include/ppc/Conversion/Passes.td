@@ -71,4 +71,28 @@ def PartitionToPlan : Pass<"ppc-partition-to-plan", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::plan::PlanDialect"];
 }
 
+def ElideZeroFills : Pass<"ppc-elide-zero-fills", "mlir::ModuleOp"> {
+  let summary = "Allocate without zero-filling where the first write covers "
+                "the buffer, and let a gradient's first contribution write it";
+  let description = [{
+    A plan's buffers are zero-filled when allocated, and a gradient buffer
+    is filled with 0 before its contributions are added into it; on a GPU
+    each fill is a launch and a pass over memory. For every `plan.alloc` of
+    every program, in program order:
+      * where the buffer's first instruction writes every element of it (a
+        load, a fill, a stage-0 forward kernel that only writes it, a copy,
+        recv or gathering collective over its whole box), the alloc becomes
+        `uninitialized`;
+      * where that first instruction is a fill with 0 followed by a
+        contribution that can write instead of add (a backward kernel with
+        the buffer as one of its input grads and nowhere else, or an
+        accumulating copy or recv over the whole box), the fill is erased
+        and the contribution writes: the kernel's `overwrite` entry for the
+        buffer is set, the copy or recv no longer accumulates.
+    A backend whose kernel cannot write a gradient instead of adding zero-
+    fills it first, so every contribution still lands once.
+  }];
+  let dependentDialects = ["::ppc::plan::PlanDialect"];
+}
+
 #endif // PPC_CONVERSION_PASSES_TD

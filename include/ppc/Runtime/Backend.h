@@ -77,6 +77,10 @@ struct DeviceView {
   DeviceBuffer *buffer = nullptr;
   int64_t offset = 0;
   std::vector<int64_t> shape, lo, hi;
+  /// An input gradient whose first contribution this backward kernel is
+  /// (KernelBackward.overwrite): the kernel writes it instead of adding
+  /// into it, whatever it held before.
+  bool overwrite = false;
   int64_t numElements() const;
 };
 
@@ -110,6 +114,15 @@ public:
   /// A zero-filled buffer of max(n, 1) elements; null when the device has
   /// no room for it.
   virtual std::shared_ptr<DeviceBuffer> allocate(DType dtype, int64_t n) = 0;
+  /// A buffer as allocate() makes it, but not zero-filled: for a buffer
+  /// whose first use writes every element (Alloc.uninitialized). With
+  /// BackendOptions::poisonUninitialized its elements are NaN (integers:
+  /// the most negative value), so a kernel that reads what it never wrote
+  /// shows. The default zero-fills.
+  virtual std::shared_ptr<DeviceBuffer> allocateUninitialized(DType dtype,
+                                                              int64_t n) {
+    return allocate(dtype, n);
+  }
   virtual void fill(DeviceBuffer &buffer, double value) = 0;
   /// Elements [offset, offset + n) from and to host floats.
   virtual void write(DeviceBuffer &buffer, int64_t offset, const float *host,
@@ -175,6 +188,17 @@ public:
     return "";
   }
 
+  /// Device kernels launched and library calls made so far (ppc-run's
+  /// launches per step); -1 where the backend does not count them (cpu).
+  virtual int64_t launches() const { return -1; }
+  /// FLOP/s of the device at its peak for arithmetic on `dtype` (bf16 and
+  /// f16: tensor cores; float32: without TF32), for ppc-run's model FLOPs
+  /// utilization; 0 where unknown.
+  virtual double peakFlops(DType dtype) const {
+    (void)dtype;
+    return 0;
+  }
+
   /// Marks the work issued so far.
   virtual std::unique_ptr<Event> record() = 0;
   /// Waits for all issued work.
@@ -194,6 +218,10 @@ struct BackendOptions {
   int threads = 1;
   /// cpu: ppc's own kernels only, no oneDNN (the tests' oracles).
   bool referenceKernels = false;
+  /// Uninitialized buffers start as NaN (allocateUninitialized): set from
+  /// the environment's PPC_POISON_UNINITIALIZED=1 by createBackend; the
+  /// tests run with it.
+  bool poisonUninitialized = false;
 };
 
 struct BackendInfo {

@@ -823,6 +823,24 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
     %w = plan.alloc @w [0, 0] [2, 3]
     %y = plan.alloc @y [0, 0] [4, 3]
     %dy = plan.alloc @y [0, 0] [4, 3] grad
+    %dw = plan.alloc @w [0, 0] [2, 3] grad uninitialized
+    // expected-error @+1 {{'plan.kernel_backward' op has 2 overwrite entries for 1 input_grads}}
+    plan.kernel_backward @mm stage 0 ins(%x, %w) outs(%y) output_grads(%dy) input_grads [false, true] (%dw) overwrite [true, false]
+  }
+}
+
+// -----
+
+plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 2] f32
+  plan.tensor @w weight [2, 3] f32
+  plan.tensor @y activation [4, 3] f32 {is_output}
+  plan.op @mm "ppc.matmul" [@x, @w] -> [@y] needs_grad [false, true] attributes {}
+  plan.program rank 0 {
+    %x = plan.alloc @x [0, 0] [4, 2]
+    %w = plan.alloc @w [0, 0] [2, 3]
+    %y = plan.alloc @y [0, 0] [4, 3]
+    %dy = plan.alloc @y [0, 0] [4, 3] grad
     %dw = plan.alloc @w [0, 0] [2, 3] grad
     %dx = plan.alloc @x [0, 0] [4, 2] grad
     // expected-error @+1 {{'plan.kernel_backward' op @y does not name a plan.op}}

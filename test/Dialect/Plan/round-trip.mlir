@@ -51,8 +51,8 @@ plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, mach
   // CHECK-NEXT:   plan.phase backward
   // CHECK-NEXT:   %[[DLOSS:.*]] = plan.alloc @loss [] [] grad
   // CHECK-NEXT:   plan.fill %[[DLOSS]], 1.000000e+00
-  // CHECK-NEXT:   %[[DY:.*]] = plan.alloc @y [0, 0] [2, 3] grad
-  // CHECK-NEXT:   plan.kernel_backward @ce stage 0 ins(%[[Y]], %[[L]]) outs(%[[LOSS]]) output_grads(%[[DLOSS]]) input_grads [true, false](%[[DY]])
+  // CHECK-NEXT:   %[[DY:.*]] = plan.alloc @y [0, 0] [2, 3] grad uninitialized
+  // CHECK-NEXT:   plan.kernel_backward @ce stage 0 ins(%[[Y]], %[[L]]) outs(%[[LOSS]]) output_grads(%[[DLOSS]]) input_grads [true, false](%[[DY]]) overwrite [true]
   // CHECK-NEXT:   %[[DW:.*]] = plan.alloc @w [0, 0] [8, 3] grad
   // CHECK-NEXT:   %[[DB:.*]] = plan.alloc @b [0] [3] grad
   // CHECK-NEXT:   %[[S:.*]] = plan.alloc [0] [16]
@@ -96,8 +96,8 @@ plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, mach
     plan.phase backward
     %dloss = plan.alloc @loss [] [] grad
     plan.fill %dloss, 1.0
-    %dy = plan.alloc @y [0, 0] [2, 3] grad
-    plan.kernel_backward @ce stage 0 ins(%y, %l) outs(%loss) output_grads(%dloss) input_grads [true, false] (%dy)
+    %dy = plan.alloc @y [0, 0] [2, 3] grad uninitialized
+    plan.kernel_backward @ce stage 0 ins(%y, %l) outs(%loss) output_grads(%dloss) input_grads [true, false] (%dy) overwrite [true]
     %dw = plan.alloc @w [0, 0] [8, 3] grad
     %db = plan.alloc @b [0] [3] grad
     %s = plan.alloc [0] [16]

@@ -59,10 +59,12 @@ std::vector<float> readAll(Backend &backend, const DeviceView &view) {
   return values;
 }
 
+/// `overwrite`: the backward's input grads are its first contributions
+/// (DeviceView::overwrite, on its first stage), starting as NaN.
 Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
                const std::vector<std::vector<float>> &wholeInputs,
                const std::vector<std::vector<float>> &outputGradValues,
-               const std::vector<bool> &needsGrad) {
+               const std::vector<bool> &needsGrad, bool overwrite) {
   Computed result;
   const OpDesc &op = c.op;
   auto makeBuffer = [&](Buffers &into, DType dtype,
@@ -139,7 +141,8 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
           {nullptr, 0, op.operandShapes[i], p.inputs[i].lo, p.inputs[i].hi});
       continue;
     }
-    std::vector<float> base(inputBoxes[i].size(), kAgreementGradBase);
+    std::vector<float> base(inputBoxes[i].size(),
+                            overwrite ? NAN : kAgreementGradBase);
     makeBuffer(inputGrads, c.dtype, op.operandShapes[i], p.inputs[i], &base);
   }
   Buffers backwardScratch = scratch;
@@ -148,6 +151,8 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   const int32_t backwardStages = numStages(op, ctx.training, true);
   for (int32_t s = 0; s < backwardStages; ++s) {
     ctx.stage = s;
+    for (DeviceView &grad : inputGrads.views)
+      grad.overwrite = overwrite && s == 0 && grad.buffer;
     result.error = backend.backward(op, ctx, inputs.views, outputs.views,
                                     outputGrads.views, inputGrads.views,
                                     backwardScratch.views);
@@ -162,6 +167,30 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   int64_t instruction;
   result.error = backend.deferredError(instruction);
   return result;
+}
+
+/// Every tensor of `got` agrees with `want`'s within the case's tolerance.
+void expectSameTensors(const Computed &want, const Computed &got,
+                       const AgreementCase &c, const std::string &name) {
+  ASSERT_EQ(got.tensors.size(), want.tensors.size()) << name;
+  for (size_t t = 0; t < want.tensors.size(); ++t) {
+    const auto &[what, expected] = want.tensors[t];
+    const std::vector<float> &actual = got.tensors[t].second;
+    ASSERT_EQ(actual.size(), expected.size()) << name << ": " << what;
+    int64_t bad = 0, first = -1;
+    for (size_t e = 0; e < expected.size(); ++e) {
+      const double a = actual[e], b = expected[e];
+      const bool same = (std::isnan(a) && std::isnan(b)) || a == b ||
+                        std::fabs(a - b) <= c.atol + c.rtol * std::fabs(b);
+      if (!same && bad++ == 0)
+        first = static_cast<int64_t>(e);
+    }
+    EXPECT_EQ(bad, 0) << name << ": " << what << ": " << bad << " of "
+                      << expected.size() << " elements differ; first at "
+                      << first << ": cuda "
+                      << (first >= 0 ? actual[first] : 0.0f) << ", cpu "
+                      << (first >= 0 ? expected[first] : 0.0f);
+  }
 }
 
 } // namespace
@@ -199,28 +228,19 @@ void expectBackendsAgree(const AgreementCase &c, const std::string &name) {
     for (size_t i = 0; i < op.operandShapes.size(); ++i)
       needsGrad.push_back(!isInteger(c, i));
 
-  Computed want = runOn(*cpu, c, p, wholeInputs, outputGrads, needsGrad);
-  ASSERT_EQ(want.error, "") << name << ": the cpu backend failed";
-  Computed got = runOn(*cuda, c, p, wholeInputs, outputGrads, needsGrad);
-  ASSERT_EQ(got.error, "") << name << ": the cuda backend failed";
-  ASSERT_EQ(got.tensors.size(), want.tensors.size()) << name;
-  for (size_t t = 0; t < want.tensors.size(); ++t) {
-    const auto &[what, expected] = want.tensors[t];
-    const std::vector<float> &actual = got.tensors[t].second;
-    ASSERT_EQ(actual.size(), expected.size()) << name << ": " << what;
-    int64_t bad = 0, first = -1;
-    for (size_t e = 0; e < expected.size(); ++e) {
-      const double a = actual[e], b = expected[e];
-      const bool same = (std::isnan(a) && std::isnan(b)) || a == b ||
-                        std::fabs(a - b) <= c.atol + c.rtol * std::fabs(b);
-      if (!same && bad++ == 0)
-        first = static_cast<int64_t>(e);
-    }
-    EXPECT_EQ(bad, 0) << name << ": " << what << ": " << bad << " of "
-                      << expected.size() << " elements differ; first at "
-                      << first << ": cuda "
-                      << (first >= 0 ? actual[first] : 0.0f) << ", cpu "
-                      << (first >= 0 ? expected[first] : 0.0f);
+  // Gradients added into (the kernel contract), then written by a first
+  // contribution.
+  for (bool overwrite : {false, true}) {
+    if (overwrite && !c.backward)
+      break;
+    const std::string mode = overwrite ? " (gradients overwritten)" : "";
+    Computed want =
+        runOn(*cpu, c, p, wholeInputs, outputGrads, needsGrad, overwrite);
+    ASSERT_EQ(want.error, "") << name << mode << ": the cpu backend failed";
+    Computed got =
+        runOn(*cuda, c, p, wholeInputs, outputGrads, needsGrad, overwrite);
+    ASSERT_EQ(got.error, "") << name << mode << ": the cuda backend failed";
+    expectSameTensors(want, got, c, name + mode);
   }
 }
 

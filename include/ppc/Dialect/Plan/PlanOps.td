@@ -84,14 +84,17 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, NoTerminator,
       plan.program rank 1 { ... }
     }
     ```
-    `optimizer` is a dictionary {kind = "sgd"|"momentum"|"adam", lr, momentum,
+        `optimizer` is a dictionary {kind = "sgd"|"momentum"|"adam", lr, momentum,
     beta1, beta2, epsilon, weight_decay}; absent for forward-only plans.
+    `model_flops`: the model's forward and backward FLOPs of one step
+    (recomputation not counted), for ppc-run's model FLOPs utilization.
   }];
   let arguments = (ins I64Attr:$version, I64Attr:$num_ranks,
                        StrAttr:$machine, StrAttr:$machine_description,
                        StrAttr:$strategy, I64Attr:$batch_size,
                        OptionalAttr<DictionaryAttr>:$optimizer,
-                       OptionalAttr<FlatSymbolRefAttr>:$loss);
+                       OptionalAttr<FlatSymbolRefAttr>:$loss,
+                       OptionalAttr<F64Attr>:$model_flops);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
       "`version` $version `ranks` $num_ranks attr-dict-with-keyword $body";
@@ -168,13 +171,17 @@ def Plan_AllocOp : Plan_InstrOp<"alloc",
     `staging` marks a step-local copy of a weight's values (ZeRO-3 gathers
     the whole weight from its shards into one for each use): unlike the
     weight's own buffers it is not kept across steps nor checkpointed.
+    A buffer is zero-filled when allocated, unless `uninitialized`: its
+    first instruction writes every element (ppc-elide-zero-fills).
   }];
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$tensor,
                        DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi,
-                       UnitAttr:$grad, UnitAttr:$staging);
+                       UnitAttr:$grad, UnitAttr:$staging,
+                       UnitAttr:$uninitialized);
   let results = (outs Plan_BufferType:$buffer);
   let assemblyFormat =
-      "($tensor^)? $lo $hi (`grad` $grad^)? (`staging` $staging^)? attr-dict";
+      "($tensor^)? $lo $hi (`grad` $grad^)? (`staging` $staging^)? "
+      "(`uninitialized` $uninitialized^)? attr-dict";
   let hasVerifier = 1;
 }
 
@@ -241,7 +248,10 @@ def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward",
   let summary = "Backward kernel: adds operand gradients of one partition";
   let description = [{
     `grad_mask` has one entry per operand of the op; `input_grads` holds a
-    buffer for each true entry, in order.
+    buffer for each true entry, in order. `overwrite`, where present, has
+    one entry per input grad: true where the kernel's contribution is the
+    buffer's first, which it writes instead of adding into
+    (ppc-elide-zero-fills).
   }];
   let arguments = (ins FlatSymbolRefAttr:$op, I64Attr:$stage,
                        DenseBoolArrayAttr:$grad_mask,
@@ -249,10 +259,12 @@ def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward",
                        Variadic<Plan_BufferType>:$outputs,
                        Variadic<Plan_BufferType>:$output_grads,
                        Variadic<Plan_BufferType>:$input_grads,
-                       Variadic<Plan_BufferType>:$scratch);
+                       Variadic<Plan_BufferType>:$scratch,
+                       OptionalAttr<DenseBoolArrayAttr>:$overwrite);
   let assemblyFormat = "$op `stage` $stage `ins` `(` $inputs `)` "
                        "`outs` `(` $outputs `)` `output_grads` `(` $output_grads `)` "
                        "`input_grads` $grad_mask `(` $input_grads `)` "
+                       "(`overwrite` $overwrite^)? "
                        "(`scratch` `(` $scratch^ `)`)? attr-dict";
   let hasVerifier = 1;
 }

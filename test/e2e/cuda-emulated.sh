@@ -1,0 +1,44 @@
+#!/bin/sh
+# The cuda backend's executor path on a machine without a GPU: a model
+# lowered by ppc-opt and trained by ppc-run-emulated (ppc-run whose cuda
+# backend is the host emulation of its sources: its own kernels on storage
+# types as they are, row reductions, deferred label checks, multi-tensor
+# Adam, plain GEMM loops for cuBLAS, collectives over MPI), with
+# uninitialized buffers poisoned, checked against the cpu backend's
+# single-device step (--verify --verify-backend cpu, the plan type's
+# tolerance).
+# usage: cuda-emulated.sh PPC_OPT EXAMPLES WORKDIR MODEL STRATEGY DTYPE NP RUN...
+#        MODEL: mlp, cnn or transformer (EXAMPLES/MODEL.onnx), gpt4 (a
+#        4-layer GPT of bench/models.py, fused causal attention with
+#        dropout 0.1) or gpt4-unfused (matmul, softmax, matmul); STRATEGY a
+#        search (data-parallel, mcmc, megatron); RUN... starts
+#        ppc-run-emulated on NP ranks.
+set -e
+ppc_opt=$1 examples=$2 work=$3 model=$4 strategy=$5 dtype=$6 np=$7
+shift 7
+here=$(dirname "$0")
+rm -rf "$work"
+mkdir -p "$work"
+case $model in
+gpt4)
+  python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 32 --heads 4 \
+    --seq 16 --vocab 100 --batch 8 --dropout 0.1 --loss ce > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+gpt4-unfused)
+  python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 \
+    --hidden 32 --heads 4 --seq 16 --vocab 100 --batch 8 --loss ce \
+    > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+*)
+  import="$ppc_opt $examples/$model.onnx --batch-size=8" ;;
+esac
+machine=cpu
+[ "$np" -gt 1 ] && machine=cpux$np
+$import --ppc-auto-parallel="machine=$machine search=$strategy budget=200 seed=1 threads=1 optimizer=adam dtype=$dtype plan=$work/plan.pb" -o /dev/null
+PPC_POISON_UNINITIALIZED=1 "$@" "$work/plan.pb" --backend cuda --steps 2 \
+  --verify --verify-backend cpu > "$work/verify.log" 2>&1 ||
+  { cat "$work/verify.log"; exit 1; }
+cat "$work/verify.log"
+grep -q "verify passed" "$work/verify.log"
+grep -q "launches per step" "$work/verify.log"
+echo "cuda emulated passed"
