@@ -660,10 +660,11 @@ def main():
 
     if a.model == "gpt":
         d = GPT_SIZES[a.size]
+        hidden = pick(a.hidden, d["hidden"])
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
-            pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
-            pick(a.ff, 4 * d["hidden"]), pick(a.vocab, 51200), a.dropout,
+            hidden, pick(a.heads, d["heads"]),
+            pick(a.ff, 4 * hidden), pick(a.vocab, 51200), a.dropout,
             fused=a.fused_attention, causal=True, fused_qkv=a.fused_qkv)
     elif a.model in ("bert", "transformer"):
         # BERT-Large by default; Transformer-base sizes for `transformer`.

@@ -84,7 +84,7 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, NoTerminator,
       plan.program rank 1 { ... }
     }
     ```
-        `optimizer` is a dictionary {kind = "sgd"|"momentum"|"adam", lr, momentum,
+    `optimizer` is a dictionary {kind = "sgd"|"momentum"|"adam", lr, momentum,
     beta1, beta2, epsilon, weight_decay}; absent for forward-only plans.
     `model_flops`: the model's forward and backward FLOPs of one step
     (recomputation not counted), for ppc-run's model FLOPs utilization.
