@@ -12,14 +12,21 @@
 #   4. verify: training steps on the cuda backend checked against the cpu
 #      backend's single-device step (--verify --verify-backend cpu, the
 #      plan type's tolerance): MLP, CNN, transformer and a 4-layer GPT in
-#      f32, the GPT in bf16, at 1 rank and at 2 ranks (on one GPU the two
-#      ranks share it and exchange through host memory);
+#      f32, the GPT in bf16, the GPT with fused causal attention and
+#      dropout in f32 and bf16, at 1 rank and at 2 ranks (on one GPU the
+#      two ranks share it and exchange through host memory);
 #   5. libraries: GEMM and convolution kernels as a training step runs them
 #      (ppc-profile of the plans' kernels) against cuBLAS and cuDNN alone at
 #      the same shapes, types and math (ppc-library-peak); the acceptance is
 #      >= 90%;
 #   6. throughput: ResNet-50 (batch 32, 224x224) and a GPT (12 layers,
-#      hidden 768, sequence 1024) on one GPU, bf16, steps of ppc-run;
+#      hidden 768, 12 heads, sequence 1024, vocabulary 50304, batch 8; fused
+#      causal attention, and unfused) on one GPU, bf16, steps of ppc-run
+#      with their launches per step and model FLOPs utilization; then the
+#      GPT's step in PyTorch on the same GPU (bench/gpu_microbench.py
+#      --sections step, where python3 has PyTorch with CUDA): the
+#      acceptance is ppc-run's step <= PyTorch eager with autocast, SDPA
+#      and fused Adam (KIT/results/vs-pytorch.txt has every ratio);
 #   7. simulator: each of 6's steps predicted from a ppc-profile profile of
 #      its kernels against the step ppc-run measured (acceptance: 10%).
 # Usage:
@@ -72,13 +79,24 @@ finish() {
   printf '%s\n' "${summary[@]}"
   exit $failed
 }
-verifyCases=(mlp cnn transformer gpt4 gpt4-bf16)
+verifyCases=(mlp cnn transformer gpt4 gpt4-bf16 gpt4-attn gpt4-attn-bf16)
+# The node tests need onnx and numpy: Debian's python3 where the one on PATH
+# lacks them (docs/onnx-node-tests.md).
+nodePython=python3
+python3 -c 'import numpy, onnx' 2>/dev/null || nodePython=/usr/bin/python3
+# The GPT of 6 as PyTorch runs it (bench/gpu_microbench.py --sections step):
+# layers,hidden,heads,seq,vocab,batch.
+gptShape=12,768,12,1024,50304,8
+[[ ${GPU_CHECK_QUICK:-0} == 1 ]] && gptShape=2,256,4,128,1000,4
 
 # The plans of 4 and 6 (ppc-opt): PLANS/NAME-npR.pb and PLANS/{resnet,gpt}.pb.
 makePlans() {
   mkdir -p "$plans"
   python3 "$root/bench/models.py" gpt --layers 4 --unfused-attention --hidden 64 --heads 4 \
     --seq 32 --vocab 200 --batch 8 >"$plans/gpt4.mlir"
+  # Fused causal attention with dropout on its probabilities.
+  python3 "$root/bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
+    --seq 32 --vocab 200 --batch 8 --dropout 0.1 >"$plans/gpt4-attn.mlir"
   local ranks name machine
   for ranks in 1 2; do
     machine=cpu
@@ -90,6 +108,8 @@ makePlans() {
       transformer) args=(--batch-size=8) ;;
       gpt4) model=$plans/gpt4.mlir ;;
       gpt4-bf16) model=$plans/gpt4.mlir dtype=bf16 ;;
+      gpt4-attn) model=$plans/gpt4-attn.mlir ;;
+      gpt4-attn-bf16) model=$plans/gpt4-attn.mlir dtype=bf16 ;;
       esac
       "$opt" "$model" "${args[@]}" --ppc-auto-parallel="machine=$machine search=mcmc budget=200 dtype=$dtype optimizer=adam plan=$plans/$name-np$ranks.pb" \
         -o /dev/null >"$work/$name-np$ranks.opt" 2>&1 ||
@@ -98,15 +118,20 @@ makePlans() {
   done
   if [[ ${GPU_CHECK_QUICK:-0} == 1 ]]; then
     python3 "$root/bench/models.py" resnet50 --batch 4 --dtype bf16 >"$plans/resnet.mlir"
-    python3 "$root/bench/models.py" gpt --layers 2 --hidden 256 --heads 4 \
-      --seq 128 --vocab 1000 --batch 4 --dtype bf16 --loss ce >"$plans/gpt.mlir"
   else
     python3 "$root/bench/models.py" resnet50 --batch 32 --dtype bf16 >"$plans/resnet.mlir"
-    python3 "$root/bench/models.py" gpt --layers 12 --hidden 768 --heads 12 \
-      --seq 1024 --vocab 50304 --batch 8 --dtype bf16 --loss ce >"$plans/gpt.mlir"
   fi
+  # The GPT with fused causal attention (the default), and with attention as
+  # matmul, softmax, matmul (the graph PyTorch's bf16 variant runs).
+  local layers hidden heads seq vocab batch
+  IFS=, read -r layers hidden heads seq vocab batch <<<"$gptShape"
+  local shape=(--layers "$layers" --hidden "$hidden" --heads "$heads"
+    --seq "$seq" --vocab "$vocab" --batch "$batch" --dtype bf16 --loss ce)
+  python3 "$root/bench/models.py" gpt "${shape[@]}" >"$plans/gpt.mlir"
+  python3 "$root/bench/models.py" gpt --unfused-attention "${shape[@]}" \
+    >"$plans/gpt-unfused.mlir"
   local model
-  for model in resnet gpt; do
+  for model in resnet gpt gpt-unfused; do
     "$opt" "$plans/$model.mlir" --ppc-auto-parallel="machine=cpu search=data-parallel optimizer=adam plan=$plans/$model.pb" \
       -o /dev/null >"$work/$model.opt" 2>&1 ||
       result FAIL plans "$model: $(tail -1 "$work/$model.opt")"
@@ -147,7 +172,7 @@ gpuChecks() {
   fi
   if [[ ${#nodeArgs[@]} -eq 0 ]]; then
     result SKIP node-tests "no /usr/share/libonnx-testdata (apt-get install libonnx-testdata)"
-  elif python3 "$root/test/onnx-node/run_node_tests.py" "${nodeArgs[@]}" \
+  elif "$nodePython" "$root/test/onnx-node/run_node_tests.py" "${nodeArgs[@]}" \
     --ppc-run "$run" --backend cuda --jobs 4 \
     --check-list "$root/docs/onnx-node-tests.md" >"$work/node.log" 2>&1; then
     result PASS node-tests "$(tail -1 "$work/node.log")"
@@ -263,14 +288,71 @@ PY
   fi
 
   # 6. throughput
-  for model in resnet gpt; do
+  for model in resnet gpt gpt-unfused; do
     [[ -f $plans/$model.pb ]] || continue
     if ! "$run" "$plans/$model.pb" --backend cuda --steps 10 >"$results/$model.run" 2>&1; then
       result FAIL throughput "$model: $(tail -1 "$results/$model.run")"
       continue
     fi
-    result PASS throughput "$model on $gpu: $(grep '^mean step' "$results/$model.run")"
+    result PASS throughput "$model on $gpu: $(grep '^mean step' "$results/$model.run"); $(grep '^launches per step' "$results/$model.run" | cut -d' ' -f4) launches; $(grep -o '[0-9.]*% of' "$results/$model.run" | cut -d' ' -f1) MFU"
   done
+  pytorchStep
+}
+
+# 6b. The GPT's step in PyTorch on the same GPU right after ppc-run's
+# (bench/gpu_microbench.py --sections step): ppc-run's fused-attention GPT
+# against autocast + scaled_dot_product_attention + fused Adam (the
+# acceptance: ratio <= 1.0) and torch.compile of it, its unfused GPT
+# against the same graph with bf16 weights. GPU_CHECK_PYTORCH=0 skips it.
+pytorchStep() {
+  if [[ ${GPU_CHECK_PYTORCH:-1} == 0 ]]; then
+    result SKIP pytorch "GPU_CHECK_PYTORCH=0"
+    return
+  fi
+  if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    result SKIP pytorch "no PyTorch with CUDA for python3 here"
+    return
+  fi
+  python3 "$root/bench/gpu_microbench.py" --sections step --step-shape "$gptShape" \
+    --out "$results/pytorch-step.json" >"$work/pytorch.log" 2>&1 ||
+    { tail -5 "$work/pytorch.log"; result FAIL pytorch "gpu_microbench.py failed"; return; }
+  python3 - "$results" <<'PY'
+import json, re, sys
+results = sys.argv[1]
+def ppc_ms(model):
+    try:
+        text = open(f"{results}/{model}.run").read()
+    except OSError:
+        return None
+    m = re.search(r"^mean step ([0-9.]+) ms", text, re.M)
+    return float(m.group(1)) if m else None
+step = json.load(open(f"{results}/pytorch-step.json"))["step"]
+torch = {v["variant"]: v.get("step_s") for v in step["variants"]}
+tokens = step["batch"] * step["seq"]
+rows = [("gpt", "autocast-sdpa"), ("gpt", "compile-sdpa"),
+        ("gpt-unfused", "bf16-matmul-attention")]
+out = open(f"{results}/vs-pytorch.txt", "w")
+for model, variant in rows:
+    ppc, ref = ppc_ms(model), torch.get(variant)
+    if ppc is None or ref is None:
+        print(f"{model} vs {variant}: not measured", file=out)
+        continue
+    ref *= 1e3
+    print(f"{model} vs {variant}: ppc-run {ppc:.1f} ms ({tokens / ppc * 1e3:.0f} tokens/s),"
+          f" PyTorch {ref:.1f} ms ({tokens / ref * 1e3:.0f} tokens/s): {ppc / ref:.2f}x",
+          file=out)
+PY
+  cat "$results/vs-pytorch.txt"
+  local line ratio
+  line=$(grep '^gpt vs autocast-sdpa' "$results/vs-pytorch.txt")
+  ratio=$(sed -n 's/.*: \([0-9.]*\)x$/\1/p' <<<"$line")
+  if [[ -z $ratio ]]; then
+    result FAIL pytorch "no ratio to PyTorch eager with SDPA ($line)"
+  elif python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 1.0 else 1)" "$ratio"; then
+    result PASS pytorch "GPT step ${ratio}x PyTorch eager with SDPA (acceptance <= 1.0)"
+  else
+    result FAIL pytorch "GPT step ${ratio}x PyTorch eager with SDPA (acceptance <= 1.0)"
+  fi
 }
 
 # 7. the simulator, from the profiles, against the measured steps
@@ -363,7 +445,7 @@ pack)
   rm -rf "$plans" && makePlans
   if [[ -d /usr/share/libonnx-testdata/data/node ]]; then
     cp -r /usr/share/libonnx-testdata/data/node "$plans/node-data"
-    python3 "$root/test/onnx-node/run_node_tests.py" --ppc-opt "$opt" \
+    "$nodePython" "$root/test/onnx-node/run_node_tests.py" --ppc-opt "$opt" \
       --ppc-run "$run" --save-plans "$plans/node-plans" --jobs "$(nproc)" \
       >"$work/node.log" 2>&1 ||
       result FAIL node-plans "$(tail -1 "$work/node.log")"

@@ -14,16 +14,19 @@
 //
 // Per run of the innermost leading dim (the outer leading dims loop on the
 // host) and tile of query rows, the score block [batches, rows, cols] is
-// one strided-batched Library GEMM into float32; a block of threads per row
-// (Reductions.h) takes its softmax (and dropout) in place; a second GEMM
-// multiplies by value into the result as stored. With `causal`, keys past a
-// tile's last row are masked for every row of it, so only the first min(T,
-// last row + 1) columns are computed. 16-bit operands are widened to
-// float32 blocks first (the GEMMs then run in float32, as the cpu kernel
-// computes). The backward recomputes P from query and key (nothing is kept
-// from the forward) and ADDS its contributions into the grad views, as
-// stored; a partition of S rows contributes a partial dK and dV over all of
-// T (the plan sums them).
+// one strided-batched Library GEMM of query and key as stored (16-bit
+// operands on tensor cores) into float32; a block of threads per row
+// (Reductions.h) takes its softmax (and dropout) and writes the
+// probabilities in the operands' type, which a second GEMM multiplies by
+// value into the result as stored (16-bit probabilities, as FlashAttention
+// and PyTorch's matmul-softmax-matmul round them). With `causal`, keys past
+// a tile's last row are masked for every row of it, so only the first
+// min(T, last row + 1) columns are computed. Operands of mixed types are
+// widened to float32. The backward recomputes P from query and key
+// (nothing is kept from the forward), keeps P and dS in float32 for the
+// softmax's gradient and rounds them to the operands' type for the GEMMs of
+// dV, dQ and dK, which ADD into the grad views as stored; a partition of S
+// rows contributes a partial dK and dV over all of T (the plan sums them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -139,16 +142,19 @@ RowDims rowDims(const AttentionRanges &r, const Block &block) {
           r.S * r.T,    block.base, r.causal};
 }
 
-/// P in place of the scaled scores: the causal-masked softmax of each row
-/// (max and exponentials in float, the sum in double, as the cpu kernel's
-/// softmaxRow), times the dropout factor when `dropout`; a block of
-/// threads per row.
-void softmaxRows(Stream stream, RowDims d, float *p, int64_t count,
-                 bool dropout, DropoutMask mask) {
+/// The causal-masked softmax of each row of the scaled scores `p` (max and
+/// exponentials in float, the sum in double, as the cpu kernel's
+/// softmaxRow), 0 past the keys a row sees: written as P into `p` where
+/// `keep` (the backward's dS needs it), and times the dropout factor when
+/// `dropout` into `out` (which may be `p` itself, then without `keep`); a
+/// block of threads per row.
+void softmaxRows(Stream stream, RowDims d, float *p, int64_t count, bool keep,
+                 bool dropout, DropoutMask mask, Elements out) {
   launchRows(stream, count * d.rows, d.cols,
              [=] PPC_HD(const RowThreads &t, int64_t i) {
                const int64_t b = i / d.rows, row = i % d.rows;
                float *line = p + i * d.cols;
+               const Elements outLine = out + i * d.cols;
                const int64_t seen = keysSeen(d.causal, d.cols, d.rowLo + row);
                float max = -INFINITY;
                for (int64_t j = t.thread; j < seen; j += t.threads)
@@ -162,31 +168,26 @@ void softmaxRows(Stream stream, RowDims d, float *p, int64_t count,
                const float inverse = static_cast<float>(1.0 / t.sum(sum));
                for (int64_t j = t.thread; j < d.cols; j += t.threads) {
                  const float value = j < seen ? line[j] * inverse : 0.0f;
-                 line[j] =
+                 if (keep)
+                   line[j] = value;
+                 outLine[j] =
                      dropout ? value * mask.factor(d.flat(b, row, j)) : value;
                }
              });
 }
 
-/// pd = p * dropout factor, elementwise over the block.
-void dropped(Stream stream, RowDims d, const float *p, float *pd, int64_t count,
-             DropoutMask mask) {
-  launch(stream, count * d.rows * d.cols, [=] PPC_HD(int64_t i) {
-    const int64_t j = i % d.cols, row = (i / d.cols) % d.rows,
-                  b = i / (d.cols * d.rows);
-    pd[i] = p[i] * mask.factor(d.flat(b, row, j));
-  });
-}
-
 /// ds (= dP' on entry) becomes dS = P (dP - sum_l P dP), dP = dP' * factor,
-/// the dot in double (softmaxGradRow); a block of threads per row.
+/// the dot in double (softmaxGradRow), and is written to `out` as well
+/// (which may be `ds` itself); a block of threads per row.
 void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
-                     int64_t count, bool dropout, DropoutMask mask) {
+                     int64_t count, bool dropout, DropoutMask mask,
+                     Elements out) {
   launchRows(stream, count * d.rows, d.cols,
              [=] PPC_HD(const RowThreads &t, int64_t i) {
                const int64_t b = i / d.rows, row = i % d.rows;
                const float *pLine = p + i * d.cols;
                float *dLine = ds + i * d.cols;
+               const Elements outLine = out + i * d.cols;
                double dot = 0;
                for (int64_t j = t.thread; j < d.cols; j += t.threads) {
                  if (dropout)
@@ -195,7 +196,7 @@ void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
                }
                const float sum = static_cast<float>(t.sum(dot));
                for (int64_t j = t.thread; j < d.cols; j += t.threads)
-                 dLine[j] = pLine[j] * (dLine[j] - sum);
+                 outLine[j] = pLine[j] * (dLine[j] - sum);
              });
 }
 
@@ -204,22 +205,61 @@ void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
 /// view's.
 GemmResult typedResult(const KernelView &view, const Block &block,
                        int64_t row) {
-  return {view.at(offsetIn(view, block.batch, row, 0)), view.elements.type,
-          view.shape.back(), batchStride(view)};
+  return gemmResult(view, offsetIn(view, block.batch, row, 0),
+                    view.shape.back(), batchStride(view));
 }
 
-/// The scaled scores of `block` into p ([count, rows, cols]).
+/// An operand at row `row` of `block`'s first batch of `view`.
+GemmOperand blockOperand(const KernelView &view, const Block &block,
+                         int64_t row, bool transposed) {
+  return gemmOperand(view, offsetIn(view, block.batch, row, 0),
+                     view.shape.back(), transposed, batchStride(view));
+}
+
+/// A [count, rows, cols] block of `type` as a GEMM operand.
+GemmOperand blockOperand(Elements block, int64_t rows, int64_t cols,
+                         bool transposed) {
+  GemmOperand g;
+  g.data = block.data;
+  g.type = block.type;
+  g.ld = cols;
+  g.transposed = transposed;
+  g.batchStride = rows * cols;
+  return g;
+}
+
+/// The scaled scores of `block` into p ([count, rows, cols], float32).
 std::string scores(ExecContext &ctx, const AttentionRanges &r,
                    const Block &block, const KernelView &q, const KernelView &k,
                    float *p) {
   const int64_t rows = block.rows(), cols = block.cols;
-  return ctx.library->gemm(
-      ctx.stream, rows, cols, r.D, r.scale,
-      floatOperand(q.data + offsetIn(q, block.batch, block.rowLo, 0), r.D,
-                   false, batchStride(q)),
-      floatOperand(k.data + offsetIn(k, block.batch, 0, 0), r.D, true,
-                   batchStride(k)),
-      0.0f, floatResult(p, cols, rows * cols), block.count);
+  return ctx.library->gemm(ctx.stream, rows, cols, r.D, r.scale,
+                           blockOperand(q, block, block.rowLo, false),
+                           blockOperand(k, block, 0, true), 0.0f,
+                           floatResult(p, cols, rows * cols), block.count);
+}
+
+/// The operands (and, in the backward, the result's gradient) as the GEMMs
+/// take them: as stored where they share one floating type, else widened
+/// to float32. False when out of memory.
+bool operandsOfOneType(ExecContext &ctx, std::vector<KernelView *> views) {
+  const DType type = views.front()->elements.type;
+  bool same = type != DType::I64;
+  for (const KernelView *v : views)
+    same &= v->elements.type == type;
+  if (same)
+    return true;
+  for (KernelView *v : views)
+    if (!(*v = widenedToFloat(ctx, *v)).elements)
+      return false;
+  return true;
+}
+
+/// `n` elements of `type` from the workspace (null data when out of
+/// memory): a 16-bit block takes half the floats.
+Elements typedBlock(ExecContext &ctx, DType type, int64_t n) {
+  const int64_t floats = type == DType::F32 ? n : (n + 1) / 2;
+  return {ctx.workspace->floats(floats), type};
 }
 
 KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
@@ -231,32 +271,37 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
   if (KernelStatus s = forwardRanges(op, kctx, inputs, outputs, r); !s.empty())
     return s;
   const KernelView &result = outputs[0];
-  const KernelView q = widenedToFloat(ctx, inputs[0]),
-                   k = widenedToFloat(ctx, inputs[1]),
-                   v = widenedToFloat(ctx, inputs[2]);
-  if (!q.data || !k.data || !v.data)
+  KernelView q = inputs[0], k = inputs[1], v = inputs[2];
+  if (!operandsOfOneType(ctx, {&q, &k, &v}))
     return op.kind + ": out of device memory for its float32 operands";
+  const DType type = q.elements.type;
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   const int64_t blockFloats = largestBlock(r, q.shape);
+  // p: the float32 scores; probs: P' in the operands' type (p itself for
+  // float32 operands).
   float *p = nullptr;
+  Elements probs;
   std::string error;
   forEachBlock(r, q.shape, [&](const Block &block) {
     if (!error.empty())
       return;
-    if (!p && !(p = ctx.workspace->floats(blockFloats))) {
-      error = "out of device memory for its score block";
-      return;
+    if (!p) {
+      p = ctx.workspace->floats(blockFloats);
+      probs = type == DType::F32 ? floatElements(p)
+                                 : typedBlock(ctx, type, blockFloats);
+      if (!p || !probs) {
+        error = "out of device memory for its score block";
+        return;
+      }
     }
     const int64_t rows = block.rows(), cols = block.cols;
     if ((error = scores(ctx, r, block, q, k, p)).empty()) {
-      softmaxRows(ctx.stream, rowDims(r, block), p, block.count, r.dropout,
-                  mask);
-      error =
-          gemmInto(ctx, rows, r.Dv, cols, 1.0f,
-                   floatOperand(p, cols, false, rows * cols),
-                   floatOperand(v.data + offsetIn(v, block.batch, 0, 0), r.Dv,
-                                false, batchStride(v)),
-                   0.0f, typedResult(result, block, block.rowLo), block.count);
+      softmaxRows(ctx.stream, rowDims(r, block), p, block.count,
+                  /*keep=*/false, r.dropout, mask, probs);
+      error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
+                       blockOperand(probs, rows, cols, false),
+                       blockOperand(v, block, 0, false), 0.0f,
+                       typedResult(result, block, block.rowLo), block.count);
     }
   });
   return error.empty() ? "" : op.kind + ": " + error;
@@ -278,43 +323,45 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
                    &dv = inputGrads[2];
   if (!dq.present() && !dk.present() && !dv.present())
     return "";
-  const KernelView dResult = widenedToFloat(ctx, outputGrads[0]);
-  const KernelView q = widenedToFloat(ctx, inputs[0]),
-                   k = widenedToFloat(ctx, inputs[1]),
-                   v = widenedToFloat(ctx, inputs[2]);
-  if (!q.data || !k.data || !v.data || !dResult.data)
+  KernelView q = inputs[0], k = inputs[1], v = inputs[2],
+             dResult = outputGrads[0];
+  if (!operandsOfOneType(ctx, {&q, &k, &v, &dResult}))
     return op.kind + ": out of device memory for its float32 operands";
+  const DType type = q.elements.type;
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
-  // p: P; pd: P' (P when there is no dropout); ds: dP', then dS.
+  // p: P and ds: dP', then dS, in float32; probs: P' and dsOut: dS in the
+  // operands' type for the GEMMs (p and ds themselves for float32 operands
+  // without dropout).
   const int64_t blockFloats = largestBlock(r, q.shape);
-  float *p = nullptr, *ds = nullptr, *pd = nullptr;
+  float *p = nullptr, *ds = nullptr;
+  Elements probs, dsOut;
   std::string error;
   forEachBlock(r, q.shape, [&](const Block &block) {
     if (!error.empty())
       return;
-    if (!p && (!(p = ctx.workspace->floats(blockFloats)) ||
-               !(ds = ctx.workspace->floats(blockFloats)) ||
-               (r.dropout && dv.present() &&
-                !(pd = ctx.workspace->floats(blockFloats))))) {
-      error = "out of device memory for its score blocks";
-      return;
+    if (!p) {
+      p = ctx.workspace->floats(blockFloats);
+      ds = ctx.workspace->floats(blockFloats);
+      probs = type == DType::F32 && !r.dropout
+                  ? floatElements(p)
+                  : typedBlock(ctx, type, blockFloats);
+      dsOut = type == DType::F32 ? floatElements(ds)
+                                 : typedBlock(ctx, type, blockFloats);
+      if (!p || !ds || !probs || !dsOut) {
+        error = "out of device memory for its score blocks";
+        return;
+      }
     }
     const int64_t rows = block.rows(), cols = block.cols;
     const RowDims d = rowDims(r, block);
     if (!(error = scores(ctx, r, block, q, k, p)).empty())
       return;
-    softmaxRows(ctx.stream, d, p, block.count, false, mask);
-    const GemmOperand dOut = floatOperand(
-        dResult.data + offsetIn(dResult, block.batch, block.rowLo, 0), r.Dv,
-        false, batchStride(dResult));
+    softmaxRows(ctx.stream, d, p, block.count, /*keep=*/true, r.dropout, mask,
+                probs);
+    const GemmOperand dOut = blockOperand(dResult, block, block.rowLo, false);
     if (dv.present()) { // dV[0, cols) += P'^T dO
-      const float *pUsed = p;
-      if (r.dropout) {
-        dropped(ctx.stream, d, p, pd, block.count, mask);
-        pUsed = pd;
-      }
       error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
-                       floatOperand(pUsed, cols, true, rows * cols), dOut, 1.0f,
+                       blockOperand(probs, rows, cols, true), dOut, 1.0f,
                        typedResult(dv, block, 0), block.count);
       if (!error.empty())
         return;
@@ -322,27 +369,22 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
     if (!dq.present() && !dk.present())
       return;
     // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
-    error = ctx.library->gemm(
-        ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
-        floatOperand(v.data + offsetIn(v, block.batch, 0, 0), r.Dv, true,
-                     batchStride(v)),
-        0.0f, floatResult(ds, cols, rows * cols), block.count);
+    error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
+                              blockOperand(v, block, 0, true), 0.0f,
+                              floatResult(ds, cols, rows * cols), block.count);
     if (!error.empty())
       return;
-    softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask);
+    softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask, dsOut);
     if (dq.present()) // dQ += scale * dS K
       error = gemmInto(ctx, rows, r.D, cols, r.scale,
-                       floatOperand(ds, cols, false, rows * cols),
-                       floatOperand(k.data + offsetIn(k, block.batch, 0, 0),
-                                    r.D, false, batchStride(k)),
-                       1.0f, typedResult(dq, block, block.rowLo), block.count);
+                       blockOperand(dsOut, rows, cols, false),
+                       blockOperand(k, block, 0, false), 1.0f,
+                       typedResult(dq, block, block.rowLo), block.count);
     if (error.empty() && dk.present()) // dK[0, cols) += scale * dS^T Q
-      error = gemmInto(
-          ctx, cols, r.D, rows, r.scale,
-          floatOperand(ds, cols, true, rows * cols),
-          floatOperand(q.data + offsetIn(q, block.batch, block.rowLo, 0), r.D,
-                       false, batchStride(q)),
-          1.0f, typedResult(dk, block, 0), block.count);
+      error = gemmInto(ctx, cols, r.D, rows, r.scale,
+                       blockOperand(dsOut, rows, cols, true),
+                       blockOperand(q, block, block.rowLo, false), 1.0f,
+                       typedResult(dk, block, 0), block.count);
   });
   return error.empty() ? "" : op.kind + ": " + error;
 }

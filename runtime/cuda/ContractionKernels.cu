@@ -31,24 +31,6 @@ namespace ppc::runtime::cuda {
 
 namespace {
 
-/// A GEMM operand at element `offset` of a kernel view.
-GemmOperand operandAt(const KernelView &view, int64_t offset, int64_t ld,
-                      bool transposed, int64_t batchStride) {
-  GemmOperand g;
-  g.data = view.at(offset);
-  g.type = view.elements.type;
-  g.ld = ld;
-  g.transposed = transposed;
-  g.batchStride = batchStride;
-  return g;
-}
-
-/// A GEMM result at element `offset` of a kernel view.
-GemmResult resultAt(const KernelView &view, int64_t offset, int64_t ld,
-                    int64_t batchStride) {
-  return {view.at(offset), view.elements.type, ld, batchStride};
-}
-
 /// The views of GEMMs in one operand type: all of one 16-bit or float32
 /// type stay so, otherwise all float32. False when out of memory.
 bool sameType(ExecContext &ctx, std::initializer_list<KernelView *> views) {
@@ -179,14 +161,14 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
   auto run = [&](const std::vector<int64_t> &batch, int64_t count) {
     if (!error.empty())
       return;
-    error = gemmInto(ctx, m, n, k, 1.0f,
-                     operandAt(a, matrixOffset(lhs, a, batch, r.mLo, r.kLo),
-                               lda, lhs.transposed, strideA),
-                     operandAt(b, matrixOffset(rhs, b, batch, r.kLo, r.nLo),
-                               ldb, rhs.transposed, strideB),
-                     0.0f,
-                     resultAt(result, resultOffset(result, r, batch), n, m * n),
-                     count);
+    error = gemmInto(
+        ctx, m, n, k, 1.0f,
+        gemmOperand(a, matrixOffset(lhs, a, batch, r.mLo, r.kLo), lda,
+                    lhs.transposed, strideA),
+        gemmOperand(b, matrixOffset(rhs, b, batch, r.kLo, r.nLo), ldb,
+                    rhs.transposed, strideB),
+        0.0f, gemmResult(result, resultOffset(result, r, batch), n, m * n),
+        count);
   };
   if (whole)
     run(r.batchLo, boxVolume(r.batchLo, r.batchHi));
@@ -274,36 +256,36 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
                   sB = strided ? strideB : 0, sDA = strided ? strideDA : 0,
                   sDB = strided ? strideDB : 0;
     const GemmOperand gy =
-        operandAt(dy, resultOffset(dy, r, batch), n, false, sY);
+        gemmOperand(dy, resultOffset(dy, r, batch), n, false, sY);
     GemmOperand yt = gy;
     yt.transposed = true;
     const int64_t offsetA = matrixOffset(lhs, a, batch, r.mLo, r.kLo);
     const int64_t offsetB = matrixOffset(rhs, b, batch, r.kLo, r.nLo);
     if (dA.present()) {
       const int64_t at = matrixOffset(lhsGrad, dA, batch, r.mLo, r.kLo);
-      const GemmResult da = resultAt(dA, at, lda, sDA);
+      const GemmResult da = gemmResult(dA, at, lda, sDA);
       const float beta = setA && writtenA.insert(at).second ? 0.0f : 1.0f;
       if (!transA) // dA = dY op(B)^T
-        error =
-            gemmInto(ctx, m, k, n, 1.0f, gy,
-                     operandAt(b, offsetB, ldb, !transB, sB), beta, da, count);
+        error = gemmInto(ctx, m, k, n, 1.0f, gy,
+                         gemmOperand(b, offsetB, ldb, !transB, sB), beta, da,
+                         count);
       else // dA^T = op(B) dY^T
-        error =
-            gemmInto(ctx, k, m, n, 1.0f, operandAt(b, offsetB, ldb, transB, sB),
-                     yt, beta, da, count);
+        error = gemmInto(ctx, k, m, n, 1.0f,
+                         gemmOperand(b, offsetB, ldb, transB, sB), yt, beta, da,
+                         count);
     }
     if (error.empty() && dB.present()) {
       const int64_t at = matrixOffset(rhsGrad, dB, batch, r.kLo, r.nLo);
-      const GemmResult db = resultAt(dB, at, ldb, sDB);
+      const GemmResult db = gemmResult(dB, at, ldb, sDB);
       const float beta = setB && writtenB.insert(at).second ? 0.0f : 1.0f;
       if (!transB) // dB = op(A)^T dY
         error = gemmInto(ctx, k, n, m, 1.0f,
-                         operandAt(a, offsetA, lda, !transA, sA), gy, beta, db,
-                         count);
+                         gemmOperand(a, offsetA, lda, !transA, sA), gy, beta,
+                         db, count);
       else // dB^T = dY^T op(A)
         error =
             gemmInto(ctx, n, k, m, 1.0f, yt,
-                     operandAt(a, offsetA, lda, transA, sA), beta, db, count);
+                     gemmOperand(a, offsetA, lda, transA, sA), beta, db, count);
     }
   };
   if (batched)
@@ -341,9 +323,9 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
   if (!sameType(ctx, {&x, &w}))
     return outOfMemory(op);
   const int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
-  const GemmOperand gx = operandAt(x, 0, k, false, 0);
+  const GemmOperand gx = gemmOperand(x, 0, k, false, 0);
   const GemmOperand gw =
-      operandAt(w, weightOffset(w, r), w.extent(1), r.transposeWeight, 0);
+      gemmOperand(w, weightOffset(w, r), w.extent(1), r.transposeWeight, 0);
   const Elements bias =
       r.addsBias ? inputs[2].elements + (r.nLo - inputs[2].lo[0]) : Elements();
   const DType out = result.elements.type;
@@ -358,7 +340,7 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
     return ""; // cuBLASLt rounded the sum and the bias once
   if (!bias || out == DType::F32) {
     error = gemmInto(ctx, r.rows, n, k, 1.0f, gx, gw, 0.0f,
-                     resultAt(result, 0, n, 0), 1);
+                     gemmResult(result, 0, n, 0), 1);
     if (error.empty() && bias)
       addBias(ctx.stream, result.elements, bias, r.rows, n);
     return error.empty() ? "" : op.kind + ": " + error;
@@ -404,7 +386,7 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
     return outOfMemory(op);
   const int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t ldw = w.extent(1);
-  const GemmOperand gy = operandAt(dy, 0, n, false, 0);
+  const GemmOperand gy = gemmOperand(dy, 0, n, false, 0);
   const KernelView &dX = inputGrads[0], &dW = inputGrads[1];
   // Gradients the kernel overwrites: beta 0 where the GEMM fills the view.
   const float betaX =
@@ -415,18 +397,18 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
   if (dX.present()) // dX += dY op(W)^T
     error =
         gemmInto(ctx, r.rows, k, n, 1.0f, gy,
-                 operandAt(w, weightOffset(w, r), ldw, !r.transposeWeight, 0),
-                 betaX, resultAt(dX, 0, k, 0), 1);
+                 gemmOperand(w, weightOffset(w, r), ldw, !r.transposeWeight, 0),
+                 betaX, gemmResult(dX, 0, k, 0), 1);
   if (error.empty() && dW.present()) {
-    const GemmResult dw = resultAt(dW, weightOffset(dW, r), ldw, 0);
+    const GemmResult dw = gemmResult(dW, weightOffset(dW, r), ldw, 0);
     GemmOperand yt = gy;
     yt.transposed = true;
     if (!r.transposeWeight) // dW += X^T dY
-      error = gemmInto(ctx, k, n, r.rows, 1.0f, operandAt(x, 0, k, true, 0), gy,
-                       betaW, dw, 1);
+      error = gemmInto(ctx, k, n, r.rows, 1.0f, gemmOperand(x, 0, k, true, 0),
+                       gy, betaW, dw, 1);
     else // dW^T += dY^T X
       error = gemmInto(ctx, n, k, r.rows, 1.0f, yt,
-                       operandAt(x, 0, k, false, 0), betaW, dw, 1);
+                       gemmOperand(x, 0, k, false, 0), betaW, dw, 1);
   }
   if (!error.empty())
     return op.kind + ": " + error;

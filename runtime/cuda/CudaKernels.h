@@ -157,6 +157,14 @@ KernelView widenedToFloat(ExecContext &ctx, const KernelView &view);
 struct GemmOperand;
 struct GemmResult;
 
+/// A GEMM operand at element `offset` of a kernel view, in its storage
+/// type (Library.h).
+GemmOperand gemmOperand(const KernelView &view, int64_t offset, int64_t ld,
+                        bool transposed, int64_t batchStride);
+/// A GEMM result at element `offset` of a kernel view, in its storage type.
+GemmResult gemmResult(const KernelView &view, int64_t offset, int64_t ld,
+                      int64_t batchStride);
+
 /// Library::gemm into a result of any floating type: where the library
 /// cannot write C's type from the operands' (float32 operands, a 16-bit C),
 /// through a float32 block of the workspace (C read into it where beta is

@@ -42,6 +42,22 @@ bool writesGradient(ExecContext &ctx, const KernelView &grad, bool cover) {
   return false;
 }
 
+GemmOperand gemmOperand(const KernelView &view, int64_t offset, int64_t ld,
+                        bool transposed, int64_t batchStride) {
+  GemmOperand g;
+  g.data = view.at(offset);
+  g.type = view.elements.type;
+  g.ld = ld;
+  g.transposed = transposed;
+  g.batchStride = batchStride;
+  return g;
+}
+
+GemmResult gemmResult(const KernelView &view, int64_t offset, int64_t ld,
+                      int64_t batchStride) {
+  return {view.at(offset), view.elements.type, ld, batchStride};
+}
+
 KernelView widenedToFloat(ExecContext &ctx, const KernelView &view) {
   if (!view.elements || view.elements.type == DType::F32)
     return view;
