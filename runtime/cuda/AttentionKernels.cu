@@ -32,6 +32,7 @@
 
 #include "AttentionRanges.h"
 #include "CudaKernels.h"
+#include "FlashAttention.h"
 #include "Library.h"
 #include "Reductions.h"
 
@@ -271,11 +272,16 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
   if (KernelStatus s = forwardRanges(op, kctx, inputs, outputs, r); !s.empty())
     return s;
   const KernelView &result = outputs[0];
+  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
+  if (flashAttentionFits(r, inputs[0], inputs[1], inputs[2], nullptr)) {
+    KernelStatus s = flashAttentionForward(ctx, r, mask, inputs[0], inputs[1],
+                                           inputs[2], result);
+    return s.empty() ? s : op.kind + ": " + s;
+  }
   KernelView q = inputs[0], k = inputs[1], v = inputs[2];
   if (!operandsOfOneType(ctx, {&q, &k, &v}))
     return op.kind + ": out of device memory for its float32 operands";
   const DType type = q.elements.type;
-  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   const int64_t blockFloats = largestBlock(r, q.shape);
   // p: the float32 scores; probs: P' in the operands' type (p itself for
   // float32 operands).
@@ -323,12 +329,22 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
                    &dv = inputGrads[2];
   if (!dq.present() && !dk.present() && !dv.present())
     return "";
+  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
+  if (!outputs.empty() && outputs[0].present() &&
+      flashAttentionFits(r, inputs[0], inputs[1], inputs[2], &outputGrads[0])) {
+    KernelStatus s =
+        flashAttentionBackward(ctx, r, mask, inputs[0], inputs[1], inputs[2],
+                               outputs[0], outputGrads[0], dq, dk, dv);
+    return s.empty() ? s : op.kind + ": " + s;
+  }
+  // The score blocks add into the gradients: overwritten ones start at 0.
+  for (const KernelView *g : {&dq, &dk, &dv})
+    writesGradient(ctx, *g, false);
   KernelView q = inputs[0], k = inputs[1], v = inputs[2],
              dResult = outputGrads[0];
   if (!operandsOfOneType(ctx, {&q, &k, &v, &dResult}))
     return op.kind + ": out of device memory for its float32 operands";
   const DType type = q.elements.type;
-  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   // p: P and ds: dP', then dS, in float32; probs: P' and dsOut: dS in the
   // operands' type for the GEMMs (p and ds themselves for float32 operands
   // without dropout).
@@ -392,7 +408,7 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
 } // namespace
 
 void registerAttentionKernels(CudaKernelTable &t) {
-  t["ppc.attention"] = {attentionForward, attentionBackward, true};
+  t["ppc.attention"] = {attentionForward, attentionBackward, true, true};
 }
 
 } // namespace ppc::runtime::cuda

@@ -10,7 +10,8 @@
 # usage: cuda-emulated.sh PPC_OPT EXAMPLES WORKDIR MODEL STRATEGY DTYPE NP RUN...
 #        MODEL: mlp, cnn or transformer (EXAMPLES/MODEL.onnx), gpt4 (a
 #        4-layer GPT of bench/models.py, fused causal attention with
-#        dropout 0.1) or gpt4-unfused (matmul, softmax, matmul); STRATEGY a
+#        dropout 0.1, heads of 16, sequence 80) or gpt4-unfused (matmul,
+#        softmax, matmul); STRATEGY a
 #        search (data-parallel, mcmc, megatron); RUN... starts
 #        ppc-run-emulated on NP ranks.
 set -e
@@ -21,8 +22,9 @@ rm -rf "$work"
 mkdir -p "$work"
 case $model in
 gpt4)
-  python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 32 --heads 4 \
-    --seq 16 --vocab 100 --batch 8 --dropout 0.1 --loss ce > "$work/$model.mlir"
+  # Heads of 16: in bf16 the tiled attention kernels (two tiles of 64).
+  python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
+    --seq 80 --vocab 100 --batch 4 --dropout 0.1 --loss ce > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 gpt4-unfused)
   python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 \

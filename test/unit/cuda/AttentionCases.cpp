@@ -150,6 +150,50 @@ TEST(CudaAttention, Bf16StorageAgrees) {
   }
 }
 
+// The tiled kernels of FlashAttention.h take 16-bit operands with D == Dv a
+// multiple of 16: several tiles of 64 rows and keys (and partial ones),
+// causal and not, dropout, partitions of the leading dims and rows (and a
+// query box wider than the result's), f16 too. Their probabilities and dS
+// round to the operands' type before the products, as FlashAttention's do.
+TEST(CudaAttention, TiledKernelsAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (bool causal : {false, true})
+    for (double ratio : {0.0, 0.1}) {
+      AttentionCase c{{2, 2}, 140, 130, 32, 32, 0.25, causal, ratio, 11};
+      AgreementCase a = agreement(c, 2);
+      a.dtype = DType::BF16;
+      a.atol = 2e-2;
+      a.rtol = 2e-2;
+      expectBackendsAgree(a, "tiled bf16 " + describe(c));
+      AgreementCase half = a;
+      half.dtype = DType::F16;
+      half.atol = 5e-3;
+      half.rtol = 5e-3;
+      expectBackendsAgree(half, "tiled f16 " + describe(c));
+      for (Range s : {Range{0, 64}, Range{50, 140}, Range{64, 130}}) {
+        AgreementCase part = a;
+        part.partition = attentionPartition(c, {{1, 2}, {0, 2}}, s);
+        expectBackendsAgree(part, "tiled bf16 " + describe(c) + " rows " +
+                                      std::to_string(s.first));
+      }
+      AgreementCase wider = a;
+      wider.partition = attentionPartition(c, {{0, 2}, {1, 2}}, {0, 140});
+      wider.partition->outputs[0] =
+          withRange(wider.partition->outputs[0], 2, 30, 100);
+      wider.needsGrad = {false, true, true};
+      expectBackendsAgree(wider, "tiled bf16 " + describe(c) + " wider query");
+    }
+  // Head dims of 16 and 128, one tile.
+  for (int64_t D : {16, 128}) {
+    AttentionCase c{{3}, 20, 24, D, D, 0.3, true, 0.0, 1};
+    AgreementCase a = agreement(c, 0);
+    a.dtype = DType::BF16;
+    a.atol = 2e-2;
+    a.rtol = 2e-2;
+    expectBackendsAgree(a, "tiled bf16 D " + std::to_string(D));
+  }
+}
+
 TEST(CudaAttention, RejectsWhatTheCpuKernelRejects) {
   PPC_REQUIRE_CUDA_BACKEND();
   AttentionCase c{{2}, 4, 6, 3, 5};
