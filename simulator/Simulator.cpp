@@ -103,10 +103,9 @@ void addRingBytes(const Machine &machine, const std::vector<int64_t> &devices,
   if (k <= 1)
     return;
   for (int64_t i = 0; i < k; ++i)
-    withLink(machine, devices[i], devices[(i + 1) % k],
-             [&](const LinkSpec &l) {
-               byKind[static_cast<int>(l.kind)] += 2.0 * (k - 1) / k * bytes;
-             });
+    withLink(machine, devices[i], devices[(i + 1) % k], [&](const LinkSpec &l) {
+      byKind[static_cast<int>(l.kind)] += 2.0 * (k - 1) / k * bytes;
+    });
 }
 
 AllReducePlan planAllReduce(const Machine &machine,
@@ -224,8 +223,7 @@ const OptimizerInfo *findOptimizer(const std::string &name) {
 }
 
 TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
-                                      Optimizer optimizer,
-                                      bool fp32Gradients) {
+                                      Optimizer optimizer, bool fp32Gradients) {
   TrainingStateBytes bytes;
   bytes.weight = elemBytes;
   if (!trainable)
@@ -810,17 +808,15 @@ struct Simulator::Impl {
       // its training state as ZeRO's stage says when its piece has a row
       // per member (geometry::zeroShardable, the lowering's rule too),
       // member j keeping shard j (geometry::zeroShard).
-      TrainingStateBytes perElement =
-          trainingStateBytes(w.elemBytes, w.trainable, options.optimizer,
-                             options.fp32Gradients);
+      TrainingStateBytes perElement = trainingStateBytes(
+          w.elemBytes, w.trainable, options.optimizer, options.fp32Gradients);
       for (std::vector<int32_t> &m :
            membersPerReplica(st, held.group, held.numGroups)) {
         int64_t k = static_cast<int64_t>(m.size());
         const Slice &piece = slices[m.front()];
-        StateSharding stage =
-            w.trainable && geometry::zeroShardable(piece, k)
-                ? requested
-                : StateSharding::None;
+        StateSharding stage = w.trainable && geometry::zeroShardable(piece, k)
+                                  ? requested
+                                  : StateSharding::None;
         int64_t elements = volume(piece);
         for (int64_t j = 0; j < k; ++j) {
           int32_t p = m[j];
@@ -835,8 +831,9 @@ struct Simulator::Impl {
                 std::max(mem.workspace, elements * perElement.weight);
           if (!w.trainable)
             continue;
-          mem.gradients += perElement.gradient *
-                           (stage >= StateSharding::Gradients ? mine : elements);
+          mem.gradients +=
+              perElement.gradient *
+              (stage >= StateSharding::Gradients ? mine : elements);
           int64_t updated = stage >= StateSharding::Optimizer ? mine : elements;
           mem.optimizerState += updated * perElement.optimizerState;
           updateElems[p] += updated;
@@ -871,6 +868,14 @@ struct Simulator::Impl {
       // alive only around their forward and backward use), reduce-scattered
       // ones as their pieces; the largest result (gradient) is the
       // transient buffer of the backward kernel.
+      // A flat view (a reshape) whose boxes visit the same elements in the
+      // same order shares its operand's buffer, and its gradient the
+      // result gradient's (ppc-alias-views): it holds nothing of its own.
+      if (op.space.flatView &&
+          geometry::sameFlatOrder(
+              op.space.operands[0].shape, st.operandSlices[0][p],
+              op.space.results[0].shape, st.resultSlices[0][p]))
+        continue;
       for (size_t r = 0; r < st.resultSlices.size(); ++r) {
         int64_t bytes = volume(st.resultSlices[r][p]) * op.elemBytes;
         if (!st.recomputed)

@@ -718,6 +718,7 @@ IterationSpace ReshapeOp::getIterationSpace() {
   ArrayRef<int64_t> input = shapeOf(getInput()), result = shapeOf(getResult());
   IterationSpace space;
   space.dims = activationDims(result);
+  space.flatView = true;
   std::vector<DimAccess> inputDims(input.size(), DimAccess::whole());
   auto finish = [&] {
     space.operands.push_back(accessOf(getInput(), std::move(inputDims)));
@@ -908,10 +909,12 @@ OpCost GatherOp::getCost() {
 
 /// Dims: n (sample), c (reduction over the classes). Splitting c is
 /// Megatron's vocabulary-parallel cross-entropy: the partitions of a row
-/// agree on its maximum (stage 0, max-reduced), then on its sum of
-/// exponentials and its label's logit (stage 1, summed), and the one holding
-/// the first classes writes the rows' loss (stage 2); the scalar results are
-/// partial sums. The backward needs no communication.
+/// agree on its maximum (stage 0, max-reduced: the one pass over the
+/// logits, which also keeps the held log-sum-exp and the label's logit),
+/// then on its sum of exponentials and its label's logit (stage 1, summed),
+/// and the one holding the first classes writes the rows' loss (stage 2);
+/// the scalar results are partial sums. The backward needs no
+/// communication.
 IterationSpace SoftmaxCrossEntropyOp::getIterationSpace() {
   ArrayRef<int64_t> logits = shapeOf(getLogits());
   IterationSpace space;
@@ -929,16 +932,18 @@ IterationSpace SoftmaxCrossEntropyOp::getIterationSpace() {
   return space;
 }
 
-/// Forward: a pass for the row maxima, one for the exponentials' sums (5
-/// per logit with the subtraction) and picking and averaging the label's
-/// term (2 per sample); backward: softmax - onehot, scaled by 1/N (3 per
-/// logit, the exponential again), reading the logits and writing their
-/// gradient.
+/// Forward: one pass over the logits for the row maxima and the
+/// exponentials' sums (6 per logit with the subtraction; the row is read a
+/// second time where the first left it, in cache) and picking and averaging
+/// the label's term (2 per sample); backward: softmax - onehot, scaled by
+/// 1/N (3 per logit, the exponential again), reading the logits and writing
+/// their gradient.
 OpCost SoftmaxCrossEntropyOp::getCost() {
   double logits = elementCount(getLogits());
   double samples = elementCount(getLabels());
-  double bytes = 2 * bytesOf(getLogits()) + bytesOf(getLabels());
-  return {6 * logits + 2 * samples, 3 * logits, bytes, bytes};
+  double bytes = bytesOf(getLogits()) + bytesOf(getLabels());
+  return {6 * logits + 2 * samples, 3 * logits, bytes,
+          bytes + bytesOf(getLogits())};
 }
 
 /// Dims: the dims of the prediction (activation kinds).

@@ -248,6 +248,8 @@ LogicalResult GraphOp::verify() {
     return emitOpError() << "needs_grad has " << getNeedsGrad().size()
                          << " entries but the op has " << numOperands
                          << " operands";
+  if (getFlatView() && (numOperands != 1 || getResultsAttr().size() != 1))
+    return emitOpError("a flat view has one operand and one result");
   return success();
 }
 
@@ -296,6 +298,33 @@ LogicalResult AllocOp::verify() {
                          << hi.size();
   if (getStaging() && (!getTensorAttr() || getGrad()))
     return emitOpError("a staging buffer holds the values of a tensor");
+  if (getView()) {
+    if (!getTensorAttr())
+      return emitOpError("a view holds a box of a tensor");
+    if (getStaging() || getUninitialized())
+      return emitOpError("a view is neither allocated nor filled: it cannot "
+                         "be staging or uninitialized");
+    AllocOp base = allocOf(getView());
+    if (!base)
+      return success();
+    if (!base.getTensorAttr())
+      return emitOpError("is a view of a scratch buffer");
+    if (base.getGrad() != getGrad())
+      return emitOpError() << "is a view holding "
+                           << (getGrad() ? "a gradient" : "values")
+                           << " of a buffer holding "
+                           << (base.getGrad() ? "a gradient" : "values");
+    auto volume = [](ArrayRef<int64_t> lo, ArrayRef<int64_t> hi) {
+      int64_t n = 1;
+      for (auto [l, h] : llvm::zip(lo, hi))
+        n *= h - l;
+      return n;
+    };
+    if (volume(lo, hi) != volume(base.getLo(), base.getHi()))
+      return emitOpError() << "views " << volume(lo, hi)
+                           << " elements of a buffer of "
+                           << volume(base.getLo(), base.getHi());
+  }
   if (getTensorAttr())
     return success(); // checked against the tensor in verifySymbolUses
   // Scratch: a plain array of shape `hi`.
@@ -328,6 +357,25 @@ LogicalResult AllocOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return emitOpError() << "box " << formatList(lo) << ".." << formatList(hi)
                            << " is not inside " << name << " of shape "
                            << formatList(shape) << " (dim " << d << ")";
+  if (!getView())
+    return success();
+  // Weights keep their buffers across steps: none is a view or viewed.
+  auto persistentValue = [](TensorOp t, bool grad) {
+    return !grad &&
+           (t.getRole() == Role::weight || t.getRole() == Role::frozen);
+  };
+  if (persistentValue(tensor, getGrad()))
+    return emitOpError() << "is a view holding " << name
+                         << ", whose buffers are kept across steps";
+  TensorOp base = tensorOf(symbolTable, getView());
+  if (!base)
+    return success();
+  if (persistentValue(base, getGrad()))
+    return emitOpError() << "is a view of a buffer of @" << base.getSymName()
+                         << ", whose buffers are kept across steps";
+  if (base.getElementType() != tensor.getElementType())
+    return emitOpError() << "is a view of " << base.getElementType()
+                         << " elements as " << tensor.getElementType();
   return success();
 }
 

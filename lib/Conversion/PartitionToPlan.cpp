@@ -385,7 +385,7 @@ Value PlanEmitter::alloc(int64_t rank, StringRef tensor, const Box &box,
       at(rank), loc, plan::BufferType::get(context),
       FlatSymbolRefAttr::get(context, tensor), loAttr(box), hiAttr(box),
       grad ? UnitAttr::get(context) : UnitAttr(),
-      staging ? UnitAttr::get(context) : UnitAttr(), UnitAttr());
+      staging ? UnitAttr::get(context) : UnitAttr(), UnitAttr(), Value());
   return buffer;
 }
 
@@ -396,7 +396,7 @@ Value PlanEmitter::allocScratch(int64_t rank,
     box.push_back({0, size});
   Value buffer = plan::AllocOp::create(
       at(rank), loc, plan::BufferType::get(context), FlatSymbolRefAttr(),
-      loAttr(box), hiAttr(box), UnitAttr(), UnitAttr(), UnitAttr());
+      loAttr(box), hiAttr(box), UnitAttr(), UnitAttr(), UnitAttr(), Value());
   keepForStep(rank, buffer);
   return buffer;
 }
@@ -633,7 +633,9 @@ LogicalResult PlanEmitter::emitGraphOps() {
         ArrayAttr::get(context, operandSyms),
         ArrayAttr::get(context, resultSyms), attrs.getDictionary(context),
         DenseBoolArrayAttr::get(context, needsGrad),
-        StringAttr::get(context, parts.graph.ops[k].name));
+        StringAttr::get(context, parts.graph.ops[k].name),
+        parts.graph.ops[k].space.flatView ? UnitAttr::get(context)
+                                          : UnitAttr());
   }
   return success();
 }

@@ -106,6 +106,7 @@ void ppc::buildLowerToPlanPipeline(OpPassManager &pm,
   partition.unassigned = unassigned;
   pm.addPass(createPartitionToPlan(partition));
   pm.addPass(createElideZeroFills());
+  pm.addPass(createAliasViews());
   if (!options.plan.empty()) {
     ExportPlanOptions exportOptions;
     exportOptions.file = options.plan;

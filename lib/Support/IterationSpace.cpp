@@ -91,6 +91,11 @@ std::string IterationSpace::validate() const {
   for (size_t i = 0; i < results.size(); ++i)
     if (auto err = validateAccess(*this, results[i], "result", i); !err.empty())
       return err;
+  if (flatView &&
+      (operands.empty() || results.empty() ||
+       *checkedProduct(operands[0].shape) != *checkedProduct(results[0].shape)))
+    return "a flat view whose result 0 does not have operand 0's element "
+           "count";
   if (staged) {
     auto badDim = [&](int32_t d) {
       return d < 0 || d >= static_cast<int32_t>(dims.size());

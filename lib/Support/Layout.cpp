@@ -3,8 +3,8 @@
 #include "ppc/Support/Layout.h"
 
 #include <algorithm>
-#include <map>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace ppc::geometry {
@@ -236,6 +236,49 @@ Box wholeBox(const std::vector<int64_t> &shape) {
   for (int64_t size : shape)
     box.push_back({0, size});
   return box;
+}
+
+/// The global flat indices a box visits in its own row-major order, as a
+/// start and (extent, stride) runs from the outermost, the runs that
+/// continue one another merged and extents of 1 dropped: two boxes visit
+/// the same indices in the same order exactly when these agree.
+static std::optional<
+    std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>>
+flatVisits(const std::vector<int64_t> &shape, const Box &box) {
+  if (box.size() != shape.size() || isEmpty(box))
+    return std::nullopt;
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  int64_t start = 0;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (box[d].lo < 0 || box[d].hi > shape[d])
+      return std::nullopt;
+    start += box[d].lo * strides[d];
+    int64_t extent = box[d].size();
+    if (extent == 1)
+      continue;
+    if (!runs.empty() && runs.back().second == extent * strides[d])
+      runs.back() = {runs.back().first * extent, strides[d]};
+    else
+      runs.push_back({extent, strides[d]});
+  }
+  return std::make_pair(start, std::move(runs));
+}
+
+bool sameFlatOrder(const std::vector<int64_t> &shapeA, const Box &a,
+                   const std::vector<int64_t> &shapeB, const Box &b) {
+  auto count = [](const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  };
+  if (count(shapeA) != count(shapeB))
+    return false;
+  auto visitsA = flatVisits(shapeA, a), visitsB = flatVisits(shapeB, b);
+  return visitsA && visitsB && *visitsA == *visitsB;
 }
 
 bool linesUp(const std::vector<Piece> &producer,

@@ -456,6 +456,11 @@ private:
           b->set_grad(alloc.getGrad());
           b->set_staging(alloc.getStaging());
           out.mutable_alloc()->set_uninitialized(alloc.getUninitialized());
+          if (Value view = alloc.getView())
+            if (failed(buffer(view, [&](int32_t base) {
+                  out.mutable_alloc()->set_view(base);
+                })))
+              return failure();
           setBox(*b->mutable_box(), alloc.getLo(), alloc.getHi());
           if (FlatSymbolRefAttr tensor = alloc.getTensorAttr()) {
             FailureOr<int32_t> t = tensorId(alloc, tensor);
@@ -946,11 +951,19 @@ private:
         hi = ints(b.shape());
         lo = builder.getDenseI64ArrayAttr(SmallVector<int64_t>(b.shape_size()));
       }
+      Value view;
+      if (instr.alloc().has_view()) {
+        FailureOr<Value> base = buffer(instr.alloc().view());
+        if (failed(base))
+          return failure();
+        view = *base;
+      }
       buffers[b.id()] = plan::AllocOp::create(
           builder, loc, bufferType, tensor, lo, hi,
           b.grad() ? builder.getUnitAttr() : UnitAttr(),
           b.staging() ? builder.getUnitAttr() : UnitAttr(),
-          instr.alloc().uninitialized() ? builder.getUnitAttr() : UnitAttr());
+          instr.alloc().uninitialized() ? builder.getUnitAttr() : UnitAttr(),
+          view);
       return success();
     }
     case I::kFree: {

@@ -153,6 +153,19 @@ inline KernelStatus checkLabels(const OpDesc &op, const float *labels,
 /// rows divided by the global batch, written by the partition holding the
 /// first classes (`writes`; the others write 0, so the plan's sum of the
 /// partial results counts each row once).
+/// What forward stage 0 keeps of a row's held classes in place of their
+/// sum of exponentials: their log-sum-exp, max + log(sum of exp(x - max)),
+/// which needs no maximum of the other partitions.
+PPC_HD inline float heldLogSumExp(float max, double sumExpShifted) {
+  return static_cast<float>(max + ::log(sumExpShifted));
+}
+/// Stage 1: the held sum of exp(x - rowMax) from the held log-sum-exp, once
+/// the row's maximum over all partitions is known (0 for classes whose
+/// exponentials all vanish).
+PPC_HD inline float heldSum(float logSumExp, float rowMax) {
+  return static_cast<float>(::exp(static_cast<double>(logSumExp) - rowMax));
+}
+
 PPC_HD inline float crossEntropyMean(const float *max, const float *sums,
                                      const float *picked, int64_t rows,
                                      bool writes, double batch) {

@@ -33,11 +33,13 @@ crossEntropyScratchShapes(const OpDesc &, const std::vector<TensorView> &inputs,
   return {{rows}, {2, rows}};
 }
 
-/// Stage 0: each row's maximum over the held classes. Stage 1 (the maxima
-/// now the rows'): the held sum of exp(x - max), and the label's logit
-/// where this partition holds it. Stage 2: the rows' mean loss, written by
-/// the partition holding the first classes (the others write 0, so the
-/// plan's sum of the partial results counts each row once).
+/// Stage 0, the one pass over the logits: each row's maximum over the held
+/// classes, the held log-sum-exp (in the sums' row) and the label's logit
+/// where this partition holds it. Stage 1 (the maxima now the rows'): the
+/// held sum of exp(x - max) from the held log-sum-exp, without the logits.
+/// Stage 2: the rows' mean loss, written by the partition holding the first
+/// classes (the others write 0, so the plan's sum of the partial results
+/// counts each row once).
 KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                                  const std::vector<TensorView> &inputs,
                                  std::vector<TensorView> &outputs,
@@ -59,12 +61,13 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
     const float *logits = inputs[0].data + i * held;
     if (ctx.stage == 0) {
       max[i] = *std::max_element(logits, logits + held);
-    } else if (ctx.stage == 1) {
       expShifted(logits, held, max[i], exps.data());
-      sums[i] = static_cast<float>(sumOf(exps.data(), held));
+      sums[i] = heldLogSumExp(max[i], sumOf(exps.data(), held));
       picked[i] = label >= shape.classLo && label < shape.classHi
                       ? logits[label - shape.classLo]
                       : 0.0f;
+    } else if (ctx.stage == 1) {
+      sums[i] = heldSum(sums[i], max[i]);
     }
   }
   if (ctx.stage < 2)

@@ -5,13 +5,16 @@
 // the GLOBAL count and the plan sums the partials; the backward scales by
 // the scalar result grad (read on the device).
 //  - softmax_cross_entropy is staged (3 forward stages, in training and
-//    inference): stage 0 writes each row's maximum over the held classes
-//    ([rows] scratch, max-reduced by the plan), stage 1 the held sum of
-//    exp(x - max) and the label's logit where held ([2, rows] scratch,
-//    summed), stage 2 the mean loss, written by the partition holding the
-//    first classes (the others write 0). A block of threads per row
-//    (Reductions.h) for stages 0 and 1, one block over the rows for stage
-//    2; the backward is per element. Labels are checked on the device
+//    inference): stage 0, the one pass over the logits, writes each row's
+//    maximum over the held classes ([rows] scratch, max-reduced by the
+//    plan), the held log-sum-exp and the label's logit where held ([2,
+//    rows] scratch, summed after stage 1), a block of threads per row
+//    (Reductions.h: the maximum, then the sum over the row the block just
+//    read); stage 1 turns each log-sum-exp into the held sum of exp(x -
+//    max) against the row's maximum over all partitions, a thread per row;
+//    stage 2 the mean loss, written by the partition holding the first
+//    classes (the others write 0), one block over the rows; the backward is
+//    per element. Labels are checked on the device
 //    (DeviceChecks: the least bad row is reported with the cpu kernel's
 //    message once the step's work is done) in forward stage 0 and in the
 //    backward; no label is read back to the host mid-step.
@@ -96,30 +99,25 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                  for (int64_t k = t.thread; k < held; k += t.threads)
                    m = m < row[k] ? row[k] : m;
                  m = t.max(m);
-                 if (t.thread == 0) {
-                   max[i] = m;
-                   checkLabel(bad, labels[i], rowLo + i, classes);
-                 }
-               });
-    return "";
-  }
-  if (ctx.stage == 1) {
-    launchRows(exec.stream, rows, held,
-               [=] PPC_HD(const RowThreads &t, int64_t i) {
-                 const Elements row = logits + i * held;
-                 const float m = max[i];
                  double sum = 0;
                  for (int64_t k = t.thread; k < held; k += t.threads)
                    sum += expf(row[k] - m);
                  sum = t.sum(sum);
                  if (t.thread == 0) {
-                   sums[i] = static_cast<float>(sum);
+                   max[i] = m;
+                   sums[i] = heldLogSumExp(m, sum);
+                   checkLabel(bad, labels[i], rowLo + i, classes);
                    const int64_t label = labelClass(labels[i], classes);
                    picked[i] = label >= classLo && label < classLo + held
                                    ? static_cast<float>(row[label - classLo])
                                    : 0.0f;
                  }
                });
+    return "";
+  }
+  if (ctx.stage == 1) {
+    launch(exec.stream, rows,
+           [=] PPC_HD(int64_t i) { sums[i] = heldSum(sums[i], max[i]); });
     return "";
   }
   // Stage 2: the mean over the rows, one block summing them.

@@ -27,6 +27,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -372,7 +373,13 @@ std::string Run::checkMemory() const {
   // Buffers are sized by boxes of tensors whose bytes validatePlan checked
   // to fit in int64; sums are in double, which cannot overflow.
   const int slots = numOptimizerSlots(plan.optimizer());
-  std::map<int32_t, double> live;
+  // Each live buffer's memory (a view shares its base's), with its bytes and
+  // the live buffers on it: it is released with the last of them.
+  struct Memory {
+    double bytes = 0;
+    int buffers = 0;
+  };
+  std::map<int32_t, std::shared_ptr<Memory>> live;
   std::set<int32_t> persistent;
   double liveBytes = 0, peak = 0, persistentBytes = 0, largest = -1;
   std::string largestName;
@@ -380,13 +387,22 @@ std::string Run::checkMemory() const {
     if (instr.has_free()) {
       auto it = live.find(instr.free().buffer());
       if (it != live.end()) {
-        liveBytes -= it->second;
+        if (--it->second->buffers == 0)
+          liveBytes -= it->second->bytes;
         live.erase(it);
       }
       continue;
     }
     if (!instr.has_alloc())
       continue;
+    if (instr.alloc().has_view()) {
+      auto base = live.find(instr.alloc().view());
+      if (base != live.end()) {
+        ++base->second->buffers;
+        live[instr.alloc().buffer().id()] = base->second;
+      }
+      continue;
+    }
     const planfile::Buffer &b = instr.alloc().buffer();
     Index lo, hi(b.shape().begin(), b.shape().end());
     if (b.tensor() >= 0) {
@@ -421,7 +437,7 @@ std::string Run::checkMemory() const {
       continue;
     }
     liveBytes += bytes;
-    live[b.id()] = bytes;
+    live[b.id()] = std::make_shared<Memory>(Memory{bytes, 1});
     peak = std::max(peak, liveBytes);
   }
   // --verify's reference holds every tensor and its gradient whole.

@@ -185,6 +185,22 @@ void ProgramRunner::planOverlap() {
   const int n = program.instructions_size();
   startsAfter_.assign(n, {});
   startedEarly_.assign(n, false);
+  // The memory each instruction touches, by the id of the buffer that
+  // allocated it: a view touches the memory of the buffer it views.
+  std::unordered_map<int32_t, int32_t> memoryOf;
+  std::vector<std::vector<int32_t>> touches(n);
+  for (int i = 0; i < n; ++i) {
+    const Instruction &instr = program.instructions(i);
+    if (instr.has_alloc()) {
+      const int32_t id = instr.alloc().buffer().id();
+      memoryOf[id] =
+          instr.alloc().has_view() ? memoryOf[instr.alloc().view()] : id;
+    }
+    forEachBuffer(instr, [&](int32_t id) {
+      auto it = memoryOf.find(id);
+      touches[i].push_back(it == memoryOf.end() ? id : it->second);
+    });
+  }
   int phase = 0, floor = -1;
   for (int i = 0; i < n; ++i) {
     const Instruction &instr = program.instructions(i);
@@ -194,13 +210,12 @@ void ProgramRunner::planOverlap() {
         instr.collective().kind() != Instruction::ALL_REDUCE ||
         instr.collective().group_size() < 2)
       continue;
-    const int32_t buffer = instr.collective().buffer();
+    const int32_t buffer = touches[i].front();
     int last = -1;
     for (int j = i - 1; j >= 0 && last < 0; --j)
-      forEachBuffer(program.instructions(j), [&](int32_t id) {
-        if (id == buffer)
-          last = j;
-      });
+      if (std::find(touches[j].begin(), touches[j].end(), buffer) !=
+          touches[j].end())
+        last = j;
     if (last < 0)
       continue;
     // Started in program order: each member starts a group's all-reduces
@@ -361,7 +376,7 @@ std::string ProgramRunner::execute(const Instruction &instr) {
       checkGradients();
     return "";
   case Instruction::kAlloc:
-    return alloc(instr.alloc().buffer(), instr.alloc().uninitialized());
+    return alloc(instr.alloc());
   case Instruction::kFree:
     live.erase(instr.free().buffer());
     return "";
@@ -415,8 +430,8 @@ static bool isPersistentRole(const Tensor &t) {
   return t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN;
 }
 
-std::string ProgramRunner::alloc(const planfile::Buffer &b,
-                                 bool uninitialized) {
+std::string ProgramRunner::alloc(const Instruction::Alloc &a) {
+  const planfile::Buffer &b = a.buffer();
   Buffer buffer;
   buffer.tensor = b.tensor();
   buffer.grad = b.grad();
@@ -435,8 +450,25 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b,
     buffer.hi.assign(b.box().hi().begin(), b.box().hi().end());
   }
   const DType dtype = dtypeOf(b.tensor());
-  if (b.tensor() >= 0 && !b.grad() && !b.staging() &&
-      isPersistentRole(plan.tensors(b.tensor()))) {
+  if (a.has_view()) {
+    // Another buffer's memory, read as this box: nothing is allocated.
+    const std::string what = "buffer " + std::to_string(b.id()) +
+                             " is a view of buffer " + std::to_string(a.view());
+    Buffer *base;
+    if (std::string err = lookup(a.view(), base); !err.empty())
+      return what + ", which is not allocated";
+    if (b.tensor() < 0 || base->tensor < 0)
+      return what + ": views hold boxes of tensors, not scratch";
+    if (b.grad() != base->grad || base->dtype() != dtype ||
+        base->size() != buffer.size())
+      return what + " of another type or size (" +
+             std::to_string(buffer.size()) + " " + dtypeName(dtype) +
+             (b.grad() ? " gradient" : "") + " elements against " +
+             std::to_string(base->size()) + " " + dtypeName(base->dtype()) +
+             (base->grad ? " gradient" : "") + ")";
+    buffer.storage = base->storage;
+  } else if (b.tensor() >= 0 && !b.grad() && !b.staging() &&
+             isPersistentRole(plan.tensors(b.tensor()))) {
     auto it = persistent.find(b.id());
     if (it == persistent.end()) {
       Persistent p;
@@ -462,7 +494,7 @@ std::string ProgramRunner::alloc(const planfile::Buffer &b,
     buffer.storage = it->second.storage;
   } else {
     // Never empty, so a view's data is null only where no gradient is wanted.
-    buffer.storage = uninitialized
+    buffer.storage = a.uninitialized()
                          ? backend.allocateUninitialized(dtype, buffer.size())
                          : backend.allocate(dtype, buffer.size());
     if (!buffer.storage)

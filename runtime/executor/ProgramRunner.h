@@ -165,7 +165,7 @@ private:
   using Instruction = ppc::planfile::Instruction;
 
   std::string execute(const Instruction &instr);
-  std::string alloc(const ppc::planfile::Buffer &b, bool uninitialized);
+  std::string alloc(const ppc::planfile::Instruction::Alloc &a);
   std::string load(Buffer &b, int32_t id);
   /// The values of an input buffer's box at `step`: drawn on a thread
   /// during the step before where it was (drawnInputs_), else here.

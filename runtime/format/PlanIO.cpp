@@ -8,8 +8,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace ppc::runtime {
 
@@ -218,6 +220,9 @@ std::string validatePlan(const Plan &plan) {
       return where + "program has rank " + std::to_string(program.rank());
     std::set<int> buffers;
     auto known = [&](int b) { return buffers.count(b) != 0; };
+    // Of each tensor buffer allocated: its element count, dtype and grad,
+    // which a view of it must share.
+    std::map<int, std::tuple<int64_t, std::string, bool>> viewable;
     for (int i = 0; i < program.instructions_size(); ++i) {
       const Instruction &instr = program.instructions(i);
       std::string at = where + "instruction " + std::to_string(i) + ": ";
@@ -233,6 +238,31 @@ std::string validatePlan(const Plan &plan) {
           if (std::string err = checkBox(b.box(), plan.tensors(b.tensor()));
               !err.empty())
             return at + err;
+          int64_t elements = 1;
+          for (int d = 0; d < b.box().lo_size(); ++d)
+            elements *= b.box().hi(d) - b.box().lo(d);
+          std::tuple<int64_t, std::string, bool> shape = {
+              elements, plan.tensors(b.tensor()).dtype(), b.grad()};
+          if (instr.alloc().has_view()) {
+            const int base = instr.alloc().view();
+            auto it = viewable.find(base);
+            if (!known(base) || it == viewable.end())
+              return at + "buffer " + std::to_string(b.id()) +
+                     " is a view of buffer " + std::to_string(base) +
+                     ", which is not an allocated buffer of a tensor";
+            if (it->second != shape)
+              return at + "buffer " + std::to_string(b.id()) + " (" +
+                     std::to_string(elements) + " " + std::get<1>(shape) +
+                     (b.grad() ? " gradient" : "") +
+                     " elements) is a view of buffer " + std::to_string(base) +
+                     " (" + std::to_string(std::get<0>(it->second)) + " " +
+                     std::get<1>(it->second) +
+                     (std::get<2>(it->second) ? " gradient" : "") +
+                     " elements)";
+          }
+          viewable[b.id()] = shape;
+        } else if (instr.alloc().has_view()) {
+          return at + "scratch buffer " + std::to_string(b.id()) + " is a view";
         } else if (std::string err = checkShape(std::vector<int64_t>(
                        b.shape().begin(), b.shape().end()));
                    !err.empty()) {

@@ -11,7 +11,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
   return %l : tensor<f32>
 }
 
-// CHECK: plan.plan version 3 ranks 2 attributes {{.*}}kind = "adam"
+// CHECK: plan.plan version 4 ranks 2 attributes {{.*}}kind = "adam"
 // CHECK: plan.program rank 0
 // CHECK: %[[X:[0-9]+]] = plan.alloc @in0 [0, 0] [2, 8]
 // CHECK-NEXT: plan.load %[[X]]

@@ -7,7 +7,7 @@
 // Running it twice changes nothing more.
 // RUN: ppc-opt %s --ppc-elide-zero-fills --ppc-elide-zero-fills | FileCheck %s
 
-plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "sgd", lr = 0.1 : f64}, strategy = "{}"} {
+plan.plan version 4 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "sgd", lr = 0.1 : f64}, strategy = "{}"} {
   plan.tensor @x input [4, 8] f32
   plan.tensor @w weight [8, 3] f32 {init = 3 : i32, init_bound = 0.35 : f64}
   plan.tensor @y activation [4, 3] f32

@@ -24,7 +24,7 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // GRAPH-NEXT: ppc.softmax_cross_entropy %[[S]]
 // GRAPH-NOT: ppc.combine
 
-// PLAN: plan.plan version 3 ranks 2
+// PLAN: plan.plan version 4 ranks 2
 // PLAN: plan.program rank 0
 // PLAN: plan.phase forward
 // Each rank holds its half of w1's columns and of w2's rows.

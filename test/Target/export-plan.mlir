@@ -14,9 +14,9 @@
 // RUN: not ppc-opt %t/plan.mlir --ppc-export-plan="file=%t/no-such-dir/plan.pb" 2>&1 | FileCheck %s --check-prefix=WRITE
 
 // The pass leaves the module as it is.
-// IR: plan.plan version 3 ranks 2
+// IR: plan.plan version 4 ranks 2
 
-// CHECK:      version: 3
+// CHECK:      version: 4
 // CHECK-NEXT: producer: "ppc-opt {{.*}}"
 // CHECK-NEXT: machine {
 // CHECK-NEXT:   name: "cpux2"
@@ -347,7 +347,7 @@
 // WRITE: error: ppc-export-plan: cannot open '{{.*}}no-such-dir/plan.pb.tmp' for writing
 
 //--- plan.mlir
-plan.plan version 3 ranks 2 attributes {batch_size = 2 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "adam", lr = 1.0e-03, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-08, weight_decay = 0.01}, strategy = "{\"mm\": \"dp\"}"} {
+plan.plan version 4 ranks 2 attributes {batch_size = 2 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "adam", lr = 1.0e-03, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-08, weight_decay = 0.01}, strategy = "{\"mm\": \"dp\"}"} {
   plan.tensor @x input [2, 4] f32
   plan.tensor @labels input [2] i64 {int_max = 3 : i64}
   plan.tensor @w weight [4, 3] f32 {init = 3 : i32, init_bound = 0.5 : f64}
@@ -426,17 +426,17 @@ module {
 }
 
 //--- two-plans.mlir
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
 
 //--- bad-attr.mlir
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "", machine_description = "", strategy = ""} {
   plan.tensor @x input [2] f32
   plan.tensor @y activation [2] f32
   plan.op @relu "ppc.relu" [@x] -> [@y] needs_grad [false] attributes {map = affine_map<(d0) -> (d0)>}

@@ -221,8 +221,8 @@ IterationSpace matmul() {
 std::string orderOf(PipelineSchedule schedule, int64_t stages, int64_t stage,
                     int64_t m, int64_t groups = 0) {
   std::string text;
-  for (const PipelineTask &task : pipelineOrder(
-           schedule, stages, groups ? groups : stages, stage, m)) {
+  for (const PipelineTask &task :
+       pipelineOrder(schedule, stages, groups ? groups : stages, stage, m)) {
     text += (text.empty() ? "" : " ") + std::string(task.forward ? "F" : "B");
     if (groups)
       text += std::to_string(task.stage) + ":";
@@ -269,22 +269,21 @@ TEST(Layout, MicroBatchSplitsItsSamplesByTheDegrees) {
 TEST(PipelineSchedule, InterleavedSubmeshesRepeatRoundRobin) {
   using S = PipelineSchedule;
   // 4 stages dealt to 2 submeshes.
-  EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2},
-                               4),
-            "");
+  EXPECT_EQ(
+      checkPipelineShape(4, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2}, 4), "");
   EXPECT_EQ(pipelineGroups({0, 2, 0, 2}, {2, 2, 2, 2}), 2);
   // Not round-robin; too few stages per group; micro-batches not in rounds.
-  EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2, 2, 0}, {2, 2, 2, 2},
-                               4),
-            "stage 2 must run on the devices of stage 0 (interleaved-1f1b "
-            "deals stages round-robin to 2 submeshes)");
+  EXPECT_EQ(
+      checkPipelineShape(4, S::Interleaved, {0, 2, 2, 0}, {2, 2, 2, 2}, 4),
+      "stage 2 must run on the devices of stage 0 (interleaved-1f1b "
+      "deals stages round-robin to 2 submeshes)");
   EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2}, {2, 2}, 4),
             "interleaved-1f1b deals the 2 stages to 2 submeshes: each needs "
             "the same number of stages, at least 2");
-  EXPECT_EQ(checkPipelineShape(3, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2},
-                               4),
-            "interleaved-1f1b runs micro-batches in rounds of one per "
-            "submesh: 3 micro-batches do not divide into 2");
+  EXPECT_EQ(
+      checkPipelineShape(3, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2}, 4),
+      "interleaved-1f1b runs micro-batches in rounds of one per "
+      "submesh: 3 micro-batches do not divide into 2");
   // Other schedules keep the submeshes disjoint.
   EXPECT_EQ(checkPipelineShape(4, S::OneFOneB, {0, 2, 0, 2}, {2, 2, 2, 2}, 4),
             "stages 0 and 2 share devices");
@@ -333,4 +332,75 @@ TEST(Layout, ZeroShardsSplitRowsAsEvenlyAsTheyCan) {
   EXPECT_EQ(geometry::zeroShard(w, 4, 2), (geometry::Box{{16, 18}, {0, 4}}));
   EXPECT_EQ(geometry::zeroShard(w, 4, 3), (geometry::Box{{18, 20}, {0, 4}}));
   EXPECT_EQ(geometry::zeroShard(w, 2, 1), (geometry::Box{{15, 20}, {0, 4}}));
+}
+
+/// The global flat indices box `box` of a row-major tensor of `shape` holds,
+/// in the box's own row-major order: the oracle of sameFlatOrder.
+static std::vector<int64_t> flatIndices(const std::vector<int64_t> &shape,
+                                        const geometry::Box &box) {
+  std::vector<int64_t> out, at(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d)
+    at[d] = box[d].lo;
+  if (geometry::isEmpty(box))
+    return out;
+  while (true) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      flat = flat * shape[d] + at[d];
+    out.push_back(flat);
+    size_t d = shape.size();
+    while (d-- > 0 && ++at[d] == box[d].hi)
+      at[d] = box[d].lo;
+    if (d == size_t(-1))
+      return out;
+  }
+}
+
+TEST(Layout, SameFlatOrderAgreesWithTheElementsEachBoxVisits) {
+  using geometry::Box;
+  // The logits' reshape [B, S, V] -> [B * S, V]: whole, batch split, a
+  // split of the vocabulary (kept innermost) and a split of S (rows of
+  // one sample: contiguous too) share memory; S split with B whole does not.
+  std::vector<int64_t> bsv = {4, 3, 10}, rows = {12, 10};
+  EXPECT_TRUE(geometry::sameFlatOrder(bsv, geometry::wholeBox(bsv), rows,
+                                      geometry::wholeBox(rows)));
+  EXPECT_TRUE(geometry::sameFlatOrder(bsv, {{2, 4}, {0, 3}, {0, 10}}, rows,
+                                      {{6, 12}, {0, 10}}));
+  EXPECT_TRUE(geometry::sameFlatOrder(bsv, {{0, 4}, {0, 3}, {5, 10}}, rows,
+                                      {{0, 12}, {5, 10}}));
+  EXPECT_TRUE(geometry::sameFlatOrder(bsv, {{1, 2}, {1, 3}, {0, 10}}, rows,
+                                      {{4, 6}, {0, 10}}));
+  EXPECT_FALSE(geometry::sameFlatOrder(bsv, {{0, 4}, {0, 2}, {0, 10}}, rows,
+                                       {{0, 8}, {0, 10}}));
+  // Different element counts are no reshape.
+  EXPECT_FALSE(
+      geometry::sameFlatOrder({4, 3}, {{0, 4}, {0, 3}}, {13}, {{0, 12}}));
+
+  // Every pair of boxes of two shapes of 24 elements, against the oracle.
+  std::vector<std::vector<int64_t>> shapes = {
+      {24}, {4, 6}, {2, 3, 4}, {6, 1, 4}, {2, 12}};
+  auto boxesOf = [](const std::vector<int64_t> &shape) {
+    std::vector<Box> boxes = {{}};
+    for (int64_t size : shape) {
+      std::vector<Box> next;
+      for (const Box &b : boxes)
+        for (int64_t lo = 0; lo < size; ++lo)
+          for (int64_t hi = lo + 1; hi <= size; ++hi) {
+            next.push_back(b);
+            next.back().push_back({lo, hi});
+          }
+      boxes = std::move(next);
+    }
+    return boxes;
+  };
+  int agreeing = 0;
+  for (const auto &shapeA : shapes)
+    for (const auto &shapeB : shapes)
+      for (const Box &a : boxesOf(shapeA))
+        for (const Box &b : boxesOf(shapeB)) {
+          bool same = flatIndices(shapeA, a) == flatIndices(shapeB, b);
+          agreeing += same;
+          ASSERT_EQ(geometry::sameFlatOrder(shapeA, a, shapeB, b), same);
+        }
+  EXPECT_GT(agreeing, 100); // the oracle found views to agree on
 }

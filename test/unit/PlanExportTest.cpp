@@ -32,7 +32,7 @@ namespace {
 // Two ranks, every instruction kind, attributes of every kind, and names
 // the importer must make unique ("dup" twice, an op named like a tensor).
 constexpr const char *kPlan = R"mlir(
-plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss,
+plan.plan version 4 ranks 2 attributes {batch_size = 4 : i64, loss = @loss,
     machine = "cpux2", machine_description = "cpu:2",
     optimizer = {kind = "momentum", lr = 0.1, momentum = 0.9, weight_decay = 1.0e-4},
     strategy = "{}"} {
@@ -90,6 +90,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss,
     plan.copy %w -> %wt [0, 0] [4, 3]
     plan.copy %w -> %wt [2, 0] [4, 3] accumulate
     plan.free %wt
+    %yv = plan.alloc @y [2, 0] [4, 3] view %y
   }
   plan.program rank 1 {
     plan.phase forward
@@ -192,6 +193,12 @@ TEST_F(PlanExportTest, ExportedFields) {
   EXPECT_TRUE(fc.attributes(3).has_ints());
   EXPECT_EQ(fc.attributes(4).i(), 1);
   EXPECT_EQ(fc.attributes(9).value_case(), pf::Attribute::VALUE_NOT_SET);
+  // The view names the buffer it views (%y, the fifth allocated).
+  const pf::Program &rank0 = message.programs(0);
+  const auto &view = rank0.instructions(rank0.instructions_size() - 1).alloc();
+  ASSERT_TRUE(view.has_view());
+  EXPECT_EQ(view.view(), 4);
+  EXPECT_FALSE(rank0.instructions(1).alloc().has_view());
 }
 
 TEST_F(PlanExportTest, ImportMakesUniqueSymbols) {
@@ -309,6 +316,45 @@ TEST_F(PlanExportTest, ReaderRejectsBufferUsedBeforeAlloc) {
   std::string error = runtime::readPlanFile(file, read);
   EXPECT_NE(error.find("rank 0: instruction 1: uses buffer 0 before it is "
                        "allocated"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(PlanExportTest, ReaderRejectsViewsThatDoNotFit) {
+  // The last instruction of rank 0 makes buffer 13 a view of buffer 4 (6
+  // f32 elements of @y).
+  auto readBack = [&](const pf::Plan &message) {
+    std::string file = path("view.pb");
+    EXPECT_EQ(runtime::writePlanFile(message, file, false), "");
+    pf::Plan read;
+    return runtime::readPlanFile(file, read);
+  };
+  pf::Plan message = exported();
+  auto *rank0 = message.mutable_programs(0);
+  pf::Instruction::Alloc *view =
+      rank0->mutable_instructions(rank0->instructions_size() - 1)
+          ->mutable_alloc();
+  ASSERT_TRUE(view->has_view());
+  ASSERT_EQ(readBack(message), "");
+
+  view->mutable_buffer()->mutable_box()->set_lo(0, 1); // 9 elements
+  std::string error = readBack(message);
+  EXPECT_NE(error.find("buffer 13 (9 f32 elements) is a view of buffer 4 (6 "
+                       "f32 elements)"),
+            std::string::npos)
+      << error;
+  view->mutable_buffer()->mutable_box()->set_lo(0, 2);
+  view->mutable_buffer()->set_grad(true);
+  error = readBack(message);
+  EXPECT_NE(error.find("(6 f32 gradient elements) is a view of buffer 4 (6 "
+                       "f32 elements)"),
+            std::string::npos)
+      << error;
+  view->mutable_buffer()->set_grad(false);
+  view->set_view(12); // freed before
+  error = readBack(message);
+  EXPECT_NE(error.find("is a view of buffer 12, which is not an allocated "
+                       "buffer of a tensor"),
             std::string::npos)
       << error;
 }

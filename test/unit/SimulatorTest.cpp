@@ -323,6 +323,41 @@ TEST(Simulator, AnInputReadTwiceIsOneBuffer) {
   EXPECT_EQ(r.devices[0].memory.activations, 3 * 16000);
 }
 
+TEST(Simulator, AFlatViewHoldsNothingWhereItsBoxesShareTheOrder) {
+  // A reshape [4, 6] -> [24] of a relu's result (the importer's space: the
+  // result dim walks the operand's rows). Split 2 ways each piece of the
+  // result is its operand rows' elements in order: a view (no memory of its
+  // own). Split 8 ways a piece is half a row: it holds its 3 elements.
+  Graph g;
+  g.numInputs = 1;
+  g.ops = {elementwise("A", 4, 6, input())};
+  Op reshape;
+  reshape.name = "R";
+  reshape.kind = "ppc.reshape";
+  reshape.space.dims = {{24, IterKind::Sample}};
+  reshape.space.operands = {{{4, 6}, {{0, 6, 1, 0, 1}, DimAccess::whole()}}};
+  reshape.space.results = {TensorAccess::identity({24})};
+  reshape.space.flatView = true;
+  reshape.operands = {fromOp(0)};
+  g.ops.push_back(reshape);
+  ASSERT_EQ(g.validate(), "");
+  Machine m = roundMachine(1, 8);
+  FixedCostModel cost;
+  auto activations = [&](int64_t ways, bool flatView) {
+    g.ops[1].space.flatView = flatView;
+    Simulator sim(g, m, cost);
+    OpConfig split{{ways}, 0, {}};
+    OpConfig rows{{std::min<int64_t>(ways, 4), 1}, 0, {}};
+    return sim.simulate({rows, split}).devices[0].memory.activations;
+  };
+  // Device 0: A's input and result rows (2 x 6 floats each), R's 12.
+  EXPECT_EQ(activations(2, false), 3 * 48);
+  EXPECT_EQ(activations(2, true), 2 * 48);
+  // 8 ways: A's row (6 floats, twice), R's 3 floats whatever the flag.
+  EXPECT_EQ(activations(8, true), 2 * 24 + 12);
+  EXPECT_EQ(activations(8, false), 2 * 24 + 12);
+}
+
 TEST(Simulator, TransferAcrossNodes) {
   // The same chain with A and B on different nodes: 100 us + 16000 B /
   // 0.1 GB/s = 260 us each way, so 6 ms + 2 * 0.26 ms.

@@ -95,4 +95,31 @@ def ElideZeroFills : Pass<"ppc-elide-zero-fills", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::plan::PlanDialect"];
 }
 
+def AliasViews : Pass<"ppc-alias-views", "mlir::ModuleOp"> {
+  let summary = "A reshape's result shares its operand's buffer, and its "
+                "operand's gradient shares the result's gradient buffer";
+  let description = [{
+    A `plan.op` marked `flat_view` (a reshape: IterationSpace::flatView)
+    copies its operand's elements to its result in the same order; where a
+    partition's two boxes visit the same elements in the same order
+    (geometry::sameFlatOrder: a whole tensor, a batch split, a split of an
+    innermost dim the reshape keeps), the copy is not needed:
+      * forward: the result buffer becomes a `view` of the operand buffer,
+        made where the kernel ran, and the kernel goes, provided the result
+        buffer's first use was that kernel and nothing writes either
+        buffer's memory after it (the operand is a step's activation or
+        input, not a weight's buffer kept across steps);
+      * backward: the operand's gradient buffer becomes a `view` of the
+        result's gradient buffer, and the backward kernel goes, provided
+        that kernel was the gradient's first contribution and its first use
+        (ppc-elide-zero-fills marked it `overwrite`: run this pass after
+        it) and nothing but a free uses the result's gradient after it:
+        later contributions then add into the memory the result's gradient
+        left.
+    The simulator counts no memory and no time for such a partition (the
+    same rule), so the plan now does what it priced.
+  }];
+  let dependentDialects = ["::ppc::plan::PlanDialect"];
+}
+
 #endif // PPC_CONVERSION_PASSES_TD

@@ -18,7 +18,7 @@
 namespace ppc::runtime {
 
 /// The plan format version this build writes and reads.
-constexpr uint32_t kPlanVersion = 3;
+constexpr uint32_t kPlanVersion = 4;
 
 /// Writes `plan` to `path` (text format if `text`), atomically: a temporary
 /// file renamed into place. Returns "" or the error.

@@ -140,6 +140,12 @@ struct IterationSpace {
   std::vector<TensorAccess> results;
   /// Set for ops whose kernel runs in synchronized stages.
   std::optional<StagedKernel> staged;
+  /// Set for ops whose result 0 holds operand 0's elements in the same
+  /// row-major order (a reshape): a partition whose operand and result
+  /// boxes visit the same elements in the same order
+  /// (geometry::sameFlatOrder) runs no kernel, its result shares the
+  /// operand's buffer (ppc-alias-views), and holds no memory of its own.
+  bool flatView = false;
 
   /// Number of points of the iteration space (product of the dim sizes);
   /// validate() checks that it fits in int64.

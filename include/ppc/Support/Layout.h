@@ -46,8 +46,8 @@ struct OpLayout {
   /// group (sameResultBox order). A partial sum's backward is linear in the
   /// summands and never reads the summed value.
   std::vector<std::vector<Box>> heldBoxes;
-  std::vector<bool> partial;                  ///< per result
-  std::vector<bool> scattered;                ///< per result
+  std::vector<bool> partial;   ///< per result
+  std::vector<bool> scattered; ///< per result
   int64_t numReplicas = 1;
 
   int64_t numInstances() const { return static_cast<int64_t>(devices.size()); }
@@ -110,6 +110,14 @@ private:
 bool overlaps(const Box &a, const Box &b);
 std::optional<Box> intersect(const Box &a, const Box &b);
 Box wholeBox(const std::vector<int64_t> &shape);
+/// Whether box `a` of a row-major tensor of shape `shapeA` and box `b` of a
+/// tensor of shape `shapeB` with as many elements (a reshape's operand and
+/// result) hold the same elements of the flat order in the same order,
+/// each row-major in its box: then a buffer of one is a buffer of the
+/// other. A whole tensor, a batch split and a split of the innermost dim
+/// kept by the reshape are; a split that a reshape interleaves is not.
+bool sameFlatOrder(const std::vector<int64_t> &shapeA, const Box &a,
+                   const std::vector<int64_t> &shapeB, const Box &b);
 
 /// True if every consumer piece is held whole by a producer piece on the
 /// same device: the edge needs no communication.

@@ -4,8 +4,8 @@
 // dialects/Plan/PlanOps.cpp: plan.plan, plan.tensor, plan.op, plan.program,
 // then the instructions.
 
-// expected-error @+1 {{'plan.plan' op version 4 is not the supported plan format version 3}}
-plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+// expected-error @+1 {{'plan.plan' op version 5 is not the supported plan format version 4}}
+plan.plan version 5 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
@@ -13,13 +13,13 @@ plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op num_ranks must be >= 1, got 0}}
-plan.plan version 3 ranks 0 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 0 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
 }
 
 // -----
 
 // expected-error @+1 {{'plan.plan' op batch_size must be >= 0, got -1}}
-plan.plan version 3 ranks 1 attributes {batch_size = -1 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = -1 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
@@ -27,7 +27,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = -1 : i64, machine = "m", ma
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer needs a string 'kind'}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {lr = 0.1}} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {lr = 0.1}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -39,7 +39,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer kind 'rmsprop' is not one of sgd, momentum or adam}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "rmsprop"}} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "rmsprop"}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -51,7 +51,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer has unknown parameter 'rate' (expected lr, momentum, beta1, beta2, epsilon, weight_decay)}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", rate = 0.1}} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", rate = 0.1}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -63,7 +63,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op optimizer parameter 'lr' must be a float}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", lr = 1 : i64}} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @y, optimizer = {kind = "sgd", lr = 1 : i64}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -75,7 +75,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op a training plan (with an optimizer) needs a loss}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", optimizer = {kind = "sgd", lr = 0.1}} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", optimizer = {kind = "sgd", lr = 0.1}} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -87,7 +87,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op loss @mm does not name a plan.tensor}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @mm} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = "", loss = @mm} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -99,7 +99,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op body may only hold plan.tensor, plan.op and plan.program, found 'func.func'}}
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   func.func private @f()
   plan.program rank 0 {
   }
@@ -107,7 +107,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.program' op rank 2 is out of range for a plan of 2 ranks}}
   plan.program rank 2 {
   }
@@ -115,7 +115,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
   // expected-error @+1 {{'plan.program' op is a second program for rank 0}}
@@ -125,7 +125,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.program' op for rank 1 is out of order: program #0 must be for rank 0}}
   plan.program rank 1 {
   }
@@ -136,14 +136,14 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 // -----
 
 // expected-error @+1 {{'plan.plan' op has no program for rank 1 (it has 2 ranks)}}
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.program rank 0 {
   }
 }
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op shape [4, -1] has size -1 in dim 1; sizes must be >= 0}}
   plan.tensor @t input [4, -1] f32
   plan.program rank 0 {
@@ -152,7 +152,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op element type 'complex<f32>' is not an integer or float type}}
   plan.tensor @t input [4] complex<f32>
   plan.program rank 0 {
@@ -161,7 +161,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op init 'data' needs a 'value'}}
   plan.tensor @t weight [2] f32 {init = 4 : i32}
   plan.program rank 0 {
@@ -170,7 +170,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op value must hold integers or floats, not 'complex<f32>'}}
   plan.tensor @t constant [1] f32 {value = dense<(1.0, 2.0)> : tensor<1xcomplex<f32>>}
   plan.program rank 0 {
@@ -179,7 +179,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op value has 3 elements but shape [2, 2] has 4}}
   plan.tensor @t constant [2, 2] f32 {init = 4 : i32, value = dense<1.0> : tensor<3xf32>}
   plan.program rank 0 {
@@ -188,7 +188,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op init_bound must be >= 0}}
   plan.tensor @t weight [2] f32 {init = 3 : i32, init_bound = -1.0 : f64}
   plan.program rank 0 {
@@ -197,7 +197,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op int_max must be >= 0, got -3}}
   plan.tensor @t input [2] i64 {int_max = -3 : i64}
   plan.program rank 0 {
@@ -206,7 +206,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   // expected-error @+1 {{'plan.tensor' op int_max is only for integer tensors, not 'f32'}}
   plan.tensor @t input [2] f32 {int_max = 3 : i64}
   plan.program rank 0 {
@@ -215,7 +215,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -228,7 +228,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -241,7 +241,19 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 2] f32
+  plan.tensor @w weight [2, 3] f32
+  plan.tensor @y activation [4, 3] f32 {is_output}
+  // expected-error @+1 {{'plan.op' op a flat view has one operand and one result}}
+  plan.op @mm "ppc.matmul" [@x, @w] -> [@y] needs_grad [false, true] attributes {} {flat_view}
+  plan.program rank 0 {
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -254,7 +266,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -267,7 +279,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -280,7 +292,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -295,7 +307,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -310,7 +322,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -323,7 +335,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -336,7 +348,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -349,7 +361,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -362,7 +374,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -375,7 +387,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -388,7 +400,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -401,7 +413,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -414,7 +426,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -427,7 +439,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -440,7 +452,119 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @x [0, 0] [4, 6]
+    // expected-error @+1 {{'plan.alloc' op a view holds a box of a tensor}}
+    %1 = plan.alloc [0] [24] view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @x [0, 0] [4, 6]
+    // expected-error @+1 {{'plan.alloc' op a view is neither allocated nor filled: it cannot be staging or uninitialized}}
+    %1 = plan.alloc @r [0] [24] uninitialized view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc [0] [24]
+    // expected-error @+1 {{'plan.alloc' op is a view of a scratch buffer}}
+    %1 = plan.alloc @r [0] [24] view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @x [0, 0] [4, 6]
+    // expected-error @+1 {{'plan.alloc' op is a view holding a gradient of a buffer holding values}}
+    %1 = plan.alloc @r [0] [24] grad view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @x [0, 0] [2, 6]
+    // expected-error @+1 {{'plan.alloc' op views 24 elements of a buffer of 12}}
+    %1 = plan.alloc @r [0] [24] view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @r [0] [24]
+    // expected-error @+1 {{'plan.alloc' op is a view holding @w, whose buffers are kept across steps}}
+    %1 = plan.alloc @w [0, 0] [4, 6] view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @w [0, 0] [4, 6]
+    // expected-error @+1 {{'plan.alloc' op is a view of a buffer of @w, whose buffers are kept across steps}}
+    %1 = plan.alloc @r [0] [24] view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+  plan.tensor @x input [4, 6] f32
+  plan.tensor @r activation [24] f32
+  plan.tensor @h activation [24] bf16
+  plan.tensor @w weight [4, 6] f32
+  plan.program rank 0 {
+    %0 = plan.alloc @x [0, 0] [4, 6]
+    // expected-error @+1 {{'plan.alloc' op is a view of 'f32' elements as 'bf16'}}
+    %1 = plan.alloc @h [0] [24] view %0
+  }
+}
+
+// -----
+
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -454,7 +578,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -468,7 +592,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -482,7 +606,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -497,7 +621,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -512,7 +636,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -527,7 +651,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -542,7 +666,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -559,7 +683,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -576,7 +700,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -593,7 +717,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -610,7 +734,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -627,7 +751,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -644,7 +768,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -661,7 +785,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -680,7 +804,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -699,7 +823,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -718,7 +842,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -737,7 +861,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -756,7 +880,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -775,7 +899,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -794,7 +918,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -813,7 +937,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -831,7 +955,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -850,7 +974,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -869,7 +993,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -888,7 +1012,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -907,7 +1031,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -926,7 +1050,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -945,7 +1069,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -964,7 +1088,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -983,7 +1107,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1001,7 +1125,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1019,7 +1143,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1037,7 +1161,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1055,7 +1179,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1073,7 +1197,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1091,7 +1215,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1109,7 +1233,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1127,7 +1251,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1145,7 +1269,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1163,7 +1287,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 2 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1181,7 +1305,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1200,7 +1324,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1219,7 +1343,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1238,7 +1362,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1257,7 +1381,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1276,7 +1400,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1295,7 +1419,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1314,7 +1438,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1328,7 +1452,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1342,7 +1466,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}
@@ -1356,7 +1480,7 @@ plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", mac
 
 // -----
 
-plan.plan version 3 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
+plan.plan version 4 ranks 1 attributes {batch_size = 0 : i64, machine = "m", machine_description = "", strategy = ""} {
   plan.tensor @x input [4, 2] f32
   plan.tensor @w weight [2, 3] f32
   plan.tensor @y activation [4, 3] f32 {is_output}

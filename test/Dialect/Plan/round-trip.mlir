@@ -3,31 +3,35 @@
 // A tiny linear layer with a cross-entropy loss, data parallel over two
 // ranks: every instruction of the plan dialect prints back as written.
 
-// CHECK-LABEL: plan.plan version 3 ranks 2 attributes
+// CHECK-LABEL: plan.plan version 4 ranks 2 attributes
 // CHECK-SAME: batch_size = 4 : i64
 // CHECK-SAME: loss = @loss
 // CHECK-SAME: machine = "cpux2"
 // CHECK-SAME: machine_description = "cpu:2"
 // CHECK-SAME: optimizer = {kind = "sgd", lr = 1.000000e-01 : f64}
 // CHECK-SAME: strategy = "{\22fc\22: \22dp\22}"
-plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "sgd", lr = 0.1 : f64}, strategy = "{\"fc\": \"dp\"}"} {
+plan.plan version 4 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, machine = "cpux2", machine_description = "cpu:2", optimizer = {kind = "sgd", lr = 0.1 : f64}, strategy = "{\"fc\": \"dp\"}"} {
   // CHECK-NEXT: plan.tensor @x input [4, 8] f32 {model_name = "input.x"}
   // CHECK-NEXT: plan.tensor @labels input [4] i64 {int_max = 3 : i64}
   // CHECK-NEXT: plan.tensor @w weight [8, 3] f32 {init = 3 : i32, init_bound = 3.500000e-01 : f64}
   // CHECK-NEXT: plan.tensor @b weight [3] f32 {init = 4 : i32, value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>}
   // CHECK-NEXT: plan.tensor @y activation [4, 3] f32
   // CHECK-NEXT: plan.tensor @loss activation [] f32 {is_output}
+  // CHECK-NEXT: plan.tensor @yr activation [12] f32
   plan.tensor @x input [4, 8] f32 {model_name = "input.x"}
   plan.tensor @labels input [4] i64 {int_max = 3 : i64}
   plan.tensor @w weight [8, 3] f32 {init = 3 : i32, init_bound = 0.35 : f64}
   plan.tensor @b weight [3] f32 {init = 4 : i32, value = dense<[1.0, 2.0, 3.0]> : tensor<3xf32>}
   plan.tensor @y activation [4, 3] f32
   plan.tensor @loss activation [] f32 {is_output}
+  plan.tensor @yr activation [12] f32
 
   // CHECK-NEXT: plan.op @fc "ppc.linear" [@x, @w, @b] -> [@y] needs_grad [false, true, true] attributes {approximation = 1 : i32, perm = array<i64: 1, 0>, scales = [5.000000e-01, 2.000000e+00], transpose_rhs = false}
   // CHECK-NEXT: plan.op @ce "ppc.cross_entropy" [@y, @labels] -> [@loss] needs_grad [true, false] attributes {reduction = "mean"} {model_name = "loss/ce"}
+  // CHECK-NEXT: plan.op @flat "ppc.reshape" [@y] -> [@yr] needs_grad [true] attributes {} {flat_view}
   plan.op @fc "ppc.linear" [@x, @w, @b] -> [@y] needs_grad [false, true, true] attributes {approximation = 1 : i32, perm = array<i64: 1, 0>, scales = [0.5, 2.0], transpose_rhs = false}
   plan.op @ce "ppc.cross_entropy" [@y, @labels] -> [@loss] needs_grad [true, false] attributes {reduction = "mean"} {model_name = "loss/ce"}
+  plan.op @flat "ppc.reshape" [@y] -> [@yr] needs_grad [true] attributes {} {flat_view}
 
   // CHECK-NEXT: plan.program rank 0 {
   // CHECK-NEXT:   plan.phase forward
@@ -41,6 +45,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, mach
   // CHECK-NEXT:   plan.load %[[B]]
   // CHECK-NEXT:   %[[Y:.*]] = plan.alloc @y [0, 0] [2, 3]
   // CHECK-NEXT:   plan.kernel @fc stage 0 ins(%[[X]], %[[W]], %[[B]]) outs(%[[Y]])
+  // CHECK-NEXT:   %[[YR:.*]] = plan.alloc @yr [0] [6] view %[[Y]]
   // CHECK-NEXT:   %[[YF:.*]] = plan.alloc @y [0, 0] [4, 3]
   // CHECK-NEXT:   plan.collective all_gather %[[Y]] -> %[[YF]] group [0, 1]
   // CHECK-NEXT:   plan.phase loss
@@ -86,6 +91,7 @@ plan.plan version 3 ranks 2 attributes {batch_size = 4 : i64, loss = @loss, mach
     plan.load %b
     %y = plan.alloc @y [0, 0] [2, 3]
     plan.kernel @fc stage 0 ins(%x, %w, %b) outs(%y)
+    %yr = plan.alloc @yr [0] [6] view %y
     %yf = plan.alloc @y [0, 0] [4, 3]
     plan.collective all_gather %y -> %yf group [0, 1]
     plan.phase loss

@@ -103,7 +103,7 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, NoTerminator,
     /// The plan format version the verifier accepts. It must equal
     /// ppc::runtime::kPlanVersion (lib/Target static_asserts it: the dialect
     /// cannot include the protobuf-generated PlanIO.h).
-    static constexpr uint64_t kSupportedVersion = 3;
+    static constexpr uint64_t kSupportedVersion = 4;
   }];
 }
 
@@ -128,12 +128,19 @@ def Plan_TensorOp : Plan_Op<"tensor", [Symbol,
 def Plan_GraphOp : Plan_Op<"op", [Symbol, HasParent<"::ppc::plan::PlanOp">,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "An op of the global graph, with its ppc dialect attributes";
+  let description = [{
+    `flat_view`: the op's result holds its operand's elements in the same
+    row-major order (IterationSpace::flatView, a reshape), so a partition
+    whose boxes visit the same elements in the same order can share its
+    operand's buffer instead of running a kernel (ppc-alias-views).
+  }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
                        FlatSymbolRefArrayAttr:$operands,
                        FlatSymbolRefArrayAttr:$results,
                        DictionaryAttr:$op_attributes,
                        DenseBoolArrayAttr:$needs_grad,
-                       OptionalAttr<StrAttr>:$model_name);
+                       OptionalAttr<StrAttr>:$model_name,
+                       UnitAttr:$flat_view);
   let assemblyFormat = "$sym_name $kind $operands `->` $results "
                        "`needs_grad` $needs_grad `attributes` $op_attributes "
                        "attr-dict";
@@ -173,15 +180,21 @@ def Plan_AllocOp : Plan_InstrOp<"alloc",
     weight's own buffers it is not kept across steps nor checkpointed.
     A buffer is zero-filled when allocated, unless `uninitialized`: its
     first instruction writes every element (ppc-elide-zero-fills).
+    With `view`, nothing is allocated: the buffer is the memory of the
+    buffer `view` names, as many elements of the same type in the same
+    order, read as this box (a reshape's result sharing its operand's
+    buffer, ppc-alias-views); freeing either leaves the other, and a write
+    through one is seen through both.
   }];
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$tensor,
                        DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi,
                        UnitAttr:$grad, UnitAttr:$staging,
-                       UnitAttr:$uninitialized);
+                       UnitAttr:$uninitialized,
+                       Optional<Plan_BufferType>:$view);
   let results = (outs Plan_BufferType:$buffer);
   let assemblyFormat =
       "($tensor^)? $lo $hi (`grad` $grad^)? (`staging` $staging^)? "
-      "(`uninitialized` $uninitialized^)? attr-dict";
+      "(`uninitialized` $uninitialized^)? (`view` $view^)? attr-dict";
   let hasVerifier = 1;
 }
 
