@@ -30,12 +30,9 @@ namespace ppc::search {
 double objective(const Problem &problem,
                  const std::vector<sim::DeviceStats> &devices,
                  double iterationTime) {
-  for (const sim::DeviceStats &device : devices) {
-    int64_t limit =
-        problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
-    if (device.memory.total() > limit)
+  for (const sim::DeviceStats &device : devices)
+    if (device.memory.total() > device.capacity)
       return std::numeric_limits<double>::infinity();
-  }
   return iterationTime;
 }
 
@@ -58,7 +55,6 @@ std::vector<int64_t> primeFactors(int64_t n) {
   return factors;
 }
 
-
 /// Every degree vector of `dims` whose product divides `numDevices`, with
 /// each degree a divisor of `numDevices` that divides its dim.
 std::vector<std::vector<int64_t>>
@@ -69,8 +65,7 @@ degreeVectors(const std::vector<IterDim> &dims, bool reductionSplits,
   std::vector<int64_t> degrees(dims.size(), 1);
   // Depth-first over dims; `budget` is what the degrees so far leave of the
   // device count (the product of the rest must divide it).
-  auto recurse = [&](auto &self, size_t d, int64_t budget,
-                     int splits) -> void {
+  auto recurse = [&](auto &self, size_t d, int64_t budget, int splits) -> void {
     if (d == dims.size()) {
       result.push_back(degrees);
       return;

@@ -52,13 +52,10 @@ uint64_t mix(uint64_t x) {
 /// Guides chains that start out of memory towards feasible strategies.
 double memoryPressure(const Problem &problem, const sim::SimResult &result) {
   double worst = 0;
-  for (const sim::DeviceStats &device : result.devices) {
-    int64_t limit =
-        problem.memoryLimit > 0 ? problem.memoryLimit : device.capacity;
-    if (limit > 0)
+  for (const sim::DeviceStats &device : result.devices)
+    if (device.capacity > 0)
       worst = std::max(worst, static_cast<double>(device.memory.total()) /
-                                  static_cast<double>(limit));
-  }
+                                  static_cast<double>(device.capacity));
   return worst;
 }
 

@@ -66,9 +66,8 @@ public:
 
   /// The bytes device `d` may use.
   int64_t limit(size_t d) const {
-    if (problem.memoryLimit > 0)
-      return problem.memoryLimit;
-    return problem.machine.getSpec(static_cast<int64_t>(d)).memoryBytes;
+    return problem.simOptions.capacityOf(
+        problem.machine.getSpec(static_cast<int64_t>(d)));
   }
 
 private:

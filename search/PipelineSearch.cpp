@@ -344,8 +344,7 @@ SearchResult pipelineSearch(const Problem &problem,
           sim::stageGraph(micro, stageOf, static_cast<int32_t>(s));
       Machine mesh =
           machine.subMachine(pipeline.firstDevice[s], pipeline.numDevices[s]);
-      Problem local{part, mesh, problem.costModel, problem.simOptions,
-                    problem.memoryLimit};
+      Problem local{part, mesh, problem.costModel, problem.simOptions};
       ConfigSpace space(part, mesh);
       SearchOptions dpOptions = options;
       // Its tables come in seconds; refinement would use all it is given.

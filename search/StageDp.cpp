@@ -312,9 +312,7 @@ std::vector<StagePlan> stageDp(const Problem &problem,
                    .transferTime(bytes);
   };
 
-  int64_t capacity = problem.memoryLimit > 0
-                         ? problem.memoryLimit
-                         : machine.getSpec(0).memoryBytes;
+  int64_t capacity = problem.simOptions.capacityOf(machine.getSpec(0));
   size_t L = static_cast<size_t>(numClusters);
   size_t maxStages = L;
   std::vector<StagePlan> plans;

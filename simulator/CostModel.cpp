@@ -32,11 +32,16 @@
 //             for a fused attention kernel (OpCost.kernel FusedAttention)
 //             on a device with the attention efficiency of the phase,
 //             instead the measured rate, no curve and no GEMM model:
-//               eff   = A * flops / (flops + attention_half_efficiency_flops)
+//               compute = flops / (peak(dtype) * A)
+//                         + fill * attention_half_efficiency_flops
+//                                / (peak(bf16) * A)
 //               A     = attention_forward_efficiency forward,
 //                       attention_backward_efficiency backward
-//             (a call's fixed cost: its causal tail and its last wave)
-//     time  = max(flops / (peak(dtype) * eff),
+//               fill  = min(1, ceil(outputs / 128^2) / compute_units)
+//             (a call's fixed cost, its causal tail and last wave, measured
+//             on bf16 calls that fill the device: a time, whatever the
+//             call's type, shorter for a call of fewer tiles than units)
+//     time  = max(flops / (peak(dtype) * eff) or compute,
 //                 bytes / (memoryBandwidth * bandwidth_efficiency))
 //             + launchOverhead
 //     and 0 (no kernel, no launch) when flops and bytes are both 0 (views
@@ -221,9 +226,21 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
   uint64_t contracted =
       device.computeUnits > 0 && attention <= 0 ? contractedOperands(op) : 0;
   if (flops > 0 && attention > 0) {
-    // eff = A * F / (F + F_half): the call's fixed share is F_half's time.
-    computeTime =
-        (flops + device.attentionHalfEfficiencyFlops) / (peak * attention);
+    // The rate A of the call's type, plus the fixed share measured on 16-bit
+    // calls that fill the device (a time, read at the 16-bit rate it was
+    // measured at, whatever the call's type), in proportion to the share of
+    // the device's units the call's output tiles keep busy: a few tiles have
+    // a short tail.
+    double tiles =
+        shape.resultShapes.empty()
+            ? 1.0
+            : std::ceil(elementsOf(shape.resultShapes[0]) / kTileElements);
+    double fill = device.computeUnits > 0
+                      ? std::min(1.0, tiles / device.computeUnits)
+                      : 1.0;
+    computeTime = flops / (peak * attention) +
+                  fill * device.attentionHalfEfficiencyFlops /
+                      (device.getPeakFlops(DType::BF16) * attention);
   } else if (flops > 0 && contracted != 0) {
     // The GEMMs of the phase: its result forward; backward the gradient of
     // every contracted operand that has one (activations and weights, not
@@ -247,8 +264,7 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
       return gemms;
     };
     size_t gemms = forEachGemm([](double) {});
-    double matmul =
-        device.matmulEfficiency > 0 ? device.matmulEfficiency : 1.0;
+    double matmul = device.matmulEfficiency > 0 ? device.matmulEfficiency : 1.0;
     forEachGemm([&](double outputs) {
       computeTime +=
           flops / static_cast<double>(gemms) /

@@ -286,7 +286,7 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   int64_t m = pipeline.microbatches;
   out.devices.resize(machine.numDevices());
   for (int64_t d = 0; d < machine.numDevices(); ++d)
-    out.devices[d].capacity = machine.getSpec(d).memoryBytes;
+    out.devices[d].capacity = options.capacityOf(machine.getSpec(d));
 
   // Each stage alone, one micro-batch.
   std::vector<int32_t> stages;

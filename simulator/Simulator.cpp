@@ -1791,7 +1791,7 @@ struct Simulator::Impl {
     r.iterationTime = iterationTime;
     r.devices.resize(numDevices);
     for (int64_t d = 0; d < numDevices; ++d)
-      r.devices[d].capacity = machine.getSpec(d).memoryBytes;
+      r.devices[d].capacity = options.capacityOf(machine.getSpec(d));
     for (const OpState &st : ops) {
       for (double end : st.fwdEnd)
         r.forwardTime = std::max(r.forwardTime, end);

@@ -238,7 +238,7 @@ std::string writeScaling(const ReportModel &m, double foundObjective) {
     std::optional<Machine> machine = firstDevices(p.machine, k);
     if (!machine)
       continue;
-    search::Problem sub{p.graph, *machine, p.costModel, opts, p.memoryLimit};
+    search::Problem sub{p.graph, *machine, p.costModel, opts};
     sim::Strategy dp = sim::dataParallel(p.graph, k);
     double dpObjective;
     {
@@ -302,8 +302,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   // gives the edges' bytes.
   const sim::Pipeline &pipeline = input.found.pipeline;
   if (pipeline.enabled()) {
-    if (std::string problem = sim::checkPipeline(g, strategy, pipeline,
-                                                 p.machine.numDevices());
+    if (std::string problem =
+            sim::checkPipeline(g, strategy, pipeline, p.machine.numDevices());
         !problem.empty())
       return "found strategy: " + problem;
     m.pipeline = sim::simulatePipeline(g, p.machine, p.costModel, opts,
@@ -315,11 +315,9 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
     simulator.writeChromeTrace(timeline);
   }
   double foundObjective = search::objective(p, m.found);
-  m.capacity = p.memoryLimit > 0
-                   ? p.memoryLimit
-                   : (m.found.devices.empty()
-                          ? 0
-                          : m.found.devices[m.found.tightestDevice].capacity);
+  m.capacity = m.found.devices.empty()
+                   ? 0
+                   : m.found.devices[m.found.tightestDevice].capacity;
 
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const sim::Op &op = g.ops[i];
@@ -411,9 +409,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
 
   fs::path d(dir);
   std::vector<std::pair<const char *, std::string>> files = {
-      {"strategy.json",
-       search::writeStrategyJson(g, p.machine, strategy, &times, &m.found,
-                                 pipeline)},
+      {"strategy.json", search::writeStrategyJson(g, p.machine, strategy,
+                                                  &times, &m.found, pipeline)},
       {"summary.txt", writeSummary(m)},
       {"timeline.json", timeline.str()},
       {"search-trace.csv", writeTrace(in.found)},

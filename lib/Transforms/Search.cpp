@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SimulationOptions.h"
 #include "StrategyUtils.h"
 
 #include "ppc/Analysis/SimGraph.h"
@@ -101,26 +102,10 @@ struct Budget {
   double seconds = 0;
 };
 
-/// A positive number followed by an optional unit: "1.5m" -> (1.5, "m").
-struct Quantity {
-  StringRef number;
-  double value;
-  StringRef unit;
-};
-std::optional<Quantity> splitQuantity(StringRef text) {
-  text = text.trim();
-  Quantity q;
-  q.number =
-      text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
-  q.unit = text.drop_front(q.number.size()).trim();
-  if (q.number.empty() || q.number.getAsDouble(q.value) || q.value <= 0)
-    return std::nullopt;
-  return q;
-}
-
 /// "30s", "1.5m", "2h", "500ms": seconds; "5000" or "5000it": iterations.
 std::optional<Budget> parseBudget(StringRef text) {
-  std::optional<Quantity> q = splitQuantity(text);
+  std::optional<transforms_detail::Quantity> q =
+      transforms_detail::splitQuantity(text);
   if (!q)
     return std::nullopt;
   StringRef number = q->number, unit = q->unit;
@@ -142,29 +127,6 @@ std::optional<Budget> parseBudget(StringRef text) {
     return std::nullopt;
   budget.seconds = value * scale;
   return budget;
-}
-
-/// "16GiB", "16G" (binary), "16GB" (decimal), "500MiB", "123456" (bytes).
-std::optional<int64_t> parseBytes(StringRef text) {
-  std::optional<Quantity> q = splitQuantity(text);
-  if (!q)
-    return std::nullopt;
-  StringRef unit = q->unit;
-  double value = q->value;
-  double scale = llvm::StringSwitch<double>(unit.lower())
-                     .Cases({"", "b"}, 1)
-                     .Cases({"k", "kib"}, 0x1p10)
-                     .Cases({"m", "mib"}, 0x1p20)
-                     .Cases({"g", "gib"}, 0x1p30)
-                     .Cases({"t", "tib"}, 0x1p40)
-                     .Case("kb", 1e3)
-                     .Case("mb", 1e6)
-                     .Case("gb", 1e9)
-                     .Case("tb", 1e12)
-                     .Default(0);
-  if (scale == 0)
-    return std::nullopt;
-  return static_cast<int64_t>(value * scale);
 }
 
 std::string formatMs(double seconds) {
@@ -251,9 +213,13 @@ private:
                                const sim::CostModel &costModel,
                                size_t numFuncs);
 
+  template <typename Pass>
+  friend FailureOr<sim::SimOptions>
+  transforms_detail::readSimulationOptions(const Pass &, Location, StringRef);
+
   Algorithm algo = Algorithm::MCMC;
   Budget parsedBudget;
-  int64_t memoryLimitBytes = 0;
+  sim::SimOptions simOptions;
   bool showProgress = false;
 };
 
@@ -313,16 +279,12 @@ void SearchStrategyPass::runOnOperation() {
                           "(0: searched)";
     return signalPassFailure();
   }
-  memoryLimitBytes = 0;
-  if (!memoryLimit.empty()) {
-    std::optional<int64_t> bytes = parseBytes(memoryLimit);
-    if (!bytes) {
-      module.emitError() << "ppc-search: bad memory-limit '" << memoryLimit
-                         << "'; expected e.g. '16GiB', '500MB' or bytes";
-      return signalPassFailure();
-    }
-    memoryLimitBytes = *bytes;
-  }
+  FailureOr<sim::SimOptions> simOptionsValue =
+      transforms_detail::readSimulationOptions(*this, module.getLoc(),
+                                               "ppc-search");
+  if (failed(simOptionsValue))
+    return signalPassFailure();
+  simOptions = *simOptionsValue;
   if (progress != "auto" && progress != "on" && progress != "off") {
     module.emitError() << "ppc-search: progress must be auto, on or off, not '"
                        << progress << "'";
@@ -390,21 +352,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                  << profileRequests << ")\n";
   }
 
-  if (gradBucketBytes < 0)
-    return emitError(func.getLoc())
-           << "ppc-search: grad-bucket-bytes must be >= 0, got "
-           << static_cast<int64_t>(gradBucketBytes);
-  sim::SimOptions simOptions;
-  simOptions.optimizer = optimizer;
-  simOptions.gradSync = gradSync;
-  simOptions.overlapGradSync = overlap;
-  simOptions.overlapParamGather = overlapParamGather;
-  simOptions.overlapTensorParallel = overlapTensorParallel;
-  simOptions.regatherInputs = regatherInputs;
-  simOptions.fp32Gradients = fp32Gradients;
-  simOptions.gradBucketBytes = gradBucketBytes;
-  search::Problem problem{*graph, machine, costModel, simOptions,
-                          memoryLimitBytes};
+  search::Problem problem{*graph, machine, costModel, simOptions};
 
   // The baselines: MCMC starts from them and the report compares with them.
   std::vector<std::pair<std::string, sim::Strategy>> baselines;

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SimulationOptions.h"
+
 #include "ppc/Analysis/SimGraph.h"
 #include "ppc/Dialect/Graph/GraphOps.h"
 #include "ppc/Dialect/Topology/MachineConversion.h"
@@ -133,19 +135,21 @@ private:
   void writePipelineReport(func::FuncOp func, const Machine &machine,
                            const sim::Graph &graph, int64_t numAssigned,
                            const sim::Pipeline &pipeline,
-                           const sim::PipelineResult &result,
-                           raw_ostream &os);
+                           const sim::PipelineResult &result, raw_ostream &os);
   void writeDeviceTable(const std::vector<sim::DeviceStats> &devices,
                         raw_ostream &os);
   /// The iteration time, the throughput when the batch is known, and the
   /// model FLOPs utilization.
   void writeTime(func::FuncOp func, const sim::Graph &graph,
-                 const Machine &machine, double iterationTime,
-                 raw_ostream &os);
+                 const Machine &machine, double iterationTime, raw_ostream &os);
   /// Bytes per link kind and the ops that take the most time.
   void writeOpTables(const sim::Graph &graph, const sim::Strategy &strategy,
                      const sim::SimResult &result,
                      const sim::Simulator &simulator, raw_ostream &os);
+
+  template <typename Pass>
+  friend FailureOr<sim::SimOptions>
+  transforms_detail::readSimulationOptions(const Pass &, Location, StringRef);
 
   std::optional<sim::ProfiledCostModel> profile;
 };
@@ -208,9 +212,8 @@ void SimulatePass::runOnOperation() {
 }
 
 /// Writes the trace `write` produces to `path`, unless `path` is empty.
-LogicalResult
-writeTrace(func::FuncOp func, StringRef path,
-           llvm::function_ref<void(std::ostream &)> write) {
+LogicalResult writeTrace(func::FuncOp func, StringRef path,
+                         llvm::function_ref<void(std::ostream &)> write) {
   if (path.empty())
     return success();
   std::string error;
@@ -238,19 +241,11 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   if (mlir::failed(strategy))
     return failure();
 
-  if (gradBucketBytes < 0)
-    return emitError(func.getLoc())
-           << "ppc-simulate: grad-bucket-bytes must be >= 0, got "
-           << static_cast<int64_t>(gradBucketBytes);
-  sim::SimOptions options;
-  options.optimizer = optimizer;
-  options.gradSync = gradSync;
-  options.overlapGradSync = overlap;
-  options.overlapParamGather = overlapParamGather;
-  options.overlapTensorParallel = overlapTensorParallel;
-  options.regatherInputs = regatherInputs;
-  options.fp32Gradients = fp32Gradients;
-  options.gradBucketBytes = gradBucketBytes;
+  FailureOr<sim::SimOptions> parsed = transforms_detail::readSimulationOptions(
+      *this, func.getLoc(), "ppc-simulate");
+  if (mlir::failed(parsed))
+    return failure();
+  sim::SimOptions options = *parsed;
   options.recordTimeline = !tracePathForFunc.empty();
   sim::Simulator simulator(*graph, machine, costModel, options);
 
@@ -366,8 +361,7 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
      << (regatherInputs ? ", received linear-layer inputs gathered again "
                           "in backward"
                         : "")
-     << (fp32Gradients ? ", float32 gradients" : "")
-     << "\n";
+     << (fp32Gradients ? ", float32 gradients" : "") << "\n";
   os << "  cost model: ";
   if (profile)
     os << llvm::formatv("profile '{0}' ({1} kernels measured, {2} from the "
@@ -426,13 +420,10 @@ void SimulatePass::writeDeviceTable(
   }
 }
 
-void SimulatePass::writePipelineReport(func::FuncOp func,
-                                       const Machine &machine,
-                                       const sim::Graph &graph,
-                                       int64_t numAssigned,
-                                       const sim::Pipeline &pipeline,
-                                       const sim::PipelineResult &result,
-                                       raw_ostream &os) {
+void SimulatePass::writePipelineReport(
+    func::FuncOp func, const Machine &machine, const sim::Graph &graph,
+    int64_t numAssigned, const sim::Pipeline &pipeline,
+    const sim::PipelineResult &result, raw_ostream &os) {
   writeHeader(func, machine, graph, numAssigned, os);
   writeTime(func, graph, machine, result.iterationTime, os);
   os << llvm::formatv("  pipeline: {0} stages x {1} micro-batches, schedule "
@@ -457,9 +448,8 @@ void SimulatePass::writePipelineReport(func::FuncOp func,
                       stage.firstDevice + stage.numDevices - 1)
             .str(),
         stage.numOps, toMs(stage.forward), toMs(stage.backward),
-        toMs(stage.send), toMs(stage.tail), stage.inFlight,
-        100 * stage.bubble, formatBytes(stage.peakMemory),
-        formatBytes(stage.capacity));
+        toMs(stage.send), toMs(stage.tail), stage.inFlight, 100 * stage.bubble,
+        formatBytes(stage.peakMemory), formatBytes(stage.capacity));
     if (stage.peakMemory > stage.capacity)
       os << "  OOM";
     os << "\n";

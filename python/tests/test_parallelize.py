@@ -79,6 +79,19 @@ class ParallelizeTest(TempDirTest):
                    for degree, dim in zip(op["degrees"], op["dims"]))]
         self.assertTrue(tensor_parallel, "no op split 4 ways by tp=4")
 
+    def test_memory_limit_is_what_out_of_memory_is_judged_by(self):
+        # Nothing fits in 100 KiB: the result says so, and the limit is the
+        # capacity it reports against.
+        result = ppc.parallelize(example("mlp.onnx"), batch_size=32,
+                                 out_dir=self.path("limit"),
+                                 memory_limit="100KiB", **SEARCH)
+        self.assertTrue(result.out_of_memory)
+        self.assertGreater(result.memory_per_device, 100 * 1024)
+        roomy = ppc.parallelize(example("mlp.onnx"), batch_size=32,
+                                out_dir=self.path("roomy"),
+                                memory_limit="1GiB", **SEARCH)
+        self.assertFalse(roomy.out_of_memory)
+
     def test_bytes_and_mlir_text_give_the_same_strategy(self):
         model = example("mlp.onnx")
         from_path = ppc.parallelize(model, batch_size=8,

@@ -32,7 +32,12 @@
 // RUN: ls %t/report | FileCheck %s --check-prefix=FILES
 // RUN: FileCheck %s --check-prefix=REPORTSTRATEGY < %t/report/strategy.json
 // A memory limit nothing fits in: a warning, and still a strategy.
-// RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="budget=50 threads=1 memory-limit=1KiB" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFIT
+// RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="budget=50 threads=1 memory-limit=1KiB report-dir=%t/nofit" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFIT
+// The report holds every device to the limit: the summary, the baselines
+// and strategy.json say out of memory.
+// RUN: FileCheck %s --check-prefix=NOFITSUMMARY < %t/nofit/summary.txt
+// RUN: FileCheck %s --check-prefix=NOFITBASELINES < %t/nofit/baselines.txt
+// RUN: FileCheck %s --check-prefix=NOFITJSON < %t/nofit/strategy.json
 //
 // Errors.
 // RUN: not ppc-opt %t/mlp.mlir --ppc-search 2>&1 | FileCheck %s --check-prefix=NOMACHINE
@@ -76,6 +81,10 @@
 // REPORTSTRATEGY: {"name": "fc1", "kind": "ppc.linear", "degrees": [
 // NOFIT: ppc-search @mlp: mcmc from the dp, {{.*}}: out of memory per iteration predicted, data parallel out of memory
 // NOFIT: warning: ppc-search: no strategy found for @mlp fits in memory
+// NOFITSUMMARY: peak memory {{.*}} MiB of 1.0 KiB per device {{.*}}OUT OF MEMORY
+// NOFITBASELINES: data-parallel {{.*}} OOM
+// NOFITBASELINES-NOT: {{ no$}}
+// NOFITJSON: "out_of_memory": true
 
 // NOMACHINE: error: ppc-search: no machine attached; use --ppc-attach-machine=machine=NAME
 // ALGO: error: ppc-search: unknown algorithm 'annealing'; expected mcmc, dp, exhaustive, pipeline, data-parallel, zero1, zero2, fsdp, megatron, megatron-sp, megatron-distopt, megatron-sp-distopt, megatron-sp-distopt-selective, megatron-sp-distopt-recompute, megatron-sp-fsdp-recompute or one-weird-trick

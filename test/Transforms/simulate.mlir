@@ -11,6 +11,10 @@
 // A weight larger than the cpu preset's memory: a warning, not a failure.
 // RUN: ppc-opt %t/huge.mlir --ppc-attach-machine=machine=cpu --ppc-simulate -o /dev/null 2>%t/huge.err | FileCheck %s --check-prefix=OOM
 // RUN: FileCheck %s --check-prefix=OOMWARN < %t/huge.err
+// memory-limit holds every device to a limit of its own (as ppc-search's).
+// RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate="memory-limit=1MiB" -o /dev/null 2>%t/limit.err | FileCheck %s --check-prefix=LIMIT
+// RUN: FileCheck %s --check-prefix=LIMITWARN < %t/limit.err
+// RUN: not ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate="memory-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADLIMIT
 // A measured profile overrides the roofline for the kernels it holds.
 // RUN: ppc-opt %t/megatron.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate=profile=%t/profile.json -o /dev/null | FileCheck %s --check-prefix=PROFILE
 // A search with a profile says how many of its strategy's kernels the
@@ -89,6 +93,10 @@
 // OOM:      warning: out of memory: device 0 needs 32.00 GiB of 22.35 GiB
 // OOM:      0 {{.*}} 16.00 GiB 16.00 GiB 0 B {{.*}} 32.00 GiB 22.35 GiB OOM
 // OOMWARN:  huge.mlir:{{[0-9]+}}:1: warning: ppc-simulate: @huge does not fit in memory: device 0 needs 32.00 GiB of 22.35 GiB
+// LIMIT:      warning: out of memory: device 0 needs {{.*}} MiB of 1.00 MiB
+// LIMIT:      0 {{.*}} 1.00 MiB OOM
+// LIMITWARN:  warning: ppc-simulate: @mlp does not fit in memory: device 0 needs {{.*}} of 1.00 MiB
+// BADLIMIT:   error: ppc-simulate: bad memory-limit '0'; expected e.g. '16GiB', '500MB' or bytes
 
 // fc1's forward kernel, an eighth of its weight on each device, is measured
 // at 1 s: every other kernel is computed.

@@ -465,15 +465,18 @@ TEST(Roofline, DtypePicksThePeak) {
 
 TEST(FusedAttention, MeasuredRatePerPhase) {
   // The H100 preset: cuDNN's fused attention as measured, 74% of peak
-  // forward and 40.5% backward in the limit, a call of F FLOPs taking
-  // (F + 56e9) / (peak * rate): no curve or wave model.
+  // forward and 40.5% backward in the limit, plus a fixed share of 56e9
+  // FLOPs at the bf16 rate for a call whose output tiles (128 x 128) fill
+  // the 132 SMs, a share in proportion for fewer: no curve or wave model.
   DeviceSpec h100 = presetDevice("dgx-h100");
   ASSERT_EQ(h100.attentionForwardEfficiency, 0.74);
   ASSERT_EQ(h100.attentionBackwardEfficiency, 0.405);
   ASSERT_EQ(h100.attentionHalfEfficiencyFlops, 56e9);
+  ASSERT_EQ(h100.computeUnits, 132);
   RooflineCostModel model;
   // b 4, h 16, s = t = 4096, d 128: F = 4 * 4 * 16 * 4096^2 * 128 =
   // 4.398e12 FLOPs, 6.1 ms forward; 268 MB of Q, K, V and O take 89 us.
+  // 2048 output tiles: the whole fixed share.
   Op op = attention(4, 16, 4096, 4096, 128);
   double flops = 4.0 * 4 * 16 * 4096 * 4096 * 128;
   double fwdRate = 989.5e12 * 0.74, bwdRate = 989.5e12 * 0.405;
@@ -486,12 +489,22 @@ TEST(FusedAttention, MeasuredRatePerPhase) {
   KernelShape half = kernelShape(op, {1, 2, 1, 1, 1}, 1);
   EXPECT_REL(model.kernelTime(op, half, Phase::Forward, h100),
              (flops / 2 + 56e9) / fwdRate + 3e-6);
-  // A small call is mostly the fixed share: 2.7e8 FLOPs take 77 us, at
-  // 0.5% of the asymptotic rate, still above its 512 KiB's 0.17 us.
+  // A small call keeps 4 of the 132 SMs busy (1024 x 64 outputs) and pays
+  // 4/132 of the fixed share: 2.7e8 FLOPs take 2.7 us, not 77.
   Op small = attention(1, 1, 1024, 1024, 64);
   double smallFlops = 4.0 * 1024 * 1024 * 64;
+  double smallShare = 4.0 / 132 * 56e9;
   EXPECT_REL(model.kernelTime(small, whole(small), Phase::Forward, h100),
-             (smallFlops + 56e9) / fwdRate + 3e-6);
+             (smallFlops + smallShare) / fwdRate + 3e-6);
+  EXPECT_REL(model.kernelTime(small, whole(small), Phase::Backward, h100),
+             (2.5 * smallFlops + smallShare) / bwdRate + 3e-6);
+  // In float32 the FLOPs run at float32's rate, the fixed share stays the
+  // time it was measured in (not 15x longer at float32's peak).
+  Op small32 = small;
+  small32.dtype = DType::F32;
+  small32.elemBytes = 4;
+  EXPECT_REL(model.kernelTime(small32, whole(small32), Phase::Forward, h100),
+             smallFlops / (67e12 * 0.74) + smallShare / fwdRate + 3e-6);
   // Without the fixed share every size runs at the rate itself.
   h100.attentionHalfEfficiencyFlops = 0;
   EXPECT_REL(model.kernelTime(small, whole(small), Phase::Forward, h100),

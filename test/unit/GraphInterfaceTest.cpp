@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EveryComputeOp.h"
+
 #include "ppc/Dialect/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -804,87 +806,9 @@ TEST_F(GraphInterfaceTest, MseLoss) {
 // Every compute op
 //===----------------------------------------------------------------------===//
 
-/// One instance of every compute op; the test below checks that it covers
-/// every op registered with ParallelizableOpInterface.
-constexpr const char *kEveryComputeOp = R"mlir(
-func.func @every_op(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
-                    %c: tensor<4xf32>, %m: tensor<8x16xf32>,
-                    %k: tensor<16x32xf32>, %ids: tensor<8xi64>,
-                    %wt: tensor<4x3x2x2xf32>) {
-  %0 = ppc.matmul %m, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
-  %1 = ppc.linear %m, %k : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
-  %2 = ppc.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<2x6x8x8xf32>
-  %3 = ppc.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
-  %4 = ppc.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
-  %5 = ppc.global_avg_pool %x : tensor<2x4x8x8xf32> -> tensor<2x4x1x1xf32>
-  %6 = ppc.batch_norm %x, %c, %c, %c, %c : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
-  %7 = ppc.layer_norm %m, %m {axis = 0 : i64} : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %8 = ppc.softmax %m : tensor<8x16xf32>
-  %9 = ppc.log_softmax %m : tensor<8x16xf32>
-  %10 = ppc.relu %m : tensor<8x16xf32>
-  %11 = ppc.leaky_relu %m {alpha = 0.2 : f64} : tensor<8x16xf32>
-  %12 = ppc.gelu %m {approximation = 1 : i32} : tensor<8x16xf32>
-  %13 = ppc.sigmoid %m : tensor<8x16xf32>
-  %14 = ppc.tanh %m : tensor<8x16xf32>
-  %15 = ppc.clip %m {min = 0.0 : f64, max = 6.0 : f64} : tensor<8x16xf32>
-  %16 = ppc.sqrt %m : tensor<8x16xf32>
-  %17 = ppc.rsqrt %m : tensor<8x16xf32>
-  %18 = ppc.exp %m : tensor<8x16xf32>
-  %19 = ppc.log %m : tensor<8x16xf32>
-  %20 = ppc.erf %m : tensor<8x16xf32>
-  %21 = ppc.neg %m : tensor<8x16xf32>
-  %22 = ppc.abs %m : tensor<8x16xf32>
-  %23 = ppc.reciprocal %m : tensor<8x16xf32>
-  %24 = ppc.silu %m : tensor<8x16xf32>
-  %25 = ppc.add %x, %x : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
-  %26 = ppc.sub %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %27 = ppc.mul %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %28 = ppc.div %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %29 = ppc.pow %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %30 = ppc.max %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %31 = ppc.min %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %32 = ppc.dropout %m {ratio = 0.1 : f64, seed = 7 : i64} : tensor<8x16xf32>
-  %33 = ppc.cast %m : tensor<8x16xf32> -> tensor<8x16xbf16>
-  %34 = ppc.broadcast %c : tensor<4xf32> -> tensor<2x3x4xf32>
-  %35 = ppc.reduce_sum %m {axes = array<i64: 1>} : tensor<8x16xf32> -> tensor<8x1xf32>
-  %36 = ppc.reduce_mean %m {axes = array<i64: 0>, keep_dims = false} : tensor<8x16xf32> -> tensor<16xf32>
-  %37 = ppc.reduce_max %m {axes = array<i64: -1>} : tensor<8x16xf32> -> tensor<8x1xf32>
-  %38 = ppc.reshape %m : tensor<8x16xf32> -> tensor<2x4x16xf32>
-  %39 = ppc.transpose %m {permutation = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
-  %40 = ppc.concat %m, %m {axis = 0 : i64} : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
-  %41:2 = ppc.split %m {axis = 1 : i64} : tensor<8x16xf32> -> tensor<8x4xf32>, tensor<8x12xf32>
-  %42 = ppc.slice %m {starts = array<i64: 0, 1>, steps = array<i64: 2, 3>} : tensor<8x16xf32> -> tensor<4x5xf32>
-  %43 = ppc.pad %m {pads = array<i64: 1, 0, 1, 0>, value = 1.0 : f64} : tensor<8x16xf32> -> tensor<10x16xf32>
-  %44 = ppc.gather %k, %ids : (tensor<16x32xf32>, tensor<8xi64>) -> tensor<8x32xf32>
-  %45 = ppc.softmax_cross_entropy %m, %ids : (tensor<8x16xf32>, tensor<8xi64>) -> tensor<f32>
-  %46 = ppc.mse_loss %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<f32>
-  %47 = ppc.attention %m, %m, %m {causal = true} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %48 = ppc.hard_sigmoid %m {alpha = 0.25 : f64, beta = 0.4 : f64} : tensor<8x16xf32>
-  %49 = ppc.hard_swish %m : tensor<8x16xf32>
-  %50 = ppc.elu %m {alpha = 0.5 : f64} : tensor<8x16xf32>
-  %51 = ppc.selu %m : tensor<8x16xf32>
-  %52 = ppc.softplus %m : tensor<8x16xf32>
-  %53 = ppc.mish %m : tensor<8x16xf32>
-  %54 = ppc.prelu %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %55 = ppc.resize %x {mode = "linear", scales = array<f64: 2.0, 0.5>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
-  %56 = ppc.conv_transpose2d %x, %wt : (tensor<2x4x8x8xf32>, tensor<4x3x2x2xf32>) -> tensor<2x3x9x9xf32>
-  %57 = ppc.equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
-  %58 = ppc.less %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
-  %59 = ppc.less_equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
-  %60 = ppc.greater %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
-  %61 = ppc.greater_equal %m, %m : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xi1>
-  %62 = ppc.and %58, %59 : (tensor<8x16xi1>, tensor<8x16xi1>) -> tensor<8x16xi1>
-  %63 = ppc.or %60, %61 : (tensor<8x16xi1>, tensor<8x16xi1>) -> tensor<8x16xi1>
-  %64 = ppc.not %63 : tensor<8x16xi1>
-  %65 = ppc.select %64, %m, %m : (tensor<8x16xi1>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-  %66 = ppc.cumsum %m {axis = 1 : i64} : tensor<8x16xf32>
-  return
-}
-)mlir";
-
 TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(kEveryComputeOp, ParserConfig(&context));
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      test::everyComputeOp(2), ParserConfig(&context));
   ASSERT_TRUE(module);
   std::set<std::string> seen;
   module->walk([&](ParallelizableOpInterface op) {
@@ -906,7 +830,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
         name.hasInterface<ParallelizableOpInterface>())
       registered.insert(name.getStringRef().str());
   EXPECT_EQ(seen, registered);
-  EXPECT_EQ(registered.size(), 67u);
+  EXPECT_EQ(registered.size(), test::kNumComputeOps);
 }
 
 } // namespace

@@ -340,13 +340,17 @@ TEST(DynamicProgramming, ShardsTrainingStateWhenItsAnswerDoesNotFit) {
   int64_t plainBytes = sim.simulate(plain).devices[0].memory.total();
   int64_t zero1Bytes = sim.simulate(zero1).devices[0].memory.total();
   ASSERT_LT(zero1Bytes, plainBytes);
-  Problem problem{g, machine, cost, options, (plainBytes + zero1Bytes) / 2};
+  options.memoryLimit = (plainBytes + zero1Bytes) / 2;
+  Problem problem{g, machine, cost, options};
   ConfigSpace space(g, machine);
   SearchResult r = dynamicProgramming(problem, space, quick());
   ASSERT_EQ(r.strategy.size(), 1u);
   EXPECT_TRUE(std::isfinite(r.objective));
   EXPECT_GE(r.strategy[0].sharding, StateSharding::Optimizer);
-  EXPECT_DOUBLE_EQ(r.objective, objective(problem, sim.simulate(r.strategy)));
+  EXPECT_DOUBLE_EQ(
+      r.objective,
+      objective(problem,
+                Simulator(g, machine, cost, options).simulate(r.strategy)));
 }
 
 TEST(DynamicProgramming, TwoInputsAndASideBranch) {

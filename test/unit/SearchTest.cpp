@@ -355,18 +355,35 @@ TEST(Objective, OutOfMemoryIsInfinite) {
   EXPECT_EQ(objective(problem, result), result.iterationTime);
   EXPECT_GT(result.iterationTime, 0);
 
-  // The weights alone (2 * 256^2 floats) exceed a 100 kB limit.
-  Problem tight{g, m, cost, {}, 100'000};
-  EXPECT_EQ(objective(tight, result), std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(result.outOfMemory);
+
+  // The weights alone (2 * 256^2 floats) exceed a 100 kB limit: the
+  // simulation under it holds every device to it and says so, and the
+  // objective is infinite.
+  SimOptions tightOptions;
+  tightOptions.memoryLimit = 100'000;
+  Problem tight{g, m, cost, tightOptions};
+  SimResult tightResult =
+      Simulator(g, m, cost, tightOptions).simulate(dataParallel(g, 2));
+  for (const DeviceStats &device : tightResult.devices)
+    EXPECT_EQ(device.capacity, 100'000);
+  EXPECT_TRUE(tightResult.outOfMemory);
+  EXPECT_EQ(objective(tight, tightResult),
+            std::numeric_limits<double>::infinity());
 
   // Without a limit, each device's capacity counts.
   SimResult crafted = result;
   crafted.devices[1].memory.activations = crafted.devices[1].capacity + 1;
   EXPECT_EQ(objective(problem, crafted),
             std::numeric_limits<double>::infinity());
-  // A limit above the capacity overrides it.
-  Problem loose{g, m, cost, {}, 4 * crafted.devices[1].capacity};
-  EXPECT_EQ(objective(loose, crafted), crafted.iterationTime);
+  // A limit above the capacity takes its place.
+  SimOptions looseOptions;
+  looseOptions.memoryLimit = 4 * result.devices[1].capacity;
+  SimResult loose =
+      Simulator(g, m, cost, looseOptions).simulate(dataParallel(g, 2));
+  loose.devices[1].memory.activations = result.devices[1].capacity + 1;
+  EXPECT_EQ(objective(Problem{g, m, cost, looseOptions}, loose),
+            loose.iterationTime);
 }
 
 //===----------------------------------------------------------------------===//
@@ -729,9 +746,13 @@ TEST_F(McmcFixture, LeavesOutOfMemoryStart) {
   SimResult dpResult = simulator.simulate(dataParallel(graph, 8));
   int64_t limit = (singleResult.peakMemory() + dpResult.peakMemory()) / 2;
   ASSERT_LT(dpResult.peakMemory(), limit);
-  Problem tight{graph, machine, cost, {}, limit};
-  ASSERT_EQ(objective(tight, singleResult),
-            std::numeric_limits<double>::infinity());
+  SimOptions limited;
+  limited.memoryLimit = limit;
+  Problem tight{graph, machine, cost, limited};
+  ASSERT_EQ(
+      objective(tight,
+                Simulator(graph, machine, cost, limited).simulate(single)),
+      std::numeric_limits<double>::infinity());
   SearchOptions options;
   options.iterations = 3000;
   SearchResult r = mcmc(tight, space, {single}, options);
@@ -806,8 +827,8 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   ASSERT_EQ(found.strategy.size(), g.ops.size());
   EXPECT_EQ(checkPipeline(g, found.strategy, found.pipeline, 4), "");
   // The objective is the strategy's own simulation...
-  PipelineResult again = simulatePipeline(g, m, cost, {}, found.strategy,
-                                          found.pipeline);
+  PipelineResult again =
+      simulatePipeline(g, m, cost, {}, found.strategy, found.pipeline);
   EXPECT_DOUBLE_EQ(found.objective, again.iterationTime);
   // ...and no unpipelined baseline is faster.
   for (const BaselineInfo &info : baselines()) {
@@ -903,8 +924,8 @@ TEST(Baselines, FullRecomputationKeepsEverySecondCheapestCut) {
   std::vector<bool> recomputed;
   for (const OpConfig &config : strategy)
     recomputed.push_back(config.recompute);
-  EXPECT_EQ(recomputed, (std::vector<bool>{false, true, true, true, true,
-                                           true, false}));
+  EXPECT_EQ(recomputed,
+            (std::vector<bool>{false, true, true, true, true, true, false}));
 }
 
 namespace {

@@ -35,9 +35,9 @@ struct Problem {
   const sim::Graph &graph;
   const Machine &machine;
   const sim::CostModel &costModel;
+  /// How an iteration is simulated, with the bytes per device a strategy
+  /// may use (SimOptions::memoryLimit).
   sim::SimOptions simOptions;
-  /// Bytes per device a strategy may use; 0: each device's capacity.
-  int64_t memoryLimit = 0;
 };
 
 /// The search objective: the simulated iteration time, or +infinity when a

@@ -100,9 +100,11 @@ struct DeviceSpec {
   /// measured (the cost model times it as any other contraction).
   double attentionForwardEfficiency = 0;
   double attentionBackwardEfficiency = 0;
-  /// The FLOPs of one fused attention call at which it reaches half of the
-  /// rates above (smaller calls, fewer heads or shorter sequences, run
-  /// further from them); 0: every size runs at those rates.
+  /// The FLOPs of one bf16 fused attention call filling the device at which
+  /// it reaches half of the rates above: a fixed share (its causal tail and
+  /// last wave) that every call pays at the bf16 rate, in proportion to the
+  /// share of computeUnits its output tiles fill; 0: every size runs at
+  /// those rates.
   double attentionHalfEfficiencyFlops = 0;
 
   /// Peak FLOP/s for `type`. A type the device does not list runs at the

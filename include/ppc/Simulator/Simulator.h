@@ -136,6 +136,15 @@ struct SimOptions {
   bool exchangesAsCollectives = true;
   /// Record every task for a timeline (writeChromeTrace); off in search.
   bool recordTimeline = false;
+  /// Bytes each device may hold (ppc-search's and ppc-simulate's
+  /// memory-limit), in place of its memory; 0: each device's memory.
+  int64_t memoryLimit = 0;
+
+  /// The bytes `device` may hold: DeviceStats::capacity, which the
+  /// out-of-memory flag, the search's objective and the reports read.
+  int64_t capacityOf(const DeviceSpec &device) const {
+    return memoryLimit > 0 ? memoryLimit : device.memoryBytes;
+  }
 };
 
 /// Where one device's memory goes at the peak (bytes).

@@ -46,7 +46,10 @@ defvar SimulationOptions = [
                         "all-reduce of the gradients"),
              clEnumValN(::ppc::sim::GradSync::ReduceScatterAllGather,
                         "reduce-scatter",
-                        "reduce-scatter, sharded update, all-gather"))}]>
+                        "reduce-scatter, sharded update, all-gather"))}]>,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Memory per device a strategy may use ('16GiB', '500MB', bytes), "
+           "in place of each device's memory; default: the device's memory">
 ];
 
 def OpSummary : Pass<"ppc-op-summary", "mlir::ModuleOp"> {
@@ -157,9 +160,6 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "Threads for independent MCMC chains (0: every core)">,
     Option<"seed", "seed", "uint64_t", "1", "Random seed">],
     SimulationOptions, [
-    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
-           "Memory per device a strategy may use ('16GiB', '500MB', bytes); "
-           "default: each device's capacity">,
     Option<"profilePath", "profile", "std::string", "\"\"",
            "Measured kernel times (JSON, docs/profile-format.md)">,
     Option<"profileRequests", "profile-requests", "std::string", "\"\"",

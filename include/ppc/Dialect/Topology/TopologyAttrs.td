@@ -20,8 +20,9 @@ def Topo_DeviceAttr : Topo_Attr<"Device", "device"> {
     fraction of the memory bandwidth streaming kernels reach
     (`bandwidth_efficiency`) and the fraction of peak a fused attention
     kernel reaches forward and backward (`attention_forward_efficiency`,
-    `attention_backward_efficiency`) with the FLOPs of one call at which it
-    reaches half of them (`attention_half_efficiency_flops`), all optional
+    `attention_backward_efficiency`) with the FLOPs of one bf16 call filling
+    the device at which it reaches half of them
+    (`attention_half_efficiency_flops`), all optional
     (0: not measured).
 
     ```mlir
