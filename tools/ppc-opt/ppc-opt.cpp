@@ -5,7 +5,10 @@
 // (binary protobuf or ONNX's textual syntax), recognized by its content: an
 // ONNX model is imported first, then the pass pipeline runs on the result.
 // `--list-machines` (or `machine=list` in a pass option) prints the machine
-// presets without reading an input; `--version` names ppc's version.
+// presets without reading an input; `--version` names ppc's version. A
+// module of more than kTerminalLines lines is not printed to a terminal
+// unless `-o -` asks for it: the passes' reports are what a person at a
+// terminal reads, and 30 KB of plan IR would scroll them away.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +24,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -113,8 +117,27 @@ int main(int argc, char **argv) {
     llvm::errs() << "ppc-opt: " << error << "\n";
     return 1;
   }
-  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
-    return 1;
+  auto *outputOption = llvm::cl::getRegisteredOptions().lookup("o");
+  bool toTerminal = outputPath == "-" &&
+                    (!outputOption || outputOption->getNumOccurrences() == 0) &&
+                    llvm::sys::Process::StandardOutIsDisplayed();
+  if (!toTerminal) {
+    if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+      return 1;
+    output->keep();
+    return 0;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  LogicalResult result = MlirOptMain(os, std::move(input), registry, config);
+  constexpr size_t kTerminalLines = 200;
+  size_t lines = llvm::count(text, '\n');
+  if (lines <= kTerminalLines)
+    output->os() << text;
+  else
+    llvm::errs() << "ppc-opt: the resulting module (" << lines
+                 << " lines) is not printed to a terminal; write it with -o "
+                    "FILE, or print it with -o -\n";
   output->keep();
-  return 0;
+  return failed(result) ? 1 : 0;
 }
