@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <set>
+#include <tuple>
 
 namespace ppc::search {
 
@@ -31,12 +32,11 @@ json boxesOf(const std::vector<TensorAccess> &tensors,
 
 } // namespace
 
-std::string writeProfileRequests(const sim::Graph &graph,
-                                 const ConfigSpace &space,
-                                 const std::string &path, int64_t &count) {
-  json kernels = json::array();
-  // One request per profile key: kind, dtype, operand slice shapes.
-  std::set<std::string> keys;
+std::vector<std::pair<size_t, sim::KernelShape>>
+kernelsOfSpace(const sim::Graph &graph, const ConfigSpace &space) {
+  std::vector<std::pair<size_t, sim::KernelShape>> kernels;
+  std::set<std::tuple<std::string, DType, std::vector<std::vector<int64_t>>>>
+      keys;
   for (size_t k = 0; k < graph.ops.size(); ++k) {
     const sim::Op &op = graph.ops[k];
     std::set<std::vector<int64_t>> degreeVectors;
@@ -46,22 +46,38 @@ std::string writeProfileRequests(const sim::Graph &graph,
       int64_t partitions = 1;
       for (int64_t d : degrees)
         partitions *= d;
-      // Uneven splits give a few distinct shapes; each is measured.
+      // Uneven splits give a few distinct shapes; each is a kernel.
       for (int64_t index = 0; index < partitions; ++index) {
         sim::KernelShape shape = sim::kernelShape(op, degrees, index);
-        json shapes = shape.operandShapes;
-        std::string key =
-            op.kind + "|" + stringifyDType(op.dtype) + "|" + shapes.dump();
-        if (!keys.insert(key).second)
-          continue;
-        kernels.push_back({{"op_index", k},
-                           {"op", op.kind},
-                           {"dtype", stringifyDType(op.dtype)},
-                           {"operand_shapes", shapes},
-                           {"operands", boxesOf(op.space.operands, shape.iter)},
-                           {"results", boxesOf(op.space.results, shape.iter)}});
+        if (keys.emplace(op.kind, op.dtype, shape.operandShapes).second)
+          kernels.emplace_back(k, std::move(shape));
       }
     }
+  }
+  return kernels;
+}
+
+size_t calibrateProfileMisses(sim::ProfiledCostModel &profile,
+                              const sim::Graph &graph, const Machine &machine,
+                              size_t &total) {
+  std::vector<std::pair<size_t, sim::KernelShape>> kernels =
+      kernelsOfSpace(graph, ConfigSpace(graph, machine));
+  total = 2 * kernels.size();
+  return profile.calibrateMisses(graph, kernels, machine.getSpec(0));
+}
+
+std::string writeProfileRequests(const sim::Graph &graph,
+                                 const ConfigSpace &space,
+                                 const std::string &path, int64_t &count) {
+  json kernels = json::array();
+  for (const auto &[index, shape] : kernelsOfSpace(graph, space)) {
+    const sim::Op &op = graph.ops[index];
+    kernels.push_back({{"op_index", index},
+                       {"op", op.kind},
+                       {"dtype", stringifyDType(op.dtype)},
+                       {"operand_shapes", shape.operandShapes},
+                       {"operands", boxesOf(op.space.operands, shape.iter)},
+                       {"results", boxesOf(op.space.results, shape.iter)}});
   }
   std::ofstream file(path);
   if (!file)

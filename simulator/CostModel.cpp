@@ -305,7 +305,48 @@ double ProfiledCostModel::kernelTime(const Op &op, const KernelShape &shape,
       (forward ? op.cost.fwdBytes : op.cost.bwdBytes) <= 0)
     return 0;
   ++misses;
-  return fallback.kernelTime(op, shape, phase, device);
+  return fallback.kernelTime(op, shape, phase, device) * missScale(op.kind);
+}
+
+double ProfiledCostModel::missScale(const std::string &kind) const {
+  auto it = missScaleByKind.find(kind);
+  return it != missScaleByKind.end() ? it->second : defaultMissScale;
+}
+
+size_t ProfiledCostModel::calibrateMisses(
+    const Graph &graph,
+    const std::vector<std::pair<size_t, KernelShape>> &kernels,
+    const DeviceSpec &device) {
+  auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    size_t n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  };
+  std::map<std::string, std::vector<double>> ratiosByKind;
+  std::vector<double> ratios;
+  for (const auto &[index, shape] : kernels) {
+    const Op &op = graph.ops[index];
+    for (Phase phase : {Phase::Forward, Phase::Backward}) {
+      auto it = times.find(
+          Key{op.kind, shape.operandShapes, op.dtype, device.name, phase});
+      if (it == times.end())
+        continue;
+      double modeled = fallback.kernelTime(op, shape, phase, device);
+      if (!(modeled > 0))
+        continue;
+      ratiosByKind[op.kind].push_back(it->second / modeled);
+      ratios.push_back(it->second / modeled);
+    }
+  }
+  // A ratio needs a few measurements: one kernel measured far off (a
+  // profile of another machine, a stalled run) must not reprice the rest.
+  constexpr size_t kMinMeasured = 3;
+  missScaleByKind.clear();
+  defaultMissScale = ratios.size() >= kMinMeasured ? median(ratios) : 1.0;
+  for (auto &[kind, values] : ratiosByKind)
+    if (values.size() >= kMinMeasured)
+      missScaleByKind[kind] = median(std::move(values));
+  return ratios.size();
 }
 
 namespace {

@@ -221,6 +221,8 @@ private:
   Budget parsedBudget;
   sim::SimOptions simOptions;
   bool showProgress = false;
+  /// The measured profile (profile=), calibrated per function.
+  std::optional<sim::ProfiledCostModel> profile;
 };
 
 void SearchStrategyPass::runOnOperation() {
@@ -308,7 +310,7 @@ void SearchStrategyPass::runOnOperation() {
   }
 
   sim::RooflineCostModel roofline;
-  std::optional<sim::ProfiledCostModel> profile;
+  profile.reset();
   const sim::CostModel *costModel = &roofline;
   if (!profilePath.empty()) {
     std::string error;
@@ -350,6 +352,22 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     llvm::errs() << "ppc-search: wrote " << count << " kernels to measure to "
                  << profileRequests << " (ppc-profile PLAN --requests "
                  << profileRequests << ")\n";
+  }
+
+  // Kernels the profile lacks cost what the measured ones say the roofline
+  // misses by: otherwise the search favours exactly the unmeasured ones
+  // wherever the roofline is optimistic, and each plan run with
+  // ppc-run --profile leads it to other unmeasured kernels.
+  if (profile) {
+    size_t total = 0;
+    size_t measured =
+        search::calibrateProfileMisses(*profile, *graph, machine, total);
+    llvm::errs() << llvm::formatv(
+        "ppc-search @{0}: the profile measures {1} of the {2} kernels "
+        "(forward and backward) the search may pick; it prices the others "
+        "at the roofline x {3:f2}, the measured kernels' median ratio to it "
+        "(per op kind where it measures the kind)\n",
+        func.getSymName(), measured, total, profile->missScale(""));
   }
 
   search::Problem problem{*graph, machine, costModel, simOptions};
@@ -560,8 +578,10 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     if (misses > 0)
       llvm::errs() << llvm::formatv(
           "ppc-search @{0}: note: {1} of the {2} kernels of this strategy are "
-          "not in the profile (priced by the roofline): run its plan with "
-          "ppc-run --profile (which adds to the file) and search again\n",
+          "not in the profile (priced by the scaled roofline): measure every "
+          "kernel the search may pick with profile-requests=FILE and "
+          "ppc-profile PLAN --requests FILE, or run this plan with ppc-run "
+          "--profile (which adds to the file), and search again\n",
           func.getSymName(), misses, misses + profiled->hits.load());
   }
 

@@ -12,6 +12,7 @@
 #include "ppc/Analysis/SimGraph.h"
 #include "ppc/Dialect/Graph/GraphOps.h"
 #include "ppc/Dialect/Topology/MachineConversion.h"
+#include "ppc/Search/ProfileRequests.h"
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
@@ -247,6 +248,11 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
     return failure();
   sim::SimOptions options = *parsed;
   options.recordTimeline = !tracePathForFunc.empty();
+  // Kernels the profile lacks are priced as ppc-search prices them.
+  if (profile) {
+    size_t total = 0;
+    search::calibrateProfileMisses(*profile, *graph, machine, total);
+  }
   sim::Simulator simulator(*graph, machine, costModel, options);
 
   // Every bad configuration is reported, not only the first.
@@ -365,9 +371,10 @@ void SimulatePass::writeHeader(func::FuncOp func, const Machine &machine,
   os << "  cost model: ";
   if (profile)
     os << llvm::formatv("profile '{0}' ({1} kernels measured, {2} from the "
-                        "roofline model)\n",
+                        "roofline model x {3:f2}, the measured kernels' "
+                        "median ratio to it)\n",
                         profilePath, profile->hits.load(),
-                        profile->misses.load());
+                        profile->misses.load(), profile->missScale(""));
   else
     os << "roofline\n";
 }

@@ -20,7 +20,8 @@
 // A search with a profile says how many of its strategy's kernels the
 // profile lacks (the roofline prices them).
 // RUN: ppc-opt %t/megatron.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="algorithm=data-parallel profile=%t/profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTE
-// NOTE: ppc-search @megatron: note: {{[1-9][0-9]*}} of the {{[1-9][0-9]*}} kernels of this strategy are not in the profile (priced by the roofline): run its plan with ppc-run --profile (which adds to the file) and search again
+// NOTE: ppc-search @megatron: the profile measures {{[1-9][0-9]*}} of the {{[1-9][0-9]*}} kernels (forward and backward) the search may pick; it prices the others at the roofline x {{[0-9.]+}}, the measured kernels' median ratio to it (per op kind where it measures the kind)
+// NOTE: ppc-search @megatron: note: {{[1-9][0-9]*}} of the {{[1-9][0-9]*}} kernels of this strategy are not in the profile (priced by the scaled roofline): measure every kernel the search may pick with profile-requests=FILE and ppc-profile PLAN --requests FILE, or run this plan with ppc-run --profile (which adds to the file), and search again
 // The timeline as Chrome trace JSON.
 // RUN: ppc-opt %t/megatron.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-simulate="trace=%t/trace.json output=%t/ignored.txt" -o /dev/null
 // RUN: FileCheck %s --check-prefix=TRACE < %t/trace.json
@@ -100,7 +101,7 @@
 
 // fc1's forward kernel, an eighth of its weight on each device, is measured
 // at 1 s: every other kernel is computed.
-// PROFILE:      cost model: profile '{{.*}}profile.json' (8 kernels measured, {{[1-9][0-9]*}} from the roofline model)
+// PROFILE:      cost model: profile '{{.*}}profile.json' (8 kernels measured, {{[1-9][0-9]*}} from the roofline model x {{[0-9.]+}}, the measured kernels' median ratio to it)
 // PROFILE-NEXT: iteration time: 10{{[0-9][0-9]\.[0-9]+}} ms
 // PROFILE:      fc1 ppc.linear [1,8,1] 1000.000 {{[0-9.]+ [0-9.]+}} 1000.{{[0-9]+$}}
 

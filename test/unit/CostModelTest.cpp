@@ -231,8 +231,7 @@ TEST(GemmModel, WaveQuantization) {
   // the rate of a long one per FLOP.
   Op shallow = matmul(128 * 132, 64, 128);
   double perFlopShallow =
-      (model.kernelTime(shallow, whole(shallow), Phase::Forward, h100) -
-       3e-6) /
+      (model.kernelTime(shallow, whole(shallow), Phase::Forward, h100) - 3e-6) /
       shallow.cost.fwdFlops;
   double perFlopDeep = (tFull - 3e-6) / full.cost.fwdFlops;
   EXPECT_NEAR(perFlopShallow / perFlopDeep, 2 * 8192.0 / 8256.0, 1e-9);
@@ -677,6 +676,58 @@ TEST(Profile, HitsOverrideMissesFallBack) {
               3e-6);
   EXPECT_EQ(profile.kernelTime(view, whole(view), Phase::Forward, h100), 3e-6);
   EXPECT_EQ(profile.hits, 2);
+}
+
+TEST(Profile, MissesCostWhatTheMeasuredKernelsSayTheRooflineMisses) {
+  // Measured matmuls take 3x, 4x and 5x the roofline, a relu 2x: an
+  // unmeasured matmul costs 4x (the matmuls' median); the relu, with fewer
+  // than 3 measurements, and the convolution, with none, the median over
+  // every kind, 3.5x.
+  DeviceSpec h100 = presetDevice("dgx-h100");
+  RooflineCostModel roofline;
+  Graph graph;
+  graph.ops = {matmul(64, 1024, 1024), relu(64, 1024), conv3x3(8, 16, 32, 16)};
+  const Op &mm = graph.ops[0], &act = graph.ops[1], &conv = graph.ops[2];
+  KernelShape half = kernelShape(mm, {2, 1, 1}, 0);
+  KernelShape quarter = kernelShape(mm, {4, 1, 1}, 0);
+  KernelShape eighth = kernelShape(mm, {8, 1, 1}, 0);
+  ProfiledCostModel profile;
+  auto measure = [&](const Op &op, const KernelShape &shape, double factor) {
+    profile.add(
+        {op.kind, shape.operandShapes, op.dtype, h100.name, Phase::Forward},
+        factor * roofline.kernelTime(op, shape, Phase::Forward, h100));
+  };
+  auto modeled = [&](const Op &op, const KernelShape &shape, Phase phase) {
+    return roofline.kernelTime(op, shape, phase, h100);
+  };
+  measure(mm, half, 3);
+  measure(mm, quarter, 5);
+  measure(mm, eighth, 4);
+  measure(act, whole(act), 2);
+  std::vector<std::pair<size_t, KernelShape>> kernels = {
+      {0, half},      {0, quarter},    {0, eighth},
+      {0, whole(mm)}, {1, whole(act)}, {2, whole(conv)}};
+  EXPECT_EQ(profile.calibrateMisses(graph, kernels, h100), 4u);
+  EXPECT_DOUBLE_EQ(profile.missScale("ppc.matmul"), 4);
+  EXPECT_DOUBLE_EQ(profile.missScale("ppc.relu"), 3.5);
+  EXPECT_DOUBLE_EQ(profile.missScale("ppc.conv2d"), 3.5);
+  EXPECT_DOUBLE_EQ(profile.kernelTime(mm, whole(mm), Phase::Forward, h100),
+                   4 * modeled(mm, whole(mm), Phase::Forward));
+  EXPECT_DOUBLE_EQ(profile.kernelTime(mm, half, Phase::Backward, h100),
+                   4 * modeled(mm, half, Phase::Backward));
+  EXPECT_DOUBLE_EQ(profile.kernelTime(conv, whole(conv), Phase::Forward, h100),
+                   3.5 * modeled(conv, whole(conv), Phase::Forward));
+  // Measurements stay as they are.
+  EXPECT_DOUBLE_EQ(profile.kernelTime(mm, half, Phase::Forward, h100),
+                   3 * modeled(mm, half, Phase::Forward));
+  // Two measurements are too few to reprice anything.
+  std::vector<std::pair<size_t, KernelShape>> two = {{0, half}, {0, quarter}};
+  EXPECT_EQ(profile.calibrateMisses(graph, two, h100), 2u);
+  EXPECT_DOUBLE_EQ(profile.missScale("ppc.matmul"), 1);
+  // On another device nothing is measured: the roofline as it is.
+  EXPECT_EQ(profile.calibrateMisses(graph, kernels, presetDevice("dgx-a100")),
+            0u);
+  EXPECT_DOUBLE_EQ(profile.missScale("ppc.conv2d"), 1);
 }
 
 TEST(Profile, JsonRoundTrip) {

@@ -1,5 +1,4 @@
-//===- ProfileRequests.h - the kernels a search would price ------*- C++
-//-*-===//
+//===- ProfileRequests.h - the kernels a search would price --*- C++ -*-===//
 //
 // MLIR-free. FlexFlow measures every configuration its search considers;
 // ppc's search prices a kernel from a measured profile where it has one
@@ -28,6 +27,21 @@
 #include <string>
 
 namespace ppc::search {
+
+/// The kernels of every op's configurations in `space`, one per distinct
+/// profile key (op kind, dtype, operand slice shapes), in op order: the
+/// op's index in the graph and one partition's slices.
+std::vector<std::pair<size_t, sim::KernelShape>>
+kernelsOfSpace(const sim::Graph &graph, const ConfigSpace &space);
+
+/// Calibrates `profile`'s price for the kernels it lacks
+/// (ProfiledCostModel::calibrateMisses) on the kernels of `graph`'s whole
+/// configuration space on `machine`, so that ppc-search and ppc-simulate
+/// price a strategy the same. Returns how many (kernel, phase) pairs of
+/// `total` the profile measures.
+size_t calibrateProfileMisses(sim::ProfiledCostModel &profile,
+                              const sim::Graph &graph, const Machine &machine,
+                              size_t &total);
 
 /// Writes the requests of every op's configurations in `space` to `path`;
 /// "" or what went wrong. `count` is set to the number of kernels listed.

@@ -120,10 +120,28 @@ public:
   /// Atomic: searches call kernelTime from several threads.
   mutable RelaxedCounter hits, misses;
 
+  /// Prices the kernels the profile lacks at the fallback's time times how
+  /// far the profile's own kernels are from it, so that a search does not
+  /// favour the unmeasured kernels wherever the roofline is optimistic:
+  /// per op kind the median of measured / fallback time over the kernels
+  /// of `graph` in `kernels` (op index and slices) that the profile holds
+  /// for `device`, forward and backward; a kind with fewer than 3 of them
+  /// takes the median over every kind; with fewer than 3 in all, the
+  /// fallback stays as it is.
+  /// Returns how many (kernel, phase) pairs had a measurement.
+  size_t
+  calibrateMisses(const Graph &graph,
+                  const std::vector<std::pair<size_t, KernelShape>> &kernels,
+                  const DeviceSpec &device);
+  /// The factor the fallback's time is scaled by for a kernel of `kind`.
+  double missScale(const std::string &kind) const;
+
   RooflineCostModel fallback;
 
 private:
   std::map<Key, double> times;
+  std::map<std::string, double> missScaleByKind;
+  double defaultMissScale = 1;
 };
 
 } // namespace ppc::sim
