@@ -243,8 +243,9 @@ def _option_value(key, value):
 
 def _run(path, batch_size, passes):
     pipeline = ",".join(
-        name + "{" + " ".join(f"{key}={_option_value(key, value)}"
-                              for key, value in options.items()) + "}"
+        name + "{" + _ppc.check_pass_options(
+            name, " ".join(f"{key}={_option_value(key, value)}"
+                           for key, value in options.items())) + "}"
         for name, options in passes)
     warnings = _ppc.run_pipeline(path, batch_size, pipeline)
     if warnings:

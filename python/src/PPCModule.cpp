@@ -17,6 +17,7 @@
 
 #include "ppc/InitAll.h"
 #include "ppc/ModelLoader/ModelLoader.h"
+#include "ppc/PassOptionCheck.h"
 #include "ppc/Pipelines/Pipelines.h"
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Transforms/Passes.h"
@@ -192,6 +193,24 @@ PYBIND11_MODULE(_ppc, m) {
       },
       py::arg("machine"),
       "Raises ValueError unless `machine` is a preset or a machine file.");
+
+  m.def(
+      "check_pass_options",
+      [](const std::string &name, std::string options) {
+        getRegistry();
+        std::vector<std::string> errors = ppc::checkPassOptions(name, options);
+        std::string message;
+        for (const std::string &error : errors)
+          message += (message.empty() ? "" : "\n") + error;
+        if (!message.empty())
+          throwIfError(absl::InvalidArgumentError(message));
+        return options;
+      },
+      py::arg("name"), py::arg("options"),
+      "The options (`key=value ...`) of the pass or pipeline `name` with `_` "
+      "read as `-` in their names; raises ValueError, naming the pass and "
+      "what it takes, for an option it does not have or a value outside an "
+      "option's list.");
 
   m.def(
       "run_pipeline",

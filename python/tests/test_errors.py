@@ -51,10 +51,27 @@ class ErrorsTest(TempDirTest):
                           "--ppc-auto-parallel=machine=cpux2 bogus-knob=3"),
             lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
                                     bogus_knob=3))
-        self.assertIn("no such option bogus-knob", message)
+        self.assertIn("--ppc-auto-parallel has no option 'bogus-knob'",
+                      message)
+        self.assertIn("its options: budget,", message)
+
+    def test_misspelt_option_gets_the_nearest(self):
+        message = self.assertRaisesPpc(
+            ValueError,
+            ppc_opt_error(MODEL, "--batch-size=4",
+                          "--ppc-auto-parallel=machine=cpux2 serach=dp"),
+            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                    serach="dp"))
+        self.assertIn("did you mean 'search'?", message)
 
     def test_bad_option_value(self):
-        for option, value in (("optimizer", "rmsprop"), ("threads", "many")):
+        # A value outside an option's list gets the list; others llvm::cl's
+        # message.
+        for option, value, expected in (
+                ("optimizer", "rmsprop",
+                 "'rmsprop' is not a value of optimizer; expected sgd, "
+                 "momentum or adam"),
+                ("threads", "many", "--threads option")):
             with self.subTest(option):
                 message = self.assertRaisesPpc(
                     ValueError,
@@ -63,7 +80,7 @@ class ErrorsTest(TempDirTest):
                         f"--ppc-auto-parallel=machine=cpux2 {option}={value}"),
                     lambda: ppc.parallelize(MODEL, machine="cpux2",
                                             batch_size=4, **{option: value}))
-                self.assertIn(f"--{option} option", message)
+                self.assertIn(expected, message)
 
     def test_bad_budget_fails_in_the_search(self):
         message = self.assertRaisesPpc(

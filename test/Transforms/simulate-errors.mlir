@@ -37,7 +37,7 @@
 // DIALECT: call.mlir:3:8: error: cannot simulate 'func.call': only ppc graph ops, weights and constants can be costed
 // UNREGISTERED: unregistered.mlir:2:8: error: cannot simulate 'test.custom': only ppc graph ops, weights and constants can be costed
 // OUTPUT: error: ppc-simulate: cannot open the report output '{{.*}}report.txt'
-// OPTION: for the --optimizer option: Cannot find option named 'lamb'!
+// OPTION: ppc-opt: --ppc-simulate: 'lamb' is not a value of optimizer; expected sgd, momentum or adam
 
 //--- mlp.mlir
 func.func @mlp(%x: tensor<64x1024xf32>) -> tensor<64x4096xf32> {

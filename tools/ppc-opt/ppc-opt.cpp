@@ -14,6 +14,7 @@
 
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/InitAll.h"
+#include "ppc/PassOptionCheck.h"
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Version.h"
 
@@ -90,9 +91,21 @@ int main(int argc, char **argv) {
               "mlir-print-op-on-diagnostic")))
     printOp->setInitialValue(false);
 
+  // Pass options first, with errors that name the pass and what it takes.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> optionErrors =
+      ppc::checkCommandLinePassOptions(args);
+  for (const std::string &error : optionErrors)
+    llvm::errs() << "ppc-opt: " << error << "\n";
+  if (!optionErrors.empty())
+    return 1;
+  std::vector<char *> checkedArgv = {argv[0]};
+  for (std::string &arg : args)
+    checkedArgv.push_back(arg.data());
+  checkedArgv.push_back(nullptr);
   auto [inputPath, outputPath] = registerAndParseCLIOptions(
-      argc, argv, "ppc optimizer driver: ONNX or MLIR in, ppc graphs out\n",
-      registry);
+      argc, checkedArgv.data(),
+      "ppc optimizer driver: ONNX or MLIR in, ppc graphs out\n", registry);
   if (listMachines || asksForMachineList(argc, argv)) {
     llvm::outs() << ppc::formatPresetList();
     return 0;

@@ -58,8 +58,9 @@ struct AutoParallelOptions
                      "precision); by default the model's own types stay")};
   Option<std::string> memoryLimit{
       *this, "memory-limit",
-      llvm::cl::desc("Memory per device a strategy may use ('16GiB'); "
-                     "default: each device's capacity")};
+      llvm::cl::desc("Memory per device a strategy may use ('16GiB'), in "
+                     "place of each device's memory; default: the device's "
+                     "memory")};
   Option<std::string> profile{
       *this, "profile",
       llvm::cl::desc("Measured kernel times for the search's simulator "
