@@ -820,7 +820,7 @@ SearchResult dynamicProgramming(const Problem &problem,
                                 const SearchOptions &options) {
   auto started = Clock::now();
   SearchResult result;
-  result.algorithm = "dp";
+  result.algorithm = "dynamic programming";
   const sim::Graph &graph = problem.graph;
   size_t n = graph.ops.size();
   if (space.numOps() != n)
@@ -890,7 +890,8 @@ SearchResult dynamicProgramming(const Problem &problem,
   if (model.abandoned) {
     // Out of budget before the DP could start: answer data parallel, and
     // say so, rather than overrun.
-    result.algorithm = "dp (budget spent building cost tables; data parallel)";
+    result.algorithm = "dynamic programming (budget spent building cost tables; "
+                       "data parallel)";
     result.strategy = sim::dataParallel(graph, problem.machine.numDevices());
     result.result = simulator.simulate(result.strategy);
     result.objective = objective(problem, result.result);

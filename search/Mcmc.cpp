@@ -361,7 +361,7 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
   const sim::Graph &graph = problem.graph;
   int64_t numDevices = problem.machine.numDevices();
   SearchResult out;
-  out.algorithm = "mcmc";
+  out.algorithm = "MCMC";
 
   // Starts that do not fit the graph or the machine are left out; with none
   // left, the search starts from data parallelism.

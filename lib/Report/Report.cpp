@@ -213,7 +213,8 @@ std::string writeTrace(const search::SearchResult &found) {
   return os.str();
 }
 
-std::string writeScaling(const ReportModel &m, double foundObjective) {
+std::vector<ScalingPoint> computeScaling(const ReportModel &m,
+                                         double foundObjective) {
   const ReportInput &in = *m.input;
   const search::Problem &p = in.problem;
   int64_t n = p.machine.numDevices();
@@ -223,17 +224,7 @@ std::string writeScaling(const ReportModel &m, double foundObjective) {
   counts.push_back(n);
   sim::SimOptions opts = p.simOptions;
   opts.recordTimeline = false;
-  std::ostringstream os;
-  os << "devices,strategy,iteration_ms,throughput\n";
-  auto row = [&](int64_t k, const char *name, double objective) {
-    // The objective is +inf when out of memory: no throughput then.
-    os << k << "," << name << "," << fixed(objective * 1e3, 6) << ","
-       << fixed(std::isfinite(objective) && objective > 0
-                    ? in.batchSize / objective
-                    : 0,
-                3)
-       << "\n";
-  };
+  std::vector<ScalingPoint> points;
   for (int64_t k : counts) {
     std::optional<Machine> machine = firstDevices(p.machine, k);
     if (!machine)
@@ -258,10 +249,185 @@ std::string writeScaling(const ReportModel &m, double foundObjective) {
     // On the whole machine the main search's answer counts too.
     if (k == n)
       best = std::min(best, foundObjective);
-    row(k, "data parallel", dpObjective);
-    row(k, "best found", best);
+    points.push_back({k, dpObjective, best});
+  }
+  return points;
+}
+
+std::string writeScaling(const ReportModel &m) {
+  std::ostringstream os;
+  os << "devices,strategy,iteration_ms,throughput\n";
+  auto row = [&](int64_t k, const char *name, double objective) {
+    // The objective is +inf when out of memory: no throughput then.
+    os << k << "," << name << "," << fixed(objective * 1e3, 6) << ","
+       << fixed(std::isfinite(objective) && objective > 0
+                    ? m.input->batchSize / objective
+                    : 0,
+                3)
+       << "\n";
+  };
+  for (const ScalingPoint &point : m.scaling) {
+    row(point.devices, "data parallel", point.dataParallel);
+    row(point.devices, "best found", point.best);
   }
   return os.str();
+}
+
+/// Two configurations that place the same pieces on the same devices and
+/// keep the same state.
+bool sameLayout(const OpConfig &a, const OpConfig &b) {
+  return a.degrees == b.degrees && a.devices() == b.devices() &&
+         a.replicas == b.replicas && a.recompute == b.recompute &&
+         a.sharding == b.sharding && a.scatterDim == b.scatterDim &&
+         a.stage == b.stage;
+}
+
+bool sameStrategy(const sim::Strategy &a, const sim::Strategy &b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), sameLayout);
+}
+
+/// "+1.234 ms" / "-0.5 ms": a change of a time in milliseconds.
+std::string signedMs(double ms) {
+  return (ms >= 0 ? "+" : "-") + fixed(std::abs(ms), 3) + " ms";
+}
+
+std::string signedBytes(double bytes) {
+  return (bytes >= 0 ? "+" : "-") + formatBytes(std::abs(bytes));
+}
+
+/// The "why" paragraphs (ReportModel::why).
+std::vector<std::string>
+explain(const ReportModel &m, const sim::Strategy &found,
+        const std::vector<sim::Simulator::OpTimes> &foundTimes,
+        const sim::Strategy &dataParallel,
+        const std::vector<sim::Simulator::OpTimes> &dpTimes,
+        const std::vector<std::pair<std::string, sim::Strategy>> &baselines) {
+  const ReportInput &in = *m.input;
+  const sim::Graph &g = in.problem.graph;
+  std::vector<std::string> why;
+
+  // What changes against data parallel, and what it saves.
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    if (!sameLayout(found[i], dataParallel[i]))
+      changed.push_back(i);
+  if (changed.empty()) {
+    why.push_back("The strategy is data parallel: no other layout the "
+                  "search simulated was faster.");
+  } else if (dpTimes.size() == g.ops.size() &&
+             foundTimes.size() == g.ops.size()) {
+    double compute = 0, comm = 0, memory = 0;
+    auto total = [](const sim::Simulator::OpTimes &t) {
+      return t.forward + t.backward + t.communication;
+    };
+    for (size_t i : changed) {
+      compute += (foundTimes[i].forward + foundTimes[i].backward) -
+                 (dpTimes[i].forward + dpTimes[i].backward);
+      comm += foundTimes[i].communication - dpTimes[i].communication;
+      memory += static_cast<double>(foundTimes[i].memory - dpTimes[i].memory);
+    }
+    std::vector<size_t> biggest = changed;
+    std::stable_sort(biggest.begin(), biggest.end(), [&](size_t a, size_t b) {
+      return std::abs(total(foundTimes[a]) - total(dpTimes[a])) >
+             std::abs(total(foundTimes[b]) - total(dpTimes[b]));
+    });
+    std::string text =
+        "Against data parallel it changes " + std::to_string(changed.size()) +
+        " of the " + std::to_string(g.ops.size()) +
+        " ops; on them the slowest partitions' kernels take " +
+        signedMs(compute * 1e3) + ", their communication " +
+        signedMs(comm * 1e3) + " and their memory " + signedBytes(memory) +
+        " per device. The largest changes:";
+    for (size_t k = 0; k < std::min<size_t>(5, biggest.size()); ++k) {
+      size_t i = biggest[k];
+      const OpRow &row = m.ops[i];
+      text += "\n    " + row.name + ", " +
+              signedMs((total(foundTimes[i]) - total(dpTimes[i])) * 1e3) +
+              ": " + formatDegrees(g.ops[i], dataParallel[i]) + " on " +
+              compactDevices(dataParallel[i].devices()) + " -> " + row.degrees +
+              " on " + row.devices + ", " + stringifyStrategyClass(row.cls);
+    }
+    why.push_back(text);
+  }
+
+  // A baseline the search arrived at.
+  for (const auto &[name, strategy] : baselines)
+    if (!changed.empty() && sameStrategy(found, strategy)) {
+      why.push_back("The strategy is exactly the " + name +
+                    " baseline's layout: the search found nothing faster.");
+      break;
+    }
+
+  // What the scaling curve says.
+  if (m.scaling.size() > 1) {
+    const ScalingPoint &all = m.scaling.back();
+    const ScalingPoint *fastest = &all;
+    for (const ScalingPoint &point : m.scaling)
+      if (point.best < fastest->best * 0.999)
+        fastest = &point;
+    const Machine &machine = in.problem.machine;
+    int64_t perNode =
+        machine.numDevices() / std::max<int64_t>(1, machine.numNodes());
+    if (fastest != &all && std::isfinite(fastest->best)) {
+      std::string fewer = std::to_string(fastest->devices) +
+                          (fastest->devices == 1 ? " device" : " devices");
+      if (machine.numNodes() > 1 && fastest->devices <= perNode)
+        fewer = "one node (" + fewer + ")";
+      why.push_back("Fewer devices are faster: " + fewer + " take " +
+                    fixed(fastest->best * 1e3, 3) + " ms, all " +
+                    std::to_string(all.devices) + " " +
+                    fixed(all.best * 1e3, 3) +
+                    " ms (scaling.csv): the communication more devices "
+                    "need costs more than the work they share. Run on " +
+                    fewer +
+                    ", or give each device more work (a larger "
+                    "batch).");
+    } else if (std::isfinite(m.scaling.front().best) &&
+               std::isfinite(all.best) &&
+               all.best > 0.8 * m.scaling.front().best) {
+      why.push_back("The curve is flat: " + std::to_string(all.devices) +
+                    " devices take " + fixed(all.best * 1e3, 3) +
+                    " ms, one device " +
+                    fixed(m.scaling.front().best * 1e3, 3) +
+                    " ms (scaling.csv): the model is too small for its "
+                    "work to pay for splitting (its kernels cost little "
+                    "more than their launches). A larger batch or model "
+                    "would scale.");
+    }
+  }
+
+  // Whether the search converged.
+  const search::SearchResult &result = in.found;
+  if (!result.trace.empty() && result.iterations > 0) {
+    const search::TracePoint *last = &result.trace.front();
+    for (const search::TracePoint &point : result.trace)
+      if (point.best < last->best * (1 - 1e-9))
+        last = &point;
+    double share = static_cast<double>(last->iteration) /
+                   static_cast<double>(result.iterations);
+    std::string spent = std::to_string(result.iterations) + " iterations (" +
+                        fixed(result.seconds, 2) + " s)";
+    if (last == &result.trace.front())
+      why.push_back("Search: nothing it tried in " + spent +
+                    " beat its best start (the dynamic programming's answer "
+                    "or a baseline): it had converged there.");
+    else
+      why.push_back(
+          "Search: the best was found at iteration " +
+          std::to_string(last->iteration) + " (" + fixed(last->seconds, 2) +
+          " s) of " + spent +
+          (result.iterations > last->iteration
+               ? ", none better in the " +
+                     std::to_string(result.iterations - last->iteration) +
+                     " after. "
+               : ". ") +
+          (share < 0.5 ? std::string("It had converged on this budget.")
+                       : std::string("It was still improving in the second "
+                                     "half of its budget: a longer budget "
+                                     "may find better.")));
+  }
+  return why;
 }
 
 } // namespace
@@ -406,6 +572,25 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
         s.result.iterationTime > 0 && m.dataParallelMs > 0
             ? m.dataParallelMs / (s.result.iterationTime * 1e3)
             : 0;
+  m.bestBaselineIsDataParallel = isDataParallel(m.bestBaselineName);
+
+  if (input.scaling)
+    m.scaling = computeScaling(m, foundObjective);
+  {
+    // Data parallel's per-op times, to say what the found strategy changes.
+    const sim::Strategy &dp =
+        std::find_if(baselines.begin(), baselines.end(), [&](const auto &b) {
+          return isDataParallel(b.first);
+        })->second;
+    sim::SimOptions dpOpts = p.simOptions;
+    dpOpts.recordTimeline = false;
+    sim::Simulator s(g, p.machine, p.costModel, dpOpts);
+    s.simulate(dp);
+    std::vector<sim::Simulator::OpTimes> dpTimes =
+        pipeline.enabled() ? std::vector<sim::Simulator::OpTimes>{}
+                           : s.opTimes();
+    m.why = explain(m, strategy, times, dp, dpTimes, baselines);
+  }
 
   fs::path d(dir);
   std::vector<std::pair<const char *, std::string>> files = {
@@ -423,8 +608,7 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
     if (std::string err = writeFile(d / name, text); !err.empty())
       return err;
   if (input.scaling)
-    if (std::string err =
-            writeFile(d / "scaling.csv", writeScaling(m, foundObjective));
+    if (std::string err = writeFile(d / "scaling.csv", writeScaling(m));
         !err.empty())
       return err;
   return "";

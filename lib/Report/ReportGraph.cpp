@@ -345,11 +345,11 @@ std::string writeHtml(const ReportModel &m) {
   kv("throughput",
      fixed(r.iterationTime > 0 ? in.batchSize / r.iterationTime : 0, 1) +
          " samples/s");
-  kv("speedup",
-     speedup(m.dataParallelMs) + " over data parallel" +
-         (m.bestBaselineName.empty() ? std::string()
-                                     : ", " + speedup(m.bestBaselineMs) +
-                                           " over " + m.bestBaselineName));
+  kv("speedup", speedup(m.dataParallelMs) + " over data parallel" +
+                    (m.bestBaselineName.empty() || m.bestBaselineIsDataParallel
+                         ? std::string()
+                         : ", " + speedup(m.bestBaselineMs) + " over " +
+                               m.bestBaselineName));
   kv("peak memory", formatBytes(static_cast<double>(r.peakMemory())) + " of " +
                         formatBytes(static_cast<double>(m.capacity)) +
                         " per device" +
@@ -371,8 +371,19 @@ std::string writeHtml(const ReportModel &m) {
        << (s.result.outOfMemory ? "yes" : "no") << "</td></tr>\n";
   }
   os << "</table><div style=\"font-size:11px;color:#666;margin-top:4px\">"
-        "highlighted: best (fastest that fits in memory)</div></div>\n"
-        "</header>\n<div id=\"legend\"><b>strategy:</b>\n";
+        "highlighted: best (fastest that fits in memory)</div></div>\n";
+  if (!m.why.empty()) {
+    os << "<div id=\"why\"><h1>Why</h1>\n";
+    for (const std::string &paragraph : m.why) {
+      std::string html = escapeHtml(paragraph);
+      for (size_t at = html.find('\n'); at != std::string::npos;
+           at = html.find('\n', at))
+        html.replace(at, 1, "<br>");
+      os << "<p>" << html << "</p>\n";
+    }
+    os << "</div>\n";
+  }
+  os << "</header>\n<div id=\"legend\"><b>strategy:</b>\n";
   for (int c = 0; c < kNumStrategyClasses; ++c) {
     auto cls = static_cast<StrategyClass>(c);
     os << "<span><span class=\"sw\" style=\"background:" << colorOf(cls)

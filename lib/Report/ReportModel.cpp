@@ -240,6 +240,36 @@ private:
 
 } // namespace
 
+/// `text` wrapped at `width` columns, every line starting with `indent`;
+/// its own line breaks (and the indentation after them) kept.
+static std::string wrap(const std::string &text, const std::string &indent,
+                        size_t width) {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = text.substr(start, end - start);
+    size_t lead = line.find_first_not_of(' ');
+    std::string pad =
+        indent + (lead == std::string::npos ? "" : line.substr(0, lead));
+    std::istringstream words(line);
+    std::string word, current = pad;
+    for (bool first = true; words >> word; first = false) {
+      if (!first && current.size() + 1 + word.size() > width) {
+        out += current + "\n";
+        current = pad + "  " + word;
+      } else {
+        current += (first ? "" : " ") + word;
+      }
+    }
+    out += current + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string writeSummary(const ReportModel &m) {
   const ReportInput &in = *m.input;
   const sim::SimResult &r = m.found;
@@ -271,8 +301,7 @@ std::string writeSummary(const ReportModel &m) {
   if (r.iterationTime > 0)
     line("TFLOP/s per device",
          fixed(flops / r.iterationTime /
-                   static_cast<double>(in.problem.machine.numDevices()) /
-                   1e12,
+                   static_cast<double>(in.problem.machine.numDevices()) / 1e12,
                1) +
              " (model FLOPs / predicted time / devices)");
   if (!m.strategies.empty())
@@ -283,7 +312,7 @@ std::string writeSummary(const ReportModel &m) {
   };
   line("vs data parallel", speedup(m.dataParallelMs) + " (data parallel: " +
                                fixed(m.dataParallelMs, 3) + " ms)");
-  if (!m.bestBaselineName.empty())
+  if (!m.bestBaselineName.empty() && !m.bestBaselineIsDataParallel)
     line("vs best baseline", speedup(m.bestBaselineMs) + " (" +
                                  m.bestBaselineName + ": " +
                                  fixed(m.bestBaselineMs, 3) + " ms)");
@@ -317,31 +346,53 @@ std::string writeSummary(const ReportModel &m) {
   }
   line("ops", classes.empty() ? "none" : classes);
   os << "\n";
+
+  if (!m.why.empty()) {
+    os << "why\n";
+    for (const std::string &paragraph : m.why)
+      os << wrap(paragraph, "  ", 78) << "\n";
+  }
+  if (!r.devices.empty()) {
+    Table devices(
+        {"device", "compute ms", "comm ms", "idle ms", "memory", "capacity"},
+        {true, true, true, true, true, true});
+    for (size_t d = 0; d < r.devices.size(); ++d) {
+      const sim::DeviceStats &device = r.devices[d];
+      devices.add(
+          {std::to_string(d), fixed(device.computeTime * 1e3, 3),
+           fixed(device.commTime * 1e3, 3), fixed(device.idleTime * 1e3, 3),
+           formatBytes(static_cast<double>(device.memory.total())),
+           formatBytes(static_cast<double>(device.capacity)) +
+               (device.memory.total() > device.capacity ? " OOM" : "")});
+    }
+    os << "per device\n" << devices.str();
+    os << "\ncompute: its kernels; comm: its transfers and collectives "
+          "(overlapping compute);\nidle: the iteration time minus "
+          "compute.\n\n";
+  }
   if (m.pipeline) {
     const sim::Pipeline &shape = in.found.pipeline;
-    line("pipeline", std::to_string(shape.numStages()) + " stages x " +
-                         std::to_string(shape.microbatches) +
-                         " micro-batches, schedule " +
-                         pipelineScheduleInfo(shape.schedule).name +
-                         ", bubble " +
-                         fixed(100 * m.pipeline->bubbleFraction, 1) + "%");
+    line("pipeline",
+         std::to_string(shape.numStages()) + " stages x " +
+             std::to_string(shape.microbatches) + " micro-batches, schedule " +
+             pipelineScheduleInfo(shape.schedule).name + ", bubble " +
+             fixed(100 * m.pipeline->bubbleFraction, 1) + "%");
     os << "\n";
-    Table stages({"stage", "devices", "ops", "fwd ms", "bwd ms", "send ms",
-                  "tail ms", "in flight", "bubble", "peak memory"},
-                 {false, false, true, true, true, true, true, true, true,
-                  true});
+    Table stages(
+        {"stage", "devices", "ops", "fwd ms", "bwd ms", "send ms", "tail ms",
+         "in flight", "bubble", "peak memory"},
+        {false, false, true, true, true, true, true, true, true, true});
     for (size_t s = 0; s < m.pipeline->stages.size(); ++s) {
       const sim::PipelineStageResult &stage = m.pipeline->stages[s];
-      stages.add(
-          {std::to_string(s),
-           std::to_string(stage.firstDevice) + "-" +
-               std::to_string(stage.firstDevice + stage.numDevices - 1),
-           std::to_string(stage.numOps), fixed(stage.forward * 1e3, 3),
-           fixed(stage.backward * 1e3, 3), fixed(stage.send * 1e3, 3),
-           fixed(stage.tail * 1e3, 3), std::to_string(stage.inFlight),
-           fixed(100 * stage.bubble, 1) + "%",
-           formatBytes(static_cast<double>(stage.peakMemory)) +
-               (stage.peakMemory > stage.capacity ? " OOM" : "")});
+      stages.add({std::to_string(s),
+                  std::to_string(stage.firstDevice) + "-" +
+                      std::to_string(stage.firstDevice + stage.numDevices - 1),
+                  std::to_string(stage.numOps), fixed(stage.forward * 1e3, 3),
+                  fixed(stage.backward * 1e3, 3), fixed(stage.send * 1e3, 3),
+                  fixed(stage.tail * 1e3, 3), std::to_string(stage.inFlight),
+                  fixed(100 * stage.bubble, 1) + "%",
+                  formatBytes(static_cast<double>(stage.peakMemory)) +
+                      (stage.peakMemory > stage.capacity ? " OOM" : "")});
     }
     os << stages.str();
     os << "\nper micro-batch: fwd, bwd (the stage alone), send (its boundary "

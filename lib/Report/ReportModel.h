@@ -72,6 +72,13 @@ struct StrategyRow {
   bool best = false;
 };
 
+/// Predicted iteration times on the first `devices` devices of the machine.
+struct ScalingPoint {
+  int64_t devices = 0;
+  double dataParallel = 0; ///< seconds; +inf when out of memory.
+  double best = 0;         ///< the best a short search found, or the found.
+};
+
 struct ReportModel {
   const ReportInput *input = nullptr;
   sim::SimResult found;
@@ -86,6 +93,15 @@ struct ReportModel {
   double dataParallelMs = 0;
   double bestBaselineMs = 0;
   std::string bestBaselineName;
+  /// The best baseline is data parallel itself (no second comparison).
+  bool bestBaselineIsDataParallel = false;
+  /// Empty unless ReportInput::scaling.
+  std::vector<ScalingPoint> scaling;
+  /// Why the strategy is what it is, in sentences (each a paragraph), for
+  /// summary.txt and the HTML: what it changes against data parallel and
+  /// what that saves, which baseline it equals, what the scaling curve
+  /// says, whether the search converged.
+  std::vector<std::string> why;
 };
 
 /// Formats -----------------------------------------------------------------

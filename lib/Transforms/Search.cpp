@@ -452,7 +452,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         starts.push_back(*existing);
       found = search::mcmc(problem, space, starts, chains);
       if (dpStart) {
-        found.algorithm = "mcmc from the dp";
+        found.algorithm = "MCMC from the dynamic programming's answer";
         found.iterations += dp.iterations;
         found.seconds += dp.seconds;
       }

@@ -51,8 +51,8 @@
 // MCMC:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // MCMC-NEXT:  ppc.gelu {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // MCMC-NEXT:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
-// NODP: ppc-search @mlp: mcmc, {{[0-9]+}} iterations
-// SUMMARY: ppc-search @mlp: mcmc from the dp, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads: {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
+// NODP: ppc-search @mlp: MCMC, {{[0-9]+}} iterations
+// SUMMARY: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads: {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
 // RESIM: ops: 3 (3 with ppc.strategy, 0 data parallel by default)
 
 // DP:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1, 1]>
@@ -67,7 +67,7 @@
 // DPSEARCH-COUNT-3: ppc.strategy = #ppc.strategy
 // EXHAUSTIVE: ppc-search @mlp: {{.*}} per iteration predicted
 // EXHAUSTIVE-COUNT-3: ppc.strategy = #ppc.strategy
-// REPORT: ppc-search @mlp: mcmc from the dp, {{[0-9]+}} iterations in {{[0-9.]+}} s on 1 thread: {{.*}} per iteration predicted
+// REPORT: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 1 thread: {{.*}} per iteration predicted
 // FILES-DAG: baselines.json
 // FILES-DAG: baselines.txt
 // FILES-DAG: graph.dot
@@ -79,7 +79,7 @@
 // FILES-DAG: timeline.json
 // REPORTSTRATEGY: "format": "ppc-strategy"
 // REPORTSTRATEGY: {"name": "fc1", "kind": "ppc.linear", "degrees": [
-// NOFIT: ppc-search @mlp: mcmc from the dp, {{.*}}: out of memory per iteration predicted, data parallel out of memory
+// NOFIT: ppc-search @mlp: MCMC from the dynamic programming's answer, {{.*}}: out of memory per iteration predicted, data parallel out of memory
 // NOFIT: warning: ppc-search: no strategy found for @mlp fits in memory
 // NOFITSUMMARY: peak memory {{.*}} MiB of 1.0 KiB per device {{.*}}OUT OF MEMORY
 // NOFITBASELINES: data-parallel {{.*}} OOM

@@ -149,8 +149,10 @@ TEST_F(ReportTest, SummaryHasHeaderAndOneRowPerOp) {
   std::string s = read(dir / "summary.txt");
   for (const char *key :
        {"mlp", "round 2x4", "batch", "64 samples", "mcmc", "iteration time",
-        "throughput", "vs data parallel", "vs best baseline", "peak memory"})
+        "throughput", "vs data parallel", "peak memory"})
     EXPECT_NE(s.find(key), std::string::npos) << key << "\n" << s;
+  // The best baseline is data parallel: not compared with twice.
+  EXPECT_EQ(s.find("vs best baseline"), std::string::npos) << s;
   auto rowOf = [&](const std::string &name) {
     for (const std::string &l : lines(s))
       if (l.rfind(name + " ", 0) == 0)
@@ -179,6 +181,54 @@ TEST_F(ReportTest, SummaryHasHeaderAndOneRowPerOp) {
   EXPECT_NE(rowOf("fc2").find("0,4"), std::string::npos);
   EXPECT_NE(rowOf("softmax").find(" 3 "), std::string::npos)
       << rowOf("softmax");
+}
+
+TEST_F(ReportTest, WhySaysWhatChangedWhatItSavesAndWhetherItConverged) {
+  ASSERT_EQ(write(machine(2, 4), false), "");
+  std::string s = read(dir / "summary.txt");
+  size_t why = s.find("\nwhy\n");
+  ASSERT_NE(why, std::string::npos) << s;
+  // fc1 stays data parallel; relu1, fc2 and softmax change.
+  EXPECT_NE(s.find("Against data parallel it changes 3 of the 4 ops", why),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("-> S4 P2 on 0-7, mixed", why), std::string::npos) << s;
+  EXPECT_NE(s.find("ms: S8 on 0-7 -> - on 3, single device", why),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("fc1, ", why), std::string::npos) << s;
+  // The trace's best improves to the last point: still improving.
+  EXPECT_NE(s.find("the best was found at iteration 300 (0.30 s)", why),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("still improving in the second half"), std::string::npos);
+  // One row per device.
+  size_t table = s.find("per device\ndevice  compute ms  comm ms  idle ms");
+  ASSERT_NE(table, std::string::npos) << s;
+  std::vector<std::string> rows = lines(s.substr(table));
+  ASSERT_GT(rows.size(), 10u);
+  for (int d = 0; d < 8; ++d)
+    EXPECT_EQ(rows[3 + d].find_first_not_of(' '),
+              rows[3 + d].find(std::to_string(d)))
+        << rows[3 + d];
+  // The same paragraphs in the HTML.
+  std::string html = read(dir / "graph.html");
+  EXPECT_NE(html.find("<h1>Why</h1>"), std::string::npos);
+  EXPECT_NE(html.find("Against data parallel it changes 3 of the 4 ops"),
+            std::string::npos);
+}
+
+TEST_F(ReportTest, WhyNamesTheBaselineTheStrategyEquals) {
+  Machine m = machine(2, 4);
+  ASSERT_EQ(write(m, false, search::oneWeirdTrick(graph, m)), "");
+  std::string s = read(dir / "summary.txt");
+  EXPECT_NE(s.find("The strategy is exactly the one weird trick baseline's "
+                   "layout"),
+            std::string::npos)
+      << s;
+  ASSERT_EQ(write(m, false, dataParallel(graph, 8)), "");
+  EXPECT_NE(read(dir / "summary.txt").find("The strategy is data parallel"),
+            std::string::npos);
 }
 
 TEST_F(ReportTest, ReplicasRecomputationAndShardingAreShown) {

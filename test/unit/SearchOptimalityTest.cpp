@@ -246,7 +246,7 @@ int64_t expectAdditiveOptimum(const Graph &g, const Machine &machine,
   // The search itself: the DP's answer refined under the simulator, so no
   // worse than the raw answer simulated.
   SearchResult r = dynamicProgramming(problem, space, quick());
-  EXPECT_EQ(r.algorithm, "dp");
+  EXPECT_EQ(r.algorithm, "dynamic programming");
   EXPECT_EQ(r.strategy.size(), g.ops.size());
   if (r.strategy.size() != g.ops.size())
     return reused;

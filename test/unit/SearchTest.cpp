@@ -604,7 +604,7 @@ TEST_F(McmcFixture, ImprovesOnSingleDevice) {
   Strategy start = singleDevice(graph);
   SearchResult r = mcmc(problem, space, {start}, options);
   expectValid(graph, r.strategy, 8);
-  EXPECT_EQ(r.algorithm, "mcmc");
+  EXPECT_EQ(r.algorithm, "MCMC");
   // 2.32 ms on one device; data parallel 4.38 ms (the weight all-reduce
   // crosses nodes), Megatron with tp 8 1.58 ms; the search finds 1.32 ms.
   double startTime = evaluate(start);
