@@ -782,8 +782,11 @@ static LogicalResult convertGemm(GraphImporter &imp, const NodeProto &node) {
 }
 
 /// MatMul. A 2-D weight on the right makes a ppc.linear (a parameter the
-/// search can split like a fully connected layer); rank-1 operands are
-/// reshaped to matrices and the result reshaped back, as numpy specifies.
+/// search can split like a fully connected layer), and so does the transpose
+/// of one, as PyTorch exports nn.Linear on a 3-D input without constant
+/// folding (its weight stays [out, in], read transposed); rank-1 operands
+/// are reshaped to matrices and the result reshaped back, as numpy
+/// specifies.
 static LogicalResult convertMatMul(GraphImporter &imp, const NodeProto &node) {
   RankedTensorType type = getResultType(imp, node);
   FailureOr<Value> a = getInput(imp, node, 0), b = getInput(imp, node, 1);
@@ -796,6 +799,18 @@ static LogicalResult convertMatMul(GraphImporter &imp, const NodeProto &node) {
     imp.setValue(node.output(0),
                  g::LinearOp::create(imp.builder, imp.currentLoc, type, *a, *b,
                                      Value(), false));
+    return success();
+  }
+  if (auto transpose = b->getDefiningOp<g::TransposeOp>();
+      transpose && aType.getRank() >= 2 && bType.getRank() == 2 &&
+      transpose.getPermutation() == ArrayRef<int64_t>{1, 0} &&
+      transpose.getInput().getDefiningOp<g::WeightOp>()) {
+    Value weight = transpose.getInput();
+    imp.setValue(node.output(0),
+                 g::LinearOp::create(imp.builder, imp.currentLoc, type, *a,
+                                     weight, Value(),
+                                     /*transpose_weight=*/true));
+    // The transpose, now unused, goes with the importer's dead ops.
     return success();
   }
   SmallVector<int64_t> aShape(aType.getShape()), bShape(bType.getShape());

@@ -16,6 +16,7 @@ with ``torch.onnx.export`` first. See docs/user-guide.md ("Python").
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -76,6 +77,12 @@ class Result:
     strategy_path: str
     #: The lowered plan for ppc-run.
     plan_path: str
+    #: What it was found for: the machine, the batch it was imported with
+    #: (None: the model's own), and the pipeline options it ran with
+    #: ('-' in their names); ``simulate(model, result)`` reuses them.
+    machine: str = ""
+    batch_size: Optional[int] = None
+    options: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -112,11 +119,18 @@ def parallelize(model, example_inputs=None, machine=DEFAULT_MACHINE,
     batch_size: binds an ONNX model's batch dim (default for a torch
         model: the example inputs' dim 0).
     out_dir: where the model copy, report/ and plan.pb go (default: a new
-        temporary directory, kept).
+        temporary directory, kept when the call succeeds, removed when it
+        fails).
     search_options: more ppc-auto-parallel options (``search_options()``),
         e.g. threads=1, seed=3, optimizer="adam", memory_limit="16GiB".
     """
-    out_dir = _out_dir(out_dir)
+    with _OutDir(out_dir) as out_dir:
+        return _parallelize(model, example_inputs, machine, search, budget,
+                            batch_size, out_dir, search_options)
+
+
+def _parallelize(model, example_inputs, machine, search, budget, batch_size,
+                 out_dir, search_options):
     path, batch_size = _model_file(model, example_inputs, batch_size, out_dir)
     _ppc.check_machine(os.fspath(machine))
     report_dir = os.path.join(out_dir, "report")
@@ -151,12 +165,15 @@ def parallelize(model, example_inputs=None, machine=DEFAULT_MACHINE,
         report_dir=report_dir,
         strategy_path=strategy_path,
         plan_path=plan_path,
+        machine=os.fspath(machine),
+        batch_size=batch_size,
+        options=dict(options),
     )
 
 
-def simulate(model, strategy=None, machine=DEFAULT_MACHINE,
-             example_inputs=None, batch_size=None, optimizer="sgd",
-             loss="auto", dtype="f32", out_dir=None) -> Simulation:
+def simulate(model, strategy=None, machine=None, example_inputs=None,
+             batch_size=None, optimizer=None, loss=None, dtype=None,
+             out_dir=None) -> Simulation:
     """Simulates one training iteration of ``model`` with ``strategy``.
 
     strategy: None (data parallel), a ``Result``, a strategy file's path,
@@ -164,9 +181,27 @@ def simulate(model, strategy=None, machine=DEFAULT_MACHINE,
     model, example_inputs, batch_size, machine, out_dir: as for
         ``parallelize``; optimizer, loss, dtype: as its options of those
         names (a strategy from ``parallelize`` names the loss ops it added,
-        so loss and dtype must be the ones it ran with).
+        so loss and dtype must be the ones it ran with). Left out, machine,
+        batch_size, optimizer, loss and dtype are a ``Result``'s (what
+        ``parallelize`` ran with), else dgx-h100, the model's batch, sgd,
+        auto and f32.
     """
-    out_dir = _out_dir(out_dir)
+    found = strategy if isinstance(strategy, Result) else None
+    used = found.options if found else {}
+    if machine is None:
+        machine = found.machine if found else DEFAULT_MACHINE
+    if batch_size is None and found and example_inputs is None:
+        batch_size = found.batch_size
+    optimizer = optimizer or used.get("optimizer", "sgd")
+    loss = loss or used.get("loss", "auto")
+    dtype = dtype or used.get("dtype", "f32")
+    with _OutDir(out_dir) as out_dir:
+        return _simulate(model, strategy, machine, example_inputs, batch_size,
+                         optimizer, loss, dtype, out_dir)
+
+
+def _simulate(model, strategy, machine, example_inputs, batch_size,
+              optimizer, loss, dtype, out_dir):
     path, batch_size = _model_file(model, example_inputs, batch_size, out_dir)
     _ppc.check_machine(os.fspath(machine))
     passes = [("ppc-add-loss", {"loss": loss}),
@@ -203,12 +238,25 @@ def simulate(model, strategy=None, machine=DEFAULT_MACHINE,
 # --- helpers ---------------------------------------------------------------
 
 
-def _out_dir(out_dir):
-    if out_dir is None:
-        return tempfile.mkdtemp(prefix="ppc-")
-    out_dir = os.fspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    return out_dir
+class _OutDir:
+    """The directory a call writes to: `out_dir`, made if missing, or a new
+    temporary one that is removed again if the call fails."""
+
+    def __init__(self, out_dir):
+        self.created = out_dir is None
+        if self.created:
+            self.path = tempfile.mkdtemp(prefix="ppc-")
+        else:
+            self.path = os.fspath(out_dir)
+            os.makedirs(self.path, exist_ok=True)
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, kind, value, traceback):
+        if kind is not None and self.created:
+            shutil.rmtree(self.path, ignore_errors=True)
+        return False
 
 
 def _seconds(prediction):

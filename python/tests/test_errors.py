@@ -64,6 +64,28 @@ class ErrorsTest(TempDirTest):
                                     serach="dp"))
         self.assertIn("did you mean 'search'?", message)
 
+    def test_a_failed_call_leaves_no_temporary_directory(self):
+        # Without out_dir a call works in a new /tmp/ppc-* directory: gone
+        # again when the call fails, kept when it succeeds.
+        import tempfile
+        saved = tempfile.tempdir
+        tempfile.tempdir = self.path("tmp")
+        os.makedirs(tempfile.tempdir)
+        try:
+            with self.assertRaises(ValueError):
+                ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                bogus_knob=3)
+            with self.assertRaises(ValueError):
+                ppc.simulate(MODEL, machine="dgx-z900", batch_size=4)
+            self.assertEqual(os.listdir(tempfile.tempdir), [])
+            result = ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                     budget=50, threads=1)
+            self.assertEqual(os.listdir(tempfile.tempdir),
+                             [os.path.basename(os.path.dirname(
+                                 result.report_dir))])
+        finally:
+            tempfile.tempdir = saved
+
     def test_bad_option_value(self):
         # A value outside an option's list gets the list; others llvm::cl's
         # message.

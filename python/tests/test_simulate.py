@@ -49,6 +49,22 @@ class SimulateTest(TempDirTest):
                 self.assertEqual(sim.memory_per_device,
                                  found.memory_per_device)
 
+    def test_a_result_brings_its_machine_batch_and_options(self):
+        # Found for 16 devices at batch 32 with Adam: simulating the result
+        # alone needs none of them again (the default machine has 8).
+        model = example("mlp.onnx")
+        found = ppc.parallelize(model, machine="dgx-h100x2", budget=300,
+                                threads=1, batch_size=32, optimizer="adam",
+                                out_dir=self.path("found"))
+        self.assertEqual(found.machine, "dgx-h100x2")
+        self.assertEqual(found.batch_size, 32)
+        sim = ppc.simulate(model, found, out_dir=self.path("sim"))
+        self.assertAlmostEqual(sim.predicted_time_s, found.predicted_time_s,
+                               delta=1e-9)
+        self.assertEqual(sim.memory_per_device, found.memory_per_device)
+        self.assertIn("optimizer: adam", sim.report)
+        self.assertIn("on 16 x", sim.report)
+
 
 if __name__ == "__main__":
     unittest.main()
