@@ -16,7 +16,9 @@ with ``torch.onnx.export`` first. See docs/user-guide.md ("Python").
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -32,11 +34,13 @@ DEFAULT_MACHINE = "dgx-h100"
 __all__ = [
     "Result",
     "Simulation",
+    "Training",
     "machines",
     "parallelize",
     "search_algorithms",
     "search_options",
     "simulate",
+    "train",
 ]
 
 
@@ -83,6 +87,22 @@ class Result:
     machine: str = ""
     batch_size: Optional[int] = None
     options: Dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The model file the plan was made from (for a torch module, its ONNX
+    #: export): ``train`` writes the trained weights into a copy of it.
+    model_path: str = ""
+
+
+@dataclass
+class Training:
+    """What ``train`` did: ppc-run's steps."""
+
+    #: The loss of every step, in order.
+    losses: List[float]
+    #: The model with its weights replaced by the trained values (ONNX),
+    #: or None when the model was not ONNX.
+    weights_path: Optional[str]
+    #: ppc-run's log: one JSON object per step (step, loss, time_ms).
+    log_path: str
 
 
 @dataclass
@@ -168,7 +188,64 @@ def _parallelize(model, example_inputs, machine, search, budget, batch_size,
         machine=os.fspath(machine),
         batch_size=batch_size,
         options=dict(options),
+        model_path=path,
     )
+
+
+def train(result, data=None, steps=10, ranks=None, backend="cpu",
+          out_dir=None, ppc_run_args=()) -> Training:
+    """Trains with the plan ``parallelize`` wrote: ppc-run on every rank
+    under mpirun, its progress on stderr (one line updated in place on a
+    terminal).
+
+    result: a ``Result`` (its plan_path, machine and model_path are used).
+    data: None (synthetic batches), a directory of .npy inputs (ppc-run
+        --data: DIR/NAME.npy or DIR/NAME/ shards of records), or a dict of
+        input name -> array of records ([n, ...] for an input [batch, ...]),
+        written to OUT/data as .npy files.
+    steps: training steps. ranks: processes (default: the machine's
+        devices, which the plan needs). backend: ppc-run's --backend.
+    out_dir: where the log, the data and the trained model go (default:
+        the result's directory). ppc_run_args: more ppc-run options
+        (``ppc-run --help``), e.g. ("--batches", "1", "--seed", "3").
+    """
+    if not isinstance(result, Result):
+        raise ValueError(f"result: expected a ppc.Result from parallelize, "
+                         f"got {type(result).__name__}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps: expected an int >= 1, got {steps!r}")
+    if ranks is None:
+        ranks = _ppc.machine_devices(result.machine)
+    out_dir = os.fspath(out_dir) if out_dir is not None else \
+        os.path.dirname(os.path.abspath(result.report_dir))
+    os.makedirs(out_dir, exist_ok=True)
+    log_path = os.path.join(out_dir, "train-log.jsonl")
+    command = [_tool("ppc-run"), result.plan_path, "--steps", str(steps),
+               "--backend", backend, "--log", log_path]
+    if data is not None:
+        command += ["--data", _data_dir(data, out_dir)]
+    weights_path = None
+    if result.model_path.endswith(".onnx"):
+        weights_path = os.path.join(out_dir, "trained.onnx")
+        command += ["--export-onnx", f"{result.model_path}={weights_path}"]
+    command += [str(arg) for arg in ppc_run_args]
+    if ranks > 1 or shutil.which("mpirun"):
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            raise RuntimeError("mpirun not found: ppc-run needs Open MPI's "
+                               "mpirun for several ranks (Debian: openmpi-bin)")
+        launcher = [mpirun, "-np", str(ranks), "--oversubscribe"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            launcher.append("--allow-run-as-root")
+        command = launcher + command
+    _run_with_progress(command, steps)
+    losses = []
+    with open(log_path) as f:
+        for line in f:
+            if line.strip():
+                losses.append(float(json.loads(line)["loss"]))
+    return Training(losses=losses, weights_path=weights_path,
+                    log_path=log_path)
 
 
 def simulate(model, strategy=None, machine=None, example_inputs=None,
@@ -236,6 +313,69 @@ def _simulate(model, strategy, machine, example_inputs, batch_size,
 
 
 # --- helpers ---------------------------------------------------------------
+
+
+def _tool(name):
+    """The path of ppc's tool `name`: $PPC_BINARY_DIR/bin, the build tree
+    next to this package (build/python/ppc -> build/bin), or PATH."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for directory in (os.path.join(os.environ.get("PPC_BINARY_DIR", ""),
+                                   "bin"),
+                      os.path.join(here, "..", "..", "bin")):
+        candidate = os.path.join(directory, name)
+        if os.access(candidate, os.X_OK):
+            return os.path.normpath(candidate)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"{name} not found: set PPC_BINARY_DIR to ppc's "
+                           f"build directory or put {name} on PATH")
+    return found
+
+
+def _data_dir(data, out_dir):
+    """ppc-run's --data directory for `data` (a path, or name -> records)."""
+    if isinstance(data, (str, os.PathLike)):
+        return os.fspath(data)
+    if not isinstance(data, dict):
+        raise ValueError(f"data: expected a directory or a dict of input "
+                         f"name -> array, got {type(data).__name__}")
+    import numpy
+
+    directory = os.path.join(out_dir, "data")
+    os.makedirs(directory, exist_ok=True)
+    for name, records in data.items():
+        numpy.save(os.path.join(directory, f"{name}.npy"),
+                   numpy.ascontiguousarray(records))
+    return directory
+
+
+_STEP = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+)")
+
+
+def _run_with_progress(command, steps):
+    """Runs `command`, showing its step lines on stderr (updated in place on
+    a terminal); raises RuntimeError with its last lines when it fails."""
+    terminal = sys.stderr.isatty()
+    tail = []
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    for line in process.stdout:
+        tail = (tail + [line])[-20:]
+        step = _STEP.match(line)
+        if step and terminal:
+            sys.stderr.write(f"\rstep {step.group(1)}/{steps}  loss "
+                             f"{step.group(3)}")
+            sys.stderr.flush()
+        else:
+            if terminal:
+                sys.stderr.write("\n")
+            sys.stderr.write(line)
+    code = process.wait()
+    if terminal:
+        sys.stderr.write("\n")
+    if code != 0:
+        raise RuntimeError(f"ppc-run failed (exit {code}):\n" +
+                           "".join(tail))
 
 
 class _OutDir:

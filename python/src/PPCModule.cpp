@@ -195,6 +195,20 @@ PYBIND11_MODULE(_ppc, m) {
       "Raises ValueError unless `machine` is a preset or a machine file.");
 
   m.def(
+      "machine_devices",
+      [](const std::string &presetOrPath) {
+        std::string error;
+        std::optional<ppc::Machine> machine =
+            ppc::loadMachine(presetOrPath, error);
+        if (!machine)
+          throwIfError(absl::InvalidArgumentError(error));
+        return machine->numDevices();
+      },
+      py::arg("machine"),
+      "The number of devices of a preset or machine file: the ranks a plan "
+      "for it runs on.");
+
+  m.def(
       "check_pass_options",
       [](const std::string &name, std::string options) {
         getRegistry();
