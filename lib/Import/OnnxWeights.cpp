@@ -81,3 +81,13 @@ std::optional<std::string> OnnxWeightReader::read(StringRef name,
         decodeFloatElement(bytes, static_cast<int64_t>(i), dtype));
   return std::nullopt;
 }
+
+std::vector<std::pair<std::string, std::vector<int64_t>>>
+OnnxWeightReader::floatInitializers() const {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> list;
+  for (const onnx::TensorProto &t : model->proto.graph().initializer())
+    if (isFloatDType(t.data_type()))
+      list.emplace_back(t.name(),
+                        std::vector<int64_t>(t.dims().begin(), t.dims().end()));
+  return list;
+}

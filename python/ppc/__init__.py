@@ -104,6 +104,43 @@ class Training:
     #: ppc-run's log: one JSON object per step (step, loss, time_ms).
     log_path: str
 
+    def weights(self) -> Dict[str, Any]:
+        """The trained weights: initializer name -> float32 numpy array."""
+        import numpy
+
+        if self.weights_path is None:
+            raise ValueError("no trained weights: the model was not ONNX")
+        return {name: numpy.frombuffer(data, dtype=numpy.float32)
+                .reshape(shape).copy()
+                for name, shape, data in _ppc.read_onnx_weights(
+                    self.weights_path)}
+
+    def load_into(self, module) -> List[str]:
+        """Copies the trained weights into a torch.nn.Module's parameters
+        and buffers of the same names (the initializer names
+        ``torch.onnx.export`` gives them), with ``load_state_dict``; returns
+        the names loaded. Raises ValueError naming a parameter without a
+        trained value, or one of another shape."""
+        import torch
+
+        weights = self.weights()
+        state = module.state_dict()
+        missing = [name for name, _ in module.named_parameters()
+                   if name not in weights]
+        if missing:
+            raise ValueError(f"no trained value for {', '.join(missing)} "
+                             f"in {self.weights_path}")
+        loaded = {}
+        for name, value in weights.items():
+            if name not in state:
+                continue
+            if tuple(state[name].shape) != value.shape:
+                raise ValueError(f"{name}: trained shape {value.shape}, the "
+                                 f"module's {tuple(state[name].shape)}")
+            loaded[name] = torch.from_numpy(value).to(state[name].dtype)
+        module.load_state_dict(loaded, strict=False)
+        return sorted(loaded)
+
 
 @dataclass
 class Simulation:
@@ -193,7 +230,7 @@ def _parallelize(model, example_inputs, machine, search, budget, batch_size,
 
 
 def train(result, data=None, steps=10, ranks=None, backend="cpu",
-          out_dir=None, ppc_run_args=()) -> Training:
+          out_dir=None, ppc_run_args=(), module=None) -> Training:
     """Trains with the plan ``parallelize`` wrote: ppc-run on every rank
     under mpirun, its progress on stderr (one line updated in place on a
     terminal).
@@ -208,6 +245,8 @@ def train(result, data=None, steps=10, ranks=None, backend="cpu",
     out_dir: where the log, the data and the trained model go (default:
         the result's directory). ppc_run_args: more ppc-run options
         (``ppc-run --help``), e.g. ("--batches", "1", "--seed", "3").
+    module: the torch.nn.Module the result was found for: the trained
+        weights are loaded into it (``Training.load_into``).
     """
     if not isinstance(result, Result):
         raise ValueError(f"result: expected a ppc.Result from parallelize, "
@@ -244,8 +283,11 @@ def train(result, data=None, steps=10, ranks=None, backend="cpu",
         for line in f:
             if line.strip():
                 losses.append(float(json.loads(line)["loss"]))
-    return Training(losses=losses, weights_path=weights_path,
-                    log_path=log_path)
+    training = Training(losses=losses, weights_path=weights_path,
+                        log_path=log_path)
+    if module is not None:
+        training.load_into(module)
+    return training
 
 
 def simulate(model, strategy=None, machine=None, example_inputs=None,

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/InitAll.h"
+#include "ppc/Import/OnnxWeights.h"
 #include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/PassOptionCheck.h"
 #include "ppc/Pipelines/Pipelines.h"
@@ -38,9 +39,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -193,6 +196,34 @@ PYBIND11_MODULE(_ppc, m) {
       },
       py::arg("machine"),
       "Raises ValueError unless `machine` is a preset or a machine file.");
+
+  m.def(
+      "read_onnx_weights",
+      [](const std::string &path) {
+        std::string error;
+        std::unique_ptr<ppc::OnnxWeightReader> reader =
+            ppc::OnnxWeightReader::open(path, error);
+        if (!reader)
+          throwIfError(absl::InvalidArgumentError(error));
+        // name -> (shape, float32 values as bytes): numpy.frombuffer on the
+        // Python side, with no numpy dependency here.
+        std::vector<std::tuple<std::string, std::vector<int64_t>, py::bytes>>
+            weights;
+        for (auto &[name, shape] : reader->floatInitializers()) {
+          std::vector<float> values;
+          if (std::optional<std::string> problem =
+                  reader->read(name, shape, values))
+            throwIfError(absl::InvalidArgumentError(*problem));
+          weights.emplace_back(
+              name, shape,
+              py::bytes(reinterpret_cast<const char *>(values.data()),
+                        values.size() * sizeof(float)));
+        }
+        return weights;
+      },
+      py::arg("path"),
+      "The floating-point initializers of the ONNX model at `path`: (name, "
+      "shape, float32 values as bytes) triples.");
 
   m.def(
       "machine_devices",

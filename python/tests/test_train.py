@@ -26,6 +26,13 @@ class TrainTest(TempDirTest):
             original = f.read()
         with open(trained.weights_path, "rb") as f:
             self.assertNotEqual(f.read(), original)
+        # The trained values, by initializer name, against the model's own.
+        before = ppc.Training([], example("mlp.onnx"), "").weights()
+        after = trained.weights()
+        self.assertEqual(sorted(before), sorted(after))
+        for name in before:
+            self.assertEqual(before[name].shape, after[name].shape, name)
+            self.assertFalse((before[name] == after[name]).all(), name)
 
     def test_data_from_arrays(self):
         import numpy
@@ -51,6 +58,29 @@ class TrainTest(TempDirTest):
             ppc.train(found, data=self.path("nowhere"), steps=1)
         self.assertIn("ppc-run failed", str(raised.exception))
         self.assertIn("nowhere: not a directory", str(raised.exception))
+
+    def test_a_torch_module_gets_its_trained_weights(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch")
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                    torch.nn.Linear(32, 4))
+        before = {name: p.detach().clone()
+                  for name, p in model.named_parameters()}
+        found = ppc.parallelize(model, torch.randn(8, 16),
+                                out_dir=self.path("found"), **SEARCH)
+        trained = ppc.train(found, steps=10, module=model,
+                            ppc_run_args=["--batches", "1"])
+        self.assertLess(trained.losses[-1], trained.losses[0])
+        # Every parameter now holds ppc-run's trained value.
+        weights = trained.weights()
+        for name, parameter in model.named_parameters():
+            self.assertFalse(torch.equal(parameter, before[name]), name)
+            self.assertTrue(torch.equal(parameter.detach(),
+                                        torch.from_numpy(weights[name])),
+                            name)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ppc {
@@ -40,6 +41,11 @@ public:
   std::optional<std::string> read(llvm::StringRef name,
                                   llvm::ArrayRef<int64_t> shape,
                                   std::vector<float> &values);
+
+  /// The floating-point initializers' names and shapes, in the model's
+  /// order: what `read` can read.
+  std::vector<std::pair<std::string, std::vector<int64_t>>>
+  floatInitializers() const;
 
 private:
   struct Model;
