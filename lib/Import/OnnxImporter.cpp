@@ -238,8 +238,8 @@ bool GraphImporter::isWeightInitializer(StringRef name) {
   // A tensor with infinities (an attention mask the exporter wrote as a
   // buffer) is a constant, not a weight: an optimizer step would move its
   // finite entries, and the attention patterns need to see it.
-  return isFloatDType(t.data_type()) &&
-         getNumElements(shape).value_or(0) > 1 && !holdsNonFinite(name);
+  return isFloatDType(t.data_type()) && getNumElements(shape).value_or(0) > 1 &&
+         !holdsNonFinite(name);
 }
 
 bool GraphImporter::holdsNonFinite(StringRef name) {
@@ -250,8 +250,7 @@ bool GraphImporter::holdsNonFinite(StringRef name) {
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t n = getNumElements(shape).value_or(0);
   bool found = false;
-  if (t.data_type() == onnx::TensorProto::FLOAT &&
-      t.float_data_size() == n) {
+  if (t.data_type() == onnx::TensorProto::FLOAT && t.float_data_size() == n) {
     for (float v : t.float_data())
       found |= !std::isfinite(v);
     return nonFinite[name] = found;
@@ -511,9 +510,26 @@ void ModelImporter::findBatchDims() {
   }
 }
 
-/// Graph ops keep their ONNX node name as an attribute too: locations are
-/// dropped when a module is printed without --mlir-print-debuginfo, and
-/// strategy files name ops.
+/// The name an op shows for an ONNX node name. PyTorch's exporter names a
+/// node by its module's scope and its type, "/net/net.0/MatMul": the scope's
+/// last part is the module's full dotted path, "net.0", which is what the
+/// model's author knows (its parameters are "net.0.weight"...); a node of
+/// the root module, "/MatMul", is "MatMul". Other names stay as they are.
+static StringRef opNameOf(StringRef nodeName) {
+  if (!nodeName.starts_with("/"))
+    return nodeName;
+  size_t last = nodeName.rfind('/');
+  if (last == 0)
+    return nodeName.drop_front();
+  StringRef scope = nodeName.take_front(last);
+  StringRef module = scope.drop_front(scope.rfind('/') + 1);
+  return module.empty() ? nodeName : module;
+}
+
+/// Graph ops keep their ONNX node name as an attribute too (PyTorch's
+/// scoped names as module paths, opNameOf): locations are dropped when a
+/// module is printed without --mlir-print-debuginfo, and strategy files name
+/// ops. Locations keep the node name, for diagnostics.
 void ModelImporter::nameGraphOps(func::FuncOp func) {
   func.walk([&](Operation *op) {
     if (!isa<graph::PPCDialect>(op->getDialect()) ||
@@ -521,7 +537,9 @@ void ModelImporter::nameGraphOps(func::FuncOp func) {
       return;
     op->getLoc()->walk([&](Location loc) {
       if (auto nameLoc = dyn_cast<NameLoc>(loc)) {
-        op->setAttr(graph::PPCDialect::getNameAttrName(), nameLoc.getName());
+        op->setAttr(graph::PPCDialect::getNameAttrName(),
+                    StringAttr::get(op->getContext(),
+                                    opNameOf(nameLoc.getName().getValue())));
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -67,3 +67,23 @@ patched(bad_model, [(b"NODE@@", b"ND\xff\xfe@@")], "bad-utf8-node.onnx")
 bad.node[0].output[0] = bad.node[1].input[0] = "VAL@@"
 patched(helper.make_model(bad, opset_imports=[helper.make_opsetid("", 13)]),
         [(b"VAL@@", b"V\xc3(@@")], "bad-utf8-value.onnx")
+
+# PyTorch's exporter (training mode, no constant folding): nn.Linear on a
+# 3-D input as Transpose(weight) + MatMul + Add, nodes named by module
+# scope ("/net/net.0/MatMul"); a node of the root module ("/Relu").
+w = numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(4, 2),
+                            "net.0.weight")
+b = numpy_helper.from_array(np.arange(4, dtype=np.float32), "net.0.bias")
+graph = helper.make_graph(
+    [helper.make_node("Transpose", ["net.0.weight"], ["wt"],
+                      name="/net/net.0/Transpose", perm=[1, 0]),
+     helper.make_node("MatMul", ["x", "wt"], ["m"], name="/net/net.0/MatMul"),
+     helper.make_node("Add", ["m", "net.0.bias"], ["h"],
+                      name="/net/net.0/Add"),
+     helper.make_node("Relu", ["h"], ["y"], name="/Relu")],
+    "scoped", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                             ["batch", 3, 2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3, 4])],
+    [w, b])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+          "torch-scoped.onnx")
