@@ -162,7 +162,7 @@ class Simulation:
 
 def parallelize(model, example_inputs=None, machine=DEFAULT_MACHINE,
                 search="mcmc", budget=None, batch_size=None, out_dir=None,
-                **search_options) -> Result:
+                loss_fn=None, **search_options) -> Result:
     """Searches a strategy for training ``model`` on ``machine``.
 
     model: a path to an ONNX or MLIR file, ONNX bytes, MLIR text, or a
@@ -178,12 +178,44 @@ def parallelize(model, example_inputs=None, machine=DEFAULT_MACHINE,
     out_dir: where the model copy, report/ and plan.pb go (default: a new
         temporary directory, kept when the call succeeds, removed when it
         fails).
+    loss_fn: the loss trained with: torch.nn.CrossEntropyLoss() or
+        torch.nn.MSELoss() (mean over the batch), or ppc's name for one
+        ('softmax-ce', 'mse', 'none' for a model that computes its own);
+        None: ppc picks by the output (cross-entropy for class logits).
     search_options: more ppc-auto-parallel options (``search_options()``),
         e.g. threads=1, seed=3, optimizer="adam", memory_limit="16GiB".
     """
+    if loss_fn is not None:
+        if "loss" in search_options:
+            raise ValueError("give the loss as loss_fn or as loss, not both")
+        search_options = dict(search_options, loss=_loss_name(loss_fn))
     with _OutDir(out_dir) as out_dir:
         return _parallelize(model, example_inputs, machine, search, budget,
                             batch_size, out_dir, search_options)
+
+
+def _loss_name(loss_fn):
+    """ppc's loss option for a torch loss module or a name."""
+    if isinstance(loss_fn, str):
+        return loss_fn
+    kind = type(loss_fn).__name__
+    supported = ("expected torch.nn.CrossEntropyLoss() or torch.nn.MSELoss() "
+                 "with reduction='mean', or 'softmax-ce', 'mse' or 'none'")
+    if kind not in ("CrossEntropyLoss", "MSELoss"):
+        raise ValueError(f"loss_fn: ppc trains with softmax cross-entropy "
+                         f"or mean-squared error, not {kind}; {supported}")
+    if getattr(loss_fn, "reduction", "mean") != "mean":
+        raise ValueError(f"loss_fn: {kind}(reduction="
+                         f"{loss_fn.reduction!r}): ppc's losses are means "
+                         f"over the batch; {supported}")
+    if kind == "CrossEntropyLoss":
+        if getattr(loss_fn, "weight", None) is not None or \
+                getattr(loss_fn, "label_smoothing", 0.0) != 0.0:
+            raise ValueError("loss_fn: CrossEntropyLoss with class weights "
+                             "or label smoothing is not one ppc trains; " +
+                             supported)
+        return "softmax-ce"
+    return "mse"
 
 
 def _parallelize(model, example_inputs, machine, search, budget, batch_size,

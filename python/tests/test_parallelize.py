@@ -92,6 +92,29 @@ class ParallelizeTest(TempDirTest):
                                 memory_limit="1GiB", **SEARCH)
         self.assertFalse(roomy.out_of_memory)
 
+    def test_the_users_loss_is_the_one_trained(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch")
+        model = torch.nn.Sequential(torch.nn.Linear(8, 4))
+        x = torch.randn(4, 8)
+        kinds = {}
+        for name, loss_fn in (("mse", torch.nn.MSELoss()),
+                              ("ce", torch.nn.CrossEntropyLoss())):
+            result = ppc.parallelize(model, x, loss_fn=loss_fn,
+                                     out_dir=self.path(name), **SEARCH)
+            kinds[name] = {op["kind"] for op in result.strategy}
+        self.assertIn("ppc.mse_loss", kinds["mse"])
+        self.assertIn("ppc.softmax_cross_entropy", kinds["ce"])
+        for bad in (torch.nn.L1Loss(),
+                    torch.nn.CrossEntropyLoss(label_smoothing=0.1),
+                    torch.nn.MSELoss(reduction="sum")):
+            with self.subTest(repr(bad)):
+                with self.assertRaises(ValueError) as raised:
+                    ppc.parallelize(model, x, loss_fn=bad, **SEARCH)
+                self.assertIn("loss_fn", str(raised.exception))
+
     def test_bytes_and_mlir_text_give_the_same_strategy(self):
         model = example("mlp.onnx")
         from_path = ppc.parallelize(model, batch_size=8,
