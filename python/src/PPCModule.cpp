@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ppc/InitAll.h"
 #include "ppc/Import/OnnxWeights.h"
+#include "ppc/InitAll.h"
 #include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/PassOptionCheck.h"
 #include "ppc/Pipelines/Pipelines.h"
@@ -43,6 +43,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -137,6 +138,62 @@ absl::Status runPipeline(const std::string &path,
   warnings = std::move(diagnostics);
   return absl::OkStatus();
 }
+
+/// While alive, what the library writes to the process's stderr (the
+/// search's progress and summary lines, llvm::errs()) goes to Python's
+/// sys.stderr as it comes, through a pipe and a thread that takes the GIL
+/// to write: a notebook or a redirected sys.stderr sees it. Made and
+/// destroyed with the GIL released.
+class StderrToPython {
+public:
+  StderrToPython() {
+    llvm::errs().flush();
+    int fds[2];
+    if (::pipe(fds) != 0)
+      return;
+    saved = ::dup(STDERR_FILENO);
+    if (saved < 0 || ::dup2(fds[1], STDERR_FILENO) < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      if (saved >= 0)
+        ::close(saved);
+      saved = -1;
+      return;
+    }
+    ::close(fds[1]);
+    readEnd = fds[0];
+    reader = std::thread([this] {
+      char buffer[4096];
+      for (ssize_t n; (n = ::read(readEnd, buffer, sizeof buffer)) > 0;) {
+        py::gil_scoped_acquire gil;
+        try {
+          py::object stderrObject = py::module_::import("sys").attr("stderr");
+          stderrObject.attr("write")(
+              py::str(std::string(buffer, static_cast<size_t>(n))));
+          stderrObject.attr("flush")();
+        } catch (const py::error_already_set &) {
+          // A closed or odd sys.stderr: the text is dropped, not the run.
+        }
+      }
+    });
+  }
+  ~StderrToPython() {
+    if (saved < 0)
+      return;
+    llvm::errs().flush();
+    // Restoring fd 2 closes the pipe's last write end: the reader sees EOF.
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    reader.join();
+    ::close(readEnd);
+  }
+  StderrToPython(const StderrToPython &) = delete;
+  StderrToPython &operator=(const StderrToPython &) = delete;
+
+private:
+  int saved = -1, readEnd = -1;
+  std::thread reader;
+};
 
 /// Raises `status` as ValueError (bad input) or RuntimeError.
 void throwIfError(const absl::Status &status) {
@@ -265,6 +322,7 @@ PYBIND11_MODULE(_ppc, m) {
         absl::Status status;
         {
           py::gil_scoped_release release;
+          StderrToPython forward;
           status = runPipeline(path, batchSize, pipeline, warnings);
         }
         throwIfError(status);

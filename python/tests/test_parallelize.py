@@ -115,6 +115,17 @@ class ParallelizeTest(TempDirTest):
                     ppc.parallelize(model, x, loss_fn=bad, **SEARCH)
                 self.assertIn("loss_fn", str(raised.exception))
 
+    def test_messages_go_to_pythons_stderr(self):
+        # The search's summary line reaches sys.stderr (a notebook, a
+        # redirect), not only the process's file descriptor 2.
+        import contextlib
+        import io
+        captured = io.StringIO()
+        with contextlib.redirect_stderr(captured):
+            ppc.parallelize(example("mlp.onnx"), batch_size=8,
+                            out_dir=self.path("quiet"), **SEARCH)
+        self.assertIn("ppc-search @main: MCMC", captured.getvalue())
+
     def test_bytes_and_mlir_text_give_the_same_strategy(self):
         model = example("mlp.onnx")
         from_path = ppc.parallelize(model, batch_size=8,
