@@ -9,6 +9,8 @@
 
 #include "ppc/PassOptionCheck.h"
 
+#include "ppc/Support/CaptureOutput.h"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -32,32 +34,6 @@ struct OptionInfo {
   std::vector<std::string> values;
 };
 
-/// What `print` writes to stdout (llvm::outs()), or nullopt if it cannot be
-/// captured.
-std::optional<std::string> captureStdout(llvm::function_ref<void()> print) {
-  llvm::outs().flush();
-  std::fflush(stdout);
-  std::FILE *file = std::tmpfile();
-  if (!file)
-    return std::nullopt;
-  int saved = dup(STDOUT_FILENO);
-  if (saved < 0 || dup2(fileno(file), STDOUT_FILENO) < 0) {
-    std::fclose(file);
-    return std::nullopt;
-  }
-  print();
-  llvm::outs().flush();
-  dup2(saved, STDOUT_FILENO);
-  close(saved);
-  std::string text;
-  std::rewind(file);
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;)
-    text.append(buffer, n);
-  std::fclose(file);
-  return text;
-}
-
 /// The options of the pass or pipeline registered as `name`, from its help;
 /// nullopt when nothing is registered under `name`.
 std::optional<std::map<std::string, OptionInfo>>
@@ -67,16 +43,23 @@ optionsOf(llvm::StringRef name) {
     entry = mlir::PassPipelineInfo::lookup(name);
   if (!entry)
     return std::nullopt;
-  std::optional<std::string> help =
-      captureStdout([&] { entry->printHelpStr(0, 40); });
-  if (!help)
+  std::string help;
+  llvm::outs().flush();
+  std::fflush(stdout);
+  if (!captureFileDescriptor(
+          STDOUT_FILENO,
+          [&] {
+            entry->printHelpStr(0, 40);
+            llvm::outs().flush();
+          },
+          help))
     return std::nullopt;
   static const llvm::Regex optionLine("^ *--([A-Za-z0-9_.-]+)");
   static const llvm::Regex valueLine("^ *=([^ ]+) ");
   std::map<std::string, OptionInfo> options;
   OptionInfo *last = nullptr;
   llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(*help).split(lines, '\n');
+  llvm::StringRef(help).split(lines, '\n');
   for (llvm::StringRef line : lines) {
     llvm::SmallVector<llvm::StringRef, 2> match;
     if (optionLine.match(line, &match)) {

@@ -521,6 +521,11 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
     baselines.insert(
         baselines.begin(),
         {"data parallel", sim::dataParallel(g, p.machine.numDevices())});
+  // Data parallel (the first baseline of that name) and its per-op times,
+  // to say what the found strategy changes; none for a pipeline, whose op
+  // times are per micro-batch.
+  const sim::Strategy *dataParallel = nullptr;
+  std::vector<sim::Simulator::OpTimes> dataParallelTimes;
   {
     sim::SimOptions baseOpts = p.simOptions;
     baseOpts.recordTimeline = false;
@@ -534,6 +539,11 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
       row.result = s.simulate(st);
       row.objective = search::objective(p, row.result);
       m.strategies.push_back(std::move(row));
+      if (!dataParallel && isDataParallel(name)) {
+        dataParallel = &st;
+        if (!pipeline.enabled())
+          dataParallelTimes = s.opTimes();
+      }
     }
   }
   StrategyRow foundRow;
@@ -576,21 +586,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
 
   if (input.scaling)
     m.scaling = computeScaling(m, foundObjective);
-  {
-    // Data parallel's per-op times, to say what the found strategy changes.
-    const sim::Strategy &dp =
-        std::find_if(baselines.begin(), baselines.end(), [&](const auto &b) {
-          return isDataParallel(b.first);
-        })->second;
-    sim::SimOptions dpOpts = p.simOptions;
-    dpOpts.recordTimeline = false;
-    sim::Simulator s(g, p.machine, p.costModel, dpOpts);
-    s.simulate(dp);
-    std::vector<sim::Simulator::OpTimes> dpTimes =
-        pipeline.enabled() ? std::vector<sim::Simulator::OpTimes>{}
-                           : s.opTimes();
-    m.why = explain(m, strategy, times, dp, dpTimes, baselines);
-  }
+  m.why =
+      explain(m, strategy, times, *dataParallel, dataParallelTimes, baselines);
 
   fs::path d(dir);
   std::vector<std::pair<const char *, std::string>> files = {

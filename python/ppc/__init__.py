@@ -300,15 +300,15 @@ def train(result, data=None, steps=10, ranks=None, backend="cpu",
         weights_path = os.path.join(out_dir, "trained.onnx")
         command += ["--export-onnx", f"{result.model_path}={weights_path}"]
     command += [str(arg) for arg in ppc_run_args]
-    if ranks > 1 or shutil.which("mpirun"):
-        mpirun = shutil.which("mpirun")
-        if not mpirun:
-            raise RuntimeError("mpirun not found: ppc-run needs Open MPI's "
-                               "mpirun for several ranks (Debian: openmpi-bin)")
+    mpirun = shutil.which("mpirun")
+    if mpirun:
         launcher = [mpirun, "-np", str(ranks), "--oversubscribe"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             launcher.append("--allow-run-as-root")
         command = launcher + command
+    elif ranks > 1:
+        raise RuntimeError("mpirun not found: ppc-run needs Open MPI's "
+                           "mpirun for several ranks (Debian: openmpi-bin)")
     _run_with_progress(command, steps)
     losses = []
     with open(log_path) as f:

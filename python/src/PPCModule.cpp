@@ -21,6 +21,7 @@
 #include "ppc/PassOptionCheck.h"
 #include "ppc/Pipelines/Pipelines.h"
 #include "ppc/Simulator/Machine.h"
+#include "ppc/Support/CaptureOutput.h"
 #include "ppc/Transforms/Passes.h"
 #include "ppc/Version.h"
 
@@ -76,25 +77,15 @@ absl::Status parsePipeline(StringRef pipeline, OpPassManager &pm) {
   std::lock_guard<std::mutex> lock(stderrMutex);
   std::string errors;
   llvm::raw_string_ostream errorStream(errors);
-  llvm::errs().flush();
-  std::FILE *capture = std::tmpfile();
-  int savedStderr = capture ? ::dup(STDERR_FILENO) : -1;
-  bool redirected =
-      savedStderr >= 0 && ::dup2(::fileno(capture), STDERR_FILENO) >= 0;
-  LogicalResult parsed = parsePassPipeline(pipeline, pm, errorStream);
+  LogicalResult parsed = failure();
+  auto parse = [&] {
+    parsed = parsePassPipeline(pipeline, pm, errorStream);
+    llvm::errs().flush();
+  };
   llvm::errs().flush();
   std::string printed;
-  if (redirected) {
-    ::dup2(savedStderr, STDERR_FILENO);
-    std::rewind(capture);
-    char buffer[4096];
-    while (size_t n = std::fread(buffer, 1, sizeof(buffer), capture))
-      printed.append(buffer, n);
-  }
-  if (savedStderr >= 0)
-    ::close(savedStderr);
-  if (capture)
-    std::fclose(capture);
+  if (!ppc::captureFileDescriptor(STDERR_FILENO, parse, printed))
+    parse();
   if (succeeded(parsed)) {
     llvm::errs() << printed;
     return absl::OkStatus();
@@ -207,6 +198,16 @@ void throwIfError(const absl::Status &status) {
   throw std::runtime_error(message);
 }
 
+/// The machine a preset name or machine file describes; raises ValueError
+/// with what is wrong.
+ppc::Machine loadMachineOrRaise(const std::string &presetOrPath) {
+  std::string error;
+  std::optional<ppc::Machine> machine = ppc::loadMachine(presetOrPath, error);
+  if (!machine)
+    throwIfError(absl::InvalidArgumentError(error));
+  return std::move(*machine);
+}
+
 /// ppc-auto-parallel's options with their descriptions, sorted by name:
 /// PassOptions keeps them in the llvm::cl::SubCommand it derives from, which
 /// a derived class may read.
@@ -246,11 +247,7 @@ PYBIND11_MODULE(_ppc, m) {
 
   m.def(
       "check_machine",
-      [](const std::string &presetOrPath) {
-        std::string error;
-        if (!ppc::loadMachine(presetOrPath, error))
-          throwIfError(absl::InvalidArgumentError(error));
-      },
+      [](const std::string &presetOrPath) { loadMachineOrRaise(presetOrPath); },
       py::arg("machine"),
       "Raises ValueError unless `machine` is a preset or a machine file.");
 
@@ -285,12 +282,7 @@ PYBIND11_MODULE(_ppc, m) {
   m.def(
       "machine_devices",
       [](const std::string &presetOrPath) {
-        std::string error;
-        std::optional<ppc::Machine> machine =
-            ppc::loadMachine(presetOrPath, error);
-        if (!machine)
-          throwIfError(absl::InvalidArgumentError(error));
-        return machine->numDevices();
+        return loadMachineOrRaise(presetOrPath).numDevices();
       },
       py::arg("machine"),
       "The number of devices of a preset or machine file: the ranks a plan "

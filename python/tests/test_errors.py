@@ -28,6 +28,16 @@ class ErrorsTest(TempDirTest):
         self.assertIn(message.splitlines()[0].strip(), expected)
         return message
 
+    def assertAutoParallelError(self, exception, options, **kwargs):
+        """parallelize(MODEL, cpux2, batch 4, **kwargs) raises `exception`
+        with ppc-opt's message for the same `options`; returns it."""
+        return self.assertRaisesPpc(
+            exception,
+            ppc_opt_error(MODEL, "--batch-size=4",
+                          f"--ppc-auto-parallel=machine=cpux2 {options}"),
+            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
+                                    **kwargs))
+
     def test_missing_model(self):
         missing = self.path("missing.onnx")
         message = self.assertRaisesPpc(
@@ -45,23 +55,15 @@ class ErrorsTest(TempDirTest):
         self.assertIn("dgx-h100xN", message)
 
     def test_unknown_option(self):
-        message = self.assertRaisesPpc(
-            ValueError,
-            ppc_opt_error(MODEL, "--batch-size=4",
-                          "--ppc-auto-parallel=machine=cpux2 bogus-knob=3"),
-            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
-                                    bogus_knob=3))
+        message = self.assertAutoParallelError(ValueError, "bogus-knob=3",
+                                               bogus_knob=3)
         self.assertIn("--ppc-auto-parallel has no option 'bogus-knob'",
                       message)
         self.assertIn("its options: budget,", message)
 
     def test_misspelt_option_gets_the_nearest(self):
-        message = self.assertRaisesPpc(
-            ValueError,
-            ppc_opt_error(MODEL, "--batch-size=4",
-                          "--ppc-auto-parallel=machine=cpux2 serach=dp"),
-            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
-                                    serach="dp"))
+        message = self.assertAutoParallelError(ValueError, "serach=dp",
+                                               serach="dp")
         self.assertIn("did you mean 'search'?", message)
 
     def test_a_failed_call_leaves_no_temporary_directory(self):
@@ -95,22 +97,13 @@ class ErrorsTest(TempDirTest):
                  "momentum or adam"),
                 ("threads", "many", "--threads option")):
             with self.subTest(option):
-                message = self.assertRaisesPpc(
-                    ValueError,
-                    ppc_opt_error(
-                        MODEL, "--batch-size=4",
-                        f"--ppc-auto-parallel=machine=cpux2 {option}={value}"),
-                    lambda: ppc.parallelize(MODEL, machine="cpux2",
-                                            batch_size=4, **{option: value}))
+                message = self.assertAutoParallelError(
+                    ValueError, f"{option}={value}", **{option: value})
                 self.assertIn(expected, message)
 
     def test_bad_budget_fails_in_the_search(self):
-        message = self.assertRaisesPpc(
-            RuntimeError,
-            ppc_opt_error(MODEL, "--batch-size=4",
-                          "--ppc-auto-parallel=machine=cpux2 budget=soon"),
-            lambda: ppc.parallelize(MODEL, machine="cpux2", batch_size=4,
-                                    budget="soon"))
+        message = self.assertAutoParallelError(RuntimeError, "budget=soon",
+                                               budget="soon")
         self.assertIn("bad budget 'soon'", message)
 
     def test_not_a_model(self):
