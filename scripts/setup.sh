@@ -15,6 +15,8 @@ packages=(
   ocl-icd-opencl-dev
   # The ppc Python module (python/) and its PyTorch tests.
   python3-dev pybind11-dev python3-numpy python3-torch
+  # The reports' graph.html drawn as a browser draws it (test/Report).
+  chromium-headless-shell
 )
 # The importer's fuzzer needs clang's libFuzzer; only for PPC_SETUP_FUZZ=1.
 if [[ "${PPC_SETUP_FUZZ:-0}" == 1 ]]; then

@@ -41,8 +41,8 @@ std::vector<int64_t> localKey(const sim::Graph &graph, size_t i,
   std::vector<int64_t> key;
   key.push_back(static_cast<int64_t>(op.dtype));
   key.push_back(op.elemBytes);
-  for (double v : {op.cost.fwdFlops, op.cost.bwdFlops, op.cost.fwdBytes,
-                   op.cost.bwdBytes})
+  for (double v :
+       {op.cost.fwdFlops, op.cost.bwdFlops, op.cost.fwdBytes, op.cost.bwdBytes})
     appendDouble(key, v);
   key.push_back(readers[i] > 0);
   for (const IterDim &dim : op.space.dims) {
@@ -89,10 +89,9 @@ std::vector<int32_t> costClasses(const sim::Graph &graph) {
   std::map<std::pair<std::string, std::vector<int64_t>>, int32_t> ids;
   std::vector<int32_t> classOf(graph.ops.size());
   for (size_t i = 0; i < graph.ops.size(); ++i)
-    classOf[i] =
-        ids.try_emplace({graph.ops[i].kind, std::move(keys[i])},
-                        static_cast<int32_t>(ids.size()))
-            .first->second;
+    classOf[i] = ids.try_emplace({graph.ops[i].kind, std::move(keys[i])},
+                                 static_cast<int32_t>(ids.size()))
+                     .first->second;
   return classOf;
 }
 
@@ -131,6 +130,51 @@ RepeatedOps findRepeatedOps(const sim::Graph &graph) {
     out.classes.push_back(std::move(members));
   }
   return out;
+}
+
+std::vector<BlockRun> findRepeatedBlocks(const sim::Graph &graph) {
+  RepeatedOps repeated = findRepeatedOps(graph);
+  const std::vector<int32_t> &classOf = repeated.classOf;
+  size_t n = classOf.size();
+  // Each op's place among its counterparts, to find the next ones.
+  std::vector<size_t> place(n, 0);
+  for (const std::vector<size_t> &members : repeated.classes)
+    for (size_t k = 0; k < members.size(); ++k)
+      place[members[k]] = k;
+  auto sameBlock = [&](size_t a, size_t b, size_t length) {
+    for (size_t t = 0; t < length; ++t)
+      if (classOf[a + t] < 0 || classOf[a + t] != classOf[b + t])
+        return false;
+    return true;
+  };
+  // A block holds an op's counterpart within a few of its next ones (an op
+  // repeated inside a block, as q, k and v projections may be, is a shorter
+  // candidate that covers less); more candidates only cost time.
+  constexpr size_t kCandidates = 8;
+  std::vector<BlockRun> runs;
+  for (size_t i = 0; i < n;) {
+    BlockRun best;
+    if (classOf[i] >= 0) {
+      const std::vector<size_t> &members = repeated.classes[classOf[i]];
+      for (size_t k = place[i] + 1;
+           k < members.size() && k <= place[i] + kCandidates; ++k) {
+        size_t length = members[k] - i;
+        size_t count = 1;
+        while (i + (count + 1) * length <= n &&
+               sameBlock(i, i + count * length, length))
+          ++count;
+        if (count >= 2 && count * length > best.count * best.length)
+          best = {i, length, count};
+      }
+    }
+    if (best.count >= 2) {
+      runs.push_back(best);
+      i = best.end();
+    } else {
+      ++i;
+    }
+  }
+  return runs;
 }
 
 } // namespace ppc::search

@@ -33,3 +33,13 @@ if config.upstream_mlir_opt:
 if config.ppc_plugins_built:
     config.available_features.add("ppc-plugins")
     config.substitutions.append(("%ppc_lib", os.path.join(config.ppc_obj_root, "lib")))
+
+# Headless Chromium draws the reports' graph.html as a browser would (its
+# script lays the graph out); the tests that read what it drew need it.
+import shutil
+chromium = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+if chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(
+        ("%chromium", chromium + " --headless --no-sandbox --disable-gpu "
+         "--no-first-run --window-size=1400,1000"))

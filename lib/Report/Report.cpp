@@ -369,11 +369,18 @@ explain(const ReportModel &m, const sim::Strategy &found,
     const Machine &machine = in.problem.machine;
     int64_t perNode =
         machine.numDevices() / std::max<int64_t>(1, machine.numNodes());
+    const ScalingPoint *oneNode = nullptr;
+    for (const ScalingPoint &point : m.scaling)
+      if (point.devices == perNode)
+        oneNode = &point;
     if (fastest != &all && std::isfinite(fastest->best)) {
-      std::string fewer = std::to_string(fastest->devices) +
-                          (fastest->devices == 1 ? " device" : " devices");
-      if (machine.numNodes() > 1 && fastest->devices <= perNode)
+      std::string fewer = std::to_string(fastest->devices) + " devices";
+      if (fastest->devices == 1)
+        fewer = "one device";
+      else if (machine.numNodes() > 1 && fastest->devices == perNode)
         fewer = "one node (" + fewer + ")";
+      else if (machine.numNodes() > 1 && fastest->devices < perNode)
+        fewer += " of one node";
       why.push_back("Fewer devices are faster: " + fewer + " take " +
                     fixed(fastest->best * 1e3, 3) + " ms, all " +
                     std::to_string(all.devices) + " " +
@@ -394,6 +401,19 @@ explain(const ReportModel &m, const sim::Strategy &found,
                     "work to pay for splitting (its kernels cost little "
                     "more than their launches). A larger batch or model "
                     "would scale.");
+    } else if (oneNode && machine.numNodes() > 1 &&
+               std::isfinite(oneNode->best) && std::isfinite(all.best) &&
+               all.best > 0 && oneNode->best > all.best * 1.001) {
+      why.push_back(
+          "More nodes pay: all " + std::to_string(all.devices) + " devices (" +
+          std::to_string(machine.numNodes()) + " nodes) take " +
+          fixed(all.best * 1e3, 3) + " ms, one node (" +
+          std::to_string(perNode) + " devices) " +
+          fixed(oneNode->best * 1e3, 3) + " ms (scaling.csv): " +
+          fixed(oneNode->best / all.best, 2) + "x faster on " +
+          fixed(static_cast<double>(all.devices) / static_cast<double>(perNode),
+                0) +
+          "x the devices.");
     }
   }
 
@@ -508,6 +528,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
         m.edges.push_back({static_cast<size_t>(op.operands[o].index), i,
                            simulator.forwardBytes(i, o)});
   }
+
+  m.folds = foldRepeatedBlocks(g, m.ops);
 
   // Baselines; data parallel is always compared with, even if not given.
   std::vector<std::pair<std::string, sim::Strategy>> baselines =

@@ -2,6 +2,8 @@
 
 #include "ReportModel.h"
 
+#include "ppc/Search/Blocks.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -190,6 +192,78 @@ std::string escapeDot(const std::string &s) {
     out += c;
   }
   return out;
+}
+
+namespace {
+
+bool isNameSeparator(char c) { return c == '.' || c == '/' || c == '_'; }
+
+/// What the names of ops [begin, begin + length) share up to a separator:
+/// "layers.3" of "layers.3.attn.q" and "layers.3.mlp.fc1".
+std::string blockName(const std::vector<OpRow> &ops, size_t begin,
+                      size_t length) {
+  const std::string &first = ops[begin].name;
+  size_t k = first.size();
+  for (size_t i = begin + 1; i < begin + length; ++i) {
+    const std::string &name = ops[i].name;
+    size_t j = 0;
+    while (j < k && j < name.size() && first[j] == name[j])
+      ++j;
+    k = j;
+  }
+  // A prefix that ends mid-token ("conv" of "conv1" and "conv2") backs up
+  // to the separator before it.
+  bool endsTokens = true;
+  for (size_t i = begin; i < begin + length; ++i)
+    endsTokens = endsTokens &&
+                 (k == ops[i].name.size() || isNameSeparator(ops[i].name[k]));
+  std::string common = first.substr(0, k);
+  if (!endsTokens)
+    while (!common.empty() && !isNameSeparator(common.back()))
+      common.pop_back();
+  while (!common.empty() && isNameSeparator(common.back()))
+    common.pop_back();
+  if (!common.empty())
+    return common;
+  return "ops " + std::to_string(begin) + "-" +
+         std::to_string(begin + length - 1);
+}
+
+} // namespace
+
+std::vector<FoldRow> foldRepeatedBlocks(const sim::Graph &graph,
+                                        const std::vector<OpRow> &ops) {
+  std::vector<FoldRow> folds;
+  for (const search::BlockRun &run : search::findRepeatedBlocks(graph)) {
+    auto laidOutAlike = [&](size_t a, size_t b) {
+      for (size_t t = 0; t < run.length; ++t)
+        if (ops[a + t].degrees != ops[b + t].degrees ||
+            ops[a + t].devices != ops[b + t].devices)
+          return false;
+      return true;
+    };
+    for (size_t k = 0; k < run.count;) {
+      size_t first = run.begin + k * run.length;
+      size_t j = k + 1;
+      while (j < run.count && laidOutAlike(first, run.begin + j * run.length))
+        ++j;
+      // One op folded into one node would only hide it.
+      if ((j - k - 1) * run.length >= 2) {
+        FoldRow fold;
+        fold.begin = first + run.length;
+        fold.end = run.begin + j * run.length;
+        fold.blocks = j - k - 1;
+        fold.length = run.length;
+        fold.like = first;
+        fold.likeName = blockName(ops, first, run.length);
+        fold.firstName = blockName(ops, fold.begin, run.length);
+        fold.lastName = blockName(ops, fold.end - run.length, run.length);
+        folds.push_back(std::move(fold));
+      }
+      k = j;
+    }
+  }
+  return folds;
 }
 
 namespace {

@@ -58,6 +58,19 @@ struct EdgeRow {
   double reshardBytes = 0;
 };
 
+/// Repeated blocks after the first of a run laid out alike (the same
+/// degrees on the same devices op for op), which graph.html draws as one
+/// node below that first block, opened on a click.
+struct FoldRow {
+  size_t begin = 0, end = 0; ///< the folded ops, [begin, end).
+  size_t blocks = 0;         ///< the blocks they are, of `length` ops each.
+  size_t length = 0;
+  size_t like = 0; ///< first op of the block drawn whole that they repeat.
+  /// What the ops of a block share in their names ("layers.3"), or
+  /// "ops 12-19": of the block drawn whole, the first folded, the last.
+  std::string likeName, firstName, lastName;
+};
+
 /// A strategy simulated: a baseline or the found one.
 struct StrategyRow {
   std::string name;
@@ -87,6 +100,7 @@ struct ReportModel {
   std::optional<sim::PipelineResult> pipeline;
   std::vector<OpRow> ops;
   std::vector<EdgeRow> edges;
+  std::vector<FoldRow> folds;
   /// Baselines in input order, then the found strategy; exactly one best.
   std::vector<StrategyRow> strategies;
   int64_t capacity = 0; ///< bytes per device the strategy may use.
@@ -116,6 +130,10 @@ std::string formatBytes(double bytes);
 std::string fixed(double value, int digits);
 /// Escapes for a DOT double-quoted string and for HTML text.
 std::string escapeDot(const std::string &s);
+
+/// The folds of `ops` (rows of `graph`'s ops) over its repeated blocks.
+std::vector<FoldRow> foldRepeatedBlocks(const sim::Graph &graph,
+                                        const std::vector<OpRow> &ops);
 
 /// Writers (each returns the file's text) --------------------------------
 

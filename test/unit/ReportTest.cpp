@@ -26,18 +26,19 @@ namespace {
 
 using namespace ppc::sim::testing;
 
-Machine machine(int64_t nodes, int64_t perNode) {
+Machine machine(int64_t nodes, int64_t perNode, double flops = 1e13,
+                double interBandwidth = 1e10) {
   ClusterSpec c;
   c.nodes = nodes;
   c.devicesPerNode = perNode;
   c.nicsPerNode = perNode;
   c.device.name = "round";
-  c.device.setPeakFlops(DType::F32, 1e13);
+  c.device.setPeakFlops(DType::F32, flops);
   c.device.memoryBandwidth = 1e12;
   c.device.memoryBytes = 1'000'000'000;
   c.device.launchOverhead = 5e-6;
   c.intra = {LinkKind::NVLink, 1e11, 5e-6};
-  c.inter = {LinkKind::InfiniBand, 1e10, 20e-6};
+  c.inter = {LinkKind::InfiniBand, interBandwidth, 20e-6};
   return Machine::fromCluster(c, "round");
 }
 
@@ -55,6 +56,30 @@ Graph mlp() {
            elementwise("relu1", 64, 512, {Source::Kind::Op, 0, 0}),
            linear("fc2", 64, 512, 16, {Source::Kind::Op, 1, 0}, 1),
            elementwise("softmax", 64, 16, {Source::Kind::Op, 2, 0})};
+  return g;
+}
+
+/// A stem, six residual blocks ("blocks.N." fc, relu, add of the relu and
+/// the block's input) and a head: ops 1 + 3N .. 3 + 3N are block N.
+Graph residualNet() {
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(ppc::sim::testing::linear(g, "stem", 64, 256, 128,
+                                            {Source::Kind::Input, 0, 0}));
+  for (int b = 0; b < 6; ++b) {
+    auto in = static_cast<int32_t>(g.ops.size() - 1);
+    std::string p = "blocks." + std::to_string(b) + ".";
+    g.ops.push_back(ppc::sim::testing::linear(g, p + "fc", 64, 128, 128,
+                                              {Source::Kind::Op, in, 0}));
+    g.ops.push_back(
+        elementwise(p + "relu", 64, 128, {Source::Kind::Op, in + 1, 0}));
+    g.ops.push_back(ppc::sim::testing::elementwise(
+        p + "add", "ppc.add", 64, 128,
+        {{Source::Kind::Op, in + 2, 0}, {Source::Kind::Op, in, 0}},
+        {8192, 8192, 3 * 32768, 3 * 32768}));
+  }
+  g.ops.push_back(ppc::sim::testing::linear(g, "head", 64, 128, 16,
+                                            {Source::Kind::Op, 18, 0}));
   return g;
 }
 
@@ -79,6 +104,22 @@ std::vector<std::string> lines(const std::string &text) {
   std::istringstream is(text);
   for (std::string l; std::getline(is, l);)
     out.push_back(l);
+  return out;
+}
+
+/// `text` with its wrapped lines joined: each newline and the indent after
+/// it become one space.
+std::string unwrapped(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      out += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() && text[i + 1] == ' ')
+      ++i;
+    out += ' ';
+  }
   return out;
 }
 
@@ -231,6 +272,26 @@ TEST_F(ReportTest, WhyNamesTheBaselineTheStrategyEquals) {
             std::string::npos);
 }
 
+TEST_F(ReportTest, WhySaysWhetherTheSecondNodePays) {
+  // At 1 GFLOP/s and over a 10 kB/s network, data parallel's all-reduce
+  // across the nodes costs more than the second node saves.
+  ASSERT_EQ(write(machine(2, 4, 1e9, 1e4), true, dataParallel(graph, 8)), "");
+  std::string s = unwrapped(read(dir / "summary.txt"));
+  EXPECT_NE(s.find("Fewer devices are faster: one node (4 devices) take"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("Run on one node (4 devices)"), std::string::npos) << s;
+  // At 1 GFLOP/s the kernels dominate: the second node halves the step.
+  ASSERT_EQ(write(machine(2, 4, 1e9), true, dataParallel(graph, 8)), "");
+  s = unwrapped(read(dir / "summary.txt"));
+  EXPECT_EQ(s.find("Fewer devices are faster"), std::string::npos) << s;
+  size_t pays = s.find("More nodes pay: all 8 devices (2 nodes) take");
+  ASSERT_NE(pays, std::string::npos) << s;
+  EXPECT_NE(s.find("one node (4 devices)", pays), std::string::npos) << s;
+  EXPECT_NE(s.find("x faster on 2x the devices.", pays), std::string::npos)
+      << s;
+}
+
 TEST_F(ReportTest, ReplicasRecomputationAndShardingAreShown) {
   // softmax whole on every device of the machine; fc1 recomputed with its
   // weights sharded ZeRO-3 style.
@@ -303,6 +364,50 @@ TEST_F(ReportTest, HtmlIsSelfContained) {
   for (const char *s : {"<svg", "data parallel", "one weird trick",
                         "class=\"best", "id=\"legend\"", "id=\"tip\""})
     EXPECT_NE(h.find(s), std::string::npos) << s;
+}
+
+TEST_F(ReportTest, HtmlFoldsRepeatedBlocksLaidOutAlike) {
+  graph = residualNet();
+  ASSERT_EQ(graph.validate(), "");
+  Machine m = machine(2, 4);
+  // Block 3's fc on device 0 alone: blocks 0-2 are alike, and 4-5.
+  Strategy found = dataParallel(graph, 8);
+  found[10] = {{1, 1, 1}, 0, {}};
+  ASSERT_EQ(write(m, false, found), "");
+  std::string h = read(dir / "graph.html");
+  std::string open = "<script type=\"application/json\" id=\"report-data\">";
+  size_t begin = h.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  begin += open.size();
+  nlohmann::json data = nlohmann::json::parse(
+      h.substr(begin, h.find("</script>", begin) - begin));
+  const nlohmann::json &folds = data["folds"];
+  ASSERT_EQ(folds.size(), 2u) << folds.dump();
+  // Blocks 1 and 2 fold under block 0, which is drawn whole.
+  EXPECT_EQ(folds[0]["begin"], 4);
+  EXPECT_EQ(folds[0]["end"], 10);
+  EXPECT_EQ(folds[0]["blocks"], 2);
+  EXPECT_EQ(folds[0]["length"], 3);
+  EXPECT_EQ(folds[0]["likeOp"], 1);
+  EXPECT_EQ(folds[0]["like"], "blocks.0");
+  EXPECT_EQ(folds[0]["first"], "blocks.1");
+  EXPECT_EQ(folds[0]["last"], "blocks.2");
+  // Block 3 differs and stays whole; block 5 folds under block 4.
+  EXPECT_EQ(folds[1]["begin"], 16);
+  EXPECT_EQ(folds[1]["end"], 19);
+  EXPECT_EQ(folds[1]["like"], "blocks.4");
+  EXPECT_EQ(folds[1]["last"], "blocks.5");
+  EXPECT_NE(h.find("id=\"unfold\""), std::string::npos);
+
+  // Every block alike: one fold of five under block 0.
+  ASSERT_EQ(write(m, false, dataParallel(graph, 8)), "");
+  h = read(dir / "graph.html");
+  begin = h.find(open) + open.size();
+  data = nlohmann::json::parse(
+      h.substr(begin, h.find("</script>", begin) - begin));
+  ASSERT_EQ(data["folds"].size(), 1u);
+  EXPECT_EQ(data["folds"][0]["blocks"], 5);
+  EXPECT_EQ(data["folds"][0]["last"], "blocks.5");
 }
 
 TEST_F(ReportTest, BaselinesMarkTheBest) {

@@ -322,6 +322,47 @@ TEST(RepeatedOps, LayersOfTheSameShapeAreCounterparts) {
   EXPECT_TRUE(rh.classes.empty());
 }
 
+TEST(RepeatedOps, RunsOfBlocksCoverTheLayers) {
+  // The MLP's four hidden layers are one run of one-op blocks.
+  std::vector<BlockRun> mlp = findRepeatedBlocks(mlp6());
+  ASSERT_EQ(mlp.size(), 1u);
+  EXPECT_EQ(mlp[0].begin, 1u);
+  EXPECT_EQ(mlp[0].length, 1u);
+  EXPECT_EQ(mlp[0].count, 4u);
+
+  // A stem, three residual blocks (linear, relu, add of the relu and the
+  // block's input) and a head: one run of three three-op blocks.
+  Graph g;
+  g.numInputs = 1;
+  OpCost unit{1, 1, 1, 1};
+  g.ops.push_back(linear(g, "stem", 32, 784, 64, input()));
+  for (int b = 0; b < 3; ++b) {
+    auto in = static_cast<int32_t>(g.ops.size() - 1);
+    std::string p = "blocks." + std::to_string(b) + ".";
+    g.ops.push_back(linear(g, p + "fc", 32, 64, 64, fromOp(in)));
+    g.ops.push_back(
+        elementwise(p + "relu", "ppc.relu", 32, 64, fromOp(in + 1)));
+    g.ops.push_back(ppc::sim::testing::elementwise(
+        p + "add", "ppc.add", 32, 64, {fromOp(in + 2), fromOp(in)}, unit));
+  }
+  g.ops.push_back(linear(g, "head", 32, 64, 16, fromOp(9)));
+  ASSERT_EQ(g.validate(), "");
+  std::vector<BlockRun> runs = findRepeatedBlocks(g);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].begin, 1u);
+  EXPECT_EQ(runs[0].length, 3u);
+  EXPECT_EQ(runs[0].count, 3u);
+  EXPECT_EQ(runs[0].end(), 10u);
+
+  // Without counterparts there are no runs.
+  Graph h;
+  h.numInputs = 1;
+  h.ops = {elementwise("a", "ppc.relu", 4, 8, input()),
+           elementwise("b", "ppc.relu", 4, 8, fromOp(0)),
+           elementwise("c", "ppc.relu", 4, 8, fromOp(0))};
+  EXPECT_TRUE(findRepeatedBlocks(h).empty());
+}
+
 TEST(RepeatedOps, BlockMovesFindTheLayoutOfEveryLayer) {
   // With every proposal a structure move, MCMC from data parallel changes
   // all repeated layers together; the result is never worse than the start

@@ -34,6 +34,20 @@ struct RepeatedOps {
 /// input or constant read.
 RepeatedOps findRepeatedOps(const sim::Graph &graph);
 
+/// A stretch of `count` consecutive blocks of `length` ops each, back to
+/// back from op `begin`: op begin + k * length + t is the counterpart of op
+/// begin + t for every block k.
+struct BlockRun {
+  size_t begin = 0, length = 0, count = 0;
+  size_t end() const { return begin + length * count; }
+};
+
+/// The graph's layers as runs of two or more blocks, disjoint and in op
+/// order. From the first op on, each run starts at the next op that has a
+/// counterpart and takes the block length (a distance to one of that op's
+/// next counterparts) that covers the most ops; the shortest on a tie.
+std::vector<BlockRun> findRepeatedBlocks(const sim::Graph &graph);
+
 /// Per op, a class id (dense from 0, numbered in the order the classes
 /// first appear) shared by the ops that the simulator
 /// costs alike under every configuration, wherever they sit in the graph:
