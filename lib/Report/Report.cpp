@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 namespace fs = std::filesystem;
 
@@ -327,11 +328,44 @@ explain(const ReportModel &m, const sim::Strategy &found,
       comm += foundTimes[i].communication - dpTimes[i].communication;
       memory += static_cast<double>(foundTimes[i].memory - dpTimes[i].memory);
     }
-    std::vector<size_t> biggest = changed;
-    std::stable_sort(biggest.begin(), biggest.end(), [&](size_t a, size_t b) {
-      return std::abs(total(foundTimes[a]) - total(dpTimes[a])) >
-             std::abs(total(foundTimes[b]) - total(dpTimes[b]));
-    });
+    // An op of a repeated block and its counterparts in the run's other
+    // blocks, changed alike, make one line: a 48-layer model's largest
+    // change is then a layer's op 48 times, not five layers' copies of it.
+    std::vector<size_t> counterpart(g.ops.size()), blockStart(g.ops.size());
+    std::vector<size_t> blockLength(g.ops.size(), 1);
+    for (size_t i = 0; i < g.ops.size(); ++i)
+      counterpart[i] = blockStart[i] = i;
+    for (const search::BlockRun &run : m.blocks)
+      for (size_t i = run.begin; i < run.end(); ++i) {
+        size_t t = (i - run.begin) % run.length;
+        counterpart[i] = run.begin + t;
+        blockStart[i] = i - t;
+        blockLength[i] = run.length;
+      }
+    auto layout = [&](const sim::Strategy &s, size_t i) {
+      return formatDegrees(g.ops[i], s[i]) + " on " +
+             compactDevices(s[i].devices());
+    };
+    struct Change {
+      std::vector<size_t> ops;
+      double seconds = 0;
+    };
+    std::map<std::tuple<size_t, std::string, std::string>, Change> alike;
+    for (size_t i : changed) {
+      Change &c =
+          alike[{counterpart[i], layout(dataParallel, i), layout(found, i)}];
+      c.ops.push_back(i);
+      c.seconds += total(foundTimes[i]) - total(dpTimes[i]);
+    }
+    std::vector<const Change *> biggest;
+    for (const auto &entry : alike)
+      biggest.push_back(&entry.second);
+    std::stable_sort(biggest.begin(), biggest.end(),
+                     [](const Change *a, const Change *b) {
+                       return std::abs(a->seconds) > std::abs(b->seconds) ||
+                              (std::abs(a->seconds) == std::abs(b->seconds) &&
+                               a->ops.front() < b->ops.front());
+                     });
     std::string text =
         "Against data parallel it changes " + std::to_string(changed.size()) +
         " of the " + std::to_string(g.ops.size()) +
@@ -340,13 +374,23 @@ explain(const ReportModel &m, const sim::Strategy &found,
         signedMs(comm * 1e3) + " and their memory " + signedBytes(memory) +
         " per device. The largest changes:";
     for (size_t k = 0; k < std::min<size_t>(5, biggest.size()); ++k) {
-      size_t i = biggest[k];
+      const Change &c = *biggest[k];
+      size_t i = c.ops.front();
       const OpRow &row = m.ops[i];
-      text += "\n    " + row.name + ", " +
-              signedMs((total(foundTimes[i]) - total(dpTimes[i])) * 1e3) +
-              ": " + formatDegrees(g.ops[i], dataParallel[i]) + " on " +
-              compactDevices(dataParallel[i].devices()) + " -> " + row.degrees +
-              " on " + row.devices + ", " + stringifyStrategyClass(row.cls);
+      text += "\n    " + row.name;
+      if (c.ops.size() > 1) {
+        size_t second = c.ops[1], last = c.ops.back();
+        text += " and " + std::to_string(c.ops.size() - 1) + " alike in " +
+                blockName(m.ops, blockStart[second], blockLength[second]) +
+                (c.ops.size() > 2 ? " ... " + blockName(m.ops, blockStart[last],
+                                                        blockLength[last])
+                                  : std::string()) +
+                ", " + signedMs(c.seconds * 1e3) + " in all";
+      } else {
+        text += ", " + signedMs(c.seconds * 1e3);
+      }
+      text += ": " + layout(dataParallel, i) + " -> " + row.degrees + " on " +
+              row.devices + ", " + stringifyStrategyClass(row.cls);
     }
     why.push_back(text);
   }
@@ -404,16 +448,21 @@ explain(const ReportModel &m, const sim::Strategy &found,
     } else if (oneNode && machine.numNodes() > 1 &&
                std::isfinite(oneNode->best) && std::isfinite(all.best) &&
                all.best > 0 && oneNode->best > all.best * 1.001) {
+      double gain = oneNode->best / all.best;
+      double times =
+          static_cast<double>(all.devices) / static_cast<double>(perNode);
+      // Under 60% of linear scaling the extra nodes are better spent on
+      // another job.
+      bool pays = gain >= 0.6 * times;
       why.push_back(
-          "More nodes pay: all " + std::to_string(all.devices) + " devices (" +
+          std::string(pays ? "More nodes pay" : "More nodes buy little") +
+          ": all " + std::to_string(all.devices) + " devices (" +
           std::to_string(machine.numNodes()) + " nodes) take " +
           fixed(all.best * 1e3, 3) + " ms, one node (" +
           std::to_string(perNode) + " devices) " +
           fixed(oneNode->best * 1e3, 3) + " ms (scaling.csv): " +
-          fixed(oneNode->best / all.best, 2) + "x faster on " +
-          fixed(static_cast<double>(all.devices) / static_cast<double>(perNode),
-                0) +
-          "x the devices.");
+          fixed(gain, 2) + "x faster on " + fixed(times, 0) + "x the devices" +
+          (pays ? std::string(".") : ", so one node uses its devices better."));
     }
   }
 
@@ -429,9 +478,12 @@ explain(const ReportModel &m, const sim::Strategy &found,
     std::string spent = std::to_string(result.iterations) + " iterations (" +
                         fixed(result.seconds, 2) + " s)";
     if (last == &result.trace.front())
-      why.push_back("Search: nothing it tried in " + spent +
-                    " beat its best start (the dynamic programming's answer "
-                    "or a baseline): it had converged there.");
+      why.push_back(
+          "Search: nothing it tried in " + spent + " beat its best start (" +
+          (result.algorithm.find("dynamic programming") != std::string::npos
+               ? "the dynamic programming's answer or a baseline"
+               : "a baseline") +
+          "): it had converged there.");
     else
       why.push_back(
           "Search: the best was found at iteration " +
@@ -529,7 +581,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
                            simulator.forwardBytes(i, o)});
   }
 
-  m.folds = foldRepeatedBlocks(g, m.ops);
+  m.blocks = search::findRepeatedBlocks(g);
+  m.folds = foldRepeatedBlocks(m.blocks, m.ops);
 
   // Baselines; data parallel is always compared with, even if not given.
   std::vector<std::pair<std::string, sim::Strategy>> baselines =

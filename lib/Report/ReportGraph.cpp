@@ -106,6 +106,9 @@ table.kv td:first-child { color: #666; }
 tr.best td { font-weight: 700; background: #fff3c4; }
 tr.found td:first-child::after { content: " (found)"; color: #666;
                                   font-weight: 400; }
+#why { flex-basis: 100%; }
+#why p { font-size: 13px; max-width: 1100px; margin: 4px 0 8px 0;
+         white-space: pre-wrap; }
 #legend { display: flex; flex-wrap: wrap; gap: 6px 14px; font-size: 12px;
           padding: 8px 20px; background: #fff; border-bottom: 1px solid #ddd;
           align-items: center; }

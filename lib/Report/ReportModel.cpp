@@ -2,8 +2,6 @@
 
 #include "ReportModel.h"
 
-#include "ppc/Search/Blocks.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -194,12 +192,8 @@ std::string escapeDot(const std::string &s) {
   return out;
 }
 
-namespace {
+static bool isNameSeparator(char c) { return c == '.' || c == '/' || c == '_'; }
 
-bool isNameSeparator(char c) { return c == '.' || c == '/' || c == '_'; }
-
-/// What the names of ops [begin, begin + length) share up to a separator:
-/// "layers.3" of "layers.3.attn.q" and "layers.3.mlp.fc1".
 std::string blockName(const std::vector<OpRow> &ops, size_t begin,
                       size_t length) {
   const std::string &first = ops[begin].name;
@@ -229,12 +223,11 @@ std::string blockName(const std::vector<OpRow> &ops, size_t begin,
          std::to_string(begin + length - 1);
 }
 
-} // namespace
-
-std::vector<FoldRow> foldRepeatedBlocks(const sim::Graph &graph,
-                                        const std::vector<OpRow> &ops) {
+std::vector<FoldRow>
+foldRepeatedBlocks(const std::vector<search::BlockRun> &blocks,
+                   const std::vector<OpRow> &ops) {
   std::vector<FoldRow> folds;
-  for (const search::BlockRun &run : search::findRepeatedBlocks(graph)) {
+  for (const search::BlockRun &run : blocks) {
     auto laidOutAlike = [&](size_t a, size_t b) {
       for (size_t t = 0; t < run.length; ++t)
         if (ops[a + t].degrees != ops[b + t].degrees ||

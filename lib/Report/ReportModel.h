@@ -11,6 +11,7 @@
 #define PPC_LIB_REPORT_REPORTMODEL_H
 
 #include "ppc/Report/Report.h"
+#include "ppc/Search/Blocks.h"
 
 #include <cstdint>
 #include <optional>
@@ -100,6 +101,8 @@ struct ReportModel {
   std::optional<sim::PipelineResult> pipeline;
   std::vector<OpRow> ops;
   std::vector<EdgeRow> edges;
+  /// The graph's repeated blocks (search::findRepeatedBlocks).
+  std::vector<search::BlockRun> blocks;
   std::vector<FoldRow> folds;
   /// Baselines in input order, then the found strategy; exactly one best.
   std::vector<StrategyRow> strategies;
@@ -131,9 +134,16 @@ std::string fixed(double value, int digits);
 /// Escapes for a DOT double-quoted string and for HTML text.
 std::string escapeDot(const std::string &s);
 
-/// The folds of `ops` (rows of `graph`'s ops) over its repeated blocks.
-std::vector<FoldRow> foldRepeatedBlocks(const sim::Graph &graph,
-                                        const std::vector<OpRow> &ops);
+/// What the names of ops [begin, begin + length) share up to a separator
+/// ("layers.3" of "layers.3.attn.q" and "layers.3.mlp.fc1"), or
+/// "ops 12-19".
+std::string blockName(const std::vector<OpRow> &ops, size_t begin,
+                      size_t length);
+
+/// The folds of `ops` over the runs of repeated `blocks`.
+std::vector<FoldRow>
+foldRepeatedBlocks(const std::vector<search::BlockRun> &blocks,
+                   const std::vector<OpRow> &ops);
 
 /// Writers (each returns the file's text) --------------------------------
 

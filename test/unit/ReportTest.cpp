@@ -290,6 +290,15 @@ TEST_F(ReportTest, WhySaysWhetherTheSecondNodePays) {
   EXPECT_NE(s.find("one node (4 devices)", pays), std::string::npos) << s;
   EXPECT_NE(s.find("x faster on 2x the devices.", pays), std::string::npos)
       << s;
+  // At 10 GFLOP/s over a 10 MB/s network the second node buys less than
+  // the 1.2x (60% of 2x) that pays.
+  ASSERT_EQ(write(machine(2, 4, 1e10, 1e7), true, dataParallel(graph, 8)), "");
+  s = unwrapped(read(dir / "summary.txt"));
+  EXPECT_NE(s.find("More nodes buy little: all 8 devices (2 nodes) take"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("so one node uses its devices better."), std::string::npos)
+      << s;
 }
 
 TEST_F(ReportTest, ReplicasRecomputationAndShardingAreShown) {
@@ -408,6 +417,25 @@ TEST_F(ReportTest, HtmlFoldsRepeatedBlocksLaidOutAlike) {
   ASSERT_EQ(data["folds"].size(), 1u);
   EXPECT_EQ(data["folds"][0]["blocks"], 5);
   EXPECT_EQ(data["folds"][0]["last"], "blocks.5");
+}
+
+TEST_F(ReportTest, WhyTellsCounterpartsChangedAlikeAsOne) {
+  graph = residualNet();
+  Machine m = machine(2, 4);
+  // Every block's fc tensor parallel over the 8 devices.
+  Strategy found = dataParallel(graph, 8);
+  for (int b = 0; b < 6; ++b)
+    found[1 + 3 * b] = {{1, 8, 1}, 0, {}};
+  ASSERT_EQ(write(m, false, found), "");
+  std::string s = unwrapped(read(dir / "summary.txt"));
+  EXPECT_NE(s.find("it changes 6 of the 20 ops"), std::string::npos) << s;
+  EXPECT_NE(s.find("blocks.0.fc and 5 alike in blocks.1 ... blocks.5, "),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find(" in all: S8 on 0-7 -> P8 on 0-7, tensor"),
+            std::string::npos)
+      << s;
+  EXPECT_GT(s.find("blocks.1.fc"), s.find("per device")) << s;
 }
 
 TEST_F(ReportTest, BaselinesMarkTheBest) {
