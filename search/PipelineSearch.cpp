@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 namespace ppc::search {
@@ -73,8 +74,8 @@ bool batchDivides(const sim::Graph &graph, int64_t microbatches) {
 /// its submesh numbered from 0), into `global`: views moved to the submesh's
 /// `firstDevice`, and the stage named when the strategy is `pipelined`.
 void placeStage(const std::vector<int32_t> &stageOf, int32_t stage,
-                const sim::Strategy &local, int64_t firstDevice,
-                bool pipelined, sim::Strategy &global) {
+                const sim::Strategy &local, int64_t firstDevice, bool pipelined,
+                sim::Strategy &global) {
   size_t next = 0;
   for (size_t op = 0; op < stageOf.size(); ++op) {
     if (stageOf[op] != stage)
@@ -102,6 +103,51 @@ SearchResult pipelineSearch(const Problem &problem,
   int64_t numDevices = machine.numDevices();
   int64_t nodes = machine.numNodes();
 
+  // A fixed stage or micro-batch count that cannot work is refused with
+  // why, before any candidate is built.
+  auto refuse = [&](const std::string &why) {
+    SearchResult refused;
+    refused.algorithm = "pipeline search: " + why;
+    refused.seconds = elapsed();
+    return refused;
+  };
+  auto listOf = [](const std::vector<int64_t> &values) {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i)
+      out += (i == 0                   ? ""
+              : i + 1 == values.size() ? " or "
+                                       : ", ") +
+             std::to_string(values[i]);
+    return out;
+  };
+  if (pipelineOptions.stages < 0 || pipelineOptions.microbatches < 0)
+    return refuse("stages and microbatches must be >= 0 (0: searched)");
+  int64_t stagesAsked = pipelineOptions.stages;
+  if (stagesAsked > 0 && numDevices % stagesAsked != 0)
+    return refuse("stages = " + std::to_string(stagesAsked) +
+                  " does not divide the " + std::to_string(numDevices) +
+                  " devices into equal submeshes: take " +
+                  listOf(detail::divisors(numDevices)) + " (0: searched)");
+  if (stagesAsked > static_cast<int64_t>(graph.ops.size()))
+    return refuse("stages = " + std::to_string(stagesAsked) +
+                  " is more than the graph's " +
+                  std::to_string(graph.ops.size()) + " ops");
+  if (int64_t m = pipelineOptions.microbatches; m > 1) {
+    // The batch every sample dim shares a divisor of.
+    int64_t batch = 0;
+    for (const sim::Op &op : graph.ops)
+      for (const IterDim &dim : op.space.dims)
+        if (dim.kind == IterKind::Sample)
+          batch = std::gcd(batch, dim.size);
+    if (batch > 0 && batch % m != 0)
+      return refuse("microbatches = " + std::to_string(m) +
+                    " does not divide the batch of " + std::to_string(batch) +
+                    " samples: take " + listOf(detail::divisors(batch)) +
+                    " (0: searched)");
+    if (std::string why = sim::checkMicroBatching(graph, m); !why.empty())
+      return refuse(why);
+  }
+
   // Most stages first: their submeshes simulate fastest, so a time budget
   // reaches the layouts large models need.
   std::vector<int64_t> stageCounts =
@@ -121,7 +167,8 @@ SearchResult pipelineSearch(const Problem &problem,
   // The baseline inside each stage of the best; empty when its stages ran
   // the DP.
   std::vector<const BaselineInfo *> bestStages;
-  int64_t tooLarge = 0; // candidates skipped for their transfer count
+  int64_t tooLarge = 0;      // candidates skipped for their transfer count
+  std::string lastRejection; // why checkPipeline refused the last one
   // The candidates take at most kEnumerateShare of the budget (checked
   // before each, once one is found); the DP inside the winner's stages has
   // the rest.
@@ -149,8 +196,11 @@ SearchResult pipelineSearch(const Problem &problem,
                       std::vector<const BaselineInfo *> stagesInside,
                       std::string name = "") -> double {
     constexpr double kNotSimulated = std::numeric_limits<double>::infinity();
-    if (!checkPipeline(graph, strategy, pipeline, numDevices).empty())
+    if (std::string why = checkPipeline(graph, strategy, pipeline, numDevices);
+        !why.empty()) {
+      lastRejection = std::move(why);
       return kNotSimulated;
+    }
     // One weird trick on a transformer over 512 devices per stage took
     // 24 GB (PipelineSearchOptions::maxTransferPairs).
     if (detail::tooManyTransfers(graph, strategy,
@@ -158,16 +208,16 @@ SearchResult pipelineSearch(const Problem &problem,
       ++tooLarge;
       return kNotSimulated;
     }
-    sim::PipelineResult result = sim::simulatePipeline(
-        graph, machine, problem.costModel, problem.simOptions, strategy,
-        pipeline);
+    sim::PipelineResult result =
+        sim::simulatePipeline(graph, machine, problem.costModel,
+                              problem.simOptions, strategy, pipeline);
     ++best.iterations;
     double objective = pipelineObjective(problem, result);
     // Ties go to the candidate simulated first.
-    bool better = best.strategy.empty() || objective < best.objective ||
-                  (!std::isfinite(best.objective) &&
-                   !std::isfinite(objective) &&
-                   result.iterationTime < best.pipelineResult.iterationTime);
+    bool better =
+        best.strategy.empty() || objective < best.objective ||
+        (!std::isfinite(best.objective) && !std::isfinite(objective) &&
+         result.iterationTime < best.pipelineResult.iterationTime);
     if (!better)
       return objective;
     best.objective = objective;
@@ -205,8 +255,11 @@ SearchResult pipelineSearch(const Problem &problem,
     if (numDevices % stages != 0)
       continue;
     std::vector<int32_t> stageOf = balancedStages(graph, stages);
-    if (stageOf.empty())
+    if (stageOf.empty()) {
+      lastRejection = "the graph's ops do not cut into " +
+                      std::to_string(stages) + " stages of an op each";
       continue;
+    }
     int64_t perStage = numDevices / stages;
     std::vector<Machine> meshes;
     for (int64_t s = 0; s < stages; ++s)
@@ -234,10 +287,9 @@ SearchResult pipelineSearch(const Problem &problem,
       pipeline.microbatches = m;
       // Candidates run 1F1B (or the schedule asked for; interleaving comes
       // after, on the winner).
-      pipeline.schedule =
-          pipelineOptions.schedule == PipelineSchedule::GPipe
-              ? PipelineSchedule::GPipe
-              : PipelineSchedule::OneFOneB;
+      pipeline.schedule = pipelineOptions.schedule == PipelineSchedule::GPipe
+                              ? PipelineSchedule::GPipe
+                              : PipelineSchedule::OneFOneB;
       if (stages > 1 || m > 1)
         for (int64_t s = 0; s < stages; ++s) {
           pipeline.firstDevice.push_back(s * perStage);
@@ -264,8 +316,7 @@ SearchResult pipelineSearch(const Problem &problem,
   // submeshes, at the winner's micro-batch count and its neighbours; its
   // best plans are simulated whole.
   if (pipelineOptions.stageDp && pipelineOptions.stages == 0 &&
-      !best.strategy.empty() &&
-      !(options.cancel && options.cancel->load())) {
+      !best.strategy.empty() && !(options.cancel && options.cancel->load())) {
     int64_t won = best.pipeline.microbatches;
     std::vector<int64_t> counts;
     for (int64_t m : {won / 2, won, 2 * won, 4 * won, 8 * won}) {
@@ -307,8 +358,8 @@ SearchResult pipelineSearch(const Problem &problem,
       }
       sim::Strategy strategy(graph.ops.size());
       for (int64_t s = 0; s < stages; ++s) {
-        sim::Graph part = sim::stageGraph(it->second, plan.stageOf,
-                                          static_cast<int32_t>(s));
+        sim::Graph part =
+            sim::stageGraph(it->second, plan.stageOf, static_cast<int32_t>(s));
         Machine mesh =
             machine.subMachine(plan.firstDevice[s], plan.numDevices[s]);
         placeStage(plan.stageOf, static_cast<int32_t>(s),
@@ -317,8 +368,7 @@ SearchResult pipelineSearch(const Problem &problem,
       }
       consider(strategy, pipeline, plan.inside);
     }
-    report("the stage dp done (" + std::to_string(plans.size()) +
-           " plans)");
+    report("the stage dp done (" + std::to_string(plans.size()) + " plans)");
   }
   // The intra-op search inside the stages of the best candidate: the DP on
   // each stage's ops at the micro-batch size on its submesh, within what is
@@ -348,8 +398,8 @@ SearchResult pipelineSearch(const Problem &problem,
       ConfigSpace space(part, mesh);
       SearchOptions dpOptions = options;
       // Its tables come in seconds; refinement would use all it is given.
-      dpOptions.seconds = std::min(kStageDpSeconds,
-                                   left / static_cast<double>(stages - s));
+      dpOptions.seconds =
+          std::min(kStageDpSeconds, left / static_cast<double>(stages - s));
       dpOptions.iterations = 0;
       dpOptions.progress = false;
       SearchResult dp = dynamicProgramming(local, space, dpOptions);
@@ -455,10 +505,10 @@ SearchResult pipelineSearch(const Problem &problem,
           interleaved.numDevices.push_back(count);
           sim::Graph part =
               sim::stageGraph(micro, stageOf, static_cast<int32_t>(k));
-          placeStage(stageOf, static_cast<int32_t>(k),
-                     groupInside[k % p]->build(
-                         part, machine.subMachine(first, count)),
-                     first, true, strategy);
+          placeStage(
+              stageOf, static_cast<int32_t>(k),
+              groupInside[k % p]->build(part, machine.subMachine(first, count)),
+              first, true, strategy);
           stagesInside.push_back(groupInside[k % p]);
         }
         double objective = consider(strategy, interleaved, stagesInside);
@@ -480,8 +530,15 @@ SearchResult pipelineSearch(const Problem &problem,
     best.algorithm = "every candidate was skipped: simulating each would "
                      "need more than " +
                      std::to_string(pipelineOptions.maxTransferPairs) +
-                     " point-to-point transfers (" +
-                     std::to_string(tooLarge) + " candidates)";
+                     " point-to-point transfers (" + std::to_string(tooLarge) +
+                     " candidates)";
+    best.seconds = elapsed();
+    return best;
+  }
+  if (best.strategy.empty()) {
+    best.algorithm =
+        "pipeline search: no candidate could be built" +
+        (lastRejection.empty() ? std::string() : ": " + lastRejection);
     best.seconds = elapsed();
     return best;
   }
@@ -499,21 +556,20 @@ SearchResult pipelineSearch(const Problem &problem,
     stagesText += " (" + std::to_string(numGroups) + " submeshes x " +
                   std::to_string(numStages / numGroups) + ")";
   const std::vector<int64_t> &sizes = best.pipeline.numDevices;
-  if (std::adjacent_find(sizes.begin(), sizes.end(),
-                         std::not_equal_to<>()) != sizes.end()) {
+  if (std::adjacent_find(sizes.begin(), sizes.end(), std::not_equal_to<>()) !=
+      sizes.end()) {
     stagesText += " on";
     for (size_t s = 0; s < sizes.size(); ++s)
       stagesText += (s ? "+" : " ") + std::to_string(sizes[s]);
     stagesText += " devices";
   }
-  best.algorithm =
-      best.pipeline.enabled()
-          ? "pipeline of " + stagesText + " x " +
-                std::to_string(best.pipeline.microbatches) +
-                " micro-batches (" +
-                pipelineScheduleInfo(best.pipeline.schedule).name + ", " +
-                inner + ")"
-          : "pipeline search: " + bestInside + " unpipelined";
+  best.algorithm = best.pipeline.enabled()
+                       ? "pipeline of " + stagesText + " x " +
+                             std::to_string(best.pipeline.microbatches) +
+                             " micro-batches (" +
+                             pipelineScheduleInfo(best.pipeline.schedule).name +
+                             ", " + inner + ")"
+                       : "pipeline search: " + bestInside + " unpipelined";
   best.seconds = elapsed();
   return best;
 }
@@ -561,9 +617,9 @@ SearchResult megatronLayout(const Problem &problem,
                                          : devicesPerNode(machine);
   int64_t pp = layout.pipelineParallel, v = layout.virtualStages;
   if (numDevices % (tp * pp) != 0)
-    return fail("tp x pp = " + std::to_string(tp) + " x " +
-                std::to_string(pp) + " does not divide the machine's " +
-                std::to_string(numDevices) + " devices");
+    return fail("tp x pp = " + std::to_string(tp) + " x " + std::to_string(pp) +
+                " does not divide the machine's " + std::to_string(numDevices) +
+                " devices");
   int64_t dp = numDevices / (tp * pp);
   if (layout.dataParallel > 0 && layout.dataParallel != dp)
     return fail("tp x pp x dp = " + std::to_string(tp) + " x " +
@@ -585,8 +641,8 @@ SearchResult megatronLayout(const Problem &problem,
                   std::to_string(layout.microbatches) + " micro-batches");
     if (v > 1 && layout.microbatches % pp != 0)
       return fail("interleaving needs micro-batches (" +
-                  std::to_string(layout.microbatches) +
-                  ") a multiple of pp (" + std::to_string(pp) + ")");
+                  std::to_string(layout.microbatches) + ") a multiple of pp (" +
+                  std::to_string(pp) + ")");
     counts.push_back(layout.microbatches);
   } else if (pp == 1) {
     counts.push_back(1);
@@ -594,8 +650,8 @@ SearchResult megatronLayout(const Problem &problem,
     for (int64_t m = pp; batchDivides(graph, m); m *= 2)
       counts.push_back(m);
     if (counts.empty())
-      return fail("the batch does not divide into pp = " +
-                  std::to_string(pp) + " micro-batches");
+      return fail("the batch does not divide into pp = " + std::to_string(pp) +
+                  " micro-batches");
   }
 
   MegatronOptions inner;
@@ -638,7 +694,8 @@ SearchResult megatronLayout(const Problem &problem,
       candidate.pipelineResult = sim::simulatePipeline(
           graph, machine, problem.costModel, problem.simOptions,
           candidate.strategy, pipeline);
-      candidate.objective = pipelineObjective(problem, candidate.pipelineResult);
+      candidate.objective =
+          pipelineObjective(problem, candidate.pipelineResult);
     } else {
       sim::Simulator simulator(graph, machine, problem.costModel,
                                problem.simOptions);
@@ -681,9 +738,9 @@ SearchResult megatronLayout(const Problem &problem,
     if (info.mode == layout.recompute && info.mode != Recompute::None)
       text += std::string(", ") + info.name + " recomputation";
   best.algorithm = text;
-  best.seconds = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - begin)
-                     .count();
+  best.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
   return best;
 }
 

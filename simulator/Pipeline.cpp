@@ -13,8 +13,33 @@
 
 namespace ppc::sim {
 
+std::string checkMicroBatching(const Graph &graph, int64_t microbatches,
+                               bool training, size_t *at) {
+  if (microbatches <= 1)
+    return "";
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op &op = graph.ops[i];
+    const std::optional<StagedKernel> &staged = op.space.staged;
+    if (!staged || (staged->trainingOnly && !training))
+      continue;
+    for (int32_t d : staged->acrossDims)
+      if (op.space.dims[d].kind == IterKind::Sample) {
+        if (at)
+          *at = i;
+        return "'" + op.name +
+               "' normalizes by statistics of the whole batch, which a "
+               "pipeline of " +
+               std::to_string(microbatches) +
+               " micro-batches never has at once: train this model with "
+               "microbatches = 1";
+      }
+  }
+  return "";
+}
+
 std::string checkPipeline(const Graph &graph, const Strategy &strategy,
-                          const Pipeline &pipeline, int64_t numDevices) {
+                          const Pipeline &pipeline, int64_t numDevices,
+                          bool training) {
   std::ostringstream os;
   if (strategy.size() != graph.ops.size()) {
     os << "the strategy has " << strategy.size() << " configurations; the "
@@ -30,10 +55,13 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
       }
     return "";
   }
+  if (std::string problem = checkPipelineShape(
+          pipeline.microbatches, pipeline.schedule, pipeline.firstDevice,
+          pipeline.numDevices, numDevices);
+      !problem.empty())
+    return problem;
   if (std::string problem =
-          checkPipelineShape(pipeline.microbatches, pipeline.schedule,
-                             pipeline.firstDevice,
-                             pipeline.numDevices, numDevices);
+          checkMicroBatching(graph, pipeline.microbatches, training);
       !problem.empty())
     return problem;
   int32_t stages = pipeline.numStages();
@@ -42,8 +70,8 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
     int64_t s = strategy[op].stage;
     if (s < 0 || s >= stages || s < previous || s > previous + 1 ||
         (op == 0 && s != 0)) {
-      os << "op " << op << " ('" << graph.ops[op].name << "') is in stage "
-         << s << " after stage " << previous
+      os << "op " << op << " ('" << graph.ops[op].name << "') is in stage " << s
+         << " after stage " << previous
          << ": stages must start at 0 and follow the op order in steps of "
             "one, up to "
          << stages - 1;
@@ -86,8 +114,8 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
 namespace {
 
 bool isSampleDim(const IterationSpace &space, const DimAccess &access) {
-  return !access.isWhole() && space.dims[access.iterDim].kind ==
-                                  IterKind::Sample;
+  return !access.isWhole() &&
+         space.dims[access.iterDim].kind == IterKind::Sample;
 }
 
 } // namespace
@@ -124,9 +152,9 @@ Graph microBatchGraph(const Graph &graph, int64_t microbatches) {
       double elements = 1;
       for (int64_t size : space.operands[i].shape)
         elements *= static_cast<double>(size);
-      weightBytes += elements * static_cast<double>(
-                                    graph.weights[op.operands[i].index]
-                                        .elemBytes);
+      weightBytes +=
+          elements *
+          static_cast<double>(graph.weights[op.operands[i].index].elemBytes);
     }
     double m = static_cast<double>(microbatches);
     OpCost &cost = op.cost;
@@ -227,8 +255,8 @@ double boundaryTime(const Graph &graph, const Machine &machine,
         }
         if (boxes[layout.devices[p]].insert(key).second)
           bytes[layout.devices[p]] +=
-              elements * static_cast<double>(graph.ops[value.producer]
-                                                 .elemBytes);
+              elements *
+              static_cast<double>(graph.ops[value.producer].elemBytes);
       }
     }
   }
@@ -277,9 +305,9 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                 const Strategy &strategy,
                                 const Pipeline &given) {
   Pipeline pipeline = given.orWholeMachine(machine.numDevices());
-  assert(checkPipeline(graph, strategy, pipeline, machine.numDevices())
-             .empty() &&
-         "simulatePipeline needs a pipeline checkPipeline accepts");
+  assert(
+      checkPipeline(graph, strategy, pipeline, machine.numDevices()).empty() &&
+      "simulatePipeline needs a pipeline checkPipeline accepts");
   PipelineResult out;
   Graph micro = microBatchGraph(graph, pipeline.microbatches);
   int32_t numStages = pipeline.numStages();
@@ -309,8 +337,8 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         local.back().start -= first;
         local.back().stage = 0;
       }
-    StageAlone stageAlone = simulateStageAlone(
-        sub, mesh, costModel, options, pipeline.microbatches, local);
+    StageAlone stageAlone = simulateStageAlone(sub, mesh, costModel, options,
+                                               pipeline.microbatches, local);
     alone[s] = std::move(stageAlone.result);
     // The stage's ops are the graph's from firstOp on, in order.
     const std::vector<Simulator::OpTimes> &times = stageAlone.opTimes;
@@ -456,8 +484,8 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
       PipelineStageResult &stage = out.stages[s];
       stage.bubble = bubble;
       for (int64_t d = 0; d < count; ++d)
-        stage.peakMemory = std::max(stage.peakMemory,
-                                    out.devices[first + d].memory.total());
+        stage.peakMemory =
+            std::max(stage.peakMemory, out.devices[first + d].memory.total());
       stage.capacity = out.devices[first].capacity;
     }
     idle += bubble * static_cast<double>(count);
@@ -475,8 +503,9 @@ SimResult PipelineResult::asSimResult() const {
   result.outOfMemory = outOfMemory;
   double tightest = -1;
   for (size_t d = 0; d < devices.size(); ++d) {
-    double used = static_cast<double>(devices[d].memory.total()) /
-                  static_cast<double>(std::max<int64_t>(1, devices[d].capacity));
+    double used =
+        static_cast<double>(devices[d].memory.total()) /
+        static_cast<double>(std::max<int64_t>(1, devices[d].capacity));
     if (used > tightest) {
       tightest = used;
       result.tightestDevice = static_cast<int64_t>(d);

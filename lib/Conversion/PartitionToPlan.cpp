@@ -29,6 +29,7 @@
 #include "ppc/Dialect/Plan/PlanOps.h"
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Search/StrategyJson.h"
+#include "ppc/Simulator/Pipeline.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -1697,22 +1698,13 @@ LogicalResult PlanEmitter::emitSchedule() {
     stageOps[parts.strategy[k].stage].push_back(static_cast<int64_t>(k));
 
   // A kernel whose statistics span the batch (batch norm's) never sees the
-  // whole batch when micro-batches run apart.
-  if (pipeline.enabled() && m > 1)
-    for (size_t k = 0; k < numOps; ++k) {
-      const StagedKernel *staged = stagedKernel(static_cast<int64_t>(k));
-      const IterationSpace &space = parts.graph.ops[k].space;
-      if (staged && llvm::any_of(staged->acrossDims, [&](int32_t d) {
-            return space.dims[d].kind == IterKind::Sample;
-          }))
-        return parts.ops[k]->emitError()
-               << "'" << parts.graph.ops[k].name
-               << "' normalizes by statistics of the whole batch, which a "
-                  "pipeline of "
-               << m
-               << " micro-batches never has at once: lower this model with "
-                  "microbatches = 1";
-    }
+  // whole batch when micro-batches run apart: the search's own check.
+  size_t atFault = 0;
+  if (pipeline.enabled())
+    if (std::string problem =
+            sim::checkMicroBatching(parts.graph, m, training, &atFault);
+        !problem.empty())
+      return parts.ops[atFault]->emitError() << problem;
 
   // Every micro-batch starts with empty buffers and its own layouts.
   microBatches.assign(m, MicroBatchState());

@@ -68,8 +68,11 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
   FailureOr<sim::Pipeline> pipeline = readPipeline(func);
   if (failed(pipeline))
     return failure();
-  if (std::string problem = sim::checkPipeline(result.graph, result.strategy,
-                                               *pipeline, result.numDevices);
+  // Whether batch statistics forbid micro-batches depends on whether the
+  // function trains: the plan emitter asks, at the op, once it knows.
+  if (std::string problem =
+          sim::checkPipeline(result.graph, result.strategy, *pipeline,
+                             result.numDevices, /*training=*/false);
       !problem.empty())
     return func.emitError()
            << "cannot partition @" << func.getSymName() << ": " << problem;

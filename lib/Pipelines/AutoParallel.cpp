@@ -74,6 +74,11 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.recompute = options.recompute;
     searchOptions.sequenceParallel = options.sequenceParallel;
     searchOptions.distributedOptimizer = options.distributedOptimizer;
+    searchOptions.stages = options.stages;
+    searchOptions.stageBaseline = options.stageBaseline;
+    searchOptions.stageDp = options.stageDp;
+    searchOptions.schedule = options.schedule;
+    searchOptions.dpStart = options.dpStart;
     pm.addPass(createSearchStrategy(searchOptions));
   }
 

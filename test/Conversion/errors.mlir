@@ -51,7 +51,7 @@ func.func @main(%x: tensor<4x4x2x2xf32>, %labels: tensor<4xi64>) -> tensor<f32> 
   %b = ppc.weight "b" : tensor<4xf32>
   %m = ppc.weight "m" {frozen} : tensor<4xf32>
   %v = ppc.weight "v" {frozen} : tensor<4xf32>
-  // expected-error @below {{'bn' normalizes by statistics of the whole batch, which a pipeline of 2 micro-batches never has at once: lower this model with microbatches = 1}}
+  // expected-error @below {{'bn' normalizes by statistics of the whole batch, which a pipeline of 2 micro-batches never has at once: train this model with microbatches = 1}}
   %y = ppc.batch_norm %x, %g, %b, %m, %v {epsilon = 1.0e-3 : f64, momentum = 0.99 : f64, ppc.name = "bn", ppc.strategy = #ppc.strategy<degrees = [1, 1, 1, 1]>} : (tensor<4x4x2x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x4x2x2xf32>
   %r = ppc.reshape %y {ppc.strategy = #ppc.strategy<degrees = [1, 1], start = 1, stage = 1>} : tensor<4x4x2x2xf32> -> tensor<4x16xf32>
   %l = ppc.softmax_cross_entropy %r, %labels {ppc.strategy = #ppc.strategy<degrees = [1, 1], start = 1, stage = 1>} : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>

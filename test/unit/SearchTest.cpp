@@ -845,6 +845,55 @@ TEST(StrategyJson, DegreesThatOverflowAreErrors) {
 // Pipeline search
 //===----------------------------------------------------------------------===//
 
+TEST(PipelineSearch, RefusesCountsThatCannotWorkAndSaysWhy) {
+  Graph g = mlp6(); // batch 64
+  Machine m = roundMachine(1, 4);
+  RooflineCostModel cost;
+  Problem problem{g, m, cost, {}};
+  SearchOptions options;
+  options.seconds = 10;
+  auto refusal = [&](int64_t stages, int64_t microbatches) {
+    PipelineSearchOptions fixed;
+    fixed.stages = stages;
+    fixed.microbatches = microbatches;
+    SearchResult r = pipelineSearch(problem, options, fixed);
+    EXPECT_TRUE(r.strategy.empty());
+    return r.algorithm;
+  };
+  EXPECT_EQ(refusal(3, 0),
+            "pipeline search: stages = 3 does not divide the 4 devices into "
+            "equal submeshes: take 1, 2 or 4 (0: searched)");
+  EXPECT_EQ(refusal(2, 3),
+            "pipeline search: microbatches = 3 does not divide the batch of "
+            "64 samples: take 1, 2, 4, 8, 16, 32 or 64 (0: searched)");
+  EXPECT_NE(refusal(INT64_MAX, 0).find("does not divide the 4 devices"),
+            std::string::npos);
+
+  // fc2 normalizes by its batch's statistics (as batch norm does): no
+  // micro-batches for it, asked for or searched.
+  StagedKernel statistics;
+  statistics.acrossDims = {0};
+  g.ops[2].space.staged = statistics;
+  Problem normalized{g, m, cost, {}};
+  PipelineSearchOptions two;
+  two.microbatches = 2;
+  SearchResult refused = pipelineSearch(normalized, options, two);
+  EXPECT_TRUE(refused.strategy.empty());
+  EXPECT_NE(refused.algorithm.find("'fc2' normalizes by statistics of the "
+                                   "whole batch, which a pipeline of 2 "
+                                   "micro-batches never has at once"),
+            std::string::npos)
+      << refused.algorithm;
+  SearchResult searched = pipelineSearch(normalized, options);
+  ASSERT_EQ(searched.strategy.size(), g.ops.size());
+  EXPECT_LE(searched.pipeline.microbatches, 1);
+  EXPECT_EQ(checkPipeline(g, searched.strategy, searched.pipeline, 4), "");
+  // Inference reads running statistics: micro-batches are fine then.
+  g.ops[2].space.staged->trainingOnly = true;
+  EXPECT_EQ(checkMicroBatching(g, 2, /*training=*/false), "");
+  EXPECT_NE(checkMicroBatching(g, 2), "");
+}
+
 TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   // Eight wide linear layers (2048 x 2048, 16 MB each) on two nodes of two
   // devices with 1 GB/s between the nodes. Whatever wins (here one weird

@@ -153,6 +153,32 @@ struct AutoParallelOptions
       llvm::cl::desc("search=megatron or pipeline: micro-batches (0: "
                      "searched)"),
       llvm::cl::init(0)};
+  // search=pipeline (ppc-search's options of the same names).
+  Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("search=pipeline: pipeline stages (0: searched)"),
+      llvm::cl::init(0)};
+  Option<std::string> stageBaseline{
+      *this, "stage-baseline",
+      llvm::cl::desc("search=pipeline: the baseline inside every stage "
+                     "(default: searched among all)"),
+      llvm::cl::init("")};
+  Option<bool> stageDp{
+      *this, "stage-dp",
+      llvm::cl::desc("search=pipeline: also cut stages and size their "
+                     "submeshes by Alpa's DP over layer clusters (unless "
+                     "stages is fixed)"),
+      llvm::cl::init(true)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("search=pipeline: gpipe, 1f1b or interleaved-1f1b "
+                     "(default: searched)"),
+      llvm::cl::init("")};
+  Option<bool> dpStart{
+      *this, "dp-start",
+      llvm::cl::desc("search=mcmc: first run the dynamic programming and "
+                     "start the first chain from its answer"),
+      llvm::cl::init(true)};
   Option<std::string> recompute{
       *this, "recompute",
       llvm::cl::desc("search=megatron: none, selective or full"),

@@ -39,9 +39,7 @@ struct Pipeline {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
 
   bool enabled() const { return !firstDevice.empty(); }
-  int32_t numStages() const {
-    return static_cast<int32_t>(firstDevice.size());
-  }
+  int32_t numStages() const { return static_cast<int32_t>(firstDevice.size()); }
   /// Device groups (distinct submeshes): the stages but for
   /// interleaved-1f1b, which deals several stages to each.
   int32_t numGroups() const {
@@ -60,14 +58,25 @@ struct Pipeline {
   }
 };
 
+/// Why `graph` cannot train as `microbatches` micro-batches run apart, or
+/// "": an op whose kernel exchanges statistics across its samples (batch
+/// norm's, StagedKernel::acrossDims holding a sample dim) would normalize
+/// by a micro-batch's statistics instead of the batch's. `training` false:
+/// such kernels read running statistics instead (StagedKernel::trainingOnly).
+/// The pipeline search, the report and the lowering all ask this; `op`,
+/// when given, is set to the op at fault.
+std::string checkMicroBatching(const Graph &graph, int64_t microbatches,
+                               bool training = true, size_t *op = nullptr);
+
 /// Why `pipeline` does not fit `graph`, `strategy` and a machine of
 /// `numDevices` devices, or "": stages as Pipeline says (every op in stage 0
 /// when there is no pipeline), submeshes disjoint and on the machine, every
-/// op's instances on its stage's submesh, at least one micro-batch, and
-/// every sample dim (as split by its op's degree) dividing into the
-/// micro-batches.
+/// op's instances on its stage's submesh, at least one micro-batch, every
+/// sample dim (as split by its op's degree) dividing into the
+/// micro-batches, and checkMicroBatching (for `training`).
 std::string checkPipeline(const Graph &graph, const Strategy &strategy,
-                          const Pipeline &pipeline, int64_t numDevices);
+                          const Pipeline &pipeline, int64_t numDevices,
+                          bool training = true);
 
 /// `graph` at 1/`microbatches` of its batch: every sample dim and the tensor
 /// dims it indexes divided, FLOPs and activation bytes scaled down, weight
