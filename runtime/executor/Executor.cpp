@@ -14,6 +14,7 @@
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Npy.h"
 #include "ppc/Runtime/OnnxExport.h"
+#include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Runtime/Reference.h"
 
@@ -32,6 +33,7 @@
 #include <set>
 #include <sstream>
 #include <sys/resource.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace ppc::runtime {
@@ -366,6 +368,24 @@ std::string Run::checkOptions() const {
     return "--batches repeats synthetic batches; --data reads real ones";
   if (!options.dataDir.empty() && !options.inputs.empty())
     return "--data and --input both give inputs; use one";
+  if (!options.verifyBackend.empty() && !options.verify)
+    return "--verify-backend names the backend of --verify's single-device "
+           "step: add --verify";
+  RunFiles files;
+  files.outputs = {{"--export-onnx target", options.exportOnnxOut},
+                   {"--trace", options.traceFile},
+                   {"--log", options.logFile},
+                   {"--profile", options.profileFile}};
+  files.inputs = {{"the plan", options.planFile},
+                  {"the plan's weights file", options.weightsFile},
+                  {"the model --export-onnx reads", options.exportOnnxModel}};
+  for (const auto &[name, path] : options.inputs)
+    files.inputs.push_back({"--input " + name + "'s file", path});
+  files.inputDirectories = {{"the checkpoint directory", options.checkpointDir},
+                            {"the checkpoint directory", options.resumeDir},
+                            {"the data directory", options.dataDir}};
+  if (std::string problem = checkOutputsSpareInputs(files); !problem.empty())
+    return problem;
   return "";
 }
 
@@ -1012,24 +1032,26 @@ int Run::run() {
     return 1;
   // Files rank 0 writes at the end: fail now rather than after the run.
   if (rank == 0) {
-    if (!options.logFile.empty()) {
+    for (const auto &[option, path, mode] :
+         {std::tuple{"--log", options.logFile, WriteMode::InPlace},
+          std::tuple{"--trace", options.traceFile, WriteMode::InPlace},
+          std::tuple{"--profile", options.profileFile, WriteMode::InPlace},
+          std::tuple{"--export-onnx", options.exportOnnxOut,
+                     WriteMode::ViaRename}})
+      if (error.empty() && !path.empty())
+        if (std::string problem = checkOutputFile(path, mode); !problem.empty())
+          error = std::string(option) + ": " + problem;
+    if (error.empty() && !options.logFile.empty()) {
       log.open(options.logFile, std::ios::trunc);
       if (!log)
         error = "cannot open log file '" + options.logFile + "' for writing";
     }
-    if (error.empty() && !options.traceFile.empty() &&
-        !std::ofstream(options.traceFile))
-      error = "cannot open trace file '" + options.traceFile + "' for writing";
     if (error.empty() && !options.saveOutputsDir.empty())
       error = makeDirectories(options.saveOutputsDir);
     if (error.empty() && !options.exportOnnxOut.empty()) {
       error = checkOnnxWeights(options.exportOnnxModel, plan);
       if (!error.empty())
         error = "--export-onnx: " + error;
-      else if (!std::ofstream(options.exportOnnxOut + ".tmp"))
-        error = "--export-onnx: cannot write '" + options.exportOnnxOut +
-                "' (" + std::strerror(errno) + ")";
-      std::remove((options.exportOnnxOut + ".tmp").c_str());
     }
   }
   if (anyFailed(error, false))

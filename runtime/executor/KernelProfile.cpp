@@ -54,7 +54,8 @@ std::string writeKernelProfile(const std::string &path,
     json old;
     try {
       old = json::parse(existing);
-    } catch (const json::exception &e) {
+    } catch (const std::exception &e) {
+      // json's parse errors, and the stream's (a directory reads as EISDIR).
       return "cannot add to profile file '" + path + "': not JSON (" +
              e.what() + "); remove it or name another";
     }

@@ -10,6 +10,7 @@
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/DataSource.h"
 #include "ppc/Runtime/KernelProfile.h"
+#include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Version.h"
 
@@ -96,7 +97,9 @@ std::string writeDetails(const std::string &path,
 
 } // namespace
 
-int main(int argc, char **argv) {
+namespace {
+
+int profileMain(int argc, char **argv) {
   std::string planPath, out, requests, backendName = "cpu", device, details;
   KernelProfileOptions options;
   BackendOptions backendOptions;
@@ -160,7 +163,10 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else if (arg == "--threads") {
-      backendOptions.threads = count("a positive count");
+      std::string note;
+      backendOptions.threads = kernelThreads(count("a positive count"), note);
+      if (!note.empty())
+        std::cerr << "ppc-profile: " << note << "\n";
     } else if (arg == "--reference-kernels") {
       backendOptions.referenceKernels = true;
     } else if (arg == "--inference") {
@@ -191,6 +197,22 @@ int main(int argc, char **argv) {
       return 2;
     }
     device = kCpuProfileDevice;
+  }
+  // The outputs are written after every kernel is measured: check first.
+  for (const auto &[option, path] :
+       {std::pair{"-o", out}, std::pair{"--details", details}})
+    if (!path.empty())
+      if (std::string err = checkOutputFile(path); !err.empty()) {
+        std::cerr << "ppc-profile: " << option << ": " << err << "\n";
+        return 2;
+      }
+  if (std::string err = checkOutputsSpareInputs(
+          {{{"-o", out}, {"--details", details}},
+           {{"the plan", planPath}, {"the requests file", requests}},
+           {}});
+      !err.empty()) {
+    std::cerr << "ppc-profile: " << err << "\n";
+    return 2;
   }
   ppc::planfile::Plan plan;
   if (std::string err = readPlanFile(planPath, plan); !err.empty()) {
@@ -232,4 +254,16 @@ int main(int argc, char **argv) {
     std::cerr << "ppc-profile: " << timings.size() << " kernel times of "
               << device << " written to " << out << "\n";
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // An exception is a bug, never the user's: say so instead of aborting.
+  try {
+    return profileMain(argc, argv);
+  } catch (const std::exception &e) {
+    std::cerr << "ppc-profile: internal error: " << e.what() << "\n";
+    return 1;
+  }
 }

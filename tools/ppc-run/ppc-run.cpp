@@ -7,6 +7,7 @@
 
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/Executor.h"
+#include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Runtime/PlanIO.h"
 #include "ppc/Version.h"
 
@@ -137,6 +138,7 @@ struct Args {
   RunOptions options;  ///< options.timeout also bounds the MPI waits
   bool help = false;
   bool version = false;
+  std::string threadsNote; ///< --threads was lowered to the cores
 };
 
 bool parseNumber(const std::string &text, double &value) {
@@ -223,8 +225,10 @@ std::string parseArgs(int argc, char **argv, Args &args) {
         o.batches = n;
       else if (name == "--keep-checkpoints")
         o.keepCheckpoints = n;
+      else if (n < 1)
+        return bad("a positive integer");
       else
-        o.threads = static_cast<int>(n);
+        o.threads = kernelThreads(n, args.threadsNote);
     } else if (name == "--timeout") {
       // stod reads "inf" and "infinity"; NaN fails x > 0.
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
@@ -306,34 +310,47 @@ int main(int argc, char **argv) {
     // Every rank sees the same arguments and plan: rank 0 speaks for all.
     const bool speaks = comm->rank() == 0;
     ppc::planfile::Plan plan;
-    if (!error.empty()) {
-      if (speaks)
-        std::cerr << "ppc-run: " << error << "\n";
-    } else if (args.help) {
-      if (speaks)
-        std::cout << kHelp << "\nbackends: " << ppc::runtime::backendNames()
-                  << "\n";
-      code = 0;
-    } else if (args.version) {
-      if (speaks)
-        std::cout << "ppc-run (ppc) " << ppc::kVersion << "\n";
-      code = 0;
-    } else if (std::string e = readPlanFile(args.plan, plan);
-               comm->anyRank(!e.empty(), [] { return "reading the plan"; })) {
-      // A file missing on one node only: that rank speaks, so nobody waits
-      // for it.
-      const bool rootFailed = comm->broadcastFromRoot(
-          speaks && !e.empty(), [] { return "reading the plan"; });
-      if (!e.empty() && (speaks || !rootFailed))
-        std::cerr << "ppc-run: "
-                  << (speaks ? ""
-                             : "rank " + std::to_string(comm->rank()) + ": ")
-                  << e << "\n";
-    } else {
-      args.options.weightsFile = args.weights.empty()
-                                     ? weightsFilePath(args.plan, plan)
-                                     : args.weights;
-      code = runPlan(plan, args.options, *comm, std::cout, std::cerr);
+    // An exception is a bug, never the user's: say where, and end the job
+    // (the other ranks would wait for this one until the timeout).
+    try {
+      if (!error.empty()) {
+        if (speaks)
+          std::cerr << "ppc-run: " << error << "\n";
+      } else if (args.help) {
+        if (speaks)
+          std::cout << kHelp << "\nbackends: " << ppc::runtime::backendNames()
+                    << "\n";
+        code = 0;
+      } else if (args.version) {
+        if (speaks)
+          std::cout << "ppc-run (ppc) " << ppc::kVersion << "\n";
+        code = 0;
+      } else if (std::string e = readPlanFile(args.plan, plan);
+                 comm->anyRank(!e.empty(), [] { return "reading the plan"; })) {
+        // A file missing on one node only: that rank speaks, so nobody waits
+        // for it.
+        const bool rootFailed = comm->broadcastFromRoot(
+            speaks && !e.empty(), [] { return "reading the plan"; });
+        if (!e.empty() && (speaks || !rootFailed))
+          std::cerr << "ppc-run: "
+                    << (speaks ? ""
+                               : "rank " + std::to_string(comm->rank()) + ": ")
+                    << e << "\n";
+      } else {
+        if (speaks && !args.threadsNote.empty())
+          std::cerr << "ppc-run: " << args.threadsNote << "\n";
+        args.options.planFile = args.plan;
+        args.options.weightsFile = args.weights.empty()
+                                       ? weightsFilePath(args.plan, plan)
+                                       : args.weights;
+        code = runPlan(plan, args.options, *comm, std::cout, std::cerr);
+      }
+    } catch (const std::exception &e) {
+      std::cout.flush();
+      std::cerr << "ppc-run: rank " << comm->rank()
+                << ": internal error: " << e.what() << "\n";
+      std::cerr.flush();
+      comm->abort(1);
     }
     std::cout.flush();
     std::cerr.flush();

@@ -48,7 +48,9 @@ struct RunOptions {
   /// Shuffle the dataset's records every epoch (by the seed).
   bool shuffle = true;
   InitMode init = InitMode::Plan;
-  /// The plan's weights file (weightsFilePath of the plan, or --weights).
+  /// The plan file the run reads (no output may overwrite it), and its
+  /// weights file (weightsFilePath of the plan, or --weights).
+  std::string planFile;
   std::string weightsFile;
   bool verify = false;
   /// The backend --verify's single-device step runs on ("": the run's own):
