@@ -26,6 +26,7 @@
 #include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
+#include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Version.h"
 
@@ -37,6 +38,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -105,6 +107,7 @@ struct Options {
   bool quiet = false;
   bool help = false;
   bool version = false;
+  std::string threadsNote; ///< --threads was lowered to the cores
 };
 
 absl::StatusOr<double> parseNumber(const std::string &flag,
@@ -137,13 +140,23 @@ absl::StatusOr<Options> parseArgs(int argc, char **argv) {
       continue;
     }
     std::string value;
+    bool inlineValue = false;
     if (size_t eq = arg.find('='); eq != std::string::npos && arg[1] == '-') {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
+      inlineValue = true;
+    }
+    static const char *const kValueFlags[] = {
+        "-o",        "--name",    "--device-name", "--optimizer", "--max-size",
+        "--seconds", "--threads", "--memory",      "--cores",     "--timeout"};
+    if (std::none_of(std::begin(kValueFlags), std::end(kValueFlags),
+                     [&](const char *flag) { return arg == flag; }))
+      return absl::InvalidArgumentError("unknown option '" + arg +
+                                        "' (see --help)");
+    if (!inlineValue) {
+      if (i + 1 >= argc)
+        return absl::InvalidArgumentError(arg + ": needs a value");
       value = argv[++i];
-    } else {
-      return absl::InvalidArgumentError(arg + ": needs a value");
     }
     if (arg == "-o") {
       o.out = value;
@@ -165,16 +178,19 @@ absl::StatusOr<Options> parseArgs(int argc, char **argv) {
       else if (arg == "--seconds")
         o.seconds = *number;
       else if (arg == "--threads")
-        o.threads = static_cast<int>(*number);
+        o.threads = ppc::runtime::kernelThreads(
+            static_cast<int64_t>(std::min(*number, 1e9)), o.threadsNote);
       else if (arg == "--memory")
         o.memory = *number;
       else if (arg == "--cores")
-        o.cores = static_cast<int64_t>(*number);
+        o.cores = static_cast<int64_t>(std::min(*number, 1e9));
       else if (arg == "--timeout")
         o.timeout = *number;
-      else
-        return absl::InvalidArgumentError("unknown option '" + arg +
-                                          "' (see --help)");
+      if ((arg == "--memory" || arg == "--max-size") &&
+          !(*number >= 1 && *number < 9e18))
+        return absl::InvalidArgumentError(absl::StrCat(
+            arg, ": expected a size from 1 byte to 9e18 bytes, got '", value,
+            "'"));
     }
   }
   if (!o.help && !o.version && o.out.empty())
@@ -191,7 +207,7 @@ absl::Status fromString(const std::string &error) {
 /// bias's gradient, an exchanged row) need points of their own.
 std::vector<int64_t> messageSizes(double maxSize) {
   std::vector<int64_t> sizes;
-  for (int64_t s = 4; s <= maxSize; s *= 4)
+  for (int64_t s = 4; s <= maxSize && s <= INT64_MAX / 4; s *= 4)
     sizes.push_back(s);
   return sizes;
 }
@@ -564,6 +580,26 @@ absl::Status run(Communicator &comm, const Options &o) {
         "%d ranks on %d hosts: every host needs the same number of ranks", k,
         hosts));
   const int perHost = k / hosts;
+  if (comm.rank() == 0 && !o.threadsNote.empty() && !o.quiet)
+    std::printf("ppc-calibrate: %s\n", o.threadsNote.c_str());
+  // What would fail at the end, checked before minutes of measuring: the
+  // output, the memory the largest message needs.
+  if (comm.rank() == 0)
+    if (std::string problem = ppc::runtime::checkOutputFile(o.out);
+        !problem.empty())
+      return absl::InvalidArgumentError("-o: " + problem);
+  // A message of the largest size is a tensor of twice it and a staging
+  // buffer (ProgramRunner's send and recv); a collective's input and
+  // output, and MPI's own copy: about 4 of it per rank at once.
+  const double perRank = hostMemory() / perHost;
+  constexpr double kBuffersPerMessage = 4;
+  if (comm.rank() == 0 && kBuffersPerMessage * o.maxSize > perRank)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--max-size %.0f: each rank holds about %.0f buffers of the largest "
+        "message at once, %.3g bytes, more than its share of the host's "
+        "memory (%.3g bytes, %d rank%s per host): take at most %.0f",
+        o.maxSize, kBuffersPerMessage, kBuffersPerMessage * o.maxSize, perRank,
+        perHost, perHost == 1 ? "" : "s", perRank / kBuffersPerMessage));
   const int64_t cores = o.cores > 0 ? o.cores : coresOfHost(comm, perHost);
   for (int r = 0; r < k; ++r)
     if ((*hostOf)[r] != r / perHost)
@@ -683,20 +719,22 @@ absl::Status run(Communicator &comm, const Options &o) {
 int main(int argc, char **argv) {
   Communicator::initialize(argc, argv);
   absl::StatusOr<Options> options = parseArgs(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "ppc-calibrate: " << options.status().message() << "\n";
+  std::unique_ptr<Communicator> comm =
+      Communicator::world(options.ok() ? options->timeout : 300);
+  // Every rank parsed the same command line: rank 0 speaks for all.
+  if (!options.ok() || options->help || options->version) {
+    if (comm->rank() == 0) {
+      if (!options.ok())
+        std::cerr << "ppc-calibrate: " << options.status().message() << "\n";
+      else if (options->help)
+        std::cout << kHelp;
+      else
+        std::cout << "ppc-calibrate " << ppc::kVersion << "\n";
+    }
+    comm.reset();
     Communicator::finalize();
-    return 2;
+    return options.ok() ? 0 : 2;
   }
-  if (options->help || options->version) {
-    if (options->help)
-      std::cout << kHelp;
-    else
-      std::cout << "ppc-calibrate " << ppc::kVersion << "\n";
-    Communicator::finalize();
-    return 0;
-  }
-  std::unique_ptr<Communicator> comm = Communicator::world(options->timeout);
   absl::Status status = run(*comm, *options);
   if (!status.ok()) {
     std::cerr << "ppc-calibrate: rank " << comm->rank() << ": "
