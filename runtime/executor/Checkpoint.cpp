@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -328,7 +330,8 @@ std::string writeCompleteMarker(const std::string &dir,
   std::string text =
       "ppc checkpoint " + std::to_string(kCheckpointLayoutVersion) +
       "\nsteps " + std::to_string(marker.steps) + "\nranks " +
-      std::to_string(marker.numRanks) + "\nplan " + hex(marker.planHash) + "\n";
+      std::to_string(marker.numRanks) + "\nplan " + hex(marker.planHash) +
+      "\n" + (marker.run.empty() ? "" : "run " + marker.run + "\n");
   if (std::string err = writeSynced(path + ".tmp", text); !err.empty())
     return err;
   return commitFile(path);
@@ -352,7 +355,64 @@ std::string readCompleteMarker(const std::string &dir,
   if (!in || hash.size() != 16)
     return "'" + path + "' is corrupt";
   marker.planHash = std::stoull(hash, nullptr, 16);
+  // The run line, when the writer had identities.
+  marker.run.clear();
+  std::string line;
+  std::getline(in, line); // the rest of the plan's line
+  while (std::getline(in, line))
+    if (line.rfind("run ", 0) == 0)
+      marker.run = line.substr(4);
   return "";
+}
+
+std::string CheckpointLock::acquire(const std::string &dir) {
+  release();
+  if (std::string err = makeDirectories(dir); !err.empty())
+    return err;
+  std::string path = dir + "/LOCK";
+  int handle = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (handle < 0)
+    return "cannot open '" + path + "': " + std::strerror(errno);
+  if (flock(handle, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    std::string holder;
+    if (error == EWOULDBLOCK) {
+      char text[512] = {0};
+      ssize_t n = pread(handle, text, sizeof(text) - 1, 0);
+      holder = n > 0 ? std::string(text, static_cast<size_t>(n)) : "";
+      while (!holder.empty() && holder.back() == '\n')
+        holder.pop_back();
+    }
+    close(handle);
+    if (error != EWOULDBLOCK)
+      return "cannot lock '" + path + "': " + std::strerror(error);
+    return "checkpoint directory '" + dir + "' is in use by another run" +
+           (holder.empty() ? std::string() : " (" + holder + ")") +
+           ": give each job its own directory";
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::time_t now = std::time(nullptr);
+  char since[32] = {0};
+  std::strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S",
+                std::localtime(&now));
+  std::string holder = "pid " + std::to_string(getpid()) + " on " + host +
+                       ", since " + since + "\n";
+  if (ftruncate(handle, 0) != 0 ||
+      pwrite(handle, holder.data(), holder.size(), 0) !=
+          static_cast<ssize_t>(holder.size())) {
+    // The lock holds without the note: only the message loses its holder.
+  }
+  fd = handle;
+  return "";
+}
+
+void CheckpointLock::release() {
+  if (fd < 0)
+    return;
+  flock(fd, LOCK_UN);
+  close(fd);
+  fd = -1;
 }
 
 std::string stepDirectoryName(int64_t steps, bool alternate) {

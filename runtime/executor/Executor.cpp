@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -33,6 +34,7 @@
 #include <set>
 #include <sstream>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -273,6 +275,12 @@ private:
   int lowestFlagged(double max) const {
     return max > 0 ? comm.size() - static_cast<int>(max) : -1;
   }
+  /// What makes this run itself besides its plan, as checkpoints record
+  /// it (CheckpointMarker::run).
+  std::string runIdentity() const;
+  /// Rank 0 takes the checkpoint and resume directories' locks; false
+  /// after a failure that every rank saw and reported.
+  bool lockCheckpointDirectories();
   /// Both false after a failure that every rank saw and reported.
   bool resume(int64_t &steps);
   bool writeCheckpoint(int64_t steps);
@@ -304,6 +312,7 @@ private:
   std::unique_ptr<Backend> backend;
   ProgramRunner runner;
   std::ofstream log;
+  CheckpointLock checkpointLock, resumeLock;
   double peakResidentBytes = 0;
   /// Launches per counted step (max over ranks); -1: not counted.
   double launchesPerStep = -1;
@@ -483,6 +492,42 @@ std::string Run::checkMemory() const {
   return message + " but this machine has " + gib(memory) + " of memory";
 }
 
+std::string Run::runIdentity() const {
+  auto where = [](const std::string &path) {
+    if (path.empty())
+      return std::string("-");
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::absolute(path, ec);
+    return (ec ? std::filesystem::path(path) : p.lexically_normal()).string();
+  };
+  std::string inputs;
+  for (const auto &[name, path] : options.inputs)
+    inputs += (inputs.empty() ? "" : ",") + name + ":" + where(path);
+  return "seed=" + std::to_string(options.seed) +
+         " data=" + where(options.dataDir) +
+         " shuffle=" + (options.shuffle ? "on" : "off") +
+         " batches=" + std::to_string(options.batches) +
+         " inputs=" + (inputs.empty() ? "-" : inputs);
+}
+
+bool Run::lockCheckpointDirectories() {
+  std::string error;
+  if (rank == 0) {
+    if (!options.checkpointDir.empty())
+      error = checkpointLock.acquire(options.checkpointDir);
+    if (error.empty() && !options.resumeDir.empty() &&
+        !(checkpointLock.held() &&
+          samePath(options.resumeDir, options.checkpointDir))) {
+      // Resuming locks too: another job must not write the checkpoint
+      // being read. A missing directory is resume()'s to report.
+      struct stat st;
+      if (stat(options.resumeDir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        error = resumeLock.acquire(options.resumeDir);
+    }
+  }
+  return !anyFailed(error, false);
+}
+
 bool Run::resume(int64_t &steps) {
   std::string dir;
   std::string error = readLatest(options.resumeDir, dir);
@@ -496,6 +541,12 @@ bool Run::resume(int64_t &steps) {
   if (error.empty() && marker.planHash != hash)
     error = "checkpoint '" + dir + "' was written for another plan (plan " +
             hex(marker.planHash) + ", this plan " + hex(hash) + ")";
+  if (error.empty() && !marker.run.empty() && marker.run != runIdentity() &&
+      !options.resumeOtherRun)
+    error = "checkpoint '" + dir + "' was written by another run (" +
+            marker.run + "), not this one (" + runIdentity() +
+            "): resume it anyway with --resume-other-run, or give this run "
+            "its own directory";
   if (anyFailed(error, true))
     return false;
 
@@ -544,7 +595,8 @@ bool Run::writeCheckpoint(int64_t steps) {
   if (anyFailed(error, false))
     return false;
   if (rank == 0) {
-    error = writeCompleteMarker(dir + "/" + name, {steps, comm.size(), hash});
+    error = writeCompleteMarker(dir + "/" + name,
+                                {steps, comm.size(), hash, runIdentity()});
     if (error.empty())
       error = writeLatest(dir, name);
   }
@@ -1028,6 +1080,8 @@ int Run::run() {
   if (anyFailed(runner.prepare(), false))
     return 1;
   int64_t done = 0;
+  if (!lockCheckpointDirectories())
+    return 1;
   if (!options.resumeDir.empty() && !resume(done))
     return 1;
   // Files rank 0 writes at the end: fail now rather than after the run.

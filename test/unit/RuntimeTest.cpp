@@ -17,6 +17,7 @@
 #include "ppc/Runtime/Reference.h"
 
 #include <gtest/gtest.h>
+#include <csignal>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -431,6 +432,52 @@ TEST(RuntimeCheckpoint, CompleteMarker) {
   EXPECT_EQ(m.steps, 12);
   EXPECT_EQ(m.numRanks, 4);
   EXPECT_EQ(m.planHash, 0xfedcba9876543210ULL);
+  EXPECT_EQ(m.run, ""); // written without an identity, read as none
+  ASSERT_EQ(writeCompleteMarker(dir, {13, 2, 1, "seed=7 data=/d x"}), "");
+  ASSERT_EQ(readCompleteMarker(dir, m), "");
+  EXPECT_EQ(m.steps, 13);
+  EXPECT_EQ(m.run, "seed=7 data=/d x");
+}
+
+TEST(RuntimeCheckpoint, LockKeepsASecondRunOut) {
+  std::string dir = tempDir("lock") + "/ckpt";
+  CheckpointLock first, second;
+  ASSERT_EQ(first.acquire(dir), ""); // creates the directory
+  EXPECT_TRUE(first.held());
+  // flock is per open file: a second holder in this process is refused
+  // as another process would be, with the holder's pid.
+  std::string refused = second.acquire(dir);
+  EXPECT_NE(refused.find("checkpoint directory '" + dir +
+                         "' is in use by another run (pid " +
+                         std::to_string(getpid()) + " on "),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("give each job its own directory"),
+            std::string::npos);
+  EXPECT_FALSE(second.held());
+  first.release();
+  EXPECT_EQ(second.acquire(dir), "");
+  // A lock ends with its holder, however it ends: a child that takes it
+  // and is killed leaves it free.
+  second.release();
+  pid_t child = fork();
+  if (child == 0) {
+    CheckpointLock mine;
+    while (!mine.acquire(dir).empty()) // the parent's probe may hold it
+      usleep(1'000);
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  CheckpointLock probe;
+  for (int i = 0; i < 200 && probe.acquire(dir).empty(); ++i) {
+    probe.release(); // the child has not taken it yet
+    usleep(10'000);
+  }
+  EXPECT_NE(probe.acquire(dir), "");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(probe.acquire(dir), "");
 }
 
 //===----------------------------------------------------------------------===//

@@ -73,7 +73,12 @@ options:
                          deleted once LATEST names the new one
   --resume DIR           continue from DIR/LATEST's checkpoint of the same
                          plan; the run goes on exactly as if it had not been
-                         interrupted
+                         interrupted. A checkpoint directory is locked by
+                         the run that writes or resumes it (DIR/LOCK): a
+                         second job on it is refused
+  --resume-other-run     resume a checkpoint written by another run (another
+                         --seed, --data, --no-shuffle, --batches or --input
+                         files), which is refused otherwise
   --allow-nonfinite      keep training when the loss is NaN or infinite, and
                          accept NaN/Inf in --input files (default: stop with
                          an error naming the step, or the input)
@@ -206,6 +211,8 @@ std::string parseArgs(int argc, char **argv, Args &args) {
       o.referenceKernels = true;
     } else if (name == "--no-shuffle") {
       o.shuffle = false;
+    } else if (name == "--resume-other-run") {
+      o.resumeOtherRun = true;
     } else if (name == "--verify") {
       o.verify = true;
     } else if (name == "--quiet") {

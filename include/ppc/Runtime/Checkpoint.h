@@ -6,7 +6,10 @@
 //   DIR/LATEST (text): "ppc checkpoint 2\nlatest step-000000042\n"
 //   DIR/step-000000042/rank-R.ckpt   one per rank, format below
 //   DIR/step-000000042/COMPLETE (text):
-//     "ppc checkpoint 2\nsteps S\nranks K\nplan HASH\n"
+//     "ppc checkpoint 2\nsteps S\nranks K\nplan HASH\nrun IDENTITY\n"
+//     (the run line, what the run reads besides the plan: its seed and
+//     data, is absent from older checkpoints)
+//   DIR/LOCK: held (flock) by the run writing DIR; names its host and pid
 //
 //   rank-R.ckpt (little-endian, format version 1):
 //     "PPCCKPT\0"  u32 format version  u64 plan hash
@@ -98,6 +101,31 @@ struct CheckpointMarker {
   int64_t steps = 0;
   int32_t numRanks = 0;
   uint64_t planHash = 0;
+  /// What makes the run that wrote it the same run besides its plan
+  /// ("seed=1 data=- shuffle=on batches=0 inputs=-"); empty in
+  /// checkpoints from before identities, which any run may resume.
+  std::string run;
+};
+
+/// An exclusive lock on checkpoint directory `dir`, so two jobs never
+/// write (or one resume while another writes) the same directory: flock on
+/// `dir`/LOCK, which the kernel drops when its holder ends however it
+/// ends, so a crashed run leaves no stale lock. The file names the holder
+/// (host, pid, start time) for whoever finds it taken.
+class CheckpointLock {
+public:
+  CheckpointLock() = default;
+  CheckpointLock(const CheckpointLock &) = delete;
+  CheckpointLock &operator=(const CheckpointLock &) = delete;
+  ~CheckpointLock() { release(); }
+  /// Creates `dir` if missing and takes its lock; "" or why not ("... is
+  /// in use by another run (pid 41 on host a, since ...)").
+  std::string acquire(const std::string &dir);
+  void release();
+  bool held() const { return fd >= 0; }
+
+private:
+  int fd = -1;
 };
 
 /// Writes `dir`/COMPLETE atomically (`dir` is a step directory).

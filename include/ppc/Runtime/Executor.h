@@ -71,6 +71,9 @@ struct RunOptions {
   /// Complete checkpoints kept in checkpointDir, the newest included.
   int64_t keepCheckpoints = 2;
   std::string resumeDir;
+  /// Resume a checkpoint another run wrote (another seed, data or input
+  /// files): refused otherwise, so two jobs' directories never mix.
+  bool resumeOtherRun = false;
   std::string saveOutputsDir;
   /// After the last step, rank 0 writes exportOnnxOut: the ONNX model
   /// exportOnnxModel with the trained weights (ppc/Runtime/OnnxExport.h).
