@@ -214,6 +214,24 @@ FailureOr<sim::Strategy> ppc::readStrategy(func::FuncOp func,
   return strategy;
 }
 
+void ppc::warnIneffectiveSharding(func::FuncOp func, const sim::Graph &graph,
+                                  const sim::Strategy &strategy) {
+  SmallVector<Operation *> ops = getSimulatedOps(func);
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    if (index >= strategy.size() || index >= graph.ops.size() ||
+        strategy[index].sharding == StateSharding::None)
+      continue;
+    const sim::Op &simOp = graph.ops[index];
+    if (llvm::none_of(simOp.operands, [](const sim::Source &src) {
+          return src.kind == sim::Source::Kind::Weight;
+        }))
+      op->emitWarning() << "'" << simOp.name << "': zero = "
+                        << static_cast<int>(strategy[index].sharding)
+                        << " shards the state of an op's weights, and this "
+                           "op has none: the stage changes nothing";
+  }
+}
+
 FailureOr<sim::Pipeline> ppc::readPipeline(func::FuncOp func) {
   sim::Pipeline pipeline;
   Attribute attr = func->getAttr(PPCDialect::getPipelineAttrName());

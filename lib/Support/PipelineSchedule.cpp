@@ -3,6 +3,7 @@
 #include "ppc/Support/PipelineSchedule.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -35,21 +36,29 @@ std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
   int64_t groups =
       interleaved ? pipelineGroups(firstDevices, devices) : numStages;
   if (interleaved && (numStages % groups != 0 || numStages / groups < 2)) {
-    os << "interleaved-1f1b deals the " << numStages << " stages to "
-       << groups << " submeshes: each needs the same number of stages, at "
+    os << "interleaved-1f1b deals the " << numStages << " stages to " << groups
+       << " submeshes: each needs the same number of stages, at "
        << "least 2";
     return os.str();
   }
   for (int64_t s = 0; s < numStages; ++s) {
     int64_t first = firstDevices[s], count = devices[s];
     if (first < 0 || count < 1) {
-      os << "stage " << s << " has first device " << first << " and "
-         << count << " devices";
+      os << "stage " << s << " has first device " << first << " and " << count
+         << " devices";
       return os.str();
     }
-    if (numDevices && first > *numDevices - count) {
-      os << "stage " << s << "'s devices [" << first << ", " << first + count
-         << ") are not on the machine of " << *numDevices << " devices";
+    // first + count may not fit in 64 bits: say it in those terms then.
+    bool fits = first <= std::numeric_limits<int64_t>::max() - count;
+    if (!fits || (numDevices && first > *numDevices - count)) {
+      os << "stage " << s << "'s ";
+      if (fits)
+        os << "devices [" << first << ", " << first + count << ")";
+      else
+        os << count << " devices from device " << first;
+      os << " are not on the machine";
+      if (numDevices)
+        os << " of " << *numDevices << " devices";
       return os.str();
     }
     if (s >= groups) {
@@ -112,8 +121,7 @@ std::vector<PipelineTask> pipelineOrder(PipelineSchedule schedule,
     int64_t chunk = (k % (p * v)) / p;
     if (!forward)
       chunk = v - 1 - chunk;
-    return PipelineTask{chunk * p + group, (k / (p * v)) * p + k % p,
-                        forward};
+    return PipelineTask{chunk * p + group, (k / (p * v)) * p + k % p, forward};
   };
   int64_t warmup =
       m == p ? total
@@ -133,9 +141,8 @@ int64_t pipelineInFlight(PipelineSchedule schedule, int64_t numStages,
                          int64_t numGroups, int64_t stage,
                          int64_t microbatches) {
   int64_t live = 0, peak = 0;
-  for (const PipelineTask &task :
-       pipelineOrder(schedule, numStages, numGroups, stage % numGroups,
-                     microbatches)) {
+  for (const PipelineTask &task : pipelineOrder(
+           schedule, numStages, numGroups, stage % numGroups, microbatches)) {
     if (task.stage != stage)
       continue;
     live += task.forward ? 1 : -1;

@@ -241,6 +241,7 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
       readStrategy(func, *graph, unassigned, machine.numDevices());
   if (mlir::failed(strategy))
     return failure();
+  warnIneffectiveSharding(func, *graph, *strategy);
 
   FailureOr<sim::SimOptions> parsed = transforms_detail::readSimulationOptions(
       *this, func.getLoc(), "ppc-simulate");

@@ -72,8 +72,8 @@ struct ExportStrategyPass
     FailureOr<sim::Pipeline> pipeline = readPipeline(func);
     if (failed(pipeline))
       return failure();
-    if (std::string problem = sim::checkPipeline(
-            *graph, *strategy, *pipeline, machine.numDevices());
+    if (std::string problem = sim::checkPipeline(*graph, *strategy, *pipeline,
+                                                 machine.numDevices());
         !problem.empty())
       return func.emitError() << "ppc-export-strategy: " << problem;
 
@@ -151,6 +151,7 @@ struct ImportStrategyPass
         emitError(func.getLoc()) << "ppc-import-strategy: " << error;
         return signalPassFailure();
       }
+      warnIneffectiveSharding(func, *graph, *strategy);
       strategies.push_back(std::move(*strategy));
       pipelines.push_back(std::move(pipeline));
     }

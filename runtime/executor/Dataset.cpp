@@ -236,9 +236,23 @@ static std::string findShards(const std::string &dir, const std::string &name,
     paths = {file.string()};
     return "";
   }
-  if (!hasFolder)
+  if (!hasFolder) {
+    // Something is there but neither a file nor a directory: say what.
+    std::error_code linkError;
+    fs::file_status status = fs::symlink_status(file, linkError);
+    if (!linkError && fs::exists(status)) {
+      if (fs::is_symlink(status) && !fs::exists(file, ec))
+        return "'" + file.string() +
+               "' is a symbolic link to nothing (dangling, or a loop)";
+      if (fs::is_fifo(status))
+        return "'" + file.string() +
+               "' is a FIFO; --data reads regular .npy files";
+      if (!fs::is_regular_file(fs::status(file, ec)))
+        return "'" + file.string() + "' is not a regular file";
+    }
     return "no '" + file.string() + "' nor a directory '" + folder.string() +
            "/' of .npy shards";
+  }
   for (const fs::directory_entry &entry : fs::directory_iterator(folder, ec))
     if (entry.path().extension() == ".npy")
       paths.push_back(entry.path().string());

@@ -1,6 +1,7 @@
 //===- Npy.cpp - numpy .npy files -----------------------------------------===//
 
 #include "ppc/Runtime/Npy.h"
+#include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/PlanIO.h"
 
 #include <cstring>
@@ -49,6 +50,15 @@ static void convert(const char *bytes, int64_t n, float *out) {
   }
 }
 
+/// numpy's float16 (IEEE half), read exactly into float.
+static void convertHalf(const char *bytes, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes + i * sizeof(bits), sizeof(bits));
+    out[i] = halfToFloat(bits);
+  }
+}
+
 namespace {
 struct Kind {
   const char *name;
@@ -56,12 +66,12 @@ struct Kind {
   void (*convert)(const char *, int64_t, float *);
 };
 const Kind kKinds[] = {
-    {"f4", 4, convert<float>},    {"f8", 8, convert<double>},
-    {"i1", 1, convert<int8_t>},   {"i2", 2, convert<int16_t>},
-    {"i4", 4, convert<int32_t>},  {"i8", 8, convert<int64_t>},
-    {"u1", 1, convert<uint8_t>},  {"u2", 2, convert<uint16_t>},
-    {"u4", 4, convert<uint32_t>}, {"u8", 8, convert<uint64_t>},
-    {"b1", 1, convert<uint8_t>}};
+    {"f2", 2, convertHalf},       {"f4", 4, convert<float>},
+    {"f8", 8, convert<double>},   {"i1", 1, convert<int8_t>},
+    {"i2", 2, convert<int16_t>},  {"i4", 4, convert<int32_t>},
+    {"i8", 8, convert<int64_t>},  {"u1", 1, convert<uint8_t>},
+    {"u2", 2, convert<uint16_t>}, {"u4", 4, convert<uint32_t>},
+    {"u8", 8, convert<uint64_t>}, {"b1", 1, convert<uint8_t>}};
 
 /// The kind of a little-endian (or byte-order-free) descr such as "<f4".
 const Kind *kindOf(const std::string &descr) {

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace ppc::runtime;
@@ -210,6 +211,24 @@ TEST(Dataset, Errors) {
                             "/labels.npy' nor a directory '" + dir +
                             "/labels/' of .npy shards");
 
+  // Something named labels.npy that is no file: said what it is.
+  dir = root + "/fifo";
+  writeRecords(dir, 6, 6);
+  std::remove((dir + "/labels.npy").c_str());
+  ASSERT_EQ(mkfifo((dir + "/labels.npy").c_str(), 0644), 0);
+  EXPECT_NE(error(dir).find("labels.npy' is a FIFO; --data reads regular "
+                            ".npy files"),
+            std::string::npos)
+      << error(dir);
+  dir = root + "/loop";
+  writeRecords(dir, 6, 6);
+  std::remove((dir + "/labels.npy").c_str());
+  ASSERT_EQ(symlink("labels.npy", (dir + "/labels.npy").c_str()), 0);
+  EXPECT_NE(error(dir).find("labels.npy' is a symbolic link to nothing "
+                            "(dangling, or a loop)"),
+            std::string::npos)
+      << error(dir);
+
   dir = root + "/both";
   writeRecords(dir, 6, 6);
   ASSERT_EQ(makeDirectories(dir + "/labels"), "");
@@ -265,6 +284,31 @@ TEST(Dataset, Errors) {
             "--data " + dir +
                 ": input 's' is a scalar; a dataset's inputs have a batch "
                 "dimension");
+}
+
+TEST(Npy, ReadsFloat16Exactly) {
+  // numpy's float16: 1, -2.5, 65504 (the largest half), 2^-24 (the
+  // smallest subnormal).
+  const std::string dir = freshDir("half");
+  const uint16_t bits[] = {0x3c00, 0xc100, 0x7bff, 0x0001};
+  std::string header =
+      "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }";
+  header.resize(118, ' ');
+  header += '\n';
+  std::ofstream file(dir + "/h.npy", std::ios::binary);
+  file.write("\x93NUMPY\x01\x00", 8);
+  const char length[2] = {static_cast<char>(header.size()), 0};
+  file.write(length, 2);
+  file << header;
+  file.write(reinterpret_cast<const char *>(bits), sizeof bits);
+  file.close();
+  NpyArray array;
+  ASSERT_EQ(readNpy(dir + "/h.npy", array), "");
+  ASSERT_EQ(array.data.size(), 4u);
+  EXPECT_EQ(array.data[0], 1.0f);
+  EXPECT_EQ(array.data[1], -2.5f);
+  EXPECT_EQ(array.data[2], 65504.0f);
+  EXPECT_EQ(array.data[3], std::ldexp(1.0f, -24));
 }
 
 //===----------------------------------------------------------------------===//

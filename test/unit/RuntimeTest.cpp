@@ -16,16 +16,16 @@
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/Reference.h"
 
-#include <gtest/gtest.h>
 #include <csignal>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
-#include <cstdio>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -452,8 +452,7 @@ TEST(RuntimeCheckpoint, LockKeepsASecondRunOut) {
                          std::to_string(getpid()) + " on "),
             std::string::npos)
       << refused;
-  EXPECT_NE(refused.find("give each job its own directory"),
-            std::string::npos);
+  EXPECT_NE(refused.find("give each job its own directory"), std::string::npos);
   EXPECT_FALSE(second.held());
   first.release();
   EXPECT_EQ(second.acquire(dir), "");
@@ -638,8 +637,8 @@ TEST(RuntimeReference, FollowsThePartitionedSideOfAKink) {
 
   // Further apart than round-off: counted, not followed.
   ReferenceStep apart;
-  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, &partitioned,
-                             1e-12, apart),
+  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, &partitioned, 1e-12,
+                             apart),
             "");
   EXPECT_EQ(apart.kinksFollowed, 0);
   EXPECT_EQ(apart.kinksApart, 1);
@@ -679,10 +678,10 @@ TEST(RuntimeRunPlan, MixedPrecisionMatchesTheReferenceInItsTypes) {
       options.verify = true;
       options.lossScale = dtype == std::string("f16") ? "256" : "";
       std::string out;
-      ASSERT_EQ(run(inDType(mlpPlan(1, tensorParallel, pf::Optimizer::ADAM),
-                            dtype),
-                    options, &out),
-                0)
+      ASSERT_EQ(
+          run(inDType(mlpPlan(1, tensorParallel, pf::Optimizer::ADAM), dtype),
+              options, &out),
+          0)
           << out;
       EXPECT_NE(out.find("verify passed"), std::string::npos) << out;
       EXPECT_NE(out.find(dtype == std::string("f16") ? "tolerance 0.01"
@@ -1007,8 +1006,8 @@ TEST(RuntimeRunPlan, NonfiniteLossStopsTraining) {
   EXPECT_EQ(run(plan, options, &out, &err), 1);
   // Infinite logits make an infinite or a NaN loss (inf - inf in the
   // log-softmax), as the kernels' order of operations has it.
-  const std::string value = err.find(" is nan;") != std::string::npos ? "nan"
-                                                                      : "inf";
+  const std::string value =
+      err.find(" is nan;") != std::string::npos ? "nan" : "inf";
   EXPECT_EQ(err, "ppc-run: rank 0: the loss of step 2 is " + value +
                      "; stopping (--allow-nonfinite trains on)\n");
   EXPECT_NE(out.find("step 2/3  loss " + value), std::string::npos) << out;

@@ -47,6 +47,13 @@ mlir::FailureOr<sim::Strategy> readStrategy(mlir::func::FuncOp func,
                                             UnassignedPolicy policy,
                                             int64_t numDevices);
 
+/// Warns at each op of `func` whose configuration in `strategy` asks for a
+/// ZeRO stage though the op reads no weight: there is nothing to shard, and
+/// the stage changes nothing. For the passes that take a strategy a user
+/// wrote (ppc-simulate, ppc-import-strategy).
+void warnIneffectiveSharding(mlir::func::FuncOp func, const sim::Graph &graph,
+                             const sim::Strategy &strategy);
+
 /// The pipeline of `func`: its `ppc.pipeline` #ppc.pipeline attribute, or
 /// none (one stage, one micro-batch). Fails, with an error at the function,
 /// on an attribute of another kind.

@@ -1104,6 +1104,13 @@ func.func @pipeline_uneven_lists() attributes {ppc.pipeline = #ppc.pipeline<micr
 
 // -----
 
+// expected-error @+1 {{stage 1's 2 devices from device 9223372036854775807 are not on the machine}}
+func.func @pipeline_overflowing_first_device() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "gpipe", first_devices = [0, 9223372036854775807], devices = [4, 2]>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{stages 0 and 1 share devices}}
 func.func @pipeline_overlap() attributes {ppc.pipeline = #ppc.pipeline<microbatches = 2, schedule = "gpipe", first_devices = [0, 2], devices = [4, 4]>} {
   return
