@@ -37,6 +37,8 @@ Models (sizes as published; --batch is the global batch of one step):
                 weights, as in torchvision's ResNet-50/101 and Inception-v3
                 exports)
   --image N     input height and width of resnet*/inception_v3 (224/299)
+  mlp           --layers (8) times linear (--hidden, 1024) + ReLU, then a
+                linear to 10 classes: the search's scaling with depth
   rnnlm         FlexFlow's RNNLM: embedding, 2-layer LSTM unrolled over
                 --steps (20) time steps, hidden --hidden (1024 unless given),
                 vocab 10000 (PTB), a linear to the vocab on every step's
@@ -386,6 +388,22 @@ def convnet(batch, classes=10, image=32):
     return header, e, x, out
 
 
+def mlp(batch, layers, hidden, classes=10):
+    """A deep MLP: `layers` times linear (hidden -> hidden) + ReLU, then a
+    linear to the classes: 2 layers + 1 ops, for the search's scaling with
+    depth (bench/search_depth.sh)."""
+    e = Emitter()
+    c = Cnn(e)
+    x = "%x"
+    for l in range(layers):
+        name = "layers.%d" % l
+        x = c.linear(x, hidden, hidden, batch, name + ".fc")
+        x = e.op(name + ".relu", "ppc.relu %s : %s" % (x, ty([batch, hidden])))
+    x = c.linear(x, hidden, classes, batch, "head")
+    header = "func.func @main(%%x: %s) -> %s {" % (ty([batch, hidden]), ty([batch, classes]))
+    return header, e, x, [batch, classes]
+
+
 def vgg16(batch, classes=1000):
     """torchvision VGG-16 (configuration D: 13 conv 3x3 with bias + ReLU, 5 max
     pools, 3 fc with dropout)."""
@@ -615,7 +633,7 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", choices=["bert", "gpt", "transformer", "resnet50", "resnet101",
                                       "resnet152", "alexnet", "vgg16", "inception_v3", "rnnlm",
-                                      "convnet"])
+                                      "convnet", "mlp"])
     ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--seq", type=int)
@@ -685,6 +703,8 @@ def main():
         header, e, result, out = vgg16(a.batch)
     elif a.model == "convnet":
         header, e, result, out = convnet(a.batch, image=pick(a.image, 32))
+    elif a.model == "mlp":
+        header, e, result, out = mlp(a.batch, pick(a.layers, 8), pick(a.hidden, 1024))
     elif a.model == "inception_v3":
         header, e, result, out = inception_v3(a.batch, image=pick(a.image, 299))
     else:

@@ -109,9 +109,11 @@ struct ChainResult {
   std::vector<TracePoint> trace;
 };
 
-bool progressWanted(const SearchOptions &options) {
-  return options.progress && isatty(2);
-}
+/// SearchOptions::progress says whether (progress=on, or auto on a
+/// terminal); the terminal decides how: one line redrawn in place, or in a
+/// log a line every few seconds.
+bool progressWanted(const SearchOptions &options) { return options.progress; }
+bool progressInPlace() { return isatty(2); }
 
 void printProgress(Shared &shared, bool final) {
   const SearchOptions &options = shared.options;
@@ -131,12 +133,14 @@ void printProgress(Shared &shared, bool final) {
   double gain = std::isfinite(shared.startObjective) && std::isfinite(best)
                     ? (1 - best / shared.startObjective) * 100
                     : 0;
+  bool inPlace = progressInPlace();
   std::fprintf(stderr,
-               "\rmcmc: %lld iterations (%.0f/s), best %.3f ms, %.1f%% "
-               "better than the start, ETA %.0f s   ",
-               static_cast<long long>(done), done / std::max(elapsed, 1e-9),
-               best * 1e3, gain, std::max(eta, 0.0));
-  if (final)
+               "%smcmc: %lld iterations (%.0f/s), best %.3f ms, %.1f%% "
+               "better than the start, ETA %.0f s%s",
+               inPlace ? "\r" : "", static_cast<long long>(done),
+               done / std::max(elapsed, 1e-9), best * 1e3, gain,
+               std::max(eta, 0.0), inPlace ? "   " : "\n");
+  if (final && inPlace)
     std::fputc('\n', stderr);
   std::fflush(stderr);
 }
@@ -152,6 +156,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::uniform_int_distribution<size_t> pickOp(0, graph.ops.size() - 1);
   bool showProgress = chain == 0 && progressWanted(options);
+  const double printEvery = progressInPlace() ? 0.2 : 2.0;
 
   ChainResult out;
   sim::SimResult currentResult = simulator.simulate(start);
@@ -253,7 +258,8 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
           break;
         }
       }
-      if (showProgress && secondsSince(shared.begin) - lastPrint > 0.2) {
+      if (showProgress &&
+          secondsSince(shared.begin) - lastPrint > printEvery) {
         lastPrint = secondsSince(shared.begin);
         printProgress(shared, false);
       }
@@ -274,12 +280,14 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
               checkConfig(graph.ops[other].space, *proposal, numDevices)
                   .empty())
             changed.push_back(other);
-      std::vector<OpConfig> previous;
-      sim::SimResult next;
+      // One delta simulation for all of them: a timing pass per member
+      // would make a move of a 1,000-layer model's layers cost 1,000 passes.
+      std::vector<std::pair<size_t, OpConfig>> moved, previous;
       for (size_t member : changed) {
-        previous.push_back(simulator.currentStrategy()[member]);
-        next = simulator.update(member, *proposal);
+        previous.push_back({member, simulator.currentStrategy()[member]});
+        moved.push_back({member, *proposal});
       }
+      sim::SimResult next = simulator.update(moved);
       double value = objective(problem, next);
       bool accept;
       if (!std::isfinite(value)) {
@@ -300,8 +308,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
         if (std::isfinite(value))
           currentPressure = memoryPressure(problem, next);
       } else {
-        for (size_t k = changed.size(); k-- > 0;)
-          simulator.update(changed[k], previous[k]);
+        simulator.update(previous);
       }
     }
 

@@ -1887,24 +1887,39 @@ SimResult Simulator::simulate(const Strategy &strategy) {
 }
 
 SimResult Simulator::update(size_t op, const OpConfig &config) {
-  impl->strategy[op] = config;
-  impl->buildOp(op);
-  for (int32_t id : impl->inEdges[op])
-    impl->buildEdge(impl->edges[id]);
-  // Later readers of the same results may share copies with the edges just
-  // rebuilt (edges are numbered in consumer order).
-  std::set<int32_t> producers;
-  for (int32_t id : impl->inEdges[op])
-    producers.insert(impl->edges[id].producer);
-  for (int32_t producer : producers)
-    for (int32_t id : impl->outEdges[producer])
-      if (impl->edges[id].consumer > static_cast<int32_t>(op))
-        impl->buildEdge(impl->edges[id]);
-  for (int32_t id : impl->outEdges[op])
-    impl->buildEdge(impl->edges[id]);
-  // The op's own forward block is the first one that changed: its incoming
-  // transfers are part of it, its outgoing ones of later blocks.
-  return impl->result(impl->runTiming(static_cast<int32_t>(op)));
+  return update({{op, config}});
+}
+
+SimResult
+Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
+  Impl &s = *impl;
+  size_t first = s.ops.size();
+  for (const auto &[op, config] : changes) {
+    s.strategy[op] = config;
+    first = std::min(first, op);
+  }
+  // Every edge a changed op touches: its own, in and out, and the later
+  // readers of the results it reads, which may share copies with the edges
+  // into it. Built in id order (edges are numbered in consumer order), as
+  // an edge's shared copies depend on the earlier readers' edges.
+  std::set<int32_t> touched;
+  for (const auto &[op, config] : changes) {
+    s.buildOp(op);
+    for (int32_t id : s.inEdges[op]) {
+      touched.insert(id);
+      for (int32_t later : s.outEdges[s.edges[id].producer])
+        if (s.edges[later].consumer > static_cast<int32_t>(op))
+          touched.insert(later);
+    }
+    for (int32_t id : s.outEdges[op])
+      touched.insert(id);
+  }
+  for (int32_t id : touched)
+    s.buildEdge(s.edges[id]);
+  // The first changed op's forward block is the first one that changed:
+  // its incoming transfers are part of it, its outgoing ones of later
+  // blocks.
+  return s.result(s.runTiming(static_cast<int32_t>(first)));
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <random>
 
 using namespace ppc;
@@ -88,6 +90,52 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
     if (revert(rng))
       expectIdentical(delta.update(op, strategy[op]), full.simulate(strategy),
                       step);
+    else
+      strategy = proposed;
+  }
+}
+
+TEST_P(DeltaSimulation, EqualsFullOverRandomChangesOfSeveralOps) {
+  // Several ops changed in one update (MCMC's moves of a layer's op in
+  // every layer), and reverted in one, equal a full simulation each time.
+  const Case &c = GetParam();
+  std::optional<Graph> graph = importExample(c.model, 16);
+  ASSERT_TRUE(graph) << "cannot import " << c.model;
+  std::string error;
+  std::optional<Machine> machine = loadMachine(c.machine, error);
+  ASSERT_TRUE(machine) << error;
+  RooflineCostModel cost;
+  SimOptions options;
+  options.optimizer = c.optimizer;
+  options.overlapGradSync = c.overlap;
+  options.gradSync = c.sync;
+  Simulator delta(*graph, *machine, cost, options);
+  Simulator full(*graph, *machine, cost, options);
+
+  int64_t numDevices = machine->numDevices();
+  Strategy strategy = dataParallel(*graph, numDevices);
+  delta.simulate(strategy);
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
+  std::uniform_int_distribution<int> pickCount(1, 5);
+  std::bernoulli_distribution revert(0.5);
+  for (int step = 0; step < 300; ++step) {
+    std::vector<std::pair<size_t, OpConfig>> changes, undo;
+    Strategy proposed = strategy;
+    for (int k = pickCount(rng); k > 0; --k) {
+      size_t op = pickOp(rng);
+      if (std::any_of(changes.begin(), changes.end(),
+                      [&](const auto &c) { return c.first == op; }))
+        continue;
+      OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
+      ASSERT_EQ(delta.checkConfig(op, config), "");
+      changes.push_back({op, config});
+      undo.push_back({op, strategy[op]});
+      proposed[op] = config;
+    }
+    expectIdentical(delta.update(changes), full.simulate(proposed), step);
+    if (revert(rng))
+      expectIdentical(delta.update(undo), full.simulate(strategy), step);
     else
       strategy = proposed;
   }

@@ -33,6 +33,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ppc::sim {
@@ -215,6 +216,12 @@ public:
   /// as in the last simulate()/update(). Same result as simulate() of the
   /// whole new strategy.
   SimResult update(size_t op, const OpConfig &config);
+  /// Delta simulation of several ops changed at once (a move of a layer's
+  /// op in every layer): their segments and edges are rebuilt, and one
+  /// timing pass runs from the first of them, so the cost grows with what
+  /// changes, not with the changes times the graph. Same result as
+  /// simulate() of the whole new strategy.
+  SimResult update(const std::vector<std::pair<size_t, OpConfig>> &changes);
   const Strategy &currentStrategy() const;
 
   /// An additive cost model for searches that need one (the dynamic

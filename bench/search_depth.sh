@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# MCMC's cost by model depth: MLPs of 250 to 5,000 layers (linear 256 ->
+# 256 + ReLU each; bench/models.py mlp) on cpux4, one thread, no DP start,
+# seed 1. For each: the whole 200-iteration search, and the time per
+# iteration taken from a 100- and a 300-iteration search (their difference
+# over 200: the starts' simulations cancel out), side by side with 250
+# layers' figure. Table in docs/search.md ("Search time by depth").
+# Usage: bench/search_depth.sh [BUILD_DIR]   (after scripts/build.sh)
+#   LAYERS="250 500 1000 5000"
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-${PPC_BUILD_DIR:-$root/build}}
+layers=${LAYERS:-250 500 1000 5000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+search() { # MODEL BUDGET -> the search's seconds
+  "$build/bin/ppc-opt" "$1" --ppc-add-loss --ppc-attach-machine=machine=cpux4 \
+    "--ppc-search=budget=$2 threads=1 seed=1 dp-start=false" -o /dev/null \
+    2>&1 | sed -n 's/.* iterations in \([0-9.]*\) s.*/\1/p'
+}
+printf "%8s %8s %14s %16s %12s\n" layers ops "200 it, s" "ms / iteration" "vs 250"
+base=""
+for l in $layers; do
+  /usr/bin/python3 "$root/bench/models.py" mlp --layers "$l" --hidden 256 \
+    --batch 64 > "$tmp/mlp.mlir"
+  ops=$((2 * l + 2))
+  whole=$(search "$tmp/mlp.mlir" 200)
+  short=$(search "$tmp/mlp.mlir" 100)
+  long=$(search "$tmp/mlp.mlir" 300)
+  per=$(awk -v a="$short" -v b="$long" 'BEGIN { printf "%.2f", (b - a) / 200 * 1e3 }')
+  [[ -z "$base" ]] && base=$per
+  printf "%8d %8d %14s %16s %11.2fx\n" "$l" "$ops" "$whole" "$per" \
+    "$(awk -v p="$per" -v b="$base" 'BEGIN { print p / b }')"
+done
