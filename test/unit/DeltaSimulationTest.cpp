@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 
 #include <random>
 
@@ -54,26 +55,37 @@ struct Case {
   GradSync sync;
 };
 
-class DeltaSimulation : public ::testing::TestWithParam<Case> {};
+/// The case's model and machine, and a delta and a full simulator of them
+/// (the delta one at data parallel).
+class DeltaSimulation : public ::testing::TestWithParam<Case> {
+protected:
+  void SetUp() override {
+    const Case &c = GetParam();
+    graph = importExample(c.model, 16);
+    ASSERT_TRUE(graph) << "cannot import " << c.model;
+    std::string error;
+    machine = loadMachine(c.machine, error);
+    ASSERT_TRUE(machine) << error;
+    SimOptions options;
+    options.optimizer = c.optimizer;
+    options.overlapGradSync = c.overlap;
+    options.gradSync = c.sync;
+    delta = std::make_unique<Simulator>(*graph, *machine, cost, options);
+    full = std::make_unique<Simulator>(*graph, *machine, cost, options);
+    numDevices = machine->numDevices();
+    strategy = dataParallel(*graph, numDevices);
+    delta->simulate(strategy);
+  }
+
+  std::optional<Graph> graph;
+  std::optional<Machine> machine;
+  RooflineCostModel cost;
+  std::unique_ptr<Simulator> delta, full;
+  int64_t numDevices = 0;
+  Strategy strategy;
+};
 
 TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
-  const Case &c = GetParam();
-  std::optional<Graph> graph = importExample(c.model, 16);
-  ASSERT_TRUE(graph) << "cannot import " << c.model;
-  std::string error;
-  std::optional<Machine> machine = loadMachine(c.machine, error);
-  ASSERT_TRUE(machine) << error;
-  RooflineCostModel cost;
-  SimOptions options;
-  options.optimizer = c.optimizer;
-  options.overlapGradSync = c.overlap;
-  options.gradSync = c.sync;
-  Simulator delta(*graph, *machine, cost, options);
-  Simulator full(*graph, *machine, cost, options);
-
-  int64_t numDevices = machine->numDevices();
-  Strategy strategy = dataParallel(*graph, numDevices);
-  delta.simulate(strategy);
   std::mt19937_64 rng(42);
   std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
   std::bernoulli_distribution revert(0.7);
@@ -83,12 +95,12 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
     // Recomputation, where the op allows it.
     config.recompute =
         recomputeProblem(*graph, op).empty() && revert(rng) && revert(rng);
-    ASSERT_EQ(delta.checkConfig(op, config), "");
+    ASSERT_EQ(delta->checkConfig(op, config), "");
     Strategy proposed = strategy;
     proposed[op] = config;
-    expectIdentical(delta.update(op, config), full.simulate(proposed), step);
+    expectIdentical(delta->update(op, config), full->simulate(proposed), step);
     if (revert(rng))
-      expectIdentical(delta.update(op, strategy[op]), full.simulate(strategy),
+      expectIdentical(delta->update(op, strategy[op]), full->simulate(strategy),
                       step);
     else
       strategy = proposed;
@@ -98,23 +110,6 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
 TEST_P(DeltaSimulation, EqualsFullOverRandomChangesOfSeveralOps) {
   // Several ops changed in one update (MCMC's moves of a layer's op in
   // every layer), and reverted in one, equal a full simulation each time.
-  const Case &c = GetParam();
-  std::optional<Graph> graph = importExample(c.model, 16);
-  ASSERT_TRUE(graph) << "cannot import " << c.model;
-  std::string error;
-  std::optional<Machine> machine = loadMachine(c.machine, error);
-  ASSERT_TRUE(machine) << error;
-  RooflineCostModel cost;
-  SimOptions options;
-  options.optimizer = c.optimizer;
-  options.overlapGradSync = c.overlap;
-  options.gradSync = c.sync;
-  Simulator delta(*graph, *machine, cost, options);
-  Simulator full(*graph, *machine, cost, options);
-
-  int64_t numDevices = machine->numDevices();
-  Strategy strategy = dataParallel(*graph, numDevices);
-  delta.simulate(strategy);
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
   std::uniform_int_distribution<int> pickCount(1, 5);
@@ -128,14 +123,14 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChangesOfSeveralOps) {
                       [&](const auto &c) { return c.first == op; }))
         continue;
       OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
-      ASSERT_EQ(delta.checkConfig(op, config), "");
+      ASSERT_EQ(delta->checkConfig(op, config), "");
       changes.push_back({op, config});
       undo.push_back({op, strategy[op]});
       proposed[op] = config;
     }
-    expectIdentical(delta.update(changes), full.simulate(proposed), step);
+    expectIdentical(delta->update(changes), full->simulate(proposed), step);
     if (revert(rng))
-      expectIdentical(delta.update(undo), full.simulate(strategy), step);
+      expectIdentical(delta->update(undo), full->simulate(strategy), step);
     else
       strategy = proposed;
   }

@@ -860,13 +860,14 @@ TEST(RuntimeRunPlan, CheckpointsKeptAndRewritten) {
   options.checkpointEvery = 1;
   std::string out, err;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
+  // LOCK: the lock a run holds on the directory (kept; free once it ends).
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", stepDirectoryName(4, false),
+            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(4, false),
                                       stepDirectoryName(5, false)}));
   options.keepCheckpoints = 3;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", stepDirectoryName(3, false),
+            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(3, false),
                                       stepDirectoryName(4, false),
                                       stepDirectoryName(5, false)}));
   // A new run that writes the step LATEST names writes it under the other
@@ -875,10 +876,10 @@ TEST(RuntimeRunPlan, CheckpointsKeptAndRewritten) {
   options.keepCheckpoints = 1;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", stepDirectoryName(5, true)}));
+            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(5, true)}));
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", stepDirectoryName(5, false)}));
+            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(5, false)}));
   RunOptions resume;
   resume.steps = 1;
   resume.resumeDir = options.checkpointDir;
@@ -889,7 +890,7 @@ TEST(RuntimeRunPlan, CheckpointsKeptAndRewritten) {
   options.keepCheckpoints = 2;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", stepDirectoryName(3, false)}));
+            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(3, false)}));
   options.keepCheckpoints = 0;
   EXPECT_EQ(run(plan, options, &out, &err), 1);
   EXPECT_EQ(err, "ppc-run: --keep-checkpoints must be at least 1\n");
