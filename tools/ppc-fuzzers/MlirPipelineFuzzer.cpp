@@ -2,7 +2,9 @@
 //
 // Feeds arbitrary bytes to ppc-opt's path for MLIR text, in process: parse
 // with every ppc dialect, verify, attach a machine if the module has none
-// (cpux2), then ppc-simulate and ppc-lower-to-plan (no file written).
+// (cpux2), for one input in three the pipeline search (stage and
+// micro-batch counts from the input's size), then ppc-simulate and
+// ppc-lower-to-plan (no file written).
 // Diagnostics are swallowed: only crashes, sanitizer reports, timeouts and
 // memory blow-ups count. See docs/fuzzing.md.
 //
@@ -50,6 +52,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ppc::topo::attachMachine(*module, machine, /*explicitGraph=*/false);
 
   PassManager pm(&context);
+  // One input in three also goes through the pipeline search, with stage
+  // and micro-batch counts from the input's size (0: searched), so its
+  // refusals and its candidates are fuzzed too; the others keep their own
+  // strategies for the lowering.
+  if (size % 3 == 0) {
+    ppc::SearchStrategyOptions search;
+    search.algorithm = "pipeline";
+    search.budget = "20";
+    search.threads = 1;
+    search.progress = "off";
+    search.stages = static_cast<int64_t>(size / 3 % 5);
+    search.microbatches = static_cast<int64_t>(size / 15 % 5);
+    search.stageDp = size % 2 == 0;
+    pm.addPass(ppc::createSearchStrategy(search));
+  }
   ppc::SimulateOptions simulate;
   simulate.outputPath = "/dev/null";
   pm.addPass(ppc::createSimulate(simulate));
