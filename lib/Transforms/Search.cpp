@@ -426,6 +426,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   };
 
   search::SearchResult found;
+  // With a DP start: what the DP evaluated, and its seconds.
+  int64_t dpEvaluations = 0;
+  double dpSeconds = 0;
   {
     InterruptScope interrupt;
     switch (algo) {
@@ -452,9 +455,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         starts.push_back(*existing);
       found = search::mcmc(problem, space, starts, chains);
       if (dpStart) {
+        // The iterations stay MCMC's, as its trace counts them (the
+        // report's convergence reads one against the other); the DP's
+        // evaluations are said apart.
         found.algorithm = "MCMC from the dynamic programming's answer";
-        found.iterations += dp.iterations;
         found.seconds += dp.seconds;
+        dpEvaluations = dp.iterations;
+        dpSeconds = dp.seconds;
       }
       // Memory is a hard constraint: when nothing unpipelined fits,
       // pipelines (whose stages hold a share of the weights) are searched
@@ -555,11 +562,18 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                           options.threads == 1 ? "" : "s")
                 .str()
           : "";
+  std::string dpText =
+      dpEvaluations > 0
+          ? llvm::formatv(" (after the dynamic programming's {0} evaluations "
+                          "in {1:f2} s)",
+                          dpEvaluations, dpSeconds)
+                .str()
+          : "";
   llvm::errs() << llvm::formatv(
-      "ppc-search @{0}: {1}, {2} iterations in {3:f2} s{4}{5}: "
-      "{6} per iteration predicted, data parallel {7}{8}\n",
+      "ppc-search @{0}: {1}, {2} iterations in {3:f2} s{4}{5}{6}: "
+      "{7} per iteration predicted, data parallel {8}{9}\n",
       func.getSymName(), found.algorithm, found.iterations, found.seconds,
-      threadsText, interrupted ? " (interrupted)" : "",
+      threadsText, dpText, interrupted ? " (interrupted)" : "",
       formatMs(found.objective), formatMs(dataParallel.objective), comparison);
   if (!std::isfinite(found.objective))
     emitWarning(func.getLoc())

@@ -52,7 +52,7 @@
 // MCMC-NEXT:  ppc.gelu {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // MCMC-NEXT:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // NODP: ppc-search @mlp: MCMC, {{[0-9]+}} iterations
-// SUMMARY: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads: {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
+// SUMMARY: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads (after the dynamic programming's {{[0-9]+}} evaluations in {{[0-9.]+}} s): {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
 // RESIM: ops: 3 (3 with ppc.strategy, 0 data parallel by default)
 
 // DP:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1, 1]>
@@ -67,7 +67,7 @@
 // DPSEARCH-COUNT-3: ppc.strategy = #ppc.strategy
 // EXHAUSTIVE: ppc-search @mlp: {{.*}} per iteration predicted
 // EXHAUSTIVE-COUNT-3: ppc.strategy = #ppc.strategy
-// REPORT: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 1 thread: {{.*}} per iteration predicted
+// REPORT: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 1 thread (after the dynamic programming's {{[0-9]+}} evaluations in {{[0-9.]+}} s): {{.*}} per iteration predicted
 // FILES-DAG: baselines.json
 // FILES-DAG: baselines.txt
 // FILES-DAG: graph.dot
