@@ -1,7 +1,8 @@
 //===- Mcmc.cpp - FlexFlow's Metropolis-Hastings strategy search ----------===//
 //
 // Independent chains, one per thread, each with its own Simulator so that a
-// proposal costs one delta simulation per op it changes. A chain proposes
+// proposal costs one delta simulation, however many ops it changes (a
+// structure move is one update of all of them). A chain proposes
 // a neighbour's configuration copied along an edge, a random configuration
 // of a random op, or the op's recomputation or ZeRO stage changed; a share
 // of proposals apply the configuration to every counterpart of the op in
