@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Search/Search.h"
+#include "ppc/Support/Alternatives.h"
 
 #include "Divisors.h"
 #include "StageDp.h"
@@ -61,13 +62,20 @@ std::vector<int32_t> balancedStages(const sim::Graph &graph, int64_t stages) {
   return stageOf;
 }
 
-/// Whether every sample dim of `graph` divides into `microbatches`.
-bool batchDivides(const sim::Graph &graph, int64_t microbatches) {
+/// The largest count every sample dim of `graph` divides into (their gcd;
+/// 0 when there is none).
+int64_t commonBatch(const sim::Graph &graph) {
+  int64_t batch = 0;
   for (const sim::Op &op : graph.ops)
     for (const IterDim &dim : op.space.dims)
-      if (dim.kind == IterKind::Sample && dim.size % microbatches != 0)
-        return false;
-  return true;
+      if (dim.kind == IterKind::Sample)
+        batch = std::gcd(batch, dim.size);
+  return batch;
+}
+
+/// Whether every sample dim of `graph` divides into `microbatches`.
+bool batchDivides(const sim::Graph &graph, int64_t microbatches) {
+  return commonBatch(graph) % microbatches == 0;
 }
 
 /// Puts `local`, the configurations of stage `stage`'s ops (in op order, on
@@ -111,38 +119,25 @@ SearchResult pipelineSearch(const Problem &problem,
     refused.seconds = elapsed();
     return refused;
   };
-  auto listOf = [](const std::vector<int64_t> &values) {
-    std::string out;
-    for (size_t i = 0; i < values.size(); ++i)
-      out += (i == 0                   ? ""
-              : i + 1 == values.size() ? " or "
-                                       : ", ") +
-             std::to_string(values[i]);
-    return out;
-  };
   if (pipelineOptions.stages < 0 || pipelineOptions.microbatches < 0)
     return refuse("stages and microbatches must be >= 0 (0: searched)");
   int64_t stagesAsked = pipelineOptions.stages;
   if (stagesAsked > 0 && numDevices % stagesAsked != 0)
-    return refuse("stages = " + std::to_string(stagesAsked) +
-                  " does not divide the " + std::to_string(numDevices) +
-                  " devices into equal submeshes: take " +
-                  listOf(detail::divisors(numDevices)) + " (0: searched)");
+    return refuse(
+        "stages = " + std::to_string(stagesAsked) + " does not divide the " +
+        std::to_string(numDevices) + " devices into equal submeshes: take " +
+        listAlternatives(detail::divisors(numDevices)) + " (0: searched)");
   if (stagesAsked > static_cast<int64_t>(graph.ops.size()))
     return refuse("stages = " + std::to_string(stagesAsked) +
                   " is more than the graph's " +
                   std::to_string(graph.ops.size()) + " ops");
   if (int64_t m = pipelineOptions.microbatches; m > 1) {
-    // The batch every sample dim shares a divisor of.
-    int64_t batch = 0;
-    for (const sim::Op &op : graph.ops)
-      for (const IterDim &dim : op.space.dims)
-        if (dim.kind == IterKind::Sample)
-          batch = std::gcd(batch, dim.size);
-    if (batch > 0 && batch % m != 0)
+    int64_t batch = commonBatch(graph);
+    if (batch % m != 0)
       return refuse("microbatches = " + std::to_string(m) +
                     " does not divide the batch of " + std::to_string(batch) +
-                    " samples: take " + listOf(detail::divisors(batch)) +
+                    " samples: take " +
+                    listAlternatives(detail::divisors(batch)) +
                     " (0: searched)");
     if (std::string why = sim::checkMicroBatching(graph, m); !why.empty())
       return refuse(why);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/Alternatives.h"
 #include "ppc/Support/ChromeTrace.h"
 #include "ppc/Support/Layout.h"
 
@@ -236,14 +237,10 @@ TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
 }
 
 std::string optimizerNames() {
-  std::string names;
-  size_t n = std::size(kOptimizers);
-  for (size_t i = 0; i < n; ++i)
-    names += std::string(i == 0       ? ""
-                         : i + 1 == n ? " or "
-                                      : ", ") +
-             kOptimizers[i].name;
-  return names;
+  std::vector<std::string> names;
+  for (const OptimizerInfo &info : kOptimizers)
+    names.push_back(info.name);
+  return listAlternatives(names);
 }
 
 //===----------------------------------------------------------------------===//

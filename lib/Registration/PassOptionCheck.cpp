@@ -9,6 +9,7 @@
 
 #include "ppc/PassOptionCheck.h"
 
+#include "ppc/Support/Alternatives.h"
 #include "ppc/Support/CaptureOutput.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -121,14 +122,6 @@ std::vector<OptionWord> splitOptions(llvm::StringRef text) {
   return words;
 }
 
-/// "a, b or c".
-std::string listOf(const std::vector<std::string> &items) {
-  std::string text;
-  for (size_t i = 0; i < items.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
-  return text;
-}
-
 /// The option of `options` nearest to `key`, if one is near enough to be
 /// what was meant.
 std::optional<std::string>
@@ -202,7 +195,7 @@ std::vector<std::string> checkPassOptions(llvm::StringRef name,
       if (names.empty())
         message += " (it takes none)";
       else
-        message += "\n  its options: " + listOf(names) +
+        message += "\n  its options: " + listAlternatives(names) +
                    " (ppc-opt --help says what each means)";
       errors.push_back(message);
       continue;
@@ -212,7 +205,7 @@ std::vector<std::string> checkPassOptions(llvm::StringRef name,
     if (word.value && !values.empty() &&
         !llvm::is_contained(values, *word.value))
       errors.push_back(flag + ": '" + *word.value + "' is not a value of " +
-                       dashed + "; expected " + listOf(values));
+                       dashed + "; expected " + listAlternatives(values));
   }
   return errors;
 }

@@ -19,6 +19,7 @@
 #include "ppc/Search/Search.h"
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/Alternatives.h"
 #include "ppc/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -88,13 +89,10 @@ std::optional<Algorithm> parseAlgorithm(StringRef name) {
 std::string algorithmNames() {
   std::vector<std::pair<std::string, std::string>> list =
       ppc::searchAlgorithms();
-  std::string text;
-  for (size_t i = 0; i < list.size(); ++i)
-    text += (i == 0                 ? ""
-             : i + 1 == list.size() ? " or "
-                                    : ", ") +
-            list[i].first;
-  return text;
+  std::vector<std::string> names;
+  for (const auto &[name, description] : list)
+    names.push_back(name);
+  return listAlternatives(names);
 }
 
 struct Budget {
@@ -256,14 +254,11 @@ void SearchStrategyPass::runOnOperation() {
   }
   if (!search::findRecompute(recompute)) {
     const std::vector<search::RecomputeInfo> &list = search::recomputeModes();
-    std::string modes;
-    for (size_t i = 0; i < list.size(); ++i)
-      modes += (i == 0                 ? ""
-                : i + 1 == list.size() ? " or "
-                                       : ", ") +
-               std::string(list[i].name);
+    std::vector<std::string> modes;
+    for (const search::RecomputeInfo &info : list)
+      modes.push_back(info.name);
     module.emitError() << "ppc-search: unknown recompute '" << recompute
-                       << "': expected " << modes;
+                       << "': expected " << listAlternatives(modes);
     return signalPassFailure();
   }
   if (algo != Algorithm::Megatron &&

@@ -2,6 +2,7 @@
 
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/CpuBackend.h"
+#include "ppc/Support/Alternatives.h"
 // The cuda backend, or in ppc-run-emulated (a test tool) its host emulation
 // (runtime/cuda/Device.h) under the same name.
 #if defined(PPC_HAVE_CUDA) || defined(PPC_CUDA_EMULATION)
@@ -39,14 +40,10 @@ const std::vector<BackendInfo> &backends() {
 }
 
 std::string backendNames() {
-  std::string names;
-  const std::vector<BackendInfo> &list = backends();
-  for (size_t i = 0; i < list.size(); ++i)
-    names += std::string(i == 0                 ? ""
-                         : i + 1 == list.size() ? " or "
-                                                : ", ") +
-             list[i].name;
-  return names;
+  std::vector<std::string> names;
+  for (const BackendInfo &info : backends())
+    names.push_back(info.name);
+  return listAlternatives(names);
 }
 
 const BackendInfo *findBackend(const std::string &name) {

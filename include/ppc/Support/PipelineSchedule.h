@@ -10,6 +10,8 @@
 #ifndef PPC_SUPPORT_PIPELINESCHEDULE_H
 #define PPC_SUPPORT_PIPELINESCHEDULE_H
 
+#include "ppc/Support/Alternatives.h"
+
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -61,12 +63,10 @@ inline const PipelineScheduleInfo *findPipelineSchedule(std::string_view name) {
 
 /// "gpipe or 1f1b", for messages.
 inline std::string pipelineScheduleNames() {
-  std::string names;
-  size_t n = std::size(kPipelineSchedules);
-  for (size_t i = 0; i < n; ++i)
-    names += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") +
-             kPipelineSchedules[i].name;
-  return names;
+  std::vector<std::string> names;
+  for (const PipelineScheduleInfo &info : kPipelineSchedules)
+    names.push_back(info.name);
+  return listAlternatives(names);
 }
 
 /// One forward or one backward of one micro-batch on one stage.
