@@ -27,10 +27,9 @@ bool hasWeightOperand(const sim::Op &op) {
   return false;
 }
 
-/// A linear layer: ppc.linear, or ppc.matmul with a weight operand.
+/// A linear layer: a matrix product with a weight operand.
 bool isWeightedContraction(const sim::Op &op) {
-  return (op.kind == "ppc.linear" || op.kind == "ppc.matmul") &&
-         hasWeightOperand(op);
+  return op.space.matrixProduct && hasWeightOperand(op);
 }
 
 /// The largest divisor of `numDevices` that divides `size`.
@@ -441,7 +440,7 @@ sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
   strategy.reserve(graph.ops.size());
   for (const sim::Op &op : graph.ops) {
     int parameter = -1;
-    if (op.kind == "ppc.linear")
+    if (isWeightedContraction(op))
       for (size_t d = 0; d < op.space.dims.size(); ++d)
         if (op.space.dims[d].kind == IterKind::Parameter &&
             op.space.dims[d].splittable) {

@@ -181,6 +181,12 @@ double allReduceTime(const Machine &machine,
   return planAllReduce(machine, devices, bytes).time;
 }
 
+std::array<double, 8>
+allReduceBytesByLinkKind(const Machine &machine,
+                         const std::vector<int64_t> &devices, double bytes) {
+  return planAllReduce(machine, devices, bytes).bytesByLinkKind;
+}
+
 double reduceScatterTime(const Machine &machine,
                          const std::vector<int64_t> &devices, double bytes) {
   return 0.5 * allReduceTime(machine, devices, bytes);
@@ -846,11 +852,14 @@ struct Simulator::Impl {
             st, std::move(m), bytes, stage >= StateSharding::Optimizer,
             options.gradBucketBytes, elements * perElement.weight);
         if (stage == StateSharding::Parameters) {
-          // No gather after the update; one before each use instead.
+          // No gather after the update; one before each use instead (the
+          // forward, the backward, and a recomputation between them):
+          // each moves half of what the all-reduce's bytes are.
           sync.gatherTime = sync.postTime;
           sync.postTime = 0;
+          double gathers = st.recomputed ? 3 : 2;
           for (double &b : sync.bytesByLinkKind)
-            b *= 1.5;
+            b *= (1 + gathers) / 2;
         }
         st.gradSyncs.push_back(std::move(sync));
       }
@@ -1046,6 +1055,10 @@ struct Simulator::Impl {
                                         static_cast<int32_t>(t));
       std::sort(e.fwdByDestination.begin(), e.fwdByDestination.end());
     }
+
+    // Integer values (indices, labels) carry no gradient back.
+    if (!weightEdge && !graph.ops[e.producer].differentiable)
+      return;
 
     // Backward: each consumer partition's gradient reaches every copy of
     // the producer's result, or, for a weight, each group of holder
@@ -1806,14 +1819,19 @@ struct Simulator::Impl {
         m.activations += add.activations;
         m.workspace = std::max(m.workspace, add.workspace);
       }
+      // A recomputed op runs its forward collectives (partial sums,
+      // statistics, ZeRO-3 gathers) again before its backward.
+      double again = st.recomputed ? 2 : 1;
       for (const auto *list :
            {&st.partialSums, &st.gradSyncs, &st.statSyncs[0], &st.statSyncs[1]})
         for (const Collective &c : *list) {
+          bool forward = list == &st.partialSums || list == &st.statSyncs[0];
+          double times = forward ? again : 1;
           for (int32_t p : c.partitions)
             r.devices[st.devices[p]].commTime +=
-                c.time + c.postTime + 2 * c.gatherTime;
+                times * c.time + c.postTime + (1 + again) * c.gatherTime;
           for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
-            r.bytesByLinkKind[k] += c.bytesByLinkKind[k];
+            r.bytesByLinkKind[k] += times * c.bytesByLinkKind[k];
         }
     }
     for (const Edge &e : edges) {

@@ -258,6 +258,7 @@ IterationSpace MatMulOp::getIterationSpace() {
   ArrayRef<int64_t> lhs = shapeOf(getLhs());
   size_t rank = result.size(), batchRank = rank - 2;
   IterationSpace space;
+  space.matrixProduct = true;
   for (size_t i = 0; i < batchRank; ++i) {
     IterKind kind = i == 0                ? IterKind::Sample
                     : i == 1 && rank == 4 ? IterKind::Parameter
@@ -352,6 +353,7 @@ IterationSpace LinearOp::getIterationSpace() {
   ArrayRef<int64_t> result = shapeOf(getResult());
   size_t lead = result.size() - 1;
   IterationSpace space;
+  space.matrixProduct = true;
   space.dims = activationDims(result);
   space.dims.pop_back();
   int32_t n = lead, k = lead + 1;
@@ -963,4 +965,68 @@ IterationSpace MseLossOp::getIterationSpace() {
 OpCost MseLossOp::getCost() {
   double elements = elementCount(getPrediction());
   return costOf(getOperation(), 3 * elements, 2 * elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Facts the lowering reads (the interface's optional methods)
+//===----------------------------------------------------------------------===//
+
+using ppc::graph::OperandInit;
+
+/// A weight laid out [in, out] has its fan-in in dim 0.
+std::optional<OperandInit> LinearOp::getOperandInit(unsigned operand) {
+  if (operand != 1 || getTransposeWeight())
+    return std::nullopt;
+  return OperandInit{OperandInit::Kind::Uniform, {0}};
+}
+
+/// Scale and running variance start at one; shift and running mean at zero.
+std::optional<OperandInit> BatchNormOp::getOperandInit(unsigned operand) {
+  if (operand == 0)
+    return std::nullopt;
+  return OperandInit{operand == 1 || operand == 4 ? OperandInit::Kind::Ones
+                                                  : OperandInit::Kind::Zeros,
+                     {}};
+}
+
+/// Scale starts at one, shift at zero.
+std::optional<OperandInit> LayerNormOp::getOperandInit(unsigned operand) {
+  if (operand == 0)
+    return std::nullopt;
+  return OperandInit{operand == 1 ? OperandInit::Kind::Ones
+                                  : OperandInit::Kind::Zeros,
+                     {}};
+}
+
+/// Labels are class indices below the logits' dim 1.
+std::optional<int64_t> SoftmaxCrossEntropyOp::getIndexBound(unsigned operand) {
+  if (operand != 1)
+    return std::nullopt;
+  return shapeOf(getLogits())[1];
+}
+
+bool SoftmaxCrossEntropyOp::isLoss() { return true; }
+bool MseLossOp::isLoss() { return true; }
+
+/// Indices address the gathered dim of the data.
+std::optional<int64_t> GatherOp::getIndexBound(unsigned operand) {
+  if (operand != 1)
+    return std::nullopt;
+  ArrayRef<int64_t> data = shapeOf(getData());
+  return data[normalizeAxis(getAxisAttr().getInt(), data.size())];
+}
+
+bool ReshapeOp::forwardsValues() { return true; }
+bool TransposeOp::forwardsValues() { return true; }
+bool CastOp::forwardsValues() { return true; }
+bool SliceOp::forwardsValues() { return true; }
+bool ConcatOp::forwardsValues() { return true; }
+bool SplitOp::forwardsValues() { return true; }
+
+/// The cast kernel reads its target type as text ("bf16", "f32", ...).
+void CastOp::addKernelAttributes(NamedAttrList &attrs) {
+  std::string to;
+  llvm::raw_string_ostream os(to);
+  getElementTypeOrSelf(getResult().getType()).print(os);
+  attrs.set("to", StringAttr::get(getContext(), to));
 }

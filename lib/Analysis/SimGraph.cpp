@@ -133,6 +133,7 @@ FailureOr<sim::Graph> ppc::buildSimGraph(func::FuncOp func) {
       Type elementType = getElementType(op.getResult(0));
       simOp.dtype = getDType(elementType);
       simOp.elemBytes = getElemBytes(elementType);
+      simOp.differentiable = isa<FloatType>(elementType);
     }
     if (simOp.space.operands.size() != op.getNumOperands())
       return op.emitError()

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PartitionedFunction.h"
+#include "PlanTraffic.h"
 
 #include "ppc/Conversion/Passes.h"
 #include "ppc/Dialect/Graph/GraphDialect.h"
@@ -474,51 +475,53 @@ plan::Init PlanEmitter::weightInit(WeightOp weight, double &bound) {
   bound = 0;
   if (weight.getValue())
     return plan::Init::data;
-  // Normalization scales and running variances start at one, their shifts
-  // and running means and every other vector (biases) at zero.
-  for (OpOperand &use : weight.getResult().getUses()) {
-    Operation *user = use.getOwner();
-    unsigned n = use.getOperandNumber();
-    if (isa<BatchNormOp>(user))
-      return n == 1 || n == 4 ? plan::Init::ones : plan::Init::zeros;
-    if (isa<LayerNormOp>(user))
-      return n == 1 ? plan::Init::ones : plan::Init::zeros;
-  }
+  // What the ops reading it say (a normalization's scale and shift), else
+  // every vector (biases) at zero and the rest uniform over their fan-in.
   std::vector<int64_t> shape = shapeOf(weight.getResult());
+  std::optional<std::vector<int64_t>> fanInDims;
+  for (OpOperand &use : weight.getResult().getUses()) {
+    auto reader = dyn_cast<ParallelizableOpInterface>(use.getOwner());
+    if (!reader)
+      continue;
+    std::optional<OperandInit> init =
+        reader.getOperandInit(use.getOperandNumber());
+    if (!init)
+      continue;
+    if (init->kind == OperandInit::Kind::Ones)
+      return plan::Init::ones;
+    if (init->kind == OperandInit::Kind::Zeros)
+      return plan::Init::zeros;
+    if (!init->fanInDims.empty())
+      fanInDims = init->fanInDims;
+  }
   if (shape.size() < 2)
     return plan::Init::zeros;
   int64_t fanIn = 1;
-  for (size_t d = 1; d < shape.size(); ++d)
-    fanIn *= shape[d];
-  // Linear weights laid out [in, out] read their fan-in from dim 0.
-  for (OpOperand &use : weight.getResult().getUses())
-    if (auto linear = dyn_cast<LinearOp>(use.getOwner()))
-      if (use.getOperandNumber() == 1 && !linear.getTransposeWeight())
-        fanIn = shape[0];
+  if (fanInDims) {
+    for (int64_t d : *fanInDims)
+      fanIn *= shape[d];
+  } else {
+    for (size_t d = 1; d < shape.size(); ++d)
+      fanIn *= shape[d];
+  }
   bound = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, fanIn)));
   return plan::Init::uniform;
 }
 
 /// Synthetic integer inputs must be valid class labels or indices: follow
-/// the value through data movement to the op that reads it as such.
+/// the value through ops that forward values to an op that bounds them.
 int64_t PlanEmitter::intMaxOf(Value value) {
   SmallVector<Value> work{value};
   while (!work.empty()) {
     Value v = work.pop_back_val();
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(user))
-        return shapeOf(loss.getLogits())[1];
-      if (auto gather = dyn_cast<GatherOp>(user)) {
-        if (use.getOperandNumber() == 1) {
-          std::vector<int64_t> data = shapeOf(gather.getData());
-          int64_t axis = gather.getAxis();
-          return data[axis < 0 ? axis + data.size() : axis];
-        }
-        continue;
-      }
-      if (isParallelOp(user) ||
-          isa<ReshapeOp, TransposeOp, CastOp, SliceOp, ConcatOp, SplitOp>(user))
+      auto reader = dyn_cast<ParallelizableOpInterface>(user);
+      if (reader)
+        if (std::optional<int64_t> bound =
+                reader.getIndexBound(use.getOperandNumber()))
+          return *bound;
+      if (isParallelOp(user) || (reader && reader.forwardsValues()))
         for (Value result : user->getResults())
           work.push_back(result);
     }
@@ -620,12 +623,8 @@ LogicalResult PlanEmitter::emitGraphOps() {
     for (NamedAttribute attr : op->getAttrDictionary())
       if (!attr.getName().getValue().starts_with("ppc."))
         attrs.push_back(attr);
-    if (isa<CastOp>(op)) {
-      std::string to;
-      llvm::raw_string_ostream os(to);
-      getElementTypeOrSelf(op->getResult(0).getType()).print(os);
-      attrs.set("to", StringAttr::get(context, to));
-    }
+    if (auto compute = dyn_cast<ParallelizableOpInterface>(op))
+      compute.addKernelAttributes(attrs);
     std::string sym = ("op" + Twine(k)).str();
     opSymbols.push_back(sym);
     plan::GraphOp::create(
@@ -1857,8 +1856,8 @@ FailureOr<plan::PlanOp> PlanEmitter::emit(OpBuilder &top) {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   if (ret.getNumOperands() == 1) {
     Value value = stripParallelOps(ret.getOperand(0));
-    if (isa_and_nonnull<SoftmaxCrossEntropyOp, MseLossOp>(
-            value.getDefiningOp()))
+    if (auto op = value.getDefiningOp<ParallelizableOpInterface>();
+        op && op.isLoss())
       loss = parts.producerOf(value);
   }
   training = loss.has_value();
@@ -1982,6 +1981,12 @@ struct PartitionToPlanPass : impl::PartitionToPlanBase<PartitionToPlanPass> {
     if (failed(plan)) {
       // Leave the module as it was.
       module.walk([](plan::PlanOp op) { op.erase(); });
+      return signalPassFailure();
+    }
+    const sim::OptimizerInfo *info = sim::findOptimizer(optimizer);
+    if (info && failed(conversion::reportTraffic(*plan, *parts, info->kind, traffic,
+                                     func.getLoc()))) {
+      plan->erase();
       return signalPassFailure();
     }
     // The plan replaces the graph: it holds everything the runtime needs.

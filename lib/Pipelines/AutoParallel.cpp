@@ -93,6 +93,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     LowerToPlanOptions planOptions;
     planOptions.plan = options.planOut;
     planOptions.text = options.planText;
+    planOptions.traffic = options.traffic;
     planOptions.learningRate = options.learningRate;
     planOptions.optimizer = sim::optimizerInfo(options.optimizer).name;
     buildLowerToPlanPipeline(pm, planOptions);
@@ -109,6 +110,7 @@ void ppc::buildLowerToPlanPipeline(OpPassManager &pm,
   partition.optimizer = options.optimizer;
   partition.learningRate = options.learningRate;
   partition.unassigned = unassigned;
+  partition.traffic = options.traffic;
   pm.addPass(createPartitionToPlan(partition));
   pm.addPass(createElideZeroFills());
   pm.addPass(createAliasViews());

@@ -46,9 +46,9 @@ bool looksLikeLogits(RankedTensorType type) {
 bool hasLoss(func::FuncOp func) {
   return func
       .walk([](Operation *op) {
-        return isa<graph::SoftmaxCrossEntropyOp, graph::MseLossOp>(op)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
+        auto compute = dyn_cast<graph::ParallelizableOpInterface>(op);
+        return compute && compute.isLoss() ? WalkResult::interrupt()
+                                           : WalkResult::advance();
       })
       .wasInterrupted();
 }

@@ -3,10 +3,12 @@
 #   1. ppc-opt derives the strategy (test/e2e/make_strategy.py, the MCMC
 #      search for "searched", the baseline for "megatron*") and lowers it
 #      to a plan for cpuxNP;
-#   2. --verify: the first step matches the single-device step (loss, every
+#   2. the bytes the plan moves equal the bytes the simulator priced, per
+#      link kind (ppc-auto-parallel's traffic file);
+#   3. --verify: the first step matches the single-device step (loss, every
 #      gradient, every updated weight);
-#   3. the loss falls over 8 Adam steps (lr 0.01) on one fixed batch;
-#   4. a checkpoint resumes bit-identically (checkpoint-resume.sh).
+#   4. the loss falls over 8 Adam steps (lr 0.01) on one fixed batch;
+#   5. a checkpoint resumes bit-identically (checkpoint-resume.sh).
 # usage: model-e2e.sh PPC_OPT EXAMPLES WORKDIR MODEL BATCH KIND NP RUN...
 #        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run"). MODEL is
 #        EXAMPLES/MODEL.onnx, or gpt4, gptwide or convnet from
@@ -54,20 +56,31 @@ tosa-mlp)
   import="$ppc_opt $examples/$model.onnx --batch-size=$batch" ;;
 esac
 if [ "$kind" = searched ]; then
-  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron-layout-}" != "$kind" ]; then
   # Megatron-LM's layout with options (search=megatron): the kind's words
   # tpN ppN vN mN sp distopt selective full, e.g. megatron-layout-tp2-pp2-m4.
   options=$(sh "$here/../../bench/megatron_options.sh" "${kind#megatron-layout-}")
-  $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ]; then
   # A baseline of search::baselines() as it is (megatron, fsdp, ...).
-  $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb strategy-out=$work/strategy.json" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 else
   $import --ppc-auto-parallel="machine=cpux$np search=data-parallel dtype=$dtype strategy-out=$work/dp.json" -o /dev/null
   python3 "$here/make_strategy.py" --kind "$kind" "$work/dp.json" "$work/strategy.json"
-  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb" -o /dev/null
+  $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json" -o /dev/null
 fi
+
+# What the plan moves is what the simulator priced, per link kind.
+python3 - "$work/traffic.json" <<'PY'
+import json, sys
+traffic = json.load(open(sys.argv[1]))
+for kind, t in traffic["link_kinds"].items():
+    print("traffic over %s: plan %.0f B, simulated %.0f B" %
+          (kind, t["plan_bytes"], t["simulated_bytes"]))
+if not traffic["agree"]:
+    sys.exit("the plan's bytes differ from the simulator's")
+PY
 
 "$@" "$work/plan.pb" --steps 1 --verify $verify_args | tee "$work/verify.log"
 grep -q "verify passed" "$work/verify.log"

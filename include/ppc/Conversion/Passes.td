@@ -67,6 +67,10 @@ def PartitionToPlan : Pass<"ppc-partition-to-plan", "mlir::ModuleOp"> {
                         "whole on device 0"),
              clEnumValN(::ppc::UnassignedPolicy::DataParallel, "data-parallel",
                         "data parallel over every device"))}]>,
+    Option<"traffic", "traffic", "std::string", "\"\"",
+           "Write the bytes one step of the plan moves and the bytes the "
+           "simulator prices for the strategy, by link kind, as JSON to this "
+           "file">,
   ];
   let dependentDialects = ["::ppc::plan::PlanDialect"];
 }

@@ -126,6 +126,10 @@ struct AutoParallelOptions
   Option<bool> planText{*this, "plan-text",
                         llvm::cl::desc("Write the plan in protobuf text form"),
                         llvm::cl::init(false)};
+  Option<std::string> traffic{
+      *this, "traffic",
+      llvm::cl::desc("With plan: write the bytes the plan moves and the bytes "
+                     "the simulator priced, by link kind, as JSON here")};
   Option<double> learningRate{
       *this, "lr",
       llvm::cl::desc("Learning rate in the plan (0: the optimizer's default, "
@@ -204,6 +208,10 @@ struct LowerToPlanOptions
   Option<bool> text{*this, "text",
                     llvm::cl::desc("Write the plan in protobuf text form"),
                     llvm::cl::init(false)};
+  Option<std::string> traffic{
+      *this, "traffic",
+      llvm::cl::desc("Write the bytes the plan moves and the bytes the "
+                     "simulator priced, by link kind, as JSON here")};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd, momentum or adam"),
                                 llvm::cl::init("sgd")};

@@ -43,6 +43,9 @@ struct Op {
   /// Element type of the op's compute and of its results.
   DType dtype = DType::F32;
   int64_t elemBytes = 4;
+  /// Whether its results are floating point and carry gradients back;
+  /// integer results (indices, labels, masks) have none to send.
+  bool differentiable = true;
   /// One per operand, parallel to space.operands.
   std::vector<Source> operands;
 };

@@ -197,6 +197,13 @@ struct SimResult {
 /// whichever is faster.
 double allReduceTime(const Machine &machine,
                      const std::vector<int64_t> &devices, double bytes);
+/// The bytes all members of that all-reduce send, by link kind (indexed by
+/// LinkKind): what the simulator counts for a gradient sync or a partial
+/// sum, and what a plan's all-reduce is counted as (a reduce-scatter or an
+/// all-gather of the same buffer moves half of it).
+std::array<double, 8>
+allReduceBytesByLinkKind(const Machine &machine,
+                         const std::vector<int64_t> &devices, double bytes);
 /// Reduce-scatter (or all-gather) of `bytes` in total: half an all-reduce.
 double reduceScatterTime(const Machine &machine,
                          const std::vector<int64_t> &devices, double bytes);

@@ -146,6 +146,10 @@ struct IterationSpace {
   /// (geometry::sameFlatOrder) runs no kernel, its result shares the
   /// operand's buffer (ppc-alias-views), and holds no memory of its own.
   bool flatView = false;
+  /// Set for ops that are one matrix product of their operands (a linear
+  /// layer, a matmul): over a weight, the layer Megatron-LM splits by
+  /// columns and rows, and that the "one weird trick" runs model parallel.
+  bool matrixProduct = false;
 
   /// Number of points of the iteration space (product of the dim sizes);
   /// validate() checks that it fits in int64.

@@ -24,9 +24,11 @@ class PPC_Op<string mnemonic, list<Trait> traits = []>
     : Op<PPC_Dialect, mnemonic, traits>;
 
 // An op the search can split: it describes its iteration space.
-class PPC_ComputeOp<string mnemonic, list<Trait> traits = []>
+// `facts` names the interface's optional methods it defines.
+class PPC_ComputeOp<string mnemonic, list<Trait> traits = [],
+                    list<string> facts = []>
     : PPC_Op<mnemonic, !listconcat(traits,
-          [DeclareOpInterfaceMethods<ParallelizableOpInterface>])>;
+          [DeclareOpInterfaceMethods<ParallelizableOpInterface, facts>])>;
 
 //===----------------------------------------------------------------------===//
 // Values that are not computed: weights and constants
@@ -83,7 +85,7 @@ def PPC_MatMulOp : PPC_ComputeOp<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_LinearOp : PPC_ComputeOp<"linear", [Pure]> {
+def PPC_LinearOp : PPC_ComputeOp<"linear", [Pure], ["getOperandInit"]> {
   let summary = "Fully connected layer: input x weight (+ bias)";
   let description = [{
     `result[..., n] = sum_k input[..., k] * weight[k, n] + bias[n]`; with
@@ -277,7 +279,8 @@ def PPC_ResizeOp : PPC_ComputeOp<"resize", [Pure]> {
   }];
 }
 
-def PPC_BatchNormOp : PPC_ComputeOp<"batch_norm", [Pure]> {
+def PPC_BatchNormOp
+    : PPC_ComputeOp<"batch_norm", [Pure], ["getOperandInit"]> {
   let summary = "Batch normalization over dim 1 (channels)";
   let description = [{
     In training, normalizes with the batch statistics over every dim but 1 and
@@ -295,7 +298,8 @@ def PPC_BatchNormOp : PPC_ComputeOp<"batch_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_LayerNormOp : PPC_ComputeOp<"layer_norm", [Pure]> {
+def PPC_LayerNormOp
+    : PPC_ComputeOp<"layer_norm", [Pure], ["getOperandInit"]> {
   let summary = "Layer normalization over the dims from `axis` on";
   let description = [{
     `y = (x - mean) / sqrt(var + epsilon) * scale [+ bias]` over the dims
@@ -482,7 +486,8 @@ def PPC_DropoutOp : PPC_ComputeOp<"dropout", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def PPC_CastOp : PPC_ComputeOp<"cast", [Pure, SameOperandsAndResultShape]> {
+def PPC_CastOp : PPC_ComputeOp<"cast", [Pure, SameOperandsAndResultShape],
+    ["forwardsValues", "addKernelAttributes"]> {
   let summary = "Converts the element type";
   let arguments = (ins PPC_Tensor:$input);
   let results = (outs PPC_Tensor:$result);
@@ -518,7 +523,7 @@ def PPC_ReduceMaxOp : PPC_ReduceOp<"reduce_max", "Maximum">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def PPC_ReshapeOp : PPC_ComputeOp<"reshape", [Pure]> {
+def PPC_ReshapeOp : PPC_ComputeOp<"reshape", [Pure], ["forwardsValues"]> {
   let summary = "Reinterprets the shape (row-major, same element count)";
   let arguments = (ins PPC_Tensor:$input);
   let results = (outs PPC_Tensor:$result);
@@ -526,7 +531,8 @@ def PPC_ReshapeOp : PPC_ComputeOp<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_TransposeOp : PPC_ComputeOp<"transpose", [Pure]> {
+def PPC_TransposeOp
+    : PPC_ComputeOp<"transpose", [Pure], ["forwardsValues"]> {
   let summary = "Permutes dims: result dim i is input dim permutation[i]";
   let arguments = (ins PPC_Tensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs PPC_Tensor:$result);
@@ -534,7 +540,7 @@ def PPC_TransposeOp : PPC_ComputeOp<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_ConcatOp : PPC_ComputeOp<"concat", [Pure]> {
+def PPC_ConcatOp : PPC_ComputeOp<"concat", [Pure], ["forwardsValues"]> {
   let summary = "Concatenates along `axis`";
   let arguments = (ins Variadic<PPC_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs PPC_Tensor:$result);
@@ -543,7 +549,7 @@ def PPC_ConcatOp : PPC_ComputeOp<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_SplitOp : PPC_ComputeOp<"split", [Pure]> {
+def PPC_SplitOp : PPC_ComputeOp<"split", [Pure], ["forwardsValues"]> {
   let summary = "Splits along `axis` into pieces sized by the result types";
   let arguments = (ins PPC_Tensor:$input, I64Attr:$axis);
   let results = (outs Variadic<PPC_Tensor>:$results);
@@ -551,7 +557,7 @@ def PPC_SplitOp : PPC_ComputeOp<"split", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_SliceOp : PPC_ComputeOp<"slice", [Pure]> {
+def PPC_SliceOp : PPC_ComputeOp<"slice", [Pure], ["forwardsValues"]> {
   let summary = "Strided slice; the result type gives the element counts";
   let description = [{
     `result[i] = input[starts + i * steps]` along every dim (steps > 0).
@@ -572,7 +578,7 @@ def PPC_PadOp : PPC_ComputeOp<"pad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure]> {
+def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure], ["getIndexBound"]> {
   let summary = "Gathers slices of `data` along `axis` (embedding lookup)";
   let description = [{
     ONNX Gather: the result shape is `data.shape[:axis] + indices.shape +
@@ -591,7 +597,8 @@ def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def PPC_SoftmaxCrossEntropyOp
-    : PPC_ComputeOp<"softmax_cross_entropy", [Pure]> {
+    : PPC_ComputeOp<"softmax_cross_entropy", [Pure],
+                    ["getIndexBound", "isLoss"]> {
   let summary = "Mean softmax cross-entropy of logits [N, C] and labels [N]";
   let arguments = (ins PPC_FloatTensor:$logits, PPC_IndexTensor:$labels);
   let results = (outs PPC_ScalarFloatTensor:$loss);
@@ -600,7 +607,7 @@ def PPC_SoftmaxCrossEntropyOp
   let hasVerifier = 1;
 }
 
-def PPC_MseLossOp : PPC_ComputeOp<"mse_loss", [Pure]> {
+def PPC_MseLossOp : PPC_ComputeOp<"mse_loss", [Pure], ["isLoss"]> {
   let summary = "Mean squared error of two tensors of the same shape";
   let arguments = (ins PPC_FloatTensor:$prediction, PPC_FloatTensor:$target);
   let results = (outs PPC_ScalarFloatTensor:$loss);
