@@ -171,6 +171,7 @@ Graph microBatchGraph(const Graph &graph, int64_t microbatches) {
 Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
                  int32_t stage, std::vector<BoundaryValue> *boundary) {
   auto stageOf = [&](int32_t op) { return stages[op]; };
+  std::vector<WeightUse> holders = weightHolders(graph);
   Graph sub;
   std::map<int32_t, int32_t> opIndex, weightIndex;
   std::map<std::pair<int32_t, int32_t>, int32_t> inputIndex;
@@ -201,6 +202,18 @@ Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
         break;
       }
       case Source::Kind::Weight: {
+        int32_t holder = holders[src.index].op;
+        if (holder >= 0 && stageOf(holder) != stage) {
+          // Keyed apart from the graph inputs (second 0) and the values.
+          auto [it, inserted] = inputIndex.try_emplace(
+              std::make_pair(-1 - src.index, 1),
+              static_cast<int32_t>(inputIndex.size()));
+          if (inserted && boundary)
+            boundary->push_back(
+                {holder, 0, stageOf(holder), stage, src.index});
+          src = {Source::Kind::Input, it->second, 0};
+          break;
+        }
         auto [it, inserted] = weightIndex.try_emplace(
             src.index, static_cast<int32_t>(sub.weights.size()));
         if (inserted)
@@ -222,15 +235,44 @@ Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
 namespace {
 
 /// Seconds to move one micro-batch of `value` from stage `value.fromStage`
-/// to the ops of its receiving stage that read it: each receiving device
-/// gets the distinct boxes its instances read, over the link from the
-/// sending stage's first device; devices receive in parallel.
+/// to the ops of its receiving stage that read it, as the plan moves it:
+/// each reader instance (in op, operand and instance order) fetches from
+/// each distinct piece the producer holds its overlap with the box it
+/// reads, unless a piece on its own device holds it or a box an earlier
+/// reader without replicas fetched to that device contains it (the copy
+/// is shared). Devices receive in parallel, over the link from the sending
+/// stage's first device; the bytes are counted on the link from each
+/// piece's device, and the gradient goes back the same way.
 double boundaryTime(const Graph &graph, const Machine &machine,
                     const Strategy &strategy, const Pipeline &pipeline,
                     const BoundaryValue &value,
                     std::array<double, 8> &bytesByLinkKind) {
-  std::map<int64_t, std::set<std::vector<std::pair<int64_t, int64_t>>>> boxes;
-  std::map<int64_t, double> bytes;
+  // The pieces the producer holds (the holder reads, for a weight).
+  geometry::OpLayout producer = geometry::computeLayout(
+      graph.ops[value.producer].space, strategy[value.producer]);
+  std::vector<geometry::Box> held;
+  int64_t elemBytes = graph.ops[value.producer].elemBytes;
+  if (value.weight >= 0) {
+    elemBytes = graph.weights[value.weight].elemBytes;
+    const Op &holder = graph.ops[value.producer];
+    for (size_t i = 0; i < holder.operands.size(); ++i)
+      if (holder.operands[i].kind == Source::Kind::Weight &&
+          holder.operands[i].index == value.weight) {
+        held = producer.operandBoxes[i];
+        break;
+      }
+  } else {
+    held = producer.heldBoxes[value.result];
+  }
+  // The first instance holding each distinct piece.
+  std::vector<size_t> distinct;
+  for (size_t q = 0; q < held.size(); ++q)
+    if (std::none_of(distinct.begin(), distinct.end(),
+                     [&](size_t d) { return held[d] == held[q]; }))
+      distinct.push_back(q);
+
+  std::map<int64_t, std::vector<geometry::Box>> gathered; // per device
+  std::map<int64_t, double> bytes;                        // per device
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     if (strategy[op].stage != value.toStage)
       continue;
@@ -239,35 +281,52 @@ double boundaryTime(const Graph &graph, const Machine &machine,
     bool laidOut = false;
     for (size_t i = 0; i < reader.operands.size(); ++i) {
       const Source &src = reader.operands[i];
-      if (src.kind != Source::Kind::Op || src.index != value.producer ||
-          src.result != value.result)
+      bool reads = value.weight >= 0
+                       ? src.kind == Source::Kind::Weight &&
+                             src.index == value.weight
+                       : src.kind == Source::Kind::Op &&
+                             src.index == value.producer &&
+                             src.result == value.result;
+      if (!reads)
         continue;
       if (!laidOut) {
         layout = geometry::computeLayout(reader.space, strategy[op]);
         laidOut = true;
       }
       for (int64_t p = 0; p < layout.numInstances(); ++p) {
-        std::vector<std::pair<int64_t, int64_t>> key;
-        double elements = 1;
-        for (const Range &r : layout.operandBoxes[i][p]) {
-          key.emplace_back(r.lo, r.hi);
-          elements *= static_cast<double>(r.size());
+        int64_t device = layout.devices[p];
+        const geometry::Box &box = layout.operandBoxes[i][p];
+        std::vector<geometry::Box> &earlier = gathered[device];
+        for (size_t q : distinct) {
+          std::optional<geometry::Box> common = geometry::intersect(held[q], box);
+          if (!common)
+            continue;
+          bool local = false;
+          for (size_t r = 0; r < held.size() && !local; ++r)
+            local = held[r] == held[q] && producer.devices[r] == device;
+          if (local ||
+              std::any_of(earlier.begin(), earlier.end(),
+                          [&](const geometry::Box &g) {
+                            return geometry::contains(g, *common);
+                          }))
+            continue;
+          double b = static_cast<double>(elemBytes);
+          for (const Range &r : *common)
+            b *= static_cast<double>(r.size());
+          bytes[device] += b;
+          // The value forward, its gradient back.
+          LinkSpec link = machine.effectiveLink(producer.devices[q], device);
+          bytesByLinkKind[static_cast<size_t>(link.kind)] += 2 * b;
         }
-        if (boxes[layout.devices[p]].insert(key).second)
-          bytes[layout.devices[p]] +=
-              elements *
-              static_cast<double>(graph.ops[value.producer].elemBytes);
+        if (strategy[op].replicas == 1)
+          earlier.push_back(box);
       }
     }
   }
   double time = 0;
   int64_t from = pipeline.firstDevice[value.fromStage];
-  for (auto [device, b] : bytes) {
-    LinkSpec link = machine.effectiveLink(from, device, b);
-    time = std::max(time, link.transferTime(b));
-    // The value forward, its gradient back.
-    bytesByLinkKind[static_cast<size_t>(link.kind)] += 2 * b;
-  }
+  for (auto [device, b] : bytes)
+    time = std::max(time, machine.effectiveLink(from, device, b).transferTime(b));
   return time;
 }
 
@@ -347,9 +406,14 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
     for (size_t op = 0, local = 0; op < graph.ops.size(); ++op)
       if (strategy[op].stage == s && local < times.size())
         out.opTimes[op] = times[local++];
-    for (size_t kind = 0; kind < out.bytesByLinkKind.size(); ++kind)
+    // Gradients synchronize once per iteration; the rest moves per
+    // micro-batch.
+    for (size_t kind = 0; kind < out.bytesByLinkKind.size(); ++kind) {
+      double once = alone[s].syncBytesByLinkKind[kind];
       out.bytesByLinkKind[kind] +=
-          alone[s].bytesByLinkKind[kind] * static_cast<double>(m);
+          (alone[s].bytesByLinkKind[kind] - once) * static_cast<double>(m) +
+          once;
+    }
     PipelineStageResult &stage = out.stages[s];
     stage.firstDevice = first;
     stage.numDevices = pipeline.numDevices[s];

@@ -1830,8 +1830,15 @@ struct Simulator::Impl {
           for (int32_t p : c.partitions)
             r.devices[st.devices[p]].commTime +=
                 times * c.time + c.postTime + (1 + again) * c.gatherTime;
-          for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
+          // A ZeRO-3 sync's bytes are its reduce-scatter's (once) and its
+          // gathers' before each use (1 + again of them), alike.
+          double once = list != &st.gradSyncs ? 0
+                        : c.gatherTime > 0    ? 1 / (2 + again)
+                                              : 1;
+          for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k) {
             r.bytesByLinkKind[k] += times * c.bytesByLinkKind[k];
+            r.syncBytesByLinkKind[k] += once * c.bytesByLinkKind[k];
+          }
         }
     }
     for (const Edge &e : edges) {

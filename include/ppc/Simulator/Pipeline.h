@@ -114,12 +114,18 @@ StageAlone simulateStageAlone(const Graph &stage, const Machine &mesh,
 struct BoundaryValue {
   int32_t producer = 0, result = 0;
   int32_t fromStage = 0, toStage = 0;
+  /// A weight the receiving stage reads from its holding op (`producer`,
+  /// sim::weightHolders) in another stage; -1 for an activation.
+  int32_t weight = -1;
 };
 
 /// The ops of stage `stage` (`stages[op]` for each op of `graph`) as a graph
 /// of their own, in their order: values from other stages and the graph's
-/// inputs become inputs, weights are renumbered. With `boundary`, the values
-/// from earlier stages are appended to it.
+/// inputs become inputs, weights are renumbered. A weight held in another
+/// stage (a tied embedding read by the last) is an input too: the plan
+/// sends it for every micro-batch and its gradient back, and the holder's
+/// stage keeps, synchronizes and updates it. With `boundary`, the values
+/// from other stages are appended to it.
 Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
                  int32_t stage, std::vector<BoundaryValue> *boundary = nullptr);
 

@@ -181,6 +181,11 @@ struct SimResult {
   /// Bytes moved by point-to-point transfers and collectives, by the kind of
   /// link they cross (intra-node vs network), indexed by LinkKind.
   std::array<double, 8> bytesByLinkKind{};
+  /// Of those, the gradient synchronizations' (the reduce-scatters and
+  /// all-reduces after backward, the gathers after the update): once per
+  /// iteration however many micro-batches it has; the rest moves per
+  /// micro-batch.
+  std::array<double, 8> syncBytesByLinkKind{};
   /// True if any device needs more memory than it has.
   bool outOfMemory = false;
   /// The device with the largest memory need relative to its capacity.
