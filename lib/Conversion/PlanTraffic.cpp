@@ -14,7 +14,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <nlohmann/json.hpp>
@@ -220,6 +222,8 @@ LogicalResult reportTraffic(plan::PlanOp plan, const PartitionedFunction &parts,
   Json json = {{"machine", parts.machineName},
                {"link_kinds", kinds},
                {"agree", all}};
+  if (StringRef dir = llvm::sys::path::parent_path(path); !dir.empty())
+    (void)llvm::sys::fs::create_directories(dir);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(path, &error);
   if (!output)

@@ -93,7 +93,11 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     LowerToPlanOptions planOptions;
     planOptions.plan = options.planOut;
     planOptions.text = options.planText;
-    planOptions.traffic = options.traffic;
+    // The report counts what the plan moves beside what was priced.
+    planOptions.traffic =
+        !options.traffic.empty() || options.reportDir.empty()
+            ? options.traffic.getValue()
+            : (options.reportDir + "/traffic.json");
     planOptions.learningRate = options.learningRate;
     planOptions.optimizer = sim::optimizerInfo(options.optimizer).name;
     buildLowerToPlanPipeline(pm, planOptions);

@@ -28,6 +28,7 @@ inline Op linear(std::string name, int64_t n, int64_t k, int64_t m, Source in,
   Op op;
   op.name = std::move(name);
   op.kind = "ppc.linear";
+  op.space.matrixProduct = true;
   op.space.dims = {{n, IterKind::Sample},
                    {m, IterKind::Parameter},
                    {k, IterKind::Reduction}};

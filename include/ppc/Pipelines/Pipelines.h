@@ -129,7 +129,8 @@ struct AutoParallelOptions
   Option<std::string> traffic{
       *this, "traffic",
       llvm::cl::desc("With plan: write the bytes the plan moves and the bytes "
-                     "the simulator priced, by link kind, as JSON here")};
+                     "the simulator priced, by link kind, as JSON here "
+                     "(default with report-dir: DIR/traffic.json)")};
   Option<double> learningRate{
       *this, "lr",
       llvm::cl::desc("Learning rate in the plan (0: the optimizer's default, "
