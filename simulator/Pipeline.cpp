@@ -205,12 +205,11 @@ Graph stageGraph(const Graph &graph, const std::vector<int32_t> &stages,
         int32_t holder = holders[src.index].op;
         if (holder >= 0 && stageOf(holder) != stage) {
           // Keyed apart from the graph inputs (second 0) and the values.
-          auto [it, inserted] = inputIndex.try_emplace(
-              std::make_pair(-1 - src.index, 1),
-              static_cast<int32_t>(inputIndex.size()));
+          auto [it, inserted] =
+              inputIndex.try_emplace(std::make_pair(-1 - src.index, 1),
+                                     static_cast<int32_t>(inputIndex.size()));
           if (inserted && boundary)
-            boundary->push_back(
-                {holder, 0, stageOf(holder), stage, src.index});
+            boundary->push_back({holder, 0, stageOf(holder), stage, src.index});
           src = {Source::Kind::Input, it->second, 0};
           break;
         }
@@ -281,12 +280,11 @@ double boundaryTime(const Graph &graph, const Machine &machine,
     bool laidOut = false;
     for (size_t i = 0; i < reader.operands.size(); ++i) {
       const Source &src = reader.operands[i];
-      bool reads = value.weight >= 0
-                       ? src.kind == Source::Kind::Weight &&
-                             src.index == value.weight
-                       : src.kind == Source::Kind::Op &&
-                             src.index == value.producer &&
-                             src.result == value.result;
+      bool reads =
+          value.weight >= 0
+              ? src.kind == Source::Kind::Weight && src.index == value.weight
+              : src.kind == Source::Kind::Op && src.index == value.producer &&
+                    src.result == value.result;
       if (!reads)
         continue;
       if (!laidOut) {
@@ -298,17 +296,17 @@ double boundaryTime(const Graph &graph, const Machine &machine,
         const geometry::Box &box = layout.operandBoxes[i][p];
         std::vector<geometry::Box> &earlier = gathered[device];
         for (size_t q : distinct) {
-          std::optional<geometry::Box> common = geometry::intersect(held[q], box);
+          std::optional<geometry::Box> common =
+              geometry::intersect(held[q], box);
           if (!common)
             continue;
           bool local = false;
           for (size_t r = 0; r < held.size() && !local; ++r)
             local = held[r] == held[q] && producer.devices[r] == device;
-          if (local ||
-              std::any_of(earlier.begin(), earlier.end(),
-                          [&](const geometry::Box &g) {
-                            return geometry::contains(g, *common);
-                          }))
+          if (local || std::any_of(earlier.begin(), earlier.end(),
+                                   [&](const geometry::Box &g) {
+                                     return geometry::contains(g, *common);
+                                   }))
             continue;
           double b = static_cast<double>(elemBytes);
           for (const Range &r : *common)
@@ -326,7 +324,8 @@ double boundaryTime(const Graph &graph, const Machine &machine,
   double time = 0;
   int64_t from = pipeline.firstDevice[value.fromStage];
   for (auto [device, b] : bytes)
-    time = std::max(time, machine.effectiveLink(from, device, b).transferTime(b));
+    time =
+        std::max(time, machine.effectiveLink(from, device, b).transferTime(b));
   return time;
 }
 

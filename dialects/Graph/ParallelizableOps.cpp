@@ -993,9 +993,8 @@ std::optional<OperandInit> BatchNormOp::getOperandInit(unsigned operand) {
 std::optional<OperandInit> LayerNormOp::getOperandInit(unsigned operand) {
   if (operand == 0)
     return std::nullopt;
-  return OperandInit{operand == 1 ? OperandInit::Kind::Ones
-                                  : OperandInit::Kind::Zeros,
-                     {}};
+  return OperandInit{
+      operand == 1 ? OperandInit::Kind::Ones : OperandInit::Kind::Zeros, {}};
 }
 
 /// Labels are class indices below the logits' dim 1.

@@ -1984,8 +1984,8 @@ struct PartitionToPlanPass : impl::PartitionToPlanBase<PartitionToPlanPass> {
       return signalPassFailure();
     }
     const sim::OptimizerInfo *info = sim::findOptimizer(optimizer);
-    if (info && failed(conversion::reportTraffic(*plan, *parts, info->kind, traffic,
-                                     func.getLoc()))) {
+    if (info && failed(conversion::reportTraffic(*plan, *parts, info->kind,
+                                                 traffic, func.getLoc()))) {
       plan->erase();
       return signalPassFailure();
     }

@@ -6,14 +6,15 @@
 
 #include "PlanTraffic.h"
 
+#include "ppc/Simulator/Collectives.h"
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Pipeline.h"
 #include "ppc/Simulator/Simulator.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/DenseSet.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -111,8 +112,9 @@ PlanTraffic countPlanTraffic(plan::PlanOp plan, const Machine &machine) {
     int64_t rank = static_cast<int64_t>(program.getRank());
     for (Operation &op : program.getBody().front()) {
       if (auto send = dyn_cast<plan::SendOp>(op)) {
-        (outputs.contains(send) ? traffic.outputs : bytes)[linkKind(
-            rank, static_cast<int64_t>(send.getPeer()))] +=
+        (outputs.contains(send)
+             ? traffic.outputs
+             : bytes)[linkKind(rank, static_cast<int64_t>(send.getPeer()))] +=
             boxBytes(send.getBuffer(), send.getLo(), send.getHi(), symbols);
         continue;
       }
@@ -156,8 +158,8 @@ PlanTraffic countPlanTraffic(plan::PlanOp plan, const Machine &machine) {
       }
       case CollectiveKind::all_to_all: {
         // Member i sends its j-th of k pieces to member j.
-        double piece =
-            wholeBytes(collective.getBuffer(), symbols) / static_cast<double>(k);
+        double piece = wholeBytes(collective.getBuffer(), symbols) /
+                       static_cast<double>(k);
         for (int64_t i = 0; i < k; ++i)
           for (int64_t j = 0; j < k; ++j)
             if (i != j)
@@ -178,8 +180,8 @@ BytesByLinkKind simulatedTraffic(const PartitionedFunction &parts,
   sim::SimOptions options;
   options.optimizer = optimizer;
   if (parts.pipeline.enabled())
-    return sim::simulatePipeline(parts.graph, *parts.machine, roofline,
-                                 options, parts.strategy, parts.pipeline)
+    return sim::simulatePipeline(parts.graph, *parts.machine, roofline, options,
+                                 parts.strategy, parts.pipeline)
         .bytesByLinkKind;
   sim::Simulator simulator(parts.graph, *parts.machine, roofline, options);
   return simulator.simulate(parts.strategy).bytesByLinkKind;
@@ -210,7 +212,8 @@ LogicalResult reportTraffic(plan::PlanOp plan, const PartitionedFunction &parts,
                    {"output_bytes", traffic.outputs[k]}};
     if (!same) {
       all = false;
-      emitWarning(loc) << "the plan moves " << llvm::formatv("{0:f0}", planned[k])
+      emitWarning(loc) << "the plan moves "
+                       << llvm::formatv("{0:f0}", planned[k])
                        << " bytes a step over " << name
                        << " links where the simulator priced "
                        << llvm::formatv("{0:f0}", priced[k])
@@ -219,9 +222,8 @@ LogicalResult reportTraffic(plan::PlanOp plan, const PartitionedFunction &parts,
   }
   if (path.empty())
     return success();
-  Json json = {{"machine", parts.machineName},
-               {"link_kinds", kinds},
-               {"agree", all}};
+  Json json = {
+      {"machine", parts.machineName}, {"link_kinds", kinds}, {"agree", all}};
   if (StringRef dir = llvm::sys::path::parent_path(path); !dir.empty())
     (void)llvm::sys::fs::create_directories(dir);
   std::string error;

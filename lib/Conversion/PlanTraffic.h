@@ -1,4 +1,5 @@
-//===- PlanTraffic.h - bytes a plan moves, bytes the simulator prices -*- C++ -*-===//
+//===- PlanTraffic.h - bytes a plan moves, bytes the simulator prices -*- C++
+//-*-===//
 //
 // Private to lib/Conversion. The bytes one step of a plan moves between
 // ranks, by the kind of link they cross, counted from its instructions as the

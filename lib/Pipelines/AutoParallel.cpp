@@ -94,10 +94,9 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     planOptions.plan = options.planOut;
     planOptions.text = options.planText;
     // The report counts what the plan moves beside what was priced.
-    planOptions.traffic =
-        !options.traffic.empty() || options.reportDir.empty()
-            ? options.traffic.getValue()
-            : (options.reportDir + "/traffic.json");
+    planOptions.traffic = !options.traffic.empty() || options.reportDir.empty()
+                              ? options.traffic.getValue()
+                              : (options.reportDir + "/traffic.json");
     planOptions.learningRate = options.learningRate;
     planOptions.optimizer = sim::optimizerInfo(options.optimizer).name;
     buildLowerToPlanPipeline(pm, planOptions);

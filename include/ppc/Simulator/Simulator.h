@@ -25,6 +25,7 @@
 #ifndef PPC_SIMULATOR_SIMULATOR_H
 #define PPC_SIMULATOR_SIMULATOR_H
 
+#include "ppc/Simulator/Collectives.h"
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Graph.h"
 #include "ppc/Simulator/Machine.h"
@@ -194,24 +195,6 @@ struct SimResult {
   int64_t peakMemory() const;
   double totalBytes() const;
 };
-
-/// The alpha-beta time of an all-reduce of `bytes` over `devices` on
-/// `machine`, as NCCL runs it: a ring over the group's bottleneck link, or,
-/// when the group spans several nodes, hierarchical (reduce-scatter inside
-/// nodes, all-reduce across nodes on the shards, all-gather inside nodes),
-/// whichever is faster.
-double allReduceTime(const Machine &machine,
-                     const std::vector<int64_t> &devices, double bytes);
-/// The bytes all members of that all-reduce send, by link kind (indexed by
-/// LinkKind): what the simulator counts for a gradient sync or a partial
-/// sum, and what a plan's all-reduce is counted as (a reduce-scatter or an
-/// all-gather of the same buffer moves half of it).
-std::array<double, 8>
-allReduceBytesByLinkKind(const Machine &machine,
-                         const std::vector<int64_t> &devices, double bytes);
-/// Reduce-scatter (or all-gather) of `bytes` in total: half an all-reduce.
-double reduceScatterTime(const Machine &machine,
-                         const std::vector<int64_t> &devices, double bytes);
 
 class Simulator {
 public:
