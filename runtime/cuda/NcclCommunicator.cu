@@ -216,7 +216,7 @@ public:
   std::string wait(int64_t handle, const Where &) override {
     auto it = started.find(handle);
     if (it == started.end())
-      return "no started all-reduce " + std::to_string(handle);
+      return "no started collective " + std::to_string(handle);
     // The compute stream waits; the host does not.
     cudaStreamWaitEvent(stream, it->second, 0);
     cudaEventDestroy(it->second);
@@ -293,20 +293,63 @@ public:
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
+    return issueReduceScatter(send, recv, dtype, counts, max, comm, stream);
+  }
+
+  std::string startReduceScatter(const void *send, void *recv, DType dtype,
+                                 const std::vector<int64_t> &counts,
+                                 const std::vector<int> &group, bool max,
+                                 Event &, int64_t &handle) override {
+    handle = nextHandle++;
+    cudaEvent_t done;
+    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    std::string err;
+    if (group.size() < 2 || sharedGroups.count(group)) {
+      // Host exchanges block: done when it returns.
+      err = reduceScatter(send, recv, dtype, counts, group, max, [] {
+        return std::string("a reduce-scatter started early");
+      });
+    } else if (auto it = comms.find(group); it == comms.end()) {
+      err = noGroup(group);
+    } else {
+      // The work issued so far (the gradient's last kernel) comes first.
+      cudaEvent_t ready;
+      cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+      cudaEventRecord(ready, stream);
+      cudaStreamWaitEvent(overlapStream, ready, 0);
+      cudaEventDestroy(ready);
+      err = issueReduceScatter(send, recv, dtype, counts, max,
+                               it->second.started, overlapStream);
+    }
+    if (!err.empty()) {
+      cudaEventDestroy(done);
+      return err;
+    }
+    cudaEventRecord(done, group.size() < 2 || sharedGroups.count(group)
+                              ? stream
+                              : overlapStream);
+    started.emplace(handle, done);
+    return "";
+  }
+
+  /// Issues a reduce-scatter of `counts` on `comm` and `on`: NCCL's when
+  /// the pieces are equal, else one reduce to each member.
+  std::string issueReduceScatter(const void *send, void *recv, DType dtype,
+                                 const std::vector<int64_t> &counts, bool max,
+                                 ncclComm_t comm, cudaStream_t on) {
     const ncclDataType_t type = ncclType(dtype);
     const ncclRedOp_t op = max ? ncclMax : ncclSum;
     if (std::all_of(counts.begin(), counts.end(),
                     [&](int64_t c) { return c == counts[0]; }))
-      return check(
-          "ncclReduceScatter",
-          ncclReduceScatter(send, recv, counts[0], type, op, comm, stream),
-          comm);
+      return check("ncclReduceScatter",
+                   ncclReduceScatter(send, recv, counts[0], type, op, comm, on),
+                   comm);
     // Unequal pieces: each member's piece is reduced to it.
     ncclGroupStart();
     int64_t offset = 0;
     for (size_t i = 0; i < counts.size(); ++i) {
       ncclReduce(at(send, dtype, offset), recv, counts[i], type, op,
-                 static_cast<int>(i), comm, stream);
+                 static_cast<int>(i), comm, on);
       offset += counts[i];
     }
     return check("ncclGroupEnd (reduce-scatter)", ncclGroupEnd(), comm);

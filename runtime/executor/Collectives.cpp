@@ -390,28 +390,39 @@ std::string ProgramRunner::startCollective(int index, double startedAt) {
     return err;
   int64_t handle = 0;
   const std::vector<int> group(c.group().begin(), c.group().end());
+  const bool max = c.reduction() == Instruction::MAX;
   std::unique_ptr<Event> ready = backend.record();
-  if (std::string err = comm.startAllReduce(
-          buffer->data(), buffer->dtype(), buffer->size(), group,
-          c.reduction() == Instruction::MAX, *ready, handle);
-      !err.empty())
-    return "starting all_reduce of instruction " + std::to_string(index) +
-           ": " + err;
+  std::string err;
+  if (c.kind() == Instruction::REDUCE_SCATTER) {
+    // planOverlap starts only those whose pieces lie in place.
+    Buffer *result;
+    if (std::string e = lookup(c.result(), result); !e.empty())
+      return e;
+    err = comm.startReduceScatter(buffer->data(), result->data(),
+                                  buffer->dtype(), layouts.at(index).counts,
+                                  group, max, *ready, handle);
+  } else {
+    err = comm.startAllReduce(buffer->data(), buffer->dtype(), buffer->size(),
+                              group, max, *ready, handle);
+  }
+  if (!err.empty())
+    return "starting " + std::string(collectiveName(c.kind())) +
+           " of instruction " + std::to_string(index) + ": " + err;
   started_[index] = {handle, startedAt};
   return "";
 }
 
 std::string ProgramRunner::waitCollective(int index) {
+  const Instruction::Collective &c = program.instructions(index).collective();
   auto it = started_.find(index);
   if (it == started_.end())
-    return "all_reduce of instruction " + std::to_string(index) +
-           " was not started";
+    return std::string(collectiveName(c.kind())) + " of instruction " +
+           std::to_string(index) + " was not started";
   const int64_t handle = it->second.first;
   started_.erase(it);
-  const Instruction::Collective &c = program.instructions(index).collective();
   return comm.wait(handle, [&]() -> std::string {
-    return std::string("all_reduce (") + context() + ", group " +
-           groupString(c.group()) + ", started early)";
+    return std::string(collectiveName(c.kind())) + " (" + context() +
+           ", group " + groupString(c.group()) + ", started early)";
   });
 }
 

@@ -129,6 +129,10 @@ public:
   std::string startAllReduce(void *data, DType dtype, int64_t n,
                              const std::vector<int> &group, bool max,
                              Event &ready, int64_t &handle) override;
+  std::string startReduceScatter(const void *send, void *recv, DType dtype,
+                                 const std::vector<int64_t> &counts,
+                                 const std::vector<int> &group, bool max,
+                                 Event &ready, int64_t &handle) override;
   void progress() override;
   std::string wait(int64_t handle, const Where &where) override;
   std::string broadcast(void *data, DType dtype, int64_t n,
@@ -174,8 +178,11 @@ struct MpiCommunicator::Impl {
   /// so that their order is kept apart from the blocking collectives'.
   std::map<std::vector<int>, MPI_Comm> startedComms;
   std::list<PendingSend> sends;
-  /// The requests of each started all-reduce (one per piece), by handle.
+  /// The requests of each started collective (one per piece), by handle.
   std::map<int64_t, std::vector<MPI_Request>> started;
+  /// What a started reduce-scatter sends from until it is waited for: each
+  /// piece of every member's block packed together, by handle.
+  std::map<int64_t, std::list<std::vector<char>>> startedPacked;
   int64_t nextHandle = 0;
 
   [[noreturn]] void timedOut(double seconds, const Where &where) {
@@ -465,6 +472,14 @@ std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
   });
 }
 
+/// This rank's index in `group`.
+static int indexIn(const std::vector<int> &group, int rank) {
+  for (size_t i = 0; i < group.size(); ++i)
+    if (group[i] == rank)
+      return static_cast<int>(i);
+  return -1;
+}
+
 std::string MpiCommunicator::startAllReduce(void *data, DType dtype, int64_t n,
                                             const std::vector<int> &group,
                                             bool max, Event &ready,
@@ -491,6 +506,50 @@ std::string MpiCommunicator::startAllReduce(void *data, DType dtype, int64_t n,
   });
 }
 
+std::string
+MpiCommunicator::startReduceScatter(const void *send, void *recv, DType dtype,
+                                    const std::vector<int64_t> &counts,
+                                    const std::vector<int> &group, bool max,
+                                    Event &ready, int64_t &handle) {
+  handle = impl->nextHandle++;
+  ready.wait(); // MPI reads host memory: the data must be there
+  std::vector<MPI_Request> &requests = impl->started[handle];
+  const int bytes = dtypeBytes(dtype);
+  if (group.size() < 2) {
+    std::memcpy(recv, send, counts[0] * bytes);
+    return "";
+  }
+  std::vector<int> c, displs;
+  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+    return err;
+  auto it = impl->startedComms.find(group);
+  if (it == impl->startedComms.end())
+    return "no communicator for group " + groupString(group);
+  const int me = indexIn(group, rank());
+  std::list<std::vector<char>> &packedPieces = impl->startedPacked[handle];
+  const char *sendBytes = static_cast<const char *>(send);
+  char *recvBytes = static_cast<char *>(recv);
+  return forEachPiece(
+      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
+        std::vector<char> &packed = packedPieces.emplace_back();
+        for (size_t i = 0; i < piece.size(); ++i)
+          if (piece[i] > 0)
+            packed.insert(packed.end(),
+                          sendBytes + (displs[i] + offset) * bytes,
+                          sendBytes + (displs[i] + offset + piece[i]) * bytes);
+        MPI_Request request;
+        int rc = MPI_Ireduce_scatter(
+            packed.data(),
+            recvBytes + std::min<int64_t>(offset, counts[me]) * bytes,
+            piece.data(), mpiType(dtype), mpiOp(dtype, max), it->second,
+            &request);
+        if (rc != MPI_SUCCESS)
+          return mpiErrorString(rc);
+        requests.push_back(request);
+        return std::string();
+      });
+}
+
 void MpiCommunicator::progress() {
   if (!impl->mpi || impl->started.empty())
     return;
@@ -510,10 +569,12 @@ std::string MpiCommunicator::wait(int64_t handle, const Where &where) {
     return "no started collective " + std::to_string(handle);
   std::vector<MPI_Request> requests = std::move(it->second);
   impl->started.erase(it);
-  if (requests.empty())
-    return "";
-  return impl->wait(static_cast<int>(requests.size()), requests.data(), nullptr,
-                    where);
+  std::string err;
+  if (!requests.empty())
+    err = impl->wait(static_cast<int>(requests.size()), requests.data(),
+                     nullptr, where);
+  impl->startedPacked.erase(handle);
+  return err;
 }
 
 std::string MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
@@ -532,14 +593,6 @@ std::string MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
   if (rc != MPI_SUCCESS)
     return mpiErrorString(rc);
   return impl->wait(1, &request, nullptr, where);
-}
-
-/// This rank's index in `group`.
-static int indexIn(const std::vector<int> &group, int rank) {
-  for (size_t i = 0; i < group.size(); ++i)
-    if (group[i] == rank)
-      return static_cast<int>(i);
-  return -1;
 }
 
 std::string MpiCommunicator::allGather(const void *send, void *recv,

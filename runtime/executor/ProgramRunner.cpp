@@ -207,15 +207,28 @@ void ProgramRunner::planOverlap() {
     if (instr.has_phase())
       phase = instr.phase().phase();
     if (phase != Instruction::GRAD_SYNC || !instr.has_collective() ||
-        instr.collective().kind() != Instruction::ALL_REDUCE ||
         instr.collective().group_size() < 2)
       continue;
-    const int32_t buffer = touches[i].front();
+    // Gradient all-reduces, and ZeRO's reduce-scatters where the pieces lie
+    // in place (as the first step found them; the same on every member,
+    // which hold the same boxes): a packed one would share the staging
+    // buffer with the collectives that run meanwhile.
+    const Instruction::CollectiveKind kind = instr.collective().kind();
+    auto layout = layouts.find(i);
+    if (kind != Instruction::ALL_REDUCE &&
+        !(kind == Instruction::REDUCE_SCATTER && layout != layouts.end() &&
+          layout->second.direct))
+      continue;
+    // It starts after the last instruction before it that touches one of
+    // its buffers (the gradient's last kernel; the shard's allocation).
     int last = -1;
-    for (int j = i - 1; j >= 0 && last < 0; --j)
-      if (std::find(touches[j].begin(), touches[j].end(), buffer) !=
-          touches[j].end())
-        last = j;
+    for (int32_t buffer : touches[i])
+      for (int j = i - 1; j > last; --j)
+        if (std::find(touches[j].begin(), touches[j].end(), buffer) !=
+            touches[j].end()) {
+          last = j;
+          break;
+        }
     if (last < 0)
       continue;
     // Started in program order: each member starts a group's all-reduces

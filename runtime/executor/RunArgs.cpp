@@ -98,7 +98,8 @@ options:
                          build's backends are listed at the end of --help
   --threads N            kernel threads per rank (OpenBLAS, oneDNN) (1)
   --overlap              from the second step, start each gradient
-                         all-reduce as soon as its gradient is final and let
+                         all-reduce (and ZeRO reduce-scatter) as soon as its
+                         gradient is final and let
                          it progress between the backward's kernels (default:
                          where the plan puts them, after the backward; on a
                          host whose cores all compute, overlap costs the

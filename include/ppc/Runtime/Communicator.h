@@ -92,8 +92,16 @@ public:
   virtual std::string startAllReduce(void *data, DType dtype, int64_t n,
                                      const std::vector<int> &group, bool max,
                                      Event &ready, int64_t &handle) = 0;
+  /// Starts a reduce-scatter (as reduceScatter) the same way: `send` must
+  /// stay unchanged and `recv` unread until wait() returns.
+  virtual std::string startReduceScatter(const void *send, void *recv,
+                                         DType dtype,
+                                         const std::vector<int64_t> &counts,
+                                         const std::vector<int> &group,
+                                         bool max, Event &ready,
+                                         int64_t &handle) = 0;
   virtual void progress() = 0;
-  /// Waits for a started all-reduce, against the timeout.
+  /// Waits for a started collective, against the timeout.
   virtual std::string wait(int64_t handle, const Where &where) = 0;
 
   virtual std::string broadcast(void *data, DType dtype, int64_t n,
