@@ -1,0 +1,541 @@
+//===- SimulatorImpl.h - the simulator's state ------------------*- C++ -*-===//
+//
+// Private to simulator/. What a Simulator keeps between simulations: per op
+// its instances' kernels, collectives and memory (OpState), per edge its
+// transfers (Edge), the resources' state and the timeline. Three files fill
+// it: SimulatorBuild.cpp builds the tasks of a configuration (the kernels,
+// the transfers of each edge and the collectives, which the plan's
+// instructions mirror: lib/Conversion/PlanTraffic), SimulatorTiming.cpp times
+// them in issue order, and Simulator.cpp sums the result and writes the
+// trace.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_SIMULATOR_SIMULATORIMPL_H
+#define PPC_SIMULATOR_SIMULATORIMPL_H
+
+#include "absl/container/flat_hash_map.h"
+#include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/Alternatives.h"
+#include "ppc/Support/ChromeTrace.h"
+#include "ppc/Support/Layout.h"
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+namespace ppc::sim {
+namespace detail {
+
+/// Chunks an overlapped tensor-parallel exchange is cut into
+/// (SimOptions::overlapTensorParallel): the first chunk's communication
+/// (or the last one's) is not hidden. Transformer Engine's pipelined
+/// overlap splits into 4 by default.
+inline constexpr double kOverlapChunks = 4;
+
+/// Whether `op` contracts a weight: a weight operand takes part in a
+/// contraction (contractedOperands: linear layers, convolutions).
+inline bool contractsWeight(const Op &op) {
+  uint64_t contracted = contractedOperands(op);
+  for (size_t i = 0; i < op.operands.size() && i < 64; ++i)
+    if ((contracted >> i & 1) && op.operands[i].kind == Source::Kind::Weight)
+      return true;
+  return false;
+}
+
+using Slice = std::vector<Range>;
+
+inline int64_t volume(const Slice &slice) {
+  int64_t v = 1;
+  for (const Range &r : slice)
+    v *= r.size();
+  return v;
+}
+
+inline int64_t overlapVolume(const Slice &a, const Slice &b) {
+  int64_t v = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    int64_t lo = std::max(a[i].lo, b[i].lo), hi = std::min(a[i].hi, b[i].hi);
+    if (hi <= lo)
+      return 0;
+    v *= hi - lo;
+  }
+  return v;
+}
+
+/// A slice as a flat key, to group partitions holding the same data.
+inline std::vector<int64_t> sliceKey(const Slice &slice) {
+  std::vector<int64_t> key;
+  key.reserve(2 * slice.size());
+  for (const Range &r : slice) {
+    key.push_back(r.lo);
+    key.push_back(r.hi);
+  }
+  return key;
+}
+
+/// Groups partitions whose slices are equal; returns the group of each.
+inline std::vector<int32_t> groupBySlice(const std::vector<Slice> &slices,
+                                         int32_t &numGroups) {
+  std::map<std::vector<int64_t>, int32_t> ids;
+  std::vector<int32_t> group(slices.size());
+  for (size_t p = 0; p < slices.size(); ++p)
+    group[p] =
+        ids.emplace(sliceKey(slices[p]), static_cast<int32_t>(ids.size()))
+            .first->second;
+  numGroups = static_cast<int32_t>(ids.size());
+  return group;
+}
+
+/// A point-to-point transfer between a partition of the sending op and one
+/// of the receiving op.
+struct Transfer {
+  int32_t src = 0, dst = 0;
+  int32_t route = 0; ///< index into Impl::routes.
+  int64_t bytes = 0;
+  double time = 0;
+  /// The sender's part of `time` between ranks that move their own
+  /// messages (LinkSpec::sendTime); 0 elsewhere.
+  double sendTime = 0;
+};
+
+/// Data a partition reads from a partition on its own device.
+struct LocalDep {
+  int32_t src = 0, dst = 0;
+};
+
+/// A collective over some partitions of one op (all on distinct devices).
+struct Collective {
+  std::vector<int32_t> partitions;
+  int64_t bytes = 0;   ///< bytes of the reduced buffer.
+  double time = 0;     ///< before the consumer may go on.
+  double postTime = 0; ///< all-gather after the update (sharded sync).
+  /// ZeRO-3: the all-gather of the sharded weight before the forward
+  /// kernels and again before the backward kernels.
+  double gatherTime = 0;
+  /// Bytes all participants send, by link kind (twice for a sharded sync:
+  /// reduce-scatter and all-gather together move what an all-reduce does).
+  std::array<double, 8> bytesByLinkKind{};
+};
+
+/// The route of transfers from one device to another, as resources.
+struct RouteInfo {
+  LinkSpec link;
+  std::vector<int32_t> resources;
+  int64_t src = 0, dst = 0; ///< devices
+};
+
+/// Producer result `result` of op `producer` feeds operand `operand` of op
+/// `consumer`; or, for a weight edge (`weightOperand` >= 0), the weight that
+/// operand `weightOperand` of its holder `producer` reads does.
+struct Edge {
+  int32_t producer = 0, result = 0, consumer = 0, operand = 0;
+  int32_t weightOperand = -1;
+  std::vector<Transfer> fwd, bwd;
+  std::vector<LocalDep> fwdLocal, bwdLocal;
+  /// Gradients summed by an all-reduce instead of transfers: the producer
+  /// instances of one piece (partitions of the collective, in the
+  /// producer's numbering) each get the sum of what the consumer instance
+  /// on their device (`contributors`, parallel) computed for the piece.
+  struct GradReduce {
+    Collective reduce;
+    std::vector<int32_t> contributors;
+  };
+  std::vector<GradReduce> bwdReduces;
+  /// The box each forward transfer carries (activation edges), so that a
+  /// later consumer of the same result can share the copy.
+  std::vector<Slice> fwdBoxes;
+  /// fwd's indices by (destination device, producer copy group), sorted:
+  /// what later edges of the same value look up to share a copy.
+  std::vector<std::tuple<int64_t, int32_t, int32_t>> fwdByDestination;
+  /// Copies this edge shares with an earlier edge of the same result: the
+  /// consumer instance `dst` reads what transfer `transfer` of edge `edge`
+  /// already brought to its device (one gathered copy per device and box,
+  /// not one per consumer); its gradient accumulates there and goes back
+  /// with that edge's.
+  struct SharedCopy {
+    int32_t dst = 0, edge = 0, transfer = 0;
+    std::vector<int32_t> gradTo; ///< producer instances its gradient feeds.
+  };
+  std::vector<SharedCopy> fwdShared;
+  /// End of each forward transfer in the last timing pass.
+  std::vector<double> fwdEnd;
+  /// Between ranks that move their own messages, when the consumer's rank
+  /// began packing each backward transfer (after its backward kernel, where
+  /// the plan sends the gradient) in the last timing pass.
+  std::vector<double> bwdPackedAt;
+  // Totals of the transfers, kept so that a result need not walk them.
+  std::vector<std::pair<int32_t, double>> commTimeByDevice;
+  std::vector<std::pair<int32_t, int64_t>> receivedByDevice;
+  std::array<double, 8> bytesByLinkKind{};
+};
+
+/// An op under one configuration. Its arrays have one entry per instance
+/// (a partition or one of its replicas, see OpConfig::replicas).
+struct OpState {
+  std::vector<int64_t> devices;
+  std::vector<Slice> iter;
+  /// resultSlices[r][p]: slice of result r instance p computes (and needs
+  /// the gradient of); heldSlices[r][p]: what it keeps after forward for
+  /// readers (a piece of it when partial sums are reduce-scattered).
+  std::vector<std::vector<Slice>> resultSlices, heldSlices;
+  /// operandSlices[o][p]: slice of operand o instance p reads.
+  std::vector<std::vector<Slice>> operandSlices;
+  /// The partition and replica each instance is; replicas per partition.
+  std::vector<int64_t> partition, replica;
+  int64_t numReplicas = 1;
+  /// Results dropped after forward and computed again in backward.
+  bool recomputed = false;
+  /// Instances holding the same result slices after forward (partial sums
+  /// once all-reduced, copies, and replicas): any of them can serve a
+  /// reader.
+  std::vector<int32_t> replicaGroup;
+  int32_t numReplicaGroups = 0;
+  /// Instances computing the same result slices: the groups that sum
+  /// partials, and that each receive a reader's gradient.
+  std::vector<int32_t> computedGroup;
+  /// For each weight operand this op holds (weightHolders), partition p's
+  /// slice of it and its replica group; empty for other operands. Weight
+  /// edges read them as an activation edge reads resultSlices.
+  struct HeldWeight {
+    std::vector<Slice> slices;
+    std::vector<int32_t> group;
+    int32_t numGroups = 0;
+  };
+  std::vector<HeldWeight> heldWeights;
+  std::vector<double> fwdTime, bwdTime, updateTime;
+  std::vector<Collective> partialSums, gradSyncs;
+  /// A staged kernel's statistics reductions between its stages (forward,
+  /// backward), per statistics group.
+  std::vector<Collective> statSyncs[2];
+  /// Gradient syncs each partition takes part in.
+  std::vector<std::vector<int32_t>> syncsOf;
+  std::vector<MemoryUse> memory;
+
+  /// Tensor-parallel communication next to this op's kernel overlaps it
+  /// (SimOptions::overlapTensorParallel and a contraction over a weight).
+  bool overlapsComm = false;
+  /// Received activation slices are not kept for backward but gathered
+  /// again (SimOptions::regatherInputs and a contraction over a weight).
+  bool regathers = false;
+
+  // Timing of the last pass.
+  std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
+  /// When each instance's last forward and backward kernel started.
+  std::vector<double> fwdStart, bwdStart;
+};
+
+/// What a timeline event is; its name is only built when a trace is written.
+enum class TaskKind : uint8_t {
+  Forward,
+  Backward,
+  Update,
+  PartialSum,
+  GradSync,
+  WeightGather,
+  Transfer,
+  GradTransfer,
+  GradReduce,
+  Recompute,
+};
+
+struct TimelineEvent {
+  int32_t op; ///< the op, or for transfers the edge.
+  TaskKind kind;
+  int32_t resource;
+  double start, duration;
+};
+
+} // namespace detail
+
+using namespace detail;
+
+struct Simulator::Impl {
+  const Graph &graph;
+  const Machine &machine;
+  const CostModel &costModel;
+  SimOptions options;
+  int64_t numDevices;
+
+  Strategy strategy;
+  std::vector<OpState> ops;
+  std::vector<Edge> edges;
+  std::vector<std::vector<int32_t>> inEdges, outEdges;
+  /// The use that holds, synchronizes and updates each weight (see
+  /// weightHolders): its first, whose op is the last to finish backward.
+  std::vector<WeightUse> weightHolder;
+  /// Recomputation: the ops read by each op (activations), whether anything
+  /// reads an op's results, and the ops to recompute before each op's
+  /// backward — those whose latest reader it is (readers follow their
+  /// producers, so the first backward to need the results runs there).
+  std::vector<std::vector<int32_t>> producersOf;
+  std::vector<char> hasReaders;
+  /// Per graph input, the (op, operand) that first reads it: the one that
+  /// counts its slices as activations (a pipeline stage's input is read by
+  /// a layer norm and a residual add, and is one buffer).
+  std::vector<std::pair<int32_t, int32_t>> firstInputReader;
+  std::vector<std::vector<int32_t>> recomputeBefore;
+  /// Per op, whether it was recomputed in the current timing pass; per
+  /// device, the bytes of the cascade of recomputations running now and
+  /// the most any cascade needs (its results live together until their
+  /// backward).
+  std::vector<char> recomputedNow;
+  std::vector<int64_t> cascadeBytes, recomputePeak;
+
+  // Resources: compute stream d, communication stream numDevices + d,
+  // direction k of link l at 2 * numDevices + 2 * l + k, and with shared
+  // cores core c of node n at firstCore + n * coresPerNode + c.
+  std::vector<double> freeAt;
+  int64_t coresPerNode = 0, devicesPerNode = 1, firstCore = 0;
+  /// The devices are processes of hosts (a cluster whose devices talk over
+  /// shared memory): one thread per rank runs its kernels and copies its
+  /// messages, so a message holds its receiver's compute stream while it
+  /// moves (the rank waits in its receive, then copies the data out) and a
+  /// collective holds every member's (ppc-run's ranks without --overlap).
+  bool ranksCopyMessages = false;
+  /// Route id per (src * numDevices + dst), filled as transfers need them:
+  /// sparse, since a dense numDevices^2 table does not fit in memory for
+  /// large machines and a strategy uses few device pairs.
+  absl::flat_hash_map<int64_t, int32_t> routeOf;
+  std::vector<RouteInfo> routes;
+  std::vector<TimelineEvent> timeline;
+
+  /// Rebuilds everything of op `i` that depends on its own configuration.
+  void buildOp(size_t i) { buildOpState(i, strategy[i], ops[i]); }
+
+  //===--------------------------------------------------------------------===//
+  // Additive costs for the dynamic programming search
+  //===--------------------------------------------------------------------===//
+
+  /// States of ops under configurations other than the current ones,
+  /// memoized: the DP asks for each (op, config) many times.
+  std::map<std::pair<size_t, std::vector<int64_t>>, OpState> stateCache;
+
+  //===--------------------------------------------------------------------===//
+  // Timing
+  //===--------------------------------------------------------------------===//
+
+  /// Runs a collective of op `op` ready when `ready(p)` for its members.
+  template <typename ReadyFn>
+  double runCollective(const OpState &st, const Collective &c, double time,
+                       ReadyFn ready, int32_t op, TaskKind kind) {
+    double start = 0;
+    for (int32_t p : c.partitions)
+      start = std::max({start, ready(p), freeAt[numDevices + st.devices[p]]});
+    // Members that share a node's cores copy the data themselves (see
+    // runTransfer): the collective holds a core of each such node.
+    std::vector<int64_t> cores;
+    if (coresPerNode > 0)
+      for (int32_t p : c.partitions) {
+        int64_t core = sharedCore(st.devices[p], st.devices[p]);
+        if (core >= 0 &&
+            std::find(cores.begin(), cores.end(), core) == cores.end())
+          cores.push_back(core);
+      }
+    for (int64_t core : cores)
+      start = std::max(start, freeAt[core]);
+    if (ranksCopyMessages)
+      for (int32_t p : c.partitions)
+        start = std::max(start, freeAt[st.devices[p]]);
+    double end = start + time;
+    for (int64_t core : cores)
+      freeAt[core] = end;
+    for (int32_t p : c.partitions) {
+      if (ranksCopyMessages)
+        freeAt[st.devices[p]] = end;
+      freeAt[numDevices + st.devices[p]] = end;
+      record(op, kind, static_cast<int32_t>(numDevices + st.devices[p]), start,
+             end);
+    }
+    return end;
+  }
+
+  /// When overlapped communication has brought each instance's data
+  /// (forward and backward reuse it: no allocation per op and pass).
+  std::vector<double> commReadyScratch;
+  /// When regathered inputs arrive, per instance (backward).
+  std::vector<double> regatherScratch;
+
+  /// Per device, the parameter all-gathers deferred to the next forward
+  /// (overlapParamGather), in seconds.
+  std::vector<double> deferredGather;
+
+  /// Resource state at the start of the forward of every kCheckpointEvery-th
+  /// op: the forward before the first changed op need not be re-run.
+  static constexpr int32_t kCheckpointEvery = 8;
+  std::vector<std::vector<double>> checkpoints;
+
+  Impl(const Graph &graph, const Machine &machine, const CostModel &costModel,
+       SimOptions options);
+
+  /// The id of the route from `src` to `dst` in `routes`.
+  int32_t routeId(int64_t src, int64_t dst);
+
+  const RouteInfo &route(int64_t src, int64_t dst);
+
+  /// The instances of each (group, replica) pair: for `group` numbering
+  /// instances by the data they hold, the instances of one replica that
+  /// hold the same data. Empty pairs are left out.
+  static std::vector<std::vector<int32_t>>
+  membersPerReplica(const OpState &st, const std::vector<int32_t> &group,
+                    int32_t numGroups);
+
+  /// A gradient sync of `bytes` over `members` of `st`: an all-reduce, or
+  /// when `sharded` a reduce-scatter of the gradients and an all-gather of
+  /// `gatherBytes` of updated parameters (-1: as many as the gradients),
+  /// each priced as half an all-reduce of its size, at the rate of a
+  /// bucket of at least `bucketBytes`.
+  Collective makeCollective(const OpState &st, std::vector<int32_t> members,
+                            int64_t bytes, bool sharded,
+                            int64_t bucketBytes = 0, int64_t gatherBytes = -1);
+
+  /// Builds into `st` what op `i` is under `config`.
+  void buildOpState(size_t i, const OpConfig &config, OpState &st);
+
+  /// Rebuilds the transfers of edge `e` for the current configurations.
+  void buildEdge(Edge &e);
+
+  /// The transfer of an edge before `e` from the same result that brings a
+  /// box containing `box` from copy group `group` to `device`, as (edge,
+  /// transfer), or (-1, -1).
+  std::pair<int32_t, int32_t> sharedCopy(const Edge &e, int32_t group,
+                                         int64_t device, const Slice &box);
+
+  /// Builds the transfers of `e` between the producer and consumer states.
+  /// With `shareCopies`, a region an earlier edge of the same result already
+  /// brings to a consumer's device is read from there (the simulation);
+  /// without, every edge fetches its own (the additive costs of the DP).
+  void buildTransfers(Edge &e, const OpState &prod, const OpState &cons,
+                      bool shareCopies = false);
+
+  /// Per-device communication time and received bytes, and bytes per link
+  /// kind, of the transfers of `e`.
+  void summarizeEdge(Edge &e, const OpState &prod, const OpState &cons);
+
+  /// Issues the transfers of an edge in rounds (SimOptions::
+  /// exchangesAsCollectives), as NCCL's rings and MPI's pairwise
+  /// all-to-all move an exchange: with the devices involved
+  /// numbered 0..n-1, round r moves every piece from device i to device
+  /// i + r (mod n), so that each round sends from and receives into every
+  /// device at most once and the devices finish together. In destination
+  /// order, the transfers of later destinations would queue behind the
+  /// earlier ones' on the senders' links, and each destination would be
+  /// ready one piece after the one before. `boxes` (one per transfer,
+  /// where given) moves with its transfers. Only earlier edges' transfers are
+  /// referred to by index (sharedCopy), so this edge's may still be reordered.
+  void orderAsRounds(std::vector<Transfer> &transfers,
+                     const std::vector<int64_t> &srcDevices,
+                     const std::vector<int64_t> &dstDevices,
+                     std::vector<Slice> *boxes) const;
+
+  /// Transfers that bring one partition its pieces from k - 1 others of its
+  /// node (k >= 2 pieces, a local one included) are an exchange that NCCL
+  /// runs as one collective: an all-gather in forward (sequence
+  /// parallelism's gather before a column-parallel linear), a
+  /// reduce-scatter of gradients in backward. On a link priced by NCCL's
+  /// measured collective curve (and no point-to-point curve: GPUs) each
+  /// piece moves at the bus bandwidth of the whole, k pieces, which is the
+  /// half all-reduce the simulator charges for an all-gather; the link's
+  /// datasheet rate would price it faster than NCCL moves it. A
+  /// destination fed by one remote piece alone (a pipeline send) keeps the
+  /// link's rate. `locals` are the pieces the destinations hold already.
+  void priceExchanges(std::vector<Transfer> &transfers,
+                      const std::vector<int64_t> &srcDevices,
+                      const std::vector<int64_t> &dstDevices,
+                      const std::vector<LocalDep> &locals);
+
+  Transfer makeTransfer(int32_t src, int32_t dst, int64_t srcDevice,
+                        int64_t dstDevice, int64_t bytes);
+
+  const OpState &stateFor(size_t op, const OpConfig &config);
+
+  double nodeCost(size_t op, const OpConfig &config);
+
+  double edgeCost(size_t consumer, size_t operand,
+                  const OpConfig &producerConfig,
+                  const OpConfig &consumerConfig);
+
+  void record(int32_t op, TaskKind kind, int32_t resource, double start,
+              double end);
+
+  /// The sending rank's part of transfer `t` (packing it and handing it
+  /// over: a kernel's worth of its time, and a core), issued now and ready
+  /// at `ready`; returns when it starts.
+  double packMessage(const Transfer &t, double ready, int32_t edge,
+                     TaskKind kind);
+
+  /// Runs a point-to-point transfer ready at `ready`, whose sender began
+  /// packing it at `packedAt` (packMessage; < 0: packs it now); returns its
+  /// end.
+  double runTransfer(const Transfer &t, double ready, int32_t edge,
+                     TaskKind kind, double packedAt = -1);
+
+  /// With shared cores, the core of `a`'s node that frees first (issue
+  /// order, as a list scheduler) when `a` and `b` share the node; else -1.
+  int64_t sharedCore(int64_t a, int64_t b) const;
+
+  double runKernel(int64_t device, double ready, double time, int32_t op,
+                   TaskKind kind);
+
+  /// ZeRO-3: all-gathers op `i`'s sharded weights before its kernels, which
+  /// wait for them (`ready`, per instance). They are issued with the op and
+  /// may start as early as the communication stream allows (prefetch).
+  void gatherWeights(int32_t i, std::vector<double> &ready);
+
+  /// Whether transfer `t` stays inside one node.
+  bool withinNode(const Transfer &t) const;
+
+  /// Whether the members of collective `c` of `st` share one node.
+  bool withinNode(const OpState &st, const Collective &c) const;
+
+  /// Runs instance `p`'s kernel of `time` once `ready`; with overlapped
+  /// communication arriving by `commReady`, the kernel runs in chunks
+  /// beside it and ends no sooner than the last chunk after it. Records
+  /// the kernel's start in `start`.
+  double runChunkedKernel(OpState &st, size_t p, double ready, double commReady,
+                          double time, int32_t op, TaskKind kind,
+                          double &start);
+
+  /// A kernel on `device` that would end at `end` but consumes data that
+  /// arrives in chunks ends no sooner than `until`: the device stays busy.
+  double holdUntil(int64_t device, double end, double until);
+
+  void forward(int32_t i);
+
+  void backward(int32_t i);
+
+  /// A staged kernel's statistics reductions, one after another (each
+  /// waits for its stage), priced after the kernel: the stages' kernel time
+  /// is the op's whole, and the reductions hold every member until done.
+  void runStatSyncs(int32_t i, const std::vector<Collective> &syncs,
+                    std::vector<double> &end);
+
+  /// SimOptions::regatherInputs: op `i`'s received activation slices are
+  /// fetched again once its backward kernel starts, beside the
+  /// input-gradient half; the weight-gradient half waits for them.
+  void regatherInputs(int32_t i);
+
+  /// Runs op `x`'s forward kernels (and partial sums) again if it drops its
+  /// results, after the recomputed ops it reads (each once per pass).
+  void recompute(int32_t x);
+
+  /// Gradient all-reduces of op `i`, none starting before `notBefore`.
+  void syncGradients(int32_t i, double notBefore);
+
+  void update(int32_t i);
+
+  /// Times the whole iteration, re-using the last pass for the forward of
+  /// the ops before `firstChanged` (nothing before it changed).
+  double runTiming(int32_t firstChanged = 0);
+
+  SimResult result(double iterationTime);
+};
+
+} // namespace ppc::sim
+
+#endif // PPC_SIMULATOR_SIMULATORIMPL_H

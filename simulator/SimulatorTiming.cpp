@@ -1,0 +1,445 @@
+//===- SimulatorTiming.cpp - the tasks in issue order
+//-----------------------===//
+//
+// Times the built tasks: forward, backward, recomputation, gradient syncs
+// and updates, each on its resources in issue order, from a checkpoint for
+// a delta simulation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimulatorImpl.h"
+
+namespace ppc::sim {
+
+void Simulator::Impl::record(int32_t op, TaskKind kind, int32_t resource,
+                             double start, double end) {
+  if (options.recordTimeline)
+    timeline.push_back({op, kind, resource, start, end - start});
+}
+
+/// The sending rank's part of transfer `t` (packing it and handing it
+/// over: a kernel's worth of its time, and a core), issued now and ready
+/// at `ready`; returns when it starts.
+double Simulator::Impl::packMessage(const Transfer &t, double ready,
+                                    int32_t edge, TaskKind kind) {
+  return runKernel(routes[t.route].src, ready, t.sendTime, edge, kind) -
+         t.sendTime;
+}
+
+/// Runs a point-to-point transfer ready at `ready`, whose sender began
+/// packing it at `packedAt` (packMessage; < 0: packs it now); returns its
+/// end.
+double Simulator::Impl::runTransfer(const Transfer &t, double ready,
+                                    int32_t edge, TaskKind kind,
+                                    double packedAt) {
+  const RouteInfo &r = routes[t.route];
+  double start = ready, packed = ready;
+  if (t.sendTime > 0) {
+    start = packedAt >= 0 ? packedAt : packMessage(t, ready, edge, kind);
+    packed = start + t.sendTime;
+  }
+  for (int32_t res : r.resources)
+    start = std::max(start, freeAt[res]);
+  // Between processes that share a node's cores, a message is copied by
+  // them: it needs a core while it moves.
+  int64_t core = sharedCore(r.src, r.dst);
+  if (core >= 0)
+    start = std::max(start, freeAt[core]);
+  if (ranksCopyMessages)
+    start = std::max(start, freeAt[r.dst]);
+  // The receiver waits for the packing at most; once the message is
+  // packed, the rest of its time is the receiver's.
+  double end = std::max(start, packed) + std::max(0.0, t.time - t.sendTime);
+  for (int32_t res : r.resources)
+    freeAt[res] = end;
+  if (core >= 0)
+    freeAt[core] = end;
+  if (ranksCopyMessages)
+    freeAt[r.dst] = end;
+  if (options.recordTimeline)
+    for (int32_t res : r.resources)
+      record(edge, kind, res, start, end);
+  return end;
+}
+
+/// With shared cores, the core of `a`'s node that frees first (issue
+/// order, as a list scheduler) when `a` and `b` share the node; else -1.
+int64_t Simulator::Impl::sharedCore(int64_t a, int64_t b) const {
+  if (coresPerNode == 0 || a / devicesPerNode != b / devicesPerNode)
+    return -1;
+  int64_t base = firstCore + a / devicesPerNode * coresPerNode;
+  int64_t core = base;
+  for (int64_t c = base + 1; c < base + coresPerNode; ++c)
+    if (freeAt[c] < freeAt[core])
+      core = c;
+  return core;
+}
+
+double Simulator::Impl::runKernel(int64_t device, double ready, double time,
+                                  int32_t op, TaskKind kind) {
+  double start = std::max(freeAt[device], ready);
+  if (int64_t core = sharedCore(device, device); core >= 0) {
+    start = std::max(start, freeAt[core]);
+    freeAt[core] = start + time;
+  }
+  double end = start + time;
+  freeAt[device] = end;
+  record(op, kind, static_cast<int32_t>(device), start, end);
+  return end;
+}
+
+/// ZeRO-3: all-gathers op `i`'s sharded weights before its kernels, which
+/// wait for them (`ready`, per instance). They are issued with the op and
+/// may start as early as the communication stream allows (prefetch).
+void Simulator::Impl::gatherWeights(int32_t i, std::vector<double> &ready) {
+  OpState &st = ops[i];
+  for (const Collective &c : st.gradSyncs) {
+    if (c.gatherTime <= 0)
+      continue;
+    double end = runCollective(
+        st, c, c.gatherTime, [](int32_t) { return 0.0; }, i,
+        TaskKind::WeightGather);
+    for (int32_t p : c.partitions)
+      ready[p] = std::max(ready[p], end);
+  }
+}
+
+/// Whether transfer `t` stays inside one node.
+bool Simulator::Impl::withinNode(const Transfer &t) const {
+  const RouteInfo &r = routes[t.route];
+  return machine.getNode(r.src) == machine.getNode(r.dst);
+}
+
+/// Whether the members of collective `c` of `st` share one node.
+bool Simulator::Impl::withinNode(const OpState &st, const Collective &c) const {
+  for (int32_t p : c.partitions)
+    if (machine.getNode(st.devices[p]) !=
+        machine.getNode(st.devices[c.partitions.front()]))
+      return false;
+  return true;
+}
+
+/// Runs instance `p`'s kernel of `time` once `ready`; with overlapped
+/// communication arriving by `commReady`, the kernel runs in chunks
+/// beside it and ends no sooner than the last chunk after it. Records
+/// the kernel's start in `start`.
+double Simulator::Impl::runChunkedKernel(OpState &st, size_t p, double ready,
+                                         double commReady, double time,
+                                         int32_t op, TaskKind kind,
+                                         double &start) {
+  int64_t device = st.devices[p];
+  double end = runKernel(device, ready, time, op, kind);
+  start = end - time;
+  return holdUntil(device, end, commReady + time / kOverlapChunks);
+}
+
+/// A kernel on `device` that would end at `end` but consumes data that
+/// arrives in chunks ends no sooner than `until`: the device stays busy.
+double Simulator::Impl::holdUntil(int64_t device, double end, double until) {
+  if (until <= end)
+    return end;
+  freeAt[device] = std::max(freeAt[device], until);
+  return until;
+}
+
+void Simulator::Impl::forward(int32_t i) {
+  OpState &st = ops[i];
+  size_t n = st.devices.size();
+  st.inReady.assign(n, 0);
+  // Overlapped tensor-parallel communication: the kernel waits for the
+  // producers only, and for the data in chunks (commReady).
+  std::vector<double> &commReady = commReadyScratch;
+  commReady.assign(n, 0);
+  for (int32_t id : inEdges[i]) {
+    const Edge &e = edges[id];
+    const OpState &prod = ops[e.producer];
+    // A weight is there from the start; an activation once produced.
+    auto produced = [&](int32_t p) {
+      return e.weightOperand >= 0 ? 0.0 : prod.fwdEnd[p];
+    };
+    for (const LocalDep &d : e.fwdLocal)
+      st.inReady[d.dst] = std::max(st.inReady[d.dst], produced(d.src));
+    Edge &mutableEdge = edges[id];
+    mutableEdge.fwdEnd.resize(e.fwd.size());
+    for (size_t k = 0; k < e.fwd.size(); ++k) {
+      const Transfer &t = e.fwd[k];
+      double end = runTransfer(t, produced(t.src), id, TaskKind::Transfer);
+      mutableEdge.fwdEnd[k] = end;
+      bool chunked = st.overlapsComm && e.weightOperand < 0 && withinNode(t);
+      st.inReady[t.dst] =
+          std::max(st.inReady[t.dst], chunked ? produced(t.src) : end);
+      if (chunked)
+        commReady[t.dst] = std::max(commReady[t.dst], end);
+    }
+    for (const Edge::SharedCopy &c : e.fwdShared) {
+      double end = edges[c.edge].fwdEnd[c.transfer];
+      const Transfer &t = edges[c.edge].fwd[c.transfer];
+      bool chunked = st.overlapsComm && withinNode(t);
+      st.inReady[c.dst] =
+          std::max(st.inReady[c.dst], chunked ? end - t.time : end);
+      if (chunked)
+        commReady[c.dst] = std::max(commReady[c.dst], end);
+    }
+  }
+  gatherWeights(i, st.inReady);
+  st.fwdEnd.resize(n);
+  st.fwdStart.resize(n);
+  for (size_t p = 0; p < n; ++p)
+    st.fwdEnd[p] =
+        runChunkedKernel(st, p, st.inReady[p], commReady[p], st.fwdTime[p], i,
+                         TaskKind::Forward, st.fwdStart[p]);
+  runStatSyncs(i, st.statSyncs[0], st.fwdEnd);
+  for (const Collective &c : st.partialSums) {
+    // Overlapped: the reduction of each chunk starts once the kernel has
+    // produced it, the last one after the kernel.
+    bool chunked = st.overlapsComm && withinNode(st, c);
+    double end = runCollective(
+        st, c, c.time,
+        [&](int32_t p) {
+          return chunked ? st.fwdStart[p] + st.fwdTime[p] / kOverlapChunks
+                         : st.fwdEnd[p];
+        },
+        i, TaskKind::PartialSum);
+    if (chunked)
+      for (int32_t p : c.partitions)
+        end = std::max(end, st.fwdEnd[p] + c.time / kOverlapChunks);
+    for (int32_t p : c.partitions)
+      st.fwdEnd[p] = end;
+  }
+}
+
+void Simulator::Impl::backward(int32_t i) {
+  OpState &st = ops[i];
+  size_t n = st.devices.size();
+  st.gradReady.assign(n, 0);
+  std::vector<double> &commReady = commReadyScratch;
+  commReady.assign(n, 0);
+  for (int32_t id : outEdges[i]) {
+    const Edge &e = edges[id];
+    const OpState &cons = ops[e.consumer];
+    for (const LocalDep &d : e.bwdLocal)
+      st.gradReady[d.dst] = std::max(st.gradReady[d.dst], cons.bwdEnd[d.src]);
+    for (const Edge::SharedCopy &c : e.fwdShared)
+      for (int32_t p : c.gradTo)
+        st.gradReady[p] = std::max(st.gradReady[p], cons.bwdEnd[c.dst]);
+    for (size_t k = 0; k < e.bwd.size(); ++k) {
+      const Transfer &t = e.bwd[k];
+      double end =
+          runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer,
+                      k < e.bwdPackedAt.size() ? e.bwdPackedAt[k] : -1.0);
+      bool chunked = st.overlapsComm && withinNode(t);
+      st.gradReady[t.dst] =
+          std::max(st.gradReady[t.dst], chunked ? cons.bwdEnd[t.src] : end);
+      if (chunked)
+        commReady[t.dst] = std::max(commReady[t.dst], end);
+    }
+    for (const Edge::GradReduce &r : e.bwdReduces) {
+      const std::vector<int32_t> &members = r.reduce.partitions;
+      // Overlapped with the consumer's backward kernel: each chunk of
+      // the gradient is reduced once that kernel has produced it.
+      bool chunked = cons.overlapsComm && withinNode(st, r.reduce);
+      auto contributed = [&](int32_t p) {
+        double ready = 0;
+        for (size_t k = 0; k < members.size(); ++k)
+          if (members[k] == p) {
+            int32_t c = r.contributors[k];
+            ready = chunked
+                        ? cons.bwdStart[c] + cons.bwdTime[c] / kOverlapChunks
+                        : cons.bwdEnd[c];
+          }
+        return ready;
+      };
+      double end = runCollective(st, r.reduce, r.reduce.time, contributed, i,
+                                 TaskKind::GradReduce);
+      if (chunked)
+        for (int32_t c : r.contributors)
+          end = std::max(end, cons.bwdEnd[c] + r.reduce.time / kOverlapChunks);
+      for (int32_t p : members)
+        st.gradReady[p] = std::max(st.gradReady[p], end);
+    }
+  }
+  gatherWeights(i, st.gradReady);
+  st.bwdEnd.resize(n);
+  st.bwdStart.resize(n);
+  for (size_t p = 0; p < n; ++p)
+    st.bwdEnd[p] =
+        runChunkedKernel(st, p, st.gradReady[p], commReady[p], st.bwdTime[p], i,
+                         TaskKind::Backward, st.bwdStart[p]);
+  runStatSyncs(i, st.statSyncs[1], st.bwdEnd);
+  if (st.regathers)
+    regatherInputs(i);
+  // The plan sends the gradients of this op's operands right after its
+  // backward; their receivers take them when the producers' backward
+  // needs them.
+  for (int32_t id : inEdges[i]) {
+    Edge &e = edges[id];
+    e.bwdPackedAt.assign(e.bwd.size(), -1);
+    for (size_t k = 0; k < e.bwd.size(); ++k)
+      if (e.bwd[k].sendTime > 0)
+        e.bwdPackedAt[k] = packMessage(e.bwd[k], st.bwdEnd[e.bwd[k].src], id,
+                                       TaskKind::GradTransfer);
+  }
+}
+
+/// A staged kernel's statistics reductions, one after another (each
+/// waits for its stage), priced after the kernel: the stages' kernel time
+/// is the op's whole, and the reductions hold every member until done.
+void Simulator::Impl::runStatSyncs(int32_t i,
+                                   const std::vector<Collective> &syncs,
+                                   std::vector<double> &end) {
+  OpState &st = ops[i];
+  for (const Collective &c : syncs) {
+    double done = runCollective(
+        st, c, c.time, [&](int32_t p) { return end[p]; }, i,
+        TaskKind::PartialSum);
+    for (int32_t p : c.partitions)
+      end[p] = done;
+  }
+}
+
+/// SimOptions::regatherInputs: op `i`'s received activation slices are
+/// fetched again once its backward kernel starts, beside the
+/// input-gradient half; the weight-gradient half waits for them.
+void Simulator::Impl::regatherInputs(int32_t i) {
+  OpState &st = ops[i];
+  std::vector<double> &arrived = regatherScratch;
+  arrived.assign(st.devices.size(), 0);
+  for (int32_t id : inEdges[i]) {
+    const Edge &e = edges[id];
+    if (e.weightOperand >= 0)
+      continue;
+    for (const Transfer &t : e.fwd)
+      arrived[t.dst] =
+          std::max(arrived[t.dst],
+                   runTransfer(t, st.bwdStart[t.dst], id, TaskKind::Transfer));
+  }
+  for (size_t p = 0; p < st.devices.size(); ++p)
+    if (arrived[p] > 0)
+      st.bwdEnd[p] = holdUntil(st.devices[p], st.bwdEnd[p],
+                               arrived[p] + st.bwdTime[p] / 2);
+}
+
+/// Runs op `x`'s forward kernels (and partial sums) again if it drops its
+/// results, after the recomputed ops it reads (each once per pass).
+void Simulator::Impl::recompute(int32_t x) {
+  OpState &st = ops[x];
+  if (!st.recomputed || recomputedNow[x])
+    return;
+  recomputedNow[x] = 1;
+  for (int32_t y : producersOf[x])
+    recompute(y);
+  // ZeRO-3 weights are gathered again for it.
+  std::vector<double> end(st.devices.size(), 0.0);
+  gatherWeights(x, end);
+  for (size_t p = 0; p < st.devices.size(); ++p) {
+    end[p] =
+        runKernel(st.devices[p], end[p], st.fwdTime[p], x, TaskKind::Recompute);
+    for (const auto &slices : st.heldSlices)
+      cascadeBytes[st.devices[p]] += volume(slices[p]) * graph.ops[x].elemBytes;
+  }
+  runStatSyncs(x, st.statSyncs[0], end);
+  for (const Collective &c : st.partialSums)
+    runCollective(
+        st, c, c.time, [&](int32_t p) { return end[p]; }, x,
+        TaskKind::Recompute);
+}
+
+/// Gradient all-reduces of op `i`, none starting before `notBefore`.
+void Simulator::Impl::syncGradients(int32_t i, double notBefore) {
+  OpState &st = ops[i];
+  st.syncEnd.resize(st.gradSyncs.size());
+  for (size_t g = 0; g < st.gradSyncs.size(); ++g)
+    st.syncEnd[g] = runCollective(
+        st, st.gradSyncs[g], st.gradSyncs[g].time,
+        [&](int32_t p) { return std::max(st.bwdEnd[p], notBefore); }, i,
+        TaskKind::GradSync);
+}
+
+void Simulator::Impl::update(int32_t i) {
+  OpState &st = ops[i];
+  size_t n = st.devices.size();
+  st.updateEnd.assign(n, 0);
+  for (size_t p = 0; p < n; ++p) {
+    double ready = st.bwdEnd[p];
+    for (int32_t g : st.syncsOf[p])
+      ready = std::max(ready, st.syncEnd[g]);
+    st.updateEnd[p] = st.updateTime[p] > 0
+                          ? runKernel(st.devices[p], ready, st.updateTime[p], i,
+                                      TaskKind::Update)
+                          : ready;
+  }
+  // Sharded sync: gather the updated shards back, now or (overlapped)
+  // during the next forward.
+  for (const Collective &c : st.gradSyncs) {
+    if (c.postTime <= 0)
+      continue;
+    if (options.overlapParamGather) {
+      for (int32_t p : c.partitions)
+        deferredGather[st.devices[p]] += c.postTime;
+      continue;
+    }
+    runCollective(
+        st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; }, i,
+        TaskKind::WeightGather);
+  }
+}
+
+/// Times the whole iteration, re-using the last pass for the forward of
+/// the ops before `firstChanged` (nothing before it changed).
+double Simulator::Impl::runTiming(int32_t firstChanged) {
+  int32_t n = static_cast<int32_t>(ops.size());
+  checkpoints.resize((n + kCheckpointEvery - 1) / kCheckpointEvery);
+  int32_t first = (firstChanged / kCheckpointEvery) * kCheckpointEvery;
+  if (options.recordTimeline || first == 0) {
+    first = 0;
+    std::fill(freeAt.begin(), freeAt.end(), 0.0);
+    timeline.clear();
+  } else {
+    freeAt = checkpoints[first / kCheckpointEvery];
+  }
+  for (int32_t i = first; i < n; ++i) {
+    if (i % kCheckpointEvery == 0)
+      checkpoints[i / kCheckpointEvery] = freeAt;
+    forward(i);
+  }
+  recomputedNow.assign(n, 0);
+  recomputePeak.assign(numDevices, 0);
+  for (int32_t i = n - 1; i >= 0; --i) {
+    for (int32_t x : recomputeBefore[i]) {
+      cascadeBytes.assign(numDevices, 0);
+      recompute(x);
+      for (int64_t d = 0; d < numDevices; ++d)
+        recomputePeak[d] = std::max(recomputePeak[d], cascadeBytes[d]);
+    }
+    backward(i);
+    if (options.overlapGradSync)
+      syncGradients(i, 0);
+  }
+  if (!options.overlapGradSync) {
+    // Synchronize only once the whole backward pass is done.
+    double backwardDone = 0;
+    for (int64_t d = 0; d < numDevices; ++d)
+      backwardDone = std::max(backwardDone, freeAt[d]);
+    for (int32_t i = n - 1; i >= 0; --i)
+      syncGradients(i, backwardDone);
+  }
+  deferredGather.assign(numDevices, 0);
+  for (int32_t i = n - 1; i >= 0; --i)
+    update(i);
+  double end = 0;
+  for (double t : freeAt)
+    end = std::max(end, t);
+  if (!options.overlapParamGather)
+    return end;
+  // Deferred gathers run beside the next forward: what they take beyond
+  // it delays that iteration.
+  double gathers = 0, forwardEnd = 0;
+  for (double t : deferredGather)
+    gathers = std::max(gathers, t);
+  for (const OpState &st : ops)
+    for (double t : st.fwdEnd)
+      forwardEnd = std::max(forwardEnd, t);
+  return end + std::max(0.0, gathers - forwardEnd);
+}
+
+} // namespace ppc::sim
