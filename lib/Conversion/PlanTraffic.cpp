@@ -194,7 +194,12 @@ LogicalResult reportTraffic(plan::PlanOp plan, const PartitionedFunction &parts,
     return success();
   PlanTraffic traffic = countPlanTraffic(plan, *parts.machine);
   const BytesByLinkKind &planned = traffic.step;
-  BytesByLinkKind priced = simulatedTraffic(parts, optimizer);
+  // The simulator prices training steps: a forward-only plan has nothing
+  // to agree with.
+  bool training = static_cast<bool>(plan.getOptimizer());
+  BytesByLinkKind priced{};
+  if (training)
+    priced = simulatedTraffic(parts, optimizer);
   // Both sum the same integers of bytes in another order, and halve some.
   auto agree = [](double a, double b) {
     return std::abs(a - b) <= 1e-9 * std::max({1.0, a, b});
@@ -205,25 +210,31 @@ LogicalResult reportTraffic(plan::PlanOp plan, const PartitionedFunction &parts,
     if (planned[k] == 0 && priced[k] == 0 && traffic.outputs[k] == 0)
       continue;
     const char *name = stringifyLinkKind(static_cast<LinkKind>(k));
-    bool same = agree(planned[k], priced[k]);
-    kinds[name] = {{"plan_bytes", planned[k]},
-                   {"simulated_bytes", priced[k]},
-                   {"agree", same},
-                   {"output_bytes", traffic.outputs[k]}};
-    if (!same) {
-      all = false;
-      emitWarning(loc) << "the plan moves "
-                       << llvm::formatv("{0:f0}", planned[k])
-                       << " bytes a step over " << name
-                       << " links where the simulator priced "
-                       << llvm::formatv("{0:f0}", priced[k])
-                       << ": its predicted time is not this plan's";
+    Json entry = {{"plan_bytes", planned[k]}};
+    if (training) {
+      bool same = agree(planned[k], priced[k]);
+      entry["simulated_bytes"] = priced[k];
+      entry["agree"] = same;
+      if (!same) {
+        all = false;
+        emitWarning(loc) << "the plan moves "
+                         << llvm::formatv("{0:f0}", planned[k])
+                         << " bytes a step over " << name
+                         << " links where the simulator priced "
+                         << llvm::formatv("{0:f0}", priced[k])
+                         << ": its predicted time is not this plan's";
+      }
     }
+    entry["output_bytes"] = traffic.outputs[k];
+    kinds[name] = std::move(entry);
   }
   if (path.empty())
     return success();
-  Json json = {
-      {"machine", parts.machineName}, {"link_kinds", kinds}, {"agree", all}};
+  Json json = {{"machine", parts.machineName}, {"link_kinds", kinds}};
+  if (training)
+    json["agree"] = all;
+  else
+    json["note"] = "a forward-only plan: the simulator prices training steps";
   if (StringRef dir = llvm::sys::path::parent_path(path); !dir.empty())
     (void)llvm::sys::fs::create_directories(dir);
   std::string error;
