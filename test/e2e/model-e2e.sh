@@ -4,7 +4,8 @@
 #      search for "searched", the baseline for "megatron*") and lowers it
 #      to a plan for cpuxNP;
 #   2. the bytes the plan moves equal the bytes the simulator priced, per
-#      link kind (ppc-auto-parallel's traffic file);
+#      link kind (ppc-auto-parallel's traffic file), on the host and lowered
+#      again for two nodes of H100s;
 #   3. --verify: the first step matches the single-device step (loss, every
 #      gradient, every updated weight);
 #   4. the loss falls over 8 Adam steps (lr 0.01) on one fixed batch;
@@ -71,8 +72,11 @@ else
   $import --ppc-auto-parallel="machine=cpux$np strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json" -o /dev/null
 fi
 
-# What the plan moves is what the simulator priced, per link kind.
-python3 - "$work/traffic.json" <<'PY'
+# What the plan moves is what the simulator priced, per link kind: on the
+# host, and lowered again for two nodes of H100s (NVLink inside a node,
+# InfiniBand across).
+check_traffic() {
+  python3 - "$1" <<'PY'
 import json, sys
 traffic = json.load(open(sys.argv[1]))
 for kind, t in traffic["link_kinds"].items():
@@ -81,6 +85,19 @@ for kind, t in traffic["link_kinds"].items():
 if not traffic["agree"]:
     sys.exit("the plan's bytes differ from the simulator's")
 PY
+}
+check_traffic "$work/traffic.json"
+python3 - "$examples/machines/dgx-h100x2.json" "$np" "$work/two-nodes.json" <<'PY'
+import json, sys
+machine = json.load(open(sys.argv[1]))
+np_ = int(sys.argv[2])
+cluster = machine["cluster"]
+machine["name"] = "two-nodes"
+cluster["devices_per_node"] = cluster["nics_per_node"] = max(1, np_ // 2)
+json.dump(machine, open(sys.argv[3], "w"))
+PY
+$import --ppc-auto-parallel="machine=$work/two-nodes.json strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/two-nodes.pb traffic=$work/two-nodes-traffic.json" -o /dev/null
+check_traffic "$work/two-nodes-traffic.json"
 
 "$@" "$work/plan.pb" --steps 1 --verify $verify_args | tee "$work/verify.log"
 grep -q "verify passed" "$work/verify.log"
