@@ -472,6 +472,19 @@ std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
   });
 }
 
+/// Piece `piece` (elements from `offset` on) of every member's block of
+/// `send` (block i at displs[i]), packed one after another: the one
+/// contiguous buffer MPI_Ireduce_scatter reads.
+static void packPieces(const char *send, const std::vector<int> &displs,
+                       int64_t offset, const std::vector<int> &piece, int bytes,
+                       std::vector<char> &packed) {
+  packed.clear();
+  for (size_t i = 0; i < piece.size(); ++i)
+    if (piece[i] > 0)
+      packed.insert(packed.end(), send + (displs[i] + offset) * bytes,
+                    send + (displs[i] + offset + piece[i]) * bytes);
+}
+
 /// This rank's index in `group`.
 static int indexIn(const std::vector<int> &group, int rank) {
   for (size_t i = 0; i < group.size(); ++i)
@@ -532,11 +545,7 @@ MpiCommunicator::startReduceScatter(const void *send, void *recv, DType dtype,
   return forEachPiece(
       counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
         std::vector<char> &packed = packedPieces.emplace_back();
-        for (size_t i = 0; i < piece.size(); ++i)
-          if (piece[i] > 0)
-            packed.insert(packed.end(),
-                          sendBytes + (displs[i] + offset) * bytes,
-                          sendBytes + (displs[i] + offset + piece[i]) * bytes);
+        packPieces(sendBytes, displs, offset, piece, bytes, packed);
         MPI_Request request;
         int rc = MPI_Ireduce_scatter(
             packed.data(),
@@ -655,12 +664,7 @@ std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
   char *recvBytes = static_cast<char *>(recv);
   return forEachPiece(
       counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
-        packed.clear();
-        for (size_t i = 0; i < piece.size(); ++i)
-          if (piece[i] > 0)
-            packed.insert(packed.end(),
-                          sendBytes + (displs[i] + offset) * bytes,
-                          sendBytes + (displs[i] + offset + piece[i]) * bytes);
+        packPieces(sendBytes, displs, offset, piece, bytes, packed);
         MPI_Request request;
         int rc = MPI_Ireduce_scatter(
             packed.data(),
