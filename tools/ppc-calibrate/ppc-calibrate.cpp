@@ -28,6 +28,7 @@
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Simulator/Machine.h"
+#include "ppc/Simulator/Simulator.h"
 #include "ppc/Version.h"
 
 #include "absl/status/status.h"
@@ -165,9 +166,10 @@ absl::StatusOr<Options> parseArgs(int argc, char **argv) {
     } else if (arg == "--device-name") {
       o.deviceName = value;
     } else if (arg == "--optimizer") {
-      if (value != "sgd" && value != "momentum" && value != "adam")
-        return absl::InvalidArgumentError(
-            "--optimizer: expected sgd, momentum or adam, got '" + value + "'");
+      if (!sim::findOptimizer(value))
+        return absl::InvalidArgumentError("--optimizer: expected " +
+                                          sim::optimizerNames() + ", got '" +
+                                          value + "'");
       o.optimizer = value;
     } else {
       absl::StatusOr<double> number = parseNumber(arg, value);
@@ -318,24 +320,25 @@ std::vector<double> measureUpdates(const Options &o, bool print) {
   backend->fill(*weight, 0.5);
   backend->fill(*grad, 0.01);
   std::vector<double> rates;
-  const char *names[] = {"sgd", "momentum", "adam"};
-  for (int kind = 0; kind < 3; ++kind) {
+  for (const sim::OptimizerInfo &info : sim::kOptimizers) {
     ppc::planfile::Optimizer optimizer;
-    optimizer.set_kind(kind == 0   ? ppc::planfile::Optimizer::SGD
-                       : kind == 1 ? ppc::planfile::Optimizer::MOMENTUM
-                                   : ppc::planfile::Optimizer::ADAM);
+    optimizer.set_kind(info.kind == sim::Optimizer::SGD
+                           ? ppc::planfile::Optimizer::SGD
+                       : info.kind == sim::Optimizer::Momentum
+                           ? ppc::planfile::Optimizer::MOMENTUM
+                           : ppc::planfile::Optimizer::ADAM);
     optimizer.set_learning_rate(1e-6);
     optimizer.set_momentum(0.9);
     runtime::DeviceOptimizerState state;
     double t = timeLocal(4 * o.seconds, o.threads == 1, [&] {
       backend->update(optimizer, *weight, 0, *grad, n, state, 1.0);
     });
-    double rate = updateBytesPerElement(kind) * n / t;
+    double rate = updateBytesPerElement(info.stateTensors) * n / t;
     rates.push_back(rate);
     if (print)
       std::printf("  %-8s update: %6.2f ns per weight, %6.2f GB/s as the "
                   "simulator counts bytes\n",
-                  names[kind], t / n * 1e9, rate / 1e9);
+                  info.name, t / n * 1e9, rate / 1e9);
   }
   return rates;
 }
@@ -637,7 +640,9 @@ absl::Status run(Communicator &comm, const Options &o) {
   spec.device.peakFlops.fill(0);
   spec.device.setPeakFlops(DType::F32, static_cast<double>(peak));
   spec.device.halfEfficiencyFlops = gemm.halfEfficiencyFlops;
-  int which = o.optimizer == "sgd" ? 0 : o.optimizer == "momentum" ? 1 : 2;
+  // The rates are in kOptimizers' order.
+  int which = static_cast<int>(sim::findOptimizer(o.optimizer) -
+                               std::begin(sim::kOptimizers));
   spec.device.memoryBandwidth = updates[which];
   spec.device.memoryBytes =
       static_cast<int64_t>(o.memory > 0 ? o.memory : hostMemory() / perHost);
