@@ -263,12 +263,31 @@ double boundaryTime(const Graph &graph, const Machine &machine,
   } else {
     held = producer.heldBoxes[value.result];
   }
-  // The first instance holding each distinct piece.
-  std::vector<size_t> distinct;
-  for (size_t q = 0; q < held.size(); ++q)
-    if (std::none_of(distinct.begin(), distinct.end(),
-                     [&](size_t d) { return held[d] == held[q]; }))
-      distinct.push_back(q);
+  // The distinct pieces, in the order of their first instance, with the
+  // devices holding each; which may overlap a box, by an index.
+  struct HeldPiece {
+    geometry::Box box;
+    int64_t sender = 0; ///< its first instance's device
+    std::vector<int64_t> devices;
+  };
+  std::vector<HeldPiece> pieces;
+  std::map<std::vector<int64_t>, size_t> pieceOf;
+  for (size_t q = 0; q < held.size(); ++q) {
+    std::vector<int64_t> key;
+    for (const Range &r : held[q]) {
+      key.push_back(r.lo);
+      key.push_back(r.hi);
+    }
+    auto [it, inserted] = pieceOf.try_emplace(std::move(key), pieces.size());
+    if (inserted)
+      pieces.push_back({held[q], producer.devices[q], {}});
+    pieces[it->second].devices.push_back(producer.devices[q]);
+  }
+  std::vector<geometry::Box> distinct;
+  for (const HeldPiece &piece : pieces)
+    distinct.push_back(piece.box);
+  geometry::OverlapIndex index(distinct);
+  std::vector<size_t> candidates;
 
   std::map<int64_t, std::vector<geometry::Box>> gathered; // per device
   std::map<int64_t, double> bytes;                        // per device
@@ -295,14 +314,15 @@ double boundaryTime(const Graph &graph, const Machine &machine,
         int64_t device = layout.devices[p];
         const geometry::Box &box = layout.operandBoxes[i][p];
         std::vector<geometry::Box> &earlier = gathered[device];
-        for (size_t q : distinct) {
+        index.candidates(box, candidates);
+        for (size_t q : candidates) {
+          const HeldPiece &piece = pieces[q];
           std::optional<geometry::Box> common =
-              geometry::intersect(held[q], box);
+              geometry::intersect(piece.box, box);
           if (!common)
             continue;
-          bool local = false;
-          for (size_t r = 0; r < held.size() && !local; ++r)
-            local = held[r] == held[q] && producer.devices[r] == device;
+          bool local = std::find(piece.devices.begin(), piece.devices.end(),
+                                 device) != piece.devices.end();
           if (local || std::any_of(earlier.begin(), earlier.end(),
                                    [&](const geometry::Box &g) {
                                      return geometry::contains(g, *common);
@@ -313,7 +333,7 @@ double boundaryTime(const Graph &graph, const Machine &machine,
             b *= static_cast<double>(r.size());
           bytes[device] += b;
           // The value forward, its gradient back.
-          LinkSpec link = machine.effectiveLink(producer.devices[q], device);
+          LinkSpec link = machine.effectiveLink(piece.sender, device);
           bytesByLinkKind[static_cast<size_t>(link.kind)] += 2 * b;
         }
         if (strategy[op].replicas == 1)

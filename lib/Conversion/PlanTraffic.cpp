@@ -126,26 +126,24 @@ PlanTraffic countPlanTraffic(plan::PlanOp plan, const Machine &machine) {
       std::vector<int64_t> group(collective.getGroup().begin(),
                                  collective.getGroup().end());
       int64_t k = static_cast<int64_t>(group.size());
+      // `share` of what an all-reduce of all of `buffer` moves.
+      auto asAllReduce = [&](Value buffer, double share) {
+        add(bytes,
+            sim::allReduceBytesByLinkKind(machine, group,
+                                          wholeBytes(buffer, symbols)),
+            share);
+      };
       using plan::CollectiveKind;
       switch (collective.getKind()) {
       case CollectiveKind::all_reduce:
-        add(bytes,
-            sim::allReduceBytesByLinkKind(
-                machine, group, wholeBytes(collective.getBuffer(), symbols)),
-            1);
+        asAllReduce(collective.getBuffer(), 1);
         break;
       case CollectiveKind::reduce_scatter:
-        add(bytes,
-            sim::allReduceBytesByLinkKind(
-                machine, group, wholeBytes(collective.getBuffer(), symbols)),
-            0.5);
+        asAllReduce(collective.getBuffer(), 0.5);
         break;
       case CollectiveKind::all_gather:
         if (collective.getResult())
-          add(bytes,
-              sim::allReduceBytesByLinkKind(
-                  machine, group, wholeBytes(collective.getResult(), symbols)),
-              0.5);
+          asAllReduce(collective.getResult(), 0.5);
         break;
       case CollectiveKind::broadcast: {
         // A ring from the root: every member but the last forwards it.

@@ -472,17 +472,49 @@ std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
   });
 }
 
-/// Piece `piece` (elements from `offset` on) of every member's block of
-/// `send` (block i at displs[i]), packed one after another: the one
-/// contiguous buffer MPI_Ireduce_scatter reads.
-static void packPieces(const char *send, const std::vector<int> &displs,
-                       int64_t offset, const std::vector<int> &piece, int bytes,
-                       std::vector<char> &packed) {
-  packed.clear();
-  for (size_t i = 0; i < piece.size(); ++i)
-    if (piece[i] > 0)
-      packed.insert(packed.end(), send + (displs[i] + offset) * bytes,
-                    send + (displs[i] + offset + piece[i]) * bytes);
+/// A reduce-scatter of `counts` (member i's block of `send` after the
+/// earlier blocks) into this member's (`me`'s) `recv`, in pieces: piece k of
+/// every member's block packed one after another into `packed()` (the call
+/// takes one contiguous buffer), on the communicator `findComm` gives.
+/// `issued` takes each piece's request; the packed buffer must live until
+/// it completes (the blocking call waits at once and reuses one buffer; a
+/// started one keeps a buffer per piece).
+template <typename FindComm, typename Packed, typename Issued>
+static std::string
+reduceScatterPieces(const void *send, void *recv, DType dtype,
+                    const std::vector<int64_t> &counts, size_t members, int me,
+                    bool max, FindComm findComm, Packed packed, Issued issued) {
+  const int bytes = dtypeBytes(dtype);
+  if (members < 2) {
+    std::memcpy(recv, send, counts[0] * bytes);
+    return "";
+  }
+  std::vector<int> c, displs;
+  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+    return err;
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (std::string err = findComm(comm); !err.empty())
+    return err;
+  const char *sendBytes = static_cast<const char *>(send);
+  char *recvBytes = static_cast<char *>(recv);
+  return forEachPiece(
+      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
+        std::vector<char> &buffer = packed();
+        buffer.clear();
+        for (size_t i = 0; i < piece.size(); ++i)
+          if (piece[i] > 0)
+            buffer.insert(buffer.end(),
+                          sendBytes + (displs[i] + offset) * bytes,
+                          sendBytes + (displs[i] + offset + piece[i]) * bytes);
+        MPI_Request request;
+        int rc = MPI_Ireduce_scatter(
+            buffer.data(),
+            recvBytes + std::min<int64_t>(offset, counts[me]) * bytes,
+            piece.data(), mpiType(dtype), mpiOp(dtype, max), comm, &request);
+        if (rc != MPI_SUCCESS)
+          return mpiErrorString(rc);
+        return issued(request);
+      });
 }
 
 /// This rank's index in `group`.
@@ -527,33 +559,18 @@ MpiCommunicator::startReduceScatter(const void *send, void *recv, DType dtype,
   handle = impl->nextHandle++;
   ready.wait(); // MPI reads host memory: the data must be there
   std::vector<MPI_Request> &requests = impl->started[handle];
-  const int bytes = dtypeBytes(dtype);
-  if (group.size() < 2) {
-    std::memcpy(recv, send, counts[0] * bytes);
-    return "";
-  }
-  std::vector<int> c, displs;
-  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
-    return err;
-  auto it = impl->startedComms.find(group);
-  if (it == impl->startedComms.end())
-    return "no communicator for group " + groupString(group);
-  const int me = indexIn(group, rank());
-  std::list<std::vector<char>> &packedPieces = impl->startedPacked[handle];
-  const char *sendBytes = static_cast<const char *>(send);
-  char *recvBytes = static_cast<char *>(recv);
-  return forEachPiece(
-      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
-        std::vector<char> &packed = packedPieces.emplace_back();
-        packPieces(sendBytes, displs, offset, piece, bytes, packed);
-        MPI_Request request;
-        int rc = MPI_Ireduce_scatter(
-            packed.data(),
-            recvBytes + std::min<int64_t>(offset, counts[me]) * bytes,
-            piece.data(), mpiType(dtype), mpiOp(dtype, max), it->second,
-            &request);
-        if (rc != MPI_SUCCESS)
-          return mpiErrorString(rc);
+  std::list<std::vector<char>> &packed = impl->startedPacked[handle];
+  return reduceScatterPieces(
+      send, recv, dtype, counts, group.size(), indexIn(group, rank()), max,
+      [&](MPI_Comm &comm) -> std::string {
+        auto it = impl->startedComms.find(group);
+        if (it == impl->startedComms.end())
+          return "no communicator for group " + groupString(group);
+        comm = it->second;
+        return "";
+      },
+      [&]() -> std::vector<char> & { return packed.emplace_back(); },
+      [&](MPI_Request request) {
         requests.push_back(request);
         return std::string();
       });
@@ -645,33 +662,12 @@ std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
                                            const std::vector<int64_t> &counts,
                                            const std::vector<int> &group,
                                            bool max, const Where &where) {
-  const int bytes = dtypeBytes(dtype);
-  if (group.size() < 2) {
-    std::memcpy(recv, send, counts[0] * bytes);
-    return "";
-  }
-  std::vector<int> c, displs;
-  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
-    return err;
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = impl->commOf(group, comm); !err.empty())
-    return err;
-  const int me = indexIn(group, rank());
-  // Piece k of every member's block, packed together (the call takes one
-  // contiguous buffer), reduced into place.
   std::vector<char> packed;
-  const char *sendBytes = static_cast<const char *>(send);
-  char *recvBytes = static_cast<char *>(recv);
-  return forEachPiece(
-      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
-        packPieces(sendBytes, displs, offset, piece, bytes, packed);
-        MPI_Request request;
-        int rc = MPI_Ireduce_scatter(
-            packed.data(),
-            recvBytes + std::min<int64_t>(offset, counts[me]) * bytes,
-            piece.data(), mpiType(dtype), mpiOp(dtype, max), comm, &request);
-        if (rc != MPI_SUCCESS)
-          return mpiErrorString(rc);
+  return reduceScatterPieces(
+      send, recv, dtype, counts, group.size(), indexIn(group, rank()), max,
+      [&](MPI_Comm &comm) { return impl->commOf(group, comm); },
+      [&]() -> std::vector<char> & { return packed; },
+      [&](MPI_Request request) {
         return impl->wait(1, &request, nullptr, where);
       });
 }
