@@ -78,7 +78,25 @@ SimResult Simulator::Impl::result(double iterationTime) {
   r.devices.resize(numDevices);
   for (int64_t d = 0; d < numDevices; ++d)
     r.devices[d].capacity = options.capacityOf(machine.getSpec(d));
+  // ZeRO-3 weights are gathered one op ahead: while an op runs, its
+  // gathered weights and the next op's live together on a device.
+  // (Sparse: only the devices of ops that gather are touched.)
+  std::vector<int64_t> gatheredBefore(numDevices, 0);
+  std::vector<std::pair<int64_t, int64_t>> before, now; // (device, bytes)
   for (const OpState &st : ops) {
+    now.clear();
+    for (size_t p = 0; p < st.devices.size(); ++p)
+      if (st.gatheredBytes[p] > 0)
+        now.push_back({st.devices[p], st.gatheredBytes[p]});
+    for (auto [d, bytes] : now)
+      if (gatheredBefore[d] > 0)
+        r.devices[d].memory.workspace = std::max(
+            r.devices[d].memory.workspace, gatheredBefore[d] + bytes);
+    for (auto [d, bytes] : before)
+      gatheredBefore[d] = 0;
+    for (auto [d, bytes] : now)
+      gatheredBefore[d] += bytes;
+    std::swap(before, now);
     for (double end : st.fwdEnd)
       r.forwardTime = std::max(r.forwardTime, end);
     for (double end : st.bwdEnd)

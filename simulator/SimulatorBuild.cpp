@@ -283,6 +283,7 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
   st.gradSyncs.clear();
   st.syncsOf.assign(n, {});
   st.memory.assign(n, MemoryUse());
+  st.gatheredBytes.assign(n, 0);
   std::vector<int64_t> updateElems(n, 0);
   int64_t updateElemBytes = 4;
   st.heldWeights.assign(op.operands.size(), {});
@@ -328,8 +329,10 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
         MemoryUse &mem = st.memory[p];
         mem.weights += perElement.weight *
                        (stage == StateSharding::Parameters ? mine : elements);
-        if (stage == StateSharding::Parameters)
+        if (stage == StateSharding::Parameters) {
           mem.workspace = std::max(mem.workspace, elements * perElement.weight);
+          st.gatheredBytes[p] += elements * perElement.weight;
+        }
         if (!w.trainable)
           continue;
         mem.gradients += perElement.gradient *

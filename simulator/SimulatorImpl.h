@@ -216,6 +216,10 @@ struct OpState {
   /// Gradient syncs each partition takes part in.
   std::vector<std::vector<int32_t>> syncsOf;
   std::vector<MemoryUse> memory;
+  /// ZeRO-3: per instance, the bytes of the whole weights it gathers for
+  /// its kernels (result() adds the next op's: the lowering allocates
+  /// them one op ahead).
+  std::vector<int64_t> gatheredBytes;
 
   /// Tensor-parallel communication next to this op's kernel overlaps it
   /// (SimOptions::overlapTensorParallel and a contraction over a weight).

@@ -151,6 +151,12 @@ public:
     return host.completeSends(context);
   }
 
+  // Each collective is issued once, by its issue function on a communicator
+  // and a stream: the blocking form on the group's ordered communicator and
+  // the compute stream, the started form (startOn) on the group's split
+  // communicator and the overlap stream. Groups whose members share a GPU go
+  // through the host communicator, which blocks.
+
   std::string allReduce(void *data, DType dtype, int64_t n,
                         const std::vector<int> &group, bool max,
                         const Where &where) override {
@@ -163,55 +169,29 @@ public:
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
-    return check("ncclAllReduce",
-                 ncclAllReduce(data, data, n, ncclType(dtype),
-                               max ? ncclMax : ncclSum, comm, stream),
-                 comm);
+    return issueAllReduce(data, dtype, n, max, comm, stream);
   }
-
   std::string startAllReduce(void *data, DType dtype, int64_t n,
                              const std::vector<int> &group, bool max, Event &,
                              int64_t &handle) override {
-    handle = nextHandle++;
-    cudaEvent_t done;
-    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    if (sharedGroups.count(group)) {
-      // Host exchanges block: the all-reduce is done when it returns.
-      std::string err =
-          viaHost({{data, n, true, true}}, dtype, [&](void *const *h) {
-            return host.allReduce(h[0], dtype, n, group, max, [] {
-              return std::string("an all-reduce started early");
-            });
-          });
-      if (!err.empty()) {
-        cudaEventDestroy(done);
-        return err;
-      }
-    } else if (group.size() >= 2) {
-      auto it = comms.find(group);
-      if (it == comms.end())
-        return noGroup(group);
-      // The work issued so far (at least what `ready` marks) comes first.
-      cudaEvent_t ready;
-      cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
-      cudaEventRecord(ready, stream);
-      cudaStreamWaitEvent(overlapStream, ready, 0);
-      cudaEventDestroy(ready);
-      if (std::string err =
-              check("ncclAllReduce",
-                    ncclAllReduce(data, data, n, ncclType(dtype),
-                                  max ? ncclMax : ncclSum, it->second.started,
-                                  overlapStream),
-                    it->second.started);
-          !err.empty()) {
-        cudaEventDestroy(done);
-        return err;
-      }
-    }
-    cudaEventRecord(done, overlapStream);
-    started.emplace(handle, done);
-    return "";
+    return startOn(
+        group, handle,
+        [&] {
+          return allReduce(data, dtype, n, group, max,
+                           startedWhere("an all-reduce"));
+        },
+        [&](ncclComm_t comm, cudaStream_t on) {
+          return issueAllReduce(data, dtype, n, max, comm, on);
+        });
   }
+  std::string issueAllReduce(void *data, DType dtype, int64_t n, bool max,
+                             ncclComm_t comm, cudaStream_t on) {
+    return check("ncclAllReduce",
+                 ncclAllReduce(data, data, n, ncclType(dtype),
+                               max ? ncclMax : ncclSum, comm, on),
+                 comm);
+  }
+
   void progress() override { host.progress(); }
   std::string wait(int64_t handle, const Where &) override {
     auto it = started.find(handle);
@@ -236,10 +216,26 @@ public:
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
-    return check(
-        "ncclBroadcast",
-        ncclBroadcast(data, data, n, ncclType(dtype), root, comm, stream),
-        comm);
+    return issueBroadcast(data, dtype, n, root, comm, stream);
+  }
+  std::string startBroadcast(void *data, DType dtype, int64_t n,
+                             const std::vector<int> &group, int root, Event &,
+                             int64_t &handle) override {
+    return startOn(
+        group, handle,
+        [&] {
+          return broadcast(data, dtype, n, group, root,
+                           startedWhere("a broadcast"));
+        },
+        [&](ncclComm_t comm, cudaStream_t on) {
+          return issueBroadcast(data, dtype, n, root, comm, on);
+        });
+  }
+  std::string issueBroadcast(void *data, DType dtype, int64_t n, int root,
+                             ncclComm_t comm, cudaStream_t on) {
+    return check("ncclBroadcast",
+                 ncclBroadcast(data, data, n, ncclType(dtype), root, comm, on),
+                 comm);
   }
 
   std::string allGather(const void *send, void *recv, DType dtype,
@@ -258,20 +254,40 @@ public:
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
+    return issueAllGather(send, recv, dtype, counts, indexIn(group), comm,
+                          stream);
+  }
+  std::string startAllGather(const void *send, void *recv, DType dtype,
+                             const std::vector<int64_t> &counts,
+                             const std::vector<int> &group, Event &,
+                             int64_t &handle) override {
+    return startOn(
+        group, handle,
+        [&] {
+          return allGather(send, recv, dtype, counts, group,
+                           startedWhere("an all-gather"));
+        },
+        [&](ncclComm_t comm, cudaStream_t on) {
+          return issueAllGather(send, recv, dtype, counts, indexIn(group), comm,
+                                on);
+        });
+  }
+  /// NCCL's all-gather when the pieces are equal, else each member
+  /// broadcasts its own (member `me` sends `send`).
+  std::string issueAllGather(const void *send, void *recv, DType dtype,
+                             const std::vector<int64_t> &counts, int me,
+                             ncclComm_t comm, cudaStream_t on) {
     const ncclDataType_t type = ncclType(dtype);
     if (std::all_of(counts.begin(), counts.end(),
                     [&](int64_t c) { return c == counts[0]; }))
       return check("ncclAllGather",
-                   ncclAllGather(send, recv, counts[0], type, comm, stream),
-                   comm);
-    // Unequal pieces: each member broadcasts its own.
-    const int me = indexIn(group);
+                   ncclAllGather(send, recv, counts[0], type, comm, on), comm);
     ncclGroupStart();
     int64_t offset = 0;
     for (size_t i = 0; i < counts.size(); ++i) {
       char *piece = at(recv, dtype, offset);
       ncclBroadcast(static_cast<int>(i) == me ? send : piece, piece, counts[i],
-                    type, static_cast<int>(i), comm, stream);
+                    type, static_cast<int>(i), comm, on);
       offset += counts[i];
     }
     return check("ncclGroupEnd (all-gather)", ncclGroupEnd(), comm);
@@ -295,45 +311,22 @@ public:
       return noGroup(group);
     return issueReduceScatter(send, recv, dtype, counts, max, comm, stream);
   }
-
   std::string startReduceScatter(const void *send, void *recv, DType dtype,
                                  const std::vector<int64_t> &counts,
                                  const std::vector<int> &group, bool max,
                                  Event &, int64_t &handle) override {
-    handle = nextHandle++;
-    cudaEvent_t done;
-    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    std::string err;
-    if (group.size() < 2 || sharedGroups.count(group)) {
-      // Host exchanges block: done when it returns.
-      err = reduceScatter(send, recv, dtype, counts, group, max, [] {
-        return std::string("a reduce-scatter started early");
-      });
-    } else if (auto it = comms.find(group); it == comms.end()) {
-      err = noGroup(group);
-    } else {
-      // The work issued so far (the gradient's last kernel) comes first.
-      cudaEvent_t ready;
-      cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
-      cudaEventRecord(ready, stream);
-      cudaStreamWaitEvent(overlapStream, ready, 0);
-      cudaEventDestroy(ready);
-      err = issueReduceScatter(send, recv, dtype, counts, max,
-                               it->second.started, overlapStream);
-    }
-    if (!err.empty()) {
-      cudaEventDestroy(done);
-      return err;
-    }
-    cudaEventRecord(done, group.size() < 2 || sharedGroups.count(group)
-                              ? stream
-                              : overlapStream);
-    started.emplace(handle, done);
-    return "";
+    return startOn(
+        group, handle,
+        [&] {
+          return reduceScatter(send, recv, dtype, counts, group, max,
+                               startedWhere("a reduce-scatter"));
+        },
+        [&](ncclComm_t comm, cudaStream_t on) {
+          return issueReduceScatter(send, recv, dtype, counts, max, comm, on);
+        });
   }
-
-  /// Issues a reduce-scatter of `counts` on `comm` and `on`: NCCL's when
-  /// the pieces are equal, else one reduce to each member.
+  /// NCCL's reduce-scatter when the pieces are equal, else one reduce to
+  /// each member.
   std::string issueReduceScatter(const void *send, void *recv, DType dtype,
                                  const std::vector<int64_t> &counts, bool max,
                                  ncclComm_t comm, cudaStream_t on) {
@@ -344,7 +337,6 @@ public:
       return check("ncclReduceScatter",
                    ncclReduceScatter(send, recv, counts[0], type, op, comm, on),
                    comm);
-    // Unequal pieces: each member's piece is reduced to it.
     ncclGroupStart();
     int64_t offset = 0;
     for (size_t i = 0; i < counts.size(); ++i) {
@@ -371,20 +363,80 @@ public:
     ncclComm_t comm = ordered(group);
     if (!comm)
       return noGroup(group);
+    return issueAllToAll(send, sendCounts, recv, recvCounts, dtype, comm,
+                         stream);
+  }
+  std::string startAllToAll(const void *send,
+                            const std::vector<int64_t> &sendCounts, void *recv,
+                            const std::vector<int64_t> &recvCounts, DType dtype,
+                            const std::vector<int> &group, Event &,
+                            int64_t &handle) override {
+    return startOn(
+        group, handle,
+        [&] {
+          return allToAll(send, sendCounts, recv, recvCounts, dtype, group,
+                          startedWhere("an all-to-all"));
+        },
+        [&](ncclComm_t comm, cudaStream_t on) {
+          return issueAllToAll(send, sendCounts, recv, recvCounts, dtype, comm,
+                               on);
+        });
+  }
+  /// Point-to-point sends and receives in one NCCL group.
+  std::string issueAllToAll(const void *send,
+                            const std::vector<int64_t> &sendCounts, void *recv,
+                            const std::vector<int64_t> &recvCounts, DType dtype,
+                            ncclComm_t comm, cudaStream_t on) {
     const ncclDataType_t type = ncclType(dtype);
     ncclGroupStart();
     int64_t sent = 0, received = 0;
-    for (size_t i = 0; i < group.size(); ++i) {
+    for (size_t i = 0; i < sendCounts.size(); ++i) {
       if (sendCounts[i] > 0)
         ncclSend(at(send, dtype, sent), sendCounts[i], type,
-                 static_cast<int>(i), comm, stream);
+                 static_cast<int>(i), comm, on);
       if (recvCounts[i] > 0)
         ncclRecv(at(recv, dtype, received), recvCounts[i], type,
-                 static_cast<int>(i), comm, stream);
+                 static_cast<int>(i), comm, on);
       sent += sendCounts[i];
       received += recvCounts[i];
     }
     return check("ncclGroupEnd (all-to-all)", ncclGroupEnd(), comm);
+  }
+
+  /// Starts a collective over `group` for wait(): groups of one and groups
+  /// through the host run `blockingCall` at once (done when it returns, in
+  /// stream order); the others are issued by `issue` on the group's split
+  /// communicator and the overlap stream, after the work issued so far on
+  /// the compute stream (the last write of what it reads).
+  template <typename Blocking, typename Issue>
+  std::string startOn(const std::vector<int> &group, int64_t &handle,
+                      Blocking blockingCall, Issue issue) {
+    handle = nextHandle++;
+    std::string err;
+    cudaStream_t doneOn = stream;
+    if (group.size() < 2 || sharedGroups.count(group)) {
+      err = blockingCall();
+    } else if (auto it = comms.find(group); it == comms.end()) {
+      err = noGroup(group);
+    } else {
+      cudaEvent_t ready;
+      cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+      cudaEventRecord(ready, stream);
+      cudaStreamWaitEvent(overlapStream, ready, 0);
+      cudaEventDestroy(ready);
+      err = issue(it->second.started, overlapStream);
+      doneOn = overlapStream;
+    }
+    if (!err.empty())
+      return err;
+    cudaEvent_t done;
+    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    cudaEventRecord(done, doneOn);
+    started.emplace(handle, done);
+    return "";
+  }
+  static Where startedWhere(const char *what) {
+    return [what] { return std::string(what) + " started early"; };
   }
 
   // The executor's own exchanges, on host values.

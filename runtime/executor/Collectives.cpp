@@ -261,7 +261,33 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
   return "";
 }
 
+namespace {
+
+/// Copies pieces `lo[i]..hi[i]` of `whole` (in its coordinates) one after
+/// another into `packed`, or back (`unpack`).
+void movePieces(Backend &backend, const DeviceView &whole, DeviceBuffer &packed,
+                const Index &shape, const std::vector<Index> &lo,
+                const std::vector<Index> &hi,
+                const std::vector<int64_t> &counts, bool unpack) {
+  int64_t offset = 0;
+  for (size_t i = 0; i < lo.size(); ++i) {
+    DeviceView piece{&packed, offset, shape, lo[i], hi[i]};
+    if (unpack)
+      backend.copyBox(piece, whole, lo[i], hi[i], false);
+    else
+      backend.copyBox(whole, piece, lo[i], hi[i], false);
+    offset += counts[i];
+  }
+}
+
+} // namespace
+
 std::string ProgramRunner::collective(const Instruction::Collective &c) {
+  return runCollective(c, nullptr);
+}
+
+std::string ProgramRunner::runCollective(const Instruction::Collective &c,
+                                         StartedCollective *start) {
   Buffer *buffer, *result = nullptr;
   if (std::string err = lookup(c.buffer(), buffer); !err.empty())
     return err;
@@ -294,121 +320,122 @@ std::string ProgramRunner::collective(const Instruction::Collective &c) {
            ", group " + groupString(c.group()) + ")";
   };
   const bool max = c.reduction() == Instruction::MAX;
-  const size_t n = group.size();
   const DType dtype = buffer->dtype();
   if (result && result->dtype() != dtype)
     return std::string(collectiveName(c.kind())) + " from a " +
            dtypeName(dtype) + " buffer into a " + dtypeName(result->dtype()) +
            " one";
-  // Pieces packed one after another in a staging buffer, as views of it.
-  auto pieceView = [&](DeviceBuffer &packed, int64_t offset, const Index &lo,
-                       const Index &hi) {
-    return DeviceView{&packed, offset, buffer->shape, lo, hi};
+  // Pieces that do not lie in place move through packed copies: the shared
+  // staging buffer for a blocking collective, buffers of its own for a
+  // started one (kept until it is waited for; the unpacking is the wait's).
+  auto packedBuffer = [&](int64_t n, bool second) -> DeviceBuffer * {
+    if (!start)
+      return second ? (secondStaging_ = backend.allocate(dtype, n)).get()
+                    : stagingBuffer(dtype, n);
+    std::shared_ptr<DeviceBuffer> &owned =
+        second ? start->packedOut : start->packedIn;
+    owned = backend.allocate(dtype, n);
+    return owned.get();
   };
+  std::unique_ptr<Event> ready = start ? backend.record() : nullptr;
+  int64_t *handle = start ? &start->handle : nullptr;
   switch (c.kind()) {
   case Instruction::ALL_REDUCE:
-    return comm.allReduce(buffer->data(), dtype, buffer->size(), group, max,
-                          where);
+    return start ? comm.startAllReduce(buffer->data(), dtype, buffer->size(),
+                                       group, max, *ready, *handle)
+                 : comm.allReduce(buffer->data(), dtype, buffer->size(), group,
+                                  max, where);
   case Instruction::BROADCAST:
-    return comm.broadcast(buffer->data(), dtype, buffer->size(), group,
-                          c.root(), where);
+    return start ? comm.startBroadcast(buffer->data(), dtype, buffer->size(),
+                                       group, c.root(), *ready, *handle)
+                 : comm.broadcast(buffer->data(), dtype, buffer->size(), group,
+                                  c.root(), where);
   case Instruction::ALL_GATHER: {
-    if (layout.direct)
-      return comm.allGather(buffer->data(), result->data(), dtype,
-                            layout.counts, group, where);
-    DeviceBuffer *packed = stagingBuffer(dtype, result->size());
-    if (!packed)
+    DeviceBuffer *packed =
+        layout.direct ? nullptr : packedBuffer(result->size(), false);
+    if (!layout.direct && !packed)
       return "out of memory for the staging buffer";
-    if (std::string err = comm.allGather(buffer->data(), packed->data(), dtype,
-                                         layout.counts, group, where);
-        !err.empty())
+    void *recv = packed ? packed->data() : result->data();
+    if (std::string err =
+            start ? comm.startAllGather(buffer->data(), recv, dtype,
+                                        layout.counts, group, *ready, *handle)
+                  : comm.allGather(buffer->data(), recv, dtype, layout.counts,
+                                   group, where);
+        !err.empty() || start)
       return err;
-    int64_t offset = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
-      backend.copyBox(pieceView(*packed, offset, lo, hi), result->view(), lo,
-                      hi, false);
-      offset += layout.counts[i];
-    }
-    return "";
+    return finishCollective(c, layout, packed);
   }
   case Instruction::REDUCE_SCATTER: {
-    if (layout.direct)
-      return comm.reduceScatter(buffer->data(), result->data(), dtype,
-                                layout.counts, group, max, where);
-    DeviceBuffer *packed = stagingBuffer(dtype, buffer->size());
-    if (!packed)
+    DeviceBuffer *packed =
+        layout.direct ? nullptr : packedBuffer(buffer->size(), false);
+    if (!layout.direct && !packed)
       return "out of memory for the staging buffer";
-    int64_t offset = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
-      backend.copyBox(buffer->view(), pieceView(*packed, offset, lo, hi), lo,
-                      hi, false);
-      offset += layout.counts[i];
-    }
-    return comm.reduceScatter(packed->data(), result->data(), dtype,
-                              layout.counts, group, max, where);
+    if (packed)
+      movePieces(backend, buffer->view(), *packed, buffer->shape,
+                 layout.pieceLo, layout.pieceHi, layout.counts, false);
+    const void *send = packed ? packed->data() : buffer->data();
+    return start ? comm.startReduceScatter(send, result->data(), dtype,
+                                           layout.counts, group, max, *ready,
+                                           *handle)
+                 : comm.reduceScatter(send, result->data(), dtype,
+                                      layout.counts, group, max, where);
   }
   case Instruction::ALL_TO_ALL: {
     int64_t sent = 0;
     for (int64_t count : layout.sendCounts)
       sent += count;
-    std::shared_ptr<DeviceBuffer> out = backend.allocate(dtype, sent);
-    DeviceBuffer *in = stagingBuffer(dtype, result->size());
+    DeviceBuffer *out = packedBuffer(sent, true);
+    DeviceBuffer *in = packedBuffer(result->size(), false);
     if (!out || !in)
       return "out of memory for the staging buffers";
-    int64_t offset = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const Index &lo = layout.sendLo[i], &hi = layout.sendHi[i];
-      backend.copyBox(buffer->view(), pieceView(*out, offset, lo, hi), lo, hi,
-                      false);
-      offset += layout.sendCounts[i];
-    }
+    movePieces(backend, buffer->view(), *out, buffer->shape, layout.sendLo,
+               layout.sendHi, layout.sendCounts, false);
     if (std::string err =
-            comm.allToAll(out->data(), layout.sendCounts, in->data(),
-                          layout.counts, dtype, group, where);
-        !err.empty())
+            start ? comm.startAllToAll(out->data(), layout.sendCounts,
+                                       in->data(), layout.counts, dtype, group,
+                                       *ready, *handle)
+                  : comm.allToAll(out->data(), layout.sendCounts, in->data(),
+                                  layout.counts, dtype, group, where);
+        !err.empty() || start)
       return err;
-    offset = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const Index &lo = layout.pieceLo[i], &hi = layout.pieceHi[i];
-      backend.copyBox(pieceView(*in, offset, lo, hi), result->view(), lo, hi,
-                      false);
-      offset += layout.counts[i];
-    }
-    return "";
+    return finishCollective(c, layout, in);
   }
   default:
     return "unknown collective kind " + std::to_string(c.kind());
   }
 }
 
-std::string ProgramRunner::startCollective(int index, double startedAt) {
-  const Instruction::Collective &c = program.instructions(index).collective();
-  Buffer *buffer;
+std::string ProgramRunner::finishCollective(const Instruction::Collective &c,
+                                            const CollectiveLayout &layout,
+                                            DeviceBuffer *packed) {
+  if (!packed)
+    return "";
+  Buffer *buffer, *result;
   if (std::string err = lookup(c.buffer(), buffer); !err.empty())
     return err;
-  int64_t handle = 0;
-  const std::vector<int> group(c.group().begin(), c.group().end());
-  const bool max = c.reduction() == Instruction::MAX;
-  std::unique_ptr<Event> ready = backend.record();
-  std::string err;
-  if (c.kind() == Instruction::REDUCE_SCATTER) {
-    // planOverlap starts only those whose pieces lie in place.
-    Buffer *result;
-    if (std::string e = lookup(c.result(), result); !e.empty())
-      return e;
-    err = comm.startReduceScatter(buffer->data(), result->data(),
-                                  buffer->dtype(), layouts.at(index).counts,
-                                  group, max, *ready, handle);
-  } else {
-    err = comm.startAllReduce(buffer->data(), buffer->dtype(), buffer->size(),
-                              group, max, *ready, handle);
-  }
-  if (!err.empty())
+  if (std::string err = lookup(c.result(), result); !err.empty())
+    return err;
+  // The packed pieces are in the buffer's coordinates (global boxes).
+  movePieces(backend, result->view(), *packed, buffer->shape, layout.pieceLo,
+             layout.pieceHi, layout.counts, true);
+  return "";
+}
+
+std::string ProgramRunner::startCollective(int index, double startedAt) {
+  const Instruction::Collective &c = program.instructions(index).collective();
+  StartedCollective &entry = started_[index];
+  entry = StartedCollective();
+  entry.startedAt = startedAt;
+  // The instruction runs at `index` as far as its layout and messages go.
+  const int at = index_;
+  index_ = index;
+  std::string err = runCollective(c, &entry);
+  index_ = at;
+  if (!err.empty()) {
+    started_.erase(index);
     return "starting " + std::string(collectiveName(c.kind())) +
            " of instruction " + std::to_string(index) + ": " + err;
-  started_[index] = {handle, startedAt};
+  }
   return "";
 }
 
@@ -418,12 +445,23 @@ std::string ProgramRunner::waitCollective(int index) {
   if (it == started_.end())
     return std::string(collectiveName(c.kind())) + " of instruction " +
            std::to_string(index) + " was not started";
-  const int64_t handle = it->second.first;
+  StartedCollective entry = std::move(it->second);
   started_.erase(it);
-  return comm.wait(handle, [&]() -> std::string {
-    return std::string(collectiveName(c.kind())) + " (" + context() +
-           ", group " + groupString(c.group()) + ", started early)";
-  });
+  if (std::string err =
+          comm.wait(entry.handle,
+                    [&]() -> std::string {
+                      return std::string(collectiveName(c.kind())) + " (" +
+                             context() + ", group " + groupString(c.group()) +
+                             ", started early)";
+                    });
+      !err.empty())
+    return err;
+  // What the collective received packed goes to its result.
+  DeviceBuffer *packed =
+      c.kind() == Instruction::ALL_GATHER || c.kind() == Instruction::ALL_TO_ALL
+          ? entry.packedIn.get()
+          : nullptr;
+  return finishCollective(c, layouts.at(index), packed);
 }
 
 } // namespace ppc::runtime

@@ -133,6 +133,18 @@ public:
                                  const std::vector<int64_t> &counts,
                                  const std::vector<int> &group, bool max,
                                  Event &ready, int64_t &handle) override;
+  std::string startAllGather(const void *send, void *recv, DType dtype,
+                             const std::vector<int64_t> &counts,
+                             const std::vector<int> &group, Event &ready,
+                             int64_t &handle) override;
+  std::string startBroadcast(void *data, DType dtype, int64_t n,
+                             const std::vector<int> &group, int root,
+                             Event &ready, int64_t &handle) override;
+  std::string startAllToAll(const void *send,
+                            const std::vector<int64_t> &sendCounts, void *recv,
+                            const std::vector<int64_t> &recvCounts, DType dtype,
+                            const std::vector<int> &group, Event &ready,
+                            int64_t &handle) override;
   void progress() override;
   std::string wait(int64_t handle, const Where &where) override;
   std::string broadcast(void *data, DType dtype, int64_t n,
@@ -174,7 +186,7 @@ struct MpiCommunicator::Impl {
   double timeout = 0;
   int rank = 0;
   std::map<std::vector<int>, MPI_Comm> comms;
-  /// A duplicate of each group's communicator for started all-reduces,
+  /// A duplicate of each group's communicator for started collectives,
   /// so that their order is kept apart from the blocking collectives'.
   std::map<std::vector<int>, MPI_Comm> startedComms;
   std::list<PendingSend> sends;
@@ -452,14 +464,22 @@ static std::string forEachPiece(const std::vector<int64_t> &counts, int bytes,
   return "";
 }
 
-std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
-                                       const std::vector<int> &group, bool max,
-                                       const Where &where) {
-  if (group.size() < 2)
-    return "";
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = impl->commOf(group, comm); !err.empty())
-    return err;
+// Each collective is written once, as the MPI calls of its pieces, and
+// `issued` decides what becomes of each call's request: a blocking call
+// waits for it at once (on the group's communicator), a started one keeps it
+// under its handle (on the group's duplicate) until wait().
+
+/// This rank's index in `group`.
+static int indexIn(const std::vector<int> &group, int rank) {
+  for (size_t i = 0; i < group.size(); ++i)
+    if (group[i] == rank)
+      return static_cast<int>(i);
+  return -1;
+}
+
+template <typename Issued>
+static std::string allReducePieces(void *data, DType dtype, int64_t n, bool max,
+                                   MPI_Comm comm, Issued issued) {
   const int bytes = dtypeBytes(dtype);
   char *base = static_cast<char *>(data);
   return forEachPiece({n}, bytes, [&](int64_t offset, std::vector<int> &piece) {
@@ -468,32 +488,24 @@ std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
                             mpiType(dtype), mpiOp(dtype, max), comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiErrorString(rc);
-    return impl->wait(1, &request, nullptr, where);
+    return issued(request);
   });
 }
 
 /// A reduce-scatter of `counts` (member i's block of `send` after the
-/// earlier blocks) into this member's (`me`'s) `recv`, in pieces: piece k of
-/// every member's block packed one after another into `packed()` (the call
-/// takes one contiguous buffer), on the communicator `findComm` gives.
-/// `issued` takes each piece's request; the packed buffer must live until
-/// it completes (the blocking call waits at once and reuses one buffer; a
-/// started one keeps a buffer per piece).
-template <typename FindComm, typename Packed, typename Issued>
+/// earlier blocks) into member `me`'s `recv`, in pieces: piece k of every
+/// member's block packed one after another into `packed()` (the call takes
+/// one contiguous buffer). The packed buffer must live until the piece's
+/// request completes (the blocking call reuses one buffer; a started one
+/// keeps a buffer per piece).
+template <typename Packed, typename Issued>
 static std::string
 reduceScatterPieces(const void *send, void *recv, DType dtype,
-                    const std::vector<int64_t> &counts, size_t members, int me,
-                    bool max, FindComm findComm, Packed packed, Issued issued) {
+                    const std::vector<int64_t> &counts, int me, bool max,
+                    MPI_Comm comm, Packed packed, Issued issued) {
   const int bytes = dtypeBytes(dtype);
-  if (members < 2) {
-    std::memcpy(recv, send, counts[0] * bytes);
-    return "";
-  }
   std::vector<int> c, displs;
   if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
-    return err;
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = findComm(comm); !err.empty())
     return err;
   const char *sendBytes = static_cast<const char *>(send);
   char *recvBytes = static_cast<char *>(recv);
@@ -517,38 +529,148 @@ reduceScatterPieces(const void *send, void *recv, DType dtype,
       });
 }
 
-/// This rank's index in `group`.
-static int indexIn(const std::vector<int> &group, int rank) {
-  for (size_t i = 0; i < group.size(); ++i)
-    if (group[i] == rank)
-      return static_cast<int>(i);
-  return -1;
+/// An all-gather of `counts` in pieces, each landing in place through
+/// displacements.
+template <typename Issued>
+static std::string allGatherPieces(const void *send, void *recv, DType dtype,
+                                   const std::vector<int64_t> &counts, int me,
+                                   MPI_Comm comm, Issued issued) {
+  const int bytes = dtypeBytes(dtype);
+  std::vector<int> c, displs;
+  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+    return err;
+  std::vector<int> pieceDispls(displs.size());
+  const MPI_Datatype type = mpiType(dtype);
+  const char *sendBytes = static_cast<const char *>(send);
+  return forEachPiece(
+      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
+        for (size_t i = 0; i < displs.size(); ++i)
+          pieceDispls[i] = displs[i] + static_cast<int>(offset);
+        MPI_Request request;
+        int rc = MPI_Iallgatherv(
+            sendBytes + std::min<int64_t>(offset, counts[me]) * bytes,
+            piece[me], type, recv, piece.data(), pieceDispls.data(), type, comm,
+            &request);
+        if (rc != MPI_SUCCESS)
+          return mpiErrorString(rc);
+        return issued(request);
+      });
+}
+
+template <typename Issued>
+static std::string broadcastCall(void *data, DType dtype, int64_t n, int root,
+                                 MPI_Comm comm, Issued issued) {
+  if (n > INT_MAX)
+    return "a collective of more than 2^31 elements is not supported";
+  MPI_Request request;
+  int rc = MPI_Ibcast(data, static_cast<int>(n), mpiType(dtype), root, comm,
+                      &request);
+  if (rc != MPI_SUCCESS)
+    return mpiErrorString(rc);
+  return issued(request);
+}
+
+template <typename Issued>
+static std::string
+allToAllCall(const void *send, const std::vector<int64_t> &sendCounts,
+             void *recv, const std::vector<int64_t> &recvCounts, DType dtype,
+             MPI_Comm comm, Issued issued) {
+  std::vector<int> sc, sd, rc, rd;
+  if (std::string err = toMpiCounts(sendCounts, sc, sd); !err.empty())
+    return err;
+  if (std::string err = toMpiCounts(recvCounts, rc, rd); !err.empty())
+    return err;
+  MPI_Request request;
+  const MPI_Datatype type = mpiType(dtype);
+  int code = MPI_Ialltoallv(send, sc.data(), sd.data(), type, recv, rc.data(),
+                            rd.data(), type, comm, &request);
+  if (code != MPI_SUCCESS)
+    return mpiErrorString(code);
+  return issued(request);
+}
+
+/// A group of one moves nothing but its own piece: `n` elements of
+/// `dtype` from `send` to `recv` (none in place).
+static std::string localCopy(const void *send, void *recv, DType dtype,
+                             int64_t n) {
+  if (send != recv && n > 0)
+    std::memcpy(recv, send, n * dtypeBytes(dtype));
+  return "";
+}
+
+/// Runs `call(comm, issued)` as a blocking collective over `group`, each
+/// request waited for at once; a group of one runs `local` instead.
+template <typename Impl, typename Local, typename Call>
+static std::string blocking(Impl &impl, const std::vector<int> &group,
+                            const Communicator::Where &where, Local local,
+                            Call call) {
+  if (group.size() < 2)
+    return local();
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (std::string err = impl.commOf(group, comm); !err.empty())
+    return err;
+  return call(comm, [&](MPI_Request request) {
+    return impl.wait(1, &request, nullptr, where);
+  });
+}
+
+/// Runs `call(comm, issued)` as a started collective over `group`, under a
+/// new `handle`: once the backend's work before `ready` is done (MPI reads
+/// host memory), on the group's duplicate communicator, its requests kept
+/// for wait(). A group of one runs `local` at once.
+template <typename Impl, typename Local, typename Call>
+static std::string starting(Impl &impl, const std::vector<int> &group,
+                            Event &ready, int64_t &handle, Local local,
+                            Call call) {
+  handle = impl.nextHandle++;
+  ready.wait();
+  std::vector<MPI_Request> &requests = impl.started[handle];
+  if (group.size() < 2)
+    return local();
+  auto it = impl.startedComms.find(group);
+  if (it == impl.startedComms.end())
+    return "no communicator for group " + groupString(group);
+  return call(it->second, [&requests](MPI_Request request) {
+    requests.push_back(request);
+    return std::string();
+  });
+}
+
+std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
+                                       const std::vector<int> &group, bool max,
+                                       const Where &where) {
+  return blocking(
+      *impl, group, where, [] { return std::string(); },
+      [&](MPI_Comm comm, auto issued) {
+        return allReducePieces(data, dtype, n, max, comm, issued);
+      });
 }
 
 std::string MpiCommunicator::startAllReduce(void *data, DType dtype, int64_t n,
                                             const std::vector<int> &group,
                                             bool max, Event &ready,
                                             int64_t &handle) {
-  handle = impl->nextHandle++;
-  ready.wait(); // MPI reads host memory: the data must be there
-  std::vector<MPI_Request> &requests = impl->started[handle];
-  if (group.size() < 2)
-    return "";
-  auto it = impl->startedComms.find(group);
-  if (it == impl->startedComms.end())
-    return "no communicator for group " + groupString(group);
-  const int bytes = dtypeBytes(dtype);
-  char *base = static_cast<char *>(data);
-  return forEachPiece({n}, bytes, [&](int64_t offset, std::vector<int> &piece) {
-    MPI_Request request;
-    int rc =
-        MPI_Iallreduce(MPI_IN_PLACE, base + offset * bytes, piece[0],
-                       mpiType(dtype), mpiOp(dtype, max), it->second, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiErrorString(rc);
-    requests.push_back(request);
-    return std::string();
-  });
+  return starting(
+      *impl, group, ready, handle, [] { return std::string(); },
+      [&](MPI_Comm comm, auto issued) {
+        return allReducePieces(data, dtype, n, max, comm, issued);
+      });
+}
+
+std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
+                                           DType dtype,
+                                           const std::vector<int64_t> &counts,
+                                           const std::vector<int> &group,
+                                           bool max, const Where &where) {
+  std::vector<char> packed;
+  return blocking(
+      *impl, group, where,
+      [&] { return localCopy(send, recv, dtype, counts[0]); },
+      [&](MPI_Comm comm, auto issued) {
+        return reduceScatterPieces(
+            send, recv, dtype, counts, indexIn(group, rank()), max, comm,
+            [&]() -> std::vector<char> & { return packed; }, issued);
+      });
 }
 
 std::string
@@ -556,23 +678,91 @@ MpiCommunicator::startReduceScatter(const void *send, void *recv, DType dtype,
                                     const std::vector<int64_t> &counts,
                                     const std::vector<int> &group, bool max,
                                     Event &ready, int64_t &handle) {
-  handle = impl->nextHandle++;
-  ready.wait(); // MPI reads host memory: the data must be there
-  std::vector<MPI_Request> &requests = impl->started[handle];
-  std::list<std::vector<char>> &packed = impl->startedPacked[handle];
-  return reduceScatterPieces(
-      send, recv, dtype, counts, group.size(), indexIn(group, rank()), max,
-      [&](MPI_Comm &comm) -> std::string {
-        auto it = impl->startedComms.find(group);
-        if (it == impl->startedComms.end())
-          return "no communicator for group " + groupString(group);
-        comm = it->second;
-        return "";
-      },
-      [&]() -> std::vector<char> & { return packed.emplace_back(); },
-      [&](MPI_Request request) {
-        requests.push_back(request);
-        return std::string();
+  return starting(
+      *impl, group, ready, handle,
+      [&] { return localCopy(send, recv, dtype, counts[0]); },
+      [&](MPI_Comm comm, auto issued) {
+        std::list<std::vector<char>> &packed = impl->startedPacked[handle];
+        return reduceScatterPieces(
+            send, recv, dtype, counts, indexIn(group, rank()), max, comm,
+            [&]() -> std::vector<char> & { return packed.emplace_back(); },
+            issued);
+      });
+}
+
+std::string MpiCommunicator::allGather(const void *send, void *recv,
+                                       DType dtype,
+                                       const std::vector<int64_t> &counts,
+                                       const std::vector<int> &group,
+                                       const Where &where) {
+  return blocking(
+      *impl, group, where,
+      [&] { return localCopy(send, recv, dtype, counts[0]); },
+      [&](MPI_Comm comm, auto issued) {
+        return allGatherPieces(send, recv, dtype, counts,
+                               indexIn(group, rank()), comm, issued);
+      });
+}
+
+std::string MpiCommunicator::startAllGather(const void *send, void *recv,
+                                            DType dtype,
+                                            const std::vector<int64_t> &counts,
+                                            const std::vector<int> &group,
+                                            Event &ready, int64_t &handle) {
+  return starting(
+      *impl, group, ready, handle,
+      [&] { return localCopy(send, recv, dtype, counts[0]); },
+      [&](MPI_Comm comm, auto issued) {
+        return allGatherPieces(send, recv, dtype, counts,
+                               indexIn(group, rank()), comm, issued);
+      });
+}
+
+std::string MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
+                                       const std::vector<int> &group, int root,
+                                       const Where &where) {
+  return blocking(
+      *impl, group, where, [] { return std::string(); },
+      [&](MPI_Comm comm, auto issued) {
+        return broadcastCall(data, dtype, n, root, comm, issued);
+      });
+}
+
+std::string MpiCommunicator::startBroadcast(void *data, DType dtype, int64_t n,
+                                            const std::vector<int> &group,
+                                            int root, Event &ready,
+                                            int64_t &handle) {
+  return starting(
+      *impl, group, ready, handle, [] { return std::string(); },
+      [&](MPI_Comm comm, auto issued) {
+        return broadcastCall(data, dtype, n, root, comm, issued);
+      });
+}
+
+std::string
+MpiCommunicator::allToAll(const void *send,
+                          const std::vector<int64_t> &sendCounts, void *recv,
+                          const std::vector<int64_t> &recvCounts, DType dtype,
+                          const std::vector<int> &group, const Where &where) {
+  return blocking(
+      *impl, group, where,
+      [&] { return localCopy(send, recv, dtype, sendCounts[0]); },
+      [&](MPI_Comm comm, auto issued) {
+        return allToAllCall(send, sendCounts, recv, recvCounts, dtype, comm,
+                            issued);
+      });
+}
+
+std::string MpiCommunicator::startAllToAll(
+    const void *send, const std::vector<int64_t> &sendCounts, void *recv,
+    const std::vector<int64_t> &recvCounts, DType dtype,
+    const std::vector<int> &group, Event &ready, int64_t &handle) {
+  return starting(
+      *impl, group, ready, handle,
+      [&] { return localCopy(send, recv, dtype, sendCounts[0]); },
+      [&](MPI_Comm comm, auto issued) {
+        return allToAllCall(send, sendCounts, recv, recvCounts, dtype, comm,
+                            issued);
       });
 }
 
@@ -601,101 +791,6 @@ std::string MpiCommunicator::wait(int64_t handle, const Where &where) {
                      nullptr, where);
   impl->startedPacked.erase(handle);
   return err;
-}
-
-std::string MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
-                                       const std::vector<int> &group, int root,
-                                       const Where &where) {
-  if (group.size() < 2)
-    return "";
-  if (n > INT_MAX)
-    return "a collective of more than 2^31 elements is not supported";
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = impl->commOf(group, comm); !err.empty())
-    return err;
-  MPI_Request request;
-  int rc = MPI_Ibcast(data, static_cast<int>(n), mpiType(dtype), root, comm,
-                      &request);
-  if (rc != MPI_SUCCESS)
-    return mpiErrorString(rc);
-  return impl->wait(1, &request, nullptr, where);
-}
-
-std::string MpiCommunicator::allGather(const void *send, void *recv,
-                                       DType dtype,
-                                       const std::vector<int64_t> &counts,
-                                       const std::vector<int> &group,
-                                       const Where &where) {
-  const int me = indexIn(group, rank());
-  const int bytes = dtypeBytes(dtype);
-  if (group.size() < 2) {
-    std::memcpy(recv, send, counts[0] * bytes);
-    return "";
-  }
-  std::vector<int> c, displs;
-  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
-    return err;
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = impl->commOf(group, comm); !err.empty())
-    return err;
-  // Each piece lands in place through displacements.
-  std::vector<int> pieceDispls(displs.size());
-  const MPI_Datatype type = mpiType(dtype);
-  const char *sendBytes = static_cast<const char *>(send);
-  return forEachPiece(
-      counts, bytes, [&](int64_t offset, std::vector<int> &piece) {
-        for (size_t i = 0; i < displs.size(); ++i)
-          pieceDispls[i] = displs[i] + static_cast<int>(offset);
-        MPI_Request request;
-        int rc = MPI_Iallgatherv(
-            sendBytes + std::min<int64_t>(offset, counts[me]) * bytes,
-            piece[me], type, recv, piece.data(), pieceDispls.data(), type, comm,
-            &request);
-        if (rc != MPI_SUCCESS)
-          return mpiErrorString(rc);
-        return impl->wait(1, &request, nullptr, where);
-      });
-}
-
-std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
-                                           DType dtype,
-                                           const std::vector<int64_t> &counts,
-                                           const std::vector<int> &group,
-                                           bool max, const Where &where) {
-  std::vector<char> packed;
-  return reduceScatterPieces(
-      send, recv, dtype, counts, group.size(), indexIn(group, rank()), max,
-      [&](MPI_Comm &comm) { return impl->commOf(group, comm); },
-      [&]() -> std::vector<char> & { return packed; },
-      [&](MPI_Request request) {
-        return impl->wait(1, &request, nullptr, where);
-      });
-}
-
-std::string
-MpiCommunicator::allToAll(const void *send,
-                          const std::vector<int64_t> &sendCounts, void *recv,
-                          const std::vector<int64_t> &recvCounts, DType dtype,
-                          const std::vector<int> &group, const Where &where) {
-  if (group.size() < 2) {
-    std::memcpy(recv, send, sendCounts[0] * dtypeBytes(dtype));
-    return "";
-  }
-  std::vector<int> sc, sd, rc, rd;
-  if (std::string err = toMpiCounts(sendCounts, sc, sd); !err.empty())
-    return err;
-  if (std::string err = toMpiCounts(recvCounts, rc, rd); !err.empty())
-    return err;
-  MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = impl->commOf(group, comm); !err.empty())
-    return err;
-  MPI_Request request;
-  const MPI_Datatype type = mpiType(dtype);
-  int code = MPI_Ialltoallv(send, sc.data(), sd.data(), type, recv, rc.data(),
-                            rd.data(), type, comm, &request);
-  if (code != MPI_SUCCESS)
-    return mpiErrorString(code);
-  return impl->wait(1, &request, nullptr, where);
 }
 
 std::vector<int64_t>

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <new>
 #include <set>
 #include <stdexcept>
@@ -197,30 +198,24 @@ void ProgramRunner::planOverlap() {
           instr.alloc().has_view() ? memoryOf[instr.alloc().view()] : id;
     }
     forEachBuffer(instr, [&](int32_t id) {
+      if (id < 0) // no buffer (a collective's result, a gradient not kept)
+        return;
       auto it = memoryOf.find(id);
       touches[i].push_back(it == memoryOf.end() ? id : it->second);
     });
   }
-  int phase = 0, floor = -1;
+  // Every collective (of every kind and phase) starts after the last
+  // instruction before it that touches one of its buffers (the gradient's
+  // last kernel, the update of a weight piece), where work lies between the
+  // two to overlap.
+  std::vector<int> lastToucher(n, -1);
+  std::map<std::vector<int>, std::vector<int>> collectivesOf; // by group
   for (int i = 0; i < n; ++i) {
     const Instruction &instr = program.instructions(i);
-    if (instr.has_phase())
-      phase = instr.phase().phase();
-    if (phase != Instruction::GRAD_SYNC || !instr.has_collective() ||
-        instr.collective().group_size() < 2)
+    if (!instr.has_collective() || instr.collective().group_size() < 2)
       continue;
-    // Gradient all-reduces, and ZeRO's reduce-scatters where the pieces lie
-    // in place (as the first step found them; the same on every member,
-    // which hold the same boxes): a packed one would share the staging
-    // buffer with the collectives that run meanwhile.
-    const Instruction::CollectiveKind kind = instr.collective().kind();
-    auto layout = layouts.find(i);
-    if (kind != Instruction::ALL_REDUCE &&
-        !(kind == Instruction::REDUCE_SCATTER && layout != layouts.end() &&
-          layout->second.direct))
-      continue;
-    // It starts after the last instruction before it that touches one of
-    // its buffers (the gradient's last kernel; the shard's allocation).
+    const auto &g = instr.collective().group();
+    collectivesOf[std::vector<int>(g.begin(), g.end())].push_back(i);
     int last = -1;
     for (int32_t buffer : touches[i])
       for (int j = i - 1; j > last; --j)
@@ -229,11 +224,43 @@ void ProgramRunner::planOverlap() {
           last = j;
           break;
         }
-    if (last < 0)
+    bool work = false;
+    for (int j = last + 1; last >= 0 && j < i && !work; ++j) {
+      const Instruction &between = program.instructions(j);
+      work = between.has_kernel() || between.has_kernel_backward() ||
+             between.has_update() || between.has_collective() ||
+             between.has_send() || between.has_recv() || between.has_copy();
+    }
+    if (work)
+      lastToucher[i] = last;
+  }
+  // The members of a group must all start a collective early or all run it
+  // in place (they run on different communicators): each group's members
+  // agree, the groups in one order on every rank so that no two wait on
+  // each other.
+  for (const auto &[group, indices] : collectivesOf) {
+    std::vector<int64_t> mine;
+    for (int i : indices)
+      mine.push_back(lastToucher[i] >= 0);
+    std::vector<int64_t> all = comm.allGatherInts(mine, group, [&] {
+      std::string ranks;
+      for (int r : group)
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      return "agreeing which collectives of group [" + ranks + "] start early";
+    });
+    for (size_t k = 0; k < indices.size(); ++k)
+      for (size_t m = 0; m < group.size(); ++m)
+        if (all.size() != mine.size() * group.size() ||
+            all[m * mine.size() + k] == 0)
+          lastToucher[indices[k]] = -1;
+  }
+  // Started in program order: each member starts a group's collectives in
+  // the order of the one global order the programs share.
+  int floor = -1;
+  for (int i = 0; i < n; ++i) {
+    if (lastToucher[i] < 0)
       continue;
-    // Started in program order: each member starts a group's all-reduces
-    // in the order of the one global order the programs share.
-    floor = std::max(floor, last);
+    floor = std::max(floor, lastToucher[i]);
     startsAfter_[floor].push_back(i);
     startedEarly_[i] = true;
   }
@@ -294,7 +321,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     const bool startedEarly = overlapping && startedEarly_[index_];
     double startedAt = 0;
     if (startedEarly)
-      startedAt = started_.count(index_) ? started_[index_].second : 0;
+      startedAt = started_.count(index_) ? started_[index_].startedAt : 0;
     // The memory check before the first step leaves room for kernels'
     // temporaries, not for other processes' use: fail cleanly anyway.
     try {

@@ -177,6 +177,23 @@ private:
   std::string kernel(const Instruction::Kernel &k);
   std::string kernelBackward(const Instruction::KernelBackward &k);
   std::string collective(const Instruction::Collective &c);
+  /// A collective started early: its handle, when it started, and the
+  /// packed copies it reads or writes until it is waited for (none when its
+  /// pieces lie in place).
+  struct StartedCollective {
+    int64_t handle = 0;
+    double startedAt = 0;
+    std::shared_ptr<DeviceBuffer> packedIn, packedOut;
+  };
+  /// Runs collective `c` (the instruction at index_), or with `start`
+  /// starts it (finished by waitCollective).
+  std::string runCollective(const Instruction::Collective &c,
+                            StartedCollective *start);
+  /// Unpacks what a collective received in `packed` (null: in place) into
+  /// its result.
+  std::string finishCollective(const Instruction::Collective &c,
+                               const CollectiveLayout &layout,
+                               DeviceBuffer *packed);
   std::string collectiveLayout(const Instruction::Collective &c,
                                const Buffer &buffer, const Buffer *result,
                                CollectiveLayout &layout);
@@ -186,7 +203,7 @@ private:
   /// "kernel error in op 'NAME' (forward, stage S): status" for the kernel
   /// instruction at `index`.
   std::string kernelError(int index, const std::string &status) const;
-  /// Finds, once, where each overlapped all-reduce starts.
+  /// Finds, once, where each overlapped collective starts.
   void planOverlap();
   std::string startCollective(int index, double startedAt);
   std::string waitCollective(int index);
@@ -259,6 +276,8 @@ private:
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::shared_ptr<DeviceBuffer> staging_;
+  /// An all-to-all's packed send buffer (its receive side is staging_).
+  std::shared_ptr<DeviceBuffer> secondStaging_;
   /// A synthetic input box of a later step, drawn on a thread while this
   /// step runs, where the backend queues its work (cuda), whose device
   /// would otherwise idle while the host draws them (ResNet-50's 32 images at
@@ -276,12 +295,12 @@ private:
 
   bool overlap_ = false;
   bool overlapPlanned_ = false;
-  /// Per instruction: the all-reduces (instruction indices) that start
+  /// Per instruction: the collectives (instruction indices) that start
   /// after it, and whether it is one that started earlier.
   std::vector<std::vector<int>> startsAfter_;
   std::vector<bool> startedEarly_;
-  /// Per started all-reduce: the communicator's handle and when it started.
-  std::map<int, std::pair<int64_t, double>> started_;
+  /// The collectives started early, by instruction.
+  std::map<int, StartedCollective> started_;
 
   int64_t step_ = 0;
   int phase_ = 0;

@@ -74,8 +74,8 @@ options:
                          accept NaN/Inf in --input files (default: stop with
                          an error naming the step, or the input)
   --save-outputs DIR     write each output (the loss, or the model outputs of
-                         a forward-only plan) as DIR/NAME.npy after the last
-                         step
+                         a forward-only plan) as DIR/output_I_NAME.npy after
+                         the last step
   --export-onnx MODEL.onnx=OUT.onnx
                          after the last step write OUT.onnx: MODEL.onnx (the
                          model the plan was made from) with its weight
@@ -97,13 +97,13 @@ options:
   --backend NAME         where buffers live and kernels run (cpu); the
                          build's backends are listed at the end of --help
   --threads N            kernel threads per rank (OpenBLAS, oneDNN) (1)
-  --overlap              from the second step, start each gradient
-                         all-reduce (and ZeRO reduce-scatter) as soon as its
-                         gradient is final and let
-                         it progress between the backward's kernels (default:
-                         where the plan puts them, after the backward; on a
-                         host whose cores all compute, overlap costs the
-                         backward what it saves the sync)
+  --overlap              from the second step, start each collective as
+                         soon as what it reads is final (a gradient's
+                         all-reduce or reduce-scatter after its last kernel,
+                         an all-gather after the update) and let it progress
+                         between kernels (default: where the plan puts them;
+                         on a host whose cores all compute, overlap costs
+                         the backward what it saves the sync)
   --reference-kernels    only ppc's reference kernels: no oneDNN
                          convolutions (which run where a partition holds
                          every channel)

@@ -5,6 +5,8 @@
 //  - dataMovementPlan: an input pushed through every collective, copies and
 //    send/recv until rank 0 holds it whole again as the output, so --verify
 //    (which compares the output with the input) checks the data movement;
+//    spaced, with work before each collective for --overlap to start it
+//    early;
 //  - silentPeerPlan: rank 0 waits for a message rank 1 never sends;
 //  - fakeTrainingPlan: kernel-free training (an input used as the weight's
 //    gradient) with a frozen tensor, for optimizer and checkpoint tests;
@@ -221,7 +223,7 @@ inline std::vector<int> allRanks(int n) {
 /// copies into a zero buffer and all_reduce, broadcast from the last rank,
 /// all_gather (axis 1) and, with 2+ ranks, two sends of one row each with
 /// the same tag (one received with accumulate) to rank 0, which outputs x.
-inline pf::Plan dataMovementPlan(int n) {
+inline pf::Plan dataMovementPlan(int n, bool spaced = false) {
   PlanBuilder b(n, /*training=*/false);
   const int x = b.tensor("x", {2 * n, 3 * n}, Tensor::INPUT);
   b.plan.mutable_tensors(x)->set_is_output(true);
@@ -231,27 +233,43 @@ inline pf::Plan dataMovementPlan(int n) {
   std::vector<int> g2(n);
   for (int r = 0; r < n; ++r) {
     const int64_t r0 = 2 * r, c0 = 3 * r;
+    // `spaced`: a copy between scratch buffers before every collective, work
+    // that --overlap runs while the collective moves (it starts early).
+    int spareA = spaced ? b.scratch(r, {1}) : -1;
+    int spareB = spaced ? b.scratch(r, {1}) : -1;
+    auto space = [&] {
+      if (spaced)
+        b.copy(r, spareA, spareB, {0}, {1});
+    };
+    if (spaced)
+      b.fill(r, spareA, 1.0f);
     int a = b.alloc(r, x, {r0, 0}, {r0 + 2, cols});
     b.load(r, a);
     int g = b.whole(r, x);
+    space();
     b.collective(r, Instruction::ALL_GATHER, group, a, g, /*axis=*/0);
     int s = b.alloc(r, x, {0, c0}, {rows, c0 + 3});
+    space();
     b.collective(r, Instruction::REDUCE_SCATTER, group, g, s, /*axis=*/1, 0,
                  Instruction::MAX);
     int t = b.alloc(r, x, {r0, 0}, {r0 + 2, cols});
+    space();
     b.collective(r, Instruction::ALL_TO_ALL, group, s, t, /*axis=*/0);
     int z = b.whole(r, x);
     b.copy(r, t, z, {r0, 0}, {r0 + 2, cols});
+    space();
     b.collective(r, Instruction::ALL_REDUCE, group, z);
     int bc = b.whole(r, x);
     if (r == n - 1)
       b.copy(r, z, bc, {0, 0}, {rows, cols});
     else
       b.fill(r, bc, 7.0f);
+    space();
     b.collective(r, Instruction::BROADCAST, group, bc, -1, 0, n - 1);
     int c = b.alloc(r, x, {0, c0}, {rows, c0 + 3});
     b.copy(r, bc, c, {0, c0}, {rows, c0 + 3});
     g2[r] = b.whole(r, x);
+    space();
     b.collective(r, Instruction::ALL_GATHER, group, c, g2[r], /*axis=*/1);
   }
   int f = b.whole(0, x);

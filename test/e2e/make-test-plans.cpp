@@ -31,6 +31,9 @@ int main(int argc, char **argv) {
   };
   write(dataMovementPlan(2), "data-movement-2.plan");
   write(dataMovementPlan(2), "data-movement-2.plantxt", /*text=*/true);
+  for (int n : {2, 4})
+    write(dataMovementPlan(n, /*spaced=*/true),
+          "data-movement-spaced-" + std::to_string(n) + ".plan");
   write(silentPeerPlan(), "silent-peer.plan");
   write(fakeTrainingPlan(2, pf::Optimizer::ADAM), "fake-training-2.plan");
   write(mlpPlan(2, false, pf::Optimizer::ADAM), "mlp-dp-2.plan");

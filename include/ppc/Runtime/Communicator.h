@@ -85,10 +85,11 @@ public:
                                 const Where &where) = 0;
   /// Starts an all-reduce (sum, or max) of `data` in place once the
   /// backend's work before `ready` is done, and returns at once; `handle`
-  /// names it for wait(). Started all-reduces of a group run on a duplicate
+  /// names it for wait(). Started collectives of a group run on a duplicate
   /// of its communicator: every member starts them in the same order, which
   /// need not be their order among the blocking collectives. They advance
   /// whenever this rank calls MPI: progress() between kernels, or any wait.
+  /// Every blocking collective below has a started form.
   virtual std::string startAllReduce(void *data, DType dtype, int64_t n,
                                      const std::vector<int> &group, bool max,
                                      Event &ready, int64_t &handle) = 0;
@@ -100,6 +101,23 @@ public:
                                          const std::vector<int> &group,
                                          bool max, Event &ready,
                                          int64_t &handle) = 0;
+  /// Starts an all-gather (as allGather) the same way: `send` must stay
+  /// unchanged and `recv` unread until wait() returns.
+  virtual std::string startAllGather(const void *send, void *recv, DType dtype,
+                                     const std::vector<int64_t> &counts,
+                                     const std::vector<int> &group,
+                                     Event &ready, int64_t &handle) = 0;
+  /// Starts a broadcast (as broadcast) of `data` in place the same way.
+  virtual std::string startBroadcast(void *data, DType dtype, int64_t n,
+                                     const std::vector<int> &group, int root,
+                                     Event &ready, int64_t &handle) = 0;
+  /// Starts an all-to-all (as allToAll) the same way.
+  virtual std::string startAllToAll(const void *send,
+                                    const std::vector<int64_t> &sendCounts,
+                                    void *recv,
+                                    const std::vector<int64_t> &recvCounts,
+                                    DType dtype, const std::vector<int> &group,
+                                    Event &ready, int64_t &handle) = 0;
   virtual void progress() = 0;
   /// Waits for a started collective, against the timeout.
   virtual std::string wait(int64_t handle, const Where &where) = 0;

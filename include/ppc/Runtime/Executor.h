@@ -89,9 +89,10 @@ struct RunOptions {
   /// Seconds a rank waits for another (or for its GPU's queued work) before
   /// it ends the job; the host communicator has its own copy.
   double timeout = 300;
-  /// Start gradient all-reduces during the backward (ProgramRunner.h).
-  /// Off by default: on hosts whose cores all compute it costs the backward
-  /// what it saves the sync (docs/runtime.md, "Collectives").
+  /// Start collectives early, where work lies before them (gradient
+  /// all-reduces during the backward; ProgramRunner.h). Off by default: on
+  /// hosts whose cores all compute it costs the backward what it saves the
+  /// sync (docs/runtime.md, "Overlap").
   bool overlap = false;
   /// Only the reference kernels (no oneDNN), e.g. to compare the two.
   bool referenceKernels = false;
