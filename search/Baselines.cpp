@@ -541,9 +541,9 @@ const std::vector<BaselineInfo> &baselines() {
        megatronPerNode<true, true>},
       {"megatron-sp-distopt-selective",
        "megatron-sp-distopt with selective recomputation: inside the "
-       "tensor-parallel blocks, ops that keep a result byte per 128 forward "
-       "FLOPs or more (attention scores, softmax, dropout, activations) "
-       "recomputed, the linears' results kept",
+       "tensor-parallel blocks, the ops without weights read by exactly one "
+       "op (attention scores, softmax, dropout, activations) recomputed, "
+       "the linears' results kept",
        megatronPerNode<true, true, false, false, true>},
       {"megatron-sp-distopt-recompute",
        "megatron-sp-distopt with full activation recomputation: only the "
