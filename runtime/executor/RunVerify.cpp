@@ -8,34 +8,16 @@
 
 #include "Run.h"
 
-#include "ProgramRunner.h"
-#include "Trace.h"
-#include "ppc/Runtime/Checkpoint.h"
-#include "ppc/Runtime/Executor.h"
-#include "ppc/Runtime/KernelProfile.h"
-#include "ppc/Runtime/Npy.h"
-#include "ppc/Runtime/OnnxExport.h"
-#include "ppc/Runtime/OutputFiles.h"
-#include "ppc/Runtime/PlanIO.h"
 #include "ppc/Runtime/Reference.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <ostream>
-#include <set>
 #include <sstream>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <tuple>
-#include <unistd.h>
 
 namespace ppc::runtime {
 namespace detail {
