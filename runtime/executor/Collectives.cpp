@@ -328,9 +328,10 @@ std::string ProgramRunner::runCollective(const Instruction::Collective &c,
   // Pieces that do not lie in place move through packed copies: the shared
   // staging buffer for a blocking collective, buffers of its own for a
   // started one (kept until it is waited for; the unpacking is the wait's).
+  std::shared_ptr<DeviceBuffer> blockingOut; // an all-to-all's send side
   auto packedBuffer = [&](int64_t n, bool second) -> DeviceBuffer * {
     if (!start)
-      return second ? (secondStaging_ = backend.allocate(dtype, n)).get()
+      return second ? (blockingOut = backend.allocate(dtype, n)).get()
                     : stagingBuffer(dtype, n);
     std::shared_ptr<DeviceBuffer> &owned =
         second ? start->packedOut : start->packedIn;

@@ -276,8 +276,6 @@ private:
   /// The gradient box each weight buffer was last updated over.
   std::map<int32_t, std::pair<Index, Index>> updatedBoxes_;
   std::shared_ptr<DeviceBuffer> staging_;
-  /// An all-to-all's packed send buffer (its receive side is staging_).
-  std::shared_ptr<DeviceBuffer> secondStaging_;
   /// A synthetic input box of a later step, drawn on a thread while this
   /// step runs, where the backend queues its work (cuda), whose device
   /// would otherwise idle while the host draws them (ResNet-50's 32 images at
