@@ -29,13 +29,6 @@ struct PendingSend {
   int peer = 0, tag = 0;
 };
 
-std::string groupString(const std::vector<int> &group) {
-  std::string s = "[";
-  for (size_t i = 0; i < group.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(group[i]);
-  return s + "]";
-}
-
 std::string mpiErrorString(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -109,6 +102,13 @@ std::string toMpiCounts(const std::vector<int64_t> &counts,
   return "";
 }
 } // namespace
+
+std::string groupString(const std::vector<int> &group) {
+  std::string s = "[";
+  for (size_t i = 0; i < group.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(group[i]);
+  return s + "]";
+}
 
 class MpiCommunicator final : public Communicator {
 public:

@@ -243,10 +243,8 @@ void ProgramRunner::planOverlap() {
     for (int i : indices)
       mine.push_back(lastToucher[i] >= 0);
     std::vector<int64_t> all = comm.allGatherInts(mine, group, [&] {
-      std::string ranks;
-      for (int r : group)
-        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      return "agreeing which collectives of group [" + ranks + "] start early";
+      return "agreeing which collectives of group " + groupString(group) +
+             " start early";
     });
     for (size_t k = 0; k < indices.size(); ++k)
       for (size_t m = 0; m < group.size(); ++m)

@@ -43,6 +43,9 @@ constexpr double kUnlimitedTimeout = 1e9;
 /// all-reduce at 1.3 GB/s whole and 4-6 GB/s in pieces.
 constexpr int64_t kCollectiveChunkBytes = int64_t(1) << 20;
 
+/// "[0, 1, 2]": a group of world ranks, for messages.
+std::string groupString(const std::vector<int> &group);
+
 class Communicator {
 public:
   /// Describes what a wait is for; called only when it times out.
