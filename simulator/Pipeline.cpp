@@ -433,6 +433,11 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
           (alone[s].bytesByLinkKind[kind] - once) * static_cast<double>(m) +
           once;
     }
+    for (size_t kind = 0; kind < out.exchanges.size(); ++kind) {
+      out.exchanges[kind].count += alone[s].exchanges[kind].count * m;
+      out.exchanges[kind].bytes +=
+          alone[s].exchanges[kind].bytes * static_cast<double>(m);
+    }
     PipelineStageResult &stage = out.stages[s];
     stage.firstDevice = first;
     stage.numDevices = pipeline.numDevices[s];
@@ -448,8 +453,13 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   for (const BoundaryValue &value : boundary) {
     std::array<double, 8> bytes{};
     double t = boundaryTime(micro, machine, strategy, pipeline, value, bytes);
-    for (size_t kind = 0; kind < bytes.size(); ++kind)
+    SimResult::ExchangeCount &p2p = out.exchanges[static_cast<size_t>(
+        geometry::ExchangeKind::PointToPoint)];
+    for (size_t kind = 0; kind < bytes.size(); ++kind) {
       out.bytesByLinkKind[kind] += bytes[kind] * static_cast<double>(m);
+      p2p.bytes += bytes[kind] * static_cast<double>(m);
+    }
+    p2p.count += 2 * m;
     double &total = transfer[{value.fromStage, value.toStage}];
     total += t;
     out.stages[value.fromStage].send =
@@ -583,6 +593,7 @@ SimResult PipelineResult::asSimResult() const {
   result.iterationTime = iterationTime;
   result.devices = devices;
   result.bytesByLinkKind = bytesByLinkKind;
+  result.exchanges = exchanges;
   result.outOfMemory = outOfMemory;
   double tightest = -1;
   for (size_t d = 0; d < devices.size(); ++d) {

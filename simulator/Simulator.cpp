@@ -90,8 +90,8 @@ SimResult Simulator::Impl::result(double iterationTime) {
         now.push_back({st.devices[p], st.gatheredBytes[p]});
     for (auto [d, bytes] : now)
       if (gatheredBefore[d] > 0)
-        r.devices[d].memory.workspace = std::max(
-            r.devices[d].memory.workspace, gatheredBefore[d] + bytes);
+        r.devices[d].memory.workspace =
+            std::max(r.devices[d].memory.workspace, gatheredBefore[d] + bytes);
     for (auto [d, bytes] : before)
       gatheredBefore[d] = 0;
     for (auto [d, bytes] : now)
@@ -149,6 +149,17 @@ SimResult Simulator::Impl::result(double iterationTime) {
     }
     for (size_t k = 0; k < e.bytesByLinkKind.size(); ++k)
       r.bytesByLinkKind[k] += e.bytesByLinkKind[k];
+    auto count = [&](geometry::ExchangeKind kind,
+                     const std::vector<Transfer> &transfers) {
+      if (kind == geometry::ExchangeKind::Local)
+        return;
+      SimResult::ExchangeCount &c = r.exchanges[static_cast<size_t>(kind)];
+      ++c.count;
+      for (const Transfer &t : transfers)
+        c.bytes += static_cast<double>(t.bytes);
+    };
+    count(e.fwdKind, e.fwd);
+    count(e.bwdKind, e.bwd);
   }
   // Results a cascade of recomputations brings back live together.
   for (size_t d = 0; d < recomputePeak.size(); ++d)

@@ -226,10 +226,11 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
       return joined;
     };
     int32_t numComputed = 0;
-    st.computedGroup = groupBySlice(joinedOf(st.resultSlices), numComputed);
-    st.replicaGroup =
-        scattered ? groupBySlice(joinedOf(st.heldSlices), st.numReplicaGroups)
-                  : st.computedGroup;
+    st.computedGroup =
+        geometry::groupByBox(joinedOf(st.resultSlices), numComputed);
+    st.replicaGroup = scattered ? geometry::groupByBox(joinedOf(st.heldSlices),
+                                                       st.numReplicaGroups)
+                                : st.computedGroup;
     if (!scattered)
       st.numReplicaGroups = numComputed;
     for (std::vector<int32_t> &m :
@@ -305,7 +306,7 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
     OpState::HeldWeight &held = st.heldWeights[o];
     std::vector<Slice> &slices = held.slices;
     slices = st.operandSlices[o];
-    held.group = groupBySlice(slices, held.numGroups);
+    held.group = geometry::groupByBox(slices, held.numGroups);
     // Replicas compute identical gradients: each replica synchronizes
     // its copy with the instances of its own replica only. A group shards
     // its training state as ZeRO's stage says when its piece has a row
@@ -463,6 +464,11 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   e.bwdReduces.clear();
   e.fwdBoxes.clear();
   e.fwdShared.clear();
+  // The simulation (which shares copies) says what kind of exchange the
+  // edge makes; the DP's edge costs need not.
+  bool classify = shareCopies;
+  std::vector<geometry::ExchangeMove> moves;
+  e.fwdKind = e.bwdKind = geometry::ExchangeKind::Local;
   shareCopies = shareCopies && !weightEdge;
   // (consumer instance, copy group) pairs whose region the consumer reads
   // from an earlier edge's copy (its gradient goes back with that edge's).
@@ -483,52 +489,22 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   auto bandwidth = [&](int64_t from, int64_t to) {
     return route(from, to).link.bandwidth;
   };
-  std::vector<int64_t> overlap(np, 0);
-  std::vector<int32_t> chosen(numReplicaGroups, -1);
-  geometry::OverlapIndex index(*produced);
-  std::vector<size_t> candidates;
-  std::vector<int32_t> touched; // replica groups with a chosen instance
+  // Forward: one copy of each replicated region, from the replica the
+  // communication plan chooses (geometry::SourceChooser, as the lowering).
+  geometry::SourceChooser chooser(*produced, prod.devices, *replicaGroup,
+                                  numReplicaGroups);
   for (int32_t q = 0; q < nq; ++q) {
     const Slice &needed = cons.operandSlices[e.operand][q];
     int64_t dstDevice = cons.devices[q];
-    index.candidates(needed, candidates);
-    for (size_t p : candidates)
-      overlap[p] = overlapVolume(needed, (*produced)[p]);
-
-    // Forward: one copy of each replicated region, from the local replica
-    // if there is one, else from the replica with the fastest link.
-    for (int32_t g : touched)
-      chosen[g] = -1;
-    touched.clear();
-    for (size_t candidate : candidates) {
-      int32_t p = static_cast<int32_t>(candidate);
-      if (overlap[p] == 0)
-        continue;
-      if (chosen[(*replicaGroup)[p]] < 0)
-        touched.push_back((*replicaGroup)[p]);
-      int32_t &best = chosen[(*replicaGroup)[p]];
-      if (best < 0 || prod.devices[p] == dstDevice) {
-        best = p;
-        continue;
-      }
-      if (prod.devices[best] == dstDevice)
-        continue;
-      if (route(prod.devices[p], dstDevice).link.bandwidth >
-          route(prod.devices[best], dstDevice).link.bandwidth)
-        best = p;
-    }
-    // In replica group order, as every instance was once tried.
-    std::sort(touched.begin(), touched.end());
-    for (int32_t g : touched) {
-      int32_t p = chosen[g];
-      if (p < 0)
-        continue;
+    for (const geometry::SourceChooser::Source &source :
+         chooser.choose(needed, dstDevice, bandwidth)) {
+      int32_t p = source.instance;
       if (prod.devices[p] == dstDevice) {
         e.fwdLocal.push_back({p, q});
         continue;
       }
       Slice box;
-      if (!weightEdge)
+      if (!weightEdge || classify)
         box = *geometry::intersect(needed, (*produced)[p]);
       if (shareCopies) {
         auto [edge, transfer] =
@@ -539,12 +515,17 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
           continue;
         }
       }
+      if (classify)
+        moves.push_back(
+            {prod.devices[p], dstDevice, box, box == (*produced)[p]});
       e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
-                                   overlap[p] * elemBytes));
+                                   source.volume * elemBytes));
       if (!weightEdge)
         e.fwdBoxes.push_back(std::move(box));
     }
   }
+  if (classify)
+    e.fwdKind = geometry::classifyExchange(moves, /*summed=*/false).kind;
   orderAsRounds(e.fwd, prod.devices, cons.devices,
                 weightEdge ? nullptr : &e.fwdBoxes);
   priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal);
@@ -560,6 +541,7 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   // Integer values (indices, labels) carry no gradient back.
   if (!weightEdge && !graph.ops[e.producer].differentiable)
     return;
+  moves.clear();
 
   // Backward: each consumer partition's gradient reaches every copy of
   // the producer's result, or, for a weight, each group of holder
@@ -589,7 +571,12 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
     else
       e.bwd.push_back(makeTransfer(q, p, cons.devices[q], prod.devices[p],
                                    volume(route.box) * elemBytes));
+    if (classify && prod.devices[p] != cons.devices[q])
+      moves.push_back({cons.devices[q], prod.devices[p], route.box,
+                       route.box == cons.operandSlices[e.operand][q]});
   }
+  if (classify)
+    e.bwdKind = geometry::classifyExchange(moves, /*summed=*/true).kind;
 
   orderAsRounds(e.bwd, cons.devices, prod.devices, nullptr);
   priceExchanges(e.bwd, cons.devices, prod.devices, e.bwdLocal);

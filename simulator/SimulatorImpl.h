@@ -18,6 +18,7 @@
 #include "ppc/Simulator/Simulator.h"
 #include "ppc/Support/Alternatives.h"
 #include "ppc/Support/ChromeTrace.h"
+#include "ppc/Support/Exchange.h"
 #include "ppc/Support/Layout.h"
 #include <algorithm>
 #include <cassert>
@@ -57,40 +58,7 @@ inline int64_t volume(const Slice &slice) {
   return v;
 }
 
-inline int64_t overlapVolume(const Slice &a, const Slice &b) {
-  int64_t v = 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    int64_t lo = std::max(a[i].lo, b[i].lo), hi = std::min(a[i].hi, b[i].hi);
-    if (hi <= lo)
-      return 0;
-    v *= hi - lo;
-  }
-  return v;
-}
-
-/// A slice as a flat key, to group partitions holding the same data.
-inline std::vector<int64_t> sliceKey(const Slice &slice) {
-  std::vector<int64_t> key;
-  key.reserve(2 * slice.size());
-  for (const Range &r : slice) {
-    key.push_back(r.lo);
-    key.push_back(r.hi);
-  }
-  return key;
-}
-
-/// Groups partitions whose slices are equal; returns the group of each.
-inline std::vector<int32_t> groupBySlice(const std::vector<Slice> &slices,
-                                         int32_t &numGroups) {
-  std::map<std::vector<int64_t>, int32_t> ids;
-  std::vector<int32_t> group(slices.size());
-  for (size_t p = 0; p < slices.size(); ++p)
-    group[p] =
-        ids.emplace(sliceKey(slices[p]), static_cast<int32_t>(ids.size()))
-            .first->second;
-  numGroups = static_cast<int32_t>(ids.size());
-  return group;
-}
+using geometry::overlapVolume;
 
 /// A point-to-point transfer between a partition of the sending op and one
 /// of the receiving op.
@@ -173,6 +141,11 @@ struct Edge {
   std::vector<std::pair<int32_t, double>> commTimeByDevice;
   std::vector<std::pair<int32_t, int64_t>> receivedByDevice;
   std::array<double, 8> bytesByLinkKind{};
+  /// What kind of exchange the forward transfers and the backward ones
+  /// make (geometry::classifyExchange; set by the simulation, not by the
+  /// DP's edge costs).
+  geometry::ExchangeKind fwdKind = geometry::ExchangeKind::Local;
+  geometry::ExchangeKind bwdKind = geometry::ExchangeKind::Local;
 };
 
 /// An op under one configuration. Its arrays have one entry per instance

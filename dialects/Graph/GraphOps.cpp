@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Support/Exchange.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -222,8 +223,8 @@ static int64_t windowOutputSize(int64_t size, int64_t padLo, int64_t padHi,
 //===----------------------------------------------------------------------===//
 
 // `<degrees = [d...] (, key = value | , recompute)*>` with keys start,
-// strides, replicas, zero, scatter and stage, each at most once and in any order; only
-// values other than the defaults are printed.
+// strides, replicas, zero, scatter and stage, each at most once and in any
+// order; only values other than the defaults are printed.
 Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<int64_t> degrees, strides;
@@ -244,10 +245,9 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
     if (parser.parseKeyword(&key))
       return {};
     if (!seen.insert(key).second ||
-        !llvm::is_contained(
-            {"start", "strides", "replicas", "zero", "scatter", "stage",
-             "recompute"},
-            key)) {
+        !llvm::is_contained({"start", "strides", "replicas", "zero", "scatter",
+                             "stage", "recompute"},
+                            key)) {
       parser.emitError(keyLoc)
           << "expected 'start', 'strides', 'replicas', 'zero', 'scatter', "
              "'stage' or 'recompute' (each at most once), got '"
@@ -298,6 +298,36 @@ void StrategyAttr::print(AsmPrinter &printer) const {
   if (getStage() != 0)
     printer << ", stage = " << getStage();
   printer << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// Parallel ops
+//===----------------------------------------------------------------------===//
+
+/// An `exchange` names a kind of the communication plan's one list.
+static LogicalResult verifyExchange(Operation *op,
+                                    std::optional<StringRef> exchange) {
+  if (!exchange || ppc::geometry::parseExchangeKind(*exchange))
+    return success();
+  std::string kinds;
+  for (ppc::geometry::ExchangeKind kind : ppc::geometry::kExchangeKinds)
+    kinds += (kinds.empty() ? "" : ", ") +
+             std::string(ppc::geometry::exchangeKindName(kind));
+  return op->emitOpError() << "unknown exchange '" << *exchange
+                           << "'; expected one of " << kinds;
+}
+
+LogicalResult RepartitionOp::verify() {
+  return verifyExchange(*this, getExchange());
+}
+LogicalResult CombineOp::verify() {
+  return verifyExchange(*this, getExchange());
+}
+LogicalResult ReplicateOp::verify() {
+  return verifyExchange(*this, getExchange());
+}
+LogicalResult PartialReduceOp::verify() {
+  return verifyExchange(*this, getExchange());
 }
 
 //===----------------------------------------------------------------------===//

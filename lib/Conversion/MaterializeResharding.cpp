@@ -3,7 +3,9 @@
 // Makes every piece of communication of a partitioned graph an op: a
 // ppc.reduce after a producer that leaves partial sums, and a repartition,
 // combine or replicate in front of each consumer operand whose partitions
-// do not line up with the producer's. PartitionToPlan lowers exactly these.
+// do not line up with the producer's, each stamped with the kind of
+// exchange the communication plan makes of it (`as all_gather`, ...,
+// geometry::classifyExchange). PartitionToPlan lowers exactly these.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 #include "ppc/Conversion/Passes.h"
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Support/Exchange.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -61,16 +64,36 @@ Movement classify(const std::vector<Piece> &producer,
 }
 
 Value createMovement(OpBuilder &builder, Location loc, Movement movement,
-                     Value input, StrategyAttr from, StrategyAttr to) {
+                     Value input, StrategyAttr from, StrategyAttr to,
+                     StringAttr exchange) {
   switch (movement) {
   case Movement::Replicate:
-    return ReplicateOp::create(builder, loc, input.getType(), input, from, to);
+    return ReplicateOp::create(builder, loc, input.getType(), input, from, to,
+                               exchange);
   case Movement::Combine:
-    return CombineOp::create(builder, loc, input.getType(), input, from, to);
+    return CombineOp::create(builder, loc, input.getType(), input, from, to,
+                             exchange);
   case Movement::Repartition:
     break;
   }
-  return RepartitionOp::create(builder, loc, input.getType(), input, from, to);
+  return RepartitionOp::create(builder, loc, input.getType(), input, from, to,
+                               exchange);
+}
+
+/// The kind of exchange the communication plan makes of moving `produced`
+/// pieces to `wanted` ones (geometry::classifyExchange).
+StringAttr exchangeOf(MLIRContext *context, const std::vector<Piece> &produced,
+                      const std::vector<Piece> &wanted,
+                      const std::optional<Machine> &machine) {
+  auto bandwidth = [&](int64_t from, int64_t to) {
+    return machine ? machine->effectiveLink(from, to).bandwidth : 1.0;
+  };
+  geometry::ExchangeKind kind =
+      geometry::classifyExchange(
+          geometry::forwardMoves(produced, wanted, bandwidth),
+          /*summed=*/false)
+          .kind;
+  return StringAttr::get(context, geometry::exchangeKindName(kind));
 }
 
 struct MaterializeReshardingPass
@@ -108,8 +131,12 @@ struct MaterializeReshardingPass
             existing = dyn_cast<PartialReduceOp>(*result.getUsers().begin());
           if (!existing) {
             builder.setInsertionPointAfter(op);
+            geometry::ExchangeKind sum =
+                layout.scattered[r] ? geometry::ExchangeKind::ReduceScatter
+                                    : geometry::ExchangeKind::AllReduce;
             existing = PartialReduceOp::create(
-                builder, op->getLoc(), result.getType(), result, from, from);
+                builder, op->getLoc(), result.getType(), result, from, from,
+                builder.getStringAttr(geometry::exchangeKindName(sum)));
             result.replaceAllUsesExcept(existing.getResult(), existing);
           }
           value = existing.getResult();
@@ -138,9 +165,9 @@ struct MaterializeReshardingPass
           if (geometry::linesUp(produced, wanted))
             continue;
           builder.setInsertionPoint(user);
-          Value moved =
-              createMovement(builder, user->getLoc(),
-                             classify(produced, wanted), value, from, to);
+          Value moved = createMovement(
+              builder, user->getLoc(), classify(produced, wanted), value, from,
+              to, exchangeOf(context, produced, wanted, parts->machine));
           use.set(moved);
         }
       }

@@ -112,6 +112,9 @@ void PlanEmitter::flushReceipts() {
   for (std::function<void()> &receive : pendingReceipts)
     receive();
   pendingReceipts.clear();
+  for (std::function<void()> &emitCollective : pendingCollectives)
+    emitCollective();
+  pendingCollectives.clear();
 }
 
 void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,

@@ -125,6 +125,35 @@ private:
   DenseI64ArrayAttr hiAttr(const Box &box);
   // Forward and backward.
   FailureOr<OperandSource> operandBuffer(int64_t k, unsigned i, int64_t p);
+  /// When the parallel op in front of operand `i` of op `k` is an
+  /// all-gather (MaterializeResharding's `exchange`, the communication
+  /// plan's kind) that one collective can move (each group on one node, its
+  /// members' pieces tiling their common box along one dim in rank order,
+  /// none read from an earlier reader's copy), allocates every instance's
+  /// operand buffer and queues the all_gathers for flushReceipts; returns
+  /// the buffers by instance, or nothing (point-to-point, as gatherFrom).
+  std::vector<Value> gatherCollectively(int64_t k, unsigned i);
+  /// The backward of such a gather: when the gradients of each group go
+  /// back exactly along its pieces (each member's gradient of the whole
+  /// box, one piece to each member), one reduce_scatter per group, queued
+  /// for flushReceipts, each member adding its sum to its piece's
+  /// gradient. Marks the instances whose routes it took in `done`.
+  void scatterGradientsCollectively(
+      int64_t k, unsigned i,
+      const std::vector<std::vector<geometry::GradientRoute>> &routes,
+      const std::vector<Value> &sendBack, std::vector<char> &done);
+  /// An all_gather gatherCollectively emitted: the members' ranks, their
+  /// pieces (producer instances and boxes) and gathered buffers, in group
+  /// order, the box they gathered and the dim it tiles.
+  struct CollectiveGather {
+    std::vector<int64_t> ranks, producers;
+    std::vector<Box> boxes;
+    std::vector<Value> results;
+    Box whole;
+    unsigned axis = 0;
+  };
+  /// By each member's gathered buffer.
+  DenseMap<Value, std::shared_ptr<CollectiveGather>> collectiveGathers;
   Value sourceBuffer(int64_t rank, Value value, const Box &box);
   LogicalResult emitForward(int64_t k);
   /// Decides which ops are recomputed; fails on one that cannot be.
@@ -238,6 +267,12 @@ private:
   /// The receiving side of the exchange being emitted (batchReceipts).
   bool batchingReceipts = false;
   std::vector<std::function<void()>> pendingReceipts;
+  /// Collectives of the exchange, emitted after its receipts: every rank
+  /// has posted its sends and taken its messages before any waits in one.
+  std::vector<std::function<void()>> pendingCollectives;
+  /// The current op's operands that gatherCollectively moves: by operand,
+  /// each instance's buffer.
+  std::map<unsigned, std::vector<Value>> collectiveOperands;
 
   DenseMap<Value, std::string> tensorOf; // stripped value -> tensor symbol
   std::vector<std::string> opSymbols;

@@ -188,6 +188,15 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   freeGatheredWeights(k);
   // Each operand gradient goes along its routes, as one exchange.
   batchReceipts();
+  std::vector<std::vector<char>> scattered(numOperands,
+                                           std::vector<char>(numParts, 0));
+  for (unsigned i = 0; i < numOperands; ++i) {
+    std::vector<Value> grads(numParts);
+    for (int64_t p = 0; p < numParts; ++p)
+      grads[p] = sendBack[p][i];
+    if (!weightHolderOf(k, i))
+      scatterGradientsCollectively(k, i, routes[i], grads, scattered[i]);
+  }
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
     for (unsigned i = 0; i < numOperands; ++i) {
@@ -213,6 +222,8 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
         transfer(rank, sendBack[p][i], rank,
                  gradOfGathered(rank, buffer, value), region,
                  /*accumulate=*/true);
+      if (scattered[i][p])
+        continue;
       auto [pk, pr] = *parts.producerOf(op->getOperand(i));
       for (const geometry::GradientRoute &route : routes[i][p]) {
         if (llvm::any_of(shared, [&](const auto &region) {
@@ -260,6 +271,65 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     }
   }
   return success();
+}
+
+void PlanEmitter::scatterGradientsCollectively(
+    int64_t k, unsigned i,
+    const std::vector<std::vector<geometry::GradientRoute>> &routes,
+    const std::vector<Value> &sendBack, std::vector<char> &done) {
+  const OpLayout &layout = parts.layouts[k];
+  Value value = stripParallelOps(parts.ops[k]->getOperand(i));
+  auto producer = parts.producerOf(value);
+  if (!producer)
+    return;
+  auto [pk, pr] = *producer;
+  std::set<CollectiveGather *> seen;
+  for (int64_t p = 0; p < layout.numInstances(); ++p) {
+    auto it = collectiveGathers.find(operands[k][i][p].buffer);
+    if (it == collectiveGathers.end() || !seen.insert(it->second.get()).second)
+      continue;
+    const CollectiveGather &g = *it->second;
+    // Each member's gradient of the whole goes back as the gather's
+    // pieces, to the instances it gathered from: then it is their
+    // reduce-scatter (the simulator classifies these routes so too).
+    std::vector<int64_t> members;
+    bool matches = true;
+    for (Value gatheredBuffer : g.results) {
+      auto member = llvm::find_if(
+          llvm::seq<int64_t>(0, layout.numInstances()), [&](int64_t q) {
+            return operands[k][i][q].buffer == gatheredBuffer;
+          });
+      int64_t q = *member;
+      const std::vector<geometry::GradientRoute> &mine = routes[q];
+      matches = matches && sendBack[q] && operands[k][i][q].shared.empty() &&
+                mine.size() == g.producers.size();
+      for (const geometry::GradientRoute &route : mine) {
+        auto j = llvm::find(g.producers, route.producer);
+        matches = matches && j != g.producers.end() &&
+                  g.boxes[j - g.producers.begin()] == route.box;
+      }
+      members.push_back(q);
+    }
+    if (!matches)
+      continue;
+    std::vector<Value> grads, sums;
+    for (auto [rank, q, box] : llvm::zip(g.ranks, members, g.boxes)) {
+      Value sum = alloc(rank, tensorOf[value], box, true);
+      keepForStep(rank, sum, pk);
+      grads.push_back(sendBack[q]);
+      sums.push_back(sum);
+      done[q] = 1;
+    }
+    pendingCollectives.push_back(
+        [this, g = *it->second, grads, sums, pk = pk, pr = pr] {
+          collective(plan::CollectiveKind::reduce_scatter, g.ranks, grads, sums,
+                     g.axis);
+          for (auto [rank, q, box, sum] :
+               llvm::zip(g.ranks, g.producers, g.boxes, sums))
+            transfer(rank, sum, rank, gradBuffer(pk, pr, q), box,
+                     /*accumulate=*/true);
+        });
+  }
 }
 
 void PlanEmitter::allocBeside(Value shard, Value grad) {

@@ -116,6 +116,11 @@ FailureOr<OperandSource> PlanEmitter::operandBuffer(int64_t k, unsigned i,
            << "operand #" << i << " of '" << parts.graph.ops[k].name
            << "' needs data from other devices but no parallel op moves it: "
               "run --ppc-materialize-resharding first";
+  if (auto it = collectiveOperands.find(i);
+      it != collectiveOperands.end() && it->second[p]) {
+    source.buffer = it->second[p];
+    return source;
+  }
   source.buffer = alloc(rank, tensorOf[stripped], box, false);
   keepForStep(rank, source.buffer);
   gatheredBoxes[source.buffer] = box;
@@ -291,32 +296,156 @@ std::vector<std::pair<int64_t, Box>> PlanEmitter::gatherFrom(
     const Box &box, const std::vector<GatheredBuffer> *earlier,
     std::vector<std::pair<Value, Box>> *shared, bool accumulate) {
   std::vector<std::pair<int64_t, Box>> pieces;
-  std::set<std::vector<std::pair<int64_t, int64_t>>> seen;
-  for (size_t q = 0; q < boxes.size(); ++q) {
-    if (!seen.insert(boxKey(boxes[q])).second)
-      continue;
-    std::optional<Box> common = geometry::intersect(boxes[q], box);
-    if (!common)
-      continue;
-    std::optional<int64_t> local =
-        partitionHolding(boxes, devices, rank, boxes[q]);
-    if (!local && earlier) {
+  // The pieces the simulator priced: one per region, from the replica
+  // geometry::SourceChooser picks.
+  int32_t numGroups = 0;
+  std::vector<int32_t> group = geometry::groupByBox(boxes, numGroups);
+  geometry::SourceChooser chooser(boxes, devices, group, numGroups);
+  auto bw = [&](int64_t from, int64_t to) { return bandwidth(from, to); };
+  for (const geometry::SourceChooser::Source &chosen :
+       chooser.choose(box, rank, bw)) {
+    int64_t q = chosen.instance;
+    Box common = *geometry::intersect(boxes[q], box);
+    if (devices[q] != rank && earlier) {
       auto from = llvm::find_if(*earlier, [&](const GatheredBuffer &g) {
-        return geometry::contains(g.box, *common);
+        return geometry::contains(g.box, common);
       });
       if (from != earlier->end()) {
-        transfer(rank, from->buffer, rank, buffer, *common,
+        transfer(rank, from->buffer, rank, buffer, common,
                  /*accumulate=*/false);
-        shared->emplace_back(from->buffer, *common);
+        shared->emplace_back(from->buffer, common);
         continue;
       }
     }
-    int64_t replica = local.value_or(q);
-    transfer(devices[replica], source(replica), rank, buffer, *common,
-             accumulate);
-    pieces.emplace_back(replica, *common);
+    transfer(devices[q], source(q), rank, buffer, common, accumulate);
+    pieces.emplace_back(q, std::move(common));
   }
   return pieces;
+}
+
+/// The dim along which `pieces` (in order) tile `whole` end to end, each
+/// equal to it in every other dim.
+static std::optional<unsigned> tilingAxis(const std::vector<Box> &pieces,
+                                          const Box &whole) {
+  for (unsigned axis = 0; axis < whole.size(); ++axis) {
+    int64_t at = whole[axis].lo;
+    bool tiles = true;
+    for (const Box &piece : pieces) {
+      for (unsigned d = 0; d < whole.size() && tiles; ++d)
+        tiles = d == axis ? piece[d].lo == at : piece[d] == whole[d];
+      if (!tiles)
+        break;
+      at = piece[axis].hi;
+    }
+    if (tiles && at == whole[axis].hi)
+      return axis;
+  }
+  return std::nullopt;
+}
+
+std::vector<Value> PlanEmitter::gatherCollectively(int64_t k, unsigned i) {
+  Operation *op = parts.ops[k];
+  Value operand = op->getOperand(i);
+  Operation *def = operand.getDefiningOp();
+  auto exchange = def && isParallelOp(def)
+                      ? def->getAttrOfType<StringAttr>("exchange")
+                      : StringAttr();
+  if (!exchange || !parts.machine ||
+      geometry::parseExchangeKind(exchange.getValue()) !=
+          geometry::ExchangeKind::AllGather)
+    return {};
+  Value stripped = stripParallelOps(operand);
+  auto producer = parts.producerOf(stripped);
+  if (!producer)
+    return {};
+  auto [pk, pr] = *producer;
+  const OpLayout &from = parts.layouts[pk];
+  const OpLayout &layout = parts.layouts[k];
+  const Machine &machine = *parts.machine;
+  auto bw = [&](int64_t a, int64_t b) { return bandwidth(a, b); };
+  geometry::ExchangeShape shape = geometry::classifyExchange(
+      geometry::forwardMoves(from.resultPieces(pr), layout.operandPieces(i),
+                             bw),
+      /*summed=*/false);
+  if (shape.kind != geometry::ExchangeKind::AllGather)
+    return {};
+  bool shares = parts.strategy[k].replicas == 1;
+  std::vector<CollectiveGather> gathers;
+  std::vector<int64_t> readerOn(parts.numDevices, -1);
+  for (int64_t q = 0; q < layout.numInstances(); ++q) {
+    int64_t &reader = readerOn[layout.devices[q]];
+    if (reader >= 0)
+      return {}; // two readers on one rank
+    reader = q;
+  }
+  for (const geometry::ExchangeGroup &group : shape.groups) {
+    CollectiveGather g;
+    g.ranks = group.devices;
+    for (int64_t rank : g.ranks) {
+      if (readerOn[rank] < 0)
+        return {};
+      const Box &wanted = layout.operandBoxes[i][readerOn[rank]];
+      if (g.whole.empty())
+        g.whole = wanted;
+      if (wanted != g.whole)
+        return {};
+      // One node, one kind of link: the ring's bytes cross the links the
+      // simulator's pieces do.
+      for (int64_t other : g.ranks)
+        if (other != rank &&
+            (machine.getNode(rank) != machine.getNode(other) ||
+             machine.effectiveLink(rank, other).kind !=
+                 machine.effectiveLink(g.ranks[0], g.ranks[1]).kind))
+          return {};
+      // The member's own piece of the whole: what it sends.
+      std::optional<int64_t> mine;
+      for (int64_t p = 0; p < from.numInstances() && !mine; ++p)
+        if (from.devices[p] == rank &&
+            geometry::contains(g.whole, from.heldBoxes[pr][p]))
+          mine = p;
+      if (!mine)
+        return {};
+      g.producers.push_back(*mine);
+      g.boxes.push_back(from.heldBoxes[pr][*mine]);
+    }
+    std::optional<unsigned> axis = tilingAxis(g.boxes, g.whole);
+    if (!axis)
+      return {};
+    g.axis = *axis;
+    // A piece an earlier reader brought is read from its copy (as the
+    // simulator prices it): then the members exchange point to point.
+    if (shares)
+      for (int64_t rank : g.ranks)
+        for (const GatheredBuffer &earlier :
+             gathered[{rank, stripped.getAsOpaquePointer()}])
+          for (const Box &box : g.boxes)
+            if (geometry::contains(earlier.box, box))
+              return {};
+    gathers.push_back(std::move(g));
+  }
+  std::vector<Value> buffers(layout.numInstances());
+  for (CollectiveGather &g : gathers) {
+    std::vector<Value> pieces;
+    for (auto [rank, q] : llvm::zip(g.ranks, g.producers)) {
+      Value buffer = alloc(rank, tensorOf[stripped], g.whole, false);
+      keepForStep(rank, buffer);
+      gatheredBoxes[buffer] = g.whole;
+      if (shares)
+        gathered[{rank, stripped.getAsOpaquePointer()}].push_back(
+            {buffer, g.whole});
+      buffers[readerOn[rank]] = buffer;
+      g.results.push_back(buffer);
+      pieces.push_back(held[pk][pr][q]);
+    }
+    auto record = std::make_shared<CollectiveGather>(std::move(g));
+    for (Value buffer : record->results)
+      collectiveGathers[buffer] = record;
+    pendingCollectives.push_back([this, record, pieces = std::move(pieces)] {
+      collective(plan::CollectiveKind::all_gather, record->ranks, pieces,
+                 record->results, record->axis);
+    });
+  }
+  return buffers;
 }
 
 std::vector<std::pair<int64_t, Box>>
@@ -458,6 +587,10 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
 
   std::vector<SmallVector<Value>> ins(numParts), outs(numParts);
   batchReceipts();
+  collectiveOperands.clear();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    if (std::vector<Value> buffers = gatherCollectively(k, i); !buffers.empty())
+      collectiveOperands[i] = std::move(buffers);
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
     for (unsigned i = 0; i < op->getNumOperands(); ++i) {

@@ -121,6 +121,19 @@ Json bytesJson(const sim::SimResult &r) {
   return j;
 }
 
+/// The edges' exchanges by kind: {"all_gather": {"count", "bytes"}, ...}.
+Json exchangesJson(const sim::SimResult &r) {
+  Json j = Json::object();
+  for (geometry::ExchangeKind kind : geometry::kExchangeKinds) {
+    const sim::SimResult::ExchangeCount &c =
+        r.exchanges[static_cast<size_t>(kind)];
+    if (c.count > 0)
+      j[std::string(geometry::exchangeKindName(kind))] = {{"count", c.count},
+                                                          {"bytes", c.bytes}};
+  }
+  return j;
+}
+
 std::string writeBaselinesText(const ReportModel &m) {
   // Only the link kinds some strategy uses get a column.
   std::vector<int> kinds;
@@ -195,6 +208,7 @@ std::string writeBaselinesJson(const ReportModel &m) {
     e["throughput"] = s.throughput;
     e["mfu"] = s.mfu;
     e["bytes_by_link_kind"] = bytesJson(s.result);
+    e["exchanges"] = exchangesJson(s.result);
     e["total_bytes"] = s.result.totalBytes();
     e["peak_memory_bytes"] = s.result.peakMemory();
     e["out_of_memory"] = s.result.outOfMemory;

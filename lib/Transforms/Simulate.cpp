@@ -483,6 +483,20 @@ void SimulatePass::writeOpTables(const sim::Graph &graph,
   }
   if (!movedAny)
     os << "  none\n";
+  // The resharding between ops, by the collective its pieces make.
+  bool exchanged = false;
+  for (geometry::ExchangeKind kind : geometry::kExchangeKinds) {
+    const sim::SimResult::ExchangeCount &c =
+        result.exchanges[static_cast<size_t>(kind)];
+    if (c.count == 0)
+      continue;
+    if (!exchanged)
+      os << "\n  exchanges between ops by kind:\n";
+    exchanged = true;
+    os << llvm::formatv("  {0,-16} {1,6}  {2,12}\n",
+                        geometry::exchangeKindName(kind), c.count,
+                        formatBytes(c.bytes));
+  }
 
   std::vector<sim::Simulator::OpTimes> times = simulator.opTimes();
   auto total = [&](size_t op) {

@@ -18,8 +18,13 @@ def MaterializeResharding : Pass<"ppc-materialize-resharding",
       * `ppc.combine`     the consumer holds fewer, larger pieces;
       * `ppc.repartition` the consumer holds pieces of another layout;
       * `ppc.replicate`   the consumer holds the same piece on several ranks.
-    Each carries the configuration of the producer (`from`) and the consumer
-    (`to`). Edges that already line up are left alone; running the pass twice
+    Each carries the configuration of the producer (`from`), the consumer
+    (`to`) and the kind of exchange the communication plan makes of it
+    (`as "all_gather"`; also "all_to_all", "point_to_point", and for
+    `ppc.reduce` "all_reduce" or "reduce_scatter": geometry::classifyExchange
+    on the pieces geometry::SourceChooser picks, which the simulator prices).
+    The lowering moves an "all_gather" with one plan collective where it
+    can, and its gradients with one reduce-scatter. Edges that already line up are left alone; running the pass twice
     changes nothing the second time.
   }];
   let options = [

@@ -172,6 +172,11 @@ struct PipelineResult {
   /// Bytes moved inside the stages over all micro-batches and across stage
   /// boundaries, by link kind (SimResult::bytesByLinkKind).
   std::array<double, 8> bytesByLinkKind{};
+  /// The stages' exchanges between ops over all micro-batches, and the
+  /// boundary values (forward, and their gradients back) as point-to-point
+  /// exchanges (SimResult::exchanges).
+  std::array<SimResult::ExchangeCount, std::size(geometry::kExchangeKinds)>
+      exchanges{};
 
   /// The iteration as a SimResult (time, devices, bytes, memory) for what
   /// reads one: reports, objectives.

@@ -29,6 +29,7 @@
 #include "ppc/Simulator/CostModel.h"
 #include "ppc/Simulator/Graph.h"
 #include "ppc/Simulator/Machine.h"
+#include "ppc/Support/Exchange.h"
 
 #include <array>
 #include <memory>
@@ -187,6 +188,15 @@ struct SimResult {
   /// iteration however many micro-batches it has; the rest moves per
   /// micro-batch.
   std::array<double, 8> syncBytesByLinkKind{};
+  /// The edges' exchanges (the resharding between ops, forward and
+  /// backward; not the partial sums and gradient synchronizations) by
+  /// their kind, indexed by geometry::ExchangeKind: how many, and the bytes
+  /// they move.
+  struct ExchangeCount {
+    int64_t count = 0;
+    double bytes = 0;
+  };
+  std::array<ExchangeCount, std::size(geometry::kExchangeKinds)> exchanges{};
   /// True if any device needs more memory than it has.
   bool outOfMemory = false;
   /// The device with the largest memory need relative to its capacity.

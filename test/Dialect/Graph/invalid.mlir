@@ -1412,3 +1412,11 @@ func.func @cumsum_axis(%x: tensor<3x4xf32>) {
   %0 = ppc.cumsum %x {axis = 2 : i64} : tensor<3x4xf32>
   return
 }
+
+// -----
+
+func.func @unknown_exchange(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.repartition' op unknown exchange 'ring'; expected one of local, point_to_point, all_gather, reduce_scatter, all_to_all, all_reduce}}
+  %0 = ppc.repartition %x as "ring" : tensor<8x4xf32>
+  return
+}

@@ -268,3 +268,17 @@ func.func @select_compare(%a: tensor<3x4xf32>, %b: tensor<4xf32>, %m: tensor<3x1
   %10 = ppc.cumsum %8 {axis = 1 : i64, exclusive = true, reverse = true} : tensor<3x4xf32>
   return %10, %7, %9, %8 : tensor<3x4xf32>, tensor<3x4xi1>, tensor<3x4xi64>, tensor<3x4xf32>
 }
+
+// Parallel ops carry the kind of exchange the communication plan makes.
+// CHECK-LABEL: func.func @parallel_ops
+func.func @parallel_ops(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // CHECK: ppc.reduce %{{.*}} from <degrees = [1, 2]> to <degrees = [1, 2]> as "all_reduce" : tensor<8x4xf32>
+  %0 = ppc.reduce %x from <degrees = [1, 2]> to <degrees = [1, 2]> as "all_reduce" : tensor<8x4xf32>
+  // CHECK: ppc.combine %{{.*}} from <degrees = [2, 1]> to <degrees = [1, 1]> as "all_gather" : tensor<8x4xf32>
+  %1 = ppc.combine %0 from <degrees = [2, 1]> to <degrees = [1, 1]> as "all_gather" : tensor<8x4xf32>
+  // CHECK: ppc.repartition %{{.*}} from <degrees = [2, 1]> to <degrees = [1, 2]> as "all_to_all" : tensor<8x4xf32>
+  %2 = ppc.repartition %1 from <degrees = [2, 1]> to <degrees = [1, 2]> as "all_to_all" : tensor<8x4xf32>
+  // CHECK: ppc.replicate %{{.*}} : tensor<8x4xf32>
+  %3 = ppc.replicate %2 : tensor<8x4xf32>
+  return %3 : tensor<8x4xf32>
+}

@@ -625,15 +625,20 @@ def PPC_MseLossOp : PPC_ComputeOp<"mse_loss", [Pure], ["isLoss"]> {
 // partitions produce a value and an op whose partitions read it differently.
 // `from` is the producer's configuration, `to` the consumer's (absent when the
 // consumer is the function's return: the whole value on device 0).
+// `exchange` is the collective the movement's pieces make, as the
+// communication plan (geometry::classifyExchange) names it: "all_gather",
+// "all_to_all", "point_to_point", ... (geometry::exchangeKindName).
 class PPC_ParallelOp<string mnemonic, string desc>
     : PPC_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = desc;
   let arguments = (ins PPC_Tensor:$input,
                        OptionalAttr<PPC_StrategyAttr>:$from,
-                       OptionalAttr<PPC_StrategyAttr>:$to);
+                       OptionalAttr<PPC_StrategyAttr>:$to,
+                       OptionalAttr<StrAttr>:$exchange);
   let results = (outs PPC_Tensor:$result);
-  let assemblyFormat = "$input (`from` $from^)? (`to` $to^)? attr-dict `:` "
-                       "type($result)";
+  let assemblyFormat = "$input (`from` $from^)? (`to` $to^)? "
+                       "(`as` $exchange^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def PPC_RepartitionOp : PPC_ParallelOp<"repartition",
