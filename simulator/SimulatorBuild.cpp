@@ -465,8 +465,8 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   e.fwdBoxes.clear();
   e.fwdShared.clear();
   // The simulation (which shares copies) says what kind of exchange the
-  // edge makes; the DP's edge costs need not.
-  bool classify = shareCopies;
+  // edge makes when asked to count them; the DP's edge costs need not.
+  bool classify = shareCopies && options.countExchanges;
   std::vector<geometry::ExchangeMove> moves;
   e.fwdKind = e.bwdKind = geometry::ExchangeKind::Local;
   shareCopies = shareCopies && !weightEdge;

@@ -126,34 +126,38 @@ private:
   // Forward and backward.
   FailureOr<OperandSource> operandBuffer(int64_t k, unsigned i, int64_t p);
   /// When the parallel op in front of operand `i` of op `k` is an
-  /// all-gather (MaterializeResharding's `exchange`, the communication
-  /// plan's kind) that one collective can move (each group on one node, its
-  /// members' pieces tiling their common box along one dim in rank order,
-  /// none read from an earlier reader's copy), allocates every instance's
-  /// operand buffer and queues the all_gathers for flushReceipts; returns
-  /// the buffers by instance, or nothing (point-to-point, as gatherFrom).
-  std::vector<Value> gatherCollectively(int64_t k, unsigned i);
-  /// The backward of such a gather: when the gradients of each group go
-  /// back exactly along its pieces (each member's gradient of the whole
-  /// box, one piece to each member), one reduce_scatter per group, queued
-  /// for flushReceipts, each member adding its sum to its piece's
-  /// gradient. Marks the instances whose routes it took in `done`.
-  void scatterGradientsCollectively(
+  /// all-gather or an all-to-all (MaterializeResharding's `exchange`, the
+  /// communication plan's kind) that one collective per group can move —
+  /// each reader reading one piece from each member of its group; for an
+  /// all-gather, the group on one node, its pieces tiling the box every
+  /// member reads along one dim in rank order; for an all-to-all, every
+  /// piece and every read box k equal parts, one per member; and none read
+  /// from an earlier reader's copy — allocates every instance's operand
+  /// buffer and queues the collectives for flushReceipts; returns the
+  /// buffers by instance, or nothing (point-to-point, as gatherFrom).
+  std::vector<Value> exchangeCollectively(int64_t k, unsigned i);
+  /// The backward of such an exchange: when the gradients of each group go
+  /// back exactly along its pieces (to each member the part of the
+  /// reader's box its piece holds), one reduce_scatter (of an all-gather)
+  /// or all_to_all per group, queued for flushReceipts, each member adding
+  /// what it receives to its piece's gradient. Marks the instances whose
+  /// routes it took in `done`.
+  void returnGradientsCollectively(
       int64_t k, unsigned i,
       const std::vector<std::vector<geometry::GradientRoute>> &routes,
       const std::vector<Value> &sendBack, std::vector<char> &done);
-  /// An all_gather gatherCollectively emitted: the members' ranks, their
-  /// pieces (producer instances and boxes) and gathered buffers, in group
-  /// order, the box they gathered and the dim it tiles.
-  struct CollectiveGather {
+  /// An exchange exchangeCollectively emitted, per member in group order:
+  /// its rank, the producer instance it sends from and that piece's box,
+  /// the box it reads and the buffer it reads it into.
+  struct CollectiveExchange {
+    plan::CollectiveKind kind = plan::CollectiveKind::all_gather;
     std::vector<int64_t> ranks, producers;
-    std::vector<Box> boxes;
+    std::vector<Box> pieces, wanted;
     std::vector<Value> results;
-    Box whole;
-    unsigned axis = 0;
+    unsigned axis = 0; ///< an all-gather's
   };
-  /// By each member's gathered buffer.
-  DenseMap<Value, std::shared_ptr<CollectiveGather>> collectiveGathers;
+  /// By each member's operand buffer.
+  DenseMap<Value, std::shared_ptr<CollectiveExchange>> collectiveExchanges;
   Value sourceBuffer(int64_t rank, Value value, const Box &box);
   LogicalResult emitForward(int64_t k);
   /// Decides which ops are recomputed; fails on one that cannot be.
@@ -270,7 +274,7 @@ private:
   /// Collectives of the exchange, emitted after its receipts: every rank
   /// has posted its sends and taken its messages before any waits in one.
   std::vector<std::function<void()>> pendingCollectives;
-  /// The current op's operands that gatherCollectively moves: by operand,
+  /// The current op's operands that exchangeCollectively moves: by operand,
   /// each instance's buffer.
   std::map<unsigned, std::vector<Value>> collectiveOperands;
 

@@ -195,7 +195,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     for (int64_t p = 0; p < numParts; ++p)
       grads[p] = sendBack[p][i];
     if (!weightHolderOf(k, i))
-      scatterGradientsCollectively(k, i, routes[i], grads, scattered[i]);
+      returnGradientsCollectively(k, i, routes[i], grads, scattered[i]);
   }
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
@@ -273,7 +273,7 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   return success();
 }
 
-void PlanEmitter::scatterGradientsCollectively(
+void PlanEmitter::returnGradientsCollectively(
     int64_t k, unsigned i,
     const std::vector<std::vector<geometry::GradientRoute>> &routes,
     const std::vector<Value> &sendBack, std::vector<char> &done) {
@@ -283,50 +283,52 @@ void PlanEmitter::scatterGradientsCollectively(
   if (!producer)
     return;
   auto [pk, pr] = *producer;
-  std::set<CollectiveGather *> seen;
+  std::set<CollectiveExchange *> seen;
   for (int64_t p = 0; p < layout.numInstances(); ++p) {
-    auto it = collectiveGathers.find(operands[k][i][p].buffer);
-    if (it == collectiveGathers.end() || !seen.insert(it->second.get()).second)
+    auto it = collectiveExchanges.find(operands[k][i][p].buffer);
+    if (it == collectiveExchanges.end() ||
+        !seen.insert(it->second.get()).second)
       continue;
-    const CollectiveGather &g = *it->second;
-    // Each member's gradient of the whole goes back as the gather's
-    // pieces, to the instances it gathered from: then it is their
-    // reduce-scatter (the simulator classifies these routes so too).
+    const CollectiveExchange &x = *it->second;
+    // Each member's gradient of what it read goes back as the parts the
+    // members' pieces hold, to the instances it read them from: the
+    // exchange's transpose (the simulator classifies these routes so too).
     std::vector<int64_t> members;
     bool matches = true;
-    for (Value gatheredBuffer : g.results) {
-      auto member = llvm::find_if(
-          llvm::seq<int64_t>(0, layout.numInstances()), [&](int64_t q) {
-            return operands[k][i][q].buffer == gatheredBuffer;
-          });
-      int64_t q = *member;
+    for (auto [read, wanted] : llvm::zip(x.results, x.wanted)) {
+      int64_t q = *llvm::find_if(
+          llvm::seq<int64_t>(0, layout.numInstances()),
+          [&](int64_t q) { return operands[k][i][q].buffer == read; });
       const std::vector<geometry::GradientRoute> &mine = routes[q];
       matches = matches && sendBack[q] && operands[k][i][q].shared.empty() &&
-                mine.size() == g.producers.size();
+                mine.size() == x.producers.size();
       for (const geometry::GradientRoute &route : mine) {
-        auto j = llvm::find(g.producers, route.producer);
-        matches = matches && j != g.producers.end() &&
-                  g.boxes[j - g.producers.begin()] == route.box;
+        auto j = llvm::find(x.producers, route.producer);
+        matches = matches && j != x.producers.end() &&
+                  geometry::intersect(
+                      wanted, x.pieces[j - x.producers.begin()]) == route.box;
       }
       members.push_back(q);
     }
     if (!matches)
       continue;
     std::vector<Value> grads, sums;
-    for (auto [rank, q, box] : llvm::zip(g.ranks, members, g.boxes)) {
-      Value sum = alloc(rank, tensorOf[value], box, true);
+    for (auto [rank, q, piece] : llvm::zip(x.ranks, members, x.pieces)) {
+      Value sum = alloc(rank, tensorOf[value], piece, true);
       keepForStep(rank, sum, pk);
       grads.push_back(sendBack[q]);
       sums.push_back(sum);
       done[q] = 1;
     }
+    plan::CollectiveKind kind = x.kind == plan::CollectiveKind::all_gather
+                                    ? plan::CollectiveKind::reduce_scatter
+                                    : plan::CollectiveKind::all_to_all;
     pendingCollectives.push_back(
-        [this, g = *it->second, grads, sums, pk = pk, pr = pr] {
-          collective(plan::CollectiveKind::reduce_scatter, g.ranks, grads, sums,
-                     g.axis);
-          for (auto [rank, q, box, sum] :
-               llvm::zip(g.ranks, g.producers, g.boxes, sums))
-            transfer(rank, sum, rank, gradBuffer(pk, pr, q), box,
+        [this, x = *it->second, kind, grads, sums, pk = pk, pr = pr] {
+          collective(kind, x.ranks, grads, sums, x.axis);
+          for (auto [rank, q, piece, sum] :
+               llvm::zip(x.ranks, x.producers, x.pieces, sums))
+            transfer(rank, sum, rank, gradBuffer(pk, pr, q), piece,
                      /*accumulate=*/true);
         });
   }

@@ -343,16 +343,19 @@ static std::optional<unsigned> tilingAxis(const std::vector<Box> &pieces,
   return std::nullopt;
 }
 
-std::vector<Value> PlanEmitter::gatherCollectively(int64_t k, unsigned i) {
+std::vector<Value> PlanEmitter::exchangeCollectively(int64_t k, unsigned i) {
   Operation *op = parts.ops[k];
   Value operand = op->getOperand(i);
   Operation *def = operand.getDefiningOp();
   auto exchange = def && isParallelOp(def)
                       ? def->getAttrOfType<StringAttr>("exchange")
                       : StringAttr();
-  if (!exchange || !parts.machine ||
-      geometry::parseExchangeKind(exchange.getValue()) !=
-          geometry::ExchangeKind::AllGather)
+  if (!exchange || !parts.machine)
+    return {};
+  std::optional<geometry::ExchangeKind> kind =
+      geometry::parseExchangeKind(exchange.getValue());
+  if (kind != geometry::ExchangeKind::AllGather &&
+      kind != geometry::ExchangeKind::AllToAll)
     return {};
   Value stripped = stripParallelOps(operand);
   auto producer = parts.producerOf(stripped);
@@ -362,15 +365,14 @@ std::vector<Value> PlanEmitter::gatherCollectively(int64_t k, unsigned i) {
   const OpLayout &from = parts.layouts[pk];
   const OpLayout &layout = parts.layouts[k];
   const Machine &machine = *parts.machine;
+  const std::vector<Box> &heldBoxes = from.heldBoxes[pr];
   auto bw = [&](int64_t a, int64_t b) { return bandwidth(a, b); };
   geometry::ExchangeShape shape = geometry::classifyExchange(
       geometry::forwardMoves(from.resultPieces(pr), layout.operandPieces(i),
                              bw),
       /*summed=*/false);
-  if (shape.kind != geometry::ExchangeKind::AllGather)
+  if (shape.kind != *kind)
     return {};
-  bool shares = parts.strategy[k].replicas == 1;
-  std::vector<CollectiveGather> gathers;
   std::vector<int64_t> readerOn(parts.numDevices, -1);
   for (int64_t q = 0; q < layout.numInstances(); ++q) {
     int64_t &reader = readerOn[layout.devices[q]];
@@ -378,71 +380,106 @@ std::vector<Value> PlanEmitter::gatherCollectively(int64_t k, unsigned i) {
       return {}; // two readers on one rank
     reader = q;
   }
+  int32_t numGroups = 0;
+  std::vector<int32_t> groupOf = geometry::groupByBox(heldBoxes, numGroups);
+  geometry::SourceChooser chooser(heldBoxes, from.devices, groupOf, numGroups);
+  bool shares = parts.strategy[k].replicas == 1;
+  std::vector<CollectiveExchange> exchanges;
   for (const geometry::ExchangeGroup &group : shape.groups) {
-    CollectiveGather g;
-    g.ranks = group.devices;
-    for (int64_t rank : g.ranks) {
+    CollectiveExchange x;
+    x.kind = *kind == geometry::ExchangeKind::AllGather
+                 ? plan::CollectiveKind::all_gather
+                 : plan::CollectiveKind::all_to_all;
+    x.ranks = group.devices;
+    size_t n = x.ranks.size();
+    x.producers.assign(n, -1);
+    for (int64_t rank : x.ranks) {
       if (readerOn[rank] < 0)
         return {};
       const Box &wanted = layout.operandBoxes[i][readerOn[rank]];
-      if (g.whole.empty())
-        g.whole = wanted;
-      if (wanted != g.whole)
+      x.wanted.push_back(wanted);
+      // One source on each member, the same piece for every reader.
+      const auto &sources = chooser.choose(wanted, rank, bw);
+      if (sources.size() != n)
         return {};
+      for (const geometry::SourceChooser::Source &source : sources) {
+        auto member = llvm::find(x.ranks, from.devices[source.instance]);
+        if (member == x.ranks.end())
+          return {};
+        int64_t &piece = x.producers[member - x.ranks.begin()];
+        if (piece >= 0 && piece != source.instance)
+          return {};
+        piece = source.instance;
+      }
+    }
+    for (int64_t q : x.producers)
+      x.pieces.push_back(heldBoxes[q]);
+    if (*kind == geometry::ExchangeKind::AllGather) {
       // One node, one kind of link: the ring's bytes cross the links the
       // simulator's pieces do.
-      for (int64_t other : g.ranks)
-        if (other != rank &&
-            (machine.getNode(rank) != machine.getNode(other) ||
-             machine.effectiveLink(rank, other).kind !=
-                 machine.effectiveLink(g.ranks[0], g.ranks[1]).kind))
-          return {};
-      // The member's own piece of the whole: what it sends.
-      std::optional<int64_t> mine;
-      for (int64_t p = 0; p < from.numInstances() && !mine; ++p)
-        if (from.devices[p] == rank &&
-            geometry::contains(g.whole, from.heldBoxes[pr][p]))
-          mine = p;
-      if (!mine)
+      for (int64_t a : x.ranks)
+        for (int64_t b : x.ranks)
+          if (a != b &&
+              (machine.getNode(a) != machine.getNode(b) ||
+               machine.effectiveLink(a, b).kind !=
+                   machine.effectiveLink(x.ranks[0], x.ranks[1]).kind))
+            return {};
+      if (llvm::any_of(x.wanted,
+                       [&](const Box &w) { return w != x.wanted[0]; }))
         return {};
-      g.producers.push_back(*mine);
-      g.boxes.push_back(from.heldBoxes[pr][*mine]);
+      std::optional<unsigned> axis = tilingAxis(x.pieces, x.wanted[0]);
+      if (!axis)
+        return {};
+      x.axis = *axis;
+    } else {
+      // k equal parts of every piece and every read box, so each pair
+      // moves what the plan's traffic counts (a piece's k-th).
+      int64_t part = geometry::overlapVolume(x.pieces[0], x.wanted[0]);
+      for (size_t a = 0; a < n; ++a) {
+        int64_t pieceVolume = 1, wantedVolume = 1;
+        for (const Range &r : x.pieces[a])
+          pieceVolume *= r.size();
+        for (const Range &r : x.wanted[a])
+          wantedVolume *= r.size();
+        if (pieceVolume != part * static_cast<int64_t>(n) ||
+            wantedVolume != part * static_cast<int64_t>(n))
+          return {};
+        for (size_t b = 0; b < n; ++b)
+          if (geometry::overlapVolume(x.pieces[a], x.wanted[b]) != part)
+            return {};
+      }
     }
-    std::optional<unsigned> axis = tilingAxis(g.boxes, g.whole);
-    if (!axis)
-      return {};
-    g.axis = *axis;
     // A piece an earlier reader brought is read from its copy (as the
     // simulator prices it): then the members exchange point to point.
     if (shares)
-      for (int64_t rank : g.ranks)
+      for (int64_t rank : x.ranks)
         for (const GatheredBuffer &earlier :
              gathered[{rank, stripped.getAsOpaquePointer()}])
-          for (const Box &box : g.boxes)
-            if (geometry::contains(earlier.box, box))
+          for (const Box &box : x.pieces)
+            if (geometry::overlaps(earlier.box, box))
               return {};
-    gathers.push_back(std::move(g));
+    exchanges.push_back(std::move(x));
   }
   std::vector<Value> buffers(layout.numInstances());
-  for (CollectiveGather &g : gathers) {
-    std::vector<Value> pieces;
-    for (auto [rank, q] : llvm::zip(g.ranks, g.producers)) {
-      Value buffer = alloc(rank, tensorOf[stripped], g.whole, false);
+  for (CollectiveExchange &x : exchanges) {
+    std::vector<Value> sends;
+    for (auto [rank, q, wanted] : llvm::zip(x.ranks, x.producers, x.wanted)) {
+      Value buffer = alloc(rank, tensorOf[stripped], wanted, false);
       keepForStep(rank, buffer);
-      gatheredBoxes[buffer] = g.whole;
+      gatheredBoxes[buffer] = wanted;
       if (shares)
         gathered[{rank, stripped.getAsOpaquePointer()}].push_back(
-            {buffer, g.whole});
+            {buffer, wanted});
       buffers[readerOn[rank]] = buffer;
-      g.results.push_back(buffer);
-      pieces.push_back(held[pk][pr][q]);
+      x.results.push_back(buffer);
+      sends.push_back(held[pk][pr][q]);
     }
-    auto record = std::make_shared<CollectiveGather>(std::move(g));
+    auto record = std::make_shared<CollectiveExchange>(std::move(x));
     for (Value buffer : record->results)
-      collectiveGathers[buffer] = record;
-    pendingCollectives.push_back([this, record, pieces = std::move(pieces)] {
-      collective(plan::CollectiveKind::all_gather, record->ranks, pieces,
-                 record->results, record->axis);
+      collectiveExchanges[buffer] = record;
+    pendingCollectives.push_back([this, record, sends = std::move(sends)] {
+      collective(record->kind, record->ranks, sends, record->results,
+                 record->axis);
     });
   }
   return buffers;
@@ -589,7 +626,8 @@ LogicalResult PlanEmitter::emitForward(int64_t k) {
   batchReceipts();
   collectiveOperands.clear();
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
-    if (std::vector<Value> buffers = gatherCollectively(k, i); !buffers.empty())
+    if (std::vector<Value> buffers = exchangeCollectively(k, i);
+        !buffers.empty())
       collectiveOperands[i] = std::move(buffers);
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];

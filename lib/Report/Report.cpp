@@ -540,6 +540,7 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   // The found strategy, once, with a timeline.
   sim::SimOptions opts = p.simOptions;
   opts.recordTimeline = true;
+  opts.countExchanges = true;
   sim::Simulator simulator(g, p.machine, p.costModel, opts);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     std::string problem = simulator.checkConfig(i, strategy[i]);
@@ -618,6 +619,7 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   {
     sim::SimOptions baseOpts = p.simOptions;
     baseOpts.recordTimeline = false;
+    baseOpts.countExchanges = true;
     sim::Simulator s(g, p.machine, p.costModel, baseOpts);
     for (const auto &[name, st] : baselines) {
       if (st.size() != g.ops.size())

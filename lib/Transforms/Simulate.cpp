@@ -249,6 +249,7 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
     return failure();
   sim::SimOptions options = *parsed;
   options.recordTimeline = !tracePathForFunc.empty();
+  options.countExchanges = true;
   // Kernels the profile lacks are priced as ppc-search prices them.
   if (profile) {
     size_t total = 0;

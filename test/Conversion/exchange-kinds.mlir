@@ -6,8 +6,9 @@
 // RUN: ppc-opt %s --ppc-attach-machine=machine=cpux4 --ppc-materialize-resharding | FileCheck %s
 // The report counts the same kinds.
 // RUN: ppc-opt %s --ppc-attach-machine=machine=cpux4 --ppc-simulate | FileCheck %s --check-prefix=SIM
-// The lowering moves the all-gather as one collective and its gradients as
-// one reduce-scatter, and the plan moves the bytes the simulator priced
+// The lowering moves the all-gather and the all-to-alls as one collective
+// each, and their gradients as one reduce-scatter or all-to-all; the plan
+// moves the bytes the simulator priced
 // (e2e-transformer-megatron-sp-np4 runs such a plan against the single
 // device).
 // RUN: ppc-opt %s --ppc-add-loss --ppc-attach-machine=machine=cpux4 --ppc-lower-to-plan="traffic=%t.json" | FileCheck %s --check-prefix=PLAN
@@ -58,7 +59,11 @@ func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 // PLAN:       plan.kernel @op0 stage 0 ins(%{{.*}}) outs(%[[A0:[0-9]+]])
 // PLAN-NEXT:  %[[G0:[0-9]+]] = plan.alloc @{{.*}} [0, 0] [8, 8]
 // PLAN:       plan.collective all_gather %[[A0]] -> %[[G0]] group [0, 1, 2, 3]
-// PLAN-NEXT:  plan.kernel @op1 stage 0 ins(%[[G0]], %{{.*}})
+// PLAN-NEXT:  plan.kernel @op1 stage 0 ins(%[[G0]], %{{.*}}) outs(%[[B0:[0-9]+]])
+// PLAN:       plan.collective all_to_all %[[B0]] -> %[[TB0:[0-9]+]] group [0, 1, 2, 3]
+// PLAN-NEXT:  plan.kernel @op2 stage 0 ins(%[[TB0]])
+// PLAN-NOT:   plan.send
+// PLAN:       plan.phase loss
 // PLAN:       plan.phase backward
 // PLAN:       plan.kernel_backward @op1 stage 0 {{.*}} input_grads [true, true](%[[DG0:[0-9]+]], %{{.*}})
 // PLAN:       %[[DA0:[0-9]+]] = plan.alloc @{{.*}} [0, 0] [2, 8] grad
@@ -67,6 +72,8 @@ func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 // PLAN-NEXT:  plan.copy %[[DA0]] -> %[[GA0]] [0, 0] [2, 8]
 // PLAN-LABEL: plan.program rank 3
 // PLAN:       plan.collective all_gather {{.*}} group [0, 1, 2, 3]
+// PLAN:       plan.phase backward
+// PLAN:       plan.collective all_to_all {{.*}} -> {{.*}} group [0, 1, 2, 3]
 // PLAN:       plan.collective reduce_scatter {{.*}} -> {{.*}} group [0, 1, 2, 3]
 
 // TRAFFIC: "agree": true

@@ -23,8 +23,9 @@ def MaterializeResharding : Pass<"ppc-materialize-resharding",
     (`as "all_gather"`; also "all_to_all", "point_to_point", and for
     `ppc.reduce` "all_reduce" or "reduce_scatter": geometry::classifyExchange
     on the pieces geometry::SourceChooser picks, which the simulator prices).
-    The lowering moves an "all_gather" with one plan collective where it
-    can, and its gradients with one reduce-scatter. Edges that already line up are left alone; running the pass twice
+    The lowering moves an "all_gather" or "all_to_all" with one plan
+    collective per group where it can, and their gradients with one
+    reduce-scatter or all-to-all. Edges that already line up are left alone; running the pass twice
     changes nothing the second time.
   }];
   let options = [

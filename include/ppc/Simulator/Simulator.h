@@ -137,6 +137,11 @@ struct SimOptions {
   /// point-to-point rate, issued destination by destination, the landscape
   /// the searches' optimality tests were accepted on.
   bool exchangesAsCollectives = true;
+  /// Name every edge's exchange and count them by kind
+  /// (SimResult::exchanges): for reports and ppc-simulate. Off in search,
+  /// where classifying each rebuilt edge costs 20-40% of a delta
+  /// simulation of a resharded model.
+  bool countExchanges = false;
   /// Record every task for a timeline (writeChromeTrace); off in search.
   bool recordTimeline = false;
   /// Bytes each device may hold (ppc-search's and ppc-simulate's
@@ -191,7 +196,7 @@ struct SimResult {
   /// The edges' exchanges (the resharding between ops, forward and
   /// backward; not the partial sums and gradient synchronizations) by
   /// their kind, indexed by geometry::ExchangeKind: how many, and the bytes
-  /// they move.
+  /// they move. Counted with SimOptions::countExchanges, else all zero.
   struct ExchangeCount {
     int64_t count = 0;
     double bytes = 0;
