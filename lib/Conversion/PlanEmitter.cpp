@@ -109,12 +109,12 @@ void PlanEmitter::batchReceipts() {
 
 void PlanEmitter::flushReceipts() {
   batchingReceipts = false;
-  for (std::function<void()> &receive : pendingReceipts)
-    receive();
-  pendingReceipts.clear();
   for (std::function<void()> &emitCollective : pendingCollectives)
     emitCollective();
   pendingCollectives.clear();
+  for (std::function<void()> &receive : pendingReceipts)
+    receive();
+  pendingReceipts.clear();
 }
 
 void PlanEmitter::allReduce(const std::vector<int64_t> &ranks,

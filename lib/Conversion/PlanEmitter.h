@@ -271,8 +271,10 @@ private:
   /// The receiving side of the exchange being emitted (batchReceipts).
   bool batchingReceipts = false;
   std::vector<std::function<void()>> pendingReceipts;
-  /// Collectives of the exchange, emitted after its receipts: every rank
-  /// has posted its sends and taken its messages before any waits in one.
+  /// Collectives of the exchange, emitted after its sends (which do not
+  /// block, so every member reaches them) and before its receipts, which
+  /// may copy what a collective brought (another operand reading the same
+  /// value shares its buffer).
   std::vector<std::function<void()>> pendingCollectives;
   /// The current op's operands that exchangeCollectively moves: by operand,
   /// each instance's buffer.

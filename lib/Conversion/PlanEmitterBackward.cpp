@@ -186,6 +186,19 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   });
 
   freeGatheredWeights(k);
+  // Regions copied from an earlier reader's buffer go back through it,
+  // before that buffer's gradient is sent on (the earlier reader may be
+  // another operand of this op, reading the same value).
+  for (int64_t p = 0; p < numParts; ++p)
+    for (unsigned i = 0; i < numOperands; ++i) {
+      if (!sendBack[p][i] || weightHolderOf(k, i))
+        continue;
+      Value value = stripParallelOps(op->getOperand(i));
+      for (const auto &[buffer, region] : operands[k][i][p].shared)
+        transfer(layout.devices[p], sendBack[p][i], layout.devices[p],
+                 gradOfGathered(layout.devices[p], buffer, value), region,
+                 /*accumulate=*/true);
+    }
   // Each operand gradient goes along its routes, as one exchange.
   batchReceipts();
   std::vector<std::vector<char>> scattered(numOperands,
@@ -215,13 +228,8 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
         }
         continue;
       }
-      // Regions copied from an earlier reader's buffer go back through it.
       const std::vector<std::pair<Value, Box>> &shared =
           operands[k][i][p].shared;
-      for (const auto &[buffer, region] : shared)
-        transfer(rank, sendBack[p][i], rank,
-                 gradOfGathered(rank, buffer, value), region,
-                 /*accumulate=*/true);
       if (scattered[i][p])
         continue;
       auto [pk, pr] = *parts.producerOf(op->getOperand(i));
