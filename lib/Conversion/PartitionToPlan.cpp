@@ -4,7 +4,10 @@
 // of --ppc-materialize-resharding) to a plan.plan: the global tensors and
 // ops, and one program per rank. Every partition of every op becomes a kernel
 // on buffers holding exactly the boxes its iteration ranges touch; the
-// parallel ops become copies, send/recv pairs and all-reduces; the backward
+// parallel ops become copies and send/recv pairs of the pieces
+// geometry::SourceChooser picks, one all-gather or all-to-all per group
+// where the op's `exchange` says so and one collective can move it, and
+// all-reduces or reduce-scatters of partial sums; the backward
 // pass sends each gradient along geometry::gradientRoutes (to every copy of
 // an activation, to one instance of each group synchronizing a weight, from
 // one replica of each consumer partition) or sums it with the all-reduce of
