@@ -35,6 +35,24 @@ std::optional<int64_t> partitionHolding(const std::vector<Box> &boxes,
   return std::nullopt;
 }
 
+std::optional<unsigned> tilingAxis(const std::vector<Box> &pieces,
+                                   const Box &whole) {
+  for (unsigned axis = 0; axis < whole.size(); ++axis) {
+    int64_t at = whole[axis].lo;
+    bool tiles = true;
+    for (const Box &piece : pieces) {
+      for (unsigned d = 0; d < whole.size() && tiles; ++d)
+        tiles = d == axis ? piece[d].lo == at : piece[d] == whole[d];
+      if (!tiles)
+        break;
+      at = piece[axis].hi;
+    }
+    if (tiles && at == whole[axis].hi)
+      return axis;
+  }
+  return std::nullopt;
+}
+
 OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
 
 DenseI64ArrayAttr PlanEmitter::loAttr(const Box &box) {

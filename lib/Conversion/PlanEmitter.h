@@ -55,6 +55,10 @@ bool isFloat(Value value);
 
 /// The partition whose piece `boxes[q]`, held on `devices[q]`, is exactly
 /// `box` on `rank` (the first such), if any.
+/// The dim along which `pieces` (in order) tile `whole` end to end, each
+/// equal to it in every other dim (what one all_gather along it makes).
+std::optional<unsigned> tilingAxis(const std::vector<Box> &pieces,
+                                   const Box &whole);
 std::optional<int64_t> partitionHolding(const std::vector<Box> &boxes,
                                         const std::vector<int64_t> &devices,
                                         int64_t rank, const Box &box);
@@ -143,6 +147,17 @@ private:
   /// what it receives to its piece's gradient. Marks the instances whose
   /// routes it took in `done`.
   void returnGradientsCollectively(
+      int64_t k, unsigned i,
+      const std::vector<std::vector<geometry::GradientRoute>> &routes,
+      const std::vector<Value> &sendBack, std::vector<char> &done);
+  /// Gradients that go back as an all-gather (geometry::classifyExchange
+  /// of their routes): each consumer instance's whole gradient to every
+  /// member's producer instance, the pieces tiling the box those compute
+  /// along one dim in rank order, the group on one node (the backward of a
+  /// reduce-scattered sum read in its pieces). One all_gather per group,
+  /// queued for flushReceipts, each member adding the whole to its
+  /// gradient. Marks the instances whose routes it took in `done`.
+  void gatherGradientsCollectively(
       int64_t k, unsigned i,
       const std::vector<std::vector<geometry::GradientRoute>> &routes,
       const std::vector<Value> &sendBack, std::vector<char> &done);

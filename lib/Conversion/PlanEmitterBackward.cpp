@@ -207,8 +207,10 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     std::vector<Value> grads(numParts);
     for (int64_t p = 0; p < numParts; ++p)
       grads[p] = sendBack[p][i];
-    if (!weightHolderOf(k, i))
+    if (!weightHolderOf(k, i)) {
       returnGradientsCollectively(k, i, routes[i], grads, scattered[i]);
+      gatherGradientsCollectively(k, i, routes[i], grads, scattered[i]);
+    }
   }
   for (int64_t p = 0; p < numParts; ++p) {
     int64_t rank = layout.devices[p];
@@ -337,6 +339,106 @@ void PlanEmitter::returnGradientsCollectively(
           for (auto [rank, q, piece, sum] :
                llvm::zip(x.ranks, x.producers, x.pieces, sums))
             transfer(rank, sum, rank, gradBuffer(pk, pr, q), piece,
+                     /*accumulate=*/true);
+        });
+  }
+}
+
+void PlanEmitter::gatherGradientsCollectively(
+    int64_t k, unsigned i,
+    const std::vector<std::vector<geometry::GradientRoute>> &routes,
+    const std::vector<Value> &sendBack, std::vector<char> &done) {
+  if (!parts.machine)
+    return;
+  const OpLayout &layout = parts.layouts[k];
+  Value value = stripParallelOps(parts.ops[k]->getOperand(i));
+  auto producer = parts.producerOf(value);
+  if (!producer)
+    return;
+  auto [pk, pr] = *producer;
+  const OpLayout &from = parts.layouts[pk];
+  const Machine &machine = *parts.machine;
+  int64_t numParts = layout.numInstances();
+  std::vector<geometry::ExchangeMove> moves;
+  for (int64_t q = 0; q < numParts; ++q) {
+    if (done[q] || !operands[k][i][q].shared.empty())
+      return;
+    if (!sendBack[q])
+      continue;
+    for (const geometry::GradientRoute &route : routes[q])
+      moves.push_back({layout.devices[q], from.devices[route.producer],
+                       route.box, route.box == layout.operandBoxes[i][q]});
+  }
+  geometry::ExchangeShape shape =
+      geometry::classifyExchange(moves, /*summed=*/true);
+  if (shape.kind != geometry::ExchangeKind::AllGather)
+    return;
+  struct Gather {
+    std::vector<int64_t> ranks, senders, receivers;
+    Box whole;
+    unsigned axis = 0;
+  };
+  std::vector<Gather> gathers;
+  for (const geometry::ExchangeGroup &group : shape.groups) {
+    Gather g;
+    g.ranks = group.devices;
+    std::vector<Box> pieces;
+    for (int64_t rank : g.ranks) {
+      // One sender and one receiver on each member.
+      std::vector<int64_t> senders, receivers;
+      for (int64_t q = 0; q < numParts; ++q)
+        if (layout.devices[q] == rank && sendBack[q])
+          senders.push_back(q);
+      for (int64_t p = 0; p < from.numInstances(); ++p)
+        if (from.devices[p] == rank)
+          receivers.push_back(p);
+      if (senders.size() != 1 || receivers.size() != 1)
+        return;
+      g.senders.push_back(senders[0]);
+      g.receivers.push_back(receivers[0]);
+      pieces.push_back(layout.operandBoxes[i][senders[0]]);
+      const Box &computed = from.resultBoxes[pr][receivers[0]];
+      if (g.whole.empty())
+        g.whole = computed;
+      if (computed != g.whole)
+        return;
+      for (int64_t other : g.ranks)
+        if (other != rank &&
+            (machine.getNode(rank) != machine.getNode(other) ||
+             machine.effectiveLink(rank, other).kind !=
+                 machine.effectiveLink(g.ranks[0], g.ranks[1]).kind))
+          return;
+    }
+    // Each sender's whole piece to every member, the local one included.
+    for (int64_t q : g.senders) {
+      if (routes[q].size() != g.ranks.size())
+        return;
+      for (const geometry::GradientRoute &route : routes[q])
+        if (!llvm::is_contained(g.receivers, route.producer) ||
+            route.box != layout.operandBoxes[i][q])
+          return;
+    }
+    std::optional<unsigned> axis = tilingAxis(pieces, g.whole);
+    if (!axis)
+      return;
+    g.axis = *axis;
+    gathers.push_back(std::move(g));
+  }
+  for (Gather &g : gathers) {
+    std::vector<Value> grads, wholes;
+    for (auto [rank, q] : llvm::zip(g.ranks, g.senders)) {
+      Value whole = alloc(rank, tensorOf[value], g.whole, true);
+      keepForStep(rank, whole, pk);
+      grads.push_back(sendBack[q]);
+      wholes.push_back(whole);
+      done[q] = 1;
+    }
+    pendingCollectives.push_back(
+        [this, g = std::move(g), grads, wholes, pk = pk, pr = pr] {
+          collective(plan::CollectiveKind::all_gather, g.ranks, grads, wholes,
+                     g.axis);
+          for (auto [rank, p, whole] : llvm::zip(g.ranks, g.receivers, wholes))
+            transfer(rank, whole, rank, gradBuffer(pk, pr, p), g.whole,
                      /*accumulate=*/true);
         });
   }

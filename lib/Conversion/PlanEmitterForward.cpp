@@ -323,26 +323,6 @@ std::vector<std::pair<int64_t, Box>> PlanEmitter::gatherFrom(
   return pieces;
 }
 
-/// The dim along which `pieces` (in order) tile `whole` end to end, each
-/// equal to it in every other dim.
-static std::optional<unsigned> tilingAxis(const std::vector<Box> &pieces,
-                                          const Box &whole) {
-  for (unsigned axis = 0; axis < whole.size(); ++axis) {
-    int64_t at = whole[axis].lo;
-    bool tiles = true;
-    for (const Box &piece : pieces) {
-      for (unsigned d = 0; d < whole.size() && tiles; ++d)
-        tiles = d == axis ? piece[d].lo == at : piece[d] == whole[d];
-      if (!tiles)
-        break;
-      at = piece[axis].hi;
-    }
-    if (tiles && at == whole[axis].hi)
-      return axis;
-  }
-  return std::nullopt;
-}
-
 std::vector<Value> PlanEmitter::exchangeCollectively(int64_t k, unsigned i) {
   Operation *op = parts.ops[k];
   Value operand = op->getOperand(i);

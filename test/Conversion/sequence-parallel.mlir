@@ -4,7 +4,7 @@
 // keeps the half of the columns the split relu reads, the summands are freed
 // at once, and the backward kernel of the linear gets no outputs. In
 // backward each rank's relu gradient goes to both copies of the linear's
-// result gradient (the all-gather of the reduce-scatter).
+// result gradient, as one all_gather (the backward of the reduce-scatter).
 // RUN: ppc-opt %s --ppc-attach-machine=machine=cpux2 --ppc-materialize-resharding | FileCheck %s --check-prefix=GRAPH
 // RUN: ppc-opt %s --ppc-attach-machine=machine=cpux2 --ppc-lower-to-plan | FileCheck %s --check-prefix=PLAN
 
@@ -34,11 +34,10 @@ func.func @main(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
 // PLAN: plan.kernel @op2 stage 0 ins(%[[P0]])
 // PLAN: plan.phase backward
 // PLAN: plan.kernel_backward @op2 stage 0 ins(%[[P0]]) {{.*}} input_grads [true](%[[DA:[a-z0-9_]+]])
+// PLAN-NEXT: %[[W:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 6] grad
+// PLAN-NEXT: plan.collective all_gather %[[DA]] -> %[[W]] group [0, 1] {axis = 1 : i64}
 // PLAN-NEXT: %[[DY:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 0] [4, 6] grad
-// PLAN-NEXT: plan.fill %[[DY]], 0.0
-// PLAN-NEXT: plan.send %[[DA]] [0, 0] [4, 3] to 1
-// PLAN-NEXT: plan.copy %[[DA]] -> %[[DY]] [0, 0] [4, 3] accumulate
-// PLAN-NEXT: plan.recv %[[DY]] [0, 3] [4, 6] from 1 {{.*}} accumulate
+// PLAN-NEXT: plan.copy %[[W]] -> %[[DY]] [0, 0] [4, 6]
 // PLAN: plan.kernel_backward @op1 stage 0 ins(%{{.*}}, %{{.*}}) outs() output_grads(%[[DY]])
 // PLAN: plan.program rank 1
 // PLAN: %[[P1:[a-z0-9_]+]] = plan.alloc @t{{[0-9]+}} [0, 3] [4, 6]
