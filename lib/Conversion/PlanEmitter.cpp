@@ -53,6 +53,18 @@ std::optional<unsigned> tilingAxis(const std::vector<Box> &pieces,
   return std::nullopt;
 }
 
+bool PlanEmitter::ringCrossesPiecesLinks(
+    const std::vector<int64_t> &ranks) const {
+  const Machine &machine = *parts.machine;
+  for (int64_t a : ranks)
+    for (int64_t b : ranks)
+      if (a != b && (machine.getNode(a) != machine.getNode(b) ||
+                     machine.effectiveLink(a, b).kind !=
+                         machine.effectiveLink(ranks[0], ranks[1]).kind))
+        return false;
+  return true;
+}
+
 OpBuilder &PlanEmitter::at(int64_t rank) { return builders[rank]; }
 
 DenseI64ArrayAttr PlanEmitter::loAttr(const Box &box) {

@@ -140,6 +140,10 @@ private:
   /// buffer and queues the collectives for flushReceipts; returns the
   /// buffers by instance, or nothing (point-to-point, as gatherFrom).
   std::vector<Value> exchangeCollectively(int64_t k, unsigned i);
+  /// Whether `ranks` lie in one node joined by one kind of link, so that
+  /// an all-gather's ring crosses the links of the kind the simulator's
+  /// pieces between them do (PlanTraffic counts it as the ring).
+  bool ringCrossesPiecesLinks(const std::vector<int64_t> &ranks) const;
   /// The backward of such an exchange: when the gradients of each group go
   /// back exactly along its pieces (to each member the part of the
   /// reader's box its piece holds), one reduce_scatter (of an all-gather)

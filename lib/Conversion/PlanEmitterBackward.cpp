@@ -357,7 +357,6 @@ void PlanEmitter::gatherGradientsCollectively(
     return;
   auto [pk, pr] = *producer;
   const OpLayout &from = parts.layouts[pk];
-  const Machine &machine = *parts.machine;
   int64_t numParts = layout.numInstances();
   std::vector<geometry::ExchangeMove> moves;
   for (int64_t q = 0; q < numParts; ++q) {
@@ -402,13 +401,9 @@ void PlanEmitter::gatherGradientsCollectively(
         g.whole = computed;
       if (computed != g.whole)
         return;
-      for (int64_t other : g.ranks)
-        if (other != rank &&
-            (machine.getNode(rank) != machine.getNode(other) ||
-             machine.effectiveLink(rank, other).kind !=
-                 machine.effectiveLink(g.ranks[0], g.ranks[1]).kind))
-          return;
     }
+    if (!ringCrossesPiecesLinks(g.ranks))
+      return;
     // Each sender's whole piece to every member, the local one included.
     for (int64_t q : g.senders) {
       if (routes[q].size() != g.ranks.size())

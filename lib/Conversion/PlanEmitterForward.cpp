@@ -344,7 +344,6 @@ std::vector<Value> PlanEmitter::exchangeCollectively(int64_t k, unsigned i) {
   auto [pk, pr] = *producer;
   const OpLayout &from = parts.layouts[pk];
   const OpLayout &layout = parts.layouts[k];
-  const Machine &machine = *parts.machine;
   const std::vector<Box> &heldBoxes = from.heldBoxes[pr];
   auto bw = [&](int64_t a, int64_t b) { return bandwidth(a, b); };
   geometry::ExchangeShape shape = geometry::classifyExchange(
@@ -395,15 +394,8 @@ std::vector<Value> PlanEmitter::exchangeCollectively(int64_t k, unsigned i) {
     for (int64_t q : x.producers)
       x.pieces.push_back(heldBoxes[q]);
     if (*kind == geometry::ExchangeKind::AllGather) {
-      // One node, one kind of link: the ring's bytes cross the links the
-      // simulator's pieces do.
-      for (int64_t a : x.ranks)
-        for (int64_t b : x.ranks)
-          if (a != b &&
-              (machine.getNode(a) != machine.getNode(b) ||
-               machine.effectiveLink(a, b).kind !=
-                   machine.effectiveLink(x.ranks[0], x.ranks[1]).kind))
-            return {};
+      if (!ringCrossesPiecesLinks(x.ranks))
+        return {};
       if (llvm::any_of(x.wanted,
                        [&](const Box &w) { return w != x.wanted[0]; }))
         return {};
