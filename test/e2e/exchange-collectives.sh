@@ -2,7 +2,7 @@
 # The exchanges the communication plan names all-gather and all-to-all run
 # as plan collectives (their gradients as reduce-scatters and all-to-alls),
 # and the step still matches the single-device step: the model of
-# test/Conversion/exchange-kinds.mlir, and one whose op reads the same
+# test/Conversion/exchange-kinds.mlir (4 ranks), and, on NP ranks, one whose op reads the same
 # all-to-all'ed value twice (the second operand copies from the first's
 # buffer, its gradient goes back through it). Plain, and with --overlap
 # starting the collectives early. The plan moves the bytes the simulator
@@ -16,13 +16,16 @@ mkdir -p "$work"
 cat > "$work/shared-operand.mlir" <<'MLIR'
 func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %w1 = ppc.weight "w1" : tensor<8x8xf32>
-  %a = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [4, 1]>} : tensor<8x8xf32>
-  %b = ppc.linear %a, %w1 {ppc.strategy = #ppc.strategy<degrees = [1, 4, 1]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-  %m = ppc.mul %b, %b {ppc.strategy = #ppc.strategy<degrees = [4, 1]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %a = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [NP, 1]>} : tensor<8x8xf32>
+  %b = ppc.linear %a, %w1 {ppc.strategy = #ppc.strategy<degrees = [1, NP, 1]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m = ppc.mul %b, %b {ppc.strategy = #ppc.strategy<degrees = [NP, 1]>} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %m : tensor<8x8xf32>
 }
 MLIR
-for model in "$models/exchange-kinds.mlir" "$work/shared-operand.mlir"; do
+sed -i "s/NP/$np/g" "$work/shared-operand.mlir"
+models_to_run="$work/shared-operand.mlir"
+[ "$np" = 4 ] && models_to_run="$models/exchange-kinds.mlir $models_to_run"
+for model in $models_to_run; do
   name=$(basename "$model" .mlir)
   "$ppc_opt" "$model" --ppc-add-loss --ppc-attach-machine=machine=cpux$np \
     "--ppc-lower-to-plan=plan=$work/$name.pb optimizer=adam traffic=$work/$name-traffic.json" \
