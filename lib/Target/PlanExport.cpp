@@ -654,8 +654,9 @@ FailureOr<pf::Plan> exportPlan(plan::PlanOp plan) {
   if (failed(message))
     return failure();
   // Belt and braces: the reader must accept what we write.
-  if (std::string error = runtime::validatePlan(*message); !error.empty())
-    return plan.emitOpError() << "exports to an inconsistent plan: " << error;
+  if (absl::Status error = runtime::validatePlan(*message); !error.ok())
+    return plan.emitOpError()
+           << "exports to an inconsistent plan: " << ppc::messageOf(error);
   return message;
 }
 
@@ -1243,9 +1244,9 @@ struct ExportPlanPass : impl::ExportPlanBase<ExportPlanPass> {
       if (failed(writeWeightsFile(*message, model.getValue(), file + ".weights",
                                   plans[0].getLoc())))
         return signalPassFailure();
-    if (std::string error = runtime::writePlanFile(*message, file, text);
-        !error.empty()) {
-      plans[0].emitError() << "ppc-export-plan: " << error;
+    if (absl::Status error = runtime::writePlanFile(*message, file, text);
+        !error.ok()) {
+      plans[0].emitError() << "ppc-export-plan: " << ppc::messageOf(error);
       return signalPassFailure();
     }
   }

@@ -67,51 +67,65 @@ inline bool holdsWholeDim(const TensorView &view, int64_t d) {
 /// and fills `r`. `View`: a TensorView, or a backend's view derived from
 /// one.
 template <typename View>
-KernelStatus attentionRanges(const OpDesc &op, const KernelContext &ctx,
+absl::Status attentionRanges(const OpDesc &op, const KernelContext &ctx,
                              const std::vector<View> &inputs,
                              const TensorView &result, AttentionRanges &r) {
   if (inputs.size() != 3)
-    return op.kind + ": expects 3 operands (query, key, value), got " +
-           std::to_string(inputs.size());
+    return absl::InvalidArgumentError(
+        op.kind + ": expects 3 operands (query, key, value), got " +
+        std::to_string(inputs.size()));
   const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   int64_t rank = q.rank();
   r.rank = rank;
   if (rank < 2)
-    return op.kind + ": operands and result must have rank >= 2";
+    return absl::InvalidArgumentError(
+        op.kind + ": operands and result must have rank >= 2");
   for (const TensorView *view : {&k, &v, &result})
     if (view->rank() != rank || view->lo.size() != view->shape.size() ||
         view->hi.size() != view->shape.size())
-      return op.kind + ": operands and result must have the same rank";
+      return absl::InvalidArgumentError(
+          op.kind + ": operands and result must have the same rank");
   if (q.lo.size() != q.shape.size() || q.hi.size() != q.shape.size())
-    return op.kind + ": query view's box does not match its rank";
+    return absl::InvalidArgumentError(
+        op.kind + ": query view's box does not match its rank");
   int64_t lead = rank - 2;
   for (int64_t d = 0; d < lead; ++d)
     if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d] ||
         result.shape[d] != q.shape[d])
-      return op.kind + ": leading dims differ between operands and result";
+      return absl::InvalidArgumentError(
+          op.kind + ": leading dims differ between operands and result");
   r.S = q.shape[rank - 2];
   r.D = q.shape[rank - 1];
   r.T = k.shape[rank - 2];
   r.Dv = v.shape[rank - 1];
   if (k.shape[rank - 1] != r.D)
-    return op.kind + ": key's D differs from query's";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": key's D differs from query's");
   if (v.shape[rank - 2] != r.T)
-    return op.kind + ": value's T differs from key's";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": value's T differs from key's");
   if (result.shape[rank - 2] != r.S || result.shape[rank - 1] != r.Dv)
-    return op.kind + ": result shape must be [B..., S, Dv]";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": result shape must be [B..., S, Dv]");
 
   if (!holdsWholeDim(q, rank - 1))
-    return op.kind + ": query must cover its whole D dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": query must cover its whole D dim");
   if (!holdsWholeDim(k, rank - 2))
-    return op.kind + ": key must cover its whole T dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": key must cover its whole T dim");
   if (!holdsWholeDim(k, rank - 1))
-    return op.kind + ": key must cover its whole D dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": key must cover its whole D dim");
   if (!holdsWholeDim(v, rank - 2))
-    return op.kind + ": value must cover its whole T dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": value must cover its whole T dim");
   if (!holdsWholeDim(v, rank - 1))
-    return op.kind + ": value must cover its whole Dv dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": value must cover its whole Dv dim");
   if (!holdsWholeDim(result, rank - 1))
-    return op.kind + ": result must cover its whole Dv dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": result must cover its whole Dv dim");
 
   r.batchLo.assign(result.lo.begin(), result.lo.end() - 2);
   r.batchHi.assign(result.hi.begin(), result.hi.end() - 2);
@@ -122,50 +136,52 @@ KernelStatus attentionRanges(const OpDesc &op, const KernelContext &ctx,
     empty |= r.batchHi[d] <= r.batchLo[d];
   if (!empty) {
     if (r.rowLo < q.lo[rank - 2] || r.rowHi > q.hi[rank - 2])
-      return op.kind + ": query box does not hold the result's S rows";
+      return absl::InvalidArgumentError(
+          op.kind + ": query box does not hold the result's S rows");
     for (auto [view, what] :
          {std::pair{&q, "query"}, std::pair{&k, "key"}, std::pair{&v, "value"}})
       if (!holdsBatch(*view, r.batchLo, r.batchHi))
-        return op.kind + ": " + what +
-               " box does not hold the result's leading (batch) dims";
+        return absl::InvalidArgumentError(
+            op.kind + ": " + what +
+            " box does not hold the result's leading (batch) dims");
   }
 
   r.scale = static_cast<float>(op.getFloat("scale", 1.0));
   r.causal = op.getInt("causal", 0) != 0;
   r.ratio = op.getFloat("ratio", 0.0);
   if (!(r.ratio >= 0 && r.ratio < 1))
-    return op.kind + ": ratio " + std::to_string(r.ratio) +
-           " must be in [0, 1)";
+    return absl::InvalidArgumentError(
+        op.kind + ": ratio " + std::to_string(r.ratio) + " must be in [0, 1)");
   r.dropout = ctx.training && r.ratio > 0;
-  return "";
+  return absl::OkStatus();
 }
 
 /// A forward's checks: one result, and the ranges of its box.
 template <typename View>
-KernelStatus forwardRanges(const OpDesc &op, const KernelContext &ctx,
+absl::Status forwardRanges(const OpDesc &op, const KernelContext &ctx,
                            const std::vector<View> &inputs,
                            const std::vector<View> &outputs,
                            AttentionRanges &r) {
   if (outputs.size() != 1)
-    return op.kind + ": expects 1 result, got " +
-           std::to_string(outputs.size());
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result, got " +
+                                      std::to_string(outputs.size()));
   return attentionRanges(op, ctx, inputs, outputs[0], r);
 }
 
 /// A backward's checks: one result grad, the grad boxes (checkGradBoxes),
 /// and the ranges of the result grad's box.
 template <typename View>
-KernelStatus backwardRanges(const OpDesc &op, const KernelContext &ctx,
+absl::Status backwardRanges(const OpDesc &op, const KernelContext &ctx,
                             const std::vector<View> &inputs,
                             const std::vector<View> &outputs,
                             const std::vector<View> &outputGrads,
                             const std::vector<View> &inputGrads,
                             AttentionRanges &r) {
   if (outputGrads.size() != 1)
-    return op.kind + ": expects 1 result grad";
-  if (KernelStatus s =
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result grad");
+  if (absl::Status s =
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   return attentionRanges(op, ctx, inputs, outputGrads[0], r);
 }

@@ -59,13 +59,14 @@ struct MatMulRanges {
 
 /// Checks that the lhs, rhs (and, if given, their grad views) hold what the
 /// output box needs; fills `ranges`.
-inline KernelStatus matMulRanges(const OpDesc &op, const MatrixOperand &lhs,
+inline absl::Status matMulRanges(const OpDesc &op, const MatrixOperand &lhs,
                                  const MatrixOperand &rhs,
                                  const TensorView &result,
                                  MatMulRanges &ranges) {
   int64_t rank = result.rank();
   if (rank < 2 || lhs.view->rank() < 2 || rhs.view->rank() < 2)
-    return op.kind + ": operands and result must have rank >= 2";
+    return absl::InvalidArgumentError(
+        op.kind + ": operands and result must have rank >= 2");
   ranges.batchLo.assign(result.lo.begin(), result.lo.end() - 2);
   ranges.batchHi.assign(result.hi.begin(), result.hi.end() - 2);
   ranges.mLo = result.lo[rank - 2];
@@ -77,12 +78,14 @@ inline KernelStatus matMulRanges(const OpDesc &op, const MatrixOperand &lhs,
   ranges.kLo = lhs.view->lo[lhsK];
   ranges.kHi = lhs.view->hi[lhsK];
   if (rhs.view->lo[rhsK] != ranges.kLo || rhs.view->hi[rhsK] != ranges.kHi)
-    return op.kind + ": rhs box along K does not match the lhs box along K";
+    return absl::InvalidArgumentError(
+        op.kind + ": rhs box along K does not match the lhs box along K");
   if (ranges.batchLo.size() < static_cast<size_t>(lhs.rowDim) ||
       ranges.batchLo.size() < static_cast<size_t>(rhs.rowDim))
-    return op.kind + ": an operand has more batch dims than the result";
+    return absl::InvalidArgumentError(
+        op.kind + ": an operand has more batch dims than the result");
   if (ranges.mHi <= ranges.mLo || ranges.nHi <= ranges.nLo)
-    return "";
+    return absl::OkStatus();
   for (auto [operand, rowLo, rowHi, colLo, colHi, what] :
        {std::tuple{&lhs, ranges.mLo, ranges.mHi, ranges.kLo, ranges.kHi, "lhs"},
         std::tuple{&rhs, ranges.kLo, ranges.kHi, ranges.nLo, ranges.nHi,
@@ -97,10 +100,11 @@ inline KernelStatus matMulRanges(const OpDesc &op, const MatrixOperand &lhs,
       if (operand->view->shape[d] == 1)
         hi[d] = 1;
     if (!covers(*operand->view, lo, hi))
-      return op.kind + ": " + what + " box does not hold the rows the " +
-             "result box needs";
+      return absl::InvalidArgumentError(op.kind + ": " + what +
+                                        " box does not hold the rows the " +
+                                        "result box needs");
   }
-  return "";
+  return absl::OkStatus();
 }
 
 inline MatrixOperand lhsOperand(const OpDesc &op, const TensorView &view) {
@@ -132,20 +136,23 @@ struct LinearRanges {
   const TensorView *bias;
 };
 
-inline KernelStatus linearRanges(const OpDesc &op,
+inline absl::Status linearRanges(const OpDesc &op,
                                  const std::vector<TensorView> &inputs,
                                  const TensorView &result,
                                  LinearRanges &ranges) {
   if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, weight and an optional bias";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, weight and an optional bias");
   const TensorView &input = inputs[0], &weight = inputs[1];
   int64_t rank = result.rank();
   if (input.rank() != rank || weight.rank() != 2 || rank < 1)
-    return op.kind + ": input must have the result's rank and weight rank 2";
+    return absl::InvalidArgumentError(
+        op.kind + ": input must have the result's rank and weight rank 2");
   ranges.rows = 1;
   for (int64_t d = 0; d + 1 < rank; ++d) {
     if (input.lo[d] != result.lo[d] || input.hi[d] != result.hi[d])
-      return op.kind + ": input box does not match the result rows";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box does not match the result rows");
     ranges.rows *= result.extent(d);
   }
   ranges.nLo = result.lo[rank - 1];
@@ -155,16 +162,19 @@ inline KernelStatus linearRanges(const OpDesc &op,
   ranges.transposeWeight = op.getInt("transpose_weight", 0) != 0;
   int64_t weightK = ranges.transposeWeight ? 1 : 0, weightN = 1 - weightK;
   if (weight.lo[weightK] != ranges.kLo || weight.hi[weightK] != ranges.kHi)
-    return op.kind + ": weight box along K does not match the input box";
+    return absl::InvalidArgumentError(
+        op.kind + ": weight box along K does not match the input box");
   if (weight.lo[weightN] > ranges.nLo || weight.hi[weightN] < ranges.nHi)
-    return op.kind + ": weight box does not hold the result columns";
+    return absl::InvalidArgumentError(
+        op.kind + ": weight box does not hold the result columns");
   ranges.bias =
       inputs.size() == 3 && inputs[2].present() ? &inputs[2] : nullptr;
   if (ranges.bias &&
       (ranges.bias->lo[0] > ranges.nLo || ranges.bias->hi[0] < ranges.nHi))
-    return op.kind + ": bias box does not hold the result columns";
+    return absl::InvalidArgumentError(
+        op.kind + ": bias box does not hold the result columns");
   ranges.addsBias = ranges.bias && ranges.kLo == 0;
-  return "";
+  return absl::OkStatus();
 }
 
 /// Offset of weight element (k, n) in a view holding the weight's box.

@@ -132,20 +132,23 @@ struct ConvGeometry {
 };
 
 template <typename View>
-KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
                            const TensorView &output, ConvGeometry &g) {
   if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, weight and an optional bias";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, weight and an optional bias");
   const TensorView &input = inputs[0], &weight = inputs[1];
   if (input.rank() != 4 || weight.rank() != 4 || output.rank() != 4)
-    return op.kind + ": input, weight and result must have rank 4";
+    return absl::InvalidArgumentError(
+        op.kind + ": input, weight and result must have rank 4");
   std::vector<int64_t> strides = op.getInts("strides", {1, 1});
   std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
   std::vector<int64_t> dilations = op.getInts("dilations", {1, 1});
   g.groups = op.getInt("groups", 1);
   if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 ||
       g.groups < 1)
-    return op.kind + ": bad strides, pads, dilations or groups";
+    return absl::InvalidArgumentError(
+        op.kind + ": bad strides, pads, dilations or groups");
   g.kh = weight.shape[2];
   g.kw = weight.shape[3];
   g.rows = makeAxis(input, output, 2, strides[0], pads[0], pads[2], g.kh,
@@ -158,35 +161,44 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
   g.weightCHi = weight.hi[1];
   if (output.shape[1] % g.groups != 0 ||
       input.shape[1] != g.inPerGroup * g.groups)
-    return op.kind + ": channels do not divide into the groups";
+    return absl::InvalidArgumentError(
+        op.kind + ": channels do not divide into the groups");
   if (weight.lo[2] != 0 || weight.hi[2] != g.kh || weight.lo[3] != 0 ||
       weight.hi[3] != g.kw)
-    return op.kind + ": weight box must hold the whole kernel window";
+    return absl::InvalidArgumentError(
+        op.kind + ": weight box must hold the whole kernel window");
   if (weight.lo[0] > output.lo[1] || weight.hi[0] < output.hi[1])
-    return op.kind + ": weight box does not hold the output channels";
+    return absl::InvalidArgumentError(
+        op.kind + ": weight box does not hold the output channels");
   if (input.lo[0] > output.lo[0] || input.hi[0] < output.hi[0])
-    return op.kind + ": input box does not hold the output samples";
+    return absl::InvalidArgumentError(
+        op.kind + ": input box does not hold the output samples");
   if (g.groups == 1 &&
       (input.lo[1] != g.weightCLo || input.hi[1] != g.weightCHi))
-    return op.kind + ": weight box does not match the input channel range";
+    return absl::InvalidArgumentError(
+        op.kind + ": weight box does not match the input channel range");
   if (g.groups > 1) {
     if (g.weightCLo != 0 || g.weightCHi != g.inPerGroup)
-      return op.kind + ": grouped weight box must hold all channels of a group";
+      return absl::InvalidArgumentError(
+          op.kind + ": grouped weight box must hold all channels of a group");
     int64_t firstGroup = output.lo[1] / g.outPerGroup;
     int64_t lastGroup = (output.hi[1] - 1) / g.outPerGroup;
     if (output.hi[1] > output.lo[1] &&
         (input.lo[1] > firstGroup * g.inPerGroup ||
          input.hi[1] < (lastGroup + 1) * g.inPerGroup))
-      return op.kind + ": input box does not hold the groups' channels";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box does not hold the groups' channels");
   }
   if (!g.rows.viewCovers() || !g.cols.viewCovers())
-    return op.kind + ": input box does not hold the window (halo) of the "
-                     "output rows/cols";
+    return absl::InvalidArgumentError(
+        op.kind + ": input box does not hold the window (halo) of the "
+                  "output rows/cols");
   g.bias = inputs.size() == 3 && inputs[2].present() ? &inputs[2] : nullptr;
   if (g.bias && (g.bias->lo[0] > output.lo[1] || g.bias->hi[0] < output.hi[1]))
-    return op.kind + ": bias box does not hold the output channels";
+    return absl::InvalidArgumentError(
+        op.kind + ": bias box does not hold the output channels");
   g.addsBias = g.bias && g.weightCLo == 0;
-  return "";
+  return absl::OkStatus();
 }
 
 /// The bias grad a conv2d backward adds into: null unless the partition
@@ -238,14 +250,16 @@ struct TransposedConvGeometry : ConvGeometry {};
 /// Checked with the roles swapped; `inputs` are x, W and the optional bias,
 /// `output` the box of y (or dy).
 template <typename View>
-KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
                            const TensorView &output,
                            TransposedConvGeometry &g) {
   if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, weight and an optional bias";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, weight and an optional bias");
   const TensorView &input = inputs[0], &weight = inputs[1];
   if (input.rank() != 4 || weight.rank() != 4 || output.rank() != 4)
-    return op.kind + ": input, weight and result must have rank 4";
+    return absl::InvalidArgumentError(
+        op.kind + ": input, weight and result must have rank 4");
   return checkGeometry(op, std::vector<TensorView>{output, weight}, input,
                        static_cast<ConvGeometry &>(g));
 }
@@ -269,18 +283,20 @@ struct PoolGeometry {
 };
 
 template <typename View>
-KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
                            const TensorView &output, PoolGeometry &g) {
   if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 operand");
   const TensorView &input = inputs[0];
   if (input.rank() != 4 || output.rank() != 4)
-    return op.kind + ": input and result must have rank 4";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": input and result must have rank 4");
   std::vector<int64_t> kernel = op.getInts("kernel", {});
   std::vector<int64_t> strides = op.getInts("strides", {1, 1});
   std::vector<int64_t> pads = op.getInts("pads", {0, 0, 0, 0});
   if (kernel.size() != 2 || strides.size() != 2 || pads.size() != 4)
-    return op.kind + ": bad kernel, strides or pads";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": bad kernel, strides or pads");
   g.rows =
       makeAxis(input, output, 2, strides[0], pads[0], pads[2], kernel[0], 1);
   g.cols =
@@ -288,11 +304,13 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
   g.countIncludePad = op.getInt("count_include_pad", 0) != 0;
   for (int64_t d = 0; d < 2; ++d)
     if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
-      return op.kind + ": input box does not hold the output samples/channels";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box does not hold the output samples/channels");
   if (!g.rows.viewCovers() || !g.cols.viewCovers())
-    return op.kind + ": input box does not hold the window (halo) of the "
-                     "output rows/cols";
-  return "";
+    return absl::InvalidArgumentError(
+        op.kind + ": input box does not hold the window (halo) of the "
+                  "output rows/cols");
+  return absl::OkStatus();
 }
 
 /// The in-tensor part [first, last) of output position o's window, and its
@@ -331,23 +349,25 @@ struct GlobalPoolShape {
 };
 
 template <typename View>
-KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
                            const TensorView &output, GlobalPoolShape &s) {
   if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 operand");
   const TensorView &input = inputs[0];
   if (input.rank() < 2 || output.rank() != input.rank())
-    return op.kind + ": result must have the input's rank";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": result must have the input's rank");
   for (int64_t d = 0; d < 2; ++d)
     if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
-      return op.kind + ": input box does not hold the output samples/channels";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box does not hold the output samples/channels");
   s.count = 1;
   s.local = 1;
   for (int64_t d = 2; d < input.rank(); ++d) {
     s.count *= input.shape[d];
     s.local *= input.extent(d);
   }
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -357,24 +377,24 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
 /// A forward's checks: one result, and the geometry (ConvGeometry,
 /// TransposedConvGeometry, PoolGeometry or GlobalPoolShape) of its box.
 template <typename View, typename Geometry>
-KernelStatus forwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status forwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
                              const std::vector<View> &outputs, Geometry &g) {
   if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result");
   return checkGeometry(op, inputs, outputs[0], g);
 }
 
 /// A backward's checks: the grad boxes (checkGradBoxes), then the geometry
 /// of the result grad's box.
 template <typename View, typename Geometry>
-KernelStatus backwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status backwardGeometry(const OpDesc &op, const std::vector<View> &inputs,
                               const std::vector<View> &outputs,
                               const std::vector<View> &outputGrads,
                               const std::vector<View> &inputGrads,
                               Geometry &g) {
-  if (KernelStatus status =
+  if (absl::Status status =
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
+      !status.ok())
     return status;
   return checkGeometry(op, inputs, outputGrads[0], g);
 }

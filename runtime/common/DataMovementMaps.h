@@ -50,7 +50,7 @@ struct BoxCopy {
 
 /// The copy from `src` (read through `srcDims`) to `dst` (`dstDims`) over
 /// [lo, hi); an error if either view does not hold what the box reaches.
-inline KernelStatus
+inline absl::Status
 planCopy(const OpDesc &op, const std::vector<int64_t> &lo,
          const std::vector<int64_t> &hi, const TensorView &src,
          const std::vector<DimMap> &srcDims, const TensorView &dst,
@@ -58,8 +58,9 @@ planCopy(const OpDesc &op, const std::vector<int64_t> &lo,
   std::optional<StridedAccess> srcAccess = stridedAccess(src, lo, hi, srcDims);
   std::optional<StridedAccess> dstAccess = stridedAccess(dst, lo, hi, dstDims);
   if (!srcAccess || !dstAccess)
-    return op.kind + ": the " + (srcAccess ? "destination" : "source") +
-           " view does not hold what the partition's box reaches";
+    return absl::InvalidArgumentError(
+        op.kind + ": the " + (srcAccess ? "destination" : "source") +
+        " view does not hold what the partition's box reaches");
   copy = {lo, hi, std::move(*srcAccess), std::move(*dstAccess)};
   return {};
 }
@@ -79,22 +80,24 @@ struct CopyMap {
 
 /// Builds the map of the partition whose input-like view (the operand or its
 /// gradient) is `input` and result-like view is `result`.
-using CopyMapFn = KernelStatus (*)(const OpDesc &, const TensorView &input,
+using CopyMapFn = absl::Status (*)(const OpDesc &, const TensorView &input,
                                    const TensorView &result, CopyMap &);
 
 /// Result dim i is input dim permutation[i].
-inline KernelStatus transposeMap(const OpDesc &op, const TensorView &input,
+inline absl::Status transposeMap(const OpDesc &op, const TensorView &input,
                                  const TensorView &result, CopyMap &map) {
   std::vector<int64_t> permutation = op.getInts("permutation", {});
   int64_t rank = result.rank();
   if (static_cast<int64_t>(permutation.size()) != rank || input.rank() != rank)
-    return op.kind + ": permutation needs one entry per dim";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": permutation needs one entry per dim");
   map.inputDims.assign(rank, DimMap());
   std::vector<bool> seen(rank, false);
   for (int64_t i = 0; i < rank; ++i) {
     int64_t p = permutation[i];
     if (p < 0 || p >= rank || seen[p])
-      return op.kind + ": permutation is not a permutation of the input dims";
+      return absl::InvalidArgumentError(
+          op.kind + ": permutation is not a permutation of the input dims");
     seen[p] = true;
     map.inputDims[p] = DimMap::identity(i);
   }
@@ -105,7 +108,7 @@ inline KernelStatus transposeMap(const OpDesc &op, const TensorView &input,
 }
 
 /// result[i] = input[starts + i * steps] along every dim.
-inline KernelStatus sliceMap(const OpDesc &op, const TensorView &input,
+inline absl::Status sliceMap(const OpDesc &op, const TensorView &input,
                              const TensorView &result, CopyMap &map) {
   int64_t rank = result.rank();
   std::vector<int64_t> starts =
@@ -114,10 +117,11 @@ inline KernelStatus sliceMap(const OpDesc &op, const TensorView &input,
       op.getInts("steps", std::vector<int64_t>(rank, 1));
   if (static_cast<int64_t>(starts.size()) != rank ||
       static_cast<int64_t>(steps.size()) != rank || input.rank() != rank)
-    return op.kind + ": starts and steps need one entry per dim";
+    return absl::InvalidArgumentError(
+        op.kind + ": starts and steps need one entry per dim");
   for (int64_t d = 0; d < rank; ++d) {
     if (steps[d] < 1)
-      return op.kind + ": steps must be positive";
+      return absl::InvalidArgumentError(op.kind + ": steps must be positive");
     map.inputDims.push_back({d, steps[d], starts[d]});
   }
   map.lo = result.lo;
@@ -128,12 +132,13 @@ inline KernelStatus sliceMap(const OpDesc &op, const TensorView &input,
 
 /// result[i] = input[i - padLo] over the input, `value` elsewhere (negative
 /// pads crop).
-inline KernelStatus padMap(const OpDesc &op, const TensorView &input,
+inline absl::Status padMap(const OpDesc &op, const TensorView &input,
                            const TensorView &result, CopyMap &map) {
   int64_t rank = result.rank();
   std::vector<int64_t> pads = op.getInts("pads", {});
   if (static_cast<int64_t>(pads.size()) != 2 * rank || input.rank() != rank)
-    return op.kind + ": pads needs 2 entries per dim ([lo..., hi...])";
+    return absl::InvalidArgumentError(
+        op.kind + ": pads needs 2 entries per dim ([lo..., hi...])");
   map.fill = static_cast<float>(op.getFloat("value", 0.0));
   // The part of the result box that lies over the input.
   for (int64_t d = 0; d < rank; ++d) {
@@ -148,15 +153,15 @@ inline KernelStatus padMap(const OpDesc &op, const TensorView &input,
 /// A one-operand copy's forward: the copy input -> result, and the value of
 /// the result elements outside it (`fill`, if any).
 template <typename View>
-KernelStatus copyMapForward(const OpDesc &op, CopyMapFn mapOf,
+absl::Status copyMapForward(const OpDesc &op, CopyMapFn mapOf,
                             const std::vector<View> &inputs,
                             const std::vector<View> &outputs, BoxCopy &copy,
                             std::optional<float> &fill) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   const TensorView &input = inputs[0], &result = outputs[0];
   CopyMap map;
-  if (KernelStatus s = mapOf(op, input, result, map); !s.empty())
+  if (absl::Status s = mapOf(op, input, result, map); !s.ok())
     return s;
   fill = map.fill;
   return planCopy(op, map.lo, map.hi, input, map.inputDims, result,
@@ -167,21 +172,21 @@ KernelStatus copyMapForward(const OpDesc &op, CopyMapFn mapOf,
 /// back into the input gradient along the same map (none when the input
 /// gradient is not wanted).
 template <typename View>
-KernelStatus copyMapBackward(const OpDesc &op, CopyMapFn mapOf,
+absl::Status copyMapBackward(const OpDesc &op, CopyMapFn mapOf,
                              const std::vector<View> &inputs,
                              const std::vector<View> &outputs,
                              const std::vector<View> &outputGrads,
                              const std::vector<View> &inputGrads,
                              std::optional<BoxCopy> &copy) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const TensorView &dx = inputGrads[0], &dy = outputGrads[0];
   if (!dx.present())
     return {};
   CopyMap map;
-  if (KernelStatus s = mapOf(op, dx, dy, map); !s.empty())
+  if (absl::Status s = mapOf(op, dx, dy, map); !s.ok())
     return s;
   copy.emplace();
   return planCopy(op, map.lo, map.hi, dy, map.resultDims, dx, map.inputDims,
@@ -205,7 +210,7 @@ struct PieceMap {
 /// gradient) restricted to the piece: `whole`'s for concat, the piece's own
 /// for split (`wholeIsResult`).
 template <typename View>
-KernelStatus pieceMaps(const OpDesc &op, const TensorView &whole,
+absl::Status pieceMaps(const OpDesc &op, const TensorView &whole,
                        const std::vector<View> &pieces, bool wholeIsResult,
                        std::vector<PieceMap> &maps) {
   int64_t rank = whole.rank();
@@ -215,7 +220,8 @@ KernelStatus pieceMaps(const OpDesc &op, const TensorView &whole,
   int64_t offset = 0;
   for (const TensorView &piece : pieces) {
     if (piece.rank() != rank)
-      return op.kind + ": every piece needs the rank of the whole";
+      return absl::InvalidArgumentError(
+          op.kind + ": every piece needs the rank of the whole");
     int64_t size = piece.shape[axis];
     PieceMap map;
     map.lo = wholeIsResult ? whole.lo : piece.lo;
@@ -232,9 +238,10 @@ KernelStatus pieceMaps(const OpDesc &op, const TensorView &whole,
     offset += size;
   }
   if (offset != whole.shape[axis])
-    return op.kind + ": the pieces' sizes along axis " + std::to_string(axis) +
-           " add up to " + std::to_string(offset) + ", the whole has " +
-           std::to_string(whole.shape[axis]);
+    return absl::InvalidArgumentError(
+        op.kind + ": the pieces' sizes along axis " + std::to_string(axis) +
+        " add up to " + std::to_string(offset) + ", the whole has " +
+        std::to_string(whole.shape[axis]));
   return {};
 }
 
@@ -242,13 +249,13 @@ KernelStatus pieceMaps(const OpDesc &op, const TensorView &whole,
 /// else whole -> piece); none for a piece without data (a gradient nobody
 /// wants, or a result nobody reads).
 template <typename View>
-KernelStatus pieceCopies(const OpDesc &op, const TensorView &whole,
+absl::Status pieceCopies(const OpDesc &op, const TensorView &whole,
                          const std::vector<View> &pieces, bool wholeIsResult,
                          bool toWhole,
                          std::vector<std::optional<BoxCopy>> &copies) {
   std::vector<PieceMap> maps;
-  if (KernelStatus s = pieceMaps(op, whole, pieces, wholeIsResult, maps);
-      !s.empty())
+  if (absl::Status s = pieceMaps(op, whole, pieces, wholeIsResult, maps);
+      !s.ok())
     return s;
   copies.assign(pieces.size(), std::nullopt);
   std::vector<DimMap> wholeDims = identityDims(whole.rank());
@@ -257,12 +264,12 @@ KernelStatus pieceCopies(const OpDesc &op, const TensorView &whole,
       continue;
     const PieceMap &map = maps[i];
     copies[i].emplace();
-    KernelStatus s = toWhole
+    absl::Status s = toWhole
                          ? planCopy(op, map.lo, map.hi, pieces[i],
                                     map.pieceDims, whole, wholeDims, *copies[i])
                          : planCopy(op, map.lo, map.hi, whole, wholeDims,
                                     pieces[i], map.pieceDims, *copies[i]);
-    if (!s.empty())
+    if (!s.ok())
       return s;
   }
   return {};
@@ -271,16 +278,17 @@ KernelStatus pieceCopies(const OpDesc &op, const TensorView &whole,
 /// The forward's copies of concat (`concat`: copy i moves operand i into
 /// the result) or split (copy j moves the operand's piece into result j).
 template <typename View>
-KernelStatus pieceForwardCopies(const OpDesc &op, bool concat,
+absl::Status pieceForwardCopies(const OpDesc &op, bool concat,
                                 const std::vector<View> &inputs,
                                 const std::vector<View> &outputs,
                                 std::vector<std::optional<BoxCopy>> &copies) {
   if ((concat ? inputs : outputs).empty())
-    return op.kind + (concat ? ": expects at least one operand"
-                             : ": expects at least one result");
-  if (KernelStatus s = checkForwardArity(op, inputs, concat ? inputs.size() : 1,
+    return absl::InvalidArgumentError(
+        op.kind + (concat ? ": expects at least one operand"
+                          : ": expects at least one result"));
+  if (absl::Status s = checkForwardArity(op, inputs, concat ? inputs.size() : 1,
                                          outputs, concat ? 1 : outputs.size());
-      !s.empty())
+      !s.ok())
     return s;
   return concat ? pieceCopies(op, outputs[0], inputs, /*wholeIsResult=*/true,
                               /*toWhole=*/true, copies)
@@ -292,16 +300,16 @@ KernelStatus pieceForwardCopies(const OpDesc &op, bool concat,
 /// operand i's) or split (copy j adds result j's gradient into the
 /// operand's; none when the operand's gradient is not wanted).
 template <typename View>
-KernelStatus pieceBackwardCopies(const OpDesc &op, bool concat,
+absl::Status pieceBackwardCopies(const OpDesc &op, bool concat,
                                  const std::vector<View> &inputs,
                                  const std::vector<View> &outputs,
                                  const std::vector<View> &outputGrads,
                                  const std::vector<View> &inputGrads,
                                  std::vector<std::optional<BoxCopy>> &copies) {
-  if (KernelStatus s = checkBackwardArity(
+  if (absl::Status s = checkBackwardArity(
           op, inputs, concat ? inputs.size() : 1, outputs,
           concat ? 1 : outputs.size(), outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   copies.clear();
   if (concat)
@@ -349,7 +357,7 @@ inline std::optional<int64_t> flatRunStart(const TensorView &view) {
 /// r + shift of `from`; 0 for an empty `to`), -1 otherwise: then each
 /// element goes through its global flat index, and the backend checks that
 /// `from` holds them all (reshapeMissing).
-inline KernelStatus reshapeShift(const OpDesc &op, const TensorView &from,
+inline absl::Status reshapeShift(const OpDesc &op, const TensorView &from,
                                  const TensorView &to, int64_t &shift) {
   auto count = [](const std::vector<int64_t> &shape) {
     int64_t n = 1;
@@ -358,7 +366,8 @@ inline KernelStatus reshapeShift(const OpDesc &op, const TensorView &from,
     return n;
   };
   if (count(from.shape) != count(to.shape))
-    return op.kind + ": the input and result element counts differ";
+    return absl::InvalidArgumentError(
+        op.kind + ": the input and result element counts differ");
   shift = 0;
   int64_t n = to.numElements();
   if (n == 0)
@@ -375,9 +384,10 @@ inline KernelStatus reshapeShift(const OpDesc &op, const TensorView &from,
 
 /// The error of a reshape whose input view lacks an element the result
 /// box reads.
-inline KernelStatus reshapeMissing(const OpDesc &op) {
-  return op.kind + ": the input view does not hold every element the "
-                   "result box reads";
+inline absl::Status reshapeMissing(const OpDesc &op) {
+  return absl::InvalidArgumentError(
+      op.kind + ": the input view does not hold every element the "
+                "result box reads");
 }
 
 //===----------------------------------------------------------------------===//
@@ -396,7 +406,7 @@ struct GatherGeometry {
   StridedAccess result, index, data;
 };
 
-inline KernelStatus gatherGeometry(const OpDesc &op, const TensorView &data,
+inline absl::Status gatherGeometry(const OpDesc &op, const TensorView &data,
                                    const TensorView &indices,
                                    const TensorView &result,
                                    GatherGeometry &g) {
@@ -405,7 +415,8 @@ inline KernelStatus gatherGeometry(const OpDesc &op, const TensorView &data,
   if (g.axis < 0 || g.axis >= dataRank)
     return axisOutOfRange(op, op.getInt("axis", 0), dataRank);
   if (result.rank() != dataRank - 1 + indicesRank)
-    return op.kind + ": the result rank is not data rank - 1 + indices rank";
+    return absl::InvalidArgumentError(
+        op.kind + ": the result rank is not data rank - 1 + indices rank");
   std::vector<DimMap> dataDims, indexDims;
   for (int64_t d = 0; d < dataRank; ++d) {
     if (d < g.axis)
@@ -431,8 +442,9 @@ inline KernelStatus gatherGeometry(const OpDesc &op, const TensorView &data,
   std::optional<StridedAccess> dataAccess =
       stridedAccess(data, result.lo, result.hi, dataDims);
   if (!resultAccess || !indexAccess || !dataAccess)
-    return op.kind + ": the indices or data view does not hold what the "
-                     "result box reads";
+    return absl::InvalidArgumentError(
+        op.kind + ": the indices or data view does not hold what the "
+                  "result box reads");
   g.result = std::move(*resultAccess);
   g.index = std::move(*indexAccess);
   g.data = std::move(*dataAccess);
@@ -462,10 +474,11 @@ PPC_HD inline bool gatherRow(float value, int64_t rows, int64_t &row) {
 
 /// The error of an index value out of range (the last one in the walk's
 /// order of the result box).
-inline KernelStatus gatherIndexError(const OpDesc &op, float badIndex,
+inline absl::Status gatherIndexError(const OpDesc &op, float badIndex,
                                      int64_t rows) {
-  return op.kind + ": index " + std::to_string(badIndex) +
-         " is out of range for " + std::to_string(rows) + " rows";
+  return absl::InvalidArgumentError(
+      op.kind + ": index " + std::to_string(badIndex) +
+      " is out of range for " + std::to_string(rows) + " rows");
 }
 
 } // namespace ppc::runtime

@@ -76,7 +76,7 @@ struct NamedView {
 /// Accesses of `views` from the iteration box of `box` (the output view, or
 /// the output gradient in backward), each with numpy broadcasting; an error
 /// names the first view that does not hold what the box reads.
-inline KernelStatus broadcastAccesses(const OpDesc &op, const TensorView &box,
+inline absl::Status broadcastAccesses(const OpDesc &op, const TensorView &box,
                                       const std::vector<NamedView> &views,
                                       std::vector<StridedAccess> &accesses) {
   for (const NamedView &named : views) {
@@ -86,25 +86,27 @@ inline KernelStatus broadcastAccesses(const OpDesc &op, const TensorView &box,
       access = stridedAccess(view, box.lo, box.hi,
                              broadcastMaps(view.shape, box.lo.size()));
     if (!access)
-      return op.kind + ": the " + named.name +
-             " view does not hold what the output box reads";
+      return absl::InvalidArgumentError(
+          op.kind + ": the " + named.name +
+          " view does not hold what the output box reads");
     accesses.push_back(*access);
   }
   return {};
 }
 
 /// broadcastAccesses' check alone (a backend that indexes by itself).
-inline KernelStatus checkBroadcast(const OpDesc &op, const TensorView &box,
+inline absl::Status checkBroadcast(const OpDesc &op, const TensorView &box,
                                    const std::vector<NamedView> &views) {
   std::vector<StridedAccess> accesses;
   return broadcastAccesses(op, box, views, accesses);
 }
 
 /// Dropout's ratio attribute, checked: in [0, 1).
-inline KernelStatus dropoutRatio(const OpDesc &op, double &ratio) {
+inline absl::Status dropoutRatio(const OpDesc &op, double &ratio) {
   ratio = op.getFloat("ratio", 0.5);
   if (!(ratio >= 0 && ratio < 1))
-    return op.kind + ": ratio " + std::to_string(ratio) + " must be in [0, 1)";
+    return absl::InvalidArgumentError(
+        op.kind + ": ratio " + std::to_string(ratio) + " must be in [0, 1)");
   return {};
 }
 
@@ -121,7 +123,7 @@ PPC_HD inline float sigmoidOf(float x) {
 
 struct Relu {
   static constexpr bool hasKinks = true;
-  Relu(const OpDesc &, KernelStatus &) {}
+  Relu(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return x > 0 ? x : 0.0f; }
   PPC_HD float derivative(float x, float) const { return x > 0 ? 1.0f : 0.0f; }
 };
@@ -129,7 +131,7 @@ struct Relu {
 struct LeakyRelu {
   static constexpr bool hasKinks = true;
   float alpha;
-  LeakyRelu(const OpDesc &op, KernelStatus &)
+  LeakyRelu(const OpDesc &op, absl::Status &)
       : alpha(static_cast<float>(op.getFloat("alpha", 0.01))) {}
   PPC_HD float value(float x) const { return x < 0 ? alpha * x : x; }
   PPC_HD float derivative(float x, float) const { return x < 0 ? alpha : 1.0f; }
@@ -138,7 +140,7 @@ struct LeakyRelu {
 /// ppc.gelu's approximation, as its keyword or, as the plan file exports
 /// an I32EnumAttr, as its value (none = 0, tanh = 1); `error` says what is
 /// wrong with another one.
-inline std::string geluApproximation(const OpDesc &op, KernelStatus &error) {
+inline std::string geluApproximation(const OpDesc &op, absl::Status &error) {
   std::string approximation = op.getString("approximation", "none");
   auto it = op.attributes.find("approximation");
   if (it != op.attributes.end())
@@ -147,8 +149,9 @@ inline std::string geluApproximation(const OpDesc &op, KernelStatus &error) {
                       : *value == 1 ? "tanh"
                                     : std::to_string(*value);
   if (approximation != "none" && approximation != "tanh")
-    error = op.kind + ": unknown approximation '" + approximation +
-            "'; expected 'none' or 'tanh' (0 or 1)";
+    error = absl::InvalidArgumentError(op.kind + ": unknown approximation '" +
+                                       approximation +
+                                       "'; expected 'none' or 'tanh' (0 or 1)");
   return approximation;
 }
 
@@ -158,7 +161,7 @@ inline std::string geluApproximation(const OpDesc &op, KernelStatus &error) {
 struct GeluErf {
   static constexpr float kSqrtHalf = 0.70710678118654752f;
   static constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-  GeluErf(const OpDesc &, KernelStatus &) {}
+  GeluErf(const OpDesc &, absl::Status &) {}
   /// 1 + erf(x / sqrt 2), as erfc where erf is near -1.
   PPC_HD static float onePlusErf(float x) {
     const float e = erfcNonNegative(std::fabs(x) * kSqrtHalf);
@@ -174,7 +177,7 @@ struct GeluErf {
 struct GeluTanh {
   static constexpr float kSqrt2OverPi = 0.79788456080286536f;
   static constexpr float kCubic = 0.044715f;
-  GeluTanh(const OpDesc &, KernelStatus &) {}
+  GeluTanh(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const {
     return 0.5f * x *
            (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
@@ -187,13 +190,13 @@ struct GeluTanh {
 };
 
 struct Sigmoid {
-  Sigmoid(const OpDesc &, KernelStatus &) {}
+  Sigmoid(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return sigmoidOf(x); }
   PPC_HD float derivative(float, float y) const { return y * (1.0f - y); }
 };
 
 struct Tanh {
-  Tanh(const OpDesc &, KernelStatus &) {}
+  Tanh(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return std::tanh(x); }
   PPC_HD float derivative(float, float y) const { return 1.0f - y * y; }
 };
@@ -202,7 +205,7 @@ struct Tanh {
 struct Clip {
   static constexpr bool hasKinks = true;
   float lo, hi;
-  Clip(const OpDesc &op, KernelStatus &)
+  Clip(const OpDesc &op, absl::Status &)
       : lo(static_cast<float>(op.getFloat("min", -INFINITY))),
         hi(static_cast<float>(op.getFloat("max", INFINITY))) {}
   // Comparisons, not fmin/fmax: a NaN stays NaN (as numpy's clip), and the
@@ -214,32 +217,32 @@ struct Clip {
 };
 
 struct Sqrt {
-  Sqrt(const OpDesc &, KernelStatus &) {}
+  Sqrt(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return std::sqrt(x); }
   PPC_HD float derivative(float, float y) const { return 0.5f / y; }
 };
 
 struct Rsqrt {
-  Rsqrt(const OpDesc &, KernelStatus &) {}
+  Rsqrt(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return 1.0f / std::sqrt(x); }
   PPC_HD float derivative(float, float y) const { return -0.5f * y * y * y; }
 };
 
 struct Exp {
-  Exp(const OpDesc &, KernelStatus &) {}
+  Exp(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return std::exp(x); }
   PPC_HD float derivative(float, float y) const { return y; }
 };
 
 struct Log {
-  Log(const OpDesc &, KernelStatus &) {}
+  Log(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return std::log(x); }
   PPC_HD float derivative(float x, float) const { return 1.0f / x; }
 };
 
 struct Erf {
   static constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
-  Erf(const OpDesc &, KernelStatus &) {}
+  Erf(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return std::erf(x); }
   PPC_HD float derivative(float x, float) const {
     return kTwoOverSqrtPi * std::exp(-x * x);
@@ -247,14 +250,14 @@ struct Erf {
 };
 
 struct Neg {
-  Neg(const OpDesc &, KernelStatus &) {}
+  Neg(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return -x; }
   PPC_HD float derivative(float, float) const { return -1.0f; }
 };
 
 struct Abs {
   static constexpr bool hasKinks = true;
-  Abs(const OpDesc &, KernelStatus &) {}
+  Abs(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return std::fabs(x); }
   PPC_HD float derivative(float x, float) const {
     return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f;
@@ -262,13 +265,13 @@ struct Abs {
 };
 
 struct Reciprocal {
-  Reciprocal(const OpDesc &, KernelStatus &) {}
+  Reciprocal(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return 1.0f / x; }
   PPC_HD float derivative(float, float y) const { return -y * y; }
 };
 
 struct Silu {
-  Silu(const OpDesc &, KernelStatus &) {}
+  Silu(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return x * sigmoidOf(x); }
   PPC_HD float derivative(float x, float) const {
     const float s = sigmoidOf(x);
@@ -281,7 +284,7 @@ struct Silu {
 struct HardSigmoid {
   static constexpr bool hasKinks = true;
   float alpha, beta;
-  HardSigmoid(const OpDesc &op, KernelStatus &)
+  HardSigmoid(const OpDesc &op, absl::Status &)
       : alpha(static_cast<float>(op.getFloat("alpha", 0.2))),
         beta(static_cast<float>(op.getFloat("beta", 0.5))) {}
   PPC_HD float value(float x) const {
@@ -297,7 +300,7 @@ struct HardSigmoid {
 /// x * hard_sigmoid(x) with alpha = 1/6, beta = 1/2 (ONNX HardSwish).
 struct HardSwish {
   static constexpr bool hasKinks = true;
-  HardSwish(const OpDesc &, KernelStatus &) {}
+  HardSwish(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const {
     return x <= -3.0f ? 0.0f : (x >= 3.0f ? x : x * (x + 3.0f) / 6.0f);
   }
@@ -309,7 +312,7 @@ struct HardSwish {
 /// alpha (e^x - 1) below 0 (expm1: exact near 0).
 struct Elu {
   float alpha;
-  Elu(const OpDesc &op, KernelStatus &)
+  Elu(const OpDesc &op, absl::Status &)
       : alpha(static_cast<float>(op.getFloat("alpha", 1.0))) {}
   PPC_HD float value(float x) const {
     return x > 0 ? x : alpha * std::expm1(x);
@@ -322,7 +325,7 @@ struct Elu {
 /// gamma * elu_alpha(x), with ONNX's defaults.
 struct Selu {
   float alpha, gamma;
-  Selu(const OpDesc &op, KernelStatus &)
+  Selu(const OpDesc &op, absl::Status &)
       : alpha(static_cast<float>(
             op.getFloat("alpha", 1.67326319217681884765625))),
         gamma(static_cast<float>(
@@ -341,14 +344,14 @@ PPC_HD inline float softplusOf(float x) {
 }
 
 struct Softplus {
-  Softplus(const OpDesc &, KernelStatus &) {}
+  Softplus(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return softplusOf(x); }
   PPC_HD float derivative(float x, float) const { return sigmoidOf(x); }
 };
 
 /// x tanh(softplus(x)); d/dx = t + x sigmoid(x) (1 - t^2).
 struct Mish {
-  Mish(const OpDesc &, KernelStatus &) {}
+  Mish(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return x * std::tanh(softplusOf(x)); }
   PPC_HD float derivative(float x, float) const {
     const float t = std::tanh(softplusOf(x));
@@ -386,7 +389,7 @@ struct Cast {
   enum Target : int { Float, Half, BFloat16, Bool, Integer };
   int target = Float;
 
-  Cast(const OpDesc &op, KernelStatus &error) {
+  Cast(const OpDesc &op, absl::Status &error) {
     std::string to = op.getString("to", "f32");
     if (to == "i1")
       target = Bool;
@@ -397,7 +400,8 @@ struct Cast {
     else if (isIntegerType(to))
       target = Integer;
     else if (!isFloatType(to))
-      error = op.kind + ": unknown target type '" + to + "'";
+      error = absl::InvalidArgumentError(op.kind + ": unknown target type '" +
+                                         to + "'");
   }
   PPC_HD float value(float x) const {
     switch (target) {
@@ -438,7 +442,7 @@ private:
 };
 
 struct Not {
-  Not(const OpDesc &, KernelStatus &) {}
+  Not(const OpDesc &, absl::Status &) {}
   PPC_HD float value(float x) const { return x == 0 ? 1.0f : 0.0f; }
   PPC_HD float derivative(float, float) const { return 0.0f; }
 };
@@ -602,7 +606,7 @@ struct CumSumLines {
 /// The lines of ppc.cumsum over `box` (the output, or the output gradient),
 /// checking that every view holds exactly that box and that the box holds
 /// the whole axis.
-inline KernelStatus cumsumLines(const OpDesc &op, const TensorView &box,
+inline absl::Status cumsumLines(const OpDesc &op, const TensorView &box,
                                 const std::vector<NamedView> &views,
                                 CumSumLines &lines) {
   const int64_t rank = static_cast<int64_t>(box.shape.size());
@@ -613,11 +617,12 @@ inline KernelStatus cumsumLines(const OpDesc &op, const TensorView &box,
     axis += rank;
   for (const NamedView &named : views)
     if (!(named.view->shape == box.shape && sameBox(*named.view, box)))
-      return op.kind + ": the " + named.name +
-             " view does not hold the output box";
+      return absl::InvalidArgumentError(op.kind + ": the " + named.name +
+                                        " view does not hold the output box");
   if (box.lo[axis] != 0 || box.hi[axis] != box.shape[axis])
-    return op.kind + ": the output box does not hold the whole axis " +
-           std::to_string(axis);
+    return absl::InvalidArgumentError(
+        op.kind + ": the output box does not hold the whole axis " +
+        std::to_string(axis));
   lines.exclusive = op.getInt("exclusive", 0) != 0;
   lines.reverse = op.getInt("reverse", 0) != 0;
   lines.length = box.shape[axis];

@@ -88,15 +88,15 @@ inline std::vector<int64_t> extentsOf(const std::vector<int64_t> &lo,
 
 /// Checks the numbers of views a kernel got (`what`: "views" of operands and
 /// results, or "gradient views").
-inline KernelStatus expectArity(const OpDesc &op, const char *what,
+inline absl::Status expectArity(const OpDesc &op, const char *what,
                                 size_t operands, size_t expectedOperands,
                                 size_t results, size_t expectedResults) {
   if (operands == expectedOperands && results == expectedResults)
     return {};
-  return op.kind + ": expects " + std::to_string(expectedOperands) +
-         " operand and " + std::to_string(expectedResults) + " result " + what +
-         ", got " + std::to_string(operands) + " and " +
-         std::to_string(results);
+  return absl::InvalidArgumentError(
+      op.kind + ": expects " + std::to_string(expectedOperands) +
+      " operand and " + std::to_string(expectedResults) + " result " + what +
+      ", got " + std::to_string(operands) + " and " + std::to_string(results));
 }
 
 template <typename View> bool sameBox(const View &a, const View &b) {
@@ -108,20 +108,23 @@ template <typename View> bool sameBox(const View &a, const View &b) {
 /// (a backward that does not read them): then only the operands are checked.
 /// `View`: a TensorView, or a backend's view derived from one.
 template <typename View>
-KernelStatus checkGradBoxes(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status checkGradBoxes(const OpDesc &op, const std::vector<View> &inputs,
                             const std::vector<View> &outputs,
                             const std::vector<View> &outputGrads,
                             const std::vector<View> &inputGrads) {
   if ((!outputs.empty() && outputGrads.size() != outputs.size()) ||
       inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects one grad per result and per operand");
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!sameBox(outputGrads[i], outputs[i]))
-      return op.kind + ": result grad box differs from the result box";
+      return absl::InvalidArgumentError(
+          op.kind + ": result grad box differs from the result box");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputGrads[i].present() && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
+      return absl::InvalidArgumentError(
+          op.kind + ": operand grad box differs from the operand box");
+  return absl::OkStatus();
 }
 
 /// An axis attribute counted from the back when negative.
@@ -131,7 +134,7 @@ inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
 
 /// The forward's views: `numInputs` operands and `numOutputs` results.
 template <typename View>
-KernelStatus
+absl::Status
 checkForwardArity(const OpDesc &op, const std::vector<View> &inputs,
                   size_t numInputs, const std::vector<View> &outputs,
                   size_t numOutputs) {
@@ -141,14 +144,14 @@ checkForwardArity(const OpDesc &op, const std::vector<View> &inputs,
 
 /// The forward views' counts, and one gradient view per operand and result.
 template <typename View>
-KernelStatus
+absl::Status
 checkBackwardArity(const OpDesc &op, const std::vector<View> &inputs,
                    size_t numInputs, const std::vector<View> &outputs,
                    size_t numOutputs, const std::vector<View> &outputGrads,
                    const std::vector<View> &inputGrads) {
-  if (KernelStatus s =
+  if (absl::Status s =
           checkForwardArity(op, inputs, numInputs, outputs, numOutputs);
-      !s.empty())
+      !s.ok())
     return s;
   if (inputGrads.size() != inputs.size() ||
       outputGrads.size() != outputs.size())
@@ -158,10 +161,11 @@ checkBackwardArity(const OpDesc &op, const std::vector<View> &inputs,
 }
 
 /// An axis attribute (as given, before normalizeAxis) outside the rank.
-inline KernelStatus axisOutOfRange(const OpDesc &op, int64_t axis,
+inline absl::Status axisOutOfRange(const OpDesc &op, int64_t axis,
                                    int64_t rank) {
-  return op.kind + ": axis " + std::to_string(axis) +
-         " is out of range for rank " + std::to_string(rank);
+  return absl::InvalidArgumentError(op.kind + ": axis " + std::to_string(axis) +
+                                    " is out of range for rank " +
+                                    std::to_string(rank));
 }
 
 } // namespace ppc::runtime

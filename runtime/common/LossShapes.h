@@ -34,28 +34,30 @@ namespace ppc::runtime {
 
 /// One scalar result (the loss, or its grad) with data.
 template <typename View>
-KernelStatus checkScalarResult(const OpDesc &op,
+absl::Status checkScalarResult(const OpDesc &op,
                                const std::vector<View> &results) {
   if (results.size() != 1 || results[0].rank() != 0 || !results[0].present())
-    return op.kind + ": expects one scalar result";
-  return "";
+    return absl::InvalidArgumentError(op.kind + ": expects one scalar result");
+  return absl::OkStatus();
 }
 
 /// A loss backward's views: the scalar result grad, one grad per operand,
 /// each wanted one on its operand's box.
 template <typename View>
-KernelStatus checkLossGradViews(const OpDesc &op,
+absl::Status checkLossGradViews(const OpDesc &op,
                                 const std::vector<View> &inputs,
                                 const std::vector<View> &outputGrads,
                                 const std::vector<View> &inputGrads) {
-  if (KernelStatus status = checkScalarResult(op, outputGrads); !status.empty())
+  if (absl::Status status = checkScalarResult(op, outputGrads); !status.ok())
     return status;
   if (inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per operand";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": expects one grad per operand");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputGrads[i].present() && !sameBox(inputGrads[i], inputs[i]))
-      return op.kind + ": operand grad box differs from the operand box";
-  return "";
+      return absl::InvalidArgumentError(
+          op.kind + ": operand grad box differs from the operand box");
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -75,50 +77,53 @@ struct CrossEntropyShape {
 /// after stage 0) and [2, rows] sums of exp(x - max) and the label's logit
 /// (summed after stage 1), which the backward reads.
 template <typename View>
-KernelStatus
+absl::Status
 crossEntropyShape(const OpDesc &op, const std::vector<View> &inputs,
                   const std::vector<View> &scratch, CrossEntropyShape &shape) {
   if (inputs.size() != 2)
-    return op.kind + ": expects logits and labels";
+    return absl::InvalidArgumentError(op.kind + ": expects logits and labels");
   const TensorView &logits = inputs[0], &labels = inputs[1];
   if (logits.rank() != 2 || labels.rank() != 1)
-    return op.kind + ": logits must be [N, C] and labels [N]";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": logits must be [N, C] and labels [N]");
   shape = {logits.lo[0], logits.hi[0],    logits.lo[1],
            logits.hi[1], logits.shape[1], logits.shape[0]};
   if (labels.lo[0] > shape.rowLo || labels.hi[0] < shape.rowHi)
-    return op.kind + ": labels box does not hold the logits rows";
+    return absl::InvalidArgumentError(
+        op.kind + ": labels box does not hold the logits rows");
   if (scratch.size() < 2 || scratch[0].rank() != 1 ||
       scratch[0].extent(0) != shape.rows() || scratch[1].rank() != 2 ||
       scratch[1].extent(0) != 2 || scratch[1].extent(1) != shape.rows() ||
       !scratch[0].present() || !scratch[1].present())
-    return op.kind + ": expects [" + std::to_string(shape.rows()) +
-           "] and [2, " + std::to_string(shape.rows()) + "] scratch buffers";
-  return "";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects [" + std::to_string(shape.rows()) + "] and [2, " +
+        std::to_string(shape.rows()) + "] scratch buffers");
+  return absl::OkStatus();
 }
 
 /// A forward's checks: the scalar result, then the shape.
 template <typename View>
-KernelStatus crossEntropyForwardShape(const OpDesc &op,
+absl::Status crossEntropyForwardShape(const OpDesc &op,
                                       const std::vector<View> &inputs,
                                       const std::vector<View> &outputs,
                                       const std::vector<View> &scratch,
                                       CrossEntropyShape &shape) {
-  if (KernelStatus status = checkScalarResult(op, outputs); !status.empty())
+  if (absl::Status status = checkScalarResult(op, outputs); !status.ok())
     return status;
   return crossEntropyShape(op, inputs, scratch, shape);
 }
 
 /// A backward's checks: the grad views, then the shape.
 template <typename View>
-KernelStatus crossEntropyBackwardShape(const OpDesc &op,
+absl::Status crossEntropyBackwardShape(const OpDesc &op,
                                        const std::vector<View> &inputs,
                                        const std::vector<View> &outputGrads,
                                        const std::vector<View> &inputGrads,
                                        const std::vector<View> &scratch,
                                        CrossEntropyShape &shape) {
-  if (KernelStatus status =
+  if (absl::Status status =
           checkLossGradViews(op, inputs, outputGrads, inputGrads);
-      !status.empty())
+      !status.ok())
     return status;
   return crossEntropyShape(op, inputs, scratch, shape);
 }
@@ -131,22 +136,23 @@ PPC_HD inline bool isClass(float value, int64_t classes) {
 }
 
 /// The error of a label that is not a class.
-inline KernelStatus labelError(const OpDesc &op, float value, int64_t row,
+inline absl::Status labelError(const OpDesc &op, float value, int64_t row,
                                int64_t classes) {
-  return op.kind + ": label " + std::to_string(value) + " of row " +
-         std::to_string(row) + " is not a class in [0, " +
-         std::to_string(classes) + ")";
+  return absl::InvalidArgumentError(
+      op.kind + ": label " + std::to_string(value) + " of row " +
+      std::to_string(row) + " is not a class in [0, " +
+      std::to_string(classes) + ")");
 }
 
 /// Checks that every held row's label is a class (`labels`: the values of
 /// rows [rowLo, rowHi), where the backend reads them); the first that is
 /// not is the error.
-inline KernelStatus checkLabels(const OpDesc &op, const float *labels,
+inline absl::Status checkLabels(const OpDesc &op, const float *labels,
                                 const CrossEntropyShape &shape) {
   for (int64_t i = 0; i < shape.rows(); ++i)
     if (!isClass(labels[i], shape.classes))
       return labelError(op, labels[i], shape.rowLo + i, shape.classes);
-  return "";
+  return absl::OkStatus();
 }
 
 /// Stage 2: the rows' mean loss, sum of max + log(sum) - picked over the
@@ -183,36 +189,38 @@ PPC_HD inline float crossEntropyMean(const float *max, const float *sums,
 /// Checks that prediction and target hold the same box; `count` is the
 /// global element count.
 template <typename View>
-KernelStatus mseShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status mseShape(const OpDesc &op, const std::vector<View> &inputs,
                       int64_t &count) {
   if (inputs.size() != 2)
-    return op.kind + ": expects prediction and target";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": expects prediction and target");
   if (inputs[0].shape != inputs[1].shape || !sameBox(inputs[0], inputs[1]))
-    return op.kind + ": prediction and target boxes differ";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": prediction and target boxes differ");
   count = 1;
   for (int64_t size : inputs[0].shape)
     count *= size;
-  return "";
+  return absl::OkStatus();
 }
 
 /// A forward's checks: the scalar result, then the shape.
 template <typename View>
-KernelStatus mseForwardShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status mseForwardShape(const OpDesc &op, const std::vector<View> &inputs,
                              const std::vector<View> &outputs, int64_t &count) {
-  if (KernelStatus status = checkScalarResult(op, outputs); !status.empty())
+  if (absl::Status status = checkScalarResult(op, outputs); !status.ok())
     return status;
   return mseShape(op, inputs, count);
 }
 
 /// A backward's checks: the grad views, then the shape.
 template <typename View>
-KernelStatus mseBackwardShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status mseBackwardShape(const OpDesc &op, const std::vector<View> &inputs,
                               const std::vector<View> &outputGrads,
                               const std::vector<View> &inputGrads,
                               int64_t &count) {
-  if (KernelStatus status =
+  if (absl::Status status =
           checkLossGradViews(op, inputs, outputGrads, inputGrads);
-      !status.empty())
+      !status.ok())
     return status;
   return mseShape(op, inputs, count);
 }

@@ -51,15 +51,17 @@ struct BatchNormShape {
 };
 
 template <typename View>
-KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status normShape(const OpDesc &op, const std::vector<View> &inputs,
                        const TensorView &output, BatchNormShape &shape) {
   if (inputs.size() != 5)
-    return op.kind + ": expects input, scale, bias, mean and variance";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, scale, bias, mean and variance");
   const TensorView &input = inputs[Input];
   if (input.rank() < 2)
-    return op.kind + ": input must have rank >= 2";
+    return absl::InvalidArgumentError(op.kind + ": input must have rank >= 2");
   if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
+    return absl::InvalidArgumentError(
+        op.kind + ": result box differs from the input box");
   shape.cLo = input.lo[1];
   shape.cHi = input.hi[1];
   shape.samples = input.extent(0);
@@ -70,10 +72,11 @@ KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
     const TensorView &perChannel = inputs[i];
     if (perChannel.rank() != 1 || perChannel.lo[0] > shape.cLo ||
         perChannel.hi[0] < shape.cHi)
-      return op.kind + ": scale, bias, mean and variance boxes must hold the "
-                       "input's channels";
+      return absl::InvalidArgumentError(
+          op.kind + ": scale, bias, mean and variance boxes must hold the "
+                    "input's channels");
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// The held channels [cLo, cHi) of a per-channel view (null if absent).
@@ -83,16 +86,17 @@ inline float *channelsOf(const TensorView &view, const BatchNormShape &shape) {
 
 /// Row 0, channel cLo, of a [rows, C] scratch view, which must hold every
 /// row and the held channels; `stride` is its row length.
-inline KernelStatus scratchRows(const OpDesc &op, const TensorView &scratch,
+inline absl::Status scratchRows(const OpDesc &op, const TensorView &scratch,
                                 int64_t rows, const BatchNormShape &shape,
                                 float *&at, int64_t &stride) {
   if (scratch.rank() != 2 || scratch.lo[0] != 0 || scratch.hi[0] != rows ||
       scratch.lo[1] > shape.cLo || scratch.hi[1] < shape.cHi || !scratch.data)
-    return op.kind + ": scratch must be a [" + std::to_string(rows) +
-           ", channels] buffer holding the input's channels";
+    return absl::InvalidArgumentError(
+        op.kind + ": scratch must be a [" + std::to_string(rows) +
+        ", channels] buffer holding the input's channels");
   stride = scratch.extent(1);
   at = scratch.data + (shape.cLo - scratch.lo[1]);
-  return "";
+  return absl::OkStatus();
 }
 
 /// One channel's batch statistics from its summed sum, sum of squares and
@@ -141,14 +145,15 @@ PPC_HD inline void addRunningStatGrads(double sumDy, double sumDyXhat,
 
 /// The checks layer_norm and softmax share: the result box is the input
 /// box, and the "axis" attribute (from the back when negative) names a dim.
-inline KernelStatus normAxis(const OpDesc &op, const TensorView &input,
+inline absl::Status normAxis(const OpDesc &op, const TensorView &input,
                              const TensorView &output, int64_t &axis) {
   if (!sameBox(input, output))
-    return op.kind + ": result box differs from the input box";
+    return absl::InvalidArgumentError(
+        op.kind + ": result box differs from the input box");
   axis = normalizeAxis(op.getInt("axis", -1), input.rank());
   if (axis < 0 || axis >= input.rank())
-    return op.kind + ": axis out of range";
-  return "";
+    return absl::InvalidArgumentError(op.kind + ": axis out of range");
+  return absl::OkStatus();
 }
 
 /// The input box as `rows` rows of `width` normalized elements.
@@ -157,13 +162,14 @@ struct RowShape {
 };
 
 template <typename View>
-KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status normShape(const OpDesc &op, const std::vector<View> &inputs,
                        const TensorView &output, RowShape &shape) {
   if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, scale and an optional bias";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, scale and an optional bias");
   const TensorView &input = inputs[0];
   int64_t rank = input.rank(), axis = 0;
-  if (KernelStatus status = normAxis(op, input, output, axis); !status.empty())
+  if (absl::Status status = normAxis(op, input, output, axis); !status.ok())
     return status;
   shape.rows = 1;
   shape.width = 1;
@@ -173,13 +179,15 @@ KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
       continue;
     }
     if (input.lo[d] != 0 || input.hi[d] != input.shape[d])
-      return op.kind + ": input box must hold the normalized dims whole";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box must hold the normalized dims whole");
     shape.width *= input.shape[d];
   }
   for (size_t i = 1; i < inputs.size(); ++i)
     if (!inputs[i].isWhole() || inputs[i].numElements() != shape.width)
-      return op.kind + ": scale and bias must hold the normalized dims whole";
-  return "";
+      return absl::InvalidArgumentError(
+          op.kind + ": scale and bias must hold the normalized dims whole");
+  return absl::OkStatus();
 }
 
 /// Mean and 1 / sqrt(variance + epsilon) of one row (two passes, double);
@@ -207,22 +215,23 @@ struct AxisShape {
 };
 
 template <typename View>
-KernelStatus normShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status normShape(const OpDesc &op, const std::vector<View> &inputs,
                        const TensorView &output, AxisShape &shape) {
   if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 operand");
   const TensorView &input = inputs[0];
   int64_t rank = input.rank(), axis = 0;
-  if (KernelStatus status = normAxis(op, input, output, axis); !status.empty())
+  if (absl::Status status = normAxis(op, input, output, axis); !status.ok())
     return status;
   if (input.lo[axis] != 0 || input.hi[axis] != input.shape[axis])
-    return op.kind + ": input box must hold the softmax axis whole";
+    return absl::InvalidArgumentError(
+        op.kind + ": input box must hold the softmax axis whole");
   shape = {1, input.shape[axis], 1};
   for (int64_t d = 0; d < axis; ++d)
     shape.outer *= input.extent(d);
   for (int64_t d = axis + 1; d < rank; ++d)
     shape.inner *= input.extent(d);
-  return "";
+  return absl::OkStatus();
 }
 
 /// Softmax (or log_softmax) of one line of `size` elements `step` apart, in
@@ -276,28 +285,29 @@ PPC_HD inline void softmaxGradLine(In y, In dy, Out dx, int64_t size,
 
 /// A forward's checks: one result, whose box `shape` is.
 template <typename View, typename Shape>
-KernelStatus normForwardShape(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status normForwardShape(const OpDesc &op, const std::vector<View> &inputs,
                               const std::vector<View> &outputs, Shape &shape) {
   if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result");
   return normShape(op, inputs, outputs[0], shape);
 }
 
 /// A backward's checks: the gradient boxes, the forward's result where the
 /// backward reads it (softmax), then `shape`.
 template <typename View, typename Shape>
-KernelStatus normBackwardShape(const OpDesc &op,
+absl::Status normBackwardShape(const OpDesc &op,
                                const std::vector<View> &inputs,
                                const std::vector<View> &outputs,
                                const std::vector<View> &outputGrads,
                                const std::vector<View> &inputGrads,
                                bool readsResult, Shape &shape) {
-  if (KernelStatus status =
+  if (absl::Status status =
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
+      !status.ok())
     return status;
   if (readsResult && (outputs.size() != 1 || !outputs[0].present()))
-    return op.kind + ": backward needs the forward result";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": backward needs the forward result");
   return normShape(op, inputs, outputGrads[0], shape);
 }
 

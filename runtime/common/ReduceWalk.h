@@ -51,13 +51,13 @@ struct ReduceWalk {
 /// output-like view is `output` (the operand and result, or their
 /// gradients): the output box along the kept dims, the input box along the
 /// reduced ones.
-inline KernelStatus reduceWalk(const OpDesc &op, Reduction kind,
+inline absl::Status reduceWalk(const OpDesc &op, Reduction kind,
                                const TensorView &input,
                                const TensorView &output, ReduceWalk &walk) {
   int64_t rank = input.rank();
   std::vector<int64_t> axes = op.getInts("axes", {});
   if (axes.empty())
-    return op.kind + ": expects at least one axis";
+    return absl::InvalidArgumentError(op.kind + ": expects at least one axis");
   walk.reduced.assign(rank, false);
   for (int64_t axis : axes) {
     int64_t d = normalizeAxis(axis, rank);
@@ -73,8 +73,9 @@ inline KernelStatus reduceWalk(const OpDesc &op, Reduction kind,
       walk.outputDims.push_back(DimMap::fixed(0));
   }
   if (output.rank() != static_cast<int64_t>(walk.outputDims.size()))
-    return op.kind + ": the result has rank " + std::to_string(output.rank()) +
-           ", expected " + std::to_string(walk.outputDims.size());
+    return absl::InvalidArgumentError(
+        op.kind + ": the result has rank " + std::to_string(output.rank()) +
+        ", expected " + std::to_string(walk.outputDims.size()));
 
   walk.lo.resize(rank);
   walk.hi.resize(rank);
@@ -86,8 +87,9 @@ inline KernelStatus reduceWalk(const OpDesc &op, Reduction kind,
       walk.hi[d] = input.hi[d];
       if (kind == Reduction::Max &&
           (input.lo[d] != 0 || input.hi[d] != input.shape[d]))
-        return op.kind + ": reduced dim " + std::to_string(d) +
-               " must not be split";
+        return absl::InvalidArgumentError(op.kind + ": reduced dim " +
+                                          std::to_string(d) +
+                                          " must not be split");
       if (keepDims)
         ++outDim;
       continue;
@@ -102,7 +104,7 @@ inline KernelStatus reduceWalk(const OpDesc &op, Reduction kind,
 /// Accesses of the views from the walk, input-like ones (read at the walk's
 /// points) first, then output-like ones (read through outputDims); an
 /// error names the first view that does not hold what the walk reads.
-inline KernelStatus
+inline absl::Status
 reduceAccesses(const OpDesc &op, const ReduceWalk &walk,
                const std::vector<const TensorView *> &inputLike,
                const std::vector<const TensorView *> &outputLike,
@@ -111,14 +113,16 @@ reduceAccesses(const OpDesc &op, const ReduceWalk &walk,
     std::optional<StridedAccess> access =
         identityAccess(*view, walk.lo, walk.hi);
     if (!access)
-      return op.kind + ": the input view does not hold the output box's rows";
+      return absl::InvalidArgumentError(
+          op.kind + ": the input view does not hold the output box's rows");
     accesses.push_back(*access);
   }
   for (const TensorView *view : outputLike) {
     std::optional<StridedAccess> access =
         stridedAccess(*view, walk.lo, walk.hi, walk.outputDims);
     if (!access)
-      return op.kind + ": the output view does not match the input view";
+      return absl::InvalidArgumentError(
+          op.kind + ": the output view does not match the input view");
     accesses.push_back(*access);
   }
   return {};

@@ -208,7 +208,7 @@ template <typename Enum>
 Enum resizeKeyword(const OpDesc &op, const std::string &name,
                    const std::string &fallback,
                    const std::vector<std::string> &keywords,
-                   KernelStatus &error) {
+                   absl::Status &error) {
   const std::string value = op.getString(name, fallback);
   for (size_t i = 0; i < keywords.size(); ++i)
     if (keywords[i] == value)
@@ -216,23 +216,24 @@ Enum resizeKeyword(const OpDesc &op, const std::string &name,
   std::string list;
   for (const std::string &k : keywords)
     list += (list.empty() ? "'" : ", '") + k + "'";
-  if (error.empty())
-    error = op.kind + ": unknown " + name + " '" + value +
-            "'; expected one of " + list;
+  if (error.ok())
+    error = absl::InvalidArgumentError(op.kind + ": unknown " + name + " '" +
+                                       value + "'; expected one of " + list);
   return static_cast<Enum>(0);
 }
 
 /// Reads the op's attributes and checks the views: rank 4, whole input
 /// planes, the input box holding the result's samples and channels.
 template <typename View>
-KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
+absl::Status checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
                            const TensorView &output, ResizeGeometry &g) {
   if (inputs.size() != 1)
-    return op.kind + ": expects 1 operand";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 operand");
   const TensorView &input = inputs[0];
   if (input.rank() != 4 || output.rank() != 4)
-    return op.kind + ": input and result must have rank 4";
-  KernelStatus error;
+    return absl::InvalidArgumentError(op.kind +
+                                      ": input and result must have rank 4");
+  absl::Status error;
   g.mode = resizeKeyword<ResizeMode>(op, "mode", "nearest",
                                      {"nearest", "linear", "cubic"}, error);
   g.coordinates = resizeKeyword<ResizeCoordinates>(
@@ -243,7 +244,7 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
   g.rounding = resizeKeyword<ResizeRounding>(
       op, "nearest_mode", "round_prefer_floor",
       {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
   g.cubicA = op.getFloat("cubic_coeff_a", -0.75);
   g.excludeOutside = op.getInt("exclude_outside", 0) != 0;
@@ -254,7 +255,8 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
           ? nullptr
           : std::get_if<std::vector<double>>(&scales->second);
   if (!s || s->size() != 2 || !((*s)[0] > 0) || !((*s)[1] > 0))
-    return op.kind + ": 'scales' must be 2 positive numbers (H, W)";
+    return absl::InvalidArgumentError(
+        op.kind + ": 'scales' must be 2 positive numbers (H, W)");
   std::vector<double> roi = {0, 0, 1, 1};
   if (g.coordinates == ResizeCoordinates::TfCropAndResize) {
     auto it = op.attributes.find("roi");
@@ -263,20 +265,24 @@ KernelStatus checkGeometry(const OpDesc &op, const std::vector<View> &inputs,
             ? nullptr
             : std::get_if<std::vector<double>>(&it->second);
     if (!r || r->size() != 4)
-      return op.kind + ": tf_crop_and_resize needs a 'roi' of 4 numbers";
+      return absl::InvalidArgumentError(
+          op.kind + ": tf_crop_and_resize needs a 'roi' of 4 numbers");
     roi = *r;
   }
   g.rows = {input.shape[2], output.shape[2], (*s)[0], roi[0], roi[2]};
   g.cols = {input.shape[3], output.shape[3], (*s)[1], roi[1], roi[3]};
   if (input.shape[0] != output.shape[0] || input.shape[1] != output.shape[1])
-    return op.kind + ": input and result differ in samples or channels";
+    return absl::InvalidArgumentError(
+        op.kind + ": input and result differ in samples or channels");
   for (int64_t d = 0; d < 2; ++d)
     if (input.lo[d] > output.lo[d] || input.hi[d] < output.hi[d])
-      return op.kind + ": input box does not hold the output samples/channels";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box does not hold the output samples/channels");
   for (int64_t d = 2; d < 4; ++d)
     if (input.lo[d] != 0 || input.hi[d] != input.shape[d])
-      return op.kind + ": input box must hold whole planes (rows and cols)";
-  return "";
+      return absl::InvalidArgumentError(
+          op.kind + ": input box must hold whole planes (rows and cols)");
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

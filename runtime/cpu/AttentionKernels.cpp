@@ -93,18 +93,18 @@ void forEachFactor(const AttentionRanges &r, const RowTile &tile,
   }
 }
 
-KernelStatus attentionForward(const OpDesc &op, const KernelContext &ctx,
+absl::Status attentionForward(const OpDesc &op, const KernelContext &ctx,
                               const std::vector<TensorView> &inputs,
                               std::vector<TensorView> &outputs,
                               std::vector<TensorView> &) {
   AttentionRanges r;
-  if (KernelStatus s = forwardRanges(op, ctx, inputs, outputs, r); !s.empty())
+  if (absl::Status s = forwardRanges(op, ctx, inputs, outputs, r); !s.ok())
     return s;
   TensorView &result = outputs[0];
   const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   std::vector<RowTile> tiles = rowTiles(r);
   if (tiles.empty())
-    return "";
+    return absl::OkStatus();
   std::vector<float> p(blockSize(tiles));
   DropoutMask mask(op.getInt("seed", 0), ctx.step, r.ratio);
   forEachIndex(r.batchLo, r.batchHi, [&](const std::vector<int64_t> &batch) {
@@ -122,29 +122,29 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &ctx,
            result.data + offsetIn(result, batch, tile.lo, 0), r.Dv);
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus attentionBackward(const OpDesc &op, const KernelContext &ctx,
+absl::Status attentionBackward(const OpDesc &op, const KernelContext &ctx,
                                const std::vector<TensorView> &inputs,
                                const std::vector<TensorView> &outputs,
                                const std::vector<TensorView> &outputGrads,
                                std::vector<TensorView> &inputGrads,
                                std::vector<TensorView> &) {
   AttentionRanges r;
-  if (KernelStatus s =
+  if (absl::Status s =
           backwardRanges(op, ctx, inputs, outputs, outputGrads, inputGrads, r);
-      !s.empty())
+      !s.ok())
     return s;
   const TensorView &dResult = outputGrads[0];
   const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   float *dq = inputGrads[0].data, *dk = inputGrads[1].data,
         *dv = inputGrads[2].data;
   if (!dq && !dk && !dv)
-    return "";
+    return absl::OkStatus();
   std::vector<RowTile> tiles = rowTiles(r);
   if (tiles.empty())
-    return "";
+    return absl::OkStatus();
   size_t block = blockSize(tiles);
   // p: P; pd: P' (P when there is no dropout); ds: dP', then dS.
   std::vector<float> p(block), ds(block);
@@ -188,7 +188,7 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &ctx,
              1.0f, dk + offsetIn(inputGrads[1], batch, 0, 0), r.D);
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

@@ -18,18 +18,18 @@ namespace ppc::runtime::cpu {
 
 namespace {
 
-KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
+absl::Status matMulForward(const OpDesc &op, const KernelContext &,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs,
                            std::vector<TensorView> &) {
   if (inputs.size() != 2 || outputs.size() != 1)
-    return op.kind + ": expects 2 operands and 1 result";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": expects 2 operands and 1 result");
   MatrixOperand lhs = lhsOperand(op, inputs[0]);
   MatrixOperand rhs = rhsOperand(op, inputs[1]);
   TensorView &result = outputs[0];
   MatMulRanges r;
-  if (KernelStatus status = matMulRanges(op, lhs, rhs, result, r);
-      !status.empty())
+  if (absl::Status status = matMulRanges(op, lhs, rhs, result, r); !status.ok())
     return status;
   int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   int64_t lda = lhs.view->extent(lhs.colDim);
@@ -46,27 +46,28 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
                      matrixOffset(rhs, inputs[1], batch, r.kLo, r.nLo)),
          ldb, /*accumulate=*/false, result.data + result.offsetOf(at), n);
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
+absl::Status matMulBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads,
                             std::vector<TensorView> &) {
   if (inputs.size() != 2 || inputGrads.size() != 2 || outputGrads.size() != 1)
-    return op.kind + ": expects 2 operands and 1 result";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": expects 2 operands and 1 result");
   MatrixOperand lhs = lhsOperand(op, inputs[0]);
   MatrixOperand rhs = rhsOperand(op, inputs[1]);
-  if (KernelStatus status =
+  if (absl::Status status =
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &dResult = outputGrads[0];
   MatMulRanges r;
-  if (KernelStatus status = matMulRanges(op, lhs, rhs, dResult, r);
-      !status.empty())
+  if (absl::Status status = matMulRanges(op, lhs, rhs, dResult, r);
+      !status.ok())
     return status;
   int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   int64_t lda = lhs.view->extent(lhs.colDim);
@@ -100,23 +101,22 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
         gemm(true, transA, n, k, m, dy, n, a, lda, true, db, ldb);
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
 // linear
 //===----------------------------------------------------------------------===//
 
-KernelStatus linearForward(const OpDesc &op, const KernelContext &,
+absl::Status linearForward(const OpDesc &op, const KernelContext &,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs,
                            std::vector<TensorView> &) {
   if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result");
   TensorView &result = outputs[0];
   LinearRanges r;
-  if (KernelStatus status = linearRanges(op, inputs, result, r);
-      !status.empty())
+  if (absl::Status status = linearRanges(op, inputs, result, r); !status.ok())
     return status;
   int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   gemm(false, r.transposeWeight, r.rows, n, k, gemmOperand(inputs[0]), k,
@@ -130,25 +130,24 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
       for (int64_t j = 0; j < n; ++j)
         result.data[row * n + j] += bias[j];
   }
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
+absl::Status linearBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads,
                             std::vector<TensorView> &) {
   if (outputGrads.size() != 1)
-    return op.kind + ": expects 1 result grad";
-  if (KernelStatus status =
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result grad");
+  if (absl::Status status =
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &dResult = outputGrads[0];
   LinearRanges r;
-  if (KernelStatus status = linearRanges(op, inputs, dResult, r);
-      !status.empty())
+  if (absl::Status status = linearRanges(op, inputs, dResult, r); !status.ok())
     return status;
   int64_t n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   int64_t ldw = inputs[1].extent(1);
@@ -172,7 +171,7 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
       for (int64_t j = 0; j < n; ++j)
         dBias[j] += dyf[row * n + j];
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

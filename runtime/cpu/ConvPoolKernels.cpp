@@ -169,7 +169,7 @@ void addChannelSums(const TensorView &view, int64_t n, const TensorView &sums) {
 
 /// output = conv(input, weight) (+ the bias where the partition adds it)
 /// on a checked partition.
-KernelStatus convForward(const ConvGeometry &g, const TensorView &input,
+absl::Status convForward(const ConvGeometry &g, const TensorView &input,
                          const TensorView &weight, TensorView &output) {
   int64_t offset = 0;
   if (std::optional<DnnlConv> c = asDnnlConv(g, input, weight, output, offset))
@@ -201,23 +201,23 @@ KernelStatus convForward(const ConvGeometry &g, const TensorView &input,
           row[k] += b;
       }
   }
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
+absl::Status conv2dForward(const OpDesc &op, const KernelContext &,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs,
                            std::vector<TensorView> &) {
   ConvGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   return convForward(g, inputs[0], inputs[1], outputs[0]);
 }
 
 /// dInput, dWeight and biasGrad += conv's gradients from dOutput on a
 /// checked partition; a view without data (or a null biasGrad) is skipped.
-KernelStatus convBackward(const ConvGeometry &g, const TensorView &input,
+absl::Status convBackward(const ConvGeometry &g, const TensorView &input,
                           const TensorView &weight, const TensorView &dOutput,
                           const TensorView &dInput, const TensorView &dWeight,
                           const TensorView *biasGrad) {
@@ -272,19 +272,19 @@ KernelStatus convBackward(const ConvGeometry &g, const TensorView &input,
     if (biasGrad)
       addChannelSums(dOutput, n, *biasGrad);
   }
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
+absl::Status conv2dBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads,
                             std::vector<TensorView> &) {
   ConvGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   return convBackward(g, inputs[0], inputs[1], outputGrads[0], inputGrads[0],
                       inputGrads[1], biasGradOf(g, inputGrads));
@@ -299,20 +299,20 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
 // forward on dy, its weight grad that conv's weight grad with dy as the
 // conv's input and x as its result grad.
 
-KernelStatus convTransposeForward(const OpDesc &op, const KernelContext &,
+absl::Status convTransposeForward(const OpDesc &op, const KernelContext &,
                                   const std::vector<TensorView> &inputs,
                                   std::vector<TensorView> &outputs,
                                   std::vector<TensorView> &) {
   TransposedConvGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   const TensorView &input = inputs[0], &weight = inputs[1];
   TensorView &output = outputs[0];
   std::fill(output.data, output.data + output.numElements(), 0.0f);
-  if (KernelStatus status =
+  if (absl::Status status =
           convBackward(g, output, weight, input, output, TensorView{}, nullptr);
-      !status.empty())
+      !status.ok())
     return status;
   if (const TensorView *bias = transposedBias(inputs, weight)) {
     const int64_t plane = output.extent(2) * output.extent(3);
@@ -322,19 +322,19 @@ KernelStatus convTransposeForward(const OpDesc &op, const KernelContext &,
         for (int64_t k = 0; k < plane; ++k)
           out[k] += bias->data[f - bias->lo[0]];
   }
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus convTransposeBackward(const OpDesc &op, const KernelContext &,
+absl::Status convTransposeBackward(const OpDesc &op, const KernelContext &,
                                    const std::vector<TensorView> &inputs,
                                    const std::vector<TensorView> &outputs,
                                    const std::vector<TensorView> &outputGrads,
                                    std::vector<TensorView> &inputGrads,
                                    std::vector<TensorView> &) {
   TransposedConvGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &input = inputs[0], &weight = inputs[1];
   const TensorView &dOutput = outputGrads[0];
@@ -343,21 +343,21 @@ KernelStatus convTransposeBackward(const OpDesc &op, const KernelContext &,
     std::vector<float> conv(dInput.numElements());
     TensorView result = dInput;
     result.data = conv.data();
-    if (KernelStatus status = convForward(g, dOutput, weight, result);
-        !status.empty())
+    if (absl::Status status = convForward(g, dOutput, weight, result);
+        !status.ok())
       return status;
     for (size_t i = 0; i < conv.size(); ++i)
       dInput.data[i] += conv[i];
   }
   if (inputGrads[1].data)
-    if (KernelStatus status = convBackward(
+    if (absl::Status status = convBackward(
             g, dOutput, weight, input, TensorView{}, inputGrads[1], nullptr);
-        !status.empty())
+        !status.ok())
       return status;
   if (const TensorView *biasGrad = transposedBias(inputGrads, weight))
     for (int64_t n = dOutput.lo[0]; n < dOutput.hi[0]; ++n)
       addChannelSums(dOutput, n, *biasGrad);
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -410,13 +410,13 @@ int64_t argMax(const TensorView &input, const float *plane, const Window &rows,
   return found;
 }
 
-KernelStatus maxPoolForward(const OpDesc &op, const KernelContext &,
+absl::Status maxPoolForward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             std::vector<TensorView> &outputs,
                             std::vector<TensorView> &) {
   PoolGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   TensorView &output = outputs[0];
   const TensorView &input = inputs[0];
@@ -432,23 +432,23 @@ KernelStatus maxPoolForward(const OpDesc &op, const KernelContext &,
       }
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus maxPoolBackward(const OpDesc &op, const KernelContext &,
+absl::Status maxPoolBackward(const OpDesc &op, const KernelContext &,
                              const std::vector<TensorView> &inputs,
                              const std::vector<TensorView> &outputs,
                              const std::vector<TensorView> &outputGrads,
                              std::vector<TensorView> &inputGrads,
                              std::vector<TensorView> &) {
   PoolGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &dOutput = outputGrads[0];
   if (!inputGrads[0].data)
-    return "";
+    return absl::OkStatus();
   const TensorView &input = inputs[0];
   int64_t outW = dOutput.extent(3);
   const std::vector<Window> cols = columnWindows(g, dOutput);
@@ -465,16 +465,16 @@ KernelStatus maxPoolBackward(const OpDesc &op, const KernelContext &,
       }
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus avgPoolForward(const OpDesc &op, const KernelContext &,
+absl::Status avgPoolForward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             std::vector<TensorView> &outputs,
                             std::vector<TensorView> &) {
   PoolGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   TensorView &output = outputs[0];
   const TensorView &input = inputs[0];
@@ -496,24 +496,24 @@ KernelStatus avgPoolForward(const OpDesc &op, const KernelContext &,
       }
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus avgPoolBackward(const OpDesc &op, const KernelContext &,
+absl::Status avgPoolBackward(const OpDesc &op, const KernelContext &,
                              const std::vector<TensorView> &inputs,
                              const std::vector<TensorView> &outputs,
                              const std::vector<TensorView> &outputGrads,
                              std::vector<TensorView> &inputGrads,
                              std::vector<TensorView> &) {
   PoolGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &dOutput = outputGrads[0];
   TensorView &dInput = inputGrads[0];
   if (!dInput.data)
-    return "";
+    return absl::OkStatus();
   int64_t inW = dInput.extent(3), outW = dOutput.extent(3);
   forEachPlane(dInput, dOutput, [&](float *dIn, const float *dOut) {
     for (int64_t oh = dOutput.lo[2]; oh < dOutput.hi[2]; ++oh) {
@@ -533,20 +533,20 @@ KernelStatus avgPoolBackward(const OpDesc &op, const KernelContext &,
       }
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
 // global_avg_pool
 //===----------------------------------------------------------------------===//
 
-KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
+absl::Status globalAvgPoolForward(const OpDesc &op, const KernelContext &,
                                   const std::vector<TensorView> &inputs,
                                   std::vector<TensorView> &outputs,
                                   std::vector<TensorView> &) {
   GlobalPoolShape s;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, s);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, s);
+      !status.ok())
     return status;
   TensorView &output = outputs[0];
   const TensorView &input = inputs[0];
@@ -561,24 +561,24 @@ KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
       output.data[(n - output.lo[0]) * output.extent(1) + (c - output.lo[1])] =
           static_cast<float>(sum / static_cast<double>(s.count));
     }
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
+absl::Status globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
                                    const std::vector<TensorView> &inputs,
                                    const std::vector<TensorView> &outputs,
                                    const std::vector<TensorView> &outputGrads,
                                    std::vector<TensorView> &inputGrads,
                                    std::vector<TensorView> &) {
   GlobalPoolShape s;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, s);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &dOutput = outputGrads[0];
   TensorView &dInput = inputGrads[0];
   if (!dInput.data)
-    return "";
+    return absl::OkStatus();
   for (int64_t n = dOutput.lo[0]; n < dOutput.hi[0]; ++n)
     for (int64_t c = dOutput.lo[1]; c < dOutput.hi[1]; ++c) {
       float share = dOutput.data[(n - dOutput.lo[0]) * dOutput.extent(1) +
@@ -590,7 +590,7 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
       for (int64_t k = 0; k < s.local; ++k)
         dIn[k] += share;
     }
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -606,13 +606,13 @@ std::vector<ResizeTaps> axisTaps(const ResizeGeometry &g, const ResizeAxis &a,
   return taps;
 }
 
-KernelStatus resizeForward(const OpDesc &op, const KernelContext &,
+absl::Status resizeForward(const OpDesc &op, const KernelContext &,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs,
                            std::vector<TensorView> &) {
   ResizeGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   TensorView &output = outputs[0];
   const TensorView &input = inputs[0];
@@ -624,24 +624,24 @@ KernelStatus resizeForward(const OpDesc &op, const KernelContext &,
       for (size_t c = 0; c < cols.size(); ++c)
         out[r * outW + c] = resizeValue(g, rows[r], cols[c], in, inW);
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
+absl::Status resizeBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads,
                             std::vector<TensorView> &) {
   ResizeGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const TensorView &dOutput = outputGrads[0];
   TensorView &dInput = inputGrads[0];
   if (!dInput.data)
-    return "";
+    return absl::OkStatus();
   const std::vector<ResizeTaps> rows = axisTaps(g, g.rows, dOutput, 2);
   const std::vector<ResizeTaps> cols = axisTaps(g, g.cols, dOutput, 3);
   const int64_t inW = dInput.extent(3), outW = dOutput.extent(3);
@@ -651,7 +651,7 @@ KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
       for (size_t c = 0; c < cols.size(); ++c)
         resizeScatter(rows[r], cols[c], dOut[r * outW + c], dIn, inW, add);
   });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

@@ -272,45 +272,43 @@ public:
                });
   }
 
-  std::string forward(const OpDesc &op, const KernelContext &ctx,
-                      const std::vector<DeviceView> &inputs,
-                      const std::vector<DeviceView> &outputs,
-                      const std::vector<DeviceView> &scratch) override {
+  absl::Status forward(const OpDesc &op, const KernelContext &ctx,
+                       const std::vector<DeviceView> &inputs,
+                       const std::vector<DeviceView> &outputs,
+                       const std::vector<DeviceView> &scratch) override {
     // Results are written, not read, in a first stage; a later stage
     // continues from what the earlier one left.
     KernelViews in(pool, inputs, true, readsBf16(op)),
         out(pool, outputs, ctx.stage > 0), tmp(pool, scratch);
-    std::string status =
-        runtime::forward(op, ctx, in.get(), out.get(), tmp.get());
-    if (!status.empty())
-      return status;
+    PPC_RETURN_IF_ERROR(
+        runtime::forward(op, ctx, in.get(), out.get(), tmp.get()));
     out.writeBackAll(outputs);
     tmp.writeBackAll(scratch);
     for (int i : updatedOperands(op, ctx.training))
       if (i < static_cast<int>(inputs.size()))
         in.writeBack(inputs, i);
-    return "";
+    return absl::OkStatus();
   }
 
-  std::string backward(const OpDesc &op, const KernelContext &ctx,
-                       const std::vector<DeviceView> &inputs,
-                       const std::vector<DeviceView> &outputs,
-                       const std::vector<DeviceView> &outputGrads,
-                       const std::vector<DeviceView> &inputGrads,
-                       const std::vector<DeviceView> &scratch) override {
+  absl::Status backward(const OpDesc &op, const KernelContext &ctx,
+                        const std::vector<DeviceView> &inputs,
+                        const std::vector<DeviceView> &outputs,
+                        const std::vector<DeviceView> &outputGrads,
+                        const std::vector<DeviceView> &inputGrads,
+                        const std::vector<DeviceView> &scratch) override {
     zeroOverwritten(inputGrads);
     const bool asBf16 = readsBf16(op);
     KernelViews in(pool, inputs, true, asBf16),
         out(pool, outputs, true, asBf16),
         outGrads(pool, outputGrads, true, asBf16), inGrads(pool, inputGrads),
         tmp(pool, scratch);
-    std::string status = runtime::backward(
+    absl::Status status = runtime::backward(
         op, ctx, in.get(), out.get(), outGrads.get(), inGrads.get(), tmp.get());
-    if (!status.empty())
+    if (!status.ok())
       return status;
     inGrads.writeBackAll(inputGrads);
     tmp.writeBackAll(scratch);
-    return "";
+    return absl::OkStatus();
   }
 
   bool update(const ppc::planfile::Optimizer &optimizer, DeviceBuffer &weight,

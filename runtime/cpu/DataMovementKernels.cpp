@@ -45,11 +45,11 @@ KernelImpl copyKernel(CopyMapFn mapOf) {
   impl.forward = [mapOf](const OpDesc &op, const KernelContext &,
                          const std::vector<TensorView> &inputs,
                          std::vector<TensorView> &outputs,
-                         std::vector<TensorView> &) -> KernelStatus {
+                         std::vector<TensorView> &) -> absl::Status {
     BoxCopy copy;
     std::optional<float> fill;
-    if (KernelStatus s = copyMapForward(op, mapOf, inputs, outputs, copy, fill);
-        !s.empty())
+    if (absl::Status s = copyMapForward(op, mapOf, inputs, outputs, copy, fill);
+        !s.ok())
       return s;
     TensorView &result = outputs[0];
     if (fill)
@@ -62,11 +62,11 @@ KernelImpl copyKernel(CopyMapFn mapOf) {
                           const std::vector<TensorView> &outputs,
                           const std::vector<TensorView> &outputGrads,
                           std::vector<TensorView> &inputGrads,
-                          std::vector<TensorView> &) -> KernelStatus {
+                          std::vector<TensorView> &) -> absl::Status {
     std::optional<BoxCopy> copy;
-    if (KernelStatus s = copyMapBackward(op, mapOf, inputs, outputs,
+    if (absl::Status s = copyMapBackward(op, mapOf, inputs, outputs,
                                          outputGrads, inputGrads, copy);
-        !s.empty())
+        !s.ok())
       return s;
     if (copy)
       runCopy(*copy, outputGrads[0].data, inputGrads[0].data,
@@ -84,10 +84,10 @@ KernelImpl copyKernel(CopyMapFn mapOf) {
 /// `result`, matched to the element of `input` with the same global flat
 /// index.
 template <typename Fn>
-KernelStatus walkReshape(const OpDesc &op, const TensorView &input,
+absl::Status walkReshape(const OpDesc &op, const TensorView &input,
                          const TensorView &result, Fn &&fn) {
   int64_t shift = -1;
-  if (KernelStatus s = reshapeShift(op, input, result, shift); !s.empty())
+  if (absl::Status s = reshapeShift(op, input, result, shift); !s.ok())
     return s;
   if (shift >= 0) {
     int64_t n = result.numElements();
@@ -124,9 +124,8 @@ KernelImpl reshapeKernel() {
   impl.forward = [](const OpDesc &op, const KernelContext &,
                     const std::vector<TensorView> &inputs,
                     std::vector<TensorView> &outputs,
-                    std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
+                    std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
       return s;
     const TensorView &input = inputs[0];
     TensorView &result = outputs[0];
@@ -139,10 +138,10 @@ KernelImpl reshapeKernel() {
                      const std::vector<TensorView> &outputs,
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
-                     std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+                     std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                             outputGrads, inputGrads);
-        !s.empty())
+        !s.ok())
       return s;
     TensorView &dx = inputGrads[0];
     if (!dx.data)
@@ -175,11 +174,11 @@ KernelImpl pieceKernel(bool concat) {
   impl.forward = [concat](const OpDesc &op, const KernelContext &,
                           const std::vector<TensorView> &inputs,
                           std::vector<TensorView> &outputs,
-                          std::vector<TensorView> &) -> KernelStatus {
+                          std::vector<TensorView> &) -> absl::Status {
     Copies copies;
-    if (KernelStatus s =
+    if (absl::Status s =
             pieceForwardCopies(op, concat, inputs, outputs, copies);
-        !s.empty())
+        !s.ok())
       return s;
     runPieceCopies(copies, concat ? inputs : outputs,
                    concat ? outputs[0] : inputs[0], /*toPieces=*/!concat,
@@ -191,11 +190,11 @@ KernelImpl pieceKernel(bool concat) {
                            const std::vector<TensorView> &outputs,
                            const std::vector<TensorView> &outputGrads,
                            std::vector<TensorView> &inputGrads,
-                           std::vector<TensorView> &) -> KernelStatus {
+                           std::vector<TensorView> &) -> absl::Status {
     Copies copies;
-    if (KernelStatus s = pieceBackwardCopies(op, concat, inputs, outputs,
+    if (absl::Status s = pieceBackwardCopies(op, concat, inputs, outputs,
                                              outputGrads, inputGrads, copies);
-        !s.empty())
+        !s.ok())
       return s;
     runPieceCopies(copies, concat ? inputGrads : outputGrads,
                    concat ? outputGrads[0] : inputGrads[0],
@@ -214,11 +213,11 @@ KernelImpl pieceKernel(bool concat) {
 /// is where the run starts in `data` if the index falls in the rows the
 /// partition holds, else negative.
 template <typename Fn>
-KernelStatus walkGather(const OpDesc &op, const TensorView &data,
+absl::Status walkGather(const OpDesc &op, const TensorView &data,
                         const TensorView &indices, const TensorView &result,
                         Fn &&fn) {
   GatherGeometry g;
-  if (KernelStatus s = gatherGeometry(op, data, indices, result, g); !s.empty())
+  if (absl::Status s = gatherGeometry(op, data, indices, result, g); !s.ok())
     return s;
   if (!g.holdsRows) { // every element is someone else's
     fn(int64_t{0}, int64_t{-1}, result.numElements());
@@ -269,9 +268,8 @@ KernelImpl gatherKernel() {
   impl.forward = [](const OpDesc &op, const KernelContext &,
                     const std::vector<TensorView> &inputs,
                     std::vector<TensorView> &outputs,
-                    std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1);
-        !s.empty())
+                    std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = checkForwardArity(op, inputs, 2, outputs, 1); !s.ok())
       return s;
     const TensorView &data = inputs[0];
     TensorView &result = outputs[0];
@@ -291,10 +289,10 @@ KernelImpl gatherKernel() {
                      const std::vector<TensorView> &outputs,
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
-                     std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkBackwardArity(op, inputs, 2, outputs, 1,
+                     std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = checkBackwardArity(op, inputs, 2, outputs, 1,
                                             outputGrads, inputGrads);
-        !s.empty())
+        !s.ok())
       return s;
     // Indices get no gradient; data's is a scatter-add over the held rows.
     TensorView &dData = inputGrads[0];

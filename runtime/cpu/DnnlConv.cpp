@@ -232,9 +232,9 @@ std::atomic<int64_t> calls{0};
 
 int64_t dnnlConvCalls() { return calls; }
 
-std::string dnnlConvForward(const DnnlConv &c, const float *src,
-                            const float *weights, const float *bias,
-                            float *dst) {
+absl::Status dnnlConvForward(const DnnlConv &c, const float *src,
+                             const float *weights, const float *bias,
+                             float *dst) {
   ++calls;
   try {
     Primitives &p = primitivesOf(c);
@@ -253,15 +253,16 @@ std::string dnnlConvForward(const DnnlConv &c, const float *src,
     p.fwdDst.finish(dst);
     cpuStream().wait();
   } catch (const dnnl::error &e) {
-    return std::string("oneDNN convolution: ") + e.what();
+    return absl::InvalidArgumentError(std::string("oneDNN convolution: ") +
+                                      e.what());
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string dnnlConvBackward(const DnnlConv &c, const float *src,
-                             const float *weights, const float *diffDst,
-                             float *diffSrc, float *diffWeights,
-                             float *diffBias) {
+absl::Status dnnlConvBackward(const DnnlConv &c, const float *src,
+                              const float *weights, const float *diffDst,
+                              float *diffSrc, float *diffWeights,
+                              float *diffBias) {
   ++calls;
   Primitives *p = nullptr;
   float *srcGrad = nullptr, *weightGrad = nullptr;
@@ -299,7 +300,8 @@ std::string dnnlConvBackward(const DnnlConv &c, const float *src,
     }
     cpuStream().wait();
   } catch (const dnnl::error &e) {
-    return std::string("oneDNN convolution backward: ") + e.what();
+    return absl::InvalidArgumentError(
+        std::string("oneDNN convolution backward: ") + e.what());
   }
   // Backward kernels add their contributions (a tensor read by several ops
   // gets the sum of their gradients).
@@ -331,7 +333,7 @@ std::string dnnlConvBackward(const DnnlConv &c, const float *src,
       diffBias[f] += static_cast<float>(sum);
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime::cpu

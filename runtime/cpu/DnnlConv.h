@@ -12,6 +12,8 @@
 #ifndef PPC_RUNTIME_CPU_DNNLCONV_H
 #define PPC_RUNTIME_CPU_DNNLCONV_H
 
+#include "ppc/Support/Status.h"
+
 #include <cstdint>
 #include <string>
 
@@ -29,17 +31,17 @@ struct DnnlConv {
 };
 
 /// y = conv(x, w) + b into `dst` (dense [batch, outChannels, outRows,
-/// outCols]). "" or what oneDNN refused.
-std::string dnnlConvForward(const DnnlConv &conv, const float *src,
-                            const float *weights, const float *bias,
-                            float *dst);
+/// outCols]); an error says what oneDNN refused.
+absl::Status dnnlConvForward(const DnnlConv &conv, const float *src,
+                             const float *weights, const float *bias,
+                             float *dst);
 
 /// dx += conv_data^T(dy) (dense at `diffSrc` with srcStrides), dw += ...,
 /// db += sum(dy); a null pointer skips that gradient.
-std::string dnnlConvBackward(const DnnlConv &conv, const float *src,
-                             const float *weights, const float *diffDst,
-                             float *diffSrc, float *diffWeights,
-                             float *diffBias);
+absl::Status dnnlConvBackward(const DnnlConv &conv, const float *src,
+                              const float *weights, const float *diffDst,
+                              float *diffSrc, float *diffWeights,
+                              float *diffBias);
 
 /// Convolutions (forward and backward calls) run through oneDNN so far in
 /// this process: what the tests check the library path was taken with.

@@ -55,14 +55,14 @@ PPC_VECTOR_CLONES void unaryGradients(const Fn &fn, const float *x,
 }
 
 template <typename Fn>
-KernelStatus unaryForward(const OpDesc &op,
+absl::Status unaryForward(const OpDesc &op,
                           const std::vector<TensorView> &inputs,
                           std::vector<TensorView> &outputs) {
-  KernelStatus error;
+  absl::Status error;
   Fn fn(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   const TensorView &x = inputs[0];
   TensorView &y = outputs[0];
@@ -72,9 +72,9 @@ KernelStatus unaryForward(const OpDesc &op,
     return {};
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s =
+  if (absl::Status s =
           broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a);
-      !s.empty())
+      !s.ok())
     return s;
   walkStrided<2>(extentsOf(y.lo, y.hi), {a[0], a[1]}, [&](const Offsets2 &o) {
     y.data[o[1]] = fn.value(x.data[o[0]]);
@@ -84,18 +84,18 @@ KernelStatus unaryForward(const OpDesc &op,
 
 /// dx += dy * f'(x).
 template <typename Fn>
-KernelStatus unaryBackward(const OpDesc &op,
+absl::Status unaryBackward(const OpDesc &op,
                            const std::vector<TensorView> &inputs,
                            const std::vector<TensorView> &outputs,
                            const std::vector<TensorView> &outputGrads,
                            std::vector<TensorView> &inputGrads) {
-  KernelStatus error;
+  absl::Status error;
   Fn fn(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   TensorView &dx = inputGrads[0];
   if (!dx.data)
@@ -110,13 +110,13 @@ KernelStatus unaryBackward(const OpDesc &op,
     }
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(op, dy,
+  if (absl::Status s = broadcastAccesses(op, dy,
                                          {{"input", &x},
                                           {"output", &y},
                                           {"output gradient", &dy},
                                           {"input gradient", &dx}},
                                          a);
-      !s.empty())
+      !s.ok())
     return s;
   walkStrided<4>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2], a[3]},
                  [&](const Offsets4 &o) {
@@ -127,25 +127,25 @@ KernelStatus unaryBackward(const OpDesc &op,
 }
 
 /// ppc.gelu: the functor of its approximation.
-KernelStatus geluForward(const OpDesc &op,
+absl::Status geluForward(const OpDesc &op,
                          const std::vector<TensorView> &inputs,
                          std::vector<TensorView> &outputs) {
-  KernelStatus error;
+  absl::Status error;
   const std::string approximation = geluApproximation(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
   return approximation == "tanh" ? unaryForward<GeluTanh>(op, inputs, outputs)
                                  : unaryForward<GeluErf>(op, inputs, outputs);
 }
 
-KernelStatus geluBackward(const OpDesc &op,
+absl::Status geluBackward(const OpDesc &op,
                           const std::vector<TensorView> &inputs,
                           const std::vector<TensorView> &outputs,
                           const std::vector<TensorView> &outputGrads,
                           std::vector<TensorView> &inputGrads) {
-  KernelStatus error;
+  absl::Status error;
   const std::string approximation = geluApproximation(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
   return approximation == "tanh"
              ? unaryBackward<GeluTanh>(op, inputs, outputs, outputGrads,
@@ -154,10 +154,10 @@ KernelStatus geluBackward(const OpDesc &op,
                                       inputGrads);
 }
 
-using ForwardOf = KernelStatus (*)(const OpDesc &,
+using ForwardOf = absl::Status (*)(const OpDesc &,
                                    const std::vector<TensorView> &inputs,
                                    std::vector<TensorView> &outputs);
-using BackwardOf = KernelStatus (*)(const OpDesc &,
+using BackwardOf = absl::Status (*)(const OpDesc &,
                                     const std::vector<TensorView> &inputs,
                                     const std::vector<TensorView> &outputs,
                                     const std::vector<TensorView> &outputGrads,
@@ -189,10 +189,10 @@ KernelImpl kernelOf(ForwardOf forward, BackwardOf backward) {
 //===----------------------------------------------------------------------===//
 
 template <typename Fn>
-KernelStatus binaryForward(const OpDesc &op,
+absl::Status binaryForward(const OpDesc &op,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 2, outputs, 1); !s.ok())
     return s;
   Fn fn;
   const TensorView &l = inputs[0], &r = inputs[1];
@@ -205,9 +205,9 @@ KernelStatus binaryForward(const OpDesc &op,
     return {};
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(
+  if (absl::Status s = broadcastAccesses(
           op, y, {{"lhs", &l}, {"rhs", &r}, {"output", &y}}, a);
-      !s.empty())
+      !s.ok())
     return s;
   walkStrided<3>(extentsOf(y.lo, y.hi), {a[0], a[1], a[2]},
                  [&](const Offsets3 &o) {
@@ -219,7 +219,7 @@ KernelStatus binaryForward(const OpDesc &op,
 /// Adds dy * d(value)/d(operand) into `grad`, the gradient of operand
 /// `which` (0: lhs, 1: rhs); a broadcast operand sums over the box.
 template <typename Fn>
-KernelStatus binaryGrad(const OpDesc &op, int which, const TensorView &l,
+absl::Status binaryGrad(const OpDesc &op, int which, const TensorView &l,
                         const TensorView &r, const TensorView &y,
                         const TensorView &dy, TensorView &grad) {
   Fn fn;
@@ -232,7 +232,7 @@ KernelStatus binaryGrad(const OpDesc &op, int which, const TensorView &l,
     return {};
   }
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(
+  if (absl::Status s = broadcastAccesses(
           op, dy,
           {{"lhs", &l},
            {"rhs", &r},
@@ -240,7 +240,7 @@ KernelStatus binaryGrad(const OpDesc &op, int which, const TensorView &l,
            {"output gradient", &dy},
            {which == 0 ? "lhs gradient" : "rhs gradient", &grad}},
           a);
-      !s.empty())
+      !s.ok())
     return s;
   walkStrided<5>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2], a[3], a[4]},
                  [&](const Offsets5 &o) {
@@ -252,22 +252,22 @@ KernelStatus binaryGrad(const OpDesc &op, int which, const TensorView &l,
 }
 
 template <typename Fn>
-KernelStatus binaryBackward(const OpDesc &op,
+absl::Status binaryBackward(const OpDesc &op,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 2, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 2, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   for (int which = 0; which < 2; ++which) {
     if (!inputGrads[which].data)
       continue;
-    if (KernelStatus s =
+    if (absl::Status s =
             binaryGrad<Fn>(op, which, inputs[0], inputs[1], outputs[0],
                            outputGrads[0], inputGrads[which]);
-        !s.empty())
+        !s.ok())
       return s;
   }
   return {};
@@ -279,16 +279,16 @@ KernelStatus binaryBackward(const OpDesc &op,
 
 /// dst = src * mask over the box of `dst` (or dst += ... when accumulating);
 /// outside training the mask is all ones.
-KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
+absl::Status applyDropout(const OpDesc &op, const KernelContext &ctx,
                           const TensorView &src, TensorView &dst,
                           bool accumulate) {
   double ratio = 0;
-  if (KernelStatus s = dropoutRatio(op, ratio); !s.empty())
+  if (absl::Status s = dropoutRatio(op, ratio); !s.ok())
     return s;
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(
+  if (absl::Status s = broadcastAccesses(
           op, dst, {{"source", &src}, {"destination", &dst}}, a);
-      !s.empty())
+      !s.ok())
     return s;
   std::vector<int64_t> extents = extentsOf(dst.lo, dst.hi);
   if (!ctx.training || ratio == 0) {
@@ -311,9 +311,8 @@ KernelImpl dropoutKernel() {
   impl.forward = [](const OpDesc &op, const KernelContext &ctx,
                     const std::vector<TensorView> &inputs,
                     std::vector<TensorView> &outputs,
-                    std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
+                    std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
       return s;
     return applyDropout(op, ctx, inputs[0], outputs[0], /*accumulate=*/false);
   };
@@ -322,10 +321,10 @@ KernelImpl dropoutKernel() {
                      const std::vector<TensorView> &,
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
-                     std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                     std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = expectArity(op, "gradient views", inputGrads.size(), 1,
                                      outputGrads.size(), 1);
-        !s.empty())
+        !s.ok())
       return s;
     if (!inputGrads[0].data)
       return {};
@@ -345,16 +344,15 @@ KernelImpl broadcastKernel() {
   impl.forward = [](const OpDesc &op, const KernelContext &,
                     const std::vector<TensorView> &inputs,
                     std::vector<TensorView> &outputs,
-                    std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
+                    std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
       return s;
     const TensorView &x = inputs[0];
     TensorView &y = outputs[0];
     std::vector<StridedAccess> a;
-    if (KernelStatus s =
+    if (absl::Status s =
             broadcastAccesses(op, y, {{"input", &x}, {"output", &y}}, a);
-        !s.empty())
+        !s.ok())
       return s;
     walkStrided<2>(extentsOf(y.lo, y.hi), {a[0], a[1]},
                    [&](const Offsets2 &o) { y.data[o[1]] = x.data[o[0]]; });
@@ -365,19 +363,19 @@ KernelImpl broadcastKernel() {
                      const std::vector<TensorView> &,
                      const std::vector<TensorView> &outputGrads,
                      std::vector<TensorView> &inputGrads,
-                     std::vector<TensorView> &) -> KernelStatus {
-    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                     std::vector<TensorView> &) -> absl::Status {
+    if (absl::Status s = expectArity(op, "gradient views", inputGrads.size(), 1,
                                      outputGrads.size(), 1);
-        !s.empty())
+        !s.ok())
       return s;
     TensorView &dx = inputGrads[0];
     if (!dx.data)
       return {};
     const TensorView &dy = outputGrads[0];
     std::vector<StridedAccess> a;
-    if (KernelStatus s = broadcastAccesses(
+    if (absl::Status s = broadcastAccesses(
             op, dy, {{"output gradient", &dy}, {"input gradient", &dx}}, a);
-        !s.empty())
+        !s.ok())
       return s;
     walkStrided<2>(extentsOf(dy.lo, dy.hi), {a[0], a[1]},
                    [&](const Offsets2 &o) { dx.data[o[1]] += dy.data[o[0]]; });
@@ -391,18 +389,18 @@ KernelImpl broadcastKernel() {
 //===----------------------------------------------------------------------===//
 
 /// y = condition ? lhs : rhs, copied (never multiplied by the mask).
-KernelStatus selectForward(const OpDesc &op,
+absl::Status selectForward(const OpDesc &op,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 3, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 3, outputs, 1); !s.ok())
     return s;
   const TensorView &c = inputs[0], &l = inputs[1], &r = inputs[2];
   TensorView &y = outputs[0];
   std::vector<StridedAccess> a;
-  if (KernelStatus s = broadcastAccesses(
+  if (absl::Status s = broadcastAccesses(
           op, y, {{"condition", &c}, {"lhs", &l}, {"rhs", &r}, {"output", &y}},
           a);
-      !s.empty())
+      !s.ok())
     return s;
   walkStrided<4>(
       extentsOf(y.lo, y.hi), {a[0], a[1], a[2], a[3]}, [&](const Offsets4 &o) {
@@ -413,14 +411,14 @@ KernelStatus selectForward(const OpDesc &op,
 
 /// The gradient goes to lhs where the condition holds and to rhs elsewhere
 /// (summed over broadcast positions); the condition gets none.
-KernelStatus selectBackward(const OpDesc &op,
+absl::Status selectBackward(const OpDesc &op,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 3, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 3, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const TensorView &c = inputs[0], &dy = outputGrads[0];
   for (int which = 1; which < 3; ++which) {
@@ -428,13 +426,13 @@ KernelStatus selectBackward(const OpDesc &op,
     if (!grad.data)
       continue;
     std::vector<StridedAccess> a;
-    if (KernelStatus s = broadcastAccesses(
+    if (absl::Status s = broadcastAccesses(
             op, dy,
             {{"condition", &c},
              {"output gradient", &dy},
              {which == 1 ? "lhs gradient" : "rhs gradient", &grad}},
             a);
-        !s.empty())
+        !s.ok())
       return s;
     walkStrided<3>(extentsOf(dy.lo, dy.hi), {a[0], a[1], a[2]},
                    [&](const Offsets3 &o) {
@@ -449,15 +447,15 @@ KernelStatus selectBackward(const OpDesc &op,
 // Cumulative sum
 //===----------------------------------------------------------------------===//
 
-KernelStatus cumsumForward(const OpDesc &op,
+absl::Status cumsumForward(const OpDesc &op,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   CumSumLines lines;
-  if (KernelStatus s =
+  if (absl::Status s =
           cumsumLines(op, outputs[0], {{"input", &inputs[0]}}, lines);
-      !s.empty())
+      !s.ok())
     return s;
   for (int64_t line = 0; line < lines.lines; ++line)
     lines.scan(line, inputs[0].data, outputs[0].data, /*backward=*/false,
@@ -466,22 +464,22 @@ KernelStatus cumsumForward(const OpDesc &op,
 }
 
 /// dx += the cumulative sum of dy in the other direction.
-KernelStatus cumsumBackward(const OpDesc &op,
+absl::Status cumsumBackward(const OpDesc &op,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   TensorView &dx = inputGrads[0];
   if (!dx.data)
     return {};
   const TensorView &dy = outputGrads[0];
   CumSumLines lines;
-  if (KernelStatus s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
-      !s.empty())
+  if (absl::Status s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
+      !s.ok())
     return s;
   for (int64_t line = 0; line < lines.lines; ++line)
     lines.scan(line, dy.data, dx.data, /*backward=*/true,
@@ -523,9 +521,9 @@ struct KinkedDerivatives {
       return nullptr;
     else
       return [](const OpDesc &op) -> Derivative {
-        KernelStatus error;
+        absl::Status error;
         Fn fn(op, error);
-        if (!error.empty())
+        if (!error.ok())
           return nullptr;
         return [fn](float x) { return fn.derivative(x, fn.value(x)); };
       };

@@ -19,10 +19,10 @@
 
 namespace ppc::runtime::cpu {
 
-using ForwardFn = std::function<KernelStatus(
+using ForwardFn = std::function<absl::Status(
     const OpDesc &, const KernelContext &, const std::vector<TensorView> &,
     std::vector<TensorView> &, std::vector<TensorView> &)>;
-using BackwardFn = std::function<KernelStatus(
+using BackwardFn = std::function<absl::Status(
     const OpDesc &, const KernelContext &, const std::vector<TensorView> &,
     const std::vector<TensorView> &, const std::vector<TensorView> &,
     std::vector<TensorView> &, std::vector<TensorView> &)>;

@@ -202,8 +202,9 @@ static const cpu::KernelImpl *lookup(const std::string &kind) {
   return it == kernelTable().end() ? nullptr : &it->second;
 }
 
-static KernelStatus unsupported(const std::string &kind, const char *what) {
-  return kind + ": the cpu backend has no " + what + " kernel for this op";
+static absl::Status unsupported(const std::string &kind, const char *what) {
+  return absl::InvalidArgumentError(kind + ": the cpu backend has no " + what +
+                                    " kernel for this op");
 }
 
 std::vector<std::vector<int64_t>>
@@ -236,7 +237,7 @@ std::vector<int> updatedOperands(const OpDesc &op, bool training) {
   return impl->updatedOperands;
 }
 
-KernelStatus forward(const OpDesc &op, const KernelContext &ctx,
+absl::Status forward(const OpDesc &op, const KernelContext &ctx,
                      const std::vector<TensorView> &inputs,
                      std::vector<TensorView> &outputs,
                      std::vector<TensorView> &scratch) {
@@ -246,7 +247,7 @@ KernelStatus forward(const OpDesc &op, const KernelContext &ctx,
   return impl->forward(op, ctx, inputs, outputs, scratch);
 }
 
-KernelStatus backward(const OpDesc &op, const KernelContext &ctx,
+absl::Status backward(const OpDesc &op, const KernelContext &ctx,
                       const std::vector<TensorView> &inputs,
                       const std::vector<TensorView> &outputs,
                       const std::vector<TensorView> &outputGrads,

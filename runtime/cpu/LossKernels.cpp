@@ -40,19 +40,19 @@ crossEntropyScratchShapes(const OpDesc &, const std::vector<TensorView> &inputs,
 /// Stage 2: the rows' mean loss, written by the partition holding the first
 /// classes (the others write 0, so the plan's sum of the partial results
 /// counts each row once).
-KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
+absl::Status crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                                  const std::vector<TensorView> &inputs,
                                  std::vector<TensorView> &outputs,
                                  std::vector<TensorView> &scratch) {
   CrossEntropyShape shape;
-  if (KernelStatus status =
+  if (absl::Status status =
           crossEntropyForwardShape(op, inputs, outputs, scratch, shape);
-      !status.empty())
+      !status.ok())
     return status;
   float *max = scratch[0].data;
   float *sums = scratch[1].data, *picked = scratch[1].data + shape.rows();
   const float *labels = inputs[1].data + (shape.rowLo - inputs[1].lo[0]);
-  if (KernelStatus status = checkLabels(op, labels, shape); !status.empty())
+  if (absl::Status status = checkLabels(op, labels, shape); !status.ok())
     return status;
   const int64_t held = shape.held();
   std::vector<float> exps(static_cast<size_t>(held));
@@ -71,32 +71,32 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
     }
   }
   if (ctx.stage < 2)
-    return "";
+    return absl::OkStatus();
   outputs[0].data[0] =
       crossEntropyMean(max, sums, picked, shape.rows(), shape.classLo == 0,
                        static_cast<double>(shape.batch));
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
+absl::Status crossEntropyBackward(const OpDesc &op, const KernelContext &,
                                   const std::vector<TensorView> &inputs,
                                   const std::vector<TensorView> &,
                                   const std::vector<TensorView> &outputGrads,
                                   std::vector<TensorView> &inputGrads,
                                   std::vector<TensorView> &scratch) {
   CrossEntropyShape shape;
-  if (KernelStatus status = crossEntropyBackwardShape(
+  if (absl::Status status = crossEntropyBackwardShape(
           op, inputs, outputGrads, inputGrads, scratch, shape);
-      !status.empty())
+      !status.ok())
     return status;
   if (!inputGrads[0].data)
-    return "";
+    return absl::OkStatus();
   // d/dlogits = (softmax - onehot(label)) * dloss / N, the softmax from the
   // forward's row maxima and sums.
   double scale = outputGrads[0].data[0] / static_cast<double>(shape.batch);
   const float *max = scratch[0].data, *sums = scratch[1].data;
   const float *labels = inputs[1].data + (shape.rowLo - inputs[1].lo[0]);
-  if (KernelStatus status = checkLabels(op, labels, shape); !status.empty())
+  if (absl::Status status = checkLabels(op, labels, shape); !status.ok())
     return status;
   const int64_t held = shape.held();
   std::vector<float> exps(static_cast<size_t>(held));
@@ -111,20 +111,20 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &,
     if (label >= shape.classLo && label < shape.classHi)
       dLogits[label - shape.classLo] -= static_cast<float>(scale);
   }
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
 // mse_loss
 //===----------------------------------------------------------------------===//
 
-KernelStatus mseForward(const OpDesc &op, const KernelContext &,
+absl::Status mseForward(const OpDesc &op, const KernelContext &,
                         const std::vector<TensorView> &inputs,
                         std::vector<TensorView> &outputs,
                         std::vector<TensorView> &) {
   int64_t count;
-  if (KernelStatus status = mseForwardShape(op, inputs, outputs, count);
-      !status.empty())
+  if (absl::Status status = mseForwardShape(op, inputs, outputs, count);
+      !status.ok())
     return status;
   const float *prediction = inputs[0].data, *target = inputs[1].data;
   double total = 0;
@@ -133,19 +133,19 @@ KernelStatus mseForward(const OpDesc &op, const KernelContext &,
     total += diff * diff;
   }
   outputs[0].data[0] = static_cast<float>(total / count);
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
+absl::Status mseBackward(const OpDesc &op, const KernelContext &,
                          const std::vector<TensorView> &inputs,
                          const std::vector<TensorView> &,
                          const std::vector<TensorView> &outputGrads,
                          std::vector<TensorView> &inputGrads,
                          std::vector<TensorView> &) {
   int64_t count;
-  if (KernelStatus status =
+  if (absl::Status status =
           mseBackwardShape(op, inputs, outputGrads, inputGrads, count);
-      !status.empty())
+      !status.ok())
     return status;
   // d/dprediction = 2 (prediction - target) * dloss / count = -d/dtarget.
   float scale = static_cast<float>(2.0 * outputGrads[0].data[0] / count);
@@ -158,7 +158,7 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
     if (dTarget)
       dTarget[k] -= grad;
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

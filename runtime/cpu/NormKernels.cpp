@@ -45,13 +45,13 @@ struct BatchStats {
   std::vector<double> mean, invStd, variance, count;
 };
 
-KernelStatus batchStats(const OpDesc &op, const TensorView &scratch,
+absl::Status batchStats(const OpDesc &op, const TensorView &scratch,
                         const BatchNormShape &shape, double epsilon,
                         BatchStats &stats) {
   float *rows;
   int64_t stride;
-  if (KernelStatus status = scratchRows(op, scratch, 3, shape, rows, stride);
-      !status.empty())
+  if (absl::Status status = scratchRows(op, scratch, 3, shape, rows, stride);
+      !status.ok())
     return status;
   int64_t held = shape.held();
   stats.mean.resize(held);
@@ -60,11 +60,12 @@ KernelStatus batchStats(const OpDesc &op, const TensorView &scratch,
   stats.count.assign(rows + 2 * stride, rows + 2 * stride + held);
   for (int64_t c = 0; c < held; ++c) {
     if (stats.count[c] <= 0)
-      return op.kind + ": batch statistics over no elements";
+      return absl::InvalidArgumentError(op.kind +
+                                        ": batch statistics over no elements");
     batchMoments(rows[c], rows[stride + c], stats.count[c], epsilon,
                  stats.mean[c], stats.variance[c], stats.invStd[c]);
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// Inference statistics: the running mean and variance.
@@ -96,30 +97,31 @@ void normalizeChannels(const std::vector<TensorView> &inputs,
   });
 }
 
-KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
+absl::Status batchNormForward(const OpDesc &op, const KernelContext &ctx,
                               const std::vector<TensorView> &inputs,
                               std::vector<TensorView> &outputs,
                               std::vector<TensorView> &scratch) {
   BatchNormShape shape;
-  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
-      !status.empty())
+  if (absl::Status status = normForwardShape(op, inputs, outputs, shape);
+      !status.ok())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
   if (!ctx.training) {
     normalizeChannels(inputs, shape, runningStats(inputs, shape, epsilon),
                       outputs[0].data);
-    return "";
+    return absl::OkStatus();
   }
   if (scratch.size() != 1)
-    return op.kind + ": training expects one [3, channels] scratch buffer";
+    return absl::InvalidArgumentError(
+        op.kind + ": training expects one [3, channels] scratch buffer");
   int64_t held = shape.held();
 
   if (ctx.stage == 0) {
     float *sum;
     int64_t stride;
-    if (KernelStatus status =
+    if (absl::Status status =
             scratchRows(op, scratch[0], 3, shape, sum, stride);
-        !status.empty())
+        !status.ok())
       return status;
     float *sumSquares = sum + stride, *count = sum + 2 * stride;
     // Channels this partition does not hold contribute zeros to the sum.
@@ -142,14 +144,14 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
       sumSquares[c] = static_cast<float>(squares[c]);
       count[c] = static_cast<float>(shape.samples * shape.spatial);
     }
-    return "";
+    return absl::OkStatus();
   }
   if (ctx.stage != 1)
-    return op.kind + ": has stages 0 and 1 only";
+    return absl::InvalidArgumentError(op.kind + ": has stages 0 and 1 only");
 
   BatchStats stats;
-  if (KernelStatus status = batchStats(op, scratch[0], shape, epsilon, stats);
-      !status.empty())
+  if (absl::Status status = batchStats(op, scratch[0], shape, epsilon, stats);
+      !status.ok())
     return status;
   normalizeChannels(inputs, shape, stats, outputs[0].data);
   double momentum = op.getFloat("momentum", 0.9);
@@ -158,7 +160,7 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
   for (int64_t c = 0; c < held; ++c)
     updateRunningStats(momentum, stats.mean[c], stats.variance[c],
                        stats.count[c], runningMean[c], runningVariance[c]);
-  return "";
+  return absl::OkStatus();
 }
 
 /// Local sums over the box, per held channel: sum dy and sum dy * xhat.
@@ -225,35 +227,36 @@ void batchNormInferenceBackward(const std::vector<TensorView> &inputs,
   });
 }
 
-KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
+absl::Status batchNormBackward(const OpDesc &op, const KernelContext &ctx,
                                const std::vector<TensorView> &inputs,
                                const std::vector<TensorView> &outputs,
                                const std::vector<TensorView> &outputGrads,
                                std::vector<TensorView> &inputGrads,
                                std::vector<TensorView> &scratch) {
   BatchNormShape shape;
-  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+  if (absl::Status status = normBackwardShape(op, inputs, outputs, outputGrads,
                                               inputGrads, false, shape);
-      !status.empty())
+      !status.ok())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
   const float *dOutput = outputGrads[0].data;
   if (!ctx.training) {
     batchNormInferenceBackward(inputs, dOutput, inputGrads, shape, epsilon);
-    return "";
+    return absl::OkStatus();
   }
   if (scratch.size() != 2)
-    return op.kind + ": training backward expects the forward's [3, channels] "
-                     "and its own [2, channels] scratch buffers";
+    return absl::InvalidArgumentError(
+        op.kind + ": training backward expects the forward's [3, channels] "
+                  "and its own [2, channels] scratch buffers");
   BatchStats stats;
-  if (KernelStatus status = batchStats(op, scratch[0], shape, epsilon, stats);
-      !status.empty())
+  if (absl::Status status = batchStats(op, scratch[0], shape, epsilon, stats);
+      !status.ok())
     return status;
   float *sumDyAt;
   int64_t stride;
-  if (KernelStatus status =
+  if (absl::Status status =
           scratchRows(op, scratch[1], 2, shape, sumDyAt, stride);
-      !status.empty())
+      !status.ok())
     return status;
   float *sumDyXhatAt = sumDyAt + stride;
   int64_t held = shape.held();
@@ -270,12 +273,12 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
     // The mean and variance are batch statistics in training: the running
     // statistics get no gradient.
     addParameterGrads(inputGrads, shape, sumDy, sumDyXhat);
-    return "";
+    return absl::OkStatus();
   }
   if (ctx.stage != 1)
-    return op.kind + ": has stages 0 and 1 only";
+    return absl::InvalidArgumentError(op.kind + ": has stages 0 and 1 only");
   if (!inputGrads[Input].data)
-    return "";
+    return absl::OkStatus();
   // dx = scale * invStd / n * (n * dy - sum dy - xhat * sum dy * xhat), with
   // n and the sums over the whole batch.
   const float *input = inputs[Input].data;
@@ -294,7 +297,7 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
           mul * (dOutput[offset + k] - meanDy - xhat * meanDyXhat);
     }
   });
-  return "";
+  return absl::OkStatus();
 }
 
 std::vector<std::vector<int64_t>>
@@ -309,13 +312,13 @@ batchNormScratch(const OpDesc &, const std::vector<TensorView> &inputs,
 // layer_norm
 //===----------------------------------------------------------------------===//
 
-KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
+absl::Status layerNormForward(const OpDesc &op, const KernelContext &,
                               const std::vector<TensorView> &inputs,
                               std::vector<TensorView> &outputs,
                               std::vector<TensorView> &) {
   RowShape shape;
-  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
-      !status.empty())
+  if (absl::Status status = normForwardShape(op, inputs, outputs, shape);
+      !status.ok())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
   bool rms = op.getInt("rms", 0) != 0;
@@ -330,19 +333,19 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
     for (int64_t k = 0; k < shape.width; ++k)
       y[k] = (x[k] - m) * s * scale[k] + (bias ? bias[k] : 0.0f);
   }
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
+absl::Status layerNormBackward(const OpDesc &op, const KernelContext &,
                                const std::vector<TensorView> &inputs,
                                const std::vector<TensorView> &outputs,
                                const std::vector<TensorView> &outputGrads,
                                std::vector<TensorView> &inputGrads,
                                std::vector<TensorView> &) {
   RowShape shape;
-  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+  if (absl::Status status = normBackwardShape(op, inputs, outputs, outputGrads,
                                               inputGrads, false, shape);
-      !status.empty())
+      !status.ok())
     return status;
   double epsilon = op.getFloat("epsilon", 1e-5);
   bool rms = op.getInt("rms", 0) != 0;
@@ -378,7 +381,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
       dx[k] += static_cast<float>(invStd * (g - meanG - xhat * meanGXhat));
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -394,13 +397,13 @@ template <typename Fn> void forEachLine(const AxisShape &shape, Fn &&fn) {
 }
 
 template <bool Log>
-KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
+absl::Status softmaxForward(const OpDesc &op, const KernelContext &,
                             const std::vector<TensorView> &inputs,
                             std::vector<TensorView> &outputs,
                             std::vector<TensorView> &) {
   AxisShape shape;
-  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
-      !status.empty())
+  if (absl::Status status = normForwardShape(op, inputs, outputs, shape);
+      !status.ok())
     return status;
   const float *x = inputs[0].data;
   float *y = outputs[0].data;
@@ -423,35 +426,35 @@ KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
           out[k] *= scale;
       }
     }
-    return "";
+    return absl::OkStatus();
   }
   forEachLine(shape, [&](int64_t first) {
     softmaxStridedLine(x + first, y + first, shape.size, step, Log);
   });
-  return "";
+  return absl::OkStatus();
 }
 
 template <bool Log>
-KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
+absl::Status softmaxBackward(const OpDesc &op, const KernelContext &,
                              const std::vector<TensorView> &inputs,
                              const std::vector<TensorView> &outputs,
                              const std::vector<TensorView> &outputGrads,
                              std::vector<TensorView> &inputGrads,
                              std::vector<TensorView> &) {
   AxisShape shape;
-  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+  if (absl::Status status = normBackwardShape(op, inputs, outputs, outputGrads,
                                               inputGrads, true, shape);
-      !status.empty())
+      !status.ok())
     return status;
   float *dx = inputGrads[0].data;
   if (!dx)
-    return "";
+    return absl::OkStatus();
   const float *y = outputs[0].data, *dy = outputGrads[0].data;
   int64_t step = shape.inner;
   forEachLine(shape, [&](int64_t first) {
     softmaxGradLine(y + first, dy + first, dx + first, shape.size, step, Log);
   });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

@@ -44,18 +44,18 @@ float maxOfRun(const float *data, int64_t n, int64_t stride) {
   return max;
 }
 
-KernelStatus reduceForward(const OpDesc &op, Reduction kind,
+absl::Status reduceForward(const OpDesc &op, Reduction kind,
                            const std::vector<TensorView> &inputs,
                            std::vector<TensorView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   const TensorView &x = inputs[0];
   TensorView &y = outputs[0];
   ReduceWalk walk;
   std::vector<StridedAccess> a;
-  if (KernelStatus s = reduceWalk(op, kind, x, y, walk); !s.empty())
+  if (absl::Status s = reduceWalk(op, kind, x, y, walk); !s.ok())
     return s;
-  if (KernelStatus s = reduceAccesses(op, walk, {&x}, {&y}, a); !s.empty())
+  if (absl::Status s = reduceAccesses(op, walk, {&x}, {&y}, a); !s.ok())
     return s;
 
   float initial =
@@ -96,14 +96,14 @@ KernelStatus reduceForward(const OpDesc &op, Reduction kind,
 
 /// Sum and mean: dx += dy (/ count). Max: the gradient goes to the maximal
 /// elements, split evenly among ties (as torch.amax).
-KernelStatus reduceBackward(const OpDesc &op, Reduction kind,
+absl::Status reduceBackward(const OpDesc &op, Reduction kind,
                             const std::vector<TensorView> &inputs,
                             const std::vector<TensorView> &outputs,
                             const std::vector<TensorView> &outputGrads,
                             std::vector<TensorView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   TensorView &dx = inputGrads[0];
   if (!dx.data)
@@ -111,12 +111,12 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind,
   const TensorView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
   ReduceWalk walk;
   std::vector<StridedAccess> a;
-  if (KernelStatus s = reduceWalk(op, kind, dx, dy, walk); !s.empty())
+  if (absl::Status s = reduceWalk(op, kind, dx, dy, walk); !s.ok())
     return s;
   std::vector<int64_t> extents = extentsOf(walk.lo, walk.hi);
 
   if (kind != Reduction::Max) {
-    if (KernelStatus s = reduceAccesses(op, walk, {&dx}, {&dy}, a); !s.empty())
+    if (absl::Status s = reduceAccesses(op, walk, {&dx}, {&dy}, a); !s.ok())
       return s;
     float scale = walk.scale(kind);
     walkStrided<2>(extents, {a[0], a[1]}, [&](const std::array<int64_t, 2> &o) {
@@ -125,8 +125,8 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind,
     return {};
   }
 
-  if (KernelStatus s = reduceAccesses(op, walk, {&dx, &x}, {&dy, &y}, a);
-      !s.empty())
+  if (absl::Status s = reduceAccesses(op, walk, {&dx, &x}, {&dy, &y}, a);
+      !s.ok())
     return s;
   // Ties per output element, laid out like dy.
   std::vector<float> ties(dy.numElements(), 0.0f);

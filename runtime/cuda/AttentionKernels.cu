@@ -230,9 +230,9 @@ GemmOperand blockOperand(Elements block, int64_t rows, int64_t cols,
 }
 
 /// The scaled scores of `block` into p ([count, rows, cols], float32).
-std::string scores(ExecContext &ctx, const AttentionRanges &r,
-                   const Block &block, const KernelView &q, const KernelView &k,
-                   float *p) {
+absl::Status scores(ExecContext &ctx, const AttentionRanges &r,
+                    const Block &block, const KernelView &q,
+                    const KernelView &k, float *p) {
   const int64_t rows = block.rows(), cols = block.cols;
   return ctx.library->gemm(ctx.stream, rows, cols, r.D, r.scale,
                            blockOperand(q, block, block.rowLo, false),
@@ -263,45 +263,47 @@ Elements typedBlock(ExecContext &ctx, DType type, int64_t n) {
   return {ctx.workspace->floats(floats), type};
 }
 
-KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
+absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
                               ExecContext &ctx,
                               const std::vector<KernelView> &inputs,
                               const std::vector<KernelView> &outputs,
                               const std::vector<KernelView> &) {
   AttentionRanges r;
-  if (KernelStatus s = forwardRanges(op, kctx, inputs, outputs, r); !s.empty())
+  if (absl::Status s = forwardRanges(op, kctx, inputs, outputs, r); !s.ok())
     return s;
   const KernelView &result = outputs[0];
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   if (flashAttentionFits(r, inputs[0], inputs[1], inputs[2], nullptr)) {
-    KernelStatus s = flashAttentionForward(ctx, r, mask, inputs[0], inputs[1],
+    absl::Status s = flashAttentionForward(ctx, r, mask, inputs[0], inputs[1],
                                            inputs[2], result);
-    return s.empty() ? s : op.kind + ": " + s;
+    return annotate(s, op.kind);
   }
   KernelView q = inputs[0], k = inputs[1], v = inputs[2];
   if (!operandsOfOneType(ctx, {&q, &k, &v}))
-    return op.kind + ": out of device memory for its float32 operands";
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its float32 operands");
   const DType type = q.elements.type;
   const int64_t blockFloats = largestBlock(r, q.shape);
   // p: the float32 scores; probs: P' in the operands' type (p itself for
   // float32 operands).
   float *p = nullptr;
   Elements probs;
-  std::string error;
+  absl::Status error;
   forEachBlock(r, q.shape, [&](const Block &block) {
-    if (!error.empty())
+    if (!error.ok())
       return;
     if (!p) {
       p = ctx.workspace->floats(blockFloats);
       probs = type == DType::F32 ? floatElements(p)
                                  : typedBlock(ctx, type, blockFloats);
       if (!p || !probs) {
-        error = "out of device memory for its score block";
+        error = absl::ResourceExhaustedError(
+            "out of device memory for its score block");
         return;
       }
     }
     const int64_t rows = block.rows(), cols = block.cols;
-    if ((error = scores(ctx, r, block, q, k, p)).empty()) {
+    if ((error = scores(ctx, r, block, q, k, p)).ok()) {
       softmaxRows(ctx.stream, rowDims(r, block), p, block.count,
                   /*keep=*/false, r.dropout, mask, probs);
       error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
@@ -310,10 +312,10 @@ KernelStatus attentionForward(const OpDesc &op, const KernelContext &kctx,
                        typedResult(result, block, block.rowLo), block.count);
     }
   });
-  return error.empty() ? "" : op.kind + ": " + error;
+  return annotate(error, op.kind);
 }
 
-KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
+absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
                                ExecContext &ctx,
                                const std::vector<KernelView> &inputs,
                                const std::vector<KernelView> &outputs,
@@ -321,21 +323,21 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
                                const std::vector<KernelView> &inputGrads,
                                const std::vector<KernelView> &) {
   AttentionRanges r;
-  if (KernelStatus s =
+  if (absl::Status s =
           backwardRanges(op, kctx, inputs, outputs, outputGrads, inputGrads, r);
-      !s.empty())
+      !s.ok())
     return s;
   const KernelView &dq = inputGrads[0], &dk = inputGrads[1],
                    &dv = inputGrads[2];
   if (!dq.present() && !dk.present() && !dv.present())
-    return "";
+    return absl::OkStatus();
   const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
   if (!outputs.empty() && outputs[0].present() &&
       flashAttentionFits(r, inputs[0], inputs[1], inputs[2], &outputGrads[0])) {
-    KernelStatus s =
+    absl::Status s =
         flashAttentionBackward(ctx, r, mask, inputs[0], inputs[1], inputs[2],
                                outputs[0], outputGrads[0], dq, dk, dv);
-    return s.empty() ? s : op.kind + ": " + s;
+    return annotate(s, op.kind);
   }
   // The score blocks add into the gradients: overwritten ones start at 0.
   for (const KernelView *g : {&dq, &dk, &dv})
@@ -343,7 +345,8 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
   KernelView q = inputs[0], k = inputs[1], v = inputs[2],
              dResult = outputGrads[0];
   if (!operandsOfOneType(ctx, {&q, &k, &v, &dResult}))
-    return op.kind + ": out of device memory for its float32 operands";
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its float32 operands");
   const DType type = q.elements.type;
   // p: P and ds: dP', then dS, in float32; probs: P' and dsOut: dS in the
   // operands' type for the GEMMs (p and ds themselves for float32 operands
@@ -351,9 +354,9 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
   const int64_t blockFloats = largestBlock(r, q.shape);
   float *p = nullptr, *ds = nullptr;
   Elements probs, dsOut;
-  std::string error;
+  absl::Status error;
   forEachBlock(r, q.shape, [&](const Block &block) {
-    if (!error.empty())
+    if (!error.ok())
       return;
     if (!p) {
       p = ctx.workspace->floats(blockFloats);
@@ -364,13 +367,14 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
       dsOut = type == DType::F32 ? floatElements(ds)
                                  : typedBlock(ctx, type, blockFloats);
       if (!p || !ds || !probs || !dsOut) {
-        error = "out of device memory for its score blocks";
+        error = absl::ResourceExhaustedError(
+            "out of device memory for its score blocks");
         return;
       }
     }
     const int64_t rows = block.rows(), cols = block.cols;
     const RowDims d = rowDims(r, block);
-    if (!(error = scores(ctx, r, block, q, k, p)).empty())
+    if (!(error = scores(ctx, r, block, q, k, p)).ok())
       return;
     softmaxRows(ctx.stream, d, p, block.count, /*keep=*/true, r.dropout, mask,
                 probs);
@@ -379,7 +383,7 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
       error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
                        blockOperand(probs, rows, cols, true), dOut, 1.0f,
                        typedResult(dv, block, 0), block.count);
-      if (!error.empty())
+      if (!error.ok())
         return;
     }
     if (!dq.present() && !dk.present())
@@ -388,7 +392,7 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
     error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
                               blockOperand(v, block, 0, true), 0.0f,
                               floatResult(ds, cols, rows * cols), block.count);
-    if (!error.empty())
+    if (!error.ok())
       return;
     softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask, dsOut);
     if (dq.present()) // dQ += scale * dS K
@@ -396,13 +400,13 @@ KernelStatus attentionBackward(const OpDesc &op, const KernelContext &kctx,
                        blockOperand(dsOut, rows, cols, false),
                        blockOperand(k, block, 0, false), 1.0f,
                        typedResult(dq, block, block.rowLo), block.count);
-    if (error.empty() && dk.present()) // dK[0, cols) += scale * dS^T Q
+    if (error.ok() && dk.present()) // dK[0, cols) += scale * dS^T Q
       error = gemmInto(ctx, cols, r.D, rows, r.scale,
                        blockOperand(dsOut, rows, cols, true),
                        blockOperand(q, block, block.rowLo, false), 1.0f,
                        typedResult(dk, block, 0), block.count);
   });
-  return error.empty() ? "" : op.kind + ": " + error;
+  return annotate(error, op.kind);
 }
 
 } // namespace

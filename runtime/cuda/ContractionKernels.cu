@@ -48,8 +48,9 @@ bool sameType(ExecContext &ctx, std::initializer_list<KernelView *> views) {
   return true;
 }
 
-std::string outOfMemory(const OpDesc &op) {
-  return op.kind + ": out of device memory for a widened operand";
+absl::Status outOfMemory(const OpDesc &op) {
+  return absl::ResourceExhaustedError(
+      op.kind + ": out of device memory for a widened operand");
 }
 
 /// Calls fn(batch, count) for the result batches of [lo, hi): each call
@@ -118,21 +119,21 @@ int64_t resultOffset(const TensorView &result, const MatMulRanges &r,
   return result.offsetOf(at);
 }
 
-KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
+absl::Status matMulForward(const OpDesc &op, const KernelContext &,
                            ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &) {
   if (inputs.size() != 2 || outputs.size() != 1)
-    return op.kind + ": expects 2 operands and 1 result";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": expects 2 operands and 1 result");
   KernelView a = inputs[0], b = inputs[1];
   if (!sameType(ctx, {&a, &b}))
     return outOfMemory(op);
   MatrixOperand lhs = lhsOperand(op, a), rhs = rhsOperand(op, b);
   const KernelView &result = outputs[0];
   MatMulRanges r;
-  if (KernelStatus status = matMulRanges(op, lhs, rhs, result, r);
-      !status.empty())
+  if (absl::Status status = matMulRanges(op, lhs, rhs, result, r); !status.ok())
     return status;
   const int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t lda = a.extent(lhs.colDim), ldb = b.extent(rhs.colDim);
@@ -157,9 +158,9 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
     strideA = innerBatchStride(lhs, a, r, r.mLo, r.kLo);
     strideB = innerBatchStride(rhs, b, r, r.kLo, r.nLo);
   }
-  std::string error;
+  absl::Status error;
   auto run = [&](const std::vector<int64_t> &batch, int64_t count) {
-    if (!error.empty())
+    if (!error.ok())
       return;
     error = gemmInto(
         ctx, m, n, k, 1.0f,
@@ -174,10 +175,10 @@ KernelStatus matMulForward(const OpDesc &op, const KernelContext &,
     run(r.batchLo, boxVolume(r.batchLo, r.batchHi));
   else
     forEachBatchRun(r.batchLo, r.batchHi, true, run);
-  return error.empty() ? "" : op.kind + ": " + error;
+  return annotate(error, op.kind);
 }
 
-KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
+absl::Status matMulBackward(const OpDesc &op, const KernelContext &,
                             ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &,
@@ -185,11 +186,13 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<KernelView> &inputGrads,
                             const std::vector<KernelView> &) {
   if (inputs.size() != 2 || inputGrads.size() != 2 || outputGrads.size() != 1)
-    return op.kind + ": expects 2 operands and 1 result";
+    return absl::InvalidArgumentError(op.kind +
+                                      ": expects 2 operands and 1 result");
   for (size_t i = 0; i < 2; ++i)
     if (inputGrads[i].present() &&
         (inputGrads[i].lo != inputs[i].lo || inputGrads[i].hi != inputs[i].hi))
-      return op.kind + ": operand grad box differs from the operand box";
+      return absl::InvalidArgumentError(
+          op.kind + ": operand grad box differs from the operand box");
   // Every GEMM below pairs dY with one operand.
   KernelView a = inputs[0], b = inputs[1], dy = outputGrads[0];
   if (!sameType(ctx, {&a, &b, &dy}))
@@ -198,7 +201,7 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
   MatrixOperand lhs = lhsOperand(op, a), rhs = rhsOperand(op, b);
   MatrixOperand lhsGrad = lhsOperand(op, dA), rhsGrad = rhsOperand(op, dB);
   MatMulRanges r;
-  if (KernelStatus status = matMulRanges(op, lhs, rhs, dy, r); !status.empty())
+  if (absl::Status status = matMulRanges(op, lhs, rhs, dy, r); !status.ok())
     return status;
   const int64_t m = r.mHi - r.mLo, n = r.nHi - r.nLo, k = r.kHi - r.kLo;
   const int64_t lda = a.extent(lhs.colDim), ldb = b.extent(rhs.colDim);
@@ -246,11 +249,11 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
   const bool setB = writesGradient(
       ctx, dB, static_cast<int64_t>(matricesB.size()) * k * n == dB.count());
   std::set<int64_t> writtenA, writtenB;
-  std::string error;
+  absl::Status error;
   // The GEMMs of `count` batches from `batch` on, `strided`: one call.
   auto gemms = [&](const std::vector<int64_t> &batch, int64_t count,
                    bool strided) {
-    if (!error.empty())
+    if (!error.ok())
       return;
     const int64_t sY = strided ? strideY : 0, sA = strided ? strideA : 0,
                   sB = strided ? strideB : 0, sDA = strided ? strideDA : 0,
@@ -274,7 +277,7 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
                          gemmOperand(b, offsetB, ldb, transB, sB), yt, beta, da,
                          count);
     }
-    if (error.empty() && dB.present()) {
+    if (error.ok() && dB.present()) {
       const int64_t at = matrixOffset(rhsGrad, dB, batch, r.kLo, r.nLo);
       const GemmResult db = gemmResult(dB, at, ldb, sDB);
       const float beta = setB && writtenB.insert(at).second ? 0.0f : 1.0f;
@@ -295,7 +298,7 @@ KernelStatus matMulBackward(const OpDesc &op, const KernelContext &,
                     [&](const std::vector<int64_t> &batch, int64_t) {
                       gemms(batch, 1, false);
                     });
-  return error.empty() ? "" : op.kind + ": " + error;
+  return annotate(error, op.kind);
 }
 
 /// out[row * n + j] += bias[j] for every row.
@@ -304,20 +307,21 @@ void addBias(Stream stream, Elements out, Elements bias, int64_t rows,
   launch(stream, rows * n, [=] PPC_HD(int64_t i) { out[i] += bias[i % n]; });
 }
 
-KernelStatus linearForward(const OpDesc &op, const KernelContext &,
+absl::Status linearForward(const OpDesc &op, const KernelContext &,
                            ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &) {
   if (outputs.size() != 1)
-    return op.kind + ": expects 1 result";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result");
   if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, weight and an optional bias";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, weight and an optional bias");
   std::vector<TensorView> hostViews(inputs.begin(), inputs.end());
   const KernelView &result = outputs[0];
   LinearRanges r;
-  if (KernelStatus status = linearRanges(op, hostViews, result, r);
-      !status.empty())
+  if (absl::Status status = linearRanges(op, hostViews, result, r);
+      !status.ok())
     return status;
   KernelView x = inputs[0], w = inputs[1];
   if (!sameType(ctx, {&x, &w}))
@@ -329,37 +333,38 @@ KernelStatus linearForward(const OpDesc &op, const KernelContext &,
   const Elements bias =
       r.addsBias ? inputs[2].elements + (r.nLo - inputs[2].lo[0]) : Elements();
   const DType out = result.elements.type;
-  std::string error;
+  absl::Status error;
   if (out == DType::BF16 && gx.type == DType::BF16 &&
       (!bias || bias.type == DType::BF16) &&
       (error = ctx.library->gemmToBf16(
            ctx.stream, r.rows, n, k, gx, gw,
            static_cast<const uint16_t *>(bias.data),
            static_cast<uint16_t *>(result.elements.data), n, 0, 1))
-          .empty())
-    return ""; // cuBLASLt rounded the sum and the bias once
+          .ok())
+    return absl::OkStatus(); // cuBLASLt rounded the sum and the bias once
   if (!bias || out == DType::F32) {
     error = gemmInto(ctx, r.rows, n, k, 1.0f, gx, gw, 0.0f,
                      gemmResult(result, 0, n, 0), 1);
-    if (error.empty() && bias)
+    if (error.ok() && bias)
       addBias(ctx.stream, result.elements, bias, r.rows, n);
-    return error.empty() ? "" : op.kind + ": " + error;
+    return annotate(error, op.kind);
   }
   // A 16-bit result with a bias: the float32 sum and the bias rounded once.
   float *block = ctx.workspace->floats(r.rows * n);
   if (!block)
-    return op.kind + ": out of device memory for a float32 result";
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for a float32 result");
   error = gemmInto(ctx, r.rows, n, k, 1.0f, gx, gw, 0.0f,
                    floatResult(block, n, 0), 1);
-  if (!error.empty())
-    return op.kind + ": " + error;
+  if (!error.ok())
+    return annotate(error, op.kind);
   const Elements y = result.elements;
   launch(ctx.stream, r.rows * n,
          [=] PPC_HD(int64_t i) { y[i] = block[i] + bias[i % n]; });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
+absl::Status linearBackward(const OpDesc &op, const KernelContext &,
                             ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &,
@@ -367,19 +372,22 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<KernelView> &inputGrads,
                             const std::vector<KernelView> &) {
   if (outputGrads.size() != 1)
-    return op.kind + ": expects 1 result grad";
+    return absl::InvalidArgumentError(op.kind + ": expects 1 result grad");
   if (inputs.size() < 2 || inputs.size() > 3)
-    return op.kind + ": expects input, weight and an optional bias";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects input, weight and an optional bias");
   if (inputGrads.size() != inputs.size())
-    return op.kind + ": expects one grad per result and per operand";
+    return absl::InvalidArgumentError(
+        op.kind + ": expects one grad per result and per operand");
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputGrads[i].present() &&
         (inputGrads[i].lo != inputs[i].lo || inputGrads[i].hi != inputs[i].hi))
-      return op.kind + ": operand grad box differs from the operand box";
+      return absl::InvalidArgumentError(
+          op.kind + ": operand grad box differs from the operand box");
   std::vector<TensorView> hostViews(inputs.begin(), inputs.end());
   LinearRanges r;
-  if (KernelStatus status = linearRanges(op, hostViews, outputGrads[0], r);
-      !status.empty())
+  if (absl::Status status = linearRanges(op, hostViews, outputGrads[0], r);
+      !status.ok())
     return status;
   KernelView x = inputs[0], w = inputs[1], dy = outputGrads[0];
   if (!sameType(ctx, {&x, &w, &dy}))
@@ -393,13 +401,13 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
       writesGradient(ctx, dX, dX.count() == r.rows * k) ? 0.0f : 1.0f;
   const float betaW =
       writesGradient(ctx, dW, dW.count() == k * n) ? 0.0f : 1.0f;
-  std::string error;
+  absl::Status error;
   if (dX.present()) // dX += dY op(W)^T
     error =
         gemmInto(ctx, r.rows, k, n, 1.0f, gy,
                  gemmOperand(w, weightOffset(w, r), ldw, !r.transposeWeight, 0),
                  betaX, gemmResult(dX, 0, k, 0), 1);
-  if (error.empty() && dW.present()) {
+  if (error.ok() && dW.present()) {
     const GemmResult dw = gemmResult(dW, weightOffset(dW, r), ldw, 0);
     GemmOperand yt = gy;
     yt.transposed = true;
@@ -410,14 +418,15 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
       error = gemmInto(ctx, n, k, r.rows, 1.0f, yt,
                        gemmOperand(x, 0, k, false, 0), betaW, dw, 1);
   }
-  if (!error.empty())
-    return op.kind + ": " + error;
+  if (!error.ok())
+    return annotate(error, op.kind);
   if (r.addsBias && inputGrads.size() == 3 && inputGrads[2].present()) {
     // dBias[j] += the column sum of dY, in chunks of rows.
     const int64_t rows = r.rows;
     float *partials = ctx.workspace->floats(columnChunks(rows, n) * n);
     if (!partials)
-      return op.kind + ": out of device memory for the bias gradient's sums";
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for the bias gradient's sums");
     const Elements y = dy.elements;
     const Elements dBias =
         inputGrads[2].elements + (r.nLo - inputGrads[2].lo[0]);
@@ -433,7 +442,7 @@ KernelStatus linearBackward(const OpDesc &op, const KernelContext &,
     // No contribution to the bias here (K does not start at 0).
     writesGradient(ctx, inputGrads[2], false);
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

@@ -321,8 +321,9 @@ void directWeightGrad(Stream stream, DirectDims x, const float *input,
   do {                                                                         \
     const cudnnStatus_t cudnnStatus_ = fn(__VA_ARGS__);                        \
     if (cudnnStatus_ != CUDNN_STATUS_SUCCESS)                                  \
-      return "ppc.conv2d: " #fn ": " +                                         \
-             std::string(cudnnGetErrorString(cudnnStatus_));                   \
+      return absl::InternalError(                                              \
+          "ppc.conv2d: " #fn ": " +                                            \
+          std::string(cudnnGetErrorString(cudnnStatus_)));                     \
   } while (0)
 
 /// A partition as cuDNN's descriptors take it (ints only: the bytes are
@@ -433,7 +434,7 @@ struct CudnnDescriptors {
       cudnnDestroyConvolutionDescriptor(conv);
   }
 
-  KernelStatus make(const CudnnShape &s) {
+  absl::Status make(const CudnnShape &s) {
     PPC_CUDNN(cudnnCreateTensorDescriptor, &x);
     PPC_CUDNN(cudnnCreateTensorDescriptor, &y);
     PPC_CUDNN(cudnnCreateFilterDescriptor, &w);
@@ -449,7 +450,7 @@ struct CudnnDescriptors {
               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
     PPC_CUDNN(cudnnSetConvolutionGroupCount, conv, s.groups);
     PPC_CUDNN(cudnnSetConvolutionMathType, conv, CUDNN_FMA_MATH);
-    return "";
+    return absl::OkStatus();
   }
 };
 
@@ -480,7 +481,7 @@ template <typename Perf> int pickAlgo(const Perf *perfs, int count) {
 
 /// The algorithm of `pass` for the shape: cuDNN's heuristic choice
 /// (..._v7), made once per handle, pass and shape and cached.
-KernelStatus cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
+absl::Status cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
                        const CudnnShape &s, const CudnnDescriptors &d,
                        CudnnAlgo &chosen) {
   static std::mutex mutex;
@@ -491,7 +492,7 @@ KernelStatus cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) {
     chosen = it->second;
-    return "";
+    return absl::OkStatus();
   }
   chosen = CudnnAlgo{};
   int count = 0;
@@ -530,7 +531,7 @@ KernelStatus cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
   if (chosen.bytes > kCudnnWorkspaceBytes)
     chosen = CudnnAlgo{};
   cache[key] = chosen;
-  return "";
+  return absl::OkStatus();
 }
 
 /// `bytes` of workspace (null for none); false when out of device memory.
@@ -561,26 +562,26 @@ bool cudnnFits(ExecContext &ctx, const ConvGeometry &g, const KernelView &input,
 
 /// conv2d's forward on cuDNN, then the bias; `taken` false (nothing
 /// enqueued, no error): the im2col path runs it.
-KernelStatus cudnnForward(ExecContext &ctx, const ConvGeometry &g,
+absl::Status cudnnForward(ExecContext &ctx, const ConvGeometry &g,
                           const KernelView &input, const KernelView &weight,
                           const KernelView &output, bool &taken) {
   taken = false;
   CudnnConv c;
   if (!cudnnFits(ctx, g, input, weight, output, c))
-    return "";
+    return absl::OkStatus();
   const float *x = input.data + c.p.xOffset, *w = weight.data + c.p.wOffset;
   if (!aligned(x) || !aligned(w) || !aligned(output.data))
-    return "";
-  if (KernelStatus status = c.d.make(c.p.shape); !status.empty())
+    return absl::OkStatus();
+  if (absl::Status status = c.d.make(c.p.shape); !status.ok())
     return status;
   CudnnAlgo algo;
-  if (KernelStatus status =
+  if (absl::Status status =
           cudnnAlgo(c.handle, CudnnPass::Forward, c.p.shape, c.d, algo);
-      !status.empty())
+      !status.ok())
     return status;
   void *workspace = nullptr;
   if (algo.algo < 0 || !cudnnWorkspace(ctx, algo.bytes, workspace))
-    return "";
+    return absl::OkStatus();
   const float one = 1.0f, zero = 0.0f;
   PPC_CUDNN(cudnnConvolutionForward, c.handle, &one, c.d.x, x, c.d.w, w,
             c.d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
@@ -590,12 +591,12 @@ KernelStatus cudnnForward(ExecContext &ctx, const ConvGeometry &g,
   if (g.addsBias)
     addBias(ctx.stream, output.data, output.box, g.bias->data, g.bias->lo[0],
             g.outPlane());
-  return "";
+  return absl::OkStatus();
 }
 
 /// conv2d's backward on cuDNN (weight and input grads ADDED, beta = 1),
 /// then the bias grad; `taken` as cudnnForward's.
-KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
+absl::Status cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
                            const KernelView &input, const KernelView &weight,
                            const KernelView &dOutput,
                            const std::vector<KernelView> &inputGrads,
@@ -603,25 +604,25 @@ KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
   taken = false;
   CudnnConv c;
   if (!cudnnFits(ctx, g, input, weight, dOutput, c))
-    return "";
+    return absl::OkStatus();
   const KernelView &dInput = inputGrads[0], &dWeight = inputGrads[1];
   float *dx = dInput.data ? dInput.data + c.p.xOffset : nullptr;
   float *dw = dWeight.data ? dWeight.data + c.p.wOffset : nullptr;
   const float *x = input.data + c.p.xOffset, *w = weight.data + c.p.wOffset;
   if (!aligned(dOutput.data) || (dx && !(aligned(dx) && aligned(w))) ||
       (dw && !(aligned(dw) && aligned(x))))
-    return "";
-  if (KernelStatus status = c.d.make(c.p.shape); !status.empty())
+    return absl::OkStatus();
+  if (absl::Status status = c.d.make(c.p.shape); !status.ok())
     return status;
   CudnnAlgo dataAlgo, filterAlgo;
-  KernelStatus status;
+  absl::Status status;
   if (dx && !(status = cudnnAlgo(c.handle, CudnnPass::BackwardData, c.p.shape,
                                  c.d, dataAlgo))
-                 .empty())
+                 .ok())
     return status;
   if (dw && !(status = cudnnAlgo(c.handle, CudnnPass::BackwardFilter, c.p.shape,
                                  c.d, filterAlgo))
-                 .empty())
+                 .ok())
     return status;
   // One workspace serves both: the calls run one after the other on the
   // stream.
@@ -629,7 +630,7 @@ KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
   if ((dx && dataAlgo.algo < 0) || (dw && filterAlgo.algo < 0) ||
       !cudnnWorkspace(ctx, std::max(dataAlgo.bytes, filterAlgo.bytes),
                       workspace))
-    return "";
+    return absl::OkStatus();
   const float one = 1.0f;
   if (dw)
     PPC_CUDNN(cudnnConvolutionBackwardFilter, c.handle, &one, c.d.x, x, c.d.y,
@@ -645,31 +646,31 @@ KernelStatus cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
   launchCount().fetch_add(1, std::memory_order_relaxed);
   taken = true;
   addBiasGrad(ctx.stream, g, dOutput, inputGrads);
-  return "";
+  return absl::OkStatus();
 }
 
 #undef PPC_CUDNN
 #endif // !PPC_CUDA_EMULATION
 
-KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
+absl::Status conv2dForward(const OpDesc &op, const KernelContext &,
                            ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &) {
   ConvGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   const KernelView &output = outputs[0];
   const KernelView &input = inputs[0], &weight = inputs[1];
   const int64_t plane = g.outPlane(), patch = g.patchSize();
   const int64_t outC = output.extent(1), samples = output.extent(0);
   if (output.box.count() == 0)
-    return "";
+    return absl::OkStatus();
 #if !defined(PPC_CUDA_EMULATION)
   bool taken = false;
-  if (KernelStatus status = cudnnForward(ctx, g, input, weight, output, taken);
-      taken || !status.empty())
+  if (absl::Status status = cudnnForward(ctx, g, input, weight, output, taken);
+      taken || !status.ok())
     return status;
 #endif
   if (runsDirect(g)) {
@@ -677,22 +678,23 @@ KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
                   input.data, input.box, weight.data, weight.box,
                   g.addsBias ? g.bias->data : nullptr,
                   g.addsBias ? g.bias->lo[0] : 0, output.data, output.box);
-    return "";
+    return absl::OkStatus();
   }
   const bool pointwise = isPointwise(g);
   const int64_t chunk = samplesPerChunk(patch * plane, samples);
   float *col = nullptr;
   if (!pointwise && patch > 0 &&
       !(col = ctx.workspace->floats(chunk * patch * plane)))
-    return op.kind + ": out of device memory for its im2col block";
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its im2col block");
   const PatchDims d = patchDims(g);
   const int64_t inPlane = input.extent(2) * input.extent(3);
-  std::string error;
-  for (int64_t n0 = output.lo[0]; n0 < output.hi[0] && error.empty();
+  absl::Status error;
+  for (int64_t n0 = output.lo[0]; n0 < output.hi[0] && error.ok();
        n0 += chunk) {
     const int64_t count = std::min(chunk, output.hi[0] - n0);
     forEachGroup(g, output, [&](int64_t fFirst, int64_t fLast, int64_t cFirst) {
-      if (!error.empty())
+      if (!error.ok())
         return;
       GemmOperand patches;
       if (pointwise) {
@@ -713,15 +715,15 @@ KernelStatus conv2dForward(const OpDesc &op, const KernelContext &,
                                 floatResult(out, plane, outC * plane), count);
     });
   }
-  if (!error.empty())
-    return op.kind + ": " + error;
+  if (!error.ok())
+    return annotate(error, op.kind);
   if (g.addsBias)
     addBias(ctx.stream, output.data, output.box, g.bias->data, g.bias->lo[0],
             plane);
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
+absl::Status conv2dBackward(const OpDesc &op, const KernelContext &,
                             ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
@@ -729,9 +731,9 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<KernelView> &inputGrads,
                             const std::vector<KernelView> &) {
   ConvGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const KernelView &dOutput = outputGrads[0];
   const KernelView &input = inputs[0], &weight = inputs[1];
@@ -739,12 +741,12 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
   const int64_t plane = g.outPlane(), patch = g.patchSize();
   const int64_t outC = dOutput.extent(1), samples = dOutput.extent(0);
   if (dOutput.box.count() == 0)
-    return "";
+    return absl::OkStatus();
 #if !defined(PPC_CUDA_EMULATION)
   bool taken = false;
-  if (KernelStatus status =
+  if (absl::Status status =
           cudnnBackward(ctx, g, input, weight, dOutput, inputGrads, taken);
-      taken || !status.empty())
+      taken || !status.ok())
     return status;
 #endif
   if (runsDirect(g)) {
@@ -756,7 +758,7 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
       directInputGrad(ctx.stream, x, weight.data, weight.box, dOutput.data,
                       dOutput.box, dInput.data, dInput.box);
     addBiasGrad(ctx.stream, g, dOutput, inputGrads);
-    return "";
+    return absl::OkStatus();
   }
   const bool pointwise = isPointwise(g);
   // Per sample: its im2col block, its dW product, its dCol block.
@@ -770,17 +772,18 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
        !(dCol = ctx.workspace->floats(chunk * patch * plane))) ||
       (dWeight.data && patch > 0 &&
        !(dWParts = ctx.workspace->floats(chunk * outC * patch))))
-    return op.kind + ": out of device memory for its im2col blocks";
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its im2col blocks");
   const PatchDims d = patchDims(g);
   const int64_t inPlane = input.extent(2) * input.extent(3);
   const float *dy = dOutput.data;
-  std::string error;
-  for (int64_t n0 = dOutput.lo[0]; n0 < dOutput.hi[0] && error.empty();
+  absl::Status error;
+  for (int64_t n0 = dOutput.lo[0]; n0 < dOutput.hi[0] && error.ok();
        n0 += chunk) {
     const int64_t count = std::min(chunk, dOutput.hi[0] - n0);
     forEachGroup(
         g, dOutput, [&](int64_t fFirst, int64_t fLast, int64_t cFirst) {
-          if (!error.empty() || patch == 0)
+          if (!error.ok() || patch == 0)
             return;
           const int64_t fCount = fLast - fFirst;
           const GemmOperand dyGroup =
@@ -802,7 +805,7 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
             error = ctx.library->gemm(
                 ctx.stream, fCount, patch, plane, 1.0f, dyGroup, patchesT, 0.0f,
                 floatResult(dWParts, patch, fCount * patch), count);
-            if (!error.empty())
+            if (!error.ok())
               return;
             addSampleSum(ctx.stream, dWParts, count, fCount, patch,
                          dWeight.data +
@@ -823,17 +826,17 @@ KernelStatus conv2dBackward(const OpDesc &op, const KernelContext &,
               error = ctx.library->gemm(
                   ctx.stream, patch, plane, fCount, 1.0f, wT, dyGroup, 0.0f,
                   floatResult(dCol, plane, patch * plane), count);
-              if (error.empty())
+              if (error.ok())
                 col2imAdd(ctx.stream, d, g.channels(), dCol, dInput.data,
                           dInput.box, n0, count, cFirst);
             }
           }
         });
   }
-  if (!error.empty())
-    return op.kind + ": " + error;
+  if (!error.ok())
+    return annotate(error, op.kind);
   addBiasGrad(ctx.stream, g, dOutput, inputGrads);
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -851,33 +854,33 @@ void addFloats(Stream stream, float *out, const float *add, int64_t n) {
   launch(stream, n, [=] PPC_HD(int64_t i) { out[i] += add[i]; });
 }
 
-KernelStatus convTransposeForward(const OpDesc &op,
+absl::Status convTransposeForward(const OpDesc &op,
                                   const KernelContext &kernelContext,
                                   ExecContext &ctx,
                                   const std::vector<KernelView> &inputs,
                                   const std::vector<KernelView> &outputs,
                                   const std::vector<KernelView> &) {
   TransposedConvGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   const KernelView &input = inputs[0], &weight = inputs[1];
   const KernelView &output = outputs[0];
   if (output.box.count() == 0)
-    return "";
+    return absl::OkStatus();
   zeroFloats(ctx.stream, output.data, output.box.count());
-  if (KernelStatus status =
+  if (absl::Status status =
           conv2dBackward(op, kernelContext, ctx, {output, weight}, {}, {input},
                          {output, KernelView{}}, {});
-      !status.empty())
+      !status.ok())
     return status;
   if (const KernelView *bias = transposedBias(inputs, weight))
     addBias(ctx.stream, output.data, output.box, bias->data, bias->lo[0],
             output.extent(2) * output.extent(3));
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus convTransposeBackward(const OpDesc &op,
+absl::Status convTransposeBackward(const OpDesc &op,
                                    const KernelContext &kernelContext,
                                    ExecContext &ctx,
                                    const std::vector<KernelView> &inputs,
@@ -886,35 +889,36 @@ KernelStatus convTransposeBackward(const OpDesc &op,
                                    const std::vector<KernelView> &inputGrads,
                                    const std::vector<KernelView> &) {
   TransposedConvGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const KernelView &input = inputs[0], &weight = inputs[1];
   const KernelView &dOutput = outputGrads[0];
   if (dOutput.box.count() == 0)
-    return "";
+    return absl::OkStatus();
   const KernelView &dInput = inputGrads[0];
   if (dInput.data && dInput.box.count() > 0) { // dx += conv(dy, W)
     KernelView conv = dInput;
     if (!(conv.data = ctx.workspace->floats(dInput.box.count())))
-      return op.kind + ": out of device memory for its input grad";
-    if (KernelStatus status = conv2dForward(op, kernelContext, ctx,
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for its input grad");
+    if (absl::Status status = conv2dForward(op, kernelContext, ctx,
                                             {dOutput, weight}, {conv}, {});
-        !status.empty())
+        !status.ok())
       return status;
     addFloats(ctx.stream, dInput.data, conv.data, dInput.box.count());
   }
   if (inputGrads[1].data)
-    if (KernelStatus status =
+    if (absl::Status status =
             conv2dBackward(op, kernelContext, ctx, {dOutput, weight}, {},
                            {input}, {KernelView{}, inputGrads[1]}, {});
-        !status.empty())
+        !status.ok())
       return status;
   if (const KernelView *dBias = transposedBias(inputGrads, weight))
     biasGrad(ctx.stream, dOutput.data, dOutput.box, dBias->data, dBias->lo[0],
              dOutput.extent(2) * dOutput.extent(3));
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1020,12 +1024,12 @@ void poolBackwardKernel(Stream stream, PoolGeometry g, bool max,
   });
 }
 
-KernelStatus poolForward(bool max, const OpDesc &op, ExecContext &ctx,
+absl::Status poolForward(bool max, const OpDesc &op, ExecContext &ctx,
                          const std::vector<KernelView> &inputs,
                          const std::vector<KernelView> &outputs) {
   PoolGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   const KernelView &output = outputs[0];
   if (max)
@@ -1034,40 +1038,40 @@ KernelStatus poolForward(bool max, const OpDesc &op, ExecContext &ctx,
   else
     avgPoolForwardKernel(ctx.stream, g, inputs[0].data, inputs[0].box,
                          output.data, output.box);
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus poolBackward(bool max, const OpDesc &op, ExecContext &ctx,
+absl::Status poolBackward(bool max, const OpDesc &op, ExecContext &ctx,
                           const std::vector<KernelView> &inputs,
                           const std::vector<KernelView> &outputs,
                           const std::vector<KernelView> &outputGrads,
                           const std::vector<KernelView> &inputGrads) {
   PoolGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const KernelView &dOutput = outputGrads[0];
   const KernelView &dInput = inputGrads[0];
   if (!dInput.data || dOutput.box.count() == 0)
-    return "";
+    return absl::OkStatus();
   poolBackwardKernel(ctx.stream, g, max, inputs[0].data, dInput.data,
                      dInput.box, dOutput.data, dOutput.box);
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
 // global_avg_pool
 //===----------------------------------------------------------------------===//
 
-KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
+absl::Status globalAvgPoolForward(const OpDesc &op, const KernelContext &,
                                   ExecContext &ctx,
                                   const std::vector<KernelView> &inputs,
                                   const std::vector<KernelView> &outputs,
                                   const std::vector<KernelView> &) {
   GlobalPoolShape s;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, s);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, s);
+      !status.ok())
     return status;
   const KernelView &output = outputs[0];
   const KernelView &input = inputs[0];
@@ -1084,10 +1088,10 @@ KernelStatus globalAvgPoolForward(const OpDesc &op, const KernelContext &,
       sum += plane[k];
     out[i] = static_cast<float>(sum / static_cast<double>(s.count));
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
+absl::Status globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
                                    ExecContext &ctx,
                                    const std::vector<KernelView> &inputs,
                                    const std::vector<KernelView> &outputs,
@@ -1095,14 +1099,14 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
                                    const std::vector<KernelView> &inputGrads,
                                    const std::vector<KernelView> &) {
   GlobalPoolShape s;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, s);
-      !status.empty())
+      !status.ok())
     return status;
   const KernelView &dOutput = outputGrads[0];
   const KernelView &dInput = inputGrads[0];
   if (!dInput.data)
-    return "";
+    return absl::OkStatus();
   float *dIn = dInput.data;
   const float *dOut = dOutput.data;
   const int64_t inLo0 = dInput.lo[0], inLo1 = dInput.lo[1],
@@ -1118,21 +1122,21 @@ KernelStatus globalAvgPoolBackward(const OpDesc &op, const KernelContext &,
       return;
     dIn[i] += dOut[(n - outLo0) * outC + (c - outLo1)] / divisor;
   });
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
 // resize
 //===----------------------------------------------------------------------===//
 
-KernelStatus resizeForward(const OpDesc &op, const KernelContext &,
+absl::Status resizeForward(const OpDesc &op, const KernelContext &,
                            ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &) {
   ResizeGeometry g;
-  if (KernelStatus status = forwardGeometry(op, inputs, outputs, g);
-      !status.empty())
+  if (absl::Status status = forwardGeometry(op, inputs, outputs, g);
+      !status.ok())
     return status;
   const float *input = inputs[0].data;
   const DeviceBox inBox = inputs[0].box, outBox = outputs[0].box;
@@ -1145,10 +1149,10 @@ KernelStatus resizeForward(const OpDesc &op, const KernelContext &,
     const float *plane = input + offset4(inBox, index[0], index[1], 0, 0);
     output[i] = resizeValue(g, tr, tc, plane, inBox.hi[3]);
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
+absl::Status resizeBackward(const OpDesc &op, const KernelContext &,
                             ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
@@ -1156,14 +1160,14 @@ KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
                             const std::vector<KernelView> &inputGrads,
                             const std::vector<KernelView> &) {
   ResizeGeometry g;
-  if (KernelStatus status =
+  if (absl::Status status =
           backwardGeometry(op, inputs, outputs, outputGrads, inputGrads, g);
-      !status.empty())
+      !status.ok())
     return status;
   const KernelView &dOutput = outputGrads[0];
   const KernelView &dInputView = inputGrads[0];
   if (!dInputView.data || dOutput.box.count() == 0)
-    return "";
+    return absl::OkStatus();
   float *dInput = dInputView.data;
   const float *dy = dOutput.data;
   const DeviceBox inBox = dInputView.box, outBox = dOutput.box;
@@ -1177,7 +1181,7 @@ KernelStatus resizeBackward(const OpDesc &op, const KernelContext &,
         tr, tc, dy[i], plane, inBox.hi[3],
         [](float *target, float value) { atomicAddFloat(target, value); });
   });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

@@ -441,7 +441,7 @@ public:
 
   unsigned long long *
   slot(int64_t instruction,
-       std::function<std::string(unsigned long long)> message) override {
+       std::function<absl::Status(unsigned long long)> message) override {
     if (!slots) {
       slots = static_cast<unsigned long long *>(
           allocator->allocate(kSlots * sizeof(unsigned long long)));
@@ -459,12 +459,12 @@ public:
   }
 
   /// The first flagged check's error since the last report (waits for the
-  /// stream's work); "" when none.
-  std::string report(int64_t &instruction) {
+  /// stream's work); OK when none.
+  absl::Status report(int64_t &instruction) {
     readBack();
     instruction = firstInstruction;
-    std::string error = std::move(firstError);
-    firstError.clear();
+    absl::Status error = std::move(firstError);
+    firstError = absl::OkStatus();
     firstInstruction = -1;
     return error;
   }
@@ -474,7 +474,7 @@ private:
 
   struct Check {
     int64_t instruction;
-    std::function<std::string(unsigned long long)> message;
+    std::function<absl::Status(unsigned long long)> message;
   };
 
   /// Reads the slots of the pending checks, keeps the first error found,
@@ -485,7 +485,7 @@ private:
     std::vector<unsigned long long> keys(checks.size());
     copyOut(stream, keys.data(), slots, keys.size() * sizeof(keys[0]));
     waitFor(stream);
-    for (size_t i = 0; i < keys.size() && firstError.empty(); ++i)
+    for (size_t i = 0; i < keys.size() && firstError.ok(); ++i)
       if (keys[i] != ~0ull) {
         firstError = checks[i].message(keys[i]);
         firstInstruction = checks[i].instruction;
@@ -497,20 +497,21 @@ private:
   Stream stream;
   unsigned long long *slots = nullptr;
   std::vector<Check> checks;
-  std::string firstError;
+  absl::Status firstError;
   int64_t firstInstruction = -1;
 };
 
 /// The checks every kernel call passes before its kernel sees the views.
-std::string
+absl::Status
 checkViews(const OpDesc &op,
            std::initializer_list<const std::vector<DeviceView> *> lists) {
   for (const std::vector<DeviceView> *list : lists)
     for (const DeviceView &v : *list)
       if (v.shape.size() > static_cast<size_t>(kMaxRank))
-        return op.kind + ": rank " + std::to_string(v.shape.size()) +
-               " is above the cuda backend's " + std::to_string(kMaxRank);
-  return "";
+        return absl::InvalidArgumentError(
+            op.kind + ": rank " + std::to_string(v.shape.size()) +
+            " is above the cuda backend's " + std::to_string(kMaxRank));
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -746,16 +747,14 @@ public:
                makeBox(dst.shape, dst.lo, dst.hi), accumulate);
   }
 
-  std::string forward(const OpDesc &op, const KernelContext &ctx,
-                      const std::vector<DeviceView> &inputs,
-                      const std::vector<DeviceView> &outputs,
-                      const std::vector<DeviceView> &scratch) override {
+  absl::Status forward(const OpDesc &op, const KernelContext &ctx,
+                       const std::vector<DeviceView> &inputs,
+                       const std::vector<DeviceView> &outputs,
+                       const std::vector<DeviceView> &scratch) override {
     const CudaKernel *kernel = find(op);
     if (!kernel)
       return unsupported(op);
-    if (std::string bad = checkViews(op, {&inputs, &outputs, &scratch});
-        !bad.empty())
-      return bad;
+    PPC_RETURN_IF_ERROR(checkViews(op, {&inputs, &outputs, &scratch}));
     // A first stage of a bf16-reading op over bf16 data writes its bf16
     // results itself (the GEMMs' epilogue rounds them).
     auto allBf16 = [](const std::vector<DeviceView> &views) {
@@ -772,34 +771,31 @@ public:
         out(pool, stream, outputs, native, ctx.stage > 0, false, bf16Results),
         tmp(pool, stream, scratch, native, true);
     if (in.outOfMemory() || out.outOfMemory() || tmp.outOfMemory())
-      return op.kind + ": out of device memory for its float32 views";
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for its float32 views");
     KernelWorkspace workspace(pool, stream);
     ExecContext exec{stream, library.get(), &workspace, &checks};
-    std::string status =
-        kernel->forward(op, ctx, exec, in.get(), out.get(), tmp.get());
-    if (!status.empty())
-      return status;
+    PPC_RETURN_IF_ERROR(
+        kernel->forward(op, ctx, exec, in.get(), out.get(), tmp.get()));
     out.writeBackAll(outputs);
     tmp.writeBackAll(scratch);
     for (int i : updatedOperands(op, ctx.training))
       if (i < static_cast<int>(inputs.size()))
         in.writeBack(inputs, i);
-    return "";
+    return absl::OkStatus();
   }
 
-  std::string backward(const OpDesc &op, const KernelContext &ctx,
-                       const std::vector<DeviceView> &inputs,
-                       const std::vector<DeviceView> &outputs,
-                       const std::vector<DeviceView> &outputGrads,
-                       const std::vector<DeviceView> &inputGrads,
-                       const std::vector<DeviceView> &scratch) override {
+  absl::Status backward(const OpDesc &op, const KernelContext &ctx,
+                        const std::vector<DeviceView> &inputs,
+                        const std::vector<DeviceView> &outputs,
+                        const std::vector<DeviceView> &outputGrads,
+                        const std::vector<DeviceView> &inputGrads,
+                        const std::vector<DeviceView> &scratch) override {
     const CudaKernel *kernel = find(op);
     if (!kernel)
       return unsupported(op);
-    if (std::string bad = checkViews(
-            op, {&inputs, &outputs, &outputGrads, &inputGrads, &scratch});
-        !bad.empty())
-      return bad;
+    PPC_RETURN_IF_ERROR(checkViews(
+        op, {&inputs, &outputs, &outputGrads, &inputGrads, &scratch}));
     // Gradients the kernel overwrites: it writes them itself, or they are
     // zeroed for it to add into.
     for (const DeviceView &g : inputGrads)
@@ -818,17 +814,16 @@ public:
             inputGrads[i].overwrite && inputGrads[i].buffer;
     if (in.outOfMemory() || out.outOfMemory() || outGrads.outOfMemory() ||
         inGrads.outOfMemory() || tmp.outOfMemory())
-      return op.kind + ": out of device memory for its float32 views";
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for its float32 views");
     KernelWorkspace workspace(pool, stream);
     ExecContext exec{stream, library.get(), &workspace, &checks};
-    std::string status =
-        kernel->backward(op, ctx, exec, in.get(), out.get(), outGrads.get(),
-                         inGrads.get(), tmp.get());
-    if (!status.empty())
-      return status;
+    PPC_RETURN_IF_ERROR(kernel->backward(op, ctx, exec, in.get(), out.get(),
+                                         outGrads.get(), inGrads.get(),
+                                         tmp.get()));
     inGrads.writeBackAll(inputGrads);
     tmp.writeBackAll(scratch);
-    return "";
+    return absl::OkStatus();
   }
 
   bool update(const ppc::planfile::Optimizer &optimizer, DeviceBuffer &weight,
@@ -899,7 +894,7 @@ public:
     return result != 0;
   }
 
-  std::string deferredError(int64_t &instruction) override {
+  absl::Status deferredError(int64_t &instruction) override {
     return checks.report(instruction);
   }
 
@@ -1006,8 +1001,9 @@ private:
     auto it = cudaKernels().find(op.kind);
     return it == cudaKernels().end() ? nullptr : &it->second;
   }
-  static std::string unsupported(const OpDesc &op) {
-    return op.kind + ": the cuda backend has no kernel for it";
+  static absl::Status unsupported(const OpDesc &op) {
+    return absl::InvalidArgumentError(
+        op.kind + ": the cuda backend has no kernel for it");
   }
 
   Stream stream;
@@ -1040,34 +1036,33 @@ int localRank() {
 } // namespace
 } // namespace cuda
 
-std::unique_ptr<Backend> createCudaBackend(const BackendOptions &options,
-                                           std::string &error) {
+absl::StatusOr<std::unique_ptr<Backend>>
+createCudaBackend(const BackendOptions &options) {
   using namespace cuda;
-  error.clear();
   Stream stream{};
 #if !defined(PPC_CUDA_EMULATION)
   int devices = 0;
   cudaError_t status = cudaGetDeviceCount(&devices);
   if (status != cudaSuccess || devices == 0) {
-    error = std::string("no GPU visible (cudaGetDeviceCount: ") +
-            (status != cudaSuccess ? cudaGetErrorString(status) : "0 devices") +
-            ")";
     cudaGetLastError();
-    return nullptr;
+    return absl::UnavailableError(
+        std::string("no GPU visible (cudaGetDeviceCount: ") +
+        (status != cudaSuccess ? cudaGetErrorString(status) : "0 devices") +
+        ")");
   }
   const int device = localRank() % devices;
   if ((status = cudaSetDevice(device)) != cudaSuccess ||
       (status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) !=
           cudaSuccess) {
-    error = "GPU " + std::to_string(device) + ": " + cudaGetErrorString(status);
-    return nullptr;
+    return absl::UnavailableError("GPU " + std::to_string(device) + ": " +
+                                  cudaGetErrorString(status));
   }
 #endif
-  std::unique_ptr<Library> library = createLibrary(error);
-  if (!library)
-    return nullptr;
-  return std::make_unique<CudaBackend>(stream, std::move(library),
-                                       options.poisonUninitialized);
+  absl::StatusOr<std::unique_ptr<Library>> library = createLibrary();
+  if (!library.ok())
+    return library.status();
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(
+      stream, std::move(*library), options.poisonUninitialized));
 }
 
 std::vector<std::string> cudaSupportedOps() { return cuda::cudaKernelOps(); }

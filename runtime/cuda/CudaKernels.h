@@ -86,7 +86,7 @@ public:
   /// `message` makes the error of a flagged key. Null when out of memory.
   virtual unsigned long long *
   slot(int64_t instruction,
-       std::function<std::string(unsigned long long key)> message) = 0;
+       std::function<absl::Status(unsigned long long key)> message) = 0;
 };
 
 /// What a kernel runs with.
@@ -97,12 +97,12 @@ struct ExecContext {
   DeviceChecks *checks = nullptr;
 };
 
-using ForwardFn = std::function<KernelStatus(
+using ForwardFn = std::function<absl::Status(
     const OpDesc &, const KernelContext &, ExecContext &,
     const std::vector<KernelView> &inputs,
     const std::vector<KernelView> &outputs,
     const std::vector<KernelView> &scratch)>;
-using BackwardFn = std::function<KernelStatus(
+using BackwardFn = std::function<absl::Status(
     const OpDesc &, const KernelContext &, ExecContext &,
     const std::vector<KernelView> &inputs,
     const std::vector<KernelView> &outputs,
@@ -168,10 +168,10 @@ GemmResult gemmResult(const KernelView &view, int64_t offset, int64_t ld,
 /// Library::gemm into a result of any floating type: where the library
 /// cannot write C's type from the operands' (float32 operands, a 16-bit C),
 /// through a float32 block of the workspace (C read into it where beta is
-/// not 0, rounded back once). An error message, "" on success.
-std::string gemmInto(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
-                     float alpha, const GemmOperand &a, const GemmOperand &b,
-                     float beta, const GemmResult &c, int64_t batch);
+/// not 0, rounded back once).
+absl::Status gemmInto(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
+                      float alpha, const GemmOperand &a, const GemmOperand &b,
+                      float beta, const GemmResult &c, int64_t batch);
 
 } // namespace ppc::runtime::cuda
 

@@ -200,11 +200,11 @@ CudaKernel copyMapKernel(CopyMapFn mapOf) {
   kernel.forward = [mapOf](const OpDesc &op, const KernelContext &,
                            ExecContext &ctx, const Views &inputs,
                            const Views &outputs,
-                           const Views &) -> KernelStatus {
+                           const Views &) -> absl::Status {
     BoxCopy copy;
     std::optional<float> fill;
-    if (KernelStatus s = copyMapForward(op, mapOf, inputs, outputs, copy, fill);
-        !s.empty())
+    if (absl::Status s = copyMapForward(op, mapOf, inputs, outputs, copy, fill);
+        !s.ok())
       return s;
     const KernelView &result = outputs[0];
     if (fill)
@@ -217,11 +217,11 @@ CudaKernel copyMapKernel(CopyMapFn mapOf) {
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs, const Views &outputGrads,
                             const Views &inputGrads,
-                            const Views &) -> KernelStatus {
+                            const Views &) -> absl::Status {
     std::optional<BoxCopy> copy;
-    if (KernelStatus s = copyMapBackward(op, mapOf, inputs, outputs,
+    if (absl::Status s = copyMapBackward(op, mapOf, inputs, outputs,
                                          outputGrads, inputGrads, copy);
-        !s.empty())
+        !s.ok())
       return s;
     // An overwritten gradient is written by the copy where it covers it.
     const KernelView &dx = inputGrads[0];
@@ -255,11 +255,11 @@ CudaKernel pieceKernel(bool concat) {
   kernel.forward = [concat](const OpDesc &op, const KernelContext &,
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs,
-                            const Views &) -> KernelStatus {
+                            const Views &) -> absl::Status {
     Copies copies;
-    if (KernelStatus s =
+    if (absl::Status s =
             pieceForwardCopies(op, concat, inputs, outputs, copies);
-        !s.empty())
+        !s.ok())
       return s;
     runPieceCopies(ctx.stream, copies, concat ? inputs : outputs,
                    concat ? outputs[0] : inputs[0], /*toPieces=*/!concat,
@@ -270,11 +270,11 @@ CudaKernel pieceKernel(bool concat) {
                              ExecContext &ctx, const Views &inputs,
                              const Views &outputs, const Views &outputGrads,
                              const Views &inputGrads,
-                             const Views &) -> KernelStatus {
+                             const Views &) -> absl::Status {
     Copies copies;
-    if (KernelStatus s = pieceBackwardCopies(op, concat, inputs, outputs,
+    if (absl::Status s = pieceBackwardCopies(op, concat, inputs, outputs,
                                              outputGrads, inputGrads, copies);
-        !s.empty())
+        !s.ok())
       return s;
     // Overwritten gradients are written where the copies cover them:
     // concat's operand grads by one copy each, split's operand grad by the
@@ -381,42 +381,42 @@ bool inputHoldsResult(const TensorView &input, const TensorView &result) {
 
 /// The reshape from the `from` box (input or its grad) to the `to` box
 /// (result or its grad): the shift of the flat-run case (-1 otherwise).
-KernelStatus planReshape(const OpDesc &op, const TensorView &from,
+absl::Status planReshape(const OpDesc &op, const TensorView &from,
                          const TensorView &to, int64_t &shift) {
-  if (KernelStatus s = reshapeShift(op, from, to, shift); !s.empty())
+  if (absl::Status s = reshapeShift(op, from, to, shift); !s.ok())
     return s;
   if (shift < 0 && !inputHoldsResult(from, to))
     return reshapeMissing(op);
   return {};
 }
 
-KernelStatus reshapeForward(const OpDesc &op, const KernelContext &,
+absl::Status reshapeForward(const OpDesc &op, const KernelContext &,
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs, const Views &) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   const KernelView &input = inputs[0], &result = outputs[0];
   int64_t shift = -1;
-  if (KernelStatus s = planReshape(op, input, result, shift); !s.empty())
+  if (absl::Status s = planReshape(op, input, result, shift); !s.ok())
     return s;
   reshapeKernel(ctx.stream, input.box, input.elements, result.box,
                 result.elements, shift, /*toIsResult=*/true);
   return {};
 }
 
-KernelStatus reshapeBackward(const OpDesc &op, const KernelContext &,
+absl::Status reshapeBackward(const OpDesc &op, const KernelContext &,
                              ExecContext &ctx, const Views &inputs,
                              const Views &outputs, const Views &outputGrads,
                              const Views &inputGrads, const Views &) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const KernelView &dx = inputGrads[0], &dy = outputGrads[0];
   if (!dx.present())
     return {};
   int64_t shift = -1;
-  if (KernelStatus s = planReshape(op, dx, dy, shift); !s.empty())
+  if (absl::Status s = planReshape(op, dx, dy, shift); !s.ok())
     return s;
   // Every element of dy lands on its own element of dx: equal counts
   // cover dx.
@@ -434,13 +434,13 @@ KernelStatus reshapeBackward(const OpDesc &op, const KernelContext &,
 /// (dy null) or the backward over the result (or result grad) box; a bad
 /// index is reported once the work is done, the last in the walk's order
 /// (the largest offset in the indices view), as the cpu kernel reports it.
-KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
+absl::Status runGather(const OpDesc &op, const KernelContext &kctx,
                        ExecContext &ctx, const KernelView &data,
                        const KernelView &indices, const KernelView &result,
                        Elements dy, Elements dData) {
   GatherGeometry geometry;
-  if (KernelStatus s = gatherGeometry(op, data, indices, result, geometry);
-      !s.empty())
+  if (absl::Status s = gatherGeometry(op, data, indices, result, geometry);
+      !s.ok())
     return s;
   if (!geometry.holdsRows) { // every element is someone else's
     if (!dy)
@@ -474,7 +474,8 @@ KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
                 })
           : nullptr;
   if (!bad)
-    return op.kind + ": out of device memory for its index check";
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its index check");
   // The backward sums into float32: the gradient itself, or a block of it
   // rounded back once.
   float *sums = nullptr;
@@ -484,7 +485,8 @@ KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
     const bool set = writesGradient(ctx, data, true);
     sums = ctx.workspace ? ctx.workspace->floats(held) : nullptr;
     if (!sums)
-      return op.kind + ": out of device memory for its float32 gradient";
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for its float32 gradient");
     launch(ctx.stream, held, [=] PPC_HD(int64_t i) {
       sums[i] = set ? 0.0f : static_cast<float>(dData[i]);
     });
@@ -499,22 +501,22 @@ KernelStatus runGather(const OpDesc &op, const KernelContext &kctx,
   return {};
 }
 
-KernelStatus gatherForward(const OpDesc &op, const KernelContext &kctx,
+absl::Status gatherForward(const OpDesc &op, const KernelContext &kctx,
                            ExecContext &ctx, const Views &inputs,
                            const Views &outputs, const Views &) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 2, outputs, 1); !s.ok())
     return s;
   return runGather(op, kctx, ctx, inputs[0], inputs[1], outputs[0], Elements(),
                    Elements());
 }
 
-KernelStatus gatherBackward(const OpDesc &op, const KernelContext &kctx,
+absl::Status gatherBackward(const OpDesc &op, const KernelContext &kctx,
                             ExecContext &ctx, const Views &inputs,
                             const Views &outputs, const Views &outputGrads,
                             const Views &inputGrads, const Views &) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 2, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 2, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   // Indices get no gradient; data's is a scatter-add over the held rows.
   const KernelView &dData = inputGrads[0];

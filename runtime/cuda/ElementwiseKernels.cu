@@ -114,7 +114,7 @@ constexpr int64_t kGatherThreads = int64_t(1) << 16;
 /// that read gradient element e with numpy broadcasting (see the header);
 /// grad[e] = that sum where the gradient is overwritten.
 template <typename Term>
-KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter,
+absl::Status gatherAdd(ExecContext &ctx, DeviceBox iter,
                        const KernelView &gradView, Term term) {
   const DeviceBox gradBox = gradView.box;
   const Elements grad = gradView.elements;
@@ -137,7 +137,8 @@ KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter,
   float *partials =
       ctx.workspace ? ctx.workspace->floats(chunks * elements) : nullptr;
   if (!partials)
-    return "out of device memory for a gradient's partial sums";
+    return absl::ResourceExhaustedError(
+        "out of device memory for a gradient's partial sums");
   const int64_t perChunk = (points + chunks - 1) / chunks;
   launch(ctx.stream, chunks * elements, [=] PPC_HD(int64_t i) {
     const int64_t chunk = i / elements, e = i % elements;
@@ -154,9 +155,9 @@ KernelStatus gatherAdd(ExecContext &ctx, DeviceBox iter,
   return {};
 }
 
-/// A gatherAdd error as the op's ("" stays "").
-KernelStatus withKind(const OpDesc &op, KernelStatus status) {
-  return status.empty() ? status : op.kind + ": " + status;
+/// A gatherAdd error as the op's (OK stays OK).
+absl::Status withKind(const OpDesc &op, absl::Status status) {
+  return annotate(status, op.kind);
 }
 
 //===----------------------------------------------------------------------===//
@@ -203,20 +204,20 @@ void unaryGradients(Stream stream, Fn fn, int64_t n, Elements x, Elements y,
 }
 
 template <typename Fn>
-KernelStatus unaryForward(const OpDesc &op, ExecContext &ctx,
+absl::Status unaryForward(const OpDesc &op, ExecContext &ctx,
                           const std::vector<KernelView> &inputs,
                           const std::vector<KernelView> &outputs) {
-  KernelStatus error;
+  absl::Status error;
   Fn fn(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   const KernelView &x = inputs[0], &y = outputs[0];
   const bool contiguous = x.shape == y.shape && sameBox(x, y);
   if (!contiguous)
-    if (KernelStatus s = checkBroadcast(op, y, {{"input", &x}, {"output", &y}});
-        !s.empty())
+    if (absl::Status s = checkBroadcast(op, y, {{"input", &x}, {"output", &y}});
+        !s.ok())
       return s;
   unaryValues(ctx.stream, fn, contiguous, x.box, x.elements, y.box, y.elements);
   return {};
@@ -224,18 +225,18 @@ KernelStatus unaryForward(const OpDesc &op, ExecContext &ctx,
 
 /// dx += dy * f'(x).
 template <typename Fn>
-KernelStatus unaryBackward(const OpDesc &op, ExecContext &ctx,
+absl::Status unaryBackward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs,
                            const std::vector<KernelView> &outputGrads,
                            const std::vector<KernelView> &inputGrads) {
-  KernelStatus error;
+  absl::Status error;
   Fn fn(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const KernelView &dx = inputGrads[0];
   if (!dx.present())
@@ -249,12 +250,12 @@ KernelStatus unaryBackward(const OpDesc &op, ExecContext &ctx,
                    dy.elements, dx.elements, writesGradient(ctx, dx, true));
     return {};
   }
-  if (KernelStatus s = checkBroadcast(op, dy,
+  if (absl::Status s = checkBroadcast(op, dy,
                                       {{"input", &x},
                                        {"output", &y},
                                        {"output gradient", &dy},
                                        {"input gradient", &dx}});
-      !s.empty())
+      !s.ok())
     return s;
   UnaryTerm<Fn> term{fn,     dy.box.rank, x.box,      y.box,
                      dy.box, x.elements,  y.elements, dy.elements};
@@ -262,26 +263,26 @@ KernelStatus unaryBackward(const OpDesc &op, ExecContext &ctx,
 }
 
 /// ppc.gelu: the functor of its approximation.
-KernelStatus geluForward(const OpDesc &op, ExecContext &ctx,
+absl::Status geluForward(const OpDesc &op, ExecContext &ctx,
                          const std::vector<KernelView> &inputs,
                          const std::vector<KernelView> &outputs) {
-  KernelStatus error;
+  absl::Status error;
   const std::string approximation = geluApproximation(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
   return approximation == "tanh"
              ? unaryForward<GeluTanh>(op, ctx, inputs, outputs)
              : unaryForward<GeluErf>(op, ctx, inputs, outputs);
 }
 
-KernelStatus geluBackward(const OpDesc &op, ExecContext &ctx,
+absl::Status geluBackward(const OpDesc &op, ExecContext &ctx,
                           const std::vector<KernelView> &inputs,
                           const std::vector<KernelView> &outputs,
                           const std::vector<KernelView> &outputGrads,
                           const std::vector<KernelView> &inputGrads) {
-  KernelStatus error;
+  absl::Status error;
   const std::string approximation = geluApproximation(op, error);
-  if (!error.empty())
+  if (!error.ok())
     return error;
   return approximation == "tanh"
              ? unaryBackward<GeluTanh>(op, ctx, inputs, outputs, outputGrads,
@@ -338,18 +339,18 @@ void binaryGradients(Stream stream, int which, int64_t n, Elements l,
 }
 
 template <typename Fn>
-KernelStatus binaryForward(const OpDesc &op, ExecContext &ctx,
+absl::Status binaryForward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 2, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 2, outputs, 1); !s.ok())
     return s;
   const KernelView &l = inputs[0], &r = inputs[1], &y = outputs[0];
   const bool contiguous = l.shape == y.shape && r.shape == y.shape &&
                           sameBox(l, y) && sameBox(r, y);
   if (!contiguous)
-    if (KernelStatus s =
+    if (absl::Status s =
             checkBroadcast(op, y, {{"lhs", &l}, {"rhs", &r}, {"output", &y}});
-        !s.empty())
+        !s.ok())
       return s;
   binaryValues<Fn>(ctx.stream, contiguous, l.box, l.elements, r.box, r.elements,
                    y.box, y.elements);
@@ -359,7 +360,7 @@ KernelStatus binaryForward(const OpDesc &op, ExecContext &ctx,
 /// Adds dy * d(value)/d(operand) into `grad`, the gradient of operand
 /// `which`; a broadcast operand sums over the box.
 template <typename Fn>
-KernelStatus binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
+absl::Status binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
                         const KernelView &l, const KernelView &r,
                         const KernelView &y, const KernelView &dy,
                         const KernelView &grad) {
@@ -370,14 +371,14 @@ KernelStatus binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
                         writesGradient(ctx, grad, true));
     return {};
   }
-  if (KernelStatus s = checkBroadcast(
+  if (absl::Status s = checkBroadcast(
           op, dy,
           {{"lhs", &l},
            {"rhs", &r},
            {"output", &y},
            {"output gradient", &dy},
            {which == 0 ? "lhs gradient" : "rhs gradient", &grad}});
-      !s.empty())
+      !s.ok())
     return s;
   BinaryTerm<Fn> term{which,  dy.box.rank, l.box,      r.box,      y.box,
                       dy.box, l.elements,  r.elements, y.elements, dy.elements};
@@ -385,31 +386,31 @@ KernelStatus binaryGrad(const OpDesc &op, ExecContext &ctx, int which,
 }
 
 template <typename Fn>
-KernelStatus binaryBackward(const OpDesc &op, ExecContext &ctx,
+absl::Status binaryBackward(const OpDesc &op, ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
                             const std::vector<KernelView> &outputGrads,
                             const std::vector<KernelView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 2, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 2, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   for (int which = 0; which < 2; ++which) {
     if (!inputGrads[which].present())
       continue;
-    if (KernelStatus s =
+    if (absl::Status s =
             binaryGrad<Fn>(op, ctx, which, inputs[0], inputs[1], outputs[0],
                            outputGrads[0], inputGrads[which]);
-        !s.empty())
+        !s.ok())
       return s;
   }
   return {};
 }
 
-using ForwardOf = KernelStatus (*)(const OpDesc &, ExecContext &,
+using ForwardOf = absl::Status (*)(const OpDesc &, ExecContext &,
                                    const std::vector<KernelView> &inputs,
                                    const std::vector<KernelView> &outputs);
-using BackwardOf = KernelStatus (*)(const OpDesc &, ExecContext &,
+using BackwardOf = absl::Status (*)(const OpDesc &, ExecContext &,
                                     const std::vector<KernelView> &inputs,
                                     const std::vector<KernelView> &outputs,
                                     const std::vector<KernelView> &outputGrads,
@@ -460,15 +461,15 @@ void dropoutValues(Stream stream, bool masked, DropoutMask mask,
 
 /// dst = src * mask over the box of `dst` (or dst += ... when accumulating);
 /// outside training the mask is all ones.
-KernelStatus applyDropout(const OpDesc &op, const KernelContext &ctx,
+absl::Status applyDropout(const OpDesc &op, const KernelContext &ctx,
                           Stream stream, const KernelView &src,
                           const KernelView &dst, bool accumulate) {
   double ratio = 0;
-  if (KernelStatus s = dropoutRatio(op, ratio); !s.empty())
+  if (absl::Status s = dropoutRatio(op, ratio); !s.ok())
     return s;
-  if (KernelStatus s =
+  if (absl::Status s =
           checkBroadcast(op, dst, {{"source", &src}, {"destination", &dst}});
-      !s.empty())
+      !s.ok())
     return s;
   const DropoutMask mask(op.getInt("seed", 0), ctx.step, ratio);
   dropoutValues(stream, ctx.training && ratio != 0, mask, src.box, src.elements,
@@ -483,9 +484,8 @@ CudaKernel dropoutKernel() {
   kernel.forward = [](const OpDesc &op, const KernelContext &ctx,
                       ExecContext &exec, const std::vector<KernelView> &inputs,
                       const std::vector<KernelView> &outputs,
-                      const std::vector<KernelView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
+                      const std::vector<KernelView> &) -> absl::Status {
+    if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
       return s;
     return applyDropout(op, ctx, exec.stream, inputs[0], outputs[0],
                         /*accumulate=*/false);
@@ -495,10 +495,10 @@ CudaKernel dropoutKernel() {
                        const std::vector<KernelView> &,
                        const std::vector<KernelView> &outputGrads,
                        const std::vector<KernelView> &inputGrads,
-                       const std::vector<KernelView> &) -> KernelStatus {
-    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                       const std::vector<KernelView> &) -> absl::Status {
+    if (absl::Status s = expectArity(op, "gradient views", inputGrads.size(), 1,
                                      outputGrads.size(), 1);
-        !s.empty())
+        !s.ok())
       return s;
     if (!inputGrads[0].present())
       return {};
@@ -539,13 +539,12 @@ CudaKernel broadcastKernel() {
   kernel.forward = [](const OpDesc &op, const KernelContext &,
                       ExecContext &exec, const std::vector<KernelView> &inputs,
                       const std::vector<KernelView> &outputs,
-                      const std::vector<KernelView> &) -> KernelStatus {
-    if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1);
-        !s.empty())
+                      const std::vector<KernelView> &) -> absl::Status {
+    if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
       return s;
     const KernelView &x = inputs[0], &y = outputs[0];
-    if (KernelStatus s = checkBroadcast(op, y, {{"input", &x}, {"output", &y}});
-        !s.empty())
+    if (absl::Status s = checkBroadcast(op, y, {{"input", &x}, {"output", &y}});
+        !s.ok())
       return s;
     broadcastValues(exec.stream, x.box, x.elements, y.box, y.elements);
     return {};
@@ -555,18 +554,18 @@ CudaKernel broadcastKernel() {
                        const std::vector<KernelView> &,
                        const std::vector<KernelView> &outputGrads,
                        const std::vector<KernelView> &inputGrads,
-                       const std::vector<KernelView> &) -> KernelStatus {
-    if (KernelStatus s = expectArity(op, "gradient views", inputGrads.size(), 1,
+                       const std::vector<KernelView> &) -> absl::Status {
+    if (absl::Status s = expectArity(op, "gradient views", inputGrads.size(), 1,
                                      outputGrads.size(), 1);
-        !s.empty())
+        !s.ok())
       return s;
     const KernelView &dx = inputGrads[0];
     if (!dx.present())
       return {};
     const KernelView &dy = outputGrads[0];
-    if (KernelStatus s = checkBroadcast(
+    if (absl::Status s = checkBroadcast(
             op, dy, {{"output gradient", &dy}, {"input gradient", &dx}});
-        !s.empty())
+        !s.ok())
       return s;
     return withKind(
         op, gatherAdd(exec, dy.box, dx, BroadcastTerm{dy.box, dy.elements}));
@@ -604,48 +603,48 @@ struct SelectTerm {
   }
 };
 
-KernelStatus selectForward(const OpDesc &op, ExecContext &ctx,
+absl::Status selectForward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 3, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 3, outputs, 1); !s.ok())
     return s;
   const KernelView &c = inputs[0], &l = inputs[1], &r = inputs[2],
                    &y = outputs[0];
-  if (KernelStatus s = checkBroadcast(
+  if (absl::Status s = checkBroadcast(
           op, y, {{"condition", &c}, {"lhs", &l}, {"rhs", &r}, {"output", &y}});
-      !s.empty())
+      !s.ok())
     return s;
   selectValues(ctx.stream, c.box, c.elements, l.box, l.elements, r.box,
                r.elements, y.box, y.elements);
   return {};
 }
 
-KernelStatus selectBackward(const OpDesc &op, ExecContext &ctx,
+absl::Status selectBackward(const OpDesc &op, ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
                             const std::vector<KernelView> &outputGrads,
                             const std::vector<KernelView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 3, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 3, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const KernelView &c = inputs[0], &dy = outputGrads[0];
   for (int which = 1; which < 3; ++which) {
     const KernelView &grad = inputGrads[which];
     if (!grad.present())
       continue;
-    if (KernelStatus s = checkBroadcast(
+    if (absl::Status s = checkBroadcast(
             op, dy,
             {{"condition", &c},
              {"output gradient", &dy},
              {which == 1 ? "lhs gradient" : "rhs gradient", &grad}});
-        !s.empty())
+        !s.ok())
       return s;
-    if (KernelStatus s =
+    if (absl::Status s =
             withKind(op, gatherAdd(ctx, dy.box, grad,
                                    SelectTerm{which, dy.box.rank, c.box, dy.box,
                                               c.elements, dy.elements}));
-        !s.empty())
+        !s.ok())
       return s;
   }
   return {};
@@ -655,15 +654,15 @@ KernelStatus selectBackward(const OpDesc &op, ExecContext &ctx,
 // Cumulative sum: one thread per line
 //===----------------------------------------------------------------------===//
 
-KernelStatus cumsumForward(const OpDesc &op, ExecContext &ctx,
+absl::Status cumsumForward(const OpDesc &op, ExecContext &ctx,
                            const std::vector<KernelView> &inputs,
                            const std::vector<KernelView> &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   CumSumLines lines;
-  if (KernelStatus s =
+  if (absl::Status s =
           cumsumLines(op, outputs[0], {{"input", &inputs[0]}}, lines);
-      !s.empty())
+      !s.ok())
     return s;
   const Elements x = inputs[0].elements, y = outputs[0].elements;
   launch(ctx.stream, lines.lines, [=] PPC_HD(int64_t line) {
@@ -672,21 +671,21 @@ KernelStatus cumsumForward(const OpDesc &op, ExecContext &ctx,
   return {};
 }
 
-KernelStatus cumsumBackward(const OpDesc &op, ExecContext &ctx,
+absl::Status cumsumBackward(const OpDesc &op, ExecContext &ctx,
                             const std::vector<KernelView> &inputs,
                             const std::vector<KernelView> &outputs,
                             const std::vector<KernelView> &outputGrads,
                             const std::vector<KernelView> &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const KernelView &dx = inputGrads[0], &dy = outputGrads[0];
   if (!dx.present())
     return {};
   CumSumLines lines;
-  if (KernelStatus s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
-      !s.empty())
+  if (absl::Status s = cumsumLines(op, dy, {{"input gradient", &dx}}, lines);
+      !s.ok())
     return s;
   const Elements g = dy.elements, d = dx.elements;
   const bool accumulate = !writesGradient(ctx, dx, true);

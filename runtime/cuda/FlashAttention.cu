@@ -601,21 +601,23 @@ bool flashAttentionFits(const AttentionRanges &r, const KernelView &q,
   return most <= maxBlockSharedBytes();
 }
 
-KernelStatus flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
+absl::Status flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
                                    const DropoutMask &mask, const KernelView &q,
                                    const KernelView &k, const KernelView &v,
                                    const KernelView &result) {
   const FlashShape s = flashShape(r, mask, q.shape, q.elements.type);
   if (s.batches == 0 || s.rows() <= 0)
-    return "";
+    return absl::OkStatus();
   bool launched = false;
   forwardKernel(ctx.stream, s, viewMap(q, r), bits(q), viewMap(k, r), bits(k),
                 viewMap(v, r), bits(v), viewMap(result, r), result.elements,
                 forwardShared(r.D), launched);
-  return launched ? "" : "the device refused the attention kernel's launch";
+  return launched ? absl::OkStatus()
+                  : absl::InternalError(
+                        "the device refused the attention kernel's launch");
 }
 
-KernelStatus flashAttentionBackward(
+absl::Status flashAttentionBackward(
     ExecContext &ctx, const AttentionRanges &r, const DropoutMask &mask,
     const KernelView &q, const KernelView &k, const KernelView &v,
     const KernelView &result, const KernelView &dResult, const KernelView &dq,
@@ -628,11 +630,12 @@ KernelStatus flashAttentionBackward(
   const bool setK = writesGradient(ctx, dk, dk.count() == keys);
   const bool setV = writesGradient(ctx, dv, dv.count() == keys);
   if (s.batches == 0 || s.rows() <= 0)
-    return "";
+    return absl::OkStatus();
   float *lse = ctx.workspace->floats(s.batches * s.rows());
   float *dots = ctx.workspace->floats(s.batches * s.rows());
   if (!lse || !dots)
-    return "out of device memory for the attention's row statistics";
+    return absl::ResourceExhaustedError(
+        "out of device memory for the attention's row statistics");
   const ViewMap qm = viewMap(q, r), km = viewMap(k, r), vm = viewMap(v, r),
                 dom = viewMap(dResult, r);
   bool launched = false;
@@ -649,7 +652,9 @@ KernelStatus flashAttentionBackward(
     queryPassKernel(ctx.stream, s, qm, bits(q), km, bits(k), vm, bits(v), dom,
                     bits(dResult), lse, dots, viewMap(dq, r), dq.elements, setQ,
                     queryPassShared(r.D), launched);
-  return launched ? "" : "the device refused the attention kernel's launch";
+  return launched ? absl::OkStatus()
+                  : absl::InternalError(
+                        "the device refused the attention kernel's launch");
 }
 
 } // namespace ppc::runtime::cuda

@@ -34,7 +34,7 @@ bool flashAttentionFits(const AttentionRanges &r, const KernelView &q,
                         const KernelView *dResult);
 
 /// The result of the partition `r` (written, as stored).
-KernelStatus flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
+absl::Status flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
                                    const DropoutMask &mask, const KernelView &q,
                                    const KernelView &k, const KernelView &v,
                                    const KernelView &result);
@@ -42,7 +42,7 @@ KernelStatus flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
 /// The gradients of query, key and value (those present), each added into
 /// or, where the view is marked overwrite, written. `result` is the
 /// forward's result (its rows dotted with the result's gradient's).
-KernelStatus flashAttentionBackward(
+absl::Status flashAttentionBackward(
     ExecContext &ctx, const AttentionRanges &r, const DropoutMask &mask,
     const KernelView &q, const KernelView &k, const KernelView &v,
     const KernelView &result, const KernelView &dResult, const KernelView &dq,

@@ -75,15 +75,16 @@ KernelView widenedToFloat(ExecContext &ctx, const KernelView &view) {
   return wide;
 }
 
-std::string gemmInto(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
-                     float alpha, const GemmOperand &a, const GemmOperand &b,
-                     float beta, const GemmResult &c, int64_t batch) {
+absl::Status gemmInto(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
+                      float alpha, const GemmOperand &a, const GemmOperand &b,
+                      float beta, const GemmResult &c, int64_t batch) {
   if (a.type != DType::F32 || c.type == DType::F32)
     return ctx.library->gemm(ctx.stream, m, n, k, alpha, a, b, beta, c, batch);
   const int64_t count = m * n * batch;
   float *block = ctx.workspace ? ctx.workspace->floats(count) : nullptr;
   if (!block)
-    return "out of device memory for a float32 result";
+    return absl::ResourceExhaustedError(
+        "out of device memory for a float32 result");
   // Element (p, i, j) of the block is C_p's (i, j).
   const Elements to{c.data, c.type};
   const int64_t ld = c.ld, stride = c.batchStride;
@@ -92,13 +93,10 @@ std::string gemmInto(ExecContext &ctx, int64_t m, int64_t n, int64_t k,
   };
   if (beta != 0)
     launch(ctx.stream, count, [=] PPC_HD(int64_t e) { block[e] = to[at(e)]; });
-  if (std::string error =
-          ctx.library->gemm(ctx.stream, m, n, k, alpha, a, b, beta,
-                            floatResult(block, n, m * n), batch);
-      !error.empty())
-    return error;
+  PPC_RETURN_IF_ERROR(ctx.library->gemm(ctx.stream, m, n, k, alpha, a, b, beta,
+                                        floatResult(block, n, m * n), batch));
   launch(ctx.stream, count, [=] PPC_HD(int64_t e) { to[at(e)] = block[e]; });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime::cuda

@@ -36,11 +36,11 @@ float dot(const GemmOperand &a, const GemmOperand &b, int64_t p, int64_t i,
 
 class EmulatedLibrary final : public Library {
 public:
-  std::string gemm(Stream, int64_t m, int64_t n, int64_t k, float alpha,
-                   const GemmOperand &a, const GemmOperand &b, float beta,
-                   const GemmResult &c, int64_t batch) override {
+  absl::Status gemm(Stream, int64_t m, int64_t n, int64_t k, float alpha,
+                    const GemmOperand &a, const GemmOperand &b, float beta,
+                    const GemmResult &c, int64_t batch) override {
     if (a.type != b.type)
-      return "gemm: operands of different types";
+      return absl::InvalidArgumentError("gemm: operands of different types");
     launchCount().fetch_add(1, std::memory_order_relaxed);
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
@@ -51,14 +51,14 @@ public:
           storeFromFloat(c.type, c.data, at,
                          alpha * sum + (beta == 0 ? 0.0f : beta * old));
         }
-    return "";
+    return absl::OkStatus();
   }
-  std::string gemmToBf16(Stream, int64_t m, int64_t n, int64_t k,
-                         const GemmOperand &a, const GemmOperand &b,
-                         const uint16_t *bias, uint16_t *c, int64_t ldc,
-                         int64_t strideC, int64_t batch) override {
+  absl::Status gemmToBf16(Stream, int64_t m, int64_t n, int64_t k,
+                          const GemmOperand &a, const GemmOperand &b,
+                          const uint16_t *bias, uint16_t *c, int64_t ldc,
+                          int64_t strideC, int64_t batch) override {
     if (a.type != DType::BF16 || b.type != DType::BF16)
-      return "gemmToBf16: operands must be bf16";
+      return absl::InvalidArgumentError("gemmToBf16: operands must be bf16");
     launchCount().fetch_add(1, std::memory_order_relaxed);
     for (int64_t p = 0; p < batch; ++p)
       for (int64_t i = 0; i < m; ++i)
@@ -67,7 +67,7 @@ public:
               dot(a, b, p, i, j, k) + (bias ? bfloat16ToFloat(bias[j]) : 0.0f);
           c[p * strideC + i * ldc + j] = floatToBFloat16(sum);
         }
-    return "";
+    return absl::OkStatus();
   }
   void *cudnn(Stream) override { return nullptr; }
 };
@@ -100,15 +100,15 @@ public:
     cublasDestroy(handle);
   }
 
-  std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k, float alpha,
-                   const GemmOperand &a, const GemmOperand &b, float beta,
-                   const GemmResult &c, int64_t batch) override {
+  absl::Status gemm(Stream stream, int64_t m, int64_t n, int64_t k, float alpha,
+                    const GemmOperand &a, const GemmOperand &b, float beta,
+                    const GemmResult &c, int64_t batch) override {
     if (a.type != b.type)
-      return "gemm: operands of different types";
+      return absl::InternalError("gemm: operands of different types");
     if (a.type == DType::I64 || c.type == DType::I64)
-      return "gemm: integer operands or result";
+      return absl::InternalError("gemm: integer operands or result");
     if (m <= 0 || n <= 0 || batch <= 0)
-      return "";
+      return absl::OkStatus();
     launchCount().fetch_add(1, std::memory_order_relaxed);
     cublasSetStream(handle, stream);
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
@@ -124,18 +124,19 @@ public:
         &beta, c.data, cudaType(c.type), static_cast<int>(c.ld), c.batchStride,
         static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
-      return std::string("cublasGemmStridedBatchedEx: ") + cublasError(status);
-    return "";
+      return absl::InternalError(std::string("cublasGemmStridedBatchedEx: ") +
+                                 cublasError(status));
+    return absl::OkStatus();
   }
 
-  std::string gemmToBf16(Stream stream, int64_t m, int64_t n, int64_t k,
-                         const GemmOperand &a, const GemmOperand &b,
-                         const uint16_t *bias, uint16_t *c, int64_t ldc,
-                         int64_t strideC, int64_t batch) override {
+  absl::Status gemmToBf16(Stream stream, int64_t m, int64_t n, int64_t k,
+                          const GemmOperand &a, const GemmOperand &b,
+                          const uint16_t *bias, uint16_t *c, int64_t ldc,
+                          int64_t strideC, int64_t batch) override {
     if (a.type != DType::BF16 || b.type != DType::BF16)
-      return "gemmToBf16: operands must be bf16";
+      return absl::InternalError("gemmToBf16: operands must be bf16");
     if (m <= 0 || n <= 0 || batch <= 0)
-      return "";
+      return absl::OkStatus();
     // As in gemm: the column-major C^T = op(B)^T op(A)^T, so cuBLASLt's
     // first operand is our B; its bias runs along C^T's rows, our columns.
     const LtKey key{m,
@@ -154,7 +155,7 @@ public:
     auto it = ltPlans.find(key);
     if (it == ltPlans.end()) {
       LtPlan plan;
-      if (std::string err = makePlan(key, plan); !err.empty()) {
+      if (absl::Status err = makePlan(key, plan); !err.ok()) {
         destroy(plan);
         return err;
       }
@@ -171,8 +172,9 @@ public:
                        plan.second, &zero, c, plan.result, c, plan.result,
                        &plan.algo, ltWorkspace, kLtWorkspaceBytes, stream);
     if (status != CUBLAS_STATUS_SUCCESS)
-      return std::string("cublasLtMatmul: ") + cublasError(status);
-    return "";
+      return absl::InternalError(std::string("cublasLtMatmul: ") +
+                                 cublasError(status));
+    return absl::OkStatus();
   }
 
   void *cudnn(Stream stream) override {
@@ -223,7 +225,7 @@ private:
     return status;
   }
 
-  std::string makePlan(const LtKey &key, LtPlan &plan) {
+  absl::Status makePlan(const LtKey &key, LtPlan &plan) {
     const auto [m, n, k, lda, transA, strideA, ldb, transB, strideB, ldc,
                 strideC, batch, hasBias] = key;
     auto fail = [](const char *call, cublasStatus_t status) {
@@ -232,17 +234,18 @@ private:
     cublasStatus_t status;
     if (!ltHandle &&
         (status = cublasLtCreate(&ltHandle)) != CUBLAS_STATUS_SUCCESS)
-      return fail("cublasLtCreate", status);
+      return absl::InternalError(fail("cublasLtCreate", status));
     if (!ltWorkspace &&
         cudaMalloc(&ltWorkspace, kLtWorkspaceBytes) != cudaSuccess) {
       cudaGetLastError();
       ltWorkspace = nullptr;
-      return "cuBLASLt: out of device memory for its workspace";
+      return absl::InternalError(
+          "cuBLASLt: out of device memory for its workspace");
     }
     if ((status = cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F,
                                            CUDA_R_32F)) !=
         CUBLAS_STATUS_SUCCESS)
-      return fail("cublasLtMatmulDescCreate", status);
+      return absl::InternalError(fail("cublasLtMatmulDescCreate", status));
     const cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -266,11 +269,12 @@ private:
                          batch, strideA)) != CUBLAS_STATUS_SUCCESS ||
         (status = layout(plan.result, n, m, ldc, batch, strideC)) !=
             CUBLAS_STATUS_SUCCESS)
-      return fail("cublasLtMatrixLayoutCreate", status);
+      return absl::InternalError(fail("cublasLtMatrixLayoutCreate", status));
     cublasLtMatmulPreference_t preference = nullptr;
     if ((status = cublasLtMatmulPreferenceCreate(&preference)) !=
         CUBLAS_STATUS_SUCCESS)
-      return fail("cublasLtMatmulPreferenceCreate", status);
+      return absl::InternalError(
+          fail("cublasLtMatmulPreferenceCreate", status));
     const uint64_t workspace = kLtWorkspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
@@ -282,12 +286,12 @@ private:
         preference, 1, &heuristic, &found);
     cublasLtMatmulPreferenceDestroy(preference);
     if (status != CUBLAS_STATUS_SUCCESS || found == 0)
-      return fail("cublasLtMatmulAlgoGetHeuristic",
-                  status != CUBLAS_STATUS_SUCCESS
-                      ? status
-                      : CUBLAS_STATUS_NOT_SUPPORTED);
+      return absl::InternalError(fail("cublasLtMatmulAlgoGetHeuristic",
+                                      status != CUBLAS_STATUS_SUCCESS
+                                          ? status
+                                          : CUBLAS_STATUS_NOT_SUPPORTED));
     plan.algo = heuristic.algo;
-    return "";
+    return absl::OkStatus();
   }
 
   cublasHandle_t handle;
@@ -301,17 +305,15 @@ private:
 
 } // namespace
 
-std::unique_ptr<Library> createLibrary(std::string &error) {
-  error.clear();
+absl::StatusOr<std::unique_ptr<Library>> createLibrary() {
 #if defined(PPC_CUDA_EMULATION)
   return std::make_unique<EmulatedLibrary>();
 #else
   cublasHandle_t handle = nullptr;
   cublasStatus_t status = cublasCreate(&handle);
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    error = std::string("cublasCreate: ") + cublasError(status);
-    return nullptr;
-  }
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return absl::InternalError(std::string("cublasCreate: ") +
+                               cublasError(status));
   return std::make_unique<CublasLibrary>(handle);
 #endif
 }

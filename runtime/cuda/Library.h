@@ -15,6 +15,7 @@
 #include "Device.h"
 
 #include "ppc/Runtime/DType.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <memory>
@@ -67,27 +68,28 @@ public:
   /// once to C's type (C_b read in its type where beta is not 0, so a
   /// 16-bit gradient summed into is rounded after the sum). A and B must
   /// have the same type.
-  virtual std::string gemm(Stream stream, int64_t m, int64_t n, int64_t k,
-                           float alpha, const GemmOperand &a,
-                           const GemmOperand &b, float beta,
-                           const GemmResult &c, int64_t batch) = 0;
+  virtual absl::Status gemm(Stream stream, int64_t m, int64_t n, int64_t k,
+                            float alpha, const GemmOperand &a,
+                            const GemmOperand &b, float beta,
+                            const GemmResult &c, int64_t batch) = 0;
   /// For b in [0, batch): C_b = op(A_b) op(B_b) + bias, A and B bf16, C_b
   /// an m x n row-major bf16 matrix at c + b * strideC (leading dimension
   /// ldc), rounded once from the float32 accumulation plus `bias` (n bf16
   /// values added to every row; null: none), as the float32 gemm followed
   /// by a rounding would (bf16 results written as a bf16 training step
   /// writes them, with no float32 result in between).
-  virtual std::string gemmToBf16(Stream stream, int64_t m, int64_t n, int64_t k,
-                                 const GemmOperand &a, const GemmOperand &b,
-                                 const uint16_t *bias, uint16_t *c, int64_t ldc,
-                                 int64_t strideC, int64_t batch) = 0;
+  virtual absl::Status gemmToBf16(Stream stream, int64_t m, int64_t n,
+                                  int64_t k, const GemmOperand &a,
+                                  const GemmOperand &b, const uint16_t *bias,
+                                  uint16_t *c, int64_t ldc, int64_t strideC,
+                                  int64_t batch) = 0;
   /// The cudnnHandle_t (null in emulation), made on first use.
   virtual void *cudnn(Stream stream) = 0;
 };
 
 /// cuBLAS (and cuDNN's handle) on the current device, or the emulation's
-/// loops; "" in `error` on success.
-std::unique_ptr<Library> createLibrary(std::string &error);
+/// loops, or why it cannot start.
+absl::StatusOr<std::unique_ptr<Library>> createLibrary();
 
 } // namespace ppc::runtime::cuda
 

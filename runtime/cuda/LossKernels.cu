@@ -69,17 +69,18 @@ PPC_HD inline void checkLabel(unsigned long long *slot, float value,
               static_cast<unsigned long long>(row) << 32 | floatBits(value));
 }
 
-KernelStatus outOfMemory(const OpDesc &op) {
-  return op.kind + ": out of device memory for its workspace";
+absl::Status outOfMemory(const OpDesc &op) {
+  return absl::ResourceExhaustedError(
+      op.kind + ": out of device memory for its workspace");
 }
 
-KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
+absl::Status crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                                  ExecContext &exec, const Views &inputs,
                                  const Views &outputs, const Views &scratch) {
   CrossEntropyShape shape;
-  if (KernelStatus status =
+  if (absl::Status status =
           crossEntropyForwardShape(op, inputs, outputs, scratch, shape);
-      !status.empty())
+      !status.ok())
     return status;
   float *max = scratch[0].data;
   float *sums = scratch[1].data, *picked = scratch[1].data + shape.rows();
@@ -113,12 +114,12 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
                                    : 0.0f;
                  }
                });
-    return "";
+    return absl::OkStatus();
   }
   if (ctx.stage == 1) {
     launch(exec.stream, rows,
            [=] PPC_HD(int64_t i) { sums[i] = heldSum(sums[i], max[i]); });
-    return "";
+    return absl::OkStatus();
   }
   // Stage 2: the mean over the rows, one block summing them.
   const bool first = classLo == 0;
@@ -133,23 +134,23 @@ KernelStatus crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
     if (t.thread == 0)
       loss[0] = static_cast<float>(total / batch);
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
+absl::Status crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
                                   ExecContext &exec, const Views &inputs,
                                   const Views &, const Views &outputGrads,
                                   const Views &inputGrads,
                                   const Views &scratch) {
   CrossEntropyShape shape;
-  if (KernelStatus status = crossEntropyBackwardShape(
+  if (absl::Status status = crossEntropyBackwardShape(
           op, inputs, outputGrads, inputGrads, scratch, shape);
-      !status.empty())
+      !status.ok())
     return status;
   if (inputGrads.size() > 1) // labels get no gradient: an overwrite is 0
     writesGradient(exec, inputGrads[1], false);
   if (!inputGrads[0].present())
-    return "";
+    return absl::OkStatus();
   unsigned long long *bad = labelCheck(op, ctx, exec, shape.classes);
   if (!bad)
     return outOfMemory(op);
@@ -176,7 +177,7 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
       grad -= static_cast<float>(scale);
     dLogits[e] = grad;
   });
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -186,12 +187,12 @@ KernelStatus crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
 /// Elements one thread of the forward sums.
 constexpr int64_t kMseChunk = 4096;
 
-KernelStatus mseForward(const OpDesc &op, const KernelContext &,
+absl::Status mseForward(const OpDesc &op, const KernelContext &,
                         ExecContext &exec, const Views &inputs,
                         const Views &outputs, const Views &) {
   int64_t count;
-  if (KernelStatus status = mseForwardShape(op, inputs, outputs, count);
-      !status.empty())
+  if (absl::Status status = mseForwardShape(op, inputs, outputs, count);
+      !status.ok())
     return status;
   const int64_t n = inputs[0].numElements();
   const int64_t chunks = (n + kMseChunk - 1) / kMseChunk;
@@ -220,17 +221,17 @@ KernelStatus mseForward(const OpDesc &op, const KernelContext &,
       total += partial[c];
     loss[0] = static_cast<float>(total / global);
   });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
+absl::Status mseBackward(const OpDesc &op, const KernelContext &,
                          ExecContext &exec, const Views &inputs, const Views &,
                          const Views &outputGrads, const Views &inputGrads,
                          const Views &) {
   int64_t count;
-  if (KernelStatus status =
+  if (absl::Status status =
           mseBackwardShape(op, inputs, outputGrads, inputGrads, count);
-      !status.empty())
+      !status.ok())
     return status;
   // d/dprediction = 2 (prediction - target) * dloss / count = -d/dtarget.
   const Elements prediction = inputs[0].elements, target = inputs[1].elements;
@@ -238,7 +239,7 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
   const Elements dPrediction = inputGrads[0].elements,
                  dTarget = inputGrads[1].elements;
   if (!dPrediction && !dTarget)
-    return "";
+    return absl::OkStatus();
   const bool setPrediction = writesGradient(exec, inputGrads[0], true);
   const bool setTarget = writesGradient(exec, inputGrads[1], true);
   const double global = static_cast<double>(count);
@@ -250,7 +251,7 @@ KernelStatus mseBackward(const OpDesc &op, const KernelContext &,
     if (dTarget)
       addInto(dTarget, k, -grad, setTarget);
   });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

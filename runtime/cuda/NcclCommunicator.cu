@@ -65,9 +65,9 @@ public:
     cudaStreamDestroy(overlapStream);
   }
 
-  std::string
+  absl::Status
   createGroups(const std::vector<std::vector<int>> &groups) override {
-    if (std::string err = host.createGroups(groups); !err.empty())
+    if (absl::Status err = host.createGroups(groups); !err.ok())
       return err;
     for (const std::vector<int> &group : groups) {
       auto me = std::find(group.begin(), group.end(), rank());
@@ -91,63 +91,67 @@ public:
       ncclUniqueId id{};
       if (index == 0)
         if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
-          return ncclError("ncclGetUniqueId", r);
+          return absl::InternalError(ncclError("ncclGetUniqueId", r));
       static_assert(sizeof(id) % 8 == 0);
-      if (std::string err = host.broadcast(
+      if (absl::Status err = host.broadcast(
               &id, DType::I64, sizeof(id) / 8, group, 0,
               [&] { return "the NCCL id exchange of " + describe(group); });
-          !err.empty())
+          !err.ok())
         return err;
       Pair pair;
       if (ncclResult_t r = ncclCommInitRank(
               &pair.ordered, static_cast<int>(group.size()), id, index);
           r != ncclSuccess)
-        return ncclError("ncclCommInitRank", r) + " for " + describe(group);
+        return absl::InternalError(ncclError("ncclCommInitRank", r) + " for " +
+                                   describe(group));
       if (ncclResult_t r =
               ncclCommSplit(pair.ordered, 0, index, &pair.started, nullptr);
           r != ncclSuccess)
-        return ncclError("ncclCommSplit", r, pair.ordered) + " for " +
-               describe(group);
+        return absl::InternalError(ncclError("ncclCommSplit", r, pair.ordered) +
+                                   " for " + describe(group));
       comms.emplace(group, pair);
     }
-    return "";
+    return absl::OkStatus();
   }
 
   int maxTag() const override { return host.maxTag(); }
 
   // Messages: through host memory over MPI (NCCL has no tags).
-  std::string send(std::shared_ptr<DeviceBuffer> message, int64_t n, int peer,
-                   int tag) override {
+  absl::Status send(std::shared_ptr<DeviceBuffer> message, int64_t n, int peer,
+                    int tag) override {
     std::shared_ptr<DeviceBuffer> staged =
         hostBuffers->allocate(message->dtype(), n);
     if (!staged)
-      return "out of host memory for a message";
+      return absl::InvalidArgumentError("out of host memory for a message");
     cudaStreamSynchronize(stream); // the message's copy was issued on it
     if (cudaError_t e = cudaMemcpy(staged->data(), message->data(),
                                    staged->bytes(), cudaMemcpyDeviceToHost);
         e != cudaSuccess)
-      return std::string("copying a message to the host: ") +
-             cudaGetErrorString(e);
+      return absl::InvalidArgumentError(
+          std::string("copying a message to the host: ") +
+          cudaGetErrorString(e));
     return host.send(std::move(staged), n, peer, tag);
   }
-  std::string recv(void *data, DType dtype, int64_t n, int peer, int tag,
-                   const Where &where) override {
+  absl::Status recv(void *data, DType dtype, int64_t n, int peer, int tag,
+                    const Where &where) override {
     std::shared_ptr<DeviceBuffer> staged = hostBuffers->allocate(dtype, n);
     if (!staged)
-      return "out of host memory for a message";
-    if (std::string err = host.recv(staged->data(), dtype, n, peer, tag, where);
-        !err.empty())
+      return absl::InvalidArgumentError("out of host memory for a message");
+    if (absl::Status err =
+            host.recv(staged->data(), dtype, n, peer, tag, where);
+        !err.ok())
       return err;
     // From pageable memory: returns once the data is staged by the driver.
     if (cudaError_t e =
             cudaMemcpyAsync(data, staged->data(), n * dtypeBytes(dtype),
                             cudaMemcpyHostToDevice, stream);
         e != cudaSuccess)
-      return std::string("copying a message to the GPU: ") +
-             cudaGetErrorString(e);
-    return "";
+      return absl::InvalidArgumentError(
+          std::string("copying a message to the GPU: ") +
+          cudaGetErrorString(e));
+    return absl::OkStatus();
   }
-  std::string completeSends(const std::string &context) override {
+  absl::Status completeSends(const std::string &context) override {
     return host.completeSends(context);
   }
 
@@ -157,11 +161,11 @@ public:
   // communicator and the overlap stream. Groups whose members share a GPU go
   // through the host communicator, which blocks.
 
-  std::string allReduce(void *data, DType dtype, int64_t n,
-                        const std::vector<int> &group, bool max,
-                        const Where &where) override {
+  absl::Status allReduce(void *data, DType dtype, int64_t n,
+                         const std::vector<int> &group, bool max,
+                         const Where &where) override {
     if (group.size() < 2)
-      return "";
+      return absl::OkStatus();
     if (sharedGroups.count(group))
       return viaHost({{data, n, true, true}}, dtype, [&](void *const *h) {
         return host.allReduce(h[0], dtype, n, group, max, where);
@@ -171,9 +175,9 @@ public:
       return noGroup(group);
     return issueAllReduce(data, dtype, n, max, comm, stream);
   }
-  std::string startAllReduce(void *data, DType dtype, int64_t n,
-                             const std::vector<int> &group, bool max, Event &,
-                             int64_t &handle) override {
+  absl::Status startAllReduce(void *data, DType dtype, int64_t n,
+                              const std::vector<int> &group, bool max, Event &,
+                              int64_t &handle) override {
     return startOn(
         group, handle,
         [&] {
@@ -184,8 +188,8 @@ public:
           return issueAllReduce(data, dtype, n, max, comm, on);
         });
   }
-  std::string issueAllReduce(void *data, DType dtype, int64_t n, bool max,
-                             ncclComm_t comm, cudaStream_t on) {
+  absl::Status issueAllReduce(void *data, DType dtype, int64_t n, bool max,
+                              ncclComm_t comm, cudaStream_t on) {
     return check("ncclAllReduce",
                  ncclAllReduce(data, data, n, ncclType(dtype),
                                max ? ncclMax : ncclSum, comm, on),
@@ -193,22 +197,23 @@ public:
   }
 
   void progress() override { host.progress(); }
-  std::string wait(int64_t handle, const Where &) override {
+  absl::Status wait(int64_t handle, const Where &) override {
     auto it = started.find(handle);
     if (it == started.end())
-      return "no started collective " + std::to_string(handle);
+      return absl::InvalidArgumentError("no started collective " +
+                                        std::to_string(handle));
     // The compute stream waits; the host does not.
     cudaStreamWaitEvent(stream, it->second, 0);
     cudaEventDestroy(it->second);
     started.erase(it);
-    return "";
+    return absl::OkStatus();
   }
 
-  std::string broadcast(void *data, DType dtype, int64_t n,
-                        const std::vector<int> &group, int root,
-                        const Where &where) override {
+  absl::Status broadcast(void *data, DType dtype, int64_t n,
+                         const std::vector<int> &group, int root,
+                         const Where &where) override {
     if (group.size() < 2)
-      return "";
+      return absl::OkStatus();
     if (sharedGroups.count(group))
       return viaHost({{data, n, true, true}}, dtype, [&](void *const *h) {
         return host.broadcast(h[0], dtype, n, group, root, where);
@@ -218,9 +223,9 @@ public:
       return noGroup(group);
     return issueBroadcast(data, dtype, n, root, comm, stream);
   }
-  std::string startBroadcast(void *data, DType dtype, int64_t n,
-                             const std::vector<int> &group, int root, Event &,
-                             int64_t &handle) override {
+  absl::Status startBroadcast(void *data, DType dtype, int64_t n,
+                              const std::vector<int> &group, int root, Event &,
+                              int64_t &handle) override {
     return startOn(
         group, handle,
         [&] {
@@ -231,17 +236,17 @@ public:
           return issueBroadcast(data, dtype, n, root, comm, on);
         });
   }
-  std::string issueBroadcast(void *data, DType dtype, int64_t n, int root,
-                             ncclComm_t comm, cudaStream_t on) {
+  absl::Status issueBroadcast(void *data, DType dtype, int64_t n, int root,
+                              ncclComm_t comm, cudaStream_t on) {
     return check("ncclBroadcast",
                  ncclBroadcast(data, data, n, ncclType(dtype), root, comm, on),
                  comm);
   }
 
-  std::string allGather(const void *send, void *recv, DType dtype,
-                        const std::vector<int64_t> &counts,
-                        const std::vector<int> &group,
-                        const Where &where) override {
+  absl::Status allGather(const void *send, void *recv, DType dtype,
+                         const std::vector<int64_t> &counts,
+                         const std::vector<int> &group,
+                         const Where &where) override {
     if (group.size() < 2)
       return copy(send, recv, dtype, counts.empty() ? 0 : counts[0]);
     if (sharedGroups.count(group))
@@ -257,10 +262,10 @@ public:
     return issueAllGather(send, recv, dtype, counts, indexIn(group), comm,
                           stream);
   }
-  std::string startAllGather(const void *send, void *recv, DType dtype,
-                             const std::vector<int64_t> &counts,
-                             const std::vector<int> &group, Event &,
-                             int64_t &handle) override {
+  absl::Status startAllGather(const void *send, void *recv, DType dtype,
+                              const std::vector<int64_t> &counts,
+                              const std::vector<int> &group, Event &,
+                              int64_t &handle) override {
     return startOn(
         group, handle,
         [&] {
@@ -274,9 +279,9 @@ public:
   }
   /// NCCL's all-gather when the pieces are equal, else each member
   /// broadcasts its own (member `me` sends `send`).
-  std::string issueAllGather(const void *send, void *recv, DType dtype,
-                             const std::vector<int64_t> &counts, int me,
-                             ncclComm_t comm, cudaStream_t on) {
+  absl::Status issueAllGather(const void *send, void *recv, DType dtype,
+                              const std::vector<int64_t> &counts, int me,
+                              ncclComm_t comm, cudaStream_t on) {
     const ncclDataType_t type = ncclType(dtype);
     if (std::all_of(counts.begin(), counts.end(),
                     [&](int64_t c) { return c == counts[0]; }))
@@ -293,10 +298,10 @@ public:
     return check("ncclGroupEnd (all-gather)", ncclGroupEnd(), comm);
   }
 
-  std::string reduceScatter(const void *send, void *recv, DType dtype,
-                            const std::vector<int64_t> &counts,
-                            const std::vector<int> &group, bool max,
-                            const Where &where) override {
+  absl::Status reduceScatter(const void *send, void *recv, DType dtype,
+                             const std::vector<int64_t> &counts,
+                             const std::vector<int> &group, bool max,
+                             const Where &where) override {
     if (group.size() < 2)
       return copy(send, recv, dtype, counts.empty() ? 0 : counts[0]);
     if (sharedGroups.count(group))
@@ -311,10 +316,10 @@ public:
       return noGroup(group);
     return issueReduceScatter(send, recv, dtype, counts, max, comm, stream);
   }
-  std::string startReduceScatter(const void *send, void *recv, DType dtype,
-                                 const std::vector<int64_t> &counts,
-                                 const std::vector<int> &group, bool max,
-                                 Event &, int64_t &handle) override {
+  absl::Status startReduceScatter(const void *send, void *recv, DType dtype,
+                                  const std::vector<int64_t> &counts,
+                                  const std::vector<int> &group, bool max,
+                                  Event &, int64_t &handle) override {
     return startOn(
         group, handle,
         [&] {
@@ -327,9 +332,9 @@ public:
   }
   /// NCCL's reduce-scatter when the pieces are equal, else one reduce to
   /// each member.
-  std::string issueReduceScatter(const void *send, void *recv, DType dtype,
-                                 const std::vector<int64_t> &counts, bool max,
-                                 ncclComm_t comm, cudaStream_t on) {
+  absl::Status issueReduceScatter(const void *send, void *recv, DType dtype,
+                                  const std::vector<int64_t> &counts, bool max,
+                                  ncclComm_t comm, cudaStream_t on) {
     const ncclDataType_t type = ncclType(dtype);
     const ncclRedOp_t op = max ? ncclMax : ncclSum;
     if (std::all_of(counts.begin(), counts.end(),
@@ -347,10 +352,11 @@ public:
     return check("ncclGroupEnd (reduce-scatter)", ncclGroupEnd(), comm);
   }
 
-  std::string allToAll(const void *send, const std::vector<int64_t> &sendCounts,
-                       void *recv, const std::vector<int64_t> &recvCounts,
-                       DType dtype, const std::vector<int> &group,
-                       const Where &where) override {
+  absl::Status allToAll(const void *send,
+                        const std::vector<int64_t> &sendCounts, void *recv,
+                        const std::vector<int64_t> &recvCounts, DType dtype,
+                        const std::vector<int> &group,
+                        const Where &where) override {
     if (group.size() < 2)
       return copy(send, recv, dtype, sendCounts.empty() ? 0 : sendCounts[0]);
     if (sharedGroups.count(group))
@@ -366,11 +372,11 @@ public:
     return issueAllToAll(send, sendCounts, recv, recvCounts, dtype, comm,
                          stream);
   }
-  std::string startAllToAll(const void *send,
-                            const std::vector<int64_t> &sendCounts, void *recv,
-                            const std::vector<int64_t> &recvCounts, DType dtype,
-                            const std::vector<int> &group, Event &,
-                            int64_t &handle) override {
+  absl::Status startAllToAll(const void *send,
+                             const std::vector<int64_t> &sendCounts, void *recv,
+                             const std::vector<int64_t> &recvCounts,
+                             DType dtype, const std::vector<int> &group,
+                             Event &, int64_t &handle) override {
     return startOn(
         group, handle,
         [&] {
@@ -383,10 +389,10 @@ public:
         });
   }
   /// Point-to-point sends and receives in one NCCL group.
-  std::string issueAllToAll(const void *send,
-                            const std::vector<int64_t> &sendCounts, void *recv,
-                            const std::vector<int64_t> &recvCounts, DType dtype,
-                            ncclComm_t comm, cudaStream_t on) {
+  absl::Status issueAllToAll(const void *send,
+                             const std::vector<int64_t> &sendCounts, void *recv,
+                             const std::vector<int64_t> &recvCounts,
+                             DType dtype, ncclComm_t comm, cudaStream_t on) {
     const ncclDataType_t type = ncclType(dtype);
     ncclGroupStart();
     int64_t sent = 0, received = 0;
@@ -409,10 +415,10 @@ public:
   /// communicator and the overlap stream, after the work issued so far on
   /// the compute stream (the last write of what it reads).
   template <typename Blocking, typename Issue>
-  std::string startOn(const std::vector<int> &group, int64_t &handle,
-                      Blocking blockingCall, Issue issue) {
+  absl::Status startOn(const std::vector<int> &group, int64_t &handle,
+                       Blocking blockingCall, Issue issue) {
     handle = nextHandle++;
-    std::string err;
+    absl::Status err;
     cudaStream_t doneOn = stream;
     if (group.size() < 2 || sharedGroups.count(group)) {
       err = blockingCall();
@@ -427,13 +433,13 @@ public:
       err = issue(it->second.started, overlapStream);
       doneOn = overlapStream;
     }
-    if (!err.empty())
+    if (!err.ok())
       return err;
     cudaEvent_t done;
     cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
     cudaEventRecord(done, doneOn);
     started.emplace(handle, done);
-    return "";
+    return absl::OkStatus();
   }
   static Where startedWhere(const char *what) {
     return [what] { return std::string(what) + " started early"; };
@@ -509,24 +515,26 @@ private:
   /// Runs `exchange` on host copies of `ranges` (h[i] for ranges[i]): the
   /// path of groups whose members share a GPU.
   template <typename Exchange>
-  std::string viaHost(const std::vector<HostRange> &ranges, DType dtype,
-                      Exchange &&exchange) {
+  absl::Status viaHost(const std::vector<HostRange> &ranges, DType dtype,
+                       Exchange &&exchange) {
     std::vector<std::shared_ptr<DeviceBuffer>> copies;
     std::vector<void *> pointers;
     cudaStreamSynchronize(stream); // what the exchange reads is written
     for (const HostRange &r : ranges) {
       copies.push_back(hostBuffers->allocate(dtype, r.n));
       if (!copies.back())
-        return "out of host memory for a collective's staging";
+        return absl::InvalidArgumentError(
+            "out of host memory for a collective's staging");
       if (r.in && r.n > 0)
         if (cudaError_t e =
                 cudaMemcpy(copies.back()->data(), r.device,
                            r.n * dtypeBytes(dtype), cudaMemcpyDeviceToHost);
             e != cudaSuccess)
-          return std::string("copying to the host: ") + cudaGetErrorString(e);
+          return absl::InvalidArgumentError(
+              std::string("copying to the host: ") + cudaGetErrorString(e));
       pointers.push_back(copies.back()->data());
     }
-    if (std::string err = exchange(pointers.data()); !err.empty())
+    if (absl::Status err = exchange(pointers.data()); !err.ok())
       return err;
     for (size_t i = 0; i < ranges.size(); ++i)
       if (ranges[i].out && ranges[i].n > 0)
@@ -534,8 +542,9 @@ private:
                                        ranges[i].n * dtypeBytes(dtype),
                                        cudaMemcpyHostToDevice);
             e != cudaSuccess)
-          return std::string("copying to the GPU: ") + cudaGetErrorString(e);
-    return "";
+          return absl::InvalidArgumentError(
+              std::string("copying to the GPU: ") + cudaGetErrorString(e));
+    return absl::OkStatus();
   }
 
   static int64_t sum(const std::vector<int64_t> &counts) {
@@ -575,22 +584,24 @@ private:
       text += (i ? " " : "") + std::to_string(group[i]);
     return text + "]";
   }
-  std::string noGroup(const std::vector<int> &group) const {
-    return "no NCCL communicator for " + describe(group) +
-           " (not in the plan's groups, or this rank is not a member)";
+  absl::Status noGroup(const std::vector<int> &group) const {
+    return absl::InvalidArgumentError(
+        "no NCCL communicator for " + describe(group) +
+        " (not in the plan's groups, or this rank is not a member)");
   }
-  std::string check(const char *call, ncclResult_t result, ncclComm_t comm) {
+  absl::Status check(const char *call, ncclResult_t result, ncclComm_t comm) {
     return result == ncclSuccess || result == ncclInProgress
-               ? ""
-               : ncclError(call, result, comm);
+               ? absl::OkStatus()
+               : absl::InternalError(ncclError(call, result, comm));
   }
   /// A group of one: its own piece, on the stream.
-  std::string copy(const void *send, void *recv, DType dtype, int64_t n) {
+  absl::Status copy(const void *send, void *recv, DType dtype, int64_t n) {
     if (send == recv || n <= 0)
-      return "";
+      return absl::OkStatus();
     cudaError_t e = cudaMemcpyAsync(recv, send, n * dtypeBytes(dtype),
                                     cudaMemcpyDeviceToDevice, stream);
-    return e == cudaSuccess ? "" : cudaGetErrorString(e);
+    return e == cudaSuccess ? absl::OkStatus()
+                            : absl::InternalError(cudaGetErrorString(e));
   }
 
   Communicator &host;

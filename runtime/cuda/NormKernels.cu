@@ -51,8 +51,9 @@ double *workspaceDoubles(ExecContext &exec, int64_t n) {
       exec.workspace->floats(2 * std::max<int64_t>(n, 1)));
 }
 
-KernelStatus outOfMemory(const OpDesc &op) {
-  return op.kind + ": out of device memory for its workspace";
+absl::Status outOfMemory(const OpDesc &op) {
+  return absl::ResourceExhaustedError(
+      op.kind + ": out of device memory for its workspace");
 }
 
 //===----------------------------------------------------------------------===//
@@ -231,12 +232,12 @@ void trainingInputGrad(Stream stream, Elements x, Elements dy, Elements scale,
   });
 }
 
-KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
+absl::Status batchNormForward(const OpDesc &op, const KernelContext &ctx,
                               ExecContext &exec, const Views &inputs,
                               const Views &outputs, const Views &scratch) {
   BatchNormShape shape;
-  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
-      !status.empty())
+  if (absl::Status status = normForwardShape(op, inputs, outputs, shape);
+      !status.ok())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const int64_t held = shape.held();
@@ -251,14 +252,15 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
     normalizeChannels(exec.stream, x, channelElements(inputs[Scale], shape),
                       channelElements(inputs[Bias], shape), stats, shape,
                       outputs[0].elements);
-    return "";
+    return absl::OkStatus();
   }
   if (scratch.size() != 1)
-    return op.kind + ": training expects one [3, channels] scratch buffer";
+    return absl::InvalidArgumentError(
+        op.kind + ": training expects one [3, channels] scratch buffer");
   float *rows;
   int64_t stride;
-  if (KernelStatus status = scratchRows(op, scratch[0], 3, shape, rows, stride);
-      !status.empty())
+  if (absl::Status status = scratchRows(op, scratch[0], 3, shape, rows, stride);
+      !status.ok())
     return status;
 
   if (ctx.stage == 0) {
@@ -269,10 +271,10 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
     zeroFloats(exec.stream, scratch[0].data, scratch[0].numElements());
     blockSums(exec.stream, x, Elements(), nullptr, shape, blocks);
     writeStatistics(exec.stream, blocks, shape, rows, stride);
-    return "";
+    return absl::OkStatus();
   }
   if (ctx.stage != 1)
-    return op.kind + ": has stages 0 and 1 only";
+    return absl::InvalidArgumentError(op.kind + ": has stages 0 and 1 only");
 
   double *stats = workspaceDoubles(exec, kStats * held);
   if (!stats)
@@ -284,17 +286,17 @@ KernelStatus batchNormForward(const OpDesc &op, const KernelContext &ctx,
   updateRunning(exec.stream, stats, held, op.getFloat("momentum", 0.9),
                 channelElements(inputs[Mean], shape),
                 channelElements(inputs[Variance], shape));
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
+absl::Status batchNormBackward(const OpDesc &op, const KernelContext &ctx,
                                ExecContext &exec, const Views &inputs,
                                const Views &outputs, const Views &outputGrads,
                                const Views &inputGrads, const Views &scratch) {
   BatchNormShape shape;
-  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+  if (absl::Status status = normBackwardShape(op, inputs, outputs, outputGrads,
                                               inputGrads, false, shape);
-      !status.empty())
+      !status.ok())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const int64_t held = shape.held();
@@ -317,25 +319,26 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
                  channelElements(inputGrads[Variance], shape));
     if (dx)
       inferenceInputGrad(exec.stream, dy, scale, stats, shape, dx);
-    return "";
+    return absl::OkStatus();
   }
   if (scratch.size() != 2)
-    return op.kind + ": training backward expects the forward's [3, channels] "
-                     "and its own [2, channels] scratch buffers";
+    return absl::InvalidArgumentError(
+        op.kind + ": training backward expects the forward's [3, channels] "
+                  "and its own [2, channels] scratch buffers");
   float *statRows, *gradRows;
   int64_t statStride, gradStride;
-  if (KernelStatus status =
+  if (absl::Status status =
           scratchRows(op, scratch[0], 3, shape, statRows, statStride);
-      !status.empty())
+      !status.ok())
     return status;
-  if (KernelStatus status =
+  if (absl::Status status =
           scratchRows(op, scratch[1], 2, shape, gradRows, gradStride);
-      !status.empty())
+      !status.ok())
     return status;
   if (ctx.stage != 0 && ctx.stage != 1)
-    return op.kind + ": has stages 0 and 1 only";
+    return absl::InvalidArgumentError(op.kind + ": has stages 0 and 1 only");
   if (ctx.stage == 1 && !dx)
-    return "";
+    return absl::OkStatus();
   double *stats = workspaceDoubles(exec, kStats * held);
   if (!stats)
     return outOfMemory(op);
@@ -351,11 +354,11 @@ KernelStatus batchNormBackward(const OpDesc &op, const KernelContext &ctx,
     // statistics get no gradient.
     gradChannels(exec.stream, blocks, stats, shape, scale, gradRows, gradStride,
                  dScale, dBias, Elements(), Elements());
-    return "";
+    return absl::OkStatus();
   }
   trainingInputGrad(exec.stream, x, dy, scale, stats, gradRows, gradStride,
                     shape, dx);
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -380,12 +383,12 @@ PPC_HD inline void rowMoments(const RowThreads &t, Elements row, int64_t width,
   invStd = 1.0 / sqrt(t.sum(squares) / width + epsilon);
 }
 
-KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
+absl::Status layerNormForward(const OpDesc &op, const KernelContext &,
                               ExecContext &exec, const Views &inputs,
                               const Views &outputs, const Views &) {
   RowShape shape;
-  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
-      !status.empty())
+  if (absl::Status status = normForwardShape(op, inputs, outputs, shape);
+      !status.ok())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const bool rms = op.getInt("rms", 0) != 0;
@@ -404,17 +407,17 @@ KernelStatus layerNormForward(const OpDesc &op, const KernelContext &,
                for (int64_t k = t.thread; k < width; k += t.threads)
                  yr[k] = (xr[k] - m) * s * scale[k] + (bias ? bias[k] : 0.0f);
              });
-  return "";
+  return absl::OkStatus();
 }
 
-KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
+absl::Status layerNormBackward(const OpDesc &op, const KernelContext &,
                                ExecContext &exec, const Views &inputs,
                                const Views &outputs, const Views &outputGrads,
                                const Views &inputGrads, const Views &) {
   RowShape shape;
-  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+  if (absl::Status status = normBackwardShape(op, inputs, outputs, outputGrads,
                                               inputGrads, false, shape);
-      !status.empty())
+      !status.ok())
     return status;
   const double epsilon = op.getFloat("epsilon", 1e-5);
   const bool rms = op.getInt("rms", 0) != 0;
@@ -491,7 +494,7 @@ KernelStatus layerNormBackward(const OpDesc &op, const KernelContext &,
             addInto(dBias, k, total, setBias);
           });
   }
-  return "";
+  return absl::OkStatus();
 }
 
 //===----------------------------------------------------------------------===//
@@ -565,34 +568,34 @@ void softmaxGradLines(Stream stream, AxisShape shape, bool isLog, Elements y,
 }
 
 template <bool Log>
-KernelStatus softmaxForward(const OpDesc &op, const KernelContext &,
+absl::Status softmaxForward(const OpDesc &op, const KernelContext &,
                             ExecContext &exec, const Views &inputs,
                             const Views &outputs, const Views &) {
   AxisShape shape;
-  if (KernelStatus status = normForwardShape(op, inputs, outputs, shape);
-      !status.empty())
+  if (absl::Status status = normForwardShape(op, inputs, outputs, shape);
+      !status.ok())
     return status;
   softmaxLines(exec.stream, shape, Log, inputs[0].elements,
                outputs[0].elements);
-  return "";
+  return absl::OkStatus();
 }
 
 template <bool Log>
-KernelStatus softmaxBackward(const OpDesc &op, const KernelContext &,
+absl::Status softmaxBackward(const OpDesc &op, const KernelContext &,
                              ExecContext &exec, const Views &inputs,
                              const Views &outputs, const Views &outputGrads,
                              const Views &inputGrads, const Views &) {
   AxisShape shape;
-  if (KernelStatus status = normBackwardShape(op, inputs, outputs, outputGrads,
+  if (absl::Status status = normBackwardShape(op, inputs, outputs, outputGrads,
                                               inputGrads, true, shape);
-      !status.empty())
+      !status.ok())
     return status;
   if (!inputGrads[0].present())
-    return "";
+    return absl::OkStatus();
   softmaxGradLines(exec.stream, shape, Log, outputs[0].elements,
                    outputGrads[0].elements, inputGrads[0].elements,
                    writesGradient(exec, inputGrads[0], true));
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace

@@ -45,18 +45,18 @@ struct ReducePlan {
 /// output-like view is `output`, checked against the views that the
 /// kernels read from it (input-like ones at its points, output-like ones
 /// through the output dims).
-KernelStatus planWalk(const OpDesc &op, Reduction kind, const TensorView &input,
+absl::Status planWalk(const OpDesc &op, Reduction kind, const TensorView &input,
                       const TensorView &output,
                       const std::vector<const TensorView *> &inputLike,
                       const std::vector<const TensorView *> &outputLike,
                       ReducePlan &plan) {
   ReduceWalk walk;
   std::vector<StridedAccess> accesses;
-  if (KernelStatus s = reduceWalk(op, kind, input, output, walk); !s.empty())
+  if (absl::Status s = reduceWalk(op, kind, input, output, walk); !s.ok())
     return s;
-  if (KernelStatus s =
+  if (absl::Status s =
           reduceAccesses(op, walk, inputLike, outputLike, accesses);
-      !s.empty())
+      !s.ok())
     return s;
   plan.rank = static_cast<int32_t>(walk.lo.size());
   for (int d = 0; d < plan.rank; ++d) {
@@ -260,25 +260,25 @@ void maxBackwardKernel(Stream stream, ReducePlan walk, ReducedRange rx,
 // Forward and backward
 //===----------------------------------------------------------------------===//
 
-KernelStatus reduceForward(const OpDesc &op, Reduction kind, ExecContext &ctx,
+absl::Status reduceForward(const OpDesc &op, Reduction kind, ExecContext &ctx,
                            const Views &inputs, const Views &outputs) {
-  if (KernelStatus s = checkForwardArity(op, inputs, 1, outputs, 1); !s.empty())
+  if (absl::Status s = checkForwardArity(op, inputs, 1, outputs, 1); !s.ok())
     return s;
   const KernelView &x = inputs[0], &y = outputs[0];
   ReducePlan walk;
-  if (KernelStatus s = planWalk(op, kind, x, y, {&x}, {&y}, walk); !s.empty())
+  if (absl::Status s = planWalk(op, kind, x, y, {&x}, {&y}, walk); !s.ok())
     return s;
   reduceKernel(ctx.stream, walk, reducedRange(walk, x), kind == Reduction::Max,
                walk.scale, x.box, x.elements, y.box, y.elements);
   return {};
 }
 
-KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
+absl::Status reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
                             const Views &inputs, const Views &outputs,
                             const Views &outputGrads, const Views &inputGrads) {
-  if (KernelStatus s = checkBackwardArity(op, inputs, 1, outputs, 1,
+  if (absl::Status s = checkBackwardArity(op, inputs, 1, outputs, 1,
                                           outputGrads, inputGrads);
-      !s.empty())
+      !s.ok())
     return s;
   const KernelView &dx = inputGrads[0];
   if (!dx.present())
@@ -286,14 +286,14 @@ KernelStatus reduceBackward(const OpDesc &op, Reduction kind, ExecContext &ctx,
   const KernelView &x = inputs[0], &y = outputs[0], &dy = outputGrads[0];
   ReducePlan walk;
   if (kind != Reduction::Max) {
-    if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx}, {&dy}, walk);
-        !s.empty())
+    if (absl::Status s = planWalk(op, kind, dx, dy, {&dx}, {&dy}, walk);
+        !s.ok())
       return s;
     sumBackwardKernel(ctx, walk, walk.scale, dx, dy.box, dy.elements);
     return {};
   }
-  if (KernelStatus s = planWalk(op, kind, dx, dy, {&dx, &x}, {&dy, &y}, walk);
-      !s.empty())
+  if (absl::Status s = planWalk(op, kind, dx, dy, {&dx, &x}, {&dy, &y}, walk);
+      !s.ok())
     return s;
   writesGradient(ctx, dx, false); // only the maxima get a share
   maxBackwardKernel(ctx.stream, walk, reducedRange(walk, x),

@@ -14,9 +14,8 @@
 namespace ppc::runtime {
 
 namespace {
-std::unique_ptr<Backend> startCpu(const BackendOptions &options,
-                                  std::string &error) {
-  error.clear();
+absl::StatusOr<std::unique_ptr<Backend>>
+startCpu(const BackendOptions &options) {
   return createCpuBackend(options);
 }
 } // namespace
@@ -53,19 +52,17 @@ const BackendInfo *findBackend(const std::string &name) {
   return nullptr;
 }
 
-std::unique_ptr<Backend> createBackend(const std::string &name,
-                                       const BackendOptions &options,
-                                       std::string &error) {
+absl::StatusOr<std::unique_ptr<Backend>>
+createBackend(const std::string &name, const BackendOptions &options) {
   const BackendInfo *info = findBackend(name);
-  if (!info) {
-    error = "unknown backend '" + name + "' (this build has " + backendNames() +
-            ")";
-    return nullptr;
-  }
+  if (!info)
+    return absl::InvalidArgumentError("unknown backend '" + name +
+                                      "' (this build has " + backendNames() +
+                                      ")");
   BackendOptions withEnvironment = options;
   if (const char *poison = std::getenv("PPC_POISON_UNINITIALIZED"))
     withEnvironment.poisonUninitialized |= std::string(poison) == "1";
-  return info->create(withEnvironment, error);
+  return info->create(withEnvironment);
 }
 
 } // namespace ppc::runtime

@@ -35,7 +35,7 @@ std::string checkpointFileName(const std::string &dir, int rank) {
   return dir + "/rank-" + std::to_string(rank) + ".ckpt";
 }
 
-std::string makeDirectories(const std::string &dir) {
+absl::Status makeDirectories(const std::string &dir) {
   std::string path;
   std::stringstream parts(dir);
   std::string part;
@@ -46,12 +46,13 @@ std::string makeDirectories(const std::string &dir) {
       continue;
     path += part + "/";
     if (mkdir(path.c_str(), 0777) != 0 && errno != EEXIST)
-      return "cannot create directory '" + path + "': " + std::strerror(errno);
+      return absl::InternalError("cannot create directory '" + path +
+                                 "': " + std::strerror(errno));
   }
   struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return "'" + dir + "' is not a directory";
-  return "";
+    return absl::InvalidArgumentError("'" + dir + "' is not a directory");
+  return absl::OkStatus();
 }
 
 CheckpointFaults &checkpointFaults() {
@@ -68,10 +69,10 @@ CheckpointFaults &checkpointFaults() {
 
 /// Counts one filesystem step (`what` of `path`) and fails it if it is the
 /// one to fail: an error, or the end of the process as if killed.
-static std::string injectedFault(const char *what, const std::string &path) {
+static absl::Status injectedFault(const char *what, const std::string &path) {
   CheckpointFaults &faults = checkpointFaults();
   if (++faults.count != faults.failAt)
-    return "";
+    return absl::OkStatus();
   if (faults.exit) {
     std::fprintf(stderr,
                  "ppc-run: injected fault: killed at checkpoint filesystem "
@@ -80,18 +81,20 @@ static std::string injectedFault(const char *what, const std::string &path) {
     std::fflush(stderr);
     _exit(kCheckpointFaultExitCode);
   }
-  return std::string("cannot ") + what + " '" + path +
-         "': injected fault at checkpoint filesystem step " +
-         std::to_string(faults.count);
+  return absl::InvalidArgumentError(
+      std::string("cannot ") + what + " '" + path +
+      "': injected fault at checkpoint filesystem step " +
+      std::to_string(faults.count));
 }
 
 /// Writes `bytes` to `path` and fsyncs it.
-static std::string writeSynced(const std::string &path,
-                               const std::string &bytes) {
+static absl::Status writeSynced(const std::string &path,
+                                const std::string &bytes) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
   if (fd < 0)
-    return "cannot open '" + path + "' for writing: " + std::strerror(errno);
-  auto fail = [&](std::string err) {
+    return absl::InternalError("cannot open '" + path +
+                               "' for writing: " + std::strerror(errno));
+  auto fail = [&](absl::Status err) {
     close(fd);
     return err;
   };
@@ -100,35 +103,39 @@ static std::string writeSynced(const std::string &path,
   size_t done = 0;
   while (done < bytes.size()) {
     if (done >= half)
-      if (std::string err = injectedFault("write", path); !err.empty())
+      if (absl::Status err = injectedFault("write", path); !err.ok())
         return fail(err);
     size_t end = done < half ? half : bytes.size();
     ssize_t n = write(fd, bytes.data() + done, end - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return fail("cannot write '" + path + "': " + std::strerror(errno));
+      return fail(absl::InternalError("cannot write '" + path +
+                                      "': " + std::strerror(errno)));
     done += static_cast<size_t>(n);
   }
-  if (std::string err = injectedFault("sync", path); !err.empty())
+  if (absl::Status err = injectedFault("sync", path); !err.ok())
     return fail(err);
   if (fsync(fd) != 0)
-    return fail("cannot sync '" + path + "': " + std::strerror(errno));
+    return fail(absl::InternalError("cannot sync '" + path +
+                                    "': " + std::strerror(errno)));
   close(fd);
-  return "";
+  return absl::OkStatus();
 }
 
 /// Makes the entries of directory `dir` (renames, removals) durable.
-static std::string syncDirectory(const std::string &dir) {
-  if (std::string err = injectedFault("sync directory", dir); !err.empty())
-    return err;
+static absl::Status syncDirectory(const std::string &dir) {
+  PPC_RETURN_IF_ERROR(injectedFault("sync directory", dir));
   int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0)
-    return "cannot open directory '" + dir + "': " + std::strerror(errno);
+    return absl::InternalError("cannot open directory '" + dir +
+                               "': " + std::strerror(errno));
   int rc = fsync(fd);
   std::string err = std::strerror(errno);
   close(fd);
-  return rc == 0 ? "" : "cannot sync directory '" + dir + "': " + err;
+  return rc == 0 ? absl::OkStatus()
+                 : absl::InternalError("cannot sync directory '" + dir +
+                                       "': " + err);
 }
 
 static std::string parentDirectory(const std::string &path) {
@@ -138,13 +145,12 @@ static std::string parentDirectory(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string commitFile(const std::string &path) {
+absl::Status commitFile(const std::string &path) {
   std::string tmp = path + ".tmp";
-  if (std::string err = injectedFault("rename", tmp); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(injectedFault("rename", tmp));
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return "cannot rename '" + tmp + "' to '" + path +
-           "': " + std::strerror(errno);
+    return absl::InternalError("cannot rename '" + tmp + "' to '" + path +
+                               "': " + std::strerror(errno));
   // The rename itself is durable once the directory is synced.
   return syncDirectory(parentDirectory(path));
 }
@@ -189,8 +195,8 @@ private:
 };
 } // namespace
 
-std::string stageCheckpointFile(const std::string &path,
-                                const Checkpoint &checkpoint) {
+absl::Status stageCheckpointFile(const std::string &path,
+                                 const Checkpoint &checkpoint) {
   Writer w;
   w.bytes.append(kMagic, sizeof(kMagic));
   w.put<uint32_t>(kCheckpointVersion);
@@ -227,33 +233,33 @@ std::string stageCheckpointFile(const std::string &path,
   return writeSynced(path + ".tmp", w.bytes);
 }
 
-std::string writeCheckpointFile(const std::string &path,
-                                const Checkpoint &checkpoint) {
-  if (std::string err = stageCheckpointFile(path, checkpoint); !err.empty())
-    return err;
+absl::Status writeCheckpointFile(const std::string &path,
+                                 const Checkpoint &checkpoint) {
+  PPC_RETURN_IF_ERROR(stageCheckpointFile(path, checkpoint));
   return commitFile(path);
 }
 
-std::string readCheckpointFile(const std::string &path,
-                               Checkpoint &checkpoint) {
+absl::Status readCheckpointFile(const std::string &path,
+                                Checkpoint &checkpoint) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return "cannot open checkpoint '" + path + "'";
+    return absl::NotFoundError("cannot open checkpoint '" + path + "'");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();
   auto corrupt = [&](const std::string &what) {
-    return "checkpoint '" + path + "' is corrupt: " + what;
+    return absl::DataLossError("checkpoint '" + path + "' is corrupt: " + what);
   };
   if (bytes.size() < sizeof(kMagic) + 4 ||
       std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
-    return "'" + path + "' is not a ppc checkpoint";
+    return absl::InvalidArgumentError("'" + path + "' is not a ppc checkpoint");
   uint32_t version;
   std::memcpy(&version, bytes.data() + sizeof(kMagic), 4);
   if (version != kCheckpointVersion && version != 2)
-    return "checkpoint '" + path + "' has format version " +
-           std::to_string(version) + " but this ppc-run reads version " +
-           std::to_string(kCheckpointVersion);
+    return absl::InvalidArgumentError(
+        "checkpoint '" + path + "' has format version " +
+        std::to_string(version) + " but this ppc-run reads version " +
+        std::to_string(kCheckpointVersion));
   if (bytes.size() < sizeof(kMagic) + 4 + 8)
     return corrupt("truncated");
   const size_t end = bytes.size() - 8;
@@ -314,7 +320,7 @@ std::string readCheckpointFile(const std::string &path,
   }
   if (!r.atEnd())
     return corrupt("trailing bytes");
-  return "";
+  return absl::OkStatus();
 }
 
 static std::string hex(uint64_t v) {
@@ -324,36 +330,37 @@ static std::string hex(uint64_t v) {
   return text;
 }
 
-std::string writeCompleteMarker(const std::string &dir,
-                                const CheckpointMarker &marker) {
+absl::Status writeCompleteMarker(const std::string &dir,
+                                 const CheckpointMarker &marker) {
   std::string path = dir + "/COMPLETE";
   std::string text =
       "ppc checkpoint " + std::to_string(kCheckpointLayoutVersion) +
       "\nsteps " + std::to_string(marker.steps) + "\nranks " +
       std::to_string(marker.numRanks) + "\nplan " + hex(marker.planHash) +
       "\n" + (marker.run.empty() ? "" : "run " + marker.run + "\n");
-  if (std::string err = writeSynced(path + ".tmp", text); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(writeSynced(path + ".tmp", text));
   return commitFile(path);
 }
 
-std::string readCompleteMarker(const std::string &dir,
-                               CheckpointMarker &marker) {
+absl::Status readCompleteMarker(const std::string &dir,
+                                CheckpointMarker &marker) {
   std::string path = dir + "/COMPLETE";
   std::ifstream in(path);
   if (!in)
-    return "'" + dir +
-           "' is not a finished checkpoint (no COMPLETE marker: the run that "
-           "wrote it did not get to the end of writing it)";
+    return absl::InvalidArgumentError(
+        "'" + dir +
+        "' is not a finished checkpoint (no COMPLETE marker: the run that "
+        "wrote it did not get to the end of writing it)");
   std::string word, hash;
   uint32_t version = 0;
   in >> word >> word >> version;
   if (version != kCheckpointLayoutVersion)
-    return "'" + path + "' is not a ppc checkpoint marker of version " +
-           std::to_string(kCheckpointLayoutVersion);
+    return absl::InvalidArgumentError(
+        "'" + path + "' is not a ppc checkpoint marker of version " +
+        std::to_string(kCheckpointLayoutVersion));
   in >> word >> marker.steps >> word >> marker.numRanks >> word >> hash;
   if (!in || hash.size() != 16)
-    return "'" + path + "' is corrupt";
+    return absl::InvalidArgumentError("'" + path + "' is corrupt");
   marker.planHash = std::stoull(hash, nullptr, 16);
   // The run line, when the writer had identities.
   marker.run.clear();
@@ -362,17 +369,17 @@ std::string readCompleteMarker(const std::string &dir,
   while (std::getline(in, line))
     if (line.rfind("run ", 0) == 0)
       marker.run = line.substr(4);
-  return "";
+  return absl::OkStatus();
 }
 
-std::string CheckpointLock::acquire(const std::string &dir) {
+absl::Status CheckpointLock::acquire(const std::string &dir) {
   release();
-  if (std::string err = makeDirectories(dir); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(makeDirectories(dir));
   std::string path = dir + "/LOCK";
   int handle = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (handle < 0)
-    return "cannot open '" + path + "': " + std::strerror(errno);
+    return absl::InternalError("cannot open '" + path +
+                               "': " + std::strerror(errno));
   if (flock(handle, LOCK_EX | LOCK_NB) != 0) {
     int error = errno;
     std::string holder;
@@ -385,10 +392,12 @@ std::string CheckpointLock::acquire(const std::string &dir) {
     }
     close(handle);
     if (error != EWOULDBLOCK)
-      return "cannot lock '" + path + "': " + std::strerror(error);
-    return "checkpoint directory '" + dir + "' is in use by another run" +
-           (holder.empty() ? std::string() : " (" + holder + ")") +
-           ": give each job its own directory";
+      return absl::InternalError("cannot lock '" + path +
+                                 "': " + std::strerror(error));
+    return absl::FailedPreconditionError(
+        "checkpoint directory '" + dir + "' is in use by another run" +
+        (holder.empty() ? std::string() : " (" + holder + ")") +
+        ": give each job its own directory");
   }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -404,7 +413,7 @@ std::string CheckpointLock::acquire(const std::string &dir) {
     // The lock holds without the note: only the message loses its holder.
   }
   fd = handle;
-  return "";
+  return absl::OkStatus();
 }
 
 void CheckpointLock::release() {
@@ -460,103 +469,104 @@ static std::vector<std::string> stepDirectories(const std::string &dir) {
 
 /// Removes a step directory: COMPLETE first, so that a removal cut short
 /// never leaves something that looks complete.
-static std::string removeStepDirectory(const std::string &path) {
+static absl::Status removeStepDirectory(const std::string &path) {
   std::optional<std::vector<std::string>> entries = directoryEntries(path);
   if (!entries)
-    return errno == ENOENT ? ""
-                           : "cannot read directory '" + path +
-                                 "': " + std::strerror(errno);
+    return errno == ENOENT
+               ? absl::OkStatus()
+               : absl::InternalError("cannot read directory '" + path +
+                                     "': " + std::strerror(errno));
   std::vector<std::string> &files = *entries;
   std::stable_partition(files.begin(), files.end(),
                         [](const std::string &f) { return f == "COMPLETE"; });
   for (const std::string &f : files) {
     std::string file = path + "/" + f;
-    if (std::string err = injectedFault("remove", file); !err.empty())
-      return err;
+    PPC_RETURN_IF_ERROR(injectedFault("remove", file));
     if (unlink(file.c_str()) != 0)
-      return "cannot remove '" + file + "': " + std::strerror(errno);
+      return absl::InternalError("cannot remove '" + file +
+                                 "': " + std::strerror(errno));
     if (f == "COMPLETE")
-      if (std::string err = syncDirectory(path); !err.empty())
-        return err;
+      PPC_RETURN_IF_ERROR(syncDirectory(path));
   }
-  if (std::string err = injectedFault("remove", path); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(injectedFault("remove", path));
   if (rmdir(path.c_str()) != 0)
-    return "cannot remove '" + path + "': " + std::strerror(errno);
-  return "";
+    return absl::InternalError("cannot remove '" + path +
+                               "': " + std::strerror(errno));
+  return absl::OkStatus();
 }
 
 /// The step directory name in `dir`/LATEST; "" when there is none.
-static std::string latestName(const std::string &dir, std::string &name) {
+static absl::Status latestName(const std::string &dir, std::string &name) {
   name.clear();
   std::ifstream in(dir + "/LATEST");
   if (!in)
-    return "";
+    return absl::OkStatus();
   std::string word;
   uint32_t version = 0;
   in >> word >> word >> version >> word >> name;
   if (!in || version != kCheckpointLayoutVersion || word != "latest" ||
       stepOfName(name) < 0)
-    return "'" + dir + "/LATEST' is not a ppc checkpoint pointer of version " +
-           std::to_string(kCheckpointLayoutVersion);
-  return "";
+    return absl::InvalidArgumentError(
+        "'" + dir + "/LATEST' is not a ppc checkpoint pointer of version " +
+        std::to_string(kCheckpointLayoutVersion));
+  return absl::OkStatus();
 }
 
-std::string prepareStepDirectory(const std::string &dir, int64_t steps,
-                                 bool &alternate) {
-  if (std::string err = makeDirectories(dir); !err.empty())
-    return err;
+absl::Status prepareStepDirectory(const std::string &dir, int64_t steps,
+                                  bool &alternate) {
+  PPC_RETURN_IF_ERROR(makeDirectories(dir));
   std::string latest;
-  if (std::string err = latestName(dir, latest); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(latestName(dir, latest));
   alternate = latest == stepDirectoryName(steps, false);
   const std::string path = dir + "/" + stepDirectoryName(steps, alternate);
-  if (std::string err = removeStepDirectory(path); !err.empty())
-    return err;
-  if (std::string err = injectedFault("create directory", path); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(removeStepDirectory(path));
+  PPC_RETURN_IF_ERROR(injectedFault("create directory", path));
   if (mkdir(path.c_str(), 0777) != 0)
-    return "cannot create directory '" + path + "': " + std::strerror(errno);
-  return "";
+    return absl::InternalError("cannot create directory '" + path +
+                               "': " + std::strerror(errno));
+  return absl::OkStatus();
 }
 
-std::string writeLatest(const std::string &dir, const std::string &name) {
+absl::Status writeLatest(const std::string &dir, const std::string &name) {
   const std::string path = dir + "/LATEST";
   std::string text = "ppc checkpoint " +
                      std::to_string(kCheckpointLayoutVersion) + "\nlatest " +
                      name + "\n";
-  if (std::string err = writeSynced(path + ".tmp", text); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(writeSynced(path + ".tmp", text));
   return commitFile(path);
 }
 
-std::string readLatest(const std::string &dir, std::string &stepDir) {
+absl::Status readLatest(const std::string &dir, std::string &stepDir) {
   std::string name;
-  if (std::string err = latestName(dir, name); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(latestName(dir, name));
   if (!name.empty()) {
     stepDir = dir + "/" + name;
-    return "";
+    return absl::OkStatus();
   }
   struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return "cannot resume from '" + dir + "': no such directory";
+    return absl::NotFoundError("cannot resume from '" + dir +
+                               "': no such directory");
   if (stat((dir + "/COMPLETE").c_str(), &st) == 0 ||
       stat(checkpointFileName(dir, 0).c_str(), &st) == 0)
-    return "'" + dir +
-           "' holds a checkpoint in the old layout (rank files and COMPLETE "
-           "directly in it); this ppc-run resumes only from step directories "
-           "named by LATEST (checkpoint layout " +
-           std::to_string(kCheckpointLayoutVersion) + ")";
-  return "'" + dir +
-         "' has no finished checkpoint (no LATEST: no run got to the end of "
-         "writing one there)";
+    return absl::InvalidArgumentError(
+        "'" + dir +
+        "' holds a checkpoint in the old layout (rank files and COMPLETE "
+        "directly in it); this ppc-run resumes only from step directories "
+        "named by LATEST (checkpoint layout " +
+        std::to_string(kCheckpointLayoutVersion) + ")");
+  return absl::InvalidArgumentError(
+      "'" + dir +
+      "' has no finished checkpoint (no LATEST: no run got to the end of "
+      "writing one there)");
 }
 
-std::string pruneCheckpoints(const std::string &dir, int64_t keep) {
+absl::Status pruneCheckpoints(const std::string &dir, int64_t keep) {
   std::string latest;
-  if (std::string err = latestName(dir, latest); !err.empty() || latest.empty())
-    return err.empty() ? "'" + dir + "' has no LATEST to keep" : err;
+  if (absl::Status err = latestName(dir, latest); !err.ok() || latest.empty())
+    return err.ok() ? absl::InvalidArgumentError("'" + dir +
+                                                 "' has no LATEST to keep")
+                    : err;
   // Newest first; the one LATEST names is always kept, then the newest
   // complete ones of earlier steps. Later steps than LATEST's belong to a
   // run that this one replaced.
@@ -572,14 +582,13 @@ std::string pruneCheckpoints(const std::string &dir, int64_t keep) {
     CheckpointMarker marker;
     const std::string path = dir + "/" + name;
     if (kept < keep && stepOfName(name) < stepOfName(latest) &&
-        readCompleteMarker(path, marker).empty()) {
+        readCompleteMarker(path, marker).ok()) {
       ++kept;
       continue;
     }
-    if (std::string err = removeStepDirectory(path); !err.empty())
-      return err;
+    PPC_RETURN_IF_ERROR(removeStepDirectory(path));
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

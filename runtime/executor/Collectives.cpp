@@ -95,39 +95,43 @@ int64_t outerExtent(const Index &lo, const Index &hi, int axis) {
 }
 
 /// Checks that `pieces` (in group order) tile `whole` along `axis`.
-std::string checkTiling(const std::vector<Index> &lo,
-                        const std::vector<Index> &hi, const Index &wholeLo,
-                        const Index &wholeHi, int axis) {
+absl::Status checkTiling(const std::vector<Index> &lo,
+                         const std::vector<Index> &hi, const Index &wholeLo,
+                         const Index &wholeHi, int axis) {
   int64_t at = wholeLo[axis];
   for (size_t i = 0; i < lo.size(); ++i) {
     for (size_t d = 0; d < wholeLo.size(); ++d)
       if (static_cast<int>(d) != axis &&
           (lo[i][d] != wholeLo[d] || hi[i][d] != wholeHi[d]))
-        return "piece " + std::to_string(i) + " " + boxString(lo[i], hi[i]) +
-               " differs from " + boxString(wholeLo, wholeHi) +
-               " outside axis " + std::to_string(axis);
+        return absl::InvalidArgumentError(
+            "piece " + std::to_string(i) + " " + boxString(lo[i], hi[i]) +
+            " differs from " + boxString(wholeLo, wholeHi) + " outside axis " +
+            std::to_string(axis));
     if (lo[i][axis] != at)
-      return "piece " + std::to_string(i) + " " + boxString(lo[i], hi[i]) +
-             " does not start where piece " + std::to_string(i) +
-             " should along axis " + std::to_string(axis) + " (" +
-             std::to_string(at) + ")";
+      return absl::InvalidArgumentError(
+          "piece " + std::to_string(i) + " " + boxString(lo[i], hi[i]) +
+          " does not start where piece " + std::to_string(i) +
+          " should along axis " + std::to_string(axis) + " (" +
+          std::to_string(at) + ")");
     at = hi[i][axis];
   }
   if (at != wholeHi[axis])
-    return "the pieces end at " + std::to_string(at) + " along axis " +
-           std::to_string(axis) + ", not at " + std::to_string(wholeHi[axis]);
-  return "";
+    return absl::InvalidArgumentError(
+        "the pieces end at " + std::to_string(at) + " along axis " +
+        std::to_string(axis) + ", not at " + std::to_string(wholeHi[axis]));
+  return absl::OkStatus();
 }
 } // namespace
 
-std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
-                                            const Buffer &buffer,
-                                            const Buffer *result,
-                                            CollectiveLayout &layout) {
+absl::Status ProgramRunner::collectiveLayout(const Instruction::Collective &c,
+                                             const Buffer &buffer,
+                                             const Buffer *result,
+                                             CollectiveLayout &layout) {
   const int dims = static_cast<int>(buffer.lo.size());
   if (dims > kMaxDims)
-    return "collectives on buffers of more than " + std::to_string(kMaxDims) +
-           " dims are not supported";
+    return absl::InvalidArgumentError("collectives on buffers of more than " +
+                                      std::to_string(kMaxDims) +
+                                      " dims are not supported");
   std::vector<int64_t> mine(kRecordSize, 0);
   mine[0] = dims;
   for (int d = 0; d < dims; ++d) {
@@ -154,7 +158,8 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
            ", group " + groupString(c.group()) + ")";
   });
   if (all.size() != n * kRecordSize)
-    return "exchanging the boxes of the members failed";
+    return absl::InvalidArgumentError(
+        "exchanging the boxes of the members failed");
   // Every member runs the same collective: the same kind, reduction and
   // root, and for the in-place ones the same element count.
   const bool inPlace =
@@ -166,23 +171,24 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
         r[kRootField] != mine[kRootField] ||
         r[kOrdinalField] != mine[kOrdinalField] ||
         (inPlace && r[kCountField] != mine[kCountField]))
-      return "rank " + std::to_string(group[i]) + " runs " + describeMember(r) +
-             " at its instruction " + std::to_string(r[kInstructionField]) +
-             (r[kOrdinalField] != mine[kOrdinalField]
-                  ? " (its collective " + std::to_string(r[kOrdinalField]) +
-                        " over the group, here " +
-                        std::to_string(mine[kOrdinalField]) + ")"
-                  : "") +
-             " where rank " + std::to_string(comm.rank()) + " runs " +
-             describeMember(mine.data()) + ": the ranks' programs disagree";
+      return absl::InvalidArgumentError(
+          "rank " + std::to_string(group[i]) + " runs " + describeMember(r) +
+          " at its instruction " + std::to_string(r[kInstructionField]) +
+          (r[kOrdinalField] != mine[kOrdinalField]
+               ? " (its collective " + std::to_string(r[kOrdinalField]) +
+                     " over the group, here " +
+                     std::to_string(mine[kOrdinalField]) + ")"
+               : "") +
+          " where rank " + std::to_string(comm.rank()) + " runs " +
+          describeMember(mine.data()) + ": the ranks' programs disagree");
   }
   std::vector<Index> bufLo(n), bufHi(n), resLo(n), resHi(n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t *r = all.data() + i * kRecordSize;
     if (r[0] != dims)
-      return "member " + std::to_string(i) + " has a buffer of " +
-             std::to_string(r[0]) + " dims, this one of " +
-             std::to_string(dims);
+      return absl::InvalidArgumentError(
+          "member " + std::to_string(i) + " has a buffer of " +
+          std::to_string(r[0]) + " dims, this one of " + std::to_string(dims));
     bufLo[i].assign(r + 1, r + 1 + dims);
     bufHi[i].assign(r + 1 + kMaxDims, r + 1 + kMaxDims + dims);
     resLo[i].assign(r + 1 + 2 * kMaxDims, r + 1 + 2 * kMaxDims + dims);
@@ -192,11 +198,13 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
   const bool needsAxis = c.kind() == Instruction::ALL_GATHER ||
                          c.kind() == Instruction::REDUCE_SCATTER;
   if (needsAxis && (axis < 0 || axis >= dims))
-    return "axis " + std::to_string(axis) + " of a buffer of " +
-           std::to_string(dims) + " dims";
+    return absl::InvalidArgumentError("axis " + std::to_string(axis) +
+                                      " of a buffer of " +
+                                      std::to_string(dims) + " dims");
   if (result && static_cast<int>(result->lo.size()) != dims)
-    return "the result buffer has " + std::to_string(result->lo.size()) +
-           " dims, the buffer " + std::to_string(dims);
+    return absl::InvalidArgumentError(
+        "the result buffer has " + std::to_string(result->lo.size()) +
+        " dims, the buffer " + std::to_string(dims));
 
   switch (c.kind()) {
   case Instruction::ALL_REDUCE:
@@ -205,12 +213,13 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
   case Instruction::ALL_GATHER:
     for (size_t i = 0; i < n; ++i)
       if (resLo[i] != result->lo || resHi[i] != result->hi)
-        return "member " + std::to_string(i) + " gathers into " +
-               boxString(resLo[i], resHi[i]) + ", this one into " +
-               boxString(result->lo, result->hi);
-    if (std::string err =
+        return absl::InvalidArgumentError(
+            "member " + std::to_string(i) + " gathers into " +
+            boxString(resLo[i], resHi[i]) + ", this one into " +
+            boxString(result->lo, result->hi));
+    if (absl::Status err =
             checkTiling(bufLo, bufHi, result->lo, result->hi, axis);
-        !err.empty())
+        !err.ok())
       return err;
     for (size_t i = 0; i < n; ++i)
       layout.counts.push_back(boxVolume(bufLo[i], bufHi[i]));
@@ -221,11 +230,13 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
   case Instruction::REDUCE_SCATTER:
     for (size_t i = 0; i < n; ++i)
       if (bufLo[i] != buffer.lo || bufHi[i] != buffer.hi)
-        return "member " + std::to_string(i) + " reduces " +
-               boxString(bufLo[i], bufHi[i]) + ", this one " +
-               boxString(buffer.lo, buffer.hi);
-    if (std::string err = checkTiling(resLo, resHi, buffer.lo, buffer.hi, axis);
-        !err.empty())
+        return absl::InvalidArgumentError(
+            "member " + std::to_string(i) + " reduces " +
+            boxString(bufLo[i], bufHi[i]) + ", this one " +
+            boxString(buffer.lo, buffer.hi));
+    if (absl::Status err =
+            checkTiling(resLo, resHi, buffer.lo, buffer.hi, axis);
+        !err.ok())
       return err;
     for (size_t i = 0; i < n; ++i)
       layout.counts.push_back(boxVolume(resLo[i], resHi[i]));
@@ -250,15 +261,17 @@ std::string ProgramRunner::collectiveLayout(const Instruction::Collective &c,
       received += layout.counts.back();
     }
     if (received != result->size())
-      return "the members' buffers cover " + std::to_string(received) +
-             " of the " + std::to_string(result->size()) +
-             " elements of the result " + boxString(result->lo, result->hi);
+      return absl::InvalidArgumentError(
+          "the members' buffers cover " + std::to_string(received) +
+          " of the " + std::to_string(result->size()) +
+          " elements of the result " + boxString(result->lo, result->hi));
     break;
   }
   default:
-    return "unknown collective kind " + std::to_string(c.kind());
+    return absl::InvalidArgumentError("unknown collective kind " +
+                                      std::to_string(c.kind()));
   }
-  return "";
+  return absl::OkStatus();
 }
 
 namespace {
@@ -282,36 +295,38 @@ void movePieces(Backend &backend, const DeviceView &whole, DeviceBuffer &packed,
 
 } // namespace
 
-std::string ProgramRunner::collective(const Instruction::Collective &c) {
+absl::Status ProgramRunner::collective(const Instruction::Collective &c) {
   return runCollective(c, nullptr);
 }
 
-std::string ProgramRunner::runCollective(const Instruction::Collective &c,
-                                         StartedCollective *start) {
+absl::Status ProgramRunner::runCollective(const Instruction::Collective &c,
+                                          StartedCollective *start) {
   Buffer *buffer, *result = nullptr;
-  if (std::string err = lookup(c.buffer(), buffer); !err.empty())
+  if (absl::Status err = lookup(c.buffer(), buffer); !err.ok())
     return err;
   const bool inPlace =
       c.kind() == Instruction::ALL_REDUCE || c.kind() == Instruction::BROADCAST;
   if (!inPlace) {
-    if (std::string err = lookup(c.result(), result); !err.empty())
+    if (absl::Status err = lookup(c.result(), result); !err.ok())
       return err;
     if (result == buffer)
-      return std::string(collectiveName(c.kind())) +
-             " needs a result buffer other than its input";
+      return absl::InvalidArgumentError(
+          std::string(collectiveName(c.kind())) +
+          " needs a result buffer other than its input");
   }
   const std::vector<int> group(c.group().begin(), c.group().end());
   if (c.kind() == Instruction::BROADCAST &&
       (c.root() < 0 || c.root() >= static_cast<int>(group.size())))
-    return "broadcast root " + std::to_string(c.root()) + " of a group of " +
-           std::to_string(group.size());
+    return absl::InvalidArgumentError(
+        "broadcast root " + std::to_string(c.root()) + " of a group of " +
+        std::to_string(group.size()));
   auto layoutIt = layouts.find(index_);
   if (layoutIt == layouts.end()) {
     CollectiveLayout layout;
-    if (std::string err = collectiveLayout(c, *buffer, result, layout);
-        !err.empty())
-      return std::string(collectiveName(c.kind())) + " over group " +
-             groupString(c.group()) + ": " + err;
+    if (absl::Status err = collectiveLayout(c, *buffer, result, layout);
+        !err.ok())
+      return annotate(err, std::string(collectiveName(c.kind())) +
+                               " over group " + groupString(c.group()));
     layoutIt = layouts.emplace(index_, std::move(layout)).first;
   }
   const CollectiveLayout &layout = layoutIt->second;
@@ -322,9 +337,9 @@ std::string ProgramRunner::runCollective(const Instruction::Collective &c,
   const bool max = c.reduction() == Instruction::MAX;
   const DType dtype = buffer->dtype();
   if (result && result->dtype() != dtype)
-    return std::string(collectiveName(c.kind())) + " from a " +
-           dtypeName(dtype) + " buffer into a " + dtypeName(result->dtype()) +
-           " one";
+    return absl::InvalidArgumentError(
+        std::string(collectiveName(c.kind())) + " from a " + dtypeName(dtype) +
+        " buffer into a " + dtypeName(result->dtype()) + " one");
   // Pieces that do not lie in place move through packed copies: the shared
   // staging buffer for a blocking collective, buffers of its own for a
   // started one (kept until it is waited for; the unpacking is the wait's).
@@ -355,14 +370,15 @@ std::string ProgramRunner::runCollective(const Instruction::Collective &c,
     DeviceBuffer *packed =
         layout.direct ? nullptr : packedBuffer(result->size(), false);
     if (!layout.direct && !packed)
-      return "out of memory for the staging buffer";
+      return absl::ResourceExhaustedError(
+          "out of memory for the staging buffer");
     void *recv = packed ? packed->data() : result->data();
-    if (std::string err =
+    if (absl::Status err =
             start ? comm.startAllGather(buffer->data(), recv, dtype,
                                         layout.counts, group, *ready, *handle)
                   : comm.allGather(buffer->data(), recv, dtype, layout.counts,
                                    group, where);
-        !err.empty() || start)
+        !err.ok() || start)
       return err;
     return finishCollective(c, layout, packed);
   }
@@ -370,7 +386,8 @@ std::string ProgramRunner::runCollective(const Instruction::Collective &c,
     DeviceBuffer *packed =
         layout.direct ? nullptr : packedBuffer(buffer->size(), false);
     if (!layout.direct && !packed)
-      return "out of memory for the staging buffer";
+      return absl::ResourceExhaustedError(
+          "out of memory for the staging buffer");
     if (packed)
       movePieces(backend, buffer->view(), *packed, buffer->shape,
                  layout.pieceLo, layout.pieceHi, layout.counts, false);
@@ -388,41 +405,43 @@ std::string ProgramRunner::runCollective(const Instruction::Collective &c,
     DeviceBuffer *out = packedBuffer(sent, true);
     DeviceBuffer *in = packedBuffer(result->size(), false);
     if (!out || !in)
-      return "out of memory for the staging buffers";
+      return absl::ResourceExhaustedError(
+          "out of memory for the staging buffers");
     movePieces(backend, buffer->view(), *out, buffer->shape, layout.sendLo,
                layout.sendHi, layout.sendCounts, false);
-    if (std::string err =
+    if (absl::Status err =
             start ? comm.startAllToAll(out->data(), layout.sendCounts,
                                        in->data(), layout.counts, dtype, group,
                                        *ready, *handle)
                   : comm.allToAll(out->data(), layout.sendCounts, in->data(),
                                   layout.counts, dtype, group, where);
-        !err.empty() || start)
+        !err.ok() || start)
       return err;
     return finishCollective(c, layout, in);
   }
   default:
-    return "unknown collective kind " + std::to_string(c.kind());
+    return absl::InvalidArgumentError("unknown collective kind " +
+                                      std::to_string(c.kind()));
   }
 }
 
-std::string ProgramRunner::finishCollective(const Instruction::Collective &c,
-                                            const CollectiveLayout &layout,
-                                            DeviceBuffer *packed) {
+absl::Status ProgramRunner::finishCollective(const Instruction::Collective &c,
+                                             const CollectiveLayout &layout,
+                                             DeviceBuffer *packed) {
   if (!packed)
-    return "";
+    return absl::OkStatus();
   Buffer *buffer, *result;
-  if (std::string err = lookup(c.buffer(), buffer); !err.empty())
+  if (absl::Status err = lookup(c.buffer(), buffer); !err.ok())
     return err;
-  if (std::string err = lookup(c.result(), result); !err.empty())
+  if (absl::Status err = lookup(c.result(), result); !err.ok())
     return err;
   // The packed pieces are in the buffer's coordinates (global boxes).
   movePieces(backend, result->view(), *packed, buffer->shape, layout.pieceLo,
              layout.pieceHi, layout.counts, true);
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::startCollective(int index, double startedAt) {
+absl::Status ProgramRunner::startCollective(int index, double startedAt) {
   const Instruction::Collective &c = program.instructions(index).collective();
   StartedCollective &entry = started_[index];
   entry = StartedCollective();
@@ -430,32 +449,33 @@ std::string ProgramRunner::startCollective(int index, double startedAt) {
   // The instruction runs at `index` as far as its layout and messages go.
   const int at = index_;
   index_ = index;
-  std::string err = runCollective(c, &entry);
+  absl::Status err = runCollective(c, &entry);
   index_ = at;
-  if (!err.empty()) {
+  if (!err.ok()) {
     started_.erase(index);
-    return "starting " + std::string(collectiveName(c.kind())) +
-           " of instruction " + std::to_string(index) + ": " + err;
+    return annotate(err, "starting " + std::string(collectiveName(c.kind())) +
+                             " of instruction " + std::to_string(index));
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::waitCollective(int index) {
+absl::Status ProgramRunner::waitCollective(int index) {
   const Instruction::Collective &c = program.instructions(index).collective();
   auto it = started_.find(index);
   if (it == started_.end())
-    return std::string(collectiveName(c.kind())) + " of instruction " +
-           std::to_string(index) + " was not started";
+    return absl::InvalidArgumentError(
+        std::string(collectiveName(c.kind())) + " of instruction " +
+        std::to_string(index) + " was not started");
   StartedCollective entry = std::move(it->second);
   started_.erase(it);
-  if (std::string err =
+  if (absl::Status err =
           comm.wait(entry.handle,
                     [&]() -> std::string {
                       return std::string(collectiveName(c.kind())) + " (" +
                              context() + ", group " + groupString(c.group()) +
                              ", started early)";
                     });
-      !err.empty())
+      !err.ok())
     return err;
   // What the collective received packed goes to its result.
   DeviceBuffer *packed =

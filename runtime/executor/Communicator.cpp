@@ -87,19 +87,20 @@ MPI_Op mpiOp(DType dtype, bool max) {
 }
 
 /// MPI counts are ints; the displacements of `counts`, or an error.
-std::string toMpiCounts(const std::vector<int64_t> &counts,
-                        std::vector<int> &out, std::vector<int> &displs) {
+absl::Status toMpiCounts(const std::vector<int64_t> &counts,
+                         std::vector<int> &out, std::vector<int> &displs) {
   out.resize(counts.size());
   displs.resize(counts.size());
   int64_t offset = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] > INT_MAX || offset > INT_MAX)
-      return "a collective of more than 2^31 elements is not supported";
+      return absl::InvalidArgumentError(
+          "a collective of more than 2^31 elements is not supported");
     out[i] = static_cast<int>(counts[i]);
     displs[i] = static_cast<int>(offset);
     offset += counts[i];
   }
-  return "";
+  return absl::OkStatus();
 }
 } // namespace
 
@@ -115,53 +116,54 @@ public:
   MpiCommunicator(int rank, int size, double timeout, bool mpi);
   ~MpiCommunicator() override;
 
-  std::string
+  absl::Status
   createGroups(const std::vector<std::vector<int>> &groups) override;
   int maxTag() const override;
-  std::string send(std::shared_ptr<DeviceBuffer> message, int64_t n, int peer,
-                   int tag) override;
-  std::string recv(void *data, DType dtype, int64_t n, int peer, int tag,
-                   const Where &where) override;
-  std::string completeSends(const std::string &context) override;
-  std::string allReduce(void *data, DType dtype, int64_t n,
-                        const std::vector<int> &group, bool max,
-                        const Where &where) override;
-  std::string startAllReduce(void *data, DType dtype, int64_t n,
-                             const std::vector<int> &group, bool max,
+  absl::Status send(std::shared_ptr<DeviceBuffer> message, int64_t n, int peer,
+                    int tag) override;
+  absl::Status recv(void *data, DType dtype, int64_t n, int peer, int tag,
+                    const Where &where) override;
+  absl::Status completeSends(const std::string &context) override;
+  absl::Status allReduce(void *data, DType dtype, int64_t n,
+                         const std::vector<int> &group, bool max,
+                         const Where &where) override;
+  absl::Status startAllReduce(void *data, DType dtype, int64_t n,
+                              const std::vector<int> &group, bool max,
+                              Event &ready, int64_t &handle) override;
+  absl::Status startReduceScatter(const void *send, void *recv, DType dtype,
+                                  const std::vector<int64_t> &counts,
+                                  const std::vector<int> &group, bool max,
+                                  Event &ready, int64_t &handle) override;
+  absl::Status startAllGather(const void *send, void *recv, DType dtype,
+                              const std::vector<int64_t> &counts,
+                              const std::vector<int> &group, Event &ready,
+                              int64_t &handle) override;
+  absl::Status startBroadcast(void *data, DType dtype, int64_t n,
+                              const std::vector<int> &group, int root,
+                              Event &ready, int64_t &handle) override;
+  absl::Status startAllToAll(const void *send,
+                             const std::vector<int64_t> &sendCounts, void *recv,
+                             const std::vector<int64_t> &recvCounts,
+                             DType dtype, const std::vector<int> &group,
                              Event &ready, int64_t &handle) override;
-  std::string startReduceScatter(const void *send, void *recv, DType dtype,
-                                 const std::vector<int64_t> &counts,
-                                 const std::vector<int> &group, bool max,
-                                 Event &ready, int64_t &handle) override;
-  std::string startAllGather(const void *send, void *recv, DType dtype,
-                             const std::vector<int64_t> &counts,
-                             const std::vector<int> &group, Event &ready,
-                             int64_t &handle) override;
-  std::string startBroadcast(void *data, DType dtype, int64_t n,
-                             const std::vector<int> &group, int root,
-                             Event &ready, int64_t &handle) override;
-  std::string startAllToAll(const void *send,
-                            const std::vector<int64_t> &sendCounts, void *recv,
-                            const std::vector<int64_t> &recvCounts, DType dtype,
-                            const std::vector<int> &group, Event &ready,
-                            int64_t &handle) override;
   void progress() override;
-  std::string wait(int64_t handle, const Where &where) override;
-  std::string broadcast(void *data, DType dtype, int64_t n,
-                        const std::vector<int> &group, int root,
-                        const Where &where) override;
-  std::string allGather(const void *send, void *recv, DType dtype,
-                        const std::vector<int64_t> &counts,
+  absl::Status wait(int64_t handle, const Where &where) override;
+  absl::Status broadcast(void *data, DType dtype, int64_t n,
+                         const std::vector<int> &group, int root,
+                         const Where &where) override;
+  absl::Status allGather(const void *send, void *recv, DType dtype,
+                         const std::vector<int64_t> &counts,
+                         const std::vector<int> &group,
+                         const Where &where) override;
+  absl::Status reduceScatter(const void *send, void *recv, DType dtype,
+                             const std::vector<int64_t> &counts,
+                             const std::vector<int> &group, bool max,
+                             const Where &where) override;
+  absl::Status allToAll(const void *send,
+                        const std::vector<int64_t> &sendCounts, void *recv,
+                        const std::vector<int64_t> &recvCounts, DType dtype,
                         const std::vector<int> &group,
                         const Where &where) override;
-  std::string reduceScatter(const void *send, void *recv, DType dtype,
-                            const std::vector<int64_t> &counts,
-                            const std::vector<int> &group, bool max,
-                            const Where &where) override;
-  std::string allToAll(const void *send, const std::vector<int64_t> &sendCounts,
-                       void *recv, const std::vector<int64_t> &recvCounts,
-                       DType dtype, const std::vector<int> &group,
-                       const Where &where) override;
   std::vector<int64_t> allGatherInts(const std::vector<int64_t> &mine,
                                      const std::vector<int> &group,
                                      const Where &where) override;
@@ -208,17 +210,17 @@ struct MpiCommunicator::Impl {
 
   /// Polls `requests` until all complete, backing off from spinning to
   /// sleeping so oversubscribed ranks leave the cores to the others.
-  std::string wait(int n, MPI_Request *requests, MPI_Status *statuses,
-                   const Where &where) {
+  absl::Status wait(int n, MPI_Request *requests, MPI_Status *statuses,
+                    const Where &where) {
     return waitFor(timeout, n, requests, statuses, where);
   }
   /// Waits between steps get twice the timeout: they wait for whole steps
   /// of other ranks, so the rank stuck inside a step reports first.
-  std::string waitBetweenSteps(MPI_Request *request, const Where &where) {
+  absl::Status waitBetweenSteps(MPI_Request *request, const Where &where) {
     return waitFor(2 * timeout, 1, request, nullptr, where);
   }
-  std::string waitFor(double seconds, int n, MPI_Request *requests,
-                      MPI_Status *statuses, const Where &where) {
+  absl::Status waitFor(double seconds, int n, MPI_Request *requests,
+                       MPI_Status *statuses, const Where &where) {
     const Clock::time_point start = Clock::now();
     const bool bounded = seconds < kUnlimitedTimeout;
     const Clock::time_point deadline =
@@ -234,10 +236,10 @@ struct MpiCommunicator::Impl {
           for (int i = 0; i < n; ++i)
             if (statuses[i].MPI_ERROR != MPI_SUCCESS)
               rc = statuses[i].MPI_ERROR;
-        return mpiErrorString(rc);
+        return absl::InternalError(mpiErrorString(rc));
       }
       if (done)
-        return "";
+        return absl::OkStatus();
       Clock::time_point now = Clock::now();
       if (bounded && now >= deadline)
         timedOut(seconds, where);
@@ -249,24 +251,26 @@ struct MpiCommunicator::Impl {
     }
   }
 
-  std::string commOf(const std::vector<int> &group, MPI_Comm &comm) {
+  absl::Status commOf(const std::vector<int> &group, MPI_Comm &comm) {
     auto it = comms.find(group);
     if (it == comms.end())
-      return "no communicator for group " + groupString(group);
+      return absl::InvalidArgumentError("no communicator for group " +
+                                        groupString(group));
     comm = it->second;
-    return "";
+    return absl::OkStatus();
   }
 
-  std::string reap() {
+  absl::Status reap() {
     for (auto it = sends.begin(); it != sends.end();) {
       int done = 0;
       int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS)
-        return "send to rank " + std::to_string(it->peer) +
-               " failed: " + mpiErrorString(rc);
+        return absl::InvalidArgumentError("send to rank " +
+                                          std::to_string(it->peer) +
+                                          " failed: " + mpiErrorString(rc));
       it = done ? sends.erase(it) : std::next(it);
     }
-    return "";
+    return absl::OkStatus();
   }
 };
 
@@ -329,14 +333,14 @@ std::unique_ptr<Communicator> Communicator::single() {
   return std::unique_ptr<Communicator>(new MpiCommunicator(0, 1, 0, false));
 }
 
-std::string
+absl::Status
 MpiCommunicator::createGroups(const std::vector<std::vector<int>> &groups) {
   if (!impl->mpi)
-    return "";
+    return absl::OkStatus();
   MPI_Group world;
   MPI_Comm_group(MPI_COMM_WORLD, &world);
-  std::string err;
-  for (size_t i = 0; i < groups.size() && err.empty(); ++i) {
+  absl::Status err;
+  for (size_t i = 0; i < groups.size() && err.ok(); ++i) {
     const std::vector<int> &group = groups[i];
     bool member = false;
     for (int r : group)
@@ -350,8 +354,8 @@ MpiCommunicator::createGroups(const std::vector<std::vector<int>> &groups) {
         MPI_Comm_create_group(MPI_COMM_WORLD, g, static_cast<int>(i), &comm);
     MPI_Group_free(&g);
     if (rc != MPI_SUCCESS) {
-      err = "cannot create a communicator for group " + groupString(group) +
-            ": " + mpiErrorString(rc);
+      err = absl::InternalError("cannot create a communicator for group " +
+                                groupString(group) + ": " + mpiErrorString(rc));
       break;
     }
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -359,8 +363,8 @@ MpiCommunicator::createGroups(const std::vector<std::vector<int>> &groups) {
     MPI_Comm started;
     rc = MPI_Comm_dup(comm, &started);
     if (rc != MPI_SUCCESS) {
-      err = "cannot duplicate the communicator of group " + groupString(group) +
-            ": " + mpiErrorString(rc);
+      err = absl::InternalError("cannot duplicate the communicator of group " +
+                                groupString(group) + ": " + mpiErrorString(rc));
       break;
     }
     MPI_Comm_set_errhandler(started, MPI_ERRORS_RETURN);
@@ -378,11 +382,12 @@ int MpiCommunicator::maxTag() const {
   return found ? *value : 32767;
 }
 
-std::string MpiCommunicator::send(std::shared_ptr<DeviceBuffer> message,
-                                  int64_t n, int peer, int tag) {
+absl::Status MpiCommunicator::send(std::shared_ptr<DeviceBuffer> message,
+                                   int64_t n, int peer, int tag) {
   if (n > INT_MAX)
-    return "a message of more than 2^31 elements is not supported";
-  if (std::string err = impl->reap(); !err.empty())
+    return absl::InvalidArgumentError(
+        "a message of more than 2^31 elements is not supported");
+  if (absl::Status err = impl->reap(); !err.ok())
     return err;
   PendingSend &s = impl->sends.emplace_back();
   s.message = std::move(message);
@@ -392,42 +397,47 @@ std::string MpiCommunicator::send(std::shared_ptr<DeviceBuffer> message,
                      mpiType(s.message->dtype()), peer, tag, MPI_COMM_WORLD,
                      &s.request);
   if (rc != MPI_SUCCESS)
-    return "MPI_Isend failed: " + mpiErrorString(rc);
-  return "";
+    return absl::InvalidArgumentError("MPI_Isend failed: " +
+                                      mpiErrorString(rc));
+  return absl::OkStatus();
 }
 
-std::string MpiCommunicator::recv(void *data, DType dtype, int64_t n, int peer,
-                                  int tag, const Where &where) {
+absl::Status MpiCommunicator::recv(void *data, DType dtype, int64_t n, int peer,
+                                   int tag, const Where &where) {
   if (n > INT_MAX)
-    return "a message of more than 2^31 elements is not supported";
+    return absl::InvalidArgumentError(
+        "a message of more than 2^31 elements is not supported");
   MPI_Request request;
   MPI_Status status;
   const MPI_Datatype type = mpiType(dtype);
   int rc = MPI_Irecv(data, static_cast<int>(n), type, peer, tag, MPI_COMM_WORLD,
                      &request);
   if (rc != MPI_SUCCESS)
-    return "MPI_Irecv failed: " + mpiErrorString(rc);
-  if (std::string err = impl->wait(1, &request, &status, where); !err.empty())
-    return "receiving from rank " + std::to_string(peer) + " (tag " +
-           std::to_string(tag) + ", a box of " + std::to_string(n) + " " +
-           dtypeName(dtype) + " elements) failed: " + err;
+    return absl::InvalidArgumentError("MPI_Irecv failed: " +
+                                      mpiErrorString(rc));
+  if (absl::Status err = impl->wait(1, &request, &status, where); !err.ok())
+    return annotate(err, "receiving from rank " + std::to_string(peer) +
+                             " (tag " + std::to_string(tag) + ", a box of " +
+                             std::to_string(n) + " " + dtypeName(dtype) +
+                             " elements) failed");
   int count = 0;
   MPI_Get_count(&status, type, &count);
   if (count != n)
-    return "the message from rank " + std::to_string(peer) + " (tag " +
-           std::to_string(tag) + ") has " + std::to_string(count) + " " +
-           dtypeName(dtype) + " elements but the box has " + std::to_string(n);
-  return "";
+    return absl::InvalidArgumentError(
+        "the message from rank " + std::to_string(peer) + " (tag " +
+        std::to_string(tag) + ") has " + std::to_string(count) + " " +
+        dtypeName(dtype) + " elements but the box has " + std::to_string(n));
+  return absl::OkStatus();
 }
 
-std::string MpiCommunicator::completeSends(const std::string &context) {
+absl::Status MpiCommunicator::completeSends(const std::string &context) {
   if (impl->sends.empty())
-    return "";
+    return absl::OkStatus();
   std::vector<MPI_Request> requests;
   for (PendingSend &s : impl->sends)
     requests.push_back(s.request);
   const PendingSend &first = impl->sends.front();
-  std::string err = impl->wait(
+  absl::Status err = impl->wait(
       static_cast<int>(requests.size()), requests.data(), nullptr, [&] {
         return "send completion (" + context + ", " +
                std::to_string(requests.size()) +
@@ -435,7 +445,7 @@ std::string MpiCommunicator::completeSends(const std::string &context) {
                " tag " + std::to_string(first.tag) + ")";
       });
   impl->sends.clear();
-  return err.empty() ? "" : "sending failed: " + err;
+  return annotate(err, "sending failed");
 }
 
 /// The pieces of a collective whose members hold counts[i] elements of
@@ -447,8 +457,8 @@ std::string MpiCommunicator::completeSends(const std::string &context) {
 /// without sleeping (docs/runtime.md, "Collectives"). Calls fn(offset,
 /// pieceCounts).
 template <typename Fn>
-static std::string forEachPiece(const std::vector<int64_t> &counts, int bytes,
-                                Fn &&fn) {
+static absl::Status forEachPiece(const std::vector<int64_t> &counts, int bytes,
+                                 Fn &&fn) {
   const int64_t members = static_cast<int64_t>(counts.size());
   const int64_t step = std::max<int64_t>(1, kCollectiveChunkBytes / bytes /
                                                 std::max<int64_t>(1, members));
@@ -458,10 +468,10 @@ static std::string forEachPiece(const std::vector<int64_t> &counts, int bytes,
     for (size_t i = 0; i < counts.size(); ++i)
       piece[i] =
           static_cast<int>(std::clamp<int64_t>(counts[i] - offset, 0, step));
-    if (std::string err = fn(offset, piece); !err.empty())
+    if (absl::Status err = fn(offset, piece); !err.ok())
       return err;
   }
-  return "";
+  return absl::OkStatus();
 }
 
 // Each collective is written once, as the MPI calls of its pieces, and
@@ -478,8 +488,8 @@ static int indexIn(const std::vector<int> &group, int rank) {
 }
 
 template <typename Issued>
-static std::string allReducePieces(void *data, DType dtype, int64_t n, bool max,
-                                   MPI_Comm comm, Issued issued) {
+static absl::Status allReducePieces(void *data, DType dtype, int64_t n,
+                                    bool max, MPI_Comm comm, Issued issued) {
   const int bytes = dtypeBytes(dtype);
   char *base = static_cast<char *>(data);
   return forEachPiece({n}, bytes, [&](int64_t offset, std::vector<int> &piece) {
@@ -487,7 +497,7 @@ static std::string allReducePieces(void *data, DType dtype, int64_t n, bool max,
     int rc = MPI_Iallreduce(MPI_IN_PLACE, base + offset * bytes, piece[0],
                             mpiType(dtype), mpiOp(dtype, max), comm, &request);
     if (rc != MPI_SUCCESS)
-      return mpiErrorString(rc);
+      return absl::InternalError(mpiErrorString(rc));
     return issued(request);
   });
 }
@@ -499,13 +509,13 @@ static std::string allReducePieces(void *data, DType dtype, int64_t n, bool max,
 /// request completes (the blocking call reuses one buffer; a started one
 /// keeps a buffer per piece).
 template <typename Packed, typename Issued>
-static std::string
+static absl::Status
 reduceScatterPieces(const void *send, void *recv, DType dtype,
                     const std::vector<int64_t> &counts, int me, bool max,
                     MPI_Comm comm, Packed packed, Issued issued) {
   const int bytes = dtypeBytes(dtype);
   std::vector<int> c, displs;
-  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+  if (absl::Status err = toMpiCounts(counts, c, displs); !err.ok())
     return err;
   const char *sendBytes = static_cast<const char *>(send);
   char *recvBytes = static_cast<char *>(recv);
@@ -524,7 +534,7 @@ reduceScatterPieces(const void *send, void *recv, DType dtype,
             recvBytes + std::min<int64_t>(offset, counts[me]) * bytes,
             piece.data(), mpiType(dtype), mpiOp(dtype, max), comm, &request);
         if (rc != MPI_SUCCESS)
-          return mpiErrorString(rc);
+          return absl::InternalError(mpiErrorString(rc));
         return issued(request);
       });
 }
@@ -532,12 +542,12 @@ reduceScatterPieces(const void *send, void *recv, DType dtype,
 /// An all-gather of `counts` in pieces, each landing in place through
 /// displacements.
 template <typename Issued>
-static std::string allGatherPieces(const void *send, void *recv, DType dtype,
-                                   const std::vector<int64_t> &counts, int me,
-                                   MPI_Comm comm, Issued issued) {
+static absl::Status allGatherPieces(const void *send, void *recv, DType dtype,
+                                    const std::vector<int64_t> &counts, int me,
+                                    MPI_Comm comm, Issued issued) {
   const int bytes = dtypeBytes(dtype);
   std::vector<int> c, displs;
-  if (std::string err = toMpiCounts(counts, c, displs); !err.empty())
+  if (absl::Status err = toMpiCounts(counts, c, displs); !err.ok())
     return err;
   std::vector<int> pieceDispls(displs.size());
   const MPI_Datatype type = mpiType(dtype);
@@ -552,62 +562,63 @@ static std::string allGatherPieces(const void *send, void *recv, DType dtype,
             piece[me], type, recv, piece.data(), pieceDispls.data(), type, comm,
             &request);
         if (rc != MPI_SUCCESS)
-          return mpiErrorString(rc);
+          return absl::InternalError(mpiErrorString(rc));
         return issued(request);
       });
 }
 
 template <typename Issued>
-static std::string broadcastCall(void *data, DType dtype, int64_t n, int root,
-                                 MPI_Comm comm, Issued issued) {
+static absl::Status broadcastCall(void *data, DType dtype, int64_t n, int root,
+                                  MPI_Comm comm, Issued issued) {
   if (n > INT_MAX)
-    return "a collective of more than 2^31 elements is not supported";
+    return absl::InvalidArgumentError(
+        "a collective of more than 2^31 elements is not supported");
   MPI_Request request;
   int rc = MPI_Ibcast(data, static_cast<int>(n), mpiType(dtype), root, comm,
                       &request);
   if (rc != MPI_SUCCESS)
-    return mpiErrorString(rc);
+    return absl::InternalError(mpiErrorString(rc));
   return issued(request);
 }
 
 template <typename Issued>
-static std::string
+static absl::Status
 allToAllCall(const void *send, const std::vector<int64_t> &sendCounts,
              void *recv, const std::vector<int64_t> &recvCounts, DType dtype,
              MPI_Comm comm, Issued issued) {
   std::vector<int> sc, sd, rc, rd;
-  if (std::string err = toMpiCounts(sendCounts, sc, sd); !err.empty())
+  if (absl::Status err = toMpiCounts(sendCounts, sc, sd); !err.ok())
     return err;
-  if (std::string err = toMpiCounts(recvCounts, rc, rd); !err.empty())
+  if (absl::Status err = toMpiCounts(recvCounts, rc, rd); !err.ok())
     return err;
   MPI_Request request;
   const MPI_Datatype type = mpiType(dtype);
   int code = MPI_Ialltoallv(send, sc.data(), sd.data(), type, recv, rc.data(),
                             rd.data(), type, comm, &request);
   if (code != MPI_SUCCESS)
-    return mpiErrorString(code);
+    return absl::InternalError(mpiErrorString(code));
   return issued(request);
 }
 
 /// A group of one moves nothing but its own piece: `n` elements of
 /// `dtype` from `send` to `recv` (none in place).
-static std::string localCopy(const void *send, void *recv, DType dtype,
-                             int64_t n) {
+static absl::Status localCopy(const void *send, void *recv, DType dtype,
+                              int64_t n) {
   if (send != recv && n > 0)
     std::memcpy(recv, send, n * dtypeBytes(dtype));
-  return "";
+  return absl::OkStatus();
 }
 
 /// Runs `call(comm, issued)` as a blocking collective over `group`, each
 /// request waited for at once; a group of one runs `local` instead.
 template <typename Impl, typename Local, typename Call>
-static std::string blocking(Impl &impl, const std::vector<int> &group,
-                            const Communicator::Where &where, Local local,
-                            Call call) {
+static absl::Status blocking(Impl &impl, const std::vector<int> &group,
+                             const Communicator::Where &where, Local local,
+                             Call call) {
   if (group.size() < 2)
     return local();
   MPI_Comm comm = MPI_COMM_NULL;
-  if (std::string err = impl.commOf(group, comm); !err.empty())
+  if (absl::Status err = impl.commOf(group, comm); !err.ok())
     return err;
   return call(comm, [&](MPI_Request request) {
     return impl.wait(1, &request, nullptr, where);
@@ -619,9 +630,9 @@ static std::string blocking(Impl &impl, const std::vector<int> &group,
 /// host memory), on the group's duplicate communicator, its requests kept
 /// for wait(). A group of one runs `local` at once.
 template <typename Impl, typename Local, typename Call>
-static std::string starting(Impl &impl, const std::vector<int> &group,
-                            Event &ready, int64_t &handle, Local local,
-                            Call call) {
+static absl::Status starting(Impl &impl, const std::vector<int> &group,
+                             Event &ready, int64_t &handle, Local local,
+                             Call call) {
   handle = impl.nextHandle++;
   ready.wait();
   std::vector<MPI_Request> &requests = impl.started[handle];
@@ -629,39 +640,40 @@ static std::string starting(Impl &impl, const std::vector<int> &group,
     return local();
   auto it = impl.startedComms.find(group);
   if (it == impl.startedComms.end())
-    return "no communicator for group " + groupString(group);
+    return absl::InvalidArgumentError("no communicator for group " +
+                                      groupString(group));
   return call(it->second, [&requests](MPI_Request request) {
     requests.push_back(request);
-    return std::string();
+    return absl::OkStatus();
   });
 }
 
-std::string MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
-                                       const std::vector<int> &group, bool max,
-                                       const Where &where) {
+absl::Status MpiCommunicator::allReduce(void *data, DType dtype, int64_t n,
+                                        const std::vector<int> &group, bool max,
+                                        const Where &where) {
   return blocking(
-      *impl, group, where, [] { return std::string(); },
+      *impl, group, where, [] { return absl::OkStatus(); },
       [&](MPI_Comm comm, auto issued) {
         return allReducePieces(data, dtype, n, max, comm, issued);
       });
 }
 
-std::string MpiCommunicator::startAllReduce(void *data, DType dtype, int64_t n,
-                                            const std::vector<int> &group,
-                                            bool max, Event &ready,
-                                            int64_t &handle) {
+absl::Status MpiCommunicator::startAllReduce(void *data, DType dtype, int64_t n,
+                                             const std::vector<int> &group,
+                                             bool max, Event &ready,
+                                             int64_t &handle) {
   return starting(
-      *impl, group, ready, handle, [] { return std::string(); },
+      *impl, group, ready, handle, [] { return absl::OkStatus(); },
       [&](MPI_Comm comm, auto issued) {
         return allReducePieces(data, dtype, n, max, comm, issued);
       });
 }
 
-std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
-                                           DType dtype,
-                                           const std::vector<int64_t> &counts,
-                                           const std::vector<int> &group,
-                                           bool max, const Where &where) {
+absl::Status MpiCommunicator::reduceScatter(const void *send, void *recv,
+                                            DType dtype,
+                                            const std::vector<int64_t> &counts,
+                                            const std::vector<int> &group,
+                                            bool max, const Where &where) {
   std::vector<char> packed;
   return blocking(
       *impl, group, where,
@@ -673,7 +685,7 @@ std::string MpiCommunicator::reduceScatter(const void *send, void *recv,
       });
 }
 
-std::string
+absl::Status
 MpiCommunicator::startReduceScatter(const void *send, void *recv, DType dtype,
                                     const std::vector<int64_t> &counts,
                                     const std::vector<int> &group, bool max,
@@ -690,11 +702,11 @@ MpiCommunicator::startReduceScatter(const void *send, void *recv, DType dtype,
       });
 }
 
-std::string MpiCommunicator::allGather(const void *send, void *recv,
-                                       DType dtype,
-                                       const std::vector<int64_t> &counts,
-                                       const std::vector<int> &group,
-                                       const Where &where) {
+absl::Status MpiCommunicator::allGather(const void *send, void *recv,
+                                        DType dtype,
+                                        const std::vector<int64_t> &counts,
+                                        const std::vector<int> &group,
+                                        const Where &where) {
   return blocking(
       *impl, group, where,
       [&] { return localCopy(send, recv, dtype, counts[0]); },
@@ -704,11 +716,11 @@ std::string MpiCommunicator::allGather(const void *send, void *recv,
       });
 }
 
-std::string MpiCommunicator::startAllGather(const void *send, void *recv,
-                                            DType dtype,
-                                            const std::vector<int64_t> &counts,
-                                            const std::vector<int> &group,
-                                            Event &ready, int64_t &handle) {
+absl::Status MpiCommunicator::startAllGather(const void *send, void *recv,
+                                             DType dtype,
+                                             const std::vector<int64_t> &counts,
+                                             const std::vector<int> &group,
+                                             Event &ready, int64_t &handle) {
   return starting(
       *impl, group, ready, handle,
       [&] { return localCopy(send, recv, dtype, counts[0]); },
@@ -718,28 +730,28 @@ std::string MpiCommunicator::startAllGather(const void *send, void *recv,
       });
 }
 
-std::string MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
-                                       const std::vector<int> &group, int root,
-                                       const Where &where) {
+absl::Status MpiCommunicator::broadcast(void *data, DType dtype, int64_t n,
+                                        const std::vector<int> &group, int root,
+                                        const Where &where) {
   return blocking(
-      *impl, group, where, [] { return std::string(); },
+      *impl, group, where, [] { return absl::OkStatus(); },
       [&](MPI_Comm comm, auto issued) {
         return broadcastCall(data, dtype, n, root, comm, issued);
       });
 }
 
-std::string MpiCommunicator::startBroadcast(void *data, DType dtype, int64_t n,
-                                            const std::vector<int> &group,
-                                            int root, Event &ready,
-                                            int64_t &handle) {
+absl::Status MpiCommunicator::startBroadcast(void *data, DType dtype, int64_t n,
+                                             const std::vector<int> &group,
+                                             int root, Event &ready,
+                                             int64_t &handle) {
   return starting(
-      *impl, group, ready, handle, [] { return std::string(); },
+      *impl, group, ready, handle, [] { return absl::OkStatus(); },
       [&](MPI_Comm comm, auto issued) {
         return broadcastCall(data, dtype, n, root, comm, issued);
       });
 }
 
-std::string
+absl::Status
 MpiCommunicator::allToAll(const void *send,
                           const std::vector<int64_t> &sendCounts, void *recv,
                           const std::vector<int64_t> &recvCounts, DType dtype,
@@ -753,7 +765,7 @@ MpiCommunicator::allToAll(const void *send,
       });
 }
 
-std::string MpiCommunicator::startAllToAll(
+absl::Status MpiCommunicator::startAllToAll(
     const void *send, const std::vector<int64_t> &sendCounts, void *recv,
     const std::vector<int64_t> &recvCounts, DType dtype,
     const std::vector<int> &group, Event &ready, int64_t &handle) {
@@ -779,13 +791,14 @@ void MpiCommunicator::progress() {
     }
 }
 
-std::string MpiCommunicator::wait(int64_t handle, const Where &where) {
+absl::Status MpiCommunicator::wait(int64_t handle, const Where &where) {
   auto it = impl->started.find(handle);
   if (it == impl->started.end())
-    return "no started collective " + std::to_string(handle);
+    return absl::InvalidArgumentError("no started collective " +
+                                      std::to_string(handle));
   std::vector<MPI_Request> requests = std::move(it->second);
   impl->started.erase(it);
-  std::string err;
+  absl::Status err;
   if (!requests.empty())
     err = impl->wait(static_cast<int>(requests.size()), requests.data(),
                      nullptr, where);
@@ -801,13 +814,13 @@ MpiCommunicator::allGatherInts(const std::vector<int64_t> &mine,
     return mine;
   std::vector<int64_t> all(mine.size() * group.size());
   MPI_Comm comm = MPI_COMM_NULL;
-  if (!impl->commOf(group, comm).empty())
+  if (!impl->commOf(group, comm).ok())
     return {};
   MPI_Request request;
   if (MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T,
                      all.data(), static_cast<int>(mine.size()), MPI_INT64_T,
                      comm, &request) != MPI_SUCCESS ||
-      !impl->wait(1, &request, nullptr, where).empty())
+      !impl->wait(1, &request, nullptr, where).ok())
     return {};
   return all;
 }

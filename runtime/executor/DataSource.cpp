@@ -80,9 +80,9 @@ static std::string describeNonfinite(const std::vector<float> &values,
          std::to_string(values[first]) + ", at " + shapeString(index) + ")";
 }
 
-std::string DataSource::setInputFile(const std::string &name,
-                                     const std::string &path,
-                                     std::string *nonfinite) {
+absl::Status DataSource::setInputFile(const std::string &name,
+                                      const std::string &path,
+                                      std::string *nonfinite) {
   const Tensor *tensor = nullptr;
   std::string inputs;
   for (const Tensor &t : plan.tensors()) {
@@ -92,43 +92,47 @@ std::string DataSource::setInputFile(const std::string &name,
       tensor = &t;
   }
   if (!tensor)
-    return "--input " + name + ": the plan has no tensor '" + name +
-           "'; its inputs are: " + (inputs.empty() ? "(none)" : inputs);
+    return absl::InvalidArgumentError(
+        "--input " + name + ": the plan has no tensor '" + name +
+        "'; its inputs are: " + (inputs.empty() ? "(none)" : inputs));
   if (data_)
-    return "--data and --input both give inputs; use one";
+    return absl::InvalidArgumentError(
+        "--data and --input both give inputs; use one");
   if (tensor->role() != Tensor::INPUT)
-    return "--input " + name + ": '" + name + "' is " +
-           roleName(tensor->role()) +
-           ", not an input; its inputs are: " + inputs;
+    return absl::InvalidArgumentError(
+        "--input " + name + ": '" + name + "' is " + roleName(tensor->role()) +
+        ", not an input; its inputs are: " + inputs);
   NpyArray array;
-  if (std::string err = readNpy(path, array); !err.empty())
-    return "--input " + name + ": " + err;
+  if (absl::Status err = readNpy(path, array); !err.ok())
+    return annotate(err, "--input " + name);
   std::vector<int64_t> expected(tensor->shape().begin(), tensor->shape().end());
   if (array.shape != expected)
-    return "--input " + name + ": '" + path + "' has shape " +
-           shapeString(array.shape) + " but the plan expects " +
-           shapeString(expected);
+    return absl::InvalidArgumentError(
+        "--input " + name + ": '" + path + "' has shape " +
+        shapeString(array.shape) + " but the plan expects " +
+        shapeString(expected));
   if (std::string bad = describeNonfinite(array.data, array.shape);
       !bad.empty()) {
     bad = "--input " + name + ": '" + path + "' holds " + bad;
     if (!nonfinite)
-      return bad + "; --allow-nonfinite accepts them";
+      return absl::InvalidArgumentError(bad +
+                                        "; --allow-nonfinite accepts them");
     *nonfinite = bad;
   }
   inputFiles[tensor->id()] = std::move(array.data);
-  return "";
+  return absl::OkStatus();
 }
 
-std::string DataSource::setDataDirectory(const std::string &dir,
-                                         const Dataset::Options &options) {
+absl::Status DataSource::setDataDirectory(const std::string &dir,
+                                          const Dataset::Options &options) {
   if (!inputFiles.empty())
-    return "--data and --input both give inputs; use one";
+    return absl::InvalidArgumentError(
+        "--data and --input both give inputs; use one");
   std::unique_ptr<Dataset> dataset;
-  if (std::string err = Dataset::open(plan, dir, options, dataset);
-      !err.empty())
+  if (absl::Status err = Dataset::open(plan, dir, options, dataset); !err.ok())
     return err;
   data_ = std::move(dataset);
-  return "";
+  return absl::OkStatus();
 }
 
 /// A read-only mapping of a weights file: every rank of a host shares its
@@ -159,58 +163,64 @@ Tensor::Init DataSource::effectiveInit(const Tensor &tensor) const {
   return init;
 }
 
-std::string DataSource::setWeightsFile(const std::string &path) {
+absl::Status DataSource::setWeightsFile(const std::string &path) {
   std::vector<const Tensor *> needed;
   for (const Tensor &t : plan.tensors())
     if ((t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN) &&
         effectiveInit(t) == Tensor::WEIGHTS_FILE)
       needed.push_back(&t);
   if (needed.empty())
-    return "";
+    return absl::OkStatus();
   const std::string what = "weights file '" + path + "'";
   if (path.empty())
-    return "the plan reads weights from a weights file but names none";
+    return absl::InvalidArgumentError(
+        "the plan reads weights from a weights file but names none");
   struct stat info;
   if (stat(path.c_str(), &info) != 0)
-    return what + " cannot be opened: " + std::strerror(errno) +
-           " (it is written next to the plan by ppc-opt; --weights FILE "
-           "names another, --init=seed draws the weights instead)";
+    return absl::InvalidArgumentError(
+        what + " cannot be opened: " + std::strerror(errno) +
+        " (it is written next to the plan by ppc-opt; --weights FILE "
+        "names another, --init=seed draws the weights instead)");
   if (!S_ISREG(info.st_mode))
-    return what + " is not a regular file";
+    return absl::InvalidArgumentError(what + " is not a regular file");
   const int64_t expected = plan.weights_file().size_bytes();
   if (info.st_size != expected)
-    return what + " has " + std::to_string(info.st_size) +
-           " bytes but the plan expects " + std::to_string(expected) +
-           " (it belongs to another plan, or was truncated)";
+    return absl::InvalidArgumentError(
+        what + " has " + std::to_string(info.st_size) +
+        " bytes but the plan expects " + std::to_string(expected) +
+        " (it belongs to another plan, or was truncated)");
   auto mapped = std::make_shared<MappedFile>();
   if (expected > 0) {
     int fd = open(path.c_str(), O_RDONLY);
     if (fd < 0)
-      return what + " cannot be opened: " + std::strerror(errno);
+      return absl::InvalidArgumentError(
+          what + " cannot be opened: " + std::strerror(errno));
     void *map = mmap(nullptr, static_cast<size_t>(expected), PROT_READ,
                      MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED)
-      return what + " cannot be mapped: " + std::strerror(errno);
+      return absl::InvalidArgumentError(
+          what + " cannot be mapped: " + std::strerror(errno));
     mapped->values = static_cast<const float *>(map);
     mapped->bytes = static_cast<size_t>(expected);
   }
   for (const Tensor *t : needed)
     if (weightsChecksum(mapped->values + t->weights_offset(),
                         t->weights_count()) != t->weights_checksum())
-      return what + " is corrupt: the values of '" + t->name() +
-             "' do not match the plan's checksum";
+      return absl::InvalidArgumentError(what + " is corrupt: the values of '" +
+                                        t->name() +
+                                        "' do not match the plan's checksum");
   weights = std::move(mapped);
-  return "";
+  return absl::OkStatus();
 }
 
 namespace {
 enum class Rule { Zeros, Ones, Uniform, Data, WeightsFile, Input };
 }
 
-std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
-                             const std::vector<int64_t> &hi, int64_t step,
-                             float *data) const {
+absl::Status DataSource::load(int32_t id, const std::vector<int64_t> &lo,
+                              const std::vector<int64_t> &hi, int64_t step,
+                              float *data) const {
   const Tensor &tensor = plan.tensors(id);
   const int64_t dataStep = batchCycle > 0 ? (step - 1) % batchCycle + 1 : step;
   const std::vector<int64_t> shape(tensor.shape().begin(),
@@ -234,12 +244,14 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
            : init == Tensor::WEIGHTS_FILE ? Rule::WeightsFile
                                           : Rule::Uniform;
     if (tensor.role() == Tensor::CONSTANT && rule == Rule::Uniform)
-      return "constant '" + tensor.name() + "' has no data";
+      return absl::InvalidArgumentError("constant '" + tensor.name() +
+                                        "' has no data");
     break;
   }
   default:
-    return "tensor '" + tensor.name() +
-           "' is computed by an op and cannot be loaded";
+    return absl::InvalidArgumentError(
+        "tensor '" + tensor.name() +
+        "' is computed by an op and cannot be loaded");
   }
   if (rule == Rule::Uniform && bound <= 0) {
     int64_t fanIn = 1;
@@ -248,13 +260,14 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
     bound = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fanIn, 1)));
   }
   if (rule == Rule::Data && tensor.data_size() != numElements)
-    return "tensor '" + tensor.name() + "' has " +
-           std::to_string(tensor.data_size()) + " values for shape " +
-           shapeString(shape) + " (" + std::to_string(numElements) +
-           " elements)";
+    return absl::InvalidArgumentError(
+        "tensor '" + tensor.name() + "' has " +
+        std::to_string(tensor.data_size()) + " values for shape " +
+        shapeString(shape) + " (" + std::to_string(numElements) + " elements)");
   if (rule == Rule::WeightsFile && !weights)
-    return "the values of '" + tensor.name() +
-           "' are in the plan's weights file, which was not opened";
+    return absl::InvalidArgumentError(
+        "the values of '" + tensor.name() +
+        "' are in the plan's weights file, which was not opened");
   const float *stored = rule == Rule::WeightsFile
                             ? weights->values + tensor.weights_offset()
                             : nullptr;
@@ -308,7 +321,7 @@ std::string DataSource::load(int32_t id, const std::vector<int64_t> &lo,
                  }
                }
              });
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

@@ -182,23 +182,25 @@ int64_t Dataset::recordOf(int64_t step, int64_t row) const {
 }
 
 /// Maps `shard.path` read-only.
-static std::string mapShard(Shard &shard) {
+static absl::Status mapShard(Shard &shard) {
   int fd = ::open(shard.path.c_str(), O_RDONLY);
   if (fd < 0)
-    return "cannot open '" + shard.path + "': " + std::strerror(errno);
+    return absl::InvalidArgumentError("cannot open '" + shard.path +
+                                      "': " + std::strerror(errno));
   shard.mapBytes = static_cast<size_t>(lseek(fd, 0, SEEK_END));
   void *map = mmap(nullptr, shard.mapBytes, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (map == MAP_FAILED)
-    return "cannot map '" + shard.path + "': " + std::strerror(errno);
+    return absl::InvalidArgumentError("cannot map '" + shard.path +
+                                      "': " + std::strerror(errno));
   shard.map = static_cast<const char *>(map);
-  return "";
+  return absl::OkStatus();
 }
 
-/// "" or what is wrong with the values of `input`: a label that is not an
-/// integer in [0, classes) (classes > 0), or a NaN or infinity.
-static std::string checkValues(const Input &input, int64_t classes,
-                               bool allowNonfinite) {
+/// What is wrong with the values of `input`, if anything: a label that is not
+/// an integer in [0, classes) (classes > 0), or a NaN or infinity.
+static absl::Status checkValues(const Input &input, int64_t classes,
+                                bool allowNonfinite) {
   std::vector<float> values;
   for (const Shard &shard : input.shards) {
     const int64_t n = shard.records * input.recordElements;
@@ -211,30 +213,32 @@ static std::string checkValues(const Input &input, int64_t classes,
                              std::to_string(i / input.recordElements) + ")";
       if (classes > 0 &&
           !(v >= 0 && v < static_cast<float>(classes) && v == std::floor(v)))
-        return at + " is " + std::to_string(v) + ", not a class in [0, " +
-               std::to_string(classes) + ")";
+        return absl::InvalidArgumentError(at + " is " + std::to_string(v) +
+                                          ", not a class in [0, " +
+                                          std::to_string(classes) + ")");
       if (classes == 0 && !allowNonfinite && !std::isfinite(v))
-        return at + " is " + std::to_string(v) +
-               "; --allow-nonfinite accepts NaN and infinite values";
+        return absl::InvalidArgumentError(
+            at + " is " + std::to_string(v) +
+            "; --allow-nonfinite accepts NaN and infinite values");
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// The shard files of input `name` in `dir`.
-static std::string findShards(const std::string &dir, const std::string &name,
-                              std::vector<std::string> &paths) {
+static absl::Status findShards(const std::string &dir, const std::string &name,
+                               std::vector<std::string> &paths) {
   const fs::path file = fs::path(dir) / (name + ".npy");
   const fs::path folder = fs::path(dir) / name;
   std::error_code ec;
   const bool hasFile = fs::is_regular_file(file, ec);
   const bool hasFolder = fs::is_directory(folder, ec);
   if (hasFile && hasFolder)
-    return "both '" + file.string() + "' and '" + folder.string() +
-           "/' exist; keep one";
+    return absl::InvalidArgumentError("both '" + file.string() + "' and '" +
+                                      folder.string() + "/' exist; keep one");
   if (hasFile) {
     paths = {file.string()};
-    return "";
+    return absl::OkStatus();
   }
   if (!hasFolder) {
     // Something is there but neither a file nor a directory: say what.
@@ -242,35 +246,41 @@ static std::string findShards(const std::string &dir, const std::string &name,
     fs::file_status status = fs::symlink_status(file, linkError);
     if (!linkError && fs::exists(status)) {
       if (fs::is_symlink(status) && !fs::exists(file, ec))
-        return "'" + file.string() +
-               "' is a symbolic link to nothing (dangling, or a loop)";
+        return absl::InvalidArgumentError(
+            "'" + file.string() +
+            "' is a symbolic link to nothing (dangling, or a loop)");
       if (fs::is_fifo(status))
-        return "'" + file.string() +
-               "' is a FIFO; --data reads regular .npy files";
+        return absl::InvalidArgumentError(
+            "'" + file.string() +
+            "' is a FIFO; --data reads regular .npy files");
       if (!fs::is_regular_file(fs::status(file, ec)))
-        return "'" + file.string() + "' is not a regular file";
+        return absl::InvalidArgumentError("'" + file.string() +
+                                          "' is not a regular file");
     }
-    return "no '" + file.string() + "' nor a directory '" + folder.string() +
-           "/' of .npy shards";
+    return absl::InvalidArgumentError("no '" + file.string() +
+                                      "' nor a directory '" + folder.string() +
+                                      "/' of .npy shards");
   }
   for (const fs::directory_entry &entry : fs::directory_iterator(folder, ec))
     if (entry.path().extension() == ".npy")
       paths.push_back(entry.path().string());
   if (ec)
-    return "cannot list '" + folder.string() + "': " + ec.message();
+    return absl::InvalidArgumentError("cannot list '" + folder.string() +
+                                      "': " + ec.message());
   std::sort(paths.begin(), paths.end());
   if (paths.empty())
-    return "'" + folder.string() + "/' has no .npy files";
-  return "";
+    return absl::InvalidArgumentError("'" + folder.string() +
+                                      "/' has no .npy files");
+  return absl::OkStatus();
 }
 
-std::string Dataset::open(const ppc::planfile::Plan &plan,
-                          const std::string &dir, const Options &options,
-                          std::unique_ptr<Dataset> &dataset) {
+absl::Status Dataset::open(const ppc::planfile::Plan &plan,
+                           const std::string &dir, const Options &options,
+                           std::unique_ptr<Dataset> &dataset) {
   const std::string what = "--data " + dir + ": ";
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return what + "not a directory";
+    return absl::InvalidArgumentError(what + "not a directory");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   std::string firstName;
@@ -280,12 +290,14 @@ std::string Dataset::open(const ppc::planfile::Plan &plan,
     const std::string &name = tensor.name();
     const Index shape(tensor.shape().begin(), tensor.shape().end());
     if (shape.empty())
-      return what + "input '" + name +
-             "' is a scalar; a dataset's inputs have a batch dimension";
+      return absl::InvalidArgumentError(
+          what + "input '" + name +
+          "' is a scalar; a dataset's inputs have a batch dimension");
     if (impl->batch != 0 && shape[0] != impl->batch)
-      return what + "input '" + name + "' has a batch of " +
-             std::to_string(shape[0]) + " but '" + firstName + "' of " +
-             std::to_string(impl->batch);
+      return absl::InvalidArgumentError(
+          what + "input '" + name + "' has a batch of " +
+          std::to_string(shape[0]) + " but '" + firstName + "' of " +
+          std::to_string(impl->batch));
     impl->batch = shape[0];
     Input input;
     input.tensor = tensor.id();
@@ -293,32 +305,34 @@ std::string Dataset::open(const ppc::planfile::Plan &plan,
     input.recordShape.assign(shape.begin() + 1, shape.end());
     input.recordElements = checkedElementCount(input.recordShape);
     std::vector<std::string> paths;
-    if (std::string err = findShards(dir, name, paths); !err.empty())
-      return what + "input '" + name + "': " + err;
+    if (absl::Status err = findShards(dir, name, paths); !err.ok())
+      return annotate(err, what + "input '" + name + "'");
     for (const std::string &path : paths) {
       Shard shard;
       shard.path = path;
-      if (std::string err = readNpyHeader(path, shard.header); !err.empty())
-        return what + err;
+      if (absl::Status err = readNpyHeader(path, shard.header); !err.ok())
+        return withMessage(err, what + messageOf(err));
       const Index &fileShape = shard.header.shape;
       if (fileShape.size() != shape.size() ||
           !std::equal(fileShape.begin() + 1, fileShape.end(),
                       input.recordShape.begin()))
-        return what + "'" + path + "' has shape " + shapeString(fileShape) +
-               " but input '" + name + "' takes records of shape " +
-               shapeString(input.recordShape) + " (a file of shape " +
-               (input.recordShape.empty()
-                    ? std::string("[n]")
-                    : "[n, " + shapeString(input.recordShape).substr(1)) +
-               ")";
+        return absl::InvalidArgumentError(
+            what + "'" + path + "' has shape " + shapeString(fileShape) +
+            " but input '" + name + "' takes records of shape " +
+            shapeString(input.recordShape) + " (a file of shape " +
+            (input.recordShape.empty()
+                 ? std::string("[n]")
+                 : "[n, " + shapeString(input.recordShape).substr(1)) +
+            ")");
       if (!input.shards.empty() &&
           shard.header.dtype != input.shards.front().header.dtype)
-        return what + "'" + path + "' has dtype " + shard.header.dtype +
-               " but '" + input.shards.front().path + "' has " +
-               input.shards.front().header.dtype;
+        return absl::InvalidArgumentError(what + "'" + path + "' has dtype " +
+                                          shard.header.dtype + " but '" +
+                                          input.shards.front().path + "' has " +
+                                          input.shards.front().header.dtype);
       shard.records = fileShape[0];
-      if (std::string err = mapShard(shard); !err.empty())
-        return what + err;
+      if (absl::Status err = mapShard(shard); !err.ok())
+        return withMessage(err, what + messageOf(err));
       input.firstRecord.push_back(input.shards.empty()
                                       ? 0
                                       : input.firstRecord.back() +
@@ -328,43 +342,47 @@ std::string Dataset::open(const ppc::planfile::Plan &plan,
     const int64_t records =
         input.firstRecord.back() + input.shards.back().records;
     if (records == 0)
-      return what + "input '" + name + "' has no records";
+      return absl::InvalidArgumentError(what + "input '" + name +
+                                        "' has no records");
     if (impl->records != 0 && records != impl->records)
-      return what + "input '" + name + "' has " + std::to_string(records) +
-             " records but '" + firstName + "' has " +
-             std::to_string(impl->records) +
-             "; record r of every input goes together";
-    if (std::string err =
+      return absl::InvalidArgumentError(
+          what + "input '" + name + "' has " + std::to_string(records) +
+          " records but '" + firstName + "' has " +
+          std::to_string(impl->records) +
+          "; record r of every input goes together");
+    if (absl::Status err =
             checkValues(input, tensor.int_max(), options.allowNonfinite);
-        !err.empty())
-      return what + "input '" + name + "': " + err;
+        !err.ok())
+      return annotate(err, what + "input '" + name + "'");
     impl->records = records;
     if (firstName.empty())
       firstName = name;
     impl->inputs.emplace(input.tensor, std::move(input));
   }
   if (impl->inputs.empty())
-    return what + "the plan has no inputs to read";
+    return absl::InvalidArgumentError(what + "the plan has no inputs to read");
   Impl *raw = impl.get();
   if (options.prefetch)
     impl->worker = std::thread([raw] { raw->work(); });
   dataset.reset(new Dataset(std::move(impl)));
-  return "";
+  return absl::OkStatus();
 }
 
-std::string Dataset::load(int32_t tensor, const std::vector<int64_t> &lo,
-                          const std::vector<int64_t> &hi, int64_t step,
-                          float *data) {
+absl::Status Dataset::load(int32_t tensor, const std::vector<int64_t> &lo,
+                           const std::vector<int64_t> &hi, int64_t step,
+                           float *data) {
   auto it = impl->inputs.find(tensor);
   if (it == impl->inputs.end())
-    return "tensor " + std::to_string(tensor) + " is not an input of --data";
+    return absl::InvalidArgumentError("tensor " + std::to_string(tensor) +
+                                      " is not an input of --data");
   const Input &input = it->second;
   if (lo.size() != input.recordShape.size() + 1 || step < 1)
-    return "input '" + input.name + "': box " + boxString(lo, hi) +
-           " of step " + std::to_string(step) + " is not one of its boxes";
+    return absl::InvalidArgumentError(
+        "input '" + input.name + "': box " + boxString(lo, hi) + " of step " +
+        std::to_string(step) + " is not one of its boxes");
   if (!impl->options.prefetch) {
     impl->read(input, lo, hi, step, data);
-    return "";
+    return absl::OkStatus();
   }
   Key key{tensor, lo, hi, step};
   bool served = false;
@@ -391,7 +409,7 @@ std::string Dataset::load(int32_t tensor, const std::vector<int64_t> &lo,
   }
   if (!served)
     impl->read(input, lo, hi, step, data);
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

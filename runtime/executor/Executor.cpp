@@ -84,33 +84,33 @@ int Run::run() {
     return 1;
   // Before any allocation. Ranks of one plan often need the same: the lowest
   // that does not fit speaks.
-  const std::string tooBig = checkMemory();
+  const absl::Status tooBig = checkMemory();
   const int tooBigRank = lowestFlagged(comm.maxOverRanks(
-      {rankFlag(!tooBig.empty())}, [] { return "the memory check"; })[0]);
+      {rankFlag(!tooBig.ok())}, [] { return "the memory check"; })[0]);
   if (tooBigRank >= 0) {
     if (rank == tooBigRank)
-      err << "ppc-run: " + tooBig + "\n";
+      err << "ppc-run: " + messageOf(tooBig) + "\n";
     return 1;
   }
   runner.setOverlap(options.overlap);
   runner.setLossScale(initialLossScale());
 
-  std::string error;
+  absl::Status error;
   for (const auto &[name, path] : options.inputs) {
     std::string nonfinite;
-    if (error.empty())
+    if (error.ok())
       error = data.setInputFile(name, path,
                                 options.allowNonfinite ? &nonfinite : nullptr);
     if (!nonfinite.empty() && rank == 0)
       err << "ppc-run: warning: " + nonfinite + "\n";
   }
-  if (error.empty() && !options.dataDir.empty()) {
+  if (error.ok() && !options.dataDir.empty()) {
     Dataset::Options dataOptions;
     dataOptions.shuffle = options.shuffle;
     dataOptions.seed = options.seed;
     dataOptions.allowNonfinite = options.allowNonfinite;
     error = data.setDataDirectory(options.dataDir, dataOptions);
-    if (error.empty() && rank == 0 && !options.quiet) {
+    if (error.ok() && rank == 0 && !options.quiet) {
       const Dataset &dataset = *data.dataset();
       std::ostringstream line;
       line << "data: " << options.dataDir << ": " << dataset.numRecords()
@@ -125,7 +125,7 @@ int Run::run() {
       out << line.str();
     }
   }
-  if (error.empty())
+  if (error.ok())
     error = data.setWeightsFile(options.weightsFile);
   if (anyFailed(error, true))
     return 1;
@@ -144,20 +144,20 @@ int Run::run() {
           std::tuple{"--profile", options.profileFile, WriteMode::InPlace},
           std::tuple{"--export-onnx", options.exportOnnxOut,
                      WriteMode::ViaRename}})
-      if (error.empty() && !path.empty())
-        if (std::string problem = checkOutputFile(path, mode); !problem.empty())
-          error = std::string(option) + ": " + problem;
-    if (error.empty() && !options.logFile.empty()) {
+      if (error.ok() && !path.empty())
+        if (absl::Status problem = checkOutputFile(path, mode); !problem.ok())
+          error = annotate(problem, option);
+    if (error.ok() && !options.logFile.empty()) {
       log.open(options.logFile, std::ios::trunc);
       if (!log)
-        error = "cannot open log file '" + options.logFile + "' for writing";
+        error = absl::InvalidArgumentError("cannot open log file '" +
+                                           options.logFile + "' for writing");
     }
-    if (error.empty() && !options.saveOutputsDir.empty())
+    if (error.ok() && !options.saveOutputsDir.empty())
       error = makeDirectories(options.saveOutputsDir);
-    if (error.empty() && !options.exportOnnxOut.empty()) {
-      error = checkOnnxWeights(options.exportOnnxModel, plan);
-      if (!error.empty())
-        error = "--export-onnx: " + error;
+    if (error.ok() && !options.exportOnnxOut.empty()) {
+      error = annotate(checkOnnxWeights(options.exportOnnxModel, plan),
+                       "--export-onnx");
     }
   }
   if (anyFailed(error, false))
@@ -178,9 +178,9 @@ int Run::run() {
       comm.barrier([] { return "the barrier before the traced step"; });
     StepProfile profile;
     const double lossScale = runner.lossScale().scale;
-    if (std::string e = runner.runStep(
+    if (absl::Status e = runner.runStep(
             step, trace, options.verify && step == first, profile);
-        !e.empty())
+        !e.ok())
       return stepFailure(e);
     // The reduction of the step time also finds the lowest rank whose loss
     // is NaN or infinite (rankFlag), at no extra message.
@@ -255,17 +255,17 @@ int Run::run() {
     return 0;
   if (!options.traceFile.empty())
     error = writeChromeTrace(options.traceFile, traces, last);
-  if (error.empty() && !options.saveOutputsDir.empty())
+  if (error.ok() && !options.saveOutputsDir.empty())
     error = saveOutputs();
-  if (error.empty() && !options.profileFile.empty())
+  if (error.ok() && !options.profileFile.empty())
     error = writeProfile(profiles);
-  if (error.empty() && !options.exportOnnxOut.empty()) {
+  if (error.ok() && !options.exportOnnxOut.empty()) {
     error = exportOnnx(trained);
-    if (error.empty() && !options.quiet)
+    if (error.ok() && !options.quiet)
       out << "trained weights written into " << options.exportOnnxOut << "\n";
   }
-  if (!error.empty()) {
-    err << "ppc-run: " << error << "\n";
+  if (!error.ok()) {
+    err << "ppc-run: " << error.message() << "\n";
     return 1;
   }
   printSummary(times, phases);
@@ -277,23 +277,24 @@ int Run::run() {
 using namespace ppc::planfile;
 
 /// Every rank must run the same plan (the same file, unchanged): rank 0
-/// compares the others' digests with its own. "" or the first difference.
-std::string comparePlanDigests(const Plan &plan, Communicator &comm) {
+/// compares the others' digests with its own; the first difference if any.
+absl::Status comparePlanDigests(const Plan &plan, Communicator &comm) {
   std::vector<std::string> digests = comm.gatherToRoot(
       detail::hex(planHash(plan)), [] { return "the plan digest exchange"; });
   for (size_t r = 1; r < digests.size(); ++r)
     if (digests[r] != digests[0])
-      return "rank " + std::to_string(r) + " runs a different plan (hash " +
-             digests[r] + ") than rank 0 (hash " + digests[0] + ")";
-  return "";
+      return absl::InvalidArgumentError(
+          "rank " + std::to_string(r) + " runs a different plan (hash " +
+          digests[r] + ") than rank 0 (hash " + digests[0] + ")");
+  return absl::OkStatus();
 }
 
 int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
             std::ostream &out, std::ostream &err) {
-  const std::string differs = comparePlanDigests(plan, comm);
-  if (comm.anyRank(!differs.empty(), [] { return "the plan digest check"; })) {
+  const absl::Status differs = comparePlanDigests(plan, comm);
+  if (comm.anyRank(!differs.ok(), [] { return "the plan digest check"; })) {
     if (comm.rank() == 0)
-      err << "ppc-run: " << differs << "\n";
+      err << "ppc-run: " << differs.message() << "\n";
     return 1;
   }
   if (plan.programs_size() != comm.size()) {
@@ -312,17 +313,17 @@ int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
   }
   // Every rank learns whether any rank's backend failed to start (a rank
   // without a GPU), so none waits on it.
-  std::string error;
-  std::unique_ptr<Backend> backend = createBackend(
-      options.backend, {options.threads, options.referenceKernels}, error);
-  if (comm.anyRank(!backend, [] { return "starting the backends"; })) {
+  absl::StatusOr<std::unique_ptr<Backend>> started = createBackend(
+      options.backend, {options.threads, options.referenceKernels});
+  if (comm.anyRank(!started.ok(), [] { return "starting the backends"; })) {
     // One write, so that the lines of ranks failing together do not
     // interleave.
-    if (!backend)
+    if (!started.ok())
       err << "ppc-run: rank " + std::to_string(comm.rank()) + ": backend " +
-                 options.backend + ": " + error + "\n";
+                 options.backend + ": " + messageOf(started.status()) + "\n";
     return 1;
   }
+  std::unique_ptr<Backend> backend = std::move(*started);
   std::unique_ptr<Communicator> deviceComm =
       backend->deviceCommunicator(comm, options.timeout);
   detail::Run run(plan, options, deviceComm ? *deviceComm : comm,

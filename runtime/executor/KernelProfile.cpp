@@ -44,9 +44,9 @@ std::string kernelProfileKey(
   return key + "]";
 }
 
-std::string writeKernelProfile(const std::string &path,
-                               const std::string &device,
-                               const KernelTimings &timings) {
+absl::Status writeKernelProfile(const std::string &path,
+                                const std::string &device,
+                                const KernelTimings &timings) {
   // An existing profile of the same device is added to: runs of other
   // plans (a search's candidates) accumulate in one file.
   std::map<std::string, json> entries; // by kind|dtype|phase|shapes
@@ -56,24 +56,28 @@ std::string writeKernelProfile(const std::string &path,
       old = json::parse(existing);
     } catch (const std::exception &e) {
       // json's parse errors, and the stream's (a directory reads as EISDIR).
-      return "cannot add to profile file '" + path + "': not JSON (" +
-             e.what() + "); remove it or name another";
+      return absl::InvalidArgumentError("cannot add to profile file '" + path +
+                                        "': not JSON (" + e.what() +
+                                        "); remove it or name another");
     }
     if (!old.is_object() || old.value("version", 0) != 1 ||
         !old.contains("entries") || !old["entries"].is_array())
-      return "cannot add to profile file '" + path +
-             "': not a version 1 profile; remove it or name another";
+      return absl::InvalidArgumentError(
+          "cannot add to profile file '" + path +
+          "': not a version 1 profile; remove it or name another");
     std::string oldDevice = old.value("device", "");
     if (oldDevice != device)
-      return "profile file '" + path + "' measures device '" + oldDevice +
-             "', not '" + device + "': name another file";
+      return absl::InvalidArgumentError(
+          "profile file '" + path + "' measures device '" + oldDevice +
+          "', not '" + device + "': name another file");
     for (const json &e : old["entries"]) {
       if (!e.is_object() || !e.contains("op") || !e.contains("dtype") ||
           !e.contains("phase") || !e.contains("operand_shapes") ||
           !e.contains("seconds"))
-        return "cannot add to profile file '" + path +
-               "': an entry lacks op, dtype, phase, operand_shapes or "
-               "seconds";
+        return absl::InvalidArgumentError(
+            "cannot add to profile file '" + path +
+            "': an entry lacks op, dtype, phase, operand_shapes or "
+            "seconds");
       std::string key = e["op"].get<std::string>() + "|" +
                         e["dtype"].get<std::string>() + "|" +
                         e["phase"].get<std::string>() + "|" +
@@ -105,7 +109,8 @@ std::string writeKernelProfile(const std::string &path,
   }
   std::ofstream file(path);
   if (!file)
-    return "cannot open profile file '" + path + "' for writing";
+    return absl::InvalidArgumentError("cannot open profile file '" + path +
+                                      "' for writing");
   // One entry per line (the library escapes every string).
   file << "{\n  \"version\": 1,\n  \"device\": " << json(device).dump()
        << ",\n  \"entries\": [";
@@ -117,8 +122,9 @@ std::string writeKernelProfile(const std::string &path,
   file << "\n  ]\n}\n";
   file.close();
   if (!file)
-    return "cannot write profile file '" + path + "'";
-  return "";
+    return absl::InvalidArgumentError("cannot write profile file '" + path +
+                                      "'");
+  return absl::OkStatus();
 }
 
 namespace {
@@ -144,7 +150,7 @@ bool bufferBox(const std::map<int32_t, const planfile::Buffer *> &buffers,
 }
 
 /// The forward kernels of every program (one job per distinct key).
-std::string planJobs(const Plan &plan, std::map<std::string, Job> &jobs) {
+absl::Status planJobs(const Plan &plan, std::map<std::string, Job> &jobs) {
   for (int r = 0; r < plan.programs_size(); ++r) {
     std::map<int32_t, const planfile::Buffer *> buffers;
     for (const Instruction &instr : plan.programs(r).instructions()) {
@@ -154,21 +160,24 @@ std::string planJobs(const Plan &plan, std::map<std::string, Job> &jobs) {
         continue;
       const Instruction::Kernel &k = instr.kernel();
       if (k.op() < 0 || k.op() >= plan.ops_size())
-        return "rank " + std::to_string(r) + ": a kernel of op " +
-               std::to_string(k.op()) + ", which the plan does not have";
+        return absl::InvalidArgumentError(
+            "rank " + std::to_string(r) + ": a kernel of op " +
+            std::to_string(k.op()) + ", which the plan does not have");
       Job job{k.op(), {}, {}};
       for (int32_t id : k.inputs()) {
         std::pair<Index, Index> box;
         if (!bufferBox(buffers, id, box))
-          return "rank " + std::to_string(r) + ": a kernel reads buffer " +
-                 std::to_string(id) + ", which is not allocated before it";
+          return absl::InvalidArgumentError(
+              "rank " + std::to_string(r) + ": a kernel reads buffer " +
+              std::to_string(id) + ", which is not allocated before it");
         job.operands.push_back(box);
       }
       for (int32_t id : k.outputs()) {
         std::pair<Index, Index> box;
         if (!bufferBox(buffers, id, box))
-          return "rank " + std::to_string(r) + ": a kernel writes buffer " +
-                 std::to_string(id) + ", which is not allocated before it";
+          return absl::InvalidArgumentError(
+              "rank " + std::to_string(r) + ": a kernel writes buffer " +
+              std::to_string(id) + ", which is not allocated before it");
         job.results.push_back(box);
       }
       jobs.emplace(
@@ -176,24 +185,26 @@ std::string planJobs(const Plan &plan, std::map<std::string, Job> &jobs) {
           std::move(job));
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// The requests of a search (ppc/Search/ProfileRequests.h).
-std::string requestJobs(const Plan &plan, const std::string &path,
-                        std::map<std::string, Job> &jobs) {
+absl::Status requestJobs(const Plan &plan, const std::string &path,
+                         std::map<std::string, Job> &jobs) {
   std::ifstream in(path);
   if (!in)
-    return "cannot read the requests file '" + path + "'";
+    return absl::InvalidArgumentError("cannot read the requests file '" + path +
+                                      "'");
   json requests;
   try {
     requests = json::parse(in);
   } catch (const json::exception &e) {
-    return path + ": not JSON (" + e.what() + ")";
+    return absl::InvalidArgumentError(path + ": not JSON (" + e.what() + ")");
   }
   if (!requests.is_object() || requests.value("version", 0) != 1 ||
       !requests.contains("kernels") || !requests["kernels"].is_array())
-    return path + ": not a version 1 profile request file";
+    return absl::InvalidArgumentError(path +
+                                      ": not a version 1 profile request file");
   auto boxes = [](const json &list, Boxes &out) {
     if (!list.is_array())
       return false;
@@ -211,28 +222,31 @@ std::string requestJobs(const Plan &plan, const std::string &path,
     try {
       const int64_t op = k.at("op_index").get<int64_t>();
       if (op < 0 || op >= plan.ops_size())
-        return where + ": op_index " + std::to_string(op) +
-               " is not an op of the plan (" + std::to_string(plan.ops_size()) +
-               " ops): was the plan made from the same model?";
+        return absl::InvalidArgumentError(
+            where + ": op_index " + std::to_string(op) +
+            " is not an op of the plan (" + std::to_string(plan.ops_size()) +
+            " ops): was the plan made from the same model?");
       if (plan.ops(op).kind() != k.at("op").get<std::string>())
-        return where + ": op " + std::to_string(op) + " of the plan is " +
-               plan.ops(op).kind() + ", not " + k.at("op").get<std::string>() +
-               ": was the plan made from the same model?";
+        return absl::InvalidArgumentError(
+            where + ": op " + std::to_string(op) + " of the plan is " +
+            plan.ops(op).kind() + ", not " + k.at("op").get<std::string>() +
+            ": was the plan made from the same model?");
       Job job{static_cast<int32_t>(op), {}, {}};
       if (!boxes(k.at("operands"), job.operands) ||
           !boxes(k.at("results"), job.results) ||
           job.operands.size() != size_t(plan.ops(op).operands_size()) ||
           job.results.size() != size_t(plan.ops(op).results_size()))
-        return where + ": operands and results must be one {lo, hi} box per "
-                       "operand and result of the op";
+        return absl::InvalidArgumentError(
+            where + ": operands and results must be one {lo, hi} box per "
+                    "operand and result of the op");
       jobs.emplace(
           kernelProfileKey(plan, plan.ops(op), "forward", job.operands),
           std::move(job));
     } catch (const json::exception &e) {
-      return where + ": " + e.what();
+      return absl::InvalidArgumentError(where + ": " + e.what());
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// Buffers of one job on the backend.
@@ -248,9 +262,9 @@ DType storageOf(const planfile::Tensor &tensor) {
   return dtype;
 }
 
-std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
-                        Backend &backend, const DataSource &data, bool training,
-                        JobBuffers &b) {
+absl::Status makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
+                         Backend &backend, const DataSource &data,
+                         bool training, JobBuffers &b) {
   const Op &op = plan.ops(job.op);
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -267,7 +281,7 @@ std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
       // activations random, integer ones (labels or indices passed on by a
       // reshape) 0, which every class and row range holds.
       const bool integer = storageOf(plan.tensors(tensor)) == DType::I64;
-      if (!data.load(tensor, lo, hi, 1, values.data()).empty())
+      if (!data.load(tensor, lo, hi, 1, values.data()).ok())
         for (float &v : values)
           v = integer ? 0.0f : uniform(rng);
       backend.write(*buffer, 0, values.data(), n);
@@ -282,7 +296,7 @@ std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
     b.inputs.push_back(
         make(op.operands(i), job.operands[i], true, storageOf(t)));
     if (!b.inputs.back().buffer)
-      return "out of memory";
+      return absl::ResourceExhaustedError("out of memory");
   }
   for (int i = 0; i < op.results_size(); ++i) {
     const planfile::Tensor &t = plan.tensors(op.results(i));
@@ -291,7 +305,7 @@ std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
     b.outputGrads.push_back(
         make(op.results(i), job.results[i], true, storageOf(t)));
     if (!b.outputs.back().buffer || !b.outputGrads.back().buffer)
-      return "out of memory";
+      return absl::ResourceExhaustedError("out of memory");
   }
   for (int i = 0; i < op.operands_size(); ++i) {
     const planfile::Tensor &t = plan.tensors(op.operands(i));
@@ -305,7 +319,7 @@ std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
     b.inputGrads.push_back(
         make(op.operands(i), job.operands[i], false, storageOf(t)));
     if (!b.inputGrads.back().buffer)
-      return "out of memory";
+      return absl::ResourceExhaustedError("out of memory");
   }
   // Scratch as the op asks for this partition (boxes only).
   std::vector<TensorView> boxes;
@@ -317,23 +331,23 @@ std::string makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
       std::shared_ptr<DeviceBuffer> buffer = backend.allocate(
           DType::F32, boxVolume(Index(shape.size(), 0), shape));
       if (!buffer)
-        return "out of memory";
+        return absl::ResourceExhaustedError("out of memory");
       b.owned.push_back(buffer);
       DeviceView v{buffer.get(), 0, shape, Index(shape.size(), 0), shape};
       (backward ? b.backwardScratch : b.scratch).push_back(v);
     }
   b.backwardScratch.insert(b.backwardScratch.begin(), b.scratch.begin(),
                            b.scratch.end());
-  return "";
+  return absl::OkStatus();
 }
 
 /// Seconds per run of `run` (every stage of a pass), after warm-up.
 template <typename Run>
-std::string timeRuns(Backend &backend, const KernelProfileOptions &options,
-                     Run &&run, double &seconds, int64_t &runs) {
+absl::Status timeRuns(Backend &backend, const KernelProfileOptions &options,
+                      Run &&run, double &seconds, int64_t &runs) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < options.warmupRuns; ++i)
-    if (std::string err = run(); !err.empty())
+    if (absl::Status err = run(); !err.ok())
       return err;
   backend.synchronize();
   const Clock::time_point start = Clock::now();
@@ -345,7 +359,7 @@ std::string timeRuns(Backend &backend, const KernelProfileOptions &options,
   int64_t round = std::max(options.minRuns, 1);
   while (runs < options.minRuns || elapsed < options.minSeconds) {
     for (int64_t i = 0; i < round; ++i)
-      if (std::string err = run(); !err.empty())
+      if (absl::Status err = run(); !err.ok())
         return err;
     runs += round;
     backend.synchronize();
@@ -353,22 +367,20 @@ std::string timeRuns(Backend &backend, const KernelProfileOptions &options,
     round = runs;
   }
   seconds = elapsed;
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace
 
-std::string profileKernels(const Plan &plan, const std::string &requestsPath,
-                           Backend &backend, const DataSource &data,
-                           const KernelProfileOptions &options,
-                           KernelTimings &timings,
-                           std::vector<KernelMeasurement> *measured) {
+absl::Status profileKernels(const Plan &plan, const std::string &requestsPath,
+                            Backend &backend, const DataSource &data,
+                            const KernelProfileOptions &options,
+                            KernelTimings &timings,
+                            std::vector<KernelMeasurement> *measured) {
   std::map<std::string, Job> jobs;
-  if (std::string err = planJobs(plan, jobs); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(planJobs(plan, jobs));
   if (!requestsPath.empty())
-    if (std::string err = requestJobs(plan, requestsPath, jobs); !err.empty())
-      return err;
+    PPC_RETURN_IF_ERROR(requestJobs(plan, requestsPath, jobs));
   const bool training = options.training && plan.training();
   int done = 0;
   for (const auto &[key, job] : jobs) {
@@ -380,32 +392,32 @@ std::string profileKernels(const Plan &plan, const std::string &requestsPath,
                         << std::flush;
     const OpDesc desc = describeOp(plan, op);
     JobBuffers b;
-    if (std::string err =
+    if (absl::Status err =
             makeBuffers(plan, desc, job, backend, data, training, b);
-        !err.empty())
-      return op.kind() + " (" + op.name() + "): " + err;
-    auto forward = [&]() -> std::string {
+        !err.ok())
+      return annotate(err, op.kind() + " (" + op.name() + ")");
+    auto forward = [&]() -> absl::Status {
       KernelContext ctx{1, training, 0};
       for (int32_t s = 0; s < numStages(desc, training, false); ++s) {
         ctx.stage = s;
-        if (std::string err =
+        if (absl::Status err =
                 backend.forward(desc, ctx, b.inputs, b.outputs, b.scratch);
-            !err.empty())
+            !err.ok())
           return err;
       }
-      return "";
+      return absl::OkStatus();
     };
-    auto backward = [&]() -> std::string {
+    auto backward = [&]() -> absl::Status {
       KernelContext ctx{1, training, 0};
       for (int32_t s = 0; s < numStages(desc, training, true); ++s) {
         ctx.stage = s;
-        if (std::string err =
+        if (absl::Status err =
                 backend.backward(desc, ctx, b.inputs, b.outputs, b.outputGrads,
                                  b.inputGrads, b.backwardScratch);
-            !err.empty())
+            !err.ok())
           return err;
       }
-      return "";
+      return absl::OkStatus();
     };
     KernelMeasurement m;
     m.op = job.op;
@@ -421,14 +433,14 @@ std::string profileKernels(const Plan &plan, const std::string &requestsPath,
         break;
       double seconds = 0;
       int64_t runs = 0;
-      std::string err =
+      absl::Status err =
           isForward ? timeRuns(backend, options, forward, seconds, runs)
                     : timeRuns(backend, options, backward, seconds, runs);
       int64_t unused;
-      if (err.empty())
+      if (err.ok())
         err = backend.deferredError(unused);
-      if (!err.empty())
-        return op.kind() + " (" + op.name() + ", " + phase + "): " + err;
+      if (!err.ok())
+        return annotate(err, op.kind() + " (" + op.name() + ", " + phase + ")");
       KernelTiming &t =
           timings[kernelProfileKey(plan, op, phase, job.operands)];
       t.seconds += seconds;
@@ -439,7 +451,7 @@ std::string profileKernels(const Plan &plan, const std::string &requestsPath,
     if (measured)
       measured->push_back(std::move(m));
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

@@ -91,17 +91,17 @@ void convertNpyElements(const std::string &dtype, const char *bytes, int64_t n,
     kind->convert(bytes, n, out);
 }
 
-std::string readNpyHeader(const std::string &path, NpyHeader &header) {
+absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return "cannot open '" + path + "'";
+    return absl::InvalidArgumentError("cannot open '" + path + "'");
   auto bad = [&](const std::string &what) {
     return "'" + path + "' is not a valid .npy file: " + what;
   };
   char prefix[12] = {};
   in.read(prefix, sizeof prefix);
   if (in.gcount() < 10 || std::memcmp(prefix, kMagic, 6) != 0)
-    return bad("no NUMPY magic");
+    return absl::InvalidArgumentError(bad("no NUMPY magic"));
   const int major = static_cast<unsigned char>(prefix[6]);
   size_t headerLength, headerStart;
   if (major == 1) {
@@ -110,36 +110,39 @@ std::string readNpyHeader(const std::string &path, NpyHeader &header) {
     headerStart = 10;
   } else if (major == 2 || major == 3) {
     if (in.gcount() < 12)
-      return bad("truncated header");
+      return absl::InvalidArgumentError(bad("truncated header"));
     headerLength = 0;
     for (int i = 0; i < 4; ++i)
       headerLength |= size_t(static_cast<unsigned char>(prefix[8 + i]))
                       << (8 * i);
     headerStart = 12;
   } else {
-    return bad("format version " + std::to_string(major));
+    return absl::InvalidArgumentError(
+        bad("format version " + std::to_string(major)));
   }
   if (headerLength > (size_t(1) << 24))
-    return bad("a header of " + std::to_string(headerLength) + " bytes");
+    return absl::InvalidArgumentError(
+        bad("a header of " + std::to_string(headerLength) + " bytes"));
   std::string text(headerLength, '\0');
   in.clear();
   in.seekg(static_cast<std::streamoff>(headerStart));
   in.read(text.data(), static_cast<std::streamsize>(headerLength));
   if (static_cast<size_t>(in.gcount()) != headerLength)
-    return bad("truncated header");
+    return absl::InvalidArgumentError(bad("truncated header"));
 
   std::string descr = headerValue(text, "descr");
   if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"'))
-    return bad("no dtype in the header");
+    return absl::InvalidArgumentError(bad("no dtype in the header"));
   descr = descr.substr(1, descr.size() - 2);
   if (headerValue(text, "fortran_order") != "False")
-    return "'" + path +
-           "' is in Fortran order; save it in C order "
-           "(numpy.ascontiguousarray)";
+    return absl::InvalidArgumentError(
+        "'" + path +
+        "' is in Fortran order; save it in C order "
+        "(numpy.ascontiguousarray)");
   std::string shapeText = headerValue(text, "shape");
   if (shapeText.size() < 2 || shapeText.front() != '(' ||
       shapeText.back() != ')')
-    return bad("no shape in the header");
+    return absl::InvalidArgumentError(bad("no shape in the header"));
   header.shape.clear();
   std::stringstream dims(shapeText.substr(1, shapeText.size() - 2));
   std::string dim;
@@ -150,50 +153,52 @@ std::string readNpyHeader(const std::string &path, NpyHeader &header) {
     try {
       header.shape.push_back(std::stoll(dim.substr(first)));
     } catch (...) {
-      return bad("shape " + shapeText);
+      return absl::InvalidArgumentError(bad("shape " + shapeText));
     }
   }
   int64_t n = checkedElementCount(header.shape);
   if (n < 0)
-    return bad("shape " + shapeText);
+    return absl::InvalidArgumentError(bad("shape " + shapeText));
   if (descr.size() < 3 || descr[0] == '>')
-    return "'" + path + "' has dtype '" + descr +
-           "'; only little-endian numeric arrays are supported";
+    return absl::InvalidArgumentError(
+        "'" + path + "' has dtype '" + descr +
+        "'; only little-endian numeric arrays are supported");
   const Kind *kind = kindOf(descr);
   if (!kind)
-    return "'" + path + "' has dtype '" + descr +
-           "'; supported are float, int, uint and bool arrays";
+    return absl::InvalidArgumentError(
+        "'" + path + "' has dtype '" + descr +
+        "'; supported are float, int, uint and bool arrays");
   header.dtype = descr;
   header.elementSize = kind->size;
   header.dataOffset = headerStart + headerLength;
   in.seekg(0, std::ios::end);
   const auto size = static_cast<size_t>(in.tellg());
   if (size - std::min(size, header.dataOffset) < size_t(n) * kind->size)
-    return bad("truncated data (" + std::to_string(n) + " elements of " +
-               descr + " expected)");
-  return "";
+    return absl::InvalidArgumentError(bad("truncated data (" +
+                                          std::to_string(n) + " elements of " +
+                                          descr + " expected)"));
+  return absl::OkStatus();
 }
 
-std::string readNpy(const std::string &path, NpyArray &array) {
+absl::Status readNpy(const std::string &path, NpyArray &array) {
   NpyHeader header;
-  if (std::string err = readNpyHeader(path, header); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(readNpyHeader(path, header));
   const int64_t n = checkedElementCount(header.shape);
   std::string bytes(size_t(n) * header.elementSize, '\0');
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(header.dataOffset));
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (static_cast<size_t>(in.gcount()) != bytes.size())
-    return "cannot read '" + path + "'";
+    return absl::InvalidArgumentError("cannot read '" + path + "'");
   array.shape = header.shape;
   array.dtype = header.dtype;
   array.data.assign(n, 0.0f);
   convertNpyElements(header.dtype, bytes.data(), n, array.data.data());
-  return "";
+  return absl::OkStatus();
 }
 
-std::string writeNpy(const std::string &path, const std::vector<int64_t> &shape,
-                     const float *data) {
+absl::Status writeNpy(const std::string &path,
+                      const std::vector<int64_t> &shape, const float *data) {
   std::string shapeText = "(";
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -213,7 +218,7 @@ std::string writeNpy(const std::string &path, const std::vector<int64_t> &shape,
   header += '\n';
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    return "cannot open '" + path + "' for writing";
+    return absl::InvalidArgumentError("cannot open '" + path + "' for writing");
   out.write(kMagic, 6);
   const char version[2] = {1, 0};
   out.write(version, 2);
@@ -226,8 +231,8 @@ std::string writeNpy(const std::string &path, const std::vector<int64_t> &shape,
             static_cast<std::streamsize>(n * sizeof(float)));
   out.close();
   if (!out)
-    return "cannot write '" + path + "'";
-  return "";
+    return absl::InvalidArgumentError("cannot write '" + path + "'");
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

@@ -18,18 +18,20 @@ namespace ppc::runtime {
 
 using ppc::planfile::Tensor;
 
-static std::string readModel(const std::string &path, onnx::ModelProto &model) {
+static absl::Status readModel(const std::string &path,
+                              onnx::ModelProto &model) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return "cannot open ONNX model '" + path + "'";
+    return absl::InvalidArgumentError("cannot open ONNX model '" + path + "'");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();
   if (bytes.size() >= static_cast<size_t>(INT_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
       !model.has_graph())
-    return "'" + path + "' is not a binary ONNX model";
-  return "";
+    return absl::InvalidArgumentError("'" + path +
+                                      "' is not a binary ONNX model");
+  return absl::OkStatus();
 }
 
 static bool isFloatType(int32_t type) {
@@ -39,11 +41,10 @@ static bool isFloatType(int32_t type) {
          type == onnx::TensorProto::BFLOAT16;
 }
 
-std::string checkOnnxWeights(const std::string &path,
-                             const ppc::planfile::Plan &plan) {
+absl::Status checkOnnxWeights(const std::string &path,
+                              const ppc::planfile::Plan &plan) {
   onnx::ModelProto model;
-  if (std::string err = readModel(path, model); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(readModel(path, model));
   std::map<std::string, const onnx::TensorProto *> initializers;
   for (const onnx::TensorProto &init : model.graph().initializer())
     initializers[init.name()] = &init;
@@ -54,20 +55,22 @@ std::string checkOnnxWeights(const std::string &path,
     const std::string shape = shapeString(
         std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()));
     if (it == initializers.end())
-      return "'" + path + "' has no initializer '" + tensor.name() +
-             "' for the plan's weight of that name: the plan was made from "
-             "another model";
+      return absl::InvalidArgumentError(
+          "'" + path + "' has no initializer '" + tensor.name() +
+          "' for the plan's weight of that name: the plan was made from "
+          "another model");
     const onnx::TensorProto &init = *it->second;
     std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
     if (shapeString(dims) != shape)
-      return "initializer '" + tensor.name() + "' of '" + path +
-             "' has shape " + shapeString(dims) + " but the plan's weight " +
-             shape;
+      return absl::InvalidArgumentError(
+          "initializer '" + tensor.name() + "' of '" + path + "' has shape " +
+          shapeString(dims) + " but the plan's weight " + shape);
     if (!isFloatType(init.data_type()))
-      return "initializer '" + tensor.name() + "' of '" + path +
-             "' is not of a floating-point type";
+      return absl::InvalidArgumentError("initializer '" + tensor.name() +
+                                        "' of '" + path +
+                                        "' is not of a floating-point type");
   }
-  return "";
+  return absl::OkStatus();
 }
 
 template <typename T> static void append(std::string &bytes, T value) {
@@ -76,12 +79,11 @@ template <typename T> static void append(std::string &bytes, T value) {
   bytes.append(raw, sizeof(T));
 }
 
-std::string
+absl::Status
 exportOnnxWeights(const std::string &path, const std::string &out,
                   const std::map<std::string, std::vector<float>> &values) {
   onnx::ModelProto model;
-  if (std::string err = readModel(path, model); !err.empty())
-    return err;
+  PPC_RETURN_IF_ERROR(readModel(path, model));
   size_t replaced = 0;
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {
@@ -91,9 +93,10 @@ exportOnnxWeights(const std::string &path, const std::string &out,
     const std::vector<float> &v = it->second;
     std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
     if (checkedElementCount(dims) != static_cast<int64_t>(v.size()))
-      return "initializer '" + init.name() + "' of '" + path + "' has " +
-             std::to_string(checkedElementCount(dims)) + " elements, the " +
-             "trained weight " + std::to_string(v.size());
+      return absl::InvalidArgumentError(
+          "initializer '" + init.name() + "' of '" + path + "' has " +
+          std::to_string(checkedElementCount(dims)) + " elements, the " +
+          "trained weight " + std::to_string(v.size()));
     std::string bytes;
     switch (init.data_type()) {
     case onnx::TensorProto::FLOAT:
@@ -112,8 +115,9 @@ exportOnnxWeights(const std::string &path, const std::string &out,
         append<uint16_t>(bytes, floatToBFloat16(x));
       break;
     default:
-      return "initializer '" + init.name() + "' of '" + path +
-             "' is not of a floating-point type";
+      return absl::InvalidArgumentError("initializer '" + init.name() +
+                                        "' of '" + path +
+                                        "' is not of a floating-point type");
     }
     init.clear_float_data();
     init.clear_double_data();
@@ -124,16 +128,18 @@ exportOnnxWeights(const std::string &path, const std::string &out,
     ++replaced;
   }
   if (replaced != values.size())
-    return "'" + path + "' lacks " + std::to_string(values.size() - replaced) +
-           " of the trained weights' initializers";
+    return absl::InvalidArgumentError("'" + path + "' lacks " +
+                                      std::to_string(values.size() - replaced) +
+                                      " of the trained weights' initializers");
   if (model.ByteSizeLong() >= static_cast<size_t>(INT_MAX))
-    return "the trained model is over 2 GiB, protobuf's limit for one ONNX "
-           "file";
+    return absl::InvalidArgumentError(
+        "the trained model is over 2 GiB, protobuf's limit for one ONNX "
+        "file");
   const std::string temporary = out + ".tmp";
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
     if (!file || !model.SerializeToOstream(&file) || !file.flush())
-      return "cannot write '" + temporary + "'";
+      return absl::InvalidArgumentError("cannot write '" + temporary + "'");
   }
   // Checkpoints' rename: OUT.onnx is whole or absent, and durable.
   return commitFile(out);

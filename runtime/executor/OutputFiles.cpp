@@ -26,28 +26,33 @@ std::string folderOf(const std::string &path) {
 
 } // namespace
 
-std::string checkOutputFile(const std::string &path, WriteMode mode) {
+absl::Status checkOutputFile(const std::string &path, WriteMode mode) {
   if (path.empty())
-    return "an empty path";
+    return absl::InvalidArgumentError("an empty path");
   struct stat st;
   bool exists = stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode))
-    return "'" + path + "' is a directory, not a file";
+    return absl::InvalidArgumentError("'" + path +
+                                      "' is a directory, not a file");
   std::string folder = folderOf(path);
   struct stat folderStat;
   if (stat(folder.c_str(), &folderStat) != 0)
-    return "cannot write '" + path + "': its folder '" + folder +
-           "': " + std::strerror(errno);
+    return absl::InvalidArgumentError("cannot write '" + path +
+                                      "': its folder '" + folder +
+                                      "': " + std::strerror(errno));
   if (!S_ISDIR(folderStat.st_mode))
-    return "cannot write '" + path + "': '" + folder + "' is not a directory";
+    return absl::InvalidArgumentError("cannot write '" + path + "': '" +
+                                      folder + "' is not a directory");
   if (exists) {
     if (mode == WriteMode::ViaRename && !S_ISREG(st.st_mode))
-      return "'" + path + "' is not a regular file, and would be replaced";
+      return absl::InvalidArgumentError(
+          "'" + path + "' is not a regular file, and would be replaced");
     // Appending truncates nothing; O_NONBLOCK keeps a FIFO without a
     // reader from blocking (ENXIO instead).
     int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK);
     if (fd < 0)
-      return "cannot write '" + path + "': " + std::strerror(errno);
+      return absl::InvalidArgumentError("cannot write '" + path +
+                                        "': " + std::strerror(errno));
     close(fd);
   }
   if (mode == WriteMode::ViaRename || !exists) {
@@ -56,12 +61,13 @@ std::string checkOutputFile(const std::string &path, WriteMode mode) {
     name.push_back('\0');
     int fd = mkstemp(name.data());
     if (fd < 0)
-      return "cannot write '" + path + "': cannot create a file in '" + folder +
-             "': " + std::strerror(errno);
+      return absl::InvalidArgumentError("cannot write '" + path +
+                                        "': cannot create a file in '" +
+                                        folder + "': " + std::strerror(errno));
     close(fd);
     unlink(name.data());
   }
-  return "";
+  return absl::OkStatus();
 }
 
 bool samePath(const std::string &a, const std::string &b) {
@@ -82,19 +88,21 @@ bool isInside(const std::string &path, const std::string &dir) {
   return end == d.end() || (std::next(end) == d.end() && end->empty());
 }
 
-std::string checkOutputsSpareInputs(const RunFiles &files) {
+absl::Status checkOutputsSpareInputs(const RunFiles &files) {
   for (const auto &[option, output] : files.outputs) {
     if (output.empty())
       continue;
     for (const auto &[what, input] : files.inputs)
       if (!input.empty() && samePath(output, input))
-        return option + " '" + output + "' is " + what + ": name another file";
+        return absl::InvalidArgumentError(option + " '" + output + "' is " +
+                                          what + ": name another file");
     for (const auto &[what, dir] : files.inputDirectories)
       if (!dir.empty() && isInside(output, dir))
-        return option + " '" + output + "' is inside " + what + " '" + dir +
-               "': name a file outside it";
+        return absl::InvalidArgumentError(option + " '" + output +
+                                          "' is inside " + what + " '" + dir +
+                                          "': name a file outside it");
   }
-  return "";
+  return absl::OkStatus();
 }
 
 int kernelThreads(int64_t requested, std::string &note) {

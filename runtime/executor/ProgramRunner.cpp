@@ -50,7 +50,7 @@ std::vector<float> ProgramRunner::hostValues(const DeviceBuffer &buffer,
   return values;
 }
 
-std::string ProgramRunner::prepare() {
+absl::Status ProgramRunner::prepare() {
   for (const Op &op : plan.ops()) {
     descs.push_back(describeOp(plan, op));
     kinked_.push_back(kinkedDerivative(descs.back()) != nullptr);
@@ -58,10 +58,11 @@ std::string ProgramRunner::prepare() {
   for (const Tensor &t : plan.tensors()) {
     DType dtype;
     if (!storageDType(t.dtype(), dtype))
-      return "tensor '" + t.name() + "' has element type '" + t.dtype() +
-             "', which the " + backend.name() +
-             " backend does not store (f32, f64, bf16, f16 or an integer "
-             "type)";
+      return absl::InvalidArgumentError(
+          "tensor '" + t.name() + "' has element type '" + t.dtype() +
+          "', which the " + backend.name() +
+          " backend does not store (f32, f64, bf16, f16 or an integer "
+          "type)");
   }
 
   const int n = program.instructions_size();
@@ -102,9 +103,9 @@ std::string ProgramRunner::prepare() {
               : instr.has_recv() ? instr.recv().tag()
                                  : 0;
     if (tag < 0 || tag > maxTag)
-      return "instruction " + std::to_string(i) + ": tag " +
-             std::to_string(tag) + " is outside MPI's range [0, " +
-             std::to_string(maxTag) + "]";
+      return absl::InvalidArgumentError(
+          "instruction " + std::to_string(i) + ": tag " + std::to_string(tag) +
+          " is outside MPI's range [0, " + std::to_string(maxTag) + "]");
   }
 
   // Every rank lists every group of the plan in the same order.
@@ -264,8 +265,8 @@ void ProgramRunner::planOverlap() {
   }
 }
 
-std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
-                                   StepProfile &profile) {
+absl::Status ProgramRunner::runStep(int64_t step, bool trace,
+                                    bool keepGradients, StepProfile &profile) {
   step_ = step;
   phase_ = 0;
   keepGradients_ = keepGradients;
@@ -315,7 +316,7 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     const Clock::time_point t0 = Clock::now();
     if (timeKernels_ && lastTiming && isCommunication(instr))
       charge(*lastTiming, t0);
-    std::string err;
+    absl::Status err;
     const bool startedEarly = overlapping && startedEarly_[index_];
     double startedAt = 0;
     if (startedEarly)
@@ -324,20 +325,21 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     // temporaries, not for other processes' use: fail cleanly anyway.
     try {
       err = startedEarly ? waitCollective(index_) : execute(instr);
-      if (overlapping && err.empty())
+      if (overlapping && err.ok())
         for (int next : startsAfter_[index_])
           if (!(err = startCollective(next, seconds(Clock::now() - start)))
-                   .empty())
+                   .ok())
             break;
-      if (overlapping && err.empty() && !started_.empty())
+      if (overlapping && err.ok() && !started_.empty())
         comm.progress();
     } catch (const std::bad_alloc &) {
-      err = "out of memory";
+      err = absl::ResourceExhaustedError("out of memory");
     } catch (const std::length_error &) {
-      err = "out of memory (a size beyond what a vector can hold)";
+      err = absl::ResourceExhaustedError(
+          "out of memory (a size beyond what a vector can hold)");
     }
-    if (!err.empty())
-      return err + " (" + context() + ")";
+    if (!err.ok())
+      return appendToMessage(err, " (" + context() + ")");
     if (timeKernels_)
       backend.synchronize();
     const Clock::time_point t1 = Clock::now();
@@ -376,19 +378,20 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
     outputs_[tensor] = hostValues(*outputCopies_[tensor], size);
   pendingOutputs_.clear();
   int64_t failedAt = -1;
-  if (std::string err = backend.deferredError(failedAt); !err.empty()) {
+  if (absl::Status err = backend.deferredError(failedAt); !err.ok()) {
     if (failedAt < 0 || failedAt >= program.instructions_size() ||
         !(program.instructions(failedAt).has_kernel() ||
           program.instructions(failedAt).has_kernel_backward()))
-      return err + " (end of step " + std::to_string(step) + ")";
+      return appendToMessage(err,
+                             " (end of step " + std::to_string(step) + ")");
     index_ = static_cast<int>(failedAt);
     phase_ = phaseAt_[index_];
-    return kernelError(index_, err) + " (" + context() + ")";
+    return appendToMessage(kernelError(index_, err), " (" + context() + ")");
   }
-  if (std::string err =
+  if (absl::Status err =
           comm.completeSends("end of step " + std::to_string(step));
-      !err.empty())
-    return err + " (end of step " + std::to_string(step) + ")";
+      !err.ok())
+    return appendToMessage(err, " (end of step " + std::to_string(step) + ")");
   const Clock::time_point t1 = Clock::now();
   profile.phaseSeconds[phase_] += seconds(t1 - t0);
   profile.commSeconds += seconds(t1 - t0);
@@ -401,10 +404,10 @@ std::string ProgramRunner::runStep(int64_t step, bool trace, bool keepGradients,
   profile.seconds = seconds(t1 - start);
   if (overlap_ && !overlapPlanned_)
     planOverlap();
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::execute(const Instruction &instr) {
+absl::Status ProgramRunner::execute(const Instruction &instr) {
   switch (instr.kind_case()) {
   case Instruction::kPhase:
     phase_ = instr.phase().phase();
@@ -412,28 +415,28 @@ std::string ProgramRunner::execute(const Instruction &instr) {
       phase_ = 0;
     if (phase_ == Instruction::UPDATE && lossScale_.active())
       checkGradients();
-    return "";
+    return absl::OkStatus();
   case Instruction::kAlloc:
     return alloc(instr.alloc());
   case Instruction::kFree:
     live.erase(instr.free().buffer());
-    return "";
+    return absl::OkStatus();
   case Instruction::kLoad: {
     Buffer *b;
-    if (std::string err = lookup(instr.load().buffer(), b); !err.empty())
+    if (absl::Status err = lookup(instr.load().buffer(), b); !err.ok())
       return err;
     return load(*b, instr.load().buffer());
   }
   case Instruction::kFill: {
     Buffer *b;
-    if (std::string err = lookup(instr.fill().buffer(), b); !err.empty())
+    if (absl::Status err = lookup(instr.fill().buffer(), b); !err.ok())
       return err;
     // The loss gradient's seed carries the loss scale.
     const bool seed =
         b->grad && b->tensor == plan.loss_tensor() && instr.fill().value() != 0;
     backend.fill(*b->storage,
                  instr.fill().value() * (seed ? lossScale_.scale : 1.0));
-    return "";
+    return absl::OkStatus();
   }
   case Instruction::kCopy:
     return copy(instr.copy());
@@ -452,23 +455,25 @@ std::string ProgramRunner::execute(const Instruction &instr) {
   case Instruction::kOutput:
     return output(instr.output());
   default:
-    return "unknown instruction kind " + std::to_string(instr.kind_case());
+    return absl::InvalidArgumentError("unknown instruction kind " +
+                                      std::to_string(instr.kind_case()));
   }
 }
 
-std::string ProgramRunner::lookup(int32_t id, Buffer *&buffer) {
+absl::Status ProgramRunner::lookup(int32_t id, Buffer *&buffer) {
   auto it = live.find(id);
   if (it == live.end())
-    return "buffer " + std::to_string(id) + " is not allocated";
+    return absl::InvalidArgumentError("buffer " + std::to_string(id) +
+                                      " is not allocated");
   buffer = &it->second;
-  return "";
+  return absl::OkStatus();
 }
 
 static bool isPersistentRole(const Tensor &t) {
   return t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN;
 }
 
-std::string ProgramRunner::alloc(const Instruction::Alloc &a) {
+absl::Status ProgramRunner::alloc(const Instruction::Alloc &a) {
   const planfile::Buffer &b = a.buffer();
   Buffer buffer;
   buffer.tensor = b.tensor();
@@ -477,8 +482,8 @@ std::string ProgramRunner::alloc(const Instruction::Alloc &a) {
     buffer.shape.assign(b.shape().begin(), b.shape().end());
     for (int64_t d : buffer.shape)
       if (d < 0)
-        return "scratch buffer " + std::to_string(b.id()) +
-               " has a negative dim";
+        return absl::InvalidArgumentError(
+            "scratch buffer " + std::to_string(b.id()) + " has a negative dim");
     buffer.lo.assign(buffer.shape.size(), 0);
     buffer.hi = buffer.shape;
   } else {
@@ -493,17 +498,18 @@ std::string ProgramRunner::alloc(const Instruction::Alloc &a) {
     const std::string what = "buffer " + std::to_string(b.id()) +
                              " is a view of buffer " + std::to_string(a.view());
     Buffer *base;
-    if (std::string err = lookup(a.view(), base); !err.empty())
-      return what + ", which is not allocated";
+    if (absl::Status err = lookup(a.view(), base); !err.ok())
+      return absl::InvalidArgumentError(what + ", which is not allocated");
     if (b.tensor() < 0 || base->tensor < 0)
-      return what + ": views hold boxes of tensors, not scratch";
+      return absl::InvalidArgumentError(
+          what + ": views hold boxes of tensors, not scratch");
     if (b.grad() != base->grad || base->dtype() != dtype ||
         base->size() != buffer.size())
-      return what + " of another type or size (" +
-             std::to_string(buffer.size()) + " " + dtypeName(dtype) +
-             (b.grad() ? " gradient" : "") + " elements against " +
-             std::to_string(base->size()) + " " + dtypeName(base->dtype()) +
-             (base->grad ? " gradient" : "") + ")";
+      return absl::InvalidArgumentError(
+          what + " of another type or size (" + std::to_string(buffer.size()) +
+          " " + dtypeName(dtype) + (b.grad() ? " gradient" : "") +
+          " elements against " + std::to_string(base->size()) + " " +
+          dtypeName(base->dtype()) + (base->grad ? " gradient" : "") + ")");
     buffer.storage = base->storage;
   } else if (b.tensor() >= 0 && !b.grad() && !b.staging() &&
              isPersistentRole(plan.tensors(b.tensor()))) {
@@ -519,15 +525,16 @@ std::string ProgramRunner::alloc(const Instruction::Alloc &a) {
                      ? p.storage
                      : backend.allocate(DType::F32, buffer.size());
       if (!p.storage || !p.master)
-        return "out of memory";
+        return absl::ResourceExhaustedError("out of memory");
       it = persistent.emplace(b.id(), std::move(p)).first;
     } else if (it->second.tensor != b.tensor() || it->second.lo != buffer.lo ||
                it->second.hi != buffer.hi) {
-      return "weight buffer " + std::to_string(b.id()) + " of '" +
-             tensorName(b.tensor()) + "' " + boxString(buffer.lo, buffer.hi) +
-             " was " + boxString(it->second.lo, it->second.hi) + " of '" +
-             tensorName(it->second.tensor) +
-             "' before (from the previous step or the checkpoint)";
+      return absl::InvalidArgumentError(
+          "weight buffer " + std::to_string(b.id()) + " of '" +
+          tensorName(b.tensor()) + "' " + boxString(buffer.lo, buffer.hi) +
+          " was " + boxString(it->second.lo, it->second.hi) + " of '" +
+          tensorName(it->second.tensor) +
+          "' before (from the previous step or the checkpoint)");
     }
     buffer.storage = it->second.storage;
   } else {
@@ -536,35 +543,36 @@ std::string ProgramRunner::alloc(const Instruction::Alloc &a) {
                          ? backend.allocateUninitialized(dtype, buffer.size())
                          : backend.allocate(dtype, buffer.size());
     if (!buffer.storage)
-      return "out of memory";
+      return absl::ResourceExhaustedError("out of memory");
   }
   live[b.id()] = std::move(buffer);
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::load(Buffer &b, int32_t id) {
+absl::Status ProgramRunner::load(Buffer &b, int32_t id) {
   if (b.tensor < 0 || b.grad)
-    return "load of buffer " + std::to_string(id) + ", which holds " +
-           (b.grad ? "a gradient" : "scratch") + " and has no source";
+    return absl::InvalidArgumentError(
+        "load of buffer " + std::to_string(id) + ", which holds " +
+        (b.grad ? "a gradient" : "scratch") + " and has no source");
   auto it = persistent.find(id);
   if (it != persistent.end()) {
     if (it->second.loaded)
-      return "";
+      return absl::OkStatus();
     it->second.loaded = true;
   }
   std::vector<float> values;
-  if (std::string err = inputValues(b, id, step_, values); !err.empty())
+  if (absl::Status err = inputValues(b, id, step_, values); !err.ok())
     return err;
   backend.write(*b.storage, 0, values.data(), b.size());
   // A 16-bit weight's master copy starts from the exact values.
   if (it != persistent.end() && it->second.master != it->second.storage)
     backend.write(*it->second.master, 0, values.data(), b.size());
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::inputValues(const Buffer &b, int32_t id,
-                                       int64_t step,
-                                       std::vector<float> &values) {
+absl::Status ProgramRunner::inputValues(const Buffer &b, int32_t id,
+                                        int64_t step,
+                                        std::vector<float> &values) {
   // Weights load once; a dataset (--data) prefetches its own batches. On
   // the cpu backend every core computes, so a thread drawing ahead would
   // only take one from a rank (and its time from the profile's kernels).
@@ -575,77 +583,80 @@ std::string ProgramRunner::inputValues(const Buffer &b, int32_t id,
   if (it != drawnInputs_.end() && it->second.step == step &&
       it->second.lo == b.lo && it->second.hi == b.hi) {
     auto [err, drawnValues] = it->second.values.get();
-    if (!err.empty())
+    if (!err.ok())
       return err;
     values = std::move(drawnValues);
   } else {
     values.resize(b.size());
-    if (std::string err = data.load(b.tensor, b.lo, b.hi, step, values.data());
-        !err.empty())
+    if (absl::Status err = data.load(b.tensor, b.lo, b.hi, step, values.data());
+        !err.ok())
       return err;
   }
   if (!drawn)
-    return "";
+    return absl::OkStatus();
   try {
     drawnInputs_[id] = {
         step + 1, b.lo, b.hi,
         std::async(std::launch::async, [this, tensor = b.tensor, lo = b.lo,
                                         hi = b.hi, step] {
           std::vector<float> next(boxVolume(lo, hi));
-          std::string err = data.load(tensor, lo, hi, step + 1, next.data());
+          absl::Status err = data.load(tensor, lo, hi, step + 1, next.data());
           return std::make_pair(std::move(err), std::move(next));
         })};
   } catch (const std::system_error &) {
     drawnInputs_.erase(id); // no thread to spare: the next step draws it
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::copy(const Instruction::Copy &c) {
+absl::Status ProgramRunner::copy(const Instruction::Copy &c) {
   Buffer *src, *dst;
-  if (std::string err = lookup(c.src(), src); !err.empty())
+  if (absl::Status err = lookup(c.src(), src); !err.ok())
     return err;
-  if (std::string err = lookup(c.dst(), dst); !err.empty())
+  if (absl::Status err = lookup(c.dst(), dst); !err.ok())
     return err;
   Index lo(c.box().lo().begin(), c.box().lo().end());
   Index hi(c.box().hi().begin(), c.box().hi().end());
   if (!boxInside(lo, hi, src->lo, src->hi) ||
       !boxInside(lo, hi, dst->lo, dst->hi))
-    return "copy of box " + boxString(lo, hi) + " from buffer " +
-           std::to_string(c.src()) + " " + boxString(src->lo, src->hi) +
-           " to buffer " + std::to_string(c.dst()) + " " +
-           boxString(dst->lo, dst->hi) + ": the box is not inside both";
+    return absl::InvalidArgumentError(
+        "copy of box " + boxString(lo, hi) + " from buffer " +
+        std::to_string(c.src()) + " " + boxString(src->lo, src->hi) +
+        " to buffer " + std::to_string(c.dst()) + " " +
+        boxString(dst->lo, dst->hi) + ": the box is not inside both");
   backend.copyBox(src->view(), dst->view(), lo, hi, c.accumulate());
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::send(const Instruction::Send &s) {
+absl::Status ProgramRunner::send(const Instruction::Send &s) {
   Buffer *b;
-  if (std::string err = lookup(s.buffer(), b); !err.empty())
+  if (absl::Status err = lookup(s.buffer(), b); !err.ok())
     return err;
   Index lo(s.box().lo().begin(), s.box().lo().end());
   Index hi(s.box().hi().begin(), s.box().hi().end());
   if (!boxInside(lo, hi, b->lo, b->hi))
-    return "send of box " + boxString(lo, hi) + " outside buffer " +
-           std::to_string(s.buffer()) + " " + boxString(b->lo, b->hi);
+    return absl::InvalidArgumentError(
+        "send of box " + boxString(lo, hi) + " outside buffer " +
+        std::to_string(s.buffer()) + " " + boxString(b->lo, b->hi));
   const int64_t n = boxVolume(lo, hi);
   std::shared_ptr<DeviceBuffer> message = backend.allocate(b->dtype(), n);
   if (!message)
-    return "out of memory for a message";
+    return absl::ResourceExhaustedError("out of memory for a message");
   backend.copyBox(b->view(), {message.get(), 0, b->shape, lo, hi}, lo, hi,
                   false);
   return comm.send(std::move(message), n, s.peer(), s.tag());
 }
 
-std::string ProgramRunner::recv(const Instruction::Recv &r) {
+absl::Status ProgramRunner::recv(const Instruction::Recv &r) {
   Buffer *b;
-  if (std::string err = lookup(r.buffer(), b); !err.empty())
+  if (absl::Status err = lookup(r.buffer(), b); !err.ok())
     return err;
   Index lo(r.box().lo().begin(), r.box().lo().end());
   Index hi(r.box().hi().begin(), r.box().hi().end());
   if (!boxInside(lo, hi, b->lo, b->hi))
-    return "recv into box " + boxString(lo, hi) + " outside buffer " +
-           std::to_string(r.buffer()) + " " + boxString(b->lo, b->hi);
+    return absl::InvalidArgumentError(
+        "recv into box " + boxString(lo, hi) + " outside buffer " +
+        std::to_string(r.buffer()) + " " + boxString(b->lo, b->hi));
   const int64_t n = boxVolume(lo, hi);
   auto where = [&] {
     return "recv (" + context() + ", peer " + std::to_string(r.peer()) +
@@ -656,42 +667,44 @@ std::string ProgramRunner::recv(const Instruction::Recv &r) {
     return comm.recv(b->data(), b->dtype(), n, r.peer(), r.tag(), where);
   DeviceBuffer *staged = stagingBuffer(b->dtype(), n);
   if (!staged)
-    return "out of memory for a message";
-  if (std::string err =
+    return absl::ResourceExhaustedError("out of memory for a message");
+  if (absl::Status err =
           comm.recv(staged->data(), b->dtype(), n, r.peer(), r.tag(), where);
-      !err.empty())
+      !err.ok())
     return err;
   backend.copyBox({staged, 0, b->shape, lo, hi}, b->view(), lo, hi,
                   r.accumulate());
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::viewOf(int32_t id, int32_t tensor, bool grad,
-                                  const char *what, size_t index,
-                                  DeviceView &view) {
+absl::Status ProgramRunner::viewOf(int32_t id, int32_t tensor, bool grad,
+                                   const char *what, size_t index,
+                                   DeviceView &view) {
   if (id < 0) {
     const Tensor &t = plan.tensors(tensor);
     view = DeviceView{nullptr, 0, Index(t.shape().begin(), t.shape().end()),
                       Index(t.shape_size(), 0), Index(t.shape_size(), 0)};
-    return "";
+    return absl::OkStatus();
   }
   Buffer *b;
-  if (std::string err = lookup(id, b); !err.empty())
+  if (absl::Status err = lookup(id, b); !err.ok())
     return err;
   if (tensor >= 0 && (b->tensor != tensor || b->grad != grad))
-    return std::string(what) + " " + std::to_string(index) + " is buffer " +
-           std::to_string(id) + " of " + (b->grad ? "the gradient of " : "") +
-           "'" + tensorName(b->tensor) + "', not of " +
-           (grad ? "the gradient of " : "") + "'" + tensorName(tensor) + "'";
+    return absl::InvalidArgumentError(
+        std::string(what) + " " + std::to_string(index) + " is buffer " +
+        std::to_string(id) + " of " + (b->grad ? "the gradient of " : "") +
+        "'" + tensorName(b->tensor) + "', not of " +
+        (grad ? "the gradient of " : "") + "'" + tensorName(tensor) + "'");
   view = b->view();
-  return "";
+  return absl::OkStatus();
 }
 
 /// Where a kernel's buffer lists do not match its op.
-static std::string countMismatch(const Op &op, const char *what, int have,
-                                 int want) {
-  return "kernel of op '" + op.name() + "' (" + op.kind() + ") has " +
-         std::to_string(have) + " " + what + " for " + std::to_string(want);
+static absl::Status countMismatch(const Op &op, const char *what, int have,
+                                  int want) {
+  return absl::InvalidArgumentError(
+      "kernel of op '" + op.name() + "' (" + op.kind() + ") has " +
+      std::to_string(have) + " " + what + " for " + std::to_string(want));
 }
 
 std::string ProgramRunner::profileKey(const Op &op, const char *phase,
@@ -702,33 +715,33 @@ std::string ProgramRunner::profileKey(const Op &op, const char *phase,
   return kernelProfileKey(plan, op, phase, boxes);
 }
 
-std::string
+absl::Status
 ProgramRunner::viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
                        const google::protobuf::RepeatedField<int32_t> *tensors,
                        bool grad, const char *what,
                        std::vector<DeviceView> &views) {
   for (int i = 0; i < ids.size(); ++i)
-    if (std::string err = viewOf(ids.Get(i), tensors ? tensors->Get(i) : -1,
-                                 grad, what, i, views[i]);
-        !err.empty())
+    if (absl::Status err = viewOf(ids.Get(i), tensors ? tensors->Get(i) : -1,
+                                  grad, what, i, views[i]);
+        !err.ok())
       return err;
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::kernelError(int index,
-                                       const std::string &status) const {
+absl::Status ProgramRunner::kernelError(int index,
+                                        const absl::Status &status) const {
   const Instruction &instr = program.instructions(index);
   const bool forward = instr.has_kernel();
   const int32_t op =
       forward ? instr.kernel().op() : instr.kernel_backward().op();
   const int32_t stage =
       forward ? instr.kernel().stage() : instr.kernel_backward().stage();
-  return "kernel error in op '" + plan.ops(op).name() + "' (" +
-         (forward ? "forward" : "backward") + ", stage " +
-         std::to_string(stage) + "): " + status;
+  return annotate(status, "kernel error in op '" + plan.ops(op).name() + "' (" +
+                              (forward ? "forward" : "backward") + ", stage " +
+                              std::to_string(stage) + ")");
 }
 
-std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
+absl::Status ProgramRunner::kernel(const Instruction::Kernel &k) {
   const Op &op = plan.ops(k.op());
   if (k.inputs_size() != op.operands_size())
     return countMismatch(op, "inputs", k.inputs_size(), op.operands_size());
@@ -736,17 +749,17 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
     return countMismatch(op, "outputs", k.outputs_size(), op.results_size());
   std::vector<DeviceView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       scratch(k.scratch_size());
-  if (std::string err =
+  if (absl::Status err =
           viewsOf(k.inputs(), &op.operands(), false, "input", inputs);
-      !err.empty())
+      !err.ok())
     return err;
-  if (std::string err =
+  if (absl::Status err =
           viewsOf(k.outputs(), &op.results(), false, "output", outputs);
-      !err.empty())
+      !err.ok())
     return err;
-  if (std::string err =
+  if (absl::Status err =
           viewsOf(k.scratch(), nullptr, false, "scratch", scratch);
-      !err.empty())
+      !err.ok())
     return err;
   kernelKey_ = profileKey(op, "forward", inputs);
   // Read before the kernel runs: its output may be its input's buffer.
@@ -759,14 +772,14 @@ std::string ProgramRunner::kernel(const Instruction::Kernel &k) {
         {op.operands(0), inputs[0].lo, inputs[0].hi, std::move(values)});
   }
   KernelContext ctx{step_, plan.training(), k.stage(), index_};
-  std::string status =
+  absl::Status status =
       backend.forward(descs[k.op()], ctx, inputs, outputs, scratch);
-  if (!status.empty())
+  if (!status.ok())
     return kernelError(index_, status);
-  return "";
+  return absl::OkStatus();
 }
 
-std::string
+absl::Status
 ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
   const Op &op = plan.ops(k.op());
   if (k.inputs_size() != op.operands_size())
@@ -782,25 +795,25 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
   std::vector<DeviceView> inputs(k.inputs_size()), outputs(k.outputs_size()),
       outputGrads(k.output_grads_size()), inputGrads(k.input_grads_size()),
       scratch(k.scratch_size());
-  if (std::string err =
+  if (absl::Status err =
           viewsOf(k.inputs(), &op.operands(), false, "input", inputs);
-      !err.empty())
+      !err.ok())
     return err;
-  if (std::string err =
+  if (absl::Status err =
           viewsOf(k.outputs(), &op.results(), false, "output", outputs);
-      !err.empty())
+      !err.ok())
     return err;
-  if (std::string err = viewsOf(k.output_grads(), &op.results(), true,
-                                "output gradient", outputGrads);
-      !err.empty())
+  if (absl::Status err = viewsOf(k.output_grads(), &op.results(), true,
+                                 "output gradient", outputGrads);
+      !err.ok())
     return err;
-  if (std::string err = viewsOf(k.input_grads(), &op.operands(), true,
-                                "input gradient", inputGrads);
-      !err.empty())
+  if (absl::Status err = viewsOf(k.input_grads(), &op.operands(), true,
+                                 "input gradient", inputGrads);
+      !err.ok())
     return err;
-  if (std::string err =
+  if (absl::Status err =
           viewsOf(k.scratch(), nullptr, false, "scratch", scratch);
-      !err.empty())
+      !err.ok())
     return err;
   if (k.overwrite_size() != 0 && k.overwrite_size() != k.input_grads_size())
     return countMismatch(op, "overwrite entries", k.overwrite_size(),
@@ -816,24 +829,25 @@ ProgramRunner::kernelBackward(const Instruction::KernelBackward &k) {
     }
   kernelKey_ = profileKey(op, "backward", inputs);
   KernelContext ctx{step_, plan.training(), k.stage(), index_};
-  std::string status = backend.backward(descs[k.op()], ctx, inputs, outputs,
-                                        outputGrads, inputGrads, scratch);
-  if (!status.empty())
+  absl::Status status = backend.backward(descs[k.op()], ctx, inputs, outputs,
+                                         outputGrads, inputGrads, scratch);
+  if (!status.ok())
     return kernelError(index_, status);
-  return "";
+  return absl::OkStatus();
 }
 
-std::string ProgramRunner::update(const Instruction::Update &u) {
+absl::Status ProgramRunner::update(const Instruction::Update &u) {
   Buffer *w, *g;
-  if (std::string err = lookup(u.weight(), w); !err.empty())
+  if (absl::Status err = lookup(u.weight(), w); !err.ok())
     return err;
-  if (std::string err = lookup(u.grad(), g); !err.empty())
+  if (absl::Status err = lookup(u.grad(), g); !err.ok())
     return err;
   auto it = persistent.find(u.weight());
   if (it == persistent.end() ||
       plan.tensors(w->tensor).role() != Tensor::WEIGHT)
-    return "update of buffer " + std::to_string(u.weight()) + " of '" +
-           tensorName(w->tensor) + "', which is not a weight";
+    return absl::InvalidArgumentError(
+        "update of buffer " + std::to_string(u.weight()) + " of '" +
+        tensorName(w->tensor) + "', which is not a weight");
   // The gradient covers the weight's box, or (ZeRO) a shard of it along
   // dim 0: a contiguous block of its rows, which alone is updated.
   bool shard = g->grad && g->tensor == w->tensor &&
@@ -841,10 +855,10 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   bool whole =
       g->grad && g->tensor == w->tensor && g->lo == w->lo && g->hi == w->hi;
   if (!whole && !shard)
-    return "update of weight '" + tensorName(w->tensor) + "' " +
-           boxString(w->lo, w->hi) + " with buffer " +
-           std::to_string(u.grad()) + ", which is not its gradient's box " +
-           "or a shard of it along dim 0";
+    return absl::InvalidArgumentError(
+        "update of weight '" + tensorName(w->tensor) + "' " +
+        boxString(w->lo, w->hi) + " with buffer " + std::to_string(u.grad()) +
+        ", which is not its gradient's box " + "or a shard of it along dim 0");
   const int64_t offset = whole ? 0 : rowOffset(w->lo, w->hi, g->lo[0]);
   updatedBoxes_[u.weight()] = {g->lo, g->hi};
   const double unscale = 1.0 / lossScale_.scale;
@@ -856,7 +870,7 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
     updated_.push_back(u.weight());
   }
   if (skipUpdates_)
-    return "";
+    return absl::OkStatus();
   Persistent &p = it->second;
   // Mixed precision: the model's 16-bit copy of the rows just updated is
   // rounded from the master as it goes.
@@ -872,22 +886,23 @@ std::string ProgramRunner::update(const Instruction::Update &u) {
   // Consecutive updates run together (one launch on the cuda backend).
   if (index_ + 1 < program.instructions_size() &&
       program.instructions(index_ + 1).has_update())
-    return "";
+    return absl::OkStatus();
   return flushUpdates();
 }
 
-std::string ProgramRunner::flushUpdates() {
+absl::Status ProgramRunner::flushUpdates() {
   if (pendingUpdates_.empty())
-    return "";
+    return absl::OkStatus();
   size_t failed = 0;
   const bool done = backend.updateAll(plan.optimizer(), pendingUpdates_,
                                       1.0 / lossScale_.scale, failed);
-  std::string error;
+  absl::Status error;
   if (!done)
-    error = "out of memory for the optimizer state of '" +
-            tensorName(pendingUpdateTensors_[std::min(
-                failed, pendingUpdateTensors_.size() - 1)]) +
-            "'";
+    error = absl::ResourceExhaustedError(
+        "out of memory for the optimizer state of '" +
+        tensorName(pendingUpdateTensors_[std::min(
+            failed, pendingUpdateTensors_.size() - 1)]) +
+        "'");
   pendingUpdates_.clear();
   pendingUpdateTensors_.clear();
   return error;
@@ -911,25 +926,27 @@ void ProgramRunner::checkGradients() {
   });
 }
 
-std::string ProgramRunner::output(const Instruction::Output &o) {
+absl::Status ProgramRunner::output(const Instruction::Output &o) {
   Buffer *b;
-  if (std::string err = lookup(o.buffer(), b); !err.empty())
+  if (absl::Status err = lookup(o.buffer(), b); !err.ok())
     return err;
   const Index zero(b->shape.size(), 0);
   if (b->tensor < 0 || b->grad || b->lo != zero || b->hi != b->shape)
-    return "output buffer " + std::to_string(o.buffer()) +
-           " does not hold the whole tensor '" + tensorName(b->tensor) + "'";
+    return absl::InvalidArgumentError(
+        "output buffer " + std::to_string(o.buffer()) +
+        " does not hold the whole tensor '" + tensorName(b->tensor) + "'");
   // Kept on the device and read once the step's work is done: no host
   // read mid-step (the buffer may be freed before then).
   std::shared_ptr<DeviceBuffer> &kept = outputCopies_[b->tensor];
   if (!kept || kept->dtype() != b->dtype() || kept->size() < b->size())
     kept = backend.allocate(b->dtype(), b->size());
   if (!kept)
-    return "out of memory for output '" + tensorName(b->tensor) + "'";
+    return absl::ResourceExhaustedError("out of memory for output '" +
+                                        tensorName(b->tensor) + "'");
   backend.copyBox(b->view(), {kept.get(), 0, b->shape, b->lo, b->hi}, b->lo,
                   b->hi, /*accumulate=*/false);
   pendingOutputs_.emplace_back(b->tensor, b->size());
-  return "";
+  return absl::OkStatus();
 }
 
 std::string ProgramRunner::traceName(const Instruction &instr) const {
@@ -1043,9 +1060,10 @@ void ProgramRunner::saveState(Checkpoint &checkpoint) const {
   }
 }
 
-std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
+absl::Status ProgramRunner::restoreState(const Checkpoint &checkpoint) {
   if (checkpoint.optimizerSlots != numOptimizerSlots(plan.optimizer()))
-    return "the checkpoint's optimizer state does not fit the plan's optimizer";
+    return absl::InvalidArgumentError(
+        "the checkpoint's optimizer state does not fit the plan's optimizer");
   // The scale goes on where it was (its mode is this run's).
   if (checkpoint.lossScale > 0) {
     lossScale_.scale = checkpoint.lossScale;
@@ -1055,14 +1073,16 @@ std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
   for (const CheckpointBuffer &b : checkpoint.buffers) {
     if (b.tensor < 0 || b.tensor >= plan.tensors_size() ||
         !isPersistentRole(plan.tensors(b.tensor)))
-      return "the checkpoint holds buffer " + std::to_string(b.buffer) +
-             " of tensor " + std::to_string(b.tensor) +
-             ", which is not a weight of this plan";
+      return absl::InvalidArgumentError(
+          "the checkpoint holds buffer " + std::to_string(b.buffer) +
+          " of tensor " + std::to_string(b.tensor) +
+          ", which is not a weight of this plan");
     const Tensor &t = plan.tensors(b.tensor);
     if (!boxInside(b.lo, b.hi, Index(t.shape_size(), 0),
                    Index(t.shape().begin(), t.shape().end())))
-      return "the checkpoint's box " + boxString(b.lo, b.hi) + " of '" +
-             t.name() + "' is outside the tensor";
+      return absl::InvalidArgumentError("the checkpoint's box " +
+                                        boxString(b.lo, b.hi) + " of '" +
+                                        t.name() + "' is outside the tensor");
     Persistent p;
     p.tensor = b.tensor;
     p.lo = b.lo;
@@ -1070,15 +1090,17 @@ std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
     const DType dtype = dtypeOf(b.tensor);
     const int64_t n = boxVolume(b.lo, b.hi);
     if (static_cast<int64_t>(b.values.size()) != n)
-      return "the checkpoint's buffer " + std::to_string(b.buffer) + " of '" +
-             t.name() + "' holds " + std::to_string(b.values.size()) +
-             " values for a box of " + std::to_string(n);
+      return absl::InvalidArgumentError(
+          "the checkpoint's buffer " + std::to_string(b.buffer) + " of '" +
+          t.name() + "' holds " + std::to_string(b.values.size()) +
+          " values for a box of " + std::to_string(n));
     p.storage = backend.allocate(dtype, n);
     p.master = dtype == DType::F32 || t.role() != Tensor::WEIGHT
                    ? p.storage
                    : backend.allocate(DType::F32, n);
     if (!p.storage || !p.master)
-      return "out of memory for the checkpoint's buffers";
+      return absl::ResourceExhaustedError(
+          "out of memory for the checkpoint's buffers");
     backend.write(*p.storage, 0, b.values.data(), n);
     if (p.master != p.storage)
       backend.write(*p.master, 0, b.values.data(), n);
@@ -1092,7 +1114,8 @@ std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
       p.optimizer.slots.push_back(
           backend.allocate(DType::F32, static_cast<int64_t>(slot.size())));
       if (!p.optimizer.slots.back())
-        return "out of memory for the checkpoint's optimizer state";
+        return absl::ResourceExhaustedError(
+            "out of memory for the checkpoint's optimizer state");
       backend.write(*p.optimizer.slots.back(), 0, slot.data(),
                     static_cast<int64_t>(slot.size()));
     }
@@ -1102,7 +1125,7 @@ std::string ProgramRunner::restoreState(const Checkpoint &checkpoint) {
       p.optimizer.slots.clear();
     persistent.emplace(b.buffer, std::move(p));
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

@@ -20,6 +20,7 @@
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <future>
 #include <map>
@@ -67,13 +68,13 @@ public:
 
   /// Builds the op descriptions, checks tags, creates the group
   /// communicators (collective over the world).
-  std::string prepare();
+  absl::Status prepare();
 
   /// Runs the program once as step `step`. With `trace`, records events;
   /// with `keepGradients`, copies every gradient an Update consumes.
   /// Errors name the instruction, step, phase and op.
-  std::string runStep(int64_t step, bool trace, bool keepGradients,
-                      StepProfile &profile);
+  absl::Status runStep(int64_t step, bool trace, bool keepGradients,
+                       StepProfile &profile);
 
   /// Whole output tensors recorded by Output in the last step.
   const std::map<int32_t, std::vector<float>> &outputs() const {
@@ -127,7 +128,7 @@ public:
   /// buffers are left to the caller).
   void saveState(Checkpoint &checkpoint) const;
   /// Restores them; Loads of restored buffers are skipped.
-  std::string restoreState(const Checkpoint &checkpoint);
+  absl::Status restoreState(const Checkpoint &checkpoint);
 
 private:
   struct Buffer {
@@ -164,19 +165,19 @@ private:
 
   using Instruction = ppc::planfile::Instruction;
 
-  std::string execute(const Instruction &instr);
-  std::string alloc(const ppc::planfile::Instruction::Alloc &a);
-  std::string load(Buffer &b, int32_t id);
+  absl::Status execute(const Instruction &instr);
+  absl::Status alloc(const ppc::planfile::Instruction::Alloc &a);
+  absl::Status load(Buffer &b, int32_t id);
   /// The values of an input buffer's box at `step`: drawn on a thread
   /// during the step before where it was (drawnInputs_), else here.
-  std::string inputValues(const Buffer &b, int32_t id, int64_t step,
-                          std::vector<float> &values);
-  std::string copy(const Instruction::Copy &c);
-  std::string send(const Instruction::Send &s);
-  std::string recv(const Instruction::Recv &r);
-  std::string kernel(const Instruction::Kernel &k);
-  std::string kernelBackward(const Instruction::KernelBackward &k);
-  std::string collective(const Instruction::Collective &c);
+  absl::Status inputValues(const Buffer &b, int32_t id, int64_t step,
+                           std::vector<float> &values);
+  absl::Status copy(const Instruction::Copy &c);
+  absl::Status send(const Instruction::Send &s);
+  absl::Status recv(const Instruction::Recv &r);
+  absl::Status kernel(const Instruction::Kernel &k);
+  absl::Status kernelBackward(const Instruction::KernelBackward &k);
+  absl::Status collective(const Instruction::Collective &c);
   /// A collective started early: its handle, when it started, and the
   /// packed copies it reads or writes until it is waited for (none when its
   /// pieces lie in place).
@@ -187,27 +188,27 @@ private:
   };
   /// Runs collective `c` (the instruction at index_), or with `start`
   /// starts it (finished by waitCollective).
-  std::string runCollective(const Instruction::Collective &c,
-                            StartedCollective *start);
+  absl::Status runCollective(const Instruction::Collective &c,
+                             StartedCollective *start);
   /// Unpacks what a collective received in `packed` (null: in place) into
   /// its result.
-  std::string finishCollective(const Instruction::Collective &c,
-                               const CollectiveLayout &layout,
-                               DeviceBuffer *packed);
-  std::string collectiveLayout(const Instruction::Collective &c,
-                               const Buffer &buffer, const Buffer *result,
-                               CollectiveLayout &layout);
-  std::string update(const Instruction::Update &u);
+  absl::Status finishCollective(const Instruction::Collective &c,
+                                const CollectiveLayout &layout,
+                                DeviceBuffer *packed);
+  absl::Status collectiveLayout(const Instruction::Collective &c,
+                                const Buffer &buffer, const Buffer *result,
+                                CollectiveLayout &layout);
+  absl::Status update(const Instruction::Update &u);
   /// Runs the updates gathered from consecutive Update instructions.
-  std::string flushUpdates();
+  absl::Status flushUpdates();
   /// "kernel error in op 'NAME' (forward, stage S): status" for the kernel
   /// instruction at `index`.
-  std::string kernelError(int index, const std::string &status) const;
+  absl::Status kernelError(int index, const absl::Status &status) const;
   /// Finds, once, where each overlapped collective starts.
   void planOverlap();
-  std::string startCollective(int index, double startedAt);
-  std::string waitCollective(int index);
-  std::string output(const Instruction::Output &o);
+  absl::Status startCollective(int index, double startedAt);
+  absl::Status waitCollective(int index);
+  absl::Status output(const Instruction::Output &o);
   /// At the update phase (or the step's end on a rank without one): every
   /// rank learns whether any gradient an update reads is not finite.
   void checkGradients();
@@ -222,15 +223,15 @@ private:
   /// but where a ZeRO shard was updated, the rows outside it as gathered.
   std::vector<float> persistentValues(int32_t id, const Persistent &p) const;
 
-  std::string lookup(int32_t id, Buffer *&buffer);
-  std::string viewOf(int32_t id, int32_t tensor, bool grad, const char *what,
-                     size_t index, DeviceView &view);
+  absl::Status lookup(int32_t id, Buffer *&buffer);
+  absl::Status viewOf(int32_t id, int32_t tensor, bool grad, const char *what,
+                      size_t index, DeviceView &view);
   /// viewOf for every buffer of `ids`, the i-th holding (a gradient of)
   /// tensors[i]; no tensors: scratch buffers.
-  std::string viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
-                      const google::protobuf::RepeatedField<int32_t> *tensors,
-                      bool grad, const char *what,
-                      std::vector<DeviceView> &views);
+  absl::Status viewsOf(const google::protobuf::RepeatedField<int32_t> &ids,
+                       const google::protobuf::RepeatedField<int32_t> *tensors,
+                       bool grad, const char *what,
+                       std::vector<DeviceView> &views);
   std::string traceName(const Instruction &instr) const;
   /// "instruction I of step S, phase P, op NAME" for errors and timeouts.
   std::string context() const;
@@ -283,7 +284,7 @@ private:
   struct DrawnInput {
     int64_t step;
     Index lo, hi;
-    std::future<std::pair<std::string, std::vector<float>>> values;
+    std::future<std::pair<absl::Status, std::vector<float>>> values;
   };
   std::map<int32_t, DrawnInput> drawnInputs_;
 

@@ -57,18 +57,18 @@ std::vector<TensorView> shapesOf(const std::vector<DeviceView> &views) {
 }
 
 /// Zero-filled float32 scratch buffers of their own shapes.
-std::string allocateScratch(Backend &backend,
-                            const std::vector<std::vector<int64_t>> &shapes,
-                            std::vector<std::shared_ptr<DeviceBuffer>> &keep,
-                            std::vector<DeviceView> &views) {
+absl::Status allocateScratch(Backend &backend,
+                             const std::vector<std::vector<int64_t>> &shapes,
+                             std::vector<std::shared_ptr<DeviceBuffer>> &keep,
+                             std::vector<DeviceView> &views) {
   for (const Index &shape : shapes) {
     const Index zero(shape.size(), 0);
     keep.push_back(backend.allocate(DType::F32, boxVolume(zero, shape)));
     if (!keep.back())
-      return "reference: out of memory";
+      return absl::ResourceExhaustedError("reference: out of memory");
     views.push_back({keep.back().get(), 0, shape, zero, shape});
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// Adds to the input gradient of kinked op `op` (run backward just now)
@@ -119,17 +119,18 @@ double maxMagnitude(const std::vector<float> &values) {
   return m;
 }
 
-std::string runReferenceStep(const Plan &plan, const DataSource &data,
-                             int64_t step, Backend &backend, double lossScale,
-                             const KinkInputs *partitioned, double closeness,
-                             ReferenceStep &r) {
+absl::Status runReferenceStep(const Plan &plan, const DataSource &data,
+                              int64_t step, Backend &backend, double lossScale,
+                              const KinkInputs *partitioned, double closeness,
+                              ReferenceStep &r) {
   r.skipped = false;
   r.kinksFollowed = r.kinksApart = 0;
   const int numTensors = plan.tensors_size();
   std::vector<std::shared_ptr<DeviceBuffer>> values(numTensors),
       grads(numTensors), masters(numTensors);
   Whole w{plan, backend};
-  const char *oom = "reference: out of memory for the whole tensors";
+  const absl::Status oom = absl::ResourceExhaustedError(
+      "reference: out of memory for the whole tensors");
   for (int32_t t = 0; t < numTensors; ++t) {
     const Tensor &tensor = plan.tensors(t);
     if (tensor.role() == Tensor::ACTIVATION ||
@@ -139,8 +140,8 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
     if (!v.buffer)
       return oom;
     std::vector<float> loaded(w.sizeOf(t));
-    if (std::string err = data.load(t, v.lo, v.hi, step, loaded.data());
-        !err.empty())
+    if (absl::Status err = data.load(t, v.lo, v.hi, step, loaded.data());
+        !err.ok())
       return err;
     backend.write(*v.buffer, 0, loaded.data(), w.sizeOf(t));
     // A 16-bit weight trains a float32 master copy, as ProgramRunner does.
@@ -163,8 +164,9 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
     std::vector<DeviceView> inputs, outputs;
     for (int32_t t : op.operands()) {
       if (!values[t])
-        return "op '" + op.name() + "' reads '" + plan.tensors(t).name() +
-               "' before any op computes it";
+        return absl::InvalidArgumentError("op '" + op.name() + "' reads '" +
+                                          plan.tensors(t).name() +
+                                          "' before any op computes it");
       inputs.push_back(w.view(values[t], t));
     }
     for (int32_t t : op.results()) {
@@ -173,18 +175,19 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
         return oom;
     }
     std::vector<DeviceView> &scratch = forwardScratchViews[op.id()];
-    if (std::string err = allocateScratch(
+    if (absl::Status err = allocateScratch(
             backend, scratchShapes(desc, shapesOf(inputs), false),
             forwardScratch[op.id()], scratch);
-        !err.empty())
+        !err.ok())
       return err;
     for (int32_t s = 0; s < numStages(desc, plan.training(), false); ++s) {
       KernelContext ctx{step, plan.training(), s, op.id()};
-      if (std::string status =
+      if (absl::Status status =
               backend.forward(desc, ctx, inputs, outputs, scratch);
-          !status.empty())
-        return "reference: kernel error in op '" + op.name() +
-               "' (forward, stage " + std::to_string(s) + "): " + status;
+          !status.ok())
+        return annotate(status, "reference: kernel error in op '" + op.name() +
+                                    "' (forward, stage " + std::to_string(s) +
+                                    ")");
     }
   }
 
@@ -224,19 +227,20 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
       // The forward's scratch first, then the backward's own.
       std::vector<DeviceView> scratch = forwardScratchViews[o];
       std::vector<std::shared_ptr<DeviceBuffer>> backwardScratch;
-      if (std::string err = allocateScratch(
+      if (absl::Status err = allocateScratch(
               backend, scratchShapes(descs[o], shapesOf(inputs), true),
               backwardScratch, scratch);
-          !err.empty())
+          !err.ok())
         return err;
       for (int32_t s = 0; s < numStages(descs[o], true, true); ++s) {
         KernelContext ctx{step, true, s, plan.ops_size() + o};
-        if (std::string status =
+        if (absl::Status status =
                 backend.backward(descs[o], ctx, inputs, outputs, outputGrads,
                                  inputGrads, scratch);
-            !status.empty())
-          return "reference: kernel error in op '" + op.name() +
-                 "' (backward, stage " + std::to_string(s) + "): " + status;
+            !status.ok())
+          return annotate(status, "reference: kernel error in op '" +
+                                      op.name() + "' (backward, stage " +
+                                      std::to_string(s) + ")");
       }
       if (partitioned && op.needs_grad_size() > 0 && op.needs_grad(0))
         if (auto it = partitioned->find(op.operands(0));
@@ -264,12 +268,13 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
   // Errors the kernels found in device values: `instruction` told the op
   // (forward ops by id, backward ones after them).
   int64_t at = -1;
-  if (std::string status = backend.deferredError(at); !status.empty()) {
+  if (absl::Status status = backend.deferredError(at); !status.ok()) {
     const int ops = plan.ops_size();
     if (at < 0 || at >= 2 * ops)
-      return "reference: " + status;
-    return "reference: kernel error in op '" + plan.ops(at % ops).name() +
-           "' (" + (at < ops ? "forward" : "backward") + "): " + status;
+      return annotate(status, "reference");
+    return annotate(status, "reference: kernel error in op '" +
+                                plan.ops(at % ops).name() + "' (" +
+                                (at < ops ? "forward" : "backward") + ")");
   }
 
   r.values.assign(numTensors, {});
@@ -280,7 +285,7 @@ std::string runReferenceStep(const Plan &plan, const DataSource &data,
     for (float &g : r.grads[t])
       g = static_cast<float>(g / lossScale);
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

@@ -14,6 +14,7 @@
 #include "ProgramRunner.h"
 #include "ppc/Runtime/Checkpoint.h"
 #include "ppc/Runtime/Executor.h"
+#include "ppc/Support/Status.h"
 
 #include <fstream>
 #include <memory>
@@ -52,31 +53,32 @@ public:
 private:
   /// Setup problems: every rank learns whether any rank failed; the failing
   /// ranks print (only rank 0 when all see the same problem).
-  bool anyFailed(const std::string &error, bool sameOnAllRanks) {
-    bool any = comm.anyRank(!error.empty(), [] { return "setup checks"; });
-    if (!error.empty() && (!sameOnAllRanks || rank == 0)) {
+  bool anyFailed(const absl::Status &error, bool sameOnAllRanks) {
+    bool any = comm.anyRank(!error.ok(), [] { return "setup checks"; });
+    if (!error.ok() && (!sameOnAllRanks || rank == 0)) {
       err << "ppc-run: ";
       if (!sameOnAllRanks && comm.size() > 1)
         err << "rank " << rank << ": ";
-      err << error << "\n";
+      err << error.message() << "\n";
       err.flush();
     }
     return any;
   }
   /// A failure while ranks may be waiting on each other: ends the job.
-  int stepFailure(const std::string &error) {
+  int stepFailure(const absl::Status &error) {
     // One write, so that lines of ranks failing together do not interleave.
-    err << "ppc-run: rank " + std::to_string(rank) + ": " + error + "\n";
+    err << "ppc-run: rank " + std::to_string(rank) + ": " + messageOf(error) +
+               "\n";
     err.flush();
     if (comm.size() > 1)
       comm.abort(1);
     return 1;
   }
 
-  std::string checkOptions() const;
-  /// "" or "rank R needs N GiB ..." when this rank's buffers at their peak
+  absl::Status checkOptions() const;
+  /// OK, or "rank R needs N GiB ..." when this rank's buffers at their peak
   /// (and --verify's whole tensors) exceed the machine's memory.
-  std::string checkMemory() const;
+  absl::Status checkMemory() const;
   /// Encodes `flag` for a maximum over ranks, and decodes the maximum: the
   /// lowest rank whose flag is set, or -1.
   double rankFlag(bool flag) const { return flag ? comm.size() - rank : 0; }
@@ -102,12 +104,12 @@ private:
   void printStep(int64_t step, int64_t last, double seconds);
   void printSummary(const std::vector<double> &times,
                     const std::vector<double> &phases);
-  std::string saveOutputs() const;
+  absl::Status saveOutputs() const;
   /// Every rank's trained weight boxes, serialized for the gather.
   std::string packTrainedWeights() const;
   /// Rank 0: the whole weights from every rank's boxes, into the ONNX model.
-  std::string exportOnnx(const std::vector<std::string> &perRank) const;
-  std::string writeProfile(const std::vector<std::string> &perRank) const;
+  absl::Status exportOnnx(const std::vector<std::string> &perRank) const;
+  absl::Status writeProfile(const std::vector<std::string> &perRank) const;
 
   const Plan &plan;
   const RunOptions &options;

@@ -152,14 +152,15 @@ bool parseInt(const std::string &text, int64_t &value) {
 
 } // namespace
 
-std::string parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
+absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
   RunOptions &o = args.options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
       if (!args.plan.empty())
-        return "unexpected argument '" + arg + "' (the plan is '" + args.plan +
-               "')";
+        return absl::InvalidArgumentError("unexpected argument '" + arg +
+                                          "' (the plan is '" + args.plan +
+                                          "')");
       args.plan = arg;
       continue;
     }
@@ -206,7 +207,7 @@ std::string parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
                name == "--checkpoint-every" || name == "--threads" ||
                name == "--batches" || name == "--keep-checkpoints") {
       if (!takeValue() || !parseInt(value, n))
-        return bad("an integer");
+        return absl::InvalidArgumentError(bad("an integer"));
       if (name == "--steps")
         o.steps = n;
       else if (name == "--seed")
@@ -218,45 +219,47 @@ std::string parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
       else if (name == "--keep-checkpoints")
         o.keepCheckpoints = n;
       else if (n < 1)
-        return bad("a positive integer");
+        return absl::InvalidArgumentError(bad("a positive integer"));
       else
         o.threads = kernelThreads(n, args.threadsNote);
     } else if (name == "--timeout") {
       // stod reads "inf" and "infinity"; NaN fails x > 0.
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
-        return bad("a positive number of seconds or 'inf'");
+        return absl::InvalidArgumentError(
+            bad("a positive number of seconds or 'inf'"));
       o.timeout = std::min(x, kUnlimitedTimeout);
     } else if (name == "--verify-backend") {
       if (!takeValue() || !findBackend(value))
-        return bad(backendNames().c_str());
+        return absl::InvalidArgumentError(bad(backendNames().c_str()));
       o.verifyBackend = value;
     } else if (name == "--backend") {
       if (!takeValue() || !findBackend(value))
-        return bad(backendNames().c_str());
+        return absl::InvalidArgumentError(bad(backendNames().c_str()));
       o.backend = value;
     } else if (name == "--loss-scale") {
       if (!takeValue())
-        return bad("'dynamic', 'none' or a positive number");
+        return absl::InvalidArgumentError(
+            bad("'dynamic', 'none' or a positive number"));
       o.lossScale = value; // checked with the other options
     } else if (name == "--verify-tolerance") {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
-        return bad("a positive number");
+        return absl::InvalidArgumentError(bad("a positive number"));
       o.verifyTolerance = x;
     } else if (name == "--init") {
       if (!takeValue() || (value != "plan" && value != "seed"))
-        return bad("'plan' or 'seed'");
+        return absl::InvalidArgumentError(bad("'plan' or 'seed'"));
       o.init = value == "seed" ? InitMode::Seed : InitMode::Plan;
     } else if (name == "--input") {
       size_t eq = std::string::npos;
       if (!takeValue() || (eq = value.find('=')) == std::string::npos ||
           eq == 0)
-        return bad("NAME=FILE.npy");
+        return absl::InvalidArgumentError(bad("NAME=FILE.npy"));
       o.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else if (name == "--export-onnx") {
       size_t eq = std::string::npos;
       if (!takeValue() || (eq = value.find('=')) == std::string::npos ||
           eq == 0 || eq + 1 == value.size())
-        return bad("MODEL.onnx=OUT.onnx");
+        return absl::InvalidArgumentError(bad("MODEL.onnx=OUT.onnx"));
       o.exportOnnxModel = value.substr(0, eq);
       o.exportOnnxOut = value.substr(eq + 1);
     } else if (name == "--checkpoint" || name == "--resume" ||
@@ -265,7 +268,7 @@ std::string parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
                name == "--profile-device" || name == "--weights" ||
                name == "--data") {
       if (!takeValue() || value.empty())
-        return bad("a path");
+        return absl::InvalidArgumentError(bad("a path"));
       std::string &target = name == "--checkpoint"       ? o.checkpointDir
                             : name == "--resume"         ? o.resumeDir
                             : name == "--save-outputs"   ? o.saveOutputsDir
@@ -277,12 +280,14 @@ std::string parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
                                                          : o.logFile;
       target = value;
     } else {
-      return "unknown option '" + name + "' (see --help)";
+      return absl::InvalidArgumentError("unknown option '" + name +
+                                        "' (see --help)");
     }
   }
   if (!args.help && !args.version && args.plan.empty())
-    return "no plan file given (usage: ppc-run PLAN [options]; see --help)";
-  return "";
+    return absl::InvalidArgumentError(
+        "no plan file given (usage: ppc-run PLAN [options]; see --help)");
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

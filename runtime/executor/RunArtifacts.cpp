@@ -111,7 +111,7 @@ void Run::printSummary(const std::vector<double> &times,
 
 /// Merges every rank's kernel times (partitions of equal shapes average) and
 /// writes them in the simulator's profile format.
-std::string Run::writeProfile(const std::vector<std::string> &perRank) const {
+absl::Status Run::writeProfile(const std::vector<std::string> &perRank) const {
   KernelTimings merged;
   for (const std::string &text : perRank) {
     std::istringstream in(text);
@@ -149,7 +149,7 @@ std::string Run::packTrainedWeights() const {
   return bytes;
 }
 
-std::string Run::exportOnnx(const std::vector<std::string> &perRank) const {
+absl::Status Run::exportOnnx(const std::vector<std::string> &perRank) const {
   struct Whole {
     std::vector<float> values;
     std::vector<bool> held;
@@ -195,14 +195,15 @@ std::string Run::exportOnnx(const std::vector<std::string> &perRank) const {
     if (it == weights.end() ||
         std::find(it->second.held.begin(), it->second.held.end(), false) !=
             it->second.held.end())
-      return "--export-onnx: no rank holds all of weight '" + t.name() + "'";
+      return absl::InvalidArgumentError(
+          "--export-onnx: no rank holds all of weight '" + t.name() + "'");
     byName[t.name()] = std::move(it->second.values);
   }
   return exportOnnxWeights(options.exportOnnxModel, options.exportOnnxOut,
                            byName);
 }
 
-std::string Run::saveOutputs() const {
+absl::Status Run::saveOutputs() const {
   const std::string &dir = options.saveOutputsDir;
   // Files are numbered in the order the model returns its outputs (rank 0's
   // Output instructions) and carry the tensor's name: output_<i>_<name>.npy.
@@ -228,11 +229,9 @@ std::string Run::saveOutputs() const {
     Index shape(plan.tensors(t).shape().begin(), plan.tensors(t).shape().end());
     std::string path =
         dir + "/output_" + std::to_string(i) + "_" + name + ".npy";
-    if (std::string error = writeNpy(path, shape, it->second.data());
-        !error.empty())
-      return error;
+    PPC_RETURN_IF_ERROR(writeNpy(path, shape, it->second.data()));
   }
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace detail

@@ -22,45 +22,53 @@
 namespace ppc::runtime {
 namespace detail {
 
-std::string Run::checkOptions() const {
+absl::Status Run::checkOptions() const {
   if (options.steps < 1)
-    return "--steps must be at least 1";
+    return absl::InvalidArgumentError("--steps must be at least 1");
   if (options.checkpointEvery < 0)
-    return "--checkpoint-every must not be negative";
+    return absl::InvalidArgumentError(
+        "--checkpoint-every must not be negative");
   if (!options.profileFile.empty() && options.profileDevice.empty() &&
       options.backend != "cpu")
-    return "--profile with --backend " + options.backend +
-           " needs --profile-device: the device model the profile measures, "
-           "as the machine description names it (e.g. H100-SXM5-80GB)";
+    return absl::InvalidArgumentError(
+        "--profile with --backend " + options.backend +
+        " needs --profile-device: the device model the profile measures, "
+        "as the machine description names it (e.g. H100-SXM5-80GB)");
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
-    return "--checkpoint-every needs --checkpoint DIR";
+    return absl::InvalidArgumentError(
+        "--checkpoint-every needs --checkpoint DIR");
   if (options.keepCheckpoints < 1)
-    return "--keep-checkpoints must be at least 1";
+    return absl::InvalidArgumentError("--keep-checkpoints must be at least 1");
   if (options.verify && !options.resumeDir.empty())
-    return "--verify checks the first step from the initial weights and "
-           "cannot be combined with --resume";
+    return absl::InvalidArgumentError(
+        "--verify checks the first step from the initial weights and "
+        "cannot be combined with --resume");
   if (options.verifyTolerance < 0)
-    return "--verify-tolerance must be positive";
+    return absl::InvalidArgumentError("--verify-tolerance must be positive");
   if (options.threads < 1)
-    return "--threads must be at least 1";
+    return absl::InvalidArgumentError("--threads must be at least 1");
   if (!options.lossScale.empty() && options.lossScale != "dynamic" &&
       options.lossScale != "none") {
     char *end = nullptr;
     double scale = std::strtod(options.lossScale.c_str(), &end);
     if (*end != '\0' || !(scale > 0) || !std::isfinite(scale))
-      return "--loss-scale needs 'dynamic', 'none' or a positive number, "
-             "not '" +
-             options.lossScale + "'";
+      return absl::InvalidArgumentError(
+          "--loss-scale needs 'dynamic', 'none' or a positive number, "
+          "not '" +
+          options.lossScale + "'");
   }
   if (options.batches < 0)
-    return "--batches must not be negative";
+    return absl::InvalidArgumentError("--batches must not be negative");
   if (!options.dataDir.empty() && options.batches > 0)
-    return "--batches repeats synthetic batches; --data reads real ones";
+    return absl::InvalidArgumentError(
+        "--batches repeats synthetic batches; --data reads real ones");
   if (!options.dataDir.empty() && !options.inputs.empty())
-    return "--data and --input both give inputs; use one";
+    return absl::InvalidArgumentError(
+        "--data and --input both give inputs; use one");
   if (!options.verifyBackend.empty() && !options.verify)
-    return "--verify-backend names the backend of --verify's single-device "
-           "step: add --verify";
+    return absl::InvalidArgumentError(
+        "--verify-backend names the backend of --verify's single-device "
+        "step: add --verify");
   RunFiles files;
   files.outputs = {{"--export-onnx target", options.exportOnnxOut},
                    {"--trace", options.traceFile},
@@ -74,12 +82,11 @@ std::string Run::checkOptions() const {
   files.inputDirectories = {{"the checkpoint directory", options.checkpointDir},
                             {"the checkpoint directory", options.resumeDir},
                             {"the data directory", options.dataDir}};
-  if (std::string problem = checkOutputsSpareInputs(files); !problem.empty())
-    return problem;
-  return "";
+  PPC_RETURN_IF_ERROR(checkOutputsSpareInputs(files));
+  return absl::OkStatus();
 }
 
-std::string Run::checkMemory() const {
+absl::Status Run::checkMemory() const {
   // Buffers are sized by boxes of tensors whose bytes validatePlan checked
   // to fit in int64; sums are in double, which cannot overflow.
   const int slots = numOptimizerSlots(plan.optimizer());
@@ -164,13 +171,14 @@ std::string Run::checkMemory() const {
   const double memory =
       double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   if (need + reference <= memory)
-    return "";
+    return absl::OkStatus();
   std::string message = "rank " + std::to_string(rank) + " needs " + gib(need) +
                         " for its buffers (the largest: " + largestName + ", " +
                         gib(largest) + ")";
   if (reference > 0)
     message += " and " + gib(reference) + " for --verify's whole tensors";
-  return message + " but this machine has " + gib(memory) + " of memory";
+  return absl::InvalidArgumentError(message + " but this machine has " +
+                                    gib(memory) + " of memory");
 }
 
 std::string Run::runIdentity() const {
@@ -192,11 +200,11 @@ std::string Run::runIdentity() const {
 }
 
 bool Run::lockCheckpointDirectories() {
-  std::string error;
+  absl::Status error;
   if (rank == 0) {
     if (!options.checkpointDir.empty())
       error = checkpointLock.acquire(options.checkpointDir);
-    if (error.empty() && !options.resumeDir.empty() &&
+    if (error.ok() && !options.resumeDir.empty() &&
         !(checkpointLock.held() &&
           samePath(options.resumeDir, options.checkpointDir))) {
       // Resuming locks too: another job must not write the checkpoint
@@ -211,40 +219,44 @@ bool Run::lockCheckpointDirectories() {
 
 bool Run::resume(int64_t &steps) {
   std::string dir;
-  std::string error = readLatest(options.resumeDir, dir);
+  absl::Status error = readLatest(options.resumeDir, dir);
   CheckpointMarker marker;
-  if (error.empty())
+  if (error.ok())
     error = readCompleteMarker(dir, marker);
-  if (error.empty() && marker.numRanks != comm.size())
-    error = "checkpoint '" + dir + "' was written by a run of " +
-            std::to_string(marker.numRanks) + " ranks; this one has " +
-            std::to_string(comm.size());
-  if (error.empty() && marker.planHash != hash)
-    error = "checkpoint '" + dir + "' was written for another plan (plan " +
-            hex(marker.planHash) + ", this plan " + hex(hash) + ")";
-  if (error.empty() && !marker.run.empty() && marker.run != runIdentity() &&
+  if (error.ok() && marker.numRanks != comm.size())
+    error = absl::InvalidArgumentError(
+        "checkpoint '" + dir + "' was written by a run of " +
+        std::to_string(marker.numRanks) + " ranks; this one has " +
+        std::to_string(comm.size()));
+  if (error.ok() && marker.planHash != hash)
+    error = absl::InvalidArgumentError(
+        "checkpoint '" + dir + "' was written for another plan (plan " +
+        hex(marker.planHash) + ", this plan " + hex(hash) + ")");
+  if (error.ok() && !marker.run.empty() && marker.run != runIdentity() &&
       !options.resumeOtherRun)
-    error = "checkpoint '" + dir + "' was written by another run (" +
-            marker.run + "), not this one (" + runIdentity() +
-            "): resume it anyway with --resume-other-run, or give this run "
-            "its own directory";
+    error = absl::InvalidArgumentError(
+        "checkpoint '" + dir + "' was written by another run (" + marker.run +
+        "), not this one (" + runIdentity() +
+        "): resume it anyway with --resume-other-run, or give this run "
+        "its own directory");
   if (anyFailed(error, true))
     return false;
 
   Checkpoint checkpoint;
   const std::string path = checkpointFileName(dir, rank);
   error = readCheckpointFile(path, checkpoint);
-  if (error.empty() &&
-      (checkpoint.planHash != hash || checkpoint.rank != rank ||
-       checkpoint.numRanks != comm.size()))
-    error = "'" + path + "' is not this plan's checkpoint of rank " +
-            std::to_string(rank);
-  if (error.empty() && checkpoint.steps != marker.steps)
-    error = "'" + path + "' is of step " + std::to_string(checkpoint.steps) +
-            " but '" + dir + "/COMPLETE' says step " +
-            std::to_string(marker.steps) +
-            " (a run was killed while writing the checkpoint)";
-  if (error.empty())
+  if (error.ok() && (checkpoint.planHash != hash || checkpoint.rank != rank ||
+                     checkpoint.numRanks != comm.size()))
+    error = absl::InvalidArgumentError(
+        "'" + path + "' is not this plan's checkpoint of rank " +
+        std::to_string(rank));
+  if (error.ok() && checkpoint.steps != marker.steps)
+    error = absl::InvalidArgumentError(
+        "'" + path + "' is of step " + std::to_string(checkpoint.steps) +
+        " but '" + dir + "/COMPLETE' says step " +
+        std::to_string(marker.steps) +
+        " (a run was killed while writing the checkpoint)");
+  if (error.ok())
     error = runner.restoreState(checkpoint);
   if (anyFailed(error, false))
     return false;
@@ -257,7 +269,7 @@ bool Run::writeCheckpoint(int64_t steps) {
   // rank's file, COMPLETE, then LATEST, which commits the step.
   const std::string &dir = options.checkpointDir;
   bool alternate = false;
-  std::string error;
+  absl::Status error;
   if (rank == 0)
     error = prepareStepDirectory(dir, steps, alternate);
   if (anyFailed(error, false))
@@ -278,7 +290,7 @@ bool Run::writeCheckpoint(int64_t steps) {
   if (rank == 0) {
     error = writeCompleteMarker(dir + "/" + name,
                                 {steps, comm.size(), hash, runIdentity()});
-    if (error.empty())
+    if (error.ok())
       error = writeLatest(dir, name);
   }
   if (anyFailed(error, false))
@@ -286,10 +298,10 @@ bool Run::writeCheckpoint(int64_t steps) {
   // Older checkpoints go only once LATEST names the new one; failing to
   // remove one costs disk space, not the run.
   if (rank == 0)
-    if (std::string e = pruneCheckpoints(dir, options.keepCheckpoints);
-        !e.empty())
+    if (absl::Status e = pruneCheckpoints(dir, options.keepCheckpoints);
+        !e.ok())
       err << "ppc-run: warning: cannot remove old checkpoints of '" << dir
-          << "': " << e << "\n";
+          << "': " << e.message() << "\n";
   return true;
 }
 

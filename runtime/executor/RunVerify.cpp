@@ -39,11 +39,10 @@ using VerifyTable = std::map<std::pair<int, int32_t>, VerifyRow>;
 
 /// Every rank's kinked-op inputs (ProgramRunner::kinkInputs) as whole
 /// tensors, on every rank: records of int64 words (tensor, rank, lo, hi,
-/// element count) and then the floats, gathered over the world. "" or the
-/// error.
-std::string gatherKinkInputs(const Plan &plan, Communicator &comm,
-                             const std::vector<BoxValues> &mine,
-                             KinkInputs &whole) {
+/// element count) and then the floats, gathered over the world.
+absl::Status gatherKinkInputs(const Plan &plan, Communicator &comm,
+                              const std::vector<BoxValues> &mine,
+                              KinkInputs &whole) {
   std::string bytes;
   auto put = [&](const void *data, size_t n) {
     bytes.append(static_cast<const char *>(data), n);
@@ -62,8 +61,9 @@ std::string gatherKinkInputs(const Plan &plan, Communicator &comm,
     return std::string("verify: sizing the inputs of kinked ops");
   })[0] * comm.size();
   if (total >= double(std::numeric_limits<int>::max()))
-    return "verify: the inputs of relu-like ops (" + format("%.0f", total) +
-           " bytes from all ranks) are too large to gather";
+    return absl::InvalidArgumentError(
+        "verify: the inputs of relu-like ops (" + format("%.0f", total) +
+        " bytes from all ranks) are too large to gather");
   std::vector<std::string> all = comm.allGatherStrings(
       bytes, [] { return std::string("verify: gathering kinked inputs"); });
   for (const std::string &from : all) {
@@ -93,7 +93,7 @@ std::string gatherKinkInputs(const Plan &plan, Communicator &comm,
                  });
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 /// Compares box [lo, hi) of a tensor against the whole reference tensor
@@ -195,14 +195,17 @@ int Run::verify(int64_t step, double lossScale) {
   ReferenceStep ref;
   // The reference may run on another backend (--verify-backend).
   std::unique_ptr<Backend> other;
-  std::string otherError;
+  absl::Status otherError;
   if (!options.verifyBackend.empty() &&
-      options.verifyBackend != options.backend &&
-      !(other = createBackend(options.verifyBackend,
-                              {options.threads, options.referenceKernels},
-                              otherError)))
-    otherError =
-        "--verify-backend " + options.verifyBackend + ": " + otherError;
+      options.verifyBackend != options.backend) {
+    absl::StatusOr<std::unique_ptr<Backend>> started = createBackend(
+        options.verifyBackend, {options.threads, options.referenceKernels});
+    if (started.ok())
+      other = std::move(*started);
+    else
+      otherError = annotate(started.status(),
+                            "--verify-backend " + options.verifyBackend);
+  }
   if (anyFailed(otherError, false))
     return 1;
   // The reference follows the partitioned run's side of each kink.

@@ -24,20 +24,21 @@ std::string traceEventsJson(const std::vector<TraceEvent> &events, int rank) {
   return ct::eventLines(json);
 }
 
-std::string writeChromeTrace(const std::string &path,
-                             const std::vector<std::string> &ranks,
-                             int64_t step) {
+absl::Status writeChromeTrace(const std::string &path,
+                              const std::vector<std::string> &ranks,
+                              int64_t step) {
   std::ofstream out(path);
   if (!out)
-    return "cannot open trace file '" + path + "' for writing";
+    return absl::InvalidArgumentError("cannot open trace file '" + path +
+                                      "' for writing");
   ct::Writer writer(out, ct::Json{{"otherData", ct::Json{{"step", step}}}});
   for (const std::string &rank : ranks)
     writer.addPiece(rank);
   writer.finish();
   out.close();
   if (!out)
-    return "cannot write trace file '" + path + "'";
-  return "";
+    return absl::InvalidArgumentError("cannot write trace file '" + path + "'");
+  return absl::OkStatus();
 }
 
 } // namespace ppc::runtime

@@ -11,6 +11,7 @@
 #define PPC_RUNTIME_EXECUTOR_TRACE_H
 
 #include "ProgramRunner.h"
+#include "ppc/Support/Status.h"
 
 #include <string>
 #include <vector>
@@ -21,9 +22,9 @@ namespace ppc::runtime {
 std::string traceEventsJson(const std::vector<TraceEvent> &events, int rank);
 
 /// Writes the trace of every rank's events (traceEventsJson per rank).
-std::string writeChromeTrace(const std::string &path,
-                             const std::vector<std::string> &ranks,
-                             int64_t step);
+absl::Status writeChromeTrace(const std::string &path,
+                              const std::vector<std::string> &ranks,
+                              int64_t step);
 
 } // namespace ppc::runtime
 

@@ -17,48 +17,51 @@ namespace ppc::runtime {
 
 using namespace ppc::planfile;
 
-std::string writePlanFile(const Plan &plan, const std::string &path,
-                          bool text) {
+absl::Status writePlanFile(const Plan &plan, const std::string &path,
+                           bool text) {
   std::string bytes;
   if (text) {
     if (!google::protobuf::TextFormat::PrintToString(plan, &bytes))
-      return "cannot print the plan as text";
+      return absl::InvalidArgumentError("cannot print the plan as text");
   } else if (!plan.SerializeToString(&bytes)) {
-    return "cannot serialize the plan";
+    return absl::InvalidArgumentError("cannot serialize the plan");
   }
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      return "cannot open '" + tmp + "' for writing";
+      return absl::InvalidArgumentError("cannot open '" + tmp +
+                                        "' for writing");
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out)
-      return "cannot write '" + tmp + "'";
+      return absl::InvalidArgumentError("cannot write '" + tmp + "'");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return "cannot rename '" + tmp + "' to '" + path + "'";
-  return "";
+    return absl::InvalidArgumentError("cannot rename '" + tmp + "' to '" +
+                                      path + "'");
+  return absl::OkStatus();
 }
 
-std::string readPlanFile(const std::string &path, Plan &plan) {
+absl::Status readPlanFile(const std::string &path, Plan &plan) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return "cannot open plan file '" + path + "'";
+    return absl::InvalidArgumentError("cannot open plan file '" + path + "'");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parsePlan(buffer.str(), path, plan);
 }
 
-std::string parsePlan(const std::string &bytes, const std::string &path,
-                      Plan &plan) {
+absl::Status parsePlan(const std::string &bytes, const std::string &path,
+                       Plan &plan) {
   if (bytes.empty())
-    return "plan file '" + path + "' is empty";
+    return absl::InvalidArgumentError("plan file '" + path + "' is empty");
   // Text plans start with a field name ("version: 1"); binary ones with the
   // tag byte of field 1 (0x08).
   if (bytes[0] == 0x08) {
     if (!plan.ParseFromString(bytes))
-      return "'" + path + "' is not a ppc plan file (protobuf parse failed)";
+      return absl::InvalidArgumentError(
+          "'" + path + "' is not a ppc plan file (protobuf parse failed)");
   } else {
     // Keep the text parser's first error for our message, not its log.
     struct FirstError : google::protobuf::io::ErrorCollector {
@@ -72,7 +75,8 @@ std::string parsePlan(const std::string &bytes, const std::string &path,
     google::protobuf::TextFormat::Parser parser;
     parser.RecordErrorsTo(&error);
     if (!parser.ParseFromString(bytes, &plan))
-      return "'" + path + "' is not a ppc plan file (" + error.text + ")";
+      return absl::InvalidArgumentError(
+          "'" + path + "' is not a ppc plan file (" + error.text + ")");
     // The text parser takes strings that are not UTF-8 ("\377", raw bytes),
     // which proto3 forbids and the binary parser rejects: such a plan would
     // not survive being written back (found by ppc-plan-fuzzer).
@@ -80,16 +84,18 @@ std::string parsePlan(const std::string &bytes, const std::string &path,
     std::string binary;
     Plan check;
     if (!plan.SerializeToString(&binary) || !check.ParseFromString(binary))
-      return "'" + path +
-             "' is not a ppc plan file (a string in it is not valid UTF-8)";
+      return absl::InvalidArgumentError(
+          "'" + path +
+          "' is not a ppc plan file (a string in it is not valid UTF-8)");
   }
   if (plan.version() != kPlanVersion)
-    return "plan file '" + path + "' has format version " +
-           std::to_string(plan.version()) + " but this ppc-run reads version " +
-           std::to_string(kPlanVersion) + "; regenerate it with ppc-opt";
-  if (std::string err = validatePlan(plan); !err.empty())
-    return "plan file '" + path + "' is inconsistent: " + err;
-  return "";
+    return absl::InvalidArgumentError(
+        "plan file '" + path + "' has format version " +
+        std::to_string(plan.version()) + " but this ppc-run reads version " +
+        std::to_string(kPlanVersion) + "; regenerate it with ppc-opt");
+  if (absl::Status err = validatePlan(plan); !err.ok())
+    return annotate(err, "plan file '" + path + "' is inconsistent");
+  return absl::OkStatus();
 }
 
 int64_t checkedElementCount(const std::vector<int64_t> &shape) {
@@ -108,29 +114,33 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// "" or why a tensor or scratch buffer of `shape` cannot exist.
-static std::string checkShape(const std::vector<int64_t> &shape) {
+/// Why a tensor or scratch buffer of `shape` cannot exist, if it cannot.
+static absl::Status checkShape(const std::vector<int64_t> &shape) {
   if (checkedElementCount(shape) >= 0)
-    return "";
+    return absl::OkStatus();
   for (int64_t d : shape)
     if (d < 0)
-      return "has a negative dim (shape " + shapeString(shape) + ")";
-  return "of shape " + shapeString(shape) +
-         " has more than 2^61 elements: its float32 bytes do not fit in 64 "
-         "bits";
+      return absl::InvalidArgumentError("has a negative dim (shape " +
+                                        shapeString(shape) + ")");
+  return absl::InvalidArgumentError(
+      "of shape " + shapeString(shape) +
+      " has more than 2^61 elements: its float32 bytes do not fit in 64 "
+      "bits");
 }
 
-static std::string checkBox(const Box &box, const Tensor &tensor) {
+static absl::Status checkBox(const Box &box, const Tensor &tensor) {
   if (box.lo_size() != tensor.shape_size() ||
       box.hi_size() != tensor.shape_size())
-    return "a box of rank " + std::to_string(box.lo_size()) + " on tensor '" +
-           tensor.name() + "' of rank " + std::to_string(tensor.shape_size());
+    return absl::InvalidArgumentError(
+        "a box of rank " + std::to_string(box.lo_size()) + " on tensor '" +
+        tensor.name() + "' of rank " + std::to_string(tensor.shape_size()));
   for (int d = 0; d < box.lo_size(); ++d)
     if (box.lo(d) < 0 || box.hi(d) > tensor.shape(d) || box.lo(d) > box.hi(d))
-      return "box dim " + std::to_string(d) + " [" + std::to_string(box.lo(d)) +
-             ", " + std::to_string(box.hi(d)) + ") is outside tensor '" +
-             tensor.name() + "'";
-  return "";
+      return absl::InvalidArgumentError(
+          "box dim " + std::to_string(d) + " [" + std::to_string(box.lo(d)) +
+          ", " + std::to_string(box.hi(d)) + ") is outside tensor '" +
+          tensor.name() + "'");
+  return absl::OkStatus();
 }
 
 uint64_t fnv1a(const void *data, size_t n) {
@@ -158,66 +168,74 @@ std::string weightsFilePath(const std::string &planPath, const Plan &plan) {
                                     : planPath.substr(0, slash + 1) + file;
 }
 
-std::string validatePlan(const Plan &plan) {
+absl::Status validatePlan(const Plan &plan) {
   const int numTensors = plan.tensors_size();
   const int numOps = plan.ops_size();
   const int numRanks = plan.programs_size();
   if (numRanks == 0)
-    return "it has no programs";
+    return absl::InvalidArgumentError("it has no programs");
   if (plan.machine().num_devices() != 0 &&
       plan.machine().num_devices() != numRanks)
-    return "it has " + std::to_string(numRanks) +
-           " programs for a machine of " +
-           std::to_string(plan.machine().num_devices()) + " devices";
+    return absl::InvalidArgumentError(
+        "it has " + std::to_string(numRanks) + " programs for a machine of " +
+        std::to_string(plan.machine().num_devices()) + " devices");
   for (int t = 0; t < numTensors; ++t) {
     const Tensor &tensor = plan.tensors(t);
     if (tensor.id() != t)
-      return "tensor #" + std::to_string(t) + " has id " +
-             std::to_string(tensor.id());
-    if (std::string err = checkShape(
+      return absl::InvalidArgumentError("tensor #" + std::to_string(t) +
+                                        " has id " +
+                                        std::to_string(tensor.id()));
+    if (absl::Status err = checkShape(
             std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()));
-        !err.empty())
-      return "tensor '" + tensor.name() + "' " + err;
+        !err.ok())
+      return withMessage(err,
+                         "tensor '" + tensor.name() + "' " + messageOf(err));
   }
   for (const Tensor &tensor : plan.tensors()) {
     if (tensor.init() != Tensor::WEIGHTS_FILE)
       continue;
     if (!plan.has_weights_file() || plan.weights_file().path().empty())
-      return "tensor '" + tensor.name() +
-             "' is in a weights file, but the plan names none";
+      return absl::InvalidArgumentError(
+          "tensor '" + tensor.name() +
+          "' is in a weights file, but the plan names none");
     int64_t count = 1;
     for (int64_t d : tensor.shape())
       count *= d;
     const int64_t fileCount = plan.weights_file().size_bytes() / 4;
     if (tensor.weights_count() != count || tensor.weights_offset() < 0 ||
         tensor.weights_offset() > fileCount - count)
-      return "tensor '" + tensor.name() + "' has " +
-             std::to_string(tensor.weights_count()) + " values at element " +
-             std::to_string(tensor.weights_offset()) +
-             " of the weights file (" + std::to_string(fileCount) +
-             " elements) for " + std::to_string(count) + " elements";
+      return absl::InvalidArgumentError(
+          "tensor '" + tensor.name() + "' has " +
+          std::to_string(tensor.weights_count()) + " values at element " +
+          std::to_string(tensor.weights_offset()) + " of the weights file (" +
+          std::to_string(fileCount) + " elements) for " +
+          std::to_string(count) + " elements");
   }
   for (int o = 0; o < numOps; ++o) {
     const Op &op = plan.ops(o);
     if (op.id() != o)
-      return "op #" + std::to_string(o) + " has id " + std::to_string(op.id());
+      return absl::InvalidArgumentError("op #" + std::to_string(o) +
+                                        " has id " + std::to_string(op.id()));
     for (int t : op.operands())
       if (t < 0 || t >= numTensors)
-        return "op '" + op.name() + "' reads tensor " + std::to_string(t) +
-               " of " + std::to_string(numTensors);
+        return absl::InvalidArgumentError(
+            "op '" + op.name() + "' reads tensor " + std::to_string(t) +
+            " of " + std::to_string(numTensors));
     for (int t : op.results())
       if (t < 0 || t >= numTensors)
-        return "op '" + op.name() + "' writes tensor " + std::to_string(t) +
-               " of " + std::to_string(numTensors);
+        return absl::InvalidArgumentError(
+            "op '" + op.name() + "' writes tensor " + std::to_string(t) +
+            " of " + std::to_string(numTensors));
   }
   if (plan.training() &&
       (plan.loss_tensor() < 0 || plan.loss_tensor() >= numTensors))
-    return "a training plan without a loss tensor";
+    return absl::InvalidArgumentError("a training plan without a loss tensor");
   for (int r = 0; r < numRanks; ++r) {
     const Program &program = plan.programs(r);
     std::string where = "rank " + std::to_string(r) + ": ";
     if (program.rank() != r)
-      return where + "program has rank " + std::to_string(program.rank());
+      return absl::InvalidArgumentError(where + "program has rank " +
+                                        std::to_string(program.rank()));
     std::set<int> buffers;
     auto known = [&](int b) { return buffers.count(b) != 0; };
     // Of each tensor buffer allocated: its element count, dtype and grad,
@@ -231,13 +249,15 @@ std::string validatePlan(const Plan &plan) {
       case Instruction::kAlloc: {
         const Buffer &b = instr.alloc().buffer();
         if (!buffers.insert(b.id()).second)
-          return at + "buffer " + std::to_string(b.id()) + " allocated twice";
+          return absl::InvalidArgumentError(
+              at + "buffer " + std::to_string(b.id()) + " allocated twice");
         if (b.tensor() >= numTensors)
-          return at + "buffer of unknown tensor " + std::to_string(b.tensor());
+          return absl::InvalidArgumentError(at + "buffer of unknown tensor " +
+                                            std::to_string(b.tensor()));
         if (b.tensor() >= 0) {
-          if (std::string err = checkBox(b.box(), plan.tensors(b.tensor()));
-              !err.empty())
-            return at + err;
+          if (absl::Status err = checkBox(b.box(), plan.tensors(b.tensor()));
+              !err.ok())
+            return withMessage(err, at + messageOf(err));
           int64_t elements = 1;
           for (int d = 0; d < b.box().lo_size(); ++d)
             elements *= b.box().hi(d) - b.box().lo(d);
@@ -247,26 +267,30 @@ std::string validatePlan(const Plan &plan) {
             const int base = instr.alloc().view();
             auto it = viewable.find(base);
             if (!known(base) || it == viewable.end())
-              return at + "buffer " + std::to_string(b.id()) +
-                     " is a view of buffer " + std::to_string(base) +
-                     ", which is not an allocated buffer of a tensor";
+              return absl::InvalidArgumentError(
+                  at + "buffer " + std::to_string(b.id()) +
+                  " is a view of buffer " + std::to_string(base) +
+                  ", which is not an allocated buffer of a tensor");
             if (it->second != shape)
-              return at + "buffer " + std::to_string(b.id()) + " (" +
-                     std::to_string(elements) + " " + std::get<1>(shape) +
-                     (b.grad() ? " gradient" : "") +
-                     " elements) is a view of buffer " + std::to_string(base) +
-                     " (" + std::to_string(std::get<0>(it->second)) + " " +
-                     std::get<1>(it->second) +
-                     (std::get<2>(it->second) ? " gradient" : "") +
-                     " elements)";
+              return absl::InvalidArgumentError(
+                  at + "buffer " + std::to_string(b.id()) + " (" +
+                  std::to_string(elements) + " " + std::get<1>(shape) +
+                  (b.grad() ? " gradient" : "") +
+                  " elements) is a view of buffer " + std::to_string(base) +
+                  " (" + std::to_string(std::get<0>(it->second)) + " " +
+                  std::get<1>(it->second) +
+                  (std::get<2>(it->second) ? " gradient" : "") + " elements)");
           }
           viewable[b.id()] = shape;
         } else if (instr.alloc().has_view()) {
-          return at + "scratch buffer " + std::to_string(b.id()) + " is a view";
-        } else if (std::string err = checkShape(std::vector<int64_t>(
+          return absl::InvalidArgumentError(
+              at + "scratch buffer " + std::to_string(b.id()) + " is a view");
+        } else if (absl::Status err = checkShape(std::vector<int64_t>(
                        b.shape().begin(), b.shape().end()));
-                   !err.empty()) {
-          return at + "scratch buffer " + std::to_string(b.id()) + " " + err;
+                   !err.ok()) {
+          return withMessage(err, at + "scratch buffer " +
+                                      std::to_string(b.id()) + " " +
+                                      messageOf(err));
         }
         break;
       }
@@ -288,7 +312,8 @@ std::string validatePlan(const Plan &plan) {
         int peer = send ? instr.send().peer() : instr.recv().peer();
         used = {send ? instr.send().buffer() : instr.recv().buffer()};
         if (peer < 0 || peer >= numRanks || peer == r)
-          return at + "peer " + std::to_string(peer) + " is not another rank";
+          return absl::InvalidArgumentError(
+              at + "peer " + std::to_string(peer) + " is not another rank");
         break;
       }
       case Instruction::kKernel:
@@ -296,7 +321,8 @@ std::string validatePlan(const Plan &plan) {
         bool fwd = instr.kind_case() == Instruction::kKernel;
         int op = fwd ? instr.kernel().op() : instr.kernel_backward().op();
         if (op < 0 || op >= numOps)
-          return at + "kernel of unknown op " + std::to_string(op);
+          return absl::InvalidArgumentError(at + "kernel of unknown op " +
+                                            std::to_string(op));
         if (fwd) {
           used.assign(instr.kernel().inputs().begin(),
                       instr.kernel().inputs().end());
@@ -318,11 +344,13 @@ std::string validatePlan(const Plan &plan) {
         bool member = false;
         for (int m : c.group()) {
           if (m < 0 || m >= numRanks)
-            return at + "collective group names rank " + std::to_string(m);
+            return absl::InvalidArgumentError(
+                at + "collective group names rank " + std::to_string(m));
           member |= m == r;
         }
         if (!member)
-          return at + "collective over a group without this rank";
+          return absl::InvalidArgumentError(
+              at + "collective over a group without this rank");
         used = {c.buffer()};
         break;
       }
@@ -337,13 +365,14 @@ std::string validatePlan(const Plan &plan) {
       }
       for (int b : used)
         if (!known(b))
-          return at + "uses buffer " + std::to_string(b) +
-                 " before it is allocated";
+          return absl::InvalidArgumentError(at + "uses buffer " +
+                                            std::to_string(b) +
+                                            " before it is allocated");
       if (instr.kind_case() == Instruction::kFree)
         buffers.erase(instr.free().buffer());
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 OpDesc describeOp(const ppc::planfile::Plan &plan,

@@ -23,10 +23,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   const std::string dir = argv[1];
-  std::string err = makeDirectories(dir);
+  absl::Status err = makeDirectories(dir);
   auto write = [&](const pf::Plan &plan, const std::string &name,
                    bool text = false) {
-    if (err.empty())
+    if (err.ok())
       err = writePlanFile(plan, dir + "/" + name, text);
   };
   write(dataMovementPlan(2), "data-movement-2.plan");
@@ -81,12 +81,13 @@ int main(int argc, char **argv) {
   std::vector<float> x(24), wrong(3);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = 0.25f * static_cast<float>(i) - 3.0f;
-  if (err.empty())
+  if (err.ok())
     err = writeNpy(dir + "/x.npy", {4, 6}, x.data());
-  if (err.empty())
+  if (err.ok())
     err = writeNpy(dir + "/x-wrong-shape.npy", {3}, wrong.data());
-  if (!err.empty()) {
-    std::fprintf(stderr, "make-test-plans: %s\n", err.c_str());
+  if (!err.ok()) {
+    std::fprintf(stderr, "make-test-plans: %s\n",
+                 std::string(err.message()).c_str());
     return 1;
   }
   return 0;

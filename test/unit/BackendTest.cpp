@@ -8,12 +8,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "DnnlMatmul.h"
+#include "StatusText.h"
 #include "ppc/Runtime/CpuBackend.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+
+using ppc::test::statusText;
 
 using namespace ppc::runtime;
 
@@ -197,9 +200,9 @@ TEST(CpuBackend, SixteenBitKernelsComputeInFloatAndRoundTheirResults) {
     backend->write(*A, 0, a.data(), m * k);
     backend->write(*B, 0, b.data(), k * n);
     KernelContext ctx;
-    ASSERT_EQ(backend->forward(matmulOp(m, k, n), ctx,
-                               {whole(A, {m, k}), whole(B, {k, n})},
-                               {whole(C, {m, n})}, {}),
+    ASSERT_EQ(statusText(backend->forward(matmulOp(m, k, n), ctx,
+                                          {whole(A, {m, k}), whole(B, {k, n})},
+                                          {whole(C, {m, n})}, {})),
               "");
     // bf16 matmuls run as oneDNN bf16 GEMMs, whose float sums go in
     // another order: the rounded result may differ by one bf16 step.
@@ -216,10 +219,10 @@ TEST(CpuBackend, SixteenBitKernelsComputeInFloatAndRoundTheirResults) {
     backend->fill(*dC, 1.0);
     backend->fill(*dA, 0.5);
     DeviceView noGrad{nullptr, 0, {k, n}, {0, 0}, {0, 0}};
-    ASSERT_EQ(backend->backward(matmulOp(m, k, n), ctx,
-                                {whole(A, {m, k}), whole(B, {k, n})},
-                                {whole(C, {m, n})}, {whole(dC, {m, n})},
-                                {whole(dA, {m, k}), noGrad}, {}),
+    ASSERT_EQ(statusText(backend->backward(
+                  matmulOp(m, k, n), ctx, {whole(A, {m, k}), whole(B, {k, n})},
+                  {whole(C, {m, n})}, {whole(dC, {m, n})},
+                  {whole(dA, {m, k}), noGrad}, {})),
               "");
     std::vector<float> grad = read(*backend, *dA);
     for (int64_t i = 0; i < m; ++i)

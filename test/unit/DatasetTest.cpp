@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StatusText.h"
 #include "TestPlans.h"
 
 #include "ppc/Runtime/Checkpoint.h"
@@ -28,6 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+using ppc::test::statusText;
+
 using namespace ppc::runtime;
 using namespace ppc::runtime::testing;
 using Index = std::vector<int64_t>;
@@ -38,7 +41,7 @@ std::string freshDir(const std::string &name) {
   std::string dir = ::testing::TempDir() + "ppc-dataset-test-" +
                     std::to_string(getpid()) + "-" + name;
   EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
-  EXPECT_EQ(makeDirectories(dir), "");
+  EXPECT_EQ(statusText(makeDirectories(dir)), "");
   return dir;
 }
 
@@ -54,7 +57,7 @@ pf::Plan inputPlan(int64_t batch) {
 /// `records` records: x row r is (100 r, 100 r + 1, 100 r + 2), label r %
 /// 10; x in shards of at most `shard` records, labels in one file.
 void writeRecords(const std::string &dir, int64_t records, int64_t shard) {
-  ASSERT_EQ(makeDirectories(dir + "/x"), "");
+  ASSERT_EQ(statusText(makeDirectories(dir + "/x")), "");
   for (int64_t first = 0; first < records; first += shard) {
     const int64_t n = std::min(shard, records - first);
     std::vector<float> x;
@@ -63,12 +66,13 @@ void writeRecords(const std::string &dir, int64_t records, int64_t shard) {
         x.push_back(static_cast<float>(100 * r + c));
     char name[32];
     std::snprintf(name, sizeof name, "/x/%03d.npy", int(first / shard));
-    ASSERT_EQ(writeNpy(dir + name, {n, 3}, x.data()), "");
+    ASSERT_EQ(statusText(writeNpy(dir + name, {n, 3}, x.data())), "");
   }
   std::vector<float> labels;
   for (int64_t r = 0; r < records; ++r)
     labels.push_back(static_cast<float>(r % 10));
-  ASSERT_EQ(writeNpy(dir + "/labels.npy", {records}, labels.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/labels.npy", {records}, labels.data())),
+            "");
 }
 
 std::vector<float> load(Dataset &data, int32_t tensor, const Index &lo,
@@ -77,7 +81,7 @@ std::vector<float> load(Dataset &data, int32_t tensor, const Index &lo,
   for (size_t d = 0; d < lo.size(); ++d)
     n *= hi[d] - lo[d];
   std::vector<float> out(static_cast<size_t>(n), -1.0f);
-  EXPECT_EQ(data.load(tensor, lo, hi, step, out.data()), "");
+  EXPECT_EQ(statusText(data.load(tensor, lo, hi, step, out.data())), "");
   return out;
 }
 
@@ -88,7 +92,7 @@ std::unique_ptr<Dataset> open(const pf::Plan &plan, const std::string &dir,
   options.prefetch = prefetch;
   options.seed = 5;
   std::unique_ptr<Dataset> data;
-  EXPECT_EQ(Dataset::open(plan, dir, options, data), "");
+  EXPECT_EQ(statusText(Dataset::open(plan, dir, options, data)), "");
   return data;
 }
 
@@ -185,11 +189,11 @@ TEST(Dataset, DataSourceReadsInputsFromIt) {
   DataSource source(plan, 5, InitMode::Plan);
   Dataset::Options options;
   options.shuffle = false;
-  ASSERT_EQ(source.setDataDirectory(dir, options), "");
+  ASSERT_EQ(statusText(source.setDataDirectory(dir, options)), "");
   std::vector<float> x(9);
-  ASSERT_EQ(source.load(0, {0, 0}, {3, 3}, 2, x.data()), "");
+  ASSERT_EQ(statusText(source.load(0, {0, 0}, {3, 3}, 2, x.data())), "");
   EXPECT_EQ(x[0], 300.0f); // step 2 starts at record 3
-  EXPECT_EQ(source.setInputFile("x", dir + "/labels.npy"),
+  EXPECT_EQ(statusText(source.setInputFile("x", dir + "/labels.npy")),
             "--data and --input both give inputs; use one");
 }
 
@@ -199,7 +203,7 @@ TEST(Dataset, Errors) {
     Dataset::Options options;
     options.allowNonfinite = allowNonfinite;
     std::unique_ptr<Dataset> data;
-    return Dataset::open(plan, dir, options, data);
+    return statusText(Dataset::open(plan, dir, options, data));
   };
   const std::string root = freshDir("errors");
   EXPECT_EQ(error(root + "/none"), "--data " + root + "/none: not a directory");
@@ -231,13 +235,13 @@ TEST(Dataset, Errors) {
 
   dir = root + "/both";
   writeRecords(dir, 6, 6);
-  ASSERT_EQ(makeDirectories(dir + "/labels"), "");
+  ASSERT_EQ(statusText(makeDirectories(dir + "/labels")), "");
   EXPECT_NE(error(dir).find("exist; keep one"), std::string::npos);
 
   dir = root + "/shape";
   writeRecords(dir, 6, 6);
   std::vector<float> wrong(12, 0.0f);
-  ASSERT_EQ(writeNpy(dir + "/x/001.npy", {3, 4}, wrong.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/x/001.npy", {3, 4}, wrong.data())), "");
   EXPECT_NE(error(dir).find("x/001.npy' has shape [3, 4] but input 'x' takes "
                             "records of shape [3] (a file of shape [n, 3])"),
             std::string::npos);
@@ -245,26 +249,26 @@ TEST(Dataset, Errors) {
   dir = root + "/count";
   writeRecords(dir, 6, 4);
   std::vector<float> five(5, 1.0f);
-  ASSERT_EQ(writeNpy(dir + "/labels.npy", {5}, five.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/labels.npy", {5}, five.data())), "");
   EXPECT_NE(error(dir).find("input 'labels' has 5 records but 'x' has 6"),
             std::string::npos);
 
   dir = root + "/label";
   writeRecords(dir, 6, 6);
   std::vector<float> labels = {0, 1, 2, 10, 4, 5};
-  ASSERT_EQ(writeNpy(dir + "/labels.npy", {6}, labels.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/labels.npy", {6}, labels.data())), "");
   EXPECT_NE(error(dir).find("labels.npy' element 3 (record 3) is 10.000000, "
                             "not a class in [0, 10)"),
             std::string::npos);
   labels[3] = 1.5f;
-  ASSERT_EQ(writeNpy(dir + "/labels.npy", {6}, labels.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/labels.npy", {6}, labels.data())), "");
   EXPECT_NE(error(dir).find("not a class"), std::string::npos);
 
   dir = root + "/nan";
   writeRecords(dir, 6, 6);
   std::vector<float> x(18, 1.0f);
   x[7] = std::numeric_limits<float>::quiet_NaN();
-  ASSERT_EQ(writeNpy(dir + "/x/000.npy", {6, 3}, x.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/x/000.npy", {6, 3}, x.data())), "");
   EXPECT_NE(error(dir).find("000.npy' element 7 (record 2) is nan; "
                             "--allow-nonfinite accepts"),
             std::string::npos);
@@ -276,11 +280,11 @@ TEST(Dataset, Errors) {
   EXPECT_NE(error(dir).find("x/' has no .npy files"), std::string::npos);
 
   dir = root + "/scalar";
-  ASSERT_EQ(makeDirectories(dir), "");
+  ASSERT_EQ(statusText(makeDirectories(dir)), "");
   PlanBuilder scalar(1, false);
   scalar.tensor("s", {}, Tensor::INPUT);
   std::unique_ptr<Dataset> data;
-  EXPECT_EQ(Dataset::open(scalar.plan, dir, {}, data),
+  EXPECT_EQ(statusText(Dataset::open(scalar.plan, dir, {}, data)),
             "--data " + dir +
                 ": input 's' is a scalar; a dataset's inputs have a batch "
                 "dimension");
@@ -303,7 +307,7 @@ TEST(Npy, ReadsFloat16Exactly) {
   file.write(reinterpret_cast<const char *>(bits), sizeof bits);
   file.close();
   NpyArray array;
-  ASSERT_EQ(readNpy(dir + "/h.npy", array), "");
+  ASSERT_EQ(statusText(readNpy(dir + "/h.npy", array)), "");
   ASSERT_EQ(array.data.size(), 4u);
   EXPECT_EQ(array.data[0], 1.0f);
   EXPECT_EQ(array.data[1], -2.5f);
@@ -351,19 +355,20 @@ TEST(OnnxExport, ReplacesInitializersInTheirOwnType) {
   b.tensor("w16", {11}, Tensor::WEIGHT);
   b.tensor("wbf", {3}, Tensor::FROZEN);
   b.tensor("w64", {1}, Tensor::WEIGHT);
-  EXPECT_EQ(checkOnnxWeights(in, b.plan), "");
+  EXPECT_EQ(statusText(checkOnnxWeights(in, b.plan)), "");
   PlanBuilder other(1, true);
   other.tensor("w32", {3}, Tensor::WEIGHT);
-  EXPECT_EQ(checkOnnxWeights(in, other.plan),
+  EXPECT_EQ(statusText(checkOnnxWeights(in, other.plan)),
             "initializer 'w32' of '" + in +
                 "' has shape [2] but the plan's weight [3]");
   other.tensor("nope", {1}, Tensor::WEIGHT);
   *other.plan.mutable_tensors(0)->mutable_shape() = b.plan.tensors(0).shape();
-  EXPECT_NE(checkOnnxWeights(in, other.plan).find("has no initializer 'nope'"),
+  EXPECT_NE(statusText(checkOnnxWeights(in, other.plan))
+                .find("has no initializer 'nope'"),
             std::string::npos);
 
   const float third = 1.0f / 3.0f;
-  ASSERT_EQ(exportOnnxWeights(
+  ASSERT_EQ(statusText(exportOnnxWeights(
                 in, out,
                 {{"w32", {1.5f, -2.0f}},
                  {"w16",
@@ -373,7 +378,7 @@ TEST(OnnxExport, ReplacesInitializersInTheirOwnType) {
                    1.0f + std::ldexp(3.0f, -12), 1.0f + std::ldexp(1.0f, -11),
                    1.0f + std::ldexp(3.0f, -11)}},
                  {"wbf", {1.0f, third, -0.0f}},
-                 {"w64", {0.1f}}}),
+                 {"w64", {0.1f}}})),
             "");
   onnx::ModelProto back;
   {
@@ -401,9 +406,9 @@ TEST(OnnxExport, ReplacesInitializersInTheirOwnType) {
   EXPECT_EQ(inits[4].float_data(0), 0.25f);
   EXPECT_TRUE(inits[4].raw_data().empty());
 
-  EXPECT_EQ(exportOnnxWeights(in, out, {{"nope", {1.0f}}}),
+  EXPECT_EQ(statusText(exportOnnxWeights(in, out, {{"nope", {1.0f}}})),
             "'" + in + "' lacks 1 of the trained weights' initializers");
-  EXPECT_EQ(exportOnnxWeights(dir + "/missing.onnx", out, {}),
+  EXPECT_EQ(statusText(exportOnnxWeights(dir + "/missing.onnx", out, {})),
             "cannot open ONNX model '" + dir + "/missing.onnx'");
 }
 

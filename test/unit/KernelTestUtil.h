@@ -42,6 +42,7 @@
 #ifndef PPC_TEST_UNIT_KERNELTESTUTIL_H
 #define PPC_TEST_UNIT_KERNELTESTUTIL_H
 
+#include "StatusText.h"
 #include "ppc/Runtime/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+using ppc::test::statusText;
 
 namespace ppc::runtime::test {
 
@@ -368,7 +371,8 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
       stageCtx.stage = stage;
       std::vector<TensorView> scratch =
           detail::scratchViews(fwdScratch[p], fwdShapes[p]);
-      run.error = forward(op, stageCtx, inViews[p], outViews[p], scratch);
+      run.error =
+          statusText(forward(op, stageCtx, inViews[p], outViews[p], scratch));
       if (!run.error.empty())
         return run;
     }
@@ -427,8 +431,9 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
       std::vector<TensorView> own =
           detail::scratchViews(bwdScratch[p], bwdShapes[p]);
       scratch.insert(scratch.end(), own.begin(), own.end());
-      run.error = backward(op, stageCtx, inViews[p], outViews[p],
-                           gradOutViews[p], gradInViews[p], scratch);
+      run.error =
+          statusText(backward(op, stageCtx, inViews[p], outViews[p],
+                              gradOutViews[p], gradInViews[p], scratch));
       if (!run.error.empty())
         return run;
     }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Target/PlanExport.h"
+#include "StatusText.h"
 #include "ppc/Runtime/PlanIO.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -22,6 +23,8 @@
 
 #include <fstream>
 #include <sstream>
+
+using ppc::test::statusText;
 
 using namespace mlir;
 using namespace ppc;
@@ -233,9 +236,9 @@ TEST_F(PlanExportTest, FilesRoundTrip) {
   pf::Plan message = exported();
   for (bool text : {false, true}) {
     std::string file = path(text ? "plan.txt" : "plan.pb");
-    ASSERT_EQ(runtime::writePlanFile(message, file, text), "");
+    ASSERT_EQ(statusText(runtime::writePlanFile(message, file, text)), "");
     pf::Plan read;
-    ASSERT_EQ(runtime::readPlanFile(file, read), "");
+    ASSERT_EQ(statusText(runtime::readPlanFile(file, read)), "");
     EXPECT_EQ(differences(message, read), "");
   }
 }
@@ -244,9 +247,9 @@ TEST_F(PlanExportTest, ReaderRejectsOtherVersion) {
   pf::Plan message = exported();
   message.set_version(runtime::kPlanVersion + 1);
   std::string file = path("version.pb");
-  ASSERT_EQ(runtime::writePlanFile(message, file, false), "");
+  ASSERT_EQ(statusText(runtime::writePlanFile(message, file, false)), "");
   pf::Plan read;
-  std::string error = runtime::readPlanFile(file, read);
+  std::string error = statusText(runtime::readPlanFile(file, read));
   EXPECT_NE(
       error.find("format version " + std::to_string(runtime::kPlanVersion + 1)),
       std::string::npos)
@@ -269,18 +272,18 @@ TEST_F(PlanExportTest, TextReaderRejectsStringsThatAreNotUtf8) {
     std::string bytes = text;
     bytes.insert(producer + 11, bad);
     pf::Plan read;
-    EXPECT_EQ(runtime::parsePlan(bytes, "bad.txt", read),
+    EXPECT_EQ(statusText(runtime::parsePlan(bytes, "bad.txt", read)),
               "'bad.txt' is not a ppc plan file (a string in it is not valid "
               "UTF-8)")
         << bad;
   }
   pf::Plan read;
-  EXPECT_EQ(runtime::parsePlan(text, "good.txt", read), "");
+  EXPECT_EQ(statusText(runtime::parsePlan(text, "good.txt", read)), "");
 }
 
 TEST_F(PlanExportTest, ReaderRejectsTruncatedFile) {
   std::string file = path("truncated.pb");
-  ASSERT_EQ(runtime::writePlanFile(exported(), file, false), "");
+  ASSERT_EQ(statusText(runtime::writePlanFile(exported(), file, false)), "");
   std::string bytes;
   {
     std::ifstream in(file, std::ios::binary);
@@ -297,7 +300,7 @@ TEST_F(PlanExportTest, ReaderRejectsTruncatedFile) {
       out.write(bytes.data(), static_cast<std::streamsize>(size));
     }
     pf::Plan read;
-    std::string error = runtime::readPlanFile(file, read);
+    std::string error = statusText(runtime::readPlanFile(file, read));
     EXPECT_NE(error, "") << "truncated to " << size << " bytes";
     EXPECT_NE(error.find(file), std::string::npos) << error;
   }
@@ -311,9 +314,9 @@ TEST_F(PlanExportTest, ReaderRejectsBufferUsedBeforeAlloc) {
   ASSERT_TRUE(instructions->Get(2).has_load());
   instructions->SwapElements(1, 2);
   std::string file = path("order.pb");
-  ASSERT_EQ(runtime::writePlanFile(message, file, false), "");
+  ASSERT_EQ(statusText(runtime::writePlanFile(message, file, false)), "");
   pf::Plan read;
-  std::string error = runtime::readPlanFile(file, read);
+  std::string error = statusText(runtime::readPlanFile(file, read));
   EXPECT_NE(error.find("rank 0: instruction 1: uses buffer 0 before it is "
                        "allocated"),
             std::string::npos)
@@ -325,9 +328,9 @@ TEST_F(PlanExportTest, ReaderRejectsViewsThatDoNotFit) {
   // f32 elements of @y).
   auto readBack = [&](const pf::Plan &message) {
     std::string file = path("view.pb");
-    EXPECT_EQ(runtime::writePlanFile(message, file, false), "");
+    EXPECT_EQ(statusText(runtime::writePlanFile(message, file, false)), "");
     pf::Plan read;
-    return runtime::readPlanFile(file, read);
+    return statusText(runtime::readPlanFile(file, read));
   };
   pf::Plan message = exported();
   auto *rank0 = message.mutable_programs(0);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Runtime/RunArgs.h"
+#include "StatusText.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+using ppc::test::statusText;
 
 using namespace ppc::runtime;
 
@@ -25,7 +28,8 @@ std::string parse(std::vector<std::string> words, RunArgs &args) {
   std::vector<const char *> argv;
   for (const std::string &w : words)
     argv.push_back(w.c_str());
-  return parseRunArgs(static_cast<int>(argv.size()), argv.data(), args);
+  return statusText(
+      parseRunArgs(static_cast<int>(argv.size()), argv.data(), args));
 }
 
 std::string error(std::vector<std::string> words) {

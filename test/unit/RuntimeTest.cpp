@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StatusText.h"
 #include "TestPlans.h"
 
 #include "ppc/Runtime/Checkpoint.h"
@@ -29,6 +30,8 @@
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
+
+using ppc::test::statusText;
 
 using namespace ppc::runtime;
 using namespace ppc::runtime::testing;
@@ -58,7 +61,7 @@ std::string tempDir(const std::string &name) {
                     std::to_string(getpid()) + "-" + name;
   std::string cmd = "rm -rf '" + dir + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(makeDirectories(dir), "");
+  EXPECT_EQ(statusText(makeDirectories(dir)), "");
   tempDirs.dirs.push_back(dir);
   return dir;
 }
@@ -78,7 +81,7 @@ void writeFile(const std::string &path, const std::string &bytes) {
 /// The step directory DIR/LATEST names ("" if none).
 std::string latestDir(const std::string &dir) {
   std::string stepDir;
-  return readLatest(dir, stepDir).empty() ? stepDir : "";
+  return statusText(readLatest(dir, stepDir)).empty() ? stepDir : "";
 }
 
 /// runPlan on one rank without MPI; returns the exit code.
@@ -101,9 +104,9 @@ int run(const pf::Plan &plan, const RunOptions &options, std::string *out,
 TEST(RuntimeNpy, WriteReadRoundTrip) {
   std::string dir = tempDir("npy");
   std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -0.125f};
-  ASSERT_EQ(writeNpy(dir + "/a.npy", {2, 3}, values.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/a.npy", {2, 3}, values.data())), "");
   NpyArray a;
-  ASSERT_EQ(readNpy(dir + "/a.npy", a), "");
+  ASSERT_EQ(statusText(readNpy(dir + "/a.npy", a)), "");
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(a.data, values);
   EXPECT_EQ(a.dtype, "<f4");
@@ -111,11 +114,11 @@ TEST(RuntimeNpy, WriteReadRoundTrip) {
   EXPECT_EQ((readFile(dir + "/a.npy").size() - values.size() * 4) % 64, 0u);
 
   float scalar = 4.0f;
-  ASSERT_EQ(writeNpy(dir + "/s.npy", {}, &scalar), "");
-  ASSERT_EQ(readNpy(dir + "/s.npy", a), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/s.npy", {}, &scalar)), "");
+  ASSERT_EQ(statusText(readNpy(dir + "/s.npy", a)), "");
   EXPECT_TRUE(a.shape.empty());
   EXPECT_EQ(a.data, std::vector<float>{4.0f});
-  ASSERT_EQ(writeNpy(dir + "/v.npy", {1}, &scalar), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/v.npy", {1}, &scalar)), "");
   EXPECT_NE(readFile(dir + "/v.npy").find("'shape': (1,)"), std::string::npos);
 }
 
@@ -139,7 +142,7 @@ TEST(RuntimeNpy, ReadsIntegersAsFloats) {
                      "'shape': (2, 2), }",
                      std::string(reinterpret_cast<char *>(labels), 32)));
   NpyArray a;
-  ASSERT_EQ(readNpy(dir + "/l.npy", a), "");
+  ASSERT_EQ(statusText(readNpy(dir + "/l.npy", a)), "");
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(a.data, (std::vector<float>{0, 3, 9, -1}));
 }
@@ -147,26 +150,27 @@ TEST(RuntimeNpy, ReadsIntegersAsFloats) {
 TEST(RuntimeNpy, Errors) {
   std::string dir = tempDir("npy-errors");
   NpyArray a;
-  EXPECT_NE(readNpy(dir + "/missing.npy", a).find("cannot open"),
+  EXPECT_NE(statusText(readNpy(dir + "/missing.npy", a)).find("cannot open"),
             std::string::npos);
   writeFile(dir + "/text.npy", "hello, this is not numpy");
-  EXPECT_NE(readNpy(dir + "/text.npy", a).find("no NUMPY magic"),
+  EXPECT_NE(statusText(readNpy(dir + "/text.npy", a)).find("no NUMPY magic"),
             std::string::npos);
   writeFile(dir + "/f.npy", npyBytes("{'descr': '<f4', 'fortran_order': True, "
                                      "'shape': (2, 2), }",
                                      std::string(16, '\0')));
-  EXPECT_NE(readNpy(dir + "/f.npy", a).find("Fortran order"),
+  EXPECT_NE(statusText(readNpy(dir + "/f.npy", a)).find("Fortran order"),
             std::string::npos);
   writeFile(dir + "/short.npy",
             npyBytes("{'descr': '<f4', 'fortran_order': False, "
                      "'shape': (2, 2), }",
                      std::string(12, '\0')));
-  EXPECT_NE(readNpy(dir + "/short.npy", a).find("truncated data"),
+  EXPECT_NE(statusText(readNpy(dir + "/short.npy", a)).find("truncated data"),
             std::string::npos);
   writeFile(dir + "/c.npy", npyBytes("{'descr': '<c8', 'fortran_order': False, "
                                      "'shape': (1,), }",
                                      std::string(8, '\0')));
-  EXPECT_NE(readNpy(dir + "/c.npy", a).find("dtype '<c8'"), std::string::npos);
+  EXPECT_NE(statusText(readNpy(dir + "/c.npy", a)).find("dtype '<c8'"),
+            std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//
@@ -195,7 +199,7 @@ std::vector<float> loadBox(const DataSource &data, int tensor, const Index &lo,
   for (size_t d = 0; d < lo.size(); ++d)
     n *= hi[d] - lo[d];
   std::vector<float> values(n);
-  EXPECT_EQ(data.load(tensor, lo, hi, step, values.data()), "");
+  EXPECT_EQ(statusText(data.load(tensor, lo, hi, step, values.data())), "");
   return values;
 }
 
@@ -252,8 +256,9 @@ TEST(RuntimeDataSource, InputsChangePerStepWeightsDoNot) {
   for (float v : loadBox(data, 6, {0, 0}, {8, 2}, 1))
     EXPECT_LT(std::fabs(v), 1.0f / std::sqrt(2.0f));
   std::vector<float> a(3);
-  EXPECT_NE(data.load(5, {0}, {3}, 1, a.data()).find("computed by an op"),
-            std::string::npos);
+  EXPECT_NE(
+      statusText(data.load(5, {0}, {3}, 1, a.data())).find("computed by an op"),
+      std::string::npos);
 }
 
 TEST(RuntimeDataSource, SeedInitReplacesWeightDataNotFrozen) {
@@ -273,16 +278,17 @@ TEST(RuntimeDataSource, InputFiles) {
   std::vector<float> x(30);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(i);
-  ASSERT_EQ(writeNpy(dir + "/x.npy", {6, 5}, x.data()), "");
-  ASSERT_EQ(writeNpy(dir + "/bad.npy", {5, 6}, x.data()), "");
-  EXPECT_EQ(data.setInputFile("x", dir + "/x.npy"), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/x.npy", {6, 5}, x.data())), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/bad.npy", {5, 6}, x.data())), "");
+  EXPECT_EQ(statusText(data.setInputFile("x", dir + "/x.npy")), "");
   EXPECT_EQ(loadBox(data, 0, {1, 2}, {2, 4}, 5), (std::vector<float>{7, 8}));
-  EXPECT_EQ(data.setInputFile("nope", dir + "/x.npy"),
+  EXPECT_EQ(statusText(data.setInputFile("nope", dir + "/x.npy")),
             "--input nope: the plan has no tensor 'nope'; its inputs are: x, "
             "labels");
-  EXPECT_NE(data.setInputFile("w", dir + "/x.npy").find("is a weight"),
-            std::string::npos);
-  EXPECT_NE(data.setInputFile("x", dir + "/bad.npy")
+  EXPECT_NE(
+      statusText(data.setInputFile("w", dir + "/x.npy")).find("is a weight"),
+      std::string::npos);
+  EXPECT_NE(statusText(data.setInputFile("x", dir + "/bad.npy"))
                 .find("has shape [5, 6] but the plan expects [6, 5]"),
             std::string::npos);
 }
@@ -369,11 +375,11 @@ Checkpoint sampleCheckpoint() {
 TEST(RuntimeCheckpoint, WriteReadRoundTrip) {
   std::string dir = tempDir("ckpt");
   std::string path = checkpointFileName(dir, 1);
-  ASSERT_EQ(writeCheckpointFile(path, sampleCheckpoint()), "");
+  ASSERT_EQ(statusText(writeCheckpointFile(path, sampleCheckpoint())), "");
   // Written under a temporary name and renamed into place.
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
   Checkpoint c;
-  ASSERT_EQ(readCheckpointFile(path, c), "");
+  ASSERT_EQ(statusText(readCheckpointFile(path, c)), "");
   EXPECT_EQ(c.planHash, 0x0123456789abcdefULL);
   EXPECT_EQ(c.rank, 1);
   EXPECT_EQ(c.numRanks, 2);
@@ -388,53 +394,59 @@ TEST(RuntimeCheckpoint, WriteReadRoundTrip) {
   // A staged file does not replace the committed one until committed.
   Checkpoint later = sampleCheckpoint();
   later.steps = 43;
-  ASSERT_EQ(stageCheckpointFile(path, later), "");
-  ASSERT_EQ(readCheckpointFile(path, c), "");
+  ASSERT_EQ(statusText(stageCheckpointFile(path, later)), "");
+  ASSERT_EQ(statusText(readCheckpointFile(path, c)), "");
   EXPECT_EQ(c.steps, 42);
-  ASSERT_EQ(commitFile(path), "");
-  ASSERT_EQ(readCheckpointFile(path, c), "");
+  ASSERT_EQ(statusText(commitFile(path)), "");
+  ASSERT_EQ(statusText(readCheckpointFile(path, c)), "");
   EXPECT_EQ(c.steps, 43);
 }
 
 TEST(RuntimeCheckpoint, CorruptFiles) {
   std::string dir = tempDir("ckpt-corrupt");
   std::string path = dir + "/c.ckpt";
-  ASSERT_EQ(writeCheckpointFile(path, sampleCheckpoint()), "");
+  ASSERT_EQ(statusText(writeCheckpointFile(path, sampleCheckpoint())), "");
   const std::string good = readFile(path);
   Checkpoint c;
 
   std::string flipped = good;
   flipped[60] ^= 0x10;
   writeFile(path, flipped);
-  EXPECT_NE(readCheckpointFile(path, c).find("checksum mismatch"),
+  EXPECT_NE(statusText(readCheckpointFile(path, c)).find("checksum mismatch"),
             std::string::npos);
   writeFile(path, good.substr(0, good.size() - 9));
-  EXPECT_NE(readCheckpointFile(path, c).find("is corrupt"), std::string::npos);
-  writeFile(path, "PPCCKPX" + good.substr(7));
-  EXPECT_NE(readCheckpointFile(path, c).find("is not a ppc checkpoint"),
+  EXPECT_NE(statusText(readCheckpointFile(path, c)).find("is corrupt"),
             std::string::npos);
+  writeFile(path, "PPCCKPX" + good.substr(7));
+  EXPECT_NE(
+      statusText(readCheckpointFile(path, c)).find("is not a ppc checkpoint"),
+      std::string::npos);
   std::string version = good;
   version[8] = 9;
   writeFile(path, version);
-  EXPECT_NE(readCheckpointFile(path, c).find("has format version 9"),
-            std::string::npos);
-  EXPECT_NE(readCheckpointFile(dir + "/none.ckpt", c).find("cannot open"),
-            std::string::npos);
+  EXPECT_NE(
+      statusText(readCheckpointFile(path, c)).find("has format version 9"),
+      std::string::npos);
+  EXPECT_NE(
+      statusText(readCheckpointFile(dir + "/none.ckpt", c)).find("cannot open"),
+      std::string::npos);
 }
 
 TEST(RuntimeCheckpoint, CompleteMarker) {
   std::string dir = tempDir("marker");
   CheckpointMarker m;
-  EXPECT_NE(readCompleteMarker(dir, m).find("no COMPLETE marker"),
+  EXPECT_NE(statusText(readCompleteMarker(dir, m)).find("no COMPLETE marker"),
             std::string::npos);
-  ASSERT_EQ(writeCompleteMarker(dir, {12, 4, 0xfedcba9876543210ULL}), "");
-  ASSERT_EQ(readCompleteMarker(dir, m), "");
+  ASSERT_EQ(
+      statusText(writeCompleteMarker(dir, {12, 4, 0xfedcba9876543210ULL})), "");
+  ASSERT_EQ(statusText(readCompleteMarker(dir, m)), "");
   EXPECT_EQ(m.steps, 12);
   EXPECT_EQ(m.numRanks, 4);
   EXPECT_EQ(m.planHash, 0xfedcba9876543210ULL);
   EXPECT_EQ(m.run, ""); // written without an identity, read as none
-  ASSERT_EQ(writeCompleteMarker(dir, {13, 2, 1, "seed=7 data=/d x"}), "");
-  ASSERT_EQ(readCompleteMarker(dir, m), "");
+  ASSERT_EQ(
+      statusText(writeCompleteMarker(dir, {13, 2, 1, "seed=7 data=/d x"})), "");
+  ASSERT_EQ(statusText(readCompleteMarker(dir, m)), "");
   EXPECT_EQ(m.steps, 13);
   EXPECT_EQ(m.run, "seed=7 data=/d x");
 }
@@ -442,11 +454,11 @@ TEST(RuntimeCheckpoint, CompleteMarker) {
 TEST(RuntimeCheckpoint, LockKeepsASecondRunOut) {
   std::string dir = tempDir("lock") + "/ckpt";
   CheckpointLock first, second;
-  ASSERT_EQ(first.acquire(dir), ""); // creates the directory
+  ASSERT_EQ(statusText(first.acquire(dir)), ""); // creates the directory
   EXPECT_TRUE(first.held());
   // flock is per open file: a second holder in this process is refused
   // as another process would be, with the holder's pid.
-  std::string refused = second.acquire(dir);
+  std::string refused = statusText(second.acquire(dir));
   EXPECT_NE(refused.find("checkpoint directory '" + dir +
                          "' is in use by another run (pid " +
                          std::to_string(getpid()) + " on "),
@@ -455,28 +467,29 @@ TEST(RuntimeCheckpoint, LockKeepsASecondRunOut) {
   EXPECT_NE(refused.find("give each job its own directory"), std::string::npos);
   EXPECT_FALSE(second.held());
   first.release();
-  EXPECT_EQ(second.acquire(dir), "");
+  EXPECT_EQ(statusText(second.acquire(dir)), "");
   // A lock ends with its holder, however it ends: a child that takes it
   // and is killed leaves it free.
   second.release();
   pid_t child = fork();
   if (child == 0) {
     CheckpointLock mine;
-    while (!mine.acquire(dir).empty()) // the parent's probe may hold it
+    while (!statusText(mine.acquire(dir))
+                .empty()) // the parent's probe may hold it
       usleep(1'000);
     pause();
     _exit(0);
   }
   ASSERT_GT(child, 0);
   CheckpointLock probe;
-  for (int i = 0; i < 200 && probe.acquire(dir).empty(); ++i) {
+  for (int i = 0; i < 200 && statusText(probe.acquire(dir)).empty(); ++i) {
     probe.release(); // the child has not taken it yet
     usleep(10'000);
   }
-  EXPECT_NE(probe.acquire(dir), "");
+  EXPECT_NE(statusText(probe.acquire(dir)), "");
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
-  EXPECT_EQ(probe.acquire(dir), "");
+  EXPECT_EQ(statusText(probe.acquire(dir)), "");
 }
 
 //===----------------------------------------------------------------------===//
@@ -499,7 +512,7 @@ TEST(RuntimeRunPlan, DataMovementOnOneRank) {
   EXPECT_NE(out.find("output  x"), std::string::npos) << out;
   // The output is the input of the last step, exactly.
   NpyArray saved;
-  ASSERT_EQ(readNpy(dir + "/out/output_0_x.npy", saved), "");
+  ASSERT_EQ(statusText(readNpy(dir + "/out/output_0_x.npy", saved)), "");
   DataSource data(plan, options.seed, InitMode::Plan);
   EXPECT_EQ(saved.data, loadBox(data, 0, {0, 0}, {2, 3}, 3));
   std::string log = readFile(options.logFile);
@@ -602,11 +615,12 @@ TEST(RuntimeReference, FollowsThePartitionedSideOfAKink) {
   // element on the other side of 0.
   pf::Plan plan = mlpPlan(1, false);
   DataSource data(plan, 1, InitMode::Plan);
-  std::string error;
-  std::unique_ptr<Backend> backend = createBackend("cpu", {}, error);
-  ASSERT_TRUE(backend) << error;
+  absl::StatusOr<std::unique_ptr<Backend>> started = createBackend("cpu", {});
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  std::unique_ptr<Backend> backend = std::move(*started);
   ReferenceStep own;
-  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, nullptr, 1e-4, own),
+  ASSERT_EQ(statusText(runReferenceStep(plan, data, 1, *backend, 1.0, nullptr,
+                                        1e-4, own)),
             "");
   const int32_t h = tensorNamed(plan, "h"), a = tensorNamed(plan, "a");
   const std::vector<float> &x = own.values[h];
@@ -621,8 +635,8 @@ TEST(RuntimeReference, FollowsThePartitionedSideOfAKink) {
 
   // Within `closeness`: the reference takes relu's derivative 0 there.
   ReferenceStep followed;
-  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, &partitioned, 1.0,
-                             followed),
+  ASSERT_EQ(statusText(runReferenceStep(plan, data, 1, *backend, 1.0,
+                                        &partitioned, 1.0, followed)),
             "");
   EXPECT_EQ(followed.kinksFollowed, 1);
   EXPECT_EQ(followed.kinksApart, 0);
@@ -637,8 +651,8 @@ TEST(RuntimeReference, FollowsThePartitionedSideOfAKink) {
 
   // Further apart than round-off: counted, not followed.
   ReferenceStep apart;
-  ASSERT_EQ(runReferenceStep(plan, data, 1, *backend, 1.0, &partitioned, 1e-12,
-                             apart),
+  ASSERT_EQ(statusText(runReferenceStep(plan, data, 1, *backend, 1.0,
+                                        &partitioned, 1e-12, apart)),
             "");
   EXPECT_EQ(apart.kinksFollowed, 0);
   EXPECT_EQ(apart.kinksApart, 1);
@@ -770,7 +784,8 @@ TEST(RuntimeRunPlan, ResumedRunsEndBitIdentical) {
   EXPECT_EQ(readFile(dir + "/straight" + last + "/COMPLETE"),
             readFile(dir + "/resumed" + last + "/COMPLETE"));
   Checkpoint c;
-  ASSERT_EQ(readCheckpointFile(dir + "/resumed" + last + "/rank-0.ckpt", c),
+  ASSERT_EQ(statusText(readCheckpointFile(
+                dir + "/resumed" + last + "/rank-0.ckpt", c)),
             "");
   EXPECT_EQ(c.steps, 4);
   ASSERT_EQ(c.buffers.size(), 2u); // w and the frozen s
@@ -861,25 +876,28 @@ TEST(RuntimeRunPlan, CheckpointsKeptAndRewritten) {
   std::string out, err;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   // LOCK: the lock a run holds on the directory (kept; free once it ends).
-  EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(4, false),
-                                      stepDirectoryName(5, false)}));
+  EXPECT_EQ(
+      listDir(options.checkpointDir),
+      (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(4, false),
+                                stepDirectoryName(5, false)}));
   options.keepCheckpoints = 3;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(3, false),
-                                      stepDirectoryName(4, false),
-                                      stepDirectoryName(5, false)}));
+            (std::vector<std::string>{
+                "LATEST", "LOCK", stepDirectoryName(3, false),
+                stepDirectoryName(4, false), stepDirectoryName(5, false)}));
   // A new run that writes the step LATEST names writes it under the other
   // name, so LATEST keeps naming a complete one.
   options.checkpointEvery = 0;
   options.keepCheckpoints = 1;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
-  EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(5, true)}));
+  EXPECT_EQ(
+      listDir(options.checkpointDir),
+      (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(5, true)}));
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(5, false)}));
+            (std::vector<std::string>{"LATEST", "LOCK",
+                                      stepDirectoryName(5, false)}));
   RunOptions resume;
   resume.steps = 1;
   resume.resumeDir = options.checkpointDir;
@@ -890,7 +908,8 @@ TEST(RuntimeRunPlan, CheckpointsKeptAndRewritten) {
   options.keepCheckpoints = 2;
   ASSERT_EQ(run(plan, options, &out, &err), 0) << err;
   EXPECT_EQ(listDir(options.checkpointDir),
-            (std::vector<std::string>{"LATEST", "LOCK", stepDirectoryName(3, false)}));
+            (std::vector<std::string>{"LATEST", "LOCK",
+                                      stepDirectoryName(3, false)}));
   options.keepCheckpoints = 0;
   EXPECT_EQ(run(plan, options, &out, &err), 1);
   EXPECT_EQ(err, "ppc-run: --keep-checkpoints must be at least 1\n");
@@ -980,7 +999,7 @@ TEST(RuntimeCheckpoint, EveryInjectedFaultLeavesTheOldOrTheNewCheckpoint) {
       const std::string latest = latestDir(resumed.checkpointDir);
       ASSERT_NE(latest, "");
       CheckpointMarker marker;
-      ASSERT_EQ(readCompleteMarker(latest, marker), "");
+      ASSERT_EQ(statusText(readCompleteMarker(latest, marker)), "");
       EXPECT_GE(marker.steps, 2);
       EXPECT_LE(marker.steps, 4);
       const std::string reference =
@@ -1023,7 +1042,7 @@ TEST(RuntimeRunPlan, NonfiniteInputs) {
   std::vector<float> x(4 * 8, 0.5f);
   x[1 * 8 + 2] = NAN;
   x[3 * 8 + 7] = INFINITY;
-  ASSERT_EQ(writeNpy(dir + "/x.npy", {4, 8}, x.data()), "");
+  ASSERT_EQ(statusText(writeNpy(dir + "/x.npy", {4, 8}, x.data())), "");
   RunOptions options;
   options.steps = 1;
   options.inputs = {{"x", dir + "/x.npy"}};
@@ -1060,15 +1079,15 @@ TEST(RuntimeRunPlan, SizesCheckedBeforeAllocating) {
 
   // Element counts whose bytes overflow int64, and negative dims.
   for (int64_t batch : {int64_t(1) << 62, INT64_MAX})
-    EXPECT_EQ(validatePlan(hugeBatchPlan(1, batch)),
+    EXPECT_EQ(statusText(validatePlan(hugeBatchPlan(1, batch))),
               "tensor 'x' of shape [" + std::to_string(batch) +
                   ", 784] has more than 2^61 elements: its float32 bytes do "
                   "not fit in 64 bits");
-  EXPECT_EQ(validatePlan(hugeBatchPlan(1, -4)),
+  EXPECT_EQ(statusText(validatePlan(hugeBatchPlan(1, -4))),
             "tensor 'x' has a negative dim (shape [-4, 784])");
   PlanBuilder b(1, false);
   b.scratch(0, {int64_t(1) << 40, int64_t(1) << 30});
-  EXPECT_EQ(validatePlan(b.plan),
+  EXPECT_EQ(statusText(validatePlan(b.plan)),
             "rank 0: instruction 0: scratch buffer 0 of shape [1099511627776, "
             "1073741824] has more than 2^61 elements: its float32 bytes do "
             "not fit in 64 bits");
@@ -1080,8 +1099,9 @@ TEST(RuntimeRunPlan, SizesCheckedBeforeAllocating) {
       ->mutable_buffer()
       ->mutable_box()
       ->set_hi(0, 9);
-  EXPECT_EQ(validatePlan(outside), "rank 0: instruction 1: box dim 0 [0, 9) "
-                                   "is outside tensor 'x'");
+  EXPECT_EQ(statusText(validatePlan(outside)),
+            "rank 0: instruction 1: box dim 0 [0, 9) "
+            "is outside tensor 'x'");
 }
 
 TEST(RuntimeRunPlan, Errors) {

@@ -200,10 +200,6 @@ absl::StatusOr<Options> parseArgs(int argc, char **argv) {
   return o;
 }
 
-absl::Status fromString(const std::string &error) {
-  return error.empty() ? absl::OkStatus() : absl::InternalError(error);
-}
-
 /// Message sizes in bytes: one float times powers of 4. The simulator's
 /// curves are linear in bytes between two sizes, so small messages (a
 /// bias's gradient, an exchanged row) need points of their own.
@@ -399,13 +395,13 @@ absl::StatusOr<MessageCurves> measurePingPong(Communicator &comm,
         if (!message)
           return absl::ResourceExhaustedError("out of memory for a message");
         host->copyBox(whole, {message.get(), 0, shape, lo, hi}, lo, hi, false);
-        absl::Status sent = fromString(comm.send(std::move(message), n, to, 7));
+        absl::Status sent = comm.send(std::move(message), n, to, 7);
         sends.push_back(clock() - packing);
         return sent;
       }
       if (me == to) {
-        absl::Status s = fromString(
-            comm.recv(staging->data(), runtime::DType::F32, n, from, 7, where));
+        absl::Status s =
+            comm.recv(staging->data(), runtime::DType::F32, n, from, 7, where);
         if (s.ok())
           host->copyBox({staging.get(), 0, shape, lo, hi}, whole, lo, hi,
                         false);
@@ -418,7 +414,7 @@ absl::StatusOr<MessageCurves> measurePingPong(Communicator &comm,
       if (s.ok())
         s = exchange(b, a);
       if (s.ok())
-        s = fromString(comm.completeSends("a calibration message"));
+        s = comm.completeSends("a calibration message");
       return s;
     });
     if (!roundTrip.ok())
@@ -466,7 +462,7 @@ absl::StatusOr<BandwidthCurve> measureCollectives(Communicator &comm,
     bool member = k > 1;
     auto timed = [&](auto &&call) {
       return timeInStep(comm, o.seconds, [&]() -> absl::Status {
-        return member ? fromString(call()) : absl::OkStatus();
+        return member ? call() : absl::OkStatus();
       });
     };
     absl::StatusOr<double> allReduce = timed([&] {
@@ -552,7 +548,7 @@ absl::StatusOr<std::vector<int>> hostsOfRanks(Communicator &comm) {
   gethostname(name, sizeof(name) - 1);
   int64_t hash = static_cast<int64_t>(std::hash<std::string>{}(name) >> 1);
   std::vector<int> world = allRanks(comm);
-  if (absl::Status s = fromString(comm.createGroups({world})); !s.ok())
+  if (absl::Status s = comm.createGroups({world}); !s.ok())
     return s;
   std::vector<int64_t> hashes =
       comm.allGatherInts({hash}, world, [] { return "the host names"; });
@@ -588,9 +584,9 @@ absl::Status run(Communicator &comm, const Options &o) {
   // What would fail at the end, checked before minutes of measuring: the
   // output, the memory the largest message needs.
   if (comm.rank() == 0)
-    if (std::string problem = ppc::runtime::checkOutputFile(o.out);
-        !problem.empty())
-      return absl::InvalidArgumentError("-o: " + problem);
+    if (absl::Status problem = ppc::runtime::checkOutputFile(o.out);
+        !problem.ok())
+      return ppc::annotate(problem, "-o");
   // A message of the largest size is a tensor of twice it and a staging
   // buffer (ProgramRunner's send and recv); a collective's input and
   // output, and MPI's own copy: about 4 of it per rank at once.
@@ -662,7 +658,7 @@ absl::Status run(Communicator &comm, const Options &o) {
     groups.push_back(group);
   }
   groups.push_back(world);
-  if (absl::Status s = fromString(comm.createGroups(groups)); !s.ok())
+  if (absl::Status s = comm.createGroups(groups); !s.ok())
     return s;
 
   // A link's figures: messages between ranks `a` and `b` (latency from the

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)quiet;
   std::string bytes(reinterpret_cast<const char *>(data), size);
   ppc::planfile::Plan plan;
-  std::string error = ppc::runtime::parsePlan(bytes, "fuzz.plan", plan);
+  absl::Status error = ppc::runtime::parsePlan(bytes, "fuzz.plan", plan);
   if (!error.empty())
     return 0;
   if (!ppc::runtime::validatePlan(plan).empty())

@@ -33,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const std::string &w : words)
     argv.push_back(w.c_str());
   ppc::runtime::RunArgs args;
-  std::string error = ppc::runtime::parseRunArgs(
-      static_cast<int>(argv.size()), argv.data(), args);
+  absl::Status error = ppc::runtime::parseRunArgs(static_cast<int>(argv.size()),
+                                                  argv.data(), args);
   if (!error.empty())
     return 0;
   const int cores =

@@ -12,6 +12,7 @@
 #include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Runtime/PlanIO.h"
+#include "ppc/Support/Status.h"
 #include "ppc/Version.h"
 
 #include <nlohmann/json.hpp>
@@ -67,13 +68,13 @@ bool parsePositive(const std::string &text, double &value) {
 }
 
 /// --details: one kernel per line, with what the profile's key leaves out.
-std::string writeDetails(const std::string &path,
-                         const ppc::planfile::Plan &plan,
-                         const std::vector<KernelMeasurement> &measured) {
+absl::Status writeDetails(const std::string &path,
+                          const ppc::planfile::Plan &plan,
+                          const std::vector<KernelMeasurement> &measured) {
   using json = nlohmann::ordered_json;
   std::ofstream file(path);
   if (!file)
-    return "cannot open '" + path + "' for writing";
+    return absl::InvalidArgumentError("cannot open '" + path + "' for writing");
   file << "{\n  \"kernels\": [";
   for (size_t i = 0; i < measured.size(); ++i) {
     const KernelMeasurement &m = measured[i];
@@ -92,7 +93,8 @@ std::string writeDetails(const std::string &path,
   }
   file << "\n  ]\n}\n";
   file.close();
-  return file ? "" : "cannot write '" + path + "'";
+  return file ? absl::OkStatus()
+              : absl::InternalError("cannot write '" + path + "'");
 }
 
 } // namespace
@@ -202,31 +204,31 @@ int profileMain(int argc, char **argv) {
   for (const auto &[option, path] :
        {std::pair{"-o", out}, std::pair{"--details", details}})
     if (!path.empty())
-      if (std::string err = checkOutputFile(path); !err.empty()) {
-        std::cerr << "ppc-profile: " << option << ": " << err << "\n";
+      if (absl::Status err = checkOutputFile(path); !err.ok()) {
+        std::cerr << "ppc-profile: " << option << ": " << err.message() << "\n";
         return 2;
       }
-  if (std::string err = checkOutputsSpareInputs(
+  if (absl::Status err = checkOutputsSpareInputs(
           {{{"-o", out}, {"--details", details}},
            {{"the plan", planPath}, {"the requests file", requests}},
            {}});
-      !err.empty()) {
-    std::cerr << "ppc-profile: " << err << "\n";
+      !err.ok()) {
+    std::cerr << "ppc-profile: " << err.message() << "\n";
     return 2;
   }
   ppc::planfile::Plan plan;
-  if (std::string err = readPlanFile(planPath, plan); !err.empty()) {
-    std::cerr << "ppc-profile: " << err << "\n";
+  if (absl::Status err = readPlanFile(planPath, plan); !err.ok()) {
+    std::cerr << "ppc-profile: " << err.message() << "\n";
     return 1;
   }
-  std::string error;
-  std::unique_ptr<Backend> backend =
-      createBackend(backendName, backendOptions, error);
-  if (!backend) {
-    std::cerr << "ppc-profile: backend " << backendName << ": " << error
-              << "\n";
+  absl::StatusOr<std::unique_ptr<Backend>> started =
+      createBackend(backendName, backendOptions);
+  if (!started.ok()) {
+    std::cerr << "ppc-profile: backend " << backendName << ": "
+              << started.status().message() << "\n";
     return 1;
   }
+  std::unique_ptr<Backend> backend = std::move(*started);
   // Weights drawn from the seed: their values do not change a kernel's
   // time, and no weights file is needed.
   DataSource data(plan, /*seed=*/1, InitMode::Seed, /*batches=*/0);
@@ -234,20 +236,19 @@ int profileMain(int argc, char **argv) {
     options.progress = &std::cerr;
   KernelTimings timings;
   std::vector<KernelMeasurement> measured;
-  if (std::string err = profileKernels(plan, requests, *backend, data, options,
-                                       timings, &measured);
-      !err.empty()) {
-    std::cerr << "ppc-profile: " << err << "\n";
+  if (absl::Status err = profileKernels(plan, requests, *backend, data, options,
+                                        timings, &measured);
+      !err.ok()) {
+    std::cerr << "ppc-profile: " << err.message() << "\n";
     return 1;
   }
-  if (std::string err = writeKernelProfile(out, device, timings);
-      !err.empty()) {
-    std::cerr << "ppc-profile: " << err << "\n";
+  if (absl::Status err = writeKernelProfile(out, device, timings); !err.ok()) {
+    std::cerr << "ppc-profile: " << err.message() << "\n";
     return 1;
   }
   if (!details.empty())
-    if (std::string err = writeDetails(details, plan, measured); !err.empty()) {
-      std::cerr << "ppc-profile: " << err << "\n";
+    if (absl::Status err = writeDetails(details, plan, measured); !err.ok()) {
+      std::cerr << "ppc-profile: " << err.message() << "\n";
       return 1;
     }
   if (!quiet)

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
   int code = 1;
   {
     RunArgs args;
-    std::string error = parseRunArgs(argc, argv, args);
+    absl::Status parsed = parseRunArgs(argc, argv, args);
     auto comm = Communicator::world(args.options.timeout);
     // Every rank sees the same arguments and plan: rank 0 speaks for all.
     const bool speaks = comm->rank() == 0;
@@ -38,9 +38,9 @@ int main(int argc, char **argv) {
     // An exception is a bug, never the user's: say where, and end the job
     // (the other ranks would wait for this one until the timeout).
     try {
-      if (!error.empty()) {
+      if (!parsed.ok()) {
         if (speaks)
-          std::cerr << "ppc-run: " << error << "\n";
+          std::cerr << "ppc-run: " << parsed.message() << "\n";
       } else if (args.help) {
         if (speaks)
           std::cout << kRunHelp
@@ -50,17 +50,17 @@ int main(int argc, char **argv) {
         if (speaks)
           std::cout << "ppc-run (ppc) " << ppc::kVersion << "\n";
         code = 0;
-      } else if (std::string e = readPlanFile(args.plan, plan);
-                 comm->anyRank(!e.empty(), [] { return "reading the plan"; })) {
+      } else if (absl::Status read = readPlanFile(args.plan, plan);
+                 comm->anyRank(!read.ok(), [] { return "reading the plan"; })) {
         // A file missing on one node only: that rank speaks, so nobody waits
         // for it.
         const bool rootFailed = comm->broadcastFromRoot(
-            speaks && !e.empty(), [] { return "reading the plan"; });
-        if (!e.empty() && (speaks || !rootFailed))
+            speaks && !read.ok(), [] { return "reading the plan"; });
+        if (!read.ok() && (speaks || !rootFailed))
           std::cerr << "ppc-run: "
                     << (speaks ? ""
                                : "rank " + std::to_string(comm->rank()) + ": ")
-                    << e << "\n";
+                    << read.message() << "\n";
       } else {
         if (speaks && !args.threadsNote.empty())
           std::cerr << "ppc-run: " << args.threadsNote << "\n";

@@ -34,6 +34,7 @@
 #include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/Optimizer.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <memory>
@@ -135,16 +136,16 @@ public:
                        const std::vector<int64_t> &lo,
                        const std::vector<int64_t> &hi, bool accumulate) = 0;
 
-  virtual std::string forward(const OpDesc &op, const KernelContext &ctx,
-                              const std::vector<DeviceView> &inputs,
-                              const std::vector<DeviceView> &outputs,
-                              const std::vector<DeviceView> &scratch) = 0;
-  virtual std::string backward(const OpDesc &op, const KernelContext &ctx,
+  virtual absl::Status forward(const OpDesc &op, const KernelContext &ctx,
                                const std::vector<DeviceView> &inputs,
                                const std::vector<DeviceView> &outputs,
-                               const std::vector<DeviceView> &outputGrads,
-                               const std::vector<DeviceView> &inputGrads,
                                const std::vector<DeviceView> &scratch) = 0;
+  virtual absl::Status backward(const OpDesc &op, const KernelContext &ctx,
+                                const std::vector<DeviceView> &inputs,
+                                const std::vector<DeviceView> &outputs,
+                                const std::vector<DeviceView> &outputGrads,
+                                const std::vector<DeviceView> &inputGrads,
+                                const std::vector<DeviceView> &scratch) = 0;
 
   /// One optimizer step on elements [offset, offset + n) of the float32
   /// `weight` with the n elements of `grad` (any float type), each gradient
@@ -180,12 +181,12 @@ public:
   /// An error a kernel found in device values after its call returned (a
   /// label that is not a class, an index outside its table), once the work
   /// issued so far is done: a backend that queues its work checks such
-  /// values on its device rather than read them back mid-step. "" when none;
+  /// values on its device rather than read them back mid-step. OK when none;
   /// else `instruction` is the KernelContext::instruction of the kernel.
   /// Clears what it reported: the next call covers later kernels only.
-  virtual std::string deferredError(int64_t &instruction) {
+  virtual absl::Status deferredError(int64_t &instruction) {
     instruction = -1;
-    return "";
+    return absl::OkStatus();
   }
 
   /// Device kernels launched and library calls made so far (ppc-run's
@@ -227,10 +228,8 @@ struct BackendOptions {
 struct BackendInfo {
   const char *name;
   const char *description;
-  /// Null with the reason in `error` when the backend cannot start here
-  /// (cuda: no GPU visible).
-  std::unique_ptr<Backend> (*create)(const BackendOptions &,
-                                     std::string &error);
+  /// The backend, or why it cannot start here (cuda: no GPU visible).
+  absl::StatusOr<std::unique_ptr<Backend>> (*create)(const BackendOptions &);
 };
 
 /// Every backend this build has: the list --backend and the docs follow.
@@ -239,11 +238,10 @@ const std::vector<BackendInfo> &backends();
 std::string backendNames();
 /// The backend named `name`, or null.
 const BackendInfo *findBackend(const std::string &name);
-/// A backend named `name` (findBackend must know it); null with the reason
-/// in `error` when it cannot start.
-std::unique_ptr<Backend> createBackend(const std::string &name,
-                                       const BackendOptions &options,
-                                       std::string &error);
+/// A backend named `name`, or why there is none: an unknown name, or one
+/// that cannot start here.
+absl::StatusOr<std::unique_ptr<Backend>>
+createBackend(const std::string &name, const BackendOptions &options);
 
 } // namespace ppc::runtime
 

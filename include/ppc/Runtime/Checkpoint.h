@@ -46,6 +46,7 @@
 
 #include "ppc/Runtime/Optimizer.h"
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <string>
@@ -85,17 +86,18 @@ uint64_t planHash(const ppc::planfile::Plan &plan);
 
 std::string checkpointFileName(const std::string &dir, int rank);
 
-/// Writes `path`.tmp and fsyncs it; "" or the error.
-std::string stageCheckpointFile(const std::string &path,
-                                const Checkpoint &checkpoint);
+/// Writes `path`.tmp and fsyncs it.
+absl::Status stageCheckpointFile(const std::string &path,
+                                 const Checkpoint &checkpoint);
 /// Renames `path`.tmp to `path` and fsyncs the directory.
-std::string commitFile(const std::string &path);
+absl::Status commitFile(const std::string &path);
 /// stageCheckpointFile then commitFile.
-std::string writeCheckpointFile(const std::string &path,
-                                const Checkpoint &checkpoint);
+absl::Status writeCheckpointFile(const std::string &path,
+                                 const Checkpoint &checkpoint);
 
 /// Reads and checks magic, version, size and checksum.
-std::string readCheckpointFile(const std::string &path, Checkpoint &checkpoint);
+absl::Status readCheckpointFile(const std::string &path,
+                                Checkpoint &checkpoint);
 
 struct CheckpointMarker {
   int64_t steps = 0;
@@ -118,9 +120,9 @@ public:
   CheckpointLock(const CheckpointLock &) = delete;
   CheckpointLock &operator=(const CheckpointLock &) = delete;
   ~CheckpointLock() { release(); }
-  /// Creates `dir` if missing and takes its lock; "" or why not ("... is
+  /// Creates `dir` if missing and takes its lock, or says why not ("... is
   /// in use by another run (pid 41 on host a, since ...)").
-  std::string acquire(const std::string &dir);
+  absl::Status acquire(const std::string &dir);
   void release();
   bool held() const { return fd >= 0; }
 
@@ -129,10 +131,10 @@ private:
 };
 
 /// Writes `dir`/COMPLETE atomically (`dir` is a step directory).
-std::string writeCompleteMarker(const std::string &dir,
-                                const CheckpointMarker &marker);
-std::string readCompleteMarker(const std::string &dir,
-                               CheckpointMarker &marker);
+absl::Status writeCompleteMarker(const std::string &dir,
+                                 const CheckpointMarker &marker);
+absl::Status readCompleteMarker(const std::string &dir,
+                                CheckpointMarker &marker);
 
 /// "step-000000042", or "step-000000042-2" for the alternate name.
 std::string stepDirectoryName(int64_t steps, bool alternate);
@@ -141,20 +143,20 @@ std::string stepDirectoryName(int64_t steps, bool alternate);
 /// (created if missing): picks the step directory's name (the alternate one
 /// when LATEST names the other), removes what a killed run left under that
 /// name, and creates it empty.
-std::string prepareStepDirectory(const std::string &dir, int64_t steps,
-                                 bool &alternate);
+absl::Status prepareStepDirectory(const std::string &dir, int64_t steps,
+                                  bool &alternate);
 
 /// Points `dir`/LATEST at step directory `name` atomically: the commit.
-std::string writeLatest(const std::string &dir, const std::string &name);
+absl::Status writeLatest(const std::string &dir, const std::string &name);
 
 /// The step directory `dir`/LATEST names, as a path; errors tell a missing
 /// directory, one without a completed checkpoint and one in the old layout
 /// (rank files and COMPLETE directly in `dir`) apart.
-std::string readLatest(const std::string &dir, std::string &stepDir);
+absl::Status readLatest(const std::string &dir, std::string &stepDir);
 
 /// Removes every step directory of `dir` except the one LATEST names and the
-/// `keep` - 1 newest complete ones of earlier steps; "" or the first error.
-std::string pruneCheckpoints(const std::string &dir, int64_t keep);
+/// `keep` - 1 newest complete ones of earlier steps; the first error if any.
+absl::Status pruneCheckpoints(const std::string &dir, int64_t keep);
 
 /// Deterministic failure injection into the checkpoint writer's filesystem
 /// steps, for tests.
@@ -170,7 +172,7 @@ constexpr int kCheckpointFaultExitCode = 86;
 CheckpointFaults &checkpointFaults();
 
 /// Creates `dir` and its parents if missing.
-std::string makeDirectories(const std::string &dir);
+absl::Status makeDirectories(const std::string &dir);
 
 } // namespace ppc::runtime
 

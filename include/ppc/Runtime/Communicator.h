@@ -24,6 +24,7 @@
 #define PPC_RUNTIME_COMMUNICATOR_H
 
 #include "ppc/Runtime/Backend.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <functional>
@@ -66,7 +67,7 @@ public:
   /// Creates the communicators of `groups` (every distinct group of the plan,
   /// the same list on every rank): collective over each group's members, in
   /// list order, so ranks never wait on each other in a cycle.
-  virtual std::string
+  virtual absl::Status
   createGroups(const std::vector<std::vector<int>> &groups) = 0;
 
   /// The largest tag a message may have.
@@ -74,18 +75,18 @@ public:
 
   /// Sends the first `n` elements of `message`, which it keeps until they
   /// are delivered; completes in the background.
-  virtual std::string send(std::shared_ptr<DeviceBuffer> message, int64_t n,
-                           int peer, int tag) = 0;
+  virtual absl::Status send(std::shared_ptr<DeviceBuffer> message, int64_t n,
+                            int peer, int tag) = 0;
   /// Receives exactly `n` elements; a message of another size is an error.
-  virtual std::string recv(void *data, DType dtype, int64_t n, int peer,
-                           int tag, const Where &where) = 0;
+  virtual absl::Status recv(void *data, DType dtype, int64_t n, int peer,
+                            int tag, const Where &where) = 0;
   /// Waits for every send to be delivered. `context` names the point
   /// ("end of step 3") in a timeout message.
-  virtual std::string completeSends(const std::string &context) = 0;
+  virtual absl::Status completeSends(const std::string &context) = 0;
 
-  virtual std::string allReduce(void *data, DType dtype, int64_t n,
-                                const std::vector<int> &group, bool max,
-                                const Where &where) = 0;
+  virtual absl::Status allReduce(void *data, DType dtype, int64_t n,
+                                 const std::vector<int> &group, bool max,
+                                 const Where &where) = 0;
   /// Starts an all-reduce (sum, or max) of `data` in place once the
   /// backend's work before `ready` is done, and returns at once; `handle`
   /// names it for wait(). Started collectives of a group run on a duplicate
@@ -93,56 +94,56 @@ public:
   /// need not be their order among the blocking collectives. They advance
   /// whenever this rank calls MPI: progress() between kernels, or any wait.
   /// Every blocking collective below has a started form.
-  virtual std::string startAllReduce(void *data, DType dtype, int64_t n,
-                                     const std::vector<int> &group, bool max,
-                                     Event &ready, int64_t &handle) = 0;
+  virtual absl::Status startAllReduce(void *data, DType dtype, int64_t n,
+                                      const std::vector<int> &group, bool max,
+                                      Event &ready, int64_t &handle) = 0;
   /// Starts a reduce-scatter (as reduceScatter) the same way: `send` must
   /// stay unchanged and `recv` unread until wait() returns.
-  virtual std::string startReduceScatter(const void *send, void *recv,
-                                         DType dtype,
-                                         const std::vector<int64_t> &counts,
-                                         const std::vector<int> &group,
-                                         bool max, Event &ready,
-                                         int64_t &handle) = 0;
+  virtual absl::Status startReduceScatter(const void *send, void *recv,
+                                          DType dtype,
+                                          const std::vector<int64_t> &counts,
+                                          const std::vector<int> &group,
+                                          bool max, Event &ready,
+                                          int64_t &handle) = 0;
   /// Starts an all-gather (as allGather) the same way: `send` must stay
   /// unchanged and `recv` unread until wait() returns.
-  virtual std::string startAllGather(const void *send, void *recv, DType dtype,
-                                     const std::vector<int64_t> &counts,
-                                     const std::vector<int> &group,
-                                     Event &ready, int64_t &handle) = 0;
+  virtual absl::Status startAllGather(const void *send, void *recv, DType dtype,
+                                      const std::vector<int64_t> &counts,
+                                      const std::vector<int> &group,
+                                      Event &ready, int64_t &handle) = 0;
   /// Starts a broadcast (as broadcast) of `data` in place the same way.
-  virtual std::string startBroadcast(void *data, DType dtype, int64_t n,
-                                     const std::vector<int> &group, int root,
-                                     Event &ready, int64_t &handle) = 0;
+  virtual absl::Status startBroadcast(void *data, DType dtype, int64_t n,
+                                      const std::vector<int> &group, int root,
+                                      Event &ready, int64_t &handle) = 0;
   /// Starts an all-to-all (as allToAll) the same way.
-  virtual std::string startAllToAll(const void *send,
-                                    const std::vector<int64_t> &sendCounts,
-                                    void *recv,
-                                    const std::vector<int64_t> &recvCounts,
-                                    DType dtype, const std::vector<int> &group,
-                                    Event &ready, int64_t &handle) = 0;
+  virtual absl::Status startAllToAll(const void *send,
+                                     const std::vector<int64_t> &sendCounts,
+                                     void *recv,
+                                     const std::vector<int64_t> &recvCounts,
+                                     DType dtype, const std::vector<int> &group,
+                                     Event &ready, int64_t &handle) = 0;
   virtual void progress() = 0;
   /// Waits for a started collective, against the timeout.
-  virtual std::string wait(int64_t handle, const Where &where) = 0;
+  virtual absl::Status wait(int64_t handle, const Where &where) = 0;
 
-  virtual std::string broadcast(void *data, DType dtype, int64_t n,
-                                const std::vector<int> &group, int root,
-                                const Where &where) = 0;
+  virtual absl::Status broadcast(void *data, DType dtype, int64_t n,
+                                 const std::vector<int> &group, int root,
+                                 const Where &where) = 0;
   /// Member i's `send` (counts[i] elements) lands at the sum of the earlier
   /// counts in `recv`.
-  virtual std::string allGather(const void *send, void *recv, DType dtype,
-                                const std::vector<int64_t> &counts,
-                                const std::vector<int> &group,
-                                const Where &where) = 0;
+  virtual absl::Status allGather(const void *send, void *recv, DType dtype,
+                                 const std::vector<int64_t> &counts,
+                                 const std::vector<int> &group,
+                                 const Where &where) = 0;
   /// `send` holds one block per member (counts[i] elements each, in order);
   /// this member's reduced block goes to `recv`.
-  virtual std::string reduceScatter(const void *send, void *recv, DType dtype,
-                                    const std::vector<int64_t> &counts,
-                                    const std::vector<int> &group, bool max,
-                                    const Where &where) = 0;
+  virtual absl::Status reduceScatter(const void *send, void *recv, DType dtype,
+                                     const std::vector<int64_t> &counts,
+                                     const std::vector<int> &group, bool max,
+                                     const Where &where) = 0;
   /// `send` holds sendCounts[i] elements for member i, in order; `recv` gets
   /// recvCounts[i] from member i, in order.
-  virtual std::string
+  virtual absl::Status
   allToAll(const void *send, const std::vector<int64_t> &sendCounts, void *recv,
            const std::vector<int64_t> &recvCounts, DType dtype,
            const std::vector<int> &group, const Where &where) = 0;

@@ -25,8 +25,8 @@ namespace ppc::runtime {
 
 /// The cuda backend on this rank's GPU; null with the reason in `error`
 /// ("no GPU visible: ...", a library that failed to start) otherwise.
-std::unique_ptr<Backend> createCudaBackend(const BackendOptions &options,
-                                           std::string &error);
+absl::StatusOr<std::unique_ptr<Backend>>
+createCudaBackend(const BackendOptions &options);
 
 /// The ops the cuda backend implements, sorted.
 std::vector<std::string> cudaSupportedOps();

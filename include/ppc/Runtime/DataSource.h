@@ -31,6 +31,7 @@
 
 #include "ppc/Runtime/Dataset.h"
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <map>
@@ -62,13 +63,13 @@ public:
   /// input, unreadable file, shape differs, NaN or infinite values (naming
   /// the first). With `nonfinite`, those values are accepted and
   /// *nonfinite describes them ("" if none).
-  std::string setInputFile(const std::string &name, const std::string &path,
-                           std::string *nonfinite = nullptr);
+  absl::Status setInputFile(const std::string &name, const std::string &path,
+                            std::string *nonfinite = nullptr);
 
   /// Reads every input from the dataset in `dir` (see Dataset::open for
   /// the errors). Fails when an --input file was set.
-  std::string setDataDirectory(const std::string &dir,
-                               const Dataset::Options &options);
+  absl::Status setDataDirectory(const std::string &dir,
+                                const Dataset::Options &options);
   /// The dataset of setDataDirectory, or null.
   const Dataset *dataset() const { return data_.get(); }
 
@@ -77,13 +78,13 @@ public:
   /// from it. Errors name the file: missing, not a regular file, of another
   /// size than the plan says, a tensor whose checksum differs. Nothing to
   /// do ("") when no tensor needs the file, whatever `path`.
-  std::string setWeightsFile(const std::string &path);
+  absl::Status setWeightsFile(const std::string &path);
 
   /// Writes the values of box [lo, hi) of tensor `tensor` at training step
   /// `step` (counted from 1) into `data`, row-major over the box.
-  std::string load(int32_t tensor, const std::vector<int64_t> &lo,
-                   const std::vector<int64_t> &hi, int64_t step,
-                   float *data) const;
+  absl::Status load(int32_t tensor, const std::vector<int64_t> &lo,
+                    const std::vector<int64_t> &hi, int64_t step,
+                    float *data) const;
 
 private:
   const ppc::planfile::Plan &plan;

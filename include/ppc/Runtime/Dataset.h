@@ -27,6 +27,7 @@
 #define PPC_RUNTIME_DATASET_H
 
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <memory>
@@ -55,9 +56,9 @@ public:
   /// input and the file: an input with no file, a shard of another shape or
   /// dtype, inputs with different record counts, an empty dataset, a label
   /// outside [0, classes), a NaN (without allowNonfinite).
-  static std::string open(const ppc::planfile::Plan &plan,
-                          const std::string &dir, const Options &options,
-                          std::unique_ptr<Dataset> &dataset);
+  static absl::Status open(const ppc::planfile::Plan &plan,
+                           const std::string &dir, const Options &options,
+                           std::unique_ptr<Dataset> &dataset);
   ~Dataset();
 
   int64_t numRecords() const;
@@ -67,8 +68,8 @@ public:
   int64_t recordOf(int64_t step, int64_t row) const;
   /// Writes box [lo, hi) of input `tensor` at step `step` into `data`,
   /// row-major over the box, from the prefetched copy when there is one.
-  std::string load(int32_t tensor, const std::vector<int64_t> &lo,
-                   const std::vector<int64_t> &hi, int64_t step, float *data);
+  absl::Status load(int32_t tensor, const std::vector<int64_t> &lo,
+                    const std::vector<int64_t> &hi, int64_t step, float *data);
 
   struct Impl;
 

@@ -21,6 +21,7 @@
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/DataSource.h"
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <map>
@@ -52,10 +53,10 @@ std::string kernelProfileKey(
 
 /// Writes `timings` (each averaged over its runs) to the profile at `path`
 /// for device `device`, adding to what the file already holds for that
-/// device; "" or what went wrong.
-std::string writeKernelProfile(const std::string &path,
-                               const std::string &device,
-                               const KernelTimings &timings);
+/// device.
+absl::Status writeKernelProfile(const std::string &path,
+                                const std::string &device,
+                                const KernelTimings &timings);
 
 struct KernelProfileOptions {
   int warmupRuns = 2;
@@ -78,13 +79,13 @@ struct KernelMeasurement {
 /// distinct kernel of `plan`'s programs and of the requests in
 /// `requestsPath` ("" for none) on `backend`, operands from `data` where
 /// the tensor has a source (inputs, labels, weights), random in [-1, 1)
-/// otherwise; adds them to `timings`. "" or what went wrong.
-std::string profileKernels(const ppc::planfile::Plan &plan,
-                           const std::string &requestsPath, Backend &backend,
-                           const DataSource &data,
-                           const KernelProfileOptions &options,
-                           KernelTimings &timings,
-                           std::vector<KernelMeasurement> *measured = nullptr);
+/// otherwise; adds them to `timings`.
+absl::Status profileKernels(const ppc::planfile::Plan &plan,
+                            const std::string &requestsPath, Backend &backend,
+                            const DataSource &data,
+                            const KernelProfileOptions &options,
+                            KernelTimings &timings,
+                            std::vector<KernelMeasurement> *measured = nullptr);
 
 } // namespace ppc::runtime
 

@@ -38,6 +38,7 @@
 #ifndef PPC_RUNTIME_KERNELS_H
 #define PPC_RUNTIME_KERNELS_H
 
+#include "ppc/Support/Status.h"
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,10 +111,6 @@ struct KernelContext {
   /// (Backend::deferredError); -1 outside the executor.
   int64_t instruction = -1;
 };
-
-/// An empty string on success, else what is wrong ("ppc.conv2d: ...").
-using KernelStatus = std::string;
-
 /// Shapes of the scratch buffers a staged op needs for the partition whose
 /// operand boxes are `inputs` (batch_norm: one [3, channels] statistics
 /// buffer). Empty for ops that run in one stage.
@@ -136,13 +133,13 @@ bool readsBf16(const OpDesc &op);
 /// writes back.
 std::vector<int> updatedOperands(const OpDesc &op, bool training);
 
-KernelStatus forward(const OpDesc &op, const KernelContext &ctx,
+absl::Status forward(const OpDesc &op, const KernelContext &ctx,
                      const std::vector<TensorView> &inputs,
                      std::vector<TensorView> &outputs,
                      std::vector<TensorView> &scratch);
 
 /// `inputGrads[i].data` may be null: operand i needs no gradient.
-KernelStatus backward(const OpDesc &op, const KernelContext &ctx,
+absl::Status backward(const OpDesc &op, const KernelContext &ctx,
                       const std::vector<TensorView> &inputs,
                       const std::vector<TensorView> &outputs,
                       const std::vector<TensorView> &outputGrads,

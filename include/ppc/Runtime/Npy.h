@@ -10,6 +10,7 @@
 #ifndef PPC_RUNTIME_NPY_H
 #define PPC_RUNTIME_NPY_H
 
+#include "ppc/Support/Status.h"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,20 +32,20 @@ struct NpyHeader {
 };
 
 /// Reads and checks the header of `path` (numeric dtype, little-endian, C
-/// order); "" or an error naming the file and what is wrong.
-std::string readNpyHeader(const std::string &path, NpyHeader &header);
+/// order); an error names the file and what is wrong.
+absl::Status readNpyHeader(const std::string &path, NpyHeader &header);
 
 /// Converts `n` elements of numpy dtype `dtype` (a descr readNpyHeader
 /// accepted) at `bytes` to float32.
 void convertNpyElements(const std::string &dtype, const char *bytes, int64_t n,
                         float *out);
 
-/// Reads `path`; "" or an error naming the file and what is wrong.
-std::string readNpy(const std::string &path, NpyArray &array);
+/// Reads `path`; an error names the file and what is wrong.
+absl::Status readNpy(const std::string &path, NpyArray &array);
 
-/// Writes a float32 array of `shape` (format version 1.0); "" or the error.
-std::string writeNpy(const std::string &path, const std::vector<int64_t> &shape,
-                     const float *data);
+/// Writes a float32 array of `shape` (format version 1.0).
+absl::Status writeNpy(const std::string &path,
+                      const std::vector<int64_t> &shape, const float *data);
 
 } // namespace ppc::runtime
 

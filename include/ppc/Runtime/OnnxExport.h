@@ -14,6 +14,7 @@
 #define PPC_RUNTIME_ONNXEXPORT_H
 
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <map>
 #include <string>
@@ -21,15 +22,15 @@
 
 namespace ppc::runtime {
 
-/// "" when every weight of `plan` has an initializer of its name and
+/// OK when every weight of `plan` has an initializer of its name and
 /// shape in binary ONNX model `model`, else the first mismatch.
-std::string checkOnnxWeights(const std::string &model,
-                             const ppc::planfile::Plan &plan);
+absl::Status checkOnnxWeights(const std::string &model,
+                              const ppc::planfile::Plan &plan);
 
 /// Writes `model` with the initializers named in `values` (whole tensors,
 /// row-major float32) replaced to `out` (written to a temporary file, then
 /// renamed, so a failure leaves no half model).
-std::string
+absl::Status
 exportOnnxWeights(const std::string &model, const std::string &out,
                   const std::map<std::string, std::vector<float>> &values);
 

@@ -11,6 +11,7 @@
 #ifndef PPC_RUNTIME_OUTPUTFILES_H
 #define PPC_RUNTIME_OUTPUTFILES_H
 
+#include "ppc/Support/Status.h"
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -24,13 +25,13 @@ enum class WriteMode {
   ViaRename, ///< written as PATH.tmp beside it, then renamed over PATH.
 };
 
-/// Why `path` cannot be written as a file, or "": it is a directory, its
+/// Why `path` cannot be written as a file, or OK: it is a directory, its
 /// folder is missing or not a directory, an existing file cannot be opened
 /// for writing (read-only, immutable, a FIFO without a reader), or, for
 /// ViaRename, no file can be created in its folder. Creates nothing it
 /// leaves behind and truncates nothing.
-std::string checkOutputFile(const std::string &path,
-                            WriteMode mode = WriteMode::InPlace);
+absl::Status checkOutputFile(const std::string &path,
+                             WriteMode mode = WriteMode::InPlace);
 
 /// Whether `a` and `b` name the same file: the same inode when both exist
 /// (hard links, symlinks), else the same absolute, normalized path.
@@ -47,9 +48,9 @@ struct RunFiles {
       inputDirectories;
 };
 
-/// "" or the first output that is an input or inside an input directory:
+/// OK, or the first output that is an input or inside an input directory:
 /// "--export-onnx target 'm.pb' is the plan: name another file".
-std::string checkOutputsSpareInputs(const RunFiles &files);
+absl::Status checkOutputsSpareInputs(const RunFiles &files);
 
 /// Kernel threads per process: `requested` (>= 1) up to this host's cores;
 /// `note` says so when it was lowered.

@@ -10,6 +10,7 @@
 
 #include "ppc/Runtime/Kernels.h"
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,15 +22,15 @@ namespace ppc::runtime {
 constexpr uint32_t kPlanVersion = 4;
 
 /// Writes `plan` to `path` (text format if `text`), atomically: a temporary
-/// file renamed into place. Returns "" or the error.
-std::string writePlanFile(const ppc::planfile::Plan &plan,
-                          const std::string &path, bool text);
+/// file renamed into place.
+absl::Status writePlanFile(const ppc::planfile::Plan &plan,
+                           const std::string &path, bool text);
 
 /// Reads a plan written by writePlanFile (binary or text, recognized by
 /// content) and checks its version and its structure (ids in range, one
-/// program per rank). Returns "" or an error naming the file and what is
+/// program per rank). An error names the file and what is
 /// wrong.
-std::string readPlanFile(const std::string &path, ppc::planfile::Plan &plan);
+absl::Status readPlanFile(const std::string &path, ppc::planfile::Plan &plan);
 
 /// FNV-1a 64 of `n` bytes: the one hash of plans, checkpoint files and
 /// weights-file tensors.
@@ -47,14 +48,14 @@ std::string weightsFilePath(const std::string &planPath,
 
 /// readPlanFile on the file's contents `bytes`; `path` only names the file
 /// in errors.
-std::string parsePlan(const std::string &bytes, const std::string &path,
-                      ppc::planfile::Plan &plan);
+absl::Status parsePlan(const std::string &bytes, const std::string &path,
+                       ppc::planfile::Plan &plan);
 
-/// Checks a plan's internal consistency; "" or the first problem found.
+/// Checks a plan's internal consistency; the first problem found if any.
 /// Every tensor's and scratch buffer's float32 bytes fit in int64 (so box
 /// volumes and byte counts of a valid plan never overflow), and every box
 /// of a buffer lies inside its tensor.
-std::string validatePlan(const ppc::planfile::Plan &plan);
+absl::Status validatePlan(const ppc::planfile::Plan &plan);
 
 /// The elements of `shape`, or -1 if a dim is negative or its float32 bytes
 /// do not fit in int64.

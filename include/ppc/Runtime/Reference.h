@@ -27,6 +27,7 @@
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/DataSource.h"
 #include "ppc/Runtime/plan.pb.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <map>
@@ -59,13 +60,13 @@ using KinkInputs = std::map<int32_t, std::vector<float>>;
 double maxMagnitude(const std::vector<float> &values);
 
 /// Runs step `step` of `plan` on whole tensors, following `partitioned`'s
-/// sides of kinks (null: its own). "" or the error (a kernel's status with
-/// the op's name).
-std::string runReferenceStep(const ppc::planfile::Plan &plan,
-                             const DataSource &data, int64_t step,
-                             Backend &backend, double lossScale,
-                             const KinkInputs *partitioned, double closeness,
-                             ReferenceStep &result);
+/// sides of kinks (null: its own). An error is a kernel's status with
+/// the op's name.
+absl::Status runReferenceStep(const ppc::planfile::Plan &plan,
+                              const DataSource &data, int64_t step,
+                              Backend &backend, double lossScale,
+                              const KinkInputs *partitioned, double closeness,
+                              ReferenceStep &result);
 
 } // namespace ppc::runtime
 

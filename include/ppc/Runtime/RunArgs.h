@@ -11,6 +11,7 @@
 #define PPC_RUNTIME_RUNARGS_H
 
 #include "ppc/Runtime/Executor.h"
+#include "ppc/Support/Status.h"
 
 #include <string>
 
@@ -28,8 +29,9 @@ struct RunArgs {
   std::string threadsNote; ///< --threads was lowered to the cores
 };
 
-/// "" or what is wrong with the command line `argv[1..argc)`. Never throws.
-std::string parseRunArgs(int argc, const char *const *argv, RunArgs &args);
+/// What is wrong with the command line `argv[1..argc)`, if anything. Never
+/// throws.
+absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args);
 
 } // namespace ppc::runtime
 

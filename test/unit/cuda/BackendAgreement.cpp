@@ -1,6 +1,7 @@
 //===- BackendAgreement.cpp - one partition on two backends ---------------===//
 
 #include "BackendAgreement.h"
+#include "../StatusText.h"
 
 #include "ppc/Runtime/CpuBackend.h"
 #include "ppc/Runtime/CudaBackend.h"
@@ -10,15 +11,19 @@
 #include <memory>
 #include <sstream>
 
+using ppc::test::statusText;
+
 namespace ppc::runtime::test {
 
 Backend *cudaBackendUnderTest(std::string &skipReason) {
   static std::string error;
   static std::unique_ptr<Backend> backend = [] {
-    std::string e;
-    std::unique_ptr<Backend> b = createCudaBackend({}, e);
-    error = e;
-    return b;
+    absl::StatusOr<std::unique_ptr<Backend>> b = createCudaBackend({});
+    if (!b.ok()) {
+      error = std::string(b.status().message());
+      return std::unique_ptr<Backend>();
+    }
+    return std::move(*b);
   }();
   skipReason = "the cuda backend cannot start here: " + error;
   return backend.get();
@@ -105,8 +110,8 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   const int32_t stages = numStages(op, ctx.training, false);
   for (int32_t s = 0; s < stages; ++s) {
     ctx.stage = s;
-    result.error =
-        backend.forward(op, ctx, inputs.views, outputs.views, scratch.views);
+    result.error = statusText(
+        backend.forward(op, ctx, inputs.views, outputs.views, scratch.views));
     if (!result.error.empty())
       return result;
     for (size_t i = 0; i < scratch.views.size(); ++i)
@@ -125,7 +130,7 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   if (!c.backward) {
     backend.synchronize();
     int64_t instruction;
-    result.error = backend.deferredError(instruction);
+    result.error = statusText(backend.deferredError(instruction));
     return result;
   }
 
@@ -153,9 +158,9 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
     ctx.stage = s;
     for (DeviceView &grad : inputGrads.views)
       grad.overwrite = overwrite && s == 0 && grad.buffer;
-    result.error = backend.backward(op, ctx, inputs.views, outputs.views,
-                                    outputGrads.views, inputGrads.views,
-                                    backwardScratch.views);
+    result.error = statusText(backend.backward(
+        op, ctx, inputs.views, outputs.views, outputGrads.views,
+        inputGrads.views, backwardScratch.views));
     if (!result.error.empty())
       return result;
   }
@@ -165,7 +170,7 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
                                 readAll(backend, inputGrads.views[i])});
   backend.synchronize();
   int64_t instruction;
-  result.error = backend.deferredError(instruction);
+  result.error = statusText(backend.deferredError(instruction));
   return result;
 }
 

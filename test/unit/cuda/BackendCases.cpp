@@ -7,11 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../StatusText.h"
 #include "BackendAgreement.h"
 
 #include "ppc/Runtime/CpuBackend.h"
 
 #include <limits>
+
+using ppc::test::statusText;
 
 namespace ppc::runtime::test {
 namespace {
@@ -222,7 +225,7 @@ TEST(CudaBackend, NamesOpsWithoutAKernel) {
   std::string unused;
   Backend &cuda = *cudaBackendUnderTest(unused);
   OpDesc op = makeOp("ppc.no_such_op", {{2}}, {{2}});
-  EXPECT_EQ(cuda.forward(op, {}, {}, {}, {}),
+  EXPECT_EQ(statusText(cuda.forward(op, {}, {}, {}, {})),
             "ppc.no_such_op: the cuda backend has no kernel for it");
 }
 

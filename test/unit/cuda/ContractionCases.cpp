@@ -7,9 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../StatusText.h"
 #include "BackendAgreement.h"
 
 #include "../KernelCases.h"
+
+using ppc::test::statusText;
 
 namespace ppc::runtime::test {
 namespace {
@@ -70,11 +73,11 @@ TEST(CudaMatMul, ReportsMismatchedReductionBoxes) {
   Partition p = matMulPartition(s, {}, {0, 3}, {0, 5}, {0, 2});
   auto lhs = cuda.allocate(DType::F32, 12), rhs = cuda.allocate(DType::F32, 20),
        out = cuda.allocate(DType::F32, 15);
-  std::string error =
+  std::string error = statusText(
       cuda.forward(op, {},
                    {{lhs.get(), 0, s.lhs, p.inputs[0].lo, p.inputs[0].hi},
                     {rhs.get(), 0, s.rhs, {0, 0}, {4, 5}}},
-                   {{out.get(), 0, s.result, {0, 0}, {3, 5}}}, {});
+                   {{out.get(), 0, s.result, {0, 0}, {3, 5}}}, {}));
   EXPECT_NE(error.find("rhs box along K does not match"), std::string::npos)
       << error;
 }

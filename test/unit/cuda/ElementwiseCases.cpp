@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../StatusText.h"
 #include "BackendAgreement.h"
 
 #include "../KernelCases.h"
@@ -23,6 +24,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+
+using ppc::test::statusText;
 
 namespace ppc::runtime::test {
 namespace {
@@ -565,11 +568,11 @@ std::pair<std::string, std::string> errorsOf(const OpDesc &op,
     std::vector<DeviceView> in = viewsOf(op.operandShapes, inBoxes),
                             out = viewsOf(op.resultShapes, outBoxes);
     if (!backward) {
-      errors[k] = b.forward(op, ctx, in, out, {});
+      errors[k] = statusText(b.forward(op, ctx, in, out, {}));
     } else {
       std::vector<DeviceView> dy = viewsOf(op.resultShapes, outBoxes),
                               dx = viewsOf(op.operandShapes, inBoxes);
-      errors[k] = b.backward(op, ctx, in, out, dy, dx, {});
+      errors[k] = statusText(b.backward(op, ctx, in, out, dy, dx, {}));
     }
     b.synchronize();
   }

@@ -20,6 +20,7 @@
 #ifndef PPC_TEST_UNIT_CUDA_ERRORAGREEMENT_H
 #define PPC_TEST_UNIT_CUDA_ERRORAGREEMENT_H
 
+#include "../StatusText.h"
 #include "BackendAgreement.h"
 
 #include "ppc/Runtime/CpuBackend.h"
@@ -30,6 +31,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+using ppc::test::statusText;
 
 namespace ppc::runtime::test {
 
@@ -44,7 +47,7 @@ inline std::string withDeferred(Backend &backend, std::string error) {
     return error;
   backend.synchronize();
   int64_t instruction;
-  return backend.deferredError(instruction);
+  return statusText(backend.deferredError(instruction));
 }
 
 /// The error the op's forward (then backward) reports on `backend` for one
@@ -87,7 +90,8 @@ inline std::string errorOn(Backend &backend, const OpDesc &op,
   for (int32_t s = 0; s < numStages(op, ctx.training, false); ++s) {
     ctx.stage = s;
     std::string error = withDeferred(
-        backend, backend.forward(op, ctx, inputs, outputs, scratch));
+        backend,
+        statusText(backend.forward(op, ctx, inputs, outputs, scratch)));
     if (!error.empty())
       return error;
   }
@@ -101,9 +105,9 @@ inline std::string errorOn(Backend &backend, const OpDesc &op,
     scratch.push_back(view(shape, wholeBox(shape), true));
   for (int32_t s = 0; s < numStages(op, ctx.training, true); ++s) {
     ctx.stage = s;
-    std::string error =
-        withDeferred(backend, backend.backward(op, ctx, inputs, outputs,
-                                               outGrads, grads, scratch));
+    std::string error = withDeferred(
+        backend, statusText(backend.backward(op, ctx, inputs, outputs, outGrads,
+                                             grads, scratch)));
     if (!error.empty())
       return error;
   }
@@ -156,11 +160,11 @@ forwardAndBackwardErrorsOn(Backend &backend, const OpDesc &op,
     outputGrads.push_back(view(op.resultShapes[o], p.outputs[o], nullptr));
   }
   std::pair<std::string, std::string> errors;
-  errors.first =
-      withDeferred(backend, backend.forward(op, {}, inputs, outputs, {}));
-  errors.second =
-      withDeferred(backend, backend.backward(op, {}, inputs, outputs,
-                                             outputGrads, inputGrads, {}));
+  errors.first = withDeferred(
+      backend, statusText(backend.forward(op, {}, inputs, outputs, {})));
+  errors.second = withDeferred(
+      backend, statusText(backend.backward(op, {}, inputs, outputs, outputGrads,
+                                           inputGrads, {})));
   return errors;
 }
 

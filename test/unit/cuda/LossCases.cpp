@@ -11,9 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../StatusText.h"
 #include "ErrorAgreement.h"
 
 #include "ppc/Runtime/CpuBackend.h"
+
+using ppc::test::statusText;
 
 namespace ppc::runtime::test {
 namespace {
@@ -146,7 +149,8 @@ TEST(CudaSoftmaxCrossEntropy, RejectsLabelsOutOfRangeAsTheCpuKernel) {
       std::vector<DeviceView> scratch = {{m.get(), 0, {3}, {0}, {3}},
                                          {s.get(), 0, {2, 3}, {0, 0}, {2, 3}}};
       errors[k] = withDeferred(
-          b, b.forward(op, trainingCtx(), inputs, outputs, scratch));
+          b,
+          statusText(b.forward(op, trainingCtx(), inputs, outputs, scratch)));
     }
     EXPECT_NE(errors[1], "") << bad;
     EXPECT_EQ(errors[0], errors[1]) << bad;

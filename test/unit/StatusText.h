@@ -1,0 +1,31 @@
+//===- StatusText.h - absl::Status as text in tests --------------*- C++
+//-*-===//
+//
+// Tests compare what a call returned with "" (OK) or search its message:
+// statusText gives "" for OK and the message otherwise, and never "" for an
+// error (one without a message reads "error without a message"), so
+// EXPECT_EQ(statusText(call()), "") fails, printing the message, exactly
+// when the call failed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_TEST_UNIT_STATUSTEXT_H
+#define PPC_TEST_UNIT_STATUSTEXT_H
+
+#include "absl/status/status.h"
+
+#include <string>
+
+namespace ppc::test {
+
+inline std::string statusText(const absl::Status &status) {
+  if (status.ok())
+    return "";
+  if (status.message().empty())
+    return "error without a message";
+  return std::string(status.message());
+}
+
+} // namespace ppc::test
+
+#endif // PPC_TEST_UNIT_STATUSTEXT_H
