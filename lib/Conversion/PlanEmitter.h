@@ -149,9 +149,10 @@ private:
   /// reader's box its piece holds), one reduce_scatter (of an all-gather)
   /// or all_to_all per group, queued for flushReceipts, each member adding
   /// what it receives to its piece's gradient. Marks the instances whose
-  /// routes it took in `done`.
+  /// routes it took in `done`. `value` is operand i of op k without its
+  /// parallel ops, `producer` the op and result that compute it.
   void returnGradientsCollectively(
-      int64_t k, unsigned i,
+      int64_t k, unsigned i, Value value, std::pair<int64_t, unsigned> producer,
       const std::vector<std::vector<geometry::GradientRoute>> &routes,
       const std::vector<Value> &sendBack, std::vector<char> &done);
   /// Gradients that go back as an all-gather (geometry::classifyExchange
@@ -162,7 +163,7 @@ private:
   /// queued for flushReceipts, each member adding the whole to its
   /// gradient. Marks the instances whose routes it took in `done`.
   void gatherGradientsCollectively(
-      int64_t k, unsigned i,
+      int64_t k, unsigned i, Value value, std::pair<int64_t, unsigned> producer,
       const std::vector<std::vector<geometry::GradientRoute>> &routes,
       const std::vector<Value> &sendBack, std::vector<char> &done);
   /// An exchange exchangeCollectively emitted, per member in group order:

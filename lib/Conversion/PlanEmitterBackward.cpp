@@ -204,12 +204,17 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
   std::vector<std::vector<char>> scattered(numOperands,
                                            std::vector<char>(numParts, 0));
   for (unsigned i = 0; i < numOperands; ++i) {
-    std::vector<Value> grads(numParts);
-    for (int64_t p = 0; p < numParts; ++p)
-      grads[p] = sendBack[p][i];
-    if (!weightHolderOf(k, i)) {
-      returnGradientsCollectively(k, i, routes[i], grads, scattered[i]);
-      gatherGradientsCollectively(k, i, routes[i], grads, scattered[i]);
+    if (weightHolderOf(k, i))
+      continue;
+    Value value = stripParallelOps(op->getOperand(i));
+    if (auto producer = parts.producerOf(value)) {
+      std::vector<Value> grads(numParts);
+      for (int64_t p = 0; p < numParts; ++p)
+        grads[p] = sendBack[p][i];
+      returnGradientsCollectively(k, i, value, *producer, routes[i], grads,
+                                  scattered[i]);
+      gatherGradientsCollectively(k, i, value, *producer, routes[i], grads,
+                                  scattered[i]);
     }
   }
   for (int64_t p = 0; p < numParts; ++p) {
@@ -284,15 +289,11 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
 }
 
 void PlanEmitter::returnGradientsCollectively(
-    int64_t k, unsigned i,
+    int64_t k, unsigned i, Value value, std::pair<int64_t, unsigned> producer,
     const std::vector<std::vector<geometry::GradientRoute>> &routes,
     const std::vector<Value> &sendBack, std::vector<char> &done) {
   const OpLayout &layout = parts.layouts[k];
-  Value value = stripParallelOps(parts.ops[k]->getOperand(i));
-  auto producer = parts.producerOf(value);
-  if (!producer)
-    return;
-  auto [pk, pr] = *producer;
+  auto [pk, pr] = producer;
   std::set<CollectiveExchange *> seen;
   for (int64_t p = 0; p < layout.numInstances(); ++p) {
     auto it = collectiveExchanges.find(operands[k][i][p].buffer);
@@ -345,17 +346,13 @@ void PlanEmitter::returnGradientsCollectively(
 }
 
 void PlanEmitter::gatherGradientsCollectively(
-    int64_t k, unsigned i,
+    int64_t k, unsigned i, Value value, std::pair<int64_t, unsigned> producer,
     const std::vector<std::vector<geometry::GradientRoute>> &routes,
     const std::vector<Value> &sendBack, std::vector<char> &done) {
   if (!parts.machine)
     return;
   const OpLayout &layout = parts.layouts[k];
-  Value value = stripParallelOps(parts.ops[k]->getOperand(i));
-  auto producer = parts.producerOf(value);
-  if (!producer)
-    return;
-  auto [pk, pr] = *producer;
+  auto [pk, pr] = producer;
   const OpLayout &from = parts.layouts[pk];
   int64_t numParts = layout.numInstances();
   std::vector<geometry::ExchangeMove> moves;

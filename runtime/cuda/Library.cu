@@ -229,12 +229,13 @@ private:
     const auto [m, n, k, lda, transA, strideA, ldb, transB, strideB, ldc,
                 strideC, batch, hasBias] = key;
     auto fail = [](const char *call, cublasStatus_t status) {
-      return std::string(call) + ": " + cublasError(status);
+      return absl::InternalError(std::string(call) + ": " +
+                                 cublasError(status));
     };
     cublasStatus_t status;
     if (!ltHandle &&
         (status = cublasLtCreate(&ltHandle)) != CUBLAS_STATUS_SUCCESS)
-      return absl::InternalError(fail("cublasLtCreate", status));
+      return fail("cublasLtCreate", status);
     if (!ltWorkspace &&
         cudaMalloc(&ltWorkspace, kLtWorkspaceBytes) != cudaSuccess) {
       cudaGetLastError();
@@ -245,7 +246,7 @@ private:
     if ((status = cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F,
                                            CUDA_R_32F)) !=
         CUBLAS_STATUS_SUCCESS)
-      return absl::InternalError(fail("cublasLtMatmulDescCreate", status));
+      return fail("cublasLtMatmulDescCreate", status);
     const cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -269,12 +270,11 @@ private:
                          batch, strideA)) != CUBLAS_STATUS_SUCCESS ||
         (status = layout(plan.result, n, m, ldc, batch, strideC)) !=
             CUBLAS_STATUS_SUCCESS)
-      return absl::InternalError(fail("cublasLtMatrixLayoutCreate", status));
+      return fail("cublasLtMatrixLayoutCreate", status);
     cublasLtMatmulPreference_t preference = nullptr;
     if ((status = cublasLtMatmulPreferenceCreate(&preference)) !=
         CUBLAS_STATUS_SUCCESS)
-      return absl::InternalError(
-          fail("cublasLtMatmulPreferenceCreate", status));
+      return fail("cublasLtMatmulPreferenceCreate", status);
     const uint64_t workspace = kLtWorkspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
@@ -286,10 +286,10 @@ private:
         preference, 1, &heuristic, &found);
     cublasLtMatmulPreferenceDestroy(preference);
     if (status != CUBLAS_STATUS_SUCCESS || found == 0)
-      return absl::InternalError(fail("cublasLtMatmulAlgoGetHeuristic",
-                                      status != CUBLAS_STATUS_SUCCESS
-                                          ? status
-                                          : CUBLAS_STATUS_NOT_SUPPORTED));
+      return fail("cublasLtMatmulAlgoGetHeuristic",
+                  status != CUBLAS_STATUS_SUCCESS
+                      ? status
+                      : CUBLAS_STATUS_NOT_SUPPORTED);
     plan.algo = heuristic.algo;
     return absl::OkStatus();
   }

@@ -96,12 +96,13 @@ absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
   if (!in)
     return absl::InvalidArgumentError("cannot open '" + path + "'");
   auto bad = [&](const std::string &what) {
-    return "'" + path + "' is not a valid .npy file: " + what;
+    return absl::InvalidArgumentError("'" + path +
+                                      "' is not a valid .npy file: " + what);
   };
   char prefix[12] = {};
   in.read(prefix, sizeof prefix);
   if (in.gcount() < 10 || std::memcmp(prefix, kMagic, 6) != 0)
-    return absl::InvalidArgumentError(bad("no NUMPY magic"));
+    return bad("no NUMPY magic");
   const int major = static_cast<unsigned char>(prefix[6]);
   size_t headerLength, headerStart;
   if (major == 1) {
@@ -110,29 +111,27 @@ absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
     headerStart = 10;
   } else if (major == 2 || major == 3) {
     if (in.gcount() < 12)
-      return absl::InvalidArgumentError(bad("truncated header"));
+      return bad("truncated header");
     headerLength = 0;
     for (int i = 0; i < 4; ++i)
       headerLength |= size_t(static_cast<unsigned char>(prefix[8 + i]))
                       << (8 * i);
     headerStart = 12;
   } else {
-    return absl::InvalidArgumentError(
-        bad("format version " + std::to_string(major)));
+    return bad("format version " + std::to_string(major));
   }
   if (headerLength > (size_t(1) << 24))
-    return absl::InvalidArgumentError(
-        bad("a header of " + std::to_string(headerLength) + " bytes"));
+    return bad("a header of " + std::to_string(headerLength) + " bytes");
   std::string text(headerLength, '\0');
   in.clear();
   in.seekg(static_cast<std::streamoff>(headerStart));
   in.read(text.data(), static_cast<std::streamsize>(headerLength));
   if (static_cast<size_t>(in.gcount()) != headerLength)
-    return absl::InvalidArgumentError(bad("truncated header"));
+    return bad("truncated header");
 
   std::string descr = headerValue(text, "descr");
   if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"'))
-    return absl::InvalidArgumentError(bad("no dtype in the header"));
+    return bad("no dtype in the header");
   descr = descr.substr(1, descr.size() - 2);
   if (headerValue(text, "fortran_order") != "False")
     return absl::InvalidArgumentError(
@@ -142,7 +141,7 @@ absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
   std::string shapeText = headerValue(text, "shape");
   if (shapeText.size() < 2 || shapeText.front() != '(' ||
       shapeText.back() != ')')
-    return absl::InvalidArgumentError(bad("no shape in the header"));
+    return bad("no shape in the header");
   header.shape.clear();
   std::stringstream dims(shapeText.substr(1, shapeText.size() - 2));
   std::string dim;
@@ -153,12 +152,12 @@ absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
     try {
       header.shape.push_back(std::stoll(dim.substr(first)));
     } catch (...) {
-      return absl::InvalidArgumentError(bad("shape " + shapeText));
+      return bad("shape " + shapeText);
     }
   }
   int64_t n = checkedElementCount(header.shape);
   if (n < 0)
-    return absl::InvalidArgumentError(bad("shape " + shapeText));
+    return bad("shape " + shapeText);
   if (descr.size() < 3 || descr[0] == '>')
     return absl::InvalidArgumentError(
         "'" + path + "' has dtype '" + descr +
@@ -174,9 +173,8 @@ absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
   in.seekg(0, std::ios::end);
   const auto size = static_cast<size_t>(in.tellg());
   if (size - std::min(size, header.dataOffset) < size_t(n) * kind->size)
-    return absl::InvalidArgumentError(bad("truncated data (" +
-                                          std::to_string(n) + " elements of " +
-                                          descr + " expected)"));
+    return bad("truncated data (" + std::to_string(n) + " elements of " +
+               descr + " expected)");
   return absl::OkStatus();
 }
 

@@ -180,8 +180,9 @@ absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
       return true;
     };
     auto bad = [&](const char *what) {
-      return name + " needs " + what +
-             (value.empty() ? "" : ", not '" + value + "'");
+      return absl::InvalidArgumentError(
+          name + " needs " + what +
+          (value.empty() ? "" : ", not '" + value + "'"));
     };
     int64_t n = 0;
     double x = 0;
@@ -207,7 +208,7 @@ absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
                name == "--checkpoint-every" || name == "--threads" ||
                name == "--batches" || name == "--keep-checkpoints") {
       if (!takeValue() || !parseInt(value, n))
-        return absl::InvalidArgumentError(bad("an integer"));
+        return bad("an integer");
       if (name == "--steps")
         o.steps = n;
       else if (name == "--seed")
@@ -219,47 +220,45 @@ absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
       else if (name == "--keep-checkpoints")
         o.keepCheckpoints = n;
       else if (n < 1)
-        return absl::InvalidArgumentError(bad("a positive integer"));
+        return bad("a positive integer");
       else
         o.threads = kernelThreads(n, args.threadsNote);
     } else if (name == "--timeout") {
       // stod reads "inf" and "infinity"; NaN fails x > 0.
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
-        return absl::InvalidArgumentError(
-            bad("a positive number of seconds or 'inf'"));
+        return bad("a positive number of seconds or 'inf'");
       o.timeout = std::min(x, kUnlimitedTimeout);
     } else if (name == "--verify-backend") {
       if (!takeValue() || !findBackend(value))
-        return absl::InvalidArgumentError(bad(backendNames().c_str()));
+        return bad(backendNames().c_str());
       o.verifyBackend = value;
     } else if (name == "--backend") {
       if (!takeValue() || !findBackend(value))
-        return absl::InvalidArgumentError(bad(backendNames().c_str()));
+        return bad(backendNames().c_str());
       o.backend = value;
     } else if (name == "--loss-scale") {
       if (!takeValue())
-        return absl::InvalidArgumentError(
-            bad("'dynamic', 'none' or a positive number"));
+        return bad("'dynamic', 'none' or a positive number");
       o.lossScale = value; // checked with the other options
     } else if (name == "--verify-tolerance") {
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
-        return absl::InvalidArgumentError(bad("a positive number"));
+        return bad("a positive number");
       o.verifyTolerance = x;
     } else if (name == "--init") {
       if (!takeValue() || (value != "plan" && value != "seed"))
-        return absl::InvalidArgumentError(bad("'plan' or 'seed'"));
+        return bad("'plan' or 'seed'");
       o.init = value == "seed" ? InitMode::Seed : InitMode::Plan;
     } else if (name == "--input") {
       size_t eq = std::string::npos;
       if (!takeValue() || (eq = value.find('=')) == std::string::npos ||
           eq == 0)
-        return absl::InvalidArgumentError(bad("NAME=FILE.npy"));
+        return bad("NAME=FILE.npy");
       o.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else if (name == "--export-onnx") {
       size_t eq = std::string::npos;
       if (!takeValue() || (eq = value.find('=')) == std::string::npos ||
           eq == 0 || eq + 1 == value.size())
-        return absl::InvalidArgumentError(bad("MODEL.onnx=OUT.onnx"));
+        return bad("MODEL.onnx=OUT.onnx");
       o.exportOnnxModel = value.substr(0, eq);
       o.exportOnnxOut = value.substr(eq + 1);
     } else if (name == "--checkpoint" || name == "--resume" ||
@@ -268,7 +267,7 @@ absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
                name == "--profile-device" || name == "--weights" ||
                name == "--data") {
       if (!takeValue() || value.empty())
-        return absl::InvalidArgumentError(bad("a path"));
+        return bad("a path");
       std::string &target = name == "--checkpoint"       ? o.checkpointDir
                             : name == "--resume"         ? o.resumeDir
                             : name == "--save-outputs"   ? o.saveOutputsDir
