@@ -184,9 +184,10 @@ int main(int argc, char **argv) {
   sim::RooflineCostModel cost;
   bool worse = false;
   for (const std::string &name : machineNames) {
-    std::optional<ppc::Machine> machine = ppc::loadMachine(name, error);
-    if (!machine) {
-      llvm::errs() << "ppc-search-bench: " << error << "\n";
+    absl::StatusOr<ppc::Machine> machine = ppc::loadMachine(name);
+    if (!machine.ok()) {
+      llvm::errs() << "ppc-search-bench: " << ppc::messageOf(machine.status())
+                   << "\n";
       return 1;
     }
     int64_t numDevices = machine->numDevices();

@@ -87,9 +87,10 @@ int main(int argc, char **argv) {
       "random walk", "ratio", "delta==full");
   ppc::sim::RooflineCostModel cost;
   for (const std::string &name : machineNames) {
-    std::optional<ppc::Machine> machine = ppc::loadMachine(name, error);
-    if (!machine) {
-      llvm::errs() << "ppc-sim-bench: " << error << "\n";
+    absl::StatusOr<ppc::Machine> machine = ppc::loadMachine(name);
+    if (!machine.ok()) {
+      llvm::errs() << "ppc-sim-bench: " << ppc::messageOf(machine.status())
+                   << "\n";
       return 1;
     }
     int64_t numDevices = machine->numDevices();

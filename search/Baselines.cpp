@@ -117,7 +117,7 @@ int64_t sequenceScatterDim(const sim::Op &op, OpConfig config,
     if (dims[d].iterDim != attribute)
       continue;
     config.scatterDim = static_cast<int64_t>(d);
-    if (checkConfig(space, config, numDevices).empty())
+    if (checkConfig(space, config, numDevices).ok())
       return config.scatterDim;
   }
   return -1;
@@ -344,7 +344,7 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
     config.recompute = options.selectiveRecompute && !options.recompute &&
                        it != tensorDimOf.end() && !lossBlocks.count(op) &&
                        !hasWeightOperand(graph.ops[op]) && readers[op] == 1 &&
-                       sim::recomputeProblem(graph, op).empty();
+                       sim::recomputeProblem(graph, op).ok();
     strategy.push_back(std::move(config));
   }
   if (options.recompute)
@@ -401,7 +401,7 @@ void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy) {
     // An op nothing reads keeps its results anyway.
     bool read = lastReader[op] > op;
     bool crossesCut = cutsBefore[lastReader[op]] - cutsBefore[op] > 0;
-    if (read && !crossesCut && sim::recomputeProblem(graph, op).empty())
+    if (read && !crossesCut && sim::recomputeProblem(graph, op).ok())
       strategy[op].recompute = true;
   }
 }
@@ -409,7 +409,7 @@ void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy) {
 void recomputeSingleReaders(const sim::Graph &graph, sim::Strategy &strategy) {
   std::vector<int> readers = sim::readerCounts(graph);
   for (size_t op = 0; op < graph.ops.size(); ++op)
-    if (readers[op] == 1 && sim::recomputeProblem(graph, op).empty())
+    if (readers[op] == 1 && sim::recomputeProblem(graph, op).ok())
       strategy[op].recompute = true;
 }
 

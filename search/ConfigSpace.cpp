@@ -185,7 +185,7 @@ std::optional<OpConfig> scatteredVariant(const IterationSpace &space,
         continue;
       OpConfig scattered = config;
       scattered.scatterDim = static_cast<int64_t>(d);
-      if (checkConfig(space, scattered, numDevices).empty())
+      if (checkConfig(space, scattered, numDevices).ok())
         return scattered;
     }
   return std::nullopt;
@@ -274,7 +274,7 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
           configs.push_back(std::move(*scattered));
     }
     for ([[maybe_unused]] const OpConfig &config : configs)
-      assert(checkConfig(op.space, config, numDevices).empty());
+      assert(checkConfig(op.space, config, numDevices).ok());
     lists.push_back(std::move(configs));
   }
 }

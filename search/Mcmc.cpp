@@ -191,7 +191,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   for (size_t c = 0; c < graph.ops.size(); ++c)
     for (const sim::Source &src : graph.ops[c].operands)
       if (src.kind == sim::Source::Kind::Op &&
-          sim::recomputeProblem(graph, src.index).empty())
+          sim::recomputeProblem(graph, src.index).ok())
         recomputable[src.index] = 1;
 
   // A configuration for `op` that differs from its current one: with
@@ -228,7 +228,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
       OpConfig copy = keepMemoryChoices(simulator.currentStrategy()[from]);
       if (copy.degrees.size() == graph.ops[op].space.dims.size() &&
           copy != now &&
-          checkConfig(graph.ops[op].space, copy, numDevices).empty())
+          checkConfig(graph.ops[op].space, copy, numDevices).ok())
         return copy;
     }
     const std::vector<OpConfig> &configs = shared.space.configs(op);
@@ -278,8 +278,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
       if (cls >= 0 && unit(rng) < options.blockMoveProbability)
         for (size_t other : shared.repeated.classes[cls])
           if (other != op && simulator.currentStrategy()[other] != *proposal &&
-              checkConfig(graph.ops[other].space, *proposal, numDevices)
-                  .empty())
+              checkConfig(graph.ops[other].space, *proposal, numDevices).ok())
             changed.push_back(other);
       // One delta simulation for all of them: a timing pass per member
       // would make a move of a 1,000-layer model's layers cost 1,000 passes.
@@ -377,7 +376,7 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
   for (const sim::Strategy &start : starts) {
     bool valid = start.size() == graph.ops.size();
     for (size_t op = 0; valid && op < start.size(); ++op)
-      valid = checkConfig(graph.ops[op].space, start[op], numDevices).empty();
+      valid = checkConfig(graph.ops[op].space, start[op], numDevices).ok();
     if (valid)
       validStarts.push_back(start);
   }

@@ -139,8 +139,8 @@ SearchResult pipelineSearch(const Problem &problem,
                     " samples: take " +
                     listAlternatives(detail::divisors(batch)) +
                     " (0: searched)");
-    if (std::string why = sim::checkMicroBatching(graph, m); !why.empty())
-      return refuse(why);
+    if (absl::Status why = sim::checkMicroBatching(graph, m); !why.ok())
+      return refuse(messageOf(why));
   }
 
   // Most stages first: their submeshes simulate fastest, so a time budget
@@ -191,9 +191,9 @@ SearchResult pipelineSearch(const Problem &problem,
                       std::vector<const BaselineInfo *> stagesInside,
                       std::string name = "") -> double {
     constexpr double kNotSimulated = std::numeric_limits<double>::infinity();
-    if (std::string why = checkPipeline(graph, strategy, pipeline, numDevices);
-        !why.empty()) {
-      lastRejection = std::move(why);
+    if (absl::Status why = checkPipeline(graph, strategy, pipeline, numDevices);
+        !why.ok()) {
+      lastRejection = messageOf(why);
       return kNotSimulated;
     }
     // One weird trick on a transformer over 512 devices per stage took
@@ -592,16 +592,15 @@ const RecomputeInfo *findRecompute(const std::string &name) {
   return nullptr;
 }
 
-SearchResult megatronLayout(const Problem &problem,
-                            const MegatronLayout &layout, std::string &error) {
+absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
+                                            const MegatronLayout &layout) {
   auto begin = std::chrono::steady_clock::now();
   const sim::Graph &graph = problem.graph;
   const Machine &machine = problem.machine;
   int64_t numDevices = machine.numDevices();
   SearchResult best;
-  auto fail = [&](std::string why) {
-    error = std::move(why);
-    return SearchResult();
+  auto fail = [](const std::string &why) {
+    return absl::InvalidArgumentError(why);
   };
   if (layout.tensorParallel < 0 || layout.pipelineParallel < 1 ||
       layout.dataParallel < 0 || layout.virtualStages < 1 ||

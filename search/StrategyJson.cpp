@@ -22,7 +22,8 @@ namespace ppc::search {
 namespace {
 
 using json = nlohmann::json;
-using json_reader::JsonError;
+using json_reader::indexed;
+using json_reader::jsonError;
 using json_reader::ObjectReader;
 
 constexpr const char *kFormat = "ppc-strategy";
@@ -47,29 +48,32 @@ std::string intList(const std::vector<int64_t> &values) {
   return text + "]";
 }
 
-std::string indexed(const std::string &key, size_t index) {
-  return key + "[" + std::to_string(index) + "]";
-}
-
-/// A list of positive integers at `path`.
-std::vector<int64_t> readIntList(const json &value, const std::string &path,
-                                 bool positive) {
+/// A list of integers at `path`, each at least 1 when `positive`.
+absl::StatusOr<std::vector<int64_t>>
+readIntList(const json &value, const std::string &path, bool positive) {
   if (!value.is_array())
-    throw JsonError{path, "must be an array of integers"};
+    return jsonError(path, "must be an array of integers");
   std::vector<int64_t> result;
   for (size_t i = 0; i < value.size(); ++i) {
     const json &element = value[i];
     if (!element.is_number_integer())
-      throw JsonError{indexed(path, i), "must be an integer"};
+      return jsonError(indexed(path, i), "must be an integer");
     // Above INT64_MAX nlohmann keeps it unsigned; get<int64_t> would wrap.
     if (element.is_number_unsigned() && element.get<uint64_t>() > INT64_MAX)
-      throw JsonError{indexed(path, i), "must be less than 2^63"};
+      return jsonError(indexed(path, i), "must be less than 2^63");
     int64_t v = element.get<int64_t>();
     if (positive && v < 1)
-      throw JsonError{indexed(path, i), "must be at least 1"};
+      return jsonError(indexed(path, i), "must be at least 1");
     result.push_back(v);
   }
   return result;
+}
+
+/// The positive integers under `key` of `entry`.
+absl::StatusOr<std::vector<int64_t>> getPositiveList(ObjectReader &entry,
+                                                     const std::string &key) {
+  PPC_ASSIGN_OR_RETURN(const json *value, entry.get(key));
+  return readIntList(*value, entry.at(key), /*positive=*/true);
 }
 
 std::string describeOp(const sim::Op &op) {
@@ -78,29 +82,205 @@ std::string describeOp(const sim::Op &op) {
 
 /// Checks the informative "dims" of an entry against the op: a file written
 /// for another model or batch size must not be applied silently.
-void checkDims(const json &dims, const std::string &path, const sim::Op &op) {
+absl::Status checkDims(const json &dims, const std::string &path,
+                       const sim::Op &op) {
   if (!dims.is_array())
-    throw JsonError{path, "must be an array"};
+    return jsonError(path, "must be an array");
   if (dims.size() != op.space.dims.size())
-    throw JsonError{path, std::to_string(dims.size()) + " dims, but " +
-                              describeOp(op) + " has " +
-                              std::to_string(op.space.dims.size())};
+    return jsonError(path, std::to_string(dims.size()) + " dims, but " +
+                               describeOp(op) + " has " +
+                               std::to_string(op.space.dims.size()));
   for (size_t i = 0; i < dims.size(); ++i) {
-    ObjectReader d(dims[i], indexed(path, i));
-    int64_t size = d.getInt("size");
-    std::string kind = d.getString("kind");
-    if (d.has("splittable") && !d.get("splittable").is_boolean())
-      throw JsonError{d.at("splittable"), "must be true or false"};
-    d.finish();
+    PPC_ASSIGN_OR_RETURN(ObjectReader d,
+                         ObjectReader::open(dims[i], indexed(path, i)));
+    PPC_ASSIGN_OR_RETURN(int64_t size, d.getInt("size"));
+    PPC_ASSIGN_OR_RETURN(std::string kind, d.getString("kind"));
+    // Informative: the op says whether a dim splits.
+    PPC_RETURN_IF_ERROR(d.getBool("splittable", true).status());
+    PPC_RETURN_IF_ERROR(d.finish());
     const IterDim &dim = op.space.dims[i];
     if (size != dim.size || kind != stringifyIterKind(dim.kind))
-      throw JsonError{indexed(path, i),
-                      "is " + std::to_string(size) + " " + kind + ", but " +
-                          describeOp(op) + " has " + std::to_string(dim.size) +
-                          " " + stringifyIterKind(dim.kind) +
-                          " (was the file written for another model or "
-                          "batch size?)"};
+      return jsonError(indexed(path, i),
+                       "is " + std::to_string(size) + " " + kind + ", but " +
+                           describeOp(op) + " has " + std::to_string(dim.size) +
+                           " " + stringifyIterKind(dim.kind) +
+                           " (was the file written for another model or "
+                           "batch size?)");
   }
+  return absl::OkStatus();
+}
+
+/// Reads the file's "pipeline" section.
+absl::StatusOr<sim::Pipeline> readPipeline(ObjectReader &top) {
+  PPC_ASSIGN_OR_RETURN(ObjectReader p, top.getObject("pipeline"));
+  sim::Pipeline stages;
+  PPC_ASSIGN_OR_RETURN(stages.microbatches, p.getInt("microbatches"));
+  PPC_ASSIGN_OR_RETURN(std::string schedule, p.getString("schedule"));
+  const PipelineScheduleInfo *info = findPipelineSchedule(schedule);
+  if (!info)
+    return jsonError(p.at("schedule"), "is '" + schedule + "': expected " +
+                                           pipelineScheduleNames());
+  stages.schedule = info->kind;
+  PPC_ASSIGN_OR_RETURN(const json *list, p.get("stages"));
+  if (!list->is_array() || list->empty())
+    return jsonError(p.at("stages"), "must be a non-empty array");
+  for (size_t s = 0; s < list->size(); ++s) {
+    PPC_ASSIGN_OR_RETURN(
+        ObjectReader stage,
+        ObjectReader::open((*list)[s], indexed(p.at("stages"), s)));
+    PPC_ASSIGN_OR_RETURN(int64_t first, stage.getInt("first_device"));
+    PPC_ASSIGN_OR_RETURN(int64_t devices, stage.getInt("devices"));
+    stages.firstDevice.push_back(first);
+    stages.numDevices.push_back(devices);
+    PPC_RETURN_IF_ERROR(stage.finish());
+  }
+  PPC_RETURN_IF_ERROR(p.finish());
+  return stages;
+}
+
+/// Reads one entry of "ops" into the config of the op it names.
+absl::StatusOr<OpConfig> readEntry(ObjectReader &entry, const std::string &path,
+                                   const sim::Op &op, const Machine &machine) {
+  if (entry.has("kind")) {
+    PPC_ASSIGN_OR_RETURN(std::string kind, entry.getString("kind"));
+    if (kind != op.kind)
+      return jsonError(entry.at("kind"), "is '" + kind + "', but " +
+                                             describeOp(op) + " is a " +
+                                             op.kind);
+  }
+  if (entry.has("dims")) {
+    PPC_ASSIGN_OR_RETURN(const json *dims, entry.get("dims"));
+    PPC_RETURN_IF_ERROR(checkDims(*dims, entry.at("dims"), op));
+  }
+  OpConfig config;
+  PPC_ASSIGN_OR_RETURN(config.degrees, getPositiveList(entry, "degrees"));
+  PPC_ASSIGN_OR_RETURN(config.start, entry.getInt("start", 0));
+  if (entry.has("strides")) {
+    PPC_ASSIGN_OR_RETURN(config.strides, getPositiveList(entry, "strides"));
+  }
+  PPC_ASSIGN_OR_RETURN(config.replicas, entry.getInt("replicas", 1));
+  PPC_ASSIGN_OR_RETURN(config.recompute, entry.getBool("recompute", false));
+  PPC_ASSIGN_OR_RETURN(int64_t zero, entry.getInt("zero", 0));
+  if (zero < 0 || zero > kMaxStateSharding)
+    return jsonError(entry.at("zero"), "must be a ZeRO stage from 0 to " +
+                                           std::to_string(kMaxStateSharding));
+  config.sharding = static_cast<StateSharding>(zero);
+  PPC_ASSIGN_OR_RETURN(int64_t scatter, entry.getInt("scatter", -1));
+  PPC_ASSIGN_OR_RETURN(int64_t stage, entry.getInt("stage", 0));
+  config.scatterDim = scatter;
+  config.stage = stage;
+  // Derived from degrees, start and strides when written; not read back,
+  // so that editing the degrees alone is enough.
+  for (const char *key : {"dtype", "devices", "predicted_ms"})
+    if (entry.has(key)) {
+      PPC_RETURN_IF_ERROR(entry.get(key).status());
+    }
+  PPC_RETURN_IF_ERROR(entry.finish());
+
+  if (absl::Status fits = checkConfig(op.space, config, machine.numDevices());
+      !fits.ok())
+    return jsonError(
+        path,
+        "degrees " + intList(config.degrees) + " start " +
+            std::to_string(config.start) +
+            (config.strides.empty() ? ""
+                                    : " strides " + intList(config.strides)) +
+            (config.replicas == 1
+                 ? ""
+                 : " replicas " + std::to_string(config.replicas)) +
+            " do not fit " + describeOp(op) + " on " +
+            std::to_string(machine.numDevices()) +
+            " devices: " + messageOf(fits));
+  return config;
+}
+
+/// Reads the parsed file `value` (see readStrategyJson); errors carry the
+/// JSON path, not the file name.
+absl::StatusOr<sim::Strategy> readStrategy(const json &value,
+                                           const sim::Graph &graph,
+                                           const Machine &machine,
+                                           sim::Pipeline *pipeline) {
+  // Ops by name; ops that share a name are matched in program order.
+  std::map<std::string, std::vector<size_t>> opsByName;
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    opsByName[graph.ops[i].name].push_back(i);
+  std::map<std::string, size_t> entriesSeen;
+  // Ops are named after their locations; a module printed without them has
+  // only "<kind>#<index>" names, which is worth saying.
+  bool anonymous = true;
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    anonymous &=
+        graph.ops[i].name == graph.ops[i].kind + "#" + std::to_string(i);
+  const std::string unnamedHint =
+      " (its ops have no names: give them a ppc.name attribute, or keep "
+      "their locations with --mlir-print-debuginfo)";
+
+  PPC_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::open(value, ""));
+  if (top.has("format")) {
+    PPC_ASSIGN_OR_RETURN(std::string format, top.getString("format"));
+    if (format != kFormat)
+      return jsonError("format", "must be \"" + std::string(kFormat) + "\"");
+  }
+  if (top.has("version")) {
+    PPC_ASSIGN_OR_RETURN(int64_t version, top.getInt("version"));
+    if (version != kVersion)
+      return jsonError("version", "unsupported version (this ppc reads " +
+                                      std::to_string(kVersion) + ")");
+  }
+  // Informative only: a strategy may be applied to another machine as long
+  // as every op's devices exist there (checked per op below).
+  for (const char *key : {"machine", "prediction"})
+    if (top.has(key)) {
+      PPC_RETURN_IF_ERROR(top.get(key).status());
+    }
+  sim::Pipeline stages;
+  if (top.has("pipeline")) {
+    if (!pipeline)
+      return jsonError("pipeline", "is not read here (this command takes "
+                                   "strategies without pipeline stages)");
+    PPC_ASSIGN_OR_RETURN(stages, readPipeline(top));
+  }
+  PPC_ASSIGN_OR_RETURN(const json *ops, top.getArray("ops"));
+  PPC_RETURN_IF_ERROR(top.finish());
+
+  std::vector<std::optional<OpConfig>> configs(graph.ops.size());
+  for (size_t e = 0; e < ops->size(); ++e) {
+    std::string path = indexed("ops", e);
+    PPC_ASSIGN_OR_RETURN(ObjectReader entry,
+                         ObjectReader::open((*ops)[e], path));
+    PPC_ASSIGN_OR_RETURN(std::string name, entry.getString("name"));
+    auto it = opsByName.find(name);
+    if (it == opsByName.end())
+      return jsonError(entry.at("name"), "no op named '" + name +
+                                             "' in the model" +
+                                             (anonymous ? unnamedHint : ""));
+    size_t &seen = entriesSeen[name];
+    if (seen >= it->second.size())
+      return jsonError(entry.at("name"),
+                       it->second.size() == 1
+                           ? "op '" + name + "' has more than one entry"
+                           : "more entries named '" + name + "' than the " +
+                                 std::to_string(it->second.size()) +
+                                 " ops of that name");
+    size_t opIndex = it->second[seen++];
+    PPC_ASSIGN_OR_RETURN(configs[opIndex],
+                         readEntry(entry, path, graph.ops[opIndex], machine));
+  }
+
+  sim::Strategy strategy;
+  strategy.reserve(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!configs[i])
+      return jsonError("ops", "no entry for " + describeOp(graph.ops[i]) +
+                                  " (every op needs one)");
+    strategy.push_back(std::move(*configs[i]));
+  }
+  PPC_RETURN_IF_ERROR(annotate(
+      sim::checkPipeline(graph, strategy, stages, machine.numDevices()),
+      "pipeline"));
+  if (pipeline)
+    *pipeline = std::move(stages);
+  return strategy;
 }
 
 } // namespace
@@ -187,166 +367,16 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
   return os.str();
 }
 
-std::optional<sim::Strategy> readStrategyJson(const std::string &text,
-                                              const std::string &fileName,
-                                              const sim::Graph &graph,
-                                              const Machine &machine,
-                                              std::string &error,
-                                              sim::Pipeline *pipeline) {
-  std::optional<json> parsed = json_reader::parseJson(text, fileName, error);
-  if (!parsed)
-    return std::nullopt;
-
-  // Ops by name; ops that share a name are matched in program order.
-  std::map<std::string, std::vector<size_t>> opsByName;
-  for (size_t i = 0; i < graph.ops.size(); ++i)
-    opsByName[graph.ops[i].name].push_back(i);
-  std::map<std::string, size_t> entriesSeen;
-  // Ops are named after their locations; a module printed without them has
-  // only "<kind>#<index>" names, which is worth saying.
-  bool anonymous = true;
-  for (size_t i = 0; i < graph.ops.size(); ++i)
-    anonymous &=
-        graph.ops[i].name == graph.ops[i].kind + "#" + std::to_string(i);
-  const std::string unnamedHint =
-      " (its ops have no names: give them a ppc.name attribute, or keep "
-      "their locations with --mlir-print-debuginfo)";
-
-  std::vector<std::optional<OpConfig>> configs(graph.ops.size());
-  sim::Pipeline stages;
-  try {
-    ObjectReader top(*parsed, "");
-    if (top.has("format") && top.getString("format") != kFormat)
-      throw JsonError{"format", "must be \"" + std::string(kFormat) + "\""};
-    if (top.has("version") && top.getInt("version") != kVersion)
-      throw JsonError{"version", "unsupported version (this ppc reads " +
-                                     std::to_string(kVersion) + ")"};
-    // Informative only: a strategy may be applied to another machine as long
-    // as every op's devices exist there (checked per op below).
-    if (top.has("machine"))
-      top.get("machine");
-    if (top.has("prediction"))
-      top.get("prediction");
-    if (top.has("pipeline")) {
-      if (!pipeline)
-        throw JsonError{"pipeline", "is not read here (this command takes "
-                                    "strategies without pipeline stages)"};
-      ObjectReader p(top.get("pipeline"), "pipeline");
-      stages.microbatches = p.getInt("microbatches");
-      std::string schedule = p.getString("schedule");
-      const PipelineScheduleInfo *info = findPipelineSchedule(schedule);
-      if (!info)
-        throw JsonError{p.at("schedule"), "is '" + schedule +
-                                              "': expected " +
-                                              pipelineScheduleNames()};
-      stages.schedule = info->kind;
-      const json &list = p.get("stages");
-      if (!list.is_array() || list.empty())
-        throw JsonError{p.at("stages"), "must be a non-empty array"};
-      for (size_t s = 0; s < list.size(); ++s) {
-        ObjectReader stage(list[s], indexed(p.at("stages"), s));
-        stages.firstDevice.push_back(stage.getInt("first_device"));
-        stages.numDevices.push_back(stage.getInt("devices"));
-        stage.finish();
-      }
-      p.finish();
-    }
-    const json &ops = top.get("ops");
-    if (!ops.is_array())
-      throw JsonError{"ops", "must be an array"};
-    top.finish();
-
-    for (size_t e = 0; e < ops.size(); ++e) {
-      std::string path = indexed("ops", e);
-      ObjectReader entry(ops[e], path);
-      std::string name = entry.getString("name");
-      auto it = opsByName.find(name);
-      if (it == opsByName.end())
-        throw JsonError{entry.at("name"), "no op named '" + name +
-                                              "' in the model" +
-                                              (anonymous ? unnamedHint : "")};
-      size_t &seen = entriesSeen[name];
-      if (seen >= it->second.size())
-        throw JsonError{entry.at("name"),
-                        it->second.size() == 1
-                            ? "op '" + name + "' has more than one entry"
-                            : "more entries named '" + name + "' than the " +
-                                  std::to_string(it->second.size()) +
-                                  " ops of that name"};
-      size_t opIndex = it->second[seen++];
-      const sim::Op &op = graph.ops[opIndex];
-
-      if (entry.has("kind")) {
-        std::string kind = entry.getString("kind");
-        if (kind != op.kind)
-          throw JsonError{entry.at("kind"), "is '" + kind + "', but " +
-                                                describeOp(op) + " is a " +
-                                                op.kind};
-      }
-      if (entry.has("dims"))
-        checkDims(entry.get("dims"), entry.at("dims"), op);
-      OpConfig config;
-      config.degrees = readIntList(entry.get("degrees"), entry.at("degrees"),
-                                   /*positive=*/true);
-      config.start = entry.getInt("start", 0);
-      if (entry.has("strides"))
-        config.strides = readIntList(entry.get("strides"), entry.at("strides"),
-                                     /*positive=*/true);
-      config.replicas = entry.getInt("replicas", 1);
-      config.recompute = entry.getBool("recompute", false);
-      int64_t zero = entry.getInt("zero", 0);
-      if (zero < 0 || zero > kMaxStateSharding)
-        throw JsonError{entry.at("zero"),
-                        "must be a ZeRO stage from 0 to " +
-                            std::to_string(kMaxStateSharding)};
-      config.sharding = static_cast<StateSharding>(zero);
-      config.scatterDim = entry.getInt("scatter", -1);
-      config.stage = entry.getInt("stage", 0);
-      // Derived from degrees, start and strides when written; not read back,
-      // so that editing the degrees alone is enough.
-      for (const char *key : {"dtype", "devices", "predicted_ms"})
-        if (entry.has(key))
-          entry.get(key);
-      entry.finish();
-
-      std::string problem = checkConfig(op.space, config, machine.numDevices());
-      if (!problem.empty())
-        throw JsonError{
-            path, "degrees " + intList(config.degrees) + " start " +
-                      std::to_string(config.start) +
-                      (config.strides.empty()
-                           ? ""
-                           : " strides " + intList(config.strides)) +
-                      (config.replicas == 1
-                           ? ""
-                           : " replicas " + std::to_string(config.replicas)) +
-                      " do not fit " + describeOp(op) + " on " +
-                      std::to_string(machine.numDevices()) +
-                      " devices: " + problem};
-      configs[opIndex] = std::move(config);
-    }
-
-    for (size_t i = 0; i < configs.size(); ++i)
-      if (!configs[i])
-        throw JsonError{"ops", "no entry for " + describeOp(graph.ops[i]) +
-                                   " (every op needs one)"};
-  } catch (const JsonError &e) {
-    error = fileName + ": " + e.path + ": " + e.message;
-    return std::nullopt;
-  }
-
-  sim::Strategy strategy;
-  strategy.reserve(configs.size());
-  for (std::optional<OpConfig> &config : configs)
-    strategy.push_back(std::move(*config));
-  if (std::string problem =
-          sim::checkPipeline(graph, strategy, stages, machine.numDevices());
-      !problem.empty()) {
-    error = fileName + ": pipeline: " + problem;
-    return std::nullopt;
-  }
-  if (pipeline)
-    *pipeline = std::move(stages);
+absl::StatusOr<sim::Strategy> readStrategyJson(const std::string &text,
+                                               const std::string &fileName,
+                                               const sim::Graph &graph,
+                                               const Machine &machine,
+                                               sim::Pipeline *pipeline) {
+  PPC_ASSIGN_OR_RETURN(json value, json_reader::parseJson(text, fileName));
+  absl::StatusOr<sim::Strategy> strategy =
+      readStrategy(value, graph, machine, pipeline);
+  if (!strategy.ok())
+    return annotate(strategy.status(), fileName);
   return strategy;
 }
 

@@ -351,45 +351,46 @@ size_t ProfiledCostModel::calibrateMisses(
 
 namespace {
 
-using json_reader::JsonError;
+using json_reader::indexed;
+using json_reader::jsonError;
 using json_reader::ObjectReader;
 
-DType readDType(ObjectReader &r) {
-  std::string name = r.getNonEmptyString("dtype");
+absl::StatusOr<DType> readDType(ObjectReader &r) {
+  PPC_ASSIGN_OR_RETURN(std::string name, r.getNonEmptyString("dtype"));
   if (std::optional<DType> type = symbolizeDType(name))
     return *type;
   std::string known;
   for (int i = 0; i < kNumDTypes; ++i)
     known += std::string(i ? ", " : "") + stringifyDType(static_cast<DType>(i));
-  throw JsonError{r.at("dtype"),
-                  "unknown element type '" + name + "' (use " + known + ")"};
+  return jsonError(r.at("dtype"),
+                   "unknown element type '" + name + "' (use " + known + ")");
 }
 
-Phase readPhase(ObjectReader &r) {
-  std::string name = r.getNonEmptyString("phase");
+absl::StatusOr<Phase> readPhase(ObjectReader &r) {
+  PPC_ASSIGN_OR_RETURN(std::string name, r.getNonEmptyString("phase"));
   for (Phase phase : {Phase::Forward, Phase::Backward})
     if (name == stringifyPhase(phase))
       return phase;
-  throw JsonError{r.at("phase"),
-                  "unknown phase '" + name + "' (use forward, backward)"};
+  return jsonError(r.at("phase"),
+                   "unknown phase '" + name + "' (use forward, backward)");
 }
 
-std::vector<std::vector<int64_t>> readShapes(ObjectReader &r) {
-  const json &value = r.get("operand_shapes");
+absl::StatusOr<std::vector<std::vector<int64_t>>> readShapes(ObjectReader &r) {
+  PPC_ASSIGN_OR_RETURN(const json *value, r.get("operand_shapes"));
   std::string path = r.at("operand_shapes");
-  if (!value.is_array())
-    throw JsonError{path, "must be an array of shapes"};
+  if (!value->is_array())
+    return jsonError(path, "must be an array of shapes");
   std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < value.size(); ++i) {
-    std::string where = path + "[" + std::to_string(i) + "]";
-    if (!value[i].is_array())
-      throw JsonError{where, "must be an array of dim sizes"};
+  for (size_t i = 0; i < value->size(); ++i) {
+    const json &dims = (*value)[i];
+    std::string where = indexed(path, i);
+    if (!dims.is_array())
+      return jsonError(where, "must be an array of dim sizes");
     std::vector<int64_t> shape;
-    for (size_t d = 0; d < value[i].size(); ++d) {
-      const json &size = value[i][d];
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const json &size = dims[d];
       if (!size.is_number_integer() || size.get<int64_t>() < 0)
-        throw JsonError{where + "[" + std::to_string(d) + "]",
-                        "must be an integer >= 0"};
+        return jsonError(indexed(where, d), "must be an integer >= 0");
       shape.push_back(size.get<int64_t>());
     }
     shapes.push_back(std::move(shape));
@@ -397,47 +398,50 @@ std::vector<std::vector<int64_t>> readShapes(ObjectReader &r) {
   return shapes;
 }
 
-ProfiledCostModel readProfile(const json &value) {
-  ObjectReader top(value, "");
-  if (int64_t version = top.getInt("version"); version != 1)
-    throw JsonError{"version", "unsupported version " +
-                                   std::to_string(version) + " (expected 1)"};
+absl::StatusOr<ProfiledCostModel> readProfile(const json &value) {
+  PPC_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::open(value, ""));
+  PPC_ASSIGN_OR_RETURN(int64_t version, top.getInt("version"));
+  if (version != 1)
+    return jsonError("version", "unsupported version " +
+                                    std::to_string(version) + " (expected 1)");
   std::optional<std::string> defaultDevice;
-  if (top.has("device"))
-    defaultDevice = top.getNonEmptyString("device");
-  const json &entries = top.get("entries");
-  if (!entries.is_array())
-    throw JsonError{"entries", "must be an array"};
-  top.finish();
+  if (top.has("device")) {
+    PPC_ASSIGN_OR_RETURN(defaultDevice, top.getNonEmptyString("device"));
+  }
+  PPC_ASSIGN_OR_RETURN(const json *entries, top.getArray("entries"));
+  PPC_RETURN_IF_ERROR(top.finish());
 
   ProfiledCostModel model;
   // Where each key was defined, to name both sides of a duplicate.
   std::map<ProfiledCostModel::Key, size_t> firstEntry;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    std::string path = "entries[" + std::to_string(i) + "]";
-    ObjectReader r(entries[i], path);
+  for (size_t i = 0; i < entries->size(); ++i) {
+    std::string path = indexed("entries", i);
+    PPC_ASSIGN_OR_RETURN(ObjectReader r,
+                         ObjectReader::open((*entries)[i], path));
     ProfiledCostModel::Key key;
-    key.kind = r.getNonEmptyString("op");
-    key.dtype = readDType(r);
-    if (r.has("device"))
-      key.device = r.getNonEmptyString("device");
-    else if (defaultDevice)
+    PPC_ASSIGN_OR_RETURN(key.kind, r.getNonEmptyString("op"));
+    PPC_ASSIGN_OR_RETURN(key.dtype, readDType(r));
+    if (r.has("device")) {
+      PPC_ASSIGN_OR_RETURN(key.device, r.getNonEmptyString("device"));
+    } else if (defaultDevice) {
       key.device = *defaultDevice;
-    else
-      throw JsonError{r.at("device"), "missing (and no top-level device)"};
-    key.phase = readPhase(r);
-    key.operandShapes = readShapes(r);
-    double seconds = r.getNumber("seconds");
+    } else {
+      return jsonError(r.at("device"), "missing (and no top-level device)");
+    }
+    PPC_ASSIGN_OR_RETURN(key.phase, readPhase(r));
+    PPC_ASSIGN_OR_RETURN(key.operandShapes, readShapes(r));
+    PPC_ASSIGN_OR_RETURN(double seconds, r.getNumber("seconds"));
     if (!(std::isfinite(seconds) && seconds > 0))
-      throw JsonError{r.at("seconds"), "must be > 0"};
+      return jsonError(r.at("seconds"), "must be > 0");
     // How many timed runs the figure averages: for people, not the model.
-    if (r.has("runs") && r.getInt("runs") < 1)
-      throw JsonError{r.at("runs"), "must be >= 1"};
-    r.finish();
+    PPC_ASSIGN_OR_RETURN(int64_t runs, r.getInt("runs", 1));
+    if (runs < 1)
+      return jsonError(r.at("runs"), "must be >= 1");
+    PPC_RETURN_IF_ERROR(r.finish());
     auto [it, inserted] = firstEntry.emplace(key, i);
     if (!inserted)
-      throw JsonError{path, "measures the same kernel as entries[" +
-                                std::to_string(it->second) + "]"};
+      return jsonError(path, "measures the same kernel as entries[" +
+                                 std::to_string(it->second) + "]");
     model.add(key, seconds);
   }
   return model;
@@ -445,33 +449,19 @@ ProfiledCostModel readProfile(const json &value) {
 
 } // namespace
 
-std::optional<ProfiledCostModel>
-ProfiledCostModel::parse(const std::string &text, const std::string &fileName,
-                         std::string &error) {
-  std::optional<json> parsed = json_reader::parseJson(text, fileName, error);
-  if (!parsed)
-    return std::nullopt;
-  const json &value = *parsed;
-  try {
-    return readProfile(value);
-  } catch (const JsonError &e) {
-    error = fileName + ": " + e.path + ": " + e.message;
-  } catch (const json::exception &e) {
-    error = fileName + ": " + e.what();
-  }
-  return std::nullopt;
+absl::StatusOr<ProfiledCostModel>
+ProfiledCostModel::parse(const std::string &text, const std::string &fileName) {
+  PPC_ASSIGN_OR_RETURN(json value, json_reader::parseJson(text, fileName));
+  absl::StatusOr<ProfiledCostModel> model = readProfile(value);
+  if (!model.ok())
+    return annotate(model.status(), fileName);
+  return model;
 }
 
-std::optional<ProfiledCostModel>
-ProfiledCostModel::readFile(const std::string &path, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open the file";
-    return std::nullopt;
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse(buffer.str(), path, error);
+absl::StatusOr<ProfiledCostModel>
+ProfiledCostModel::readFile(const std::string &path) {
+  PPC_ASSIGN_OR_RETURN(std::string text, json_reader::readTextFile(path));
+  return parse(text, path);
 }
 
 std::string ProfiledCostModel::toJson() const {

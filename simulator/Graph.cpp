@@ -36,8 +36,8 @@ std::string describeOp(const Graph &graph, size_t index) {
   return text;
 }
 
-/// The problem with operand `operand` of op `index`, or "".
-std::string validateSource(const Graph &graph, size_t index, size_t operand) {
+/// OK, or the problem with operand `operand` of op `index`.
+absl::Status validateSource(const Graph &graph, size_t index, size_t operand) {
   const Op &op = graph.ops[index];
   const Source &source = op.operands[operand];
   const std::vector<int64_t> &shape = op.space.operands[operand].shape;
@@ -46,117 +46,127 @@ std::string validateSource(const Graph &graph, size_t index, size_t operand) {
   switch (source.kind) {
   case Source::Kind::Op: {
     if (source.index < 0 || static_cast<size_t>(source.index) >= index)
-      return where + "source op " + std::to_string(source.index) +
-             (source.index >= 0 &&
-                      static_cast<size_t>(source.index) < graph.ops.size()
-                  ? " is not an earlier op"
-                  : " out of range");
+      return absl::InvalidArgumentError(
+          where + "source op " + std::to_string(source.index) +
+          (source.index >= 0 &&
+                   static_cast<size_t>(source.index) < graph.ops.size()
+               ? " is not an earlier op"
+               : " out of range"));
     const Op &producer = graph.ops[source.index];
     if (source.result < 0 ||
         static_cast<size_t>(source.result) >= producer.space.results.size())
-      return where + "result " + std::to_string(source.result) + " of op " +
-             std::to_string(source.index) + " out of range (it has " +
-             std::to_string(producer.space.results.size()) + ")";
+      return absl::InvalidArgumentError(
+          where + "result " + std::to_string(source.result) + " of op " +
+          std::to_string(source.index) + " out of range (it has " +
+          std::to_string(producer.space.results.size()) + ")");
     const std::vector<int64_t> &produced =
         producer.space.results[source.result].shape;
     // Transfers are sized from the producer's slices and read as the
     // consumer's slices: the two must describe the same tensor.
     if (produced != shape)
-      return where + "shape " + shapeString(shape) + " but result " +
-             std::to_string(source.result) + " of op " +
-             std::to_string(source.index) + " has shape " +
-             shapeString(produced);
-    return "";
+      return absl::InvalidArgumentError(
+          where + "shape " + shapeString(shape) + " but result " +
+          std::to_string(source.result) + " of op " +
+          std::to_string(source.index) + " has shape " + shapeString(produced));
+    return absl::OkStatus();
   }
   case Source::Kind::Input:
     if (source.index < 0 || source.index >= graph.numInputs)
-      return where + "input " + std::to_string(source.index) +
-             " out of range (" + std::to_string(graph.numInputs) + " inputs)";
-    return "";
+      return absl::InvalidArgumentError(
+          where + "input " + std::to_string(source.index) + " out of range (" +
+          std::to_string(graph.numInputs) + " inputs)");
+    return absl::OkStatus();
   case Source::Kind::Weight: {
     if (source.index < 0 ||
         static_cast<size_t>(source.index) >= graph.weights.size())
-      return where + "weight " + std::to_string(source.index) +
-             " out of range (" + std::to_string(graph.weights.size()) +
-             " weights)";
+      return absl::InvalidArgumentError(
+          where + "weight " + std::to_string(source.index) + " out of range (" +
+          std::to_string(graph.weights.size()) + " weights)");
     const Weight &weight = graph.weights[source.index];
     if (weight.shape != shape)
-      return where + "shape " + shapeString(shape) + " but weight " +
-             std::to_string(source.index) + " '" + weight.name +
-             "' has shape " + shapeString(weight.shape);
-    return "";
+      return absl::InvalidArgumentError(
+          where + "shape " + shapeString(shape) + " but weight " +
+          std::to_string(source.index) + " '" + weight.name + "' has shape " +
+          shapeString(weight.shape));
+    return absl::OkStatus();
   }
   case Source::Kind::Constant:
-    return "";
+    return absl::OkStatus();
   }
-  return where + "unknown source kind";
+  return absl::InvalidArgumentError(where + "unknown source kind");
 }
 
 /// Adds the bytes of tensor `what` of `shape` to `total`. Returns the
 /// problem (and leaves `total` unchanged) when a dim is negative or the
-/// bytes do not fit in int64 or push `total` past kMaxGraphBytes, else "".
-std::string addTensorBytes(const std::string &what,
-                           const std::vector<int64_t> &shape, int64_t elemBytes,
-                           int64_t &total) {
+/// bytes do not fit in int64 or push `total` past kMaxGraphBytes, else OK.
+absl::Status addTensorBytes(const std::string &what,
+                            const std::vector<int64_t> &shape,
+                            int64_t elemBytes, int64_t &total) {
   if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
-    return what + ": negative dim in shape " + shapeString(shape);
+    return absl::InvalidArgumentError(what + ": negative dim in shape " +
+                                      shapeString(shape));
   std::optional<int64_t> volume = checkedProduct(shape);
   std::optional<int64_t> bytes =
       volume ? checkedMul(*volume, elemBytes) : std::nullopt;
   if (!bytes || *bytes > kMaxGraphBytes - total)
-    return what + " of shape " + shapeString(shape) +
-           " takes the graph's tensors past 2^60 bytes (1 EiB), more than "
-           "the simulator's int64 memory accounting can represent";
+    return absl::InvalidArgumentError(
+        what + " of shape " + shapeString(shape) +
+        " takes the graph's tensors past 2^60 bytes (1 EiB), more than "
+        "the simulator's int64 memory accounting can represent");
   total += *bytes;
-  return "";
+  return absl::OkStatus();
 }
 
 } // namespace
 
-std::string Graph::validate() const {
+absl::Status Graph::validate() const {
   if (numInputs < 0)
-    return "negative input count " + std::to_string(numInputs);
+    return absl::InvalidArgumentError("negative input count " +
+                                      std::to_string(numInputs));
   // Sizes from huge batches must be an error, not wrapped-around products.
   int64_t totalBytes = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     std::string what =
         "weight " + std::to_string(i) + " '" + weights[i].name + "'";
     if (weights[i].elemBytes < 1)
-      return what + ": element size " + std::to_string(weights[i].elemBytes);
-    if (std::string problem = addTensorBytes(what, weights[i].shape,
-                                             weights[i].elemBytes, totalBytes);
-        !problem.empty())
+      return absl::InvalidArgumentError(what + ": element size " +
+                                        std::to_string(weights[i].elemBytes));
+    if (absl::Status problem = addTensorBytes(what, weights[i].shape,
+                                              weights[i].elemBytes, totalBytes);
+        !problem.ok())
       return problem;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op &op = ops[i];
-    if (std::string problem = op.space.validate(); !problem.empty())
-      return describeOp(*this, i) + ": " + problem;
+    if (absl::Status problem = op.space.validate(); !problem.ok())
+      return annotate(problem, describeOp(*this, i));
     if (op.operands.size() != op.space.operands.size())
-      return describeOp(*this, i) + ": " + std::to_string(op.operands.size()) +
-             " sources for " + std::to_string(op.space.operands.size()) +
-             " operands of the iteration space";
+      return absl::InvalidArgumentError(
+          describeOp(*this, i) + ": " + std::to_string(op.operands.size()) +
+          " sources for " + std::to_string(op.space.operands.size()) +
+          " operands of the iteration space");
     if (op.elemBytes < 1)
-      return describeOp(*this, i) + ": element size " +
-             std::to_string(op.elemBytes);
+      return absl::InvalidArgumentError(describeOp(*this, i) +
+                                        ": element size " +
+                                        std::to_string(op.elemBytes));
     for (size_t o = 0; o < op.operands.size(); ++o)
-      if (std::string problem = validateSource(*this, i, o); !problem.empty())
+      if (absl::Status problem = validateSource(*this, i, o); !problem.ok())
         return problem;
     // Operands count too: each consumer may receive its own copy.
     for (size_t o = 0; o < op.space.operands.size(); ++o)
-      if (std::string problem = addTensorBytes(
+      if (absl::Status problem = addTensorBytes(
               describeOp(*this, i) + ": operand " + std::to_string(o),
               op.space.operands[o].shape, op.elemBytes, totalBytes);
-          !problem.empty())
+          !problem.ok())
         return problem;
     for (size_t r = 0; r < op.space.results.size(); ++r)
-      if (std::string problem = addTensorBytes(
+      if (absl::Status problem = addTensorBytes(
               describeOp(*this, i) + ": result " + std::to_string(r),
               op.space.results[r].shape, op.elemBytes, totalBytes);
-          !problem.empty())
+          !problem.ok())
         return problem;
   }
-  return "";
+  return absl::OkStatus();
 }
 
 uint64_t contractedOperands(const Op &op) {

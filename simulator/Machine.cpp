@@ -135,17 +135,17 @@ double BandwidthCurve::time(double bytes) const {
   return timeOf(*lo) + t * (timeOf(*hi) - timeOf(*lo));
 }
 
-std::string BandwidthCurve::validate() const {
+absl::Status BandwidthCurve::validate() const {
   for (size_t i = 0; i < points.size(); ++i) {
     std::string at = "point " + std::to_string(i) + ": ";
     if (!isPositive(points[i].first))
-      return at + "message size must be > 0";
+      return absl::InvalidArgumentError(at + "message size must be > 0");
     if (!isPositive(points[i].second))
-      return at + "bandwidth must be > 0";
+      return absl::InvalidArgumentError(at + "bandwidth must be > 0");
     if (i > 0 && points[i].first <= points[i - 1].first)
-      return at + "message sizes must increase";
+      return absl::InvalidArgumentError(at + "message sizes must increase");
   }
-  return "";
+  return absl::OkStatus();
 }
 
 Machine Machine::fromCluster(const ClusterSpec &spec, std::string name) {
@@ -430,84 +430,91 @@ std::optional<Route> Machine::route(int64_t src, int64_t dst,
 // Validation
 //===----------------------------------------------------------------------===//
 
-/// Why `spec` is impossible, or "".
-static std::string validateDeviceSpec(const DeviceSpec &spec) {
+/// OK, or why `spec` is impossible.
+static absl::Status validateDeviceSpec(const DeviceSpec &spec) {
   for (int i = 0; i < kNumDTypes; ++i)
     if (!isNonNegative(spec.peakFlops[i]))
-      return std::string("peak ") + kDTypeNames[i] + " FLOP/s must be > 0";
+      return absl::InvalidArgumentError(std::string("peak ") + kDTypeNames[i] +
+                                        " FLOP/s must be > 0");
   if (!spec.hasPeakFlops(DType::F32))
-    return "peak f32 FLOP/s must be > 0";
+    return absl::InvalidArgumentError("peak f32 FLOP/s must be > 0");
   if (!isPositive(spec.memoryBandwidth))
-    return "memory bandwidth must be > 0";
+    return absl::InvalidArgumentError("memory bandwidth must be > 0");
   if (spec.memoryBytes <= 0)
-    return "memory capacity must be > 0";
+    return absl::InvalidArgumentError("memory capacity must be > 0");
   if (!isNonNegative(spec.launchOverhead))
-    return "launch overhead must be >= 0";
+    return absl::InvalidArgumentError("launch overhead must be >= 0");
   // 0 leaves an efficiency unset.
   for (auto [what, value] :
        {std::pair{"attention forward", spec.attentionForwardEfficiency},
         std::pair{"attention backward", spec.attentionBackwardEfficiency}})
     if (!(value >= 0 && value <= 1))
-      return std::string(what) + " efficiency must be in [0, 1]";
+      return absl::InvalidArgumentError(std::string(what) +
+                                        " efficiency must be in [0, 1]");
   if (!isNonNegative(spec.attentionHalfEfficiencyFlops))
-    return "attention half-efficiency FLOPs must be >= 0";
-  return "";
+    return absl::InvalidArgumentError(
+        "attention half-efficiency FLOPs must be >= 0");
+  return absl::OkStatus();
 }
 
-static std::string validateLinkSpec(const LinkSpec &spec) {
+static absl::Status validateLinkSpec(const LinkSpec &spec) {
   if (!isPositive(spec.bandwidth))
-    return "bandwidth must be > 0";
+    return absl::InvalidArgumentError("bandwidth must be > 0");
   if (!isNonNegative(spec.latency))
-    return "latency must be >= 0";
-  if (std::string e = spec.bySize.validate(); !e.empty())
-    return "bandwidth by size: " + e;
-  if (std::string e = spec.collectiveBySize.validate(); !e.empty())
-    return "collective bandwidth by size: " + e;
-  if (std::string e = spec.sendBySize.validate(); !e.empty())
-    return "send bandwidth by size: " + e;
-  return "";
+    return absl::InvalidArgumentError("latency must be >= 0");
+  if (absl::Status e = spec.bySize.validate(); !e.ok())
+    return annotate(e, "bandwidth by size");
+  if (absl::Status e = spec.collectiveBySize.validate(); !e.ok())
+    return annotate(e, "collective bandwidth by size");
+  if (absl::Status e = spec.sendBySize.validate(); !e.ok())
+    return annotate(e, "send bandwidth by size");
+  return absl::OkStatus();
 }
 
-std::string ClusterSpec::validate() const {
+absl::Status ClusterSpec::validate() const {
   if (nodes < 1)
-    return "cluster: nodes must be >= 1";
+    return absl::InvalidArgumentError("cluster: nodes must be >= 1");
   if (devicesPerNode < 1)
-    return "cluster: devices per node must be >= 1";
+    return absl::InvalidArgumentError("cluster: devices per node must be >= 1");
   std::optional<int64_t> count = checkedMul(nodes, devicesPerNode);
   if (!count || *count > kMaxDevices)
-    return "cluster: " + std::to_string(nodes) + " nodes x " +
-           std::to_string(devicesPerNode) + " devices per node is more than " +
-           "the " + std::to_string(kMaxDevices) + " devices ppc supports";
+    return absl::InvalidArgumentError(
+        "cluster: " + std::to_string(nodes) + " nodes x " +
+        std::to_string(devicesPerNode) + " devices per node is more than " +
+        "the " + std::to_string(kMaxDevices) + " devices ppc supports");
   if (nicsPerNode < 1 || nicsPerNode > devicesPerNode)
-    return "cluster: NICs per node must be between 1 and the devices per "
-           "node (" +
-           std::to_string(devicesPerNode) + ")";
+    return absl::InvalidArgumentError(
+        "cluster: NICs per node must be between 1 and the devices per "
+        "node (" +
+        std::to_string(devicesPerNode) + ")");
   if (coresPerNode < 0)
-    return "cluster: cores per node must be >= 0 (0: every device computes "
-           "at once)";
-  if (std::string e = validateDeviceSpec(device); !e.empty())
-    return "cluster: device '" + device.name + "': " + e;
-  if (std::string e = validateLinkSpec(intra); !e.empty())
-    return "cluster: intra-node link: " + e;
-  if (std::string e = validateLinkSpec(inter); !e.empty())
-    return "cluster: inter-node link: " + e;
-  return "";
+    return absl::InvalidArgumentError(
+        "cluster: cores per node must be >= 0 (0: every device computes "
+        "at once)");
+  if (absl::Status e = validateDeviceSpec(device); !e.ok())
+    return annotate(e, "cluster: device '" + device.name + "'");
+  if (absl::Status e = validateLinkSpec(intra); !e.ok())
+    return annotate(e, "cluster: intra-node link");
+  if (absl::Status e = validateLinkSpec(inter); !e.ok())
+    return annotate(e, "cluster: inter-node link");
+  return absl::OkStatus();
 }
 
-std::string Machine::validate() const {
+absl::Status Machine::validate() const {
   if (cluster)
-    if (std::string e = cluster->validate(); !e.empty())
+    if (absl::Status e = cluster->validate(); !e.ok())
       return e;
   if (numDevices() > kMaxDevices)
-    return "the machine has " + std::to_string(numDevices()) +
-           " devices, more than the " + std::to_string(kMaxDevices) +
-           " ppc supports";
+    return absl::InvalidArgumentError(
+        "the machine has " + std::to_string(numDevices()) +
+        " devices, more than the " + std::to_string(kMaxDevices) +
+        " ppc supports");
   if (devices.empty())
-    return "the machine has no devices";
+    return absl::InvalidArgumentError("the machine has no devices");
   for (size_t i = 0; i < specs.size(); ++i)
-    if (std::string e = validateDeviceSpec(specs[i]); !e.empty())
-      return "device spec " + std::to_string(i) + " '" + specs[i].name +
-             "': " + e;
+    if (absl::Status e = validateDeviceSpec(specs[i]); !e.ok())
+      return annotate(e, "device spec " + std::to_string(i) + " '" +
+                             specs[i].name + "'");
 
   std::unordered_map<std::string_view, int64_t> names;
   for (int64_t v = 0, e = numVertices(); v < e; ++v) {
@@ -516,21 +523,25 @@ std::string Machine::validate() const {
                            ? "device " + std::to_string(v)
                            : "switch " + std::to_string(v - numDevices());
     if (vertexName.empty())
-      return what + " has no name";
+      return absl::InvalidArgumentError(what + " has no name");
     if (!names.emplace(vertexName, v).second)
-      return what + ": name '" + vertexName + "' is used twice";
+      return absl::InvalidArgumentError(what + ": name '" + vertexName +
+                                        "' is used twice");
   }
   for (int64_t i = 0, e = numDevices(); i < e; ++i) {
     const Device &d = devices[i];
     if (d.node < 0)
-      return "device '" + d.name + "': node must be >= 0";
+      return absl::InvalidArgumentError("device '" + d.name +
+                                        "': node must be >= 0");
     if (d.spec < 0 || d.spec >= static_cast<int64_t>(specs.size()))
-      return "device '" + d.name + "': spec " + std::to_string(d.spec) +
-             " out of range (" + std::to_string(specs.size()) + " specs)";
+      return absl::InvalidArgumentError(
+          "device '" + d.name + "': spec " + std::to_string(d.spec) +
+          " out of range (" + std::to_string(specs.size()) + " specs)");
   }
   for (const Switch &s : switches)
     if (s.node < -1)
-      return "switch '" + s.name + "': node must be >= 0, or -1 for none";
+      return absl::InvalidArgumentError("switch '" + s.name +
+                                        "': node must be >= 0, or -1 for none");
 
   std::vector<std::vector<int64_t>> adjacent(numVertices());
   for (size_t l = 0; l < links.size(); ++l) {
@@ -538,13 +549,15 @@ std::string Machine::validate() const {
     std::string what = "link " + std::to_string(l);
     for (int64_t end : {link.src, link.dst})
       if (end < 0 || end >= numVertices())
-        return what + ": endpoint " + std::to_string(end) + " out of range (" +
-               std::to_string(numVertices()) + " devices and switches)";
+        return absl::InvalidArgumentError(
+            what + ": endpoint " + std::to_string(end) + " out of range (" +
+            std::to_string(numVertices()) + " devices and switches)");
     if (link.src == link.dst)
-      return what + ": connects '" + getVertexName(link.src) + "' to itself";
-    if (std::string e = validateLinkSpec(link.spec); !e.empty())
-      return what + " ('" + getVertexName(link.src) + "' -> '" +
-             getVertexName(link.dst) + "'): " + e;
+      return absl::InvalidArgumentError(
+          what + ": connects '" + getVertexName(link.src) + "' to itself");
+    if (absl::Status e = validateLinkSpec(link.spec); !e.ok())
+      return annotate(e, what + " ('" + getVertexName(link.src) + "' -> '" +
+                             getVertexName(link.dst) + "')");
     adjacent[link.src].push_back(link.dst);
     adjacent[link.dst].push_back(link.src);
   }
@@ -565,9 +578,10 @@ std::string Machine::validate() const {
   }
   for (int64_t d = 1, e = numDevices(); d < e; ++d)
     if (!seen[d])
-      return "device '" + devices[d].name + "' cannot reach device '" +
-             devices[0].name + "': the link graph is disconnected";
-  return "";
+      return absl::InvalidArgumentError(
+          "device '" + devices[d].name + "' cannot reach device '" +
+          devices[0].name + "': the link graph is disconnected");
+  return absl::OkStatus();
 }
 
 } // namespace ppc

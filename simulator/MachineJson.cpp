@@ -19,8 +19,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
-#include <sstream>
 
 using json = nlohmann::json;
 // Written files keep their keys in a readable order.
@@ -29,8 +27,8 @@ using ojson = nlohmann::ordered_json;
 namespace ppc {
 namespace {
 
-/// Thrown inside this file only, with the path and the problem.
-using json_reader::JsonError;
+using json_reader::indexed;
+using json_reader::jsonError;
 using json_reader::ObjectReader;
 
 enum class Dim { Bandwidth, Bytes, Time, Flops };
@@ -107,19 +105,20 @@ const char *example(Dim dim) {
 }
 
 /// A number in base units, or a string "<number> <unit>".
-double readQuantity(const json &v, const std::string &where, Dim dim) {
+absl::StatusOr<double> readQuantity(const json &v, const std::string &where,
+                                    Dim dim) {
   if (v.is_number())
     return v.get<double>();
   if (!v.is_string())
-    throw JsonError{where, std::string("must be a number or a string with "
-                                       "a unit, e.g. ") +
-                               example(dim)};
+    return jsonError(where, std::string("must be a number or a string with "
+                                        "a unit, e.g. ") +
+                                example(dim));
   std::string text = v.get<std::string>();
   const char *begin = text.c_str();
   char *end = nullptr;
   double number = std::strtod(begin, &end);
   if (end == begin)
-    throw JsonError{where, "'" + text + "' does not start with a number"};
+    return jsonError(where, "'" + text + "' does not start with a number");
   std::string unit(end);
   unit.erase(0, unit.find_first_not_of(' '));
   std::vector<std::string> known;
@@ -128,62 +127,81 @@ double readQuantity(const json &v, const std::string &where, Dim dim) {
       return u.scale < 0 ? number / -u.scale : number * u.scale;
     known.push_back(u.name);
   }
-  throw JsonError{where, "unknown unit '" + unit + "' for " + dimName(dim) +
-                             " (use " + join(known) + ")"};
+  return jsonError(where, "unknown unit '" + unit + "' for " + dimName(dim) +
+                              " (use " + join(known) + ")");
 }
 
-double getQuantity(ObjectReader &r, const std::string &key, Dim dim) {
-  return readQuantity(r.get(key), r.at(key), dim);
-}
-
-void requirePositive(double x, const std::string &where) {
+absl::Status requirePositive(double x, const std::string &where) {
   if (!(std::isfinite(x) && x > 0))
-    throw JsonError{where, "must be > 0"};
+    return jsonError(where, "must be > 0");
+  return absl::OkStatus();
 }
-void requireNonNegative(double x, const std::string &where) {
+absl::Status requireNonNegative(double x, const std::string &where) {
   if (!(std::isfinite(x) && x >= 0))
-    throw JsonError{where, "must be >= 0"};
+    return jsonError(where, "must be >= 0");
+  return absl::OkStatus();
 }
 
-DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
-  ObjectReader r(value, path);
+/// The quantity under `key`, which must be > 0.
+absl::StatusOr<double> getPositive(ObjectReader &r, const std::string &key,
+                                   Dim dim) {
+  PPC_ASSIGN_OR_RETURN(const json *v, r.get(key));
+  PPC_ASSIGN_OR_RETURN(double x, readQuantity(*v, r.at(key), dim));
+  PPC_RETURN_IF_ERROR(requirePositive(x, r.at(key)));
+  return x;
+}
+
+/// The quantity under `key`, which must be >= 0; 0 when absent.
+absl::StatusOr<double> getNonNegative(ObjectReader &r, const std::string &key,
+                                      Dim dim) {
+  if (!r.has(key))
+    return 0.0;
+  PPC_ASSIGN_OR_RETURN(const json *v, r.get(key));
+  PPC_ASSIGN_OR_RETURN(double x, readQuantity(*v, r.at(key), dim));
+  PPC_RETURN_IF_ERROR(requireNonNegative(x, r.at(key)));
+  return x;
+}
+
+absl::StatusOr<DeviceSpec> readDeviceSpec(const json &value,
+                                          const std::string &path) {
+  PPC_ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::open(value, path));
   DeviceSpec spec;
-  spec.name = r.getString("name");
-  if (spec.name.empty())
-    throw JsonError{r.at("name"), "must not be empty"};
-  ObjectReader flops(r.get("peak_flops"), r.at("peak_flops"));
-  for (auto it = value["peak_flops"].begin(); it != value["peak_flops"].end();
-       ++it) {
-    std::string where = flops.at(it.key());
+  PPC_ASSIGN_OR_RETURN(spec.name, r.getNonEmptyString("name"));
+  PPC_ASSIGN_OR_RETURN(const json *flopsValue, r.get("peak_flops"));
+  PPC_ASSIGN_OR_RETURN(ObjectReader flops,
+                       ObjectReader::open(*flopsValue, r.at("peak_flops")));
+  for (auto it = flopsValue->begin(); it != flopsValue->end(); ++it) {
     std::optional<DType> type = symbolizeDType(it.key());
     if (!type) {
       std::vector<std::string> names;
       for (int i = 0; i < kNumDTypes; ++i)
         names.push_back(stringifyDType(static_cast<DType>(i)));
-      throw JsonError{where, "unknown element type (use " + join(names) + ")"};
+      return jsonError(flops.at(it.key()),
+                       "unknown element type (use " + join(names) + ")");
     }
-    double f = getQuantity(flops, it.key(), Dim::Flops);
-    requirePositive(f, where);
+    PPC_ASSIGN_OR_RETURN(double f, getPositive(flops, it.key(), Dim::Flops));
     spec.setPeakFlops(*type, f);
   }
   if (!spec.hasPeakFlops(DType::F32))
-    throw JsonError{flops.at("f32"),
-                    "missing (every device needs an f32 rate)"};
-  spec.memoryBandwidth = getQuantity(r, "memory_bandwidth", Dim::Bandwidth);
-  requirePositive(spec.memoryBandwidth, r.at("memory_bandwidth"));
-  const json &memory = r.get("memory_bytes");
-  double bytes = memory.is_number_integer()
-                     ? static_cast<double>(memory.get<int64_t>())
-                     : readQuantity(memory, r.at("memory_bytes"), Dim::Bytes);
-  requirePositive(bytes, r.at("memory_bytes"));
+    return jsonError(flops.at("f32"),
+                     "missing (every device needs an f32 rate)");
+  PPC_ASSIGN_OR_RETURN(spec.memoryBandwidth,
+                       getPositive(r, "memory_bandwidth", Dim::Bandwidth));
+  PPC_ASSIGN_OR_RETURN(const json *memory, r.get("memory_bytes"));
+  double bytes = 0;
+  if (memory->is_number_integer()) {
+    bytes = static_cast<double>(memory->get<int64_t>());
+  } else {
+    PPC_ASSIGN_OR_RETURN(
+        bytes, readQuantity(*memory, r.at("memory_bytes"), Dim::Bytes));
+  }
+  PPC_RETURN_IF_ERROR(requirePositive(bytes, r.at("memory_bytes")));
   // Converting a double at or beyond 2^63 to int64 is undefined.
   if (bytes >= 0x1p63)
-    throw JsonError{r.at("memory_bytes"), "must be less than 2^63 bytes"};
+    return jsonError(r.at("memory_bytes"), "must be less than 2^63 bytes");
   spec.memoryBytes = static_cast<int64_t>(bytes);
-  spec.launchOverhead = r.has("launch_overhead")
-                            ? getQuantity(r, "launch_overhead", Dim::Time)
-                            : 0;
-  requireNonNegative(spec.launchOverhead, r.at("launch_overhead"));
+  PPC_ASSIGN_OR_RETURN(spec.launchOverhead,
+                       getNonNegative(r, "launch_overhead", Dim::Time));
   // FLOP counts at which a kernel reaches half its rate.
   for (auto [key, field] :
        {std::pair{"half_efficiency_flops", &spec.halfEfficiencyFlops},
@@ -191,18 +209,14 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
                   &spec.attentionHalfEfficiencyFlops}}) {
     if (!r.has(key))
       continue;
-    const json &half = r.get(key);
-    if (!half.is_number())
-      throw JsonError{r.at(key), "must be a number"};
-    *field = half.get<double>();
-    requireNonNegative(*field, r.at(key));
+    PPC_ASSIGN_OR_RETURN(*field, r.getNumber(key));
+    PPC_RETURN_IF_ERROR(requireNonNegative(*field, r.at(key)));
   }
   if (r.has("compute_units")) {
-    const json &units = r.get("compute_units");
-    if (!units.is_number_integer() || units.get<int64_t>() < 0)
-      throw JsonError{r.at("compute_units"),
-                      "must be a whole number >= 0"};
-    spec.computeUnits = units.get<int64_t>();
+    PPC_ASSIGN_OR_RETURN(const json *units, r.get("compute_units"));
+    if (!units->is_number_integer() || units->get<int64_t>() < 0)
+      return jsonError(r.at("compute_units"), "must be a whole number >= 0");
+    spec.computeUnits = units->get<int64_t>();
   }
   for (auto [key, field] :
        {std::pair{"matmul_efficiency", &spec.matmulEfficiency},
@@ -213,224 +227,242 @@ DeviceSpec readDeviceSpec(const json &value, const std::string &path) {
                   &spec.attentionBackwardEfficiency}}) {
     if (!r.has(key))
       continue;
-    const json &value = r.get(key);
-    if (!value.is_number() || !(value.get<double>() > 0) ||
-        value.get<double>() > 1)
-      throw JsonError{r.at(key), "must be a fraction in (0, 1]"};
-    *field = value.get<double>();
+    PPC_ASSIGN_OR_RETURN(const json *fraction, r.get(key));
+    if (!fraction->is_number() || !(fraction->get<double>() > 0) ||
+        fraction->get<double>() > 1)
+      return jsonError(r.at(key), "must be a fraction in (0, 1]");
+    *field = fraction->get<double>();
   }
-  r.finish();
+  PPC_RETURN_IF_ERROR(r.finish());
   return spec;
 }
 
-LinkKind readLinkKind(ObjectReader &r) {
-  std::string kind = r.getString("kind");
+absl::StatusOr<LinkKind> readLinkKind(ObjectReader &r) {
+  PPC_ASSIGN_OR_RETURN(std::string kind, r.getString("kind"));
   if (std::optional<LinkKind> k = symbolizeLinkKind(kind))
     return *k;
   std::vector<std::string> names;
   for (int i = 0; i <= static_cast<int>(LinkKind::Other); ++i)
     names.push_back(stringifyLinkKind(static_cast<LinkKind>(i)));
-  throw JsonError{r.at("kind"),
-                  "unknown link kind '" + kind + "' (use " + join(names) + ")"};
+  return jsonError(r.at("kind"), "unknown link kind '" + kind + "' (use " +
+                                     join(names) + ")");
 }
 
 /// [[size, bandwidth], ...], sizes increasing.
-BandwidthCurve readCurve(ObjectReader &r, const std::string &key) {
-  const json &v = r.get(key);
+absl::StatusOr<BandwidthCurve> readCurve(ObjectReader &r,
+                                         const std::string &key) {
+  PPC_ASSIGN_OR_RETURN(const json *v, r.get(key));
   std::string where = r.at(key);
-  if (!v.is_array() || v.empty())
-    throw JsonError{where, "must be a non-empty array of [size, bandwidth] "
-                           "pairs, e.g. [[\"4 KiB\", \"1.5 GB/s\"]]"};
+  if (!v->is_array() || v->empty())
+    return jsonError(where, "must be a non-empty array of [size, bandwidth] "
+                            "pairs, e.g. [[\"4 KiB\", \"1.5 GB/s\"]]");
   BandwidthCurve curve;
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::string at = where + "[" + std::to_string(i) + "]";
-    if (!v[i].is_array() || v[i].size() != 2)
-      throw JsonError{at, "must be a [size, bandwidth] pair"};
-    double bytes = readQuantity(v[i][0], at + "[0]", Dim::Bytes);
-    requirePositive(bytes, at + "[0]");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json &point = (*v)[i];
+    std::string at = indexed(where, i);
+    if (!point.is_array() || point.size() != 2)
+      return jsonError(at, "must be a [size, bandwidth] pair");
+    PPC_ASSIGN_OR_RETURN(double bytes,
+                         readQuantity(point[0], at + "[0]", Dim::Bytes));
+    PPC_RETURN_IF_ERROR(requirePositive(bytes, at + "[0]"));
     if (i > 0 && bytes <= curve.points.back().first)
-      throw JsonError{at + "[0]", "sizes must increase"};
-    double rate = readQuantity(v[i][1], at + "[1]", Dim::Bandwidth);
-    requirePositive(rate, at + "[1]");
+      return jsonError(at + "[0]", "sizes must increase");
+    PPC_ASSIGN_OR_RETURN(double rate,
+                         readQuantity(point[1], at + "[1]", Dim::Bandwidth));
+    PPC_RETURN_IF_ERROR(requirePositive(rate, at + "[1]"));
     curve.points.push_back({bytes, rate});
   }
   return curve;
 }
 
 /// Reads kind, bandwidth and latency of `r` (which may hold other keys).
-LinkSpec readLinkFields(ObjectReader &r) {
+absl::StatusOr<LinkSpec> readLinkFields(ObjectReader &r) {
   LinkSpec spec;
-  spec.kind = readLinkKind(r);
-  spec.bandwidth = getQuantity(r, "bandwidth", Dim::Bandwidth);
-  requirePositive(spec.bandwidth, r.at("bandwidth"));
-  spec.latency = r.has("latency") ? getQuantity(r, "latency", Dim::Time) : 0;
-  requireNonNegative(spec.latency, r.at("latency"));
-  if (r.has("bandwidth_by_size"))
-    spec.bySize = readCurve(r, "bandwidth_by_size");
-  if (r.has("collective_bandwidth_by_size"))
-    spec.collectiveBySize = readCurve(r, "collective_bandwidth_by_size");
-  if (r.has("send_bandwidth_by_size"))
-    spec.sendBySize = readCurve(r, "send_bandwidth_by_size");
+  PPC_ASSIGN_OR_RETURN(spec.kind, readLinkKind(r));
+  PPC_ASSIGN_OR_RETURN(spec.bandwidth,
+                       getPositive(r, "bandwidth", Dim::Bandwidth));
+  PPC_ASSIGN_OR_RETURN(spec.latency, getNonNegative(r, "latency", Dim::Time));
+  for (auto [key, curve] :
+       {std::pair{"bandwidth_by_size", &spec.bySize},
+        std::pair{"collective_bandwidth_by_size", &spec.collectiveBySize},
+        std::pair{"send_bandwidth_by_size", &spec.sendBySize}})
+    if (r.has(key)) {
+      PPC_ASSIGN_OR_RETURN(*curve, readCurve(r, key));
+    }
   return spec;
 }
 
-LinkSpec readLinkSpec(const json &value, const std::string &path) {
-  ObjectReader r(value, path);
-  LinkSpec spec = readLinkFields(r);
-  r.finish();
+absl::StatusOr<LinkSpec> readLinkSpec(ObjectReader &parent,
+                                      const std::string &key) {
+  PPC_ASSIGN_OR_RETURN(ObjectReader r, parent.getObject(key));
+  PPC_ASSIGN_OR_RETURN(LinkSpec spec, readLinkFields(r));
+  PPC_RETURN_IF_ERROR(r.finish());
   return spec;
 }
 
-const json &readArray(ObjectReader &r, const std::string &key) {
-  const json &v = r.get(key);
-  if (!v.is_array())
-    throw JsonError{r.at(key), "must be an array"};
-  return v;
-}
-
-std::string indexed(const std::string &key, size_t i) {
-  return key + "[" + std::to_string(i) + "]";
-}
-
-Machine readMachine(const json &value) {
-  ObjectReader top(value, "");
-  std::string name = top.getString("name", "");
-  bool hasCluster = top.has("cluster");
-  bool hasGraph = top.has("devices");
-  if (hasCluster && hasGraph)
-    throw JsonError{"cluster", "a machine has either 'cluster' or 'devices', "
-                               "not both"};
-  if (!hasCluster && !hasGraph)
-    throw JsonError{"(top level)", "needs 'cluster' (nodes x devices) or "
-                                   "'devices' and 'links' (explicit graph)"};
-  if (hasCluster) {
-    ObjectReader c(top.get("cluster"), "cluster");
-    ClusterSpec spec;
-    spec.nodes = c.getInt("nodes");
-    if (spec.nodes < 1)
-      throw JsonError{c.at("nodes"), "must be >= 1"};
-    spec.devicesPerNode = c.getInt("devices_per_node");
-    if (spec.devicesPerNode < 1)
-      throw JsonError{c.at("devices_per_node"), "must be >= 1"};
-    spec.nicsPerNode = c.getInt("nics_per_node", 1);
-    if (spec.nicsPerNode < 1 || spec.nicsPerNode > spec.devicesPerNode)
-      throw JsonError{c.at("nics_per_node"),
-                      "must be between 1 and devices_per_node (" +
-                          std::to_string(spec.devicesPerNode) + ")"};
-    spec.coresPerNode = c.getInt("cores_per_node", 0);
-    if (spec.coresPerNode < 0)
-      throw JsonError{c.at("cores_per_node"),
-                      "must be >= 0 (0: every device computes at once)"};
-    // Checked before anything is built: fromCluster makes every device.
-    std::optional<int64_t> count = checkedMul(spec.nodes, spec.devicesPerNode);
-    if (!count || *count > kMaxDevices)
-      throw JsonError{
-          c.at("devices_per_node"),
-          "nodes x devices_per_node (" + std::to_string(spec.nodes) + " x " +
-              std::to_string(spec.devicesPerNode) + ") is more than the " +
-              std::to_string(kMaxDevices) + " devices ppc supports"};
-    spec.device = readDeviceSpec(c.get("device"), c.at("device"));
-    spec.intra = readLinkSpec(c.get("intra"), c.at("intra"));
-    // One node has no inter-node link: `inter` may be left out, and is then
-    // `intra` (which no transfer uses, but every cluster carries one).
-    if (spec.nodes == 1 && !c.has("inter"))
-      spec.inter = spec.intra;
-    else
-      spec.inter = readLinkSpec(c.get("inter"), c.at("inter"));
-    c.finish();
-    top.finish();
-    return Machine::fromCluster(spec, name);
+absl::StatusOr<Machine> readCluster(ObjectReader &top, std::string name) {
+  PPC_ASSIGN_OR_RETURN(ObjectReader c, top.getObject("cluster"));
+  ClusterSpec spec;
+  PPC_ASSIGN_OR_RETURN(spec.nodes, c.getInt("nodes"));
+  if (spec.nodes < 1)
+    return jsonError(c.at("nodes"), "must be >= 1");
+  PPC_ASSIGN_OR_RETURN(spec.devicesPerNode, c.getInt("devices_per_node"));
+  if (spec.devicesPerNode < 1)
+    return jsonError(c.at("devices_per_node"), "must be >= 1");
+  PPC_ASSIGN_OR_RETURN(spec.nicsPerNode, c.getInt("nics_per_node", 1));
+  if (spec.nicsPerNode < 1 || spec.nicsPerNode > spec.devicesPerNode)
+    return jsonError(c.at("nics_per_node"),
+                     "must be between 1 and devices_per_node (" +
+                         std::to_string(spec.devicesPerNode) + ")");
+  PPC_ASSIGN_OR_RETURN(spec.coresPerNode, c.getInt("cores_per_node", 0));
+  if (spec.coresPerNode < 0)
+    return jsonError(c.at("cores_per_node"),
+                     "must be >= 0 (0: every device computes at once)");
+  // Checked before anything is built: fromCluster makes every device.
+  std::optional<int64_t> count = checkedMul(spec.nodes, spec.devicesPerNode);
+  if (!count || *count > kMaxDevices)
+    return jsonError(c.at("devices_per_node"),
+                     "nodes x devices_per_node (" + std::to_string(spec.nodes) +
+                         " x " + std::to_string(spec.devicesPerNode) +
+                         ") is more than the " + std::to_string(kMaxDevices) +
+                         " devices ppc supports");
+  PPC_ASSIGN_OR_RETURN(const json *device, c.get("device"));
+  PPC_ASSIGN_OR_RETURN(spec.device, readDeviceSpec(*device, c.at("device")));
+  PPC_ASSIGN_OR_RETURN(spec.intra, readLinkSpec(c, "intra"));
+  // One node has no inter-node link: `inter` may be left out, and is then
+  // `intra` (which no transfer uses, but every cluster carries one).
+  if (spec.nodes == 1 && !c.has("inter")) {
+    spec.inter = spec.intra;
+  } else {
+    PPC_ASSIGN_OR_RETURN(spec.inter, readLinkSpec(c, "inter"));
   }
+  PPC_RETURN_IF_ERROR(c.finish());
+  PPC_RETURN_IF_ERROR(top.finish());
+  return Machine::fromCluster(spec, std::move(name));
+}
 
+absl::StatusOr<Machine> readGraph(ObjectReader &top, std::string name) {
   Machine m;
-  m.name = name;
-  const json &specs = readArray(top, "device_specs");
-  for (size_t i = 0; i < specs.size(); ++i) {
-    m.specs.push_back(readDeviceSpec(specs[i], indexed("device_specs", i)));
-    for (size_t j = 0; j < i; ++j)
-      if (m.specs[j].name == m.specs[i].name)
-        throw JsonError{indexed("device_specs", i) + ".name",
-                        "'" + m.specs[i].name + "' is defined twice"};
+  m.name = std::move(name);
+  PPC_ASSIGN_OR_RETURN(const json *specs, top.getArray("device_specs"));
+  for (size_t i = 0; i < specs->size(); ++i) {
+    std::string where = indexed("device_specs", i);
+    PPC_ASSIGN_OR_RETURN(DeviceSpec spec, readDeviceSpec((*specs)[i], where));
+    for (const DeviceSpec &earlier : m.specs)
+      if (earlier.name == spec.name)
+        return jsonError(where + ".name",
+                         "'" + spec.name + "' is defined twice");
+    m.specs.push_back(std::move(spec));
   }
   if (m.specs.empty())
-    throw JsonError{"device_specs", "must not be empty"};
+    return jsonError("device_specs", "must not be empty");
 
   std::map<std::string, int64_t> vertexOf;
-  auto addName = [&](const std::string &n, const std::string &where) {
+  auto addName = [&](const std::string &n,
+                     const std::string &where) -> absl::Status {
     if (n.empty())
-      throw JsonError{where, "must not be empty"};
+      return jsonError(where, "must not be empty");
     if (!vertexOf.emplace(n, static_cast<int64_t>(vertexOf.size())).second)
-      throw JsonError{where, "'" + n + "' is used twice"};
+      return jsonError(where, "'" + n + "' is used twice");
+    return absl::OkStatus();
   };
-  const json &devices = readArray(top, "devices");
-  if (devices.empty())
-    throw JsonError{"devices", "must not be empty"};
-  if (static_cast<int64_t>(devices.size()) > kMaxDevices)
-    throw JsonError{
-        "devices", std::to_string(devices.size()) + " devices, more than the " +
-                       std::to_string(kMaxDevices) + " ppc supports"};
-  for (size_t i = 0; i < devices.size(); ++i) {
-    ObjectReader d(devices[i], indexed("devices", i));
+  PPC_ASSIGN_OR_RETURN(const json *devices, top.getArray("devices"));
+  if (devices->empty())
+    return jsonError("devices", "must not be empty");
+  if (static_cast<int64_t>(devices->size()) > kMaxDevices)
+    return jsonError("devices", std::to_string(devices->size()) +
+                                    " devices, more than the " +
+                                    std::to_string(kMaxDevices) +
+                                    " ppc supports");
+  for (size_t i = 0; i < devices->size(); ++i) {
+    PPC_ASSIGN_OR_RETURN(
+        ObjectReader d,
+        ObjectReader::open((*devices)[i], indexed("devices", i)));
     Device device;
-    device.name = d.getString("name");
-    addName(device.name, d.at("name"));
-    device.node = d.getInt("node", 0);
+    PPC_ASSIGN_OR_RETURN(device.name, d.getString("name"));
+    PPC_RETURN_IF_ERROR(addName(device.name, d.at("name")));
+    PPC_ASSIGN_OR_RETURN(device.node, d.getInt("node", 0));
     if (device.node < 0)
-      throw JsonError{d.at("node"), "must be >= 0"};
+      return jsonError(d.at("node"), "must be >= 0");
     if (d.has("spec")) {
-      std::string specName = d.getString("spec");
+      PPC_ASSIGN_OR_RETURN(std::string specName, d.getString("spec"));
       device.spec = -1;
       for (size_t s = 0; s < m.specs.size(); ++s)
         if (m.specs[s].name == specName)
           device.spec = s;
       if (device.spec < 0)
-        throw JsonError{d.at("spec"),
-                        "no device spec named '" + specName + "'"};
+        return jsonError(d.at("spec"),
+                         "no device spec named '" + specName + "'");
     } else if (m.specs.size() > 1) {
-      throw JsonError{d.at("spec"),
-                      "missing (needed when there are several device specs)"};
+      return jsonError(d.at("spec"),
+                       "missing (needed when there are several device specs)");
     }
-    d.finish();
+    PPC_RETURN_IF_ERROR(d.finish());
     m.devices.push_back(device);
   }
   if (top.has("switches")) {
-    const json &switches = readArray(top, "switches");
-    for (size_t i = 0; i < switches.size(); ++i) {
-      ObjectReader s(switches[i], indexed("switches", i));
+    PPC_ASSIGN_OR_RETURN(const json *switches, top.getArray("switches"));
+    for (size_t i = 0; i < switches->size(); ++i) {
+      PPC_ASSIGN_OR_RETURN(
+          ObjectReader s,
+          ObjectReader::open((*switches)[i], indexed("switches", i)));
       Switch sw;
-      sw.name = s.getString("name");
-      addName(sw.name, s.at("name"));
-      sw.kind = s.getString("kind", "switch");
-      sw.node = s.getInt("node", -1);
+      PPC_ASSIGN_OR_RETURN(sw.name, s.getString("name"));
+      PPC_RETURN_IF_ERROR(addName(sw.name, s.at("name")));
+      PPC_ASSIGN_OR_RETURN(sw.kind, s.getString("kind", "switch"));
+      PPC_ASSIGN_OR_RETURN(sw.node, s.getInt("node", -1));
       if (sw.node < -1)
-        throw JsonError{s.at("node"), "must be >= 0, or -1 for none"};
-      s.finish();
+        return jsonError(s.at("node"), "must be >= 0, or -1 for none");
+      PPC_RETURN_IF_ERROR(s.finish());
       m.switches.push_back(sw);
     }
   }
-  const json &links =
-      top.has("links") ? readArray(top, "links") : json::array();
-  for (size_t i = 0; i < links.size(); ++i) {
-    ObjectReader l(links[i], indexed("links", i));
+  static const json kNoLinks = json::array();
+  const json *links = &kNoLinks;
+  if (top.has("links")) {
+    PPC_ASSIGN_OR_RETURN(links, top.getArray("links"));
+  }
+  for (size_t i = 0; i < links->size(); ++i) {
+    PPC_ASSIGN_OR_RETURN(ObjectReader l,
+                         ObjectReader::open((*links)[i], indexed("links", i)));
     Link link;
+    std::string srcName;
     for (auto [key, end] :
          {std::pair{"src", &link.src}, std::pair{"dst", &link.dst}}) {
-      std::string endName = l.getString(key);
+      PPC_ASSIGN_OR_RETURN(std::string endName, l.getString(key));
       auto it = vertexOf.find(endName);
       if (it == vertexOf.end())
-        throw JsonError{l.at(key),
-                        "no device or switch named '" + endName + "'"};
+        return jsonError(l.at(key),
+                         "no device or switch named '" + endName + "'");
       *end = it->second;
+      if (end == &link.src)
+        srcName = endName;
     }
     if (link.src == link.dst)
-      throw JsonError{indexed("links", i),
-                      "connects '" + l.getString("src") + "' to itself"};
-    link.spec = readLinkFields(l);
-    l.finish();
+      return jsonError(indexed("links", i),
+                       "connects '" + srcName + "' to itself");
+    PPC_ASSIGN_OR_RETURN(link.spec, readLinkFields(l));
+    PPC_RETURN_IF_ERROR(l.finish());
     m.links.push_back(link);
   }
-  top.finish();
+  PPC_RETURN_IF_ERROR(top.finish());
   return m;
+}
+
+absl::StatusOr<Machine> readMachine(const json &value) {
+  PPC_ASSIGN_OR_RETURN(ObjectReader top, ObjectReader::open(value, ""));
+  PPC_ASSIGN_OR_RETURN(std::string name, top.getString("name", ""));
+  bool hasCluster = top.has("cluster");
+  bool hasGraph = top.has("devices");
+  if (hasCluster && hasGraph)
+    return jsonError("cluster", "a machine has either 'cluster' or "
+                                "'devices', not both");
+  if (!hasCluster && !hasGraph)
+    return jsonError("", "needs 'cluster' (nodes x devices) or 'devices' "
+                         "and 'links' (explicit graph)");
+  if (hasCluster)
+    return readCluster(top, std::move(name));
+  return readGraph(top, std::move(name));
 }
 
 ojson writeDeviceSpec(const DeviceSpec &spec) {
@@ -483,39 +515,22 @@ ojson writeLinkSpec(const LinkSpec &spec) {
 
 } // namespace
 
-std::optional<Machine> parseMachineJson(std::string_view text,
-                                        std::string_view fileName,
-                                        std::string &error) {
+absl::StatusOr<Machine> parseMachineJson(std::string_view text,
+                                         std::string_view fileName) {
   std::string file(fileName.empty() ? "<machine>" : fileName);
-  std::optional<json> parsed = json_reader::parseJson(text, file, error);
-  if (!parsed)
-    return std::nullopt;
-  const json &value = *parsed;
-  try {
-    Machine m = readMachine(value);
-    if (std::string problem = m.validate(); !problem.empty()) {
-      error = file + ": " + problem;
-      return std::nullopt;
-    }
-    return m;
-  } catch (const JsonError &e) {
-    error = file + ": " + e.path + ": " + e.message;
-  } catch (const json::exception &e) {
-    error = file + ": " + e.what();
-  }
-  return std::nullopt;
+  PPC_ASSIGN_OR_RETURN(json value, json_reader::parseJson(text, file));
+  absl::StatusOr<Machine> m = readMachine(value);
+  if (m.ok())
+    if (absl::Status valid = m->validate(); !valid.ok())
+      m = valid;
+  if (!m.ok())
+    return annotate(m.status(), file);
+  return m;
 }
 
-std::optional<Machine> readMachineJsonFile(const std::string &path,
-                                           std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open the file";
-    return std::nullopt;
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parseMachineJson(buffer.str(), path, error);
+absl::StatusOr<Machine> readMachineJsonFile(const std::string &path) {
+  PPC_ASSIGN_OR_RETURN(std::string text, json_reader::readTextFile(path));
+  return parseMachineJson(text, path);
 }
 
 std::string writeMachineJson(const Machine &machine, bool explicitGraph) {
@@ -561,19 +576,17 @@ std::string writeMachineJson(const Machine &machine, bool explicitGraph) {
   return out.dump(2) + "\n";
 }
 
-std::optional<Machine> loadMachine(const std::string &presetOrPath,
-                                   std::string &error) {
+absl::StatusOr<Machine> loadMachine(const std::string &presetOrPath) {
   if (std::optional<Machine> preset = lookupPreset(presetOrPath))
-    return preset;
+    return *preset;
   bool looksLikePath = presetOrPath.find('/') != std::string::npos ||
                        presetOrPath.find('.') != std::string::npos;
-  if (!looksLikePath && !std::ifstream(presetOrPath)) {
-    error = "unknown machine '" + presetOrPath + "': not a preset (" +
-            listPresetNames() + "; at most " + std::to_string(kMaxDevices) +
-            " devices) nor a JSON file";
-    return std::nullopt;
-  }
-  return readMachineJsonFile(presetOrPath, error);
+  if (!looksLikePath && !std::ifstream(presetOrPath))
+    return absl::InvalidArgumentError(
+        "unknown machine '" + presetOrPath + "': not a preset (" +
+        listPresetNames() + "; at most " + std::to_string(kMaxDevices) +
+        " devices) nor a JSON file");
+  return readMachineJsonFile(presetOrPath);
 }
 
 } // namespace ppc

@@ -13,10 +13,10 @@
 
 namespace ppc::sim {
 
-std::string checkMicroBatching(const Graph &graph, int64_t microbatches,
-                               bool training, size_t *at) {
+absl::Status checkMicroBatching(const Graph &graph, int64_t microbatches,
+                                bool training, size_t *at) {
   if (microbatches <= 1)
-    return "";
+    return absl::OkStatus();
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     const Op &op = graph.ops[i];
     const std::optional<StagedKernel> &staged = op.space.staged;
@@ -26,43 +26,44 @@ std::string checkMicroBatching(const Graph &graph, int64_t microbatches,
       if (op.space.dims[d].kind == IterKind::Sample) {
         if (at)
           *at = i;
-        return "'" + op.name +
-               "' normalizes by statistics of the whole batch, which a "
-               "pipeline of " +
-               std::to_string(microbatches) +
-               " micro-batches never has at once: train this model with "
-               "microbatches = 1";
+        return absl::InvalidArgumentError(
+            "'" + op.name +
+            "' normalizes by statistics of the whole batch, which a "
+            "pipeline of " +
+            std::to_string(microbatches) +
+            " micro-batches never has at once: train this model with "
+            "microbatches = 1");
       }
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string checkPipeline(const Graph &graph, const Strategy &strategy,
-                          const Pipeline &pipeline, int64_t numDevices,
-                          bool training) {
+absl::Status checkPipeline(const Graph &graph, const Strategy &strategy,
+                           const Pipeline &pipeline, int64_t numDevices,
+                           bool training) {
   std::ostringstream os;
   if (strategy.size() != graph.ops.size()) {
     os << "the strategy has " << strategy.size() << " configurations; the "
        << "graph has " << graph.ops.size() << " ops";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (!pipeline.enabled()) {
     for (size_t op = 0; op < graph.ops.size(); ++op)
       if (strategy[op].stage != 0) {
         os << "op '" << graph.ops[op].name << "' is in stage "
            << strategy[op].stage << " but the strategy has no pipeline";
-        return os.str();
+        return absl::InvalidArgumentError(os.str());
       }
-    return "";
+    return absl::OkStatus();
   }
-  if (std::string problem = checkPipelineShape(
+  if (absl::Status problem = checkPipelineShape(
           pipeline.microbatches, pipeline.schedule, pipeline.firstDevice,
           pipeline.numDevices, numDevices);
-      !problem.empty())
+      !problem.ok())
     return problem;
-  if (std::string problem =
+  if (absl::Status problem =
           checkMicroBatching(graph, pipeline.microbatches, training);
-      !problem.empty())
+      !problem.ok())
     return problem;
   int32_t stages = pipeline.numStages();
   int32_t previous = 0;
@@ -75,13 +76,13 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
          << ": stages must start at 0 and follow the op order in steps of "
             "one, up to "
          << stages - 1;
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     previous = static_cast<int32_t>(s);
   }
   if (previous != stages - 1) {
     os << "stage " << stages - 1 << " has no op";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     int64_t s = strategy[op].stage;
@@ -92,7 +93,7 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
         os << "op '" << graph.ops[op].name << "' runs on device " << device
            << ", outside its stage " << s << "'s devices [" << first << ", "
            << first + count << ")";
-        return os.str();
+        return absl::InvalidArgumentError(os.str());
       }
     const IterationSpace &space = graph.ops[op].space;
     for (size_t d = 0; d < space.dims.size(); ++d) {
@@ -104,11 +105,11 @@ std::string checkPipeline(const Graph &graph, const Strategy &strategy,
            << " samples per partition along dim " << d
            << ", which do not divide into " << pipeline.microbatches
            << " micro-batches";
-        return os.str();
+        return absl::InvalidArgumentError(os.str());
       }
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 namespace {

@@ -15,13 +15,14 @@
 
 namespace ppc::sim {
 
-std::string recomputeProblem(const Graph &graph, size_t op) {
+absl::Status recomputeProblem(const Graph &graph, size_t op) {
   for (const Source &src : graph.ops[op].operands)
     if (src.kind == Source::Kind::Weight && !graph.weights[src.index].trainable)
-      return "'" + graph.ops[op].name + "' updates state in its forward (" +
-             graph.weights[src.index].name +
-             "): recomputing it would update it twice";
-  return "";
+      return absl::InvalidArgumentError(
+          "'" + graph.ops[op].name + "' updates state in its forward (" +
+          graph.weights[src.index].name +
+          "): recomputing it would update it twice");
+  return absl::OkStatus();
 }
 
 int64_t SimResult::peakMemory() const {
@@ -191,12 +192,12 @@ Simulator::Simulator(const Graph &graph, const Machine &machine,
 
 Simulator::~Simulator() = default;
 
-std::string Simulator::checkConfig(size_t op, const OpConfig &config) const {
+absl::Status Simulator::checkConfig(size_t op, const OpConfig &config) const {
   if (op >= impl->graph.ops.size())
-    return "op " + std::to_string(op) + " is out of range";
+    return absl::InvalidArgumentError("op " + std::to_string(op) +
+                                      " is out of range");
   if (config.recompute)
-    if (std::string problem = recomputeProblem(impl->graph, op);
-        !problem.empty())
+    if (absl::Status problem = recomputeProblem(impl->graph, op); !problem.ok())
       return problem;
   return ppc::checkConfig(impl->graph.ops[op].space, config, impl->numDevices);
 }

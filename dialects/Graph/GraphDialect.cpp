@@ -83,11 +83,11 @@ LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!info)
     return emitError() << "unknown schedule '" << schedule << "': expected "
                        << ppc::pipelineScheduleNames();
-  std::string problem =
+  absl::Status problem =
       ppc::checkPipelineShape(microbatches, info->kind, firstDevices.vec(),
                               devices.vec(), std::nullopt);
-  if (!problem.empty())
-    return emitError() << problem;
+  if (!problem.ok())
+    return emitError() << ppc::messageOf(problem);
   return success();
 }
 
@@ -148,13 +148,13 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
     StringRef name = pipeline.getSchedule();
     const ppc::PipelineScheduleInfo *info = ppc::findPipelineSchedule(
         std::string_view(name.data(), name.size()));
-    std::string problem = ppc::checkPipelineShape(
+    absl::Status problem = ppc::checkPipelineShape(
         pipeline.getMicrobatches(),
         info ? info->kind : ppc::PipelineSchedule::OneFOneB,
         pipeline.getFirstDevices().vec(), pipeline.getDevices().vec(),
         ppc::topo::lookupMachineDeviceCount(op));
-    if (!problem.empty())
-      return op->emitError() << "#ppc.pipeline: " << problem;
+    if (!problem.ok())
+      return op->emitError() << "#ppc.pipeline: " << ppc::messageOf(problem);
     return success();
   }
   if (attr.getName() != getStrategyAttrName())
@@ -173,10 +173,10 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
   if (failed(op->getName().getRegisteredInfo()->verifyInvariants(op)))
     return failure();
 
-  std::string problem =
+  absl::Status problem =
       ppc::checkConfig(parallelizable.getIterationSpace(), strategy.getConfig(),
                        ppc::topo::lookupMachineDeviceCount(op));
-  if (!problem.empty())
-    return op->emitError() << problem;
+  if (!problem.ok())
+    return op->emitError() << ppc::messageOf(problem);
   return success();
 }

@@ -439,8 +439,8 @@ static LogicalResult verifyCurve(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << key << " must hold [bytes, bytes/s] pairs";
   for (size_t i = 0; i < values.size(); i += 2)
     curve.points.push_back({values[i], values[i + 1]});
-  if (std::string problem = curve.validate(); !problem.empty())
-    return emitError() << key << ": " << problem;
+  if (absl::Status problem = curve.validate(); !problem.ok())
+    return emitError() << key << ": " << ppc::messageOf(problem);
   return success();
 }
 

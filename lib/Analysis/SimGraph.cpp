@@ -156,10 +156,10 @@ FailureOr<sim::Graph> ppc::buildSimGraph(func::FuncOp func) {
     graph.ops.push_back(std::move(simOp));
   }
 
-  std::string problem = graph.validate();
-  if (!problem.empty())
-    return func.emitError()
-           << "cannot simulate @" << func.getSymName() << ": " << problem;
+  absl::Status problem = graph.validate();
+  if (!problem.ok())
+    return func.emitError() << "cannot simulate @" << func.getSymName() << ": "
+                            << ppc::messageOf(problem);
 
   // The batch is dim 0 of each input unless the argument says otherwise
   // (`ppc.batch_dim`, -1 for an input without one).

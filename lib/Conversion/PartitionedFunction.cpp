@@ -58,10 +58,10 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
   for (auto [index, op] : llvm::enumerate(result.ops)) {
     const sim::Op &simOp = result.graph.ops[index];
     const OpConfig &config = result.strategy[index];
-    std::string problem = checkConfig(simOp.space, config, result.numDevices);
-    if (!problem.empty())
-      return op->emitError()
-             << "cannot partition '" << simOp.name << "': " << problem;
+    absl::Status problem = checkConfig(simOp.space, config, result.numDevices);
+    if (!problem.ok())
+      return op->emitError() << "cannot partition '" << simOp.name
+                             << "': " << ppc::messageOf(problem);
     result.indexOf[op] = index;
     result.layouts.push_back(geometry::computeLayout(simOp.space, config));
   }
@@ -70,12 +70,12 @@ FailureOr<PartitionedFunction> analyzePartitions(func::FuncOp func,
     return failure();
   // Whether batch statistics forbid micro-batches depends on whether the
   // function trains: the plan emitter asks, at the op, once it knows.
-  if (std::string problem =
+  if (absl::Status problem =
           sim::checkPipeline(result.graph, result.strategy, *pipeline,
                              result.numDevices, /*training=*/false);
-      !problem.empty())
-    return func.emitError()
-           << "cannot partition @" << func.getSymName() << ": " << problem;
+      !problem.ok())
+    return func.emitError() << "cannot partition @" << func.getSymName() << ": "
+                            << ppc::messageOf(problem);
   result.pipeline = *pipeline;
   if (pipeline->enabled())
     for (int64_t j = 0; j < pipeline->microbatches; ++j) {

@@ -655,9 +655,10 @@ LogicalResult PlanEmitter::planRecomputation() {
   for (size_t x = 0; x < numOps; ++x) {
     if (!parts.strategy[x].recompute)
       continue;
-    std::string problem = sim::recomputeProblem(parts.graph, x);
-    if (!problem.empty())
-      return parts.ops[x]->emitError() << "cannot recompute: " << problem;
+    absl::Status problem = sim::recomputeProblem(parts.graph, x);
+    if (!problem.ok())
+      return parts.ops[x]->emitError()
+             << "cannot recompute: " << ppc::messageOf(problem);
     // Results nothing reads (the graph's outputs) are kept, as the
     // simulator keeps them.
     bool returned = llvm::any_of(ret.getOperands(), [&](Value v) {

@@ -148,10 +148,10 @@ LogicalResult PlanEmitter::emitSchedule() {
   // whole batch when micro-batches run apart: the search's own check.
   size_t atFault = 0;
   if (pipeline.enabled())
-    if (std::string problem =
+    if (absl::Status problem =
             sim::checkMicroBatching(parts.graph, m, training, &atFault);
-        !problem.empty())
-      return parts.ops[atFault]->emitError() << problem;
+        !problem.ok())
+      return parts.ops[atFault]->emitError() << ppc::messageOf(problem);
 
   // Every micro-batch starts with empty buffers and its own layouts.
   microBatches.assign(m, MicroBatchState());

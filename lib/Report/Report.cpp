@@ -28,15 +28,15 @@ namespace fs = std::filesystem;
 namespace ppc::report {
 namespace {
 
-std::string writeFile(const fs::path &path, const std::string &text) {
+absl::Status writeFile(const fs::path &path, const std::string &text) {
   std::ofstream os(path, std::ios::binary | std::ios::trunc);
   if (os)
     os << text;
   if (os)
     os.close();
   if (!os)
-    return "cannot write '" + path.string() + "'";
-  return "";
+    return absl::InternalError("cannot write '" + path.string() + "'");
+  return absl::OkStatus();
 }
 
 /// Dim 0 of the first graph input an op reads, when the caller gave none.
@@ -105,7 +105,7 @@ std::optional<Machine> firstDevices(const Machine &m, int64_t k) {
   for (const Link &l : m.links)
     if (remap[l.src] >= 0 && remap[l.dst] >= 0)
       sub.links.push_back({remap[l.src], remap[l.dst], l.spec});
-  if (!sub.validate().empty())
+  if (!sub.validate().ok())
     return std::nullopt;
   return sub;
 }
@@ -518,18 +518,20 @@ explain(const ReportModel &m, const sim::Strategy &found,
 
 } // namespace
 
-std::string writeReport(const std::string &dir, const ReportInput &input) {
+absl::Status writeReport(const std::string &dir, const ReportInput &input) {
   const search::Problem &p = input.problem;
   const sim::Graph &g = p.graph;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
-    return "cannot create report directory '" + dir +
-           "': " + (ec ? ec.message() : "not a directory");
+    return absl::InvalidArgumentError(
+        "cannot create report directory '" + dir +
+        "': " + (ec ? ec.message() : "not a directory"));
   const sim::Strategy &strategy = input.found.strategy;
   if (strategy.size() != g.ops.size())
-    return "found strategy has " + std::to_string(strategy.size()) +
-           " configurations for " + std::to_string(g.ops.size()) + " ops";
+    return absl::InvalidArgumentError(
+        "found strategy has " + std::to_string(strategy.size()) +
+        " configurations for " + std::to_string(g.ops.size()) + " ops");
 
   ReportInput in = input;
   if (in.batchSize <= 0)
@@ -543,9 +545,8 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   opts.countExchanges = true;
   sim::Simulator simulator(g, p.machine, p.costModel, opts);
   for (size_t i = 0; i < g.ops.size(); ++i) {
-    std::string problem = simulator.checkConfig(i, strategy[i]);
-    if (!problem.empty())
-      return "found strategy: op '" + g.ops[i].name + "': " + problem;
+    PPC_RETURN_IF_ERROR(annotate(simulator.checkConfig(i, strategy[i]),
+                                 "found strategy: op '" + g.ops[i].name + "'"));
   }
   m.found = simulator.simulate(strategy);
   std::vector<sim::Simulator::OpTimes> times = simulator.opTimes();
@@ -555,10 +556,9 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
   // gives the edges' bytes.
   const sim::Pipeline &pipeline = input.found.pipeline;
   if (pipeline.enabled()) {
-    if (std::string problem =
-            sim::checkPipeline(g, strategy, pipeline, p.machine.numDevices());
-        !problem.empty())
-      return "found strategy: " + problem;
+    PPC_RETURN_IF_ERROR(annotate(
+        sim::checkPipeline(g, strategy, pipeline, p.machine.numDevices()),
+        "found strategy"));
     m.pipeline = sim::simulatePipeline(g, p.machine, p.costModel, opts,
                                        strategy, pipeline);
     m.found = m.pipeline->asSimResult();
@@ -623,8 +623,9 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
     sim::Simulator s(g, p.machine, p.costModel, baseOpts);
     for (const auto &[name, st] : baselines) {
       if (st.size() != g.ops.size())
-        return "baseline '" + name + "' has " + std::to_string(st.size()) +
-               " configurations for " + std::to_string(g.ops.size()) + " ops";
+        return absl::InvalidArgumentError(
+            "baseline '" + name + "' has " + std::to_string(st.size()) +
+            " configurations for " + std::to_string(g.ops.size()) + " ops");
       StrategyRow row;
       row.name = name;
       row.result = s.simulate(st);
@@ -693,13 +694,10 @@ std::string writeReport(const std::string &dir, const ReportInput &input) {
       {"baselines.json", writeBaselinesJson(m)},
   };
   for (const auto &[name, text] : files)
-    if (std::string err = writeFile(d / name, text); !err.empty())
-      return err;
+    PPC_RETURN_IF_ERROR(writeFile(d / name, text));
   if (input.scaling)
-    if (std::string err = writeFile(d / "scaling.csv", writeScaling(m));
-        !err.empty())
-      return err;
-  return "";
+    PPC_RETURN_IF_ERROR(writeFile(d / "scaling.csv", writeScaling(m)));
+  return absl::OkStatus();
 }
 
 } // namespace ppc::report

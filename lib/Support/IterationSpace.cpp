@@ -46,19 +46,19 @@ bool IterationSpace::makesPartialSum(unsigned d, unsigned r) const {
   return !results.at(r).indexes(d);
 }
 
-static std::string validateAccess(const IterationSpace &space,
-                                  const TensorAccess &t, const char *what,
-                                  unsigned index) {
+static absl::Status validateAccess(const IterationSpace &space,
+                                   const TensorAccess &t, const char *what,
+                                   unsigned index) {
   std::ostringstream os;
   if (t.shape.size() != t.dims.size()) {
     os << what << " #" << index << " has rank " << t.shape.size() << " but "
        << t.dims.size() << " dim accesses";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   // Slices and transfers are sized from volumes in int64.
   if (!checkedProduct(t.shape)) {
     os << what << " #" << index << " has more than 2^63 elements";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   for (size_t i = 0; i < t.dims.size(); ++i) {
     const DimAccess &a = t.dims[i];
@@ -68,58 +68,61 @@ static std::string validateAccess(const IterationSpace &space,
         a.stride < 0 || a.extent < 1) {
       os << what << " #" << index << " dim " << i
          << " has an invalid access to iteration dim " << a.iterDim;
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string IterationSpace::validate() const {
+absl::Status IterationSpace::validate() const {
   for (size_t i = 0; i < dims.size(); ++i)
     if (dims[i].size < 1)
-      return "iteration dim " + std::to_string(i) + " has size " +
-             std::to_string(dims[i].size);
+      return absl::InvalidArgumentError("iteration dim " + std::to_string(i) +
+                                        " has size " +
+                                        std::to_string(dims[i].size));
   std::vector<int64_t> sizes;
   for (const IterDim &dim : dims)
     sizes.push_back(dim.size);
   if (!checkedProduct(sizes))
-    return "the iteration space has more than 2^63 points";
+    return absl::InvalidArgumentError(
+        "the iteration space has more than 2^63 points");
   for (size_t i = 0; i < operands.size(); ++i)
-    if (auto err = validateAccess(*this, operands[i], "operand", i);
-        !err.empty())
-      return err;
+    PPC_RETURN_IF_ERROR(validateAccess(*this, operands[i], "operand", i));
   for (size_t i = 0; i < results.size(); ++i)
-    if (auto err = validateAccess(*this, results[i], "result", i); !err.empty())
-      return err;
+    PPC_RETURN_IF_ERROR(validateAccess(*this, results[i], "result", i));
   if (flatView &&
       (operands.empty() || results.empty() ||
        *checkedProduct(operands[0].shape) != *checkedProduct(results[0].shape)))
-    return "a flat view whose result 0 does not have operand 0's element "
-           "count";
+    return absl::InvalidArgumentError(
+        "a flat view whose result 0 does not have operand 0's element "
+        "count");
   if (staged) {
     auto badDim = [&](int32_t d) {
       return d < 0 || d >= static_cast<int32_t>(dims.size());
     };
     for (int32_t d : staged->acrossDims)
       if (badDim(d))
-        return "staged kernel: statistics group names iteration dim " +
-               std::to_string(d);
+        return absl::InvalidArgumentError(
+            "staged kernel: statistics group names iteration dim " +
+            std::to_string(d));
     for (const auto *pass : {&staged->forward, &staged->backward}) {
       int32_t stages = pass == &staged->forward ? staged->forwardStages
                                                 : staged->backwardStages;
       for (const StageScratch &scratch : *pass) {
         if (scratch.syncAfter >= stages - 1 || scratch.syncAfter < -1)
-          return "staged kernel: a scratch buffer syncs after stage " +
-                 std::to_string(scratch.syncAfter) + " of " +
-                 std::to_string(stages);
+          return absl::InvalidArgumentError(
+              "staged kernel: a scratch buffer syncs after stage " +
+              std::to_string(scratch.syncAfter) + " of " +
+              std::to_string(stages));
         for (const ScratchDim &dim : scratch.shape)
           if (dim.iterDim >= 0 ? badDim(dim.iterDim) : dim.size < 1)
-            return "staged kernel: a scratch dim is empty or names a "
-                   "missing iteration dim";
+            return absl::InvalidArgumentError(
+                "staged kernel: a scratch dim is empty or names a "
+                "missing iteration dim");
       }
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 std::vector<int64_t>

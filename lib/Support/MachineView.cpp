@@ -64,13 +64,13 @@ std::vector<int64_t> OpConfig::devices() const {
 /// result must be a partial sum (so that no result is kept whole for the
 /// backward kernel) with that dim, and its box must split into one equal
 /// piece per member of the summing group.
-static std::string checkScatter(const IterationSpace &space,
-                                const OpConfig &config) {
+static absl::Status checkScatter(const IterationSpace &space,
+                                 const OpConfig &config) {
   std::ostringstream os;
   int64_t dim = config.scatterDim;
   if (dim < 0) {
     os << "scatter dim " << dim << " is negative";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   std::vector<Range> iter = partitionRanges(space, config.degrees, 0);
   for (size_t r = 0; r < space.results.size(); ++r) {
@@ -81,36 +81,36 @@ static std::string checkScatter(const IterationSpace &space,
     if (group == 1) {
       os << "scatter dim " << dim << " is set but result " << r
          << " is not a partial sum (no reduction dim it lacks is split)";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     std::vector<Range> box = sliceOf(space.results[r], iter);
     if (dim >= static_cast<int64_t>(box.size())) {
       os << "scatter dim " << dim << " is not a dim of result " << r
          << ", which has " << box.size();
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     if (box[dim].size() % group != 0) {
       os << "scatter dim " << dim << " of result " << r << " has "
          << box[dim].size() << " elements per partition, which do not split "
          << "evenly among the " << group << " partitions that sum it";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
   }
   if (space.results.empty()) {
     os << "scatter dim " << dim << " is set but the op has no result";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string checkConfig(const IterationSpace &space, const OpConfig &config,
-                        std::optional<int64_t> numDevices) {
+absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
+                         std::optional<int64_t> numDevices) {
   std::ostringstream os;
   const std::vector<int64_t> &degrees = config.degrees;
   if (degrees.size() != space.dims.size()) {
     os << "strategy has " << degrees.size() << " degrees but the op has "
        << space.dims.size() << " iteration dims";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   int64_t partitioned = 0;
   for (size_t i = 0; i < degrees.size(); ++i) {
@@ -118,41 +118,41 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
     const IterDim &dim = space.dims[i];
     if (d < 1) {
       os << "degree " << i << " is " << d << "; degrees must be >= 1";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     if (d > 1 && !dim.splittable) {
       os << "iteration dim " << i << " (" << stringifyIterKind(dim.kind)
          << ") cannot be split, but its degree is " << d;
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     if (dim.size % d != 0) {
       os << "degree " << d << " does not divide iteration dim " << i
          << " of size " << dim.size << " into equal partitions";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     partitioned += d > 1;
   }
   if (config.replicas < 1) {
     os << "replicas is " << config.replicas << "; it must be >= 1";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (static_cast<int>(config.sharding) > kMaxStateSharding) {
     os << "state sharding " << static_cast<int>(config.sharding)
        << " is not a ZeRO stage (0 to " << kMaxStateSharding << ")";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (config.stage < 0) {
     os << "stage " << config.stage << " is negative";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (config.scatterDim != -1) {
-    if (std::string problem = checkScatter(space, config); !problem.empty())
+    if (absl::Status problem = checkScatter(space, config); !problem.ok())
       return problem;
   }
   partitioned += config.replicas > 1;
   if (config.start < 0) {
     os << "start device " << config.start << " is negative";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (!config.strides.empty() &&
       static_cast<int64_t>(config.strides.size()) != partitioned) {
@@ -160,12 +160,12 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
        << " strides (one per dim with degree > 1, and one for the replicas "
           "when replicas > 1), got "
        << config.strides.size();
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   for (int64_t s : config.strides)
     if (s < 1) {
       os << "stride " << s << " must be >= 1";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
   // Degrees, start and strides come from input: bound the partition count
   // and the highest device with checked arithmetic before enumerating
@@ -198,20 +198,22 @@ std::string checkConfig(const IterationSpace &space, const OpConfig &config,
     os << "strategy uses devices beyond 2^63 (the product of its degrees "
           "and strides overflows); "
        << describeLimit();
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (*highest >= deviceLimit) {
     os << "strategy uses device " << *highest << " but " << describeLimit();
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   // More partitions than devices in range: two share a device.
   if (*partitions > deviceLimit)
-    return "strategy maps two instances to one device; the strides overlap";
+    return absl::InvalidArgumentError(
+        "strategy maps two instances to one device; the strides overlap");
   std::vector<int64_t> devices = config.devices();
   if (std::set<int64_t>(devices.begin(), devices.end()).size() !=
       devices.size())
-    return "strategy maps two instances to one device; the strides overlap";
-  return "";
+    return absl::InvalidArgumentError(
+        "strategy maps two instances to one device; the strides overlap");
+  return absl::OkStatus();
 }
 
 } // namespace ppc

@@ -17,19 +17,19 @@ int64_t pipelineGroups(const std::vector<int64_t> &firstDevices,
   return static_cast<int64_t>(distinct.size());
 }
 
-std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
-                               const std::vector<int64_t> &firstDevices,
-                               const std::vector<int64_t> &devices,
-                               std::optional<int64_t> numDevices) {
+absl::Status checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
+                                const std::vector<int64_t> &firstDevices,
+                                const std::vector<int64_t> &devices,
+                                std::optional<int64_t> numDevices) {
   std::ostringstream os;
   if (microbatches < 1) {
     os << "microbatches is " << microbatches << "; it must be >= 1";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   if (firstDevices.empty() || firstDevices.size() != devices.size()) {
     os << "expected one first device and one device count per stage, got "
        << firstDevices.size() << " and " << devices.size();
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   int64_t numStages = static_cast<int64_t>(firstDevices.size());
   bool interleaved = schedule == PipelineSchedule::Interleaved;
@@ -39,14 +39,14 @@ std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
     os << "interleaved-1f1b deals the " << numStages << " stages to " << groups
        << " submeshes: each needs the same number of stages, at "
        << "least 2";
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
   for (int64_t s = 0; s < numStages; ++s) {
     int64_t first = firstDevices[s], count = devices[s];
     if (first < 0 || count < 1) {
       os << "stage " << s << " has first device " << first << " and " << count
          << " devices";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     // first + count may not fit in 64 bits: say it in those terms then.
     bool fits = first <= std::numeric_limits<int64_t>::max() - count;
@@ -59,7 +59,7 @@ std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
       os << " are not on the machine";
       if (numDevices)
         os << " of " << *numDevices << " devices";
-      return os.str();
+      return absl::InvalidArgumentError(os.str());
     }
     if (s >= groups) {
       int64_t t = s % groups;
@@ -67,7 +67,7 @@ std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
         os << "stage " << s << " must run on the devices of stage " << t
            << " (interleaved-1f1b deals stages round-robin to " << groups
            << " submeshes)";
-        return os.str();
+        return absl::InvalidArgumentError(os.str());
       }
       continue;
     }
@@ -75,16 +75,16 @@ std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
       if (first < firstDevices[t] + devices[t] &&
           firstDevices[t] < first + count) {
         os << "stages " << t << " and " << s << " share devices";
-        return os.str();
+        return absl::InvalidArgumentError(os.str());
       }
   }
   if (interleaved && microbatches % groups != 0) {
     os << "interleaved-1f1b runs micro-batches in rounds of one per "
        << "submesh: " << microbatches << " micro-batches do not divide into "
        << groups;
-    return os.str();
+    return absl::InvalidArgumentError(os.str());
   }
-  return "";
+  return absl::OkStatus();
 }
 
 std::vector<PipelineTask> pipelineOrder(PipelineSchedule schedule,

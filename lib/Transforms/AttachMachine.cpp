@@ -32,10 +32,10 @@ struct AttachMachinePass
                          << ppc::listPresetNames();
       return signalPassFailure();
     }
-    std::string error;
-    std::optional<ppc::Machine> loaded = ppc::loadMachine(machine, error);
-    if (!loaded) {
-      module.emitError() << "ppc-attach-machine: " << error;
+    absl::StatusOr<ppc::Machine> loaded = ppc::loadMachine(machine);
+    if (!loaded.ok()) {
+      module.emitError() << "ppc-attach-machine: "
+                         << ppc::messageOf(loaded.status());
       return signalPassFailure();
     }
     ppc::topo::attachMachine(module, *loaded, explicitGraph);

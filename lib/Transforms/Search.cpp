@@ -308,12 +308,14 @@ void SearchStrategyPass::runOnOperation() {
   profile.reset();
   const sim::CostModel *costModel = &roofline;
   if (!profilePath.empty()) {
-    std::string error;
-    profile = sim::ProfiledCostModel::readFile(profilePath, error);
-    if (!profile) {
-      module.emitError() << "ppc-search: cannot read the profile: " << error;
+    absl::StatusOr<sim::ProfiledCostModel> read =
+        sim::ProfiledCostModel::readFile(profilePath);
+    if (!read.ok()) {
+      module.emitError() << "ppc-search: cannot read the profile: "
+                         << ppc::messageOf(read.status());
       return signalPassFailure();
     }
+    profile = std::move(*read);
     costModel = &*profile;
   }
 
@@ -385,12 +387,12 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       return failure();
     sim::Simulator checker(*graph, machine, costModel, simOptions);
     for (auto [index, op] : llvm::enumerate(ops)) {
-      std::string problemText = checker.checkConfig(index, (*read)[index]);
-      if (!problemText.empty())
+      absl::Status problemText = checker.checkConfig(index, (*read)[index]);
+      if (!problemText.ok())
         return op->emitError()
                << "ppc-search: the op's strategy does not fit it or the "
                   "machine: "
-               << problemText;
+               << ppc::messageOf(problemText);
     }
     existing = std::move(*read);
   }
@@ -511,11 +513,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       layout.recompute = search::findRecompute(recompute)->mode;
       layout.sequenceParallel = sequenceParallel;
       layout.distributedOptimizer = distributedOptimizer;
-      std::string error;
-      found = search::megatronLayout(problem, layout, error);
-      if (!error.empty())
-        return emitError(func.getLoc()) << "ppc-search: megatron layout for @"
-                                        << func.getSymName() << ": " << error;
+      absl::StatusOr<search::SearchResult> built =
+          search::megatronLayout(problem, layout);
+      if (!built.ok())
+        return emitError(func.getLoc())
+               << "ppc-search: megatron layout for @" << func.getSymName()
+               << ": " << ppc::messageOf(built.status());
+      found = std::move(*built);
       break;
     }
     case Algorithm::Baseline:
@@ -612,9 +616,10 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         options.seconds > 0 ? std::min(5.0, options.seconds / 8) : 5.0;
     std::string dir = numFuncs > 1 ? (reportDir + "/" + func.getSymName()).str()
                                    : reportDir.getValue();
-    std::string error = report::writeReport(dir, input);
-    if (!error.empty())
-      return emitError(func.getLoc()) << "ppc-search: " << error;
+    absl::Status error = report::writeReport(dir, input);
+    if (!error.ok())
+      return emitError(func.getLoc())
+             << "ppc-search: " << ppc::messageOf(error);
   }
   return success();
 }

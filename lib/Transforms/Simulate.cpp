@@ -171,12 +171,14 @@ void SimulatePass::runOnOperation() {
   sim::RooflineCostModel roofline;
   const sim::CostModel *costModel = &roofline;
   if (!profilePath.empty()) {
-    std::string error;
-    profile = sim::ProfiledCostModel::readFile(profilePath, error);
-    if (!profile) {
-      module.emitError() << "ppc-simulate: cannot read the profile: " << error;
+    absl::StatusOr<sim::ProfiledCostModel> read =
+        sim::ProfiledCostModel::readFile(profilePath);
+    if (!read.ok()) {
+      module.emitError() << "ppc-simulate: cannot read the profile: "
+                         << ppc::messageOf(read.status());
       return signalPassFailure();
     }
+    profile = std::move(*read);
     costModel = &*profile;
   }
 
@@ -264,12 +266,13 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   for (auto [index, op] : llvm::enumerate(ops)) {
     if (op->hasAttr(graph::PPCDialect::getStrategyAttrName()))
       ++numAssigned;
-    std::string problem = simulator.checkConfig(index, (*strategy)[index]);
-    if (problem.empty())
+    absl::Status problem = simulator.checkConfig(index, (*strategy)[index]);
+    if (problem.ok())
       continue;
     op->emitError() << "ppc-simulate: invalid configuration "
                     << formatDegrees((*strategy)[index]) << " for op '"
-                    << graph->ops[index].name << "': " << problem;
+                    << graph->ops[index].name
+                    << "': " << ppc::messageOf(problem);
     invalid = true;
   }
   if (invalid)
@@ -278,10 +281,10 @@ LogicalResult SimulatePass::simulateFunction(func::FuncOp func,
   FailureOr<sim::Pipeline> pipeline = readPipeline(func);
   if (mlir::failed(pipeline))
     return failure();
-  if (std::string problem = sim::checkPipeline(*graph, *strategy, *pipeline,
-                                               machine.numDevices());
-      !problem.empty())
-    return func.emitError() << "ppc-simulate: " << problem;
+  if (absl::Status problem = sim::checkPipeline(*graph, *strategy, *pipeline,
+                                                machine.numDevices());
+      !problem.ok())
+    return func.emitError() << "ppc-simulate: " << ppc::messageOf(problem);
 
   // The profile's hit counts are per function.
   if (profile) {

@@ -72,10 +72,11 @@ struct ExportStrategyPass
     FailureOr<sim::Pipeline> pipeline = readPipeline(func);
     if (failed(pipeline))
       return failure();
-    if (std::string problem = sim::checkPipeline(*graph, *strategy, *pipeline,
-                                                 machine.numDevices());
-        !problem.empty())
-      return func.emitError() << "ppc-export-strategy: " << problem;
+    if (absl::Status problem = sim::checkPipeline(*graph, *strategy, *pipeline,
+                                                  machine.numDevices());
+        !problem.ok())
+      return func.emitError()
+             << "ppc-export-strategy: " << ppc::messageOf(problem);
 
     std::optional<sim::SimResult> result;
     std::vector<sim::Simulator::OpTimes> times;
@@ -86,11 +87,11 @@ struct ExportStrategyPass
       options.optimizer = optimizer;
       sim::Simulator simulator(*graph, machine, costModel, options);
       for (auto [index, op] : llvm::enumerate(getSimulatedOps(func))) {
-        std::string problem = simulator.checkConfig(index, (*strategy)[index]);
-        if (!problem.empty())
+        absl::Status problem = simulator.checkConfig(index, (*strategy)[index]);
+        if (!problem.ok())
           return op->emitError()
                  << "ppc-export-strategy: invalid configuration for op '"
-                 << graph->ops[index].name << "': " << problem;
+                 << graph->ops[index].name << "': " << ppc::messageOf(problem);
       }
       result = simulator.simulate(*strategy);
       times = simulator.opTimes();
@@ -145,10 +146,11 @@ struct ImportStrategyPass
         return signalPassFailure();
       }
       sim::Pipeline pipeline;
-      std::optional<sim::Strategy> strategy = search::readStrategyJson(
-          buffer->getBuffer().str(), path, *graph, *machine, error, &pipeline);
-      if (!strategy) {
-        emitError(func.getLoc()) << "ppc-import-strategy: " << error;
+      absl::StatusOr<sim::Strategy> strategy = search::readStrategyJson(
+          buffer->getBuffer().str(), path, *graph, *machine, &pipeline);
+      if (!strategy.ok()) {
+        emitError(func.getLoc())
+            << "ppc-import-strategy: " << ppc::messageOf(strategy.status());
         return signalPassFailure();
       }
       warnIneffectiveSharding(func, *graph, *strategy);

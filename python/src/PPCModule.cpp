@@ -201,10 +201,9 @@ void throwIfError(const absl::Status &status) {
 /// The machine a preset name or machine file describes; raises ValueError
 /// with what is wrong.
 ppc::Machine loadMachineOrRaise(const std::string &presetOrPath) {
-  std::string error;
-  std::optional<ppc::Machine> machine = ppc::loadMachine(presetOrPath, error);
-  if (!machine)
-    throwIfError(absl::InvalidArgumentError(error));
+  absl::StatusOr<ppc::Machine> machine = ppc::loadMachine(presetOrPath);
+  if (!machine.ok())
+    throwIfError(absl::InvalidArgumentError(ppc::messageOf(machine.status())));
   return std::move(*machine);
 }
 

@@ -4,6 +4,8 @@
 #include "ppc/Runtime/DType.h"
 #include "ppc/Runtime/PlanIO.h"
 
+#include "absl/strings/numbers.h"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -149,11 +151,10 @@ absl::Status readNpyHeader(const std::string &path, NpyHeader &header) {
     size_t first = dim.find_first_not_of(" \t");
     if (first == std::string::npos)
       continue;
-    try {
-      header.shape.push_back(std::stoll(dim.substr(first)));
-    } catch (...) {
+    int64_t size = 0;
+    if (!absl::SimpleAtoi(dim, &size))
       return bad("shape " + shapeText);
-    }
+    header.shape.push_back(size);
   }
   int64_t n = checkedElementCount(header.shape);
   if (n < 0)

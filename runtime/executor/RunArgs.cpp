@@ -5,7 +5,11 @@
 #include "ppc/Runtime/Backend.h"
 #include "ppc/Runtime/OutputFiles.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace ppc::runtime {
@@ -131,23 +135,16 @@ options:
 namespace {
 
 bool parseNumber(const std::string &text, double &value) {
-  try {
-    size_t used = 0;
-    value = std::stod(text, &used);
-    return used == text.size();
-  } catch (...) {
+  if (!absl::SimpleAtod(text, &value))
     return false;
-  }
+  // SimpleAtod rounds an overflow ("1e999") to infinity: only a written
+  // "inf" means it.
+  return std::isfinite(value) ||
+         absl::AsciiStrToLower(text).find("inf") != std::string::npos;
 }
 
 bool parseInt(const std::string &text, int64_t &value) {
-  try {
-    size_t used = 0;
-    value = std::stoll(text, &used);
-    return used == text.size();
-  } catch (...) {
-    return false;
-  }
+  return absl::SimpleAtoi(text, &value);
 }
 
 } // namespace
@@ -224,7 +221,7 @@ absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
       else
         o.threads = kernelThreads(n, args.threadsNote);
     } else if (name == "--timeout") {
-      // stod reads "inf" and "infinity"; NaN fails x > 0.
+      // SimpleAtod reads "inf" and "infinity"; NaN fails x > 0.
       if (!takeValue() || !parseNumber(value, x) || !(x > 0))
         return bad("a positive number of seconds or 'inf'");
       o.timeout = std::min(x, kUnlimitedTimeout);

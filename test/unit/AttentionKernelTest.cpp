@@ -14,6 +14,7 @@
 
 #include "KernelCases.h"
 #include "KernelTestUtil.h"
+#include "StatusText.h"
 
 #include <gtest/gtest.h>
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Simulator/CostModel.h"
+#include "StatusText.h"
 #include "ppc/Simulator/Graph.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include <fstream>
 
 using namespace ppc;
+using ppc::test::statusText;
 using namespace ppc::sim;
 
 namespace {
@@ -747,16 +749,15 @@ TEST(Profile, JsonRoundTrip) {
        "operand_shapes": [[]], "seconds": 1e-6}
     ]
   })";
-  std::string error;
-  std::optional<ProfiledCostModel> profile =
-      ProfiledCostModel::parse(text, "prof.json", error);
-  ASSERT_TRUE(profile) << error;
+  absl::StatusOr<ProfiledCostModel> profile =
+      ProfiledCostModel::parse(text, "prof.json");
+  ASSERT_TRUE(profile.ok()) << statusText(profile);
   EXPECT_EQ(profile->size(), 4u);
 
   std::string written = profile->toJson();
-  std::optional<ProfiledCostModel> again =
-      ProfiledCostModel::parse(written, "written.json", error);
-  ASSERT_TRUE(again) << error << "\n" << written;
+  absl::StatusOr<ProfiledCostModel> again =
+      ProfiledCostModel::parse(written, "written.json");
+  ASSERT_TRUE(again.ok()) << statusText(again) << "\n" << written;
   EXPECT_EQ(again->size(), 4u);
   EXPECT_EQ(again->toJson(), written);
 
@@ -774,9 +775,9 @@ TEST(Profile, JsonRoundTrip) {
 
   // An empty profile writes and reads back too.
   ProfiledCostModel empty;
-  std::optional<ProfiledCostModel> emptyAgain =
-      ProfiledCostModel::parse(empty.toJson(), "empty.json", error);
-  ASSERT_TRUE(emptyAgain) << error;
+  absl::StatusOr<ProfiledCostModel> emptyAgain =
+      ProfiledCostModel::parse(empty.toJson(), "empty.json");
+  ASSERT_TRUE(emptyAgain.ok()) << statusText(emptyAgain);
   EXPECT_EQ(emptyAgain->size(), 0u);
 }
 
@@ -789,16 +790,16 @@ TEST(Profile, ReadFile) {
       "operand_shapes": [[8, 8]], "seconds": 2e-6}]})";
   }
   std::string error;
-  std::optional<ProfiledCostModel> profile =
-      ProfiledCostModel::readFile(path, error);
-  ASSERT_TRUE(profile) << error;
+  absl::StatusOr<ProfiledCostModel> profile = ProfiledCostModel::readFile(path);
+  ASSERT_TRUE(profile.ok()) << statusText(profile);
   Op r = relu(8, 8);
   EXPECT_EQ(
       profile->kernelTime(r, whole(r), Phase::Forward, presetDevice("cpu")),
       2e-6);
   std::remove(path.c_str());
 
-  EXPECT_FALSE(ProfiledCostModel::readFile(path, error));
+  error = statusText(ProfiledCostModel::readFile(path));
+  EXPECT_NE(error, "");
   EXPECT_EQ(error, path + ": cannot open the file");
 }
 
@@ -806,7 +807,8 @@ namespace {
 
 std::string profileError(const std::string &text) {
   std::string error;
-  EXPECT_FALSE(ProfiledCostModel::parse(text, "prof.json", error)) << text;
+  error = statusText(ProfiledCostModel::parse(text, "prof.json"));
+  EXPECT_NE(error, "") << text;
   return error;
 }
 
@@ -922,70 +924,77 @@ Graph mlp(int64_t batch) {
 
 } // namespace
 
-TEST(Graph, ValidMlp) { EXPECT_EQ(mlp(6).validate(), ""); }
+TEST(Graph, ValidMlp) { EXPECT_EQ(statusText(mlp(6).validate()), ""); }
 
 TEST(Graph, ValidateErrors) {
   {
     Graph g = mlp(6);
     g.ops[1].operands[0] = {Source::Kind::Op, 1, 0};
-    EXPECT_EQ(g.validate(),
+    EXPECT_EQ(statusText(g.validate()),
               "op 1 'act' (ppc.relu): operand 0: source op 1 is not an "
               "earlier op");
   }
   {
     Graph g = mlp(6);
     g.ops[1].operands[0] = {Source::Kind::Op, 9, 0};
-    EXPECT_EQ(g.validate(),
+    EXPECT_EQ(statusText(g.validate()),
               "op 1 'act' (ppc.relu): operand 0: source op 9 out of range");
   }
   {
     Graph g = mlp(6);
     g.ops[1].operands[0] = {Source::Kind::Op, 0, 1};
-    EXPECT_EQ(g.validate(), "op 1 'act' (ppc.relu): operand 0: result 1 of "
-                            "op 0 out of range (it has 1)");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 1 'act' (ppc.relu): operand 0: result 1 of "
+              "op 0 out of range (it has 1)");
   }
   {
     Graph g = mlp(6);
     g.ops[0].operands[0] = {Source::Kind::Input, 1};
-    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand 0: input 1 out "
-                            "of range (1 inputs)");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 0 'fc1' (ppc.matmul): operand 0: input 1 out "
+              "of range (1 inputs)");
   }
   {
     Graph g = mlp(6);
     g.ops[0].operands[1] = {Source::Kind::Weight, 2};
-    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand 1: weight 2 out "
-                            "of range (2 weights)");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 0 'fc1' (ppc.matmul): operand 1: weight 2 out "
+              "of range (2 weights)");
   }
   {
     Graph g = mlp(6);
     g.ops[0].operands[1] = {Source::Kind::Weight, 1};
-    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand 1: shape [16, "
-                            "32] but weight 1 'w1' has shape [32, 10]");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 0 'fc1' (ppc.matmul): operand 1: shape [16, "
+              "32] but weight 1 'w1' has shape [32, 10]");
   }
   {
     Graph g = mlp(6);
     g.ops[0].space.results[0].shape = {6, 31};
     g.ops[0].space.dims[1].size = 31;
-    EXPECT_EQ(g.validate(), "op 1 'act' (ppc.relu): operand 0: shape [6, 32] "
-                            "but result 0 of op 0 has shape [6, 31]");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 1 'act' (ppc.relu): operand 0: shape [6, 32] "
+              "but result 0 of op 0 has shape [6, 31]");
   }
   {
     Graph g = mlp(6);
     g.ops[1].operands.pop_back();
-    EXPECT_EQ(g.validate(), "op 1 'act' (ppc.relu): 0 sources for 1 operands "
-                            "of the iteration space");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 1 'act' (ppc.relu): 0 sources for 1 operands "
+              "of the iteration space");
   }
   {
     Graph g = mlp(6);
     g.ops[3].space.dims[0].size = 0;
-    EXPECT_EQ(g.validate(),
+    EXPECT_EQ(statusText(g.validate()),
               "op 3 'flatten' (ppc.reshape): iteration dim 0 has size 0");
   }
   {
     Graph g = mlp(6);
     g.ops[0].space.operands[0].dims[1].iterDim = 7;
-    EXPECT_EQ(g.validate(), "op 0 'fc1' (ppc.matmul): operand #0 dim 1 has an "
-                            "invalid access to iteration dim 7");
+    EXPECT_EQ(statusText(g.validate()),
+              "op 0 'fc1' (ppc.matmul): operand #0 dim 1 has an "
+              "invalid access to iteration dim 7");
   }
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StatusText.h"
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Simulator/Simulator.h"
@@ -19,6 +20,7 @@
 #include <random>
 
 using namespace ppc;
+using ppc::test::statusText;
 using namespace ppc::sim;
 
 namespace {
@@ -63,9 +65,9 @@ protected:
     const Case &c = GetParam();
     graph = importExample(c.model, 16);
     ASSERT_TRUE(graph) << "cannot import " << c.model;
-    std::string error;
-    machine = loadMachine(c.machine, error);
-    ASSERT_TRUE(machine) << error;
+    absl::StatusOr<Machine> loaded = loadMachine(c.machine);
+    ASSERT_TRUE(loaded.ok()) << statusText(loaded);
+    machine = std::move(*loaded);
     SimOptions options;
     options.optimizer = c.optimizer;
     options.overlapGradSync = c.overlap;
@@ -94,8 +96,8 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
     OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
     // Recomputation, where the op allows it.
     config.recompute =
-        recomputeProblem(*graph, op).empty() && revert(rng) && revert(rng);
-    ASSERT_EQ(delta->checkConfig(op, config), "");
+        recomputeProblem(*graph, op).ok() && revert(rng) && revert(rng);
+    ASSERT_EQ(statusText(delta->checkConfig(op, config)), "");
     Strategy proposed = strategy;
     proposed[op] = config;
     expectIdentical(delta->update(op, config), full->simulate(proposed), step);
@@ -123,7 +125,7 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChangesOfSeveralOps) {
                       [&](const auto &c) { return c.first == op; }))
         continue;
       OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
-      ASSERT_EQ(delta->checkConfig(op, config), "");
+      ASSERT_EQ(statusText(delta->checkConfig(op, config)), "");
       changes.push_back({op, config});
       undo.push_back({op, strategy[op]});
       proposed[op] = config;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "EveryComputeOp.h"
+#include "StatusText.h"
 
 #include "ppc/Dialect/Graph/GraphOps.h"
 
@@ -24,6 +25,7 @@
 using namespace mlir;
 using namespace ppc;
 using namespace ppc::graph;
+using ppc::test::statusText;
 
 namespace {
 
@@ -108,7 +110,7 @@ protected:
     if (!op)
       return {};
     IterationSpace space = op.getIterationSpace();
-    EXPECT_EQ(space.validate(), "");
+    EXPECT_EQ(statusText(space.validate()), "");
     return space;
   }
 
@@ -411,7 +413,7 @@ TEST_F(GraphInterfaceTest, BatchNorm) {
   ASSERT_EQ(staged.backward.size(), 1u);
   EXPECT_EQ(staged.shapeOf(staged.backward[0], half),
             (std::vector<int64_t>{2, 8}));
-  EXPECT_EQ(space.validate(), "");
+  EXPECT_EQ(statusText(space.validate()), "");
 }
 
 TEST_F(GraphInterfaceTest, BatchNorm2D) {
@@ -778,7 +780,7 @@ TEST_F(GraphInterfaceTest, SoftmaxCrossEntropy) {
   EXPECT_FALSE(staged.forward[1].max);
   EXPECT_EQ(staged.forward[1].syncAfter, 1);
   EXPECT_TRUE(staged.backward.empty());
-  EXPECT_EQ(space.validate(), "");
+  EXPECT_EQ(statusText(space.validate()), "");
   // One pass over the logits forward (maxima and exponentials), one
   // backward reading them and writing their gradient; the labels read once
   // each.
@@ -815,7 +817,7 @@ TEST_F(GraphInterfaceTest, EveryComputeOpHasAValidSpaceAndCost) {
     std::string name = op->getName().getStringRef().str();
     seen.insert(name);
     IterationSpace space = op.getIterationSpace();
-    EXPECT_EQ(space.validate(), "") << name;
+    EXPECT_EQ(statusText(space.validate()), "") << name;
     EXPECT_EQ(space.operands.size(), op->getNumOperands()) << name;
     EXPECT_EQ(space.results.size(), op->getNumResults()) << name;
     OpCost cost = op.getCost();

@@ -1,6 +1,7 @@
 //===- IterationSpaceTest.cpp - slices, halos and partial sums ------------===//
 
 #include "ppc/Support/IterationSpace.h"
+#include "StatusText.h"
 #include "ppc/Support/Layout.h"
 #include "ppc/Support/MachineView.h"
 #include "ppc/Support/PipelineSchedule.h"
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 using namespace ppc;
+using ppc::test::statusText;
 
 namespace {
 
@@ -34,10 +36,10 @@ IterationSpace conv3x3() {
 
 TEST(IterationSpace, ValidatesAndCountsPoints) {
   IterationSpace s = conv3x3();
-  EXPECT_EQ(s.validate(), "");
+  EXPECT_EQ(statusText(s.validate()), "");
   EXPECT_EQ(s.numPoints(), 1 * 4 * 8 * 8 * 1 * 3 * 3);
   s.operands[0].dims[2].iterDim = 9;
-  EXPECT_NE(s.validate(), "");
+  EXPECT_NE(statusText(s.validate()), "");
 }
 
 TEST(IterationSpace, ValidatesStagedKernels) {
@@ -47,7 +49,7 @@ TEST(IterationSpace, ValidatesStagedKernels) {
   staged.forward = {{{{3}, {1, /*iterDim=*/1}}, /*syncAfter=*/0}};
   staged.acrossDims = {0, 2, 3};
   s.staged = staged;
-  EXPECT_EQ(s.validate(), "");
+  EXPECT_EQ(statusText(s.validate()), "");
   EXPECT_EQ(staged.shapeOf(staged.forward[0],
                            partitionRanges(s, {1, 2, 1, 1, 1, 1, 1}, 1)),
             (std::vector<int64_t>{3, 2}));
@@ -55,16 +57,19 @@ TEST(IterationSpace, ValidatesStagedKernels) {
   // stage (nothing reads it), a scratch dim of a missing iteration dim, an
   // empty one.
   s.staged->acrossDims = {7};
-  EXPECT_NE(s.validate().find("names iteration dim 7"), std::string::npos);
+  EXPECT_NE(statusText(s.validate()).find("names iteration dim 7"),
+            std::string::npos);
   s.staged = staged;
   s.staged->forward[0].syncAfter = 1;
-  EXPECT_NE(s.validate().find("syncs after stage 1 of 2"), std::string::npos);
+  EXPECT_NE(statusText(s.validate()).find("syncs after stage 1 of 2"),
+            std::string::npos);
   s.staged = staged;
   s.staged->forward[0].shape[1].iterDim = 12;
-  EXPECT_NE(s.validate().find("missing iteration dim"), std::string::npos);
+  EXPECT_NE(statusText(s.validate()).find("missing iteration dim"),
+            std::string::npos);
   s.staged = staged;
   s.staged->forward[0].shape[0].size = 0;
-  EXPECT_NE(s.validate().find("empty"), std::string::npos);
+  EXPECT_NE(statusText(s.validate()).find("empty"), std::string::npos);
 }
 
 TEST(IterationSpace, HeightSplitHasOneRowHalo) {
@@ -155,12 +160,12 @@ IterationSpace elementwise(int64_t rows, int64_t cols) {
 
 TEST(IterationSpace, PointsAndVolumesMustFitInt64) {
   constexpr int64_t k2p62 = int64_t(1) << 62;
-  EXPECT_EQ(elementwise(k2p62, 1).validate(), "");
-  EXPECT_EQ(elementwise(k2p62, 2).validate(),
+  EXPECT_EQ(statusText(elementwise(k2p62, 1).validate()), "");
+  EXPECT_EQ(statusText(elementwise(k2p62, 2).validate()),
             "the iteration space has more than 2^63 points");
   IterationSpace s = elementwise(4, 4);
   s.operands[0].shape = {k2p62, 4};
-  EXPECT_EQ(s.validate(), "operand #0 has more than 2^63 elements");
+  EXPECT_EQ(statusText(s.validate()), "operand #0 has more than 2^63 elements");
 }
 
 TEST(CheckConfig, DegreesAndStridesThatOverflow) {
@@ -169,32 +174,35 @@ TEST(CheckConfig, DegreesAndStridesThatOverflow) {
   // 2^62 x 4 = 2^64 wraps to 0 (a crash), 2^62 x 2 to a negative count (a
   // length_error) without checked arithmetic.
   for (int64_t second : {4, 2})
-    EXPECT_EQ(checkConfig(elementwise(k2p62, 4), {{k2p62, second}, 0, {}})
-                  .rfind(beyond, 0),
-              0u)
+    EXPECT_EQ(
+        statusText(checkConfig(elementwise(k2p62, 4), {{k2p62, second}, 0, {}}))
+            .rfind(beyond, 0),
+        0u)
         << second;
   // Strides times degrees, and start plus the view's reach.
-  EXPECT_EQ(
-      checkConfig(elementwise(8, 8), {{4, 1}, 0, {INT64_MAX}}).rfind(beyond, 0),
-      0u);
-  EXPECT_EQ(
-      checkConfig(elementwise(8, 8), {{2, 1}, INT64_MAX, {}}).rfind(beyond, 0),
-      0u);
+  EXPECT_EQ(statusText(checkConfig(elementwise(8, 8), {{4, 1}, 0, {INT64_MAX}}))
+                .rfind(beyond, 0),
+            0u);
+  EXPECT_EQ(statusText(checkConfig(elementwise(8, 8), {{2, 1}, INT64_MAX, {}}))
+                .rfind(beyond, 0),
+            0u);
   // A product that fits but exceeds the machine (or, without one, the
   // limit) is rejected before 2^40 partitions are enumerated.
   int64_t k2p40 = int64_t(1) << 40;
-  EXPECT_EQ(checkConfig(elementwise(k2p40, 1), {{k2p40, 1}, 0, {}}, 8),
-            "strategy uses device 1099511627775 but the machine has 8 "
-            "devices");
-  EXPECT_EQ(checkConfig(elementwise(k2p40, 1), {{k2p40, 1}, 0, {}}),
+  EXPECT_EQ(
+      statusText(checkConfig(elementwise(k2p40, 1), {{k2p40, 1}, 0, {}}, 8)),
+      "strategy uses device 1099511627775 but the machine has 8 "
+      "devices");
+  EXPECT_EQ(statusText(checkConfig(elementwise(k2p40, 1), {{k2p40, 1}, 0, {}})),
             "strategy uses device 1099511627775 but ppc supports at most "
             "65536 devices");
   // Overlapping strides with more partitions than devices in range.
-  EXPECT_EQ(checkConfig(elementwise(4096, 4096), {{4096, 4096}, 0, {1, 1}}),
+  EXPECT_EQ(statusText(checkConfig(elementwise(4096, 4096),
+                                   {{4096, 4096}, 0, {1, 1}})),
             "strategy maps two instances to one device; the strides overlap");
   // The largest machine still fits.
-  EXPECT_EQ(checkConfig(elementwise(kMaxDevices, 1), {{kMaxDevices, 1}, 0, {}},
-                        kMaxDevices),
+  EXPECT_EQ(statusText(checkConfig(elementwise(kMaxDevices, 1),
+                                   {{kMaxDevices, 1}, 0, {}}, kMaxDevices)),
             "");
 }
 
@@ -269,23 +277,26 @@ TEST(Layout, MicroBatchSplitsItsSamplesByTheDegrees) {
 TEST(PipelineSchedule, InterleavedSubmeshesRepeatRoundRobin) {
   using S = PipelineSchedule;
   // 4 stages dealt to 2 submeshes.
-  EXPECT_EQ(
-      checkPipelineShape(4, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2}, 4), "");
+  EXPECT_EQ(statusText(checkPipelineShape(4, S::Interleaved, {0, 2, 0, 2},
+                                          {2, 2, 2, 2}, 4)),
+            "");
   EXPECT_EQ(pipelineGroups({0, 2, 0, 2}, {2, 2, 2, 2}), 2);
   // Not round-robin; too few stages per group; micro-batches not in rounds.
+  EXPECT_EQ(statusText(checkPipelineShape(4, S::Interleaved, {0, 2, 2, 0},
+                                          {2, 2, 2, 2}, 4)),
+            "stage 2 must run on the devices of stage 0 (interleaved-1f1b "
+            "deals stages round-robin to 2 submeshes)");
   EXPECT_EQ(
-      checkPipelineShape(4, S::Interleaved, {0, 2, 2, 0}, {2, 2, 2, 2}, 4),
-      "stage 2 must run on the devices of stage 0 (interleaved-1f1b "
-      "deals stages round-robin to 2 submeshes)");
-  EXPECT_EQ(checkPipelineShape(4, S::Interleaved, {0, 2}, {2, 2}, 4),
-            "interleaved-1f1b deals the 2 stages to 2 submeshes: each needs "
-            "the same number of stages, at least 2");
-  EXPECT_EQ(
-      checkPipelineShape(3, S::Interleaved, {0, 2, 0, 2}, {2, 2, 2, 2}, 4),
-      "interleaved-1f1b runs micro-batches in rounds of one per "
-      "submesh: 3 micro-batches do not divide into 2");
+      statusText(checkPipelineShape(4, S::Interleaved, {0, 2}, {2, 2}, 4)),
+      "interleaved-1f1b deals the 2 stages to 2 submeshes: each needs "
+      "the same number of stages, at least 2");
+  EXPECT_EQ(statusText(checkPipelineShape(3, S::Interleaved, {0, 2, 0, 2},
+                                          {2, 2, 2, 2}, 4)),
+            "interleaved-1f1b runs micro-batches in rounds of one per "
+            "submesh: 3 micro-batches do not divide into 2");
   // Other schedules keep the submeshes disjoint.
-  EXPECT_EQ(checkPipelineShape(4, S::OneFOneB, {0, 2, 0, 2}, {2, 2, 2, 2}, 4),
+  EXPECT_EQ(statusText(checkPipelineShape(4, S::OneFOneB, {0, 2, 0, 2},
+                                          {2, 2, 2, 2}, 4)),
             "stages 0 and 2 share devices");
 }
 

@@ -1,12 +1,14 @@
 //===- MachineTest.cpp - machine model, presets, routes, JSON -------------===//
 
 #include "ppc/Simulator/Machine.h"
+#include "StatusText.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 using namespace ppc;
+using ppc::test::statusText;
 
 namespace {
 
@@ -55,10 +57,9 @@ std::string withDeviceFields(const std::string &fields) {
 }
 
 std::string parseError(const std::string &text) {
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(text, "machine.json", error);
-  EXPECT_FALSE(m.has_value()) << text;
-  return error;
+  absl::StatusOr<Machine> m = parseMachineJson(text, "machine.json");
+  EXPECT_FALSE(m.ok()) << text;
+  return statusText(m);
 }
 
 } // namespace
@@ -90,7 +91,7 @@ TEST(MachineDeviceSpec, PeakFlopsFallBackToWiderTypes) {
 TEST(MachinePresets, FlexFlowClusters) {
   std::optional<Machine> p100 = lookupPreset("p100x16");
   ASSERT_TRUE(p100);
-  EXPECT_EQ(p100->validate(), "");
+  EXPECT_EQ(statusText(p100->validate()), "");
   EXPECT_EQ(p100->numDevices(), 16);
   EXPECT_EQ(p100->numNodes(), 4);
   EXPECT_EQ(p100->getSpec(0).getPeakFlops(DType::F32), 10.6e12);
@@ -104,7 +105,7 @@ TEST(MachinePresets, FlexFlowClusters) {
 
   std::optional<Machine> k80 = lookupPreset("k80x64");
   ASSERT_TRUE(k80);
-  EXPECT_EQ(k80->validate(), "");
+  EXPECT_EQ(statusText(k80->validate()), "");
   EXPECT_EQ(k80->numDevices(), 64);
   EXPECT_EQ(k80->numNodes(), 16);
   EXPECT_EQ(k80->getSpec(0).memoryBandwidth, 240e9);
@@ -116,7 +117,7 @@ TEST(MachinePresets, FlexFlowClusters) {
 TEST(MachinePresets, AlpaCluster) {
   std::optional<Machine> one = lookupPreset("p3.16xlarge");
   ASSERT_TRUE(one);
-  EXPECT_EQ(one->validate(), "");
+  EXPECT_EQ(statusText(one->validate()), "");
   EXPECT_EQ(one->numDevices(), 8);
   EXPECT_EQ(one->getSpec(0).getPeakFlops(DType::F16), 125e12);
   EXPECT_EQ(one->getSpec(0).getPeakFlops(DType::F32), 15.7e12);
@@ -135,7 +136,7 @@ TEST(MachinePresets, AlpaCluster) {
 
   std::optional<Machine> four = lookupPreset("p3.16xlargex4");
   ASSERT_TRUE(four);
-  EXPECT_EQ(four->validate(), "");
+  EXPECT_EQ(statusText(four->validate()), "");
   EXPECT_EQ(four->numDevices(), 32);
   EXPECT_EQ(four->numNodes(), 4);
   EXPECT_EQ(four->effectiveLink(0, 8).kind, LinkKind::Ethernet);
@@ -155,7 +156,7 @@ TEST(MachinePresets, DGX) {
 
   std::optional<Machine> h100 = lookupPreset("dgx-h100x4");
   ASSERT_TRUE(h100);
-  EXPECT_EQ(h100->validate(), "");
+  EXPECT_EQ(statusText(h100->validate()), "");
   EXPECT_EQ(h100->name, "dgx-h100x4");
   EXPECT_EQ(h100->numDevices(), 32);
   EXPECT_EQ(h100->numNodes(), 4);
@@ -193,8 +194,8 @@ TEST(MachinePresets, CpuSharesTheHost) {
   EXPECT_DOUBLE_EQ(two->getSpec(0).memoryBandwidth,
                    one->getSpec(0).memoryBandwidth);
   EXPECT_EQ(two->getSpec(0).memoryBytes * 2, one->getSpec(0).memoryBytes);
-  EXPECT_EQ(one->validate(), "");
-  EXPECT_EQ(four->validate(), "");
+  EXPECT_EQ(statusText(one->validate()), "");
+  EXPECT_EQ(statusText(four->validate()), "");
   EXPECT_EQ(one->numDevices(), 1);
   EXPECT_EQ(four->numDevices(), 4);
   EXPECT_EQ(four->numNodes(), 1);
@@ -220,7 +221,7 @@ TEST(MachinePresets, UnknownNamesAndList) {
       concrete.back() = '2';
     std::optional<Machine> m = lookupPreset(concrete);
     ASSERT_TRUE(m) << concrete;
-    EXPECT_EQ(m->validate(), "") << concrete;
+    EXPECT_EQ(statusText(m->validate()), "") << concrete;
   }
 }
 
@@ -236,7 +237,7 @@ TEST(MachineCluster, ExpansionMatchesTheCompactForm) {
   spec.intra = {LinkKind::NVLink, 1e11, 2e-6};
   spec.inter = {LinkKind::InfiniBand, 1e10, 4e-6};
   Machine m = Machine::fromCluster(spec, "c");
-  EXPECT_EQ(m.validate(), "");
+  EXPECT_EQ(statusText(m.validate()), "");
   EXPECT_EQ(m.numDevices(), 12);
   // Per node a switch and 2 NICs, plus the fabric.
   EXPECT_EQ(m.numSwitches(), 3 * 3 + 1);
@@ -287,9 +288,8 @@ TEST(MachineCluster, PresetsAgreeWithTheirGraphs) {
 }
 
 TEST(MachineRoute, PicksTheFasterPathForTheMessageSize) {
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(validJsonGraph(), "t", error);
-  ASSERT_TRUE(m) << error;
+  absl::StatusOr<Machine> m = parseMachineJson(validJsonGraph(), "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   // Small messages take the direct low-latency Ethernet link...
   std::optional<Route> small = m->route(0, 2, 8);
   ASSERT_TRUE(small);
@@ -324,7 +324,7 @@ TEST(MachineRoute, DevicesDoNotForwardUnlessNothingElseConnects) {
   const LinkSpec fast = {LinkKind::NVLink, 100e9, 1e-6};
   const LinkSpec slow = {LinkKind::PCIe, 10e9, 1e-6};
   m.links = {{0, 1, fast}, {1, 2, fast}, {0, 3, slow}, {3, 2, slow}};
-  ASSERT_EQ(m.validate(), "");
+  ASSERT_EQ(statusText(m.validate()), "");
   std::optional<Route> r = m.route(0, 2);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->effective.kind, LinkKind::PCIe);
@@ -333,7 +333,7 @@ TEST(MachineRoute, DevicesDoNotForwardUnlessNothingElseConnects) {
   // Devices wired only to each other (a ring, a line): through device 1.
   m.switches.clear();
   m.links.resize(2);
-  ASSERT_EQ(m.validate(), "");
+  ASSERT_EQ(statusText(m.validate()), "");
   r = m.route(0, 2);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->links.size(), 2u);
@@ -341,9 +341,8 @@ TEST(MachineRoute, DevicesDoNotForwardUnlessNothingElseConnects) {
 }
 
 TEST(MachineJson, UnitsAndDefaults) {
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(validJsonGraph(), "t", error);
-  ASSERT_TRUE(m) << error;
+  absl::StatusOr<Machine> m = parseMachineJson(validJsonGraph(), "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->specs[0].getPeakFlops(DType::F32), 10e12);
   EXPECT_EQ(m->specs[0].memoryBandwidth, 1e12);
   EXPECT_EQ(m->specs[0].memoryBytes, int64_t(16) << 30);
@@ -357,19 +356,17 @@ TEST(MachineJson, UnitsAndDefaults) {
 TEST(MachineJson, RoundTripBothForms) {
   for (const char *name : {"p100x16", "dgx-h100x2", "cpux2"}) {
     Machine m = *lookupPreset(name);
-    std::string error;
     // Compact form.
-    std::optional<Machine> back =
-        parseMachineJson(writeMachineJson(m), name, error);
-    ASSERT_TRUE(back) << error;
+    absl::StatusOr<Machine> back = parseMachineJson(writeMachineJson(m), name);
+    ASSERT_TRUE(back.ok()) << statusText(back);
     ASSERT_TRUE(back->cluster);
     EXPECT_EQ(*back->cluster, *m.cluster);
     EXPECT_EQ(back->name, m.name);
     EXPECT_EQ(back->numVertices(), m.numVertices());
     // Explicit form: same graph, no compact form.
-    std::optional<Machine> graph = parseMachineJson(
-        writeMachineJson(m, /*explicitGraph=*/true), name, error);
-    ASSERT_TRUE(graph) << error;
+    absl::StatusOr<Machine> graph =
+        parseMachineJson(writeMachineJson(m, /*explicitGraph=*/true), name);
+    ASSERT_TRUE(graph.ok()) << statusText(graph);
     EXPECT_FALSE(graph->cluster);
     ASSERT_EQ(graph->links.size(), m.links.size());
     for (size_t i = 0; i < m.links.size(); ++i) {
@@ -381,12 +378,10 @@ TEST(MachineJson, RoundTripBothForms) {
     // Writing it again gives the same text.
     EXPECT_EQ(writeMachineJson(*graph), writeMachineJson(m, true));
   }
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(validJsonGraph(), "t", error);
-  ASSERT_TRUE(m);
-  std::optional<Machine> back =
-      parseMachineJson(writeMachineJson(*m), "t", error);
-  ASSERT_TRUE(back) << error;
+  absl::StatusOr<Machine> m = parseMachineJson(validJsonGraph(), "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
+  absl::StatusOr<Machine> back = parseMachineJson(writeMachineJson(*m), "t");
+  ASSERT_TRUE(back.ok()) << statusText(back);
   EXPECT_EQ(writeMachineJson(*back), writeMachineJson(*m));
 }
 
@@ -492,30 +487,32 @@ TEST(MachineJson, ErrorsNameThePath) {
 
 TEST(MachineJson, FilesAndLoadMachine) {
   std::string error;
-  EXPECT_FALSE(readMachineJsonFile("/nonexistent/m.json", error));
+  error = statusText(readMachineJsonFile("/nonexistent/m.json"));
+  EXPECT_NE(error, "");
   EXPECT_EQ(error, "/nonexistent/m.json: cannot open the file");
 
-  EXPECT_FALSE(loadMachine("tpu-pod", error));
+  error = statusText(loadMachine("tpu-pod"));
+  EXPECT_NE(error, "");
   EXPECT_NE(error.find("unknown machine 'tpu-pod'"), std::string::npos);
   EXPECT_NE(error.find("dgx-h100xN"), std::string::npos);
-  EXPECT_TRUE(loadMachine("dgx-h100", error));
+  EXPECT_TRUE(loadMachine("dgx-h100").ok());
 
   std::string path = ::testing::TempDir() + "/ppc-machine-test.json";
   std::ofstream(path) << validJsonCluster();
-  std::optional<Machine> m = loadMachine(path, error);
-  ASSERT_TRUE(m) << error;
+  absl::StatusOr<Machine> m = loadMachine(path);
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->numDevices(), 4);
   EXPECT_EQ(m->name, "tiny");
 }
 
 TEST(MachineValidate, ImpossibleMachines) {
   Machine good = *lookupPreset("dgx-a100x2");
-  ASSERT_EQ(good.validate(), "");
+  ASSERT_EQ(statusText(good.validate()), "");
   auto broken = [&](auto edit) {
     Machine m = good;
     m.cluster.reset();
     edit(m);
-    return m.validate();
+    return statusText(m.validate());
   };
   EXPECT_EQ(broken([](Machine &m) { m.devices.clear(); }),
             "the machine has no devices");
@@ -552,7 +549,7 @@ TEST(MachineValidate, ImpossibleMachines) {
 
   Machine badCluster = good;
   badCluster.cluster->nicsPerNode = 9;
-  EXPECT_EQ(badCluster.validate(),
+  EXPECT_EQ(statusText(badCluster.validate()),
             "cluster: NICs per node must be between 1 and the devices per "
             "node (8)");
 }
@@ -564,13 +561,12 @@ TEST(MachineJson, HalfEfficiencyFlops) {
                    std::string("\"launch_overhead\": \"5 us\"").size(),
                    "\"launch_overhead\": \"5 us\", "
                    "\"half_efficiency_flops\": 2e5");
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(withHalf, "t", error);
-  ASSERT_TRUE(m) << error;
+  absl::StatusOr<Machine> m = parseMachineJson(withHalf, "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_DOUBLE_EQ(m->getSpec(0).halfEfficiencyFlops, 2e5);
   // Absent: 0, the cost model's own default.
-  m = parseMachineJson(text, "t", error);
-  ASSERT_TRUE(m) << error;
+  m = parseMachineJson(text, "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->getSpec(0).halfEfficiencyFlops, 0);
   std::string negative = withHalf;
   negative.replace(negative.find("2e5"), 3, "-1");
@@ -581,18 +577,17 @@ TEST(MachineJson, HalfEfficiencyFlops) {
 TEST(MachineJson, GemmModelFigures) {
   std::string text = validJsonGraph();
   auto with = withDeviceFields;
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(
+  absl::StatusOr<Machine> m = parseMachineJson(
       with("\"compute_units\": 108, \"matmul_efficiency\": 0.869, "
            "\"bandwidth_efficiency\": 0.9"),
-      "t", error);
-  ASSERT_TRUE(m) << error;
+      "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->getSpec(0).computeUnits, 108);
   EXPECT_DOUBLE_EQ(m->getSpec(0).matmulEfficiency, 0.869);
   EXPECT_DOUBLE_EQ(m->getSpec(0).bandwidthEfficiency, 0.9);
   // Absent: 0, no GEMM model and the whole peak and bandwidth.
-  m = parseMachineJson(text, "t", error);
-  ASSERT_TRUE(m) << error;
+  m = parseMachineJson(text, "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->getSpec(0).computeUnits, 0);
   EXPECT_EQ(m->getSpec(0).matmulEfficiency, 0);
   EXPECT_NE(parseError(with("\"compute_units\": 1.5"))
@@ -609,13 +604,12 @@ TEST(MachineJson, GemmModelFigures) {
 TEST(MachineJson, AttentionEfficiencies) {
   std::string text = validJsonGraph();
   auto with = withDeviceFields;
-  std::string error;
-  std::optional<Machine> m =
+  absl::StatusOr<Machine> m =
       parseMachineJson(with("\"attention_forward_efficiency\": 0.52, "
                             "\"attention_backward_efficiency\": 0.5, "
                             "\"attention_half_efficiency_flops\": 5.6e10"),
-                       "t", error);
-  ASSERT_TRUE(m) << error;
+                       "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_DOUBLE_EQ(m->getSpec(0).attentionForwardEfficiency, 0.52);
   EXPECT_DOUBLE_EQ(m->getSpec(0).attentionBackwardEfficiency, 0.5);
   EXPECT_DOUBLE_EQ(m->getSpec(0).attentionHalfEfficiencyFlops, 5.6e10);
@@ -623,13 +617,13 @@ TEST(MachineJson, AttentionEfficiencies) {
   std::string written = writeMachineJson(*m);
   EXPECT_NE(written.find("\"attention_forward_efficiency\": 0.52"),
             std::string::npos);
-  std::optional<Machine> back = parseMachineJson(written, "t", error);
-  ASSERT_TRUE(back) << error;
+  absl::StatusOr<Machine> back = parseMachineJson(written, "t");
+  ASSERT_TRUE(back.ok()) << statusText(back);
   EXPECT_EQ(back->specs, m->specs);
   EXPECT_EQ(writeMachineJson(*back), written);
   // Absent: 0, not measured, and not written.
-  m = parseMachineJson(text, "t", error);
-  ASSERT_TRUE(m) << error;
+  m = parseMachineJson(text, "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->getSpec(0).attentionForwardEfficiency, 0);
   EXPECT_EQ(m->getSpec(0).attentionBackwardEfficiency, 0);
   EXPECT_EQ(writeMachineJson(*m).find("attention_"), std::string::npos);
@@ -687,13 +681,15 @@ TEST(MachineCluster, RoutesAreThoseOfTheGraph) {
 TEST(MachineLimits, DeviceCountsAboveTheLimitAreRejected) {
   ClusterSpec spec = lookupPreset("dgx-h100")->cluster.value();
   spec.nodes = kMaxDevices / 8;
-  EXPECT_EQ(spec.validate(), "");
+  EXPECT_EQ(statusText(spec.validate()), "");
   spec.nodes = 12500; // 100,000 devices
-  EXPECT_NE(spec.validate().find("more than the 65536 devices ppc supports"),
+  EXPECT_NE(statusText(spec.validate())
+                .find("more than the 65536 devices ppc supports"),
             std::string::npos);
   // nodes x devices per node overflows int64.
   spec.nodes = spec.devicesPerNode = int64_t(1) << 32;
-  EXPECT_NE(spec.validate().find("more than the 65536"), std::string::npos);
+  EXPECT_NE(statusText(spec.validate()).find("more than the 65536"),
+            std::string::npos);
 
   // An explicit graph with one device too many: rejected before its entries
   // are read.
@@ -706,7 +702,8 @@ TEST(MachineLimits, DeviceCountsAboveTheLimitAreRejected) {
   specJson = specJson.substr(specJson.find("\"device_specs\""));
   specJson = "{" + specJson.substr(0, specJson.find("\"devices\"")) +
              "\"devices\": [" + devices + "]}";
-  EXPECT_FALSE(parseMachineJson(specJson, "big.json", error));
+  error = statusText(parseMachineJson(specJson, "big.json"));
+  EXPECT_NE(error, "");
   EXPECT_EQ(
       error,
       "big.json: devices: 65537 devices, more than the 65536 ppc supports");
@@ -723,15 +720,16 @@ TEST(MachineJson, SingleNodeClusterNeedsNoInterLink) {
   ASSERT_NE(inter, std::string::npos);
   json = json.substr(0, inter) + json.substr(json.find('}', inter) + 1);
   std::string error;
-  std::optional<Machine> m = parseMachineJson(json, "one-node.json", error);
-  ASSERT_TRUE(m) << error;
+  absl::StatusOr<Machine> m = parseMachineJson(json, "one-node.json");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->numDevices(), 8);
   EXPECT_EQ(m->cluster->inter, m->cluster->intra);
   // With several nodes it is required.
   size_t nodes = json.find("\"nodes\": 1");
   ASSERT_NE(nodes, std::string::npos);
   json.replace(nodes, 10, "\"nodes\": 2");
-  EXPECT_FALSE(parseMachineJson(json, "two-nodes.json", error));
+  error = statusText(parseMachineJson(json, "two-nodes.json"));
+  EXPECT_NE(error, "");
   EXPECT_EQ(error, "two-nodes.json: cluster.inter: missing");
 }
 
@@ -755,7 +753,7 @@ TEST(MachineSubMachine, WholeNodesPartOfANodeAndAcrossNodes) {
   Machine across = dgx.subMachine(4, 8);
   EXPECT_FALSE(across.cluster);
   EXPECT_EQ(across.numDevices(), 8);
-  EXPECT_EQ(across.validate(), "");
+  EXPECT_EQ(statusText(across.validate()), "");
   EXPECT_EQ(across.getNode(0), 0);
   EXPECT_EQ(across.getNode(7), 1);
   EXPECT_EQ(across.getVertexName(0), dgx.getVertexName(4));
@@ -787,11 +785,11 @@ TEST(MachineCurve, InterpolatesTimeLinearlyInBytes) {
   EXPECT_DOUBLE_EQ(c.time(10), 1e3 / 1e8);
   EXPECT_DOUBLE_EQ(c.time(1e3), 1e3 / 1e8);
   EXPECT_DOUBLE_EQ(c.time(1e9), 1e9 / 1e9);
-  EXPECT_EQ(c.validate(), "");
+  EXPECT_EQ(statusText(c.validate()), "");
   c.points.push_back({1e7, 2e9});
-  EXPECT_EQ(c.validate(), "point 3: message sizes must increase");
+  EXPECT_EQ(statusText(c.validate()), "point 3: message sizes must increase");
   c.points.back() = {1e8, 0};
-  EXPECT_EQ(c.validate(), "point 3: bandwidth must be > 0");
+  EXPECT_EQ(statusText(c.validate()), "point 3: bandwidth must be > 0");
 }
 
 TEST(MachineJson, BandwidthBySize) {
@@ -803,13 +801,12 @@ TEST(MachineJson, BandwidthBySize) {
                     "\"latency\": 1e-6, " + fields + "}");
     return changed;
   };
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(
+  absl::StatusOr<Machine> m = parseMachineJson(
       with(R"("bandwidth_by_size": [["4 KiB", "1 GB/s"], [4194304, 9e9]],
               "collective_bandwidth_by_size": [["1 MB", "2 GB/s"]],
               "send_bandwidth_by_size": [["4 KiB", "4 GB/s"], [4194304, 18e9]])"),
-      "t", error);
-  ASSERT_TRUE(m) << error;
+      "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   const LinkSpec &intra = m->cluster->intra;
   ASSERT_EQ(intra.bySize.points.size(), 2u);
   EXPECT_EQ(intra.bySize.points[0], std::make_pair(4096.0, 1e9));
@@ -828,13 +825,12 @@ TEST(MachineJson, BandwidthBySize) {
   slowSender.sendBySize.points = {{4096, 1e8}};
   EXPECT_DOUBLE_EQ(slowSender.sendTime(4096), intra.transferTime(4096));
   // Written and read back: the same machine.
-  std::optional<Machine> back =
-      parseMachineJson(writeMachineJson(*m), "t", error);
-  ASSERT_TRUE(back) << error;
+  absl::StatusOr<Machine> back = parseMachineJson(writeMachineJson(*m), "t");
+  ASSERT_TRUE(back.ok()) << statusText(back);
   EXPECT_EQ(*back->cluster, *m->cluster);
-  std::optional<Machine> graph =
-      parseMachineJson(writeMachineJson(*m, true), "t", error);
-  ASSERT_TRUE(graph) << error;
+  absl::StatusOr<Machine> graph =
+      parseMachineJson(writeMachineJson(*m, true), "t");
+  ASSERT_TRUE(graph.ok()) << statusText(graph);
   EXPECT_EQ(graph->effectiveLink(0, 1), m->effectiveLink(0, 1));
 
   EXPECT_EQ(parseError(with(R"("bandwidth_by_size": [])")),
@@ -865,17 +861,15 @@ TEST(MachineJson, CoresPerNode) {
   cores.replace(cores.find("\"devices_per_node\": 2"),
                 std::string("\"devices_per_node\": 2").size(),
                 "\"devices_per_node\": 2, \"cores_per_node\": 1");
-  std::string error;
-  std::optional<Machine> m = parseMachineJson(cores, "t", error);
-  ASSERT_TRUE(m) << error;
+  absl::StatusOr<Machine> m = parseMachineJson(cores, "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->cluster->coresPerNode, 1);
-  std::optional<Machine> back =
-      parseMachineJson(writeMachineJson(*m), "t", error);
-  ASSERT_TRUE(back) << error;
+  absl::StatusOr<Machine> back = parseMachineJson(writeMachineJson(*m), "t");
+  ASSERT_TRUE(back.ok()) << statusText(back);
   EXPECT_EQ(*back->cluster, *m->cluster);
   // Absent: 0, every device computes at once (and not written).
-  m = parseMachineJson(text, "t", error);
-  ASSERT_TRUE(m) << error;
+  m = parseMachineJson(text, "t");
+  ASSERT_TRUE(m.ok()) << statusText(m);
   EXPECT_EQ(m->cluster->coresPerNode, 0);
   EXPECT_EQ(writeMachineJson(*m).find("cores_per_node"), std::string::npos);
   std::string negative = cores;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Report/Report.h"
+#include "StatusText.h"
 
 #include "SimTestGraphs.h"
 
@@ -25,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using namespace ppc::sim::testing;
+using ppc::test::statusText;
 
 Machine machine(int64_t nodes, int64_t perNode, double flops = 1e13,
                 double interBandwidth = 1e10) {
@@ -130,7 +132,7 @@ protected:
           ("ppc-report-test-" + std::to_string(::getpid()) + "-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
-    ASSERT_EQ(graph.validate(), "");
+    ASSERT_EQ(statusText(graph.validate()), "");
   }
   void TearDown() override {
     if (!HasFailure())
@@ -155,7 +157,7 @@ protected:
                     {"one weird trick", search::oneWeirdTrick(graph, m)}};
     in.scaling = scaling;
     in.scalingSearch.iterations = 40;
-    return report::writeReport(dir.string(), in);
+    return statusText(report::writeReport(dir.string(), in));
   }
 
   fs::path dir;
@@ -377,7 +379,7 @@ TEST_F(ReportTest, HtmlIsSelfContained) {
 
 TEST_F(ReportTest, HtmlFoldsRepeatedBlocksLaidOutAlike) {
   graph = residualNet();
-  ASSERT_EQ(graph.validate(), "");
+  ASSERT_EQ(statusText(graph.validate()), "");
   Machine m = machine(2, 4);
   // Block 3's fc on device 0 alone: blocks 0-2 are alike, and 4-5.
   Strategy found = dataParallel(graph, 8);
@@ -478,7 +480,7 @@ TEST_F(ReportTest, DataParallelIsAddedWhenMissing) {
   report::ReportInput in{problem};
   in.found.strategy = handMade();
   in.scaling = false;
-  ASSERT_EQ(report::writeReport(dir.string(), in), "");
+  ASSERT_EQ(statusText(report::writeReport(dir.string(), in)), "");
   nlohmann::json j = nlohmann::json::parse(read(dir / "baselines.json"));
   ASSERT_EQ(j.at("strategies").size(), 2u);
   EXPECT_EQ(j.at("strategies")[0].at("name"), "data parallel");
@@ -520,7 +522,7 @@ TEST_F(ReportTest, UnwritableDirectoryNamesThePath) {
   search::Problem problem{graph, m, cost};
   report::ReportInput in{problem};
   in.found.strategy = dataParallel(graph, 2);
-  std::string err = report::writeReport(bad.string(), in);
+  std::string err = statusText(report::writeReport(bad.string(), in));
   EXPECT_NE(err.find(bad.string()), std::string::npos) << err;
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StatusText.h"
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Search/Search.h"
@@ -17,6 +18,7 @@
 using namespace ppc;
 using namespace ppc::sim;
 using namespace ppc::search;
+using ppc::test::statusText;
 
 namespace {
 
@@ -31,9 +33,8 @@ std::optional<Graph> importExample(const std::string &name, int64_t batch) {
 }
 
 Machine preset(const std::string &name) {
-  std::string error;
-  std::optional<Machine> machine = loadMachine(name, error);
-  EXPECT_TRUE(machine) << error;
+  absl::StatusOr<Machine> machine = loadMachine(name);
+  EXPECT_TRUE(machine.ok()) << statusText(machine);
   return *machine;
 }
 
@@ -41,7 +42,9 @@ void expectValid(const Graph &graph, const Strategy &strategy,
                  int64_t numDevices) {
   ASSERT_EQ(strategy.size(), graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op)
-    EXPECT_EQ(checkConfig(graph.ops[op].space, strategy[op], numDevices), "")
+    EXPECT_EQ(
+        statusText(checkConfig(graph.ops[op].space, strategy[op], numDevices)),
+        "")
         << "op " << op << " (" << graph.ops[op].name << ")";
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StatusText.h"
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/ModelLoader/ModelLoader.h"
 #include "ppc/Search/Search.h"
@@ -31,6 +32,7 @@ using namespace ppc::search;
 namespace {
 
 using namespace ppc::sim::testing;
+using ppc::test::statusText;
 
 /// Elementwise over [n, f] of one or more inputs (relu, add).
 Op elementwise(std::string name, int64_t n, int64_t f,
@@ -174,7 +176,7 @@ TEST(Exhaustive, FindsTheBruteForceOptimumOnThreeOps) {
   g.ops.push_back(linear(g, "fc1", 64, 512, 1024, input()));
   g.ops.push_back(elementwise("relu", 64, 1024, {fromOp(0)}));
   g.ops.push_back(linear(g, "fc2", 64, 1024, 256, fromOp(1)));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine machine = h100(4);
   RooflineCostModel cost;
   Problem problem{g, machine, cost, {}};
@@ -222,7 +224,7 @@ TEST(Exhaustive, RefusesTooLargeSpaces) {
 /// ops.
 int64_t expectAdditiveOptimum(const Graph &g, const Machine &machine,
                               SpaceOptions options, double maxSpace = 3e6) {
-  EXPECT_EQ(g.validate(), "");
+  EXPECT_EQ(statusText(g.validate()), "");
   RooflineCostModel cost;
   Problem problem{g, machine, cost, {}};
   ConfigSpace space(g, machine, options);
@@ -328,7 +330,7 @@ TEST(DynamicProgramming, ShardsTrainingStateWhenItsAnswerDoesNotFit) {
   g.ops.push_back(linear(g, "fc", 64, 512, 512, input()));
   g.ops[0].space.dims[1].splittable = false;
   g.ops[0].space.dims[2].splittable = false;
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine machine = h100(2);
   RooflineCostModel cost;
   sim::SimOptions options;

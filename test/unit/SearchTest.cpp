@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Search/Search.h"
+#include "StatusText.h"
 #include "ppc/Search/Blocks.h"
 #include "ppc/Search/StrategyJson.h"
 
@@ -30,6 +31,7 @@ using namespace ppc::search;
 namespace {
 
 using namespace ppc::sim::testing;
+using ppc::test::statusText;
 
 /// `nodes` x `perNode` devices of 1 GB, 1 TFLOP/s; 10 GB/s inside a node,
 /// 1 GB/s across nodes.
@@ -115,7 +117,9 @@ void expectValid(const Graph &graph, const Strategy &strategy,
                  int64_t numDevices) {
   ASSERT_EQ(strategy.size(), graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op)
-    EXPECT_EQ(checkConfig(graph.ops[op].space, strategy[op], numDevices), "")
+    EXPECT_EQ(
+        statusText(checkConfig(graph.ops[op].space, strategy[op], numDevices)),
+        "")
         << "op " << op << " (" << graph.ops[op].name << ")";
 }
 
@@ -139,7 +143,7 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   // 4 + 5 * 2 + 15 = 29, plus the 6 vectors of fewer than 4 partitions
   // replicated over the machine: 35.
   Graph g = smallConvGraph();
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 4);
   SpaceOptions noScatter;
   noScatter.scatter = false;
@@ -149,7 +153,7 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   EXPECT_EQ(degreeSet(configs).size(), 21u);
   EXPECT_EQ(configs.size(), 35u);
   for (const OpConfig &config : configs)
-    EXPECT_EQ(checkConfig(g.ops[0].space, config, 4), "");
+    EXPECT_EQ(statusText(checkConfig(g.ops[0].space, config, 4)), "");
   int64_t replicated = 0;
   for (const OpConfig &config : configs)
     if (config.replicas > 1) {
@@ -176,7 +180,7 @@ TEST(ConfigSpace, ConvolutionOnFourDevices) {
   const std::vector<OpConfig> &all = scattered.configs(0);
   ASSERT_EQ(all.size(), 35u + 8u);
   for (size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(checkConfig(g.ops[0].space, all[i], 4), "");
+    EXPECT_EQ(statusText(checkConfig(g.ops[0].space, all[i], 4)), "");
     bool partial = all[i].degrees[4] > 1;
     if (i < 35) {
       EXPECT_EQ(all[i].scatterDim, -1);
@@ -215,7 +219,7 @@ TEST(ConfigSpace, ConvolutionOnEightDevices) {
   EXPECT_EQ(configs.size(), 113u);
   for (size_t op = 0; op < space.numOps(); ++op)
     for (const OpConfig &config : space.configs(op))
-      EXPECT_EQ(checkConfig(g.ops[op].space, config, 8), "");
+      EXPECT_EQ(statusText(checkConfig(g.ops[op].space, config, 8)), "");
 
   // A cap keeps the largest degrees: the 34 vectors of 8 partitions and 6
   // of the 15 of 4, in a fixed order.
@@ -265,7 +269,7 @@ TEST(ConfigSpace, StridedViewsAcrossNodes) {
   std::set<std::vector<int64_t>> placements;
   bool acrossNodes = false, transposed = false;
   for (const OpConfig &config : configs) {
-    EXPECT_EQ(checkConfig(g.ops[0].space, config, 4), "");
+    EXPECT_EQ(statusText(checkConfig(g.ops[0].space, config, 4)), "");
     std::vector<int64_t> devices = config.devices();
     // No two configurations place the same partitions the same way.
     std::vector<int64_t> key = config.degrees;
@@ -346,7 +350,7 @@ TEST(RepeatedOps, RunsOfBlocksCoverTheLayers) {
         p + "add", "ppc.add", 32, 64, {fromOp(in + 2), fromOp(in)}, unit));
   }
   g.ops.push_back(linear(g, "head", 32, 64, 16, fromOp(9)));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   std::vector<BlockRun> runs = findRepeatedBlocks(g);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].begin, 1u);
@@ -441,7 +445,7 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   g.ops.push_back(elementwise("gelu", "ppc.gelu", 16, 64, fromOp(0)));
   g.ops.push_back(linear("ff2", 16, 64, 32, fromOp(1), 1));
   g.ops.push_back(elementwise("relu", "ppc.relu", 16, 32, fromOp(2)));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(2, 4);
   Strategy s = megatron(g, m, 4);
   expectValid(g, s, 8);
@@ -486,7 +490,7 @@ TEST(Baselines, MegatronFeedForwardBlock) {
   // A gelu read by two ops is kept (recomputing it once per reader).
   Graph twice = g;
   twice.ops.push_back(elementwise("relu2", "ppc.relu", 16, 64, fromOp(1)));
-  ASSERT_EQ(twice.validate(), "");
+  ASSERT_EQ(statusText(twice.validate()), "");
   EXPECT_FALSE(megatron(twice, m, selective)[1].recompute);
   EXPECT_NE(findBaseline("megatron-sp-distopt-selective"), nullptr);
   // Each tensor-parallel group sits inside one node.
@@ -543,7 +547,7 @@ TEST(Baselines, MegatronVocabularyParallelLoss) {
   loss.cost = {6 * 16 * 64, 3 * 16 * 64, 4 * 16 * 64, 4 * 16 * 64};
   loss.operands = {fromOp(0), input(1)};
   g.ops.push_back(loss);
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(2, 4);
   MegatronOptions options{4, true, true};
   options.selectiveRecompute = true;
@@ -819,9 +823,10 @@ TEST(StrategyJson, DegreesThatOverflowAreErrors) {
   Machine m = roundMachine(1, 8);
   std::string error;
   // 2^62 x 4 overflows int64.
-  EXPECT_FALSE(readStrategyJson(
+  error = statusText(readStrategyJson(
       R"({"ops": [{"name": "act", "degrees": [4611686018427387904, 4]}]})",
-      "s.json", g, m, error));
+      "s.json", g, m));
+  EXPECT_NE(error, "");
   EXPECT_EQ(error.rfind("s.json: ops[0]: degrees [4611686018427387904, 4] "
                         "start 0 do not fit op 'act' (ppc.relu) on 8 devices: "
                         "strategy uses devices beyond 2^63",
@@ -829,13 +834,15 @@ TEST(StrategyJson, DegreesThatOverflowAreErrors) {
             0u)
       << error;
   // Above INT64_MAX a JSON integer is unsigned; it must not wrap.
-  EXPECT_FALSE(readStrategyJson(
+  error = statusText(readStrategyJson(
       R"({"ops": [{"name": "act", "degrees": [18446744073709551615, 1]}]})",
-      "s.json", g, m, error));
+      "s.json", g, m));
+  EXPECT_NE(error, "");
   EXPECT_EQ(error, "s.json: ops[0].degrees[0]: must be less than 2^63");
-  EXPECT_FALSE(readStrategyJson(
+  error = statusText(readStrategyJson(
       R"({"ops": [{"name": "act", "degrees": [1, 1], "start": 9223372036854775808}]})",
-      "s.json", g, m, error));
+      "s.json", g, m));
+  EXPECT_NE(error, "");
   EXPECT_EQ(error, "s.json: ops[0].start: must be less than 2^63");
 }
 
@@ -887,11 +894,13 @@ TEST(PipelineSearch, RefusesCountsThatCannotWorkAndSaysWhy) {
   SearchResult searched = pipelineSearch(normalized, options);
   ASSERT_EQ(searched.strategy.size(), g.ops.size());
   EXPECT_LE(searched.pipeline.microbatches, 1);
-  EXPECT_EQ(checkPipeline(g, searched.strategy, searched.pipeline, 4), "");
+  EXPECT_EQ(
+      statusText(checkPipeline(g, searched.strategy, searched.pipeline, 4)),
+      "");
   // Inference reads running statistics: micro-batches are fine then.
   g.ops[2].space.staged->trainingOnly = true;
-  EXPECT_EQ(checkMicroBatching(g, 2, /*training=*/false), "");
-  EXPECT_NE(checkMicroBatching(g, 2), "");
+  EXPECT_EQ(statusText(checkMicroBatching(g, 2, /*training=*/false)), "");
+  EXPECT_NE(statusText(checkMicroBatching(g, 2)), "");
 }
 
 TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
@@ -907,7 +916,7 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
     g.ops.push_back(linear(g, "fc" + std::to_string(l), 32, 2048, 2048, in));
     in = fromOp(l);
   }
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(2, 2, 4'000'000'000);
   RooflineCostModel cost;
   Problem problem{g, m, cost, {}};
@@ -915,7 +924,8 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   options.seconds = 60;
   SearchResult found = pipelineSearch(problem, options);
   ASSERT_EQ(found.strategy.size(), g.ops.size());
-  EXPECT_EQ(checkPipeline(g, found.strategy, found.pipeline, 4), "");
+  EXPECT_EQ(statusText(checkPipeline(g, found.strategy, found.pipeline, 4)),
+            "");
   // The objective is the strategy's own simulation...
   PipelineResult again =
       simulatePipeline(g, m, cost, {}, found.strategy, found.pipeline);
@@ -973,7 +983,8 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   interleaved.schedule = PipelineSchedule::Interleaved;
   SearchResult dealt = pipelineSearch(problem, options, interleaved);
   ASSERT_EQ(dealt.pipeline.schedule, PipelineSchedule::Interleaved);
-  EXPECT_EQ(checkPipeline(g, dealt.strategy, dealt.pipeline, 4), "");
+  EXPECT_EQ(statusText(checkPipeline(g, dealt.strategy, dealt.pipeline, 4)),
+            "");
   int32_t stages = dealt.pipeline.numStages();
   EXPECT_GE(stages, 4);
   EXPECT_EQ(dealt.pipeline.numGroups(), 2);
@@ -1008,7 +1019,7 @@ TEST(Baselines, FullRecomputationKeepsEverySecondCheapestCut) {
   g.ops.push_back(linear(g, "fc5", 32, 64, 64, fromOp(4)));
   g.ops.push_back(
       elementwise("add6", "ppc.add", 32, 64, {fromOp(3), fromOp(5)}, unit));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Strategy strategy = dataParallel(g, 1);
   recomputeLayers(g, strategy);
   std::vector<bool> recomputed;
@@ -1041,7 +1052,7 @@ Graph wideNarrowChain(int layers, int64_t batch = 32, int64_t wide = 1024,
 
 TEST(StageDp, ClustersCutWhereTheFewestBytesCross) {
   Graph g = wideNarrowChain(8);
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   std::vector<int64_t> crossing = detail::crossingBytes(g);
   ASSERT_EQ(crossing.size(), 9u);
   EXPECT_EQ(crossing[0], 0);
@@ -1071,7 +1082,7 @@ TEST(StageDp, FindsTheBestCoverOfClustersAndDevices) {
   for (int l = 0; l < 4; ++l)
     g.ops.push_back(linear(g, "fc" + std::to_string(l), 64, dims[l],
                            dims[l + 1], l ? fromOp(l - 1) : input()));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 4);
   RooflineCostModel cost;
   Problem problem{g, m, cost, {}};
@@ -1189,7 +1200,7 @@ TEST(StageDp, CheapCutsBeatEqualFlopCutsOnASlowLink) {
   // of twelve equal layers into 3 stages (before ops 4 and 8) cross wide
   // outputs; the stage DP's clusters cut after narrow ones.
   Graph g = wideNarrowChain(12, 512, 4096, 256);
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(3, 2);
   RooflineCostModel cost;
   Problem problem{g, m, cost, {}};
@@ -1201,7 +1212,8 @@ TEST(StageDp, CheapCutsBeatEqualFlopCutsOnASlowLink) {
   SearchResult found = pipelineSearch(problem, options);
   ASSERT_TRUE(std::isfinite(equal.objective));
   ASSERT_TRUE(found.pipeline.enabled()) << found.algorithm;
-  EXPECT_EQ(checkPipeline(g, found.strategy, found.pipeline, 6), "");
+  EXPECT_EQ(statusText(checkPipeline(g, found.strategy, found.pipeline, 6)),
+            "");
   EXPECT_LT(found.objective, 0.99 * equal.objective)
       << found.algorithm << " vs " << equal.algorithm;
   // Its stage boundaries are cheap cuts (after a narrow output).

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Simulator/Simulator.h"
+#include "StatusText.h"
 #include "ppc/Simulator/Pipeline.h"
 
 #include "SimTestGraphs.h"
@@ -24,6 +25,7 @@ using namespace ppc::sim;
 namespace {
 
 using namespace ppc::sim::testing;
+using ppc::test::statusText;
 
 constexpr double kMs = 1e-3;
 
@@ -79,7 +81,7 @@ TEST(Simulator, TwoOpChainAcrossTwoDevices) {
   g.numInputs = 1;
   g.ops = {elementwise("A", 4, 1000, input()),
            elementwise("B", 4, 1000, fromOp(0))};
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
   Simulator sim(g, m, cost);
@@ -108,7 +110,7 @@ TEST(Simulator, DevicesSharingCoresTakeTurns) {
     g.ops.push_back(elementwise("A" + std::to_string(i), 4, 1000, input(i)));
   for (int i = 0; i < 4; ++i)
     g.ops.push_back(elementwise("B" + std::to_string(i), 4, 1000, fromOp(i)));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   std::vector<OpConfig> configs;
   for (int i = 0; i < 8; ++i)
     configs.push_back(on(i % 4, 2));
@@ -142,7 +144,7 @@ TEST(Simulator, MessagesBetweenProcessesSharingCoresTakeACore) {
   g.ops = {elementwise("A", 4, 1000, input(0)),
            elementwise("C", 4, 1000, input(1)),
            elementwise("B", 4, 1000, fromOp(0))};
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   FixedCostModel cost;
   ClusterSpec spec = *roundMachine(1, 2).cluster;
   spec.coresPerNode = 1;
@@ -170,7 +172,7 @@ TEST(Simulator, ProcessesOfAHostCopyTheirOwnMessages) {
            elementwise("C1", 4, 1000, input(1)),
            elementwise("C2", 4, 1000, input(1)),
            elementwise("B", 4, 1000, fromOp(0))};
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   FixedCostModel cost;
   Strategy s = {on(0, 2), on(1, 2), on(1, 2), on(1, 2)};
   ClusterSpec spec = *roundMachine(1, 2).cluster;
@@ -201,7 +203,7 @@ TEST(Simulator, RanksPackTheirOwnMessages) {
   g.ops = {elementwise("A", 4, 1000, input(0)),
            elementwise("D", 4, 1000, input(1)),
            elementwise("B", 4, 1000, fromOp(0))};
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   FixedCostModel cost;
   Strategy s = {on(0, 2), on(0, 2), on(1, 2)};
   ClusterSpec spec = *roundMachine(1, 2).cluster;
@@ -266,7 +268,7 @@ TEST(Simulator, GathersBetweenGpusMoveAtTheCollectiveRate) {
   // measured collective curve (0.2 GB/s bus bandwidth) the pieces move at
   // that rate: t = 10 + 40 us.
   Graph g = chainOfTwo();
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   FixedCostModel cost;
   Strategy gather = splitThenGathered(2);
   ClusterSpec spec = *roundMachine(1, 2).cluster;
@@ -295,7 +297,7 @@ TEST(Simulator, ExchangesMoveInRoundsAndFinishTogether) {
   // Issued destination by destination, the senders' ports hold the later
   // destinations back: the last has its pieces 2 x 14 us later.
   Graph g = chainOfTwo();
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   FixedCostModel cost;
   Strategy gather = splitThenGathered(4);
   Machine m = roundMachine(1, 4);
@@ -316,7 +318,7 @@ TEST(Simulator, AnInputReadTwiceIsOneBuffer) {
   g.numInputs = 1;
   g.ops = {elementwise("A", 4, 1000, input(0)),
            elementwise("B", 4, 1000, input(0))};
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   FixedCostModel cost;
   Machine m = roundMachine(1, 2);
   SimResult r = Simulator(g, m, cost).simulate({on(0, 2), on(0, 2)});
@@ -340,7 +342,7 @@ TEST(Simulator, AFlatViewHoldsNothingWhereItsBoxesShareTheOrder) {
   reshape.space.flatView = true;
   reshape.operands = {fromOp(0)};
   g.ops.push_back(reshape);
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 8);
   FixedCostModel cost;
   auto activations = [&](int64_t ways, bool flatView) {
@@ -507,7 +509,7 @@ TEST(Simulator, ReduceScatterLeavesPartialSumsInTheSplitConsumer) {
   g.numInputs = 1;
   g.ops.push_back(linear(g, "fc", 8, 1000, 1000, input()));
   g.ops.push_back(elementwise("A", 8, 1000, fromOp(0)));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
   Simulator sim(g, m, cost);
@@ -542,14 +544,17 @@ TEST(Simulator, ReduceScatterLeavesPartialSumsInTheSplitConsumer) {
             2 * 8000);
 
   // Only partial sums scatter, and only into equal pieces.
-  EXPECT_NE(sim.checkConfig(
-                   1, OpConfig{{2, 1}, 0, {}, 1, false, StateSharding::None, 0})
-                .find("is not a partial sum"),
-            std::string::npos);
+  EXPECT_NE(
+      statusText(
+          sim.checkConfig(
+              1, OpConfig{{2, 1}, 0, {}, 1, false, StateSharding::None, 0}))
+          .find("is not a partial sum"),
+      std::string::npos);
   OpConfig uneven{{1, 1, 2}, 0, {}};
   uneven.scatterDim = 2;
-  EXPECT_NE(sim.checkConfig(0, uneven).find("is not a dim of result 0"),
-            std::string::npos);
+  EXPECT_NE(
+      statusText(sim.checkConfig(0, uneven)).find("is not a dim of result 0"),
+      std::string::npos);
 }
 
 TEST(Simulator, ReplicatedOpFeedsColumnParallelThroughAnAllReduce) {
@@ -562,7 +567,7 @@ TEST(Simulator, ReplicatedOpFeedsColumnParallelThroughAnAllReduce) {
   g.numInputs = 1;
   g.ops.push_back(elementwise("A", 4, 1000, input()));
   g.ops.push_back(linear(g, "fc", 4, 1000, 1000, fromOp(0)));
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
   Simulator sim(g, m, cost, SimOptions{.recordTimeline = true});
@@ -712,7 +717,7 @@ TEST(Simulator, ReadersOnOneDeviceShareOneCopy) {
   g.ops = {elementwise("A", 4, 1000, input()),
            elementwise("B", 4, 1000, fromOp(0)),
            elementwise("C", 4, 1000, fromOp(0))};
-  ASSERT_EQ(g.validate(), "");
+  ASSERT_EQ(statusText(g.validate()), "");
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
   Simulator sim(g, m, cost);
@@ -901,7 +906,7 @@ TEST(Simulator, RecomputationTradesMemoryForTime) {
   // B [6, 8], A [8, 10].
   Strategy one = keep;
   one[1].recompute = true;
-  ASSERT_EQ(sim.checkConfig(1, one[1]), "");
+  ASSERT_EQ(statusText(sim.checkConfig(1, one[1])), "");
   SimResult r1 = sim.simulate(one);
   EXPECT_NEAR(r1.iterationTime, 10 * kMs, 1e-12);
   EXPECT_EQ(r1.devices[0].memory.activations, 3 * 16000);
@@ -936,9 +941,9 @@ TEST(Simulator, RecomputationTradesMemoryForTime) {
   bn.weights.push_back({"stats", {4, 1000}, 4, /*trainable=*/false});
   bn.ops[1].operands.push_back(weight(0));
   bn.ops[1].space.operands.push_back(TensorAccess::identity({4, 1000}));
-  ASSERT_EQ(bn.validate(), "");
+  ASSERT_EQ(statusText(bn.validate()), "");
   Simulator withState(bn, m, cost);
-  EXPECT_EQ(withState.checkConfig(1, one[1]),
+  EXPECT_EQ(statusText(withState.checkConfig(1, one[1])),
             "'B' updates state in its forward (stats): recomputing it would "
             "update it twice");
 }
@@ -957,7 +962,7 @@ TEST(Simulator, DeltaEqualsFullOnHandBuiltGraph) {
   for (int step = 0; step < 60; ++step) {
     size_t op = step % 2;
     const OpConfig &c = choices[(step * 7 + op) % choices.size()];
-    ASSERT_EQ(delta.checkConfig(op, c), "");
+    ASSERT_EQ(statusText(delta.checkConfig(op, c)), "");
     s[op] = c;
     SimResult a = delta.update(op, c);
     SimResult b = full.simulate(s);
@@ -972,11 +977,14 @@ TEST(Simulator, CheckConfigRejectsBadConfigs) {
   Machine m = roundMachine(1, 2);
   FixedCostModel cost;
   Simulator sim(g, m, cost);
-  EXPECT_EQ(sim.checkConfig(0, {{2, 1, 1}, 0, {}}), "");
-  EXPECT_NE(sim.checkConfig(0, {{4, 1, 1}, 0, {}}), ""); // device 3 of 2
-  EXPECT_NE(sim.checkConfig(0, {{3, 1, 1}, 0, {}}), ""); // 3 does not divide 8
-  EXPECT_NE(sim.checkConfig(0, {{2, 1}, 0, {}}), "");    // wrong rank
-  EXPECT_NE(sim.checkConfig(5, {{1, 1, 1}, 0, {}}), ""); // no such op
+  EXPECT_EQ(statusText(sim.checkConfig(0, {{2, 1, 1}, 0, {}})), "");
+  EXPECT_NE(statusText(sim.checkConfig(0, {{4, 1, 1}, 0, {}})),
+            ""); // device 3 of 2
+  EXPECT_NE(statusText(sim.checkConfig(0, {{3, 1, 1}, 0, {}})),
+            ""); // 3 does not divide 8
+  EXPECT_NE(statusText(sim.checkConfig(0, {{2, 1}, 0, {}})), ""); // wrong rank
+  EXPECT_NE(statusText(sim.checkConfig(5, {{1, 1, 1}, 0, {}})),
+            ""); // no such op
 }
 
 TEST(Simulator, ChromeTraceHasEveryTask) {
@@ -1031,7 +1039,7 @@ TEST(Simulator, RandomConfigsAreValidAndVaried) {
   std::set<std::vector<int64_t>> seen;
   for (int i = 0; i < 500; ++i) {
     OpConfig c = randomConfig(g.ops[i % 2], m.numDevices(), rng);
-    ASSERT_EQ(sim.checkConfig(i % 2, c), "");
+    ASSERT_EQ(statusText(sim.checkConfig(i % 2, c)), "");
     seen.insert(c.degrees);
   }
   // Splits of n = 8, m = 1000 and k = 1000 by 2, 4 and 8 in many mixes.
@@ -1210,21 +1218,23 @@ TEST(Simulator, GraphsTooLargeForInt64AreRejected) {
   Graph g;
   g.numInputs = 1;
   g.ops.push_back(elementwise("act", int64_t(1) << 50, 1024, input()));
-  EXPECT_EQ(g.validate(),
+  EXPECT_EQ(statusText(g.validate()),
             "op 0 'act' (ppc.relu): operand 0 of shape [1125899906842624, "
             "1024] takes the graph's tensors past 2^60 bytes (1 EiB), more "
             "than the simulator's int64 memory accounting can represent");
   // Bytes of one tensor that overflow int64 outright.
   g.ops[0] = elementwise("act", int64_t(1) << 61, 1, input());
   g.ops[0].elemBytes = 8;
-  EXPECT_NE(g.validate().find("past 2^60 bytes"), std::string::npos);
+  EXPECT_NE(statusText(g.validate()).find("past 2^60 bytes"),
+            std::string::npos);
   // Weights count as well.
   Graph w;
   w.weights = {{"huge", {int64_t(1) << 40, int64_t(1) << 30}}};
-  EXPECT_NE(w.validate().find("weight 0 'huge' of shape"), std::string::npos);
+  EXPECT_NE(statusText(w.validate()).find("weight 0 'huge' of shape"),
+            std::string::npos);
   // A billion rows is large but representable.
   g.ops[0] = elementwise("act", 1'000'000'000, 1024, input());
-  EXPECT_EQ(g.validate(), "");
+  EXPECT_EQ(statusText(g.validate()), "");
 }
 
 TEST(Simulator, LargestMachineSimulatesWithSparseRoutes) {
@@ -1242,7 +1252,7 @@ TEST(Simulator, LargestMachineSimulatesWithSparseRoutes) {
   // (Transfers pair every producer and consumer partition, so the ops stay
   // narrower than the machine.)
   Strategy s = {{{8192, 1}, 0, {}}, {{8192, 1}, 7, {8}}};
-  ASSERT_EQ(simulator.checkConfig(1, s[1]), "");
+  ASSERT_EQ(statusText(simulator.checkConfig(1, s[1])), "");
   SimResult r = simulator.simulate(s);
   EXPECT_GT(r.iterationTime, 0);
   EXPECT_EQ(r.devices.size(), static_cast<size_t>(kMaxDevices));
@@ -1291,7 +1301,9 @@ TEST(Pipeline, GPipeAndOneFOneBScheduleTwoStages) {
   FixedCostModel cost;
   double transfer = 10e-6 + 8000 / 1e9;
   TwoStages gpipe(4, PipelineSchedule::GPipe);
-  ASSERT_EQ(checkPipeline(gpipe.g, gpipe.strategy, gpipe.pipeline, 2), "");
+  ASSERT_EQ(
+      statusText(checkPipeline(gpipe.g, gpipe.strategy, gpipe.pipeline, 2)),
+      "");
   PipelineResult r =
       simulatePipeline(gpipe.g, m, cost, {}, gpipe.strategy, gpipe.pipeline);
   ASSERT_EQ(r.stages.size(), 2u);
@@ -1340,7 +1352,7 @@ TEST(Pipeline, InterleavedStagesShareTheirGroupsDevices) {
   }
   t.pipeline.firstDevice = {0, 1, 0, 1};
   t.pipeline.numDevices = {1, 1, 1, 1};
-  ASSERT_EQ(checkPipeline(t.g, t.strategy, t.pipeline, 2), "");
+  ASSERT_EQ(statusText(checkPipeline(t.g, t.strategy, t.pipeline, 2)), "");
   PipelineResult r = simulatePipeline(t.g, m, cost, {}, t.strategy, t.pipeline);
   EXPECT_GT(r.iterationTime, 28 * kMs);
   EXPECT_LT(r.iterationTime, 28 * kMs + 15 * transfer);
@@ -1418,7 +1430,7 @@ TEST(Pipeline, MicroBatchGraphScalesTheBatch) {
 TEST(Pipeline, CheckPipelineNamesTheProblem) {
   TwoStages t(4, PipelineSchedule::OneFOneB);
   auto problem = [&](const Strategy &s, const Pipeline &p) {
-    return checkPipeline(t.g, s, p, 2);
+    return statusText(checkPipeline(t.g, s, p, 2));
   };
   Strategy backwards = t.strategy;
   backwards[3].stage = 0;

@@ -1,5 +1,4 @@
-//===- StatusText.h - absl::Status as text in tests --------------*- C++
-//-*-===//
+//===- StatusText.h - absl::Status as text in tests ------------*- C++ -*-===//
 //
 // Tests compare what a call returned with "" (OK) or search its message:
 // statusText gives "" for OK and the message otherwise, and never "" for an
@@ -13,6 +12,7 @@
 #define PPC_TEST_UNIT_STATUSTEXT_H
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include <string>
 
@@ -24,6 +24,12 @@ inline std::string statusText(const absl::Status &status) {
   if (status.message().empty())
     return "error without a message";
   return std::string(status.message());
+}
+
+/// statusText of a StatusOr's status: "" when it holds a value.
+template <typename T>
+std::string statusText(const absl::StatusOr<T> &statusOr) {
+  return statusText(statusOr.status());
 }
 
 } // namespace ppc::test

@@ -29,10 +29,12 @@
 #include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Simulator/Machine.h"
 #include "ppc/Simulator/Simulator.h"
+#include "ppc/Support/Status.h"
 #include "ppc/Version.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -44,7 +46,6 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <new>
 #include <numeric>
 #include <sched.h>
 #include <string>
@@ -113,13 +114,9 @@ struct Options {
 
 absl::StatusOr<double> parseNumber(const std::string &flag,
                                    const std::string &text) {
-  try {
-    size_t used = 0;
-    double value = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(value) && value > 0)
-      return value;
-  } catch (...) {
-  }
+  double value = 0;
+  if (absl::SimpleAtod(text, &value) && std::isfinite(value) && value > 0)
+    return value;
   return absl::InvalidArgumentError(
       absl::StrCat(flag, ": expected a positive number, got '", text, "'"));
 }
@@ -303,7 +300,8 @@ double updateBytesPerElement(int stateTensors) {
 
 /// Bytes/s of each optimizer's update (sgd, momentum, adam) on every rank
 /// at once, over buffers of 32 MiB each.
-std::vector<double> measureUpdates(const Options &o, bool print) {
+absl::StatusOr<std::vector<double>> measureUpdates(const Options &o,
+                                                   bool print) {
   const int64_t n = int64_t(8) << 20;
   // The update ppc-run does: the cpu backend's, on its buffers.
   std::unique_ptr<runtime::Backend> backend = runtime::createCpuBackend();
@@ -312,7 +310,9 @@ std::vector<double> measureUpdates(const Options &o, bool print) {
   std::shared_ptr<runtime::DeviceBuffer> grad =
       backend->allocate(runtime::DType::F32, n);
   if (!weight || !grad)
-    throw std::bad_alloc(); // as the vectors it measured before
+    return absl::ResourceExhaustedError(
+        "cannot allocate the optimizer benchmark's two buffers of " +
+        std::to_string(n * 4 >> 20) + " MiB");
   backend->fill(*weight, 0.5);
   backend->fill(*grad, 0.01);
   std::vector<double> rates;
@@ -628,7 +628,7 @@ absl::Status run(Communicator &comm, const Options &o) {
                 k, hosts, hosts > 1 ? "s" : "", static_cast<long long>(cores),
                 o.threads, o.threads > 1 ? "s" : "");
   GemmFit gemm = measureGemm(o, print);
-  std::vector<double> updates = measureUpdates(o, print);
+  PPC_ASSIGN_OR_RETURN(std::vector<double> updates, measureUpdates(o, print));
   // Rank 0's figures describe every rank (one device spec).
   int64_t peak = comm.broadcastFromRoot(static_cast<int64_t>(gemm.peak),
                                         [] { return "the GEMM rate"; });
@@ -701,8 +701,9 @@ absl::Status run(Communicator &comm, const Options &o) {
 
   if (comm.rank() != 0)
     return absl::OkStatus();
-  if (std::string problem = spec.validate(); !problem.empty())
-    return absl::InternalError("the measured machine is invalid: " + problem);
+  if (absl::Status problem = spec.validate(); !problem.ok())
+    return absl::InternalError("the measured machine is invalid: " +
+                               ppc::messageOf(problem));
   std::string name = o.name.empty() ? absl::StrCat("calibrated-", k) : o.name;
   std::ofstream out(o.out);
   out << writeMachineJson(Machine::fromCluster(spec, name)) << "\n";

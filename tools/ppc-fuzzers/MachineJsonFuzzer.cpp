@@ -22,14 +22,13 @@ using namespace ppc;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view text(reinterpret_cast<const char *>(data), size);
-  std::string error;
-  std::optional<Machine> machine = parseMachineJson(text, "fuzz.json", error);
-  if (!machine) {
-    if (error.empty())
+  absl::StatusOr<Machine> machine = parseMachineJson(text, "fuzz.json");
+  if (!machine.ok()) {
+    if (machine.status().message().empty())
       std::abort(); // every rejection says why
     return 0;
   }
-  if (!machine->validate().empty())
+  if (!machine->validate().ok())
     std::abort();
   int64_t last = machine->numDevices() - 1;
   if (!machine->route(0, last) || !machine->route(last, 0))
@@ -49,9 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   for (bool explicitGraph : {false, true}) {
     std::string written = writeMachineJson(*machine, explicitGraph);
-    std::optional<Machine> back =
-        parseMachineJson(written, "written.json", error);
-    if (!back || back->numDevices() != machine->numDevices() ||
+    absl::StatusOr<Machine> back = parseMachineJson(written, "written.json");
+    if (!back.ok() || back->numDevices() != machine->numDevices() ||
         back->links.size() != machine->links.size())
       std::abort();
   }

@@ -40,17 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const sim::Graph graph = model();
   static const Machine machine = *lookupPreset("dgx-h100x2");
   std::string text(reinterpret_cast<const char *>(data), size);
-  std::string error;
-  std::optional<sim::Strategy> strategy =
-      search::readStrategyJson(text, "fuzz.json", graph, machine, error);
-  if (!strategy) {
-    if (error.empty())
+  absl::StatusOr<sim::Strategy> strategy =
+      search::readStrategyJson(text, "fuzz.json", graph, machine);
+  if (!strategy.ok()) {
+    if (strategy.status().message().empty())
       std::abort(); // every rejection says why
     return 0;
   }
   for (size_t op = 0; op < graph.ops.size(); ++op)
     if (!checkConfig(graph.ops[op].space, (*strategy)[op], machine.numDevices())
-             .empty())
+             .ok())
       std::abort();
   sim::RooflineCostModel cost;
   sim::Simulator simulator(graph, machine, cost);
@@ -59,9 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::abort();
   std::string written =
       search::writeStrategyJson(graph, machine, *strategy, nullptr, &result);
-  std::optional<sim::Strategy> back =
-      search::readStrategyJson(written, "written.json", graph, machine, error);
-  if (!back || *back != *strategy)
+  absl::StatusOr<sim::Strategy> back =
+      search::readStrategyJson(written, "written.json", graph, machine);
+  if (!back.ok() || *back != *strategy)
     std::abort();
   return 0;
 }

@@ -12,6 +12,8 @@
 #include "ppc/Runtime/KernelProfile.h"
 #include "ppc/Runtime/OutputFiles.h"
 #include "ppc/Runtime/PlanIO.h"
+
+#include "absl/strings/numbers.h"
 #include "ppc/Support/Status.h"
 #include "ppc/Version.h"
 
@@ -58,13 +60,7 @@ options:
 namespace {
 
 bool parsePositive(const std::string &text, double &value) {
-  try {
-    size_t used = 0;
-    value = std::stod(text, &used);
-    return used == text.size() && value > 0 && value < 1e12;
-  } catch (...) {
-    return false;
-  }
+  return absl::SimpleAtod(text, &value) && value > 0 && value < 1e12;
 }
 
 /// --details: one kernel per line, with what the profile's key leaves out.

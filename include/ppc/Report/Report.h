@@ -45,9 +45,10 @@ struct ReportInput {
   search::SearchOptions scalingSearch;
 };
 
-/// Writes the report files into `dir` (created if needed). Returns "" or
-/// what went wrong (the path that could not be written).
-std::string writeReport(const std::string &dir, const ReportInput &input);
+/// Writes the report files into `dir` (created if needed). Returns OK or
+/// what went wrong (the path that could not be written, a strategy that
+/// does not fit the graph).
+absl::Status writeReport(const std::string &dir, const ReportInput &input);
 
 } // namespace ppc::report
 

@@ -362,10 +362,10 @@ struct MegatronLayout {
 /// `layout` built for `problem` and simulated: the ops cut into pp x v
 /// stages of equal forward FLOPs (stage k on pipeline rank k mod pp),
 /// megatron() inside each at the micro-batch size on its rank's devices.
-/// When the layout does not fit the machine or the graph, the result has
-/// no strategy and `error` says why.
-SearchResult megatronLayout(const Problem &problem,
-                            const MegatronLayout &layout, std::string &error);
+/// When the layout does not fit the machine or the graph, the error
+/// (InvalidArgument) says why.
+absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
+                                            const MegatronLayout &layout);
 
 /// The objective of a pipelined strategy: its iteration time, or +infinity
 /// when a device needs more memory than allowed.

@@ -34,16 +34,14 @@ writeStrategyJson(const sim::Graph &graph, const Machine &machine,
 
 /// Reads a strategy file for `graph`: every op must be named exactly once
 /// (by name; entries for unknown ops, missing ops, or degrees that do not
-/// fit are errors naming the entry). Returns nullopt with `error` set to
+/// fit are errors naming the entry); an error is InvalidArgument
 /// "<fileName>: <json path>: <problem>". The file's pipeline, if any, goes
 /// to `pipeline` (checked against the strategy: sim::checkPipeline); a
 /// file with a pipeline is an error when `pipeline` is null.
-std::optional<sim::Strategy> readStrategyJson(const std::string &text,
-                                              const std::string &fileName,
-                                              const sim::Graph &graph,
-                                              const Machine &machine,
-                                              std::string &error,
-                                              sim::Pipeline *pipeline = nullptr);
+absl::StatusOr<sim::Strategy>
+readStrategyJson(const std::string &text, const std::string &fileName,
+                 const sim::Graph &graph, const Machine &machine,
+                 sim::Pipeline *pipeline = nullptr);
 
 } // namespace ppc::search
 

@@ -105,13 +105,12 @@ public:
 
   void add(const Key &key, double seconds) { times[key] = seconds; }
   size_t size() const { return times.size(); }
-  /// Parses the JSON profile format; on error returns nullopt and sets
-  /// `error` to "<fileName>: <json path>: <problem>".
-  static std::optional<ProfiledCostModel> parse(const std::string &text,
-                                                const std::string &fileName,
-                                                std::string &error);
-  static std::optional<ProfiledCostModel> readFile(const std::string &path,
-                                                   std::string &error);
+  /// Parses the JSON profile format; an error is InvalidArgument
+  /// "<fileName>: <json path>: <problem>".
+  static absl::StatusOr<ProfiledCostModel> parse(const std::string &text,
+                                                 const std::string &fileName);
+  /// Reads and parses a profile file (NotFound when it cannot be opened).
+  static absl::StatusOr<ProfiledCostModel> readFile(const std::string &path);
   std::string toJson() const;
 
   double kernelTime(const Op &op, const KernelShape &shape, Phase phase,

@@ -71,11 +71,11 @@ struct Graph {
   std::vector<Weight> weights;
   int64_t numInputs = 0;
 
-  /// Empty when well formed, else the first problem: a source out of range
-  /// or from a later op, an invalid iteration space, an operand count that
-  /// does not match the space, or tensors too large for the int64
+  /// OK when well formed, else the first problem (InvalidArgument): a source
+  /// out of range or from a later op, an invalid iteration space, an operand
+  /// count that does not match the space, or tensors too large for the int64
   /// arithmetic of the simulator (see kMaxGraphBytes).
-  std::string validate() const;
+  absl::Status validate() const;
 };
 
 /// The use of a weight that holds it: which op and operand.

@@ -20,6 +20,7 @@
 #define PPC_SIMULATOR_MACHINE_H
 
 #include "ppc/Support/MachineView.h"
+#include "ppc/Support/Status.h"
 
 #include <algorithm>
 #include <array>
@@ -146,8 +147,8 @@ struct BandwidthCurve {
   double bandwidthAt(double bytes) const;
   /// Seconds for `bytes`, at least the first point's time.
   double time(double bytes) const;
-  /// "" or what is wrong (no points is fine).
-  std::string validate() const;
+  /// OK, or what is wrong (no points is fine).
+  absl::Status validate() const;
   bool operator==(const BandwidthCurve &other) const {
     return points == other.points;
   }
@@ -220,11 +221,11 @@ struct ClusterSpec {
 
   /// nodes * devicesPerNode; overflows for specs that validate() rejects.
   int64_t numDevices() const { return nodes * devicesPerNode; }
-  /// Empty when the spec describes a machine ppc supports, else the first
-  /// problem: counts below 1, more than kMaxDevices devices (checked without
-  /// overflow), NICs out of range, an impossible device or link. Check this
-  /// before Machine::fromCluster, which builds every device.
-  std::string validate() const;
+  /// OK when the spec describes a machine ppc supports, else the first
+  /// problem (InvalidArgument): counts below 1, more than kMaxDevices devices
+  /// (checked without overflow), NICs out of range, an impossible device or
+  /// link. Check this before Machine::fromCluster, which builds every device.
+  absl::Status validate() const;
   bool operator==(const ClusterSpec &other) const {
     return nodes == other.nodes && devicesPerNode == other.devicesPerNode &&
            nicsPerNode == other.nicsPerNode &&
@@ -331,11 +332,12 @@ public:
   std::optional<Route> route(int64_t src, int64_t dst,
                              double bytes = kDefaultRouteBytes) const;
 
-  /// Empty when the machine is well formed, else what is wrong with it (the
-  /// first problem found): no devices or more than kMaxDevices, non-positive
-  /// FLOP/s, bandwidth or memory, duplicate or empty names, link endpoints
-  /// out of range, devices that cannot reach each other...
-  std::string validate() const;
+  /// OK when the machine is well formed, else what is wrong with it (the
+  /// first problem found, InvalidArgument): no devices or more than
+  /// kMaxDevices, non-positive FLOP/s, bandwidth or memory, duplicate or empty
+  /// names, link endpoints out of range, devices that cannot reach each
+  /// other...
+  absl::Status validate() const;
 
   /// Message size routes are chosen for by default: 1 MiB, large enough that
   /// bandwidth matters, as for gradient and activation transfers.
@@ -367,24 +369,21 @@ std::string formatPresetList();
 // JSON
 //===----------------------------------------------------------------------===//
 
-/// Parses a machine from the JSON format of docs/machine-format.md. On error
-/// returns nullopt and sets `error` to "<fileName>: <json path>: <problem>".
-/// The machine is validated as well.
-std::optional<Machine> parseMachineJson(std::string_view text,
-                                        std::string_view fileName,
-                                        std::string &error);
-/// Reads and parses a JSON machine file.
-std::optional<Machine> readMachineJsonFile(const std::string &path,
-                                           std::string &error);
+/// Parses a machine from the JSON format of docs/machine-format.md; an error
+/// is InvalidArgument "<fileName>: <json path>: <problem>". The machine is
+/// validated as well.
+absl::StatusOr<Machine> parseMachineJson(std::string_view text,
+                                         std::string_view fileName);
+/// Reads and parses a JSON machine file (NotFound when it cannot be opened).
+absl::StatusOr<Machine> readMachineJsonFile(const std::string &path);
 /// Writes `machine` as JSON: the compact form when it has one (unless
 /// `explicitGraph`), else the explicit graph.
 std::string writeMachineJson(const Machine &machine,
                              bool explicitGraph = false);
 
-/// A preset name or a path to a JSON file. On failure `error` says why and,
-/// for an unknown name, which presets exist.
-std::optional<Machine> loadMachine(const std::string &presetOrPath,
-                                   std::string &error);
+/// A preset name or a path to a JSON file. An error says why and, for an
+/// unknown name, which presets exist.
+absl::StatusOr<Machine> loadMachine(const std::string &presetOrPath);
 
 } // namespace ppc
 

@@ -58,25 +58,25 @@ struct Pipeline {
   }
 };
 
-/// Why `graph` cannot train as `microbatches` micro-batches run apart, or
-/// "": an op whose kernel exchanges statistics across its samples (batch
-/// norm's, StagedKernel::acrossDims holding a sample dim) would normalize
-/// by a micro-batch's statistics instead of the batch's. `training` false:
-/// such kernels read running statistics instead (StagedKernel::trainingOnly).
-/// The pipeline search, the report and the lowering all ask this; `op`,
-/// when given, is set to the op at fault.
-std::string checkMicroBatching(const Graph &graph, int64_t microbatches,
-                               bool training = true, size_t *op = nullptr);
+/// OK, or why `graph` cannot train as `microbatches` micro-batches run
+/// apart (InvalidArgument): an op whose kernel exchanges statistics across its
+/// samples (batch norm's, StagedKernel::acrossDims holding a sample dim) would
+/// normalize by a micro-batch's statistics instead of the batch's. `training`
+/// false: such kernels read running statistics instead
+/// (StagedKernel::trainingOnly). The pipeline search, the report and the
+/// lowering all ask this; `op`, when given, is set to the op at fault.
+absl::Status checkMicroBatching(const Graph &graph, int64_t microbatches,
+                                bool training = true, size_t *op = nullptr);
 
-/// Why `pipeline` does not fit `graph`, `strategy` and a machine of
-/// `numDevices` devices, or "": stages as Pipeline says (every op in stage 0
-/// when there is no pipeline), submeshes disjoint and on the machine, every
-/// op's instances on its stage's submesh, at least one micro-batch, every
+/// OK, or why `pipeline` does not fit `graph`, `strategy` and a machine of
+/// `numDevices` devices (InvalidArgument): stages as Pipeline says (every op in
+/// stage 0 when there is no pipeline), submeshes disjoint and on the machine,
+/// every op's instances on its stage's submesh, at least one micro-batch, every
 /// sample dim (as split by its op's degree) dividing into the
 /// micro-batches, and checkMicroBatching (for `training`).
-std::string checkPipeline(const Graph &graph, const Strategy &strategy,
-                          const Pipeline &pipeline, int64_t numDevices,
-                          bool training = true);
+absl::Status checkPipeline(const Graph &graph, const Strategy &strategy,
+                           const Pipeline &pipeline, int64_t numDevices,
+                           bool training = true);
 
 /// `graph` at 1/`microbatches` of its batch: every sample dim and the tensor
 /// dims it indexes divided, FLOPs and activation bytes scaled down, weight

@@ -83,10 +83,10 @@ struct TrainingStateBytes {
 TrainingStateBytes trainingStateBytes(int64_t elemBytes, bool trainable,
                                       Optimizer optimizer,
                                       bool fp32Gradients = false);
-/// Why op `op` cannot be recomputed (OpConfig::recompute), or "": an op
+/// OK, or why op `op` cannot be recomputed (OpConfig::recompute): an op
 /// whose forward updates state (batch-norm statistics, a weight the
 /// optimizer does not train) would update it twice.
-std::string recomputeProblem(const Graph &graph, size_t op);
+absl::Status recomputeProblem(const Graph &graph, size_t op);
 
 /// How replicas of a weight synchronize their gradients.
 enum class GradSync : uint8_t { AllReduce, ReduceScatterAllGather };
@@ -246,8 +246,8 @@ public:
                   const OpConfig &producerConfig,
                   const OpConfig &consumerConfig);
 
-  /// Checks that `config` fits `op` and the machine; empty if it does.
-  std::string checkConfig(size_t op, const OpConfig &config) const;
+  /// OK when `config` fits `op` and the machine, else the problem.
+  absl::Status checkConfig(size_t op, const OpConfig &config) const;
 
   /// The timeline of the last simulation as Chrome trace JSON (Perfetto,
   /// chrome://tracing): one track per device compute and communication

@@ -12,6 +12,8 @@
 #ifndef PPC_SUPPORT_ITERATIONSPACE_H
 #define PPC_SUPPORT_ITERATIONSPACE_H
 
+#include "ppc/Support/Status.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -159,8 +161,9 @@ struct IterationSpace {
   bool makesPartialSum(unsigned d, unsigned r = 0) const;
   /// Checks the space is self-consistent: sizes positive, every access names
   /// an existing iteration dim, ranks agree, the number of points and every
-  /// tensor's element count fit in int64. Returns an error text or "".
-  std::string validate() const;
+  /// tensor's element count fit in int64. Returns OK or the problem
+  /// (InvalidArgument).
+  absl::Status validate() const;
 };
 
 /// The slice of `access` touched by the iteration ranges `iter` (one per

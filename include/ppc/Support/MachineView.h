@@ -10,6 +10,8 @@
 #ifndef PPC_SUPPORT_MACHINEVIEW_H
 #define PPC_SUPPORT_MACHINEVIEW_H
 
+#include "ppc/Support/Status.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -94,12 +96,13 @@ struct IterationSpace;
 /// scatter dim only with partial sums whose boxes split evenly along it among
 /// their summing group, no two
 /// instances on one device) and, when given, a machine of `numDevices` devices
-/// (else at most kMaxDevices). Returns the problem, or "" when it fits. The
+/// (else at most kMaxDevices). Returns OK when it fits, else the problem
+/// (InvalidArgument). The
 /// strategy verifier and the simulator both use it, so they accept exactly the
 /// same configurations. Degrees, start and strides may be anything, overflowing
 /// products included: only after they pass is any partition enumerated.
-std::string checkConfig(const IterationSpace &space, const OpConfig &config,
-                        std::optional<int64_t> numDevices = std::nullopt);
+absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
+                         std::optional<int64_t> numDevices = std::nullopt);
 
 } // namespace ppc
 

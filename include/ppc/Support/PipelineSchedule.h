@@ -11,6 +11,7 @@
 #define PPC_SUPPORT_PIPELINESCHEDULE_H
 
 #include "ppc/Support/Alternatives.h"
+#include "ppc/Support/Status.h"
 
 #include <cstdint>
 #include <iterator>
@@ -96,17 +97,17 @@ int64_t pipelineInFlight(PipelineSchedule schedule, int64_t numStages,
 int64_t pipelineGroups(const std::vector<int64_t> &firstDevices,
                        const std::vector<int64_t> &devices);
 
-/// Why `microbatches`, `schedule` and the stage submeshes are not a
-/// pipeline, or "": at least one micro-batch, one first device and one
-/// count per stage (at least one stage), non-empty submeshes, and, given
+/// OK, or why `microbatches`, `schedule` and the stage submeshes are not a
+/// pipeline (InvalidArgument): at least one micro-batch, one first device and
+/// one count per stage (at least one stage), non-empty submeshes, and, given
 /// `numDevices`, all of them on the machine. The submeshes are disjoint,
 /// but for interleaved-1f1b, where stage s has the submesh of stage s mod P
 /// for P disjoint ones, P dividing the stages (at least 2 each) and the
 /// micro-batches.
-std::string checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
-                               const std::vector<int64_t> &firstDevices,
-                               const std::vector<int64_t> &devices,
-                               std::optional<int64_t> numDevices);
+absl::Status checkPipelineShape(int64_t microbatches, PipelineSchedule schedule,
+                                const std::vector<int64_t> &firstDevices,
+                                const std::vector<int64_t> &devices,
+                                std::optional<int64_t> numDevices);
 
 } // namespace ppc
 

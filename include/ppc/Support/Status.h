@@ -23,6 +23,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ppc {
 
@@ -71,5 +72,21 @@ inline std::string messageOf(const absl::Status &status) {
     if (::absl::Status ppc_status_ = (expr); !ppc_status_.ok())                \
       return ppc_status_;                                                      \
   } while (false)
+
+#define PPC_STATUS_CONCAT_INNER_(a, b) a##b
+#define PPC_STATUS_CONCAT_(a, b) PPC_STATUS_CONCAT_INNER_(a, b)
+
+/// Evaluates `expr` (a StatusOr); on error returns its status from the
+/// enclosing function, else moves its value into `lhs`, which may declare a
+/// variable ("PPC_ASSIGN_OR_RETURN(int64_t n, reader.getInt(key));"). `lhs`
+/// must not contain a top-level comma.
+#define PPC_ASSIGN_OR_RETURN(lhs, expr)                                        \
+  PPC_ASSIGN_OR_RETURN_IMPL_(PPC_STATUS_CONCAT_(ppc_statusor_, __LINE__), lhs, \
+                             expr)
+#define PPC_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)                        \
+  auto statusor = (expr);                                                      \
+  if (!statusor.ok())                                                          \
+    return std::move(statusor).status();                                       \
+  lhs = *std::move(statusor)
 
 #endif // PPC_SUPPORT_STATUS_H
