@@ -186,6 +186,13 @@ public:
     pos += n * sizeof(float);
     return true;
   }
+  bool getString(std::string &s, uint32_t length) {
+    if (end - pos < length)
+      return false;
+    s.assign(bytes.data() + pos, length);
+    pos += length;
+    return true;
+  }
   bool atEnd() const { return pos == end; }
 
 private:
@@ -211,11 +218,15 @@ absl::Status stageCheckpointFile(const std::string &path,
   for (const CheckpointBuffer &b : checkpoint.buffers) {
     w.put<int32_t>(b.buffer);
     w.put<int32_t>(b.tensor);
+    w.put<uint32_t>(static_cast<uint32_t>(b.tensorName.size()));
+    w.bytes.append(b.tensorName);
     w.put<uint32_t>(static_cast<uint32_t>(b.lo.size()));
-    for (int64_t v : b.lo)
-      w.put<int64_t>(v);
-    for (int64_t v : b.hi)
-      w.put<int64_t>(v);
+    // No state box: the whole box.
+    const bool whole = b.stateLo.size() != b.lo.size();
+    for (const std::vector<int64_t> *box :
+         {&b.lo, &b.hi, whole ? &b.lo : &b.stateLo, whole ? &b.hi : &b.stateHi})
+      for (int64_t v : *box)
+        w.put<int64_t>(v);
     w.putFloats(b.values);
     w.put<int64_t>(b.optimizer.steps);
     // Each slot with its length: a ZeRO-sharded weight keeps state for its
@@ -255,7 +266,7 @@ absl::Status readCheckpointFile(const std::string &path,
     return absl::InvalidArgumentError("'" + path + "' is not a ppc checkpoint");
   uint32_t version;
   std::memcpy(&version, bytes.data() + sizeof(kMagic), 4);
-  if (version != kCheckpointVersion && version != 2)
+  if (version != kCheckpointVersion && version != 2 && version != 3)
     return absl::InvalidArgumentError(
         "checkpoint '" + path + "' has format version " +
         std::to_string(version) + " but this ppc-run reads version " +
@@ -289,19 +300,30 @@ absl::Status readCheckpointFile(const std::string &path,
   for (uint32_t i = 0; i < count; ++i) {
     CheckpointBuffer b;
     uint32_t dims = 0;
-    if (!r.get(b.buffer) || !r.get(b.tensor) || !r.get(dims) || dims > 64)
+    if (!r.get(b.buffer) || !r.get(b.tensor))
       return corrupt("bad buffer record " + std::to_string(i));
-    b.lo.resize(dims);
-    b.hi.resize(dims);
-    for (int64_t &v : b.lo)
-      if (!r.get(v))
-        return corrupt("truncated buffer record " + std::to_string(i));
-    for (int64_t &v : b.hi)
-      if (!r.get(v))
-        return corrupt("truncated buffer record " + std::to_string(i));
+    if (version >= 4) {
+      uint32_t length = 0;
+      if (!r.get(length) || !r.getString(b.tensorName, length))
+        return corrupt("bad tensor name in buffer record " + std::to_string(i));
+    }
+    if (!r.get(dims) || dims > 64)
+      return corrupt("bad buffer record " + std::to_string(i));
+    std::vector<std::vector<int64_t> *> boxes = {&b.lo, &b.hi};
+    if (version >= 4)
+      boxes.insert(boxes.end(), {&b.stateLo, &b.stateHi});
+    for (std::vector<int64_t> *box : boxes) {
+      box->resize(dims);
+      for (int64_t &v : *box)
+        if (!r.get(v))
+          return corrupt("truncated buffer record " + std::to_string(i));
+    }
     for (uint32_t d = 0; d < dims; ++d)
       if (b.hi[d] < b.lo[d])
         return corrupt("bad box in buffer record " + std::to_string(i));
+    if (version >= 4 && !boxInside(b.stateLo, b.stateHi, b.lo, b.hi))
+      return corrupt("state box outside the buffer's box in buffer record " +
+                     std::to_string(i));
     const int64_t n = boxVolume(b.lo, b.hi);
     if (!r.getFloats(b.values, n) || !r.get(b.optimizer.steps))
       return corrupt("truncated buffer record " + std::to_string(i));

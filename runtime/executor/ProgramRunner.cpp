@@ -515,18 +515,11 @@ absl::Status ProgramRunner::alloc(const Instruction::Alloc &a) {
              isPersistentRole(plan.tensors(b.tensor()))) {
     auto it = persistent.find(b.id());
     if (it == persistent.end()) {
-      Persistent p;
-      p.tensor = b.tensor();
-      p.lo = buffer.lo;
-      p.hi = buffer.hi;
-      p.storage = backend.allocate(dtype, buffer.size());
-      p.master = dtype == DType::F32 ||
-                         plan.tensors(b.tensor()).role() != Tensor::WEIGHT
-                     ? p.storage
-                     : backend.allocate(DType::F32, buffer.size());
-      if (!p.storage || !p.master)
-        return absl::ResourceExhaustedError("out of memory");
-      it = persistent.emplace(b.id(), std::move(p)).first;
+      absl::StatusOr<Persistent> p =
+          newPersistent(b.tensor(), buffer.lo, buffer.hi, nullptr);
+      if (!p.ok())
+        return p.status();
+      it = persistent.emplace(b.id(), std::move(*p)).first;
     } else if (it->second.tensor != b.tensor() || it->second.lo != buffer.lo ||
                it->second.hi != buffer.hi) {
       return absl::InvalidArgumentError(
@@ -1050,14 +1043,45 @@ void ProgramRunner::saveState(Checkpoint &checkpoint) const {
     CheckpointBuffer b;
     b.buffer = id;
     b.tensor = p.tensor;
+    b.tensorName = plan.tensors(p.tensor).name();
     b.lo = p.lo;
     b.hi = p.hi;
+    auto updated = updatedBoxes_.find(id);
+    b.stateLo = updated != updatedBoxes_.end() ? updated->second.first : p.lo;
+    b.stateHi = updated != updatedBoxes_.end() ? updated->second.second : p.hi;
     b.values = persistentValues(id, p);
     b.optimizer.steps = p.optimizer.steps;
     for (const std::shared_ptr<DeviceBuffer> &slot : p.optimizer.slots)
       b.optimizer.slots.push_back(hostValues(*slot, p.optimizer.elements));
     checkpoint.buffers.push_back(std::move(b));
   }
+}
+
+absl::StatusOr<ProgramRunner::Persistent>
+ProgramRunner::newPersistent(int32_t tensor, const Index &lo, const Index &hi,
+                             const std::vector<float> *values) {
+  Persistent p;
+  p.tensor = tensor;
+  p.lo = lo;
+  p.hi = hi;
+  const DType dtype = dtypeOf(tensor);
+  const int64_t n = boxVolume(lo, hi);
+  p.storage = backend.allocate(dtype, n);
+  // A 16-bit weight keeps a float32 master the optimizer updates.
+  p.master = dtype == DType::F32 || plan.tensors(tensor).role() != Tensor::WEIGHT
+                 ? p.storage
+                 : backend.allocate(DType::F32, n);
+  if (!p.storage || !p.master)
+    return absl::ResourceExhaustedError(
+        "out of memory for the weights of '" + tensorName(tensor) + "' " +
+        boxString(lo, hi));
+  if (values) {
+    backend.write(*p.storage, 0, values->data(), n);
+    if (p.master != p.storage)
+      backend.write(*p.master, 0, values->data(), n);
+    p.loaded = true;
+  }
+  return p;
 }
 
 absl::Status ProgramRunner::restoreState(const Checkpoint &checkpoint) {
@@ -1083,28 +1107,14 @@ absl::Status ProgramRunner::restoreState(const Checkpoint &checkpoint) {
       return absl::InvalidArgumentError("the checkpoint's box " +
                                         boxString(b.lo, b.hi) + " of '" +
                                         t.name() + "' is outside the tensor");
-    Persistent p;
-    p.tensor = b.tensor;
-    p.lo = b.lo;
-    p.hi = b.hi;
-    const DType dtype = dtypeOf(b.tensor);
     const int64_t n = boxVolume(b.lo, b.hi);
     if (static_cast<int64_t>(b.values.size()) != n)
       return absl::InvalidArgumentError(
           "the checkpoint's buffer " + std::to_string(b.buffer) + " of '" +
           t.name() + "' holds " + std::to_string(b.values.size()) +
           " values for a box of " + std::to_string(n));
-    p.storage = backend.allocate(dtype, n);
-    p.master = dtype == DType::F32 || t.role() != Tensor::WEIGHT
-                   ? p.storage
-                   : backend.allocate(DType::F32, n);
-    if (!p.storage || !p.master)
-      return absl::ResourceExhaustedError(
-          "out of memory for the checkpoint's buffers");
-    backend.write(*p.storage, 0, b.values.data(), n);
-    if (p.master != p.storage)
-      backend.write(*p.master, 0, b.values.data(), n);
-    p.loaded = true;
+    PPC_ASSIGN_OR_RETURN(Persistent p,
+                         newPersistent(b.tensor, b.lo, b.hi, &b.values));
     p.optimizer.steps = b.optimizer.steps;
     p.optimizer.elements =
         b.optimizer.slots.empty()
@@ -1124,6 +1134,186 @@ absl::Status ProgramRunner::restoreState(const Checkpoint &checkpoint) {
     if (p.optimizer.steps == 0)
       p.optimizer.slots.clear();
     persistent.emplace(b.buffer, std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+/// One saved piece of a tensor, from some rank's checkpoint file.
+struct SavedPiece {
+  const CheckpointBuffer *buffer;
+  int64_t steps; ///< the piece's optimizer steps
+};
+
+/// Copies the overlap of `from` (holding box [fromLo, fromHi), row-major)
+/// with box [lo, hi) into `to` (holding [lo, hi)), marking what it wrote
+/// in `covered` (when given).
+void copyOverlap(const std::vector<float> &from, const Index &fromLo,
+                 const Index &fromHi, std::vector<float> &to, const Index &lo,
+                 const Index &hi, std::vector<char> *covered) {
+  Index meetLo, meetHi;
+  boxIntersect(fromLo, fromHi, lo, hi, meetLo, meetHi);
+  forEachRun(meetLo, meetHi, fromLo, fromHi, lo, hi,
+             [&](int64_t a, int64_t b, int64_t n) {
+               std::copy_n(from.begin() + a, n, to.begin() + b);
+               if (covered)
+                 std::fill_n(covered->begin() + b, n, char(1));
+             });
+}
+
+} // namespace
+
+absl::Status
+ProgramRunner::restoreResharded(const std::vector<Checkpoint> &saved) {
+  if (saved.empty())
+    return absl::InvalidArgumentError("the checkpoint has no rank files");
+  const int slots = numOptimizerSlots(plan.optimizer());
+  std::map<std::string, std::vector<SavedPiece>> pieces;
+  for (const Checkpoint &c : saved) {
+    if (c.optimizerSlots != slots)
+      return absl::InvalidArgumentError(
+          "the checkpoint's optimizer state (" +
+          std::to_string(c.optimizerSlots) +
+          " slots a weight) does not fit the plan's optimizer (" +
+          std::to_string(slots) + ")");
+    for (const CheckpointBuffer &b : c.buffers) {
+      if (b.tensorName.empty())
+        return absl::InvalidArgumentError(
+            "the checkpoint was written by a ppc-run before format 4, whose "
+            "pieces do not name their tensors: it resumes only under the "
+            "plan that wrote it");
+      pieces[b.tensorName].push_back({&b, b.optimizer.steps});
+    }
+  }
+  // The persistent tensors of this plan, by name; a saved weight this plan
+  // does not have means another model.
+  std::map<std::string, int32_t> tensorOf;
+  for (int32_t t = 0; t < plan.tensors_size(); ++t)
+    if (isPersistentRole(plan.tensors(t)))
+      tensorOf[plan.tensors(t).name()] = t;
+  for (const auto &[name, list] : pieces) {
+    auto it = tensorOf.find(name);
+    if (it == tensorOf.end())
+      return absl::InvalidArgumentError(
+          "the checkpoint holds weight '" + name +
+          "', which this plan does not have (a checkpoint of another model?)");
+    const Tensor &t = plan.tensors(it->second);
+    Index zero(t.shape_size(), 0), shape(t.shape().begin(), t.shape().end());
+    for (const SavedPiece &piece : list)
+      if (!boxInside(piece.buffer->lo, piece.buffer->hi, zero, shape))
+        return absl::InvalidArgumentError(
+            "the checkpoint's piece " +
+            boxString(piece.buffer->lo, piece.buffer->hi) + " of '" + name +
+            "' lies outside its shape in this plan " + boxString(zero, shape));
+  }
+  // The boxes of this program's buffers, and the gradient box each weight
+  // is updated over (where its optimizer state lies).
+  std::map<int32_t, std::pair<Index, Index>> boxOf;
+  std::map<int32_t, int32_t> gradOf;
+  for (const Instruction &instr : program.instructions()) {
+    if (instr.has_alloc()) {
+      const planfile::Buffer &b = instr.alloc().buffer();
+      boxOf[b.id()] = {Index(b.box().lo().begin(), b.box().lo().end()),
+                       Index(b.box().hi().begin(), b.box().hi().end())};
+    } else if (instr.has_update()) {
+      gradOf[instr.update().weight()] = instr.update().grad();
+    }
+  }
+
+  lossScale_.scale =
+      saved.front().lossScale > 0 ? saved.front().lossScale : lossScale_.scale;
+  lossScale_.goodSteps = saved.front().lossScaleGoodSteps;
+  persistent.clear();
+  for (const Instruction &instr : program.instructions()) {
+    if (!instr.has_alloc() || instr.alloc().has_view())
+      continue;
+    const planfile::Buffer &b = instr.alloc().buffer();
+    if (b.tensor() < 0 || b.grad() || b.staging() ||
+        !isPersistentRole(plan.tensors(b.tensor())) || persistent.count(b.id()))
+      continue;
+    const Tensor &t = plan.tensors(b.tensor());
+    const auto &[lo, hi] = boxOf.at(b.id());
+    const int64_t n = boxVolume(lo, hi);
+    const std::vector<SavedPiece> &list = pieces[t.name()];
+    // Values from every piece that overlaps, then again from the pieces'
+    // state boxes: there they are the float32 master's, elsewhere (ZeRO
+    // with 16-bit weights) perhaps the 16-bit copy's.
+    std::vector<float> values(n);
+    std::vector<char> covered(n, 0);
+    for (const SavedPiece &piece : list)
+      copyOverlap(piece.buffer->values, piece.buffer->lo, piece.buffer->hi,
+                  values, lo, hi, &covered);
+    for (const SavedPiece &piece : list) {
+      const CheckpointBuffer &from = *piece.buffer;
+      Index stateLo, stateHi;
+      boxIntersect(from.stateLo, from.stateHi, lo, hi, stateLo, stateHi);
+      if (boxVolume(stateLo, stateHi) == 0)
+        continue;
+      std::vector<float> exact(boxVolume(from.stateLo, from.stateHi));
+      copyOverlap(from.values, from.lo, from.hi, exact, from.stateLo,
+                  from.stateHi, nullptr);
+      copyOverlap(exact, from.stateLo, from.stateHi, values, lo, hi, nullptr);
+    }
+    if (std::find(covered.begin(), covered.end(), 0) != covered.end())
+      return absl::InvalidArgumentError(
+          "the checkpoint holds no value for part of '" + t.name() + "' " +
+          boxString(lo, hi) + " (a checkpoint of another model or batch?)");
+
+    PPC_ASSIGN_OR_RETURN(Persistent p,
+                         newPersistent(b.tensor(), lo, hi, &values));
+
+    // The optimizer state of the box this buffer's update covers, from
+    // the pieces' states over it; none before the first update.
+    auto grad = gradOf.find(b.id());
+    std::vector<const SavedPiece *> stepped;
+    for (const SavedPiece &piece : list)
+      if (piece.steps > 0)
+        stepped.push_back(&piece);
+    for (const SavedPiece *piece : stepped)
+      if (piece->steps != stepped.front()->steps)
+        return absl::InvalidArgumentError(
+            "the checkpoint's pieces of '" + t.name() + "' were updated " +
+            std::to_string(piece->steps) + " and " +
+            std::to_string(stepped.front()->steps) + " times");
+    if (grad != gradOf.end() && !stepped.empty())
+      p.optimizer.steps = stepped.front()->steps;
+    if (grad != gradOf.end() && !stepped.empty() && slots > 0) {
+      auto gradBox = boxOf.find(grad->second);
+      if (gradBox == boxOf.end())
+        return absl::InvalidArgumentError(
+            "the update of '" + t.name() + "' reads gradient buffer " +
+            std::to_string(grad->second) + ", which is never allocated");
+      const auto &[stateLo, stateHi] = gradBox->second;
+      const int64_t m = boxVolume(stateLo, stateHi);
+      std::vector<char> stateCovered(m, 0);
+      p.optimizer.elements = m;
+      for (int s = 0; s < slots; ++s) {
+        std::vector<float> slot(m, 0.0f);
+        for (const SavedPiece *piece : stepped) {
+          const CheckpointBuffer &from = *piece->buffer;
+          if (static_cast<int64_t>(from.optimizer.slots[s].size()) !=
+              boxVolume(from.stateLo, from.stateHi))
+            return absl::InvalidArgumentError(
+                "the checkpoint's optimizer state of '" + t.name() +
+                "' does not fill its state box " +
+                boxString(from.stateLo, from.stateHi));
+          copyOverlap(from.optimizer.slots[s], from.stateLo, from.stateHi, slot,
+                      stateLo, stateHi, &stateCovered);
+        }
+        if (std::find(stateCovered.begin(), stateCovered.end(), 0) !=
+            stateCovered.end())
+          return absl::InvalidArgumentError(
+              "the checkpoint holds no optimizer state for part of '" +
+              t.name() + "' " + boxString(stateLo, stateHi));
+        p.optimizer.slots.push_back(backend.allocate(DType::F32, m));
+        if (!p.optimizer.slots.back())
+          return absl::ResourceExhaustedError(
+              "out of memory for the checkpoint's optimizer state");
+        backend.write(*p.optimizer.slots.back(), 0, slot.data(), m);
+      }
+    }
+    persistent.emplace(b.id(), std::move(p));
   }
   return absl::OkStatus();
 }

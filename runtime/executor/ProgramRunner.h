@@ -129,6 +129,14 @@ public:
   void saveState(Checkpoint &checkpoint) const;
   /// Restores them; Loads of restored buffers are skipped.
   absl::Status restoreState(const Checkpoint &checkpoint);
+  /// Restores them from the checkpoint files of every rank of a run under
+  /// another plan or rank count (version 4 or later, of the same model and
+  /// optimizer): each persistent buffer of this program, and the optimizer
+  /// state of the box its update covers, from the overlap of the saved
+  /// pieces with it, matched by tensor name. An element no piece holds, a
+  /// piece outside its tensor, a weight this plan does not have or state of
+  /// differing step counts is an error naming the tensor.
+  absl::Status restoreResharded(const std::vector<Checkpoint> &saved);
 
 private:
   struct Buffer {
@@ -153,6 +161,11 @@ private:
     bool loaded = false;
     DeviceOptimizerState optimizer;
   };
+  /// A persistent buffer of box [lo, hi) of `tensor` (and its float32
+  /// master where it is a 16-bit weight), holding `values` when given.
+  absl::StatusOr<Persistent> newPersistent(int32_t tensor, const Index &lo,
+                                           const Index &hi,
+                                           const std::vector<float> *values);
   /// How a collective instruction's boxes map onto MPI counts; computed the
   /// first time it runs (programs repeat every step).
   struct CollectiveLayout {

@@ -93,6 +93,11 @@ private:
   bool lockCheckpointDirectories();
   /// Both false after a failure that every rank saw and reported.
   bool resume(int64_t &steps);
+  /// resume() of a checkpoint of another plan or rank count (`dir` is its
+  /// step directory, `marker` its COMPLETE): every rank's file read, each
+  /// buffer restored from the overlap (ProgramRunner::restoreResharded).
+  bool resumeResharded(const std::string &dir, const CheckpointMarker &marker,
+                       int64_t &steps);
   bool writeCheckpoint(int64_t steps);
   /// `lossScale`: the scale the step ran with.
   int verify(int64_t step, double lossScale);

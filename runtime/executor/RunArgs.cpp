@@ -66,9 +66,12 @@ options:
   --checkpoint-every N   also after every step number divisible by N
   --keep-checkpoints N   complete checkpoints kept in DIR (2); older ones are
                          deleted once LATEST names the new one
-  --resume DIR           continue from DIR/LATEST's checkpoint of the same
-                         plan; the run goes on exactly as if it had not been
-                         interrupted. A checkpoint directory is locked by
+  --resume DIR           continue from DIR/LATEST's checkpoint: of this plan,
+                         exactly as if the run had not been interrupted; of
+                         another plan or rank count of the same model, from
+                         the overlap of its weights and optimizer state
+                         with this plan's (the losses go on to round-off).
+                         A checkpoint directory is locked by
                          the run that writes or resumes it (DIR/LOCK): a
                          second job on it is refused
   --resume-other-run     resume a checkpoint written by another run (another

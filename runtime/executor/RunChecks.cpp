@@ -223,15 +223,13 @@ bool Run::resume(int64_t &steps) {
   CheckpointMarker marker;
   if (error.ok())
     error = readCompleteMarker(dir, marker);
-  if (error.ok() && marker.numRanks != comm.size())
-    error = absl::InvalidArgumentError(
-        "checkpoint '" + dir + "' was written by a run of " +
-        std::to_string(marker.numRanks) + " ranks; this one has " +
-        std::to_string(comm.size()));
-  if (error.ok() && marker.planHash != hash)
-    error = absl::InvalidArgumentError(
-        "checkpoint '" + dir + "' was written for another plan (plan " +
-        hex(marker.planHash) + ", this plan " + hex(hash) + ")");
+  // A bound on what a resharded resume reads: as many files as ppc plans
+  // devices at most.
+  constexpr int32_t kMaxCheckpointRanks = 1 << 16;
+  if (error.ok() &&
+      (marker.numRanks < 1 || marker.numRanks > kMaxCheckpointRanks))
+    error = absl::DataLossError("checkpoint '" + dir + "/COMPLETE' says " +
+                                std::to_string(marker.numRanks) + " ranks");
   if (error.ok() && !marker.run.empty() && marker.run != runIdentity() &&
       !options.resumeOtherRun)
     error = absl::InvalidArgumentError(
@@ -241,6 +239,8 @@ bool Run::resume(int64_t &steps) {
         "its own directory");
   if (anyFailed(error, true))
     return false;
+  if (marker.numRanks != comm.size() || marker.planHash != hash)
+    return resumeResharded(dir, marker, steps);
 
   Checkpoint checkpoint;
   const std::string path = checkpointFileName(dir, rank);
@@ -260,6 +260,46 @@ bool Run::resume(int64_t &steps) {
     error = runner.restoreState(checkpoint);
   if (anyFailed(error, false))
     return false;
+  steps = marker.steps;
+  return true;
+}
+
+bool Run::resumeResharded(const std::string &dir,
+                          const CheckpointMarker &marker, int64_t &steps) {
+  // Another plan or rank count wrote it: every rank reads every rank's
+  // file and takes the overlap of the saved pieces with its own buffers.
+  std::vector<Checkpoint> saved(marker.numRanks);
+  absl::Status error;
+  for (int32_t r = 0; r < marker.numRanks && error.ok(); ++r) {
+    const std::string path = checkpointFileName(dir, r);
+    error = readCheckpointFile(path, saved[r]);
+    if (error.ok() &&
+        (saved[r].planHash != marker.planHash || saved[r].rank != r ||
+         saved[r].numRanks != marker.numRanks))
+      error = absl::InvalidArgumentError(
+          "'" + path + "' is not the checkpoint of rank " + std::to_string(r) +
+          " that '" + dir + "/COMPLETE' names");
+    if (error.ok() && saved[r].steps != marker.steps)
+      error = absl::InvalidArgumentError(
+          "'" + path + "' is of step " + std::to_string(saved[r].steps) +
+          " but '" + dir + "/COMPLETE' says step " +
+          std::to_string(marker.steps) +
+          " (a run was killed while writing the checkpoint)");
+  }
+  if (error.ok())
+    error = annotate(runner.restoreResharded(saved),
+                     "cannot resume from '" + dir + "', written under plan " +
+                         hex(marker.planHash) + " by " +
+                         std::to_string(marker.numRanks) +
+                         (marker.numRanks == 1 ? " rank" : " ranks"));
+  if (anyFailed(error, false))
+    return false;
+  if (rank == 0 && !options.quiet)
+    out << "ppc-run: resuming step " << marker.steps << " of a run of "
+        << marker.numRanks << " rank" << (marker.numRanks == 1 ? "" : "s")
+        << " under another plan (" << hex(marker.planHash)
+        << "): each rank took the overlap of its weights and optimizer "
+           "state with the saved ones\n";
   steps = marker.steps;
   return true;
 }

@@ -356,11 +356,14 @@ Checkpoint sampleCheckpoint() {
   CheckpointBuffer b;
   b.buffer = 3;
   b.tensor = 5;
+  b.tensorName = "w";
   b.lo = {0, 2};
   b.hi = {2, 4};
+  b.stateLo = {1, 2}; // a ZeRO shard: the second row
+  b.stateHi = {2, 4};
   b.values = {1, 2, 3, 4};
   b.optimizer.steps = 42;
-  b.optimizer.slots = {{0.1f, 0.2f, 0.3f, 0.4f}, {1, 1, 1, 1}};
+  b.optimizer.slots = {{0.3f, 0.4f}, {1, 1}};
   c.buffers.push_back(b);
   CheckpointBuffer frozen;
   frozen.buffer = 4;
@@ -386,8 +389,15 @@ TEST(RuntimeCheckpoint, WriteReadRoundTrip) {
   EXPECT_EQ(c.steps, 42);
   ASSERT_EQ(c.buffers.size(), 2u);
   EXPECT_EQ(c.buffers[0].hi, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(c.buffers[0].tensorName, "w");
+  EXPECT_EQ(c.buffers[0].stateLo, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(c.buffers[0].stateHi, (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(c.buffers[0].values, (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_EQ(c.buffers[0].optimizer.slots[0][3], 0.4f);
+  EXPECT_EQ(c.buffers[0].optimizer.slots[0][1], 0.4f);
+  // Without a state box, the whole box.
+  EXPECT_EQ(c.buffers[1].tensorName, "");
+  EXPECT_EQ(c.buffers[1].stateLo, (std::vector<int64_t>{0}));
+  EXPECT_EQ(c.buffers[1].stateHi, (std::vector<int64_t>{3}));
   // Slots never used are stored as zeros.
   EXPECT_EQ(c.buffers[1].optimizer.slots[1], (std::vector<float>{0, 0, 0}));
 
@@ -805,7 +815,12 @@ TEST(RuntimeRunPlan, ResumeErrors) {
   resume.resumeDir = dir + "/a";
   EXPECT_EQ(run(fakeTrainingPlan(1, pf::Optimizer::ADAM), resume, &out, &err),
             1);
-  EXPECT_NE(err.find("was written for another plan"), std::string::npos) << err;
+  // Another plan of another optimizer: its state does not fit.
+  EXPECT_NE(err.find("written under plan"), std::string::npos) << err;
+  EXPECT_NE(err.find("optimizer state (0 slots a weight) does not fit the "
+                     "plan's optimizer (2)"),
+            std::string::npos)
+      << err;
 
   // A rank file from another step than COMPLETE: a run died while writing.
   RunOptions more = write;
@@ -937,6 +952,97 @@ int runWithFault(const pf::Plan &plan, const RunOptions &options, int64_t k,
   waitpid(child, &status, 0);
   steps = k;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A checkpoint of another plan resumes from the overlap of its pieces with
+// this plan's buffers: here its rank file is edited as another plan would
+// have written it, and what it lacks or holds too much of is named.
+TEST(RuntimeRunPlan, ReshardedResumeErrors) {
+  std::string dir = tempDir("reshard-errors");
+  RunOptions write;
+  write.steps = 1;
+  write.checkpointDir = dir + "/a";
+  std::string out, err;
+  const pf::Plan plan = fakeTrainingPlan(1, pf::Optimizer::ADAM);
+  ASSERT_EQ(run(plan, write, &out), 0);
+  const std::string step = latestDir(dir + "/a");
+  Checkpoint saved;
+  ASSERT_EQ(statusText(readCheckpointFile(step + "/rank-0.ckpt", saved)), "");
+  ASSERT_FALSE(saved.buffers.empty());
+  ASSERT_EQ(saved.buffers[0].tensorName,
+            plan.tensors(saved.buffers[0].tensor).name());
+
+  // Rewrites the checkpoint as written under another plan (another hash).
+  auto rewrite = [&](const Checkpoint &c) {
+    Checkpoint other = c;
+    other.planHash = c.planHash ^ 1;
+    ASSERT_EQ(statusText(writeCheckpointFile(step + "/rank-0.ckpt", other)),
+              "");
+    CheckpointMarker marker;
+    ASSERT_EQ(statusText(readCompleteMarker(step, marker)), "");
+    marker.planHash = other.planHash;
+    ASSERT_EQ(statusText(writeCompleteMarker(step, marker)), "");
+  };
+  RunOptions resume;
+  resume.resumeDir = dir + "/a";
+  resume.steps = 1;
+
+  // Unchanged but for the hash: resumes, and says it resharded.
+  rewrite(saved);
+  EXPECT_EQ(run(plan, resume, &out, &err), 0) << err;
+  EXPECT_NE(out.find("under another plan"), std::string::npos) << out;
+
+  // The weight's last element missing.
+  Checkpoint partial = saved;
+  CheckpointBuffer &w = partial.buffers[0];
+  ASSERT_GE(w.hi.size(), 1u);
+  ASSERT_GT(w.hi[0] - w.lo[0], 1);
+  const int64_t rowLength =
+      static_cast<int64_t>(w.values.size()) / (w.hi[0] - w.lo[0]);
+  w.hi[0] -= 1;
+  w.values.resize(w.values.size() - rowLength);
+  w.stateLo = w.lo;
+  w.stateHi = w.hi;
+  for (std::vector<float> &slot : w.optimizer.slots)
+    slot.resize(w.values.size());
+  rewrite(partial);
+  EXPECT_EQ(run(plan, resume, &out, &err), 1);
+  EXPECT_NE(err.find("the checkpoint holds no value for part of '" +
+                     w.tensorName + "'"),
+            std::string::npos)
+      << err;
+
+  // A weight this plan does not have.
+  Checkpoint extra = saved;
+  extra.buffers.push_back(saved.buffers[0]);
+  extra.buffers.back().tensorName = "not-in-the-model";
+  rewrite(extra);
+  EXPECT_EQ(run(plan, resume, &out, &err), 1);
+  EXPECT_NE(err.find("holds weight 'not-in-the-model', which this plan does "
+                     "not have"),
+            std::string::npos)
+      << err;
+
+  // A piece beyond the tensor.
+  Checkpoint beyond = saved;
+  beyond.buffers[0].lo[0] += 1;
+  beyond.buffers[0].hi[0] += 1;
+  beyond.buffers[0].stateLo = beyond.buffers[0].lo;
+  beyond.buffers[0].stateHi = beyond.buffers[0].hi;
+  rewrite(beyond);
+  EXPECT_EQ(run(plan, resume, &out, &err), 1);
+  EXPECT_NE(err.find("lies outside its shape in this plan"), std::string::npos)
+      << err;
+
+  // A file from before tensor names (format 3) resumes only under its plan.
+  Checkpoint unnamed = saved;
+  for (CheckpointBuffer &b : unnamed.buffers)
+    b.tensorName.clear();
+  rewrite(unnamed);
+  EXPECT_EQ(run(plan, resume, &out, &err), 1);
+  EXPECT_NE(err.find("resumes only under the plan that wrote it"),
+            std::string::npos)
+      << err;
 }
 
 TEST(RuntimeCheckpoint, EveryInjectedFaultLeavesTheOldOrTheNewCheckpoint) {

@@ -11,13 +11,22 @@
 //     data, is absent from older checkpoints)
 //   DIR/LOCK: held (flock) by the run writing DIR; names its host and pid
 //
-//   rank-R.ckpt (little-endian, format version 1):
+//   rank-R.ckpt (little-endian, format version 4):
 //     "PPCCKPT\0"  u32 format version  u64 plan hash
-//     i32 rank  i32 ranks  i64 steps done  i32 optimizer slots  u32 buffers
-//     per buffer: i32 buffer id, i32 tensor id, u32 dims, i64 lo[dims],
-//                 i64 hi[dims], f32 values[volume], i64 optimizer steps,
-//                 f32 slot values[slots][volume]
+//     i32 rank  i32 ranks  i64 steps done  i32 optimizer slots
+//     f64 loss scale  i64 loss-scale good steps  u32 buffers
+//     per buffer: i32 buffer id, i32 tensor id, u32 name length, the
+//                 tensor's name, u32 dims, i64 lo[dims], i64 hi[dims],
+//                 i64 state lo[dims], i64 state hi[dims], f32
+//                 values[volume], i64 optimizer steps, per slot i64 length
+//                 and f32 values[length]
 //     u64 FNV-1a hash of everything before it
+//   Every piece is in the model's terms: the tensor's name and the box of it
+//   the rank held, and the state box, a block of its rows (the whole box
+//   but under ZeRO) where the optimizer state lies and the values are the
+//   float32 master's (outside it, under ZeRO with 16-bit weights, they are
+//   the 16-bit copy's). A run under another plan or rank count resumes from
+//   the overlap of its pieces with these (ProgramRunner::restoreResharded).
 //
 // Writing the checkpoint of step S (the executor drives it over all ranks):
 //  1. rank 0 empties and creates the step directory (prepareStepDirectory);
@@ -54,16 +63,20 @@
 
 namespace ppc::runtime {
 
-/// Format of the rank files (3: the loss scale; version 2 files, which
-/// have none, are read too).
-constexpr uint32_t kCheckpointVersion = 3;
+/// Format of the rank files (4: tensor names and state boxes; 3: the loss
+/// scale). Versions 2 and 3 are read too, for a resume under their plan.
+constexpr uint32_t kCheckpointVersion = 4;
 /// Layout of the checkpoint directory: LATEST and the COMPLETE markers.
 constexpr uint32_t kCheckpointLayoutVersion = 2;
 
 struct CheckpointBuffer {
   int32_t buffer = 0; ///< buffer id in the rank's program
   int32_t tensor = 0;
+  std::string tensorName; ///< empty in files before version 4
   std::vector<int64_t> lo, hi;
+  /// Where the optimizer state lies and the values are the master's (the
+  /// whole box but for a ZeRO shard); empty in files before version 4.
+  std::vector<int64_t> stateLo, stateHi;
   std::vector<float> values;
   OptimizerState optimizer;
 };
