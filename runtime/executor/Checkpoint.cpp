@@ -15,10 +15,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace ppc::runtime {
@@ -242,6 +245,255 @@ absl::Status stageCheckpointFile(const std::string &path,
   }
   w.put<uint64_t>(fnv1a(w.bytes.data(), w.bytes.size()));
   return writeSynced(path + ".tmp", w.bytes);
+}
+
+namespace {
+
+bool isPersistentTensor(const ppc::planfile::Tensor &t) {
+  return t.role() == ppc::planfile::Tensor::WEIGHT ||
+         t.role() == ppc::planfile::Tensor::FROZEN;
+}
+
+/// Copies the overlap of `from` (holding box [fromLo, fromHi), row-major)
+/// with box [lo, hi) into `to` (holding [lo, hi)), marking what it wrote
+/// in `covered` (when given).
+void copyOverlap(const std::vector<float> &from, const Index &fromLo,
+                 const Index &fromHi, std::vector<float> &to, const Index &lo,
+                 const Index &hi, std::vector<char> *covered) {
+  Index meetLo, meetHi;
+  boxIntersect(fromLo, fromHi, lo, hi, meetLo, meetHi);
+  forEachRun(meetLo, meetHi, fromLo, fromHi, lo, hi,
+             [&](int64_t a, int64_t b, int64_t n) {
+               std::copy_n(from.begin() + a, n, to.begin() + b);
+               if (covered)
+                 std::fill_n(covered->begin() + b, n, char(1));
+             });
+}
+
+bool allCovered(const std::vector<char> &covered) {
+  return std::find(covered.begin(), covered.end(), 0) == covered.end();
+}
+
+/// The values of box [lo, hi) of tensor `name` from its saved `pieces`:
+/// from every piece that overlaps, then again from the pieces' state boxes,
+/// where they are the float32 master's (elsewhere, under ZeRO with 16-bit
+/// weights, perhaps the 16-bit copy's).
+absl::StatusOr<std::vector<float>>
+assembleBox(const std::vector<const CheckpointBuffer *> &pieces,
+            const std::string &name, const Index &lo, const Index &hi) {
+  const int64_t n = boxVolume(lo, hi);
+  std::vector<float> values(n, 0.0f);
+  std::vector<char> covered(n, 0);
+  for (const CheckpointBuffer *piece : pieces)
+    copyOverlap(piece->values, piece->lo, piece->hi, values, lo, hi, &covered);
+  for (const CheckpointBuffer *piece : pieces) {
+    Index meetLo, meetHi;
+    boxIntersect(piece->stateLo, piece->stateHi, lo, hi, meetLo, meetHi);
+    if (boxVolume(meetLo, meetHi) == 0)
+      continue;
+    std::vector<float> exact(boxVolume(piece->stateLo, piece->stateHi));
+    copyOverlap(piece->values, piece->lo, piece->hi, exact, piece->stateLo,
+                piece->stateHi, nullptr);
+    copyOverlap(exact, piece->stateLo, piece->stateHi, values, lo, hi, nullptr);
+  }
+  if (!allCovered(covered))
+    return absl::InvalidArgumentError(
+        "the checkpoint holds no value for part of '" + name + "' " +
+        boxString(lo, hi) + " (a checkpoint of another model?)");
+  return values;
+}
+
+/// The saved pieces by tensor name; an error for files before format 4.
+absl::StatusOr<std::map<std::string, std::vector<const CheckpointBuffer *>>>
+piecesByName(const std::vector<Checkpoint> &saved) {
+  std::map<std::string, std::vector<const CheckpointBuffer *>> pieces;
+  for (const Checkpoint &c : saved)
+    for (const CheckpointBuffer &b : c.buffers) {
+      if (b.tensorName.empty())
+        return absl::InvalidArgumentError(
+            "the checkpoint was written by a ppc-run before format 4, whose "
+            "pieces do not name their tensors: it resumes only under the "
+            "plan that wrote it");
+      pieces[b.tensorName].push_back(&b);
+    }
+  return pieces;
+}
+
+} // namespace
+
+absl::StatusOr<Checkpoint>
+reshardCheckpoint(const std::vector<Checkpoint> &saved,
+                  const ppc::planfile::Plan &plan, int32_t rank) {
+  using ppc::planfile::Instruction;
+  if (saved.empty())
+    return absl::InvalidArgumentError("the checkpoint has no rank files");
+  if (rank < 0 || rank >= plan.programs_size())
+    return absl::InvalidArgumentError("the plan has no program of rank " +
+                                      std::to_string(rank));
+  const int slots = numOptimizerSlots(plan.optimizer());
+  for (const Checkpoint &c : saved)
+    if (c.optimizerSlots != slots)
+      return absl::InvalidArgumentError(
+          "the checkpoint's optimizer state (" +
+          std::to_string(c.optimizerSlots) +
+          " slots a weight) does not fit the plan's optimizer (" +
+          std::to_string(slots) + ")");
+  PPC_ASSIGN_OR_RETURN(auto pieces, piecesByName(saved));
+  // A saved weight this plan does not have means another model.
+  std::map<std::string, int32_t> tensorOf;
+  for (int32_t t = 0; t < plan.tensors_size(); ++t)
+    if (isPersistentTensor(plan.tensors(t)))
+      tensorOf[plan.tensors(t).name()] = t;
+  for (const auto &[name, list] : pieces) {
+    auto it = tensorOf.find(name);
+    if (it == tensorOf.end())
+      return absl::InvalidArgumentError(
+          "the checkpoint holds weight '" + name +
+          "', which this plan does not have (a checkpoint of another model?)");
+    const ppc::planfile::Tensor &t = plan.tensors(it->second);
+    Index zero(t.shape_size(), 0), shape(t.shape().begin(), t.shape().end());
+    for (const CheckpointBuffer *piece : list)
+      if (!boxInside(piece->lo, piece->hi, zero, shape))
+        return absl::InvalidArgumentError(
+            "the checkpoint's piece " + boxString(piece->lo, piece->hi) +
+            " of '" + name + "' lies outside its shape in this plan " +
+            boxString(zero, shape));
+  }
+
+  // The boxes of the program's buffers, and the gradient box each weight is
+  // updated over: where its optimizer state lies.
+  const ppc::planfile::Program &program = plan.programs(rank);
+  std::map<int32_t, std::pair<Index, Index>> boxOf;
+  std::map<int32_t, int32_t> gradOf;
+  for (const Instruction &instr : program.instructions()) {
+    if (instr.has_alloc()) {
+      const ppc::planfile::Buffer &b = instr.alloc().buffer();
+      boxOf[b.id()] = {Index(b.box().lo().begin(), b.box().lo().end()),
+                       Index(b.box().hi().begin(), b.box().hi().end())};
+    } else if (instr.has_update()) {
+      gradOf[instr.update().weight()] = instr.update().grad();
+    }
+  }
+
+  Checkpoint out;
+  out.planHash = planHash(plan);
+  out.rank = rank;
+  out.numRanks = plan.programs_size();
+  out.steps = saved.front().steps;
+  out.optimizerSlots = slots;
+  out.lossScale = saved.front().lossScale;
+  out.lossScaleGoodSteps = saved.front().lossScaleGoodSteps;
+  std::set<int32_t> done;
+  for (const Instruction &instr : program.instructions()) {
+    if (!instr.has_alloc() || instr.alloc().has_view())
+      continue;
+    const ppc::planfile::Buffer &buffer = instr.alloc().buffer();
+    if (buffer.tensor() < 0 || buffer.tensor() >= plan.tensors_size() ||
+        buffer.grad() || buffer.staging() ||
+        !isPersistentTensor(plan.tensors(buffer.tensor())) ||
+        !done.insert(buffer.id()).second)
+      continue;
+    const ppc::planfile::Tensor &t = plan.tensors(buffer.tensor());
+    CheckpointBuffer b;
+    b.buffer = buffer.id();
+    b.tensor = buffer.tensor();
+    b.tensorName = t.name();
+    std::tie(b.lo, b.hi) = boxOf.at(buffer.id());
+    const std::vector<const CheckpointBuffer *> &list = pieces[t.name()];
+    PPC_ASSIGN_OR_RETURN(b.values, assembleBox(list, t.name(), b.lo, b.hi));
+
+    // The optimizer state of the box this buffer's update covers, from the
+    // saved states over it; none before the first update.
+    b.stateLo = b.lo;
+    b.stateHi = b.hi;
+    std::vector<const CheckpointBuffer *> stepped;
+    for (const CheckpointBuffer *piece : list)
+      if (piece->optimizer.steps > 0)
+        stepped.push_back(piece);
+    for (const CheckpointBuffer *piece : stepped)
+      if (piece->optimizer.steps != stepped.front()->optimizer.steps)
+        return absl::InvalidArgumentError(
+            "the checkpoint's pieces of '" + t.name() + "' were updated " +
+            std::to_string(piece->optimizer.steps) + " and " +
+            std::to_string(stepped.front()->optimizer.steps) + " times");
+    auto grad = gradOf.find(buffer.id());
+    if (grad != gradOf.end()) {
+      auto gradBox = boxOf.find(grad->second);
+      if (gradBox == boxOf.end())
+        return absl::InvalidArgumentError(
+            "the update of '" + t.name() + "' reads gradient buffer " +
+            std::to_string(grad->second) + ", which is never allocated");
+      std::tie(b.stateLo, b.stateHi) = gradBox->second;
+    }
+    if (grad != gradOf.end() && !stepped.empty()) {
+      b.optimizer.steps = stepped.front()->optimizer.steps;
+      const int64_t m = boxVolume(b.stateLo, b.stateHi);
+      for (int s = 0; s < slots; ++s) {
+        std::vector<float> slot(m, 0.0f);
+        std::vector<char> stateCovered(m, 0);
+        for (const CheckpointBuffer *piece : stepped) {
+          if (static_cast<int64_t>(piece->optimizer.slots[s].size()) !=
+              boxVolume(piece->stateLo, piece->stateHi))
+            return absl::InvalidArgumentError(
+                "the checkpoint's optimizer state of '" + t.name() +
+                "' does not fill its state box " +
+                boxString(piece->stateLo, piece->stateHi));
+          copyOverlap(piece->optimizer.slots[s], piece->stateLo, piece->stateHi,
+                      slot, b.stateLo, b.stateHi, &stateCovered);
+        }
+        if (!allCovered(stateCovered))
+          return absl::InvalidArgumentError(
+              "the checkpoint holds no optimizer state for part of '" +
+              t.name() + "' " + boxString(b.stateLo, b.stateHi));
+        b.optimizer.slots.push_back(std::move(slot));
+      }
+    }
+    out.buffers.push_back(std::move(b));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Checkpoint>>
+readCheckpointRanks(const std::string &dir, const CheckpointMarker &marker) {
+  std::vector<Checkpoint> saved(marker.numRanks);
+  for (int32_t r = 0; r < marker.numRanks; ++r) {
+    const std::string path = checkpointFileName(dir, r);
+    PPC_RETURN_IF_ERROR(readCheckpointFile(path, saved[r]));
+    if (saved[r].planHash != marker.planHash || saved[r].rank != r ||
+        saved[r].numRanks != marker.numRanks)
+      return absl::InvalidArgumentError(
+          "'" + path + "' is not the checkpoint of rank " + std::to_string(r) +
+          " that '" + dir + "/COMPLETE' names");
+    if (saved[r].steps != marker.steps)
+      return absl::InvalidArgumentError(
+          "'" + path + "' is of step " + std::to_string(saved[r].steps) +
+          " but '" + dir + "/COMPLETE' says step " +
+          std::to_string(marker.steps) +
+          " (a run was killed while writing the checkpoint)");
+  }
+  return saved;
+}
+
+absl::StatusOr<std::map<std::string, SavedTensor>>
+wholeTensors(const std::vector<Checkpoint> &saved) {
+  PPC_ASSIGN_OR_RETURN(auto pieces, piecesByName(saved));
+  std::map<std::string, SavedTensor> tensors;
+  for (const auto &[name, list] : pieces) {
+    // The pieces tile the tensor from the origin: its shape is their
+    // farthest corner.
+    SavedTensor &t = tensors[name];
+    t.shape.assign(list.front()->hi.size(), 0);
+    for (const CheckpointBuffer *piece : list) {
+      if (piece->hi.size() != t.shape.size())
+        return absl::InvalidArgumentError("the checkpoint's pieces of '" +
+                                          name + "' differ in rank");
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        t.shape[d] = std::max(t.shape[d], piece->hi[d]);
+    }
+    PPC_ASSIGN_OR_RETURN(
+        t.values, assembleBox(list, name, Index(t.shape.size(), 0), t.shape));
+  }
+  return tensors;
 }
 
 absl::Status writeCheckpointFile(const std::string &path,

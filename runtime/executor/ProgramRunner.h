@@ -130,12 +130,8 @@ public:
   /// Restores them; Loads of restored buffers are skipped.
   absl::Status restoreState(const Checkpoint &checkpoint);
   /// Restores them from the checkpoint files of every rank of a run under
-  /// another plan or rank count (version 4 or later, of the same model and
-  /// optimizer): each persistent buffer of this program, and the optimizer
-  /// state of the box its update covers, from the overlap of the saved
-  /// pieces with it, matched by tensor name. An element no piece holds, a
-  /// piece outside its tensor, a weight this plan does not have or state of
-  /// differing step counts is an error naming the tensor.
+  /// another plan or rank count: reshardCheckpoint for this rank, then
+  /// restoreState.
   absl::Status restoreResharded(const std::vector<Checkpoint> &saved);
 
 private:

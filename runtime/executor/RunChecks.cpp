@@ -268,26 +268,11 @@ bool Run::resumeResharded(const std::string &dir,
                           const CheckpointMarker &marker, int64_t &steps) {
   // Another plan or rank count wrote it: every rank reads every rank's
   // file and takes the overlap of the saved pieces with its own buffers.
-  std::vector<Checkpoint> saved(marker.numRanks);
-  absl::Status error;
-  for (int32_t r = 0; r < marker.numRanks && error.ok(); ++r) {
-    const std::string path = checkpointFileName(dir, r);
-    error = readCheckpointFile(path, saved[r]);
-    if (error.ok() &&
-        (saved[r].planHash != marker.planHash || saved[r].rank != r ||
-         saved[r].numRanks != marker.numRanks))
-      error = absl::InvalidArgumentError(
-          "'" + path + "' is not the checkpoint of rank " + std::to_string(r) +
-          " that '" + dir + "/COMPLETE' names");
-    if (error.ok() && saved[r].steps != marker.steps)
-      error = absl::InvalidArgumentError(
-          "'" + path + "' is of step " + std::to_string(saved[r].steps) +
-          " but '" + dir + "/COMPLETE' says step " +
-          std::to_string(marker.steps) +
-          " (a run was killed while writing the checkpoint)");
-  }
+  absl::StatusOr<std::vector<Checkpoint>> saved =
+      readCheckpointRanks(dir, marker);
+  absl::Status error = saved.status();
   if (error.ok())
-    error = annotate(runner.restoreResharded(saved),
+    error = annotate(runner.restoreResharded(*saved),
                      "cannot resume from '" + dir + "', written under plan " +
                          hex(marker.planHash) + " by " +
                          std::to_string(marker.numRanks) +

@@ -58,6 +58,7 @@
 #include "ppc/Support/Status.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,32 @@ absl::Status commitFile(const std::string &path);
 absl::Status writeCheckpointFile(const std::string &path,
                                  const Checkpoint &checkpoint);
 
+/// The checkpoint rank `rank` of `plan` would have written, made from the
+/// files of every rank of a checkpoint under another plan or rank count
+/// (format 4 or later, of the same model and optimizer): each persistent
+/// buffer of the rank's program, and the optimizer state of the box its
+/// update covers, from the overlap of the saved pieces with it, matched by
+/// tensor name; values inside a piece's state box (the float32 master's)
+/// win over the rest. An element no piece holds, a piece outside its
+/// tensor, a weight the plan does not have or pieces of differing step
+/// counts are errors naming the tensor. Host memory: every saved piece.
+absl::StatusOr<Checkpoint>
+reshardCheckpoint(const std::vector<Checkpoint> &saved,
+                  const ppc::planfile::Plan &plan, int32_t rank);
+
+/// A whole tensor of a checkpoint: its shape (the farthest corner of its
+/// pieces) and its values, row-major.
+struct SavedTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+/// Every weight and frozen statistic of a checkpoint (the files of all its
+/// ranks, format 4 or later) as whole tensors by name, from the overlap of
+/// their pieces as reshardCheckpoint takes them; an element no piece holds
+/// is an error naming the tensor.
+absl::StatusOr<std::map<std::string, SavedTensor>>
+wholeTensors(const std::vector<Checkpoint> &saved);
+
 /// Reads and checks magic, version, size and checksum.
 absl::Status readCheckpointFile(const std::string &path,
                                 Checkpoint &checkpoint);
@@ -148,6 +175,11 @@ absl::Status writeCompleteMarker(const std::string &dir,
                                  const CheckpointMarker &marker);
 absl::Status readCompleteMarker(const std::string &dir,
                                 CheckpointMarker &marker);
+
+/// The rank files of step directory `dir`, whose COMPLETE is `marker`,
+/// each checked against it (plan, rank, rank count, step).
+absl::StatusOr<std::vector<Checkpoint>>
+readCheckpointRanks(const std::string &dir, const CheckpointMarker &marker);
 
 /// "step-000000042", or "step-000000042-2" for the alternate name.
 std::string stepDirectoryName(int64_t steps, bool alternate);
