@@ -16,7 +16,7 @@ folders = ["simulator", "search", "runtime", "lib/Report", "lib/Support",
            "include/ppc/Simulator", "include/ppc/Search",
            "include/ppc/Runtime", "include/ppc/Report", "include/ppc/Support",
            "tools/ppc-run", "tools/ppc-profile", "tools/ppc-calibrate",
-           "tools/ppc-checkpoint"]
+           "tools/ppc-checkpoint", "tools/ppc-elastic"]
 patterns = [
     (re.compile(r"\bthrow\b"), "throws"),
     (re.compile(r"std::string\s*[&*]\s*error\b"),
