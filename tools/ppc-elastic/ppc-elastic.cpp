@@ -8,7 +8,9 @@
 // plan and rank count resumes from the overlap of its pieces
 // (ppc/Runtime/Checkpoint.h). The global batch stays the model's, so the
 // training continues where it was. It prints the time from each failure
-// to the next completed step.
+// to the next completed step. SIGUSR1 says the devices are back: the job
+// is stopped (its newest checkpoint at most a step old), and the training
+// re-planned for all --ranks and resumed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -37,6 +40,20 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+/// The job running now (mpirun's pid), whether it runs on fewer ranks
+/// than asked for, and whether SIGUSR1 asked to grow back.
+volatile sig_atomic_t jobPid = 0;
+volatile sig_atomic_t shrunk = 0;
+volatile sig_atomic_t growRequested = 0;
+
+void onGrow(int) {
+  if (!shrunk)
+    return; // every rank is there already
+  growRequested = 1;
+  if (jobPid > 0)
+    kill(static_cast<pid_t>(jobPid), SIGTERM);
+}
+
 const char kHelp[] =
     R"(usage: ppc-elastic MODEL --ranks N --steps S --checkpoint DIR [options]
                    [-- ppc-run options...]
@@ -47,7 +64,9 @@ DIR after every step. When the job fails (a rank died), it searches again
 for one rank fewer and resumes DIR's newest checkpoint under that plan,
 down to --min-ranks; the model's global batch is kept. Each recovery is
 reported with its time from the failure to the next completed step. Plans
-go to DIR.plans/.
+go to DIR.plans/. `kill -USR1` of ppc-elastic says the devices are back:
+it stops the job (losing at most the step after the newest checkpoint),
+re-plans for N ranks again and resumes.
 
 options:
   --batch-size B         the ONNX model's batch (required for ONNX)
@@ -139,10 +158,12 @@ std::string toolDirectory() {
 }
 
 /// Runs `argv`, its output lines passed to `onLine` (and printed), and
-/// returns its exit status (128 + the signal when killed).
+/// returns its exit status (128 + the signal when killed). With `job`, it
+/// is the job SIGUSR1 stops.
 absl::StatusOr<int>
 runCommand(const std::vector<std::string> &argv,
-           const std::function<void(const std::string &)> &onLine) {
+           const std::function<void(const std::string &)> &onLine,
+           bool job = false) {
   int fds[2];
   if (pipe(fds) != 0)
     return absl::InternalError(std::string("pipe: ") + std::strerror(errno));
@@ -163,6 +184,11 @@ runCommand(const std::vector<std::string> &argv,
     _exit(127);
   }
   close(fds[1]);
+  if (job) {
+    jobPid = pid;
+    if (growRequested) // asked while this job was being set up
+      kill(pid, SIGTERM);
+  }
   FILE *in = fdopen(fds[0], "r");
   std::string line;
   for (int c; (c = std::fgetc(in)) != EOF;) {
@@ -176,7 +202,11 @@ runCommand(const std::vector<std::string> &argv,
   }
   std::fclose(in);
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0)
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+    ;
+  jobPid = 0;
+  if (waited < 0)
     return absl::InternalError(std::string("waitpid: ") + std::strerror(errno));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -200,6 +230,7 @@ absl::Status train(const Options &o) {
       absl::StrSplit(o.mpirun, ' ', absl::SkipEmpty());
   int64_t ranks = o.ranks;
   std::optional<Clock::time_point> failedAt;
+  const char *stopped = "the failure"; // or the stop to grow
   while (true) {
     // A plan for this many ranks.
     auto searchStart = Clock::now();
@@ -236,18 +267,25 @@ absl::Status train(const Options &o) {
     if (done > 0)
       job.insert(job.end(), {"--resume", o.checkpoint});
     job.insert(job.end(), o.runArgs.begin(), o.runArgs.end());
+    growRequested = 0;
+    shrunk = ranks < o.ranks;
     PPC_ASSIGN_OR_RETURN(
-        int status, runCommand(job, [&](const std::string &l) {
-          if (failedAt && l.rfind("step ", 0) == 0) {
-            std::cout << "ppc-elastic: recovered on " << ranks << " rank"
-                      << (ranks == 1 ? "" : "s") << ": "
-                      << std::chrono::duration<double>(Clock::now() - *failedAt)
-                             .count()
-                      << " s from the failure to this step\n"
-                      << std::flush;
-            failedAt.reset();
-          }
-        }));
+        int status, runCommand(
+                        job,
+                        [&](const std::string &l) {
+                          if (failedAt && l.rfind("step ", 0) == 0) {
+                            std::cout
+                                << "ppc-elastic: recovered on " << ranks
+                                << " rank" << (ranks == 1 ? "" : "s") << ": "
+                                << std::chrono::duration<double>(Clock::now() -
+                                                                 *failedAt)
+                                       .count()
+                                << " s from " << stopped << " to this step\n"
+                                << std::flush;
+                            failedAt.reset();
+                          }
+                        },
+                        /*job=*/true));
     // Fault injection for the tests (Checkpoint.h) fails the first job
     // only.
     unsetenv("PPC_CKPT_FAIL_AT");
@@ -257,6 +295,16 @@ absl::Status train(const Options &o) {
       return absl::OkStatus();
     }
     failedAt = Clock::now();
+    stopped = growRequested ? "the stop" : "the failure";
+    if (growRequested) {
+      std::cout << "ppc-elastic: devices returned: the job on " << ranks
+                << " rank" << (ranks == 1 ? "" : "s") << " stopped after step "
+                << stepsDone(o.checkpoint) << "; re-planning for " << o.ranks
+                << "\n"
+                << std::flush;
+      ranks = o.ranks;
+      continue;
+    }
     if (ranks - 1 < o.minRanks)
       return absl::UnavailableError(
           "the job on " + std::to_string(ranks) +
@@ -285,6 +333,7 @@ int main(int argc, char **argv) {
     std::cout << "ppc-elastic " << PPC_VERSION_STRING << "\n";
     return 0;
   }
+  std::signal(SIGUSR1, onGrow);
   absl::StatusOr<Options> options = parseArgs(args);
   absl::Status status = options.status();
   if (status.ok())
