@@ -66,7 +66,9 @@ down to --min-ranks; the model's global batch is kept. Each recovery is
 reported with its time from the failure to the next completed step. Plans
 go to DIR.plans/. `kill -USR1` of ppc-elastic says the devices are back:
 it stops the job (losing at most the step after the newest checkpoint),
-re-plans for N ranks again and resumes.
+re-plans for N ranks again and resumes. Two jobs in a row that fail before
+their first checkpoint stop it: that is a wrong option or file, not a lost
+rank.
 
 options:
   --batch-size B         the ONNX model's batch (required for ONNX)
@@ -141,6 +143,13 @@ absl::StatusOr<Options> parseArgs(const std::vector<std::string> &args) {
       return absl::InvalidArgumentError(
           std::string("--auto-parallel: ppc-elastic sets ") + key +
           " itself (one plan per rank count)");
+  for (const std::string &a : o.runArgs)
+    for (const char *own :
+         {"--steps", "--checkpoint", "--checkpoint-every", "--resume"})
+      if (a == own)
+        return absl::InvalidArgumentError(
+            std::string("after --: ppc-elastic sets ") + own +
+            " of every job itself (--steps and --checkpoint are its own)");
   bool onnx = o.model.size() > 5 &&
               o.model.compare(o.model.size() - 5, 5, ".onnx") == 0;
   if (onnx && o.batchSize == 0)
@@ -231,6 +240,7 @@ absl::Status train(const Options &o) {
   int64_t ranks = o.ranks;
   std::optional<Clock::time_point> failedAt;
   const char *stopped = "the failure"; // or the stop to grow
+  int failuresBeforeAStep = 0;
   while (true) {
     // A plan for this many ranks.
     auto searchStart = Clock::now();
@@ -269,6 +279,7 @@ absl::Status train(const Options &o) {
     job.insert(job.end(), o.runArgs.begin(), o.runArgs.end());
     growRequested = 0;
     shrunk = ranks < o.ranks;
+
     PPC_ASSIGN_OR_RETURN(
         int status, runCommand(
                         job,
@@ -294,6 +305,17 @@ absl::Status train(const Options &o) {
                 << " rank" << (ranks == 1 ? "" : "s") << "\n";
       return absl::OkStatus();
     }
+    // Two jobs in a row that fail before their first checkpoint have not
+    // lost a rank: the plan, options or files are wrong, on any rank count.
+    failuresBeforeAStep = stepsDone(o.checkpoint) > done || growRequested
+                              ? 0
+                              : failuresBeforeAStep + 1;
+    if (failuresBeforeAStep == 2)
+      return absl::FailedPreconditionError(
+          "two jobs in a row failed before their first checkpoint (exit "
+          "status " +
+          std::to_string(status) +
+          "): not a lost rank, but what ppc-run said above");
     failedAt = Clock::now();
     stopped = growRequested ? "the stop" : "the failure";
     if (growRequested) {
