@@ -21,7 +21,8 @@ search="search=data-parallel optimizer=adam lr=0.01"
 steps=200
 PPC_CKPT_FAIL_AT=60 PPC_CKPT_FAIL_MODE=exit "$bin/ppc-elastic" "$model" \
   --batch-size 8 --ranks 4 --steps $steps --checkpoint "$work/ckpt" \
-  --auto-parallel "$search" --mpirun "$*" > "$work/elastic.log" 2>&1 &
+  --machine cpux4 --auto-parallel "$search" --mpirun "$*" \
+  > "$work/elastic.log" 2>&1 &
 launcher=$!
 # Once it trains on 3 ranks, the devices "return": SIGUSR1.
 for i in $(seq 600); do
@@ -36,6 +37,9 @@ grep -q "the job on 4 ranks failed" "$work/elastic.log"
 grep -q "under another plan" "$work/elastic.log"
 grep -q "devices returned: the job on 3 ranks stopped" "$work/elastic.log"
 grep -q "$steps steps done on 4 ranks" "$work/elastic.log"
+# On 3 ranks, the first 3 devices of --machine.
+grep -q '"nodes": 1' "$work/ckpt.plans/machine-3.json"
+grep -q '"devices_per_node": 3' "$work/ckpt.plans/machine-3.json"
 seconds=$(sed -n 's/^ppc-elastic: recovered on 3 ranks: \([0-9.e+-]*\) s.*/\1/p' \
   "$work/elastic.log")
 echo "recovered in $seconds s"

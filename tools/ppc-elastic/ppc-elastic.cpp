@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Runtime/Checkpoint.h"
+#include "ppc/Simulator/Machine.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -26,6 +27,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -76,7 +78,12 @@ options:
   --auto-parallel OPTS   --ppc-auto-parallel options besides machine= and
                          plan= ("search=mcmc budget=200 optimizer=adam")
   --mpirun CMD           how to start a job, without its rank count
-                         ("mpirun --oversubscribe")
+                         ("mpirun --oversubscribe"; a --hostfile for
+                         several hosts)
+  --machine M            the machine of all N ranks, a preset or JSON file
+                         (cpuxN, this host's CPUs); on fewer ranks, its
+                         first devices (the ranks that remain are the
+                         first ones)
   --version, --help
 )";
 
@@ -85,6 +92,9 @@ struct Options {
   int64_t ranks = 0, steps = 0, batchSize = 0, minRanks = 1;
   std::string autoParallel = "search=mcmc budget=200 optimizer=adam";
   std::string mpirun = "mpirun --oversubscribe";
+  /// The machine of all --ranks devices (a preset or JSON file); empty:
+  /// cpuxN, this host's CPUs.
+  std::string machine;
   std::vector<std::string> runArgs;
 };
 
@@ -123,6 +133,8 @@ absl::StatusOr<Options> parseArgs(const std::vector<std::string> &args) {
       PPC_ASSIGN_OR_RETURN(o.autoParallel, value());
     } else if (a == "--mpirun") {
       PPC_ASSIGN_OR_RETURN(o.mpirun, value());
+    } else if (a == "--machine") {
+      PPC_ASSIGN_OR_RETURN(o.machine, value());
     } else if (!a.empty() && a[0] == '-') {
       return absl::InvalidArgumentError("unknown option '" + a + "' (--help)");
     } else if (o.model.empty()) {
@@ -237,6 +249,30 @@ absl::Status train(const Options &o) {
                                "': " + std::strerror(errno));
   std::vector<std::string> mpirun =
       absl::StrSplit(o.mpirun, ' ', absl::SkipEmpty());
+  std::optional<ppc::Machine> machine;
+  if (!o.machine.empty()) {
+    absl::StatusOr<ppc::Machine> loaded = ppc::loadMachine(o.machine);
+    if (!loaded.ok())
+      return ppc::annotate(loaded.status(), "--machine");
+    if (loaded->numDevices() != o.ranks)
+      return absl::InvalidArgumentError("--machine '" + o.machine + "' has " +
+                                        std::to_string(loaded->numDevices()) +
+                                        " devices, --ranks " +
+                                        std::to_string(o.ranks));
+    machine = std::move(*loaded);
+  }
+  // The machine of `ranks` ranks, as ppc-opt's machine= takes it.
+  auto machineFor = [&](int64_t ranks) -> absl::StatusOr<std::string> {
+    if (!machine)
+      return "cpux" + std::to_string(ranks);
+    const std::string path =
+        plans + "/machine-" + std::to_string(ranks) + ".json";
+    std::ofstream out(path);
+    out << ppc::writeMachineJson(machine->subMachine(0, ranks));
+    if (!out)
+      return absl::InternalError("cannot write '" + path + "'");
+    return path;
+  };
   int64_t ranks = o.ranks;
   std::optional<Clock::time_point> failedAt;
   const char *stopped = "the failure"; // or the stop to grow
@@ -248,9 +284,9 @@ absl::Status train(const Options &o) {
     std::vector<std::string> search = {tools + "/ppc-opt", o.model};
     if (o.batchSize > 0)
       search.push_back("--batch-size=" + std::to_string(o.batchSize));
-    search.push_back("--ppc-auto-parallel=machine=cpux" +
-                     std::to_string(ranks) + " " + o.autoParallel +
-                     " plan=" + plan);
+    PPC_ASSIGN_OR_RETURN(std::string machineName, machineFor(ranks));
+    search.push_back("--ppc-auto-parallel=machine=" + machineName + " " +
+                     o.autoParallel + " plan=" + plan);
     search.insert(search.end(), {"-o", "/dev/null"});
     PPC_ASSIGN_OR_RETURN(int searched, runCommand(search, [](auto &) {}));
     if (searched != 0)
