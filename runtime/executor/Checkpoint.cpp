@@ -5,6 +5,8 @@
 
 #include "ppc/Runtime/Boxes.h"
 
+#include "absl/strings/numbers.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -249,11 +251,6 @@ absl::Status stageCheckpointFile(const std::string &path,
 
 namespace {
 
-bool isPersistentTensor(const ppc::planfile::Tensor &t) {
-  return t.role() == ppc::planfile::Tensor::WEIGHT ||
-         t.role() == ppc::planfile::Tensor::FROZEN;
-}
-
 /// Copies the overlap of `from` (holding box [fromLo, fromHi), row-major)
 /// with box [lo, hi) into `to` (holding [lo, hi)), marking what it wrote
 /// in `covered` (when given).
@@ -342,7 +339,7 @@ reshardCheckpoint(const std::vector<Checkpoint> &saved,
   // A saved weight this plan does not have means another model.
   std::map<std::string, int32_t> tensorOf;
   for (int32_t t = 0; t < plan.tensors_size(); ++t)
-    if (isPersistentTensor(plan.tensors(t)))
+    if (isPersistentRole(plan.tensors(t)))
       tensorOf[plan.tensors(t).name()] = t;
   for (const auto &[name, list] : pieces) {
     auto it = tensorOf.find(name);
@@ -385,14 +382,10 @@ reshardCheckpoint(const std::vector<Checkpoint> &saved,
   out.lossScaleGoodSteps = saved.front().lossScaleGoodSteps;
   std::set<int32_t> done;
   for (const Instruction &instr : program.instructions()) {
-    if (!instr.has_alloc() || instr.alloc().has_view())
+    if (!instr.has_alloc() || !isPersistentBuffer(plan, instr.alloc()) ||
+        !done.insert(instr.alloc().buffer().id()).second)
       continue;
     const ppc::planfile::Buffer &buffer = instr.alloc().buffer();
-    if (buffer.tensor() < 0 || buffer.tensor() >= plan.tensors_size() ||
-        buffer.grad() || buffer.staging() ||
-        !isPersistentTensor(plan.tensors(buffer.tensor())) ||
-        !done.insert(buffer.id()).second)
-      continue;
     const ppc::planfile::Tensor &t = plan.tensors(buffer.tensor());
     CheckpointBuffer b;
     b.buffer = buffer.id();
@@ -453,23 +446,33 @@ reshardCheckpoint(const std::vector<Checkpoint> &saved,
   return out;
 }
 
+absl::StatusOr<Checkpoint> readCheckpointRank(const std::string &dir,
+                                              const CheckpointMarker &marker,
+                                              int32_t rank) {
+  const std::string path = checkpointFileName(dir, rank);
+  Checkpoint checkpoint;
+  PPC_RETURN_IF_ERROR(readCheckpointFile(path, checkpoint));
+  if (checkpoint.planHash != marker.planHash || checkpoint.rank != rank ||
+      checkpoint.numRanks != marker.numRanks)
+    return absl::InvalidArgumentError(
+        "'" + path + "' is not the checkpoint of rank " + std::to_string(rank) +
+        " that '" + dir + "/COMPLETE' names");
+  if (checkpoint.steps != marker.steps)
+    return absl::InvalidArgumentError(
+        "'" + path + "' is of step " + std::to_string(checkpoint.steps) +
+        " but '" + dir + "/COMPLETE' says step " +
+        std::to_string(marker.steps) +
+        " (a run was killed while writing the checkpoint)");
+  return checkpoint;
+}
+
 absl::StatusOr<std::vector<Checkpoint>>
 readCheckpointRanks(const std::string &dir, const CheckpointMarker &marker) {
-  std::vector<Checkpoint> saved(marker.numRanks);
+  std::vector<Checkpoint> saved;
   for (int32_t r = 0; r < marker.numRanks; ++r) {
-    const std::string path = checkpointFileName(dir, r);
-    PPC_RETURN_IF_ERROR(readCheckpointFile(path, saved[r]));
-    if (saved[r].planHash != marker.planHash || saved[r].rank != r ||
-        saved[r].numRanks != marker.numRanks)
-      return absl::InvalidArgumentError(
-          "'" + path + "' is not the checkpoint of rank " + std::to_string(r) +
-          " that '" + dir + "/COMPLETE' names");
-    if (saved[r].steps != marker.steps)
-      return absl::InvalidArgumentError(
-          "'" + path + "' is of step " + std::to_string(saved[r].steps) +
-          " but '" + dir + "/COMPLETE' says step " +
-          std::to_string(marker.steps) +
-          " (a run was killed while writing the checkpoint)");
+    PPC_ASSIGN_OR_RETURN(Checkpoint checkpoint,
+                         readCheckpointRank(dir, marker, r));
+    saved.push_back(std::move(checkpoint));
   }
   return saved;
 }
@@ -597,10 +600,10 @@ absl::Status readCheckpointFile(const std::string &path,
   return absl::OkStatus();
 }
 
-static std::string hex(uint64_t v) {
+std::string hashText(uint64_t hash) {
   char text[17];
   std::snprintf(text, sizeof(text), "%016llx",
-                static_cast<unsigned long long>(v));
+                static_cast<unsigned long long>(hash));
   return text;
 }
 
@@ -610,7 +613,7 @@ absl::Status writeCompleteMarker(const std::string &dir,
   std::string text =
       "ppc checkpoint " + std::to_string(kCheckpointLayoutVersion) +
       "\nsteps " + std::to_string(marker.steps) + "\nranks " +
-      std::to_string(marker.numRanks) + "\nplan " + hex(marker.planHash) +
+      std::to_string(marker.numRanks) + "\nplan " + hashText(marker.planHash) +
       "\n" + (marker.run.empty() ? "" : "run " + marker.run + "\n");
   PPC_RETURN_IF_ERROR(writeSynced(path + ".tmp", text));
   return commitFile(path);
@@ -633,9 +636,14 @@ absl::Status readCompleteMarker(const std::string &dir,
         "'" + path + "' is not a ppc checkpoint marker of version " +
         std::to_string(kCheckpointLayoutVersion));
   in >> word >> marker.steps >> word >> marker.numRanks >> word >> hash;
-  if (!in || hash.size() != 16)
+  if (!in || hash.size() != 16 || !absl::SimpleHexAtoi(hash, &marker.planHash))
     return absl::InvalidArgumentError("'" + path + "' is corrupt");
-  marker.planHash = std::stoull(hash, nullptr, 16);
+  // A bound on what a resharded resume reads: as many files as ppc plans
+  // devices at most.
+  constexpr int32_t kMaxCheckpointRanks = 1 << 16;
+  if (marker.numRanks < 1 || marker.numRanks > kMaxCheckpointRanks)
+    return absl::DataLossError("'" + path + "' says " +
+                               std::to_string(marker.numRanks) + " ranks");
   // The run line, when the writer had identities.
   marker.run.clear();
   std::string line;

@@ -39,13 +39,6 @@ std::string gib(double bytes) {
   return format("%.1f GiB", bytes / double(int64_t(1) << 30));
 }
 
-std::string hex(uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx",
-                static_cast<unsigned long long>(v));
-  return text;
-}
-
 DType weightDType(const Plan &plan) {
   std::map<DType, double> elements;
   for (const Tensor &t : plan.tensors()) {
@@ -280,7 +273,7 @@ using namespace ppc::planfile;
 /// compares the others' digests with its own; the first difference if any.
 absl::Status comparePlanDigests(const Plan &plan, Communicator &comm) {
   std::vector<std::string> digests = comm.gatherToRoot(
-      detail::hex(planHash(plan)), [] { return "the plan digest exchange"; });
+      hashText(planHash(plan)), [] { return "the plan digest exchange"; });
   for (size_t r = 1; r < digests.size(); ++r)
     if (digests[r] != digests[0])
       return absl::InvalidArgumentError(

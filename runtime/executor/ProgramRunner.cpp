@@ -469,10 +469,6 @@ absl::Status ProgramRunner::lookup(int32_t id, Buffer *&buffer) {
   return absl::OkStatus();
 }
 
-static bool isPersistentRole(const Tensor &t) {
-  return t.role() == Tensor::WEIGHT || t.role() == Tensor::FROZEN;
-}
-
 absl::Status ProgramRunner::alloc(const Instruction::Alloc &a) {
   const planfile::Buffer &b = a.buffer();
   Buffer buffer;
@@ -511,8 +507,7 @@ absl::Status ProgramRunner::alloc(const Instruction::Alloc &a) {
           " elements against " + std::to_string(base->size()) + " " +
           dtypeName(base->dtype()) + (base->grad ? " gradient" : "") + ")");
     buffer.storage = base->storage;
-  } else if (b.tensor() >= 0 && !b.grad() && !b.staging() &&
-             isPersistentRole(plan.tensors(b.tensor()))) {
+  } else if (isPersistentBuffer(plan, a)) {
     auto it = persistent.find(b.id());
     if (it == persistent.end()) {
       absl::StatusOr<Persistent> p =

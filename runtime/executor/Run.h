@@ -32,7 +32,6 @@ std::string format(const char *fmt, double value);
 /// kernels' order of operations decides, not the model).
 std::string lossText(double loss, const char *fmt);
 std::string gib(double bytes);
-std::string hex(uint64_t v);
 /// The floating type most weight elements of `plan` are stored in: the
 /// type its GEMMs run in.
 DType weightDType(const Plan &plan);

@@ -223,13 +223,6 @@ bool Run::resume(int64_t &steps) {
   CheckpointMarker marker;
   if (error.ok())
     error = readCompleteMarker(dir, marker);
-  // A bound on what a resharded resume reads: as many files as ppc plans
-  // devices at most.
-  constexpr int32_t kMaxCheckpointRanks = 1 << 16;
-  if (error.ok() &&
-      (marker.numRanks < 1 || marker.numRanks > kMaxCheckpointRanks))
-    error = absl::DataLossError("checkpoint '" + dir + "/COMPLETE' says " +
-                                std::to_string(marker.numRanks) + " ranks");
   if (error.ok() && !marker.run.empty() && marker.run != runIdentity() &&
       !options.resumeOtherRun)
     error = absl::InvalidArgumentError(
@@ -242,22 +235,11 @@ bool Run::resume(int64_t &steps) {
   if (marker.numRanks != comm.size() || marker.planHash != hash)
     return resumeResharded(dir, marker, steps);
 
-  Checkpoint checkpoint;
-  const std::string path = checkpointFileName(dir, rank);
-  error = readCheckpointFile(path, checkpoint);
-  if (error.ok() && (checkpoint.planHash != hash || checkpoint.rank != rank ||
-                     checkpoint.numRanks != comm.size()))
-    error = absl::InvalidArgumentError(
-        "'" + path + "' is not this plan's checkpoint of rank " +
-        std::to_string(rank));
-  if (error.ok() && checkpoint.steps != marker.steps)
-    error = absl::InvalidArgumentError(
-        "'" + path + "' is of step " + std::to_string(checkpoint.steps) +
-        " but '" + dir + "/COMPLETE' says step " +
-        std::to_string(marker.steps) +
-        " (a run was killed while writing the checkpoint)");
+  // This plan's own checkpoint: the rank's file alone.
+  absl::StatusOr<Checkpoint> checkpoint = readCheckpointRank(dir, marker, rank);
+  error = checkpoint.status();
   if (error.ok())
-    error = runner.restoreState(checkpoint);
+    error = runner.restoreState(*checkpoint);
   if (anyFailed(error, false))
     return false;
   steps = marker.steps;
@@ -274,7 +256,7 @@ bool Run::resumeResharded(const std::string &dir,
   if (error.ok())
     error = annotate(runner.restoreResharded(*saved),
                      "cannot resume from '" + dir + "', written under plan " +
-                         hex(marker.planHash) + " by " +
+                         hashText(marker.planHash) + " by " +
                          std::to_string(marker.numRanks) +
                          (marker.numRanks == 1 ? " rank" : " ranks"));
   if (anyFailed(error, false))
@@ -282,7 +264,7 @@ bool Run::resumeResharded(const std::string &dir,
   if (rank == 0 && !options.quiet)
     out << "ppc-run: resuming step " << marker.steps << " of a run of "
         << marker.numRanks << " rank" << (marker.numRanks == 1 ? "" : "s")
-        << " under another plan (" << hex(marker.planHash)
+        << " under another plan (" << hashText(marker.planHash)
         << "): each rank took the overlap of its weights and optimizer "
            "state with the saved ones\n";
   steps = marker.steps;

@@ -114,6 +114,19 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+bool isPersistentRole(const ppc::planfile::Tensor &t) {
+  return t.role() == ppc::planfile::Tensor::WEIGHT ||
+         t.role() == ppc::planfile::Tensor::FROZEN;
+}
+
+bool isPersistentBuffer(const ppc::planfile::Plan &plan,
+                        const ppc::planfile::Instruction::Alloc &alloc) {
+  const ppc::planfile::Buffer &b = alloc.buffer();
+  return !alloc.has_view() && b.tensor() >= 0 &&
+         b.tensor() < plan.tensors_size() && !b.grad() && !b.staging() &&
+         isPersistentRole(plan.tensors(b.tensor()));
+}
+
 /// Why a tensor or scratch buffer of `shape` cannot exist, if it cannot.
 static absl::Status checkShape(const std::vector<int64_t> &shape) {
   if (checkedElementCount(shape) >= 0)

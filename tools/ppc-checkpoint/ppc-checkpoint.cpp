@@ -15,7 +15,6 @@
 #include "ppc/Support/Status.h"
 #include "ppc/Version.h"
 
-#include <cinttypes>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -54,17 +53,8 @@ absl::StatusOr<Loaded> load(const std::string &dir) {
   Loaded l;
   PPC_RETURN_IF_ERROR(readLatest(dir, l.stepDir));
   PPC_RETURN_IF_ERROR(readCompleteMarker(l.stepDir, l.marker));
-  if (l.marker.numRanks < 1 || l.marker.numRanks > (1 << 16))
-    return absl::DataLossError("'" + l.stepDir + "/COMPLETE' says " +
-                               std::to_string(l.marker.numRanks) + " ranks");
   PPC_ASSIGN_OR_RETURN(l.ranks, readCheckpointRanks(l.stepDir, l.marker));
   return l;
-}
-
-std::string hex(uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016" PRIx64, v);
-  return text;
 }
 
 absl::Status info(const std::string &dir) {
@@ -72,7 +62,7 @@ absl::Status info(const std::string &dir) {
   std::cout << "checkpoint " << l.stepDir << "\n"
             << "  step " << l.marker.steps << ", " << l.marker.numRanks
             << " rank" << (l.marker.numRanks == 1 ? "" : "s") << ", plan "
-            << hex(l.marker.planHash) << "\n";
+            << hashText(l.marker.planHash) << "\n";
   if (!l.marker.run.empty())
     std::cout << "  run " << l.marker.run << "\n";
   PPC_ASSIGN_OR_RETURN(auto tensors, wholeTensors(l.ranks));

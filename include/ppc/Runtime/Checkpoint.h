@@ -97,6 +97,8 @@ struct Checkpoint {
 
 /// FNV-1a of the plan's serialization: a checkpoint belongs to one plan.
 uint64_t planHash(const ppc::planfile::Plan &plan);
+/// A hash as COMPLETE and the messages write it: 16 hex digits.
+std::string hashText(uint64_t hash);
 
 std::string checkpointFileName(const std::string &dir, int rank);
 
@@ -176,8 +178,12 @@ absl::Status writeCompleteMarker(const std::string &dir,
 absl::Status readCompleteMarker(const std::string &dir,
                                 CheckpointMarker &marker);
 
-/// The rank files of step directory `dir`, whose COMPLETE is `marker`,
-/// each checked against it (plan, rank, rank count, step).
+/// The file of rank `rank` in step directory `dir`, whose COMPLETE is
+/// `marker`, checked against it (plan, rank, rank count, step).
+absl::StatusOr<Checkpoint> readCheckpointRank(const std::string &dir,
+                                              const CheckpointMarker &marker,
+                                              int32_t rank);
+/// readCheckpointRank of every rank `marker` names.
 absl::StatusOr<std::vector<Checkpoint>>
 readCheckpointRanks(const std::string &dir, const CheckpointMarker &marker);
 

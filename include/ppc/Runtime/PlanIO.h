@@ -64,6 +64,15 @@ int64_t checkedElementCount(const std::vector<int64_t> &shape);
 /// "[2, 3]".
 std::string shapeString(const std::vector<int64_t> &shape);
 
+/// Whether tensor `t` persists across steps and checkpoints: a weight or a
+/// frozen statistic.
+bool isPersistentRole(const ppc::planfile::Tensor &t);
+/// Whether `alloc` makes a buffer of persistent state (a box of a weight or
+/// frozen statistic, not a view, a gradient or a ZeRO-3 staging copy):
+/// what the executor keeps across steps and a checkpoint holds.
+bool isPersistentBuffer(const ppc::planfile::Plan &plan,
+                        const ppc::planfile::Instruction::Alloc &alloc);
+
 /// The kernels' view of a global op: attributes and global shapes.
 OpDesc describeOp(const ppc::planfile::Plan &plan, const ppc::planfile::Op &op);
 
