@@ -39,9 +39,11 @@
 #   scripts/gpu-check.sh --kit KIT
 #       from a checkout on a GPU host without ppc's build dependencies: 2 to
 #       6 with the kit's binaries and plans; the measurements go to
-#       KIT/results;
+#       KIT/results, every command's output to KIT/results/logs;
 #   scripts/gpu-check.sh --simulate KIT [BUILD_DIR]
 #       back on the build host: 7 from the kit's measurements.
+# On the GPU the checks run in the order 2, 6, 5, 4, 3 (figures first), each
+# command under a time limit (a hang fails its check, not the run).
 # GPU_CHECK_QUICK=1: small models in 6 and 7, for a first look. In 5, a
 # kernel the library runs in under 50 us is shown, not judged: it times a
 # launch, not a library's throughput.
@@ -63,7 +65,7 @@ mpirun=(mpirun --oversubscribe)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 opt=$build/bin/ppc-opt run=$build/bin/ppc-run prof=$build/bin/ppc-profile
 peak=$build/bin/ppc-library-peak kernels=$build/test/unit/CudaBackendTest
-plans=$work/plans results=$work/results
+plans=$work/plans results=$work/results logs=$work/results/logs
 device=H100-SXM5-80GB # the dgx-h100 preset's device, simulated in 7
 failed=0
 summary=()
@@ -149,21 +151,52 @@ requireGpu() {
   echo "GPU: $gpu ($(nvidia-smi -L | wc -l) visible)"
 }
 
-# 2 to 6 on the GPU, from $plans; measurements into $results.
-gpuChecks() {
-  mkdir -p "$results"
-  echo "$gpu" >"$results/gpu.txt"
+# PyTorch brings its own cuDNN and refuses an older one found first on the
+# kit's library path (--kit): its programs run as "${pythonEnv[@]}" python3,
+# with the library path the script started with.
+pythonEnv=(env -u LD_LIBRARY_PATH)
+[[ -n ${LD_LIBRARY_PATH:-} ]] && pythonEnv=(env "LD_LIBRARY_PATH=$LD_LIBRARY_PATH")
 
-  # 2. kernels against the cpu backend
-  if "$kernels" --gtest_brief=1 >"$work/kernels.log" 2>&1 &&
-    ! grep -q SKIPPED "$work/kernels.log"; then
-    result PASS kernels "$(grep -o '[0-9]* tests from' "$work/kernels.log" | head -1 | cut -d' ' -f1) tests"
+# Every command on the GPU runs under a time limit, so that one that hangs
+# costs its own check, not the run: `limited SECONDS COMMAND...` (exit 124
+# when it ran out).
+limited() {
+  local seconds=$1
+  shift
+  timeout --kill-after=10 "$seconds" "$@"
+}
+
+# 2 to 6 on the GPU, from $plans; measurements into $results, every
+# command's output into $results/logs. The figures come first (kernels,
+# throughput, PyTorch, profiles, libraries), the longer correctness sweeps
+# after (verify, node tests), so a run cut short still has its numbers.
+gpuChecks() {
+  mkdir -p "$results" "$logs"
+  echo "$gpu" >"$results/gpu.txt"
+  checkKernels
+  checkThroughput
+  pytorchStep
+  breakdown
+  profileModels
+  checkLibraries
+  checkVerify
+  checkNodeTests
+}
+
+# 2. kernels against the cpu backend
+checkKernels() {
+  if limited 300 "$kernels" --gtest_brief=1 >"$logs/kernels.log" 2>&1 &&
+    ! grep -q SKIPPED "$logs/kernels.log"; then
+    result PASS kernels "$(grep -o '[0-9]* tests from' "$logs/kernels.log" | head -1 | cut -d' ' -f1) tests"
   else
-    grep -E 'Failure|FAILED|SKIPPED|differ' "$work/kernels.log" | head -20
+    grep -E 'Failure|FAILED|SKIPPED|differ' "$logs/kernels.log" | head -20
+    tail -3 "$logs/kernels.log"
     result FAIL kernels "$kernels (log above)"
   fi
+}
 
-  # 3. ONNX node tests: lowered here, or by --pack where ppc-opt is.
+# 3. ONNX node tests: lowered here, or by --pack where ppc-opt is.
+checkNodeTests() {
   local nodeArgs=()
   if [[ -d $plans/node-plans ]]; then
     nodeArgs=(--plans "$plans/node-plans" --data "$plans/node-data")
@@ -172,16 +205,18 @@ gpuChecks() {
   fi
   if [[ ${#nodeArgs[@]} -eq 0 ]]; then
     result SKIP node-tests "no /usr/share/libonnx-testdata (apt-get install libonnx-testdata)"
-  elif "$nodePython" "$root/test/onnx-node/run_node_tests.py" "${nodeArgs[@]}" \
-    --ppc-run "$run" --backend cuda --jobs 4 \
-    --check-list "$root/docs/onnx-node-tests.md" >"$work/node.log" 2>&1; then
-    result PASS node-tests "$(tail -1 "$work/node.log")"
+  elif limited 400 "$nodePython" "$root/test/onnx-node/run_node_tests.py" "${nodeArgs[@]}" \
+    --ppc-run "$run" --backend cuda --jobs 8 \
+    --check-list "$root/docs/onnx-node-tests.md" >"$logs/node.log" 2>&1; then
+    result PASS node-tests "$(tail -1 "$logs/node.log")"
   else
-    tail -15 "$work/node.log"
-    result FAIL node-tests "$(tail -1 "$work/node.log")"
+    tail -15 "$logs/node.log"
+    result FAIL node-tests "$(tail -1 "$logs/node.log")"
   fi
+}
 
-  # 4. --verify against the cpu backend
+# 4. --verify against the cpu backend
+checkVerify() {
   local ranks name
   for ranks in 1 2; do
     for name in "${verifyCases[@]}"; do
@@ -189,28 +224,32 @@ gpuChecks() {
       [[ -f $plans/$name.pb ]] || continue
       local launch=("$run")
       [[ $ranks -gt 1 ]] && launch=("${mpirun[@]}" -np "$ranks" "$run")
-      if "${launch[@]}" "$plans/$name.pb" --backend cuda --steps 3 --verify \
-        --verify-backend cpu >"$work/$name.log" 2>&1; then
-        result PASS verify "$name: $(grep -m1 'verify' "$work/$name.log")"
+      if limited 120 "${launch[@]}" "$plans/$name.pb" --backend cuda --steps 3 --verify \
+        --verify-backend cpu >"$logs/$name.log" 2>&1; then
+        result PASS verify "$name: $(grep -m1 'verify' "$logs/$name.log")"
       else
-        tail -8 "$work/$name.log"
+        tail -8 "$logs/$name.log"
         result FAIL verify "$name (log above)"
       fi
     done
   done
+}
 
-  # Profiles of 6's models (read by 5 and 7).
+# Profiles of 6's models (read by 5 and 7).
+profileModels() {
   local model
   for model in resnet gpt; do
     [[ -f $plans/$model.pb ]] || continue
-    "$prof" "$plans/$model.pb" -o "$results/$model.prof.json" --backend cuda \
+    limited 180 "$prof" "$plans/$model.pb" -o "$results/$model.prof.json" --backend cuda \
       --device-name "$device" --details "$results/$model.details.json" --quiet \
-      >"$work/$model.prof.log" 2>&1 ||
-      result FAIL profile "$model: $(tail -1 "$work/$model.prof.log")"
+      >"$logs/$model.prof.log" 2>&1 ||
+      result FAIL profile "$model: $(tail -1 "$logs/$model.prof.log")"
   done
+}
 
-  # 5. GEMM and convolution against the libraries alone
-  python3 - "$results" "$peak" >"$results/libraries.txt" 2>&1 <<'PY'
+# 5. GEMM and convolution against the libraries alone
+checkLibraries() {
+  limited 120 python3 - "$results" "$peak" >"$results/libraries.txt" 2>&1 <<'PY'
 import json, subprocess, sys
 work, peak = sys.argv[1], sys.argv[2]
 worst = None
@@ -286,17 +325,53 @@ PY
   else
     result FAIL libraries "worst kernel at $worst% of the library's own speed (< 90%)"
   fi
+}
 
-  # 6. throughput
+# 6. throughput
+checkThroughput() {
+  local model
   for model in resnet gpt gpt-unfused; do
     [[ -f $plans/$model.pb ]] || continue
-    if ! "$run" "$plans/$model.pb" --backend cuda --steps 10 >"$results/$model.run" 2>&1; then
+    if ! limited 180 "$run" "$plans/$model.pb" --backend cuda --steps 10 >"$results/$model.run" 2>&1; then
       result FAIL throughput "$model: $(tail -1 "$results/$model.run")"
       continue
     fi
     result PASS throughput "$model on $gpu: $(grep '^mean step' "$results/$model.run"); $(grep '^launches per step' "$results/$model.run" | cut -d' ' -f4) launches; $(grep -o '[0-9.]*% of' "$results/$model.run" | cut -d' ' -f1) MFU"
   done
-  pytorchStep
+}
+
+# Where 6's steps spend their time: ppc-run --profile (every kernel waited
+# for, so each is charged its own work and the executor's around it), summed
+# per op kind and phase over a step: KIT/results/MODEL.breakdown.txt.
+breakdown() {
+  local model steps=4
+  for model in gpt resnet; do
+    [[ -f $plans/$model.pb ]] || continue
+    if ! limited 180 "$run" "$plans/$model.pb" --backend cuda --steps $steps \
+      --profile "$results/$model.steps.json" --profile-device "$device" \
+      >"$logs/$model.steps.log" 2>&1; then
+      result FAIL breakdown "$model: $(tail -1 "$logs/$model.steps.log")"
+      continue
+    fi
+    python3 - "$results/$model.steps.json" $((steps - 1)) \
+      >"$results/$model.breakdown.txt" <<'PY'
+import collections, json, sys
+entries = json.load(open(sys.argv[1]))["entries"]
+steps = int(sys.argv[2])
+total = collections.Counter()
+count = collections.Counter()
+for e in entries:
+    key = (e["op"], e["phase"])
+    total[key] += e["seconds"] * e["runs"] / steps
+    count[key] += e["runs"] / steps
+whole = sum(total.values())
+print(f"kernels, each waited for: {whole * 1e3:.1f} ms a step")
+for (op, phase), t in total.most_common(25):
+    print(f"{op:28s} {phase:9s} {count[(op, phase)]:6.0f} a step"
+          f" {t * 1e3:8.2f} ms {100 * t / whole:5.1f}%")
+PY
+    result PASS breakdown "$model: $(head -1 "$results/$model.breakdown.txt") ($results/$model.breakdown.txt)"
+  done
 }
 
 # 6b. The GPT's step in PyTorch on the same GPU right after ppc-run's
@@ -309,13 +384,13 @@ pytorchStep() {
     result SKIP pytorch "GPU_CHECK_PYTORCH=0"
     return
   fi
-  if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  if ! "${pythonEnv[@]}" python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     result SKIP pytorch "no PyTorch with CUDA for python3 here"
     return
   fi
-  python3 "$root/bench/gpu_microbench.py" --sections step --step-shape "$gptShape" \
-    --out "$results/pytorch-step.json" >"$work/pytorch.log" 2>&1 ||
-    { tail -5 "$work/pytorch.log"; result FAIL pytorch "gpu_microbench.py failed"; return; }
+  limited 300 "${pythonEnv[@]}" python3 "$root/bench/gpu_microbench.py" --sections step --step-shape "$gptShape" \
+    --out "$results/pytorch-step.json" >"$logs/pytorch.log" 2>&1 ||
+    { tail -5 "$logs/pytorch.log"; result FAIL pytorch "gpu_microbench.py failed"; return; }
   python3 - "$results" <<'PY'
 import json, re, sys
 results = sys.argv[1]
@@ -408,7 +483,7 @@ packBinaries() {
 useKit() {
   [[ -d $kit/bin && -d $kit/plans ]] ||
     { echo "gpu-check.sh --kit: $kit holds no kit (make one with --pack)" >&2; exit 2; }
-  plans=$kit/plans results=$kit/results
+  plans=$kit/plans results=$kit/results logs=$kit/results/logs
   run=$kit/bin/ppc-run prof=$kit/bin/ppc-profile peak=$kit/bin/ppc-library-peak
   kernels=$kit/bin/CudaBackendTest
   local r=$kit/root/usr cudaDirs l

@@ -164,9 +164,12 @@ int Run::run() {
   for (int64_t step = first; step <= last; ++step) {
     const bool trace = !options.traceFile.empty() && step == last;
     // The first step warms caches and allocators: not part of a profile.
+    // CPU time only where the kernels run on this thread: a backend that
+    // queues its work (cuda) waits for it, and the wait is the kernel's time.
     runner.setTimeKernels(!options.profileFile.empty() &&
                               (step > first || options.steps == 1),
-                          /*cpuTime=*/options.threads == 1);
+                          /*cpuTime=*/options.threads == 1 &&
+                              !backend->queuesWork());
     if (trace)
       comm.barrier([] { return "the barrier before the traced step"; });
     StepProfile profile;

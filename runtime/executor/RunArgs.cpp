@@ -120,7 +120,8 @@ options:
                          same device (runs of several plans accumulate);
                          a kernel's time runs from the end of the previous
                          kernel or communication: its own work and the
-                         buffer work around it; with one thread, CPU time
+                         buffer work around it; with one thread on the
+                         cpu backend, CPU time
                          (a rank sharing a core with others is not charged
                          their turns: ppc-calibrate's cores_per_node models
                          that)
