@@ -32,6 +32,14 @@
 #include <cuda_runtime.h>
 #endif
 
+/// Unrolls the loop it precedes on the device (loops over arrays of
+/// registers must be unrolled for the arrays to stay in registers).
+#if defined(__CUDA_ARCH__)
+#define PPC_UNROLL _Pragma("unroll")
+#else
+#define PPC_UNROLL
+#endif
+
 namespace ppc::runtime::cuda {
 
 /// The most dims a kernel's box has (the plan's tensors have at most 6).

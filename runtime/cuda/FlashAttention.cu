@@ -1,17 +1,24 @@
 //===- FlashAttention.cu - ppc.attention without a score matrix -----------===//
 //
-// See FlashAttention.h. One block of 4 warps per tile: in the forward and
-// the dQ pass a tile of 64 query rows (warp w takes rows 16w..16w+15)
-// looping over key tiles; in the dK/dV pass a tile of 64 keys (warp w takes
-// keys 16w..16w+15) looping over query tiles. Shared memory holds the
-// 16-bit tiles of the operands and each warp's float scores; the products
-// of a warp's rows with a tile are warpMma calls of 16 x 16 outputs.
+// See FlashAttention.h. One block of 4 warps per tile of 64 query rows (the
+// forward, the row statistics and the dQ pass, looping over tiles of 64
+// keys) or of 64 keys (the dK/dV pass, looping over tiles of 64 query
+// rows); warp w takes the tile's rows (keys) 16w..16w+15. Shared memory
+// holds the 16-bit tiles of the operands only, each row padded by 8 values
+// so a warp's loads fall in distinct banks; scores, probabilities and the
+// accumulated results stay in registers (WarpTiles.h): a warp's scores
+// against a tile are 8 accumulator tiles of 16 x 8, whose rows the lanes of
+// a quad share for the row maximum and sum, and which become the next
+// product's left operand as they are (P V, dS K, P^T dO, dS^T Q). The kernels
+// are compiled per head-dim bound (16, 32, 64, 128: the arrays of registers
+// need their sizes at compile time) and 16-bit type; a head dim between two
+// bounds reads zeros past its columns.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FlashAttention.h"
 
-#include "Blocks.h"
+#include "WarpTiles.h"
 
 #include "ppc/Runtime/Boxes.h"
 
@@ -26,15 +33,29 @@ constexpr int kTile = 64; ///< query rows and keys per tile
 constexpr int kWarps = 4; ///< warps per block, 16 rows (keys) each
 constexpr int kThreads = 32 * kWarps;
 constexpr int kMaxHeadDim = 128;
+constexpr int kPad = 8;                ///< 16-bit values after each row
+constexpr int kTileFrags = kTile / 8;  ///< accumulator tiles across a tile
+constexpr int kTileSteps = kTile / 16; ///< product steps across a tile
+constexpr float kLog2e = 1.4426950408889634f;
+
+/// Warps of a block one thread runs: its own on the device; all in the
+/// emulation, where a block has one thread.
+#if defined(__CUDA_ARCH__)
+constexpr int kHeldWarps = 1;
+#else
+constexpr int kHeldWarps = kWarps;
+#endif
 
 /// Where a view holds element (batch n, row, col) of its tensor: base +
 /// the batch index's offsets (FlashShape::batchOffset) + (row - rowLo) *
-/// ld + col.
+/// ld + col. `aligned`: every row starts on 16 bytes (rows load 8 values at
+/// a time).
 struct ViewMap {
   int64_t base = 0;
   int64_t batchStride[kMaxRank] = {};
   int64_t rowLo = 0;
   int64_t ld = 0;
+  bool aligned = false;
 };
 
 /// A partition as the kernels read it (by value).
@@ -44,15 +65,17 @@ struct FlashShape {
   int64_t batchShape[kMaxRank] = {};
   int64_t batches = 1;
   int64_t rowLo = 0, rowHi = 0; ///< the partition's query rows
-  int64_t S = 0, T = 0, D = 0;
+  int64_t S = 0, T = 0;
+  int32_t D = 0;
   float scale = 1;
   bool causal = false, dropout = false;
   DropoutMask mask{0, 0, 0.0};
-  DType type = DType::BF16;
 
   PPC_HD int64_t rows() const { return rowHi - rowLo; }
   PPC_HD int64_t rowTiles() const { return (rows() + kTile - 1) / kTile; }
   PPC_HD int64_t keyTiles() const { return (T + kTile - 1) / kTile; }
+  /// The scores' scale in base 2: exp(scale x) = exp2(log2Scale() x).
+  PPC_HD float log2Scale() const { return scale * kLog2e; }
 
   /// Offset in a view of (batch n, row lowest of the view's rows, col 0),
   /// n counting the partition's batches in row-major order: computed once
@@ -105,11 +128,16 @@ ViewMap viewMap(const KernelView &view, const AttentionRanges &r) {
   m.rowLo = view.lo[lead];
   m.ld = view.extent(lead + 1);
   m.base = offsetIn(view, r.batchLo, m.rowLo, 0);
+  bool aligned = reinterpret_cast<uintptr_t>(view.elements.data) % 16 == 0 &&
+                 m.base % 8 == 0 && m.ld % 8 == 0;
+  for (size_t d = 0; d < lead && d < size_t(kMaxRank); ++d)
+    aligned = aligned && m.batchStride[d] % 8 == 0;
+  m.aligned = aligned;
   return m;
 }
 
 FlashShape flashShape(const AttentionRanges &r, const DropoutMask &mask,
-                      const std::vector<int64_t> &queryShape, DType type) {
+                      const std::vector<int64_t> &queryShape) {
   FlashShape s;
   s.batchRank = static_cast<int32_t>(r.batchLo.size());
   for (int d = 0; d < s.batchRank; ++d) {
@@ -122,29 +150,25 @@ FlashShape flashShape(const AttentionRanges &r, const DropoutMask &mask,
   s.rowHi = r.rowHi;
   s.S = r.S;
   s.T = r.T;
-  s.D = r.D;
+  s.D = static_cast<int32_t>(r.D);
   s.scale = r.scale;
   s.causal = r.causal;
   s.dropout = r.dropout;
   s.mask = mask;
-  s.type = type;
   return s;
 }
 
-/// Shared memory of each pass, for head dim D: 16-bit tiles of D columns,
-/// per-warp float and 16-bit score tiles, per-row statistics.
-size_t forwardShared(int64_t D) {
-  return 3 * kTile * D * 2 + kWarps * 16 * kTile * (4 + 2) + kTile * D * 4 +
-         3 * kTile * 4;
+/// The smallest compiled head-dim bound that holds D (D <= kMaxHeadDim).
+int headDimBound(int64_t D) {
+  return D <= 16 ? 16 : D <= 32 ? 32 : D <= 64 ? 64 : 128;
 }
-size_t keyPassShared(int64_t D) {
-  return 4 * kTile * D * 2 + 2 * kTile * D * 4 +
-         kWarps * 16 * kTile * (4 + 2 + 4 + 2) + 2 * kTile * 4;
+
+/// Shared memory of a kernel with `tiles` 16-bit tiles of head-dim bound
+/// `bound` and `stats` float arrays of a tile's rows.
+size_t sharedBytes(int tiles, int bound, int stats) {
+  return size_t(tiles) * kTile * (bound + kPad) * 2 + size_t(stats) * kTile * 4;
 }
-size_t queryPassShared(int64_t D) {
-  return 4 * kTile * D * 2 + kTile * D * 4 + kWarps * 16 * kTile * (4 + 4 + 2) +
-         2 * kTile * 4;
-}
+constexpr int kForwardTiles = 3, kStatsTiles = 2, kPassTiles = 4;
 
 /// Carves a block's shared memory into consecutive arrays.
 struct Carve {
@@ -156,429 +180,611 @@ struct Carve {
   }
 };
 
-/// Copies rows [r0, r0 + n) of a 16-bit view (D columns) of the batch at
-/// `batch` (its batchOffset) into `tile` (kTile rows, zeros past n).
+/// 8 16-bit values from `src` to `dst`, both 16-byte aligned.
+PPC_HD inline void copy8(const uint16_t *src, uint16_t *dst) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
+#else
+  std::memcpy(dst, src, 16);
+#endif
+}
+
+/// Rows [r0, r0 + n) of a 16-bit view (D columns) of the batch at `batch`
+/// (its batchOffset) into `tile` (kTile rows of kBound + kPad values; zeros
+/// past n rows and D columns).
+template <int kBound>
 PPC_HD inline void loadTile(const BlockThreads &t, const FlashShape &s,
                             const uint16_t *data, const ViewMap &m,
                             int64_t batch, int64_t r0, int64_t n,
                             uint16_t *tile) {
-  const int64_t D = s.D;
+  constexpr int ld = kBound + kPad, chunks = kBound / 8;
+  const int D = s.D;
   const uint16_t *rows = data + batch + FlashShape::rowOffset(m, r0, 0);
-  for (int64_t e = t.thread; e < kTile * D; e += t.threads) {
-    const int64_t r = e / D, c = e % D;
-    tile[e] = r < n ? rows[r * m.ld + c] : uint16_t(0);
+  for (int e = t.thread; e < kTile * chunks; e += t.threads) {
+    const int r = e / chunks, c = 8 * (e % chunks);
+    uint16_t *to = tile + r * ld + c;
+    if (r >= n || c >= D) {
+      for (int i = 0; i < 8; ++i)
+        to[i] = 0;
+    } else if (m.aligned) {
+      copy8(rows + r * m.ld + c, to);
+    } else {
+      for (int i = 0; i < 8; ++i)
+        to[i] = rows[r * m.ld + c + i];
+    }
   }
 }
 
-/// acc (16 x D float, leading dimension D) = alpha[row] * acc + A B for a
-/// warp: A is 16 x 64 (16-bit, row-major or, with ATransposed, its
-/// transpose), B 64 x D row-major; `temp` holds 16 x 16 floats. alpha null:
-/// 1.
-template <bool ATransposed>
-PPC_HD void addProduct(const BlockThreads &t, DType type, const uint16_t *a,
-                       int lda, const uint16_t *b, int64_t D, float *acc,
-                       const float *alpha, float *temp) {
-  for (int64_t dt = 0; dt < D / 16; ++dt) {
-    warpMma<ATransposed, false>(t, type, a, lda, b + 16 * dt,
-                                static_cast<int>(D), temp, 16, kTile / 16);
-    t.syncWarp();
-    for (int e = t.lane; e < 256; e += t.lanes) {
-      const int r = e / 16, c = e % 16;
-      float &out = acc[r * D + 16 * dt + c];
-      out = (alpha ? alpha[r] * out : out) + temp[e];
+/// Scores of warp rows against a tile: acc[nt] += A rows (16 from row0 of
+/// tile `a`) times the rows nt*8.. of tile `b`, over the head dim.
+template <int kBound, bool kBf16>
+PPC_HD inline void tileScores(const BlockThreads &t, const uint16_t *a,
+                              int row0, const uint16_t *b,
+                              Acc16x8 (&acc)[kTileFrags]) {
+  constexpr int ld = kBound + kPad;
+  PPC_UNROLL
+  for (int nt = 0; nt < kTileFrags; ++nt)
+    zero(acc[nt]);
+  PPC_UNROLL
+  for (int ks = 0; ks < kBound / 16; ++ks) {
+    A16x16 x;
+    loadA(t, x, a, ld, row0, 16 * ks);
+    PPC_UNROLL
+    for (int nt = 0; nt < kTileFrags; ++nt) {
+      B16x8 y;
+      loadBFromRows(t, y, b, ld, 8 * nt, 16 * ks);
+      mma<kBf16>(acc[nt], x, y);
     }
-    t.syncWarp();
   }
+}
+
+/// out[dt] += P tile (16 x 64, accumulators) times the 64 rows of tile `b`
+/// (its head-dim columns).
+template <int kBound, bool kBf16>
+PPC_HD inline void
+addTileProduct(const BlockThreads &t, const Acc16x8 (&p)[kTileFrags],
+               const uint16_t *b, Acc16x8 (&out)[kBound / 8]) {
+  constexpr int ld = kBound + kPad;
+  PPC_UNROLL
+  for (int kt = 0; kt < kTileSteps; ++kt) {
+    A16x16 x;
+    toA<kBf16>(x, p[2 * kt], p[2 * kt + 1]);
+    PPC_UNROLL
+    for (int dt = 0; dt < kBound / 8; ++dt) {
+      B16x8 y;
+      loadBFromCols(t, y, b, ld, 16 * kt, 8 * dt);
+      mma<kBf16>(out[dt], x, y);
+    }
+  }
+}
+
+PPC_HD inline float maxOf(float a, float b) { return a < b ? b : a; }
+PPC_HD inline float sumOf(float a, float b) { return a + b; }
+
+/// The online softmax of one tile of a warp's scores (rows row0.. of the
+/// partition's query tile from r0, keys from c0): scores become
+/// probabilities relative to the updated row maxima `m` (base-2 logits),
+/// `l` the rows' sums; `alpha` how the earlier sums and results shrink.
+/// Rows past nr and keys a row does not see count as -infinity.
+PPC_HD inline void onlineSoftmax(const BlockThreads &t, const FlashShape &s,
+                                 int64_t r0, int row0, int64_t nr, int64_t c0,
+                                 Acc16x8 (&sc)[kTileFrags],
+                                 float (&m)[kHeldLanes][2],
+                                 float (&l)[kHeldLanes][2],
+                                 float (&alpha)[kHeldLanes][2]) {
+  float tileMax[kHeldLanes][2], sum[kHeldLanes][2];
+  const float k2 = s.log2Scale();
+  PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h) {
+    const int lane = heldLane(t, h);
+    tileMax[h][0] = tileMax[h][1] = -INFINITY;
+    PPC_UNROLL
+    for (int nt = 0; nt < kTileFrags; ++nt)
+      PPC_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const int row = row0 + accRow(lane, r);
+      const int64_t j = c0 + 8 * nt + accCol(lane, r);
+      const float x =
+          row < nr && s.sees(r0 + row, j) ? sc[nt].v[h][r] * k2 : -INFINITY;
+      sc[nt].v[h][r] = x;
+      tileMax[h][r / 2] = maxOf(tileMax[h][r / 2], x);
+    }
+  }
+  quadReduce(tileMax, maxOf);
+  PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h)
+    PPC_UNROLL
+  for (int slot = 0; slot < 2; ++slot) {
+    const float mNew = maxOf(m[h][slot], tileMax[h][slot]);
+    alpha[h][slot] = m[h][slot] == -INFINITY ? 0.0f : exp2f(m[h][slot] - mNew);
+    m[h][slot] = mNew;
+    sum[h][slot] = 0.0f;
+  }
+  PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h)
+    PPC_UNROLL
+  for (int nt = 0; nt < kTileFrags; ++nt)
+    PPC_UNROLL
+  for (int r = 0; r < 4; ++r) {
+    float &x = sc[nt].v[h][r];
+    x = x == -INFINITY ? 0.0f : exp2f(x - m[h][r / 2]);
+    sum[h][r / 2] += x;
+  }
+  quadReduce(sum, sumOf);
+  PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h)
+    PPC_UNROLL
+  for (int slot = 0; slot < 2; ++slot)
+    l[h][slot] = alpha[h][slot] * l[h][slot] + sum[h][slot];
 }
 
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
-void forwardKernel(Stream stream, const FlashShape s, const ViewMap qm,
-                   const uint16_t *q, const ViewMap km, const uint16_t *k,
-                   const ViewMap vm, const uint16_t *v, const ViewMap om,
-                   Elements out, size_t shared, bool &launched) {
-  launched = launchBlocks(
-      stream, s.batches * s.rowTiles(), kThreads, shared,
-      [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
-        const int64_t D = s.D, n = block / s.rowTiles();
-        const int64_t r0 = s.rowLo + (block % s.rowTiles()) * kTile;
-        const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
-        const int64_t qb = s.batchOffset(qm, n), kb = s.batchOffset(km, n),
-                      vb = s.batchOffset(vm, n), ob = s.batchOffset(om, n),
-                      flat = s.flatBase(n);
-        Carve carve{memory};
-        uint16_t *Q = carve.take<uint16_t>(kTile * D);
-        uint16_t *K = carve.take<uint16_t>(kTile * D);
-        uint16_t *V = carve.take<uint16_t>(kTile * D);
-        float *S = carve.take<float>(kWarps * 16 * kTile);
-        uint16_t *P = carve.take<uint16_t>(kWarps * 16 * kTile);
-        float *O = carve.take<float>(kTile * D);
-        float *M = carve.take<float>(kTile);
-        float *L = carve.take<float>(kTile);
-        float *A = carve.take<float>(kTile);
-        loadTile(t, s, q, qm, qb, r0, nr, Q);
-        for (int64_t e = t.thread; e < kTile * D; e += t.threads)
-          O[e] = 0.0f;
-        for (int64_t r = t.thread; r < kTile; r += t.threads) {
-          M[r] = -INFINITY;
-          L[r] = 0.0f;
-        }
-        const int64_t end = s.keysEnd(r0, nr);
-        for (int64_t c0 = 0; c0 < end; c0 += kTile) {
-          const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
-          t.sync(); // the last tile's K and V are read
-          loadTile(t, s, k, km, kb, c0, nc, K);
-          loadTile(t, s, v, vm, vb, c0, nc, V);
-          t.sync();
-          for (int w = t.warp; w < kWarps; w += t.warps) {
-            if (16 * w >= nr)
-              continue; // every row of this warp is past the tile's
-            float *Sw = S + w * 16 * kTile;
-            uint16_t *Pw = P + w * 16 * kTile;
-            for (int ct = 0; ct < kTile / 16; ++ct)
-              warpMma<false, true>(t, s.type, Q + 16 * w * D,
-                                   static_cast<int>(D), K + 16 * ct * D,
-                                   static_cast<int>(D), Sw + 16 * ct, kTile,
-                                   static_cast<int>(D / 16));
-            t.syncWarp();
-            // The online softmax of the warp's rows: a lane per row.
-            for (int r = t.lane; r < 16; r += t.lanes) {
-              const int64_t row = 16 * w + r, i = r0 + row;
-              float *line = Sw + r * kTile;
-              uint16_t *pLine = Pw + r * kTile;
-              if (row >= nr) {
-                A[row] = 1.0f;
-                for (int j = 0; j < kTile; ++j)
-                  pLine[j] = 0;
-                continue;
-              }
-              float tileMax = -INFINITY;
-              for (int j = 0; j < kTile; ++j) {
-                const float score =
-                    s.sees(i, c0 + j) ? line[j] * s.scale : -INFINITY;
-                line[j] = score;
-                tileMax = tileMax < score ? score : tileMax;
-              }
-              const float mOld = M[row];
-              const float mNew = mOld < tileMax ? tileMax : mOld;
-              const float alpha = mOld == -INFINITY ? 0.0f : expf(mOld - mNew);
-              float sum = 0.0f;
-              for (int j = 0; j < kTile; ++j) {
-                const float p =
-                    line[j] == -INFINITY ? 0.0f : expf(line[j] - mNew);
-                sum += p;
-                pLine[j] = toHalfBits(
-                    s.type, p == 0.0f ? 0.0f : p * s.factor(flat, i, c0 + j));
-              }
-              L[row] = alpha * L[row] + sum;
-              M[row] = mNew;
-              A[row] = alpha;
-            }
-            t.syncWarp();
-            // O = alpha O + P' V, V's rows past the keys zero.
-            addProduct<false>(t, s.type, Pw, kTile, V, D, O + 16 * w * D,
-                              A + 16 * w, Sw);
-          }
-        }
-        t.sync();
-        for (int64_t e = t.thread; e < kTile * D; e += t.threads) {
-          const int64_t r = e / D, c = e % D;
-          if (r < nr)
-            out[ob + FlashShape::rowOffset(om, r0 + r, c)] = O[e] / L[r];
-        }
-      });
+struct ForwardArgs {
+  FlashShape s;
+  ViewMap qm, km, vm, om;
+  const uint16_t *q, *k, *v;
+  Elements out;
+};
+
+template <int kBound, bool kBf16>
+PPC_HD void forwardBlock(const BlockThreads &t, int64_t block, char *memory,
+                         const ForwardArgs &a) {
+  constexpr int ld = kBound + kPad, dFrags = kBound / 8;
+  const FlashShape &s = a.s;
+  const int64_t n = block / s.rowTiles();
+  const int64_t r0 = s.rowLo + (block % s.rowTiles()) * kTile;
+  const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
+  const int64_t kb = s.batchOffset(a.km, n), vb = s.batchOffset(a.vm, n),
+                flat = s.flatBase(n);
+  Carve carve{memory};
+  uint16_t *Q = carve.take<uint16_t>(kTile * ld);
+  uint16_t *K = carve.take<uint16_t>(kTile * ld);
+  uint16_t *V = carve.take<uint16_t>(kTile * ld);
+  loadTile<kBound>(t, s, a.q, a.qm, s.batchOffset(a.qm, n), r0, nr, Q);
+  Acc16x8 O[kHeldWarps][dFrags];
+  float m[kHeldWarps][kHeldLanes][2], l[kHeldWarps][kHeldLanes][2];
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw) {
+    PPC_UNROLL
+    for (int dt = 0; dt < dFrags; ++dt)
+      zero(O[hw][dt]);
+    PPC_UNROLL
+    for (int h = 0; h < kHeldLanes; ++h)
+      PPC_UNROLL
+    for (int slot = 0; slot < 2; ++slot) {
+      m[hw][h][slot] = -INFINITY;
+      l[hw][h][slot] = 0.0f;
+    }
+  }
+  const int64_t end = s.keysEnd(r0, nr);
+  for (int64_t c0 = 0; c0 < end; c0 += kTile) {
+    const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+    t.sync(); // every warp is done with the last tile's K and V
+    loadTile<kBound>(t, s, a.k, a.km, kb, c0, nc, K);
+    loadTile<kBound>(t, s, a.v, a.vm, vb, c0, nc, V);
+    t.sync();
+    PPC_UNROLL
+    for (int hw = 0; hw < kHeldWarps; ++hw) {
+      const int w = t.warp + hw, row0 = 16 * w;
+      if (row0 >= nr || (s.causal && c0 > r0 + row0 + 15))
+        continue; // no row of this warp sees the tile
+      Acc16x8 sc[kTileFrags];
+      tileScores<kBound, kBf16>(t, Q, row0, K, sc);
+      float alpha[kHeldLanes][2];
+      onlineSoftmax(t, s, r0, row0, nr, c0, sc, m[hw], l[hw], alpha);
+      PPC_UNROLL
+      for (int h = 0; h < kHeldLanes; ++h) {
+        const int lane = heldLane(t, h);
+        PPC_UNROLL
+        for (int dt = 0; dt < dFrags; ++dt)
+          PPC_UNROLL
+        for (int r = 0; r < 4; ++r)
+          O[hw][dt].v[h][r] *= alpha[h][r / 2];
+        if (s.dropout)
+          PPC_UNROLL
+        for (int nt = 0; nt < kTileFrags; ++nt)
+          PPC_UNROLL
+        for (int r = 0; r < 4; ++r)
+          sc[nt].v[h][r] *= s.factor(flat, r0 + row0 + accRow(lane, r),
+                                     c0 + 8 * nt + accCol(lane, r));
+      }
+      addTileProduct<kBound, kBf16>(t, sc, V, O[hw]);
+    }
+  }
+  const int64_t ob = s.batchOffset(a.om, n);
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw) {
+    const int row0 = 16 * (t.warp + hw);
+    PPC_UNROLL
+    for (int h = 0; h < kHeldLanes; ++h) {
+      const int lane = heldLane(t, h);
+      PPC_UNROLL
+      for (int dt = 0; dt < dFrags; ++dt)
+        PPC_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const int row = row0 + accRow(lane, r), col = 8 * dt + accCol(lane, r);
+        if (row < nr && col < s.D)
+          a.out[ob + FlashShape::rowOffset(a.om, r0 + row, col)] =
+              O[hw][dt].v[h][r] / l[hw][h][r / 2];
+      }
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//
 // Backward
 //===----------------------------------------------------------------------===//
 
-/// Per query row of the partition: the log-sum-exp of its scaled scores
-/// over the keys it sees, and the dot of its result and result gradient.
-void statsKernel(Stream stream, const FlashShape s, const ViewMap qm,
-                 const uint16_t *q, const ViewMap km, const uint16_t *k,
-                 const ViewMap om, Elements o, const ViewMap dom, Elements dO,
-                 float *lse, float *dots, size_t shared, bool &launched) {
-  launched = launchBlocks(
-      stream, s.batches * s.rowTiles(), kThreads, shared,
-      [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
-        const int64_t D = s.D, n = block / s.rowTiles();
-        const int64_t r0 = s.rowLo + (block % s.rowTiles()) * kTile;
-        const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
-        const int64_t qb = s.batchOffset(qm, n), kb = s.batchOffset(km, n),
-                      ob = s.batchOffset(om, n), dob = s.batchOffset(dom, n);
-        Carve carve{memory};
-        uint16_t *Q = carve.take<uint16_t>(kTile * D);
-        uint16_t *K = carve.take<uint16_t>(kTile * D);
-        float *S = carve.take<float>(kWarps * 16 * kTile);
-        float *M = carve.take<float>(kTile);
-        float *L = carve.take<float>(kTile);
-        loadTile(t, s, q, qm, qb, r0, nr, Q);
-        for (int64_t r = t.thread; r < kTile; r += t.threads) {
-          M[r] = -INFINITY;
-          L[r] = 0.0f;
-        }
-        const int64_t end = s.keysEnd(r0, nr);
-        for (int64_t c0 = 0; c0 < end; c0 += kTile) {
-          const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
-          t.sync();
-          loadTile(t, s, k, km, kb, c0, nc, K);
-          t.sync();
-          for (int w = t.warp; w < kWarps; w += t.warps) {
-            if (16 * w >= nr)
-              continue;
-            float *Sw = S + w * 16 * kTile;
-            for (int ct = 0; ct < kTile / 16; ++ct)
-              warpMma<false, true>(t, s.type, Q + 16 * w * D,
-                                   static_cast<int>(D), K + 16 * ct * D,
-                                   static_cast<int>(D), Sw + 16 * ct, kTile,
-                                   static_cast<int>(D / 16));
-            t.syncWarp();
-            for (int r = t.lane; r < 16; r += t.lanes) {
-              const int64_t row = 16 * w + r, i = r0 + row;
-              if (row >= nr)
-                continue;
-              const float *line = Sw + r * kTile;
-              float tileMax = -INFINITY;
-              for (int j = 0; j < kTile; ++j)
-                if (s.sees(i, c0 + j))
-                  tileMax =
-                      tileMax < line[j] * s.scale ? line[j] * s.scale : tileMax;
-              const float mOld = M[row];
-              const float mNew = mOld < tileMax ? tileMax : mOld;
-              float sum = 0.0f;
-              for (int j = 0; j < kTile; ++j)
-                if (s.sees(i, c0 + j))
-                  sum += expf(line[j] * s.scale - mNew);
-              L[row] =
-                  (mOld == -INFINITY ? 0.0f : expf(mOld - mNew)) * L[row] + sum;
-              M[row] = mNew;
-            }
-            t.syncWarp();
-          }
-        }
-        t.sync();
-        for (int64_t r = t.thread; r < nr; r += t.threads) {
-          const int64_t i = r0 + r, at = n * s.rows() + (i - s.rowLo);
-          lse[at] = M[r] + logf(L[r]);
-          float dot = 0.0f;
-          for (int64_t c = 0; c < D; ++c)
-            dot +=
-                static_cast<float>(o[ob + FlashShape::rowOffset(om, i, c)]) *
-                static_cast<float>(dO[dob + FlashShape::rowOffset(dom, i, c)]);
-          dots[at] = dot;
-        }
-      });
+struct BackwardArgs {
+  FlashShape s;
+  ViewMap qm, km, vm, om, dom, dqm, dkm, dvm;
+  const uint16_t *q, *k, *v, *dO;
+  Elements o, dOut, dq, dk, dv;
+  bool setQ, setK, setV;
+  /// Per query row of the partition: the base-2 log-sum-exp of its scaled
+  /// scores, and the dot of its result and result gradient.
+  float *lse, *dots;
+};
+
+/// The row statistics of a tile of query rows.
+template <int kBound, bool kBf16>
+PPC_HD void statsBlock(const BlockThreads &t, int64_t block, char *memory,
+                       const BackwardArgs &a) {
+  constexpr int ld = kBound + kPad;
+  const FlashShape &s = a.s;
+  const int64_t n = block / s.rowTiles();
+  const int64_t r0 = s.rowLo + (block % s.rowTiles()) * kTile;
+  const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
+  const int64_t kb = s.batchOffset(a.km, n);
+  Carve carve{memory};
+  uint16_t *Q = carve.take<uint16_t>(kTile * ld);
+  uint16_t *K = carve.take<uint16_t>(kTile * ld);
+  loadTile<kBound>(t, s, a.q, a.qm, s.batchOffset(a.qm, n), r0, nr, Q);
+  float m[kHeldWarps][kHeldLanes][2], l[kHeldWarps][kHeldLanes][2];
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw)
+    PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h)
+    PPC_UNROLL
+  for (int slot = 0; slot < 2; ++slot) {
+    m[hw][h][slot] = -INFINITY;
+    l[hw][h][slot] = 0.0f;
+  }
+  const int64_t end = s.keysEnd(r0, nr);
+  for (int64_t c0 = 0; c0 < end; c0 += kTile) {
+    const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+    t.sync();
+    loadTile<kBound>(t, s, a.k, a.km, kb, c0, nc, K);
+    t.sync();
+    PPC_UNROLL
+    for (int hw = 0; hw < kHeldWarps; ++hw) {
+      const int row0 = 16 * (t.warp + hw);
+      if (row0 >= nr || (s.causal && c0 > r0 + row0 + 15))
+        continue;
+      Acc16x8 sc[kTileFrags];
+      tileScores<kBound, kBf16>(t, Q, row0, K, sc);
+      float alpha[kHeldLanes][2];
+      onlineSoftmax(t, s, r0, row0, nr, c0, sc, m[hw], l[hw], alpha);
+    }
+  }
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw) {
+    const int row0 = 16 * (t.warp + hw);
+    PPC_UNROLL
+    for (int h = 0; h < kHeldLanes; ++h) {
+      const int lane = heldLane(t, h);
+      // One lane of each quad writes its two rows.
+      if (lane % 4 != 0)
+        continue;
+      PPC_UNROLL
+      for (int slot = 0; slot < 2; ++slot) {
+        const int row = row0 + lane / 4 + 8 * slot;
+        if (row < nr)
+          a.lse[n * s.rows() + (r0 + row - s.rowLo)] =
+              m[hw][h][slot] + log2f(l[hw][h][slot]);
+      }
+    }
+  }
+  const int64_t ob = s.batchOffset(a.om, n), dob = s.batchOffset(a.dom, n);
+  for (int64_t r = t.thread; r < nr; r += t.threads) {
+    float dot = 0.0f;
+    for (int64_t c = 0; c < s.D; ++c)
+      dot +=
+          static_cast<float>(a.o[ob + FlashShape::rowOffset(a.om, r0 + r, c)]) *
+          static_cast<float>(
+              a.dOut[dob + FlashShape::rowOffset(a.dom, r0 + r, c)]);
+    a.dots[n * s.rows() + (r0 + r - s.rowLo)] = dot;
+  }
 }
 
-/// One entry of a score tile of the backward: P (recomputed from the
-/// row's log-sum-exp) and dS = P (dP' factor - dot), where `score` is the
-/// unscaled score, `dpDropped` dP' = dO . V of the (row i, key j) pair.
-struct ScoreGrad {
-  float pDropped, dS;
-};
-PPC_HD inline ScoreGrad scoreGrad(const FlashShape &s, int64_t flat, int64_t i,
-                                  int64_t j, float score, float dpDropped,
-                                  float lse, float dot) {
-  if (!s.sees(i, j))
-    return {0.0f, 0.0f};
-  const float p = expf(score * s.scale - lse);
-  const float f = s.factor(flat, i, j);
-  return {p * f, p * (dpDropped * f - dot)};
+/// The probabilities (with dropout) and dS = P (dP' factor - dot) of a tile
+/// of scores: `sc` and `dp` hold the unscaled scores and dP' = dO V^T;
+/// (tile row, tile column) -> (query row i, key j) by `pair`, whose
+/// statistic index `stat` reads lse and dots from shared memory. P' is
+/// left in `sc`, dS in `dp`.
+template <typename Pair>
+PPC_HD inline void scoreGradients(const BlockThreads &t, const FlashShape &s,
+                                  int64_t flat, const float *lse,
+                                  const float *dots, Acc16x8 (&sc)[kTileFrags],
+                                  Acc16x8 (&dp)[kTileFrags], Pair pair) {
+  const float k2 = s.log2Scale();
+  PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h) {
+    const int lane = heldLane(t, h);
+    PPC_UNROLL
+    for (int nt = 0; nt < kTileFrags; ++nt)
+      PPC_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      int64_t i, j;
+      int stat;
+      const bool valid =
+          pair(accRow(lane, r), 8 * nt + accCol(lane, r), i, j, stat) &&
+          s.sees(i, j);
+      float p = 0.0f, dS = 0.0f;
+      if (valid) {
+        p = exp2f(sc[nt].v[h][r] * k2 - lse[stat]);
+        const float f = s.factor(flat, i, j);
+        dS = p * (dp[nt].v[h][r] * f - dots[stat]);
+        p *= f;
+      }
+      sc[nt].v[h][r] = p;
+      dp[nt].v[h][r] = dS;
+    }
+  }
 }
 
 /// dK and dV of a tile of keys (warp w: keys 16w..), over the query tiles
 /// that see them.
-void keyPassKernel(Stream stream, const FlashShape s, const ViewMap qm,
-                   const uint16_t *q, const ViewMap km, const uint16_t *k,
-                   const ViewMap vm, const uint16_t *v, const ViewMap dom,
-                   const uint16_t *dO, const float *lse, const float *dots,
-                   const ViewMap dkm, Elements dk, bool setK, const ViewMap dvm,
-                   Elements dv, bool setV, size_t shared, bool &launched) {
-  launched = launchBlocks(
-      stream, s.batches * s.keyTiles(), kThreads, shared,
-      [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
-        const int64_t D = s.D, n = block / s.keyTiles();
-        const int64_t c0 = (block % s.keyTiles()) * kTile;
-        const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
-        const int64_t qb = s.batchOffset(qm, n), kb = s.batchOffset(km, n),
-                      vb = s.batchOffset(vm, n), dob = s.batchOffset(dom, n),
-                      flat = s.flatBase(n);
-        Carve carve{memory};
-        uint16_t *K = carve.take<uint16_t>(kTile * D);
-        uint16_t *V = carve.take<uint16_t>(kTile * D);
-        uint16_t *Q = carve.take<uint16_t>(kTile * D);
-        uint16_t *G = carve.take<uint16_t>(kTile * D); // dO
-        float *dK = carve.take<float>(kTile * D);
-        float *dV = carve.take<float>(kTile * D);
-        float *St = carve.take<float>(kWarps * 16 * kTile);
-        uint16_t *Pt = carve.take<uint16_t>(kWarps * 16 * kTile);
-        float *dPt = carve.take<float>(kWarps * 16 * kTile);
-        uint16_t *dSt = carve.take<uint16_t>(kWarps * 16 * kTile);
-        float *Lse = carve.take<float>(kTile);
-        float *Dot = carve.take<float>(kTile);
-        loadTile(t, s, k, km, kb, c0, nc, K);
-        loadTile(t, s, v, vm, vb, c0, nc, V);
-        for (int64_t e = t.thread; e < kTile * D; e += t.threads) {
-          dK[e] = 0.0f;
-          dV[e] = 0.0f;
-        }
-        // The first query tile with a row that sees the tile's first key.
-        int64_t tile = 0;
-        if (s.causal && c0 > s.rowLo)
-          tile = (c0 - s.rowLo) / kTile;
-        for (; tile < s.rowTiles(); ++tile) {
-          const int64_t r0 = s.rowLo + tile * kTile;
-          const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
-          t.sync();
-          loadTile(t, s, q, qm, qb, r0, nr, Q);
-          loadTile(t, s, dO, dom, dob, r0, nr, G);
-          for (int64_t r = t.thread; r < kTile; r += t.threads) {
-            const int64_t at = n * s.rows() + (r0 + r - s.rowLo);
-            Lse[r] = r < nr ? lse[at] : 0.0f;
-            Dot[r] = r < nr ? dots[at] : 0.0f;
-          }
-          t.sync();
-          for (int w = t.warp; w < kWarps; w += t.warps) {
-            if (16 * w >= nc)
-              continue;
-            float *Sw = St + w * 16 * kTile, *dPw = dPt + w * 16 * kTile;
-            uint16_t *Pw = Pt + w * 16 * kTile, *dSw = dSt + w * 16 * kTile;
-            // S^T and dP'^T of the warp's keys against the tile's rows.
-            for (int rt = 0; rt < kTile / 16; ++rt) {
-              warpMma<false, true>(t, s.type, K + 16 * w * D,
-                                   static_cast<int>(D), Q + 16 * rt * D,
-                                   static_cast<int>(D), Sw + 16 * rt, kTile,
-                                   static_cast<int>(D / 16));
-              warpMma<false, true>(t, s.type, V + 16 * w * D,
-                                   static_cast<int>(D), G + 16 * rt * D,
-                                   static_cast<int>(D), dPw + 16 * rt, kTile,
-                                   static_cast<int>(D / 16));
-            }
-            t.syncWarp();
-            for (int e = t.lane; e < 16 * kTile; e += t.lanes) {
-              const int kr = e / kTile, rr = e % kTile;
-              const int64_t j = c0 + 16 * w + kr, i = r0 + rr;
-              const ScoreGrad g = rr < nr ? scoreGrad(s, flat, i, j, Sw[e],
-                                                      dPw[e], Lse[rr], Dot[rr])
-                                          : ScoreGrad{0.0f, 0.0f};
-              Pw[e] = toHalfBits(s.type, g.pDropped);
-              dSw[e] = toHalfBits(s.type, g.dS);
-            }
-            t.syncWarp();
-            // dV += P'^T dO and dK += dS^T Q for the warp's keys.
-            addProduct<false>(t, s.type, Pw, kTile, G, D, dV + 16 * w * D,
-                              nullptr, Sw);
-            addProduct<false>(t, s.type, dSw, kTile, Q, D, dK + 16 * w * D,
-                              nullptr, Sw);
-          }
-        }
-        t.sync();
-        const int64_t dkb = dk ? s.batchOffset(dkm, n) : 0,
-                      dvb = dv ? s.batchOffset(dvm, n) : 0;
-        for (int64_t e = t.thread; e < kTile * D; e += t.threads) {
-          const int64_t j = e / D, c = e % D;
-          if (j >= nc)
-            continue;
-          if (dk)
-            addInto(dk, dkb + FlashShape::rowOffset(dkm, c0 + j, c),
-                    s.scale * dK[e], setK);
-          if (dv)
-            addInto(dv, dvb + FlashShape::rowOffset(dvm, c0 + j, c), dV[e],
-                    setV);
-        }
-      });
+template <int kBound, bool kBf16>
+PPC_HD void keyPassBlock(const BlockThreads &t, int64_t block, char *memory,
+                         const BackwardArgs &a) {
+  constexpr int ld = kBound + kPad, dFrags = kBound / 8;
+  const FlashShape &s = a.s;
+  const int64_t n = block / s.keyTiles();
+  const int64_t c0 = (block % s.keyTiles()) * kTile;
+  const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+  const int64_t qb = s.batchOffset(a.qm, n), dob = s.batchOffset(a.dom, n),
+                flat = s.flatBase(n);
+  Carve carve{memory};
+  uint16_t *K = carve.take<uint16_t>(kTile * ld);
+  uint16_t *V = carve.take<uint16_t>(kTile * ld);
+  uint16_t *Q = carve.take<uint16_t>(kTile * ld);
+  uint16_t *G = carve.take<uint16_t>(kTile * ld); // dO
+  float *Lse = carve.take<float>(kTile);
+  float *Dot = carve.take<float>(kTile);
+  loadTile<kBound>(t, s, a.k, a.km, s.batchOffset(a.km, n), c0, nc, K);
+  loadTile<kBound>(t, s, a.v, a.vm, s.batchOffset(a.vm, n), c0, nc, V);
+  Acc16x8 dK[kHeldWarps][dFrags], dV[kHeldWarps][dFrags];
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw)
+    PPC_UNROLL
+  for (int dt = 0; dt < dFrags; ++dt) {
+    zero(dK[hw][dt]);
+    zero(dV[hw][dt]);
+  }
+  // The first query tile with a row that sees the tile's first key.
+  int64_t tile = 0;
+  if (s.causal && c0 > s.rowLo)
+    tile = (c0 - s.rowLo) / kTile;
+  for (; tile < s.rowTiles(); ++tile) {
+    const int64_t r0 = s.rowLo + tile * kTile;
+    const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
+    t.sync();
+    loadTile<kBound>(t, s, a.q, a.qm, qb, r0, nr, Q);
+    loadTile<kBound>(t, s, a.dO, a.dom, dob, r0, nr, G);
+    for (int64_t r = t.thread; r < kTile; r += t.threads) {
+      const int64_t at = n * s.rows() + (r0 + r - s.rowLo);
+      Lse[r] = r < nr ? a.lse[at] : 0.0f;
+      Dot[r] = r < nr ? a.dots[at] : 0.0f;
+    }
+    t.sync();
+    PPC_UNROLL
+    for (int hw = 0; hw < kHeldWarps; ++hw) {
+      const int key0 = 16 * (t.warp + hw);
+      if (key0 >= nc || (s.causal && c0 + key0 > r0 + nr - 1))
+        continue; // no key of this warp is seen from the tile's rows
+      // S^T and dP'^T: the warp's keys against the tile's rows.
+      Acc16x8 sc[kTileFrags], dp[kTileFrags];
+      tileScores<kBound, kBf16>(t, K, key0, Q, sc);
+      tileScores<kBound, kBf16>(t, V, key0, G, dp);
+      scoreGradients(t, s, flat, Lse, Dot, sc, dp,
+                     [&](int row, int col, int64_t &i, int64_t &j, int &stat) {
+                       i = r0 + col;
+                       j = c0 + key0 + row;
+                       stat = col;
+                       return col < nr;
+                     });
+      // dV += P'^T dO and dK += dS^T Q for the warp's keys.
+      addTileProduct<kBound, kBf16>(t, sc, G, dV[hw]);
+      addTileProduct<kBound, kBf16>(t, dp, Q, dK[hw]);
+    }
+  }
+  const int64_t dkb = a.dk ? s.batchOffset(a.dkm, n) : 0,
+                dvb = a.dv ? s.batchOffset(a.dvm, n) : 0;
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw) {
+    const int key0 = 16 * (t.warp + hw);
+    PPC_UNROLL
+    for (int h = 0; h < kHeldLanes; ++h) {
+      const int lane = heldLane(t, h);
+      PPC_UNROLL
+      for (int dt = 0; dt < dFrags; ++dt)
+        PPC_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const int key = key0 + accRow(lane, r), col = 8 * dt + accCol(lane, r);
+        if (key >= nc || col >= s.D)
+          continue;
+        if (a.dk)
+          addInto(a.dk, dkb + FlashShape::rowOffset(a.dkm, c0 + key, col),
+                  s.scale * dK[hw][dt].v[h][r], a.setK);
+        if (a.dv)
+          addInto(a.dv, dvb + FlashShape::rowOffset(a.dvm, c0 + key, col),
+                  dV[hw][dt].v[h][r], a.setV);
+      }
+    }
+  }
 }
 
 /// dQ of a tile of query rows (warp w: rows 16w..), over the key tiles
 /// they see.
-void queryPassKernel(Stream stream, const FlashShape s, const ViewMap qm,
-                     const uint16_t *q, const ViewMap km, const uint16_t *k,
-                     const ViewMap vm, const uint16_t *v, const ViewMap dom,
-                     const uint16_t *dO, const float *lse, const float *dots,
-                     const ViewMap dqm, Elements dq, bool setQ, size_t shared,
-                     bool &launched) {
-  launched = launchBlocks(
-      stream, s.batches * s.rowTiles(), kThreads, shared,
-      [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
-        const int64_t D = s.D, n = block / s.rowTiles();
-        const int64_t r0 = s.rowLo + (block % s.rowTiles()) * kTile;
-        const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
-        const int64_t qb = s.batchOffset(qm, n), kb = s.batchOffset(km, n),
-                      vb = s.batchOffset(vm, n), dob = s.batchOffset(dom, n),
-                      dqb = s.batchOffset(dqm, n), flat = s.flatBase(n);
-        Carve carve{memory};
-        uint16_t *Q = carve.take<uint16_t>(kTile * D);
-        uint16_t *G = carve.take<uint16_t>(kTile * D); // dO
-        uint16_t *K = carve.take<uint16_t>(kTile * D);
-        uint16_t *V = carve.take<uint16_t>(kTile * D);
-        float *dQ = carve.take<float>(kTile * D);
-        float *S = carve.take<float>(kWarps * 16 * kTile);
-        float *dP = carve.take<float>(kWarps * 16 * kTile);
-        uint16_t *dS = carve.take<uint16_t>(kWarps * 16 * kTile);
-        float *Lse = carve.take<float>(kTile);
-        float *Dot = carve.take<float>(kTile);
-        loadTile(t, s, q, qm, qb, r0, nr, Q);
-        loadTile(t, s, dO, dom, dob, r0, nr, G);
-        for (int64_t e = t.thread; e < kTile * D; e += t.threads)
-          dQ[e] = 0.0f;
-        for (int64_t r = t.thread; r < kTile; r += t.threads) {
-          const int64_t at = n * s.rows() + (r0 + r - s.rowLo);
-          Lse[r] = r < nr ? lse[at] : 0.0f;
-          Dot[r] = r < nr ? dots[at] : 0.0f;
-        }
-        const int64_t end = s.keysEnd(r0, nr);
-        for (int64_t c0 = 0; c0 < end; c0 += kTile) {
-          const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
-          t.sync();
-          loadTile(t, s, k, km, kb, c0, nc, K);
-          loadTile(t, s, v, vm, vb, c0, nc, V);
-          t.sync();
-          for (int w = t.warp; w < kWarps; w += t.warps) {
-            if (16 * w >= nr)
-              continue;
-            float *Sw = S + w * 16 * kTile, *dPw = dP + w * 16 * kTile;
-            uint16_t *dSw = dS + w * 16 * kTile;
-            for (int ct = 0; ct < kTile / 16; ++ct) {
-              warpMma<false, true>(t, s.type, Q + 16 * w * D,
-                                   static_cast<int>(D), K + 16 * ct * D,
-                                   static_cast<int>(D), Sw + 16 * ct, kTile,
-                                   static_cast<int>(D / 16));
-              warpMma<false, true>(t, s.type, G + 16 * w * D,
-                                   static_cast<int>(D), V + 16 * ct * D,
-                                   static_cast<int>(D), dPw + 16 * ct, kTile,
-                                   static_cast<int>(D / 16));
-            }
-            t.syncWarp();
-            for (int e = t.lane; e < 16 * kTile; e += t.lanes) {
-              const int rr = e / kTile, kc = e % kTile;
-              const int64_t row = 16 * w + rr;
-              const ScoreGrad g =
-                  row < nr ? scoreGrad(s, flat, r0 + row, c0 + kc, Sw[e],
-                                       dPw[e], Lse[row], Dot[row])
-                           : ScoreGrad{0.0f, 0.0f};
-              dSw[e] = toHalfBits(s.type, g.dS);
-            }
-            t.syncWarp();
-            // dQ += dS K for the warp's rows.
-            addProduct<false>(t, s.type, dSw, kTile, K, D, dQ + 16 * w * D,
-                              nullptr, Sw);
-          }
-        }
-        t.sync();
-        for (int64_t e = t.thread; e < kTile * D; e += t.threads) {
-          const int64_t r = e / D, c = e % D;
-          if (r < nr)
-            addInto(dq, dqb + FlashShape::rowOffset(dqm, r0 + r, c),
-                    s.scale * dQ[e], setQ);
-        }
-      });
+template <int kBound, bool kBf16>
+PPC_HD void queryPassBlock(const BlockThreads &t, int64_t block, char *memory,
+                           const BackwardArgs &a) {
+  constexpr int ld = kBound + kPad, dFrags = kBound / 8;
+  const FlashShape &s = a.s;
+  const int64_t n = block / s.rowTiles();
+  const int64_t r0 = s.rowLo + (block % s.rowTiles()) * kTile;
+  const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
+  const int64_t kb = s.batchOffset(a.km, n), vb = s.batchOffset(a.vm, n),
+                flat = s.flatBase(n);
+  Carve carve{memory};
+  uint16_t *Q = carve.take<uint16_t>(kTile * ld);
+  uint16_t *G = carve.take<uint16_t>(kTile * ld); // dO
+  uint16_t *K = carve.take<uint16_t>(kTile * ld);
+  uint16_t *V = carve.take<uint16_t>(kTile * ld);
+  float *Lse = carve.take<float>(kTile);
+  float *Dot = carve.take<float>(kTile);
+  loadTile<kBound>(t, s, a.q, a.qm, s.batchOffset(a.qm, n), r0, nr, Q);
+  loadTile<kBound>(t, s, a.dO, a.dom, s.batchOffset(a.dom, n), r0, nr, G);
+  for (int64_t r = t.thread; r < kTile; r += t.threads) {
+    const int64_t at = n * s.rows() + (r0 + r - s.rowLo);
+    Lse[r] = r < nr ? a.lse[at] : 0.0f;
+    Dot[r] = r < nr ? a.dots[at] : 0.0f;
+  }
+  Acc16x8 dQ[kHeldWarps][dFrags];
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw)
+    PPC_UNROLL
+  for (int dt = 0; dt < dFrags; ++dt)
+    zero(dQ[hw][dt]);
+  const int64_t end = s.keysEnd(r0, nr);
+  for (int64_t c0 = 0; c0 < end; c0 += kTile) {
+    const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+    t.sync();
+    loadTile<kBound>(t, s, a.k, a.km, kb, c0, nc, K);
+    loadTile<kBound>(t, s, a.v, a.vm, vb, c0, nc, V);
+    t.sync();
+    PPC_UNROLL
+    for (int hw = 0; hw < kHeldWarps; ++hw) {
+      const int row0 = 16 * (t.warp + hw);
+      if (row0 >= nr || (s.causal && c0 > r0 + row0 + 15))
+        continue;
+      Acc16x8 sc[kTileFrags], dp[kTileFrags];
+      tileScores<kBound, kBf16>(t, Q, row0, K, sc);
+      tileScores<kBound, kBf16>(t, G, row0, V, dp);
+      scoreGradients(t, s, flat, Lse, Dot, sc, dp,
+                     [&](int row, int col, int64_t &i, int64_t &j, int &stat) {
+                       i = r0 + row0 + row;
+                       j = c0 + col;
+                       stat = row0 + row;
+                       return row0 + row < nr;
+                     });
+      // dQ += dS K for the warp's rows.
+      addTileProduct<kBound, kBf16>(t, dp, K, dQ[hw]);
+    }
+  }
+  const int64_t dqb = s.batchOffset(a.dqm, n);
+  PPC_UNROLL
+  for (int hw = 0; hw < kHeldWarps; ++hw) {
+    const int row0 = 16 * (t.warp + hw);
+    PPC_UNROLL
+    for (int h = 0; h < kHeldLanes; ++h) {
+      const int lane = heldLane(t, h);
+      PPC_UNROLL
+      for (int dt = 0; dt < dFrags; ++dt)
+        PPC_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const int row = row0 + accRow(lane, r), col = 8 * dt + accCol(lane, r);
+        if (row < nr && col < s.D)
+          addInto(a.dq, dqb + FlashShape::rowOffset(a.dqm, r0 + row, col),
+                  s.scale * dQ[hw][dt].v[h][r], a.setQ);
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Launches
+//===----------------------------------------------------------------------===//
+
+/// The kernels of one head-dim bound and 16-bit type.
+template <int kBound, bool kBf16> struct FlashKernels {
+  static bool forward(Stream stream, int64_t blocks, const ForwardArgs &a) {
+    return launchBlocks(
+        stream, blocks, kThreads, sharedBytes(kForwardTiles, kBound, 0),
+        [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
+          forwardBlock<kBound, kBf16>(t, block, memory, a);
+        });
+  }
+  static bool stats(Stream stream, int64_t blocks, const BackwardArgs &a) {
+    return launchBlocks(
+        stream, blocks, kThreads, sharedBytes(kStatsTiles, kBound, 0),
+        [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
+          statsBlock<kBound, kBf16>(t, block, memory, a);
+        });
+  }
+  static bool keyPass(Stream stream, int64_t blocks, const BackwardArgs &a) {
+    return launchBlocks(
+        stream, blocks, kThreads, sharedBytes(kPassTiles, kBound, 2),
+        [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
+          keyPassBlock<kBound, kBf16>(t, block, memory, a);
+        });
+  }
+  static bool queryPass(Stream stream, int64_t blocks, const BackwardArgs &a) {
+    return launchBlocks(
+        stream, blocks, kThreads, sharedBytes(kPassTiles, kBound, 2),
+        [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
+          queryPassBlock<kBound, kBf16>(t, block, memory, a);
+        });
+  }
+};
+
+/// Calls `run.template operator()<Kernels>()` with the FlashKernels of D's
+/// bound and the type.
+template <typename Run> bool withKernels(int64_t D, DType type, Run run) {
+  const bool bf16 = type == DType::BF16;
+  switch (headDimBound(D)) {
+  case 16:
+    return bf16 ? run(FlashKernels<16, true>())
+                : run(FlashKernels<16, false>());
+  case 32:
+    return bf16 ? run(FlashKernels<32, true>())
+                : run(FlashKernels<32, false>());
+  case 64:
+    return bf16 ? run(FlashKernels<64, true>())
+                : run(FlashKernels<64, false>());
+  default:
+    return bf16 ? run(FlashKernels<128, true>())
+                : run(FlashKernels<128, false>());
+  }
 }
 
 const uint16_t *bits(const KernelView &view) {
   return static_cast<const uint16_t *>(view.elements.data);
+}
+
+/// Whether this device has mma.sync on bf16 and f16 (compute 8.0 on).
+bool deviceHasMma() {
+#if defined(PPC_CUDA_EMULATION)
+  return true;
+#else
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return major >= 8;
+#endif
+}
+
+absl::Status refused() {
+  return absl::InternalError(
+      "the device refused the attention kernel's launch");
 }
 
 } // namespace
@@ -596,25 +802,34 @@ bool flashAttentionFits(const AttentionRanges &r, const KernelView &q,
     return false;
   if (r.batchLo.size() > size_t(kMaxRank))
     return false;
-  const size_t most =
-      std::max({forwardShared(r.D), keyPassShared(r.D), queryPassShared(r.D)});
-  return most <= maxBlockSharedBytes();
+  static const bool mma = deviceHasMma();
+  return mma &&
+         sharedBytes(kPassTiles, headDimBound(r.D), 2) <= maxBlockSharedBytes();
 }
 
 absl::Status flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
                                    const DropoutMask &mask, const KernelView &q,
                                    const KernelView &k, const KernelView &v,
                                    const KernelView &result) {
-  const FlashShape s = flashShape(r, mask, q.shape, q.elements.type);
-  if (s.batches == 0 || s.rows() <= 0)
+  ForwardArgs a;
+  a.s = flashShape(r, mask, q.shape);
+  if (a.s.batches == 0 || a.s.rows() <= 0)
     return absl::OkStatus();
-  bool launched = false;
-  forwardKernel(ctx.stream, s, viewMap(q, r), bits(q), viewMap(k, r), bits(k),
-                viewMap(v, r), bits(v), viewMap(result, r), result.elements,
-                forwardShared(r.D), launched);
-  return launched ? absl::OkStatus()
-                  : absl::InternalError(
-                        "the device refused the attention kernel's launch");
+  a.qm = viewMap(q, r);
+  a.km = viewMap(k, r);
+  a.vm = viewMap(v, r);
+  a.om = viewMap(result, r);
+  a.q = bits(q);
+  a.k = bits(k);
+  a.v = bits(v);
+  a.out = result.elements;
+  const int64_t blocks = a.s.batches * a.s.rowTiles();
+  return withKernels(r.D, q.elements.type,
+                     [&](auto kernels) {
+                       return kernels.forward(ctx.stream, blocks, a);
+                     })
+             ? absl::OkStatus()
+             : refused();
 }
 
 absl::Status flashAttentionBackward(
@@ -622,39 +837,50 @@ absl::Status flashAttentionBackward(
     const KernelView &q, const KernelView &k, const KernelView &v,
     const KernelView &result, const KernelView &dResult, const KernelView &dq,
     const KernelView &dk, const KernelView &dv) {
-  const FlashShape s = flashShape(r, mask, q.shape, q.elements.type);
+  BackwardArgs a;
+  a.s = flashShape(r, mask, q.shape);
+  const FlashShape &s = a.s;
   // Gradients are written where the kernels cover their views: dK and dV
   // over every key of the partition's batches, dQ over its rows.
   const int64_t keys = s.batches * s.T * s.D, rows = s.batches * s.rows() * s.D;
-  const bool setQ = writesGradient(ctx, dq, dq.count() == rows);
-  const bool setK = writesGradient(ctx, dk, dk.count() == keys);
-  const bool setV = writesGradient(ctx, dv, dv.count() == keys);
+  a.setQ = writesGradient(ctx, dq, dq.count() == rows);
+  a.setK = writesGradient(ctx, dk, dk.count() == keys);
+  a.setV = writesGradient(ctx, dv, dv.count() == keys);
   if (s.batches == 0 || s.rows() <= 0)
     return absl::OkStatus();
-  float *lse = ctx.workspace->floats(s.batches * s.rows());
-  float *dots = ctx.workspace->floats(s.batches * s.rows());
-  if (!lse || !dots)
+  a.lse = ctx.workspace->floats(s.batches * s.rows());
+  a.dots = ctx.workspace->floats(s.batches * s.rows());
+  if (!a.lse || !a.dots)
     return absl::ResourceExhaustedError(
         "out of device memory for the attention's row statistics");
-  const ViewMap qm = viewMap(q, r), km = viewMap(k, r), vm = viewMap(v, r),
-                dom = viewMap(dResult, r);
-  bool launched = false;
-  statsKernel(ctx.stream, s, qm, bits(q), km, bits(k), viewMap(result, r),
-              result.elements, dom, dResult.elements, lse, dots,
-              forwardShared(r.D), launched);
-  if (launched && (dk.present() || dv.present()))
-    keyPassKernel(ctx.stream, s, qm, bits(q), km, bits(k), vm, bits(v), dom,
-                  bits(dResult), lse, dots,
-                  dk.present() ? viewMap(dk, r) : ViewMap(), dk.elements, setK,
-                  dv.present() ? viewMap(dv, r) : ViewMap(), dv.elements, setV,
-                  keyPassShared(r.D), launched);
-  if (launched && dq.present())
-    queryPassKernel(ctx.stream, s, qm, bits(q), km, bits(k), vm, bits(v), dom,
-                    bits(dResult), lse, dots, viewMap(dq, r), dq.elements, setQ,
-                    queryPassShared(r.D), launched);
-  return launched ? absl::OkStatus()
-                  : absl::InternalError(
-                        "the device refused the attention kernel's launch");
+  a.qm = viewMap(q, r);
+  a.km = viewMap(k, r);
+  a.vm = viewMap(v, r);
+  a.om = viewMap(result, r);
+  a.dom = viewMap(dResult, r);
+  if (dq.present())
+    a.dqm = viewMap(dq, r);
+  if (dk.present())
+    a.dkm = viewMap(dk, r);
+  if (dv.present())
+    a.dvm = viewMap(dv, r);
+  a.q = bits(q);
+  a.k = bits(k);
+  a.v = bits(v);
+  a.dO = bits(dResult);
+  a.o = result.elements;
+  a.dOut = dResult.elements;
+  a.dq = dq.present() ? dq.elements : Elements();
+  a.dk = dk.present() ? dk.elements : Elements();
+  a.dv = dv.present() ? dv.elements : Elements();
+  const int64_t rowBlocks = s.batches * s.rowTiles(),
+                keyBlocks = s.batches * s.keyTiles();
+  const bool launched = withKernels(r.D, q.elements.type, [&](auto kernels) {
+    return kernels.stats(ctx.stream, rowBlocks, a) &&
+           (!(a.dk || a.dv) || kernels.keyPass(ctx.stream, keyBlocks, a)) &&
+           (!a.dq || kernels.queryPass(ctx.stream, rowBlocks, a));
+  });
+  return launched ? absl::OkStatus() : refused();
 }
 
 } // namespace ppc::runtime::cuda

@@ -183,8 +183,9 @@ TEST(CudaAttention, TiledKernelsAgree) {
       wider.needsGrad = {false, true, true};
       expectBackendsAgree(wider, "tiled bf16 " + describe(c) + " wider query");
     }
-  // Head dims of 16 and 128, one tile.
-  for (int64_t D : {16, 128}) {
+  // Head dims of each compiled bound (16, 32, 64, 128) and between two
+  // (48: zeros past its columns), one tile.
+  for (int64_t D : {16, 48, 64, 128}) {
     AttentionCase c{{3}, 20, 24, D, D, 0.3, true, 0.0, 1};
     AgreementCase a = agreement(c, 0);
     a.dtype = DType::BF16;
@@ -192,6 +193,13 @@ TEST(CudaAttention, TiledKernelsAgree) {
     a.rtol = 2e-2;
     expectBackendsAgree(a, "tiled bf16 D " + std::to_string(D));
   }
+  // GPT-2's heads (64) over several tiles of rows and keys, with dropout.
+  AttentionCase gpt{{2}, 150, 150, 64, 64, 0.125, true, 0.1, 5};
+  AgreementCase a = agreement(gpt, 0);
+  a.dtype = DType::BF16;
+  a.atol = 2e-2;
+  a.rtol = 2e-2;
+  expectBackendsAgree(a, "tiled bf16 D 64 " + describe(gpt));
 }
 
 TEST(CudaAttention, RejectsWhatTheCpuKernelRejects) {
