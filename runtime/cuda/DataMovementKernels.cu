@@ -8,14 +8,15 @@
 // The host checks that the views hold what the partition's box reaches and
 // turns every map into strided accesses, as the cpu kernels do
 // (DataMovementMaps.h); one thread per point of the iteration box then
-// moves one element. Backward adds the output gradient back along the same
-// map (injective: no two threads write one element). gather's gathered
-// rows are a reduction dim: a partition holding rows [a, b) of `data`
-// writes only the elements whose index falls there, zero elsewhere, and
-// its backward sums into those rows with atomicAddFloat (into a float32
-// block of the rows when the gradient is stored in 16 bits, rounded into it
-// once, as the cpu backend's widened block). An index out of range is found
-// on the device and reported once the step's work is done (DeviceChecks):
+// moves one element, or 16 bytes where source and destination run
+// contiguously alike (after merging the dims both walk as one). Backward adds
+// the output gradient back along the same map (injective: no two threads write
+// one element). gather's gathered rows are a reduction dim: a partition holding
+// rows [a, b) of `data` writes only the elements whose index falls there, zero
+// elsewhere, and its backward sums into those rows with atomicAddFloat (into a
+// float32 block of the rows when the gradient is stored in 16 bits, rounded
+// into it once, as the cpu backend's widened block). An index out of range is
+// found on the device and reported once the step's work is done (DeviceChecks):
 // nothing here waits for its stream. Values move as stored (native).
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "ppc/Runtime/Boxes.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -96,9 +98,89 @@ PPC_HD inline void offsetsOf(const IterBox &it, int64_t i, const Access &a,
 // Device kernels
 //===----------------------------------------------------------------------===//
 
-/// dst (+)= src along the accesses, one thread per point of `it`.
+/// `it` with the dims that both accesses walk as one merged (dim d and the
+/// next, where each access's stride of d is the next's times its extent)
+/// and dims of extent 1 dropped: fewer divisions per point.
+void collapse(IterBox &it, Access &a, Access &b) {
+  IterBox out;
+  Access oa, ob;
+  oa.base = a.base;
+  ob.base = b.base;
+  for (int d = 0; d < it.rank; ++d) {
+    if (it.extent[d] == 1 && it.rank > 1)
+      continue;
+    const int last = out.rank - 1;
+    if (last >= 0 && oa.strides[last] == a.strides[d] * it.extent[d] &&
+        ob.strides[last] == b.strides[d] * it.extent[d]) {
+      out.extent[last] *= it.extent[d];
+      oa.strides[last] = a.strides[d];
+      ob.strides[last] = b.strides[d];
+      continue;
+    }
+    out.extent[out.rank] = it.extent[d];
+    oa.strides[out.rank] = a.strides[d];
+    ob.strides[out.rank] = b.strides[d];
+    ++out.rank;
+  }
+  if (out.rank == 0) { // every extent 1
+    out.rank = 1;
+    out.extent[0] = 1;
+  }
+  it = out;
+  a = oa;
+  b = ob;
+}
+
+/// 16 bytes from `src` to `dst`, both 16-byte aligned.
+PPC_HD inline void copy16(const void *src, void *dst) {
+#if defined(__CUDA_ARCH__)
+  *static_cast<uint4 *>(dst) = *static_cast<const uint4 *>(src);
+#else
+  std::memcpy(dst, src, 16);
+#endif
+}
+
+/// Elements of `type` a 16-byte move takes along `it`'s innermost dim
+/// between the two accesses (1: element by element): both walk it
+/// contiguously, every run and offset starts on 16 bytes.
+int vectorWidth(const IterBox &it, DType type, const void *src, Access a,
+                const void *dst, Access b) {
+  const int width = 16 / bytesOf(type), last = it.rank - 1;
+  if (last < 0 || a.strides[last] != 1 || b.strides[last] != 1 ||
+      it.extent[last] % width != 0 || a.base % width != 0 ||
+      b.base % width != 0 || reinterpret_cast<uintptr_t>(src) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(dst) % 16 != 0)
+    return 1;
+  for (int d = 0; d < last; ++d)
+    if (a.strides[d] % width != 0 || b.strides[d] % width != 0)
+      return 1;
+  return width;
+}
+
+/// dst (+)= src along the accesses: collapsed dims, and 16 bytes a thread
+/// where a copy between buffers of one type runs contiguously in both;
+/// else one thread per point of `it`.
 void copyKernel(Stream stream, IterBox it, Elements src, Access a, Elements dst,
                 Access b, bool accumulate) {
+  collapse(it, a, b);
+  const int width = accumulate || src.type != dst.type
+                        ? 1
+                        : vectorWidth(it, src.type, src.data, a, dst.data, b);
+  if (width > 1) {
+    IterBox runs = it;
+    runs.extent[it.rank - 1] /= width;
+    Access ra = a, rb = b;
+    ra.strides[it.rank - 1] = rb.strides[it.rank - 1] = width;
+    const int bytes = bytesOf(src.type);
+    char *from = static_cast<char *>(src.data);
+    char *to = static_cast<char *>(dst.data);
+    launch(stream, runs.count(), [=] PPC_HD(int64_t i) {
+      int64_t oa, ob;
+      offsetsOf(runs, i, ra, rb, oa, ob);
+      copy16(from + oa * bytes, to + ob * bytes);
+    });
+    return;
+  }
   launch(stream, it.count(), [=] PPC_HD(int64_t i) {
     int64_t oa, ob;
     offsetsOf(it, i, a, b, oa, ob);

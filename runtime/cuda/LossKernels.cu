@@ -9,12 +9,13 @@
 //    maximum over the held classes ([rows] scratch, max-reduced by the
 //    plan), the held log-sum-exp and the label's logit where held ([2,
 //    rows] scratch, summed after stage 1), a block of threads per row
-//    (Reductions.h: the maximum, then the sum over the row the block just
-//    read); stage 1 turns each log-sum-exp into the held sum of exp(x -
-//    max) against the row's maximum over all partitions, a thread per row;
+//    (Reductions.h) reading the row once (each thread's running maximum
+//    and sum of exponentials, rescaled as its maximum grows, then combined
+//    over the block); stage 1 turns each log-sum-exp into the held sum of exp(x
+//    - max) against the row's maximum over all partitions, a thread per row;
 //    stage 2 the mean loss, written by the partition holding the first
-//    classes (the others write 0), one block over the rows; the backward is
-//    per element. Labels are checked on the device
+//    classes (the others write 0), one block over the rows; the backward
+//    runs a block of threads per row. Labels are checked on the device
 //    (DeviceChecks: the least bad row is reported with the cpu kernel's
 //    message once the step's work is done) in forward stage 0 and in the
 //    backward; no label is read back to the host mid-step.
@@ -96,14 +97,21 @@ absl::Status crossEntropyForward(const OpDesc &op, const KernelContext &ctx,
     launchRows(exec.stream, rows, held,
                [=] PPC_HD(const RowThreads &t, int64_t i) {
                  const Elements row = logits + i * held;
-                 float m = -INFINITY;
-                 for (int64_t k = t.thread; k < held; k += t.threads)
-                   m = m < row[k] ? row[k] : m;
-                 m = t.max(m);
-                 double sum = 0;
-                 for (int64_t k = t.thread; k < held; k += t.threads)
-                   sum += expf(row[k] - m);
-                 sum = t.sum(sum);
+                 // One pass: each thread's running maximum and its sum of
+                 // exp(x - maximum), rescaled when the maximum grows.
+                 float mine = -INFINITY, mySum = 0.0f;
+                 for (int64_t k = t.thread; k < held; k += t.threads) {
+                   const float x = row[k];
+                   if (x > mine) {
+                     mySum = mySum * expf(mine - x) + 1.0f;
+                     mine = x;
+                   } else {
+                     mySum += expf(x - mine);
+                   }
+                 }
+                 const float m = t.max(mine);
+                 const double sum = t.sum(static_cast<double>(
+                     mySum == 0.0f ? 0.0f : mySum * expf(mine - m)));
                  if (t.thread == 0) {
                    max[i] = m;
                    sums[i] = heldLogSumExp(m, sum);
@@ -164,19 +172,25 @@ absl::Status crossEntropyBackward(const OpDesc &op, const KernelContext &ctx,
   const int64_t held = shape.held(), classLo = shape.classLo,
                 classes = shape.classes, rowLo = shape.rowLo;
   const double batch = static_cast<double>(shape.batch);
-  launch(exec.stream, shape.rows() * held, [=] PPC_HD(int64_t e) {
-    const int64_t i = e / held, k = e % held;
-    const double scale = dLoss[0] / batch;
-    const float factor = static_cast<float>(scale / sums[i]);
-    const float label = labels[i];
-    if (k == 0)
-      checkLabel(bad, label, rowLo + i, classes);
-    float grad = (set ? 0.0f : static_cast<float>(dLogits[e])) +
-                 expf(logits[e] - max[i]) * factor;
-    if (labelClass(label, classes) == classLo + k)
-      grad -= static_cast<float>(scale);
-    dLogits[e] = grad;
-  });
+  // A block of threads per row: the row's factors once, then its elements.
+  launchRows(exec.stream, shape.rows(), held,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const double scale = dLoss[0] / batch;
+               const float factor = static_cast<float>(scale / sums[i]);
+               const float m = max[i], label = labels[i];
+               if (t.thread == 0)
+                 checkLabel(bad, label, rowLo + i, classes);
+               const int64_t target = labelClass(label, classes) - classLo;
+               const Elements row = logits + i * held,
+                              dRow = dLogits + i * held;
+               for (int64_t k = t.thread; k < held; k += t.threads) {
+                 float grad = (set ? 0.0f : static_cast<float>(dRow[k])) +
+                              expf(row[k] - m) * factor;
+                 if (k == target)
+                   grad -= static_cast<float>(scale);
+                 dRow[k] = grad;
+               }
+             });
   return absl::OkStatus();
 }
 

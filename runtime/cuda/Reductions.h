@@ -12,9 +12,10 @@
 //    by the row's width: results are deterministic. Every thread of a row
 //    must reach every reduction (no early return before one).
 //  - sumColumns: per column of a [rows, cols] iteration, a sum over the rows
-//    in two deterministic levels: chunks of rows (one thread per chunk and
-//    column, neighbouring columns on neighbouring threads), then the chunks
-//    in order, so few columns over many rows still fill the device.
+//    in two deterministic levels, a block per tile of 32 columns in each
+//    (chunks of rows split among the block's warps, then the chunks), so
+//    few columns over many rows still fill the device with many loads in
+//    flight.
 // In the host emulation a row has one thread (its reductions return their
 // argument) and the chunks run in order: the same arithmetic, one order.
 //
@@ -23,6 +24,7 @@
 #ifndef PPC_RUNTIME_CUDA_REDUCTIONS_H
 #define PPC_RUNTIME_CUDA_REDUCTIONS_H
 
+#include "Blocks.h"
 #include "Device.h"
 
 #include <algorithm>
@@ -178,16 +180,48 @@ void launchRows(Stream stream, int64_t rows, int64_t width, Fn fn) {
 #endif
 }
 
+/// Columns a block of sumColumns takes (a warp's lanes) and the warps that
+/// split its rows.
+constexpr int kColumnTile = 32;
+constexpr int kColumnWarps = 8;
+
 /// Chunks of rows sumColumns splits `rows` into for `cols` columns: enough
-/// (chunk, column) threads to fill a device, chunks of at least 16 rows.
+/// blocks (chunk, tile of 32 columns) to fill a device several times over,
+/// chunks of at least 64 rows.
 inline int64_t columnChunks(int64_t rows, int64_t cols) {
-  const int64_t wanted = (int64_t(1) << 16) / std::max<int64_t>(cols, 1);
-  return std::max<int64_t>(1, std::min(wanted, rows / 16));
+  const int64_t tiles =
+      (std::max<int64_t>(cols, 1) + kColumnTile - 1) / kColumnTile;
+  const int64_t wanted = (2048 + tiles - 1) / tiles;
+  return std::max<int64_t>(1, std::min(wanted, rows / 64));
+}
+
+/// store(c, the sum of the block's warps' `sums` of column c, in warp
+/// order) for the columns of `tile`, by warp 0, once every warp has
+/// written its sums.
+template <typename T, typename Store>
+PPC_HD void combineWarpSums(const BlockThreads &t, int64_t tile, int64_t cols,
+                            const T *sums, Store store) {
+  t.sync();
+  if (t.warp != 0)
+    return;
+  for (int lane = t.lane; lane < kColumnTile; lane += t.lanes) {
+    const int64_t c = tile * kColumnTile + lane;
+    if (c >= cols)
+      continue;
+    T total = 0;
+    for (int w = 0; w < kColumnWarps; ++w)
+      total += sums[w * kColumnTile + lane];
+    store(c, total);
+  }
 }
 
 /// For every column c in [0, cols): finish(c, sum of term(r, c) over the
-/// rows r in [0, rows)), the sum taken in two levels (chunks of rows, then
-/// the chunks in order) in type T. `partials` holds
+/// rows r in [0, rows)), in type T and two levels, each a block per tile of
+/// 32 columns (a lane per column, reading neighbouring columns together):
+/// per chunk of rows, warp w sums the rows w, w + 8, ... of the chunk and
+/// the warps' sums are added in warp order; then per tile the chunks'
+/// sums, warp w taking the chunks w, w + 8, ..., added likewise. The order
+/// is fixed by the shape: results are deterministic. `partials` holds
 /// columnChunks(rows, cols) * cols values of T. term and finish are PPC_HD
 /// lambdas capturing by value.
 template <typename T, typename Term, typename Finish>
@@ -196,22 +230,45 @@ void sumColumns(Stream stream, int64_t rows, int64_t cols, T *partials,
   if (cols <= 0)
     return;
   const int64_t chunks = columnChunks(rows, cols);
-  const int64_t perChunk = (rows + chunks - 1) / std::max<int64_t>(chunks, 1);
-  launch(stream, chunks * cols, [=] PPC_HD(int64_t i) {
-    const int64_t chunk = i / cols, c = i % cols;
-    const int64_t lo = chunk * perChunk;
-    const int64_t hi = lo + perChunk < rows ? lo + perChunk : rows;
-    T total = 0;
-    for (int64_t r = lo; r < hi; ++r)
-      total += term(r, c);
-    partials[i] = total;
-  });
-  launch(stream, cols, [=] PPC_HD(int64_t c) {
-    T total = 0;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk)
-      total += partials[chunk * cols + c];
-    finish(c, total);
-  });
+  const int64_t perChunk = (rows + chunks - 1) / chunks;
+  const int64_t tiles = (cols + kColumnTile - 1) / kColumnTile;
+  constexpr int threads = 32 * kColumnWarps;
+  constexpr size_t shared = sizeof(T) * kColumnWarps * kColumnTile;
+  launchBlocks(
+      stream, chunks * tiles, threads, shared,
+      [=] PPC_HD(const BlockThreads &t, int64_t block, char *memory) {
+        T *sums = reinterpret_cast<T *>(memory);
+        const int64_t chunk = block / tiles, tile = block % tiles;
+        const int64_t lo = chunk * perChunk;
+        const int64_t hi = lo + perChunk < rows ? lo + perChunk : rows;
+        for (int w = t.warp; w < kColumnWarps; w += t.warps)
+          for (int lane = t.lane; lane < kColumnTile; lane += t.lanes) {
+            const int64_t c = tile * kColumnTile + lane;
+            T total = 0;
+            if (c < cols)
+              for (int64_t r = lo + w; r < hi; r += kColumnWarps)
+                total += term(r, c);
+            sums[w * kColumnTile + lane] = total;
+          }
+        combineWarpSums<T>(t, tile, cols, sums, [&](int64_t c, T total) {
+          partials[chunk * cols + c] = total;
+        });
+      });
+  launchBlocks(
+      stream, tiles, threads, shared,
+      [=] PPC_HD(const BlockThreads &t, int64_t tile, char *memory) {
+        T *sums = reinterpret_cast<T *>(memory);
+        for (int w = t.warp; w < kColumnWarps; w += t.warps)
+          for (int lane = t.lane; lane < kColumnTile; lane += t.lanes) {
+            const int64_t c = tile * kColumnTile + lane;
+            T total = 0;
+            if (c < cols)
+              for (int64_t chunk = w; chunk < chunks; chunk += kColumnWarps)
+                total += partials[chunk * cols + c];
+            sums[w * kColumnTile + lane] = total;
+          }
+        combineWarpSums<T>(t, tile, cols, sums, finish);
+      });
 }
 
 } // namespace ppc::runtime::cuda

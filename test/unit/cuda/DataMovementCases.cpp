@@ -164,6 +164,25 @@ TEST(CudaDataMovement, Transpose) {
   c.dtype = DType::BF16;
   c.rtol = 1e-2;
   expectBackendsAgree(c, "transpose bf16");
+  // Attention's head transpose: rows of 16 values move 16 bytes at a time
+  // (4 float32, 8 bf16), whole and with the rows split in two.
+  const std::vector<int64_t> heads = {2, 5, 3, 16}, swapped = {2, 3, 5, 16};
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    AgreementCase h;
+    h.op = makeOp("ppc.transpose", {heads}, {swapped},
+                  {{"permutation", std::vector<int64_t>{0, 2, 1, 3}}});
+    h.dtype = dtype;
+    h.rtol = dtype == DType::BF16 ? 1e-2 : h.rtol;
+    agreeWholeAndGrid(h, std::string("head transpose ") + dtypeName(dtype),
+                      swapped, {2, 3, 1, 2}, [&](const Box &b) {
+                        Box in = wholeBox(heads);
+                        for (size_t i = 0; i < 4; ++i)
+                          in =
+                              withRange(in, std::vector<int64_t>{0, 2, 1, 3}[i],
+                                        b.lo[i], b.hi[i]);
+                        return Partition{{in}, {b}};
+                      });
+  }
 }
 
 TEST(CudaDataMovement, TransposeErrors) {

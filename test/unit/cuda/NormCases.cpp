@@ -232,6 +232,20 @@ TEST(CudaLayerNorm, SomeGradientsAndBf16) {
   expectBackendsAgree(b, "layer_norm bf16 inference");
 }
 
+// Weight gradients summed over 300 rows in chunks, 70 columns in three
+// tiles of 32 (the last partly filled).
+TEST(CudaLayerNorm, ManyRowsSumInChunksOfRowsAndTilesOfColumns) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  OpDesc op = layerNormOp({2, 150, 70}, -1, true, {{"epsilon", 1e-5}});
+  AgreementCase c;
+  c.op = op;
+  expectBackendsAgree(c, "layer_norm 300 rows");
+  Partition p = wholePartition(op);
+  p.inputs[0] = p.outputs[0] = Box{{1, 10, 0}, {2, 150, 70}};
+  c.partition = p;
+  expectBackendsAgree(c, "layer_norm 140 rows of a partition");
+}
+
 TEST(CudaLayerNorm, ReportsTheCpuKernelsErrors) {
   PPC_REQUIRE_CUDA_BACKEND();
   std::vector<int64_t> shape = {3, 4, 5};
