@@ -519,35 +519,52 @@ checkViews(const OpDesc &op,
 //===----------------------------------------------------------------------===//
 
 #if defined(PPC_CUDA_EMULATION)
+/// Work is done when it is issued: the host's clock is the device's.
 class CudaEvent final : public Event {
 public:
+  CudaEvent(Stream, bool) : at(std::chrono::steady_clock::now()) {}
   bool done() override { return true; }
   void wait() override {}
+  double secondsSince(Event &earlier) override {
+    return std::chrono::duration<double>(
+               at - static_cast<CudaEvent &>(earlier).at)
+        .count();
+  }
+
+private:
+  std::chrono::steady_clock::time_point at;
 };
 #else
 class CudaEvent final : public Event {
 public:
-  explicit CudaEvent(Stream stream) {
-    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  CudaEvent(Stream stream, bool timed) : timed(timed) {
+    cudaEventCreateWithFlags(&event, timed ? cudaEventDefault
+                                           : cudaEventDisableTiming);
     cudaEventRecord(event, stream);
   }
   ~CudaEvent() override { cudaEventDestroy(event); }
   bool done() override { return cudaEventQuery(event) != cudaErrorNotReady; }
   void wait() override { cudaEventSynchronize(event); }
+  double secondsSince(Event &earlier) override {
+    auto &from = static_cast<CudaEvent &>(earlier);
+    float ms = 0;
+    if (!timed || !from.timed ||
+        cudaEventElapsedTime(&ms, from.event, event) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return ms * 1e-3;
+  }
 
 private:
   cudaEvent_t event;
+  bool timed;
 };
 #endif
 
-/// An event at the stream's current point.
-std::unique_ptr<Event> recordEvent(Stream stream) {
-#if defined(PPC_CUDA_EMULATION)
-  (void)stream;
-  return std::make_unique<CudaEvent>();
-#else
-  return std::make_unique<CudaEvent>(stream);
-#endif
+/// An event at the stream's current point; `timed` keeps the device's time.
+std::unique_ptr<Event> recordEvent(Stream stream, bool timed = false) {
+  return std::make_unique<CudaEvent>(stream, timed);
 }
 
 /// Dense FLOPs one multiprocessor of compute capability `cc` (86 for 8.6)
@@ -924,6 +941,9 @@ public:
   }
 
   std::unique_ptr<Event> record() override { return recordEvent(stream); }
+  std::unique_ptr<Event> recordTimed() override {
+    return recordEvent(stream, /*timed=*/true);
+  }
   void synchronize() override { waitStream(); }
 
 #if !defined(PPC_CUDA_EMULATION)

@@ -301,6 +301,15 @@ absl::Status ProgramRunner::runStep(int64_t step, bool trace,
   };
   double lastMark = clockNow(start);
   KernelTiming *lastTiming = nullptr;
+  // A backend that queues its work (cuda) is timed by its device's clock,
+  // without waiting: a kernel's time runs from the device event after the
+  // previous kernel or communication to the one after it, so the device
+  // work between (copies, fills) is the kernel's, and so is any time the
+  // device waited for the host to issue it.
+  const bool deviceTimed = timeKernels_ && backend.queuesWork();
+  deviceTimed_.clear();
+  std::shared_ptr<Event> lastEvent =
+      deviceTimed ? std::shared_ptr<Event>(backend.recordTimed()) : nullptr;
   // Charges `timing` with the time since the last mark, up to `wall`.
   auto charge = [&](KernelTiming &timing, Clock::time_point wall) {
     const double now = clockNow(wall);
@@ -311,10 +320,10 @@ absl::Status ProgramRunner::runStep(int64_t step, bool trace,
     const Instruction &instr = program.instructions(index_);
     // Timing kernels on a backend that queues its work (cuda) measures the
     // work itself: wait for what came before and for the instruction's own.
-    if (timeKernels_)
+    if (timeKernels_ && !deviceTimed)
       backend.synchronize();
     const Clock::time_point t0 = Clock::now();
-    if (timeKernels_ && lastTiming && isCommunication(instr))
+    if (timeKernels_ && !deviceTimed && lastTiming && isCommunication(instr))
       charge(*lastTiming, t0);
     absl::Status err;
     const bool startedEarly = overlapping && startedEarly_[index_];
@@ -340,17 +349,29 @@ absl::Status ProgramRunner::runStep(int64_t step, bool trace,
     }
     if (!err.ok())
       return appendToMessage(err, " (" + context() + ")");
-    if (timeKernels_)
+    if (timeKernels_ && !deviceTimed)
       backend.synchronize();
+    if (deviceTimed && (isCommunication(instr) || instr.has_kernel() ||
+                        instr.has_kernel_backward())) {
+      std::shared_ptr<Event> now(backend.recordTimed());
+      if (!isCommunication(instr))
+        deviceTimed_.push_back({kernelKey_,
+                                instr.has_kernel()
+                                    ? instr.kernel().stage()
+                                    : instr.kernel_backward().stage(),
+                                lastEvent, now});
+      lastEvent = std::move(now);
+    }
     const Clock::time_point t1 = Clock::now();
     // An early all-reduce shows on the communication track from its start.
     if (startedEarly && trace)
       trace_.push_back({traceName(instr) + " (started early)", 1, startedAt,
                         seconds(t1 - start) - startedAt, phase_, index_});
     profile.phaseSeconds[phase_] += seconds(t1 - t0);
-    if (timeKernels_ && isCommunication(instr))
+    if (timeKernels_ && !deviceTimed && isCommunication(instr))
       lastMark = clockNow(t1);
-    if (timeKernels_ && (instr.has_kernel() || instr.has_kernel_backward())) {
+    if (timeKernels_ && !deviceTimed &&
+        (instr.has_kernel() || instr.has_kernel_backward())) {
       KernelTiming &timing = timings_[kernelKey_];
       charge(timing, t1);
       lastTiming = &timing;
@@ -373,6 +394,14 @@ absl::Status ProgramRunner::runStep(int64_t step, bool trace,
   // A step ends when its work is done, not when it is queued (cuda), and
   // with the errors its kernels found in device values.
   backend.synchronize();
+  for (const DeviceTimedKernel &k : deviceTimed_) {
+    KernelTiming &timing = timings_[k.key];
+    if (k.from && k.to)
+      timing.seconds += k.to->secondsSince(*k.from);
+    // Stages of one op add up to one kernel of the profile.
+    timing.runs += k.stage == 0 ? 1 : 0;
+  }
+  deviceTimed_.clear();
   outputs_.clear();
   for (const auto &[tensor, size] : pendingOutputs_)
     outputs_[tensor] = hostValues(*outputCopies_[tensor], size);

@@ -274,6 +274,15 @@ private:
   bool timeKernels_ = false;
   bool cpuTimeKernels_ = false;
   KernelTimings timings_;
+  /// A kernel timed on a backend that queues its work: its profile key and
+  /// stage, and device events at the end of the kernel or communication
+  /// before it and at its own end, read once the step's work is done.
+  struct DeviceTimedKernel {
+    std::string key;
+    int32_t stage;
+    std::shared_ptr<Event> from, to;
+  };
+  std::vector<DeviceTimedKernel> deviceTimed_;
   std::string profileKey(const ppc::planfile::Op &op, const char *phase,
                          const std::vector<DeviceView> &inputs);
   /// Key of the kernel instruction executed last (set by kernel()).

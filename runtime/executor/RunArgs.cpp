@@ -121,7 +121,8 @@ options:
                          a kernel's time runs from the end of the previous
                          kernel or communication: its own work and the
                          buffer work around it; with one thread on the
-                         cpu backend, CPU time
+                         cpu backend, CPU time; on the cuda backend, the
+                         device's time between events (nothing waits)
                          (a rank sharing a core with others is not charged
                          their turns: ppc-calibrate's cores_per_node models
                          that)

@@ -43,4 +43,22 @@ PPC_POISON_UNINITIALIZED=1 "$@" "$work/plan.pb" --backend cuda --steps 2 \
 cat "$work/verify.log"
 grep -q "verify passed" "$work/verify.log"
 grep -q "launches per step" "$work/verify.log"
+# On one rank, a kernel profile timed by the backend's events (the device's
+# clock; the host's in the emulation) covers the step: its kernels' times
+# per step add up to most of the measured step, never more.
+if [ "$np" -eq 1 ]; then
+  "$@" "$work/plan.pb" --backend cuda --steps 4 --profile "$work/prof.json" \
+    --profile-device H100-SXM5-80GB > "$work/profile.log" 2>&1 ||
+    { cat "$work/profile.log"; exit 1; }
+  python3 - "$work/prof.json" "$work/profile.log" <<'PY'
+import json, re, sys
+entries = json.load(open(sys.argv[1]))["entries"]
+step = float(re.search(r"^mean step ([0-9.]+) ms", open(sys.argv[2]).read(),
+                       re.M).group(1))
+kernels = sum(e["seconds"] * e["runs"] for e in entries) / 3 * 1e3
+print(f"profile: kernels {kernels:.2f} ms of a {step:.2f} ms step")
+if not 0.6 * step <= kernels <= 1.05 * step:
+    sys.exit("profile: the kernels' times do not cover the step")
+PY
+fi
 echo "cuda emulated passed"

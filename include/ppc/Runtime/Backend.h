@@ -100,6 +100,12 @@ public:
   virtual bool done() = 0;
   /// Blocks until the work before the event is done.
   virtual void wait() = 0;
+  /// Seconds of device time from `earlier` to this event, both made by
+  /// Backend::recordTimed and done; 0 for events that keep no time.
+  virtual double secondsSince(Event &earlier) {
+    (void)earlier;
+    return 0;
+  }
 };
 
 class Backend {
@@ -202,6 +208,10 @@ public:
 
   /// Marks the work issued so far.
   virtual std::unique_ptr<Event> record() = 0;
+  /// Marks the work issued so far with the device's clock, for kernel
+  /// profiles on a backend that queues its work (Event::secondsSince); the
+  /// others need none (null).
+  virtual std::unique_ptr<Event> recordTimed() { return nullptr; }
   /// Waits for all issued work.
   virtual void synchronize() = 0;
 
