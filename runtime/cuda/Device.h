@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #if !defined(PPC_CUDA_EMULATION)
@@ -304,6 +305,141 @@ template <typename Fn> void launch(Stream stream, int64_t n, Fn fn) {
   forEachIndexKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       n, fn);
 #endif
+}
+
+//===----------------------------------------------------------------------===//
+// Runs of elements of one storage type
+//===----------------------------------------------------------------------===//
+
+/// Elements one thread of launchRuns takes: 16 bytes of 16-bit storage.
+constexpr int kRun = 8;
+
+/// Elements [first, first + kRun) of `data`, stored as T (float32, bf16 or
+/// f16), as floats; those from n on read as 0. A whole run is read 16
+/// bytes at a time (`data` 16-byte aligned, first a multiple of kRun).
+template <DType T>
+PPC_HD inline void loadRun(const void *data, int64_t first, int64_t n,
+                           float (&v)[kRun]) {
+  if (first + kRun > n) {
+    for (int k = 0; k < kRun; ++k)
+      v[k] = first + k < n ? loadAsFloat(T, data, first + k) : 0.0f;
+    return;
+  }
+  if (T == DType::F32) {
+    float raw[kRun];
+#if defined(__CUDA_ARCH__)
+    const float4 *p = static_cast<const float4 *>(data) + first / 4;
+    *reinterpret_cast<float4 *>(raw) = p[0];
+    *reinterpret_cast<float4 *>(raw + 4) = p[1];
+#else
+    std::memcpy(raw, static_cast<const float *>(data) + first, sizeof(raw));
+#endif
+    PPC_UNROLL
+    for (int k = 0; k < kRun; ++k)
+      v[k] = raw[k];
+    return;
+  }
+  uint16_t raw[kRun];
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<uint4 *>(raw) = *reinterpret_cast<const uint4 *>(
+      static_cast<const uint16_t *>(data) + first);
+#else
+  std::memcpy(raw, static_cast<const uint16_t *>(data) + first, sizeof(raw));
+#endif
+  PPC_UNROLL
+  for (int k = 0; k < kRun; ++k)
+    v[k] = T == DType::BF16 ? bfloat16ToFloat(raw[k]) : halfToFloat(raw[k]);
+}
+
+/// Stores v as elements [first, first + kRun) of `data` (those below n),
+/// rounded to T as storeFromFloat rounds; a whole run 16 bytes at a time.
+template <DType T>
+PPC_HD inline void storeRun(void *data, int64_t first, int64_t n,
+                            const float (&v)[kRun]) {
+  if (first + kRun > n) {
+    for (int k = 0; k < kRun; ++k)
+      if (first + k < n)
+        storeFromFloat(T, data, first + k, v[k]);
+    return;
+  }
+  if (T == DType::F32) {
+#if defined(__CUDA_ARCH__)
+    float4 *p = static_cast<float4 *>(data) + first / 4;
+    p[0] = *reinterpret_cast<const float4 *>(v);
+    p[1] = *reinterpret_cast<const float4 *>(v + 4);
+#else
+    std::memcpy(static_cast<float *>(data) + first, v, sizeof(v));
+#endif
+    return;
+  }
+  uint16_t raw[kRun];
+  PPC_UNROLL
+  for (int k = 0; k < kRun; ++k)
+    raw[k] = T == DType::BF16 ? floatToBFloat16(v[k]) : floatToHalf(v[k]);
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<uint4 *>(static_cast<uint16_t *>(data) + first) =
+      *reinterpret_cast<const uint4 *>(raw);
+#else
+  std::memcpy(static_cast<uint16_t *>(data) + first, raw, sizeof(raw));
+#endif
+}
+
+/// The arrays a launchRuns reads.
+template <int kInputs> struct RunInputs { const void *data[kInputs]; };
+
+namespace detail {
+template <DType T, int kInputs, typename Fn>
+void runsOf(Stream stream, int64_t n, RunInputs<kInputs> in, void *out,
+            bool accumulate, Fn fn) {
+  launch(stream, (n + kRun - 1) / kRun, [=] PPC_HD(int64_t run) {
+    const int64_t first = run * kRun;
+    float args[kInputs][kRun], result[kRun];
+    PPC_UNROLL
+    for (int j = 0; j < kInputs; ++j)
+      loadRun<T>(in.data[j], first, n, args[j]);
+    if (accumulate)
+      loadRun<T>(out, first, n, result);
+    PPC_UNROLL
+    for (int k = 0; k < kRun; ++k) {
+      float a[kInputs];
+      PPC_UNROLL
+      for (int j = 0; j < kInputs; ++j)
+        a[j] = args[j][k];
+      const float value = fn(a);
+      result[k] = accumulate ? result[k] + value : value;
+    }
+    storeRun<T>(out, first, n, result);
+  });
+}
+} // namespace detail
+
+/// Whether launchRuns takes these arrays: one storage type (float32, bf16
+/// or f16), each 16-byte aligned.
+inline bool runsFit(std::initializer_list<Elements> arrays) {
+  const DType type = arrays.begin()->type;
+  for (const Elements &e : arrays)
+    if (e.type != type ||
+        (type != DType::F32 && type != DType::BF16 && type != DType::F16) ||
+        reinterpret_cast<uintptr_t>(e.data) % 16 != 0)
+      return false;
+  return true;
+}
+
+/// For i in [0, n): out[i] = fn(a) with a[j] = in[j][i] (out[i] + fn(a)
+/// where `accumulate`), every array of storage `type` (runsFit), kRun
+/// elements a thread read and written 16 bytes at a time: the storage type
+/// is known where the kernel is compiled (no switch per element) and a
+/// thread has whole runs of loads in flight. fn is a PPC_HD lambda taking
+/// `const float *` (kInputs values), capturing by value.
+template <int kInputs, typename Fn>
+void launchRuns(Stream stream, DType type, int64_t n, RunInputs<kInputs> in,
+                void *out, bool accumulate, Fn fn) {
+  if (type == DType::F32)
+    detail::runsOf<DType::F32>(stream, n, in, out, accumulate, fn);
+  else if (type == DType::BF16)
+    detail::runsOf<DType::BF16>(stream, n, in, out, accumulate, fn);
+  else
+    detail::runsOf<DType::F16>(stream, n, in, out, accumulate, fn);
 }
 
 } // namespace ppc::runtime::cuda

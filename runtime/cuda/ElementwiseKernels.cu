@@ -182,6 +182,11 @@ template <typename Fn> struct UnaryTerm {
 template <typename Fn>
 void unaryValues(Stream stream, Fn fn, bool contiguous, DeviceBox xBox,
                  Elements x, DeviceBox yBox, Elements y) {
+  if (contiguous && runsFit({x, y})) {
+    launchRuns<1>(stream, x.type, yBox.count(), {{x.data}}, y.data, false,
+                  [=] PPC_HD(const float *a) { return fn.value(a[0]); });
+    return;
+  }
   if (contiguous) {
     launch(stream, yBox.count(),
            [=] PPC_HD(int64_t i) { y[i] = fn.value(x[i]); });
@@ -197,6 +202,20 @@ void unaryValues(Stream stream, Fn fn, bool contiguous, DeviceBox xBox,
 template <typename Fn>
 void unaryGradients(Stream stream, Fn fn, int64_t n, Elements x, Elements y,
                     Elements dy, Elements dx, bool set) {
+  if (y && runsFit({x, y, dy, dx})) {
+    launchRuns<3>(stream, x.type, n, {{x.data, y.data, dy.data}}, dx.data, !set,
+                  [=] PPC_HD(const float *a) {
+                    return a[2] * fn.derivative(a[0], a[1]);
+                  });
+    return;
+  }
+  if (!y && runsFit({x, dy, dx})) {
+    launchRuns<2>(stream, x.type, n, {{x.data, dy.data}}, dx.data, !set,
+                  [=] PPC_HD(const float *a) {
+                    return a[1] * fn.derivative(a[0], fn.value(a[0]));
+                  });
+    return;
+  }
   launch(stream, n, [=] PPC_HD(int64_t i) {
     const float yv = y ? static_cast<float>(y[i]) : fn.value(x[i]);
     addInto(dx, i, dy[i] * fn.derivative(x[i], yv), set);
@@ -314,6 +333,12 @@ template <typename Fn> struct BinaryTerm {
 template <typename Fn>
 void binaryValues(Stream stream, bool contiguous, DeviceBox lBox, Elements l,
                   DeviceBox rBox, Elements r, DeviceBox yBox, Elements y) {
+  if (contiguous && runsFit({l, r, y})) {
+    launchRuns<2>(
+        stream, l.type, yBox.count(), {{l.data, r.data}}, y.data, false,
+        [=] PPC_HD(const float *a) { return Fn().value(a[0], a[1]); });
+    return;
+  }
   if (contiguous) {
     launch(stream, yBox.count(),
            [=] PPC_HD(int64_t i) { y[i] = Fn().value(l[i], r[i]); });
@@ -331,6 +356,22 @@ template <typename Fn>
 void binaryGradients(Stream stream, int which, int64_t n, Elements l,
                      Elements r, Elements y, Elements dy, Elements grad,
                      bool set) {
+  if (y && runsFit({l, r, y, dy, grad})) {
+    launchRuns<4>(stream, l.type, n, {{l.data, r.data, y.data, dy.data}},
+                  grad.data, !set, [=] PPC_HD(const float *a) {
+                    return a[3] * partial(Fn(), which, a[0], a[1], a[2]);
+                  });
+    return;
+  }
+  if (!y && runsFit({l, r, dy, grad})) {
+    launchRuns<3>(stream, l.type, n, {{l.data, r.data, dy.data}}, grad.data,
+                  !set, [=] PPC_HD(const float *a) {
+                    const Fn fn{};
+                    return a[2] *
+                           partial(fn, which, a[0], a[1], fn.value(a[0], a[1]));
+                  });
+    return;
+  }
   launch(stream, n, [=] PPC_HD(int64_t i) {
     const Fn fn{};
     const float yv = y ? static_cast<float>(y[i]) : fn.value(l[i], r[i]);
