@@ -4,13 +4,15 @@
 // takes a maximum over many elements (softmax, layer and RMS norm,
 // cross-entropy, bias gradients, batch-norm statistics, the reduce ops),
 // written once for both builds of Device.h:
-//  - launchRows: one thread block per row. The row's threads stride over
-//    its elements and combine their partial values with block-wide
-//    reductions (warp shuffles, then one warp over the warps' results), so a
-//    row's statistic is ready to every thread of it, which then writes the
-//    row. The order of every sum is fixed by the block size, which is fixed
-//    by the row's width: results are deterministic. Every thread of a row
-//    must reach every reduction (no early return before one).
+//  - launchRows: a warp per row for rows up to 1024 elements (8 rows to a
+//    block; their reductions are warp shuffles alone), a block of up to 256
+//    threads per wider row. The row's threads stride over its elements and
+//    combine their partial values (warp shuffles, then, in a block, one
+//    warp over the warps' results), so a row's statistic is ready to every
+//    thread of it, which then writes the row. The order of every sum is
+//    fixed by the threads per row, which the row's width fixes: results
+//    are deterministic. Every thread of a row must reach every reduction
+//    (no early return before one).
 //  - sumColumns: per column of a [rows, cols] iteration, a sum over the rows
 //    in two deterministic levels, a block per tile of 32 columns in each
 //    (chunks of rows split among the block's warps, then the chunks), so
@@ -94,10 +96,23 @@ __device__ T blockReduce(T value, Op op, T identity, double *slots) {
 } // namespace detail
 #endif
 
+#if defined(__CUDA_ARCH__)
+namespace detail {
+/// The combination of a warp's values, in every lane of it.
+template <typename T, typename Op> __device__ T warpReduce(T value, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+} // namespace detail
+#endif
+
 PPC_HD inline float RowThreads::sum(float value) const {
 #if defined(__CUDA_ARCH__)
   if (threads == 1)
     return value;
+  if (threads == 32)
+    return detail::warpReduce(value, detail::SumOp());
   return detail::blockReduce(value, detail::SumOp(), 0.0f, slots);
 #else
   return value;
@@ -108,6 +123,8 @@ PPC_HD inline double RowThreads::sum(double value) const {
 #if defined(__CUDA_ARCH__)
   if (threads == 1)
     return value;
+  if (threads == 32)
+    return detail::warpReduce(value, detail::SumOp());
   return detail::blockReduce(value, detail::SumOp(), 0.0, slots);
 #else
   return value;
@@ -118,31 +135,42 @@ PPC_HD inline float RowThreads::max(float value) const {
 #if defined(__CUDA_ARCH__)
   if (threads == 1)
     return value;
+  if (threads == 32)
+    return detail::warpReduce(value, detail::MaxOp());
   return detail::blockReduce(value, detail::MaxOp(), -INFINITY, slots);
 #else
   return value;
 #endif
 }
 
-/// Threads per row for rows of `width` elements: a warp for short rows, up
-/// to 256 for long ones (each thread then takes several elements).
+/// Rows up to this wide run a warp each, 8 to a block: their reductions
+/// are shuffles alone (a block per row waits at two barriers per reduction).
+constexpr int64_t kWarpRowWidth = 1024;
+
+/// Threads per row for rows of `width` elements: a warp up to
+/// kWarpRowWidth, then up to 256 (each thread takes several elements).
 inline int rowThreads(int64_t width) {
   int threads = 32;
-  while (threads < 256 && threads * 4 < width)
+  while (width > kWarpRowWidth && threads < 256 && threads * 4 < width)
     threads *= 2;
   return threads;
 }
 
 #if defined(__CUDACC__)
-template <typename Fn> __global__ void rowsKernel(int64_t rows, Fn fn) {
+/// Rows of `perRow` threads each, blockDim.x / perRow of them to a block
+/// (perRow 32, or the whole block).
+template <typename Fn>
+__global__ void rowsKernel(int64_t rows, int perRow, Fn fn) {
   __shared__ double slots[33];
   RowThreads t;
-  t.thread = threadIdx.x;
-  t.threads = blockDim.x;
+  t.thread = threadIdx.x % perRow;
+  t.threads = perRow;
   t.slots = slots;
-  // The whole block takes the same rows, so every thread meets every
+  const int64_t rowsPerBlock = blockDim.x / perRow;
+  // The threads of a row take the same rows, so every one meets every
   // reduction of every row.
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)
+  for (int64_t row = blockIdx.x * rowsPerBlock + threadIdx.x / perRow;
+       row < rows; row += int64_t(gridDim.x) * rowsPerBlock)
     fn(t, row);
 }
 #endif
@@ -174,9 +202,13 @@ void launchRows(Stream stream, int64_t rows, int64_t width, Fn fn) {
     return;
   }
   launchCount().fetch_add(1, std::memory_order_relaxed);
-  const int64_t blocks = std::min<int64_t>(rows, int64_t(1) << 20);
-  rowsKernel<<<static_cast<unsigned>(blocks), rowThreads(width), 0, stream>>>(
-      rows, fn);
+  const int perRow = rowThreads(width);
+  const int block = perRow == 32 ? 256 : perRow;
+  const int64_t rowsPerBlock = block / perRow;
+  const int64_t blocks = std::min<int64_t>(
+      (rows + rowsPerBlock - 1) / rowsPerBlock, int64_t(1) << 20);
+  rowsKernel<<<static_cast<unsigned>(blocks), block, 0, stream>>>(rows, perRow,
+                                                                  fn);
 #endif
 }
 
