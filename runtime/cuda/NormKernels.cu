@@ -13,8 +13,9 @@
 //    Channel sums go in two deterministic steps: a row reduction per
 //    (sample, channel) block sums its spatial elements (in double, as the
 //    cpu kernel), then one thread per channel adds the blocks in sample
-//    order. Inference uses the running statistics (and takes their
-//    gradients).
+//    order. The per-element passes (normalizing, dx) run the same blocks,
+//    each computing its channel's coefficients once. Inference uses the
+//    running statistics (and takes their gradients).
 //  - layer_norm (and RMS norm), softmax and log_softmax never split the
 //    dims they normalize over: a block of threads per row (Reductions.h)
 //    takes its statistics and writes the row in one kernel; the backward of
@@ -91,17 +92,31 @@ void runningStats(Stream stream, Elements mean, Elements variance, int64_t held,
   });
 }
 
+/// fn(threads, c, first) for every (sample, channel) block of `spatial`
+/// contiguous elements from element `first`, channel c: the block's
+/// threads take its elements, so a channel's coefficients are computed
+/// once per block, not per element (no division by the spatial size).
+template <typename Fn>
+void forEachChannelBlock(Stream stream, const BatchNormShape &shape, Fn fn) {
+  const int64_t held = shape.held(), spatial = shape.spatial;
+  launchRows(stream, shape.samples * held, spatial,
+             [=] PPC_HD(const RowThreads &t, int64_t b) {
+               fn(t, b % held, b * spatial);
+             });
+}
+
 /// y = (x - mean) * invStd * scale + bias over the input box.
 void normalizeChannels(Stream stream, Elements x, Elements scale, Elements bias,
                        const double *stats, BatchNormShape shape, Elements y) {
-  const int64_t held = shape.held(), spatial = shape.spatial;
-  launch(stream, shape.samples * held * spatial, [=] PPC_HD(int64_t i) {
-    const int64_t c = (i / spatial) % held;
-    const double *s = stats + kStats * c;
-    const float mul = static_cast<float>(s[2] * scale[c]);
-    const float add = static_cast<float>(bias[c] - s[0] * mul);
-    y[i] = x[i] * mul + add;
-  });
+  const int64_t spatial = shape.spatial;
+  forEachChannelBlock(
+      stream, shape, [=] PPC_HD(const RowThreads &t, int64_t c, int64_t first) {
+        const double *s = stats + kStats * c;
+        const float mul = static_cast<float>(s[2] * scale[c]);
+        const float add = static_cast<float>(bias[c] - s[0] * mul);
+        for (int64_t k = t.thread; k < spatial; k += t.threads)
+          y[first + k] = x[first + k] * mul + add;
+      });
 }
 
 /// Per (sample, channel) block of `spatial` contiguous elements: [sum x,
@@ -204,12 +219,13 @@ void gradChannels(Stream stream, const double *blocks, const double *stats,
 void inferenceInputGrad(Stream stream, Elements dy, Elements scale,
                         const double *stats, BatchNormShape shape,
                         Elements dx) {
-  const int64_t held = shape.held(), spatial = shape.spatial;
-  launch(stream, shape.samples * held * spatial, [=] PPC_HD(int64_t i) {
-    const int64_t c = (i / spatial) % held;
-    const float mul = static_cast<float>(stats[kStats * c + 2] * scale[c]);
-    dx[i] += dy[i] * mul;
-  });
+  const int64_t spatial = shape.spatial;
+  forEachChannelBlock(
+      stream, shape, [=] PPC_HD(const RowThreads &t, int64_t c, int64_t first) {
+        const float mul = static_cast<float>(stats[kStats * c + 2] * scale[c]);
+        for (int64_t k = t.thread; k < spatial; k += t.threads)
+          dx[first + k] += dy[first + k] * mul;
+      });
 }
 
 /// Training backward stage 1: dx = scale * invStd / n * (n * dy - sum dy -
@@ -217,19 +233,21 @@ void inferenceInputGrad(Stream stream, Elements dy, Elements scale,
 void trainingInputGrad(Stream stream, Elements x, Elements dy, Elements scale,
                        const double *stats, const float *rows, int64_t stride,
                        BatchNormShape shape, Elements dx) {
-  const int64_t held = shape.held(), spatial = shape.spatial;
-  launch(stream, shape.samples * held * spatial, [=] PPC_HD(int64_t i) {
-    const int64_t c = (i / spatial) % held;
-    const double *s = stats + kStats * c;
-    const double n = s[3], invStd = s[2];
-    const float mul = static_cast<float>(scale[c] * invStd);
-    const float meanDy = static_cast<float>(rows[c] / n);
-    const float meanDyXhat = static_cast<float>(rows[stride + c] / n);
-    const float mean = static_cast<float>(s[0]);
-    const float inv = static_cast<float>(invStd);
-    const float xhat = (x[i] - mean) * inv;
-    dx[i] += mul * (dy[i] - meanDy - xhat * meanDyXhat);
-  });
+  const int64_t spatial = shape.spatial;
+  forEachChannelBlock(
+      stream, shape, [=] PPC_HD(const RowThreads &t, int64_t c, int64_t first) {
+        const double *s = stats + kStats * c;
+        const double n = s[3], invStd = s[2];
+        const float mul = static_cast<float>(scale[c] * invStd);
+        const float meanDy = static_cast<float>(rows[c] / n);
+        const float meanDyXhat = static_cast<float>(rows[stride + c] / n);
+        const float mean = static_cast<float>(s[0]);
+        const float inv = static_cast<float>(invStd);
+        for (int64_t k = t.thread; k < spatial; k += t.threads) {
+          const float xhat = (x[first + k] - mean) * inv;
+          dx[first + k] += mul * (dy[first + k] - meanDy - xhat * meanDyXhat);
+        }
+      });
 }
 
 absl::Status batchNormForward(const OpDesc &op, const KernelContext &ctx,
