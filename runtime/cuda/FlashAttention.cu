@@ -258,6 +258,23 @@ addTileProduct(const BlockThreads &t, const Acc16x8 (&p)[kTileFrags],
   }
 }
 
+/// fn(row, col, h, r) for every element a thread holds of the warp's
+/// accumulators `acc` (16 rows from row0 of its tile; acc[dt] the columns
+/// 8dt..8dt+7): held lane h's register r.
+template <int kFrags, typename Fn>
+PPC_HD inline void forEachHeld(const BlockThreads &t, int row0,
+                               const Acc16x8 (&acc)[kFrags], Fn fn) {
+  (void)acc;
+  PPC_UNROLL
+  for (int h = 0; h < kHeldLanes; ++h) {
+    const int lane = heldLane(t, h);
+    PPC_UNROLL
+    for (int dt = 0; dt < kFrags; ++dt)
+      for (int r = 0; r < 4; ++r)
+        fn(row0 + accRow(lane, r), 8 * dt + accCol(lane, r), dt, h, r);
+  }
+}
+
 PPC_HD inline float maxOf(float a, float b) { return a < b ? b : a; }
 PPC_HD inline float sumOf(float a, float b) { return a + b; }
 
@@ -280,42 +297,38 @@ PPC_HD inline void onlineSoftmax(const BlockThreads &t, const FlashShape &s,
     tileMax[h][0] = tileMax[h][1] = -INFINITY;
     PPC_UNROLL
     for (int nt = 0; nt < kTileFrags; ++nt)
-      PPC_UNROLL
-    for (int r = 0; r < 4; ++r) {
-      const int row = row0 + accRow(lane, r);
-      const int64_t j = c0 + 8 * nt + accCol(lane, r);
-      const float x =
-          row < nr && s.sees(r0 + row, j) ? sc[nt].v[h][r] * k2 : -INFINITY;
-      sc[nt].v[h][r] = x;
-      tileMax[h][r / 2] = maxOf(tileMax[h][r / 2], x);
-    }
+      for (int r = 0; r < 4; ++r) {
+        const int row = row0 + accRow(lane, r);
+        const int64_t j = c0 + 8 * nt + accCol(lane, r);
+        const float x =
+            row < nr && s.sees(r0 + row, j) ? sc[nt].v[h][r] * k2 : -INFINITY;
+        sc[nt].v[h][r] = x;
+        tileMax[h][r / 2] = maxOf(tileMax[h][r / 2], x);
+      }
   }
   quadReduce(tileMax, maxOf);
   PPC_UNROLL
   for (int h = 0; h < kHeldLanes; ++h)
-    PPC_UNROLL
-  for (int slot = 0; slot < 2; ++slot) {
-    const float mNew = maxOf(m[h][slot], tileMax[h][slot]);
-    alpha[h][slot] = m[h][slot] == -INFINITY ? 0.0f : exp2f(m[h][slot] - mNew);
-    m[h][slot] = mNew;
-    sum[h][slot] = 0.0f;
-  }
+    for (int slot = 0; slot < 2; ++slot) {
+      const float mNew = maxOf(m[h][slot], tileMax[h][slot]);
+      alpha[h][slot] =
+          m[h][slot] == -INFINITY ? 0.0f : exp2f(m[h][slot] - mNew);
+      m[h][slot] = mNew;
+      sum[h][slot] = 0.0f;
+    }
   PPC_UNROLL
   for (int h = 0; h < kHeldLanes; ++h)
-    PPC_UNROLL
-  for (int nt = 0; nt < kTileFrags; ++nt)
-    PPC_UNROLL
-  for (int r = 0; r < 4; ++r) {
-    float &x = sc[nt].v[h][r];
-    x = x == -INFINITY ? 0.0f : exp2f(x - m[h][r / 2]);
-    sum[h][r / 2] += x;
-  }
+    for (int nt = 0; nt < kTileFrags; ++nt)
+      for (int r = 0; r < 4; ++r) {
+        float &x = sc[nt].v[h][r];
+        x = x == -INFINITY ? 0.0f : exp2f(x - m[h][r / 2]);
+        sum[h][r / 2] += x;
+      }
   quadReduce(sum, sumOf);
   PPC_UNROLL
   for (int h = 0; h < kHeldLanes; ++h)
-    PPC_UNROLL
-  for (int slot = 0; slot < 2; ++slot)
-    l[h][slot] = alpha[h][slot] * l[h][slot] + sum[h][slot];
+    for (int slot = 0; slot < 2; ++slot)
+      l[h][slot] = alpha[h][slot] * l[h][slot] + sum[h][slot];
 }
 
 //===----------------------------------------------------------------------===//
@@ -353,11 +366,10 @@ PPC_HD void forwardBlock(const BlockThreads &t, int64_t block, char *memory,
       zero(O[hw][dt]);
     PPC_UNROLL
     for (int h = 0; h < kHeldLanes; ++h)
-      PPC_UNROLL
-    for (int slot = 0; slot < 2; ++slot) {
-      m[hw][h][slot] = -INFINITY;
-      l[hw][h][slot] = 0.0f;
-    }
+      for (int slot = 0; slot < 2; ++slot) {
+        m[hw][h][slot] = -INFINITY;
+        l[hw][h][slot] = 0.0f;
+      }
   }
   const int64_t end = s.keysEnd(r0, nr);
   for (int64_t c0 = 0; c0 < end; c0 += kTile) {
@@ -380,38 +392,26 @@ PPC_HD void forwardBlock(const BlockThreads &t, int64_t block, char *memory,
         const int lane = heldLane(t, h);
         PPC_UNROLL
         for (int dt = 0; dt < dFrags; ++dt)
-          PPC_UNROLL
-        for (int r = 0; r < 4; ++r)
-          O[hw][dt].v[h][r] *= alpha[h][r / 2];
+          for (int r = 0; r < 4; ++r)
+            O[hw][dt].v[h][r] *= alpha[h][r / 2];
         if (s.dropout)
-          PPC_UNROLL
-        for (int nt = 0; nt < kTileFrags; ++nt)
-          PPC_UNROLL
-        for (int r = 0; r < 4; ++r)
-          sc[nt].v[h][r] *= s.factor(flat, r0 + row0 + accRow(lane, r),
-                                     c0 + 8 * nt + accCol(lane, r));
+          for (int nt = 0; nt < kTileFrags; ++nt)
+            for (int r = 0; r < 4; ++r)
+              sc[nt].v[h][r] *= s.factor(flat, r0 + row0 + accRow(lane, r),
+                                         c0 + 8 * nt + accCol(lane, r));
       }
       addTileProduct<kBound, kBf16>(t, sc, V, O[hw]);
     }
   }
   const int64_t ob = s.batchOffset(a.om, n);
   PPC_UNROLL
-  for (int hw = 0; hw < kHeldWarps; ++hw) {
-    const int row0 = 16 * (t.warp + hw);
-    PPC_UNROLL
-    for (int h = 0; h < kHeldLanes; ++h) {
-      const int lane = heldLane(t, h);
-      PPC_UNROLL
-      for (int dt = 0; dt < dFrags; ++dt)
-        PPC_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        const int row = row0 + accRow(lane, r), col = 8 * dt + accCol(lane, r);
-        if (row < nr && col < s.D)
-          a.out[ob + FlashShape::rowOffset(a.om, r0 + row, col)] =
-              O[hw][dt].v[h][r] / l[hw][h][r / 2];
-      }
-    }
-  }
+  for (int hw = 0; hw < kHeldWarps; ++hw)
+    forEachHeld(t, 16 * (t.warp + hw), O[hw],
+                [&](int row, int col, int dt, int h, int r) {
+                  if (row < nr && col < s.D)
+                    a.out[ob + FlashShape::rowOffset(a.om, r0 + row, col)] =
+                        O[hw][dt].v[h][r] / l[hw][h][r / 2];
+                });
 }
 
 //===----------------------------------------------------------------------===//
@@ -446,13 +446,11 @@ PPC_HD void statsBlock(const BlockThreads &t, int64_t block, char *memory,
   float m[kHeldWarps][kHeldLanes][2], l[kHeldWarps][kHeldLanes][2];
   PPC_UNROLL
   for (int hw = 0; hw < kHeldWarps; ++hw)
-    PPC_UNROLL
-  for (int h = 0; h < kHeldLanes; ++h)
-    PPC_UNROLL
-  for (int slot = 0; slot < 2; ++slot) {
-    m[hw][h][slot] = -INFINITY;
-    l[hw][h][slot] = 0.0f;
-  }
+    for (int h = 0; h < kHeldLanes; ++h)
+      for (int slot = 0; slot < 2; ++slot) {
+        m[hw][h][slot] = -INFINITY;
+        l[hw][h][slot] = 0.0f;
+      }
   const int64_t end = s.keysEnd(r0, nr);
   for (int64_t c0 = 0; c0 < end; c0 += kTile) {
     const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
@@ -516,23 +514,22 @@ PPC_HD inline void scoreGradients(const BlockThreads &t, const FlashShape &s,
     const int lane = heldLane(t, h);
     PPC_UNROLL
     for (int nt = 0; nt < kTileFrags; ++nt)
-      PPC_UNROLL
-    for (int r = 0; r < 4; ++r) {
-      int64_t i, j;
-      int stat;
-      const bool valid =
-          pair(accRow(lane, r), 8 * nt + accCol(lane, r), i, j, stat) &&
-          s.sees(i, j);
-      float p = 0.0f, dS = 0.0f;
-      if (valid) {
-        p = exp2f(sc[nt].v[h][r] * k2 - lse[stat]);
-        const float f = s.factor(flat, i, j);
-        dS = p * (dp[nt].v[h][r] * f - dots[stat]);
-        p *= f;
+      for (int r = 0; r < 4; ++r) {
+        int64_t i, j;
+        int stat;
+        const bool valid =
+            pair(accRow(lane, r), 8 * nt + accCol(lane, r), i, j, stat) &&
+            s.sees(i, j);
+        float p = 0.0f, dS = 0.0f;
+        if (valid) {
+          p = exp2f(sc[nt].v[h][r] * k2 - lse[stat]);
+          const float f = s.factor(flat, i, j);
+          dS = p * (dp[nt].v[h][r] * f - dots[stat]);
+          p *= f;
+        }
+        sc[nt].v[h][r] = p;
+        dp[nt].v[h][r] = dS;
       }
-      sc[nt].v[h][r] = p;
-      dp[nt].v[h][r] = dS;
-    }
   }
 }
 
@@ -560,11 +557,10 @@ PPC_HD void keyPassBlock(const BlockThreads &t, int64_t block, char *memory,
   Acc16x8 dK[kHeldWarps][dFrags], dV[kHeldWarps][dFrags];
   PPC_UNROLL
   for (int hw = 0; hw < kHeldWarps; ++hw)
-    PPC_UNROLL
-  for (int dt = 0; dt < dFrags; ++dt) {
-    zero(dK[hw][dt]);
-    zero(dV[hw][dt]);
-  }
+    for (int dt = 0; dt < dFrags; ++dt) {
+      zero(dK[hw][dt]);
+      zero(dV[hw][dt]);
+    }
   // The first query tile with a row that sees the tile's first key.
   int64_t tile = 0;
   if (s.causal && c0 > s.rowLo)
@@ -605,27 +601,19 @@ PPC_HD void keyPassBlock(const BlockThreads &t, int64_t block, char *memory,
   const int64_t dkb = a.dk ? s.batchOffset(a.dkm, n) : 0,
                 dvb = a.dv ? s.batchOffset(a.dvm, n) : 0;
   PPC_UNROLL
-  for (int hw = 0; hw < kHeldWarps; ++hw) {
-    const int key0 = 16 * (t.warp + hw);
-    PPC_UNROLL
-    for (int h = 0; h < kHeldLanes; ++h) {
-      const int lane = heldLane(t, h);
-      PPC_UNROLL
-      for (int dt = 0; dt < dFrags; ++dt)
-        PPC_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        const int key = key0 + accRow(lane, r), col = 8 * dt + accCol(lane, r);
-        if (key >= nc || col >= s.D)
-          continue;
-        if (a.dk)
-          addInto(a.dk, dkb + FlashShape::rowOffset(a.dkm, c0 + key, col),
-                  s.scale * dK[hw][dt].v[h][r], a.setK);
-        if (a.dv)
-          addInto(a.dv, dvb + FlashShape::rowOffset(a.dvm, c0 + key, col),
-                  dV[hw][dt].v[h][r], a.setV);
-      }
-    }
-  }
+  for (int hw = 0; hw < kHeldWarps; ++hw)
+    forEachHeld(
+        t, 16 * (t.warp + hw), dK[hw],
+        [&](int key, int col, int dt, int h, int r) {
+          if (key >= nc || col >= s.D)
+            return;
+          if (a.dk)
+            addInto(a.dk, dkb + FlashShape::rowOffset(a.dkm, c0 + key, col),
+                    s.scale * dK[hw][dt].v[h][r], a.setK);
+          if (a.dv)
+            addInto(a.dv, dvb + FlashShape::rowOffset(a.dvm, c0 + key, col),
+                    dV[hw][dt].v[h][r], a.setV);
+        });
 }
 
 /// dQ of a tile of query rows (warp w: rows 16w..), over the key tiles
@@ -657,9 +645,8 @@ PPC_HD void queryPassBlock(const BlockThreads &t, int64_t block, char *memory,
   Acc16x8 dQ[kHeldWarps][dFrags];
   PPC_UNROLL
   for (int hw = 0; hw < kHeldWarps; ++hw)
-    PPC_UNROLL
-  for (int dt = 0; dt < dFrags; ++dt)
-    zero(dQ[hw][dt]);
+    for (int dt = 0; dt < dFrags; ++dt)
+      zero(dQ[hw][dt]);
   const int64_t end = s.keysEnd(r0, nr);
   for (int64_t c0 = 0; c0 < end; c0 += kTile) {
     const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
@@ -688,22 +675,14 @@ PPC_HD void queryPassBlock(const BlockThreads &t, int64_t block, char *memory,
   }
   const int64_t dqb = s.batchOffset(a.dqm, n);
   PPC_UNROLL
-  for (int hw = 0; hw < kHeldWarps; ++hw) {
-    const int row0 = 16 * (t.warp + hw);
-    PPC_UNROLL
-    for (int h = 0; h < kHeldLanes; ++h) {
-      const int lane = heldLane(t, h);
-      PPC_UNROLL
-      for (int dt = 0; dt < dFrags; ++dt)
-        PPC_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        const int row = row0 + accRow(lane, r), col = 8 * dt + accCol(lane, r);
-        if (row < nr && col < s.D)
-          addInto(a.dq, dqb + FlashShape::rowOffset(a.dqm, r0 + row, col),
-                  s.scale * dQ[hw][dt].v[h][r], a.setQ);
-      }
-    }
-  }
+  for (int hw = 0; hw < kHeldWarps; ++hw)
+    forEachHeld(t, 16 * (t.warp + hw), dQ[hw],
+                [&](int row, int col, int dt, int h, int r) {
+                  if (row < nr && col < s.D)
+                    addInto(a.dq,
+                            dqb + FlashShape::rowOffset(a.dqm, r0 + row, col),
+                            s.scale * dQ[hw][dt].v[h][r], a.setQ);
+                });
 }
 
 //===----------------------------------------------------------------------===//
