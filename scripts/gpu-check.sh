@@ -13,7 +13,8 @@
 #      backend's single-device step (--verify --verify-backend cpu, the
 #      plan type's tolerance): MLP, CNN, transformer and a 4-layer GPT in
 #      f32, the GPT in bf16, the GPT with fused causal attention and
-#      dropout in f32 and bf16, at 1 rank and at 2 ranks (on one GPU the
+#      dropout in f32 and bf16, a 2-layer BERT with fused attention that is
+#      not causal in bf16, at 1 rank and at 2 ranks (on one GPU the
 #      two ranks share it and exchange through host memory);
 #   5. libraries: GEMM and convolution kernels as a training step runs them
 #      (ppc-profile of the plans' kernels) against cuBLAS and cuDNN alone at
@@ -81,7 +82,7 @@ finish() {
   printf '%s\n' "${summary[@]}"
   exit $failed
 }
-verifyCases=(mlp cnn transformer gpt4 gpt4-bf16 gpt4-attn gpt4-attn-bf16)
+verifyCases=(mlp cnn transformer gpt4 gpt4-bf16 gpt4-attn gpt4-attn-bf16 bert2-attn-bf16)
 # The node tests need onnx and numpy: Debian's python3 where the one on PATH
 # lacks them (docs/onnx-node-tests.md).
 nodePython=python3
@@ -99,6 +100,10 @@ makePlans() {
   # Fused causal attention with dropout on its probabilities.
   python3 "$root/bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
     --seq 32 --vocab 200 --batch 8 --dropout 0.1 >"$plans/gpt4-attn.mlir"
+  # Fused attention that is not causal (an encoder), heads of 16 over two
+  # tiles of keys, with dropout.
+  python3 "$root/bench/models.py" bert --layers 2 --hidden 64 --heads 4 \
+    --seq 80 --vocab 200 --batch 4 --dropout 0.1 --loss ce >"$plans/bert2-attn.mlir"
   local ranks name machine
   for ranks in 1 2; do
     machine=cpu
@@ -112,6 +117,7 @@ makePlans() {
       gpt4-bf16) model=$plans/gpt4.mlir dtype=bf16 ;;
       gpt4-attn) model=$plans/gpt4-attn.mlir ;;
       gpt4-attn-bf16) model=$plans/gpt4-attn.mlir dtype=bf16 ;;
+      bert2-attn-bf16) model=$plans/bert2-attn.mlir dtype=bf16 ;;
       esac
       "$opt" "$model" "${args[@]}" --ppc-auto-parallel="machine=$machine search=mcmc budget=200 dtype=$dtype optimizer=adam plan=$plans/$name-np$ranks.pb" \
         -o /dev/null >"$work/$name-np$ranks.opt" 2>&1 ||

@@ -10,8 +10,9 @@
 # usage: cuda-emulated.sh PPC_OPT EXAMPLES WORKDIR MODEL STRATEGY DTYPE NP RUN...
 #        MODEL: mlp, cnn or transformer (EXAMPLES/MODEL.onnx), gpt4 (a
 #        4-layer GPT of bench/models.py, fused causal attention with
-#        dropout 0.1, heads of 16, sequence 80) or gpt4-unfused (matmul,
-#        softmax, matmul); STRATEGY a
+#        dropout 0.1, heads of 16, sequence 80), bert2 (2 layers, the same
+#        attention not causal) or gpt4-unfused (matmul, softmax, matmul);
+#        STRATEGY a
 #        search (data-parallel, mcmc, megatron); RUN... starts
 #        ppc-run-emulated on NP ranks.
 set -e
@@ -25,6 +26,11 @@ gpt4)
   # Heads of 16: in bf16 the tiled attention kernels (two tiles of 64).
   python3 "$here/../../bench/models.py" gpt --layers 4 --hidden 64 --heads 4 \
     --seq 80 --vocab 100 --batch 4 --dropout 0.1 --loss ce > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+bert2)
+  # Fused attention that is not causal, heads of 16: the tiled kernels.
+  python3 "$here/../../bench/models.py" bert --layers 2 --hidden 64 --heads 4 \
+    --seq 80 --vocab 100 --batch 2 --dropout 0.1 --loss ce > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 gpt4-unfused)
   python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 \
