@@ -37,9 +37,10 @@
 //
 // Pooling runs one thread per output (forward) and one thread per input
 // grad element looping over the windows that cover it (backward), adding in
-// the cpu kernel's order. max_pool2d routes a tie to the first maximum in
-// row-major order. global_avg_pool divides by the GLOBAL spatial count (a
-// split spatial dim makes partial means).
+// the cpu kernel's order; max_pool2d's backward first finds each window's
+// maximum once (a thread per output), then compares. max_pool2d routes a tie to
+// the first maximum in row-major order. global_avg_pool divides by the GLOBAL
+// spatial count (a split spatial dim makes partial means).
 //
 // resize runs one thread per output (forward, summing its taps in the cpu
 // kernel's order) and one thread per result grad element adding into its
@@ -985,11 +986,35 @@ void avgPoolForwardKernel(Stream stream, PoolGeometry g, const float *input,
   });
 }
 
+/// The global (row, col) of a window's first maximum as one key; -1 for a
+/// window that is all padding.
+PPC_HD inline int64_t argMaxKey(int64_t row, int64_t col) {
+  return (row << 32) | col;
+}
+
+/// Per element of the result box: the argMaxKey of its window's first
+/// maximum, so the backward finds each window's maximum once rather than
+/// once per input element under the window.
+void argMaxKernel(Stream stream, PoolGeometry g, const float *input,
+                  DeviceBox inBox, DeviceBox outBox, int64_t *keys) {
+  launch(stream, outBox.count(), [=] PPC_HD(int64_t i) {
+    int64_t index[kMaxRank];
+    outBox.indexOf(i, index);
+    int64_t row, col;
+    float best;
+    keys[i] =
+        argMax(input, inBox, index[0], index[1], windowOf(g.rows, index[2]),
+               windowOf(g.cols, index[3]), row, col, best)
+            ? argMaxKey(row, col)
+            : -1;
+  });
+}
+
 /// One thread per input grad element: adds the result grads of the windows
-/// covering it (max: those whose first maximum it is), in the cpu kernel's
-/// order (output rows, then cols).
+/// covering it (max: those whose first maximum it is, by `keys`), in the
+/// cpu kernel's order (output rows, then cols).
 void poolBackwardKernel(Stream stream, PoolGeometry g, bool max,
-                        const float *input, float *dInput, DeviceBox inBox,
+                        const int64_t *keys, float *dInput, DeviceBox inBox,
                         const float *dOutput, DeviceBox outBox) {
   launch(stream, inBox.count(), [=] PPC_HD(int64_t i) {
     int64_t index[kMaxRank];
@@ -1006,12 +1031,10 @@ void poolBackwardKernel(Stream stream, PoolGeometry g, bool max,
       const Window rows = windowOf(g.rows, oh);
       for (int64_t ow = owFirst; ow < owLast; ++ow) {
         const Window cols = windowOf(g.cols, ow);
-        const float dy = dOutput[offset4(outBox, n, c, oh, ow)];
+        const int64_t o = offset4(outBox, n, c, oh, ow);
+        const float dy = dOutput[o];
         if (max) {
-          int64_t row, col;
-          float best;
-          if (argMax(input, inBox, n, c, rows, cols, row, col, best) &&
-              row == ih && col == iw)
+          if (keys[o] == argMaxKey(ih, iw))
             acc += dy;
         } else {
           const int64_t divisor = avgDivisor(g.countIncludePad, rows, cols);
@@ -1055,8 +1078,18 @@ absl::Status poolBackward(bool max, const OpDesc &op, ExecContext &ctx,
   const KernelView &dInput = inputGrads[0];
   if (!dInput.data || dOutput.box.count() == 0)
     return absl::OkStatus();
-  poolBackwardKernel(ctx.stream, g, max, inputs[0].data, dInput.data,
-                     dInput.box, dOutput.data, dOutput.box);
+  int64_t *keys = nullptr;
+  if (max) {
+    keys = ctx.workspace ? reinterpret_cast<int64_t *>(
+                               ctx.workspace->floats(2 * dOutput.box.count()))
+                         : nullptr;
+    if (!keys)
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for the windows' maxima");
+    argMaxKernel(ctx.stream, g, inputs[0].data, dInput.box, dOutput.box, keys);
+  }
+  poolBackwardKernel(ctx.stream, g, max, keys, dInput.data, dInput.box,
+                     dOutput.data, dOutput.box);
   return absl::OkStatus();
 }
 
