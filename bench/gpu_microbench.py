@@ -30,6 +30,17 @@ cache where one copy would fit in it. Sections (all written to one JSON):
              softmax/matmul attention, autocast with SDPA and fused Adam,
              torch.compile of that; scripts/gpu-check.sh sets ppc-run's
              step beside them
+  conv       (not run by default) cuDNN as PyTorch runs it, channels-last
+             bf16 (cudnn.benchmark on): every distinct convolution of
+             torchvision's ResNet-50 and VGG-16 at batch 32 and 256,
+             forward, data gradient and weight gradient; ResNet-50's batch
+             norms in training (forward + backward) and its pools
+  resnet_step (not run by default) torchvision's ResNet-50 training step
+             (SGD with momentum is what its recipe uses; Adam here, as
+             ppc's plans) at --resnet-batches: eager channels-last with
+             autocast, eager with bf16 weights, and torch.compile of the
+             first at the first batch size; gpu-check.sh sets ppc-run's
+             steps beside them
 
 The numbers feed docs/simulator.md (device models) and the H100 preset.
 """
@@ -411,6 +422,162 @@ def section_step(shape):
             "vocab": vocab, "batch": batch, "variants": rows}
 
 
+def conv_shapes(model, image=224):
+    """The model's convolutions as (C, H, W, K, R, S, stride, pad,
+    dilation, groups) -> calls per forward, from a forward of one image on
+    the host (only the shapes matter)."""
+    shapes = {}
+
+    def hook(m, inputs, output):
+        x = inputs[0]
+        key = (x.shape[1], x.shape[2], x.shape[3], m.out_channels,
+               m.kernel_size[0], m.kernel_size[1], m.stride[0], m.padding[0],
+               m.dilation[0], m.groups)
+        shapes[key] = shapes.get(key, 0) + 1
+    hooks = [m.register_forward_hook(hook) for m in model.modules()
+             if isinstance(m, torch.nn.Conv2d)]
+    with torch.no_grad():
+        model(torch.zeros(1, 3, image, image))
+    for h in hooks:
+        h.remove()
+    return shapes
+
+
+def time_conv(batch, shape, calls):
+    """Forward, data-gradient and weight-gradient seconds of one channels-last
+    bf16 convolution, each the median of event-timed runs of several calls
+    over rotated inputs."""
+    c, h, w, k, r, s_, stride, pad, dil, groups = shape
+    cl = torch.channels_last
+    p = (h + 2 * pad - dil * (r - 1) - 1) // stride + 1
+    q = (w + 2 * pad - dil * (s_ - 1) - 1) // stride + 1
+    flops = 2.0 * batch * k * p * q * (c // groups) * r * s_
+    bf = torch.bfloat16
+    nbytes = batch * c * h * w * 2
+    copies = max(1, min(4, math.ceil(160e6 / nbytes)))
+    xs = [torch.randn(batch, c, h, w, device=DEV, dtype=bf).to(memory_format=cl)
+          for _ in range(copies)]
+    wt = torch.randn(k, c // groups, r, s_, device=DEV, dtype=bf).to(
+        memory_format=cl)
+    dy = torch.randn(batch, k, p, q, device=DEV, dtype=bf).to(memory_format=cl)
+    kw = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+    runs = {
+        "forward": lambda i: F.conv2d(xs[i % copies], wt, **kw),
+        "data_grad": lambda i: torch.nn.grad.conv2d_input(
+            xs[0].shape, wt, dy, **kw),
+        "weight_grad": lambda i: torch.nn.grad.conv2d_weight(
+            xs[i % copies], wt.shape, dy, **kw),
+    }
+    row = {"batch": batch, "c": c, "h": h, "w": w, "k": k, "r": r, "s": s_,
+           "stride": stride, "pad": pad, "dilation": dil, "groups": groups,
+           "calls_per_step": calls, "flops": flops}
+    for name, fn in runs.items():
+        launches = 4
+        t = event_time(lambda: [fn(i) for i in range(launches)]) / launches
+        row[name + "_s"] = t
+        row[name + "_tflops"] = flops / t / 1e12
+    del xs, wt, dy
+    return row
+
+
+def section_conv(quick):
+    import torchvision
+    torch.backends.cudnn.benchmark = True
+    models = {"resnet50": torchvision.models.resnet50(),
+              "vgg16": torchvision.models.vgg16()}
+    batches = [32] if quick else [32, 256]
+    rows = []
+    for name, model in models.items():
+        shapes = conv_shapes(model)
+        for batch in batches:
+            for shape, calls in sorted(shapes.items()):
+                row = time_conv(batch, shape, calls)
+                row["model"] = name
+                rows.append(row)
+                log("conv %s b%d %s: fwd %.3f ms (%.0f TFLOP/s)" % (
+                    name, batch, shape, row["forward_s"] * 1e3,
+                    row["forward_tflops"]))
+    # ResNet-50's batch norms (training, forward + backward) and pools.
+    norms = []
+    bn_shapes = sorted({(k, (h + 2 * pad - r) // st + 1)
+                        for (c, h, w, k, r, s_, st, pad, d, g)
+                        in conv_shapes(models["resnet50"])})
+    for batch in batches:
+        for channels, size in bn_shapes:
+            x = torch.randn(batch, channels, size, size, device=DEV,
+                            dtype=torch.bfloat16).to(
+                memory_format=torch.channels_last).requires_grad_()
+            bn = torch.nn.BatchNorm2d(channels).to(DEV)
+            dy = torch.randn_like(x)
+
+            def fb():
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    y = bn(x)
+                y.backward(dy)
+            t = event_time(fb)
+            norms.append({"batch": batch, "channels": channels,
+                          "size": size, "forward_backward_s": t,
+                          "bytes": 5 * x.numel() * 2})
+        x = torch.randn(batch, 64, 112, 112, device=DEV,
+                        dtype=torch.bfloat16).to(
+            memory_format=torch.channels_last).requires_grad_()
+        y = F.max_pool2d(x, 3, 2, 1)
+        dy = torch.randn_like(y)
+        norms.append({"batch": batch, "pool": "max_pool2d 3x3/2",
+                      "forward_s": event_time(lambda: F.max_pool2d(x, 3, 2, 1)),
+                      "forward_backward_s": event_time(
+                          lambda: torch.autograd.grad(
+                              F.max_pool2d(x, 3, 2, 1), x, dy))})
+    return {"cudnn_benchmark": True, "layout": "channels_last",
+            "dtype": "bfloat16", "convolutions": rows, "norms_and_pools": norms}
+
+
+def section_resnet_step(batches):
+    """torchvision's ResNet-50 step, images 224x224, 1000 classes, Adam."""
+    import torchvision
+    rows = []
+    for i, batch in enumerate(batches):
+        images = torch.randn(batch, 3, 224, 224, device=DEV)
+        labels = torch.randint(0, 1000, (batch,), device=DEV)
+        variants = ["autocast-channels-last", "bf16-channels-last"]
+        if i == 0:
+            variants.append("compile-autocast-channels-last")
+        for name in variants:
+            torch.manual_seed(0)
+            try:
+                model = torchvision.models.resnet50().to(DEV).to(
+                    memory_format=torch.channels_last)
+                x = images.to(memory_format=torch.channels_last)
+                autocast = name != "bf16-channels-last"
+                if not autocast:
+                    model = model.to(torch.bfloat16)
+                    x = x.to(torch.bfloat16)
+                optimizer = torch.optim.Adam(model.parameters(), lr=1e-4,
+                                             fused=autocast)
+                if name.startswith("compile"):
+                    model = torch.compile(model)
+
+                def step():
+                    with torch.autocast("cuda", dtype=torch.bfloat16,
+                                        enabled=autocast):
+                        loss = F.cross_entropy(model(x), labels)
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                seconds = event_time(step, reps=10, warm=3)
+                rows.append({"variant": name, "batch": batch,
+                             "step_s": seconds,
+                             "images_per_s": batch / seconds})
+                log("resnet50 b%d %s: %.1f ms" % (batch, name, seconds * 1e3))
+            except Exception as e:  # the others still count
+                rows.append({"variant": name, "batch": batch,
+                             "error": repr(e)[:300]})
+            model = optimizer = None
+            torch.cuda.empty_cache()
+    return {"model": "torchvision resnet50", "image": 224, "classes": 1000,
+            "variants": rows}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -419,6 +586,8 @@ def main():
                     default="launch,stream,attention,loss,gemm,gpt")
     ap.add_argument("--step-shape", default="12,768,12,1024,50304,8",
                     help="step section: layers,hidden,heads,seq,vocab,batch")
+    ap.add_argument("--resnet-batches", default="32,256",
+                    help="resnet_step section: batch sizes")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("gpu_microbench: no CUDA device visible to PyTorch")
@@ -432,9 +601,12 @@ def main():
     for name in a.sections.split(","):
         t0 = time.time()
         try:
-            args = ([a.quick] if name in ("gemm", "stream", "attention", "gpt")
+            args = ([a.quick]
+                    if name in ("gemm", "stream", "attention", "gpt", "conv")
                     else [tuple(int(v) for v in a.step_shape.split(","))]
-                    if name == "step" else [])
+                    if name == "step"
+                    else [[int(v) for v in a.resnet_batches.split(",")]]
+                    if name == "resnet_step" else [])
             result[name] = globals()["section_" + name](*args)
         except Exception as e:  # keep what the other sections measured
             result[name] = {"error": repr(e)[:500]}
