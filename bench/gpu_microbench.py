@@ -17,7 +17,8 @@ cache where one copy would fit in it. Sections (all written to one JSON):
   stream     memory-bound kernels (copy, add, gelu, layer norm, softmax,
              dropout) at 64 MiB - 1 GiB: achievable bandwidth
   attention  scaled_dot_product_attention, causal, bf16, flash and cuDNN
-             backends, forward and forward+backward
+             backends, forward and forward+backward (--attention-shape:
+             one batch,heads,seq,head_dim alone)
   loss       cross-entropy over a 131,072-word vocabulary, 4,096 tokens
   launch     one tiny kernel per launch: in a graph and eagerly
   gpt        a GPT of the bench's layer structure (bench/models.py gpt:
@@ -206,18 +207,23 @@ def section_stream(quick):
     return rows
 
 
-def section_attention(quick):
+def section_attention(quick, shape=None):
+    """`shape` (batch, heads, seq, head dim): that case alone."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = []
-    cases = [(16, 4096, 128), (32, 4096, 128), (24, 2048, 128), (32, 2048, 64)]
+    cases = [(1, 16, 4096, 128), (1, 32, 4096, 128), (1, 24, 2048, 128),
+             (1, 32, 2048, 64)]
     if quick:
         cases = cases[:1]
-    for heads, seq, d in cases:
-        q, k, v = [torch.randn(1, heads, seq, d, device=DEV,
+    if shape:
+        cases = [shape]
+    for batch, heads, seq, d in cases:
+        q, k, v = [torch.randn(batch, heads, seq, d, device=DEV,
                                dtype=torch.bfloat16, requires_grad=True)
                    for _ in range(3)]
-        dy = torch.randn(1, heads, seq, d, device=DEV, dtype=torch.bfloat16)
-        flops_fwd = 4.0 * heads * seq * seq * d / 2  # causal half
+        dy = torch.randn(batch, heads, seq, d, device=DEV,
+                         dtype=torch.bfloat16)
+        flops_fwd = 4.0 * batch * heads * seq * seq * d / 2  # causal half
         for backend in ["FLASH_ATTENTION", "CUDNN_ATTENTION"]:
             try:
                 with sdpa_kernel(getattr(SDPBackend, backend)):
@@ -230,14 +236,16 @@ def section_attention(quick):
                                                            is_causal=True)
                         o.backward(dy)
                     tb = event_time(both)
-                rows.append({"backend": backend, "heads": heads, "seq": seq,
+                rows.append({"backend": backend, "batch": batch,
+                             "heads": heads, "seq": seq,
                              "head_dim": d, "forward_s": tf,
                              "backward_s": tb - tf,
                              "forward_tflops": flops_fwd / tf / 1e12,
                              "backward_tflops":
                                  2.5 * flops_fwd / (tb - tf) / 1e12})
             except Exception as e:  # a backend this build lacks
-                rows.append({"backend": backend, "heads": heads, "seq": seq,
+                rows.append({"backend": backend, "batch": batch,
+                             "heads": heads, "seq": seq,
                              "head_dim": d, "error": str(e)[:200]})
     return rows
 
@@ -588,6 +596,8 @@ def main():
                     help="step section: layers,hidden,heads,seq,vocab,batch")
     ap.add_argument("--resnet-batches", default="32,256",
                     help="resnet_step section: batch sizes")
+    ap.add_argument("--attention-shape",
+                    help="attention section: batch,heads,seq,head_dim alone")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("gpu_microbench: no CUDA device visible to PyTorch")
@@ -601,8 +611,11 @@ def main():
     for name in a.sections.split(","):
         t0 = time.time()
         try:
-            args = ([a.quick]
-                    if name in ("gemm", "stream", "attention", "gpt", "conv")
+            args = ([a.quick, tuple(int(v) for v in a.attention_shape.split(","))
+                     if a.attention_shape else None]
+                    if name == "attention"
+                    else [a.quick]
+                    if name in ("gemm", "stream", "gpt", "conv")
                     else [tuple(int(v) for v in a.step_shape.split(","))]
                     if name == "step"
                     else [[int(v) for v in a.resnet_batches.split(",")]]

@@ -165,6 +165,13 @@ requireGpu() {
   echo "GPU: $gpu ($(nvidia-smi -L | wc -l) visible)"
 }
 
+# The GPT's attention as batch,heads,seq,head_dim.
+gptAttentionShape() {
+  local layers hidden heads seq vocab batch
+  IFS=, read -r layers hidden heads seq vocab batch <<<"$gptShape"
+  echo "$batch,$heads,$seq,$((hidden / heads))"
+}
+
 # PyTorch brings its own cuDNN and refuses an older one found first on the
 # kit's library path (--kit): its programs run as "${pythonEnv[@]}" python3,
 # with the library path the script started with.
@@ -327,6 +334,25 @@ for model in ("gpt", "resnet"):
             print(f"{kind} {k['name']} {s}: in a step {k['forward_seconds']*1e3:.3f} ms,"
                   f" library alone {lib*1e3:.3f} ms: {100*ratio:.0f}%"
                   + ("" if judged else " (under 50 us: launch-bound, not judged)"))
+# Fused attention against PyTorch's on the same shape (pytorchStep's
+# attention section): shown, not judged (the step's ratio is the acceptance).
+try:
+    torch_rows = json.load(open(f"{work}/pytorch-step.json"))["attention"]
+    kernels = json.load(open(f"{work}/gpt.details.json"))["kernels"]
+    ppc = next(k for k in kernels if k["op"] == "ppc.attention")
+    for r in torch_rows:
+        if "forward_s" not in r:
+            continue
+        fwd = r["forward_s"] / ppc["forward_seconds"]
+        bwd = r["backward_s"] / ppc.get("backward_seconds", float("nan"))
+        print(f"ppc.attention {ppc['name']} {ppc['operand_shapes'][0]}: forward"
+              f" {ppc['forward_seconds']*1e3:.3f} ms, backward"
+              f" {ppc.get('backward_seconds', 0)*1e3:.3f} ms; PyTorch"
+              f" {r['backend'].lower()} {r['forward_s']*1e3:.3f} and"
+              f" {r['backward_s']*1e3:.3f} ms: {100*fwd:.0f}% and {100*bwd:.0f}%"
+              " (shown, not judged)")
+except (OSError, KeyError, StopIteration, TypeError):
+    pass
 print(f"worst: {100*worst:.0f}%" if worst is not None else "worst: none measured")
 PY
   cat "$results/libraries.txt"
@@ -407,8 +433,9 @@ pytorchStep() {
     return
   fi
   limited 420 "${pythonEnv[@]}" python3 "$root/bench/gpu_microbench.py" \
-    --sections "${GPU_CHECK_PYTORCH_SECTIONS:-step,resnet_step}" \
+    --sections "${GPU_CHECK_PYTORCH_SECTIONS:-step,resnet_step,attention}" \
     --step-shape "$gptShape" --resnet-batches "$resnetBatches" \
+    --attention-shape "$(gptAttentionShape)" \
     --out "$results/pytorch-step.json" >"$logs/pytorch.log" 2>&1 ||
     { tail -5 "$logs/pytorch.log"; result FAIL pytorch "gpu_microbench.py failed"; return; }
   python3 - "$results" <<'PY'
