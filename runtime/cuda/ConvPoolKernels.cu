@@ -27,9 +27,11 @@
 // channels of those groups, and with groups == 1 an input channel split, are
 // a strided slice of the input box), sizes fit an int, the tensors are
 // 16-byte aligned, and cuDNN's heuristics (..._v7, cached per shape) offer an
-// fp32 FMA-math algorithm (no TF32), deterministic where one is, within 256
-// MiB of workspace. Otherwise, and always in emulation (no cuDNN handle),
-// the kernels above run.
+// algorithm within 256 MiB of workspace, deterministic where one is: fp32
+// FMA math, or TF32 tensor cores where the operands are stored in 16 bits
+// (TF32 holds bf16 and f16 values exactly: the same products as a 16-bit
+// convolution with float32 sums) or --allow-tf32 asks for them. Otherwise, and
+// always in emulation (no cuDNN handle), the kernels above run.
 //
 // conv_transpose2d runs on the conv2d kernels above (cuDNN where they take
 // the partition) as the input gradient of the conv2d from its result to its
@@ -334,6 +336,9 @@ void directWeightGrad(Stream stream, DirectDims x, const float *input,
 struct CudnnShape {
   int x[4], xStrides[4], y[4], yStrides[4], w[4];
   int pad[2], stride[2], dilation[2], groups;
+  /// 1: the products may run on TF32 tensor cores (operands stored in 16
+  /// bits, which TF32 holds exactly, or --allow-tf32); 0: FMA math.
+  int tensorOps;
 };
 
 struct CudnnPartition {
@@ -414,8 +419,9 @@ bool cudnnPartition(const ConvGeometry &g, const KernelView &input,
   return true;
 }
 
-/// The descriptors of a CudnnShape, destroyed with it; fp32 FMA math (no
-/// TF32 tensor cores).
+/// The descriptors of a CudnnShape, destroyed with it; fp32 FMA math, or
+/// cuDNN's default (TF32 tensor cores allowed) where the shape says
+/// tensorOps.
 struct CudnnDescriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -450,16 +456,19 @@ struct CudnnDescriptors {
               s.stride[0], s.stride[1], s.dilation[0], s.dilation[1],
               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
     PPC_CUDNN(cudnnSetConvolutionGroupCount, conv, s.groups);
-    PPC_CUDNN(cudnnSetConvolutionMathType, conv, CUDNN_FMA_MATH);
+    PPC_CUDNN(cudnnSetConvolutionMathType, conv,
+              s.tensorOps ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
     return absl::OkStatus();
   }
 };
 
 enum class CudnnPass { Forward, BackwardData, BackwardFilter };
 
-/// An algorithm of one pass and its workspace; algo < 0: none fits.
+/// An algorithm of one pass, the math it runs in and its workspace; algo
+/// < 0: none fits.
 struct CudnnAlgo {
   int algo = -1;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t bytes = 0;
 };
 
@@ -467,14 +476,18 @@ struct CudnnAlgo {
 constexpr size_t kCudnnWorkspaceBytes = size_t(256) << 20;
 
 /// The first of cuDNN's ranked results that runs, fits the workspace limit
-/// and is not tensor-op math, preferring a deterministic one; -1 if none.
-template <typename Perf> int pickAlgo(const Perf *perfs, int count) {
+/// and keeps float32 operands (tensor-op math only where `tensorOps`, and
+/// never one that converts them to 16 bits), preferring a deterministic
+/// one; -1 if none.
+template <typename Perf>
+int pickAlgo(const Perf *perfs, int count, bool tensorOps) {
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < count; ++i)
       if (perfs[i].status == CUDNN_STATUS_SUCCESS &&
           perfs[i].memory <= kCudnnWorkspaceBytes &&
           (perfs[i].mathType == CUDNN_FMA_MATH ||
-           perfs[i].mathType == CUDNN_DEFAULT_MATH) &&
+           perfs[i].mathType == CUDNN_DEFAULT_MATH ||
+           (tensorOps && perfs[i].mathType == CUDNN_TENSOR_OP_MATH)) &&
           (pass == 1 || perfs[i].determinism == CUDNN_DETERMINISTIC))
         return i;
   return -1;
@@ -501,10 +514,11 @@ absl::Status cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
     cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     PPC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, handle, d.x, d.w, d.conv,
               d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs);
-    if (int i = pickAlgo(perfs, count); i >= 0) {
+    if (int i = pickAlgo(perfs, count, s.tensorOps); i >= 0) {
       PPC_CUDNN(cudnnGetConvolutionForwardWorkspaceSize, handle, d.x, d.w,
                 d.conv, d.y, perfs[i].algo, &chosen.bytes);
       chosen.algo = perfs[i].algo;
+      chosen.math = perfs[i].mathType;
     }
   } else if (pass == CudnnPass::BackwardData) {
     cudnnConvolutionBwdDataAlgoPerf_t
@@ -512,10 +526,11 @@ absl::Status cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
     PPC_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, handle, d.w, d.y,
               d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
               perfs);
-    if (int i = pickAlgo(perfs, count); i >= 0) {
+    if (int i = pickAlgo(perfs, count, s.tensorOps); i >= 0) {
       PPC_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize, handle, d.w, d.y,
                 d.conv, d.x, perfs[i].algo, &chosen.bytes);
       chosen.algo = perfs[i].algo;
+      chosen.math = perfs[i].mathType;
     }
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t
@@ -523,10 +538,11 @@ absl::Status cudnnAlgo(cudnnHandle_t handle, CudnnPass pass,
     PPC_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, handle, d.x, d.y,
               d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
               perfs);
-    if (int i = pickAlgo(perfs, count); i >= 0) {
+    if (int i = pickAlgo(perfs, count, s.tensorOps); i >= 0) {
       PPC_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize, handle, d.x,
                 d.y, d.conv, d.w, perfs[i].algo, &chosen.bytes);
       chosen.algo = perfs[i].algo;
+      chosen.math = perfs[i].mathType;
     }
   }
   if (chosen.bytes > kCudnnWorkspaceBytes)
@@ -553,12 +569,21 @@ struct CudnnConv {
 };
 
 /// False when cuDNN does not run the partition: no handle, or a shape
-/// cudnnPartition turns down.
+/// cudnnPartition turns down. Tensor cores where every operand of the
+/// products (input, weight, and the result gradient `grad` of a backward)
+/// is stored in 16 bits, or TF32 is allowed.
 bool cudnnFits(ExecContext &ctx, const ConvGeometry &g, const KernelView &input,
                const KernelView &weight, const KernelView &output,
-               CudnnConv &c) {
+               const KernelView *grad, CudnnConv &c) {
   c.handle = static_cast<cudnnHandle_t>(ctx.library->cudnn(ctx.stream));
-  return c.handle && cudnnPartition(g, input, weight, output, c.p);
+  if (!c.handle || !cudnnPartition(g, input, weight, output, c.p))
+    return false;
+  const auto half = [](const KernelView &v) {
+    return v.stored == DType::BF16 || v.stored == DType::F16;
+  };
+  c.p.shape.tensorOps = ctx.library->allowTf32 ||
+                        (half(input) && half(weight) && (!grad || half(*grad)));
+  return true;
 }
 
 /// conv2d's forward on cuDNN, then the bias; `taken` false (nothing
@@ -568,7 +593,7 @@ absl::Status cudnnForward(ExecContext &ctx, const ConvGeometry &g,
                           const KernelView &output, bool &taken) {
   taken = false;
   CudnnConv c;
-  if (!cudnnFits(ctx, g, input, weight, output, c))
+  if (!cudnnFits(ctx, g, input, weight, output, nullptr, c))
     return absl::OkStatus();
   const float *x = input.data + c.p.xOffset, *w = weight.data + c.p.wOffset;
   if (!aligned(x) || !aligned(w) || !aligned(output.data))
@@ -584,6 +609,7 @@ absl::Status cudnnForward(ExecContext &ctx, const ConvGeometry &g,
   if (algo.algo < 0 || !cudnnWorkspace(ctx, algo.bytes, workspace))
     return absl::OkStatus();
   const float one = 1.0f, zero = 0.0f;
+  PPC_CUDNN(cudnnSetConvolutionMathType, c.d.conv, algo.math);
   PPC_CUDNN(cudnnConvolutionForward, c.handle, &one, c.d.x, x, c.d.w, w,
             c.d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
             workspace, algo.bytes, &zero, c.d.y, output.data);
@@ -604,7 +630,7 @@ absl::Status cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
                            bool &taken) {
   taken = false;
   CudnnConv c;
-  if (!cudnnFits(ctx, g, input, weight, dOutput, c))
+  if (!cudnnFits(ctx, g, input, weight, dOutput, &dOutput, c))
     return absl::OkStatus();
   const KernelView &dInput = inputGrads[0], &dWeight = inputGrads[1];
   float *dx = dInput.data ? dInput.data + c.p.xOffset : nullptr;
@@ -633,18 +659,22 @@ absl::Status cudnnBackward(ExecContext &ctx, const ConvGeometry &g,
                       workspace))
     return absl::OkStatus();
   const float one = 1.0f;
-  if (dw)
+  if (dw) {
+    PPC_CUDNN(cudnnSetConvolutionMathType, c.d.conv, filterAlgo.math);
     PPC_CUDNN(cudnnConvolutionBackwardFilter, c.handle, &one, c.d.x, x, c.d.y,
               dOutput.data, c.d.conv,
               static_cast<cudnnConvolutionBwdFilterAlgo_t>(filterAlgo.algo),
               workspace, filterAlgo.bytes, &one, c.d.w, dw);
-  launchCount().fetch_add(1, std::memory_order_relaxed);
-  if (dx)
+    launchCount().fetch_add(1, std::memory_order_relaxed);
+  }
+  if (dx) {
+    PPC_CUDNN(cudnnSetConvolutionMathType, c.d.conv, dataAlgo.math);
     PPC_CUDNN(cudnnConvolutionBackwardData, c.handle, &one, c.d.w, w, c.d.y,
               dOutput.data, c.d.conv,
               static_cast<cudnnConvolutionBwdDataAlgo_t>(dataAlgo.algo),
               workspace, dataAlgo.bytes, &one, c.d.x, dx);
-  launchCount().fetch_add(1, std::memory_order_relaxed);
+    launchCount().fetch_add(1, std::memory_order_relaxed);
+  }
   taken = true;
   addBiasGrad(ctx.stream, g, dOutput, inputGrads);
   return absl::OkStatus();

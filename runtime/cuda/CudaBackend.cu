@@ -365,6 +365,7 @@ public:
         continue;
       const DType dtype = v.buffer->dtype();
       void *address = v.buffer->at(v.offset);
+      k.stored = dtype;
       if (dtype == DType::F32) {
         k.data = static_cast<float *>(address);
         k.elements = {address, dtype};
@@ -1081,6 +1082,7 @@ createCudaBackend(const BackendOptions &options) {
   absl::StatusOr<std::unique_ptr<Library>> library = createLibrary();
   if (!library.ok())
     return library.status();
+  (*library)->allowTf32 = options.allowTf32;
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(
       stream, std::move(*library), options.poisonUninitialized));
 }

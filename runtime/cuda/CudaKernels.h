@@ -54,6 +54,10 @@ struct KernelView : TensorView {
   /// contribution: DeviceView::overwrite); only for kernels registered with
   /// CudaKernel::overwrites, whose other views never set it.
   bool overwrite = false;
+  /// The type the buffer is stored in: float32 for a widened block of a
+  /// 16-bit buffer says bf16 or f16 here (whose values float32 products on
+  /// TF32 tensor cores take exactly).
+  DType stored = DType::F32;
   int64_t count() const { return box.count(); }
   /// The address of element `i` of the box, for libraries.
   void *at(int64_t i) const { return elements.at(i); }

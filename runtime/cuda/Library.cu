@@ -122,7 +122,10 @@ public:
         static_cast<int>(k), &alpha, b.data, type, static_cast<int>(b.ld),
         b.batchStride, a.data, type, static_cast<int>(a.ld), a.batchStride,
         &beta, c.data, cudaType(c.type), static_cast<int>(c.ld), c.batchStride,
-        static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        static_cast<int>(batch),
+        a.type == DType::F32 && allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
       return absl::InternalError(std::string("cublasGemmStridedBatchedEx: ") +
                                  cublasError(status));

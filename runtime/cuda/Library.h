@@ -63,8 +63,12 @@ inline GemmResult floatResult(float *data, int64_t ld, int64_t batchStride) {
 class Library {
 public:
   virtual ~Library() = default;
+  /// Float32 GEMMs and convolutions may run on TF32 tensor cores
+  /// (BackendOptions::allowTf32); else exact float32.
+  bool allowTf32 = false;
   /// For b in [0, batch): C_b = alpha * op(A_b) op(B_b) + beta * C_b,
-  /// accumulated in float32 (16-bit operands on tensor cores) and rounded
+  /// accumulated in float32 (16-bit operands on tensor cores, float32 ones
+  /// too as TF32 where allowTf32) and rounded
   /// once to C's type (C_b read in its type where beta is not 0, so a
   /// 16-bit gradient summed into is rounded after the sum). A and B must
   /// have the same type.

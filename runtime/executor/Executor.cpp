@@ -310,7 +310,8 @@ int runPlan(const Plan &plan, const RunOptions &options, Communicator &comm,
   // Every rank learns whether any rank's backend failed to start (a rank
   // without a GPU), so none waits on it.
   absl::StatusOr<std::unique_ptr<Backend>> started = createBackend(
-      options.backend, {options.threads, options.referenceKernels});
+      options.backend, {options.threads, options.referenceKernels,
+                        /*poisonUninitialized=*/false, options.allowTf32});
   if (comm.anyRank(!started.ok(), [] { return "starting the backends"; })) {
     // One write, so that the lines of ranks failing together do not
     // interleave.

@@ -112,6 +112,12 @@ options:
                          on a host whose cores all compute, overlap costs
                          the backward what it saves the sync)
   --reference-kernels    only ppc's reference kernels: no oneDNN
+  --allow-tf32           cuda: float32 GEMMs and convolutions on TF32 tensor
+                         cores (products of 10-bit mantissas, float32
+                         sums; PyTorch's default for convolutions, not for
+                         matmuls); default: exact float32, which the cpu
+                         backend matches to round-off; --verify's float32
+                         tolerance becomes f16's
                          convolutions (which run where a partition holds
                          every channel)
   --profile FILE         write the kernels' measured times (all steps but
@@ -198,6 +204,8 @@ absl::Status parseRunArgs(int argc, const char *const *argv, RunArgs &args) {
       o.overlap = true;
     } else if (name == "--reference-kernels") {
       o.referenceKernels = true;
+    } else if (name == "--allow-tf32") {
+      o.allowTf32 = true;
     } else if (name == "--no-shuffle") {
       o.shuffle = false;
     } else if (name == "--resume-other-run") {

@@ -47,6 +47,10 @@ absl::Status Run::checkOptions() const {
     return absl::InvalidArgumentError("--verify-tolerance must be positive");
   if (options.threads < 1)
     return absl::InvalidArgumentError("--threads must be at least 1");
+  if (options.allowTf32 && options.backend != "cuda")
+    return absl::InvalidArgumentError(
+        "--allow-tf32 is for --backend cuda: the " + options.backend +
+        " backend computes float32 exactly");
   if (!options.lossScale.empty() && options.lossScale != "dynamic" &&
       options.lossScale != "none") {
     char *end = nullptr;

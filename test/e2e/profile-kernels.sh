@@ -69,4 +69,5 @@ echo '{"version": 1, "kernels": [{"op_index": 0, "op": "ppc.relu", "operands": [
 expect_error 'is ppc.linear, not ppc.relu: was the plan made from the same model' \
   $prof mlp.pb -o x.json --requests bad.json
 expect_error '--runs: expected a positive count' $prof mlp.pb -o x.json --runs 0
+expect_error '--allow-tf32 is for --backend cuda' $prof mlp.pb -o x.json --allow-tf32
 echo "ppc-profile passed"

@@ -40,9 +40,11 @@ std::string error(std::vector<std::string> words) {
 TEST(RunArgs, ParsesOptions) {
   RunArgs args;
   ASSERT_EQ(parse({"m.pb", "--steps", "5", "--seed=3", "--checkpoint", "c",
-                   "--resume-other-run", "--export-onnx", "a.onnx=b.onnx"},
+                   "--resume-other-run", "--export-onnx", "a.onnx=b.onnx",
+                   "--allow-tf32"},
                   args),
             "");
+  EXPECT_TRUE(args.options.allowTf32);
   EXPECT_EQ(args.plan, "m.pb");
   EXPECT_EQ(args.options.steps, 5);
   EXPECT_EQ(args.options.seed, 3u);
@@ -110,6 +112,7 @@ TEST(RunArgs, RandomCommandLinesParseOrSayWhy) {
                                           "--threads",
                                           "--overlap",
                                           "--reference-kernels",
+                                          "--allow-tf32",
                                           "--profile",
                                           "--profile-device",
                                           "--batches",

@@ -52,6 +52,8 @@ options:
   --min-seconds S        and until S seconds have passed (0.02)
   --threads N            kernel threads (cpu backend) (1)
   --reference-kernels    cpu: ppc's own kernels only
+  --allow-tf32           cuda: float32 GEMMs and convolutions on TF32
+                         tensor cores, as ppc-run --allow-tf32 runs them
   --inference            forward only, as in inference
   --quiet                no progress lines
   --version, --help
@@ -167,6 +169,8 @@ int profileMain(int argc, char **argv) {
         std::cerr << "ppc-profile: " << note << "\n";
     } else if (arg == "--reference-kernels") {
       backendOptions.referenceKernels = true;
+    } else if (arg == "--allow-tf32") {
+      backendOptions.allowTf32 = true;
     } else if (arg == "--inference") {
       options.training = false;
     } else if (arg == "--quiet") {
@@ -185,6 +189,11 @@ int profileMain(int argc, char **argv) {
   if (planPath.empty() || out.empty()) {
     std::cerr << "ppc-profile: needs a PLAN and -o PROFILE.json (see "
                  "--help)\n";
+    return 2;
+  }
+  if (backendOptions.allowTf32 && backendName != "cuda") {
+    std::cerr << "ppc-profile: --allow-tf32 is for --backend cuda: the "
+              << backendName << " backend computes float32 exactly\n";
     return 2;
   }
   if (device.empty()) {

@@ -233,6 +233,10 @@ struct BackendOptions {
   /// the environment's PPC_POISON_UNINITIALIZED=1 by createBackend; the
   /// tests run with it.
   bool poisonUninitialized = false;
+  /// cuda: float32 GEMMs and convolutions may run on TF32 tensor cores
+  /// (--allow-tf32). Convolutions whose operands are stored in 16 bits use
+  /// them either way: TF32 holds bf16 and f16 values exactly.
+  bool allowTf32 = false;
 };
 
 struct BackendInfo {

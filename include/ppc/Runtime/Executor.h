@@ -96,6 +96,10 @@ struct RunOptions {
   bool overlap = false;
   /// Only the reference kernels (no oneDNN), e.g. to compare the two.
   bool referenceKernels = false;
+  /// cuda: float32 GEMMs and convolutions on TF32 tensor cores (10-bit
+  /// mantissas in the products, float32 sums), as PyTorch runs its
+  /// convolutions by default; --verify's float32 tolerance loosens to f16's.
+  bool allowTf32 = false;
   std::string logFile;
   bool quiet = false;
 };
