@@ -186,9 +186,11 @@ class Cnn:
 
 
 def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
-         fused=False, causal=False, fused_qkv=False):
+         fused=False, causal=False, fused_qkv=False, layout="bshd"):
     """fused: the attention core as one ppc.attention (FlashAttention-style;
-    causal for a decoder) instead of matmul, softmax, dropout, matmul.
+    causal for a decoder) instead of matmul, softmax, dropout, matmul;
+    layout "bshd" reads the per-head [B, S, H, D] tensors as they are (no
+    head transposes), "bhsd" transposes them to [B, H, S, D] around it.
     fused_qkv: one linear layer projects q, k and v (Megatron-LM's
     query_key_value: each head's q, k and v side by side), split per head."""
     e = Emitter()
@@ -223,16 +225,21 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
         return e.op(name, "ppc.layer_norm %s, %s, %s : (%s, %s, %s) -> %s"
                     % (v, s, b, ty(act), ty([hidden]), ty([hidden]), ty(act)))
 
+    # The fused op in layout bshd reads [B, S, H, D] as it is.
+    transposed = not (fused and layout == "bshd")
+
     def heads_first(name, v):
         split = [batch, seq, heads, hd]
         r = e.op(name + ".split", "ppc.reshape %s : %s -> %s" % (v, ty(act), ty(split)))
+        if not transposed:
+            return r
         return e.op(name + ".t", "ppc.transpose %s {permutation = array<i64: 0, 2, 1, 3>} : %s -> %s"
                     % (r, ty(split), ty([batch, heads, seq, hd])))
 
     for l in range(layers):
         p = "layers.%d." % l
         h = layer_norm(p + "ln1", x)
-        bh = [batch, heads, seq, hd]
+        bh = [batch, heads, seq, hd] if transposed else [batch, seq, heads, hd]
         if fused_qkv:
             qkv = linear(p + "attn.qkv", h, hidden, 3 * hidden, act)
             grouped = [batch, seq, heads, 3 * hd]
@@ -242,7 +249,7 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
             q, k, v = [
                 e.op(p + n + ".t", "ppc.transpose %s {permutation = "
                      "array<i64: 0, 2, 1, 3>} : %s -> %s"
-                     % (r, ty(part), ty(bh)))
+                     % (r, ty(part), ty(bh))) if transposed else r
                 for n, r in zip("qkv", e.multi(
                     p + "qkv.split", 3, "ppc.split %s {axis = 3 : i64} : %s -> "
                     "%s, %s, %s" % (qkv, ty(grouped), ty(part), ty(part),
@@ -257,6 +264,8 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
                 attrs.append("causal = true")
             if dropout:
                 attrs.append("ratio = %r : f64" % float(dropout))
+            if not transposed:
+                attrs.append('layout = "bshd"')
             ctx = e.op(p + "attn.core", "ppc.attention %s, %s, %s {%s} : "
                        "(%s, %s, %s) -> %s" % (q, k, v, ", ".join(attrs),
                                                ty(bh), ty(bh), ty(bh), ty(bh)))
@@ -270,8 +279,9 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
             probs = drop(p + "attn.dropout", probs, ss)
             ctx = e.op(p + "attn.context", "ppc.matmul %s, %s : (%s, %s) -> %s"
                        % (probs, v, ty(ss), ty(bh), ty(bh)))
-        ctx = e.op(p + "attn.merge.t", "ppc.transpose %s {permutation = array<i64: 0, 2, 1, 3>} : %s -> %s"
-                   % (ctx, ty(bh), ty([batch, seq, heads, hd])))
+        if transposed:
+            ctx = e.op(p + "attn.merge.t", "ppc.transpose %s {permutation = array<i64: 0, 2, 1, 3>} : %s -> %s"
+                       % (ctx, ty(bh), ty([batch, seq, heads, hd])))
         ctx = e.op(p + "attn.merge", "ppc.reshape %s : %s -> %s" % (ctx, ty([batch, seq, heads, hd]), ty(act)))
         o = drop(p + "attn.out.dropout",
                  linear(p + "attn.out", ctx, hidden, hidden, act), act)
@@ -654,6 +664,12 @@ def main():
                     help="gpt/bert/transformer: the attention core as "
                     "matmul, softmax, dropout, matmul (a decoder's causal "
                     "mask left out: it changes no shape)")
+    ap.add_argument("--attention-layout", choices=["bshd", "bhsd"],
+                    default="bshd",
+                    help="gpt/bert/transformer, fused attention: bshd reads "
+                    "the per-head [batch, seq, heads, head dim] tensors as "
+                    "they are (the default), bhsd transposes them to [batch, "
+                    "heads, seq, head dim] and back around the attention")
     ap.add_argument("--fused-qkv", action="store_true",
                     help="gpt/bert/transformer: q, k and v from one linear "
                     "layer (Megatron-LM's query_key_value), split per head")
@@ -683,7 +699,8 @@ def main():
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             hidden, pick(a.heads, d["heads"]),
             pick(a.ff, 4 * hidden), pick(a.vocab, 51200), a.dropout,
-            fused=a.fused_attention, causal=True, fused_qkv=a.fused_qkv)
+            fused=a.fused_attention, causal=True, fused_qkv=a.fused_qkv,
+            layout=a.attention_layout)
     elif a.model in ("bert", "transformer"):
         # BERT-Large by default; Transformer-base sizes for `transformer`.
         d = (dict(layers=24, seq=512, hidden=1024, heads=16, ff=4096, vocab=30522)
@@ -693,7 +710,7 @@ def main():
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]), pick(a.ff, d["ff"]),
             pick(a.vocab, d["vocab"]), a.dropout, fused=a.fused_attention,
-            fused_qkv=a.fused_qkv)
+            fused_qkv=a.fused_qkv, layout=a.attention_layout)
     elif a.model.startswith("resnet"):
         header, e, result, out = resnet(int(a.model[len("resnet"):]), a.batch,
                                         image=pick(a.image, 224))

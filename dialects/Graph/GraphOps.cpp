@@ -131,6 +131,19 @@ static LogicalResult verifySameElementType(Operation *op,
   return success();
 }
 
+/// Checks that `value` is one of `allowed`, naming the attribute.
+static LogicalResult verifyKeyword(Operation *op, StringRef name,
+                                   StringRef value,
+                                   ArrayRef<StringRef> allowed) {
+  if (llvm::is_contained(allowed, value))
+    return success();
+  std::string list;
+  for (StringRef a : allowed)
+    list += (list.empty() ? "'" : ", '") + a.str() + "'";
+  return op->emitOpError() << "'" << name << "' is '" << value
+                           << "'; expected one of " << list;
+}
+
 static SmallVector<Value> allValues(Operation *op) {
   SmallVector<Value> values(op->getOperands());
   llvm::append_range(values, op->getResults());
@@ -374,29 +387,56 @@ LogicalResult MatMulOp::verify() {
   return verifyShapeIs(op, "result", shapeOf(getResult()), expected);
 }
 
+SmallVector<int64_t> AttentionOp::logicalDims() {
+  int64_t rank = shapeOf(getQuery()).size();
+  if (headsAfterPositions())
+    return {0, 2, 1, 3};
+  return llvm::to_vector(llvm::seq<int64_t>(0, rank));
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyMinRank(op, "query", getQuery(), 2)) ||
+  if (failed(verifyKeyword(op, "layout", getLayout(), {"bhsd", "bshd"})) ||
+      failed(verifyMinRank(op, "query", getQuery(), 2)) ||
+      (headsAfterPositions() &&
+       failed(verifyRank(op, "query", getQuery(), 4))) ||
       failed(verifyRank(op, "key", getKey(), shapeOf(getQuery()).size())) ||
       failed(verifyRank(op, "value", getValue(), shapeOf(getQuery()).size())) ||
       failed(verifySameElementType(op, allValues(op))))
     return failure();
-  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey()),
-                    value = shapeOf(getValue());
+  // The checks read the default layout's dims; shapes print as written.
+  SmallVector<int64_t> dims = logicalDims();
+  auto logical = [&](Value v) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    SmallVector<int64_t> out;
+    for (int64_t d : dims)
+      out.push_back(shape[d]);
+    return out;
+  };
+  auto written = [&](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> out(shape.size());
+    for (size_t i = 0; i < dims.size(); ++i)
+      out[dims[i]] = shape[i];
+    return out;
+  };
+  SmallVector<int64_t> query = logical(getQuery()), key = logical(getKey()),
+                       value = logical(getValue());
   size_t lead = query.size() - 2;
   // Key: the query's leading dims, any length T, the query's head size.
-  SmallVector<int64_t> expected(query.take_front(lead));
+  SmallVector<int64_t> expected(query.begin(), query.begin() + lead);
   expected.append({key[lead], query.back()});
-  if (failed(verifyShapeIs(op, "key", key, expected)))
+  if (failed(verifyShapeIs(op, "key", shapeOf(getKey()), written(expected))))
     return failure();
   // Value: one row per key position, any head size Dv.
   expected.assign(query.begin(), query.begin() + lead);
   expected.append({key[lead], value.back()});
-  if (failed(verifyShapeIs(op, "value", value, expected)))
+  if (failed(
+          verifyShapeIs(op, "value", shapeOf(getValue()), written(expected))))
     return failure();
   expected.assign(query.begin(), query.end() - 1);
   expected.push_back(value.back());
-  if (failed(verifyShapeIs(op, "result", shapeOf(getResult()), expected)))
+  if (failed(
+          verifyShapeIs(op, "result", shapeOf(getResult()), written(expected))))
     return failure();
   double scale = getScale().convertToDouble();
   if (!std::isfinite(scale))
@@ -572,19 +612,6 @@ LogicalResult AvgPool2DOp::verify() { return verifyPool2D(*this); }
 //===----------------------------------------------------------------------===//
 // Resize
 //===----------------------------------------------------------------------===//
-
-/// Checks that `value` is one of `allowed`, naming the attribute.
-static LogicalResult verifyKeyword(Operation *op, StringRef name,
-                                   StringRef value,
-                                   ArrayRef<StringRef> allowed) {
-  if (llvm::is_contained(allowed, value))
-    return success();
-  std::string list;
-  for (StringRef a : allowed)
-    list += (list.empty() ? "'" : ", '") + a.str() + "'";
-  return op->emitOpError() << "'" << name << "' is '" << value
-                           << "'; expected one of " << list;
-}
 
 ArrayRef<StringRef> ResizeOp::getModeKeywords() {
   static const StringRef keywords[] = {"nearest", "linear", "cubic"};

@@ -295,13 +295,23 @@ OpCost MatMulOp::getCost() {
                          /*hasBias=*/false);
 }
 
+/// The default layout's shape [B..., S or T, D or Dv] of an attention
+/// operand or result (AttentionOp::logicalDims).
+static SmallVector<int64_t> logicalShape(AttentionOp op, Value value) {
+  SmallVector<int64_t> shape;
+  for (int64_t d : op.logicalDims())
+    shape.push_back(shapeOf(value)[d]);
+  return shape;
+}
+
 /// Dims: the leading dims (dim 0 the sample, the rest heads: parameters),
 /// S (attribute: query positions), then T, D and Dv, which no split may
 /// cut: T is the softmax axis, D is summed before it and Dv would recompute
-/// the whole score matrix on every partition.
+/// the whole score matrix on every partition. The same dims in either
+/// layout; only the operands' dims read them in another order.
 IterationSpace AttentionOp::getIterationSpace() {
-  ArrayRef<int64_t> query = shapeOf(getQuery());
-  ArrayRef<int64_t> value = shapeOf(getValue());
+  SmallVector<int64_t> query = logicalShape(*this, getQuery());
+  SmallVector<int64_t> value = logicalShape(*this, getValue());
   int32_t lead = static_cast<int32_t>(query.size()) - 2;
   IterationSpace space;
   for (int32_t i = 0; i < lead; ++i)
@@ -309,13 +319,18 @@ IterationSpace AttentionOp::getIterationSpace() {
         {query[i], i == 0 ? IterKind::Sample : IterKind::Parameter});
   int32_t s = lead, t = lead + 1, d = lead + 2, dv = lead + 3;
   space.dims.push_back({query[lead], IterKind::Attribute});
-  space.dims.push_back({shapeOf(getKey())[lead], IterKind::Reduction, false});
+  space.dims.push_back(
+      {logicalShape(*this, getKey())[lead], IterKind::Reduction, false});
   space.dims.push_back({query.back(), IterKind::Reduction, false});
   space.dims.push_back({value.back(), IterKind::Parameter, false});
+  SmallVector<int64_t> order = logicalDims();
   auto access = [&](Value operand, int32_t rows, int32_t cols) {
-    std::vector<DimAccess> dims = identityDims(lead);
-    dims.push_back(DimAccess::identity(rows));
-    dims.push_back(DimAccess::identity(cols));
+    std::vector<DimAccess> logical = identityDims(lead);
+    logical.push_back(DimAccess::identity(rows));
+    logical.push_back(DimAccess::identity(cols));
+    std::vector<DimAccess> dims(logical.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      dims[order[i]] = logical[i];
     return accessOf(operand, std::move(dims));
   };
   space.operands.push_back(access(getQuery(), s, d));
@@ -332,9 +347,9 @@ IterationSpace AttentionOp::getIterationSpace() {
 /// published rates do not count them. Bytes: q, k, v and the result
 /// forward; backward also dO, dQ, dK and dV (twice the forward).
 OpCost AttentionOp::getCost() {
-  ArrayRef<int64_t> query = shapeOf(getQuery());
+  SmallVector<int64_t> query = logicalShape(*this, getQuery());
   double s = query[query.size() - 2], d = query.back();
-  double t = shapeOf(getKey())[query.size() - 2];
+  double t = logicalShape(*this, getKey())[query.size() - 2];
   double dv = shapeOf(getValue()).back();
   double batch = elementCount(getQuery()) / (s * d);
   // Causal: query i sees min(i + 1, T) keys.

@@ -1,10 +1,12 @@
 //===- Patterns.cpp - Recognize norm, GELU and attention chains -----------===//
 //
 // Exporters before opset 17 (and before GELU became an ONNX op) write
-// LayerNorm, RMSNorm, GELU and SiLU as chains of elementwise ops. The search and the cost
-// model should see one op each: the chains are matched on the imported ppc
-// ops and replaced. The attention core (scores, scale, causal mask,
-// softmax, dropout, context) becomes one fused ppc.attention. A bias Add
+// LayerNorm, RMSNorm, GELU and SiLU as chains of elementwise ops. The search
+// and the cost model should see one op each: the chains are matched on the
+// imported ppc ops and replaced. The attention core (scores, scale, causal
+// mask, softmax, dropout, context) becomes one fused ppc.attention, which reads
+// per-head [B, S, H, D] tensors as they are (layout "bshd") where the
+// exporter transposed them to [B, H, S, D] only for the attention. A bias Add
 // after a bias-less ppc.linear (MatMul + Add, the way PyTorch exports
 // nn.Linear on 3-D inputs) is folded into the linear.
 //
@@ -486,27 +488,42 @@ static bool matchAttention(g::MatMulOp context, OpBuilder &builder) {
     return false;
   Value query = stripScalarFactors(product.getLhs(), scale);
   Value key = product.getRhs();
+  // [.., D, T] keys: a transpose read by this product alone, whose last two
+  // dims swapped back give the [.., T, D] key as one transpose of its input
+  // (none when that is the identity). Exporters write the key's head
+  // transpose and this one as one permutation ([0, 2, 3, 1]) or two.
+  g::TransposeOp keyTranspose;
+  SmallVector<int64_t> keyPerm;
   if (!product.getTransposeRhs()) {
-    // A transpose of the last two dims only, read by this product alone.
     key = stripScalarFactors(key, scale);
-    auto transpose = key.getDefiningOp<g::TransposeOp>();
-    if (!transpose || !key.hasOneUse())
+    keyTranspose = key.getDefiningOp<g::TransposeOp>();
+    if (!keyTranspose || !key.hasOneUse())
       return false;
-    ArrayRef<int64_t> perm = transpose.getPermutation();
-    for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i)
-      if (perm[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
-        return false;
-    key = transpose.getInput();
+    ArrayRef<int64_t> perm = keyTranspose.getPermutation();
+    if (static_cast<int64_t>(perm.size()) != rank)
+      return false;
+    keyPerm.assign(perm.begin(), perm.end());
+    std::swap(keyPerm[rank - 2], keyPerm[rank - 1]);
+    key = keyTranspose.getInput();
+    if (llvm::equal(keyPerm, llvm::seq<int64_t>(0, rank)))
+      keyPerm.clear();
   }
-  key = stripScalarFactors(key, scale);
+  // A factor before a head transpose stays an op of its own.
+  if (keyPerm.empty())
+    key = stripScalarFactors(key, scale);
   // Same rank and leading dims on all three (no broadcasting), [.., T, D]
   // keys and [.., T, Dv] values, one element type.
   auto shapeOf = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getShape();
   };
-  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
+  ArrayRef<int64_t> q = shapeOf(query), v = shapeOf(value);
+  SmallVector<int64_t> k(shapeOf(key));
+  if (!keyPerm.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      k[i] = shapeOf(key)[keyPerm[i]];
   if (q.size() != static_cast<size_t>(rank) || k.size() != q.size() ||
-      v.size() != q.size() || q.drop_back(2) != k.drop_back(2) ||
+      v.size() != q.size() ||
+      q.drop_back(2) != ArrayRef<int64_t>(k).drop_back(2) ||
       q.drop_back(2) != v.drop_back(2) || k.back() != q.back() ||
       k[rank - 2] != t || v[rank - 2] != t || q[rank - 2] != s ||
       getElementTypeOrSelf(query.getType()) !=
@@ -515,6 +532,10 @@ static bool matchAttention(g::MatMulOp context, OpBuilder &builder) {
           getElementTypeOrSelf(value.getType()))
     return false;
   builder.setInsertionPoint(context);
+  if (!keyPerm.empty())
+    key = g::TransposeOp::create(builder, keyTranspose.getLoc(),
+                                 cast<RankedTensorType>(key.getType()).clone(k),
+                                 key, keyPerm);
   auto fused = g::AttentionOp::create(
       builder, context.getLoc(), context.getType(), query, key, value,
       builder.getF64FloatAttr(scale), builder.getBoolAttr(causal),
@@ -528,6 +549,55 @@ static bool matchAttention(g::MatMulOp context, OpBuilder &builder) {
   if (dropout)
     dropout.erase();
   return true;
+}
+
+/// Whether `value` is a [B, S, H, D] tensor's head transpose
+/// (permutation [0, 2, 1, 3]), which is its own inverse.
+static g::TransposeOp headTranspose(Value value) {
+  auto transpose = value.getDefiningOp<g::TransposeOp>();
+  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{0, 2, 1, 3})
+    return nullptr;
+  return transpose;
+}
+
+/// An attention whose query, key and value are head transposes of [B, S,
+/// H, D] tensors (a linear layer's output reshaped per head) reads them as
+/// they are, in layout "bshd"; its result goes to the transpose back where
+/// that is its one user, else through one transpose. The fused kernels read
+/// rows H * D apart, so the copies the transposes made are gone.
+static void absorbHeadTransposes(g::AttentionOp attention, OpBuilder &builder) {
+  if (attention.headsAfterPositions() ||
+      cast<RankedTensorType>(attention.getType()).getRank() != 4)
+    return;
+  g::TransposeOp q = headTranspose(attention.getQuery()),
+                 k = headTranspose(attention.getKey()),
+                 v = headTranspose(attention.getValue());
+  if (!q || !k || !v)
+    return;
+  auto type = cast<RankedTensorType>(attention.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  builder.setInsertionPoint(attention);
+  auto fused = g::AttentionOp::create(
+      builder, attention.getLoc(),
+      type.clone({shape[0], shape[2], shape[1], shape[3]}), q.getInput(),
+      k.getInput(), v.getInput(), attention.getScaleAttr(),
+      attention.getCausalAttr(), attention.getRatioAttr(),
+      attention.getSeedAttr(), builder.getStringAttr("bshd"));
+  Value result = attention.getResult();
+  auto back = result.hasOneUse()
+                  ? dyn_cast<g::TransposeOp>(*result.getUsers().begin())
+                  : g::TransposeOp();
+  if (back && back.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+    back.getResult().replaceAllUsesWith(fused.getResult());
+    back.erase();
+  } else {
+    Value restored = g::TransposeOp::create(builder, attention.getLoc(), type,
+                                            fused.getResult(),
+                                            ArrayRef<int64_t>{0, 2, 1, 3});
+    result.replaceAllUsesWith(restored);
+  }
+  // The old attention draws dropout: not trivially dead.
+  attention.erase();
 }
 
 /// Erases ops left without users by the rewrites.
@@ -592,5 +662,11 @@ void onnx_import::recognizePatterns(func::FuncOp func) {
   for (Operation &op : llvm::make_early_inc_range(body))
     if (auto matmul = dyn_cast<g::MatMulOp>(&op))
       matchAttention(matmul, builder);
+  eraseDeadOps(body);
+
+  // Collected first: a rewrite erases the transpose after the attention.
+  SmallVector<g::AttentionOp> attentions(body.getOps<g::AttentionOp>());
+  for (g::AttentionOp attention : attentions)
+    absorbHeadTransposes(attention, builder);
   eraseDeadOps(body);
 }

@@ -9,6 +9,11 @@
 // alike. Partitions split only the leading dims and S: query must hold all
 // of D, key and value all of T and D / Dv, the result all of Dv.
 //
+// Ranges and indices are in the default layout's terms ([B..., S, D]:
+// batch, row, column); `dims` says which dim of every view holds each of
+// them, so layout "bshd" ([B, S, H, D], heads after positions) reads rows
+// H * D apart through the views' strides.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_RUNTIME_COMMON_ATTENTIONRANGES_H
@@ -31,7 +36,11 @@ namespace ppc::runtime {
 /// The ranges of one attention partition, checked against the views.
 struct AttentionRanges {
   int64_t rank;
-  /// The leading (batch) dims' ranges and the query rows.
+  /// The view dim holding each default-layout dim [B..., S, D]: the
+  /// identity, or {0, 2, 1, 3} for "bshd".
+  std::vector<int64_t> dims;
+  /// The leading (batch) dims' global sizes, ranges, and the query rows.
+  std::vector<int64_t> batchShape;
   std::vector<int64_t> batchLo, batchHi;
   int64_t rowLo, rowHi;
   /// Global sizes.
@@ -51,11 +60,14 @@ struct AttentionRanges {
 
 /// True if `view` holds [lo, hi) along its leading dims (empty ranges are
 /// held).
-inline bool holdsBatch(const TensorView &view, const std::vector<int64_t> &lo,
+inline bool holdsBatch(const AttentionRanges &r, const TensorView &view,
+                       const std::vector<int64_t> &lo,
                        const std::vector<int64_t> &hi) {
-  for (size_t d = 0; d < lo.size(); ++d)
-    if (lo[d] < hi[d] && (lo[d] < view.lo[d] || hi[d] > view.hi[d]))
+  for (size_t d = 0; d < lo.size(); ++d) {
+    int64_t at = r.dims[d];
+    if (lo[d] < hi[d] && (lo[d] < view.lo[at] || hi[d] > view.hi[at]))
       return false;
+  }
   return true;
 }
 
@@ -88,59 +100,88 @@ absl::Status attentionRanges(const OpDesc &op, const KernelContext &ctx,
   if (q.lo.size() != q.shape.size() || q.hi.size() != q.shape.size())
     return absl::InvalidArgumentError(
         op.kind + ": query view's box does not match its rank");
+  std::string layout = op.getString("layout", "bhsd");
+  r.dims.resize(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    r.dims[d] = d;
+  if (layout == "bshd") {
+    if (rank != 4)
+      return absl::InvalidArgumentError(
+          op.kind + ": layout \"bshd\" needs operands of rank 4, got " +
+          std::to_string(rank));
+    r.dims = {0, 2, 1, 3};
+  } else if (layout != "bhsd") {
+    return absl::InvalidArgumentError(op.kind + ": layout \"" + layout +
+                                      "\" is neither \"bhsd\" nor \"bshd\"");
+  }
+  // The global size of default-layout dim d of a view.
+  auto size = [&](const TensorView &view, int64_t d) {
+    return view.shape[r.dims[d]];
+  };
   int64_t lead = rank - 2;
-  for (int64_t d = 0; d < lead; ++d)
-    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d] ||
-        result.shape[d] != q.shape[d])
+  r.batchShape.clear();
+  for (int64_t d = 0; d < lead; ++d) {
+    if (size(k, d) != size(q, d) || size(v, d) != size(q, d) ||
+        size(result, d) != size(q, d))
       return absl::InvalidArgumentError(
           op.kind + ": leading dims differ between operands and result");
-  r.S = q.shape[rank - 2];
-  r.D = q.shape[rank - 1];
-  r.T = k.shape[rank - 2];
-  r.Dv = v.shape[rank - 1];
-  if (k.shape[rank - 1] != r.D)
+    r.batchShape.push_back(size(q, d));
+  }
+  r.S = size(q, rank - 2);
+  r.D = size(q, rank - 1);
+  r.T = size(k, rank - 2);
+  r.Dv = size(v, rank - 1);
+  if (size(k, rank - 1) != r.D)
     return absl::InvalidArgumentError(op.kind +
                                       ": key's D differs from query's");
-  if (v.shape[rank - 2] != r.T)
+  if (size(v, rank - 2) != r.T)
     return absl::InvalidArgumentError(op.kind +
                                       ": value's T differs from key's");
-  if (result.shape[rank - 2] != r.S || result.shape[rank - 1] != r.Dv)
-    return absl::InvalidArgumentError(op.kind +
-                                      ": result shape must be [B..., S, Dv]");
+  if (size(result, rank - 2) != r.S || size(result, rank - 1) != r.Dv)
+    return absl::InvalidArgumentError(
+        op.kind + (layout == "bshd" ? ": result shape must be [B, S, H, Dv]"
+                                    : ": result shape must be [B..., S, Dv]"));
 
-  if (!holdsWholeDim(q, rank - 1))
+  auto holdsWhole = [&](const TensorView &view, int64_t d) {
+    return holdsWholeDim(view, r.dims[d]);
+  };
+  if (!holdsWhole(q, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": query must cover its whole D dim");
-  if (!holdsWholeDim(k, rank - 2))
+  if (!holdsWhole(k, rank - 2))
     return absl::InvalidArgumentError(op.kind +
                                       ": key must cover its whole T dim");
-  if (!holdsWholeDim(k, rank - 1))
+  if (!holdsWhole(k, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": key must cover its whole D dim");
-  if (!holdsWholeDim(v, rank - 2))
+  if (!holdsWhole(v, rank - 2))
     return absl::InvalidArgumentError(op.kind +
                                       ": value must cover its whole T dim");
-  if (!holdsWholeDim(v, rank - 1))
+  if (!holdsWhole(v, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": value must cover its whole Dv dim");
-  if (!holdsWholeDim(result, rank - 1))
+  if (!holdsWhole(result, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": result must cover its whole Dv dim");
 
-  r.batchLo.assign(result.lo.begin(), result.lo.end() - 2);
-  r.batchHi.assign(result.hi.begin(), result.hi.end() - 2);
-  r.rowLo = result.lo[rank - 2];
-  r.rowHi = result.hi[rank - 2];
+  r.batchLo.clear();
+  r.batchHi.clear();
+  for (int64_t d = 0; d < lead; ++d) {
+    r.batchLo.push_back(result.lo[r.dims[d]]);
+    r.batchHi.push_back(result.hi[r.dims[d]]);
+  }
+  r.rowLo = result.lo[r.dims[rank - 2]];
+  r.rowHi = result.hi[r.dims[rank - 2]];
   bool empty = r.rowHi <= r.rowLo;
   for (int64_t d = 0; d < lead; ++d)
     empty |= r.batchHi[d] <= r.batchLo[d];
   if (!empty) {
-    if (r.rowLo < q.lo[rank - 2] || r.rowHi > q.hi[rank - 2])
+    if (r.rowLo < q.lo[r.dims[rank - 2]] || r.rowHi > q.hi[r.dims[rank - 2]])
       return absl::InvalidArgumentError(
           op.kind + ": query box does not hold the result's S rows");
     for (auto [view, what] :
          {std::pair{&q, "query"}, std::pair{&k, "key"}, std::pair{&v, "value"}})
-      if (!holdsBatch(*view, r.batchLo, r.batchHi))
+      if (!holdsBatch(r, *view, r.batchLo, r.batchHi))
         return absl::InvalidArgumentError(
             op.kind + ": " + what +
             " box does not hold the result's leading (batch) dims");
@@ -186,27 +227,40 @@ absl::Status backwardRanges(const OpDesc &op, const KernelContext &ctx,
   return attentionRanges(op, ctx, inputs, outputGrads[0], r);
 }
 
-/// Offset in `view` of global index [batch..., row, col].
-inline int64_t offsetIn(const TensorView &view,
+/// Elements between consecutive indices of default-layout dim `d` in
+/// `view` (a row's when d = rank - 2).
+inline int64_t strideOf(const AttentionRanges &r, const TensorView &view,
+                        int64_t d) {
+  int64_t stride = 1;
+  for (int64_t i = view.rank() - 1; i > r.dims[d]; --i)
+    stride *= view.extent(i);
+  return stride;
+}
+
+/// Elements between consecutive rows of `view`.
+inline int64_t rowStride(const AttentionRanges &r, const TensorView &view) {
+  return strideOf(r, view, r.rank - 2);
+}
+
+/// Offset in `view` of global index [batch..., row, col] (default layout).
+inline int64_t offsetIn(const AttentionRanges &r, const TensorView &view,
                         const std::vector<int64_t> &batch, int64_t row,
                         int64_t col) {
+  const int64_t lead = static_cast<int64_t>(batch.size());
   int64_t offset = 0;
-  const size_t lead = batch.size();
-  for (size_t d = 0; d < lead; ++d)
-    offset = offset * view.extent(d) + (batch[d] - view.lo[d]);
-  offset = offset * view.extent(lead) + (row - view.lo[lead]);
-  return offset * view.extent(lead + 1) + (col - view.lo[lead + 1]);
+  for (int64_t d = 0; d < lead; ++d)
+    offset += (batch[d] - view.lo[r.dims[d]]) * strideOf(r, view, d);
+  offset += (row - view.lo[r.dims[lead]]) * strideOf(r, view, lead);
+  return offset + (col - view.lo[r.dims[lead + 1]]);
 }
 
 /// Flat index of element (batch, 0, 0) of the global [B..., S, T]
-/// probabilities (`shape`: the query's global shape), where the dropout
-/// index of the batch starts.
+/// probabilities, where the dropout index of the batch starts.
 inline int64_t probabilityBase(const std::vector<int64_t> &batch,
-                               const std::vector<int64_t> &shape,
                                const AttentionRanges &r) {
   int64_t flat = 0;
   for (size_t d = 0; d < batch.size(); ++d)
-    flat = flat * shape[d] + batch[d];
+    flat = flat * r.batchShape[d] + batch[d];
   return flat * r.S * r.T;
 }
 

@@ -15,7 +15,8 @@
 // box gives those ranges; query, key and value must hold them (query all of
 // D, key and value all of T and D / Dv), and the result all of Dv. Indices
 // are global: causal masking and the dropout index use the global query row
-// and batch index.
+// and batch index. With layout "bshd" the rows of every view lie H * D apart
+// (AttentionRanges: rowStride), which the GEMMs take as leading dimensions.
 //
 // Per batch index and tile of at most kRowTile query rows the kernel
 // materializes the rows x T score block (OpenBLAS sgemm), takes the softmax
@@ -71,11 +72,12 @@ size_t blockSize(const std::vector<RowTile> &tiles) {
 
 /// P (rows x cols of `tile`, row-major): the softmax of the scaled scores
 /// of the tile's rows, causal-masked. `q` points at the tile's first query
-/// row, `k` at key row 0.
+/// row, `k` at key row 0; their rows lie `ldq` and `ldk` apart.
 void probabilities(const AttentionRanges &r, const RowTile &tile,
-                   const float *q, const float *k, float *p) {
+                   const float *q, int64_t ldq, const float *k, int64_t ldk,
+                   float *p) {
   int64_t rows = tile.rows(), cols = tile.cols;
-  gemm(false, true, rows, cols, r.D, r.scale, q, r.D, k, r.D, 0.0f, p, cols);
+  gemm(false, true, rows, cols, r.D, r.scale, q, ldq, k, ldk, 0.0f, p, cols);
   for (int64_t row = 0; row < rows; ++row)
     softmaxRow(p + row * cols, keysSeen(r.causal, cols, tile.lo + row), cols);
 }
@@ -107,19 +109,21 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &ctx,
     return absl::OkStatus();
   std::vector<float> p(blockSize(tiles));
   DropoutMask mask(op.getInt("seed", 0), ctx.step, r.ratio);
+  const int64_t ldq = rowStride(r, q), ldk = rowStride(r, k),
+                ldv = rowStride(r, v), ldo = rowStride(r, result);
   forEachIndex(r.batchLo, r.batchHi, [&](const std::vector<int64_t> &batch) {
-    const float *kAll = k.data + offsetIn(k, batch, 0, 0);
-    const float *vAll = v.data + offsetIn(v, batch, 0, 0);
-    int64_t base = probabilityBase(batch, q.shape, r);
+    const float *kAll = k.data + offsetIn(r, k, batch, 0, 0);
+    const float *vAll = v.data + offsetIn(r, v, batch, 0, 0);
+    int64_t base = probabilityBase(batch, r);
     for (const RowTile &tile : tiles) {
-      probabilities(r, tile, q.data + offsetIn(q, batch, tile.lo, 0), kAll,
-                    p.data());
+      probabilities(r, tile, q.data + offsetIn(r, q, batch, tile.lo, 0), ldq,
+                    kAll, ldk, p.data());
       if (r.dropout)
         forEachFactor(r, tile, mask, base,
                       [&](int64_t e, float factor) { p[e] *= factor; });
       gemm(false, false, tile.rows(), r.Dv, tile.cols, 1.0f, p.data(),
-           tile.cols, vAll, r.Dv, 0.0f,
-           result.data + offsetIn(result, batch, tile.lo, 0), r.Dv);
+           tile.cols, vAll, ldv, 0.0f,
+           result.data + offsetIn(r, result, batch, tile.lo, 0), ldo);
     }
   });
   return absl::OkStatus();
@@ -150,15 +154,18 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &ctx,
   std::vector<float> p(block), ds(block);
   std::vector<float> pd(r.dropout && dv ? block : 0);
   DropoutMask mask(op.getInt("seed", 0), ctx.step, r.ratio);
+  const int64_t ldq = rowStride(r, q), ldk = rowStride(r, k),
+                ldv = rowStride(r, v), ldo = rowStride(r, dResult);
   forEachIndex(r.batchLo, r.batchHi, [&](const std::vector<int64_t> &batch) {
-    const float *kAll = k.data + offsetIn(k, batch, 0, 0);
-    const float *vAll = v.data + offsetIn(v, batch, 0, 0);
-    int64_t base = probabilityBase(batch, q.shape, r);
+    const float *kAll = k.data + offsetIn(r, k, batch, 0, 0);
+    const float *vAll = v.data + offsetIn(r, v, batch, 0, 0);
+    int64_t base = probabilityBase(batch, r);
     for (const RowTile &tile : tiles) {
       int64_t rows = tile.rows(), cols = tile.cols;
-      const float *qRows = q.data + offsetIn(q, batch, tile.lo, 0);
-      const float *dOut = dResult.data + offsetIn(dResult, batch, tile.lo, 0);
-      probabilities(r, tile, qRows, kAll, p.data());
+      const float *qRows = q.data + offsetIn(r, q, batch, tile.lo, 0);
+      const float *dOut =
+          dResult.data + offsetIn(r, dResult, batch, tile.lo, 0);
+      probabilities(r, tile, qRows, ldq, kAll, ldk, p.data());
       if (dv) { // dV[0, cols) += P'^T dO
         const float *pUsed = p.data();
         if (r.dropout) {
@@ -167,13 +174,14 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &ctx,
           });
           pUsed = pd.data();
         }
-        gemm(true, false, cols, r.Dv, rows, 1.0f, pUsed, cols, dOut, r.Dv, 1.0f,
-             dv + offsetIn(inputGrads[2], batch, 0, 0), r.Dv);
+        gemm(true, false, cols, r.Dv, rows, 1.0f, pUsed, cols, dOut, ldo, 1.0f,
+             dv + offsetIn(r, inputGrads[2], batch, 0, 0),
+             rowStride(r, inputGrads[2]));
       }
       if (!dq && !dk)
         continue;
       // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
-      gemm(false, true, rows, cols, r.Dv, 1.0f, dOut, r.Dv, vAll, r.Dv, 0.0f,
+      gemm(false, true, rows, cols, r.Dv, 1.0f, dOut, ldo, vAll, ldv, 0.0f,
            ds.data(), cols);
       if (r.dropout)
         forEachFactor(r, tile, mask, base,
@@ -181,11 +189,13 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &ctx,
       for (int64_t row = 0; row < rows; ++row)
         softmaxGradRow(p.data() + row * cols, ds.data() + row * cols, cols);
       if (dq) // dQ += scale * dS K
-        gemm(false, false, rows, r.D, cols, r.scale, ds.data(), cols, kAll, r.D,
-             1.0f, dq + offsetIn(inputGrads[0], batch, tile.lo, 0), r.D);
+        gemm(false, false, rows, r.D, cols, r.scale, ds.data(), cols, kAll, ldk,
+             1.0f, dq + offsetIn(r, inputGrads[0], batch, tile.lo, 0),
+             rowStride(r, inputGrads[0]));
       if (dk) // dK[0, cols) += scale * dS^T Q
-        gemm(true, false, cols, r.D, rows, r.scale, ds.data(), cols, qRows, r.D,
-             1.0f, dk + offsetIn(inputGrads[1], batch, 0, 0), r.D);
+        gemm(true, false, cols, r.D, rows, r.scale, ds.data(), cols, qRows, ldq,
+             1.0f, dk + offsetIn(r, inputGrads[1], batch, 0, 0),
+             rowStride(r, inputGrads[1]));
     }
   });
   return absl::OkStatus();

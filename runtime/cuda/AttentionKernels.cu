@@ -45,9 +45,8 @@ namespace ppc::runtime::cuda {
 namespace {
 
 /// Elements between consecutive values of the innermost leading dim.
-int64_t batchStride(const TensorView &view) {
-  const int64_t rank = view.rank();
-  return view.extent(rank - 2) * view.extent(rank - 1);
+int64_t batchStride(const AttentionRanges &r, const TensorView &view) {
+  return r.rank > 2 ? strideOf(r, view, r.rank - 3) : view.numElements();
 }
 
 /// One score block: `count` consecutive values of the innermost leading dim
@@ -67,11 +66,8 @@ struct Block {
 /// Floats a score block may take.
 constexpr int64_t kBlockFloats = int64_t(1) << 24;
 
-/// Calls fn(block) for the blocks covering the partition's batches and rows
-/// (`shape`: the query's global shape).
-template <typename Fn>
-void forEachBlock(const AttentionRanges &r, const std::vector<int64_t> &shape,
-                  Fn &&fn) {
+/// Calls fn(block) for the blocks covering the partition's batches and rows.
+template <typename Fn> void forEachBlock(const AttentionRanges &r, Fn &&fn) {
   const size_t lead = r.batchLo.size();
   for (size_t d = 0; d < lead; ++d)
     if (r.batchHi[d] <= r.batchLo[d])
@@ -92,7 +88,7 @@ void forEachBlock(const AttentionRanges &r, const std::vector<int64_t> &shape,
       if (lead)
         block.batch[lead - 1] = r.batchLo[lead - 1] + b;
       block.count = std::min(chunk, inner - b);
-      block.base = probabilityBase(block.batch, shape, r);
+      block.base = probabilityBase(block.batch, r);
       for (int64_t lo = r.rowLo; lo < r.rowHi; lo += tile) {
         block.rowLo = lo;
         block.rowHi = std::min(r.rowHi, lo + tile);
@@ -116,10 +112,9 @@ void forEachBlock(const AttentionRanges &r, const std::vector<int64_t> &shape,
 }
 
 /// The most floats one of the partition's score blocks takes.
-int64_t largestBlock(const AttentionRanges &r,
-                     const std::vector<int64_t> &shape) {
+int64_t largestBlock(const AttentionRanges &r) {
   int64_t most = 0;
-  forEachBlock(r, shape, [&](const Block &block) {
+  forEachBlock(r, [&](const Block &block) {
     most = std::max(most, block.count * block.rows() * block.cols);
   });
   return most;
@@ -204,17 +199,17 @@ void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
 /// The GEMM result at row `row` of `block`'s first batch of a result-like
 /// view (result or operand gradient, as stored), its batches apart as the
 /// view's.
-GemmResult typedResult(const KernelView &view, const Block &block,
-                       int64_t row) {
-  return gemmResult(view, offsetIn(view, block.batch, row, 0),
-                    view.shape.back(), batchStride(view));
+GemmResult typedResult(const AttentionRanges &r, const KernelView &view,
+                       const Block &block, int64_t row) {
+  return gemmResult(view, offsetIn(r, view, block.batch, row, 0),
+                    rowStride(r, view), batchStride(r, view));
 }
 
 /// An operand at row `row` of `block`'s first batch of `view`.
-GemmOperand blockOperand(const KernelView &view, const Block &block,
-                         int64_t row, bool transposed) {
-  return gemmOperand(view, offsetIn(view, block.batch, row, 0),
-                     view.shape.back(), transposed, batchStride(view));
+GemmOperand blockOperand(const AttentionRanges &r, const KernelView &view,
+                         const Block &block, int64_t row, bool transposed) {
+  return gemmOperand(view, offsetIn(r, view, block.batch, row, 0),
+                     rowStride(r, view), transposed, batchStride(r, view));
 }
 
 /// A [count, rows, cols] block of `type` as a GEMM operand.
@@ -235,8 +230,8 @@ absl::Status scores(ExecContext &ctx, const AttentionRanges &r,
                     const KernelView &k, float *p) {
   const int64_t rows = block.rows(), cols = block.cols;
   return ctx.library->gemm(ctx.stream, rows, cols, r.D, r.scale,
-                           blockOperand(q, block, block.rowLo, false),
-                           blockOperand(k, block, 0, true), 0.0f,
+                           blockOperand(r, q, block, block.rowLo, false),
+                           blockOperand(r, k, block, 0, true), 0.0f,
                            floatResult(p, cols, rows * cols), block.count);
 }
 
@@ -283,13 +278,13 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
     return absl::ResourceExhaustedError(
         op.kind + ": out of device memory for its float32 operands");
   const DType type = q.elements.type;
-  const int64_t blockFloats = largestBlock(r, q.shape);
+  const int64_t blockFloats = largestBlock(r);
   // p: the float32 scores; probs: P' in the operands' type (p itself for
   // float32 operands).
   float *p = nullptr;
   Elements probs;
   absl::Status error;
-  forEachBlock(r, q.shape, [&](const Block &block) {
+  forEachBlock(r, [&](const Block &block) {
     if (!error.ok())
       return;
     if (!p) {
@@ -308,8 +303,8 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
                   /*keep=*/false, r.dropout, mask, probs);
       error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
                        blockOperand(probs, rows, cols, false),
-                       blockOperand(v, block, 0, false), 0.0f,
-                       typedResult(result, block, block.rowLo), block.count);
+                       blockOperand(r, v, block, 0, false), 0.0f,
+                       typedResult(r, result, block, block.rowLo), block.count);
     }
   });
   return annotate(error, op.kind);
@@ -351,11 +346,11 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
   // p: P and ds: dP', then dS, in float32; probs: P' and dsOut: dS in the
   // operands' type for the GEMMs (p and ds themselves for float32 operands
   // without dropout).
-  const int64_t blockFloats = largestBlock(r, q.shape);
+  const int64_t blockFloats = largestBlock(r);
   float *p = nullptr, *ds = nullptr;
   Elements probs, dsOut;
   absl::Status error;
-  forEachBlock(r, q.shape, [&](const Block &block) {
+  forEachBlock(r, [&](const Block &block) {
     if (!error.ok())
       return;
     if (!p) {
@@ -378,11 +373,12 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
       return;
     softmaxRows(ctx.stream, d, p, block.count, /*keep=*/true, r.dropout, mask,
                 probs);
-    const GemmOperand dOut = blockOperand(dResult, block, block.rowLo, false);
+    const GemmOperand dOut =
+        blockOperand(r, dResult, block, block.rowLo, false);
     if (dv.present()) { // dV[0, cols) += P'^T dO
       error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
                        blockOperand(probs, rows, cols, true), dOut, 1.0f,
-                       typedResult(dv, block, 0), block.count);
+                       typedResult(r, dv, block, 0), block.count);
       if (!error.ok())
         return;
     }
@@ -390,7 +386,7 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
       return;
     // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
     error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
-                              blockOperand(v, block, 0, true), 0.0f,
+                              blockOperand(r, v, block, 0, true), 0.0f,
                               floatResult(ds, cols, rows * cols), block.count);
     if (!error.ok())
       return;
@@ -398,13 +394,13 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
     if (dq.present()) // dQ += scale * dS K
       error = gemmInto(ctx, rows, r.D, cols, r.scale,
                        blockOperand(dsOut, rows, cols, false),
-                       blockOperand(k, block, 0, false), 1.0f,
-                       typedResult(dq, block, block.rowLo), block.count);
+                       blockOperand(r, k, block, 0, false), 1.0f,
+                       typedResult(r, dq, block, block.rowLo), block.count);
     if (error.ok() && dk.present()) // dK[0, cols) += scale * dS^T Q
       error = gemmInto(ctx, cols, r.D, rows, r.scale,
                        blockOperand(dsOut, rows, cols, true),
-                       blockOperand(q, block, block.rowLo, false), 1.0f,
-                       typedResult(dk, block, 0), block.count);
+                       blockOperand(r, q, block, block.rowLo, false), 1.0f,
+                       typedResult(r, dk, block, 0), block.count);
   });
   return annotate(error, op.kind);
 }

@@ -122,12 +122,11 @@ struct FlashShape {
 ViewMap viewMap(const KernelView &view, const AttentionRanges &r) {
   ViewMap m;
   const size_t lead = r.batchLo.size();
-  const std::vector<int64_t> strides = view.strides();
   for (size_t d = 0; d < lead && d < size_t(kMaxRank); ++d)
-    m.batchStride[d] = strides[d];
-  m.rowLo = view.lo[lead];
-  m.ld = view.extent(lead + 1);
-  m.base = offsetIn(view, r.batchLo, m.rowLo, 0);
+    m.batchStride[d] = strideOf(r, view, static_cast<int64_t>(d));
+  m.rowLo = view.lo[r.dims[lead]];
+  m.ld = rowStride(r, view);
+  m.base = offsetIn(r, view, r.batchLo, m.rowLo, 0);
   bool aligned = reinterpret_cast<uintptr_t>(view.elements.data) % 16 == 0 &&
                  m.base % 8 == 0 && m.ld % 8 == 0;
   for (size_t d = 0; d < lead && d < size_t(kMaxRank); ++d)
@@ -136,14 +135,13 @@ ViewMap viewMap(const KernelView &view, const AttentionRanges &r) {
   return m;
 }
 
-FlashShape flashShape(const AttentionRanges &r, const DropoutMask &mask,
-                      const std::vector<int64_t> &queryShape) {
+FlashShape flashShape(const AttentionRanges &r, const DropoutMask &mask) {
   FlashShape s;
   s.batchRank = static_cast<int32_t>(r.batchLo.size());
   for (int d = 0; d < s.batchRank; ++d) {
     s.batchLo[d] = r.batchLo[d];
     s.batchExtent[d] = r.batchHi[d] - r.batchLo[d];
-    s.batchShape[d] = queryShape[d];
+    s.batchShape[d] = r.batchShape[d];
     s.batches *= s.batchExtent[d];
   }
   s.rowLo = r.rowLo;
@@ -791,7 +789,7 @@ absl::Status flashAttentionForward(ExecContext &ctx, const AttentionRanges &r,
                                    const KernelView &k, const KernelView &v,
                                    const KernelView &result) {
   ForwardArgs a;
-  a.s = flashShape(r, mask, q.shape);
+  a.s = flashShape(r, mask);
   if (a.s.batches == 0 || a.s.rows() <= 0)
     return absl::OkStatus();
   a.qm = viewMap(q, r);
@@ -817,7 +815,7 @@ absl::Status flashAttentionBackward(
     const KernelView &result, const KernelView &dResult, const KernelView &dq,
     const KernelView &dk, const KernelView &dv) {
   BackwardArgs a;
-  a.s = flashShape(r, mask, q.shape);
+  a.s = flashShape(r, mask);
   const FlashShape &s = a.s;
   // Gradients are written where the kernels cover their views: dK and dV
   // over every key of the partition's batches, dQ over its rows.

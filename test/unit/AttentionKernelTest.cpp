@@ -7,8 +7,10 @@
 // masking (S below, equal to and above T) and dropout in training; dropout
 // ignored outside training; finite differences; partitions over the leading
 // dims and S against the whole-op run (partial dK / dV summed); sequences
-// longer than the kernel's row tile; and the errors for boxes the kernel
-// cannot compute from (KernelTestUtil.h).
+// longer than the kernel's row tile; layout "bshd" against the default
+// layout on the transposed operands (whole and partitioned by samples, heads
+// and rows); and the errors for boxes the kernel cannot compute from
+// (KernelTestUtil.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -253,6 +255,58 @@ TEST(AttentionKernel, LongSequencesSpanSeveralRowTiles) {
     expectPartitionsMatchWhole(attentionOp(c), trainingAt(6),
                                randomInputs(c, 62), parts);
   }
+}
+
+TEST(AttentionKernel, HeadsAfterPositionsMatchTransposedOperands) {
+  for (bool causal : {false, true})
+    for (double ratio : {0.0, 0.2}) {
+      // B = 2, H = 3; S 5 (or 7) queries over T 6 keys, D 4, Dv 3.
+      for (auto [S, T] : {Range{5, 6}, Range{7, 6}}) {
+        AttentionCase c{{2, 3}, S, T, 4, 3, 0.45, causal, ratio, 5};
+        KernelContext ctx = trainingAt(3);
+        auto x = randomInputs(c, 71);
+        std::vector<float> dOut = randomValues(numElementsOf(c.result()), 72);
+        // The reference: the default layout on [B, H, ., .] operands.
+        Result expected = fused(c, ctx, x, dOut);
+        std::vector<std::vector<float>> xs = {swapMiddleDims(x[0], c.query()),
+                                              swapMiddleDims(x[1], c.key()),
+                                              swapMiddleDims(x[2], c.value())};
+        Result actual;
+        auto grads = runGrad(bshdAttentionOp(c), ctx, xs,
+                             swapMiddleDims(dOut, c.result()), &actual.out);
+        actual.out = swapMiddleDims(actual.out, headsAfter(c.result()));
+        actual.dq = swapMiddleDims(grads[0], headsAfter(c.query()));
+        actual.dk = swapMiddleDims(grads[1], headsAfter(c.key()));
+        actual.dv = swapMiddleDims(grads[2], headsAfter(c.value()));
+        std::string what = std::string("bshd S ") + std::to_string(S) +
+                           (causal ? " causal" : "") +
+                           (ratio > 0 ? " dropout" : "");
+        expectResultsClose(actual, expected, 1e-6, what);
+
+        // Partitions by samples, heads and query rows (12 of them, each
+        // adding its partial dK and dV).
+        std::vector<Partition> parts;
+        for (Range b : splitRange(2, 2))
+          for (Range h : splitRange(3, 3))
+            for (Range s : splitRange(c.S, 2))
+              parts.push_back(bshdAttentionPartition(c, b, h, s));
+        expectPartitionsMatchWhole(bshdAttentionOp(c), ctx, xs, parts);
+      }
+    }
+}
+
+TEST(AttentionKernel, HeadsAfterPositionsNeedRankFour) {
+  AttentionCase c{{2}, 4, 4, 3, 3};
+  OpDesc op = attentionOp(c);
+  op.attributes["layout"] = std::string("bshd");
+  OpRun run =
+      runOp(op, trainingAt(0), randomInputs(c, 3), {wholePartition(op)});
+  EXPECT_EQ(run.error,
+            "ppc.attention: layout \"bshd\" needs operands of rank 4, got 3");
+  op.attributes["layout"] = std::string("sbhd");
+  run = runOp(op, trainingAt(0), randomInputs(c, 3), {wholePartition(op)});
+  EXPECT_EQ(run.error, "ppc.attention: layout \"sbhd\" is neither \"bhsd\" "
+                       "nor \"bshd\"");
 }
 
 TEST(AttentionKernel, OnlyTheWantedGradientsAreWritten) {

@@ -24,7 +24,9 @@
 //     batchNormPartition(shape, n, c, h[, perChannel]),
 //     batchNormPartitionings(shape)           samples, channels, rows, grid
 //   AttentionCase, kAttentionLeads, attentionOp(c),
-//     attentionPartition(c, batch, rows)
+//     attentionPartition(c, batch, rows), swapMiddleDims(x, shape)
+//     ([a, b, c, d] <-> [a, c, b, d]: layout "bshd"'s operands),
+//     bshdAttentionOp(c), bshdAttentionPartition(c, batch, heads, rows)
 //   ReduceCase, reduceCases(), reducedDims(c), reduceResultShape(c),
 //     reduceOp(c), reducePartition(c, box)
 //   GatherCase, gatherCases(), gatherResultShape(c), gatherOp(c)
@@ -549,6 +551,50 @@ inline Partition attentionPartition(const AttentionCase &c,
   return {{query, box(c.key()), box(c.value())}, {result}};
 }
 
+/// `x` of shape [a, b, c, d] as [a, c, b, d] (and back: the swap is its own
+/// inverse).
+inline std::vector<float> swapMiddleDims(const std::vector<float> &x,
+                                         const std::vector<int64_t> &shape) {
+  const int64_t a = shape[0], b = shape[1], c = shape[2], d = shape[3];
+  std::vector<float> out(x.size());
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t k = 0; k < c; ++k)
+        for (int64_t l = 0; l < d; ++l)
+          out[((i * c + k) * b + j) * d + l] = x[((i * b + j) * c + k) * d + l];
+  return out;
+}
+
+/// [B, H, x, y] as layout "bshd" writes it: [B, x, H, y].
+inline std::vector<int64_t> headsAfter(const std::vector<int64_t> &shape) {
+  return {shape[0], shape[2], shape[1], shape[3]};
+}
+
+/// `c` (leading dims [B, H]) in layout "bshd".
+inline OpDesc bshdAttentionOp(const AttentionCase &c) {
+  OpDesc op = attentionOp(c);
+  for (auto &shape : op.operandShapes)
+    shape = headsAfter(shape);
+  for (auto &shape : op.resultShapes)
+    shape = headsAfter(shape);
+  op.attributes["layout"] = std::string("bshd");
+  return op;
+}
+
+/// The partition of bshdAttentionOp(c) computing samples `batch`, heads
+/// `heads` and query rows `rows`.
+inline Partition bshdAttentionPartition(const AttentionCase &c, Range batch,
+                                        Range heads, Range rows) {
+  auto box = [&](const std::vector<int64_t> &shape, bool splitRows) {
+    Box b =
+        withRange(wholeBox(headsAfter(shape)), 0, batch.first, batch.second);
+    b = withRange(b, 2, heads.first, heads.second);
+    return splitRows ? withRange(b, 1, rows.first, rows.second) : b;
+  };
+  return {{box(c.query(), true), box(c.key(), false), box(c.value(), false)},
+          {box(c.result(), true)}};
+}
+
 //===----------------------------------------------------------------------===//
 // reduce_sum, reduce_mean, reduce_max
 //===----------------------------------------------------------------------===//
@@ -694,8 +740,8 @@ inline std::vector<BinaryCase> binaryCases() {
       {"ppc.min", [](double l, double r) { return std::min(l, r); }, -1, 1, -1,
        1},
       // The slope, negative here as a trained one may be.
-      {"ppc.prelu", [](double l, double r) { return l < 0 ? r * l : l; }, -1,
-       1, -0.5, 0.8},
+      {"ppc.prelu", [](double l, double r) { return l < 0 ? r * l : l; }, -1, 1,
+       -0.5, 0.8},
   };
 }
 

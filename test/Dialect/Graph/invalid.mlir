@@ -59,6 +59,40 @@ func.func @attention_head_size(%q: tensor<2x8x4xf32>, %k: tensor<2x16x5xf32>, %v
 
 // -----
 
+func.func @attention_layout(%q: tensor<2x8x4x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op 'layout' is 'sbhd'; expected one of 'bhsd', 'bshd'}}
+  %0 = ppc.attention %q, %q, %q {layout = "sbhd"} : (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_bshd_rank(%q: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op query must have rank 4, got rank 3}}
+  %0 = ppc.attention %q, %q, %q {layout = "bshd"} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+// The heads are dim 2 of every operand: a key whose dim 2 differs from the
+// query's is refused, in the shape as written.
+func.func @attention_bshd_heads(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x3x16xf32>, %v: tensor<2x12x4x16xf32>) {
+  // expected-error @+1 {{'ppc.attention' op key has shape [2, 12, 3, 16] but expected [2, 12, 4, 16]: dim 2 is 3, expected 4}}
+  %0 = ppc.attention %q, %k, %v {layout = "bshd"} : (tensor<2x8x4x16xf32>, tensor<2x12x3x16xf32>, tensor<2x12x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_bshd_result(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>) {
+  // expected-error @+1 {{'ppc.attention' op result has shape [2, 4, 8, 16] but expected [2, 8, 4, 16]: dim 1 is 4, expected 8}}
+  %0 = ppc.attention %q, %k, %k {layout = "bshd"} : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_batch(%q: tensor<2x8x4xf32>, %k: tensor<3x16x4xf32>) {
   // expected-error @+1 {{'ppc.attention' op key has shape [3, 16, 4] but expected [2, 16, 4]: dim 0 is 3, expected 2}}
   %0 = ppc.attention %q, %k, %k : (tensor<2x8x4xf32>, tensor<3x16x4xf32>, tensor<3x16x4xf32>) -> tensor<2x8x4xf32>

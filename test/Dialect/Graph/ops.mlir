@@ -26,6 +26,15 @@ func.func @attention(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>,
   return
 }
 
+// Heads after positions: [B, S, H, D] operands read as they are.
+// CHECK-LABEL: func.func @attention_bshd
+func.func @attention_bshd(%q: tensor<2x16x4x8xf32>, %k: tensor<2x32x4x8xf32>,
+                          %v: tensor<2x32x4x6xf32>) {
+  // CHECK: ppc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, layout = "bshd"} : (tensor<2x16x4x8xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4x6xf32>) -> tensor<2x16x4x6xf32>
+  %0 = ppc.attention %q, %k, %v {causal = true, layout = "bshd"} : (tensor<2x16x4x8xf32>, tensor<2x32x4x8xf32>, tensor<2x32x4x6xf32>) -> tensor<2x16x4x6xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @contractions
 func.func @contractions(%a: tensor<2x4x16x8xf32>, %b: tensor<1x4x32x16xf32>,
                         %x: tensor<32x784xf32>, %w: tensor<256x784xf32>,

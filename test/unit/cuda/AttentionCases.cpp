@@ -5,8 +5,9 @@
 // dropout mask at the global index of the probabilities (training, and
 // inference where it is off), partitions of the leading dims and of the
 // query rows (partial dK and dV), sequences longer than the cpu kernel's
-// row tile, only some gradients wanted, bf16 storage, and the errors the
-// cpu kernel reports.
+// row tile, only some gradients wanted, bf16 storage, layout "bshd" (rows
+// H * D apart, on the GEMM path and the tiled kernels, partitioned by
+// samples, heads and rows), and the errors the cpu kernel reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,6 +201,47 @@ TEST(CudaAttention, TiledKernelsAgree) {
   a.atol = 2e-2;
   a.rtol = 2e-2;
   expectBackendsAgree(a, "tiled bf16 D 64 " + describe(gpt));
+}
+
+// Layout "bshd": [B, S, H, D] operands, whose rows lie H * D apart, on the
+// GEMM path (float32, and bf16 with D = 4) and on the tiled kernels (bf16,
+// D = 32, several tiles), whole and partitioned by samples, heads and rows.
+TEST(CudaAttention, HeadsAfterPositionsAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (bool causal : {false, true})
+    for (double ratio : {0.0, 0.1}) {
+      AttentionCase c{{2, 3}, 7, 6, 4, 3, 0.5, causal, ratio, 13};
+      AgreementCase a = agreement(c, 2);
+      a.op = bshdAttentionOp(c);
+      expectBackendsAgree(a, "bshd " + describe(c));
+      for (Range b : splitRange(2, 2))
+        for (Range h : {Range{0, 1}, Range{1, 3}})
+          for (Range s : splitRange(c.S, 2)) {
+            AgreementCase part = a;
+            part.partition = bshdAttentionPartition(c, b, h, s);
+            expectBackendsAgree(part, "bshd " + describe(c) + " batch " +
+                                          std::to_string(b.first) + " heads " +
+                                          std::to_string(h.first) + " rows " +
+                                          std::to_string(s.first));
+          }
+      AgreementCase half = a;
+      half.dtype = DType::BF16;
+      half.atol = 1e-2;
+      half.rtol = 1e-2;
+      expectBackendsAgree(half, "bshd bf16 " + describe(c));
+
+      AttentionCase tiled{{2, 2}, 140, 130, 32, 32, 0.25, causal, ratio, 11};
+      AgreementCase t = agreement(tiled, 2);
+      t.op = bshdAttentionOp(tiled);
+      t.dtype = DType::BF16;
+      t.atol = 2e-2;
+      t.rtol = 2e-2;
+      expectBackendsAgree(t, "tiled bshd bf16 " + describe(tiled));
+      AgreementCase part = t;
+      part.partition = bshdAttentionPartition(tiled, {1, 2}, {1, 2}, {50, 140});
+      expectBackendsAgree(part, "tiled bshd bf16 " + describe(tiled) +
+                                    " sample 1, head 1, rows 50..140");
+    }
 }
 
 TEST(CudaAttention, RejectsWhatTheCpuKernelRejects) {

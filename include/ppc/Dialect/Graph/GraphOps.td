@@ -117,7 +117,13 @@ def PPC_AttentionOp : PPC_ComputeOp<"attention"> {
 
     Shapes: query `[B..., S, D]`, key `[B..., T, D]`, value
     `[B..., T, Dv]`, result `[B..., S, Dv]`; the leading dims (batch,
-    heads) are the same on all four.
+    heads) are the same on all four. With `layout = "bshd"` the four are
+    rank 4 with the heads after the positions, as a linear layer's output
+    reshaped per head is: query `[B, S, H, D]`, key `[B, T, H, D]`, value
+    `[B, T, H, Dv]`, result `[B, S, H, Dv]` (FlashAttention's layout; the
+    kernels read rows H * D apart, so no head transposes are copied). The
+    op is the default layout's op on the operands transposed by `[0, 2, 1,
+    3]`, its result transposed back, dropout included.
 
     ```mlir
     %o = ppc.attention %q, %k, %v {scale = 0.125 : f64, causal = true}
@@ -130,8 +136,16 @@ def PPC_AttentionOp : PPC_ComputeOp<"attention"> {
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<F64Attr, "0.0">:$ratio,
-                       DefaultValuedAttr<I64Attr, "0">:$seed);
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       DefaultValuedAttr<StrAttr, "\"bhsd\"">:$layout);
   let results = (outs PPC_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    /// layout = "bshd": the heads after the positions.
+    bool headsAfterPositions() { return getLayout() == "bshd"; }
+    /// The dim of each operand and of the result that holds, in order, the
+    /// default layout's dims [B..., S or T, D or Dv].
+    ::llvm::SmallVector<int64_t> logicalDims();
+  }];
   let assemblyFormat =
       "$query `,` $key `,` $value attr-dict `:` "
       "functional-type(operands, results)";
