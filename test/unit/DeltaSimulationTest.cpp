@@ -2,8 +2,9 @@
 //
 // Imports the bundled example models, then applies thousands of random
 // single-op changes (kept, and proposed-then-reverted as a rejected MCMC step
-// does) and checks after each that the delta simulation's result is
-// identical, to the last bit, to a full simulation of the same strategy.
+// does, then done again) and checks after each that the delta simulation's
+// result is identical, to the last bit, to a full simulation of the same
+// strategy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,6 +136,36 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChangesOfSeveralOps) {
       expectIdentical(delta->update(undo), full->simulate(strategy), step);
     else
       strategy = proposed;
+  }
+}
+
+TEST_P(DeltaSimulation, TakingBackAndRedoingEqualsFull) {
+  // A change taken back, done again, taken back again (or kept), each
+  // equal to a full simulation.
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
+  std::uniform_int_distribution<int> pickCount(1, 4);
+  for (int step = 0; step < 60; ++step) {
+    std::vector<std::pair<size_t, OpConfig>> changes, undo;
+    Strategy proposed = strategy;
+    for (int k = pickCount(rng); k > 0; --k) {
+      size_t op = pickOp(rng);
+      if (std::any_of(changes.begin(), changes.end(),
+                      [&](const auto &c) { return c.first == op; }))
+        continue;
+      OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
+      changes.push_back({op, config});
+      undo.push_back({op, strategy[op]});
+      proposed[op] = config;
+    }
+    expectIdentical(delta->update(changes), full->simulate(proposed), step);
+    expectIdentical(delta->update(undo), full->simulate(strategy), step);
+    expectIdentical(delta->update(changes), full->simulate(proposed), step);
+    if (step % 2 == 0) {
+      expectIdentical(delta->update(undo), full->simulate(strategy), step);
+    } else {
+      strategy = proposed;
+    }
   }
 }
 
