@@ -115,7 +115,9 @@ while read -r row heads hidden layers seq vocab tp pp vstages gpus batch mbs \
   # (its local DDP; --overlap-grad-reduce came with Megatron-Core).
   fused=--unfused-attention overlap="overlap=false"
   if [ "$suite" = h100 ]; then
-    fused=--fused-attention
+    # With the head transposes around it, as the table in simulator.md was
+    # made (layout bshd: "Attention layout" there).
+    fused="--fused-attention --attention-layout bhsd"
     overlap="overlap-param-gather=true tp-comm-overlap=true fp32-gradients=true grad-bucket-bytes=$((4 * 1000000 * (gpus / (tp * pp) > 40 ? gpus / (tp * pp) : 40)))"
   fi
   # Megatron-LM's sequence parallelism keeps the linear layers' inputs
