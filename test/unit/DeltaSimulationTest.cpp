@@ -110,32 +110,47 @@ TEST_P(DeltaSimulation, EqualsFullOverRandomChanges) {
   }
 }
 
+/// Up to `most` distinct ops changed to random configurations: the changes,
+/// the changes that take them back, and the strategy they make.
+struct SeveralChanges {
+  std::vector<std::pair<size_t, OpConfig>> changes, undo;
+  Strategy proposed;
+};
+
+SeveralChanges randomChanges(const Graph &graph, const Strategy &strategy,
+                             int64_t numDevices, int most,
+                             std::mt19937_64 &rng) {
+  std::uniform_int_distribution<size_t> pickOp(0, graph.ops.size() - 1);
+  std::uniform_int_distribution<int> pickCount(1, most);
+  SeveralChanges c;
+  c.proposed = strategy;
+  for (int k = pickCount(rng); k > 0; --k) {
+    size_t op = pickOp(rng);
+    if (std::any_of(c.changes.begin(), c.changes.end(),
+                    [&](const auto &change) { return change.first == op; }))
+      continue;
+    OpConfig config = randomConfig(graph.ops[op], numDevices, rng);
+    c.changes.push_back({op, config});
+    c.undo.push_back({op, strategy[op]});
+    c.proposed[op] = config;
+  }
+  return c;
+}
+
 TEST_P(DeltaSimulation, EqualsFullOverRandomChangesOfSeveralOps) {
   // Several ops changed in one update (MCMC's moves of a layer's op in
   // every layer), and reverted in one, equal a full simulation each time.
   std::mt19937_64 rng(7);
-  std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
-  std::uniform_int_distribution<int> pickCount(1, 5);
   std::bernoulli_distribution revert(0.5);
   for (int step = 0; step < 300; ++step) {
-    std::vector<std::pair<size_t, OpConfig>> changes, undo;
-    Strategy proposed = strategy;
-    for (int k = pickCount(rng); k > 0; --k) {
-      size_t op = pickOp(rng);
-      if (std::any_of(changes.begin(), changes.end(),
-                      [&](const auto &c) { return c.first == op; }))
-        continue;
-      OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
+    SeveralChanges c = randomChanges(*graph, strategy, numDevices, 5, rng);
+    for (const auto &[op, config] : c.changes)
       ASSERT_EQ(statusText(delta->checkConfig(op, config)), "");
-      changes.push_back({op, config});
-      undo.push_back({op, strategy[op]});
-      proposed[op] = config;
-    }
-    expectIdentical(delta->update(changes), full->simulate(proposed), step);
+    expectIdentical(delta->update(c.changes), full->simulate(c.proposed), step);
     if (revert(rng))
-      expectIdentical(delta->update(undo), full->simulate(strategy), step);
+      expectIdentical(delta->update(c.undo), full->simulate(strategy), step);
     else
-      strategy = proposed;
+      strategy = c.proposed;
   }
 }
 
@@ -143,29 +158,15 @@ TEST_P(DeltaSimulation, TakingBackAndRedoingEqualsFull) {
   // A change taken back, done again, taken back again (or kept), each
   // equal to a full simulation.
   std::mt19937_64 rng(11);
-  std::uniform_int_distribution<size_t> pickOp(0, graph->ops.size() - 1);
-  std::uniform_int_distribution<int> pickCount(1, 4);
   for (int step = 0; step < 60; ++step) {
-    std::vector<std::pair<size_t, OpConfig>> changes, undo;
-    Strategy proposed = strategy;
-    for (int k = pickCount(rng); k > 0; --k) {
-      size_t op = pickOp(rng);
-      if (std::any_of(changes.begin(), changes.end(),
-                      [&](const auto &c) { return c.first == op; }))
-        continue;
-      OpConfig config = randomConfig(graph->ops[op], numDevices, rng);
-      changes.push_back({op, config});
-      undo.push_back({op, strategy[op]});
-      proposed[op] = config;
-    }
-    expectIdentical(delta->update(changes), full->simulate(proposed), step);
-    expectIdentical(delta->update(undo), full->simulate(strategy), step);
-    expectIdentical(delta->update(changes), full->simulate(proposed), step);
-    if (step % 2 == 0) {
-      expectIdentical(delta->update(undo), full->simulate(strategy), step);
-    } else {
-      strategy = proposed;
-    }
+    SeveralChanges c = randomChanges(*graph, strategy, numDevices, 4, rng);
+    expectIdentical(delta->update(c.changes), full->simulate(c.proposed), step);
+    expectIdentical(delta->update(c.undo), full->simulate(strategy), step);
+    expectIdentical(delta->update(c.changes), full->simulate(c.proposed), step);
+    if (step % 2 == 0)
+      expectIdentical(delta->update(c.undo), full->simulate(strategy), step);
+    else
+      strategy = c.proposed;
   }
 }
 
