@@ -551,11 +551,15 @@ static bool matchAttention(g::MatMulOp context, OpBuilder &builder) {
   return true;
 }
 
-/// Whether `value` is a [B, S, H, D] tensor's head transpose
-/// (permutation [0, 2, 1, 3]), which is its own inverse.
-static g::TransposeOp headTranspose(Value value) {
-  auto transpose = value.getDefiningOp<g::TransposeOp>();
-  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{0, 2, 1, 3})
+/// A [B, S, H, D] tensor's head transpose to [B, H, S, D], and back: the
+/// permutation is its own inverse.
+static constexpr int64_t kHeadPermutation[] = {0, 2, 1, 3};
+
+/// `op` if it is a head transpose, else null.
+static g::TransposeOp headTranspose(Operation *op) {
+  auto transpose = dyn_cast_or_null<g::TransposeOp>(op);
+  if (!transpose ||
+      transpose.getPermutation() != ArrayRef<int64_t>(kHeadPermutation))
     return nullptr;
   return transpose;
 }
@@ -569,9 +573,9 @@ static void absorbHeadTransposes(g::AttentionOp attention, OpBuilder &builder) {
   if (attention.headsAfterPositions() ||
       cast<RankedTensorType>(attention.getType()).getRank() != 4)
     return;
-  g::TransposeOp q = headTranspose(attention.getQuery()),
-                 k = headTranspose(attention.getKey()),
-                 v = headTranspose(attention.getValue());
+  g::TransposeOp q = headTranspose(attention.getQuery().getDefiningOp()),
+                 k = headTranspose(attention.getKey().getDefiningOp()),
+                 v = headTranspose(attention.getValue().getDefiningOp());
   if (!q || !k || !v)
     return;
   auto type = cast<RankedTensorType>(attention.getType());
@@ -584,16 +588,15 @@ static void absorbHeadTransposes(g::AttentionOp attention, OpBuilder &builder) {
       attention.getCausalAttr(), attention.getRatioAttr(),
       attention.getSeedAttr(), builder.getStringAttr("bshd"));
   Value result = attention.getResult();
-  auto back = result.hasOneUse()
-                  ? dyn_cast<g::TransposeOp>(*result.getUsers().begin())
-                  : g::TransposeOp();
-  if (back && back.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+  if (g::TransposeOp back = result.hasOneUse()
+                                ? headTranspose(*result.getUsers().begin())
+                                : g::TransposeOp()) {
     back.getResult().replaceAllUsesWith(fused.getResult());
     back.erase();
   } else {
-    Value restored = g::TransposeOp::create(builder, attention.getLoc(), type,
-                                            fused.getResult(),
-                                            ArrayRef<int64_t>{0, 2, 1, 3});
+    Value restored = g::TransposeOp::create(
+        builder, attention.getLoc(), type, fused.getResult(),
+        ArrayRef<int64_t>(kHeadPermutation));
     result.replaceAllUsesWith(restored);
   }
   // The old attention draws dropout: not trivially dead.

@@ -231,10 +231,7 @@ absl::Status backwardRanges(const OpDesc &op, const KernelContext &ctx,
 /// `view` (a row's when d = rank - 2).
 inline int64_t strideOf(const AttentionRanges &r, const TensorView &view,
                         int64_t d) {
-  int64_t stride = 1;
-  for (int64_t i = view.rank() - 1; i > r.dims[d]; --i)
-    stride *= view.extent(i);
-  return stride;
+  return view.strides()[r.dims[d]];
 }
 
 /// Elements between consecutive rows of `view`.
@@ -246,12 +243,13 @@ inline int64_t rowStride(const AttentionRanges &r, const TensorView &view) {
 inline int64_t offsetIn(const AttentionRanges &r, const TensorView &view,
                         const std::vector<int64_t> &batch, int64_t row,
                         int64_t col) {
-  const int64_t lead = static_cast<int64_t>(batch.size());
-  int64_t offset = 0;
-  for (int64_t d = 0; d < lead; ++d)
-    offset += (batch[d] - view.lo[r.dims[d]]) * strideOf(r, view, d);
-  offset += (row - view.lo[r.dims[lead]]) * strideOf(r, view, lead);
-  return offset + (col - view.lo[r.dims[lead + 1]]);
+  const size_t lead = batch.size();
+  std::vector<int64_t> index(lead + 2);
+  for (size_t d = 0; d < lead; ++d)
+    index[r.dims[d]] = batch[d];
+  index[r.dims[lead]] = row;
+  index[r.dims[lead + 1]] = col;
+  return view.offsetOf(index);
 }
 
 /// Flat index of element (batch, 0, 0) of the global [B..., S, T]
