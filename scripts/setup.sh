@@ -6,6 +6,9 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ python3 git
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  # ppc-tblgen links LLVM's static TableGen and Support libraries, which
+  # need zstd's development files.
+  libzstd-dev
   libonnx-dev libonnx-testdata python3-onnx
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libabsl-dev nlohmann-json3-dev

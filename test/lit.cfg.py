@@ -14,13 +14,15 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ppc_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ppc_src_root", config.ppc_src_root))
+config.substitutions.append(("%mlir_include", config.mlir_include_dir))
 config.substitutions.append(("%examples", os.path.join(config.ppc_src_root, "examples")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.ppc_tools_dir, config.llvm_tools_dir]
-tools = ["ppc-opt", "ppc-calibrate", ToolSubst("not", unresolved="fatal"),
+tools = ["ppc-opt", "ppc-calibrate", "ppc-tblgen",
+         ToolSubst("not", unresolved="fatal"),
          ToolSubst("split-file", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -409,9 +409,9 @@ LogicalResult LoadOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult CopyOp::verify() {
-  if (failed(verifyBoxInBuffer(*this, "source", getSource(), getLo(), getHi())))
+  if (failed(verifyBoxInBuffer(*this, "source", getSrc(), getLo(), getHi())))
     return failure();
-  return verifyBoxInBuffer(*this, "dest", getDest(), getLo(), getHi());
+  return verifyBoxInBuffer(*this, "dest", getDst(), getLo(), getHi());
 }
 
 LogicalResult SendOp::verify() {

@@ -48,7 +48,7 @@ bool writes(Operation *op, Value buffer) {
       .Case([](plan::SendOp) { return false; })
       .Case([](plan::OutputOp) { return false; })
       .Case([](plan::AllocOp) { return false; }) // a view of it
-      .Case([&](plan::CopyOp copy) { return copy.getDest() == buffer; })
+      .Case([&](plan::CopyOp copy) { return copy.getDst() == buffer; })
       .Case([&](plan::KernelOp kernel) {
         return llvm::is_contained(kernel.getOutputs(), buffer) ||
                llvm::is_contained(kernel.getScratch(), buffer);

@@ -53,7 +53,7 @@ bool writesWhole(Operation *op, plan::AllocOp alloc) {
       .Case([](plan::LoadOp) { return true; })
       .Case([](plan::FillOp) { return true; })
       .Case([&](plan::CopyOp copy) {
-        return copy.getDest() == buffer && !copy.getAccumulate() &&
+        return copy.getDst() == buffer && !copy.getAccumulate() &&
                coversAlloc(alloc, copy.getLo(), copy.getHi());
       })
       .Case([&](plan::RecvOp recv) {
@@ -97,7 +97,7 @@ bool makeOverwrite(Operation *op, plan::AllocOp alloc) {
         return true;
       })
       .Case([&](plan::CopyOp copy) {
-        if (copy.getDest() != buffer || !copy.getAccumulate() ||
+        if (copy.getDst() != buffer || !copy.getAccumulate() ||
             !coversAlloc(alloc, copy.getLo(), copy.getHi()))
           return false;
         copy.setAccumulate(false);

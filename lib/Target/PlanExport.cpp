@@ -433,208 +433,121 @@ private:
     return success();
   }
 
-  LogicalResult exportInstruction(Operation *op, pf::Instruction &out) {
-    // Each case returns failure() only after emitting an error.
-    auto buffer = [&](Value value, auto setter) -> LogicalResult {
-      FailureOr<int32_t> id = bufferId(op, value);
+  // The instructions' conversions ppc-tblgen derives from PlanOps.td
+  // (exportInstruction), and the three it leaves to hand: an alloc's
+  // nested buffer, a backward kernel's placeholders, a collective's
+  // reduction and optional result. Each returns failure() only after
+  // emitting an error.
+#define PPC_PLAN_EXPORT_INSTRUCTION
+#include "PlanInstructions.inc"
+
+  LogicalResult exportAlloc(plan::AllocOp alloc, pf::Instruction::Alloc &out) {
+    pf::Buffer *b = out.mutable_buffer();
+    int32_t id = static_cast<int32_t>(bufferIds.size());
+    bufferIds[alloc.getBuffer()] = id;
+    b->set_id(id);
+    b->set_grad(alloc.getGrad());
+    b->set_staging(alloc.getStaging());
+    out.set_uninitialized(alloc.getUninitialized());
+    if (Value view = alloc.getView()) {
+      FailureOr<int32_t> base = bufferId(alloc, view);
+      if (failed(base))
+        return failure();
+      out.set_view(*base);
+    }
+    setBox(*b->mutable_box(), alloc.getLo(), alloc.getHi());
+    if (FlatSymbolRefAttr tensor = alloc.getTensorAttr()) {
+      FailureOr<int32_t> t = tensorId(alloc, tensor);
+      if (failed(t))
+        return failure();
+      b->set_tensor(*t);
+    } else {
+      // Scratch: its box is its own shape.
+      b->set_tensor(-1);
+      b->mutable_shape()->Add(alloc.getHi().begin(), alloc.getHi().end());
+    }
+    return success();
+  }
+
+  LogicalResult exportKernelBackward(plan::KernelBackwardOp kernel,
+                                     pf::Instruction::KernelBackward &k) {
+    Operation *op = kernel;
+    FailureOr<int32_t> id = opId(op, kernel.getOpAttr());
+    FailureOr<int32_t> stage =
+        toInt32(op, "stage", kernel.getStageAttr().getInt());
+    if (failed(id) || failed(stage))
+      return failure();
+    k.set_op(*id);
+    k.set_stage(*stage);
+    // Results not kept for the backward (reduce-scattered partial sums) are
+    // -1, one per result.
+    if (kernel.getOutputs().empty())
+      for (size_t r = 0; r < kernel.getOutputGrads().size(); ++r)
+        k.add_outputs(-1);
+    if (failed(addBuffers(op, kernel.getInputs(), *k.mutable_inputs())) ||
+        failed(addBuffers(op, kernel.getOutputs(), *k.mutable_outputs())) ||
+        failed(addBuffers(op, kernel.getOutputGrads(),
+                          *k.mutable_output_grads())) ||
+        failed(addBuffers(op, kernel.getScratch(), *k.mutable_scratch())))
+      return failure();
+    // One entry per operand of the op: -1 where it needs no gradient.
+    ValueRange grads = kernel.getInputGrads();
+    std::optional<ArrayRef<bool>> overwrite = kernel.getOverwrite();
+    size_t next = 0;
+    for (bool needed : kernel.getGradMask()) {
+      if (!needed) {
+        k.add_input_grads(-1);
+        if (overwrite)
+          k.add_overwrite(false);
+        continue;
+      }
+      if (next >= grads.size())
+        return kernel.emitOpError()
+               << "grad_mask has more true entries than input_grads";
+      if (overwrite)
+        k.add_overwrite(next < overwrite->size() && (*overwrite)[next]);
+      FailureOr<int32_t> g = bufferId(op, grads[next++]);
+      if (failed(g))
+        return failure();
+      k.add_input_grads(*g);
+    }
+    return success();
+  }
+
+  LogicalResult exportCollective(plan::CollectiveOp collective,
+                                 pf::Instruction::Collective &c) {
+    Operation *op = collective;
+    c.set_kind(
+        static_cast<pf::Instruction::CollectiveKind>(collective.getKind()));
+    for (int64_t member : collective.getGroup()) {
+      FailureOr<int32_t> m = toInt32(op, "group member", member);
+      if (failed(m))
+        return failure();
+      c.add_group(*m);
+    }
+    c.set_reduction(collective.getReduction() == "max"
+                        ? pf::Instruction::Collective::MAX
+                        : pf::Instruction::Collective::SUM);
+    FailureOr<int32_t> root =
+        toInt32(op, "root", collective.getRootAttr().getInt());
+    FailureOr<int32_t> axis =
+        toInt32(op, "axis", collective.getAxisAttr().getInt());
+    if (failed(root) || failed(axis))
+      return failure();
+    c.set_root(*root);
+    c.set_axis(*axis);
+    c.set_result(-1);
+    if (Value result = collective.getResult()) {
+      FailureOr<int32_t> id = bufferId(op, result);
       if (failed(id))
         return failure();
-      setter(*id);
-      return success();
-    };
-    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-        .Case([&](plan::PhaseOp phase) {
-          out.mutable_phase()->set_phase(
-              static_cast<pf::Instruction::Phase>(phase.getPhase()));
-          return success();
-        })
-        .Case([&](plan::AllocOp alloc) {
-          pf::Buffer *b = out.mutable_alloc()->mutable_buffer();
-          int32_t id = static_cast<int32_t>(bufferIds.size());
-          bufferIds[alloc.getBuffer()] = id;
-          b->set_id(id);
-          b->set_grad(alloc.getGrad());
-          b->set_staging(alloc.getStaging());
-          out.mutable_alloc()->set_uninitialized(alloc.getUninitialized());
-          if (Value view = alloc.getView())
-            if (failed(buffer(view, [&](int32_t base) {
-                  out.mutable_alloc()->set_view(base);
-                })))
-              return failure();
-          setBox(*b->mutable_box(), alloc.getLo(), alloc.getHi());
-          if (FlatSymbolRefAttr tensor = alloc.getTensorAttr()) {
-            FailureOr<int32_t> t = tensorId(alloc, tensor);
-            if (failed(t))
-              return failure();
-            b->set_tensor(*t);
-          } else {
-            // Scratch: its box is its own shape.
-            b->set_tensor(-1);
-            b->mutable_shape()->Add(alloc.getHi().begin(), alloc.getHi().end());
-          }
-          return success();
-        })
-        .Case([&](plan::FreeOp free) {
-          return buffer(free.getBuffer(), [&](int32_t id) {
-            out.mutable_free()->set_buffer(id);
-          });
-        })
-        .Case([&](plan::LoadOp load) {
-          return buffer(load.getBuffer(), [&](int32_t id) {
-            out.mutable_load()->set_buffer(id);
-          });
-        })
-        .Case([&](plan::FillOp fill) {
-          out.mutable_fill()->set_value(fill.getValue().convertToFloat());
-          return buffer(fill.getBuffer(), [&](int32_t id) {
-            out.mutable_fill()->set_buffer(id);
-          });
-        })
-        .Case([&](plan::CopyOp copy) {
-          pf::Instruction::Copy *c = out.mutable_copy();
-          setBox(*c->mutable_box(), copy.getLo(), copy.getHi());
-          c->set_accumulate(copy.getAccumulate());
-          if (failed(buffer(copy.getSource(),
-                            [&](int32_t id) { c->set_src(id); })))
-            return failure();
-          return buffer(copy.getDest(), [&](int32_t id) { c->set_dst(id); });
-        })
-        .Case([&](plan::SendOp send) {
-          pf::Instruction::Send *s = out.mutable_send();
-          setBox(*s->mutable_box(), send.getLo(), send.getHi());
-          FailureOr<int32_t> peer =
-              toInt32(op, "peer", send.getPeerAttr().getInt());
-          FailureOr<int32_t> tag =
-              toInt32(op, "tag", send.getTagAttr().getInt());
-          if (failed(peer) || failed(tag))
-            return failure();
-          s->set_peer(*peer);
-          s->set_tag(*tag);
-          return buffer(send.getBuffer(),
-                        [&](int32_t id) { s->set_buffer(id); });
-        })
-        .Case([&](plan::RecvOp recv) {
-          pf::Instruction::Recv *r = out.mutable_recv();
-          setBox(*r->mutable_box(), recv.getLo(), recv.getHi());
-          FailureOr<int32_t> peer =
-              toInt32(op, "peer", recv.getPeerAttr().getInt());
-          FailureOr<int32_t> tag =
-              toInt32(op, "tag", recv.getTagAttr().getInt());
-          if (failed(peer) || failed(tag))
-            return failure();
-          r->set_peer(*peer);
-          r->set_tag(*tag);
-          r->set_accumulate(recv.getAccumulate());
-          return buffer(recv.getBuffer(),
-                        [&](int32_t id) { r->set_buffer(id); });
-        })
-        .Case([&](plan::KernelOp kernel) -> LogicalResult {
-          pf::Instruction::Kernel *k = out.mutable_kernel();
-          FailureOr<int32_t> id = opId(op, kernel.getOpAttr());
-          FailureOr<int32_t> stage =
-              toInt32(op, "stage", kernel.getStageAttr().getInt());
-          if (failed(id) || failed(stage))
-            return failure();
-          k->set_op(*id);
-          k->set_stage(*stage);
-          if (failed(
-                  addBuffers(op, kernel.getInputs(), *k->mutable_inputs())) ||
-              failed(
-                  addBuffers(op, kernel.getOutputs(), *k->mutable_outputs())) ||
-              failed(
-                  addBuffers(op, kernel.getScratch(), *k->mutable_scratch())))
-            return failure();
-          return success();
-        })
-        .Case([&](plan::KernelBackwardOp kernel) -> LogicalResult {
-          pf::Instruction::KernelBackward *k = out.mutable_kernel_backward();
-          FailureOr<int32_t> id = opId(op, kernel.getOpAttr());
-          FailureOr<int32_t> stage =
-              toInt32(op, "stage", kernel.getStageAttr().getInt());
-          if (failed(id) || failed(stage))
-            return failure();
-          k->set_op(*id);
-          k->set_stage(*stage);
-          // Results not kept for the backward (reduce-scattered partial
-          // sums) are -1, one per result.
-          if (kernel.getOutputs().empty())
-            for (size_t r = 0; r < kernel.getOutputGrads().size(); ++r)
-              k->add_outputs(-1);
-          if (failed(
-                  addBuffers(op, kernel.getInputs(), *k->mutable_inputs())) ||
-              failed(
-                  addBuffers(op, kernel.getOutputs(), *k->mutable_outputs())) ||
-              failed(addBuffers(op, kernel.getOutputGrads(),
-                                *k->mutable_output_grads())) ||
-              failed(
-                  addBuffers(op, kernel.getScratch(), *k->mutable_scratch())))
-            return failure();
-          // One entry per operand of the op: -1 where it needs no gradient.
-          ValueRange grads = kernel.getInputGrads();
-          std::optional<ArrayRef<bool>> overwrite = kernel.getOverwrite();
-          size_t next = 0;
-          for (bool needed : kernel.getGradMask()) {
-            if (!needed) {
-              k->add_input_grads(-1);
-              if (overwrite)
-                k->add_overwrite(false);
-              continue;
-            }
-            if (next >= grads.size())
-              return kernel.emitOpError()
-                     << "grad_mask has more true entries than input_grads";
-            if (overwrite)
-              k->add_overwrite(next < overwrite->size() && (*overwrite)[next]);
-            FailureOr<int32_t> g = bufferId(op, grads[next++]);
-            if (failed(g))
-              return failure();
-            k->add_input_grads(*g);
-          }
-          return success();
-        })
-        .Case([&](plan::CollectiveOp collective) -> LogicalResult {
-          pf::Instruction::Collective *c = out.mutable_collective();
-          c->set_kind(static_cast<pf::Instruction::CollectiveKind>(
-              collective.getKind()));
-          for (int64_t member : collective.getGroup()) {
-            FailureOr<int32_t> m = toInt32(op, "group member", member);
-            if (failed(m))
-              return failure();
-            c->add_group(*m);
-          }
-          c->set_reduction(collective.getReduction() == "max"
-                               ? pf::Instruction::MAX
-                               : pf::Instruction::SUM);
-          FailureOr<int32_t> root =
-              toInt32(op, "root", collective.getRootAttr().getInt());
-          FailureOr<int32_t> axis =
-              toInt32(op, "axis", collective.getAxisAttr().getInt());
-          if (failed(root) || failed(axis))
-            return failure();
-          c->set_root(*root);
-          c->set_axis(*axis);
-          c->set_result(-1);
-          if (Value result = collective.getResult())
-            if (failed(buffer(result, [&](int32_t id) { c->set_result(id); })))
-              return failure();
-          return buffer(collective.getBuffer(),
-                        [&](int32_t id) { c->set_buffer(id); });
-        })
-        .Case([&](plan::UpdateOp update) -> LogicalResult {
-          pf::Instruction::Update *u = out.mutable_update();
-          if (failed(buffer(update.getWeight(),
-                            [&](int32_t id) { u->set_weight(id); })))
-            return failure();
-          return buffer(update.getGrad(), [&](int32_t id) { u->set_grad(id); });
-        })
-        .Case([&](plan::OutputOp output) {
-          return buffer(output.getBuffer(), [&](int32_t id) {
-            out.mutable_output()->set_buffer(id);
-          });
-        })
-        .Default([&](Operation *other) {
-          return other->emitOpError("is not a plan instruction");
-        });
+      c.set_result(*id);
+    }
+    FailureOr<int32_t> buffer = bufferId(op, collective.getBuffer());
+    if (failed(buffer))
+      return failure();
+    c.set_buffer(*buffer);
+    return success();
   }
 
   FailureOr<int32_t> opId(Operation *at, FlatSymbolRefAttr name) {
@@ -924,216 +837,126 @@ private:
   }
 
   LogicalResult importInstruction(const pf::Instruction &instr) {
-    using I = pf::Instruction;
-    Type bufferType = plan::BufferType::get(context);
-    switch (instr.kind_case()) {
-    case I::kPhase: {
-      auto phase =
-          plan::symbolizePhase(static_cast<uint32_t>(instr.phase().phase()));
-      if (!phase)
-        return error() << "unknown phase "
-                       << static_cast<int>(instr.phase().phase());
-      plan::PhaseOp::create(builder, loc, *phase);
-      return success();
-    }
-    case I::kAlloc: {
-      const pf::Buffer &b = instr.alloc().buffer();
-      if (buffers.count(b.id()))
-        return error() << "buffer " << b.id() << " is allocated twice";
-      FlatSymbolRefAttr tensor;
-      DenseI64ArrayAttr lo = ints(b.box().lo()), hi = ints(b.box().hi());
-      if (b.tensor() >= 0) {
-        FailureOr<FlatSymbolRefAttr> ref = tensorRef(b.tensor());
-        if (failed(ref))
-          return failure();
-        tensor = *ref;
-      } else {
-        // Scratch: shape `shape`, box [0, shape).
-        hi = ints(b.shape());
-        lo = builder.getDenseI64ArrayAttr(SmallVector<int64_t>(b.shape_size()));
-      }
-      Value view;
-      if (instr.alloc().has_view()) {
-        FailureOr<Value> base = buffer(instr.alloc().view());
-        if (failed(base))
-          return failure();
-        view = *base;
-      }
-      buffers[b.id()] = plan::AllocOp::create(
-          builder, loc, bufferType, tensor, lo, hi,
-          b.grad() ? builder.getUnitAttr() : UnitAttr(),
-          b.staging() ? builder.getUnitAttr() : UnitAttr(),
-          instr.alloc().uninitialized() ? builder.getUnitAttr() : UnitAttr(),
-          view);
-      return success();
-    }
-    case I::kFree: {
-      FailureOr<Value> b = buffer(instr.free().buffer());
-      if (failed(b))
-        return failure();
-      plan::FreeOp::create(builder, loc, *b);
+    if (failed(importInstructionOp(instr)))
+      return failure();
+    if (instr.has_free())
       buffers.erase(instr.free().buffer());
-      return success();
-    }
-    case I::kLoad: {
-      FailureOr<Value> b = buffer(instr.load().buffer());
-      if (failed(b))
+    return success();
+  }
+
+  // The instructions' conversions ppc-tblgen derives from PlanOps.td
+  // (importInstructionOp), and the three it leaves to hand.
+#define PPC_PLAN_IMPORT_INSTRUCTION
+#include "PlanInstructions.inc"
+
+  LogicalResult importAlloc(const pf::Instruction::Alloc &alloc) {
+    Type bufferType = plan::BufferType::get(context);
+    const pf::Buffer &b = alloc.buffer();
+    if (buffers.count(b.id()))
+      return error() << "buffer " << b.id() << " is allocated twice";
+    FlatSymbolRefAttr tensor;
+    DenseI64ArrayAttr lo = ints(b.box().lo()), hi = ints(b.box().hi());
+    if (b.tensor() >= 0) {
+      FailureOr<FlatSymbolRefAttr> ref = tensorRef(b.tensor());
+      if (failed(ref))
         return failure();
-      plan::LoadOp::create(builder, loc, *b);
-      return success();
+      tensor = *ref;
+    } else {
+      // Scratch: shape `shape`, box [0, shape).
+      hi = ints(b.shape());
+      lo = builder.getDenseI64ArrayAttr(SmallVector<int64_t>(b.shape_size()));
     }
-    case I::kFill: {
-      FailureOr<Value> b = buffer(instr.fill().buffer());
-      if (failed(b))
+    Value view;
+    if (alloc.has_view()) {
+      FailureOr<Value> base = buffer(alloc.view());
+      if (failed(base))
         return failure();
-      plan::FillOp::create(builder, loc, *b,
-                           builder.getF32FloatAttr(instr.fill().value()));
-      return success();
+      view = *base;
     }
-    case I::kCopy: {
-      const I::Copy &c = instr.copy();
-      FailureOr<Value> src = buffer(c.src()), dst = buffer(c.dst());
-      if (failed(src) || failed(dst))
+    buffers[b.id()] = plan::AllocOp::create(
+        builder, loc, bufferType, tensor, lo, hi,
+        b.grad() ? builder.getUnitAttr() : UnitAttr(),
+        b.staging() ? builder.getUnitAttr() : UnitAttr(),
+        alloc.uninitialized() ? builder.getUnitAttr() : UnitAttr(), view);
+    return success();
+  }
+
+  LogicalResult importKernelBackward(const pf::Instruction::KernelBackward &k) {
+    FailureOr<FlatSymbolRefAttr> op = opRef(k.op());
+    auto inputs = bufferList(k.inputs());
+    // Results not kept (all -1) are `outs()`; the dialect has no way to
+    // keep some results and not others.
+    google::protobuf::RepeatedField<int32_t> kept;
+    int dropped = 0;
+    for (int32_t id : k.outputs()) {
+      if (id < 0)
+        ++dropped;
+      else
+        kept.Add(id);
+    }
+    if (dropped > 0 && !kept.empty())
+      return error() << "kernel_backward keeps some of its outputs and not "
+                        "others (-1 for some entries only)";
+    auto outputs = bufferList(kept);
+    auto outputGrads = bufferList(k.output_grads());
+    auto scratch = bufferList(k.scratch());
+    if (failed(op) || failed(inputs) || failed(outputs) ||
+        failed(outputGrads) || failed(scratch))
+      return failure();
+    // -1 entries become false mask entries without a buffer.
+    if (k.overwrite_size() != 0 && k.overwrite_size() != k.input_grads_size())
+      return error() << "kernel_backward has " << k.overwrite_size()
+                     << " overwrite entries for " << k.input_grads_size()
+                     << " input_grads";
+    SmallVector<bool> mask, overwrite;
+    SmallVector<Value> inputGrads;
+    for (int i = 0; i < k.input_grads_size(); ++i) {
+      const int32_t id = k.input_grads(i);
+      mask.push_back(id >= 0);
+      if (id < 0)
+        continue;
+      FailureOr<Value> g = buffer(id);
+      if (failed(g))
         return failure();
-      plan::CopyOp::create(builder, loc, *src, *dst, ints(c.box().lo()),
-                           ints(c.box().hi()),
-                           c.accumulate() ? builder.getUnitAttr() : UnitAttr());
-      return success();
+      inputGrads.push_back(*g);
+      overwrite.push_back(k.overwrite_size() != 0 && k.overwrite(i));
     }
-    case I::kSend: {
-      const I::Send &s = instr.send();
-      FailureOr<Value> b = buffer(s.buffer());
-      if (failed(b))
+    plan::KernelBackwardOp::create(
+        builder, loc, *op, builder.getI64IntegerAttr(k.stage()),
+        builder.getDenseBoolArrayAttr(mask), *inputs, *outputs, *outputGrads,
+        inputGrads, *scratch,
+        k.overwrite_size() != 0 ? builder.getDenseBoolArrayAttr(overwrite)
+                                : DenseBoolArrayAttr());
+    return success();
+  }
+
+  LogicalResult importCollective(const pf::Instruction::Collective &c) {
+    using C = pf::Instruction::Collective;
+    auto kind = plan::symbolizeCollectiveKind(static_cast<uint32_t>(c.kind()));
+    if (!kind)
+      return error() << "unknown collective kind "
+                     << static_cast<int>(c.kind());
+    if (c.reduction() != C::SUM && c.reduction() != C::MAX)
+      return error() << "unknown reduction " << static_cast<int>(c.reduction());
+    FailureOr<Value> b = buffer(c.buffer());
+    if (failed(b))
+      return failure();
+    Value result;
+    if (c.result() >= 0) {
+      FailureOr<Value> r = buffer(c.result());
+      if (failed(r))
         return failure();
-      plan::SendOp::create(builder, loc, *b, ints(s.box().lo()),
-                           ints(s.box().hi()),
-                           builder.getI64IntegerAttr(s.peer()),
-                           builder.getI64IntegerAttr(s.tag()));
-      return success();
+      result = *r;
     }
-    case I::kRecv: {
-      const I::Recv &r = instr.recv();
-      FailureOr<Value> b = buffer(r.buffer());
-      if (failed(b))
-        return failure();
-      plan::RecvOp::create(builder, loc, *b, ints(r.box().lo()),
-                           ints(r.box().hi()),
-                           builder.getI64IntegerAttr(r.peer()),
-                           builder.getI64IntegerAttr(r.tag()),
-                           r.accumulate() ? builder.getUnitAttr() : UnitAttr());
-      return success();
-    }
-    case I::kKernel: {
-      const I::Kernel &k = instr.kernel();
-      FailureOr<FlatSymbolRefAttr> op = opRef(k.op());
-      auto inputs = bufferList(k.inputs());
-      auto outputs = bufferList(k.outputs());
-      auto scratch = bufferList(k.scratch());
-      if (failed(op) || failed(inputs) || failed(outputs) || failed(scratch))
-        return failure();
-      plan::KernelOp::create(builder, loc, *op,
-                             builder.getI64IntegerAttr(k.stage()), *inputs,
-                             *outputs, *scratch);
-      return success();
-    }
-    case I::kKernelBackward: {
-      const I::KernelBackward &k = instr.kernel_backward();
-      FailureOr<FlatSymbolRefAttr> op = opRef(k.op());
-      auto inputs = bufferList(k.inputs());
-      // Results not kept (all -1) are `outs()`; the dialect has no way to
-      // keep some results and not others.
-      google::protobuf::RepeatedField<int32_t> kept;
-      int dropped = 0;
-      for (int32_t id : k.outputs()) {
-        if (id < 0)
-          ++dropped;
-        else
-          kept.Add(id);
-      }
-      if (dropped > 0 && !kept.empty())
-        return error() << "kernel_backward keeps some of its outputs and not "
-                          "others (-1 for some entries only)";
-      auto outputs = bufferList(kept);
-      auto outputGrads = bufferList(k.output_grads());
-      auto scratch = bufferList(k.scratch());
-      if (failed(op) || failed(inputs) || failed(outputs) ||
-          failed(outputGrads) || failed(scratch))
-        return failure();
-      // -1 entries become false mask entries without a buffer.
-      if (k.overwrite_size() != 0 && k.overwrite_size() != k.input_grads_size())
-        return error() << "kernel_backward has " << k.overwrite_size()
-                       << " overwrite entries for " << k.input_grads_size()
-                       << " input_grads";
-      SmallVector<bool> mask, overwrite;
-      SmallVector<Value> inputGrads;
-      for (int i = 0; i < k.input_grads_size(); ++i) {
-        const int32_t id = k.input_grads(i);
-        mask.push_back(id >= 0);
-        if (id < 0)
-          continue;
-        FailureOr<Value> g = buffer(id);
-        if (failed(g))
-          return failure();
-        inputGrads.push_back(*g);
-        overwrite.push_back(k.overwrite_size() != 0 && k.overwrite(i));
-      }
-      plan::KernelBackwardOp::create(
-          builder, loc, *op, builder.getI64IntegerAttr(k.stage()),
-          builder.getDenseBoolArrayAttr(mask), *inputs, *outputs, *outputGrads,
-          inputGrads, *scratch,
-          k.overwrite_size() != 0 ? builder.getDenseBoolArrayAttr(overwrite)
-                                  : DenseBoolArrayAttr());
-      return success();
-    }
-    case I::kCollective: {
-      const I::Collective &c = instr.collective();
-      auto kind =
-          plan::symbolizeCollectiveKind(static_cast<uint32_t>(c.kind()));
-      if (!kind)
-        return error() << "unknown collective kind "
-                       << static_cast<int>(c.kind());
-      if (c.reduction() != I::SUM && c.reduction() != I::MAX)
-        return error() << "unknown reduction "
-                       << static_cast<int>(c.reduction());
-      FailureOr<Value> b = buffer(c.buffer());
-      if (failed(b))
-        return failure();
-      Value result;
-      if (c.result() >= 0) {
-        FailureOr<Value> r = buffer(c.result());
-        if (failed(r))
-          return failure();
-        result = *r;
-      }
-      plan::CollectiveOp::create(
-          builder, loc, plan::CollectiveKindAttr::get(context, *kind),
-          builder.getDenseI64ArrayAttr(
-              SmallVector<int64_t>(c.group().begin(), c.group().end())),
-          *b, result,
-          builder.getStringAttr(c.reduction() == I::MAX ? "max" : "sum"),
-          builder.getI64IntegerAttr(c.root()),
-          builder.getI64IntegerAttr(c.axis()));
-      return success();
-    }
-    case I::kUpdate: {
-      FailureOr<Value> w = buffer(instr.update().weight()),
-                       g = buffer(instr.update().grad());
-      if (failed(w) || failed(g))
-        return failure();
-      plan::UpdateOp::create(builder, loc, *w, *g);
-      return success();
-    }
-    case I::kOutput: {
-      FailureOr<Value> b = buffer(instr.output().buffer());
-      if (failed(b))
-        return failure();
-      plan::OutputOp::create(builder, loc, *b);
-      return success();
-    }
-    case I::KIND_NOT_SET:
-      break;
-    }
-    return error() << "instruction without a kind";
+    plan::CollectiveOp::create(
+        builder, loc, plan::CollectiveKindAttr::get(context, *kind),
+        builder.getDenseI64ArrayAttr(
+            SmallVector<int64_t>(c.group().begin(), c.group().end())),
+        *b, result,
+        builder.getStringAttr(c.reduction() == C::MAX ? "max" : "sum"),
+        builder.getI64IntegerAttr(c.root()),
+        builder.getI64IntegerAttr(c.axis()));
+    return success();
   }
 };
 } // namespace

@@ -79,7 +79,7 @@ std::string describeMember(const int64_t *record) {
   auto kind = static_cast<Instruction::CollectiveKind>(record[kKindField]);
   std::string s = collectiveName(kind);
   if (kind == Instruction::ALL_REDUCE || kind == Instruction::REDUCE_SCATTER)
-    s += record[kReductionField] == Instruction::MAX ? " (max)" : " (sum)";
+    s += record[kReductionField] == Instruction::Collective::MAX ? " (max)" : " (sum)";
   if (kind == Instruction::BROADCAST)
     s += " (root " + std::to_string(record[kRootField]) + ")";
   return s + " of " + std::to_string(record[kCountField]) + " elements";
@@ -334,7 +334,7 @@ absl::Status ProgramRunner::runCollective(const Instruction::Collective &c,
     return std::string(collectiveName(c.kind())) + " (" + context() +
            ", group " + groupString(c.group()) + ")";
   };
-  const bool max = c.reduction() == Instruction::MAX;
+  const bool max = c.reduction() == Instruction::Collective::MAX;
   const DType dtype = buffer->dtype();
   if (result && result->dtype() != dtype)
     return absl::InvalidArgumentError(

@@ -172,7 +172,7 @@ public:
   void collective(int rank, Instruction::CollectiveKind kind,
                   const std::vector<int> &group, int buffer, int result = -1,
                   int axis = 0, int root = 0,
-                  Instruction::Reduction reduction = Instruction::SUM) {
+                  Instruction::Collective::Reduction reduction = Instruction::Collective::SUM) {
     auto *c = add(rank)->mutable_collective();
     c->set_kind(kind);
     for (int m : group)
@@ -251,7 +251,7 @@ inline pf::Plan dataMovementPlan(int n, bool spaced = false) {
     int s = b.alloc(r, x, {0, c0}, {rows, c0 + 3});
     space();
     b.collective(r, Instruction::REDUCE_SCATTER, group, g, s, /*axis=*/1, 0,
-                 Instruction::MAX);
+                 Instruction::Collective::MAX);
     int t = b.alloc(r, x, {r0, 0}, {r0 + 2, cols});
     space();
     b.collective(r, Instruction::ALL_TO_ALL, group, s, t, /*axis=*/0);

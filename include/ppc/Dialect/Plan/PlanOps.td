@@ -160,17 +160,29 @@ def Plan_ProgramOp : Plan_Op<"program", [NoTerminator, SingleBlock,
 // Instructions
 //===----------------------------------------------------------------------===//
 
-class Plan_InstrOp<string mnemonic, list<Trait> traits = []>
+// An instruction of a rank's program. Its plan file message is derived from
+// its arguments (tools/ppc-tblgen/PlanFormatGen.cpp says how), or given in
+// `protoMessage` and converted by hand in lib/Target/PlanExport.cpp.
+// `protoField` numbers it in the Instruction message's `kind` oneof: never
+// change or reuse one (plan files written before would read wrong).
+// `protoName` names its message where the mnemonic's CamelCase would not do.
+class Plan_InstrOp<string mnemonic, int number, list<Trait> traits = []>
     : Plan_Op<mnemonic, !listconcat(traits,
-          [HasParent<"::ppc::plan::ProgramOp">])>;
+          [HasParent<"::ppc::plan::ProgramOp">])> {
+  int protoField = number;
+  string protoName = "";
+  code protoMessage = "";
+}
 
-def Plan_PhaseOp : Plan_InstrOp<"phase"> {
+def Plan_PhaseOp : Plan_InstrOp<"phase", 1> {
   let summary = "Starts a phase of the step (for timing and traces)";
+  // `Phase` is the enum's name.
+  let protoName = "PhaseMarker";
   let arguments = (ins Plan_Phase:$phase);
   let assemblyFormat = "$phase attr-dict";
 }
 
-def Plan_AllocOp : Plan_InstrOp<"alloc",
+def Plan_AllocOp : Plan_InstrOp<"alloc", 2,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "A buffer holding box [lo, hi) of a tensor (or its gradient)";
   let description = [{
@@ -195,15 +207,25 @@ def Plan_AllocOp : Plan_InstrOp<"alloc",
   let assemblyFormat =
       "($tensor^)? $lo $hi (`grad` $grad^)? (`staging` $staging^)? "
       "(`uninitialized` $uninitialized^)? (`view` $view^)? attr-dict";
+  // The buffer is zero-filled unless `uninitialized`: its first instruction
+  // writes every element. With `view`, nothing is allocated: the buffer is
+  // the memory of live buffer `view`, read as this buffer's box.
+  let protoMessage = [{
+    message Alloc {
+      Buffer buffer = 1;
+      bool uninitialized = 2;
+      optional int32 view = 3;
+    }
+  }];
   let hasVerifier = 1;
 }
 
-def Plan_FreeOp : Plan_InstrOp<"free"> {
+def Plan_FreeOp : Plan_InstrOp<"free", 3> {
   let arguments = (ins Plan_BufferType:$buffer);
   let assemblyFormat = "$buffer attr-dict";
 }
 
-def Plan_LoadOp : Plan_InstrOp<"load",
+def Plan_LoadOp : Plan_InstrOp<"load", 4,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Fills a buffer from its tensor's source (data, init, value)";
   let arguments = (ins Plan_BufferType:$buffer);
@@ -211,29 +233,29 @@ def Plan_LoadOp : Plan_InstrOp<"load",
   let hasVerifier = 1;
 }
 
-def Plan_FillOp : Plan_InstrOp<"fill"> {
+def Plan_FillOp : Plan_InstrOp<"fill", 5> {
   let arguments = (ins Plan_BufferType:$buffer, F32Attr:$value);
   let assemblyFormat = "$buffer `,` $value attr-dict";
 }
 
-def Plan_CopyOp : Plan_InstrOp<"copy"> {
+def Plan_CopyOp : Plan_InstrOp<"copy", 6> {
   let summary = "Copies (or adds) box [lo, hi) from one buffer to another";
-  let arguments = (ins Plan_BufferType:$source, Plan_BufferType:$dest,
+  let arguments = (ins Plan_BufferType:$src, Plan_BufferType:$dst,
                        DenseI64ArrayAttr:$lo, DenseI64ArrayAttr:$hi,
                        UnitAttr:$accumulate);
-  let assemblyFormat = "$source `->` $dest $lo $hi (`accumulate` $accumulate^)? "
+  let assemblyFormat = "$src `->` $dst $lo $hi (`accumulate` $accumulate^)? "
                        "attr-dict";
   let hasVerifier = 1;
 }
 
-def Plan_SendOp : Plan_InstrOp<"send"> {
+def Plan_SendOp : Plan_InstrOp<"send", 7> {
   let arguments = (ins Plan_BufferType:$buffer, DenseI64ArrayAttr:$lo,
                        DenseI64ArrayAttr:$hi, I64Attr:$peer, I64Attr:$tag);
   let assemblyFormat = "$buffer $lo $hi `to` $peer `tag` $tag attr-dict";
   let hasVerifier = 1;
 }
 
-def Plan_RecvOp : Plan_InstrOp<"recv"> {
+def Plan_RecvOp : Plan_InstrOp<"recv", 8> {
   let arguments = (ins Plan_BufferType:$buffer, DenseI64ArrayAttr:$lo,
                        DenseI64ArrayAttr:$hi, I64Attr:$peer, I64Attr:$tag,
                        UnitAttr:$accumulate);
@@ -242,7 +264,7 @@ def Plan_RecvOp : Plan_InstrOp<"recv"> {
   let hasVerifier = 1;
 }
 
-def Plan_KernelOp : Plan_InstrOp<"kernel", [AttrSizedOperandSegments,
+def Plan_KernelOp : Plan_InstrOp<"kernel", 9, [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Forward kernel of a graph op on one partition";
   let arguments = (ins FlatSymbolRefAttr:$op, I64Attr:$stage,
@@ -255,7 +277,7 @@ def Plan_KernelOp : Plan_InstrOp<"kernel", [AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward",
+def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward", 10,
     [AttrSizedOperandSegments,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Backward kernel: adds operand gradients of one partition";
@@ -279,10 +301,25 @@ def Plan_KernelBackwardOp : Plan_InstrOp<"kernel_backward",
                        "`input_grads` $grad_mask `(` $input_grads `)` "
                        "(`overwrite` $overwrite^)? "
                        "(`scratch` `(` $scratch^ `)`)? attr-dict";
+  // In the file, `outputs` are -1 where the forward results were not kept,
+  // and `input_grads` (and `overwrite`, empty or one per entry) have one
+  // entry per operand of the op, -1 where it needs no gradient.
+  let protoMessage = [{
+    message KernelBackward {
+      int32 op = 1;
+      int32 stage = 2;
+      repeated int32 inputs = 3;
+      repeated int32 outputs = 4;
+      repeated int32 output_grads = 5;
+      repeated int32 input_grads = 6;
+      repeated int32 scratch = 7;
+      repeated bool overwrite = 8;
+    }
+  }];
   let hasVerifier = 1;
 }
 
-def Plan_CollectiveOp : Plan_InstrOp<"collective"> {
+def Plan_CollectiveOp : Plan_InstrOp<"collective", 11> {
   let summary = "A collective over a group of ranks";
   let description = [{
     all_reduce and broadcast work in place on `buffer`; all_gather,
@@ -296,10 +333,26 @@ def Plan_CollectiveOp : Plan_InstrOp<"collective"> {
                        DefaultValuedAttr<I64Attr, "0">:$root,
                        DefaultValuedAttr<I64Attr, "0">:$axis);
   let assemblyFormat = "$kind $buffer (`->` $result^)? `group` $group attr-dict";
+  // `result` is -1 for the collectives that work in place.
+  let protoMessage = [{
+    message Collective {
+      enum Reduction {
+        SUM = 0;
+        MAX = 1;
+      }
+      CollectiveKind kind = 1;
+      repeated int32 group = 2;
+      int32 buffer = 3;
+      int32 result = 4;
+      Reduction reduction = 5;
+      int32 root = 6;
+      int32 axis = 7;
+    }
+  }];
   let hasVerifier = 1;
 }
 
-def Plan_UpdateOp : Plan_InstrOp<"update",
+def Plan_UpdateOp : Plan_InstrOp<"update", 12,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Optimizer step of a weight buffer with its gradient";
   let description = [{
@@ -312,7 +365,7 @@ def Plan_UpdateOp : Plan_InstrOp<"update",
   let hasVerifier = 1;
 }
 
-def Plan_OutputOp : Plan_InstrOp<"output",
+def Plan_OutputOp : Plan_InstrOp<"output", 13,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Marks a buffer that holds a whole output tensor";
   let arguments = (ins Plan_BufferType:$buffer);
