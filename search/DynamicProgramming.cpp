@@ -143,10 +143,12 @@ struct AdditiveModel {
   /// tables are built on one worker per simulator in `workers` (each with
   /// its own caches); every entry lands in its own slot, so the tables do
   /// not depend on the number of workers.
+  /// `stop` is given the share of the tables' entries priced so far, so
+  /// that it can give up on tables projected to outlast the budget.
   AdditiveModel(
       const Problem &problem, const ConfigSpace &space,
       const TableLayout &layout, const std::vector<sim::Simulator *> &workers,
-      const std::function<bool()> &stop = [] { return false; })
+      const std::function<bool(double)> &stop = [](double) { return false; })
       : classOf(layout.classOf) {
     const sim::Graph &graph = problem.graph;
     size_t n = graph.ops.size();
@@ -157,9 +159,19 @@ struct AdditiveModel {
       configs[c] = space.configs(layout.representative[c]);
 
     int numWorkers = static_cast<int>(workers.size());
+    // Entries: a node cost per configuration of each class, an edge cost
+    // per pair of configurations of each table.
+    double entries = 0;
+    for (size_t c = 0; c < numClasses; ++c)
+      entries += static_cast<double>(configs[c].size());
+    for (const TableLayout::EdgeAt &edge : edgeOf)
+      entries += static_cast<double>(configs[classOf[edge.producer]].size()) *
+                 static_cast<double>(configs[classOf[edge.consumer]].size());
+    std::atomic<int64_t> priced{0};
     std::atomic<bool> stopped{false};
     auto shouldStop = [&] {
-      if (!stopped.load(std::memory_order_relaxed) && stop())
+      if (!stopped.load(std::memory_order_relaxed) &&
+          stop(static_cast<double>(priced.load()) / std::max(entries, 1.0)))
         stopped.store(true);
       return stopped.load(std::memory_order_relaxed);
     };
@@ -175,6 +187,7 @@ struct AdditiveModel {
         if (shouldStop())
           return;
         nodeValues[c].push_back(workers[w]->nodeCost(op, config));
+        ++priced;
         detail::OpFootprint f = profilers[w].profile(op, config);
         double share = 0;
         for (size_t d = 0; d < numDevices; ++d)
@@ -205,6 +218,7 @@ struct AdditiveModel {
           if (shouldStop())
             return;
           out[j] = workers[w]->edgeCost(op, o, cp, consumers[j]);
+          ++priced;
         }
       });
     if (stopped) {
@@ -366,7 +380,20 @@ SearchResult dynamicProgramming(const Problem &problem,
                             : "anchored contiguous views, at most two "
                               "split dims";
   }
-  AdditiveModel model(problem, *tables, layout, workers, stop);
+  // The tables give up at the budget, or sooner once a tenth of it shows
+  // them on course to take more than 1.5 times all of it (on a thousand
+  // devices one entry can take seconds: the DP would spend its whole share
+  // for nothing).
+  auto tablesStop = [&](double done) {
+    if (stop())
+      return true;
+    if (options.seconds <= 0)
+      return false;
+    double t = elapsed();
+    return t > 0.1 * options.seconds &&
+           t > 1.5 * options.seconds * std::max(done, 1e-9);
+  };
+  AdditiveModel model(problem, *tables, layout, workers, tablesStop);
   // Lines, not a live counter: the phases of a DP take seconds each.
   if (options.progress) {
     std::fprintf(stderr,
@@ -382,6 +409,8 @@ SearchResult dynamicProgramming(const Problem &problem,
     result.algorithm =
         "dynamic programming (budget spent building cost tables; "
         "data parallel)";
+    result.cutShort.push_back("dp: its cost tables outlasted its share of "
+                              "the budget; it answered data parallel");
     result.strategy = sim::dataParallel(graph, problem.machine.numDevices());
     result.result = simulator.simulate(result.strategy);
     result.objective = objective(problem, result.result);

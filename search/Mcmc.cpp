@@ -93,6 +93,21 @@ struct Shared {
   std::mutex bestMutex;
   double globalBest;
 
+  /// Whether the chains should stop: the budget's seconds are spent, or
+  /// (SearchOptions::stopUnfitAfter) nothing found fits in memory by then.
+  /// Sticky, so every chain stops at the same moment it is seen.
+  bool outOfTime() {
+    if (timeUp.load(std::memory_order_relaxed))
+      return true;
+    double elapsed = secondsSince(begin);
+    bool spent = options.seconds > 0 && elapsed >= options.seconds;
+    bool unfit = options.seconds > 0 && options.stopUnfitAfter > 0 &&
+                 elapsed >= options.stopUnfitAfter && !std::isfinite(best());
+    if (spent || unfit)
+      timeUp.store(true, std::memory_order_relaxed);
+    return spent || unfit;
+  }
+
   void offerBest(double value) {
     std::lock_guard<std::mutex> lock(bestMutex);
     globalBest = std::min(globalBest, value);
@@ -105,6 +120,7 @@ struct Shared {
 
 struct ChainResult {
   sim::Strategy best;
+  sim::SimResult bestResult; ///< best's simulation
   double bestObjective = kInfinity;
   int64_t iterations = 0;
   std::vector<TracePoint> trace;
@@ -160,10 +176,15 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   const double printEvery = progressInPlace() ? 0.2 : 2.0;
 
   ChainResult out;
+  // A chain that would start after the budget does not start: its start's
+  // simulation alone can take seconds on a large model.
+  if (shared.outOfTime())
+    return out;
   sim::SimResult currentResult = simulator.simulate(start);
   double current = objective(problem, currentResult);
   double currentPressure = memoryPressure(problem, currentResult);
   out.best = start;
+  out.bestResult = currentResult;
   out.bestObjective = current;
   int64_t sinceImprovement = 0;
   double lastPrint = 0;
@@ -251,16 +272,9 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     if ((out.iterations & 15) == 0) {
       shared.totalIterations.fetch_add(pendingCount, std::memory_order_relaxed);
       pendingCount = 0;
-      if (options.seconds > 0) {
-        if (shared.timeUp.load(std::memory_order_relaxed))
-          break;
-        if (secondsSince(shared.begin) >= options.seconds) {
-          shared.timeUp.store(true, std::memory_order_relaxed);
-          break;
-        }
-      }
-      if (showProgress &&
-          secondsSince(shared.begin) - lastPrint > printEvery) {
+      if (shared.outOfTime())
+        break;
+      if (showProgress && secondsSince(shared.begin) - lastPrint > printEvery) {
         lastPrint = secondsSince(shared.begin);
         printProgress(shared, false);
       }
@@ -307,6 +321,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
         current = value;
         if (std::isfinite(value))
           currentPressure = memoryPressure(problem, next);
+        currentResult = std::move(next);
       } else {
         simulator.update(previous);
       }
@@ -315,14 +330,15 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     if (current < out.bestObjective) {
       out.bestObjective = current;
       out.best = simulator.currentStrategy();
+      out.bestResult = currentResult;
       sinceImprovement = 0;
       shared.offerBest(current);
     } else if (options.resetAfter > 0 && std::isfinite(out.bestObjective) &&
                ++sinceImprovement >= options.resetAfter) {
       // Stuck: start again from the chain's best.
-      sim::SimResult reset = simulator.simulate(out.best);
-      current = objective(problem, reset);
-      currentPressure = memoryPressure(problem, reset);
+      currentResult = simulator.simulate(out.best);
+      current = objective(problem, currentResult);
+      currentPressure = memoryPressure(problem, currentResult);
       sinceImprovement = 0;
     }
 
@@ -363,62 +379,123 @@ void runOnThreads(size_t n, const std::function<void(size_t)> &run) {
 
 SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
                   const std::vector<sim::Strategy> &starts,
-                  const SearchOptions &options) {
+                  const SearchOptions &options,
+                  const sim::SimResult *firstResult) {
   Clock::time_point begin = Clock::now();
   const sim::Graph &graph = problem.graph;
   int64_t numDevices = problem.machine.numDevices();
   SearchResult out;
   out.algorithm = "MCMC";
+  out.startObjectives.assign(starts.size(),
+                             std::numeric_limits<double>::quiet_NaN());
 
   // Starts that do not fit the graph or the machine are left out; with none
   // left, the search starts from data parallelism.
   std::vector<sim::Strategy> validStarts;
-  for (const sim::Strategy &start : starts) {
+  std::vector<size_t> givenIndex; // of each valid start in `starts`
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const sim::Strategy &start = starts[s];
     bool valid = start.size() == graph.ops.size();
     for (size_t op = 0; valid && op < start.size(); ++op)
       valid = checkConfig(graph.ops[op].space, start[op], numDevices).ok();
-    if (valid)
+    if (valid) {
       validStarts.push_back(start);
+      givenIndex.push_back(s);
+    }
   }
-  if (validStarts.empty())
+  if (validStarts.empty()) {
     validStarts.push_back(sim::dataParallel(graph, numDevices));
+    givenIndex.push_back(starts.size());
+    firstResult = nullptr;
+  } else if (givenIndex.front() != 0) {
+    firstResult = nullptr; // the first start given was not valid
+  }
 
-  // Evaluate every start first: the result is never worse than the best.
-  // On hundreds of devices one simulation takes seconds: the starts are
-  // shared out over the search's threads, the first best one wins.
+  // Evaluate the starts first: the result is never worse than the best
+  // one simulated. On hundreds of devices one simulation takes seconds:
+  // the starts are shared out over the search's threads, and with a time
+  // budget none starts once it is spent (the first always runs).
   size_t numThreads =
       static_cast<size_t>(std::clamp(options.threads, 1, kMaxSearchThreads));
-  std::vector<double> startValues(validStarts.size(), kInfinity);
-  std::atomic<size_t> nextStart{0};
+  std::vector<sim::SimResult> startResults(validStarts.size());
+  std::vector<char> simulated(validStarts.size(), 0);
+  if (firstResult) {
+    startResults[0] = *firstResult;
+    simulated[0] = 1;
+  }
+  // Whether another start may be simulated: not after the budget, nor
+  // after stopUnfitAfter with none simulated so far fitting in memory.
+  std::atomic<bool> anyFits{firstResult &&
+                            std::isfinite(objective(problem, *firstResult))};
+  auto budgetSpent = [&] {
+    double elapsed = secondsSince(begin);
+    return (options.cancel && options.cancel->load()) ||
+           (options.seconds > 0 && elapsed >= options.seconds) ||
+           (options.seconds > 0 && options.stopUnfitAfter > 0 &&
+            elapsed >= options.stopUnfitAfter && !anyFits.load());
+  };
+  std::atomic<size_t> nextStart{firstResult ? 1u : 0u};
   runOnThreads(std::min(numThreads, validStarts.size()), [&](size_t) {
     sim::Simulator simulator(graph, problem.machine, problem.costModel,
                              problem.simOptions);
-    for (size_t i; (i = nextStart++) < validStarts.size();)
-      startValues[i] = objective(problem, simulator.simulate(validStarts[i]));
-  });
-  double bestStart = kInfinity;
-  size_t bestStartIndex = 0;
-  for (size_t i = 0; i < validStarts.size(); ++i)
-    if (startValues[i] < bestStart) {
-      bestStart = startValues[i];
-      bestStartIndex = i;
+    for (size_t i; (i = nextStart++) < validStarts.size();) {
+      if (i > 0 && budgetSpent())
+        break;
+      startResults[i] = simulator.simulate(validStarts[i]);
+      simulated[i] = 1;
+      if (std::isfinite(objective(problem, startResults[i])))
+        anyFits = true;
     }
-  sim::Strategy best = validStarts[bestStartIndex];
-  double bestObjective = bestStart;
+  });
+  std::vector<size_t> evaluated; // indices into validStarts
+  for (size_t i = 0; i < validStarts.size(); ++i)
+    if (simulated[i]) {
+      evaluated.push_back(i);
+      double value = objective(problem, startResults[i]);
+      if (givenIndex[i] < starts.size())
+        out.startObjectives[givenIndex[i]] = value;
+    }
+  if (evaluated.size() < validStarts.size())
+    out.cutShort.push_back("mcmc: " + std::to_string(evaluated.size()) +
+                           " of its " + std::to_string(validStarts.size()) +
+                           " starts simulated before the budget ran out");
+  size_t bestIndex = evaluated.front();
+  double bestObjective = kInfinity;
+  for (size_t i : evaluated) {
+    double value = objective(problem, startResults[i]);
+    if (value < bestObjective) {
+      bestObjective = value;
+      bestIndex = i;
+    }
+  }
+  sim::Strategy best = validStarts[bestIndex];
+  sim::SimResult bestResult = startResults[bestIndex];
+  bestObjective = objective(problem, bestResult);
 
   bool hasBudget = options.iterations > 0 || options.seconds > 0;
-  if (hasBudget && !graph.ops.empty()) {
+  if (hasBudget && !graph.ops.empty() && !budgetSpent()) {
     std::vector<std::vector<size_t>> adjacency = neighbours(graph);
     RepeatedOps repeated = findRepeatedOps(graph);
-    Shared shared{problem,  space, options,  adjacency,
-                  repeated, begin, bestStart};
-    shared.globalBest = bestStart;
+    Shared shared{problem,  space, options,      adjacency,
+                  repeated, begin, bestObjective};
+    shared.globalBest = bestObjective;
     std::vector<ChainResult> chains(numThreads);
     runOnThreads(numThreads, [&](size_t c) {
-      chains[c] = runChain(shared, c, validStarts[c % validStarts.size()]);
+      chains[c] =
+          runChain(shared, c, validStarts[evaluated[c % evaluated.size()]]);
     });
     if (progressWanted(options))
       printProgress(shared, true);
+    if (shared.timeUp.load() && options.stopUnfitAfter > 0 &&
+        !std::isfinite(shared.best()) &&
+        secondsSince(begin) < options.seconds) {
+      char at[32];
+      std::snprintf(at, sizeof at, "%.3g", options.stopUnfitAfter);
+      out.cutShort.push_back(
+          std::string("mcmc: stopped at ") + at +
+          " s with nothing that fits in memory, leaving the rest of the "
+          "budget to the pipeline search");
+    }
 
     // Chain order decides ties, so the winner does not depend on timing.
     for (ChainResult &chain : chains) {
@@ -426,14 +503,18 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
       if (chain.bestObjective < bestObjective) {
         bestObjective = chain.bestObjective;
         best = std::move(chain.best);
+        bestResult = std::move(chain.bestResult);
       }
     }
     out.trace = std::move(chains[0].trace);
+  } else if (hasBudget && !graph.ops.empty()) {
+    out.cutShort.push_back("mcmc: no proposal made: the budget ran out while "
+                           "its starts were simulated");
   }
+  if (out.trace.empty())
+    out.trace.push_back({0, secondsSince(begin), bestObjective, bestObjective});
 
-  sim::Simulator simulator(graph, problem.machine, problem.costModel,
-                           problem.simOptions);
-  out.result = simulator.simulate(best);
+  out.result = std::move(bestResult);
   out.objective = objective(problem, out.result);
   out.strategy = std::move(best);
   out.seconds = secondsSince(begin);

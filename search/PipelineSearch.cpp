@@ -165,12 +165,14 @@ SearchResult pipelineSearch(const Problem &problem,
   int64_t tooLarge = 0;      // candidates skipped for their transfer count
   std::string lastRejection; // why checkPipeline refused the last one
   // The candidates take at most kEnumerateShare of the budget (checked
-  // before each, once one is found); the DP inside the winner's stages has
-  // the rest.
+  // before each, once one that fits is found); the DP inside the winner's
+  // stages has the rest.
+  bool candidatesCut = false; // the budget stopped the enumeration
+  // Until one fits in memory, they may take the whole budget.
   auto outOfTime = [&] {
+    double share = std::isfinite(best.objective) ? kEnumerateShare : 1.0;
     return (options.cancel && options.cancel->load()) ||
-           (options.seconds > 0 &&
-            elapsed() > kEnumerateShare * options.seconds &&
+           (options.seconds > 0 && elapsed() > share * options.seconds &&
             !best.strategy.empty());
   };
 
@@ -271,8 +273,10 @@ SearchResult pipelineSearch(const Problem &problem,
       // Fewer micro-batches than stages leave stages idle most of the time.
       if (m < stages && pipelineOptions.microbatches == 0)
         continue;
-      if (outOfTime())
+      if (outOfTime()) {
+        candidatesCut = true;
         break;
+      }
       sim::Graph micro = sim::microBatchGraph(graph, m);
       std::vector<sim::Graph> parts;
       for (int64_t s = 0; s < stages; ++s)
@@ -291,8 +295,10 @@ SearchResult pipelineSearch(const Problem &problem,
           pipeline.numDevices.push_back(perStage);
         }
       for (const BaselineInfo *info : inside) {
-        if (outOfTime())
+        if (outOfTime()) {
+          candidatesCut = true;
           break;
+        }
         sim::Strategy strategy(graph.ops.size());
         for (int64_t s = 0; s < stages; ++s)
           placeStage(stageOf, static_cast<int32_t>(s),
@@ -337,8 +343,12 @@ SearchResult pipelineSearch(const Problem &problem,
         detail::stageDp(problem, inside, counts, dpOptions);
     std::map<int64_t, sim::Graph> micro;
     for (const detail::StagePlan &plan : plans) {
-      if (dpOptions.stop())
+      if (dpOptions.stop()) {
+        best.cutShort.push_back(
+            "pipeline search: the stage DP's plans cut at its share of the "
+            "budget");
         break;
+      }
       int64_t m = plan.microbatches;
       auto [it, added] = micro.try_emplace(m);
       if (added)
@@ -537,6 +547,10 @@ SearchResult pipelineSearch(const Problem &problem,
     best.seconds = elapsed();
     return best;
   }
+  if (candidatesCut)
+    best.cutShort.insert(best.cutShort.begin(),
+                         "pipeline search: its equal-stage candidates cut at "
+                         "their share of the budget");
   // Stages running different baselines are named in order ("a / b").
   std::string inner = bestInside.find(" / ") == std::string::npos
                           ? bestInside + " in each stage"

@@ -196,6 +196,8 @@ std::string writeBaselinesJson(const ReportModel &m) {
   j["machine"] = m.input->machineName;
   j["devices"] = m.input->problem.machine.numDevices();
   j["batch"] = m.input->batchSize;
+  // What the search's budget stopped short, one line each (empty: nothing).
+  j["cut_short"] = m.input->found.cutShort;
   for (const StrategyRow &s : m.strategies)
     if (s.best)
       j["best"] = s.name;

@@ -429,6 +429,8 @@ std::string writeHtml(const ReportModel &m) {
                                               : in.found.algorithm) +
                       " (" + std::to_string(in.found.iterations) +
                       " strategies, " + fixed(in.found.seconds, 1) + " s)");
+  for (const std::string &cut : in.found.cutShort)
+    kv("cut short", cut);
   kv("iteration time", fixed(ms, 3) + " ms (predicted)");
   kv("throughput",
      fixed(r.iterationTime > 0 ? in.batchSize / r.iterationTime : 0, 1) +

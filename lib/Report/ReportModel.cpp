@@ -355,6 +355,8 @@ std::string writeSummary(const ReportModel &m) {
                                                 : in.found.algorithm) +
                         " (" + std::to_string(in.found.iterations) +
                         " strategies, " + fixed(in.found.seconds, 1) + " s)");
+  for (const std::string &cut : in.found.cutShort)
+    line("cut short", cut);
   line("iteration time", fixed(ms, 3) + " ms (predicted)");
   line("throughput",
        fixed(r.iterationTime > 0 ? in.batchSize / r.iterationTime : 0, 1) +

@@ -426,31 +426,72 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   // With a DP start: what the DP evaluated, and its seconds.
   int64_t dpEvaluations = 0;
   double dpSeconds = 0;
+  // Data parallel's objective when the search simulated it already.
+  std::optional<double> dataParallelObjective;
   {
     InterruptScope interrupt;
     switch (algo) {
     case Algorithm::MCMC: {
+      auto searchBegin = std::chrono::steady_clock::now();
+      auto secondsLeft = [&] {
+        return options.seconds -
+               std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             searchBegin)
+                   .count();
+      };
       search::ConfigSpace space(*graph, machine);
       std::vector<sim::Strategy> starts;
-      // The DP's answer first: the first chain starts from it.
+      // The DP's answer first: the first chain starts from it, and MCMC
+      // takes its simulation as it is.
       search::SearchResult dp;
+      const sim::SimResult *dpResult = nullptr; // the first start's
+      bool dpAnsweredDataParallel = false;
       search::SearchOptions chains = options;
       if (dpStart) {
         search::SearchOptions dpOptions = options;
         dpOptions.seconds =
             options.seconds > 0 ? options.seconds / 2 : kDpStartSeconds;
         dp = search::dynamicProgramming(problem, space, dpOptions);
-        if (dp.strategy.size() == graph->ops.size())
-          starts.push_back(dp.strategy);
+        // A DP out of budget answers data parallel: it starts nothing the
+        // baselines do not, and its simulation is data parallel's.
+        dpAnsweredDataParallel =
+            !dp.cutShort.empty() && dp.strategy == baselines.front().second;
+        if (dp.strategy.size() == graph->ops.size()) {
+          if (!dpAnsweredDataParallel)
+            starts.push_back(dp.strategy);
+          dpResult = &dp.result;
+        }
         if (options.seconds > 0)
-          chains.seconds =
-              std::max(options.seconds - dp.seconds, options.seconds / 2);
+          chains.seconds = std::max(secondsLeft(), 0.0);
       }
       for (auto &baseline : baselines)
         starts.push_back(baseline.second);
       if (existing)
         starts.push_back(*existing);
-      found = search::mcmc(problem, space, starts, chains);
+      // Memory is a hard constraint: when the DP's answer does not fit,
+      // pipelines (whose stages hold a share of the weights) are the likely
+      // answer, and with a time budget they are searched first, with two
+      // thirds of what is left (on a model that large one simulation takes
+      // seconds: MCMC would spend it all on its starts).
+      search::SearchResult pipedFirst;
+      bool pipelinesFirst =
+          options.seconds > 0 && machine.numDevices() > 1 && dpResult &&
+          !std::isfinite(search::objective(problem, *dpResult));
+      if (pipelinesFirst && !cancelRequested.load()) {
+        search::SearchOptions pipelineOptions = options;
+        pipelineOptions.seconds = std::max(secondsLeft(), 0.0) * 2 / 3;
+        pipedFirst = search::pipelineSearch(problem, pipelineOptions);
+        chains.seconds = std::max(secondsLeft(), 0.0);
+      }
+      // On more than one device, a search that finds nothing fitting in
+      // memory by half its time leaves the rest to the pipeline search.
+      if (chains.seconds > 0 && machine.numDevices() > 1 && !pipelinesFirst)
+        chains.stopUnfitAfter = chains.seconds / 2;
+      found = search::mcmc(problem, space, starts, chains, dpResult);
+      size_t dataParallelStart = dpResult && !dpAnsweredDataParallel ? 1 : 0;
+      if (dataParallelStart < found.startObjectives.size() &&
+          !std::isnan(found.startObjectives[dataParallelStart]))
+        dataParallelObjective = found.startObjectives[dataParallelStart];
       if (dpStart) {
         // The iterations stay MCMC's, as its trace counts them (the
         // report's convergence reads one against the other); the DP's
@@ -459,18 +500,52 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         found.seconds += dp.seconds;
         dpEvaluations = dp.iterations;
         dpSeconds = dp.seconds;
+        found.cutShort.insert(found.cutShort.begin(), dp.cutShort.begin(),
+                              dp.cutShort.end());
       }
-      // Memory is a hard constraint: when nothing unpipelined fits,
-      // pipelines (whose stages hold a share of the weights) are searched
-      // too, with the same budget.
-      if (!std::isfinite(found.objective) && machine.numDevices() > 1 &&
-          !cancelRequested.load()) {
-        search::SearchResult piped = search::pipelineSearch(problem, options);
-        piped.iterations += found.iterations;
-        piped.seconds += found.seconds;
-        if (std::isfinite(piped.objective)) {
-          piped.algorithm = "no unpipelined strategy fits, " + piped.algorithm;
-          found = std::move(piped);
+      if (pipelinesFirst) {
+        pipedFirst.iterations += found.iterations;
+        pipedFirst.seconds += found.seconds;
+        pipedFirst.cutShort.insert(pipedFirst.cutShort.begin(),
+                                   found.cutShort.begin(),
+                                   found.cutShort.end());
+        if (std::isfinite(pipedFirst.objective) &&
+            !(found.objective <= pipedFirst.objective)) {
+          pipedFirst.algorithm = (std::isfinite(found.objective)
+                                      ? "faster than MCMC's answer, "
+                                      : "no unpipelined strategy fits, ") +
+                                 pipedFirst.algorithm;
+          pipedFirst.startObjectives = std::move(found.startObjectives);
+          found = std::move(pipedFirst);
+        } else {
+          found.cutShort = std::move(pipedFirst.cutShort);
+        }
+      }
+      // Nothing unpipelined fits: pipelines are searched with what is left
+      // of the budget.
+      if (!pipelinesFirst && !std::isfinite(found.objective) &&
+          machine.numDevices() > 1 && !cancelRequested.load()) {
+        search::SearchOptions pipelineOptions = options;
+        if (options.seconds > 0)
+          pipelineOptions.seconds = secondsLeft();
+        if (options.seconds > 0 && pipelineOptions.seconds <= 0) {
+          found.cutShort.push_back(
+              "pipeline search: not run, the budget was spent before it");
+        } else {
+          search::SearchResult piped =
+              search::pipelineSearch(problem, pipelineOptions);
+          piped.iterations += found.iterations;
+          piped.seconds += found.seconds;
+          piped.cutShort.insert(piped.cutShort.begin(), found.cutShort.begin(),
+                                found.cutShort.end());
+          if (std::isfinite(piped.objective)) {
+            piped.algorithm =
+                "no unpipelined strategy fits, " + piped.algorithm;
+            piped.startObjectives = std::move(found.startObjectives);
+            found = std::move(piped);
+          } else {
+            found.cutShort = std::move(piped.cutShort);
+          }
         }
       }
       break;
@@ -547,8 +622,12 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   transforms_detail::applyStrategy(func, applied);
   transforms_detail::applyPipeline(func, found.pipeline);
 
-  search::SearchResult dataParallel =
-      evaluate("data-parallel", baselines.front().second);
+  // Data parallel as MCMC simulated it among its starts, else now.
+  search::SearchResult dataParallel;
+  if (dataParallelObjective)
+    dataParallel.objective = *dataParallelObjective;
+  else
+    dataParallel = evaluate("data-parallel", baselines.front().second);
   std::string comparison;
   if (std::isfinite(found.objective) && std::isfinite(dataParallel.objective))
     comparison =
@@ -574,6 +653,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       func.getSymName(), found.algorithm, found.iterations, found.seconds,
       threadsText, dpText, interrupted ? " (interrupted)" : "",
       formatMs(found.objective), formatMs(dataParallel.objective), comparison);
+  for (const std::string &line : found.cutShort)
+    llvm::errs() << "ppc-search @" << func.getSymName() << ": cut short by "
+                 << "the budget: " << line << "\n";
   if (!std::isfinite(found.objective))
     emitWarning(func.getLoc())
         << "ppc-search: no strategy found for @" << func.getSymName()

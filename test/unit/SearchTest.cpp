@@ -815,6 +815,100 @@ TEST_F(McmcFixture, ThreadsAboveTheLimitAreClamped) {
   expectValid(graph, r.strategy, 8);
 }
 
+TEST_F(McmcFixture, StartObjectivesAreTheStartsSimulations) {
+  // In the order given, NaN for a start that does not fit the machine;
+  // the result is the winner's simulation, not a new one.
+  Strategy bad = singleDevice(graph);
+  bad[0].start = 100;
+  std::vector<Strategy> starts = {singleDevice(graph), bad,
+                                  dataParallel(graph, 8)};
+  SearchOptions options;
+  options.iterations = 20;
+  SearchResult r = mcmc(problem, space, starts, options);
+  ASSERT_EQ(r.startObjectives.size(), 3u);
+  EXPECT_EQ(r.startObjectives[0], evaluate(starts[0]));
+  EXPECT_TRUE(std::isnan(r.startObjectives[1]));
+  EXPECT_EQ(r.startObjectives[2], evaluate(starts[2]));
+  EXPECT_TRUE(r.cutShort.empty());
+  EXPECT_EQ(r.objective, evaluate(r.strategy));
+  EXPECT_EQ(r.result.iterationTime, r.objective);
+}
+
+TEST_F(McmcFixture, TheFirstStartsSimulationIsTakenAsGiven) {
+  // The DP hands over its answer with its simulation: MCMC does not
+  // simulate it again (a doctored result shows it was taken).
+  Strategy start = dataParallel(graph, 8);
+  SimResult given = Simulator(graph, machine, cost).simulate(start);
+  given.iterationTime = 1e-9;
+  SearchOptions none;
+  SearchResult r =
+      mcmc(problem, space, {start, singleDevice(graph)}, none, &given);
+  EXPECT_EQ(r.startObjectives[0], 1e-9);
+  EXPECT_EQ(r.startObjectives[1], evaluate(singleDevice(graph)));
+  EXPECT_EQ(r.objective, 1e-9);
+  EXPECT_EQ(r.strategy, start);
+}
+
+TEST_F(McmcFixture, StartsAreSimulatedUntilTheBudgetRunsOut) {
+  // A budget spent before the second start: the first alone is simulated
+  // (on a large model each takes seconds), no chain starts, and the
+  // result says so.
+  std::vector<Strategy> starts = {dataParallel(graph, 8), singleDevice(graph),
+                                  megatron(graph, machine, 4)};
+  SearchOptions options;
+  options.seconds = 1e-12;
+  SearchResult r = mcmc(problem, space, starts, options);
+  EXPECT_EQ(r.iterations, 0);
+  EXPECT_EQ(r.startObjectives[0], evaluate(starts[0]));
+  EXPECT_TRUE(std::isnan(r.startObjectives[1]));
+  EXPECT_TRUE(std::isnan(r.startObjectives[2]));
+  EXPECT_EQ(r.strategy, starts[0]);
+  EXPECT_EQ(r.objective, evaluate(starts[0]));
+  ASSERT_EQ(r.cutShort.size(), 2u);
+  EXPECT_EQ(r.cutShort[0],
+            "mcmc: 1 of its 3 starts simulated before the budget ran out");
+  EXPECT_EQ(r.cutShort[1], "mcmc: no proposal made: the budget ran out while "
+                           "its starts were simulated");
+  ASSERT_EQ(r.trace.size(), 1u);
+}
+
+TEST_F(McmcFixture, NothingFittingStopsAtStopUnfitAfter) {
+  // Memory no strategy fits: with stopUnfitAfter the chains give up at
+  // that point instead of spending the whole budget (which the pipeline
+  // search then gets), and say so.
+  SimOptions limited;
+  limited.memoryLimit = 1;
+  Problem impossible{graph, machine, cost, limited};
+  SearchOptions options;
+  options.seconds = 30;
+  options.stopUnfitAfter = 0.05;
+  SearchResult r =
+      mcmc(impossible, space, {dataParallel(graph, 8)}, options);
+  EXPECT_FALSE(std::isfinite(r.objective));
+  EXPECT_GT(r.iterations, 0);
+  EXPECT_LT(r.seconds, options.seconds);
+  ASSERT_EQ(r.cutShort.size(), 1u);
+  EXPECT_EQ(r.cutShort[0], "mcmc: stopped at 0.05 s with nothing that fits in "
+                           "memory, leaving the rest of the budget to the "
+                           "pipeline search");
+  // Starts too: none after stopUnfitAfter while none simulated fits.
+  options.stopUnfitAfter = 1e-12;
+  SearchResult first = mcmc(impossible, space,
+                            {dataParallel(graph, 8), singleDevice(graph)},
+                            options);
+  EXPECT_EQ(first.iterations, 0);
+  ASSERT_FALSE(first.cutShort.empty());
+  EXPECT_EQ(first.cutShort[0],
+            "mcmc: 1 of its 2 starts simulated before the budget ran out");
+  EXPECT_TRUE(std::isnan(first.startObjectives[1]));
+  // Something that fits: the whole budget is the chains' (a short one).
+  options.seconds = 0.3;
+  options.stopUnfitAfter = 0.05;
+  SearchResult fits = mcmc(problem, space, {dataParallel(graph, 8)}, options);
+  EXPECT_GE(fits.seconds, 0.3);
+  EXPECT_TRUE(fits.cutShort.empty());
+}
+
 TEST(StrategyJson, DegreesThatOverflowAreErrors) {
   constexpr int64_t k2p62 = int64_t(1) << 62;
   Graph g;

@@ -238,6 +238,10 @@ struct SearchOptions {
   const std::atomic<bool> *cancel = nullptr;
   /// Record a trace point every this many iterations.
   int64_t traceEvery = 100;
+  /// MCMC with a time budget: once this many seconds have passed with no
+  /// strategy found that fits in memory, stop (0: never), leaving the rest
+  /// of the budget to what runs next (the pipeline search).
+  double stopUnfitAfter = 0;
 };
 
 struct SearchResult {
@@ -252,6 +256,13 @@ struct SearchResult {
   int64_t iterations = 0; ///< strategies simulated or evaluated.
   double seconds = 0;
   std::vector<TracePoint> trace;
+  /// What stopped short of its work at the budget, one line each ("mcmc:
+  /// 3 of 9 starts simulated before the budget ran out"); the search line
+  /// and the report say them.
+  std::vector<std::string> cutShort;
+  /// MCMC: the objective of each start, in the order given (NaN where it
+  /// was not simulated: invalid, or the budget ran out first).
+  std::vector<double> startObjectives;
 };
 
 /// FlexFlow's MCMC: from each start strategy (chains round-robin over the
@@ -259,9 +270,14 @@ struct SearchResult {
 /// along an edge), simulate it with delta simulation, accept by
 /// Metropolis-Hastings, keep the best. Deterministic for a seed and thread
 /// count.
+/// With a time budget, the starts are simulated until it runs out (the
+/// first always); `firstResult`, when the caller has simulated the first
+/// start already (the DP's answer), is its simulation. The result's
+/// simulation is the winner's own, not simulated again.
 SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
                   const std::vector<sim::Strategy> &starts,
-                  const SearchOptions &options);
+                  const SearchOptions &options,
+                  const sim::SimResult *firstResult = nullptr);
 
 /// Dynamic programming over a series-parallel decomposition of the graph
 /// (OptCNN's node and edge elimination): exact for its own cost model,
