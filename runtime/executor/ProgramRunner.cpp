@@ -134,9 +134,15 @@ static bool isCommunication(const Instruction &instr) {
   return instr.has_send() || instr.has_recv() || instr.has_collective();
 }
 
-/// Calls fn(id) for every buffer `instr` reads or writes.
+namespace {
+#include "ppc/Runtime/PlanBuffers.inc"
+} // namespace
+
+/// Calls fn(id) for every buffer `instr` reads or writes (-1: none).
 template <typename Fn>
 static void forEachBuffer(const Instruction &instr, Fn &&fn) {
+  if (forEachDerivedBuffer(instr, fn))
+    return;
   auto all = [&](const google::protobuf::RepeatedField<int32_t> &ids) {
     for (int32_t id : ids)
       fn(id);
@@ -144,23 +150,6 @@ static void forEachBuffer(const Instruction &instr, Fn &&fn) {
   switch (instr.kind_case()) {
   case Instruction::kAlloc:
     return fn(instr.alloc().buffer().id());
-  case Instruction::kFree:
-    return fn(instr.free().buffer());
-  case Instruction::kLoad:
-    return fn(instr.load().buffer());
-  case Instruction::kFill:
-    return fn(instr.fill().buffer());
-  case Instruction::kCopy:
-    fn(instr.copy().src());
-    return fn(instr.copy().dst());
-  case Instruction::kSend:
-    return fn(instr.send().buffer());
-  case Instruction::kRecv:
-    return fn(instr.recv().buffer());
-  case Instruction::kKernel:
-    all(instr.kernel().inputs());
-    all(instr.kernel().outputs());
-    return all(instr.kernel().scratch());
   case Instruction::kKernelBackward: {
     const Instruction::KernelBackward &k = instr.kernel_backward();
     all(k.inputs());
@@ -172,11 +161,6 @@ static void forEachBuffer(const Instruction &instr, Fn &&fn) {
   case Instruction::kCollective:
     fn(instr.collective().buffer());
     return fn(instr.collective().result());
-  case Instruction::kUpdate:
-    fn(instr.update().weight());
-    return fn(instr.update().grad());
-  case Instruction::kOutput:
-    return fn(instr.output().buffer());
   default:
     return;
   }
@@ -1092,13 +1076,14 @@ ProgramRunner::newPersistent(int32_t tensor, const Index &lo, const Index &hi,
   const int64_t n = boxVolume(lo, hi);
   p.storage = backend.allocate(dtype, n);
   // A 16-bit weight keeps a float32 master the optimizer updates.
-  p.master = dtype == DType::F32 || plan.tensors(tensor).role() != Tensor::WEIGHT
-                 ? p.storage
-                 : backend.allocate(DType::F32, n);
+  p.master =
+      dtype == DType::F32 || plan.tensors(tensor).role() != Tensor::WEIGHT
+          ? p.storage
+          : backend.allocate(DType::F32, n);
   if (!p.storage || !p.master)
-    return absl::ResourceExhaustedError(
-        "out of memory for the weights of '" + tensorName(tensor) + "' " +
-        boxString(lo, hi));
+    return absl::ResourceExhaustedError("out of memory for the weights of '" +
+                                        tensorName(tensor) + "' " +
+                                        boxString(lo, hi));
   if (values) {
     backend.write(*p.storage, 0, values->data(), n);
     if (p.master != p.storage)

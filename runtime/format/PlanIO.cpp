@@ -17,6 +17,10 @@ namespace ppc::runtime {
 
 using namespace ppc::planfile;
 
+namespace {
+#include "ppc/Runtime/PlanBuffers.inc"
+} // namespace
+
 absl::Status writePlanFile(const Plan &plan, const std::string &path,
                            bool text) {
   std::string bytes;
@@ -257,7 +261,11 @@ absl::Status validatePlan(const Plan &plan) {
     for (int i = 0; i < program.instructions_size(); ++i) {
       const Instruction &instr = program.instructions(i);
       std::string at = where + "instruction " + std::to_string(i) + ": ";
+      // Every buffer a derived message names must be allocated; the
+      // hand-written ones (alloc, kernel_backward, collective) list theirs
+      // below.
       std::vector<int> used;
+      forEachDerivedBuffer(instr, [&](int32_t b) { used.push_back(b); });
       switch (instr.kind_case()) {
       case Instruction::kAlloc: {
         const Buffer &b = instr.alloc().buffer();
@@ -307,23 +315,10 @@ absl::Status validatePlan(const Plan &plan) {
         }
         break;
       }
-      case Instruction::kFree:
-        used = {instr.free().buffer()};
-        break;
-      case Instruction::kLoad:
-        used = {instr.load().buffer()};
-        break;
-      case Instruction::kFill:
-        used = {instr.fill().buffer()};
-        break;
-      case Instruction::kCopy:
-        used = {instr.copy().src(), instr.copy().dst()};
-        break;
       case Instruction::kSend:
       case Instruction::kRecv: {
         bool send = instr.kind_case() == Instruction::kSend;
         int peer = send ? instr.send().peer() : instr.recv().peer();
-        used = {send ? instr.send().buffer() : instr.recv().buffer()};
         if (peer < 0 || peer >= numRanks || peer == r)
           return absl::InvalidArgumentError(
               at + "peer " + std::to_string(peer) + " is not another rank");
@@ -336,12 +331,7 @@ absl::Status validatePlan(const Plan &plan) {
         if (op < 0 || op >= numOps)
           return absl::InvalidArgumentError(at + "kernel of unknown op " +
                                             std::to_string(op));
-        if (fwd) {
-          used.assign(instr.kernel().inputs().begin(),
-                      instr.kernel().inputs().end());
-          used.insert(used.end(), instr.kernel().outputs().begin(),
-                      instr.kernel().outputs().end());
-        } else {
+        if (!fwd) {
           const auto &k = instr.kernel_backward();
           used.assign(k.inputs().begin(), k.inputs().end());
           used.insert(used.end(), k.output_grads().begin(),
@@ -367,12 +357,6 @@ absl::Status validatePlan(const Plan &plan) {
         used = {c.buffer()};
         break;
       }
-      case Instruction::kUpdate:
-        used = {instr.update().weight(), instr.update().grad()};
-        break;
-      case Instruction::kOutput:
-        used = {instr.output().buffer()};
-        break;
       default:
         break;
       }
