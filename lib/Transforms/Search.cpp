@@ -439,6 +439,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                                              searchBegin)
                    .count();
       };
+      // What is left as a phase's budget: never 0, which would mean none.
+      auto budgetLeft = [&] { return std::max(secondsLeft(), 1e-9); };
       search::ConfigSpace space(*graph, machine);
       std::vector<sim::Strategy> starts;
       // The DP's answer first: the first chain starts from it, and MCMC
@@ -462,7 +464,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
           dpResult = &dp.result;
         }
         if (options.seconds > 0)
-          chains.seconds = std::max(secondsLeft(), 0.0);
+          chains.seconds = budgetLeft();
       }
       for (auto &baseline : baselines)
         starts.push_back(baseline.second);
@@ -479,9 +481,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
           !std::isfinite(search::objective(problem, *dpResult));
       if (pipelinesFirst && !cancelRequested.load()) {
         search::SearchOptions pipelineOptions = options;
-        pipelineOptions.seconds = std::max(secondsLeft(), 0.0) * 2 / 3;
+        pipelineOptions.seconds = budgetLeft() * 2 / 3;
         pipedFirst = search::pipelineSearch(problem, pipelineOptions);
-        chains.seconds = std::max(secondsLeft(), 0.0);
+        chains.seconds = budgetLeft();
       }
       // On more than one device, a search that finds nothing fitting in
       // memory by half its time leaves the rest to the pipeline search.
