@@ -448,29 +448,27 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
     }
   });
   std::vector<size_t> evaluated; // indices into validStarts
+  size_t bestIndex = 0;
+  double bestObjective = kInfinity;
   for (size_t i = 0; i < validStarts.size(); ++i)
     if (simulated[i]) {
+      if (evaluated.empty())
+        bestIndex = i;
       evaluated.push_back(i);
       double value = objective(problem, startResults[i]);
       if (givenIndex[i] < starts.size())
         out.startObjectives[givenIndex[i]] = value;
+      if (value < bestObjective) {
+        bestObjective = value;
+        bestIndex = i;
+      }
     }
   if (evaluated.size() < validStarts.size())
     out.cutShort.push_back("mcmc: " + std::to_string(evaluated.size()) +
                            " of its " + std::to_string(validStarts.size()) +
                            " starts simulated before the budget ran out");
-  size_t bestIndex = evaluated.front();
-  double bestObjective = kInfinity;
-  for (size_t i : evaluated) {
-    double value = objective(problem, startResults[i]);
-    if (value < bestObjective) {
-      bestObjective = value;
-      bestIndex = i;
-    }
-  }
   sim::Strategy best = validStarts[bestIndex];
   sim::SimResult bestResult = startResults[bestIndex];
-  bestObjective = objective(problem, bestResult);
 
   bool hasBudget = options.iterations > 0 || options.seconds > 0;
   if (hasBudget && !graph.ops.empty() && !budgetSpent()) {

@@ -505,24 +505,27 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         found.cutShort.insert(found.cutShort.begin(), dp.cutShort.begin(),
                               dp.cutShort.end());
       }
-      if (pipelinesFirst) {
-        pipedFirst.iterations += found.iterations;
-        pipedFirst.seconds += found.seconds;
-        pipedFirst.cutShort.insert(pipedFirst.cutShort.begin(),
-                                   found.cutShort.begin(),
-                                   found.cutShort.end());
-        if (std::isfinite(pipedFirst.objective) &&
-            !(found.objective <= pipedFirst.objective)) {
-          pipedFirst.algorithm = (std::isfinite(found.objective)
-                                      ? "faster than MCMC's answer, "
-                                      : "no unpipelined strategy fits, ") +
-                                 pipedFirst.algorithm;
-          pipedFirst.startObjectives = std::move(found.startObjectives);
-          found = std::move(pipedFirst);
+      // The pipeline search's answer, counted with what ran before it, wins
+      // when it fits and MCMC's does not do better.
+      auto adoptPipelines = [&](search::SearchResult piped) {
+        piped.iterations += found.iterations;
+        piped.seconds += found.seconds;
+        piped.cutShort.insert(piped.cutShort.begin(), found.cutShort.begin(),
+                              found.cutShort.end());
+        if (std::isfinite(piped.objective) &&
+            !(found.objective <= piped.objective)) {
+          piped.algorithm = (std::isfinite(found.objective)
+                                 ? "faster than MCMC's answer, "
+                                 : "no unpipelined strategy fits, ") +
+                            piped.algorithm;
+          piped.startObjectives = std::move(found.startObjectives);
+          found = std::move(piped);
         } else {
-          found.cutShort = std::move(pipedFirst.cutShort);
+          found.cutShort = std::move(piped.cutShort);
         }
-      }
+      };
+      if (pipelinesFirst)
+        adoptPipelines(std::move(pipedFirst));
       // Nothing unpipelined fits: pipelines are searched with what is left
       // of the budget.
       if (!pipelinesFirst && !std::isfinite(found.objective) &&
@@ -530,25 +533,11 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         search::SearchOptions pipelineOptions = options;
         if (options.seconds > 0)
           pipelineOptions.seconds = secondsLeft();
-        if (options.seconds > 0 && pipelineOptions.seconds <= 0) {
+        if (options.seconds > 0 && pipelineOptions.seconds <= 0)
           found.cutShort.push_back(
               "pipeline search: not run, the budget was spent before it");
-        } else {
-          search::SearchResult piped =
-              search::pipelineSearch(problem, pipelineOptions);
-          piped.iterations += found.iterations;
-          piped.seconds += found.seconds;
-          piped.cutShort.insert(piped.cutShort.begin(), found.cutShort.begin(),
-                                found.cutShort.end());
-          if (std::isfinite(piped.objective)) {
-            piped.algorithm =
-                "no unpipelined strategy fits, " + piped.algorithm;
-            piped.startObjectives = std::move(found.startObjectives);
-            found = std::move(piped);
-          } else {
-            found.cutShort = std::move(piped.cutShort);
-          }
-        }
+        else
+          adoptPipelines(search::pipelineSearch(problem, pipelineOptions));
       }
       break;
     }
