@@ -380,7 +380,8 @@ SearchResult pipelineSearch(const Problem &problem,
   // left of the budget; kept when the whole pipeline simulates faster and
   // fits with its micro-batches in flight.
   if (!best.strategy.empty() && std::isfinite(best.objective) &&
-      pipelineOptions.stageBaseline.empty()) {
+      pipelineOptions.stageBaseline.empty() &&
+      (best.pipeline.enabled() || pipelineOptions.refineUnpipelined)) {
     sim::Pipeline pipeline = best.pipeline.orWholeMachine(numDevices);
     int64_t stages = pipeline.numStages();
     std::vector<int32_t> stageOf;

@@ -198,6 +198,8 @@ std::string writeBaselinesJson(const ReportModel &m) {
   j["batch"] = m.input->batchSize;
   // What the search's budget stopped short, one line each (empty: nothing).
   j["cut_short"] = m.input->found.cutShort;
+  // What the search compared, one line each with its answer.
+  j["considered"] = m.input->found.considered;
   for (const StrategyRow &s : m.strategies)
     if (s.best)
       j["best"] = s.name;

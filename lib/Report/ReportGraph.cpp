@@ -429,6 +429,8 @@ std::string writeHtml(const ReportModel &m) {
                                               : in.found.algorithm) +
                       " (" + std::to_string(in.found.iterations) +
                       " strategies, " + fixed(in.found.seconds, 1) + " s)");
+  for (const std::string &candidate : in.found.considered)
+    kv("considered", candidate);
   for (const std::string &cut : in.found.cutShort)
     kv("cut short", cut);
   kv("iteration time", fixed(ms, 3) + " ms (predicted)");

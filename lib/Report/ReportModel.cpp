@@ -355,6 +355,8 @@ std::string writeSummary(const ReportModel &m) {
                                                 : in.found.algorithm) +
                         " (" + std::to_string(in.found.iterations) +
                         " strategies, " + fixed(in.found.seconds, 1) + " s)");
+  for (const std::string &candidate : in.found.considered)
+    line("considered", candidate);
   for (const std::string &cut : in.found.cutShort)
     line("cut short", cut);
   line("iteration time", fixed(ms, 3) + " ms (predicted)");

@@ -136,6 +136,9 @@ std::string formatMs(double seconds) {
 /// The dynamic programming's time limit when algorithm=mcmc starts a chain
 /// from its answer under an iteration budget.
 constexpr double kDpStartSeconds = 50;
+/// The pipeline search's time limit in algorithm=mcmc on more than one
+/// device under an iteration budget.
+constexpr double kPipelineSearchSeconds = 50;
 
 /// Set by SIGINT while a search runs: the search stops with its best so far.
 std::atomic<bool> cancelRequested{false};
@@ -470,24 +473,34 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         starts.push_back(baseline.second);
       if (existing)
         starts.push_back(*existing);
-      // Memory is a hard constraint: when the DP's answer does not fit,
-      // pipelines (whose stages hold a share of the weights) are the likely
-      // answer, and with a time budget they are searched first, with two
-      // thirds of what is left (on a model that large one simulation takes
-      // seconds: MCMC would spend it all on its starts).
-      search::SearchResult pipedFirst;
-      bool pipelinesFirst =
-          options.seconds > 0 && machine.numDevices() > 1 && dpResult &&
-          !std::isfinite(search::objective(problem, *dpResult));
-      if (pipelinesFirst && !cancelRequested.load()) {
+      // On more than one device pipelines are searched too, before MCMC
+      // (which cannot pipeline): with a time budget, half of what is left,
+      // or two thirds when the DP's answer does not fit in memory (then
+      // pipelines, whose stages hold a share of the weights, are the likely
+      // answer, and on a model that large MCMC would spend any time given
+      // on its starts); under an iteration budget at most
+      // kPipelineSearchSeconds. The pipeline search does not run the DP on
+      // the whole graph: the DP start did (or was not asked for), and its
+      // unpipelined candidates are MCMC's starts.
+      search::SearchResult piped;
+      bool searchPipelines =
+          machine.numDevices() > 1 && !cancelRequested.load();
+      bool dpFits = dpResult && std::isfinite(search::objective(problem, *dpResult));
+      if (searchPipelines) {
         search::SearchOptions pipelineOptions = options;
-        pipelineOptions.seconds = budgetLeft() * 2 / 3;
-        pipedFirst = search::pipelineSearch(problem, pipelineOptions);
-        chains.seconds = budgetLeft();
+        pipelineOptions.seconds =
+            options.seconds > 0
+                ? budgetLeft() * (dpStart && !dpFits ? 2.0 / 3 : 0.5)
+                : kPipelineSearchSeconds;
+        search::PipelineSearchOptions what;
+        what.refineUnpipelined = false;
+        piped = search::pipelineSearch(problem, pipelineOptions, what);
+        if (options.seconds > 0)
+          chains.seconds = budgetLeft();
       }
-      // On more than one device, a search that finds nothing fitting in
-      // memory by half its time leaves the rest to the pipeline search.
-      if (chains.seconds > 0 && machine.numDevices() > 1 && !pipelinesFirst)
+      // When a pipeline fits, a search that finds nothing fitting in memory
+      // by half its time stops there.
+      if (chains.seconds > 0 && std::isfinite(piped.objective))
         chains.stopUnfitAfter = chains.seconds / 2;
       found = search::mcmc(problem, space, starts, chains, dpResult);
       size_t dataParallelStart = dpResult && !dpAnsweredDataParallel ? 1 : 0;
@@ -498,6 +511,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         // The iterations stay MCMC's, as its trace counts them (the
         // report's convergence reads one against the other); the DP's
         // evaluations are said apart.
+        found.considered.push_back("dynamic programming: " +
+                                   formatMs(dp.objective));
         found.algorithm = "MCMC from the dynamic programming's answer";
         found.seconds += dp.seconds;
         dpEvaluations = dp.iterations;
@@ -505,9 +520,16 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         found.cutShort.insert(found.cutShort.begin(), dp.cutShort.begin(),
                               dp.cutShort.end());
       }
+      found.considered.push_back("MCMC: " + formatMs(found.objective));
       // The pipeline search's answer, counted with what ran before it, wins
       // when it fits and MCMC's does not do better.
-      auto adoptPipelines = [&](search::SearchResult piped) {
+      if (searchPipelines) {
+        // "pipeline search: <its answer>: <time>", or why it has none.
+        llvm::StringRef answer = piped.algorithm;
+        answer.consume_front("pipeline search: ");
+        found.considered.push_back(
+            "pipeline search: " + answer.str() +
+            (piped.strategy.empty() ? "" : ": " + formatMs(piped.objective)));
         piped.iterations += found.iterations;
         piped.seconds += found.seconds;
         piped.cutShort.insert(piped.cutShort.begin(), found.cutShort.begin(),
@@ -519,25 +541,11 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                                  : "no unpipelined strategy fits, ") +
                             piped.algorithm;
           piped.startObjectives = std::move(found.startObjectives);
+          piped.considered = std::move(found.considered);
           found = std::move(piped);
         } else {
           found.cutShort = std::move(piped.cutShort);
         }
-      };
-      if (pipelinesFirst)
-        adoptPipelines(std::move(pipedFirst));
-      // Nothing unpipelined fits: pipelines are searched with what is left
-      // of the budget.
-      if (!pipelinesFirst && !std::isfinite(found.objective) &&
-          machine.numDevices() > 1 && !cancelRequested.load()) {
-        search::SearchOptions pipelineOptions = options;
-        if (options.seconds > 0)
-          pipelineOptions.seconds = secondsLeft();
-        if (options.seconds > 0 && pipelineOptions.seconds <= 0)
-          found.cutShort.push_back(
-              "pipeline search: not run, the budget was spent before it");
-        else
-          adoptPipelines(search::pipelineSearch(problem, pipelineOptions));
       }
       break;
     }
@@ -644,6 +652,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       func.getSymName(), found.algorithm, found.iterations, found.seconds,
       threadsText, dpText, interrupted ? " (interrupted)" : "",
       formatMs(found.objective), formatMs(dataParallel.objective), comparison);
+  if (found.considered.size() > 1)
+    llvm::errs() << "ppc-search @" << func.getSymName() << ": considered: "
+                 << llvm::join(found.considered, "; ") << "\n";
   for (const std::string &line : found.cutShort)
     llvm::errs() << "ppc-search @" << func.getSymName() << ": cut short by "
                  << "the budget: " << line << "\n";

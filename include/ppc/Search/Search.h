@@ -260,6 +260,10 @@ struct SearchResult {
   /// 3 of 9 starts simulated before the budget ran out"); the search line
   /// and the report say them.
   std::vector<std::string> cutShort;
+  /// What a search of several phases compared, one line each with its
+  /// answer ("pipeline search (...): 25.200 ms"); the search line and the
+  /// report say them.
+  std::vector<std::string> considered;
   /// MCMC: the objective of each start, in the order given (NaN where it
   /// was not simulated: invalid, or the budget ran out first).
   std::vector<double> startObjectives;
@@ -312,6 +316,10 @@ struct PipelineSearchOptions {
   /// Whether Alpa's stage DP proposes cuts and submesh sizes besides the
   /// equal cuts (unless `stages` is fixed).
   bool stageDp = true;
+  /// Whether the dynamic programming refines an unpipelined winner (one
+  /// stage, one micro-batch): off where the caller ran it on the whole
+  /// graph already (the default search).
+  bool refineUnpipelined = true;
 };
 
 /// Pipelines as Megatron-LM and Alpa build them, searched by simulation:

@@ -131,7 +131,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     chains on `threads` threads, started from the dynamic programming's
     answer (`dp-start`), every baseline (data parallel, ZeRO, FSDP, the
     Megatron layouts, one weird trick) and the strategy already on the
-    module, if any; `dp` is the dynamic programming over a series-parallel
+    module, if any; on more than one device the pipeline search (below)
+    runs between the DP and MCMC, and a pipeline wins when it is faster;
+    `dp` is the dynamic programming over a series-parallel
     decomposition; `exhaustive` is exact on small graphs; `pipeline` searches
     pipeline stages (on equal submeshes of whole nodes), micro-batch counts
     and the baseline inside each stage by simulating each candidate
@@ -151,8 +153,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
   }];
   let options = !listconcat([
     Option<"algorithm", "algorithm", "std::string", "\"mcmc\"",
-           "mcmc, dp, exhaustive, pipeline, data-parallel, megatron or "
-           "one-weird-trick">,
+           "mcmc (default: the DP, the pipeline search and MCMC), dp, "
+           "exhaustive, pipeline, megatron or a baseline's name "
+           "(data-parallel, zero1, fsdp, one-weird-trick, ...; an unknown "
+           "name lists them all)">,
     Option<"budget", "budget", "std::string", "\"1000\"",
            "Search budget: seconds ('30s', '2m', '1h') or iterations per "
            "chain ('5000' or '5000it')">,
