@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 search() { # MODEL BUDGET -> the search's seconds
   "$build/bin/ppc-opt" "$1" --ppc-add-loss --ppc-attach-machine=machine=cpux4 \
-    "--ppc-search=budget=$2 threads=1 seed=1 dp-start=false" -o /dev/null \
+    "--ppc-search=budget=$2 threads=1 seed=1 dp-start=false pipelines=false" -o /dev/null \
     2>&1 | sed -n 's/.* iterations in \([0-9.]*\) s.*/\1/p'
 }
 printf "%8s %8s %14s %16s %12s\n" layers ops "200 it, s" "ms / iteration" "vs 250"

@@ -2,12 +2,14 @@
 # FlexFlow-style strong scaling in the simulator: AlexNet and VGG-16 at a
 # fixed global batch (128 and 256) on p100x16 and k80x64. Per row, side by
 # side in one run: data parallel, one weird trick, the DP search, MCMC alone
-# (chains from the baselines, default budget) and the default search (MCMC
-# from the DP's answer and the baselines, default budget), with each
-# search's wall time on this machine and the ratios to the DP.
+# (chains from the baselines, no pipelines, MCMC_BUDGET) and the default
+# search (the DP, the pipeline search, MCMC from the DP's answer and the
+# baselines; default budget), with each search's wall time on this machine
+# and the ratios to the DP.
 # Usage: bench/strong_scaling.sh [BUILD_DIR]   (after scripts/build.sh)
 #   MODELS="alexnet vgg16", BATCHES="128 256", MACHINES="p100x16 k80x64",
-#   THREADS=2, DP_BUDGET=600s
+#   THREADS=2, DP_BUDGET=600s, MCMC_BUDGET=1000 (MCMC alone's proposals per
+#   chain; the issue's bar is 4000)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
@@ -16,6 +18,7 @@ batches=${BATCHES:-128 256}
 machines=${MACHINES:-p100x16 k80x64}
 threads=${THREADS:-2}
 dp_budget=${DP_BUDGET:-600s}
+mcmc_budget=${MCMC_BUDGET:-1000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -40,7 +43,7 @@ for model in $models; do
       read -r dp_ms _ < <(search "$tmp/m.mlir" "$machine" "algorithm=data-parallel")
       read -r owt_ms _ < <(search "$tmp/m.mlir" "$machine" "algorithm=one-weird-trick")
       read -r dps_ms dps_s < <(search "$tmp/m.mlir" "$machine" "algorithm=dp budget=$dp_budget")
-      read -r mc_ms mc_s < <(search "$tmp/m.mlir" "$machine" "threads=$threads dp-start=false")
+      read -r mc_ms mc_s < <(search "$tmp/m.mlir" "$machine" "threads=$threads dp-start=false pipelines=false budget=$mcmc_budget")
       read -r def_ms def_s < <(search "$tmp/m.mlir" "$machine" "threads=$threads")
       ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else printf "-" }'; }
       echo "| $model ($batch) | $machine | $dp_ms | $owt_ms | $dps_ms | $dps_s | $mc_ms | $mc_s | $def_ms | $def_s | $(ratio "$mc_ms" "$dps_ms") | $(ratio "$def_ms" "$dps_ms") |"

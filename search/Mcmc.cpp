@@ -4,9 +4,11 @@
 // proposal costs one delta simulation, however many ops it changes (a
 // structure move is one update of all of them). A chain proposes
 // a neighbour's configuration copied along an edge, a random configuration
-// of a random op, or the op's recomputation or ZeRO stage changed; a share
-// of proposals apply the configuration to every counterpart of the op in
-// the graph's repeated blocks at once (findRepeatedOps). It accepts by
+// of a random op, or the op's recomputation or ZeRO stage changed; most
+// placement proposals carry the new layout along the edges to a run of
+// ops that would otherwise reshard (Propagation.h), and a share of the
+// others apply the configuration to every counterpart of the op in the
+// graph's repeated blocks at once (findRepeatedOps). It accepts by
 // Metropolis-Hastings on the relative slowdown, and goes back to its best
 // strategy when it has not improved for a while. Chains share
 // nothing that affects their choices, so with an iteration budget the result
@@ -16,6 +18,8 @@
 
 #include "ppc/Search/Blocks.h"
 #include "ppc/Search/Search.h"
+
+#include "Propagation.h"
 
 #include <algorithm>
 #include <atomic>
@@ -36,6 +40,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+/// Run moves change at most 2^this ops: longer runs cost a delta
+/// simulation of that many ops for layouts block moves reach too.
+constexpr int kMaxRunLengthBits = 6;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -263,6 +270,14 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     return pick;
   };
 
+  // Run moves: the ops already in the run being built, and the most
+  // doublings of its length (up to the graph's size).
+  std::vector<char> inRun(graph.ops.size(), 0);
+  int runLengthBits = 1;
+  while (runLengthBits < kMaxRunLengthBits &&
+         (size_t(1) << runLengthBits) < graph.ops.size())
+    ++runLengthBits;
+
   int64_t pendingCount = 0; // iterations not yet added to the shared total
   while (options.iterations <= 0 || out.iterations < options.iterations) {
     if (options.cancel && options.cancel->load(std::memory_order_relaxed))
@@ -285,22 +300,49 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
     size_t op = pickOp(rng);
     std::optional<OpConfig> proposal = propose(op);
     if (proposal) {
-      // A structure move: the same configuration for every counterpart of
-      // the op in the graph's repeated blocks that can take it.
-      std::vector<size_t> changed = {op};
+      const sim::Strategy &now = simulator.currentStrategy();
+      std::vector<std::pair<size_t, OpConfig>> moved = {{op, *proposal}};
+      OpConfig placement = *proposal;
+      placement.recompute = now[op].recompute;
+      placement.sharding = now[op].sharding;
+      bool placementMove = placement != now[op];
       int32_t cls = shared.repeated.classOf[op];
-      if (cls >= 0 && unit(rng) < options.blockMoveProbability)
+      if (placementMove && unit(rng) < options.runMoveProbability) {
+        // A run move: the new layout carried to the neighbours that do not
+        // already hold or read their shared tensor that way, then theirs.
+        size_t cap = size_t(1) << std::uniform_int_distribution<int>(
+                         1, runLengthBits)(rng);
+        for (size_t k = 0; k < moved.size() && moved.size() < cap; ++k) {
+          size_t from = moved[k].first;
+          OpConfig fromConfig = moved[k].second;
+          for (size_t neighbour : shared.adjacency[from]) {
+            if (inRun[neighbour] || neighbour == op)
+              continue;
+            std::optional<OpConfig> aligned = detail::alignedConfig(
+                graph, neighbour, from, fromConfig, now[neighbour], numDevices);
+            if (!aligned || *aligned == now[neighbour])
+              continue;
+            inRun[neighbour] = 1;
+            moved.push_back({neighbour, std::move(*aligned)});
+            if (moved.size() >= cap)
+              break;
+          }
+        }
+        for (const auto &[member, config] : moved)
+          inRun[member] = 0;
+      } else if (cls >= 0 && unit(rng) < options.blockMoveProbability) {
+        // A structure move: the same configuration for every counterpart
+        // of the op in the graph's repeated blocks that can take it.
         for (size_t other : shared.repeated.classes[cls])
-          if (other != op && simulator.currentStrategy()[other] != *proposal &&
+          if (other != op && now[other] != *proposal &&
               checkConfig(graph.ops[other].space, *proposal, numDevices).ok())
-            changed.push_back(other);
+            moved.push_back({other, *proposal});
+      }
       // One delta simulation for all of them: a timing pass per member
       // would make a move of a 1,000-layer model's layers cost 1,000 passes.
-      std::vector<std::pair<size_t, OpConfig>> moved, previous;
-      for (size_t member : changed) {
-        previous.push_back({member, simulator.currentStrategy()[member]});
-        moved.push_back({member, *proposal});
-      }
+      std::vector<std::pair<size_t, OpConfig>> previous;
+      for (const auto &[member, config] : moved)
+        previous.push_back({member, now[member]});
       sim::SimResult next = simulator.update(moved);
       double value = objective(problem, next);
       bool accept;

@@ -79,6 +79,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.stageDp = options.stageDp;
     searchOptions.schedule = options.schedule;
     searchOptions.dpStart = options.dpStart;
+    searchOptions.pipelines = options.pipelines;
     pm.addPass(createSearchStrategy(searchOptions));
   }
 

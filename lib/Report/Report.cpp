@@ -481,6 +481,18 @@ explain(const ReportModel &m, const sim::Strategy &found,
           fixed(oneNode->best * 1e3, 3) + " ms (scaling.csv): " +
           fixed(gain, 2) + "x faster on " + fixed(times, 0) + "x the devices" +
           (pays ? std::string(".") : ", so one node uses its devices better."));
+    } else if (oneNode && oneNode != &all && machine.numNodes() > 1 &&
+               std::isfinite(oneNode->best) && std::isfinite(all.best)) {
+      // The best layout found on all devices is one node's (the search
+      // may leave devices idle): the other nodes add nothing.
+      std::string node = "one node (" + std::to_string(perNode) + " devices)";
+      why.push_back("More nodes buy nothing: " + node + " takes " +
+                    fixed(oneNode->best * 1e3, 3) + " ms, all " +
+                    std::to_string(all.devices) + " devices " +
+                    fixed(all.best * 1e3, 3) +
+                    " ms (scaling.csv): the fastest layout found for them "
+                    "does no better than one node's. Run on " +
+                    node + ".");
     }
   }
 

@@ -484,7 +484,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       // unpipelined candidates are MCMC's starts.
       search::SearchResult piped;
       bool searchPipelines =
-          machine.numDevices() > 1 && !cancelRequested.load();
+          pipelines && machine.numDevices() > 1 && !cancelRequested.load();
       bool dpFits = dpResult && std::isfinite(search::objective(problem, *dpResult));
       if (searchPipelines) {
         search::SearchOptions pipelineOptions = options;

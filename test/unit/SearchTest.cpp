@@ -11,7 +11,9 @@
 #include "StatusText.h"
 #include "ppc/Search/Blocks.h"
 #include "ppc/Search/StrategyJson.h"
+#include "ppc/Support/Layout.h"
 
+#include "Propagation.h"
 #include "StageDp.h"
 
 #include "SimTestGraphs.h"
@@ -298,6 +300,134 @@ TEST(ConfigSpace, StridedViewsAcrossNodes) {
   EXPECT_EQ(plain.configs(0).size(), 4u + 2 * 2u + 2u + 1u + 3u);
   for (const OpConfig &config : plain.configs(0))
     EXPECT_TRUE(config.strides.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding propagation (run moves)
+//===----------------------------------------------------------------------===//
+
+/// fc0 (a linear layer [8, 16] x [16, 8]) feeding relu ([8, 8]).
+Graph linearThenRelu(bool reluSplittable = true) {
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc0", 8, 16, 8, input()));
+  g.ops.push_back(elementwise("relu", "ppc.relu", 8, 8, fromOp(0)));
+  g.ops[1].space.dims[1].splittable = reluSplittable;
+  return g;
+}
+
+OpConfig configOf(std::vector<int64_t> degrees, int64_t start = 0,
+                  std::vector<int64_t> strides = {}, int64_t replicas = 1) {
+  OpConfig c;
+  c.degrees = std::move(degrees);
+  c.start = start;
+  c.strides = std::move(strides);
+  c.replicas = replicas;
+  return c;
+}
+
+/// Whether relu reads fc0's result where fc0 holds it, under these
+/// configurations (the edge needs no resharding).
+bool edgeLinesUp(const Graph &g, const OpConfig &fc0, const OpConfig &relu) {
+  return geometry::linesUp(
+      geometry::computeLayout(g.ops[0].space, fc0).resultPieces(0),
+      geometry::computeLayout(g.ops[1].space, relu).operandPieces(0));
+}
+
+TEST(Propagation, ConsumerTakesTheProducersSplit) {
+  Graph g = linearThenRelu();
+  // Samples by 2 and columns by 2, on devices 4..7 with the column split
+  // innermost: relu splits its two dims alike on the same devices.
+  OpConfig fc0 = configOf({2, 2, 1}, 4);
+  std::optional<OpConfig> relu =
+      detail::alignedConfig(g, 1, 0, fc0, OpConfig{}, 8);
+  ASSERT_TRUE(relu.has_value());
+  EXPECT_EQ(relu->degrees, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(relu->start, 4);
+  EXPECT_TRUE(relu->strides.empty()); // contiguous
+  EXPECT_TRUE(edgeLinesUp(g, fc0, *relu));
+  // Strided: the sample split across nodes (stride 4), columns inside.
+  fc0 = configOf({2, 2, 1}, 0, {4, 1});
+  relu = detail::alignedConfig(g, 1, 0, fc0, OpConfig{}, 8);
+  ASSERT_TRUE(relu.has_value());
+  EXPECT_EQ(relu->strides, (std::vector<int64_t>{4, 1}));
+  EXPECT_TRUE(edgeLinesUp(g, fc0, *relu));
+  // A permuted grid: columns outermost (stride 1 for samples, 2 for
+  // columns) is not contiguous for relu either and keeps its strides.
+  fc0 = configOf({2, 2, 1}, 0, {1, 2});
+  relu = detail::alignedConfig(g, 1, 0, fc0, OpConfig{}, 4);
+  ASSERT_TRUE(relu.has_value());
+  EXPECT_EQ(relu->strides, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(edgeLinesUp(g, fc0, *relu));
+}
+
+TEST(Propagation, ProducerTakesTheConsumersSplit) {
+  Graph g = linearThenRelu();
+  OpConfig relu = configOf({1, 4});
+  OpConfig keep;
+  keep.recompute = true;
+  keep.sharding = StateSharding::Optimizer;
+  std::optional<OpConfig> fc0 = detail::alignedConfig(g, 0, 1, relu, keep, 4);
+  ASSERT_TRUE(fc0.has_value());
+  // Megatron's column-parallel layer; its memory choices are kept.
+  EXPECT_EQ(fc0->degrees, (std::vector<int64_t>{1, 4, 1}));
+  EXPECT_TRUE(fc0->recompute);
+  EXPECT_EQ(fc0->sharding, StateSharding::Optimizer);
+  EXPECT_TRUE(edgeLinesUp(g, *fc0, relu));
+  // Consumers sharing pieces (replicas) do not make their producer copies:
+  // replication is not carried backwards.
+  EXPECT_FALSE(detail::alignedConfig(g, 0, 1, configOf({2, 1}, 0, {}, 2),
+                                     OpConfig{}, 4));
+}
+
+TEST(Propagation, PartialSumsAllReducedAreReadByReplicas) {
+  Graph g = linearThenRelu();
+  // The reduction split by 4: every member of the group holds the sum.
+  OpConfig fc0 = configOf({1, 1, 4});
+  std::optional<OpConfig> relu =
+      detail::alignedConfig(g, 1, 0, fc0, OpConfig{}, 4);
+  ASSERT_TRUE(relu.has_value());
+  EXPECT_EQ(relu->degrees, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(relu->replicas, 4);
+  EXPECT_TRUE(edgeLinesUp(g, fc0, *relu));
+}
+
+TEST(Propagation, RefusesWhatCannotLineUp) {
+  // relu's second dim may not be split (as a softmax axis).
+  Graph g = linearThenRelu(/*reluSplittable=*/false);
+  EXPECT_FALSE(
+      detail::alignedConfig(g, 1, 0, configOf({1, 4, 1}), OpConfig{}, 4));
+  // Reduce-scattered partial sums are held in pieces of the scatter dim.
+  g = linearThenRelu();
+  OpConfig scattered = configOf({1, 1, 4});
+  scattered.scatterDim = 0;
+  EXPECT_FALSE(detail::alignedConfig(g, 1, 0, scattered, OpConfig{}, 4));
+  // Two groups of copies (a split reduction and replicas) need two replica
+  // strides.
+  EXPECT_FALSE(detail::alignedConfig(g, 1, 0, configOf({1, 1, 2}, 0, {}, 2),
+                                     OpConfig{}, 4));
+  // Ops with no edge between them.
+  g.ops.push_back(elementwise("other", "ppc.relu", 8, 8, input()));
+  EXPECT_FALSE(
+      detail::alignedConfig(g, 2, 0, configOf({2, 1, 1}), OpConfig{}, 4));
+}
+
+TEST(Propagation, RunMovesKeepTheSearchValid) {
+  // With every placement proposal a run move, MCMC stays valid, never
+  // worse than its start, and its objective is the winner's simulation.
+  Graph g = mlp6();
+  Machine m = roundMachine(2, 4);
+  RooflineCostModel cost;
+  Problem problem{g, m, cost, {}};
+  ConfigSpace space(g, m);
+  SearchOptions options;
+  options.iterations = 300;
+  options.runMoveProbability = 1;
+  SearchResult r = mcmc(problem, space, {dataParallel(g, 8)}, options);
+  Simulator sim(g, m, cost);
+  EXPECT_LE(r.objective, sim.simulate(dataParallel(g, 8)).iterationTime);
+  expectValid(g, r.strategy, 8);
+  EXPECT_NEAR(sim.simulate(r.strategy).iterationTime, r.objective, 1e-12);
 }
 
 //===----------------------------------------------------------------------===//

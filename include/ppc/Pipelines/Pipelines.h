@@ -184,6 +184,11 @@ struct AutoParallelOptions
       llvm::cl::desc("search=mcmc: first run the dynamic programming and "
                      "start the first chain from its answer"),
       llvm::cl::init(true)};
+  Option<bool> pipelines{
+      *this, "pipelines",
+      llvm::cl::desc("search=mcmc: on more than one device, also run the "
+                     "pipeline search and take its answer when faster"),
+      llvm::cl::init(true)};
   Option<std::string> recompute{
       *this, "recompute",
       llvm::cl::desc("search=megatron: none, selective or full"),

@@ -232,6 +232,12 @@ struct SearchOptions {
   /// (transformer layers, ResNet blocks), that apply the configuration to
   /// all of them at once.
   double blockMoveProbability = 0.1;
+  /// Share of placement proposals that carry the op's new layout along the
+  /// graph's edges (sharding propagation: each neighbour takes the
+  /// configuration that holds or reads their shared tensor as the changed
+  /// op does, then its neighbours, while one does not already), up to a
+  /// run of 2, 4, 8, ... ops drawn log-uniformly up to the graph's size.
+  double runMoveProbability = 0.8;
   /// Progress with ETA on stderr (only when it is a terminal).
   bool progress = false;
   /// Set to true from another thread to stop early; the best so far wins.

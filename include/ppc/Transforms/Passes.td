@@ -132,7 +132,8 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     answer (`dp-start`), every baseline (data parallel, ZeRO, FSDP, the
     Megatron layouts, one weird trick) and the strategy already on the
     module, if any; on more than one device the pipeline search (below)
-    runs between the DP and MCMC, and a pipeline wins when it is faster;
+    runs between the DP and MCMC (`pipelines`), and a pipeline wins when
+    it is faster;
     `dp` is the dynamic programming over a series-parallel
     decomposition; `exhaustive` is exact on small graphs; `pipeline` searches
     pipeline stages (on equal submeshes of whole nodes), micro-batch counts
@@ -180,6 +181,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "algorithm=mcmc: first run the dynamic programming (within half "
            "of a time budget, or 50 s under an iteration budget) and start "
            "the first chain from its answer">,
+    Option<"pipelines", "pipelines", "bool", "true",
+           "algorithm=mcmc: on more than one device, also run the pipeline "
+           "search (within half of what is left of a time budget, or 50 s "
+           "under an iteration budget) and take its answer when faster">,
     Option<"stages", "stages", "int64_t", "0",
            "algorithm=pipeline: pipeline stages (0: searched)">,
     Option<"microbatches", "microbatches", "int64_t", "0",
