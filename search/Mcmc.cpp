@@ -312,11 +312,12 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
         // already hold or read their shared tensor that way, then theirs.
         size_t cap = size_t(1) << std::uniform_int_distribution<int>(
                          1, runLengthBits)(rng);
+        inRun[op] = 1;
         for (size_t k = 0; k < moved.size() && moved.size() < cap; ++k) {
           size_t from = moved[k].first;
           OpConfig fromConfig = moved[k].second;
           for (size_t neighbour : shared.adjacency[from]) {
-            if (inRun[neighbour] || neighbour == op)
+            if (inRun[neighbour])
               continue;
             std::optional<OpConfig> aligned = detail::alignedConfig(
                 graph, neighbour, from, fromConfig, now[neighbour], numDevices);

@@ -109,7 +109,16 @@ std::optional<OpConfig> alignedConfig(const sim::Graph &graph, size_t op,
   const sim::Op &other = graph.ops[from];
   if (fromConfig.degrees.size() != other.space.dims.size())
     return std::nullopt;
-  auto finish = [&](std::optional<OpConfig> config) -> std::optional<OpConfig> {
+  // The configuration of `op` accessing the tensor through `opAccess` as
+  // `from` does through `fromAccess`; with `copiesAllowed` false, none
+  // where `from`'s instances share pieces of it.
+  auto carry = [&](const TensorAccess &fromAccess, const TensorAccess &opAccess,
+                   bool copiesAllowed) -> std::optional<OpConfig> {
+    std::optional<TensorSplit> split = splitOf(fromAccess, fromConfig);
+    if (!split || (!copiesAllowed && split->copies > 1))
+      return std::nullopt;
+    std::optional<OpConfig> config =
+        configFor(self.space, opAccess, *split, fromConfig.start);
     if (!config)
       return std::nullopt;
     config->recompute = keep.recompute;
@@ -119,16 +128,10 @@ std::optional<OpConfig> alignedConfig(const sim::Graph &graph, size_t op,
       return std::nullopt;
     return config;
   };
-  auto carry = [&](const TensorAccess &fromAccess,
-                   const TensorAccess &opAccess) -> std::optional<OpConfig> {
-    std::optional<TensorSplit> split = splitOf(fromAccess, fromConfig);
-    if (!split)
-      return std::nullopt;
-    return finish(configFor(self.space, opAccess, *split, fromConfig.start));
-  };
   // `op` reads a result of `from`: the result as `from` holds it (a
   // reduce-scattered partial sum is held in pieces the access does not
-  // describe; an all-reduced one whole on every member of its group).
+  // describe; an all-reduced one whole on every member of its group, which
+  // `op` reads as copies).
   if (fromConfig.scatterDim < 0)
     for (size_t i = 0; i < self.operands.size(); ++i) {
       const sim::Source &source = self.operands[i];
@@ -136,7 +139,7 @@ std::optional<OpConfig> alignedConfig(const sim::Graph &graph, size_t op,
           source.index != static_cast<int32_t>(from))
         continue;
       if (auto config = carry(other.space.results[source.result],
-                              self.space.operands[i]))
+                              self.space.operands[i], true))
         return config;
     }
   // `from` reads a result of `op`, which takes the split only: readers
@@ -148,13 +151,8 @@ std::optional<OpConfig> alignedConfig(const sim::Graph &graph, size_t op,
     if (source.kind != sim::Source::Kind::Op ||
         source.index != static_cast<int32_t>(op))
       continue;
-    std::optional<TensorSplit> split =
-        splitOf(other.space.operands[i], fromConfig);
-    if (!split || split->copies > 1)
-      continue;
-    if (auto config = finish(configFor(self.space,
-                                       self.space.results[source.result],
-                                       *split, fromConfig.start)))
+    if (auto config = carry(other.space.operands[i],
+                            self.space.results[source.result], false))
       return config;
   }
   return std::nullopt;

@@ -35,8 +35,7 @@ namespace ppc::search::detail {
 /// configuration checkConfig refuses on `numDevices` devices.
 std::optional<OpConfig> alignedConfig(const sim::Graph &graph, size_t op,
                                       size_t from, const OpConfig &fromConfig,
-                                      const OpConfig &keep,
-                                      int64_t numDevices);
+                                      const OpConfig &keep, int64_t numDevices);
 
 } // namespace ppc::search::detail
 

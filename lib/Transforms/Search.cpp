@@ -485,13 +485,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       search::SearchResult piped;
       bool searchPipelines =
           pipelines && machine.numDevices() > 1 && !cancelRequested.load();
-      bool dpFits = dpResult && std::isfinite(search::objective(problem, *dpResult));
       if (searchPipelines) {
+        bool dpUnfit =
+            dpResult && !std::isfinite(search::objective(problem, *dpResult));
         search::SearchOptions pipelineOptions = options;
-        pipelineOptions.seconds =
-            options.seconds > 0
-                ? budgetLeft() * (dpStart && !dpFits ? 2.0 / 3 : 0.5)
-                : kPipelineSearchSeconds;
+        pipelineOptions.seconds = options.seconds > 0
+                                      ? budgetLeft() * (dpUnfit ? 2.0 / 3 : 0.5)
+                                      : kPipelineSearchSeconds;
         search::PipelineSearchOptions what;
         what.refineUnpipelined = false;
         piped = search::pipelineSearch(problem, pipelineOptions, what);
@@ -653,8 +653,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       threadsText, dpText, interrupted ? " (interrupted)" : "",
       formatMs(found.objective), formatMs(dataParallel.objective), comparison);
   if (found.considered.size() > 1)
-    llvm::errs() << "ppc-search @" << func.getSymName() << ": considered: "
-                 << llvm::join(found.considered, "; ") << "\n";
+    llvm::errs() << "ppc-search @" << func.getSymName()
+                 << ": considered: " << llvm::join(found.considered, "; ")
+                 << "\n";
   for (const std::string &line : found.cutShort)
     llvm::errs() << "ppc-search @" << func.getSymName() << ": cut short by "
                  << "the budget: " << line << "\n";

@@ -412,22 +412,28 @@ TEST(Propagation, RefusesWhatCannotLineUp) {
       detail::alignedConfig(g, 2, 0, configOf({2, 1, 1}), OpConfig{}, 4));
 }
 
-TEST(Propagation, RunMovesKeepTheSearchValid) {
-  // With every placement proposal a run move, MCMC stays valid, never
-  // worse than its start, and its objective is the winner's simulation.
+/// MCMC on mlp6 from data parallel over `m` with `options` (300
+/// proposals): its answer is valid, never worse than its start, and its
+/// objective is the answer's own simulation.
+void expectMcmcValidFromDataParallel(const Machine &m, SearchOptions options) {
   Graph g = mlp6();
-  Machine m = roundMachine(2, 4);
+  int64_t n = m.numDevices();
   RooflineCostModel cost;
   Problem problem{g, m, cost, {}};
   ConfigSpace space(g, m);
-  SearchOptions options;
   options.iterations = 300;
-  options.runMoveProbability = 1;
-  SearchResult r = mcmc(problem, space, {dataParallel(g, 8)}, options);
+  SearchResult r = mcmc(problem, space, {dataParallel(g, n)}, options);
   Simulator sim(g, m, cost);
-  EXPECT_LE(r.objective, sim.simulate(dataParallel(g, 8)).iterationTime);
-  expectValid(g, r.strategy, 8);
+  EXPECT_LE(r.objective, sim.simulate(dataParallel(g, n)).iterationTime);
+  expectValid(g, r.strategy, n);
   EXPECT_NEAR(sim.simulate(r.strategy).iterationTime, r.objective, 1e-12);
+}
+
+TEST(Propagation, RunMovesKeepTheSearchValid) {
+  // Every placement proposal a run move.
+  SearchOptions options;
+  options.runMoveProbability = 1;
+  expectMcmcValidFromDataParallel(roundMachine(2, 4), options);
 }
 
 //===----------------------------------------------------------------------===//
@@ -498,22 +504,13 @@ TEST(RepeatedOps, RunsOfBlocksCoverTheLayers) {
 }
 
 TEST(RepeatedOps, BlockMovesFindTheLayoutOfEveryLayer) {
-  // With every proposal a structure move, MCMC from data parallel changes
-  // all repeated layers together; the result is never worse than the start
-  // and is a valid strategy.
-  Graph g = mlp6();
-  Machine m = roundMachine(1, 4);
-  RooflineCostModel cost;
-  Problem problem{g, m, cost, {}};
-  ConfigSpace space(g, m);
+  // With every proposal a structure move (no run moves), MCMC from data
+  // parallel changes all repeated layers together; the result is never
+  // worse than the start and is a valid strategy.
   SearchOptions options;
-  options.iterations = 300;
+  options.runMoveProbability = 0;
   options.blockMoveProbability = 1;
-  SearchResult r = mcmc(problem, space, {dataParallel(g, 4)}, options);
-  Simulator sim(g, m, cost);
-  EXPECT_LE(r.objective, sim.simulate(dataParallel(g, 4)).iterationTime);
-  expectValid(g, r.strategy, 4);
-  EXPECT_NEAR(sim.simulate(r.strategy).iterationTime, r.objective, 1e-12);
+  expectMcmcValidFromDataParallel(roundMachine(1, 4), options);
 }
 
 //===----------------------------------------------------------------------===//
