@@ -19,6 +19,10 @@ Models (sizes as published; --batch is the global batch of one step):
                 (2048 from 13b on), ff 4 x hidden, vocab 51200 (GPT-2's
                 50257 padded as Megatron-LM pads it); a decoder's causal mask
                 changes no shape, so the graph is the encoder's
+  llama         a Llama-2-shaped decoder (--size 7b or 70b; seq 4096 unless
+                --seq): fused causal attention without biases, SwiGLU
+                feed-forward, RMSNorm as layer norm, no rotary embedding,
+                as many key/value heads as query heads
   transformer   the same encoder stack at Transformer-base size: 6 layers,
                 hidden 512, 8 heads, ff 2048, seq 128, vocab 32000 (unless
                 overridden)
@@ -297,6 +301,80 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
     out = [batch, seq, vocab]
     header = "func.func @main(%%tokens: %s) -> %s {" % (ty([batch, seq], "i64"), ty(out))
     return header, e, logits, out
+
+
+def llama(layers, batch, seq, hidden, heads, ff, vocab):
+    """A Llama-2-shaped decoder: pre-norm layers of fused causal attention
+    (q, k, v and output projections without biases, layout bshd) and a
+    SwiGLU feed-forward (down(silu(gate(x)) * up(x))), untied output layer.
+    RMSNorm is written as ppc.layer_norm (the same bytes and nearly the same
+    FLOPs), the rotary embedding is left out (an elementwise product on q
+    and k), and keys and values have as many heads as queries: ppc.attention
+    has no grouped-query form, so a 70B shape moves and keeps 8x the keys
+    and values Llama-2-70B's 8 KV heads would."""
+    e = Emitter()
+    hd = hidden // heads
+    act = [batch, seq, hidden]
+    emb = e.weight("embed.weight", [vocab, hidden])
+    x = e.op("embed", "ppc.gather %s, %%tokens : (%s, %s) -> %s"
+             % (emb, ty([vocab, hidden]), ty([batch, seq], "i64"), ty(act)))
+
+    def linear(name, v, din, dout, shape):
+        w = e.weight(name + ".weight", [dout, din])
+        out = shape[:-1] + [dout]
+        return e.op(name, "ppc.linear %s, %s {transpose_weight = true} : "
+                    "(%s, %s) -> %s" % (v, w, ty(shape), ty([dout, din]),
+                                       ty(out)))
+
+    def norm(name, v):
+        s_ = e.weight(name + ".weight", [hidden])
+        b = e.weight(name + ".bias", [hidden])
+        return e.op(name, "ppc.layer_norm %s, %s, %s : (%s, %s, %s) -> %s"
+                    % (v, s_, b, ty(act), ty([hidden]), ty([hidden]), ty(act)))
+
+    heads_shape = [batch, seq, heads, hd]
+    for l in range(layers):
+        p = "layers.%d." % l
+        h = norm(p + "attention_norm", x)
+        qkv = []
+        for n in "qkv":
+            r = linear(p + "attention.w" + n, h, hidden, hidden, act)
+            qkv.append(e.op(p + n + ".split", "ppc.reshape %s : %s -> %s"
+                            % (r, ty(act), ty(heads_shape))))
+        ctx = e.op(p + "attention.core", "ppc.attention %s, %s, %s {scale = "
+                   "%r : f64, causal = true, layout = \"bshd\"} : (%s, %s, %s) "
+                   "-> %s" % (qkv[0], qkv[1], qkv[2], hd ** -0.5,
+                              ty(heads_shape), ty(heads_shape),
+                              ty(heads_shape), ty(heads_shape)))
+        ctx = e.op(p + "attention.merge", "ppc.reshape %s : %s -> %s"
+                   % (ctx, ty(heads_shape), ty(act)))
+        o = linear(p + "attention.wo", ctx, hidden, hidden, act)
+        x = e.op(p + "residual1", "ppc.add %s, %s : (%s, %s) -> %s"
+                 % (x, o, ty(act), ty(act), ty(act)))
+        h = norm(p + "ffn_norm", x)
+        mid = [batch, seq, ff]
+        gate = linear(p + "feed_forward.w1", h, hidden, ff, act)
+        up = linear(p + "feed_forward.w3", h, hidden, ff, act)
+        gate = e.op(p + "feed_forward.silu", "ppc.silu %s : %s" % (gate, ty(mid)))
+        f = e.op(p + "feed_forward.mul", "ppc.mul %s, %s : (%s, %s) -> %s"
+                 % (gate, up, ty(mid), ty(mid), ty(mid)))
+        f = linear(p + "feed_forward.w2", f, ff, hidden, mid)
+        x = e.op(p + "residual2", "ppc.add %s, %s : (%s, %s) -> %s"
+                 % (x, f, ty(act), ty(act), ty(act)))
+    x = norm("norm", x)
+    logits = linear("output", x, hidden, vocab, act)
+    out = [batch, seq, vocab]
+    header = "func.func @main(%%tokens: %s) -> %s {" % (ty([batch, seq], "i64"), ty(out))
+    return header, e, logits, out
+
+
+# Llama-2 sizes (Touvron et al. 2023, table 1 and the released configs):
+# 7B: 32 layers, hidden 4096, 32 heads, ff 11008; 70B: 80 layers, hidden
+# 8192, 64 heads (8 KV heads: not modeled), ff 28672; vocab 32000; seq 4096.
+LLAMA_SIZES = {
+    "7b": dict(layers=32, hidden=4096, heads=32, ff=11008),
+    "70b": dict(layers=80, hidden=8192, heads=64, ff=28672),
+}
 
 
 # GPT sizes: GPT-2 XL (32 heads of 50 instead of 25 of 64, so that
@@ -641,7 +719,7 @@ def main():
         description=__doc__.splitlines()[0],
         epilog="\n".join(__doc__.splitlines()[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", choices=["bert", "gpt", "transformer", "resnet50", "resnet101",
+    ap.add_argument("model", choices=["bert", "gpt", "llama", "transformer", "resnet50", "resnet101",
                                       "resnet152", "alexnet", "vgg16", "inception_v3", "rnnlm",
                                       "convnet", "mlp"])
     ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
@@ -678,8 +756,9 @@ def main():
                     "cross-entropy over the tokens (ce-f32: of the logits "
                     "cast to float32, as Megatron-LM) instead of the logits")
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
-    ap.add_argument("--size", choices=sorted(GPT_SIZES), default="1.5b",
-                    help="gpt: model size")
+    ap.add_argument("--size", choices=sorted(GPT_SIZES) + sorted(LLAMA_SIZES),
+                    help="gpt: model size (default 1.5b); llama: 7b (default) "
+                    "or 70b")
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--exported", action="store_true",
                     help="resnet*/inception_v3: BN folded, identical biases shared")
@@ -692,8 +771,18 @@ def main():
     def pick(value, default):
         return default if value is None else value
 
-    if a.model == "gpt":
-        d = GPT_SIZES[a.size]
+    if a.model == "llama":
+        if a.size and a.size not in LLAMA_SIZES:
+            ap.error("llama sizes: " + ", ".join(sorted(LLAMA_SIZES)))
+        d = LLAMA_SIZES[a.size or "7b"]
+        header, e, result, out = llama(
+            pick(a.layers, d["layers"]), a.batch, pick(a.seq, 4096),
+            pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
+            pick(a.ff, d["ff"]), pick(a.vocab, 32000))
+    elif a.model == "gpt":
+        if a.size and a.size not in GPT_SIZES:
+            ap.error("gpt sizes: " + ", ".join(sorted(GPT_SIZES)))
+        d = GPT_SIZES[a.size or "1.5b"]
         hidden = pick(a.hidden, d["hidden"])
         header, e, result, out = bert(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, d["seq"]),
@@ -730,7 +819,7 @@ def main():
     rtype = ty(out)
     if a.loss != "none":
         if len(out) != 3:
-            ap.error("--loss needs a model with per-token logits (gpt, bert, transformer)")
+            ap.error("--loss needs a model with per-token logits (gpt, llama, bert, transformer)")
         header, result, rtype = add_loss(header, e, result, out, a.loss)
     sys.stdout.write("module {\n  " + header + "\n")
     sys.stdout.write("\n".join(e.lines) + "\n")

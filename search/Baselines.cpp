@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ppc/Search/Search.h"
+#include "ppc/Support/Alternatives.h"
 
 #include "StageDp.h"
 
@@ -266,25 +267,219 @@ int lookupDimOf(const sim::Op &op) {
   return -1;
 }
 
+/// Where each op carries the sequence: per op, the iteration dim that
+/// indexes the sequence of the tensors it reads (-1: none), followed from
+/// the graph inputs through the ops' tensor maps as sim::followBatch
+/// follows the batch (an input's sequence is its first tensor dim after
+/// the batch that its first reader indexes by a splittable dim); and
+/// whether the op mixes positions: it reads some activation's sequence
+/// whole, or by another dim (attention's keys and values, read by the key
+/// positions).
+struct SequenceFlow {
+  std::vector<int> dim;
+  std::vector<char> mixes;
+};
+
+SequenceFlow followSequence(const sim::Graph &graph) {
+  size_t n = graph.ops.size();
+  SequenceFlow flow{std::vector<int>(n, -1), std::vector<char>(n, 0)};
+  // seqOf[op][result]: the result's tensor dim carrying the sequence.
+  std::vector<std::vector<int>> seqOf(n);
+  std::map<int32_t, int> inputSeq; // graph input -> its sequence dim
+  auto splittable = [](const IterationSpace &space, int d) {
+    return d >= 0 && space.dims[d].splittable;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const sim::Op &op = graph.ops[i];
+    const IterationSpace &space = op.space;
+    int sample = firstSampleDim(space);
+    auto tensorSeq = [&](size_t o) -> int {
+      const sim::Source &src = op.operands[o];
+      if (src.kind == sim::Source::Kind::Op)
+        return seqOf[src.index][src.result];
+      if (src.kind != sim::Source::Kind::Input)
+        return -1;
+      if (auto it = inputSeq.find(src.index); it != inputSeq.end())
+        return it->second;
+      int found = -1;
+      const std::vector<DimAccess> &dims = space.operands[o].dims;
+      for (size_t t = 0; t < dims.size() && found < 0; ++t)
+        if (!dims[t].isWhole() && dims[t].iterDim != sample &&
+            splittable(space, dims[t].iterDim) &&
+            space.dims[dims[t].iterDim].kind != IterKind::Reduction)
+          found = static_cast<int>(t);
+      inputSeq[src.index] = found;
+      return found;
+    };
+    for (size_t o = 0; o < op.operands.size() && flow.dim[i] < 0; ++o) {
+      int t = tensorSeq(o);
+      if (t < 0)
+        continue;
+      int d = space.operands[o].dims[t].iterDim;
+      if (splittable(space, d))
+        flow.dim[i] = d;
+    }
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      int t = tensorSeq(o);
+      if (t >= 0 && op.operands[o].kind == sim::Source::Kind::Op &&
+          space.operands[o].dims[t].iterDim != flow.dim[i])
+        flow.mixes[i] = 1;
+    }
+    seqOf[i].assign(space.results.size(), -1);
+    if (flow.dim[i] < 0)
+      continue;
+    for (size_t r = 0; r < space.results.size(); ++r)
+      for (size_t t = 0; t < space.results[r].dims.size(); ++t)
+        if (space.results[r].dims[t].iterDim == flow.dim[i]) {
+          seqOf[i][r] = static_cast<int>(t);
+          break;
+        }
+  }
+  return flow;
+}
+
+/// One axis of the device grid, innermost first: its degree and the
+/// iteration dim it splits (-1: the op is replicated over it).
+struct GridAxis {
+  int64_t degree = 1;
+  int dim = -1;
+};
+
+/// The configuration that lays `space` out on the grid of `axes`
+/// (innermost first): axis k's devices lie the product of the inner
+/// degrees apart. Consecutive axes on one dim split it together, the outer
+/// one major (sequence parallelism inside a context-parallel chunk). An
+/// axis whose dim cannot take the split (unsplittable, not dividing, or
+/// already split by a non-adjacent axis) replicates the op instead; the
+/// replicated axes become the replicas, moved innermost when they are not
+/// adjacent, since one stride must reach them all.
+OpConfig gridConfig(const IterationSpace &space, std::vector<GridAxis> axes) {
+  std::map<int, int64_t> split; // iteration dim -> its degree so far
+  int previous = -1;            // the dim the last axis split (-1: none)
+  for (GridAxis &axis : axes) {
+    if (axis.degree == 1)
+      continue;
+    if (axis.dim >= 0) {
+      auto it = split.find(axis.dim);
+      int64_t have = it == split.end() ? 1 : it->second;
+      const IterDim &dim = space.dims[axis.dim];
+      bool fits = dim.splittable && dim.size % (have * axis.degree) == 0 &&
+                  (it == split.end() || previous == axis.dim);
+      if (fits)
+        split[axis.dim] = have * axis.degree;
+      else
+        axis.dim = -1;
+    }
+    previous = axis.dim;
+  }
+  // Replicated axes that an outer split separates go innermost.
+  bool replicatedSeen = false, separated = false, splitAfter = false;
+  for (const GridAxis &axis : axes) {
+    if (axis.degree == 1)
+      continue;
+    if (axis.dim < 0) {
+      if (replicatedSeen && splitAfter)
+        separated = true;
+      replicatedSeen = true;
+    } else if (replicatedSeen) {
+      splitAfter = true;
+    }
+  }
+  if (separated)
+    std::stable_partition(axes.begin(), axes.end(),
+                          [](const GridAxis &a) { return a.dim < 0; });
+  OpConfig config;
+  config.degrees.assign(space.dims.size(), 1);
+  std::vector<int64_t> strideOf(space.dims.size(), 0);
+  int64_t below = 1, replicaStride = 0;
+  for (const GridAxis &axis : axes) {
+    if (axis.degree == 1)
+      continue;
+    if (axis.dim < 0) {
+      if (config.replicas == 1)
+        replicaStride = below;
+      config.replicas *= axis.degree;
+    } else {
+      if (config.degrees[axis.dim] == 1)
+        strideOf[axis.dim] = below;
+      config.degrees[axis.dim] *= axis.degree;
+    }
+    below *= axis.degree;
+  }
+  for (size_t d = 0; d < space.dims.size(); ++d)
+    if (config.degrees[d] > 1)
+      config.strides.push_back(strideOf[d]);
+  if (config.replicas > 1)
+    config.strides.push_back(replicaStride);
+  OpConfig contiguous = config;
+  contiguous.strides.clear();
+  if (config.strides == contiguous.effectiveStrides())
+    config.strides.clear(); // the contiguous default says the same
+  return config;
+}
+
+/// The ops an all-to-all context exchange runs split by heads: those of a
+/// tensor-parallel block (`tensorDimOf`, not the weighted linears) on a
+/// path from a position-mixing op to a position-mixing op through such
+/// ops (the fused attention alone; scores, softmax, dropout and context
+/// unfused), so that the exchanges fall right around them.
+std::vector<char> headSplitOps(const sim::Graph &graph,
+                               const std::map<size_t, int> &tensorDimOf,
+                               const SequenceFlow &flow) {
+  size_t n = graph.ops.size();
+  auto inner = [&](size_t op) {
+    return tensorDimOf.count(op) && !isWeightedContraction(graph.ops[op]);
+  };
+  std::vector<char> fromMixing(n, 0), toMixing(n, 0);
+  for (size_t op = 0; op < n; ++op) {
+    if (!inner(op))
+      continue;
+    fromMixing[op] = flow.mixes[op];
+    for (const sim::Source &src : graph.ops[op].operands)
+      if (src.kind == sim::Source::Kind::Op && fromMixing[src.index])
+        fromMixing[op] = 1;
+  }
+  for (size_t op = n; op-- > 0;)
+    if (inner(op) && (toMixing[op] |= flow.mixes[op]))
+      for (const sim::Source &src : graph.ops[op].operands)
+        if (src.kind == sim::Source::Kind::Op && inner(src.index))
+          toMixing[src.index] = 1;
+  std::vector<char> region(n, 0);
+  for (size_t op = 0; op < n; ++op)
+    region[op] = fromMixing[op] && toMixing[op];
+  return region;
+}
+
 } // namespace
 
-sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
-                       const MegatronOptions &options) {
+namespace {
+
+/// megatron(), and in `unsplitHeads` the ops an all-to-all context
+/// exchange should have split by heads but could not (their heads do not
+/// divide by tp x cp), which run split along the sequence instead.
+sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
+                            const MegatronOptions &options,
+                            std::vector<std::string> *unsplitHeads) {
   int64_t numDevices = machine.numDevices();
   // A tensor-parallel degree that does not divide the machine is reduced to
-  // the largest one that does.
+  // the largest one that does; a context-parallel degree to the largest
+  // that divides what is left.
   int64_t tp =
       std::gcd(std::max<int64_t>(options.tensorParallel, 1), numDevices);
-  int64_t dp = numDevices / tp;
+  int64_t cp =
+      std::gcd(std::max<int64_t>(options.contextParallel, 1), numDevices / tp);
+  int64_t dp = numDevices / (tp * cp);
+  bool byHeads = cp > 1 && options.contextExchange == ContextExchange::AllToAll;
   UseMap uses = buildUses(graph);
 
   // The blocks are found without tensor parallelism too: selective
-  // recomputation works inside them.
+  // recomputation works inside them, and an all-to-all context exchange
+  // splits their attention by heads.
   std::map<size_t, int> tensorDimOf;
   // Ops of a block ending in a loss: selective recomputation leaves them
   // (Megatron-LM recomputes inside the transformer layers only).
   std::set<size_t> lossBlocks;
-  if (tp > 1 || options.selectiveRecompute)
+  if (tp > 1 || options.selectiveRecompute || byHeads)
     for (size_t op = 0; op < graph.ops.size(); ++op) {
       if (tensorDimOf.count(op) || !isWeightedContraction(graph.ops[op]))
         continue;
@@ -327,13 +522,60 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
     }
 
   std::vector<int> readers = sim::readerCounts(graph);
+  SequenceFlow flow;
+  std::vector<char> headSplit;
+  if (cp > 1) {
+    flow = followSequence(graph);
+    if (byHeads)
+      headSplit = headSplitOps(graph, tensorDimOf, flow);
+  }
   sim::Strategy strategy;
   strategy.reserve(graph.ops.size());
   for (size_t op = 0; op < graph.ops.size(); ++op) {
     auto it = tensorDimOf.find(op);
-    OpConfig config = hybridConfig(
-        graph.ops[op], tp == 1 || it == tensorDimOf.end() ? -1 : it->second,
-        tp, dp, options.sequenceParallel);
+    const IterationSpace &space = graph.ops[op].space;
+    OpConfig config;
+    if (cp == 1) {
+      config = hybridConfig(
+          graph.ops[op], tp == 1 || it == tensorDimOf.end() ? -1 : it->second,
+          tp, dp, options.sequenceParallel);
+    } else {
+      // Devices tp innermost, then cp, then dp (Megatron-Core's order):
+      // the context group splits the sequence (or, exchanged all-to-all,
+      // the heads of attention further), the tensor group the block's dim
+      // inside each chunk.
+      int block = it == tensorDimOf.end() ? -1 : it->second;
+      int seq = flow.dim[op];
+      GridAxis tensor{tp, tp > 1 ? block : -1};
+      if (tensor.dim < 0 && options.sequenceParallel)
+        tensor.dim = seq;
+      GridAxis context{cp, seq};
+      if (byHeads && headSplit[op]) {
+        if (block >= 0 && space.dims[block].splittable &&
+            space.dims[block].size % (tp * cp) == 0) {
+          tensor.dim = block;
+          context.dim = block;
+        } else if (unsplitHeads) {
+          unsplitHeads->push_back(graph.ops[op].name);
+        }
+      }
+      int sample = firstSampleDim(space);
+      int64_t samples =
+          sample >= 0 ? largestCommonDegree(space.dims[sample].size, dp) : 1;
+      // Heads exchanged all-to-all inside each context group need the
+      // context group innermost (Ulysses' heads chunk t * cp + c on the
+      // device of tensor rank t and context rank c, one stride apart);
+      // sequence parallelism needs the tensor group innermost (the
+      // row-parallel layers' scattered piece t of chunk c is sequence
+      // chunk c * tp + t). With both, the heads exchange crosses the
+      // tensor groups: the same bytes, as point-to-point messages.
+      bool contextInner = byHeads && !options.sequenceParallel;
+      std::vector<GridAxis> axes = {
+          tensor, context, {dp / samples, -1}, {samples, sample}};
+      if (contextInner)
+        std::swap(axes[0], axes[1]);
+      config = gridConfig(space, std::move(axes));
+    }
     if (options.sequenceParallel && tp > 1)
       config.scatterDim =
           sequenceScatterDim(graph.ops[op], config, tp, numDevices);
@@ -350,6 +592,56 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
   if (options.recompute)
     recomputeLayers(graph, strategy);
   return strategy;
+}
+
+} // namespace
+
+sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
+                       const MegatronOptions &options) {
+  return buildMegatron(graph, machine, options, nullptr);
+}
+
+absl::Status checkMegatron(const sim::Graph &graph, const Machine &machine,
+                           const MegatronOptions &options) {
+  int64_t numDevices = machine.numDevices();
+  int64_t tp = std::max<int64_t>(options.tensorParallel, 1);
+  int64_t cp = std::max<int64_t>(options.contextParallel, 1);
+  if (numDevices % tp != 0 || (numDevices / tp) % cp != 0)
+    return absl::InvalidArgumentError(
+        "tp x cp = " + std::to_string(tp) + " x " + std::to_string(cp) +
+        " does not divide the " + std::to_string(numDevices) + " devices");
+  if (cp == 1 || options.contextExchange != ContextExchange::AllToAll)
+    return absl::OkStatus();
+  std::vector<std::string> unsplit;
+  buildMegatron(graph, machine, options, &unsplit);
+  if (unsplit.empty())
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "an all-to-all context exchange splits attention by heads over tp x "
+      "cp = " +
+      std::to_string(tp * cp) + " devices, which the heads of '" +
+      unsplit.front() + "' do not divide" +
+      (unsplit.size() > 1
+           ? " (nor " + std::to_string(unsplit.size() - 1) + " more)"
+           : std::string()));
+}
+
+const std::vector<ContextExchangeInfo> &contextExchanges() {
+  static const std::vector<ContextExchangeInfo> list = {
+      {ContextExchange::AllGather, "all-gather",
+       "attention split along the query positions; its keys and values "
+       "all-gathered over the context-parallel group (Megatron-Core's "
+       "cp_comm_type all_gather)"},
+      {ContextExchange::AllToAll, "all-to-all",
+       "attention split by heads over tp x cp, the sequence whole: an "
+       "all-to-all from the sequence split to the heads split before it "
+       "and back after (DeepSpeed-Ulysses; cp_comm_type a2a)"},
+  };
+  return list;
+}
+
+const ContextExchangeInfo *findContextExchange(const std::string &name) {
+  return findByName(contextExchanges(), name);
 }
 
 void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy) {
@@ -450,10 +742,10 @@ sim::Strategy oneWeirdTrick(const sim::Graph &graph, const Machine &machine) {
     // Model parallel over as many devices of a node as the output features
     // allow (Krizhevsky's one machine; across nodes every device would
     // exchange activations with every other); the rest split the batch.
-    int64_t degree =
-        parameter < 0 ? 1
-                      : largestCommonDegree(op.space.dims[parameter].size,
-                                            devicesPerNode(machine));
+    int64_t degree = parameter < 0
+                         ? 1
+                         : largestCommonDegree(op.space.dims[parameter].size,
+                                               devicesPerNode(machine));
     strategy.push_back(
         hybridConfig(op, parameter, degree, numDevices / degree));
   }
@@ -487,8 +779,8 @@ template <bool SequenceParallel, bool DistributedOptimizer,
 sim::Strategy megatronPerNode(const sim::Graph &graph, const Machine &machine) {
   return megatron(graph, machine,
                   MegatronOptions{devicesPerNode(machine), SequenceParallel,
-                                  DistributedOptimizer, Recompute,
-                                  ShardWeights, SelectiveRecompute});
+                                  DistributedOptimizer, Recompute, ShardWeights,
+                                  SelectiveRecompute});
 }
 
 sim::Strategy dataParallelBaseline(const sim::Graph &graph,
@@ -504,6 +796,24 @@ template <StateSharding Stage>
 sim::Strategy zeroBaseline(const sim::Graph &graph, const Machine &machine) {
   sim::Strategy strategy = sim::dataParallel(graph, machine.numDevices());
   shardTrainingState(graph, strategy, Stage);
+  return strategy;
+}
+/// DeepSpeed-Ulysses with ZeRO-3: the all-to-all context exchange over
+/// the devices of a node (fewer where the heads do not divide by them),
+/// no tensor parallelism, data parallel across nodes, and every weight's
+/// training state sharded over its replicas: all the devices.
+sim::Strategy ulyssesZero3(const sim::Graph &graph, const Machine &machine) {
+  MegatronOptions options;
+  options.contextExchange = ContextExchange::AllToAll;
+  int64_t node = devicesPerNode(machine), chosen = 1;
+  for (int64_t cp = node; cp > 1 && chosen == 1; --cp) {
+    options.contextParallel = cp;
+    if (node % cp == 0 && checkMegatron(graph, machine, options).ok())
+      chosen = cp;
+  }
+  options.contextParallel = chosen;
+  sim::Strategy strategy = megatron(graph, machine, options);
+  shardTrainingState(graph, strategy, StateSharding::Parameters);
   return strategy;
 }
 } // namespace
@@ -554,6 +864,13 @@ const std::vector<BaselineInfo> &baselines() {
        "megatron-sp with recomputation, and weights, gradients and optimizer "
        "state sharded over the data-parallel replicas (ZeRO-3)",
        megatronPerNode<true, false, true, true>},
+      {"ulysses-zero3",
+       "DeepSpeed-Ulysses with ZeRO-3: every op split along the sequence "
+       "over a node's devices (as many as divide the attention heads), "
+       "attention split by heads instead with an all-to-all before and "
+       "after, data parallel across nodes, and weights, gradients and "
+       "optimizer state sharded over all devices",
+       ulyssesZero3},
       {"one-weird-trick",
        "Krizhevsky: data-parallel convolutions, fully connected layers "
        "model parallel within a node",
@@ -563,10 +880,7 @@ const std::vector<BaselineInfo> &baselines() {
 }
 
 const BaselineInfo *findBaseline(const std::string &name) {
-  for (const BaselineInfo &info : baselines())
-    if (name == info.name)
-      return &info;
-  return nullptr;
+  return findByName(baselines(), name);
 }
 
 } // namespace ppc::search

@@ -601,10 +601,7 @@ const std::vector<RecomputeInfo> &recomputeModes() {
 }
 
 const RecomputeInfo *findRecompute(const std::string &name) {
-  for (const RecomputeInfo &info : recomputeModes())
-    if (name == info.name)
-      return &info;
-  return nullptr;
+  return findByName(recomputeModes(), name);
 }
 
 absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
@@ -619,20 +616,24 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   };
   if (layout.tensorParallel < 0 || layout.pipelineParallel < 1 ||
       layout.dataParallel < 0 || layout.virtualStages < 1 ||
-      layout.microbatches < 0)
-    return fail("tp, dp and microbatches must be >= 0, pp and "
+      layout.microbatches < 0 || layout.contextParallel < 1)
+    return fail("tp, dp and microbatches must be >= 0, pp, cp and "
                 "virtual-stages >= 1");
   int64_t tp = layout.tensorParallel > 0 ? layout.tensorParallel
                                          : devicesPerNode(machine);
   int64_t pp = layout.pipelineParallel, v = layout.virtualStages;
-  if (numDevices % (tp * pp) != 0)
-    return fail("tp x pp = " + std::to_string(tp) + " x " + std::to_string(pp) +
-                " does not divide the machine's " + std::to_string(numDevices) +
-                " devices");
-  int64_t dp = numDevices / (tp * pp);
+  int64_t cp = layout.contextParallel;
+  // "tp x cp x pp" where cp is asked for, else as before.
+  std::string degrees = "tp x " + std::string(cp > 1 ? "cp x " : "") + "pp";
+  std::string values = std::to_string(tp) + " x " +
+                       (cp > 1 ? std::to_string(cp) + " x " : "") +
+                       std::to_string(pp);
+  if (tp > numDevices || cp > numDevices || numDevices % (tp * cp * pp) != 0)
+    return fail(degrees + " = " + values + " does not divide the machine's " +
+                std::to_string(numDevices) + " devices");
+  int64_t dp = numDevices / (tp * cp * pp);
   if (layout.dataParallel > 0 && layout.dataParallel != dp)
-    return fail("tp x pp x dp = " + std::to_string(tp) + " x " +
-                std::to_string(pp) + " x " +
+    return fail(degrees + " x dp = " + values + " x " +
                 std::to_string(layout.dataParallel) + " but the machine has " +
                 std::to_string(numDevices) + " devices");
   if (v > 1 && pp == 1)
@@ -669,7 +670,18 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   inner.distributedOptimizer = layout.distributedOptimizer;
   inner.recompute = layout.recompute == Recompute::Full;
   inner.selectiveRecompute = layout.recompute == Recompute::Selective;
+  inner.contextParallel = cp;
+  inner.contextExchange = layout.contextExchange;
   int64_t perRank = numDevices / pp;
+  if (cp > 1)
+    for (int64_t k = 0; k < stages; ++k) {
+      sim::Graph part =
+          sim::stageGraph(graph, stageOf, static_cast<int32_t>(k));
+      if (absl::Status problem = checkMegatron(
+              part, machine.subMachine((k % pp) * perRank, perRank), inner);
+          !problem.ok())
+        return problem;
+    }
   bool splitsLayers = false;
   for (int64_t m : counts) {
     sim::Pipeline pipeline;
@@ -731,8 +743,13 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
     return fail("tp = " + std::to_string(tp) +
                 " splits no layer: no linear layer's output features "
                 "divide by it");
-  std::string text = "megatron tp " + std::to_string(tp) + " x pp " +
+  std::string text = "megatron tp " + std::to_string(tp) +
+                     (cp > 1 ? " x cp " + std::to_string(cp) : "") + " x pp " +
                      std::to_string(pp) + " x dp " + std::to_string(dp);
+  if (cp > 1)
+    for (const ContextExchangeInfo &info : contextExchanges())
+      if (info.kind == layout.contextExchange)
+        text += std::string(", context exchange ") + info.name;
   if (v > 1)
     text += ", " + std::to_string(v) + " virtual stages";
   if (best.pipeline.enabled())

@@ -66,11 +66,18 @@ void addRingBytes(const Machine &machine, const std::vector<int64_t> &devices,
 } // namespace
 
 AllReducePlan planAllReduce(const Machine &machine,
-                            const std::vector<int64_t> &devices, double bytes) {
+                            const std::vector<int64_t> &members, double bytes) {
   AllReducePlan plan;
-  int64_t k = static_cast<int64_t>(devices.size());
+  int64_t k = static_cast<int64_t>(members.size());
   if (k <= 1 || bytes <= 0)
     return plan;
+  // NCCL's rings run through each node's members together, whatever order
+  // the group lists them in (a tensor-parallel group strided across nodes
+  // crosses between nodes twice, not at every step).
+  std::vector<int64_t> devices = members;
+  std::stable_sort(devices.begin(), devices.end(), [&](int64_t a, int64_t b) {
+    return machine.getNode(a) < machine.getNode(b);
+  });
   LinkSpec ring = ringLink(machine, devices);
   addRingBytes(machine, devices, bytes, plan.bytesByLinkKind);
   std::map<int64_t, std::vector<int64_t>> byNode;

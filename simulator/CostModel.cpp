@@ -4,6 +4,8 @@
 //
 //   kernel (RooflineCostModel), for partition p of an op in phase ph:
 //     flops = OpCost.<ph>Flops * points(p) / points(op)
+//       (causal attention: the points of p's box with key <= query over the
+//       whole triangle's, IterationSpace::workFraction)
 //     bytes = OpCost.<ph>Bytes * elements(p) / elements(op)
 //       where elements() sums the elements of every operand and result
 //       (slices for p, whole tensors for the op). For the usual OpCost
@@ -201,7 +203,11 @@ double RooflineCostModel::kernelTime(const Op &op, const KernelShape &shape,
     points *= static_cast<double>(r.size());
   if (points == 0)
     return 0; // More partitions than points: this one has nothing to do.
-  double pointFraction = points / static_cast<double>(op.space.numPoints());
+  // Causal attention's later query rows see more keys: the share of the
+  // work follows the points of the triangle in the partition's box.
+  double pointFraction =
+      op.space.causal ? op.space.workFraction(shape.iter)
+                      : points / static_cast<double>(op.space.numPoints());
 
   // Bytes follow the slices, not the points: a halo or an operand the split
   // does not shrink is read in full by every partition.

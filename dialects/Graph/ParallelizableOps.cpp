@@ -337,6 +337,8 @@ IterationSpace AttentionOp::getIterationSpace() {
   space.operands.push_back(access(getKey(), t, d));
   space.operands.push_back(access(getValue(), t, dv));
   space.results.push_back(access(getResult(), s, dv));
+  if (getCausal())
+    space.causal = CausalDomain{s, t};
   return space;
 }
 

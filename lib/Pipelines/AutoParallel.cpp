@@ -74,6 +74,8 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.recompute = options.recompute;
     searchOptions.sequenceParallel = options.sequenceParallel;
     searchOptions.distributedOptimizer = options.distributedOptimizer;
+    searchOptions.cp = options.cp;
+    searchOptions.cpComm = options.cpComm;
     searchOptions.stages = options.stages;
     searchOptions.stageBaseline = options.stageBaseline;
     searchOptions.stageDp = options.stageDp;

@@ -42,6 +42,41 @@ int64_t IterationSpace::numPoints() const {
   return n;
 }
 
+/// Points (s, t) of [s0, s1) x [t0, t1) with t <= s.
+static double causalPairs(const Range &query, const Range &key) {
+  double s0 = static_cast<double>(query.lo), s1 = static_cast<double>(query.hi);
+  double t0 = static_cast<double>(key.lo), t1 = static_cast<double>(key.hi);
+  if (s1 <= s0 || t1 <= t0)
+    return 0;
+  // Row s sees min(max(s + 1 - t0, 0), t1 - t0) keys: none before t0, a
+  // ramp up to t1 - 1, then every key.
+  double rampLo = std::max(s0, t0), rampHi = std::min(s1, t1);
+  double pairs = 0;
+  if (rampHi > rampLo)
+    pairs += (rampHi - rampLo) * (rampLo + rampHi + 1 - 2 * t0) / 2;
+  double fullLo = std::max(s0, t1);
+  if (s1 > fullLo)
+    pairs += (s1 - fullLo) * (t1 - t0);
+  return pairs;
+}
+
+double IterationSpace::workFraction(const std::vector<Range> &iter) const {
+  double points = 1, whole = 1;
+  for (size_t d = 0; d < dims.size() && d < iter.size(); ++d) {
+    if (causal && (static_cast<int32_t>(d) == causal->query ||
+                   static_cast<int32_t>(d) == causal->key))
+      continue;
+    points *= static_cast<double>(iter[d].size());
+    whole *= static_cast<double>(dims[d].size);
+  }
+  if (causal) {
+    auto full = [&](int32_t d) { return Range{0, dims[d].size}; };
+    points *= causalPairs(iter[causal->query], iter[causal->key]);
+    whole *= causalPairs(full(causal->query), full(causal->key));
+  }
+  return whole > 0 ? points / whole : 0;
+}
+
 bool IterationSpace::makesPartialSum(unsigned d, unsigned r) const {
   return !results.at(r).indexes(d);
 }
@@ -96,6 +131,15 @@ absl::Status IterationSpace::validate() const {
     return absl::InvalidArgumentError(
         "a flat view whose result 0 does not have operand 0's element "
         "count");
+  if (causal) {
+    int32_t n = static_cast<int32_t>(dims.size());
+    if (causal->query < 0 || causal->query >= n || causal->key < 0 ||
+        causal->key >= n || causal->query == causal->key)
+      return absl::InvalidArgumentError(
+          "a causal domain names iteration dims " +
+          std::to_string(causal->query) + " and " +
+          std::to_string(causal->key) + " of " + std::to_string(n));
+  }
   if (staged) {
     auto badDim = [&](int32_t d) {
       return d < 0 || d >= static_cast<int32_t>(dims.size());

@@ -256,22 +256,25 @@ void SearchStrategyPass::runOnOperation() {
     return signalPassFailure();
   }
   if (!search::findRecompute(recompute)) {
-    const std::vector<search::RecomputeInfo> &list = search::recomputeModes();
-    std::vector<std::string> modes;
-    for (const search::RecomputeInfo &info : list)
-      modes.push_back(info.name);
     module.emitError() << "ppc-search: unknown recompute '" << recompute
-                       << "': expected " << listAlternatives(modes);
+                       << "': expected " << listNames(search::recomputeModes());
     return signalPassFailure();
   }
   if (algo != Algorithm::Megatron &&
       (tp != 0 || pp != 1 || dp != 0 || virtualStages != 1 ||
-       recompute != "none" || sequenceParallel || distributedOptimizer)) {
+       recompute != "none" || sequenceParallel || distributedOptimizer ||
+       cp != 1 || cpComm != "all-gather")) {
     module.emitError()
-        << "ppc-search: tp, pp, dp, virtual-stages, recompute, "
+        << "ppc-search: tp, pp, dp, cp, cp-comm, virtual-stages, recompute, "
            "sequence-parallel and distributed-optimizer apply to "
            "algorithm=megatron, not '"
         << algorithm << "'";
+    return signalPassFailure();
+  }
+  if (!search::findContextExchange(cpComm)) {
+    module.emitError() << "ppc-search: unknown cp-comm '" << cpComm
+                       << "': expected "
+                       << listNames(search::contextExchanges());
     return signalPassFailure();
   }
   if (stages < 0 || microbatches < 0) {
@@ -587,6 +590,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       layout.recompute = search::findRecompute(recompute)->mode;
       layout.sequenceParallel = sequenceParallel;
       layout.distributedOptimizer = distributedOptimizer;
+      layout.contextParallel = cp;
+      layout.contextExchange = search::findContextExchange(cpComm)->kind;
       absl::StatusOr<search::SearchResult> built =
           search::megatronLayout(problem, layout);
       if (!built.ok())

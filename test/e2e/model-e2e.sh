@@ -12,9 +12,10 @@
 #   5. a checkpoint resumes bit-identically (checkpoint-resume.sh).
 # usage: model-e2e.sh PPC_OPT EXAMPLES WORKDIR MODEL BATCH KIND NP RUN...
 #        (RUN... starts ppc-run, e.g. "mpirun -np 2 ppc-run"). MODEL is
-#        EXAMPLES/MODEL.onnx, or gpt4, gptwide or convnet from
+#        EXAMPLES/MODEL.onnx, or gpt4, gptwide, gptlong or convnet from
 #        bench/models.py (a 4-layer GPT; a 1-layer GPT with a 4096-word
-#        vocabulary; a CNN without batch norm), or tosa-mlp
+#        vocabulary; a 1-layer GPT of sequence 4096 with fused causal
+#        attention; a CNN without batch norm), or tosa-mlp
 #        (test/Interop/Inputs/tosa-mlp.mlir, imported from TOSA), or
 #        activations (make_activations_model.py; needs PyTorch).
 #        PPC_E2E_DTYPE=bf16|f16 trains in that type (mixed precision:
@@ -40,6 +41,11 @@ convnet)
   python3 "$here/../../bench/models.py" convnet --batch "$batch" \
     > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
+gptlong)
+  # Sequence 4096: context parallelism's case (fused causal attention).
+  python3 "$here/../../bench/models.py" gpt --layers 1 --hidden 32 --heads 4 \
+    --seq 4096 --vocab 64 --batch "$batch" > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
 gptwide)
   # 2 MB embedding and head: sharded collectives of several 1 MiB pieces.
   python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 1 --hidden 128 \
@@ -63,7 +69,8 @@ elif [ "${kind#megatron-layout-}" != "$kind" ]; then
   # tpN ppN vN mN sp distopt selective full, e.g. megatron-layout-tp2-pp2-m4.
   options=$(sh "$here/../../bench/megatron_options.sh" "${kind#megatron-layout-}")
   $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
-elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ]; then
+elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ] ||
+     [ "$kind" = ulysses-zero3 ]; then
   # A baseline of search::baselines() as it is (megatron, fsdp, ...).
   $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 else

@@ -512,6 +512,32 @@ TEST(FusedAttention, MeasuredRatePerPhase) {
              smallFlops / fwdRate + 3e-6);
 }
 
+TEST(FusedAttention, CausalSplitsAlongTheQueryDoUnequalWork) {
+  // Causal attention split along the query positions in two: the late
+  // half sees three times the keys the early half does (s = t = 4096:
+  // 2048 * 2049 / 2 pairs against 2048 * 2048 + that), and the two add up
+  // to the whole.
+  DeviceSpec device = computeOnly();
+  RooflineCostModel model;
+  model.halfFlops = 0; // time in proportion to the FLOPs
+  Op op = attention(1, 2, 4096, 4096, 64);
+  op.dtype = DType::F32;
+  op.space.causal = CausalDomain{2, 3};
+  double whole = model.kernelTime(op, ::whole(op), Phase::Forward, device);
+  double early = model.kernelTime(op, kernelShape(op, {1, 1, 2, 1, 1}, 0),
+                                  Phase::Forward, device);
+  double late = model.kernelTime(op, kernelShape(op, {1, 1, 2, 1, 1}, 1),
+                                 Phase::Forward, device);
+  double earlyPairs = 2048.0 * 2049 / 2, triangle = 4096.0 * 4097 / 2;
+  EXPECT_REL(early, whole * earlyPairs / triangle);
+  EXPECT_REL(late, whole * (triangle - earlyPairs) / triangle);
+  EXPECT_GT(late, 2.9 * early);
+  // A split along the heads halves the work of each.
+  EXPECT_REL(model.kernelTime(op, kernelShape(op, {1, 2, 1, 1, 1}, 1),
+                              Phase::Forward, device),
+             whole / 2);
+}
+
 TEST(FusedAttention, MemoryTimeAsForOtherKernels) {
   // Free compute: the time is the bytes, forward and backward.
   DeviceSpec d = bandwidthOnly();

@@ -42,6 +42,39 @@ TEST(IterationSpace, ValidatesAndCountsPoints) {
   EXPECT_NE(statusText(s.validate()), "");
 }
 
+TEST(IterationSpace, CausalWorkFollowsTheTriangle) {
+  // Query s and key t dims of 8 each, 2 heads: the op works on the 36 of
+  // 64 (s, t) pairs with t <= s, per head.
+  IterationSpace s;
+  s.dims = {{2, IterKind::Parameter},
+            {8, IterKind::Attribute},
+            {8, IterKind::Reduction, false}};
+  s.causal = CausalDomain{1, 2};
+  EXPECT_EQ(statusText(s.validate()), "");
+  std::vector<Range> whole = {{0, 2}, {0, 8}, {0, 8}};
+  EXPECT_DOUBLE_EQ(s.workFraction(whole), 1.0);
+  // Query rows split in two: rows 0..3 see 1 + 2 + 3 + 4 = 10 keys, rows
+  // 4..7 see 5 + 6 + 7 + 8 = 26.
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 2}, {0, 4}, {0, 8}}), 10.0 / 36);
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 2}, {4, 8}, {0, 8}}), 26.0 / 36);
+  // One head of the late rows: half of that.
+  EXPECT_DOUBLE_EQ(s.workFraction({{1, 2}, {4, 8}, {0, 8}}), 13.0 / 36);
+  // A key block: rows 4..7 against keys 2..5 see 3 + 4 + 4 + 4 = 15 pairs;
+  // rows 0..1 against keys 2..5 none.
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 2}, {4, 8}, {2, 6}}), 30.0 / 72);
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 2}, {0, 2}, {2, 6}}), 0.0);
+  // Without the domain every point works.
+  s.causal.reset();
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 2}, {4, 8}, {0, 8}}), 0.5);
+  // A domain naming a missing or the same dim is refused.
+  s.causal = CausalDomain{1, 3};
+  EXPECT_EQ(statusText(s.validate()),
+            "a causal domain names iteration dims 1 and 3 "
+            "of 3");
+  s.causal = CausalDomain{1, 1};
+  EXPECT_NE(statusText(s.validate()), "");
+}
+
 TEST(IterationSpace, ValidatesStagedKernels) {
   IterationSpace s = conv3x3();
   StagedKernel staged;

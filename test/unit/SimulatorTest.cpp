@@ -414,6 +414,27 @@ TEST(Simulator, RingAllReduceMatchesAlphaBeta) {
               1.5 * 1e7 / 5e7, 1e-12);
 }
 
+TEST(Simulator, RingAllReduceRunsThroughEachNodeTogether) {
+  // A measured curve prices the flat ring, whose bytes NCCL moves through
+  // each node's members together: a group listed across the nodes in turn
+  // (a tensor-parallel group strided over them) crosses between the nodes
+  // twice, as the same group in order does, not at every step.
+  ClusterSpec spec = *roundMachine(2, 2).cluster;
+  spec.intra.collectiveBySize.points = {{1e3, 1e8}, {1e7, 5e8}};
+  spec.inter.collectiveBySize.points = {{1e3, 1e7}, {1e7, 5e7}};
+  Machine m = Machine::fromCluster(spec);
+  double bytes = 4e6;
+  std::array<double, 8> inOrder =
+      allReduceBytesByLinkKind(m, {0, 1, 2, 3}, bytes);
+  std::array<double, 8> inTurn =
+      allReduceBytesByLinkKind(m, {0, 2, 1, 3}, bytes);
+  EXPECT_EQ(inTurn, inOrder);
+  int inter = static_cast<int>(spec.inter.kind);
+  EXPECT_DOUBLE_EQ(inOrder[inter], 2 * 2.0 * 3 / 4 * bytes);
+  EXPECT_DOUBLE_EQ(allReduceTime(m, {0, 2, 1, 3}, bytes),
+                   allReduceTime(m, {0, 1, 2, 3}, bytes));
+}
+
 /// Two linear layers with 1000 x 1000 f32 weights (4 MB each), data
 /// parallel over two devices of one node.
 Graph twoLayerMlp() {

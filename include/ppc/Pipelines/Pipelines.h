@@ -202,6 +202,15 @@ struct AutoParallelOptions
       llvm::cl::desc("search=megatron: optimizer state sharded over the "
                      "data-parallel replicas"),
       llvm::cl::init(false)};
+  Option<int64_t> cp{*this, "cp",
+                     llvm::cl::desc("search=megatron: context-parallel "
+                                    "degree"),
+                     llvm::cl::init(1)};
+  Option<std::string> cpComm{
+      *this, "cp-comm",
+      llvm::cl::desc("search=megatron with cp > 1: all-gather or "
+                     "all-to-all"),
+      llvm::cl::init("all-gather")};
 };
 
 /// Options of `ppc-lower-to-plan`: materialize resharding, partition into

@@ -106,6 +106,28 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// Megatron-LM's layout, as options.
+/// How a context-parallel group gives each attention the keys and values
+/// of the whole sequence (Megatron-Core's cp_comm_type).
+enum class ContextExchange : uint8_t {
+  /// The attention's query positions split like the rest; its keys and
+  /// values all-gathered over the group (cp_comm_type all_gather).
+  AllGather,
+  /// The attention split by heads instead, the sequence whole: an
+  /// all-to-all from the sequence split to the heads split before it and
+  /// back after (DeepSpeed-Ulysses; cp_comm_type a2a).
+  AllToAll,
+};
+
+struct ContextExchangeInfo {
+  ContextExchange kind;
+  const char *name;
+  const char *description;
+};
+
+/// Every context exchange, in the order options and docs list them.
+const std::vector<ContextExchangeInfo> &contextExchanges();
+const ContextExchangeInfo *findContextExchange(const std::string &name);
+
 struct MegatronOptions {
   /// Tensor-parallel degree (reduced to the largest divisor of the device
   /// count); data parallel over the rest of the devices.
@@ -132,6 +154,12 @@ struct MegatronOptions {
   /// recomputes too) and the activations between the linears; the
   /// linears' results are kept. Ignored when `recompute` is set.
   bool selectiveRecompute = false;
+  /// Context-parallel degree (Megatron-Core's cp): every op split along
+  /// the sequence over groups of cp devices, the tensor-parallel group
+  /// inside (devices tp, then cp, then dp); reduced to the largest divisor
+  /// of the devices the tensor split leaves.
+  int64_t contextParallel = 1;
+  ContextExchange contextExchange = ContextExchange::AllGather;
 };
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
@@ -145,6 +173,12 @@ sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
                        const MegatronOptions &options);
 sim::Strategy megatron(const sim::Graph &graph, const Machine &machine,
                        int64_t tensorParallel);
+/// Why megatron() cannot lay `graph` out as `options` ask (InvalidArgument),
+/// where megatron() would fall back op by op: degrees that do not divide
+/// the machine, or an all-to-all context exchange whose tp x cp does not
+/// divide some attention's heads. OK otherwise.
+absl::Status checkMegatron(const sim::Graph &graph, const Machine &machine,
+                           const MegatronOptions &options);
 /// Krizhevsky's "one weird trick": data-parallel convolutions (and
 /// everything else), model-parallel (parameter dim split over all devices)
 /// fully connected layers.
@@ -389,6 +423,9 @@ struct MegatronLayout {
   Recompute recompute = Recompute::None;
   bool sequenceParallel = false;
   bool distributedOptimizer = false;
+  /// Context-parallel degree and exchange (MegatronOptions).
+  int64_t contextParallel = 1;
+  ContextExchange contextExchange = ContextExchange::AllGather;
 };
 
 /// `layout` built for `problem` and simulated: the ops cut into pp x v

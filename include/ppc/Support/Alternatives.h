@@ -30,6 +30,24 @@ std::string listAlternatives(const std::vector<T> &values) {
   return listAlternatives(items);
 }
 
+/// The entry of `list` whose `name` is `name` (a list of named choices:
+/// baselines, recompute modes, context exchanges), or null.
+template <typename Info>
+const Info *findByName(const std::vector<Info> &list, const std::string &name) {
+  for (const Info &info : list)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+/// listAlternatives of the names of `list`'s entries.
+template <typename Info> std::string listNames(const std::vector<Info> &list) {
+  std::vector<std::string> names;
+  for (const Info &info : list)
+    names.push_back(info.name);
+  return listAlternatives(names);
+}
+
 } // namespace ppc
 
 #endif // PPC_SUPPORT_ALTERNATIVES_H

@@ -136,6 +136,15 @@ struct StagedKernel {
                                const std::vector<Range> &iter) const;
 };
 
+/// Ops that do work only at the points where key position t <= query
+/// position s (causal attention, top-left aligned): the iteration dims of
+/// s and t. A split along s gives the later query rows more keys to see, so
+/// partitions of equal boxes do unequal work.
+struct CausalDomain {
+  int32_t query = -1;
+  int32_t key = -1;
+};
+
 struct IterationSpace {
   std::vector<IterDim> dims;
   std::vector<TensorAccess> operands;
@@ -152,6 +161,8 @@ struct IterationSpace {
   /// layer, a matmul): over a weight, the layer Megatron-LM splits by
   /// columns and rows, and that the "one weird trick" runs model parallel.
   bool matrixProduct = false;
+  /// Set where the op works on a triangle of (query, key) points only.
+  std::optional<CausalDomain> causal;
 
   /// Number of points of the iteration space (product of the dim sizes);
   /// validate() checks that it fits in int64.
@@ -159,6 +170,10 @@ struct IterationSpace {
   /// True if splitting iteration dim `d` leaves each partition of result `r`
   /// with a partial sum (d indexes no dim of that result).
   bool makesPartialSum(unsigned d, unsigned r = 0) const;
+  /// The share of the op's work in the iteration box `iter` (one range per
+  /// dim): its points over numPoints(), or with `causal` its points inside
+  /// the triangle over the whole triangle's.
+  double workFraction(const std::vector<Range> &iter) const;
   /// Checks the space is self-consistent: sizes positive, every access names
   /// an existing iteration dim, ranks agree, the number of points and every
   /// tensor's element count fit in int64. Returns OK or the problem
