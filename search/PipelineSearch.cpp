@@ -670,6 +670,7 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   inner.distributedOptimizer = layout.distributedOptimizer;
   inner.recompute = layout.recompute == Recompute::Full;
   inner.selectiveRecompute = layout.recompute == Recompute::Selective;
+  inner.shardWeights = layout.shardWeights;
   inner.contextParallel = cp;
   inner.contextExchange = layout.contextExchange;
   int64_t perRank = numDevices / pp;
@@ -758,7 +759,9 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
             pipelineScheduleInfo(best.pipeline.schedule).name + ")";
   if (layout.sequenceParallel)
     text += ", sequence parallel";
-  if (layout.distributedOptimizer)
+  if (layout.shardWeights)
+    text += ", fsdp";
+  else if (layout.distributedOptimizer)
     text += ", distributed optimizer";
   for (const RecomputeInfo &info : recomputeModes())
     if (info.mode == layout.recompute && info.mode != Recompute::None)

@@ -74,6 +74,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.recompute = options.recompute;
     searchOptions.sequenceParallel = options.sequenceParallel;
     searchOptions.distributedOptimizer = options.distributedOptimizer;
+    searchOptions.fsdp = options.fsdp;
     searchOptions.cp = options.cp;
     searchOptions.cpComm = options.cpComm;
     searchOptions.stages = options.stages;

@@ -263,10 +263,10 @@ void SearchStrategyPass::runOnOperation() {
   if (algo != Algorithm::Megatron &&
       (tp != 0 || pp != 1 || dp != 0 || virtualStages != 1 ||
        recompute != "none" || sequenceParallel || distributedOptimizer ||
-       cp != 1 || cpComm != "all-gather")) {
+       fsdp || cp != 1 || cpComm != "all-gather")) {
     module.emitError()
         << "ppc-search: tp, pp, dp, cp, cp-comm, virtual-stages, recompute, "
-           "sequence-parallel and distributed-optimizer apply to "
+           "sequence-parallel, distributed-optimizer and fsdp apply to "
            "algorithm=megatron, not '"
         << algorithm << "'";
     return signalPassFailure();
@@ -590,6 +590,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       layout.recompute = search::findRecompute(recompute)->mode;
       layout.sequenceParallel = sequenceParallel;
       layout.distributedOptimizer = distributedOptimizer;
+      layout.shardWeights = fsdp;
       layout.contextParallel = cp;
       layout.contextExchange = search::findContextExchange(cpComm)->kind;
       absl::StatusOr<search::SearchResult> built =

@@ -202,6 +202,11 @@ struct AutoParallelOptions
       llvm::cl::desc("search=megatron: optimizer state sharded over the "
                      "data-parallel replicas"),
       llvm::cl::init(false)};
+  Option<bool> fsdp{
+      *this, "fsdp",
+      llvm::cl::desc("search=megatron: weights, gradients and optimizer "
+                     "state sharded over the data-parallel replicas"),
+      llvm::cl::init(false)};
   Option<int64_t> cp{*this, "cp",
                      llvm::cl::desc("search=megatron: context-parallel "
                                     "degree"),

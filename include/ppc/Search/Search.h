@@ -423,6 +423,10 @@ struct MegatronLayout {
   Recompute recompute = Recompute::None;
   bool sequenceParallel = false;
   bool distributedOptimizer = false;
+  /// Weights, gradients and optimizer state sharded over the data-parallel
+  /// replicas (ZeRO-3, as Megatron-Core's FSDP) instead of the optimizer
+  /// state alone.
+  bool shardWeights = false;
   /// Context-parallel degree and exchange (MegatronOptions).
   int64_t contextParallel = 1;
   ContextExchange contextExchange = ContextExchange::AllGather;

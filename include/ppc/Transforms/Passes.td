@@ -213,6 +213,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"distributedOptimizer", "distributed-optimizer", "bool", "false",
            "algorithm=megatron: optimizer state sharded over the "
            "data-parallel replicas">,
+    Option<"fsdp", "fsdp", "bool", "false",
+           "algorithm=megatron: weights, gradients and optimizer state "
+           "sharded over the data-parallel replicas (ZeRO-3)">,
     Option<"cp", "cp", "int64_t", "1",
            "algorithm=megatron: context-parallel degree (every op split "
            "along the sequence over groups of cp devices)">,
