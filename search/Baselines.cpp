@@ -12,6 +12,8 @@
 
 #include "StageDp.h"
 
+#include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -638,6 +640,98 @@ const std::vector<ContextExchangeInfo> &contextExchanges() {
        "and back after (DeepSpeed-Ulysses; cp_comm_type a2a)"},
   };
   return list;
+}
+
+SearchResult contextParallelLayouts(const Problem &problem,
+                                    const SearchOptions &options) {
+  auto begin = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         begin)
+        .count();
+  };
+  SearchResult best;
+  best.algorithm = "context-parallel layouts: none";
+  const sim::Graph &graph = problem.graph;
+  int64_t devices = problem.machine.numDevices();
+  SequenceFlow flow = followSequence(graph);
+  bool mixes = false;
+  for (char m : flow.mixes)
+    mixes = mixes || m;
+  if (devices < 2 || !mixes)
+    return best;
+  int64_t batch = 1;
+  for (const sim::Op &op : graph.ops)
+    if (int sample = firstSampleDim(op.space); sample >= 0) {
+      batch = op.space.dims[sample].size;
+      break;
+    }
+  int64_t node = devicesPerNode(problem.machine);
+  std::vector<MegatronLayout> layouts;
+  // Unpipelined first: one simulation each, and the likelier answer once
+  // the sequence is split.
+  for (int64_t pp : {1, 2, 4}) {
+    for (int64_t tp : {1, 2, 4, 8}) {
+      for (int64_t cp = 2; tp * cp * pp <= devices; cp *= 2) {
+        if (tp > node || devices % (tp * cp * pp) != 0 || pp > batch)
+          continue;
+        for (const ContextExchangeInfo &exchange : contextExchanges())
+          for (Recompute recompute : {Recompute::Selective, Recompute::Full}) {
+            MegatronLayout layout;
+            layout.tensorParallel = tp;
+            layout.contextParallel = cp;
+            layout.pipelineParallel = pp;
+            layout.contextExchange = exchange.kind;
+            layout.recompute = recompute;
+            layout.sequenceParallel = tp > 1;
+            layout.distributedOptimizer = true;
+            layouts.push_back(layout);
+          }
+      }
+      if (pp == 1 && tp == 1)
+        for (int64_t cp = 2; cp <= devices; cp *= 2) {
+          if (devices % cp != 0)
+            continue;
+          for (Recompute recompute : {Recompute::None, Recompute::Full}) {
+            MegatronLayout ulysses;
+            ulysses.tensorParallel = 1;
+            ulysses.contextParallel = cp;
+            ulysses.contextExchange = ContextExchange::AllToAll;
+            ulysses.recompute = recompute;
+            ulysses.shardWeights = true;
+            layouts.push_back(ulysses);
+          }
+        }
+    }
+  }
+  size_t tried = 0;
+  for (const MegatronLayout &layout : layouts) {
+    if ((options.seconds > 0 && elapsed() > options.seconds) ||
+        (options.cancel && options.cancel->load()))
+      break;
+    ++tried;
+    absl::StatusOr<SearchResult> built = megatronLayout(problem, layout);
+    if (!built.ok())
+      continue;
+    best.iterations += built->iterations;
+    auto time = [](const SearchResult &r) {
+      return r.pipeline.enabled() ? r.pipelineResult.iterationTime
+                                  : r.result.iterationTime;
+    };
+    if (best.strategy.empty() || built->objective < best.objective ||
+        (!std::isfinite(best.objective) && !std::isfinite(built->objective) &&
+         time(*built) < time(best))) {
+      int64_t iterations = best.iterations;
+      best = std::move(*built);
+      best.iterations = iterations;
+    }
+  }
+  if (tried < layouts.size())
+    best.cutShort.push_back(
+        "context-parallel layouts: " + std::to_string(tried) + " of " +
+        std::to_string(layouts.size()) + " tried before the budget ran out");
+  best.seconds = elapsed();
+  return best;
 }
 
 const ContextExchangeInfo *findContextExchange(const std::string &name) {

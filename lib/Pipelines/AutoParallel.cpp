@@ -83,6 +83,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.schedule = options.schedule;
     searchOptions.dpStart = options.dpStart;
     searchOptions.pipelines = options.pipelines;
+    searchOptions.contextLayouts = options.contextLayouts;
     pm.addPass(createSearchStrategy(searchOptions));
   }
 

@@ -139,6 +139,9 @@ constexpr double kDpStartSeconds = 50;
 /// The pipeline search's time limit in algorithm=mcmc on more than one
 /// device under an iteration budget.
 constexpr double kPipelineSearchSeconds = 50;
+/// The context-parallel layouts' time limit in algorithm=mcmc under an
+/// iteration budget.
+constexpr double kContextLayoutSeconds = 30;
 
 /// Set by SIGINT while a search runs: the search stops with its best so far.
 std::atomic<bool> cancelRequested{false};
@@ -476,6 +479,22 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         starts.push_back(baseline.second);
       if (existing)
         starts.push_back(*existing);
+      // Where ops mix sequence positions, Megatron-Core's context-parallel
+      // layouts and Ulysses x ZeRO-3, which no single-op move reaches from
+      // the other starts: the fastest is a start when unpipelined, and
+      // competes with MCMC's answer as the pipeline search's does.
+      search::SearchResult context;
+      if (contextLayouts && machine.numDevices() > 1 &&
+          !cancelRequested.load()) {
+        search::SearchOptions contextOptions = options;
+        contextOptions.seconds =
+            options.seconds > 0 ? budgetLeft() / 4 : kContextLayoutSeconds;
+        context = search::contextParallelLayouts(problem, contextOptions);
+        if (!context.strategy.empty() && !context.pipeline.enabled())
+          starts.push_back(context.strategy);
+        if (options.seconds > 0)
+          chains.seconds = budgetLeft();
+      }
       // On more than one device pipelines are searched too, before MCMC
       // (which cannot pipeline): with a time budget, half of what is left,
       // or two thirds when the DP's answer does not fit in memory (then
@@ -524,6 +543,26 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                               dp.cutShort.end());
       }
       found.considered.push_back("MCMC: " + formatMs(found.objective));
+      if (!context.strategy.empty()) {
+        found.considered.push_back(
+            "context-parallel layouts: " + context.algorithm + ": " +
+            formatMs(context.objective));
+        found.cutShort.insert(found.cutShort.end(), context.cutShort.begin(),
+                              context.cutShort.end());
+        if (std::isfinite(context.objective) &&
+            !(found.objective <= context.objective)) {
+          context.algorithm =
+              (std::isfinite(found.objective) ? "faster than MCMC's answer, "
+                                              : "no other strategy fits, ") +
+              context.algorithm;
+          context.iterations += found.iterations;
+          context.seconds += found.seconds;
+          context.cutShort = std::move(found.cutShort);
+          context.startObjectives = std::move(found.startObjectives);
+          context.considered = std::move(found.considered);
+          found = std::move(context);
+        }
+      }
       // The pipeline search's answer, counted with what ran before it, wins
       // when it fits and MCMC's does not do better.
       if (searchPipelines) {

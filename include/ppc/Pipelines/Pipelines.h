@@ -189,6 +189,12 @@ struct AutoParallelOptions
       llvm::cl::desc("search=mcmc: on more than one device, also run the "
                      "pipeline search and take its answer when faster"),
       llvm::cl::init(true)};
+  Option<bool> contextLayouts{
+      *this, "context-layouts",
+      llvm::cl::desc("search=mcmc: where ops mix sequence positions, also "
+                     "try Megatron-Core's context-parallel layouts and "
+                     "Ulysses x ZeRO-3"),
+      llvm::cl::init(true)};
   Option<std::string> recompute{
       *this, "recompute",
       llvm::cl::desc("search=megatron: none, selective or full"),

@@ -440,6 +440,19 @@ struct MegatronLayout {
 absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
                                             const MegatronLayout &layout);
 
+/// Megatron-Core's context-parallel layouts and Ulysses x ZeRO-3 as one
+/// search phase, for graphs whose ops mix sequence positions (attention):
+/// megatronLayout over tp in {1, 2, 4, 8} (at most a node), cp in the
+/// powers of two from 2, pp in {1, 2, 4} (the batch allowing), both context
+/// exchanges, selective and full recomputation, sequence parallelism where
+/// tp > 1 and the distributed optimizer; and tp 1 with the all-to-all
+/// exchange, fsdp, and no or full recomputation. The fastest that fits (or
+/// the fastest), unpipelined layouts first; within `options.seconds` (0: no
+/// limit) or until `options.cancel`, saying in cutShort how far it got.
+/// Empty (no strategy) on one device or where nothing mixes positions.
+SearchResult contextParallelLayouts(const Problem &problem,
+                                    const SearchOptions &options);
+
 /// The objective of a pipelined strategy: its iteration time, or +infinity
 /// when a device needs more memory than allowed.
 double pipelineObjective(const Problem &problem,
