@@ -305,10 +305,20 @@ static SmallVector<int64_t> logicalShape(AttentionOp op, Value value) {
 }
 
 /// Dims: the leading dims (dim 0 the sample, the rest heads: parameters),
-/// S (attribute: query positions), then T, D and Dv, which no split may
-/// cut: T is the softmax axis, D is summed before it and Dv would recompute
-/// the whole score matrix on every partition. The same dims in either
-/// layout; only the operands' dims read them in another order.
+/// S (attribute: query positions), T (the keys), then D and Dv, which no
+/// split may cut: D is summed before the softmax and Dv would recompute the
+/// whole score matrix on every partition. The same dims in either layout;
+/// only the operands' dims read them in another order.
+///
+/// A split along T is the log-sum-exp merge of attention over blocks of
+/// keys (as ring attention and FlashAttention's split-KV merge them): the
+/// partitions holding the same query rows run three forward stages. Stage 0
+/// writes each row's block maximum (into a max-reduced and a kept copy),
+/// its sum of exp(score - block max) and the unnormalized output; stage 1
+/// rescales sum and output to the rows' maximum (the sums then reduced);
+/// stage 2 divides by the rows' sum, leaving a partial sum of the result.
+/// The backward's stage 0 sums each row's dO . O over the blocks (reduced),
+/// stage 1 the gradients. Unsplit, the kernel runs once (onlyWhenSplit).
 IterationSpace AttentionOp::getIterationSpace() {
   SmallVector<int64_t> query = logicalShape(*this, getQuery());
   SmallVector<int64_t> value = logicalShape(*this, getValue());
@@ -320,7 +330,7 @@ IterationSpace AttentionOp::getIterationSpace() {
   int32_t s = lead, t = lead + 1, d = lead + 2, dv = lead + 3;
   space.dims.push_back({query[lead], IterKind::Attribute});
   space.dims.push_back(
-      {logicalShape(*this, getKey())[lead], IterKind::Reduction, false});
+      {logicalShape(*this, getKey())[lead], IterKind::Reduction});
   space.dims.push_back({query.back(), IterKind::Reduction, false});
   space.dims.push_back({value.back(), IterKind::Parameter, false});
   SmallVector<int64_t> order = logicalDims();
@@ -339,6 +349,19 @@ IterationSpace AttentionOp::getIterationSpace() {
   space.results.push_back(access(getResult(), s, dv));
   if (getCausal())
     space.causal = CausalDomain{s, t};
+  std::vector<ScratchDim> rows;
+  for (int32_t i = 0; i <= s; ++i)
+    rows.push_back({1, /*iterDim=*/i});
+  StagedKernel staged;
+  staged.forwardStages = 3;
+  staged.backwardStages = 2;
+  staged.forward = {{rows, /*syncAfter=*/0, /*max=*/true},
+                    {rows, /*syncAfter=*/1},
+                    {rows, /*syncAfter=*/-1}};
+  staged.backward = {{rows, /*syncAfter=*/0}};
+  staged.acrossDims = {t};
+  staged.onlyWhenSplit = true;
+  space.staged = std::move(staged);
   return space;
 }
 

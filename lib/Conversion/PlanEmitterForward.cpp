@@ -14,7 +14,7 @@ namespace conversion {
 
 const StagedKernel *PlanEmitter::stagedKernel(int64_t k) const {
   const std::optional<StagedKernel> &staged = parts.graph.ops[k].space.staged;
-  if (!staged || (staged->trainingOnly && !training))
+  if (!staged || !staged->runsFor(parts.strategy[k].degrees, training))
     return nullptr;
   return &*staged;
 }

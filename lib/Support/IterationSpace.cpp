@@ -178,6 +178,18 @@ StagedKernel::shapeOf(const StageScratch &scratch,
   return shape;
 }
 
+bool StagedKernel::runsFor(const std::vector<int64_t> &degrees,
+                           bool training) const {
+  if (trainingOnly && !training)
+    return false;
+  if (!onlyWhenSplit)
+    return true;
+  for (int32_t d : acrossDims)
+    if (static_cast<size_t>(d) < degrees.size() && degrees[d] > 1)
+      return true;
+  return false;
+}
+
 static int64_t floorDiv(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }

@@ -6,8 +6,12 @@
 // query, key and value views hold (the same errors on every backend); the
 // offsets and flat dropout indices of those ranges; and the per-row softmax
 // and softmax gradient of a score block (PPC_HD), which both backends run
-// alike. Partitions split only the leading dims and S: query must hold all
-// of D, key and value all of T and D / Dv, the result all of Dv.
+// alike. Partitions split the leading dims and S: query must hold all of D,
+// key and value all of D / Dv, the result all of Dv. A partition split along
+// T too (a key block, the staged log-sum-exp merge of AttentionOp) takes its
+// keys [keyLo, keyHi) from the key view's box, which the value view's must
+// equal (as a matmul's K range is its lhs's box); unsplit, key and value
+// hold all of T.
 //
 // Ranges and indices are in the default layout's terms ([B..., S, D]:
 // batch, row, column); `dims` says which dim of every view holds each of
@@ -43,6 +47,8 @@ struct AttentionRanges {
   std::vector<int64_t> batchShape;
   std::vector<int64_t> batchLo, batchHi;
   int64_t rowLo, rowHi;
+  /// The keys of the partition: [0, T) unless it is a key block.
+  int64_t keyLo, keyHi;
   /// Global sizes.
   int64_t S, T, D, Dv;
   float scale;
@@ -51,10 +57,12 @@ struct AttentionRanges {
   bool dropout;
   double ratio;
 
-  /// Key columns [0, cols) any query row below `rowHi` attends to: with
-  /// `causal`, row i sees keys [0, i], so none past the last row.
+  /// Key columns [0, cols) of the partition's keys (from keyLo) any query
+  /// row below `rowHi` attends to: with `causal`, row i sees keys [0, i],
+  /// so none past the last row.
   int64_t keyColumns(int64_t rowHi) const {
-    return causal ? std::min(T, rowHi) : T;
+    return causal ? std::max<int64_t>(std::min(keyHi, rowHi) - keyLo, 0)
+                  : keyHi - keyLo;
   }
 };
 
@@ -76,12 +84,14 @@ inline bool holdsWholeDim(const TensorView &view, int64_t d) {
 }
 
 /// Checks the operand views (and the result or result grad box `result`)
-/// and fills `r`. `View`: a TensorView, or a backend's view derived from
-/// one.
+/// and fills `r`; with `keyBlock` the key and value views hold the
+/// partition's keys, else all of them. `View`: a TensorView, or a
+/// backend's view derived from one.
 template <typename View>
 absl::Status attentionRanges(const OpDesc &op, const KernelContext &ctx,
                              const std::vector<View> &inputs,
-                             const TensorView &result, AttentionRanges &r) {
+                             const TensorView &result, AttentionRanges &r,
+                             bool keyBlock = false) {
   if (inputs.size() != 3)
     return absl::InvalidArgumentError(
         op.kind + ": expects 3 operands (query, key, value), got " +
@@ -148,15 +158,21 @@ absl::Status attentionRanges(const OpDesc &op, const KernelContext &ctx,
   if (!holdsWhole(q, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": query must cover its whole D dim");
-  if (!holdsWhole(k, rank - 2))
+  const int64_t kT = r.dims[rank - 2];
+  r.keyLo = k.lo[kT];
+  r.keyHi = k.hi[kT];
+  if (!keyBlock && !holdsWhole(k, rank - 2))
     return absl::InvalidArgumentError(op.kind +
                                       ": key must cover its whole T dim");
   if (!holdsWhole(k, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": key must cover its whole D dim");
-  if (!holdsWhole(v, rank - 2))
-    return absl::InvalidArgumentError(op.kind +
-                                      ": value must cover its whole T dim");
+  if (v.lo[kT] != r.keyLo || v.hi[kT] != r.keyHi)
+    return absl::InvalidArgumentError(
+        op.kind + (keyBlock ? ": value must hold the key box's T range [" +
+                                  std::to_string(r.keyLo) + ", " +
+                                  std::to_string(r.keyHi) + ")"
+                            : ": value must cover its whole T dim"));
   if (!holdsWhole(v, rank - 1))
     return absl::InvalidArgumentError(op.kind +
                                       ": value must cover its whole Dv dim");
@@ -202,11 +218,11 @@ template <typename View>
 absl::Status forwardRanges(const OpDesc &op, const KernelContext &ctx,
                            const std::vector<View> &inputs,
                            const std::vector<View> &outputs,
-                           AttentionRanges &r) {
+                           AttentionRanges &r, bool keyBlock = false) {
   if (outputs.size() != 1)
     return absl::InvalidArgumentError(op.kind + ": expects 1 result, got " +
                                       std::to_string(outputs.size()));
-  return attentionRanges(op, ctx, inputs, outputs[0], r);
+  return attentionRanges(op, ctx, inputs, outputs[0], r, keyBlock);
 }
 
 /// A backward's checks: one result grad, the grad boxes (checkGradBoxes),
@@ -217,14 +233,14 @@ absl::Status backwardRanges(const OpDesc &op, const KernelContext &ctx,
                             const std::vector<View> &outputs,
                             const std::vector<View> &outputGrads,
                             const std::vector<View> &inputGrads,
-                            AttentionRanges &r) {
+                            AttentionRanges &r, bool keyBlock = false) {
   if (outputGrads.size() != 1)
     return absl::InvalidArgumentError(op.kind + ": expects 1 result grad");
   if (absl::Status s =
           checkGradBoxes(op, inputs, outputs, outputGrads, inputGrads);
       !s.ok())
     return s;
-  return attentionRanges(op, ctx, inputs, outputGrads[0], r);
+  return attentionRanges(op, ctx, inputs, outputGrads[0], r, keyBlock);
 }
 
 /// Elements between consecutive indices of default-layout dim `d` in
@@ -262,10 +278,15 @@ inline int64_t probabilityBase(const std::vector<int64_t> &batch,
   return flat * r.S * r.T;
 }
 
-/// Keys [0, seen) of global query row `row` among a block's `cols`: all of
-/// them, or with `causal` those up to the row.
-PPC_HD inline int64_t keysSeen(bool causal, int64_t cols, int64_t row) {
-  return causal ? (cols < row + 1 ? cols : row + 1) : cols;
+/// Keys [0, seen) of global query row `row` among a block's `cols` keys
+/// from global key `keyLo` on: all of them, or with `causal` those up to
+/// the row (none where the block starts past it).
+PPC_HD inline int64_t keysSeen(bool causal, int64_t cols, int64_t row,
+                               int64_t keyLo = 0) {
+  if (!causal)
+    return cols;
+  const int64_t upTo = row + 1 - keyLo;
+  return upTo < 0 ? 0 : (cols < upTo ? cols : upTo);
 }
 
 /// The scaled scores `line` [0, cols) of a query row become its softmax over

@@ -258,11 +258,22 @@ Elements typedBlock(ExecContext &ctx, DType type, int64_t n) {
   return {ctx.workspace->floats(floats), type};
 }
 
+/// A partition split along T (AttentionOp's staged log-sum-exp merge,
+/// which the plan gives statistics scratch) runs on the cpu backend only.
+absl::Status keyBlocksUnsupported(const OpDesc &op) {
+  return absl::UnimplementedError(
+      op.kind + ": the cuda backend does not run attention split along its "
+                "keys (T) yet; split it along the batch, heads or query "
+                "positions, or run the plan with --backend=cpu");
+}
+
 absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
                               ExecContext &ctx,
                               const std::vector<KernelView> &inputs,
                               const std::vector<KernelView> &outputs,
-                              const std::vector<KernelView> &) {
+                              const std::vector<KernelView> &scratch) {
+  if (!scratch.empty())
+    return keyBlocksUnsupported(op);
   AttentionRanges r;
   if (absl::Status s = forwardRanges(op, kctx, inputs, outputs, r); !s.ok())
     return s;
@@ -316,7 +327,9 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
                                const std::vector<KernelView> &outputs,
                                const std::vector<KernelView> &outputGrads,
                                const std::vector<KernelView> &inputGrads,
-                               const std::vector<KernelView> &) {
+                               const std::vector<KernelView> &scratch) {
+  if (!scratch.empty())
+    return keyBlocksUnsupported(op);
   AttentionRanges r;
   if (absl::Status s =
           backwardRanges(op, kctx, inputs, outputs, outputGrads, inputGrads, r);

@@ -30,6 +30,10 @@ iteration dims, their kinds and splittability) and writes one of:
            partial sums along result dim 0 (the batch); the others split
            as `spatial`, so the pieces meet consumers split along the
            batch, the sequence or the image height.
+  key-blocks
+           attention ops split their keys (T) in 2 and, on 4 or more
+           devices, their query rows (S) over the rest (the log-sum-exp
+           merge of key blocks); the others split as `spatial`.
   ppS-SCHEDULE, ppS-tp-SCHEDULE, ppPxV-[tp-]interleaved-1f1b
            a pipeline of S stages (ops cut into S runs of equal length, in
            order) on N/S devices each, 4 micro-batches (--microbatches),
@@ -92,6 +96,15 @@ def configure(op, kind, devices, index):
             if degrees:
                 return degrees, 0, 1, 0
         return split_first(op, ["attribute", "sample"], devices) or whole, 0
+    if kind == "key-blocks":
+        if op["kind"] == "ppc.attention":
+            # dims: leading..., S, T, D, Dv
+            degrees = [1] * len(op["dims"])
+            s, t = len(op["dims"]) - 4, len(op["dims"]) - 3
+            degrees[t] = 2
+            degrees[s] = devices // 2
+            return degrees, 0
+        return split_first(op, ["attribute", "sample"], devices) or whole, 0
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
 
 
@@ -132,7 +145,7 @@ def place_stages(strategy, blocks, tensor, schedule, microbatches):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     kinds = ["dp", "tensor", "spatial", "mixed", "replicated", "zero1",
-             "zero2", "zero3", "recompute", "scatter"]
+             "zero2", "zero3", "recompute", "scatter", "key-blocks"]
     parser.add_argument("--kind", required=True,
                         help=", ".join(kinds) + ", ppS[-tp]-SCHEDULE or "
                         "ppA+B+...[-tp]-SCHEDULE")

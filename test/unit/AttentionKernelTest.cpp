@@ -9,7 +9,9 @@
 // dims and S against the whole-op run (partial dK / dV summed); sequences
 // longer than the kernel's row tile; layout "bshd" against the default
 // layout on the transposed operands (whole and partitioned by samples, heads
-// and rows); and the errors for boxes the kernel cannot compute from
+// and rows); key blocks in the staged log-sum-exp merge (keys split, with
+// and without rows split, causal and dropout) against the whole-op run; and
+// the errors for boxes and statistics the kernel cannot compute from
 // (KernelTestUtil.h).
 //
 //===----------------------------------------------------------------------===//
@@ -239,6 +241,206 @@ TEST(AttentionKernel, PartitionsMatchWholeOp) {
       expectPartitionsMatchWhole(attentionOp(flat), trainingAt(2),
                                  randomInputs(flat, 22), rowParts);
     }
+}
+
+/// ppc.attention run as partitions of `rows` x `keys` (query rows by key
+/// blocks, leading dims whole) in the staged log-sum-exp merge, with the
+/// plan's statistics reductions done here between the stages: forward
+/// scratch 0 max-reduced after stage 0, scratch 1 summed after stage 1, the
+/// backward's own scratch (after the forward's three) summed after its
+/// stage 0, each over the partitions of the same rows. The partial results
+/// and dQ are summed, the blocks' dK and dV assembled.
+Result keyBlocks(const AttentionCase &c, const KernelContext &ctx,
+                 const std::vector<std::vector<float>> &x,
+                 const std::vector<float> &dOut,
+                 const std::vector<Range> &rows,
+                 const std::vector<Range> &keys) {
+  OpDesc op = attentionOp(c);
+  const size_t tDim = c.lead.size();
+  int64_t lead = 1;
+  for (int64_t size : c.lead)
+    lead *= size;
+  std::vector<Range> batch;
+  for (int64_t size : c.lead)
+    batch.push_back({0, size});
+  struct Part {
+    Partition boxes;
+    size_t group;
+    std::vector<std::vector<float>> in, out, grads, stats;
+    std::vector<TensorView> inViews, outViews, gradViews, dOutViews;
+    std::vector<float> dOutBox;
+  };
+  std::vector<Part> parts;
+  for (size_t g = 0; g < rows.size(); ++g)
+    for (Range block : keys) {
+      Part part;
+      part.group = g;
+      part.boxes = attentionPartition(c, batch, rows[g]);
+      for (int i : {1, 2})
+        part.boxes.inputs[i] = withRange(part.boxes.inputs[i], tDim,
+                                         block.first, block.second);
+      for (size_t i = 0; i < 3; ++i) {
+        part.in.push_back(
+            extractBox(x[i], op.operandShapes[i], part.boxes.inputs[i]));
+        part.grads.emplace_back(part.in[i].size(), 0.0f);
+      }
+      const Box &result = part.boxes.outputs[0];
+      part.out.emplace_back(
+          lead * (rows[g].second - rows[g].first) * c.Dv, std::nanf(""));
+      part.dOutBox = extractBox(dOut, c.result(), result);
+      for (size_t i = 0; i < 4; ++i)
+        part.stats.emplace_back(lead * (rows[g].second - rows[g].first),
+                                std::nanf(""));
+      parts.push_back(std::move(part));
+    }
+  for (Part &part : parts) { // views once the buffers stay put
+    for (size_t i = 0; i < 3; ++i) {
+      part.inViews.push_back(
+          boxView(part.in[i], op.operandShapes[i], part.boxes.inputs[i]));
+      part.gradViews.push_back(
+          boxView(part.grads[i], op.operandShapes[i], part.boxes.inputs[i]));
+    }
+    part.outViews.push_back(
+        boxView(part.out[0], c.result(), part.boxes.outputs[0]));
+    part.dOutViews.push_back(
+        boxView(part.dOutBox, c.result(), part.boxes.outputs[0]));
+  }
+  auto statViews = [](Part &part, size_t count) {
+    std::vector<TensorView> views;
+    for (size_t i = 0; i < count; ++i)
+      views.push_back(viewOf(part.stats[i],
+                             {static_cast<int64_t>(part.stats[i].size())}));
+    return views;
+  };
+  // Reduces statistics buffer `i` over the partitions of each row group.
+  auto reduce = [&](size_t i, bool max) {
+    for (size_t g = 0; g < rows.size(); ++g) {
+      std::vector<float> total;
+      for (Part &part : parts) {
+        if (part.group != g)
+          continue;
+        if (total.empty()) {
+          total = part.stats[i];
+          continue;
+        }
+        for (size_t e = 0; e < total.size(); ++e)
+          total[e] = max ? std::max(total[e], part.stats[i][e])
+                         : total[e] + part.stats[i][e];
+      }
+      for (Part &part : parts)
+        if (part.group == g)
+          part.stats[i] = total;
+    }
+  };
+  Result r;
+  r.out.assign(numElementsOf(c.result()), 0.0f);
+  for (int32_t stage = 0; stage < 3; ++stage) {
+    if (stage == 1)
+      reduce(0, /*max=*/true);
+    if (stage == 2)
+      reduce(1, /*max=*/false);
+    for (Part &part : parts) {
+      KernelContext staged = ctx;
+      staged.stage = stage;
+      std::vector<TensorView> stats = statViews(part, 3);
+      std::string error = ppc::test::statusText(
+          forward(op, staged, part.inViews, part.outViews, stats));
+      EXPECT_EQ(error, "");
+      if (!error.empty())
+        return r;
+    }
+  }
+  for (Part &part : parts)
+    addBox(r.out, c.result(), part.boxes.outputs[0], part.out[0]);
+  for (int32_t stage = 0; stage < 2; ++stage) {
+    if (stage == 1)
+      reduce(3, /*max=*/false);
+    for (Part &part : parts) {
+      KernelContext staged = ctx;
+      staged.stage = stage;
+      std::vector<TensorView> stats = statViews(part, 4);
+      std::string error = ppc::test::statusText(
+          backward(op, staged, part.inViews, part.outViews, part.dOutViews,
+                   part.gradViews, stats));
+      EXPECT_EQ(error, "");
+      if (!error.empty())
+        return r;
+    }
+  }
+  r.dq.assign(numElementsOf(c.query()), 0.0f);
+  r.dk.assign(numElementsOf(c.key()), 0.0f);
+  r.dv.assign(numElementsOf(c.value()), 0.0f);
+  for (Part &part : parts) {
+    addBox(r.dq, c.query(), part.boxes.inputs[0], part.grads[0]);
+    addBox(r.dk, c.key(), part.boxes.inputs[1], part.grads[1]);
+    addBox(r.dv, c.value(), part.boxes.inputs[2], part.grads[2]);
+  }
+  return r;
+}
+
+TEST(AttentionKernel, KeyBlocksMergeToTheWholeOp) {
+  // Keys split in 3 (causal: the first query rows see nothing of the last
+  // blocks), with and without query rows split, with dropout; S = 300 spans
+  // several row tiles.
+  for (const auto &lead : kAttentionLeads)
+    for (bool causal : {false, true})
+      for (double ratio : {0.0, 0.2}) {
+        AttentionCase c{lead, 9, 10, 4, 3, 0.6, causal, ratio, 29};
+        auto x = randomInputs(c, 71);
+        std::vector<float> dOut =
+            randomValues(numElementsOf(c.result()), 72);
+        Result whole = fused(c, trainingAt(3), x, dOut);
+        std::string what = std::string(causal ? "causal" : "full") +
+                           (ratio > 0 ? " dropout" : "") + " lead rank " +
+                           std::to_string(lead.size());
+        expectResultsClose(keyBlocks(c, trainingAt(3), x, dOut,
+                                     {{0, c.S}}, splitRange(c.T, 3)),
+                           whole, 1e-5, what + " keys / 3");
+        expectResultsClose(keyBlocks(c, trainingAt(3), x, dOut,
+                                     splitRange(c.S, 2), splitRange(c.T, 2)),
+                           whole, 1e-5, what + " rows / 2 x keys / 2");
+      }
+  AttentionCase tall{{2}, 300, 260, 8, 4, 0.3, true, 0.1, 17};
+  auto x = randomInputs(tall, 81);
+  std::vector<float> dOut = randomValues(numElementsOf(tall.result()), 82);
+  expectResultsClose(keyBlocks(tall, trainingAt(6), x, dOut,
+                               splitRange(tall.S, 2), splitRange(tall.T, 4)),
+                     fused(tall, trainingAt(6), x, dOut), 1e-5,
+                     "row tiles x key blocks");
+}
+
+TEST(AttentionKernel, KeyBlocksRejectMismatchedStatistics) {
+  AttentionCase c{{}, 4, 6, 3, 5};
+  OpDesc op = attentionOp(c);
+  auto x = randomInputs(c, 91);
+  Partition p = wholePartition(op);
+  p.inputs[1] = withRange(p.inputs[1], 0, 0, 3);
+  p.inputs[2] = withRange(p.inputs[2], 0, 0, 3);
+  std::vector<float> q = x[0], k = extractBox(x[1], c.key(), p.inputs[1]),
+                     v = extractBox(x[2], c.value(), p.inputs[2]),
+                     out(numElementsOf(c.result())), one(4), two(4), three(3);
+  std::vector<TensorView> inputs = {viewOf(q, c.query()),
+                                    boxView(k, c.key(), p.inputs[1]),
+                                    boxView(v, c.value(), p.inputs[2])};
+  std::vector<TensorView> outputs = {viewOf(out, c.result())};
+  std::vector<TensorView> stats = {viewOf(one, {4}), viewOf(two, {4})};
+  std::string error =
+      ppc::test::statusText(forward(op, trainingAt(0), inputs, outputs, stats));
+  EXPECT_NE(error.find("3 statistics buffers, got 2"), std::string::npos)
+      << error;
+  stats.push_back(viewOf(three, {3}));
+  error =
+      ppc::test::statusText(forward(op, trainingAt(0), inputs, outputs, stats));
+  EXPECT_NE(error.find("one value per row (4)"), std::string::npos) << error;
+  stats.back() = viewOf(two, {4});
+  Box otherKeys = withRange(p.inputs[2], 0, 3, 6);
+  std::vector<float> v2 = extractBox(x[2], c.value(), otherKeys);
+  inputs[2] = boxView(v2, c.value(), otherKeys);
+  error =
+      ppc::test::statusText(forward(op, trainingAt(0), inputs, outputs, stats));
+  EXPECT_NE(error.find("value must hold the key box's T range [0, 3)"),
+            std::string::npos)
+      << error;
 }
 
 TEST(AttentionKernel, LongSequencesSpanSeveralRowTiles) {

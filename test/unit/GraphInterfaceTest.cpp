@@ -177,9 +177,9 @@ TEST_F(GraphInterfaceTest, Attention) {
                    "tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> "
                    "tensor<2x4x16x6xf32>";
   IterationSpace space = spaceOf(args, body);
-  // Batch and heads split; query positions split (keys stay whole);
-  // neither the softmax axis T nor the head sizes may be cut.
-  EXPECT_EQ(formatDims(space), "S2 P4 A16 R32! R8! P6!");
+  // Batch, heads, query positions and keys split (keys in blocks merged by
+  // log-sum-exp); the head sizes may not be cut.
+  EXPECT_EQ(formatDims(space), "S2 P4 A16 R32 R8! P6!");
   EXPECT_EQ(formatAccess(space.operands[0]), "[d0, d1, d2, d4]");
   EXPECT_EQ(formatAccess(space.operands[1]), "[d0, d1, d3, d4]");
   EXPECT_EQ(formatAccess(space.operands[2]), "[d0, d1, d3, d5]");
@@ -188,6 +188,25 @@ TEST_F(GraphInterfaceTest, Attention) {
   EXPECT_EQ(
       formatSlice(sliceOf(space.operands[1], rangesWith(space, 2, 8, 16))),
       "0:2 0:4 0:32 0:8");
+  // A key split: three stages over the partitions of the same rows, with
+  // per-row statistics ([batch, heads, S] of the partition), the maxima
+  // max-reduced after stage 0 and the sums summed after stage 1; none where
+  // the keys are whole.
+  ASSERT_TRUE(space.staged.has_value());
+  const StagedKernel &staged = *space.staged;
+  EXPECT_EQ(staged.acrossDims, std::vector<int32_t>{3});
+  EXPECT_EQ(staged.forwardStages, 3);
+  EXPECT_EQ(staged.backwardStages, 2);
+  ASSERT_EQ(staged.forward.size(), 3u);
+  EXPECT_TRUE(staged.forward[0].max);
+  EXPECT_EQ(staged.forward[0].syncAfter, 0);
+  EXPECT_EQ(staged.forward[1].syncAfter, 1);
+  EXPECT_EQ(staged.forward[2].syncAfter, -1);
+  EXPECT_EQ(staged.shapeOf(staged.forward[0], rangesWith(space, 2, 8, 16)),
+            (std::vector<int64_t>{2, 4, 8}));
+  EXPECT_TRUE(staged.runsFor({1, 1, 2, 2, 1, 1}, /*training=*/true));
+  EXPECT_FALSE(staged.runsFor({2, 4, 2, 1, 1, 1}, /*training=*/true));
+  EXPECT_TRUE(space.makesPartialSum(3));
   OpCost cost = costOf(args, body);
   double forward = 2.0 * 2 * 4 * 16 * 32 * (8 + 6);
   EXPECT_EQ(cost.fwdFlops, forward);

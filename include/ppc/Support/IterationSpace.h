@@ -130,6 +130,14 @@ struct StagedKernel {
   /// Inference runs one stage without scratch (batch norm reads its running
   /// statistics); otherwise the stages run in inference too.
   bool trainingOnly = false;
+  /// The stages run only where some dim of `acrossDims` is split (a
+  /// statistics group of more than one partition); elsewhere the kernel runs
+  /// once, without scratch, as the whole op (attention split along its
+  /// keys merges by log-sum-exp; unsplit, it stays one fused kernel).
+  bool onlyWhenSplit = false;
+
+  /// Whether the stages run for an op split by `degrees` in `training`.
+  bool runsFor(const std::vector<int64_t> &degrees, bool training) const;
 
   /// Shape of `scratch` for a partition with iteration ranges `iter`.
   std::vector<int64_t> shapeOf(const StageScratch &scratch,
