@@ -243,6 +243,36 @@ absl::Status backwardRanges(const OpDesc &op, const KernelContext &ctx,
   return attentionRanges(op, ctx, inputs, outputGrads[0], r, keyBlock);
 }
 
+/// Checks the per-row statistics scratch of a key block partition: `count`
+/// buffers of one float per (leading index, query row) of the result box.
+template <typename View>
+absl::Status checkStatistics(const OpDesc &op, const AttentionRanges &r,
+                             const std::vector<View> &scratch, size_t count) {
+  if (scratch.size() != count)
+    return absl::InvalidArgumentError(
+        op.kind + ": a key block runs with " + std::to_string(count) +
+        " statistics buffers, got " + std::to_string(scratch.size()));
+  int64_t rows = r.rowHi - r.rowLo;
+  for (size_t d = 0; d < r.batchLo.size(); ++d)
+    rows *= r.batchHi[d] - r.batchLo[d];
+  for (const View &buffer : scratch)
+    if (!buffer.present() || buffer.numElements() != rows)
+      return absl::InvalidArgumentError(
+          op.kind + ": a statistics buffer must hold one value per row (" +
+          std::to_string(rows) + ")");
+  return absl::OkStatus();
+}
+
+/// Index of (leading index `batch`, query row `row`) in a key block's
+/// statistics: row-major over the result box's leading ranges and rows.
+inline int64_t statIndex(const AttentionRanges &r,
+                         const std::vector<int64_t> &batch, int64_t row) {
+  int64_t at = 0;
+  for (size_t d = 0; d < batch.size(); ++d)
+    at = at * (r.batchHi[d] - r.batchLo[d]) + (batch[d] - r.batchLo[d]);
+  return at * (r.rowHi - r.rowLo) + (row - r.rowLo);
+}
+
 /// Elements between consecutive indices of default-layout dim `d` in
 /// `view` (a row's when d = rank - 2).
 inline int64_t strideOf(const AttentionRanges &r, const TensorView &view,

@@ -118,35 +118,6 @@ void forEachFactor(const AttentionRanges &r, const RowTile &tile,
   }
 }
 
-/// The per-row statistics scratch of a key block partition: `count`
-/// buffers of one float per (leading index, query row) of the result box.
-absl::Status checkStatistics(const OpDesc &op, const AttentionRanges &r,
-                             const std::vector<TensorView> &scratch,
-                             size_t count) {
-  if (scratch.size() != count)
-    return absl::InvalidArgumentError(
-        op.kind + ": a key block runs with " + std::to_string(count) +
-        " statistics buffers, got " + std::to_string(scratch.size()));
-  int64_t rows = r.rowHi - r.rowLo;
-  for (size_t d = 0; d < r.batchLo.size(); ++d)
-    rows *= r.batchHi[d] - r.batchLo[d];
-  for (const TensorView &buffer : scratch)
-    if (!buffer.data || buffer.numElements() != rows)
-      return absl::InvalidArgumentError(
-          op.kind + ": a statistics buffer must hold one value per row (" +
-          std::to_string(rows) + ")");
-  return absl::OkStatus();
-}
-
-/// Index of (leading index `batch`, query row `row`) in the statistics.
-int64_t statIndex(const AttentionRanges &r, const std::vector<int64_t> &batch,
-                  int64_t row) {
-  int64_t at = 0;
-  for (size_t d = 0; d < batch.size(); ++d)
-    at = at * (r.batchHi[d] - r.batchLo[d]) + (batch[d] - r.batchLo[d]);
-  return at * (r.rowHi - r.rowLo) + (row - r.rowLo);
-}
-
 /// Forward stages of a key block (see the file comment).
 absl::Status blockForward(const OpDesc &op, const KernelContext &ctx,
                           const std::vector<TensorView> &inputs,

@@ -28,6 +28,14 @@
 // dV, dQ and dK, which ADD into the grad views as stored; a partition of S
 // rows contributes a partial dK and dV over all of T (the plan sums them).
 //
+// A key block (a partition split along T, given statistics scratch) runs
+// the cpu kernel's stages on the same score blocks, its keys from keyLo: the
+// forward's stage 0 writes each row's block maximum, sum of exponentials and
+// the unnormalized output (a row kernel writes exp(score - max) times the
+// dropout factor for the value GEMM); stages 1 and 2 rescale the result's
+// rows (a row kernel); the backward's stage 0 sums P dP per row, stage 1
+// the gradients with P from the rows' statistics.
+//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionRanges.h"
@@ -124,18 +132,37 @@ int64_t largestBlock(const AttentionRanges &r) {
 struct RowDims {
   int64_t rows, cols;   ///< of the block, per batch
   int64_t rowLo;        ///< global query row of the block's row 0
+  int64_t keyLo;        ///< global key of the block's column 0
   int64_t T, batchSize; ///< T, and S * T (the flat step of a batch)
   int64_t base;         ///< flat index of the block's (batch 0, 0, 0)
   bool causal;
 
   PPC_HD int64_t flat(int64_t b, int64_t row, int64_t j) const {
-    return base + b * batchSize + (rowLo + row) * T + j;
+    return base + b * batchSize + (rowLo + row) * T + keyLo + j;
+  }
+  /// Keys of the block row `row` sees.
+  PPC_HD int64_t seen(int64_t row) const {
+    return keysSeen(causal, cols, rowLo + row, keyLo);
   }
 };
 
 RowDims rowDims(const AttentionRanges &r, const Block &block) {
-  return {block.rows(), block.cols, block.rowLo, r.T,
+  return {block.rows(), block.cols, block.rowLo, r.keyLo, r.T,
           r.S * r.T,    block.base, r.causal};
+}
+
+/// Where a key block's statistics of a score block's rows lie: row `row` of
+/// batch `b` of the block at base + b * batchStride + row.
+struct StatRows {
+  int64_t base, batchStride;
+
+  PPC_HD int64_t at(int64_t b, int64_t row) const {
+    return base + b * batchStride + row;
+  }
+};
+
+StatRows statRows(const AttentionRanges &r, const Block &block) {
+  return {statIndex(r, block.batch, block.rowLo), r.rowHi - r.rowLo};
 }
 
 /// The causal-masked softmax of each row of the scaled scores `p` (max and
@@ -151,7 +178,7 @@ void softmaxRows(Stream stream, RowDims d, float *p, int64_t count, bool keep,
                const int64_t b = i / d.rows, row = i % d.rows;
                float *line = p + i * d.cols;
                const Elements outLine = out + i * d.cols;
-               const int64_t seen = keysSeen(d.causal, d.cols, d.rowLo + row);
+               const int64_t seen = d.seen(row);
                float max = -INFINITY;
                for (int64_t j = t.thread; j < seen; j += t.threads)
                  max = max < line[j] ? line[j] : max;
@@ -174,10 +201,11 @@ void softmaxRows(Stream stream, RowDims d, float *p, int64_t count, bool keep,
 
 /// ds (= dP' on entry) becomes dS = P (dP - sum_l P dP), dP = dP' * factor,
 /// the dot in double (softmaxGradRow), and is written to `out` as well
-/// (which may be `ds` itself); a block of threads per row.
+/// (which may be `ds` itself); a block of threads per row. A key block
+/// reads each row's sum_l P dP over all keys from `dots` (at `st`).
 void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
                      int64_t count, bool dropout, DropoutMask mask,
-                     Elements out) {
+                     Elements out, Elements dots = {}, StatRows st = {}) {
   launchRows(stream, count * d.rows, d.cols,
              [=] PPC_HD(const RowThreads &t, int64_t i) {
                const int64_t b = i / d.rows, row = i % d.rows;
@@ -190,9 +218,118 @@ void softmaxGradRows(Stream stream, RowDims d, const float *p, float *ds,
                    dLine[j] *= mask.factor(d.flat(b, row, j));
                  dot += static_cast<double>(pLine[j]) * dLine[j];
                }
-               const float sum = static_cast<float>(t.sum(dot));
+               const float sum = dots ? static_cast<float>(dots[st.at(b, row)])
+                                      : static_cast<float>(t.sum(dot));
                for (int64_t j = t.thread; j < d.cols; j += t.threads)
                  outLine[j] = pLine[j] * (dLine[j] - sum);
+             });
+}
+
+/// A key block's forward stage 0 on the scaled scores `p`: each row's
+/// maximum over the keys it sees (into `max` and `own`), its sum of
+/// exp(score - maximum) in double (into `sum`), and exp(score - maximum)
+/// times the dropout factor, 0 past the keys it sees, into `out` (which may
+/// be `p` itself). Rows seeing no key get -inf and 0.
+void blockExpRows(Stream stream, RowDims d, StatRows st, float *p,
+                  int64_t count, bool dropout, DropoutMask mask, Elements out,
+                  Elements max, Elements own, Elements sum) {
+  launchRows(stream, count * d.rows, d.cols,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               float *line = p + i * d.cols;
+               const Elements outLine = out + i * d.cols;
+               const int64_t seen = d.seen(row);
+               float m = -INFINITY;
+               for (int64_t j = t.thread; j < seen; j += t.threads)
+                 m = m < line[j] ? line[j] : m;
+               m = t.max(m);
+               double total = 0;
+               for (int64_t j = t.thread; j < d.cols; j += t.threads) {
+                 const float e = j < seen ? expf(line[j] - m) : 0.0f;
+                 total += e;
+                 outLine[j] = dropout ? e * mask.factor(d.flat(b, row, j)) : e;
+               }
+               total = t.sum(total);
+               if (t.thread == 0) {
+                 const int64_t at = st.at(b, row);
+                 max[at] = m;
+                 own[at] = m;
+                 sum[at] = static_cast<float>(total);
+               }
+             });
+}
+
+/// A key block's forward stages 1 and 2 on its result rows (`out` at the
+/// block's first row, rows `ld` and batches `batchLd` apart, `width`
+/// values each): stage 1 scales the row's sum and values by
+/// exp(own - max) (0 for a row that saw no key: its values become 0),
+/// stage 2 divides the values by the sum.
+void rescaleRows(Stream stream, RowDims d, StatRows st, int64_t count,
+                 Elements out, int64_t ld, int64_t batchLd, int64_t width,
+                 bool first, Elements max, Elements own, Elements sum) {
+  launchRows(stream, count * d.rows, width,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const int64_t at = st.at(b, row);
+               float factor;
+               if (first) {
+                 const float mine = own[at];
+                 factor = mine == -INFINITY ? 0.0f
+                                            : expf(mine - float(max[at]));
+               } else {
+                 factor = 1.0f / float(sum[at]);
+               }
+               const Elements line = out + b * batchLd + row * ld;
+               for (int64_t c = t.thread; c < width; c += t.threads)
+                 line[c] = factor == 0.0f ? 0.0f : line[c] * factor;
+               if (first && t.thread == 0)
+                 sum[at] = float(sum[at]) * factor;
+             });
+}
+
+/// A key block's backward: P = exp(score - max) / sum of the rows' whole
+/// statistics into `p` (kept, float32), 0 past the keys a row sees, and
+/// P' = P times the dropout factor into `out` (which may be `p` itself
+/// without dropout).
+void blockProbabilityRows(Stream stream, RowDims d, StatRows st, float *p,
+                          int64_t count, bool dropout, DropoutMask mask,
+                          Elements out, Elements max, Elements sum) {
+  launchRows(stream, count * d.rows, d.cols,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const int64_t at = st.at(b, row), seen = d.seen(row);
+               const float m = max[at], inverse = 1.0f / float(sum[at]);
+               float *line = p + i * d.cols;
+               const Elements outLine = out + i * d.cols;
+               for (int64_t j = t.thread; j < d.cols; j += t.threads) {
+                 const float value =
+                     j < seen ? expf(line[j] - m) * inverse : 0.0f;
+                 line[j] = value;
+                 outLine[j] =
+                     dropout ? value * mask.factor(d.flat(b, row, j)) : value;
+               }
+             });
+}
+
+/// A key block's backward stage 0: each row's sum of P dP over the block
+/// (dP = dP' `ds` times the dropout factor), in double, into `dots`.
+void blockDotRows(Stream stream, RowDims d, StatRows st, const float *p,
+                  const float *ds, int64_t count, bool dropout,
+                  DropoutMask mask, Elements dots) {
+  launchRows(stream, count * d.rows, d.cols,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const float *pLine = p + i * d.cols, *dLine = ds + i * d.cols;
+               double dot = 0;
+               for (int64_t j = t.thread; j < d.cols; j += t.threads) {
+                 const float dp =
+                     dropout ? dLine[j] * mask.factor(d.flat(b, row, j))
+                             : dLine[j];
+                 dot += static_cast<double>(pLine[j]) * dp;
+               }
+               dot = t.sum(dot);
+               if (t.thread == 0)
+                 dots[st.at(b, row)] = static_cast<float>(dot);
              });
 }
 
@@ -231,7 +368,7 @@ absl::Status scores(ExecContext &ctx, const AttentionRanges &r,
   const int64_t rows = block.rows(), cols = block.cols;
   return ctx.library->gemm(ctx.stream, rows, cols, r.D, r.scale,
                            blockOperand(r, q, block, block.rowLo, false),
-                           blockOperand(r, k, block, 0, true), 0.0f,
+                           blockOperand(r, k, block, r.keyLo, true), 0.0f,
                            floatResult(p, cols, rows * cols), block.count);
 }
 
@@ -258,13 +395,160 @@ Elements typedBlock(ExecContext &ctx, DType type, int64_t n) {
   return {ctx.workspace->floats(floats), type};
 }
 
-/// A partition split along T (AttentionOp's staged log-sum-exp merge,
-/// which the plan gives statistics scratch) runs on the cpu backend only.
-absl::Status keyBlocksUnsupported(const OpDesc &op) {
-  return absl::UnimplementedError(
-      op.kind + ": the cuda backend does not run attention split along its "
-                "keys (T) yet; split it along the batch, heads or query "
-                "positions, or run the plan with --backend=cpu");
+/// The forward stages of a key block (see the file comment).
+absl::Status blockForward(const OpDesc &op, const KernelContext &kctx,
+                          ExecContext &ctx,
+                          const std::vector<KernelView> &inputs,
+                          const std::vector<KernelView> &outputs,
+                          const std::vector<KernelView> &scratch) {
+  AttentionRanges r;
+  if (absl::Status s =
+          forwardRanges(op, kctx, inputs, outputs, r, /*keyBlock=*/true);
+      !s.ok())
+    return s;
+  if (absl::Status s = checkStatistics(op, r, scratch, 3); !s.ok())
+    return s;
+  const KernelView &result = outputs[0];
+  const Elements max = scratch[0].elements, sum = scratch[1].elements,
+                 own = scratch[2].elements;
+  if (kctx.stage > 0) {
+    forEachBlock(r, [&](const Block &block) {
+      rescaleRows(ctx.stream, rowDims(r, block), statRows(r, block),
+                  block.count,
+                  result.elements +
+                      offsetIn(r, result, block.batch, block.rowLo, 0),
+                  rowStride(r, result), batchStride(r, result), r.Dv,
+                  /*first=*/kctx.stage == 1, max, own, sum);
+    });
+    return absl::OkStatus();
+  }
+  KernelView q = inputs[0], k = inputs[1], v = inputs[2];
+  if (!operandsOfOneType(ctx, {&q, &k, &v}))
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its float32 operands");
+  const DType type = q.elements.type;
+  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
+  const int64_t blockFloats = std::max<int64_t>(largestBlock(r), 1);
+  // p: the float32 scores; probs: exp(score - max) P'/P in the operands'
+  // type for the value GEMM (p itself for float32 operands).
+  float *p = ctx.workspace->floats(blockFloats);
+  Elements probs = type == DType::F32 ? floatElements(p)
+                                      : typedBlock(ctx, type, blockFloats);
+  if (!p || !probs)
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its score block");
+  absl::Status error;
+  forEachBlock(r, [&](const Block &block) {
+    if (!error.ok())
+      return;
+    const int64_t rows = block.rows(), cols = block.cols;
+    const RowDims d = rowDims(r, block);
+    if (cols > 0 && !(error = scores(ctx, r, block, q, k, p)).ok())
+      return;
+    blockExpRows(ctx.stream, d, statRows(r, block), p, block.count, r.dropout,
+                 mask, probs, max, own, sum);
+    if (cols > 0) // rows seeing no key are zeroed by stage 1
+      error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
+                       blockOperand(probs, rows, cols, false),
+                       blockOperand(r, v, block, r.keyLo, false), 0.0f,
+                       typedResult(r, result, block, block.rowLo), block.count);
+  });
+  return annotate(error, op.kind);
+}
+
+/// The backward stages of a key block (see the file comment).
+absl::Status blockBackward(const OpDesc &op, const KernelContext &kctx,
+                           ExecContext &ctx,
+                           const std::vector<KernelView> &inputs,
+                           const std::vector<KernelView> &outputs,
+                           const std::vector<KernelView> &outputGrads,
+                           const std::vector<KernelView> &inputGrads,
+                           const std::vector<KernelView> &scratch) {
+  AttentionRanges r;
+  if (absl::Status s = backwardRanges(op, kctx, inputs, outputs, outputGrads,
+                                      inputGrads, r, /*keyBlock=*/true);
+      !s.ok())
+    return s;
+  if (absl::Status s = checkStatistics(op, r, scratch, 4); !s.ok())
+    return s;
+  const Elements max = scratch[0].elements, sum = scratch[1].elements,
+                 dots = scratch[3].elements;
+  const KernelView &dq = inputGrads[0], &dk = inputGrads[1],
+                   &dv = inputGrads[2];
+  // The score blocks add into the gradients: overwritten ones start at 0
+  // (the first stage, which adds nothing, is where the plan marks them).
+  for (const KernelView *g : {&dq, &dk, &dv})
+    writesGradient(ctx, *g, false);
+  KernelView q = inputs[0], k = inputs[1], v = inputs[2],
+             dResult = outputGrads[0];
+  if (!operandsOfOneType(ctx, {&q, &k, &v, &dResult}))
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its float32 operands");
+  const DType type = q.elements.type;
+  const DropoutMask mask(op.getInt("seed", 0), kctx.step, r.ratio);
+  const bool stats = kctx.stage == 0;
+  // As the whole op's backward: p and ds in float32, probs (P') and dsOut
+  // (dS) in the operands' type.
+  const int64_t blockFloats = std::max<int64_t>(largestBlock(r), 1);
+  float *p = ctx.workspace->floats(blockFloats),
+        *ds = ctx.workspace->floats(blockFloats);
+  Elements probs = type == DType::F32 && !r.dropout
+                       ? floatElements(p)
+                       : typedBlock(ctx, type, blockFloats);
+  Elements dsOut = type == DType::F32 ? floatElements(ds)
+                                      : typedBlock(ctx, type, blockFloats);
+  if (!p || !ds || !probs || !dsOut)
+    return absl::ResourceExhaustedError(
+        op.kind + ": out of device memory for its score blocks");
+  absl::Status error;
+  forEachBlock(r, [&](const Block &block) {
+    if (!error.ok())
+      return;
+    const int64_t rows = block.rows(), cols = block.cols;
+    const RowDims d = rowDims(r, block);
+    const StatRows st = statRows(r, block);
+    if (cols == 0) { // no key of the block is seen: nothing to add
+      if (stats)
+        blockDotRows(ctx.stream, d, st, p, ds, block.count, false, mask, dots);
+      return;
+    }
+    if (!(error = scores(ctx, r, block, q, k, p)).ok())
+      return;
+    blockProbabilityRows(ctx.stream, d, st, p, block.count, r.dropout, mask,
+                         probs, max, sum);
+    const GemmOperand dOut =
+        blockOperand(r, dResult, block, block.rowLo, false);
+    // dP' = dO V^T
+    error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
+                              blockOperand(r, v, block, r.keyLo, true), 0.0f,
+                              floatResult(ds, cols, rows * cols), block.count);
+    if (!error.ok())
+      return;
+    if (stats) {
+      blockDotRows(ctx.stream, d, st, p, ds, block.count, r.dropout, mask,
+                   dots);
+      return;
+    }
+    if (dv.present()) // dV += P'^T dO
+      error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
+                       blockOperand(probs, rows, cols, true), dOut, 1.0f,
+                       typedResult(r, dv, block, r.keyLo), block.count);
+    if (!error.ok() || (!dq.present() && !dk.present()))
+      return;
+    softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask, dsOut,
+                    dots, st);
+    if (dq.present()) // dQ += scale * dS K
+      error = gemmInto(ctx, rows, r.D, cols, r.scale,
+                       blockOperand(dsOut, rows, cols, false),
+                       blockOperand(r, k, block, r.keyLo, false), 1.0f,
+                       typedResult(r, dq, block, block.rowLo), block.count);
+    if (error.ok() && dk.present()) // dK += scale * dS^T Q
+      error = gemmInto(ctx, cols, r.D, rows, r.scale,
+                       blockOperand(dsOut, rows, cols, true),
+                       blockOperand(r, q, block, block.rowLo, false), 1.0f,
+                       typedResult(r, dk, block, r.keyLo), block.count);
+  });
+  return annotate(error, op.kind);
 }
 
 absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
@@ -273,7 +557,7 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
                               const std::vector<KernelView> &outputs,
                               const std::vector<KernelView> &scratch) {
   if (!scratch.empty())
-    return keyBlocksUnsupported(op);
+    return blockForward(op, kctx, ctx, inputs, outputs, scratch);
   AttentionRanges r;
   if (absl::Status s = forwardRanges(op, kctx, inputs, outputs, r); !s.ok())
     return s;
@@ -314,7 +598,7 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
                   /*keep=*/false, r.dropout, mask, probs);
       error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
                        blockOperand(probs, rows, cols, false),
-                       blockOperand(r, v, block, 0, false), 0.0f,
+                       blockOperand(r, v, block, r.keyLo, false), 0.0f,
                        typedResult(r, result, block, block.rowLo), block.count);
     }
   });
@@ -329,7 +613,8 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
                                const std::vector<KernelView> &inputGrads,
                                const std::vector<KernelView> &scratch) {
   if (!scratch.empty())
-    return keyBlocksUnsupported(op);
+    return blockBackward(op, kctx, ctx, inputs, outputs, outputGrads,
+                         inputGrads, scratch);
   AttentionRanges r;
   if (absl::Status s =
           backwardRanges(op, kctx, inputs, outputs, outputGrads, inputGrads, r);
@@ -391,7 +676,7 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
     if (dv.present()) { // dV[0, cols) += P'^T dO
       error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
                        blockOperand(probs, rows, cols, true), dOut, 1.0f,
-                       typedResult(r, dv, block, 0), block.count);
+                       typedResult(r, dv, block, r.keyLo), block.count);
       if (!error.ok())
         return;
     }
@@ -399,7 +684,7 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
       return;
     // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
     error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
-                              blockOperand(r, v, block, 0, true), 0.0f,
+                              blockOperand(r, v, block, r.keyLo, true), 0.0f,
                               floatResult(ds, cols, rows * cols), block.count);
     if (!error.ok())
       return;
@@ -407,13 +692,13 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
     if (dq.present()) // dQ += scale * dS K
       error = gemmInto(ctx, rows, r.D, cols, r.scale,
                        blockOperand(dsOut, rows, cols, false),
-                       blockOperand(r, k, block, 0, false), 1.0f,
+                       blockOperand(r, k, block, r.keyLo, false), 1.0f,
                        typedResult(r, dq, block, block.rowLo), block.count);
     if (error.ok() && dk.present()) // dK[0, cols) += scale * dS^T Q
       error = gemmInto(ctx, cols, r.D, rows, r.scale,
                        blockOperand(dsOut, rows, cols, true),
                        blockOperand(r, q, block, block.rowLo, false), 1.0f,
-                       typedResult(r, dk, block, 0), block.count);
+                       typedResult(r, dk, block, r.keyLo), block.count);
   });
   return annotate(error, op.kind);
 }

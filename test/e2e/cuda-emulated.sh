@@ -13,7 +13,8 @@
 #        dropout 0.1, heads of 16, sequence 80), bert2 (2 layers, the same
 #        attention not causal) or gpt4-unfused (matmul, softmax, matmul);
 #        STRATEGY a
-#        search (data-parallel, mcmc, megatron); RUN... starts
+#        search (data-parallel, mcmc, megatron) or key-blocks (attention
+#        split along its keys: make_strategy.py); RUN... starts
 #        ppc-run-emulated on NP ranks.
 set -e
 ppc_opt=$1 examples=$2 work=$3 model=$4 strategy=$5 dtype=$6 np=$7
@@ -42,7 +43,14 @@ gpt4-unfused)
 esac
 machine=cpu
 [ "$np" -gt 1 ] && machine=cpux$np
-$import --ppc-auto-parallel="machine=$machine search=$strategy budget=200 seed=1 threads=1 optimizer=adam dtype=$dtype plan=$work/plan.pb" -o /dev/null
+if [ "$strategy" = key-blocks ]; then
+  # Attention split along its keys (make_strategy.py key-blocks).
+  $import --ppc-auto-parallel="machine=$machine search=data-parallel dtype=$dtype strategy-out=$work/dp.json" -o /dev/null
+  python3 "$here/make_strategy.py" --kind key-blocks "$work/dp.json" "$work/strategy.json"
+  $import --ppc-auto-parallel="machine=$machine strategy-in=$work/strategy.json optimizer=adam dtype=$dtype plan=$work/plan.pb" -o /dev/null
+else
+  $import --ppc-auto-parallel="machine=$machine search=$strategy budget=200 seed=1 threads=1 optimizer=adam dtype=$dtype plan=$work/plan.pb" -o /dev/null
+fi
 PPC_POISON_UNINITIALIZED=1 "$@" "$work/plan.pb" --backend cuda --steps 2 \
   --verify --verify-backend cpu > "$work/verify.log" 2>&1 ||
   { cat "$work/verify.log"; exit 1; }

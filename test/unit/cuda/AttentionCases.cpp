@@ -7,7 +7,9 @@
 // query rows (partial dK and dV), sequences longer than the cpu kernel's
 // row tile, only some gradients wanted, bf16 storage, layout "bshd" (rows
 // H * D apart, on the GEMM path and the tiled kernels, partitioned by
-// samples, heads and rows), and the errors the cpu kernel reports.
+// samples, heads and rows), key blocks (the staged log-sum-exp merge:
+// halves of the keys, rows whole and split, causal, dropout, bf16), and the
+// errors the cpu kernel reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,6 +123,47 @@ TEST(CudaAttention, LongSequencesAgree) {
       expectBackendsAgree(a, describe(c) + " rows " + std::to_string(s.first));
     }
   }
+}
+
+TEST(CudaAttention, KeyBlocksAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  // One key block's stages (AttentionOp's log-sum-exp merge; one partition,
+  // so its statistics are its own): the halves of the keys, with the query
+  // rows whole or split, causal (rows [0, 4) see nothing of keys [5, 10):
+  // both backends leave them NaN), with dropout and bf16 storage.
+  for (const auto &lead : kAttentionLeads)
+    for (bool causal : {false, true})
+      for (double ratio : {0.0, 0.2}) {
+        AttentionCase c{lead, 9, 10, 4, 3, 0.6, causal, ratio, 29};
+        std::vector<Range> batch;
+        int64_t batches = 1;
+        for (int64_t size : lead) {
+          batch.push_back({0, size});
+          batches *= size;
+        }
+        for (Range keys : splitRange(c.T, 2))
+          for (Range rows : {Range{0, c.S}, Range{0, 4}, Range{4, 9}}) {
+            AgreementCase a = agreement(c, 5);
+            Partition part = attentionPartition(c, batch, rows);
+            for (int i : {1, 2})
+              part.inputs[i] = withRange(part.inputs[i], lead.size(),
+                                         keys.first, keys.second);
+            a.partition = part;
+            const std::vector<int64_t> stats = {batches *
+                                                (rows.second - rows.first)};
+            a.staging = AgreementCase::Staging{3, 2, {stats, stats, stats},
+                                               {stats}};
+            const std::string what =
+                describe(c) + " keys " + std::to_string(keys.first) +
+                " rows " + std::to_string(rows.first) + ".." +
+                std::to_string(rows.second);
+            expectBackendsAgree(a, what);
+            a.dtype = DType::BF16;
+            a.atol = 2e-2;
+            a.rtol = 2e-2;
+            expectBackendsAgree(a, what + " bf16");
+          }
+      }
 }
 
 TEST(CudaAttention, OnlyTheWantedGradientsAreWritten) {
