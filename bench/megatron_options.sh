@@ -3,7 +3,8 @@
 # words, e.g. `tp2-pp2-v2-m4-sp-distopt-selective`:
 #   tpN ppN vN (virtual stages) mN (micro-batches) sp (sequence parallel)
 #   distopt (distributed optimizer) selective | full (recomputation)
-#   cpN (context parallel) a2a (its all-to-all exchange)
+#   cpN (context parallel) a2a (its all-to-all exchange) kb (its key
+#   blocks exchange)
 # usage: megatron_options.sh WORDS    (exit 1 on an unknown word)
 set -e
 options=""
@@ -13,6 +14,7 @@ for word in $(echo "$1" | tr - ' '); do
   pp*) options="$options pp=${word#pp}" ;;
   cp*) options="$options cp=${word#cp}" ;;
   a2a) options="$options cp-comm=all-to-all" ;;
+  kb) options="$options cp-comm=key-blocks" ;;
   v*) options="$options virtual-stages=${word#v}" ;;
   m*) options="$options microbatches=${word#m}" ;;
   sp) options="$options sequence-parallel=true" ;;

@@ -104,26 +104,34 @@ OpConfig hybridConfig(const sim::Op &op, int tensorDim, int64_t tensorDegree,
   return config;
 }
 
-/// Sequence parallelism after a row-parallel layer: the result dim along
-/// which `config`'s partial sums are reduce-scattered so that each member of
-/// the tensor-parallel group keeps the piece of the sequence its group
-/// neighbour outside the block computes (the dim indexed by the first
-/// attribute dim the group splits evenly), or -1 where that does not fit.
-int64_t sequenceScatterDim(const sim::Op &op, OpConfig config,
-                           int64_t tensorDegree, int64_t numDevices) {
-  const IterationSpace &space = op.space;
-  int attribute = firstSplittableDim(space, IterKind::Attribute, tensorDegree);
-  if (attribute < 0 || space.results.empty())
+/// The dim of result 0 indexed by iteration dim `iterDim` along which
+/// `config`'s partial sums can be reduce-scattered (checkConfig), or -1.
+int64_t scatterDimAlong(const IterationSpace &space, OpConfig config,
+                        int iterDim, int64_t numDevices) {
+  if (iterDim < 0 || space.results.empty())
     return -1;
   const std::vector<DimAccess> &dims = space.results[0].dims;
   for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d].iterDim != attribute)
+    if (dims[d].iterDim != iterDim)
       continue;
     config.scatterDim = static_cast<int64_t>(d);
     if (checkConfig(space, config, numDevices).ok())
       return config.scatterDim;
   }
   return -1;
+}
+
+/// Sequence parallelism after a row-parallel layer: the result dim along
+/// which `config`'s partial sums are reduce-scattered so that each member of
+/// the tensor-parallel group keeps the piece of the sequence its group
+/// neighbour outside the block computes (the dim indexed by the first
+/// attribute dim the group splits evenly), or -1 where that does not fit.
+int64_t sequenceScatterDim(const sim::Op &op, const OpConfig &config,
+                           int64_t tensorDegree, int64_t numDevices) {
+  return scatterDimAlong(
+      op.space, config,
+      firstSplittableDim(op.space, IterKind::Attribute, tensorDegree),
+      numDevices);
 }
 
 /// Which op reads which result: (consumer op, operand index) per result.
@@ -280,11 +288,15 @@ int lookupDimOf(const sim::Op &op) {
 struct SequenceFlow {
   std::vector<int> dim;
   std::vector<char> mixes;
+  /// Of a mixing op, the splittable iteration dim by which it reads another
+  /// position's sequence (attention's keys); -1 where there is none.
+  std::vector<int> mixDim;
 };
 
 SequenceFlow followSequence(const sim::Graph &graph) {
   size_t n = graph.ops.size();
-  SequenceFlow flow{std::vector<int>(n, -1), std::vector<char>(n, 0)};
+  SequenceFlow flow{std::vector<int>(n, -1), std::vector<char>(n, 0),
+                    std::vector<int>(n, -1)};
   // seqOf[op][result]: the result's tensor dim carrying the sequence.
   std::vector<std::vector<int>> seqOf(n);
   std::map<int32_t, int> inputSeq; // graph input -> its sequence dim
@@ -323,9 +335,14 @@ SequenceFlow followSequence(const sim::Graph &graph) {
     }
     for (size_t o = 0; o < op.operands.size(); ++o) {
       int t = tensorSeq(o);
-      if (t >= 0 && op.operands[o].kind == sim::Source::Kind::Op &&
-          space.operands[o].dims[t].iterDim != flow.dim[i])
-        flow.mixes[i] = 1;
+      if (t < 0 || op.operands[o].kind != sim::Source::Kind::Op)
+        continue;
+      int d = space.operands[o].dims[t].iterDim;
+      if (d == flow.dim[i])
+        continue;
+      flow.mixes[i] = 1;
+      if (flow.mixDim[i] < 0 && splittable(space, d))
+        flow.mixDim[i] = d;
     }
     seqOf[i].assign(space.results.size(), -1);
     if (flow.dim[i] < 0)
@@ -472,6 +489,13 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       std::gcd(std::max<int64_t>(options.contextParallel, 1), numDevices / tp);
   int64_t dp = numDevices / (tp * cp);
   bool byHeads = cp > 1 && options.contextExchange == ContextExchange::AllToAll;
+  // Key blocks: the keys over the largest power of two up to sqrt(cp), the
+  // query positions over the rest, which balances the rows of queries and
+  // results a device holds against its rows of keys and values.
+  int64_t keyBlocks = 1;
+  if (cp > 1 && options.contextExchange == ContextExchange::KeyBlocks)
+    while (keyBlocks * keyBlocks * 4 <= cp && cp % (keyBlocks * 2) == 0)
+      keyBlocks *= 2;
   UseMap uses = buildUses(graph);
 
   // The blocks are found without tensor parallelism too: selective
@@ -552,6 +576,16 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       if (tensor.dim < 0 && options.sequenceParallel)
         tensor.dim = seq;
       GridAxis context{cp, seq};
+      // Key blocks: the keys inner, so that member k of a group of query
+      // rows keeps their k-th piece of the summed result (scatterDim below),
+      // the sequence chunk of its context rank.
+      GridAxis keys;
+      bool blocked = keyBlocks > 1 && flow.mixes[op] && flow.mixDim[op] >= 0 &&
+                     seq >= 0;
+      if (blocked) {
+        keys = {keyBlocks, flow.mixDim[op]};
+        context.degree = cp / keyBlocks;
+      }
       if (byHeads && headSplit[op]) {
         if (block >= 0 && space.dims[block].splittable &&
             space.dims[block].size % (tp * cp) == 0) {
@@ -573,12 +607,14 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       // tensor groups: the same bytes, as point-to-point messages.
       bool contextInner = byHeads && !options.sequenceParallel;
       std::vector<GridAxis> axes = {
-          tensor, context, {dp / samples, -1}, {samples, sample}};
+          tensor, keys, context, {dp / samples, -1}, {samples, sample}};
       if (contextInner)
-        std::swap(axes[0], axes[1]);
+        std::swap(axes[0], axes[2]);
       config = gridConfig(space, std::move(axes));
+      if (blocked && config.degrees[flow.mixDim[op]] == keyBlocks)
+        config.scatterDim = scatterDimAlong(space, config, seq, numDevices);
     }
-    if (options.sequenceParallel && tp > 1)
+    if (options.sequenceParallel && tp > 1 && config.scatterDim < 0)
       config.scatterDim =
           sequenceScatterDim(graph.ops[op], config, tp, numDevices);
     if (options.distributedOptimizer && hasWeightOperand(graph.ops[op]))
@@ -638,6 +674,12 @@ const std::vector<ContextExchangeInfo> &contextExchanges() {
        "attention split by heads over tp x cp, the sequence whole: an "
        "all-to-all from the sequence split to the heads split before it "
        "and back after (DeepSpeed-Ulysses; cp_comm_type a2a)"},
+      {ContextExchange::KeyBlocks, "key-blocks",
+       "attention split along its keys too (over the largest power of two "
+       "up to the square root of cp, its query positions over the rest), "
+       "the blocks merged by log-sum-exp and the results reduce-scattered "
+       "back to the sequence split: a device holds that share of the keys "
+       "and values, not all of them (ppc's own)"},
   };
   return list;
 }
@@ -669,7 +711,9 @@ SearchResult contextParallelLayouts(const Problem &problem,
   int64_t node = devicesPerNode(problem.machine);
   std::vector<MegatronLayout> layouts;
   // Unpipelined first: one simulation each, and the likelier answer once
-  // the sequence is split.
+  // the sequence is split. Within a pipeline depth the largest tp x cp
+  // groups go first (stable_sort below): where a budget stops the phase,
+  // the long sequences it is for fit only there.
   for (int64_t pp : {1, 2, 4}) {
     for (int64_t tp : {1, 2, 4, 8}) {
       for (int64_t cp = 2; tp * cp * pp <= devices; cp *= 2) {
@@ -704,6 +748,13 @@ SearchResult contextParallelLayouts(const Problem &problem,
         }
     }
   }
+  std::stable_sort(layouts.begin(), layouts.end(),
+                   [](const MegatronLayout &a, const MegatronLayout &b) {
+                     if (a.pipelineParallel != b.pipelineParallel)
+                       return a.pipelineParallel < b.pipelineParallel;
+                     return a.tensorParallel * a.contextParallel >
+                            b.tensorParallel * b.contextParallel;
+                   });
   size_t tried = 0;
   for (const MegatronLayout &layout : layouts) {
     if ((options.seconds > 0 && elapsed() > options.seconds) ||

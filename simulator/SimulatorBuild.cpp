@@ -193,7 +193,12 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
   st.regathers = options.regatherInputs && contractsWeight(op);
   int32_t n = static_cast<int32_t>(st.devices.size());
 
-  // Replicas run the same kernels: cost each partition once.
+  // Replicas run the same kernels: cost each partition once. Stages that
+  // recompute cost their backward more (StagedKernel::backwardWork).
+  double backwardWork =
+      op.space.staged && op.space.staged->runsFor(config.degrees, true)
+          ? op.space.staged->backwardWork
+          : 1.0;
   st.fwdTime.resize(n);
   st.bwdTime.resize(n);
   for (int32_t p = 0; p < n; ++p) {
@@ -205,7 +210,8 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
     KernelShape shape = kernelShape(op, config.degrees, st.partition[p]);
     const DeviceSpec &spec = machine.getSpec(st.devices[p]);
     st.fwdTime[p] = costModel.kernelTime(op, shape, Phase::Forward, spec);
-    st.bwdTime[p] = costModel.kernelTime(op, shape, Phase::Backward, spec);
+    st.bwdTime[p] =
+        costModel.kernelTime(op, shape, Phase::Backward, spec) * backwardWork;
   }
 
   // Instances computing the same result slices hold copies of it. Within

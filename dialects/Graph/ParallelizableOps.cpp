@@ -361,6 +361,9 @@ IterationSpace AttentionOp::getIterationSpace() {
   staged.backward = {{rows, /*syncAfter=*/0}};
   staged.acrossDims = {t};
   staged.onlyWhenSplit = true;
+  // Backward stage 0 recomputes QK^T and dO V^T (one forward's FLOPs) on
+  // top of the 2.5 forwards getCost counts.
+  staged.backwardWork = 3.5 / 2.5;
   space.staged = std::move(staged);
   return space;
 }

@@ -207,6 +207,7 @@ TEST_F(GraphInterfaceTest, Attention) {
   EXPECT_TRUE(staged.runsFor({1, 1, 2, 2, 1, 1}, /*training=*/true));
   EXPECT_FALSE(staged.runsFor({2, 4, 2, 1, 1, 1}, /*training=*/true));
   EXPECT_TRUE(space.makesPartialSum(3));
+  EXPECT_DOUBLE_EQ(staged.backwardWork, 3.5 / 2.5);
   OpCost cost = costOf(args, body);
   double forward = 2.0 * 2 * 4 * 16 * 32 * (8 + 6);
   EXPECT_EQ(cost.fwdFlops, forward);

@@ -219,8 +219,8 @@ struct AutoParallelOptions
                      llvm::cl::init(1)};
   Option<std::string> cpComm{
       *this, "cp-comm",
-      llvm::cl::desc("search=megatron with cp > 1: all-gather or "
-                     "all-to-all"),
+      llvm::cl::desc("search=megatron with cp > 1: all-gather, "
+                     "all-to-all or key-blocks"),
       llvm::cl::init("all-gather")};
 };
 

@@ -116,6 +116,10 @@ enum class ContextExchange : uint8_t {
   /// all-to-all from the sequence split to the heads split before it and
   /// back after (DeepSpeed-Ulysses; cp_comm_type a2a).
   AllToAll,
+  /// The attention split along its keys as well as its query positions
+  /// (AttentionOp's log-sum-exp merge of key blocks): each device holds a
+  /// share of the keys and values instead of all of them.
+  KeyBlocks,
 };
 
 struct ContextExchangeInfo {
@@ -443,11 +447,12 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
 /// Megatron-Core's context-parallel layouts and Ulysses x ZeRO-3 as one
 /// search phase, for graphs whose ops mix sequence positions (attention):
 /// megatronLayout over tp in {1, 2, 4, 8} (at most a node), cp in the
-/// powers of two from 2, pp in {1, 2, 4} (the batch allowing), both context
-/// exchanges, selective and full recomputation, sequence parallelism where
-/// tp > 1 and the distributed optimizer; and tp 1 with the all-to-all
+/// powers of two from 2, pp in {1, 2, 4} (the batch allowing), every
+/// context exchange, selective and full recomputation, sequence parallelism
+/// where tp > 1 and the distributed optimizer; and tp 1 with the all-to-all
 /// exchange, fsdp, and no or full recomputation. The fastest that fits (or
-/// the fastest), unpipelined layouts first; within `options.seconds` (0: no
+/// the fastest), tried unpipelined first and, within a pipeline depth, the
+/// largest tp x cp first; within `options.seconds` (0: no
 /// limit) or until `options.cancel`, saying in cutShort how far it got.
 /// Empty (no strategy) on one device or where nothing mixes positions.
 SearchResult contextParallelLayouts(const Problem &problem,

@@ -135,6 +135,11 @@ struct StagedKernel {
   /// once, without scratch, as the whole op (attention split along its
   /// keys merges by log-sum-exp; unsplit, it stays one fused kernel).
   bool onlyWhenSplit = false;
+  /// The backward's work where the stages run, relative to the op's
+  /// backward cost (OpCost::bwdFlops): stages that recompute what the
+  /// unstaged kernel computes once cost more (attention's key blocks
+  /// recompute the scores and dO V^T for the rows' sums, 3.5 / 2.5).
+  double backwardWork = 1.0;
 
   /// Whether the stages run for an op split by `degrees` in `training`.
   bool runsFor(const std::vector<int64_t> &degrees, bool training) const;

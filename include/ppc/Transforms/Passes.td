@@ -225,8 +225,9 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "algorithm=megatron: context-parallel degree (every op split "
            "along the sequence over groups of cp devices)">,
     Option<"cpComm", "cp-comm", "std::string", "\"all-gather\"",
-           "algorithm=megatron with cp > 1: how attention gets the whole "
-           "sequence's keys and values: all-gather or all-to-all">,
+           "algorithm=megatron with cp > 1: how attention reaches the "
+           "sequence's keys and values: all-gather, all-to-all or "
+           "key-blocks">,
     Option<"schedule", "schedule", "std::string", "\"\"",
            "algorithm=pipeline: gpipe, 1f1b or interleaved-1f1b (with "
            "stages = S: S submeshes of 2, 4, ... stages each; default: "
