@@ -372,6 +372,59 @@ absl::Status scores(ExecContext &ctx, const AttentionRanges &r,
                            floatResult(p, cols, rows * cols), block.count);
 }
 
+/// The result rows of `block` = probs V (probs [count, rows, cols] in the
+/// operands' type), written.
+absl::Status multiplyValues(ExecContext &ctx, const AttentionRanges &r,
+                            const Block &block, Elements probs,
+                            const KernelView &v, const KernelView &result) {
+  const int64_t rows = block.rows(), cols = block.cols;
+  return gemmInto(ctx, rows, r.Dv, cols, 1.0f,
+                  blockOperand(probs, rows, cols, false),
+                  blockOperand(r, v, block, r.keyLo, false), 0.0f,
+                  typedResult(r, result, block, block.rowLo), block.count);
+}
+
+/// dV of the block's keys += P'^T dO.
+absl::Status addValueGradient(ExecContext &ctx, const AttentionRanges &r,
+                              const Block &block, Elements probs,
+                              const GemmOperand &dOut, const KernelView &dv) {
+  const int64_t rows = block.rows(), cols = block.cols;
+  return gemmInto(ctx, cols, r.Dv, rows, 1.0f,
+                  blockOperand(probs, rows, cols, true), dOut, 1.0f,
+                  typedResult(r, dv, block, r.keyLo), block.count);
+}
+
+/// dP' = dO V^T into ds ([count, rows, cols], float32).
+absl::Status probabilityGradient(ExecContext &ctx, const AttentionRanges &r,
+                                 const Block &block, const GemmOperand &dOut,
+                                 const KernelView &v, float *ds) {
+  const int64_t rows = block.rows(), cols = block.cols;
+  return ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
+                           blockOperand(r, v, block, r.keyLo, true), 0.0f,
+                           floatResult(ds, cols, rows * cols), block.count);
+}
+
+/// dQ += scale * dS K and dK of the block's keys += scale * dS^T Q (those
+/// wanted), dS [count, rows, cols] in the operands' type.
+absl::Status addScoreGradients(ExecContext &ctx, const AttentionRanges &r,
+                               const Block &block, Elements dsOut,
+                               const KernelView &q, const KernelView &k,
+                               const KernelView &dq, const KernelView &dk) {
+  const int64_t rows = block.rows(), cols = block.cols;
+  absl::Status error;
+  if (dq.present())
+    error = gemmInto(ctx, rows, r.D, cols, r.scale,
+                     blockOperand(dsOut, rows, cols, false),
+                     blockOperand(r, k, block, r.keyLo, false), 1.0f,
+                     typedResult(r, dq, block, block.rowLo), block.count);
+  if (error.ok() && dk.present())
+    error = gemmInto(ctx, cols, r.D, rows, r.scale,
+                     blockOperand(dsOut, rows, cols, true),
+                     blockOperand(r, q, block, block.rowLo, false), 1.0f,
+                     typedResult(r, dk, block, r.keyLo), block.count);
+  return error;
+}
+
 /// The operands (and, in the backward, the result's gradient) as the GEMMs
 /// take them: as stored where they share one floating type, else widened
 /// to float32. False when out of memory.
@@ -441,17 +494,13 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &kctx,
   forEachBlock(r, [&](const Block &block) {
     if (!error.ok())
       return;
-    const int64_t rows = block.rows(), cols = block.cols;
-    const RowDims d = rowDims(r, block);
-    if (cols > 0 && !(error = scores(ctx, r, block, q, k, p)).ok())
+    const bool seen = block.cols > 0;
+    if (seen && !(error = scores(ctx, r, block, q, k, p)).ok())
       return;
-    blockExpRows(ctx.stream, d, statRows(r, block), p, block.count, r.dropout,
-                 mask, probs, max, own, sum);
-    if (cols > 0) // rows seeing no key are zeroed by stage 1
-      error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
-                       blockOperand(probs, rows, cols, false),
-                       blockOperand(r, v, block, r.keyLo, false), 0.0f,
-                       typedResult(r, result, block, block.rowLo), block.count);
+    blockExpRows(ctx.stream, rowDims(r, block), statRows(r, block), p,
+                 block.count, r.dropout, mask, probs, max, own, sum);
+    if (seen) // rows seeing no key are zeroed by stage 1
+      error = multiplyValues(ctx, r, block, probs, v, result);
   });
   return annotate(error, op.kind);
 }
@@ -504,10 +553,9 @@ absl::Status blockBackward(const OpDesc &op, const KernelContext &kctx,
   forEachBlock(r, [&](const Block &block) {
     if (!error.ok())
       return;
-    const int64_t rows = block.rows(), cols = block.cols;
     const RowDims d = rowDims(r, block);
     const StatRows st = statRows(r, block);
-    if (cols == 0) { // no key of the block is seen: nothing to add
+    if (block.cols == 0) { // no key of the block is seen: nothing to add
       if (stats)
         blockDotRows(ctx.stream, d, st, p, ds, block.count, false, mask, dots);
       return;
@@ -518,35 +566,21 @@ absl::Status blockBackward(const OpDesc &op, const KernelContext &kctx,
                          probs, max, sum);
     const GemmOperand dOut =
         blockOperand(r, dResult, block, block.rowLo, false);
-    // dP' = dO V^T
-    error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
-                              blockOperand(r, v, block, r.keyLo, true), 0.0f,
-                              floatResult(ds, cols, rows * cols), block.count);
-    if (!error.ok())
+    if (!(error = probabilityGradient(ctx, r, block, dOut, v, ds)).ok())
       return;
     if (stats) {
       blockDotRows(ctx.stream, d, st, p, ds, block.count, r.dropout, mask,
                    dots);
       return;
     }
-    if (dv.present()) // dV += P'^T dO
-      error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
-                       blockOperand(probs, rows, cols, true), dOut, 1.0f,
-                       typedResult(r, dv, block, r.keyLo), block.count);
-    if (!error.ok() || (!dq.present() && !dk.present()))
+    if (dv.present() &&
+        !(error = addValueGradient(ctx, r, block, probs, dOut, dv)).ok())
+      return;
+    if (!dq.present() && !dk.present())
       return;
     softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask, dsOut,
                     dots, st);
-    if (dq.present()) // dQ += scale * dS K
-      error = gemmInto(ctx, rows, r.D, cols, r.scale,
-                       blockOperand(dsOut, rows, cols, false),
-                       blockOperand(r, k, block, r.keyLo, false), 1.0f,
-                       typedResult(r, dq, block, block.rowLo), block.count);
-    if (error.ok() && dk.present()) // dK += scale * dS^T Q
-      error = gemmInto(ctx, cols, r.D, rows, r.scale,
-                       blockOperand(dsOut, rows, cols, true),
-                       blockOperand(r, q, block, block.rowLo, false), 1.0f,
-                       typedResult(r, dk, block, r.keyLo), block.count);
+    error = addScoreGradients(ctx, r, block, dsOut, q, k, dq, dk);
   });
   return annotate(error, op.kind);
 }
@@ -592,14 +626,10 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &kctx,
         return;
       }
     }
-    const int64_t rows = block.rows(), cols = block.cols;
     if ((error = scores(ctx, r, block, q, k, p)).ok()) {
       softmaxRows(ctx.stream, rowDims(r, block), p, block.count,
                   /*keep=*/false, r.dropout, mask, probs);
-      error = gemmInto(ctx, rows, r.Dv, cols, 1.0f,
-                       blockOperand(probs, rows, cols, false),
-                       blockOperand(r, v, block, r.keyLo, false), 0.0f,
-                       typedResult(r, result, block, block.rowLo), block.count);
+      error = multiplyValues(ctx, r, block, probs, v, result);
     }
   });
   return annotate(error, op.kind);
@@ -665,7 +695,6 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
         return;
       }
     }
-    const int64_t rows = block.rows(), cols = block.cols;
     const RowDims d = rowDims(r, block);
     if (!(error = scores(ctx, r, block, q, k, p)).ok())
       return;
@@ -673,32 +702,16 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &kctx,
                 probs);
     const GemmOperand dOut =
         blockOperand(r, dResult, block, block.rowLo, false);
-    if (dv.present()) { // dV[0, cols) += P'^T dO
-      error = gemmInto(ctx, cols, r.Dv, rows, 1.0f,
-                       blockOperand(probs, rows, cols, true), dOut, 1.0f,
-                       typedResult(r, dv, block, r.keyLo), block.count);
-      if (!error.ok())
-        return;
-    }
+    if (dv.present() &&
+        !(error = addValueGradient(ctx, r, block, probs, dOut, dv)).ok())
+      return;
     if (!dq.present() && !dk.present())
       return;
     // dP' = dO V^T; dP = dP' * factor; dS = P (dP - sum_l P dP).
-    error = ctx.library->gemm(ctx.stream, rows, cols, r.Dv, 1.0f, dOut,
-                              blockOperand(r, v, block, r.keyLo, true), 0.0f,
-                              floatResult(ds, cols, rows * cols), block.count);
-    if (!error.ok())
+    if (!(error = probabilityGradient(ctx, r, block, dOut, v, ds)).ok())
       return;
     softmaxGradRows(ctx.stream, d, p, ds, block.count, r.dropout, mask, dsOut);
-    if (dq.present()) // dQ += scale * dS K
-      error = gemmInto(ctx, rows, r.D, cols, r.scale,
-                       blockOperand(dsOut, rows, cols, false),
-                       blockOperand(r, k, block, r.keyLo, false), 1.0f,
-                       typedResult(r, dq, block, block.rowLo), block.count);
-    if (error.ok() && dk.present()) // dK[0, cols) += scale * dS^T Q
-      error = gemmInto(ctx, cols, r.D, rows, r.scale,
-                       blockOperand(dsOut, rows, cols, true),
-                       blockOperand(r, q, block, block.rowLo, false), 1.0f,
-                       typedResult(r, dk, block, r.keyLo), block.count);
+    error = addScoreGradients(ctx, r, block, dsOut, q, k, dq, dk);
   });
   return annotate(error, op.kind);
 }
