@@ -263,6 +263,32 @@ absl::Status checkStatistics(const OpDesc &op, const AttentionRanges &r,
   return absl::OkStatus();
 }
 
+/// Whether the partition whose operand boxes are `inputs` (query, key,
+/// value) is a key block (its key box holds part of T: it runs in stages,
+/// numStages), and its statistics' rows: the query box's leading indices
+/// times its rows (every dim but D, the last in either layout).
+struct KeyBlockShape {
+  bool block = false;
+  int64_t rows = 0;
+};
+
+inline KeyBlockShape keyBlockShape(const OpDesc &op,
+                                   const std::vector<TensorView> &inputs) {
+  KeyBlockShape shape;
+  if (inputs.size() != 3 || inputs[1].rank() < 2 ||
+      inputs[1].lo.size() != inputs[1].shape.size() || inputs[0].rank() < 1)
+    return shape;
+  const TensorView &q = inputs[0], &k = inputs[1];
+  const int64_t rank = k.rank();
+  const int64_t t =
+      rank == 4 && op.getString("layout", "bhsd") == "bshd" ? 1 : rank - 2;
+  shape.block = k.lo[t] != 0 || k.hi[t] != k.shape[t];
+  shape.rows = 1;
+  for (int64_t d = 0; d + 1 < q.rank(); ++d)
+    shape.rows *= q.extent(d);
+  return shape;
+}
+
 /// Index of (leading index `batch`, query row `row`) in a key block's
 /// statistics: row-major over the result box's leading ranges and rows.
 inline int64_t statIndex(const AttentionRanges &r,

@@ -398,10 +398,30 @@ absl::Status attentionBackward(const OpDesc &op, const KernelContext &ctx,
   return absl::OkStatus();
 }
 
+/// A key block's statistics: three [rows] forward, one more backward.
+std::vector<std::vector<int64_t>>
+attentionScratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
+                       bool backward) {
+  const KeyBlockShape shape = keyBlockShape(op, inputs);
+  if (!shape.block)
+    return {};
+  return std::vector<std::vector<int64_t>>(backward ? 1 : 3, {shape.rows});
+}
+
+int32_t attentionStages(const OpDesc &op,
+                        const std::vector<TensorView> &inputs, bool backward) {
+  if (!keyBlockShape(op, inputs).block)
+    return 1;
+  return backward ? 2 : 3;
+}
+
 } // namespace
 
 void registerAttentionKernels(KernelTable &table) {
-  table["ppc.attention"] = {attentionForward, attentionBackward, nullptr, 1};
+  KernelImpl attention{attentionForward, attentionBackward,
+                       attentionScratchShapes, 1};
+  attention.stages = attentionStages;
+  table["ppc.attention"] = std::move(attention);
 }
 
 } // namespace ppc::runtime::cpu

@@ -28,6 +28,8 @@ using BackwardFn = std::function<absl::Status(
     std::vector<TensorView> &, std::vector<TensorView> &)>;
 using ScratchFn = std::function<std::vector<std::vector<int64_t>>(
     const OpDesc &, const std::vector<TensorView> &, bool backward)>;
+using StagesFn = std::function<int32_t(
+    const OpDesc &, const std::vector<TensorView> &, bool backward)>;
 
 struct KernelImpl {
   ForwardFn forward;
@@ -45,6 +47,9 @@ struct KernelImpl {
   /// Backward stages where they differ from the forward's (-1: as many).
   int32_t backwardStages = -1;
   bool stagedInInference = false;
+  /// Stages where they depend on the partition's boxes (attention: its key
+  /// blocks), in training and inference; overrides the counts above.
+  StagesFn stages;
 };
 
 using KernelTable = std::map<std::string, KernelImpl>;

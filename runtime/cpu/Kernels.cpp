@@ -216,8 +216,11 @@ scratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
   return impl->scratch(op, inputs, backward);
 }
 
-int32_t numStages(const OpDesc &op, bool training, bool backward) {
+int32_t numStages(const OpDesc &op, const std::vector<TensorView> &inputs,
+                  bool training, bool backward) {
   const cpu::KernelImpl *impl = lookup(op.kind);
+  if (impl && impl->stages)
+    return impl->stages(op, inputs, backward);
   if (!impl || (!training && !impl->stagedInInference))
     return 1;
   if (backward && impl->backwardStages >= 0)

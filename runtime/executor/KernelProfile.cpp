@@ -322,9 +322,7 @@ absl::Status makeBuffers(const Plan &plan, const OpDesc &desc, const Job &job,
       return absl::ResourceExhaustedError("out of memory");
   }
   // Scratch as the op asks for this partition (boxes only).
-  std::vector<TensorView> boxes;
-  for (const DeviceView &v : b.inputs)
-    boxes.push_back({nullptr, v.shape, v.lo, v.hi});
+  const std::vector<TensorView> boxes = boxesOf(b.inputs);
   for (bool backward : {false, true})
     for (const std::vector<int64_t> &shape :
          scratchShapes(desc, boxes, backward)) {
@@ -398,7 +396,7 @@ absl::Status profileKernels(const Plan &plan, const std::string &requestsPath,
       return annotate(err, op.kind() + " (" + op.name() + ")");
     auto forward = [&]() -> absl::Status {
       KernelContext ctx{1, training, 0};
-      for (int32_t s = 0; s < numStages(desc, training, false); ++s) {
+      for (int32_t s = 0; s < numStages(desc, boxesOf(b.inputs), training, false); ++s) {
         ctx.stage = s;
         if (absl::Status err =
                 backend.forward(desc, ctx, b.inputs, b.outputs, b.scratch);
@@ -409,7 +407,7 @@ absl::Status profileKernels(const Plan &plan, const std::string &requestsPath,
     };
     auto backward = [&]() -> absl::Status {
       KernelContext ctx{1, training, 0};
-      for (int32_t s = 0; s < numStages(desc, training, true); ++s) {
+      for (int32_t s = 0; s < numStages(desc, boxesOf(b.inputs), training, true); ++s) {
         ctx.stage = s;
         if (absl::Status err =
                 backend.backward(desc, ctx, b.inputs, b.outputs, b.outputGrads,

@@ -48,14 +48,6 @@ struct Whole {
   }
 };
 
-/// Shapes and boxes of device views, for scratchShapes.
-std::vector<TensorView> shapesOf(const std::vector<DeviceView> &views) {
-  std::vector<TensorView> out;
-  for (const DeviceView &v : views)
-    out.push_back({nullptr, v.shape, v.lo, v.hi});
-  return out;
-}
-
 /// Zero-filled float32 scratch buffers of their own shapes.
 absl::Status allocateScratch(Backend &backend,
                              const std::vector<std::vector<int64_t>> &shapes,
@@ -176,11 +168,11 @@ absl::Status runReferenceStep(const Plan &plan, const DataSource &data,
     }
     std::vector<DeviceView> &scratch = forwardScratchViews[op.id()];
     if (absl::Status err = allocateScratch(
-            backend, scratchShapes(desc, shapesOf(inputs), false),
+            backend, scratchShapes(desc, boxesOf(inputs), false),
             forwardScratch[op.id()], scratch);
         !err.ok())
       return err;
-    for (int32_t s = 0; s < numStages(desc, plan.training(), false); ++s) {
+    for (int32_t s = 0; s < numStages(desc, boxesOf(inputs), plan.training(), false); ++s) {
       KernelContext ctx{step, plan.training(), s, op.id()};
       if (absl::Status status =
               backend.forward(desc, ctx, inputs, outputs, scratch);
@@ -228,11 +220,11 @@ absl::Status runReferenceStep(const Plan &plan, const DataSource &data,
       std::vector<DeviceView> scratch = forwardScratchViews[o];
       std::vector<std::shared_ptr<DeviceBuffer>> backwardScratch;
       if (absl::Status err = allocateScratch(
-              backend, scratchShapes(descs[o], shapesOf(inputs), true),
+              backend, scratchShapes(descs[o], boxesOf(inputs), true),
               backwardScratch, scratch);
           !err.ok())
         return err;
-      for (int32_t s = 0; s < numStages(descs[o], true, true); ++s) {
+      for (int32_t s = 0; s < numStages(descs[o], boxesOf(inputs), true, true); ++s) {
         KernelContext ctx{step, true, s, plan.ops_size() + o};
         if (absl::Status status =
                 backend.backward(descs[o], ctx, inputs, outputs, outputGrads,

@@ -409,6 +409,34 @@ TEST(AttentionKernel, KeyBlocksMergeToTheWholeOp) {
                      "row tiles x key blocks");
 }
 
+TEST(AttentionKernel, KeyBlocksRunInStagesWithRowStatistics) {
+  // What the executor's reference and ppc-profile read of a partition: a
+  // key block runs 3 forward stages with three [rows] statistics and 2
+  // backward ones with one more; a partition holding every key runs once,
+  // in either layout.
+  AttentionCase c{{2, 3}, 8, 6, 4, 5};
+  OpDesc op = attentionOp(c);
+  Partition p = attentionPartition(c, {{0, 2}, {1, 3}}, {2, 6});
+  std::vector<float> none;
+  auto boxes = [&](const Partition &part) {
+    std::vector<TensorView> views;
+    for (size_t i = 0; i < 3; ++i)
+      views.push_back(boxView(none, op.operandShapes[i], part.inputs[i]));
+    return views;
+  };
+  using Shapes = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(numStages(op, boxes(p), true, false), 1);
+  EXPECT_EQ(scratchShapes(op, boxes(p), false), Shapes{});
+  for (int i : {1, 2})
+    p.inputs[i] = withRange(p.inputs[i], 2, 3, 6);
+  EXPECT_EQ(numStages(op, boxes(p), true, false), 3);
+  EXPECT_EQ(numStages(op, boxes(p), true, true), 2);
+  EXPECT_EQ(numStages(op, boxes(p), false, false), 3);
+  // Rows: 2 samples x 2 heads x 4 query rows.
+  EXPECT_EQ(scratchShapes(op, boxes(p), false), (Shapes{{16}, {16}, {16}}));
+  EXPECT_EQ(scratchShapes(op, boxes(p), true), (Shapes{{16}}));
+}
+
 TEST(AttentionKernel, KeyBlocksRejectMismatchedStatistics) {
   AttentionCase c{{}, 4, 6, 3, 5};
   OpDesc op = attentionOp(c);
@@ -545,7 +573,8 @@ TEST(AttentionKernel, RejectsBoxesItCannotCompute) {
   Partition whole = wholePartition(attentionOp(c));
   Partition p = whole;
   p.inputs[1] = withRange(p.inputs[1], 1, 0, 5);
-  expectError(c, {p}, "key must cover its whole T dim");
+  // Part of the keys is a key block, whose values must be the same keys'.
+  expectError(c, {p}, "value must hold the key box's T range [0, 5)");
   p = whole;
   p.inputs[1] = withRange(p.inputs[1], 2, 1, 3);
   expectError(c, {p}, "key must cover its whole D dim");

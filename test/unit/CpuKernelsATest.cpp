@@ -802,9 +802,9 @@ TEST(CpuBatchNorm, StagesAndScratchShapes) {
   std::vector<float> data(2 * 5 * 3 * 3);
   TensorView half =
       boxView(data, op.operandShapes[0], {{0, 1, 0, 0}, {2, 3, 3, 3}});
-  EXPECT_EQ(numStages(op, true, false), 2);
-  EXPECT_EQ(numStages(op, true, true), 2);
-  EXPECT_EQ(numStages(op, false, false), 1);
+  EXPECT_EQ(numStages(op, {half}, true, false), 2);
+  EXPECT_EQ(numStages(op, {half}, true, true), 2);
+  EXPECT_EQ(numStages(op, {half}, false, false), 1);
   using Shapes = std::vector<std::vector<int64_t>>;
   EXPECT_EQ(scratchShapes(op, {half}, false), (Shapes{{3, 5}}));
   EXPECT_EQ(scratchShapes(op, {half}, true), (Shapes{{2, 5}}));

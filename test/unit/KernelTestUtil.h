@@ -362,7 +362,13 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
       fwdScratch[p].emplace_back(numElementsOf(shape), std::nanf(""));
   }
 
-  int32_t fwdStages = numStages(op, ctx.training, /*backward=*/false);
+  // Every partition runs as many stages as the first (its boxes say how
+  // many: an attention key block's).
+  const std::vector<TensorView> noViews;
+  const std::vector<TensorView> &firstViews =
+      numParts ? inViews[0] : noViews;
+  int32_t fwdStages =
+      numStages(op, firstViews, ctx.training, /*backward=*/false);
   for (int32_t stage = 0; stage < fwdStages; ++stage) {
     if (stage > 0)
       detail::syncScratch(op, partitions, fwdScratch, stage - 1);
@@ -419,7 +425,7 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
       bwdScratch[p].emplace_back(numElementsOf(shape), std::nanf(""));
   }
 
-  int32_t bwdStages = numStages(op, ctx.training, /*backward=*/true);
+  int32_t bwdStages = numStages(op, firstViews, ctx.training, /*backward=*/true);
   for (int32_t stage = 0; stage < bwdStages; ++stage) {
     if (stage > 0)
       detail::sumScratch(bwdScratch);

@@ -85,6 +85,15 @@ struct DeviceView {
   int64_t numElements() const;
 };
 
+/// The shapes and boxes of device views, without their data: what
+/// scratchShapes and numStages read of a partition.
+inline std::vector<TensorView> boxesOf(const std::vector<DeviceView> &views) {
+  std::vector<TensorView> boxes;
+  for (const DeviceView &v : views)
+    boxes.push_back({nullptr, v.shape, v.lo, v.hi});
+  return boxes;
+}
+
 /// What the optimizer keeps per weight buffer between steps, on the device:
 /// numOptimizerSlots float32 buffers, allocated by the first update.
 struct DeviceOptimizerState {

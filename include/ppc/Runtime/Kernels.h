@@ -118,9 +118,11 @@ std::vector<std::vector<int64_t>>
 scratchShapes(const OpDesc &op, const std::vector<TensorView> &inputs,
               bool backward);
 
-/// Number of stages of the op's forward (backward) kernel: 2 for batch_norm
-/// in training, else 1.
-int32_t numStages(const OpDesc &op, bool training, bool backward);
+/// Number of stages of the op's forward (backward) kernel for the partition
+/// whose operand boxes are `inputs`: 2 for batch_norm in training, 3 (2)
+/// for an attention key block (keys split), else 1.
+int32_t numStages(const OpDesc &op, const std::vector<TensorView> &inputs,
+                  bool training, bool backward);
 
 /// Whether the op's kernels read bf16 operands as they are stored
 /// (TensorView::bf16) instead of widened to float: the GEMM ops, whose

@@ -136,11 +136,8 @@ TEST(CudaAttention, KeyBlocksAgree) {
       for (double ratio : {0.0, 0.2}) {
         AttentionCase c{lead, 9, 10, 4, 3, 0.6, causal, ratio, 29};
         std::vector<Range> batch;
-        int64_t batches = 1;
-        for (int64_t size : lead) {
+        for (int64_t size : lead)
           batch.push_back({0, size});
-          batches *= size;
-        }
         for (Range keys : splitRange(c.T, 2))
           for (Range rows : {Range{0, c.S}, Range{0, 4}, Range{4, 9}}) {
             AgreementCase a = agreement(c, 5);
@@ -148,11 +145,7 @@ TEST(CudaAttention, KeyBlocksAgree) {
             for (int i : {1, 2})
               part.inputs[i] = withRange(part.inputs[i], lead.size(),
                                          keys.first, keys.second);
-            a.partition = part;
-            const std::vector<int64_t> stats = {batches *
-                                                (rows.second - rows.first)};
-            a.staging = AgreementCase::Staging{3, 2, {stats, stats, stats},
-                                               {stats}};
+            a.partition = part; // staged: numStages, scratchShapes
             const std::string what =
                 describe(c) + " keys " + std::to_string(keys.first) +
                 " rows " + std::to_string(rows.first) + ".." +

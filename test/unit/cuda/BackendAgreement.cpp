@@ -103,14 +103,11 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
     hostViews.push_back(
         boxView(inputBoxes[i], op.operandShapes[i], p.inputs[i]));
   Buffers scratch;
-  for (const std::vector<int64_t> &shape :
-       c.staging ? c.staging->forwardScratch
-                 : scratchShapes(op, hostViews, false))
+  for (const std::vector<int64_t> &shape : scratchShapes(op, hostViews, false))
     makeBuffer(scratch, DType::F32, shape, wholeBox(shape), nullptr);
 
   KernelContext ctx = c.ctx;
-  const int32_t stages = c.staging ? c.staging->forwardStages
-                                   : numStages(op, ctx.training, false);
+  const int32_t stages = numStages(op, hostViews, ctx.training, false);
   for (int32_t s = 0; s < stages; ++s) {
     ctx.stage = s;
     result.error = statusText(
@@ -154,13 +151,9 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
     makeBuffer(inputGrads, c.dtype, op.operandShapes[i], p.inputs[i], &base);
   }
   Buffers backwardScratch = scratch;
-  for (const std::vector<int64_t> &shape :
-       c.staging ? c.staging->backwardScratch
-                 : scratchShapes(op, hostViews, true))
+  for (const std::vector<int64_t> &shape : scratchShapes(op, hostViews, true))
     makeBuffer(backwardScratch, DType::F32, shape, wholeBox(shape), nullptr);
-  const int32_t backwardStages = c.staging
-                                     ? c.staging->backwardStages
-                                     : numStages(op, ctx.training, true);
+  const int32_t backwardStages = numStages(op, hostViews, ctx.training, true);
   for (int32_t s = 0; s < backwardStages; ++s) {
     ctx.stage = s;
     for (DeviceView &grad : inputGrads.views)

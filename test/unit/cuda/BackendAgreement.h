@@ -51,15 +51,6 @@ struct AgreementCase {
   DType dtype = DType::F32;
   /// |cuda - cpu| <= atol + rtol * |cpu|.
   double atol = 1e-5, rtol = 1e-4;
-  /// The stages and scratch the plan gives the partition where the
-  /// backends' registry does not say them: an attention key block, staged
-  /// only where T is split (AttentionOp). Scratch shapes: the forward's,
-  /// then the backward's own (after the forward's).
-  struct Staging {
-    int32_t forwardStages = 1, backwardStages = 1;
-    std::vector<std::vector<int64_t>> forwardScratch, backwardScratch;
-  };
-  std::optional<Staging> staging;
 };
 
 /// A case of `op` with the harness's defaults (given operand values).

@@ -87,7 +87,7 @@ inline std::string errorOn(Backend &backend, const OpDesc &op,
   for (const auto &shape : scratchShapes(op, hostViews, false))
     scratch.push_back(view(shape, wholeBox(shape), true));
   KernelContext ctx = context;
-  for (int32_t s = 0; s < numStages(op, ctx.training, false); ++s) {
+  for (int32_t s = 0; s < numStages(op, hostViews, ctx.training, false); ++s) {
     ctx.stage = s;
     std::string error = withDeferred(
         backend,
@@ -103,7 +103,7 @@ inline std::string errorOn(Backend &backend, const OpDesc &op,
     grads.push_back(view(op.operandShapes[i], p.inputs[i], true));
   for (const auto &shape : scratchShapes(op, hostViews, true))
     scratch.push_back(view(shape, wholeBox(shape), true));
-  for (int32_t s = 0; s < numStages(op, ctx.training, true); ++s) {
+  for (int32_t s = 0; s < numStages(op, hostViews, ctx.training, true); ++s) {
     ctx.stage = s;
     std::string error = withDeferred(
         backend, statusText(backend.backward(op, ctx, inputs, outputs, outGrads,
