@@ -580,8 +580,8 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       // rows keeps their k-th piece of the summed result (scatterDim below),
       // the sequence chunk of its context rank.
       GridAxis keys;
-      bool blocked = keyBlocks > 1 && flow.mixes[op] && flow.mixDim[op] >= 0 &&
-                     seq >= 0;
+      bool blocked =
+          keyBlocks > 1 && flow.mixes[op] && flow.mixDim[op] >= 0 && seq >= 0;
       if (blocked) {
         keys = {keyBlocks, flow.mixDim[op]};
         context.degree = cp / keyBlocks;
@@ -684,8 +684,62 @@ const std::vector<ContextExchangeInfo> &contextExchanges() {
   return list;
 }
 
-SearchResult contextParallelLayouts(const Problem &problem,
-                                    const SearchOptions &options) {
+namespace {
+
+/// The bytes of training state (weights, gradients, optimizer state) the
+/// fullest device holds at least in a Megatron layout of `tp` x `pp` on
+/// `devices`: a stage holds at least 1/pp of every weight's bytes, tensor
+/// parallelism splits them at most tp ways, and the optimizer state (with
+/// `shardWeights`, everything) is at most split over every device.
+int64_t trainingStateFloor(const Problem &problem, int64_t tp, int64_t pp,
+                           int64_t devices, bool shardWeights) {
+  int64_t replicated = 0, sharded = 0;
+  for (const sim::Weight &weight : problem.graph.weights) {
+    int64_t elems = 1;
+    for (int64_t d : weight.shape)
+      elems *= d;
+    sim::TrainingStateBytes bytes = sim::trainingStateBytes(
+        weight.elemBytes, weight.trainable, problem.simOptions.optimizer,
+        problem.simOptions.fp32Gradients);
+    replicated += elems * (bytes.weight + bytes.gradient);
+    sharded += elems * bytes.optimizerState;
+  }
+  if (shardWeights)
+    return (replicated + sharded) / devices;
+  return replicated / (tp * pp) + sharded / devices;
+}
+
+/// How much activation memory a recomputation mode keeps: less for more
+/// recomputation.
+int keptActivations(Recompute recompute) {
+  switch (recompute) {
+  case Recompute::Full:
+    return 0;
+  case Recompute::Selective:
+    return 1;
+  case Recompute::None:
+    return 2;
+  }
+  return 2;
+}
+
+/// Whether `a` needs at least the memory per device that `b` does, as far as
+/// the layouts' degrees and recomputation tell: no degree of `a` larger,
+/// no more recomputation, the same weight sharding and (where the sequence
+/// is split) the same context exchange.
+bool needsAtLeast(const MegatronLayout &a, const MegatronLayout &b) {
+  return a.tensorParallel <= b.tensorParallel &&
+         a.contextParallel <= b.contextParallel &&
+         a.pipelineParallel <= b.pipelineParallel &&
+         keptActivations(a.recompute) >= keptActivations(b.recompute) &&
+         a.shardWeights == b.shardWeights &&
+         (a.contextParallel == 1 || a.contextExchange == b.contextExchange);
+}
+
+} // namespace
+
+SearchResult megatronLayouts(const Problem &problem,
+                             const SearchOptions &options) {
   auto begin = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -693,7 +747,7 @@ SearchResult contextParallelLayouts(const Problem &problem,
         .count();
   };
   SearchResult best;
-  best.algorithm = "context-parallel layouts: none";
+  best.algorithm = "Megatron layouts: none";
   const sim::Graph &graph = problem.graph;
   int64_t devices = problem.machine.numDevices();
   SequenceFlow flow = followSequence(graph);
@@ -709,78 +763,215 @@ SearchResult contextParallelLayouts(const Problem &problem,
       break;
     }
   int64_t node = devicesPerNode(problem.machine);
-  std::vector<MegatronLayout> layouts;
-  // Unpipelined first: one simulation each, and the likelier answer once
-  // the sequence is split. Within a pipeline depth the largest tp x cp
-  // groups go first (stable_sort below): where a budget stops the phase,
-  // the long sequences it is for fit only there.
-  for (int64_t pp : {1, 2, 4}) {
-    for (int64_t tp : {1, 2, 4, 8}) {
-      for (int64_t cp = 2; tp * cp * pp <= devices; cp *= 2) {
-        if (tp > node || devices % (tp * cp * pp) != 0 || pp > batch)
-          continue;
-        for (const ContextExchangeInfo &exchange : contextExchanges())
-          for (Recompute recompute : {Recompute::Selective, Recompute::Full}) {
-            MegatronLayout layout;
-            layout.tensorParallel = tp;
-            layout.contextParallel = cp;
-            layout.pipelineParallel = pp;
-            layout.contextExchange = exchange.kind;
-            layout.recompute = recompute;
-            layout.sequenceParallel = tp > 1;
-            layout.distributedOptimizer = true;
-            layouts.push_back(layout);
-          }
-      }
-      if (pp == 1 && tp == 1)
-        for (int64_t cp = 2; cp <= devices; cp *= 2) {
-          if (devices % cp != 0)
-            continue;
-          for (Recompute recompute : {Recompute::None, Recompute::Full}) {
-            MegatronLayout ulysses;
-            ulysses.tensorParallel = 1;
-            ulysses.contextParallel = cp;
-            ulysses.contextExchange = ContextExchange::AllToAll;
-            ulysses.recompute = recompute;
-            ulysses.shardWeights = true;
-            layouts.push_back(ulysses);
-          }
-        }
-    }
-  }
-  std::stable_sort(layouts.begin(), layouts.end(),
-                   [](const MegatronLayout &a, const MegatronLayout &b) {
-                     if (a.pipelineParallel != b.pipelineParallel)
-                       return a.pipelineParallel < b.pipelineParallel;
-                     return a.tensorParallel * a.contextParallel >
-                            b.tensorParallel * b.contextParallel;
-                   });
-  size_t tried = 0;
-  for (const MegatronLayout &layout : layouts) {
-    if ((options.seconds > 0 && elapsed() > options.seconds) ||
-        (options.cancel && options.cancel->load()))
-      break;
-    ++tried;
-    absl::StatusOr<SearchResult> built = megatronLayout(problem, layout);
-    if (!built.ok())
-      continue;
-    best.iterations += built->iterations;
+  int64_t capacity = 0;
+  for (const DeviceSpec &spec : problem.machine.specs)
+    capacity = std::max(capacity, problem.simOptions.capacityOf(spec));
+
+  // Every layout simulated (at its first micro-batch count), and whether it
+  // fitted: the memory order (needsAtLeast) answers for the layouts it
+  // decides without a simulation.
+  std::vector<std::pair<MegatronLayout, bool>> known;
+  int64_t simulated = 0;
+  bool outOfTime = false;
+  auto stop = [&] {
+    outOfTime = outOfTime ||
+                (options.seconds > 0 && elapsed() > options.seconds) ||
+                (options.cancel && options.cancel->load());
+    return outOfTime;
+  };
+  auto keep = [&](SearchResult candidate) {
     auto time = [](const SearchResult &r) {
       return r.pipeline.enabled() ? r.pipelineResult.iterationTime
                                   : r.result.iterationTime;
     };
-    if (best.strategy.empty() || built->objective < best.objective ||
-        (!std::isfinite(best.objective) && !std::isfinite(built->objective) &&
-         time(*built) < time(best))) {
-      int64_t iterations = best.iterations;
-      best = std::move(*built);
-      best.iterations = iterations;
+    if (best.strategy.empty() || candidate.objective < best.objective ||
+        (!std::isfinite(best.objective) &&
+         !std::isfinite(candidate.objective) && time(candidate) < time(best)))
+      best = std::move(candidate);
+  };
+  // The micro-batch count Megatron-LM starts from: one sample per
+  // data-parallel replica (micro-batch size 1), at least pp; 0 unpipelined.
+  auto firstMicrobatches = [&](const MegatronLayout &layout) -> int64_t {
+    if (layout.pipelineParallel == 1)
+      return 0;
+    int64_t dp = devices / (layout.tensorParallel * layout.contextParallel *
+                            layout.pipelineParallel);
+    int64_t m = layout.pipelineParallel;
+    while (batch % (2 * m) == 0 && 2 * m * dp <= batch)
+      m *= 2;
+    return batch % m == 0 ? m : -1;
+  };
+  // Simulates `layout` at `microbatches` once (kept as a candidate): its
+  // objective, or nullopt when it does not apply.
+  std::map<std::vector<int64_t>, std::optional<double>> objectives;
+  auto simulate = [&](MegatronLayout layout,
+                      int64_t microbatches) -> std::optional<double> {
+    layout.microbatches = microbatches;
+    std::vector<int64_t> key = {
+        layout.tensorParallel,
+        layout.contextParallel,
+        layout.pipelineParallel,
+        layout.microbatches,
+        static_cast<int64_t>(layout.recompute),
+        layout.contextParallel > 1
+            ? static_cast<int64_t>(layout.contextExchange)
+            : -1,
+        layout.shardWeights};
+    if (auto it = objectives.find(key); it != objectives.end())
+      return it->second;
+    absl::StatusOr<SearchResult> built = megatronLayout(problem, layout);
+    ++simulated;
+    std::optional<double> objective;
+    if (built.ok()) {
+      objective = built->objective;
+      keep(std::move(*built));
     }
+    objectives[key] = objective;
+    return objective;
+  };
+  // Whether `layout` fits: from what is known where the memory order
+  // decides, else simulated. nullopt when it does not apply or time ran
+  // out.
+  auto fits = [&](const MegatronLayout &layout) -> std::optional<bool> {
+    for (const auto &[other, fitted] : known)
+      if ((!fitted && needsAtLeast(layout, other)) ||
+          (fitted && needsAtLeast(other, layout)))
+        return fitted;
+    int64_t m = firstMicrobatches(layout);
+    if (m < 0 || stop())
+      return std::nullopt;
+    std::optional<double> objective = simulate(layout, m);
+    if (!objective)
+      return std::nullopt;
+    bool fitted = std::isfinite(*objective);
+    known.emplace_back(layout, fitted);
+    return fitted;
+  };
+  // A layout that fits, at the micro-batch counts below its first one while
+  // they are faster and fit (larger micro-batches: more memory, fewer
+  // kernels). Whether it stopped where the next count did not fit (then
+  // more recomputation may buy fewer micro-batches).
+  auto evaluate = [&](const MegatronLayout &layout) {
+    int64_t m = firstMicrobatches(layout);
+    if (m < 0 || stop())
+      return false;
+    std::optional<double> last = simulate(layout, m);
+    for (m /= 2; m >= layout.pipelineParallel && m > 0 && last &&
+                 std::isfinite(*last) && !stop();
+         m /= 2) {
+      std::optional<double> next = simulate(layout, m);
+      if (next && !std::isfinite(*next))
+        return true;
+      if (!next || !(*next < *last))
+        break;
+      last = next;
+    }
+    return false;
+  };
+  // The layouts with `base`'s tp, pp, recomputation and exchange: the
+  // smallest cp from `firstCp` that fits (the fewest devices on the
+  // sequence: at a fixed device count a larger cp trades data parallelism
+  // for communication), and larger ones while the data-parallel replicas do
+  // not divide the batch (a larger cp then splits work they would repeat).
+  // The cp where that ended (0 when none fits), and whether memory stopped
+  // its micro-batch counts.
+  struct SeriesEnd {
+    int64_t cp = 0;
+    bool memoryBound = false;
+  };
+  auto series = [&](MegatronLayout base, int64_t firstCp) -> SeriesEnd {
+    int64_t room = devices / (base.tensorParallel * base.pipelineParallel);
+    std::vector<int64_t> cps;
+    for (int64_t cp = firstCp; cp <= room; cp *= 2)
+      if (room % cp == 0)
+        cps.push_back(cp);
+    auto at = [&](size_t i) {
+      MegatronLayout layout = base;
+      layout.contextParallel = cps[i];
+      return layout;
+    };
+    if (cps.empty())
+      return {};
+    // Short sequences fit at the first cp, long ones only at the largest:
+    // those two first, then bisection (memory falls as cp grows).
+    size_t found = 0;
+    if (!fits(at(0)).value_or(false)) {
+      size_t lo = 0, hi = cps.size() - 1;
+      if (hi == 0 || !fits(at(hi)).value_or(false))
+        return {};
+      while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (fits(at(mid)).value_or(false))
+          hi = mid;
+        else
+          lo = mid;
+      }
+      found = hi;
+    }
+    SeriesEnd end;
+    for (size_t i = found; i < cps.size() && !stop(); ++i) {
+      end.cp = cps[i];
+      end.memoryBound = evaluate(at(i)) || end.memoryBound;
+      int64_t replicas =
+          room / cps[i] * std::max<int64_t>(firstMicrobatches(at(i)), 1);
+      if (batch % replicas == 0)
+        break;
+    }
+    return end;
+  };
+
+  // Unpipelined first, then deeper pipelines (more bubble, less weight
+  // memory per device); within a depth the largest tensor-parallel group
+  // first (Megatron-LM's rule: tp up to a node), recomputing only what
+  // must be for the layout to fit.
+  for (int64_t pp = 1; pp <= devices && (pp == 1 || pp <= batch) && !stop();
+       pp *= 2) {
+    for (int64_t tp : {8, 4, 2, 1}) {
+      if (tp > node || devices % (tp * pp) != 0 ||
+          trainingStateFloor(problem, tp, pp, devices, false) > capacity)
+        continue;
+      // cp = 1 is the same layout for every exchange: in the first's
+      // series only; where it suffices the other exchanges are not tried.
+      bool sequenceWhole = false;
+      for (const ContextExchangeInfo &exchange : contextExchanges()) {
+        if (sequenceWhole)
+          break;
+        bool first = exchange.kind == contextExchanges().front().kind;
+        for (Recompute recompute :
+             {Recompute::None, Recompute::Selective, Recompute::Full}) {
+          MegatronLayout layout;
+          layout.tensorParallel = tp;
+          layout.pipelineParallel = pp;
+          layout.contextExchange = exchange.kind;
+          layout.recompute = recompute;
+          layout.sequenceParallel = tp > 1;
+          layout.distributedOptimizer = true;
+          SeriesEnd end = series(layout, first ? 1 : 2);
+          sequenceWhole = sequenceWhole || end.cp == 1;
+          if (end.cp > 0 && !end.memoryBound)
+            break;
+        }
+      }
+    }
+    // Ulysses x ZeRO-3: the sequence over every device, attention by heads.
+    if (pp == 1 && trainingStateFloor(problem, 1, 1, devices, true) <= capacity)
+      for (Recompute recompute : {Recompute::None, Recompute::Full}) {
+        MegatronLayout ulysses;
+        ulysses.tensorParallel = 1;
+        ulysses.contextExchange = ContextExchange::AllToAll;
+        ulysses.recompute = recompute;
+        ulysses.shardWeights = true;
+        SeriesEnd end = series(ulysses, 2);
+        if (end.cp > 0 && !end.memoryBound)
+          break;
+      }
   }
-  if (tried < layouts.size())
-    best.cutShort.push_back(
-        "context-parallel layouts: " + std::to_string(tried) + " of " +
-        std::to_string(layouts.size()) + " tried before the budget ran out");
+  if (outOfTime)
+    best.cutShort.push_back("Megatron layouts: stopped by the budget after " +
+                            std::to_string(simulated) + " simulations");
+  best.algorithm =
+      best.strategy.empty() ? "Megatron layouts: none" : best.algorithm;
+  best.iterations = simulated;
   best.seconds = elapsed();
   return best;
 }

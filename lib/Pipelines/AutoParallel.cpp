@@ -83,7 +83,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.schedule = options.schedule;
     searchOptions.dpStart = options.dpStart;
     searchOptions.pipelines = options.pipelines;
-    searchOptions.contextLayouts = options.contextLayouts;
+    searchOptions.megatronLayouts = options.megatronLayouts;
     pm.addPass(createSearchStrategy(searchOptions));
   }
 

@@ -139,9 +139,9 @@ constexpr double kDpStartSeconds = 50;
 /// The pipeline search's time limit in algorithm=mcmc on more than one
 /// device under an iteration budget.
 constexpr double kPipelineSearchSeconds = 50;
-/// The context-parallel layouts' time limit in algorithm=mcmc under an
-/// iteration budget.
-constexpr double kContextLayoutSeconds = 30;
+/// The Megatron layouts' time limit in algorithm=mcmc under an iteration
+/// budget.
+constexpr double kMegatronLayoutSeconds = 30;
 
 /// Set by SIGINT while a search runs: the search stops with its best so far.
 std::atomic<bool> cancelRequested{false};
@@ -479,19 +479,19 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         starts.push_back(baseline.second);
       if (existing)
         starts.push_back(*existing);
-      // Where ops mix sequence positions, Megatron-Core's context-parallel
+      // Where ops mix sequence positions, Megatron-LM's and Megatron-Core's
       // layouts and Ulysses x ZeRO-3, which no single-op move reaches from
       // the other starts: the fastest is a start when unpipelined, and
       // competes with MCMC's answer as the pipeline search's does.
-      search::SearchResult context;
-      if (contextLayouts && machine.numDevices() > 1 &&
+      search::SearchResult megatron;
+      if (megatronLayouts && machine.numDevices() > 1 &&
           !cancelRequested.load()) {
-        search::SearchOptions contextOptions = options;
-        contextOptions.seconds =
-            options.seconds > 0 ? budgetLeft() / 4 : kContextLayoutSeconds;
-        context = search::contextParallelLayouts(problem, contextOptions);
-        if (!context.strategy.empty() && !context.pipeline.enabled())
-          starts.push_back(context.strategy);
+        search::SearchOptions layoutOptions = options;
+        layoutOptions.seconds =
+            options.seconds > 0 ? budgetLeft() / 3 : kMegatronLayoutSeconds;
+        megatron = search::megatronLayouts(problem, layoutOptions);
+        if (!megatron.strategy.empty() && !megatron.pipeline.enabled())
+          starts.push_back(megatron.strategy);
         if (options.seconds > 0)
           chains.seconds = budgetLeft();
       }
@@ -543,24 +543,23 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                               dp.cutShort.end());
       }
       found.considered.push_back("MCMC: " + formatMs(found.objective));
-      if (!context.strategy.empty()) {
-        found.considered.push_back(
-            "context-parallel layouts: " + context.algorithm + ": " +
-            formatMs(context.objective));
-        found.cutShort.insert(found.cutShort.end(), context.cutShort.begin(),
-                              context.cutShort.end());
-        if (std::isfinite(context.objective) &&
-            !(found.objective <= context.objective)) {
-          context.algorithm =
+      if (!megatron.strategy.empty()) {
+        found.considered.push_back("Megatron layouts: " + megatron.algorithm +
+                                   ": " + formatMs(megatron.objective));
+        found.cutShort.insert(found.cutShort.end(), megatron.cutShort.begin(),
+                              megatron.cutShort.end());
+        if (std::isfinite(megatron.objective) &&
+            !(found.objective <= megatron.objective)) {
+          megatron.algorithm =
               (std::isfinite(found.objective) ? "faster than MCMC's answer, "
                                               : "no other strategy fits, ") +
-              context.algorithm;
-          context.iterations += found.iterations;
-          context.seconds += found.seconds;
-          context.cutShort = std::move(found.cutShort);
-          context.startObjectives = std::move(found.startObjectives);
-          context.considered = std::move(found.considered);
-          found = std::move(context);
+              megatron.algorithm;
+          megatron.iterations += found.iterations;
+          megatron.seconds += found.seconds;
+          megatron.cutShort = std::move(found.cutShort);
+          megatron.startObjectives = std::move(found.startObjectives);
+          megatron.considered = std::move(found.considered);
+          found = std::move(megatron);
         }
       }
       // The pipeline search's answer, counted with what ran before it, wins

@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 using namespace ppc;
 using namespace ppc::sim;
@@ -155,6 +157,105 @@ TEST(SearchModels, OneWeirdTrickOnTheCnn) {
   RooflineCostModel cost;
   Simulator simulator(*graph, machine, cost);
   EXPECT_GT(simulator.simulate(s).iterationTime, 0);
+}
+
+/// Every layout of the Megatron layouts phase's grid, simulated: pp in
+/// {1, 2, 4}, tp and cp in powers of two, every context exchange, every
+/// recomputation, the micro-batch counts megatronLayout sweeps itself; and
+/// Ulysses x ZeRO-3. The fastest that fits (objective +infinity if none
+/// does) and how many simulations that took.
+struct GridBest {
+  double objective = std::numeric_limits<double>::infinity();
+  std::string layout;
+  int64_t simulations = 0;
+};
+GridBest bruteForceMegatron(const Problem &problem) {
+  int64_t devices = problem.machine.numDevices();
+  GridBest best;
+  auto consider = [&](const MegatronLayout &layout) {
+    absl::StatusOr<SearchResult> r = megatronLayout(problem, layout);
+    if (!r.ok())
+      return;
+    best.simulations += r->iterations;
+    if (r->objective < best.objective) {
+      best.objective = r->objective;
+      best.layout = r->algorithm;
+    }
+  };
+  for (int64_t pp : {1, 2, 4})
+    for (int64_t tp = 1; tp * pp <= devices; tp *= 2)
+      for (int64_t cp = 1; tp * cp * pp <= devices; cp *= 2)
+        for (const ContextExchangeInfo &exchange : contextExchanges()) {
+          if (cp == 1 && exchange.kind != contextExchanges().front().kind)
+            continue;
+          for (const RecomputeInfo &recompute : recomputeModes()) {
+            MegatronLayout layout;
+            layout.tensorParallel = tp;
+            layout.pipelineParallel = pp;
+            layout.contextParallel = cp;
+            layout.contextExchange = exchange.kind;
+            layout.recompute = recompute.mode;
+            layout.sequenceParallel = tp > 1;
+            layout.distributedOptimizer = true;
+            consider(layout);
+            if (pp == 1 && tp == 1 && cp > 1 &&
+                exchange.kind == ContextExchange::AllToAll) {
+              layout.sequenceParallel = false;
+              layout.distributedOptimizer = false;
+              layout.shardWeights = true;
+              consider(layout);
+            }
+          }
+        }
+  return best;
+}
+
+TEST(SearchModels, MegatronLayoutsFindTheGridsBestWithFewerSimulations) {
+  // The example transformer on 16 P100s (4 nodes x 4), Adam: with all the
+  // memory, and with a half down to an eighth of one replica's training
+  // state per device (then pipelines, more tensor parallelism, full
+  // recomputation and, at an eighth, context parallelism are needed). The
+  // phase's rules (the smallest cp that fits, the least recomputation,
+  // halving micro-batch counts while faster, nothing simulated that the
+  // memory order decides) find the fastest layout of the whole grid with a
+  // fraction of its simulations.
+  std::optional<Graph> graph = importExample("transformer.onnx", 16);
+  ASSERT_TRUE(graph);
+  Machine machine = preset("p100x16");
+  RooflineCostModel cost;
+  SimOptions options;
+  options.optimizer = Optimizer::Adam;
+  int64_t state = 0;
+  for (const Weight &weight : graph->weights) {
+    int64_t elems = 1;
+    for (int64_t d : weight.shape)
+      elems *= d;
+    state += elems * trainingStateBytes(weight.elemBytes, weight.trainable,
+                                        Optimizer::Adam)
+                         .total();
+  }
+  for (int64_t limit :
+       {int64_t(0), state / 2, state / 4, state / 6, state / 8}) {
+    SCOPED_TRACE("memory limit " + std::to_string(limit));
+    options.memoryLimit = limit;
+    Problem problem{*graph, machine, cost, options};
+    GridBest grid = bruteForceMegatron(problem);
+    ASSERT_TRUE(std::isfinite(grid.objective));
+    SearchOptions budget;
+    SearchResult found = megatronLayouts(problem, budget);
+    ASSERT_FALSE(found.strategy.empty());
+    EXPECT_TRUE(found.cutShort.empty());
+    EXPECT_LE(found.objective, grid.objective * (1 + 1e-9))
+        << found.algorithm << " against " << grid.layout;
+    EXPECT_LT(found.iterations, grid.simulations / 2);
+    std::printf("Megatron layouts, memory limit %lld: %s, %.3f ms (the "
+                "grid's best: %s, %.3f ms) in %lld simulations (the grid: "
+                "%lld)\n",
+                static_cast<long long>(limit), found.algorithm.c_str(),
+                found.objective * 1e3, grid.layout.c_str(),
+                grid.objective * 1e3, static_cast<long long>(found.iterations),
+                static_cast<long long>(grid.simulations));
+  }
 }
 
 TEST(SearchModels, McmcOnTheTransformer) {

@@ -189,10 +189,10 @@ struct AutoParallelOptions
       llvm::cl::desc("search=mcmc: on more than one device, also run the "
                      "pipeline search and take its answer when faster"),
       llvm::cl::init(true)};
-  Option<bool> contextLayouts{
-      *this, "context-layouts",
+  Option<bool> megatronLayouts{
+      *this, "megatron-layouts",
       llvm::cl::desc("search=mcmc: where ops mix sequence positions, also "
-                     "try Megatron-Core's context-parallel layouts and "
+                     "try Megatron-LM's and Megatron-Core's layouts and "
                      "Ulysses x ZeRO-3"),
       llvm::cl::init(true)};
   Option<std::string> recompute{

@@ -444,19 +444,26 @@ struct MegatronLayout {
 absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
                                             const MegatronLayout &layout);
 
-/// Megatron-Core's context-parallel layouts and Ulysses x ZeRO-3 as one
-/// search phase, for graphs whose ops mix sequence positions (attention):
-/// megatronLayout over tp in {1, 2, 4, 8} (at most a node), cp in the
-/// powers of two from 2, pp in {1, 2, 4} (the batch allowing), every
-/// context exchange, selective and full recomputation, sequence parallelism
-/// where tp > 1 and the distributed optimizer; and tp 1 with the all-to-all
-/// exchange, fsdp, and no or full recomputation. The fastest that fits (or
-/// the fastest), tried unpipelined first and, within a pipeline depth, the
-/// largest tp x cp first; within `options.seconds` (0: no
-/// limit) or until `options.cancel`, saying in cutShort how far it got.
-/// Empty (no strategy) on one device or where nothing mixes positions.
-SearchResult contextParallelLayouts(const Problem &problem,
-                                    const SearchOptions &options);
+/// Megatron-LM's and Megatron-Core's layouts as one search phase, for
+/// graphs whose ops mix sequence positions (transformers): megatronLayout
+/// with sequence parallelism where tp > 1, the distributed optimizer, and
+/// the least recomputation that fits (none, selective, full), over
+/// pp = 1, 2, 4, ... (the batch allowing), tp in {8, 4, 2, 1} (at most a
+/// node; tp x pp whose weights and gradients alone overflow a device
+/// skipped), cp from 1 with every context exchange; and Ulysses x ZeRO-3
+/// (tp 1, all-to-all, fsdp, no or full recomputation). Per tp, pp,
+/// recomputation and exchange it takes the smallest cp that fits (found by
+/// bisection: memory falls as cp grows), and larger ones only while the
+/// data-parallel replicas do not divide the batch; layouts that need at
+/// least the memory of one that did not fit (no larger degree, no more
+/// recomputation) are not simulated. A pipelined layout starts at one
+/// sample per replica per micro-batch and halves the micro-batch count
+/// while that is faster and fits. The fastest that fits (or the fastest),
+/// within `options.seconds` (0: no limit) or until `options.cancel`, saying
+/// in cutShort when it stopped. Empty (no strategy) on one device or where
+/// nothing mixes positions.
+SearchResult megatronLayouts(const Problem &problem,
+                             const SearchOptions &options);
 
 /// The objective of a pipelined strategy: its iteration time, or +infinity
 /// when a device needs more memory than allowed.

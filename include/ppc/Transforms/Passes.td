@@ -185,11 +185,13 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "algorithm=mcmc: on more than one device, also run the pipeline "
            "search (within half of what is left of a time budget, or 50 s "
            "under an iteration budget) and take its answer when faster">,
-    Option<"contextLayouts", "context-layouts", "bool", "true",
-           "algorithm=mcmc: where ops mix sequence positions (attention), "
-           "also try Megatron-Core's context-parallel layouts and Ulysses x "
-           "ZeRO-3 (within a quarter of what is left of a time budget, or "
-           "30 s under an iteration budget), as a start and as an answer">,
+    Option<"megatronLayouts", "megatron-layouts", "bool", "true",
+           "algorithm=mcmc: where ops mix sequence positions (transformers), "
+           "also try Megatron-LM's and Megatron-Core's layouts (tp x cp x "
+           "pp x dp, every context exchange, the distributed optimizer, "
+           "selective or full recomputation) and Ulysses x ZeRO-3 (within a "
+           "third of what is left of a time budget, or 30 s under an "
+           "iteration budget), as a start and as an answer">,
     Option<"stages", "stages", "int64_t", "0",
            "algorithm=pipeline: pipeline stages (0: searched)">,
     Option<"microbatches", "microbatches", "int64_t", "0",
