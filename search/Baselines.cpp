@@ -709,6 +709,14 @@ int64_t trainingStateFloor(const Problem &problem, int64_t tp, int64_t pp,
   return replicated / (tp * pp) + sharded / devices;
 }
 
+/// The deepest pipeline the Megatron layouts phase tries: Megatron-LM's
+/// deepest published one (the 1T GPT's pp 64, Narayanan et al. 2021).
+constexpr int64_t kDeepestPipeline = 64;
+
+/// How many of the fastest pipelined layouts (distinct but for their
+/// micro-batch counts) the Megatron layouts phase interleaves.
+constexpr size_t kInterleavedLayouts = 4;
+
 /// How much activation memory a recomputation mode keeps: less for more
 /// recomputation.
 int keptActivations(Recompute recompute) {
@@ -779,7 +787,12 @@ SearchResult megatronLayouts(const Problem &problem,
                 (options.cancel && options.cancel->load());
     return outOfTime;
   };
-  auto keep = [&](SearchResult candidate) {
+  // The pipelined layouts that fit (with their micro-batch counts), by
+  // objective.
+  std::vector<std::pair<double, MegatronLayout>> pipelined;
+  auto keep = [&](SearchResult candidate, const MegatronLayout &layout) {
+    if (std::isfinite(candidate.objective) && candidate.pipeline.enabled())
+      pipelined.emplace_back(candidate.objective, layout);
     auto time = [](const SearchResult &r) {
       return r.pipeline.enabled() ? r.pipelineResult.iterationTime
                                   : r.result.iterationTime;
@@ -812,6 +825,7 @@ SearchResult megatronLayouts(const Problem &problem,
         layout.contextParallel,
         layout.pipelineParallel,
         layout.microbatches,
+        layout.virtualStages,
         static_cast<int64_t>(layout.recompute),
         layout.contextParallel > 1
             ? static_cast<int64_t>(layout.contextExchange)
@@ -824,7 +838,7 @@ SearchResult megatronLayouts(const Problem &problem,
     std::optional<double> objective;
     if (built.ok()) {
       objective = built->objective;
-      keep(std::move(*built));
+      keep(std::move(*built), layout);
     }
     objectives[key] = objective;
     return objective;
@@ -920,12 +934,20 @@ SearchResult megatronLayouts(const Problem &problem,
     return end;
   };
 
-  // Unpipelined first, then deeper pipelines (more bubble, less weight
-  // memory per device); within a depth the largest tensor-parallel group
-  // first (Megatron-LM's rule: tp up to a node), recomputing only what
-  // must be for the layout to fit.
-  for (int64_t pp = 1; pp <= devices && (pp == 1 || pp <= batch) && !stop();
-       pp *= 2) {
+  // The deepest pipelines first: under a budget they are the cheapest to
+  // simulate (a stage's ops on a stage's devices) and the likeliest to fit
+  // a large model, and a layout that does not fit rules out the same one
+  // with fewer stages (needsAtLeast). Within a depth the largest
+  // tensor-parallel group first (Megatron-LM's rule: tp up to a node),
+  // recomputing only what must be for the layout to fit.
+  std::vector<int64_t> depths;
+  for (int64_t pp = 1;
+       pp <= std::min(devices, kDeepestPipeline) && (pp == 1 || pp <= batch);
+       pp *= 2)
+    depths.push_back(pp);
+  for (auto depth = depths.rbegin(); depth != depths.rend() && !stop();
+       ++depth) {
+    int64_t pp = *depth;
     for (int64_t tp : {8, 4, 2, 1}) {
       if (tp > node || devices % (tp * pp) != 0 ||
           trainingStateFloor(problem, tp, pp, devices, false) > capacity)
@@ -965,6 +987,34 @@ SearchResult megatronLayouts(const Problem &problem,
         if (end.cp > 0 && !end.memoryBound)
           break;
       }
+  }
+  // The fastest pipelines of distinct layouts interleaved (Megatron-LM's
+  // virtual stages: each rank holds v stages of a finer cut, the bubble
+  // 1/v as long) while that is faster: the order may change.
+  std::stable_sort(
+      pipelined.begin(), pipelined.end(),
+      [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::set<std::vector<int64_t>> interleaved;
+  for (const auto &[objective, fastest] : pipelined) {
+    if (interleaved.size() == kInterleavedLayouts || stop())
+      break;
+    MegatronLayout layout = fastest;
+    if (!interleaved
+             .insert({layout.tensorParallel, layout.contextParallel,
+                      layout.pipelineParallel,
+                      static_cast<int64_t>(layout.contextExchange),
+                      static_cast<int64_t>(layout.recompute),
+                      layout.shardWeights})
+             .second)
+      continue;
+    double before = objective;
+    for (int64_t v = 2; !stop(); v *= 2) {
+      layout.virtualStages = v;
+      std::optional<double> next = simulate(layout, layout.microbatches);
+      if (!next || !(*next < before))
+        break;
+      before = *next;
+    }
   }
   if (outOfTime)
     best.cutShort.push_back("Megatron layouts: stopped by the budget after " +
