@@ -8,7 +8,9 @@
 # rest").
 # Usage: bench/search_scale.sh [BUILD_DIR]   (after scripts/build.sh)
 #   ROWS="gpt124m-2x4-10g alexnet-p100x16 ..." (default: every row below
-#   but the GPTs of 39B and more, which take minutes each on 2 cores)
+#   but the GPTs of 39B and more, which take minutes each on 2 cores;
+#   their rows against Megatron-LM's published layouts: bench/
+#   megatron_published.sh and docs/search.md, "Megatron layouts")
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
@@ -29,6 +31,9 @@ all_rows=(
   "rnnlm-p100x16|rnnlm --batch 1024|p100x16|1000"
   "rnnlm-k80x64|rnnlm --batch 4096|k80x64|1000"
   "gpt39b-dgx-h100x4|gpt --size 39b --batch 64 --dtype bf16|dgx-h100x4|60s"
+  "gpt39b-dgx-h100x8|gpt --size 39b --batch 128 --dtype bf16|dgx-h100x8|60s"
+  "gpt145b-dgx-h100x16|gpt --size 145b --batch 256 --dtype bf16|dgx-h100x16|60s"
+  "gpt145b-dgx-h100x32|gpt --size 145b --batch 512 --dtype bf16|dgx-h100x32|60s"
   "gpt175b-dgx-h100x128|gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --batch 2048 --dtype bf16|dgx-h100x128|60s"
 )
 rows=${ROWS:-gpt124m-2x4-10g alexnet-p100x16 alexnet-k80x64 vgg16-p100x16 vgg16-k80x64 resnet101-p100x16 resnet101-k80x64 inception_v3-p100x16 inception_v3-k80x64 rnnlm-p100x16 rnnlm-k80x64}
