@@ -448,7 +448,8 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
 /// graphs whose ops mix sequence positions (transformers): megatronLayout
 /// with sequence parallelism where tp > 1, the distributed optimizer, and
 /// the least recomputation that fits (none, selective, full), over
-/// pp = 1, 2, 4, ... (the batch allowing), tp in {8, 4, 2, 1} (at most a
+/// pp = 64, 32, ..., 1 (deepest first; the batch allowing), tp in
+/// {8, 4, 2, 1} (at most a
 /// node; tp x pp whose weights and gradients alone overflow a device
 /// skipped), cp from 1 with every context exchange; and Ulysses x ZeRO-3
 /// (tp 1, all-to-all, fsdp, no or full recomputation). Per tp, pp,
@@ -458,7 +459,9 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
 /// least the memory of one that did not fit (no larger degree, no more
 /// recomputation) are not simulated. A pipelined layout starts at one
 /// sample per replica per micro-batch and halves the micro-batch count
-/// while that is faster and fits. The fastest that fits (or the fastest),
+/// while that is faster and fits; the four fastest pipelined layouts are
+/// then interleaved (virtual stages 2, 4, ...) while that is faster. The
+/// fastest that fits (or the fastest),
 /// within `options.seconds` (0: no limit) or until `options.cancel`, saying
 /// in cutShort when it stopped. Empty (no strategy) on one device or where
 /// nothing mixes positions.
