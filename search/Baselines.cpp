@@ -863,13 +863,16 @@ SearchResult megatronLayouts(const Problem &problem,
   };
   // A layout that fits, at the micro-batch counts below its first one while
   // they are faster and fit (larger micro-batches: more memory, fewer
-  // kernels). Whether it stopped where the next count did not fit (then
-  // more recomputation may buy fewer micro-batches).
+  // kernels). Whether memory stopped it: the next count did not fit (then
+  // more recomputation may buy fewer micro-batches), or the layout itself
+  // did not, though the memory order said it would.
   auto evaluate = [&](const MegatronLayout &layout) {
     int64_t m = firstMicrobatches(layout);
     if (m < 0 || stop())
       return false;
     std::optional<double> last = simulate(layout, m);
+    if (last && !std::isfinite(*last))
+      return true;
     for (m /= 2; m >= layout.pipelineParallel && m > 0 && last &&
                  std::isfinite(*last) && !stop();
          m /= 2) {
