@@ -394,9 +394,13 @@ absl::Status profileKernels(const Plan &plan, const std::string &requestsPath,
             makeBuffers(plan, desc, job, backend, data, training, b);
         !err.ok())
       return annotate(err, op.kind() + " (" + op.name() + ")");
+    // Counted once, outside the timed kernels.
+    const std::vector<TensorView> boxes = boxesOf(b.inputs);
+    const int32_t forwardStages = numStages(desc, boxes, training, false);
+    const int32_t backwardStages = numStages(desc, boxes, training, true);
     auto forward = [&]() -> absl::Status {
       KernelContext ctx{1, training, 0};
-      for (int32_t s = 0; s < numStages(desc, boxesOf(b.inputs), training, false); ++s) {
+      for (int32_t s = 0; s < forwardStages; ++s) {
         ctx.stage = s;
         if (absl::Status err =
                 backend.forward(desc, ctx, b.inputs, b.outputs, b.scratch);
@@ -407,7 +411,7 @@ absl::Status profileKernels(const Plan &plan, const std::string &requestsPath,
     };
     auto backward = [&]() -> absl::Status {
       KernelContext ctx{1, training, 0};
-      for (int32_t s = 0; s < numStages(desc, boxesOf(b.inputs), training, true); ++s) {
+      for (int32_t s = 0; s < backwardStages; ++s) {
         ctx.stage = s;
         if (absl::Status err =
                 backend.backward(desc, ctx, b.inputs, b.outputs, b.outputGrads,

@@ -167,12 +167,14 @@ absl::Status runReferenceStep(const Plan &plan, const DataSource &data,
         return oom;
     }
     std::vector<DeviceView> &scratch = forwardScratchViews[op.id()];
-    if (absl::Status err = allocateScratch(
-            backend, scratchShapes(desc, boxesOf(inputs), false),
-            forwardScratch[op.id()], scratch);
+    const std::vector<TensorView> boxes = boxesOf(inputs);
+    if (absl::Status err =
+            allocateScratch(backend, scratchShapes(desc, boxes, false),
+                            forwardScratch[op.id()], scratch);
         !err.ok())
       return err;
-    for (int32_t s = 0; s < numStages(desc, boxesOf(inputs), plan.training(), false); ++s) {
+    const int32_t stages = numStages(desc, boxes, plan.training(), false);
+    for (int32_t s = 0; s < stages; ++s) {
       KernelContext ctx{step, plan.training(), s, op.id()};
       if (absl::Status status =
               backend.forward(desc, ctx, inputs, outputs, scratch);
@@ -219,12 +221,14 @@ absl::Status runReferenceStep(const Plan &plan, const DataSource &data,
       // The forward's scratch first, then the backward's own.
       std::vector<DeviceView> scratch = forwardScratchViews[o];
       std::vector<std::shared_ptr<DeviceBuffer>> backwardScratch;
-      if (absl::Status err = allocateScratch(
-              backend, scratchShapes(descs[o], boxesOf(inputs), true),
-              backwardScratch, scratch);
+      const std::vector<TensorView> boxes = boxesOf(inputs);
+      if (absl::Status err =
+              allocateScratch(backend, scratchShapes(descs[o], boxes, true),
+                              backwardScratch, scratch);
           !err.ok())
         return err;
-      for (int32_t s = 0; s < numStages(descs[o], boxesOf(inputs), true, true); ++s) {
+      const int32_t stages = numStages(descs[o], boxes, true, true);
+      for (int32_t s = 0; s < stages; ++s) {
         KernelContext ctx{step, true, s, plan.ops_size() + o};
         if (absl::Status status =
                 backend.backward(descs[o], ctx, inputs, outputs, outputGrads,

@@ -365,8 +365,7 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
   // Every partition runs as many stages as the first (its boxes say how
   // many: an attention key block's).
   const std::vector<TensorView> noViews;
-  const std::vector<TensorView> &firstViews =
-      numParts ? inViews[0] : noViews;
+  const std::vector<TensorView> &firstViews = numParts ? inViews[0] : noViews;
   int32_t fwdStages =
       numStages(op, firstViews, ctx.training, /*backward=*/false);
   for (int32_t stage = 0; stage < fwdStages; ++stage) {
@@ -425,7 +424,8 @@ inline OpRun runOp(const OpDesc &op, const KernelContext &ctx,
       bwdScratch[p].emplace_back(numElementsOf(shape), std::nanf(""));
   }
 
-  int32_t bwdStages = numStages(op, firstViews, ctx.training, /*backward=*/true);
+  int32_t bwdStages =
+      numStages(op, firstViews, ctx.training, /*backward=*/true);
   for (int32_t stage = 0; stage < bwdStages; ++stage) {
     if (stage > 0)
       detail::sumScratch(bwdScratch);
