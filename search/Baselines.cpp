@@ -744,6 +744,21 @@ bool needsAtLeast(const MegatronLayout &a, const MegatronLayout &b) {
          (a.contextParallel == 1 || a.contextExchange == b.contextExchange);
 }
 
+/// The degrees, counts and choices that tell the Megatron layouts phase's
+/// layouts apart (the exchange only where the sequence is split).
+std::vector<int64_t> layoutKey(const MegatronLayout &layout) {
+  return {layout.tensorParallel,
+          layout.contextParallel,
+          layout.pipelineParallel,
+          layout.microbatches,
+          layout.virtualStages,
+          static_cast<int64_t>(layout.recompute),
+          layout.contextParallel > 1
+              ? static_cast<int64_t>(layout.contextExchange)
+              : -1,
+          layout.shardWeights};
+}
+
 } // namespace
 
 SearchResult megatronLayouts(const Problem &problem,
@@ -793,13 +808,7 @@ SearchResult megatronLayouts(const Problem &problem,
   auto keep = [&](SearchResult candidate, const MegatronLayout &layout) {
     if (std::isfinite(candidate.objective) && candidate.pipeline.enabled())
       pipelined.emplace_back(candidate.objective, layout);
-    auto time = [](const SearchResult &r) {
-      return r.pipeline.enabled() ? r.pipelineResult.iterationTime
-                                  : r.result.iterationTime;
-    };
-    if (best.strategy.empty() || candidate.objective < best.objective ||
-        (!std::isfinite(best.objective) &&
-         !std::isfinite(candidate.objective) && time(candidate) < time(best)))
+    if (outranks(candidate, best))
       best = std::move(candidate);
   };
   // The micro-batch count Megatron-LM starts from: one sample per
@@ -820,17 +829,7 @@ SearchResult megatronLayouts(const Problem &problem,
   auto simulate = [&](MegatronLayout layout,
                       int64_t microbatches) -> std::optional<double> {
     layout.microbatches = microbatches;
-    std::vector<int64_t> key = {
-        layout.tensorParallel,
-        layout.contextParallel,
-        layout.pipelineParallel,
-        layout.microbatches,
-        layout.virtualStages,
-        static_cast<int64_t>(layout.recompute),
-        layout.contextParallel > 1
-            ? static_cast<int64_t>(layout.contextExchange)
-            : -1,
-        layout.shardWeights};
+    std::vector<int64_t> key = layoutKey(layout);
     if (auto it = objectives.find(key); it != objectives.end())
       return it->second;
     absl::StatusOr<SearchResult> built = megatronLayout(problem, layout);
@@ -993,22 +992,20 @@ SearchResult megatronLayouts(const Problem &problem,
   }
   // The fastest pipelines of distinct layouts interleaved (Megatron-LM's
   // virtual stages: each rank holds v stages of a finer cut, the bubble
-  // 1/v as long) while that is faster: the order may change.
+  // 1/v as long) while that is faster: the order may change. A copy, as
+  // the interleaved simulations add to `pipelined`.
+  std::vector<std::pair<double, MegatronLayout>> ranked = pipelined;
   std::stable_sort(
-      pipelined.begin(), pipelined.end(),
+      ranked.begin(), ranked.end(),
       [](const auto &a, const auto &b) { return a.first < b.first; });
   std::set<std::vector<int64_t>> interleaved;
-  for (const auto &[objective, fastest] : pipelined) {
+  for (const auto &[objective, fastest] : ranked) {
     if (interleaved.size() == kInterleavedLayouts || stop())
       break;
     MegatronLayout layout = fastest;
-    if (!interleaved
-             .insert({layout.tensorParallel, layout.contextParallel,
-                      layout.pipelineParallel,
-                      static_cast<int64_t>(layout.contextExchange),
-                      static_cast<int64_t>(layout.recompute),
-                      layout.shardWeights})
-             .second)
+    MegatronLayout uncounted = layout; // distinct but for the counts
+    uncounted.microbatches = 0;
+    if (!interleaved.insert(layoutKey(uncounted)).second)
       continue;
     double before = objective;
     for (int64_t v = 2; !stop(); v *= 2) {
@@ -1022,8 +1019,6 @@ SearchResult megatronLayouts(const Problem &problem,
   if (outOfTime)
     best.cutShort.push_back("Megatron layouts: stopped by the budget after " +
                             std::to_string(simulated) + " simulations");
-  best.algorithm =
-      best.strategy.empty() ? "Megatron layouts: none" : best.algorithm;
   best.iterations = simulated;
   best.seconds = elapsed();
   return best;

@@ -31,6 +31,18 @@ double pipelineObjective(const Problem &problem,
   return objective(problem, result.devices, result.iterationTime);
 }
 
+bool outranks(const SearchResult &candidate, const SearchResult &incumbent) {
+  auto time = [](const SearchResult &r) {
+    return r.pipeline.enabled() ? r.pipelineResult.iterationTime
+                                : r.result.iterationTime;
+  };
+  return incumbent.strategy.empty() ||
+         candidate.objective < incumbent.objective ||
+         (!std::isfinite(incumbent.objective) &&
+          !std::isfinite(candidate.objective) &&
+          time(candidate) < time(incumbent));
+}
+
 namespace {
 
 /// The most seconds the DP may take inside one stage of the winner.
@@ -725,16 +737,7 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
       candidate.objective = objective(problem, candidate.result);
     }
     best.iterations += 1;
-    double time = candidate.pipeline.enabled()
-                      ? candidate.pipelineResult.iterationTime
-                      : candidate.result.iterationTime;
-    double bestTime = best.pipeline.enabled()
-                          ? best.pipelineResult.iterationTime
-                          : best.result.iterationTime;
-    // The fastest that fits; without one, the fastest.
-    if (best.strategy.empty() || candidate.objective < best.objective ||
-        (!std::isfinite(best.objective) &&
-         !std::isfinite(candidate.objective) && time < bestTime)) {
+    if (outranks(candidate, best)) {
       int64_t iterations = best.iterations;
       best = std::move(candidate);
       best.iterations = iterations;

@@ -468,6 +468,11 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
 SearchResult megatronLayouts(const Problem &problem,
                              const SearchOptions &options);
 
+/// Whether `candidate` is the better answer than `incumbent`: the fastest
+/// that fits, and without one the fastest (its iteration time, pipelined
+/// or not); any candidate beats an empty incumbent, ties keep it.
+bool outranks(const SearchResult &candidate, const SearchResult &incumbent);
+
 /// The objective of a pipelined strategy: its iteration time, or +infinity
 /// when a device needs more memory than allowed.
 double pipelineObjective(const Problem &problem,
