@@ -9,15 +9,18 @@
 # Usage: bench/search_scale.sh [BUILD_DIR]   (after scripts/build.sh)
 #   ROWS="gpt124m-2x4-10g alexnet-p100x16 ..." (default: every row below
 #   but the GPTs of 39B and more, which take minutes each on 2 cores;
-#   their rows against Megatron-LM's published layouts: bench/
-#   megatron_published.sh and docs/search.md, "Megatron layouts")
+#   their rows also against Megatron-LM's published layout for the model,
+#   the row's fifth field: docs/search.md, "Megatron layouts")
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# name | bench/models.py arguments | machine | budget
+# name | bench/models.py arguments | machine | budget | Megatron-LM's
+# published tp and pp for the model (Narayanan et al. 2021, Table 1), with
+# sequence parallelism, the distributed optimizer, selective recomputation
+# and the fastest micro-batch count (optional)
 all_rows=(
   "gpt124m-2x4-10g|gpt --layers 12 --hidden 768 --heads 12 --seq 256 --batch 8 --vocab 50304|$root/bench/two-nodes-10g.json|1000"
   "alexnet-p100x16|alexnet --batch 4096|p100x16|1000"
@@ -30,11 +33,11 @@ all_rows=(
   "inception_v3-k80x64|inception_v3 --batch 4096|k80x64|1000"
   "rnnlm-p100x16|rnnlm --batch 1024|p100x16|1000"
   "rnnlm-k80x64|rnnlm --batch 4096|k80x64|1000"
-  "gpt39b-dgx-h100x4|gpt --size 39b --batch 64 --dtype bf16|dgx-h100x4|60s"
-  "gpt39b-dgx-h100x8|gpt --size 39b --batch 128 --dtype bf16|dgx-h100x8|60s"
-  "gpt145b-dgx-h100x16|gpt --size 145b --batch 256 --dtype bf16|dgx-h100x16|60s"
-  "gpt145b-dgx-h100x32|gpt --size 145b --batch 512 --dtype bf16|dgx-h100x32|60s"
-  "gpt175b-dgx-h100x128|gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --batch 2048 --dtype bf16|dgx-h100x128|60s"
+  "gpt39b-dgx-h100x4|gpt --size 39b --batch 64 --dtype bf16|dgx-h100x4|60s|tp=8 pp=2"
+  "gpt39b-dgx-h100x8|gpt --size 39b --batch 128 --dtype bf16|dgx-h100x8|60s|tp=8 pp=2"
+  "gpt145b-dgx-h100x16|gpt --size 145b --batch 256 --dtype bf16|dgx-h100x16|60s|tp=8 pp=8"
+  "gpt145b-dgx-h100x32|gpt --size 145b --batch 512 --dtype bf16|dgx-h100x32|60s|tp=8 pp=8"
+  "gpt175b-dgx-h100x128|gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --batch 2048 --dtype bf16|dgx-h100x128|60s|tp=8 pp=8"
 )
 rows=${ROWS:-gpt124m-2x4-10g alexnet-p100x16 alexnet-k80x64 vgg16-p100x16 vgg16-k80x64 resnet101-p100x16 resnet101-k80x64 inception_v3-p100x16 inception_v3-k80x64 rnnlm-p100x16 rnnlm-k80x64}
 # The baselines and `megatron` (Megatron-LM's layout, its choices by
@@ -67,17 +70,21 @@ for name in $rows; do
   spec=""
   for r in "${all_rows[@]}"; do [[ ${r%%|*} == "$name" ]] && spec=$r; done
   [[ -n "$spec" ]] || { echo "search_scale.sh: unknown row '$name'" >&2; exit 2; }
-  IFS='|' read -r _ args machine budget <<<"$spec"
+  IFS='|' read -r _ args machine budget published <<<"$spec"
   # shellcheck disable=SC2086
   python3 "$root/bench/models.py" $args > "$tmp/model.mlir"
   read -r dms ds danswer <<<"$(search "$tmp/model.mlir" "$machine" "budget=$budget")"
   read -r pms _ _ <<<"$(search "$tmp/model.mlir" "$machine" "algorithm=pipeline budget=$budget")"
   best=- bestName=-
-  for b in $baselines; do
-    read -r bms _ _ <<<"$(search "$tmp/model.mlir" "$machine" "algorithm=$b")"
+  candidates=()
+  for b in $baselines; do candidates+=("algorithm=$b"); done
+  [[ -n "${published:-}" ]] && candidates+=("algorithm=megatron $published sequence-parallel=true distributed-optimizer=true recompute=selective")
+  for c in "${candidates[@]}"; do
+    read -r bms _ _ <<<"$(search "$tmp/model.mlir" "$machine" "$c")"
     if [[ $bms != - && $bms != oom ]] &&
        { [[ $best == - ]] || awk -v x="$bms" -v y="$best" 'BEGIN { exit !(x < y) }'; }; then
-      best=$bms bestName=$b
+      best=$bms bestName=${c#algorithm=}
+      [[ $c == *" "* ]] && bestName="megatron ${published}"
     fi
   done
   other=$best
