@@ -19,6 +19,9 @@ Models (sizes as published; --batch is the global batch of one step):
                 (2048 from 13b on), ff 4 x hidden, vocab 51200 (GPT-2's
                 50257 padded as Megatron-LM pads it); a decoder's causal mask
                 changes no shape, so the graph is the encoder's
+  moe           the llama decoder with mixture-of-experts feed-forward
+                layers (--size mixtral-8x7b, the default; --experts 8,
+                --top-k 2, --capacity-factor 1.25, --moe-every 1)
   llama         a Llama-2-shaped decoder (--size 7b or 70b; seq 4096 unless
                 --seq): fused causal attention without biases, SwiGLU
                 feed-forward, RMSNorm as layer norm, no rotary embedding,
@@ -303,7 +306,7 @@ def bert(layers, batch, seq, hidden, heads, ff, vocab, dropout=0.0,
     return header, e, logits, out
 
 
-def llama(layers, batch, seq, hidden, heads, ff, vocab):
+def llama(layers, batch, seq, hidden, heads, ff, vocab, moe=None):
     """A Llama-2-shaped decoder: pre-norm layers of fused causal attention
     (q, k, v and output projections without biases, layout bshd) and a
     SwiGLU feed-forward (down(silu(gate(x)) * up(x))), untied output layer.
@@ -311,7 +314,15 @@ def llama(layers, batch, seq, hidden, heads, ff, vocab):
     FLOPs), the rotary embedding is left out (an elementwise product on q
     and k), and keys and values have as many heads as queries: ppc.attention
     has no grouped-query form, so a 70B shape moves and keeps 8x the keys
-    and values Llama-2-70B's 8 KV heads would."""
+    and values Llama-2-70B's 8 KV heads would.
+
+    moe: dict(experts, top_k, capacity_factor, every): every `every`-th
+    layer's feed-forward is a mixture of SwiGLU experts (Mixtral): a router
+    (linear to the experts, softmax), ppc.moe_dispatch to each expert's
+    ceil(top_k * seq * capacity_factor / experts) slots per sample, the
+    experts as batched matmuls over [experts, ...] weights, and
+    ppc.moe_combine weighting the top_k outputs by their probabilities
+    normalized over the k (Mixtral's softmax over the top-k logits)."""
     e = Emitter()
     hd = hidden // heads
     act = [batch, seq, hidden]
@@ -331,6 +342,40 @@ def llama(layers, batch, seq, hidden, heads, ff, vocab):
         b = e.weight(name + ".bias", [hidden])
         return e.op(name, "ppc.layer_norm %s, %s, %s : (%s, %s, %s) -> %s"
                     % (v, s_, b, ty(act), ty([hidden]), ty([hidden]), ty(act)))
+
+    def experts(p, h):
+        n, k = moe["experts"], moe["top_k"]
+        cap = -(-k * seq * moe["capacity_factor"] // n)
+        cap = int(cap)
+        router = [batch, seq, n]
+        probs = e.op(p + "gate.softmax", "ppc.softmax %s : %s"
+                     % (linear(p + "gate", h, hidden, n, act), ty(router)))
+        slots = [n, batch, cap, hidden]
+        d = e.op(p + "dispatch", "ppc.moe_dispatch %s, %s {top_k = %d : i64} "
+                 ": (%s, %s) -> %s" % (h, probs, k, ty(act), ty(router),
+                                       ty(slots)))
+        rows = [n, batch * cap, hidden]
+        d = e.op(p + "dispatch.rows", "ppc.reshape %s : %s -> %s"
+                 % (d, ty(slots), ty(rows)))
+        mid = [n, batch * cap, ff]
+
+        def expert_matmul(name, v, din, dout):
+            w = e.weight(p + "experts." + name, [n, din, dout])
+            return e.op(p + "experts." + name, "ppc.matmul %s, %s : (%s, %s) "
+                        "-> %s" % (v, w, ty([n, batch * cap, din]),
+                                   ty([n, din, dout]),
+                                   ty([n, batch * cap, dout])))
+        gate = expert_matmul("w1", d, hidden, ff)
+        up = expert_matmul("w3", d, hidden, ff)
+        gate = e.op(p + "experts.silu", "ppc.silu %s : %s" % (gate, ty(mid)))
+        f = e.op(p + "experts.mul", "ppc.mul %s, %s : (%s, %s) -> %s"
+                 % (gate, up, ty(mid), ty(mid), ty(mid)))
+        f = expert_matmul("w2", f, ff, hidden)
+        f = e.op(p + "combine.slots", "ppc.reshape %s : %s -> %s"
+                 % (f, ty(rows), ty(slots)))
+        return e.op(p + "combine", "ppc.moe_combine %s, %s {normalize = true, "
+                    "top_k = %d : i64} : (%s, %s) -> %s"
+                    % (f, probs, k, ty(slots), ty(router), ty(act)))
 
     heads_shape = [batch, seq, heads, hd]
     for l in range(layers):
@@ -352,13 +397,16 @@ def llama(layers, batch, seq, hidden, heads, ff, vocab):
         x = e.op(p + "residual1", "ppc.add %s, %s : (%s, %s) -> %s"
                  % (x, o, ty(act), ty(act), ty(act)))
         h = norm(p + "ffn_norm", x)
-        mid = [batch, seq, ff]
-        gate = linear(p + "feed_forward.w1", h, hidden, ff, act)
-        up = linear(p + "feed_forward.w3", h, hidden, ff, act)
-        gate = e.op(p + "feed_forward.silu", "ppc.silu %s : %s" % (gate, ty(mid)))
-        f = e.op(p + "feed_forward.mul", "ppc.mul %s, %s : (%s, %s) -> %s"
-                 % (gate, up, ty(mid), ty(mid), ty(mid)))
-        f = linear(p + "feed_forward.w2", f, ff, hidden, mid)
+        if moe and (l + 1) % moe["every"] == 0:
+            f = experts(p + "block_sparse_moe.", h)
+        else:
+            mid = [batch, seq, ff]
+            gate = linear(p + "feed_forward.w1", h, hidden, ff, act)
+            up = linear(p + "feed_forward.w3", h, hidden, ff, act)
+            gate = e.op(p + "feed_forward.silu", "ppc.silu %s : %s" % (gate, ty(mid)))
+            f = e.op(p + "feed_forward.mul", "ppc.mul %s, %s : (%s, %s) -> %s"
+                     % (gate, up, ty(mid), ty(mid), ty(mid)))
+            f = linear(p + "feed_forward.w2", f, ff, hidden, mid)
         x = e.op(p + "residual2", "ppc.add %s, %s : (%s, %s) -> %s"
                  % (x, f, ty(act), ty(act), ty(act)))
     x = norm("norm", x)
@@ -374,6 +422,13 @@ def llama(layers, batch, seq, hidden, heads, ff, vocab):
 LLAMA_SIZES = {
     "7b": dict(layers=32, hidden=4096, heads=32, ff=11008),
     "70b": dict(layers=80, hidden=8192, heads=64, ff=28672),
+}
+
+
+# Mixtral 8x7B (Jiang et al. 2024, table 1): 32 layers, hidden 4096, 32
+# heads (8 KV heads: not modeled), experts of ff 14336, vocab 32000.
+MOE_SIZES = {
+    "mixtral-8x7b": dict(layers=32, hidden=4096, heads=32, ff=14336),
 }
 
 
@@ -719,7 +774,7 @@ def main():
         description=__doc__.splitlines()[0],
         epilog="\n".join(__doc__.splitlines()[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", choices=["bert", "gpt", "llama", "transformer", "resnet50", "resnet101",
+    ap.add_argument("model", choices=["bert", "gpt", "llama", "moe", "transformer", "resnet50", "resnet101",
                                       "resnet152", "alexnet", "vgg16", "inception_v3", "rnnlm",
                                       "convnet", "mlp"])
     ap.add_argument("--batch", type=int, default=64, help="global batch of one step")
@@ -755,10 +810,20 @@ def main():
                     help="gpt/bert/transformer: end in the mean softmax "
                     "cross-entropy over the tokens (ce-f32: of the logits "
                     "cast to float32, as Megatron-LM) instead of the logits")
+    ap.add_argument("--experts", type=int, default=8, help="moe: experts per MoE layer")
+    ap.add_argument("--top-k", dest="top_k", type=int, default=2,
+                    help="moe: experts per token")
+    ap.add_argument("--capacity-factor", dest="capacity_factor", type=float,
+                    default=1.25, help="moe: slots per expert over an even "
+                    "share of the token choices (tokens over it are dropped)")
+    ap.add_argument("--moe-every", dest="moe_every", type=int, default=1,
+                    help="moe: every n-th layer's feed-forward is experts, "
+                    "the others dense SwiGLU")
     ap.add_argument("--steps", type=int, default=20, help="rnnlm: unrolled time steps")
-    ap.add_argument("--size", choices=sorted(GPT_SIZES) + sorted(LLAMA_SIZES),
+    ap.add_argument("--size", choices=sorted(GPT_SIZES) + sorted(LLAMA_SIZES)
+                    + sorted(MOE_SIZES),
                     help="gpt: model size (default 1.5b); llama: 7b (default) "
-                    "or 70b")
+                    "or 70b; moe: mixtral-8x7b")
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--exported", action="store_true",
                     help="resnet*/inception_v3: BN folded, identical biases shared")
@@ -779,6 +844,18 @@ def main():
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, 4096),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
             pick(a.ff, d["ff"]), pick(a.vocab, 32000))
+    elif a.model == "moe":
+        if a.top_k < 1 or a.top_k > a.experts or a.moe_every < 1 or \
+                a.capacity_factor <= 0:
+            ap.error("moe: need 1 <= --top-k <= --experts, --moe-every >= 1 "
+                     "and --capacity-factor > 0")
+        d = MOE_SIZES[a.size or "mixtral-8x7b"]
+        header, e, result, out = llama(
+            pick(a.layers, d["layers"]), a.batch, pick(a.seq, 4096),
+            pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
+            pick(a.ff, d["ff"]), pick(a.vocab, 32000),
+            moe=dict(experts=a.experts, top_k=a.top_k,
+                     capacity_factor=a.capacity_factor, every=a.moe_every))
     elif a.model == "gpt":
         if a.size and a.size not in GPT_SIZES:
             ap.error("gpt sizes: " + ", ".join(sorted(GPT_SIZES)))

@@ -1074,6 +1074,43 @@ LogicalResult GatherOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// Checks what ppc.moe_dispatch and ppc.moe_combine share: tokens
+/// `[B, S, H]`, probabilities `[B, S, E]`, slots `[E, B, C, H]` and
+/// 1 <= top_k <= E.
+static LogicalResult verifyMoe(Operation *op, Value tokens,
+                               StringRef tokensName, Value probs, Value slots,
+                               StringRef slotsName, int64_t topK) {
+  if (failed(verifyRank(op, "probs", probs, 3)) ||
+      failed(verifyRank(op, tokensName, tokens, 3)) ||
+      failed(verifyRank(op, slotsName, slots, 4)) ||
+      failed(verifySameElementType(op, allValues(op))))
+    return failure();
+  ArrayRef<int64_t> p = shapeOf(probs), t = shapeOf(tokens), e = shapeOf(slots);
+  // The capacity C is the slots' own; every other dim is the router's or
+  // the tokens'.
+  if (failed(verifyShapeIs(op, tokensName, t, {p[0], p[1], t[2]})) ||
+      failed(verifyShapeIs(op, slotsName, e, {p[2], p[0], e[2], t[2]})))
+    return failure();
+  if (topK < 1 || topK > p[2])
+    return op->emitOpError() << "top_k " << topK << " must be in [1, " << p[2]
+                             << "] (the experts)";
+  return success();
+}
+
+LogicalResult MoeDispatchOp::verify() {
+  return verifyMoe(getOperation(), getInput(), "input", getProbs(), getResult(),
+                   "result", getTopK());
+}
+
+LogicalResult MoeCombineOp::verify() {
+  return verifyMoe(getOperation(), getResult(), "result", getProbs(),
+                   getInput(), "input", getTopK());
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 

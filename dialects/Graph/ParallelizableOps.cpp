@@ -949,6 +949,75 @@ OpCost GatherOp::getCost() {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts: a token's slots depend on its whole sample's routing
+//===----------------------------------------------------------------------===//
+
+/// The probabilities `[B, S, E]` as both MoE ops read them: a sample's
+/// routing needs every position's (slots fill in position order) and every
+/// expert's (the top k).
+static TensorAccess routerAccess(Value probs, int32_t sampleDim) {
+  return accessOf(probs, {DimAccess::identity(sampleDim), DimAccess::whole(),
+                          DimAccess::whole()});
+}
+
+/// Dims: e (the experts: split, expert parallelism), b (sample), c (the
+/// capacity slots, unsplittable: which token fills a slot depends on the
+/// others), h (hidden). A partition routes its samples' tokens and fills
+/// its experts' slots; the tokens' gradient is summed over the partitions
+/// of different experts.
+IterationSpace MoeDispatchOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = {{result[0], IterKind::Parameter},
+                {result[1], IterKind::Sample},
+                {result[2], IterKind::Attribute, /*splittable=*/false},
+                {result[3], IterKind::Parameter}};
+  space.operands.push_back(
+      accessOf(getInput(), {DimAccess::identity(1), DimAccess::whole(),
+                            DimAccess::identity(3)}));
+  space.operands.push_back(routerAccess(getProbs(), 1));
+  space.results.push_back(accessOf(getResult(), identityDims(4)));
+  return space;
+}
+
+/// Forward: a top-k scan of each token's probabilities and a copy per
+/// slot; backward: one add per slot element.
+OpCost MoeDispatchOp::getCost() {
+  double routing = elementCount(getProbs()) * getTopK();
+  double fwdBytes =
+      bytesOf(getInput()) + bytesOf(getProbs()) + bytesOf(getResult());
+  return {routing, elementCount(getResult()), fwdBytes,
+          fwdBytes + bytesOf(getInput())};
+}
+
+/// Dims: b (sample), s (positions), h (hidden). A partition needs its
+/// samples' slots of every expert (the all-to-all back from expert
+/// parallelism) and routes its samples again to find its tokens' slots.
+IterationSpace MoeCombineOp::getIterationSpace() {
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  IterationSpace space;
+  space.dims = activationDims(result);
+  space.operands.push_back(
+      accessOf(getInput(), {DimAccess::whole(), DimAccess::identity(0),
+                            DimAccess::whole(), DimAccess::identity(2)}));
+  space.operands.push_back(routerAccess(getProbs(), 0));
+  space.results.push_back(accessOf(getResult(), identityDims(3)));
+  return space;
+}
+
+/// Forward: k weighted adds per result element after the routing;
+/// backward: the slots' gradients (k per element) and the weights' dot
+/// products (k per element). Bytes: the k slots read per token, not all.
+OpCost MoeCombineOp::getCost() {
+  double k = getTopK();
+  double points = elementCount(getResult()) * k;
+  double slots = bytesOf(getResult()) * k;
+  double fwdBytes = slots + bytesOf(getProbs()) + bytesOf(getResult());
+  return {2 * points + elementCount(getProbs()) * k, 4 * points, fwdBytes,
+          2 * fwdBytes};
+}
+
+//===----------------------------------------------------------------------===//
 // Losses: the result is a scalar, so every split makes partial sums
 //===----------------------------------------------------------------------===//
 

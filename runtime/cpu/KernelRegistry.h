@@ -62,6 +62,7 @@ void registerLossKernels(KernelTable &table);
 void registerElementwiseKernels(KernelTable &table);
 void registerReduceKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
+void registerMoeKernels(KernelTable &table);
 
 /// Calls fn(index) for every global index of box [lo, hi), row-major.
 template <typename Fn>

@@ -192,6 +192,7 @@ static const cpu::KernelTable &kernelTable() {
     cpu::registerElementwiseKernels(t);
     cpu::registerReduceKernels(t);
     cpu::registerDataMovementKernels(t);
+    cpu::registerMoeKernels(t);
     return t;
   }();
   return table;

@@ -34,6 +34,15 @@ iteration dims, their kinds and splittability) and writes one of:
            attention ops split their keys (T) in 2 and, on 4 or more
            devices, their query rows (S) over the rest (the log-sum-exp
            merge of key blocks); the others split as `spatial`.
+  expert, expert-data, expert-tensor
+           mixture of experts: the ops on the experts' slots (every op
+           between a ppc.moe_dispatch and its ppc.moe_combine, whose dim 0
+           is the experts) split it over the devices (expert parallel:
+           the dispatch's pieces, split by samples, reach them by
+           all-to-all), or over half of them and their sample dim
+           (expert-data) or first parameter dim (expert-tensor) over two;
+           the rest data parallel, but under expert-tensor the dispatch
+           splits its experts and the combine its positions.
   ppS-SCHEDULE, ppS-tp-SCHEDULE, ppPxV-[tp-]interleaved-1f1b
            a pipeline of S stages (ops cut into S runs of equal length, in
            order) on N/S devices each, 4 micro-batches (--microbatches),
@@ -105,7 +114,38 @@ def configure(op, kind, devices, index):
             degrees[s] = devices // 2
             return degrees, 0
         return split_first(op, ["attribute", "sample"], devices) or whole, 0
+    if kind.startswith("expert"):
+        return expert_config(op, kind, devices)
     sys.exit(f"make_strategy.py: unknown kind '{kind}'")
+
+
+def expert_config(op, kind, devices):
+    """`kind` expert*: op["on_experts"] marks the ops on the slots."""
+    half = devices // 2 if kind != "expert" else devices
+    if op["kind"] == "ppc.moe_dispatch" and kind == "expert-tensor":
+        return split_first(op, ["parameter"], devices), 0  # its experts
+    if op["kind"] == "ppc.moe_combine" and kind == "expert-tensor":
+        return split_first(op, ["attribute"], devices), 0  # its positions
+    if not op.get("on_experts"):
+        return op["degrees"], op["start"]
+    degrees = [1] * len(op["dims"])
+    degrees[0] = half
+    if kind != "expert":
+        other = split_first(op, ["sample"] if kind == "expert-data"
+                            else ["parameter"], 2) or [1] * len(degrees)
+        degrees = [a * b for a, b in zip(degrees, other)]
+    return degrees, 0
+
+
+def mark_expert_ops(strategy):
+    """Marks the ops between each dispatch and its combine (in op order)."""
+    inside = False
+    for op in strategy["ops"]:
+        if op["kind"] == "ppc.moe_combine":
+            inside = False
+        op["on_experts"] = inside and op["kind"] != "ppc.weight"
+        if op["kind"] == "ppc.moe_dispatch":
+            inside = True
 
 
 def pipeline(strategy, groups, chunks, tensor, schedule, microbatches):
@@ -145,7 +185,8 @@ def place_stages(strategy, blocks, tensor, schedule, microbatches):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     kinds = ["dp", "tensor", "spatial", "mixed", "replicated", "zero1",
-             "zero2", "zero3", "recompute", "scatter", "key-blocks"]
+             "zero2", "zero3", "recompute", "scatter", "key-blocks",
+             "expert", "expert-data", "expert-tensor"]
     parser.add_argument("--kind", required=True,
                         help=", ".join(kinds) + ", ppS[-tp]-SCHEDULE or "
                         "ppA+B+...[-tp]-SCHEDULE")
@@ -171,6 +212,8 @@ def main():
         piped = unequal
     elif not piped and args.kind not in kinds:
         sys.exit(f"make_strategy.py: unknown kind '{args.kind}'")
+    if args.kind.startswith("expert"):
+        mark_expert_ops(strategy)
     for index, op in enumerate(strategy["ops"]):
         if piped:
             break
@@ -189,6 +232,7 @@ def main():
     for op in strategy["ops"]:
         op["strides"] = []
         op.pop("devices", None)
+        op.pop("on_experts", None)
         op.pop("predicted_ms", None)
     strategy.pop("prediction", None)
     with open(args.output, "w") as f:

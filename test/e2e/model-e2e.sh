@@ -15,7 +15,8 @@
 #        EXAMPLES/MODEL.onnx, or gpt4, gptwide, gptlong or convnet from
 #        bench/models.py (a 4-layer GPT; a 1-layer GPT with a 4096-word
 #        vocabulary; a 1-layer GPT of sequence 4096 with fused causal
-#        attention; a CNN without batch norm), or tosa-mlp
+#        attention; a CNN without batch norm), moe (a 2-layer decoder of
+#        8 experts, top 2), or tosa-mlp
 #        (test/Interop/Inputs/tosa-mlp.mlir, imported from TOSA), or
 #        activations (make_activations_model.py; needs PyTorch).
 #        PPC_E2E_DTYPE=bf16|f16 trains in that type (mixed precision:
@@ -45,6 +46,13 @@ gptlong)
   # Sequence 4096: context parallelism's case (fused causal attention).
   python3 "$here/../../bench/models.py" gpt --layers 1 --hidden 32 --heads 4 \
     --seq 4096 --vocab 64 --batch "$batch" > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
+moe)
+  # Mixture of experts: a 2-layer decoder whose feed-forward layers are 8
+  # SwiGLU experts, top 2, capacity factor 1.25 (some choices dropped).
+  python3 "$here/../../bench/models.py" moe --layers 2 --hidden 32 --heads 4 \
+    --ff 48 --seq 16 --vocab 64 --batch "$batch" \
+    > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 gptwide)
   # 2 MB embedding and head: sharded collectives of several 1 MiB pieces.

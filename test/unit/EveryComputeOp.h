@@ -18,7 +18,7 @@ namespace ppc::test {
 
 /// The number of compute ops the function holds: every op registered with
 /// ParallelizableOpInterface.
-constexpr unsigned kNumComputeOps = 67;
+constexpr unsigned kNumComputeOps = 69;
 
 /// The function's MLIR at `batch` samples (batch 2 gives %x 2x4x8x8 and %m
 /// 8x16).
@@ -27,7 +27,8 @@ inline std::string everyComputeOp(int64_t batch) {
 func.func @every_op(%x: tensor<@Nx4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
                     %c: tensor<4xf32>, %m: tensor<@Mx16xf32>,
                     %k: tensor<16x32xf32>, %ids: tensor<@Mxi64>,
-                    %wt: tensor<4x3x2x2xf32>) {
+                    %wt: tensor<4x3x2x2xf32>, %t: tensor<@Nx8x16xf32>,
+                    %p: tensor<@Nx8x4xf32>) {
   %0 = ppc.matmul %m, %k : (tensor<@Mx16xf32>, tensor<16x32xf32>) -> tensor<@Mx32xf32>
   %1 = ppc.linear %m, %k : (tensor<@Mx16xf32>, tensor<16x32xf32>) -> tensor<@Mx32xf32>
   %2 = ppc.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<@Nx4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<@Nx6x8x8xf32>
@@ -95,6 +96,8 @@ func.func @every_op(%x: tensor<@Nx4x8x8xf32>, %w: tensor<6x4x3x3xf32>,
   %64 = ppc.not %63 : tensor<@Mx16xi1>
   %65 = ppc.select %64, %m, %m : (tensor<@Mx16xi1>, tensor<@Mx16xf32>, tensor<@Mx16xf32>) -> tensor<@Mx16xf32>
   %66 = ppc.cumsum %m {axis = 1 : i64} : tensor<@Mx16xf32>
+  %67 = ppc.moe_dispatch %t, %p {top_k = 2 : i64} : (tensor<@Nx8x16xf32>, tensor<@Nx8x4xf32>) -> tensor<4x@Nx5x16xf32>
+  %68 = ppc.moe_combine %67, %p {top_k = 2 : i64, normalize = true} : (tensor<4x@Nx5x16xf32>, tensor<@Nx8x4xf32>) -> tensor<@Nx8x16xf32>
   return
 }
 )mlir";

@@ -1005,6 +1005,70 @@ func.func @f89(%d: tensor<10xf32>, %i: tensor<3xi32>) {
 
 // -----
 
+func.func @moe_probs_rank(%x: tensor<2x8x16xf32>, %p: tensor<16x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op probs must have rank 3, got rank 2}}
+  %0 = ppc.moe_dispatch %x, %p : (tensor<2x8x16xf32>, tensor<16x4xf32>) -> tensor<4x2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_tokens(%x: tensor<2x6x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op input has shape [2, 6, 16] but expected [2, 8, 16]: dim 1 is 6, expected 8}}
+  %0 = ppc.moe_dispatch %x, %p : (tensor<2x6x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_slots(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op result has shape [3, 2, 4, 16] but expected [4, 2, 4, 16]: dim 0 is 3, expected 4}}
+  %0 = ppc.moe_dispatch %x, %p : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<3x2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_slots_rank(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op result must have rank 4, got rank 3}}
+  %0 = ppc.moe_dispatch %x, %p : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_top_k(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op top_k 5 must be in [1, 4] (the experts)}}
+  %0 = ppc.moe_dispatch %x, %p {top_k = 5 : i64} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_hidden(%e: tensor<4x2x4x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_combine' op input has shape [4, 2, 4, 16] but expected [4, 2, 4, 32]: dim 3 is 16, expected 32}}
+  %0 = ppc.moe_combine %e, %p : (tensor<4x2x4x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_types(%e: tensor<4x2x4x16xf32>, %p: tensor<2x8x4xf16>) {
+  // expected-error @+1 {{'ppc.moe_combine' op element types differ: operand #0 has 'f32' but operand #1 has 'f16'}}
+  %0 = ppc.moe_combine %e, %p : (tensor<4x2x4x16xf32>, tensor<2x8x4xf16>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_top_k(%e: tensor<4x2x4x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_combine' op top_k 0 must be in [1, 4] (the experts)}}
+  %0 = ppc.moe_combine %e, %p {top_k = 0 : i64} : (tensor<4x2x4x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @f90(%l: tensor<8x10x2xf32>, %y: tensor<8xi64>) {
   // expected-error @+1 {{'ppc.softmax_cross_entropy' op logits must have rank 2, got rank 3}}
   %0 = ppc.softmax_cross_entropy %l, %y : (tensor<8x10x2xf32>, tensor<8xi64>) -> tensor<f32>

@@ -198,6 +198,17 @@ func.func @data_movement(%x: tensor<2x8xf32>, %y: tensor<2x4xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) -> tensor<2x8x16xf32> {
+  // CHECK: ppc.moe_dispatch %{{.*}}, %{{.*}} {top_k = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x5x16xf32>
+  %0 = ppc.moe_dispatch %x, %p {top_k = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x5x16xf32>
+  // CHECK: ppc.moe_combine %{{.*}}, %{{.*}} {normalize = true, top_k = 2 : i64} : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
+  %1 = ppc.moe_combine %0, %p {top_k = 2 : i64, normalize = true} : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
+  // CHECK: ppc.moe_combine %{{.*}}, %{{.*}} : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
+  %2 = ppc.moe_combine %0, %p : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
+  return %1 : tensor<2x8x16xf32>
+}
+
 // CHECK-LABEL: func.func @losses
 func.func @losses(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>,
                   %p: tensor<4x3xf32>) -> (tensor<f32>, tensor<f32>) {

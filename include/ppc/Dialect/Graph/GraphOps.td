@@ -607,6 +607,65 @@ def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure], ["getIndexBound"]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts (GShard's dispatch and combine, one group per sample)
+//===----------------------------------------------------------------------===//
+
+class PPC_MoeOp<string mnemonic> : PPC_ComputeOp<mnemonic, [Pure]> {
+  let hasVerifier = 1;
+}
+
+def PPC_MoeDispatchOp : PPC_MoeOp<"moe_dispatch"> {
+  let summary = "Routes each token to its top-k experts' capacity slots";
+  let description = [{
+    Tokens `input [B, S, H]`, router probabilities `probs [B, S, E]`;
+    result `[E, B, C, H]`: expert e's C capacity slots for the tokens of
+    sample b. Each sample is one routing group (GShard): a token's experts
+    are its `top_k` largest probabilities (ties to the lower expert), and
+    slots fill by choice, then position (every token's first choice
+    before any second choice); a token whose expert's C slots are taken
+    is dropped for that choice, and unfilled slots are zero. Backward adds
+    each slot's gradient to its token; the routing passes no gradient to
+    `probs` (ppc.moe_combine's weights do). The expert dim is a dim of the
+    iteration space like any other: split, it is expert parallelism.
+
+    ```mlir
+    %d = ppc.moe_dispatch %x, %p {top_k = 2}
+        : (tensor<4x64x32xf32>, tensor<4x64x8xf32>) -> tensor<8x4x20x32xf32>
+    ```
+  }];
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$probs,
+                       DefaultValuedAttr<I64Attr, "1">:$top_k);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $probs attr-dict `:` functional-type(operands, results)";
+}
+
+def PPC_MoeCombineOp : PPC_MoeOp<"moe_combine"> {
+  let summary = "Sums each token's expert outputs, weighted by its router";
+  let description = [{
+    Expert outputs `input [E, B, C, H]` in the slots ppc.moe_dispatch
+    with the same `probs [B, S, E]` and `top_k` filled; result
+    `[B, S, H]`: `sum_j g_j * input[e_j, b, c_j, :]` over the token's
+    kept choices j, with `g_j = probs[b, s, e_j]`, divided by the sum of
+    its k choices' probabilities when `normalize` (Mixtral). Backward:
+    the slots get `g_j` times the token's gradient, `probs` the chain
+    rule of the weights (each weight's gradient is its slot's dot product
+    with the token's gradient).
+
+    ```mlir
+    %y = ppc.moe_combine %e, %p {top_k = 2, normalize = true}
+        : (tensor<8x4x20x32xf32>, tensor<4x64x8xf32>) -> tensor<4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$probs,
+                       DefaultValuedAttr<I64Attr, "1">:$top_k,
+                       DefaultValuedAttr<BoolAttr, "false">:$normalize);
+  let results = (outs PPC_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $probs attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 
