@@ -357,6 +357,41 @@ SequenceFlow followSequence(const sim::Graph &graph) {
   return flow;
 }
 
+/// Per op, the iteration dim that carries the experts (-1: none): followed
+/// from each mixture-of-experts dispatch's result (IterationSpace::
+/// expertDim) through the ops' tensor maps, as followSequence follows the
+/// sequence, until an op reads it whole (the combine). The dispatch
+/// itself, which routes its own tokens, carries none.
+std::vector<int> followExperts(const sim::Graph &graph) {
+  size_t n = graph.ops.size();
+  std::vector<int> dim(n, -1);
+  // expertsOf[op][result]: the result's tensor dim indexing the experts.
+  std::vector<std::vector<int>> expertsOf(n);
+  for (size_t i = 0; i < n; ++i) {
+    const sim::Op &op = graph.ops[i];
+    const IterationSpace &space = op.space;
+    for (size_t o = 0; o < op.operands.size() && dim[i] < 0; ++o) {
+      const sim::Source &src = op.operands[o];
+      if (src.kind != sim::Source::Kind::Op)
+        continue;
+      int t = expertsOf[src.index][src.result];
+      int d = t < 0 ? -1 : space.operands[o].dims[t].iterDim;
+      if (d >= 0 && space.dims[d].splittable &&
+          space.dims[d].kind != IterKind::Reduction)
+        dim[i] = d;
+    }
+    int carried = space.expertDim >= 0 ? space.expertDim : dim[i];
+    expertsOf[i].assign(space.results.size(), -1);
+    for (size_t r = 0; r < space.results.size() && carried >= 0; ++r)
+      for (size_t t = 0; t < space.results[r].dims.size(); ++t)
+        if (space.results[r].dims[t].iterDim == carried) {
+          expertsOf[i][r] = static_cast<int>(t);
+          break;
+        }
+  }
+  return dim;
+}
+
 /// One axis of the device grid, innermost first: its degree and the
 /// iteration dim it splits (-1: the op is replicated over it).
 struct GridAxis {
@@ -488,6 +523,11 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
   int64_t cp =
       std::gcd(std::max<int64_t>(options.contextParallel, 1), numDevices / tp);
   int64_t dp = numDevices / (tp * cp);
+  int64_t ep =
+      std::gcd(std::max<int64_t>(options.expertParallel, 1), numDevices);
+  std::vector<int> expertDim;
+  if (ep > 1)
+    expertDim = followExperts(graph);
   bool byHeads = cp > 1 && options.contextExchange == ContextExchange::AllToAll;
   // Key blocks: the keys over the largest power of two up to sqrt(cp), the
   // query positions over the rest, which balances the rows of queries and
@@ -561,7 +601,18 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
     auto it = tensorDimOf.find(op);
     const IterationSpace &space = graph.ops[op].space;
     OpConfig config;
-    if (cp == 1) {
+    if (ep > 1 && expertDim[op] >= 0) {
+      // Experts over the ep innermost devices (one node's NVLink carries
+      // the dispatch's and the combine's all-to-alls where ep fits in
+      // it), their tokens' samples over the rest.
+      int sample = firstSampleDim(space);
+      int64_t rest = numDevices / ep;
+      int64_t samples =
+          sample >= 0 ? largestCommonDegree(space.dims[sample].size, rest) : 1;
+      config = gridConfig(
+          space,
+          {{ep, expertDim[op]}, {rest / samples, -1}, {samples, sample}});
+    } else if (cp == 1) {
       config = hybridConfig(
           graph.ops[op], tp == 1 || it == tensorDimOf.end() ? -1 : it->second,
           tp, dp, options.sequenceParallel);
@@ -689,7 +740,8 @@ namespace {
 /// The bytes of training state (weights, gradients, optimizer state) the
 /// fullest device holds at least in a Megatron layout of `tp` x `pp` on
 /// `devices`: a stage holds at least 1/pp of every weight's bytes, tensor
-/// parallelism splits them at most tp ways, and the optimizer state (with
+/// or expert parallelism (`tp` the larger) splits them at most tp ways,
+/// and the optimizer state (with
 /// `shardWeights`, everything) is at most split over every device.
 int64_t trainingStateFloor(const Problem &problem, int64_t tp, int64_t pp,
                            int64_t devices, bool shardWeights) {
@@ -707,6 +759,18 @@ int64_t trainingStateFloor(const Problem &problem, int64_t tp, int64_t pp,
   if (shardWeights)
     return (replicated + sharded) / devices;
   return replicated / (tp * pp) + sharded / devices;
+}
+
+/// The (tp, ep) pairs the Megatron layouts phase tries at one depth: tp
+/// in 8, 4, 2, 1, each with every expert-parallel degree of `eps` (largest
+/// first).
+std::vector<std::pair<int64_t, int64_t>>
+tensorExpertPairs(const std::vector<int64_t> &eps) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t tp : {8, 4, 2, 1})
+    for (int64_t ep : eps)
+      pairs.emplace_back(tp, ep);
+  return pairs;
 }
 
 /// The deepest pipeline the Megatron layouts phase tries: Megatron-LM's
@@ -738,6 +802,7 @@ int keptActivations(Recompute recompute) {
 bool needsAtLeast(const MegatronLayout &a, const MegatronLayout &b) {
   return a.tensorParallel <= b.tensorParallel &&
          a.contextParallel <= b.contextParallel &&
+         a.expertParallel <= b.expertParallel &&
          a.pipelineParallel <= b.pipelineParallel &&
          keptActivations(a.recompute) >= keptActivations(b.recompute) &&
          a.shardWeights == b.shardWeights &&
@@ -756,7 +821,8 @@ std::vector<int64_t> layoutKey(const MegatronLayout &layout) {
           layout.contextParallel > 1
               ? static_cast<int64_t>(layout.contextExchange)
               : -1,
-          layout.shardWeights};
+          layout.shardWeights,
+          layout.expertParallel};
 }
 
 } // namespace
@@ -779,6 +845,12 @@ SearchResult megatronLayouts(const Problem &problem,
     mixes = mixes || m;
   if (devices < 2 || !mixes)
     return best;
+  // Mixtures of experts: the largest number of experts a dispatch routes
+  // to bounds the expert-parallel degrees tried.
+  int64_t experts = 1;
+  for (const sim::Op &op : graph.ops)
+    if (op.space.expertDim >= 0)
+      experts = std::max(experts, op.space.dims[op.space.expertDim].size);
   int64_t batch = 1;
   for (const sim::Op &op : graph.ops)
     if (int sample = firstSampleDim(op.space); sample >= 0) {
@@ -950,9 +1022,17 @@ SearchResult megatronLayouts(const Problem &problem,
   for (auto depth = depths.rbegin(); depth != depths.rend() && !stop();
        ++depth) {
     int64_t pp = *depth;
-    for (int64_t tp : {8, 4, 2, 1}) {
+    // Expert parallelism: the powers of two dividing the experts and a
+    // pipeline rank's devices, the largest first (each halving doubles
+    // the experts a device holds).
+    std::vector<int64_t> eps;
+    for (int64_t ep = 1; ep <= experts && ep <= devices / pp; ep *= 2)
+      if (experts % ep == 0 && (devices / pp) % ep == 0)
+        eps.insert(eps.begin(), ep);
+    for (auto [tp, ep] : tensorExpertPairs(eps)) {
       if (tp > node || devices % (tp * pp) != 0 ||
-          trainingStateFloor(problem, tp, pp, devices, false) > capacity)
+          trainingStateFloor(problem, std::max(tp, ep), pp, devices, false) >
+              capacity)
         continue;
       // cp = 1 is the same layout for every exchange: in the first's
       // series only; where it suffices the other exchanges are not tried.
@@ -966,6 +1046,7 @@ SearchResult megatronLayouts(const Problem &problem,
           MegatronLayout layout;
           layout.tensorParallel = tp;
           layout.pipelineParallel = pp;
+          layout.expertParallel = ep;
           layout.contextExchange = exchange.kind;
           layout.recompute = recompute;
           layout.sequenceParallel = tp > 1;

@@ -628,8 +628,9 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   };
   if (layout.tensorParallel < 0 || layout.pipelineParallel < 1 ||
       layout.dataParallel < 0 || layout.virtualStages < 1 ||
-      layout.microbatches < 0 || layout.contextParallel < 1)
-    return fail("tp, dp and microbatches must be >= 0, pp, cp and "
+      layout.microbatches < 0 || layout.contextParallel < 1 ||
+      layout.expertParallel < 1)
+    return fail("tp, dp and microbatches must be >= 0, pp, cp, ep and "
                 "virtual-stages >= 1");
   int64_t tp = layout.tensorParallel > 0 ? layout.tensorParallel
                                          : devicesPerNode(machine);
@@ -644,6 +645,32 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
     return fail(degrees + " = " + values + " does not divide the machine's " +
                 std::to_string(numDevices) + " devices");
   int64_t dp = numDevices / (tp * cp * pp);
+  int64_t ep = layout.expertParallel;
+  if ((numDevices / pp) % ep != 0)
+    return fail("ep = " + std::to_string(ep) +
+                " does not divide a pipeline rank's " +
+                std::to_string(numDevices / pp) + " devices");
+  if (ep > 1) {
+    // The first dispatch whose experts ep does not divide, else the first.
+    const sim::Op *dispatch = nullptr;
+    for (const sim::Op &op : graph.ops) {
+      if (op.space.expertDim < 0)
+        continue;
+      bool divides = op.space.dims[op.space.expertDim].size % ep == 0;
+      if (!dispatch || !divides)
+        dispatch = &op;
+      if (!divides)
+        break;
+    }
+    if (!dispatch)
+      return fail("ep = " + std::to_string(ep) +
+                  " but the graph has no mixture of experts");
+    int64_t experts = dispatch->space.dims[dispatch->space.expertDim].size;
+    if (experts % ep != 0)
+      return fail("ep = " + std::to_string(ep) + " does not divide the " +
+                  std::to_string(experts) + " experts of '" + dispatch->name +
+                  "'");
+  }
   if (layout.dataParallel > 0 && layout.dataParallel != dp)
     return fail(degrees + " x dp = " + values + " x " +
                 std::to_string(layout.dataParallel) + " but the machine has " +
@@ -685,6 +712,7 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   inner.shardWeights = layout.shardWeights;
   inner.contextParallel = cp;
   inner.contextExchange = layout.contextExchange;
+  inner.expertParallel = ep;
   int64_t perRank = numDevices / pp;
   if (cp > 1)
     for (int64_t k = 0; k < stages; ++k) {
@@ -749,7 +777,8 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
                 "divide by it");
   std::string text = "megatron tp " + std::to_string(tp) +
                      (cp > 1 ? " x cp " + std::to_string(cp) : "") + " x pp " +
-                     std::to_string(pp) + " x dp " + std::to_string(dp);
+                     std::to_string(pp) + " x dp " + std::to_string(dp) +
+                     (ep > 1 ? ", experts over ep " + std::to_string(ep) : "");
   if (cp > 1)
     for (const ContextExchangeInfo &info : contextExchanges())
       if (info.kind == layout.contextExchange)

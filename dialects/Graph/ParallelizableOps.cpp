@@ -977,6 +977,7 @@ IterationSpace MoeDispatchOp::getIterationSpace() {
                             DimAccess::identity(3)}));
   space.operands.push_back(routerAccess(getProbs(), 1));
   space.results.push_back(accessOf(getResult(), identityDims(4)));
+  space.expertDim = 0;
   return space;
 }
 

@@ -76,6 +76,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.distributedOptimizer = options.distributedOptimizer;
     searchOptions.fsdp = options.fsdp;
     searchOptions.cp = options.cp;
+    searchOptions.ep = options.ep;
     searchOptions.cpComm = options.cpComm;
     searchOptions.stages = options.stages;
     searchOptions.stageBaseline = options.stageBaseline;

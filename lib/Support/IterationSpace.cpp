@@ -140,6 +140,11 @@ absl::Status IterationSpace::validate() const {
           std::to_string(causal->query) + " and " +
           std::to_string(causal->key) + " of " + std::to_string(n));
   }
+  if (expertDim >= static_cast<int32_t>(dims.size()) ||
+      (expertDim >= 0 && (results.empty() || !results[0].indexes(expertDim))))
+    return absl::InvalidArgumentError(
+        "the expert dim " + std::to_string(expertDim) +
+        " is no iteration dim that indexes result 0");
   if (staged) {
     auto badDim = [&](int32_t d) {
       return d < 0 || d >= static_cast<int32_t>(dims.size());

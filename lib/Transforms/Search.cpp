@@ -266,9 +266,10 @@ void SearchStrategyPass::runOnOperation() {
   if (algo != Algorithm::Megatron &&
       (tp != 0 || pp != 1 || dp != 0 || virtualStages != 1 ||
        recompute != "none" || sequenceParallel || distributedOptimizer ||
-       fsdp || cp != 1 || cpComm != "all-gather")) {
+       fsdp || cp != 1 || cpComm != "all-gather" || ep != 1)) {
     module.emitError()
-        << "ppc-search: tp, pp, dp, cp, cp-comm, virtual-stages, recompute, "
+        << "ppc-search: tp, pp, dp, cp, cp-comm, ep, virtual-stages, "
+           "recompute, "
            "sequence-parallel, distributed-optimizer and fsdp apply to "
            "algorithm=megatron, not '"
         << algorithm << "'";
@@ -630,6 +631,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       layout.distributedOptimizer = distributedOptimizer;
       layout.shardWeights = fsdp;
       layout.contextParallel = cp;
+      layout.expertParallel = ep;
       layout.contextExchange = search::findContextExchange(cpComm)->kind;
       absl::StatusOr<search::SearchResult> built =
           search::megatronLayout(problem, layout);

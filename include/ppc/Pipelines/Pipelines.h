@@ -217,6 +217,10 @@ struct AutoParallelOptions
                      llvm::cl::desc("search=megatron: context-parallel "
                                     "degree"),
                      llvm::cl::init(1)};
+  Option<int64_t> ep{*this, "ep",
+                     llvm::cl::desc("search=megatron: expert-parallel "
+                                    "degree"),
+                     llvm::cl::init(1)};
   Option<std::string> cpComm{
       *this, "cp-comm",
       llvm::cl::desc("search=megatron with cp > 1: all-gather, "

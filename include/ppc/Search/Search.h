@@ -164,6 +164,12 @@ struct MegatronOptions {
   /// of the devices the tensor split leaves.
   int64_t contextParallel = 1;
   ContextExchange contextExchange = ContextExchange::AllGather;
+  /// Expert-parallel degree (Megatron-Core's expert model parallelism
+  /// with expert tensor parallelism 1): the ops on a mixture of experts'
+  /// slots (those that carry a dispatch's expert dim) split it over groups
+  /// of ep devices, innermost, and their samples over the rest; reduced to
+  /// the largest divisor of the device count.
+  int64_t expertParallel = 1;
 };
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
@@ -434,6 +440,9 @@ struct MegatronLayout {
   /// Context-parallel degree and exchange (MegatronOptions).
   int64_t contextParallel = 1;
   ContextExchange contextExchange = ContextExchange::AllGather;
+  /// Expert-parallel degree (MegatronOptions), at most the devices of a
+  /// pipeline rank.
+  int64_t expertParallel = 1;
 };
 
 /// `layout` built for `problem` and simulated: the ops cut into pp x v

@@ -176,6 +176,11 @@ struct IterationSpace {
   bool matrixProduct = false;
   /// Set where the op works on a triangle of (query, key) points only.
   std::optional<CausalDomain> causal;
+  /// Set where the op routes tokens to experts (a mixture-of-experts
+  /// dispatch): the iteration dim of its result that indexes them. The ops
+  /// that read that tensor dim carry the experts (search::megatron's
+  /// expert parallelism splits them).
+  int32_t expertDim = -1;
 
   /// Number of points of the iteration space (product of the dim sizes);
   /// validate() checks that it fits in int64.

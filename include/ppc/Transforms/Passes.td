@@ -226,6 +226,10 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
     Option<"cp", "cp", "int64_t", "1",
            "algorithm=megatron: context-parallel degree (every op split "
            "along the sequence over groups of cp devices)">,
+    Option<"ep", "ep", "int64_t", "1",
+           "algorithm=megatron: expert-parallel degree (the ops on a "
+           "mixture of experts' slots split by experts over groups of ep "
+           "devices)">,
     Option<"cpComm", "cp-comm", "std::string", "\"all-gather\"",
            "algorithm=megatron with cp > 1: how attention reaches the "
            "sequence's keys and values: all-gather, all-to-all or "
