@@ -120,6 +120,10 @@ KernelImpl dispatchKernel() {
     MoeShape shape;
     if (absl::Status s = moeShape(op, dSlots, probs, shape); !s.ok())
       return s;
+    if (dTokens.extent(1) != shape.positions)
+      return absl::InvalidArgumentError(
+          op.kind + ": a partition must hold every position of its samples' "
+                    "tokens");
     int64_t h0 = dSlots.lo[3], width = dSlots.extent(3);
     MoeRoute r;
     for (int64_t b = dSlots.lo[1]; b < dSlots.hi[1]; ++b) {
@@ -217,6 +221,10 @@ KernelImpl combineKernel() {
     MoeShape shape;
     if (absl::Status s = moeShape(op, slots, probs, shape); !s.ok())
       return s;
+    if (slots.extent(0) != shape.experts)
+      return absl::InvalidArgumentError(
+          op.kind + ": a partition must hold every expert's slots of its "
+                    "samples");
     bool normalize = op.getInt("normalize", 0) != 0;
     int64_t h0 = dTokens.lo[2], width = dTokens.extent(2);
     MoeRoute r;

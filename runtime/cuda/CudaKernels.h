@@ -137,6 +137,7 @@ void registerNormKernels(CudaKernelTable &table);
 void registerLossKernels(CudaKernelTable &table);
 void registerConvPoolKernels(CudaKernelTable &table);
 void registerAttentionKernels(CudaKernelTable &table);
+void registerMoeKernels(CudaKernelTable &table);
 
 /// Every registered kernel, by op kind.
 const CudaKernelTable &cudaKernels();

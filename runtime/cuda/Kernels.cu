@@ -11,6 +11,7 @@ const CudaKernelTable &cudaKernels() {
     registerContractionKernels(t);
     registerElementwiseKernels(t);
     registerDataMovementKernels(t);
+    registerMoeKernels(t);
     registerReduceKernels(t);
     registerNormKernels(t);
     registerLossKernels(t);
