@@ -781,6 +781,10 @@ constexpr int64_t kDeepestPipeline = 64;
 /// micro-batch counts) the Megatron layouts phase interleaves.
 constexpr size_t kInterleavedLayouts = 4;
 
+/// The share of a time budget the Megatron layouts phase walks the grid
+/// for; the rest is the interleaving's.
+constexpr double kWalkShare = 0.75;
+
 /// How much activation memory a recomputation mode keeps: less for more
 /// recomputation.
 int keptActivations(Recompute recompute) {
@@ -868,9 +872,12 @@ SearchResult megatronLayouts(const Problem &problem,
   std::vector<std::pair<MegatronLayout, bool>> known;
   int64_t simulated = 0;
   bool outOfTime = false;
+  // The walk stops at kWalkShare of the time, keeping the rest for
+  // interleaving what it found (the layouts a budget-bound walk never
+  // reached are interleaved ones of its best).
+  double limit = options.seconds * kWalkShare;
   auto stop = [&] {
-    outOfTime = outOfTime ||
-                (options.seconds > 0 && elapsed() > options.seconds) ||
+    outOfTime = outOfTime || (limit > 0 && elapsed() > limit) ||
                 (options.cancel && options.cancel->load());
     return outOfTime;
   };
@@ -1075,6 +1082,9 @@ SearchResult megatronLayouts(const Problem &problem,
   // virtual stages: each rank holds v stages of a finer cut, the bubble
   // 1/v as long) while that is faster: the order may change. A copy, as
   // the interleaved simulations add to `pipelined`.
+  bool walkCut = outOfTime;
+  outOfTime = false;
+  limit = options.seconds;
   std::vector<std::pair<double, MegatronLayout>> ranked = pipelined;
   std::stable_sort(
       ranked.begin(), ranked.end(),
@@ -1097,7 +1107,7 @@ SearchResult megatronLayouts(const Problem &problem,
       before = *next;
     }
   }
-  if (outOfTime)
+  if (walkCut || outOfTime)
     best.cutShort.push_back("Megatron layouts: stopped by the budget after " +
                             std::to_string(simulated) + " simulations");
   best.iterations = simulated;

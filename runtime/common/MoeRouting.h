@@ -1,18 +1,22 @@
-//===- MoeRouting.h - which capacity slot each token's choices fill -*- C++
-//-*-===//
+//===- MoeRouting.h - the slots of a mixture of experts ---------*- C++ -*-===//
 //
 // The routing ppc.moe_dispatch and ppc.moe_combine share (GraphOps.td): one
 // sample's tokens, each sent to its top_k most probable experts (ties to
 // the lower expert), slots filled by choice rank, then position, up to C
 // per expert; a choice whose expert is full is dropped. Both ops and every
 // partition of them compute it from the same probabilities, so they agree
-// on every slot without exchanging it. Header-only, no MLIR: the backends'
-// kernels and their tests include it.
+// on every slot without exchanging it; and the checks of a partition's
+// views that routing needs, alike on both backends. Header-only, no MLIR:
+// the backends' kernels and their tests include it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_RUNTIME_COMMON_MOEROUTING_H
 #define PPC_RUNTIME_COMMON_MOEROUTING_H
+
+#include "ppc/Runtime/Kernels.h"
+
+#include "absl/status/status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -65,6 +69,56 @@ inline void routeSample(const float *probs, int64_t rowStride, int64_t S,
       route.token[e * C + c] = static_cast<int32_t>(s);
       route.choice[e * C + c] = static_cast<int32_t>(j);
     }
+}
+
+/// What both ops' kernels read of a partition: the experts E, positions
+/// S, capacity C and top_k.
+struct MoeShape {
+  int64_t experts = 0, positions = 0, capacity = 0, topK = 1;
+};
+
+/// The shape of `op` from its slots' and probabilities' views, checking
+/// that the probabilities hold every position and expert of their samples
+/// and the slots every capacity slot (the routing needs them whole).
+inline absl::Status moeShape(const OpDesc &op, const TensorView &slots,
+                             const TensorView &probs, MoeShape &shape) {
+  if (probs.rank() != 3 || slots.rank() != 4)
+    return absl::InvalidArgumentError(
+        op.kind + ": expects probabilities [B, S, E] and slots [E, B, C, H]");
+  shape.positions = probs.shape[1];
+  shape.experts = probs.shape[2];
+  shape.capacity = slots.shape[2];
+  shape.topK = op.getInt("top_k", 1);
+  if (shape.topK < 1 || shape.topK > shape.experts)
+    return absl::InvalidArgumentError(
+        op.kind + ": top_k " + std::to_string(shape.topK) + " must be in [1, " +
+        std::to_string(shape.experts) + "]");
+  if (probs.extent(1) != shape.positions || probs.extent(2) != shape.experts ||
+      slots.extent(2) != shape.capacity)
+    return absl::InvalidArgumentError(
+        op.kind + ": a partition must hold every position and expert of its "
+                  "samples' probabilities and every capacity slot");
+  return absl::OkStatus();
+}
+
+/// Dispatch's tokens (or their gradient) must hold every position of their
+/// samples: any of them may fill a slot.
+inline absl::Status moeTokensWhole(const OpDesc &op, const TensorView &tokens,
+                                   const MoeShape &shape) {
+  if (tokens.extent(1) == shape.positions)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      op.kind + ": a partition must hold every position of its samples' "
+                "tokens");
+}
+
+/// Combine's slots must hold every expert's: a token's choices may be any.
+inline absl::Status moeExpertsWhole(const OpDesc &op, const TensorView &slots,
+                                    const MoeShape &shape) {
+  if (slots.extent(0) == shape.experts)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      op.kind + ": a partition must hold every expert's slots of its samples");
 }
 
 } // namespace ppc::runtime

@@ -24,34 +24,6 @@
 namespace ppc::runtime::cpu {
 namespace {
 
-/// What both ops read: the experts E, the capacity C, top_k, and the
-/// probabilities' view, which must hold every position and expert of its
-/// samples.
-struct MoeShape {
-  int64_t experts = 0, positions = 0, capacity = 0, topK = 1;
-};
-
-absl::Status moeShape(const OpDesc &op, const TensorView &slots,
-                      const TensorView &probs, MoeShape &shape) {
-  if (probs.rank() != 3 || slots.rank() != 4)
-    return absl::InvalidArgumentError(
-        op.kind + ": expects probabilities [B, S, E] and slots [E, B, C, H]");
-  shape.positions = probs.shape[1];
-  shape.experts = probs.shape[2];
-  shape.capacity = slots.shape[2];
-  shape.topK = op.getInt("top_k", 1);
-  if (shape.topK < 1 || shape.topK > shape.experts)
-    return absl::InvalidArgumentError(
-        op.kind + ": top_k " + std::to_string(shape.topK) + " must be in [1, " +
-        std::to_string(shape.experts) + "]");
-  if (probs.extent(1) != shape.positions || probs.extent(2) != shape.experts ||
-      slots.extent(2) != shape.capacity)
-    return absl::InvalidArgumentError(
-        op.kind + ": a partition must hold every position and expert of its "
-                  "samples' probabilities and every capacity slot");
-  return {};
-}
-
 /// Routes sample `b`, which the probabilities' view holds.
 void route(const TensorView &probs, const MoeShape &shape, int64_t b,
            MoeRoute &out) {
@@ -82,10 +54,8 @@ KernelImpl dispatchKernel() {
     MoeShape shape;
     if (absl::Status s = moeShape(op, slots, probs, shape); !s.ok())
       return s;
-    if (tokens.extent(1) != shape.positions)
-      return absl::InvalidArgumentError(
-          op.kind + ": a partition must hold every position of its samples' "
-                    "tokens");
+    if (absl::Status s = moeTokensWhole(op, tokens, shape); !s.ok())
+      return s;
     int64_t h0 = slots.lo[3], width = slots.extent(3);
     MoeRoute r;
     for (int64_t b = slots.lo[1]; b < slots.hi[1]; ++b) {
@@ -120,10 +90,8 @@ KernelImpl dispatchKernel() {
     MoeShape shape;
     if (absl::Status s = moeShape(op, dSlots, probs, shape); !s.ok())
       return s;
-    if (dTokens.extent(1) != shape.positions)
-      return absl::InvalidArgumentError(
-          op.kind + ": a partition must hold every position of its samples' "
-                    "tokens");
+    if (absl::Status s = moeTokensWhole(op, dTokens, shape); !s.ok())
+      return s;
     int64_t h0 = dSlots.lo[3], width = dSlots.extent(3);
     MoeRoute r;
     for (int64_t b = dSlots.lo[1]; b < dSlots.hi[1]; ++b) {
@@ -175,10 +143,8 @@ KernelImpl combineKernel() {
     MoeShape shape;
     if (absl::Status s = moeShape(op, slots, probs, shape); !s.ok())
       return s;
-    if (slots.extent(0) != shape.experts)
-      return absl::InvalidArgumentError(
-          op.kind + ": a partition must hold every expert's slots of its "
-                    "samples");
+    if (absl::Status s = moeExpertsWhole(op, slots, shape); !s.ok())
+      return s;
     bool normalize = op.getInt("normalize", 0) != 0;
     int64_t h0 = tokens.lo[2], width = tokens.extent(2);
     MoeRoute r;
@@ -221,10 +187,8 @@ KernelImpl combineKernel() {
     MoeShape shape;
     if (absl::Status s = moeShape(op, slots, probs, shape); !s.ok())
       return s;
-    if (slots.extent(0) != shape.experts)
-      return absl::InvalidArgumentError(
-          op.kind + ": a partition must hold every expert's slots of its "
-                    "samples");
+    if (absl::Status s = moeExpertsWhole(op, slots, shape); !s.ok())
+      return s;
     bool normalize = op.getInt("normalize", 0) != 0;
     int64_t h0 = dTokens.lo[2], width = dTokens.extent(2);
     MoeRoute r;

@@ -16,6 +16,7 @@
 #include "CudaKernels.h"
 
 #include "KernelChecks.h"
+#include "MoeRouting.h"
 
 namespace ppc::runtime::cuda {
 namespace {
@@ -31,26 +32,21 @@ struct Routes {
   float *expert = nullptr, *slot = nullptr, *token = nullptr;
 };
 
+MoeShape shapeOf(const Routes &r) {
+  return {r.experts, r.positions, r.capacity, r.topK};
+}
+
 /// Checks the views as the cpu kernels do and routes the samples of
 /// `probs` (which holds them whole).
 absl::Status route(const OpDesc &op, ExecContext &ctx, const KernelView &slots,
                    const KernelView &probs, Routes &r) {
-  if (probs.rank() != 3 || slots.rank() != 4)
-    return absl::InvalidArgumentError(
-        op.kind + ": expects probabilities [B, S, E] and slots [E, B, C, H]");
-  r.positions = probs.shape[1];
-  r.experts = probs.shape[2];
-  r.capacity = slots.shape[2];
-  r.topK = op.getInt("top_k", 1);
-  if (r.topK < 1 || r.topK > r.experts)
-    return absl::InvalidArgumentError(
-        op.kind + ": top_k " + std::to_string(r.topK) + " must be in [1, " +
-        std::to_string(r.experts) + "]");
-  if (probs.extent(1) != r.positions || probs.extent(2) != r.experts ||
-      slots.extent(2) != r.capacity)
-    return absl::InvalidArgumentError(
-        op.kind + ": a partition must hold every position and expert of its "
-                  "samples' probabilities and every capacity slot");
+  MoeShape shape;
+  if (absl::Status s = moeShape(op, slots, probs, shape); !s.ok())
+    return s;
+  r.positions = shape.positions;
+  r.experts = shape.experts;
+  r.capacity = shape.capacity;
+  r.topK = shape.topK;
   r.b0 = probs.lo[0];
   r.samples = probs.extent(0);
   const int64_t choices = r.samples * r.positions * r.topK;
@@ -148,10 +144,8 @@ absl::Status dispatchForward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, slots, inputs[1], r); !s.ok())
     return s;
-  if (tokens.extent(1) != r.positions)
-    return absl::InvalidArgumentError(
-        op.kind + ": a partition must hold every position of its samples' "
-                  "tokens");
+  if (absl::Status s = moeTokensWhole(op, tokens, shapeOf(r)); !s.ok())
+    return s;
   const DeviceBox box = slots.box;
   const Elements x = tokens.elements, y = slots.elements;
   const int64_t width = tokens.extent(2), tokenB0 = tokens.lo[0],
@@ -186,10 +180,8 @@ absl::Status dispatchBackward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, dSlots, inputs[1], r); !s.ok())
     return s;
-  if (dTokens.extent(1) != r.positions)
-    return absl::InvalidArgumentError(
-        op.kind + ": a partition must hold every position of its samples' "
-                  "tokens");
+  if (absl::Status s = moeTokensWhole(op, dTokens, shapeOf(r)); !s.ok())
+    return s;
   const DeviceBox box = dTokens.box, slotBox = dSlots.box;
   const Elements dx = dTokens.elements, dy = dSlots.elements;
   const Routes m = r;
@@ -224,10 +216,8 @@ absl::Status combineForward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, slots, probs, r); !s.ok())
     return s;
-  if (slots.extent(0) != r.experts)
-    return absl::InvalidArgumentError(
-        op.kind + ": a partition must hold every expert's slots of its "
-                  "samples");
+  if (absl::Status s = moeExpertsWhole(op, slots, shapeOf(r)); !s.ok())
+    return s;
   const bool normalize = op.getInt("normalize", 0) != 0;
   const DeviceBox box = tokens.box, slotBox = slots.box;
   const Elements y = slots.elements, p = probs.elements, out = tokens.elements;
@@ -270,10 +260,8 @@ absl::Status combineBackward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, slots, probs, r); !s.ok())
     return s;
-  if (slots.extent(0) != r.experts)
-    return absl::InvalidArgumentError(
-        op.kind + ": a partition must hold every expert's slots of its "
-                  "samples");
+  if (absl::Status s = moeExpertsWhole(op, slots, shapeOf(r)); !s.ok())
+    return s;
   const bool normalize = op.getInt("normalize", 0) != 0;
   const DeviceBox tokenBox = dTokens.box, slotBox = slots.box;
   const Elements y = slots.elements, p = probs.elements, dy = dTokens.elements;

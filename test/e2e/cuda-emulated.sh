@@ -11,10 +11,12 @@
 #        MODEL: mlp, cnn or transformer (EXAMPLES/MODEL.onnx), gpt4 (a
 #        4-layer GPT of bench/models.py, fused causal attention with
 #        dropout 0.1, heads of 16, sequence 80), bert2 (2 layers, the same
-#        attention not causal) or gpt4-unfused (matmul, softmax, matmul);
+#        attention not causal), gpt4-unfused (matmul, softmax, matmul) or
+#        moe (2 layers of 8 experts, top 2);
 #        STRATEGY a
-#        search (data-parallel, mcmc, megatron) or key-blocks (attention
-#        split along its keys: make_strategy.py); RUN... starts
+#        search (data-parallel, mcmc, megatron), key-blocks (attention
+#        split along its keys) or expert (experts over the ranks:
+#        make_strategy.py); RUN... starts
 #        ppc-run-emulated on NP ranks.
 set -e
 ppc_opt=$1 examples=$2 work=$3 model=$4 strategy=$5 dtype=$6 np=$7
@@ -33,6 +35,12 @@ bert2)
   python3 "$here/../../bench/models.py" bert --layers 2 --hidden 64 --heads 4 \
     --seq 80 --vocab 100 --batch 2 --dropout 0.1 --loss ce > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
+moe)
+  # Mixture of experts: 2 layers of 8 SwiGLU experts, top 2, capacity
+  # factor 1.25.
+  python3 "$here/../../bench/models.py" moe --layers 2 --hidden 32 --heads 4 \
+    --ff 48 --seq 16 --vocab 64 --batch 4 --loss ce > "$work/$model.mlir"
+  import="$ppc_opt $work/$model.mlir" ;;
 gpt4-unfused)
   python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 \
     --hidden 32 --heads 4 --seq 16 --vocab 100 --batch 8 --loss ce \
@@ -43,10 +51,11 @@ gpt4-unfused)
 esac
 machine=cpu
 [ "$np" -gt 1 ] && machine=cpux$np
-if [ "$strategy" = key-blocks ]; then
-  # Attention split along its keys (make_strategy.py key-blocks).
+if [ "$strategy" = key-blocks ] || [ "$strategy" = expert ]; then
+  # Attention split along its keys, or experts over the ranks
+  # (make_strategy.py key-blocks, expert).
   $import --ppc-auto-parallel="machine=$machine search=data-parallel dtype=$dtype strategy-out=$work/dp.json" -o /dev/null
-  python3 "$here/make_strategy.py" --kind key-blocks "$work/dp.json" "$work/strategy.json"
+  python3 "$here/make_strategy.py" --kind "$strategy" "$work/dp.json" "$work/strategy.json"
   $import --ppc-auto-parallel="machine=$machine strategy-in=$work/strategy.json optimizer=adam dtype=$dtype plan=$work/plan.pb" -o /dev/null
 else
   $import --ppc-auto-parallel="machine=$machine search=$strategy budget=200 seed=1 threads=1 optimizer=adam dtype=$dtype plan=$work/plan.pb" -o /dev/null

@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,6 +69,21 @@ Backend *cudaBackendUnderTest(std::string &skipReason);
 /// Runs `c` on both backends and records every disagreement as a gtest
 /// failure (naming the case, the tensor and the first differing element).
 void expectBackendsAgree(const AgreementCase &c, const std::string &name);
+
+/// expectBackendsAgree for the whole op and for the partition of every box
+/// of the grid `parts` of `iteration`.
+inline void
+agreeWholeAndGrid(AgreementCase c, const std::string &name,
+                  const std::vector<int64_t> &iteration,
+                  const std::vector<int64_t> &parts,
+                  const std::function<Partition(const Box &)> &boxesOf) {
+  c.partition.reset();
+  expectBackendsAgree(c, name + " whole");
+  for (const Box &b : gridBoxes(iteration, parts)) {
+    c.partition = boxesOf(b);
+    expectBackendsAgree(c, name + " partition " + boxName(b));
+  }
+}
 
 } // namespace ppc::runtime::test
 

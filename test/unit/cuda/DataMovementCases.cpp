@@ -21,24 +21,6 @@ namespace ppc::runtime::test {
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Helpers
-//===----------------------------------------------------------------------===//
-
-/// expectBackendsAgree for the whole op and for the partition of every box
-/// of the grid `parts` of `iteration`.
-void agreeWholeAndGrid(AgreementCase c, const std::string &name,
-                       const std::vector<int64_t> &iteration,
-                       const std::vector<int64_t> &parts,
-                       const std::function<Partition(const Box &)> &boxesOf) {
-  c.partition.reset();
-  expectBackendsAgree(c, name + " whole");
-  for (const Box &b : gridBoxes(iteration, parts)) {
-    c.partition = boxesOf(b);
-    expectBackendsAgree(c, name + " partition " + boxName(b));
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Reshape
 //===----------------------------------------------------------------------===//
 

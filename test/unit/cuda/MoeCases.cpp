@@ -35,18 +35,6 @@ OpDesc moeOp(const std::string &kind, int64_t topK, int64_t normalize = 0) {
                 {{"top_k", topK}, {"normalize", normalize}});
 }
 
-void agreeOnGrid(AgreementCase c, const std::string &name,
-                 const std::vector<int64_t> &iteration,
-                 const std::vector<int64_t> &parts,
-                 const std::function<Partition(const Box &)> &boxesOf) {
-  c.partition.reset();
-  expectBackendsAgree(c, name + " whole");
-  for (const Box &b : gridBoxes(iteration, parts)) {
-    c.partition = boxesOf(b);
-    expectBackendsAgree(c, name + " partition " + boxName(b));
-  }
-}
-
 /// Dispatch's iteration box (e, b, c, h): tokens [b, :, h], probs
 /// [b, :, :], slots the box.
 Partition dispatchPartition(const Box &it) {
@@ -76,8 +64,8 @@ TEST(CudaMoe, DispatchAgrees) {
         c.atol = c.rtol = 1e-2;
       std::string name = "dispatch top " + std::to_string(topK) +
                          (dtype == DType::BF16 ? " bf16" : "");
-      agreeOnGrid(c, name, kSlots, {2, 3, 1, 2}, dispatchPartition);
-      agreeOnGrid(c, name, kSlots, {4, 1, 1, 1}, dispatchPartition);
+      agreeWholeAndGrid(c, name, kSlots, {2, 3, 1, 2}, dispatchPartition);
+      agreeWholeAndGrid(c, name, kSlots, {4, 1, 1, 1}, dispatchPartition);
     }
 }
 
@@ -94,8 +82,8 @@ TEST(CudaMoe, CombineAgrees) {
         std::string name = "combine top " + std::to_string(topK) +
                            (normalize ? " normalized" : "") +
                            (dtype == DType::BF16 ? " bf16" : "");
-        agreeOnGrid(c, name, kTokens, {3, 2, 2}, combinePartition);
-        agreeOnGrid(c, name, kTokens, {1, 3, 4}, combinePartition);
+        agreeWholeAndGrid(c, name, kTokens, {3, 2, 2}, combinePartition);
+        agreeWholeAndGrid(c, name, kTokens, {1, 3, 4}, combinePartition);
       }
 }
 
