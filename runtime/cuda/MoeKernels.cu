@@ -285,6 +285,8 @@ absl::Status combineBackward(const OpDesc &op, const KernelContext &,
              !(m.expert[t * m.topK + j] == static_cast<float>(at[0]) &&
                m.slot[t * m.topK + j] == static_cast<float>(at[2])))
         ++j;
+      if (j == m.topK) // the token map and the choices agree: never
+        return;
       const float g =
           Weights::weightOf(m, p, t, j, Weights::scaleOf(m, p, t, normalize));
       dSlot[i] += g * static_cast<float>(
