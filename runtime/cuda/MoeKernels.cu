@@ -23,30 +23,20 @@ namespace {
 
 using Views = std::vector<KernelView>;
 
-/// The routing of the samples [b0, b0 + samples) of a partition, on the
-/// device: per token and choice its expert and slot (-1: dropped), per
-/// expert and slot its token (-1: empty), sample-major.
-struct Routes {
-  int64_t b0 = 0, samples = 0, positions = 0, experts = 0, capacity = 0,
-          topK = 1;
+/// The routing of the samples [b0, b0 + samples) of a partition of the
+/// op's shape, on the device: per token and choice its expert and slot
+/// (-1: dropped), per expert and slot its token (-1: empty), sample-major.
+struct Routes : MoeShape {
+  int64_t b0 = 0, samples = 0;
   float *expert = nullptr, *slot = nullptr, *token = nullptr;
 };
-
-MoeShape shapeOf(const Routes &r) {
-  return {r.experts, r.positions, r.capacity, r.topK};
-}
 
 /// Checks the views as the cpu kernels do and routes the samples of
 /// `probs` (which holds them whole).
 absl::Status route(const OpDesc &op, ExecContext &ctx, const KernelView &slots,
                    const KernelView &probs, Routes &r) {
-  MoeShape shape;
-  if (absl::Status s = moeShape(op, slots, probs, shape); !s.ok())
+  if (absl::Status s = moeShape(op, slots, probs, r); !s.ok())
     return s;
-  r.positions = shape.positions;
-  r.experts = shape.experts;
-  r.capacity = shape.capacity;
-  r.topK = shape.topK;
   r.b0 = probs.lo[0];
   r.samples = probs.extent(0);
   const int64_t choices = r.samples * r.positions * r.topK;
@@ -144,7 +134,7 @@ absl::Status dispatchForward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, slots, inputs[1], r); !s.ok())
     return s;
-  if (absl::Status s = moeTokensWhole(op, tokens, shapeOf(r)); !s.ok())
+  if (absl::Status s = moeTokensWhole(op, tokens, r); !s.ok())
     return s;
   const DeviceBox box = slots.box;
   const Elements x = tokens.elements, y = slots.elements;
@@ -180,7 +170,7 @@ absl::Status dispatchBackward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, dSlots, inputs[1], r); !s.ok())
     return s;
-  if (absl::Status s = moeTokensWhole(op, dTokens, shapeOf(r)); !s.ok())
+  if (absl::Status s = moeTokensWhole(op, dTokens, r); !s.ok())
     return s;
   const DeviceBox box = dTokens.box, slotBox = dSlots.box;
   const Elements dx = dTokens.elements, dy = dSlots.elements;
@@ -216,7 +206,7 @@ absl::Status combineForward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, slots, probs, r); !s.ok())
     return s;
-  if (absl::Status s = moeExpertsWhole(op, slots, shapeOf(r)); !s.ok())
+  if (absl::Status s = moeExpertsWhole(op, slots, r); !s.ok())
     return s;
   const bool normalize = op.getInt("normalize", 0) != 0;
   const DeviceBox box = tokens.box, slotBox = slots.box;
@@ -260,7 +250,7 @@ absl::Status combineBackward(const OpDesc &op, const KernelContext &,
   Routes r;
   if (absl::Status s = route(op, ctx, slots, probs, r); !s.ok())
     return s;
-  if (absl::Status s = moeExpertsWhole(op, slots, shapeOf(r)); !s.ok())
+  if (absl::Status s = moeExpertsWhole(op, slots, r); !s.ok())
     return s;
   const bool normalize = op.getInt("normalize", 0) != 0;
   const DeviceBox tokenBox = dTokens.box, slotBox = slots.box;
