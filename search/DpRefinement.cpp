@@ -132,10 +132,11 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
         detail::parallelFor(
             static_cast<int>(numWorkers), numWorkers, [&](int, size_t w) {
               for (size_t i = w; i < moves.size(); i += numWorkers)
-                if (!(moves[i] == kept))
+                if (!(moves[i] == kept)) {
                   values[i] =
                       objective(problem, workers[w]->update(op, moves[i]));
-              workers[w]->update(op, kept);
+                  workers[w]->revert();
+                }
             });
         result.iterations += static_cast<int64_t>(moves.size()) - 1;
         std::optional<size_t> chosen;

@@ -341,9 +341,6 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
       }
       // One delta simulation for all of them: a timing pass per member
       // would make a move of a 1,000-layer model's layers cost 1,000 passes.
-      std::vector<std::pair<size_t, OpConfig>> previous;
-      for (const auto &[member, config] : moved)
-        previous.push_back({member, now[member]});
       sim::SimResult next = simulator.update(moved);
       double value = objective(problem, next);
       bool accept;
@@ -366,7 +363,7 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
           currentPressure = memoryPressure(problem, next);
         currentResult = std::move(next);
       } else {
-        simulator.update(previous);
+        simulator.revert();
       }
     }
 

@@ -206,6 +206,7 @@ SimResult Simulator::simulate(const Strategy &strategy) {
   assert(strategy.size() == impl->graph.ops.size() &&
          "one configuration per op");
   impl->strategy = strategy;
+  impl->undo.valid = false;
   for (size_t i = 0; i < impl->ops.size(); ++i)
     impl->buildOp(i);
   for (Edge &e : impl->edges)
@@ -220,8 +221,14 @@ SimResult Simulator::update(size_t op, const OpConfig &config) {
 SimResult
 Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   Impl &s = *impl;
+  Impl::Undo &undo = s.undo;
+  undo.valid = true;
+  undo.configs.clear();
+  undo.opIds.clear();
+  undo.edgeIds.clear();
   size_t first = s.ops.size();
   for (const auto &[op, config] : changes) {
+    undo.configs.push_back({op, s.strategy[op]});
     s.strategy[op] = config;
     first = std::min(first, op);
   }
@@ -231,6 +238,11 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   // an edge's shared copies depend on the earlier readers' edges.
   std::set<int32_t> touched;
   for (const auto &[op, config] : changes) {
+    // The state goes to undo; a spare from an earlier update is built.
+    if (undo.opStates.size() <= undo.opIds.size())
+      undo.opStates.emplace_back();
+    std::swap(s.ops[op], undo.opStates[undo.opIds.size()]);
+    undo.opIds.push_back(op);
     s.buildOp(op);
     for (int32_t id : s.inEdges[op]) {
       touched.insert(id);
@@ -241,12 +253,41 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     for (int32_t id : s.outEdges[op])
       touched.insert(id);
   }
-  for (int32_t id : touched)
-    s.buildEdge(s.edges[id]);
+  for (int32_t id : touched) {
+    if (undo.edgeStates.size() <= undo.edgeIds.size())
+      undo.edgeStates.emplace_back();
+    Edge &e = s.edges[id], &spare = undo.edgeStates[undo.edgeIds.size()];
+    spare.producer = e.producer;
+    spare.result = e.result;
+    spare.consumer = e.consumer;
+    spare.operand = e.operand;
+    spare.weightOperand = e.weightOperand;
+    std::swap(e, spare);
+    undo.edgeIds.push_back(id);
+    s.buildEdge(e);
+  }
   // The first changed op's forward block is the first one that changed:
   // its incoming transfers are part of it, its outgoing ones of later
   // blocks.
-  return s.result(s.runTiming(static_cast<int32_t>(first)));
+  return s.result(
+      s.runTiming(static_cast<int32_t>(first), /*keepUndo=*/true));
+}
+
+void Simulator::revert() {
+  Impl &s = *impl;
+  Impl::Undo &undo = s.undo;
+  assert(undo.valid && "revert() follows an update()");
+  if (!undo.valid)
+    return;
+  undo.valid = false;
+  // The inverse of update's steps, in reverse order.
+  s.swapTiming(undo.firstTimed);
+  for (size_t k = undo.edgeIds.size(); k-- > 0;)
+    std::swap(s.edges[undo.edgeIds[k]], undo.edgeStates[k]);
+  for (size_t k = undo.opIds.size(); k-- > 0;)
+    std::swap(s.ops[undo.opIds[k]], undo.opStates[k]);
+  for (size_t k = undo.configs.size(); k-- > 0;)
+    s.strategy[undo.configs[k].first] = undo.configs[k].second;
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }

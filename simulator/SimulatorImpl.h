@@ -347,6 +347,43 @@ struct Simulator::Impl {
   static constexpr int32_t kCheckpointEvery = 8;
   std::vector<std::vector<double>> checkpoints;
 
+  /// What the last update() replaced, for revert(): the changed ops'
+  /// configurations, their built states and their edges', and the timing
+  /// of every op it timed again. Everything is swapped, never copied, so a
+  /// rejected proposal costs its swaps, not a second delta simulation;
+  /// the states swapped out are the next update's to build into.
+  struct Undo {
+    bool valid = false;
+    /// The first op whose forward the update timed again (a checkpoint).
+    int32_t firstTimed = 0;
+    std::vector<std::pair<size_t, OpConfig>> configs;
+    std::vector<size_t> opIds;
+    std::vector<int32_t> edgeIds;
+    /// opStates[k] is op opIds[k]'s state before the update; likewise
+    /// edgeStates. Grown, never shrunk: spares for the next update.
+    std::vector<OpState> opStates;
+    std::vector<Edge> edgeStates;
+    /// The timing fields of every op and edge, and the checkpoints, as
+    /// the last timing pass before the update left them.
+    struct OpTiming {
+      std::vector<double> inReady, fwdEnd, fwdStart;
+      std::vector<double> gradReady, bwdEnd, bwdStart, syncEnd, updateEnd;
+    };
+    struct EdgeTiming {
+      std::vector<double> fwdEnd, bwdPackedAt;
+    };
+    std::vector<OpTiming> opTiming;
+    std::vector<EdgeTiming> edgeTiming;
+    std::vector<std::vector<double>> checkpoints;
+    std::vector<TimelineEvent> timeline;
+    std::vector<int64_t> recomputePeak;
+  } undo;
+
+  /// Swaps the timing a pass from checkpoint `firstTimed` writes (forward
+  /// timing of the ops from there, backward timing of all) with undo's.
+  /// Swapping twice changes nothing: update() and revert() both call it.
+  void swapTiming(int32_t firstTimed);
+
   Impl(const Graph &graph, const Machine &machine, const CostModel &costModel,
        SimOptions options);
 
@@ -507,8 +544,9 @@ struct Simulator::Impl {
   void update(int32_t i);
 
   /// Times the whole iteration, re-using the last pass for the forward of
-  /// the ops before `firstChanged` (nothing before it changed).
-  double runTiming(int32_t firstChanged = 0);
+  /// the ops before `firstChanged` (nothing before it changed). With
+  /// `keepUndo`, the timing it replaces goes to `undo`.
+  double runTiming(int32_t firstChanged = 0, bool keepUndo = false);
 
   SimResult result(double iterationTime);
 };

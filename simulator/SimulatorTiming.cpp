@@ -384,14 +384,54 @@ void Simulator::Impl::update(int32_t i) {
   }
 }
 
+void Simulator::Impl::swapTiming(int32_t firstTimed) {
+  size_t n = ops.size();
+  undo.opTiming.resize(n);
+  undo.edgeTiming.resize(edges.size());
+  undo.checkpoints.resize(checkpoints.size());
+  for (size_t i = 0; i < n; ++i) {
+    OpState &st = ops[i];
+    Undo::OpTiming &t = undo.opTiming[i];
+    if (static_cast<int32_t>(i) >= firstTimed) {
+      st.inReady.swap(t.inReady);
+      st.fwdEnd.swap(t.fwdEnd);
+      st.fwdStart.swap(t.fwdStart);
+    }
+    st.gradReady.swap(t.gradReady);
+    st.bwdEnd.swap(t.bwdEnd);
+    st.bwdStart.swap(t.bwdStart);
+    st.syncEnd.swap(t.syncEnd);
+    st.updateEnd.swap(t.updateEnd);
+  }
+  for (size_t id = 0; id < edges.size(); ++id) {
+    Edge &e = edges[id];
+    Undo::EdgeTiming &t = undo.edgeTiming[id];
+    // An edge's forward transfers are timed with its consumer's forward.
+    if (e.consumer >= firstTimed)
+      e.fwdEnd.swap(t.fwdEnd);
+    e.bwdPackedAt.swap(t.bwdPackedAt);
+  }
+  // The pass starts from checkpoint firstTimed and writes the later ones.
+  for (size_t c = firstTimed / kCheckpointEvery + 1; c < checkpoints.size();
+       ++c)
+    checkpoints[c].swap(undo.checkpoints[c]);
+  timeline.swap(undo.timeline);
+  recomputePeak.swap(undo.recomputePeak);
+}
+
 /// Times the whole iteration, re-using the last pass for the forward of
 /// the ops before `firstChanged` (nothing before it changed).
-double Simulator::Impl::runTiming(int32_t firstChanged) {
+double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   int32_t n = static_cast<int32_t>(ops.size());
   checkpoints.resize((n + kCheckpointEvery - 1) / kCheckpointEvery);
   int32_t first = (firstChanged / kCheckpointEvery) * kCheckpointEvery;
-  if (options.recordTimeline || first == 0) {
+  if (options.recordTimeline)
     first = 0;
+  if (keepUndo) {
+    undo.firstTimed = first;
+    swapTiming(first);
+  }
+  if (first == 0) {
     std::fill(freeAt.begin(), freeAt.end(), 0.0);
     timeline.clear();
   } else {

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <sstream>
 
 #include <random>
 
@@ -168,6 +169,55 @@ TEST_P(DeltaSimulation, TakingBackAndRedoingEqualsFull) {
     else
       strategy = c.proposed;
   }
+}
+
+TEST_P(DeltaSimulation, RevertRestoresTheStateBeforeTheUpdate) {
+  // A proposal taken back by revert() (MCMC's rejected move) leaves the
+  // simulator as it was: the strategy, and every later delta simulation,
+  // as if the proposal had never been made. Several reverts in a row, and
+  // reverts of updates that changed one op twice, too.
+  std::mt19937_64 rng(13);
+  std::bernoulli_distribution coin(0.5);
+  for (int step = 0; step < 300; ++step) {
+    SeveralChanges c = randomChanges(*graph, strategy, numDevices, 5, rng);
+    if (coin(rng)) // the first op changed again, to its second proposal
+      c.changes.push_back(
+          {c.changes.front().first,
+           randomConfig(graph->ops[c.changes.front().first], numDevices, rng)});
+    Strategy proposed = strategy;
+    for (const auto &[op, config] : c.changes)
+      proposed[op] = config;
+    expectIdentical(delta->update(c.changes), full->simulate(proposed), step);
+    if (coin(rng)) {
+      delta->revert();
+      ASSERT_EQ(delta->currentStrategy(), strategy) << "step " << step;
+      // Nothing changed since: a delta simulation of no change times the
+      // restored state alone.
+      expectIdentical(delta->update({}), full->simulate(strategy), step);
+    } else {
+      strategy = proposed;
+    }
+  }
+}
+
+TEST_P(DeltaSimulation, RevertRestoresTheTimeline) {
+  // With a timeline recorded, a reverted proposal's trace is the one
+  // before it.
+  SimOptions options;
+  options.recordTimeline = true;
+  Simulator traced(*graph, *machine, cost, options);
+  traced.simulate(strategy);
+  std::ostringstream before, after;
+  traced.writeChromeTrace(before);
+  std::mt19937_64 rng(3);
+  SeveralChanges c = randomChanges(*graph, strategy, numDevices, 5, rng);
+  traced.update(c.changes);
+  std::ostringstream during;
+  traced.writeChromeTrace(during);
+  ASSERT_NE(during.str(), before.str()) << "the change changed nothing";
+  traced.revert();
+  traced.writeChromeTrace(after);
+  EXPECT_EQ(after.str(), before.str());
 }
 
 INSTANTIATE_TEST_SUITE_P(

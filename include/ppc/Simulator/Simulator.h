@@ -232,6 +232,11 @@ public:
   /// changes, not with the changes times the graph. Same result as
   /// simulate() of the whole new strategy.
   SimResult update(const std::vector<std::pair<size_t, OpConfig>> &changes);
+  /// Takes back the last update() (a rejected proposal): the simulator is
+  /// as it was before it, strategy and timing alike, at the cost of
+  /// swapping states back rather than of another delta simulation. Only
+  /// right after an update(), once.
+  void revert();
   const Strategy &currentStrategy() const;
 
   /// An additive cost model for searches that need one (the dynamic
