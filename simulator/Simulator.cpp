@@ -269,8 +269,7 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   // The first changed op's forward block is the first one that changed:
   // its incoming transfers are part of it, its outgoing ones of later
   // blocks.
-  return s.result(
-      s.runTiming(static_cast<int32_t>(first), /*keepUndo=*/true));
+  return s.result(s.runTiming(static_cast<int32_t>(first), /*keepUndo=*/true));
 }
 
 void Simulator::revert() {
