@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <sstream>
 
@@ -237,6 +238,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tied.onnx", "dgx-a100x2", Optimizer::Adam, true,
                            GradSync::AllReduce},
                       Case{"tied.onnx", "p100x16", Optimizer::SGD, false,
-                           GradSync::ReduceScatterAllGather}));
+                           GradSync::ReduceScatterAllGather}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+      // "transformer_k80x64_3": the model's stem, the machine, the index.
+      std::string name = std::string(info.param.model) + "_" +
+                         info.param.machine + "_" + std::to_string(info.index);
+      name = name.substr(0, name.find('.')) + name.substr(name.find('_'));
+      std::replace_if(
+          name.begin(), name.end(),
+          [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); },
+          '_');
+      return name;
+    });
 
 } // namespace

@@ -471,6 +471,13 @@ INSTANTIATE_TEST_SUITE_P(Models, WithinTwoPercent,
                          ::testing::Values(Acceptance{"mlp6", 4, 4},
                                            Acceptance{"mlp6", 8, 4},
                                            Acceptance{"cnn.onnx", 4, 2},
-                                           Acceptance{"cnn.onnx", 8, 2}));
+                                           Acceptance{"cnn.onnx", 8, 2}),
+                         [](const ::testing::TestParamInfo<Acceptance> &info) {
+                           // "cnn_8_devices"
+                           std::string model = info.param.model;
+                           return model.substr(0, model.find('.')) + "_" +
+                                  std::to_string(info.param.devices) +
+                                  "_devices";
+                         });
 
 } // namespace
