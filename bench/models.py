@@ -435,7 +435,7 @@ MOE_SIZES = {
 # GPT sizes: GPT-2 XL (32 heads of 50 instead of 25 of 64, so that
 # tensor-parallel degrees up to 8 divide them), Megatron-LM's 8.3B (Shoeybi et al.
 # 2019, table 2), GPT-3 13B (Brown et al. 2020, hidden rounded from 5140 to
-# 5120), Megatron-LM's 39.1B (Narayanan et al. 2021, table 1).
+# 5120), Megatron-LM's 39.1B, 145.6B and 1T (Narayanan et al. 2021, table 1).
 GPT_SIZES = {
     "1.5b": dict(layers=48, hidden=1600, heads=32, seq=1024),
     "8.3b": dict(layers=72, hidden=3072, heads=32, seq=1024),
@@ -443,6 +443,7 @@ GPT_SIZES = {
     "39b": dict(layers=48, hidden=8192, heads=64, seq=2048),
     "145b": dict(layers=80, hidden=12288, heads=96, seq=2048),
     "175b": dict(layers=96, hidden=12288, heads=96, seq=2048),
+    "1t": dict(layers=128, hidden=25600, heads=160, seq=2048),
 }
 
 
