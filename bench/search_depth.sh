@@ -7,18 +7,29 @@
 # layers' figure. Table in docs/search.md ("Search time by depth").
 # Usage: bench/search_depth.sh [BUILD_DIR]   (after scripts/build.sh)
 #   LAYERS="250 500 1000 5000"
+#   COUNT=instructions: per iteration, instructions (valgrind's callgrind,
+#   the 100- and 300-iteration searches' difference) instead of ms: exact,
+#   where this machine's wall clock varies by more than a small change.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
 layers=${LAYERS:-250 500 1000 5000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-search() { # MODEL BUDGET -> the search's seconds
-  "$build/bin/ppc-opt" "$1" --ppc-add-loss --ppc-attach-machine=machine=cpux4 \
-    "--ppc-search=budget=$2 threads=1 seed=1 dp-start=false pipelines=false" -o /dev/null \
-    2>&1 | sed -n 's/.* iterations in \([0-9.]*\) s.*/\1/p'
+search() { # MODEL BUDGET -> the search's seconds (or its instructions)
+  local args=(--ppc-add-loss --ppc-attach-machine=machine=cpux4
+    "--ppc-search=budget=$2 threads=1 seed=1 dp-start=false pipelines=false" -o /dev/null)
+  if [[ "${COUNT:-}" == instructions ]]; then
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$build/bin/ppc-opt" "$1" \
+      "${args[@]}" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  else
+    "$build/bin/ppc-opt" "$1" "${args[@]}" 2>&1 |
+      sed -n 's/.* iterations in \([0-9.]*\) s.*/\1/p'
+  fi
 }
-printf "%8s %8s %14s %16s %12s\n" layers ops "200 it, s" "ms / iteration" "vs 250"
+unit="ms / iteration" scale=1e3
+[[ "${COUNT:-}" == instructions ]] && unit="instr. / iteration" scale=1
+printf "%8s %8s %14s %18s %12s\n" layers ops "200 it" "$unit" "vs first"
 base=""
 for l in $layers; do
   /usr/bin/python3 "$root/bench/models.py" mlp --layers "$l" --hidden 256 \
@@ -27,8 +38,8 @@ for l in $layers; do
   whole=$(search "$tmp/mlp.mlir" 200)
   short=$(search "$tmp/mlp.mlir" 100)
   long=$(search "$tmp/mlp.mlir" 300)
-  per=$(awk -v a="$short" -v b="$long" 'BEGIN { printf "%.2f", (b - a) / 200 * 1e3 }')
+  per=$(awk -v a="$short" -v b="$long" -v k="$scale" 'BEGIN { printf "%.2f", (b - a) / 200 * k }')
   [[ -z "$base" ]] && base=$per
-  printf "%8d %8d %14s %16s %11.2fx\n" "$l" "$ops" "$whole" "$per" \
+  printf "%8d %8d %14s %18s %11.2fx\n" "$l" "$ops" "$whole" "$per" \
     "$(awk -v p="$per" -v b="$base" 'BEGIN { print p / b }')"
 done
