@@ -211,6 +211,33 @@ std::vector<int> readerCounts(const Graph &graph) {
   return readers;
 }
 
+bool sameButNames(const Graph &a, const Graph &b) {
+  if (a.numInputs != b.numInputs || a.ops.size() != b.ops.size() ||
+      a.weights.size() != b.weights.size())
+    return false;
+  for (size_t i = 0; i < a.weights.size(); ++i) {
+    const Weight &x = a.weights[i], &y = b.weights[i];
+    if (x.shape != y.shape || x.elemBytes != y.elemBytes ||
+        x.trainable != y.trainable)
+      return false;
+  }
+  auto sameSource = [](const Source &x, const Source &y) {
+    return x.kind == y.kind && x.index == y.index && x.result == y.result;
+  };
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    const Op &x = a.ops[i], &y = b.ops[i];
+    if (x.kind != y.kind || x.dtype != y.dtype || x.elemBytes != y.elemBytes ||
+        x.differentiable != y.differentiable ||
+        x.operands.size() != y.operands.size() || !(x.cost == y.cost) ||
+        !(x.space == y.space))
+      return false;
+    for (size_t o = 0; o < x.operands.size(); ++o)
+      if (!sameSource(x.operands[o], y.operands[o]))
+        return false;
+  }
+  return true;
+}
+
 std::vector<WeightUse> weightHolders(const Graph &graph) {
   std::vector<WeightUse> holders(graph.weights.size());
   for (size_t i = 0; i < graph.ops.size(); ++i) {

@@ -213,6 +213,32 @@ int64_t Machine::numNodes() const {
   return maxNode + 1;
 }
 
+bool sameButNames(const Machine &a, const Machine &b) {
+  if (a.cluster && b.cluster)
+    return *a.cluster == *b.cluster;
+  if (a.specs.size() != b.specs.size() ||
+      a.devices.size() != b.devices.size() ||
+      a.switches.size() != b.switches.size() ||
+      a.links.size() != b.links.size())
+    return false;
+  for (size_t i = 0; i < a.specs.size(); ++i)
+    if (!(a.specs[i] == b.specs[i]))
+      return false;
+  for (size_t i = 0; i < a.devices.size(); ++i)
+    if (a.devices[i].node != b.devices[i].node ||
+        a.devices[i].spec != b.devices[i].spec)
+      return false;
+  for (size_t i = 0; i < a.switches.size(); ++i)
+    if (a.switches[i].kind != b.switches[i].kind ||
+        a.switches[i].node != b.switches[i].node)
+      return false;
+  for (size_t i = 0; i < a.links.size(); ++i)
+    if (a.links[i].src != b.links[i].src || a.links[i].dst != b.links[i].dst ||
+        !(a.links[i].spec == b.links[i].spec))
+      return false;
+  return true;
+}
+
 Machine Machine::subMachine(int64_t first, int64_t count) const {
   std::string subName = name + "[" + std::to_string(first) + ":" +
                         std::to_string(first + count) + "]";

@@ -402,6 +402,15 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   std::vector<BoundaryValue> boundary;
   std::vector<SimResult> alone(numStages);
   out.stages.resize(numStages);
+  // Stages alike (a transformer's middle stages: the same layers in the
+  // same layout on meshes of one shape) are simulated once.
+  struct Simulated {
+    Graph graph;
+    Machine mesh;
+    Strategy strategy;
+    StageAlone stage;
+  };
+  std::vector<Simulated> simulated;
   for (int32_t s = 0; s < numStages; ++s) {
     Graph sub = stageGraph(micro, stages, s, &boundary);
     int64_t first = pipeline.firstDevice[s];
@@ -416,8 +425,19 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         local.back().start -= first;
         local.back().stage = 0;
       }
-    StageAlone stageAlone = simulateStageAlone(sub, mesh, costModel, options,
-                                               pipeline.microbatches, local);
+    auto same = std::find_if(simulated.begin(), simulated.end(),
+                             [&](const Simulated &earlier) {
+                               return earlier.strategy == local &&
+                                      sameButNames(earlier.mesh, mesh) &&
+                                      sameButNames(earlier.graph, sub);
+                             });
+    if (same == simulated.end()) {
+      simulated.push_back({sub, mesh, local,
+                           simulateStageAlone(sub, mesh, costModel, options,
+                                              pipeline.microbatches, local)});
+      same = simulated.end() - 1;
+    }
+    StageAlone stageAlone = same->stage;
     alone[s] = std::move(stageAlone.result);
     // The stage's ops are the graph's from firstOp on, in order.
     const std::vector<Simulator::OpTimes> &times = stageAlone.opTimes;

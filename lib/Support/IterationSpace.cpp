@@ -240,6 +240,47 @@ std::vector<Range> partitionRanges(const IterationSpace &space,
   return ranges;
 }
 
+bool operator==(const IterDim &a, const IterDim &b) {
+  return a.size == b.size && a.kind == b.kind && a.splittable == b.splittable;
+}
+
+bool operator==(const TensorAccess &a, const TensorAccess &b) {
+  return a.shape == b.shape && a.dims == b.dims;
+}
+
+bool operator==(const ScratchDim &a, const ScratchDim &b) {
+  return a.size == b.size && a.iterDim == b.iterDim;
+}
+
+bool operator==(const StageScratch &a, const StageScratch &b) {
+  return a.shape == b.shape && a.syncAfter == b.syncAfter && a.max == b.max;
+}
+
+bool operator==(const StagedKernel &a, const StagedKernel &b) {
+  return a.forwardStages == b.forwardStages &&
+         a.backwardStages == b.backwardStages && a.forward == b.forward &&
+         a.backward == b.backward && a.acrossDims == b.acrossDims &&
+         a.trainingOnly == b.trainingOnly &&
+         a.onlyWhenSplit == b.onlyWhenSplit && a.backwardWork == b.backwardWork;
+}
+
+bool operator==(const CausalDomain &a, const CausalDomain &b) {
+  return a.query == b.query && a.key == b.key;
+}
+
+bool operator==(const IterationSpace &a, const IterationSpace &b) {
+  return a.dims == b.dims && a.operands == b.operands &&
+         a.results == b.results && a.staged == b.staged &&
+         a.flatView == b.flatView && a.matrixProduct == b.matrixProduct &&
+         a.causal == b.causal && a.expertDim == b.expertDim;
+}
+
+bool operator==(const OpCost &a, const OpCost &b) {
+  return a.fwdFlops == b.fwdFlops && a.bwdFlops == b.bwdFlops &&
+         a.fwdBytes == b.fwdBytes && a.bwdBytes == b.bwdBytes &&
+         a.kernel == b.kernel;
+}
+
 std::vector<IterKind> activationKinds(unsigned rank) {
   using K = IterKind;
   switch (rank) {

@@ -1,6 +1,7 @@
 //===- Layout.cpp - where the pieces of an op's tensors live --------------===//
 
 #include "ppc/Support/Layout.h"
+#include "ppc/Support/Exchange.h"
 
 #include <algorithm>
 #include <limits>
@@ -303,21 +304,22 @@ gradientRoutes(const std::vector<Box> &producedBoxes,
                int64_t numConsumerReplicas, const std::vector<char> &skip,
                bool everyMember,
                const std::function<double(int64_t, int64_t)> &bandwidth) {
-  // Groups of producer instances: same box, same replica, in order.
+  // Groups of producer instances: same box, same replica, in order of
+  // their first member (keyed, not compared pairwise: thousands of
+  // instances on a large machine).
   std::vector<std::vector<int64_t>> groups;
   {
-    std::vector<char> grouped(producedBoxes.size(), 0);
+    int32_t numBoxes = 0;
+    std::vector<int32_t> boxGroup = groupByBox(producedBoxes, numBoxes);
+    std::map<std::pair<int32_t, int64_t>, size_t> groupOf;
     for (size_t p = 0; p < producedBoxes.size(); ++p) {
-      if (grouped[p] || skip[p])
+      if (skip[p])
         continue;
-      std::vector<int64_t> members;
-      for (size_t q = p; q < producedBoxes.size(); ++q)
-        if (!grouped[q] && !skip[q] && producedBoxes[q] == producedBoxes[p] &&
-            producerReplicas[q] == producerReplicas[p]) {
-          members.push_back(static_cast<int64_t>(q));
-          grouped[q] = 1;
-        }
-      groups.push_back(std::move(members));
+      auto [it, fresh] = groupOf.emplace(
+          std::make_pair(boxGroup[p], producerReplicas[p]), groups.size());
+      if (fresh)
+        groups.emplace_back();
+      groups[it->second].push_back(static_cast<int64_t>(p));
     }
   }
   std::vector<Box> representatives;
@@ -366,18 +368,17 @@ allReducedGradientGroups(const std::vector<Box> &produced,
                          const std::vector<Box> &needed,
                          const std::vector<int64_t> &consumerDevices,
                          const std::vector<int64_t> &consumerPartitions) {
+  // Instances holding the same box, in order of the first of each.
+  int32_t numBoxes = 0;
+  std::vector<int32_t> boxGroup = groupByBox(produced, numBoxes);
+  std::vector<std::vector<int64_t>> sameBox(numBoxes);
+  for (size_t p = 0; p < produced.size(); ++p)
+    sameBox[boxGroup[p]].push_back(static_cast<int64_t>(p));
+  OverlapIndex readersIndex(needed);
+  std::vector<size_t> candidates;
   std::vector<std::vector<int64_t>> groups;
-  std::vector<char> grouped(produced.size(), 0);
-  for (size_t p = 0; p < produced.size(); ++p) {
-    if (grouped[p])
-      continue;
-    std::vector<int64_t> members;
-    for (size_t q = p; q < produced.size(); ++q)
-      if (produced[q] == produced[p]) {
-        members.push_back(static_cast<int64_t>(q));
-        grouped[q] = 1;
-      }
-    const Box &piece = produced[p];
+  for (std::vector<int64_t> &members : sameBox) {
+    const Box &piece = produced[members.front()];
     if (members.size() < 2 || isEmpty(piece))
       continue;
     std::set<int64_t> devices, readers, partitions;
@@ -385,7 +386,9 @@ allReducedGradientGroups(const std::vector<Box> &produced,
       devices.insert(producerDevices[q]);
     bool ok = devices.size() == members.size();
     size_t count = 0;
-    for (size_t c = 0; ok && c < needed.size(); ++c) {
+    readersIndex.candidates(piece, candidates);
+    for (size_t k = 0; ok && k < candidates.size(); ++k) {
+      size_t c = candidates[k];
       if (!overlaps(needed[c], piece))
         continue;
       ++count;

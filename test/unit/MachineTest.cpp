@@ -765,6 +765,30 @@ TEST(MachineSubMachine, WholeNodesPartOfANodeAndAcrossNodes) {
                    dgx.effectiveLink(4, 8).latency);
 }
 
+TEST(MachineSubMachine, SameButNamesAtNodeBoundariesOfOneSize) {
+  Machine dgx = *lookupPreset("dgx-h100x4");
+  EXPECT_TRUE(sameButNames(dgx.subMachine(0, 8), dgx.subMachine(24, 8)));
+  EXPECT_TRUE(sameButNames(dgx.subMachine(0, 4), dgx.subMachine(12, 4)));
+  EXPECT_FALSE(sameButNames(dgx.subMachine(0, 8), dgx.subMachine(0, 16)));
+  EXPECT_FALSE(sameButNames(dgx.subMachine(0, 8), dgx.subMachine(8, 4)));
+  // Explicit graphs (across a node boundary): the same devices and links
+  // but for names, or not.
+  Machine across = dgx.subMachine(4, 8), later = across;
+  later.name += "'";
+  for (Device &device : later.devices)
+    device.name += "'";
+  for (Switch &sw : later.switches)
+    sw.name += "'";
+  EXPECT_TRUE(sameButNames(across, later));
+  EXPECT_FALSE(sameButNames(across, dgx.subMachine(6, 8)));
+  Machine slower = later;
+  slower.links.back().spec.bandwidth /= 2;
+  EXPECT_FALSE(sameButNames(across, slower));
+  Machine otherSpec = later;
+  otherSpec.specs[0].memoryBytes /= 2;
+  EXPECT_FALSE(sameButNames(across, otherSpec));
+}
+
 TEST(MachineCurve, InterpolatesTimeLinearlyInBytes) {
   BandwidthCurve c;
   c.points = {{1e3, 1e8}, {1e5, 3e9}, {1e7, 1e9}};

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -1432,6 +1433,104 @@ TEST(Pipeline, OneStageIsThePlainSimulation) {
   PipelineResult two = simulatePipeline(g, m, cost, {}, dp, one);
   EXPECT_NEAR(two.iterationTime,
               2 * h.backwardTime + o.iterationTime - h.backwardTime, 1e-15);
+}
+
+TEST(Pipeline, AlikeStagesArePricedAsEachAlone) {
+  // Eight linears in four stages of two on a node each, data parallel in
+  // the node: stages 1 and 2 are alike (simulated once), stage 0 reads the
+  // graph's input, stage 3 ends narrower. Each stage's figures must be
+  // what simulating it alone gives.
+  Graph g;
+  g.numInputs = 1;
+  Source in = input();
+  Strategy strategy;
+  std::vector<int32_t> stages;
+  for (int l = 0; l < 8; ++l) {
+    g.ops.push_back(
+        linear(g, "fc" + std::to_string(l), 64, 256, l == 7 ? 16 : 256, in));
+    in = fromOp(l);
+    OpConfig config = on(2 * (l / 2), 3);
+    config.degrees[0] = 2;
+    config.stage = l / 2;
+    strategy.push_back(config);
+    stages.push_back(l / 2);
+  }
+  Machine m = roundMachine(4, 2);
+  FixedCostModel cost;
+  Pipeline pipeline;
+  pipeline.firstDevice = {0, 2, 4, 6};
+  pipeline.numDevices = {2, 2, 2, 2};
+  pipeline.microbatches = 4;
+  ASSERT_EQ(statusText(checkPipeline(g, strategy, pipeline, 8)), "");
+  Graph micro = microBatchGraph(g, 4);
+  EXPECT_TRUE(
+      sameButNames(stageGraph(micro, stages, 1), stageGraph(micro, stages, 2)));
+  EXPECT_FALSE(
+      sameButNames(stageGraph(micro, stages, 2), stageGraph(micro, stages, 3)));
+  PipelineResult r = simulatePipeline(g, m, cost, {}, strategy, pipeline);
+  ASSERT_EQ(r.stages.size(), 4u);
+  for (int32_t s = 0; s < 4; ++s) {
+    Strategy local(strategy.begin() + 2 * s, strategy.begin() + 2 * s + 2);
+    for (OpConfig &config : local) {
+      config.start = 0;
+      config.stage = 0;
+    }
+    StageAlone alone =
+        simulateStageAlone(stageGraph(micro, stages, s), m.subMachine(2 * s, 2),
+                           cost, {}, 4, local);
+    EXPECT_EQ(r.stages[s].forward, alone.result.forwardTime) << s;
+    EXPECT_EQ(r.stages[s].backward,
+              alone.result.backwardTime - alone.result.forwardTime)
+        << s;
+    EXPECT_EQ(r.stages[s].tail, alone.tail) << s;
+    EXPECT_EQ(r.devices[2 * s].memory.weights,
+              alone.result.devices[0].memory.weights)
+        << s;
+  }
+}
+
+TEST(Graph, SameButNamesComparesEverythingElse) {
+  Graph g = mlp6();
+  Graph renamed = g;
+  for (Op &op : renamed.ops)
+    op.name += ".renamed";
+  for (Weight &w : renamed.weights)
+    w.name += ".renamed";
+  EXPECT_TRUE(sameButNames(g, renamed));
+  std::vector<std::pair<std::string, std::function<void(Graph &)>>> changes = {
+      {"dim size", [](Graph &h) { h.ops[2].space.dims[0].size = 32; }},
+      {"dim kind",
+       [](Graph &h) { h.ops[2].space.dims[1].kind = IterKind::Attribute; }},
+      {"splittable", [](Graph &h) { h.ops[2].space.dims[1].splittable = 0; }},
+      {"access",
+       [](Graph &h) { h.ops[2].space.operands[0].dims[1].divisor = 2; }},
+      {"result shape", [](Graph &h) { h.ops[2].space.results[0].shape[1]++; }},
+      {"staged", [](Graph &h) { h.ops[2].space.staged = StagedKernel(); }},
+      {"flat view", [](Graph &h) { h.ops[2].space.flatView = true; }},
+      {"matrix product", [](Graph &h) { h.ops[2].space.matrixProduct = 0; }},
+      {"causal",
+       [](Graph &h) {
+         h.ops[2].space.causal = CausalDomain{0, 1};
+       }},
+      {"expert dim", [](Graph &h) { h.ops[2].space.expertDim = 1; }},
+      {"flops", [](Graph &h) { h.ops[2].cost.bwdFlops *= 2; }},
+      {"kernel",
+       [](Graph &h) { h.ops[2].cost.kernel = KernelKind::FusedAttention; }},
+      {"kind", [](Graph &h) { h.ops[2].kind = "ppc.matmul"; }},
+      {"dtype", [](Graph &h) { h.ops[2].dtype = DType::BF16; }},
+      {"element bytes", [](Graph &h) { h.ops[2].elemBytes = 2; }},
+      {"differentiable", [](Graph &h) { h.ops[2].differentiable = false; }},
+      {"source", [](Graph &h) { h.ops[2].operands[0] = fromOp(0); }},
+      {"weight shape", [](Graph &h) { h.weights[1].shape[0]++; }},
+      {"trainable", [](Graph &h) { h.weights[1].trainable = false; }},
+      {"inputs", [](Graph &h) { h.numInputs = 2; }},
+      {"one op fewer", [](Graph &h) { h.ops.pop_back(); }},
+  };
+  for (const auto &[what, change] : changes) {
+    Graph other = g;
+    change(other);
+    EXPECT_FALSE(sameButNames(g, other)) << what;
+  }
 }
 
 TEST(Pipeline, MicroBatchGraphScalesTheBatch) {

@@ -78,6 +78,11 @@ struct Graph {
   absl::Status validate() const;
 };
 
+/// Whether `a` and `b` are one model but for the names of their ops and
+/// weights: a simulation of one under a strategy is one of the other (the
+/// pipeline simulates identical stages once).
+bool sameButNames(const Graph &a, const Graph &b);
+
 /// The use of a weight that holds it: which op and operand.
 struct WeightUse {
   int32_t op = -1;

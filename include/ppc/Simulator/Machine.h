@@ -344,6 +344,11 @@ public:
   static constexpr double kDefaultRouteBytes = 1 << 20;
 };
 
+/// Whether `a` and `b` are one machine but for the names of their vertices
+/// and their own: the same devices, nodes, switches and links (sub-machines
+/// of a cluster at node boundaries of one size are).
+bool sameButNames(const Machine &a, const Machine &b);
+
 //===----------------------------------------------------------------------===//
 // Presets
 //===----------------------------------------------------------------------===//

@@ -224,6 +224,18 @@ struct OpCost {
   KernelKind kernel = KernelKind::Default;
 };
 
+// Equality of every field: two ops whose spaces and costs compare equal
+// are priced alike (sim::sameButNames reuses a simulation on it). A field
+// added to one of these structs belongs in its operator too.
+bool operator==(const IterDim &a, const IterDim &b);
+bool operator==(const TensorAccess &a, const TensorAccess &b);
+bool operator==(const ScratchDim &a, const ScratchDim &b);
+bool operator==(const StageScratch &a, const StageScratch &b);
+bool operator==(const StagedKernel &a, const StagedKernel &b);
+bool operator==(const CausalDomain &a, const CausalDomain &b);
+bool operator==(const IterationSpace &a, const IterationSpace &b);
+bool operator==(const OpCost &a, const OpCost &b);
+
 /// Default SOAP kinds for an activation of `rank` dims, in the layouts the
 /// importers produce: [N], [N, F], [N, S, H], [N, C, H, W], [N, C, D, H, W].
 std::vector<IterKind> activationKinds(unsigned rank);
