@@ -108,6 +108,18 @@ int64_t uniformDevicesPerNode(const Machine &machine) {
   return perNode;
 }
 
+/// What tells apart how views of the same degrees map instances to
+/// devices, without listing the devices (thousands on a large machine):
+/// the replicas, the start (instance 0's device) and the strides (each the
+/// step to the device of the next instance along one grid dim) fix them
+/// all.
+std::vector<int64_t> viewKey(const OpConfig &config) {
+  std::vector<int64_t> key = config.effectiveStrides();
+  key.push_back(config.start);
+  key.push_back(config.replicas);
+  return key;
+}
+
 /// The machine views of `degrees`: contiguous at every start aligned to the
 /// partition count, replicated over the whole machine (when `replicate`),
 /// then (on a machine of several equal nodes) views that
@@ -120,7 +132,7 @@ void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
   int64_t partitions = product(degrees);
   std::set<std::vector<int64_t>> seen;
   auto add = [&](OpConfig config) {
-    if (seen.insert(config.devices()).second)
+    if (seen.insert(viewKey(config)).second)
       out.push_back(std::move(config));
   };
   for (int64_t start = 0; start + partitions <= numDevices; start += partitions)

@@ -504,6 +504,14 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
   std::vector<std::vector<double>> fwdEnd(numStages,
                                           std::vector<double>(m, kNotYet)),
       bwdEnd = fwdEnd;
+  // Per stage, what its forward waits for (the stages sending to it) and
+  // its backward (the stages it sends to), with the transfer's time.
+  std::vector<std::vector<std::pair<int32_t, double>>> fwdFrom(numStages),
+      bwdFrom(numStages);
+  for (const auto &[stages, time] : transfer) {
+    fwdFrom[stages.second].push_back({stages.first, time});
+    bwdFrom[stages.first].push_back({stages.second, time});
+  }
   std::vector<size_t> next(numGroups, 0);
   std::vector<double> freeAt(numGroups, 0), busy(numGroups, 0);
   size_t remaining = 2 * static_cast<size_t>(m) * numStages;
@@ -517,11 +525,7 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
         bool forward = task.forward;
         double ready = 0;
         bool waiting = false;
-        for (const auto &[stages, time] : transfer) {
-          auto [from, to] = stages;
-          int32_t other = forward ? from : to;
-          if ((forward ? to : from) != s)
-            continue;
+        for (const auto &[other, time] : forward ? fwdFrom[s] : bwdFrom[s]) {
           double end = forward ? fwdEnd[other][j] : bwdEnd[other][j];
           if (end == kNotYet)
             waiting = true;

@@ -17,24 +17,20 @@ int64_t OpConfig::numPartitions() const {
   return n;
 }
 
-namespace {
-/// The extents of the device grid of `config`: its partitioned degrees, then
-/// the replicas.
-std::vector<int64_t> gridExtents(const OpConfig &config) {
+std::vector<int64_t> OpConfig::gridExtents() const {
   std::vector<int64_t> extents;
-  for (int64_t d : config.degrees)
+  for (int64_t d : degrees)
     if (d > 1)
       extents.push_back(d);
-  if (config.replicas > 1)
-    extents.push_back(config.replicas);
+  if (replicas > 1)
+    extents.push_back(replicas);
   return extents;
 }
-} // namespace
 
 std::vector<int64_t> OpConfig::effectiveStrides() const {
   if (!strides.empty())
     return strides;
-  std::vector<int64_t> extents = gridExtents(*this);
+  std::vector<int64_t> extents = gridExtents();
   std::vector<int64_t> result(extents.size());
   int64_t running = 1;
   for (size_t i = extents.size(); i-- > 0;) {
@@ -45,7 +41,7 @@ std::vector<int64_t> OpConfig::effectiveStrides() const {
 }
 
 std::vector<int64_t> OpConfig::devices() const {
-  std::vector<int64_t> extents = gridExtents(*this);
+  std::vector<int64_t> extents = gridExtents();
   std::vector<int64_t> stride = effectiveStrides();
   int64_t n = numInstances();
   std::vector<int64_t> result(n);
@@ -60,17 +56,45 @@ std::vector<int64_t> OpConfig::devices() const {
   return result;
 }
 
+/// Whether the grid's (extent, stride) pairs, ordered by stride, nest:
+/// each stride at least the extent times the stride of the one before it,
+/// so that no two instances share a device.
+static bool stridesNest(const OpConfig &config) {
+  std::vector<int64_t> extents = config.gridExtents();
+  std::vector<int64_t> strides = config.effectiveStrides();
+  std::vector<std::pair<int64_t, int64_t>> grid;
+  for (size_t i = 0; i < extents.size(); ++i)
+    if (extents[i] > 1)
+      grid.emplace_back(strides[i], extents[i]);
+  std::sort(grid.begin(), grid.end());
+  int64_t reach = 1; // devices the smaller strides span
+  for (const auto &[stride, extent] : grid) {
+    if (stride < reach)
+      return false;
+    reach = stride * extent; // no overflow: checkConfig bounded the reach
+  }
+  return true;
+}
+
+/// InvalidArgument with the parts streamed as its message; the stream is
+/// built only for an error (a search checks every configuration it
+/// enumerates).
+template <typename... Parts>
+static absl::Status invalidConfig(const Parts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return absl::InvalidArgumentError(os.str());
+}
+
 /// Why `config.scatterDim` does not fit (the degrees are valid): every
 /// result must be a partial sum (so that no result is kept whole for the
 /// backward kernel) with that dim, and its box must split into one equal
 /// piece per member of the summing group.
 static absl::Status checkScatter(const IterationSpace &space,
                                  const OpConfig &config) {
-  std::ostringstream os;
   int64_t dim = config.scatterDim;
   if (dim < 0) {
-    os << "scatter dim " << dim << " is negative";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("scatter dim ", dim, " is negative");
   }
   std::vector<Range> iter = partitionRanges(space, config.degrees, 0);
   for (size_t r = 0; r < space.results.size(); ++r) {
@@ -79,71 +103,64 @@ static absl::Status checkScatter(const IterationSpace &space,
       if (config.degrees[d] > 1 && space.makesPartialSum(d, r))
         group *= config.degrees[d];
     if (group == 1) {
-      os << "scatter dim " << dim << " is set but result " << r
-         << " is not a partial sum (no reduction dim it lacks is split)";
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig(
+          "scatter dim ", dim, " is set but result ", r,
+          " is not a partial sum (no reduction dim it lacks is split)");
     }
     std::vector<Range> box = sliceOf(space.results[r], iter);
     if (dim >= static_cast<int64_t>(box.size())) {
-      os << "scatter dim " << dim << " is not a dim of result " << r
-         << ", which has " << box.size();
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig("scatter dim ", dim, " is not a dim of result ", r,
+                           ", which has ", box.size());
     }
     if (box[dim].size() % group != 0) {
-      os << "scatter dim " << dim << " of result " << r << " has "
-         << box[dim].size() << " elements per partition, which do not split "
-         << "evenly among the " << group << " partitions that sum it";
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig(
+          "scatter dim ", dim, " of result ", r, " has ", box[dim].size(),
+          " elements per partition, which do not split ", "evenly among the ",
+          group, " partitions that sum it");
     }
   }
   if (space.results.empty()) {
-    os << "scatter dim " << dim << " is set but the op has no result";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("scatter dim ", dim,
+                         " is set but the op has no result");
   }
   return absl::OkStatus();
 }
 
 absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
                          std::optional<int64_t> numDevices) {
-  std::ostringstream os;
   const std::vector<int64_t> &degrees = config.degrees;
   if (degrees.size() != space.dims.size()) {
-    os << "strategy has " << degrees.size() << " degrees but the op has "
-       << space.dims.size() << " iteration dims";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("strategy has ", degrees.size(),
+                         " degrees but the op has ", space.dims.size(),
+                         " iteration dims");
   }
   int64_t partitioned = 0;
   for (size_t i = 0; i < degrees.size(); ++i) {
     int64_t d = degrees[i];
     const IterDim &dim = space.dims[i];
     if (d < 1) {
-      os << "degree " << i << " is " << d << "; degrees must be >= 1";
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig("degree ", i, " is ", d, "; degrees must be >= 1");
     }
     if (d > 1 && !dim.splittable) {
-      os << "iteration dim " << i << " (" << stringifyIterKind(dim.kind)
-         << ") cannot be split, but its degree is " << d;
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig("iteration dim ", i, " (",
+                           stringifyIterKind(dim.kind),
+                           ") cannot be split, but its degree is ", d);
     }
     if (dim.size % d != 0) {
-      os << "degree " << d << " does not divide iteration dim " << i
-         << " of size " << dim.size << " into equal partitions";
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig("degree ", d, " does not divide iteration dim ", i,
+                           " of size ", dim.size, " into equal partitions");
     }
     partitioned += d > 1;
   }
   if (config.replicas < 1) {
-    os << "replicas is " << config.replicas << "; it must be >= 1";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("replicas is ", config.replicas, "; it must be >= 1");
   }
   if (static_cast<int>(config.sharding) > kMaxStateSharding) {
-    os << "state sharding " << static_cast<int>(config.sharding)
-       << " is not a ZeRO stage (0 to " << kMaxStateSharding << ")";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("state sharding ", static_cast<int>(config.sharding),
+                         " is not a ZeRO stage (0 to ", kMaxStateSharding, ")");
   }
   if (config.stage < 0) {
-    os << "stage " << config.stage << " is negative";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("stage ", config.stage, " is negative");
   }
   if (config.scatterDim != -1) {
     if (absl::Status problem = checkScatter(space, config); !problem.ok())
@@ -151,21 +168,19 @@ absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
   }
   partitioned += config.replicas > 1;
   if (config.start < 0) {
-    os << "start device " << config.start << " is negative";
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("start device ", config.start, " is negative");
   }
   if (!config.strides.empty() &&
       static_cast<int64_t>(config.strides.size()) != partitioned) {
-    os << "expected " << partitioned
-       << " strides (one per dim with degree > 1, and one for the replicas "
-          "when replicas > 1), got "
-       << config.strides.size();
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig(
+        "expected ", partitioned,
+        " strides (one per dim with degree > 1, and one for the replicas "
+        "when replicas > 1), got ",
+        config.strides.size());
   }
   for (int64_t s : config.strides)
     if (s < 1) {
-      os << "stride " << s << " must be >= 1";
-      return absl::InvalidArgumentError(os.str());
+      return invalidConfig("stride ", s, " must be >= 1");
     }
   // Degrees, start and strides come from input: bound the partition count
   // and the highest device with checked arithmetic before enumerating
@@ -195,24 +210,29 @@ absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
     }
   }
   if (!partitions || !highest) {
-    os << "strategy uses devices beyond 2^63 (the product of its degrees "
-          "and strides overflows); "
-       << describeLimit();
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig(
+        "strategy uses devices beyond 2^63 (the product of its degrees "
+        "and strides overflows); ",
+        describeLimit());
   }
   if (*highest >= deviceLimit) {
-    os << "strategy uses device " << *highest << " but " << describeLimit();
-    return absl::InvalidArgumentError(os.str());
+    return invalidConfig("strategy uses device ", *highest, " but ",
+                         describeLimit());
   }
   // More partitions than devices in range: two share a device.
   if (*partitions > deviceLimit)
     return absl::InvalidArgumentError(
         "strategy maps two instances to one device; the strides overlap");
-  std::vector<int64_t> devices = config.devices();
-  if (std::set<int64_t>(devices.begin(), devices.end()).size() !=
-      devices.size())
-    return absl::InvalidArgumentError(
-        "strategy maps two instances to one device; the strides overlap");
+  // Contiguous (no strides given) is one device per instance by
+  // construction; so is a grid whose strides nest (each at least the reach
+  // of the smaller ones). Any other: the devices sorted, none twice.
+  if (!config.strides.empty() && !stridesNest(config)) {
+    std::vector<int64_t> devices = config.devices();
+    std::sort(devices.begin(), devices.end());
+    if (std::adjacent_find(devices.begin(), devices.end()) != devices.end())
+      return absl::InvalidArgumentError(
+          "strategy maps two instances to one device; the strides overlap");
+  }
   return absl::OkStatus();
 }
 

@@ -233,6 +233,17 @@ TEST(CheckConfig, DegreesAndStridesThatOverflow) {
   EXPECT_EQ(statusText(checkConfig(elementwise(4096, 4096),
                                    {{4096, 4096}, 0, {1, 1}})),
             "strategy maps two instances to one device; the strides overlap");
+  // Strides that do not nest: the devices themselves tell (two instances
+  // on device 1; a 3 x 2 grid at strides 2 and 3 on six devices).
+  EXPECT_EQ(statusText(checkConfig(elementwise(4, 4), {{2, 2}, 0, {1, 1}}, 8)),
+            "strategy maps two instances to one device; the strides overlap");
+  EXPECT_EQ(statusText(checkConfig(elementwise(6, 4), {{3, 2}, 0, {2, 3}}, 8)),
+            "");
+  // Nested strides, in either order.
+  EXPECT_EQ(statusText(checkConfig(elementwise(4, 4), {{2, 2}, 1, {1, 2}}, 8)),
+            "");
+  EXPECT_EQ(statusText(checkConfig(elementwise(4, 4), {{2, 2}, 0, {4, 1}}, 8)),
+            "");
   // The largest machine still fits.
   EXPECT_EQ(statusText(checkConfig(elementwise(kMaxDevices, 1),
                                    {{kMaxDevices, 1}, 0, {}}, kMaxDevices)),

@@ -302,6 +302,32 @@ TEST(ConfigSpace, StridedViewsAcrossNodes) {
     EXPECT_TRUE(config.strides.empty());
 }
 
+TEST(ConfigSpace, NoTwoViewsPlaceInstancesAlike) {
+  // Views are told apart by their grids' loops (ConfigSpace's viewKey),
+  // not by listing devices: on nodes of one device, of two, of four and of
+  // eight, no configuration of a linear layer places its instances as
+  // another does.
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "fc0", 16, 16, 16, input()));
+  for (auto [nodes, perNode] :
+       {std::pair{4, 1}, std::pair{2, 2}, std::pair{4, 4}, std::pair{2, 8}}) {
+    Machine m = roundMachine(nodes, perNode);
+    ConfigSpace space(g, m);
+    std::set<std::vector<int64_t>> placements;
+    for (const OpConfig &config : space.configs(0)) {
+      std::vector<int64_t> key = config.degrees;
+      key.push_back(config.replicas);
+      key.push_back(config.scatterDim);
+      std::vector<int64_t> devices = config.devices();
+      key.insert(key.end(), devices.begin(), devices.end());
+      EXPECT_TRUE(placements.insert(key).second)
+          << nodes << " x " << perNode << ": start " << config.start;
+    }
+    EXPECT_GT(placements.size(), 0u);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Sharding propagation (run moves)
 //===----------------------------------------------------------------------===//

@@ -75,6 +75,9 @@ struct OpConfig {
   /// The partition instance `i` computes, and which replica it is.
   int64_t partitionOf(int64_t instance) const { return instance / replicas; }
   int64_t replicaOf(int64_t instance) const { return instance % replicas; }
+  /// The extents of the device grid: the degrees above 1, then the
+  /// replicas when above 1 (one per stride of effectiveStrides()).
+  std::vector<int64_t> gridExtents() const;
   std::vector<int64_t> effectiveStrides() const;
   /// Device of every instance, instances in row-major order over
   /// (degrees..., replicas): start + sum_i coord_i * stride_i over the
