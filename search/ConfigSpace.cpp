@@ -125,13 +125,16 @@ std::vector<int64_t> viewKey(const OpConfig &config) {
 /// then (on a machine of several equal nodes) views that
 /// stride one partitioned dim across nodes, keeping the other partitioned
 /// dims packed inside a node. Views that map partitions to devices the same
-/// way as an earlier one are left out.
+/// way as an earlier one are left out, and with `anchoredOnly` those that
+/// do not start at device 0.
 void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
                  int64_t devicesPerNode, bool stridedViews, bool replicate,
-                 std::vector<OpConfig> &out) {
+                 bool anchoredOnly, std::vector<OpConfig> &out) {
   int64_t partitions = product(degrees);
   std::set<std::vector<int64_t>> seen;
   auto add = [&](OpConfig config) {
+    if (anchoredOnly && config.start != 0)
+      return;
     if (seen.insert(viewKey(config)).second)
       out.push_back(std::move(config));
   };
@@ -271,19 +274,25 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
     std::vector<OpConfig> configs;
     for (const std::vector<int64_t> &degrees : vectors)
       appendViews(degrees, numDevices, devicesPerNode, options.stridedViews,
-                  options.replicas, configs);
-    if (options.anchoredViews)
-      configs.erase(std::remove_if(configs.begin(), configs.end(),
-                                   [](const OpConfig &config) {
-                                     return config.start != 0;
-                                   }),
-                    configs.end());
+                  options.replicas, options.anchoredViews, configs);
     if (options.scatter) {
+      // Whether and where partial sums scatter depends on the degrees
+      // only: found once per degree vector, not per view (thousands of
+      // views each on a large machine).
+      std::map<std::vector<int64_t>, std::optional<int64_t>> scatterDimOf;
       size_t unscattered = configs.size();
-      for (size_t c = 0; c < unscattered; ++c)
-        if (std::optional<OpConfig> scattered =
-                scatteredVariant(op.space, configs[c], numDevices))
-          configs.push_back(std::move(*scattered));
+      for (size_t c = 0; c < unscattered; ++c) {
+        auto [it, fresh] = scatterDimOf.try_emplace(configs[c].degrees);
+        if (fresh)
+          if (std::optional<OpConfig> scattered =
+                  scatteredVariant(op.space, configs[c], numDevices))
+            it->second = scattered->scatterDim;
+        if (!it->second)
+          continue;
+        OpConfig scattered = configs[c];
+        scattered.scatterDim = *it->second;
+        configs.push_back(std::move(scattered));
+      }
     }
     for ([[maybe_unused]] const OpConfig &config : configs)
       assert(checkConfig(op.space, config, numDevices).ok());
