@@ -437,8 +437,8 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
                                               pipeline.microbatches, local)});
       same = simulated.end() - 1;
     }
-    StageAlone stageAlone = same->stage;
-    alone[s] = std::move(stageAlone.result);
+    const StageAlone &stageAlone = same->stage;
+    alone[s] = stageAlone.result;
     // The stage's ops are the graph's from firstOp on, in order.
     const std::vector<Simulator::OpTimes> &times = stageAlone.opTimes;
     if (out.opTimes.empty())

@@ -5,7 +5,6 @@
 #include "ppc/Support/IterationSpace.h"
 
 #include <algorithm>
-#include <set>
 #include <sstream>
 
 namespace ppc {
@@ -64,8 +63,7 @@ static bool stridesNest(const OpConfig &config) {
   std::vector<int64_t> strides = config.effectiveStrides();
   std::vector<std::pair<int64_t, int64_t>> grid;
   for (size_t i = 0; i < extents.size(); ++i)
-    if (extents[i] > 1)
-      grid.emplace_back(strides[i], extents[i]);
+    grid.emplace_back(strides[i], extents[i]);
   std::sort(grid.begin(), grid.end());
   int64_t reach = 1; // devices the smaller strides span
   for (const auto &[stride, extent] : grid) {
