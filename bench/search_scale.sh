@@ -8,7 +8,8 @@
 # rest").
 # Usage: bench/search_scale.sh [BUILD_DIR]   (after scripts/build.sh)
 #   ROWS="gpt124m-2x4-10g alexnet-p100x16 ..." (default: every row below
-#   but the GPTs of 39B and more, which take minutes each on 2 cores;
+#   but the GPTs of 39B and more (up to 1T on 16,384 GPUs), which take
+#   minutes each on 2 cores;
 #   their rows also against Megatron-LM's published layout for the model,
 #   the row's fifth field: docs/search.md, "Megatron layouts")
 set -euo pipefail
@@ -38,6 +39,7 @@ all_rows=(
   "gpt145b-dgx-h100x16|gpt --size 145b --batch 256 --dtype bf16|dgx-h100x16|60s|tp=8 pp=8"
   "gpt145b-dgx-h100x32|gpt --size 145b --batch 512 --dtype bf16|dgx-h100x32|60s|tp=8 pp=8"
   "gpt175b-dgx-h100x128|gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --batch 2048 --dtype bf16|dgx-h100x128|60s|tp=8 pp=8"
+  "gpt1t-dgx-h100x2048|gpt --size 1t --batch 2048 --dtype bf16|dgx-h100x2048|60s|tp=8 pp=64"
 )
 rows=${ROWS:-gpt124m-2x4-10g alexnet-p100x16 alexnet-k80x64 vgg16-p100x16 vgg16-k80x64 resnet101-p100x16 resnet101-k80x64 inception_v3-p100x16 inception_v3-k80x64 rnnlm-p100x16 rnnlm-k80x64}
 # The baselines and `megatron` (Megatron-LM's layout, its choices by
