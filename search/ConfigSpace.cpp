@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -37,6 +38,8 @@ double objective(const Problem &problem,
 }
 
 double objective(const Problem &problem, const sim::SimResult &result) {
+  if (result.stopped)
+    return std::numeric_limits<double>::infinity();
   return objective(problem, result.devices, result.iterationTime);
 }
 

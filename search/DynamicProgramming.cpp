@@ -405,14 +405,20 @@ SearchResult dynamicProgramming(const Problem &problem,
   }
   if (model.abandoned) {
     // Out of budget before the DP could start: answer data parallel, and
-    // say so, rather than overrun.
+    // say so, rather than overrun. Under a time budget it is not simulated
+    // here: on a model whose tables are out of reach that simulation alone
+    // can outlast the share, and whoever takes the answer simulates it in
+    // their own (SimResult::stopped says it was not).
     result.algorithm =
         "dynamic programming (budget spent building cost tables; "
         "data parallel)";
     result.cutShort.push_back("dp: its cost tables outlasted its share of "
                               "the budget; it answered data parallel");
     result.strategy = sim::dataParallel(graph, problem.machine.numDevices());
-    result.result = simulator.simulate(result.strategy);
+    if (options.seconds > 0)
+      result.result.stopped = true;
+    else
+      result.result = simulator.simulate(result.strategy);
     result.objective = objective(problem, result.result);
     result.iterations = model.evaluated;
     result.seconds = elapsed();

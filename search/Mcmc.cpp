@@ -188,6 +188,8 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   if (shared.outOfTime())
     return out;
   sim::SimResult currentResult = simulator.simulate(start);
+  if (currentResult.stopped)
+    return out;
   double current = objective(problem, currentResult);
   double currentPressure = memoryPressure(problem, currentResult);
   out.best = start;
@@ -342,6 +344,9 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
       // One delta simulation for all of them: a timing pass per member
       // would make a move of a 1,000-layer model's layers cost 1,000 passes.
       sim::SimResult next = simulator.update(moved);
+      // Stopped at the budget's end: nothing to judge or take back.
+      if (next.stopped)
+        break;
       double value = objective(problem, next);
       bool accept;
       if (!std::isfinite(value)) {
@@ -377,6 +382,8 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
                ++sinceImprovement >= options.resetAfter) {
       // Stuck: start again from the chain's best.
       currentResult = simulator.simulate(out.best);
+      if (currentResult.stopped)
+        break;
       current = objective(problem, currentResult);
       currentPressure = memoryPressure(problem, currentResult);
       sinceImprovement = 0;
@@ -447,8 +454,10 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
     validStarts.push_back(sim::dataParallel(graph, numDevices));
     givenIndex.push_back(starts.size());
     firstResult = nullptr;
-  } else if (givenIndex.front() != 0) {
-    firstResult = nullptr; // the first start given was not valid
+  } else if (givenIndex.front() != 0 || (firstResult && firstResult->stopped)) {
+    // The first start given was not valid, or its simulation stopped part
+    // way: simulated here if the budget allows.
+    firstResult = nullptr;
   }
 
   // Evaluate the starts first: the result is never worse than the best
@@ -482,6 +491,8 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
       if (i > 0 && budgetSpent())
         break;
       startResults[i] = simulator.simulate(validStarts[i]);
+      if (startResults[i].stopped)
+        break; // at the budget's end: no other start will finish either
       simulated[i] = 1;
       if (std::isfinite(objective(problem, startResults[i])))
         anyFits = true;
@@ -511,7 +522,7 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
   sim::SimResult bestResult = startResults[bestIndex];
 
   bool hasBudget = options.iterations > 0 || options.seconds > 0;
-  if (hasBudget && !graph.ops.empty() && !budgetSpent()) {
+  if (hasBudget && !graph.ops.empty() && !evaluated.empty() && !budgetSpent()) {
     std::vector<std::vector<size_t>> adjacency = neighbours(graph);
     RepeatedOps repeated = findRepeatedOps(graph);
     Shared shared{problem,  space, options,      adjacency,
@@ -545,7 +556,7 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
       }
     }
     out.trace = std::move(chains[0].trace);
-  } else if (hasBudget && !graph.ops.empty()) {
+  } else if (hasBudget && !graph.ops.empty() && !evaluated.empty()) {
     out.cutShort.push_back("mcmc: no proposal made: the budget ran out while "
                            "its starts were simulated");
   }

@@ -28,6 +28,8 @@ namespace ppc::search {
 
 double pipelineObjective(const Problem &problem,
                          const sim::PipelineResult &result) {
+  if (result.stopped)
+    return std::numeric_limits<double>::infinity();
   return objective(problem, result.devices, result.iterationTime);
 }
 

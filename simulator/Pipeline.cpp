@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -366,6 +367,8 @@ StageAlone simulateStageAlone(const Graph &stage, const Machine &mesh,
   Simulator simulator(stage, mesh, costModel,
                       stageSimOptions(options, microbatches));
   out.result = simulator.simulate(strategy);
+  if (out.result.stopped)
+    return out;
   out.opTimes = simulator.opTimes();
   out.tail = out.result.iterationTime - out.result.backwardTime;
   if (microbatches > 1 && options.overlapGradSync) {
@@ -373,8 +376,9 @@ StageAlone simulateStageAlone(const Graph &stage, const Machine &mesh,
     // Megatron-LM's --overlap-grad-reduce and DDP's last synchronizing
     // step do): the tail is what the sync and update take beyond it.
     Simulator overlapped(stage, mesh, costModel, options);
-    double end = overlapped.simulate(strategy).iterationTime;
-    out.tail = std::max(0.0, end - out.result.backwardTime);
+    SimResult whole = overlapped.simulate(strategy);
+    out.result.stopped = whole.stopped;
+    out.tail = std::max(0.0, whole.iterationTime - out.result.backwardTime);
   }
   return out;
 }
@@ -438,6 +442,11 @@ PipelineResult simulatePipeline(const Graph &graph, const Machine &machine,
       same = simulated.end() - 1;
     }
     const StageAlone &stageAlone = same->stage;
+    if (stageAlone.result.stopped) {
+      out.stopped = true;
+      out.iterationTime = std::numeric_limits<double>::infinity();
+      return out;
+    }
     alone[s] = stageAlone.result;
     // The stage's ops are the graph's from firstOp on, in order.
     const std::vector<Simulator::OpTimes> &times = stageAlone.opTimes;
@@ -620,6 +629,7 @@ SimResult PipelineResult::asSimResult() const {
   result.bytesByLinkKind = bytesByLinkKind;
   result.exchanges = exchanges;
   result.outOfMemory = outOfMemory;
+  result.stopped = stopped;
   double tightest = -1;
   for (size_t d = 0; d < devices.size(); ++d) {
     double used =

@@ -11,6 +11,7 @@
 #include "SimulatorImpl.h"
 
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 namespace ppc::sim {
@@ -73,7 +74,19 @@ std::string optimizerNames() {
   return listAlternatives(names);
 }
 
+SimResult Simulator::Impl::stoppedResult() const {
+  SimResult r;
+  r.stopped = true;
+  r.iterationTime = std::numeric_limits<double>::infinity();
+  r.devices.resize(numDevices);
+  for (int64_t d = 0; d < numDevices; ++d)
+    r.devices[d].capacity = options.capacityOf(machine.getSpec(d));
+  return r;
+}
+
 SimResult Simulator::Impl::result(double iterationTime) {
+  if (stopped)
+    return stoppedResult();
   SimResult r;
   r.iterationTime = iterationTime;
   r.devices.resize(numDevices);
@@ -207,10 +220,17 @@ SimResult Simulator::simulate(const Strategy &strategy) {
          "one configuration per op");
   impl->strategy = strategy;
   impl->undo.valid = false;
-  for (size_t i = 0; i < impl->ops.size(); ++i)
+  impl->stopped = false;
+  for (size_t i = 0; i < impl->ops.size(); ++i) {
+    if (impl->stopNow())
+      return impl->stoppedResult();
     impl->buildOp(i);
-  for (Edge &e : impl->edges)
+  }
+  for (Edge &e : impl->edges) {
+    if (impl->stopNow())
+      return impl->stoppedResult();
     impl->buildEdge(e);
+  }
   return impl->result(impl->runTiming());
 }
 
@@ -222,7 +242,10 @@ SimResult
 Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   Impl &s = *impl;
   Impl::Undo &undo = s.undo;
-  undo.valid = true;
+  // A stopped simulator's states are incomplete: nothing to change or undo.
+  undo.valid = !s.stopNow();
+  if (!undo.valid)
+    return s.stoppedResult();
   undo.configs.clear();
   undo.opIds.clear();
   undo.edgeIds.clear();
@@ -243,6 +266,8 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
       undo.opStates.emplace_back();
     std::swap(s.ops[op], undo.opStates[undo.opIds.size()]);
     undo.opIds.push_back(op);
+    if (s.stopNow())
+      return s.stoppedResult();
     s.buildOp(op);
     for (int32_t id : s.inEdges[op]) {
       touched.insert(id);
@@ -264,6 +289,8 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     spare.weightOperand = e.weightOperand;
     std::swap(e, spare);
     undo.edgeIds.push_back(id);
+    if (s.stopNow())
+      return s.stoppedResult();
     s.buildEdge(e);
   }
   // The first changed op's forward block is the first one that changed:
@@ -275,8 +302,8 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
 void Simulator::revert() {
   Impl &s = *impl;
   Impl::Undo &undo = s.undo;
-  assert(undo.valid && "revert() follows an update()");
-  if (!undo.valid)
+  assert((undo.valid || s.stopped) && "revert() follows an update()");
+  if (!undo.valid || s.stopped)
     return;
   undo.valid = false;
   // The inverse of update's steps, in reverse order.

@@ -548,6 +548,19 @@ struct Simulator::Impl {
   /// `keepUndo`, the timing it replaces goes to `undo`.
   double runTiming(int32_t firstChanged = 0, bool keepUndo = false);
 
+  /// Set when a simulation stopped part way (SimOptions::stopRequested):
+  /// the built states and timing are incomplete until the next simulate().
+  bool stopped = false;
+  /// Checks the options' stop request between two ops; true once stopped.
+  bool stopNow() {
+    if (!stopped && options.stopRequested())
+      stopped = true;
+    return stopped;
+  }
+  /// What a stopped simulation returns: stopped, every device's capacity
+  /// known, nothing else.
+  SimResult stoppedResult() const;
+
   SimResult result(double iterationTime);
 };
 

@@ -438,6 +438,8 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
     freeAt = checkpoints[first / kCheckpointEvery];
   }
   for (int32_t i = first; i < n; ++i) {
+    if (stopNow())
+      return 0;
     if (i % kCheckpointEvery == 0)
       checkpoints[i / kCheckpointEvery] = freeAt;
     forward(i);
@@ -445,6 +447,8 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   recomputedNow.assign(n, 0);
   recomputePeak.assign(numDevices, 0);
   for (int32_t i = n - 1; i >= 0; --i) {
+    if (stopNow())
+      return 0;
     for (int32_t x : recomputeBefore[i]) {
       cascadeBytes.assign(numDevices, 0);
       recompute(x);

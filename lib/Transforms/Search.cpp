@@ -133,6 +133,15 @@ std::string formatMs(double seconds) {
   return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
 }
 
+/// A search's answer as the messages give it: its time, "out of memory", or
+/// why it has none (its simulation stopped at the end of its budget).
+std::string formatAnswer(const search::SearchResult &answer) {
+  bool stopped = answer.pipeline.enabled() ? answer.pipelineResult.stopped
+                                           : answer.result.stopped;
+  return stopped ? "not simulated within the budget"
+                 : formatMs(answer.objective);
+}
+
 /// The dynamic programming's time limit when algorithm=mcmc starts a chain
 /// from its answer under an iteration budget.
 constexpr double kDpStartSeconds = 50;
@@ -340,6 +349,9 @@ LogicalResult
 SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                                    const sim::CostModel &costModel,
                                    size_t numFuncs) {
+  // A time budget counts from here: building the graph and the
+  // configuration space of a model on thousands of devices takes seconds.
+  auto searchBegin = std::chrono::steady_clock::now();
   FailureOr<sim::Graph> graph = buildSimGraph(func);
   if (failed(graph))
     return failure();
@@ -378,6 +390,28 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   }
 
   search::Problem problem{*graph, machine, costModel, simOptions};
+  // Ctrl-C stops a simulation part way, as does the end of a phase's share
+  // of a time budget (one simulation of a large model on thousands of
+  // devices takes tens of seconds): a phase's answer is what it finished.
+  problem.simOptions.stop = &cancelRequested;
+  auto stopSimulationsAfter = [&](double seconds) {
+    problem.simOptions.deadline =
+        seconds > 0 ? std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<
+                              std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(seconds))
+                    : std::chrono::steady_clock::time_point::max();
+  };
+  auto secondsLeft = [&] {
+    return parsedBudget.seconds -
+           std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         searchBegin)
+               .count();
+  };
+  // What is left as a phase's budget: never 0, which would mean none.
+  auto budgetLeft = [&] { return std::max(secondsLeft(), 1e-9); };
+  if (parsedBudget.seconds > 0)
+    stopSimulationsAfter(budgetLeft());
 
   // The baselines: MCMC starts from them and the report compares with them.
   std::vector<std::pair<std::string, sim::Strategy>> baselines;
@@ -417,9 +451,10 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   options.progress = showProgress;
   options.cancel = &cancelRequested;
 
-  auto evaluate = [&](std::string name, const sim::Strategy &strategy) {
+  auto evaluate = [&](std::string name, const sim::Strategy &strategy,
+                      const sim::SimOptions &how) {
     auto begin = std::chrono::steady_clock::now();
-    sim::Simulator simulator(*graph, machine, costModel, simOptions);
+    sim::Simulator simulator(*graph, machine, costModel, how);
     search::SearchResult result;
     result.algorithm = std::move(name);
     result.strategy = strategy;
@@ -442,15 +477,6 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     InterruptScope interrupt;
     switch (algo) {
     case Algorithm::MCMC: {
-      auto searchBegin = std::chrono::steady_clock::now();
-      auto secondsLeft = [&] {
-        return options.seconds -
-               std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             searchBegin)
-                   .count();
-      };
-      // What is left as a phase's budget: never 0, which would mean none.
-      auto budgetLeft = [&] { return std::max(secondsLeft(), 1e-9); };
       search::ConfigSpace space(*graph, machine);
       std::vector<sim::Strategy> starts;
       // The DP's answer first: the first chain starts from it, and MCMC
@@ -462,7 +488,8 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       if (dpStart) {
         search::SearchOptions dpOptions = options;
         dpOptions.seconds =
-            options.seconds > 0 ? options.seconds / 2 : kDpStartSeconds;
+            options.seconds > 0 ? budgetLeft() / 2 : kDpStartSeconds;
+        stopSimulationsAfter(dpOptions.seconds);
         dp = search::dynamicProgramming(problem, space, dpOptions);
         // A DP out of budget answers data parallel: it starts nothing the
         // baselines do not, and its simulation is data parallel's.
@@ -490,6 +517,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         search::SearchOptions layoutOptions = options;
         layoutOptions.seconds =
             options.seconds > 0 ? budgetLeft() / 3 : kMegatronLayoutSeconds;
+        stopSimulationsAfter(layoutOptions.seconds);
         megatron = search::megatronLayouts(problem, layoutOptions);
         if (!megatron.strategy.empty() && !megatron.pipeline.enabled())
           starts.push_back(megatron.strategy);
@@ -517,6 +545,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                                       : kPipelineSearchSeconds;
         search::PipelineSearchOptions what;
         what.refineUnpipelined = false;
+        stopSimulationsAfter(pipelineOptions.seconds);
         piped = search::pipelineSearch(problem, pipelineOptions, what);
         if (options.seconds > 0)
           chains.seconds = budgetLeft();
@@ -525,6 +554,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       // by half its time stops there.
       if (chains.seconds > 0 && std::isfinite(piped.objective))
         chains.stopUnfitAfter = chains.seconds / 2;
+      stopSimulationsAfter(chains.seconds);
       found = search::mcmc(problem, space, starts, chains, dpResult);
       size_t dataParallelStart = dpResult && !dpAnsweredDataParallel ? 1 : 0;
       if (dataParallelStart < found.startObjectives.size() &&
@@ -534,8 +564,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         // The iterations stay MCMC's, as its trace counts them (the
         // report's convergence reads one against the other); the DP's
         // evaluations are said apart.
-        found.considered.push_back("dynamic programming: " +
-                                   formatMs(dp.objective));
+        found.considered.push_back("dynamic programming: " + formatAnswer(dp));
         found.algorithm = "MCMC from the dynamic programming's answer";
         found.seconds += dp.seconds;
         dpEvaluations = dp.iterations;
@@ -543,10 +572,10 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         found.cutShort.insert(found.cutShort.begin(), dp.cutShort.begin(),
                               dp.cutShort.end());
       }
-      found.considered.push_back("MCMC: " + formatMs(found.objective));
+      found.considered.push_back("MCMC: " + formatAnswer(found));
       if (!megatron.strategy.empty()) {
         found.considered.push_back("Megatron layouts: " + megatron.algorithm +
-                                   ": " + formatMs(megatron.objective));
+                                   ": " + formatAnswer(megatron));
         found.cutShort.insert(found.cutShort.end(), megatron.cutShort.begin(),
                               megatron.cutShort.end());
         if (std::isfinite(megatron.objective) &&
@@ -571,7 +600,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         answer.consume_front("pipeline search: ");
         found.considered.push_back(
             "pipeline search: " + answer.str() +
-            (piped.strategy.empty() ? "" : ": " + formatMs(piped.objective)));
+            (piped.strategy.empty() ? "" : ": " + formatAnswer(piped)));
         piped.iterations += found.iterations;
         piped.seconds += found.seconds;
         piped.cutShort.insert(piped.cutShort.begin(), found.cutShort.begin(),
@@ -645,11 +674,14 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     case Algorithm::Baseline:
       for (auto &[name, strategy] : baselines)
         if (name == algorithm)
-          found = evaluate(name, strategy);
+          found = evaluate(name, strategy, simOptions);
       break;
     }
   }
   bool interrupted = cancelRequested.load();
+  // What follows (the comparison, the report) is not the search's.
+  problem.simOptions.stop = nullptr;
+  stopSimulationsAfter(0);
   if (found.strategy.size() != graph->ops.size())
     return emitError(func.getLoc())
            << "ppc-search: the search of @" << func.getSymName()
@@ -667,12 +699,23 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   transforms_detail::applyStrategy(func, applied);
   transforms_detail::applyPipeline(func, found.pipeline);
 
-  // Data parallel as MCMC simulated it among its starts, else now.
+  // Data parallel as MCMC simulated it among its starts, else now: under a
+  // time budget by its end, or at most a second past it (the comparison of
+  // a small model after a search that used all of its budget).
   search::SearchResult dataParallel;
-  if (dataParallelObjective)
+  if (dataParallelObjective) {
     dataParallel.objective = *dataParallelObjective;
-  else
-    dataParallel = evaluate("data-parallel", baselines.front().second);
+  } else {
+    sim::SimOptions bounded = simOptions;
+    bounded.stop = &cancelRequested;
+    if (parsedBudget.seconds > 0)
+      bounded.deadline =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(std::max(
+                  secondsLeft(), std::min(1.0, parsedBudget.seconds / 20))));
+    dataParallel = evaluate("data-parallel", baselines.front().second, bounded);
+  }
   std::string comparison;
   if (std::isfinite(found.objective) && std::isfinite(dataParallel.objective))
     comparison =
@@ -697,7 +740,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       "{7} per iteration predicted, data parallel {8}{9}\n",
       func.getSymName(), found.algorithm, found.iterations, found.seconds,
       threadsText, dpText, interrupted ? " (interrupted)" : "",
-      formatMs(found.objective), formatMs(dataParallel.objective), comparison);
+      formatAnswer(found), formatAnswer(dataParallel), comparison);
   if (found.considered.size() > 1)
     llvm::errs() << "ppc-search @" << func.getSymName()
                  << ": considered: " << llvm::join(found.considered, "; ")
@@ -705,7 +748,14 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   for (const std::string &line : found.cutShort)
     llvm::errs() << "ppc-search @" << func.getSymName() << ": cut short by "
                  << "the budget: " << line << "\n";
-  if (!std::isfinite(found.objective))
+  if (found.pipeline.enabled() ? found.pipelineResult.stopped
+                               : found.result.stopped)
+    emitWarning(func.getLoc())
+        << "ppc-search: the budget ran out before any strategy for @"
+        << func.getSymName()
+        << " was simulated whole; the strategy written was not judged "
+           "(give a larger budget)";
+  else if (!std::isfinite(found.objective))
     emitWarning(func.getLoc())
         << "ppc-search: no strategy found for @" << func.getSymName()
         << " fits in memory; the strategy written does not fit";

@@ -16,7 +16,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -199,6 +202,42 @@ TEST_P(DeltaSimulation, RevertRestoresTheStateBeforeTheUpdate) {
       strategy = proposed;
     }
   }
+}
+
+TEST_P(DeltaSimulation, AStoppedSimulatorStaysStoppedUntilSimulated) {
+  // A stop request (Ctrl-C, a search phase's deadline) stops the next
+  // simulation; every update() after it answers stopped, even once the
+  // request is withdrawn, and revert() has nothing to take back; the next
+  // simulate() starts afresh and delta simulation goes on exactly.
+  std::atomic<bool> stop{false};
+  SimOptions options;
+  options.optimizer = GetParam().optimizer;
+  options.overlapGradSync = GetParam().overlap;
+  options.gradSync = GetParam().sync;
+  options.stop = &stop;
+  Simulator stoppable(*graph, *machine, cost, options);
+  expectIdentical(stoppable.simulate(strategy), full->simulate(strategy), 0);
+  std::mt19937_64 rng(17);
+  SeveralChanges c = randomChanges(*graph, strategy, numDevices, 3, rng);
+  stop = true;
+  SimResult stopped = stoppable.update(c.changes);
+  EXPECT_TRUE(stopped.stopped);
+  EXPECT_EQ(stopped.iterationTime, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(stopped.devices.size(), static_cast<size_t>(numDevices));
+  stoppable.revert();
+  stop = false;
+  EXPECT_TRUE(stoppable.update(c.changes).stopped);
+  EXPECT_TRUE(stoppable.update({}).stopped);
+  expectIdentical(stoppable.simulate(c.proposed), full->simulate(c.proposed),
+                  1);
+  EXPECT_FALSE(stoppable.update(c.undo).stopped);
+  expectIdentical(stoppable.update(c.changes), full->simulate(c.proposed), 2);
+
+  // A deadline already past stops a full simulation too.
+  options.stop = nullptr;
+  options.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  EXPECT_TRUE(
+      Simulator(*graph, *machine, cost, options).simulate(strategy).stopped);
 }
 
 TEST_P(DeltaSimulation, RevertRestoresTheTimeline) {

@@ -50,13 +50,6 @@ void expectValid(const Graph &graph, const Strategy &strategy,
         << "op " << op << " (" << graph.ops[op].name << ")";
 }
 
-bool hasWeight(const Op &op) {
-  for (const Source &source : op.operands)
-    if (source.kind == Source::Kind::Weight)
-      return true;
-  return false;
-}
-
 TEST(SearchModels, MegatronOnTheTransformer) {
   std::optional<Graph> graph = importExample("transformer.onnx", 16);
   ASSERT_TRUE(graph);

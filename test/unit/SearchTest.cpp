@@ -21,7 +21,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -1025,6 +1027,38 @@ TEST_F(McmcFixture, StartsAreSimulatedUntilTheBudgetRunsOut) {
   ASSERT_EQ(r.trace.size(), 1u);
 }
 
+TEST_F(McmcFixture, StoppedSimulationsAreNeverAnAnswer) {
+  // Simulations stopped part way (a phase's deadline on a model whose one
+  // simulation outlasts it) count as not simulated: no start objective, no
+  // chain, the objective infinite and the result saying it stopped; a
+  // stopped simulation handed over as the first start's is simulated again.
+  std::atomic<bool> stop{true};
+  Problem stopping = problem;
+  stopping.simOptions.stop = &stop;
+  std::vector<Strategy> starts = {dataParallel(graph, 8), singleDevice(graph)};
+  SearchOptions options;
+  options.iterations = 100;
+  SearchResult r = mcmc(stopping, space, starts, options);
+  EXPECT_EQ(r.iterations, 0);
+  EXPECT_TRUE(std::isnan(r.startObjectives[0]));
+  EXPECT_TRUE(std::isnan(r.startObjectives[1]));
+  EXPECT_TRUE(r.result.stopped);
+  EXPECT_EQ(r.objective, std::numeric_limits<double>::infinity());
+  ASSERT_EQ(r.cutShort.size(), 1u);
+  EXPECT_EQ(r.cutShort[0],
+            "mcmc: 0 of its 2 starts simulated before the budget ran out");
+  EXPECT_EQ(objective(problem, r.result),
+            std::numeric_limits<double>::infinity());
+
+  stop = false;
+  SimResult handedOver;
+  handedOver.stopped = true;
+  SearchResult again = mcmc(stopping, space, starts, options, &handedOver);
+  EXPECT_EQ(again.startObjectives[0], evaluate(starts[0]));
+  EXPECT_FALSE(again.result.stopped);
+  EXPECT_EQ(again.iterations, 100);
+}
+
 TEST_F(McmcFixture, NothingFittingStopsAtStopUnfitAfter) {
   // Memory no strategy fits: with stopUnfitAfter the chains give up at
   // that point instead of spending the whole budget (which the pipeline
@@ -1181,8 +1215,9 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
   for (const BaselineInfo &info : baselines()) {
     Simulator simulator(g, m, cost);
     SimResult r = simulator.simulate(info.build(g, m));
-    if (!r.outOfMemory)
+    if (!r.outOfMemory) {
       EXPECT_LE(found.objective, r.iterationTime) << info.name;
+    }
   }
   EXPECT_GT(found.iterations, 10);
   PipelineSearchOptions twoStages;

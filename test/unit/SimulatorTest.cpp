@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -1310,6 +1312,29 @@ struct TwoStages {
 };
 
 } // namespace
+
+TEST(Pipeline, AStopRequestStopsTheStagesSimulations) {
+  // A stopped stage simulation makes the pipeline's result stopped, with no
+  // finite time, never a partial schedule.
+  Machine m = roundMachine(1, 2);
+  FixedCostModel cost;
+  TwoStages two(4, PipelineSchedule::OneFOneB);
+  std::atomic<bool> stop{true};
+  SimOptions options;
+  options.stop = &stop;
+  PipelineResult r =
+      simulatePipeline(two.g, m, cost, options, two.strategy, two.pipeline);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.iterationTime, std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(r.asSimResult().stopped);
+  stop = false;
+  PipelineResult whole =
+      simulatePipeline(two.g, m, cost, options, two.strategy, two.pipeline);
+  EXPECT_FALSE(whole.stopped);
+  EXPECT_EQ(whole.iterationTime,
+            simulatePipeline(two.g, m, cost, {}, two.strategy, two.pipeline)
+                .iterationTime);
+}
 
 TEST(Pipeline, GPipeAndOneFOneBScheduleTwoStages) {
   // Per micro-batch (FixedCostModel: 1 ms forward, 2 ms backward per whole

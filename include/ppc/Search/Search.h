@@ -41,7 +41,8 @@ struct Problem {
 };
 
 /// The search objective: the simulated iteration time, or +infinity when a
-/// device needs more memory than allowed.
+/// device needs more memory than allowed or the simulation stopped part
+/// way (SimResult::stopped).
 double objective(const Problem &problem, const sim::SimResult &result);
 /// The same for a simulation's per-device figures and time (a pipeline's).
 double objective(const Problem &problem,

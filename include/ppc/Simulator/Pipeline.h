@@ -150,6 +150,9 @@ struct PipelineStageResult {
 struct PipelineResult {
   double iterationTime = 0;
   bool outOfMemory = false;
+  /// A stage's simulation stopped part way (SimResult::stopped): the
+  /// iteration time is infinite and nothing else holds.
+  bool stopped = false;
   /// Idle fraction of the stages, weighted by their devices.
   double bubbleFraction = 0;
   std::vector<PipelineStageResult> stages;

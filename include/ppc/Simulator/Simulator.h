@@ -32,6 +32,8 @@
 #include "ppc/Support/Exchange.h"
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -148,6 +150,21 @@ struct SimOptions {
   /// memory-limit), in place of its memory; 0: each device's memory.
   int64_t memoryLimit = 0;
 
+  /// A simulation stops part way, between two ops, once `stop` is set or
+  /// the clock passes `deadline` (a search's share of its budget): its
+  /// result says so (SimResult::stopped) and is never a search's answer.
+  /// A simulator stopped once answers every update() stopped until the
+  /// next simulate(). Null and the clock's end: never.
+  const std::atomic<bool> *stop = nullptr;
+  std::chrono::steady_clock::time_point deadline =
+      std::chrono::steady_clock::time_point::max();
+
+  bool stopRequested() const {
+    return (stop && stop->load(std::memory_order_relaxed)) ||
+           (deadline != std::chrono::steady_clock::time_point::max() &&
+            std::chrono::steady_clock::now() >= deadline);
+  }
+
   /// The bytes `device` may hold: DeviceStats::capacity, which the
   /// out-of-memory flag, the search's objective and the reports read.
   int64_t capacityOf(const DeviceSpec &device) const {
@@ -204,6 +221,9 @@ struct SimResult {
   std::array<ExchangeCount, std::size(geometry::kExchangeKinds)> exchanges{};
   /// True if any device needs more memory than it has.
   bool outOfMemory = false;
+  /// True if the simulation stopped part way (SimOptions::stop, deadline):
+  /// nothing else in the result holds, and its objective is never finite.
+  bool stopped = false;
   /// The device with the largest memory need relative to its capacity.
   int64_t tightestDevice = 0;
 
