@@ -111,18 +111,6 @@ int64_t uniformDevicesPerNode(const Machine &machine) {
   return perNode;
 }
 
-/// What tells apart how views of the same degrees map instances to
-/// devices, without listing the devices (thousands on a large machine):
-/// the replicas, the start (instance 0's device) and the strides (each the
-/// step to the device of the next instance along one grid dim) fix them
-/// all.
-std::vector<int64_t> viewKey(const OpConfig &config) {
-  std::vector<int64_t> key = config.effectiveStrides();
-  key.push_back(config.start);
-  key.push_back(config.replicas);
-  return key;
-}
-
 /// The machine views of `degrees`: contiguous at every start aligned to the
 /// partition count, replicated over the whole machine (when `replicate`),
 /// then (on a machine of several equal nodes) views that
@@ -134,23 +122,35 @@ void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
                  int64_t devicesPerNode, bool stridedViews, bool replicate,
                  bool anchoredOnly, std::vector<OpConfig> &out) {
   int64_t partitions = product(degrees);
-  std::set<std::vector<int64_t>> seen;
-  auto add = [&](OpConfig config) {
-    if (anchoredOnly && config.start != 0)
-      return;
-    if (seen.insert(viewKey(config)).second)
-      out.push_back(std::move(config));
-  };
-  for (int64_t start = 0; start + partitions <= numDevices; start += partitions)
-    add(OpConfig{degrees, start, {}});
+  // The replicas, the start (instance 0's device) and the strides (the
+  // step to the next instance's device along each grid dim) fix how a view
+  // of these degrees places its instances. Contiguous views differ by their
+  // starts, the replicated one by its replicas, strided ones of one dim
+  // across nodes by their starts and of different dims by their strides:
+  // only a strided view whose strides are the row-major ones can repeat a
+  // contiguous view (a set of every view's key cost seconds on thousands
+  // of devices).
+  const std::vector<int64_t> contiguousStrides =
+      OpConfig{degrees, 0, {}}.effectiveStrides();
+  int64_t lastStart = anchoredOnly ? 0 : numDevices - partitions;
+  for (int64_t start = 0; start <= lastStart; start += partitions)
+    out.push_back(OpConfig{degrees, start, {}});
   // Replicated over the whole machine: each partition on a contiguous block
   // of devices (Megatron's layer norms, replicated in each tensor-parallel
   // group next to the group's column-parallel linears).
   if (replicate && partitions < numDevices) {
     OpConfig replicated{degrees, 0, {}};
     replicated.replicas = numDevices / partitions;
-    add(std::move(replicated));
+    out.push_back(std::move(replicated));
   }
+  auto addStrided = [&](OpConfig config) {
+    if (anchoredOnly && config.start != 0)
+      return;
+    if (config.start % partitions == 0 &&
+        config.effectiveStrides() == contiguousStrides)
+      return;
+    out.push_back(std::move(config));
+  };
 
   int64_t nodes = devicesPerNode > 0 ? numDevices / devicesPerNode : 0;
   if (!stridedViews || nodes < 2)
@@ -176,9 +176,9 @@ void appendViews(const std::vector<int64_t> &degrees, int64_t numDevices,
     strides[across] = devicesPerNode;
     for (int64_t group = 0; group < nodes / acrossDegree; ++group)
       for (int64_t slot = 0; slot < devicesPerNode / inside; ++slot)
-        add(OpConfig{degrees,
-                     group * acrossDegree * devicesPerNode + slot * inside,
-                     strides});
+        addStrided(OpConfig{
+            degrees, group * acrossDegree * devicesPerNode + slot * inside,
+            strides});
   }
 }
 
@@ -284,6 +284,7 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
       // views each on a large machine).
       std::map<std::vector<int64_t>, std::optional<int64_t>> scatterDimOf;
       size_t unscattered = configs.size();
+      configs.reserve(2 * unscattered);
       for (size_t c = 0; c < unscattered; ++c) {
         auto [it, fresh] = scatterDimOf.try_emplace(configs[c].degrees);
         if (fresh)

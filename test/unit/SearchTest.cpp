@@ -305,10 +305,10 @@ TEST(ConfigSpace, StridedViewsAcrossNodes) {
 }
 
 TEST(ConfigSpace, NoTwoViewsPlaceInstancesAlike) {
-  // Views are told apart by their grids' loops (ConfigSpace's viewKey),
-  // not by listing devices: on nodes of one device, of two, of four and of
-  // eight, no configuration of a linear layer places its instances as
-  // another does.
+  // Views are told apart by their starts and strides (ConfigSpace's
+  // appendViews), not by listing devices: on nodes of one device, of two,
+  // of four and of eight, no configuration of a linear layer places its
+  // instances as another does.
   Graph g;
   g.numInputs = 1;
   g.ops.push_back(linear(g, "fc0", 16, 16, 16, input()));
