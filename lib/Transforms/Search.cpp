@@ -133,13 +133,18 @@ std::string formatMs(double seconds) {
   return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
 }
 
+/// Whether `answer`'s simulation stopped at the end of its budget (or was
+/// never run): it has no time.
+bool stoppedShort(const search::SearchResult &answer) {
+  return answer.pipeline.enabled() ? answer.pipelineResult.stopped
+                                   : answer.result.stopped;
+}
+
 /// A search's answer as the messages give it: its time, "out of memory", or
-/// why it has none (its simulation stopped at the end of its budget).
+/// why it has none.
 std::string formatAnswer(const search::SearchResult &answer) {
-  bool stopped = answer.pipeline.enabled() ? answer.pipelineResult.stopped
-                                           : answer.result.stopped;
-  return stopped ? "not simulated within the budget"
-                 : formatMs(answer.objective);
+  return stoppedShort(answer) ? "not simulated within the budget"
+                              : formatMs(answer.objective);
 }
 
 /// The dynamic programming's time limit when algorithm=mcmc starts a chain
@@ -402,11 +407,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                               std::chrono::duration<double>(seconds))
                     : std::chrono::steady_clock::time_point::max();
   };
+  // The phases share the budget but for its last 2%: applying the answer,
+  // the comparison with data parallel and writing the module follow them.
+  const double searchSeconds = parsedBudget.seconds * 0.98;
   auto secondsLeft = [&] {
-    return parsedBudget.seconds -
-           std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         searchBegin)
-               .count();
+    return searchSeconds - std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - searchBegin)
+                               .count();
   };
   // What is left as a phase's budget: never 0, which would mean none.
   auto budgetLeft = [&] { return std::max(secondsLeft(), 1e-9); };
@@ -443,7 +450,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
 
   search::SearchOptions options;
   options.iterations = parsedBudget.iterations;
-  options.seconds = parsedBudget.seconds;
+  options.seconds = parsedBudget.seconds > 0 ? budgetLeft() : 0;
   options.seed = seed;
   options.threads = static_cast<int>(std::min<unsigned>(
       threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
@@ -700,20 +707,23 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   transforms_detail::applyPipeline(func, found.pipeline);
 
   // Data parallel as MCMC simulated it among its starts, else now: under a
-  // time budget by its end, or at most a second past it (the comparison of
-  // a small model after a search that used all of its budget).
+  // time budget by its end, or at most a second past it after another
+  // algorithm that used all of its budget (on a small model a comparison
+  // takes milliseconds; MCMC, whose first start it is, did not simulate it
+  // only when it would not finish).
   search::SearchResult dataParallel;
   if (dataParallelObjective) {
     dataParallel.objective = *dataParallelObjective;
   } else {
     sim::SimOptions bounded = simOptions;
     bounded.stop = &cancelRequested;
+    double grace =
+        algo == Algorithm::MCMC ? 0 : std::min(1.0, parsedBudget.seconds / 20);
     if (parsedBudget.seconds > 0)
       bounded.deadline =
           std::chrono::steady_clock::now() +
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-              std::chrono::duration<double>(std::max(
-                  secondsLeft(), std::min(1.0, parsedBudget.seconds / 20))));
+              std::chrono::duration<double>(std::max(secondsLeft(), grace)));
     dataParallel = evaluate("data-parallel", baselines.front().second, bounded);
   }
   std::string comparison;
@@ -737,10 +747,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
           : "";
   llvm::errs() << llvm::formatv(
       "ppc-search @{0}: {1}, {2} iterations in {3:f2} s{4}{5}{6}: "
-      "{7} per iteration predicted, data parallel {8}{9}\n",
+      "{7}, data parallel {8}{9}\n",
       func.getSymName(), found.algorithm, found.iterations, found.seconds,
       threadsText, dpText, interrupted ? " (interrupted)" : "",
-      formatAnswer(found), formatAnswer(dataParallel), comparison);
+      stoppedShort(found)
+          ? "no time predicted (not simulated within the budget)"
+          : formatMs(found.objective) + " per iteration predicted",
+      formatAnswer(dataParallel), comparison);
   if (found.considered.size() > 1)
     llvm::errs() << "ppc-search @" << func.getSymName()
                  << ": considered: " << llvm::join(found.considered, "; ")
@@ -748,8 +761,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   for (const std::string &line : found.cutShort)
     llvm::errs() << "ppc-search @" << func.getSymName() << ": cut short by "
                  << "the budget: " << line << "\n";
-  if (found.pipeline.enabled() ? found.pipelineResult.stopped
-                               : found.result.stopped)
+  if (stoppedShort(found))
     emitWarning(func.getLoc())
         << "ppc-search: the budget ran out before any strategy for @"
         << func.getSymName()

@@ -38,6 +38,11 @@
 // RUN: FileCheck %s --check-prefix=NOFITSUMMARY < %t/nofit/summary.txt
 // RUN: FileCheck %s --check-prefix=NOFITBASELINES < %t/nofit/baselines.txt
 // RUN: FileCheck %s --check-prefix=NOFITJSON < %t/nofit/strategy.json
+// A time budget spent before any simulation ends (a model whose one
+// simulation outlasts the phases' shares): every phase says so, the
+// comparison too, and the strategy written is said to be unjudged.
+// RUN: ppc-opt %t/mlp.mlir --ppc-attach-machine=machine=dgx-h100 --ppc-search="budget=0.000001s" -o %t/stopped.mlir 2>&1 | FileCheck %s --check-prefix=STOPPED
+// RUN: FileCheck %s --check-prefix=MCMC < %t/stopped.mlir
 //
 // Errors.
 // RUN: not ppc-opt %t/mlp.mlir --ppc-search 2>&1 | FileCheck %s --check-prefix=NOMACHINE
@@ -53,6 +58,11 @@
 // MCMC-NEXT:  ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [{{[0-9, ]+}}]
 // NODP: ppc-search @mlp: MCMC, {{[0-9]+}} iterations
 // SUMMARY: ppc-search @mlp: MCMC from the dynamic programming's answer, {{[0-9]+}} iterations in {{[0-9.]+}} s on 2 threads (after the dynamic programming's {{[0-9]+}} evaluations in {{[0-9.]+}} s): {{[0-9.]+}} ms per iteration predicted, data parallel {{[0-9.]+}} ms ({{[0-9.]+}}x)
+// STOPPED: ppc-search @mlp: MCMC from the dynamic programming's answer, 0 iterations in {{[0-9.]+}} s on {{[0-9]+}} threads{{.*}}: no time predicted (not simulated within the budget), data parallel not simulated within the budget
+// STOPPED-NEXT: considered: dynamic programming: not simulated within the budget; {{MCMC}}: not simulated within the budget; pipeline search: {{.*}}: not simulated within the budget
+// STOPPED-NEXT: cut short by the budget: dp: its cost tables outlasted its share of the budget; it answered data parallel
+// STOPPED-NEXT: cut short by the budget: mcmc: 0 of its {{[0-9]+}} starts simulated before the budget ran out
+// STOPPED: warning: ppc-search: the budget ran out before any strategy for @mlp was simulated whole; the strategy written was not judged (give a larger budget)
 // RESIM: ops: 3 (3 with ppc.strategy, 0 data parallel by default)
 
 // DP:       ppc.linear {{.*}}ppc.strategy = #ppc.strategy<degrees = [8, 1, 1]>
