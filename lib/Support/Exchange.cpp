@@ -2,6 +2,9 @@
 
 #include "ppc/Support/Exchange.h"
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -34,19 +37,30 @@ std::optional<ExchangeKind> parseExchangeKind(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+/// Boxes by value, held by address (no key copied per box).
+struct BoxHash {
+  size_t operator()(const Box *box) const {
+    size_t hash = box->size();
+    for (const Range &r : *box)
+      hash = absl::HashOf(hash, r.lo, r.hi);
+    return hash;
+  }
+};
+struct BoxEqual {
+  bool operator()(const Box *a, const Box *b) const { return *a == *b; }
+};
+} // namespace
+
 std::vector<int32_t> groupByBox(const std::vector<Box> &boxes,
                                 int32_t &numGroups) {
-  std::map<std::vector<int64_t>, int32_t> ids;
+  // Hashed: a data-parallel op on thousands of devices has as many boxes.
+  absl::flat_hash_map<const Box *, int32_t, BoxHash, BoxEqual> ids;
+  ids.reserve(boxes.size());
   std::vector<int32_t> group(boxes.size());
-  std::vector<int64_t> key;
-  for (size_t p = 0; p < boxes.size(); ++p) {
-    key.clear();
-    for (const Range &r : boxes[p]) {
-      key.push_back(r.lo);
-      key.push_back(r.hi);
-    }
-    group[p] = ids.emplace(key, static_cast<int32_t>(ids.size())).first->second;
-  }
+  for (size_t p = 0; p < boxes.size(); ++p)
+    group[p] =
+        ids.emplace(&boxes[p], static_cast<int32_t>(ids.size())).first->second;
   numGroups = static_cast<int32_t>(ids.size());
   return group;
 }

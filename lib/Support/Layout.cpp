@@ -3,10 +3,11 @@
 #include "ppc/Support/Layout.h"
 #include "ppc/Support/Exchange.h"
 
+#include "absl/container/flat_hash_set.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <set>
 
 namespace ppc::geometry {
 
@@ -173,12 +174,17 @@ bool contains(const Box &outer, const Box &inner) {
 OverlapIndex::OverlapIndex(const std::vector<Box> &boxes) {
   size_t rank = boxes.empty() ? 0 : boxes.front().size();
   size_t distinct = 0;
+  std::vector<int64_t> starts;
   for (size_t d = 0; d < rank; ++d) {
-    std::set<int64_t> starts;
+    starts.clear();
     for (const Box &box : boxes)
-      starts.insert(box[d].lo);
-    if (starts.size() > distinct) {
-      distinct = starts.size();
+      if (box.size() > d)
+        starts.push_back(box[d].lo);
+    std::sort(starts.begin(), starts.end());
+    size_t count = static_cast<size_t>(
+        std::unique(starts.begin(), starts.end()) - starts.begin());
+    if (count > distinct) {
+      distinct = count;
       dim = d;
     }
   }
@@ -381,7 +387,7 @@ allReducedGradientGroups(const std::vector<Box> &produced,
     const Box &piece = produced[members.front()];
     if (members.size() < 2 || isEmpty(piece))
       continue;
-    std::set<int64_t> devices, readers, partitions;
+    absl::flat_hash_set<int64_t> devices, readers, partitions;
     for (int64_t q : members)
       devices.insert(producerDevices[q]);
     bool ok = devices.size() == members.size();
