@@ -714,6 +714,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   search::SearchResult dataParallel;
   if (dataParallelObjective) {
     dataParallel.objective = *dataParallelObjective;
+  } else if (!found.pipeline.enabled() &&
+             found.strategy == baselines.front().second) {
+    dataParallel = found; // the answer is data parallel
   } else {
     sim::SimOptions bounded = simOptions;
     bounded.stop = &cancelRequested;
