@@ -407,9 +407,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
                               std::chrono::duration<double>(seconds))
                     : std::chrono::steady_clock::time_point::max();
   };
-  // The phases share the budget but for its last 2%: applying the answer,
+  // The phases share the budget but for its last 3%: applying the answer,
   // the comparison with data parallel and writing the module follow them.
-  const double searchSeconds = parsedBudget.seconds * 0.98;
+  const double searchSeconds = parsedBudget.seconds * 0.97;
   auto secondsLeft = [&] {
     return searchSeconds - std::chrono::duration<double>(
                                std::chrono::steady_clock::now() - searchBegin)
