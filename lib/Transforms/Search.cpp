@@ -399,12 +399,15 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
   // of a time budget (one simulation of a large model on thousands of
   // devices takes tens of seconds): a phase's answer is what it finished.
   problem.simOptions.stop = &cancelRequested;
+  // `seconds` from now (past already when negative).
+  auto secondsFromNow = [](double seconds) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(seconds));
+  };
   auto stopSimulationsAfter = [&](double seconds) {
     problem.simOptions.deadline =
-        seconds > 0 ? std::chrono::steady_clock::now() +
-                          std::chrono::duration_cast<
-                              std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(seconds))
+        seconds > 0 ? secondsFromNow(seconds)
                     : std::chrono::steady_clock::time_point::max();
   };
   // The phases share the budget but for its last 3%: applying the answer,
@@ -723,10 +726,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
     double grace =
         algo == Algorithm::MCMC ? 0 : std::min(1.0, parsedBudget.seconds / 20);
     if (parsedBudget.seconds > 0)
-      bounded.deadline =
-          std::chrono::steady_clock::now() +
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-              std::chrono::duration<double>(std::max(secondsLeft(), grace)));
+      bounded.deadline = secondsFromNow(std::max(secondsLeft(), grace));
     dataParallel = evaluate("data-parallel", baselines.front().second, bounded);
   }
   std::string comparison;

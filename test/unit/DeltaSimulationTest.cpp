@@ -74,7 +74,6 @@ protected:
     absl::StatusOr<Machine> loaded = loadMachine(c.machine);
     ASSERT_TRUE(loaded.ok()) << statusText(loaded);
     machine = std::move(*loaded);
-    SimOptions options;
     options.optimizer = c.optimizer;
     options.overlapGradSync = c.overlap;
     options.gradSync = c.sync;
@@ -88,6 +87,8 @@ protected:
   std::optional<Graph> graph;
   std::optional<Machine> machine;
   RooflineCostModel cost;
+  /// The case's simulation options, as `delta` and `full` have them.
+  SimOptions options;
   std::unique_ptr<Simulator> delta, full;
   int64_t numDevices = 0;
   Strategy strategy;
@@ -210,12 +211,9 @@ TEST_P(DeltaSimulation, AStoppedSimulatorStaysStoppedUntilSimulated) {
   // request is withdrawn, and revert() has nothing to take back; the next
   // simulate() starts afresh and delta simulation goes on exactly.
   std::atomic<bool> stop{false};
-  SimOptions options;
-  options.optimizer = GetParam().optimizer;
-  options.overlapGradSync = GetParam().overlap;
-  options.gradSync = GetParam().sync;
-  options.stop = &stop;
-  Simulator stoppable(*graph, *machine, cost, options);
+  SimOptions stopping = options;
+  stopping.stop = &stop;
+  Simulator stoppable(*graph, *machine, cost, stopping);
   expectIdentical(stoppable.simulate(strategy), full->simulate(strategy), 0);
   std::mt19937_64 rng(17);
   SeveralChanges c = randomChanges(*graph, strategy, numDevices, 3, rng);
@@ -234,18 +232,18 @@ TEST_P(DeltaSimulation, AStoppedSimulatorStaysStoppedUntilSimulated) {
   expectIdentical(stoppable.update(c.changes), full->simulate(c.proposed), 2);
 
   // A deadline already past stops a full simulation too.
-  options.stop = nullptr;
-  options.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  SimOptions late = options;
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   EXPECT_TRUE(
-      Simulator(*graph, *machine, cost, options).simulate(strategy).stopped);
+      Simulator(*graph, *machine, cost, late).simulate(strategy).stopped);
 }
 
 TEST_P(DeltaSimulation, RevertRestoresTheTimeline) {
   // With a timeline recorded, a reverted proposal's trace is the one
   // before it.
-  SimOptions options;
-  options.recordTimeline = true;
-  Simulator traced(*graph, *machine, cost, options);
+  SimOptions recording;
+  recording.recordTimeline = true;
+  Simulator traced(*graph, *machine, cost, recording);
   traced.simulate(strategy);
   std::ostringstream before, after;
   traced.writeChromeTrace(before);
