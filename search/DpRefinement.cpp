@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 
@@ -153,6 +154,10 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
           workers[w]->update(op, moves[*chosen]);
         result.result = simulator.update(op, moves[*chosen]);
       }
+      if (options.progress)
+        std::fprintf(stderr,
+                     "ppc-search: dp: refinement sweep %d: %.3f ms at %.2f s\n",
+                     sweep + 1, result.objective * 1e3, elapsed());
       if (!improved)
         break;
     }

@@ -287,6 +287,8 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     spare.consumer = e.consumer;
     spare.operand = e.operand;
     spare.weightOperand = e.weightOperand;
+    spare.readEarlier = e.readEarlier;
+    spare.readLater = e.readLater;
     std::swap(e, spare);
     undo.edgeIds.push_back(id);
     if (s.stopNow())

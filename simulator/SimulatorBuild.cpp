@@ -47,7 +47,27 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
       outEdges[edges.back().producer].push_back(id);
     }
   }
+  for (const std::vector<int32_t> &out : outEdges) {
+    std::vector<int32_t> earlier, later; // results read by such edges
+    auto mark = [](std::vector<int32_t> &read, int32_t result) {
+      bool seen = std::find(read.begin(), read.end(), result) != read.end();
+      if (!seen)
+        read.push_back(result);
+      return seen;
+    };
+    for (int32_t id : out)
+      if (edges[id].weightOperand < 0)
+        edges[id].readEarlier = mark(earlier, edges[id].result);
+    for (auto it = out.rbegin(); it != out.rend(); ++it)
+      if (edges[*it].weightOperand < 0)
+        edges[*it].readLater = mark(later, edges[*it].result);
+  }
   freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
+  devicePosition.assign(numDevices, -1);
+  deviceTime.assign(numDevices, 0.0);
+  deviceBytes.assign(numDevices, 0);
+  if (numDevices <= kDenseRouteDevices)
+    denseRouteOf.assign(numDevices * numDevices, -1);
   ranksCopyMessages =
       machine.cluster && machine.cluster->intra.kind == LinkKind::SharedMemory;
   // Devices that share fewer cores take turns on them: a pool of cores
@@ -89,8 +109,11 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
 
 /// The id of the route from `src` to `dst` in `routes`.
 int32_t Simulator::Impl::routeId(int64_t src, int64_t dst) {
-  auto [it, inserted] = routeOf.try_emplace(src * numDevices + dst, -1);
-  if (inserted) {
+  int64_t key = src * numDevices + dst;
+  int32_t *id = denseRouteOf.empty()
+                    ? &routeOf.try_emplace(key, -1).first->second
+                    : &denseRouteOf[key];
+  if (*id < 0) {
     RouteInfo info;
     info.src = src;
     info.dst = dst;
@@ -105,10 +128,10 @@ int32_t Simulator::Impl::routeId(int64_t src, int64_t dst) {
             static_cast<int32_t>(2 * numDevices + 2 * l + dir));
       }
     }
-    it->second = static_cast<int32_t>(routes.size());
+    *id = static_cast<int32_t>(routes.size());
     routes.push_back(std::move(info));
   }
-  return it->second;
+  return *id;
 }
 
 const RouteInfo &Simulator::Impl::route(int64_t src, int64_t dst) {
@@ -400,7 +423,7 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
 
 /// Rebuilds the transfers of edge `e` for the current configurations.
 void Simulator::Impl::buildEdge(Edge &e) {
-  buildTransfers(e, ops[e.producer], ops[e.consumer], /*shareCopies=*/true);
+  buildTransfers(e, ops[e.producer], ops[e.consumer], /*forSimulation=*/true);
   summarizeEdge(e, ops[e.producer], ops[e.consumer]);
 }
 
@@ -438,11 +461,13 @@ std::pair<int32_t, int32_t> Simulator::Impl::sharedCopy(const Edge &e,
 }
 
 /// Builds the transfers of `e` between the producer and consumer states.
-/// With `shareCopies`, a region an earlier edge of the same result already
-/// brings to a consumer's device is read from there (the simulation);
-/// without, every edge fetches its own (the additive costs of the DP).
+/// For the simulation (`forSimulation`), a region an earlier edge of the
+/// same result already brings to a consumer's device is read from there,
+/// and the transfers are ordered in rounds and indexed for later edges;
+/// for the additive costs of the DP, every edge fetches its own and only
+/// what those costs read is built (their order does not change them).
 void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
-                                     const OpState &cons, bool shareCopies) {
+                                     const OpState &cons, bool forSimulation) {
   // Readers fetch what the producer holds after forward; gradients go
   // back to what it computed.
   const std::vector<Slice> *produced = &prod.heldSlices[e.result];
@@ -472,10 +497,12 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   e.fwdShared.clear();
   // The simulation (which shares copies) says what kind of exchange the
   // edge makes when asked to count them; the DP's edge costs need not.
-  bool classify = shareCopies && options.countExchanges;
+  bool classify = forSimulation && options.countExchanges;
   std::vector<geometry::ExchangeMove> moves;
   e.fwdKind = e.bwdKind = geometry::ExchangeKind::Local;
-  shareCopies = shareCopies && !weightEdge;
+  bool shareCopies = forSimulation && e.readEarlier;
+  // Boxes of forward transfers: what later edges share.
+  bool keepBoxes = forSimulation && e.readLater;
   // (consumer instance, copy group) pairs whose region the consumer reads
   // from an earlier edge's copy (its gradient goes back with that edge's).
   std::set<std::pair<int32_t, int32_t>> sharedPairs;
@@ -510,7 +537,7 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
         continue;
       }
       Slice box;
-      if (!weightEdge || classify)
+      if (keepBoxes || shareCopies || classify)
         box = *geometry::intersect(needed, (*produced)[p]);
       if (shareCopies) {
         auto [edge, transfer] =
@@ -526,17 +553,18 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
             {prod.devices[p], dstDevice, box, box == (*produced)[p]});
       e.fwd.push_back(makeTransfer(p, q, prod.devices[p], dstDevice,
                                    source.volume * elemBytes));
-      if (!weightEdge)
+      if (keepBoxes)
         e.fwdBoxes.push_back(std::move(box));
     }
   }
   if (classify)
     e.fwdKind = geometry::classifyExchange(moves, /*summed=*/false).kind;
-  orderAsRounds(e.fwd, prod.devices, cons.devices,
-                weightEdge ? nullptr : &e.fwdBoxes);
+  if (forSimulation)
+    orderAsRounds(e.fwd, prod.devices, cons.devices,
+                  keepBoxes ? &e.fwdBoxes : nullptr);
   priceExchanges(e.fwd, prod.devices, cons.devices, e.fwdLocal);
   e.fwdByDestination.clear();
-  if (!weightEdge) {
+  if (keepBoxes) {
     for (size_t t = 0; t < e.fwd.size(); ++t)
       e.fwdByDestination.emplace_back(cons.devices[e.fwd[t].dst],
                                       (*replicaGroup)[e.fwd[t].src],
@@ -584,7 +612,8 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   if (classify)
     e.bwdKind = geometry::classifyExchange(moves, /*summed=*/true).kind;
 
-  orderAsRounds(e.bwd, cons.devices, prod.devices, nullptr);
+  if (forSimulation)
+    orderAsRounds(e.bwd, cons.devices, prod.devices, nullptr);
   priceExchanges(e.bwd, cons.devices, prod.devices, e.bwdLocal);
 
   // Consumer instances by device, in order.
@@ -615,27 +644,41 @@ void Simulator::Impl::summarizeEdge(Edge &e, const OpState &prod,
   e.bytesByLinkKind.fill(0);
   if (e.fwd.empty() && e.bwd.empty() && e.bwdReduces.empty())
     return;
-  std::map<int32_t, double> comm;
-  std::map<int32_t, int64_t> received;
+  // Sums per device in the scratch tables, then listed in device order.
+  std::vector<int64_t> touched;
+  auto addTime = [&](int64_t device, double time) {
+    if (devicePosition[device] < 0) {
+      devicePosition[device] = 0;
+      touched.push_back(device);
+    }
+    deviceTime[device] += time;
+  };
   for (const Transfer &t : e.fwd) {
-    comm[prod.devices[t.src]] += t.time;
-    comm[cons.devices[t.dst]] += t.time;
-    received[cons.devices[t.dst]] += t.bytes;
+    addTime(prod.devices[t.src], t.time);
+    addTime(cons.devices[t.dst], t.time);
+    deviceBytes[cons.devices[t.dst]] += t.bytes;
     e.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] += t.bytes;
   }
   for (const Transfer &t : e.bwd) {
-    comm[cons.devices[t.src]] += t.time;
-    comm[prod.devices[t.dst]] += t.time;
+    addTime(cons.devices[t.src], t.time);
+    addTime(prod.devices[t.dst], t.time);
     e.bytesByLinkKind[static_cast<int>(routes[t.route].link.kind)] += t.bytes;
   }
   for (const Edge::GradReduce &r : e.bwdReduces) {
     for (int32_t p : r.reduce.partitions)
-      comm[prod.devices[p]] += r.reduce.time;
+      addTime(prod.devices[p], r.reduce.time);
     for (size_t k = 0; k < r.reduce.bytesByLinkKind.size(); ++k)
       e.bytesByLinkKind[k] += r.reduce.bytesByLinkKind[k];
   }
-  e.commTimeByDevice.assign(comm.begin(), comm.end());
-  e.receivedByDevice.assign(received.begin(), received.end());
+  std::sort(touched.begin(), touched.end());
+  for (int64_t device : touched) {
+    e.commTimeByDevice.emplace_back(device, deviceTime[device]);
+    if (deviceBytes[device] != 0)
+      e.receivedByDevice.emplace_back(device, deviceBytes[device]);
+    deviceTime[device] = 0;
+    deviceBytes[device] = 0;
+    devicePosition[device] = -1;
+  }
 }
 
 /// Issues the transfers of an edge in rounds (SimOptions::
@@ -652,31 +695,48 @@ void Simulator::Impl::summarizeEdge(Edge &e, const OpState &prod,
 void Simulator::Impl::orderAsRounds(std::vector<Transfer> &transfers,
                                     const std::vector<int64_t> &srcDevices,
                                     const std::vector<int64_t> &dstDevices,
-                                    std::vector<Slice> *boxes) const {
+                                    std::vector<Slice> *boxes) {
   if (transfers.size() < 2 || !options.exchangesAsCollectives)
     return;
+  // The devices involved, each once (an exchange has many transfers per
+  // device), numbered in device order.
   std::vector<int64_t> devices;
+  auto involve = [&](int64_t device) {
+    if (devicePosition[device] < 0) {
+      devicePosition[device] = 0;
+      devices.push_back(device);
+    }
+  };
   for (const Transfer &t : transfers) {
-    devices.push_back(srcDevices[t.src]);
-    devices.push_back(dstDevices[t.dst]);
+    involve(srcDevices[t.src]);
+    involve(dstDevices[t.dst]);
   }
   std::sort(devices.begin(), devices.end());
-  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-  auto position = [&](int64_t device) {
-    return std::lower_bound(devices.begin(), devices.end(), device) -
-           devices.begin();
-  };
+  for (size_t i = 0; i < devices.size(); ++i)
+    devicePosition[devices[i]] = static_cast<int32_t>(i);
+  // Transfers by round, in their order within a round (a counting sort).
   int64_t n = static_cast<int64_t>(devices.size());
-  std::vector<int64_t> round(transfers.size());
+  std::vector<int32_t> round(transfers.size());
+  std::vector<size_t> first(n + 1, 0);
   for (size_t k = 0; k < transfers.size(); ++k) {
-    int64_t from = position(srcDevices[transfers[k].src]);
-    int64_t to = position(dstDevices[transfers[k].dst]);
-    round[k] = ((to - from) % n + n) % n;
+    int64_t from = devicePosition[srcDevices[transfers[k].src]];
+    int64_t to = devicePosition[dstDevices[transfers[k].dst]];
+    round[k] = static_cast<int32_t>((to - from + n) % n);
+    ++first[round[k] + 1];
   }
+  for (int64_t device : devices)
+    devicePosition[device] = -1;
+  for (int64_t r = 0; r < n; ++r)
+    first[r + 1] += first[r];
   std::vector<size_t> order(transfers.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return round[a] < round[b]; });
+  bool inPlace = true;
+  for (size_t k = 0; k < transfers.size(); ++k) {
+    size_t at = first[round[k]]++;
+    order[at] = k;
+    inPlace = inPlace && at == k;
+  }
+  if (inPlace)
+    return;
   auto inOrder = [&](auto &items) {
     std::remove_reference_t<decltype(items)> sorted;
     sorted.reserve(items.size());
@@ -778,20 +838,20 @@ double Simulator::Impl::edgeCost(size_t consumer, size_t operand,
     if (edges[id].operand != static_cast<int32_t>(operand))
       continue;
     Edge e = edges[id];
-    buildTransfers(e, stateFor(e.producer, producerConfig),
-                   stateFor(consumer, consumerConfig));
+    const OpState &prod = stateFor(e.producer, producerConfig);
+    const OpState &cons = stateFor(consumer, consumerConfig);
+    buildTransfers(e, prod, cons);
     // Transfers into one partition queue behind each other; partitions
     // receive in parallel.
-    std::map<int32_t, double> fwdIn, bwdIn;
-    for (const Transfer &t : e.fwd)
-      fwdIn[t.dst] += t.time;
-    for (const Transfer &t : e.bwd)
-      bwdIn[t.dst] += t.time;
-    double fwd = 0, bwd = 0;
-    for (auto &[p, t] : fwdIn)
-      fwd = std::max(fwd, t);
-    for (auto &[p, t] : bwdIn)
-      bwd = std::max(bwd, t);
+    auto slowestReceiver = [](const std::vector<Transfer> &transfers,
+                              size_t receivers) {
+      std::vector<double> in(receivers, 0.0);
+      for (const Transfer &t : transfers)
+        in[t.dst] += t.time;
+      return in.empty() ? 0.0 : *std::max_element(in.begin(), in.end());
+    };
+    double fwd = slowestReceiver(e.fwd, cons.devices.size());
+    double bwd = slowestReceiver(e.bwd, prod.devices.size());
     for (const Edge::GradReduce &r : e.bwdReduces)
       bwd = std::max(bwd, r.reduce.time);
     return fwd + bwd;

@@ -104,6 +104,10 @@ struct RouteInfo {
 struct Edge {
   int32_t producer = 0, result = 0, consumer = 0, operand = 0;
   int32_t weightOperand = -1;
+  /// An earlier (later) edge reads the same result, an activation: this
+  /// edge may share its copies (they may share this one's, so this one
+  /// keeps fwdBoxes and fwdByDestination).
+  bool readEarlier = false, readLater = false;
   std::vector<Transfer> fwd, bwd;
   std::vector<LocalDep> fwdLocal, bwdLocal;
   /// Gradients summed by an all-reduce instead of transfers: the producer
@@ -279,7 +283,17 @@ struct Simulator::Impl {
   /// sparse, since a dense numDevices^2 table does not fit in memory for
   /// large machines and a strategy uses few device pairs.
   absl::flat_hash_map<int64_t, int32_t> routeOf;
+  /// The same, dense, on machines of at most kDenseRouteDevices devices
+  /// (-1: not yet known): a transfer's route is looked up each time an
+  /// edge is rebuilt, which is most of a delta simulation's work.
+  static constexpr int64_t kDenseRouteDevices = 256;
+  std::vector<int32_t> denseRouteOf;
   std::vector<RouteInfo> routes;
+  /// Scratch indexed by device, left as found after each use: -1 (a
+  /// device's position among an edge's devices) and 0 (its sums).
+  std::vector<int32_t> devicePosition;
+  std::vector<double> deviceTime;
+  std::vector<int64_t> deviceBytes;
   std::vector<TimelineEvent> timeline;
 
   /// Rebuilds everything of op `i` that depends on its own configuration.
@@ -420,12 +434,12 @@ struct Simulator::Impl {
   std::pair<int32_t, int32_t> sharedCopy(const Edge &e, int32_t group,
                                          int64_t device, const Slice &box);
 
-  /// Builds the transfers of `e` between the producer and consumer states.
-  /// With `shareCopies`, a region an earlier edge of the same result already
-  /// brings to a consumer's device is read from there (the simulation);
-  /// without, every edge fetches its own (the additive costs of the DP).
+  /// Builds the transfers of `e` between the producer and consumer states:
+  /// for the simulation (`forSimulation`), sharing copies with earlier
+  /// edges of the same result and in rounds; else only what the DP's
+  /// additive edge costs read.
   void buildTransfers(Edge &e, const OpState &prod, const OpState &cons,
-                      bool shareCopies = false);
+                      bool forSimulation = false);
 
   /// Per-device communication time and received bytes, and bytes per link
   /// kind, of the transfers of `e`.
@@ -445,7 +459,7 @@ struct Simulator::Impl {
   void orderAsRounds(std::vector<Transfer> &transfers,
                      const std::vector<int64_t> &srcDevices,
                      const std::vector<int64_t> &dstDevices,
-                     std::vector<Slice> *boxes) const;
+                     std::vector<Slice> *boxes);
 
   /// Transfers that bring one partition its pieces from k - 1 others of its
   /// node (k >= 2 pieces, a local one included) are an exchange that NCCL
