@@ -43,7 +43,8 @@ void startFromFasterLayout(const Problem &problem, const ConfigSpace &space,
 /// Sweeps of single-op moves judged by the simulators in `workers` (all
 /// simulating `result`'s strategy when done; the first is the main one),
 /// each kept when the objective drops, until none helps, the budget of
-/// `options` (seconds by `elapsed`) is spent, or 20 sweeps.
+/// `options` (seconds by `elapsed`) is spent, or 20 sweeps. After the first
+/// sweep only the neighbours of ops that changed are tried again.
 void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
                           const std::vector<sim::Simulator *> &workers,
                           const SearchOptions &options,

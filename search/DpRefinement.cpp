@@ -109,17 +109,28 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
   // hold the same strategy; each judges a share of an op's configurations,
   // and the choice is the one a scan in configuration order makes (the
   // first that improves on the best so far), whatever the worker count.
+  // After the first sweep an op is looked at again only once a neighbour
+  // changed (don't-look bits, as in local search for routing): a move is
+  // judged by the whole iteration's time, but what changes its worth is
+  // mostly the layouts it exchanges data with; a sweep that finds nothing
+  // costs as much as the first.
   if (std::isfinite(result.objective)) {
     for (sim::Simulator *worker : workers)
       worker->simulate(result.strategy);
     size_t numWorkers = workers.size();
     std::vector<double> values;
+    const std::vector<std::vector<size_t>> adjacency =
+        sim::neighbours(problem.graph);
+    std::vector<char> look(n, 1);
     for (int sweep = 0; sweep < 20; ++sweep) {
       bool improved = false;
       for (size_t op = 0; op < n; ++op) {
         if ((options.cancel && options.cancel->load()) ||
             (options.seconds > 0 && elapsed() > options.seconds))
           break;
+        if (!look[op])
+          continue;
+        look[op] = 0;
         OpConfig kept = result.strategy[op];
         // Placements keep the op's ZeRO stage and recomputation (set when
         // the answer needed them to fit).
@@ -149,6 +160,8 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
         if (!chosen)
           continue;
         improved = true;
+        for (size_t neighbour : adjacency[op])
+          look[neighbour] = 1;
         result.strategy[op] = moves[*chosen];
         for (size_t w = 1; w < numWorkers; ++w)
           workers[w]->update(op, moves[*chosen]);

@@ -37,8 +37,9 @@
 //    (sampleByParameter) simulates faster than the answer, refinement
 //    starts from that.
 // 4. Refinement under the simulator: sweeps of single-op moves (each op to
-//    each of its configurations, kept when the simulated objective drops)
-//    until none helps. trace.front() is the DP's answer before it.
+//    each of its configurations, kept when the simulated objective drops;
+//    after the first sweep, only ops next to one that changed) until none
+//    helps. trace.front() is the DP's answer before it.
 //
 //===----------------------------------------------------------------------===//
 

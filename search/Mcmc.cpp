@@ -67,23 +67,6 @@ double memoryPressure(const Problem &problem, const sim::SimResult &result) {
   return worst;
 }
 
-/// Neighbours of every op along graph edges: its producers and consumers.
-std::vector<std::vector<size_t>> neighbours(const sim::Graph &graph) {
-  std::vector<std::vector<size_t>> result(graph.ops.size());
-  for (size_t c = 0; c < graph.ops.size(); ++c)
-    for (const sim::Source &source : graph.ops[c].operands)
-      if (source.kind == sim::Source::Kind::Op) {
-        size_t p = static_cast<size_t>(source.index);
-        result[c].push_back(p);
-        result[p].push_back(c);
-      }
-  for (std::vector<size_t> &list : result) {
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-  }
-  return result;
-}
-
 /// What all chains share while running: the budget, progress counters and
 /// the best objective seen anywhere (for the trace and the progress line
 /// only; no chain decides anything on it).
@@ -523,7 +506,7 @@ SearchResult mcmc(const Problem &problem, const ConfigSpace &space,
 
   bool hasBudget = options.iterations > 0 || options.seconds > 0;
   if (hasBudget && !graph.ops.empty() && !evaluated.empty() && !budgetSpent()) {
-    std::vector<std::vector<size_t>> adjacency = neighbours(graph);
+    std::vector<std::vector<size_t>> adjacency = sim::neighbours(graph);
     RepeatedOps repeated = findRepeatedOps(graph);
     Shared shared{problem,  space, options,      adjacency,
                   repeated, begin, bestObjective};

@@ -211,6 +211,22 @@ std::vector<int> readerCounts(const Graph &graph) {
   return readers;
 }
 
+std::vector<std::vector<size_t>> neighbours(const Graph &graph) {
+  std::vector<std::vector<size_t>> result(graph.ops.size());
+  for (size_t c = 0; c < graph.ops.size(); ++c)
+    for (const Source &source : graph.ops[c].operands)
+      if (source.kind == Source::Kind::Op) {
+        size_t p = static_cast<size_t>(source.index);
+        result[c].push_back(p);
+        result[p].push_back(c);
+      }
+  for (std::vector<size_t> &list : result) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return result;
+}
+
 bool sameButNames(const Graph &a, const Graph &b) {
   if (a.numInputs != b.numInputs || a.ops.size() != b.ops.size() ||
       a.weights.size() != b.weights.size())

@@ -123,6 +123,10 @@ uint64_t contractedOperands(const Op &op);
 /// Per op, how many operands of later ops read one of its results.
 std::vector<int> readerCounts(const Graph &graph);
 
+/// Per op, the ops joined to it by an edge (its producers and readers),
+/// sorted, each once.
+std::vector<std::vector<size_t>> neighbours(const Graph &graph);
+
 /// Labels the sample (batch) dim of every op by following the batch from
 /// the graph inputs through the ops' tensor maps, instead of by position:
 /// in a sequence-first model ([S, N, E], PyTorch's nn.MultiheadAttention)
