@@ -282,13 +282,7 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     if (undo.edgeStates.size() <= undo.edgeIds.size())
       undo.edgeStates.emplace_back();
     Edge &e = s.edges[id], &spare = undo.edgeStates[undo.edgeIds.size()];
-    spare.producer = e.producer;
-    spare.result = e.result;
-    spare.consumer = e.consumer;
-    spare.operand = e.operand;
-    spare.weightOperand = e.weightOperand;
-    spare.readEarlier = e.readEarlier;
-    spare.readLater = e.readLater;
+    spare.takeIdentity(e);
     std::swap(e, spare);
     undo.edgeIds.push_back(id);
     if (s.stopNow())

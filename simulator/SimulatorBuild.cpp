@@ -837,7 +837,8 @@ double Simulator::Impl::edgeCost(size_t consumer, size_t operand,
   for (int32_t id : inEdges[consumer]) {
     if (edges[id].operand != static_cast<int32_t>(operand))
       continue;
-    Edge e = edges[id];
+    Edge &e = costEdge;
+    e.takeIdentity(edges[id]);
     const OpState &prod = stateFor(e.producer, producerConfig);
     const OpState &cons = stateFor(consumer, consumerConfig);
     buildTransfers(e, prod, cons);

@@ -108,6 +108,17 @@ struct Edge {
   /// edge may share its copies (they may share this one's, so this one
   /// keeps fwdBoxes and fwdByDestination).
   bool readEarlier = false, readLater = false;
+  /// Takes what identifies `from` (the fields above), not its transfers:
+  /// a spare edge rebuilt in its place keeps its own buffers.
+  void takeIdentity(const Edge &from) {
+    producer = from.producer;
+    result = from.result;
+    consumer = from.consumer;
+    operand = from.operand;
+    weightOperand = from.weightOperand;
+    readEarlier = from.readEarlier;
+    readLater = from.readLater;
+  }
   std::vector<Transfer> fwd, bwd;
   std::vector<LocalDep> fwdLocal, bwdLocal;
   /// Gradients summed by an all-reduce instead of transfers: the producer
@@ -306,6 +317,8 @@ struct Simulator::Impl {
   /// States of ops under configurations other than the current ones,
   /// memoized: the DP asks for each (op, config) many times.
   std::map<std::pair<size_t, std::vector<int64_t>>, OpState> stateCache;
+  /// The edge edgeCost builds, kept so that its buffers are reused.
+  Edge costEdge;
 
   //===--------------------------------------------------------------------===//
   // Timing
