@@ -199,13 +199,19 @@ struct MpiCommunicator::Impl {
   std::map<int64_t, std::list<std::vector<char>>> startedPacked;
   int64_t nextHandle = 0;
 
-  [[noreturn]] void timedOut(double seconds, const Where &where) {
-    std::fprintf(stderr, "ppc-run: rank %d: timed out after %g s in %s\n", rank,
-                 seconds, where().c_str());
+  /// Ends every rank's run, this rank saying `what` went wrong `where`.
+  [[noreturn]] void abortRun(const char *what, const Where &where) {
+    std::fprintf(stderr, "ppc-run: rank %d: %s %s\n", rank, what,
+                 where().c_str());
     std::fflush(stderr);
     std::fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort();
+  }
+  [[noreturn]] void timedOut(double seconds, const Where &where) {
+    char what[64];
+    std::snprintf(what, sizeof what, "timed out after %g s in", seconds);
+    abortRun(what, where);
   }
 
   /// Polls `requests` until all complete, backing off from spinning to
@@ -215,9 +221,15 @@ struct MpiCommunicator::Impl {
     return waitFor(timeout, n, requests, statuses, where);
   }
   /// Waits between steps get twice the timeout: they wait for whole steps
-  /// of other ranks, so the rank stuck inside a step reports first.
-  absl::Status waitBetweenSteps(MPI_Request *request, const Where &where) {
-    return waitFor(2 * timeout, 1, request, nullptr, where);
+  /// of other ranks, so the rank stuck inside a step reports first. Their
+  /// callers return the exchanged value, so a failed wait (a rank that
+  /// died) ends the run here, naming where, rather than hand on garbage.
+  void waitBetweenSteps(MPI_Request *request, const Where &where) {
+    absl::Status status = waitFor(2 * timeout, 1, request, nullptr, where);
+    if (!status.ok())
+      abortRun(
+          ("MPI failed (" + std::string(status.message()) + ") in").c_str(),
+          where);
   }
   absl::Status waitFor(double seconds, int n, MPI_Request *requests,
                        MPI_Status *statuses, const Where &where) {
