@@ -4,8 +4,8 @@
 # device, MCMC; Adam), `algorithm=pipeline` with the same budget, and every
 # baseline taken as it is, side by side in one run, with the default's
 # answer over the best of the others (<= 1: never slower), the search's
-# wall seconds, and on rows under an iteration budget the DP given 90 s. Table in docs/search.md ("The default search against the
-# rest").
+# wall seconds, and on rows under an iteration budget the DP given 90 s.
+# Table in docs/search.md ("The default search against the rest").
 # Usage: bench/search_scale.sh [BUILD_DIR]   (after scripts/build.sh)
 #   ROWS="gpt124m-2x4-10g alexnet-p100x16 ..." (default: every row below
 #   but the GPTs of 39B and more (up to 1T on 16,384 GPUs), which take

@@ -300,8 +300,9 @@ struct Simulator::Impl {
   static constexpr int64_t kDenseRouteDevices = 256;
   std::vector<int32_t> denseRouteOf;
   std::vector<RouteInfo> routes;
-  /// Scratch indexed by device, left as found after each use: -1 (a
-  /// device's position among an edge's devices) and 0 (its sums).
+  /// Scratch indexed by device, left as found after each use (-1, 0, 0):
+  /// a device's position among an edge's devices (orderAsRounds) or a mark
+  /// that it has sums (summarizeEdge), and its sums.
   std::vector<int32_t> devicePosition;
   std::vector<double> deviceTime;
   std::vector<int64_t> deviceBytes;
