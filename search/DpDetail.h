@@ -44,7 +44,9 @@ void startFromFasterLayout(const Problem &problem, const ConfigSpace &space,
 /// simulating `result`'s strategy when done; the first is the main one),
 /// each kept when the objective drops, until none helps, the budget of
 /// `options` (seconds by `elapsed`) is spent, or 20 sweeps. After the first
-/// sweep only the neighbours of ops that changed are tried again.
+/// sweep only the neighbours of ops that changed are tried again. Where
+/// the space is small enough, a sweep of pair moves (both ends of an edge
+/// at once) follows one that found nothing.
 void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
                           const std::vector<sim::Simulator *> &workers,
                           const SearchOptions &options,

@@ -3,7 +3,7 @@
 // After the pairwise model's optimum (DynamicProgramming.cpp): fitting it to
 // memory with the steps the DP's space lacks, starting from a faster
 // whole-network layout where the additive model misjudged, and single-op
-// moves judged by the simulator.
+// and pair moves judged by the simulator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,66 +114,121 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
   // judged by the whole iteration's time, but what changes its worth is
   // mostly the layouts it exchanges data with; a sweep that finds nothing
   // costs as much as the first.
-  if (std::isfinite(result.objective)) {
-    for (sim::Simulator *worker : workers)
-      worker->simulate(result.strategy);
-    size_t numWorkers = workers.size();
-    std::vector<double> values;
-    const std::vector<std::vector<size_t>> adjacency =
-        sim::neighbours(problem.graph);
-    std::vector<char> look(n, 1);
-    for (int sweep = 0; sweep < 20; ++sweep) {
-      bool improved = false;
-      for (size_t op = 0; op < n; ++op) {
-        if ((options.cancel && options.cancel->load()) ||
-            (options.seconds > 0 && elapsed() > options.seconds))
-          break;
-        if (!look[op])
-          continue;
-        look[op] = 0;
-        OpConfig kept = result.strategy[op];
-        // Placements keep the op's ZeRO stage and recomputation (set when
-        // the answer needed them to fit).
-        std::vector<OpConfig> moves = space.configs(op);
-        for (OpConfig &c : moves) {
-          c.sharding = kept.sharding;
-          c.recompute = kept.recompute;
-        }
-        values.assign(moves.size(), kInf);
-        // Interleaved shares: neighbouring configurations cost alike.
-        detail::parallelFor(
-            static_cast<int>(numWorkers), numWorkers, [&](int, size_t w) {
-              for (size_t i = w; i < moves.size(); i += numWorkers)
-                if (!(moves[i] == kept)) {
-                  values[i] =
-                      objective(problem, workers[w]->update(op, moves[i]));
-                  workers[w]->revert();
-                }
-            });
-        result.iterations += static_cast<int64_t>(moves.size()) - 1;
-        std::optional<size_t> chosen;
-        for (size_t i = 0; i < moves.size(); ++i)
-          if (values[i] < result.objective * (1 - 1e-12)) {
-            result.objective = values[i];
-            chosen = i;
-          }
-        if (!chosen)
-          continue;
-        improved = true;
-        for (size_t neighbour : adjacency[op])
-          look[neighbour] = 1;
-        result.strategy[op] = moves[*chosen];
-        for (size_t w = 1; w < numWorkers; ++w)
-          workers[w]->update(op, moves[*chosen]);
-        result.result = simulator.update(op, moves[*chosen]);
-      }
-      if (options.progress)
-        std::fprintf(stderr,
-                     "ppc-search: dp: refinement sweep %d: %.3f ms at %.2f s\n",
-                     sweep + 1, result.objective * 1e3, elapsed());
-      if (!improved)
-        break;
+  if (!std::isfinite(result.objective))
+    return;
+  for (sim::Simulator *worker : workers)
+    worker->simulate(result.strategy);
+  const size_t numWorkers = workers.size();
+  const std::vector<std::vector<size_t>> adjacency =
+      sim::neighbours(problem.graph);
+  using Move = std::vector<std::pair<size_t, OpConfig>>;
+  std::vector<Move> moves;
+  std::vector<double> values;
+  // `op`'s configurations other than its current one. Placements keep the
+  // op's ZeRO stage and recomputation (set when the answer needed them to
+  // fit).
+  auto otherConfigs = [&](size_t op) {
+    std::vector<OpConfig> configs;
+    const OpConfig &kept = result.strategy[op];
+    for (OpConfig config : space.configs(op)) {
+      config.sharding = kept.sharding;
+      config.recompute = kept.recompute;
+      if (config != kept)
+        configs.push_back(std::move(config));
     }
+    return configs;
+  };
+  // The moves tried for `op`: each other configuration alone, or (`pairs`)
+  // with each other configuration of a later neighbour, both at once.
+  auto listMoves = [&](size_t op, bool pairs) {
+    moves.clear();
+    std::vector<OpConfig> mine = otherConfigs(op);
+    if (!pairs) {
+      for (OpConfig &config : mine)
+        moves.push_back({{op, std::move(config)}});
+      return;
+    }
+    for (size_t neighbour : adjacency[op]) {
+      if (neighbour < op)
+        continue;
+      std::vector<OpConfig> theirs = otherConfigs(neighbour);
+      for (const OpConfig &config : mine)
+        for (const OpConfig &other : theirs)
+          moves.push_back({{op, config}, {neighbour, other}});
+    }
+  };
+  // Single-op sweeps until none helps, then one sweep of pair moves (both
+  // ends of every edge over all their configurations: the DP's additive
+  // model can misplace where a layout should change, and moving either op
+  // alone pays a resharding the pair does not), then single ops again
+  // after a pair helped. A pair sweep judges up to configurations² moves
+  // per edge: it runs only where that is at most kPairSweepShare times the
+  // moves the single sweeps judged so far (a few configurations per op),
+  // so that it at most multiplies the refinement's time by a few. Counted
+  // in moves, not seconds, so that the answer does not depend on the
+  // machine's speed.
+  constexpr double kPairSweepShare = 4;
+  double singleMoves = 0;
+  double pairMoves = 0;
+  auto numOthers = [&](size_t op) {
+    return std::max(static_cast<double>(space.configs(op).size()) - 1, 0.0);
+  };
+  for (size_t op = 0; op < n; ++op)
+    for (size_t neighbour : adjacency[op])
+      if (neighbour > op)
+        pairMoves += numOthers(op) * numOthers(neighbour);
+  std::vector<char> look(n, 1);
+  bool pairSweep = false;
+  for (int sweep = 0; sweep < 20; ++sweep) {
+    bool improved = false;
+    for (size_t op = 0; op < n; ++op) {
+      if ((options.cancel && options.cancel->load()) ||
+          (options.seconds > 0 && elapsed() > options.seconds))
+        break;
+      if (!look[op])
+        continue;
+      look[op] = 0;
+      listMoves(op, pairSweep);
+      values.assign(moves.size(), kInf);
+      // Interleaved shares: neighbouring configurations cost alike.
+      detail::parallelFor(
+          static_cast<int>(numWorkers), numWorkers, [&](int, size_t w) {
+            for (size_t i = w; i < moves.size(); i += numWorkers) {
+              values[i] = objective(problem, workers[w]->update(moves[i]));
+              workers[w]->revert();
+            }
+          });
+      result.iterations += static_cast<int64_t>(moves.size());
+      if (!pairSweep)
+        singleMoves += static_cast<double>(moves.size());
+      std::optional<size_t> chosen;
+      for (size_t i = 0; i < moves.size(); ++i)
+        if (values[i] < result.objective * (1 - 1e-12)) {
+          result.objective = values[i];
+          chosen = i;
+        }
+      if (!chosen)
+        continue;
+      improved = true;
+      for (const auto &[member, config] : moves[*chosen]) {
+        result.strategy[member] = config;
+        for (size_t neighbour : adjacency[member])
+          look[neighbour] = 1;
+      }
+      for (size_t w = 1; w < numWorkers; ++w)
+        workers[w]->update(moves[*chosen]);
+      result.result = simulator.update(moves[*chosen]);
+    }
+    if (options.progress)
+      std::fprintf(stderr,
+                   "ppc-search: dp: refinement sweep %d%s: %.3f ms at %.2f s\n",
+                   sweep + 1, pairSweep ? " (pairs)" : "",
+                   result.objective * 1e3, elapsed());
+    if (!improved && (pairSweep || pairMoves > kPairSweepShare * singleMoves))
+      break;
+    if (!improved)
+      look.assign(n, 1);
+    pairSweep = !improved;
   }
 }
 

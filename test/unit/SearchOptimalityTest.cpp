@@ -3,9 +3,11 @@
 // Exhaustive search against plain enumeration under the simulator; the DP
 // against plain enumeration under its own additive model (chains, a
 // residual diamond, a non-series-parallel bridge, a sequence of bridges that
-// needs Unity's splits); and the acceptance check: on a 6-layer MLP and the
+// needs Unity's splits); and the acceptance checks: on a 6-layer MLP and the
 // example CNN on 4 and 8 devices, DP and MCMC land within 2% of the
-// exhaustive optimum under the same simulator.
+// exhaustive optimum under the same simulator on the landscape they were
+// first accepted on, and the DP within 1% with the preset's measured
+// figures.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,9 +57,7 @@ Machine h100(int64_t devices) {
   // The cost landscape these searches were accepted on (docs/search.md):
   // the H100's GEMMs at the published 80.1% and streaming at the datasheet
   // bandwidth, so that a re-calibration of the preset does not move the
-  // search's acceptance. With the measured figures (76%, 90% streaming)
-  // the DP lands 1.2% above the optimum of mlp6 on 8 GPUs (docs/search.md,
-  // ppc-search-optimality).
+  // search's acceptance. The measured figures are DpWithinOnePercent's.
   c.device.matmulEfficiency = 0.801;
   c.device.bandwidthEfficiency = 0;
   return Machine::fromCluster(c, "h100x" + std::to_string(devices));
@@ -474,6 +474,57 @@ INSTANTIATE_TEST_SUITE_P(Models, WithinTwoPercent,
                                            Acceptance{"cnn.onnx", 8, 2}),
                          [](const ::testing::TestParamInfo<Acceptance> &info) {
                            // "cnn_8_devices"
+                           std::string model = info.param.model;
+                           return model.substr(0, model.find('.')) + "_" +
+                                  std::to_string(info.param.devices) +
+                                  "_devices";
+                         });
+
+/// The DP with the preset as it is (the measured H100 figures, exchanges
+/// priced and issued as NCCL's collectives): within 1% of the exhaustive
+/// optimum (issue 44's acceptance; docs/search.md, "DP and MCMC against the
+/// exhaustive optimum"). Its raw additive answer is 9-27% off here: the
+/// refinement's single-op and pair moves under the simulator close it.
+class DpWithinOnePercent : public ::testing::TestWithParam<Acceptance> {};
+
+TEST_P(DpWithinOnePercent, OfTheExhaustiveOptimumWithTheMeasuredPreset) {
+  const Acceptance &c = GetParam();
+  std::optional<Graph> graph;
+  if (std::string(c.model) == "mlp6")
+    graph = mlp6();
+  else
+    graph = importExample(c.model, 16);
+  ASSERT_TRUE(graph) << "cannot import " << c.model;
+  std::optional<Machine> preset = lookupPreset("dgx-h100");
+  ASSERT_TRUE(preset && preset->cluster);
+  ClusterSpec cluster = *preset->cluster;
+  cluster.devicesPerNode = c.devices;
+  cluster.nicsPerNode = std::min(cluster.nicsPerNode, c.devices);
+  Machine machine = Machine::fromCluster(cluster, "h100");
+  RooflineCostModel cost;
+  Problem problem{*graph, machine, cost, {}};
+  ConfigSpace space(*graph, machine, smallSpace(c.maxDegreeVectors));
+  SearchOptions options;
+  SearchResult best = exhaustive(problem, space, options, 1e8);
+  ASSERT_FALSE(best.strategy.empty());
+  ASSERT_TRUE(std::isfinite(best.objective));
+  SearchResult dp = dynamicProgramming(problem, space, options);
+  // The DP stays in the space: it cannot beat the exhaustive optimum.
+  EXPECT_GE(dp.objective, best.objective * (1 - 1e-9));
+  EXPECT_LE(dp.objective, 1.01 * best.objective)
+      << "DP gap " << 100 * (dp.objective / best.objective - 1) << "%";
+  std::cout << c.model << " on " << c.devices << ": optimum "
+            << best.objective * 1e3 << " ms, DP raw +"
+            << 100 * (dp.trace.front().best / best.objective - 1) << "%, DP +"
+            << 100 * (dp.objective / best.objective - 1) << "%\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DpWithinOnePercent,
+                         ::testing::Values(Acceptance{"mlp6", 4, 4},
+                                           Acceptance{"mlp6", 8, 4},
+                                           Acceptance{"cnn.onnx", 4, 2},
+                                           Acceptance{"cnn.onnx", 8, 2}),
+                         [](const ::testing::TestParamInfo<Acceptance> &info) {
                            std::string model = info.param.model;
                            return model.substr(0, model.find('.')) + "_" +
                                   std::to_string(info.param.devices) +
