@@ -169,6 +169,22 @@ KernelShape kernelShape(const Op &op, const std::vector<int64_t> &degrees,
   return shape;
 }
 
+KernelShape
+kernelShape(const std::vector<Range> &iter,
+            const std::vector<std::vector<std::vector<Range>>> &operandSlices,
+            const std::vector<std::vector<std::vector<Range>>> &resultSlices,
+            size_t instance) {
+  KernelShape shape;
+  shape.iter = iter;
+  shape.operandShapes.reserve(operandSlices.size());
+  for (const auto &slices : operandSlices)
+    shape.operandShapes.push_back(sizesOf(slices[instance]));
+  shape.resultShapes.reserve(resultSlices.size());
+  for (const auto &slices : resultSlices)
+    shape.resultShapes.push_back(sizesOf(slices[instance]));
+  return shape;
+}
+
 //===----------------------------------------------------------------------===//
 // Roofline
 //===----------------------------------------------------------------------===//

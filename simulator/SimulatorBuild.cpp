@@ -230,7 +230,8 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
       st.bwdTime[p] = st.bwdTime[p - st.replica[p]];
       continue;
     }
-    KernelShape shape = kernelShape(op, config.degrees, st.partition[p]);
+    KernelShape shape =
+        kernelShape(st.iter[p], st.operandSlices, st.resultSlices, p);
     const DeviceSpec &spec = machine.getSpec(st.devices[p]);
     st.fwdTime[p] = costModel.kernelTime(op, shape, Phase::Forward, spec);
     st.bwdTime[p] =

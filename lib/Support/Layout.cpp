@@ -3,6 +3,7 @@
 #include "ppc/Support/Layout.h"
 #include "ppc/Support/Exchange.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 
 #include <algorithm>
@@ -180,7 +181,10 @@ OverlapIndex::OverlapIndex(const std::vector<Box> &boxes) {
     for (const Box &box : boxes)
       if (box.size() > d)
         starts.push_back(box[d].lo);
-    std::sort(starts.begin(), starts.end());
+    // Instances come in partition order, so the starts of most dims are
+    // already sorted (or all equal): sort only when they are not.
+    if (!std::is_sorted(starts.begin(), starts.end()))
+      std::sort(starts.begin(), starts.end());
     size_t count = static_cast<size_t>(
         std::unique(starts.begin(), starts.end()) - starts.begin());
     if (count > distinct) {
@@ -196,7 +200,8 @@ OverlapIndex::OverlapIndex(const std::vector<Box> &boxes) {
     if (indexed)
       longest = std::max(longest, boxes[i][dim].hi - boxes[i][dim].lo);
   }
-  std::sort(byStart.begin(), byStart.end());
+  if (!std::is_sorted(byStart.begin(), byStart.end()))
+    std::sort(byStart.begin(), byStart.end());
 }
 
 void OverlapIndex::candidates(const Box &box, std::vector<size_t> &out) const {
@@ -214,7 +219,8 @@ void OverlapIndex::candidates(const Box &box, std::vector<size_t> &out) const {
     for (auto it = from; it < to; ++it)
       out.push_back(it->second);
   }
-  std::sort(out.begin(), out.end());
+  if (!std::is_sorted(out.begin(), out.end()))
+    std::sort(out.begin(), out.end());
 }
 
 bool overlaps(const Box &a, const Box &b) {
@@ -311,34 +317,52 @@ gradientRoutes(const std::vector<Box> &producedBoxes,
                bool everyMember,
                const std::function<double(int64_t, int64_t)> &bandwidth) {
   // Groups of producer instances: same box, same replica, in order of
-  // their first member (keyed, not compared pairwise: thousands of
-  // instances on a large machine).
-  std::vector<std::vector<int64_t>> groups;
+  // their first member, as one list of members with each group's start
+  // (keyed by a hash, not compared pairwise: thousands of instances on a
+  // large machine; no allocation per group).
+  const size_t np = producedBoxes.size();
+  std::vector<int32_t> groupOfInstance(np, -1);
+  std::vector<int64_t> groupStart; // then the end of the last group
+  std::vector<Box> representatives;
   {
     int32_t numBoxes = 0;
     std::vector<int32_t> boxGroup = groupByBox(producedBoxes, numBoxes);
-    std::map<std::pair<int32_t, int64_t>, size_t> groupOf;
-    for (size_t p = 0; p < producedBoxes.size(); ++p) {
+    absl::flat_hash_map<std::pair<int32_t, int64_t>, int32_t> groupOf;
+    groupOf.reserve(np);
+    std::vector<int64_t> sizes;
+    for (size_t p = 0; p < np; ++p) {
       if (skip[p])
         continue;
-      auto [it, fresh] = groupOf.emplace(
-          std::make_pair(boxGroup[p], producerReplicas[p]), groups.size());
-      if (fresh)
-        groups.emplace_back();
-      groups[it->second].push_back(static_cast<int64_t>(p));
+      auto [it, fresh] =
+          groupOf.try_emplace(std::make_pair(boxGroup[p], producerReplicas[p]),
+                              static_cast<int32_t>(sizes.size()));
+      if (fresh) {
+        sizes.push_back(0);
+        representatives.push_back(producedBoxes[p]);
+      }
+      groupOfInstance[p] = it->second;
+      ++sizes[it->second];
     }
+    groupStart.assign(sizes.size() + 1, 0);
+    for (size_t g = 0; g < sizes.size(); ++g)
+      groupStart[g + 1] = groupStart[g] + sizes[g];
   }
-  std::vector<Box> representatives;
-  for (const std::vector<int64_t> &group : groups)
-    representatives.push_back(producedBoxes[group.front()]);
+  std::vector<int64_t> members(groupStart.back());
+  {
+    std::vector<int64_t> next(groupStart.begin(), groupStart.end() - 1);
+    for (size_t p = 0; p < np; ++p)
+      if (groupOfInstance[p] >= 0)
+        members[next[groupOfInstance[p]]++] = static_cast<int64_t>(p);
+  }
   OverlapIndex index(representatives);
   std::vector<GradientRoute> routes;
   std::vector<size_t> candidates;
   for (size_t first = 0; first < needed.size(); first += numConsumerReplicas) {
     index.candidates(needed[first], candidates);
     for (size_t g : candidates) {
-      const std::vector<int64_t> &group = groups[g];
-      const Box &box = producedBoxes[group.front()];
+      const int64_t *groupBegin = members.data() + groupStart[g];
+      const int64_t *groupEnd = members.data() + groupStart[g + 1];
+      const Box &box = representatives[g];
       std::optional<Box> common = intersect(needed[first], box);
       if (!common)
         continue;
@@ -349,8 +373,8 @@ gradientRoutes(const std::vector<Box> &producedBoxes,
                               bandwidth);
       };
       if (everyMember) {
-        for (int64_t g : group)
-          routes.push_back({senderFor(g), g, *common});
+        for (const int64_t *g = groupBegin; g != groupEnd; ++g)
+          routes.push_back({senderFor(*g), *g, *common});
         continue;
       }
       // One member: on a consumer replica's device if there is one.
@@ -360,8 +384,9 @@ gradientRoutes(const std::vector<Box> &producedBoxes,
             return true;
         return false;
       };
-      auto local = std::find_if(group.begin(), group.end(), onConsumerDevice);
-      int64_t to = local != group.end() ? *local : group.front();
+      const int64_t *local =
+          std::find_if(groupBegin, groupEnd, onConsumerDevice);
+      int64_t to = local != groupEnd ? *local : *groupBegin;
       routes.push_back({senderFor(to), to, *common});
     }
   }

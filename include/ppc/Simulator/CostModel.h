@@ -36,6 +36,14 @@ struct KernelShape {
 /// The slices partition `index` of `op` reads and writes under `degrees`.
 KernelShape kernelShape(const Op &op, const std::vector<int64_t> &degrees,
                         int64_t index);
+/// The same from the boxes geometry::computeLayout gave instance `instance`
+/// (its iteration box, and its slice of each operand and result, indexed
+/// [operand][instance] and [result][instance]), without slicing again.
+KernelShape
+kernelShape(const std::vector<Range> &iter,
+            const std::vector<std::vector<std::vector<Range>>> &operandSlices,
+            const std::vector<std::vector<std::vector<Range>>> &resultSlices,
+            size_t instance);
 
 /// A statistics counter that may be bumped from several threads and is
 /// copied with its owner.
