@@ -40,7 +40,8 @@ void fitToMemory(const Problem &problem, sim::Simulator &simulator,
 void startFromFasterLayout(const Problem &problem, const ConfigSpace &space,
                            sim::Simulator &simulator, SearchResult &result);
 
-/// Sweeps of single-op moves judged by the simulators in `workers` (all
+/// A sweep of memory moves (each op's ZeRO stage and recomputation), then
+/// sweeps of single-op moves judged by the simulators in `workers` (all
 /// simulating `result`'s strategy when done; the first is the main one),
 /// each kept when the objective drops, until none helps, the budget of
 /// `options` (seconds by `elapsed`) is spent, or 20 sweeps. After the first

@@ -2,12 +2,13 @@
 //
 // After the pairwise model's optimum (DynamicProgramming.cpp): fitting it to
 // memory with the steps the DP's space lacks, starting from a faster
-// whole-network layout where the additive model misjudged, and single-op
-// and pair moves judged by the simulator.
+// whole-network layout where the additive model misjudged, and memory,
+// single-op and pair moves judged by the simulator.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DpDetail.h"
+#include "MemoryChoices.h"
 #include "ParallelFor.h"
 
 #include <algorithm>
@@ -105,7 +106,8 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
   // The additive model charges every op and transfer in sequence; the
   // simulator overlaps partitions on different devices and gradient syncs
   // with backward. Sweeps of single-op moves judged by the simulator (delta
-  // simulation) close that gap from the DP's answer. The workers' simulators
+  // simulation) close that gap from the DP's answer, after a sweep that
+  // undoes memory fitting where it is not needed. The workers' simulators
   // hold the same strategy; each judges a share of an op's configurations,
   // and the choice is the one a scan in configuration order makes (the
   // first that improves on the best so far), whatever the worker count.
@@ -138,12 +140,37 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
     }
     return configs;
   };
-  // The moves tried for `op`: each other configuration alone, or (`pairs`)
-  // with each other configuration of a later neighbour, both at once.
-  auto listMoves = [&](size_t op, bool pairs) {
+  // The same placement with the other ZeRO stages of the weights the op
+  // holds and its recomputation toggled: memory fitting sets them on every
+  // op alike (fitToMemory), where a few may suffice.
+  const MemoryChoices memory = memoryChoices(problem.graph);
+  auto memoryMoves = [&](size_t op) {
+    const OpConfig &kept = result.strategy[op];
+    if (memory.holdsWeight[op])
+      for (int stage = 0; stage <= memory.maxStage[op]; ++stage)
+        if (stage != static_cast<int>(kept.sharding)) {
+          OpConfig next = kept;
+          next.sharding = static_cast<StateSharding>(stage);
+          moves.push_back({{op, std::move(next)}});
+        }
+    if (memory.recomputable[op]) {
+      OpConfig next = kept;
+      next.recompute = !kept.recompute;
+      moves.push_back({{op, std::move(next)}});
+    }
+  };
+  enum class Sweep { Memory, Single, Pairs };
+  // The moves tried for `op`: its memory moves only; those and each other
+  // placement alone; or each other placement with each other placement of
+  // a later neighbour, both at once.
+  auto listMoves = [&](size_t op, Sweep kind) {
     moves.clear();
+    if (kind != Sweep::Pairs)
+      memoryMoves(op);
+    if (kind == Sweep::Memory)
+      return;
     std::vector<OpConfig> mine = otherConfigs(op);
-    if (!pairs) {
+    if (kind == Sweep::Single) {
       for (OpConfig &config : mine)
         moves.push_back({{op, std::move(config)}});
       return;
@@ -178,17 +205,22 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
       if (neighbour > op)
         pairMoves += numOthers(op) * numOthers(neighbour);
   std::vector<char> look(n, 1);
-  bool pairSweep = false;
-  for (int sweep = 0; sweep < 20; ++sweep) {
+  // Memory moves first, over every op: they are few per op, and the first
+  // sweep of placements may end at the budget on a large graph.
+  Sweep kind = Sweep::Memory;
+  auto stopped = [&] {
+    return (options.cancel && options.cancel->load()) ||
+           (options.seconds > 0 && elapsed() > options.seconds);
+  };
+  for (int sweep = 0; sweep < 20 && !stopped(); ++sweep) {
     bool improved = false;
     for (size_t op = 0; op < n; ++op) {
-      if ((options.cancel && options.cancel->load()) ||
-          (options.seconds > 0 && elapsed() > options.seconds))
+      if (stopped())
         break;
       if (!look[op])
         continue;
       look[op] = 0;
-      listMoves(op, pairSweep);
+      listMoves(op, kind);
       values.assign(moves.size(), kInf);
       // Interleaved shares: neighbouring configurations cost alike.
       detail::parallelFor(
@@ -199,7 +231,7 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
             }
           });
       result.iterations += static_cast<int64_t>(moves.size());
-      if (!pairSweep)
+      if (kind == Sweep::Single)
         singleMoves += static_cast<double>(moves.size());
       std::optional<size_t> chosen;
       for (size_t i = 0; i < moves.size(); ++i)
@@ -222,13 +254,22 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
     if (options.progress)
       std::fprintf(stderr,
                    "ppc-search: dp: refinement sweep %d%s: %.3f ms at %.2f s\n",
-                   sweep + 1, pairSweep ? " (pairs)" : "",
+                   sweep + 1,
+                   kind == Sweep::Memory  ? " (memory)"
+                   : kind == Sweep::Pairs ? " (pairs)"
+                                          : "",
                    result.objective * 1e3, elapsed());
-    if (!improved && (pairSweep || pairMoves > kPairSweepShare * singleMoves))
+    if (kind == Sweep::Memory) {
+      look.assign(n, 1);
+      kind = Sweep::Single;
+      continue;
+    }
+    if (!improved &&
+        (kind == Sweep::Pairs || pairMoves > kPairSweepShare * singleMoves))
       break;
     if (!improved)
       look.assign(n, 1);
-    pairSweep = !improved;
+    kind = improved ? Sweep::Single : Sweep::Pairs;
   }
 }
 

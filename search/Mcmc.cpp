@@ -19,6 +19,7 @@
 #include "ppc/Search/Blocks.h"
 #include "ppc/Search/Search.h"
 
+#include "MemoryChoices.h"
 #include "Propagation.h"
 
 #include <algorithm>
@@ -187,25 +188,10 @@ ChainResult runChain(Shared &shared, size_t chain, const sim::Strategy &start) {
   // Ops holding a weight: their state sharding is worth proposing; ops
   // whose results something reads and that may be recomputed: their
   // recomputation is.
-  std::vector<char> holdsWeight(graph.ops.size(), 0);
-  std::vector<sim::WeightUse> holders = sim::weightHolders(graph);
-  for (const sim::WeightUse &use : holders)
-    if (use.op >= 0)
-      holdsWeight[use.op] = 1;
-  // ZeRO-3 is not lowered for a weight other ops read too.
-  std::vector<int> maxStage(graph.ops.size(), kMaxStateSharding);
-  for (size_t c = 0; c < graph.ops.size(); ++c)
-    for (const sim::Source &src : graph.ops[c].operands)
-      if (src.kind == sim::Source::Kind::Weight &&
-          holders[src.index].op != static_cast<int32_t>(c))
-        maxStage[holders[src.index].op] =
-            static_cast<int>(StateSharding::Gradients);
-  std::vector<char> recomputable(graph.ops.size(), 0);
-  for (size_t c = 0; c < graph.ops.size(); ++c)
-    for (const sim::Source &src : graph.ops[c].operands)
-      if (src.kind == sim::Source::Kind::Op &&
-          sim::recomputeProblem(graph, src.index).ok())
-        recomputable[src.index] = 1;
+  const detail::MemoryChoices memory = detail::memoryChoices(graph);
+  const std::vector<char> &holdsWeight = memory.holdsWeight;
+  const std::vector<int> &maxStage = memory.maxStage;
+  const std::vector<char> &recomputable = memory.recomputable;
 
   // A configuration for `op` that differs from its current one: with
   // probability memoryMoveProbability the same placement with its

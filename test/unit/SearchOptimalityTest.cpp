@@ -355,6 +355,51 @@ TEST(DynamicProgramming, ShardsTrainingStateWhenItsAnswerDoesNotFit) {
                 Simulator(g, machine, cost, options).simulate(r.strategy)));
 }
 
+TEST(DynamicProgramming, UndoesMemoryFittingWhereItIsNotNeeded) {
+  // A large linear layer then a small one, neither splittable: only the
+  // large one's optimizer state must be sharded to fit. Memory fitting
+  // shards every weight alike; the refinement's memory moves take the small
+  // one's back where that is faster (one all-reduce instead of a
+  // reduce-scatter and an all-gather).
+  Graph g;
+  g.numInputs = 1;
+  g.ops.push_back(linear(g, "big", 64, 512, 512, input()));
+  g.ops.push_back(linear(g, "small", 64, 512, 16, fromOp(0)));
+  for (Op &op : g.ops) {
+    op.space.dims[1].splittable = false;
+    op.space.dims[2].splittable = false;
+  }
+  ASSERT_EQ(statusText(g.validate()), "");
+  Machine machine = h100(2);
+  RooflineCostModel cost;
+  sim::SimOptions options;
+  options.optimizer = Optimizer::Adam;
+  Strategy plain = dataParallel(g, 2);
+  Strategy bigOnly = plain;
+  bigOnly[0].sharding = StateSharding::Optimizer;
+  Strategy both = bigOnly;
+  both[1].sharding = StateSharding::Optimizer;
+  SimResult plainResult, bigOnlyResult, bothResult;
+  {
+    Simulator sim(g, machine, cost, options);
+    plainResult = sim.simulate(plain);
+    bigOnlyResult = sim.simulate(bigOnly);
+    bothResult = sim.simulate(both);
+  }
+  ASSERT_LT(bigOnlyResult.peakMemory(), plainResult.peakMemory());
+  ASSERT_LT(bigOnlyResult.iterationTime, bothResult.iterationTime);
+  options.memoryLimit =
+      (plainResult.peakMemory() + bigOnlyResult.peakMemory()) / 2;
+  Problem problem{g, machine, cost, options};
+  ConfigSpace space(g, machine);
+  SearchResult r = dynamicProgramming(problem, space, quick());
+  ASSERT_EQ(r.strategy.size(), 2u);
+  ASSERT_TRUE(std::isfinite(r.objective));
+  EXPECT_GE(r.strategy[0].sharding, StateSharding::Optimizer);
+  EXPECT_EQ(r.strategy[1].sharding, StateSharding::None);
+  EXPECT_LE(r.objective, objective(problem, bigOnlyResult));
+}
+
 TEST(DynamicProgramming, TwoInputsAndASideBranch) {
   // Two ops fed only by inputs, joined by an add; a branch off the middle.
   Graph g;
