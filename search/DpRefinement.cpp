@@ -140,12 +140,16 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
     }
     return configs;
   };
-  // The same placement with the other ZeRO stages of the weights the op
-  // holds and its recomputation toggled: memory fitting sets them on every
-  // op alike (fitToMemory), where a few may suffice.
+  // For an op that memory fitting changed (fitToMemory: the same steps on
+  // every op alike, where a few may suffice), the same placement with the
+  // other ZeRO stages of the weights it holds and its recomputation
+  // toggled. Ops it left alone get none: the answer stays in the space
+  // searched.
   const MemoryChoices memory = memoryChoices(problem.graph);
   auto memoryMoves = [&](size_t op) {
     const OpConfig &kept = result.strategy[op];
+    if (kept.sharding == StateSharding::None && !kept.recompute)
+      return;
     if (memory.holdsWeight[op])
       for (int stage = 0; stage <= memory.maxStage[op]; ++stage)
         if (stage != static_cast<int>(kept.sharding)) {
