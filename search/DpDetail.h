@@ -42,7 +42,8 @@ void startFromFasterLayout(const Problem &problem, const ConfigSpace &space,
 
 /// A sweep of memory moves (each op's ZeRO stage and recomputation), then
 /// sweeps of single-op moves judged by the simulators in `workers` (all
-/// simulating `result`'s strategy when done; the first is the main one),
+/// simulating `result`'s strategy on entry and when done; the first is the
+/// main one),
 /// each kept when the objective drops, until none helps, the budget of
 /// `options` (seconds by `elapsed`) is spent, or 20 sweeps. After the first
 /// sweep only the neighbours of ops that changed are tried again. Where

@@ -118,8 +118,6 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
   // costs as much as the first.
   if (!std::isfinite(result.objective))
     return;
-  for (sim::Simulator *worker : workers)
-    worker->simulate(result.strategy);
   const size_t numWorkers = workers.size();
   const std::vector<std::vector<size_t>> adjacency =
       sim::neighbours(problem.graph);
@@ -225,6 +223,10 @@ void refineUnderSimulator(const Problem &problem, const ConfigSpace &space,
         continue;
       look[op] = 0;
       listMoves(op, kind);
+      // No threads for nothing: an op memory fitting left alone has no
+      // memory moves.
+      if (moves.empty())
+        continue;
       values.assign(moves.size(), kInf);
       // Interleaved shares: neighbouring configurations cost alike.
       detail::parallelFor(

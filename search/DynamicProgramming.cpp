@@ -460,6 +460,11 @@ SearchResult dynamicProgramming(const Problem &problem,
   result.trace.push_back(
       {result.iterations, elapsed(), result.objective, result.objective});
   detail::startFromFasterLayout(problem, space, simulator, result);
+  // The refinements judge moves from the answer on every worker; each
+  // leaves them there for the next.
+  if (std::isfinite(result.objective))
+    for (sim::Simulator *worker : workers)
+      worker->simulate(result.strategy);
   // Refinement over the tables' anchored space first, where they have one:
   // its sweeps are a fraction of the whole space's (views anchored at
   // device 0 only on large machines) and reach most of what refinement
