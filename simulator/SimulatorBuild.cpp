@@ -832,6 +832,60 @@ double Simulator::Impl::nodeCost(size_t op, const OpConfig &config) {
   return kernels + collectives + updates;
 }
 
+int32_t Simulator::Impl::edgeSideId(const OpState &st, int32_t side) {
+  EdgeCostMemo &memo = edgeCostMemo;
+  auto [found, fresh] = memo.sideIds.try_emplace({&st, side}, -1);
+  if (!fresh)
+    return found->second;
+  std::vector<int64_t> &key = memo.scratch;
+  key.clear();
+  auto addBoxes = [&](const std::vector<Slice> &boxes) {
+    key.push_back(static_cast<int64_t>(boxes.size()));
+    for (const Slice &box : boxes) {
+      key.push_back(static_cast<int64_t>(box.size()));
+      for (const Range &r : box) {
+        key.push_back(r.lo);
+        key.push_back(r.hi);
+      }
+    }
+  };
+  auto addInts = [&](const auto &values) {
+    key.push_back(static_cast<int64_t>(values.size()));
+    key.insert(key.end(), values.begin(), values.end());
+  };
+  // What buildTransfers reads of each side, tagged by kind.
+  if (side >= kOperandSide) {
+    key.push_back(0);
+    addBoxes(st.operandSlices[side - kOperandSide]);
+    addInts(st.devices);
+    addInts(st.partition);
+    key.push_back(st.numReplicas);
+  } else if (side < 0) {
+    const OpState::HeldWeight &held = st.heldWeights[-1 - side];
+    key.push_back(1);
+    addBoxes(held.slices);
+    addInts(st.devices);
+    addInts(held.group);
+    key.push_back(held.numGroups);
+    addInts(st.replica);
+  } else {
+    key.push_back(2);
+    addBoxes(st.heldSlices[side]);
+    addBoxes(st.resultSlices[side]);
+    addInts(st.devices);
+    addInts(st.replicaGroup);
+    key.push_back(st.numReplicaGroups);
+    addInts(st.computedGroup);
+    addInts(st.replica);
+  }
+  auto [id, added] = memo.layoutIds.try_emplace(
+      key, static_cast<int32_t>(memo.layoutIds.size()));
+  if (added)
+    memo.storedInts += static_cast<int64_t>(key.size());
+  found->second = id->second;
+  return id->second;
+}
+
 double Simulator::Impl::edgeCost(size_t consumer, size_t operand,
                                  const OpConfig &producerConfig,
                                  const OpConfig &consumerConfig) {
@@ -842,6 +896,25 @@ double Simulator::Impl::edgeCost(size_t consumer, size_t operand,
     e.takeIdentity(edges[id]);
     const OpState &prod = stateFor(e.producer, producerConfig);
     const OpState &cons = stateFor(consumer, consumerConfig);
+    // The memo's keys hold whole layouts: bounded, it starts over.
+    EdgeCostMemo &memo = edgeCostMemo;
+    if (memo.storedInts > kEdgeCostMemoInts) {
+      memo.layoutIds.clear();
+      memo.sideIds.clear();
+      memo.costs.clear();
+      memo.storedInts = 0;
+    }
+    bool weightEdge = e.weightOperand >= 0;
+    int64_t elemBytes =
+        weightEdge ? graph.weights[graph.ops[consumer].operands[operand].index]
+                         .elemBytes
+                   : graph.ops[e.producer].elemBytes;
+    auto key = std::make_tuple(
+        edgeSideId(prod, weightEdge ? -1 - e.weightOperand : e.result),
+        edgeSideId(cons, kOperandSide + static_cast<int32_t>(operand)),
+        elemBytes, weightEdge || graph.ops[e.producer].differentiable);
+    if (auto it = memo.costs.find(key); it != memo.costs.end())
+      return it->second;
     buildTransfers(e, prod, cons);
     // Transfers into one partition queue behind each other; partitions
     // receive in parallel.
@@ -856,6 +929,7 @@ double Simulator::Impl::edgeCost(size_t consumer, size_t operand,
     double bwd = slowestReceiver(e.bwd, prod.devices.size());
     for (const Edge::GradReduce &r : e.bwdReduces)
       bwd = std::max(bwd, r.reduce.time);
+    memo.costs.emplace(key, fwd + bwd);
     return fwd + bwd;
   }
   return 0;

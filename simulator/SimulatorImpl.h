@@ -320,6 +320,27 @@ struct Simulator::Impl {
   std::map<std::pair<size_t, std::vector<int64_t>>, OpState> stateCache;
   /// The edge edgeCost builds, kept so that its buffers are reused.
   Edge costEdge;
+  /// Edge costs by what decides them: the producer's layout of the value
+  /// (its pieces, devices, replica and gradient groups) and the consumer's
+  /// (the pieces it reads, devices, partitions), each interned to an id,
+  /// with the element size and whether a gradient goes back. Edges of the
+  /// same geometry (a network's repeated branches, other edges' tables)
+  /// are built once. Exact: the keys are the layouts themselves; cleared
+  /// when they grow past kEdgeCostMemoInts.
+  struct EdgeCostMemo {
+    absl::flat_hash_map<std::vector<int64_t>, int32_t> layoutIds;
+    /// (state, side) -> layout id; a side is a result (r), a held weight
+    /// (-1 - w) or, offset by kOperandSide, an operand.
+    absl::flat_hash_map<std::pair<const OpState *, int32_t>, int32_t> sideIds;
+    absl::flat_hash_map<std::tuple<int32_t, int32_t, int64_t, bool>, double>
+        costs;
+    int64_t storedInts = 0;
+    std::vector<int64_t> scratch;
+  } edgeCostMemo;
+  static constexpr int32_t kOperandSide = 1 << 20;
+  static constexpr int64_t kEdgeCostMemoInts = int64_t{1} << 24;
+  /// The interned id of one side of an edge (see EdgeCostMemo).
+  int32_t edgeSideId(const OpState &st, int32_t side);
 
   //===--------------------------------------------------------------------===//
   // Timing

@@ -1116,6 +1116,36 @@ TEST(Simulator, AdditiveCostsForDynamicProgramming) {
   EXPECT_EQ(sim.currentStrategy()[1], on(1, 2));
 }
 
+TEST(Simulator, EdgeCostsOfTheSameGeometryAreTheSame) {
+  // mlp6's fc1 -> fc2, fc2 -> fc3 and fc3 -> fc4 are edges of the same
+  // geometry: one simulator answers the later ones from what it built for
+  // the first (edgeCost's memo). Each answer must be what a fresh simulator
+  // builds for that edge alone, for every pair of configurations tried.
+  Graph g = mlp6();
+  Machine m = roundMachine(2, 2);
+  FixedCostModel cost;
+  std::vector<OpConfig> configs;
+  for (int64_t n : {1, 2, 4})
+    for (int64_t mm : {1, 2, 4})
+      for (int64_t k : {1, 2, 4})
+        if (4 % (n * mm * k) == 0)
+          for (int64_t start = 0; start + n * mm * k <= 4; start += 2)
+            configs.push_back({{n, mm, k}, start, {}});
+  Simulator shared(g, m, cost);
+  std::set<double> distinct;
+  for (size_t consumer : {2, 3, 4})
+    for (const OpConfig &a : configs)
+      for (const OpConfig &b : configs) {
+        double memoized = shared.edgeCost(consumer, 0, a, b);
+        Simulator fresh(g, m, cost);
+        EXPECT_EQ(memoized, fresh.edgeCost(consumer, 0, a, b))
+            << "edge into op " << consumer;
+        distinct.insert(memoized);
+      }
+  // Different layouts cost differently: the memo does not merge them.
+  EXPECT_GT(distinct.size(), 10u);
+}
+
 } // namespace
 
 namespace {
