@@ -508,7 +508,6 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   // from an earlier edge's copy (its gradient goes back with that edge's).
   std::set<std::pair<int32_t, int32_t>> sharedPairs;
 
-  int32_t np = static_cast<int32_t>(prod.devices.size());
   int32_t nq = static_cast<int32_t>(cons.devices.size());
   // Input gradients summed by an all-reduce (see allReducedGradientGroups).
   std::vector<std::vector<int64_t>> reducedGroups;
@@ -583,17 +582,14 @@ void Simulator::Impl::buildTransfers(Edge &e, const OpState &prod,
   // instances that synchronize it once (see gradientRoutes); a region read
   // from a shared copy is summed there and sent back by the edge that
   // brought it.
-  std::vector<int64_t> producerReplicas(np);
-  for (int32_t p = 0; p < np; ++p)
-    producerReplicas[p] = prod.replica[p];
   // The shared copies each consumer instance reads, in order.
   std::vector<std::vector<int32_t>> sharedOf(nq);
   for (size_t c = 0; c < e.fwdShared.size(); ++c)
     sharedOf[e.fwdShared[c].dst].push_back(static_cast<int32_t>(c));
   for (const geometry::GradientRoute &route : geometry::gradientRoutes(
-           *computed, prod.devices, producerReplicas,
-           cons.operandSlices[e.operand], cons.devices, cons.numReplicas,
-           reduced, /*everyMember=*/!weightEdge, bandwidth)) {
+           *computed, prod.devices, prod.replica, cons.operandSlices[e.operand],
+           cons.devices, cons.numReplicas, reduced, /*everyMember=*/!weightEdge,
+           bandwidth)) {
     int32_t q = static_cast<int32_t>(route.consumer);
     int32_t p = static_cast<int32_t>(route.producer);
     if (sharedPairs.count({q, (*gradGroup)[p]})) {
@@ -769,12 +765,15 @@ void Simulator::Impl::priceExchanges(std::vector<Transfer> &transfers,
                                      const std::vector<LocalDep> &locals) {
   if (transfers.empty() || !options.exchangesAsCollectives)
     return;
-  absl::flat_hash_map<int32_t, int64_t> pieces;
+  // Pieces per destination instance (locals count where a transfer
+  // arrives too), in a kept table indexed by instance.
+  std::vector<int32_t> &pieces = piecesByDestination;
+  pieces.assign(dstDevices.size(), 0);
   for (const Transfer &t : transfers)
     ++pieces[t.dst];
   for (const LocalDep &d : locals)
-    if (auto it = pieces.find(d.dst); it != pieces.end())
-      ++it->second;
+    if (pieces[d.dst] > 0)
+      ++pieces[d.dst];
   for (Transfer &t : transfers) {
     int64_t k = pieces[t.dst];
     int64_t a = srcDevices[t.src], b = dstDevices[t.dst];

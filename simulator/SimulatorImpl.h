@@ -306,6 +306,8 @@ struct Simulator::Impl {
   std::vector<int32_t> devicePosition;
   std::vector<double> deviceTime;
   std::vector<int64_t> deviceBytes;
+  /// Scratch of priceExchanges: pieces per destination instance.
+  std::vector<int32_t> piecesByDestination;
   std::vector<TimelineEvent> timeline;
 
   /// Rebuilds everything of op `i` that depends on its own configuration.

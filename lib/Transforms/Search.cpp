@@ -499,6 +499,9 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         search::SearchOptions dpOptions = options;
         dpOptions.seconds =
             options.seconds > 0 ? budgetLeft() / 2 : kDpStartSeconds;
+        // Placements beyond the views anchored at device 0 (where the DP's
+        // tables are anchored) are MCMC's to try.
+        dpOptions.refineWholeSpace = false;
         stopSimulationsAfter(dpOptions.seconds);
         dp = search::dynamicProgramming(problem, space, dpOptions);
         // A DP out of budget answers data parallel: it starts nothing the

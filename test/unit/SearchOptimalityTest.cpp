@@ -403,6 +403,47 @@ TEST(DynamicProgramming, UndoesMemoryFittingWhereItIsNotNeeded) {
   EXPECT_LE(r.objective, objective(problem, bigOnlyResult));
 }
 
+TEST(DynamicProgramming, RefinesBeyondAnchoredViewsOnlyWhenAsked) {
+  // Five layers of distinct widths on 64 devices: enough edge-table
+  // entries over the whole space (about 10^6) that the DP's tables cover
+  // only views anchored at device 0. Asked to leave the whole space alone (the
+  // default search's DP start, which leaves other placements to MCMC), its
+  // answer stays anchored; asked for it, the refinement also judges the whole
+  // space's other placements, and can only improve on the anchored answer.
+  Graph g;
+  g.numInputs = 1;
+  Source in = input();
+  for (int64_t l = 0; l < 5; ++l) {
+    g.ops.push_back(linear(g, "fc" + std::to_string(l), 256, 256 + 16 * l,
+                           256 + 16 * (l + 1), in));
+    in = fromOp(static_cast<int32_t>(g.ops.size() - 1));
+  }
+  Machine machine = h100(64);
+  RooflineCostModel cost;
+  Problem problem{g, machine, cost, {}};
+  ConfigSpace space(g, machine);
+  SpaceOptions anchoredOptions = space.options();
+  anchoredOptions.anchoredViews = true;
+  ConfigSpace anchored(g, machine, anchoredOptions);
+  ASSERT_LT(anchored.configs(0).size(), space.configs(0).size());
+
+  SearchOptions options = quick();
+  options.refineWholeSpace = false;
+  SearchResult anchoredOnly = dynamicProgramming(problem, space, options);
+  options.refineWholeSpace = true;
+  SearchResult whole = dynamicProgramming(problem, space, options);
+  ASSERT_EQ(anchoredOnly.strategy.size(), g.ops.size());
+  for (size_t op = 0; op < g.ops.size(); ++op) {
+    const std::vector<OpConfig> &configs = anchored.configs(op);
+    EXPECT_NE(
+        std::find(configs.begin(), configs.end(), anchoredOnly.strategy[op]),
+        configs.end())
+        << g.ops[op].name;
+  }
+  EXPECT_GT(whole.iterations, anchoredOnly.iterations);
+  EXPECT_LE(whole.objective, anchoredOnly.objective);
+}
+
 TEST(DynamicProgramming, TwoInputsAndASideBranch) {
   // Two ops fed only by inputs, joined by an add; a branch off the middle.
   Graph g;

@@ -294,6 +294,11 @@ struct SearchOptions {
   /// strategy found that fits in memory, stop (0: never), leaving the rest
   /// of the budget to what runs next (the pipeline search).
   double stopUnfitAfter = 0;
+  /// The DP: where its tables cover only views anchored at device 0, its
+  /// refinement goes on over the whole space after the anchored views;
+  /// false leaves the other placements to what runs next (the default
+  /// search's MCMC).
+  bool refineWholeSpace = true;
 };
 
 struct SearchResult {
