@@ -367,15 +367,20 @@ SearchResult dynamicProgramming(const Problem &problem,
   TableLayout layout(graph);
   const char *tableSpace = "the whole space";
   bool coarserTables = false; // anchored views: a fraction of the space
+  // Anchored contiguous views of at most two split dims, no replicas.
+  auto narrowed = [](SpaceOptions o) {
+    o.anchoredViews = true;
+    o.maxSplitDims = o.maxSplitDims > 0 ? std::min(o.maxSplitDims, 2) : 2;
+    o.stridedViews = false;
+    o.replicas = false;
+    return o;
+  };
   for (int level = 1; level <= 2 && layout.entries(*tables) > kTableEntries;
        ++level) {
     SpaceOptions o = tables->options();
     o.anchoredViews = true;
-    if (level == 2) {
-      o.maxSplitDims = o.maxSplitDims > 0 ? std::min(o.maxSplitDims, 2) : 2;
-      o.stridedViews = false;
-      o.replicas = false;
-    }
+    if (level == 2)
+      o = narrowed(o);
     coarse.emplace(graph, problem.machine, o);
     tables = &*coarse;
     coarserTables = true;
@@ -465,37 +470,52 @@ SearchResult dynamicProgramming(const Problem &problem,
   if (std::isfinite(result.objective))
     for (sim::Simulator *worker : workers)
       worker->simulate(result.strategy);
-  // Refinement over the tables' anchored space first, where they have one:
-  // its sweeps are a fraction of the whole space's (views anchored at
-  // device 0 only on large machines) and reach most of what refinement
-  // finds (Inception-v3 at 4,096 on k80x64: 692.332 ms in 26 s, where the
-  // whole space's sweeps alone reached 694.677 ms in 90 s); then the whole
-  // space, as long as the budget lasts.
+  // Where the tables are anchored, refinement runs over spaces of growing
+  // size, each a few times the last, from the narrowest: anchored
+  // contiguous views of at most two split dims (where the tables had
+  // more); the tables' own; every view anchored at device 0 (more split
+  // dims, strided views, replicas, the reduce-scattered variants); then the
+  // whole space, as long as the budget lasts, unless the caller leaves it
+  // to what runs next. Each first sweep judges every op's configurations
+  // in its space, and the narrower ones reach most of what refinement
+  // finds in a fraction of the time (RNNLM at 4,096 on k80x64: 76.304 ms
+  // at 40 s, where a first sweep over the tables' views anchored at device
+  // 0 ended at 78.087 ms at 86 s; VGG-16 the whole space's answer over the
+  // anchored views, in a fifth of its configurations).
+  auto differs = [](const SpaceOptions &a, const SpaceOptions &b) {
+    return a.anchoredViews != b.anchoredViews ||
+           a.maxSplitDims != b.maxSplitDims ||
+           a.stridedViews != b.stridedViews || a.replicas != b.replicas ||
+           a.scatter != b.scatter;
+  };
   if (coarserTables) {
+    const SpaceOptions &had = tables->options();
+    SpaceOptions narrowest = narrowed(had);
+    if (differs(narrowest, had)) {
+      if (options.progress)
+        std::fprintf(stderr,
+                     "ppc-search: dp: refining over anchored contiguous "
+                     "views, at most two split dims, first\n");
+      detail::refineUnderSimulator(
+          problem, ConfigSpace(graph, problem.machine, narrowest), workers,
+          options, elapsed, result);
+    }
     if (options.progress)
       std::fprintf(stderr,
-                   "ppc-search: dp: refining over the tables' space (%s) "
-                   "first\n",
+                   "ppc-search: dp: refining over the tables' space "
+                   "(%s)\n",
                    tableSpace);
     detail::refineUnderSimulator(problem, *tables, workers, options, elapsed,
                                  result);
-    // Then every view anchored at device 0 (more split dims, strided views,
-    // replicas, the reduce-scattered variants), where the tables had fewer:
-    // VGG-16 at 4,096 on k80x64 reaches the whole space's answer there, in
-    // a fifth of its configurations.
-    const SpaceOptions &whole = space.options(), &had = tables->options();
-    if (!whole.anchoredViews &&
-        (had.maxSplitDims != whole.maxSplitDims ||
-         had.stridedViews != whole.stridedViews ||
-         had.replicas != whole.replicas || had.scatter != whole.scatter)) {
-      SpaceOptions o = whole;
-      o.anchoredViews = true;
-      ConfigSpace anchored(graph, problem.machine, o);
+    SpaceOptions anchored = space.options();
+    anchored.anchoredViews = true;
+    if (differs(anchored, had) && differs(anchored, space.options())) {
       if (options.progress)
         std::fprintf(stderr, "ppc-search: dp: refining over the views "
                              "anchored at device 0\n");
-      detail::refineUnderSimulator(problem, anchored, workers, options, elapsed,
-                                   result);
+      detail::refineUnderSimulator(
+          problem, ConfigSpace(graph, problem.machine, anchored), workers,
+          options, elapsed, result);
     }
     if (options.progress && options.refineWholeSpace)
       std::fprintf(stderr, "ppc-search: dp: refining over the whole space\n");
