@@ -4,7 +4,7 @@
 #   tpN ppN vN (virtual stages) mN (micro-batches) sp (sequence parallel)
 #   distopt (distributed optimizer) selective | full (recomputation)
 #   cpN (context parallel) a2a (its all-to-all exchange) kb (its key
-#   blocks exchange)
+#   blocks exchange) epN (expert parallel) etpN (expert tensor parallel)
 # usage: megatron_options.sh WORDS    (exit 1 on an unknown word)
 set -e
 options=""
@@ -13,6 +13,8 @@ for word in $(echo "$1" | tr - ' '); do
   tp*) options="$options tp=${word#tp}" ;;
   pp*) options="$options pp=${word#pp}" ;;
   cp*) options="$options cp=${word#cp}" ;;
+  ep*) options="$options ep=${word#ep}" ;;
+  etp*) options="$options etp=${word#etp}" ;;
   a2a) options="$options cp-comm=all-to-all" ;;
   kb) options="$options cp-comm=key-blocks" ;;
   v*) options="$options virtual-stages=${word#v}" ;;

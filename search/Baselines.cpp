@@ -12,6 +12,7 @@
 
 #include "StageDp.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -255,6 +256,31 @@ int columnDimOf(const sim::Op &op) {
     }
   }
   return -1;
+}
+
+/// Grows a block (growBlock) from every linear layer `from(op)` accepts
+/// that no block holds yet and whose output features divide by `degree`,
+/// into `dimOf`; the ops of blocks that end in a loss into `lossBlocks`
+/// where given.
+template <typename From>
+void growBlocks(const sim::Graph &graph, const UseMap &uses, int64_t degree,
+                From from, std::map<size_t, int> &dimOf,
+                std::set<size_t> *lossBlocks) {
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    if (dimOf.count(op) || !from(op) || !isWeightedContraction(graph.ops[op]))
+      continue;
+    int column = columnDimOf(graph.ops[op]);
+    if (column < 0 || graph.ops[op].space.dims[column].size % degree != 0)
+      continue;
+    std::map<size_t, int> block;
+    bool endsInLoss = false;
+    if (!growBlock(graph, uses, op, column, degree, dimOf, block, endsInLoss))
+      continue;
+    dimOf.insert(block.begin(), block.end());
+    if (endsInLoss && lossBlocks)
+      for (const auto &entry : block)
+        lossBlocks->insert(entry.first);
+  }
 }
 
 /// The rows of a table a lookup reads (an embedding's vocabulary): a
@@ -525,8 +551,15 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
   int64_t dp = numDevices / (tp * cp);
   int64_t ep =
       std::gcd(std::max<int64_t>(options.expertParallel, 1), numDevices);
+  // An expert tensor-parallel degree is reduced to the largest divisor of
+  // what ep leaves (0: the layouts before it, see MegatronOptions).
+  int64_t etp = options.expertTensorParallel > 0
+                    ? std::gcd(options.expertTensorParallel, numDevices / ep)
+                    : 0;
+  bool expertGrid = ep > 1 || etp > 0;
+  etp = std::max<int64_t>(etp, 1);
   std::vector<int> expertDim;
-  if (ep > 1)
+  if (expertGrid)
     expertDim = followExperts(graph);
   bool byHeads = cp > 1 && options.contextExchange == ContextExchange::AllToAll;
   // Key blocks: the keys over the largest power of two up to sqrt(cp), the
@@ -546,22 +579,8 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
   // (Megatron-LM recomputes inside the transformer layers only).
   std::set<size_t> lossBlocks;
   if (tp > 1 || options.selectiveRecompute || byHeads)
-    for (size_t op = 0; op < graph.ops.size(); ++op) {
-      if (tensorDimOf.count(op) || !isWeightedContraction(graph.ops[op]))
-        continue;
-      int column = columnDimOf(graph.ops[op]);
-      if (column < 0 || graph.ops[op].space.dims[column].size % tp != 0)
-        continue;
-      std::map<size_t, int> block;
-      bool endsInLoss = false;
-      if (!growBlock(graph, uses, op, column, tp, tensorDimOf, block,
-                     endsInLoss))
-        continue;
-      tensorDimOf.insert(block.begin(), block.end());
-      if (endsInLoss)
-        for (const auto &entry : block)
-          lossBlocks.insert(entry.first);
-    }
+    growBlocks(
+        graph, uses, tp, [](size_t) { return true; }, tensorDimOf, &lossBlocks);
   // Linear layers outside blocks (the output head over the vocabulary) are
   // column parallel in their group, as Megatron's vocabulary-parallel head:
   // left whole on one device per group they would run on 1/tp of the
@@ -587,6 +606,14 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
         tensorDimOf[op] = rows;
     }
 
+  // Each expert's feed-forward layers as a block of their own, split etp
+  // ways (the dense blocks above are split tp ways).
+  std::map<size_t, int> expertBlockDim;
+  if (expertGrid && etp > 1)
+    growBlocks(
+        graph, uses, etp, [&](size_t op) { return expertDim[op] >= 0; },
+        expertBlockDim, nullptr);
+
   std::vector<int> readers = sim::readerCounts(graph);
   SequenceFlow flow;
   std::vector<char> headSplit;
@@ -601,17 +628,22 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
     auto it = tensorDimOf.find(op);
     const IterationSpace &space = graph.ops[op].space;
     OpConfig config;
-    if (ep > 1 && expertDim[op] >= 0) {
-      // Experts over the ep innermost devices (one node's NVLink carries
-      // the dispatch's and the combine's all-to-alls where ep fits in
-      // it), their tokens' samples over the rest.
+    bool onExperts = expertGrid && expertDim[op] >= 0;
+    if (onExperts) {
+      // Each expert's layers split over the etp innermost devices, the
+      // experts over the next ep (one node's NVLink carries the
+      // dispatch's and the combine's all-to-alls where they fit in it),
+      // their tokens' samples over the rest.
+      auto block = expertBlockDim.find(op);
       int sample = firstSampleDim(space);
-      int64_t rest = numDevices / ep;
+      int64_t rest = numDevices / (ep * etp);
       int64_t samples =
           sample >= 0 ? largestCommonDegree(space.dims[sample].size, rest) : 1;
       config = gridConfig(
-          space,
-          {{ep, expertDim[op]}, {rest / samples, -1}, {samples, sample}});
+          space, {{etp, block == expertBlockDim.end() ? -1 : block->second},
+                  {ep, expertDim[op]},
+                  {rest / samples, -1},
+                  {samples, sample}});
     } else if (cp == 1) {
       config = hybridConfig(
           graph.ops[op], tp == 1 || it == tensorDimOf.end() ? -1 : it->second,
@@ -665,7 +697,8 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       if (blocked && config.degrees[flow.mixDim[op]] == keyBlocks)
         config.scatterDim = scatterDimAlong(space, config, seq, numDevices);
     }
-    if (options.sequenceParallel && tp > 1 && config.scatterDim < 0)
+    if (options.sequenceParallel && tp > 1 && config.scatterDim < 0 &&
+        !onExperts)
       config.scatterDim =
           sequenceScatterDim(graph.ops[op], config, tp, numDevices);
     if (options.distributedOptimizer && hasWeightOperand(graph.ops[op]))
@@ -699,6 +732,29 @@ absl::Status checkMegatron(const sim::Graph &graph, const Machine &machine,
     return absl::InvalidArgumentError(
         "tp x cp = " + std::to_string(tp) + " x " + std::to_string(cp) +
         " does not divide the " + std::to_string(numDevices) + " devices");
+  int64_t ep = std::max<int64_t>(options.expertParallel, 1);
+  int64_t etp = options.expertTensorParallel;
+  if (etp > 1) {
+    if (numDevices % (ep * etp) != 0)
+      return absl::InvalidArgumentError(
+          "ep x etp = " + std::to_string(ep) + " x " + std::to_string(etp) +
+          " does not divide the " + std::to_string(numDevices) + " devices");
+    // Every expert layer takes the split: none is left whole behind it.
+    std::vector<int> expertDim = followExperts(graph);
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      if (expertDim[op] < 0 || !isWeightedContraction(graph.ops[op]))
+        continue;
+      int column = columnDimOf(graph.ops[op]);
+      if (column >= 0 && graph.ops[op].space.dims[column].size % etp == 0)
+        continue;
+      return absl::InvalidArgumentError(
+          "etp = " + std::to_string(etp) + " does not divide the " +
+          (column < 0 ? std::string("features")
+                      : std::to_string(graph.ops[op].space.dims[column].size) +
+                            " output features") +
+          " of '" + graph.ops[op].name + "'");
+    }
+  }
   if (cp == 1 || options.contextExchange != ContextExchange::AllToAll)
     return absl::OkStatus();
   std::vector<std::string> unsplit;
@@ -761,16 +817,31 @@ int64_t trainingStateFloor(const Problem &problem, int64_t tp, int64_t pp,
   return replicated / (tp * pp) + sharded / devices;
 }
 
-/// The (tp, ep) pairs the Megatron layouts phase tries at one depth: tp
-/// in 8, 4, 2, 1, each with every expert-parallel degree of `eps` (largest
-/// first).
-std::vector<std::pair<int64_t, int64_t>>
-tensorExpertPairs(const std::vector<int64_t> &eps) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
+/// The experts' tensor-parallel degree `layout` has (see
+/// MegatronOptions::expertTensorParallel for its default, 0).
+int64_t expertTensorDegree(const MegatronLayout &layout) {
+  if (layout.expertTensorParallel > 0)
+    return layout.expertTensorParallel;
+  return layout.expertParallel > 1
+             ? 1
+             : std::max<int64_t>(layout.tensorParallel, 1);
+}
+
+/// The (tp, ep, etp) the Megatron layouts phase tries at one depth: tp in
+/// 8, 4, 2, 1, each with every expert-parallel degree of `eps` (largest
+/// first), the experts whole (etp 0, its default) and, where both tp and
+/// ep split, split as the dense layers are (etp = tp, Megatron-Core's
+/// default when expert tensor parallelism is not given).
+std::vector<std::array<int64_t, 3>>
+tensorExpertDegrees(const std::vector<int64_t> &eps) {
+  std::vector<std::array<int64_t, 3>> degrees;
   for (int64_t tp : {8, 4, 2, 1})
-    for (int64_t ep : eps)
-      pairs.emplace_back(tp, ep);
-  return pairs;
+    for (int64_t ep : eps) {
+      degrees.push_back({tp, ep, 0});
+      if (tp > 1 && ep > 1)
+        degrees.push_back({tp, ep, tp});
+    }
+  return degrees;
 }
 
 /// The deepest pipeline the Megatron layouts phase tries: Megatron-LM's
@@ -807,6 +878,7 @@ bool needsAtLeast(const MegatronLayout &a, const MegatronLayout &b) {
   return a.tensorParallel <= b.tensorParallel &&
          a.contextParallel <= b.contextParallel &&
          a.expertParallel <= b.expertParallel &&
+         expertTensorDegree(a) <= expertTensorDegree(b) &&
          a.pipelineParallel <= b.pipelineParallel &&
          keptActivations(a.recompute) >= keptActivations(b.recompute) &&
          a.shardWeights == b.shardWeights &&
@@ -826,7 +898,8 @@ std::vector<int64_t> layoutKey(const MegatronLayout &layout) {
               ? static_cast<int64_t>(layout.contextExchange)
               : -1,
           layout.shardWeights,
-          layout.expertParallel};
+          layout.expertParallel,
+          layout.expertTensorParallel};
 }
 
 } // namespace
@@ -1036,10 +1109,12 @@ SearchResult megatronLayouts(const Problem &problem,
     for (int64_t ep = 1; ep <= experts && ep <= devices / pp; ep *= 2)
       if (experts % ep == 0 && (devices / pp) % ep == 0)
         eps.insert(eps.begin(), ep);
-    for (auto [tp, ep] : tensorExpertPairs(eps)) {
+    for (auto [tp, ep, etp] : tensorExpertDegrees(eps)) {
       if (tp > node || devices % (tp * pp) != 0 ||
-          trainingStateFloor(problem, std::max(tp, ep), pp, devices, false) >
-              capacity)
+          (devices / pp) % (ep * std::max<int64_t>(etp, 1)) != 0 ||
+          trainingStateFloor(problem,
+                             std::max(tp, ep * std::max<int64_t>(etp, 1)), pp,
+                             devices, false) > capacity)
         continue;
       // cp = 1 is the same layout for every exchange: in the first's
       // series only; where it suffices the other exchanges are not tried.
@@ -1054,6 +1129,7 @@ SearchResult megatronLayouts(const Problem &problem,
           layout.tensorParallel = tp;
           layout.pipelineParallel = pp;
           layout.expertParallel = ep;
+          layout.expertTensorParallel = etp;
           layout.contextExchange = exchange.kind;
           layout.recompute = recompute;
           layout.sequenceParallel = tp > 1;
@@ -1291,6 +1367,25 @@ sim::Strategy ulyssesZero3(const sim::Graph &graph, const Machine &machine) {
   shardTrainingState(graph, strategy, StateSharding::Parameters);
   return strategy;
 }
+/// DeepSpeed-MoE (Rajbhandari et al. 2022; DeepSpeed's MoE tutorial):
+/// expert parallelism over as many devices as there are experts (the
+/// largest degree dividing every dispatch's experts and the machine), no
+/// tensor or pipeline parallelism, data parallel for the rest, and every
+/// weight's optimizer state and gradients sharded over its replicas
+/// (ZeRO-2): the experts' over their own data-parallel group. A model
+/// without experts gets zero2.
+sim::Strategy deepspeedMoe(const sim::Graph &graph, const Machine &machine) {
+  MegatronOptions options;
+  options.tensorParallel = 1;
+  options.expertParallel = machine.numDevices();
+  for (const sim::Op &op : graph.ops)
+    if (op.space.expertDim >= 0)
+      options.expertParallel = std::gcd(options.expertParallel,
+                                        op.space.dims[op.space.expertDim].size);
+  sim::Strategy strategy = megatron(graph, machine, options);
+  shardTrainingState(graph, strategy, StateSharding::Gradients);
+  return strategy;
+}
 } // namespace
 
 const std::vector<BaselineInfo> &baselines() {
@@ -1346,6 +1441,13 @@ const std::vector<BaselineInfo> &baselines() {
        "after, data parallel across nodes, and weights, gradients and "
        "optimizer state sharded over all devices",
        ulyssesZero3},
+      {"deepspeed-moe",
+       "DeepSpeed-MoE: the experts of every mixture of experts over as many "
+       "devices as there are experts (fewer where the machine has fewer), "
+       "their samples over the rest; everything else data parallel; "
+       "optimizer state and gradients sharded over each weight's replicas "
+       "(ZeRO-2)",
+       deepspeedMoe},
       {"one-weird-trick",
        "Krizhevsky: data-parallel convolutions, fully connected layers "
        "model parallel within a node",

@@ -164,11 +164,22 @@ SearchResult pipelineSearch(const Problem &problem,
           ? std::vector<int64_t>{pipelineOptions.stages}
           : detail::divisors(nodes > 1 ? nodes : numDevices);
   std::reverse(stageCounts.begin(), stageCounts.end());
+  // The baselines inside the stages; one that lays the whole graph out as
+  // an earlier one does (deepspeed-moe on a model without experts is
+  // zero2) is taken as that one.
   std::vector<const BaselineInfo *> inside;
-  for (const BaselineInfo &info : baselines())
-    if (pipelineOptions.stageBaseline.empty() ||
-        pipelineOptions.stageBaseline == info.name)
-      inside.push_back(&info);
+  std::vector<sim::Strategy> insideWhole;
+  for (const BaselineInfo &info : baselines()) {
+    if (!pipelineOptions.stageBaseline.empty() &&
+        pipelineOptions.stageBaseline != info.name)
+      continue;
+    sim::Strategy whole = info.build(graph, machine);
+    if (std::find(insideWhole.begin(), insideWhole.end(), whole) !=
+        insideWhole.end())
+      continue;
+    insideWhole.push_back(std::move(whole));
+    inside.push_back(&info);
+  }
 
   SearchResult best;
   best.algorithm = "pipeline";
@@ -631,8 +642,8 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   if (layout.tensorParallel < 0 || layout.pipelineParallel < 1 ||
       layout.dataParallel < 0 || layout.virtualStages < 1 ||
       layout.microbatches < 0 || layout.contextParallel < 1 ||
-      layout.expertParallel < 1)
-    return fail("tp, dp and microbatches must be >= 0, pp, cp, ep and "
+      layout.expertParallel < 1 || layout.expertTensorParallel < 0)
+    return fail("tp, dp, etp and microbatches must be >= 0, pp, cp, ep and "
                 "virtual-stages >= 1");
   int64_t tp = layout.tensorParallel > 0 ? layout.tensorParallel
                                          : devicesPerNode(machine);
@@ -647,12 +658,14 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
     return fail(degrees + " = " + values + " does not divide the machine's " +
                 std::to_string(numDevices) + " devices");
   int64_t dp = numDevices / (tp * cp * pp);
-  int64_t ep = layout.expertParallel;
-  if ((numDevices / pp) % ep != 0)
-    return fail("ep = " + std::to_string(ep) +
+  int64_t ep = layout.expertParallel, etp = layout.expertTensorParallel;
+  if ((numDevices / pp) % (ep * std::max<int64_t>(etp, 1)) != 0)
+    return fail((etp > 0 ? "ep x etp = " + std::to_string(ep) + " x " +
+                               std::to_string(etp)
+                         : "ep = " + std::to_string(ep)) +
                 " does not divide a pipeline rank's " +
                 std::to_string(numDevices / pp) + " devices");
-  if (ep > 1) {
+  if (ep > 1 || etp > 0) {
     // The first dispatch whose experts ep does not divide, else the first.
     const sim::Op *dispatch = nullptr;
     for (const sim::Op &op : graph.ops) {
@@ -665,7 +678,8 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
         break;
     }
     if (!dispatch)
-      return fail("ep = " + std::to_string(ep) +
+      return fail((ep > 1 ? "ep = " + std::to_string(ep)
+                          : "etp = " + std::to_string(etp)) +
                   " but the graph has no mixture of experts");
     int64_t experts = dispatch->space.dims[dispatch->space.expertDim].size;
     if (experts % ep != 0)
@@ -715,8 +729,9 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   inner.contextParallel = cp;
   inner.contextExchange = layout.contextExchange;
   inner.expertParallel = ep;
+  inner.expertTensorParallel = etp;
   int64_t perRank = numDevices / pp;
-  if (cp > 1)
+  if (cp > 1 || etp > 1)
     for (int64_t k = 0; k < stages; ++k) {
       sim::Graph part =
           sim::stageGraph(graph, stageOf, static_cast<int32_t>(k));
@@ -780,7 +795,10 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
   std::string text = "megatron tp " + std::to_string(tp) +
                      (cp > 1 ? " x cp " + std::to_string(cp) : "") + " x pp " +
                      std::to_string(pp) + " x dp " + std::to_string(dp) +
-                     (ep > 1 ? ", experts over ep " + std::to_string(ep) : "");
+                     (ep > 1 ? ", experts over ep " + std::to_string(ep) : "") +
+                     (etp > 0 ? (ep > 1 ? " x etp " : ", experts over etp ") +
+                                    std::to_string(etp)
+                              : "");
   if (cp > 1)
     for (const ContextExchangeInfo &info : contextExchanges())
       if (info.kind == layout.contextExchange)

@@ -77,6 +77,7 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.fsdp = options.fsdp;
     searchOptions.cp = options.cp;
     searchOptions.ep = options.ep;
+    searchOptions.etp = options.etp;
     searchOptions.cpComm = options.cpComm;
     searchOptions.stages = options.stages;
     searchOptions.stageBaseline = options.stageBaseline;

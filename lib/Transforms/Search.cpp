@@ -280,9 +280,9 @@ void SearchStrategyPass::runOnOperation() {
   if (algo != Algorithm::Megatron &&
       (tp != 0 || pp != 1 || dp != 0 || virtualStages != 1 ||
        recompute != "none" || sequenceParallel || distributedOptimizer ||
-       fsdp || cp != 1 || cpComm != "all-gather" || ep != 1)) {
+       fsdp || cp != 1 || cpComm != "all-gather" || ep != 1 || etp != 0)) {
     module.emitError()
-        << "ppc-search: tp, pp, dp, cp, cp-comm, ep, virtual-stages, "
+        << "ppc-search: tp, pp, dp, cp, cp-comm, ep, etp, virtual-stages, "
            "recompute, "
            "sequence-parallel, distributed-optimizer and fsdp apply to "
            "algorithm=megatron, not '"
@@ -516,8 +516,13 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
         if (options.seconds > 0)
           chains.seconds = budgetLeft();
       }
-      for (auto &baseline : baselines)
-        starts.push_back(baseline.second);
+      // A baseline equal to an earlier one (deepspeed-moe on a model
+      // without experts is zero2) is one start.
+      for (auto it = baselines.begin(); it != baselines.end(); ++it)
+        if (std::none_of(baselines.begin(), it, [&](const auto &earlier) {
+              return earlier.second == it->second;
+            }))
+          starts.push_back(it->second);
       if (existing)
         starts.push_back(*existing);
       // Where ops mix sequence positions, Megatron-LM's and Megatron-Core's
@@ -674,6 +679,7 @@ SearchStrategyPass::searchFunction(func::FuncOp func, const Machine &machine,
       layout.shardWeights = fsdp;
       layout.contextParallel = cp;
       layout.expertParallel = ep;
+      layout.expertTensorParallel = etp;
       layout.contextExchange = search::findContextExchange(cpComm)->kind;
       absl::StatusOr<search::SearchResult> built =
           search::megatronLayout(problem, layout);

@@ -97,7 +97,7 @@
 // NOFITJSON: "out_of_memory": true
 
 // NOMACHINE: error: ppc-search: no machine attached; use --ppc-attach-machine=machine=NAME
-// ALGO: error: ppc-search: unknown algorithm 'annealing'; expected mcmc, dp, exhaustive, pipeline, data-parallel, zero1, zero2, fsdp, megatron, megatron-sp, megatron-distopt, megatron-sp-distopt, megatron-sp-distopt-selective, megatron-sp-distopt-recompute, megatron-sp-fsdp-recompute, ulysses-zero3 or one-weird-trick
+// ALGO: error: ppc-search: unknown algorithm 'annealing'; expected mcmc, dp, exhaustive, pipeline, data-parallel, zero1, zero2, fsdp, megatron, megatron-sp, megatron-distopt, megatron-sp-distopt, megatron-sp-distopt-selective, megatron-sp-distopt-recompute, megatron-sp-fsdp-recompute, ulysses-zero3, deepspeed-moe or one-weird-trick
 // BUDGET: error: ppc-search: bad budget '{{.*}}'; expected seconds ('30s', '2m', '1h') or iterations ('5000', '5000it')
 // MEMORY: error: ppc-search: bad memory-limit 'lots'
 // PROGRESS: error: ppc-search: progress must be auto, on or off, not 'maybe'

@@ -78,7 +78,7 @@ elif [ "${kind#megatron-layout-}" != "$kind" ]; then
   options=$(sh "$here/../../bench/megatron_options.sh" "${kind#megatron-layout-}")
   $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ] ||
-     [ "$kind" = ulysses-zero3 ]; then
+     [ "$kind" = ulysses-zero3 ] || [ "$kind" = deepspeed-moe ]; then
   # A baseline of search::baselines() as it is (megatron, fsdp, ...).
   $import --ppc-auto-parallel="machine=cpux$np search=$kind optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 else

@@ -221,6 +221,11 @@ struct AutoParallelOptions
                      llvm::cl::desc("search=megatron: expert-parallel "
                                     "degree"),
                      llvm::cl::init(1)};
+  Option<int64_t> etp{*this, "etp",
+                      llvm::cl::desc("search=megatron: expert tensor-parallel "
+                                     "degree (0: 1 under ep > 1, else the "
+                                     "experts in the tensor-parallel blocks)"),
+                      llvm::cl::init(0)};
   Option<std::string> cpComm{
       *this, "cp-comm",
       llvm::cl::desc("search=megatron with cp > 1: all-gather, "

@@ -171,6 +171,15 @@ struct MegatronOptions {
   /// of ep devices, innermost, and their samples over the rest; reduced to
   /// the largest divisor of the device count.
   int64_t expertParallel = 1;
+  /// Expert tensor-parallel degree (Megatron-Core's
+  /// --expert-tensor-parallel-size): each expert's feed-forward layers
+  /// split column- then row-parallel, as a dense block is, over groups of
+  /// etp devices innermost in the expert group (devices etp, then ep, then
+  /// the experts' data-parallel replicas); the slots the experts read are
+  /// replicated over each etp group. 0: as Megatron-Core's layouts before
+  /// it: every expert whole on its devices under ep > 1, inside the
+  /// tensor-parallel blocks (etp = tp) under ep = 1.
+  int64_t expertTensorParallel = 0;
 };
 
 /// Megatron-style tensor parallelism for transformer blocks: the parameter
@@ -449,6 +458,9 @@ struct MegatronLayout {
   /// Expert-parallel degree (MegatronOptions), at most the devices of a
   /// pipeline rank.
   int64_t expertParallel = 1;
+  /// Expert tensor-parallel degree (MegatronOptions, 0 its default); etp x
+  /// ep divides the devices of a pipeline rank.
+  int64_t expertTensorParallel = 0;
 };
 
 /// `layout` built for `problem` and simulated: the ops cut into pp x v

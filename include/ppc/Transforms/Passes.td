@@ -230,6 +230,11 @@ def SearchStrategy : Pass<"ppc-search", "mlir::ModuleOp"> {
            "algorithm=megatron: expert-parallel degree (the ops on a "
            "mixture of experts' slots split by experts over groups of ep "
            "devices)">,
+    Option<"etp", "etp", "int64_t", "0",
+           "algorithm=megatron: expert tensor-parallel degree (each "
+           "expert's feed-forward layers split column- then row-parallel "
+           "over groups of etp devices inside the expert group; 0: 1 under "
+           "ep > 1, else the experts inside the tensor-parallel blocks)">,
     Option<"cpComm", "cp-comm", "std::string", "\"all-gather\"",
            "algorithm=megatron with cp > 1: how attention reaches the "
            "sequence's keys and values: all-gather, all-to-all or "
