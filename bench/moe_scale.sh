@@ -2,11 +2,14 @@
 # Mixtures of experts: the default search against Megatron-Core's
 # published-style layouts, chosen by the same simulator. Per row: every
 # `algorithm=megatron` layout of EP x TP x PP x DP with ep in EPS (8 unless
-# the row says), tp 1 and 2 (sequence parallel at 2), pp 1, 2, 4, 8,
-# virtual stages 1 and 2, no, selective or full recomputation, the
-# distributed optimizer and the fastest micro-batch count, the fastest
-# that fits; the dense baseline (`megatron`: the experts replicated in each
-# tensor-parallel group, data parallel across); and the default search with
+# the row says), tp 1 and 2 (sequence parallel at 2; at 2 the experts
+# whole or split as the dense layers, etp 2), pp 1, 2, 4, 8, virtual
+# stages 1 and 2, no, selective or full recomputation, the distributed
+# optimizer and the fastest micro-batch count, the fastest that fits; the
+# dense baseline (`megatron`: the experts replicated in each
+# tensor-parallel group, data parallel across); DeepSpeed-MoE's layout
+# (`deepspeed-moe`: experts over as many devices as there are experts,
+# ZeRO-2 data parallel for the rest); and the default search with
 # `budget=60s` (Adam, bf16), with its answer over the best layout's (<= 1:
 # never slower) and its wall seconds. Table in docs/search.md ("Mixtures of
 # experts").
@@ -52,18 +55,20 @@ for name in $rows; do
   echo "== $name ($args, $machine)"
   best=inf best_layout=none tried=0
   for ep in $eps; do
-    for tp in 1 2; do
+    for tpe in 1 2 2-etp2; do
+      tp=${tpe%%-*} etp=
+      [[ $tpe == *-etp2 ]] && etp=" etp=2"
       for pp in 1 2 4 8; do
         for v in 1 2; do
           [[ $pp == 1 && $v == 2 ]] && continue
           for rc in none selective full; do
-            opts="algorithm=megatron tp=$tp ep=$ep pp=$pp virtual-stages=$v recompute=$rc distributed-optimizer=true"
+            opts="algorithm=megatron tp=$tp ep=$ep$etp pp=$pp virtual-stages=$v recompute=$rc distributed-optimizer=true"
             [[ $tp == 2 ]] && opts+=" sequence-parallel=true"
             read -r ms _ _ <<<"$(search "$tmp/m.mlir" "$machine" "$opts")"
             tried=$((tried + 1))
             if [[ "$ms" != oom && "$ms" != - ]] &&
                awk -v a="$ms" -v b="$best" 'BEGIN { exit !(b == "inf" || a < b) }'; then
-              best=$ms best_layout="tp=$tp ep=$ep pp=$pp v=$v recompute=$rc"
+              best=$ms best_layout="tp=$tp ep=$ep$etp pp=$pp v=$v recompute=$rc"
             fi
           done
         done
@@ -71,9 +76,11 @@ for name in $rows; do
     done
   done
   read -r dense _ _ <<<"$(search "$tmp/m.mlir" "$machine" "algorithm=megatron")"
+  read -r deepspeed _ _ <<<"$(search "$tmp/m.mlir" "$machine" "algorithm=deepspeed-moe")"
   read -r found secs answer <<<"$(search "$tmp/m.mlir" "$machine" "budget=60")"
   printf "  best Megatron-Core EP layout: %s ms (%s; %d tried)\n" "$best" "$best_layout" "$tried"
   printf "  megatron baseline (experts replicated): %s ms\n" "$dense"
+  printf "  deepspeed-moe baseline: %s ms\n" "$deepspeed"
   printf "  default search: %s ms in %s s (%s)\n" "$found" "$secs" "$answer"
   if [[ "$found" != oom && "$found" != - && "$best" != inf ]]; then
     printf "  default / best EP layout: %s\n" "$(awk -v a="$found" -v b="$best" 'BEGIN { printf "%.3f", a / b }')"

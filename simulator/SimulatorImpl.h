@@ -486,8 +486,9 @@ struct Simulator::Impl {
   /// exchangesAsCollectives), as NCCL's rings and MPI's pairwise
   /// all-to-all move an exchange: with the devices involved
   /// numbered 0..n-1, round r moves every piece from device i to device
-  /// i + r (mod n), so that each round sends from and receives into every
-  /// device at most once and the devices finish together. In destination
+  /// i + r (mod n) (i xor r in a complete exchange over a power of two),
+  /// so that each round sends from and receives into every device at most
+  /// once and the devices finish together. In destination
   /// order, the transfers of later destinations would queue behind the
   /// earlier ones' on the senders' links, and each destination would be
   /// ready one piece after the one before. `boxes` (one per transfer,
@@ -497,6 +498,14 @@ struct Simulator::Impl {
                      const std::vector<int64_t> &srcDevices,
                      const std::vector<int64_t> &dstDevices,
                      std::vector<Slice> *boxes);
+
+  /// Whether `transfers` move a piece from each of the `n` devices involved
+  /// (numbered by devicePosition) to every other one.
+  bool completeExchange(const std::vector<Transfer> &transfers,
+                        const std::vector<int64_t> &srcDevices,
+                        const std::vector<int64_t> &dstDevices, int64_t n);
+  /// Scratch of completeExchange.
+  std::vector<int64_t> pairScratch;
 
   /// Transfers that bring one partition its pieces from k - 1 others of its
   /// node (k >= 2 pieces, a local one included) are an exchange that NCCL

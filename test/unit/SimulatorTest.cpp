@@ -313,6 +313,30 @@ TEST(Simulator, ExchangesMoveInRoundsAndFinishTogether) {
       3.820 * kMs, 1e-12);
 }
 
+TEST(Simulator, CompleteExchangesAcrossNodesKeepEveryNicBusy) {
+  // A is split by samples over 8 devices on 2 nodes of 4 (a NIC each), B
+  // runs whole on each: every B gathers A's 7 remote pieces of 8000 B, 3
+  // from its node (10 us + 8 us each) and 4 from the other (100 us + 80 us
+  // each), a complete exchange. Paired i with i xor r, rounds 4-7 cross
+  // the nodes together, each NIC taking one piece per round beside the
+  // in-node rounds: the exchange takes 4 x 180 us plus at most the 3 x 18
+  // us before them. Paired i with i + r, each device's crossing rounds
+  // start a round after its neighbour's and the NICs' pieces queue in a
+  // staircase: about 7 x 180 us. fwd A 0.125 ms, the exchange, B 1 ms;
+  // bwd B 2 ms, A 0.25 ms (its gradient from its own replica of B).
+  Graph g = chainOfTwo();
+  g.ops[0] = elementwise("A", 16, 1000, input());
+  g.ops[1] = elementwise("B", 16, 1000, fromOp(0));
+  ASSERT_EQ(statusText(g.validate()), "");
+  FixedCostModel cost;
+  double exchange = Simulator(g, roundMachine(2, 4), cost)
+                        .simulate(splitThenGathered(8))
+                        .iterationTime -
+                    3.375 * kMs;
+  EXPECT_GE(exchange, 4 * 0.180 * kMs - 1e-12);
+  EXPECT_LE(exchange, (4 * 0.180 + 3 * 0.018) * kMs + 1e-12);
+}
+
 TEST(Simulator, AnInputReadTwiceIsOneBuffer) {
   // A and B both read the input (a pipeline stage's input feeds a layer
   // norm and a residual add): activations are the input once (16000 B)
