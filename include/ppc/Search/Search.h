@@ -478,7 +478,10 @@ absl::StatusOr<SearchResult> megatronLayout(const Problem &problem,
 /// pp = 64, 32, ..., 1 (deepest first; the batch allowing), tp in
 /// {8, 4, 2, 1} (at most a
 /// node; tp x pp whose weights and gradients alone overflow a device
-/// skipped), cp from 1 with every context exchange; and Ulysses x ZeRO-3
+/// skipped), on a mixture of experts each ep dividing the experts and a
+/// pipeline rank's devices with the experts whole and, where tp and ep
+/// both split, split etp = tp ways, cp from 1 with every context exchange;
+/// and Ulysses x ZeRO-3
 /// (tp 1, all-to-all, fsdp, no or full recomputation). Per tp, pp,
 /// recomputation and exchange it takes the smallest cp that fits (found by
 /// bisection: memory falls as cp grows), and larger ones only while the
