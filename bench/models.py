@@ -21,7 +21,8 @@ Models (sizes as published; --batch is the global batch of one step):
                 changes no shape, so the graph is the encoder's
   moe           the llama decoder with mixture-of-experts feed-forward
                 layers (--size mixtral-8x7b, the default; --experts 8,
-                --top-k 2, --capacity-factor 1.25, --moe-every 1)
+                --top-k 2, --capacity-factor 1.25, --moe-every 1,
+                --aux-loss-coef 0)
   llama         a Llama-2-shaped decoder (--size 7b or 70b; seq 4096 unless
                 --seq): fused causal attention without biases, SwiGLU
                 feed-forward, RMSNorm as layer norm, no rotary embedding,
@@ -316,9 +317,10 @@ def llama(layers, batch, seq, hidden, heads, ff, vocab, moe=None):
     has no grouped-query form, so a 70B shape moves and keeps 8x the keys
     and values Llama-2-70B's 8 KV heads would.
 
-    moe: dict(experts, top_k, capacity_factor, every): every `every`-th
-    layer's feed-forward is a mixture of SwiGLU experts (Mixtral): a router
-    (linear to the experts, softmax), ppc.moe_dispatch to each expert's
+    moe: dict(experts, top_k, capacity_factor, every[, aux_loss_coef]):
+    every `every`-th layer's feed-forward is a mixture of SwiGLU experts
+    (Mixtral): a router (linear to the experts, softmax), ppc.moe_dispatch
+    (with the load-balancing loss at aux_loss_coef) to each expert's
     ceil(top_k * seq * capacity_factor / experts) slots per sample, the
     experts as batched matmuls over [experts, ...] weights, and
     ppc.moe_combine weighting the top_k outputs by their probabilities
@@ -351,9 +353,11 @@ def llama(layers, batch, seq, hidden, heads, ff, vocab, moe=None):
         probs = e.op(p + "gate.softmax", "ppc.softmax %s : %s"
                      % (linear(p + "gate", h, hidden, n, act), ty(router)))
         slots = [n, batch, cap, hidden]
-        d = e.op(p + "dispatch", "ppc.moe_dispatch %s, %s {top_k = %d : i64} "
-                 ": (%s, %s) -> %s" % (h, probs, k, ty(act), ty(router),
-                                       ty(slots)))
+        aux = moe.get("aux_loss_coef", 0.0)
+        d = e.op(p + "dispatch", "ppc.moe_dispatch %s, %s {top_k = %d : i64%s} "
+                 ": (%s, %s) -> %s" % (h, probs, k,
+                                       ", aux_loss_coef = %r" % aux if aux else "",
+                                       ty(act), ty(router), ty(slots)))
         rows = [n, batch * cap, hidden]
         d = e.op(p + "dispatch.rows", "ppc.reshape %s : %s -> %s"
                  % (d, ty(slots), ty(rows)))
@@ -817,6 +821,10 @@ def main():
     ap.add_argument("--capacity-factor", dest="capacity_factor", type=float,
                     default=1.25, help="moe: slots per expert over an even "
                     "share of the token choices (tokens over it are dropped)")
+    ap.add_argument("--aux-loss-coef", dest="aux_loss_coef", type=float,
+                    default=0.0, help="moe: the router's load-balancing loss "
+                    "coefficient (ppc.moe_dispatch aux_loss_coef; 0: none; "
+                    "Megatron-Core's Mixtral example uses 0.01)")
     ap.add_argument("--moe-every", dest="moe_every", type=int, default=1,
                     help="moe: every n-th layer's feed-forward is experts, "
                     "the others dense SwiGLU")
@@ -847,16 +855,17 @@ def main():
             pick(a.ff, d["ff"]), pick(a.vocab, 32000))
     elif a.model == "moe":
         if a.top_k < 1 or a.top_k > a.experts or a.moe_every < 1 or \
-                a.capacity_factor <= 0:
-            ap.error("moe: need 1 <= --top-k <= --experts, --moe-every >= 1 "
-                     "and --capacity-factor > 0")
+                a.capacity_factor <= 0 or not 0 <= a.aux_loss_coef < float("inf"):
+            ap.error("moe: need 1 <= --top-k <= --experts, --moe-every >= 1, "
+                     "--capacity-factor > 0 and a finite --aux-loss-coef >= 0")
         d = MOE_SIZES[a.size or "mixtral-8x7b"]
         header, e, result, out = llama(
             pick(a.layers, d["layers"]), a.batch, pick(a.seq, 4096),
             pick(a.hidden, d["hidden"]), pick(a.heads, d["heads"]),
             pick(a.ff, d["ff"]), pick(a.vocab, 32000),
             moe=dict(experts=a.experts, top_k=a.top_k,
-                     capacity_factor=a.capacity_factor, every=a.moe_every))
+                     capacity_factor=a.capacity_factor, every=a.moe_every,
+                     aux_loss_coef=a.aux_loss_coef))
     elif a.model == "gpt":
         if a.size and a.size not in GPT_SIZES:
             ap.error("gpt sizes: " + ", ".join(sorted(GPT_SIZES)))

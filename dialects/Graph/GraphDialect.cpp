@@ -133,6 +133,24 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string on a module";
     return success();
   }
+  if (attr.getName() == getStackedWeightsAttrName()) {
+    auto stacks = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool wellFormed = stacks && isa<ModuleOp>(op);
+    for (NamedAttribute stack :
+         stacks ? stacks.getValue() : ArrayRef<NamedAttribute>{}) {
+      auto parts = dyn_cast<ArrayAttr>(stack.getValue());
+      wellFormed &=
+          parts && !parts.empty() && llvm::all_of(parts, [](Attribute part) {
+            return isa<StringAttr>(part);
+          });
+    }
+    if (!wellFormed)
+      return op->emitError()
+             << "'" << getStackedWeightsAttrName()
+             << "' must be a dictionary of non-empty arrays of strings on a "
+                "module";
+    return success();
+  }
   if (attr.getName() == getNameAttrName()) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError()

@@ -1101,6 +1101,10 @@ static LogicalResult verifyMoe(Operation *op, Value tokens,
 }
 
 LogicalResult MoeDispatchOp::verify() {
+  double coef = getAuxLossCoef().convertToDouble();
+  if (!(coef >= 0) || std::isinf(coef))
+    return emitOpError() << "aux_loss_coef " << coef
+                         << " must be a finite number >= 0";
   return verifyMoe(getOperation(), getInput(), "input", getProbs(), getResult(),
                    "result", getTopK());
 }

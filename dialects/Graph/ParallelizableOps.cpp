@@ -982,13 +982,17 @@ IterationSpace MoeDispatchOp::getIterationSpace() {
 }
 
 /// Forward: a top-k scan of each token's probabilities and a copy per
-/// slot; backward: one add per slot element.
+/// slot; backward: one add per slot element, and with the load-balancing
+/// loss one per probability (and its gradient written).
 OpCost MoeDispatchOp::getCost() {
   double routing = elementCount(getProbs()) * getTopK();
   double fwdBytes =
       bytesOf(getInput()) + bytesOf(getProbs()) + bytesOf(getResult());
-  return {routing, elementCount(getResult()), fwdBytes,
-          fwdBytes + bytesOf(getInput())};
+  bool aux = getAuxLossCoef().convertToDouble() > 0;
+  return {routing,
+          elementCount(getResult()) + (aux ? elementCount(getProbs()) : 0),
+          fwdBytes,
+          fwdBytes + bytesOf(getInput()) + (aux ? bytesOf(getProbs()) : 0)};
 }
 
 /// Dims: b (sample), s (positions), h (hidden). A partition needs its

@@ -183,6 +183,9 @@ mlir::Value reshape(GraphImporter &imp, mlir::Value value,
 
 /// The converter for an op type of the default domain, or null.
 const ConverterInfo *lookupConverter(llvm::StringRef opType);
+/// The converter for `node`: of the default domain, or a fused node the
+/// importer made (kFusedDomain); null otherwise.
+const ConverterInfo *lookupConverter(const onnx::NodeProto &node);
 
 /// Why a node of a supported op type cannot be imported, or nullopt.
 std::optional<std::string> getUnsupportedReason(GraphImporter &imp,
@@ -269,6 +272,8 @@ public:
   /// infinity or a NaN; cached per name.
   bool holdsNonFinite(llvm::StringRef name);
   llvm::StringMap<bool> nonFinite;
+  /// Weights of fused blocks: the initializers each stacks (dim 0).
+  llvm::StringMap<std::vector<std::string>> stackedWeights;
   void setValue(llvm::StringRef name, mlir::Value value) {
     values[name] = value;
   }
@@ -288,6 +293,31 @@ bool isRecurrentOpType(llvm::StringRef opType);
 /// ragged sequence_lens), or nullopt.
 std::optional<std::string>
 getRecurrentUnsupportedReason(GraphImporter &imp, const onnx::NodeProto &node);
+
+//===----------------------------------------------------------------------===//
+// Mixtures of experts (MixtureOfExperts.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The domain and op type of the node a fused mixture-of-experts block
+/// becomes: inputs tokens [..., H], router probabilities [..., E] and the
+/// stacked expert weights W1, W3 [E, H, F] and W2 [E, F, H]; attributes
+/// top_k and normalize; output the block's [..., H].
+inline constexpr llvm::StringLiteral kFusedDomain = "ai.ppc.fused";
+inline constexpr llvm::StringLiteral kFusedMoeOpType = "MixtureOfExperts";
+
+/// Replaces each Mixtral-style sparse MoE block PyTorch exported in `graph`
+/// (types known: after folding) by a fused node; its stacked weights are
+/// added to `stacked` (name -> the experts' initializers) and typed in
+/// `imp`. Warns at a router TopK whose block does not match. Returns how
+/// many it fused; the blocks' other nodes are left dead.
+int fuseMixturesOfExperts(onnx::GraphProto &graph, GraphImporter &imp,
+                          llvm::StringMap<std::vector<std::string>> &stacked);
+
+/// Converts a fused mixture-of-experts node: ppc.moe_dispatch (one token
+/// per routing group, capacity 1: dropless), the experts' SwiGLU as
+/// batched matmuls, ppc.moe_combine.
+mlir::LogicalResult convertFusedMoe(GraphImporter &imp,
+                                    const onnx::NodeProto &node);
 
 /// Replaces decomposed LayerNorm and GELU subgraphs of `func` by ppc.layer_norm
 /// and ppc.gelu, and folds a bias add into a bias-less ppc.linear.

@@ -8,7 +8,8 @@
 //   4. alternate ONNX shape inference and constant folding of shape
 //      subgraphs until nothing changes, then drop dead nodes;
 //   5. report every unsupported node and every dynamic shape at once;
-//   6. convert node by node into `func.func @main`, then recognize decomposed
+//   6. fuse exported mixture-of-experts blocks (MixtureOfExperts.cpp);
+//   7. convert node by node into `func.func @main`, then recognize decomposed
 //      LayerNorm/GELU.
 // ONNX reports errors with C++ exceptions: they are caught here and become
 // MLIR diagnostics.
@@ -347,6 +348,35 @@ FailureOr<Value> GraphImporter::getValue(StringRef name, Type elementType) {
   if (it != values.end())
     return it->second;
   Location loc = NameLoc::get(StringAttr::get(context, name), getFileLoc());
+
+  if (auto stack = stackedWeights.find(name); stack != stackedWeights.end()) {
+    // A fused block's weight: its initializers stacked along a new dim 0,
+    // read back part by part (ppc.stacked_weights) unless embedded.
+    RankedTensorType type = getType(name);
+    const onnx::TensorProto &first = *initializers[stack->second.front()];
+    if (!type)
+      return emitError(loc)
+             << "weight '" << name << "' has an unsupported type";
+    ElementsAttr value;
+    int64_t bytes =
+        type.getNumElements() * getDTypeByteWidth(first.data_type());
+    if (bytes <= options.maxEmbeddedWeightBytes || path == "-") {
+      std::string data, part;
+      for (const std::string &partName : stack->second) {
+        if (auto err = readTensorBytes(*initializers[partName], part))
+          return emitError(loc)
+                 << "cannot read weight '" << partName << "': " << *err;
+        data += part;
+      }
+      value = getElementsAttr(type, data);
+    }
+    positionConstBuilder();
+    auto op = graph::WeightOp::create(constBuilder, loc, type,
+                                      StringAttr::get(context, name),
+                                      UnitAttr(), value);
+    lastConstOp = op;
+    return values[name] = op.getResult();
+  }
 
   if (isWeightInitializer(name)) {
     const onnx::TensorProto &t = *initializers[name];
@@ -1062,8 +1092,7 @@ LogicalResult ModelImporter::validate() {
   for (auto [index, node] : llvm::enumerate(graph.node())) {
     Location loc = imp.getNodeLoc(node, index);
     bool isDefault = node.domain().empty() || node.domain() == "ai.onnx";
-    const ConverterInfo *info =
-        isDefault ? lookupConverter(node.op_type()) : nullptr;
+    const ConverterInfo *info = lookupConverter(node);
     std::string where = "'" + node.op_type() + "' (node '" + node.name() +
                         "', domain '" + node.domain() + "', opset " +
                         std::to_string(opset) + ")";
@@ -1173,7 +1202,7 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
   for (auto [index, node] : llvm::enumerate(graph.node())) {
     imp.currentLoc = imp.getNodeLoc(node, index);
     imp.builder.setInsertionPointToEnd(body);
-    const ConverterInfo *info = lookupConverter(node.op_type());
+    const ConverterInfo *info = lookupConverter(node);
     if (!info || failed(info->convert(imp, node)))
       return nullptr;
   }
@@ -1195,6 +1224,20 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
 
   recognizePatterns(func);
   nameGraphOps(func);
+  // The fused weights the function reads, for whoever reads them back.
+  SmallVector<NamedAttribute> stacks;
+  func.walk([&](graph::WeightOp weight) {
+    auto it = imp.stackedWeights.find(weight.getName());
+    if (it == imp.stackedWeights.end())
+      return;
+    SmallVector<Attribute> parts;
+    for (const std::string &part : it->second)
+      parts.push_back(StringAttr::get(context, part));
+    stacks.emplace_back(weight.getNameAttr(), ArrayAttr::get(context, parts));
+  });
+  if (!stacks.empty())
+    (*module)->setAttr(graph::PPCDialect::getStackedWeightsAttrName(),
+                       DictionaryAttr::get(context, stacks));
   if (failed(verify(*module)))
     return nullptr;
   return module;
@@ -1225,7 +1268,15 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       for (int i = 3; i < std::min(node.input_size(), 5); ++i)
         importer->frozenWeights.insert(node.input(i));
 
-  if (failed(foldConstants()) || failed(checkBoundShapes()))
+  if (failed(foldConstants()))
+    return nullptr;
+  // Mixture-of-experts blocks become fused nodes once shapes are known;
+  // what remains of them is dead, and its shapes baked for the traced
+  // routing are not checked.
+  if (fuseMixturesOfExperts(*model.mutable_graph(), *importer,
+                            importer->stackedWeights) > 0)
+    eliminateDeadNodes();
+  if (failed(checkBoundShapes()))
     return nullptr;
   eliminateDeadNodes();
   countUses();

@@ -17,6 +17,7 @@ struct OnnxWeightReader::Model {
   std::string path;
   onnx::ModelProto proto;
   llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<std::vector<std::string>> stacks;
 };
 
 OnnxWeightReader::OnnxWeightReader(std::unique_ptr<Model> model)
@@ -54,9 +55,30 @@ std::unique_ptr<OnnxWeightReader> OnnxWeightReader::open(StringRef path,
       new OnnxWeightReader(std::move(model)));
 }
 
+void OnnxWeightReader::addStack(StringRef name,
+                                std::vector<std::string> parts) {
+  model->stacks[name] = std::move(parts);
+}
+
 std::optional<std::string> OnnxWeightReader::read(StringRef name,
                                                   llvm::ArrayRef<int64_t> shape,
                                                   std::vector<float> &values) {
+  auto stack = model->stacks.find(name);
+  if (stack != model->stacks.end()) {
+    const std::vector<std::string> &parts = stack->second;
+    if (shape.empty() || shape[0] != static_cast<int64_t>(parts.size()))
+      return "weight '" + name.str() + "' stacks " +
+             std::to_string(parts.size()) +
+             " initializers but its dim 0 is not that";
+    std::vector<float> part;
+    values.clear();
+    for (const std::string &partName : parts) {
+      if (auto err = read(partName, shape.drop_front(), part))
+        return "part of weight '" + name.str() + "': " + *err;
+      values.insert(values.end(), part.begin(), part.end());
+    }
+    return std::nullopt;
+  }
   std::string what =
       "initializer '" + name.str() + "' of ONNX model '" + model->path + "'";
   auto it = model->initializers.find(name);

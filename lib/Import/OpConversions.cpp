@@ -1403,6 +1403,15 @@ static LogicalResult convertReduce(GraphImporter &imp, const NodeProto &node) {
 // Registry
 //===----------------------------------------------------------------------===//
 
+const ConverterInfo *onnx_import::lookupConverter(const onnx::NodeProto &node) {
+  if (node.domain().empty() || node.domain() == "ai.onnx")
+    return lookupConverter(node.op_type());
+  static const ConverterInfo fusedMoe = {convertFusedMoe, 2, true};
+  if (node.domain() == kFusedDomain && node.op_type() == kFusedMoeOpType)
+    return &fusedMoe;
+  return nullptr;
+}
+
 const ConverterInfo *onnx_import::lookupConverter(StringRef opType) {
   static const llvm::StringMap<ConverterInfo> converters = [] {
     constexpr unsigned all = ~0u;

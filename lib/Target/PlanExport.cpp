@@ -971,7 +971,8 @@ OwningOpRef<ModuleOp> importPlan(const pf::Plan &message,
 //===----------------------------------------------------------------------===//
 
 LogicalResult writeWeightsFile(pf::Plan &message, StringRef modelPath,
-                               StringRef weightsPath, Location loc) {
+                               DictionaryAttr stacked, StringRef weightsPath,
+                               Location loc) {
   auto needsValues = [](const pf::Tensor &t) {
     return (t.role() == pf::Tensor::WEIGHT || t.role() == pf::Tensor::FROZEN) &&
            t.init() != pf::Tensor::DATA && t.init() != pf::Tensor::WEIGHTS_FILE;
@@ -983,6 +984,13 @@ LogicalResult writeWeightsFile(pf::Plan &message, StringRef modelPath,
       OnnxWeightReader::open(modelPath, error);
   if (!reader)
     return emitError(loc) << "cannot read the model's weights: " << error;
+  if (stacked)
+    for (NamedAttribute stack : stacked) {
+      std::vector<std::string> parts;
+      for (Attribute part : cast<ArrayAttr>(stack.getValue()))
+        parts.push_back(cast<StringAttr>(part).getValue().str());
+      reader->addStack(stack.getName().getValue(), std::move(parts));
+    }
 
   std::string tmp = (weightsPath + ".tmp").str();
   std::error_code ec;
@@ -1064,8 +1072,11 @@ struct ExportPlanPass : impl::ExportPlanBase<ExportPlanPass> {
     // initializers go to FILE.weights, next to the plan.
     if (auto model = module->getAttrOfType<StringAttr>(
             graph::PPCDialect::getSourceModelAttrName()))
-      if (failed(writeWeightsFile(*message, model.getValue(), file + ".weights",
-                                  plans[0].getLoc())))
+      if (failed(writeWeightsFile(
+              *message, model.getValue(),
+              module->getAttrOfType<DictionaryAttr>(
+                  graph::PPCDialect::getStackedWeightsAttrName()),
+              file + ".weights", plans[0].getLoc())))
         return signalPassFailure();
     if (absl::Status error = runtime::writePlanFile(*message, file, text);
         !error.ok()) {

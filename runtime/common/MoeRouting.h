@@ -121,6 +121,23 @@ inline absl::Status moeExpertsWhole(const OpDesc &op, const TensorView &slots,
       op.kind + ": a partition must hold every expert's slots of its samples");
 }
 
+/// The load-balancing loss's gradient per choice of an expert
+/// (GraphOps.td, aux_loss_coef): probs[b, s, e] gets this times the choices
+/// n_e of expert e in sample b, written by the partitions holding the
+/// first hidden range of the slots, each for its own experts, so the
+/// plan's sum over the partitions reading the probabilities counts each
+/// once. 0: no auxiliary loss, or this partition does not write it.
+inline double moeAuxGradientPerChoice(const OpDesc &op, const MoeShape &shape,
+                                      int64_t samples, int64_t slotsHiddenLo) {
+  double coef = op.getFloat("aux_loss_coef", 0.0);
+  if (!(coef > 0) || slotsHiddenLo != 0 || samples == 0 || shape.positions == 0)
+    return 0.0;
+  double s = static_cast<double>(shape.positions);
+  return coef * static_cast<double>(shape.experts) /
+         (static_cast<double>(shape.topK) * s * s *
+          static_cast<double>(samples));
+}
+
 } // namespace ppc::runtime
 
 #endif // PPC_RUNTIME_COMMON_MOEROUTING_H

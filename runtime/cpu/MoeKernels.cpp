@@ -6,7 +6,9 @@
 // positions agree on every slot without exchanging it:
 //   - dispatch: its experts' slots [e, b, :, h] get their tokens' hidden
 //     range, empty slots zero; backward adds them back to the tokens (the
-//     plan sums the tokens' gradient over the partitions of other experts);
+//     plan sums the tokens' gradient over the partitions of other experts)
+//     and, with aux_loss_coef, the load-balancing loss's gradient to its
+//     experts' probabilities (MoeRouting.h);
 //   - combine: its tokens [b, s, h] sum their kept slots, weighted by their
 //     probabilities (over the k chosen, when `normalize`); backward gives
 //     each slot its weight times the token's gradient, and each chosen
@@ -82,20 +84,38 @@ KernelImpl dispatchKernel() {
                                             outputGrads, inputGrads);
         !s.ok())
       return s;
-    // The routing is a choice: the probabilities get no gradient here.
-    TensorView &dTokens = inputGrads[0];
-    if (!dTokens.data)
-      return {};
+    // The routing is a choice: the probabilities get no gradient from the
+    // slots, only the load-balancing loss's (aux_loss_coef).
+    TensorView &dTokens = inputGrads[0], &dProbs = inputGrads[1];
     const TensorView &dSlots = outputGrads[0], &probs = inputs[1];
     MoeShape shape;
     if (absl::Status s = moeShape(op, dSlots, probs, shape); !s.ok())
       return s;
-    if (absl::Status s = moeTokensWhole(op, dTokens, shape); !s.ok())
-      return s;
+    double aux =
+        dProbs.data
+            ? moeAuxGradientPerChoice(op, shape, probs.shape[0], dSlots.lo[3])
+            : 0.0;
+    if (!dTokens.data && aux == 0)
+      return {};
+    if (dTokens.data)
+      if (absl::Status s = moeTokensWhole(op, dTokens, shape); !s.ok())
+        return s;
     int64_t h0 = dSlots.lo[3], width = dSlots.extent(3);
     MoeRoute r;
+    std::vector<int64_t> choices(shape.experts);
     for (int64_t b = dSlots.lo[1]; b < dSlots.hi[1]; ++b) {
       route(probs, shape, b, r);
+      if (aux != 0) {
+        std::fill(choices.begin(), choices.end(), 0);
+        for (int32_t e : r.expert)
+          ++choices[e];
+        for (int64_t s = 0; s < shape.positions; ++s)
+          for (int64_t e = dSlots.lo[0]; e < dSlots.hi[0]; ++e)
+            dProbs.data[dProbs.offsetOf({b, s, e})] +=
+                static_cast<float>(aux * static_cast<double>(choices[e]));
+      }
+      if (!dTokens.data)
+        continue;
       for (int64_t e = dSlots.lo[0]; e < dSlots.hi[0]; ++e)
         for (int64_t c = 0; c < shape.capacity; ++c) {
           int32_t s = r.token[e * shape.capacity + c];

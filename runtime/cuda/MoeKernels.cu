@@ -8,8 +8,10 @@
 // position order. The maps live in the kernel's workspace as floats
 // (exact: positions and slots stay far below 2^24). Every element of a
 // result or gradient is written by one thread: dispatch's token gradient
-// sums the token's slots, combine's slot gradient is its token's, and a
-// token's probabilities' gradient is one thread's. Views as stored.
+// sums the token's slots (and its probabilities' gradient is the
+// load-balancing loss's, from each sample's choices per expert), combine's
+// slot gradient is its token's, and a token's probabilities' gradient is
+// one thread's. Views as stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,18 +165,56 @@ absl::Status dispatchBackward(const OpDesc &op, const KernelContext &,
                                           outputGrads, inputGrads);
       !s.ok())
     return s;
-  // The routing is a choice: the probabilities get no gradient here.
-  const KernelView &dTokens = inputGrads[0], &dSlots = outputGrads[0];
-  if (!dTokens.present())
+  // The routing is a choice: the probabilities get no gradient from the
+  // slots, only the load-balancing loss's (aux_loss_coef).
+  const KernelView &dTokens = inputGrads[0], &dSlots = outputGrads[0],
+                   &dProbs = inputGrads[1];
+  MoeShape shape;
+  if (absl::Status s = moeShape(op, dSlots, inputs[1], shape); !s.ok())
+    return s;
+  const double aux =
+      dProbs.present()
+          ? moeAuxGradientPerChoice(op, shape, inputs[1].shape[0], dSlots.lo[3])
+          : 0.0;
+  if (!dTokens.present() && aux == 0)
     return {};
   Routes r;
   if (absl::Status s = route(op, ctx, dSlots, inputs[1], r); !s.ok())
     return s;
+  const DeviceBox slotBox = dSlots.box;
+  const Routes m = r;
+  if (aux != 0 && m.samples * m.positions > 0) {
+    // Each (sample, expert)'s choices, then each probability's share.
+    float *choices = ctx.workspace->floats(m.samples * m.experts);
+    if (!choices)
+      return absl::ResourceExhaustedError(
+          op.kind + ": out of device memory for its load-balancing loss");
+    launch(ctx.stream, m.samples * m.experts, [=] PPC_HD(int64_t i) {
+      const int64_t b = i / m.experts, e = i % m.experts;
+      float n = 0;
+      for (int64_t k = b * m.positions * m.topK;
+           k < (b + 1) * m.positions * m.topK; ++k)
+        n += m.expert[k] == static_cast<float>(e) ? 1.0f : 0.0f;
+      choices[i] = n;
+    });
+    const DeviceBox probBox = dProbs.box;
+    const Elements dp = dProbs.elements;
+    const float perChoice = static_cast<float>(aux);
+    launch(ctx.stream, probBox.count(), [=] PPC_HD(int64_t i) {
+      int64_t at[kMaxRank];
+      probBox.indexOf(i, at); // b, s, e (global)
+      if (at[2] < slotBox.lo[0] || at[2] >= slotBox.hi[0] ||
+          at[0] < slotBox.lo[1] || at[0] >= slotBox.hi[1])
+        return;
+      dp[i] += perChoice * choices[(at[0] - m.b0) * m.experts + at[2]];
+    });
+  }
+  if (!dTokens.present())
+    return {};
   if (absl::Status s = moeTokensWhole(op, dTokens, r); !s.ok())
     return s;
-  const DeviceBox box = dTokens.box, slotBox = dSlots.box;
+  const DeviceBox box = dTokens.box;
   const Elements dx = dTokens.elements, dy = dSlots.elements;
-  const Routes m = r;
   launch(ctx.stream, box.count(), [=] PPC_HD(int64_t i) {
     int64_t at[kMaxRank];
     box.indexOf(i, at); // b, s, h (global)

@@ -37,9 +37,10 @@ bert2)
   import="$ppc_opt $work/$model.mlir" ;;
 moe)
   # Mixture of experts: 2 layers of 8 SwiGLU experts, top 2, capacity
-  # factor 1.25.
+  # factor 1.25, the router's load-balancing loss.
   python3 "$here/../../bench/models.py" moe --layers 2 --hidden 32 --heads 4 \
-    --ff 48 --seq 16 --vocab 64 --batch 4 --loss ce > "$work/$model.mlir"
+    --ff 48 --seq 16 --vocab 64 --batch 4 --loss ce --aux-loss-coef 0.01 \
+    > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 gpt4-unfused)
   python3 "$here/../../bench/models.py" gpt --unfused-attention --layers 4 \

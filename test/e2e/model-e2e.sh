@@ -49,9 +49,10 @@ gptlong)
   import="$ppc_opt $work/$model.mlir" ;;
 moe)
   # Mixture of experts: a 2-layer decoder whose feed-forward layers are 8
-  # SwiGLU experts, top 2, capacity factor 1.25 (some choices dropped).
+  # SwiGLU experts, top 2, capacity factor 1.25 (some choices dropped),
+  # the router's load-balancing loss at Megatron-Core's 0.01.
   python3 "$here/../../bench/models.py" moe --layers 2 --hidden 32 --heads 4 \
-    --ff 48 --seq 16 --vocab 64 --batch "$batch" \
+    --ff 48 --seq 16 --vocab 64 --batch "$batch" --aux-loss-coef 0.01 \
     > "$work/$model.mlir"
   import="$ppc_opt $work/$model.mlir" ;;
 gptwide)

@@ -2,9 +2,9 @@
 //
 // The routing against a hand-worked sample (choice-major slots, a tie, a
 // dropped choice), both kernels' forward against that routing written out
-// by hand, their gradients against finite differences, and every split of
-// their iteration spaces (experts, samples, positions, hidden) against the
-// whole op.
+// by hand, their gradients against finite differences (the load-balancing
+// loss's against its formula), and every split of their iteration spaces
+// (experts, samples, positions, hidden) against the whole op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,9 +114,9 @@ TEST(MoeCombine, GradientMatchesFiniteDifferences) {
   }
 }
 
+// With the load-balancing loss too: each probability's share is written
+// once, by the partition of its expert and the first hidden range.
 TEST(MoeDispatch, PartitionsOfExpertsSamplesAndHiddenMatchWhole) {
-  OpDesc op = makeOp("ppc.moe_dispatch", {kBigTokens, kBigProbs}, {kBigSlots},
-                     {{"top_k", int64_t{2}}});
   // Iteration box (e, b, c, h): tokens [b, :, h], probs [b, :, :].
   auto partition = [&](const Box &it) {
     Box tokens =
@@ -125,14 +125,19 @@ TEST(MoeDispatch, PartitionsOfExpertsSamplesAndHiddenMatchWhole) {
     Box probs = withRange(wholeBox(kBigProbs), 0, it.lo[1], it.hi[1]);
     return Partition{{tokens, probs}, {it}};
   };
-  for (std::vector<int64_t> parts :
-       {std::vector<int64_t>{2, 1, 1, 1}, std::vector<int64_t>{4, 3, 1, 2},
-        std::vector<int64_t>{1, 3, 1, 4}}) {
-    std::vector<Partition> partitions;
-    for (const Box &it : gridBoxes(kBigSlots, parts))
-      partitions.push_back(partition(it));
-    expectPartitionsMatchWhole(op, {}, {randomValues(72, 5), separatedProbs()},
-                               partitions, {true, false});
+  for (double coef : {0.0, 0.05}) {
+    OpDesc op = makeOp("ppc.moe_dispatch", {kBigTokens, kBigProbs}, {kBigSlots},
+                       {{"top_k", int64_t{2}}, {"aux_loss_coef", coef}});
+    for (std::vector<int64_t> parts :
+         {std::vector<int64_t>{2, 1, 1, 1}, std::vector<int64_t>{4, 3, 1, 2},
+          std::vector<int64_t>{1, 3, 1, 4}}) {
+      std::vector<Partition> partitions;
+      for (const Box &it : gridBoxes(kBigSlots, parts))
+        partitions.push_back(partition(it));
+      expectPartitionsMatchWhole(op, {},
+                                 {randomValues(72, 5), separatedProbs()},
+                                 partitions, {true, coef > 0});
+    }
   }
 }
 
@@ -155,6 +160,62 @@ TEST(MoeCombine, PartitionsOfSamplesPositionsAndHiddenMatchWhole) {
     expectPartitionsMatchWhole(op, {}, {randomValues(96, 6), separatedProbs()},
                                partitions);
   }
+}
+
+// The load-balancing loss: with the slots' gradient zero, the
+// probabilities' gradient is coef * E * n_e / (k * S^2 * B) per sample's
+// choices n_e of expert e (before drops), written out here from the
+// routing; and it is the derivative of the loss the op's description
+// states, by finite differences of that loss with the routing held.
+TEST(MoeDispatch, LoadBalancingLossGradient) {
+  const double coef = 0.01;
+  OpDesc op = makeOp("ppc.moe_dispatch", {kBigTokens, kBigProbs}, {kBigSlots},
+                     {{"top_k", int64_t{2}}, {"aux_loss_coef", coef}});
+  std::vector<float> probs = separatedProbs();
+  std::vector<std::vector<float>> zero = {
+      std::vector<float>(numElementsOf(kBigSlots), 0.0f)};
+  OpRun run =
+      runOp(op, {}, {randomValues(72, 3), probs}, {wholePartition(op)}, &zero);
+  ASSERT_EQ(run.error, "");
+  const int64_t B = 3, S = 6, E = 4, k = 2;
+  auto auxLoss = [&](const std::vector<float> &p,
+                     const std::vector<MoeRoute> &routes) {
+    double loss = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t e = 0; e < E; ++e) {
+        double n = 0, mass = 0;
+        for (int32_t chosen : routes[b].expert)
+          n += chosen == e;
+        for (int64_t s = 0; s < S; ++s)
+          mass += p[(b * S + s) * E + e];
+        loss += coef * E / (k * S * S) * n * mass / B;
+      }
+    return loss;
+  };
+  std::vector<MoeRoute> routes(B);
+  for (int64_t b = 0; b < B; ++b)
+    routeSample(probs.data() + b * S * E, E, S, E, k, 2, routes[b]);
+  for (int64_t i = 0; i < B * S * E; ++i) {
+    std::vector<float> plus = probs, minus = probs;
+    plus[i] += 1e-3f;
+    minus[i] -= 1e-3f;
+    double numeric = (auxLoss(plus, routes) - auxLoss(minus, routes)) /
+                     (static_cast<double>(plus[i]) - minus[i]);
+    EXPECT_NEAR(run.inputGrads[1][i], numeric, 1e-6) << "element " << i;
+  }
+  // Four experts chosen twice per token: at a perfect balance each
+  // probability's gradient would be coef / (S * B); a nonzero one here.
+  EXPECT_GT(
+      *std::max_element(run.inputGrads[1].begin(), run.inputGrads[1].end()),
+      0.0f);
+  // Without the coefficient the probabilities get nothing.
+  OpDesc plain = makeOp("ppc.moe_dispatch", {kBigTokens, kBigProbs},
+                        {kBigSlots}, {{"top_k", int64_t{2}}});
+  OpRun none = runOp(plain, {}, {randomValues(72, 3), probs},
+                     {wholePartition(plain)}, &zero);
+  ASSERT_EQ(none.error, "");
+  for (float g : none.inputGrads[1])
+    EXPECT_EQ(g, 0.0f);
 }
 
 TEST(MoeDispatch, RefusesAPartitionWithoutItsSamplesWholeRouting) {

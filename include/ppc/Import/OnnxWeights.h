@@ -42,6 +42,11 @@ public:
                                   llvm::ArrayRef<int64_t> shape,
                                   std::vector<float> &values);
 
+  /// Makes `name` (not an initializer) read as the initializers `parts`
+  /// stacked along a new dim 0, in that order: the importer's fused
+  /// weights (PPCDialect::getStackedWeightsAttrName()).
+  void addStack(llvm::StringRef name, std::vector<std::string> parts);
+
   /// The floating-point initializers' names and shapes, in the model's
   /// order: what `read` can read.
   std::vector<std::pair<std::string, std::vector<int64_t>>>

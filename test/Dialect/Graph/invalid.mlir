@@ -1045,6 +1045,22 @@ func.func @moe_top_k(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) {
 
 // -----
 
+func.func @moe_aux_loss_coef(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op aux_loss_coef -1.000000e-02 must be a finite number >= 0}}
+  %0 = ppc.moe_dispatch %x, %p {top_k = 2 : i64, aux_loss_coef = -0.01} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_aux_loss_coef_nan(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'ppc.moe_dispatch' op aux_loss_coef nan must be a finite number >= 0}}
+  %0 = ppc.moe_dispatch %x, %p {top_k = 2 : i64, aux_loss_coef = 0x7FF8000000000000 : f64} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @moe_combine_hidden(%e: tensor<4x2x4x16xf32>, %p: tensor<2x8x4xf32>) {
   // expected-error @+1 {{'ppc.moe_combine' op input has shape [4, 2, 4, 16] but expected [4, 2, 4, 32]: dim 3 is 16, expected 32}}
   %0 = ppc.moe_combine %e, %p : (tensor<4x2x4x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x32xf32>

@@ -202,6 +202,8 @@ func.func @data_movement(%x: tensor<2x8xf32>, %y: tensor<2x4xf32>,
 func.func @moe(%x: tensor<2x8x16xf32>, %p: tensor<2x8x4xf32>) -> tensor<2x8x16xf32> {
   // CHECK: ppc.moe_dispatch %{{.*}}, %{{.*}} {top_k = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x5x16xf32>
   %0 = ppc.moe_dispatch %x, %p {top_k = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x5x16xf32>
+  // CHECK: ppc.moe_dispatch %{{.*}}, %{{.*}} {aux_loss_coef = 1.000000e-02 : f64, top_k = 2 : i64}
+  %a = ppc.moe_dispatch %x, %p {top_k = 2 : i64, aux_loss_coef = 0.01} : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> tensor<4x2x5x16xf32>
   // CHECK: ppc.moe_combine %{{.*}}, %{{.*}} {normalize = true, top_k = 2 : i64} : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
   %1 = ppc.moe_combine %0, %p {top_k = 2 : i64, normalize = true} : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>
   // CHECK: ppc.moe_combine %{{.*}}, %{{.*}} : (tensor<4x2x5x16xf32>, tensor<2x8x4xf32>) -> tensor<2x8x16xf32>

@@ -1,6 +1,7 @@
 //===- MoeCases.cpp - the cuda MoE kernels against the cpu ones -----------===//
 //
-// ppc.moe_dispatch and ppc.moe_combine (normalized or not) on the two
+// ppc.moe_dispatch (with the load-balancing loss or not) and
+// ppc.moe_combine (normalized or not) on the two
 // backends: whole, and every partition of grids over their experts,
 // samples, positions and hidden dims; with probabilities that tie and
 // capacities that drop choices, in f32 and bf16; and the same errors for a
@@ -67,6 +68,22 @@ TEST(CudaMoe, DispatchAgrees) {
       agreeWholeAndGrid(c, name, kSlots, {2, 3, 1, 2}, dispatchPartition);
       agreeWholeAndGrid(c, name, kSlots, {4, 1, 1, 1}, dispatchPartition);
     }
+}
+
+TEST(CudaMoe, DispatchWithLoadBalancingLossAgrees) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    OpDesc op = moeOp("ppc.moe_dispatch", 2);
+    op.attributes["aux_loss_coef"] = 0.05;
+    AgreementCase c = caseOf(op, {{}, probsWithTies()});
+    c.dtype = dtype;
+    if (dtype == DType::BF16)
+      c.atol = c.rtol = 1e-2;
+    std::string name = std::string("dispatch with aux loss") +
+                       (dtype == DType::BF16 ? " bf16" : "");
+    agreeWholeAndGrid(c, name, kSlots, {2, 3, 1, 2}, dispatchPartition);
+    agreeWholeAndGrid(c, name, kSlots, {4, 1, 1, 1}, dispatchPartition);
+  }
 }
 
 TEST(CudaMoe, CombineAgrees) {

@@ -37,6 +37,13 @@ def PPC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSourceModelAttrName() {
       return ::llvm::StringLiteral("ppc.source_model");
     }
+    /// Name of the module attribute (a dictionary of weight name to an
+    /// array of initializer names) for weights the importer stacked from
+    /// several of the source model's initializers, each along a new dim 0
+    /// in that order (the experts of a fused mixture of experts).
+    static constexpr ::llvm::StringLiteral getStackedWeightsAttrName() {
+      return ::llvm::StringLiteral("ppc.stacked_weights");
+    }
     /// Name of the discardable attribute (a string) with an op's name in the
     /// model (its ONNX node name): what strategy files and reports call it,
     /// kept when a module is printed without locations.

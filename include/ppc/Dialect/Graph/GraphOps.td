@@ -628,13 +628,23 @@ def PPC_MoeDispatchOp : PPC_MoeOp<"moe_dispatch"> {
     `probs` (ppc.moe_combine's weights do). The expert dim is a dim of the
     iteration space like any other: split, it is expert parallelism.
 
+    `aux_loss_coef` > 0 adds the router's load-balancing loss (Switch
+    Transformer, in Megatron-Core's normalization: `coef` at a perfect
+    balance) to the training objective, as Megatron-Core does, through
+    the backward only: per sample, `coef * E / (k * S^2) * sum_e n_e *
+    sum_s probs[s, e]`, with `n_e` the sample's choices of expert e
+    before capacity drops, averaged over the batch. Its gradient
+    `coef * E * n_e / (k * S^2 * B)` joins the probabilities'; the loss a
+    run prints is the model's without it.
+
     ```mlir
-    %d = ppc.moe_dispatch %x, %p {top_k = 2}
+    %d = ppc.moe_dispatch %x, %p {top_k = 2, aux_loss_coef = 0.01}
         : (tensor<4x64x32xf32>, tensor<4x64x8xf32>) -> tensor<8x4x20x32xf32>
     ```
   }];
   let arguments = (ins PPC_FloatTensor:$input, PPC_FloatTensor:$probs,
-                       DefaultValuedAttr<I64Attr, "1">:$top_k);
+                       DefaultValuedAttr<I64Attr, "1">:$top_k,
+                       DefaultValuedAttr<F64Attr, "0.0">:$aux_loss_coef);
   let results = (outs PPC_FloatTensor:$result);
   let assemblyFormat =
       "$input `,` $probs attr-dict `:` functional-type(operands, results)";

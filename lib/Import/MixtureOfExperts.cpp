@@ -1,0 +1,574 @@
+//===- MixtureOfExperts.cpp - Fuse exported sparse MoE blocks -------------===//
+//
+// PyTorch's Mixtral-style sparse MoE block (a router linear and softmax,
+// top-k, the k weights normalized, then a loop over the experts that picks
+// each expert's tokens with torch.where and index_add_s its SwiGLU output
+// times the token's routing weight) exports as a graph whose shapes depend
+// on the routing (NonZero) and whose gathers and scatters are traced for
+// one batch. The block is matched on the ONNX graph, after folding and
+// before conversion, and replaced by one node of ppc's fused domain, which
+// converts to ppc.moe_dispatch, three batched matmuls over the experts'
+// weights stacked to [E, ...] and ppc.moe_combine. Dropless, as PyTorch's
+// loop: each token is its own routing group of capacity 1, so every expert
+// sees every token chosen for it.
+//
+// What is matched, per TopK node (largest, last axis):
+//   - the router: TopK of Softmax(MatMul(tokens, Wg)), Casts allowed
+//     between (Hugging Face's softmax in float32); or a Softmax of TopK's
+//     values of MatMul(tokens, Wg) (Mixtral's reference code: a softmax
+//     over the top k logits, which is the full softmax normalized over k);
+//   - normalize: TopK's values divided by their ReduceSum (Mixtral; a
+//     Qwen-MoE block without norm_topk_prob has none);
+//   - the experts: E SwiGLU MLPs MatMul(Mul(silu(MatMul(x, W1)),
+//     MatMul(x, W3)), W2), silu as x * Sigmoid(x), whose weights are
+//     initializers read nowhere else, downstream of the routing (or on the
+//     tokens whole); expert e is the one whose rows a Gather of the expert
+//     mask at constant index e selects, or, without such gathers, the
+//     expert in node order;
+//   - the output: the first node every expert's output reaches (the last
+//     scatter-add or Add of the accumulation), each expert's output
+//     multiplied by a routing weight on its way there, of the tokens' shape.
+// A TopK that looks like a router but does not match all of it is left as
+// it is, with a warning that says why: its NonZero is then reported as
+// unsupported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "ppc/Dialect/Graph/GraphOps.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace ppc;
+using namespace ppc::onnx_import;
+
+namespace g = ppc::graph;
+
+namespace {
+
+/// One matched block.
+struct MoeMatch {
+  int topK = -1;
+  std::string tokens, probs, logits;
+  bool softmaxAfterTopK = false, normalize = false;
+  int64_t k = 0, experts = 0, hidden = 0, ffn = 0;
+  /// Per expert, in expert order: W1, W3, W2 and its W2 MatMul node.
+  struct Expert {
+    std::string w1, w3, w2, rows;
+    int w2Node = -1;
+    int64_t index = -1;
+  };
+  std::vector<Expert> expertList;
+  int output = -1;
+};
+
+class MoeFuser {
+public:
+  MoeFuser(onnx::GraphProto &graph, GraphImporter &imp)
+      : graph(graph), imp(imp) {
+    index();
+  }
+
+  /// Fuses every block it can; the number fused.
+  int run(llvm::StringMap<std::vector<std::string>> &stacked);
+
+private:
+  onnx::GraphProto &graph;
+  GraphImporter &imp;
+  llvm::StringMap<int> producer;
+  llvm::StringMap<SmallVector<int>> consumers;
+  llvm::StringMap<int> uses;
+
+  void index() {
+    producer.clear();
+    consumers.clear();
+    uses.clear();
+    for (auto [i, node] : llvm::enumerate(graph.node())) {
+      for (const std::string &out : node.output())
+        if (!out.empty())
+          producer[out] = static_cast<int>(i);
+      for (const std::string &in : node.input())
+        if (!in.empty()) {
+          consumers[in].push_back(static_cast<int>(i));
+          ++uses[in];
+        }
+    }
+    for (const auto &out : graph.output())
+      ++uses[out.name()];
+  }
+
+  const onnx::NodeProto *def(StringRef value) const {
+    auto it = producer.find(value);
+    return it == producer.end() ? nullptr : &graph.node(it->second);
+  }
+  bool isOp(StringRef value, StringRef opType) const {
+    const onnx::NodeProto *node = def(value);
+    return node && node->op_type() == opType;
+  }
+  /// `value` with Casts and Identities before it looked through.
+  std::string skipCasts(std::string value) const {
+    while (const onnx::NodeProto *node = def(value)) {
+      if ((node->op_type() != "Cast" && node->op_type() != "Identity") ||
+          node->input_size() < 1)
+        break;
+      value = node->input(0);
+    }
+    return value;
+  }
+  std::optional<SmallVector<int64_t>> shapeOf(StringRef value) const {
+    auto it = imp.types.find(value);
+    if (it == imp.types.end() || !it->second.shape ||
+        llvm::any_of(*it->second.shape, [](int64_t d) { return d < 0; }))
+      return std::nullopt;
+    return *it->second.shape;
+  }
+  int32_t dtypeOf(StringRef value) const {
+    auto it = imp.types.find(value);
+    return it == imp.types.end() ? 0 : it->second.dtype;
+  }
+  /// The dims of a weight initializer read only once, else empty.
+  SmallVector<int64_t> soleUseWeight(StringRef value) const {
+    if (!imp.isWeightInitializer(value) || uses.lookup(value) != 1)
+      return {};
+    const onnx::TensorProto &t = *imp.initializers.lookup(value);
+    return SmallVector<int64_t>(t.dims().begin(), t.dims().end());
+  }
+  /// Nodes downstream of `values`.
+  llvm::BitVector reach(ArrayRef<std::string> values) const {
+    llvm::BitVector seen(graph.node_size());
+    SmallVector<int> work;
+    for (const std::string &v : values)
+      for (int c : consumers.lookup(v))
+        work.push_back(c);
+    while (!work.empty()) {
+      int n = work.pop_back_val();
+      if (seen.test(n))
+        continue;
+      seen.set(n);
+      for (const std::string &out : graph.node(n).output())
+        for (int c : consumers.lookup(out))
+          work.push_back(c);
+    }
+    return seen;
+  }
+  bool producedIn(StringRef value, const llvm::BitVector &nodes) const {
+    auto it = producer.find(value);
+    return it != producer.end() && nodes.test(it->second);
+  }
+
+  std::optional<std::string> matchRouter(int topK, MoeMatch &m);
+  void matchExperts(MoeMatch &m, const llvm::BitVector &routed);
+  std::optional<std::string> orderExperts(MoeMatch &m,
+                                          const llvm::BitVector &routed);
+  std::optional<std::string> findOutput(MoeMatch &m);
+  std::string rewrite(const MoeMatch &m, int ordinal,
+                      llvm::StringMap<std::vector<std::string>> &stacked);
+};
+
+/// The TopK's router: its softmax, logits, tokens, k and normalization.
+std::optional<std::string> MoeFuser::matchRouter(int topK, MoeMatch &m) {
+  const onnx::NodeProto &t = graph.node(topK);
+  m.topK = topK;
+  if (getAttrInt(t, "largest", 1) != 1)
+    return "it takes the smallest values";
+  std::optional<SmallVector<int64_t>> inShape = shapeOf(t.input(0));
+  if (!inShape || inShape->empty())
+    return "its input has no static shape";
+  int64_t rank = static_cast<int64_t>(inShape->size());
+  int64_t axis = getAttrInt(t, "axis", -1);
+  if (axis != -1 && axis != rank - 1)
+    return "it is not over the last axis";
+  const ConstTensor *k =
+      t.input_size() > 1 ? imp.getConst(t.input(1), true) : nullptr;
+  if (!k || k->numElements() != 1)
+    return "its k is not a constant";
+  m.k = k->getInt(0);
+  std::string in = skipCasts(t.input(0));
+  if (const onnx::NodeProto *softmax = def(in);
+      softmax && softmax->op_type() == "Softmax") {
+    int64_t softmaxAxis = getAttrInt(*softmax, "axis", imp.opset < 13 ? 1 : -1);
+    if (softmaxAxis != -1 && softmaxAxis != rank - 1)
+      return "its softmax is not over the experts";
+    m.probs = in;
+    m.logits = skipCasts(softmax->input(0));
+  } else {
+    // Mixtral's reference: the softmax of the top k logits.
+    bool softmaxOfValues = false;
+    for (int c : consumers.lookup(t.output(0))) {
+      const onnx::NodeProto &n = graph.node(c);
+      int64_t a = getAttrInt(n, "axis", imp.opset < 13 ? 1 : -1);
+      softmaxOfValues |= n.op_type() == "Softmax" && (a == -1 || a == rank - 1);
+    }
+    if (!softmaxOfValues)
+      return "it is of neither a softmax nor logits followed by one";
+    m.logits = in;
+    m.softmaxAfterTopK = true;
+  }
+  const onnx::NodeProto *router = def(m.logits);
+  if (!router || router->op_type() != "MatMul")
+    return "its logits are not a MatMul of the tokens and the router weight";
+  SmallVector<int64_t> gate = soleUseWeight(router->input(1));
+  if (gate.size() != 2)
+    return "the router's weight is not a [hidden, experts] initializer";
+  m.tokens = router->input(0);
+  m.hidden = gate[0];
+  m.experts = gate[1];
+  std::optional<SmallVector<int64_t>> tokens = shapeOf(m.tokens);
+  if (!tokens || tokens->empty() || tokens->back() != m.hidden)
+    return "the tokens have no static shape [..., hidden]";
+  if (inShape->back() != m.experts)
+    return "it is not over the router's experts";
+  if (m.k < 1 || m.k > m.experts)
+    return "its k " + std::to_string(m.k) + " is not in [1, experts]";
+  if (!m.softmaxAfterTopK && dtypeOf(m.probs) != dtypeOf(m.tokens))
+    return "the router's probabilities and the tokens differ in type";
+  // values / ReduceSum(values): the k weights normalized.
+  m.normalize = m.softmaxAfterTopK;
+  for (int c : consumers.lookup(t.output(0))) {
+    const onnx::NodeProto &n = graph.node(c);
+    if (n.op_type() == "ReduceSum")
+      for (int d : consumers.lookup(n.output(0)))
+        m.normalize |= graph.node(d).op_type() == "Div" &&
+                       graph.node(d).input(0) == t.output(0) &&
+                       graph.node(d).input(1) == n.output(0);
+  }
+  return std::nullopt;
+}
+
+/// Every SwiGLU expert downstream of the routing (or on the tokens).
+void MoeFuser::matchExperts(MoeMatch &m, const llvm::BitVector &routed) {
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    if (node.op_type() != "MatMul" || node.input_size() != 2)
+      continue;
+    SmallVector<int64_t> w2 = soleUseWeight(node.input(1));
+    if (w2.size() != 2 || w2[1] != m.hidden)
+      continue;
+    const onnx::NodeProto *product = def(skipCasts(node.input(0)));
+    if (!product || product->op_type() != "Mul")
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      // silu(a) = a * Sigmoid(a), either order.
+      const onnx::NodeProto *silu = def(product->input(side));
+      if (!silu || silu->op_type() != "Mul")
+        continue;
+      std::string a;
+      for (int j = 0; j < 2 && a.empty(); ++j)
+        if (const onnx::NodeProto *sig = def(silu->input(j));
+            sig && sig->op_type() == "Sigmoid" &&
+            sig->input(0) == silu->input(1 - j))
+          a = silu->input(1 - j);
+      const onnx::NodeProto *gate = a.empty() ? nullptr : def(a);
+      const onnx::NodeProto *up = def(skipCasts(product->input(1 - side)));
+      if (!gate || !up || gate->op_type() != "MatMul" ||
+          up->op_type() != "MatMul" || gate->input(0) != up->input(0))
+        continue;
+      SmallVector<int64_t> w1 = soleUseWeight(gate->input(1)),
+                           w3 = soleUseWeight(up->input(1));
+      if (w1.size() != 2 || w1 != w3 || w1[0] != m.hidden || w1[1] != w2[0])
+        continue;
+      const std::string &rows = gate->input(0);
+      if (rows != m.tokens && !producedIn(rows, routed))
+        continue;
+      m.ffn = w1[1];
+      m.expertList.push_back({gate->input(1), up->input(1), node.input(1), rows,
+                              static_cast<int>(i)});
+      break;
+    }
+  }
+}
+
+/// Expert e's rows come from a Gather of the expert mask at constant index
+/// e (Hugging Face's `expert_mask[e]`); without such gathers the node order.
+std::optional<std::string>
+MoeFuser::orderExperts(MoeMatch &m, const llvm::BitVector &routed) {
+  int found = 0;
+  for (MoeMatch::Expert &e : m.expertList) {
+    SmallVector<std::string> work = {e.rows};
+    std::set<std::string> seen;
+    while (!work.empty() && e.index < 0) {
+      std::string v = work.pop_back_val();
+      if (!seen.insert(v).second || !producedIn(v, routed))
+        continue;
+      const onnx::NodeProto &n = *def(v);
+      if (n.op_type() == "Gather" && n.input_size() == 2 &&
+          producedIn(n.input(0), routed)) {
+        const ConstTensor *c = imp.getConst(n.input(1), true);
+        if (c && c->numElements() == 1 && c->shape.empty()) {
+          e.index = c->getInt(0);
+          break;
+        }
+      }
+      for (const std::string &in : n.input())
+        if (!in.empty())
+          work.push_back(in);
+    }
+    found += e.index >= 0;
+  }
+  if (found == 0) {
+    for (auto [i, e] : llvm::enumerate(m.expertList))
+      e.index = static_cast<int64_t>(i);
+    return std::nullopt;
+  }
+  std::vector<bool> taken(m.experts, false);
+  for (const MoeMatch::Expert &e : m.expertList) {
+    if (e.index < 0 || e.index >= m.experts || taken[e.index])
+      return "its experts' mask indices are not each expert once";
+    taken[e.index] = true;
+  }
+  llvm::sort(m.expertList,
+             [](const auto &a, const auto &b) { return a.index < b.index; });
+  return std::nullopt;
+}
+
+/// The first node every expert reaches, each through a Mul by a routing
+/// weight.
+std::optional<std::string> MoeFuser::findOutput(MoeMatch &m) {
+  const onnx::NodeProto &t = graph.node(m.topK);
+  llvm::BitVector weights = reach({t.output(0)});
+  int64_t numExperts = m.experts;
+  std::vector<llvm::BitVector> reached(graph.node_size());
+  llvm::BitVector weighted(numExperts);
+  int first = graph.node_size();
+  for (const MoeMatch::Expert &e : m.expertList)
+    first = std::min(first, e.w2Node);
+  for (int i = first; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &n = graph.node(i);
+    llvm::BitVector bits(numExperts);
+    for (const std::string &in : n.input())
+      if (auto it = producer.find(in);
+          it != producer.end() && it->second >= first)
+        bits |= reached[it->second];
+    for (const MoeMatch::Expert &e : m.expertList)
+      if (e.w2Node == i)
+        bits.set(e.index);
+    if (n.op_type() == "Mul" && n.input_size() == 2)
+      for (int side = 0; side < 2; ++side) {
+        auto it = producer.find(n.input(side));
+        auto other = producer.find(n.input(1 - side));
+        if (it != producer.end() && weights.test(it->second) &&
+            other != producer.end() && other->second >= first)
+          weighted |= reached[other->second];
+      }
+    reached[i] = bits;
+    if (bits.all()) {
+      m.output = i;
+      break;
+    }
+  }
+  if (m.output < 0)
+    return "no node joins every expert's output";
+  if (!weighted.all())
+    return "an expert's output is not weighted by the routing";
+  const onnx::NodeProto &out = graph.node(m.output);
+  for (int j = 1; j < out.output_size(); ++j)
+    if (uses.lookup(out.output(j)))
+      return "the joining node has other outputs in use";
+  std::optional<SmallVector<int64_t>> y = shapeOf(out.output(0)),
+                                      x = shapeOf(m.tokens);
+  if (y && *y != *x)
+    return "the joined output's shape is not the tokens'";
+  return std::nullopt;
+}
+
+/// A scope of PyTorch's node names ("/model/layers.0/moe/TopK") as a dotted
+/// module path, or `moe<ordinal>`.
+std::string blockName(StringRef nodeName, int ordinal) {
+  if (nodeName.starts_with("/")) {
+    StringRef scope = nodeName.drop_front().rsplit('/').first;
+    if (!scope.empty() && scope != nodeName.drop_front()) {
+      std::string dotted = scope.str();
+      llvm::replace(dotted, '/', '.');
+      return dotted;
+    }
+  }
+  return "moe" + std::to_string(ordinal);
+}
+
+std::string
+MoeFuser::rewrite(const MoeMatch &m, int ordinal,
+                  llvm::StringMap<std::vector<std::string>> &stacked) {
+  const onnx::NodeProto &t = graph.node(m.topK);
+  std::string name = blockName(t.name(), ordinal);
+  auto uniqueName = [&](const std::string &base) {
+    std::string n = base;
+    for (int i = 1;
+         imp.initializers.count(n) || producer.count(n) || stacked.count(n);
+         ++i)
+      n = base + "_" + std::to_string(i);
+    return n;
+  };
+  // The stacked weights: read back by the plan export part by part
+  // (ppc.stacked_weights), so they are declared here without data.
+  std::string weights[3];
+  const char *suffix[3] = {".experts.w1", ".experts.w3", ".experts.w2"};
+  for (int w = 0; w < 3; ++w) {
+    weights[w] = uniqueName(name + suffix[w]);
+    std::vector<std::string> parts;
+    for (const MoeMatch::Expert &e : m.expertList)
+      parts.push_back(w == 0 ? e.w1 : w == 1 ? e.w3 : e.w2);
+    const onnx::TensorProto &first = *imp.initializers.lookup(parts[0]);
+    GraphImporter::ValueType &vt = imp.types[weights[w]];
+    vt.dtype = first.data_type();
+    vt.shape.emplace();
+    vt.shape->push_back(m.experts);
+    vt.shape->append(first.dims().begin(), first.dims().end());
+    vt.symbols.assign(vt.shape->size(), "");
+    stacked[weights[w]] = std::move(parts);
+  }
+  std::vector<onnx::NodeProto> added;
+  std::string probs = m.probs;
+  if (m.softmaxAfterTopK) {
+    // The full softmax; combine normalizes it over the k chosen.
+    probs = uniqueName(name + ".router.softmax");
+    onnx::NodeProto softmax;
+    softmax.set_op_type("Softmax");
+    softmax.set_name(name + ".router.softmax");
+    softmax.add_input(m.logits);
+    softmax.add_output(probs);
+    onnx::AttributeProto *axis = softmax.add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+    imp.types[probs] = imp.types.lookup(m.logits);
+    added.push_back(std::move(softmax));
+  }
+  onnx::NodeProto fused;
+  fused.set_op_type(kFusedMoeOpType.str());
+  fused.set_domain(kFusedDomain.str());
+  fused.set_name(name);
+  fused.add_input(m.tokens);
+  fused.add_input(probs);
+  for (const std::string &w : weights)
+    fused.add_input(w);
+  fused.add_output(graph.node(m.output).output(0));
+  onnx::AttributeProto *k = fused.add_attribute();
+  k->set_name("top_k");
+  k->set_type(onnx::AttributeProto::INT);
+  k->set_i(m.k);
+  onnx::AttributeProto *normalize = fused.add_attribute();
+  normalize->set_name("normalize");
+  normalize->set_type(onnx::AttributeProto::INT);
+  normalize->set_i(m.normalize ? 1 : 0);
+  GraphImporter::ValueType &out = imp.types[fused.output(0)];
+  out = imp.types.lookup(m.tokens);
+  added.push_back(std::move(fused));
+
+  // The joining node's place takes the new nodes; the rest of the block
+  // is dead and goes with the importer's dead code elimination.
+  std::vector<onnx::NodeProto> nodes;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (i == m.output) {
+      for (onnx::NodeProto &n : added)
+        nodes.push_back(std::move(n));
+      continue;
+    }
+    nodes.push_back(std::move(*graph.mutable_node(i)));
+  }
+  graph.clear_node();
+  for (onnx::NodeProto &n : nodes)
+    *graph.add_node() = std::move(n);
+  index();
+  return name;
+}
+
+int MoeFuser::run(llvm::StringMap<std::vector<std::string>> &stacked) {
+  int fused = 0;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &t = graph.node(i);
+    if (t.op_type() != "TopK")
+      continue;
+    MoeMatch m;
+    std::optional<std::string> problem = matchRouter(i, m);
+    if (problem)
+      continue; // not a router: a TopK like any other
+    llvm::BitVector routed = reach({t.output(0), t.output(1)});
+    matchExperts(m, routed);
+    if (static_cast<int64_t>(m.expertList.size()) != m.experts)
+      problem = "it has " + std::to_string(m.expertList.size()) +
+                " SwiGLU experts of the router's " + std::to_string(m.experts);
+    if (!problem)
+      problem = orderExperts(m, routed);
+    if (!problem)
+      problem = findOutput(m);
+    if (problem) {
+      emitWarning(imp.getNodeLoc(t, i))
+          << "the mixture of experts routed by TopK '" << t.name()
+          << "' is not fused: " << *problem;
+      continue;
+    }
+    rewrite(m, fused++, stacked);
+  }
+  return fused;
+}
+
+} // namespace
+
+int onnx_import::fuseMixturesOfExperts(
+    onnx::GraphProto &graph, GraphImporter &imp,
+    llvm::StringMap<std::vector<std::string>> &stacked) {
+  return MoeFuser(graph, imp).run(stacked);
+}
+
+/// Tokens [..., H] as N groups of one token, the probabilities [..., E]
+/// alike; dispatch to the [E, N, 1, H] slots (capacity 1: no token
+/// dropped), the experts' SwiGLU as batched matmuls, combine, and back.
+LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
+                                           const onnx::NodeProto &node) {
+  SmallVector<Value, 5> in;
+  for (int i = 0; i < 5; ++i) {
+    FailureOr<Value> v = imp.getValue(node.input(i));
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  RankedTensorType tokens = typeOf(in[0]), w1 = typeOf(in[2]);
+  int64_t e = w1.getDimSize(0), h = w1.getDimSize(1), f = w1.getDimSize(2);
+  int64_t n = tokens.getNumElements() / h;
+  Type elem = tokens.getElementType();
+  auto tensor = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, elem);
+  };
+  MLIRContext *ctx = imp.context;
+  std::string name = node.name();
+  auto at = [&](StringRef suffix) {
+    imp.currentLoc = NameLoc::get(StringAttr::get(ctx, name + suffix.str()),
+                                  imp.getFileLoc());
+    return imp.currentLoc;
+  };
+  OpBuilder &b = imp.builder;
+  Value x = (at(".tokens"), reshape(imp, in[0], {n, 1, h}));
+  Value p = (at(".probs"), reshape(imp, in[1], {n, 1, e}));
+  auto topK = b.getNamedAttr("top_k",
+                             b.getI64IntegerAttr(getAttrInt(node, "top_k", 1)));
+  Value slots = g::MoeDispatchOp::create(b, at(".dispatch"),
+                                         TypeRange{tensor({e, n, 1, h})},
+                                         ValueRange{x, p}, {topK})
+                    .getResult();
+  Value rows = (at(".dispatch.rows"), reshape(imp, slots, {e, n, h}));
+  auto matmul = [&](StringRef suffix, Value lhs, Value rhs, int64_t cols) {
+    return g::MatMulOp::create(b, at(suffix), tensor({e, n, cols}), lhs, rhs,
+                               false, false)
+        .getResult();
+  };
+  Value gate = matmul(".experts.w1", rows, in[2], f);
+  Value up = matmul(".experts.w3", rows, in[3], f);
+  gate = g::SiluOp::create(b, at(".experts.silu"), gate.getType(), gate);
+  Value mid = g::MulOp::create(b, at(".experts.mul"), gate.getType(), gate, up);
+  Value down = matmul(".experts.w2", mid, in[4], h);
+  Value back = (at(".combine.slots"), reshape(imp, down, {e, n, 1, h}));
+  auto normalize = b.getNamedAttr(
+      "normalize", b.getBoolAttr(getAttrInt(node, "normalize", 0) != 0));
+  Value combined =
+      g::MoeCombineOp::create(b, at(".combine"), TypeRange{tensor({n, 1, h})},
+                              ValueRange{back, p}, {topK, normalize})
+          .getResult();
+  imp.setValue(node.output(0),
+               (at(".output"), reshape(imp, combined, tokens.getShape())));
+  return success();
+}

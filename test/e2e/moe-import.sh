@@ -1,0 +1,54 @@
+#!/bin/sh
+# A Mixtral-style sparse MoE block as Hugging Face writes it, exported by
+# torch.onnx (make_moe_model.py: NonZero, Gathers and a ScatterElements per
+# expert), imported into one ppc.moe_dispatch / batched SwiGLU experts /
+# ppc.moe_combine (lib/Import/MixtureOfExperts.cpp): on one device it trains
+# to PyTorch's own losses (same weights, same batch, SGD), and on NP ranks
+# data parallel, DeepSpeed-MoE's expert-parallel layout and the searched
+# strategy match the single-device step (--verify) and the loss falls.
+# usage: moe-import.sh PYTHON PPC_OPT PPC_RUN WORKDIR NP RUN...
+#        (PYTHON has torch, onnx and numpy; RUN... starts ppc-run on NP ranks)
+set -e
+python=$1 ppc_opt=$2 ppc_run=$3 work=$4 np=$5
+shift 5
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+steps=3
+"$python" "$here/make_moe_model.py" "$work" 4 $steps >"$work/export.log" 2>&1
+cd "$work"
+
+# One fused block: the routing's NonZero and scatters are gone, the eight
+# experts' 24 weights are three stacked ones.
+"$ppc_opt" moe.onnx -o moe.mlir
+test "$(grep -c "ppc.moe_dispatch" moe.mlir)" = 1
+test "$(grep -c "ppc.moe_combine .*normalize = true" moe.mlir)" = 1
+test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[123]\"" moe.mlir)" = 3
+grep -q "ppc.stacked_weights" moe.mlir
+
+# One device: PyTorch's losses at every step.
+"$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux1 search=data-parallel optimizer=sgd lr=0.1 plan=one.pb" -o /dev/null
+for s in $(seq 1 $steps); do
+  "$ppc_run" one.pb --steps "$s" --quiet --input x=x.npy \
+    --input labels=labels.npy --save-outputs "one-$s"
+done
+"$python" - expected.txt $steps <<'PY'
+import glob
+import sys
+import numpy as np
+want = [float(v) for v in open(sys.argv[1]).read().split()]
+for step in range(1, int(sys.argv[2]) + 1):
+    got = float(np.load(glob.glob("one-%d/output_0_*.npy" % step)[0]))
+    assert abs(got - want[step - 1]) <= 1e-5 * max(1, abs(want[step - 1])), \
+        f"step {step}: ppc-run's loss {got}, PyTorch's {want[step - 1]}"
+    print(f"step {step}: loss {got:.7f}, PyTorch {want[step - 1]:.7f}")
+assert want[-1] < want[0]
+PY
+
+# NP ranks: each layout matches one device and trains.
+for search in data-parallel deepspeed-moe mcmc; do
+  "$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux$np search=$search budget=300 threads=1 optimizer=adam lr=0.01 plan=$search.pb" -o /dev/null
+  "$@" $search.pb --steps 2 --verify --quiet --input x=x.npy \
+    --input labels=labels.npy
+done
+echo "moe import passed"
