@@ -10,7 +10,8 @@
 // converts to ppc.moe_dispatch, three batched matmuls over the experts'
 // weights stacked to [E, ...] and ppc.moe_combine. Dropless, as PyTorch's
 // loop: each token is its own routing group of capacity 1, so every expert
-// sees every token chosen for it.
+// sees every token chosen for it; or, with --moe-capacity-factor, each
+// sample a group whose choices over the capacity are dropped.
 //
 // What is matched, per TopK node (largest, last axis):
 //   - the router: TopK of Softmax(MatMul(tokens, Wg)), Casts allowed
@@ -41,6 +42,8 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace mlir;
@@ -514,9 +517,30 @@ int onnx_import::fuseMixturesOfExperts(
   return MoeFuser(graph, imp).run(stacked);
 }
 
-/// Tokens [..., H] as N groups of one token, the probabilities [..., E]
-/// alike; dispatch to the [E, N, 1, H] slots (capacity 1: no token
-/// dropped), the experts' SwiGLU as batched matmuls, combine, and back.
+/// The routing groups [G, S] of the block's tokens: N groups of one token
+/// (capacity 1: no choice dropped), or with a capacity factor the samples
+/// of the [B, S, H] tokens the block flattened.
+static FailureOr<std::pair<int64_t, int64_t>>
+routingGroups(GraphImporter &imp, Value tokens, int64_t hidden) {
+  auto type = cast<RankedTensorType>(tokens.getType());
+  int64_t n = type.getNumElements() / hidden;
+  if (imp.options.moeCapacityFactor == 0)
+    return std::make_pair(n, int64_t{1});
+  Value samples = tokens;
+  if (auto flatten = tokens.getDefiningOp<g::ReshapeOp>())
+    samples = flatten.getInput();
+  auto shape = cast<RankedTensorType>(samples.getType()).getShape();
+  if (shape.size() != 3 || shape[2] != hidden)
+    return emitError(imp.currentLoc)
+           << "--moe-capacity-factor routes each sample of a block's "
+              "tokens [batch, sequence, hidden]; this block's tokens are "
+           << type;
+  return std::make_pair(shape[0], shape[1]);
+}
+
+/// Tokens [..., H] as G routing groups of S tokens, the probabilities
+/// [..., E] alike; dispatch to the [E, G, C, H] slots, the experts' SwiGLU
+/// as batched matmuls, combine, and back.
 LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
                                            const onnx::NodeProto &node) {
   SmallVector<Value, 5> in;
@@ -529,7 +553,21 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
   auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
   RankedTensorType tokens = typeOf(in[0]), w1 = typeOf(in[2]);
   int64_t e = w1.getDimSize(0), h = w1.getDimSize(1), f = w1.getDimSize(2);
-  int64_t n = tokens.getNumElements() / h;
+  int64_t topK = getAttrInt(node, "top_k", 1);
+  imp.currentLoc =
+      NameLoc::get(StringAttr::get(imp.context, node.name()), imp.getFileLoc());
+  FailureOr<std::pair<int64_t, int64_t>> groups = routingGroups(imp, in[0], h);
+  if (failed(groups))
+    return failure();
+  auto [groupCount, groupSize] = *groups;
+  // Capacity: a group's even share of its choices times the factor.
+  int64_t capacity = 1;
+  if (double factor = imp.options.moeCapacityFactor; factor > 0)
+    capacity = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(static_cast<double>(topK) *
+                                          static_cast<double>(groupSize) *
+                                          factor / static_cast<double>(e))));
+  int64_t n = groupCount * capacity;
   Type elem = tokens.getElementType();
   auto tensor = [&](ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, elem);
@@ -542,14 +580,14 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
     return imp.currentLoc;
   };
   OpBuilder &b = imp.builder;
-  Value x = (at(".tokens"), reshape(imp, in[0], {n, 1, h}));
-  Value p = (at(".probs"), reshape(imp, in[1], {n, 1, e}));
-  auto topK = b.getNamedAttr("top_k",
-                             b.getI64IntegerAttr(getAttrInt(node, "top_k", 1)));
-  Value slots = g::MoeDispatchOp::create(b, at(".dispatch"),
-                                         TypeRange{tensor({e, n, 1, h})},
-                                         ValueRange{x, p}, {topK})
-                    .getResult();
+  Value x = (at(".tokens"), reshape(imp, in[0], {groupCount, groupSize, h}));
+  Value p = (at(".probs"), reshape(imp, in[1], {groupCount, groupSize, e}));
+  auto topKAttr = b.getNamedAttr("top_k", b.getI64IntegerAttr(topK));
+  Value slots =
+      g::MoeDispatchOp::create(b, at(".dispatch"),
+                               TypeRange{tensor({e, groupCount, capacity, h})},
+                               ValueRange{x, p}, {topKAttr})
+          .getResult();
   Value rows = (at(".dispatch.rows"), reshape(imp, slots, {e, n, h}));
   auto matmul = [&](StringRef suffix, Value lhs, Value rhs, int64_t cols) {
     return g::MatMulOp::create(b, at(suffix), tensor({e, n, cols}), lhs, rhs,
@@ -561,12 +599,14 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
   gate = g::SiluOp::create(b, at(".experts.silu"), gate.getType(), gate);
   Value mid = g::MulOp::create(b, at(".experts.mul"), gate.getType(), gate, up);
   Value down = matmul(".experts.w2", mid, in[4], h);
-  Value back = (at(".combine.slots"), reshape(imp, down, {e, n, 1, h}));
+  Value back =
+      (at(".combine.slots"), reshape(imp, down, {e, groupCount, capacity, h}));
   auto normalize = b.getNamedAttr(
       "normalize", b.getBoolAttr(getAttrInt(node, "normalize", 0) != 0));
   Value combined =
-      g::MoeCombineOp::create(b, at(".combine"), TypeRange{tensor({n, 1, h})},
-                              ValueRange{back, p}, {topK, normalize})
+      g::MoeCombineOp::create(b, at(".combine"),
+                              TypeRange{tensor({groupCount, groupSize, h})},
+                              ValueRange{back, p}, {topKAttr, normalize})
           .getResult();
   imp.setValue(node.output(0),
                (at(".output"), reshape(imp, combined, tokens.getShape())));

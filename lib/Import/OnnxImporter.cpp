@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <sstream>
 
 using namespace mlir;
 using namespace ppc;
@@ -99,6 +100,12 @@ struct ImportCLOptions {
       llvm::cl::desc("Embed ONNX initializer values up to this many bytes "
                      "per weight into ppc.weight"),
       llvm::cl::init(0), llvm::cl::cat(category)};
+  llvm::cl::opt<double> moeCapacityFactor{
+      "moe-capacity-factor",
+      llvm::cl::desc("Fused mixture-of-experts blocks route each sample "
+                     "with this capacity factor, dropping choices over it "
+                     "(0: no drops, as PyTorch's loop)"),
+      llvm::cl::init(0.0), llvm::cl::cat(category)};
 };
 } // namespace
 
@@ -115,6 +122,7 @@ OnnxImportOptions ppc::getOnnxImportOptionsFromCL() {
   for (const InputShapeSpec &spec : clOptions->inputShapes)
     options.inputShapes[spec.name] = spec.dims;
   options.maxEmbeddedWeightBytes = clOptions->embedMaxBytes;
+  options.moeCapacityFactor = clOptions->moeCapacityFactor;
   return options;
 }
 
@@ -1244,6 +1252,13 @@ OwningOpRef<ModuleOp> ModelImporter::buildModule() {
 }
 
 OwningOpRef<ModuleOp> ModelImporter::run() {
+  if (double f = options.moeCapacityFactor; !(f >= 0) || std::isinf(f)) {
+    std::ostringstream value;
+    value << f;
+    emitError(fileLoc()) << "--moe-capacity-factor " << value.str()
+                         << " is not a finite number >= 0";
+    return nullptr;
+  }
   if (failed(checkNamesAreUtf8()))
     return nullptr;
   // Name unnamed nodes by their original position, before folding and dead

@@ -971,8 +971,7 @@ OwningOpRef<ModuleOp> importPlan(const pf::Plan &message,
 //===----------------------------------------------------------------------===//
 
 LogicalResult writeWeightsFile(pf::Plan &message, StringRef modelPath,
-                               DictionaryAttr stacked, StringRef weightsPath,
-                               Location loc) {
+                               StringRef weightsPath, Location loc) {
   auto needsValues = [](const pf::Tensor &t) {
     return (t.role() == pf::Tensor::WEIGHT || t.role() == pf::Tensor::FROZEN) &&
            t.init() != pf::Tensor::DATA && t.init() != pf::Tensor::WEIGHTS_FILE;
@@ -984,13 +983,10 @@ LogicalResult writeWeightsFile(pf::Plan &message, StringRef modelPath,
       OnnxWeightReader::open(modelPath, error);
   if (!reader)
     return emitError(loc) << "cannot read the model's weights: " << error;
-  if (stacked)
-    for (NamedAttribute stack : stacked) {
-      std::vector<std::string> parts;
-      for (Attribute part : cast<ArrayAttr>(stack.getValue()))
-        parts.push_back(cast<StringAttr>(part).getValue().str());
-      reader->addStack(stack.getName().getValue(), std::move(parts));
-    }
+  for (const pf::Tensor &t : message.tensors())
+    if (!t.stacked_from().empty())
+      reader->addStack(t.name(),
+                       {t.stacked_from().begin(), t.stacked_from().end()});
 
   std::string tmp = (weightsPath + ".tmp").str();
   std::error_code ec;
@@ -1068,15 +1064,19 @@ struct ExportPlanPass : impl::ExportPlanBase<ExportPlanPass> {
     FailureOr<pf::Plan> message = exportPlan(plans[0]);
     if (failed(message))
       return signalPassFailure();
+    // Weights the importer stacked from several initializers say which.
+    if (auto stacked = module->getAttrOfType<DictionaryAttr>(
+            graph::PPCDialect::getStackedWeightsAttrName()))
+      for (pf::Tensor &t : *message->mutable_tensors())
+        if (auto parts = stacked.getAs<ArrayAttr>(t.name()))
+          for (Attribute part : parts)
+            t.add_stacked_from(cast<StringAttr>(part).getValue().str());
     // Weights imported from ONNX without their values: the model's
     // initializers go to FILE.weights, next to the plan.
     if (auto model = module->getAttrOfType<StringAttr>(
             graph::PPCDialect::getSourceModelAttrName()))
-      if (failed(writeWeightsFile(
-              *message, model.getValue(),
-              module->getAttrOfType<DictionaryAttr>(
-                  graph::PPCDialect::getStackedWeightsAttrName()),
-              file + ".weights", plans[0].getLoc())))
+      if (failed(writeWeightsFile(*message, model.getValue(), file + ".weights",
+                                  plans[0].getLoc())))
         return signalPassFailure();
     if (absl::Status error = runtime::writePlanFile(*message, file, text);
         !error.ok()) {

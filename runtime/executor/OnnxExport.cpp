@@ -51,24 +51,34 @@ absl::Status checkOnnxWeights(const std::string &path,
   for (const Tensor &tensor : plan.tensors()) {
     if (tensor.role() != Tensor::WEIGHT && tensor.role() != Tensor::FROZEN)
       continue;
-    auto it = initializers.find(tensor.name());
-    const std::string shape = shapeString(
-        std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()));
-    if (it == initializers.end())
-      return absl::InvalidArgumentError(
-          "'" + path + "' has no initializer '" + tensor.name() +
-          "' for the plan's weight of that name: the plan was made from "
-          "another model");
-    const onnx::TensorProto &init = *it->second;
-    std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
-    if (shapeString(dims) != shape)
-      return absl::InvalidArgumentError(
-          "initializer '" + tensor.name() + "' of '" + path + "' has shape " +
-          shapeString(dims) + " but the plan's weight " + shape);
-    if (!isFloatType(init.data_type()))
-      return absl::InvalidArgumentError("initializer '" + tensor.name() +
-                                        "' of '" + path +
-                                        "' is not of a floating-point type");
+    std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+    // A stacked weight is its initializers' slices of dim 0.
+    std::vector<std::string> names = {tensor.name()};
+    if (!tensor.stacked_from().empty()) {
+      names.assign(tensor.stacked_from().begin(), tensor.stacked_from().end());
+      shape.erase(shape.begin());
+    }
+    for (const std::string &name : names) {
+      auto it = initializers.find(name);
+      const std::string what =
+          name == tensor.name()
+              ? "the plan's weight of that name"
+              : "a part of the plan's weight '" + tensor.name() + "'";
+      if (it == initializers.end())
+        return absl::InvalidArgumentError(
+            "'" + path + "' has no initializer '" + name + "' for " + what +
+            ": the plan was made from another model");
+      const onnx::TensorProto &init = *it->second;
+      std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+      if (dims != shape)
+        return absl::InvalidArgumentError(
+            "initializer '" + name + "' of '" + path + "' has shape " +
+            shapeString(dims) + " but " + what + " " + shapeString(shape));
+      if (!isFloatType(init.data_type()))
+        return absl::InvalidArgumentError("initializer '" + name + "' of '" +
+                                          path +
+                                          "' is not of a floating-point type");
+    }
   }
   return absl::OkStatus();
 }

@@ -197,7 +197,17 @@ absl::Status Run::exportOnnx(const std::vector<std::string> &perRank) const {
             it->second.held.end())
       return absl::InvalidArgumentError(
           "--export-onnx: no rank holds all of weight '" + t.name() + "'");
-    byName[t.name()] = std::move(it->second.values);
+    std::vector<float> &values = it->second.values;
+    if (t.stacked_from().empty()) {
+      byName[t.name()] = std::move(values);
+      continue;
+    }
+    // Back to the initializers it was stacked from, one slice of dim 0
+    // each (checkOnnxWeights checked their shapes).
+    size_t slice = values.size() / static_cast<size_t>(t.stacked_from_size());
+    for (int i = 0; i < t.stacked_from_size(); ++i)
+      byName[t.stacked_from(i)].assign(values.begin() + i * slice,
+                                       values.begin() + (i + 1) * slice);
   }
   return exportOnnxWeights(options.exportOnnxModel, options.exportOnnxOut,
                            byName);

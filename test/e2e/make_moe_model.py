@@ -15,7 +15,9 @@ Writes into DIR:
   x.npy, labels.npy   that batch and its classes [B, S];
   expected.txt        PyTorch's mean token cross-entropy at steps 1..STEPS
                       of SGD (lr 0.1, no momentum) on that batch, one per
-                      line: ppc-run's must match.
+                      line: ppc-run's must match;
+  torch-trained.onnx  the model after those STEPS updates, exported again
+                      (the same initializer names).
 usage: make_moe_model.py DIR [BATCH] [STEPS]
 """
 import os
@@ -98,6 +100,10 @@ def main():
         optimizer.step()
     with open(os.path.join(out, "expected.txt"), "w") as f:
         f.write("".join("%.9g\n" % v for v in losses))
+    # The trained weights, as the same export names them.
+    torch.onnx.export(model, x, os.path.join(out, "torch-trained.onnx"),
+                      opset_version=17, input_names=["x"],
+                      output_names=["logits"], do_constant_folding=True)
 
 
 if __name__ == "__main__":

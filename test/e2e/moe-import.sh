@@ -5,7 +5,9 @@
 # ppc.moe_combine (lib/Import/MixtureOfExperts.cpp): on one device it trains
 # to PyTorch's own losses (same weights, same batch, SGD), and on NP ranks
 # data parallel, DeepSpeed-MoE's expert-parallel layout and the searched
-# strategy match the single-device step (--verify) and the loss falls.
+# strategy match the single-device step (--verify); --export-onnx writes
+# the trained experts back to PyTorch's initializers (PyTorch's trained
+# values), and --moe-capacity-factor routes per sample with drops.
 # usage: moe-import.sh PYTHON PPC_OPT PPC_RUN WORKDIR NP RUN...
 #        (PYTHON has torch, onnx and numpy; RUN... starts ppc-run on NP ranks)
 set -e
@@ -44,6 +46,23 @@ for step in range(1, int(sys.argv[2]) + 1):
     print(f"step {step}: loss {got:.7f}, PyTorch {want[step - 1]:.7f}")
 assert want[-1] < want[0]
 PY
+# The stacked experts go back to their initializers: after as many steps
+# as PyTorch took, ppc-run's exported model holds PyTorch's weights.
+"$ppc_run" one.pb --steps $steps --quiet --input x=x.npy \
+  --input labels=labels.npy --export-onnx moe.onnx=trained.onnx
+"$python" - trained.onnx torch-trained.onnx <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+got, want = ({t.name: numpy_helper.to_array(t)
+              for t in onnx.load(path).graph.initializer} for path in sys.argv[1:])
+assert got.keys() == want.keys(), sorted(set(got) ^ set(want))
+for name, w in want.items():
+    assert np.allclose(got[name], w, rtol=1e-4, atol=1e-6), \
+        f"{name} differs by {np.max(np.abs(got[name] - w))}"
+print(f"{len(want)} trained initializers match PyTorch's")
+PY
 
 # NP ranks: each layout matches one device and trains.
 for search in data-parallel deepspeed-moe mcmc; do
@@ -51,4 +70,11 @@ for search in data-parallel deepspeed-moe mcmc; do
   "$@" $search.pb --steps 2 --verify --quiet --input x=x.npy \
     --input labels=labels.npy
 done
+# Routed per sample with a capacity factor (ceil(2 * 8 * 1.25 / 8) = 3
+# slots per expert and sample, some choices dropped), expert parallel.
+"$ppc_opt" moe.onnx --moe-capacity-factor=1.25 -o capacity.mlir
+grep -q "ppc.moe_dispatch .* -> tensor<8x4x3x16xf32>" capacity.mlir
+"$ppc_opt" capacity.mlir --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=capacity.pb" -o /dev/null
+"$@" capacity.pb --steps 2 --verify --quiet --input x=x.npy \
+  --input labels=labels.npy
 echo "moe import passed"

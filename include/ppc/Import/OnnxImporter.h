@@ -23,6 +23,12 @@ struct OnnxImportOptions {
   /// Embed initializer values up to this many bytes per weight as the
   /// `value` of `ppc.weight` (larger ones are found by name in the model).
   int64_t maxEmbeddedWeightBytes = 0;
+  /// Fused mixture-of-experts blocks: 0 routes without dropping (PyTorch's
+  /// loop: each token its own group, one slot per expert); F > 0 routes
+  /// each sample of the block's [B, S, H] tokens as a group of
+  /// ceil(top_k * S * F / E) slots per expert, dropping choices over them
+  /// (GShard, Switch).
+  double moeCapacityFactor = 0;
 };
 
 /// True if `contents` looks like an ONNX model: a ModelProto in binary
@@ -37,8 +43,9 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxModel(llvm::StringRef contents, llvm::StringRef path,
                 mlir::MLIRContext *context, const OnnxImportOptions &options);
 
-/// Registers `--batch-size`, `--input-shape` and `--embed-weights-max-bytes`
-/// as command-line options, and reads them back.
+/// Registers `--batch-size`, `--input-shape`, `--embed-weights-max-bytes`
+/// and `--moe-capacity-factor` as command-line options, and reads them
+/// back.
 void registerOnnxImportCLOptions();
 OnnxImportOptions getOnnxImportOptionsFromCL();
 

@@ -22,15 +22,13 @@ mlir::OwningOpRef<mlir::ModuleOp> importPlan(const ppc::planfile::Plan &message,
 
 /// Writes the values of every weight of `message` that has none in the plan
 /// (WEIGHT and FROZEN tensors other than DATA) from the ONNX model at
-/// `modelPath`, found by initializer name (or, for a name in `stacked`,
-/// the module's `ppc.stacked_weights`, its initializers stacked), to the
-/// weights file `weightsPath` (raw float32, written atomically), and
-/// rebinds those tensors to it (WEIGHTS_FILE, offset, count, checksum;
-/// their rule becomes `seed_init`). Does nothing when no tensor needs
-/// values.
+/// `modelPath`, found by initializer name (a tensor `stacked_from` several:
+/// those, stacked), to the weights file `weightsPath` (raw float32, written
+/// atomically), and rebinds those tensors to it (WEIGHTS_FILE, offset,
+/// count, checksum; their rule becomes `seed_init`). Does nothing when no
+/// tensor needs values.
 mlir::LogicalResult writeWeightsFile(ppc::planfile::Plan &message,
                                      llvm::StringRef modelPath,
-                                     mlir::DictionaryAttr stacked,
                                      llvm::StringRef weightsPath,
                                      mlir::Location loc);
 
