@@ -23,9 +23,10 @@
 //   - the experts: E SwiGLU MLPs MatMul(Mul(silu(MatMul(x, W1)),
 //     MatMul(x, W3)), W2), silu as x * Sigmoid(x), whose weights are
 //     initializers read nowhere else, downstream of the routing (or on the
-//     tokens whole); expert e is the one whose rows a Gather of the expert
-//     mask at constant index e selects, or, without such gathers, the
-//     expert in node order;
+//     tokens whole; a shared expert on the tokens beside E routed ones, as
+//     Qwen-MoE and DeepSeek-MoE have, is not one of them); expert e is the
+//     one whose rows a Gather of the expert mask at constant index e
+//     selects, or, without such gathers, the expert in node order;
 //   - the output: the first node every expert's output reaches (the last
 //     scatter-add or Add of the accumulation), each expert's output
 //     multiplied by a routing weight on its way there, of the tokens' shape.
@@ -282,6 +283,16 @@ void MoeFuser::matchExperts(MoeMatch &m, const llvm::BitVector &routed) {
                               static_cast<int>(i)});
       break;
     }
+  }
+  // A shared expert beside the routed ones (Qwen-MoE, DeepSeek-MoE) reads
+  // the tokens whole: where the routed ones are E, it is not one of them.
+  if (static_cast<int64_t>(m.expertList.size()) > m.experts) {
+    auto routedOnly = m.expertList;
+    llvm::erase_if(routedOnly, [&](const MoeMatch::Expert &e) {
+      return e.rows == m.tokens;
+    });
+    if (static_cast<int64_t>(routedOnly.size()) == m.experts)
+      m.expertList = std::move(routedOnly);
   }
 }
 

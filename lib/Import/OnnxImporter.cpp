@@ -698,7 +698,7 @@ LogicalResult ModelImporter::bindInputShapes() {
   // rebound too: the batch is the first input's dim 0, and every input with
   // that dim 0 takes --batch-size. Shape inference and folding then follow;
   // shapes baked for the old batch are caught by checkBoundShapes.
-  std::optional<int64_t> staticBatch;
+  int64_t staticBatch = 0; // 0: none (dims are positive)
   if (options.batchSize) {
     bool anySymbolic = false;
     for (const onnx::ValueInfoProto &input : graph.input()) {
@@ -711,11 +711,11 @@ LogicalResult ModelImporter::bindInputShapes() {
       const auto &dim0 = input.type().tensor_type().shape().dim(0);
       if (!dim0.has_dim_value())
         anySymbolic = true;
-      else if (!staticBatch)
+      else if (staticBatch == 0)
         staticBatch = dim0.dim_value();
     }
     if (anySymbolic)
-      staticBatch.reset();
+      staticBatch = 0;
   }
 
   bool changed = false;
@@ -749,7 +749,7 @@ LogicalResult ModelImporter::bindInputShapes() {
     auto *batch = tensorType->mutable_shape()->mutable_dim(
         static_cast<int>(batchDims.lookup(input.name())));
     if (batch->has_dim_value() &&
-        (!staticBatch || batch->dim_value() != *staticBatch ||
+        (staticBatch == 0 || batch->dim_value() != staticBatch ||
          batch->dim_value() == *options.batchSize))
       continue;
     batch->set_dim_value(*options.batchSize);

@@ -18,7 +18,9 @@ Writes into DIR:
                       line: ppc-run's must match;
   torch-trained.onnx  the model after those STEPS updates, exported again
                       (the same initializer names).
-usage: make_moe_model.py DIR [BATCH] [STEPS]
+STYLE qwen writes Qwen2-MoE's block instead: the top-k weights not
+normalized, and a shared expert on every token gated by a sigmoid.
+usage: make_moe_model.py DIR [BATCH] [STEPS] [mixtral|qwen]
 """
 import os
 import sys
@@ -66,10 +68,40 @@ class SparseMoeBlock(nn.Module):
         return final.reshape(batch, seq, hidden)
 
 
-class Net(nn.Module):
+class QwenMoeBlock(SparseMoeBlock):
+    """Qwen2-MoE's block: the top-k weights not normalized, and a shared
+    SwiGLU expert on every token, gated by a sigmoid, beside the routed
+    ones."""
+
     def __init__(self):
         super().__init__()
-        self.block_sparse_moe = SparseMoeBlock()
+        self.shared_expert = Expert()
+        self.shared_expert_gate = nn.Linear(HIDDEN, 1, bias=False)
+
+    def forward(self, hidden_states):
+        batch, seq, hidden = hidden_states.shape
+        flat = hidden_states.view(-1, hidden)
+        router_logits = self.gate(flat)
+        routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected = torch.topk(routing_weights, TOP_K, dim=-1)
+        routing_weights = routing_weights.to(flat.dtype)
+        final = torch.zeros((batch * seq, hidden), dtype=flat.dtype)
+        mask = F.one_hot(selected, num_classes=EXPERTS).permute(2, 1, 0)
+        for e in range(EXPERTS):
+            idx, top_x = torch.where(mask[e])
+            current = flat[None, top_x].reshape(-1, hidden)
+            out = self.experts[e](current) * routing_weights[top_x, idx, None]
+            final.index_add_(0, top_x, out.to(flat.dtype))
+        shared = self.shared_expert(flat)
+        shared = torch.sigmoid(self.shared_expert_gate(flat)) * shared
+        return (final + shared).reshape(batch, seq, hidden)
+
+
+class Net(nn.Module):
+    def __init__(self, style):
+        super().__init__()
+        self.block_sparse_moe = (QwenMoeBlock() if style == "qwen"
+                                 else SparseMoeBlock())
         self.head = nn.Linear(HIDDEN, CLASSES)
 
     def forward(self, x):
@@ -80,9 +112,10 @@ def main():
     out = sys.argv[1]
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    style = sys.argv[4] if len(sys.argv) > 4 else "mixtral"
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    model = Net()
+    model = Net(style)
     x = torch.randn(batch, SEQ, HIDDEN)
     labels = torch.randint(0, CLASSES, (batch, SEQ))
     torch.onnx.export(model, x, os.path.join(out, "moe.onnx"),

@@ -7,7 +7,8 @@
 # data parallel, DeepSpeed-MoE's expert-parallel layout and the searched
 # strategy match the single-device step (--verify); --export-onnx writes
 # the trained experts back to PyTorch's initializers (PyTorch's trained
-# values), and --moe-capacity-factor routes per sample with drops.
+# values), and --moe-capacity-factor routes per sample with drops. Then
+# the same for Qwen2-MoE's block (unnormalized weights, a shared expert).
 # usage: moe-import.sh PYTHON PPC_OPT PPC_RUN WORKDIR NP RUN...
 #        (PYTHON has torch, onnx and numpy; RUN... starts ppc-run on NP ranks)
 set -e
@@ -28,13 +29,14 @@ test "$(grep -c "ppc.moe_combine .*normalize = true" moe.mlir)" = 1
 test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[123]\"" moe.mlir)" = 3
 grep -q "ppc.stacked_weights" moe.mlir
 
-# One device: PyTorch's losses at every step.
-"$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux1 search=data-parallel optimizer=sgd lr=0.1 plan=one.pb" -o /dev/null
-for s in $(seq 1 $steps); do
-  "$ppc_run" one.pb --steps "$s" --quiet --input x=x.npy \
-    --input labels=labels.npy --save-outputs "one-$s"
-done
-"$python" - expected.txt $steps <<'PY'
+# One device: PyTorch's losses at every step (in the current directory).
+same_losses_as_pytorch() {
+  "$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux1 search=data-parallel optimizer=sgd lr=0.1 plan=one.pb" -o /dev/null
+  for s in $(seq 1 $steps); do
+    "$ppc_run" one.pb --steps "$s" --quiet --input x=x.npy \
+      --input labels=labels.npy --save-outputs "one-$s"
+  done
+  "$python" - expected.txt $steps <<'PY'
 import glob
 import sys
 import numpy as np
@@ -46,6 +48,8 @@ for step in range(1, int(sys.argv[2]) + 1):
     print(f"step {step}: loss {got:.7f}, PyTorch {want[step - 1]:.7f}")
 assert want[-1] < want[0]
 PY
+}
+same_losses_as_pytorch
 # The stacked experts go back to their initializers: after as many steps
 # as PyTorch took, ppc-run's exported model holds PyTorch's weights.
 "$ppc_run" one.pb --steps $steps --quiet --input x=x.npy \
@@ -77,4 +81,16 @@ grep -q "ppc.moe_dispatch .* -> tensor<8x4x3x16xf32>" capacity.mlir
 "$ppc_opt" capacity.mlir --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=capacity.pb" -o /dev/null
 "$@" capacity.pb --steps 2 --verify --quiet --input x=x.npy \
   --input labels=labels.npy
+# Qwen2-MoE's block: the top-k weights not normalized, and a shared expert
+# on every token beside the routed ones, which stays ordinary ops.
+mkdir qwen
+"$python" "$here/make_moe_model.py" qwen 4 $steps qwen >qwen/export.log 2>&1
+cd qwen
+"$ppc_opt" moe.onnx -o moe.mlir
+test "$(grep -c "ppc.moe_dispatch" moe.mlir)" = 1
+test "$(grep -c "ppc.moe_combine .*normalize" moe.mlir)" = 0
+test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[123]\" : tensor<8x" moe.mlir)" = 3
+same_losses_as_pytorch
+"$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=ep.pb" -o /dev/null
+"$@" ep.pb --steps 2 --verify --quiet --input x=x.npy --input labels=labels.npy
 echo "moe import passed"
