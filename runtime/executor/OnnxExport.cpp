@@ -54,26 +54,33 @@ absl::Status checkOnnxWeights(const std::string &path,
     std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
     // A stacked weight is its initializers' slices of dim 0.
     std::vector<std::string> names = {tensor.name()};
-    if (!tensor.stacked_from().empty()) {
+    const bool stacked = !tensor.stacked_from().empty();
+    if (stacked) {
+      if (shape.empty() || shape[0] != tensor.stacked_from_size())
+        return absl::InvalidArgumentError(
+            "the plan's weight '" + tensor.name() + "' stacks " +
+            std::to_string(tensor.stacked_from_size()) +
+            " initializers but has shape " + shapeString(shape));
       names.assign(tensor.stacked_from().begin(), tensor.stacked_from().end());
       shape.erase(shape.begin());
     }
     for (const std::string &name : names) {
       auto it = initializers.find(name);
-      const std::string what =
-          name == tensor.name()
-              ? "the plan's weight of that name"
-              : "a part of the plan's weight '" + tensor.name() + "'";
       if (it == initializers.end())
         return absl::InvalidArgumentError(
-            "'" + path + "' has no initializer '" + name + "' for " + what +
+            "'" + path + "' has no initializer '" + name + "' for " +
+            (stacked ? "a part of the plan's weight '" + tensor.name() + "'"
+                     : std::string("the plan's weight of that name")) +
             ": the plan was made from another model");
       const onnx::TensorProto &init = *it->second;
       std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
       if (dims != shape)
         return absl::InvalidArgumentError(
             "initializer '" + name + "' of '" + path + "' has shape " +
-            shapeString(dims) + " but " + what + " " + shapeString(shape));
+            shapeString(dims) + " but the plan's weight " +
+            (stacked ? "'" + tensor.name() + "' stacks parts of shape "
+                     : std::string()) +
+            shapeString(shape));
       if (!isFloatType(init.data_type()))
         return absl::InvalidArgumentError("initializer '" + name + "' of '" +
                                           path +

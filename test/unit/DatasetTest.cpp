@@ -367,6 +367,23 @@ TEST(OnnxExport, ReplacesInitializersInTheirOwnType) {
                 .find("has no initializer 'nope'"),
             std::string::npos);
 
+  // A weight the importer stacked from initializers: each one a slice of
+  // its dim 0, of the slice's shape.
+  PlanBuilder stacked(1, true);
+  stacked.tensor("experts", {2, 1}, Tensor::WEIGHT);
+  stacked.plan.mutable_tensors(0)->add_stacked_from("w64");
+  stacked.plan.mutable_tensors(0)->add_stacked_from("untouched");
+  EXPECT_EQ(statusText(checkOnnxWeights(in, stacked.plan)), "");
+  stacked.plan.mutable_tensors(0)->set_stacked_from(1, "w32");
+  EXPECT_EQ(statusText(checkOnnxWeights(in, stacked.plan)),
+            "initializer 'w32' of '" + in +
+                "' has shape [2] but the plan's weight 'experts' stacks "
+                "parts of shape [1]");
+  stacked.plan.mutable_tensors(0)->add_stacked_from("w16");
+  EXPECT_EQ(statusText(checkOnnxWeights(in, stacked.plan)),
+            "the plan's weight 'experts' stacks 3 initializers but has "
+            "shape [2, 1]");
+
   const float third = 1.0f / 3.0f;
   ASSERT_EQ(statusText(exportOnnxWeights(
                 in, out,
