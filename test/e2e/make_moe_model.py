@@ -45,27 +45,33 @@ class Expert(nn.Module):
 
 
 class SparseMoeBlock(nn.Module):
-    def __init__(self):
+    def __init__(self, normalize=True):
         super().__init__()
+        self.normalize = normalize
         self.gate = nn.Linear(HIDDEN, EXPERTS, bias=False)
         self.experts = nn.ModuleList([Expert() for _ in range(EXPERTS)])
 
-    def forward(self, hidden_states):
-        batch, seq, hidden = hidden_states.shape
-        hidden_states = hidden_states.view(-1, hidden)
-        router_logits = self.gate(hidden_states)
+    def routed(self, flat):
+        """The routed experts' sum for the [tokens, hidden] `flat`."""
+        router_logits = self.gate(flat)
         routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
         routing_weights, selected = torch.topk(routing_weights, TOP_K, dim=-1)
-        routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
-        routing_weights = routing_weights.to(hidden_states.dtype)
-        final = torch.zeros((batch * seq, hidden), dtype=hidden_states.dtype)
+        if self.normalize:
+            routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(flat.dtype)
+        final = torch.zeros(flat.shape, dtype=flat.dtype)
         mask = F.one_hot(selected, num_classes=EXPERTS).permute(2, 1, 0)
         for e in range(EXPERTS):
             idx, top_x = torch.where(mask[e])
-            current = hidden_states[None, top_x].reshape(-1, hidden)
+            current = flat[None, top_x].reshape(-1, flat.shape[1])
             out = self.experts[e](current) * routing_weights[top_x, idx, None]
-            final.index_add_(0, top_x, out.to(hidden_states.dtype))
-        return final.reshape(batch, seq, hidden)
+            final.index_add_(0, top_x, out.to(flat.dtype))
+        return final
+
+    def forward(self, hidden_states):
+        batch, seq, hidden = hidden_states.shape
+        flat = hidden_states.view(-1, hidden)
+        return self.routed(flat).reshape(batch, seq, hidden)
 
 
 class QwenMoeBlock(SparseMoeBlock):
@@ -74,27 +80,16 @@ class QwenMoeBlock(SparseMoeBlock):
     ones."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__(normalize=False)
         self.shared_expert = Expert()
         self.shared_expert_gate = nn.Linear(HIDDEN, 1, bias=False)
 
     def forward(self, hidden_states):
         batch, seq, hidden = hidden_states.shape
         flat = hidden_states.view(-1, hidden)
-        router_logits = self.gate(flat)
-        routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
-        routing_weights, selected = torch.topk(routing_weights, TOP_K, dim=-1)
-        routing_weights = routing_weights.to(flat.dtype)
-        final = torch.zeros((batch * seq, hidden), dtype=flat.dtype)
-        mask = F.one_hot(selected, num_classes=EXPERTS).permute(2, 1, 0)
-        for e in range(EXPERTS):
-            idx, top_x = torch.where(mask[e])
-            current = flat[None, top_x].reshape(-1, hidden)
-            out = self.experts[e](current) * routing_weights[top_x, idx, None]
-            final.index_add_(0, top_x, out.to(flat.dtype))
         shared = self.shared_expert(flat)
         shared = torch.sigmoid(self.shared_expert_gate(flat)) * shared
-        return (final + shared).reshape(batch, seq, hidden)
+        return (self.routed(flat) + shared).reshape(batch, seq, hidden)
 
 
 class Net(nn.Module):
