@@ -365,18 +365,24 @@ std::vector<StagePlan> stageDp(const Problem &problem,
         cached = boundaryTime(j, next, m);
       return cached;
     };
-    // Bounds on the slowest stage: the distinct latencies, thinned.
-    std::vector<double> bounds;
+    // Bounds on the slowest stage: the distinct latencies, thinned; then
+    // every distinct latency around the thinned bound that gave the best
+    // plan (a plan is found only with a bound between its slowest stage
+    // and the next latency that admits a smaller sum, which thinning can
+    // step over).
+    std::vector<double> allBounds;
     for (double t : latency)
       if (std::isfinite(t))
-        bounds.push_back(t);
-    std::sort(bounds.begin(), bounds.end());
-    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+        allBounds.push_back(t);
+    std::sort(allBounds.begin(), allBounds.end());
+    allBounds.erase(std::unique(allBounds.begin(), allBounds.end()),
+                    allBounds.end());
+    std::vector<double> bounds = allBounds;
     if (bounds.size() > kMaxLatencyBounds) {
       std::vector<double> thinned;
       for (size_t i = 0; i < kMaxLatencyBounds; ++i)
         thinned.push_back(
-            bounds[(i + 1) * bounds.size() / kMaxLatencyBounds - 1]);
+            allBounds[(i + 1) * allBounds.size() / kMaxLatencyBounds - 1]);
       bounds = std::move(thinned);
     }
 
@@ -388,13 +394,11 @@ std::vector<StagePlan> stageDp(const Problem &problem,
     std::vector<double> best((maxStages + 1) * (L + 1) * numOffsets);
     std::vector<std::pair<int32_t, int32_t>> choice(best.size());
     std::vector<StagePlan> found;
-    double bestEstimate = kInf, previousBound = 0;
-    for (double bound : bounds) {
-      // A plan new at this bound has a stage slower than the last bound,
-      // so m of those at least.
-      if (static_cast<double>(m) * previousBound >= bestEstimate)
-        break;
-      previousBound = bound;
+    double bestEstimate = kInf;
+    // Runs the DP with every stage at most `bound`; returns the best
+    // estimate of the plans it finds.
+    auto planWithin = [&](double bound) {
+      double bestHere = kInf;
       std::fill(best.begin(), best.end(), kInf);
       best[dpIndex(0, L, numDevices)] = 0;
       for (size_t s = 1; s <= maxStages; ++s)
@@ -448,7 +452,7 @@ std::vector<StagePlan> stageDp(const Problem &problem,
           plan.stageOf[op] = stageOfCluster[clusterOf[op]];
         plan.estimate =
             sum + static_cast<double>(m - 1) * slowest + slowestTail;
-        bestEstimate = std::min(bestEstimate, plan.estimate);
+        bestHere = std::min(bestHere, plan.estimate);
         auto same = [&](const StagePlan &other) {
           return std::tie(other.stageOf, other.firstDevice, other.numDevices,
                           other.inside) ==
@@ -458,6 +462,30 @@ std::vector<StagePlan> stageDp(const Problem &problem,
         if (std::none_of(found.begin(), found.end(), same))
           found.push_back(std::move(plan));
       }
+      return bestHere;
+    };
+    double previousBound = 0, bestBound = -1;
+    size_t bestAt = 0;
+    for (size_t i = 0; i < bounds.size(); ++i) {
+      // A plan new at this bound has a stage slower than the last bound,
+      // so m of those at least.
+      if (static_cast<double>(m) * previousBound >= bestEstimate)
+        break;
+      previousBound = bounds[i];
+      double estimate = planWithin(bounds[i]);
+      if (estimate < bestEstimate) {
+        bestEstimate = estimate;
+        bestBound = bounds[i];
+        bestAt = i;
+      }
+    }
+    if (bestBound >= 0 && bounds.size() < allBounds.size()) {
+      double below = bestAt > 0 ? bounds[bestAt - 1] : -kInf;
+      double above = bestAt + 1 < bounds.size() ? bounds[bestAt + 1] : kInf;
+      for (double bound : allBounds)
+        if (bound > below && bound < above && bound != bestBound &&
+            static_cast<double>(m) * bound < bestEstimate)
+          bestEstimate = std::min(bestEstimate, planWithin(bound));
     }
     std::sort(found.begin(), found.end(),
               [](const StagePlan &a, const StagePlan &b) {

@@ -265,10 +265,15 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     if (undo.opStates.size() <= undo.opIds.size())
       undo.opStates.emplace_back();
     std::swap(s.ops[op], undo.opStates[undo.opIds.size()]);
+    // The timing stays the last pass's until the op is timed again (the
+    // next pass compares with it).
+    s.ops[op].copyTimingFrom(undo.opStates[undo.opIds.size()]);
     undo.opIds.push_back(op);
     if (s.stopNow())
       return s.stoppedResult();
     s.buildOp(op);
+    s.markChanged(static_cast<int32_t>(op), /*forward=*/true,
+                  /*backward=*/true);
     for (int32_t id : s.inEdges[op]) {
       touched.insert(id);
       for (int32_t later : s.outEdges[s.edges[id].producer])
@@ -283,11 +288,17 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
       undo.edgeStates.emplace_back();
     Edge &e = s.edges[id], &spare = undo.edgeStates[undo.edgeIds.size()];
     spare.takeIdentity(e);
+    spare.fwdEnd = e.fwdEnd;
+    spare.bwdPackedAt = e.bwdPackedAt;
     std::swap(e, spare);
     undo.edgeIds.push_back(id);
     if (s.stopNow())
       return s.stoppedResult();
     s.buildEdge(e);
+    // Its forward transfers are the consumer's forward tasks, its backward
+    // ones the producer's backward (and the consumer's, packing them).
+    s.markChanged(e.consumer, /*forward=*/true, /*backward=*/true);
+    s.markChanged(e.producer, /*forward=*/false, /*backward=*/true);
   }
   // The first changed op's forward block is the first one that changed:
   // its incoming transfers are part of it, its outgoing ones of later
@@ -313,6 +324,10 @@ void Simulator::revert() {
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }
+
+Simulator::TimingStats Simulator::lastTimingStats() const {
+  return {impl->opsTimed, impl->opsMoved};
+}
 
 double Simulator::nodeCost(size_t op, const OpConfig &config) {
   return impl->nodeCost(op, config);

@@ -62,6 +62,30 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
       if (edges[*it].weightOperand < 0)
         edges[*it].readLater = mark(later, edges[*it].result);
   }
+  // The edges crossing each block boundary, where few enough to check.
+  int32_t blocks = numBlocks();
+  crossing.assign(blocks, {});
+  crossingChecked.assign(blocks, 1);
+  std::vector<int64_t> crossingCount(blocks + 1, 0);
+  for (const Edge &e : edges) {
+    int32_t from = e.producer / kCheckpointEvery + 1;
+    int32_t to = e.consumer / kCheckpointEvery;
+    if (from <= to) {
+      ++crossingCount[from];
+      --crossingCount[to + 1];
+    }
+  }
+  for (int32_t b = 1; b < blocks; ++b) {
+    crossingCount[b] += crossingCount[b - 1];
+    crossingChecked[b] = crossingCount[b] <= static_cast<int64_t>(kMaxCrossing);
+  }
+  for (size_t id = 0; id < edges.size(); ++id) {
+    const Edge &e = edges[id];
+    for (int32_t b = e.producer / kCheckpointEvery + 1;
+         b <= e.consumer / kCheckpointEvery; ++b)
+      if (crossingChecked[b])
+        crossing[b].push_back(static_cast<int32_t>(id));
+  }
   freeAt.assign(2 * numDevices + 2 * machine.links.size(), 0.0);
   devicePosition.assign(numDevices, -1);
   deviceTime.assign(numDevices, 0.0);
@@ -187,6 +211,8 @@ Collective Simulator::Impl::makeCollective(const OpState &st,
     c.time = allReduce(bytes, 0.5) / 2;
     c.postTime = allReduce(gatherBytes, 0.5) / 2;
   }
+  c.time = quantized(c.time);
+  c.postTime = quantized(c.postTime);
   return c;
 }
 
@@ -233,9 +259,10 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
     KernelShape shape =
         kernelShape(st.iter[p], st.operandSlices, st.resultSlices, p);
     const DeviceSpec &spec = machine.getSpec(st.devices[p]);
-    st.fwdTime[p] = costModel.kernelTime(op, shape, Phase::Forward, spec);
-    st.bwdTime[p] =
-        costModel.kernelTime(op, shape, Phase::Backward, spec) * backwardWork;
+    st.fwdTime[p] =
+        quantized(costModel.kernelTime(op, shape, Phase::Forward, spec));
+    st.bwdTime[p] = quantized(
+        costModel.kernelTime(op, shape, Phase::Backward, spec) * backwardWork);
   }
 
   // Instances computing the same result slices hold copies of it. Within
@@ -398,9 +425,9 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
   st.updateTime.assign(n, 0);
   for (int32_t p = 0; p < n; ++p) {
     if (updateElems[p] > 0)
-      st.updateTime[p] =
+      st.updateTime[p] = quantized(
           costModel.updateTime(updateElems[p], updateElemBytes, states,
-                               machine.getSpec(st.devices[p]));
+                               machine.getSpec(st.devices[p])));
     // Results are kept for backward (unless recomputed: then they are
     // alive only around their forward and backward use), reduce-scattered
     // ones as their pieces; the largest result (gradient) is the
@@ -811,8 +838,9 @@ void Simulator::Impl::priceExchanges(std::vector<Transfer> &transfers,
         machine.getNode(a) != machine.getNode(b))
       continue;
     double whole = static_cast<double>(t.bytes) * k;
-    t.time = link->latency + static_cast<double>(t.bytes) /
-                                 link->collectiveBySize.bandwidthAt(whole);
+    t.time = quantized(link->latency +
+                       static_cast<double>(t.bytes) /
+                           link->collectiveBySize.bandwidthAt(whole));
   }
 }
 
@@ -824,9 +852,11 @@ Transfer Simulator::Impl::makeTransfer(int32_t src, int32_t dst,
   t.dst = dst;
   t.bytes = bytes;
   t.route = routeId(srcDevice, dstDevice);
-  t.time = routes[t.route].link.transferTime(static_cast<double>(bytes));
+  t.time =
+      quantized(routes[t.route].link.transferTime(static_cast<double>(bytes)));
   if (ranksCopyMessages)
-    t.sendTime = routes[t.route].link.sendTime(static_cast<double>(bytes));
+    t.sendTime =
+        quantized(routes[t.route].link.sendTime(static_cast<double>(bytes)));
   return t;
 }
 

@@ -27,6 +27,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -47,6 +48,23 @@ inline bool contractsWeight(const Op &op) {
     if ((contracted >> i & 1) && op.operands[i].kind == Source::Kind::Weight)
       return true;
   return false;
+}
+
+/// Durations are whole multiples of 2^-40 s (about a picosecond): the
+/// timing's sums and maxima of them, and the halves and quarters of chunked
+/// kernels, are then exact below kExactTimesBelow, so a timeline moved by d
+/// and then timed on equals one timed on and then moved by d. That lets a
+/// delta simulation move what follows a change instead of timing it again
+/// (runTiming), with the result of a full simulation to the last bit.
+inline constexpr double kTimeQuantum = 0x1p-40;
+inline constexpr double kExactTimesBelow = 0x1p10;
+
+/// `seconds` rounded to a multiple of kTimeQuantum (kept as it is where it
+/// is too large for one to matter, or not finite).
+inline double quantized(double seconds) {
+  if (!(std::fabs(seconds) < 0x1p40))
+    return seconds;
+  return std::nearbyint(seconds / kTimeQuantum) * kTimeQuantum;
 }
 
 using Slice = std::vector<Range>;
@@ -220,6 +238,19 @@ struct OpState {
   std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
   /// When each instance's last forward and backward kernel started.
   std::vector<double> fwdStart, bwdStart;
+
+  /// Takes `from`'s timing (a state rebuilt in place of `from` keeps the
+  /// last pass's times until it is timed again).
+  void copyTimingFrom(const OpState &from) {
+    inReady = from.inReady;
+    fwdEnd = from.fwdEnd;
+    fwdStart = from.fwdStart;
+    gradReady = from.gradReady;
+    bwdEnd = from.bwdEnd;
+    bwdStart = from.bwdStart;
+    syncEnd = from.syncEnd;
+    updateEnd = from.updateEnd;
+  }
 };
 
 /// What a timeline event is; its name is only built when a trace is written.
@@ -370,6 +401,8 @@ struct Simulator::Impl {
     if (ranksCopyMessages)
       for (int32_t p : c.partitions)
         start = std::max(start, freeAt[st.devices[p]]);
+    if (start == 0)
+      zeroStartSeen = true;
     double end = start + time;
     for (int64_t core : cores)
       freeAt[core] = end;
@@ -393,10 +426,72 @@ struct Simulator::Impl {
   /// (overlapParamGather), in seconds.
   std::vector<double> deferredGather;
 
-  /// Resource state at the start of the forward of every kCheckpointEvery-th
-  /// op: the forward before the first changed op need not be re-run.
+  /// The ops are timed in blocks of kCheckpointEvery (forward in issue
+  /// order, backward in reverse), with the resources' state kept at each
+  /// block's boundary: a delta simulation re-times the blocks a change
+  /// touches and moves the others (runTiming).
   static constexpr int32_t kCheckpointEvery = 8;
-  std::vector<std::vector<double>> checkpoints;
+  struct Checkpoint {
+    std::vector<double> freeAt;
+    /// A task of the block this checkpoint ends started at time 0: had
+    /// it waited for nothing it would not move with what precedes it.
+    bool zeroStart = false;
+  };
+  /// fwdCheckpoints[b]: the state at the start of forward block b; the
+  /// last one, at the end of the forward. bwdCheckpoints[b]: the state
+  /// once the backward of blocks b and above is done; the last one, at
+  /// the start of the backward (the forward's end again).
+  std::vector<Checkpoint> fwdCheckpoints, bwdCheckpoints;
+  int32_t numBlocks() const {
+    return static_cast<int32_t>((ops.size() + kCheckpointEvery - 1) /
+                                kCheckpointEvery);
+  }
+  /// Per block boundary b (between blocks b - 1 and b), the edges that
+  /// cross it (producer before, consumer after): whose values the blocks
+  /// after it read in forward (and before it in backward). Empty for a
+  /// boundary crossed by too many edges to check (kMaxCrossing); then
+  /// crossingChecked[b] is false.
+  std::vector<std::vector<int32_t>> crossing;
+  std::vector<char> crossingChecked;
+  static constexpr size_t kMaxCrossing = 64;
+  /// Blocks whose forward (backward) tasks the pending update changed:
+  /// their ops' kernels or collectives, or the transfers they issue.
+  std::vector<char> fwdDirty, bwdDirty;
+  /// Marks op `i`'s forward and/or backward block changed.
+  void markChanged(int32_t i, bool forward, bool backward) {
+    size_t b = static_cast<size_t>(i / kCheckpointEvery);
+    if (fwdDirty.size() <= b) {
+      fwdDirty.resize(numBlocks(), 0);
+      bwdDirty.resize(numBlocks(), 0);
+    }
+    if (forward)
+      fwdDirty[b] = 1;
+    if (backward)
+      bwdDirty[b] = 1;
+  }
+  /// Set by the timing when a task starts at time 0 (see Checkpoint).
+  bool zeroStartSeen = false;
+  /// The latest time of the last timing pass: a pass moves blocks only
+  /// while times are exact (kExactTimesBelow).
+  double lastPassEnd = 0;
+  /// Ops the last update() timed again and moved (Simulator::DeltaStats).
+  int64_t opsTimed = 0, opsMoved = 0;
+
+  /// The d such that `now` is `before` moved by d (resources unused in
+  /// both, or used in both and later by d), if there is one.
+  std::optional<double> stateShift(const std::vector<double> &now,
+                                   const std::vector<double> &before) const;
+  /// Whether the values read across boundary `b` in forward (backward)
+  /// are the last pass's moved by `d`.
+  bool forwardCrossingMoved(int32_t b, double d, int32_t firstTimed) const;
+  bool backwardCrossingMoved(int32_t b, double d) const;
+  /// Op `i`'s forward (backward) timing, and its incoming edges', as the
+  /// last pass left them (in undo) moved by `d`.
+  void moveForward(int32_t i, double d);
+  void moveBackward(int32_t i, double d);
+  /// Whether block b's backward recomputes: it must run, as the cascade's
+  /// memory and marks are the pass's.
+  bool recomputesIn(int32_t b) const;
 
   /// What the last update() replaced, for revert(): the changed ops'
   /// configurations, their built states and their edges', and the timing
@@ -425,7 +520,8 @@ struct Simulator::Impl {
     };
     std::vector<OpTiming> opTiming;
     std::vector<EdgeTiming> edgeTiming;
-    std::vector<std::vector<double>> checkpoints;
+    std::vector<Checkpoint> fwdCheckpoints, bwdCheckpoints;
+    double lastPassEnd = 0;
     std::vector<TimelineEvent> timeline;
     std::vector<int64_t> recomputePeak;
   } undo;

@@ -47,6 +47,8 @@ double Simulator::Impl::runTransfer(const Transfer &t, double ready,
     start = std::max(start, freeAt[core]);
   if (ranksCopyMessages)
     start = std::max(start, freeAt[r.dst]);
+  if (start == 0)
+    zeroStartSeen = true;
   // The receiver waits for the packing at most; once the message is
   // packed, the rest of its time is the receiver's.
   double end = std::max(start, packed) + std::max(0.0, t.time - t.sendTime);
@@ -82,6 +84,8 @@ double Simulator::Impl::runKernel(int64_t device, double ready, double time,
     start = std::max(start, freeAt[core]);
     freeAt[core] = start + time;
   }
+  if (start == 0)
+    zeroStartSeen = true;
   double end = start + time;
   freeAt[device] = end;
   record(op, kind, static_cast<int32_t>(device), start, end);
@@ -388,7 +392,8 @@ void Simulator::Impl::swapTiming(int32_t firstTimed) {
   size_t n = ops.size();
   undo.opTiming.resize(n);
   undo.edgeTiming.resize(edges.size());
-  undo.checkpoints.resize(checkpoints.size());
+  undo.fwdCheckpoints.resize(fwdCheckpoints.size());
+  undo.bwdCheckpoints.resize(bwdCheckpoints.size());
   for (size_t i = 0; i < n; ++i) {
     OpState &st = ops[i];
     Undo::OpTiming &t = undo.opTiming[i];
@@ -411,54 +416,292 @@ void Simulator::Impl::swapTiming(int32_t firstTimed) {
       e.fwdEnd.swap(t.fwdEnd);
     e.bwdPackedAt.swap(t.bwdPackedAt);
   }
-  // The pass starts from checkpoint firstTimed and writes the later ones.
-  for (size_t c = firstTimed / kCheckpointEvery + 1; c < checkpoints.size();
+  // The pass starts from the checkpoint of firstTimed's block and writes
+  // the later ones, and every backward one.
+  for (size_t c = firstTimed / kCheckpointEvery + 1; c < fwdCheckpoints.size();
        ++c)
-    checkpoints[c].swap(undo.checkpoints[c]);
+    std::swap(fwdCheckpoints[c], undo.fwdCheckpoints[c]);
+  bwdCheckpoints.swap(undo.bwdCheckpoints);
+  std::swap(lastPassEnd, undo.lastPassEnd);
   timeline.swap(undo.timeline);
   recomputePeak.swap(undo.recomputePeak);
 }
 
+std::optional<double>
+Simulator::Impl::stateShift(const std::vector<double> &now,
+                            const std::vector<double> &before) const {
+  if (now.size() != before.size())
+    return std::nullopt;
+  std::optional<double> d;
+  for (size_t r = 0; r < now.size(); ++r) {
+    if (now[r] == 0 && before[r] == 0)
+      continue;
+    if (now[r] == 0 || before[r] == 0)
+      return std::nullopt;
+    if (!d)
+      d = now[r] - before[r];
+    else if (now[r] != before[r] + *d)
+      return std::nullopt;
+  }
+  if (!d)
+    return 0.0;
+  // Moving is exact only while the times are (kTimeQuantum).
+  if (!(std::fabs(*d) < kExactTimesBelow))
+    return std::nullopt;
+  return d;
+}
+
+/// Whether `now` is `before` moved by `d`: entries > 0 (times) by d, others
+/// (unused, or -1: none) as they were; moved ones stay > 0.
+static bool movedBy(const std::vector<double> &now,
+                    const std::vector<double> &before, double d) {
+  if (now.size() != before.size())
+    return false;
+  for (size_t k = 0; k < now.size(); ++k) {
+    if (before[k] > 0 ? !(now[k] > 0 && now[k] == before[k] + d)
+                      : now[k] != before[k] || (d != 0 && before[k] == 0))
+      return false;
+  }
+  return true;
+}
+
+/// `out` = `from` with its entries > 0 (times, not "unused" or "none")
+/// moved by `d`.
+static void moveInto(std::vector<double> &out, const std::vector<double> &from,
+                     double d) {
+  out.resize(from.size());
+  for (size_t k = 0; k < from.size(); ++k)
+    out[k] = from[k] > 0 ? from[k] + d : from[k];
+}
+
+bool Simulator::Impl::forwardCrossingMoved(int32_t b, double d,
+                                           int32_t firstTimed) const {
+  if (b >= static_cast<int32_t>(crossing.size()) || !crossingChecked[b])
+    return false;
+  int32_t boundary = b * kCheckpointEvery;
+  for (int32_t id : crossing[b]) {
+    const Edge &e = edges[id];
+    // A weight is there from the start: its forward reads no time.
+    if (e.weightOperand >= 0)
+      continue;
+    // The producer's results, and the copies of them its readers before
+    // the boundary brought (which later readers may share).
+    if (e.producer < firstTimed) {
+      // Not timed again: as it was.
+      if (d != 0)
+        return false;
+      continue;
+    }
+    if (!movedBy(ops[e.producer].fwdEnd, undo.opTiming[e.producer].fwdEnd, d))
+      return false;
+    for (int32_t other : outEdges[e.producer]) {
+      const Edge &o = edges[other];
+      if (o.consumer >= boundary || o.weightOperand >= 0)
+        continue;
+      if (o.consumer < firstTimed
+              ? d != 0
+              : !movedBy(o.fwdEnd, undo.edgeTiming[other].fwdEnd, d))
+        return false;
+    }
+  }
+  return true;
+}
+
+bool Simulator::Impl::backwardCrossingMoved(int32_t b, double d) const {
+  if (b >= static_cast<int32_t>(crossing.size()))
+    return true; // the top: nothing above it
+  if (!crossingChecked[b])
+    return false;
+  for (int32_t id : crossing[b]) {
+    const Edge &e = edges[id];
+    const OpState &cons = ops[e.consumer];
+    const Undo::OpTiming &before = undo.opTiming[e.consumer];
+    if (!movedBy(cons.bwdEnd, before.bwdEnd, d) ||
+        !movedBy(cons.bwdStart, before.bwdStart, d) ||
+        !movedBy(e.bwdPackedAt, undo.edgeTiming[id].bwdPackedAt, d))
+      return false;
+  }
+  return true;
+}
+
+void Simulator::Impl::moveForward(int32_t i, double d) {
+  OpState &st = ops[i];
+  const Undo::OpTiming &before = undo.opTiming[i];
+  moveInto(st.inReady, before.inReady, d);
+  moveInto(st.fwdEnd, before.fwdEnd, d);
+  moveInto(st.fwdStart, before.fwdStart, d);
+  for (int32_t id : inEdges[i])
+    moveInto(edges[id].fwdEnd, undo.edgeTiming[id].fwdEnd, d);
+}
+
+void Simulator::Impl::moveBackward(int32_t i, double d) {
+  OpState &st = ops[i];
+  const Undo::OpTiming &before = undo.opTiming[i];
+  moveInto(st.gradReady, before.gradReady, d);
+  moveInto(st.bwdEnd, before.bwdEnd, d);
+  moveInto(st.bwdStart, before.bwdStart, d);
+  if (options.overlapGradSync)
+    moveInto(st.syncEnd, before.syncEnd, d);
+  for (int32_t id : inEdges[i])
+    moveInto(edges[id].bwdPackedAt, undo.edgeTiming[id].bwdPackedAt, d);
+}
+
+bool Simulator::Impl::recomputesIn(int32_t b) const {
+  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
+                                 (b + 1) * kCheckpointEvery);
+  for (int32_t i = b * kCheckpointEvery; i < hi; ++i)
+    for (int32_t x : recomputeBefore[i])
+      if (ops[x].recomputed)
+        return true;
+  return false;
+}
+
 /// Times the whole iteration, re-using the last pass for the forward of
-/// the ops before `firstChanged` (nothing before it changed).
+/// the ops before `firstChanged` (nothing before it changed). With
+/// `keepUndo` (a delta simulation: fwdDirty and bwdDirty say which blocks
+/// changed), a block nothing changed in is not timed again where the state
+/// before it and every value it reads across its boundary are the last
+/// pass's moved by one d (and none of its tasks started at time 0, which
+/// would not move): its times are the last pass's moved by d, exactly
+/// (kTimeQuantum), up to the next block that changed.
 double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   int32_t n = static_cast<int32_t>(ops.size());
-  checkpoints.resize((n + kCheckpointEvery - 1) / kCheckpointEvery);
-  int32_t first = (firstChanged / kCheckpointEvery) * kCheckpointEvery;
+  int32_t blocks = numBlocks();
+  fwdCheckpoints.resize(blocks + 1);
+  bwdCheckpoints.resize(blocks + 1);
+  fwdDirty.resize(blocks, 0);
+  bwdDirty.resize(blocks, 0);
+  int32_t firstBlock = firstChanged / kCheckpointEvery;
   if (options.recordTimeline)
-    first = 0;
+    firstBlock = 0;
+  int32_t first = firstBlock * kCheckpointEvery;
   if (keepUndo) {
     undo.firstTimed = first;
     swapTiming(first);
   }
+  bwdCheckpoints.resize(blocks + 1);
+  // Moving needs the last pass (in undo) and exact times.
+  bool mayMove = keepUndo && !options.recordTimeline &&
+                 undo.lastPassEnd < kExactTimesBelow &&
+                 undo.fwdCheckpoints.size() == fwdCheckpoints.size() &&
+                 undo.bwdCheckpoints.size() == bwdCheckpoints.size();
+  opsTimed = opsMoved = 0;
+  auto clearDirty = [&] {
+    std::fill(fwdDirty.begin(), fwdDirty.end(), 0);
+    std::fill(bwdDirty.begin(), bwdDirty.end(), 0);
+  };
+  auto moveCheckpoint = [&](Checkpoint &out, const Checkpoint &before,
+                            double d) {
+    moveInto(out.freeAt, before.freeAt, d);
+    out.zeroStart = before.zeroStart;
+  };
+
   if (first == 0) {
     std::fill(freeAt.begin(), freeAt.end(), 0.0);
     timeline.clear();
   } else {
-    freeAt = checkpoints[first / kCheckpointEvery];
+    freeAt = fwdCheckpoints[firstBlock].freeAt;
   }
-  for (int32_t i = first; i < n; ++i) {
-    if (stopNow())
+  fwdCheckpoints[firstBlock].freeAt = freeAt;
+  // Forward. `moving`: the blocks from here are the last pass's moved by
+  // `shift` (freeAt is not kept up to date meanwhile).
+  bool moving = false;
+  double shift = 0;
+  for (int32_t b = firstBlock; b < blocks; ++b) {
+    if (stopNow()) {
+      clearDirty();
       return 0;
-    if (i % kCheckpointEvery == 0)
-      checkpoints[i / kCheckpointEvery] = freeAt;
-    forward(i);
+    }
+    int32_t lo = b * kCheckpointEvery, hi = std::min(n, lo + kCheckpointEvery);
+    const Checkpoint &before = undo.fwdCheckpoints[b + 1];
+    auto canMove = [&](double d) {
+      return !fwdDirty[b] && (d == 0 || !before.zeroStart);
+    };
+    if (b > firstBlock && mayMove && !moving && !fwdDirty[b]) {
+      std::optional<double> d =
+          stateShift(freeAt, undo.fwdCheckpoints[b].freeAt);
+      if (d && canMove(*d) && forwardCrossingMoved(b, *d, first)) {
+        moving = true;
+        shift = *d;
+      }
+    }
+    if (moving && !canMove(shift)) {
+      // A changed block: timed again from its moved checkpoint.
+      moving = false;
+      freeAt = fwdCheckpoints[b].freeAt;
+    }
+    if (moving) {
+      for (int32_t i = lo; i < hi; ++i)
+        moveForward(i, shift);
+      moveCheckpoint(fwdCheckpoints[b + 1], before, shift);
+      opsMoved += hi - lo;
+      continue;
+    }
+    zeroStartSeen = false;
+    for (int32_t i = lo; i < hi; ++i)
+      forward(i);
+    opsTimed += hi - lo;
+    fwdCheckpoints[b + 1].freeAt = freeAt;
+    fwdCheckpoints[b + 1].zeroStart = zeroStartSeen;
   }
+  if (moving)
+    freeAt = fwdCheckpoints[blocks].freeAt;
+
+  // Backward, from the top block down.
   recomputedNow.assign(n, 0);
   recomputePeak.assign(numDevices, 0);
-  for (int32_t i = n - 1; i >= 0; --i) {
-    if (stopNow())
+  bwdCheckpoints[blocks].freeAt = freeAt;
+  bwdCheckpoints[blocks].zeroStart = false;
+  moving = false;
+  for (int32_t b = blocks - 1; b >= 0; --b) {
+    if (stopNow()) {
+      clearDirty();
       return 0;
-    for (int32_t x : recomputeBefore[i]) {
-      cascadeBytes.assign(numDevices, 0);
-      recompute(x);
-      for (int64_t d = 0; d < numDevices; ++d)
-        recomputePeak[d] = std::max(recomputePeak[d], cascadeBytes[d]);
     }
-    backward(i);
-    if (options.overlapGradSync)
-      syncGradients(i, 0);
+    int32_t lo = b * kCheckpointEvery, hi = std::min(n, lo + kCheckpointEvery);
+    const Checkpoint &before = undo.bwdCheckpoints[b];
+    auto canMove = [&](double d) {
+      return !bwdDirty[b] && (d == 0 || !before.zeroStart) && !recomputesIn(b);
+    };
+    if (mayMove && !moving && !bwdDirty[b]) {
+      std::optional<double> d =
+          stateShift(freeAt, undo.bwdCheckpoints[b + 1].freeAt);
+      if (d && canMove(*d) && backwardCrossingMoved(b + 1, *d)) {
+        moving = true;
+        shift = *d;
+      }
+    }
+    if (moving && !canMove(shift)) {
+      moving = false;
+      freeAt = bwdCheckpoints[b + 1].freeAt;
+    }
+    if (moving) {
+      for (int32_t i = hi - 1; i >= lo; --i)
+        moveBackward(i, shift);
+      moveCheckpoint(bwdCheckpoints[b], before, shift);
+      opsMoved += hi - lo;
+      continue;
+    }
+    zeroStartSeen = false;
+    for (int32_t i = hi - 1; i >= lo; --i) {
+      for (int32_t x : recomputeBefore[i]) {
+        cascadeBytes.assign(numDevices, 0);
+        recompute(x);
+        for (int64_t d = 0; d < numDevices; ++d)
+          recomputePeak[d] = std::max(recomputePeak[d], cascadeBytes[d]);
+      }
+      backward(i);
+      if (options.overlapGradSync)
+        syncGradients(i, 0);
+    }
+    opsTimed += hi - lo;
+    bwdCheckpoints[b].freeAt = freeAt;
+    bwdCheckpoints[b].zeroStart = zeroStartSeen;
   }
+  if (moving)
+    freeAt = bwdCheckpoints[0].freeAt;
+  clearDirty();
+
   if (!options.overlapGradSync) {
     // Synchronize only once the whole backward pass is done.
     double backwardDone = 0;
@@ -473,17 +716,19 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   double end = 0;
   for (double t : freeAt)
     end = std::max(end, t);
-  if (!options.overlapParamGather)
-    return end;
-  // Deferred gathers run beside the next forward: what they take beyond
-  // it delays that iteration.
-  double gathers = 0, forwardEnd = 0;
-  for (double t : deferredGather)
-    gathers = std::max(gathers, t);
-  for (const OpState &st : ops)
-    for (double t : st.fwdEnd)
-      forwardEnd = std::max(forwardEnd, t);
-  return end + std::max(0.0, gathers - forwardEnd);
+  if (options.overlapParamGather) {
+    // Deferred gathers run beside the next forward: what they take beyond
+    // it delays that iteration.
+    double gathers = 0, forwardEnd = 0;
+    for (double t : deferredGather)
+      gathers = std::max(gathers, t);
+    for (const OpState &st : ops)
+      for (double t : st.fwdEnd)
+        forwardEnd = std::max(forwardEnd, t);
+    end += std::max(0.0, gathers - forwardEnd);
+  }
+  lastPassEnd = end;
+  return end;
 }
 
 } // namespace ppc::sim

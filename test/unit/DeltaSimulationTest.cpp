@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SimTestGraphs.h"
 #include "StatusText.h"
 #include "ppc/Import/OnnxImporter.h"
 #include "ppc/ModelLoader/ModelLoader.h"
@@ -43,6 +44,8 @@ std::optional<Graph> importExample(const std::string &name, int64_t batch) {
 
 void expectIdentical(const SimResult &delta, const SimResult &full, int step) {
   ASSERT_EQ(delta.iterationTime, full.iterationTime) << "step " << step;
+  ASSERT_EQ(delta.forwardTime, full.forwardTime) << "step " << step;
+  ASSERT_EQ(delta.backwardTime, full.backwardTime) << "step " << step;
   ASSERT_EQ(delta.outOfMemory, full.outOfMemory) << "step " << step;
   ASSERT_EQ(delta.bytesByLinkKind, full.bytesByLinkKind) << "step " << step;
   ASSERT_EQ(delta.devices.size(), full.devices.size());
@@ -257,6 +260,126 @@ TEST_P(DeltaSimulation, RevertRestoresTheTimeline) {
   traced.writeChromeTrace(after);
   EXPECT_EQ(after.str(), before.str());
 }
+
+/// A residual MLP of `layers` layers (linear, relu, add of the layer's
+/// input) and a loss-like last linear: deep enough for many timing blocks,
+/// with skip connections across their boundaries.
+Graph residualMlp(int layers) {
+  using namespace ppc::sim::testing;
+  Graph g;
+  g.numInputs = 1;
+  Source in = input();
+  OpCost cheap = {4096, 8192, 3 * 4 * 4096, 6 * 4 * 4096};
+  for (int l = 0; l < layers; ++l) {
+    std::string name = "l" + std::to_string(l);
+    g.ops.push_back(linear(g, name + ".fc", 64, 256, 256, in));
+    Source fc = fromOp(static_cast<int32_t>(g.ops.size() - 1));
+    g.ops.push_back(
+        elementwise(name + ".relu", "ppc.relu", 64, 256, {fc}, cheap));
+    Source relu = fromOp(static_cast<int32_t>(g.ops.size() - 1));
+    g.ops.push_back(
+        elementwise(name + ".add", "ppc.add", 64, 256, {relu, in}, cheap));
+    in = fromOp(static_cast<int32_t>(g.ops.size() - 1));
+  }
+  g.ops.push_back(linear(g, "head", 64, 256, 16, in));
+  return g;
+}
+
+struct DeepCase {
+  const char *machine;
+  bool overlap;
+  GradSync sync;
+};
+
+class DeltaSimulationDeep : public ::testing::TestWithParam<DeepCase> {};
+
+TEST_P(DeltaSimulationDeep, MovesUnchangedBlocksAndEqualsFull) {
+  // Changes to a deep model near data parallel, as a search's are: most
+  // timing blocks after (and in backward, before) a change are the last
+  // pass's moved, and the result is still a full simulation's to the bit,
+  // for updates kept, taken back by revert() and undone by update().
+  const DeepCase &c = GetParam();
+  Graph graph = residualMlp(40);
+  absl::StatusOr<Machine> machine = loadMachine(c.machine);
+  ASSERT_TRUE(machine.ok()) << statusText(machine);
+  SimOptions options;
+  options.optimizer = Optimizer::Adam;
+  options.overlapGradSync = c.overlap;
+  options.gradSync = c.sync;
+  RooflineCostModel cost;
+  Simulator delta(graph, *machine, cost, options);
+  Simulator full(graph, *machine, cost, options);
+  int64_t numDevices = machine->numDevices();
+  Strategy strategy = dataParallel(graph, numDevices);
+  delta.simulate(strategy);
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<size_t> pickOp(0, graph.ops.size() - 1);
+  std::bernoulli_distribution coin(0.5);
+  int64_t timed = 0, moved = 0;
+  for (int step = 0; step < 400; ++step) {
+    size_t op = pickOp(rng);
+    // Half the changes keep the layout and change the memory choices,
+    // which (but for recomputation) moves what follows by one shift.
+    OpConfig config = strategy[op];
+    bool layout = coin(rng);
+    if (layout) {
+      config = randomConfig(graph.ops[op], numDevices, rng);
+    } else {
+      config.recompute =
+          coin(rng) && coin(rng) && recomputeProblem(graph, op).ok();
+      config.sharding = static_cast<StateSharding>(
+          std::uniform_int_distribution<int>(0, kMaxStateSharding)(rng));
+    }
+    if (!delta.checkConfig(op, config).ok())
+      continue;
+    Strategy proposed = strategy;
+    proposed[op] = config;
+    expectIdentical(delta.update(op, config), full.simulate(proposed), step);
+    if (!layout) {
+      Simulator::TimingStats stats = delta.lastTimingStats();
+      timed += stats.opsTimed;
+      moved += stats.opsMoved;
+    }
+    // Layouts are taken back (the strategy stays near data parallel, where
+    // a search spends its time), memory choices kept one time in three.
+    switch (step % 3) {
+    case 0:
+      delta.revert();
+      break;
+    case 1:
+      expectIdentical(delta.update(op, strategy[op]), full.simulate(strategy),
+                      step);
+      break;
+    default:
+      if (layout)
+        delta.revert();
+      else
+        strategy = proposed;
+    }
+  }
+  EXPECT_EQ(delta.simulate(strategy).iterationTime,
+            full.simulate(strategy).iterationTime);
+  // Over the changes that keep layouts, moving is the common case, not an
+  // accident. (A layout change that delays some devices and not others is
+  // no one shift: what follows it is timed again.)
+  EXPECT_GT(moved, timed) << "timed " << timed << ", moved " << moved;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Deep, DeltaSimulationDeep,
+    ::testing::Values(DeepCase{"cpux4", true, GradSync::AllReduce},
+                      DeepCase{"dgx-a100x2", true,
+                               GradSync::ReduceScatterAllGather},
+                      DeepCase{"dgx-h100", false, GradSync::AllReduce}),
+    [](const ::testing::TestParamInfo<DeepCase> &info) {
+      std::string name =
+          std::string(info.param.machine) + "_" + std::to_string(info.index);
+      std::replace_if(
+          name.begin(), name.end(),
+          [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); },
+          '_');
+      return name;
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     Examples, DeltaSimulation,

@@ -259,6 +259,15 @@ public:
   void revert();
   const Strategy &currentStrategy() const;
 
+  /// What the last simulate() or update() did with the ops' forward and
+  /// backward timing: ops timed, and ops whose times it moved by a
+  /// shift of what precedes them instead (a delta simulation's blocks
+  /// that nothing changed in).
+  struct TimingStats {
+    int64_t opsTimed = 0, opsMoved = 0;
+  };
+  TimingStats lastTimingStats() const;
+
   /// An additive cost model for searches that need one (the dynamic
   /// programming): the cost of op `op` under `config` alone — its slowest
   /// partition's forward + backward kernels, its partial-sum and gradient
