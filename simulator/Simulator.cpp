@@ -260,18 +260,31 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   // into it. Built in id order (edges are numbered in consumer order), as
   // an edge's shared copies depend on the earlier readers' edges.
   std::set<int32_t> touched;
+  // Ops built so far, by build class: one built alike under the same
+  // configuration (a counterpart in a structure move) copies its state.
+  std::vector<std::pair<int32_t, size_t>> built;
   for (const auto &[op, config] : changes) {
     // The state goes to undo; a spare from an earlier update is built.
     if (undo.opStates.size() <= undo.opIds.size())
       undo.opStates.emplace_back();
+    const OpState &before = undo.opStates[undo.opIds.size()];
     std::swap(s.ops[op], undo.opStates[undo.opIds.size()]);
-    // The timing stays the last pass's until the op is timed again (the
-    // next pass compares with it).
-    s.ops[op].copyTimingFrom(undo.opStates[undo.opIds.size()]);
     undo.opIds.push_back(op);
     if (s.stopNow())
       return s.stoppedResult();
-    s.buildOp(op);
+    auto alike = std::find_if(built.begin(), built.end(), [&](const auto &b) {
+      return b.first == s.buildClass[op] && b.second != op &&
+             s.strategy[b.second] == s.strategy[op];
+    });
+    if (alike != built.end()) {
+      s.ops[op] = s.ops[alike->second];
+    } else {
+      s.buildOp(op);
+      built.push_back({s.buildClass[op], op});
+    }
+    // The timing stays the last pass's until the op is timed again (the
+    // next pass compares with it).
+    s.ops[op].copyTimingFrom(before);
     s.markChanged(static_cast<int32_t>(op), /*forward=*/true,
                   /*backward=*/true);
     for (int32_t id : s.inEdges[op]) {
@@ -283,18 +296,45 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     for (int32_t id : s.outEdges[op])
       touched.insert(id);
   }
+  // Edges built so far: one joining ops built alike under the same
+  // configurations, in the same way, copies their transfers (a structure
+  // move's edges), unless it shares copies with earlier readers.
+  std::vector<int32_t> builtEdges;
+  auto edgesAlike = [&](const Edge &a, const Edge &b) {
+    return a.result == b.result && a.operand == b.operand &&
+           a.weightOperand == b.weightOperand && a.readLater == b.readLater &&
+           !a.readEarlier && !b.readEarlier &&
+           s.buildClass[a.producer] == s.buildClass[b.producer] &&
+           s.buildClass[a.consumer] == s.buildClass[b.consumer] &&
+           s.strategy[a.producer] == s.strategy[b.producer] &&
+           s.strategy[a.consumer] == s.strategy[b.consumer];
+  };
   for (int32_t id : touched) {
     if (undo.edgeStates.size() <= undo.edgeIds.size())
       undo.edgeStates.emplace_back();
     Edge &e = s.edges[id], &spare = undo.edgeStates[undo.edgeIds.size()];
     spare.takeIdentity(e);
-    spare.fwdEnd = e.fwdEnd;
-    spare.bwdPackedAt = e.bwdPackedAt;
     std::swap(e, spare);
+    const Edge &before = spare;
     undo.edgeIds.push_back(id);
     if (s.stopNow())
       return s.stoppedResult();
-    s.buildEdge(e);
+    auto alike =
+        std::find_if(builtEdges.begin(), builtEdges.end(), [&](int32_t other) {
+          return edgesAlike(s.edges[other], e);
+        });
+    if (alike != builtEdges.end()) {
+      Edge identity;
+      identity.takeIdentity(e);
+      e = s.edges[*alike];
+      e.takeIdentity(identity);
+    } else {
+      s.buildEdge(e);
+      builtEdges.push_back(id);
+    }
+    // The timing stays the last pass's until it is timed again.
+    e.fwdEnd = before.fwdEnd;
+    e.bwdPackedAt = before.bwdPackedAt;
     // Its forward transfers are the consumer's forward tasks, its backward
     // ones the producer's backward (and the consumer's, packing them).
     s.markChanged(e.consumer, /*forward=*/true, /*backward=*/true);

@@ -129,6 +129,64 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
         firstInputReader[src.index] = {static_cast<int32_t>(c),
                                        static_cast<int32_t>(o)};
     }
+  // Ops built alike: by a hash of their kind and shapes, then compared.
+  buildClass.assign(numOps, -1);
+  absl::flat_hash_map<size_t, std::vector<int32_t>> representatives;
+  int32_t classes = 0;
+  for (size_t i = 0; i < numOps; ++i) {
+    const Op &op = graph.ops[i];
+    size_t hash = absl::HashOf(op.kind, op.elemBytes, op.operands.size(),
+                               op.space.dims.size(), hasReaders[i]);
+    for (const IterDim &d : op.space.dims)
+      hash = absl::HashOf(hash, d.size);
+    std::vector<int32_t> &reps = representatives[hash];
+    for (int32_t r : reps)
+      if (builtAlike(static_cast<size_t>(r), i)) {
+        buildClass[i] = buildClass[r];
+        break;
+      }
+    if (buildClass[i] < 0) {
+      buildClass[i] = classes++;
+      reps.push_back(static_cast<int32_t>(i));
+    }
+  }
+}
+
+bool Simulator::Impl::builtAlike(size_t a, size_t b) const {
+  const Op &x = graph.ops[a], &y = graph.ops[b];
+  if (x.kind != y.kind || x.dtype != y.dtype || x.elemBytes != y.elemBytes ||
+      x.differentiable != y.differentiable || hasReaders[a] != hasReaders[b] ||
+      x.operands.size() != y.operands.size() || !(x.cost == y.cost) ||
+      !(x.space == y.space))
+    return false;
+  // What each operand is to the op's state: a graph input it counts as an
+  // activation or not, a weight it holds (and that weight's kind) or not.
+  for (size_t o = 0; o < x.operands.size(); ++o) {
+    const Source &u = x.operands[o], &v = y.operands[o];
+    if (u.kind != v.kind)
+      return false;
+    auto is = [](const std::pair<int32_t, int32_t> &use, size_t op, size_t o) {
+      return use ==
+             std::make_pair(static_cast<int32_t>(op), static_cast<int32_t>(o));
+    };
+    auto firstReader = [&](const Source &src) {
+      return src.index >= 0 && src.index < graph.numInputs
+                 ? firstInputReader[src.index]
+                 : std::make_pair(-1, -1);
+    };
+    if (u.kind == Source::Kind::Input &&
+        is(firstReader(u), a, o) != is(firstReader(v), b, o))
+      return false;
+    if (u.kind == Source::Kind::Weight) {
+      const Weight &wu = graph.weights[u.index], &wv = graph.weights[v.index];
+      const WeightUse &hu = weightHolder[u.index], &hv = weightHolder[v.index];
+      if (wu.shape != wv.shape || wu.elemBytes != wv.elemBytes ||
+          wu.trainable != wv.trainable ||
+          is({hu.op, hu.operand}, a, o) != is({hv.op, hv.operand}, b, o))
+        return false;
+    }
+  }
+  return true;
 }
 
 /// The id of the route from `src` to `dst` in `routes`.

@@ -15,6 +15,7 @@
 #define PPC_SIMULATOR_SIMULATORIMPL_H
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "ppc/Simulator/Simulator.h"
 #include "ppc/Support/Alternatives.h"
 #include "ppc/Support/ChromeTrace.h"
@@ -303,6 +304,12 @@ struct Simulator::Impl {
   /// a layer norm and a residual add, and is one buffer).
   std::vector<std::pair<int32_t, int32_t>> firstInputReader;
   std::vector<std::vector<int32_t>> recomputeBefore;
+  /// Per op, a class of the ops whose states buildOpState builds alike
+  /// under any one configuration (a layer's op and its counterparts in the
+  /// other layers): a move of all of them builds one and copies it.
+  std::vector<int32_t> buildClass;
+  /// Whether ops `a` and `b` are built alike (buildClass).
+  bool builtAlike(size_t a, size_t b) const;
   /// Per op, whether it was recomputed in the current timing pass; per
   /// device, the bytes of the cascade of recomputations running now and
   /// the most any cascade needs (its results live together until their

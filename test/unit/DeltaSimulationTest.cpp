@@ -357,6 +357,33 @@ TEST_P(DeltaSimulationDeep, MovesUnchangedBlocksAndEqualsFull) {
         strategy = proposed;
     }
   }
+  // Moves of a layer's op in every layer (the search's structure moves):
+  // the counterparts' states are built once and copied.
+  for (int step = 0; step < 60; ++step) {
+    size_t op = pickOp(rng);
+    size_t dot = graph.ops[op].name.find('.');
+    if (dot == std::string::npos) // the head: no counterparts
+      continue;
+    std::string role = graph.ops[op].name.substr(dot);
+    OpConfig config = randomConfig(graph.ops[op], numDevices, rng);
+    config.recompute = coin(rng) && recomputeProblem(graph, op).ok();
+    std::vector<std::pair<size_t, OpConfig>> changes;
+    Strategy proposed = strategy;
+    for (size_t other = 0; other < graph.ops.size(); ++other)
+      if (graph.ops[other].name.size() > role.size() &&
+          graph.ops[other].name.compare(
+              graph.ops[other].name.size() - role.size(), role.size(), role) ==
+              0 &&
+          delta.checkConfig(other, config).ok()) {
+        changes.push_back({other, config});
+        proposed[other] = config;
+      }
+    expectIdentical(delta.update(changes), full.simulate(proposed), step);
+    if (coin(rng))
+      delta.revert();
+    else
+      strategy = proposed;
+  }
   EXPECT_EQ(delta.simulate(strategy).iterationTime,
             full.simulate(strategy).iterationTime);
   // Over the changes that keep layouts, moving is the common case, not an
