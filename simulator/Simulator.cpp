@@ -84,39 +84,52 @@ SimResult Simulator::Impl::stoppedResult() const {
   return r;
 }
 
-SimResult Simulator::Impl::result(double iterationTime) {
-  if (stopped)
-    return stoppedResult();
-  SimResult r;
-  r.iterationTime = iterationTime;
-  r.devices.resize(numDevices);
-  for (int64_t d = 0; d < numDevices; ++d)
-    r.devices[d].capacity = options.capacityOf(machine.getSpec(d));
-  // ZeRO-3 weights are gathered one op ahead: while an op runs, its
-  // gathered weights and the next op's live together on a device.
-  // (Sparse: only the devices of ops that gather are touched.)
-  std::vector<int64_t> gatheredBefore(numDevices, 0);
-  std::vector<std::pair<int64_t, int64_t>> before, now; // (device, bytes)
-  for (const OpState &st : ops) {
-    now.clear();
-    for (size_t p = 0; p < st.devices.size(); ++p)
-      if (st.gatheredBytes[p] > 0)
-        now.push_back({st.devices[p], st.gatheredBytes[p]});
-    for (auto [d, bytes] : now)
-      if (gatheredBefore[d] > 0)
-        r.devices[d].memory.workspace =
-            std::max(r.devices[d].memory.workspace, gatheredBefore[d] + bytes);
-    for (auto [d, bytes] : before)
-      gatheredBefore[d] = 0;
-    for (auto [d, bytes] : now)
-      gatheredBefore[d] += bytes;
-    std::swap(before, now);
-    for (double end : st.fwdEnd)
-      r.forwardTime = std::max(r.forwardTime, end);
-    for (double end : st.bwdEnd)
-      r.backwardTime = std::max(r.backwardTime, end);
+const std::vector<std::pair<int64_t, int64_t>> &
+Simulator::Impl::gatheredWithPrevious(int32_t i) {
+  std::vector<std::pair<int64_t, int64_t>> &out = gatheredScratch;
+  out.clear();
+  const OpState &st = ops[i], &prev = ops[i - 1];
+  // deviceBytes: scratch, left at 0.
+  for (size_t q = 0; q < prev.devices.size(); ++q)
+    deviceBytes[prev.devices[q]] += prev.gatheredBytes[q];
+  for (size_t p = 0; p < st.devices.size(); ++p)
+    if (st.gatheredBytes[p] > 0 && deviceBytes[st.devices[p]] > 0)
+      out.push_back(
+          {st.devices[p], deviceBytes[st.devices[p]] + st.gatheredBytes[p]});
+  for (int64_t device : prev.devices)
+    deviceBytes[device] = 0;
+  return out;
+}
+
+void Simulator::Impl::sumBlock(int32_t b, BlockSums &out) {
+  out.devices.clear();
+  out.bytesByLinkKind = {};
+  out.syncBytesByLinkKind = {};
+  out.exchanges = {};
+  // A device's sums (devicePosition: its entry in out.devices, reset below).
+  auto stats = [&](int64_t device) -> DeviceStats & {
+    int32_t &at = devicePosition[device];
+    if (at < 0) {
+      at = static_cast<int32_t>(out.devices.size());
+      out.devices.push_back({device, DeviceStats()});
+    }
+    return out.devices[at].second;
+  };
+  int32_t lo = b * kCheckpointEvery;
+  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
+                                 lo + kCheckpointEvery);
+  for (int32_t i = lo; i < hi; ++i) {
+    const OpState &st = ops[i];
+    // ZeRO-3 weights are gathered one op ahead: while an op runs, its
+    // gathered weights and the next op's live together on a device
+    // (the pair of the block's first op and the one before it: result()).
+    if (i > lo)
+      for (auto [device, bytes] : gatheredWithPrevious(i)) {
+        MemoryUse &m = stats(device).memory;
+        m.workspace = std::max(m.workspace, bytes);
+      }
     for (size_t p = 0; p < st.devices.size(); ++p) {
-      DeviceStats &dev = r.devices[st.devices[p]];
+      DeviceStats &dev = stats(st.devices[p]);
       dev.computeTime += st.fwdTime[p] * (st.recomputed ? 2 : 1) +
                          st.bwdTime[p] + st.updateTime[p];
       MemoryUse &m = dev.memory;
@@ -136,7 +149,7 @@ SimResult Simulator::Impl::result(double iterationTime) {
         bool forward = list == &st.partialSums || list == &st.statSyncs[0];
         double times = forward ? again : 1;
         for (int32_t p : c.partitions)
-          r.devices[st.devices[p]].commTime +=
+          stats(st.devices[p]).commTime +=
               times * c.time + c.postTime + (1 + again) * c.gatherTime;
         // A ZeRO-3 sync's bytes are its reduce-scatter's (once) and its
         // gathers' before each use (1 + again of them), alike.
@@ -144,36 +157,94 @@ SimResult Simulator::Impl::result(double iterationTime) {
                       : c.gatherTime > 0    ? 1 / (2 + again)
                                             : 1;
         for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k) {
-          r.bytesByLinkKind[k] += times * c.bytesByLinkKind[k];
-          r.syncBytesByLinkKind[k] += once * c.bytesByLinkKind[k];
+          out.bytesByLinkKind[k] += times * c.bytesByLinkKind[k];
+          out.syncBytesByLinkKind[k] += once * c.bytesByLinkKind[k];
         }
       }
-  }
-  for (const Edge &e : edges) {
-    for (auto [device, time] : e.commTimeByDevice)
-      r.devices[device].commTime += time;
-    // Regathered inputs live only around the consumer's kernels.
-    bool regathered = ops[e.consumer].regathers && e.weightOperand < 0;
-    for (auto [device, bytes] : e.receivedByDevice) {
-      MemoryUse &m = r.devices[device].memory;
-      if (regathered)
-        m.workspace = std::max(m.workspace, bytes);
-      else
-        m.activations += bytes;
+    for (int32_t id : inEdges[i]) {
+      const Edge &e = edges[id];
+      for (auto [device, time] : e.commTimeByDevice)
+        stats(device).commTime += time;
+      // Regathered inputs live only around the consumer's kernels.
+      bool regathered = st.regathers && e.weightOperand < 0;
+      for (auto [device, bytes] : e.receivedByDevice) {
+        MemoryUse &m = stats(device).memory;
+        if (regathered)
+          m.workspace = std::max(m.workspace, bytes);
+        else
+          m.activations += bytes;
+      }
+      for (size_t k = 0; k < e.bytesByLinkKind.size(); ++k)
+        out.bytesByLinkKind[k] += e.bytesByLinkKind[k];
+      auto count = [&](geometry::ExchangeKind kind,
+                       const std::vector<Transfer> &transfers) {
+        if (kind == geometry::ExchangeKind::Local)
+          return;
+        SimResult::ExchangeCount &c = out.exchanges[static_cast<size_t>(kind)];
+        ++c.count;
+        for (const Transfer &t : transfers)
+          c.bytes += static_cast<double>(t.bytes);
+      };
+      count(e.fwdKind, e.fwd);
+      count(e.bwdKind, e.bwd);
     }
-    for (size_t k = 0; k < e.bytesByLinkKind.size(); ++k)
-      r.bytesByLinkKind[k] += e.bytesByLinkKind[k];
-    auto count = [&](geometry::ExchangeKind kind,
-                     const std::vector<Transfer> &transfers) {
-      if (kind == geometry::ExchangeKind::Local)
-        return;
-      SimResult::ExchangeCount &c = r.exchanges[static_cast<size_t>(kind)];
-      ++c.count;
-      for (const Transfer &t : transfers)
-        c.bytes += static_cast<double>(t.bytes);
-    };
-    count(e.fwdKind, e.fwd);
-    count(e.bwdKind, e.bwd);
+  }
+  for (const auto &[device, sums] : out.devices)
+    devicePosition[device] = -1;
+}
+
+SimResult Simulator::Impl::result(double iterationTime, bool keepUndo) {
+  if (stopped)
+    return stoppedResult();
+  int32_t blocks = numBlocks();
+  blockSums.resize(blocks);
+  sumsDirty.resize(blocks, 1);
+  if (keepUndo)
+    undo.blockSums.clear();
+  for (int32_t b = 0; b < blocks; ++b) {
+    if (!sumsDirty[b])
+      continue;
+    if (keepUndo) {
+      undo.blockSums.emplace_back(b, BlockSums());
+      std::swap(undo.blockSums.back().second, blockSums[b]);
+    }
+    sumBlock(b, blockSums[b]);
+    sumsDirty[b] = 0;
+  }
+  SimResult r;
+  r.iterationTime = iterationTime;
+  r.devices.resize(numDevices);
+  for (int64_t d = 0; d < numDevices; ++d)
+    r.devices[d].capacity = options.capacityOf(machine.getSpec(d));
+  for (int32_t b = 0; b < blocks; ++b) {
+    const BlockSums &sums = blockSums[b];
+    for (const auto &[device, add] : sums.devices) {
+      DeviceStats &dev = r.devices[device];
+      dev.computeTime += add.computeTime;
+      dev.commTime += add.commTime;
+      MemoryUse &m = dev.memory;
+      m.weights += add.memory.weights;
+      m.gradients += add.memory.gradients;
+      m.optimizerState += add.memory.optimizerState;
+      m.activations += add.memory.activations;
+      m.workspace = std::max(m.workspace, add.memory.workspace);
+    }
+    for (size_t k = 0; k < sums.bytesByLinkKind.size(); ++k) {
+      r.bytesByLinkKind[k] += sums.bytesByLinkKind[k];
+      r.syncBytesByLinkKind[k] += sums.syncBytesByLinkKind[k];
+    }
+    for (size_t k = 0; k < sums.exchanges.size(); ++k) {
+      r.exchanges[k].count += sums.exchanges[k].count;
+      r.exchanges[k].bytes += sums.exchanges[k].bytes;
+    }
+    r.forwardTime = std::max(r.forwardTime, fwdCheckpoints[b + 1].latestEnd);
+    r.backwardTime = std::max(r.backwardTime, bwdCheckpoints[b].latestEnd);
+    // ZeRO-3's gathered weights of the block's first op and the op before.
+    if (b > 0)
+      for (auto [device, bytes] : gatheredWithPrevious(b * kCheckpointEvery)) {
+        MemoryUse &m = r.devices[device].memory;
+        m.workspace = std::max(m.workspace, bytes);
+      }
   }
   // Results a cascade of recomputations brings back live together.
   for (size_t d = 0; d < recomputePeak.size(); ++d)
@@ -231,6 +302,7 @@ SimResult Simulator::simulate(const Strategy &strategy) {
       return impl->stoppedResult();
     impl->buildEdge(e);
   }
+  impl->sumsDirty.assign(impl->numBlocks(), 1);
   return impl->result(impl->runTiming());
 }
 
@@ -343,7 +415,8 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   // The first changed op's forward block is the first one that changed:
   // its incoming transfers are part of it, its outgoing ones of later
   // blocks.
-  return s.result(s.runTiming(static_cast<int32_t>(first), /*keepUndo=*/true));
+  return s.result(s.runTiming(static_cast<int32_t>(first), /*keepUndo=*/true),
+                  /*keepUndo=*/true);
 }
 
 void Simulator::revert() {
@@ -361,6 +434,9 @@ void Simulator::revert() {
     std::swap(s.ops[undo.opIds[k]], undo.opStates[k]);
   for (size_t k = undo.configs.size(); k-- > 0;)
     s.strategy[undo.configs[k].first] = undo.configs[k].second;
+  for (auto &[b, sums] : undo.blockSums)
+    std::swap(s.blockSums[b], sums);
+  undo.blockSums.clear();
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }

@@ -443,6 +443,8 @@ struct Simulator::Impl {
     /// A task of the block this checkpoint ends started at time 0: had
     /// it waited for nothing it would not move with what precedes it.
     bool zeroStart = false;
+    /// When the last forward (backward) task of that block ended.
+    double latestEnd = 0;
   };
   /// fwdCheckpoints[b]: the state at the start of forward block b; the
   /// last one, at the end of the forward. bwdCheckpoints[b]: the state
@@ -471,11 +473,34 @@ struct Simulator::Impl {
       fwdDirty.resize(numBlocks(), 0);
       bwdDirty.resize(numBlocks(), 0);
     }
+    if (sumsDirty.size() <= b)
+      sumsDirty.resize(numBlocks(), 1);
     if (forward)
-      fwdDirty[b] = 1;
+      fwdDirty[b] = sumsDirty[b] = 1;
     if (backward)
       bwdDirty[b] = 1;
   }
+  /// A block's part of the result: its ops' and their incoming edges'
+  /// busy time, memory and bytes per device (sparse) and in all, summed
+  /// when the block changes. result() adds the blocks in order, so that
+  /// a delta simulation's sums are a full one's to the bit.
+  struct BlockSums {
+    std::vector<std::pair<int64_t, DeviceStats>> devices;
+    std::array<double, 8> bytesByLinkKind{}, syncBytesByLinkKind{};
+    std::array<SimResult::ExchangeCount, std::size(geometry::kExchangeKinds)>
+        exchanges{};
+  };
+  std::vector<BlockSums> blockSums;
+  /// Blocks whose sums the pending result() must take again.
+  std::vector<char> sumsDirty;
+  /// Sums block `b` into `out`.
+  void sumBlock(int32_t b, BlockSums &out);
+  /// ZeRO-3: per device, the bytes of weights op `i` and the op before it
+  /// gather, where both gather there (they live together: the lowering
+  /// gathers one op ahead).
+  const std::vector<std::pair<int64_t, int64_t>> &
+  gatheredWithPrevious(int32_t i);
+  std::vector<std::pair<int64_t, int64_t>> gatheredScratch;
   /// Set by the timing when a task starts at time 0 (see Checkpoint).
   bool zeroStartSeen = false;
   /// The latest time of the last timing pass: a pass moves blocks only
@@ -531,6 +556,8 @@ struct Simulator::Impl {
     double lastPassEnd = 0;
     std::vector<TimelineEvent> timeline;
     std::vector<int64_t> recomputePeak;
+    /// The sums of the blocks the update changed, as they were.
+    std::vector<std::pair<int32_t, BlockSums>> blockSums;
   } undo;
 
   /// Swaps the timing a pass from checkpoint `firstTimed` writes (forward
@@ -724,7 +751,10 @@ struct Simulator::Impl {
   /// known, nothing else.
   SimResult stoppedResult() const;
 
-  SimResult result(double iterationTime);
+  /// The result of the timing pass that took `iterationTime`; with
+  /// `keepUndo` (a delta simulation), the block sums it takes again go to
+  /// undo.
+  SimResult result(double iterationTime, bool keepUndo = false);
 };
 
 } // namespace ppc::sim

@@ -594,6 +594,15 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
                             double d) {
     moveInto(out.freeAt, before.freeAt, d);
     out.zeroStart = before.zeroStart;
+    out.latestEnd = before.latestEnd > 0 ? before.latestEnd + d : 0;
+  };
+  // The latest end of ops [lo, hi)'s forward (backward) tasks.
+  auto latestEnd = [&](int32_t lo, int32_t hi, bool forward) {
+    double latest = 0;
+    for (int32_t i = lo; i < hi; ++i)
+      for (double t : forward ? ops[i].fwdEnd : ops[i].bwdEnd)
+        latest = std::max(latest, t);
+    return latest;
   };
 
   if (first == 0) {
@@ -643,6 +652,7 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
     opsTimed += hi - lo;
     fwdCheckpoints[b + 1].freeAt = freeAt;
     fwdCheckpoints[b + 1].zeroStart = zeroStartSeen;
+    fwdCheckpoints[b + 1].latestEnd = latestEnd(lo, hi, /*forward=*/true);
   }
   if (moving)
     freeAt = fwdCheckpoints[blocks].freeAt;
@@ -697,6 +707,7 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
     opsTimed += hi - lo;
     bwdCheckpoints[b].freeAt = freeAt;
     bwdCheckpoints[b].zeroStart = zeroStartSeen;
+    bwdCheckpoints[b].latestEnd = latestEnd(lo, hi, /*forward=*/false);
   }
   if (moving)
     freeAt = bwdCheckpoints[0].freeAt;
