@@ -3,8 +3,10 @@
 // See Simulator.h for the model. The task graph is never materialized as
 // nodes and edges: each op keeps its kernels, partial-sum reductions,
 // gradient syncs and updates as arrays, each producer-consumer edge keeps its
-// transfers, and the timing pass walks them in issue order. This keeps a
-// delta simulation to rebuilding a few arrays plus one linear pass.
+// transfers, and the timing pass walks them in issue order, in blocks of
+// ops. A delta simulation rebuilds a few arrays, times the blocks a change
+// touches and moves the others (SimulatorTiming.cpp), and sums the result
+// per block.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,12 +13,15 @@
 // starts when its inputs are ready and all its resources are free. One
 // linear pass over the segments gives every start and end time.
 //
-// Delta simulation (FlexFlow's idea): when one op's configuration changes,
-// only the segments that op touches are rebuilt (its kernels, the transfers
-// on its edges, its reductions, sync and update), the memory accounting is
-// adjusted by that op's difference, and the timing pass is re-run from the
-// op's first segment with the resource state saved there. The result is
-// identical to a full simulation by construction, and tested to be.
+// Delta simulation (FlexFlow's idea): when ops' configurations change,
+// only the segments they touch are rebuilt (their kernels, the transfers on
+// their edges, their reductions, syncs and updates; counterparts changed
+// alike are built once), the result's sums are taken again for the blocks
+// of 8 ops that changed, and the timing re-runs the blocks a change
+// touches; a block nothing changed in whose inputs are the last pass's
+// moved by one shift gets the last pass's times plus that shift (durations
+// are whole multiples of 2^-40 s, so that moving is exact). The result is
+// identical to a full simulation, to the last bit, and tested to be.
 //
 //===----------------------------------------------------------------------===//
 
