@@ -2,8 +2,9 @@
 //-----------------------===//
 //
 // Times the built tasks: forward, backward, recomputation, gradient syncs
-// and updates, each on its resources in issue order, from a checkpoint for
-// a delta simulation.
+// and updates, each on its resources in issue order, in blocks of ops; a
+// delta simulation times the blocks a change touches and moves the others
+// by the shift of what precedes them (runTiming).
 //
 //===----------------------------------------------------------------------===//
 
