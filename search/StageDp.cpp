@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace ppc::search::detail {
@@ -464,8 +465,8 @@ std::vector<StagePlan> stageDp(const Problem &problem,
       }
       return bestHere;
     };
-    double previousBound = 0, bestBound = -1;
-    size_t bestAt = 0;
+    double previousBound = 0;
+    std::optional<size_t> bestAt;
     for (size_t i = 0; i < bounds.size(); ++i) {
       // A plan new at this bound has a stage slower than the last bound,
       // so m of those at least.
@@ -475,15 +476,15 @@ std::vector<StagePlan> stageDp(const Problem &problem,
       double estimate = planWithin(bounds[i]);
       if (estimate < bestEstimate) {
         bestEstimate = estimate;
-        bestBound = bounds[i];
         bestAt = i;
       }
     }
-    if (bestBound >= 0 && bounds.size() < allBounds.size()) {
-      double below = bestAt > 0 ? bounds[bestAt - 1] : -kInf;
-      double above = bestAt + 1 < bounds.size() ? bounds[bestAt + 1] : kInf;
+    if (bestAt && bounds.size() < allBounds.size()) {
+      size_t at = *bestAt;
+      double below = at > 0 ? bounds[at - 1] : -kInf;
+      double above = at + 1 < bounds.size() ? bounds[at + 1] : kInf;
       for (double bound : allBounds)
-        if (bound > below && bound < above && bound != bestBound &&
+        if (bound > below && bound < above && bound != bounds[at] &&
             static_cast<double>(m) * bound < bestEstimate)
           bestEstimate = std::min(bestEstimate, planWithin(bound));
     }

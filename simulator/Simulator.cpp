@@ -134,13 +134,7 @@ void Simulator::Impl::sumBlock(int32_t b, BlockSums &out) {
       DeviceStats &dev = stats(st.devices[p]);
       dev.computeTime += st.fwdTime[p] * (st.recomputed ? 2 : 1) +
                          st.bwdTime[p] + st.updateTime[p];
-      MemoryUse &m = dev.memory;
-      const MemoryUse &add = st.memory[p];
-      m.weights += add.weights;
-      m.gradients += add.gradients;
-      m.optimizerState += add.optimizerState;
-      m.activations += add.activations;
-      m.workspace = std::max(m.workspace, add.workspace);
+      accumulate(dev.memory, st.memory[p]);
     }
     // A recomputed op runs its forward collectives (partial sums,
     // statistics, ZeRO-3 gathers) again before its backward.
@@ -224,12 +218,7 @@ SimResult Simulator::Impl::result(double iterationTime, bool keepUndo) {
       DeviceStats &dev = r.devices[device];
       dev.computeTime += add.computeTime;
       dev.commTime += add.commTime;
-      MemoryUse &m = dev.memory;
-      m.weights += add.memory.weights;
-      m.gradients += add.memory.gradients;
-      m.optimizerState += add.memory.optimizerState;
-      m.activations += add.memory.activations;
-      m.workspace = std::max(m.workspace, add.memory.workspace);
+      accumulate(dev.memory, add.memory);
     }
     for (size_t k = 0; k < sums.bytesByLinkKind.size(); ++k) {
       r.bytesByLinkKind[k] += sums.bytesByLinkKind[k];

@@ -68,6 +68,16 @@ inline double quantized(double seconds) {
   return std::nearbyint(seconds / kTimeQuantum) * kTimeQuantum;
 }
 
+/// Adds `add` to `to`: tensors kept together sum, the transient buffer is
+/// the larger one.
+inline void accumulate(MemoryUse &to, const MemoryUse &add) {
+  to.weights += add.weights;
+  to.gradients += add.gradients;
+  to.optimizerState += add.optimizerState;
+  to.activations += add.activations;
+  to.workspace = std::max(to.workspace, add.workspace);
+}
+
 using Slice = std::vector<Range>;
 
 inline int64_t volume(const Slice &slice) {
@@ -506,7 +516,7 @@ struct Simulator::Impl {
   /// The latest time of the last timing pass: a pass moves blocks only
   /// while times are exact (kExactTimesBelow).
   double lastPassEnd = 0;
-  /// Ops the last update() timed again and moved (Simulator::DeltaStats).
+  /// Ops the last update() timed again and moved (Simulator::TimingStats).
   int64_t opsTimed = 0, opsMoved = 0;
 
   /// The d such that `now` is `before` moved by d (resources unused in

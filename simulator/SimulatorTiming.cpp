@@ -580,12 +580,10 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
     undo.firstTimed = first;
     swapTiming(first);
   }
-  bwdCheckpoints.resize(blocks + 1);
-  // Moving needs the last pass (in undo) and exact times.
+  // Moving needs the last pass (in undo, as large as this one's after
+  // swapTiming) and exact times.
   bool mayMove = keepUndo && !options.recordTimeline &&
-                 undo.lastPassEnd < kExactTimesBelow &&
-                 undo.fwdCheckpoints.size() == fwdCheckpoints.size() &&
-                 undo.bwdCheckpoints.size() == bwdCheckpoints.size();
+                 undo.lastPassEnd < kExactTimesBelow;
   opsTimed = opsMoved = 0;
   auto clearDirty = [&] {
     std::fill(fwdDirty.begin(), fwdDirty.end(), 0);
@@ -609,10 +607,10 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   if (first == 0) {
     std::fill(freeAt.begin(), freeAt.end(), 0.0);
     timeline.clear();
+    fwdCheckpoints[0].freeAt = freeAt;
   } else {
     freeAt = fwdCheckpoints[firstBlock].freeAt;
   }
-  fwdCheckpoints[firstBlock].freeAt = freeAt;
   // Forward. `moving`: the blocks from here are the last pass's moved by
   // `shift` (freeAt is not kept up to date meanwhile).
   bool moving = false;
