@@ -228,8 +228,10 @@ SimResult Simulator::Impl::result(double iterationTime, bool keepUndo) {
       r.exchanges[k].count += sums.exchanges[k].count;
       r.exchanges[k].bytes += sums.exchanges[k].bytes;
     }
-    r.forwardTime = std::max(r.forwardTime, fwdCheckpoints[b + 1].latestEnd);
-    r.backwardTime = std::max(r.backwardTime, bwdCheckpoints[b].latestEnd);
+    r.forwardTime = std::max(
+        r.forwardTime, shifted(fwdPass.after[b].latestEnd, fwdPass.shift[b]));
+    r.backwardTime = std::max(
+        r.backwardTime, shifted(bwdPass.after[b].latestEnd, bwdPass.shift[b]));
     // ZeRO-3's gathered weights of the block's first op and the op before.
     if (b > 0)
       for (auto [device, bytes] : gatheredWithPrevious(b * kCheckpointEvery)) {
@@ -418,7 +420,7 @@ void Simulator::revert() {
     return;
   undo.valid = false;
   // The inverse of update's steps, in reverse order.
-  s.swapTiming(undo.firstTimed);
+  s.revertTiming();
   for (size_t k = undo.edgeIds.size(); k-- > 0;)
     std::swap(s.edges[undo.edgeIds[k]], undo.edgeStates[k]);
   for (size_t k = undo.opIds.size(); k-- > 0;)
@@ -433,7 +435,7 @@ void Simulator::revert() {
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }
 
 Simulator::TimingStats Simulator::lastTimingStats() const {
-  return {impl->opsTimed, impl->opsMoved};
+  return impl->timingStats;
 }
 
 double Simulator::nodeCost(size_t op, const OpConfig &config) {

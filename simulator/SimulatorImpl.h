@@ -68,6 +68,10 @@ inline double quantized(double seconds) {
   return std::nearbyint(seconds / kTimeQuantum) * kTimeQuantum;
 }
 
+/// A stored time `t` moved by `shift`: entries > 0 are times, others (0:
+/// unused, -1: none) stay as they are.
+inline double shifted(double t, double shift) { return t > 0 ? t + shift : t; }
+
 /// Adds `add` to `to`: tensors kept together sum, the transient buffer is
 /// the larger one.
 inline void accumulate(MemoryUse &to, const MemoryUse &add) {
@@ -245,22 +249,21 @@ struct OpState {
   /// again (SimOptions::regatherInputs and a contraction over a weight).
   bool regathers = false;
 
-  // Timing of the last pass.
-  std::vector<double> inReady, fwdEnd, gradReady, bwdEnd, updateEnd, syncEnd;
-  /// When each instance's last forward and backward kernel started.
-  std::vector<double> fwdStart, bwdStart;
+  // Timing of the last pass, as stored: a time is the stored one plus the
+  // shift of the op's block (Impl::BlockPass; forward times the forward
+  // block's, backward ones and syncEnd with overlapped syncs the backward
+  // block's).
+  std::vector<double> fwdEnd, bwdEnd, syncEnd;
+  /// When each instance's last backward kernel started.
+  std::vector<double> bwdStart;
 
   /// Takes `from`'s timing (a state rebuilt in place of `from` keeps the
   /// last pass's times until it is timed again).
   void copyTimingFrom(const OpState &from) {
-    inReady = from.inReady;
     fwdEnd = from.fwdEnd;
-    fwdStart = from.fwdStart;
-    gradReady = from.gradReady;
     bwdEnd = from.bwdEnd;
     bwdStart = from.bwdStart;
     syncEnd = from.syncEnd;
-    updateEnd = from.updateEnd;
   }
 };
 
@@ -438,16 +441,22 @@ struct Simulator::Impl {
   std::vector<double> commReadyScratch;
   /// When regathered inputs arrive, per instance (backward).
   std::vector<double> regatherScratch;
+  /// What an op's own tasks read while it is timed, per instance: when its
+  /// inputs (forward) and its gradients (backward) are ready, when its
+  /// forward kernels started, when its updates end.
+  std::vector<double> inReadyScratch, gradReadyScratch, fwdStartScratch,
+      updateEndScratch;
 
   /// Per device, the parameter all-gathers deferred to the next forward
   /// (overlapParamGather), in seconds.
   std::vector<double> deferredGather;
 
   /// The ops are timed in blocks of kCheckpointEvery (forward in issue
-  /// order, backward in reverse), with the resources' state kept at each
-  /// block's boundary: a delta simulation re-times the blocks a change
+  /// order, backward and updates in reverse), with the resources' state
+  /// kept at each block's end: a delta simulation times the blocks a change
   /// touches and moves the others (runTiming).
   static constexpr int32_t kCheckpointEvery = 8;
+  static int32_t blockOf(int32_t op) { return op / kCheckpointEvery; }
   struct Checkpoint {
     std::vector<double> freeAt;
     /// A task of the block this checkpoint ends started at time 0: had
@@ -455,15 +464,74 @@ struct Simulator::Impl {
     bool zeroStart = false;
     /// When the last forward (backward) task of that block ended.
     double latestEnd = 0;
+    /// Updates: the least time a task of the block waited for its
+    /// resources once its inputs were ready (0: one started on its
+    /// inputs; infinite: no task), and the shift of the block's backward
+    /// when it was timed. Inputs moved later than the block by less than
+    /// the slack leave every task waiting for its resources: the block
+    /// moves whole.
+    double slack = 0, inputShift = 0;
   };
-  /// fwdCheckpoints[b]: the state at the start of forward block b; the
-  /// last one, at the end of the forward. bwdCheckpoints[b]: the state
-  /// once the backward of blocks b and above is done; the last one, at
-  /// the start of the backward (the forward's end again).
-  std::vector<Checkpoint> fwdCheckpoints, bwdCheckpoints;
+  /// One pass over the blocks: the forward, the backward or the updates.
+  /// What a block's tasks wrote is stored as the timing pass that last
+  /// timed the block left it, and a time is the stored one plus the
+  /// block's shift (entries > 0; 0 and -1 mean unused and none): moving a
+  /// block changes its shift only, so a delta simulation costs the blocks
+  /// it times plus one step per block.
+  struct BlockPass {
+    /// The state before the pass's first block, and once each block is
+    /// done (stored, like the block's times).
+    Checkpoint start;
+    std::vector<Checkpoint> after;
+    std::vector<double> shift;
+    /// The timing pass (passNumber) that last timed each block.
+    std::vector<uint32_t> timedIn;
+    // For revert(): the start, the shifts and the checkpoints of the
+    // blocks it timed (`timed`) before the pending update.
+    Checkpoint lastStart;
+    std::vector<double> lastShift;
+    std::vector<Checkpoint> lastAfter;
+    std::vector<int32_t> timed;
+  };
+  BlockPass fwdPass, bwdPass, updPass;
+  /// Numbers the timing passes (BlockPass::timedIn).
+  uint32_t passNumber = 0;
   int32_t numBlocks() const {
     return static_cast<int32_t>((ops.size() + kCheckpointEvery - 1) /
                                 kCheckpointEvery);
+  }
+  /// Block `b`'s checkpoint as the last pass left it (stored; with
+  /// pass.lastShift[b]).
+  const Checkpoint &lastAfter(const BlockPass &pass, int32_t b) const {
+    return pass.timedIn[b] == passNumber ? pass.lastAfter[b] : pass.after[b];
+  }
+  /// The op times the timing reads across ops: stored plus the block's
+  /// shift.
+  double fwdEndOf(int32_t op, size_t p) const {
+    return shifted(ops[op].fwdEnd[p], fwdPass.shift[blockOf(op)]);
+  }
+  double bwdEndOf(int32_t op, size_t p) const {
+    return shifted(ops[op].bwdEnd[p], bwdPass.shift[blockOf(op)]);
+  }
+  double bwdStartOf(int32_t op, size_t p) const {
+    return shifted(ops[op].bwdStart[p], bwdPass.shift[blockOf(op)]);
+  }
+  /// Transfers are timed with their consumer's forward (and packed in
+  /// its backward).
+  double transferEndOf(int32_t edge, size_t k) const {
+    return shifted(edges[edge].fwdEnd[k],
+                   fwdPass.shift[blockOf(edges[edge].consumer)]);
+  }
+  double packedAtOf(int32_t edge, size_t k) const {
+    return shifted(edges[edge].bwdPackedAt[k],
+                   bwdPass.shift[blockOf(edges[edge].consumer)]);
+  }
+  /// Synced after the backward pass (not overlapped), the syncs are timed
+  /// whole, outside the blocks.
+  double syncEndOf(int32_t op, size_t g) const {
+    return options.overlapGradSync
+               ? shifted(ops[op].syncEnd[g], bwdPass.shift[blockOf(op)])
+               : ops[op].syncEnd[g];
   }
   /// Per block boundary b (between blocks b - 1 and b), the edges that
   /// cross it (producer before, consumer after): whose values the blocks
@@ -478,7 +546,7 @@ struct Simulator::Impl {
   std::vector<char> fwdDirty, bwdDirty;
   /// Marks op `i`'s forward and/or backward block changed.
   void markChanged(int32_t i, bool forward, bool backward) {
-    size_t b = static_cast<size_t>(i / kCheckpointEvery);
+    size_t b = static_cast<size_t>(blockOf(i));
     if (fwdDirty.size() <= b) {
       fwdDirty.resize(numBlocks(), 0);
       bwdDirty.resize(numBlocks(), 0);
@@ -513,37 +581,54 @@ struct Simulator::Impl {
   std::vector<std::pair<int64_t, int64_t>> gatheredScratch;
   /// Set by the timing when a task starts at time 0 (see Checkpoint).
   bool zeroStartSeen = false;
+  /// The least slack of the updates timed since it was reset (Checkpoint).
+  double updateSlack = 0;
   /// The latest time of the last timing pass: a pass moves blocks only
   /// while times are exact (kExactTimesBelow).
   double lastPassEnd = 0;
-  /// Ops the last update() timed again and moved (Simulator::TimingStats).
-  int64_t opsTimed = 0, opsMoved = 0;
+  /// What the last update() timed again and moved (Simulator::TimingStats).
+  Simulator::TimingStats timingStats;
 
-  /// The d such that `now` is `before` moved by d (resources unused in
-  /// both, or used in both and later by d), if there is one.
+  /// The d such that `now` is `before` (a checkpoint, stored, with its
+  /// block's `shift`) moved by d (resources unused in both, or used in
+  /// both and later by d), if there is one.
   std::optional<double> stateShift(const std::vector<double> &now,
-                                   const std::vector<double> &before) const;
+                                   const Checkpoint &before,
+                                   double shift) const;
   /// Whether the values read across boundary `b` in forward (backward)
   /// are the last pass's moved by `d`.
-  bool forwardCrossingMoved(int32_t b, double d, int32_t firstTimed) const;
+  bool forwardCrossingMoved(int32_t b, double d) const;
   bool backwardCrossingMoved(int32_t b, double d) const;
-  /// Op `i`'s forward (backward) timing, and its incoming edges', as the
-  /// last pass left them (in undo) moved by `d`.
-  void moveForward(int32_t i, double d);
-  void moveBackward(int32_t i, double d);
   /// Whether block b's backward recomputes: it must run, as the cascade's
   /// memory and marks are the pass's.
   bool recomputesIn(int32_t b) const;
+  /// Swaps the stored timing block `b`'s forward (backward) writes with
+  /// undo's: before a delta simulation times it again, and in revert().
+  void swapForwardBlock(int32_t b);
+  void swapBackwardBlock(int32_t b);
+  /// Times `pass`'s blocks from `first` in steps of `step` (1: forward;
+  /// -1: from the last block down), from the state in freeAt, moving the
+  /// blocks it may. `movable(b, d)` says whether block b's tasks are the
+  /// last pass's and moved by d given the state before it moved by d,
+  /// `inputsMoved(b, d)` whether what a run of moved blocks from b reads
+  /// from outside it is, `swapBlock(b)` swaps block b's stored timing with
+  /// undo's and `timeBlock(b, checkpoint)` times it, filling in the
+  /// checkpoint's latestEnd and slack. Returns false when stopped.
+  template <typename Movable, typename InputsMoved, typename SwapBlock,
+            typename TimeBlock>
+  bool runBlocks(BlockPass &pass, int32_t first, int32_t step, bool keepUndo,
+                 bool mayMove, int64_t &timed, int64_t &moved, Movable movable,
+                 InputsMoved inputsMoved, SwapBlock swapBlock,
+                 TimeBlock timeBlock);
 
   /// What the last update() replaced, for revert(): the changed ops'
   /// configurations, their built states and their edges', and the timing
-  /// of every op it timed again. Everything is swapped, never copied, so a
-  /// rejected proposal costs its swaps, not a second delta simulation;
-  /// the states swapped out are the next update's to build into.
+  /// of every block it timed again (the BlockPasses keep their own).
+  /// Everything is swapped, never copied, so a rejected proposal costs its
+  /// swaps, not a second delta simulation; the states swapped out are the
+  /// next update's to build into.
   struct Undo {
     bool valid = false;
-    /// The first op whose forward the update timed again (a checkpoint).
-    int32_t firstTimed = 0;
     std::vector<std::pair<size_t, OpConfig>> configs;
     std::vector<size_t> opIds;
     std::vector<int32_t> edgeIds;
@@ -551,18 +636,16 @@ struct Simulator::Impl {
     /// edgeStates. Grown, never shrunk: spares for the next update.
     std::vector<OpState> opStates;
     std::vector<Edge> edgeStates;
-    /// The timing fields of every op and edge, and the checkpoints, as
-    /// the last timing pass before the update left them.
+    /// The stored timing of the ops and edges of the blocks the update
+    /// timed again, as they were (elsewhere, what an earlier update left).
     struct OpTiming {
-      std::vector<double> inReady, fwdEnd, fwdStart;
-      std::vector<double> gradReady, bwdEnd, bwdStart, syncEnd, updateEnd;
+      std::vector<double> fwdEnd, bwdEnd, bwdStart, syncEnd;
     };
     struct EdgeTiming {
       std::vector<double> fwdEnd, bwdPackedAt;
     };
     std::vector<OpTiming> opTiming;
     std::vector<EdgeTiming> edgeTiming;
-    std::vector<Checkpoint> fwdCheckpoints, bwdCheckpoints;
     double lastPassEnd = 0;
     std::vector<TimelineEvent> timeline;
     std::vector<int64_t> recomputePeak;
@@ -570,10 +653,8 @@ struct Simulator::Impl {
     std::vector<std::pair<int32_t, BlockSums>> blockSums;
   } undo;
 
-  /// Swaps the timing a pass from checkpoint `firstTimed` writes (forward
-  /// timing of the ops from there, backward timing of all) with undo's.
-  /// Swapping twice changes nothing: update() and revert() both call it.
-  void swapTiming(int32_t firstTimed);
+  /// Takes the last delta simulation's timing back (revert()).
+  void revertTiming();
 
   Impl(const Graph &graph, const Machine &machine, const CostModel &costModel,
        SimOptions options);
@@ -745,7 +826,8 @@ struct Simulator::Impl {
 
   /// Times the whole iteration, re-using the last pass for the forward of
   /// the ops before `firstChanged` (nothing before it changed). With
-  /// `keepUndo`, the timing it replaces goes to `undo`.
+  /// `keepUndo` (a delta simulation), the timing it replaces goes to
+  /// `undo` and the BlockPasses' last* fields.
   double runTiming(int32_t firstChanged = 0, bool keepUndo = false);
 
   /// Set when a simulation stopped part way (SimOptions::stopRequested):

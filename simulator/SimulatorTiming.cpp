@@ -150,20 +150,20 @@ double Simulator::Impl::holdUntil(int64_t device, double end, double until) {
 void Simulator::Impl::forward(int32_t i) {
   OpState &st = ops[i];
   size_t n = st.devices.size();
-  st.inReady.assign(n, 0);
+  std::vector<double> &inReady = inReadyScratch;
+  inReady.assign(n, 0);
   // Overlapped tensor-parallel communication: the kernel waits for the
   // producers only, and for the data in chunks (commReady).
   std::vector<double> &commReady = commReadyScratch;
   commReady.assign(n, 0);
   for (int32_t id : inEdges[i]) {
     const Edge &e = edges[id];
-    const OpState &prod = ops[e.producer];
     // A weight is there from the start; an activation once produced.
     auto produced = [&](int32_t p) {
-      return e.weightOperand >= 0 ? 0.0 : prod.fwdEnd[p];
+      return e.weightOperand >= 0 ? 0.0 : fwdEndOf(e.producer, p);
     };
     for (const LocalDep &d : e.fwdLocal)
-      st.inReady[d.dst] = std::max(st.inReady[d.dst], produced(d.src));
+      inReady[d.dst] = std::max(inReady[d.dst], produced(d.src));
     Edge &mutableEdge = edges[id];
     mutableEdge.fwdEnd.resize(e.fwd.size());
     for (size_t k = 0; k < e.fwd.size(); ++k) {
@@ -171,28 +171,28 @@ void Simulator::Impl::forward(int32_t i) {
       double end = runTransfer(t, produced(t.src), id, TaskKind::Transfer);
       mutableEdge.fwdEnd[k] = end;
       bool chunked = st.overlapsComm && e.weightOperand < 0 && withinNode(t);
-      st.inReady[t.dst] =
-          std::max(st.inReady[t.dst], chunked ? produced(t.src) : end);
+      inReady[t.dst] =
+          std::max(inReady[t.dst], chunked ? produced(t.src) : end);
       if (chunked)
         commReady[t.dst] = std::max(commReady[t.dst], end);
     }
     for (const Edge::SharedCopy &c : e.fwdShared) {
-      double end = edges[c.edge].fwdEnd[c.transfer];
+      double end = transferEndOf(c.edge, c.transfer);
       const Transfer &t = edges[c.edge].fwd[c.transfer];
       bool chunked = st.overlapsComm && withinNode(t);
-      st.inReady[c.dst] =
-          std::max(st.inReady[c.dst], chunked ? end - t.time : end);
+      inReady[c.dst] = std::max(inReady[c.dst], chunked ? end - t.time : end);
       if (chunked)
         commReady[c.dst] = std::max(commReady[c.dst], end);
     }
   }
-  gatherWeights(i, st.inReady);
+  gatherWeights(i, inReady);
   st.fwdEnd.resize(n);
-  st.fwdStart.resize(n);
+  std::vector<double> &fwdStart = fwdStartScratch;
+  fwdStart.resize(n);
   for (size_t p = 0; p < n; ++p)
     st.fwdEnd[p] =
-        runChunkedKernel(st, p, st.inReady[p], commReady[p], st.fwdTime[p], i,
-                         TaskKind::Forward, st.fwdStart[p]);
+        runChunkedKernel(st, p, inReady[p], commReady[p], st.fwdTime[p], i,
+                         TaskKind::Forward, fwdStart[p]);
   runStatSyncs(i, st.statSyncs[0], st.fwdEnd);
   for (const Collective &c : st.partialSums) {
     // Overlapped: the reduction of each chunk starts once the kernel has
@@ -201,7 +201,7 @@ void Simulator::Impl::forward(int32_t i) {
     double end = runCollective(
         st, c, c.time,
         [&](int32_t p) {
-          return chunked ? st.fwdStart[p] + st.fwdTime[p] / kOverlapChunks
+          return chunked ? fwdStart[p] + st.fwdTime[p] / kOverlapChunks
                          : st.fwdEnd[p];
         },
         i, TaskKind::PartialSum);
@@ -216,25 +216,27 @@ void Simulator::Impl::forward(int32_t i) {
 void Simulator::Impl::backward(int32_t i) {
   OpState &st = ops[i];
   size_t n = st.devices.size();
-  st.gradReady.assign(n, 0);
+  std::vector<double> &gradReady = gradReadyScratch;
+  gradReady.assign(n, 0);
   std::vector<double> &commReady = commReadyScratch;
   commReady.assign(n, 0);
   for (int32_t id : outEdges[i]) {
     const Edge &e = edges[id];
     const OpState &cons = ops[e.consumer];
+    auto consumed = [&](int32_t p) { return bwdEndOf(e.consumer, p); };
     for (const LocalDep &d : e.bwdLocal)
-      st.gradReady[d.dst] = std::max(st.gradReady[d.dst], cons.bwdEnd[d.src]);
+      gradReady[d.dst] = std::max(gradReady[d.dst], consumed(d.src));
     for (const Edge::SharedCopy &c : e.fwdShared)
       for (int32_t p : c.gradTo)
-        st.gradReady[p] = std::max(st.gradReady[p], cons.bwdEnd[c.dst]);
+        gradReady[p] = std::max(gradReady[p], consumed(c.dst));
     for (size_t k = 0; k < e.bwd.size(); ++k) {
       const Transfer &t = e.bwd[k];
       double end =
-          runTransfer(t, cons.bwdEnd[t.src], id, TaskKind::GradTransfer,
-                      k < e.bwdPackedAt.size() ? e.bwdPackedAt[k] : -1.0);
+          runTransfer(t, consumed(t.src), id, TaskKind::GradTransfer,
+                      k < e.bwdPackedAt.size() ? packedAtOf(id, k) : -1.0);
       bool chunked = st.overlapsComm && withinNode(t);
-      st.gradReady[t.dst] =
-          std::max(st.gradReady[t.dst], chunked ? cons.bwdEnd[t.src] : end);
+      gradReady[t.dst] =
+          std::max(gradReady[t.dst], chunked ? consumed(t.src) : end);
       if (chunked)
         commReady[t.dst] = std::max(commReady[t.dst], end);
     }
@@ -248,9 +250,9 @@ void Simulator::Impl::backward(int32_t i) {
         for (size_t k = 0; k < members.size(); ++k)
           if (members[k] == p) {
             int32_t c = r.contributors[k];
-            ready = chunked
-                        ? cons.bwdStart[c] + cons.bwdTime[c] / kOverlapChunks
-                        : cons.bwdEnd[c];
+            ready = chunked ? bwdStartOf(e.consumer, c) +
+                                  cons.bwdTime[c] / kOverlapChunks
+                            : consumed(c);
           }
         return ready;
       };
@@ -258,17 +260,17 @@ void Simulator::Impl::backward(int32_t i) {
                                  TaskKind::GradReduce);
       if (chunked)
         for (int32_t c : r.contributors)
-          end = std::max(end, cons.bwdEnd[c] + r.reduce.time / kOverlapChunks);
+          end = std::max(end, consumed(c) + r.reduce.time / kOverlapChunks);
       for (int32_t p : members)
-        st.gradReady[p] = std::max(st.gradReady[p], end);
+        gradReady[p] = std::max(gradReady[p], end);
     }
   }
-  gatherWeights(i, st.gradReady);
+  gatherWeights(i, gradReady);
   st.bwdEnd.resize(n);
   st.bwdStart.resize(n);
   for (size_t p = 0; p < n; ++p)
     st.bwdEnd[p] =
-        runChunkedKernel(st, p, st.gradReady[p], commReady[p], st.bwdTime[p], i,
+        runChunkedKernel(st, p, gradReady[p], commReady[p], st.bwdTime[p], i,
                          TaskKind::Backward, st.bwdStart[p]);
   runStatSyncs(i, st.statSyncs[1], st.bwdEnd);
   if (st.regathers)
@@ -356,22 +358,29 @@ void Simulator::Impl::syncGradients(int32_t i, double notBefore) {
   for (size_t g = 0; g < st.gradSyncs.size(); ++g)
     st.syncEnd[g] = runCollective(
         st, st.gradSyncs[g], st.gradSyncs[g].time,
-        [&](int32_t p) { return std::max(st.bwdEnd[p], notBefore); }, i,
+        [&](int32_t p) { return std::max(bwdEndOf(i, p), notBefore); }, i,
         TaskKind::GradSync);
 }
 
 void Simulator::Impl::update(int32_t i) {
   OpState &st = ops[i];
   size_t n = st.devices.size();
-  st.updateEnd.assign(n, 0);
+  std::vector<double> &updateEnd = updateEndScratch;
+  updateEnd.assign(n, 0);
+  bool kernelless = false;
   for (size_t p = 0; p < n; ++p) {
-    double ready = st.bwdEnd[p];
+    double ready = bwdEndOf(i, p);
     for (int32_t g : st.syncsOf[p])
-      ready = std::max(ready, st.syncEnd[g]);
-    st.updateEnd[p] = st.updateTime[p] > 0
-                          ? runKernel(st.devices[p], ready, st.updateTime[p], i,
-                                      TaskKind::Update)
-                          : ready;
+      ready = std::max(ready, syncEndOf(i, g));
+    if (st.updateTime[p] <= 0) {
+      updateEnd[p] = ready;
+      kernelless = true;
+      continue;
+    }
+    updateEnd[p] =
+        runKernel(st.devices[p], ready, st.updateTime[p], i, TaskKind::Update);
+    updateSlack =
+        std::min(updateSlack, updateEnd[p] - st.updateTime[p] - ready);
   }
   // Sharded sync: gather the updated shards back, now or (overlapped)
   // during the next forward.
@@ -383,65 +392,85 @@ void Simulator::Impl::update(int32_t i) {
         deferredGather[st.devices[p]] += c.postTime;
       continue;
     }
+    // Gathers that wait for no update kernel wait for the inputs: they do
+    // not move with the updates before them.
+    if (kernelless)
+      updateSlack = 0;
     runCollective(
-        st, c, c.postTime, [&](int32_t p) { return st.updateEnd[p]; }, i,
+        st, c, c.postTime, [&](int32_t p) { return updateEnd[p]; }, i,
         TaskKind::WeightGather);
   }
 }
 
-void Simulator::Impl::swapTiming(int32_t firstTimed) {
-  size_t n = ops.size();
-  undo.opTiming.resize(n);
-  undo.edgeTiming.resize(edges.size());
-  undo.fwdCheckpoints.resize(fwdCheckpoints.size());
-  undo.bwdCheckpoints.resize(bwdCheckpoints.size());
-  for (size_t i = 0; i < n; ++i) {
+void Simulator::Impl::swapForwardBlock(int32_t b) {
+  int32_t lo = b * kCheckpointEvery;
+  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
+                                 lo + kCheckpointEvery);
+  for (int32_t i = lo; i < hi; ++i) {
+    ops[i].fwdEnd.swap(undo.opTiming[i].fwdEnd);
+    // An edge's forward transfers are timed with its consumer's forward.
+    for (int32_t id : inEdges[i])
+      edges[id].fwdEnd.swap(undo.edgeTiming[id].fwdEnd);
+  }
+}
+
+void Simulator::Impl::swapBackwardBlock(int32_t b) {
+  int32_t lo = b * kCheckpointEvery;
+  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
+                                 lo + kCheckpointEvery);
+  for (int32_t i = lo; i < hi; ++i) {
     OpState &st = ops[i];
     Undo::OpTiming &t = undo.opTiming[i];
-    if (static_cast<int32_t>(i) >= firstTimed) {
-      st.inReady.swap(t.inReady);
-      st.fwdEnd.swap(t.fwdEnd);
-      st.fwdStart.swap(t.fwdStart);
-    }
-    st.gradReady.swap(t.gradReady);
     st.bwdEnd.swap(t.bwdEnd);
     st.bwdStart.swap(t.bwdStart);
     st.syncEnd.swap(t.syncEnd);
-    st.updateEnd.swap(t.updateEnd);
+    // The consumer packs an edge's gradients after its backward.
+    for (int32_t id : inEdges[i])
+      edges[id].bwdPackedAt.swap(undo.edgeTiming[id].bwdPackedAt);
   }
-  for (size_t id = 0; id < edges.size(); ++id) {
-    Edge &e = edges[id];
-    Undo::EdgeTiming &t = undo.edgeTiming[id];
-    // An edge's forward transfers are timed with its consumer's forward.
-    if (e.consumer >= firstTimed)
-      e.fwdEnd.swap(t.fwdEnd);
-    e.bwdPackedAt.swap(t.bwdPackedAt);
+}
+
+void Simulator::Impl::revertTiming() {
+  for (BlockPass *pass : {&fwdPass, &bwdPass, &updPass}) {
+    for (int32_t b : pass->timed) {
+      if (pass == &fwdPass)
+        swapForwardBlock(b);
+      else if (pass == &bwdPass)
+        swapBackwardBlock(b);
+      std::swap(pass->after[b], pass->lastAfter[b]);
+    }
+    pass->timed.clear();
+    pass->shift.swap(pass->lastShift);
+    std::swap(pass->start, pass->lastStart);
   }
-  // The pass starts from the checkpoint of firstTimed's block and writes
-  // the later ones, and every backward one.
-  for (size_t c = firstTimed / kCheckpointEvery + 1; c < fwdCheckpoints.size();
-       ++c)
-    std::swap(fwdCheckpoints[c], undo.fwdCheckpoints[c]);
-  bwdCheckpoints.swap(undo.bwdCheckpoints);
   std::swap(lastPassEnd, undo.lastPassEnd);
   timeline.swap(undo.timeline);
   recomputePeak.swap(undo.recomputePeak);
 }
 
+/// `out` = `from` (stored) moved by `shift`.
+static void moveInto(std::vector<double> &out, const std::vector<double> &from,
+                     double shift) {
+  out.resize(from.size());
+  for (size_t k = 0; k < from.size(); ++k)
+    out[k] = shifted(from[k], shift);
+}
+
 std::optional<double>
 Simulator::Impl::stateShift(const std::vector<double> &now,
-                            const std::vector<double> &before) const {
-  if (now.size() != before.size())
+                            const Checkpoint &before, double shift) const {
+  if (now.size() != before.freeAt.size())
     return std::nullopt;
   std::optional<double> d;
   for (size_t r = 0; r < now.size(); ++r) {
-    if (now[r] == 0 && before[r] == 0)
+    double was = shifted(before.freeAt[r], shift);
+    if (now[r] == 0 && was == 0)
       continue;
-    if (now[r] == 0 || before[r] == 0)
+    if (now[r] == 0 || was == 0)
       return std::nullopt;
     if (!d)
-      d = now[r] - before[r];
-    else if (now[r] != before[r] + *d)
+      d = now[r] - was;
+    else if (now[r] != was + *d)
       return std::nullopt;
   }
   if (!d)
@@ -452,33 +481,34 @@ Simulator::Impl::stateShift(const std::vector<double> &now,
   return d;
 }
 
-/// Whether `now` is `before` moved by `d`: entries > 0 (times) by d, others
-/// (unused, or -1: none) as they were; moved ones stay > 0.
+/// Whether `now` is `before` (stored, with its block's `shift`) moved by
+/// `d`: times by d, others (unused, or -1: none) as they were; moved ones
+/// stay > 0.
 static bool movedBy(const std::vector<double> &now,
-                    const std::vector<double> &before, double d) {
+                    const std::vector<double> &before, double shift, double d) {
   if (now.size() != before.size())
     return false;
   for (size_t k = 0; k < now.size(); ++k) {
-    if (before[k] > 0 ? !(now[k] > 0 && now[k] == before[k] + d)
-                      : now[k] != before[k] || (d != 0 && before[k] == 0))
+    double was = shifted(before[k], shift);
+    if (was > 0 ? !(now[k] > 0 && now[k] == was + d)
+                : now[k] != was || (d != 0 && was == 0))
       return false;
   }
   return true;
 }
 
-/// `out` = `from` with its entries > 0 (times, not "unused" or "none")
-/// moved by `d`.
-static void moveInto(std::vector<double> &out, const std::vector<double> &from,
-                     double d) {
-  out.resize(from.size());
-  for (size_t k = 0; k < from.size(); ++k)
-    out[k] = from[k] > 0 ? from[k] + d : from[k];
-}
-
-bool Simulator::Impl::forwardCrossingMoved(int32_t b, double d,
-                                           int32_t firstTimed) const {
+bool Simulator::Impl::forwardCrossingMoved(int32_t b, double d) const {
   if (b >= static_cast<int32_t>(crossing.size()) || !crossingChecked[b])
     return false;
+  // Values of block `block` (`now`; the last pass stored `last`): a block
+  // this pass timed again compares them, one it moved (or left: before
+  // the first block timed) is moved by its shift's change.
+  auto moved = [&](int32_t block, const std::vector<double> &now,
+                   const std::vector<double> &last) {
+    return fwdPass.timedIn[block] == passNumber
+               ? movedBy(now, last, fwdPass.lastShift[block], d)
+               : fwdPass.shift[block] - fwdPass.lastShift[block] == d;
+  };
   int32_t boundary = b * kCheckpointEvery;
   for (int32_t id : crossing[b]) {
     const Edge &e = edges[id];
@@ -487,21 +517,14 @@ bool Simulator::Impl::forwardCrossingMoved(int32_t b, double d,
       continue;
     // The producer's results, and the copies of them its readers before
     // the boundary brought (which later readers may share).
-    if (e.producer < firstTimed) {
-      // Not timed again: as it was.
-      if (d != 0)
-        return false;
-      continue;
-    }
-    if (!movedBy(ops[e.producer].fwdEnd, undo.opTiming[e.producer].fwdEnd, d))
+    if (!moved(blockOf(e.producer), ops[e.producer].fwdEnd,
+               undo.opTiming[e.producer].fwdEnd))
       return false;
     for (int32_t other : outEdges[e.producer]) {
       const Edge &o = edges[other];
       if (o.consumer >= boundary || o.weightOperand >= 0)
         continue;
-      if (o.consumer < firstTimed
-              ? d != 0
-              : !movedBy(o.fwdEnd, undo.edgeTiming[other].fwdEnd, d))
+      if (!moved(blockOf(o.consumer), o.fwdEnd, undo.edgeTiming[other].fwdEnd))
         return false;
     }
   }
@@ -514,37 +537,21 @@ bool Simulator::Impl::backwardCrossingMoved(int32_t b, double d) const {
   if (!crossingChecked[b])
     return false;
   for (int32_t id : crossing[b]) {
-    const Edge &e = edges[id];
-    const OpState &cons = ops[e.consumer];
-    const Undo::OpTiming &before = undo.opTiming[e.consumer];
-    if (!movedBy(cons.bwdEnd, before.bwdEnd, d) ||
-        !movedBy(cons.bwdStart, before.bwdStart, d) ||
-        !movedBy(e.bwdPackedAt, undo.edgeTiming[id].bwdPackedAt, d))
+    int32_t c = edges[id].consumer, block = blockOf(c);
+    if (bwdPass.timedIn[block] != passNumber) {
+      if (bwdPass.shift[block] - bwdPass.lastShift[block] != d)
+        return false;
+      continue;
+    }
+    double last = bwdPass.lastShift[block];
+    const Undo::OpTiming &before = undo.opTiming[c];
+    if (!movedBy(ops[c].bwdEnd, before.bwdEnd, last, d) ||
+        !movedBy(ops[c].bwdStart, before.bwdStart, last, d) ||
+        !movedBy(edges[id].bwdPackedAt, undo.edgeTiming[id].bwdPackedAt, last,
+                 d))
       return false;
   }
   return true;
-}
-
-void Simulator::Impl::moveForward(int32_t i, double d) {
-  OpState &st = ops[i];
-  const Undo::OpTiming &before = undo.opTiming[i];
-  moveInto(st.inReady, before.inReady, d);
-  moveInto(st.fwdEnd, before.fwdEnd, d);
-  moveInto(st.fwdStart, before.fwdStart, d);
-  for (int32_t id : inEdges[i])
-    moveInto(edges[id].fwdEnd, undo.edgeTiming[id].fwdEnd, d);
-}
-
-void Simulator::Impl::moveBackward(int32_t i, double d) {
-  OpState &st = ops[i];
-  const Undo::OpTiming &before = undo.opTiming[i];
-  moveInto(st.gradReady, before.gradReady, d);
-  moveInto(st.bwdEnd, before.bwdEnd, d);
-  moveInto(st.bwdStart, before.bwdStart, d);
-  if (options.overlapGradSync)
-    moveInto(st.syncEnd, before.syncEnd, d);
-  for (int32_t id : inEdges[i])
-    moveInto(edges[id].bwdPackedAt, undo.edgeTiming[id].bwdPackedAt, d);
 }
 
 bool Simulator::Impl::recomputesIn(int32_t b) const {
@@ -557,6 +564,71 @@ bool Simulator::Impl::recomputesIn(int32_t b) const {
   return false;
 }
 
+template <typename Movable, typename InputsMoved, typename SwapBlock,
+          typename TimeBlock>
+bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, int32_t step,
+                                bool keepUndo, bool mayMove, int64_t &timed,
+                                int64_t &moved, Movable movable,
+                                InputsMoved inputsMoved, SwapBlock swapBlock,
+                                TimeBlock timeBlock) {
+  int32_t blocks = numBlocks(), n = static_cast<int32_t>(ops.size());
+  auto inPass = [&](int32_t b) { return b >= 0 && b < blocks; };
+  // A task that started at time 0 waited for nothing: it does not move.
+  auto blockMovable = [&](int32_t b, double d) {
+    return movable(b, d) && (d == 0 || !lastAfter(pass, b).zeroStart);
+  };
+  // `moving`: the blocks from here are the last pass's moved by `d`
+  // (freeAt is not kept up to date meanwhile).
+  bool moving = false;
+  double d = 0;
+  int32_t b = first;
+  for (; inPass(b); b += step) {
+    if (stopNow())
+      return false;
+    int32_t prev = b - step;
+    int32_t size =
+        std::min(n, (b + 1) * kCheckpointEvery) - b * kCheckpointEvery;
+    if (mayMove && !moving) {
+      std::optional<double> shift =
+          inPass(prev)
+              ? stateShift(freeAt, lastAfter(pass, prev), pass.lastShift[prev])
+              : stateShift(freeAt, pass.lastStart, 0);
+      if (shift && blockMovable(b, *shift) && inputsMoved(b, *shift)) {
+        moving = true;
+        d = *shift;
+      }
+    }
+    if (moving && !blockMovable(b, d)) {
+      // Timed again from the moved state before it.
+      moving = false;
+      moveInto(freeAt, pass.after[prev].freeAt, pass.shift[prev]);
+    }
+    if (moving) {
+      pass.shift[b] = pass.lastShift[b] + d;
+      moved += size;
+      continue;
+    }
+    if (keepUndo) {
+      swapBlock(b);
+      std::swap(pass.after[b], pass.lastAfter[b]);
+      pass.timed.push_back(b);
+    }
+    pass.timedIn[b] = passNumber;
+    pass.shift[b] = 0;
+    zeroStartSeen = false;
+    Checkpoint &c = pass.after[b];
+    timeBlock(b, c);
+    c.freeAt = freeAt;
+    c.zeroStart = zeroStartSeen;
+    timed += size;
+  }
+  if (moving) {
+    int32_t last = b - step;
+    moveInto(freeAt, pass.after[last].freeAt, pass.shift[last]);
+  }
+  return true;
+}
+
 /// Times the whole iteration, re-using the last pass for the forward of
 /// the ops before `firstChanged` (nothing before it changed). With
 /// `keepUndo` (a delta simulation: fwdDirty and bwdDirty say which blocks
@@ -564,165 +636,147 @@ bool Simulator::Impl::recomputesIn(int32_t b) const {
 /// before it and every value it reads across its boundary are the last
 /// pass's moved by one d (and none of its tasks started at time 0, which
 /// would not move): its times are the last pass's moved by d, exactly
-/// (kTimeQuantum), up to the next block that changed.
+/// (kTimeQuantum), up to the next block that changed; moving it changes
+/// its shift (BlockPass). The updates move likewise where their inputs,
+/// the block's backward, moved (Checkpoint::slack).
 double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   int32_t n = static_cast<int32_t>(ops.size());
   int32_t blocks = numBlocks();
-  fwdCheckpoints.resize(blocks + 1);
-  bwdCheckpoints.resize(blocks + 1);
+  ++passNumber;
+  for (BlockPass *pass : {&fwdPass, &bwdPass, &updPass}) {
+    pass->after.resize(blocks);
+    pass->shift.resize(blocks, 0);
+    pass->timedIn.resize(blocks, 0);
+    pass->timed.clear();
+    if (keepUndo) {
+      pass->lastAfter.resize(blocks);
+      pass->lastShift = pass->shift;
+      std::swap(pass->start, pass->lastStart);
+    }
+  }
   fwdDirty.resize(blocks, 0);
   bwdDirty.resize(blocks, 0);
-  int32_t firstBlock = firstChanged / kCheckpointEvery;
+  if (keepUndo) {
+    undo.opTiming.resize(n);
+    undo.edgeTiming.resize(edges.size());
+    std::swap(lastPassEnd, undo.lastPassEnd);
+    timeline.swap(undo.timeline);
+    recomputePeak.swap(undo.recomputePeak);
+  }
+  int32_t firstBlock = blockOf(firstChanged);
   if (options.recordTimeline)
     firstBlock = 0;
-  int32_t first = firstBlock * kCheckpointEvery;
-  if (keepUndo) {
-    undo.firstTimed = first;
-    swapTiming(first);
-  }
-  // Moving needs the last pass (in undo, as large as this one's after
-  // swapTiming) and exact times.
+  // Moving needs the last pass and exact times.
   bool mayMove = keepUndo && !options.recordTimeline &&
                  undo.lastPassEnd < kExactTimesBelow;
-  opsTimed = opsMoved = 0;
+  timingStats = {};
   auto clearDirty = [&] {
     std::fill(fwdDirty.begin(), fwdDirty.end(), 0);
     std::fill(bwdDirty.begin(), bwdDirty.end(), 0);
   };
-  auto moveCheckpoint = [&](Checkpoint &out, const Checkpoint &before,
-                            double d) {
-    moveInto(out.freeAt, before.freeAt, d);
-    out.zeroStart = before.zeroStart;
-    out.latestEnd = before.latestEnd > 0 ? before.latestEnd + d : 0;
-  };
-  // The latest end of ops [lo, hi)'s forward (backward) tasks.
-  auto latestEnd = [&](int32_t lo, int32_t hi, bool forward) {
+  // The latest end of block b's forward (backward) tasks.
+  auto latestEnd = [&](int32_t b, bool forward) {
     double latest = 0;
-    for (int32_t i = lo; i < hi; ++i)
+    for (int32_t i = b * kCheckpointEvery;
+         i < std::min(n, (b + 1) * kCheckpointEvery); ++i)
       for (double t : forward ? ops[i].fwdEnd : ops[i].bwdEnd)
         latest = std::max(latest, t);
     return latest;
   };
 
-  if (first == 0) {
-    std::fill(freeAt.begin(), freeAt.end(), 0.0);
+  // Forward, from the zero state.
+  fwdPass.start.freeAt.assign(freeAt.size(), 0.0);
+  if (firstBlock == 0) {
+    freeAt = fwdPass.start.freeAt;
     timeline.clear();
-    fwdCheckpoints[0].freeAt = freeAt;
   } else {
-    freeAt = fwdCheckpoints[firstBlock].freeAt;
+    moveInto(freeAt, fwdPass.after[firstBlock - 1].freeAt,
+             fwdPass.shift[firstBlock - 1]);
   }
-  // Forward. `moving`: the blocks from here are the last pass's moved by
-  // `shift` (freeAt is not kept up to date meanwhile).
-  bool moving = false;
-  double shift = 0;
-  for (int32_t b = firstBlock; b < blocks; ++b) {
-    if (stopNow()) {
-      clearDirty();
-      return 0;
-    }
-    int32_t lo = b * kCheckpointEvery, hi = std::min(n, lo + kCheckpointEvery);
-    const Checkpoint &before = undo.fwdCheckpoints[b + 1];
-    auto canMove = [&](double d) {
-      return !fwdDirty[b] && (d == 0 || !before.zeroStart);
-    };
-    if (b > firstBlock && mayMove && !moving && !fwdDirty[b]) {
-      std::optional<double> d =
-          stateShift(freeAt, undo.fwdCheckpoints[b].freeAt);
-      if (d && canMove(*d) && forwardCrossingMoved(b, *d, first)) {
-        moving = true;
-        shift = *d;
-      }
-    }
-    if (moving && !canMove(shift)) {
-      // A changed block: timed again from its moved checkpoint.
-      moving = false;
-      freeAt = fwdCheckpoints[b].freeAt;
-    }
-    if (moving) {
-      for (int32_t i = lo; i < hi; ++i)
-        moveForward(i, shift);
-      moveCheckpoint(fwdCheckpoints[b + 1], before, shift);
-      opsMoved += hi - lo;
-      continue;
-    }
-    zeroStartSeen = false;
-    for (int32_t i = lo; i < hi; ++i)
-      forward(i);
-    opsTimed += hi - lo;
-    fwdCheckpoints[b + 1].freeAt = freeAt;
-    fwdCheckpoints[b + 1].zeroStart = zeroStartSeen;
-    fwdCheckpoints[b + 1].latestEnd = latestEnd(lo, hi, /*forward=*/true);
-  }
-  if (moving)
-    freeAt = fwdCheckpoints[blocks].freeAt;
+  bool done = runBlocks(
+      fwdPass, firstBlock, 1, keepUndo, mayMove, timingStats.opsTimed,
+      timingStats.opsMoved, [&](int32_t b, double) { return !fwdDirty[b]; },
+      [&](int32_t b, double d) { return forwardCrossingMoved(b, d); },
+      [&](int32_t b) { swapForwardBlock(b); },
+      [&](int32_t b, Checkpoint &c) {
+        for (int32_t i = b * kCheckpointEvery;
+             i < std::min(n, (b + 1) * kCheckpointEvery); ++i)
+          forward(i);
+        c.latestEnd = latestEnd(b, /*forward=*/true);
+      });
 
   // Backward, from the top block down.
-  recomputedNow.assign(n, 0);
-  recomputePeak.assign(numDevices, 0);
-  bwdCheckpoints[blocks].freeAt = freeAt;
-  bwdCheckpoints[blocks].zeroStart = false;
-  moving = false;
-  for (int32_t b = blocks - 1; b >= 0; --b) {
-    if (stopNow()) {
-      clearDirty();
-      return 0;
-    }
-    int32_t lo = b * kCheckpointEvery, hi = std::min(n, lo + kCheckpointEvery);
-    const Checkpoint &before = undo.bwdCheckpoints[b];
-    auto canMove = [&](double d) {
-      return !bwdDirty[b] && (d == 0 || !before.zeroStart) && !recomputesIn(b);
-    };
-    if (mayMove && !moving && !bwdDirty[b]) {
-      std::optional<double> d =
-          stateShift(freeAt, undo.bwdCheckpoints[b + 1].freeAt);
-      if (d && canMove(*d) && backwardCrossingMoved(b + 1, *d)) {
-        moving = true;
-        shift = *d;
-      }
-    }
-    if (moving && !canMove(shift)) {
-      moving = false;
-      freeAt = bwdCheckpoints[b + 1].freeAt;
-    }
-    if (moving) {
-      for (int32_t i = hi - 1; i >= lo; --i)
-        moveBackward(i, shift);
-      moveCheckpoint(bwdCheckpoints[b], before, shift);
-      opsMoved += hi - lo;
-      continue;
-    }
-    zeroStartSeen = false;
-    for (int32_t i = hi - 1; i >= lo; --i) {
-      for (int32_t x : recomputeBefore[i]) {
-        cascadeBytes.assign(numDevices, 0);
-        recompute(x);
-        for (int64_t d = 0; d < numDevices; ++d)
-          recomputePeak[d] = std::max(recomputePeak[d], cascadeBytes[d]);
-      }
-      backward(i);
-      if (options.overlapGradSync)
-        syncGradients(i, 0);
-    }
-    opsTimed += hi - lo;
-    bwdCheckpoints[b].freeAt = freeAt;
-    bwdCheckpoints[b].zeroStart = zeroStartSeen;
-    bwdCheckpoints[b].latestEnd = latestEnd(lo, hi, /*forward=*/false);
+  if (done) {
+    recomputedNow.assign(n, 0);
+    recomputePeak.assign(numDevices, 0);
+    bwdPass.start.freeAt = freeAt;
+    done = runBlocks(
+        bwdPass, blocks - 1, -1, keepUndo, mayMove, timingStats.opsTimed,
+        timingStats.opsMoved,
+        [&](int32_t b, double) { return !bwdDirty[b] && !recomputesIn(b); },
+        [&](int32_t b, double d) { return backwardCrossingMoved(b + 1, d); },
+        [&](int32_t b) { swapBackwardBlock(b); },
+        [&](int32_t b, Checkpoint &c) {
+          int32_t lo = b * kCheckpointEvery;
+          for (int32_t i = std::min(n, lo + kCheckpointEvery) - 1; i >= lo;
+               --i) {
+            for (int32_t x : recomputeBefore[i]) {
+              cascadeBytes.assign(numDevices, 0);
+              recompute(x);
+              for (int64_t dev = 0; dev < numDevices; ++dev)
+                recomputePeak[dev] =
+                    std::max(recomputePeak[dev], cascadeBytes[dev]);
+            }
+            backward(i);
+            if (options.overlapGradSync)
+              syncGradients(i, 0);
+          }
+          c.latestEnd = latestEnd(b, /*forward=*/false);
+        });
   }
-  if (moving)
-    freeAt = bwdCheckpoints[0].freeAt;
   clearDirty();
+  if (!done)
+    return 0;
 
   if (!options.overlapGradSync) {
     // Synchronize only once the whole backward pass is done.
     double backwardDone = 0;
-    for (int64_t d = 0; d < numDevices; ++d)
-      backwardDone = std::max(backwardDone, freeAt[d]);
+    for (int64_t dev = 0; dev < numDevices; ++dev)
+      backwardDone = std::max(backwardDone, freeAt[dev]);
     for (int32_t i = n - 1; i >= 0; --i)
       syncGradients(i, backwardDone);
   }
+  // The updates, from the top block down. They read their own block's
+  // backward: where it moved by less than the updates (their slack, beyond
+  // which they wait for it), they move with what precedes them. Syncs
+  // after the backward, and gathers summed for the next forward, are
+  // timed whole.
   deferredGather.assign(numDevices, 0);
-  for (int32_t i = n - 1; i >= 0; --i)
-    update(i);
+  updPass.start.freeAt = freeAt;
+  bool mayMoveUpdates =
+      mayMove && options.overlapGradSync && !options.overlapParamGather;
+  done = runBlocks(
+      updPass, blocks - 1, -1, keepUndo, mayMoveUpdates,
+      timingStats.updatesTimed, timingStats.updatesMoved,
+      [&](int32_t b, double d) {
+        if (bwdPass.timedIn[b] == passNumber)
+          return false;
+        const Checkpoint &last = lastAfter(updPass, b);
+        double inputs = bwdPass.shift[b] - last.inputShift;
+        double own = updPass.lastShift[b] + d;
+        return inputs == own || (last.slack > 0 && inputs - own <= last.slack);
+      },
+      [](int32_t, double) { return true; }, [](int32_t) {},
+      [&](int32_t b, Checkpoint &c) {
+        updateSlack = std::numeric_limits<double>::infinity();
+        int32_t lo = b * kCheckpointEvery;
+        for (int32_t i = std::min(n, lo + kCheckpointEvery) - 1; i >= lo; --i)
+          update(i);
+        c.slack = updateSlack;
+        c.inputShift = bwdPass.shift[b];
+      });
+  if (!done)
+    return 0;
   double end = 0;
   for (double t : freeAt)
     end = std::max(end, t);
@@ -732,9 +786,9 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
     double gathers = 0, forwardEnd = 0;
     for (double t : deferredGather)
       gathers = std::max(gathers, t);
-    for (const OpState &st : ops)
-      for (double t : st.fwdEnd)
-        forwardEnd = std::max(forwardEnd, t);
+    for (int32_t b = 0; b < blocks; ++b)
+      forwardEnd = std::max(
+          forwardEnd, shifted(fwdPass.after[b].latestEnd, fwdPass.shift[b]));
     end += std::max(0.0, gathers - forwardEnd);
   }
   lastPassEnd = end;

@@ -263,11 +263,12 @@ public:
   const Strategy &currentStrategy() const;
 
   /// What the last simulate() or update() did with the ops' forward and
-  /// backward timing: ops timed, and ops whose times it moved by a
-  /// shift of what precedes them instead (a delta simulation's blocks
-  /// that nothing changed in).
+  /// backward timing, and with their updates: ops timed, and ops whose
+  /// times it moved by a shift of what precedes them instead (a delta
+  /// simulation's blocks that nothing changed in).
   struct TimingStats {
     int64_t opsTimed = 0, opsMoved = 0;
+    int64_t updatesTimed = 0, updatesMoved = 0;
   };
   TimingStats lastTimingStats() const;
 
