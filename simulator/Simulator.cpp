@@ -103,11 +103,34 @@ Simulator::Impl::gatheredWithPrevious(int32_t i) {
   return out;
 }
 
+void Simulator::Impl::addSums(BlockSums &to, const BlockSums &from) {
+  for (size_t k = 0; k < to.devices.size(); ++k)
+    devicePosition[to.devices[k].first] = static_cast<int32_t>(k);
+  for (const auto &[device, add] : from.devices) {
+    int32_t &at = devicePosition[device];
+    if (at < 0) {
+      at = static_cast<int32_t>(to.devices.size());
+      to.devices.push_back({device, DeviceStats()});
+    }
+    DeviceStats &dev = to.devices[at].second;
+    dev.computeTime += add.computeTime;
+    dev.commTime += add.commTime;
+    accumulate(dev.memory, add.memory);
+  }
+  for (const auto &[device, sums] : to.devices)
+    devicePosition[device] = -1;
+  for (size_t k = 0; k < from.bytesByLinkKind.size(); ++k) {
+    to.bytesByLinkKind[k] += from.bytesByLinkKind[k];
+    to.syncBytesByLinkKind[k] += from.syncBytesByLinkKind[k];
+  }
+  for (size_t k = 0; k < from.exchanges.size(); ++k) {
+    to.exchanges[k].count += from.exchanges[k].count;
+    to.exchanges[k].bytes += from.exchanges[k].bytes;
+  }
+}
+
 void Simulator::Impl::sumBlock(int32_t b, BlockSums &out) {
-  out.devices.clear();
-  out.bytesByLinkKind = {};
-  out.syncBytesByLinkKind = {};
-  out.exchanges = {};
+  out.clear();
   // A device's sums (devicePosition: its entry in out.devices, reset below).
   auto stats = [&](int64_t device) -> DeviceStats & {
     int32_t &at = devicePosition[device];
@@ -117,15 +140,16 @@ void Simulator::Impl::sumBlock(int32_t b, BlockSums &out) {
     }
     return out.devices[at].second;
   };
-  int32_t lo = b * kCheckpointEvery;
-  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
-                                 lo + kCheckpointEvery);
+  int32_t lo = b * kBlockOps;
+  int32_t hi =
+      std::min<int32_t>(static_cast<int32_t>(ops.size()), lo + kBlockOps);
   for (int32_t i = lo; i < hi; ++i) {
     const OpState &st = ops[i];
     // ZeRO-3 weights are gathered one op ahead: while an op runs, its
-    // gathered weights and the next op's live together on a device
-    // (the pair of the block's first op and the one before it: result()).
-    if (i > lo)
+    // gathered weights and the next op's live together on a device (the
+    // block's first op's with the block before's last: result() sums the
+    // block again when that one changes).
+    if (i > 0)
       for (auto [device, bytes] : gatheredWithPrevious(i)) {
         MemoryUse &m = stats(device).memory;
         m.workspace = std::max(m.workspace, bytes);
@@ -193,51 +217,66 @@ SimResult Simulator::Impl::result(double iterationTime, bool keepUndo) {
   if (stopped)
     return stoppedResult();
   int32_t blocks = numBlocks();
+  int32_t groups = (blocks + kGroupBlocks - 1) / kGroupBlocks;
   blockSums.resize(blocks);
+  groupSums.resize(groups);
   sumsDirty.resize(blocks, 1);
-  if (keepUndo)
+  if (keepUndo) {
     undo.blockSums.clear();
+    undo.groupSums.clear();
+  }
+  std::vector<char> &groupDirty = groupDirtyScratch;
+  groupDirty.assign(groups, 0);
+  bool previousDirty = false;
   for (int32_t b = 0; b < blocks; ++b) {
-    if (!sumsDirty[b])
+    bool dirty = sumsDirty[b] || previousDirty;
+    previousDirty = sumsDirty[b];
+    sumsDirty[b] = 0;
+    if (!dirty)
       continue;
     if (keepUndo) {
       undo.blockSums.emplace_back(b, BlockSums());
       std::swap(undo.blockSums.back().second, blockSums[b]);
     }
     sumBlock(b, blockSums[b]);
-    sumsDirty[b] = 0;
+    groupDirty[b / kGroupBlocks] = 1;
+  }
+  for (int32_t g = 0; g < groups; ++g) {
+    if (!groupDirty[g])
+      continue;
+    if (keepUndo) {
+      undo.groupSums.emplace_back(g, BlockSums());
+      std::swap(undo.groupSums.back().second, groupSums[g]);
+    }
+    BlockSums &sums = groupSums[g];
+    sums.clear();
+    for (int32_t b = g * kGroupBlocks;
+         b < std::min(blocks, (g + 1) * kGroupBlocks); ++b)
+      addSums(sums, blockSums[b]);
   }
   SimResult r;
   r.iterationTime = iterationTime;
   r.devices.resize(numDevices);
   for (int64_t d = 0; d < numDevices; ++d)
     r.devices[d].capacity = options.capacityOf(machine.getSpec(d));
+  BlockSums &total = totalScratch;
+  total.clear();
+  for (const BlockSums &sums : groupSums)
+    addSums(total, sums);
+  for (const auto &[device, sums] : total.devices) {
+    DeviceStats &dev = r.devices[device];
+    dev.computeTime = sums.computeTime;
+    dev.commTime = sums.commTime;
+    dev.memory = sums.memory;
+  }
+  r.bytesByLinkKind = total.bytesByLinkKind;
+  r.syncBytesByLinkKind = total.syncBytesByLinkKind;
+  r.exchanges = total.exchanges;
   for (int32_t b = 0; b < blocks; ++b) {
-    const BlockSums &sums = blockSums[b];
-    for (const auto &[device, add] : sums.devices) {
-      DeviceStats &dev = r.devices[device];
-      dev.computeTime += add.computeTime;
-      dev.commTime += add.commTime;
-      accumulate(dev.memory, add.memory);
-    }
-    for (size_t k = 0; k < sums.bytesByLinkKind.size(); ++k) {
-      r.bytesByLinkKind[k] += sums.bytesByLinkKind[k];
-      r.syncBytesByLinkKind[k] += sums.syncBytesByLinkKind[k];
-    }
-    for (size_t k = 0; k < sums.exchanges.size(); ++k) {
-      r.exchanges[k].count += sums.exchanges[k].count;
-      r.exchanges[k].bytes += sums.exchanges[k].bytes;
-    }
     r.forwardTime = std::max(
-        r.forwardTime, shifted(fwdPass.after[b].latestEnd, fwdPass.shift[b]));
+        r.forwardTime, shifted(fwdPass.blocks[b].latestEnd, fwdPass.shift[b]));
     r.backwardTime = std::max(
-        r.backwardTime, shifted(bwdPass.after[b].latestEnd, bwdPass.shift[b]));
-    // ZeRO-3's gathered weights of the block's first op and the op before.
-    if (b > 0)
-      for (auto [device, bytes] : gatheredWithPrevious(b * kCheckpointEvery)) {
-        MemoryUse &m = r.devices[device].memory;
-        m.workspace = std::max(m.workspace, bytes);
-      }
+        r.backwardTime, shifted(bwdPass.blocks[b].latestEnd, bwdPass.shift[b]));
   }
   // Results a cascade of recomputations brings back live together.
   for (size_t d = 0; d < recomputePeak.size(); ++d)
@@ -295,6 +334,8 @@ SimResult Simulator::simulate(const Strategy &strategy) {
       return impl->stoppedResult();
     impl->buildEdge(e);
   }
+  for (size_t i = 0; i < impl->ops.size(); ++i)
+    impl->countRecomputes(static_cast<int32_t>(i));
   impl->sumsDirty.assign(impl->numBlocks(), 1);
   return impl->result(impl->runTiming());
 }
@@ -314,11 +355,9 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
   undo.configs.clear();
   undo.opIds.clear();
   undo.edgeIds.clear();
-  size_t first = s.ops.size();
   for (const auto &[op, config] : changes) {
     undo.configs.push_back({op, s.strategy[op]});
     s.strategy[op] = config;
-    first = std::min(first, op);
   }
   // Every edge a changed op touches: its own, in and out, and the later
   // readers of the results it reads, which may share copies with the edges
@@ -350,6 +389,7 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     // The timing stays the last pass's until the op is timed again (the
     // next pass compares with it).
     s.ops[op].copyTimingFrom(before);
+    s.countRecomputes(static_cast<int32_t>(op));
     s.markChanged(static_cast<int32_t>(op), /*forward=*/true,
                   /*backward=*/true);
     for (int32_t id : s.inEdges[op]) {
@@ -405,11 +445,7 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     s.markChanged(e.consumer, /*forward=*/true, /*backward=*/true);
     s.markChanged(e.producer, /*forward=*/false, /*backward=*/true);
   }
-  // The first changed op's forward block is the first one that changed:
-  // its incoming transfers are part of it, its outgoing ones of later
-  // blocks.
-  return s.result(s.runTiming(static_cast<int32_t>(first), /*keepUndo=*/true),
-                  /*keepUndo=*/true);
+  return s.result(s.runTiming(/*keepUndo=*/true), /*keepUndo=*/true);
 }
 
 void Simulator::revert() {
@@ -423,13 +459,18 @@ void Simulator::revert() {
   s.revertTiming();
   for (size_t k = undo.edgeIds.size(); k-- > 0;)
     std::swap(s.edges[undo.edgeIds[k]], undo.edgeStates[k]);
-  for (size_t k = undo.opIds.size(); k-- > 0;)
+  for (size_t k = undo.opIds.size(); k-- > 0;) {
     std::swap(s.ops[undo.opIds[k]], undo.opStates[k]);
+    s.countRecomputes(static_cast<int32_t>(undo.opIds[k]));
+  }
   for (size_t k = undo.configs.size(); k-- > 0;)
     s.strategy[undo.configs[k].first] = undo.configs[k].second;
   for (auto &[b, sums] : undo.blockSums)
     std::swap(s.blockSums[b], sums);
   undo.blockSums.clear();
+  for (auto &[g, sums] : undo.groupSums)
+    std::swap(s.groupSums[g], sums);
+  undo.groupSums.clear();
 }
 
 const Strategy &Simulator::currentStrategy() const { return impl->strategy; }

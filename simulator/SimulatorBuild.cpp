@@ -68,8 +68,8 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
   crossingChecked.assign(blocks, 1);
   std::vector<int64_t> crossingCount(blocks + 1, 0);
   for (const Edge &e : edges) {
-    int32_t from = e.producer / kCheckpointEvery + 1;
-    int32_t to = e.consumer / kCheckpointEvery;
+    int32_t from = blockOf(e.producer) + 1;
+    int32_t to = blockOf(e.consumer);
     if (from <= to) {
       ++crossingCount[from];
       --crossingCount[to + 1];
@@ -81,8 +81,7 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
   }
   for (size_t id = 0; id < edges.size(); ++id) {
     const Edge &e = edges[id];
-    for (int32_t b = e.producer / kCheckpointEvery + 1;
-         b <= e.consumer / kCheckpointEvery; ++b)
+    for (int32_t b = blockOf(e.producer) + 1; b <= blockOf(e.consumer); ++b)
       if (crossingChecked[b])
         crossing[b].push_back(static_cast<int32_t>(id));
   }
@@ -120,6 +119,7 @@ Simulator::Impl::Impl(const Graph &graph, const Machine &machine,
       }
   for (size_t x = 0; x < numOps; ++x)
     recomputeBefore[lastReader[x]].push_back(static_cast<int32_t>(x));
+  recomputeReader = std::move(lastReader);
   firstInputReader.assign(graph.numInputs, {-1, -1});
   for (size_t c = 0; c < numOps; ++c)
     for (size_t o = 0; o < graph.ops[c].operands.size(); ++o) {

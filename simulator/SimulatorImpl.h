@@ -317,6 +317,12 @@ struct Simulator::Impl {
   /// a layer norm and a residual add, and is one buffer).
   std::vector<std::pair<int32_t, int32_t>> firstInputReader;
   std::vector<std::vector<int32_t>> recomputeBefore;
+  /// The op whose backward recomputes each op (recomputeBefore), and per
+  /// block the ops recomputed before its ops' backward (countRecomputes).
+  std::vector<int32_t> recomputeReader, recomputesInBlock;
+  /// Counts again the ops recomputed in the block where op `x` is (if
+  /// recomputed).
+  void countRecomputes(int32_t x);
   /// Per op, a class of the ops whose states buildOpState builds alike
   /// under any one configuration (a layer's op and its counterparts in the
   /// other layers): a move of all of them builds one and copies it.
@@ -405,7 +411,7 @@ struct Simulator::Impl {
                        ReadyFn ready, int32_t op, TaskKind kind) {
     double start = 0;
     for (int32_t p : c.partitions)
-      start = std::max({start, ready(p), freeAt[numDevices + st.devices[p]]});
+      start = std::max({start, ready(p), resource(numDevices + st.devices[p])});
     // Members that share a node's cores copy the data themselves (see
     // runTransfer): the collective holds a core of each such node.
     std::vector<int64_t> cores;
@@ -417,19 +423,19 @@ struct Simulator::Impl {
           cores.push_back(core);
       }
     for (int64_t core : cores)
-      start = std::max(start, freeAt[core]);
+      start = std::max(start, resource(core));
     if (ranksCopyMessages)
       for (int32_t p : c.partitions)
-        start = std::max(start, freeAt[st.devices[p]]);
+        start = std::max(start, resource(st.devices[p]));
     if (start == 0)
       zeroStartSeen = true;
     double end = start + time;
     for (int64_t core : cores)
-      freeAt[core] = end;
+      resource(core) = end;
     for (int32_t p : c.partitions) {
       if (ranksCopyMessages)
-        freeAt[st.devices[p]] = end;
-      freeAt[numDevices + st.devices[p]] = end;
+        resource(st.devices[p]) = end;
+      resource(numDevices + st.devices[p]) = end;
       record(op, kind, static_cast<int32_t>(numDevices + st.devices[p]), start,
              end);
     }
@@ -451,18 +457,21 @@ struct Simulator::Impl {
   /// (overlapParamGather), in seconds.
   std::vector<double> deferredGather;
 
-  /// The ops are timed in blocks of kCheckpointEvery (forward in issue
-  /// order, backward and updates in reverse), with the resources' state
-  /// kept at each block's end: a delta simulation times the blocks a change
+  /// The ops are timed in blocks of kBlockOps (forward in issue order,
+  /// backward and updates in reverse), each block's tasks recorded with
+  /// the resources they use: a delta simulation times the blocks a change
   /// touches and moves the others (runTiming).
-  static constexpr int32_t kCheckpointEvery = 8;
-  static int32_t blockOf(int32_t op) { return op / kCheckpointEvery; }
-  struct Checkpoint {
-    std::vector<double> freeAt;
-    /// A task of the block this checkpoint ends started at time 0: had
-    /// it waited for nothing it would not move with what precedes it.
+  static constexpr int32_t kBlockOps = 8;
+  static int32_t blockOf(int32_t op) { return op / kBlockOps; }
+  /// What timing a block found: the resources its tasks read or wrote
+  /// (first use first), their state before the block and after it.
+  struct BlockTiming {
+    std::vector<int32_t> resources;
+    std::vector<double> entry, exit;
+    /// A task of the block started at time 0: had it waited for nothing
+    /// it would not move with what precedes it.
     bool zeroStart = false;
-    /// When the last forward (backward) task of that block ended.
+    /// When the block's last forward (backward) task ended.
     double latestEnd = 0;
     /// Updates: the least time a task of the block waited for its
     /// resources once its inputs were ready (0: one started on its
@@ -473,37 +482,57 @@ struct Simulator::Impl {
     double slack = 0, inputShift = 0;
   };
   /// One pass over the blocks: the forward, the backward or the updates.
-  /// What a block's tasks wrote is stored as the timing pass that last
-  /// timed the block left it, and a time is the stored one plus the
-  /// block's shift (entries > 0; 0 and -1 mean unused and none): moving a
-  /// block changes its shift only, so a delta simulation costs the blocks
-  /// it times plus one step per block.
+  /// A block's record, and what its tasks wrote, are stored as the timing
+  /// pass that last timed it left them, and a time is the stored one plus
+  /// the block's shift (entries > 0; 0 and -1 mean unused and none):
+  /// moving a block changes its shift and the state of its resources
+  /// only, so a delta simulation costs the blocks it times plus one step
+  /// per block.
   struct BlockPass {
-    /// The state before the pass's first block, and once each block is
-    /// done (stored, like the block's times).
-    Checkpoint start;
-    std::vector<Checkpoint> after;
+    std::vector<BlockTiming> blocks;
     std::vector<double> shift;
     /// The timing pass (passNumber) that last timed each block.
     std::vector<uint32_t> timedIn;
-    // For revert(): the start, the shifts and the checkpoints of the
-    // blocks it timed (`timed`) before the pending update.
-    Checkpoint lastStart;
+    // For revert(): the shifts, and the records of the blocks it timed
+    // (`timed`), before the pending update.
     std::vector<double> lastShift;
-    std::vector<Checkpoint> lastAfter;
+    std::vector<BlockTiming> lastBlocks;
     std::vector<int32_t> timed;
   };
   BlockPass fwdPass, bwdPass, updPass;
   /// Numbers the timing passes (BlockPass::timedIn).
   uint32_t passNumber = 0;
   int32_t numBlocks() const {
-    return static_cast<int32_t>((ops.size() + kCheckpointEvery - 1) /
-                                kCheckpointEvery);
+    return static_cast<int32_t>((ops.size() + kBlockOps - 1) / kBlockOps);
   }
-  /// Block `b`'s checkpoint as the last pass left it (stored; with
+  /// Block `b`'s record as the last pass left it (stored; with
   /// pass.lastShift[b]).
-  const Checkpoint &lastAfter(const BlockPass &pass, int32_t b) const {
-    return pass.timedIn[b] == passNumber ? pass.lastAfter[b] : pass.after[b];
+  const BlockTiming &lastTiming(const BlockPass &pass, int32_t b) const {
+    return pass.timedIn[b] == passNumber ? pass.lastBlocks[b] : pass.blocks[b];
+  }
+  /// Resource `r`'s state, for the timing: its first use in a block is
+  /// recorded (usedResources, usedEntry; BlockTiming).
+  double &resource(int64_t r) {
+    if (resourceUse[r] != useEpoch) {
+      resourceUse[r] = useEpoch;
+      usedResources.push_back(static_cast<int32_t>(r));
+      usedEntry.push_back(freeAt[r]);
+    }
+    return freeAt[r];
+  }
+  std::vector<uint32_t> resourceUse;
+  uint32_t useEpoch = 0;
+  std::vector<int32_t> usedResources;
+  std::vector<double> usedEntry;
+  /// Starts recording the resources used anew.
+  void clearUse() {
+    if (++useEpoch == 0) {
+      std::fill(resourceUse.begin(), resourceUse.end(), 0);
+      useEpoch = 1;
+    }
+    resourceUse.resize(freeAt.size(), 0);
+    usedResources.clear();
+    usedEntry.clear();
   }
   /// The op times the timing reads across ops: stored plus the block's
   /// shift.
@@ -567,8 +596,23 @@ struct Simulator::Impl {
     std::array<double, 8> bytesByLinkKind{}, syncBytesByLinkKind{};
     std::array<SimResult::ExchangeCount, std::size(geometry::kExchangeKinds)>
         exchanges{};
+    /// Empties the sums, keeping the devices' buffer.
+    void clear() {
+      devices.clear();
+      bytesByLinkKind = {};
+      syncBytesByLinkKind = {};
+      exchanges = {};
+    }
   };
   std::vector<BlockSums> blockSums;
+  /// The sums of each group of kGroupBlocks blocks, in order: result()
+  /// adds the groups (a change sums its group again, not every block).
+  static constexpr int32_t kGroupBlocks = 16;
+  std::vector<BlockSums> groupSums;
+  std::vector<char> groupDirtyScratch;
+  BlockSums totalScratch;
+  /// Adds `from` to `to`.
+  void addSums(BlockSums &to, const BlockSums &from);
   /// Blocks whose sums the pending result() must take again.
   std::vector<char> sumsDirty;
   /// Sums block `b` into `out`.
@@ -579,9 +623,9 @@ struct Simulator::Impl {
   const std::vector<std::pair<int64_t, int64_t>> &
   gatheredWithPrevious(int32_t i);
   std::vector<std::pair<int64_t, int64_t>> gatheredScratch;
-  /// Set by the timing when a task starts at time 0 (see Checkpoint).
+  /// Set by the timing when a task starts at time 0 (see BlockTiming).
   bool zeroStartSeen = false;
-  /// The least slack of the updates timed since it was reset (Checkpoint).
+  /// The least slack of the updates timed since it was reset (BlockTiming).
   double updateSlack = 0;
   /// The latest time of the last timing pass: a pass moves blocks only
   /// while times are exact (kExactTimesBelow).
@@ -589,35 +633,35 @@ struct Simulator::Impl {
   /// What the last update() timed again and moved (Simulator::TimingStats).
   Simulator::TimingStats timingStats;
 
-  /// The d such that `now` is `before` (a checkpoint, stored, with its
-  /// block's `shift`) moved by d (resources unused in both, or used in
-  /// both and later by d), if there is one.
-  std::optional<double> stateShift(const std::vector<double> &now,
-                                   const Checkpoint &before,
-                                   double shift) const;
+  /// Whether the state of the resources block record `block` (stored,
+  /// with `shift`) uses is the state it found moved by one d (resources
+  /// unused in both, or used in both and later by d), and `d` if given;
+  /// sets `d` if not.
+  bool entryMoved(const BlockTiming &block, double shift,
+                  std::optional<double> &d) const;
   /// Whether the values read across boundary `b` in forward (backward)
   /// are the last pass's moved by `d`.
   bool forwardCrossingMoved(int32_t b, double d) const;
   bool backwardCrossingMoved(int32_t b, double d) const;
   /// Whether block b's backward recomputes: it must run, as the cascade's
   /// memory and marks are the pass's.
-  bool recomputesIn(int32_t b) const;
+  bool recomputesIn(int32_t b) const { return recomputesInBlock[b] > 0; }
   /// Swaps the stored timing block `b`'s forward (backward) writes with
   /// undo's: before a delta simulation times it again, and in revert().
   void swapForwardBlock(int32_t b);
   void swapBackwardBlock(int32_t b);
-  /// Times `pass`'s blocks from `first` in steps of `step` (1: forward;
-  /// -1: from the last block down), from the state in freeAt, moving the
-  /// blocks it may. `movable(b, d)` says whether block b's tasks are the
-  /// last pass's and moved by d given the state before it moved by d,
-  /// `inputsMoved(b, d)` whether what a run of moved blocks from b reads
-  /// from outside it is, `swapBlock(b)` swaps block b's stored timing with
-  /// undo's and `timeBlock(b, checkpoint)` times it, filling in the
-  /// checkpoint's latestEnd and slack. Returns false when stopped.
+  /// Times `pass`'s blocks, in issue order (`forward`) or from the last
+  /// block down, from the state in freeAt, moving the blocks it may.
+  /// `movable(b, d)` says whether block b's tasks are the last pass's
+  /// moved by d given its resources' state moved by d, `inputsMoved(b, d)`
+  /// whether what a run of blocks moved by d from b reads from outside it
+  /// is, `swapBlock(b)` swaps block b's stored timing with undo's, and
+  /// `timeBlock(b, record)` times it, filling in the record's latestEnd and
+  /// slack. Returns false when stopped.
   template <typename Movable, typename InputsMoved, typename SwapBlock,
             typename TimeBlock>
-  bool runBlocks(BlockPass &pass, int32_t first, int32_t step, bool keepUndo,
-                 bool mayMove, int64_t &timed, int64_t &moved, Movable movable,
+  bool runBlocks(BlockPass &pass, bool forward, bool keepUndo, bool mayMove,
+                 int64_t &timed, int64_t &moved, Movable movable,
                  InputsMoved inputsMoved, SwapBlock swapBlock,
                  TimeBlock timeBlock);
 
@@ -649,8 +693,9 @@ struct Simulator::Impl {
     double lastPassEnd = 0;
     std::vector<TimelineEvent> timeline;
     std::vector<int64_t> recomputePeak;
-    /// The sums of the blocks the update changed, as they were.
-    std::vector<std::pair<int32_t, BlockSums>> blockSums;
+    /// The sums of the blocks (and their groups) the update changed, as
+    /// they were.
+    std::vector<std::pair<int32_t, BlockSums>> blockSums, groupSums;
   } undo;
 
   /// Takes the last delta simulation's timing back (revert()).
@@ -772,7 +817,7 @@ struct Simulator::Impl {
 
   /// With shared cores, the core of `a`'s node that frees first (issue
   /// order, as a list scheduler) when `a` and `b` share the node; else -1.
-  int64_t sharedCore(int64_t a, int64_t b) const;
+  int64_t sharedCore(int64_t a, int64_t b);
 
   double runKernel(int64_t device, double ready, double time, int32_t op,
                    TaskKind kind);
@@ -824,11 +869,9 @@ struct Simulator::Impl {
 
   void update(int32_t i);
 
-  /// Times the whole iteration, re-using the last pass for the forward of
-  /// the ops before `firstChanged` (nothing before it changed). With
-  /// `keepUndo` (a delta simulation), the timing it replaces goes to
-  /// `undo` and the BlockPasses' last* fields.
-  double runTiming(int32_t firstChanged = 0, bool keepUndo = false);
+  /// Times the whole iteration. With `keepUndo` (a delta simulation), the
+  /// timing it replaces goes to `undo` and the BlockPasses' last* fields.
+  double runTiming(bool keepUndo = false);
 
   /// Set when a simulation stopped part way (SimOptions::stopRequested):
   /// the built states and timing are incomplete until the next simulate().

@@ -40,25 +40,25 @@ double Simulator::Impl::runTransfer(const Transfer &t, double ready,
     packed = start + t.sendTime;
   }
   for (int32_t res : r.resources)
-    start = std::max(start, freeAt[res]);
+    start = std::max(start, resource(res));
   // Between processes that share a node's cores, a message is copied by
   // them: it needs a core while it moves.
   int64_t core = sharedCore(r.src, r.dst);
   if (core >= 0)
-    start = std::max(start, freeAt[core]);
+    start = std::max(start, resource(core));
   if (ranksCopyMessages)
-    start = std::max(start, freeAt[r.dst]);
+    start = std::max(start, resource(r.dst));
   if (start == 0)
     zeroStartSeen = true;
   // The receiver waits for the packing at most; once the message is
   // packed, the rest of its time is the receiver's.
   double end = std::max(start, packed) + std::max(0.0, t.time - t.sendTime);
   for (int32_t res : r.resources)
-    freeAt[res] = end;
+    resource(res) = end;
   if (core >= 0)
-    freeAt[core] = end;
+    resource(core) = end;
   if (ranksCopyMessages)
-    freeAt[r.dst] = end;
+    resource(r.dst) = end;
   if (options.recordTimeline)
     for (int32_t res : r.resources)
       record(edge, kind, res, start, end);
@@ -67,28 +67,28 @@ double Simulator::Impl::runTransfer(const Transfer &t, double ready,
 
 /// With shared cores, the core of `a`'s node that frees first (issue
 /// order, as a list scheduler) when `a` and `b` share the node; else -1.
-int64_t Simulator::Impl::sharedCore(int64_t a, int64_t b) const {
+int64_t Simulator::Impl::sharedCore(int64_t a, int64_t b) {
   if (coresPerNode == 0 || a / devicesPerNode != b / devicesPerNode)
     return -1;
   int64_t base = firstCore + a / devicesPerNode * coresPerNode;
   int64_t core = base;
   for (int64_t c = base + 1; c < base + coresPerNode; ++c)
-    if (freeAt[c] < freeAt[core])
+    if (resource(c) < resource(core))
       core = c;
   return core;
 }
 
 double Simulator::Impl::runKernel(int64_t device, double ready, double time,
                                   int32_t op, TaskKind kind) {
-  double start = std::max(freeAt[device], ready);
+  double start = std::max(resource(device), ready);
   if (int64_t core = sharedCore(device, device); core >= 0) {
-    start = std::max(start, freeAt[core]);
-    freeAt[core] = start + time;
+    start = std::max(start, resource(core));
+    resource(core) = start + time;
   }
   if (start == 0)
     zeroStartSeen = true;
   double end = start + time;
-  freeAt[device] = end;
+  resource(device) = end;
   record(op, kind, static_cast<int32_t>(device), start, end);
   return end;
 }
@@ -143,7 +143,7 @@ double Simulator::Impl::runChunkedKernel(OpState &st, size_t p, double ready,
 double Simulator::Impl::holdUntil(int64_t device, double end, double until) {
   if (until <= end)
     return end;
-  freeAt[device] = std::max(freeAt[device], until);
+  resource(device) = std::max(resource(device), until);
   return until;
 }
 
@@ -403,9 +403,9 @@ void Simulator::Impl::update(int32_t i) {
 }
 
 void Simulator::Impl::swapForwardBlock(int32_t b) {
-  int32_t lo = b * kCheckpointEvery;
-  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
-                                 lo + kCheckpointEvery);
+  int32_t lo = b * kBlockOps;
+  int32_t hi =
+      std::min<int32_t>(static_cast<int32_t>(ops.size()), lo + kBlockOps);
   for (int32_t i = lo; i < hi; ++i) {
     ops[i].fwdEnd.swap(undo.opTiming[i].fwdEnd);
     // An edge's forward transfers are timed with its consumer's forward.
@@ -415,9 +415,9 @@ void Simulator::Impl::swapForwardBlock(int32_t b) {
 }
 
 void Simulator::Impl::swapBackwardBlock(int32_t b) {
-  int32_t lo = b * kCheckpointEvery;
-  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
-                                 lo + kCheckpointEvery);
+  int32_t lo = b * kBlockOps;
+  int32_t hi =
+      std::min<int32_t>(static_cast<int32_t>(ops.size()), lo + kBlockOps);
   for (int32_t i = lo; i < hi; ++i) {
     OpState &st = ops[i];
     Undo::OpTiming &t = undo.opTiming[i];
@@ -437,48 +437,32 @@ void Simulator::Impl::revertTiming() {
         swapForwardBlock(b);
       else if (pass == &bwdPass)
         swapBackwardBlock(b);
-      std::swap(pass->after[b], pass->lastAfter[b]);
+      std::swap(pass->blocks[b], pass->lastBlocks[b]);
     }
     pass->timed.clear();
     pass->shift.swap(pass->lastShift);
-    std::swap(pass->start, pass->lastStart);
   }
   std::swap(lastPassEnd, undo.lastPassEnd);
   timeline.swap(undo.timeline);
   recomputePeak.swap(undo.recomputePeak);
 }
 
-/// `out` = `from` (stored) moved by `shift`.
-static void moveInto(std::vector<double> &out, const std::vector<double> &from,
-                     double shift) {
-  out.resize(from.size());
-  for (size_t k = 0; k < from.size(); ++k)
-    out[k] = shifted(from[k], shift);
-}
-
-std::optional<double>
-Simulator::Impl::stateShift(const std::vector<double> &now,
-                            const Checkpoint &before, double shift) const {
-  if (now.size() != before.freeAt.size())
-    return std::nullopt;
-  std::optional<double> d;
-  for (size_t r = 0; r < now.size(); ++r) {
-    double was = shifted(before.freeAt[r], shift);
-    if (now[r] == 0 && was == 0)
+bool Simulator::Impl::entryMoved(const BlockTiming &block, double shift,
+                                 std::optional<double> &d) const {
+  for (size_t k = 0; k < block.resources.size(); ++k) {
+    double now = freeAt[block.resources[k]];
+    double was = shifted(block.entry[k], shift);
+    if (now == 0 && was == 0)
       continue;
-    if (now[r] == 0 || was == 0)
-      return std::nullopt;
+    if (now == 0 || was == 0)
+      return false;
     if (!d)
-      d = now[r] - was;
-    else if (now[r] != was + *d)
-      return std::nullopt;
+      d = now - was;
+    else if (now != was + *d)
+      return false;
   }
-  if (!d)
-    return 0.0;
   // Moving is exact only while the times are (kTimeQuantum).
-  if (!(std::fabs(*d) < kExactTimesBelow))
-    return std::nullopt;
-  return d;
+  return !d || std::fabs(*d) < kExactTimesBelow;
 }
 
 /// Whether `now` is `before` (stored, with its block's `shift`) moved by
@@ -509,7 +493,7 @@ bool Simulator::Impl::forwardCrossingMoved(int32_t b, double d) const {
                ? movedBy(now, last, fwdPass.lastShift[block], d)
                : fwdPass.shift[block] - fwdPass.lastShift[block] == d;
   };
-  int32_t boundary = b * kCheckpointEvery;
+  int32_t boundary = b * kBlockOps;
   for (int32_t id : crossing[b]) {
     const Edge &e = edges[id];
     // A weight is there from the start: its forward reads no time.
@@ -554,104 +538,126 @@ bool Simulator::Impl::backwardCrossingMoved(int32_t b, double d) const {
   return true;
 }
 
-bool Simulator::Impl::recomputesIn(int32_t b) const {
-  int32_t hi = std::min<int32_t>(static_cast<int32_t>(ops.size()),
-                                 (b + 1) * kCheckpointEvery);
-  for (int32_t i = b * kCheckpointEvery; i < hi; ++i)
-    for (int32_t x : recomputeBefore[i])
-      if (ops[x].recomputed)
-        return true;
-  return false;
+void Simulator::Impl::countRecomputes(int32_t x) {
+  int32_t b = blockOf(recomputeReader[x]);
+  recomputesInBlock.resize(numBlocks(), 0);
+  int32_t hi =
+      std::min<int32_t>(static_cast<int32_t>(ops.size()), (b + 1) * kBlockOps);
+  int32_t count = 0;
+  for (int32_t i = b * kBlockOps; i < hi; ++i)
+    for (int32_t y : recomputeBefore[i])
+      count += ops[y].recomputed;
+  recomputesInBlock[b] = count;
 }
 
 template <typename Movable, typename InputsMoved, typename SwapBlock,
           typename TimeBlock>
-bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, int32_t step,
-                                bool keepUndo, bool mayMove, int64_t &timed,
-                                int64_t &moved, Movable movable,
-                                InputsMoved inputsMoved, SwapBlock swapBlock,
-                                TimeBlock timeBlock) {
+bool Simulator::Impl::runBlocks(BlockPass &pass, bool forward, bool keepUndo,
+                                bool mayMove, int64_t &timed, int64_t &moved,
+                                Movable movable, InputsMoved inputsMoved,
+                                SwapBlock swapBlock, TimeBlock timeBlock) {
   int32_t blocks = numBlocks(), n = static_cast<int32_t>(ops.size());
-  auto inPass = [&](int32_t b) { return b >= 0 && b < blocks; };
   // A task that started at time 0 waited for nothing: it does not move.
   auto blockMovable = [&](int32_t b, double d) {
-    return movable(b, d) && (d == 0 || !lastAfter(pass, b).zeroStart);
+    return movable(b, d) && (d == 0 || !lastTiming(pass, b).zeroStart);
   };
-  // `moving`: the blocks from here are the last pass's moved by `d`
-  // (freeAt is not kept up to date meanwhile).
+  // `moving`: the blocks of this run so far are the last pass's moved by
+  // `d`, and so is what they read from before it. The state the last one
+  // (`previous`) left is written to freeAt when a block uses other
+  // resources, or is timed: consecutive blocks that use the same ones (a
+  // model's repeated layers) leave it to the last of them.
   bool moving = false;
   double d = 0;
-  int32_t b = first;
-  for (; inPass(b); b += step) {
-    if (stopNow())
-      return false;
-    int32_t prev = b - step;
-    int32_t size =
-        std::min(n, (b + 1) * kCheckpointEvery) - b * kCheckpointEvery;
-    if (mayMove && !moving) {
-      std::optional<double> shift =
-          inPass(prev)
-              ? stateShift(freeAt, lastAfter(pass, prev), pass.lastShift[prev])
-              : stateShift(freeAt, pass.lastStart, 0);
-      if (shift && blockMovable(b, *shift) && inputsMoved(b, *shift)) {
-        moving = true;
-        d = *shift;
+  const BlockTiming *previous = nullptr;
+  int32_t previousBlock = -1;
+  auto leaveState = [&] {
+    if (!previous)
+      return;
+    double shift = pass.shift[previousBlock];
+    for (size_t r = 0; r < previous->resources.size(); ++r)
+      freeAt[previous->resources[r]] = shifted(previous->exit[r], shift);
+    previous = nullptr;
+  };
+  for (int32_t k = 0; k < blocks; ++k) {
+    int32_t b = forward ? k : blocks - 1 - k;
+    int32_t size = std::min(n, (b + 1) * kBlockOps) - b * kBlockOps;
+    if (mayMove) {
+      const BlockTiming &last = lastTiming(pass, b);
+      // The resources the block before moved used are the last pass's
+      // moved by d: this block finds them as that one left them.
+      if (moving) {
+        bool sameResources = last.resources == previous->resources;
+        if (!sameResources)
+          leaveState();
+        std::optional<double> same = d;
+        moving = (sameResources || entryMoved(last, pass.lastShift[b], same)) &&
+                 blockMovable(b, d);
+      }
+      if (!moving) {
+        // A new run, from here.
+        leaveState();
+        std::optional<double> shift;
+        if (entryMoved(last, pass.lastShift[b], shift) &&
+            blockMovable(b, shift.value_or(0)) &&
+            inputsMoved(b, shift.value_or(0))) {
+          moving = true;
+          d = shift.value_or(0);
+        }
+      }
+      if (moving) {
+        pass.shift[b] = pass.lastShift[b] + d;
+        previous = &last;
+        previousBlock = b;
+        moved += size;
+        continue;
       }
     }
-    if (moving && !blockMovable(b, d)) {
-      // Timed again from the moved state before it.
-      moving = false;
-      moveInto(freeAt, pass.after[prev].freeAt, pass.shift[prev]);
-    }
-    if (moving) {
-      pass.shift[b] = pass.lastShift[b] + d;
-      moved += size;
-      continue;
-    }
+    if (stopNow())
+      return false;
     if (keepUndo) {
       swapBlock(b);
-      std::swap(pass.after[b], pass.lastAfter[b]);
+      std::swap(pass.blocks[b], pass.lastBlocks[b]);
       pass.timed.push_back(b);
     }
     pass.timedIn[b] = passNumber;
     pass.shift[b] = 0;
     zeroStartSeen = false;
-    Checkpoint &c = pass.after[b];
-    timeBlock(b, c);
-    c.freeAt = freeAt;
-    c.zeroStart = zeroStartSeen;
+    clearUse();
+    BlockTiming &record = pass.blocks[b];
+    timeBlock(b, record);
+    record.zeroStart = zeroStartSeen;
+    record.resources = usedResources;
+    record.entry = usedEntry;
+    record.exit.resize(usedResources.size());
+    for (size_t r = 0; r < usedResources.size(); ++r)
+      record.exit[r] = freeAt[usedResources[r]];
     timed += size;
   }
-  if (moving) {
-    int32_t last = b - step;
-    moveInto(freeAt, pass.after[last].freeAt, pass.shift[last]);
-  }
+  leaveState();
   return true;
 }
 
-/// Times the whole iteration, re-using the last pass for the forward of
-/// the ops before `firstChanged` (nothing before it changed). With
-/// `keepUndo` (a delta simulation: fwdDirty and bwdDirty say which blocks
-/// changed), a block nothing changed in is not timed again where the state
-/// before it and every value it reads across its boundary are the last
-/// pass's moved by one d (and none of its tasks started at time 0, which
-/// would not move): its times are the last pass's moved by d, exactly
-/// (kTimeQuantum), up to the next block that changed; moving it changes
-/// its shift (BlockPass). The updates move likewise where their inputs,
-/// the block's backward, moved (Checkpoint::slack).
-double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
+/// Times the whole iteration. With `keepUndo` (a delta simulation: fwdDirty
+/// and bwdDirty say which blocks changed), a block nothing changed in is
+/// not timed again where the state of the resources it uses and every
+/// value it reads across its boundary are the last pass's moved by one d
+/// (and none of its tasks started at time 0, which would not move): its
+/// times are the last pass's moved by d, exactly (kTimeQuantum), and so are
+/// the following blocks' while the resources they use are; moving a block
+/// changes its shift (BlockPass). The updates move likewise where their
+/// inputs, the block's backward, moved (BlockTiming::slack).
+double Simulator::Impl::runTiming(bool keepUndo) {
   int32_t n = static_cast<int32_t>(ops.size());
   int32_t blocks = numBlocks();
   ++passNumber;
   for (BlockPass *pass : {&fwdPass, &bwdPass, &updPass}) {
-    pass->after.resize(blocks);
+    pass->blocks.resize(blocks);
     pass->shift.resize(blocks, 0);
     pass->timedIn.resize(blocks, 0);
     pass->timed.clear();
     if (keepUndo) {
-      pass->lastAfter.resize(blocks);
+      pass->lastBlocks.resize(blocks);
       pass->lastShift = pass->shift;
-      std::swap(pass->start, pass->lastStart);
     }
   }
   fwdDirty.resize(blocks, 0);
@@ -663,9 +669,6 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
     timeline.swap(undo.timeline);
     recomputePeak.swap(undo.recomputePeak);
   }
-  int32_t firstBlock = blockOf(firstChanged);
-  if (options.recordTimeline)
-    firstBlock = 0;
   // Moving needs the last pass and exact times.
   bool mayMove = keepUndo && !options.recordTimeline &&
                  undo.lastPassEnd < kExactTimesBelow;
@@ -677,49 +680,40 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   // The latest end of block b's forward (backward) tasks.
   auto latestEnd = [&](int32_t b, bool forward) {
     double latest = 0;
-    for (int32_t i = b * kCheckpointEvery;
-         i < std::min(n, (b + 1) * kCheckpointEvery); ++i)
+    for (int32_t i = b * kBlockOps; i < std::min(n, (b + 1) * kBlockOps); ++i)
       for (double t : forward ? ops[i].fwdEnd : ops[i].bwdEnd)
         latest = std::max(latest, t);
     return latest;
   };
 
   // Forward, from the zero state.
-  fwdPass.start.freeAt.assign(freeAt.size(), 0.0);
-  if (firstBlock == 0) {
-    freeAt = fwdPass.start.freeAt;
-    timeline.clear();
-  } else {
-    moveInto(freeAt, fwdPass.after[firstBlock - 1].freeAt,
-             fwdPass.shift[firstBlock - 1]);
-  }
+  std::fill(freeAt.begin(), freeAt.end(), 0.0);
+  timeline.clear();
   bool done = runBlocks(
-      fwdPass, firstBlock, 1, keepUndo, mayMove, timingStats.opsTimed,
+      fwdPass, /*forward=*/true, keepUndo, mayMove, timingStats.opsTimed,
       timingStats.opsMoved, [&](int32_t b, double) { return !fwdDirty[b]; },
       [&](int32_t b, double d) { return forwardCrossingMoved(b, d); },
       [&](int32_t b) { swapForwardBlock(b); },
-      [&](int32_t b, Checkpoint &c) {
-        for (int32_t i = b * kCheckpointEvery;
-             i < std::min(n, (b + 1) * kCheckpointEvery); ++i)
+      [&](int32_t b, BlockTiming &record) {
+        for (int32_t i = b * kBlockOps; i < std::min(n, (b + 1) * kBlockOps);
+             ++i)
           forward(i);
-        c.latestEnd = latestEnd(b, /*forward=*/true);
+        record.latestEnd = latestEnd(b, /*forward=*/true);
       });
 
   // Backward, from the top block down.
   if (done) {
     recomputedNow.assign(n, 0);
     recomputePeak.assign(numDevices, 0);
-    bwdPass.start.freeAt = freeAt;
     done = runBlocks(
-        bwdPass, blocks - 1, -1, keepUndo, mayMove, timingStats.opsTimed,
+        bwdPass, /*forward=*/false, keepUndo, mayMove, timingStats.opsTimed,
         timingStats.opsMoved,
         [&](int32_t b, double) { return !bwdDirty[b] && !recomputesIn(b); },
         [&](int32_t b, double d) { return backwardCrossingMoved(b + 1, d); },
         [&](int32_t b) { swapBackwardBlock(b); },
-        [&](int32_t b, Checkpoint &c) {
-          int32_t lo = b * kCheckpointEvery;
-          for (int32_t i = std::min(n, lo + kCheckpointEvery) - 1; i >= lo;
-               --i) {
+        [&](int32_t b, BlockTiming &record) {
+          int32_t lo = b * kBlockOps;
+          for (int32_t i = std::min(n, lo + kBlockOps) - 1; i >= lo; --i) {
             for (int32_t x : recomputeBefore[i]) {
               cascadeBytes.assign(numDevices, 0);
               recompute(x);
@@ -731,7 +725,7 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
             if (options.overlapGradSync)
               syncGradients(i, 0);
           }
-          c.latestEnd = latestEnd(b, /*forward=*/false);
+          record.latestEnd = latestEnd(b, /*forward=*/false);
         });
   }
   clearDirty();
@@ -752,28 +746,27 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
   // after the backward, and gathers summed for the next forward, are
   // timed whole.
   deferredGather.assign(numDevices, 0);
-  updPass.start.freeAt = freeAt;
   bool mayMoveUpdates =
       mayMove && options.overlapGradSync && !options.overlapParamGather;
   done = runBlocks(
-      updPass, blocks - 1, -1, keepUndo, mayMoveUpdates,
+      updPass, /*forward=*/false, keepUndo, mayMoveUpdates,
       timingStats.updatesTimed, timingStats.updatesMoved,
       [&](int32_t b, double d) {
         if (bwdPass.timedIn[b] == passNumber)
           return false;
-        const Checkpoint &last = lastAfter(updPass, b);
+        const BlockTiming &last = lastTiming(updPass, b);
         double inputs = bwdPass.shift[b] - last.inputShift;
         double own = updPass.lastShift[b] + d;
         return inputs == own || (last.slack > 0 && inputs - own <= last.slack);
       },
       [](int32_t, double) { return true; }, [](int32_t) {},
-      [&](int32_t b, Checkpoint &c) {
+      [&](int32_t b, BlockTiming &record) {
         updateSlack = std::numeric_limits<double>::infinity();
-        int32_t lo = b * kCheckpointEvery;
-        for (int32_t i = std::min(n, lo + kCheckpointEvery) - 1; i >= lo; --i)
+        int32_t lo = b * kBlockOps;
+        for (int32_t i = std::min(n, lo + kBlockOps) - 1; i >= lo; --i)
           update(i);
-        c.slack = updateSlack;
-        c.inputShift = bwdPass.shift[b];
+        record.slack = updateSlack;
+        record.inputShift = bwdPass.shift[b];
       });
   if (!done)
     return 0;
@@ -788,7 +781,7 @@ double Simulator::Impl::runTiming(int32_t firstChanged, bool keepUndo) {
       gathers = std::max(gathers, t);
     for (int32_t b = 0; b < blocks; ++b)
       forwardEnd = std::max(
-          forwardEnd, shifted(fwdPass.after[b].latestEnd, fwdPass.shift[b]));
+          forwardEnd, shifted(fwdPass.blocks[b].latestEnd, fwdPass.shift[b]));
     end += std::max(0.0, gathers - forwardEnd);
   }
   lastPassEnd = end;
