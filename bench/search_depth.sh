@@ -7,6 +7,8 @@
 # layers' figure. Table in docs/search.md ("Search time by depth").
 # Usage: bench/search_depth.sh [BUILD_DIR]   (after scripts/build.sh)
 #   LAYERS="250 500 1000 5000"
+#   BUDGETS="1000 3000": the two searches' iterations (default "100 300");
+#   longer ones resolve wall-clock time better (ppc-opt prints 10 ms).
 #   COUNT=instructions: per iteration, instructions (valgrind's callgrind,
 #   the 100- and 300-iteration searches' difference) instead of ms: exact,
 #   where this machine's wall clock varies by more than a small change.
@@ -14,6 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
 layers=${LAYERS:-250 500 1000 5000}
+read -r first second <<< "${BUDGETS:-100 300}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 search() { # MODEL BUDGET -> the search's seconds (or its instructions)
@@ -36,9 +39,10 @@ for l in $layers; do
     --batch 64 > "$tmp/mlp.mlir"
   ops=$((2 * l + 2))
   whole=$(search "$tmp/mlp.mlir" 200)
-  short=$(search "$tmp/mlp.mlir" 100)
-  long=$(search "$tmp/mlp.mlir" 300)
-  per=$(awk -v a="$short" -v b="$long" -v k="$scale" 'BEGIN { printf "%.2f", (b - a) / 200 * k }')
+  short=$(search "$tmp/mlp.mlir" "$first")
+  long=$(search "$tmp/mlp.mlir" "$second")
+  per=$(awk -v a="$short" -v b="$long" -v n="$((second - first))" -v k="$scale" \
+    'BEGIN { printf "%.3f", (b - a) / n * k }')
   [[ -z "$base" ]] && base=$per
   printf "%8d %8d %14s %18s %11.2fx\n" "$l" "$ops" "$whole" "$per" \
     "$(awk -v p="$per" -v b="$base" 'BEGIN { print p / b }')"

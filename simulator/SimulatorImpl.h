@@ -411,7 +411,7 @@ struct Simulator::Impl {
                        ReadyFn ready, int32_t op, TaskKind kind) {
     double start = 0;
     for (int32_t p : c.partitions)
-      start = std::max({start, ready(p), resource(numDevices + st.devices[p])});
+      start = std::max({start, ready(p), freeAt[numDevices + st.devices[p]]});
     // Members that share a node's cores copy the data themselves (see
     // runTransfer): the collective holds a core of each such node.
     std::vector<int64_t> cores;
@@ -423,19 +423,19 @@ struct Simulator::Impl {
           cores.push_back(core);
       }
     for (int64_t core : cores)
-      start = std::max(start, resource(core));
+      start = std::max(start, freeAt[core]);
     if (ranksCopyMessages)
       for (int32_t p : c.partitions)
-        start = std::max(start, resource(st.devices[p]));
+        start = std::max(start, freeAt[st.devices[p]]);
     if (start == 0)
       zeroStartSeen = true;
     double end = start + time;
     for (int64_t core : cores)
-      resource(core) = end;
+      occupy(core, end);
     for (int32_t p : c.partitions) {
       if (ranksCopyMessages)
-        resource(st.devices[p]) = end;
-      resource(numDevices + st.devices[p]) = end;
+        occupy(st.devices[p], end);
+      occupy(numDevices + st.devices[p], end);
       record(op, kind, static_cast<int32_t>(numDevices + st.devices[p]), start,
              end);
     }
@@ -464,7 +464,7 @@ struct Simulator::Impl {
   static constexpr int32_t kBlockOps = 8;
   static int32_t blockOf(int32_t op) { return op / kBlockOps; }
   /// What timing a block found: the resources its tasks read or wrote
-  /// (first use first), their state before the block and after it.
+  /// (in order), their state before the block and after it.
   struct BlockTiming {
     std::vector<int32_t> resources;
     std::vector<double> entry, exit;
@@ -510,57 +510,49 @@ struct Simulator::Impl {
   const BlockTiming &lastTiming(const BlockPass &pass, int32_t b) const {
     return pass.timedIn[b] == passNumber ? pass.lastBlocks[b] : pass.blocks[b];
   }
-  /// Resource `r`'s state, for the timing: its first use in a block is
-  /// recorded (usedResources, usedEntry; BlockTiming).
-  double &resource(int64_t r) {
-    if (resourceUse[r] != useEpoch) {
-      resourceUse[r] = useEpoch;
-      usedResources.push_back(static_cast<int32_t>(r));
-      usedEntry.push_back(freeAt[r]);
-    }
-    return freeAt[r];
+  /// The resources a block uses (BlockTiming) are those whose state it
+  /// changed (a state only grows within a pass), and those it read
+  /// without changing them, which are marked here: a task that occupied a
+  /// resource for no time, and the cores sharedCore chose among.
+  void use(int64_t r) { resourceUse[r] = useEpoch; }
+  /// Resource `r` is busy until `until` (a task reads the resources it
+  /// occupies, before).
+  void occupy(int64_t r, double until) {
+    if (until == freeAt[r])
+      use(r);
+    freeAt[r] = until;
   }
   std::vector<uint32_t> resourceUse;
   uint32_t useEpoch = 0;
-  std::vector<int32_t> usedResources;
-  std::vector<double> usedEntry;
-  /// Starts recording the resources used anew.
+  /// The state before the block being timed.
+  std::vector<double> blockEntry;
+  /// Starts a block's record of the resources it uses.
   void clearUse() {
     if (++useEpoch == 0) {
       std::fill(resourceUse.begin(), resourceUse.end(), 0);
       useEpoch = 1;
     }
-    resourceUse.resize(freeAt.size(), 0);
-    usedResources.clear();
-    usedEntry.clear();
+    blockEntry = freeAt;
   }
-  /// The op times the timing reads across ops: stored plus the block's
-  /// shift.
-  double fwdEndOf(int32_t op, size_t p) const {
-    return shifted(ops[op].fwdEnd[p], fwdPass.shift[blockOf(op)]);
+  /// Fills in `record`'s resources from the state before and after the
+  /// block (clearUse).
+  void recordUse(BlockTiming &record) const {
+    record.resources.clear();
+    record.entry.clear();
+    record.exit.clear();
+    for (size_t r = 0; r < freeAt.size(); ++r)
+      if (freeAt[r] != blockEntry[r] || resourceUse[r] == useEpoch) {
+        record.resources.push_back(static_cast<int32_t>(r));
+        record.entry.push_back(blockEntry[r]);
+        record.exit.push_back(freeAt[r]);
+      }
   }
-  double bwdEndOf(int32_t op, size_t p) const {
-    return shifted(ops[op].bwdEnd[p], bwdPass.shift[blockOf(op)]);
-  }
-  double bwdStartOf(int32_t op, size_t p) const {
-    return shifted(ops[op].bwdStart[p], bwdPass.shift[blockOf(op)]);
-  }
-  /// Transfers are timed with their consumer's forward (and packed in
-  /// its backward).
+  /// Transfer k of `edge` ends: stored plus its block's shift (transfers
+  /// are timed with their consumer's forward). What else the timing reads
+  /// of other ops adds their blocks' shifts likewise.
   double transferEndOf(int32_t edge, size_t k) const {
     return shifted(edges[edge].fwdEnd[k],
                    fwdPass.shift[blockOf(edges[edge].consumer)]);
-  }
-  double packedAtOf(int32_t edge, size_t k) const {
-    return shifted(edges[edge].bwdPackedAt[k],
-                   bwdPass.shift[blockOf(edges[edge].consumer)]);
-  }
-  /// Synced after the backward pass (not overlapped), the syncs are timed
-  /// whole, outside the blocks.
-  double syncEndOf(int32_t op, size_t g) const {
-    return options.overlapGradSync
-               ? shifted(ops[op].syncEnd[g], bwdPass.shift[blockOf(op)])
-               : ops[op].syncEnd[g];
   }
   /// Per block boundary b (between blocks b - 1 and b), the edges that
   /// cross it (producer before, consumer after): whose values the blocks

@@ -40,25 +40,25 @@ double Simulator::Impl::runTransfer(const Transfer &t, double ready,
     packed = start + t.sendTime;
   }
   for (int32_t res : r.resources)
-    start = std::max(start, resource(res));
+    start = std::max(start, freeAt[res]);
   // Between processes that share a node's cores, a message is copied by
   // them: it needs a core while it moves.
   int64_t core = sharedCore(r.src, r.dst);
   if (core >= 0)
-    start = std::max(start, resource(core));
+    start = std::max(start, freeAt[core]);
   if (ranksCopyMessages)
-    start = std::max(start, resource(r.dst));
+    start = std::max(start, freeAt[r.dst]);
   if (start == 0)
     zeroStartSeen = true;
   // The receiver waits for the packing at most; once the message is
   // packed, the rest of its time is the receiver's.
   double end = std::max(start, packed) + std::max(0.0, t.time - t.sendTime);
   for (int32_t res : r.resources)
-    resource(res) = end;
+    occupy(res, end);
   if (core >= 0)
-    resource(core) = end;
+    occupy(core, end);
   if (ranksCopyMessages)
-    resource(r.dst) = end;
+    occupy(r.dst, end);
   if (options.recordTimeline)
     for (int32_t res : r.resources)
       record(edge, kind, res, start, end);
@@ -72,23 +72,26 @@ int64_t Simulator::Impl::sharedCore(int64_t a, int64_t b) {
     return -1;
   int64_t base = firstCore + a / devicesPerNode * coresPerNode;
   int64_t core = base;
-  for (int64_t c = base + 1; c < base + coresPerNode; ++c)
-    if (resource(c) < resource(core))
+  // The cores not taken decided the choice too (use).
+  for (int64_t c = base; c < base + coresPerNode; ++c) {
+    use(c);
+    if (freeAt[c] < freeAt[core])
       core = c;
+  }
   return core;
 }
 
 double Simulator::Impl::runKernel(int64_t device, double ready, double time,
                                   int32_t op, TaskKind kind) {
-  double start = std::max(resource(device), ready);
+  double start = std::max(freeAt[device], ready);
   if (int64_t core = sharedCore(device, device); core >= 0) {
-    start = std::max(start, resource(core));
-    resource(core) = start + time;
+    start = std::max(start, freeAt[core]);
+    occupy(core, start + time);
   }
   if (start == 0)
     zeroStartSeen = true;
   double end = start + time;
-  resource(device) = end;
+  occupy(device, end);
   record(op, kind, static_cast<int32_t>(device), start, end);
   return end;
 }
@@ -143,7 +146,7 @@ double Simulator::Impl::runChunkedKernel(OpState &st, size_t p, double ready,
 double Simulator::Impl::holdUntil(int64_t device, double end, double until) {
   if (until <= end)
     return end;
-  resource(device) = std::max(resource(device), until);
+  occupy(device, std::max(freeAt[device], until));
   return until;
 }
 
@@ -159,8 +162,10 @@ void Simulator::Impl::forward(int32_t i) {
   for (int32_t id : inEdges[i]) {
     const Edge &e = edges[id];
     // A weight is there from the start; an activation once produced.
+    const std::vector<double> &producedAt = ops[e.producer].fwdEnd;
+    double shift = fwdPass.shift[blockOf(e.producer)];
     auto produced = [&](int32_t p) {
-      return e.weightOperand >= 0 ? 0.0 : fwdEndOf(e.producer, p);
+      return e.weightOperand >= 0 ? 0.0 : shifted(producedAt[p], shift);
     };
     for (const LocalDep &d : e.fwdLocal)
       inReady[d.dst] = std::max(inReady[d.dst], produced(d.src));
@@ -223,7 +228,9 @@ void Simulator::Impl::backward(int32_t i) {
   for (int32_t id : outEdges[i]) {
     const Edge &e = edges[id];
     const OpState &cons = ops[e.consumer];
-    auto consumed = [&](int32_t p) { return bwdEndOf(e.consumer, p); };
+    // The consumer's times, and the gradients it packed.
+    double shift = bwdPass.shift[blockOf(e.consumer)];
+    auto consumed = [&](int32_t p) { return shifted(cons.bwdEnd[p], shift); };
     for (const LocalDep &d : e.bwdLocal)
       gradReady[d.dst] = std::max(gradReady[d.dst], consumed(d.src));
     for (const Edge::SharedCopy &c : e.fwdShared)
@@ -231,9 +238,9 @@ void Simulator::Impl::backward(int32_t i) {
         gradReady[p] = std::max(gradReady[p], consumed(c.dst));
     for (size_t k = 0; k < e.bwd.size(); ++k) {
       const Transfer &t = e.bwd[k];
-      double end =
-          runTransfer(t, consumed(t.src), id, TaskKind::GradTransfer,
-                      k < e.bwdPackedAt.size() ? packedAtOf(id, k) : -1.0);
+      double end = runTransfer(
+          t, consumed(t.src), id, TaskKind::GradTransfer,
+          k < e.bwdPackedAt.size() ? shifted(e.bwdPackedAt[k], shift) : -1.0);
       bool chunked = st.overlapsComm && withinNode(t);
       gradReady[t.dst] =
           std::max(gradReady[t.dst], chunked ? consumed(t.src) : end);
@@ -250,7 +257,7 @@ void Simulator::Impl::backward(int32_t i) {
         for (size_t k = 0; k < members.size(); ++k)
           if (members[k] == p) {
             int32_t c = r.contributors[k];
-            ready = chunked ? bwdStartOf(e.consumer, c) +
+            ready = chunked ? shifted(cons.bwdStart[c], shift) +
                                   cons.bwdTime[c] / kOverlapChunks
                             : consumed(c);
           }
@@ -354,12 +361,15 @@ void Simulator::Impl::recompute(int32_t x) {
 /// Gradient all-reduces of op `i`, none starting before `notBefore`.
 void Simulator::Impl::syncGradients(int32_t i, double notBefore) {
   OpState &st = ops[i];
+  double shift = bwdPass.shift[blockOf(i)];
   st.syncEnd.resize(st.gradSyncs.size());
   for (size_t g = 0; g < st.gradSyncs.size(); ++g)
     st.syncEnd[g] = runCollective(
         st, st.gradSyncs[g], st.gradSyncs[g].time,
-        [&](int32_t p) { return std::max(bwdEndOf(i, p), notBefore); }, i,
-        TaskKind::GradSync);
+        [&](int32_t p) {
+          return std::max(shifted(st.bwdEnd[p], shift), notBefore);
+        },
+        i, TaskKind::GradSync);
 }
 
 void Simulator::Impl::update(int32_t i) {
@@ -368,10 +378,14 @@ void Simulator::Impl::update(int32_t i) {
   std::vector<double> &updateEnd = updateEndScratch;
   updateEnd.assign(n, 0);
   bool kernelless = false;
+  // Synced after the backward (not overlapped), the syncs are timed whole,
+  // outside the blocks.
+  double shift = bwdPass.shift[blockOf(i)];
+  double syncShift = options.overlapGradSync ? shift : 0;
   for (size_t p = 0; p < n; ++p) {
-    double ready = bwdEndOf(i, p);
+    double ready = shifted(st.bwdEnd[p], shift);
     for (int32_t g : st.syncsOf[p])
-      ready = std::max(ready, syncEndOf(i, g));
+      ready = std::max(ready, shifted(st.syncEnd[g], syncShift));
     if (st.updateTime[p] <= 0) {
       updateEnd[p] = ready;
       kernelless = true;
@@ -626,11 +640,7 @@ bool Simulator::Impl::runBlocks(BlockPass &pass, bool forward, bool keepUndo,
     BlockTiming &record = pass.blocks[b];
     timeBlock(b, record);
     record.zeroStart = zeroStartSeen;
-    record.resources = usedResources;
-    record.entry = usedEntry;
-    record.exit.resize(usedResources.size());
-    for (size_t r = 0; r < usedResources.size(); ++r)
-      record.exit[r] = freeAt[usedResources[r]];
+    recordUse(record);
     timed += size;
   }
   leaveState();
@@ -662,6 +672,7 @@ double Simulator::Impl::runTiming(bool keepUndo) {
   }
   fwdDirty.resize(blocks, 0);
   bwdDirty.resize(blocks, 0);
+  resourceUse.resize(freeAt.size(), 0);
   if (keepUndo) {
     undo.opTiming.resize(n);
     undo.edgeTiming.resize(edges.size());
