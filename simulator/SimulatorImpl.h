@@ -500,6 +500,12 @@ struct Simulator::Impl {
     std::vector<int32_t> timed;
   };
   BlockPass fwdPass, bwdPass, updPass;
+  /// The whole state at the start of every kSnapshotBlocks-th forward
+  /// block, as the last pass found it: a delta simulation's forward starts
+  /// at the one before the first block that changed (the blocks before are
+  /// the last pass's).
+  static constexpr int32_t kSnapshotBlocks = 8;
+  std::vector<std::vector<double>> fwdSnapshots;
   /// Numbers the timing passes (BlockPass::timedIn).
   uint32_t passNumber = 0;
   int32_t numBlocks() const {
@@ -642,8 +648,10 @@ struct Simulator::Impl {
   /// undo's: before a delta simulation times it again, and in revert().
   void swapForwardBlock(int32_t b);
   void swapBackwardBlock(int32_t b);
-  /// Times `pass`'s blocks, in issue order (`forward`) or from the last
-  /// block down, from the state in freeAt, moving the blocks it may.
+  /// Times `pass`'s blocks, in issue order from block `first` (`forward`)
+  /// or from the last block down, from the state in freeAt, moving the
+  /// blocks it may; forward, it keeps the state at every
+  /// kSnapshotBlocks-th block in fwdSnapshots.
   /// `movable(b, d)` says whether block b's tasks are the last pass's
   /// moved by d given its resources' state moved by d, `inputsMoved(b, d)`
   /// whether what a run of blocks moved by d from b reads from outside it
@@ -652,8 +660,8 @@ struct Simulator::Impl {
   /// slack. Returns false when stopped.
   template <typename Movable, typename InputsMoved, typename SwapBlock,
             typename TimeBlock>
-  bool runBlocks(BlockPass &pass, bool forward, bool keepUndo, bool mayMove,
-                 int64_t &timed, int64_t &moved, Movable movable,
+  bool runBlocks(BlockPass &pass, int32_t first, bool forward, bool keepUndo,
+                 bool mayMove, int64_t &timed, int64_t &moved, Movable movable,
                  InputsMoved inputsMoved, SwapBlock swapBlock,
                  TimeBlock timeBlock);
 
@@ -682,6 +690,9 @@ struct Simulator::Impl {
     };
     std::vector<OpTiming> opTiming;
     std::vector<EdgeTiming> edgeTiming;
+    /// fwdSnapshots from firstSnapshot on, before the update.
+    std::vector<std::vector<double>> fwdSnapshots;
+    size_t firstSnapshot = 0;
     double lastPassEnd = 0;
     std::vector<TimelineEvent> timeline;
     std::vector<int64_t> recomputePeak;

@@ -456,6 +456,8 @@ void Simulator::Impl::revertTiming() {
     pass->timed.clear();
     pass->shift.swap(pass->lastShift);
   }
+  for (size_t s = undo.firstSnapshot; s < undo.fwdSnapshots.size(); ++s)
+    fwdSnapshots[s].swap(undo.fwdSnapshots[s]);
   std::swap(lastPassEnd, undo.lastPassEnd);
   timeline.swap(undo.timeline);
   recomputePeak.swap(undo.recomputePeak);
@@ -566,10 +568,11 @@ void Simulator::Impl::countRecomputes(int32_t x) {
 
 template <typename Movable, typename InputsMoved, typename SwapBlock,
           typename TimeBlock>
-bool Simulator::Impl::runBlocks(BlockPass &pass, bool forward, bool keepUndo,
-                                bool mayMove, int64_t &timed, int64_t &moved,
-                                Movable movable, InputsMoved inputsMoved,
-                                SwapBlock swapBlock, TimeBlock timeBlock) {
+bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, bool forward,
+                                bool keepUndo, bool mayMove, int64_t &timed,
+                                int64_t &moved, Movable movable,
+                                InputsMoved inputsMoved, SwapBlock swapBlock,
+                                TimeBlock timeBlock) {
   int32_t blocks = numBlocks(), n = static_cast<int32_t>(ops.size());
   // A task that started at time 0 waited for nothing: it does not move.
   auto blockMovable = [&](int32_t b, double d) {
@@ -592,15 +595,21 @@ bool Simulator::Impl::runBlocks(BlockPass &pass, bool forward, bool keepUndo,
       freeAt[previous->resources[r]] = shifted(previous->exit[r], shift);
     previous = nullptr;
   };
-  for (int32_t k = 0; k < blocks; ++k) {
-    int32_t b = forward ? k : blocks - 1 - k;
+  for (int32_t b = first; b >= 0 && b < blocks; b += forward ? 1 : -1) {
     int32_t size = std::min(n, (b + 1) * kBlockOps) - b * kBlockOps;
+    if (forward && b % kSnapshotBlocks == 0) {
+      leaveState();
+      size_t s = static_cast<size_t>(b / kSnapshotBlocks);
+      if (keepUndo)
+        fwdSnapshots[s].swap(undo.fwdSnapshots[s]);
+      fwdSnapshots[s] = freeAt;
+    }
     if (mayMove) {
       const BlockTiming &last = lastTiming(pass, b);
       // The resources the block before moved used are the last pass's
       // moved by d: this block finds them as that one left them.
       if (moving) {
-        bool sameResources = last.resources == previous->resources;
+        bool sameResources = previous && last.resources == previous->resources;
         if (!sameResources)
           leaveState();
         std::optional<double> same = d;
@@ -697,12 +706,32 @@ double Simulator::Impl::runTiming(bool keepUndo) {
     return latest;
   };
 
-  // Forward, from the zero state.
-  std::fill(freeAt.begin(), freeAt.end(), 0.0);
-  timeline.clear();
+  // Forward, from the snapshot before the first block that changed (the
+  // blocks before it are the last pass's), or from the zero state.
+  size_t snapshots =
+      static_cast<size_t>((blocks + kSnapshotBlocks - 1) / kSnapshotBlocks);
+  fwdSnapshots.resize(snapshots);
+  int32_t firstBlock = 0;
+  if (mayMove)
+    firstBlock = static_cast<int32_t>(
+        (std::find(fwdDirty.begin(), fwdDirty.end(), 1) - fwdDirty.begin()) /
+        kSnapshotBlocks * kSnapshotBlocks);
+  if (firstBlock >= blocks)
+    firstBlock = (blocks - 1) / kSnapshotBlocks * kSnapshotBlocks;
+  if (keepUndo) {
+    undo.fwdSnapshots.resize(snapshots);
+    undo.firstSnapshot = static_cast<size_t>(firstBlock / kSnapshotBlocks);
+  }
+  if (firstBlock == 0) {
+    std::fill(freeAt.begin(), freeAt.end(), 0.0);
+    timeline.clear();
+  } else {
+    freeAt = fwdSnapshots[firstBlock / kSnapshotBlocks];
+  }
   bool done = runBlocks(
-      fwdPass, /*forward=*/true, keepUndo, mayMove, timingStats.opsTimed,
-      timingStats.opsMoved, [&](int32_t b, double) { return !fwdDirty[b]; },
+      fwdPass, firstBlock, /*forward=*/true, keepUndo, mayMove,
+      timingStats.opsTimed, timingStats.opsMoved,
+      [&](int32_t b, double) { return !fwdDirty[b]; },
       [&](int32_t b, double d) { return forwardCrossingMoved(b, d); },
       [&](int32_t b) { swapForwardBlock(b); },
       [&](int32_t b, BlockTiming &record) {
@@ -717,8 +746,8 @@ double Simulator::Impl::runTiming(bool keepUndo) {
     recomputedNow.assign(n, 0);
     recomputePeak.assign(numDevices, 0);
     done = runBlocks(
-        bwdPass, /*forward=*/false, keepUndo, mayMove, timingStats.opsTimed,
-        timingStats.opsMoved,
+        bwdPass, blocks - 1, /*forward=*/false, keepUndo, mayMove,
+        timingStats.opsTimed, timingStats.opsMoved,
         [&](int32_t b, double) { return !bwdDirty[b] && !recomputesIn(b); },
         [&](int32_t b, double d) { return backwardCrossingMoved(b + 1, d); },
         [&](int32_t b) { swapBackwardBlock(b); },
@@ -760,7 +789,7 @@ double Simulator::Impl::runTiming(bool keepUndo) {
   bool mayMoveUpdates =
       mayMove && options.overlapGradSync && !options.overlapParamGather;
   done = runBlocks(
-      updPass, /*forward=*/false, keepUndo, mayMoveUpdates,
+      updPass, blocks - 1, /*forward=*/false, keepUndo, mayMoveUpdates,
       timingStats.updatesTimed, timingStats.updatesMoved,
       [&](int32_t b, double d) {
         if (bwdPass.timedIn[b] == passNumber)
