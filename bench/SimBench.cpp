@@ -40,6 +40,10 @@ static cl::list<std::string>
                       "dgx-a100x2,dgx-h100x8: 16 and 64 devices)"));
 static cl::opt<double> seconds("seconds", cl::init(1.0),
                                cl::desc("Time spent measuring each rate"));
+static cl::opt<int64_t>
+    callsPerRate("calls", cl::init(0),
+                 cl::desc("Calls measured for each rate instead of --seconds "
+                          "(a fixed count, for instruction counts)"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("Random seed"));
 
 namespace {
@@ -50,7 +54,8 @@ double elapsed(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// Calls `step` until `seconds` have passed; returns calls per second.
+/// Calls `step` until `seconds` have passed (or `calls` times); returns
+/// calls per second.
 template <typename Step> double rate(Step step) {
   int64_t calls = 0;
   Clock::time_point start = Clock::now();
@@ -59,7 +64,7 @@ template <typename Step> double rate(Step step) {
     for (int i = 0; i < 8; ++i)
       step(calls++);
     spent = elapsed(start);
-  } while (spent < seconds);
+  } while (callsPerRate > 0 ? calls < callsPerRate : spent < seconds);
   return static_cast<double>(calls) / spent;
 }
 
