@@ -140,10 +140,7 @@ void Simulator::Impl::sumBlock(int32_t b, BlockSums &out) {
     }
     return out.devices[at].second;
   };
-  int32_t lo = b * kBlockOps;
-  int32_t hi =
-      std::min<int32_t>(static_cast<int32_t>(ops.size()), lo + kBlockOps);
-  for (int32_t i = lo; i < hi; ++i) {
+  for (int32_t i = blockBegin(b); i < blockEnd(b); ++i) {
     const OpState &st = ops[i];
     // ZeRO-3 weights are gathered one op ahead: while an op runs, its
     // gathered weights and the next op's live together on a device (the
@@ -272,12 +269,8 @@ SimResult Simulator::Impl::result(double iterationTime, bool keepUndo) {
   r.bytesByLinkKind = total.bytesByLinkKind;
   r.syncBytesByLinkKind = total.syncBytesByLinkKind;
   r.exchanges = total.exchanges;
-  for (int32_t b = 0; b < blocks; ++b) {
-    r.forwardTime = std::max(
-        r.forwardTime, shifted(fwdPass.blocks[b].latestEnd, fwdPass.shift[b]));
-    r.backwardTime = std::max(
-        r.backwardTime, shifted(bwdPass.blocks[b].latestEnd, bwdPass.shift[b]));
-  }
+  r.forwardTime = latestEnd(fwdPass);
+  r.backwardTime = latestEnd(bwdPass);
   // Results a cascade of recomputations brings back live together.
   for (size_t d = 0; d < recomputePeak.size(); ++d)
     r.devices[d].memory.workspace =
@@ -334,8 +327,8 @@ SimResult Simulator::simulate(const Strategy &strategy) {
       return impl->stoppedResult();
     impl->buildEdge(e);
   }
-  for (size_t i = 0; i < impl->ops.size(); ++i)
-    impl->countRecomputes(static_cast<int32_t>(i));
+  for (int32_t b = 0; b < impl->numBlocks(); ++b)
+    impl->countRecomputes(b);
   impl->sumsDirty.assign(impl->numBlocks(), 1);
   return impl->result(impl->runTiming());
 }
@@ -389,7 +382,7 @@ Simulator::update(const std::vector<std::pair<size_t, OpConfig>> &changes) {
     // The timing stays the last pass's until the op is timed again (the
     // next pass compares with it).
     s.ops[op].copyTimingFrom(before);
-    s.countRecomputes(static_cast<int32_t>(op));
+    s.recountRecomputeOf(static_cast<int32_t>(op));
     s.markChanged(static_cast<int32_t>(op), /*forward=*/true,
                   /*backward=*/true);
     for (int32_t id : s.inEdges[op]) {
@@ -461,7 +454,7 @@ void Simulator::revert() {
     std::swap(s.edges[undo.edgeIds[k]], undo.edgeStates[k]);
   for (size_t k = undo.opIds.size(); k-- > 0;) {
     std::swap(s.ops[undo.opIds[k]], undo.opStates[k]);
-    s.countRecomputes(static_cast<int32_t>(undo.opIds[k]));
+    s.recountRecomputeOf(static_cast<int32_t>(undo.opIds[k]));
   }
   for (size_t k = undo.configs.size(); k-- > 0;)
     s.strategy[undo.configs[k].first] = undo.configs[k].second;

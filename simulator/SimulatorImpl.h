@@ -320,9 +320,12 @@ struct Simulator::Impl {
   /// The op whose backward recomputes each op (recomputeBefore), and per
   /// block the ops recomputed before its ops' backward (countRecomputes).
   std::vector<int32_t> recomputeReader, recomputesInBlock;
-  /// Counts again the ops recomputed in the block where op `x` is (if
-  /// recomputed).
-  void countRecomputes(int32_t x);
+  /// Counts again the ops recomputed before block `b`'s backward.
+  void countRecomputes(int32_t b);
+  /// Counts again those of the block where op `x` is recomputed (if it is).
+  void recountRecomputeOf(int32_t x) {
+    countRecomputes(blockOf(recomputeReader[x]));
+  }
   /// Per op, a class of the ops whose states buildOpState builds alike
   /// under any one configuration (a layer's op and its counterparts in the
   /// other layers): a move of all of them builds one and copies it.
@@ -463,8 +466,14 @@ struct Simulator::Impl {
   /// touches and moves the others (runTiming).
   static constexpr int32_t kBlockOps = 8;
   static int32_t blockOf(int32_t op) { return op / kBlockOps; }
+  /// Block b's ops: [blockBegin(b), blockEnd(b)).
+  static int32_t blockBegin(int32_t b) { return b * kBlockOps; }
+  int32_t blockEnd(int32_t b) const {
+    return std::min<int32_t>(static_cast<int32_t>(ops.size()),
+                             (b + 1) * kBlockOps);
+  }
   /// What timing a block found: the resources its tasks read or wrote
-  /// (in order), their state before the block and after it.
+  /// (by index; recordUse), their state before the block and after it.
   struct BlockTiming {
     std::vector<int32_t> resources;
     std::vector<double> entry, exit;
@@ -515,6 +524,14 @@ struct Simulator::Impl {
   /// pass.lastShift[b]).
   const BlockTiming &lastTiming(const BlockPass &pass, int32_t b) const {
     return pass.timedIn[b] == passNumber ? pass.lastBlocks[b] : pass.blocks[b];
+  }
+  /// When the last of `pass`'s tasks ended, in the current timing.
+  double latestEnd(const BlockPass &pass) const {
+    double latest = 0;
+    for (size_t b = 0; b < pass.blocks.size(); ++b)
+      latest =
+          std::max(latest, shifted(pass.blocks[b].latestEnd, pass.shift[b]));
+    return latest;
   }
   /// The resources a block uses (BlockTiming) are those whose state it
   /// changed (a state only grows within a pass), and those it read

@@ -417,10 +417,7 @@ void Simulator::Impl::update(int32_t i) {
 }
 
 void Simulator::Impl::swapForwardBlock(int32_t b) {
-  int32_t lo = b * kBlockOps;
-  int32_t hi =
-      std::min<int32_t>(static_cast<int32_t>(ops.size()), lo + kBlockOps);
-  for (int32_t i = lo; i < hi; ++i) {
+  for (int32_t i = blockBegin(b); i < blockEnd(b); ++i) {
     ops[i].fwdEnd.swap(undo.opTiming[i].fwdEnd);
     // An edge's forward transfers are timed with its consumer's forward.
     for (int32_t id : inEdges[i])
@@ -429,10 +426,7 @@ void Simulator::Impl::swapForwardBlock(int32_t b) {
 }
 
 void Simulator::Impl::swapBackwardBlock(int32_t b) {
-  int32_t lo = b * kBlockOps;
-  int32_t hi =
-      std::min<int32_t>(static_cast<int32_t>(ops.size()), lo + kBlockOps);
-  for (int32_t i = lo; i < hi; ++i) {
+  for (int32_t i = blockBegin(b); i < blockEnd(b); ++i) {
     OpState &st = ops[i];
     Undo::OpTiming &t = undo.opTiming[i];
     st.bwdEnd.swap(t.bwdEnd);
@@ -509,7 +503,7 @@ bool Simulator::Impl::forwardCrossingMoved(int32_t b, double d) const {
                ? movedBy(now, last, fwdPass.lastShift[block], d)
                : fwdPass.shift[block] - fwdPass.lastShift[block] == d;
   };
-  int32_t boundary = b * kBlockOps;
+  int32_t boundary = blockBegin(b);
   for (int32_t id : crossing[b]) {
     const Edge &e = edges[id];
     // A weight is there from the start: its forward reads no time.
@@ -554,13 +548,10 @@ bool Simulator::Impl::backwardCrossingMoved(int32_t b, double d) const {
   return true;
 }
 
-void Simulator::Impl::countRecomputes(int32_t x) {
-  int32_t b = blockOf(recomputeReader[x]);
+void Simulator::Impl::countRecomputes(int32_t b) {
   recomputesInBlock.resize(numBlocks(), 0);
-  int32_t hi =
-      std::min<int32_t>(static_cast<int32_t>(ops.size()), (b + 1) * kBlockOps);
   int32_t count = 0;
-  for (int32_t i = b * kBlockOps; i < hi; ++i)
+  for (int32_t i = blockBegin(b); i < blockEnd(b); ++i)
     for (int32_t y : recomputeBefore[i])
       count += ops[y].recomputed;
   recomputesInBlock[b] = count;
@@ -573,7 +564,7 @@ bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, bool forward,
                                 int64_t &moved, Movable movable,
                                 InputsMoved inputsMoved, SwapBlock swapBlock,
                                 TimeBlock timeBlock) {
-  int32_t blocks = numBlocks(), n = static_cast<int32_t>(ops.size());
+  int32_t blocks = numBlocks();
   // A task that started at time 0 waited for nothing: it does not move.
   auto blockMovable = [&](int32_t b, double d) {
     return movable(b, d) && (d == 0 || !lastTiming(pass, b).zeroStart);
@@ -585,18 +576,18 @@ bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, bool forward,
   // model's repeated layers) leave it to the last of them.
   bool moving = false;
   double d = 0;
-  const BlockTiming *previous = nullptr;
-  int32_t previousBlock = -1;
+  // A moved block's record is the last pass's (pass.blocks).
+  int32_t previous = -1;
   auto leaveState = [&] {
-    if (!previous)
+    if (previous < 0)
       return;
-    double shift = pass.shift[previousBlock];
-    for (size_t r = 0; r < previous->resources.size(); ++r)
-      freeAt[previous->resources[r]] = shifted(previous->exit[r], shift);
-    previous = nullptr;
+    const BlockTiming &left = pass.blocks[previous];
+    for (size_t r = 0; r < left.resources.size(); ++r)
+      freeAt[left.resources[r]] = shifted(left.exit[r], pass.shift[previous]);
+    previous = -1;
   };
   for (int32_t b = first; b >= 0 && b < blocks; b += forward ? 1 : -1) {
-    int32_t size = std::min(n, (b + 1) * kBlockOps) - b * kBlockOps;
+    int32_t size = blockEnd(b) - blockBegin(b);
     if (forward && b % kSnapshotBlocks == 0) {
       leaveState();
       size_t s = static_cast<size_t>(b / kSnapshotBlocks);
@@ -609,7 +600,8 @@ bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, bool forward,
       // The resources the block before moved used are the last pass's
       // moved by d: this block finds them as that one left them.
       if (moving) {
-        bool sameResources = previous && last.resources == previous->resources;
+        bool sameResources =
+            previous >= 0 && last.resources == pass.blocks[previous].resources;
         if (!sameResources)
           leaveState();
         std::optional<double> same = d;
@@ -629,8 +621,7 @@ bool Simulator::Impl::runBlocks(BlockPass &pass, int32_t first, bool forward,
       }
       if (moving) {
         pass.shift[b] = pass.lastShift[b] + d;
-        previous = &last;
-        previousBlock = b;
+        previous = b;
         moved += size;
         continue;
       }
@@ -698,9 +689,9 @@ double Simulator::Impl::runTiming(bool keepUndo) {
     std::fill(bwdDirty.begin(), bwdDirty.end(), 0);
   };
   // The latest end of block b's forward (backward) tasks.
-  auto latestEnd = [&](int32_t b, bool forward) {
+  auto blockLatestEnd = [&](int32_t b, bool forward) {
     double latest = 0;
-    for (int32_t i = b * kBlockOps; i < std::min(n, (b + 1) * kBlockOps); ++i)
+    for (int32_t i = blockBegin(b); i < blockEnd(b); ++i)
       for (double t : forward ? ops[i].fwdEnd : ops[i].bwdEnd)
         latest = std::max(latest, t);
     return latest;
@@ -735,10 +726,9 @@ double Simulator::Impl::runTiming(bool keepUndo) {
       [&](int32_t b, double d) { return forwardCrossingMoved(b, d); },
       [&](int32_t b) { swapForwardBlock(b); },
       [&](int32_t b, BlockTiming &record) {
-        for (int32_t i = b * kBlockOps; i < std::min(n, (b + 1) * kBlockOps);
-             ++i)
+        for (int32_t i = blockBegin(b); i < blockEnd(b); ++i)
           forward(i);
-        record.latestEnd = latestEnd(b, /*forward=*/true);
+        record.latestEnd = blockLatestEnd(b, /*forward=*/true);
       });
 
   // Backward, from the top block down.
@@ -752,8 +742,7 @@ double Simulator::Impl::runTiming(bool keepUndo) {
         [&](int32_t b, double d) { return backwardCrossingMoved(b + 1, d); },
         [&](int32_t b) { swapBackwardBlock(b); },
         [&](int32_t b, BlockTiming &record) {
-          int32_t lo = b * kBlockOps;
-          for (int32_t i = std::min(n, lo + kBlockOps) - 1; i >= lo; --i) {
+          for (int32_t i = blockEnd(b) - 1; i >= blockBegin(b); --i) {
             for (int32_t x : recomputeBefore[i]) {
               cascadeBytes.assign(numDevices, 0);
               recompute(x);
@@ -765,7 +754,7 @@ double Simulator::Impl::runTiming(bool keepUndo) {
             if (options.overlapGradSync)
               syncGradients(i, 0);
           }
-          record.latestEnd = latestEnd(b, /*forward=*/false);
+          record.latestEnd = blockLatestEnd(b, /*forward=*/false);
         });
   }
   clearDirty();
@@ -802,8 +791,7 @@ double Simulator::Impl::runTiming(bool keepUndo) {
       [](int32_t, double) { return true; }, [](int32_t) {},
       [&](int32_t b, BlockTiming &record) {
         updateSlack = std::numeric_limits<double>::infinity();
-        int32_t lo = b * kBlockOps;
-        for (int32_t i = std::min(n, lo + kBlockOps) - 1; i >= lo; --i)
+        for (int32_t i = blockEnd(b) - 1; i >= blockBegin(b); --i)
           update(i);
         record.slack = updateSlack;
         record.inputShift = bwdPass.shift[b];
@@ -816,13 +804,10 @@ double Simulator::Impl::runTiming(bool keepUndo) {
   if (options.overlapParamGather) {
     // Deferred gathers run beside the next forward: what they take beyond
     // it delays that iteration.
-    double gathers = 0, forwardEnd = 0;
+    double gathers = 0;
     for (double t : deferredGather)
       gathers = std::max(gathers, t);
-    for (int32_t b = 0; b < blocks; ++b)
-      forwardEnd = std::max(
-          forwardEnd, shifted(fwdPass.blocks[b].latestEnd, fwdPass.shift[b]));
-    end += std::max(0.0, gathers - forwardEnd);
+    end += std::max(0.0, gathers - latestEnd(fwdPass));
   }
   lastPassEnd = end;
   return end;
