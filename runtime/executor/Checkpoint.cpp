@@ -67,6 +67,8 @@ CheckpointFaults &checkpointFaults() {
       f.failAt = std::atoll(at);
     if (const char *mode = std::getenv("PPC_CKPT_FAIL_MODE"))
       f.exit = std::string(mode) == "exit";
+    if (const char *delay = std::getenv("PPC_CKPT_DELAY_MS"))
+      f.delayMs = std::max<int64_t>(0, std::atoll(delay));
     return f;
   }();
   return faults;
@@ -802,6 +804,8 @@ absl::Status prepareStepDirectory(const std::string &dir, int64_t steps,
   alternate = latest == stepDirectoryName(steps, false);
   const std::string path = dir + "/" + stepDirectoryName(steps, alternate);
   PPC_RETURN_IF_ERROR(removeStepDirectory(path));
+  if (int64_t delay = checkpointFaults().delayMs; delay > 0)
+    usleep(static_cast<useconds_t>(delay) * 1000);
   PPC_RETURN_IF_ERROR(injectedFault("create directory", path));
   if (mkdir(path.c_str(), 0777) != 0)
     return absl::InternalError("cannot create directory '" + path +

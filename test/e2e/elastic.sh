@@ -7,7 +7,10 @@
 # (under 30 s); then the devices "return" (SIGUSR1) and it grows back to 4
 # ranks and finishes. The final weights (ppc-checkpoint export) must match
 # an uninterrupted 4-rank run's (ppc-run --export-onnx) to float32
-# round-off of the different partitionings.
+# round-off of the different partitionings. Each checkpoint waits 10 ms
+# (PPC_CKPT_DELAY_MS) so that the 3-rank job still trains when the signal
+# comes (its 200 steps take well under the 0.1 s this script polls at
+# otherwise).
 # usage: elastic.sh PPC_OPT EXAMPLES WORKDIR MPIRUN...  (ppc-run,
 #        ppc-elastic and ppc-checkpoint are next to PPC_OPT)
 set -e
@@ -19,7 +22,8 @@ mkdir -p "$work"
 model=$examples/mlp.onnx
 search="search=data-parallel optimizer=adam lr=0.01"
 steps=200
-PPC_CKPT_FAIL_AT=60 PPC_CKPT_FAIL_MODE=exit "$bin/ppc-elastic" "$model" \
+PPC_CKPT_DELAY_MS=10 PPC_CKPT_FAIL_AT=60 PPC_CKPT_FAIL_MODE=exit \
+  "$bin/ppc-elastic" "$model" \
   --batch-size 8 --ranks 4 --steps $steps --checkpoint "$work/ckpt" \
   --machine cpux4 --auto-parallel "$search" --mpirun "$*" \
   > "$work/elastic.log" 2>&1 &

@@ -215,11 +215,14 @@ struct CheckpointFaults {
   int64_t failAt = 0; ///< the step (from 1) that fails; 0: none
   bool exit = false;  ///< end the process like a kill instead of an error
   int64_t count = 0;  ///< filesystem steps counted so far
+  /// Milliseconds each checkpoint's directory creation waits, as on a slow
+  /// filesystem (tests that signal a job while it trains need it to last).
+  int64_t delayMs = 0;
 };
 /// Exit status of a process ended by an injected fault.
 constexpr int kCheckpointFaultExitCode = 86;
-/// The process's injection state, initialized from PPC_CKPT_FAIL_AT and
-/// PPC_CKPT_FAIL_MODE.
+/// The process's injection state, initialized from PPC_CKPT_FAIL_AT,
+/// PPC_CKPT_FAIL_MODE and PPC_CKPT_DELAY_MS.
 CheckpointFaults &checkpointFaults();
 
 /// Creates `dir` and its parents if missing.
