@@ -36,6 +36,7 @@ LinkSpec ringLink(const Machine &machine, const std::vector<int64_t> &devices) {
                  ring.bandwidth = l.bandwidth;
                  ring.kind = l.kind;
                  ring.collectiveBySize = l.collectiveBySize;
+                 ring.exchangeBusBandwidth = l.exchangeBusBandwidth;
                }
                ring.latency = std::max(ring.latency, l.latency);
              });
@@ -98,10 +99,17 @@ AllReducePlan planAllReduce(const Machine &machine,
       rails = static_cast<double>(std::min<int64_t>(
           static_cast<int64_t>(fewest), machine.cluster->nicsPerNode));
     }
-    plan.time = 2.0 * (k - 1) / k * ring.collectiveBySize.time(bytes / rails);
+    double perRail = bytes / rails;
+    plan.time = 2.0 * (k - 1) / k * ring.collectiveBySize.time(perRail);
+    double capped = ring.exchangeBusBandwidth > 0
+                        ? perRail / ring.exchangeBusBandwidth
+                        : 0.0;
+    plan.gatherTime = static_cast<double>(k - 1) / k *
+                      std::max(ring.collectiveBySize.time(perRail), capped);
     return plan;
   }
   plan.time = ringAllReduce(k, ring, bytes);
+  plan.gatherTime = plan.time / 2;
 
   // Hierarchical: needs the same number of devices in each node.
   if (nodes <= 1)
@@ -129,6 +137,7 @@ AllReducePlan planAllReduce(const Machine &machine,
   if (hierarchical >= plan.time)
     return plan;
   plan.time = hierarchical;
+  plan.gatherTime = plan.time / 2;
   plan.bytesByLinkKind.fill(0);
   for (auto &[node, members] : byNode)
     addRingBytes(machine, members, bytes, plan.bytesByLinkKind);
@@ -150,7 +159,7 @@ allReduceBytesByLinkKind(const Machine &machine,
 
 double reduceScatterTime(const Machine &machine,
                          const std::vector<int64_t> &devices, double bytes) {
-  return 0.5 * allReduceTime(machine, devices, bytes);
+  return planAllReduce(machine, devices, bytes).gatherTime;
 }
 
 } // namespace ppc::sim

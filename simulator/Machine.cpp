@@ -327,6 +327,7 @@ static LinkSpec pathLink(const Machine &m, const std::vector<int64_t> &links) {
       path.kind = leg.kind;
       path.bySize = leg.bySize;
       path.collectiveBySize = leg.collectiveBySize;
+      path.exchangeBusBandwidth = leg.exchangeBusBandwidth;
       path.sendBySize = leg.sendBySize;
     }
   }
@@ -492,6 +493,8 @@ static absl::Status validateLinkSpec(const LinkSpec &spec) {
     return annotate(e, "bandwidth by size");
   if (absl::Status e = spec.collectiveBySize.validate(); !e.ok())
     return annotate(e, "collective bandwidth by size");
+  if (!isNonNegative(spec.exchangeBusBandwidth))
+    return absl::InvalidArgumentError("exchange bus bandwidth must be >= 0");
   if (absl::Status e = spec.sendBySize.validate(); !e.ok())
     return annotate(e, "send bandwidth by size");
   return absl::OkStatus();

@@ -282,6 +282,9 @@ absl::StatusOr<LinkSpec> readLinkFields(ObjectReader &r) {
   PPC_ASSIGN_OR_RETURN(spec.bandwidth,
                        getPositive(r, "bandwidth", Dim::Bandwidth));
   PPC_ASSIGN_OR_RETURN(spec.latency, getNonNegative(r, "latency", Dim::Time));
+  PPC_ASSIGN_OR_RETURN(
+      spec.exchangeBusBandwidth,
+      getNonNegative(r, "exchange_bus_bandwidth", Dim::Bandwidth));
   for (auto [key, curve] :
        {std::pair{"bandwidth_by_size", &spec.bySize},
         std::pair{"collective_bandwidth_by_size", &spec.collectiveBySize},
@@ -508,6 +511,8 @@ ojson writeLinkSpec(const LinkSpec &spec) {
     link["bandwidth_by_size"] = writeCurve(spec.bySize);
   if (!spec.collectiveBySize.empty())
     link["collective_bandwidth_by_size"] = writeCurve(spec.collectiveBySize);
+  if (spec.exchangeBusBandwidth > 0)
+    link["exchange_bus_bandwidth"] = spec.exchangeBusBandwidth;
   if (!spec.sendBySize.empty())
     link["send_bandwidth_by_size"] = writeCurve(spec.sendBySize);
   return link;

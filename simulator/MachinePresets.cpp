@@ -317,9 +317,14 @@ Machine dgxA100(int64_t nodes, std::string name) {
 }
 
 /// DGX H100: 8 GPUs on NVSwitch, 8 NDR ConnectX-7 (one 400 Gb/s per GPU).
+/// Inside a node, NCCL's all-gather, reduce-scatter and all-to-all reach
+/// about 370 GB/s bus bandwidth, not all-reduce's 480 with NVLink SHARP
+/// (the NCCL maintainers on NVIDIA/nccl-tests#212: NVLink's 450 GB/s less
+/// ~20% protocol overhead).
 Machine dgxH100(int64_t nodes, std::string name) {
   LinkSpec intra = kNVLink4, inter = kNDR;
   intra.collectiveBySize = dgxH100AllReduce();
+  intra.exchangeBusBandwidth = 370 * kGiga;
   inter.collectiveBySize = dgxH100InterAllReduce();
   return cluster(std::move(name), nodes, 8, 8, h100(), intra, inter);
 }

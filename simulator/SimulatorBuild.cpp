@@ -238,8 +238,9 @@ std::vector<std::vector<int32_t>> Simulator::Impl::membersPerReplica(
 /// A gradient sync of `bytes` over `members` of `st`: an all-reduce, or
 /// when `sharded` a reduce-scatter of the gradients and an all-gather of
 /// `gatherBytes` of updated parameters (-1: as many as the gradients),
-/// each priced as half an all-reduce of its size, at the rate of a
-/// bucket of at least `bucketBytes`.
+/// each priced as AllReducePlan::gatherTime of its size (half an
+/// all-reduce, or the link's exchange rate), at the rate of a bucket of at
+/// least `bucketBytes`.
 Collective Simulator::Impl::makeCollective(const OpState &st,
                                            std::vector<int32_t> members,
                                            int64_t bytes, bool sharded,
@@ -251,23 +252,25 @@ Collective Simulator::Impl::makeCollective(const OpState &st,
   std::vector<int64_t> devices;
   for (int32_t p : c.partitions)
     devices.push_back(st.devices[p]);
-  // An all-reduce of `b` bytes; `weight` of its link bytes are counted.
-  auto allReduce = [&](int64_t b, double weight) {
+  // An all-reduce of `b` bytes (`half`: a reduce-scatter or all-gather of
+  // them); `weight` of its link bytes are counted.
+  auto collective = [&](int64_t b, double weight, bool half) {
     double size = std::max<double>(static_cast<double>(b),
                                    static_cast<double>(bucketBytes));
     AllReducePlan plan = planAllReduce(machine, devices, size);
     double share = size > 0 ? static_cast<double>(b) / size : 0;
     for (size_t k = 0; k < c.bytesByLinkKind.size(); ++k)
       c.bytesByLinkKind[k] += plan.bytesByLinkKind[k] * share * weight;
-    return plan.time * share;
+    return (half ? plan.gatherTime : plan.time) * share;
   };
   if (!sharded) {
-    c.time = allReduce(bytes, 1);
+    c.time = collective(bytes, 1, /*half=*/false);
   } else if (gatherBytes < 0 || gatherBytes == bytes) {
-    c.time = c.postTime = allReduce(bytes, 1) / 2;
+    // The two halves' bytes counted at once.
+    c.time = c.postTime = collective(bytes, 1, /*half=*/true);
   } else {
-    c.time = allReduce(bytes, 0.5) / 2;
-    c.postTime = allReduce(gatherBytes, 0.5) / 2;
+    c.time = collective(bytes, 0.5, /*half=*/true);
+    c.postTime = collective(gatherBytes, 0.5, /*half=*/true);
   }
   c.time = quantized(c.time);
   c.postTime = quantized(c.postTime);
@@ -869,7 +872,8 @@ void Simulator::Impl::orderAsRounds(std::vector<Transfer> &transfers,
 /// measured collective curve (and no point-to-point curve: GPUs) each
 /// piece moves at the bus bandwidth of the whole, k pieces, which is the
 /// half all-reduce the simulator charges for an all-gather; the link's
-/// datasheet rate would price it faster than NCCL moves it. A
+/// datasheet rate would price it faster than NCCL moves it, and where the
+/// link caps exchanges (LinkSpec::exchangeBusBandwidth) at most that. A
 /// destination fed by one remote piece alone (a pipeline send) keeps the
 /// link's rate. `locals` are the pieces the destinations hold already.
 void Simulator::Impl::priceExchanges(std::vector<Transfer> &transfers,
@@ -896,9 +900,10 @@ void Simulator::Impl::priceExchanges(std::vector<Transfer> &transfers,
         machine.getNode(a) != machine.getNode(b))
       continue;
     double whole = static_cast<double>(t.bytes) * k;
-    t.time = quantized(link->latency +
-                       static_cast<double>(t.bytes) /
-                           link->collectiveBySize.bandwidthAt(whole));
+    double rate = link->collectiveBySize.bandwidthAt(whole);
+    if (link->exchangeBusBandwidth > 0)
+      rate = std::min(rate, link->exchangeBusBandwidth);
+    t.time = quantized(link->latency + static_cast<double>(t.bytes) / rate);
   }
 }
 

@@ -49,11 +49,11 @@ ppc::BandwidthCurve toCurve(DenseF64ArrayAttr flat) {
 }
 
 LinkAttr getLinkAttr(MLIRContext *context, const ppc::LinkSpec &spec) {
-  return LinkAttr::get(context, spec.kind, APFloat(spec.bandwidth),
-                       APFloat(spec.latency),
-                       getCurveAttr(context, spec.bySize),
-                       getCurveAttr(context, spec.collectiveBySize),
-                       getCurveAttr(context, spec.sendBySize));
+  return LinkAttr::get(
+      context, spec.kind, APFloat(spec.bandwidth), APFloat(spec.latency),
+      APFloat(spec.exchangeBusBandwidth), getCurveAttr(context, spec.bySize),
+      getCurveAttr(context, spec.collectiveBySize),
+      getCurveAttr(context, spec.sendBySize));
 }
 
 ClusterAttr getClusterAttr(MLIRContext *context, const ppc::ClusterSpec &spec) {
@@ -93,6 +93,7 @@ ppc::LinkSpec toLinkSpec(LinkAttr attr) {
   spec.kind = attr.getKind();
   spec.bandwidth = attr.getBandwidth().convertToDouble();
   spec.latency = attr.getLatency().convertToDouble();
+  spec.exchangeBusBandwidth = attr.getExchangeBusBandwidth().convertToDouble();
   spec.bySize = toCurve(attr.getBandwidthBySize());
   spec.collectiveBySize = toCurve(attr.getCollectiveBandwidthBySize());
   spec.sendBySize = toCurve(attr.getSendBandwidthBySize());

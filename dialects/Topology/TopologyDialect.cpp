@@ -358,10 +358,11 @@ static void printCurve(AsmPrinter &printer, StringRef key,
 }
 
 // #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06
+//            [, exchange_bus_bandwidth = 3.7e+11]
 //            [, bandwidth_by_size = [[bytes, rate], ...]]
 //            [, collective_bandwidth_by_size = [[bytes, rate], ...]]
 //            [, send_bandwidth_by_size = [[bytes, rate], ...]]>
-// The curves come in that order, each at most once.
+// The optional fields come in that order, each at most once.
 Attribute LinkAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   std::string kindName;
@@ -380,8 +381,11 @@ Attribute LinkAttr::parse(AsmParser &parser, Type) {
   if (parser.parseComma() || parseNumberField(parser, "bandwidth", bandwidth) ||
       parser.parseComma() || parseNumberField(parser, "latency", latency))
     return {};
+  double exchange = 0;
   SmallVector<double> bySize, collective, send;
-  const std::pair<StringRef, SmallVector<double> *> curves[] = {
+  // The exchange bus bandwidth (a number), then the curves.
+  const std::pair<StringRef, SmallVector<double> *> fields[] = {
+      {"exchange_bus_bandwidth", nullptr},
       {"bandwidth_by_size", &bySize},
       {"collective_bandwidth_by_size", &collective},
       {"send_bandwidth_by_size", &send}};
@@ -392,26 +396,32 @@ Attribute LinkAttr::parse(AsmParser &parser, Type) {
     if (parser.parseKeyword(&key))
       return {};
     size_t which = next;
-    while (which < std::size(curves) && curves[which].first != key)
+    while (which < std::size(fields) && fields[which].first != key)
       ++which;
-    if (which == std::size(curves)) {
+    if (which == std::size(fields)) {
       InFlightDiagnostic diag = parser.emitError(keyLoc, "expected ");
-      for (size_t i = next; i < std::size(curves); ++i)
-        diag << (i > next ? ", " : "") << "'" << curves[i].first << "'";
+      for (size_t i = next; i < std::size(fields); ++i)
+        diag << (i > next ? ", " : "") << "'" << fields[i].first << "'";
       diag << " after the link's "
-           << (next ? curves[next - 1].first : StringRef("latency"))
+           << (next ? fields[next - 1].first : StringRef("latency"))
            << ", got '" << key << "'";
       return {};
     }
-    if (parser.parseEqual() || parseCurve(parser, *curves[which].second))
+    if (parser.parseEqual())
       return {};
+    if (!fields[which].second) {
+      if (failed(parseNumber(parser, exchange)))
+        return {};
+    } else if (parseCurve(parser, *fields[which].second)) {
+      return {};
+    }
     next = which + 1;
   }
   if (parser.parseGreater())
     return {};
   MLIRContext *context = parser.getContext();
   return getChecked([&] { return parser.emitError(loc); }, context, *kind,
-                    APFloat(bandwidth), APFloat(latency),
+                    APFloat(bandwidth), APFloat(latency), APFloat(exchange),
                     DenseF64ArrayAttr::get(context, bySize),
                     DenseF64ArrayAttr::get(context, collective),
                     DenseF64ArrayAttr::get(context, send));
@@ -422,6 +432,11 @@ void LinkAttr::print(AsmPrinter &printer) const {
   printDouble(printer, getBandwidth().convertToDouble());
   printer << ", latency = ";
   printDouble(printer, getLatency().convertToDouble());
+  if (double exchange = getExchangeBusBandwidth().convertToDouble();
+      exchange != 0) {
+    printer << ", exchange_bus_bandwidth = ";
+    printDouble(printer, exchange);
+  }
   printCurve(printer, "bandwidth_by_size", getBandwidthBySize());
   printCurve(printer, "collective_bandwidth_by_size",
              getCollectiveBandwidthBySize());
@@ -446,7 +461,8 @@ static LogicalResult verifyCurve(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ppc::LinkKind, APFloat bandwidth,
-                               APFloat latency, DenseF64ArrayAttr bySize,
+                               APFloat latency, APFloat exchangeBusBandwidth,
+                               DenseF64ArrayAttr bySize,
                                DenseF64ArrayAttr collective,
                                DenseF64ArrayAttr send) {
   double bw = bandwidth.convertToDouble(), lat = latency.convertToDouble();
@@ -454,6 +470,10 @@ LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "link bandwidth must be > 0, got " << bw;
   if (!(std::isfinite(lat) && lat >= 0))
     return emitError() << "link latency must be >= 0, got " << lat;
+  if (double exchange = exchangeBusBandwidth.convertToDouble();
+      !(std::isfinite(exchange) && exchange >= 0))
+    return emitError() << "link exchange_bus_bandwidth must be >= 0, got "
+                       << exchange;
   if (failed(verifyCurve(emitError, "bandwidth_by_size", bySize)) ||
       failed(
           verifyCurve(emitError, "collective_bandwidth_by_size", collective)) ||

@@ -16,7 +16,7 @@
 // H100: #[[DEV:.*]] = #topo.device<"H100-SXM5-80GB", peak_flops = {bf16 = 9.895e+14, f16 = 9.895e+14, f32 = 6.7e+13, f64 = 3.4e+13, f8 = 1.979e+15, i8 = 1.979e+15, tf32 = 4.945e+14}, memory_bandwidth = 3.35e+12, memory_bytes = 85899345920, launch_overhead = 3.0e-06, compute_units = 132, matmul_efficiency = 0.76, bandwidth_efficiency = 0.9, attention_forward_efficiency = 0.74, attention_backward_efficiency = 0.405, attention_half_efficiency_flops = 5.6e+10>
 // NCCL's measured all-reduce bus bandwidths (per rail across nodes):
 // H100: #[[IB:.*]] = #topo.link<infiniband, bandwidth = 5.0e+10, latency = 1.0e-06, collective_bandwidth_by_size = {{\[}}[1.0, {{.*}}], {{.*}}, [1073741824.0, 4.13662{{[0-9.e+]*}}]]>
-// H100: #[[NV:.*]] = #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06, collective_bandwidth_by_size = {{\[}}[8.0, {{.*}}], {{.*}}, [8589934592.0, 4.8016e+11]]>
+// H100: #[[NV:.*]] = #topo.link<nvlink, bandwidth = 4.5e+11, latency = 1.0e-06, exchange_bus_bandwidth = 3.7e+11, collective_bandwidth_by_size = {{\[}}[8.0, {{.*}}], {{.*}}, [8589934592.0, 4.8016e+11]]>
 // H100: #topo.cluster<nodes = 2, devices_per_node = 8, nics_per_node = 8, device = #[[DEV]], intra = #[[NV]], inter = #[[IB]]>
 // H100: module attributes {ppc.machine = #cluster}
 

@@ -827,6 +827,7 @@ TEST(MachineJson, BandwidthBySize) {
   };
   absl::StatusOr<Machine> m = parseMachineJson(
       with(R"("bandwidth_by_size": [["4 KiB", "1 GB/s"], [4194304, 9e9]],
+              "exchange_bus_bandwidth": "1.5 GB/s",
               "collective_bandwidth_by_size": [["1 MB", "2 GB/s"]],
               "send_bandwidth_by_size": [["4 KiB", "4 GB/s"], [4194304, 18e9]])"),
       "t");
@@ -835,6 +836,8 @@ TEST(MachineJson, BandwidthBySize) {
   ASSERT_EQ(intra.bySize.points.size(), 2u);
   EXPECT_EQ(intra.bySize.points[0], std::make_pair(4096.0, 1e9));
   EXPECT_EQ(intra.collectiveBySize.points[0], std::make_pair(1e6, 2e9));
+  EXPECT_DOUBLE_EQ(intra.exchangeBusBandwidth, 1.5e9);
+  EXPECT_DOUBLE_EQ(m->cluster->inter.exchangeBusBandwidth, 0);
   ASSERT_EQ(intra.sendBySize.points.size(), 2u);
   EXPECT_EQ(intra.sendBySize.points[1], std::make_pair(4194304.0, 18e9));
   // A transfer takes the curve's time, not latency + bytes / bandwidth.
@@ -874,6 +877,8 @@ TEST(MachineJson, BandwidthBySize) {
       "TB/s, KiB/s, MiB/s, GiB/s, Kb/s, Mb/s, Gb/s, Tb/s)");
   EXPECT_EQ(parseError(with(R"("bandwidth_by_size": [[0, 1]])")),
             "machine.json: cluster.intra.bandwidth_by_size[0][0]: must be > 0");
+  EXPECT_EQ(parseError(with(R"("exchange_bus_bandwidth": "-1 GB/s")")),
+            "machine.json: cluster.intra.exchange_bus_bandwidth: must be >= 0");
   EXPECT_EQ(parseError(with(R"("send_bandwidth_by_size": [[8, 1], [8, 2]])")),
             "machine.json: cluster.intra.send_bandwidth_by_size[1][0]: sizes "
             "must increase");

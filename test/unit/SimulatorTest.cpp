@@ -444,6 +444,21 @@ TEST(Simulator, RingAllReduceMatchesAlphaBeta) {
   spec.nicsPerNode = 1;
   EXPECT_NEAR(allReduceTime(Machine::fromCluster(spec), {0, 1, 2, 3}, 1e7),
               1.5 * 1e7 / 5e7, kTimeTolerance);
+
+  // An exchange ceiling below the curve slows reduce-scatter and
+  // all-gather to (k - 1) / k * S / ceiling, not the all-reduce; above the
+  // curve's rate it changes nothing.
+  spec.nicsPerNode = 2;
+  spec.intra.exchangeBusBandwidth = 2e8;
+  Machine capped = Machine::fromCluster(spec);
+  EXPECT_NEAR(allReduceTime(capped, {0, 1}, 1e7), 1e7 / 5e8, kTimeTolerance);
+  EXPECT_NEAR(reduceScatterTime(capped, {0, 1}, 1e7), 0.5 * 1e7 / 2e8,
+              kTimeTolerance);
+  EXPECT_NEAR(reduceScatterTime(capped, {0, 1}, 1e3), 0.5 * 1e3 / 1e8,
+              kTimeTolerance);
+  spec.intra.exchangeBusBandwidth = 1e9;
+  EXPECT_NEAR(reduceScatterTime(Machine::fromCluster(spec), {0, 1}, 1e7),
+              0.5 * 1e7 / 5e8, kTimeTolerance);
 }
 
 TEST(Simulator, RingAllReduceRunsThroughEachNodeTogether) {

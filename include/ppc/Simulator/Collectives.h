@@ -25,6 +25,10 @@ namespace ppc::sim {
 /// participants send over each kind of link (indexed by LinkKind).
 struct AllReducePlan {
   double time = 0;
+  /// A reduce-scatter or all-gather of the same buffer: half the
+  /// all-reduce, or slower where the group's bottleneck link caps such
+  /// collectives (LinkSpec::exchangeBusBandwidth).
+  double gatherTime = 0;
   std::array<double, 8> bytesByLinkKind{};
 };
 
@@ -46,7 +50,8 @@ double allReduceTime(const Machine &machine,
 std::array<double, 8>
 allReduceBytesByLinkKind(const Machine &machine,
                          const std::vector<int64_t> &devices, double bytes);
-/// Reduce-scatter (or all-gather) of `bytes` in total: half an all-reduce.
+/// Reduce-scatter (or all-gather) of `bytes` in total: half an all-reduce,
+/// at most the link's exchange bus bandwidth (AllReducePlan::gatherTime).
 double reduceScatterTime(const Machine &machine,
                          const std::vector<int64_t> &devices, double bytes);
 

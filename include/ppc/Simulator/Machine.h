@@ -170,6 +170,13 @@ struct LinkSpec {
   /// When set, such an all-reduce takes 2(k-1)/k * bytes / busbw(bytes)
   /// instead of the ring and hierarchical alpha-beta costs.
   BandwidthCurve collectiveBySize;
+  /// The highest bus bandwidth (nccl-tests' busbw: (k-1)/k of the whole
+  /// buffer over the time) that an all-gather, reduce-scatter or all-to-all
+  /// reaches over this link, bytes/s; 0: no ceiling. Such a collective
+  /// moves at the lower of this and collectiveBySize's rate: that curve,
+  /// measured for all-reduce, includes NVLink SHARP's in-switch reduction
+  /// on DGX H100s (480 GB/s), which the others do not get (about 370).
+  double exchangeBusBandwidth = 0;
   /// The sender's part of a point-to-point message by size, on a link
   /// between processes that move their own messages (`shared_memory`: CPU
   /// ranks): the time the sending rank spends packing the message and
@@ -195,6 +202,7 @@ struct LinkSpec {
     return kind == other.kind && bandwidth == other.bandwidth &&
            latency == other.latency && bySize == other.bySize &&
            collectiveBySize == other.collectiveBySize &&
+           exchangeBusBandwidth == other.exchangeBusBandwidth &&
            sendBySize == other.sendBySize;
   }
   bool operator!=(const LinkSpec &other) const { return !(*this == other); }

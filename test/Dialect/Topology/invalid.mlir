@@ -105,8 +105,24 @@
 
 // -----
 
-// expected-error @+1 {{expected 'bandwidth_by_size', 'collective_bandwidth_by_size', 'send_bandwidth_by_size' after the link's latency, got 'by_size'}}
+// expected-error @+1 {{expected 'exchange_bus_bandwidth', 'bandwidth_by_size', 'collective_bandwidth_by_size', 'send_bandwidth_by_size' after the link's latency, got 'by_size'}}
 #l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0, by_size = [[8, 1.0]]>
+
+// -----
+
+// expected-error @+1 {{link exchange_bus_bandwidth must be >= 0, got -1}}
+#l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0, exchange_bus_bandwidth = -1.0>
+
+// -----
+
+// expected-error @+1 {{expected a number}}
+#l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0, exchange_bus_bandwidth = [[8, 1.0]]>
+
+// -----
+
+// The exchange bus bandwidth comes before the curves.
+// expected-error @+1 {{expected 'send_bandwidth_by_size' after the link's collective_bandwidth_by_size, got 'exchange_bus_bandwidth'}}
+#l = #topo.link<nvlink, bandwidth = 1.0, latency = 0.0, collective_bandwidth_by_size = [[8, 1.0]], exchange_bus_bandwidth = 1.0>
 
 // -----
 

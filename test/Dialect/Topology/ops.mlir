@@ -39,9 +39,9 @@ module attributes {ppc.machine = #topo.cluster<nodes = 1, devices_per_node = 2,
 // -----
 
 // Measured bandwidths by message size: point to point, of collectives, and
-// the sender's part of a message.
+// the sender's part of a message; the exchanges' ceiling.
 // CHECK-DAG: #[[MEASURED:.*]] = #topo.link<shared_memory, bandwidth = 5.0e+09, latency = 1.5e-05, bandwidth_by_size = {{\[}}[4096.0, 1.1e+09], [4194304.0, 9.0e+09]], collective_bandwidth_by_size = {{\[}}[1024.0, 2.0e+08]], send_bandwidth_by_size = {{\[}}[4096.0, 2.5e+09]]>
-// CHECK-DAG: #[[COLL:.*]] = #topo.link<shared_memory, bandwidth = 5.0e+09, latency = 0.0, collective_bandwidth_by_size = {{\[}}[1.0e+06, 4.0e+09]]>
+// CHECK-DAG: #[[COLL:.*]] = #topo.link<shared_memory, bandwidth = 5.0e+09, latency = 0.0, exchange_bus_bandwidth = 3.0e+09, collective_bandwidth_by_size = {{\[}}[1.0e+06, 4.0e+09]]>
 // CHECK: #topo.cluster<nodes = 1, devices_per_node = 2, cores_per_node = 1, device = {{.*}}, intra = #[[MEASURED]], inter = #[[COLL]]>
 module attributes {ppc.machine = #topo.cluster<nodes = 1, devices_per_node = 2,
     cores_per_node = 1,
@@ -52,6 +52,7 @@ module attributes {ppc.machine = #topo.cluster<nodes = 1, devices_per_node = 2,
         collective_bandwidth_by_size = [[1024, 2.0e8]],
         send_bandwidth_by_size = [[4096, 2.5e9]]>,
     inter = #topo.link<shared_memory, bandwidth = 5.0e9, latency = 0,
+        exchange_bus_bandwidth = 3.0e9,
         collective_bandwidth_by_size = [[1.0e6, 4.0e9]]>>} {
 }
 

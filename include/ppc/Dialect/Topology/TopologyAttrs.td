@@ -54,7 +54,11 @@ def Topo_LinkAttr : Topo_Attr<"Link", "link"> {
   let description = [{
     Kind is one of `shared_memory`, `pcie`, `nvlink`, `infinity_fabric`,
     `upi`, `infiniband`, `ethernet`, `other`; bandwidth is bytes/s in each
-    direction; latency is in seconds. Optionally, measured bandwidths by
+    direction; latency is in seconds. Optionally, `exchange_bus_bandwidth`
+    (bytes/s): the highest bus bandwidth an all-gather, reduce-scatter or
+    all-to-all reaches over the link, which then moves at the lower of it
+    and the collective curve's rate (0 or absent: no ceiling). Optionally,
+    measured bandwidths by
     message size, as `[bytes, bytes/s]` pairs with increasing sizes:
     `bandwidth_by_size` for point-to-point messages and
     `collective_bandwidth_by_size` for the all-reduce bus bandwidth of a
@@ -63,7 +67,8 @@ def Topo_LinkAttr : Topo_Attr<"Link", "link"> {
     (docs/machine-format.md); in that order.
 
     ```mlir
-    #nvlink = #topo.link<nvlink, bandwidth = 4.5e11, latency = 1.0e-06>
+    #nvlink = #topo.link<nvlink, bandwidth = 4.5e11, latency = 1.0e-06,
+        exchange_bus_bandwidth = 3.7e11>
     #shm = #topo.link<shared_memory, bandwidth = 5.0e9, latency = 1.5e-05,
         bandwidth_by_size = [[4096, 1.1e9], [4194304, 9.0e9]]>
     ```
@@ -71,6 +76,7 @@ def Topo_LinkAttr : Topo_Attr<"Link", "link"> {
   let parameters = (ins "::ppc::LinkKind":$kind,
                         APFloatParameter<"bytes/s">:$bandwidth,
                         APFloatParameter<"seconds">:$latency,
+                        APFloatParameter<"bytes/s">:$exchangeBusBandwidth,
                         "::mlir::DenseF64ArrayAttr":$bandwidthBySize,
                         "::mlir::DenseF64ArrayAttr":$collectiveBandwidthBySize,
                         "::mlir::DenseF64ArrayAttr":$sendBandwidthBySize);
