@@ -300,8 +300,9 @@ getRecurrentUnsupportedReason(GraphImporter &imp, const onnx::NodeProto &node);
 
 /// The domain and op type of the node a fused mixture-of-experts block
 /// becomes: inputs tokens [..., H], router probabilities [..., E] and the
-/// stacked expert weights W1, W3 [E, H, F] and W2 [E, F, H]; attributes
-/// top_k and normalize; output the block's [..., H].
+/// stacked expert weights W1, W3 [E, H, F] (W3 empty without a gate) and
+/// W2 [E, F, H]; attributes top_k, normalize and activation (swiglu, relu,
+/// gelu, gelu_tanh, silu); output the block's [..., H].
 inline constexpr llvm::StringLiteral kFusedDomain = "ai.ppc.fused";
 inline constexpr llvm::StringLiteral kFusedMoeOpType = "MixtureOfExperts";
 
@@ -314,8 +315,8 @@ int fuseMixturesOfExperts(onnx::GraphProto &graph, GraphImporter &imp,
                           llvm::StringMap<std::vector<std::string>> &stacked);
 
 /// Converts a fused mixture-of-experts node: ppc.moe_dispatch (one token
-/// per routing group, capacity 1: dropless), the experts' SwiGLU as
-/// batched matmuls, ppc.moe_combine.
+/// per routing group, capacity 1: dropless), the experts as batched
+/// matmuls, ppc.moe_combine.
 mlir::LogicalResult convertFusedMoe(GraphImporter &imp,
                                     const onnx::NodeProto &node);
 

@@ -21,7 +21,11 @@
 //   - normalize: TopK's values divided by their ReduceSum (Mixtral; a
 //     Qwen-MoE block without norm_topk_prob has none);
 //   - the experts: E SwiGLU MLPs MatMul(Mul(silu(MatMul(x, W1)),
-//     MatMul(x, W3)), W2), silu as x * Sigmoid(x), whose weights are
+//     MatMul(x, W3)), W2), silu as x * Sigmoid(x), or E two-layer MLPs
+//     MatMul(act(MatMul(x, W1)), W2) with act one of ReLU, GELU (the Gelu
+//     op, or exact GELU as PyTorch exports it: x * (erf(x / sqrt 2) + 1) *
+//     0.5, its factors in any order) and SiLU (Switch, GShard and fairseq
+//     experts), all alike, whose weights are
 //     initializers read nowhere else, downstream of the routing (or on the
 //     tokens whole; a shared expert on the tokens beside E routed ones, as
 //     Qwen-MoE and DeepSeek-MoE have, is not one of them); expert e is the
@@ -61,11 +65,13 @@ struct MoeMatch {
   std::string tokens, probs, logits;
   bool softmaxAfterTopK = false, normalize = false;
   int64_t k = 0, experts = 0, hidden = 0, ffn = 0;
-  /// Per expert, in expert order: W1, W3, W2 and its W2 MatMul node.
+  /// Per expert, in expert order: W1, W3 (SwiGLU only), W2, its W2 MatMul
+  /// node and its activation (kExpertActivations).
   struct Expert {
     std::string w1, w3, w2, rows;
     int w2Node = -1;
     int64_t index = -1;
+    StringRef activation;
   };
   std::vector<Expert> expertList;
   int output = -1;
@@ -166,6 +172,18 @@ private:
   }
 
   std::optional<std::string> matchRouter(int topK, MoeMatch &m);
+  /// The value `value` is a constant scalar equal to `want` (to float
+  /// round-off).
+  bool isScalar(StringRef value, double want) const {
+    const ConstTensor *c = imp.getConst(value, true);
+    return c && c->numElements() == 1 &&
+           std::abs(c->getDouble(0) - want) <= 1e-6 * std::abs(want);
+  }
+  std::optional<std::pair<StringRef, std::string>>
+  matchActivation(StringRef value) const;
+  std::optional<MoeMatch::Expert> matchSwiGlu(const MoeMatch &m,
+                                              const onnx::NodeProto &product,
+                                              ArrayRef<int64_t> w2) const;
   void matchExperts(MoeMatch &m, const llvm::BitVector &routed);
   std::optional<std::string> orderExperts(MoeMatch &m,
                                           const llvm::BitVector &routed);
@@ -244,7 +262,102 @@ std::optional<std::string> MoeFuser::matchRouter(int topK, MoeMatch &m) {
   return std::nullopt;
 }
 
-/// Every SwiGLU expert downstream of the routing (or on the tokens).
+/// The activation of a two-layer expert that `value` is, and its input:
+/// Relu, Gelu, x * Sigmoid(x) (silu), or exact GELU as PyTorch exports it,
+/// the product of x, erf(x / sqrt 2) + 1 and 0.5 in any order.
+std::optional<std::pair<StringRef, std::string>>
+MoeFuser::matchActivation(StringRef value) const {
+  const onnx::NodeProto *node = def(value);
+  if (!node || node->input_size() < 1)
+    return std::nullopt;
+  const std::string &op = node->op_type();
+  if (op == "Relu")
+    return std::make_pair(StringRef("relu"), node->input(0));
+  if (op == "Gelu")
+    return std::make_pair(
+        StringRef(getAttrString(*node, "approximate", "none") == "tanh"
+                      ? "gelu_tanh"
+                      : "gelu"),
+        node->input(0));
+  if (op != "Mul" || node->input_size() != 2)
+    return std::nullopt;
+  for (int j = 0; j < 2; ++j)
+    if (const onnx::NodeProto *sig = def(node->input(j));
+        sig && sig->op_type() == "Sigmoid" &&
+        sig->input(0) == node->input(1 - j))
+      return std::make_pair(StringRef("silu"), node->input(1 - j));
+  // Exact GELU: the factors of a product of two Muls.
+  SmallVector<std::string, 3> factors;
+  for (const std::string &in : node->input()) {
+    const onnx::NodeProto *inner = def(in);
+    if (inner && inner->op_type() == "Mul" && inner->input_size() == 2)
+      factors.append(inner->input().begin(), inner->input().end());
+    else
+      factors.push_back(in);
+  }
+  if (factors.size() != 3)
+    return std::nullopt;
+  // erf(x / sqrt 2) + 1 (or erf(x * 1 / sqrt 2)), its x.
+  auto erfTermOf = [&](StringRef v) -> std::optional<std::string> {
+    const onnx::NodeProto *add = def(v);
+    if (!add || add->op_type() != "Add" || add->input_size() != 2)
+      return std::nullopt;
+    for (int j = 0; j < 2; ++j) {
+      const onnx::NodeProto *erf = def(add->input(j));
+      if (!erf || erf->op_type() != "Erf" || !isScalar(add->input(1 - j), 1))
+        continue;
+      const onnx::NodeProto *scale = def(erf->input(0));
+      if (scale && scale->op_type() == "Div" &&
+          isScalar(scale->input(1), std::sqrt(2.0)))
+        return scale->input(0);
+      if (scale && scale->op_type() == "Mul")
+        for (int s = 0; s < 2; ++s)
+          if (isScalar(scale->input(s), 1 / std::sqrt(2.0)))
+            return scale->input(1 - s);
+    }
+    return std::nullopt;
+  };
+  for (int t = 0; t < 3; ++t) {
+    std::optional<std::string> x = erfTermOf(factors[t]);
+    if (!x)
+      continue;
+    const std::string &a = factors[(t + 1) % 3], &b = factors[(t + 2) % 3];
+    if ((a == *x && isScalar(b, 0.5)) || (b == *x && isScalar(a, 0.5)))
+      return std::make_pair(StringRef("gelu"), *x);
+  }
+  return std::nullopt;
+}
+
+/// A SwiGLU expert whose W2 MatMul reads `product`.
+std::optional<MoeMatch::Expert>
+MoeFuser::matchSwiGlu(const MoeMatch &m, const onnx::NodeProto &product,
+                      ArrayRef<int64_t> w2) const {
+  for (int side = 0; side < 2; ++side) {
+    std::optional<std::pair<StringRef, std::string>> silu =
+        matchActivation(product.input(side));
+    if (!silu || silu->first != "silu")
+      continue;
+    const onnx::NodeProto *gate = def(silu->second);
+    const onnx::NodeProto *up = def(skipCasts(product.input(1 - side)));
+    if (!gate || !up || gate->op_type() != "MatMul" ||
+        up->op_type() != "MatMul" || gate->input(0) != up->input(0))
+      continue;
+    SmallVector<int64_t> w1 = soleUseWeight(gate->input(1)),
+                         w3 = soleUseWeight(up->input(1));
+    if (w1.size() != 2 || w1 != w3 || w1[0] != m.hidden || w1[1] != w2[0])
+      continue;
+    MoeMatch::Expert e;
+    e.w1 = gate->input(1);
+    e.w3 = up->input(1);
+    e.rows = gate->input(0);
+    e.activation = "swiglu";
+    return e;
+  }
+  return std::nullopt;
+}
+
+/// Every expert downstream of the routing (or on the tokens): SwiGLU, or
+/// two linear layers with an activation between.
 void MoeFuser::matchExperts(MoeMatch &m, const llvm::BitVector &routed) {
   for (auto [i, node] : llvm::enumerate(graph.node())) {
     if (node.op_type() != "MatMul" || node.input_size() != 2)
@@ -252,37 +365,34 @@ void MoeFuser::matchExperts(MoeMatch &m, const llvm::BitVector &routed) {
     SmallVector<int64_t> w2 = soleUseWeight(node.input(1));
     if (w2.size() != 2 || w2[1] != m.hidden)
       continue;
-    const onnx::NodeProto *product = def(skipCasts(node.input(0)));
-    if (!product || product->op_type() != "Mul")
+    std::string in = skipCasts(node.input(0));
+    const onnx::NodeProto *product = def(in);
+    if (!product)
       continue;
-    for (int side = 0; side < 2; ++side) {
-      // silu(a) = a * Sigmoid(a), either order.
-      const onnx::NodeProto *silu = def(product->input(side));
-      if (!silu || silu->op_type() != "Mul")
-        continue;
-      std::string a;
-      for (int j = 0; j < 2 && a.empty(); ++j)
-        if (const onnx::NodeProto *sig = def(silu->input(j));
-            sig && sig->op_type() == "Sigmoid" &&
-            sig->input(0) == silu->input(1 - j))
-          a = silu->input(1 - j);
-      const onnx::NodeProto *gate = a.empty() ? nullptr : def(a);
-      const onnx::NodeProto *up = def(skipCasts(product->input(1 - side)));
-      if (!gate || !up || gate->op_type() != "MatMul" ||
-          up->op_type() != "MatMul" || gate->input(0) != up->input(0))
-        continue;
-      SmallVector<int64_t> w1 = soleUseWeight(gate->input(1)),
-                           w3 = soleUseWeight(up->input(1));
-      if (w1.size() != 2 || w1 != w3 || w1[0] != m.hidden || w1[1] != w2[0])
-        continue;
-      const std::string &rows = gate->input(0);
-      if (rows != m.tokens && !producedIn(rows, routed))
-        continue;
-      m.ffn = w1[1];
-      m.expertList.push_back({gate->input(1), up->input(1), node.input(1), rows,
-                              static_cast<int>(i)});
-      break;
-    }
+    std::optional<MoeMatch::Expert> expert;
+    if (product->op_type() == "Mul" && product->input_size() == 2)
+      expert = matchSwiGlu(m, *product, w2);
+    if (!expert)
+      if (std::optional<std::pair<StringRef, std::string>> act =
+              matchActivation(in)) {
+        const onnx::NodeProto *up = def(skipCasts(act->second));
+        SmallVector<int64_t> w1;
+        if (up && up->op_type() == "MatMul")
+          w1 = soleUseWeight(up->input(1));
+        if (w1.size() == 2 && w1[0] == m.hidden && w1[1] == w2[0]) {
+          expert.emplace();
+          expert->w1 = up->input(1);
+          expert->rows = up->input(0);
+          expert->activation = act->first;
+        }
+      }
+    if (!expert ||
+        (expert->rows != m.tokens && !producedIn(expert->rows, routed)))
+      continue;
+    m.ffn = w2[0];
+    expert->w2 = node.input(1);
+    expert->w2Node = static_cast<int>(i);
+    m.expertList.push_back(std::move(*expert));
   }
   // A shared expert beside the routed ones (Qwen-MoE, DeepSeek-MoE) reads
   // the tokens whole: where the routed ones are E, it is not one of them.
@@ -417,10 +527,15 @@ MoeFuser::rewrite(const MoeMatch &m, int ordinal,
     return n;
   };
   // The stacked weights: read back by the plan export part by part
-  // (ppc.stacked_weights), so they are declared here without data.
+  // (ppc.stacked_weights), so they are declared here without data. Two
+  // linear layers have no W3 (an empty input of the fused node).
+  StringRef activation = m.expertList.front().activation;
+  bool gated = activation == "swiglu";
   std::string weights[3];
   const char *suffix[3] = {".experts.w1", ".experts.w3", ".experts.w2"};
   for (int w = 0; w < 3; ++w) {
+    if (w == 1 && !gated)
+      continue;
     weights[w] = uniqueName(name + suffix[w]);
     std::vector<std::string> parts;
     for (const MoeMatch::Expert &e : m.expertList)
@@ -468,6 +583,10 @@ MoeFuser::rewrite(const MoeMatch &m, int ordinal,
   normalize->set_name("normalize");
   normalize->set_type(onnx::AttributeProto::INT);
   normalize->set_i(m.normalize ? 1 : 0);
+  onnx::AttributeProto *act = fused.add_attribute();
+  act->set_name("activation");
+  act->set_type(onnx::AttributeProto::STRING);
+  act->set_s(activation.str());
   GraphImporter::ValueType &out = imp.types[fused.output(0)];
   out = imp.types.lookup(m.tokens);
   added.push_back(std::move(fused));
@@ -504,7 +623,14 @@ int MoeFuser::run(llvm::StringMap<std::vector<std::string>> &stacked) {
     matchExperts(m, routed);
     if (static_cast<int64_t>(m.expertList.size()) != m.experts)
       problem = "it has " + std::to_string(m.expertList.size()) +
-                " SwiGLU experts of the router's " + std::to_string(m.experts);
+                " experts (SwiGLU, or two linear layers with ReLU, GELU or "
+                "SiLU between) of the router's " +
+                std::to_string(m.experts);
+    for (const MoeMatch::Expert &e : m.expertList)
+      if (!problem && e.activation != m.expertList.front().activation)
+        problem = "its experts differ in activation (" +
+                  m.expertList.front().activation.str() + " and " +
+                  e.activation.str() + ")";
     if (!problem)
       problem = orderExperts(m, routed);
     if (!problem)
@@ -550,17 +676,24 @@ routingGroups(GraphImporter &imp, Value tokens, int64_t hidden) {
 }
 
 /// Tokens [..., H] as G routing groups of S tokens, the probabilities
-/// [..., E] alike; dispatch to the [E, G, C, H] slots, the experts' SwiGLU
-/// as batched matmuls, combine, and back.
+/// [..., E] alike; dispatch to the [E, G, C, H] slots, the experts (SwiGLU,
+/// or two linear layers and an activation) as batched matmuls, combine, and
+/// back.
 LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
                                            const onnx::NodeProto &node) {
+  // Inputs: tokens, probabilities, W1, W3 (empty without a gate), W2.
   SmallVector<Value, 5> in;
   for (int i = 0; i < 5; ++i) {
+    if (node.input(i).empty()) {
+      in.push_back(Value());
+      continue;
+    }
     FailureOr<Value> v = imp.getValue(node.input(i));
     if (failed(v))
       return failure();
     in.push_back(*v);
   }
+  std::string activation = getAttrString(node, "activation", "swiglu");
   auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
   RankedTensorType tokens = typeOf(in[0]), w1 = typeOf(in[2]);
   int64_t e = w1.getDimSize(0), h = w1.getDimSize(1), f = w1.getDimSize(2);
@@ -605,10 +738,22 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
                                false, false)
         .getResult();
   };
-  Value gate = matmul(".experts.w1", rows, in[2], f);
-  Value up = matmul(".experts.w3", rows, in[3], f);
-  gate = g::SiluOp::create(b, at(".experts.silu"), gate.getType(), gate);
-  Value mid = g::MulOp::create(b, at(".experts.mul"), gate.getType(), gate, up);
+  Value mid = matmul(".experts.w1", rows, in[2], f);
+  Type midType = mid.getType();
+  if (activation == "swiglu") {
+    Value up = matmul(".experts.w3", rows, in[3], f);
+    Value gate = g::SiluOp::create(b, at(".experts.silu"), midType, mid);
+    mid = g::MulOp::create(b, at(".experts.mul"), midType, gate, up);
+  } else if (activation == "relu") {
+    mid = g::ReluOp::create(b, at(".experts.relu"), midType, ValueRange{mid});
+  } else if (activation == "silu") {
+    mid = g::SiluOp::create(b, at(".experts.silu"), midType, mid);
+  } else {
+    mid = g::GeluOp::create(b, at(".experts.gelu"), midType, mid,
+                            activation == "gelu_tanh"
+                                ? g::GeluApproximation::tanh
+                                : g::GeluApproximation::none);
+  }
   Value down = matmul(".experts.w2", mid, in[4], h);
   Value back =
       (at(".combine.slots"), reshape(imp, down, {e, groupCount, capacity, h}));

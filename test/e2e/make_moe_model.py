@@ -19,8 +19,10 @@ Writes into DIR:
   torch-trained.onnx  the model after those STEPS updates, exported again
                       (the same initializer names).
 STYLE qwen writes Qwen2-MoE's block instead: the top-k weights not
-normalized, and a shared expert on every token gated by a sigmoid.
-usage: make_moe_model.py DIR [BATCH] [STEPS] [mixtral|qwen]
+normalized, and a shared expert on every token gated by a sigmoid; STYLE
+gelu the Mixtral block with two-layer GELU experts (fairseq's and
+DeepSpeed-MoE's examples; exact GELU, exported as erf).
+usage: make_moe_model.py DIR [BATCH] [STEPS] [mixtral|qwen|gelu]
 """
 import os
 import sys
@@ -44,12 +46,22 @@ class Expert(nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
 
+class GeluExpert(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(HIDDEN, FFN, bias=False)
+        self.fc2 = nn.Linear(FFN, HIDDEN, bias=False)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
 class SparseMoeBlock(nn.Module):
-    def __init__(self, normalize=True):
+    def __init__(self, normalize=True, expert=Expert):
         super().__init__()
         self.normalize = normalize
         self.gate = nn.Linear(HIDDEN, EXPERTS, bias=False)
-        self.experts = nn.ModuleList([Expert() for _ in range(EXPERTS)])
+        self.experts = nn.ModuleList([expert() for _ in range(EXPERTS)])
 
     def routed(self, flat):
         """The routed experts' sum for the [tokens, hidden] `flat`."""
@@ -95,8 +107,10 @@ class QwenMoeBlock(SparseMoeBlock):
 class Net(nn.Module):
     def __init__(self, style):
         super().__init__()
-        self.block_sparse_moe = (QwenMoeBlock() if style == "qwen"
-                                 else SparseMoeBlock())
+        self.block_sparse_moe = (
+            QwenMoeBlock() if style == "qwen" else
+            SparseMoeBlock(expert=GeluExpert) if style == "gelu" else
+            SparseMoeBlock())
         self.head = nn.Linear(HIDDEN, CLASSES)
 
     def forward(self, x):

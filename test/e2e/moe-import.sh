@@ -8,7 +8,8 @@
 # strategy match the single-device step (--verify); --export-onnx writes
 # the trained experts back to PyTorch's initializers (PyTorch's trained
 # values), and --moe-capacity-factor routes per sample with drops. Then
-# the same for Qwen2-MoE's block (unnormalized weights, a shared expert).
+# the same for Qwen2-MoE's block (unnormalized weights, a shared expert),
+# and for two-layer GELU experts.
 # usage: moe-import.sh PYTHON PPC_OPT PPC_RUN WORKDIR NP RUN...
 #        (PYTHON has torch, onnx and numpy; RUN... starts ppc-run on NP ranks)
 set -e
@@ -49,12 +50,12 @@ for step in range(1, int(sys.argv[2]) + 1):
 assert want[-1] < want[0]
 PY
 }
-same_losses_as_pytorch
 # The stacked experts go back to their initializers: after as many steps
 # as PyTorch took, ppc-run's exported model holds PyTorch's weights.
-"$ppc_run" one.pb --steps $steps --quiet --input x=x.npy \
-  --input labels=labels.npy --export-onnx moe.onnx=trained.onnx
-"$python" - trained.onnx torch-trained.onnx <<'PY'
+same_trained_weights_as_pytorch() {
+  "$ppc_run" one.pb --steps $steps --quiet --input x=x.npy \
+    --input labels=labels.npy --export-onnx moe.onnx=trained.onnx
+  "$python" - trained.onnx torch-trained.onnx <<'PY'
 import sys
 import numpy as np
 import onnx
@@ -67,6 +68,9 @@ for name, w in want.items():
         f"{name} differs by {np.max(np.abs(got[name] - w))}"
 print(f"{len(want)} trained initializers match PyTorch's")
 PY
+}
+same_losses_as_pytorch
+same_trained_weights_as_pytorch
 
 # NP ranks: each layout matches one device and trains.
 for search in data-parallel deepspeed-moe mcmc; do
@@ -91,6 +95,20 @@ test "$(grep -c "ppc.moe_dispatch" moe.mlir)" = 1
 test "$(grep -c "ppc.moe_combine .*normalize" moe.mlir)" = 0
 test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[123]\" : tensor<8x" moe.mlir)" = 3
 same_losses_as_pytorch
+"$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=ep.pb" -o /dev/null
+"$@" ep.pb --steps 2 --verify --quiet --input x=x.npy --input labels=labels.npy
+# Two-layer experts with exact GELU between (exported as erf): two stacked
+# weights, PyTorch's losses, and the trained weights back to PyTorch's.
+cd ..
+mkdir gelu
+"$python" "$here/make_moe_model.py" gelu 4 $steps gelu >gelu/export.log 2>&1
+cd gelu
+"$ppc_opt" moe.onnx -o moe.mlir
+test "$(grep -c "ppc.moe_dispatch" moe.mlir)" = 1
+test "$(grep -c "ppc.gelu" moe.mlir)" = 1
+test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[12]\" : tensor<8x" moe.mlir)" = 2
+same_losses_as_pytorch
+same_trained_weights_as_pytorch
 "$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=ep.pb" -o /dev/null
 "$@" ep.pb --steps 2 --verify --quiet --input x=x.npy --input labels=labels.npy
 echo "moe import passed"
