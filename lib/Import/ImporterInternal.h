@@ -301,8 +301,11 @@ getRecurrentUnsupportedReason(GraphImporter &imp, const onnx::NodeProto &node);
 /// The domain and op type of the node a fused mixture-of-experts block
 /// becomes: inputs tokens [..., H], router probabilities [..., E] and the
 /// stacked expert weights W1, W3 [E, H, F] (W3 empty without a gate) and
-/// W2 [E, F, H]; attributes top_k, normalize and activation (swiglu, relu,
-/// gelu, gelu_tanh, silu); output the block's [..., H].
+/// W2 [E, F, H], then the stacked biases b1, b3 [E, F] and b2 [E, H] (each
+/// empty where the layers have none); attributes top_k, normalize,
+/// activation (swiglu, relu, gelu, gelu_tanh, silu) and transposed (per
+/// layer W1, W3, W2: 1 where its weights are [E, out, in]); output the
+/// block's [..., H].
 inline constexpr llvm::StringLiteral kFusedDomain = "ai.ppc.fused";
 inline constexpr llvm::StringLiteral kFusedMoeOpType = "MixtureOfExperts";
 

@@ -25,7 +25,9 @@
 //     MatMul(act(MatMul(x, W1)), W2) with act one of ReLU, GELU (the Gelu
 //     op, or exact GELU as PyTorch exports it: x * (erf(x / sqrt 2) + 1) *
 //     0.5, its factors in any order) and SiLU (Switch, GShard and fairseq
-//     experts), all alike, whose weights are
+//     experts), all alike; each linear layer a MatMul, or a Gemm (as
+//     PyTorch exports nn.Linear with a bias on 2-D rows) with its weight
+//     [in, out] or transposed and an optional bias; whose weights are
 //     initializers read nowhere else, downstream of the routing (or on the
 //     tokens whole; a shared expert on the tokens beside E routed ones, as
 //     Qwen-MoE and DeepSeek-MoE have, is not one of them); expert e is the
@@ -65,13 +67,30 @@ struct MoeMatch {
   std::string tokens, probs, logits;
   bool softmaxAfterTopK = false, normalize = false;
   int64_t k = 0, experts = 0, hidden = 0, ffn = 0;
-  /// Per expert, in expert order: W1, W3 (SwiGLU only), W2, its W2 MatMul
-  /// node and its activation (kExpertActivations).
+  /// One linear layer of an expert: rows [.., in] x W (+ b) -> [.., out],
+  /// W [in, out] or, transposed, [out, in].
+  struct Linear {
+    std::string weight, bias;
+    bool transposed = false;
+    /// Its input size.
+    int64_t in = 0;
+    /// Alike in form: stacked with each other.
+    bool operator==(const Linear &o) const {
+      return transposed == o.transposed && bias.empty() == o.bias.empty();
+    }
+  };
+  /// Per expert, in expert order: W1, W3 (SwiGLU only), W2, its W2 node
+  /// and its activation (swiglu, relu, gelu, gelu_tanh, silu).
   struct Expert {
-    std::string w1, w3, w2, rows;
+    Linear w1, w3, w2;
+    std::string rows;
     int w2Node = -1;
     int64_t index = -1;
     StringRef activation;
+    bool sameForm(const Expert &o) const {
+      return activation == o.activation && w1 == o.w1 && w3 == o.w3 &&
+             w2 == o.w2;
+    }
   };
   std::vector<Expert> expertList;
   int output = -1;
@@ -181,9 +200,11 @@ private:
   }
   std::optional<std::pair<StringRef, std::string>>
   matchActivation(StringRef value) const;
+  std::optional<std::pair<MoeMatch::Linear, std::string>>
+  matchLinear(StringRef value, int64_t in, int64_t out) const;
   std::optional<MoeMatch::Expert> matchSwiGlu(const MoeMatch &m,
                                               const onnx::NodeProto &product,
-                                              ArrayRef<int64_t> w2) const;
+                                              int64_t ffn) const;
   void matchExperts(MoeMatch &m, const llvm::BitVector &routed);
   std::optional<std::string> orderExperts(MoeMatch &m,
                                           const llvm::BitVector &routed);
@@ -328,28 +349,58 @@ MoeFuser::matchActivation(StringRef value) const {
   return std::nullopt;
 }
 
-/// A SwiGLU expert whose W2 MatMul reads `product`.
+/// The linear layer `value` is, of [in] -> [out] (-1: any size), and its
+/// input: MatMul(x, W [in, out]), or Gemm(x, W, b) with W [in, out] or
+/// (transB) [out, in] and b [out] optional; weights read nowhere else.
+std::optional<std::pair<MoeMatch::Linear, std::string>>
+MoeFuser::matchLinear(StringRef value, int64_t in, int64_t out) const {
+  const onnx::NodeProto *node = def(value);
+  if (!node || node->input_size() < 2)
+    return std::nullopt;
+  MoeMatch::Linear linear;
+  linear.weight = node->input(1);
+  if (node->op_type() == "Gemm") {
+    if (getAttrInt(*node, "transA", 0) != 0 ||
+        getAttrFloat(*node, "alpha", 1) != 1 ||
+        getAttrFloat(*node, "beta", 1) != 1)
+      return std::nullopt;
+    linear.transposed = getAttrInt(*node, "transB", 0) != 0;
+    if (node->input_size() > 2)
+      linear.bias = node->input(2);
+  } else if (node->op_type() != "MatMul") {
+    return std::nullopt;
+  }
+  SmallVector<int64_t> w = soleUseWeight(linear.weight);
+  if (w.size() != 2)
+    return std::nullopt;
+  if (linear.transposed)
+    std::swap(w[0], w[1]);
+  if ((in >= 0 && w[0] != in) || (out >= 0 && w[1] != out))
+    return std::nullopt;
+  if (!linear.bias.empty() &&
+      soleUseWeight(linear.bias) != SmallVector<int64_t>{w[1]})
+    return std::nullopt;
+  linear.in = w[0];
+  return std::make_pair(std::move(linear), node->input(0));
+}
+
+/// A SwiGLU expert whose W2 reads `product`, its layers of `ffn` units.
 std::optional<MoeMatch::Expert>
 MoeFuser::matchSwiGlu(const MoeMatch &m, const onnx::NodeProto &product,
-                      ArrayRef<int64_t> w2) const {
+                      int64_t ffn) const {
   for (int side = 0; side < 2; ++side) {
     std::optional<std::pair<StringRef, std::string>> silu =
         matchActivation(product.input(side));
     if (!silu || silu->first != "silu")
       continue;
-    const onnx::NodeProto *gate = def(silu->second);
-    const onnx::NodeProto *up = def(skipCasts(product.input(1 - side)));
-    if (!gate || !up || gate->op_type() != "MatMul" ||
-        up->op_type() != "MatMul" || gate->input(0) != up->input(0))
-      continue;
-    SmallVector<int64_t> w1 = soleUseWeight(gate->input(1)),
-                         w3 = soleUseWeight(up->input(1));
-    if (w1.size() != 2 || w1 != w3 || w1[0] != m.hidden || w1[1] != w2[0])
+    auto gate = matchLinear(silu->second, m.hidden, ffn);
+    auto up = matchLinear(skipCasts(product.input(1 - side)), m.hidden, ffn);
+    if (!gate || !up || gate->second != up->second)
       continue;
     MoeMatch::Expert e;
-    e.w1 = gate->input(1);
-    e.w3 = up->input(1);
-    e.rows = gate->input(0);
+    e.w1 = std::move(gate->first);
+    e.w3 = std::move(up->first);
+    e.rows = gate->second;
     e.activation = "swiglu";
     return e;
   }
@@ -360,37 +411,34 @@ MoeFuser::matchSwiGlu(const MoeMatch &m, const onnx::NodeProto &product,
 /// two linear layers with an activation between.
 void MoeFuser::matchExperts(MoeMatch &m, const llvm::BitVector &routed) {
   for (auto [i, node] : llvm::enumerate(graph.node())) {
-    if (node.op_type() != "MatMul" || node.input_size() != 2)
+    if (node.output_size() < 1 ||
+        (node.op_type() != "MatMul" && node.op_type() != "Gemm"))
       continue;
-    SmallVector<int64_t> w2 = soleUseWeight(node.input(1));
-    if (w2.size() != 2 || w2[1] != m.hidden)
+    auto down = matchLinear(node.output(0), -1, m.hidden);
+    if (!down)
       continue;
-    std::string in = skipCasts(node.input(0));
+    int64_t ffn = down->first.in;
+    std::string in = skipCasts(down->second);
     const onnx::NodeProto *product = def(in);
     if (!product)
       continue;
     std::optional<MoeMatch::Expert> expert;
     if (product->op_type() == "Mul" && product->input_size() == 2)
-      expert = matchSwiGlu(m, *product, w2);
+      expert = matchSwiGlu(m, *product, ffn);
     if (!expert)
       if (std::optional<std::pair<StringRef, std::string>> act =
-              matchActivation(in)) {
-        const onnx::NodeProto *up = def(skipCasts(act->second));
-        SmallVector<int64_t> w1;
-        if (up && up->op_type() == "MatMul")
-          w1 = soleUseWeight(up->input(1));
-        if (w1.size() == 2 && w1[0] == m.hidden && w1[1] == w2[0]) {
+              matchActivation(in))
+        if (auto up = matchLinear(skipCasts(act->second), m.hidden, ffn)) {
           expert.emplace();
-          expert->w1 = up->input(1);
-          expert->rows = up->input(0);
+          expert->w1 = std::move(up->first);
+          expert->rows = up->second;
           expert->activation = act->first;
         }
-      }
     if (!expert ||
         (expert->rows != m.tokens && !producedIn(expert->rows, routed)))
       continue;
-    m.ffn = w2[0];
-    expert->w2 = node.input(1);
+    m.ffn = ffn;
+    expert->w2 = std::move(down->first);
     expert->w2Node = static_cast<int>(i);
     m.expertList.push_back(std::move(*expert));
   }
@@ -529,25 +577,40 @@ MoeFuser::rewrite(const MoeMatch &m, int ordinal,
   // The stacked weights: read back by the plan export part by part
   // (ppc.stacked_weights), so they are declared here without data. Two
   // linear layers have no W3 (an empty input of the fused node).
-  StringRef activation = m.expertList.front().activation;
+  // Biases stack alike; weights stay as each expert holds them (the fused
+  // node says which are transposed).
+  const MoeMatch::Expert &form = m.expertList.front();
+  StringRef activation = form.activation;
   bool gated = activation == "swiglu";
-  std::string weights[3];
-  const char *suffix[3] = {".experts.w1", ".experts.w3", ".experts.w2"};
-  for (int w = 0; w < 3; ++w) {
-    if (w == 1 && !gated)
-      continue;
-    weights[w] = uniqueName(name + suffix[w]);
+  const MoeMatch::Linear MoeMatch::Expert::*layers[3] = {
+      &MoeMatch::Expert::w1, &MoeMatch::Expert::w3, &MoeMatch::Expert::w2};
+  // W1, W3, W2, then b1, b3, b2 (empty: none).
+  std::string weights[6];
+  auto stack = [&](std::string &into, const std::string &stackName, auto part) {
     std::vector<std::string> parts;
     for (const MoeMatch::Expert &e : m.expertList)
-      parts.push_back(w == 0 ? e.w1 : w == 1 ? e.w3 : e.w2);
+      parts.push_back(part(e));
     const onnx::TensorProto &first = *imp.initializers.lookup(parts[0]);
-    GraphImporter::ValueType &vt = imp.types[weights[w]];
+    into = uniqueName(stackName);
+    GraphImporter::ValueType &vt = imp.types[into];
     vt.dtype = first.data_type();
     vt.shape.emplace();
     vt.shape->push_back(m.experts);
     vt.shape->append(first.dims().begin(), first.dims().end());
     vt.symbols.assign(vt.shape->size(), "");
-    stacked[weights[w]] = std::move(parts);
+    stacked[into] = std::move(parts);
+  };
+  const char *layerName[3] = {"w1", "w3", "w2"};
+  for (int w = 0; w < 3; ++w) {
+    if (w == 1 && !gated)
+      continue;
+    auto layer = layers[w];
+    stack(weights[w], name + ".experts." + layerName[w],
+          [&](const MoeMatch::Expert &e) { return (e.*layer).weight; });
+    if (!(form.*layer).bias.empty())
+      stack(weights[3 + w],
+            name + ".experts.b" + std::string(layerName[w]).substr(1),
+            [&](const MoeMatch::Expert &e) { return (e.*layer).bias; });
   }
   std::vector<onnx::NodeProto> added;
   std::string probs = m.probs;
@@ -587,6 +650,11 @@ MoeFuser::rewrite(const MoeMatch &m, int ordinal,
   act->set_name("activation");
   act->set_type(onnx::AttributeProto::STRING);
   act->set_s(activation.str());
+  onnx::AttributeProto *transposed = fused.add_attribute();
+  transposed->set_name("transposed");
+  transposed->set_type(onnx::AttributeProto::INTS);
+  for (auto layer : layers)
+    transposed->add_ints((form.*layer).transposed ? 1 : 0);
   GraphImporter::ValueType &out = imp.types[fused.output(0)];
   out = imp.types.lookup(m.tokens);
   added.push_back(std::move(fused));
@@ -631,6 +699,9 @@ int MoeFuser::run(llvm::StringMap<std::vector<std::string>> &stacked) {
         problem = "its experts differ in activation (" +
                   m.expertList.front().activation.str() + " and " +
                   e.activation.str() + ")";
+      else if (!problem && !e.sameForm(m.expertList.front()))
+        problem = "its experts' linear layers differ in form (a bias, or "
+                  "a transposed weight, in some and not others)";
     if (!problem)
       problem = orderExperts(m, routed);
     if (!problem)
@@ -681,10 +752,11 @@ routingGroups(GraphImporter &imp, Value tokens, int64_t hidden) {
 /// back.
 LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
                                            const onnx::NodeProto &node) {
-  // Inputs: tokens, probabilities, W1, W3 (empty without a gate), W2.
-  SmallVector<Value, 5> in;
-  for (int i = 0; i < 5; ++i) {
-    if (node.input(i).empty()) {
+  // Inputs: tokens, probabilities, W1, W3, W2, b1, b3, b2 (W3 empty
+  // without a gate, a bias empty where the layers have none).
+  SmallVector<Value, 8> in;
+  for (int i = 0; i < 8; ++i) {
+    if (i >= node.input_size() || node.input(i).empty()) {
       in.push_back(Value());
       continue;
     }
@@ -694,9 +766,14 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
     in.push_back(*v);
   }
   std::string activation = getAttrString(node, "activation", "swiglu");
+  // Per layer W1, W3, W2: its weights [E, out, in] rather than [E, in, out].
+  SmallVector<int64_t> transposed =
+      getAttrInts(node, "transposed").value_or(SmallVector<int64_t>{});
+  transposed.resize(3, 0);
   auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
   RankedTensorType tokens = typeOf(in[0]), w1 = typeOf(in[2]);
-  int64_t e = w1.getDimSize(0), h = w1.getDimSize(1), f = w1.getDimSize(2);
+  int64_t e = w1.getDimSize(0), h = w1.getDimSize(transposed[0] ? 2 : 1),
+          f = w1.getDimSize(transposed[0] ? 1 : 2);
   int64_t topK = getAttrInt(node, "top_k", 1);
   imp.currentLoc =
       NameLoc::get(StringAttr::get(imp.context, node.name()), imp.getFileLoc());
@@ -733,15 +810,25 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
                                ValueRange{x, p}, {topKAttr})
           .getResult();
   Value rows = (at(".dispatch.rows"), reshape(imp, slots, {e, n, h}));
-  auto matmul = [&](StringRef suffix, Value lhs, Value rhs, int64_t cols) {
-    return g::MatMulOp::create(b, at(suffix), tensor({e, n, cols}), lhs, rhs,
-                               false, false)
-        .getResult();
+  // Layer `l` (0: W1, 1: W3, 2: W2) of the experts on `lhs`: a batched
+  // matmul, plus its stacked bias [E, cols] as [E, 1, cols].
+  auto layer = [&](int l, Value lhs, int64_t cols) {
+    static const char *names[3] = {"1", "3", "2"};
+    std::string w = std::string(".experts.w") + names[l];
+    Value out = g::MatMulOp::create(b, at(w), tensor({e, n, cols}), lhs,
+                                    in[2 + l], false, transposed[l] != 0)
+                    .getResult();
+    if (Value bias = in[5 + l]) {
+      std::string bn = std::string(".experts.b") + names[l];
+      Value column = (at(bn + ".rows"), reshape(imp, bias, {e, 1, cols}));
+      out = g::AddOp::create(b, at(bn), out.getType(), out, column);
+    }
+    return out;
   };
-  Value mid = matmul(".experts.w1", rows, in[2], f);
+  Value mid = layer(0, rows, f);
   Type midType = mid.getType();
   if (activation == "swiglu") {
-    Value up = matmul(".experts.w3", rows, in[3], f);
+    Value up = layer(1, rows, f);
     Value gate = g::SiluOp::create(b, at(".experts.silu"), midType, mid);
     mid = g::MulOp::create(b, at(".experts.mul"), midType, gate, up);
   } else if (activation == "relu") {
@@ -754,7 +841,7 @@ LogicalResult onnx_import::convertFusedMoe(GraphImporter &imp,
                                 ? g::GeluApproximation::tanh
                                 : g::GeluApproximation::none);
   }
-  Value down = matmul(".experts.w2", mid, in[4], h);
+  Value down = layer(2, mid, h);
   Value back =
       (at(".combine.slots"), reshape(imp, down, {e, groupCount, capacity, h}));
   auto normalize = b.getNamedAttr(

@@ -21,7 +21,8 @@ Writes into DIR:
 STYLE qwen writes Qwen2-MoE's block instead: the top-k weights not
 normalized, and a shared expert on every token gated by a sigmoid; STYLE
 gelu the Mixtral block with two-layer GELU experts (fairseq's and
-DeepSpeed-MoE's examples; exact GELU, exported as erf).
+DeepSpeed-MoE's examples; exact GELU, exported as erf), their linear
+layers with biases (exported as Gemm with transposed weights).
 usage: make_moe_model.py DIR [BATCH] [STEPS] [mixtral|qwen|gelu]
 """
 import os
@@ -49,8 +50,8 @@ class Expert(nn.Module):
 class GeluExpert(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc1 = nn.Linear(HIDDEN, FFN, bias=False)
-        self.fc2 = nn.Linear(FFN, HIDDEN, bias=False)
+        self.fc1 = nn.Linear(HIDDEN, FFN)
+        self.fc2 = nn.Linear(FFN, HIDDEN)
 
     def forward(self, x):
         return self.fc2(F.gelu(self.fc1(x)))

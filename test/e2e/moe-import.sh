@@ -97,8 +97,9 @@ test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[123]\" : tensor<8x" moe
 same_losses_as_pytorch
 "$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=ep.pb" -o /dev/null
 "$@" ep.pb --steps 2 --verify --quiet --input x=x.npy --input labels=labels.npy
-# Two-layer experts with exact GELU between (exported as erf): two stacked
-# weights, PyTorch's losses, and the trained weights back to PyTorch's.
+# Two-layer experts with biases and exact GELU between (exported as Gemm
+# and erf): two stacked weights and two stacked biases, PyTorch's losses,
+# and the trained weights back to PyTorch's.
 cd ..
 mkdir gelu
 "$python" "$here/make_moe_model.py" gelu 4 $steps gelu >gelu/export.log 2>&1
@@ -106,7 +107,7 @@ cd gelu
 "$ppc_opt" moe.onnx -o moe.mlir
 test "$(grep -c "ppc.moe_dispatch" moe.mlir)" = 1
 test "$(grep -c "ppc.gelu" moe.mlir)" = 1
-test "$(grep -c "ppc.weight \"block_sparse_moe.experts.w[12]\" : tensor<8x" moe.mlir)" = 2
+test "$(grep -c "ppc.weight \"block_sparse_moe.experts.[wb][12]\" : tensor<8x" moe.mlir)" = 4
 same_losses_as_pytorch
 same_trained_weights_as_pytorch
 "$ppc_opt" moe.onnx --ppc-auto-parallel="machine=cpux$np search=deepspeed-moe optimizer=adam lr=0.01 plan=ep.pb" -o /dev/null
