@@ -101,11 +101,8 @@ AllReducePlan planAllReduce(const Machine &machine,
     }
     double perRail = bytes / rails;
     plan.time = 2.0 * (k - 1) / k * ring.collectiveBySize.time(perRail);
-    double capped = ring.exchangeBusBandwidth > 0
-                        ? perRail / ring.exchangeBusBandwidth
-                        : 0.0;
-    plan.gatherTime = static_cast<double>(k - 1) / k *
-                      std::max(ring.collectiveBySize.time(perRail), capped);
+    plan.gatherTime = static_cast<double>(k - 1) / k * perRail /
+                      ring.exchangeBandwidthAt(perRail);
     return plan;
   }
   plan.time = ringAllReduce(k, ring, bytes);

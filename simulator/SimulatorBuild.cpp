@@ -900,10 +900,8 @@ void Simulator::Impl::priceExchanges(std::vector<Transfer> &transfers,
         machine.getNode(a) != machine.getNode(b))
       continue;
     double whole = static_cast<double>(t.bytes) * k;
-    double rate = link->collectiveBySize.bandwidthAt(whole);
-    if (link->exchangeBusBandwidth > 0)
-      rate = std::min(rate, link->exchangeBusBandwidth);
-    t.time = quantized(link->latency + static_cast<double>(t.bytes) / rate);
+    t.time = quantized(link->latency + static_cast<double>(t.bytes) /
+                                           link->exchangeBandwidthAt(whole));
   }
 }
 

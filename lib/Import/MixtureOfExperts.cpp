@@ -75,7 +75,7 @@ struct MoeMatch {
     /// Its input size.
     int64_t in = 0;
     /// Alike in form: stacked with each other.
-    bool operator==(const Linear &o) const {
+    bool sameForm(const Linear &o) const {
       return transposed == o.transposed && bias.empty() == o.bias.empty();
     }
   };
@@ -88,8 +88,8 @@ struct MoeMatch {
     int64_t index = -1;
     StringRef activation;
     bool sameForm(const Expert &o) const {
-      return activation == o.activation && w1 == o.w1 && w3 == o.w3 &&
-             w2 == o.w2;
+      return activation == o.activation && w1.sameForm(o.w1) &&
+             w3.sameForm(o.w3) && w2.sameForm(o.w2);
     }
   };
   std::vector<Expert> expertList;

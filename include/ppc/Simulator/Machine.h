@@ -177,6 +177,14 @@ struct LinkSpec {
   /// measured for all-reduce, includes NVLink SHARP's in-switch reduction
   /// on DGX H100s (480 GB/s), which the others do not get (about 370).
   double exchangeBusBandwidth = 0;
+  /// The bus bandwidth of an all-gather, reduce-scatter or all-to-all of
+  /// `bytes` in total over this link: collectiveBySize's (which must be
+  /// set), at most exchangeBusBandwidth.
+  double exchangeBandwidthAt(double bytes) const {
+    double rate = collectiveBySize.bandwidthAt(bytes);
+    return exchangeBusBandwidth > 0 ? std::min(rate, exchangeBusBandwidth)
+                                    : rate;
+  }
   /// The sender's part of a point-to-point message by size, on a link
   /// between processes that move their own messages (`shared_memory`: CPU
   /// ranks): the time the sending rank spends packing the message and
