@@ -4,7 +4,8 @@
 #   tpN ppN vN (virtual stages) mN (micro-batches) sp (sequence parallel)
 #   distopt (distributed optimizer) selective | full (recomputation)
 #   cpN (context parallel) a2a (its all-to-all exchange) kb (its key
-#   blocks exchange) epN (expert parallel) etpN (expert tensor parallel)
+#   blocks exchange) ring (its ring exchange) epN (expert parallel) etpN
+#   (expert tensor parallel)
 # usage: megatron_options.sh WORDS    (exit 1 on an unknown word)
 set -e
 options=""
@@ -17,6 +18,7 @@ for word in $(echo "$1" | tr - ' '); do
   etp*) options="$options etp=${word#etp}" ;;
   a2a) options="$options cp-comm=all-to-all" ;;
   kb) options="$options cp-comm=key-blocks" ;;
+  ring) options="$options cp-comm=ring" ;;
   v*) options="$options virtual-stages=${word#v}" ;;
   m*) options="$options microbatches=${word#m}" ;;
   sp) options="$options sequence-parallel=true" ;;

@@ -696,6 +696,12 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       config = gridConfig(space, std::move(axes));
       if (blocked && config.degrees[flow.mixDim[op]] == keyBlocks)
         config.scatterDim = scatterDimAlong(space, config, seq, numDevices);
+      if (options.contextExchange == ContextExchange::Ring && space.ring) {
+        OpConfig ring = config;
+        ring.ring = true;
+        if (checkConfig(space, ring, numDevices).ok())
+          config = std::move(ring);
+      }
     }
     if (options.sequenceParallel && tp > 1 && config.scatterDim < 0 &&
         !onExperts)
@@ -787,6 +793,12 @@ const std::vector<ContextExchangeInfo> &contextExchanges() {
        "the blocks merged by log-sum-exp and the results reduce-scattered "
        "back to the sequence split: a device holds that share of the keys "
        "and values, not all of them (ppc's own)"},
+      {ContextExchange::Ring, "ring",
+       "attention split along the query positions, its keys and values "
+       "passed around the context-parallel group a block at a time while "
+       "each member computes, merged by log-sum-exp (ring attention: "
+       "Megatron-Core's cp_comm_type p2p, without its causal load "
+       "balancing)"},
   };
   return list;
 }

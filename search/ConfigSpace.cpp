@@ -215,6 +215,7 @@ std::vector<int64_t> spaceKey(const IterationSpace &space) {
   std::vector<int64_t> key;
   // Counts before each list keep the flattening unambiguous.
   key.push_back(static_cast<int64_t>(space.dims.size()));
+  key.push_back(space.ring ? 1 : 0);
   for (const IterDim &dim : space.dims)
     key.insert(key.end(), {dim.size, static_cast<int64_t>(dim.kind),
                            static_cast<int64_t>(dim.splittable)});
@@ -296,6 +297,21 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
         OpConfig scattered = configs[c];
         scattered.scatterDim = *it->second;
         configs.push_back(std::move(scattered));
+      }
+    }
+    if (op.space.ring) {
+      // Each configuration that splits the ring's `along` dim and not its
+      // streamed one may run as a ring instead (OpConfig::ring).
+      const RingSpec &ring = *op.space.ring;
+      size_t plain = configs.size();
+      for (size_t c = 0; c < plain; ++c) {
+        if (configs[c].degrees[ring.along] < 2 ||
+            configs[c].degrees[ring.streamed] != 1)
+          continue;
+        OpConfig variant = configs[c];
+        variant.ring = true;
+        if (checkConfig(op.space, variant, numDevices).ok())
+          configs.push_back(std::move(variant));
       }
     }
     for ([[maybe_unused]] const OpConfig &config : configs)

@@ -169,6 +169,7 @@ absl::StatusOr<OpConfig> readEntry(ObjectReader &entry, const std::string &path,
   PPC_ASSIGN_OR_RETURN(int64_t stage, entry.getInt("stage", 0));
   config.scatterDim = scatter;
   config.stage = stage;
+  PPC_ASSIGN_OR_RETURN(config.ring, entry.getBool("ring", false));
   // Derived from degrees, start and strides when written; not read back,
   // so that editing the degrees alone is enough.
   for (const char *key : {"dtype", "devices", "predicted_ms"})
@@ -341,6 +342,8 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
       os << ", \"scatter\": " << config.scatterDim;
     if (config.stage != 0)
       os << ", \"stage\": " << config.stage;
+    if (config.ring)
+      os << ", \"ring\": true";
     os << ",\n";
     // What is only informative.
     os << "     \"dims\": [";

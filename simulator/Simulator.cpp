@@ -178,6 +178,19 @@ void Simulator::Impl::sumBlock(int32_t b, BlockSums &out) {
           out.syncBytesByLinkKind[k] += once * c.bytesByLinkKind[k];
         }
       }
+    if (st.numRings > 0) {
+      // A ring runs again with a recomputed forward.
+      double moved = 0;
+      for (size_t k = 0; k < st.ringForwardBytes.size(); ++k) {
+        double bytes = again * st.ringForwardBytes[k] + st.ringBackwardBytes[k];
+        out.bytesByLinkKind[k] += bytes;
+        moved += bytes;
+      }
+      SimResult::ExchangeCount &c =
+          out.exchanges[static_cast<size_t>(geometry::ExchangeKind::Ring)];
+      c.count += static_cast<int64_t>((again + 1) * st.numRings);
+      c.bytes += moved;
+    }
     for (int32_t id : inEdges[i]) {
       const Edge &e = edges[id];
       for (auto [device, time] : e.commTimeByDevice)

@@ -278,6 +278,58 @@ Collective Simulator::Impl::makeCollective(const OpState &st,
 }
 
 /// Builds into `st` what op `i` is under `config`.
+/// A ring member's forward is n steps, each its kernel on one block and
+/// the send of that block (the streamed operands' pieces of it) to the next
+/// member, as long as the longer of the two (the lowering sends before the
+/// kernel and receives after it). Its backward is n steps alike, the
+/// block's gradients following it one step behind, the last block's
+/// exposed at the end. The sends take their route's rate (they run beside
+/// the kernels, not on the links' shared timeline) and count on its link
+/// kind; a member holds two blocks and, backward, their two gradients.
+void Simulator::Impl::priceRing(size_t i, const OpConfig &config,
+                                const geometry::OpLayout &layout, OpState &st) {
+  const Op &op = graph.ops[i];
+  const RingSpec &ring = *op.space.ring;
+  int64_t n = config.degrees[ring.along];
+  st.numRings = static_cast<int32_t>(layout.rings.size());
+  for (const std::vector<int64_t> &members : layout.rings)
+    for (int64_t m = 0; m < n; ++m) {
+      int64_t p = members[m], next = members[(m + 1) % n];
+      int64_t blockBytes = 0;
+      for (int32_t o : ring.operands)
+        blockBytes += volume(st.operandSlices[o][p]) * op.elemBytes;
+      const RouteInfo &route = routes[routeId(st.devices[p], st.devices[next])];
+      double send = route.link.transferTime(static_cast<double>(blockBytes));
+      const DeviceSpec &spec = machine.getSpec(st.devices[p]);
+      double forward = 0, backward = 0, gradients = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        Slice iter =
+            geometry::ringStepRanges(op.space, st.iter[p], n, (m - s + n) % n);
+        std::vector<std::vector<Slice>> operands;
+        for (const TensorAccess &operand : op.space.operands)
+          operands.push_back({sliceOf(operand, iter)});
+        std::vector<std::vector<Slice>> results;
+        for (const auto &slices : st.resultSlices)
+          results.push_back({slices[p]});
+        KernelShape shape = kernelShape(iter, operands, results, 0);
+        double block = s + 1 < n ? send : 0;
+        forward += std::max(
+            costModel.kernelTime(op, shape, Phase::Forward, spec), block);
+        backward +=
+            std::max(costModel.kernelTime(op, shape, Phase::Backward, spec),
+                     block + gradients);
+        gradients = send;
+      }
+      st.fwdTime[p] = quantized(forward);
+      st.bwdTime[p] = quantized(backward + gradients);
+      size_t kind = static_cast<size_t>(route.link.kind);
+      st.ringForwardBytes[kind] += static_cast<double>((n - 1) * blockBytes);
+      st.ringBackwardBytes[kind] +=
+          static_cast<double>((2 * n - 1) * blockBytes);
+      st.memory[p].workspace = std::max(st.memory[p].workspace, 4 * blockBytes);
+    }
+}
+
 void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
                                    OpState &st) {
   const Op &op = graph.ops[i];
@@ -402,6 +454,11 @@ void Simulator::Impl::buildOpState(size_t i, const OpConfig &config,
   st.gradSyncs.clear();
   st.syncsOf.assign(n, {});
   st.memory.assign(n, MemoryUse());
+  st.numRings = 0;
+  st.ringForwardBytes = {};
+  st.ringBackwardBytes = {};
+  if (config.ring)
+    priceRing(i, config, layout, st);
   st.gatheredBytes.assign(n, 0);
   std::vector<int64_t> updateElems(n, 0);
   int64_t updateElemBytes = 4;
@@ -928,6 +985,7 @@ const OpState &Simulator::Impl::stateFor(size_t op, const OpConfig &config) {
   key.push_back(config.recompute);
   key.push_back(static_cast<int64_t>(config.sharding));
   key.push_back(config.scatterDim);
+  key.push_back(config.ring);
   key.insert(key.end(), config.strides.begin(), config.strides.end());
   auto [it, inserted] = stateCache.try_emplace({op, std::move(key)});
   if (inserted)

@@ -242,6 +242,12 @@ struct OpState {
   /// them one op ahead).
   std::vector<int64_t> gatheredBytes;
 
+  /// A ring op (OpConfig::ring): the rings it runs, and the bytes its
+  /// blocks move in one forward and one backward, by link kind (their time
+  /// is in the kernels', Impl::priceRing).
+  int32_t numRings = 0;
+  std::array<double, 8> ringForwardBytes{}, ringBackwardBytes{};
+
   /// Tensor-parallel communication next to this op's kernel overlaps it
   /// (SimOptions::overlapTensorParallel and a contraction over a weight).
   bool overlapsComm = false;
@@ -747,6 +753,9 @@ struct Simulator::Impl {
 
   /// Builds into `st` what op `i` is under `config`.
   void buildOpState(size_t i, const OpConfig &config, OpState &st);
+  /// A ring op's kernel times, bytes and blocks in flight (OpConfig::ring).
+  void priceRing(size_t i, const OpConfig &config,
+                 const geometry::OpLayout &layout, OpState &st);
 
   /// Rebuilds the transfers of edge `e` for the current configurations.
   void buildEdge(Edge &e);

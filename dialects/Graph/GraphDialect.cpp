@@ -40,7 +40,7 @@ LogicalResult StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> degrees, int64_t start,
                                    ArrayRef<int64_t> strides, int64_t replicas,
                                    bool recompute, int64_t zero,
-                                   int64_t scatter, int64_t stage) {
+                                   int64_t scatter, int64_t stage, bool) {
   for (auto [i, d] : llvm::enumerate(degrees))
     if (d < 1)
       return emitError() << "degree " << i << " is " << d
@@ -98,6 +98,7 @@ ppc::OpConfig StrategyAttr::getConfig() const {
   config.sharding = static_cast<ppc::StateSharding>(getZero());
   config.scatterDim = getScatter();
   config.stage = getStage();
+  config.ring = getRing();
   return config;
 }
 
@@ -106,7 +107,7 @@ StrategyAttr StrategyAttr::get(MLIRContext *context,
   return get(context, config.degrees, config.start, config.strides,
              config.replicas, config.recompute,
              static_cast<int64_t>(config.sharding), config.scatterDim,
-             config.stage);
+             config.stage, config.ring);
 }
 
 int64_t StrategyAttr::getNumPartitions() const {

@@ -242,7 +242,7 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<int64_t> degrees, strides;
   int64_t start = 0, replicas = 1, zero = 0, scatter = -1, stage = 0;
-  bool recompute = false;
+  bool recompute = false, ring = false;
   auto parseList = [&](SmallVector<int64_t> &values) {
     return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
       return parser.parseInteger(values.emplace_back());
@@ -259,16 +259,16 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
       return {};
     if (!seen.insert(key).second ||
         !llvm::is_contained({"start", "strides", "replicas", "zero", "scatter",
-                             "stage", "recompute"},
+                             "stage", "recompute", "ring"},
                             key)) {
       parser.emitError(keyLoc)
           << "expected 'start', 'strides', 'replicas', 'zero', 'scatter', "
-             "'stage' or 'recompute' (each at most once), got '"
+             "'stage', 'recompute' or 'ring' (each at most once), got '"
           << key << "'";
       return {};
     }
-    if (key == "recompute") {
-      recompute = true;
+    if (key == "recompute" || key == "ring") {
+      (key == "ring" ? ring : recompute) = true;
       continue;
     }
     if (parser.parseEqual())
@@ -286,7 +286,7 @@ Attribute StrategyAttr::parse(AsmParser &parser, Type) {
   return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
                     ArrayRef<int64_t>(degrees), start,
                     ArrayRef<int64_t>(strides), replicas, recompute, zero,
-                    scatter, stage);
+                    scatter, stage, ring);
 }
 
 void StrategyAttr::print(AsmPrinter &printer) const {
@@ -310,6 +310,8 @@ void StrategyAttr::print(AsmPrinter &printer) const {
     printer << ", scatter = " << getScatter();
   if (getStage() != 0)
     printer << ", stage = " << getStage();
+  if (getRing())
+    printer << ", ring";
   printer << ">";
 }
 
@@ -320,12 +322,20 @@ void StrategyAttr::print(AsmPrinter &printer) const {
 /// An `exchange` names a kind of the communication plan's one list.
 static LogicalResult verifyExchange(Operation *op,
                                     std::optional<StringRef> exchange) {
-  if (!exchange || ppc::geometry::parseExchangeKind(*exchange))
+  using ppc::geometry::ExchangeKind;
+  std::optional<ExchangeKind> parsed =
+      exchange ? ppc::geometry::parseExchangeKind(*exchange) : std::nullopt;
+  if (!exchange || (parsed && *parsed != ExchangeKind::Ring))
     return success();
+  if (parsed)
+    return op->emitOpError()
+           << "exchange 'ring' is the blocks a ring op passes round (its "
+              "strategy's `ring`), not a resharding between ops";
   std::string kinds;
-  for (ppc::geometry::ExchangeKind kind : ppc::geometry::kExchangeKinds)
-    kinds += (kinds.empty() ? "" : ", ") +
-             std::string(ppc::geometry::exchangeKindName(kind));
+  for (ExchangeKind kind : ppc::geometry::kExchangeKinds)
+    if (kind != ExchangeKind::Ring)
+      kinds += (kinds.empty() ? "" : ", ") +
+               std::string(ppc::geometry::exchangeKindName(kind));
   return op->emitOpError() << "unknown exchange '" << *exchange
                            << "'; expected one of " << kinds;
 }

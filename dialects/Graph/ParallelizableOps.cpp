@@ -365,6 +365,21 @@ IterationSpace AttentionOp::getIterationSpace() {
   // top of the 2.5 forwards getCost counts.
   staged.backwardWork = 3.5 / 2.5;
   space.staged = std::move(staged);
+  // Ring attention: the keys and values stream around the groups that
+  // split the query positions, a block per member, merged by the same
+  // log-sum-exp as key blocks.
+  // Forward stage 3 merges a block's maximum, sum and output into the
+  // rows' so far; backward stage 2 takes sum_l P dP as dO . O.
+  RingSpec ring;
+  ring.streamed = t;
+  ring.along = s;
+  ring.operands = {1, 2};
+  ring.firstStage = 0;
+  ring.mergeStage = 3;
+  ring.finishStage = 2;
+  ring.prepareStage = 2;
+  ring.blockStage = 1;
+  space.ring = std::move(ring);
   return space;
 }
 

@@ -224,6 +224,37 @@ private:
   /// stage of a staged kernel, into new scratch (scratch[k]).
   void emitForwardKernels(int64_t k, ArrayRef<SmallVector<Value>> ins,
                           ArrayRef<SmallVector<Value>> outs);
+  /// Op `k`'s forward as rings (OpConfig::ring, RingSpec): every member
+  /// runs the ring's stages on the block of the streamed operands it holds
+  /// while it sends that block to the next member, n steps, into new
+  /// scratch (scratch[k]).
+  void emitRingForward(int64_t k, ArrayRef<SmallVector<Value>> ins,
+                       ArrayRef<SmallVector<Value>> outs);
+  /// Its backward: the prepare stage, then per step the block stage on the
+  /// block each member holds, adding to gradients of that block that go
+  /// round the ring with it and reach its first holder's `inGrads` after n
+  /// steps.
+  void emitRingBackward(int64_t k, DenseBoolArrayAttr mask,
+                        ArrayRef<SmallVector<Value>> ins,
+                        ArrayRef<SmallVector<Value>> outs,
+                        ArrayRef<SmallVector<Value>> outGrads,
+                        ArrayRef<SmallVector<Value>> inGrads);
+  /// Block `block` of streamed operand `i` of a ring of op `k`, as instance
+  /// `p` reads it.
+  Box ringBlockBox(int64_t k, unsigned i, int64_t p, int64_t block) const;
+  /// A buffer of that box on `p`'s rank (its value, or with `grad` its
+  /// gradient).
+  Value ringBlockBuffer(int64_t k, unsigned i, int64_t p, int64_t block,
+                        bool grad);
+  /// Step `s` of a ring of op `k` (`members` in ring order): each member
+  /// sends the block of the streamed operands it holds (`now`) to the next
+  /// one, into buffers that one allocates (`next`: its operands `ins`, the
+  /// streamed ones replaced); nothing at the last step. Within an exchange
+  /// (batchReceipts): the receipts wait for flushReceipts.
+  void passRingBlocks(int64_t k, const std::vector<int64_t> &members, int64_t s,
+                      ArrayRef<SmallVector<Value>> ins,
+                      ArrayRef<SmallVector<Value>> now,
+                      std::vector<SmallVector<Value>> &next);
   Value gradBuffer(int64_t k, unsigned r, int64_t p);
   /// The use holding the weight that operand `i` of op `k` reads, if any.
   std::optional<sim::WeightUse> weightHolderOf(int64_t k, unsigned i) const;

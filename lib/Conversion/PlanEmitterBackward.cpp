@@ -170,20 +170,24 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
 
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
   auto mask = DenseBoolArrayAttr::get(context, needsGrad);
-  // The forward's scratch first, then the backward's own.
-  std::vector<SmallVector<Value, 2>> backwardScratch =
-      allocStageScratch(k, /*backward=*/true);
-  std::vector<SmallVector<Value, 2>> passed = scratch[k];
-  passed.resize(numParts);
-  for (int64_t p = 0; p < numParts; ++p)
-    passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
-  runStages(k, /*backward=*/true, backwardScratch, [&](int64_t stage) {
+  if (parts.strategy[k].ring) {
+    emitRingBackward(k, mask, ins, outs, outGrads, inGrads);
+  } else {
+    // The forward's scratch first, then the backward's own.
+    std::vector<SmallVector<Value, 2>> backwardScratch =
+        allocStageScratch(k, /*backward=*/true);
+    std::vector<SmallVector<Value, 2>> passed = scratch[k];
+    passed.resize(numParts);
     for (int64_t p = 0; p < numParts; ++p)
-      plan::KernelBackwardOp::create(at(layout.devices[p]), loc, opSym,
-                                     builder.getI64IntegerAttr(stage), mask,
-                                     ins[p], outs[p], outGrads[p], inGrads[p],
-                                     passed[p], DenseBoolArrayAttr());
-  });
+      passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
+    runStages(k, /*backward=*/true, backwardScratch, [&](int64_t stage) {
+      for (int64_t p = 0; p < numParts; ++p)
+        plan::KernelBackwardOp::create(at(layout.devices[p]), loc, opSym,
+                                       builder.getI64IntegerAttr(stage), mask,
+                                       ins[p], outs[p], outGrads[p], inGrads[p],
+                                       passed[p], DenseBoolArrayAttr());
+    });
+  }
 
   freeGatheredWeights(k);
   // Regions copied from an earlier reader's buffer go back through it,
@@ -286,6 +290,92 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
     }
   }
   return success();
+}
+
+void PlanEmitter::emitRingBackward(int64_t k, DenseBoolArrayAttr mask,
+                                   ArrayRef<SmallVector<Value>> ins,
+                                   ArrayRef<SmallVector<Value>> outs,
+                                   ArrayRef<SmallVector<Value>> outGrads,
+                                   ArrayRef<SmallVector<Value>> inGrads) {
+  const OpLayout &layout = parts.layouts[k];
+  const IterationSpace &space = parts.graph.ops[k].space;
+  const RingSpec &ring = *space.ring;
+  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
+  ArrayRef<bool> needsGrad = mask.asArrayRef();
+  // The place of operand i's gradient among a kernel's input grads.
+  auto gradIndex = [&](unsigned i) {
+    return llvm::count(needsGrad.take_front(i), true);
+  };
+  // The forward's scratch, then the backward's own.
+  std::vector<SmallVector<Value, 2>> passed = scratch[k];
+  passed.resize(layout.numInstances());
+  for (int64_t p = 0; p < layout.numInstances(); ++p)
+    for (const StageScratch &one : space.staged->backward)
+      passed[p].push_back(allocScratch(
+          layout.devices[p], space.staged->shapeOf(one, layout.iter[p])));
+  auto kernel = [&](int64_t p, int32_t stage, ArrayRef<Value> in,
+                    ArrayRef<Value> grads) {
+    plan::KernelBackwardOp::create(
+        at(layout.devices[p]), loc, opSym, builder.getI64IntegerAttr(stage),
+        mask, in, outs[p], outGrads[p], grads, passed[p], DenseBoolArrayAttr());
+  };
+  for (int64_t p = 0; p < layout.numInstances(); ++p)
+    kernel(p, ring.prepareStage, ins[p], inGrads[p]);
+  for (const std::vector<int64_t> &members : layout.rings) {
+    int64_t n = static_cast<int64_t>(members.size());
+    // Per member at this step: the operands it computes with (the block it
+    // holds) and the gradients it adds to (that block's, which go round
+    // with it, starting from 0 with its first holder).
+    std::vector<SmallVector<Value>> now(n), next(n), grads(n), nextGrads(n);
+    for (int64_t m = 0; m < n; ++m) {
+      now[m] = ins[members[m]];
+      grads[m] = inGrads[members[m]];
+      for (int32_t i : ring.operands) {
+        if (!needsGrad[i])
+          continue;
+        Value sum = ringBlockBuffer(k, i, members[m], m, /*grad=*/true);
+        plan::FillOp::create(at(layout.devices[members[m]]), loc, sum,
+                             builder.getF32FloatAttr(0.0f));
+        grads[m][gradIndex(i)] = sum;
+      }
+    }
+    for (int64_t s = 0; s < n; ++s) {
+      batchReceipts();
+      passRingBlocks(k, members, s, ins, now, next);
+      for (int64_t m = 0; m < n; ++m)
+        kernel(members[m], ring.blockStage, now[m], grads[m]);
+      // The block's gradients follow it; after the last step they reach
+      // its first holder, which adds them to its own.
+      for (int64_t m = 0; m < n; ++m) {
+        int64_t to = (m + 1) % n, block = (m - s + n) % n;
+        nextGrads[to] = inGrads[members[to]];
+        for (int32_t i : ring.operands) {
+          if (!needsGrad[i])
+            continue;
+          Value sum = grads[m][gradIndex(i)];
+          Value into = s + 1 < n ? ringBlockBuffer(k, i, members[to], block,
+                                                   /*grad=*/true)
+                                 : inGrads[members[to]][gradIndex(i)];
+          transfer(layout.devices[members[m]], sum, layout.devices[members[to]],
+                   into, ringBlockBox(k, i, members[to], block),
+                   /*accumulate=*/s + 1 == n);
+          nextGrads[to][gradIndex(i)] = into;
+        }
+      }
+      flushReceipts();
+      for (int64_t m = 0; m < n; ++m) {
+        int64_t rank = layout.devices[members[m]];
+        for (int32_t i : ring.operands) {
+          if (s > 0)
+            plan::FreeOp::create(at(rank), loc, now[m][i]);
+          if (needsGrad[i])
+            plan::FreeOp::create(at(rank), loc, grads[m][gradIndex(i)]);
+        }
+      }
+      now.swap(next);
+      grads.swap(nextGrads);
+    }
+  }
 }
 
 void PlanEmitter::returnGradientsCollectively(

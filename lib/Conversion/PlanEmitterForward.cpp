@@ -566,9 +566,89 @@ void PlanEmitter::runStages(int64_t k, bool backward,
   }
 }
 
+Box PlanEmitter::ringBlockBox(int64_t k, unsigned i, int64_t p,
+                              int64_t block) const {
+  const IterationSpace &space = parts.graph.ops[k].space;
+  int64_t members = parts.strategy[k].degrees[space.ring->along];
+  return sliceOf(space.operands[i],
+                 geometry::ringStepRanges(space, parts.layouts[k].iter[p],
+                                          members, block));
+}
+
+Value PlanEmitter::ringBlockBuffer(int64_t k, unsigned i, int64_t p,
+                                   int64_t block, bool grad) {
+  Value value = stripParallelOps(parts.ops[k]->getOperand(i));
+  return alloc(parts.layouts[k].devices[p], tensorOf[value],
+               ringBlockBox(k, i, p, block), grad);
+}
+
+void PlanEmitter::passRingBlocks(int64_t k, const std::vector<int64_t> &members,
+                                 int64_t s, ArrayRef<SmallVector<Value>> ins,
+                                 ArrayRef<SmallVector<Value>> now,
+                                 std::vector<SmallVector<Value>> &next) {
+  const OpLayout &layout = parts.layouts[k];
+  int64_t n = static_cast<int64_t>(members.size());
+  for (int64_t m = 0; m < n && s + 1 < n; ++m) {
+    int64_t to = (m + 1) % n, block = (m - s + n) % n;
+    next[to] = ins[members[to]];
+    for (int32_t i : parts.graph.ops[k].space.ring->operands) {
+      Value buffer = ringBlockBuffer(k, i, members[to], block, false);
+      next[to][i] = buffer;
+      transfer(layout.devices[members[m]], now[m][i],
+               layout.devices[members[to]], buffer,
+               ringBlockBox(k, i, members[to], block), /*accumulate=*/false);
+    }
+  }
+}
+
+void PlanEmitter::emitRingForward(int64_t k, ArrayRef<SmallVector<Value>> ins,
+                                  ArrayRef<SmallVector<Value>> outs) {
+  const OpLayout &layout = parts.layouts[k];
+  const IterationSpace &space = parts.graph.ops[k].space;
+  const RingSpec &ring = *space.ring;
+  auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
+  int64_t numParts = layout.numInstances();
+  scratch[k].assign(numParts, {});
+  for (int64_t p = 0; p < numParts; ++p)
+    for (const StageScratch &one : space.staged->forward)
+      scratch[k][p].push_back(allocScratch(
+          layout.devices[p], space.staged->shapeOf(one, layout.iter[p])));
+  auto kernel = [&](int64_t p, int32_t stage, ArrayRef<Value> in) {
+    plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
+                           builder.getI64IntegerAttr(stage), in, outs[p],
+                           scratch[k][p]);
+  };
+  for (const std::vector<int64_t> &members : layout.rings) {
+    int64_t n = static_cast<int64_t>(members.size());
+    // What each member computes with at this step: its operands, the
+    // streamed ones being the block it holds.
+    std::vector<SmallVector<Value>> now(n), next(n);
+    for (int64_t m = 0; m < n; ++m)
+      now[m] = ins[members[m]];
+    for (int64_t s = 0; s < n; ++s) {
+      // Each block goes on to the next member while the kernels run.
+      batchReceipts();
+      passRingBlocks(k, members, s, ins, now, next);
+      for (int64_t m = 0; m < n; ++m)
+        kernel(members[m], s == 0 ? ring.firstStage : ring.mergeStage, now[m]);
+      flushReceipts();
+      for (int64_t m = 0; m < n && s > 0; ++m)
+        for (int32_t i : ring.operands)
+          plan::FreeOp::create(at(layout.devices[members[m]]), loc, now[m][i]);
+      now.swap(next);
+    }
+    for (int64_t m = 0; m < n; ++m)
+      kernel(members[m], ring.finishStage, ins[members[m]]);
+  }
+}
+
 void PlanEmitter::emitForwardKernels(int64_t k,
                                      ArrayRef<SmallVector<Value>> ins,
                                      ArrayRef<SmallVector<Value>> outs) {
+  if (parts.strategy[k].ring) {
+    emitRingForward(k, ins, outs);
+    return;
+  }
   const OpLayout &layout = parts.layouts[k];
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
   scratch[k] = allocStageScratch(k, /*backward=*/false);

@@ -298,7 +298,7 @@ bool sameLayout(const OpConfig &a, const OpConfig &b) {
   return a.degrees == b.degrees && a.devices() == b.devices() &&
          a.replicas == b.replicas && a.recompute == b.recompute &&
          a.sharding == b.sharding && a.scatterDim == b.scatterDim &&
-         a.stage == b.stage;
+         a.stage == b.stage && a.ring == b.ring;
 }
 
 bool sameStrategy(const sim::Strategy &a, const sim::Strategy &b) {

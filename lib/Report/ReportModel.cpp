@@ -146,6 +146,8 @@ std::string formatDegrees(const sim::Op &op, const OpConfig &config) {
     out += " Z" + std::to_string(static_cast<int>(config.sharding));
   if (config.scatterDim >= 0)
     out += " rs" + std::to_string(config.scatterDim);
+  if (config.ring)
+    out += " ring";
   return out;
 }
 

@@ -26,6 +26,8 @@ std::string_view exchangeKindName(ExchangeKind kind) {
     return "all_to_all";
   case ExchangeKind::AllReduce:
     return "all_reduce";
+  case ExchangeKind::Ring:
+    return "ring";
   }
   return "point_to_point";
 }

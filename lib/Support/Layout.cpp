@@ -32,6 +32,14 @@ static Box microBatchRanges(const IterationSpace &space,
   return iter;
 }
 
+Box ringStepRanges(const IterationSpace &space, const Box &iter,
+                   int64_t members, int64_t block) {
+  Box ranges = iter;
+  int64_t size = space.dims[space.ring->streamed].size / members;
+  ranges[space.ring->streamed] = {block * size, (block + 1) * size};
+  return ranges;
+}
+
 OpLayout computeLayout(const IterationSpace &space, const OpConfig &config,
                        MicroBatch micro) {
   OpLayout layout;
@@ -69,6 +77,28 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config,
         partial = true;
     layout.partial.push_back(partial);
     layout.scattered.push_back(partial && config.scatterDim >= 0);
+  }
+  if (config.ring && space.ring) {
+    // Each member starts with the block of the streamed operands its share
+    // of `along` indexes.
+    const RingSpec &ring = *space.ring;
+    int64_t n = config.degrees[ring.along];
+    int64_t share = space.dims[ring.along].size / n;
+    layout.ringMember.assign(instances, -1);
+    for (std::vector<int64_t> &members :
+         layout.groupsAgreeingExcept({ring.along})) {
+      for (int64_t p : members) {
+        layout.ringMember[p] = layout.iter[p][ring.along].lo / share;
+        Box start =
+            ringStepRanges(space, layout.iter[p], n, layout.ringMember[p]);
+        for (int32_t i : ring.operands)
+          layout.operandBoxes[i][p] = sliceOf(space.operands[i], start);
+      }
+      std::sort(members.begin(), members.end(), [&](int64_t a, int64_t b) {
+        return layout.ringMember[a] < layout.ringMember[b];
+      });
+      layout.rings.push_back(std::move(members));
+    }
   }
   layout.heldBoxes = layout.resultBoxes;
   for (size_t r = 0; r < space.results.size(); ++r) {

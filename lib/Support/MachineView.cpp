@@ -84,6 +84,32 @@ static absl::Status invalidConfig(const Parts &...parts) {
   return absl::InvalidArgumentError(os.str());
 }
 
+/// A ring streams an unsplit dim's blocks around the groups that split its
+/// `along` dim: one block per member.
+static absl::Status checkRing(const IterationSpace &space,
+                              const OpConfig &config) {
+  if (!space.ring)
+    return invalidConfig("ring: the op has no dim whose operands stream "
+                         "around a ring");
+  const RingSpec &ring = *space.ring;
+  int64_t n = config.degrees[ring.along];
+  if (n < 2)
+    return invalidConfig("ring: iteration dim ", ring.along,
+                         " (the one whose groups form the ring) is not split");
+  if (config.degrees[ring.streamed] != 1)
+    return invalidConfig("ring: iteration dim ", ring.streamed,
+                         " streams around the ring whole, but its degree is ",
+                         config.degrees[ring.streamed]);
+  if (space.dims[ring.streamed].size % n != 0)
+    return invalidConfig("ring: ", n, " members do not divide iteration dim ",
+                         ring.streamed, " of size ",
+                         space.dims[ring.streamed].size, " into equal blocks");
+  if (config.replicas != 1)
+    return invalidConfig("ring: an op that streams around a ring runs "
+                         "without replicas");
+  return absl::OkStatus();
+}
+
 /// Why `config.scatterDim` does not fit (the degrees are valid): every
 /// result must be a partial sum (so that no result is kept whole for the
 /// backward kernel) with that dim, and its box must split into one equal
@@ -162,6 +188,10 @@ absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
   }
   if (config.scatterDim != -1) {
     if (absl::Status problem = checkScatter(space, config); !problem.ok())
+      return problem;
+  }
+  if (config.ring) {
+    if (absl::Status problem = checkRing(space, config); !problem.ok())
       return problem;
   }
   partitioned += config.replicas > 1;

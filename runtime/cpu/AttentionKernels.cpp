@@ -160,7 +160,10 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &ctx,
         }
         continue;
       }
+      const bool merge = ctx.stage == 3;
       if (tile.cols == 0) { // a causal block past every row of the tile
+        if (merge)
+          continue; // nothing to merge
         for (int64_t row = 0; row < tile.rows(); ++row) {
           max[stat + row] = blockMax[stat + row] = -INFINITY;
           sum[stat + row] = 0.0f;
@@ -182,15 +185,32 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &ctx,
           total += line[j];
         }
         std::fill(line + seen, line + tile.cols, 0.0f);
-        max[stat + row] = blockMax[stat + row] = m;
-        sum[stat + row] = static_cast<float>(total);
+        const int64_t i = stat + row;
+        if (!merge) {
+          max[i] = blockMax[i] = m;
+          sum[i] = static_cast<float>(total);
+          continue;
+        }
+        // Ring: this block's statistics and output merged into the rows'
+        // so far, both rescaled to the larger maximum.
+        const float newMax = std::max(max[i], m);
+        if (newMax == -INFINITY)
+          continue; // no key seen yet: the row stays empty
+        const float kept = std::exp(max[i] - newMax),
+                    added = std::exp(m - newMax);
+        sum[i] = kept * sum[i] + added * static_cast<float>(total);
+        max[i] = newMax;
+        for (int64_t c = 0; c < r.Dv; ++c)
+          out[row * ldo + c] *= kept;
+        for (int64_t j = 0; j < seen; ++j)
+          line[j] *= added;
       }
       if (r.dropout)
         forEachFactor(r, tile, mask, base,
                       [&](int64_t e, float factor) { p[e] *= factor; });
       gemm(false, false, tile.rows(), r.Dv, tile.cols, 1.0f, p.data(),
-           tile.cols, v.data + offsetIn(r, v, batch, r.keyLo, 0), ldv, 0.0f,
-           out, ldo);
+           tile.cols, v.data + offsetIn(r, v, batch, r.keyLo, 0), ldv,
+           merge ? 1.0f : 0.0f, out, ldo);
     }
   });
   return absl::OkStatus();
@@ -232,6 +252,30 @@ absl::Status attentionForward(const OpDesc &op, const KernelContext &ctx,
   return absl::OkStatus();
 }
 
+/// dot[row] = dO[row] . O[row] over the partition's rows (double sums): a
+/// ring's sum_l P dP over every key, without the keys.
+absl::Status rowDots(const OpDesc &op, const AttentionRanges &r,
+                     const std::vector<TensorView> &outputs,
+                     const TensorView &dResult, float *dot) {
+  if (outputs.empty() || !outputs[0].data)
+    return absl::InvalidArgumentError(
+        op.kind + ": a ring's backward reads the forward's result");
+  const TensorView &result = outputs[0];
+  const int64_t ldo = rowStride(r, result), ldd = rowStride(r, dResult);
+  forEachIndex(r.batchLo, r.batchHi, [&](const std::vector<int64_t> &batch) {
+    const float *o = result.data + offsetIn(r, result, batch, r.rowLo, 0);
+    const float *d = dResult.data + offsetIn(r, dResult, batch, r.rowLo, 0);
+    const int64_t stat = statIndex(r, batch, r.rowLo);
+    for (int64_t row = 0; row < r.rowHi - r.rowLo; ++row) {
+      double total = 0;
+      for (int64_t c = 0; c < r.Dv; ++c)
+        total += static_cast<double>(o[row * ldo + c]) * d[row * ldd + c];
+      dot[stat + row] = static_cast<float>(total);
+    }
+  });
+  return absl::OkStatus();
+}
+
 /// Backward stages of a key block (see the file comment).
 absl::Status blockBackward(const OpDesc &op, const KernelContext &ctx,
                            const std::vector<TensorView> &inputs,
@@ -249,6 +293,8 @@ absl::Status blockBackward(const OpDesc &op, const KernelContext &ctx,
   const float *max = scratch[0].data, *sum = scratch[1].data;
   float *dot = scratch[3].data;
   const TensorView &dResult = outputGrads[0];
+  if (ctx.stage == 2) // ring: sum_l P dP of all keys is dO . O, per row
+    return rowDots(op, r, outputs, dResult, dot);
   const TensorView &q = inputs[0], &k = inputs[1], &v = inputs[2];
   float *dq = inputGrads[0].data, *dk = inputGrads[1].data,
         *dv = inputGrads[2].data;

@@ -34,7 +34,12 @@
 // the unnormalized output (a row kernel writes exp(score - max) times the
 // dropout factor for the value GEMM); stages 1 and 2 rescale the result's
 // rows (a row kernel); the backward's stage 0 sums P dP per row, stage 1
-// the gradients with P from the rows' statistics.
+// the gradients with P from the rows' statistics. A ring (context
+// parallelism) runs forward stage 3 instead of 1: a row kernel merges the
+// block's maximum and sum into the rows' running ones, rescales the result
+// rows and writes the rescaled exponentials, whose value GEMM then adds
+// into the result; its backward's stage 2 writes each row's dO . O (a row
+// kernel, in double) as the sum of P dP that stage 1 reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,6 +170,27 @@ StatRows statRows(const AttentionRanges &r, const Block &block) {
   return {statIndex(r, block.batch, block.rowLo), r.rowHi - r.rowLo};
 }
 
+/// The largest of a row's first `seen` scores, on every thread of its block.
+PPC_HD inline float rowMax(const RowThreads &t, const float *line,
+                           int64_t seen) {
+  float max = -INFINITY;
+  for (int64_t j = t.thread; j < seen; j += t.threads)
+    max = max < line[j] ? line[j] : max;
+  return t.max(max);
+}
+
+/// Replaces a row's first `seen` scores by exp(score - max); returns the
+/// row's sum of them (in double), on every thread.
+PPC_HD inline double expInPlace(const RowThreads &t, float *line, int64_t seen,
+                                float max) {
+  double sum = 0;
+  for (int64_t j = t.thread; j < seen; j += t.threads) {
+    line[j] = expf(line[j] - max);
+    sum += line[j];
+  }
+  return t.sum(sum);
+}
+
 /// The causal-masked softmax of each row of the scaled scores `p` (max and
 /// exponentials in float, the sum in double, as the cpu kernel's
 /// softmaxRow), 0 past the keys a row sees: written as P into `p` where
@@ -179,16 +205,9 @@ void softmaxRows(Stream stream, RowDims d, float *p, int64_t count, bool keep,
                float *line = p + i * d.cols;
                const Elements outLine = out + i * d.cols;
                const int64_t seen = d.seen(row);
-               float max = -INFINITY;
-               for (int64_t j = t.thread; j < seen; j += t.threads)
-                 max = max < line[j] ? line[j] : max;
-               max = t.max(max);
-               double sum = 0;
-               for (int64_t j = t.thread; j < seen; j += t.threads) {
-                 line[j] = expf(line[j] - max);
-                 sum += line[j];
-               }
-               const float inverse = static_cast<float>(1.0 / t.sum(sum));
+               const float max = rowMax(t, line, seen);
+               const float inverse =
+                   static_cast<float>(1.0 / expInPlace(t, line, seen, max));
                for (int64_t j = t.thread; j < d.cols; j += t.threads) {
                  const float value = j < seen ? line[j] * inverse : 0.0f;
                  if (keep)
@@ -239,10 +258,7 @@ void blockExpRows(Stream stream, RowDims d, StatRows st, float *p,
                float *line = p + i * d.cols;
                const Elements outLine = out + i * d.cols;
                const int64_t seen = d.seen(row);
-               float m = -INFINITY;
-               for (int64_t j = t.thread; j < seen; j += t.threads)
-                 m = m < line[j] ? line[j] : m;
-               m = t.max(m);
+               const float m = rowMax(t, line, seen);
                double total = 0;
                for (int64_t j = t.thread; j < d.cols; j += t.threads) {
                  const float e = j < seen ? expf(line[j] - m) : 0.0f;
@@ -256,6 +272,71 @@ void blockExpRows(Stream stream, RowDims d, StatRows st, float *p,
                  own[at] = m;
                  sum[at] = static_cast<float>(total);
                }
+             });
+}
+
+/// A ring's forward stage 3 (merge) on the scaled scores `p`: each row's
+/// block maximum m over the keys it sees and sum l of exp(score - m) (in
+/// double) merge into the rows' running maximum `max` and sum `sum`, both
+/// rescaled to newMax = max(max, m): sum = kept * sum + added * l with
+/// kept = exp(max - newMax), added = exp(m - newMax). The row's result
+/// (`res` at the block's first row, rows `ld` and batches `batchLd` apart,
+/// `width` values) is scaled by kept, and exp(score - m) * added times the
+/// dropout factor, 0 past the keys the row sees, goes to `out` (which may
+/// be `p` itself) for the value GEMM, which adds into the result. A row
+/// that has seen no key yet (newMax -inf) keeps its statistics and result.
+void mergeExpRows(Stream stream, RowDims d, StatRows st, float *p,
+                  int64_t count, bool dropout, DropoutMask mask, Elements out,
+                  Elements res, int64_t ld, int64_t batchLd, int64_t width,
+                  Elements max, Elements sum) {
+  launchRows(stream, count * d.rows, d.cols,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const int64_t at = st.at(b, row);
+               // The running statistics, read by thread 0 alone and passed to
+               // the others by reductions: thread 0 writes them back at the
+               // end.
+               const bool first = t.thread == 0;
+               const float runningMax =
+                   t.max(first ? float(max[at]) : -INFINITY);
+               const float runningSum = t.sum(first ? float(sum[at]) : 0.0f);
+               float *line = p + i * d.cols;
+               const Elements outLine = out + i * d.cols;
+               const int64_t seen = d.seen(row);
+               const float m = rowMax(t, line, seen);
+               const double total = expInPlace(t, line, seen, m);
+               const float newMax = runningMax < m ? m : runningMax;
+               const bool merge = newMax != -INFINITY;
+               const float kept = merge ? expf(runningMax - newMax) : 1.0f,
+                           added = merge ? expf(m - newMax) : 1.0f;
+               for (int64_t j = t.thread; j < d.cols; j += t.threads) {
+                 const float e = j < seen ? line[j] * added : 0.0f;
+                 outLine[j] = dropout ? e * mask.factor(d.flat(b, row, j)) : e;
+               }
+               if (!merge)
+                 return; // every thread of the row is past its reductions
+               const Elements result = res + b * batchLd + row * ld;
+               for (int64_t c = t.thread; c < width; c += t.threads)
+                 result[c] = float(result[c]) * kept;
+               if (first) {
+                 sum[at] =
+                     kept * runningSum + added * static_cast<float>(total);
+                 max[at] = newMax;
+               }
+             });
+}
+
+/// A key block's result rows (laid out as rescaleRows's) set to 0: the
+/// output of rows that see no key of the block, as the value GEMM writes
+/// it for such rows of a block that has keys.
+void zeroRows(Stream stream, RowDims d, int64_t count, Elements out, int64_t ld,
+              int64_t batchLd, int64_t width) {
+  launchRows(stream, count * d.rows, width,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const Elements line = out + b * batchLd + row * ld;
+               for (int64_t c = t.thread; c < width; c += t.threads)
+                 line[c] = 0.0f;
              });
 }
 
@@ -333,6 +414,27 @@ void blockDotRows(Stream stream, RowDims d, StatRows st, const float *p,
              });
 }
 
+/// A ring's backward stage 2: each row's dO . O (`dOut` and the forward's
+/// result `o` at the block's first row, rows `ldd` / `ldo` and batches
+/// `batchLdd` / `batchLdo` apart, `width` values each), in double, into
+/// `dots`: the row's sum of P dP over every key.
+void rowDotRows(Stream stream, RowDims d, StatRows st, int64_t count,
+                Elements o, int64_t ldo, int64_t batchLdo, Elements dOut,
+                int64_t ldd, int64_t batchLdd, int64_t width, Elements dots) {
+  launchRows(stream, count * d.rows, width,
+             [=] PPC_HD(const RowThreads &t, int64_t i) {
+               const int64_t b = i / d.rows, row = i % d.rows;
+               const Elements oLine = o + b * batchLdo + row * ldo,
+                              dLine = dOut + b * batchLdd + row * ldd;
+               double dot = 0;
+               for (int64_t c = t.thread; c < width; c += t.threads)
+                 dot += static_cast<double>(float(oLine[c])) * float(dLine[c]);
+               dot = t.sum(dot);
+               if (t.thread == 0)
+                 dots[st.at(b, row)] = static_cast<float>(dot);
+             });
+}
+
 /// The GEMM result at row `row` of `block`'s first batch of a result-like
 /// view (result or operand gradient, as stored), its batches apart as the
 /// view's.
@@ -373,14 +475,15 @@ absl::Status scores(ExecContext &ctx, const AttentionRanges &r,
 }
 
 /// The result rows of `block` = probs V (probs [count, rows, cols] in the
-/// operands' type), written.
+/// operands' type), written (beta 0) or added (beta 1: a ring's merge).
 absl::Status multiplyValues(ExecContext &ctx, const AttentionRanges &r,
                             const Block &block, Elements probs,
-                            const KernelView &v, const KernelView &result) {
+                            const KernelView &v, const KernelView &result,
+                            float beta = 0.0f) {
   const int64_t rows = block.rows(), cols = block.cols;
   return gemmInto(ctx, rows, r.Dv, cols, 1.0f,
                   blockOperand(probs, rows, cols, false),
-                  blockOperand(r, v, block, r.keyLo, false), 0.0f,
+                  blockOperand(r, v, block, r.keyLo, false), beta,
                   typedResult(r, result, block, block.rowLo), block.count);
 }
 
@@ -464,7 +567,7 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &kctx,
   const KernelView &result = outputs[0];
   const Elements max = scratch[0].elements, sum = scratch[1].elements,
                  own = scratch[2].elements;
-  if (kctx.stage > 0) {
+  if (kctx.stage == 1 || kctx.stage == 2) {
     forEachBlock(r, [&](const Block &block) {
       rescaleRows(ctx.stream, rowDims(r, block), statRows(r, block),
                   block.count,
@@ -490,17 +593,33 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &kctx,
   if (!p || !probs)
     return absl::ResourceExhaustedError(
         op.kind + ": out of device memory for its score block");
+  // Stage 3 (a ring's merge) adds into the result rows it rescales.
+  const bool merge = kctx.stage == 3;
   absl::Status error;
   forEachBlock(r, [&](const Block &block) {
     if (!error.ok())
       return;
     const bool seen = block.cols > 0;
+    if (merge && !seen)
+      return; // a causal block past every row: nothing to merge
     if (seen && !(error = scores(ctx, r, block, q, k, p)).ok())
       return;
-    blockExpRows(ctx.stream, rowDims(r, block), statRows(r, block), p,
-                 block.count, r.dropout, mask, probs, max, own, sum);
-    if (seen) // rows seeing no key are zeroed by stage 1
+    const RowDims d = rowDims(r, block);
+    const Elements rows =
+        result.elements + offsetIn(r, result, block.batch, block.rowLo, 0);
+    const int64_t ld = rowStride(r, result), batchLd = batchStride(r, result);
+    if (merge) {
+      mergeExpRows(ctx.stream, d, statRows(r, block), p, block.count, r.dropout,
+                   mask, probs, rows, ld, batchLd, r.Dv, max, sum);
+      error = multiplyValues(ctx, r, block, probs, v, result, /*beta=*/1.0f);
+      return;
+    }
+    blockExpRows(ctx.stream, d, statRows(r, block), p, block.count, r.dropout,
+                 mask, probs, max, own, sum);
+    if (seen)
       error = multiplyValues(ctx, r, block, probs, v, result);
+    else // as the cpu kernel: a ring's merge rescales these rows
+      zeroRows(ctx.stream, d, block.count, rows, ld, batchLd, r.Dv);
   });
   return annotate(error, op.kind);
 }
@@ -524,10 +643,26 @@ absl::Status blockBackward(const OpDesc &op, const KernelContext &kctx,
                  dots = scratch[3].elements;
   const KernelView &dq = inputGrads[0], &dk = inputGrads[1],
                    &dv = inputGrads[2];
+  // Stage 2 (a ring's first) reads the forward's result.
+  if (kctx.stage == 2 && (outputs.empty() || !outputs[0].present()))
+    return absl::InvalidArgumentError(
+        op.kind + ": a ring's backward reads the forward's result");
   // The score blocks add into the gradients: overwritten ones start at 0
   // (the first stage, which adds nothing, is where the plan marks them).
   for (const KernelView *g : {&dq, &dk, &dv})
     writesGradient(ctx, *g, false);
+  if (kctx.stage == 2) { // ring: sum_l P dP of all keys is dO . O, per row
+    const KernelView &result = outputs[0], &dResult = outputGrads[0];
+    forEachBlock(r, [&](const Block &block) {
+      rowDotRows(
+          ctx.stream, rowDims(r, block), statRows(r, block), block.count,
+          result.elements + offsetIn(r, result, block.batch, block.rowLo, 0),
+          rowStride(r, result), batchStride(r, result),
+          dResult.elements + offsetIn(r, dResult, block.batch, block.rowLo, 0),
+          rowStride(r, dResult), batchStride(r, dResult), r.Dv, dots);
+    });
+    return absl::OkStatus();
+  }
   KernelView q = inputs[0], k = inputs[1], v = inputs[2],
              dResult = outputGrads[0];
   if (!operandsOfOneType(ctx, {&q, &k, &v, &dResult}))

@@ -409,6 +409,126 @@ TEST(AttentionKernel, KeyBlocksMergeToTheWholeOp) {
                      "row tiles x key blocks");
 }
 
+/// ppc.attention as a ring (RingSpec of AttentionOp): member c of
+/// `members` holds query rows c and key block c, and visits the blocks c,
+/// c - 1, ... (mod members): forward stage 0 on its own, stage 3 (merge) on
+/// each after, then stage 2; backward stage 2 (the rows' dO . O), then
+/// stage 1 on each block, adding to dQ and to the block's dK and dV (one
+/// accumulator per block here, which the plan passes around with it).
+Result ring(const AttentionCase &c, const KernelContext &ctx,
+            const std::vector<std::vector<float>> &x,
+            const std::vector<float> &dOut, int64_t members) {
+  OpDesc op = attentionOp(c);
+  const size_t tDim = c.lead.size();
+  int64_t lead = 1;
+  for (int64_t size : c.lead)
+    lead *= size;
+  std::vector<Range> batch;
+  for (int64_t size : c.lead)
+    batch.push_back({0, size});
+  std::vector<Range> rows = splitRange(c.S, members),
+                     keys = splitRange(c.T, members);
+  // Per block: key and value, their boxes and gradient accumulators.
+  struct Block {
+    Box box[2];
+    std::vector<float> values[2], grads[2];
+  };
+  std::vector<Block> blocks(members);
+  Partition any = attentionPartition(c, batch, rows[0]);
+  for (int64_t j = 0; j < members; ++j)
+    for (int i : {1, 2}) {
+      Block &b = blocks[j];
+      b.box[i - 1] =
+          withRange(any.inputs[i], tDim, keys[j].first, keys[j].second);
+      b.values[i - 1] = extractBox(x[i], op.operandShapes[i], b.box[i - 1]);
+      b.grads[i - 1].assign(b.values[i - 1].size(), 0.0f);
+    }
+  Result r;
+  r.out.assign(numElementsOf(c.result()), 0.0f);
+  r.dq.assign(numElementsOf(c.query()), 0.0f);
+  for (int64_t m = 0; m < members; ++m) {
+    Partition part = attentionPartition(c, batch, rows[m]);
+    const int64_t n = lead * (rows[m].second - rows[m].first);
+    std::vector<float> q = extractBox(x[0], op.operandShapes[0],
+                                      part.inputs[0]),
+                       dq(q.size(), 0.0f), out(n * c.Dv, std::nanf("")),
+                       dOutBox = extractBox(dOut, c.result(), part.outputs[0]);
+    std::vector<std::vector<float>> stats(4, std::vector<float>(n, NAN));
+    std::vector<TensorView> outViews = {
+        boxView(out, c.result(), part.outputs[0])};
+    std::vector<TensorView> dOutViews = {
+        boxView(dOutBox, c.result(), part.outputs[0])};
+    auto statViews = [&](size_t count) {
+      std::vector<TensorView> views;
+      for (size_t i = 0; i < count; ++i)
+        views.push_back(viewOf(stats[i], {n}));
+      return views;
+    };
+    auto inputs = [&](int64_t j) {
+      Block &b = blocks[j];
+      return std::vector<TensorView>{
+          boxView(q, op.operandShapes[0], part.inputs[0]),
+          boxView(b.values[0], op.operandShapes[1], b.box[0]),
+          boxView(b.values[1], op.operandShapes[2], b.box[1])};
+    };
+    auto run = [&](int32_t stage, int64_t j, bool backwardPass) {
+      KernelContext staged = ctx;
+      staged.stage = stage;
+      std::vector<TensorView> in = inputs(j);
+      std::vector<TensorView> st = statViews(backwardPass ? 4 : 3);
+      if (!backwardPass)
+        return ppc::test::statusText(forward(op, staged, in, outViews, st));
+      Block &b = blocks[j];
+      std::vector<TensorView> grads = {
+          boxView(dq, op.operandShapes[0], part.inputs[0]),
+          boxView(b.grads[0], op.operandShapes[1], b.box[0]),
+          boxView(b.grads[1], op.operandShapes[2], b.box[1])};
+      return ppc::test::statusText(
+          backward(op, staged, in, outViews, dOutViews, grads, st));
+    };
+    for (int64_t s = 0; s < members; ++s)
+      EXPECT_EQ(run(s == 0 ? 0 : 3, (m - s + members) % members, false), "");
+    EXPECT_EQ(run(2, m, false), "");
+    addBox(r.out, c.result(), part.outputs[0], out);
+    EXPECT_EQ(run(2, m, true), "");
+    for (int64_t s = 0; s < members; ++s)
+      EXPECT_EQ(run(1, (m - s + members) % members, true), "");
+    addBox(r.dq, c.query(), part.inputs[0], dq);
+  }
+  r.dk.assign(numElementsOf(c.key()), 0.0f);
+  r.dv.assign(numElementsOf(c.value()), 0.0f);
+  for (Block &b : blocks) {
+    addBox(r.dk, c.key(), b.box[0], b.grads[0]);
+    addBox(r.dv, c.value(), b.box[1], b.grads[1]);
+  }
+  return r;
+}
+
+TEST(AttentionKernel, RingStepsMergeToTheWholeOp) {
+  // 2 and 3 members, causal (the later blocks past a member's rows add
+  // nothing) or not, with dropout; S = T = 300 spans several row tiles.
+  for (const auto &lead : kAttentionLeads)
+    for (bool causal : {false, true})
+      for (double ratio : {0.0, 0.2})
+        for (int64_t members : {2, 3}) {
+          AttentionCase c{lead, 12, 12, 4, 3, 0.6, causal, ratio, 29};
+          auto x = randomInputs(c, 91);
+          std::vector<float> dOut = randomValues(numElementsOf(c.result()), 92);
+          expectResultsClose(ring(c, trainingAt(3), x, dOut, members),
+                             fused(c, trainingAt(3), x, dOut), 1e-5,
+                             std::string(causal ? "causal" : "full") +
+                                 (ratio > 0 ? " dropout" : "") + " lead rank " +
+                                 std::to_string(lead.size()) + ", " +
+                                 std::to_string(members) + " members");
+        }
+  AttentionCase tall{{2}, 300, 300, 8, 4, 0.3, true, 0.1, 17};
+  auto x = randomInputs(tall, 93);
+  std::vector<float> dOut = randomValues(numElementsOf(tall.result()), 94);
+  expectResultsClose(ring(tall, trainingAt(6), x, dOut, 4),
+                     fused(tall, trainingAt(6), x, dOut), 1e-5,
+                     "row tiles, 4 members");
+}
+
 TEST(AttentionKernel, KeyBlocksRunInStagesWithRowStatistics) {
   // What the executor's reference and ppc-profile read of a partition: a
   // key block runs 3 forward stages with three [rows] statistics and 2

@@ -1683,3 +1683,89 @@ TEST(Pipeline, CheckPipelineNamesTheProblem) {
                       "pipeline"),
             std::string::npos);
 }
+
+namespace {
+
+/// o = attention(q, k, v) over [S, D] each (q, k, v relu'd from three
+/// inputs): dims S (attribute), T (reduction), D (reduction), Dv
+/// (parameter), D and Dv unsplittable; its keys stream around rings that
+/// split S (RingSpec, as AttentionOp's).
+Graph ringAttention(int64_t s, int64_t d) {
+  Graph g;
+  g.numInputs = 3;
+  for (int i = 0; i < 3; ++i)
+    g.ops.push_back(elementwise(std::string(1, "qkv"[i]), s, d, input(i)));
+  Op att;
+  att.name = "attention";
+  att.kind = "ppc.attention";
+  att.space.dims = {{s, IterKind::Attribute},
+                    {s, IterKind::Reduction},
+                    {d, IterKind::Reduction, false},
+                    {d, IterKind::Parameter, false}};
+  auto access = [](int64_t rows, int64_t cols, int32_t a, int32_t b) {
+    return TensorAccess{{rows, cols},
+                        {DimAccess::identity(a), DimAccess::identity(b)}};
+  };
+  att.space.operands = {access(s, d, 0, 2), access(s, d, 1, 2),
+                        access(s, d, 1, 3)};
+  att.space.results = {access(s, d, 0, 3)};
+  att.space.ring = RingSpec{1, 0, {1, 2}};
+  att.operands = {fromOp(0), fromOp(1), fromOp(2)};
+  g.ops.push_back(std::move(att));
+  return g;
+}
+
+TEST(Simulator, RingPassesBlocksBesideItsKernels) {
+  // S = T = 64, D = 250 on 4 devices: a member's key and value blocks are
+  // 16 x 250 f32 each, 32,000 bytes: 10 us + 32 us over the 1 GB/s links.
+  // FixedCostModel: a step's kernel is 1/16 of the op's 1 ms forward and
+  // 2 ms backward. Forward: 4 steps of 62.5 us (the sends hide under
+  // them); backward: 4 steps of 125 us, the last block's gradients (42 us)
+  // after them.
+  Graph g = ringAttention(64, 250);
+  ASSERT_EQ(statusText(g.validate()), "");
+  Machine m = roundMachine(1, 4);
+  FixedCostModel cost;
+  std::vector<OpConfig> strategy(4, OpConfig{{4, 1}, 0, {}});
+  strategy[3] = {{4, 1, 1, 1}, 0, {}};
+  strategy[3].ring = true;
+  ASSERT_EQ(statusText(checkConfig(g.ops[3].space, strategy[3], 4)), "");
+  Simulator sim(g, m, cost);
+  SimResult ring = sim.simulate(strategy);
+  std::vector<Simulator::OpTimes> times = sim.opTimes();
+  EXPECT_NEAR(times[3].forward, 4 * 62.5e-6, kTimeTolerance);
+  EXPECT_NEAR(times[3].backward, 4 * 125e-6 + 42e-6, kTimeTolerance);
+  // Per member 3 blocks forward, 3 blocks and 4 blocks of gradients
+  // backward; the queries, keys and values are read where they are.
+  const double block = 32000;
+  EXPECT_DOUBLE_EQ(ring.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+                   4 * (3 + 7) * block);
+  const auto &count =
+      ring.exchanges[static_cast<size_t>(geometry::ExchangeKind::Ring)];
+  EXPECT_EQ(count.count, 2); // one ring, forward and backward
+  EXPECT_DOUBLE_EQ(count.bytes, 4 * (3 + 7) * block);
+  EXPECT_EQ(sim.forwardBytes(3, 1), 0.0);
+  // Two blocks and their two gradients in flight, beside the chunks.
+  EXPECT_GE(ring.devices[0].memory.workspace, 4 * 32000);
+
+  // The same split without the ring all-gathers the keys and values: each
+  // member receives the 3 others' blocks and sends their gradients back,
+  // and holds the whole keys and values.
+  strategy[3].ring = false;
+  SimResult gathered = sim.simulate(strategy);
+  EXPECT_DOUBLE_EQ(gathered.bytesByLinkKind[static_cast<int>(LinkKind::NVLink)],
+                   4 * (3 + 3) * block);
+  EXPECT_GT(gathered.devices[0].memory.activations,
+            ring.devices[0].memory.activations);
+
+  // On links 10x slower the sends take 330 us, longer than the kernels:
+  // forward 3 sends and the last kernel.
+  Machine slow = roundMachine(1, 4, 1e8);
+  strategy[3].ring = true;
+  Simulator slowSim(g, slow, cost);
+  slowSim.simulate(strategy);
+  EXPECT_NEAR(slowSim.opTimes()[3].forward, 3 * 330e-6 + 62.5e-6,
+              kTimeTolerance);
+}
+
+} // namespace

@@ -121,6 +121,10 @@ enum class ContextExchange : uint8_t {
   /// (AttentionOp's log-sum-exp merge of key blocks): each device holds a
   /// share of the keys and values instead of all of them.
   KeyBlocks,
+  /// The attention's query positions split like the rest; its keys and
+  /// values passed around the group a block at a time while each member
+  /// computes (OpConfig::ring; cp_comm_type p2p, ring attention).
+  Ring,
 };
 
 struct ContextExchangeInfo {

@@ -35,14 +35,16 @@ enum class ExchangeKind {
   ReduceScatter, ///< each member sums one region from every other one
   AllToAll,      ///< each member sends a distinct piece to every other one
   AllReduce,     ///< partial sums summed on every member (a ppc.reduce)
+  Ring, ///< blocks passed to the next member while each computes (a ring op)
 };
 inline constexpr ExchangeKind kExchangeKinds[] = {
     ExchangeKind::Local,     ExchangeKind::PointToPoint,
     ExchangeKind::AllGather, ExchangeKind::ReduceScatter,
-    ExchangeKind::AllToAll,  ExchangeKind::AllReduce};
+    ExchangeKind::AllToAll,  ExchangeKind::AllReduce,
+    ExchangeKind::Ring};
 
 /// "local", "point_to_point", "all_gather", "reduce_scatter", "all_to_all",
-/// "all_reduce".
+/// "all_reduce", "ring".
 std::string_view exchangeKindName(ExchangeKind kind);
 std::optional<ExchangeKind> parseExchangeKind(std::string_view name);
 

@@ -158,6 +158,29 @@ struct CausalDomain {
   int32_t key = -1;
 };
 
+/// A reduction dim whose operands can stream around a ring instead of being
+/// held whole (ring attention, as Megatron-Core's context parallelism runs
+/// it): where `along` is split n ways and `streamed` is not, partition c
+/// holds block c of the `operands`' `streamed` dim (the dim its share of
+/// `along` indexes, both of one extent) and passes blocks to the next member
+/// of its group while it computes, n steps, merging each block's partial
+/// result into the last (the staged kernel's log-sum-exp merge). Its work is
+/// that of the unsplit dim; its memory, two blocks.
+struct RingSpec {
+  int32_t streamed = -1;
+  int32_t along = -1;
+  std::vector<int32_t> operands;
+  /// The stages of the staged kernel (with its forward scratch, then its
+  /// backward's) a member runs. Forward: `first` on the block it starts
+  /// with, `merge` on each block after (merged into the statistics and
+  /// partial result so far), `finish` once. Backward: `prepare` once (what
+  /// every block's gradient reads, from the result and its gradient), then
+  /// `block` on each block, adding to the gradients of the operands and of
+  /// the block it holds.
+  int32_t firstStage = 0, mergeStage = 0, finishStage = 0;
+  int32_t prepareStage = 0, blockStage = 0;
+};
+
 struct IterationSpace {
   std::vector<IterDim> dims;
   std::vector<TensorAccess> operands;
@@ -181,6 +204,8 @@ struct IterationSpace {
   /// that read that tensor dim carry the experts (search::megatron's
   /// expert parallelism splits them).
   int32_t expertDim = -1;
+  /// Set where a reduction dim may stream around a ring (OpConfig::ring).
+  std::optional<RingSpec> ring;
 
   /// Number of points of the iteration space (product of the dim sizes);
   /// validate() checks that it fits in int64.

@@ -49,6 +49,12 @@ struct OpLayout {
   std::vector<bool> partial;   ///< per result
   std::vector<bool> scattered; ///< per result
   int64_t numReplicas = 1;
+  /// With OpConfig::ring: the members of each ring (the instances that
+  /// differ only in their share of RingSpec::along, in that order), and per
+  /// instance its place in its ring, which is the block of the streamed dim
+  /// it starts with (its operandBoxes hold that block); -1 without.
+  std::vector<std::vector<int64_t>> rings;
+  std::vector<int64_t> ringMember;
 
   int64_t numInstances() const { return static_cast<int64_t>(devices.size()); }
   /// The pieces of result `r` readers fetch from: one per instance (its
@@ -68,6 +74,12 @@ struct OpLayout {
   /// included, in replica order).
   std::vector<int64_t> replicasOf(int64_t p) const;
 };
+
+/// `iter` with the range of the ring's streamed dim replaced by block
+/// `block` of `members` (OpConfig::ring): what a ring member computes with
+/// at the step it holds that block.
+Box ringStepRanges(const IterationSpace &space, const Box &iter,
+                   int64_t members, int64_t block);
 
 /// Micro-batch `index` of `count` (a pipelined step): samples
 /// [index * N / count, (index + 1) * N / count) of every sample dim of size

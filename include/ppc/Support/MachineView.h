@@ -65,6 +65,11 @@ struct OpConfig {
   /// Pipeline stage of the op (sim::Pipeline): its devices are that stage's
   /// submesh. 0 when the strategy has no pipeline.
   int64_t stage = 0;
+  /// The op's ring dim (IterationSpace::ring) streams around each group of
+  /// partitions that differ only in their share of its `along` dim: n steps
+  /// of a block each, the blocks passed point to point while they compute,
+  /// instead of gathering the operands whole (ring attention).
+  bool ring = false;
 
   /// The product of the degrees: the number of distinct pieces of work.
   /// Callers that read degrees from input check them first (checkConfig):
@@ -87,7 +92,7 @@ struct OpConfig {
     return degrees == o.degrees && start == o.start && strides == o.strides &&
            replicas == o.replicas && recompute == o.recompute &&
            sharding == o.sharding && scatterDim == o.scatterDim &&
-           stage == o.stage;
+           stage == o.stage && ring == o.ring;
   }
   bool operator!=(const OpConfig &o) const { return !(*this == o); }
 };

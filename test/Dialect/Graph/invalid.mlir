@@ -1173,6 +1173,48 @@ func.func @strategy_scatter_without_partial_sums(%x: tensor<8x16xf32>) {
 
 // -----
 
+// A ring streams an attention's keys (dim 3 of [B, H, S, T, D, Dv]) around
+// the groups that split its query positions (dim 2).
+func.func @strategy_ring_without_ring_dim(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{ring: the op has no dim whose operands stream around a ring}}
+  %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], ring>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_ring_along_unsplit(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{ring: iteration dim 2 (the one whose groups form the ring) is not split}}
+  %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, ppc.strategy = #ppc.strategy<degrees = [2, 1, 1, 1, 1, 1], ring>} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_ring_streamed_split(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{ring: iteration dim 3 streams around the ring whole, but its degree is 2}}
+  %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, ppc.strategy = #ppc.strategy<degrees = [1, 1, 2, 2, 1, 1], ring>} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_ring_uneven_blocks(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x6x8xf32>, %v: tensor<2x4x6x8xf32>) {
+  // expected-error @+1 {{ring: 4 members do not divide iteration dim 3 of size 6 into equal blocks}}
+  %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, ppc.strategy = #ppc.strategy<degrees = [1, 1, 4, 1, 1, 1], ring>} : (tensor<2x4x16x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @strategy_ring_replicated(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{ring: an op that streams around a ring runs without replicas}}
+  %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, ppc.strategy = #ppc.strategy<degrees = [1, 1, 2, 1, 1, 1], replicas = 2, ring>} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
 func.func @strategy_scatter_not_a_dim(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) {
   // expected-error @+1 {{scatter dim 2 is not a dim of result 0, which has 2}}
   %0 = ppc.linear %x, %w {ppc.strategy = #ppc.strategy<degrees = [1, 1, 2], scatter = 2>} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
@@ -1270,7 +1312,7 @@ func.func @strategy_replica_stride_count(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_recompute(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage' or 'recompute' (each at most once), got 'recompute'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage', 'recompute' or 'ring' (each at most once), got 'recompute'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], recompute, recompute>} : tensor<8x16xf32>
   return
 }
@@ -1286,7 +1328,7 @@ func.func @strategy_bad_stride(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage' or 'recompute' (each at most once), got 'step'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage', 'recompute' or 'ring' (each at most once), got 'step'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], step = 1>} : tensor<8x16xf32>
   return
 }
@@ -1294,7 +1336,7 @@ func.func @strategy_unknown_key(%x: tensor<8x16xf32>) {
 // -----
 
 func.func @strategy_repeated_key(%x: tensor<8x16xf32>) {
-  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage' or 'recompute' (each at most once), got 'start'}}
+  // expected-error @+1 {{expected 'start', 'strides', 'replicas', 'zero', 'scatter', 'stage', 'recompute' or 'ring' (each at most once), got 'start'}}
   %0 = ppc.relu %x {ppc.strategy = #ppc.strategy<degrees = [2, 1], start = 1, start = 2>} : tensor<8x16xf32>
   return
 }
@@ -1530,7 +1572,15 @@ func.func @cumsum_axis(%x: tensor<3x4xf32>) {
 // -----
 
 func.func @unknown_exchange(%x: tensor<8x4xf32>) {
-  // expected-error @+1 {{'ppc.repartition' op unknown exchange 'ring'; expected one of local, point_to_point, all_gather, reduce_scatter, all_to_all, all_reduce}}
+  // expected-error @+1 {{'ppc.repartition' op unknown exchange 'broadcast'; expected one of local, point_to_point, all_gather, reduce_scatter, all_to_all, all_reduce}}
+  %0 = ppc.repartition %x as "broadcast" : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @ring_exchange_between_ops(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.repartition' op exchange 'ring' is the blocks a ring op passes round (its strategy's `ring`), not a resharding between ops}}
   %0 = ppc.repartition %x as "ring" : tensor<8x4xf32>
   return
 }

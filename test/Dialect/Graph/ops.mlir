@@ -244,6 +244,15 @@ func.func @strategies(%x: tensor<32x784xf32>, %w: tensor<784x256xf32>) -> tensor
   return %2 : tensor<32x256xf32>
 }
 
+// Ring attention: the query positions (dim 2) split 4 ways, the keys
+// (dim 3) streamed around each group of 4; `ring` prints last.
+// CHECK-LABEL: func.func @ring_strategy
+// CHECK: ppc.attention %{{.*}}, %{{.*}}, %{{.*}} {ppc.strategy = #ppc.strategy<degrees = [2, 1, 4, 1, 1, 1], recompute, ring>, scale = 1.250000e-01 : f64}
+func.func @ring_strategy(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, ppc.strategy = #ppc.strategy<degrees = [2, 1, 4, 1, 1, 1], ring, recompute>} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  return %0 : tensor<2x4x16x8xf32>
+}
+
 // CHECK-LABEL: func.func @pipelined
 // CHECK-SAME: attributes {ppc.pipeline = #ppc.pipeline<microbatches = 4, schedule = "1f1b", first_devices = [0, 4], devices = [4, 4]>}
 func.func @pipelined(%x: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {ppc.pipeline = #ppc.pipeline<microbatches = 4, schedule = "1f1b", first_devices = [0, 4], devices = [4, 4]>} {

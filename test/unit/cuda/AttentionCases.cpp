@@ -8,7 +8,8 @@
 // row tile, only some gradients wanted, bf16 storage, layout "bshd" (rows
 // H * D apart, on the GEMM path and the tiled kernels, partitioned by
 // samples, heads and rows), key blocks (the staged log-sum-exp merge:
-// halves of the keys, rows whole and split, causal, dropout, bf16), and the
+// halves of the keys, rows whole and split, causal, dropout, bf16), a
+// ring's stages on a key block (merge, and the backward's dO . O), and the
 // errors the cpu kernel reports.
 //
 //===----------------------------------------------------------------------===//
@@ -157,6 +158,155 @@ TEST(CudaAttention, KeyBlocksAgree) {
             expectBackendsAgree(a, what + " bf16");
           }
       }
+}
+
+/// A ring's statistics before one more key block `keys` of the partition
+/// of leading ranges `batch` and query rows `rows` (AttentionOp's
+/// RingSpec): running maxima in [-1, 2) (above and below the block's), sums
+/// in [1, 3), and every fourth row that sees a key of the block merging its
+/// first (maximum -inf, sum 0).
+void presetRingState(AgreementCase &a, const AttentionCase &c,
+                     const std::vector<Range> &batch, Range keys, Range rows) {
+  const int64_t count = rows.second - rows.first;
+  int64_t n = count;
+  for (Range b : batch)
+    n *= b.second - b.first;
+  std::vector<float> max = randomValues(n, 41), sum = randomValues(n, 42);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = rows.first + i % count;
+    const bool sees = !c.causal || row >= keys.first;
+    max[i] = 1.5f * max[i] + 0.5f;
+    sum[i] += 2.0f;
+    if (sees && i % 4 == 3) {
+      max[i] = -INFINITY;
+      sum[i] = 0.0f;
+    }
+  }
+  a.initialScratch = {max, sum, std::vector<float>(n, 0.0f)};
+}
+
+/// The error of a ring's backward stage 2 on `backend` without the
+/// forward's result (no result views, or one without a buffer) for the
+/// key-block partition `p`, "" if none.
+std::string ringBackwardErrorWithoutResult(Backend &backend, const OpDesc &op,
+                                           const Partition &p,
+                                           bool resultView) {
+  std::vector<std::shared_ptr<DeviceBuffer>> owned;
+  auto view = [&](const std::vector<int64_t> &shape, const Box &box) {
+    int64_t n = 1;
+    for (size_t d = 0; d < box.lo.size(); ++d)
+      n *= box.hi[d] - box.lo[d];
+    std::vector<float> values = randomValues(n, 5);
+    owned.push_back(backend.allocate(DType::F32, n));
+    backend.write(*owned.back(), 0, values.data(), n);
+    return DeviceView{owned.back().get(), 0, shape, box.lo, box.hi};
+  };
+  std::vector<DeviceView> inputs, grads, outputs, outputGrads, scratch;
+  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
+    inputs.push_back(view(op.operandShapes[i], p.inputs[i]));
+    grads.push_back(view(op.operandShapes[i], p.inputs[i]));
+  }
+  outputGrads.push_back(view(op.resultShapes[0], p.outputs[0]));
+  if (resultView)
+    outputs.push_back(
+        {nullptr, 0, op.resultShapes[0], p.outputs[0].lo, p.outputs[0].hi});
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < p.inputs[0].lo.size(); ++d)
+    rows *= p.inputs[0].hi[d] - p.inputs[0].lo[d];
+  for (int i = 0; i < 4; ++i)
+    scratch.push_back(view({rows}, wholeBox({rows})));
+  KernelContext ctx{0, true, 2};
+  return withDeferred(
+      backend, statusText(backend.backward(op, ctx, inputs, outputs,
+                                           outputGrads, grads, scratch)));
+}
+
+TEST(CudaAttention, RingStagesAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  // A ring's sequences on one key block (AttentionOp's RingSpec): forward
+  // stages 0, 3 (merging the same block again: each row's maximum stays,
+  // its sum and output double) and 2, and stages 3 and 2 continuing a
+  // preset state (presetRingState: the merge rescales both sides); the
+  // backward's stage 2 (dO . O into the fourth statistic), then stage 1.
+  // The result starts with values in [-1, 1): stale ones, which stage 0
+  // overwrites, or the unnormalized output so far. Keys [5, 10) with rows
+  // [0, 4) causal: a block past every row, which the merge leaves as it is.
+  auto ring = [](const AgreementCase &base, const std::string &what,
+                 const AttentionCase &c, const std::vector<Range> &batch,
+                 Range keys, Range rows, double atol, double rtol) {
+    Partition part = attentionPartition(c, batch, rows);
+    for (int i : {1, 2})
+      part.inputs[i] =
+          withRange(part.inputs[i], c.lead.size(), keys.first, keys.second);
+    const std::string name = what + " keys " + std::to_string(keys.first) +
+                             " rows " + std::to_string(rows.first) + ".." +
+                             std::to_string(rows.second);
+    for (bool preset : {false, true}) {
+      AgreementCase a = base;
+      a.partition = part;
+      a.initialOutputs = {randomValues(numElementsOf(c.result()), 43)};
+      a.forwardStages = {0, 3, 2};
+      a.backwardStages = {2, 1};
+      a.atol = atol;
+      a.rtol = rtol;
+      std::string sequence = name + " stages 0, 3, 2";
+      if (preset) {
+        presetRingState(a, c, batch, keys, rows);
+        a.forwardStages = {3, 2};
+        sequence = name + " merged into a preset state";
+      }
+      expectBackendsAgree(a, sequence);
+      a.dtype = DType::BF16;
+      a.atol = 2e-2;
+      a.rtol = 2e-2;
+      expectBackendsAgree(a, sequence + " bf16");
+    }
+  };
+  for (const auto &lead : kAttentionLeads)
+    for (bool causal : {false, true})
+      for (double ratio : {0.0, 0.2}) {
+        AttentionCase c{lead, 9, 10, 4, 3, 0.6, causal, ratio, 29};
+        std::vector<Range> batch;
+        for (int64_t size : lead)
+          batch.push_back({0, size});
+        for (Range keys : splitRange(c.T, 2))
+          for (Range rows : {Range{0, c.S}, Range{0, 4}, Range{4, 9}})
+            ring(agreement(c, 5), "ring " + describe(c), c, batch, keys, rows,
+                 2e-5, 2e-4);
+      }
+  // Longer than the cpu kernel's row tile of 128: rows starting off its
+  // multiples, and (causal) rows [0, 128), one tile past keys [130, 260).
+  // Not rows [0, 300) with those keys: rows [0, 130) would have seen no key
+  // (their output 0 / 0, and dO . O NaN), which only a whole ring rules
+  // out, and the backends tile such rows differently.
+  for (bool causal : {false, true}) {
+    AttentionCase c{{2}, 300, 260, 8, 4, 0.3, causal, 0.2, 17};
+    for (auto [keys, rows] : {std::pair{Range{0, 130}, Range{0, 300}},
+                              std::pair{Range{0, 130}, Range{20, 140}},
+                              std::pair{Range{130, 260}, Range{130, 300}},
+                              std::pair{Range{130, 260}, Range{0, 128}}})
+      ring(agreement(c, 6), "ring " + describe(c), c, {{1, 2}}, keys, rows,
+           1e-4, 1e-3);
+  }
+  // Backward stage 2 reads the forward's result: without it, the same
+  // error on both backends.
+  AttentionCase c{{2, 3}, 9, 10, 4, 3, 0.6, true, 0.2, 29};
+  Partition part = attentionPartition(c, {{0, 2}, {0, 3}}, {0, 9});
+  for (int i : {1, 2})
+    part.inputs[i] = withRange(part.inputs[i], 2, 5, 10);
+  std::string unused;
+  Backend &cuda = *cudaBackendUnderTest(unused);
+  std::unique_ptr<Backend> cpu = createCpuBackend({1, true});
+  for (bool resultView : {false, true}) {
+    const std::string want =
+        ringBackwardErrorWithoutResult(*cpu, attentionOp(c), part, resultView);
+    EXPECT_NE(want.find("a ring's backward reads the forward's result"),
+              std::string::npos)
+        << want;
+    EXPECT_EQ(
+        ringBackwardErrorWithoutResult(cuda, attentionOp(c), part, resultView),
+        want);
+  }
 }
 
 TEST(CudaAttention, OnlyTheWantedGradientsAreWritten) {

@@ -64,6 +64,17 @@ std::vector<float> readAll(Backend &backend, const DeviceView &view) {
   return values;
 }
 
+/// `explicitStages`, or 0 .. count - 1 when it is empty.
+std::vector<int32_t> stageSequence(const std::vector<int32_t> &explicitStages,
+                                   int32_t count) {
+  if (!explicitStages.empty())
+    return explicitStages;
+  std::vector<int32_t> stages;
+  for (int32_t s = 0; s < count; ++s)
+    stages.push_back(s);
+  return stages;
+}
+
 /// `overwrite`: the backward's input grads are its first contributions
 /// (DeviceView::overwrite, on its first stage), starting as NaN.
 Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
@@ -94,8 +105,16 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
                op.operandShapes[i], p.inputs[i], &inputBoxes.back());
   }
   Buffers outputs;
-  for (size_t i = 0; i < op.resultShapes.size(); ++i)
-    makeBuffer(outputs, c.dtype, op.resultShapes[i], p.outputs[i], nullptr);
+  for (size_t i = 0; i < op.resultShapes.size(); ++i) {
+    const bool given =
+        i < c.initialOutputs.size() && !c.initialOutputs[i].empty();
+    std::vector<float> initial;
+    if (given)
+      initial =
+          extractBox(c.initialOutputs[i], op.resultShapes[i], p.outputs[i]);
+    makeBuffer(outputs, c.dtype, op.resultShapes[i], p.outputs[i],
+               given ? &initial : nullptr);
+  }
 
   // Scratch as the op asks for this partition (host views for the shapes).
   std::vector<TensorView> hostViews;
@@ -103,12 +122,24 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
     hostViews.push_back(
         boxView(inputBoxes[i], op.operandShapes[i], p.inputs[i]));
   Buffers scratch;
-  for (const std::vector<int64_t> &shape : scratchShapes(op, hostViews, false))
-    makeBuffer(scratch, DType::F32, shape, wholeBox(shape), nullptr);
+  for (const std::vector<int64_t> &shape :
+       scratchShapes(op, hostViews, false)) {
+    const size_t i = scratch.views.size();
+    const bool given =
+        i < c.initialScratch.size() && !c.initialScratch[i].empty();
+    if (given && static_cast<int64_t>(c.initialScratch[i].size()) !=
+                     numElementsOf(shape)) {
+      result.error = "initial values of scratch " + std::to_string(i) +
+                     " do not match its shape";
+      return result;
+    }
+    makeBuffer(scratch, DType::F32, shape, wholeBox(shape),
+               given ? &c.initialScratch[i] : nullptr);
+  }
 
   KernelContext ctx = c.ctx;
-  const int32_t stages = numStages(op, hostViews, ctx.training, false);
-  for (int32_t s = 0; s < stages; ++s) {
+  for (int32_t s : stageSequence(
+           c.forwardStages, numStages(op, hostViews, ctx.training, false))) {
     ctx.stage = s;
     result.error = statusText(
         backend.forward(op, ctx, inputs.views, outputs.views, scratch.views));
@@ -153,16 +184,23 @@ Computed runOn(Backend &backend, const AgreementCase &c, const Partition &p,
   Buffers backwardScratch = scratch;
   for (const std::vector<int64_t> &shape : scratchShapes(op, hostViews, true))
     makeBuffer(backwardScratch, DType::F32, shape, wholeBox(shape), nullptr);
-  const int32_t backwardStages = numStages(op, hostViews, ctx.training, true);
-  for (int32_t s = 0; s < backwardStages; ++s) {
+  const std::vector<int32_t> backwardStages = stageSequence(
+      c.backwardStages, numStages(op, hostViews, ctx.training, true));
+  for (size_t step = 0; step < backwardStages.size(); ++step) {
+    const int32_t s = backwardStages[step];
     ctx.stage = s;
     for (DeviceView &grad : inputGrads.views)
-      grad.overwrite = overwrite && s == 0 && grad.buffer;
+      grad.overwrite = overwrite && step == 0 && grad.buffer;
     result.error = statusText(backend.backward(
         op, ctx, inputs.views, outputs.views, outputGrads.views,
         inputGrads.views, backwardScratch.views));
     if (!result.error.empty())
       return result;
+    if (!c.backwardStages.empty())
+      for (size_t i = 0; i < backwardScratch.views.size(); ++i)
+        result.tensors.push_back({"backward stage " + std::to_string(s) +
+                                      " scratch " + std::to_string(i),
+                                  readAll(backend, backwardScratch.views[i])});
   }
   for (size_t i = 0; i < inputGrads.views.size(); ++i)
     if (inputGrads.views[i].buffer)
@@ -221,6 +259,13 @@ void expectBackendsAgree(const AgreementCase &c, const std::string &name) {
     } else {
       wholeInputs.push_back(randomValues(numElementsOf(op.operandShapes[i]),
                                          1234 + static_cast<uint32_t>(i)));
+    }
+  }
+  for (size_t i = 0; i < c.initialOutputs.size(); ++i) {
+    if (!c.initialOutputs[i].empty()) {
+      ASSERT_EQ(static_cast<int64_t>(c.initialOutputs[i].size()),
+                numElementsOf(op.resultShapes.at(i)))
+          << name << ": initial result " << i;
     }
   }
   std::vector<std::vector<float>> outputGrads;

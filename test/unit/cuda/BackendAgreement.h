@@ -42,6 +42,15 @@ struct AgreementCase {
   std::optional<Partition> partition;
   KernelContext ctx;
   bool backward = true;
+  /// The stages to run, in order (a ring's sequence of a staged op); empty:
+  /// 0 .. numStages - 1. With explicit backward stages the backward's
+  /// scratch is compared after each of them as well.
+  std::vector<int32_t> forwardStages, backwardStages;
+  /// What the results (whole values, as `inputs`) and the forward's scratch
+  /// buffers (each its elements) hold before the first stage, for a
+  /// sequence that continues an earlier one (a ring's merge); empty:
+  /// unwritten.
+  std::vector<std::vector<float>> initialOutputs, initialScratch;
   /// Operands whose gradient is wanted (default: every float operand that
   /// is not in `integerOperands`).
   std::vector<bool> needsGrad;

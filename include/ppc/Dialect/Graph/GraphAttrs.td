@@ -29,6 +29,10 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
     summing group keeps piece i (Megatron-LM's sequence parallelism after a
     row-parallel layer). `stage = s` puts the op in stage s of the function's
     pipeline (`#ppc.pipeline`): its devices are that stage's submesh.
+    `ring` streams the op's ring dim (its interface's `RingSpec`: the keys
+    of an attention) around the groups that split the dim it pairs with
+    (the query positions), a block per member passed point to point while
+    each computes, instead of gathering it whole (ring attention).
 
     ```mlir
     // 4-way data parallel x 2-way tensor parallel on devices 0..7, the tensor
@@ -51,7 +55,8 @@ def PPC_StrategyAttr : PPC_Attr<"Strategy", "strategy"> {
                         DefaultValuedParameter<"bool", "false">:$recompute,
                         DefaultValuedParameter<"int64_t", "0">:$zero,
                         DefaultValuedParameter<"int64_t", "-1">:$scatter,
-                        DefaultValuedParameter<"int64_t", "0">:$stage);
+                        DefaultValuedParameter<"int64_t", "0">:$stage,
+                        DefaultValuedParameter<"bool", "false">:$ring);
   // Hand-written (GraphOps.cpp): a declarative format cannot parse two
   // optional groups that both begin with `,` (it commits to the first).
   let hasCustomAssemblyFormat = 1;
