@@ -45,7 +45,8 @@ double flat(int64_t, int64_t) { return 1; }
 TEST(ExchangeTest, KindNamesRoundTrip) {
   for (ExchangeKind kind : kExchangeKinds)
     EXPECT_EQ(parseExchangeKind(exchangeKindName(kind)), kind);
-  EXPECT_FALSE(parseExchangeKind("ring"));
+  EXPECT_FALSE(parseExchangeKind("broadcast"));
+  EXPECT_EQ(exchangeKindName(ExchangeKind::Ring), "ring");
   EXPECT_EQ(exchangeKindName(ExchangeKind::AllToAll), "all_to_all");
 }
 
