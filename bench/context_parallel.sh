@@ -4,8 +4,9 @@
 # cross-entropy) on DGX H100 nodes, side by side for each row:
 #   megatron  the fastest Megatron-Core layout that fits: TP x CP x PP x DP
 #             over tp in {1,2,4,8}, cp in powers of two, pp in {1,2,4}
-#             (micro-batches: the fastest that fits), cp-comm all-gather and
-#             all-to-all, recompute selective and full, sequence parallelism
+#             (micro-batches: the fastest that fits), cp-comm all-gather,
+#             all-to-all and ring (p2p, without Megatron-Core's causal load
+#             balancing), recompute selective and full, sequence parallelism
 #             where tp > 1 and the distributed optimizer;
 #   ulysses   the fastest Ulysses x ZeRO-3 that fits: tp 1, cp in powers of
 #             two, all-to-all, fsdp, recompute none and full;
@@ -70,7 +71,7 @@ for row in $rows; do
       for pp in 1 2 4; do
         ((tp * cp * pp <= devices && devices % (tp * cp * pp) == 0)) || continue
         ((pp <= batch)) || continue
-        for comm in all-gather all-to-all; do
+        for comm in all-gather all-to-all ring; do
           ((cp > 1)) || [[ $comm == all-gather ]] || continue
           for recompute in selective full; do
             options="tp=$tp cp=$cp pp=$pp cp-comm=$comm recompute=$recompute distributed-optimizer=true"
