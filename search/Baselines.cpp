@@ -536,10 +536,13 @@ namespace {
 
 /// megatron(), and in `unsplitHeads` the ops an all-to-all context
 /// exchange should have split by heads but could not (their heads do not
-/// divide by tp x cp), which run split along the sequence instead.
-sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
-                            const MegatronOptions &options,
-                            std::vector<std::string> *unsplitHeads) {
+/// divide by tp x cp), which run split along the sequence instead; in
+/// `unringed` the ops a ring exchange should have run as rings but could
+/// not, and why.
+sim::Strategy buildMegatron(
+    const sim::Graph &graph, const Machine &machine,
+    const MegatronOptions &options, std::vector<std::string> *unsplitHeads,
+    std::vector<std::pair<std::string, std::string>> *unringed = nullptr) {
   int64_t numDevices = machine.numDevices();
   // A tensor-parallel degree that does not divide the machine is reduced to
   // the largest one that does; a context-parallel degree to the largest
@@ -699,8 +702,10 @@ sim::Strategy buildMegatron(const sim::Graph &graph, const Machine &machine,
       if (options.contextExchange == ContextExchange::Ring && space.ring) {
         OpConfig ring = config;
         ring.ring = true;
-        if (checkConfig(space, ring, numDevices).ok())
+        if (absl::Status fits = checkConfig(space, ring, numDevices); fits.ok())
           config = std::move(ring);
+        else if (unringed)
+          unringed->emplace_back(graph.ops[op].name, messageOf(fits));
       }
     }
     if (options.sequenceParallel && tp > 1 && config.scatterDim < 0 &&
@@ -760,6 +765,18 @@ absl::Status checkMegatron(const sim::Graph &graph, const Machine &machine,
                             " output features") +
           " of '" + graph.ops[op].name + "'");
     }
+  }
+  if (cp > 1 && options.contextExchange == ContextExchange::Ring) {
+    std::vector<std::pair<std::string, std::string>> unringed;
+    buildMegatron(graph, machine, options, nullptr, &unringed);
+    if (unringed.empty())
+      return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "a ring context exchange cannot run '" + unringed.front().first +
+        "' as a ring (" + unringed.front().second + ")" +
+        (unringed.size() > 1
+             ? " (nor " + std::to_string(unringed.size() - 1) + " more)"
+             : std::string()));
   }
   if (cp == 1 || options.contextExchange != ContextExchange::AllToAll)
     return absl::OkStatus();
