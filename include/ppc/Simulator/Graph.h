@@ -151,7 +151,8 @@ Strategy dataParallel(const Graph &graph, int64_t numDevices);
 /// A random configuration of `op` on `numDevices` devices: a random subset
 /// of its splittable dims split by factors of the device count, sometimes
 /// replicated by a further factor (so degrees times replicas divide the
-/// device count), on a contiguous view. Always valid
+/// device count), as a ring where the op streams a dim (most of the times
+/// the split allows it), on a contiguous view. Always valid
 /// for checkConfig; a building block for benchmarks, tests and the search.
 OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng);
 
