@@ -257,12 +257,8 @@ Result keyBlocks(const AttentionCase &c, const KernelContext &ctx,
                  const std::vector<Range> &keys) {
   OpDesc op = attentionOp(c);
   const size_t tDim = c.lead.size();
-  int64_t lead = 1;
-  for (int64_t size : c.lead)
-    lead *= size;
-  std::vector<Range> batch;
-  for (int64_t size : c.lead)
-    batch.push_back({0, size});
+  const int64_t lead = numElementsOf(c.lead);
+  const std::vector<Range> batch = wholeLeads(c.lead);
   struct Part {
     Partition boxes;
     size_t group;
@@ -420,12 +416,8 @@ Result ring(const AttentionCase &c, const KernelContext &ctx,
             const std::vector<float> &dOut, int64_t members) {
   OpDesc op = attentionOp(c);
   const size_t tDim = c.lead.size();
-  int64_t lead = 1;
-  for (int64_t size : c.lead)
-    lead *= size;
-  std::vector<Range> batch;
-  for (int64_t size : c.lead)
-    batch.push_back({0, size});
+  const int64_t lead = numElementsOf(c.lead);
+  const std::vector<Range> batch = wholeLeads(c.lead);
   std::vector<Range> rows = splitRange(c.S, members),
                      keys = splitRange(c.T, members);
   // Per block: key and value, their boxes and gradient accumulators.

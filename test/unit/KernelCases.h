@@ -527,6 +527,14 @@ struct AttentionCase {
 /// The leading dims the attention cases run with: none, and two.
 inline const std::vector<std::vector<int64_t>> kAttentionLeads = {{}, {2, 3}};
 
+/// Every index of each leading dim: a partition holding them all.
+inline std::vector<Range> wholeLeads(const std::vector<int64_t> &lead) {
+  std::vector<Range> ranges;
+  for (int64_t size : lead)
+    ranges.push_back({0, size});
+  return ranges;
+}
+
 inline OpDesc attentionOp(const AttentionCase &c) {
   return makeOp("ppc.attention", {c.query(), c.key(), c.value()}, {c.result()},
                 {{"scale", c.scale},

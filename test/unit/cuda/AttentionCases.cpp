@@ -136,9 +136,7 @@ TEST(CudaAttention, KeyBlocksAgree) {
     for (bool causal : {false, true})
       for (double ratio : {0.0, 0.2}) {
         AttentionCase c{lead, 9, 10, 4, 3, 0.6, causal, ratio, 29};
-        std::vector<Range> batch;
-        for (int64_t size : lead)
-          batch.push_back({0, size});
+        const std::vector<Range> batch = wholeLeads(lead);
         for (Range keys : splitRange(c.T, 2))
           for (Range rows : {Range{0, c.S}, Range{0, 4}, Range{4, 9}}) {
             AgreementCase a = agreement(c, 5);
@@ -266,9 +264,7 @@ TEST(CudaAttention, RingStagesAgree) {
     for (bool causal : {false, true})
       for (double ratio : {0.0, 0.2}) {
         AttentionCase c{lead, 9, 10, 4, 3, 0.6, causal, ratio, 29};
-        std::vector<Range> batch;
-        for (int64_t size : lead)
-          batch.push_back({0, size});
+        const std::vector<Range> batch = wholeLeads(lead);
         for (Range keys : splitRange(c.T, 2))
           for (Range rows : {Range{0, c.S}, Range{0, 4}, Range{4, 9}})
             ring(agreement(c, 5), "ring " + describe(c), c, batch, keys, rows,
