@@ -700,12 +700,11 @@ sim::Strategy buildMegatron(
       if (blocked && config.degrees[flow.mixDim[op]] == keyBlocks)
         config.scatterDim = scatterDimAlong(space, config, seq, numDevices);
       if (options.contextExchange == ContextExchange::Ring && space.ring) {
-        OpConfig ring = config;
-        ring.ring = true;
-        if (absl::Status fits = checkConfig(space, ring, numDevices); fits.ok())
-          config = std::move(ring);
+        absl::StatusOr<OpConfig> ring = asRing(space, config, numDevices);
+        if (ring.ok())
+          config = std::move(*ring);
         else if (unringed)
-          unringed->emplace_back(graph.ops[op].name, messageOf(fits));
+          unringed->emplace_back(graph.ops[op].name, messageOf(ring.status()));
       }
     }
     if (options.sequenceParallel && tp > 1 && config.scatterDim < 0 &&

@@ -308,10 +308,10 @@ ConfigSpace::ConfigSpace(const sim::Graph &graph, const Machine &machine,
         if (configs[c].degrees[ring.along] < 2 ||
             configs[c].degrees[ring.streamed] != 1)
           continue;
-        OpConfig variant = configs[c];
-        variant.ring = true;
-        if (checkConfig(op.space, variant, numDevices).ok())
-          configs.push_back(std::move(variant));
+        if (absl::StatusOr<OpConfig> variant =
+                asRing(op.space, configs[c], numDevices);
+            variant.ok())
+          configs.push_back(std::move(*variant));
       }
     }
     for ([[maybe_unused]] const OpConfig &config : configs)

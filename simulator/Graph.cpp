@@ -401,12 +401,10 @@ OpConfig randomConfig(const Op &op, int64_t numDevices, std::mt19937_64 &rng) {
     config.sharding = static_cast<StateSharding>(
         std::uniform_int_distribution<int>(0, kMaxStateSharding)(rng));
   // Sometimes a ring, where the op streams a dim and the split allows it.
-  if (op.space.ring && coin(rng) != 0) {
-    OpConfig ring = config;
-    ring.ring = true;
-    if (checkConfig(op.space, ring, numDevices).ok())
-      config = std::move(ring);
-  }
+  if (op.space.ring && coin(rng) != 0)
+    if (absl::StatusOr<OpConfig> ring = asRing(op.space, config, numDevices);
+        ring.ok())
+      config = std::move(*ring);
   // A contiguous view at a random start that keeps every device in range.
   int64_t parts = config.numInstances();
   int64_t slots = numDevices / parts;

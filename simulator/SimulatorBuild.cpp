@@ -301,6 +301,9 @@ void Simulator::Impl::priceRing(size_t i, const OpConfig &config,
       const RouteInfo &route = routes[routeId(st.devices[p], st.devices[next])];
       double send = route.link.transferTime(static_cast<double>(blockBytes));
       const DeviceSpec &spec = machine.getSpec(st.devices[p]);
+      std::vector<std::vector<Slice>> results;
+      for (const auto &slices : st.resultSlices)
+        results.push_back({slices[p]});
       double forward = 0, backward = 0, gradients = 0;
       for (int64_t s = 0; s < n; ++s) {
         Slice iter =
@@ -308,9 +311,6 @@ void Simulator::Impl::priceRing(size_t i, const OpConfig &config,
         std::vector<std::vector<Slice>> operands;
         for (const TensorAccess &operand : op.space.operands)
           operands.push_back({sliceOf(operand, iter)});
-        std::vector<std::vector<Slice>> results;
-        for (const auto &slices : st.resultSlices)
-          results.push_back({slices[p]});
         KernelShape shape = kernelShape(iter, operands, results, 0);
         double block = s + 1 < n ? send : 0;
         forward += std::max(

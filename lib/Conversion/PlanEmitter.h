@@ -233,12 +233,14 @@ private:
   /// Its backward: the prepare stage, then per step the block stage on the
   /// block each member holds, adding to gradients of that block that go
   /// round the ring with it and reach its first holder's `inGrads` after n
-  /// steps.
+  /// steps. `passed`: each instance's scratch, the forward's then the
+  /// backward's.
   void emitRingBackward(int64_t k, DenseBoolArrayAttr mask,
                         ArrayRef<SmallVector<Value>> ins,
                         ArrayRef<SmallVector<Value>> outs,
                         ArrayRef<SmallVector<Value>> outGrads,
-                        ArrayRef<SmallVector<Value>> inGrads);
+                        ArrayRef<SmallVector<Value>> inGrads,
+                        ArrayRef<SmallVector<Value, 2>> passed);
   /// Block `block` of streamed operand `i` of a ring of op `k`, as instance
   /// `p` reads it.
   Box ringBlockBox(int64_t k, unsigned i, int64_t p, int64_t block) const;
@@ -277,7 +279,7 @@ private:
   void allocBeside(Value shard, Value grad);
   LogicalResult emitOutputs();
   /// Op `k`'s staged kernel when it runs staged in this plan (batch norm
-  /// only in training), else null.
+  /// only in training; a ring always), else null.
   const StagedKernel *stagedKernel(int64_t k) const;
   /// The partition of op `k` whose result `r` on `rank` is exactly `box`.
   std::optional<int64_t> pieceHeldAs(int64_t k, unsigned r, int64_t rank,

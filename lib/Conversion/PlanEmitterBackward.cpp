@@ -170,16 +170,16 @@ LogicalResult PlanEmitter::emitBackward(int64_t k) {
 
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
   auto mask = DenseBoolArrayAttr::get(context, needsGrad);
+  // The forward's scratch first, then the backward's own.
+  std::vector<SmallVector<Value, 2>> backwardScratch =
+      allocStageScratch(k, /*backward=*/true);
+  std::vector<SmallVector<Value, 2>> passed = scratch[k];
+  passed.resize(numParts);
+  for (int64_t p = 0; p < numParts; ++p)
+    passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
   if (parts.strategy[k].ring) {
-    emitRingBackward(k, mask, ins, outs, outGrads, inGrads);
+    emitRingBackward(k, mask, ins, outs, outGrads, inGrads, passed);
   } else {
-    // The forward's scratch first, then the backward's own.
-    std::vector<SmallVector<Value, 2>> backwardScratch =
-        allocStageScratch(k, /*backward=*/true);
-    std::vector<SmallVector<Value, 2>> passed = scratch[k];
-    passed.resize(numParts);
-    for (int64_t p = 0; p < numParts; ++p)
-      passed[p].append(backwardScratch[p].begin(), backwardScratch[p].end());
     runStages(k, /*backward=*/true, backwardScratch, [&](int64_t stage) {
       for (int64_t p = 0; p < numParts; ++p)
         plan::KernelBackwardOp::create(at(layout.devices[p]), loc, opSym,
@@ -296,7 +296,8 @@ void PlanEmitter::emitRingBackward(int64_t k, DenseBoolArrayAttr mask,
                                    ArrayRef<SmallVector<Value>> ins,
                                    ArrayRef<SmallVector<Value>> outs,
                                    ArrayRef<SmallVector<Value>> outGrads,
-                                   ArrayRef<SmallVector<Value>> inGrads) {
+                                   ArrayRef<SmallVector<Value>> inGrads,
+                                   ArrayRef<SmallVector<Value, 2>> passed) {
   const OpLayout &layout = parts.layouts[k];
   const IterationSpace &space = parts.graph.ops[k].space;
   const RingSpec &ring = *space.ring;
@@ -306,13 +307,6 @@ void PlanEmitter::emitRingBackward(int64_t k, DenseBoolArrayAttr mask,
   auto gradIndex = [&](unsigned i) {
     return llvm::count(needsGrad.take_front(i), true);
   };
-  // The forward's scratch, then the backward's own.
-  std::vector<SmallVector<Value, 2>> passed = scratch[k];
-  passed.resize(layout.numInstances());
-  for (int64_t p = 0; p < layout.numInstances(); ++p)
-    for (const StageScratch &one : space.staged->backward)
-      passed[p].push_back(allocScratch(
-          layout.devices[p], space.staged->shapeOf(one, layout.iter[p])));
   auto kernel = [&](int64_t p, int32_t stage, ArrayRef<Value> in,
                     ArrayRef<Value> grads) {
     plan::KernelBackwardOp::create(

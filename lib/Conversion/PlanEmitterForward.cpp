@@ -14,7 +14,8 @@ namespace conversion {
 
 const StagedKernel *PlanEmitter::stagedKernel(int64_t k) const {
   const std::optional<StagedKernel> &staged = parts.graph.ops[k].space.staged;
-  if (!staged || !staged->runsFor(parts.strategy[k].degrees, training))
+  if (!staged || !(parts.strategy[k].ring ||
+                   staged->runsFor(parts.strategy[k].degrees, training)))
     return nullptr;
   return &*staged;
 }
@@ -607,12 +608,7 @@ void PlanEmitter::emitRingForward(int64_t k, ArrayRef<SmallVector<Value>> ins,
   const IterationSpace &space = parts.graph.ops[k].space;
   const RingSpec &ring = *space.ring;
   auto opSym = FlatSymbolRefAttr::get(context, opSymbols[k]);
-  int64_t numParts = layout.numInstances();
-  scratch[k].assign(numParts, {});
-  for (int64_t p = 0; p < numParts; ++p)
-    for (const StageScratch &one : space.staged->forward)
-      scratch[k][p].push_back(allocScratch(
-          layout.devices[p], space.staged->shapeOf(one, layout.iter[p])));
+  scratch[k] = allocStageScratch(k, /*backward=*/false);
   auto kernel = [&](int64_t p, int32_t stage, ArrayRef<Value> in) {
     plan::KernelOp::create(at(layout.devices[p]), loc, opSym,
                            builder.getI64IntegerAttr(stage), in, outs[p],

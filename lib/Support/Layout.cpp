@@ -84,18 +84,18 @@ OpLayout computeLayout(const IterationSpace &space, const OpConfig &config,
     const RingSpec &ring = *space.ring;
     int64_t n = config.degrees[ring.along];
     int64_t share = space.dims[ring.along].size / n;
-    layout.ringMember.assign(instances, -1);
+    auto memberOf = [&](int64_t p) {
+      return layout.iter[p][ring.along].lo / share;
+    };
     for (std::vector<int64_t> &members :
          layout.groupsAgreeingExcept({ring.along})) {
       for (int64_t p : members) {
-        layout.ringMember[p] = layout.iter[p][ring.along].lo / share;
-        Box start =
-            ringStepRanges(space, layout.iter[p], n, layout.ringMember[p]);
+        Box start = ringStepRanges(space, layout.iter[p], n, memberOf(p));
         for (int32_t i : ring.operands)
           layout.operandBoxes[i][p] = sliceOf(space.operands[i], start);
       }
       std::sort(members.begin(), members.end(), [&](int64_t a, int64_t b) {
-        return layout.ringMember[a] < layout.ringMember[b];
+        return memberOf(a) < memberOf(b);
       });
       layout.rings.push_back(std::move(members));
     }

@@ -264,4 +264,12 @@ absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
   return absl::OkStatus();
 }
 
+absl::StatusOr<OpConfig> asRing(const IterationSpace &space, OpConfig config,
+                                std::optional<int64_t> numDevices) {
+  config.ring = true;
+  if (absl::Status fits = checkConfig(space, config, numDevices); !fits.ok())
+    return fits;
+  return config;
+}
+
 } // namespace ppc

@@ -49,12 +49,10 @@ struct OpLayout {
   std::vector<bool> partial;   ///< per result
   std::vector<bool> scattered; ///< per result
   int64_t numReplicas = 1;
-  /// With OpConfig::ring: the members of each ring (the instances that
-  /// differ only in their share of RingSpec::along, in that order), and per
-  /// instance its place in its ring, which is the block of the streamed dim
-  /// it starts with (its operandBoxes hold that block); -1 without.
+  /// With OpConfig::ring: the members of each ring, the instances that
+  /// differ only in their share of RingSpec::along, in that order. Member m
+  /// starts with block m of the streamed dim (its operandBoxes hold it).
   std::vector<std::vector<int64_t>> rings;
-  std::vector<int64_t> ringMember;
 
   int64_t numInstances() const { return static_cast<int64_t>(devices.size()); }
   /// The pieces of result `r` readers fetch from: one per instance (its

@@ -112,6 +112,11 @@ struct IterationSpace;
 absl::Status checkConfig(const IterationSpace &space, const OpConfig &config,
                          std::optional<int64_t> numDevices = std::nullopt);
 
+/// `config` run as a ring (OpConfig::ring), when that fits (checkConfig);
+/// else why not.
+absl::StatusOr<OpConfig> asRing(const IterationSpace &space, OpConfig config,
+                                std::optional<int64_t> numDevices);
+
 } // namespace ppc
 
 #endif // PPC_SUPPORT_MACHINEVIEW_H
