@@ -5,9 +5,9 @@
 #   megatron  the fastest Megatron-Core layout that fits: TP x CP x PP x DP
 #             over tp in {1,2,4,8}, cp in powers of two, pp in {1,2,4}
 #             (micro-batches: the fastest that fits), cp-comm all-gather,
-#             all-to-all and ring (p2p, without Megatron-Core's causal load
-#             balancing), recompute selective and full, sequence parallelism
-#             where tp > 1 and the distributed optimizer;
+#             all-to-all and ring (p2p), recompute selective and full,
+#             sequence parallelism where tp > 1 and the distributed
+#             optimizer;
 #   ulysses   the fastest Ulysses x ZeRO-3 that fits: tp 1, cp in powers of
 #             two, all-to-all, fsdp, recompute none and full;
 #   dp-full   data parallel with full recomputation (and the distributed
@@ -16,11 +16,15 @@
 #             seconds;
 # and found over the better of megatron and ulysses (below 1: faster). Each
 # layout is simulated by ppc-opt's algorithm=megatron, the same simulator
-# as the search. Table in docs/search.md ("Long sequences").
+# as the search. Every column runs on the model with its sequence stored in
+# zigzag order of as many pairs as devices (ppc-zigzag-sequence, Megatron-
+# Core's causal load balancing for every cp; ZIGZAG=0: contiguous chunks).
+# Table in docs/search.md ("Long sequences").
 # Usage: bench/context_parallel.sh [BUILD_DIR]   (after scripts/build.sh)
 #   ROWS="7b:32768:2:4 ..."  size:sequence:nodes:batch (default below)
 #   BUDGET=240s              the default search's budget
 #   JOBS=2                   layouts simulated at once
+#   ZIGZAG=1                 the sequence in zigzag order (0: natural)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PPC_BUILD_DIR:-$root/build}}
@@ -28,6 +32,7 @@ opt="$build/bin/ppc-opt"
 rows=${ROWS:-"7b:32768:2:4 7b:131072:8:4 7b:1048576:32:1 70b:32768:8:4 70b:131072:32:4 70b:1048576:32:1"}
 budget=${BUDGET:-240s}
 jobs=${JOBS:-2}
+zigzag=${ZIGZAG:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -64,6 +69,10 @@ for row in $rows; do
     --batch "$batch" --dtype bf16 --loss ce >"$model"
   machine="dgx-h100x$nodes"
   devices=$((nodes * 8))
+  if ((zigzag)); then
+    "$opt" "$model" --ppc-zigzag-sequence=pairs="$devices" -o "$model.zz"
+    mv "$model.zz" "$model"
+  fi
   : >"$tmp/megatron.txt"
   : >"$tmp/ulysses.txt"
   for tp in 1 2 4 8; do

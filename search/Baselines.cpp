@@ -333,23 +333,30 @@ SequenceFlow followSequence(const sim::Graph &graph) {
     const sim::Op &op = graph.ops[i];
     const IterationSpace &space = op.space;
     int sample = firstSampleDim(space);
+    // An input's sequence, or a constant's: the zigzag order's gathers
+    // (ppc-zigzag-sequence) read the tokens whole and index the sequence
+    // by their constant indices.
+    auto firstSequenceDim = [&](size_t o) {
+      const std::vector<DimAccess> &dims = space.operands[o].dims;
+      for (size_t t = 0; t < dims.size(); ++t)
+        if (!dims[t].isWhole() && dims[t].iterDim != sample &&
+            splittable(space, dims[t].iterDim) &&
+            space.dims[dims[t].iterDim].kind != IterKind::Reduction)
+          return static_cast<int>(t);
+      return -1;
+    };
     auto tensorSeq = [&](size_t o) -> int {
       const sim::Source &src = op.operands[o];
       if (src.kind == sim::Source::Kind::Op)
         return seqOf[src.index][src.result];
+      if (src.kind == sim::Source::Kind::Constant)
+        return firstSequenceDim(o);
       if (src.kind != sim::Source::Kind::Input)
         return -1;
-      if (auto it = inputSeq.find(src.index); it != inputSeq.end())
-        return it->second;
-      int found = -1;
-      const std::vector<DimAccess> &dims = space.operands[o].dims;
-      for (size_t t = 0; t < dims.size() && found < 0; ++t)
-        if (!dims[t].isWhole() && dims[t].iterDim != sample &&
-            splittable(space, dims[t].iterDim) &&
-            space.dims[dims[t].iterDim].kind != IterKind::Reduction)
-          found = static_cast<int>(t);
-      inputSeq[src.index] = found;
-      return found;
+      auto [it, inserted] = inputSeq.try_emplace(src.index, -1);
+      if (inserted)
+        it->second = firstSequenceDim(o);
+      return it->second;
     };
     for (size_t o = 0; o < op.operands.size() && flow.dim[i] < 0; ++o) {
       int t = tensorSeq(o);

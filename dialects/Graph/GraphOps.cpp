@@ -456,6 +456,16 @@ LogicalResult AttentionOp::verify() {
   if (!(ratio >= 0 && ratio < 1))
     return emitOpError() << "ratio " << formatNumber(getRatio())
                          << " must be in [0, 1)";
+  int64_t zigzag = getZigzag(), length = query[lead];
+  if (zigzag < 0)
+    return emitOpError() << "zigzag " << zigzag << " must not be negative";
+  if (zigzag > 0 && !getCausal())
+    return emitOpError() << "zigzag " << zigzag
+                         << " orders a causal mask; the op is not causal";
+  if (zigzag > 0 && (key[lead] != length || length % (2 * zigzag) != 0))
+    return emitOpError() << "zigzag " << zigzag << " needs as many keys ("
+                         << key[lead] << ") as queries (" << length
+                         << "), a multiple of " << 2 * zigzag;
   return success();
 }
 

@@ -348,7 +348,7 @@ IterationSpace AttentionOp::getIterationSpace() {
   space.operands.push_back(access(getValue(), t, dv));
   space.results.push_back(access(getResult(), s, dv));
   if (getCausal())
-    space.causal = CausalDomain{s, t};
+    space.causal = CausalDomain{s, t, getZigzag()};
   std::vector<ScratchDim> rows;
   for (int32_t i = 0; i <= s; ++i)
     rows.push_back({1, /*iterDim=*/i});
@@ -1153,6 +1153,9 @@ bool CastOp::forwardsValues() { return true; }
 bool SliceOp::forwardsValues() { return true; }
 bool ConcatOp::forwardsValues() { return true; }
 bool SplitOp::forwardsValues() { return true; }
+/// Rows of `data`, moved: integer tokens gathered into another order
+/// (ppc-zigzag-sequence) are still bounded by what reads them.
+bool GatherOp::forwardsValues() { return true; }
 
 /// The cast kernel reads its target type as text ("bf16", "f32", ...).
 void CastOp::addKernelAttributes(NamedAttrList &attrs) {

@@ -36,6 +36,12 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     pm.addPass(createConvertDType(dtypeOptions));
   }
 
+  if (options.zigzag != 0) {
+    ZigzagSequenceOptions zigzagOptions;
+    zigzagOptions.pairs = options.zigzag;
+    pm.addPass(createZigzagSequence(zigzagOptions));
+  }
+
   if (!options.machine.empty()) {
     AttachMachineOptions machineOptions;
     machineOptions.machine = options.machine;

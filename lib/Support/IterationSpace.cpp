@@ -7,6 +7,7 @@
 #include "ppc/Support/IterationSpace.h"
 
 #include "ppc/Support/CheckedMath.h"
+#include "ppc/Support/SequenceOrder.h"
 
 #include <algorithm>
 #include <sstream>
@@ -71,7 +72,23 @@ double IterationSpace::workFraction(const std::vector<Range> &iter) const {
   }
   if (causal) {
     auto full = [&](int32_t d) { return Range{0, dims[d].size}; };
-    points *= causalPairs(iter[causal->query], iter[causal->key]);
+    // In zigzag order a stored range is runs of natural positions.
+    auto runs = [&](Range stored) {
+      std::vector<Range> out;
+      int64_t length = dims[causal->query].size;
+      for (int64_t i = stored.lo; i < stored.hi;) {
+        int64_t n = zigzagRun(i, length, causal->zigzag, stored.hi - i);
+        int64_t at = zigzagPosition(i, length, causal->zigzag);
+        out.push_back({at, at + n});
+        i += n;
+      }
+      return out;
+    };
+    double pairs = 0;
+    for (const Range &query : runs(iter[causal->query]))
+      for (const Range &key : runs(iter[causal->key]))
+        pairs += causalPairs(query, key);
+    points *= pairs;
     whole *= causalPairs(full(causal->query), full(causal->key));
   }
   return whole > 0 ? points / whole : 0;
@@ -139,6 +156,15 @@ absl::Status IterationSpace::validate() const {
           "a causal domain names iteration dims " +
           std::to_string(causal->query) + " and " +
           std::to_string(causal->key) + " of " + std::to_string(n));
+    int64_t length = dims[causal->query].size;
+    if (causal->zigzag < 0 ||
+        (causal->zigzag > 0 && (dims[causal->key].size != length ||
+                                length % (2 * causal->zigzag) != 0)))
+      return absl::InvalidArgumentError(
+          "a causal domain in zigzag order of " +
+          std::to_string(causal->zigzag) +
+          " pairs needs as many keys as queries, a multiple of " +
+          std::to_string(2 * causal->zigzag));
   }
   if (expertDim >= static_cast<int32_t>(dims.size()) ||
       (expertDim >= 0 && (results.empty() || !results[0].indexes(expertDim))))
@@ -265,7 +291,7 @@ bool operator==(const StagedKernel &a, const StagedKernel &b) {
 }
 
 bool operator==(const CausalDomain &a, const CausalDomain &b) {
-  return a.query == b.query && a.key == b.key;
+  return a.query == b.query && a.key == b.key && a.zigzag == b.zigzag;
 }
 
 bool operator==(const IterationSpace &a, const IterationSpace &b) {

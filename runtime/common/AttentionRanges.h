@@ -13,6 +13,10 @@
 // equal (as a matmul's K range is its lhs's box); unsplit, key and value
 // hold all of T.
 //
+// With `zigzag` (causal, S == T) the positions are stored in zigzag order
+// (ppc/Support/SequenceOrder.h): a row sees the keys whose natural positions
+// are at most its own, which in a block of stored keys is no longer a prefix.
+//
 // Ranges and indices are in the default layout's terms ([B..., S, D]:
 // batch, row, column); `dims` says which dim of every view holds each of
 // them, so layout "bshd" ([B, S, H, D], heads after positions) reads rows
@@ -27,6 +31,7 @@
 
 #include "ppc/Runtime/HostDevice.h"
 #include "ppc/Runtime/Kernels.h"
+#include "ppc/Support/SequenceOrder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,16 +58,20 @@ struct AttentionRanges {
   int64_t S, T, D, Dv;
   float scale;
   bool causal;
+  /// Pairs of chunks of the zigzag order the positions are stored in (0:
+  /// natural order; causal only).
+  int64_t zigzag = 0;
   /// Dropout is applied (training with ratio > 0).
   bool dropout;
   double ratio;
 
   /// Key columns [0, cols) of the partition's keys (from keyLo) any query
   /// row below `rowHi` attends to: with `causal`, row i sees keys [0, i],
-  /// so none past the last row.
+  /// so none past the last row (in zigzag order, any key may be seen).
   int64_t keyColumns(int64_t rowHi) const {
-    return causal ? std::max<int64_t>(std::min(keyHi, rowHi) - keyLo, 0)
-                  : keyHi - keyLo;
+    return causal && zigzag == 0
+               ? std::max<int64_t>(std::min(keyHi, rowHi) - keyLo, 0)
+               : keyHi - keyLo;
   }
 };
 
@@ -205,6 +214,13 @@ absl::Status attentionRanges(const OpDesc &op, const KernelContext &ctx,
 
   r.scale = static_cast<float>(op.getFloat("scale", 1.0));
   r.causal = op.getInt("causal", 0) != 0;
+  r.zigzag = op.getInt("zigzag", 0);
+  if (r.zigzag < 0 ||
+      (r.zigzag > 0 && (!r.causal || r.S != r.T || r.S % (2 * r.zigzag) != 0)))
+    return absl::InvalidArgumentError(
+        op.kind + ": zigzag " + std::to_string(r.zigzag) +
+        " needs causal attention with S == T divisible by " +
+        std::to_string(2 * r.zigzag));
   r.ratio = op.getFloat("ratio", 0.0);
   if (!(r.ratio >= 0 && r.ratio < 1))
     return absl::InvalidArgumentError(
@@ -343,6 +359,35 @@ PPC_HD inline int64_t keysSeen(bool causal, int64_t cols, int64_t row,
     return cols;
   const int64_t upTo = row + 1 - keyLo;
   return upTo < 0 ? 0 : (cols < upTo ? cols : upTo);
+}
+
+/// Whether global query row `row` sees global key `key`: every key, or with
+/// `causal` those at natural positions up to the row's (`zigzag`: the
+/// sequence's pairs of chunks, 0 in natural order, `length` its positions).
+PPC_HD inline bool keyVisible(bool causal, int64_t zigzag, int64_t length,
+                              int64_t row, int64_t key) {
+  return !causal || zigzagPosition(key, length, zigzag) <=
+                        zigzagPosition(row, length, zigzag);
+}
+
+/// The keys a row sees among a block's `cols` keys from global key `keyLo`,
+/// for a kernel that then reads the first `seen` scores of `line`: in
+/// natural order a prefix (keysSeen); in zigzag order every column, the
+/// scores of the keys the row does not see set to -infinity (which the
+/// softmax and the exponentials turn into 0), or none when it sees none.
+PPC_HD inline int64_t maskKeys(bool causal, int64_t zigzag, int64_t length,
+                               float *line, int64_t cols, int64_t row,
+                               int64_t keyLo) {
+  if (!causal || zigzag == 0)
+    return keysSeen(causal, cols, row, keyLo);
+  int64_t visible = 0;
+  for (int64_t j = 0; j < cols; ++j) {
+    if (keyVisible(causal, zigzag, length, row, keyLo + j))
+      ++visible;
+    else
+      line[j] = -INFINITY;
+  }
+  return visible == 0 ? 0 : cols;
 }
 
 /// The scaled scores `line` [0, cols) of a query row become its softmax over

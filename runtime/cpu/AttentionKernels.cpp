@@ -5,11 +5,13 @@
 //   result[b, i] = sum_j P'[b, i, j] value[b, j],
 //   P = softmax_j(scale * query[b, i] . key[b, j]), P' = P * dropout factor,
 // with j > i masked out (probability 0) when `causal` (top-left aligned, as
-// PyTorch's is_causal). The dropout factor of (b, i, j) is the one
-// ppc.dropout with the same `ratio` and `seed` draws for that element of the
-// [B..., S, T] probabilities (DropoutMask at its GLOBAL flat index), applied
-// only in training with ratio > 0; so the op equals the chain matmul
-// (transpose_rhs), mul by scale, softmax, dropout, matmul.
+// PyTorch's is_causal; with `zigzag`, j and i are the natural positions of
+// keys and rows stored in zigzag order, ppc/Support/SequenceOrder.h). The
+// dropout factor of (b, i, j) is the one ppc.dropout with the same `ratio` and
+// `seed` draws for that element of the [B..., S, T] probabilities (DropoutMask
+// at its GLOBAL flat index), applied only in training with ratio > 0; so the op
+// equals the chain matmul (transpose_rhs), mul by scale, softmax, dropout,
+// matmul.
 //
 // Partitions split the leading dims and S (the query rows): the result box
 // gives those ranges; query, key and value must hold them (query all of D,
@@ -34,10 +36,10 @@
 // materializes the rows x T score block (OpenBLAS sgemm), takes the softmax
 // of each row in place and multiplies by value. With `causal`, keys past the
 // tile's last row are masked for every row of it, so only the first
-// min(T, last row + 1) columns are computed. The backward recomputes P from
-// query and key (no saved scores, as FlashAttention) and ADDS its contributions
-// into the grad views; a partition of S rows contributes a partial dK and dV
-// over all of T (the plan sums them).
+// min(T, last row + 1) columns are computed (all of them in zigzag order). The
+// backward recomputes P from query and key (no saved scores, as FlashAttention)
+// and ADDS its contributions into the grad views; a partition of S rows
+// contributes a partial dK and dV over all of T (the plan sums them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,9 +93,12 @@ void scores(const AttentionRanges &r, const RowTile &tile, const float *q,
        p, tile.cols);
 }
 
-/// Keys of the block a tile row sees.
-int64_t seenBy(const AttentionRanges &r, const RowTile &tile, int64_t row) {
-  return keysSeen(r.causal, tile.cols, tile.lo + row, r.keyLo);
+/// Keys of the block a tile row sees, whose scores are `line` (maskKeys:
+/// in zigzag order, those it does not see are set to -infinity).
+int64_t seenBy(const AttentionRanges &r, const RowTile &tile, int64_t row,
+               float *line) {
+  return maskKeys(r.causal, r.zigzag, r.S, line, tile.cols, tile.lo + row,
+                  r.keyLo);
 }
 
 /// P: the softmax of the scaled scores of the tile's rows, causal-masked.
@@ -101,8 +106,10 @@ void probabilities(const AttentionRanges &r, const RowTile &tile,
                    const float *q, int64_t ldq, const float *k, int64_t ldk,
                    float *p) {
   scores(r, tile, q, ldq, k, ldk, p);
-  for (int64_t row = 0; row < tile.rows(); ++row)
-    softmaxRow(p + row * tile.cols, seenBy(r, tile, row), tile.cols);
+  for (int64_t row = 0; row < tile.rows(); ++row) {
+    float *line = p + row * tile.cols;
+    softmaxRow(line, seenBy(r, tile, row, line), tile.cols);
+  }
 }
 
 /// Calls fn(element, factor) for every element of the score block of `tile`
@@ -175,7 +182,7 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &ctx,
              k.data + offsetIn(r, k, batch, r.keyLo, 0), ldk, p.data());
       for (int64_t row = 0; row < tile.rows(); ++row) {
         float *line = p.data() + row * tile.cols;
-        const int64_t seen = seenBy(r, tile, row);
+        const int64_t seen = seenBy(r, tile, row, line);
         float m = -INFINITY;
         for (int64_t j = 0; j < seen; ++j)
           m = std::max(m, line[j]);
@@ -323,7 +330,7 @@ absl::Status blockBackward(const OpDesc &op, const KernelContext &ctx,
       scores(r, tile, qRows, ldq, kBlock, ldk, p.data());
       for (int64_t row = 0; row < rows; ++row) {
         float *line = p.data() + row * cols;
-        const int64_t seen = seenBy(r, tile, row);
+        const int64_t seen = seenBy(r, tile, row, line);
         const float inverse = 1.0f / sum[stat + row];
         for (int64_t j = 0; j < seen; ++j)
           line[j] = std::exp(line[j] - max[stat + row]) * inverse;

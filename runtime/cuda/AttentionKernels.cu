@@ -5,12 +5,14 @@
 // [B..., S, Dv],
 //   result[b, i] = sum_j P'[b, i, j] value[b, j],
 //   P = softmax_j(scale * query[b, i] . key[b, j]), P' = P * dropout factor,
-// with j > i masked out (probability 0) when `causal` (top-left aligned).
-// The dropout factor of (b, i, j) is DropoutMask's at the GLOBAL flat index
-// of the [B..., S, T] probabilities, applied only in training with
-// ratio > 0. Partitions split only the leading dims and S: the result box
-// gives those ranges; query, key and value must hold them (query all of D,
-// key and value all of T and D / Dv), and the result all of Dv.
+// with j > i masked out (probability 0) when `causal` (top-left aligned;
+// with `zigzag`, i and j are the natural positions of rows and keys stored
+// in zigzag order, ppc/Support/SequenceOrder.h). The dropout factor of
+// (b, i, j) is DropoutMask's at the GLOBAL flat index of the [B..., S, T]
+// probabilities, applied only in training with ratio > 0. Partitions split
+// only the leading dims and S: the result box gives those ranges; query, key
+// and value must hold them (query all of D, key and value all of T and
+// D / Dv), and the result all of Dv.
 //
 // Per run of the innermost leading dim (the outer leading dims loop on the
 // host) and tile of query rows, the score block [batches, rows, cols] is
@@ -21,7 +23,9 @@
 // value into the result as stored (16-bit probabilities, as FlashAttention
 // and PyTorch's matmul-softmax-matmul round them). With `causal`, keys past
 // a tile's last row are masked for every row of it, so only the first
-// min(T, last row + 1) columns are computed. Operands of mixed types are
+// min(T, last row + 1) columns are computed (all of them in zigzag order,
+// where the row kernels set the scores of the keys a row does not see to
+// -infinity, as the cpu kernel's maskKeys). Operands of mixed types are
 // widened to float32. The backward recomputes P from query and key
 // (nothing is kept from the forward), keeps P and dS in float32 for the
 // softmax's gradient and rounds them to the operands' type for the GEMMs of
@@ -141,19 +145,49 @@ struct RowDims {
   int64_t T, batchSize; ///< T, and S * T (the flat step of a batch)
   int64_t base;         ///< flat index of the block's (batch 0, 0, 0)
   bool causal;
+  int64_t zigzag;   ///< pairs of the zigzag order (0: natural)
+  int64_t firstKey; ///< in zigzag order, the block's least key position
 
   PPC_HD int64_t flat(int64_t b, int64_t row, int64_t j) const {
     return base + b * batchSize + (rowLo + row) * T + keyLo + j;
   }
-  /// Keys of the block row `row` sees.
+  /// Keys [0, seen) of the block row `row` reads: those it sees (a prefix)
+  /// in natural order; in zigzag order all, or none if it sees none.
   PPC_HD int64_t seen(int64_t row) const {
-    return keysSeen(causal, cols, rowLo + row, keyLo);
+    if (!causal || zigzag == 0)
+      return keysSeen(causal, cols, rowLo + row, keyLo);
+    return firstKey <= zigzagPosition(rowLo + row, T, zigzag) ? cols : 0;
+  }
+  /// seen(row), having set this thread's scores of `line` (its columns
+  /// t.thread, + t.threads, ..., as every loop of the row kernels) that the
+  /// row does not see to -infinity in zigzag order: the cpu kernel's
+  /// maskKeys, spread over the row's threads.
+  PPC_HD int64_t masked(const RowThreads &t, int64_t row, float *line) const {
+    const int64_t n = seen(row);
+    if (causal && zigzag > 0)
+      for (int64_t j = t.thread; j < n; j += t.threads)
+        if (!keyVisible(causal, zigzag, T, rowLo + row, keyLo + j))
+          line[j] = -INFINITY;
+    return n;
   }
 };
 
 RowDims rowDims(const AttentionRanges &r, const Block &block) {
-  return {block.rows(), block.cols, block.rowLo, r.keyLo, r.T,
-          r.S * r.T,    block.base, r.causal};
+  RowDims d{block.rows(), block.cols, block.rowLo, r.keyLo,  r.T,
+            r.S * r.T,    block.base, r.causal,    r.zigzag, 0};
+  if (r.causal && r.zigzag > 0)
+    d.firstKey = zigzagSpan(r.keyLo, r.keyLo + block.cols, r.T, r.zigzag).first;
+  return d;
+}
+
+/// Whether some row of `block` sees some of its keys: block.cols > 0 in
+/// natural order; in zigzag order, the keys' least position at most the
+/// rows' greatest.
+bool blockSeen(const AttentionRanges &r, const Block &block) {
+  if (block.cols <= 0 || !r.causal || r.zigzag == 0)
+    return block.cols > 0;
+  return zigzagSpan(r.keyLo, r.keyLo + block.cols, r.T, r.zigzag).first <=
+         zigzagSpan(block.rowLo, block.rowHi, r.T, r.zigzag).last;
 }
 
 /// Where a key block's statistics of a score block's rows lie: row `row` of
@@ -204,7 +238,7 @@ void softmaxRows(Stream stream, RowDims d, float *p, int64_t count, bool keep,
                const int64_t b = i / d.rows, row = i % d.rows;
                float *line = p + i * d.cols;
                const Elements outLine = out + i * d.cols;
-               const int64_t seen = d.seen(row);
+               const int64_t seen = d.masked(t, row, line);
                const float max = rowMax(t, line, seen);
                const float inverse =
                    static_cast<float>(1.0 / expInPlace(t, line, seen, max));
@@ -257,7 +291,7 @@ void blockExpRows(Stream stream, RowDims d, StatRows st, float *p,
                const int64_t b = i / d.rows, row = i % d.rows;
                float *line = p + i * d.cols;
                const Elements outLine = out + i * d.cols;
-               const int64_t seen = d.seen(row);
+               const int64_t seen = d.masked(t, row, line);
                const float m = rowMax(t, line, seen);
                double total = 0;
                for (int64_t j = t.thread; j < d.cols; j += t.threads) {
@@ -302,7 +336,7 @@ void mergeExpRows(Stream stream, RowDims d, StatRows st, float *p,
                const float runningSum = t.sum(first ? float(sum[at]) : 0.0f);
                float *line = p + i * d.cols;
                const Elements outLine = out + i * d.cols;
-               const int64_t seen = d.seen(row);
+               const int64_t seen = d.masked(t, row, line);
                const float m = rowMax(t, line, seen);
                const double total = expInPlace(t, line, seen, m);
                const float newMax = runningMax < m ? m : runningMax;
@@ -355,8 +389,8 @@ void rescaleRows(Stream stream, RowDims d, StatRows st, int64_t count,
                float factor;
                if (first) {
                  const float mine = own[at];
-                 factor = mine == -INFINITY ? 0.0f
-                                            : expf(mine - float(max[at]));
+                 factor =
+                     mine == -INFINITY ? 0.0f : expf(mine - float(max[at]));
                } else {
                  factor = 1.0f / float(sum[at]);
                }
@@ -378,9 +412,10 @@ void blockProbabilityRows(Stream stream, RowDims d, StatRows st, float *p,
   launchRows(stream, count * d.rows, d.cols,
              [=] PPC_HD(const RowThreads &t, int64_t i) {
                const int64_t b = i / d.rows, row = i % d.rows;
-               const int64_t at = st.at(b, row), seen = d.seen(row);
+               const int64_t at = st.at(b, row);
                const float m = max[at], inverse = 1.0f / float(sum[at]);
                float *line = p + i * d.cols;
+               const int64_t seen = d.masked(t, row, line);
                const Elements outLine = out + i * d.cols;
                for (int64_t j = t.thread; j < d.cols; j += t.threads) {
                  const float value =
@@ -569,12 +604,11 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &kctx,
                  own = scratch[2].elements;
   if (kctx.stage == 1 || kctx.stage == 2) {
     forEachBlock(r, [&](const Block &block) {
-      rescaleRows(ctx.stream, rowDims(r, block), statRows(r, block),
-                  block.count,
-                  result.elements +
-                      offsetIn(r, result, block.batch, block.rowLo, 0),
-                  rowStride(r, result), batchStride(r, result), r.Dv,
-                  /*first=*/kctx.stage == 1, max, own, sum);
+      rescaleRows(
+          ctx.stream, rowDims(r, block), statRows(r, block), block.count,
+          result.elements + offsetIn(r, result, block.batch, block.rowLo, 0),
+          rowStride(r, result), batchStride(r, result), r.Dv,
+          /*first=*/kctx.stage == 1, max, own, sum);
     });
     return absl::OkStatus();
   }
@@ -599,7 +633,7 @@ absl::Status blockForward(const OpDesc &op, const KernelContext &kctx,
   forEachBlock(r, [&](const Block &block) {
     if (!error.ok())
       return;
-    const bool seen = block.cols > 0;
+    const bool seen = blockSeen(r, block);
     if (merge && !seen)
       return; // a causal block past every row: nothing to merge
     if (seen && !(error = scores(ctx, r, block, q, k, p)).ok())
@@ -690,7 +724,9 @@ absl::Status blockBackward(const OpDesc &op, const KernelContext &kctx,
       return;
     const RowDims d = rowDims(r, block);
     const StatRows st = statRows(r, block);
-    if (block.cols == 0) { // no key of the block is seen: nothing to add
+    // No key of the block is seen: nothing to add (in zigzag order every
+    // block runs, as the cpu kernel's: cols is all of them).
+    if (block.cols == 0) {
       if (stats)
         blockDotRows(ctx.stream, d, st, p, ds, block.count, false, mask, dots);
       return;

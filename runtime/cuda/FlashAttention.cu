@@ -69,6 +69,8 @@ struct FlashShape {
   int32_t D = 0;
   float scale = 1;
   bool causal = false, dropout = false;
+  /// Pairs of the zigzag order the positions are stored in (0: natural).
+  int64_t zigzag = 0;
   DropoutMask mask{0, 0, 0.0};
 
   PPC_HD int64_t rows() const { return rowHi - rowLo; }
@@ -107,11 +109,39 @@ struct FlashShape {
   }
   /// Key `key` is seen from query row `row` (and exists).
   PPC_HD bool sees(int64_t row, int64_t key) const {
-    return key < T && (!causal || key <= row);
+    return key < T && keyVisible(causal, zigzag, T, row, key);
   }
-  /// Keys [0, end) some row of the query tile from `r0` (nr rows) sees.
+  /// Keys [0, end) some row of the query tile from `r0` (nr rows) sees: in
+  /// zigzag order any key may be (tiles are skipped by their positions).
   PPC_HD int64_t keysEnd(int64_t r0, int64_t nr) const {
-    return causal ? (r0 + nr < T ? r0 + nr : T) : T;
+    return causal && zigzag == 0 ? (r0 + nr < T ? r0 + nr : T) : T;
+  }
+  /// The least natural position of the n > 0 elements from `lo` (lo itself
+  /// in natural order).
+  PPC_HD int64_t firstPosition(int64_t lo, int64_t n) const {
+    return zigzag == 0 ? lo : zigzagSpan(lo, lo + n, T, zigzag).first;
+  }
+  /// The greatest natural position of the n > 0 elements from `lo`.
+  PPC_HD int64_t lastPosition(int64_t lo, int64_t n) const {
+    return zigzag == 0 ? lo + n - 1 : zigzagSpan(lo, lo + n, T, zigzag).last;
+  }
+  /// Whether a warp's 16 rows from `row`, the first n of them in the
+  /// partition, see no key of the key tile from c0 (nc keys): in natural
+  /// order c0 past the 16th row (as ever, whether or not it exists); in
+  /// zigzag order the tile's least position past the rows' greatest.
+  PPC_HD bool warpSkips(int64_t row, int64_t n, int64_t c0, int64_t nc) const {
+    if (!causal)
+      return false;
+    if (zigzag == 0)
+      return c0 > row + 15;
+    return firstPosition(c0, nc) > lastPosition(row, n < 16 ? n : 16);
+  }
+  /// Whether, in zigzag order, no row of the query tile from r0 (nr rows)
+  /// sees a key of the key tile from c0 (nc keys): a tile not even loaded.
+  /// (Natural order bounds the key tiles by keysEnd instead.)
+  PPC_HD bool zigzagSkips(int64_t r0, int64_t nr, int64_t c0,
+                          int64_t nc) const {
+    return causal && zigzag > 0 && firstPosition(c0, nc) > lastPosition(r0, nr);
   }
   /// The dropout factor of (row i, key j) of the batch at `flat`.
   PPC_HD float factor(int64_t flat, int64_t i, int64_t j) const {
@@ -151,6 +181,7 @@ FlashShape flashShape(const AttentionRanges &r, const DropoutMask &mask) {
   s.D = static_cast<int32_t>(r.D);
   s.scale = r.scale;
   s.causal = r.causal;
+  s.zigzag = r.zigzag;
   s.dropout = r.dropout;
   s.mask = mask;
   return s;
@@ -372,6 +403,8 @@ PPC_HD void forwardBlock(const BlockThreads &t, int64_t block, char *memory,
   const int64_t end = s.keysEnd(r0, nr);
   for (int64_t c0 = 0; c0 < end; c0 += kTile) {
     const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+    if (s.zigzagSkips(r0, nr, c0, nc)) // alike in every thread of the block
+      continue;
     t.sync(); // every warp is done with the last tile's K and V
     loadTile<kBound>(t, s, a.k, a.km, kb, c0, nc, K);
     loadTile<kBound>(t, s, a.v, a.vm, vb, c0, nc, V);
@@ -379,7 +412,7 @@ PPC_HD void forwardBlock(const BlockThreads &t, int64_t block, char *memory,
     PPC_UNROLL
     for (int hw = 0; hw < kHeldWarps; ++hw) {
       const int w = t.warp + hw, row0 = 16 * w;
-      if (row0 >= nr || (s.causal && c0 > r0 + row0 + 15))
+      if (row0 >= nr || s.warpSkips(r0 + row0, nr - row0, c0, nc))
         continue; // no row of this warp sees the tile
       Acc16x8 sc[kTileFrags];
       tileScores<kBound, kBf16>(t, Q, row0, K, sc);
@@ -452,13 +485,15 @@ PPC_HD void statsBlock(const BlockThreads &t, int64_t block, char *memory,
   const int64_t end = s.keysEnd(r0, nr);
   for (int64_t c0 = 0; c0 < end; c0 += kTile) {
     const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+    if (s.zigzagSkips(r0, nr, c0, nc))
+      continue;
     t.sync();
     loadTile<kBound>(t, s, a.k, a.km, kb, c0, nc, K);
     t.sync();
     PPC_UNROLL
     for (int hw = 0; hw < kHeldWarps; ++hw) {
       const int row0 = 16 * (t.warp + hw);
-      if (row0 >= nr || (s.causal && c0 > r0 + row0 + 15))
+      if (row0 >= nr || s.warpSkips(r0 + row0, nr - row0, c0, nc))
         continue;
       Acc16x8 sc[kTileFrags];
       tileScores<kBound, kBf16>(t, Q, row0, K, sc);
@@ -559,13 +594,16 @@ PPC_HD void keyPassBlock(const BlockThreads &t, int64_t block, char *memory,
       zero(dK[hw][dt]);
       zero(dV[hw][dt]);
     }
-  // The first query tile with a row that sees the tile's first key.
+  // The first query tile with a row that sees the tile's first key (in
+  // zigzag order the tiles are skipped by their positions).
   int64_t tile = 0;
-  if (s.causal && c0 > s.rowLo)
+  if (s.causal && s.zigzag == 0 && c0 > s.rowLo)
     tile = (c0 - s.rowLo) / kTile;
   for (; tile < s.rowTiles(); ++tile) {
     const int64_t r0 = s.rowLo + tile * kTile;
     const int64_t nr = s.rowHi - r0 < kTile ? s.rowHi - r0 : kTile;
+    if (s.zigzagSkips(r0, nr, c0, nc)) // alike in every thread of the block
+      continue;
     t.sync();
     loadTile<kBound>(t, s, a.q, a.qm, qb, r0, nr, Q);
     loadTile<kBound>(t, s, a.dO, a.dom, dob, r0, nr, G);
@@ -578,7 +616,10 @@ PPC_HD void keyPassBlock(const BlockThreads &t, int64_t block, char *memory,
     PPC_UNROLL
     for (int hw = 0; hw < kHeldWarps; ++hw) {
       const int key0 = 16 * (t.warp + hw);
-      if (key0 >= nc || (s.causal && c0 + key0 > r0 + nr - 1))
+      if (key0 >= nc ||
+          (s.causal &&
+           s.firstPosition(c0 + key0, nc - key0 < 16 ? nc - key0 : 16) >
+               s.lastPosition(r0, nr)))
         continue; // no key of this warp is seen from the tile's rows
       // S^T and dP'^T: the warp's keys against the tile's rows.
       Acc16x8 sc[kTileFrags], dp[kTileFrags];
@@ -648,6 +689,8 @@ PPC_HD void queryPassBlock(const BlockThreads &t, int64_t block, char *memory,
   const int64_t end = s.keysEnd(r0, nr);
   for (int64_t c0 = 0; c0 < end; c0 += kTile) {
     const int64_t nc = s.T - c0 < kTile ? s.T - c0 : kTile;
+    if (s.zigzagSkips(r0, nr, c0, nc))
+      continue;
     t.sync();
     loadTile<kBound>(t, s, a.k, a.km, kb, c0, nc, K);
     loadTile<kBound>(t, s, a.v, a.vm, vb, c0, nc, V);
@@ -655,7 +698,7 @@ PPC_HD void queryPassBlock(const BlockThreads &t, int64_t block, char *memory,
     PPC_UNROLL
     for (int hw = 0; hw < kHeldWarps; ++hw) {
       const int row0 = 16 * (t.warp + hw);
-      if (row0 >= nr || (s.causal && c0 > r0 + row0 + 15))
+      if (row0 >= nr || s.warpSkips(r0 + row0, nr - row0, c0, nc))
         continue;
       Acc16x8 sc[kTileFrags], dp[kTileFrags];
       tileScores<kBound, kBf16>(t, Q, row0, K, sc);

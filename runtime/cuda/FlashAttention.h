@@ -10,9 +10,10 @@
 // every gradient element is summed in one block, in a fixed order
 // (deterministic, no atomics). Dropout multiplies the probabilities by
 // DropoutMask's factor at their global flat index, as the cpu kernel does;
-// causal attention skips the key tiles past a query tile's last row. The
-// probabilities and dS are rounded to the operands' type for their
-// products, as FlashAttention rounds them.
+// causal attention skips the key tiles past a query tile's last row (in
+// zigzag order, those whose least natural position is past the rows'
+// greatest). The probabilities and dS are rounded to the operands' type for
+// their products, as FlashAttention rounds them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,26 @@
 #include "ppc/Runtime/DropoutMask.h"
 
 namespace ppc::runtime::cuda {
+
+/// The least and greatest natural positions of the elements stored at
+/// [lo, hi) of a sequence of `length` in zigzag order of `pairs` (a run of
+/// positions per chunk, zigzagRun); first > last when the range is empty.
+/// Also what AttentionKernels.cu's score blocks skip by.
+struct PositionSpan {
+  int64_t first, last;
+};
+PPC_HD inline PositionSpan zigzagSpan(int64_t lo, int64_t hi, int64_t length,
+                                      int64_t pairs) {
+  PositionSpan span{length, -1};
+  for (int64_t i = lo; i < hi;) {
+    const int64_t n = zigzagRun(i, length, pairs, hi - i);
+    const int64_t at = zigzagPosition(i, length, pairs);
+    span.first = at < span.first ? at : span.first;
+    span.last = at + n - 1 > span.last ? at + n - 1 : span.last;
+    i += n;
+  }
+  return span;
+}
 
 /// Whether the flash kernels take this partition: query, key and value
 /// (and the result's gradient, where given) bf16 or f16 alike, D == Dv a

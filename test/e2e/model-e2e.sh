@@ -31,6 +31,7 @@ verify_args=${PPC_E2E_VERIFY_ARGS:-}
 ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
 shift 7
 here=$(dirname "$0")
+zigzag=""
 rm -rf "$work"
 mkdir -p "$work"
 case $model in
@@ -75,9 +76,15 @@ if [ "$kind" = searched ]; then
   $import --ppc-auto-parallel="machine=cpux$np search=mcmc budget=300 seed=1 threads=1 optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron-layout-}" != "$kind" ]; then
   # Megatron-LM's layout with options (search=megatron): the kind's words
-  # tpN ppN vN mN sp distopt selective full, e.g. megatron-layout-tp2-pp2-m4.
-  options=$(sh "$here/../../bench/megatron_options.sh" "${kind#megatron-layout-}")
-  $import --ppc-auto-parallel="machine=cpux$np search=megatron$options optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
+  # tpN ppN vN mN sp distopt selective full, e.g. megatron-layout-tp2-pp2-m4;
+  # a last word zzN stores the sequence in zigzag order of N pairs first.
+  layout=${kind#megatron-layout-}
+  if [ "${layout%-zz*}" != "$layout" ]; then
+    zigzag=" zigzag=${layout##*-zz}"
+    layout=${layout%-zz*}
+  fi
+  options=$(sh "$here/../../bench/megatron_options.sh" "$layout")
+  $import --ppc-auto-parallel="machine=cpux$np search=megatron$options$zigzag optimizer=adam lr=0.01 dtype=$dtype plan=$work/plan.pb traffic=$work/traffic.json strategy-out=$work/strategy.json" -o /dev/null
 elif [ "${kind#megatron}" != "$kind" ] || [ "$kind" = fsdp ] ||
      [ "$kind" = ulysses-zero3 ] || [ "$kind" = deepspeed-moe ]; then
   # A baseline of search::baselines() as it is (megatron, fsdp, ...).
@@ -112,7 +119,7 @@ machine["name"] = "two-nodes"
 cluster["devices_per_node"] = cluster["nics_per_node"] = max(1, np_ // 2)
 json.dump(machine, open(sys.argv[3], "w"))
 PY
-$import --ppc-auto-parallel="machine=$work/two-nodes.json strategy-in=$work/strategy.json optimizer=adam lr=0.01 dtype=$dtype plan=$work/two-nodes.pb traffic=$work/two-nodes-traffic.json" -o /dev/null
+$import --ppc-auto-parallel="machine=$work/two-nodes.json strategy-in=$work/strategy.json${zigzag:-} optimizer=adam lr=0.01 dtype=$dtype plan=$work/two-nodes.pb traffic=$work/two-nodes-traffic.json" -o /dev/null
 check_traffic "$work/two-nodes-traffic.json"
 
 "$@" "$work/plan.pb" --steps 1 --verify $verify_args | tee "$work/verify.log"

@@ -19,8 +19,11 @@
 #include "KernelCases.h"
 #include "KernelTestUtil.h"
 #include "StatusText.h"
+#include "ppc/Support/SequenceOrder.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 using namespace ppc::runtime;
 using namespace ppc::runtime::test;
@@ -519,6 +522,55 @@ TEST(AttentionKernel, RingStepsMergeToTheWholeOp) {
   expectResultsClose(ring(tall, trainingAt(6), x, dOut, 4),
                      fused(tall, trainingAt(6), x, dOut), 1e-5,
                      "row tiles, 4 members");
+}
+
+/// `values` of shape [lead..., S, cols] with row p holding natural row
+/// zigzagPosition(p) of `natural` (`pairs` pairs of chunks).
+std::vector<float> zigzagRows(const std::vector<float> &natural, int64_t S,
+                              int64_t cols, int64_t pairs) {
+  std::vector<float> stored(natural.size());
+  for (size_t lead = 0; lead < natural.size() / (S * cols); ++lead)
+    for (int64_t p = 0; p < S; ++p) {
+      const float *from =
+          natural.data() + (lead * S + ppc::zigzagPosition(p, S, pairs)) * cols;
+      std::copy(from, from + cols, stored.data() + (lead * S + p) * cols);
+    }
+  return stored;
+}
+
+TEST(AttentionKernel, ZigzagOrderMasksNaturalPositions) {
+  // Oracle: attention on the sequence stored in zigzag order is causal
+  // attention in natural order, stored so (result and every gradient);
+  // its ring steps (4 members hold chunks j and 7 - j of 8) merge to it
+  // as the natural order's do. S = 256 spans row tiles.
+  for (const auto &lead : kAttentionLeads)
+    for (auto [S, pairs, members] :
+         {std::tuple{16, 2, 2}, std::tuple{16, 4, 4}, std::tuple{256, 4, 2}}) {
+      AttentionCase natural{lead, S, S, 4, 3, 0.6, true, 0.0, 5};
+      AttentionCase stored = natural;
+      stored.zigzag = pairs;
+      auto x = randomInputs(natural, 71);
+      std::vector<float> dOut =
+          randomValues(numElementsOf(natural.result()), 72);
+      Result expected = fused(natural, trainingAt(1), x, dOut);
+      std::vector<std::vector<float>> xStored = {
+          zigzagRows(x[0], S, natural.D, pairs),
+          zigzagRows(x[1], S, natural.D, pairs),
+          zigzagRows(x[2], S, natural.Dv, pairs)};
+      std::vector<float> dOutStored = zigzagRows(dOut, S, natural.Dv, pairs);
+      expected.out = zigzagRows(expected.out, S, natural.Dv, pairs);
+      expected.dq = zigzagRows(expected.dq, S, natural.D, pairs);
+      expected.dk = zigzagRows(expected.dk, S, natural.D, pairs);
+      expected.dv = zigzagRows(expected.dv, S, natural.Dv, pairs);
+      std::string what = "S " + std::to_string(S) + ", " +
+                         std::to_string(pairs) + " pairs, lead rank " +
+                         std::to_string(lead.size());
+      expectResultsClose(fused(stored, trainingAt(1), xStored, dOutStored),
+                         expected, 1e-5, what);
+      expectResultsClose(
+          ring(stored, trainingAt(1), xStored, dOutStored, members), expected,
+          1e-5, what + ", ring of " + std::to_string(members));
+    }
 }
 
 TEST(AttentionKernel, KeyBlocksRunInStagesWithRowStatistics) {

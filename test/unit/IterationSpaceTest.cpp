@@ -75,6 +75,41 @@ TEST(IterationSpace, CausalWorkFollowsTheTriangle) {
   EXPECT_NE(statusText(s.validate()), "");
 }
 
+TEST(IterationSpace, ZigzagOrderBalancesCausalWork) {
+  // 16 positions in zigzag order of 4 pairs: 8 chunks of 2, stored as
+  // chunks 0 7 1 6 2 5 3 4. A split of the stored rows in 2 or 4 (both
+  // divide the pairs) does equal work; in natural order the last of 4
+  // parts does 5.8 times the first's (rows 0..3 see 10 keys, 12..15 see 58).
+  IterationSpace s;
+  s.dims = {{16, IterKind::Attribute}, {16, IterKind::Reduction}};
+  s.causal = CausalDomain{0, 1, 4};
+  EXPECT_EQ(statusText(s.validate()), "");
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 16}, {0, 16}}), 1.0);
+  for (int64_t part = 0; part < 4; ++part)
+    EXPECT_DOUBLE_EQ(s.workFraction({{4 * part, 4 * part + 4}, {0, 16}}), 0.25)
+        << "part " << part << " of 4";
+  for (int64_t part = 0; part < 2; ++part)
+    EXPECT_DOUBLE_EQ(s.workFraction({{8 * part, 8 * part + 8}, {0, 16}}), 0.5);
+  // A ring step of 4 members: a member's rows (chunks r and 7 - r) against
+  // another member's keys (k and 7 - k) see two whole chunks, 8 pairs of
+  // the triangle's 136; against its own, one whole chunk and two halves
+  // with their diagonals (4 + 3 + 3).
+  for (int64_t rows = 0; rows < 4; ++rows)
+    for (int64_t keys = 0; keys < 4; ++keys)
+      EXPECT_DOUBLE_EQ(
+          s.workFraction({{4 * rows, 4 * rows + 4}, {4 * keys, 4 * keys + 4}}),
+          (rows == keys ? 10.0 : 8.0) / 136)
+          << "rows of member " << rows << ", keys of member " << keys;
+  s.causal->zigzag = 0;
+  EXPECT_DOUBLE_EQ(s.workFraction({{0, 4}, {0, 16}}), 10.0 / 136);
+  EXPECT_DOUBLE_EQ(s.workFraction({{12, 16}, {0, 16}}), 58.0 / 136);
+  // The order needs as many keys as queries, in whole chunks.
+  s.causal->zigzag = 3;
+  EXPECT_EQ(statusText(s.validate()),
+            "a causal domain in zigzag order of 3 pairs needs as many keys "
+            "as queries, a multiple of 6");
+}
+
 TEST(IterationSpace, ValidatesStagedKernels) {
   IterationSpace s = conv3x3();
   StagedKernel staged;

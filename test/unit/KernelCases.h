@@ -509,6 +509,8 @@ struct AttentionCase {
   bool causal = false;
   double ratio = 0.0;
   int64_t seed = 0;
+  /// Pairs of chunks of the zigzag order S and T are stored in (0: natural).
+  int64_t zigzag = 0;
 
   /// [lead..., a, b]
   std::vector<int64_t> shape(int64_t a, int64_t b) const {
@@ -540,7 +542,8 @@ inline OpDesc attentionOp(const AttentionCase &c) {
                 {{"scale", c.scale},
                  {"causal", int64_t{c.causal}},
                  {"ratio", c.ratio},
-                 {"seed", c.seed}});
+                 {"seed", c.seed},
+                 {"zigzag", c.zigzag}});
 }
 
 /// The partition computing leading ranges `batch` and query rows `rows`.

@@ -152,10 +152,13 @@ struct StagedKernel {
 /// Ops that do work only at the points where key position t <= query
 /// position s (causal attention, top-left aligned): the iteration dims of
 /// s and t. A split along s gives the later query rows more keys to see, so
-/// partitions of equal boxes do unequal work.
+/// partitions of equal boxes do unequal work, unless the positions are
+/// stored in zigzag order (SequenceOrder.h): `zigzag` pairs of chunks, 0 in
+/// natural order; s and t are then natural positions of the stored indices.
 struct CausalDomain {
   int32_t query = -1;
   int32_t key = -1;
+  int64_t zigzag = 0;
 };
 
 /// A reduction dim whose operands can stream around a ring instead of being

@@ -308,6 +308,38 @@ def AddLoss : Pass<"ppc-add-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::graph::PPCDialect"];
 }
 
+def ZigzagSequence : Pass<"ppc-zigzag-sequence", "mlir::ModuleOp"> {
+  let summary = "Store a causal model's sequence in zigzag order, so that "
+                "context parallelism splits its work evenly";
+  let description = [{
+    Causal attention split n ways along its sequence gives the last part n
+    times the first part's work. Megatron-Core balances it by storing the
+    sequence in zigzag order: 2 * `pairs` chunks, stored chunk 2j holding
+    chunk j and stored chunk 2j + 1 chunk 2 * pairs - 1 - j, so that any
+    split into n parts, n dividing `pairs`, does equal work (and each ring
+    step too). The pass finds the dims that hold the causal attentions'
+    positions (through every op that indexes them one to one, and through
+    reshapes), gathers them into zigzag order where they begin (inputs,
+    weights, constants) and back where they leave (function results), and
+    sets `zigzag` on the attentions, whose masks compare natural positions.
+    The loss and the gradients are the same sums, added in another order;
+    dropout draws its masks over the stored order. A function with no causal
+    attention, or already in zigzag order, is left as it is.
+
+    Errors name the op that would compute something else on permuted
+    positions: one that reads the sequence whole, through a window, slice
+    or stride, computes across it (a cumulative sum), selects it by index
+    (a gather from a table of positions), or a reshape that splits it over
+    two dims; and an attention whose sequence 2 * pairs does not divide.
+  }];
+  let options = [
+    Option<"pairs", "pairs", "int64_t", "1",
+           "Pairs of chunks: balanced for every context-parallel degree "
+           "that divides it">,
+  ];
+  let dependentDialects = ["::ppc::graph::PPCDialect"];
+}
+
 def ConvertDType : Pass<"ppc-convert-dtype", "mlir::ModuleOp"> {
   let summary = "Rewrite every floating-point tensor to one element type";
   let description = [{

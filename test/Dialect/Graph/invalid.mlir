@@ -51,6 +51,38 @@ func.func @attention_types(%q: tensor<8x4xf32>, %k: tensor<8x4xf16>) {
 
 // -----
 
+func.func @attention_zigzag_negative(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op zigzag -1 must not be negative}}
+  %0 = ppc.attention %q, %q, %q {causal = true, zigzag = -1 : i64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_zigzag_not_causal(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op zigzag 2 orders a causal mask; the op is not causal}}
+  %0 = ppc.attention %q, %q, %q {zigzag = 2 : i64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_zigzag_chunks(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op zigzag 3 needs as many keys (8) as queries (8), a multiple of 6}}
+  %0 = ppc.attention %q, %q, %q {causal = true, zigzag = 3 : i64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_zigzag_keys(%q: tensor<8x4xf32>, %k: tensor<16x4xf32>) {
+  // expected-error @+1 {{'ppc.attention' op zigzag 2 needs as many keys (16) as queries (8), a multiple of 4}}
+  %0 = ppc.attention %q, %k, %k {causal = true, zigzag = 2 : i64} : (tensor<8x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @attention_head_size(%q: tensor<2x8x4xf32>, %k: tensor<2x16x5xf32>, %v: tensor<2x16x4xf32>) {
   // expected-error @+1 {{'ppc.attention' op key has shape [2, 16, 5] but expected [2, 16, 4]: dim 2 is 5, expected 4}}
   %0 = ppc.attention %q, %k, %v : (tensor<2x8x4xf32>, tensor<2x16x5xf32>, tensor<2x16x4xf32>) -> tensor<2x8x4xf32>

@@ -23,6 +23,9 @@ func.func @attention(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>,
   %0 = ppc.attention %q, %k, %v {scale = 0.125 : f64, causal = true, ratio = 0.1 : f64, seed = 7 : i64} : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
   // CHECK: ppc.attention %{{.*}}, %{{.*}}, %{{.*}} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
   %1 = ppc.attention %q2, %q2, %q2 : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  // Positions in zigzag order of 4 pairs (8 chunks of 2).
+  // CHECK: ppc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, zigzag = 4 : i64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  %2 = ppc.attention %q2, %q2, %q2 {causal = true, zigzag = 4 : i64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
   return
 }
 

@@ -12,11 +12,21 @@
 // ring's stages on a key block (merge, and the backward's dO . O), and the
 // errors the cpu kernel reports.
 //
+// Causal attention in zigzag order (`zigzag` N, ppc/Support/SequenceOrder.h)
+// agrees with the cpu backend on the same cases (whole, rows split, "bshd",
+// the tiled kernels over several tiles and chunks shorter than a warp's 16
+// rows, key blocks and ring stages), and has an oracle of its own: on
+// operands stored in zigzag order it is the natural-order causal op on the
+// operands as they were, its result and gradients stored in zigzag order
+// (whole, and merged from a ring's key blocks; on both backends).
+//
 //===----------------------------------------------------------------------===//
 
 #include "ErrorAgreement.h"
 
 #include "../KernelCases.h"
+
+#include "ppc/Support/SequenceOrder.h"
 
 namespace ppc::runtime::test {
 namespace {
@@ -31,14 +41,22 @@ AgreementCase agreement(const AttentionCase &c, int64_t step,
   return a;
 }
 
-std::string describe(const AttentionCase &c) {
+std::string describe(const AttentionCase &c, int64_t zigzag = 0) {
   std::string s = "attention lead " + std::to_string(c.lead.size()) + " S " +
                   std::to_string(c.S) + " T " + std::to_string(c.T);
   if (c.causal)
     s += " causal";
+  if (zigzag > 0)
+    s += " zigzag " + std::to_string(zigzag);
   if (c.ratio > 0)
     s += " dropout " + std::to_string(c.ratio);
   return s;
+}
+
+/// `op` on positions stored in zigzag order of `pairs`.
+OpDesc withZigzag(OpDesc op, int64_t pairs) {
+  op.attributes["zigzag"] = pairs;
+  return op;
 }
 
 TEST(CudaAttention, WholeTensorsAgree) {
@@ -146,9 +164,8 @@ TEST(CudaAttention, KeyBlocksAgree) {
                                          keys.first, keys.second);
             a.partition = part; // staged: numStages, scratchShapes
             const std::string what =
-                describe(c) + " keys " + std::to_string(keys.first) +
-                " rows " + std::to_string(rows.first) + ".." +
-                std::to_string(rows.second);
+                describe(c) + " keys " + std::to_string(keys.first) + " rows " +
+                std::to_string(rows.first) + ".." + std::to_string(rows.second);
             expectBackendsAgree(a, what);
             a.dtype = DType::BF16;
             a.atol = 2e-2;
@@ -162,9 +179,11 @@ TEST(CudaAttention, KeyBlocksAgree) {
 /// of leading ranges `batch` and query rows `rows` (AttentionOp's
 /// RingSpec): running maxima in [-1, 2) (above and below the block's), sums
 /// in [1, 3), and every fourth row that sees a key of the block merging its
-/// first (maximum -inf, sum 0).
+/// first (maximum -inf, sum 0). `zigzag`: the pairs of the order the
+/// positions are stored in.
 void presetRingState(AgreementCase &a, const AttentionCase &c,
-                     const std::vector<Range> &batch, Range keys, Range rows) {
+                     const std::vector<Range> &batch, Range keys, Range rows,
+                     int64_t zigzag = 0) {
   const int64_t count = rows.second - rows.first;
   int64_t n = count;
   for (Range b : batch)
@@ -172,7 +191,10 @@ void presetRingState(AgreementCase &a, const AttentionCase &c,
   std::vector<float> max = randomValues(n, 41), sum = randomValues(n, 42);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t row = rows.first + i % count;
-    const bool sees = !c.causal || row >= keys.first;
+    bool sees = !c.causal;
+    for (int64_t j = keys.first; j < keys.second; ++j)
+      sees |=
+          zigzagPosition(j, c.T, zigzag) <= zigzagPosition(row, c.S, zigzag);
     max[i] = 1.5f * max[i] + 0.5f;
     sum[i] += 2.0f;
     if (sees && i % 4 == 3) {
@@ -219,6 +241,44 @@ std::string ringBackwardErrorWithoutResult(Backend &backend, const OpDesc &op,
                                            outputGrads, grads, scratch)));
 }
 
+/// A ring's sequences on the key block `keys` of the partition of leading
+/// ranges `batch` and query rows `rows` of `c` (the op `base.op`, in zigzag
+/// order of `zigzag` pairs where positive) agree on both backends, f32 and
+/// bf16 (see RingStagesAgree).
+void expectRingStagesAgree(const AgreementCase &base, const std::string &what,
+                           const AttentionCase &c,
+                           const std::vector<Range> &batch, Range keys,
+                           Range rows, double atol, double rtol,
+                           int64_t zigzag = 0) {
+  Partition part = attentionPartition(c, batch, rows);
+  for (int i : {1, 2})
+    part.inputs[i] =
+        withRange(part.inputs[i], c.lead.size(), keys.first, keys.second);
+  const std::string name = what + " keys " + std::to_string(keys.first) +
+                           " rows " + std::to_string(rows.first) + ".." +
+                           std::to_string(rows.second);
+  for (bool preset : {false, true}) {
+    AgreementCase a = base;
+    a.partition = part;
+    a.initialOutputs = {randomValues(numElementsOf(c.result()), 43)};
+    a.forwardStages = {0, 3, 2};
+    a.backwardStages = {2, 1};
+    a.atol = atol;
+    a.rtol = rtol;
+    std::string sequence = name + " stages 0, 3, 2";
+    if (preset) {
+      presetRingState(a, c, batch, keys, rows, zigzag);
+      a.forwardStages = {3, 2};
+      sequence = name + " merged into a preset state";
+    }
+    expectBackendsAgree(a, sequence);
+    a.dtype = DType::BF16;
+    a.atol = 2e-2;
+    a.rtol = 2e-2;
+    expectBackendsAgree(a, sequence + " bf16");
+  }
+}
+
 TEST(CudaAttention, RingStagesAgree) {
   PPC_REQUIRE_CUDA_BACKEND();
   // A ring's sequences on one key block (AttentionOp's RingSpec): forward
@@ -229,37 +289,6 @@ TEST(CudaAttention, RingStagesAgree) {
   // The result starts with values in [-1, 1): stale ones, which stage 0
   // overwrites, or the unnormalized output so far. Keys [5, 10) with rows
   // [0, 4) causal: a block past every row, which the merge leaves as it is.
-  auto ring = [](const AgreementCase &base, const std::string &what,
-                 const AttentionCase &c, const std::vector<Range> &batch,
-                 Range keys, Range rows, double atol, double rtol) {
-    Partition part = attentionPartition(c, batch, rows);
-    for (int i : {1, 2})
-      part.inputs[i] =
-          withRange(part.inputs[i], c.lead.size(), keys.first, keys.second);
-    const std::string name = what + " keys " + std::to_string(keys.first) +
-                             " rows " + std::to_string(rows.first) + ".." +
-                             std::to_string(rows.second);
-    for (bool preset : {false, true}) {
-      AgreementCase a = base;
-      a.partition = part;
-      a.initialOutputs = {randomValues(numElementsOf(c.result()), 43)};
-      a.forwardStages = {0, 3, 2};
-      a.backwardStages = {2, 1};
-      a.atol = atol;
-      a.rtol = rtol;
-      std::string sequence = name + " stages 0, 3, 2";
-      if (preset) {
-        presetRingState(a, c, batch, keys, rows);
-        a.forwardStages = {3, 2};
-        sequence = name + " merged into a preset state";
-      }
-      expectBackendsAgree(a, sequence);
-      a.dtype = DType::BF16;
-      a.atol = 2e-2;
-      a.rtol = 2e-2;
-      expectBackendsAgree(a, sequence + " bf16");
-    }
-  };
   for (const auto &lead : kAttentionLeads)
     for (bool causal : {false, true})
       for (double ratio : {0.0, 0.2}) {
@@ -267,8 +296,8 @@ TEST(CudaAttention, RingStagesAgree) {
         const std::vector<Range> batch = wholeLeads(lead);
         for (Range keys : splitRange(c.T, 2))
           for (Range rows : {Range{0, c.S}, Range{0, 4}, Range{4, 9}})
-            ring(agreement(c, 5), "ring " + describe(c), c, batch, keys, rows,
-                 2e-5, 2e-4);
+            expectRingStagesAgree(agreement(c, 5), "ring " + describe(c), c,
+                                  batch, keys, rows, 2e-5, 2e-4);
       }
   // Longer than the cpu kernel's row tile of 128: rows starting off its
   // multiples, and (causal) rows [0, 128), one tile past keys [130, 260).
@@ -281,8 +310,8 @@ TEST(CudaAttention, RingStagesAgree) {
                               std::pair{Range{0, 130}, Range{20, 140}},
                               std::pair{Range{130, 260}, Range{130, 300}},
                               std::pair{Range{130, 260}, Range{0, 128}}})
-      ring(agreement(c, 6), "ring " + describe(c), c, {{1, 2}}, keys, rows,
-           1e-4, 1e-3);
+      expectRingStagesAgree(agreement(c, 6), "ring " + describe(c), c, {{1, 2}},
+                            keys, rows, 1e-4, 1e-3);
   }
   // Backward stage 2 reads the forward's result: without it, the same
   // error on both backends.
@@ -466,6 +495,344 @@ TEST(CudaAttention, RejectsWhatTheCpuKernelRejects) {
       makeOp("ppc.attention", {{2, 4, 3}, {2, 6, 4}, {2, 6, 5}}, {{2, 4, 5}});
   expectSameErrorsMentioning(mismatched, wholePartition(mismatched),
                              "D differs");
+
+  // Zigzag order needs causal attention with S == T divisible by 2N.
+  expectSameErrorsMentioning(withZigzag(op, 1), whole, "zigzag 1");
+  AttentionCase square{{2}, 6, 6, 3, 5, 1.0, true};
+  OpDesc zigzag = withZigzag(attentionOp(square), 2);
+  expectSameErrorsMentioning(zigzag, wholePartition(zigzag), "zigzag 2");
+}
+
+//===----------------------------------------------------------------------===//
+// Zigzag order
+//===----------------------------------------------------------------------===//
+
+// The cases of the natural order's tests in zigzag order of N pairs (chunks
+// of S / 2N positions): S = T = 16 and 32 with N = 2 and 4, no and two
+// leading dims, dropout, rows split (halves, and a range across chunks),
+// layout "bshd" (split too), bf16 on the score-block path.
+TEST(CudaAttention, ZigzagAgrees) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (const auto &lead : kAttentionLeads)
+    for (int64_t S : {16, 32})
+      for (int64_t pairs : {2, 4})
+        for (double ratio : {0.0, 0.1}) {
+          AttentionCase c{lead, S, S, 4, 3, 0.5, true, ratio, 19};
+          const std::string what = describe(c, pairs);
+          AgreementCase a = agreement(c, 2);
+          a.op = withZigzag(attentionOp(c), pairs);
+          expectBackendsAgree(a, what);
+          for (Range rows : {Range{0, S / 2}, Range{S / 2, S}, Range{3, 13}}) {
+            AgreementCase part = a;
+            part.partition = attentionPartition(c, wholeLeads(lead), rows);
+            expectBackendsAgree(part, what + " rows " +
+                                          std::to_string(rows.first) + ".." +
+                                          std::to_string(rows.second));
+          }
+          AgreementCase half = a;
+          half.dtype = DType::BF16;
+          half.atol = 1e-2;
+          half.rtol = 1e-2;
+          expectBackendsAgree(half, what + " bf16");
+          if (lead.empty())
+            continue;
+          AgreementCase bshd = a;
+          bshd.op = withZigzag(bshdAttentionOp(c), pairs);
+          expectBackendsAgree(bshd, "bshd " + what);
+          bshd.partition = bshdAttentionPartition(c, {1, 2}, {1, 3}, {3, 13});
+          expectBackendsAgree(bshd, "bshd " + what +
+                                        " sample 1, heads 1.., rows 3..13");
+        }
+}
+
+// The tiled kernels (FlashAttention.h) in zigzag order: several tiles of 64
+// rows and keys with chunks of 40 and 20 positions (a tile's keys and a
+// warp's rows span several chunks, so tiles are skipped by their natural
+// positions), chunks of 4 (S = 32, N = 4: 4 chunks to a warp's rows), with
+// dropout, rows split, f16, "bshd", each compiled head dim bound.
+TEST(CudaAttention, ZigzagTiledKernelsAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (int64_t pairs : {2, 4})
+    for (double ratio : {0.0, 0.1}) {
+      AttentionCase c{{2, 2}, 160, 160, 32, 32, 0.25, true, ratio, 11};
+      const std::string what = "tiled bf16 " + describe(c, pairs);
+      AgreementCase a = agreement(c, 2);
+      a.op = withZigzag(attentionOp(c), pairs);
+      a.dtype = DType::BF16;
+      a.atol = 2e-2;
+      a.rtol = 2e-2;
+      expectBackendsAgree(a, what);
+      AgreementCase half = a;
+      half.dtype = DType::F16;
+      half.atol = 5e-3;
+      half.rtol = 5e-3;
+      expectBackendsAgree(half, "tiled f16 " + describe(c, pairs));
+      for (Range s : {Range{0, 64}, Range{50, 140}, Range{80, 160}}) {
+        AgreementCase part = a;
+        part.partition = attentionPartition(c, {{1, 2}, {0, 2}}, s);
+        expectBackendsAgree(part, what + " rows " + std::to_string(s.first));
+      }
+      AgreementCase bshd = a;
+      bshd.op = withZigzag(bshdAttentionOp(c), pairs);
+      expectBackendsAgree(bshd, "bshd " + what);
+      bshd.partition = bshdAttentionPartition(c, {1, 2}, {1, 2}, {50, 140});
+      expectBackendsAgree(bshd, "bshd " + what + " rows 50..140");
+    }
+  for (int64_t D : {16, 48, 64, 128}) {
+    AttentionCase c{{3}, 32, 32, D, D, 0.3, true, 0.0, 1};
+    AgreementCase a = agreement(c, 0);
+    a.op = withZigzag(attentionOp(c), 4);
+    a.dtype = DType::BF16;
+    a.atol = 2e-2;
+    a.rtol = 2e-2;
+    expectBackendsAgree(a, "tiled bf16 D " + std::to_string(D) + " zigzag 4");
+  }
+}
+
+// Key blocks and a ring's stages in zigzag order: the halves of the keys
+// and a block across chunks, rows whole and split (stored rows [0, 4), at
+// natural positions [0, 4) with N = 2, see no key of [8, 16): NaN on both
+// backends, as in natural order), dropout, bf16.
+TEST(CudaAttention, ZigzagKeyBlocksAndRingStagesAgree) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  for (const auto &lead : kAttentionLeads)
+    for (int64_t pairs : {2, 4})
+      for (double ratio : {0.0, 0.2}) {
+        AttentionCase c{lead, 16, 16, 4, 3, 0.6, true, ratio, 29};
+        const std::vector<Range> batch = wholeLeads(lead);
+        AgreementCase base = agreement(c, 5);
+        base.op = withZigzag(attentionOp(c), pairs);
+        for (Range keys : {Range{0, 8}, Range{8, 16}, Range{5, 11}})
+          for (Range rows : {Range{0, 16}, Range{0, 4}, Range{4, 12}}) {
+            const std::string what = describe(c, pairs) + " keys " +
+                                     std::to_string(keys.first) + " rows " +
+                                     std::to_string(rows.first) + ".." +
+                                     std::to_string(rows.second);
+            AgreementCase a = base;
+            Partition part = attentionPartition(c, batch, rows);
+            for (int i : {1, 2})
+              part.inputs[i] = withRange(part.inputs[i], lead.size(),
+                                         keys.first, keys.second);
+            a.partition = part;
+            expectBackendsAgree(a, what);
+            a.dtype = DType::BF16;
+            a.atol = 2e-2;
+            a.rtol = 2e-2;
+            expectBackendsAgree(a, what + " bf16");
+            expectRingStagesAgree(base, "ring " + describe(c, pairs), c, batch,
+                                  keys, rows, 2e-5, 2e-4, pairs);
+          }
+      }
+}
+
+/// `x` of `shape` with its dim `dim` (`length` positions) stored in zigzag
+/// order of `pairs`: element i of the dim holds natural position
+/// zigzagPosition(i).
+std::vector<float> inZigzagOrder(const std::vector<float> &x,
+                                 const std::vector<int64_t> &shape, size_t dim,
+                                 int64_t pairs) {
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  const int64_t length = shape[dim];
+  std::vector<float> out(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < length; ++i) {
+      const int64_t from = zigzagPosition(i, length, pairs);
+      std::copy_n(x.begin() + (o * length + from) * inner, inner,
+                  out.begin() + (o * length + i) * inner);
+    }
+  return out;
+}
+
+/// The result and operand gradients of an attention, whole tensors.
+struct AttentionRun {
+  std::vector<float> out, dq, dk, dv;
+};
+
+/// ppc.attention `op` on `backend` from whole operands `x` and result
+/// gradient `dOut`, as a ring of `members` (RingSpec of AttentionOp, as
+/// AttentionKernelTest's ring): member m holds the query rows and key block
+/// m of S split evenly (`partitionOf(rows)`: the partition of those rows,
+/// keys along dim `tDim` of the key and value boxes), runs forward stage 0
+/// on its own block, 3 on each after (m - 1, m - 2, ... mod members) and
+/// 2; backward stage 2, then 1 on each block, the blocks' dK and dV
+/// accumulated where they are (one buffer per block). One member: the whole
+/// op, unstaged.
+AttentionRun runRing(Backend &backend, const OpDesc &op, size_t tDim,
+                     const std::function<Partition(Range)> &partitionOf,
+                     const std::vector<std::vector<float>> &x,
+                     const std::vector<float> &dOut, int64_t members,
+                     DType dtype) {
+  std::vector<std::shared_ptr<DeviceBuffer>> owned;
+  auto boxOf = [](const Box &box) {
+    int64_t n = 1;
+    for (size_t d = 0; d < box.lo.size(); ++d)
+      n *= box.hi[d] - box.lo[d];
+    return n;
+  };
+  // A buffer holding `box` of a tensor of `shape` (zeros, or `values`).
+  auto view = [&](DType type, const std::vector<int64_t> &shape, const Box &box,
+                  const std::vector<float> *values) {
+    const int64_t n = boxOf(box);
+    owned.push_back(backend.allocate(type, std::max<int64_t>(n, 1)));
+    if (values)
+      backend.write(*owned.back(), 0, values->data(), n);
+    return DeviceView{owned.back().get(), 0, shape, box.lo, box.hi};
+  };
+  auto read = [&](const DeviceView &v) {
+    std::vector<float> values(boxOf({v.lo, v.hi}));
+    backend.read(*v.buffer, 0, static_cast<int64_t>(values.size()),
+                 values.data());
+    return values;
+  };
+  const std::vector<int64_t> &qShape = op.operandShapes[0],
+                             &kShape = op.operandShapes[1],
+                             &vShape = op.operandShapes[2],
+                             &oShape = op.resultShapes[0];
+  const int64_t S = kShape[tDim];
+  const std::vector<Range> parts = splitRange(S, members);
+  // Per block: key, value and their gradient accumulators.
+  std::vector<DeviceView> keys, values, dKeys, dValues;
+  for (Range block : parts) {
+    const Partition any = partitionOf(block);
+    const Box kBox = withRange(any.inputs[1], tDim, block.first, block.second);
+    const Box vBox = withRange(any.inputs[2], tDim, block.first, block.second);
+    const std::vector<float> k = extractBox(x[1], kShape, kBox),
+                             v = extractBox(x[2], vShape, vBox);
+    keys.push_back(view(dtype, kShape, kBox, &k));
+    values.push_back(view(dtype, vShape, vBox, &v));
+    dKeys.push_back(view(dtype, kShape, kBox, nullptr));
+    dValues.push_back(view(dtype, vShape, vBox, nullptr));
+  }
+  AttentionRun run;
+  run.out.assign(numElementsOf(oShape), 0.0f);
+  run.dq.assign(numElementsOf(qShape), 0.0f);
+  run.dk.assign(numElementsOf(kShape), 0.0f);
+  run.dv.assign(numElementsOf(vShape), 0.0f);
+  for (int64_t m = 0; m < members; ++m) {
+    const Partition part = partitionOf(parts[m]);
+    const std::vector<float> q = extractBox(x[0], qShape, part.inputs[0]),
+                             dOutBox =
+                                 extractBox(dOut, oShape, part.outputs[0]);
+    const DeviceView qView = view(dtype, qShape, part.inputs[0], &q),
+                     dqView = view(dtype, qShape, part.inputs[0], nullptr),
+                     outView = view(dtype, oShape, part.outputs[0], nullptr),
+                     dOutView = view(dtype, oShape, part.outputs[0], &dOutBox);
+    // The rows' statistics: three forward, the dots too backward.
+    std::vector<DeviceView> stats;
+    if (members > 1) {
+      const int64_t rows = boxOf(part.inputs[0]) / qShape.back();
+      for (int i = 0; i < 4; ++i)
+        stats.push_back(view(DType::F32, {rows}, wholeBox({rows}), nullptr));
+    }
+    auto step = [&](int32_t stage, int64_t j, bool backwardPass) {
+      const KernelContext ctx{0, true, stage};
+      const std::vector<DeviceView> in = {qView, keys[j], values[j]};
+      std::vector<DeviceView> st = stats;
+      if (!backwardPass) {
+        if (!st.empty())
+          st.pop_back();
+        return statusText(backend.forward(op, ctx, in, {outView}, st));
+      }
+      return statusText(backend.backward(op, ctx, in, {outView}, {dOutView},
+                                         {dqView, dKeys[j], dValues[j]}, st));
+    };
+    for (int64_t s = 0; s < members; ++s)
+      EXPECT_EQ(step(s == 0 ? 0 : 3, (m - s + members) % members, false), "");
+    if (members > 1) {
+      EXPECT_EQ(step(2, m, false), "");
+      EXPECT_EQ(step(2, m, true), "");
+    }
+    for (int64_t s = 0; s < members; ++s)
+      EXPECT_EQ(step(members > 1 ? 1 : 0, (m - s + members) % members, true),
+                "");
+    addBox(run.out, oShape, part.outputs[0], read(outView));
+    addBox(run.dq, qShape, part.inputs[0], read(dqView));
+  }
+  for (size_t j = 0; j < parts.size(); ++j) {
+    addBox(run.dk, kShape, {dKeys[j].lo, dKeys[j].hi}, read(dKeys[j]));
+    addBox(run.dv, vShape, {dValues[j].lo, dValues[j].hi}, read(dValues[j]));
+  }
+  backend.synchronize();
+  int64_t instruction;
+  EXPECT_EQ(statusText(backend.deferredError(instruction)), "");
+  return run;
+}
+
+// The oracle of zigzag order: on operands stored in zigzag order of N, the
+// op in zigzag order N is the natural-order causal op on the operands as
+// they were, its result and gradients stored in zigzag order. Whole (the
+// score-block path in float32, the tiled kernels in bf16 over several tiles
+// and with chunks of 4) and as rings of 2 and 4 members (key blocks merged
+// in stages), layouts "bhsd" and "bshd", on both backends.
+TEST(CudaAttention, ZigzagIsNaturalOrderPermuted) {
+  PPC_REQUIRE_CUDA_BACKEND();
+  std::string unused;
+  Backend &cuda = *cudaBackendUnderTest(unused);
+  std::unique_ptr<Backend> cpu = createCpuBackend({1, true});
+  struct Shape {
+    int64_t S, D;
+    DType dtype;
+    std::vector<int64_t> members;
+  };
+  for (const Shape &shape :
+       {Shape{16, 4, DType::F32, {1, 2, 4}}, Shape{32, 4, DType::F32, {1, 2}},
+        Shape{160, 32, DType::BF16, {1}}, Shape{32, 16, DType::BF16, {1}}})
+    for (bool bshd : {false, true})
+      for (int64_t pairs : {2, 4}) {
+        const bool f32 = shape.dtype == DType::F32;
+        const int64_t Dv = f32 ? 3 : shape.D; // the tiled kernels: D == Dv
+        AttentionCase c{{2, 3}, shape.S, shape.S, shape.D, Dv, 0.5, true};
+        const OpDesc natural = bshd ? bshdAttentionOp(c) : attentionOp(c);
+        const OpDesc zigzag = withZigzag(natural, pairs);
+        const size_t tDim = bshd ? 1 : 2;
+        auto partitionOf = [&](Range rows) {
+          return bshd ? bshdAttentionPartition(c, {0, 2}, {0, 3}, rows)
+                      : attentionPartition(c, wholeLeads(c.lead), rows);
+        };
+        std::vector<std::vector<float>> x, xz;
+        for (size_t i = 0; i < 3; ++i) {
+          x.push_back(randomValues(numElementsOf(natural.operandShapes[i]),
+                                   61 + static_cast<uint32_t>(i)));
+          xz.push_back(
+              inZigzagOrder(x[i], natural.operandShapes[i], tDim, pairs));
+        }
+        const std::vector<int64_t> &oShape = natural.resultShapes[0];
+        const std::vector<float> dOut = randomValues(numElementsOf(oShape), 67);
+        const std::vector<float> dOutZ =
+            inZigzagOrder(dOut, oShape, tDim, pairs);
+        const double tol = f32 ? 2e-5 : 2e-2;
+        for (Backend *backend : {&cuda, cpu.get()}) {
+          const AttentionRun want = runRing(
+              *backend, natural, tDim, partitionOf, x, dOut, 1, shape.dtype);
+          for (int64_t members : shape.members) {
+            const std::string what =
+                std::string(backend->name()) + (bshd ? " bshd " : " ") +
+                (f32 ? "f32 " : "bf16 ") + describe(c, pairs) + ", " +
+                std::to_string(members) + " members";
+            const AttentionRun got =
+                runRing(*backend, zigzag, tDim, partitionOf, xz, dOutZ, members,
+                        shape.dtype);
+            expectClose(got.out, inZigzagOrder(want.out, oShape, tDim, pairs),
+                        tol, tol, what + " result");
+            expectClose(
+                got.dq,
+                inZigzagOrder(want.dq, natural.operandShapes[0], tDim, pairs),
+                tol, tol, what + " dQ");
+            expectClose(
+                got.dk,
+                inZigzagOrder(want.dk, natural.operandShapes[1], tDim, pairs),
+                tol, tol, what + " dK");
+            expectClose(
+                got.dv,
+                inZigzagOrder(want.dv, natural.operandShapes[2], tDim, pairs),
+                tol, tol, what + " dV");
+          }
+        }
+      }
 }
 
 } // namespace

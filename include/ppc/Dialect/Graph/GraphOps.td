@@ -109,7 +109,12 @@ def PPC_AttentionOp : PPC_ComputeOp<"attention"> {
     the attention core of a transformer as one kernel, as FlashAttention
     runs it (the score matrix never leaves the chip; the backward
     recomputes it). With `causal`, key positions after the query position
-    are masked out (top-left aligned, as PyTorch's `is_causal`). Dropout
+    are masked out (top-left aligned, as PyTorch's `is_causal`). With
+    `zigzag = N` (causal, as many keys as queries, a multiple of 2N) the
+    positions are stored in zigzag order, as Megatron-Core balances causal
+    context parallelism: 2N chunks, stored chunk 2j holding chunk j and
+    stored chunk 2j + 1 chunk 2N - 1 - j; the mask compares the natural
+    positions (ppc-zigzag-sequence stores a model's sequence so). Dropout
     draws the mask ppc.dropout with the same `ratio` and `seed` would draw
     for the `[..., S, T]` probabilities, so the op equals its unfused chain
     `matmul(transpose_rhs)`, `mul` by `scale`, `softmax`, `dropout`,
@@ -137,7 +142,8 @@ def PPC_AttentionOp : PPC_ComputeOp<"attention"> {
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<F64Attr, "0.0">:$ratio,
                        DefaultValuedAttr<I64Attr, "0">:$seed,
-                       DefaultValuedAttr<StrAttr, "\"bhsd\"">:$layout);
+                       DefaultValuedAttr<StrAttr, "\"bhsd\"">:$layout,
+                       DefaultValuedAttr<I64Attr, "0">:$zigzag);
   let results = (outs PPC_FloatTensor:$result);
   let extraClassDeclaration = [{
     /// layout = "bshd": the heads after the positions.
@@ -592,7 +598,8 @@ def PPC_PadOp : PPC_ComputeOp<"pad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure], ["getIndexBound"]> {
+def PPC_GatherOp : PPC_ComputeOp<"gather", [Pure],
+                                  ["getIndexBound", "forwardsValues"]> {
   let summary = "Gathers slices of `data` along `axis` (embedding lookup)";
   let description = [{
     ONNX Gather: the result shape is `data.shape[:axis] + indices.shape +
