@@ -333,9 +333,9 @@ SequenceFlow followSequence(const sim::Graph &graph) {
     const sim::Op &op = graph.ops[i];
     const IterationSpace &space = op.space;
     int sample = firstSampleDim(space);
-    // An input's sequence, or a constant's: the zigzag order's gathers
-    // (ppc-zigzag-sequence) read the tokens whole and index the sequence
-    // by their constant indices.
+    // An input's sequence, or where no other operand has one a
+    // constant's: the zigzag order's gathers (ppc-zigzag-sequence) read
+    // the tokens whole and index the sequence by their constant indices.
     auto firstSequenceDim = [&](size_t o) {
       const std::vector<DimAccess> &dims = space.operands[o].dims;
       for (size_t t = 0; t < dims.size(); ++t)
@@ -349,8 +349,6 @@ SequenceFlow followSequence(const sim::Graph &graph) {
       const sim::Source &src = op.operands[o];
       if (src.kind == sim::Source::Kind::Op)
         return seqOf[src.index][src.result];
-      if (src.kind == sim::Source::Kind::Constant)
-        return firstSequenceDim(o);
       if (src.kind != sim::Source::Kind::Input)
         return -1;
       auto [it, inserted] = inputSeq.try_emplace(src.index, -1);
@@ -366,6 +364,10 @@ SequenceFlow followSequence(const sim::Graph &graph) {
       if (splittable(space, d))
         flow.dim[i] = d;
     }
+    for (size_t o = 0; o < op.operands.size() && flow.dim[i] < 0; ++o)
+      if (op.operands[o].kind == sim::Source::Kind::Constant)
+        if (int t = firstSequenceDim(o); t >= 0)
+          flow.dim[i] = space.operands[o].dims[t].iterDim;
     for (size_t o = 0; o < op.operands.size(); ++o) {
       int t = tensorSeq(o);
       if (t < 0 || op.operands[o].kind != sim::Source::Kind::Op)
