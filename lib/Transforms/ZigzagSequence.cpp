@@ -85,12 +85,14 @@ public:
   /// defining it reads carries them.
   bool beginsAt(Value value, int64_t dim) {
     Operation *def = value.getDefiningOp();
-    if (!def || isa<graph::ReshapeOp>(def))
-      return !def;
+    if (!def)
+      return true;
     auto iface = dyn_cast<graph::ParallelizableOpInterface>(def);
     if (!iface)
       return true;
     const IterationSpace &space = spaceOf(iface);
+    if (space.flatView)
+      return false; // a reshape's positions are its operand's
     unsigned r = cast<OpResult>(value).getResultNumber();
     int32_t d = space.results[r].dims[dim].iterDim;
     for (const TensorAccess &operand : space.operands)
@@ -135,12 +137,13 @@ private:
     return stride;
   }
 
-  /// A reshape keeps the elements' row-major order: the positions, a
-  /// factor of flat stride `inner * stride(dim)`, lie inside one dim of the
-  /// other side, or the reshape splits them.
-  LogicalResult throughReshape(graph::ReshapeOp op, Value from, int64_t dim,
+  /// A reshape (a flat view: IterationSpace::flatView) keeps the elements'
+  /// row-major order: the positions, a factor of flat stride `inner *
+  /// stride(dim)`, lie inside one dim of the other side, or the reshape
+  /// splits them.
+  LogicalResult throughReshape(Operation *op, Value from, int64_t dim,
                                Factor f) {
-    Value to = from == op.getInput() ? op.getResult() : op.getInput();
+    Value to = from == op->getOperand(0) ? op->getResult(0) : op->getOperand(0);
     ArrayRef<int64_t> fromShape = shapeOf(from), toShape = shapeOf(to);
     int64_t flat = f.inner * strideOf(fromShape, dim);
     for (int64_t e = 0; e < static_cast<int64_t>(toShape.size()); ++e) {
@@ -148,18 +151,19 @@ private:
       if (toShape[e] > 1 && flat % stride == 0 && span % (flat * f.length) == 0)
         return insert(to, e, {f.length, flat / stride});
     }
-    return op.emitError() << "ppc-zigzag-sequence: the reshape splits the "
-                          << f.length << " sequence positions over two dims of "
-                          << to.getType();
+    return op->emitError() << "ppc-zigzag-sequence: the reshape splits the "
+                           << f.length
+                           << " sequence positions over two dims of "
+                           << to.getType();
   }
 
   LogicalResult propagate(Operation *op, Value value, int64_t dim, Factor f) {
-    if (auto reshape = dyn_cast<graph::ReshapeOp>(op))
-      return throughReshape(reshape, value, dim, f);
     auto iface = dyn_cast<graph::ParallelizableOpInterface>(op);
     if (!iface)
       return success(); // a weight, a constant, the function's return
     const IterationSpace &space = spaceOf(iface);
+    if (space.flatView)
+      return throughReshape(op, value, dim, f);
     auto refuse = [&](StringRef why) {
       return op->emitError()
              << "ppc-zigzag-sequence: the op " << why << " of the " << f.length
@@ -330,9 +334,8 @@ struct ZigzagSequencePass
       // the second gather reads the first.
       Value current = value;
       for (Operation *user : value.getUsers())
-        if (auto gather = dyn_cast<graph::GatherOp>(user);
-            gather && gather->hasAttr("ppc.zigzag"))
-          current = gather.getResult();
+        if (user->hasAttr("ppc.zigzag"))
+          current = user->getResult(0);
       if (auto arg = dyn_cast<BlockArgument>(current))
         builder.setInsertionPointToStart(arg.getOwner());
       else
@@ -371,7 +374,7 @@ struct ZigzagSequencePass
           use.set(gather.getResult());
       returned[value] = gather.getResult();
     }
-    func.walk([](graph::GatherOp op) { op->removeAttr("ppc.zigzag"); });
+    func.walk([](Operation *op) { op->removeAttr("ppc.zigzag"); });
     for (graph::AttentionOp op : attentions)
       op.setZigzag(pairs);
     return success();
