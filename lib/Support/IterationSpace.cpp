@@ -75,13 +75,10 @@ double IterationSpace::workFraction(const std::vector<Range> &iter) const {
     // In zigzag order a stored range is runs of natural positions.
     auto runs = [&](Range stored) {
       std::vector<Range> out;
-      int64_t length = dims[causal->query].size;
-      for (int64_t i = stored.lo; i < stored.hi;) {
-        int64_t n = zigzagRun(i, length, causal->zigzag, stored.hi - i);
-        int64_t at = zigzagPosition(i, length, causal->zigzag);
-        out.push_back({at, at + n});
-        i += n;
-      }
+      forEachZigzagRun(stored.lo, stored.hi, dims[causal->query].size,
+                       causal->zigzag, [&](int64_t at, int64_t count) {
+                         out.push_back({at, at + count});
+                       });
       return out;
     };
     double pairs = 0;

@@ -37,13 +37,10 @@ struct PositionSpan {
 PPC_HD inline PositionSpan zigzagSpan(int64_t lo, int64_t hi, int64_t length,
                                       int64_t pairs) {
   PositionSpan span{length, -1};
-  for (int64_t i = lo; i < hi;) {
-    const int64_t n = zigzagRun(i, length, pairs, hi - i);
-    const int64_t at = zigzagPosition(i, length, pairs);
+  forEachZigzagRun(lo, hi, length, pairs, [&](int64_t at, int64_t count) {
     span.first = at < span.first ? at : span.first;
-    span.last = at + n - 1 > span.last ? at + n - 1 : span.last;
-    i += n;
-  }
+    span.last = at + count - 1 > span.last ? at + count - 1 : span.last;
+  });
   return span;
 }
 

@@ -60,6 +60,19 @@ PPC_HD inline int64_t zigzagRun(int64_t index, int64_t length, int64_t pairs,
   return toEnd < limit ? toEnd : limit;
 }
 
+/// Calls fn(position, count) for each run of the elements stored at
+/// [lo, hi): `count` elements from natural position `position` on, in
+/// storage order (the whole range in natural order).
+template <typename Fn>
+PPC_HD inline void forEachZigzagRun(int64_t lo, int64_t hi, int64_t length,
+                                    int64_t pairs, Fn &&fn) {
+  for (int64_t i = lo; i < hi;) {
+    const int64_t count = zigzagRun(i, length, pairs, hi - i);
+    fn(zigzagPosition(i, length, pairs), count);
+    i += count;
+  }
+}
+
 } // namespace ppc
 
 #endif // PPC_SUPPORT_SEQUENCEORDER_H
