@@ -195,6 +195,52 @@ absl::StatusOr<OpConfig> readEntry(ObjectReader &entry, const std::string &path,
   return config;
 }
 
+/// The zigzag order's pairs of the graph's causal sequences
+/// (ppc-zigzag-sequence), 0 in natural order.
+int64_t zigzagPairs(const sim::Graph &graph) {
+  int64_t pairs = 0;
+  for (const sim::Op &op : graph.ops)
+    if (op.space.causal)
+      pairs = std::max(pairs, op.space.causal->zigzag);
+  return pairs;
+}
+
+/// The file's "sequence_order": its zigzag pairs, 0 where it has none.
+absl::StatusOr<int64_t> sequenceOrder(ObjectReader &top) {
+  if (!top.has("sequence_order"))
+    return 0;
+  PPC_ASSIGN_OR_RETURN(ObjectReader order, top.getObject("sequence_order"));
+  PPC_ASSIGN_OR_RETURN(int64_t pairs, order.getInt("zigzag_pairs"));
+  if (pairs < 1)
+    return jsonError(order.at("zigzag_pairs"), "must be at least 1");
+  PPC_RETURN_IF_ERROR(order.finish());
+  return pairs;
+}
+
+/// Checks the file's "sequence_order" against the graph's: a strategy names
+/// the gathers of the order it was written for.
+absl::Status checkSequenceOrder(ObjectReader &top, const sim::Graph &graph) {
+  PPC_ASSIGN_OR_RETURN(int64_t written, sequenceOrder(top));
+  const int64_t model = zigzagPairs(graph);
+  if (written == model)
+    return absl::OkStatus();
+  auto described = [](int64_t pairs) {
+    return pairs == 0 ? std::string("natural order")
+                      : "zigzag order of " + std::to_string(pairs) + " pairs";
+  };
+  return jsonError(
+      "sequence_order",
+      "the strategy was written for the model with its causal sequences in " +
+          described(written) + ", this one has them in " + described(model) +
+          (written == 0
+               ? std::string(": import it without reordering the model "
+                             "(ppc-auto-parallel's zigzag=off or auto)")
+               : ": import it onto the model in natural order, which is "
+                 "reordered for it, or in the same order (ppc-auto-parallel's "
+                 "zigzag=" +
+                     std::to_string(written) + ")"));
+}
+
 /// Reads the parsed file `value` (see readStrategyJson); errors carry the
 /// JSON path, not the file name.
 absl::StatusOr<sim::Strategy> readStrategy(const json &value,
@@ -241,6 +287,7 @@ absl::StatusOr<sim::Strategy> readStrategy(const json &value,
                                    "strategies without pipeline stages)");
     PPC_ASSIGN_OR_RETURN(stages, readPipeline(top));
   }
+  PPC_RETURN_IF_ERROR(checkSequenceOrder(top, graph));
   PPC_ASSIGN_OR_RETURN(const json *ops, top.getArray("ops"));
   PPC_RETURN_IF_ERROR(top.finish());
 
@@ -321,6 +368,8 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
          << ", \"devices\": " << pipeline.numDevices[s] << "}";
     os << "]},\n";
   }
+  if (int64_t pairs = zigzagPairs(graph))
+    os << "  \"sequence_order\": {\"zigzag_pairs\": " << pairs << "},\n";
   os << "  \"ops\": [";
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     const sim::Op &op = graph.ops[i];
@@ -368,6 +417,17 @@ std::string writeStrategyJson(const sim::Graph &graph, const Machine &machine,
   os << (graph.ops.empty() ? "]\n" : "\n  ]\n");
   os << "}\n";
   return os.str();
+}
+
+absl::StatusOr<int64_t> readStrategyZigzagPairs(const std::string &text,
+                                                const std::string &fileName) {
+  PPC_ASSIGN_OR_RETURN(json value, json_reader::parseJson(text, fileName));
+  absl::StatusOr<ObjectReader> top = ObjectReader::open(value, "");
+  absl::StatusOr<int64_t> pairs =
+      top.ok() ? sequenceOrder(*top) : absl::StatusOr<int64_t>(top.status());
+  if (!pairs.ok())
+    return annotate(pairs.status(), fileName);
+  return pairs;
 }
 
 absl::StatusOr<sim::Strategy> readStrategyJson(const std::string &text,

@@ -158,6 +158,12 @@ LogicalResult PPCDialect::verifyOperationAttribute(Operation *op,
              << "'" << getNameAttrName() << "' must be a string";
     return success();
   }
+  if (attr.getName() == getSequenceOrderAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<GatherOp>(op))
+      return op->emitError() << "'" << getSequenceOrderAttrName()
+                             << "' must be a unit attribute on a ppc.gather";
+    return success();
+  }
   if (attr.getName() == getPipelineAttrName()) {
     auto pipeline = dyn_cast<PipelineAttr>(attr.getValue());
     if (!pipeline || !isa<func::FuncOp>(op))

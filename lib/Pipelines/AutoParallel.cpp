@@ -36,16 +36,24 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     pm.addPass(createConvertDType(dtypeOptions));
   }
 
-  if (options.zigzag != 0) {
-    ZigzagSequenceOptions zigzagOptions;
-    zigzagOptions.pairs = options.zigzag;
-    pm.addPass(createZigzagSequence(zigzagOptions));
-  }
-
   if (!options.machine.empty()) {
     AttachMachineOptions machineOptions;
     machineOptions.machine = options.machine;
     pm.addPass(createAttachMachine(machineOptions));
+  }
+
+  // Causal sequences in zigzag order, so that the search prices balanced
+  // context parallelism. By default (auto) only when searching: the pairs
+  // from the machine, and natural order restored after the search wherever
+  // it splits no causal attention's positions. A strategy file fixes the
+  // graph it was written for.
+  const std::string &zigzag = options.zigzag;
+  const bool automatic = zigzag == "auto";
+  if (zigzag != "off" && zigzag != "0" &&
+      !(automatic && !options.strategyIn.empty())) {
+    ZigzagSequenceOptions zigzagOptions;
+    zigzagOptions.pairs = zigzag;
+    pm.addPass(createZigzagSequence(zigzagOptions));
   }
 
   if (!options.strategyIn.empty()) {
@@ -93,6 +101,8 @@ void ppc::buildAutoParallelPipeline(OpPassManager &pm,
     searchOptions.pipelines = options.pipelines;
     searchOptions.megatronLayouts = options.megatronLayouts;
     pm.addPass(createSearchStrategy(searchOptions));
+    if (automatic)
+      pm.addPass(createRestoreSequenceOrder());
   }
 
   if (!options.strategyOut.empty()) {

@@ -127,7 +127,8 @@ struct ImportStrategyPass
       return signalPassFailure();
     }
 
-    // Read and check every function's file before changing anything.
+    // Read and check every function's file before setting any strategy (a
+    // model reordered for one is discarded with it if another fails).
     SmallVector<func::FuncOp> funcs =
         transforms_detail::getFunctionsToSplit(module);
     SmallVector<sim::Strategy> strategies;
@@ -135,9 +136,6 @@ struct ImportStrategyPass
     for (func::FuncOp func : funcs) {
       std::string path =
           transforms_detail::pathForFunction(file, func, funcs.size());
-      FailureOr<sim::Graph> graph = buildSimGraph(func);
-      if (failed(graph))
-        return signalPassFailure();
       std::string error;
       std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);
       if (!buffer) {
@@ -145,6 +143,20 @@ struct ImportStrategyPass
             << "ppc-import-strategy: cannot read '" << path << "': " << error;
         return signalPassFailure();
       }
+      // A strategy written for the sequence in zigzag order names that
+      // order's gathers: a model in natural order is reordered first.
+      absl::StatusOr<int64_t> pairs =
+          search::readStrategyZigzagPairs(buffer->getBuffer().str(), path);
+      if (!pairs.ok()) {
+        emitError(func.getLoc())
+            << "ppc-import-strategy: " << ppc::messageOf(pairs.status());
+        return signalPassFailure();
+      }
+      if (*pairs > 0 && failed(transforms_detail::orderInZigzag(func, *pairs)))
+        return signalPassFailure();
+      FailureOr<sim::Graph> graph = buildSimGraph(func);
+      if (failed(graph))
+        return signalPassFailure();
       sim::Pipeline pipeline;
       absl::StatusOr<sim::Strategy> strategy = search::readStrategyJson(
           buffer->getBuffer().str(), path, *graph, *machine, &pipeline);

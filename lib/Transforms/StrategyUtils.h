@@ -2,7 +2,8 @@
 //
 // Private to lib/Transforms: what ppc-search, ppc-export-strategy and
 // ppc-import-strategy all do — find the functions to work on, name one file
-// per function, and write a sim::Strategy back as #ppc.strategy attributes.
+// per function, write a sim::Strategy back as #ppc.strategy attributes, and
+// put a model in the sequence order a strategy was written for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +70,12 @@ inline void applyPipeline(mlir::func::FuncOp func,
                           pipelineScheduleInfo(pipeline.schedule).name,
                           pipeline.firstDevice, pipeline.numDevices));
 }
+
+/// Stores `func`'s causal sequences in zigzag order of `pairs` pairs, as
+/// ppc-zigzag-sequence does (ZigzagSequence.cpp); a function with none, or
+/// in zigzag order already, is left as it is. A strategy file written for
+/// that order (its "sequence_order") is imported onto the model this way.
+mlir::LogicalResult orderInZigzag(mlir::func::FuncOp func, int64_t pairs);
 
 } // namespace ppc::transforms_detail
 

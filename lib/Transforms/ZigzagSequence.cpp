@@ -1,4 +1,4 @@
-//===- ZigzagSequence.cpp - store a causal sequence in zigzag order -------===//
+//===- ZigzagSequence.cpp - a causal sequence in zigzag order and back ----===//
 //
 // Causal attention split along its sequence does unequal work per part; the
 // zigzag order (ppc/Support/SequenceOrder.h) balances it, as Megatron-Core's
@@ -19,20 +19,29 @@
 // reshape that splits the positions over two dims; a sequence that 2 *
 // pairs does not divide.
 //
+// pairs=auto takes the pairs from the machine and turns a refusal into a
+// remark (the pipeline's default asked, not the user). The gathers carry
+// `ppc.sequence_order`; ppc-restore-sequence-order (here too) removes them
+// again where the strategy splits no causal attention's positions.
+//
 //===----------------------------------------------------------------------===//
 
 #include "StrategyUtils.h"
 
 #include "ppc/Dialect/Graph/GraphDialect.h"
 #include "ppc/Dialect/Graph/GraphOps.h"
+#include "ppc/Dialect/Topology/TopologyDialect.h"
 #include "ppc/Support/SequenceOrder.h"
 #include "ppc/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace ppc {
 #define GEN_PASS_DEF_ZIGZAGSEQUENCE
+#define GEN_PASS_DEF_RESTORESEQUENCEORDER
 #include "ppc/Transforms/Passes.h.inc"
 } // namespace ppc
 
@@ -224,6 +233,11 @@ private:
   llvm::DenseMap<Operation *, IterationSpace> spaces;
 };
 
+/// The tensor dim of an attention's operands that holds the positions.
+int64_t positionsDim(graph::AttentionOp op) {
+  return op.logicalDims()[shapeOf(op.getQuery()).size() - 2];
+}
+
 /// What the gathers of `value` are named after: a function argument's
 /// ppc.name (else argN), an op's name (NameLoc), else its kind.
 std::string baseName(Value value) {
@@ -242,143 +256,288 @@ std::string baseName(Value value) {
   return def->getName().getStringRef().str();
 }
 
+/// The gather index along a dim of `size` holding `f`: stored element p
+/// reads natural element index[p] (`inverse`: the other way round).
+Value indices(OpBuilder &builder, Location loc, int64_t size, Factor f,
+              int64_t pairs, bool inverse) {
+  SmallVector<int64_t> values(size);
+  int64_t block = f.length * f.inner;
+  for (int64_t p = 0; p < size; ++p) {
+    int64_t outer = p / block, position = p % block / f.inner,
+            within = p % f.inner;
+    int64_t moved = inverse ? zigzagIndex(position, f.length, pairs)
+                            : zigzagPosition(position, f.length, pairs);
+    values[p] = (outer * f.length + moved) * f.inner + within;
+  }
+  auto type = RankedTensorType::get({size}, builder.getI64Type());
+  return graph::ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+}
+
+/// A gather of `current` (`value`, or a gather of it) along `dim` into
+/// zigzag order (`inverse`: back into natural order), named after `value`
+/// and marked for ppc-restore-sequence-order.
+Value reorder(OpBuilder &builder, Value value, Value current, int64_t dim,
+              Factor factor, int64_t pairs, bool inverse) {
+  Location loc = NameLoc::get(
+      builder.getStringAttr((inverse ? "unzigzag." : "zigzag.") +
+                            baseName(value) + "." + std::to_string(dim)),
+      value.getLoc());
+  Value index =
+      indices(builder, loc, shapeOf(value)[dim], factor, pairs, inverse);
+  auto gather = graph::GatherOp::create(builder, loc, value.getType(), current,
+                                        index, builder.getI64IntegerAttr(dim));
+  gather->setAttr(graph::PPCDialect::getSequenceOrderAttrName(),
+                  builder.getUnitAttr());
+  return gather.getResult();
+}
+
+/// The causal attentions of `func` into `attentions`; false where there are
+/// none or the function is in zigzag order already.
+bool unorderedCausalAttentions(
+    func::FuncOp func, SmallVectorImpl<graph::AttentionOp> &attentions) {
+  bool ordered = false;
+  func.walk([&](graph::AttentionOp op) {
+    ordered |= op.getZigzag() != 0;
+    if (op.getCausal())
+      attentions.push_back(op);
+  });
+  return !ordered && !attentions.empty();
+}
+
+/// Checks every class first and changes the function only if all pass.
+LogicalResult orderCausalSequences(func::FuncOp func,
+                                   ArrayRef<graph::AttentionOp> attentions,
+                                   int64_t pairs) {
+  SequenceClasses classes(func);
+  for (graph::AttentionOp op : attentions) {
+    int64_t dim = positionsDim(op);
+    int64_t length = shapeOf(op.getQuery())[dim];
+    if (shapeOf(op.getKey())[dim] != length || length % (2 * pairs) != 0)
+      return op.emitError()
+             << "ppc-zigzag-sequence: " << 2 * pairs
+             << " chunks need as many keys as queries and a sequence they "
+                "divide; the attention has "
+             << length << " queries and " << shapeOf(op.getKey())[dim]
+             << " keys";
+    for (Value value : SmallVector<Value>{op.getQuery(), op.getKey(),
+                                          op.getValue(), op.getResult()})
+      if (failed(classes.add(value, dim, {length, 1})))
+        return failure();
+  }
+
+  // Deterministic order: the function's values as they appear.
+  SmallVector<std::pair<FactorKey, Factor>> sources, sinks;
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().back());
+  auto visit = [&](Value value) {
+    int64_t rank = shapeOf(value).size();
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      auto it = classes.all().find({value, dim});
+      if (it == classes.all().end())
+        continue;
+      if (classes.beginsAt(value, dim))
+        sources.push_back(*it);
+      if (llvm::is_contained(returnOp.getOperands(), value))
+        sinks.push_back(*it);
+    }
+  };
+  for (BlockArgument arg : func.getArguments())
+    visit(arg);
+  func.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      if (isa<RankedTensorType>(result.getType()))
+        visit(result);
+  });
+
+  OpBuilder builder(func.getContext());
+  for (auto &[key, factor] : sources) {
+    auto [value, dim] = key;
+    // A value whose two dims hold positions (a mask) is gathered twice:
+    // the second gather reads the first.
+    Value current = value;
+    for (Operation *user : value.getUsers())
+      if (user->hasAttr(graph::PPCDialect::getSequenceOrderAttrName()))
+        current = user->getResult(0);
+    if (auto arg = dyn_cast<BlockArgument>(current))
+      builder.setInsertionPointToStart(arg.getOwner());
+    else
+      builder.setInsertionPointAfterValue(current);
+    Value gathered = reorder(builder, value, current, dim, factor, pairs,
+                             /*inverse=*/false);
+    current.replaceAllUsesExcept(gathered, gathered.getDefiningOp());
+  }
+  // A result whose two dims hold positions is gathered back twice.
+  llvm::DenseMap<Value, Value> returned;
+  for (auto &[key, factor] : sinks) {
+    auto [value, dim] = key;
+    Value current = returned.lookup(value);
+    if (!current)
+      current = value;
+    builder.setInsertionPoint(returnOp);
+    Value gathered = reorder(builder, value, current, dim, factor, pairs,
+                             /*inverse=*/true);
+    for (OpOperand &use : returnOp->getOpOperands())
+      if (use.get() == current)
+        use.set(gathered);
+    returned[value] = gathered;
+  }
+  for (graph::AttentionOp op : attentions)
+    op.setZigzag(pairs);
+  return success();
+}
+
 struct ZigzagSequencePass
     : public ppc::impl::ZigzagSequenceBase<ZigzagSequencePass> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (pairs < 1) {
-      getOperation().emitError()
-          << "ppc-zigzag-sequence: pairs must be at least 1, got "
-          << pairs.getValue();
+    ModuleOp module = getOperation();
+    int64_t devices = 0;
+    if (pairs == "auto") {
+      devices = topo::lookupMachineDeviceCount(module).value_or(0);
+      if (devices <= 0) {
+        module.emitError()
+            << "ppc-zigzag-sequence: pairs=auto takes the pairs from the "
+               "machine's devices; attach one first "
+               "(--ppc-attach-machine=machine=NAME) or give pairs=N";
+        return signalPassFailure();
+      }
+    } else if (!llvm::to_integer(pairs.getValue(), count) || count < 1) {
+      module.emitError() << "ppc-zigzag-sequence: pairs must be auto or a "
+                            "whole number of at least 1, got '"
+                         << pairs.getValue() << "'";
       return signalPassFailure();
     }
-    for (func::FuncOp func :
-         transforms_detail::getFunctionsToSplit(getOperation()))
-      if (failed(orderFunction(func)))
+    for (func::FuncOp func : transforms_detail::getFunctionsToSplit(module))
+      if (failed(orderFunction(func, devices)))
         return signalPassFailure();
   }
 
-  /// The gather index along a dim of `size` holding `f`: stored element p
-  /// reads natural element index[p] (`inverse`: the other way round).
-  Value indices(OpBuilder &builder, Location loc, int64_t size, Factor f,
-                bool inverse) {
-    SmallVector<int64_t> values(size);
-    int64_t block = f.length * f.inner;
-    for (int64_t p = 0; p < size; ++p) {
-      int64_t outer = p / block, position = p % block / f.inner,
-              within = p % f.inner;
-      int64_t moved = inverse ? zigzagIndex(position, f.length, pairs)
-                              : zigzagPosition(position, f.length, pairs);
-      values[p] = (outer * f.length + moved) * f.inner + within;
-    }
-    auto type = RankedTensorType::get({size}, builder.getI64Type());
-    return graph::ConstantOp::create(
-        builder, loc, DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+  /// Pairs from a machine of `devices` (pairs=0): the most that divide the
+  /// devices (so every context-parallel degree the search may pick is
+  /// balanced) and every causal sequence into 2 * pairs chunks; 0 where
+  /// fewer than 2 do (a single device has nothing to balance).
+  static int64_t pairsFor(int64_t devices, ArrayRef<int64_t> lengths) {
+    for (int64_t n = devices; n >= 2; --n)
+      if (devices % n == 0 && llvm::all_of(lengths, [&](int64_t length) {
+            return length % (2 * n) == 0;
+          }))
+        return n;
+    return 0;
   }
 
-  LogicalResult orderFunction(func::FuncOp func) {
+  /// The pairs asked for (`pairs` other than auto).
+  int64_t count = 0;
+
+  /// Stores `func`'s causal sequences in zigzag order: of `count` pairs, or
+  /// (devices > 0) of the pairs a machine of that many devices takes, where
+  /// a refusal leaves the function as it is with a remark instead of an
+  /// error (the pipeline's default asked for it, not the user).
+  LogicalResult orderFunction(func::FuncOp func, int64_t devices) {
     SmallVector<graph::AttentionOp> attentions;
-    bool ordered = false;
-    func.walk([&](graph::AttentionOp op) {
-      ordered |= op.getZigzag() != 0;
-      if (op.getCausal())
-        attentions.push_back(op);
-    });
-    if (ordered || attentions.empty())
+    if (!unorderedCausalAttentions(func, attentions))
       return success(); // already in zigzag order, or nothing to balance
-    SequenceClasses classes(func);
-    for (graph::AttentionOp op : attentions) {
-      int64_t dim = op.logicalDims()[shapeOf(op.getQuery()).size() - 2];
-      int64_t length = shapeOf(op.getQuery())[dim];
-      if (shapeOf(op.getKey())[dim] != length || length % (2 * pairs) != 0)
-        return op.emitError()
-               << "ppc-zigzag-sequence: " << 2 * pairs.getValue()
-               << " chunks need as many keys as queries and a sequence they "
-                  "divide; the attention has "
-               << length << " queries and " << shapeOf(op.getKey())[dim]
-               << " keys";
-      for (Value value : SmallVector<Value>{op.getQuery(), op.getKey(),
-                                            op.getValue(), op.getResult()})
-        if (failed(classes.add(value, dim, {length, 1})))
-          return failure();
-    }
-
-    // Deterministic order: the function's values as they appear.
-    SmallVector<std::pair<FactorKey, Factor>> sources, sinks;
-    auto returnOp = cast<func::ReturnOp>(func.getBody().front().back());
-    auto visit = [&](Value value) {
-      int64_t rank = shapeOf(value).size();
-      for (int64_t dim = 0; dim < rank; ++dim) {
-        auto it = classes.all().find({value, dim});
-        if (it == classes.all().end())
-          continue;
-        if (classes.beginsAt(value, dim))
-          sources.push_back(*it);
-        if (llvm::is_contained(returnOp.getOperands(), value))
-          sinks.push_back(*it);
+    const bool automatic = devices > 0;
+    int64_t pairs = count;
+    if (automatic) {
+      SmallVector<int64_t> lengths;
+      for (graph::AttentionOp op : attentions)
+        lengths.push_back(shapeOf(op.getQuery())[positionsDim(op)]);
+      pairs = pairsFor(devices, lengths);
+      if (pairs == 0) {
+        if (devices > 1)
+          emitRemark(func.getLoc())
+              << "ppc-zigzag-sequence: causal sequences left in natural "
+                 "order: no 2 or more pairs of chunks both divide the "
+              << devices << " devices and every sequence length";
+        return success();
       }
-    };
-    for (BlockArgument arg : func.getArguments())
-      visit(arg);
-    func.walk([&](Operation *op) {
-      for (Value result : op->getResults())
-        if (isa<RankedTensorType>(result.getType()))
-          visit(result);
-    });
-
-    OpBuilder builder(func.getContext());
-    for (auto &[key, factor] : sources) {
-      auto [value, dim] = key;
-      // A value whose two dims hold positions (a mask) is gathered twice:
-      // the second gather reads the first.
-      Value current = value;
-      for (Operation *user : value.getUsers())
-        if (user->hasAttr("ppc.zigzag"))
-          current = user->getResult(0);
-      if (auto arg = dyn_cast<BlockArgument>(current))
-        builder.setInsertionPointToStart(arg.getOwner());
-      else
-        builder.setInsertionPointAfterValue(current);
-      Location loc =
-          NameLoc::get(builder.getStringAttr("zigzag." + baseName(value) + "." +
-                                             std::to_string(dim)),
-                       value.getLoc());
-      Value index = indices(builder, loc, shapeOf(value)[dim], factor,
-                            /*inverse=*/false);
-      auto gather =
-          graph::GatherOp::create(builder, loc, current.getType(), current,
-                                  index, builder.getI64IntegerAttr(dim));
-      gather->setAttr("ppc.zigzag", builder.getUnitAttr());
-      current.replaceAllUsesExcept(gather.getResult(), gather);
     }
-    // A result whose two dims hold positions is gathered back twice.
-    llvm::DenseMap<Value, Value> returned;
-    for (auto &[key, factor] : sinks) {
-      auto [value, dim] = key;
-      Value current = returned.lookup(value);
-      if (!current)
-        current = value;
-      builder.setInsertionPoint(returnOp);
-      Location loc =
-          NameLoc::get(builder.getStringAttr("unzigzag." + baseName(value) +
-                                             "." + std::to_string(dim)),
-                       value.getLoc());
-      Value index = indices(builder, loc, shapeOf(value)[dim], factor,
-                            /*inverse=*/true);
-      auto gather =
-          graph::GatherOp::create(builder, loc, value.getType(), current, index,
-                                  builder.getI64IntegerAttr(dim));
-      for (OpOperand &use : returnOp->getOpOperands())
-        if (use.get() == current)
-          use.set(gather.getResult());
-      returned[value] = gather.getResult();
+    // A refusal of the automatic order is the reason it was not applied.
+    std::string refusal;
+    std::optional<Location> refusedAt;
+    std::optional<ScopedDiagnosticHandler> soft;
+    if (automatic)
+      soft.emplace(func.getContext(), [&](Diagnostic &diag) {
+        if (diag.getSeverity() != DiagnosticSeverity::Error)
+          return failure(); // not ours: passed on
+        if (!refusedAt) {
+          refusal = diag.str();
+          refusedAt = diag.getLocation();
+        }
+        return success();
+      });
+    if (failed(orderCausalSequences(func, attentions, pairs))) {
+      if (!automatic)
+        return failure();
+      soft.reset();
+      emitRemark(*refusedAt)
+          << "causal sequences left in natural order (a context-parallel "
+             "split of them does unequal work per part): "
+          << refusal;
     }
-    func.walk([](Operation *op) { op->removeAttr("ppc.zigzag"); });
-    for (graph::AttentionOp op : attentions)
-      op.setZigzag(pairs);
     return success();
   }
 };
 
+/// Whether `op`'s strategy splits the positions of its causal attention
+/// (query or key positions: a context-parallel split).
+bool splitsCausalPositions(graph::AttentionOp op) {
+  auto strategy = op->getAttrOfType<graph::StrategyAttr>(
+      graph::PPCDialect::getStrategyAttrName());
+  if (!strategy)
+    return false;
+  IterationSpace space =
+      cast<graph::ParallelizableOpInterface>(op.getOperation())
+          .getIterationSpace();
+  if (!space.causal)
+    return false;
+  ArrayRef<int64_t> degrees = strategy.getDegrees();
+  return degrees[space.causal->query] > 1 || degrees[space.causal->key] > 1;
+}
+
+struct RestoreSequenceOrderPass
+    : public ppc::impl::RestoreSequenceOrderBase<RestoreSequenceOrderPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (func::FuncOp func :
+         transforms_detail::getFunctionsToSplit(getOperation())) {
+      SmallVector<graph::AttentionOp> ordered;
+      func.walk([&](graph::AttentionOp op) {
+        if (op.getZigzag() != 0)
+          ordered.push_back(op);
+      });
+      if (ordered.empty() ||
+          (!all && llvm::any_of(ordered, splitsCausalPositions)))
+        continue;
+      // The gathers index the positions one to one and so does everything
+      // between them: without both ends, the function computes the same in
+      // natural order.
+      SmallVector<Operation *> gathers;
+      func.walk([&](Operation *op) {
+        if (op->hasAttr(graph::PPCDialect::getSequenceOrderAttrName()))
+          gathers.push_back(op);
+      });
+      for (Operation *gather : gathers) {
+        Operation *index = gather->getOperand(1).getDefiningOp();
+        gather->getResult(0).replaceAllUsesWith(gather->getOperand(0));
+        gather->erase();
+        if (index && index->use_empty())
+          index->erase();
+      }
+      for (graph::AttentionOp op : ordered)
+        op.setZigzag(0);
+    }
+  }
+};
+
 } // namespace
+
+LogicalResult ppc::transforms_detail::orderInZigzag(func::FuncOp func,
+                                                    int64_t pairs) {
+  SmallVector<graph::AttentionOp> attentions;
+  if (!unorderedCausalAttentions(func, attentions))
+    return success();
+  return orderCausalSequences(func, attentions, pairs);
+}

@@ -31,7 +31,6 @@ verify_args=${PPC_E2E_VERIFY_ARGS:-}
 ppc_opt=$1 examples=$2 work=$3 model=$4 batch=$5 kind=$6 np=$7
 shift 7
 here=$(dirname "$0")
-zigzag=""
 rm -rf "$work"
 mkdir -p "$work"
 case $model in
@@ -77,8 +76,11 @@ if [ "$kind" = searched ]; then
 elif [ "${kind#megatron-layout-}" != "$kind" ]; then
   # Megatron-LM's layout with options (search=megatron): the kind's words
   # tpN ppN vN mN sp distopt selective full, e.g. megatron-layout-tp2-pp2-m4;
-  # a last word zzN stores the sequence in zigzag order of N pairs first.
+  # a last word zzN stores the sequence in zigzag order of N pairs first;
+  # without it the sequence stays in natural order (zigzag=off: the
+  # pipeline's default would reorder it wherever the layout splits it).
   layout=${kind#megatron-layout-}
+  zigzag=" zigzag=off"
   if [ "${layout%-zz*}" != "$layout" ]; then
     zigzag=" zigzag=${layout##*-zz}"
     layout=${layout%-zz*}

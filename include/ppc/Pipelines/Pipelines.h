@@ -52,13 +52,15 @@ struct AutoParallelOptions
           clEnumValN(sim::Optimizer::SGD, "sgd", "plain SGD"),
           clEnumValN(sim::Optimizer::Momentum, "momentum", "SGD with momentum"),
           clEnumValN(sim::Optimizer::Adam, "adam", "Adam"))};
-  Option<int64_t> zigzag{
+  Option<std::string> zigzag{
       *this, "zigzag",
-      llvm::cl::desc("Store causal sequences in zigzag order of this many "
-                     "pairs of chunks (ppc-zigzag-sequence: balanced context "
-                     "parallelism for degrees dividing it); 0: natural "
-                     "order"),
-      llvm::cl::init(0)};
+      llvm::cl::desc(
+          "Store causal sequences in zigzag order (ppc-zigzag-sequence: "
+          "context parallelism balanced for the degrees dividing its "
+          "pairs): auto (as many pairs as the machine allows, kept only "
+          "where the search splits a causal attention's positions), off "
+          "(natural order) or N pairs"),
+      llvm::cl::init("auto")};
   Option<std::string> dtype{
       *this, "dtype",
       llvm::cl::desc("Element type of training: f32, bf16 or f16 (mixed "

@@ -43,6 +43,13 @@ readStrategyJson(const std::string &text, const std::string &fileName,
                  const sim::Graph &graph, const Machine &machine,
                  sim::Pipeline *pipeline = nullptr);
 
+/// The zigzag order's pairs a strategy file was written for (its
+/// "sequence_order"; ppc-zigzag-sequence), 0 for natural order; what else
+/// the file holds is checked by readStrategyJson, which also refuses a
+/// graph in another order.
+absl::StatusOr<int64_t> readStrategyZigzagPairs(const std::string &text,
+                                                const std::string &fileName);
+
 } // namespace ppc::search
 
 #endif // PPC_SEARCH_STRATEGYJSON_H

@@ -324,7 +324,15 @@ def ZigzagSequence : Pass<"ppc-zigzag-sequence", "mlir::ModuleOp"> {
     sets `zigzag` on the attentions, whose masks compare natural positions.
     The loss and the gradients are the same sums, added in another order;
     dropout draws its masks over the stored order. A function with no causal
-    attention, or already in zigzag order, is left as it is.
+    attention, or already in zigzag order, is left as it is. The gathers
+    carry `ppc.sequence_order` (ppc-restore-sequence-order removes them).
+
+    With `pairs=auto` (the default) the pairs come from the attached machine:
+    the most that divide its device count and every causal sequence into
+    2 * pairs chunks, so every context-parallel degree the search may choose
+    is balanced; on one device, or where no 2 or more pairs fit, nothing
+    changes. There a function the pass cannot reorder is left as it is with
+    a remark naming the reason, instead of an error.
 
     Errors name the op that would compute something else on permuted
     positions: one that reads the sequence whole, through a window, slice
@@ -333,9 +341,34 @@ def ZigzagSequence : Pass<"ppc-zigzag-sequence", "mlir::ModuleOp"> {
     two dims; and an attention whose sequence 2 * pairs does not divide.
   }];
   let options = [
-    Option<"pairs", "pairs", "int64_t", "1",
-           "Pairs of chunks: balanced for every context-parallel degree "
-           "that divides it">,
+    Option<"pairs", "pairs", "std::string", "\"auto\"",
+           "Pairs of chunks, balanced for every context-parallel degree "
+           "that divides it; auto: from the attached machine, the most that "
+           "divide its devices and every causal sequence (none on one "
+           "device), a function it cannot reorder left as it is with a "
+           "remark">,
+  ];
+  let dependentDialects = ["::ppc::graph::PPCDialect"];
+}
+
+def RestoreSequenceOrder : Pass<"ppc-restore-sequence-order",
+                                "mlir::ModuleOp"> {
+  let summary = "Put a sequence stored in zigzag order back in natural order "
+                "where the strategy does not split it";
+  let description = [{
+    Undoes ppc-zigzag-sequence in each function none of whose zigzag-ordered
+    attentions has a strategy that splits its query or key positions (with
+    `all`, in every function): removes the gathers the pass inserted (marked
+    `ppc.sequence_order`) and sets the attentions' `zigzag` to 0. Everything
+    between those gathers indexes the positions one to one, so the function
+    computes the same values; strategies of the other ops are kept. The
+    `ppc-auto-parallel` pipeline runs it after its search, so the zigzag
+    order it applies by default stays only where context parallelism uses
+    it.
+  }];
+  let options = [
+    Option<"all", "all", "bool", "false",
+           "Restore natural order in every function, split or not">,
   ];
   let dependentDialects = ["::ppc::graph::PPCDialect"];
 }

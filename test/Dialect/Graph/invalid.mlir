@@ -1433,6 +1433,22 @@ func.func @strategy_not_a_strategy(%x: tensor<8x16xf32>) {
 
 // -----
 
+func.func @sequence_order_not_unit(%x: tensor<8x16xf32>, %i: tensor<8xi64>) {
+  // expected-error @+1 {{'ppc.sequence_order' must be a unit attribute on a ppc.gather}}
+  %0 = ppc.gather %x, %i {ppc.sequence_order = 2 : i64} : (tensor<8x16xf32>, tensor<8xi64>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @sequence_order_not_on_gather(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'ppc.sequence_order' must be a unit attribute on a ppc.gather}}
+  %0 = ppc.relu %x {ppc.sequence_order} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
 func.func @unknown_ppc_attribute(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{unknown ppc dialect attribute 'ppc.strategies'}}
   %0 = ppc.relu %x {ppc.strategies = #ppc.strategy<degrees = [2, 1]>} : tensor<8x16xf32>

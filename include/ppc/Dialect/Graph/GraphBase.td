@@ -50,6 +50,12 @@ def PPC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getNameAttrName() {
       return ::llvm::StringLiteral("ppc.name");
     }
+    /// Name of the discardable unit attribute on a `ppc.gather` that puts a
+    /// sequence in zigzag order or back (ppc-zigzag-sequence), so that
+    /// ppc-restore-sequence-order can find and remove it.
+    static constexpr ::llvm::StringLiteral getSequenceOrderAttrName() {
+      return ::llvm::StringLiteral("ppc.sequence_order");
+    }
   }];
 }
 
