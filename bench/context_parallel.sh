@@ -70,7 +70,7 @@ for row in $rows; do
   machine="dgx-h100x$nodes"
   devices=$((nodes * 8))
   if ((zigzag)); then
-    "$opt" "$model" --ppc-zigzag-sequence=pairs="$devices" -o "$model.zz"
+    "$opt" "$model" --ppc-zigzag-sequence=pairs="$devices" --mlir-print-debuginfo -o "$model.zz"
     mv "$model.zz" "$model"
   fi
   : >"$tmp/megatron.txt"

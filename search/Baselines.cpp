@@ -12,6 +12,7 @@
 
 #include "StageDp.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -1253,8 +1254,21 @@ void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy) {
   for (const auto &[index, use] : inputs)
     for (size_t p = 1; p <= use.first && p < n; ++p)
       crossing[p] += use.second;
+  // Cuts from the first op that reads a weight (an embedding) on: before
+  // it there is no layer, and what crosses there (token ids, labels, a
+  // reordering of them: ppc-zigzag-sequence) is far less than a residual
+  // stream, so it would pass for the cheapest cut.
+  size_t firstCut = 1;
+  for (size_t op = 0; op < n; ++op)
+    if (std::any_of(graph.ops[op].operands.begin(),
+                    graph.ops[op].operands.end(), [](const sim::Source &src) {
+                      return src.kind == sim::Source::Kind::Weight;
+                    })) {
+      firstCut = op + 1;
+      break;
+    }
   int64_t cheapest = std::numeric_limits<int64_t>::max();
-  for (size_t p = 1; p < n; ++p)
+  for (size_t p = firstCut; p < n; ++p)
     if (crossing[p] > 0)
       cheapest = std::min(cheapest, crossing[p]);
   std::vector<size_t> lastReader(n, 0);
@@ -1269,7 +1283,7 @@ void recomputeLayers(const sim::Graph &graph, sim::Strategy &strategy) {
   // it is. The ops between two kept cuts are recomputed as one segment.
   std::vector<char> keep(n + 1, 0);
   int64_t fromEnd = 0;
-  for (size_t p = n; p-- > 1;)
+  for (size_t p = n; p-- > firstCut;)
     if (crossing[p] == cheapest)
       keep[p] = fromEnd++ % 2 == 1;
   // cutsBefore[p]: kept cuts at positions 1..p.

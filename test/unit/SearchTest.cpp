@@ -1311,6 +1311,41 @@ TEST(Baselines, FullRecomputationKeepsEverySecondCheapestCut) {
             (std::vector<bool>{false, true, true, true, true, true, false}));
 }
 
+TEST(Baselines, FullRecomputationCutsNoLayerBeforeTheFirstWeight) {
+  // The two sublayers above behind two ops without weights (a model whose
+  // labels and tokens ppc-zigzag-sequence reorders): "labels" is read by
+  // the last op, "tokens" [32, 4] by fc0. The cuts before fc0 carry fewer
+  // bytes than any between the layers (labels plus the tokens) but hold no
+  // layer: the cheapest cuts are still the residual stream's (after c and
+  // before the loss), of which the one after c is kept, counted back from
+  // the end.
+  Graph g;
+  g.numInputs = 2;
+  OpCost unit{2048, 2048, 3 * 8192, 6 * 8192};
+  OpCost small{128, 128, 3 * 512, 6 * 512};
+  g.ops.push_back(elementwise("labels", "ppc.relu", 32, 64, {input(1)}, unit));
+  g.ops.push_back(elementwise("tokens", "ppc.relu", 32, 4, {input()}, small));
+  g.ops.push_back(linear(g, "fc0", 32, 4, 64, fromOp(1)));
+  g.ops.push_back(elementwise("relu1", "ppc.relu", 32, 64, {fromOp(2)}, unit));
+  g.ops.push_back(linear(g, "fc2", 32, 64, 64, fromOp(3)));
+  g.ops.push_back(
+      elementwise("add3", "ppc.add", 32, 64, {fromOp(2), fromOp(4)}, unit));
+  g.ops.push_back(elementwise("relu4", "ppc.relu", 32, 64, {fromOp(5)}, unit));
+  g.ops.push_back(linear(g, "fc5", 32, 64, 64, fromOp(6)));
+  g.ops.push_back(
+      elementwise("add6", "ppc.add", 32, 64, {fromOp(5), fromOp(7)}, unit));
+  g.ops.push_back(
+      elementwise("loss", "ppc.add", 32, 64, {fromOp(8), fromOp(0)}, unit));
+  ASSERT_EQ(statusText(g.validate()), "");
+  Strategy strategy = dataParallel(g, 1);
+  recomputeLayers(g, strategy);
+  std::vector<bool> recomputed;
+  for (const OpConfig &config : strategy)
+    recomputed.push_back(config.recompute);
+  EXPECT_EQ(recomputed, (std::vector<bool>{false, true, true, true, true, false,
+                                           true, true, true, false}));
+}
+
 namespace {
 
 /// `layers` linear layers of equal FLOPs, batch `batch`, whose outputs
