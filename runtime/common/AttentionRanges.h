@@ -66,12 +66,29 @@ struct AttentionRanges {
   double ratio;
 
   /// Key columns [0, cols) of the partition's keys (from keyLo) any query
-  /// row below `rowHi` attends to: with `causal`, row i sees keys [0, i],
-  /// so none past the last row (in zigzag order, any key may be seen).
-  int64_t keyColumns(int64_t rowHi) const {
-    return causal && zigzag == 0
-               ? std::max<int64_t>(std::min(keyHi, rowHi) - keyLo, 0)
-               : keyHi - keyLo;
+  /// row of [rowLo, rowHi) attends to: with `causal`, row i sees the keys
+  /// at natural positions up to its own, so none stored past the last of
+  /// those (in natural order, none past the last row; in zigzag order, a
+  /// key block whose chunks all lie later is skipped, and one whose second
+  /// chunk does is cut after its first).
+  int64_t keyColumns(int64_t rowLo, int64_t rowHi) const {
+    if (!causal)
+      return keyHi - keyLo;
+    if (zigzag == 0)
+      return std::max<int64_t>(std::min(keyHi, rowHi) - keyLo, 0);
+    int64_t last = -1; // the latest natural position of the rows
+    forEachZigzagRun(rowLo, rowHi, S, zigzag,
+                     [&](int64_t position, int64_t count) {
+                       last = std::max(last, position + count - 1);
+                     });
+    int64_t cols = 0, at = keyLo;
+    forEachZigzagRun(
+        keyLo, keyHi, T, zigzag, [&](int64_t position, int64_t count) {
+          if (position <= last)
+            cols = at - keyLo + std::min(count, last - position + 1);
+          at += count;
+        });
+    return cols;
   }
 };
 
@@ -380,13 +397,19 @@ PPC_HD inline int64_t maskKeys(bool causal, int64_t zigzag, int64_t length,
                                int64_t keyLo) {
   if (!causal || zigzag == 0)
     return keysSeen(causal, cols, row, keyLo);
-  int64_t visible = 0;
-  for (int64_t j = 0; j < cols; ++j) {
-    if (keyVisible(causal, zigzag, length, row, keyLo + j))
-      ++visible;
-    else
-      line[j] = -INFINITY;
-  }
+  // By runs of natural positions: a row sees the start of each run up to
+  // its own position (no position arithmetic per key).
+  const int64_t position = zigzagPosition(row, length, zigzag);
+  int64_t visible = 0, at = 0;
+  forEachZigzagRun(
+      keyLo, keyLo + cols, length, zigzag, [&](int64_t first, int64_t count) {
+        const int64_t upTo = position - first + 1;
+        const int64_t seen = upTo < 0 ? 0 : (upTo < count ? upTo : count);
+        visible += seen;
+        for (int64_t j = at + seen; j < at + count; ++j)
+          line[j] = -INFINITY;
+        at += count;
+      });
   return visible == 0 ? 0 : cols;
 }
 

@@ -36,7 +36,10 @@
 // materializes the rows x T score block (OpenBLAS sgemm), takes the softmax
 // of each row in place and multiplies by value. With `causal`, keys past the
 // tile's last row are masked for every row of it, so only the first
-// min(T, last row + 1) columns are computed (all of them in zigzag order). The
+// min(T, last row + 1) columns are computed (in zigzag order, up to the last
+// key stored whose natural position some row of the tile sees: a ring's
+// block of two chunks later than the tile's rows is skipped, and one whose
+// second chunk is later than them is cut after its first). The
 // backward recomputes P from query and key (no saved scores, as FlashAttention)
 // and ADDS its contributions into the grad views; a partition of S rows
 // contributes a partial dK and dV over all of T (the plan sums them).
@@ -59,8 +62,8 @@ constexpr int64_t kRowTile = 128;
 /// Query rows [lo, hi) of a partition, processed as one score block.
 struct RowTile {
   int64_t lo, hi;
-  /// Key columns [0, cols) any of the rows attends to: with `causal`, row i
-  /// sees keys [0, i], so none past the last row.
+  /// Key columns [0, cols) any of the rows attends to
+  /// (AttentionRanges::keyColumns).
   int64_t cols;
 
   int64_t rows() const { return hi - lo; }
@@ -71,7 +74,7 @@ std::vector<RowTile> rowTiles(const AttentionRanges &r) {
   std::vector<RowTile> tiles;
   for (int64_t lo = r.rowLo; lo < r.rowHi; lo += kRowTile) {
     int64_t hi = std::min(r.rowHi, lo + kRowTile);
-    tiles.push_back({lo, hi, r.keyColumns(hi)});
+    tiles.push_back({lo, hi, r.keyColumns(lo, hi)});
   }
   return tiles;
 }

@@ -109,7 +109,7 @@ template <typename Fn> void forEachBlock(const AttentionRanges &r, Fn &&fn) {
       for (int64_t lo = r.rowLo; lo < r.rowHi; lo += tile) {
         block.rowLo = lo;
         block.rowHi = std::min(r.rowHi, lo + tile);
-        block.cols = r.keyColumns(block.rowHi);
+        block.cols = r.keyColumns(block.rowLo, block.rowHi);
         fn(static_cast<const Block &>(block));
       }
     }
