@@ -5,7 +5,7 @@
 #   megatron  the fastest Megatron-Core layout that fits: TP x CP x PP x DP
 #             over tp in {1,2,4,8}, cp in powers of two, pp in {1,2,4}
 #             (micro-batches: the fastest that fits), cp-comm all-gather,
-#             all-to-all and ring (p2p), recompute selective and full,
+#             all-to-all and ring (p2p), recompute none, selective and full,
 #             sequence parallelism where tp > 1 and the distributed
 #             optimizer;
 #   ulysses   the fastest Ulysses x ZeRO-3 that fits: tp 1, cp in powers of
@@ -82,7 +82,7 @@ for row in $rows; do
         ((pp <= batch)) || continue
         for comm in all-gather all-to-all ring; do
           ((cp > 1)) || [[ $comm == all-gather ]] || continue
-          for recompute in selective full; do
+          for recompute in none selective full; do
             options="tp=$tp cp=$cp pp=$pp cp-comm=$comm recompute=$recompute distributed-optimizer=true"
             ((tp > 1)) && options="$options sequence-parallel=true"
             echo "$options"

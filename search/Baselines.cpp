@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -823,8 +824,8 @@ const std::vector<ContextExchangeInfo> &contextExchanges() {
        "attention split along the query positions, its keys and values "
        "passed around the context-parallel group a block at a time while "
        "each member computes, merged by log-sum-exp (ring attention: "
-       "Megatron-Core's cp_comm_type p2p, without its causal load "
-       "balancing)"},
+       "Megatron-Core's cp_comm_type p2p; its causal load balancing is the "
+       "zigzag order, ppc-zigzag-sequence)"},
   };
   return list;
 }
@@ -890,6 +891,18 @@ constexpr int64_t kDeepestPipeline = 64;
 /// micro-batch counts) the Megatron layouts phase interleaves.
 constexpr size_t kInterleavedLayouts = 4;
 
+/// The order the Megatron layouts phase tries the context exchanges in,
+/// under a budget the first the likeliest to be reached: the ring first
+/// (Megatron-Core's default, p2p; it holds two blocks of the keys and
+/// values, so it fits at the smallest cp, and in zigzag order it is
+/// balanced), then the all-to-all (Ulysses: no keys held twice, but heads
+/// bound its degree), the all-gather (every member holds the whole
+/// sequence's keys), ppc's key blocks last. Every exchange of
+/// contextExchanges(), once.
+constexpr std::array<ContextExchange, 4> kPhaseExchanges = {
+    ContextExchange::Ring, ContextExchange::AllToAll,
+    ContextExchange::AllGather, ContextExchange::KeyBlocks};
+
 /// The share of a time budget the Megatron layouts phase walks the grid
 /// for; the rest is the interleaving's.
 constexpr double kWalkShare = 0.75;
@@ -952,6 +965,8 @@ SearchResult megatronLayouts(const Problem &problem,
   };
   SearchResult best;
   best.algorithm = "Megatron layouts: none";
+  assert(kPhaseExchanges.size() == contextExchanges().size() &&
+         "the phase tries every context exchange");
   const sim::Graph &graph = problem.graph;
   int64_t devices = problem.machine.numDevices();
   SequenceFlow flow = followSequence(graph);
@@ -1157,10 +1172,10 @@ SearchResult megatronLayouts(const Problem &problem,
       // cp = 1 is the same layout for every exchange: in the first's
       // series only; where it suffices the other exchanges are not tried.
       bool sequenceWhole = false;
-      for (const ContextExchangeInfo &exchange : contextExchanges()) {
+      for (ContextExchange kind : kPhaseExchanges) {
         if (sequenceWhole)
           break;
-        bool first = exchange.kind == contextExchanges().front().kind;
+        bool first = kind == kPhaseExchanges.front();
         for (Recompute recompute :
              {Recompute::None, Recompute::Selective, Recompute::Full}) {
           MegatronLayout layout;
@@ -1168,7 +1183,7 @@ SearchResult megatronLayouts(const Problem &problem,
           layout.pipelineParallel = pp;
           layout.expertParallel = ep;
           layout.expertTensorParallel = etp;
-          layout.contextExchange = exchange.kind;
+          layout.contextExchange = kind;
           layout.recompute = recompute;
           layout.sequenceParallel = tp > 1;
           layout.distributedOptimizer = true;
