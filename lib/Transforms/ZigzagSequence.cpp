@@ -413,7 +413,7 @@ struct ZigzagSequencePass
         return signalPassFailure();
   }
 
-  /// Pairs from a machine of `devices` (pairs=0): the most that divide the
+  /// Pairs from a machine of `devices` (pairs=auto): the most that divide the
   /// devices (so every context-parallel degree the search may pick is
   /// balanced) and every causal sequence into 2 * pairs chunks; 0 where
   /// fewer than 2 do (a single device has nothing to balance).

@@ -76,11 +76,7 @@ struct AttentionRanges {
       return keyHi - keyLo;
     if (zigzag == 0)
       return std::max<int64_t>(std::min(keyHi, rowHi) - keyLo, 0);
-    int64_t last = -1; // the latest natural position of the rows
-    forEachZigzagRun(rowLo, rowHi, S, zigzag,
-                     [&](int64_t position, int64_t count) {
-                       last = std::max(last, position + count - 1);
-                     });
+    const int64_t last = zigzagSpan(rowLo, rowHi, S, zigzag).last;
     int64_t cols = 0, at = keyLo;
     forEachZigzagRun(
         keyLo, keyHi, T, zigzag, [&](int64_t position, int64_t count) {

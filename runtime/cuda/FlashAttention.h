@@ -27,23 +27,6 @@
 
 namespace ppc::runtime::cuda {
 
-/// The least and greatest natural positions of the elements stored at
-/// [lo, hi) of a sequence of `length` in zigzag order of `pairs` (a run of
-/// positions per chunk, zigzagRun); first > last when the range is empty.
-/// Also what AttentionKernels.cu's score blocks skip by.
-struct PositionSpan {
-  int64_t first, last;
-};
-PPC_HD inline PositionSpan zigzagSpan(int64_t lo, int64_t hi, int64_t length,
-                                      int64_t pairs) {
-  PositionSpan span{length, -1};
-  forEachZigzagRun(lo, hi, length, pairs, [&](int64_t at, int64_t count) {
-    span.first = at < span.first ? at : span.first;
-    span.last = at + count - 1 > span.last ? at + count - 1 : span.last;
-  });
-  return span;
-}
-
 /// Whether the flash kernels take this partition: query, key and value
 /// (and the result's gradient, where given) bf16 or f16 alike, D == Dv a
 /// multiple of 16 up to 128, and the tiles' shared memory fits the device.

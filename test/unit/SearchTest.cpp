@@ -1282,6 +1282,42 @@ TEST(PipelineSearch, PicksTheFastestCandidateAndBuildsValidStages) {
 // Stage DP (Alpa's inter-operator pass)
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The cost of an elementwise op on a [32, 64] tensor below.
+const OpCost kSublayerElementwise{2048, 2048, 3 * 8192, 6 * 8192};
+
+/// Appends two residual sublayers of [32, 64] tensors reading `in` (of
+/// `inFeatures`): a = fc0(in); b = fc2(relu1(a)); c = add3(a, b);
+/// d = fc5(relu4(c)); out = add6(c, d), seven ops numbered from the first.
+void addTwoResidualSublayers(Graph &g, Source in, int64_t inFeatures) {
+  const int32_t a = static_cast<int32_t>(g.ops.size());
+  const OpCost &unit = kSublayerElementwise;
+  g.ops.push_back(linear(g, "fc0", 32, inFeatures, 64, in));
+  g.ops.push_back(ppc::sim::testing::elementwise("relu1", "ppc.relu", 32, 64,
+                                                 {fromOp(a)}, unit));
+  g.ops.push_back(linear(g, "fc2", 32, 64, 64, fromOp(a + 1)));
+  g.ops.push_back(ppc::sim::testing::elementwise(
+      "add3", "ppc.add", 32, 64, {fromOp(a), fromOp(a + 2)}, unit));
+  g.ops.push_back(ppc::sim::testing::elementwise("relu4", "ppc.relu", 32, 64,
+                                                 {fromOp(a + 3)}, unit));
+  g.ops.push_back(linear(g, "fc5", 32, 64, 64, fromOp(a + 4)));
+  g.ops.push_back(ppc::sim::testing::elementwise(
+      "add6", "ppc.add", 32, 64, {fromOp(a + 3), fromOp(a + 5)}, unit));
+}
+
+/// Which ops recomputeLayers marks in `g`'s data-parallel strategy.
+std::vector<bool> recomputedByLayers(const Graph &g) {
+  Strategy strategy = dataParallel(g, 1);
+  recomputeLayers(g, strategy);
+  std::vector<bool> recomputed;
+  for (const OpConfig &config : strategy)
+    recomputed.push_back(config.recompute);
+  return recomputed;
+}
+
+} // namespace
+
 TEST(Baselines, FullRecomputationKeepsEverySecondCheapestCut) {
   // Two residual sublayers: a = fc0(x); b = fc2(relu(a)); c = a + b;
   // d = fc5(relu(c)); out = c + d. The cheapest cuts (one [32, 64] tensor
@@ -1291,22 +1327,9 @@ TEST(Baselines, FullRecomputationKeepsEverySecondCheapestCut) {
   // its result; the rest is recomputed.
   Graph g;
   g.numInputs = 1;
-  OpCost unit{2048, 2048, 3 * 8192, 6 * 8192};
-  g.ops.push_back(linear(g, "fc0", 32, 64, 64, input()));
-  g.ops.push_back(elementwise("relu1", "ppc.relu", 32, 64, {fromOp(0)}, unit));
-  g.ops.push_back(linear(g, "fc2", 32, 64, 64, fromOp(1)));
-  g.ops.push_back(
-      elementwise("add3", "ppc.add", 32, 64, {fromOp(0), fromOp(2)}, unit));
-  g.ops.push_back(elementwise("relu4", "ppc.relu", 32, 64, {fromOp(3)}, unit));
-  g.ops.push_back(linear(g, "fc5", 32, 64, 64, fromOp(4)));
-  g.ops.push_back(
-      elementwise("add6", "ppc.add", 32, 64, {fromOp(3), fromOp(5)}, unit));
+  addTwoResidualSublayers(g, input(), 64);
   ASSERT_EQ(statusText(g.validate()), "");
-  Strategy strategy = dataParallel(g, 1);
-  recomputeLayers(g, strategy);
-  std::vector<bool> recomputed;
-  for (const OpConfig &config : strategy)
-    recomputed.push_back(config.recompute);
+  std::vector<bool> recomputed = recomputedByLayers(g);
   EXPECT_EQ(recomputed,
             (std::vector<bool>{false, true, true, true, true, true, false}));
 }
@@ -1321,27 +1344,15 @@ TEST(Baselines, FullRecomputationCutsNoLayerBeforeTheFirstWeight) {
   // the end.
   Graph g;
   g.numInputs = 2;
-  OpCost unit{2048, 2048, 3 * 8192, 6 * 8192};
-  OpCost small{128, 128, 3 * 512, 6 * 512};
-  g.ops.push_back(elementwise("labels", "ppc.relu", 32, 64, {input(1)}, unit));
-  g.ops.push_back(elementwise("tokens", "ppc.relu", 32, 4, {input()}, small));
-  g.ops.push_back(linear(g, "fc0", 32, 4, 64, fromOp(1)));
-  g.ops.push_back(elementwise("relu1", "ppc.relu", 32, 64, {fromOp(2)}, unit));
-  g.ops.push_back(linear(g, "fc2", 32, 64, 64, fromOp(3)));
-  g.ops.push_back(
-      elementwise("add3", "ppc.add", 32, 64, {fromOp(2), fromOp(4)}, unit));
-  g.ops.push_back(elementwise("relu4", "ppc.relu", 32, 64, {fromOp(5)}, unit));
-  g.ops.push_back(linear(g, "fc5", 32, 64, 64, fromOp(6)));
-  g.ops.push_back(
-      elementwise("add6", "ppc.add", 32, 64, {fromOp(5), fromOp(7)}, unit));
-  g.ops.push_back(
-      elementwise("loss", "ppc.add", 32, 64, {fromOp(8), fromOp(0)}, unit));
+  g.ops.push_back(elementwise("labels", "ppc.relu", 32, 64, {input(1)},
+                              kSublayerElementwise));
+  g.ops.push_back(elementwise("tokens", "ppc.relu", 32, 4, {input()},
+                              {128, 128, 3 * 512, 6 * 512}));
+  addTwoResidualSublayers(g, fromOp(1), 4);
+  g.ops.push_back(elementwise("loss", "ppc.add", 32, 64, {fromOp(8), fromOp(0)},
+                              kSublayerElementwise));
   ASSERT_EQ(statusText(g.validate()), "");
-  Strategy strategy = dataParallel(g, 1);
-  recomputeLayers(g, strategy);
-  std::vector<bool> recomputed;
-  for (const OpConfig &config : strategy)
-    recomputed.push_back(config.recompute);
+  std::vector<bool> recomputed = recomputedByLayers(g);
   EXPECT_EQ(recomputed, (std::vector<bool>{false, true, true, true, true, false,
                                            true, true, true, false}));
 }

@@ -73,6 +73,23 @@ PPC_HD inline void forEachZigzagRun(int64_t lo, int64_t hi, int64_t length,
   }
 }
 
+/// The least and greatest natural positions of the elements stored at
+/// [lo, hi) of a sequence of `length` in zigzag order of `pairs` (a run of
+/// positions per chunk); first > last when the range is empty. What the
+/// attention kernels skip keys and tiles by.
+struct PositionSpan {
+  int64_t first, last;
+};
+PPC_HD inline PositionSpan zigzagSpan(int64_t lo, int64_t hi, int64_t length,
+                                      int64_t pairs) {
+  PositionSpan span{length, -1};
+  forEachZigzagRun(lo, hi, length, pairs, [&](int64_t at, int64_t count) {
+    span.first = at < span.first ? at : span.first;
+    span.last = at + count - 1 > span.last ? at + count - 1 : span.last;
+  });
+  return span;
+}
+
 } // namespace ppc
 
 #endif // PPC_SUPPORT_SEQUENCEORDER_H
